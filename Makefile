@@ -1,0 +1,36 @@
+# Two entry points, each sets itself up: `make demo` and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.ragwatch-installed
+PYTEST_ARGS ?=
+
+.PHONY: demo test install system-deps constraints clean
+
+demo: install
+	scripts/demo.sh
+
+test: install
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+install: $(STAMP) system-deps
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[airflow,bench,dev]'
+	$(BIN)/python -m pip check
+	touch $@
+
+system-deps:
+	scripts/system-deps.sh
+
+# Re-resolve the pinned set after changing dependencies in pyproject.toml (then run make test).
+constraints:
+	rm -rf /tmp/ragwatch-resolve && $(PYTHON) -m venv /tmp/ragwatch-resolve
+	/tmp/ragwatch-resolve/bin/pip install -q --upgrade pip && /tmp/ragwatch-resolve/bin/pip install -q '.[airflow,bench,dev]'
+	/tmp/ragwatch-resolve/bin/pip freeze --exclude ragwatch | grep -v '^-e' > constraints.txt
+
+clean:
+	rm -rf .ragwatch

@@ -1,0 +1,50 @@
+"""Fill the (embedded) trace store with the demo traffic of the last days."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta, timezone
+
+import sqlalchemy as sa
+
+from pipelines.demo.traces import generate_store_rows
+from pipelines.settings import Settings
+from pipelines.stores.traces import TraceStore
+from pipelines.traces.parse import Rejection, parse_row
+
+
+def seed_demo_store(
+    settings: Settings, *, days: int, per_day: int, seed: int, replace: bool,
+    progress: Callable[[int], None] | None = None,
+) -> dict:  # fmt: skip
+    store = TraceStore.from_settings(settings, read_only=False)
+    store.create_table()
+    with store.engine.begin() as conn:
+        existing = conn.execute(sa.select(sa.func.count()).select_from(store.table)).scalar_one()
+        if existing and not replace:
+            raise RuntimeError(f"the trace table already holds {existing:,} rows; pass --replace to reseed it")
+        if existing:
+            conn.execute(sa.delete(store.table))
+
+    today = datetime.now(timezone.utc).date()
+    broken = 0
+
+    def counted(rows: Iterator[dict]) -> Iterator[dict]:
+        nonlocal broken
+        for n, row in enumerate(rows, start=1):
+            broken += isinstance(parse_row(row, max_field_chars=settings.max_field_chars), Rejection)
+            if progress and n % 100 == 0:
+                progress(n)
+            yield row
+
+    written = store.insert_rows(counted(generate_store_rows(days=days, per_day=per_day, end=today, seed=seed)))
+    if progress:
+        progress(written)
+    return {
+        "rows": written,
+        "broken": broken,
+        "first_day": (today - timedelta(days=days)).isoformat(),
+        "last_day": (today - timedelta(days=1)).isoformat(),
+        "store": store.engine.url.render_as_string(hide_password=True),
+    }
+

@@ -1,0 +1,106 @@
+"""Data contracts, in one place: the Trace read from production and the sampled partition.
+
+Names here are part of the product (DESIGN.md § Data contracts); change them only with a
+migration note.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+import pyarrow as pa
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+SAMPLER_VERSION = "stratified-hash-1"
+ANONYMIZER_VERSION = "rules-hmac-1"
+
+
+class Context(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    chunk_id: str
+    text: str
+    score: float | None = None
+
+
+class ToolCall(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class Trace(BaseModel):
+    """One production interaction, as the trace store holds it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    trace_id: str = Field(min_length=1)
+    ts: datetime
+    question: str = Field(min_length=1)
+    answer: str
+    contexts: list[Context] = Field(default_factory=list)
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    model: str | None = None
+    app: str = "default"
+    language: str = "und"
+    user_feedback: Literal[-1, 0, 1] | None = None
+    latency_ms: int | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("ts")
+    @classmethod
+    def _utc(cls, ts: datetime) -> datetime:
+        from datetime import timezone
+
+        return ts.replace(tzinfo=timezone.utc) if ts.tzinfo is None else ts.astimezone(timezone.utc)
+
+
+class QuarantinedRow(BaseModel):
+    """A selected row that could not be used; kept (anonymized) with the reason."""
+
+    trace_id: str
+    reason: str
+    field: str | None
+    detail: str
+    raw: dict[str, str | None]
+    """The row's fields as text, anonymized and clipped; the store keeps the original."""
+
+
+SAMPLED_TRACE_SCHEMA = pa.schema(
+    [
+        pa.field("trace_id", pa.string(), nullable=False),
+        pa.field("ts", pa.timestamp("us", tz="UTC"), nullable=False),
+        pa.field("question", pa.string(), nullable=False),
+        pa.field("answer", pa.string(), nullable=False),
+        pa.field(
+            "contexts",
+            pa.list_(pa.struct([("chunk_id", pa.string()), ("text", pa.string()), ("score", pa.float64())])),
+        ),
+        pa.field("tool_calls", pa.list_(pa.struct([("name", pa.string()), ("arguments", pa.string())]))),
+        pa.field("model", pa.string()),
+        pa.field("app", pa.string(), nullable=False),
+        pa.field("language", pa.string(), nullable=False),
+        pa.field("user_feedback", pa.int8()),
+        pa.field("latency_ms", pa.int64()),
+        pa.field("metadata", pa.string()),
+        pa.field("sample_rate", pa.float64(), nullable=False),
+        pa.field("sampler_version", pa.string(), nullable=False),
+        pa.field("anonymizer_version", pa.string(), nullable=False),
+        pa.field("pii_counts", pa.string(), nullable=False),
+    ]
+)
+"""Parquet schema of golden/traces/dt=YYYY-MM-DD. JSON-typed fields are JSON text."""
+
+QUARANTINE_SCHEMA = pa.schema(
+    [
+        pa.field("trace_id", pa.string(), nullable=False),
+        pa.field("reason", pa.string(), nullable=False),
+        pa.field("field", pa.string()),
+        pa.field("detail", pa.string(), nullable=False),
+        pa.field("raw", pa.string(), nullable=False),
+        pa.field("sampler_version", pa.string(), nullable=False),
+        pa.field("anonymizer_version", pa.string(), nullable=False),
+    ]
+)

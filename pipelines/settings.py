@@ -1,0 +1,117 @@
+"""One settings object for every entry point: CLI, DAG tasks, dvc stages and tests.
+
+Values come from `RAGWATCH_*` environment variables (nested with `__`), then embedded defaults
+that keep all state under `.ragwatch/` so a demo never touches tracked files.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from functools import cached_property
+from pathlib import Path
+
+from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+
+
+class TraceColumns(BaseModel):
+    """Column names of the production trace table; the defaults are the Trace contract."""
+
+    trace_id: str = "trace_id"
+    ts: str = "ts"
+    question: str = "question"
+    answer: str = "answer"
+    contexts: str = "contexts"
+    tool_calls: str = "tool_calls"
+    model: str = "model"
+    app: str = "app"
+    language: str = "language"
+    user_feedback: str = "user_feedback"
+    latency_ms: str = "latency_ms"
+    metadata: str = "metadata"
+
+    @field_validator("*")
+    @classmethod
+    def _plain_identifier(cls, name: str) -> str:
+        if not IDENTIFIER.match(name):
+            raise ValueError(f"column name {name!r} is not a plain SQL identifier")
+        return name
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="RAGWATCH_", env_nested_delimiter="__", extra="ignore")
+
+    home: Path = Path(".ragwatch")
+    """Root of all embedded state (SQLite files, Airflow home, DVC remote, keys)."""
+
+    trace_store_url: str | None = None
+    """SQLAlchemy URL of the production trace store; SQLite under `home` when unset."""
+    trace_table: str = "traces"
+    trace_tables_allowed: list[str] = Field(default_factory=lambda: ["traces"])
+    trace_columns: TraceColumns = Field(default_factory=TraceColumns)
+    trace_batch_size: int = Field(default=500, ge=1, le=100_000)
+    statement_timeout_s: int = Field(default=60, ge=1)
+
+    workspace: Path | None = None
+    """Data workspace: a git + DVC repository holding `golden/`; under `home` when unset."""
+    dvc_remote: str | None = None
+    """DVC remote URL (local path, s3://...); a directory under `home` when unset."""
+
+    sample_rate: float = Field(default=0.05, gt=0.0, le=1.0)
+    strata: list[str] = Field(default_factory=lambda: ["app", "language", "user_feedback"])
+    min_per_stratum: int = Field(default=2, ge=0)
+    max_field_chars: int = Field(default=200_000, ge=1_000)
+    """Longer text fields send their trace to quarantine (multi-MB answers are logging bugs)."""
+
+    anonymizer_key: SecretStr | None = None
+    """HMAC key for pseudonyms; generated once under `home` when unset."""
+
+    @field_validator("trace_table")
+    @classmethod
+    def _table_identifier(cls, name: str) -> str:
+        if not IDENTIFIER.match(name):
+            raise ValueError(f"table name {name!r} is not a plain SQL identifier")
+        return name
+
+    @field_validator("strata")
+    @classmethod
+    def _known_strata(cls, names: list[str]) -> list[str]:
+        allowed = {"app", "language", "user_feedback", "model"}
+        unknown = set(names) - allowed
+        if unknown:
+            raise ValueError(f"unknown strata {sorted(unknown)}; choose from {sorted(allowed)}")
+        return names
+
+    @property
+    def resolved_trace_store_url(self) -> str:
+        return self.trace_store_url or f"sqlite:///{(self.home / 'traces.db').resolve()}"
+
+    @property
+    def resolved_workspace(self) -> Path:
+        return (self.workspace or self.home / "workspace").resolve()
+
+    @property
+    def resolved_dvc_remote(self) -> str:
+        return self.dvc_remote or str((self.home / "dvc-remote").resolve())
+
+    @cached_property
+    def pseudonym_key(self) -> bytes:
+        if self.anonymizer_key is not None:
+            return self.anonymizer_key.get_secret_value().encode()
+        return _local_key(self.home / "anonymizer.key")
+
+
+def _local_key(path: Path) -> bytes:
+    """A per-installation random key, created once with owner-only permissions."""
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch(mode=0o600, exist_ok=True)
+        path.write_text(secrets.token_hex(32))
+    return path.read_text().strip().encode()
+
+
+def load_settings(**overrides) -> Settings:
+    return Settings(**overrides)

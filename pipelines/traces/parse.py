@@ -1,0 +1,69 @@
+"""Turn one raw store row into a Trace, or into a rejection that names the field and reason."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from pydantic import ValidationError
+
+from pipelines.records import Trace
+
+JSON_FIELDS = ("contexts", "tool_calls", "metadata")
+TEXT_FIELDS = ("question", "answer", "contexts", "tool_calls", "metadata")
+
+
+@dataclass(frozen=True)
+class Rejection:
+    reason: str
+    """Stable machine-readable cause: missing_field, invalid_json, field_too_large, bad_timestamp, invalid_value."""
+    field: str | None
+    detail: str
+
+
+def parse_row(raw: dict[str, Any], *, max_field_chars: int) -> Trace | Rejection:
+    for name in TEXT_FIELDS:
+        value = raw.get(name)
+        if isinstance(value, str) and len(value) > max_field_chars:
+            return Rejection("field_too_large", name, f"{name} has {len(value):,} characters (limit {max_field_chars:,})")
+    if not (raw.get("question") or "").strip():
+        return Rejection("missing_field", "question", "question is null or empty")
+    if raw.get("answer") is None:
+        return Rejection("missing_field", "answer", "answer is null")
+
+    ts = parse_timestamp(raw.get("ts"))
+    if ts is None:
+        return Rejection("bad_timestamp", "ts", f"cannot read {str(raw.get('ts'))[:40]!r} as a UTC timestamp")
+
+    fields = dict(raw, ts=ts)
+    for name in JSON_FIELDS:
+        value = raw.get(name)
+        if value is None or value == "":
+            fields[name] = None
+            continue
+        if isinstance(value, str):
+            try:
+                fields[name] = json.loads(value)
+            except json.JSONDecodeError as exc:
+                return Rejection("invalid_json", name, f"{name} is not valid JSON: {exc.msg} at char {exc.pos}")
+    fields = {k: v for k, v in fields.items() if v is not None or k in ("model", "user_feedback", "latency_ms")}
+    try:
+        return Trace.model_validate(fields)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or None
+        return Rejection("invalid_value", where, f"{where}: {first['msg']}")
+
+
+def parse_timestamp(value: Any) -> datetime | None:
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    if not isinstance(value, str):
+        return None
+    try:
+        ts = datetime.fromisoformat(value.strip())
+    except ValueError:
+        return None
+    return ts if ts.tzinfo else ts.replace(tzinfo=timezone.utc)

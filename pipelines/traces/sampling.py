@@ -1,0 +1,165 @@
+"""Stage one day's sample: select, read, anonymize, quarantine, write a staged partition.
+
+Nothing reaches disk before anonymization: quarantined rows are anonymized as text too.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date, datetime, time, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from pipelines.privacy.anonymizer import Anonymizer
+from pipelines.records import (
+    ANONYMIZER_VERSION,
+    QUARANTINE_SCHEMA,
+    SAMPLED_TRACE_SCHEMA,
+    SAMPLER_VERSION,
+    Trace,
+)
+from pipelines.stores.partitions import DATA_FILE, QUARANTINE_DIR, ParquetRowWriter, reset_dir, write_manifest
+from pipelines.stores.traces import TraceStore
+from pipelines.traces.parse import Rejection, parse_row
+from pipelines.traces.select import select_traces
+
+log = logging.getLogger(__name__)
+LOG_EVERY = 200
+QUARANTINE_CLIP_CHARS = 4_000
+
+
+@dataclass
+class SampleSummary:
+    day: str
+    population: int
+    selected: int
+    sampled: int = 0
+    quarantined: int = 0
+    quarantine_reasons: Counter = field(default_factory=Counter)
+    pii_counts: Counter = field(default_factory=Counter)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "day": self.day, "population": self.population, "selected": self.selected,
+            "sampled": self.sampled, "quarantined": self.quarantined,
+            "quarantine_reasons": dict(sorted(self.quarantine_reasons.items())),
+            "pii_counts": dict(sorted(self.pii_counts.items())),
+        }  # fmt: skip
+
+
+def day_interval(day: date) -> tuple[datetime, datetime]:
+    start = datetime.combine(day, time(0), tzinfo=timezone.utc)
+    return start, start + timedelta(days=1)
+
+
+def sample_day(
+    store: TraceStore,
+    anonymizer: Anonymizer,
+    day: date,
+    out_dir: Path,
+    *,
+    rate: float,
+    strata: list[str],
+    min_per_stratum: int,
+    max_field_chars: int,
+    progress: Callable[[int, int], None] | None = None,
+) -> SampleSummary:
+    """Write the anonymized sample of `day` into `out_dir` (replaced) and return its counts."""
+    start, end = day_interval(day)
+    population = store.count_by(start, end, strata)
+    selection = select_traces(
+        population, store.iter_keys(start, end, strata), rate=rate, min_per_stratum=min_per_stratum
+    )
+    summary = SampleSummary(day=day.isoformat(), population=selection.population, selected=len(selection.trace_ids))
+    log.info("%s: %d traces in the interval, %d selected at rate %s", day, summary.population, summary.selected, rate)
+
+    reset_dir(out_dir)
+    with (
+        ParquetRowWriter(out_dir / DATA_FILE, SAMPLED_TRACE_SCHEMA) as sampled,
+        ParquetRowWriter(out_dir / QUARANTINE_DIR / DATA_FILE, QUARANTINE_SCHEMA) as quarantine,
+    ):
+        for done, raw in enumerate(store.iter_rows(start, end, selection.trace_ids), start=1):
+            parsed = parse_row(raw, max_field_chars=max_field_chars)
+            if isinstance(parsed, Rejection):
+                quarantine.write(_quarantine_row(anonymizer, raw, parsed))
+                summary.quarantined += 1
+                summary.quarantine_reasons[parsed.reason] += 1
+            else:
+                clean, counts = anonymizer.anonymize_trace(parsed)
+                sampled.write(_sampled_row(clean, counts, rate))
+                summary.sampled += 1
+                summary.pii_counts.update(counts)
+            if progress:
+                progress(done, summary.selected)
+            if done % LOG_EVERY == 0:
+                log.info("%s: %d/%d rows read, %d quarantined", day, done, summary.selected, summary.quarantined)
+
+    missing = summary.selected - summary.sampled - summary.quarantined
+    if missing:
+        # The rows vanished between selection and read (deleted upstream): say so, do not guess.
+        raise RuntimeError(f"{missing} selected traces of {day} could not be read back; rerun the task")
+    write_manifest(out_dir, _manifest(summary, selection, rate, strata, min_per_stratum))
+    log.info("%s: sampled %d, quarantined %d %s, PII replaced %s", day, summary.sampled,
+             summary.quarantined, dict(summary.quarantine_reasons), dict(summary.pii_counts))
+    return summary
+
+
+def _sampled_row(trace: Trace, pii_counts: Counter, rate: float) -> dict[str, Any]:
+    row = trace.model_dump(mode="python")
+    row["tool_calls"] = [
+        {"name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False, sort_keys=True)}
+        for c in trace.tool_calls
+    ]
+    row["metadata"] = json.dumps(trace.metadata, ensure_ascii=False, sort_keys=True)
+    row.update(
+        sample_rate=rate,
+        sampler_version=SAMPLER_VERSION,
+        anonymizer_version=ANONYMIZER_VERSION,
+        pii_counts=json.dumps(dict(sorted(pii_counts.items()))),
+    )
+    return row
+
+
+def _quarantine_row(anonymizer: Anonymizer, raw: dict[str, Any], rejection: Rejection) -> dict[str, Any]:
+    trace_id = str(raw.get("trace_id"))
+    counts: Counter = Counter()
+    fields = {}
+    for name, value in raw.items():
+        if value is None:
+            fields[name] = None
+            continue
+        text = str(value)
+        clipped = text[:QUARANTINE_CLIP_CHARS]
+        anonymized = anonymizer.anonymize_text(clipped, trace_id, counts)
+        if len(text) > len(clipped):
+            anonymized += f"… [clipped by ragwatch: {len(text):,} characters in the store]"
+        fields[name] = anonymized
+    return {
+        "trace_id": trace_id,
+        "reason": rejection.reason,
+        "field": rejection.field,
+        "detail": anonymizer.anonymize_text(rejection.detail, trace_id, counts),
+        "raw": json.dumps(fields, ensure_ascii=False, sort_keys=True),
+        "sampler_version": SAMPLER_VERSION,
+        "anonymizer_version": ANONYMIZER_VERSION,
+    }
+
+
+def _manifest(summary: SampleSummary, selection, rate: float, strata: list[str], min_per_stratum: int) -> dict:
+    return {
+        "dataset": "traces",
+        **summary.as_dict(),
+        "sample_rate": rate,
+        "strata_keys": strata,
+        "min_per_stratum": min_per_stratum,
+        "strata": [
+            {"stratum": dict(zip(strata, s.stratum)), "population": s.population, "selected": s.selected}
+            for s in selection.strata
+        ],
+        "sampler_version": SAMPLER_VERSION,
+        "anonymizer_version": ANONYMIZER_VERSION,
+    }

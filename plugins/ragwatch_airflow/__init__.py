@@ -1,0 +1,1 @@
+"""Airflow adapters for ragwatch: connections and pools in, plain `pipelines` calls out."""

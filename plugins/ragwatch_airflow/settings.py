@@ -1,0 +1,49 @@
+"""Build ragwatch Settings inside a task: Airflow Connections override the environment.
+
+A team keeps endpoints and credentials where Airflow keeps them (Connections, backed by a
+secrets backend); `pipelines` stays unaware of Airflow and receives plain settings.
+"""
+
+from __future__ import annotations
+
+from airflow.sdk import BaseHook
+from airflow.sdk.exceptions import AirflowNotFoundException
+from sqlalchemy.engine import URL
+
+from pipelines.settings import Settings, load_settings
+
+TRACE_STORE_CONN_ID = "ragwatch_trace_store"
+DVC_POOL = "ragwatch_dvc"
+
+_DRIVERS = {"postgres": "postgresql+psycopg", "postgresql": "postgresql+psycopg", "mysql": "mysql", "sqlite": "sqlite"}
+
+
+def sqlalchemy_url(conn) -> str:
+    """SQLAlchemy URL of an Airflow Connection (conn types postgres, mysql, sqlite)."""
+    driver = _DRIVERS.get(conn.conn_type)
+    if driver is None:
+        raise ValueError(
+            f"connection {conn.conn_id!r} has type {conn.conn_type!r}; ragwatch reads traces from {sorted(_DRIVERS)}"
+        )
+    if driver == "sqlite":
+        return f"sqlite:///{conn.host}"
+    url = URL.create(driver, username=conn.login, password=conn.password, host=conn.host, port=conn.port,
+                     database=conn.schema)  # fmt: skip
+    return url.render_as_string(hide_password=False)
+
+
+def ragwatch_settings() -> Settings:
+    overrides: dict = {}
+    try:
+        conn = BaseHook.get_connection(TRACE_STORE_CONN_ID)
+    except AirflowNotFoundException:
+        conn = None
+    if conn is not None:
+        overrides["trace_store_url"] = sqlalchemy_url(conn)
+        extra = conn.extra_dejson
+        if "table" in extra:
+            overrides["trace_table"] = extra["table"]
+            overrides["trace_tables_allowed"] = [extra["table"]]
+        if "columns" in extra:
+            overrides["trace_columns"] = extra["columns"]
+    return load_settings(**overrides)

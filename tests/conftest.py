@@ -1,0 +1,33 @@
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from pipelines.settings import Settings
+from tests.services import start_postgres
+
+ROOT = Path(__file__).resolve().parent.parent
+os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("DVC_NO_ANALYTICS", "1")
+# In-process Airflow (DagBag) must not create ~/airflow: give it a throwaway home.
+os.environ["AIRFLOW_HOME"] = tempfile.mkdtemp(prefix="ragwatch-airflow-")
+os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
+os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(ROOT / "dags")
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    """Embedded settings isolated in a temporary RAGWATCH_HOME."""
+    return Settings(home=tmp_path / "home", anonymizer_key="test-key-not-secret")
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    pg = start_postgres()
+    try:
+        yield pg
+    finally:
+        pg.stop()

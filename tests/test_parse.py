@@ -1,0 +1,49 @@
+import json
+from datetime import datetime, timezone
+
+import pytest
+
+from pipelines.records import Trace
+from pipelines.traces.parse import Rejection, parse_row
+
+GOOD = {
+    "trace_id": "tr-1",
+    "ts": "2026-11-29 10:00:00.000000",
+    "question": "¿Qué hace la sentencia assert?",
+    "answer": "Comprueba una condición.",
+    "contexts": json.dumps([{"chunk_id": "pydoc/assert#0", "text": "The assert statement...", "score": 0.8}]),
+    "tool_calls": json.dumps([{"name": "vector_search", "arguments": {"query": "assert", "top_k": 5}}]),
+    "model": "qwen2.5-7b-instruct",
+    "app": "docs-assistant",
+    "language": "es",
+    "user_feedback": 1,
+    "latency_ms": 840,
+    "metadata": json.dumps({"session": "s-1"}),
+}
+
+
+def test_a_good_row_becomes_a_trace_in_utc():
+    trace = parse_row(GOOD, max_field_chars=10_000)
+    assert isinstance(trace, Trace)
+    assert trace.ts == datetime(2026, 11, 29, 10, tzinfo=timezone.utc)
+    assert trace.tool_calls[0].arguments == {"query": "assert", "top_k": 5}
+
+
+@pytest.mark.parametrize(
+    ("change", "reason", "field"),
+    [
+        ({"question": None}, "missing_field", "question"),
+        ({"question": "   "}, "missing_field", "question"),
+        ({"contexts": '[{"chunk_id": "a", "text": "trunc'}, "invalid_json", "contexts"),
+        ({"tool_calls": "{not json"}, "invalid_json", "tool_calls"),
+        ({"answer": "x" * 10_001}, "field_too_large", "answer"),
+        ({"ts": "2026-11-29 25:61:00"}, "bad_timestamp", "ts"),
+        ({"user_feedback": 5}, "invalid_value", "user_feedback"),
+        ({"contexts": json.dumps([{"text": "no id"}])}, "invalid_value", "contexts.0.chunk_id"),
+    ],
+)
+def test_bad_rows_are_rejected_with_the_field_and_reason(change, reason, field):
+    rejection = parse_row({**GOOD, **change}, max_field_chars=10_000)
+    assert isinstance(rejection, Rejection)
+    assert (rejection.reason, rejection.field) == (reason, field)
+    assert rejection.detail

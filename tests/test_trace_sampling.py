@@ -1,0 +1,124 @@
+"""The sampling stage end to end on the embedded store: counts, quarantine, PII, idempotence."""
+
+import json
+import logging
+from datetime import date, datetime, timedelta, timezone
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from pipelines.demo.traces import generate_store_rows
+from pipelines.stores.partitions import DATA_FILE, MANIFEST, QUARANTINE_DIR, file_sha256, partition_path
+from pipelines.stores.traces import TraceStore
+from pipelines.traces import steps
+from pipelines.traces.select import stratum_target
+
+DAY = date(2026, 11, 20)
+EMAIL = "lucia.fernandez@correo-ejemplo.es"
+DNI = "12345678Z"
+
+
+def crafted_rows():
+    at = datetime(2026, 11, 20, 9, 30, tzinfo=timezone.utc)
+    contexts = json.dumps([{"chunk_id": "kb/ticket#1", "text": f"Ticket de {EMAIL}, DNI {DNI}", "score": 0.9}])
+    base = {"answer": "ok", "contexts": contexts, "tool_calls": "[]", "model": "m", "app": "support-bot",
+            "language": "es", "user_feedback": None, "latency_ms": 100, "metadata": "{}"}  # fmt: skip
+    return [
+        {**base, "trace_id": "zz-pii", "ts": at, "question": f"Soy Lucía Fernández, mi correo es {EMAIL}",
+         "tool_calls": json.dumps([{"name": "sql_query", "arguments": {"query": f"SELECT * FROM users WHERE email = '{EMAIL}'"}}])},
+        {**base, "trace_id": "zz-noquestion", "ts": at, "question": None},
+        {**base, "trace_id": "zz-badjson", "ts": at, "question": "q", "contexts": f'[{{"text": "{EMAIL}'},
+        {**base, "trace_id": "zz-huge", "ts": at, "question": "q", "answer": f"{EMAIL} " + "lorem " * 500_000},
+        {**base, "trace_id": "zz-badts", "ts": "2026-11-20 25:61:00", "question": "q"},
+    ]  # fmt: skip
+
+
+@pytest.fixture
+def store_settings(settings):
+    writer = TraceStore.from_settings(settings, read_only=False)
+    writer.create_table()
+    writer.insert_rows(generate_store_rows(days=2, per_day=400, end=DAY + timedelta(days=1), seed=5))
+    writer.insert_rows(crafted_rows())
+    return settings
+
+
+def partition_bytes(settings):
+    root = partition_path(settings.resolved_workspace, "traces", DAY)
+    return {str(p.relative_to(root)): file_sha256(p) for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_selected_equals_sampled_plus_quarantined_with_reasons(store_settings, caplog):
+    caplog.set_level(logging.INFO)
+    result = steps.run_trace_sampling(store_settings, DAY, version=False, rate=1.0)
+    assert result["selected"] == result["population"] > 400
+    assert result["sampled"] + result["quarantined"] == result["selected"]
+    reasons = result["quarantine_reasons"]
+    assert reasons["missing_field"] >= 1 and reasons["invalid_json"] >= 1
+    assert reasons["field_too_large"] >= 1 and reasons["bad_timestamp"] >= 1
+
+    root = partition_path(store_settings.resolved_workspace, "traces", DAY)
+    quarantine = pq.read_table(root / QUARANTINE_DIR / DATA_FILE).to_pylist()
+    assert len(quarantine) == result["quarantined"]
+    by_id = {row["trace_id"]: row for row in quarantine}
+    assert by_id["zz-huge"]["reason"] == "field_too_large" and by_id["zz-huge"]["field"] == "answer"
+    assert by_id["zz-badts"]["reason"] == "bad_timestamp"
+    manifest = json.loads((root / MANIFEST).read_text())
+    assert manifest["sampled"] == result["sampled"] and manifest["quarantine_reasons"] == reasons
+    assert pq.read_table(store_settings.resolved_workspace / "golden" / "traces").num_rows == result["sampled"]
+
+    everything_on_disk = b"".join(p.read_bytes() for p in root.rglob("*") if p.is_file())
+    sampled = pq.read_table(root / DATA_FILE).to_pandas().set_index("trace_id")
+    assert "[EMAIL_" in sampled.loc["zz-pii", "question"]
+    assert "[EMAIL_" in sampled.loc["zz-pii", "tool_calls"][0]["arguments"]
+    assert json.loads(sampled.loc["zz-pii", "pii_counts"])["EMAIL"] >= 3
+    for secret in (EMAIL, DNI):
+        assert secret.encode() not in everything_on_disk
+        assert secret not in caplog.text
+
+
+def test_the_same_email_gets_the_same_pseudonym_across_fields_of_one_trace(store_settings):
+    steps.run_trace_sampling(store_settings, DAY, version=False, rate=1.0)
+    root = partition_path(store_settings.resolved_workspace, "traces", DAY)
+    row = pq.read_table(root / DATA_FILE).to_pandas().set_index("trace_id").loc["zz-pii"]
+    token = row["question"].split("mi correo es ")[1].strip()
+    assert token in row["contexts"][0]["text"] and token in row["tool_calls"][0]["arguments"]
+
+
+def test_a_rerun_of_the_same_day_writes_identical_bytes(store_settings):
+    first = steps.run_trace_sampling(store_settings, DAY, version=False)
+    before = partition_bytes(store_settings)
+    second = steps.run_trace_sampling(store_settings, DAY, version=False)
+    assert partition_bytes(store_settings) == before
+    assert first == second
+    manifest = steps.published_manifest(store_settings, DAY)
+    assert len(manifest["strata"]) > 6
+    for stratum in manifest["strata"]:
+        assert stratum["selected"] == stratum_target(stratum["population"], 0.05, 2), stratum
+    assert sum(s["selected"] for s in manifest["strata"]) == first["selected"]
+
+
+def test_a_failed_validation_publishes_nothing_and_keeps_the_previous_version(store_settings):
+    steps.run_trace_sampling(store_settings, DAY, version=False)
+    published = partition_bytes(store_settings)
+
+    staged = steps.stage_trace_sample(store_settings, DAY)
+    data_file = f"{staged['staged']}/{DATA_FILE}"
+    table = pq.read_table(data_file)
+    leaked = table.column("question").to_pylist()
+    leaked[0] = f"contact me at {EMAIL}"
+    pq.write_table(table.set_column(table.schema.get_field_index("question"), "question", pa.array(leaked)), data_file)
+
+    with pytest.raises(steps.ValidationFailed) as failure:
+        steps.validate_trace_sample(staged)
+    message = str(failure.value)
+    assert "expect_column_values_to_not_match_regex_list" in message and "Nothing was published" in message
+    assert EMAIL not in message  # the report names rows, never the offending values
+    assert table.column("trace_id")[0].as_py() in message
+    assert partition_bytes(store_settings) == published
+
+
+def test_an_empty_day_publishes_an_empty_partition(store_settings):
+    result = steps.run_trace_sampling(store_settings, date(2026, 1, 1), version=False)
+    assert (result["population"], result["selected"], result["sampled"]) == (0, 0, 0)
+    assert result["validation"].startswith("passed")
