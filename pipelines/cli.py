@@ -40,6 +40,8 @@ def _fail(message: str) -> None:
 @app.callback()
 def _setup(verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log each step.")] = False) -> None:
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    for chatty in ("httpx", "great_expectations", "sentence_transformers"):  # one line per request / per step
+        logging.getLogger(chatty).setLevel(logging.WARNING)
 
 
 @traces_app.command("sample")
@@ -172,6 +174,267 @@ def demo_summary(day: Annotated[Optional[str], typer.Option("--date", help="Defa
         result["dvc_md5"] = yaml.safe_load(dvc_file.read_text())["outs"][0]["md5"]
         result["workspace_rev"] = git("log", "-1", "--format=%h", "--", f"{partition}.dvc", cwd=workspace).strip()
     print_sample_summary(result)
+
+
+golden_app = typer.Typer(help="Golden datasets: build, import hand-written items, review, show.", no_args_is_help=True)
+stage_app = typer.Typer(help="One step of the golden build (what dvc.yaml's stages run).", no_args_is_help=True)
+review_app = typer.Typer(help="Human review of a stratified sample.", no_args_is_help=True)
+corpus_app = typer.Typer(help="The corpus index in Qdrant.", no_args_is_help=True)
+app.add_typer(golden_app, name="golden")
+app.add_typer(corpus_app, name="corpus")
+golden_app.add_typer(stage_app, name="stage")
+golden_app.add_typer(review_app, name="review")
+NameOption = Annotated[Optional[str], typer.Option("--name", help="Golden set name; default from params.yaml.")]
+
+
+def _golden_params(name: str | None = None) -> dict:
+    from pipelines.golden.params import load_golden_params
+
+    return load_golden_params(load_settings(), name=name)
+
+
+def _today() -> date:
+    return datetime.now(timezone.utc).date()
+
+
+@corpus_app.command("index")
+def corpus_index(
+    path: Annotated[Optional[Path], typer.Argument(help="Folder of Markdown/HTML/text files; default: the demo corpus.")] = None,
+) -> None:
+    """Chunk a folder and (re-)index it in Qdrant: dense + BM25 sparse vectors, only changed documents."""
+    from pipelines.corpus.steps import index_corpus
+
+    report = index_corpus(load_settings(), path)
+    console.print(_corpus_table(report))
+
+
+@corpus_app.command("refresh")
+def corpus_refresh(
+    path: Annotated[Optional[Path], typer.Argument(help="Folder to re-index; default: the demo corpus.")] = None,
+    notify: Annotated[bool, typer.Option(help="Post a `ragwatch_corpus` asset event to Airflow's REST API.")] = False,
+) -> None:
+    """Re-index, then (with --notify) tell Airflow so the golden set is rebuilt against the new corpus."""
+    from pipelines.corpus.steps import index_corpus, notify_refresh
+
+    settings = load_settings()
+    report = index_corpus(settings, path)
+    console.print(_corpus_table(report))
+    if notify:
+        event = notify_refresh(settings, report)
+        console.print(f"asset event posted to {settings.airflow_api_url}: {event}")
+
+
+def _corpus_table(report: dict) -> Table:
+    table = Table(title="corpus index", show_header=False)
+    for key, value in report.items():
+        table.add_row(key.replace("_", " "), str(value))
+    return table
+
+
+@golden_app.command("build")
+def golden_build(name: NameOption = None, day: Annotated[Optional[str], typer.Option("--date")] = None) -> None:
+    """Plan, generate, filter, split, validate and publish a golden set (what the golden_build DAG does)."""
+    from pipelines.golden.steps import GoldenValidationFailed, build_golden
+
+    settings, params = load_settings(), _golden_params(name)
+    with _progress() as bar:
+        task = bar.add_task("generating", total=None)
+        try:
+            result = build_golden(settings, params, logical_date=date.fromisoformat(day) if day else _today(),
+                                  progress=lambda done, total: bar.update(task, completed=done, total=total))  # fmt: skip
+        except (GoldenValidationFailed, RuntimeError, ValueError) as exc:
+            _fail(str(exc))
+    print_golden_summary(result["name"])
+
+
+def print_golden_summary(name: str) -> None:
+    from pipelines.golden.steps import paths
+    from pipelines.stores.partitions import read_manifest
+
+    manifest = read_manifest(paths(load_settings(), name).published)
+    funnel = Table(title=f"golden set {name} — filter funnel", show_header=False)
+    steps_in_order = ["failed_generation_jobs", "generated", "after_ambiguity_length", "after_closed_book",
+                      "after_grounding", "after_near_duplicates", "kept"]  # fmt: skip
+    for step in steps_in_order:
+        funnel.add_row(step.replace("_", " "), str(manifest["funnel"].get(step, "-")))
+    for reason, n in manifest["funnel"].get("rejected_by_reason", {}).items():
+        funnel.add_row(f"  rejected: {reason.replace('_', ' ')}", str(n))
+    console.print(funnel)
+    strata = Table(title=f"golden/{name}/{manifest['version']} — {manifest['items']} items, corpus {manifest['corpus_version']}")
+    for column in ("split", "qtype", "language", "items"):
+        strata.add_column(column)
+    for row in manifest["strata"]:
+        strata.add_row(row["split"], row["qtype"], row["language"], str(row["n"]))
+    console.print(strata)
+    console.print(f"generator: {', '.join(manifest['generator_models'])} · judge: {manifest['judge_model']} · "
+                  f"stale replaced: {len(manifest['stale'])} · human-rejected: {len(manifest['human_rejected_ids'])}")  # fmt: skip
+
+
+@golden_app.command("summary")
+def golden_summary(name: NameOption = None) -> None:
+    """Funnel and strata counts of the published golden set."""
+    try:
+        print_golden_summary(_golden_params(name)["name"])
+    except FileNotFoundError as exc:
+        _fail(f"{exc}. Run `ragwatch golden build` or the golden_build DAG first.")
+
+
+@stage_app.command("plan")
+def stage_plan(name: NameOption = None, day: Annotated[Optional[str], typer.Option("--date")] = None) -> None:
+    from pipelines.golden.steps import plan_golden
+
+    console.print_json(data=plan_golden(load_settings(), _golden_params(name), logical_date=date.fromisoformat(day) if day else _today()))
+
+
+@stage_app.command("generate")
+def stage_generate(name: NameOption = None) -> None:
+    from pipelines.golden.steps import generate_golden, paths
+    from pipelines.golden.store import read_jsonl
+
+    settings, params = load_settings(), _golden_params(name)
+    n = len(read_jsonl(paths(settings, params["name"]).plan))
+    size = params["batch_size"]
+    batches = [[s, min(s + size, n)] for s in range(0, n, size)]
+    with _progress() as bar:
+        task = bar.add_task("generating", total=len(batches))
+        result = generate_golden(settings, params["name"], batches, progress=lambda done, _: bar.update(task, completed=done))
+    console.print_json(data=result)
+
+
+@stage_app.command("filter")
+def stage_filter(name: NameOption = None) -> None:
+    from pipelines.golden.steps import filter_golden
+
+    console.print_json(data=filter_golden(load_settings(), _golden_params(name)))
+
+
+@stage_app.command("split")
+def stage_split(name: NameOption = None) -> None:
+    from pipelines.golden.steps import split_golden
+
+    console.print_json(data=split_golden(load_settings(), _golden_params(name)))
+
+
+@stage_app.command("validate")
+def stage_validate(name: NameOption = None) -> None:
+    from pipelines.golden.steps import GoldenValidationFailed, validate_golden
+
+    try:
+        console.print_json(data=validate_golden(load_settings(), _golden_params(name)["name"]))
+    except GoldenValidationFailed as exc:
+        _fail(str(exc))
+
+
+@golden_app.command("publish")
+def golden_publish(name: NameOption = None) -> None:
+    """dvc add + push the validated set and tag it `golden/<name>/vN` in the data workspace."""
+    from pipelines.golden.steps import publish_golden
+
+    console.print_json(data=publish_golden(load_settings(), _golden_params(name)["name"]))
+
+
+@golden_app.command("repro")
+def golden_repro() -> None:
+    """Run `dvc repro` in the data workspace (the same steps, driven by its dvc.yaml and params.yaml)."""
+    import os
+    import subprocess
+    import sys
+
+    from pipelines.versioning import ensure_workspace
+
+    settings = load_settings()
+    ensure_workspace(settings.resolved_workspace, settings.resolved_dvc_remote)
+    env = dict(os.environ, RAGWATCH_HOME=str(settings.home.resolve()), RAGWATCH_WORKSPACE=str(settings.resolved_workspace))
+    raise typer.Exit(subprocess.call([sys.executable, "-m", "dvc", "repro"], cwd=settings.resolved_workspace, env=env))
+
+
+@golden_app.command("import")
+def golden_import(
+    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="CSV or JSONL: question, reference_answer, gold_chunk_ids or gold_passages, [split].")],
+    name: NameOption = None,
+) -> None:
+    """Add hand-written items (source=human): never regenerated or filtered; test split unless marked dev."""
+    from pipelines.golden.steps import import_human
+
+    result = import_human(load_settings(), _golden_params(name)["name"], file)
+    for problem in result["problems"]:
+        console.print(f"[yellow]not imported:[/yellow] {problem}")
+    console.print(f"{result['imported']} items imported into {result['path']} ({result['total']} hand-written items in all). "
+                  "They join the set at the next `ragwatch golden build`.")  # fmt: skip
+    if result["problems"]:
+        raise typer.Exit(code=2)
+
+
+@review_app.command("export")
+def review_export(
+    out: Annotated[Path, typer.Option(help="Folder for the CSV and JSONL files.")] = Path("review"),
+    name: NameOption = None,
+) -> None:
+    """Write a stratified 10–20 % sample of the published set (plus some filter rejects, unmarked) for reviewers."""
+    from pipelines.golden.steps import export_review
+
+    params = _golden_params(name)
+    result = export_review(load_settings(), params["name"], out, params["review_fraction"])
+    console.print(f"{result['rows']} items to review ({result['kept']} kept, {result['rejected']} filter rejects, unmarked): "
+                  f"{result['csv']} and {result['jsonl']}")  # fmt: skip
+
+
+@review_app.command("import")
+def review_import(
+    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="The review CSV/JSONL with a decision column.")],
+    name: NameOption = None,
+) -> None:
+    """Apply accept/reject/edit decisions (at the next build) and report agreement with the filters."""
+    from pipelines.golden.steps import import_review
+
+    result = import_review(load_settings(), _golden_params(name)["name"], file)
+    for problem in result["problems"]:
+        console.print(f"[yellow]skipped:[/yellow] {problem}")
+    console.print(f"{result['decisions']} decisions recorded ({result['by_decision']}).")
+    console.print(f"agreement with the automatic filters: {result['agreement']}")
+
+
+@golden_app.command("show")
+def golden_show(
+    name: NameOption = None,
+    per_stratum: Annotated[int, typer.Option(help="Items shown per (qtype, language) stratum.")] = 2,
+    version: Annotated[Optional[str], typer.Option(help="A published version such as v1; default: the latest.")] = None,
+) -> None:
+    """A readable sample per stratum: question, reference answer and gold chunk excerpts."""
+    from pipelines.golden.dataset import load_golden_items
+
+    items = load_golden_items(load_settings(), _golden_params(name)["name"], version)
+    shown: Counter = Counter()
+    for item in sorted(items, key=lambda i: (i.qtype, i.language, i.item_id)):
+        stratum = (item.qtype, item.language)
+        if shown[stratum] >= per_stratum:
+            continue
+        shown[stratum] += 1
+        table = Table(title=f"{item.qtype} · {item.language} · {item.variant} · {item.split} · {item.source}",
+                      show_header=False, title_justify="left", width=min(console.width, 110))  # fmt: skip
+        table.add_row("question", item.question)
+        table.add_row("reference", item.reference_answer)
+        if item.expected_tool:
+            table.add_row("expected call", f"{item.expected_tool} {json.dumps(item.expected_args, ensure_ascii=False)}")
+        for cid, text in zip(item.gold_chunk_ids, item.reference_contexts):
+            table.add_row(cid, text[:300] + ("…" if len(text) > 300 else ""))
+        console.print(table)
+
+
+@app.command("simulate-llm")
+def simulate_llm(
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1.")] = 8000,
+    latency_s: Annotated[float, typer.Option(help="Seconds each request takes.")] = 0.0,
+    capacity: Annotated[int, typer.Option(help="Requests served at once; the rest queue.")] = 16,
+    error_rate: Annotated[float, typer.Option(help="Share of requests answered with HTTP 500.")] = 0.0,
+    malformed_rate: Annotated[float, typer.Option(help="Share of replies that are not valid JSON.")] = 0.0,
+    timeout_rate: Annotated[float, typer.Option(help="Share of requests that never answer in time.")] = 0.0,
+) -> None:
+    """Serve the OpenAI-compatible API (chat with json_schema and tools, embeddings, models) from the offline backend."""
+    from pipelines.models.simulator import SimulatorKnobs, serve
+
+    serve(port, SimulatorKnobs(latency_s=latency_s, capacity=capacity, error_rate=error_rate,
+                               malformed_rate=malformed_rate, timeout_rate=timeout_rate))  # fmt: skip
 
 
 @bench_app.command("anonymize")

@@ -104,3 +104,61 @@ QUARANTINE_SCHEMA = pa.schema(
         pa.field("anonymizer_version", pa.string(), nullable=False),
     ]
 )
+
+
+QType = Literal["single_hop", "multi_hop", "adversarial", "tool"]
+Source = Literal["corpus", "trace", "human"]
+Split = Literal["dev", "test"]
+Review = Literal["unreviewed", "pending", "accepted", "rejected"]
+
+
+class GoldenItem(BaseModel):
+    """One question of a golden dataset, with everything needed to score an answer to it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    item_id: str
+    """Stable hash of (qtype, source_ref, question): the same item keeps its id across rebuilds."""
+    question: str = Field(min_length=1)
+    reference_answer: str
+    gold_chunk_ids: list[str] = Field(default_factory=list)
+    reference_contexts: list[str] = Field(default_factory=list)
+    qtype: QType
+    variant: str = "plain"
+    """Finer stratum: plain, paraphrase, boundary, false_premise, not_in_corpus, production, ..."""
+    language: str
+    source: Source
+    source_ref: str
+    """Seed chunk ids, trace id or the human file's row the item came from."""
+    expected_tool: str | None = None
+    expected_args: dict[str, Any] | None = None
+    split: Split = "test"
+    review: Review = "unreviewed"
+    generator_model: str
+    corpus_version: str
+    created_at: str
+    """Logical date of the build that created the item (not wall-clock: rebuilds are reproducible)."""
+
+
+GOLDEN_SCHEMA = pa.schema(
+    [
+        pa.field("item_id", pa.string(), nullable=False),
+        pa.field("question", pa.string(), nullable=False),
+        pa.field("reference_answer", pa.string(), nullable=False),
+        pa.field("gold_chunk_ids", pa.list_(pa.string())),
+        pa.field("reference_contexts", pa.list_(pa.string())),
+        pa.field("qtype", pa.string(), nullable=False),
+        pa.field("variant", pa.string(), nullable=False),
+        pa.field("language", pa.string(), nullable=False),
+        pa.field("source", pa.string(), nullable=False),
+        pa.field("source_ref", pa.string(), nullable=False),
+        pa.field("expected_tool", pa.string()),
+        pa.field("expected_args", pa.string()),
+        pa.field("split", pa.string(), nullable=False),
+        pa.field("review", pa.string(), nullable=False),
+        pa.field("generator_model", pa.string(), nullable=False),
+        pa.field("corpus_version", pa.string(), nullable=False),
+        pa.field("created_at", pa.string(), nullable=False),
+    ]
+)
+"""Parquet schema of golden/datasets/<name>/items.parquet (expected_args as JSON text)."""

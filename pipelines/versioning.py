@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -63,9 +64,24 @@ def git(*args: str, cwd: Path) -> str:
     return _run(["git", *GIT_IDENTITY, *args], cwd)
 
 
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PIPELINE_FILES = ("dvc.yaml", "params.yaml")
+INPUT_DIRS = ("golden/human", "golden/reviews")
+
+
 def ensure_workspace(workspace: Path, remote: str) -> None:
-    """Create the data workspace on first use: git repo, DVC repo, default remote."""
+    """Create the data workspace on first use: git repo, DVC repo, default remote, the golden pipeline.
+
+    dvc.yaml and params.yaml are copied from the project once; afterwards they belong to the
+    workspace, so a data team can tune params.yaml there and `dvc repro`.
+    """
     workspace.mkdir(parents=True, exist_ok=True)
+    for name in PIPELINE_FILES:
+        if not (workspace / name).exists():
+            shutil.copyfile(PROJECT_ROOT / name, workspace / name)
+    for folder in INPUT_DIRS:
+        (workspace / folder).mkdir(parents=True, exist_ok=True)
+        (workspace / folder / ".gitkeep").touch()
     if not (workspace / ".git").exists():
         git("init", "-q", "-b", "main", cwd=workspace)
     if not (workspace / ".dvc").exists():
@@ -78,15 +94,17 @@ def ensure_workspace(workspace: Path, remote: str) -> None:
         dvc("remote", "add", "-d", "storage", remote, cwd=workspace)
     elif configured[configured.index("storage") + 1] != remote:
         dvc("remote", "modify", "storage", "url", remote, cwd=workspace)
-    _commit(workspace, "ragwatch: initialise data workspace", [".dvc", ".gitignore", ".dvcignore"])
+    _commit(workspace, "ragwatch: initialise data workspace",
+            [".dvc", ".gitignore", ".dvcignore", *PIPELINE_FILES, *(f"{d}/.gitkeep" for d in INPUT_DIRS)])
 
 
-def version_directory(workspace: Path, relative: Path, message: str) -> DataVersion:
-    """`dvc add` + `dvc push` one directory, then commit its .dvc file in the workspace."""
+def version_directory(workspace: Path, relative: Path, message: str, extra_paths: list[Path] = ()) -> DataVersion:
+    """`dvc add` + `dvc push` one directory, then commit its .dvc file (and small text inputs) in git."""
     dvc("add", "-q", str(relative), cwd=workspace)
     dvc_file = relative.with_name(relative.name + ".dvc")
     dvc("push", "-q", str(dvc_file), cwd=workspace)
-    _commit(workspace, message, [str(dvc_file), str(relative.parent / ".gitignore")])
+    extras = [str(Path(p).relative_to(workspace) if Path(p).is_absolute() else p) for p in extra_paths]
+    _commit(workspace, message, [str(dvc_file), str(relative.parent / ".gitignore"), *extras])
     out = yaml.safe_load((workspace / dvc_file).read_text())["outs"][0]
     rev = git("rev-parse", "--short=12", "HEAD", cwd=workspace).strip()
     remote = dvc("remote", "list", cwd=workspace).split()[1]
@@ -99,3 +117,13 @@ def _commit(workspace: Path, message: str, paths: list[str]) -> None:
     git("add", "--", *existing, cwd=workspace)
     if git("status", "--porcelain", "--", *existing, cwd=workspace).strip():
         git("commit", "-q", "-m", message, "--", *existing, cwd=workspace)
+
+
+def latest_tag(workspace: Path, prefix: str) -> str | None:
+    """Newest tag starting with `prefix` (tags are `<prefix><n>`; compared by n, not as text)."""
+    tags = [t for t in git("tag", "--list", f"{prefix}*", cwd=workspace).split() if t[len(prefix):].isdigit()]
+    return max(tags, key=lambda t: int(t[len(prefix):]), default=None)
+
+
+def tag(workspace: Path, name: str, message: str) -> None:
+    git("tag", "-a", name, "-m", message, cwd=workspace)

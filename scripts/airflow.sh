@@ -15,6 +15,7 @@ mkdir -p "$AIRFLOW_HOME"
 if [ ! -f "$AIRFLOW_HOME/.ragwatch-initialised" ]; then
   airflow db migrate >"$AIRFLOW_HOME/db-migrate.log" 2>&1 || { cat "$AIRFLOW_HOME/db-migrate.log"; exit 1; }
   airflow pools set ragwatch_dvc 1 "DVC holds a repository lock: one DVC task at a time" >/dev/null
+  airflow pools set ragwatch_llm 4 "Model calls: batches in flight against the vLLM servers" >/dev/null
   touch "$AIRFLOW_HOME/.ragwatch-initialised"
 fi
 exec airflow "$@"

@@ -38,6 +38,7 @@ def test_every_dag_imports_without_errors():
 
     bag = DagBag(dag_folder=str(ROOT / "dags"))
     assert bag.import_errors == {}
+    assert set(bag.dags) >= {"trace_sampling", "golden_build"}
     dag = bag.dags["trace_sampling"]
     assert [t.task_id for t in dag.topological_sort()] == ["sample", "validate", "publish", "version"]
     assert dag.get_task("version").pool == "ragwatch_dvc"
@@ -46,8 +47,15 @@ def test_every_dag_imports_without_errors():
     assert type(dag.timetable).__name__ == "CronDataIntervalTimetable"
 
 
+@pytest.fixture(scope="module")
+def home(tmp_path_factory):
+    """One embedded stack for the module: the Airflow metadata DB is migrated once."""
+    return tmp_path_factory.mktemp("stack")
+
+
 @pytest.mark.airflow
-def test_airflow_dags_test_runs_trace_sampling_for_one_day(tmp_path):
+def test_airflow_dags_test_runs_trace_sampling_for_one_day(home):
+    tmp_path = home
     env = airflow_env(tmp_path)
     subprocess.run([sys.executable, "-m", "pipelines.cli", "demo", "seed", "--days", "2", "--per-day", "200"],
                    env=env, check=True, capture_output=True, cwd=ROOT)  # fmt: skip
@@ -66,3 +74,23 @@ def test_airflow_dags_test_runs_trace_sampling_for_one_day(tmp_path):
     summary = subprocess.run([sys.executable, "-m", "pipelines.cli", "demo", "summary", "--date", str(yesterday)],
                              env=env, capture_output=True, text=True, cwd=ROOT)  # fmt: skip
     assert summary.returncode == 0 and "DVC version" in summary.stdout and "md5" in summary.stdout
+
+
+@pytest.mark.airflow
+def test_airflow_dags_test_runs_golden_build(home):
+    env = airflow_env(home)
+    subprocess.run([sys.executable, "-m", "pipelines.cli", "corpus", "index", str(ROOT / "tests" / "data" / "corpus")],
+                   env=env, check=True, capture_output=True, cwd=ROOT)  # fmt: skip
+    overrides = {"seeds": 6, "multi_hop": 3, "adversarial": 2, "tool_triples": 3, "from_traces": 4, "batch_size": 5}
+    today = datetime.now(timezone.utc).date()
+    run = subprocess.run([str(AIRFLOW), "dags", "test", "golden_build", today.isoformat(),
+                          "--conf", json.dumps({"overrides": overrides})],
+                         env=env, capture_output=True, text=True, cwd=ROOT, timeout=600)  # fmt: skip
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
+    assert "map_index=1" in run.stdout + run.stderr  # generation ran as mapped batches
+    manifest = json.loads((home / "workspace" / "golden" / "datasets" / "demo" / "_manifest.json").read_text())
+    assert manifest["version"] == "v1" and manifest["items"] > 10
+    assert manifest["sources"].get("trace", 0) >= 1  # seeded from the partition trace_sampling published
+    summary = subprocess.run([sys.executable, "-m", "pipelines.cli", "golden", "summary"], env=env,
+                             capture_output=True, text=True, cwd=ROOT)  # fmt: skip
+    assert summary.returncode == 0 and "filter funnel" in summary.stdout and "single_hop" in summary.stdout

@@ -14,6 +14,7 @@ from pipelines.settings import Settings, load_settings
 
 TRACE_STORE_CONN_ID = "ragwatch_trace_store"
 DVC_POOL = "ragwatch_dvc"
+LLM_POOL = "ragwatch_llm"
 
 _DRIVERS = {"postgres": "postgresql+psycopg", "postgresql": "postgresql+psycopg", "mysql": "mysql", "sqlite": "sqlite"}
 

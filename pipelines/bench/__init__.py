@@ -1,0 +1,1 @@
+"""Side-by-side benchmarks that back the claims in our docs."""

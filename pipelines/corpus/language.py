@@ -1,0 +1,58 @@
+"""Spanish/English text normalisation and language detection, without a model.
+
+Both the BM25 tokenizer and the language detector need the same stopword lists and the same
+accent folding, so they live here once.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Literal
+
+Language = Literal["es", "en"]
+
+STOPWORDS_EN = frozenset(
+    """a about above after again against all am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from further had
+    has have having he her here hers herself him himself his how i if in into is it its itself just
+    me more most my myself no nor not now of off on once only or other our ours ourselves out over
+    own same she should so some such than that the their theirs them themselves then there these
+    they this those through to too under until up very was we were what when where which while who
+    whom why will with would you your yours yourself yourselves""".split()
+)
+
+STOPWORDS_ES = frozenset(
+    """a al algo algunas algunos ante antes como con contra cual cuales cuando de del desde donde
+    durante e el ella ellas ellos en entre era erais eran eras eres es esa esas ese eso esos esta
+    estaba estado estamos estan estar estas este esto estos fue fueron fui ha habia han has hasta
+    hay la las le les lo los mas me mi mis mucho muy nada ni no nos nosotros o os otra otras otro
+    otros para pero poco por porque que quien quienes se sea ser si sin sobre son su sus tambien
+    te tiene tienen todo todos tu tus un una unas uno unos usted ustedes y ya yo""".split()
+)
+"""Accent-folded, as the tokenizer sees them ("está" and "esta" are the same token)."""
+
+STOPWORDS = STOPWORDS_EN | STOPWORDS_ES
+
+# Words that are stopwords in both languages ("a", "no", "me", "he"...) say nothing about which
+# language a text is in.
+_EN_ONLY = STOPWORDS_EN - STOPWORDS_ES
+_ES_ONLY = STOPWORDS_ES - STOPWORDS_EN
+_WORD = re.compile(r"[^\W\d_]+")
+_SPANISH_LETTERS = re.compile(r"[ñ¿¡áéíóú]", re.I)
+
+
+def fold(text: str) -> str:
+    """Lowercase and strip accents: 'Configuración' -> 'configuracion' (ñ becomes n too)."""
+    decomposed = unicodedata.normalize("NFKD", text.lower())
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def detect_language(text: str, default: Language = "en") -> Language:
+    """'es' or 'en' by counting language-specific stopwords; Spanish letters break ties."""
+    words = _WORD.findall(fold(text))
+    es = sum(word in _ES_ONLY for word in words)
+    en = sum(word in _EN_ONLY for word in words)
+    if es == en:
+        return "es" if _SPANISH_LETTERS.search(text) else default
+    return "es" if es > en else "en"

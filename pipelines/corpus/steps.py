@@ -1,0 +1,43 @@
+"""Corpus steps: index a folder (or the demo corpus) and record its version in the data workspace.
+
+The record (golden/corpus.json) is what the golden pipeline depends on: a new corpus version
+makes `dvc repro` and the golden_build DAG rebuild the set.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pipelines.corpus.chunking import load_chunks
+from pipelines.corpus.demo import write_demo_corpus
+from pipelines.settings import Settings
+from pipelines.stores.corpus import CorpusIndex
+from pipelines.versioning import ensure_workspace
+
+
+def index_corpus(settings: Settings, folder: Path | None = None) -> dict[str, Any]:
+    if folder is None:
+        folder = settings.home / "corpus"
+        write_demo_corpus(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder} is not a folder of Markdown, HTML or text files")
+    chunks = load_chunks(folder)
+    if not chunks:
+        raise ValueError(f"no .md, .html or .txt content under {folder}")
+    with CorpusIndex(settings) as index:
+        report = index.index(chunks)
+    workspace = settings.resolved_workspace
+    ensure_workspace(workspace, settings.resolved_dvc_remote)
+    record = workspace / "golden" / "corpus.json"
+    record.write_text(json.dumps({"corpus_version": report.corpus_version, "chunks": report.chunks_total,
+                                  "collection": settings.corpus_collection}, indent=1, sort_keys=True) + "\n")  # fmt: skip
+    return {"folder": str(folder), **report.summary()}
+
+
+def notify_refresh(settings: Settings, report: dict[str, Any]) -> dict[str, Any]:
+    from pipelines.corpus.refresh import notify_corpus_refreshed
+
+    extra = {k: report[k] for k in ("corpus_version", "previous_version") if k in report}
+    return notify_corpus_refreshed(settings, extra=extra)

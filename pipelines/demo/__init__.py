@@ -1,0 +1,1 @@
+"""Offline demo data: a documentation corpus and realistic production traces."""

@@ -1,0 +1,103 @@
+"""Run generation jobs through the LLM layer and turn the answers into candidate golden items."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pipelines.golden import tasks
+from pipelines.golden.plan import Job
+from pipelines.models.llm import LLM
+from pipelines.records import GoldenItem
+
+log = logging.getLogger(__name__)
+
+
+def item_id(qtype: str, source_ref: str, question: str) -> str:
+    return hashlib.sha256(f"{qtype}\x00{source_ref}\x00{question.strip()}".encode()).hexdigest()[:16]
+
+
+def _item(job: Job, *, qtype: str, question: str, answer: str, variant: str, language: str, gold: list[str],
+          contexts: list[str], meta: dict[str, Any], **extra) -> GoldenItem:  # fmt: skip
+    return GoldenItem(
+        item_id=item_id(qtype, job.source_ref, question), question=question, reference_answer=answer,
+        gold_chunk_ids=gold, reference_contexts=contexts, qtype=qtype, variant=variant, language=language,
+        source="trace" if job.kind == "trace" else "corpus", source_ref=job.source_ref, **meta, **extra,
+    )  # fmt: skip
+
+
+def _chunk_questions(job: Job, out: tasks.QAList, meta: dict) -> list[GoldenItem]:
+    chunk = job.payload["chunk"]
+    return [
+        _item(job, qtype="single_hop", question=qa.question, answer=qa.answer, variant=qa.variant,
+              language=chunk["language"], gold=[chunk["chunk_id"]], contexts=[chunk["text"]], meta=meta)
+        for qa in out.items
+    ]  # fmt: skip
+
+
+def _multi_hop(job: Job, out: tasks.QA, meta: dict) -> list[GoldenItem]:
+    chunks = job.payload["chunks"]
+    return [_item(job, qtype="multi_hop", question=out.question, answer=out.answer, variant=out.variant,
+                  language=chunks[0]["language"], gold=[c["chunk_id"] for c in chunks],
+                  contexts=[c["text"] for c in chunks], meta=meta)]  # fmt: skip
+
+
+def _adversarial(job: Job, out: tasks.QA, meta: dict) -> list[GoldenItem]:
+    return [_item(job, qtype="adversarial", question=out.question, answer=out.answer, variant=out.variant,
+                  language=job.payload["chunk"]["language"], gold=[], contexts=[], meta=meta)]  # fmt: skip
+
+
+def _tool(job: Job, out: tasks.ToolTriple, meta: dict) -> list[GoldenItem]:
+    call = f"{out.expected_tool}({json.dumps(out.expected_args, ensure_ascii=False, sort_keys=True)})"
+    return [_item(job, qtype="tool", question=out.question, answer=f"Call {call}", variant=out.expected_tool,
+                  language=job.payload["chunk"]["language"], gold=[], contexts=[], meta=meta,
+                  expected_tool=out.expected_tool, expected_args=out.expected_args)]  # fmt: skip
+
+
+def _trace(job: Job, out: tasks.GroundedAnswer, meta: dict) -> list[GoldenItem]:
+    by_id = {c["chunk_id"]: c["text"] for c in job.payload["contexts"]}
+    gold = [cid for cid in out.supporting_chunk_ids if cid in by_id]
+    answerable = bool(gold)
+    return [_item(job, qtype="single_hop" if answerable else "adversarial",
+                  variant="production" if answerable else "production_unanswerable",
+                  question=job.payload["question"], answer=out.answer, language=job.payload["language"],
+                  gold=gold, contexts=[by_id[c] for c in gold], meta=meta)]  # fmt: skip
+
+
+HANDLERS: dict[str, tuple[type, Callable[[Job], Any], Callable]] = {
+    "chunk_questions": (tasks.ChunkQuestions, lambda j: tasks.ChunkQuestionsInput(**j.payload), _chunk_questions),
+    "multi_hop": (tasks.MultiHopQuestion, lambda j: tasks.MultiHopInput(**j.payload), _multi_hop),
+    "adversarial": (tasks.AdversarialQuestion, lambda j: tasks.AdversarialInput(**j.payload), _adversarial),
+    "tool": (tasks.ToolQuestion, lambda j: tasks.ToolTripleInput(**j.payload), _tool),
+    "trace": (tasks.AnswerFromContexts, lambda j: tasks.AnswerInput(**j.payload), _trace),
+}
+
+
+def generate_items(
+    llm: LLM, jobs: Sequence[Job], *, corpus_version: str, created_at: str,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[list[GoldenItem], list[dict[str, str]]]:  # fmt: skip
+    """Candidate items, plus one failure record per job the model could not do (never dropped silently)."""
+    meta = {"generator_model": llm.model, "corpus_version": corpus_version, "created_at": created_at}
+    by_kind: dict[str, list[Job]] = defaultdict(list)
+    for job in jobs:
+        by_kind[job.kind].append(job)
+    items, failures, done = [], [], 0
+    for kind in sorted(by_kind):
+        task_class, to_input, to_items = HANDLERS[kind]
+        batch = by_kind[kind]
+        results = llm.run_many_sync(task_class(), [to_input(j) for j in batch])
+        for job, result in zip(batch, results):
+            if result.ok:
+                items.extend(to_items(job, result.value, meta))
+            else:
+                failures.append({"job_id": job.job_id, "kind": kind, "source_ref": job.source_ref, "error": result.error})
+        done += len(batch)
+        if progress:
+            progress(done)
+        log.info("generated %s: %d jobs, %d failed so far; %s", kind, len(batch), len(failures), llm.counters.summary())
+    return items, failures

@@ -1,0 +1,102 @@
+"""Hand-written golden items: import from CSV or JSONL, match gold passages to chunk ids.
+
+A passage is matched to the chunk that contains it (accent- and space-insensitive) or, failing
+that, to the chunk covering at least 90 % of its words. Unmatched passages are reported, never
+guessed; an item with unmatched passages is refused so the file can be fixed.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pipelines.golden.generate import item_id
+from pipelines.records import GoldenItem
+from pipelines.text import coverage, detect_language, fold, words
+
+PASSAGE_COVERAGE = 0.9
+
+
+@dataclass
+class ImportReport:
+    items: list[GoldenItem] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    if path.suffix.lower() == ".csv":
+        with path.open(newline="", encoding="utf-8") as fh:
+            return list(csv.DictReader(fh))
+    rows = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{number}: not valid JSON ({exc.msg})") from exc
+    return rows
+
+
+def _list(value: Any) -> list[str]:
+    if value is None or value == "":
+        return []
+    if isinstance(value, list):
+        return [str(v) for v in value]
+    text = str(value).strip()
+    if text.startswith("["):
+        return [str(v) for v in json.loads(text)]
+    return [v.strip() for v in text.split("|") if v.strip()]
+
+
+def _normal(text: str) -> str:
+    return " ".join(fold(w) for w in words(text))
+
+
+def match_passage(passage: str, chunks: Sequence[Any]) -> str | None:
+    needle = _normal(passage)
+    for chunk in chunks:
+        if needle and needle in _normal(chunk.text):
+            return chunk.chunk_id
+    best = max(chunks, key=lambda c: coverage(passage, c.text), default=None)
+    if best is not None and coverage(passage, best.text) >= PASSAGE_COVERAGE:
+        return best.chunk_id
+    return None
+
+
+def import_human_items(path: Path, chunks: Sequence[Any], *, corpus_version: str, created_at: str) -> ImportReport:
+    report = ImportReport()
+    by_id = {c.chunk_id: c for c in chunks}
+    for number, row in enumerate(read_rows(path), start=2 if path.suffix.lower() == ".csv" else 1):
+        where = f"{path.name} row {number}"
+        question = (row.get("question") or "").strip()
+        reference = (row.get("reference_answer") or row.get("reference") or "").strip()
+        if not question or not reference:
+            report.problems.append(f"{where}: needs both question and reference_answer")
+            continue
+        gold = _list(row.get("gold_chunk_ids"))
+        unknown = [g for g in gold if g not in by_id]
+        unmatched = []
+        for passage in _list(row.get("gold_passages")):
+            matched = match_passage(passage, chunks)
+            if matched is None:
+                unmatched.append(passage[:60])
+            elif matched not in gold:
+                gold.append(matched)
+        if unknown or unmatched:
+            report.problems += [f"{where}: gold chunk id {g!r} is not in the current index" for g in unknown]
+            report.problems += [f"{where}: no chunk contains the passage {p!r}…" for p in unmatched]
+            continue
+        qtype = row.get("qtype") or ("single_hop" if len(gold) == 1 else "multi_hop" if gold else "adversarial")
+        split = "dev" if str(row.get("split", "")).strip().lower() == "dev" else "test"
+        report.items.append(GoldenItem(
+            item_id=item_id(qtype, f"human:{path.name}", question), question=question, reference_answer=reference,
+            gold_chunk_ids=gold, reference_contexts=[by_id[g].text for g in gold], qtype=qtype,
+            variant=row.get("variant") or "human", language=row.get("language") or detect_language(question),
+            source="human", source_ref=f"{path.name}:{number}", split=split, review="accepted",
+            generator_model="human", corpus_version=corpus_version, created_at=created_at,
+        ))  # fmt: skip
+    return report

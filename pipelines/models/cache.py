@@ -1,0 +1,62 @@
+"""Content-addressed cache of successful model calls, so reruns and backfills cost no calls.
+
+The key is the sha256 of everything that determines a reply (model, messages, JSON schema,
+tools, sampling parameters) in canonical JSON; the value is the validated reply as JSON. One
+SQLite file in WAL mode: readers never block, and several processes (DAG tasks running in
+parallel) can share it. Failed calls are never stored, so a rerun retries them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+BUSY_TIMEOUT_S = 30.0
+
+
+def cache_key(**parts: Any) -> str:
+    canonical = json.dumps(parts, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+class LLMCache:
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with closing(self._connect()) as db, db:
+            # WAL is a property of the file: set once, every later connection inherits it.
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL, stored_at REAL)"
+            )
+
+    @classmethod
+    def in_directory(cls, cache_dir: Path) -> LLMCache:
+        return cls(Path(cache_dir) / "llm" / "responses.sqlite")
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        with closing(self._connect()) as db:
+            row = db.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def put(self, key: str, value: dict[str, Any]) -> None:
+        with closing(self._connect()) as db, db:
+            db.execute(
+                "INSERT OR REPLACE INTO responses (key, value, stored_at) VALUES (?, ?, ?)",
+                (key, json.dumps(value, sort_keys=True, ensure_ascii=False), time.time()),
+            )
+
+    def count(self) -> int:
+        with closing(self._connect()) as db:
+            return db.execute("SELECT count(*) FROM responses").fetchone()[0]
+
+    def _connect(self) -> sqlite3.Connection:
+        # A connection per operation: safe from any thread or forked process, and cheap next to a model call.
+        db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S)
+        db.execute("PRAGMA synchronous=NORMAL")
+        return db

@@ -1,0 +1,493 @@
+"""The one way ragwatch calls a model: typed tasks in, `LLMResult`s out, never an exception per item.
+
+Two backends behind `LLM`: `OpenAICompatibleLLM` (vLLM or any OpenAI-compatible server, with
+bounded concurrency per endpoint, retries with backoff, structured outputs validated by pydantic
+and one repair round) and `OfflineLLM` (each task's deterministic `offline`, labelled as such).
+Both consult the content-addressed cache first, so a rerun or backfill costs no calls. Failures
+come back as `LLMResult.error`, a reason a person can act on; counters summarise a batch in one
+log line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+import random
+import re
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Generic, Literal, TypeVar
+
+import openai
+from pydantic import BaseModel, ValidationError
+
+from pipelines.models.cache import LLMCache, cache_key
+from pipelines.models.tasks import In, LLMTask, Out, repair_messages, select_tool_offline
+from pipelines.records import ToolCall
+from pipelines.settings import ModelEndpoint, Settings
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+OFFLINE_MODEL = "ragwatch-offline-deterministic"
+SELF_PREFERENCE = "self-preference bias: the judge favours its own generations; use a different judge model"
+ERROR_DETAIL_CHARS = 300
+Progress = Callable[[int, int], None]
+"""Called with (done, total) each time an item of `run_many` finishes."""
+
+
+@dataclass(frozen=True)
+class LLMResult(Generic[T]):
+    value: T | None
+    error: str | None
+    """Why the call failed, for a person: "timeout after 3 attempts (0.5 s each)", "HTTP 500 after 5 attempts"."""
+    model: str
+    cached: bool = False
+    attempts: int = 0
+    """Requests sent for this item, retries and the repair included; 0 when cached."""
+    latency_s: float = 0.0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+ToolCallResult = LLMResult[list[ToolCall]]
+"""The tool calls the model chose (an empty list when it answered in text instead)."""
+
+
+class LLMCounters:
+    """Totals over every call of one LLM instance; safe to update from several threads."""
+
+    FIELDS = ("items", "calls", "cache_hits", "failures", "retries", "repairs", "prompt_tokens", "completion_tokens")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.items = self.calls = self.cache_hits = self.failures = self.retries = self.repairs = 0
+        self.prompt_tokens = self.completion_tokens = 0
+        self.latency_s = 0.0
+        self.failure_kinds: Counter[str] = Counter()
+
+    def add(self, **amounts: float) -> None:
+        with self._lock:
+            for name, amount in amounts.items():
+                setattr(self, name, getattr(self, name) + amount)
+
+    def record(self, result: LLMResult) -> None:
+        with self._lock:
+            self.items += 1
+            self.cache_hits += result.cached
+            self.latency_s += result.latency_s
+            if result.error is not None:
+                self.failures += 1
+                self.failure_kinds[_failure_kind(result.error)] += 1
+
+    def summary(self) -> dict[str, Any]:
+        with self._lock:
+            return {
+                **{name: getattr(self, name) for name in self.FIELDS},
+                "latency_s": round(self.latency_s, 3),
+                "failure_kinds": dict(self.failure_kinds),
+            }
+
+    def log(self, logger: logging.Logger, label: str) -> None:
+        s = self.summary()
+        kinds = ", ".join(f"{kind} ×{n}" for kind, n in sorted(s["failure_kinds"].items()))
+        logger.log(
+            logging.WARNING if s["failures"] else logging.INFO,
+            "%s: %d items (%d cached, %d failed%s); %d requests (%d retries, %d repairs); "
+            "tokens %s prompt + %s completion; %.1f s summed latency",
+            label, s["items"], s["cache_hits"], s["failures"], f": {kinds}" if kinds else "", s["calls"],
+            s["retries"], s["repairs"], f"{s['prompt_tokens']:,}", f"{s['completion_tokens']:,}", s["latency_s"],
+        )  # fmt: skip
+
+
+def _failure_kind(error: str) -> str:
+    # Reasons read "<kind> after N attempts ..." or "<kind>: detail"; the kind groups them in the summary.
+    return re.split(r" after |: | \(", error, maxsplit=1)[0]
+
+
+class LLM(ABC):
+    """A model backend. `run` and `chat_with_tools` report failures in the result, never by raising.
+
+    The exception is NotImplementedError (a task without the implementation this backend needs):
+    that is a setup error every item would hit, so it propagates.
+    """
+
+    model: str
+
+    def __init__(self, cache: LLMCache | None = None):
+        self.cache = cache
+        self.counters = LLMCounters()
+        self._traceback_logged = False
+
+    async def run(self, task: LLMTask[In, Out], inputs: In) -> LLMResult[Out]:
+        return await self._timed(self._run(task, inputs))
+
+    async def chat_with_tools(self, messages: list[dict], tools: list[dict]) -> ToolCallResult:
+        return await self._timed(self._chat_with_tools(messages, tools))
+
+    async def run_many(
+        self, task: LLMTask[In, Out], inputs_list: Sequence[In], progress: Progress | None = None
+    ) -> list[LLMResult[Out]]:
+        """Results in input order; concurrency is bounded by the backend, not by the caller."""
+        done, total = 0, len(inputs_list)
+
+        async def one(inputs: In) -> LLMResult[Out]:
+            nonlocal done
+            result = await self.run(task, inputs)
+            done += 1
+            if progress is not None:
+                progress(done, total)
+            return result
+
+        return list(await asyncio.gather(*(one(inputs) for inputs in inputs_list)))
+
+    def run_sync(self, task: LLMTask[In, Out], inputs: In) -> LLMResult[Out]:
+        return self._blocking(lambda: self.run(task, inputs))
+
+    def run_many_sync(
+        self, task: LLMTask[In, Out], inputs_list: Sequence[In], progress: Progress | None = None
+    ) -> list[LLMResult[Out]]:
+        return self._blocking(lambda: self.run_many(task, inputs_list, progress))
+
+    async def aclose(self) -> None:
+        """Release the connections opened in the running event loop."""
+
+    @abstractmethod
+    async def _run(self, task: LLMTask[In, Out], inputs: In) -> LLMResult[Out]: ...
+
+    @abstractmethod
+    async def _chat_with_tools(self, messages: list[dict], tools: list[dict]) -> ToolCallResult: ...
+
+    async def _timed(self, call: Awaitable[LLMResult]) -> LLMResult:
+        started = time.monotonic()
+        try:
+            result = await call
+        except NotImplementedError:
+            raise
+        except Exception as exc:  # a bug met by one item must not sink the batch; the reason travels with it
+            log.warning("%s: unexpected %s", self.model, type(exc).__name__, exc_info=not self._traceback_logged)
+            self._traceback_logged = True
+            result = LLMResult(None, f"{type(exc).__name__}: {exc}", self.model)
+        result = dataclasses.replace(result, latency_s=time.monotonic() - started)
+        self.counters.record(result)
+        return result
+
+    def _blocking(self, make_call: Callable[[], Awaitable[T]]) -> T:
+        async def call_then_close() -> T:
+            try:
+                return await make_call()
+            finally:
+                await self.aclose()
+
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(call_then_close())
+        # Called from inside a running loop (a notebook, an async task): asyncio.run refuses there,
+        # so the work gets a private thread and loop.
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(asyncio.run, call_then_close()).result()
+
+    # A key holds everything the reply depends on; with no cache there is no key and nothing is stored.
+    def _task_key(self, task: LLMTask, messages: list[dict]) -> str | None:
+        if self.cache is None:
+            return None
+        return cache_key(model=self.model, messages=messages, **_task_params(task))
+
+    def _tools_key(self, messages: list[dict], tools: list[dict]) -> str | None:
+        if self.cache is None:
+            return None
+        return cache_key(model=self.model, messages=messages, **_tool_params(tools))
+
+    def _cached_value(self, key: str | None, task: LLMTask[In, Out]) -> LLMResult[Out] | None:
+        entry = self.cache.get(key) if key else None
+        if entry is None:
+            return None
+        return LLMResult(task.output_model.model_validate(entry["value"]), None, self.model, cached=True)
+
+    def _cached_tool_calls(self, key: str | None) -> ToolCallResult | None:
+        entry = self.cache.get(key) if key else None
+        if entry is None:
+            return None
+        return LLMResult([ToolCall.model_validate(c) for c in entry["tool_calls"]], None, self.model, cached=True)
+
+    def _remember_value(self, key: str | None, value: BaseModel) -> None:
+        if key:
+            self.cache.put(key, {"value": value.model_dump(mode="json")})
+
+    def _remember_tool_calls(self, key: str | None, calls: list[ToolCall]) -> None:
+        if key:
+            self.cache.put(key, {"tool_calls": [c.model_dump(mode="json") for c in calls]})
+
+
+def _task_params(task: LLMTask) -> dict[str, Any]:
+    params: dict[str, Any] = {
+        "response_format": {"type": "json_schema", "json_schema": task.json_schema()},
+        "temperature": task.temperature,
+    }
+    if task.max_tokens is not None:
+        params["max_tokens"] = task.max_tokens
+    return params
+
+
+def _tool_params(tools: list[dict]) -> dict[str, Any]:
+    return {"tools": tools, "tool_choice": "auto", "temperature": 0.0}
+
+
+class OfflineLLM(LLM):
+    """Each task's deterministic `offline` implementation; every output names this model."""
+
+    model = OFFLINE_MODEL
+
+    async def _run(self, task: LLMTask[In, Out], inputs: In) -> LLMResult[Out]:
+        key = self._task_key(task, task.messages(inputs)) if self.cache is not None else None
+        if (hit := self._cached_value(key, task)) is not None:
+            return hit
+        self.counters.add(calls=1)
+        # Off the event loop: some offline tasks embed text or scan corpora.
+        value = await asyncio.to_thread(task.offline, inputs)
+        self._remember_value(key, value)
+        return LLMResult(value, None, self.model, attempts=1)
+
+    async def _chat_with_tools(self, messages: list[dict], tools: list[dict]) -> ToolCallResult:
+        key = self._tools_key(messages, tools)
+        if (hit := self._cached_tool_calls(key)) is not None:
+            return hit
+        self.counters.add(calls=1)
+        calls = await asyncio.to_thread(select_tool_offline, messages, tools)
+        self._remember_tool_calls(key, calls)
+        return LLMResult(calls, None, self.model, attempts=1)
+
+
+@dataclass
+class _Reply:
+    message: Any | None
+    error: str | None
+    attempts: int
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class OpenAICompatibleLLM(LLM):
+    """A model served over the OpenAI API (vLLM: start it with guided decoding, and with
+    `--enable-auto-tool-choice` for `chat_with_tools`)."""
+
+    def __init__(
+        self,
+        endpoint: ModelEndpoint,
+        cache: LLMCache | None = None,
+        *,
+        backoff_s: float = 0.5,
+        max_backoff_s: float = 20.0,
+    ):
+        super().__init__(cache)
+        self.endpoint, self.model = endpoint, endpoint.model
+        self.backoff_s, self.max_backoff_s = backoff_s, max_backoff_s
+        self._clients: dict[asyncio.AbstractEventLoop, openai.AsyncOpenAI] = {}
+        self._clients_lock = threading.Lock()
+        self._random = random.Random()
+
+    async def _run(self, task: LLMTask[In, Out], inputs: In) -> LLMResult[Out]:
+        messages, params = task.messages(inputs), _task_params(task)
+        key = self._task_key(task, messages)
+        if (hit := self._cached_value(key, task)) is not None:
+            return hit
+
+        replies = [await self._complete(messages, params)]
+        value, problem = _parse(task.output_model, replies[0])
+        if problem is not None and replies[0].error is None:
+            # The server answered, but not with a valid value: show the model its reply and the error, once.
+            self.counters.add(repairs=1)
+            bad_reply = replies[0].message.content or ""
+            replies.append(await self._complete(repair_messages(messages, bad_reply, problem), params))
+            value, problem = _parse(task.output_model, replies[1])
+            if replies[1].error is not None:
+                problem = f"repair request failed: {replies[1].error}"
+            elif problem is not None:
+                kind, _, detail = problem.partition(": ")
+                problem = f"{kind} after repair: {detail}"
+        usage = {
+            "attempts": sum(r.attempts for r in replies),
+            "prompt_tokens": sum(r.prompt_tokens for r in replies),
+            "completion_tokens": sum(r.completion_tokens for r in replies),
+        }
+        if problem is not None:
+            return LLMResult(None, problem, self.model, **usage)
+        self._remember_value(key, value)
+        return LLMResult(value, None, self.model, **usage)
+
+    async def _chat_with_tools(self, messages: list[dict], tools: list[dict]) -> ToolCallResult:
+        key = self._tools_key(messages, tools)
+        if (hit := self._cached_tool_calls(key)) is not None:
+            return hit
+        reply = await self._complete(messages, _tool_params(tools))
+        usage = {"attempts": reply.attempts, "prompt_tokens": reply.prompt_tokens,
+                 "completion_tokens": reply.completion_tokens}  # fmt: skip
+        if reply.error is not None:
+            return LLMResult(None, reply.error, self.model, **usage)
+        calls, unreadable = [], []
+        for call in reply.message.tool_calls or []:
+            try:
+                arguments = json.loads(call.function.arguments or "{}")
+            except json.JSONDecodeError:
+                arguments = None
+            if not isinstance(arguments, dict):
+                unreadable.append(call.function.name)
+                arguments = {}
+            calls.append(ToolCall(name=call.function.name, arguments=arguments))
+        if unreadable:
+            # The chosen tool names still come back: tool selection is scored on them.
+            return LLMResult(calls, f"invalid tool arguments: not a JSON object for {', '.join(unreadable)}",
+                             self.model, **usage)  # fmt: skip
+        self._remember_tool_calls(key, calls)
+        return LLMResult(calls, None, self.model, **usage)
+
+    async def aclose(self) -> None:
+        with self._clients_lock:
+            client = self._clients.pop(asyncio.get_running_loop(), None)
+        if client is not None:
+            await client.close()
+
+    async def _complete(self, messages: list[dict], params: dict[str, Any]) -> _Reply:
+        """One chat completion with retries; the endpoint's limit is held only while a request is in flight."""
+        client, limit = self._client(), _endpoint_limit(self.endpoint)
+        attempts = 0
+        while True:
+            attempts += 1
+            retry_after = None
+            try:
+                async with limit:
+                    self.counters.add(calls=1)
+                    # The client's own timeout bounds each socket read, not the whole request: a server
+                    # trickling bytes could hold it for ever, so the request as a whole is bounded too.
+                    async with asyncio.timeout(self.endpoint.timeout_s):
+                        completion = await client.chat.completions.create(model=self.model, messages=messages, **params)
+                prompt_tokens = completion.usage.prompt_tokens if completion.usage else 0
+                completion_tokens = completion.usage.completion_tokens if completion.usage else 0
+                self.counters.add(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+                message = completion.choices[0].message if completion.choices else None
+                return _Reply(message, None if message else "empty reply: no choices", attempts,
+                              prompt_tokens, completion_tokens)  # fmt: skip
+            except (TimeoutError, openai.APITimeoutError):
+                problem = f"timeout after {attempts} attempts ({self.endpoint.timeout_s:g} s each)"
+            except openai.APIStatusError as exc:
+                status = exc.status_code
+                if status != 429 and status < 500:
+                    return _Reply(None, f"HTTP {status}: {_server_message(exc)}", attempts)
+                problem = f"HTTP {status} after {attempts} attempts: {_server_message(exc)}"
+                retry_after = _retry_after(exc)
+            except openai.APIConnectionError as exc:
+                problem = f"connection error after {attempts} attempts: {exc.__cause__ or exc}"
+            if attempts > self.endpoint.max_retries:
+                return _Reply(None, problem, attempts)
+            self.counters.add(retries=1)
+            await asyncio.sleep(self._backoff(attempts, retry_after))
+
+    def _backoff(self, attempt: int, retry_after: float | None) -> float:
+        # Equal jitter: never retry at once, and clients that failed together spread out.
+        ceiling = min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1))
+        delay = ceiling / 2 + self._random.uniform(0, ceiling / 2)
+        return max(delay, min(retry_after or 0.0, self.max_backoff_s))
+
+    def _client(self) -> openai.AsyncOpenAI:
+        # An httpx connection pool belongs to the loop that opened it, so each loop gets its own client.
+        loop = asyncio.get_running_loop()
+        with self._clients_lock:
+            if loop not in self._clients:
+                for stale in [other for other in self._clients if other.is_closed()]:
+                    del self._clients[stale]
+                self._clients[loop] = openai.AsyncOpenAI(
+                    base_url=self.endpoint.base_url,
+                    api_key=self.endpoint.api_key.get_secret_value(),
+                    timeout=self.endpoint.timeout_s,
+                    max_retries=0,  # retries are ours: counted, logged and bounded by the endpoint settings
+                )
+            return self._clients[loop]
+
+
+def _parse(output_model: type[BaseModel], reply: _Reply) -> tuple[BaseModel | None, str | None]:
+    """The validated value, or why there is none ("<kind>: <detail>")."""
+    if reply.error is not None:
+        return None, reply.error
+    content = reply.message.content
+    if not content:
+        return None, "invalid JSON: empty reply"
+    try:
+        return output_model.model_validate_json(_strip_code_fence(content)), None
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False)
+        kind = "invalid JSON" if any(e["type"] == "json_invalid" for e in errors) else "schema mismatch"
+        detail = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'reply'}: {e['msg']}" for e in errors)
+        return None, f"{kind}: {detail[:ERROR_DETAIL_CHARS]}"
+
+
+def _strip_code_fence(content: str) -> str:
+    # Without guided decoding, instruction-tuned models often wrap JSON in a markdown fence.
+    fenced = re.fullmatch(r"\s*```(?:json)?\s*(.*?)\s*```\s*", content, re.S)
+    return fenced.group(1) if fenced else content
+
+
+def _server_message(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    message = body.get("message") if isinstance(body, dict) else None
+    return str(message or body or exc.message)[:ERROR_DETAIL_CHARS]
+
+
+def _retry_after(exc: openai.APIStatusError) -> float | None:
+    try:
+        return float(exc.response.headers.get("retry-after", ""))
+    except ValueError:
+        return None
+
+
+# Semaphores bind to the loop they first wait in, so the limit shared by every client of an
+# endpoint is kept per event loop. Entries of closed loops are dropped when a new loop arrives.
+_LIMITS: dict[asyncio.AbstractEventLoop, dict[tuple[str, str], asyncio.Semaphore]] = {}
+_LIMITS_LOCK = threading.Lock()
+
+
+def _endpoint_limit(endpoint: ModelEndpoint) -> asyncio.Semaphore:
+    loop = asyncio.get_running_loop()
+    with _LIMITS_LOCK:
+        if loop not in _LIMITS:
+            for stale in [other for other in _LIMITS if other.is_closed()]:
+                del _LIMITS[stale]
+        per_endpoint = _LIMITS.setdefault(loop, {})
+        key = (endpoint.base_url.rstrip("/"), endpoint.model)
+        if key not in per_endpoint:
+            per_endpoint[key] = asyncio.Semaphore(endpoint.max_concurrency)
+        return per_endpoint[key]
+
+
+def build_llm(settings: Settings, role: Literal["generator", "judge"]) -> LLM:
+    """The configured backend for a role. The offline backend gets no cache: its code can change
+    under the same model name, and a cached offline answer would then be stale."""
+    if role not in ("generator", "judge"):
+        raise ValueError(f"unknown model role {role!r}; expected 'generator' or 'judge'")
+    if settings.llm_backend == "offline":
+        return OfflineLLM()
+    cache = LLMCache.in_directory(settings.resolved_cache_dir) if settings.llm_cache else None
+    return OpenAICompatibleLLM(getattr(settings, role), cache)
+
+
+def check_models_differ(settings: Settings, logger: logging.Logger = log) -> bool:
+    """Warn when the judge is the generator's model; False then. The offline backend's judgements are
+    lexical rules, not a model grading its own text, so it is not flagged."""
+    if settings.llm_backend == "offline":
+        return True
+    generator, judge = settings.generator.model, settings.judge.model
+    if generator.strip().lower() != judge.strip().lower():
+        return True
+    logger.warning("generator and judge are the same model (%s): %s", generator, SELF_PREFERENCE)
+    return False

@@ -1,0 +1,397 @@
+"""An OpenAI-compatible server answered by the offline backend, with the faults of a real one.
+
+The real client (`OpenAICompatibleLLM`) is tested and benchmarked over HTTP against it. A chat
+completion with a `json_schema` response format is dispatched on the schema's `name` to the
+registered task of that name (the task's module must have been imported in this process: see
+`serve(task_modules=...)`), its inputs are recovered from the `<inputs>` block of the user
+messages, and the task's `offline` output is the reply. A request with `tools` is answered by
+the registered `select_tool` task. Knobs add latency, a capacity beyond which requests queue,
+and injected faults (500, 429, malformed JSON, hangs) decided by a seeded draw per request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import importlib
+import json
+import math
+import random
+import re
+import socket
+import struct
+import threading
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any
+
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field, ValidationError, model_validator
+
+from pipelines.models.tasks import TASKS, inputs_from_messages, is_repair_request, select_tool_offline
+
+DEFAULT_MODEL = "ragwatch-simulator"
+HANG_S = 3600.0
+"""A hung request lasts this long unless the client goes away first (far beyond any client timeout)."""
+FALLBACK_DIMENSIONS = 384
+CHARS_PER_TOKEN = 4
+
+
+class SimulatorKnobs(BaseModel):
+    latency_s: float = Field(default=0.0, ge=0)
+    """How long each served request takes, while it holds one unit of capacity."""
+    capacity: int = Field(default=64, ge=1)
+    """Requests served at once; the rest queue (stats report the queue)."""
+    error_rate: float = Field(default=0.0, ge=0, le=1)
+    rate_limit_rate: float = Field(default=0.0, ge=0, le=1)
+    malformed_rate: float = Field(default=0.0, ge=0, le=1)
+    timeout_rate: float = Field(default=0.0, ge=0, le=1)
+    seed: int = 0
+    """Fault draws are a function of (seed, request number): a rerun injects the same faults."""
+    fail_first_n: int = Field(default=0, ge=0)
+    """The first N requests after these knobs are set fail with HTTP 500."""
+    malformed_repairs: bool = False
+    """Whether repair requests may be malformed too; by default they are answered correctly."""
+
+    @model_validator(mode="after")
+    def _rates_fit(self) -> SimulatorKnobs:
+        total = self.error_rate + self.rate_limit_rate + self.malformed_rate + self.timeout_rate
+        if total > 1.0 + 1e-9:
+            raise ValueError(f"fault rates add up to {total:g}; they are shares of requests and must be ≤ 1")
+        return self
+
+
+class _Fault(Exception):
+    def __init__(self, status: int, message: str, kind: str):
+        super().__init__(message)
+        self.status, self.message, self.kind = status, message, kind
+
+
+class _State:
+    """Counters and the capacity gate; lives in the server's event loop."""
+
+    def __init__(self, knobs: SimulatorKnobs):
+        self.knobs = knobs
+        self.knobs_since = 0
+        self.requests = 0
+        self.in_flight = self.queued = 0
+        self.max_in_flight = self.max_queued = 0
+        self.queue_wait_s = 0.0
+        self.statuses: Counter[int] = Counter()
+        self.faults: Counter[str] = Counter()
+        self.models_seen: set[str] = set()
+        self._gate: asyncio.Condition | None = None
+
+    async def set_knobs(self, knobs: SimulatorKnobs) -> None:
+        self.knobs, self.knobs_since = knobs, self.requests
+        if self._gate is not None:
+            async with self._gate:
+                self._gate.notify_all()  # a raised capacity admits the waiters now
+
+    @asynccontextmanager
+    async def capacity_slot(self):
+        if self._gate is None:
+            self._gate = asyncio.Condition()
+        gate = self._gate
+        started = time.monotonic()
+        async with gate:
+            self.queued += 1
+            self.max_queued = max(self.max_queued, self.queued)
+            try:
+                await gate.wait_for(lambda: self.in_flight < self.knobs.capacity)
+            finally:
+                self.queued -= 1
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        self.queue_wait_s += time.monotonic() - started
+        try:
+            yield
+        finally:
+            async with gate:
+                self.in_flight -= 1
+                gate.notify_all()
+
+    def draw_fault(self, number: int, can_be_malformed: bool) -> str | None:
+        knobs = self.knobs
+        if number - self.knobs_since < knobs.fail_first_n:
+            return "fail_first_n"
+        draw = random.Random(f"{knobs.seed}:{number}").random()
+        for kind, rate in (("error", knobs.error_rate), ("rate_limit", knobs.rate_limit_rate),
+                           ("timeout", knobs.timeout_rate), ("malformed", knobs.malformed_rate)):  # fmt: skip
+            if draw < rate:
+                return kind if kind != "malformed" or can_be_malformed else None
+            draw -= rate
+        return None
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "requests": self.requests,
+            "served": self.statuses.get(200, 0),
+            "statuses": {str(status): n for status, n in sorted(self.statuses.items())},
+            "in_flight": self.in_flight,
+            "max_concurrent": self.max_in_flight,
+            "queued": self.queued,
+            "max_queued": self.max_queued,
+            "queue_wait_s": round(self.queue_wait_s, 3),
+            "faults": dict(self.faults),
+            "knobs": self.knobs.model_dump(),
+        }
+
+
+def create_simulator(knobs: SimulatorKnobs | None = None) -> FastAPI:
+    app = FastAPI(title="ragwatch model simulator", docs_url=None, redoc_url=None)
+    state = _State(knobs or SimulatorKnobs())
+    embed = _Embeddings()
+
+    async def serve_with_faults(
+        request: Request, body: dict, answer: Callable[[bool], Awaitable[dict]]
+    ) -> JSONResponse:
+        """Count, draw a fault, queue for capacity, wait the latency, then answer (or misbehave)."""
+        number = state.requests
+        state.requests += 1
+        state.models_seen.add(str(body.get("model") or DEFAULT_MODEL))
+        try:
+            fault = state.draw_fault(number, can_be_malformed=_may_be_malformed(state, body))
+            if fault == "rate_limit":
+                raise _Fault(429, "rate limit exceeded (injected)", fault)
+            if fault in ("error", "fail_first_n"):
+                raise _Fault(500, f"internal server error (injected: {fault})", fault)
+            async with state.capacity_slot():
+                if fault == "timeout":
+                    state.faults[fault] += 1
+                    await _hang(request)
+                    return _error(504, "the simulated request hung", state)
+                await asyncio.sleep(state.knobs.latency_s)
+                payload = await answer(fault == "malformed")
+            if fault == "malformed":
+                state.faults[fault] += 1
+            state.statuses[200] += 1
+            return JSONResponse(payload)
+        except _Fault as fault_:
+            if fault_.kind:
+                state.faults[fault_.kind] += 1
+            return _error(fault_.status, fault_.message, state)
+
+    @app.get("/v1/models")
+    async def models() -> dict:
+        names = sorted({DEFAULT_MODEL, *state.models_seen})
+        return {"object": "list", "data": [{"id": n, "object": "model", "owned_by": "ragwatch"} for n in names]}
+
+    @app.post("/v1/chat/completions")
+    async def chat_completions(request: Request) -> JSONResponse:
+        body = await request.json()
+        try:
+            answer = _chat_answer(body)
+        except _Fault as bad:
+            state.requests += 1
+            return _error(bad.status, bad.message, state)
+
+        async def respond(malformed: bool) -> dict:
+            message = await answer()
+            if malformed and message.get("content"):
+                # A reply cut short, as with finish_reason "length": the commonest broken JSON.
+                message = {**message, "content": message["content"][: max(1, len(message["content"]) // 2)]}
+            return _completion(body, message)
+
+        return await serve_with_faults(request, body, respond)
+
+    @app.post("/v1/embeddings")
+    async def embeddings(request: Request) -> JSONResponse:
+        body = await request.json()
+        texts = body.get("input")
+        texts = [texts] if isinstance(texts, str) else texts
+        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+            state.requests += 1
+            return _error(400, "input must be a string or a list of strings (token ids are not supported)", state)
+
+        async def respond(_malformed: bool) -> dict:
+            vectors = await asyncio.to_thread(embed, texts)
+            return _embedding_list(body, texts, vectors)
+
+        return await serve_with_faults(request, body, respond)
+
+    @app.get("/admin/stats")
+    async def admin_stats() -> dict:
+        return state.stats()
+
+    @app.post("/admin/knobs")
+    async def admin_knobs(changes: dict) -> JSONResponse:
+        try:
+            knobs = SimulatorKnobs.model_validate({**state.knobs.model_dump(), **changes})
+        except ValidationError as exc:
+            return JSONResponse({"error": {"message": str(exc)}}, status_code=422)
+        await state.set_knobs(knobs)
+        return JSONResponse(knobs.model_dump())
+
+    return app
+
+
+def _chat_answer(body: dict) -> Callable[[], Awaitable[dict]]:
+    """What the request asks for, as a coroutine factory producing the assistant message; 400 if unanswerable."""
+    messages = body.get("messages") or []
+    schema = (body.get("response_format") or {}).get("json_schema") or {}
+    if schema:
+        task = TASKS.get(schema.get("name", ""))
+        if task is None:
+            raise _Fault(400, f"unknown task {schema.get('name')!r}: the simulator answers tasks registered in "
+                              f"pipelines.models.tasks.TASKS (known here: {', '.join(sorted(TASKS)) or 'none'}); "
+                              "import the module that registers it", kind="")  # fmt: skip
+        try:
+            inputs = inputs_from_messages(task, messages)
+        except ValueError as exc:
+            raise _Fault(400, str(exc), kind="") from exc
+
+        async def structured() -> dict:
+            value = await asyncio.to_thread(task.offline, inputs)
+            return {"role": "assistant", "content": value.model_dump_json()}
+
+        return structured
+    if body.get("tools"):
+        tools = body["tools"]
+
+        async def tool_calls() -> dict:
+            try:
+                calls = await asyncio.to_thread(select_tool_offline, messages, tools)
+            except NotImplementedError as exc:
+                raise _Fault(400, str(exc), kind="") from exc
+            return {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": f"call_{i}", "type": "function",
+                     "function": {"name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)}}
+                    for i, c in enumerate(calls)
+                ],
+            }  # fmt: skip
+
+        return tool_calls
+    raise _Fault(400, "the simulator answers structured-output tasks (response_format json_schema) and "
+                      "tool-calling requests (tools) only", kind="")  # fmt: skip
+
+
+def _may_be_malformed(state: _State, body: dict) -> bool:
+    if not (body.get("response_format") or {}).get("json_schema"):
+        return False
+    return state.knobs.malformed_repairs or not is_repair_request(body.get("messages") or [])
+
+
+async def _hang(request: Request) -> None:
+    # Stop once the client has given up, so abandoned requests do not pile up.
+    deadline = time.monotonic() + HANG_S
+    while time.monotonic() < deadline and not await request.is_disconnected():
+        await asyncio.sleep(0.05)
+
+
+def _completion(body: dict, message: dict) -> dict:
+    prompt_chars = sum(len(json.dumps(m.get("content"), ensure_ascii=False)) for m in body.get("messages") or [])
+    completion_chars = len(message.get("content") or json.dumps(message.get("tool_calls") or []))
+    usage = _usage(prompt_chars, completion_chars)
+    return {
+        "id": f"chatcmpl-sim-{hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model") or DEFAULT_MODEL,
+        "choices": [{"index": 0, "message": message, "logprobs": None,
+                     "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
+        "usage": usage,
+    }  # fmt: skip
+
+
+def _embedding_list(body: dict, texts: list[str], vectors: list[list[float]]) -> dict:
+    base64_wanted = body.get("encoding_format") == "base64"  # the openai client asks for base64 by default
+    data = []
+    for i, vector in enumerate(vectors):
+        encoded = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode() if base64_wanted else vector
+        data.append({"object": "embedding", "index": i, "embedding": encoded})
+    tokens = _usage(sum(len(t) for t in texts), 0)["prompt_tokens"]
+    return {"object": "list", "data": data, "model": body.get("model") or DEFAULT_MODEL,
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}  # fmt: skip
+
+
+def _usage(prompt_chars: int, completion_chars: int) -> dict[str, int]:
+    prompt, completion = math.ceil(prompt_chars / CHARS_PER_TOKEN), math.ceil(completion_chars / CHARS_PER_TOKEN)
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+def _error(status: int, message: str, state: _State) -> JSONResponse:
+    state.statuses[status] += 1
+    kind = "invalid_request_error" if status == 400 else "server_error"
+    return JSONResponse({"error": {"message": message, "type": kind, "code": status}}, status_code=status)
+
+
+class _Embeddings:
+    """The local embedding model when it loads, else hashed bag of words: decided once, on the
+    first request, so one server never mixes vectors from two spaces."""
+
+    def __init__(self) -> None:
+        self._embed: Callable[[list[str]], list[list[float]]] | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self, texts: list[str]) -> list[list[float]]:
+        with self._lock:
+            if self._embed is None:
+                try:
+                    from pipelines.models.embeddings import EmbeddingError, embed_texts
+                except ImportError:
+                    self._embed = hashed_bag_of_words
+                else:
+                    try:
+                        vectors = embed_texts(texts)
+                    except EmbeddingError:  # the module is there but its model cannot load
+                        self._embed = hashed_bag_of_words
+                    else:
+                        self._embed = embed_texts
+                        return vectors
+        return self._embed(texts)
+
+
+def hashed_bag_of_words(texts: list[str]) -> list[list[float]]:
+    """Deterministic unit vectors from hashed words: texts sharing words are close, and no model is needed."""
+    vectors = []
+    for text in texts:
+        vector = [0.0] * FALLBACK_DIMENSIONS
+        for word in re.findall(r"\w+", text.lower()):
+            digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
+            index = int.from_bytes(digest[:4], "little") % FALLBACK_DIMENSIONS
+            vector[index] += 1.0 if digest[4] & 1 else -1.0
+        norm = math.sqrt(sum(v * v for v in vector)) or 1.0
+        vectors.append([v / norm for v in vector])
+    return vectors
+
+
+def serve(port: int = 8000, knobs: SimulatorKnobs | None = None, host: str = "127.0.0.1",
+          task_modules: Sequence[str] = ("pipelines.golden.tasks",)) -> None:  # fmt: skip
+    """Run the simulator in the foreground. Tasks are found by name in this process's registry,
+    so the modules that register them are imported first."""
+    for module in task_modules:
+        importlib.import_module(module)
+    uvicorn.run(create_simulator(knobs), host=host, port=port, log_level="warning")
+
+
+@contextmanager
+def running_simulator(knobs: SimulatorKnobs | None = None) -> Iterator[str]:
+    """A simulator on a free loopback port in a background thread; yields its base URL (ending in /v1)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))  # bound here and handed over, so no other process can take the port meanwhile
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(create_simulator(knobs), log_level="warning", lifespan="off", timeout_graceful_shutdown=1)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name=f"simulator-{port}", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError(f"the model simulator did not start on 127.0.0.1:{port}")
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()

@@ -1,0 +1,1 @@
+"""Rule-based PII detection and keyed pseudonymization of traces."""
