@@ -437,6 +437,25 @@ def simulate_llm(
                                malformed_rate=malformed_rate, timeout_rate=timeout_rate))  # fmt: skip
 
 
+metrics_app = typer.Typer(help="Score your own runs.", no_args_is_help=True)
+app.add_typer(metrics_app, name="metrics")
+
+
+@metrics_app.command("retrieval")
+def metrics_retrieval(
+    source: Annotated[Path, typer.Option("--in", exists=True, dir_okay=False, help='JSONL of {"query_id", "retrieved_ids", "gold_ids"}.')],
+    k: Annotated[str, typer.Option(help="Comma-separated cut-offs.")] = "1,3,5,10",
+) -> None:
+    """recall@k, precision@k and MRR of a run file, as one JSON object."""
+    from pipelines.evaluation.retrieval import score_run_file
+
+    try:
+        ks = [int(v) for v in k.split(",") if v.strip()]
+        print(json.dumps(score_run_file(source, ks)))
+    except ValueError as exc:
+        _fail(str(exc))
+
+
 @bench_app.command("anonymize")
 def bench_anonymize(
     traces: Annotated[int, typer.Option(help="Generated traces in the labelled set.")] = 2000,

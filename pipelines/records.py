@@ -162,3 +162,56 @@ GOLDEN_SCHEMA = pa.schema(
     ]
 )
 """Parquet schema of golden/datasets/<name>/items.parquet (expected_args as JSON text)."""
+
+
+ScoreStatus = Literal["ok", "failed", "skipped"]
+Suite = Literal["offline", "online"]
+
+
+class Score(BaseModel):
+    """One metric of one item in one run. A failed score has value None and says why, never 0 or NaN."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str
+    suite: Suite
+    item_id: str
+    """Golden item id (offline) or trace id (online)."""
+    stratum: str
+    """The item's finest stratum, e.g. `single_hop/es` offline or `docs-assistant/es` online."""
+    metric: str
+    """A name from METRICS below, or `recall@5`-style retrieval names."""
+    value: float | None
+    status: ScoreStatus
+    error: str | None = None
+    judge_model: str | None = None
+    dataset_version: str
+
+    @field_validator("value")
+    @classmethod
+    def _finite(cls, value: float | None) -> float | None:
+        import math
+
+        if value is not None and not math.isfinite(value):
+            raise ValueError("a score is a finite number or None (failed/skipped), never NaN or inf")
+        return value
+
+
+METRICS = {
+    "faithfulness": "supported claims / all claims of the answer (ragas Faithfulness)",
+    "answer_relevancy": "mean cosine between the question and questions generated back from the answer (ragas)",
+    "context_precision": "ragas context precision with reference (judge)",
+    "context_recall": "gold-answer claims attributable to the retrieved contexts / all gold-answer claims (ragas)",
+    "noise_delta_f": "F(clean) − F(noisy) with irrelevant chunks injected; > 0.15 means fragile",
+    "ragas_noise_sensitivity": "ragas NoiseSensitivity (relevant mode): incorrect claims / all claims of the answer",
+    "tool_selection_accuracy": "turns where the agent chose the expected tool / turns that expected a tool",
+    "tool_call_accuracy": "ragas ToolCallAccuracy: expected tool and arguments matched",
+    "tool_call_validity": "tool-call arguments valid against the tool's JSON schema (online)",
+    "mrr": "1 / rank of the first gold chunk, 0 if absent",
+}
+"""Judge and tool metrics by name; retrieval adds recall@k and precision@k for each k."""
+
+
+def gauge_name(metric: str) -> str:
+    """Prometheus gauge of a metric: `recall@5` -> `rag_recall_at_5_score`."""
+    return "rag_" + metric.replace("@", "_at_").replace("-", "_") + "_score"

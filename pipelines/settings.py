@@ -99,6 +99,12 @@ class Settings(BaseSettings):
     qdrant_api_key: SecretStr | None = None
     corpus_collection: str = "ragwatch_corpus"
 
+    results_url: str | None = None
+    """SQLAlchemy URL of the eval results DB (runs + scores); SQLite under `home` when unset."""
+    pushgateway_url: str | None = None
+    """Prometheus Pushgateway, e.g. `http://pushgateway:9091`; a textfile under `home` when unset."""
+    pushgateway_job: str = "ragwatch"
+
     airflow_api_url: str = "http://localhost:8080"
     airflow_username: str | None = None
     airflow_password: SecretStr | None = None
@@ -134,6 +140,15 @@ class Settings(BaseSettings):
     @property
     def resolved_workspace(self) -> Path:
         return (self.workspace or self.home / "workspace").resolve()
+
+    @property
+    def resolved_results_url(self) -> str:
+        return self.results_url or f"sqlite:///{(self.home / 'results.db').resolve()}"
+
+    @property
+    def reports_dir(self) -> Path:
+        """Eval reports live in the data workspace so DVC versions them with the golden sets."""
+        return self.resolved_workspace / "golden" / "reports"
 
     @property
     def resolved_dvc_remote(self) -> str:

@@ -1,36 +1,71 @@
-"""Small, dependency-free text helpers shared by the offline backend, filters and search."""
+"""Spanish/English text helpers without a model: accent folding, stopwords, language, overlap.
+
+The BM25 tokenizer, the language detector, the offline backend and the filters all need the
+same folding and stopword lists, so they live here once.
+"""
 
 from __future__ import annotations
 
 import re
 import unicodedata
 from functools import lru_cache
+from typing import Literal
 
-STOPWORDS = frozenset(
-    """
-    a about above after again against all am an and any are as at be because been before being below between both
-    but by can could did do does doing down during each few for from further had has have having he her here hers
-    him his how i if in into is it its itself just me more most my no nor not now of off on once only or other our
-    out over own same she should so some such than that the their them then there these they this those through to
-    too under until up very was we were what when where which while who whom why will with would you your yours
-    use used using also may must one two see e g i e
-    al algo algunas algunos ante antes como con contra cual cuales cuando de del desde donde durante e el ella ellas
-    ellos en entre era eran es esa esas ese eso esos esta estaba estado estan estar este esto estos fue fueron ha
-    han hay la las le les lo los mas me mi mis mucho muy nada ni no nos nosotros o otra otras otro otros para pero
-    poco por porque que quien quienes se sea ser si sin sobre son su sus tambien te tiene tienen todo todos tu tus
-    un una uno unos usted y ya puede pueden hace hacer cada
-    """.split()
+Language = Literal["es", "en"]
+
+STOPWORDS_EN = frozenset(
+    """a about above after again against all am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from further had
+    has have having he her here hers herself him himself his how i if in into is it its itself just
+    me more most my myself no nor not now of off on once only or other our ours ourselves out over
+    own same she should so some such than that the their theirs them themselves then there these
+    they this those through to too under until up very was we were what when where which while who
+    whom why will with would you your yours yourself yourselves""".split()
 )
-SPANISH_MARKERS = frozenset("el la los las del que por para una con como qué cómo cuál está según también sobre es".split())
-ENGLISH_MARKERS = frozenset("the of and to is in that for with as are this which be by what how does".split())
+
+STOPWORDS_ES = frozenset(
+    """a al algo algunas algunos ante antes como con contra cual cuales cuando de del desde donde
+    durante e el ella ellas ellos en entre era erais eran eras eres es esa esas ese eso esos esta
+    estaba estado estamos estan estar estas este esto estos fue fueron fui ha habia han has hasta
+    hay la las le les lo los mas me mi mis mucho muy nada ni no nos nosotros o os otra otras otro
+    otros para pero poco por porque que quien quienes se sea ser si sin sobre son su sus tambien
+    te tiene tienen todo todos tu tus un una unas uno unos usted ustedes y ya yo""".split()
+)
+"""Accent-folded, as the tokenizer sees them ("está" and "esta" are the same token)."""
+
+STOPWORDS = STOPWORDS_EN | STOPWORDS_ES
+
+# Words that are stopwords in both languages ("a", "no", "me", "he"...) say nothing about which
+# language a text is in.
+_EN_ONLY = STOPWORDS_EN - STOPWORDS_ES
+_ES_ONLY = STOPWORDS_ES - STOPWORDS_EN
+_WORD = re.compile(r"[^\W\d_]+")
+_SPANISH_LETTERS = re.compile(r"[ñ¿¡áéíóú]", re.I)
+
+
+def fold(text: str) -> str:
+    """Lowercase and strip accents: 'Configuración' -> 'configuracion' (ñ becomes n too)."""
+    decomposed = unicodedata.normalize("NFKD", text.lower())
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def detect_language(text: str, default: Language = "en") -> Language:
+    """'es' or 'en' by counting language-specific stopwords; Spanish letters break ties."""
+    words = _WORD.findall(fold(text))
+    es = sum(word in _ES_ONLY for word in words)
+    en = sum(word in _EN_ONLY for word in words)
+    if es == en:
+        return "es" if _SPANISH_LETTERS.search(text) else default
+    return "es" if es > en else "en"
+
+
 WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*", re.UNICODE)
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z¿¡ÁÉÍÓÚÑ`\"'(])|\n{2,}")
 
 
 @lru_cache(maxsize=65536)
-def fold(word: str) -> str:
-    """Lowercase without accents, so `Función` and `funcion` match."""
-    return "".join(c for c in unicodedata.normalize("NFKD", word.lower()) if not unicodedata.combining(c))
+def fold_word(word: str) -> str:
+    return fold(word)
 
 
 def words(text: str) -> list[str]:
@@ -38,20 +73,12 @@ def words(text: str) -> list[str]:
 
 
 def content_tokens(text: str) -> list[str]:
-    return [t for t in (fold(w) for w in words(text)) if len(t) > 2 and t not in STOPWORDS]
+    return [t for t in (fold_word(w) for w in words(text)) if len(t) > 2 and t not in STOPWORDS]
 
 
 def sentences(text: str) -> list[str]:
     parts = (p.strip() for p in SENTENCE_END.split(text.replace("\r", "")))
     return [" ".join(p.split()) for p in parts if p and len(words(p)) >= 3]
-
-
-def detect_language(text: str) -> str:
-    """'es' or 'en' from marker words; enough for routing templates and strata, not for linguistics."""
-    lowered = [w.lower() for w in words(text[:4000])]
-    es = sum(w in SPANISH_MARKERS for w in lowered) + 3 * sum(c in "¿¡ñ" for c in text[:4000])
-    en = sum(w in ENGLISH_MARKERS for w in lowered)
-    return "es" if es > en else "en"
 
 
 def coverage(part: str, whole: str) -> float:

@@ -14,10 +14,21 @@ mkdir -p "$logs"
 ragwatch demo seed
 
 echo "running DAG trace_sampling for $yesterday (airflow dags test; log: $logs/trace_sampling-$yesterday.log)"
+run_dag() {  # run_dag DAG_ID DATE [CONF]: one real DAG run, its log kept under .ragwatch/logs
+  local log="$logs/$1-$2.log"
+  echo "running DAG $1 (airflow dags test; log: $log)"
+  if ! scripts/airflow.sh dags test "$1" "$2" ${3:+--conf "$3"} >"$log" 2>&1; then
+    tail -n 40 "$log"
+    echo "$1 failed; the whole log is $log" >&2
+    exit 1
+  fi
+}
+
 # `dags test D` runs the data interval that ends at D: passing today processes yesterday.
-if ! scripts/airflow.sh dags test trace_sampling "$today" >"$logs/trace_sampling-$yesterday.log" 2>&1; then
-  tail -n 40 "$logs/trace_sampling-$yesterday.log"
-  echo "trace_sampling failed; the whole log is $logs/trace_sampling-$yesterday.log" >&2
-  exit 1
-fi
+run_dag trace_sampling "$today"
 ragwatch demo summary --date "$yesterday"
+
+echo "indexing the demo corpus (Python docs + Spanish guides) in Qdrant local mode"
+ragwatch corpus index
+run_dag golden_build "$today"
+ragwatch golden summary

@@ -5,6 +5,10 @@ missing=()
 compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
 command -v prometheus-pushgateway >/dev/null || missing+=(prometheus-pushgateway)
 command -v git >/dev/null || missing+=(git)
+# promtool (checks and unit-tests the alert rules) ships in Debian's prometheus package.
+command -v promtool >/dev/null || missing+=(prometheus)
+# tests/test_compose.py validates docker-compose.yml with `docker-compose config`.
+command -v docker-compose >/dev/null || missing+=(docker-compose)
 [ ${#missing[@]} -eq 0 ] && exit 0
 echo "installing Debian packages: ${missing[*]}"
 sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
@@ -12,4 +16,6 @@ export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -q >/dev/null
 $sudo apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
 # Debian starts a system cluster and service on install; ragwatch starts its own, on demand.
-$sudo systemctl disable --now postgresql prometheus-pushgateway >/dev/null 2>&1 || true
+$sudo systemctl disable --now postgresql prometheus-pushgateway prometheus >/dev/null 2>&1 || true
+# Without systemd, Debian's init scripts may have started what was just installed: stop only those.
+for pkg in "${missing[@]}"; do $sudo service "$pkg" stop >/dev/null 2>&1 || true; done

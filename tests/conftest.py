@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.settings import Settings
-from tests.services import start_postgres
+from tests.services import start_postgres, start_pushgateway
 
 ROOT = Path(__file__).resolve().parent.parent
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
@@ -31,3 +31,12 @@ def postgres():
         yield pg
     finally:
         pg.stop()
+
+
+@pytest.fixture(scope="session")
+def pushgateway():
+    gateway = start_pushgateway()
+    try:
+        yield gateway
+    finally:
+        gateway.stop()

@@ -1,4 +1,4 @@
-"""Real services for the test session: a throwaway PostgreSQL cluster on a free port.
+"""Real services for the test session: a throwaway PostgreSQL cluster and a Pushgateway on free ports.
 
 Debian's binaries (installed by `make test` via scripts/system-deps.sh) are started here, not
 mocked; a missing binary is an error that says how to install it, never a skip.
@@ -12,6 +12,8 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import time
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,3 +69,50 @@ def start_postgres() -> Postgres:
          f"-p {port} -k {directory} -c listen_addresses=127.0.0.1 -c fsync=off", "start"])  # fmt: skip
     return Postgres(directory=directory, port=port, bin_dir=bin_dir)
 
+
+
+PUSHGATEWAY_BIN = Path("/usr/bin/prometheus-pushgateway")
+
+
+@dataclass
+class Pushgateway:
+    url: str
+    process: subprocess.Popen
+    directory: Path
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def start_pushgateway(timeout_s: float = 20.0) -> Pushgateway:
+    """A Pushgateway without persistence (no --persistence.file): every session starts empty."""
+    binary = shutil.which("prometheus-pushgateway") or (str(PUSHGATEWAY_BIN) if PUSHGATEWAY_BIN.exists() else None)
+    if binary is None:
+        raise RuntimeError(f"prometheus-pushgateway not found; {INSTALL_HINT}")
+    directory = Path(tempfile.mkdtemp(prefix="ragwatch-pushgateway-"))
+    port = free_port()
+    log = open(directory / "pushgateway.log", "wb")
+    process = subprocess.Popen([binary, f"--web.listen-address=127.0.0.1:{port}"], cwd=directory, stdout=log,
+                               stderr=subprocess.STDOUT)  # fmt: skip
+    log.close()
+    gateway = Pushgateway(url=f"http://127.0.0.1:{port}", process=process, directory=directory)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            output = (directory / "pushgateway.log").read_text(errors="replace")
+            gateway.stop()
+            raise RuntimeError(f"prometheus-pushgateway exited with {process.returncode}: {output[-2000:]}")
+        try:
+            with urllib.request.urlopen(f"{gateway.url}/-/ready", timeout=1) as response:
+                if response.status == 200:
+                    return gateway
+        except OSError:
+            time.sleep(0.1)
+    gateway.stop()
+    raise RuntimeError(f"prometheus-pushgateway on port {port} not ready after {timeout_s:.0f} s")

@@ -18,7 +18,7 @@ from pipelines.corpus import chunk_document, corpus_version, demo_corpus_chunks,
 from pipelines.corpus.bm25 import document_vector, query_vector, term_index, tokenize
 from pipelines.corpus.chunking import pack
 from pipelines.corpus.documents import parse_document
-from pipelines.corpus.language import detect_language
+from pipelines.text import detect_language
 from pipelines.corpus.refresh import AirflowNotificationError, notify_corpus_refreshed
 from pipelines.demo.guides_es import GUIDES_ES
 from pipelines.settings import Settings

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from pipelines.corpus.documents import Document, iter_documents
-from pipelines.corpus.language import detect_language, fold
+from pipelines.text import detect_language, fold
 
 MAX_WORDS = 300
 """Upper bound per chunk; sections are split into near-equal chunks under it (~200-300 words)."""

@@ -62,7 +62,8 @@ class LocalEmbedder:
         if not texts:
             return []
         vectors = _local_model().encode(
-            list(texts), batch_size=LOCAL_BATCH_SIZE, normalize_embeddings=True, convert_to_numpy=True
+            list(texts), batch_size=LOCAL_BATCH_SIZE, normalize_embeddings=True, convert_to_numpy=True,
+            show_progress_bar=False,
         )
         return vectors.tolist()
 

@@ -365,7 +365,7 @@ def hashed_bag_of_words(texts: list[str]) -> list[list[float]]:
 
 
 def serve(port: int = 8000, knobs: SimulatorKnobs | None = None, host: str = "127.0.0.1",
-          task_modules: Sequence[str] = ("pipelines.golden.tasks",)) -> None:  # fmt: skip
+          task_modules: Sequence[str] = ("pipelines.golden.tasks", "pipelines.evaluation.tasks")) -> None:  # fmt: skip
     """Run the simulator in the foreground. Tasks are found by name in this process's registry,
     so the modules that register them are imported first."""
     for module in task_modules:

@@ -54,6 +54,15 @@ class LLMTask(Generic[In, Out]):
     def offline(self, inputs: In) -> Out:
         raise NotImplementedError
 
+    def inputs_from_messages(self, messages: list[dict]) -> In:
+        """Recover the inputs from the messages `messages()` rendered (the simulator's side of the
+        contract). Override together with `messages` when a task renders its inputs differently."""
+        for text in _user_texts(messages):
+            match = INPUT_FENCE.search(text)
+            if match:
+                return self.input_model.model_validate(json.loads(match.group(1)))
+        raise ValueError(f"no <inputs> block for task {self.name!r} in the user messages")
+
 
 TASKS: dict[str, LLMTask] = {}
 
@@ -66,11 +75,7 @@ def register(task_class: type[LLMTask]) -> type[LLMTask]:
 
 def inputs_from_messages(task: LLMTask, messages: list[dict]) -> BaseModel:
     """Recover a task's inputs from the messages it rendered (used by the simulator)."""
-    for text in _user_texts(messages):
-        match = INPUT_FENCE.search(text)
-        if match:
-            return task.input_model.model_validate(json.loads(match.group(1)))
-    raise ValueError(f"no <inputs> block for task {task.name!r} in the user messages")
+    return task.inputs_from_messages(messages)
 
 
 def repair_messages(messages: list[dict], reply: str, error: str) -> list[dict]:

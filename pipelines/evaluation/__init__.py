@@ -1,0 +1,1 @@
+"""Offline and online evaluation: system under test, metrics, statistics, report."""

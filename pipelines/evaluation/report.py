@@ -1,0 +1,377 @@
+"""One self-contained HTML report per eval run, and the flat metrics JSON `dvc metrics diff` reads.
+
+The report is a single file with inline CSS and inline SVG charts and no URL of any kind, so it
+opens from an Airflow log link, a DVC checkout or an e-mail attachment alike. Every text that
+came from a user, a model or a document is HTML-escaped (Jinja autoescape). It holds no
+wall-clock time: rerendering a run gives the same bytes, which keeps DVC diffs meaningful.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment
+from markupsafe import Markup
+
+from pipelines.evaluation.charts import Interval, histogram, interval_chart, line_chart
+from pipelines.evaluation.diagnose import ATTRIBUTIONS, diagnose, summarize_attribution
+from pipelines.evaluation.stats import LOWER_IS_BETTER, OVERALL, Aggregate, GateResult, aggregate
+from pipelines.models.llm import OFFLINE_MODEL
+from pipelines.records import METRICS, Score
+from pipelines.stores.results import EvalRun, ResultsStore
+
+WORST_ITEMS = 10
+TREND_RUNS = 20
+
+
+@dataclass(frozen=True)
+class ItemView:
+    """What the report shows of one item besides its scores."""
+
+    item_id: str
+    question: str
+    answer: str
+    contexts: Sequence[str] = ()
+    """Retrieved chunk texts in rank order (or `chunk_id: text`)."""
+    reference_answer: str | None = None
+    attribution: str | None = None
+    """A label from diagnose.ATTRIBUTIONS; None when the suite does not attribute."""
+
+
+@dataclass(frozen=True)
+class TrendPoint:
+    logical_date: date
+    metric: str
+    mean: float | None
+
+
+def report_path(reports_dir: Path, run: EvalRun) -> Path:
+    """`<reports_dir>/<suite>/<logical date>_<target>.html`: one file per run key, replaced on rerun."""
+    return reports_dir / run.suite / f"{run.logical_date.isoformat()}_{_safe(run.target)}.html"
+
+
+def trend_from_store(store: ResultsStore, run: EvalRun, *, limit: int = TREND_RUNS) -> list[TrendPoint]:
+    """Pooled means of the successful runs of the same suite and target before this one."""
+    points = []
+    for past in store.runs(run.suite, limit, target=run.target, before=run.logical_date):
+        for agg in aggregate(store.scores(past.run_id), n_resamples=0):
+            if agg.stratum == OVERALL:
+                points.append(TrendPoint(past.logical_date, agg.metric, agg.mean))
+    return points
+
+
+def render_report(run: EvalRun, scores: Sequence[Score], *, aggregates: Sequence[Aggregate] | None = None,
+                  items: Mapping[str, ItemView] | None = None, trend: Sequence[TrendPoint] = (),
+                  gate: GateResult | None = None, baseline: EvalRun | None = None,
+                  worst: int = WORST_ITEMS) -> str:  # fmt: skip
+    """The report of one run as an HTML string. `trend` holds past runs; this run is added to it."""
+    aggs = list(aggregates) if aggregates is not None else aggregate(scores)
+    items = items or {}
+    metrics = list(dict.fromkeys(a.metric for a in aggs))
+    strata = [OVERALL, *sorted({a.stratum for a in aggs} - {OVERALL})]
+    by_key = {(a.metric, a.stratum): a for a in aggs}
+    context = {
+        "run": run,
+        "offline": OFFLINE_MODEL in (run.judge_model, run.generator_model),
+        "params": json.dumps(run.params, ensure_ascii=False, sort_keys=True, default=str),
+        "findings": diagnose(aggs),
+        "metrics": [(m, METRICS.get(m, _retrieval_help(m)), m in LOWER_IS_BETTER) for m in metrics],
+        "table": [[by_key[(m, s)] for s in strata if (m, s) in by_key] for m in metrics],
+        "interval_charts": [Markup(_stratum_chart(s, metrics, by_key)) for s in strata],
+        "histograms": [Markup(_histogram(m, scores)) for m in metrics],
+        "trend_charts": [Markup(c) for c in _trend_charts(run, metrics, by_key, trend)],
+        "attribution": _attribution(scores, items),
+        "worst": _worst_items(scores, items, worst),
+        "failures": _failures(scores),
+        "gate": gate,
+        "baseline": baseline,
+    }
+    return _TEMPLATE.render(**context)
+
+
+def write_report(path: Path, html: str) -> Path:
+    _atomic_write(path, html)
+    return path
+
+
+def write_metrics_json(path: Path, aggregates: Iterable[Aggregate]) -> Path:
+    """`{"faithfulness": {"all": 0.8, "single_hop/es": 0.75}, ...}`: means only, so `dvc metrics diff`
+    compares like with like; a metric or stratum with no ok score is left out rather than written as 0."""
+    flat: dict[str, dict[str, float]] = defaultdict(dict)
+    for agg in aggregates:
+        if agg.mean is not None:
+            flat[agg.metric][agg.stratum] = round(agg.mean, 6)
+    payload = {m: dict(sorted(v.items(), key=lambda kv: (kv[0] != OVERALL, kv[0]))) for m, v in sorted(flat.items())}
+    _atomic_write(path, json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+    return path
+
+
+# --- sections -------------------------------------------------------------------------------
+
+
+def _retrieval_help(metric: str) -> str:
+    kind, _, k = metric.partition("@")
+    if kind == "recall" and k:
+        return f"1 if any gold chunk is in the top {k} retrieved, else 0 (id-based)"
+    if kind == "precision" and k:
+        return f"relevant ids in the top {k} / {k} (id-based)"
+    return ""
+
+
+def _stratum_chart(stratum: str, metrics: list[str], by_key: dict[tuple[str, str], Aggregate]) -> str:
+    rows = [
+        Interval(m, a.mean, a.ci_low, a.ci_high, f"n={a.n}" + (f" ✗{a.n_failed}" if a.n_failed else ""))
+        for m in metrics if (a := by_key.get((m, stratum)))
+    ]  # fmt: skip
+    return interval_chart(rows, title=f"{stratum}: mean and 95 % CI")
+
+
+def _histogram(metric: str, scores: Sequence[Score]) -> str:
+    values = [s.value for s in scores if s.metric == metric and s.status == "ok" and s.value is not None]
+    return histogram(values, title=metric)
+
+
+def _trend_charts(run: EvalRun, metrics: list[str], by_key, trend: Sequence[TrendPoint]) -> list[str]:
+    charts = []
+    for metric in metrics:
+        past = sorted((p.logical_date, p.mean) for p in trend if p.metric == metric and p.logical_date < run.logical_date)
+        current = by_key.get((metric, OVERALL))
+        points = [(d.isoformat(), v) for d, v in past]
+        points.append((run.logical_date.isoformat(), current.mean if current else None))
+        charts.append(line_chart(points, title=metric))
+    return charts
+
+
+def _attribution(scores: Sequence[Score], items: Mapping[str, ItemView]) -> dict[str, Any] | None:
+    labelled = {i: v.attribution for i, v in items.items() if v.attribution is not None}
+    if not labelled:
+        return None
+    stratum_of = {s.item_id: s.stratum for s in scores}
+    by_stratum: dict[str, list[str]] = defaultdict(list)
+    for item_id, label in labelled.items():
+        by_stratum[stratum_of.get(item_id, "unscored")].append(label)
+    rows = [(OVERALL, summarize_attribution(labelled.values()))]
+    rows += [(s, summarize_attribution(labels)) for s, labels in sorted(by_stratum.items())]
+    return {"labels": ATTRIBUTIONS, "rows": rows}
+
+
+def _worst_items(scores: Sequence[Score], items: Mapping[str, ItemView], limit: int) -> list[dict[str, Any]]:
+    """Items ranked by the mean of their ok higher-is-better scores, lowest first; each row lists
+    every score of the item so the reader sees which metric sank it."""
+    per_item: dict[str, list[Score]] = defaultdict(list)
+    for s in scores:
+        per_item[s.item_id].append(s)
+    ranked = []
+    for item_id, rows in per_item.items():
+        values = [s.value for s in rows if s.status == "ok" and s.metric not in LOWER_IS_BETTER]
+        if values:
+            ranked.append((sum(values) / len(values), item_id))
+    worst = []
+    for rank_value, item_id in sorted(ranked)[:limit]:
+        rows = sorted(per_item[item_id], key=lambda s: s.metric)
+        worst.append({"item_id": item_id, "stratum": rows[0].stratum, "rank_value": rank_value, "scores": rows,
+                      "view": items.get(item_id)})  # fmt: skip
+    return worst
+
+
+def _failures(scores: Sequence[Score]) -> list[dict[str, Any]]:
+    grouped: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for s in scores:
+        if s.status == "failed":
+            grouped[(s.metric, s.error or "no error recorded")].append(s.item_id)
+    return [
+        {"metric": metric, "error": error, "count": len(ids), "examples": sorted(ids)[:3]}
+        for (metric, error), ids in sorted(grouped.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    ]
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _fmt(value: float | None, digits: int = 3) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def _ci(low: float | None, high: float | None) -> str:
+    return "–" if low is None or high is None else f"[{low:.3f}, {high:.3f}]"
+
+
+_ENV = Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True)
+_ENV.filters["num"] = _fmt
+_ENV.globals["ci"] = _ci
+
+_TEMPLATE = _ENV.from_string("""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>ragwatch · {{ run.suite }} · {{ run.logical_date }} · {{ run.target }}</title>
+<style>
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1f2933; margin: 0 auto;
+       max-width: 1180px; padding: 24px; }
+h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 17px; margin: 28px 0 8px; border-bottom: 1px solid #e4e7eb; }
+table { border-collapse: collapse; margin: 6px 0 12px; } th, td { padding: 4px 8px; border-bottom: 1px solid #e4e7eb;
+       text-align: left; vertical-align: top; }
+th { background: #f5f7fa; font-weight: 600; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
+.meta td:first-child { color: #7b8794; } .muted { color: #7b8794; }
+.problem { background: #fde8e8; } .watch { background: #fff4d6; } .healthy { background: #e6f6ec; }
+.pass { color: #137a3b; font-weight: 600; } .fail { color: #b42318; font-weight: 600; }
+.banner { background: #fff4d6; border: 1px solid #f0c36d; padding: 8px 12px; margin: 12px 0; }
+.charts { display: flex; flex-wrap: wrap; gap: 12px; } svg.chart { font-size: 11px; background: #fff; }
+details { margin: 2px 0; } pre { white-space: pre-wrap; word-break: break-word; margin: 2px 0; font: inherit; }
+.item { border: 1px solid #e4e7eb; padding: 8px 12px; margin: 10px 0; }
+</style>
+</head>
+<body>
+<h1>ragwatch eval: {{ run.suite }} · {{ run.logical_date }} · {{ run.target }}</h1>
+<table class="meta">
+<tr><td>run key</td><td>{{ run.run_key }}</td></tr>
+<tr><td>run id</td><td>{{ run.run_id }}</td></tr>
+<tr><td>status</td><td>{{ run.status }}</td></tr>
+<tr><td>dataset version</td><td>{{ run.dataset_version }}</td></tr>
+<tr><td>target (system under test)</td><td>{{ run.target }}</td></tr>
+<tr><td>generator model</td><td>{{ run.generator_model or "–" }}</td></tr>
+<tr><td>judge model</td><td>{{ run.judge_model or "–" }}</td></tr>
+<tr><td>finished</td><td>{{ run.finished_at or "–" }}</td></tr>
+<tr><td>params</td><td><code>{{ params }}</code></td></tr>
+</table>
+{% if offline %}
+<div class="banner">Scored with the offline deterministic backend ({{ run.judge_model }}): these numbers test the
+pipeline, not the assistant.</div>
+{% endif %}
+
+<h2>Regression gate</h2>
+{% if gate is none %}
+<p class="muted">No gate ran{% if baseline is none %}: no earlier successful run of this suite and target to compare
+against{% endif %}.</p>
+{% else %}
+<p>{% if gate.passed %}<span class="pass">PASSED</span>{% else %}<span class="fail">FAILED</span>{% endif %}
+{% if baseline %} against {{ baseline.run_key }} (run {{ baseline.run_id }}){% endif %}.
+Tolerance per metric = max({{ gate.min_tolerance }}, {{ gate.z }} × standard error of the difference): smaller eval
+sets get wider tolerances.</p>
+<table>
+<tr><th>metric</th><th>design</th><th>n</th><th>baseline</th><th>candidate</th><th>difference</th><th>95 % CI (paired)</th>
+<th>tolerance</th><th>verdict</th></tr>
+{% for m in gate.metrics %}
+<tr class="{{ 'healthy' if m.passed else 'problem' }}"><td>{{ m.metric }}{% if not m.higher_is_better %} (lower is
+better){% endif %}</td><td>{{ m.design }}</td>
+<td class="num">{{ m.n_pairs if m.design == "paired" else m.n_candidate ~ " / " ~ m.n_baseline }}</td>
+<td class="num">{{ m.baseline_mean|num }}</td><td class="num">{{ m.candidate_mean|num }}</td>
+<td class="num">{{ m.diff|num(4) }}</td><td class="num">{{ ci(m.ci_low, m.ci_high) }}</td>
+<td class="num">{{ m.tolerance|num(4) }}</td><td>{{ m.reason }}</td></tr>
+{% endfor %}
+</table>
+{% endif %}
+
+<h2>Diagnosis</h2>
+<p class="muted">Retrieval first: low context precision degrades faithfulness downstream, so retrieval findings
+come before generation findings of the same severity.</p>
+{% if findings %}
+<table>
+<tr><th>metric</th><th>stratum</th><th>mean</th><th>95 % CI</th><th>n</th><th>band</th><th>what users see</th>
+<th>first action</th><th>note</th></tr>
+{% for f in findings %}
+<tr class="{{ f.severity }}"><td>{{ f.metric }}</td><td>{{ f.stratum }}</td><td class="num">{{ f.mean|num }}</td>
+<td class="num">{{ ci(f.ci_low, f.ci_high) }}</td><td class="num">{{ f.n }}</td><td>{{ f.band }}</td>
+<td>{{ f.users_see }}</td><td>{{ f.first_action }}</td><td>{{ f.note }}</td></tr>
+{% endfor %}
+</table>
+{% else %}
+<p class="muted">No metric with an operating threshold was scored.</p>
+{% endif %}
+
+<h2>Retrieval vs generation failures</h2>
+{% if attribution %}
+<table>
+<tr><th>stratum</th>{% for label in attribution.labels %}<th>{{ label }}</th>{% endfor %}<th>verdict</th></tr>
+{% for stratum, summary in attribution.rows %}
+<tr><td>{{ stratum }}</td>{% for label in attribution.labels %}<td class="num">{{ summary.counts[label] }}</td>
+{% endfor %}<td>{{ summary.verdict }}</td></tr>
+{% endfor %}
+</table>
+{% else %}
+<p class="muted">No per-item attribution in this run (it needs gold chunk ids).</p>
+{% endif %}
+
+<h2>Scores per stratum</h2>
+<p class="muted">Means are over ok scores only; failed and skipped items are counted, never averaged as 0.
+Intervals: percentile bootstrap, 95 %.</p>
+<table>
+<tr><th>metric</th><th>stratum</th><th>n ok</th><th>failed</th><th>skipped</th><th>mean</th><th>95 % CI</th><th>std</th></tr>
+{% for rows in table %}
+{% set outer = loop %}
+{% for a in rows %}
+<tr>{% if loop.first %}<td rowspan="{{ rows|length }}" title="{{ metrics[outer.index0][1] }}">{{ a.metric }}
+{% if metrics[outer.index0][2] %}<br><span class="muted">lower is better</span>{% endif %}</td>{% endif %}
+<td>{{ a.stratum }}</td><td class="num">{{ a.n }}</td><td class="num">{{ a.n_failed }}</td>
+<td class="num">{{ a.n_skipped }}</td><td class="num">{{ a.mean|num }}</td><td class="num">{{ ci(a.ci_low, a.ci_high) }}</td>
+<td class="num">{{ a.std|num }}</td></tr>
+{% endfor %}
+{% endfor %}
+</table>
+
+<h2>Confidence intervals per stratum</h2>
+<div class="charts">{% for chart in interval_charts %}{{ chart }}{% endfor %}</div>
+
+<h2>Score distributions</h2>
+<div class="charts">{% for chart in histograms %}{{ chart }}{% endfor %}</div>
+
+<h2>Trend over past runs</h2>
+<div class="charts">{% for chart in trend_charts %}{{ chart }}{% endfor %}</div>
+
+<h2>Worst items</h2>
+{% for w in worst %}
+<div class="item">
+<p><b>{{ w.item_id }}</b> · {{ w.stratum }}{% if w.view and w.view.attribution %} · {{ w.view.attribution }}{% endif %}
+· mean of its scores {{ w.rank_value|num }}</p>
+<p>{% for s in w.scores %}{{ s.metric }}={% if s.status == "ok" %}{{ s.value|num }}{% else %}<span class="fail">{{
+s.status }}</span>{% endif %}{% if not loop.last %} · {% endif %}{% endfor %}</p>
+{% if w.view %}
+<p><b>Question</b></p><pre>{{ w.view.question }}</pre>
+<p><b>Answer</b></p><pre>{{ w.view.answer }}</pre>
+{% if w.view.reference_answer %}<p><b>Reference answer</b></p><pre>{{ w.view.reference_answer }}</pre>{% endif %}
+<details><summary>{{ w.view.contexts|length }} retrieved context(s)</summary>
+{% for c in w.view.contexts %}<pre>[{{ loop.index }}] {{ c }}</pre>{% endfor %}
+</details>
+{% endif %}
+</div>
+{% else %}
+<p class="muted">No item has an ok score.</p>
+{% endfor %}
+
+<h2>Scores that failed</h2>
+{% if failures %}
+<table>
+<tr><th>metric</th><th>items</th><th>error</th><th>examples</th></tr>
+{% for f in failures %}
+<tr><td>{{ f.metric }}</td><td class="num">{{ f.count }}</td><td><pre>{{ f.error }}</pre></td>
+<td>{{ f.examples|join(", ") }}</td></tr>
+{% endfor %}
+</table>
+{% else %}
+<p class="muted">None.</p>
+{% endif %}
+</body>
+</html>
+""")

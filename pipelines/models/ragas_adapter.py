@@ -1,0 +1,306 @@
+"""ragas metrics on our model layer: each ragas request becomes one call of our `LLM`.
+
+ragas' collections metrics (`ragas.metrics.collections`) ask an `InstructorBaseRagasLLM` for
+`agenerate(prompt, response_model)` and a `BaseRagasEmbedding` for vectors. `RagasLLM` turns each
+request into an `LLMTask` named after the response model (`ragas_<ModelName>`): the prompt is the
+user message and the model's JSON schema the `response_format`. So the judge gets our cache,
+endpoint concurrency limit, retries, repair round and counters; a failed call raises
+`JudgeCallError` with the layer's reason instead of a silent NaN.
+
+The offline backend and the simulator answer the ragas requests of the metrics ragwatch uses
+(table `OFFLINE_JUDGEMENTS`) lexically and deterministically: claims are sentences, and a claim is
+supported when at least 60 % of its content words occur in the text it is judged against. The
+inputs are read back from ragas' prompt text, where the final input is the last `input: {json}`
+block, after the few-shot examples.
+
+ragas' AnswerRelevancy sends the same prompt N times and averages over the N questions it gets
+back; at a judge's low temperature, or from our cache, they would all be one question. A
+`RagasLLM` therefore numbers repeats of a prompt (use one instance per score): repeat k > 0 is
+sampled (temperature `SAMPLED_TEMPERATURE`) under a system note naming the sample, so it is a
+different request with its own cache entry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import threading
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from pipelines.models.embeddings import Embedder
+from pipelines.models.llm import LLM
+from pipelines.models.tasks import REPAIR_REQUEST, TASKS, LLMTask
+from pipelines.text import STOPWORDS, content_tokens, coverage, detect_language, fold, sentences, words
+
+# Must precede the first ragas import: ragas reports usage over the network unless told not to.
+os.environ["RAGAS_DO_NOT_TRACK"] = "true"
+
+from ragas.embeddings.base import BaseRagasEmbedding  # noqa: E402
+from ragas.llms.base import InstructorBaseRagasLLM  # noqa: E402
+from ragas.metrics.collections.answer_relevancy.util import AnswerRelevanceOutput  # noqa: E402
+from ragas.metrics.collections.context_precision.util import ContextPrecisionOutput  # noqa: E402
+from ragas.metrics.collections.context_recall.util import ContextRecallOutput  # noqa: E402
+from ragas.metrics.collections.faithfulness.util import NLIStatementOutput, StatementGeneratorOutput  # noqa: E402
+from ragas.metrics.collections.noise_sensitivity import util as noise_util  # noqa: E402
+
+R = TypeVar("R", bound=BaseModel)
+SUPPORTED = 0.6
+"""Share of a claim's content words that must occur in the contexts for the claim to count as supported."""
+SAMPLED_TEMPERATURE = 0.3
+"""Temperature of repeated requests (ragas' own choice when it asks for several completions)."""
+SAMPLE_NOTE = "Independent sample {number} of this request."
+SAMPLE_NOTE_PATTERN = re.compile(r"^Independent sample (\d+) of this request\.$")
+INPUT_MARK = re.compile(r"^\s*input:\s*", re.I | re.M)
+JSON_LINE_START = re.compile(r"^\{", re.M)
+ABSTENTIONS = tuple(fold(marker) for marker in (
+    "not enough information", "no hay suficiente información", "no tengo suficiente información",
+    "i don't know", "i do not know", "no lo sé", "i'm not sure", "no estoy seguro", "cannot answer",
+    "no puedo responder",
+))  # fmt: skip
+QUESTION_TEMPLATES = {
+    "en": ["What does the documentation say about {terms}?", "How does {terms} work?",
+           "What should I know about {terms}?"],
+    "es": ["¿Qué dice la documentación sobre {terms}?", "¿Cómo funciona {terms}?",
+           "¿Qué hay que saber sobre {terms}?"],
+}  # fmt: skip
+QUESTION_TERMS = 8
+
+
+class JudgeCallError(RuntimeError):
+    """A judge request that failed in our model layer; the message is the reason for the score."""
+
+
+class RagasRequest(BaseModel):
+    prompt: str
+    """ragas' full prompt text: instruction, output schema, examples, then `input: {json}`."""
+    sample: int = 0
+    """Index of this request among identical requests of one score (see the module docstring)."""
+
+
+class RagasTask(LLMTask[RagasRequest, BaseModel]):
+    """One ragas response model as a task of our layer; `offline` answers from `OFFLINE_JUDGEMENTS`."""
+
+    input_model = RagasRequest
+    instructions = ""  # ragas' prompt carries its own instruction, schema and examples
+
+    def __init__(self, response_model: type[BaseModel]):
+        self.output_model = response_model
+        self.name = task_name(response_model)
+        judgement = OFFLINE_JUDGEMENTS.get(response_model)
+        self.step = judgement.step if judgement else response_model.__name__
+        self._answer = judgement.answer if judgement else None
+
+    def messages(self, inputs: RagasRequest) -> list[dict[str, str]]:
+        user = {"role": "user", "content": inputs.prompt}
+        if inputs.sample == 0:
+            return [user]
+        return [{"role": "system", "content": SAMPLE_NOTE.format(number=inputs.sample + 1)}, user]
+
+    def inputs_from_messages(self, messages: list[dict]) -> RagasRequest:
+        # The first user message is the prompt; later ones are repair requests.
+        prompts = [m["content"] for m in messages if m.get("role") == "user" and isinstance(m.get("content"), str)]
+        prompts = [p for p in prompts if not p.startswith(REPAIR_REQUEST)]
+        if not prompts:
+            raise ValueError(f"no ragas prompt for task {self.name!r} in the user messages")
+        notes = (SAMPLE_NOTE_PATTERN.match(m.get("content") or "") for m in messages if m.get("role") == "system")
+        sample = next((int(n.group(1)) - 1 for n in notes if n), 0)
+        return RagasRequest(prompt=prompts[0], sample=sample)
+
+    def offline(self, inputs: RagasRequest) -> BaseModel:
+        if self._answer is None:
+            raise NotImplementedError(
+                f"no offline judgement for the ragas response model {self.output_model.__name__}; "
+                "add one to OFFLINE_JUDGEMENTS in pipelines.models.ragas_adapter"
+            )
+        return self.output_model.model_validate(self._answer(last_input(inputs.prompt), inputs.sample))
+
+
+def task_name(response_model: type[BaseModel]) -> str:
+    """`ragas_<ModelName>`. Models that share a class name across ragas metrics (StatementGeneratorOutput)
+    share the name and the offline judgement; their schemas still give them separate cache entries."""
+    return f"ragas_{response_model.__name__}"
+
+
+_TASKS_BY_MODEL: dict[type[BaseModel], RagasTask] = {}
+_TASKS_LOCK = threading.Lock()
+
+
+def task_for(response_model: type[BaseModel]) -> RagasTask:
+    with _TASKS_LOCK:
+        if response_model not in _TASKS_BY_MODEL:
+            _TASKS_BY_MODEL[response_model] = RagasTask(response_model)
+        return _TASKS_BY_MODEL[response_model]
+
+
+class RagasLLM(InstructorBaseRagasLLM):
+    """ragas' LLM interface on our `LLM`. Use one instance per score: it numbers repeated prompts
+    and keeps the replies, so a caller can tell a real score from ragas' fallbacks."""
+
+    def __init__(self, llm: LLM):
+        self.llm = llm
+        self.replies: list[BaseModel] = []
+        self._repeats: Counter[tuple[type[BaseModel], str]] = Counter()
+
+    async def agenerate(self, prompt: str, response_model: type[R]) -> R:
+        task, request = self._request(prompt, response_model)
+        return self._accept(task, await self.llm.run(task, request))
+
+    def generate(self, prompt: str, response_model: type[R]) -> R:
+        task, request = self._request(prompt, response_model)
+        return self._accept(task, self.llm.run_sync(task, request))
+
+    def replies_of(self, response_model: type[R]) -> list[R]:
+        return [reply for reply in self.replies if isinstance(reply, response_model)]
+
+    def _request(self, prompt: str, response_model: type[BaseModel]) -> tuple[RagasTask, RagasRequest]:
+        task = task_for(response_model)
+        sample = self._repeats[response_model, prompt]
+        self._repeats[response_model, prompt] += 1
+        if sample:
+            task = _sampled(task)
+        return task, RagasRequest(prompt=prompt, sample=sample)
+
+    def _accept(self, task: RagasTask, result: Any) -> Any:
+        if not result.ok:
+            raise JudgeCallError(f"judge {task.step} failed: {result.error}")
+        self.replies.append(result.value)
+        return result.value
+
+
+def _sampled(task: RagasTask) -> RagasTask:
+    sampled = RagasTask(task.output_model)
+    sampled.temperature = SAMPLED_TEMPERATURE
+    return sampled
+
+
+class RagasEmbeddings(BaseRagasEmbedding):
+    """ragas' embedding interface on our `Embedder` (vectors are already unit length)."""
+
+    def __init__(self, embedder: Embedder):
+        super().__init__(cache=None)
+        self.embedder = embedder
+        # Fast tokenizers refuse to be used from two threads at once ("Already borrowed").
+        self._lock = threading.Lock()
+
+    def embed_text(self, text: str, **kwargs: Any) -> list[float]:
+        return self.embed_texts([text])[0]
+
+    def embed_texts(self, texts: list[str], **kwargs: Any) -> list[list[float]]:
+        try:
+            with self._lock:
+                return self.embedder.embed(list(texts))
+        except Exception as error:  # the reason must reach the score, whatever the backend raised
+            raise JudgeCallError(f"embeddings ({self.embedder.name}) failed: {error}") from error
+
+    async def aembed_text(self, text: str, **kwargs: Any) -> list[float]:
+        return (await self.aembed_texts([text]))[0]
+
+    async def aembed_texts(self, texts: list[str], **kwargs: Any) -> list[list[float]]:
+        return await asyncio.to_thread(self.embed_texts, list(texts))
+
+
+# --- offline judgements ----------------------------------------------------------------------
+
+
+def last_input(prompt: str) -> dict[str, Any]:
+    """The JSON object of the last `input:` line of a ragas prompt (its examples come before it);
+    else the last JSON object that starts a line."""
+    decoder = json.JSONDecoder()
+    starts = [m.end() for m in INPUT_MARK.finditer(prompt)] or [m.start() for m in JSON_LINE_START.finditer(prompt)]
+    for start in reversed(starts):
+        try:
+            value, _ = decoder.raw_decode(prompt, start)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            return value
+    raise ValueError("no input JSON object in the ragas prompt")
+
+
+def claims(text: str) -> list[str]:
+    """A text's claims: its sentences, or the whole text when it is one short phrase."""
+    found = sentences(text)
+    if found:
+        return found
+    flat = " ".join(text.split())
+    return [flat] if content_tokens(flat) else []
+
+
+def _support(claim: str, evidence: str) -> tuple[int, str]:
+    share = coverage(claim, evidence)
+    verdict = int(share >= SUPPORTED)
+    return verdict, f"{share:.0%} of the statement's content words occur in the text (offline rule: ≥ {SUPPORTED:.0%})"
+
+
+def _statements(payload: dict[str, Any], sample: int) -> dict[str, Any]:
+    # Faithfulness sends {"question", "answer"}; NoiseSensitivity sends {"question", "text"}.
+    return {"statements": claims(str(payload.get("answer", payload.get("text", ""))))}
+
+
+def _statement_verdicts(payload: dict[str, Any], sample: int) -> dict[str, Any]:
+    context = str(payload.get("context", ""))
+    verdicts = []
+    for statement in payload.get("statements", []):
+        verdict, reason = _support(statement, context)
+        verdicts.append({"statement": statement, "reason": reason, "verdict": verdict})
+    return {"statements": verdicts}
+
+
+def _question_back(payload: dict[str, Any], sample: int) -> dict[str, Any]:
+    """Sample k asks about the k-th sentence of the response, with the k-th template."""
+    response = str(payload.get("response", ""))
+    parts = claims(response) or [response]
+    part = parts[sample % len(parts)]
+    terms = list(dict.fromkeys(w for w in words(part) if len(fold(w)) > 2 and fold(w) not in STOPWORDS))
+    templates = QUESTION_TEMPLATES[detect_language(response)]
+    question = templates[sample % len(templates)].format(terms=" ".join(terms[:QUESTION_TERMS]) or part)
+    noncommittal = int(any(marker in fold(response) for marker in ABSTENTIONS))
+    return {"question": question, "noncommittal": noncommittal}
+
+
+def _context_useful(payload: dict[str, Any], sample: int) -> dict[str, Any]:
+    """Useful when the context supports at least one claim of the reference answer."""
+    context = str(payload.get("context", ""))
+    verdicts = [_support(claim, context) for claim in claims(str(payload.get("answer", "")))]
+    useful = max(verdicts, default=(0, "the reference answer makes no claim"), key=lambda v: v[0])
+    return {"reason": useful[1], "verdict": useful[0]}
+
+
+def _reference_attribution(payload: dict[str, Any], sample: int) -> dict[str, Any]:
+    context = str(payload.get("context", ""))
+    classifications = []
+    for claim in claims(str(payload.get("answer", ""))):
+        attributed, reason = _support(claim, context)
+        classifications.append({"statement": claim, "reason": reason, "attributed": attributed})
+    return {"classifications": classifications}
+
+
+@dataclass(frozen=True)
+class OfflineJudgement:
+    step: str
+    """What the request does, for failure reasons: "judge claim verification failed: ..."."""
+    answer: Callable[[dict[str, Any], int], dict[str, Any]]
+    """(the prompt's input object, sample index) -> the response model's fields."""
+
+
+OFFLINE_JUDGEMENTS: dict[type[BaseModel], OfflineJudgement] = {
+    StatementGeneratorOutput: OfflineJudgement("claim extraction", _statements),
+    NLIStatementOutput: OfflineJudgement("claim verification", _statement_verdicts),
+    AnswerRelevanceOutput: OfflineJudgement("question generation", _question_back),
+    ContextPrecisionOutput: OfflineJudgement("context usefulness verdict", _context_useful),
+    ContextRecallOutput: OfflineJudgement("reference claim attribution", _reference_attribution),
+    noise_util.StatementGeneratorOutput: OfflineJudgement("claim extraction", _statements),
+    noise_util.StatementFaithfulnessOutput: OfflineJudgement("claim verification", _statement_verdicts),
+}
+"""The ragas response models of the metrics ragwatch computes, with their offline answers."""
+
+# The simulator finds tasks by name in TASKS.
+for _model in OFFLINE_JUDGEMENTS:
+    TASKS.setdefault(task_name(_model), task_for(_model))

@@ -1,0 +1,132 @@
+"""Push a run's aggregates to the Prometheus Pushgateway (or a textfile when none is configured).
+
+One group per suite (job + suite, plus app for online evals of one app), replaced as a whole
+with PUT: strata that disappeared from a run disappear from Prometheus too. The grouping key
+never holds a run id: the Pushgateway keeps every group forever, so per-run groups would pile
+up and Prometheus would see stale runs as current.
+
+A push that fails does not raise: it returns a PublishResult saying why (and logs it), and the
+caller decides whether that fails the task. Prometheus should alert on `push_time_seconds`
+staleness, which catches a pipeline that stopped pushing for any reason.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+import urllib.request
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from prometheus_client import CollectorRegistry, Gauge, push_to_gateway, write_to_textfile
+
+from pipelines.evaluation.stats import Aggregate
+from pipelines.records import METRICS, gauge_name
+from pipelines.settings import Settings
+
+log = logging.getLogger(__name__)
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+@dataclass(frozen=True)
+class PublishResult:
+    ok: bool
+    mode: Literal["pushgateway", "textfile"]
+    destination: str
+    """The Pushgateway URL, or the textfile path."""
+    job: str
+    grouping_key: dict[str, str] = field(default_factory=dict)
+    samples: int = 0
+    error: str | None = None
+
+
+def grouping_key(suite: str, app: str | None = None) -> dict[str, str]:
+    return {"suite": suite, **({"app": app} if app else {})}
+
+
+def build_registry(aggregates: Iterable[Aggregate], *, suite: str, app: str | None = None,
+                   gate_passed: bool | None = None, succeeded_at: float | None = None) -> CollectorRegistry:  # fmt: skip
+    """The gauges of one run. Labels repeat the grouping key so a textfile reads the same as the gateway."""
+    registry = CollectorRegistry()
+    base = grouping_key(suite, app)
+    names = list(base)
+    items = Gauge("rag_eval_items", "Items evaluated (ok + failed + skipped)", [*names, "stratum", "metric"],
+                  registry=registry)  # fmt: skip
+    failed = Gauge("rag_eval_failed_items", "Items whose score failed (not in the mean)",
+                   [*names, "stratum", "metric"], registry=registry)  # fmt: skip
+    scores: dict[str, Gauge] = {}
+    for agg in aggregates:
+        items.labels(**base, stratum=agg.stratum, metric=agg.metric).set(agg.n_items)
+        failed.labels(**base, stratum=agg.stratum, metric=agg.metric).set(agg.n_failed)
+        if agg.mean is None:
+            continue  # no ok score: absent, never 0
+        name = gauge_name(agg.metric)
+        if name not in scores:
+            help_text = f"Mean of the ok scores of {agg.metric}: {METRICS.get(agg.metric, agg.metric)}"
+            scores[name] = Gauge(name, help_text, [*names, "stratum"], registry=registry)
+        scores[name].labels(**base, stratum=agg.stratum).set(agg.mean)
+    if gate_passed is not None:
+        Gauge("rag_eval_gate_passed", "1 when the run passed the regression gate", names,
+              registry=registry).labels(**base).set(int(gate_passed))  # fmt: skip
+    Gauge("rag_eval_last_success_timestamp_seconds", "When the last successful eval of this suite finished",
+          names, registry=registry).labels(**base).set(time.time() if succeeded_at is None else succeeded_at)  # fmt: skip
+    return registry
+
+
+def publish_scores(settings: Settings, aggregates: Iterable[Aggregate], *, suite: str, app: str | None = None,
+                   gate_passed: bool | None = None, succeeded_at: datetime | float | None = None,
+                   timeout_s: float = 10.0) -> PublishResult:  # fmt: skip
+    """Replace the suite's group on the configured Pushgateway, or write `metrics/<job>-<suite>.prom` under home."""
+    if isinstance(succeeded_at, datetime):
+        succeeded_at = succeeded_at.timestamp()
+    registry = build_registry(aggregates, suite=suite, app=app, gate_passed=gate_passed, succeeded_at=succeeded_at)
+    samples = sum(len(m.samples) for m in registry.collect())
+    job, key = settings.pushgateway_job, grouping_key(suite, app)
+    if settings.pushgateway_url:
+        common = dict(mode="pushgateway", destination=settings.pushgateway_url, job=job, grouping_key=key)
+        try:
+            push_to_gateway(settings.pushgateway_url, job=job, registry=registry, grouping_key=key, timeout=timeout_s)
+        except (OSError, ValueError) as exc:  # URLError/HTTPError/timeouts are OSErrors
+            error = f"push to {settings.pushgateway_url} failed: {exc}"
+            log.error("%s (job=%s, grouping key %s)", error, job, key)
+            return PublishResult(ok=False, **common, error=error)
+        log.info("pushed %d samples to %s (job=%s, grouping key %s)", samples, settings.pushgateway_url, job, key)
+        return PublishResult(ok=True, **common, samples=samples)
+    path = textfile_path(settings.home, job, suite, app)
+    common = dict(mode="textfile", destination=str(path), job=job, grouping_key=key)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_to_textfile(str(path), registry)  # writes a temp file and renames it: readers never see half
+    except OSError as exc:
+        error = f"writing {path} failed: {exc}"
+        log.error(error)
+        return PublishResult(ok=False, **common, error=error)
+    log.warning("no Pushgateway configured (RAGWATCH_PUSHGATEWAY_URL): wrote %d samples to %s instead", samples, path)
+    return PublishResult(ok=True, **common, samples=samples)
+
+
+def textfile_path(home: Path, job: str, suite: str, app: str | None = None) -> Path:
+    name = "-".join(part for part in (job, suite, app) if part)
+    return home.resolve() / "metrics" / (_UNSAFE.sub("_", name) + ".prom")
+
+
+def read_back(gateway_url: str, *, timeout_s: float = 5.0) -> list[dict]:
+    """Every group the Pushgateway holds, from its `/api/v1/metrics`:
+    `[{"labels": {job, suite, ...}, "metrics": {name: [{"labels": {...}, "value": float}]}}]`."""
+    base = gateway_url if "://" in gateway_url else f"http://{gateway_url}"
+    with urllib.request.urlopen(f"{base.rstrip('/')}/api/v1/metrics", timeout=timeout_s) as response:
+        payload = json.load(response)
+    groups = []
+    for group in payload["data"]:
+        metrics = {
+            name: [{"labels": m["labels"], "value": float(m["value"])} for m in family.get("metrics", [])]
+            for name, family in group.items()
+            if isinstance(family, dict) and "metrics" in family
+        }
+        groups.append({"labels": group["labels"], "metrics": metrics})
+    return groups

@@ -1,0 +1,261 @@
+"""The eval results DB: one row per eval run, one row per (item, metric) score.
+
+SQLAlchemy Core with bound parameters only; SQLite under `home` by default, PostgreSQL in
+production. A run is identified by its run_key (suite / logical date / target): saving a run
+replaces every row of the same key in one transaction, so rerunning or backfilling a logical
+date never duplicates results, and readers never see half a run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import date, datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.engine import Engine, make_url
+
+from pipelines.records import Score
+from pipelines.settings import Settings
+
+RunStatus = Literal["running", "success", "failed"]
+
+
+class ResultsStoreError(RuntimeError):
+    """The results DB refused a write or cannot be reached; the message says what to fix."""
+
+
+def _utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+@dataclass
+class EvalRun:
+    """One evaluation of one target on one suite for one logical date."""
+
+    run_id: str
+    """Unique per attempt and target (e.g. the Airflow run id plus the target); score rows carry it."""
+    suite: str
+    logical_date: date
+    target: str
+    """Name of the system under test, e.g. `prod` or `candidate-reranker`."""
+    dataset_version: str
+    judge_model: str | None = None
+    generator_model: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    status: RunStatus = "success"
+    gate_passed: bool | None = None
+    """None when no gate ran (first run of a target, or no baseline)."""
+    gate: dict[str, Any] | None = None
+    report_path: str | None = None
+    created_at: datetime = field(default_factory=_utcnow)
+    finished_at: datetime | None = None
+
+    @property
+    def run_key(self) -> str:
+        return run_key(self.suite, self.logical_date, self.target)
+
+
+def run_key(suite: str, logical_date: date, target: str) -> str:
+    return f"{suite}/{logical_date.isoformat()}/{target}"
+
+
+_json = sa.JSON().with_variant(JSONB(), "postgresql")
+metadata = sa.MetaData()
+
+eval_runs = sa.Table(
+    "eval_runs",
+    metadata,
+    sa.Column("run_id", sa.String(250), primary_key=True),
+    sa.Column("run_key", sa.String(500), nullable=False, unique=True),
+    sa.Column("suite", sa.String(32), nullable=False),
+    sa.Column("logical_date", sa.Date, nullable=False),
+    sa.Column("target", sa.String(200), nullable=False),
+    sa.Column("dataset_version", sa.String(200), nullable=False),
+    sa.Column("judge_model", sa.String(200)),
+    sa.Column("generator_model", sa.String(200)),
+    sa.Column("params", _json, nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("gate_passed", sa.Boolean),
+    sa.Column("gate", _json),
+    sa.Column("report_path", sa.Text),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("finished_at", sa.DateTime(timezone=True)),
+    sa.Index("ix_eval_runs_suite_target_date", "suite", "target", "logical_date"),
+)
+
+eval_scores = sa.Table(
+    "eval_scores",
+    metadata,
+    sa.Column("run_id", sa.String(250), sa.ForeignKey("eval_runs.run_id", ondelete="CASCADE"), nullable=False),
+    sa.Column("item_id", sa.String(200), nullable=False),
+    sa.Column("stratum", sa.String(200), nullable=False),
+    sa.Column("metric", sa.String(100), nullable=False),
+    sa.Column("value", sa.Float),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("error", sa.Text),
+    sa.Column("judge_model", sa.String(200)),
+    sa.Column("dataset_version", sa.String(200), nullable=False),
+    sa.PrimaryKeyConstraint("run_id", "item_id", "metric", name="pk_eval_scores"),
+)
+
+
+class ResultsStore:
+    def __init__(self, url: str):
+        self.engine = _engine(url)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ResultsStore:
+        return cls(settings.resolved_results_url)
+
+    def create(self) -> None:
+        """Create the tables if missing (idempotent)."""
+        metadata.create_all(self.engine)
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+    def save_run(self, run: EvalRun, scores: Iterable[Score]) -> int:
+        """Replace the run with this run_key and its scores by `run` and `scores`; returns scores written."""
+        rows = [_score_row(run, s) for s in scores]
+        try:
+            return self._replace(run, rows)
+        except sa.exc.IntegrityError:
+            # Two attempts of the same logical date raced between delete and insert: the other
+            # one committed first, so replacing it again is exactly the rerun semantics we want.
+            return self._replace(run, rows)
+
+    def _replace(self, run: EvalRun, rows: list[dict[str, Any]]) -> int:
+        with self.engine.begin() as conn:
+            holder = conn.execute(
+                sa.select(eval_runs.c.run_key).where(eval_runs.c.run_id == sa.bindparam("run_id", run.run_id))
+            ).scalar_one_or_none()
+            if holder is not None and holder != run.run_key:
+                raise ResultsStoreError(
+                    f"run_id {run.run_id!r} already belongs to {holder!r}, not {run.run_key!r}: "
+                    "give each target's run its own run_id"
+                )
+            old = sa.select(eval_runs.c.run_id).where(eval_runs.c.run_key == sa.bindparam("key", run.run_key))
+            conn.execute(sa.delete(eval_scores).where(eval_scores.c.run_id.in_(old.scalar_subquery())))
+            conn.execute(sa.delete(eval_runs).where(eval_runs.c.run_key == sa.bindparam("key", run.run_key)))
+            conn.execute(sa.insert(eval_runs), [_run_row(run)])
+            if rows:
+                conn.execute(sa.insert(eval_scores), rows)
+        return len(rows)
+
+    def latest_run(self, suite: str, target: str | None = None, before: date | None = None, *,
+                   successful_only: bool = False) -> EvalRun | None:  # fmt: skip
+        """The run with the latest logical date (strictly before `before` when given)."""
+        found = self._select_runs(suite, target=target, before=before, status="success" if successful_only else None,
+                                  limit=1)  # fmt: skip
+        return found[0] if found else None
+
+    def runs(self, suite: str, limit: int = 30, *, target: str | None = None, before: date | None = None,
+             status: RunStatus | None = "success") -> list[EvalRun]:  # fmt: skip
+        """The latest `limit` runs of a suite, oldest first (the order a trend is drawn in)."""
+        return self._select_runs(suite, target=target, before=before, status=status, limit=limit)[::-1]
+
+    def get_run(self, key: str) -> EvalRun | None:
+        """The run saved under a run_key (see `run_key()`), or None."""
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                sa.select(eval_runs).where(eval_runs.c.run_key == sa.bindparam("key", key))
+            ).mappings().first()  # fmt: skip
+        return _run_from_row(row) if row else None
+
+    def baseline_for(self, run: EvalRun) -> EvalRun | None:
+        """The previous successful run of the same suite and target that did not fail its gate.
+
+        A gate-failed run is never a baseline: comparing against it would let a regression
+        become the new normal one tolerance at a time.
+        """
+        query = (
+            sa.select(eval_runs)
+            .where(
+                eval_runs.c.suite == sa.bindparam("suite", run.suite),
+                eval_runs.c.target == sa.bindparam("target", run.target),
+                eval_runs.c.logical_date < sa.bindparam("before", run.logical_date),
+                eval_runs.c.status == "success",
+                sa.or_(eval_runs.c.gate_passed.is_(None), eval_runs.c.gate_passed.is_(True)),
+            )
+            .order_by(eval_runs.c.logical_date.desc(), eval_runs.c.created_at.desc())
+            .limit(1)
+        )
+        with self.engine.connect() as conn:
+            row = conn.execute(query).mappings().first()
+        return _run_from_row(row) if row else None
+
+    def scores(self, run_id: str) -> list[Score]:
+        query = (
+            sa.select(eval_scores, eval_runs.c.suite)
+            .join(eval_runs, eval_runs.c.run_id == eval_scores.c.run_id)
+            .where(eval_scores.c.run_id == sa.bindparam("run_id", run_id))
+            .order_by(eval_scores.c.item_id, eval_scores.c.metric)
+        )
+        with self.engine.connect() as conn:
+            return [Score(**row) for row in conn.execute(query).mappings()]
+
+    def _select_runs(self, suite: str, *, target: str | None, before: date | None, status: str | None,
+                     limit: int) -> list[EvalRun]:  # fmt: skip
+        query = sa.select(eval_runs).where(eval_runs.c.suite == sa.bindparam("suite", suite))
+        if target is not None:
+            query = query.where(eval_runs.c.target == sa.bindparam("target", target))
+        if before is not None:
+            query = query.where(eval_runs.c.logical_date < sa.bindparam("before", before))
+        if status is not None:
+            query = query.where(eval_runs.c.status == sa.bindparam("status", status))
+        query = query.order_by(eval_runs.c.logical_date.desc(), eval_runs.c.created_at.desc()).limit(limit)
+        with self.engine.connect() as conn:
+            return [_run_from_row(row) for row in conn.execute(query).mappings()]
+
+
+def _score_row(run: EvalRun, score: Score) -> dict[str, Any]:
+    if score.run_id != run.run_id or score.suite != run.suite:
+        raise ResultsStoreError(
+            f"score of item {score.item_id} belongs to run {score.run_id!r} ({score.suite}), "
+            f"not to {run.run_id!r} ({run.suite})"
+        )
+    return score.model_dump(exclude={"suite"})
+
+
+def _run_row(run: EvalRun) -> dict[str, Any]:
+    return {
+        "run_id": run.run_id, "run_key": run.run_key, "suite": run.suite, "logical_date": run.logical_date,
+        "target": run.target, "dataset_version": run.dataset_version, "judge_model": run.judge_model,
+        "generator_model": run.generator_model, "params": run.params, "status": run.status,
+        "gate_passed": run.gate_passed, "gate": run.gate, "report_path": run.report_path,
+        "created_at": _as_utc(run.created_at), "finished_at": _as_utc(run.finished_at),
+    }  # fmt: skip
+
+
+def _run_from_row(row: sa.RowMapping) -> EvalRun:
+    values = {k: v for k, v in row.items() if k != "run_key"}
+    values["created_at"] = _as_utc(values["created_at"])
+    values["finished_at"] = _as_utc(values["finished_at"])
+    return EvalRun(**values)
+
+
+def _as_utc(ts: datetime | None) -> datetime | None:
+    # SQLite keeps no zone: values are written in UTC and read back as naive UTC.
+    if ts is None:
+        return None
+    return ts.replace(tzinfo=timezone.utc) if ts.tzinfo is None else ts.astimezone(timezone.utc)
+
+
+def _engine(url: str) -> Engine:
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.database not in (None, "", ":memory:"):
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        engine = sa.create_engine(parsed)
+
+        @sa.event.listens_for(engine, "connect")
+        def _foreign_keys(dbapi_connection, _record):  # SQLite ignores FOREIGN KEY clauses unless asked
+            dbapi_connection.execute("PRAGMA foreign_keys=ON")
+
+        return engine
+    return sa.create_engine(parsed, pool_pre_ping=True)
+
