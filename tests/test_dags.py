@@ -94,3 +94,9 @@ def test_airflow_dags_test_runs_golden_build(home):
     summary = subprocess.run([sys.executable, "-m", "pipelines.cli", "golden", "summary"], env=env,
                              capture_output=True, text=True, cwd=ROOT)  # fmt: skip
     assert summary.returncode == 0 and "filter funnel" in summary.stdout and "single_hop" in summary.stdout
+    show = subprocess.run([sys.executable, "-m", "pipelines.cli", "golden", "show", "--per-stratum", "1"], env=env,
+                          capture_output=True, text=True, cwd=ROOT)  # fmt: skip
+    assert show.returncode == 0
+    for stratum in ("single_hop", "multi_hop", "adversarial", "tool"):
+        assert stratum in show.stdout
+    assert "question" in show.stdout and "reference" in show.stdout and "expected call" in show.stdout
