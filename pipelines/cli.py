@@ -12,6 +12,7 @@ from typing import Annotated, Optional
 import typer
 from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
@@ -454,6 +455,89 @@ def metrics_retrieval(
         print(json.dumps(score_run_file(source, ks)))
     except ValueError as exc:
         _fail(str(exc))
+
+
+eval_app = typer.Typer(help="Offline and online evals.", no_args_is_help=True)
+app.add_typer(eval_app, name="eval")
+
+
+def _score_table(title: str, overall: list[dict]) -> Table:
+    table = Table(title=title)
+    for column in ("metric", "n", "failed", "mean", "95 % CI"):
+        table.add_column(column, justify="left" if column == "metric" else "right")
+    for row in overall:
+        mean = "—" if row["mean"] is None else f"{row['mean']:.3f}"
+        ci = "—" if row["ci_low"] is None else f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
+        table.add_row(row["metric"], str(row["n"]), str(row["n_failed"]), mean, ci)
+    return table
+
+
+def print_eval_summary(summary: dict) -> None:
+    console.print(_score_table(f"{summary['suite']} eval {summary['logical_date']} — {summary['target']} on "
+                               f"{summary['dataset_version']} ({summary['items']} items)", summary["overall"]))  # fmt: skip
+    gate = summary["gate"]
+    console.print(f"gate: {'[green]' if summary['gate_passed'] else '[red]' if summary['gate_passed'] is False else ''}{gate}")
+    console.print("diagnosis:" if summary["diagnosis"] else "diagnosis: every metric in its healthy band")
+    for line in summary["diagnosis"]:
+        console.print(f"  - {escape(line)}")
+    console.print(f"report: {summary['report']}")
+
+
+@eval_app.command("offline")
+def eval_offline(
+    day: Annotated[Optional[str], typer.Option("--date", help="Logical date of the run (default: today, UTC).")] = None,
+    golden_version: Annotated[Optional[str], typer.Option(help="e.g. v2; default: the latest published.")] = None,
+    target_url: Annotated[Optional[str], typer.Option(help="Your RAG service (see README); default: the reference RAG.")] = None,
+    k: Annotated[str, typer.Option(help="Cut-offs for recall@k / precision@k.")] = "1,3,5,10",
+    metrics: Annotated[Optional[str], typer.Option(help="Comma-separated judge metrics; default: all.")] = None,
+    limit: Annotated[Optional[int], typer.Option(help="Evaluate a stable subset of this many items.")] = None,
+    fail_on_gate: Annotated[bool, typer.Option(help="Exit non-zero when the regression gate fails.")] = False,
+) -> None:
+    """The weekly offline eval without Airflow: target, judge, CIs, gate, report, push."""
+    from pipelines.evaluation.offline import GateFailed, eval_params, run_offline_eval
+
+    settings = load_settings()
+    params = eval_params(settings, golden_version=golden_version, target_url=target_url, limit=limit,
+                         k=[int(v) for v in k.split(",")], metrics=metrics.split(",") if metrics else None,
+                         fail_on_gate=fail_on_gate)  # fmt: skip
+    with _progress() as bar:
+        task = bar.add_task("judging", total=None)
+        try:
+            summary = run_offline_eval(settings, params, logical_date=date.fromisoformat(day) if day else _today(),
+                                       progress=lambda done, total: bar.update(task, completed=done, total=total))  # fmt: skip
+        except GateFailed as exc:
+            _fail(str(exc))
+        except (FileNotFoundError, ValueError, RuntimeError) as exc:
+            _fail(f"{exc}")
+    print_eval_summary(summary)
+
+
+@eval_app.command("compare")
+def eval_compare(
+    a: Annotated[str, typer.Option("--a", help="Arm A, e.g. 'k=5,mode=hybrid' or 'url=http://old/rag'.")],
+    b: Annotated[str, typer.Option("--b", help="Arm B, e.g. 'k=3,mode=dense' or 'url=http://new/rag'.")],
+    limit: Annotated[Optional[int], typer.Option(help="A stable subset of this many items.")] = None,
+    metrics: Annotated[Optional[str], typer.Option(help="Comma-separated judge metrics; default: all.")] = None,
+) -> None:
+    """A/B: both configurations on the same items; paired differences B − A per metric and stratum with CIs."""
+    from pipelines.evaluation.compare import compare
+    from pipelines.evaluation.offline import eval_params
+
+    settings = load_settings()
+    base = eval_params(settings, limit=limit, metrics=metrics.split(",") if metrics else None)
+    try:
+        rows = compare(settings, base, a, b, logical_date=_today())
+    except ValueError as exc:
+        _fail(str(exc))
+    table = Table(title=f"A = {a}   B = {b}   (paired on the same items)")
+    for column in ("metric", "stratum", "pairs", "A", "B", "B − A", "95 % CI", ""):
+        table.add_column(column)
+    for r in rows:
+        significant = r["ci_low"] is not None and (r["ci_low"] > 0 or r["ci_high"] < 0)
+        ci = "—" if r["ci_low"] is None else f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
+        table.add_row(r["metric"], r["stratum"], str(r["n_pairs"]), f"{r['a']:.3f}", f"{r['b']:.3f}", f"{r['diff']:+.3f}", ci,
+                      "significant" if significant else "")  # fmt: skip
+    console.print(table)
 
 
 @bench_app.command("anonymize")

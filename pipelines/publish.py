@@ -50,7 +50,7 @@ def grouping_key(suite: str, app: str | None = None) -> dict[str, str]:
 
 
 def build_registry(aggregates: Iterable[Aggregate], *, suite: str, app: str | None = None,
-                   gate_passed: bool | None = None, succeeded_at: float | None = None) -> CollectorRegistry:  # fmt: skip
+                   gate_passed: bool | None = None, succeeded_at: float | None = None) -> CollectorRegistry:
     """The gauges of one run. Labels repeat the grouping key so a textfile reads the same as the gateway."""
     registry = CollectorRegistry()
     base = grouping_key(suite, app)
@@ -73,8 +73,9 @@ def build_registry(aggregates: Iterable[Aggregate], *, suite: str, app: str | No
     if gate_passed is not None:
         Gauge("rag_eval_gate_passed", "1 when the run passed the regression gate", names,
               registry=registry).labels(**base).set(int(gate_passed))  # fmt: skip
-    Gauge("rag_eval_last_success_timestamp_seconds", "When the last successful eval of this suite finished",
-          names, registry=registry).labels(**base).set(time.time() if succeeded_at is None else succeeded_at)  # fmt: skip
+    last_success = Gauge("rag_eval_last_success_timestamp_seconds",
+                         "When the last successful eval of this suite finished", names, registry=registry)
+    last_success.labels(**base).set(time.time() if succeeded_at is None else succeeded_at)
     return registry
 
 

@@ -118,8 +118,12 @@ def line_chart(points: Sequence[tuple[str, float | None]], *, y_range: tuple[flo
         parts.append(f'<circle cx="{cx:.1f}" cy="{y(value):.1f}" r="3" fill="{INK}"><title>{escape(label)}: '
                      f'{value:.3f}</title></circle>')  # fmt: skip
     parts.append(_polyline(segment))
-    parts += [_text(left, height - 6, points[0][0], fill=MUTED),
-              _text(width - right, height - 6, points[-1][0], anchor="end", fill=MUTED), "</svg>"]  # fmt: skip
+    if len(points) == 1:
+        parts.append(_text((left + width - right) / 2, height - 6, points[0][0], anchor="middle", fill=MUTED))
+    else:
+        parts += [_text(left, height - 6, points[0][0], fill=MUTED),
+                  _text(width - right, height - 6, points[-1][0], anchor="end", fill=MUTED)]  # fmt: skip
+    parts.append("</svg>")
     return "".join(parts)
 
 

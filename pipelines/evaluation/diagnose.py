@@ -5,9 +5,8 @@ The operating thresholds are data (THRESHOLDS), copied from the product brief; r
 ordered so retrieval problems come before generation problems: low context precision
 degrades faithfulness downstream, so fixing the prompt first would treat a symptom.
 
-Wrong answers are attributed per item, never blended into one "accuracy": gold chunk absent
-from the retrieved set -> retrieval failure; present but the answer wrong or unsupported ->
-generation failure.
+Wrong answers are attributed per item (`retrieval.attribute`), never blended into one
+"accuracy"; `summarize_attribution` counts those labels so the report can say which stage to fix.
 """
 
 from __future__ import annotations
@@ -123,9 +122,8 @@ def diagnose(aggregates: Iterable[Aggregate]) -> list[Finding]:
             continue
         if agg.stratum != OVERALL:
             pooled = overall.get(agg.metric)
-            pooled_rule = _band(agg.metric, pooled.mean) if pooled else None
-            if rule.severity == "healthy" or (pooled_rule and SEVERITY_ORDER[rule.severity] >= SEVERITY_ORDER[
-                    pooled_rule.severity]):  # fmt: skip
+            pooled_rank = SEVERITY_ORDER[_band(agg.metric, pooled.mean).severity] if pooled else len(SEVERITY_ORDER)
+            if rule.severity == "healthy" or SEVERITY_ORDER[rule.severity] >= pooled_rank:
                 continue  # the pooled finding already says it
         findings.append(_finding(agg, rule, note=_note(agg, rule, overall)))
     findings.extend(_rank_gap_findings(aggs))
@@ -157,8 +155,8 @@ def _note(agg: Aggregate, rule: Threshold, overall: dict[str, Aggregate]) -> str
         ]  # fmt: skip
         if retrieval:
             notes.append(f"{' and '.join(retrieval)} also low: fix retrieval first, then re-measure")
-    if agg.ci_low is not None and agg.ci_high is not None and _band(agg.metric, agg.ci_low) != _band(
-            agg.metric, agg.ci_high):  # fmt: skip
+    has_ci = agg.ci_low is not None and agg.ci_high is not None
+    if has_ci and _band(agg.metric, agg.ci_low) != _band(agg.metric, agg.ci_high):
         notes.append(f"the 95 % CI [{agg.ci_low:.2f}, {agg.ci_high:.2f}] spans more than one band")
     if agg.n_failed:
         notes.append(f"{agg.n_failed} item(s) failed to score and are not in the mean")
@@ -186,25 +184,17 @@ def _rank_gap_findings(aggs: Sequence[Aggregate]) -> list[Finding]:
 
 # --- Retrieval vs generation attribution ---------------------------------------------------
 
-Attribution = Literal["correct", "retrieval_failure", "generation_failure", "unattributable"]
-ATTRIBUTIONS: tuple[Attribution, ...] = ("correct", "retrieval_failure", "generation_failure", "unattributable")
-
-
-def attribute(*, answer_ok: bool, gold_retrieved: bool | None) -> Attribution:
-    """The brief's rule for one item; `gold_retrieved` is None when the item has no gold chunks
-    (online traces, questions the corpus cannot answer), so a wrong answer cannot be attributed."""
-    if answer_ok:
-        return "correct"
-    if gold_retrieved is None:
-        return "unattributable"
-    return "generation_failure" if gold_retrieved else "retrieval_failure"
+ATTRIBUTIONS = ("ok", "retrieval_failure", "generation_failure", "unknown", "not_applicable")
+"""The per-item labels of `pipelines.evaluation.retrieval.attribute`: not_applicable when the item
+has no gold chunks (online traces, questions the corpus cannot answer), unknown when the gold chunk
+was retrieved but the answer was not judged."""
 
 
 @dataclass(frozen=True)
 class AttributionSummary:
     counts: dict[str, int]
     wrong: int
-    """Wrong answers: retrieval + generation failures + unattributable."""
+    """Attributed failures: retrieval_failure + generation_failure."""
     verdict: str
 
     def share(self, label: str) -> float | None:
@@ -217,16 +207,14 @@ def summarize_attribution(labels: Iterable[str]) -> AttributionSummary:
     if unknown:
         raise ValueError(f"unknown attribution labels {sorted(unknown)}; expected {list(ATTRIBUTIONS)}")
     full = {label: counts.get(label, 0) for label in ATTRIBUTIONS}
-    wrong = full["retrieval_failure"] + full["generation_failure"] + full["unattributable"]
     retrieval, generation = full["retrieval_failure"], full["generation_failure"]
+    wrong = retrieval + generation
     if not wrong:
-        verdict = "no wrong answers"
+        verdict = "no attributed failures"
     elif retrieval > generation:
-        verdict = f"retrieval: {retrieval} of {wrong} wrong answers lacked the gold chunk; fix retrieval first"
+        verdict = f"retrieval: {retrieval} of {wrong} failures lacked the gold chunk; fix retrieval first"
     elif generation > retrieval:
-        verdict = f"generation: {generation} of {wrong} wrong answers had the gold chunk in context; fix the prompt/model"
-    elif retrieval:
-        verdict = f"mixed: {retrieval} retrieval and {generation} generation failures; fix retrieval first"
+        verdict = f"generation: {generation} of {wrong} failures had the gold chunk in context; fix the prompt/model"
     else:
-        verdict = f"{wrong} wrong answer(s) without gold chunks to attribute them"
+        verdict = f"even: {retrieval} retrieval and {generation} generation failures; fix retrieval first"
     return AttributionSummary(counts=full, wrong=wrong, verdict=verdict)

@@ -43,7 +43,7 @@ class ItemView:
     """Retrieved chunk texts in rank order (or `chunk_id: text`)."""
     reference_answer: str | None = None
     attribution: str | None = None
-    """A label from diagnose.ATTRIBUTIONS; None when the suite does not attribute."""
+    """A label from `retrieval.attribute` (diagnose.ATTRIBUTIONS); None when the suite does not attribute."""
 
 
 @dataclass(frozen=True)
@@ -142,7 +142,8 @@ def _histogram(metric: str, scores: Sequence[Score]) -> str:
 def _trend_charts(run: EvalRun, metrics: list[str], by_key, trend: Sequence[TrendPoint]) -> list[str]:
     charts = []
     for metric in metrics:
-        past = sorted((p.logical_date, p.mean) for p in trend if p.metric == metric and p.logical_date < run.logical_date)
+        past = sorted((p.logical_date, p.mean) for p in trend
+                      if p.metric == metric and p.logical_date < run.logical_date)  # fmt: skip
         current = by_key.get((metric, OVERALL))
         points = [(d.isoformat(), v) for d, v in past]
         points.append((run.logical_date.isoformat(), current.mean if current else None))
@@ -271,8 +272,8 @@ against{% endif %}.</p>
 Tolerance per metric = max({{ gate.min_tolerance }}, {{ gate.z }} × standard error of the difference): smaller eval
 sets get wider tolerances.</p>
 <table>
-<tr><th>metric</th><th>design</th><th>n</th><th>baseline</th><th>candidate</th><th>difference</th><th>95 % CI (paired)</th>
-<th>tolerance</th><th>verdict</th></tr>
+<tr><th>metric</th><th>design</th><th>n</th><th>baseline</th><th>candidate</th><th>difference</th>
+<th>95 % CI (paired)</th><th>tolerance</th><th>verdict</th></tr>
 {% for m in gate.metrics %}
 <tr class="{{ 'healthy' if m.passed else 'problem' }}"><td>{{ m.metric }}{% if not m.higher_is_better %} (lower is
 better){% endif %}</td><td>{{ m.design }}</td>
@@ -318,15 +319,16 @@ come before generation findings of the same severity.</p>
 <p class="muted">Means are over ok scores only; failed and skipped items are counted, never averaged as 0.
 Intervals: percentile bootstrap, 95 %.</p>
 <table>
-<tr><th>metric</th><th>stratum</th><th>n ok</th><th>failed</th><th>skipped</th><th>mean</th><th>95 % CI</th><th>std</th></tr>
+<tr><th>metric</th><th>stratum</th><th>n ok</th><th>failed</th><th>skipped</th><th>mean</th><th>95 % CI</th>
+<th>std</th></tr>
 {% for rows in table %}
 {% set outer = loop %}
 {% for a in rows %}
 <tr>{% if loop.first %}<td rowspan="{{ rows|length }}" title="{{ metrics[outer.index0][1] }}">{{ a.metric }}
 {% if metrics[outer.index0][2] %}<br><span class="muted">lower is better</span>{% endif %}</td>{% endif %}
 <td>{{ a.stratum }}</td><td class="num">{{ a.n }}</td><td class="num">{{ a.n_failed }}</td>
-<td class="num">{{ a.n_skipped }}</td><td class="num">{{ a.mean|num }}</td><td class="num">{{ ci(a.ci_low, a.ci_high) }}</td>
-<td class="num">{{ a.std|num }}</td></tr>
+<td class="num">{{ a.n_skipped }}</td><td class="num">{{ a.mean|num }}</td>
+<td class="num">{{ ci(a.ci_low, a.ci_high) }}</td><td class="num">{{ a.std|num }}</td></tr>
 {% endfor %}
 {% endfor %}
 </table>
@@ -341,9 +343,11 @@ Intervals: percentile bootstrap, 95 %.</p>
 <div class="charts">{% for chart in trend_charts %}{{ chart }}{% endfor %}</div>
 
 <h2>Worst items</h2>
+<p class="muted">Ranked by the mean of each item's ok scores on higher-is-better metrics, lowest first.</p>
 {% for w in worst %}
 <div class="item">
-<p><b>{{ w.item_id }}</b> · {{ w.stratum }}{% if w.view and w.view.attribution %} · {{ w.view.attribution }}{% endif %}
+<p><b>{{ w.item_id }}</b> · {{ w.stratum }}
+{% if w.view and w.view.attribution %} · {{ w.view.attribution }}{% endif %}
 · mean of its scores {{ w.rank_value|num }}</p>
 <p>{% for s in w.scores %}{{ s.metric }}={% if s.status == "ok" %}{{ s.value|num }}{% else %}<span class="fail">{{
 s.status }}</span>{% endif %}{% if not loop.last %} · {% endif %}{% endfor %}</p>

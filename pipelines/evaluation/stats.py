@@ -230,12 +230,14 @@ def regression_gate(
     (tolerance floored to 0.02): 50 queries are noisier than 500. A metric that cannot be
     compared (fewer than two scores on a side) fails the gate rather than passing unchecked.
     """
+    gated = list(dict.fromkeys(metrics))
+    if not gated:
+        raise ValueError("a regression gate needs at least one metric")
     results = [
         _gate_metric(candidate, baseline, metric, min_tolerance=min_tolerance, z=z, n_resamples=n_resamples, seed=seed)
-        for metric in dict.fromkeys(metrics)
+        for metric in gated
     ]
-    return GateResult(passed=bool(results) and all(r.passed for r in results), metrics=results,
-                      min_tolerance=min_tolerance, z=z)  # fmt: skip
+    return GateResult(passed=all(r.passed for r in results), metrics=results, min_tolerance=min_tolerance, z=z)
 
 
 def _gate_metric(candidate, baseline, metric: str, *, min_tolerance: float, z: float, n_resamples: int,
@@ -260,11 +262,11 @@ def _gate_metric(candidate, baseline, metric: str, *, min_tolerance: float, z: f
                                  f"{paired.n_pairs} paired ok scores (need 2 per side)")  # fmt: skip
     tolerance = max(min_tolerance, z * se)
     worsening = -diff if higher else diff
-    passed = worsening <= tolerance
+    passed = worsening <= tolerance + 1e-12  # a drop of exactly the tolerance passes despite float rounding
     direction = "drop" if higher else "rise"
-    verdict = "within" if passed else "exceeds"
+    change = f"{direction} of {worsening:.4f}" if worsening > 0 else f"no {direction}"
     sizes = f"{paired.n_pairs} pairs" if design == "paired" else f"{len(cand)} vs {len(base)} items"
-    reason = f"{direction} of {max(worsening, 0.0):.4f} {verdict} tolerance {tolerance:.4f} ({design}, {sizes})"
+    reason = f"{change} {'within' if passed else 'exceeds'} tolerance {tolerance:.4f} ({design}, {sizes})"
     return MetricGate(**common, design=design, n_pairs=paired.n_pairs, candidate_mean=c_mean, baseline_mean=b_mean,
                       diff=diff, standard_error=se, tolerance=tolerance, ci_low=ci[0], ci_high=ci[1], passed=passed,
                       reason=reason)  # fmt: skip

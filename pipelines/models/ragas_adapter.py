@@ -225,8 +225,8 @@ def last_input(prompt: str) -> dict[str, Any]:
 
 
 def claims(text: str) -> list[str]:
-    """A text's claims: its sentences, or the whole text when it is one short phrase."""
-    found = sentences(text)
+    """A text's claims: its sentences with content words, or the whole text when it is one short phrase."""
+    found = [sentence for sentence in sentences(text) if content_tokens(sentence)]
     if found:
         return found
     flat = " ".join(text.split())
@@ -236,7 +236,7 @@ def claims(text: str) -> list[str]:
 def _support(claim: str, evidence: str) -> tuple[int, str]:
     share = coverage(claim, evidence)
     verdict = int(share >= SUPPORTED)
-    return verdict, f"{share:.0%} of the statement's content words occur in the text (offline rule: ≥ {SUPPORTED:.0%})"
+    return verdict, f"{share:.0%} of the statement's content words are in the text (offline rule: ≥ {SUPPORTED:.0%})"
 
 
 def _statements(payload: dict[str, Any], sample: int) -> dict[str, Any]:

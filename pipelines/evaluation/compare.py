@@ -1,0 +1,57 @@
+"""A/B test of two configurations of the system under test on the same golden items.
+
+Both configurations answer the same items and are judged by the same judge; the report is the
+paired difference B − A per metric and stratum with a bootstrap CI — what a team runs before
+changing chunk size, k, the retrieval mode, the prompt or the service behind a URL.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from pipelines.evaluation.offline import judge_offline_batch, load_scores, prepare_offline_eval
+from pipelines.evaluation.stats import paired_comparison
+from pipelines.settings import Settings
+
+OVERALL = "all"
+
+
+def parse_config(text: str) -> dict[str, Any]:
+    """`k=3,mode=dense` or `url=http://…` -> eval parameters for one arm."""
+    aliases = {"k": "retrieval_k", "mode": "retrieval_mode", "url": "target_url", "prompt": "prompt"}
+    config: dict[str, Any] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, _, value = part.partition("=")
+        if key not in aliases or not value:
+            raise ValueError(f"cannot read {part!r}: use k=N, mode=hybrid|dense|sparse, url=URL or prompt=TEXT")
+        config[aliases[key]] = int(value) if key == "k" else value
+    return config
+
+
+def run_arm(settings: Settings, params: dict[str, Any], logical_date: date) -> list:
+    prepared = prepare_offline_eval(settings, params, logical_date=logical_date)
+    folder = Path(prepared["run_dir"])
+    for start, end in prepared["batches"]:
+        judge_offline_batch(settings, folder, start, end)
+    return load_scores(folder)
+
+
+def compare(settings: Settings, base: dict[str, Any], a: str, b: str, *, logical_date: date) -> list[dict[str, Any]]:
+    arms = {}
+    for label, text in (("A", a), ("B", b)):
+        params = {**base, **parse_config(text), "target_name": f"{label}:{text}"}
+        arms[label] = run_arm(settings, params, logical_date)
+    rows = []
+    metrics = sorted({s.metric for s in arms["A"]} & {s.metric for s in arms["B"]})
+    strata = [OVERALL] + sorted({s.stratum for s in arms["A"]})
+    for metric in metrics:
+        for stratum in strata:
+            pick = (lambda scores: scores) if stratum == OVERALL else (lambda scores, st=stratum: [s for s in scores if s.stratum == st])
+            result = paired_comparison(pick(arms["B"]), pick(arms["A"]), metric)
+            if result.n_pairs:
+                rows.append({"metric": metric, "stratum": stratum, "n_pairs": result.n_pairs, "a": result.baseline_mean,
+                             "b": result.candidate_mean, "diff": result.mean_diff, "ci_low": result.ci_low,
+                             "ci_high": result.ci_high})  # fmt: skip
+    return rows

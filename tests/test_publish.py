@@ -1,0 +1,106 @@
+"""Publishing to a real Pushgateway (tests/services.py) and the textfile fallback."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timezone
+
+import pytest
+
+from pipelines.evaluation.stats import Aggregate
+from pipelines.publish import publish_scores, read_back, textfile_path
+from tests.services import free_port
+
+pytestmark = pytest.mark.services
+
+WHEN = datetime(2026, 3, 3, 6, 0, tzinfo=timezone.utc)
+
+
+def agg(metric: str, stratum: str, mean: float | None, n: int = 40, n_failed: int = 0) -> Aggregate:
+    return Aggregate(metric, stratum, n, n_failed, 0, mean, None, None, None)
+
+
+AGGREGATES = [
+    agg("faithfulness", "all", 0.82, n_failed=2),
+    agg("faithfulness", "single_hop/es", 0.9, n=20, n_failed=1),
+    agg("recall@5", "all", 0.7),
+    agg("context_recall", "all", None, n=0, n_failed=40),  # every judge call failed
+]
+
+
+@pytest.fixture
+def gateway_settings(settings, pushgateway):
+    # A job of its own per test: groups of other tests never leak into the assertions.
+    job = f"t{uuid.uuid4().hex[:8]}"
+    return settings.model_copy(update={"pushgateway_url": pushgateway.url, "pushgateway_job": job})
+
+
+def groups_of(settings) -> list[dict]:
+    return [g for g in read_back(settings.pushgateway_url) if g["labels"]["job"] == settings.pushgateway_job]
+
+
+def samples(group: dict, name: str) -> dict[tuple, float]:
+    return {tuple(sorted((k, v) for k, v in m["labels"].items() if k not in ("job", "instance"))): m["value"]
+            for m in group["metrics"].get(name, [])}  # fmt: skip
+
+
+def test_push_publishes_gauges_per_suite_and_stratum_without_a_run_id(gateway_settings):
+    result = publish_scores(gateway_settings, AGGREGATES, suite="offline", gate_passed=True, succeeded_at=WHEN)
+    assert result.ok and result.mode == "pushgateway" and result.error is None
+    assert result.grouping_key == {"suite": "offline"}
+    [group] = groups_of(gateway_settings)
+    assert group["labels"] == {"job": gateway_settings.pushgateway_job, "suite": "offline"}  # job + suite, no run id
+    assert samples(group, "rag_faithfulness_score") == {
+        (("stratum", "all"), ("suite", "offline")): 0.82,
+        (("stratum", "single_hop/es"), ("suite", "offline")): 0.9,
+    }
+    assert samples(group, "rag_recall_at_5_score") == {(("stratum", "all"), ("suite", "offline")): 0.7}
+    assert "rag_context_recall_score" not in group["metrics"]  # no ok score: absent, never 0
+    items, failed = samples(group, "rag_eval_items"), samples(group, "rag_eval_failed_items")
+    key = (("metric", "context_recall"), ("stratum", "all"), ("suite", "offline"))
+    assert items[key] == 40 and failed[key] == 40
+    assert items[(("metric", "faithfulness"), ("stratum", "all"), ("suite", "offline"))] == 42
+    assert samples(group, "rag_eval_gate_passed") == {(("suite", "offline"),): 1.0}
+    assert samples(group, "rag_eval_last_success_timestamp_seconds") == {(("suite", "offline"),): WHEN.timestamp()}
+    assert not any("run" in label for m in group["metrics"].values() if isinstance(m, list)
+                   for s in m for label in s["labels"])  # fmt: skip
+
+
+def test_a_second_push_of_the_same_suite_replaces_the_whole_group(gateway_settings):
+    publish_scores(gateway_settings, AGGREGATES, suite="offline", gate_passed=True, succeeded_at=WHEN)
+    publish_scores(gateway_settings, [agg("faithfulness", "all", 0.7)], suite="offline", gate_passed=False)
+    publish_scores(gateway_settings, [agg("faithfulness", "all", 0.95)], suite="online", app="docs-assistant")
+    groups = {tuple(sorted(g["labels"].items())): g for g in groups_of(gateway_settings)}
+    job = gateway_settings.pushgateway_job
+    assert set(groups) == {(("job", job), ("suite", "offline")),
+                           (("app", "docs-assistant"), ("job", job), ("suite", "online"))}  # fmt: skip
+    offline = groups[(("job", job), ("suite", "offline"))]
+    # The stratum and the metrics the new run lacks are gone, not left stale.
+    assert samples(offline, "rag_faithfulness_score") == {(("stratum", "all"), ("suite", "offline")): 0.7}
+    assert "rag_recall_at_5_score" not in offline["metrics"]
+    assert samples(offline, "rag_eval_gate_passed") == {(("suite", "offline"),): 0.0}
+    online = groups[(("app", "docs-assistant"), ("job", job), ("suite", "online"))]
+    assert samples(online, "rag_faithfulness_score") == {
+        (("app", "docs-assistant"), ("stratum", "all"), ("suite", "online")): 0.95}
+
+
+def test_an_unreachable_gateway_is_a_failure_result_not_an_exception(settings, caplog):
+    down = settings.model_copy(update={"pushgateway_url": f"http://127.0.0.1:{free_port()}"})
+    result = publish_scores(down, AGGREGATES, suite="offline", timeout_s=2)
+    assert not result.ok and result.mode == "pushgateway"
+    assert down.pushgateway_url in result.error and "refused" in result.error.lower()
+    assert any(r.levelname == "ERROR" and "failed" in r.getMessage() for r in caplog.records)
+
+
+def test_without_a_gateway_the_same_exposition_goes_to_a_textfile(settings):
+    assert settings.pushgateway_url is None
+    result = publish_scores(settings, AGGREGATES, suite="offline", gate_passed=True, succeeded_at=WHEN)
+    path = textfile_path(settings.home, "ragwatch", "offline")
+    assert result.ok and result.mode == "textfile" and result.destination == str(path)
+    assert path == settings.home.resolve() / "metrics" / "ragwatch-offline.prom"
+    text = path.read_text()
+    assert 'rag_faithfulness_score{stratum="single_hop/es",suite="offline"} 0.9' in text
+    assert 'rag_eval_failed_items{metric="context_recall",stratum="all",suite="offline"} 40.0' in text
+    assert 'rag_eval_gate_passed{suite="offline"} 1.0' in text
+    assert "rag_context_recall_score" not in text
+    assert not list(path.parent.glob("*.tmp*"))

@@ -1,0 +1,117 @@
+"""The HTML report: self-contained, escaped, Spanish-safe, with every section; and the DVC metrics JSON."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import date
+
+import pytest
+
+from pipelines.evaluation.report import (
+    ItemView, render_report, report_path, trend_from_store, write_metrics_json, write_report,
+)  # fmt: skip
+from pipelines.evaluation.stats import aggregate, regression_gate
+from pipelines.records import Score
+from pipelines.stores.results import EvalRun, ResultsStore
+
+DAY = date(2026, 3, 2)
+HOSTILE = '<script>alert("x")</script> Reinicia el nodo con <b>systemctl</b> & espera'
+
+
+def make_run(run_id: str, day: date) -> EvalRun:
+    return EvalRun(run_id=run_id, suite="offline", logical_date=day, target="prod", dataset_version="golden-v3",
+                   judge_model="llama-70b-juez", generator_model="qwen-7b", params={"k": 5})  # fmt: skip
+
+
+def make_scores(run: EvalRun, faithfulness: float) -> list[Score]:
+    def s(item, stratum, metric, value, status="ok", error=None):
+        return Score(run_id=run.run_id, suite="offline", item_id=item, stratum=stratum, metric=metric, value=value,
+                     status=status, error=error, dataset_version=run.dataset_version)  # fmt: skip
+
+    out = []
+    for i in range(12):
+        stratum = "single_hop/es" if i % 2 else "multi_hop/es"
+        out.append(s(f"q{i}", stratum, "faithfulness", faithfulness if i % 3 else 0.2))
+        out.append(s(f"q{i}", stratum, "context_precision", 0.45 + 0.02 * i))  # mean 0.56: < 0.60
+        out.append(s(f"q{i}", stratum, "recall@5", float(i % 4 != 0)))
+    out.append(s("q0", "multi_hop/es", "context_recall", None, "failed", "respuesta no es JSON: <html>"))
+    return out
+
+
+@pytest.fixture
+def rendered(tmp_path):
+    store = ResultsStore(f"sqlite:///{tmp_path / 'results.db'}")
+    store.create()
+    past = [make_run("w1", date(2026, 2, 16)), make_run("w2", date(2026, 2, 23))]
+    for run, value in zip(past, (0.9, 0.85)):
+        store.save_run(run, make_scores(run, value))
+    run = make_run("w3", DAY)
+    scores = make_scores(run, 0.7)
+    baseline = store.baseline_for(run)
+    gate = regression_gate(scores, store.scores(baseline.run_id), ["faithfulness", "recall@5"])
+    items = {
+        "q0": ItemView("q0", "¿Cómo reinicio el nodo de Qdrant sin perder datos?", HOSTILE,
+                       ["chunk-1: Para reiniciar, ejecuta «systemctl restart qdrant».", "chunk-2: <i>ruido</i>"],
+                       reference_answer="Con systemctl; los datos persisten en /var/lib/qdrant.",
+                       attribution="generation_failure"),
+        "q3": ItemView("q3", "¿Qué puerto usa?", "6333", attribution="retrieval_failure"),
+        "q1": ItemView("q1", "¿Dónde están los logs?", "En journald.", attribution="ok"),
+    }  # fmt: skip
+    html = render_report(run, scores, items=items, trend=trend_from_store(store, run), gate=gate, baseline=baseline)
+    store.dispose()
+    return html, scores
+
+
+def test_report_is_self_contained_utf8_html(rendered, tmp_path):
+    html, _ = rendered
+    assert html.startswith("<!DOCTYPE html>") and '<meta charset="utf-8">' in html
+    assert not re.search(r"https?://", html)  # no external resource, no namespace URL either
+    assert not re.search(r"<(script|link|img|iframe)\b", html, re.I)
+    assert "¿Cómo reinicio el nodo de Qdrant sin perder datos?" in html and "«systemctl restart qdrant»" in html
+    path = write_report(report_path(tmp_path / "reports", make_run("w3", DAY)), html)
+    assert path == tmp_path / "reports" / "offline" / "2026-03-02_prod.html"
+    assert path.read_bytes().decode("utf-8") == html
+
+
+def test_text_from_models_and_documents_is_escaped(rendered):
+    html, _ = rendered
+    assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; Reinicia el nodo con &lt;b&gt;systemctl&lt;/b&gt;" in html
+    assert "<script>" not in html and "&amp; espera" in html
+    assert "&lt;i&gt;ruido&lt;/i&gt;" in html and "respuesta no es JSON: &lt;html&gt;" in html
+
+
+def test_report_has_header_gate_diagnosis_tables_charts_trend_and_worst_items(rendered):
+    html, _ = rendered
+    for text in ("offline", "2026-03-02", "golden-v3", "llama-70b-juez", "qwen-7b", "prod"):
+        assert text in html
+    assert "FAILED" in html and "offline/2026-02-23/prod" in html  # gate against the previous run
+    # Diagnosis: context precision (retrieval) before faithfulness, with the brief's wording.
+    assert html.index("contradictory answers") < html.index("made-up answers")
+    assert "tune reranker, lower k, similarity cut-off" in html
+    for stratum in ("single_hop/es", "multi_hop/es"):
+        assert f"<td>{stratum}</td>" in html
+    assert html.count("<svg") == 3 + 4 + 4  # CI charts (all + 2 strata), 4 histograms, 4 trends
+    assert "2026-02-16" in html  # trend reaches back to the first run
+    worst = html[html.index("Worst items"):]
+    assert worst.index("<b>q0</b>") < worst.index("<b>q3</b>")  # q0 scored lowest
+    assert "generation_failure" in html and "retrieval_failure" in html
+    failures = html[html.index("Scores that failed"):]
+    assert "context_recall" in failures and "q0" in failures
+
+
+def test_the_same_run_renders_the_same_bytes(rendered):
+    html, scores = rendered
+    run = make_run("w3", DAY)
+    assert render_report(run, scores) == render_report(run, list(reversed(scores)))
+
+
+def test_metrics_json_is_flat_per_metric_and_stratum(tmp_path):
+    run = make_run("w3", DAY)
+    aggs = aggregate(make_scores(run, 0.7), n_resamples=0)
+    path = write_metrics_json(tmp_path / "metrics" / "offline.json", aggs)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert set(data) == {"faithfulness", "context_precision", "recall@5"}  # context_recall: no ok score, left out
+    assert list(data["faithfulness"]) == ["all", "multi_hop/es", "single_hop/es"]
+    assert all(isinstance(v, float) for stratum in data.values() for v in stratum.values())
+    assert data["recall@5"]["all"] == pytest.approx(0.75)
