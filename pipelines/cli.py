@@ -512,6 +512,39 @@ def eval_offline(
     print_eval_summary(summary)
 
 
+@eval_app.command("online")
+def eval_online(
+    day: Annotated[Optional[str], typer.Option("--date", help="Day whose sampled traces to score (default: yesterday, UTC).")] = None,
+    push: Annotated[bool, typer.Option(help="Push the scores to the Pushgateway (or its textfile).")] = True,
+) -> None:
+    """The daily online eval without Airflow: judge the day's sampled traces, noise ΔF, tool-call validity."""
+    from pipelines.evaluation.offline import push_eval
+    from pipelines.evaluation.online import score_online
+
+    settings = load_settings()
+    the_day = date.fromisoformat(day) if day else _today() - timedelta(days=1)
+    try:
+        summary = score_online(settings, the_day)
+    except FileNotFoundError as exc:
+        _fail(str(exc))
+    if push:
+        summary["push"] = push_eval(settings, summary)
+    print_eval_summary(summary)
+    console.print(f"{summary['review_candidates']} lowest-scoring traces queued for golden review "
+                  "(golden/reviews/<set>/candidates-<day>.csv; fill in the reference and `ragwatch golden import` it)")  # fmt: skip
+
+
+@eval_app.command("summary")
+def eval_summary(suite: Annotated[str, typer.Option(help="offline or online.")] = "offline") -> None:
+    """The latest run of a suite from the results DB: scores with CIs, gate, diagnosis, report path."""
+    from pipelines.evaluation.summary import latest_summary
+
+    try:
+        print_eval_summary(latest_summary(load_settings(), suite))
+    except LookupError as exc:
+        _fail(str(exc))
+
+
 @eval_app.command("compare")
 def eval_compare(
     a: Annotated[str, typer.Option("--a", help="Arm A, e.g. 'k=5,mode=hybrid' or 'url=http://old/rag'.")],

@@ -32,3 +32,10 @@ echo "indexing the demo corpus (Python docs + Spanish guides) in Qdrant local mo
 ragwatch corpus index
 run_dag golden_build "$today"
 ragwatch golden summary
+
+# The offline eval's logical date is the end of its weekly interval; a 60-item subset keeps the demo short.
+run_dag offline_eval "$today" '{"limit": 60}'
+ragwatch eval summary --suite offline
+
+run_dag online_eval "$today"
+ragwatch eval summary --suite online

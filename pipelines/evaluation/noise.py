@@ -201,6 +201,9 @@ async def _one_item(item: JudgeInput, pool: NoisePool, answer_fn: AnswerFn, llm:
     details["f_clean"] = clean.value
     # Judged against the clean contexts: see the module docstring.
     noisy = await judge_metric("faithfulness", item.model_copy(update={"answer": noisy_answer}), llm)
+    if noisy.status == "skipped":
+        # With the noise the system abstained: it lost the answer but asserted nothing unfaithful.
+        return Outcome.skipped(f"F(noisy) not applicable: {noisy.error}"), details
     if noisy.status != "ok":
         return Outcome.failed(f"F(noisy) not available: {noisy.error}"), details
     details["f_noisy"] = noisy.value

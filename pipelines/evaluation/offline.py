@@ -19,6 +19,7 @@ from typing import Any
 from pipelines.evaluation.judge import JudgeInput, judge_items
 from pipelines.evaluation.noise import NoisePool, noise_delta_f
 from pipelines.evaluation.retrieval import attribute, query_metrics
+from pipelines.evaluation.summary import run_summary
 from pipelines.evaluation.target import HTTPTarget, ReferenceRAG, TargetResponse, respond_all
 from pipelines.evaluation.tools import ToolTurn, score_tool_turns
 from pipelines.golden.dataset import load_golden_items
@@ -157,8 +158,11 @@ def _retrieval_scores(items, responses, ks, rid: str, dataset_version: str) -> l
 
 def _judge_input(row: dict[str, Any]) -> JudgeInput:
     item = GoldenItem.model_validate(row["item"])
+    # An adversarial item's reference ("not enough information") has no claim a context could hold:
+    # the reference-based metrics are skipped for it rather than scored 0.
+    reference = item.reference_answer if item.gold_chunk_ids else None
     return JudgeInput(item_id=item.item_id, stratum=_stratum(item), question=item.question, answer=row["answer"],
-                      contexts=[c["text"] for c in row["contexts"]], reference=item.reference_answer,
+                      contexts=[c["text"] for c in row["contexts"]], reference=reference,
                       reference_contexts=item.reference_contexts, context_ids=[c["chunk_id"] for c in row["contexts"]],
                       gold_chunk_ids=item.gold_chunk_ids)  # fmt: skip
 
@@ -229,7 +233,6 @@ def answer_ok(scores: dict[str, Score], answer: str | None, reference: str | Non
 
 def finalize_offline_eval(settings: Settings, folder: Path) -> dict[str, Any]:
     """Aggregate with CIs, gate against the baseline, save to the results DB, write the report."""
-    from pipelines.evaluation.diagnose import diagnose
     from pipelines.evaluation.report import ItemView, render_report, report_path, trend_from_store, write_metrics_json, write_report
     from pipelines.evaluation.stats import aggregate, regression_gate
     from pipelines.stores.results import EvalRun, ResultsStore
@@ -266,18 +269,8 @@ def finalize_offline_eval(settings: Settings, folder: Path) -> dict[str, Any]:
     write_report(report, render_report(run, scores, aggregates=aggregates, items=views, trend=trend_from_store(store, run),
                                        gate=gate, baseline=baseline))  # fmt: skip
     write_metrics_json(report.with_suffix(".metrics.json"), aggregates)
-    findings = diagnose(aggregates)
-    summary = {
-        "run_id": run.run_id, "suite": SUITE, "logical_date": meta["logical_date"], "target": run.target,
-        "dataset_version": run.dataset_version, "items": meta["items"], "report": str(report),
-        "metrics_json": str(report.with_suffix(".metrics.json")),
-        "gate_passed": run.gate_passed, "gate": gate.summary() if gate else "no baseline yet: the gate starts with the next run",
-        "baseline": baseline.run_id if baseline else None,
-        "overall": [{"metric": a.metric, "n": a.n, "n_failed": a.n_failed, "mean": a.mean, "ci_low": a.ci_low, "ci_high": a.ci_high}
-                    for a in aggregates if a.stratum == "all"],
-        "diagnosis": [f"{f.metric} [{f.stratum}] {f.mean:.2f} ({f.band}): {f.users_see} → {f.first_action}"
-                      + (f" ({f.note})" if f.note else "") for f in findings],
-    }  # fmt: skip
+    summary = {**run_summary(run, aggregates, items=meta["items"]), "metrics_json": str(report.with_suffix(".metrics.json")),
+               "baseline": baseline.run_id if baseline else None}
     store.dispose()
     log.info("offline eval %s: %s; report %s", run.run_id, summary["gate"], report)
     return summary

@@ -92,11 +92,15 @@ def import_human_items(path: Path, chunks: Sequence[Any], *, corpus_version: str
             continue
         qtype = row.get("qtype") or ("single_hop" if len(gold) == 1 else "multi_hop" if gold else "adversarial")
         split = "dev" if str(row.get("split", "")).strip().lower() == "dev" else "test"
+        # Rows of an online-eval candidates file keep their trace: real phrasing, reviewed by a person.
+        trace_id = (row.get("trace_id") or "").strip()
+        source, source_ref = ("trace", trace_id) if trace_id else ("human", f"{path.name}:{number}")
         report.items.append(GoldenItem(
-            item_id=item_id(qtype, f"human:{path.name}", question), question=question, reference_answer=reference,
-            gold_chunk_ids=gold, reference_contexts=[by_id[g].text for g in gold], qtype=qtype,
-            variant=row.get("variant") or "human", language=row.get("language") or detect_language(question),
-            source="human", source_ref=f"{path.name}:{number}", split=split, review="accepted",
+            item_id=item_id(qtype, source_ref if trace_id else f"human:{path.name}", question), question=question,
+            reference_answer=reference, gold_chunk_ids=gold, reference_contexts=[by_id[g].text for g in gold], qtype=qtype,
+            variant=row.get("variant") or ("production" if trace_id else "human"),
+            language=row.get("language") or detect_language(question),
+            source=source, source_ref=source_ref, split=split, review="accepted",
             generator_model="human", corpus_version=corpus_version, created_at=created_at,
         ))  # fmt: skip
     return report

@@ -67,8 +67,8 @@ def assemble(
     baseline_ids = {i.item_id for i in baseline}
     stale_by_position: dict[frozenset, GoldenItem] = {}
     for item in baseline:
-        if item.source == "human":
-            continue  # re-imported above from the human file, which is the source of truth
+        if item.generator_model == "human":
+            continue  # re-imported above from the hand-written file, which is the source of truth
         if is_stale(item, current_chunk_ids):
             result.stale.append(item)
             stale_by_position.setdefault(_positions(item), item)
