@@ -6,6 +6,7 @@ that keep all state under `.ragwatch/` so a demo never touches tracked files.
 
 from __future__ import annotations
 
+import os
 import re
 import secrets
 from functools import cached_property
@@ -165,8 +166,16 @@ def _local_key(path: Path) -> bytes:
     """A per-installation random key, created once with owner-only permissions."""
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.touch(mode=0o600, exist_ok=True)
-        path.write_text(secrets.token_hex(32))
+        candidate = path.with_name(f".{path.name}.{os.getpid()}")
+        fd = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(secrets.token_hex(32))
+        try:
+            os.link(candidate, path)  # atomic and exclusive: the first task to finish wins, others read its key
+        except FileExistsError:
+            pass
+        finally:
+            candidate.unlink()
     return path.read_text().strip().encode()
 
 

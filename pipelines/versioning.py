@@ -44,7 +44,8 @@ def _env() -> dict[str, str]:
 def _run(cmd: list[str], cwd: Path) -> str:
     proc = subprocess.run(cmd, cwd=cwd, env=_env(), capture_output=True, text=True)
     if proc.returncode != 0:
-        raise VersioningError(f"`{' '.join(cmd[2:] if cmd[0] == sys.executable else cmd)}` failed in {cwd}:\n{proc.stderr.strip() or proc.stdout.strip()}")
+        said = "\n".join(part.strip() for part in (proc.stdout, proc.stderr) if part.strip())
+        raise VersioningError(f"`{' '.join(cmd[2:] if cmd[0] == sys.executable else cmd)}` failed in {cwd}:\n{said}")
     return proc.stdout
 
 

@@ -261,7 +261,13 @@ def finalize_offline_eval(settings: Settings, folder: Path) -> dict[str, Any]:
                   judge_model=build_llm(settings, "judge").model, generator_model=meta["generator_model"],
                   params=meta["params"], finished_at=datetime.now(timezone.utc))  # fmt: skip
     baseline = store.baseline_for(run)
-    gate = regression_gate(scores, store.scores(baseline.run_id), GATED_METRICS) if baseline else None
+    gate = None
+    if baseline:
+        baseline_scores = store.scores(baseline.run_id)
+        # Gate what both runs measured: a metric switched off in this run's params is not a regression.
+        measured = {s.metric for s in scores} & {s.metric for s in baseline_scores}
+        gated = [m for m in GATED_METRICS if m in measured]
+        gate = regression_gate(scores, baseline_scores, gated) if gated else None
     run.gate_passed, run.gate = (gate.passed, gate.to_dict()) if gate else (None, None)
     report = report_path(settings.reports_dir, run)
     run.report_path = str(report)
@@ -277,16 +283,25 @@ def finalize_offline_eval(settings: Settings, folder: Path) -> dict[str, Any]:
 
 
 def push_eval(settings: Settings, summary: dict[str, Any], *, app: str | None = None) -> dict[str, Any]:
-    """Push the run's aggregates (re-read from the results DB) to the Pushgateway, then enforce nothing."""
+    """Push the run's aggregates (re-read from the results DB) to the Pushgateway.
+
+    Only the newest run of a suite and target is pushed: a push replaces the suite's group, so a
+    backfilled past day must not overwrite today's gauges (its scores are in the results DB).
+    """
     from pipelines.evaluation.stats import aggregate
     from pipelines.publish import publish_scores
     from pipelines.stores.results import ResultsStore
 
     store = ResultsStore.from_settings(settings)
+    latest = store.latest_run(summary["suite"], summary["target"])
+    if latest is None or latest.run_id != summary["run_id"]:
+        store.dispose()
+        newer = latest.logical_date.isoformat() if latest else "none"
+        return {"pushed_to": None, "skipped": f"a newer {summary['suite']} run ({newer}) owns the gauges"}
     aggregates = aggregate(store.scores(summary["run_id"]))
     store.dispose()
-    result = publish_scores(settings, aggregates, suite=summary["suite"], app=app, gate_passed=summary.get("gate_passed"),
-                            succeeded_at=datetime.now(timezone.utc))  # fmt: skip
+    result = publish_scores(settings, aggregates, suite=summary["suite"], app=app, gate_passed=latest.gate_passed,
+                            succeeded_at=latest.finished_at or datetime.now(timezone.utc))  # fmt: skip
     if not result.ok:
         raise RuntimeError(f"push failed: {result.error}. The scores are safe in the results DB; the task retries.")
     return {"pushed_to": result.destination, "mode": result.mode, "samples": result.samples}

@@ -13,7 +13,8 @@ You are a documentation assistant. Answer the question using only the numbered c
 the language of the question, in at most three sentences. If the contexts do not contain the
 answer, say that there is not enough information. Do not add facts from outside the contexts.
 """
-RELEVANT = 0.34
+RELEVANT = 0.2
+"""Share of the question's content words a sentence must hold to be used; below it the offline RAG abstains."""
 
 
 class RagInput(BaseModel):

@@ -5,7 +5,9 @@ completion with a `json_schema` response format is dispatched on the schema's `n
 registered task of that name (the task's module must have been imported in this process: see
 `serve(task_modules=...)`), its inputs are recovered from the `<inputs>` block of the user
 messages, and the task's `offline` output is the reply. A request with `tools` is answered by
-the registered `select_tool` task. Knobs add latency, a capacity beyond which requests queue,
+the registered `select_tool` task. A plain prompt from ragas' legacy metrics (the ones
+`ragas.evaluate()` runs), which asks for JSON in the text, is answered by the task of the output
+model its prompt names (`LEGACY_RAGAS_OUTPUTS`), one choice per requested `n`. Knobs add latency, a capacity beyond which requests queue,
 and injected faults (500, 429, malformed JSON, hangs) decided by a seeded draw per request.
 """
 
@@ -40,6 +42,17 @@ HANG_S = 3600.0
 """A hung request lasts this long unless the client goes away first (far beyond any client timeout)."""
 FALLBACK_DIMENSIONS = 384
 CHARS_PER_TOKEN = 4
+LEGACY_SCHEMA_MARK = "as specified in JSON Schema:"
+"""Where a legacy ragas prompt (ragas.prompt.PydanticPrompt) gives its output model's JSON schema."""
+LEGACY_RAGAS_OUTPUTS = {
+    "StatementGeneratorOutput": "ragas_StatementGeneratorOutput",
+    "NLIStatementOutput": "ragas_NLIStatementOutput",
+    "ResponseRelevanceOutput": "ragas_AnswerRelevanceOutput",
+    "Verification": "ragas_ContextPrecisionOutput",
+    "ContextRecallClassifications": "ragas_ContextRecallOutput",
+}
+"""Legacy ragas output model (the schema's title) -> the task of its collections twin, registered by
+pipelines.models.ragas_adapter: same inputs in the prompt's last `input:` block, same reply fields."""
 
 
 class SimulatorKnobs(BaseModel):
@@ -83,6 +96,7 @@ class _State:
         self.max_in_flight = self.max_queued = 0
         self.queue_wait_s = 0.0
         self.statuses: Counter[int] = Counter()
+        self.endpoints: Counter[str] = Counter()
         self.faults: Counter[str] = Counter()
         self.models_seen: set[str] = set()
         self._gate: asyncio.Condition | None = None
@@ -133,6 +147,7 @@ class _State:
             "requests": self.requests,
             "served": self.statuses.get(200, 0),
             "statuses": {str(status): n for status, n in sorted(self.statuses.items())},
+            "endpoints": dict(self.endpoints),
             "in_flight": self.in_flight,
             "max_concurrent": self.max_in_flight,
             "queued": self.queued,
@@ -154,6 +169,7 @@ def create_simulator(knobs: SimulatorKnobs | None = None) -> FastAPI:
         """Count, draw a fault, queue for capacity, wait the latency, then answer (or misbehave)."""
         number = state.requests
         state.requests += 1
+        state.endpoints[request.url.path.removeprefix("/v1/")] += 1
         state.models_seen.add(str(body.get("model") or DEFAULT_MODEL))
         try:
             fault = state.draw_fault(number, can_be_malformed=_may_be_malformed(state, body))
@@ -192,11 +208,12 @@ def create_simulator(knobs: SimulatorKnobs | None = None) -> FastAPI:
             return _error(bad.status, bad.message, state)
 
         async def respond(malformed: bool) -> dict:
-            message = await answer()
-            if malformed and message.get("content"):
+            choices = await answer()
+            if malformed:
                 # A reply cut short, as with finish_reason "length": the commonest broken JSON.
-                message = {**message, "content": message["content"][: max(1, len(message["content"]) // 2)]}
-            return _completion(body, message)
+                choices = [{**m, "content": m["content"][: max(1, len(m["content"]) // 2)]} if m.get("content") else m
+                           for m in choices]  # fmt: skip
+            return _completion(body, choices)
 
         return await serve_with_faults(request, body, respond)
 
@@ -231,8 +248,9 @@ def create_simulator(knobs: SimulatorKnobs | None = None) -> FastAPI:
     return app
 
 
-def _chat_answer(body: dict) -> Callable[[], Awaitable[dict]]:
-    """What the request asks for, as a coroutine factory producing the assistant message; 400 if unanswerable."""
+def _chat_answer(body: dict) -> Callable[[], Awaitable[list[dict]]]:
+    """What the request asks for, as a coroutine factory producing the assistant messages (one per
+    choice); 400 if unanswerable."""
     messages = body.get("messages") or []
     schema = (body.get("response_format") or {}).get("json_schema") or {}
     if schema:
@@ -246,20 +264,20 @@ def _chat_answer(body: dict) -> Callable[[], Awaitable[dict]]:
         except ValueError as exc:
             raise _Fault(400, str(exc), kind="") from exc
 
-        async def structured() -> dict:
+        async def structured() -> list[dict]:
             value = await asyncio.to_thread(task.offline, inputs)
-            return {"role": "assistant", "content": value.model_dump_json()}
+            return [{"role": "assistant", "content": value.model_dump_json()}]
 
         return structured
     if body.get("tools"):
         tools = body["tools"]
 
-        async def tool_calls() -> dict:
+        async def tool_calls() -> list[dict]:
             try:
                 calls = await asyncio.to_thread(select_tool_offline, messages, tools)
             except NotImplementedError as exc:
                 raise _Fault(400, str(exc), kind="") from exc
-            return {
+            return [{
                 "role": "assistant",
                 "content": None,
                 "tool_calls": [
@@ -267,11 +285,47 @@ def _chat_answer(body: dict) -> Callable[[], Awaitable[dict]]:
                      "function": {"name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)}}
                     for i, c in enumerate(calls)
                 ],
-            }  # fmt: skip
+            }]  # fmt: skip
 
         return tool_calls
-    raise _Fault(400, "the simulator answers structured-output tasks (response_format json_schema) and "
-                      "tool-calling requests (tools) only", kind="")  # fmt: skip
+    legacy = _legacy_ragas_answer(messages, int(body.get("n") or 1))
+    if legacy is not None:
+        return legacy
+    raise _Fault(400, "the simulator answers structured-output tasks (response_format json_schema), "
+                      "tool-calling requests (tools) and legacy ragas prompts only", kind="")  # fmt: skip
+
+
+def _legacy_ragas_answer(messages: list[dict], n: int) -> Callable[[], Awaitable[list[dict]]] | None:
+    """A legacy ragas prompt asks for JSON in plain text and names its output model in the schema it
+    shows; it is answered by that model's task, choice k as sample k (ragas asks for n choices where
+    it wants n different samples, as answer relevance does). None when the prompt is not one."""
+    prompt = next((m["content"] for m in messages if m.get("role") == "user" and isinstance(m.get("content"), str)), "")
+    mark = prompt.find(LEGACY_SCHEMA_MARK)
+    if mark < 0:
+        return None
+    try:
+        schema, _ = json.JSONDecoder().raw_decode(prompt, mark + len(LEGACY_SCHEMA_MARK) + 1)
+    except json.JSONDecodeError:
+        return None
+    title = schema.get("title", "") if isinstance(schema, dict) else ""
+    task = TASKS.get(LEGACY_RAGAS_OUTPUTS.get(title, ""))
+    if task is None:
+        raise _Fault(400, f"no offline judgement for the legacy ragas output model {title!r}: the simulator knows "
+                          f"{', '.join(sorted(LEGACY_RAGAS_OUTPUTS))} once pipelines.models.ragas_adapter "
+                          "is imported", kind="")  # fmt: skip
+    try:
+        first = inputs_from_messages(task, messages)
+        # A sample index gives each choice its own answer (ragas_adapter.RagasRequest has one).
+        requests = [first.model_copy(update={"sample": k}) if "sample" in type(first).model_fields else first
+                    for k in range(max(1, n))]  # fmt: skip
+    except ValueError as exc:
+        raise _Fault(400, str(exc), kind="") from exc
+
+    async def choices() -> list[dict]:
+        values = await asyncio.to_thread(lambda: [task.offline(r) for r in requests])
+        return [{"role": "assistant", "content": v.model_dump_json()} for v in values]
+
+    return choices
 
 
 def _may_be_malformed(state: _State, body: dict) -> bool:
@@ -287,17 +341,17 @@ async def _hang(request: Request) -> None:
         await asyncio.sleep(0.05)
 
 
-def _completion(body: dict, message: dict) -> dict:
+def _completion(body: dict, messages: list[dict]) -> dict:
     prompt_chars = sum(len(json.dumps(m.get("content"), ensure_ascii=False)) for m in body.get("messages") or [])
-    completion_chars = len(message.get("content") or json.dumps(message.get("tool_calls") or []))
+    completion_chars = sum(len(m.get("content") or json.dumps(m.get("tool_calls") or [])) for m in messages)
     usage = _usage(prompt_chars, completion_chars)
     return {
         "id": f"chatcmpl-sim-{hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]}",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": body.get("model") or DEFAULT_MODEL,
-        "choices": [{"index": 0, "message": message, "logprobs": None,
-                     "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
+        "choices": [{"index": i, "message": m, "logprobs": None,
+                     "finish_reason": "tool_calls" if m.get("tool_calls") else "stop"} for i, m in enumerate(messages)],
         "usage": usage,
     }  # fmt: skip
 

@@ -349,19 +349,27 @@ class CorpusIndex:
         self.client.delete(self.collection, selector)
 
 
+LOCAL_LOCK_WAIT_S = 600.0
+
+
 def _connect(settings: Settings) -> QdrantClient:
     if settings.qdrant_url:
         api_key = settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None
         return QdrantClient(url=settings.qdrant_url, api_key=api_key)
     path = settings.resolved_qdrant_path
     path.mkdir(parents=True, exist_ok=True)
-    try:
-        return QdrantClient(path=str(path))
-    except RuntimeError as error:
-        raise CorpusIndexError(
-            f"the local Qdrant at {path} is open in another CorpusIndex or process (local mode allows one); "
-            "close it first, or run a Qdrant server and set RAGWATCH_QDRANT_URL"
-        ) from error
+    # Local mode holds an exclusive lock per path: parallel tasks (a backfill) take turns.
+    deadline = time.monotonic() + LOCAL_LOCK_WAIT_S
+    while True:
+        try:
+            return QdrantClient(path=str(path))
+        except RuntimeError as error:
+            if time.monotonic() > deadline:
+                raise CorpusIndexError(
+                    f"the local Qdrant at {path} stayed open in another process for {LOCAL_LOCK_WAIT_S:.0f} s (local "
+                    "mode allows one at a time); run a Qdrant server and set RAGWATCH_QDRANT_URL"
+                ) from error
+            time.sleep(1.0)
 
 
 def _group(chunks: list[Chunk]) -> dict[str, list[Chunk]]:

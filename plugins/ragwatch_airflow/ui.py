@@ -272,7 +272,8 @@ def create_app(settings_factory: Callable[[], Settings] = load_settings, *, auth
         except OutsideReportsDir:
             raise HTTPException(403, f"the report of run {run_id!r} is outside the reports directory; not served")
         if not path.is_file():
-            raise HTTPException(404, f"the report of run {run_id!r} is missing (expected at {stored})")
+            # No path in the answer: readers of the page need not learn the server's file layout.
+            raise HTTPException(404, f"the report of run {run_id!r} is missing from the reports directory")
         return FileResponse(path, media_type="text/html; charset=utf-8", headers=REPORT_SECURITY_HEADERS)
 
     return app

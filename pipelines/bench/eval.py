@@ -1,0 +1,301 @@
+"""ragwatch's judge against `ragas.evaluate()`, side by side in one run, on the model simulator.
+
+Both paths score the same generated items with the same four metrics against a simulator with a
+fixed latency per request and a fixed capacity (requests served at once; the rest queue), each
+on a fresh simulator so its request counters are its own:
+
+- ragwatch: `judge_items` over `OpenAICompatibleLLM` (endpoint concurrency = the capacity, a fresh
+  cache) and the local embedding model; then once more on the same cache, which should cost no
+  request at all.
+- ragas: `evaluate()` with its defaults (default RunConfig: 16 workers, no batching) and its legacy
+  metric classes, on `ChatOpenAI` and `OpenAIEmbeddings` pointed at the simulator (its
+  `/v1/embeddings` answers with the same local model). Its progress bar is replaced by ours.
+
+The ideal wall time of a path is requests × latency ÷ capacity: every slot busy all the time.
+Efficiency is ideal ÷ wall. ragas reports a metric it could not compute as NaN; the count of
+those is part of the result, next to our failed scores.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import math
+import random
+import shutil
+import tempfile
+import time
+import warnings
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from pipelines.demo.corpus import load_demo_chunks
+from pipelines.evaluation.judge import JudgeInput, judge_items_sync  # sets RAGAS_DO_NOT_TRACK before ragas loads
+from pipelines.models.cache import LLMCache
+from pipelines.models.embeddings import LocalEmbedder
+from pipelines.models.llm import OpenAICompatibleLLM
+from pipelines.models.simulator import SimulatorKnobs, running_simulator
+from pipelines.settings import ModelEndpoint
+from pipelines.text import sentences, words
+
+METRICS = ("faithfulness", "answer_relevancy", "context_precision", "context_recall")
+JUDGE_MODEL = "sim-judge"
+EMBEDDING_MODEL = "sim-embeddings"
+CONTEXTS = 3
+ANSWER_SENTENCES = 2
+MAX_SENTENCE_WORDS = 60
+"""Longer "sentences" of the corpus are code listings run together; answers are made of prose."""
+RUN = {"run_id": "bench-eval", "suite": "offline", "dataset_version": "bench"}
+
+
+def bench_items(n_items: int, seed: int) -> list[JudgeInput]:
+    """Golden-like items from the demo corpus, the same for a seed on every machine: the question
+    names a chunk's section, the answer is two consecutive sentences of that chunk, the reference
+    one of its sentences, and the contexts are that chunk then two chunks of other topics."""
+    rng = random.Random(seed)
+    chunks = load_demo_chunks()
+    prose = {c.chunk_id: [s for s in sentences(c.text) if len(words(s)) <= MAX_SENTENCE_WORDS] for c in chunks}
+    sources = [c for c in chunks if len(prose[c.chunk_id]) >= ANSWER_SENTENCES]
+    items = []
+    for n in range(n_items):
+        first = rng.choice(sources)
+        others = rng.sample([c for c in chunks if c.topic != first.topic], CONTEXTS - 1)
+        parts = prose[first.chunk_id]
+        start = rng.randrange(len(parts) - ANSWER_SENTENCES + 1)
+        items.append(
+            JudgeInput(
+                item_id=f"bench-{n:04d}",
+                stratum="single_hop/en",
+                question=f"What does the Python documentation say about {first.section}?",
+                answer=" ".join(parts[start : start + ANSWER_SENTENCES]),
+                contexts=[first.text, *(c.text for c in others)],
+                reference=rng.choice(parts),
+                context_ids=[first.chunk_id, *(c.chunk_id for c in others)],
+                gold_chunk_ids=[first.chunk_id],
+            )
+        )
+    return items
+
+
+def _stats(base_url: str) -> dict[str, Any]:
+    return httpx.get(base_url.removesuffix("/v1") + "/admin/stats").json()
+
+
+def _ideal(requests: int, latency_s: float, capacity: int) -> float:
+    return requests * latency_s / capacity
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def run_ragwatch(
+    items: list[JudgeInput], base_url: str, capacity: int, cache_dir: str, progress: Callable[[int, int], None]
+) -> dict[str, Any]:
+    """One `judge_items` run over HTTP; wall time, requests the simulator received, our counters."""
+    endpoint = ModelEndpoint(base_url=base_url, model=JUDGE_MODEL, max_concurrency=capacity)
+    llm = OpenAICompatibleLLM(endpoint, LLMCache.in_directory(cache_dir))
+    before = _stats(base_url)["requests"]
+    started = time.perf_counter()
+    scores = judge_items_sync(items, list(METRICS), llm, LocalEmbedder(), progress=progress, **RUN)
+    wall = time.perf_counter() - started
+    stats = _stats(base_url)
+    statuses = Counter(s.status for s in scores)
+    return {
+        "wall_s": wall,
+        "requests": stats["requests"] - before,
+        "endpoints": stats["endpoints"],
+        "max_concurrent": stats["max_concurrent"],
+        "counters": llm.counters.summary(),
+        "scored": statuses["ok"],
+        "failed": statuses["failed"],
+        "skipped": statuses["skipped"],
+        "means": {m: _mean([s.value for s in scores if s.metric == m and s.value is not None]) for m in METRICS},
+    }
+
+
+def _ragas_progress_handler(advance: Callable[[], None]):
+    from langchain_core.callbacks import BaseCallbackHandler
+    from ragas.callbacks import ChainType
+
+    class MetricsDone(BaseCallbackHandler):
+        """Advances on every finished (item, metric) job of `evaluate()`, failed ones included."""
+
+        run_inline = True  # a sync handler would otherwise be sent to a thread per event
+        ignore_llm = ignore_chat_model = ignore_retriever = ignore_agent = True
+
+        def __init__(self) -> None:
+            self.metric_runs: set = set()
+
+        def on_chain_start(self, serialized, inputs, *, run_id, metadata=None, **kwargs) -> None:
+            if (metadata or {}).get("type") == ChainType.METRIC:
+                self.metric_runs.add(run_id)
+
+        def on_chain_end(self, outputs, *, run_id, **kwargs) -> None:
+            self._done(run_id)
+
+        def on_chain_error(self, error, *, run_id, **kwargs) -> None:
+            self._done(run_id)
+
+        def _done(self, run_id) -> None:
+            if run_id in self.metric_runs:
+                self.metric_runs.discard(run_id)
+                advance()
+
+    return MetricsDone()
+
+
+class _FewerGenerations(logging.Handler):
+    """Counts ragas' "LLM returned 1 generations instead of requested 3": answer relevancy then
+    averages over fewer generated questions than it asked for, and says so only in a log line."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.count = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "generations instead of requested" in record.getMessage():
+            self.count += 1
+
+
+def run_ragas(items: list[JudgeInput], base_url: str, advance: Callable[[], None]) -> dict[str, Any]:
+    """`ragas.evaluate()` with its defaults on the same items and metrics, through LangChain's OpenAI client."""
+    from langchain_openai import ChatOpenAI, OpenAIEmbeddings
+    from ragas import EvaluationDataset, evaluate
+    from ragas.embeddings import LangchainEmbeddingsWrapper
+    from ragas.llms import LangchainLLMWrapper
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # the legacy classes are what evaluate() runs
+        from ragas.metrics import AnswerRelevancy, ContextPrecision, ContextRecall, Faithfulness
+
+        llm = LangchainLLMWrapper(ChatOpenAI(base_url=base_url, api_key="x", model=JUDGE_MODEL))
+        # The context-length check tokenizes with tiktoken, whose encodings are downloaded on first use;
+        # without it the texts are sent as they are, which is what the simulator expects anyway.
+        embeddings = LangchainEmbeddingsWrapper(
+            OpenAIEmbeddings(base_url=base_url, api_key="x", model=EMBEDDING_MODEL, check_embedding_ctx_length=False)
+        )
+    dataset = EvaluationDataset.from_list(
+        [{"user_input": i.question, "response": i.answer, "retrieved_contexts": i.contexts, "reference": i.reference}
+         for i in items]  # fmt: skip
+    )
+    metrics = [Faithfulness(), AnswerRelevancy(), ContextPrecision(), ContextRecall()]
+    fewer = _FewerGenerations()
+    prompt_log = logging.getLogger("ragas.prompt.pydantic_prompt")
+    prompt_log.addHandler(fewer)
+    before = _stats(base_url)["requests"]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            started = time.perf_counter()
+            result = evaluate(dataset, metrics=metrics, llm=llm, embeddings=embeddings,
+                              callbacks=[_ragas_progress_handler(advance)], show_progress=False)  # fmt: skip
+            wall = time.perf_counter() - started
+    finally:
+        prompt_log.removeHandler(fewer)
+    stats = _stats(base_url)
+    frame = result.to_pandas()
+    columns = {m.name: m.name for m in metrics}
+    values = {name: [float(v) for v in frame[name]] for name in columns}
+    nan = {name: sum(1 for v in column if not math.isfinite(v)) for name, column in values.items()}
+    return {
+        "wall_s": wall,
+        "requests": stats["requests"] - before,
+        "endpoints": stats["endpoints"],
+        "max_concurrent": stats["max_concurrent"],
+        "nan": nan,
+        "nan_total": sum(nan.values()),
+        "fewer_generations": fewer.count,
+        "means": {name: _mean([v for v in column if math.isfinite(v)]) for name, column in values.items()},
+    }
+
+
+def run_eval_bench(n_items: int = 200, latency_s: float = 0.25, capacity: int = 16, seed: int = 5) -> dict:
+    """ragwatch's judge, its cached rerun and `ragas.evaluate()` on the same items, each path on a fresh
+    simulator with the same knobs (latency and capacity, no faults)."""
+    items = bench_items(n_items, seed)
+    knobs = SimulatorKnobs(latency_s=latency_s, capacity=capacity)
+    # Load the embedding model (ours, and the simulator's /v1/embeddings) before any clock starts.
+    LocalEmbedder().embed(["warm up"])
+    cache_dir = tempfile.mkdtemp(prefix="ragwatch-bench-eval-")
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    try:
+        with Progress(*columns, transient=True) as bar:
+
+            def items_bar(label: str) -> Callable[[int, int], None]:
+                task = bar.add_task(label, total=n_items)
+                return lambda done, total: bar.update(task, completed=done, total=total)
+
+            with running_simulator(knobs) as url:
+                ours = run_ragwatch(items, url, capacity, cache_dir, items_bar("ragwatch judge (items)"))
+                rerun = run_ragwatch(items, url, capacity, cache_dir, items_bar("ragwatch rerun, cached (items)"))
+            with running_simulator(knobs) as url:
+                jobs = bar.add_task("ragas evaluate() ((item, metric) jobs)", total=n_items * len(METRICS))
+                theirs = run_ragas(items, url, lambda: bar.advance(jobs))
+    finally:
+        shutil.rmtree(cache_dir, ignore_errors=True)
+    for path in (ours, theirs):
+        path["ideal_s"] = _ideal(path["requests"], latency_s, capacity)
+        path["efficiency"] = path["ideal_s"] / path["wall_s"] if path["wall_s"] else None
+    return {
+        "n_items": n_items,
+        "latency_s": latency_s,
+        "capacity": capacity,
+        "seed": seed,
+        "metrics": list(METRICS),
+        "ragwatch": ours,
+        "rerun": {
+            "wall_s": rerun["wall_s"],
+            "requests": rerun["requests"],
+            "cache_hits": rerun["counters"]["cache_hits"],
+            "llm_calls": rerun["counters"]["calls"],
+            "share": rerun["wall_s"] / ours["wall_s"],
+        },
+        "ragas": theirs,
+        "ratio": ours["wall_s"] / theirs["wall_s"],
+    }
+
+
+def format_eval_bench(result: dict) -> str:
+    """A rich table as text: requests, wall, ideal and efficiency per path; failures; the ratios."""
+    ours, rerun, theirs = result["ragwatch"], result["rerun"], result["ragas"]
+
+    def seconds(value: float) -> str:
+        return f"{value:.2f} s"
+
+    def score(value: float | None) -> str:
+        return "—" if value is None else f"{value:.3f}"
+
+    def endpoints(path: dict) -> str:
+        e = path["endpoints"]
+        return f"{e.get('chat/completions', 0)} chat + {e.get('embeddings', 0)} embeddings"
+
+    title = (f"Judge benchmark: {result['n_items']} items × {len(result['metrics'])} metrics, simulator latency "
+             f"{result['latency_s']:g} s, capacity {result['capacity']}")  # fmt: skip
+    table = Table(title=title)
+    for column in ("", "ragwatch", "ragwatch rerun (cache)", "ragas evaluate()"):
+        table.add_column(column, justify="right" if column else "left")
+    table.add_row("requests served", str(ours["requests"]), str(rerun["requests"]), str(theirs["requests"]))
+    table.add_row("  of which", endpoints(ours), "", endpoints(theirs))
+    table.add_row("LLM calls (our counters)", str(ours["counters"]["calls"]), str(rerun["llm_calls"]), "")
+    table.add_row("wall time", seconds(ours["wall_s"]), seconds(rerun["wall_s"]), seconds(theirs["wall_s"]))
+    table.add_row("ideal (requests × latency ÷ capacity)", seconds(ours["ideal_s"]), "", seconds(theirs["ideal_s"]))
+    table.add_row("efficiency (ideal ÷ wall)", f"{ours['efficiency']:.0%}", "", f"{theirs['efficiency']:.0%}")
+    table.add_row("most requests in flight", str(ours["max_concurrent"]), "", str(theirs["max_concurrent"]))
+    table.add_section()
+    table.add_row("failed scores", str(ours["failed"]), "", f"{theirs['nan_total']} NaN")
+    table.add_row("fewer questions than asked (relevancy)", "0", "", str(theirs["fewer_generations"]))
+    for metric in result["metrics"]:
+        table.add_row(f"mean {metric}", score(ours["means"][metric]), "", score(theirs["means"].get(metric)))
+    table.add_section()
+    table.add_row("wall ÷ ragas' wall", f"{result['ratio']:.2f}", "", "1.00")
+    table.add_row("rerun wall ÷ first wall", "", f"{rerun['share']:.1%}", "")
+    console = Console(file=io.StringIO(), width=120)
+    console.print(table)
+    return console.file.getvalue()

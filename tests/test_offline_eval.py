@@ -1,0 +1,132 @@
+"""The offline eval end to end: target, judge, results DB upserts, the gate, the push, HTTP targets."""
+
+import json
+import shutil
+from contextlib import contextmanager
+import threading
+from datetime import date
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from pipelines.corpus.steps import index_corpus
+from pipelines.evaluation import offline
+from pipelines.golden import steps
+from pipelines.golden.params import load_golden_params
+from pipelines.publish import read_back
+from pipelines.settings import Settings
+from pipelines.stores.results import ResultsStore
+from tests.conftest import ROOT
+
+SMALL = {"seeds": 8, "questions_per_seed": 2, "multi_hop": 3, "adversarial": 2, "tool_triples": 3, "from_traces": 0,
+         "batch_size": 8}  # fmt: skip
+FAST = {"metrics": ["faithfulness", "context_recall"], "batch_size": 10}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    home = tmp_path_factory.mktemp("eval")
+    settings = Settings(home=home / "home", anonymizer_key="k")
+    shutil.copytree(ROOT / "tests" / "data" / "corpus", home / "corpus")
+    index_corpus(settings, home / "corpus")
+    steps.build_golden(settings, load_golden_params(settings, **SMALL), logical_date=date(2026, 11, 30))
+    return settings
+
+
+def runs_and_rows(settings, suite="offline"):
+    store = ResultsStore.from_settings(settings)
+    runs = store.runs(suite, 50, status=None)
+    rows = {r.run_id: len(store.scores(r.run_id)) for r in runs}
+    store.dispose()
+    return runs, rows
+
+
+def test_a_rerun_of_the_same_date_replaces_its_rows_and_the_gate_catches_a_regression(built):
+    settings = built
+    first = offline.run_offline_eval(settings, offline.eval_params(settings, **FAST), logical_date=date(2026, 11, 2))
+    assert first["gate_passed"] is None and "no baseline" in first["gate"]
+    overall = {row["metric"]: row for row in first["overall"]}
+    assert overall["recall@5"]["n"] > 0 and overall["faithfulness"]["n"] > 0
+    again = offline.run_offline_eval(settings, offline.eval_params(settings, **FAST), logical_date=date(2026, 11, 2))
+    runs, rows = runs_and_rows(settings)
+    assert len(runs) == 1 and rows[first["run_id"]] == rows[again["run_id"]] > 0
+
+    same = offline.run_offline_eval(settings, offline.eval_params(settings, **FAST), logical_date=date(2026, 11, 9))
+    assert same["gate_passed"] is True and same["baseline"] == first["run_id"]
+
+    # A new release of the service behind the same target name retrieves nothing relevant.
+    with serving(200) as url:
+        degraded = offline.eval_params(settings, **FAST, target_url=url, target_name="reference-rag", fail_on_gate=True)
+        with pytest.raises(offline.GateFailed, match="recall@5"):
+            offline.run_offline_eval(settings, degraded, logical_date=date(2026, 11, 16))
+    runs, _ = runs_and_rows(settings)
+    assert [r.gate_passed for r in sorted(runs, key=lambda r: r.logical_date)] == [None, True, False]
+    report = (settings.reports_dir / "offline" / "2026-11-16_reference-rag.html").read_text(encoding="utf-8")
+    assert "recall@5" in report and "gate" in report.lower()
+    metrics_json = json.loads((settings.reports_dir / "offline" / "2026-11-16_reference-rag.metrics.json").read_text())
+    assert "all" in metrics_json["recall@5"]
+
+
+def test_the_push_reaches_a_real_pushgateway_and_reads_back(built, pushgateway):
+    settings = built.model_copy(update={"pushgateway_url": pushgateway.url})
+    summary = offline.run_offline_eval(settings, offline.eval_params(settings, **FAST), logical_date=date(2026, 11, 23))
+    assert summary["push"]["mode"] == "pushgateway"
+    groups = read_back(pushgateway.url)
+    group = next(g for g in groups if g["labels"] == {"job": "ragwatch", "suite": "offline"})  # no run id in the key
+    recall = group["metrics"]["rag_recall_at_5_score"]
+    assert any(s["labels"]["stratum"] == "all" for s in recall)
+    # A backfilled past date must not overwrite the newest run's gauges.
+    past = offline.run_offline_eval(settings, offline.eval_params(settings, **FAST), logical_date=date(2026, 10, 26))
+    assert past["push"]["pushed_to"] is None and "newer" in past["push"]["skipped"]
+
+
+class _Service(BaseHTTPRequestHandler):
+    status = 200
+
+    def do_POST(self):  # noqa: N802 (http.server's name)
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if self.status != 200:
+            self.send_response(self.status)
+            self.end_headers()
+            self.wfile.write(b"overloaded")
+            return
+        reply = {"answer": f"Echo: {body['question']}", "contexts": [{"chunk_id": "nope#x/0-00000000", "text": body["question"], "score": 1.0}],
+                 "tool_calls": [{"name": "vector_search", "arguments": {"query": body["question"]}}]}  # fmt: skip
+        data = json.dumps(reply).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+@contextmanager
+def serving(status: int):
+    """A team's RAG service on loopback: echoes the question, cites a chunk id that is never gold."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), type("Handler", (_Service,), {"status": status}))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/rag"
+    finally:
+        server.shutdown()
+
+
+@pytest.mark.parametrize("status", [200, 503])
+def test_an_http_target_follows_the_contract_and_its_failures_fail_the_metrics(built, status):
+    with serving(status) as url:
+        params = offline.eval_params(built, **FAST, target_url=url, target_name=f"svc-{status}")
+        summary = offline.run_offline_eval(built, params, logical_date=date(2026, 11, 30))
+    store = ResultsStore.from_settings(built)
+    scores = store.scores(summary["run_id"])
+    store.dispose()
+    recall = [s for s in scores if s.metric == "recall@5"]
+    if status == 200:
+        assert recall and all(s.status == "ok" and s.value == 0.0 for s in recall)  # its chunk ids are not gold
+    else:
+        assert scores and all(s.value is None for s in scores if s.status != "ok")
+        failed = [s for s in scores if s.status == "failed"]
+        assert failed and all("HTTP 503" in s.error for s in failed)
+        assert not [s for s in scores if s.status == "ok" and s.metric != "tool_call_accuracy"]
