@@ -584,5 +584,23 @@ def bench_anonymize(
     console.print(format_anonymize_bench(run_anonymize_bench(n_traces=traces, seed=seed)))
 
 
+@bench_app.command("eval")
+def bench_eval(
+    items: Annotated[int, typer.Option(help="Generated golden-like items.")] = 200,
+    latency: Annotated[float, typer.Option(help="Simulator latency per request, seconds.")] = 0.2,
+    capacity: Annotated[int, typer.Option(help="Requests the simulator serves at once.")] = 16,
+    seed: Annotated[int, typer.Option()] = 5,
+    ragas_embeddings: Annotated[str, typer.Option(help="ragas' embeddings: simulator or local.")] = "simulator",
+) -> None:
+    """Wall time, requests and efficiency of ragwatch's judge (and its cached rerun) against ragas.evaluate()."""
+    if ragas_embeddings not in ("simulator", "local"):
+        _fail(f"--ragas-embeddings is simulator or local, not {escape(ragas_embeddings)!r}")
+    from pipelines.bench.eval import format_eval_bench, run_eval_bench
+
+    result = run_eval_bench(n_items=items, latency_s=latency, capacity=capacity, seed=seed,
+                            ragas_embeddings=ragas_embeddings)  # fmt: skip
+    console.print(format_eval_bench(result))
+
+
 if __name__ == "__main__":
     app()

@@ -57,17 +57,6 @@ class Trace(BaseModel):
         return ts.replace(tzinfo=timezone.utc) if ts.tzinfo is None else ts.astimezone(timezone.utc)
 
 
-class QuarantinedRow(BaseModel):
-    """A selected row that could not be used; kept (anonymized) with the reason."""
-
-    trace_id: str
-    reason: str
-    field: str | None
-    detail: str
-    raw: dict[str, str | None]
-    """The row's fields as text, anonymized and clipped; the store keeps the original."""
-
-
 SAMPLED_TRACE_SCHEMA = pa.schema(
     [
         pa.field("trace_id", pa.string(), nullable=False),

@@ -8,8 +8,11 @@ on a fresh simulator so its request counters are its own:
   cache) and the local embedding model; then once more on the same cache, which should cost no
   request at all.
 - ragas: `evaluate()` with its defaults (default RunConfig: 16 workers, no batching) and its legacy
-  metric classes, on `ChatOpenAI` and `OpenAIEmbeddings` pointed at the simulator (its
-  `/v1/embeddings` answers with the same local model). Its progress bar is replaced by ours.
+  metric classes, on `ChatOpenAI` pointed at the simulator. Its embeddings are `OpenAIEmbeddings`
+  on the simulator's `/v1/embeddings` (same local model behind it), or with `ragas_embeddings=
+  "local"` the local model in-process, as ragwatch has them: legacy answer relevancy embeds
+  synchronously on ragas' event loop, so remote embeddings stall every job for a full latency
+  each, and the local variant isolates that. ragas' progress bar is replaced by ours.
 
 The ideal wall time of a path is requests × latency ÷ capacity: every slot busy all the time.
 Efficiency is ideal ÷ wall. ragas reports a metric it could not compute as NaN; the count of
@@ -28,7 +31,7 @@ import time
 import warnings
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 from rich.console import Console
@@ -49,8 +52,12 @@ JUDGE_MODEL = "sim-judge"
 EMBEDDING_MODEL = "sim-embeddings"
 CONTEXTS = 3
 ANSWER_SENTENCES = 2
-MAX_SENTENCE_WORDS = 60
-"""Longer "sentences" of the corpus are code listings run together; answers are made of prose."""
+PROSE_WORDS = (5, 60)
+"""Answers and references are made of prose sentences: shorter parts of the corpus are headings or
+signatures, longer ones code listings run together."""
+DEFAULT_LATENCY_S = 0.2
+"""Fixed per request. ragas' run is mostly its synchronous embedding calls, one latency each, so the
+latency sets how long the default run takes: 0.2 s keeps it near 3 minutes on 2 cores."""
 RUN = {"run_id": "bench-eval", "suite": "offline", "dataset_version": "bench"}
 
 
@@ -60,7 +67,7 @@ def bench_items(n_items: int, seed: int) -> list[JudgeInput]:
     one of its sentences, and the contexts are that chunk then two chunks of other topics."""
     rng = random.Random(seed)
     chunks = load_demo_chunks()
-    prose = {c.chunk_id: [s for s in sentences(c.text) if len(words(s)) <= MAX_SENTENCE_WORDS] for c in chunks}
+    prose = {c.chunk_id: [s for s in sentences(c.text) if _prose(s)] for c in chunks}
     sources = [c for c in chunks if len(prose[c.chunk_id]) >= ANSWER_SENTENCES]
     items = []
     for n in range(n_items):
@@ -81,6 +88,10 @@ def bench_items(n_items: int, seed: int) -> list[JudgeInput]:
             )
         )
     return items
+
+
+def _prose(sentence: str) -> bool:
+    return sentence[0].isupper() and sentence[-1] in ".!?" and PROSE_WORDS[0] <= len(words(sentence)) <= PROSE_WORDS[1]
 
 
 def _stats(base_url: str) -> dict[str, Any]:
@@ -164,7 +175,24 @@ class _FewerGenerations(logging.Handler):
             self.count += 1
 
 
-def run_ragas(items: list[JudgeInput], base_url: str, advance: Callable[[], None]) -> dict[str, Any]:
+def _local_langchain_embeddings():
+    """LangChain's embeddings interface on ragwatch's local model (the vectors the simulator serves)."""
+    from langchain_core.embeddings import Embeddings
+
+    class LocalEmbeddings(Embeddings):
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            return LocalEmbedder().embed(list(texts))
+
+        def embed_query(self, text: str) -> list[float]:
+            return self.embed_documents([text])[0]
+
+    return LocalEmbeddings()
+
+
+def run_ragas(
+    items: list[JudgeInput], base_url: str, advance: Callable[[], None],
+    embeddings_from: Literal["simulator", "local"] = "simulator",
+) -> dict[str, Any]:  # fmt: skip
     """`ragas.evaluate()` with its defaults on the same items and metrics, through LangChain's OpenAI client."""
     from langchain_openai import ChatOpenAI, OpenAIEmbeddings
     from ragas import EvaluationDataset, evaluate
@@ -178,9 +206,12 @@ def run_ragas(items: list[JudgeInput], base_url: str, advance: Callable[[], None
         llm = LangchainLLMWrapper(ChatOpenAI(base_url=base_url, api_key="x", model=JUDGE_MODEL))
         # The context-length check tokenizes with tiktoken, whose encodings are downloaded on first use;
         # without it the texts are sent as they are, which is what the simulator expects anyway.
-        embeddings = LangchainEmbeddingsWrapper(
-            OpenAIEmbeddings(base_url=base_url, api_key="x", model=EMBEDDING_MODEL, check_embedding_ctx_length=False)
-        )
+        if embeddings_from == "simulator":
+            backend = OpenAIEmbeddings(base_url=base_url, api_key="x", model=EMBEDDING_MODEL,
+                                       check_embedding_ctx_length=False)  # fmt: skip
+        else:
+            backend = _local_langchain_embeddings()
+        embeddings = LangchainEmbeddingsWrapper(backend)
     dataset = EvaluationDataset.from_list(
         [{"user_input": i.question, "response": i.answer, "retrieved_contexts": i.contexts, "reference": i.reference}
          for i in items]  # fmt: skip
@@ -189,6 +220,7 @@ def run_ragas(items: list[JudgeInput], base_url: str, advance: Callable[[], None
     fewer = _FewerGenerations()
     prompt_log = logging.getLogger("ragas.prompt.pydantic_prompt")
     prompt_log.addHandler(fewer)
+    prompt_log.propagate = False  # counted and reported; one warning line each would break the progress display
     before = _stats(base_url)["requests"]
     try:
         with warnings.catch_warnings():
@@ -199,6 +231,7 @@ def run_ragas(items: list[JudgeInput], base_url: str, advance: Callable[[], None
             wall = time.perf_counter() - started
     finally:
         prompt_log.removeHandler(fewer)
+        prompt_log.propagate = True
     stats = _stats(base_url)
     frame = result.to_pandas()
     columns = {m.name: m.name for m in metrics}
@@ -206,6 +239,7 @@ def run_ragas(items: list[JudgeInput], base_url: str, advance: Callable[[], None
     nan = {name: sum(1 for v in column if not math.isfinite(v)) for name, column in values.items()}
     return {
         "wall_s": wall,
+        "embeddings": embeddings_from,
         "requests": stats["requests"] - before,
         "endpoints": stats["endpoints"],
         "max_concurrent": stats["max_concurrent"],
@@ -216,9 +250,15 @@ def run_ragas(items: list[JudgeInput], base_url: str, advance: Callable[[], None
     }
 
 
-def run_eval_bench(n_items: int = 200, latency_s: float = 0.25, capacity: int = 16, seed: int = 5) -> dict:
+def run_eval_bench(
+    n_items: int = 200, latency_s: float = DEFAULT_LATENCY_S, capacity: int = 16, seed: int = 5,
+    ragas_embeddings: Literal["simulator", "local"] = "simulator",
+) -> dict:  # fmt: skip
     """ragwatch's judge, its cached rerun and `ragas.evaluate()` on the same items, each path on a fresh
-    simulator with the same knobs (latency and capacity, no faults)."""
+    simulator with the same knobs (latency and capacity, no faults). `ragas_embeddings`: where ragas'
+    embeddings come from (ragwatch's always come from the local model, in-process)."""
+    if ragas_embeddings not in ("simulator", "local"):
+        raise ValueError(f"ragas_embeddings is 'simulator' or 'local', not {ragas_embeddings!r}")
     items = bench_items(n_items, seed)
     knobs = SimulatorKnobs(latency_s=latency_s, capacity=capacity)
     # Load the embedding model (ours, and the simulator's /v1/embeddings) before any clock starts.
@@ -237,7 +277,7 @@ def run_eval_bench(n_items: int = 200, latency_s: float = 0.25, capacity: int = 
                 rerun = run_ragwatch(items, url, capacity, cache_dir, items_bar("ragwatch rerun, cached (items)"))
             with running_simulator(knobs) as url:
                 jobs = bar.add_task("ragas evaluate() ((item, metric) jobs)", total=n_items * len(METRICS))
-                theirs = run_ragas(items, url, lambda: bar.advance(jobs))
+                theirs = run_ragas(items, url, lambda: bar.advance(jobs), ragas_embeddings)
     finally:
         shutil.rmtree(cache_dir, ignore_errors=True)
     for path in (ours, theirs):
@@ -274,28 +314,33 @@ def format_eval_bench(result: dict) -> str:
 
     def endpoints(path: dict) -> str:
         e = path["endpoints"]
-        return f"{e.get('chat/completions', 0)} chat + {e.get('embeddings', 0)} embeddings"
+        return f"{e.get('chat/completions', 0)} chat + {e.get('embeddings', 0)} emb."
 
-    title = (f"Judge benchmark: {result['n_items']} items × {len(result['metrics'])} metrics, simulator latency "
-             f"{result['latency_s']:g} s, capacity {result['capacity']}")  # fmt: skip
+    title = (f"Judge benchmark: {result['n_items']} items × {len(result['metrics'])} metrics on the simulator "
+             f"(latency {result['latency_s']:g} s, capacity {result['capacity']})")  # fmt: skip
     table = Table(title=title)
-    for column in ("", "ragwatch", "ragwatch rerun (cache)", "ragas evaluate()"):
+    ragas_column = f"ragas ({theirs['embeddings']} emb.)"
+    for column in ("", "ragwatch (local emb.)", "ragwatch rerun", ragas_column):
         table.add_column(column, justify="right" if column else "left")
     table.add_row("requests served", str(ours["requests"]), str(rerun["requests"]), str(theirs["requests"]))
     table.add_row("  of which", endpoints(ours), "", endpoints(theirs))
     table.add_row("LLM calls (our counters)", str(ours["counters"]["calls"]), str(rerun["llm_calls"]), "")
     table.add_row("wall time", seconds(ours["wall_s"]), seconds(rerun["wall_s"]), seconds(theirs["wall_s"]))
-    table.add_row("ideal (requests × latency ÷ capacity)", seconds(ours["ideal_s"]), "", seconds(theirs["ideal_s"]))
+    table.add_row("ideal: requests × latency ÷ capacity", seconds(ours["ideal_s"]), "", seconds(theirs["ideal_s"]))
     table.add_row("efficiency (ideal ÷ wall)", f"{ours['efficiency']:.0%}", "", f"{theirs['efficiency']:.0%}")
     table.add_row("most requests in flight", str(ours["max_concurrent"]), "", str(theirs["max_concurrent"]))
+    # Legacy answer relevancy embeds synchronously on ragas' event loop: each embedding request stalls
+    # every job for its whole latency, so these seconds are spent one after the other.
+    stall = theirs["endpoints"].get("embeddings", 0) * result["latency_s"]
+    table.add_row("ragas' loop stalled on embeddings (≥)", "", "", seconds(stall) if stall else "—")
     table.add_section()
     table.add_row("failed scores", str(ours["failed"]), "", f"{theirs['nan_total']} NaN")
-    table.add_row("fewer questions than asked (relevancy)", "0", "", str(theirs["fewer_generations"]))
+    table.add_row("relevancy on fewer questions than asked", "0", "", str(theirs["fewer_generations"]))
     for metric in result["metrics"]:
         table.add_row(f"mean {metric}", score(ours["means"][metric]), "", score(theirs["means"].get(metric)))
     table.add_section()
     table.add_row("wall ÷ ragas' wall", f"{result['ratio']:.2f}", "", "1.00")
     table.add_row("rerun wall ÷ first wall", "", f"{rerun['share']:.1%}", "")
-    console = Console(file=io.StringIO(), width=120)
+    console = Console(file=io.StringIO(), width=110)
     console.print(table)
     return console.file.getvalue()

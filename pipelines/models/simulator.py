@@ -7,8 +7,9 @@ registered task of that name (the task's module must have been imported in this 
 messages, and the task's `offline` output is the reply. A request with `tools` is answered by
 the registered `select_tool` task. A plain prompt from ragas' legacy metrics (the ones
 `ragas.evaluate()` runs), which asks for JSON in the text, is answered by the task of the output
-model its prompt names (`LEGACY_RAGAS_OUTPUTS`), one choice per requested `n`. Knobs add latency, a capacity beyond which requests queue,
-and injected faults (500, 429, malformed JSON, hangs) decided by a seeded draw per request.
+model its prompt names (`LEGACY_RAGAS_OUTPUTS`), one choice per requested `n`. Knobs add
+latency, a capacity beyond which requests queue, and injected faults (500, 429, malformed JSON,
+hangs) decided by a seeded draw per request.
 """
 
 from __future__ import annotations

@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Iterable
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -114,7 +113,3 @@ def reset_dir(path: Path) -> Path:
         shutil.rmtree(path)
     path.mkdir(parents=True)
     return path
-
-
-def read_rows(files: Iterable[Path]) -> pa.Table:
-    return pa.concat_tables([pq.read_table(f) for f in files])
