@@ -99,6 +99,8 @@ class Settings(BaseSettings):
     """Qdrant server URL; local mode under `home` when unset."""
     qdrant_api_key: SecretStr | None = None
     corpus_collection: str = "ragwatch_corpus"
+    qdrant_local_lock_wait_s: float = Field(default=600.0, ge=0)
+    """Local mode allows one process per path: how long a task waits for another to close it."""
 
     results_url: str | None = None
     """SQLAlchemy URL of the eval results DB (runs + scores); SQLite under `home` when unset."""

@@ -268,7 +268,7 @@ def test_local_mode_is_exclusive_and_reopens_after_close(settings: Settings) -> 
         with pytest.raises(CorpusIndexError, match="not been indexed"):
             index.search("anything")
         with pytest.raises(CorpusIndexError, match="RAGWATCH_QDRANT_URL"):
-            CorpusIndex(settings)
+            CorpusIndex(settings.model_copy(update={"qdrant_local_lock_wait_s": 1.0}))
     CorpusIndex(settings).close()
 
 

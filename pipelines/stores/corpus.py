@@ -349,9 +349,6 @@ class CorpusIndex:
         self.client.delete(self.collection, selector)
 
 
-LOCAL_LOCK_WAIT_S = 600.0
-
-
 def _connect(settings: Settings) -> QdrantClient:
     if settings.qdrant_url:
         api_key = settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None
@@ -359,14 +356,14 @@ def _connect(settings: Settings) -> QdrantClient:
     path = settings.resolved_qdrant_path
     path.mkdir(parents=True, exist_ok=True)
     # Local mode holds an exclusive lock per path: parallel tasks (a backfill) take turns.
-    deadline = time.monotonic() + LOCAL_LOCK_WAIT_S
+    deadline = time.monotonic() + settings.qdrant_local_lock_wait_s
     while True:
         try:
             return QdrantClient(path=str(path))
         except RuntimeError as error:
             if time.monotonic() > deadline:
                 raise CorpusIndexError(
-                    f"the local Qdrant at {path} stayed open in another process for {LOCAL_LOCK_WAIT_S:.0f} s (local "
+                    f"the local Qdrant at {path} stayed open in another process for {settings.qdrant_local_lock_wait_s:.0f} s (local "
                     "mode allows one at a time); run a Qdrant server and set RAGWATCH_QDRANT_URL"
                 ) from error
             time.sleep(1.0)
