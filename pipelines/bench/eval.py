@@ -164,7 +164,9 @@ def _ragas_progress_handler(advance: Callable[[], None]):
 
 class _FewerGenerations(logging.Handler):
     """Counts ragas' "LLM returned 1 generations instead of requested 3": answer relevancy then
-    averages over fewer generated questions than it asked for, and says so only in a log line."""
+    averages over fewer generated questions than it asked for, and says so only in a log line. It
+    happens because the LangChain wrapper sets `n` on the one shared ChatOpenAI before each request,
+    and a concurrent job's `n = 1` lands before the request is built."""
 
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
@@ -234,8 +236,7 @@ def run_ragas(
         prompt_log.propagate = True
     stats = _stats(base_url)
     frame = result.to_pandas()
-    columns = {m.name: m.name for m in metrics}
-    values = {name: [float(v) for v in frame[name]] for name in columns}
+    values = {m.name: [float(v) for v in frame[m.name]] for m in metrics}
     nan = {name: sum(1 for v in column if not math.isfinite(v)) for name, column in values.items()}
     return {
         "wall_s": wall,

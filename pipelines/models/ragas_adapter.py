@@ -180,6 +180,10 @@ def _sampled(task: RagasTask) -> RagasTask:
     return sampled
 
 
+EMBEDDING_MEMORY = 50_000
+_EMBEDDED: dict[tuple[str, str], list[float]] = {}
+
+
 class RagasEmbeddings(BaseRagasEmbedding):
     """ragas' embedding interface on our `Embedder` (vectors are already unit length)."""
 
@@ -193,9 +197,16 @@ class RagasEmbeddings(BaseRagasEmbedding):
         return self.embed_texts([text])[0]
 
     def embed_texts(self, texts: list[str], **kwargs: Any) -> list[list[float]]:
+        # Answer relevancy embeds the same questions again on every rerun: remember them per process.
+        missing = [t for t in dict.fromkeys(texts) if (self.embedder.name, t) not in _EMBEDDED]
         try:
             with self._lock:
-                return self.embedder.embed(list(texts))
+                if missing:
+                    for text, vector in zip(missing, self.embedder.embed(missing)):
+                        _EMBEDDED[(self.embedder.name, text)] = vector
+                        if len(_EMBEDDED) > EMBEDDING_MEMORY:
+                            _EMBEDDED.pop(next(iter(_EMBEDDED)))
+                return [_EMBEDDED[(self.embedder.name, t)] for t in texts]
         except Exception as error:  # the reason must reach the score, whatever the backend raised
             raise JudgeCallError(f"embeddings ({self.embedder.name}) failed: {error}") from error
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel
@@ -49,7 +50,7 @@ class LLMTask(Generic[In, Out]):
         ]
 
     def json_schema(self) -> dict:
-        return {"name": self.name, "strict": True, "schema": self.output_model.model_json_schema()}
+        return {"name": self.name, "strict": True, "schema": _schema_of(self.output_model)}
 
     def offline(self, inputs: In) -> Out:
         raise NotImplementedError
@@ -62,6 +63,12 @@ class LLMTask(Generic[In, Out]):
             if match:
                 return self.input_model.model_validate(json.loads(match.group(1)))
         raise ValueError(f"no <inputs> block for task {self.name!r} in the user messages")
+
+
+@lru_cache(maxsize=None)
+def _schema_of(model: type[BaseModel]) -> dict:
+    """pydantic rebuilds a schema on every call; a request needs it several times (body, cache key)."""
+    return model.model_json_schema()
 
 
 TASKS: dict[str, LLMTask] = {}
