@@ -130,3 +130,17 @@ def test_an_http_target_follows_the_contract_and_its_failures_fail_the_metrics(b
         failed = [s for s in scores if s.status == "failed"]
         assert failed and all("HTTP 503" in s.error for s in failed)
         assert not [s for s in scores if s.status == "ok" and s.metric != "tool_call_accuracy"]
+
+
+def test_eval_compare_reports_paired_differences_per_metric_and_stratum(built):
+    from pipelines.evaluation.compare import compare, parse_config
+
+    assert parse_config("k=3,mode=dense") == {"retrieval_k": 3, "retrieval_mode": "dense"}
+    with pytest.raises(ValueError, match="use k=N"):
+        parse_config("chunks=512")
+    base = offline.eval_params(built, **FAST)
+    rows = compare(built, base, "k=5,mode=hybrid", "k=1,mode=hybrid", logical_date=date(2026, 11, 30))
+    recall = next(r for r in rows if r["metric"] == "recall@5" and r["stratum"] == "all")
+    assert recall["n_pairs"] > 0 and recall["diff"] == pytest.approx(recall["b"] - recall["a"])
+    assert recall["diff"] <= 0 and recall["ci_low"] <= recall["diff"] <= recall["ci_high"]
+    assert any(r["stratum"] != "all" for r in rows)
