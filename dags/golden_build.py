@@ -6,10 +6,10 @@ as many concurrent batches as the pool has slots.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 
 from airflow.sdk import DAG, Asset, AssetOrTimeSchedule, CronTriggerTimetable, Param, task
-from ragwatch_airflow.settings import DVC_POOL, LLM_POOL, ragwatch_settings
+from ragwatch_airflow.settings import DEFAULT_ARGS, DVC_POOL, LLM_POOL, ragwatch_settings
 
 from pipelines.golden import steps
 from pipelines.golden.params import load_golden_params
@@ -24,7 +24,7 @@ with DAG(
     start_date=datetime(2026, 1, 1, tzinfo=timezone.utc),
     catchup=False,
     max_active_runs=1,
-    default_args={"retries": 2, "retry_delay": timedelta(minutes=2), "retry_exponential_backoff": True},
+    default_args=DEFAULT_ARGS,
     params={"overrides": Param({}, type="object", description="Values that replace params.yaml's `golden` keys, e.g. {\"seeds\": 200}.")},
     tags=["ragwatch", "golden"],
 ) as dag:

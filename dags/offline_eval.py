@@ -5,11 +5,11 @@ On a time schedule (not on the golden asset) so past weeks can be backfilled fro
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 
 from airflow.sdk import DAG, Asset, CronDataIntervalTimetable, Param, task
-from ragwatch_airflow.settings import LLM_POOL, ragwatch_settings
+from ragwatch_airflow.settings import DEFAULT_ARGS, LLM_POOL, ragwatch_settings
 
 from pipelines.evaluation import offline
 
@@ -22,7 +22,7 @@ with DAG(
     start_date=datetime(2026, 1, 5, tzinfo=timezone.utc),
     catchup=False,
     max_active_runs=1,
-    default_args={"retries": 2, "retry_delay": timedelta(minutes=2), "retry_exponential_backoff": True},
+    default_args=DEFAULT_ARGS,
     params={
         "golden_version": Param(None, type=["null", "string"], description="e.g. v3; default: the latest published."),
         "k": Param([1, 3, 5, 10], type="array", description="Cut-offs for recall@k and precision@k."),

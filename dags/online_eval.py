@@ -6,10 +6,10 @@ in order; every score row carries its trace id.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 
 from airflow.sdk import DAG, Asset, CronDataIntervalTimetable, Param, task
-from ragwatch_airflow.settings import LLM_POOL, ragwatch_settings
+from ragwatch_airflow.settings import DEFAULT_ARGS, LLM_POOL, ragwatch_settings
 
 from pipelines.evaluation import offline, online
 
@@ -22,7 +22,7 @@ with DAG(
     start_date=datetime(2026, 1, 1, tzinfo=timezone.utc),
     catchup=False,
     max_active_runs=4,
-    default_args={"retries": 2, "retry_delay": timedelta(minutes=2), "retry_exponential_backoff": True},
+    default_args=DEFAULT_ARGS,
     params={
         "noise_mode": Param("hard", enum=["hard", "random"], description="Which irrelevant chunks to inject."),
         "noise_k": Param(2, type="integer", minimum=1, description="Chunks injected per trace."),

@@ -6,11 +6,11 @@ from the UI or `POST /api/v2/backfills` write exactly those days' partitions.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 
 from airflow.sdk import DAG, Asset, Param, task
 from airflow.sdk import CronDataIntervalTimetable
-from ragwatch_airflow.settings import DVC_POOL, ragwatch_settings
+from ragwatch_airflow.settings import DEFAULT_ARGS, DVC_POOL, ragwatch_settings
 
 from pipelines.traces import steps
 
@@ -23,7 +23,7 @@ with DAG(
     start_date=datetime(2026, 1, 1, tzinfo=timezone.utc),
     catchup=False,
     max_active_runs=4,
-    default_args={"retries": 2, "retry_delay": timedelta(minutes=2), "retry_exponential_backoff": True},
+    default_args=DEFAULT_ARGS,
     params={
         "sample_rate": Param(0.05, type="number", exclusiveMinimum=0, maximum=1, description="Share of each stratum to sample."),
         "strata": Param(["app", "language", "user_feedback"], type="array", description="Trace fields that define strata."),

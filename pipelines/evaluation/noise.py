@@ -171,13 +171,6 @@ async def noise_delta_f(
     return results
 
 
-def noise_delta_f_sync(items: Sequence[JudgeInput], pool: NoisePool, answer_fn: AnswerFn, llm: LLM,
-                       **options) -> list[NoiseResult]:  # fmt: skip
-    """`noise_delta_f` from synchronous code (a DAG task, the CLI)."""
-    # The layer's blocking helper also closes the HTTP client of the event loop it ran in.
-    return llm._blocking(lambda: noise_delta_f(items, pool, answer_fn, llm, **options))
-
-
 async def _one_item(item: JudgeInput, pool: NoisePool, answer_fn: AnswerFn, llm: LLM, mode: NoiseMode, k: int,
                     clean_score: Score | None) -> tuple[Outcome, dict]:  # fmt: skip
     if not (item.answer and item.answer.strip()) or not any(c.strip() for c in item.contexts):

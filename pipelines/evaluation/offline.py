@@ -24,6 +24,7 @@ from pipelines.evaluation.target import HTTPTarget, ReferenceRAG, TargetResponse
 from pipelines.evaluation.tools import ToolTurn, score_tool_turns
 from pipelines.golden.dataset import load_golden_items
 from pipelines.golden.params import load_golden_params
+from pipelines.golden.steps import open_corpus_index
 from pipelines.golden.store import read_jsonl, write_jsonl
 from pipelines.models.embeddings import build_embedder
 from pipelines.models.llm import build_llm, check_models_differ
@@ -72,11 +73,6 @@ def _stratum(item: GoldenItem) -> str:
     return f"{item.qtype}/{item.language}"
 
 
-def _open_index(settings: Settings):
-    from pipelines.stores.corpus import CorpusIndex
-
-    return CorpusIndex(settings)
-
 
 def build_target(settings: Settings, params: dict[str, Any], index):
     if params["target_url"]:
@@ -98,11 +94,11 @@ def prepare_offline_eval(settings: Settings, params: dict[str, Any], *, logical_
     dataset_version = f"{params['golden_name']}@{version}"
     folder = reset_dir(run_dir(settings, SUITE, logical_date, params["target_name"]))
     rid = run_id(SUITE, logical_date, params["target_name"])
-    with _open_index(settings) as index:
+    with open_corpus_index(settings) as index:
         target = build_target(settings, params, index)
         if isinstance(target, ReferenceRAG):
             target.retrieve_all(items)
-        responses = _run(respond_all(target, items), getattr(target, "llm", None))
+        responses = run_and_close(respond_all(target, items), getattr(target, "llm", None))
     write_jsonl(folder / "responses.jsonl", (_response_row(i, r) for i, r in zip(items, responses)))
     scores = _retrieval_scores(items, responses, params["k"], rid, dataset_version)
     turns = [ToolTurn(item_id=i.item_id, stratum=_stratum(i), question=i.question, expected_tool=i.expected_tool,
@@ -121,7 +117,7 @@ def prepare_offline_eval(settings: Settings, params: dict[str, Any], *, logical_
     return {"run_dir": str(folder), "run_id": rid, "items": len(items), "target_failures": failed, "batches": batches}
 
 
-def _run(coroutine, llm):
+def run_and_close(coroutine, llm):
     """Run a coroutine and close the LLM's HTTP clients on the same loop."""
     async def main():
         try:
@@ -196,7 +192,7 @@ def judge_offline_batch(settings: Settings, folder: Path, start: int, end: int) 
                              metric=m, value=None, status="failed", error=f"target failed: {row['error']}",
                              dataset_version=meta["dataset_version"]) for m in [*params["metrics"], "noise_delta_f"]]  # fmt: skip
     inputs = [_judge_input(r) for r in judged]
-    with _open_index(settings) as index:
+    with open_corpus_index(settings) as index:
         target = build_target(settings, params, index)
         pool = noise_pool(index, inputs)
 
@@ -212,7 +208,7 @@ def judge_offline_batch(settings: Settings, folder: Path, start: int, end: int) 
             ) if inputs else []  # fmt: skip
             return judged_scores + [n.score for n in noise]
 
-        scores += _run(both(), getattr(target, "llm", None))
+        scores += run_and_close(both(), getattr(target, "llm", None))
     write_jsonl(folder / f"scores-judge-{start:06d}.jsonl", (s.model_dump() for s in scores))
     judge.counters.log(log, f"judge batch {start}-{end}")
     return {"batch": [start, end], "scores": len(scores), "failed": sum(s.status == "failed" for s in scores),

@@ -8,7 +8,6 @@ The lowest-scoring traces become golden candidates (source=trace) in the review 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from datetime import date, datetime, timezone
@@ -19,11 +18,12 @@ import pyarrow.parquet as pq
 
 from pipelines.evaluation.judge import JudgeInput, judge_items
 from pipelines.evaluation.noise import noise_delta_f
-from pipelines.evaluation.offline import _run, noise_pool, run_dir, run_id
+from pipelines.evaluation.offline import noise_pool, run_and_close, run_dir, run_id
 from pipelines.evaluation.summary import run_summary
 from pipelines.evaluation.target import ReferenceRAG
 from pipelines.evaluation.tools import tool_call_validity
 from pipelines.golden.params import load_golden_params
+from pipelines.golden.steps import open_corpus_index
 from pipelines.golden.store import GoldenPaths, write_jsonl
 from pipelines.models.embeddings import build_embedder
 from pipelines.models.llm import build_llm, check_models_differ
@@ -73,9 +73,7 @@ def score_online(settings: Settings, day: date, *, noise_mode: str = "hard", noi
         outcome = tool_call_validity(calls)
         scores.append(outcome.score(run_id=rid, suite=SUITE, item_id=item.item_id, stratum=item.stratum,
                                     metric="tool_call_validity", dataset_version=version))  # fmt: skip
-    from pipelines.stores.corpus import CorpusIndex
-
-    with CorpusIndex(settings) as index:
+    with open_corpus_index(settings) as index:
         pool = noise_pool(index, inputs) if inputs else None
     regenerate = ReferenceRAG(index=None, llm=generator, name="generator")
     language = {i.question: i.stratum.rsplit("/", 1)[-1] for i in inputs}
@@ -92,7 +90,7 @@ def score_online(settings: Settings, day: date, *, noise_mode: str = "hard", noi
         finally:
             await generator.aclose()
 
-    scores += _run(judged(), judge)
+    scores += run_and_close(judged(), judge)
     judge.counters.log(log, "online judge")
     generator.counters.log(log, "online generator (noise)")
     folder = run_dir(settings, SUITE, day, TARGET)

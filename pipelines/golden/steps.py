@@ -41,7 +41,8 @@ def paths(settings: Settings, name: str) -> GoldenPaths:
     return GoldenPaths(settings.resolved_workspace, name)
 
 
-def _open_index(settings: Settings):
+def open_corpus_index(settings: Settings):
+    """Imported lazily: DAG files import this module at parse time, and qdrant-client is heavy."""
     from pipelines.stores.corpus import CorpusIndex
 
     return CorpusIndex(settings)
@@ -59,7 +60,7 @@ def recent_trace_rows(workspace: Path, until: date, days: int) -> list[dict[str,
 def plan_golden(settings: Settings, params: dict[str, Any], *, logical_date: date) -> dict[str, Any]:
     p = paths(settings, params["name"])
     traces = pick_trace_questions(recent_trace_rows(p.workspace, logical_date, params["trace_days"]), params["from_traces"])
-    with _open_index(settings) as index:
+    with open_corpus_index(settings) as index:
         chunks = list(index.chunks())
         if not chunks:
             raise RuntimeError("the corpus index is empty: run `ragwatch corpus index PATH` first")
@@ -230,7 +231,7 @@ def import_human(settings: Settings, name: str, file: Path) -> dict[str, Any]:
     from pipelines.golden.human import import_human_items
 
     p = paths(settings, name)
-    with _open_index(settings) as index:
+    with open_corpus_index(settings) as index:
         chunks = list(index.chunks())
         corpus_version = index.version()
     report = import_human_items(file, chunks, corpus_version=corpus_version, created_at=date.today().isoformat())

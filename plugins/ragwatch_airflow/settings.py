@@ -6,6 +6,8 @@ secrets backend); `pipelines` stays unaware of Airflow and receives plain settin
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowNotFoundException
 from sqlalchemy.engine import URL
@@ -15,6 +17,8 @@ from pipelines.settings import Settings, load_settings
 TRACE_STORE_CONN_ID = "ragwatch_trace_store"
 DVC_POOL = "ragwatch_dvc"
 LLM_POOL = "ragwatch_llm"
+DEFAULT_ARGS = {"retries": 2, "retry_delay": timedelta(minutes=2), "retry_exponential_backoff": True}
+"""Every ragwatch task retries transient failures (a busy model server, a locked store) with backoff."""
 
 _DRIVERS = {"postgres": "postgresql+psycopg", "postgresql": "postgresql+psycopg", "mysql": "mysql", "sqlite": "sqlite"}
 
