@@ -8,14 +8,16 @@ changing chunk size, k, the retrieval mode, the prompt or the service behind a U
 from __future__ import annotations
 
 from datetime import date
-from pathlib import Path
 from typing import Any
 
-from pipelines.evaluation.offline import judge_offline_batch, load_scores, prepare_offline_eval
-from pipelines.evaluation.stats import paired_comparison
+from pipelines.evaluation.judging import judge_offline_batch
+from pipelines.evaluation.params import EvalParams
+from pipelines.evaluation.prepare import prepare_offline_eval
+from pipelines.evaluation.runs import load_scores
+from pipelines.evaluation.stats import OVERALL, paired_comparison
+from pipelines.records import Score
 from pipelines.settings import Settings
-
-OVERALL = "all"
+from pipelines.workspace import RunPaths
 
 
 def parse_config(text: str) -> dict[str, Any]:
@@ -30,19 +32,18 @@ def parse_config(text: str) -> dict[str, Any]:
     return config
 
 
-def run_arm(settings: Settings, params: dict[str, Any], logical_date: date) -> list:
+def run_arm(settings: Settings, params: EvalParams, logical_date: date) -> list[Score]:
     prepared = prepare_offline_eval(settings, params, logical_date=logical_date)
-    folder = Path(prepared["run_dir"])
-    for start, end in prepared["batches"]:
-        judge_offline_batch(settings, folder, start, end)
-    return load_scores(folder)
+    for start, end in prepared.batches:
+        judge_offline_batch(settings, prepared.run_dir, start, end)
+    return load_scores(RunPaths(prepared.run_dir))
 
 
-def compare(settings: Settings, base: dict[str, Any], a: str, b: str, *, logical_date: date) -> list[dict[str, Any]]:
+def compare(settings: Settings, base: EvalParams, a: str, b: str, *, logical_date: date) -> list[dict[str, Any]]:
     arms = {}
     for label, text in (("A", a), ("B", b)):
-        params = {**base, **parse_config(text), "target_name": f"{label}:{text}"}
-        arms[label] = run_arm(settings, params, logical_date)
+        params = base.model_copy(update={**parse_config(text), "target_name": f"{label}:{text}"})
+        arms[label] = run_arm(settings, EvalParams.model_validate(params.model_dump()), logical_date)
     rows = []
     metrics = sorted({s.metric for s in arms["A"]} & {s.metric for s in arms["B"]})
     strata = [OVERALL] + sorted({s.stratum for s in arms["A"]})
