@@ -1,20 +1,65 @@
-"""Aggregates with honest uncertainty, paired comparisons and the regression gate.
+"""Aggregates with intervals that cover at small n, paired comparisons and the regression gate.
 
-Pure functions over Score rows. A failed or skipped score is counted, never averaged: the
-mean is over `ok` scores only, and every aggregate carries n, n_failed and n_skipped next to
-a percentile-bootstrap confidence interval, so a 50-item eval never looks as sure as a
-500-item one.
+Every figure ragwatch prints, one line each (definition · interval or test · correction):
+
+- mean (`Aggregate.mean`): mean of the ok scores of one metric in one stratum; failed and skipped
+  scores are counted (`n_failed`, `n_skipped`), never averaged · no interval of its own · none.
+- CI of a mean of 0/1 scores (`ci_method="jeffreys"`; recall@k, precision@1, tool selection accuracy,
+  pass rates): equal-tailed two-sided 95 % Jeffreys interval, the 0.025 and 0.975 quantiles of
+  Beta(x + ½, n − x + ½), with the bound at 0 when x = 0 and at 1 when x = n · none.
+- CI of a mean of bounded scores (`ci_method="jeffreys-bounded-mean"`; faithfulness, answer relevancy,
+  context precision/recall, MRR, precision@k, noise ΔF on [−1, 1]): the Jeffreys interval at an
+  effective sample size: scores rescaled to [0, 1], one pseudo-score of weight ½ at each end of the
+  metric's range, and the 0.025/0.975 quantiles of the Beta with the mean and variance of the
+  Bayesian-bootstrap (Dirichlet) posterior of the mean; on 0/1 scores it *is* the Jeffreys interval ·
+  none.
+- CI of a mean on an unknown range (`ci_method="student-t"`; metrics not in METRIC_RANGES whose
+  values leave [0, 1]): two-sided 95 % Student t, n − 1 df (needs n ≥ 2; no small-n guarantee) · none.
+- paired difference (`PairedComparison`, gate "paired" design, `compare_runs`): mean of
+  candidate_i − baseline_i over the items scored ok in both runs; CI `mover-jeffreys-paired`: the
+  difference split into its positive and negative parts, a bounded-mean interval for each, combined
+  by MOVER (Zou & Donner 2008) with their sample correlation · two-sided p-value for "no difference"
+  from the same intervals.
+- independent difference (gate "independent" design: online runs share no trace): difference of
+  the two means; CI `mover-jeffreys-independent`: MOVER of the two bounded-mean intervals.
+- gate, missing items: fails when any item scored (ok, failed or skipped) in the baseline has no
+  score of that metric in the candidate (paired design) · deterministic · none.
+- gate, failure rise: share of not-ok (failed or skipped) scores, candidate − baseline, paired per
+  item when the runs share items; fails when the rise exceeds `max_failure_rise` (default 0.05)
+  and its one-sided test (H0: rise ≤ 0, MOVER-Jeffreys) rejects at α = 0.025 · no correction
+  (failures are shared by every metric of an item, so the per-metric tests are near copies of one
+  test, and a missed failure rise is the costlier error).
+- gate, too few pairs: fails when fewer than `min_pairs` (default 20) items are ok in both runs
+  (independent design: per run) · deterministic · none.
+- gate, score drop: worsening = baseline − candidate (candidate − baseline for LOWER_IS_BETTER);
+  fails when the worsening exceeds `min_tolerance` (default 0.02) and the one-sided test of
+  H0: worsening ≤ 0 (MOVER-Jeffreys bound) rejects at α = 0.025 after Holm's correction over the
+  gated metrics (family-wise: one false rejection fails the whole gate).
+- `eval compare` rows (`compare_runs`): paired difference B − A per metric and stratum with its
+  95 % CI and two-sided p-value · Benjamini–Hochberg over all rows at q = 0.05.
+- diagnosis band claims (diagnose.py): one-sided p-value that the stratum mean lies in its band (or a
+  worse one) from the aggregate's interval distribution · Benjamini–Hochberg over every claim at
+  q = 0.025, so that a lone claim is made exactly when its printed 95 % CI clears the band edge.
+
+Why these intervals (simulated in tests/test_stats_coverage.py; study numbers in the docstrings of
+`jeffreys_interval` and `bounded_mean_interval`): the percentile bootstrap ragwatch used before
+collapses to [1, 1] when every score is 1.0 and covers 0.65 of the time at n = 10, p = 0.9; the
+Student t interval does the same on faithfulness-like scores with a point mass at 1.0 (0.38 at
+n = 10). The Jeffreys-type intervals keep ≥ 0.93 coverage from n = 5 on every distribution tried.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Literal, Protocol
 
 import numpy as np
+from scipy import optimize
+from scipy import stats as sps
 
 OVERALL = "all"
 """The stratum that pools every item of a run."""
@@ -22,11 +67,67 @@ OVERALL = "all"
 LOWER_IS_BETTER = frozenset({"noise_delta_f", "ragas_noise_sensitivity"})
 """Metrics where a rise is the regression; every other metric is better when higher."""
 
-N_RESAMPLES = 2_000
 CONFIDENCE = 0.95
+"""Two-sided confidence of every printed interval."""
+ALPHA = (1.0 - CONFIDENCE) / 2.0
+"""One-sided level of the gate's tests and the diagnosis' band claims: a lone test rejects exactly
+when the printed two-sided 95 % interval excludes the null value."""
+COMPARE_FDR = 1.0 - CONFIDENCE
+"""Benjamini–Hochberg level of `eval compare`'s two-sided tests."""
+
+DEFAULT_MIN_PAIRS = 20
+"""Fewest items scored ok in both runs for the gate to decide on a metric. Below it a paired test has
+so little power that "no significant drop" says nothing, and a few survivors of many failures must
+never stand for the run."""
+DEFAULT_MAX_FAILURE_RISE = 0.05
+"""Largest rise of the not-ok (failed or skipped) share the gate tolerates: five points."""
+
+HOLM = "holm"
+BENJAMINI_HOCHBERG = "benjamini-hochberg"
+
+JEFFREYS = "jeffreys"
+JEFFREYS_BOUNDED_MEAN = "jeffreys-bounded-mean"
+STUDENT_T = "student-t"
+MOVER_PAIRED = "mover-jeffreys-paired"
+MOVER_INDEPENDENT = "mover-jeffreys-independent"
+STUDENT_T_PAIRED = "student-t-paired"
+WELCH = "welch"
+CI_METHODS: dict[str, str] = {
+    JEFFREYS: "Jeffreys interval for a proportion: Beta(x + ½, n − x + ½) quantiles",
+    JEFFREYS_BOUNDED_MEAN: "Jeffreys-type interval for a bounded mean (pseudo-scores ½ at each end of the "
+                           "range, Beta matched to the Dirichlet posterior of the mean)",
+    STUDENT_T: "Student t interval (range of the metric unknown)",
+    MOVER_PAIRED: "MOVER over the positive and negative parts of the paired differences, each with a "
+                  "Jeffreys-type bounded-mean interval",
+    MOVER_INDEPENDENT: "MOVER over the two runs' Jeffreys-type bounded-mean intervals",
+    STUDENT_T_PAIRED: "paired Student t interval (range of the metric unknown)",
+    WELCH: "Welch interval for a difference of means (range of the metric unknown)",
+}  # fmt: skip
+"""`ci_method` labels and what each means, for reports."""
+
+METRIC_RANGES: dict[str, tuple[float, float]] = {
+    "faithfulness": (0.0, 1.0),
+    "answer_relevancy": (0.0, 1.0),
+    "context_precision": (0.0, 1.0),
+    "context_recall": (0.0, 1.0),
+    "ragas_noise_sensitivity": (0.0, 1.0),
+    "noise_delta_f": (-1.0, 1.0),
+    "tool_selection_accuracy": (0.0, 1.0),
+    "tool_call_accuracy": (0.0, 1.0),
+    "tool_call_validity": (0.0, 1.0),
+    "mrr": (0.0, 1.0),
+}
+"""The nominal range of each metric; `recall@k` and `precision@k` are on [0, 1] too. A score outside
+its nominal range (a cosine below 0 in answer relevancy) widens the range to include it."""
+_RETRIEVAL_AT_K = re.compile(r"^(recall|precision)@\d+$")
+
+# Study constants kept for `bootstrap_ci`, the interval ragwatch printed before (see its docstring).
+N_RESAMPLES = 2_000
 SEED = 0
 _MAX_CELLS = 4_000_000
 """Bootstrap indices drawn per chunk (32 MB of int64): big evals stay vectorised in bounded memory."""
+_TINY_ALPHA = 1e-15
+"""Smallest one-sided level a p-value search goes to; a smaller p-value is reported as this."""
 
 
 class ScoreLike(Protocol):
@@ -37,9 +138,355 @@ class ScoreLike(Protocol):
     status: str
 
 
+def value_range(metric: str, values: Sequence[float] | np.ndarray = ()) -> tuple[float, float] | None:
+    """The range the metric's mean lives on: its nominal range widened to the values seen, [0, 1] for an
+    unknown metric whose values all lie in it, None (range unknown) otherwise."""
+    data = np.asarray(values, dtype=float)
+    nominal = METRIC_RANGES.get(metric) or ((0.0, 1.0) if _RETRIEVAL_AT_K.match(metric) else None)
+    if nominal is None:
+        if data.size and (data.min() < 0.0 or data.max() > 1.0):
+            return None
+        nominal = (0.0, 1.0)
+    if not data.size:
+        return nominal
+    return min(nominal[0], float(data.min())), max(nominal[1], float(data.max()))
+
+
+# --- Interval building blocks (vectorised over rows) ------------------------------------------
+
+
+def _beta_shape(unit: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(a, b, sample mean) per row of `unit` (values in [0, 1]; last axis = the sample).
+
+    The Dirichlet (Bayesian-bootstrap) posterior of the mean, with one pseudo-score of weight ½ at 0
+    and at 1, has mean m = (Σy + ½) / (n + 1) and variance
+    V = (Σ(y − m)² + ½m² + ½(1 − m)²) / ((n + 1)(n + 2)); the Beta with that mean and variance has
+    a + b = m(1 − m)/V − 1. For y ∈ [0, 1], (y − m)² ≤ y(1 − m)² + (1 − y)m² (the bounded-variance
+    inequality), so a + b ≥ n + 1 with equality exactly when every y is 0 or 1, where
+    (a, b) = (x + ½, n − x + ½): the Jeffreys posterior.
+    """
+    n = unit.shape[-1]
+    total = n + 1.0
+    m = (unit.sum(axis=-1) + 0.5) / total
+    spread = ((unit - m[..., None]) ** 2).sum(axis=-1) + 0.5 * m**2 + 0.5 * (1.0 - m) ** 2
+    variance = spread / (total * (total + 1.0))
+    size = np.maximum(m * (1.0 - m) / variance - 1.0, total)  # ≥ n + 1 in exact arithmetic; guard rounding
+    return m * size, (1.0 - m) * size, unit.mean(axis=-1)
+
+
+def _beta_bounds(a, b, sample_mean, alpha) -> tuple[np.ndarray, np.ndarray]:
+    """One-sided `alpha` lower and upper Beta quantiles, moved out to the sample mean where they miss it
+    (all scores at one end of the range: the Jeffreys rule of a bound at 0 for x = 0, at 1 for x = n)."""
+    low = sps.beta.ppf(alpha, a, b)
+    high = sps.beta.isf(alpha, a, b)
+    return np.minimum(low, sample_mean), np.maximum(high, sample_mean)
+
+
+def jeffreys_interval(successes, n, *, confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:
+    """Equal-tailed Jeffreys interval for a proportion x/n (arrays broadcast): the (1 − confidence)/2 and
+    (1 + confidence)/2 quantiles of Beta(x + ½, n − x + ½), with the lower bound 0 when x = 0 and the
+    upper bound 1 when x = n (Brown, Cai & DasGupta 2001). 7/10 → [0.394, 0.907]; 52/52 → [0.953, 1].
+
+    Exact coverage (binomial sum, no simulation) at 95 %: n = 10: 0.979 (p = 0.5), 0.987 (p = 0.9);
+    n = 20: 0.959, 0.957; n = 50: 0.935, 0.942. Like Wilson's, its coverage oscillates with p (the lowest
+    over p ∈ [0.01, 0.99] is 0.87–0.89 at n = 10–50, at isolated p); it was chosen over Wilson because
+    Wilson's bounds are poor next to 0 and 1 (0.930 at n = 10, p = 0.9; 0.904 at p = 0.99), where eval
+    metrics live, and because it is the 0/1 case of the bounded-mean interval below.
+    """
+    x = np.asarray(successes, dtype=float)
+    size = np.asarray(n, dtype=float)
+    if np.any(size < 1) or np.any(x < 0) or np.any(x > size):
+        raise ValueError("a proportion needs 0 ≤ successes ≤ n and n ≥ 1")
+    return _beta_bounds(x + 0.5, size - x + 0.5, x / size, (1.0 - confidence) / 2.0)
+
+
+def bounded_mean_interval(values, value_range: tuple[float, float] = (0.0, 1.0), *,
+                          confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """Jeffreys-type equal-tailed interval for the mean of scores bounded in `value_range` (each row of a
+    2-D array is one sample; n ≥ 1).
+
+    Scores are rescaled to [0, 1]; the interval is the (1 ∓ confidence)/2 quantiles of the Beta of
+    `_beta_shape`, mapped back. The pseudo-scores at both ends stand for what a small sample cannot
+    have seen yet (a rare zero among many 1.0s), so 10 scores of 1.0 give [0.79, 1.0], not [1, 1];
+    their weight fades as 1/n. On 0/1 scores it equals `jeffreys_interval`.
+
+    Simulated coverage of the 95 % interval (4,000 samples per cell; Student t in brackets):
+    n = 10: Beta(5, 2) 0.98 (0.94); Beta(½, ½) 0.94 (0.94); 85 % at 1.0 + Beta(2, 2) 0.97 (0.76);
+    95 % at 1.0 + U(0, 1) 0.96 (0.38); claims k/4, k ~ Bin(4, 0.85) 0.96 (0.94); noise ΔF (70 % at 0)
+    1.00 (0.85). n = 50: 0.96–0.97 on each (t: 0.81–0.95). The price: on scores bunched far from both
+    ends (Beta(80, 20), sd 0.04) the interval is about 2× the t interval's width at n = 50, 1.2× at 500.
+    """
+    lo, hi = value_range
+    if not hi > lo:
+        raise ValueError(f"empty value range {value_range}")
+    data = np.asarray(values, dtype=float)
+    if data.shape[-1] < 1:
+        raise ValueError("an interval needs at least one score")
+    unit = (data - lo) / (hi - lo)
+    if np.any(unit < -1e-12) or np.any(unit > 1 + 1e-12):
+        raise ValueError(f"scores outside the range {value_range}")
+    a, b, mean = _beta_shape(np.clip(unit, 0.0, 1.0))
+    low, high = _beta_bounds(a, b, mean, (1.0 - confidence) / 2.0)
+    return lo + (hi - lo) * low, lo + (hi - lo) * high
+
+
+def _is_binary(unit: np.ndarray) -> bool:
+    return bool(np.all((unit == 0.0) | (unit == 1.0)))
+
+
+def _correlation(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Pearson correlation per row; 0 where either row is constant (no evidence of correlation)."""
+    xc = x - x.mean(axis=-1, keepdims=True)
+    yc = y - y.mean(axis=-1, keepdims=True)
+    scale = np.sqrt((xc**2).sum(axis=-1) * (yc**2).sum(axis=-1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = (xc * yc).sum(axis=-1) / scale
+    return np.where(scale > 0, r, 0.0)
+
+
+def _mover(est1, low1, high1, est2, low2, high2, r) -> tuple[np.ndarray, np.ndarray]:
+    """MOVER bounds of θ1 − θ2 from one-sided bounds of each part and their correlation r ≤ 0 (Zou & Donner
+    2008; Newcombe 1998 for independent proportions, r = 0)."""
+    diff = est1 - est2
+    a_low, b_high = est1 - low1, high2 - est2
+    a_high, b_low = high1 - est1, est2 - low2
+    lower = diff - np.sqrt(np.maximum(a_low**2 + b_high**2 - 2 * r * a_low * b_high, 0.0))
+    upper = diff + np.sqrt(np.maximum(a_high**2 + b_low**2 - 2 * r * a_high * b_low, 0.0))
+    return lower, upper
+
+
+def paired_difference_interval(candidate, baseline, value_range: tuple[float, float] = (0.0, 1.0), *,
+                               confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """Equal-tailed interval of E[candidate − baseline] from paired scores in `value_range` (rows = samples).
+
+    With d = c − b on [−w, w] (w = range width), d = d⁺ − d⁻ where d⁺ = max(d, 0) and d⁻ = max(−d, 0) lie
+    on [0, w]. Each part gets `bounded_mean_interval` (a Jeffreys interval when the scores are 0/1, so
+    rare discordant pairs are handled like rare events), and MOVER combines them with their sample
+    correlation (≤ 0: the parts are never both non-zero). Identical runs (every d = 0) get an interval
+    of the width of "nothing discordant seen yet in n pairs", not [0, 0].
+
+    Simulated coverage of the 95 % interval (4,000 samples per cell; paired Student t in brackets):
+    0/1 scores, no change: n = 10 0.99 (0.83), 50 0.95 (0.96); 0/1 scores, a drop of 0.10: n = 10 0.99
+    (0.77), 20 0.97 (0.92), 50 0.96 (0.93); 5 % of pairs flipped: n = 10 1.00 (0.39), 50 0.97 (0.88);
+    faithfulness-like mixtures: n = 10 1.00 (0.67), 50 0.99 (0.93).
+    """
+    lo, hi = value_range
+    width = hi - lo
+    c, b = np.asarray(candidate, dtype=float), np.asarray(baseline, dtype=float)
+    if c.shape != b.shape:
+        raise ValueError("paired scores need the same shape")
+    diff = (c - b) / width
+    gain, loss = np.maximum(diff, 0.0), np.maximum(-diff, 0.0)
+    alpha = (1.0 - confidence) / 2.0
+    lower, upper = _split_mover(gain, loss, alpha)
+    return width * lower, width * upper
+
+
+def _split_mover(gain: np.ndarray, loss: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    ga, gb, gm = _beta_shape(np.clip(gain, 0.0, 1.0))
+    la, lb, lm = _beta_shape(np.clip(loss, 0.0, 1.0))
+    g_low, g_high = _beta_bounds(ga, gb, gm, alpha)
+    l_low, l_high = _beta_bounds(la, lb, lm, alpha)
+    return _mover(gm, g_low, g_high, lm, l_low, l_high, _correlation(gain, loss))
+
+
+# --- One sample and one difference, with p-values consistent with their intervals --------------
+
+
+@dataclass(frozen=True)
+class _MeanDistribution:
+    """What an interval of one mean is the quantiles of: a Beta on the rescaled range (Jeffreys methods)
+    or a Student t (unknown range)."""
+
+    method: str
+    mean: float
+    lo: float | None = None
+    hi: float | None = None
+    a: float | None = None
+    b: float | None = None
+    sd: float | None = None
+    df: float | None = None
+
+    @classmethod
+    def of(cls, values: np.ndarray, span: tuple[float, float] | None) -> _MeanDistribution | None:
+        n = values.size
+        if n == 0:
+            return None
+        mean = float(values.mean())
+        if span is None:
+            if n < 2:
+                return None
+            return cls(STUDENT_T, mean, sd=float(values.std(ddof=1) / math.sqrt(n)), df=n - 1.0)
+        lo, hi = span
+        unit = np.clip((values - lo) / (hi - lo), 0.0, 1.0)
+        a, b, _ = _beta_shape(unit)
+        method = JEFFREYS if _is_binary(unit) else JEFFREYS_BOUNDED_MEAN
+        return cls(method, mean, lo=lo, hi=hi, a=float(a), b=float(b))
+
+    def bounds(self, alpha: float) -> tuple[float, float]:
+        """One-sided-`alpha` lower and upper bounds (together: the 1 − 2α equal-tailed interval)."""
+        if self.method == STUDENT_T:
+            if self.sd == 0:
+                return self.mean, self.mean
+            half = float(sps.t.isf(alpha, self.df)) * self.sd
+            return self.mean - half, self.mean + half
+        unit_mean = (self.mean - self.lo) / (self.hi - self.lo)
+        low, high = _beta_bounds(self.a, self.b, unit_mean, alpha)
+        return self.lo + (self.hi - self.lo) * float(low), self.lo + (self.hi - self.lo) * float(high)
+
+    def p_below(self, x0: float) -> float:
+        """One-sided p-value of H0: mean ≥ x0 (small when the data say the mean is below x0); the upper
+        bound at level α lies below x0 exactly when this is < α."""
+        if self.method == STUDENT_T:
+            if self.sd == 0:
+                return 0.0 if self.mean < x0 else 1.0
+            return float(sps.t.sf((x0 - self.mean) / self.sd, self.df))
+        if self.mean >= x0:
+            return max(0.5, self._posterior_above(x0))
+        return self._posterior_above(x0)
+
+    def p_above(self, x0: float) -> float:
+        """One-sided p-value of H0: mean ≤ x0."""
+        if self.method == STUDENT_T:
+            if self.sd == 0:
+                return 0.0 if self.mean > x0 else 1.0
+            return float(sps.t.sf((self.mean - x0) / self.sd, self.df))
+        if self.mean <= x0:
+            return max(0.5, 1.0 - self._posterior_above(x0))
+        return 1.0 - self._posterior_above(x0)
+
+    def _posterior_above(self, x0: float) -> float:
+        unit = (x0 - self.lo) / (self.hi - self.lo)
+        if unit <= 0.0:
+            return 1.0
+        if unit >= 1.0:
+            return 0.0
+        return float(sps.beta.sf(unit, self.a, self.b))
+
+
+@dataclass(frozen=True)
+class _Difference:
+    """θ1 − θ2 by MOVER, or by t / Welch on an unknown range; bounds at any one-sided level, and p-values
+    found as the level at which a bound reaches the null value (so test and interval always agree)."""
+
+    method: str
+    estimate: float
+    parts: tuple[_MeanDistribution, _MeanDistribution] | None = None
+    scale: float = 1.0
+    r: float = 0.0
+    sd: float | None = None
+    df: float | None = None
+
+    def bounds(self, alpha: float) -> tuple[float, float]:
+        if self.parts is None:
+            if not self.sd:
+                return self.estimate, self.estimate
+            half = float(sps.t.isf(alpha, self.df)) * self.sd
+            return self.estimate - half, self.estimate + half
+        first, second = self.parts
+        l1, h1 = first.bounds(alpha)
+        l2, h2 = second.bounds(alpha)
+        low, high = _mover(first.mean, l1, h1, second.mean, l2, h2, self.r)
+        return self.scale * float(low), self.scale * float(high)
+
+    def p_below(self, x0: float = 0.0) -> float:
+        """One-sided p-value of H0: θ1 − θ2 ≥ x0."""
+        return self._p(x0, upper=True)
+
+    def p_above(self, x0: float = 0.0) -> float:
+        """One-sided p-value of H0: θ1 − θ2 ≤ x0."""
+        return self._p(x0, upper=False)
+
+    def p_two_sided(self, x0: float = 0.0) -> float:
+        return min(1.0, 2.0 * min(self.p_below(x0), self.p_above(x0)))
+
+    def _p(self, x0: float, *, upper: bool) -> float:
+        """The one-sided level at which the upper (or lower) bound reaches x0. A p-value above ½ is 1 − the
+        opposite side's, or ½ when x0 lies between the two bounds at level ½."""
+        own = self._crossing(x0, upper=upper)
+        if own is not None:
+            return own
+        other = self._crossing(x0, upper=not upper)
+        return 1.0 - other if other is not None else 0.5
+
+    def _crossing(self, x0: float, *, upper: bool) -> float | None:
+        def beyond(log_alpha: float) -> float:  # > 0 while the bound has not crossed x0
+            low, high = self.bounds(math.exp(log_alpha))
+            return (high - x0) if upper else (x0 - low)
+
+        lo_end, hi_end = math.log(_TINY_ALPHA), math.log(0.5)
+        if beyond(lo_end) < 0:
+            return _TINY_ALPHA
+        if beyond(hi_end) >= 0:
+            return None
+        return math.exp(optimize.brentq(beyond, lo_end, hi_end, xtol=1e-10))
+
+
+def _paired_difference(c: np.ndarray, b: np.ndarray, span: tuple[float, float] | None) -> _Difference:
+    d = c - b
+    if span is None:
+        sd = float(d.std(ddof=1) / math.sqrt(d.size)) if d.size >= 2 else None
+        return _Difference(STUDENT_T_PAIRED, float(d.mean()), sd=sd, df=d.size - 1.0)
+    width = span[1] - span[0]
+    gain, loss = np.maximum(d, 0.0) / width, np.maximum(-d, 0.0) / width
+    unit = (0.0, 1.0)
+    return _Difference(MOVER_PAIRED, float(d.mean()),
+                       parts=(_MeanDistribution.of(gain, unit), _MeanDistribution.of(loss, unit)),
+                       scale=width, r=float(_correlation(gain, loss)))  # fmt: skip
+
+
+def _independent_difference(c: np.ndarray, b: np.ndarray, span: tuple[float, float] | None) -> _Difference:
+    estimate = float(c.mean() - b.mean())
+    if span is None:
+        vc, vb = c.var(ddof=1) / c.size, b.var(ddof=1) / b.size
+        se = math.sqrt(vc + vb)
+        df = (vc + vb) ** 2 / (vc**2 / (c.size - 1) + vb**2 / (b.size - 1)) if se > 0 else 1.0
+        return _Difference(WELCH, estimate, sd=se, df=df)
+    return _Difference(MOVER_INDEPENDENT, estimate, parts=(_MeanDistribution.of(c, span), _MeanDistribution.of(b, span)))
+
+
+# --- Multiple testing ----------------------------------------------------------------------------
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values (family-wise error control under any dependence): with p sorted
+    ascending, p̃_(i) = max_{j ≤ i} min(1, (m − j + 1) p_(j)); reject where p̃ ≤ α."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
+    """Benjamini–Hochberg step-up adjusted p-values (false-discovery-rate control for independent or
+    positively dependent tests): with p sorted ascending, p̃_(i) = min_{j ≥ i} min(1, m p_(j) / j);
+    reject where p̃ ≤ q."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i], reverse=True)
+    adjusted = [0.0] * m
+    running = 1.0
+    for position, i in enumerate(order):
+        rank = m - position
+        running = min(running, m * p_values[i] / rank)
+        adjusted[i] = min(1.0, running)
+    return adjusted
+
+
+# --- Aggregates -----------------------------------------------------------------------------------
+
+
 @dataclass(frozen=True)
 class Aggregate:
-    """One metric over one stratum of one run. `n` counts the ok scores the mean is taken over."""
+    """One metric over one stratum of one run. `n` counts the ok scores the mean is taken over.
+
+    `ci_low`/`ci_high` form the equal-tailed `confidence` interval made by `ci_method` (a CI_METHODS key);
+    `value_range` and `beta_shape` (Jeffreys methods: Beta(a, b) on the range rescaled to [0, 1]) let
+    a caller test the mean against any threshold with `p_below`/`p_above`.
+    """
 
     metric: str
     stratum: str
@@ -50,15 +497,125 @@ class Aggregate:
     ci_low: float | None
     ci_high: float | None
     std: float | None
+    ci_method: str | None = None
+    confidence: float = CONFIDENCE
+    value_range: tuple[float, float] | None = None
+    beta_shape: tuple[float, float] | None = None
 
     @property
     def n_items(self) -> int:
         return self.n + self.n_failed + self.n_skipped
 
+    def p_below(self, threshold: float) -> float | None:
+        """One-sided p-value of H0: true mean ≥ threshold; None without a mean."""
+        dist = self._distribution()
+        return dist.p_below(threshold) if dist else None
+
+    def p_above(self, threshold: float) -> float | None:
+        """One-sided p-value of H0: true mean ≤ threshold; None without a mean."""
+        dist = self._distribution()
+        return dist.p_above(threshold) if dist else None
+
+    def _distribution(self) -> _MeanDistribution | None:
+        if self.mean is None:
+            return None
+        if self.beta_shape is not None and self.value_range is not None:
+            lo, hi = self.value_range
+            return _MeanDistribution(self.ci_method or JEFFREYS_BOUNDED_MEAN, self.mean, lo=lo, hi=hi,
+                                     a=self.beta_shape[0], b=self.beta_shape[1])  # fmt: skip
+        if self.ci_method == STUDENT_T and self.std is not None and self.n >= 2:
+            return _MeanDistribution(STUDENT_T, self.mean, sd=self.std / math.sqrt(self.n), df=self.n - 1.0)
+        if self.ci_low is not None and self.ci_high is not None:
+            # Built by hand with only an interval: a normal distribution with that interval.
+            z = float(sps.norm.isf((1.0 - self.confidence) / 2.0))
+            return _MeanDistribution(STUDENT_T, self.mean, sd=(self.ci_high - self.ci_low) / (2 * z), df=math.inf)
+        return None
+
+
+def aggregate(
+    scores: Iterable[ScoreLike], *, n_resamples: int | None = None, confidence: float = CONFIDENCE,
+    seed: int | None = None,
+) -> list[Aggregate]:
+    """Per metric and stratum, plus the pooled stratum `all`.
+
+    Intervals are closed-form (see the module docstring); `n_resamples=0` still skips them (cheap trend
+    lines), any other `n_resamples` and `seed` are accepted for callers of the bootstrap era and unused.
+    """
+    del seed  # closed-form intervals draw nothing
+    groups: dict[tuple[str, str], list[ScoreLike]] = defaultdict(list)
+    for score in scores:
+        groups[(score.metric, score.stratum)].append(score)
+        groups[(score.metric, OVERALL)].append(score)
+    with_ci = n_resamples != 0
+    out = [
+        _aggregate_group(metric, stratum, rows, confidence=confidence, with_ci=with_ci)
+        for (metric, stratum), rows in groups.items()
+    ]
+    return sorted(out, key=lambda a: (a.metric, a.stratum != OVERALL, a.stratum))
+
+
+def _aggregate_group(metric: str, stratum: str, rows: list[ScoreLike], *, confidence: float,
+                     with_ci: bool) -> Aggregate:  # fmt: skip
+    values = np.array(_ok_values(rows), dtype=float)
+    n = int(values.size)
+    span = value_range(metric, values)
+    dist = _MeanDistribution.of(values, span) if with_ci else None
+    low, high = dist.bounds((1.0 - confidence) / 2.0) if dist else (None, None)
+    return Aggregate(
+        metric=metric, stratum=stratum, n=n,
+        n_failed=sum(1 for r in rows if r.status == "failed"),
+        n_skipped=sum(1 for r in rows if r.status == "skipped"),
+        mean=float(values.mean()) if n else None, ci_low=low, ci_high=high,
+        std=float(values.std(ddof=1)) if n >= 2 else None,
+        ci_method=dist.method if dist else None, confidence=confidence,
+        value_range=span if dist and dist.a is not None else None,
+        beta_shape=(dist.a, dist.b) if dist and dist.a is not None else None,
+    )  # fmt: skip
+
+
+def proportion_ci(successes: int, n: int, *, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Jeffreys interval of a count of successes (gate pass rates, share of items with a label)."""
+    low, high = jeffreys_interval(successes, n, confidence=confidence)
+    return float(low), float(high)
+
+
+def _ok_values(rows: Iterable[ScoreLike]) -> list[float]:
+    values = []
+    for r in rows:
+        if r.status != "ok":
+            continue
+        if r.value is None or not math.isfinite(r.value):
+            raise ValueError(f"score {r.metric} of item {r.item_id} is ok but has no finite value")
+        values.append(float(r.value))
+    return values
+
+
+def _by_item(scores: Iterable[ScoreLike], metric: str) -> dict[str, ScoreLike]:
+    by_item: dict[str, ScoreLike] = {}
+    for s in scores:
+        if s.metric != metric:
+            continue
+        if s.item_id in by_item:
+            raise ValueError(f"item {s.item_id} has two {metric} scores in one run")
+        by_item[s.item_id] = s
+    return by_item
+
+
+def _ok_by_item(scores: Iterable[ScoreLike], metric: str) -> dict[str, float]:
+    return {i: _ok_values([s])[0] for i, s in _by_item(scores, metric).items() if s.status == "ok"}
+
+
+# --- Paired comparison and `eval compare` -----------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class PairedComparison:
-    """Candidate minus baseline on the items both runs scored ok for one metric."""
+    """Candidate minus baseline on the items both runs scored ok for one metric.
+
+    `ci_low`/`ci_high`: equal-tailed `confidence` interval of the mean difference (`ci_method`);
+    `p_value`: two-sided, H0: no difference, from the same intervals (p < 1 − confidence exactly when
+    the interval excludes 0).
+    """
 
     metric: str
     n_pairs: int
@@ -68,27 +625,128 @@ class PairedComparison:
     ci_low: float | None
     ci_high: float | None
     sd_diff: float | None
+    ci_method: str | None = None
+    p_value: float | None = None
+    confidence: float = CONFIDENCE
+
+
+def paired_comparison(
+    candidate_scores: Iterable[ScoreLike], baseline_scores: Iterable[ScoreLike], metric: str, *,
+    confidence: float = CONFIDENCE,
+) -> PairedComparison:
+    """Difference candidate − baseline over the items both runs scored ok, with a MOVER-Jeffreys interval.
+
+    Pairing removes the item-to-item variance both runs share (hard questions are hard for both), so a
+    paired difference is far less noisy than the difference of two means. It says nothing about the
+    items one run failed: `regression_gate` checks those.
+    """
+    result, _ = _paired(list(candidate_scores), list(baseline_scores), metric, confidence)
+    return result
+
+
+def _paired(candidate, baseline, metric: str, confidence: float) -> tuple[PairedComparison, _Difference | None]:
+    cand, base = _ok_by_item(candidate, metric), _ok_by_item(baseline, metric)
+    shared = sorted(cand.keys() & base.keys())
+    if not shared:
+        return PairedComparison(metric, 0, None, None, None, None, None, None, confidence=confidence), None
+    c = np.array([cand[i] for i in shared])
+    b = np.array([base[i] for i in shared])
+    span = value_range(metric, np.concatenate([c, b]))
+    diff = _paired_difference(c, b, span)
+    low, high = diff.bounds((1.0 - confidence) / 2.0)
+    return PairedComparison(
+        metric=metric, n_pairs=len(shared), candidate_mean=float(c.mean()), baseline_mean=float(b.mean()),
+        mean_diff=diff.estimate, ci_low=low, ci_high=high,
+        sd_diff=float((c - b).std(ddof=1)) if len(shared) >= 2 else None,
+        ci_method=diff.method, p_value=diff.p_two_sided(), confidence=confidence,
+    ), diff  # fmt: skip
+
+
+def compare_runs(arm_b: Sequence[ScoreLike], arm_a: Sequence[ScoreLike], *, confidence: float = CONFIDENCE,
+                 fdr: float = COMPARE_FDR) -> list[dict]:  # fmt: skip
+    """`eval compare`'s rows: paired difference B − A per metric (both arms measured) and stratum (`all`
+    first, then A's strata), for every cell with at least one pair.
+
+    Each row: metric, stratum, n_pairs, a, b, diff, ci_low, ci_high (equal-tailed `confidence`
+    interval), ci_method, p_value (two-sided, H0: B = A), p_adjusted (Benjamini–Hochberg over all rows),
+    significant (p_adjusted ≤ fdr), correction. Many strata × metrics are tested at once; BH keeps the
+    expected share of false "significant" rows at `fdr`.
+    """
+    metrics = sorted({s.metric for s in arm_a} & {s.metric for s in arm_b})
+    strata = [OVERALL] + sorted({s.stratum for s in arm_a})
+    rows = []
+    for metric in metrics:
+        for stratum in strata:
+            def pick(scores, st=stratum):
+                return scores if st == OVERALL else [s for s in scores if s.stratum == st]
+
+            result = paired_comparison(pick(arm_b), pick(arm_a), metric, confidence=confidence)
+            if result.n_pairs:
+                rows.append({"metric": metric, "stratum": stratum, "n_pairs": result.n_pairs,
+                             "a": result.baseline_mean, "b": result.candidate_mean, "diff": result.mean_diff,
+                             "ci_low": result.ci_low, "ci_high": result.ci_high, "ci_method": result.ci_method,
+                             "p_value": result.p_value})  # fmt: skip
+    tested = [r for r in rows if r["p_value"] is not None]
+    for row, adjusted in zip(tested, benjamini_hochberg([r["p_value"] for r in tested])):
+        row["p_adjusted"] = adjusted
+    for row in rows:
+        row.setdefault("p_adjusted", None)
+        row["significant"] = row["p_adjusted"] is not None and row["p_adjusted"] <= fdr
+        row["correction"] = BENJAMINI_HOCHBERG
+    return rows
+
+
+# --- The regression gate ------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class MetricGate:
+    """The gate's verdict on one metric; `reason` states every check that failed (or why it passed)."""
+
     metric: str
     design: Literal["paired", "independent", "none"]
     higher_is_better: bool
     n_pairs: int
     n_candidate: int
+    """ok candidate scores."""
     n_baseline: int
+    """ok baseline scores."""
     candidate_mean: float | None
     baseline_mean: float | None
     diff: float | None
     """candidate_mean − baseline_mean over the compared scores (raw sign, not direction-adjusted)."""
     standard_error: float | None
+    """sd of the differences / √pairs (Welch SE for independent runs): shown, not used for the decision."""
     tolerance: float | None
+    """max(min_tolerance, noise band): the worsening passes up to it. The noise band is the distance from
+    the worsening to its one-sided lower bound at the Holm-adjusted level, so worsening > tolerance
+    exactly when the drop is both larger than min_tolerance and significant after Holm."""
     ci_low: float | None
     ci_high: float | None
-    """Bootstrap CI of the paired difference (paired design only); shown, not used for the decision."""
+    """Equal-tailed 95 % interval of the difference (unadjusted)."""
     passed: bool
     reason: str
+    ci_method: str | None = None
+    p_value: float | None = None
+    """One-sided p-value of H0: no worsening."""
+    p_adjusted: float | None = None
+    """Holm-adjusted p_value over the gated metrics that had one."""
+    correction: str = HOLM
+    n_candidate_items: int = 0
+    """Candidate items with a score of this metric (ok, failed or skipped)."""
+    n_baseline_items: int = 0
+    n_missing: int = 0
+    """Baseline items with no score of this metric in the candidate (paired design)."""
+    candidate_not_ok_share: float | None = None
+    """(failed + skipped) / items in the candidate, over the items both runs have (paired design)."""
+    baseline_not_ok_share: float | None = None
+    failure_rise: float | None = None
+    failure_rise_ci_low: float | None = None
+    failure_rise_ci_high: float | None = None
+    failure_rise_p_value: float | None = None
+    """One-sided p-value of H0: the not-ok share did not rise."""
+    checks_failed: tuple[str, ...] = ()
+    """Names of the failed checks: missing_items, failure_rise, too_few_pairs, score_drop, not_comparable."""
 
 
 @dataclass(frozen=True)
@@ -96,11 +754,25 @@ class GateResult:
     passed: bool
     metrics: list[MetricGate] = field(default_factory=list)
     min_tolerance: float = 0.02
-    z: float = 1.96
+    alpha: float = ALPHA
+    correction: str = HOLM
+    min_pairs: int = DEFAULT_MIN_PAIRS
+    max_failure_rise: float = DEFAULT_MAX_FAILURE_RISE
+    confidence: float = CONFIDENCE
 
     @property
     def failed_metrics(self) -> list[str]:
         return [m.metric for m in self.metrics if not m.passed]
+
+    @property
+    def rule(self) -> str:
+        """The decision rule in one paragraph, for the report."""
+        return (f"A metric fails when baseline items are missing from the candidate; when its failed-or-skipped "
+                f"share rises by more than {self.max_failure_rise:.2f} and significantly (one-sided α = "
+                f"{self.alpha:g}); when fewer than {self.min_pairs} items are scored ok in both runs; or when it "
+                f"worsens by more than max({self.min_tolerance:g}, noise band), the noise band making the drop "
+                f"significant at one-sided α = {self.alpha:g} after Holm's correction over the "
+                f"{len(self.metrics)} gated metric(s).")  # fmt: skip
 
     def summary(self) -> str:
         if self.passed:
@@ -108,17 +780,167 @@ class GateResult:
         return "gate failed: " + "; ".join(f"{m.metric}: {m.reason}" for m in self.metrics if not m.passed)
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "summary": self.summary()}
+        return {**asdict(self), "summary": self.summary(), "rule": self.rule}
+
+
+def regression_gate(
+    candidate: Sequence[ScoreLike], baseline: Sequence[ScoreLike], metrics: Iterable[str], *,
+    min_tolerance: float = 0.02, min_pairs: int = DEFAULT_MIN_PAIRS,
+    max_failure_rise: float = DEFAULT_MAX_FAILURE_RISE, alpha: float = ALPHA,
+) -> GateResult:
+    """Pass when every gated metric passes four checks (see the module docstring for the exact tests):
+
+    1. missing items: every item the baseline has a score of (ok, failed or skipped) the candidate has too;
+    2. failure rise: the failed-or-skipped share does not rise by more than `max_failure_rise` with a
+       one-sided test at `alpha` rejecting "no rise" (paired per item when the runs share items);
+    3. enough pairs: at least `min_pairs` items are ok in both runs (independent design: in each run);
+    4. score drop: worsening ≤ max(`min_tolerance`, noise band), i.e. fail only when the worsening is larger
+       than `min_tolerance` and its one-sided test (H0: no worsening; MOVER-Jeffreys) rejects at `alpha`
+       after Holm's correction over the gated metrics.
+
+    Design per metric: "paired" when the runs share at least one item id (offline golden sets),
+    "independent" when they share none (online runs sample different traces), "none" when a run has no
+    score of the metric. The drop of check 4 is the mean paired difference (paired) or the difference of
+    means (independent). A drop of 0.03 with paired sd 0.15 passes at 50 pairs and fails at 500: 50
+    queries are noisier than 500.
+    """
+    gated = list(dict.fromkeys(metrics))
+    if not gated:
+        raise ValueError("a regression gate needs at least one metric")
+    if min_pairs < 2:
+        raise ValueError("min_pairs below 2 leaves nothing to estimate a spread from")
+    candidate, baseline = list(candidate), list(baseline)
+    drafts = [_gate_draft(candidate, baseline, metric, min_pairs=min_pairs, max_failure_rise=max_failure_rise,
+                          alpha=alpha) for metric in gated]  # fmt: skip
+    tested = [d for d in drafts if d["p_value"] is not None]
+    for draft, adjusted in zip(tested, holm([d["p_value"] for d in tested])):
+        draft["p_adjusted"] = adjusted
+    results = [_gate_verdict(d, min_tolerance=min_tolerance, alpha=alpha, n_tests=len(tested)) for d in drafts]
+    return GateResult(passed=all(r.passed for r in results), metrics=results, min_tolerance=min_tolerance,
+                      alpha=alpha, min_pairs=min_pairs, max_failure_rise=max_failure_rise)  # fmt: skip
+
+
+def _gate_draft(candidate, baseline, metric: str, *, min_pairs: int, max_failure_rise: float,
+                alpha: float) -> dict:  # fmt: skip
+    """Every figure of one metric's gate except the Holm adjustment, which needs all metrics."""
+    higher = metric not in LOWER_IS_BETTER
+    cand_rows, base_rows = _by_item(candidate, metric), _by_item(baseline, metric)
+    cand, base = _ok_by_item(candidate, metric), _ok_by_item(baseline, metric)
+    shared_items = cand_rows.keys() & base_rows.keys()
+    design = "paired" if shared_items else ("independent" if cand_rows and base_rows else "none")
+    draft: dict = dict(metric=metric, design=design, higher_is_better=higher, n_candidate=len(cand),
+                       n_baseline=len(base), n_candidate_items=len(cand_rows), n_baseline_items=len(base_rows),
+                       n_pairs=len(cand.keys() & base.keys()), candidate_mean=None, baseline_mean=None, diff=None,
+                       standard_error=None, ci_low=None, ci_high=None, ci_method=None, p_value=None,
+                       p_adjusted=None, difference=None, problems=[], checks_failed=[])  # fmt: skip
+
+    def fail(check: str, text: str) -> None:
+        draft["checks_failed"].append(check)
+        draft["problems"].append(text)
+
+    if design == "none":
+        fail("not_comparable", f"not comparable: {len(cand_rows)} candidate and {len(base_rows)} baseline "
+                               f"scores of this metric")  # fmt: skip
+        return draft
+
+    if design == "paired":
+        missing = base_rows.keys() - cand_rows.keys()
+        draft["n_missing"] = len(missing)
+        if missing:
+            fail("missing_items", f"{len(missing)} of {len(base_rows)} baseline items missing from the candidate")
+        items = sorted(shared_items)
+        cand_lost = np.array([cand_rows[i].status != "ok" for i in items], dtype=float)
+        base_lost = np.array([base_rows[i].status != "ok" for i in items], dtype=float)
+        rise = _paired_difference(cand_lost, base_lost, (0.0, 1.0))
+    else:
+        cand_lost = np.array([s.status != "ok" for s in cand_rows.values()], dtype=float)
+        base_lost = np.array([s.status != "ok" for s in base_rows.values()], dtype=float)
+        rise = _independent_difference(cand_lost, base_lost, (0.0, 1.0))
+    rise_low, rise_high = rise.bounds(alpha)
+    rise_p = rise.p_above(0.0)
+    draft.update(candidate_not_ok_share=float(cand_lost.mean()), baseline_not_ok_share=float(base_lost.mean()),
+                 failure_rise=rise.estimate, failure_rise_ci_low=rise_low, failure_rise_ci_high=rise_high,
+                 failure_rise_p_value=rise_p)  # fmt: skip
+    if rise.estimate > max_failure_rise + 1e-12 and rise_p < alpha:
+        fail("failure_rise", f"failed-or-skipped share rose from {base_lost.mean():.2f} to {cand_lost.mean():.2f} "
+                             f"(+{rise.estimate:.2f} > {max_failure_rise:.2f}, one-sided p {_fmt_p(rise_p)})")  # fmt: skip
+
+    if design == "paired":
+        enough = draft["n_pairs"] >= min_pairs
+        if not enough:
+            fail("too_few_pairs", f"only {draft['n_pairs']} items scored ok in both runs (need ≥ {min_pairs})")
+        shared = sorted(cand.keys() & base.keys())
+        if not shared:
+            return draft
+        c, b = np.array([cand[i] for i in shared]), np.array([base[i] for i in shared])
+        difference = _paired_difference(c, b, value_range(metric, np.concatenate([c, b])))
+        se = float((c - b).std(ddof=1) / math.sqrt(c.size)) if c.size >= 2 else None
+    else:
+        if len(cand) < min_pairs or len(base) < min_pairs:
+            fail("too_few_pairs", f"only {len(cand)} candidate and {len(base)} baseline ok scores "
+                                  f"(need ≥ {min_pairs} each)")  # fmt: skip
+        if not cand or not base:
+            return draft
+        c, b = np.array(list(cand.values())), np.array(list(base.values()))
+        difference = _independent_difference(c, b, value_range(metric, np.concatenate([c, b])))
+        se = (math.sqrt(c.var(ddof=1) / c.size + b.var(ddof=1) / b.size)
+              if c.size >= 2 and b.size >= 2 else None)  # fmt: skip
+    low, high = difference.bounds(ALPHA)
+    draft.update(candidate_mean=float(c.mean()), baseline_mean=float(b.mean()), diff=difference.estimate,
+                 standard_error=se, ci_low=low, ci_high=high, ci_method=difference.method, difference=difference,
+                 p_value=difference.p_below(0.0) if higher else difference.p_above(0.0))  # fmt: skip
+    return draft
+
+
+def _gate_verdict(draft: dict, *, min_tolerance: float, alpha: float, n_tests: int) -> MetricGate:
+    problems, checks = list(draft.pop("problems")), list(draft.pop("checks_failed"))
+    difference: _Difference | None = draft.pop("difference")
+    tolerance = None
+    if difference is not None:
+        higher = draft["higher_is_better"]
+        worsening = -difference.estimate if higher else difference.estimate
+        p, p_adj = draft["p_value"], draft["p_adjusted"]
+        # The level at which this metric's own bound decides as Holm does: α·p/p̃ (α/m when p = 0).
+        level = alpha * p / p_adj if p > 0 and p_adj > 0 else alpha / max(n_tests, 1)
+        low, high = difference.bounds(min(level, 0.5))
+        worsening_bound = -high if higher else low  # one-sided lower bound of the worsening
+        tolerance = max(min_tolerance, worsening - worsening_bound)
+        significant = p_adj <= alpha
+        material = worsening > min_tolerance + 1e-12  # a drop of exactly the tolerance passes despite rounding
+        direction = "drop" if higher else "rise"
+        change = f"{direction} of {worsening:.4f}" if worsening > 0 else f"no {direction}"
+        sizes = f"{draft['n_pairs']} pairs" if draft["design"] == "paired" else \
+            f"{draft['n_candidate']} vs {draft['n_baseline']} items"  # fmt: skip
+        stats_text = f"{draft['design']}, {sizes}, one-sided p {_fmt_p(p)}, Holm-adjusted p {_fmt_p(p_adj)}"
+        score_text = f"{change} {'exceeds' if material and significant else 'within'} tolerance {tolerance:.4f} ({stats_text})"
+        if material and significant:
+            checks.append("score_drop")
+            problems.append(score_text)
+        elif not problems:
+            return MetricGate(**draft, tolerance=tolerance, passed=True, reason=score_text, correction=HOLM)
+        else:
+            problems.append(f"score: {score_text}")  # context for the failed checks above
+    return MetricGate(**draft, tolerance=tolerance, passed=False, reason="; ".join(problems), correction=HOLM,
+                      checks_failed=tuple(checks))  # fmt: skip
+
+
+def _fmt_p(p: float | None) -> str:
+    """"= 0.012" or "< 0.001", to follow a "p"."""
+    if p is None:
+        return "= —"
+    return "< 0.001" if p < 0.001 else f"= {p:.3f}"
+
+
+# --- The interval ragwatch printed before -------------------------------------------------------------
 
 
 def bootstrap_ci(
     values: Sequence[float] | np.ndarray, *, n_resamples: int = N_RESAMPLES, confidence: float = CONFIDENCE,
     seed: int = SEED,
 ) -> tuple[float, float] | None:
-    """Percentile bootstrap interval of the mean; None below two values (one value has no spread).
-
-    Values are sorted first so the interval depends on the multiset only: the same scores read
-    back from the results DB in another order give the same interval.
+    """Percentile bootstrap interval of the mean; None below two values. No printed figure uses it any more:
+    it collapses to [1, 1] when every score is 1.0 and covers 0.65 at n = 10, p = 0.9 (see
+    tests/test_stats_coverage.py). Kept so that comparison can be rerun.
     """
     data = np.sort(np.asarray(values, dtype=float))
     n = data.size
@@ -133,140 +955,3 @@ def bootstrap_ci(
     alpha = (1.0 - confidence) / 2.0
     low, high = np.quantile(means, [alpha, 1.0 - alpha])
     return float(low), float(high)
-
-
-def aggregate(
-    scores: Iterable[ScoreLike], *, n_resamples: int = N_RESAMPLES, confidence: float = CONFIDENCE, seed: int = SEED
-) -> list[Aggregate]:
-    """Per metric and stratum, plus the pooled stratum `all`; `n_resamples=0` skips the intervals."""
-    groups: dict[tuple[str, str], list[ScoreLike]] = defaultdict(list)
-    for score in scores:
-        groups[(score.metric, score.stratum)].append(score)
-        groups[(score.metric, OVERALL)].append(score)
-    out = [
-        _aggregate_group(metric, stratum, rows, n_resamples=n_resamples, confidence=confidence, seed=seed)
-        for (metric, stratum), rows in groups.items()
-    ]
-    return sorted(out, key=lambda a: (a.metric, a.stratum != OVERALL, a.stratum))
-
-
-def _aggregate_group(metric: str, stratum: str, rows: list[ScoreLike], **ci) -> Aggregate:
-    values = np.array(_ok_values(rows), dtype=float)
-    n = int(values.size)
-    interval = bootstrap_ci(values, **ci)
-    return Aggregate(
-        metric=metric, stratum=stratum, n=n,
-        n_failed=sum(1 for r in rows if r.status == "failed"),
-        n_skipped=sum(1 for r in rows if r.status == "skipped"),
-        mean=float(values.mean()) if n else None,
-        ci_low=interval[0] if interval else None, ci_high=interval[1] if interval else None,
-        std=float(values.std(ddof=1)) if n >= 2 else None,
-    )  # fmt: skip
-
-
-def _ok_values(rows: Iterable[ScoreLike]) -> list[float]:
-    values = []
-    for r in rows:
-        if r.status != "ok":
-            continue
-        if r.value is None or not math.isfinite(r.value):
-            raise ValueError(f"score {r.metric} of item {r.item_id} is ok but has no finite value")
-        values.append(float(r.value))
-    return values
-
-
-def _ok_by_item(scores: Iterable[ScoreLike], metric: str) -> dict[str, float]:
-    by_item: dict[str, float] = {}
-    for s in scores:
-        if s.metric != metric or s.status != "ok":
-            continue
-        if s.item_id in by_item:
-            raise ValueError(f"item {s.item_id} has two ok {metric} scores in one run")
-        by_item[s.item_id] = _ok_values([s])[0]
-    return by_item
-
-
-def paired_comparison(
-    candidate_scores: Iterable[ScoreLike], baseline_scores: Iterable[ScoreLike], metric: str, *,
-    n_resamples: int = N_RESAMPLES, confidence: float = CONFIDENCE, seed: int = SEED,
-) -> PairedComparison:
-    """Difference candidate − baseline over the items both runs scored ok, with a bootstrap CI.
-
-    Pairing removes the item-to-item variance both runs share (hard questions are hard for
-    both), so a paired difference is far less noisy than the difference of two means.
-    """
-    cand, base = _ok_by_item(candidate_scores, metric), _ok_by_item(baseline_scores, metric)
-    shared = sorted(cand.keys() & base.keys())
-    if not shared:
-        return PairedComparison(metric, 0, None, None, None, None, None, None)
-    c = np.array([cand[i] for i in shared])
-    b = np.array([base[i] for i in shared])
-    diffs = c - b
-    interval = bootstrap_ci(diffs, n_resamples=n_resamples, confidence=confidence, seed=seed)
-    return PairedComparison(
-        metric=metric, n_pairs=len(shared), candidate_mean=float(c.mean()), baseline_mean=float(b.mean()),
-        mean_diff=float(diffs.mean()), ci_low=interval[0] if interval else None,
-        ci_high=interval[1] if interval else None, sd_diff=float(diffs.std(ddof=1)) if len(shared) >= 2 else None,
-    )  # fmt: skip
-
-
-def regression_gate(
-    candidate: Sequence[ScoreLike], baseline: Sequence[ScoreLike], metrics: Iterable[str], *,
-    min_tolerance: float = 0.02, z: float = 1.96, n_resamples: int = N_RESAMPLES, seed: int = SEED,
-) -> GateResult:
-    """Pass when, on every gated metric, candidate ≥ baseline − tolerance (≤ baseline + tolerance
-    for metrics in LOWER_IS_BETTER).
-
-    The tolerance is sized to the eval set: tolerance = max(min_tolerance, z · SE), i.e. the
-    half-width of the normal-approximation confidence interval of the difference, floored so
-    a huge eval set does not flag drops too small to matter.
-
-    - Paired design (the two runs share ≥ 2 items scored ok; the offline golden set):
-      SE = sd(candidate_i − baseline_i) / √n_pairs, and the difference is the mean paired difference.
-    - Independent design (fewer than 2 shared items; online runs sample different traces each day):
-      SE = √(var_candidate / n_candidate + var_baseline / n_baseline) (Welch), difference of means.
-
-    So a drop of 0.03 with sd_diff 0.15 passes at 50 pairs (tolerance 0.042) and fails at 500
-    (tolerance floored to 0.02): 50 queries are noisier than 500. A metric that cannot be
-    compared (fewer than two scores on a side) fails the gate rather than passing unchecked.
-    """
-    gated = list(dict.fromkeys(metrics))
-    if not gated:
-        raise ValueError("a regression gate needs at least one metric")
-    results = [
-        _gate_metric(candidate, baseline, metric, min_tolerance=min_tolerance, z=z, n_resamples=n_resamples, seed=seed)
-        for metric in gated
-    ]
-    return GateResult(passed=all(r.passed for r in results), metrics=results, min_tolerance=min_tolerance, z=z)
-
-
-def _gate_metric(candidate, baseline, metric: str, *, min_tolerance: float, z: float, n_resamples: int,
-                 seed: int) -> MetricGate:  # fmt: skip
-    higher = metric not in LOWER_IS_BETTER
-    cand, base = _ok_by_item(candidate, metric), _ok_by_item(baseline, metric)
-    common = dict(metric=metric, higher_is_better=higher, n_candidate=len(cand), n_baseline=len(base))
-    paired = paired_comparison(candidate, baseline, metric, n_resamples=n_resamples, seed=seed)
-    if paired.n_pairs >= 2:
-        se = paired.sd_diff / math.sqrt(paired.n_pairs)
-        diff, c_mean, b_mean, design = paired.mean_diff, paired.candidate_mean, paired.baseline_mean, "paired"
-        ci = (paired.ci_low, paired.ci_high)
-    elif len(cand) >= 2 and len(base) >= 2:
-        c, b = np.array(list(cand.values())), np.array(list(base.values()))
-        se = math.sqrt(c.var(ddof=1) / c.size + b.var(ddof=1) / b.size)
-        c_mean, b_mean, design, ci = float(c.mean()), float(b.mean()), "independent", (None, None)
-        diff = c_mean - b_mean
-    else:
-        return MetricGate(**common, design="none", n_pairs=paired.n_pairs, candidate_mean=None, baseline_mean=None,
-                          diff=None, standard_error=None, tolerance=None, ci_low=None, ci_high=None, passed=False,
-                          reason=f"not comparable: {len(cand)} candidate, {len(base)} baseline, "
-                                 f"{paired.n_pairs} paired ok scores (need 2 per side)")  # fmt: skip
-    tolerance = max(min_tolerance, z * se)
-    worsening = -diff if higher else diff
-    passed = worsening <= tolerance + 1e-12  # a drop of exactly the tolerance passes despite float rounding
-    direction = "drop" if higher else "rise"
-    change = f"{direction} of {worsening:.4f}" if worsening > 0 else f"no {direction}"
-    sizes = f"{paired.n_pairs} pairs" if design == "paired" else f"{len(cand)} vs {len(base)} items"
-    reason = f"{change} {'within' if passed else 'exceeds'} tolerance {tolerance:.4f} ({design}, {sizes})"
-    return MetricGate(**common, design=design, n_pairs=paired.n_pairs, candidate_mean=c_mean, baseline_mean=b_mean,
-                      diff=diff, standard_error=se, tolerance=tolerance, ci_low=ci[0], ci_high=ci[1], passed=passed,
-                      reason=reason)  # fmt: skip
