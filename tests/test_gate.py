@@ -1,0 +1,246 @@
+"""The regression gate: failures, missing items, too few pairs, score drops, Holm over metrics.
+
+Decisions are checked against values computed by hand (Jeffreys bounds combined by MOVER) and
+against simulated error rates.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from pipelines.evaluation.stats import (
+    ALPHA, HOLM, MOVER_INDEPENDENT, MOVER_PAIRED, holm, paired_comparison, paired_difference_interval,
+    regression_gate,
+)  # fmt: skip
+from pipelines.records import Score
+
+
+def score(item: str, metric: str, value: float | None, *, status: str = "ok", run_id: str = "run") -> Score:
+    return Score(run_id=run_id, suite="offline", item_id=item, stratum="single_hop/es", metric=metric, value=value,
+                 status=status, error=None if status == "ok" else "judge timed out", dataset_version="v1")  # fmt: skip
+
+
+def failed(item: str, metric: str) -> Score:
+    return score(item, metric, None, status="failed", run_id="cand")
+
+
+def recall_run(values, run_id: str) -> list[Score]:
+    return [score(f"q{i}", "recall@5", float(v), run_id=run_id) for i, v in enumerate(values)]
+
+
+BASELINE = recall_run([i % 5 != 0 for i in range(50)], "base")
+"""50 items, recall@5 0 on every fifth (10 items), 1 elsewhere."""
+
+
+# --- Failures and missing items -----------------------------------------------------------------------
+
+
+def test_a_candidate_that_failed_48_of_50_items_fails_the_gate():
+    candidate = [s.model_copy(update={"run_id": "cand"}) for s in BASELINE[:2]]
+    candidate += [failed(f"q{i}", "recall@5") for i in range(2, 50)]
+    # On its two survivors the candidate equals the baseline: the paired comparison alone sees nothing.
+    assert paired_comparison(candidate, BASELINE, "recall@5").mean_diff == 0.0
+    gate = regression_gate(candidate, BASELINE, ["recall@5"])
+    [metric] = gate.metrics
+    assert not gate.passed
+    assert set(metric.checks_failed) == {"failure_rise", "too_few_pairs"}
+    assert (metric.candidate_not_ok_share, metric.baseline_not_ok_share) == (0.96, 0.0)
+    assert "rose from 0.00 to 0.96" in metric.reason and "only 2 items scored ok in both runs" in metric.reason
+
+
+def test_a_candidate_that_failed_exactly_the_items_the_baseline_got_wrong_fails_the_gate():
+    candidate = [failed(s.item_id, "recall@5") if s.value == 0.0 else s.model_copy(update={"run_id": "cand"})
+                 for s in BASELINE]  # fmt: skip
+    paired = paired_comparison(candidate, BASELINE, "recall@5")
+    assert (paired.n_pairs, paired.mean_diff) == (40, 0.0)  # what the old gate decided on: no drop
+    gate = regression_gate(candidate, BASELINE, ["recall@5"])
+    assert not gate.passed and gate.metrics[0].checks_failed == ("failure_rise",)
+    assert gate.metrics[0].failure_rise == pytest.approx(0.2)
+    assert "failed-or-skipped share rose from 0.00 to 0.20" in gate.summary()
+
+
+def test_baseline_items_missing_from_the_candidate_fail_the_gate():
+    candidate = [s.model_copy(update={"run_id": "cand"}) for s in BASELINE[:45]]
+    gate = regression_gate(candidate, BASELINE, ["recall@5"])
+    assert not gate.passed
+    assert gate.metrics[0].checks_failed == ("missing_items",) and gate.metrics[0].n_missing == 5
+    assert "5 of 50 baseline items missing from the candidate" in gate.metrics[0].reason
+    # New items in the candidate are not a problem: they are simply not paired.
+    grown = [s.model_copy(update={"run_id": "cand"}) for s in BASELINE] + recall_run([1.0] * 55, "cand")[50:]
+    assert regression_gate(grown, BASELINE, ["recall@5"]).passed
+
+
+def test_too_few_pairs_fail_the_gate_and_min_pairs_is_a_parameter():
+    base, cand = recall_run([1.0] * 15, "base"), recall_run([1.0] * 15, "cand")
+    gate = regression_gate(cand, base, ["recall@5"])
+    assert not gate.passed and gate.metrics[0].checks_failed == ("too_few_pairs",)
+    assert "only 15 items scored ok in both runs (need ≥ 20)" in gate.metrics[0].reason
+    assert regression_gate(cand, base, ["recall@5"], min_pairs=10).passed
+    with pytest.raises(ValueError, match="min_pairs"):
+        regression_gate(cand, base, ["recall@5"], min_pairs=1)
+
+
+def test_a_failure_rise_within_tolerance_passes():
+    base = [score(f"q{i}", "faithfulness", 0.9, run_id="base") for i in range(100)]
+    cand = [failed("q0", "faithfulness")] + [score(f"q{i}", "faithfulness", 0.9, run_id="cand") for i in range(1, 100)]
+    metric = regression_gate(cand, base, ["faithfulness"]).metrics[0]
+    assert metric.passed and metric.failure_rise == pytest.approx(0.01)
+
+
+def test_a_failure_rise_must_be_material_and_significant():
+    def gate(n: int, extra_failures: int):
+        base = [score(f"q{i}", "faithfulness", 0.9, run_id="base") for i in range(n)]
+        cand = [failed(f"q{i}", "faithfulness") if i < extra_failures else score(f"q{i}", "faithfulness", 0.9)
+                for i in range(n)]  # fmt: skip
+        return regression_gate(cand, base, ["faithfulness"], min_pairs=10).metrics[0]
+
+    # 2 of 20: +0.10 is material, but 2 discordant items of 20 are within chance (one-sided p ≈ 0.07).
+    small = gate(20, 2)
+    assert small.passed and small.failure_rise == pytest.approx(0.10) and small.failure_rise_p_value > ALPHA
+    # 4 of 50: +0.08 and significant.
+    large = gate(50, 4)
+    assert not large.passed and large.checks_failed == ("failure_rise",) and large.failure_rise_p_value < ALPHA
+    # Skipped scores count too: a candidate that abstains where the baseline answered loses items the same way.
+    base = [score(f"q{i}", "faithfulness", 0.9, run_id="base") for i in range(50)]
+    skipping = [score(f"q{i}", "faithfulness", None, status="skipped") if i < 10 else score(f"q{i}", "faithfulness", 0.9)
+                for i in range(50)]  # fmt: skip
+    assert regression_gate(skipping, base, ["faithfulness"]).metrics[0].checks_failed == ("failure_rise",)
+
+
+# --- Score drops ------------------------------------------------------------------------------------------
+
+
+def test_a_gate_decision_computed_by_hand():
+    # 50 pairs, 10 items dropped 1 -> 0, none gained. Upper 97.5 % bound of candidate − baseline by MOVER:
+    # −0.2 + √(u_gain² + (0.2 − l_loss)²) with u_gain = Jeffreys upper of 0/50, l_loss = Jeffreys lower of 10/50.
+    u_gain, l_loss = stats.beta.isf(ALPHA, 0.5, 50.5), stats.beta.ppf(ALPHA, 10.5, 40.5)
+    upper = -0.2 + math.sqrt(u_gain**2 + (0.2 - l_loss) ** 2)  # −0.0956 < 0: significant
+    base = recall_run([1.0] * 50, "base")
+    candidate = recall_run([0.0] * 10 + [1.0] * 40, "cand")
+    metric = regression_gate(candidate, base, ["recall@5"]).metrics[0]
+    assert metric.ci_method == MOVER_PAIRED and metric.diff == pytest.approx(-0.2)
+    assert metric.ci_high == pytest.approx(upper)
+    # One metric: Holm changes nothing, the noise band is the distance to that bound.
+    assert metric.tolerance == pytest.approx(0.2 + upper)
+    assert not metric.passed and metric.checks_failed == ("score_drop",)
+    # 2 drops of 50: 0.04 is above min_tolerance 0.02, but not significant (the hand bound is above 0).
+    u_gain2, l_loss2 = u_gain, stats.beta.ppf(ALPHA, 2.5, 48.5)
+    assert -0.04 + math.sqrt(u_gain2**2 + (0.04 - l_loss2) ** 2) > 0
+    assert regression_gate(recall_run([0.0] * 2 + [1.0] * 48, "cand"), base, ["recall@5"]).passed
+
+
+def test_the_same_drop_passes_at_50_items_and_fails_at_500():
+    def runs(n: int):
+        baseline = [score(f"q{i}", "faithfulness", 0.5, run_id="base") for i in range(n)]
+        candidate = [score(f"q{i}", "faithfulness", 0.62 if i % 2 else 0.32, run_id="cand") for i in range(n)]
+        return candidate, baseline
+
+    small = regression_gate(*runs(50), ["faithfulness"]).metrics[0]
+    assert small.design == "paired" and small.n_pairs == 50 and small.diff == pytest.approx(-0.03)
+    assert small.passed and small.tolerance > 0.03
+    large = regression_gate(*runs(500), ["faithfulness"])
+    assert large.metrics[0].tolerance == pytest.approx(0.02)  # noise band below the floor
+    assert not large.passed and "exceeds tolerance 0.0200" in large.summary()
+
+
+def test_a_drop_within_min_tolerance_passes_however_significant():
+    baseline = [score(f"q{i}", "faithfulness", 0.8) for i in range(400)]
+    slightly_worse = [score(f"q{i}", "faithfulness", 0.785) for i in range(400)]
+    better = [score(f"q{i}", "faithfulness", 0.9) for i in range(400)]
+    assert regression_gate(slightly_worse, baseline, ["faithfulness"]).passed  # drop 0.015 ≤ 0.02
+    assert regression_gate(better, baseline, ["faithfulness"]).passed
+
+
+def test_holm_over_the_gated_metrics():
+    base = [score(f"q{i}", m, 1.0, run_id="base") for i in range(100) for m in ("recall@5", "mrr", "faithfulness")]
+    cand = [score(f"q{i}", m, 0.0 if m == "recall@5" and i < 4 else 1.0, run_id="cand")
+            for i in range(100) for m in ("recall@5", "mrr", "faithfulness")]  # fmt: skip
+    alone = regression_gate(cand, base, ["recall@5"]).metrics[0]
+    assert alone.p_value < ALPHA and not alone.passed  # 4 drops of 100, nothing gained
+    gate = regression_gate(cand, base, ["recall@5", "mrr", "faithfulness"])
+    recall = gate.metrics[0]
+    assert recall.p_value == pytest.approx(alone.p_value)
+    # Holm by hand: the smallest of three p-values is multiplied by 3, above α = 0.025.
+    assert recall.p_adjusted == pytest.approx(3 * alone.p_value) and recall.p_adjusted > ALPHA
+    assert [m.p_adjusted for m in gate.metrics] == pytest.approx(holm([m.p_value for m in gate.metrics]))
+    assert gate.passed and gate.correction == HOLM and recall.tolerance > 0.04
+
+
+def test_for_noise_sensitivity_a_rise_is_the_regression():
+    baseline = [score(f"q{i}", "noise_delta_f", (0.0, 0.05, 0.1)[i % 3]) for i in range(200)]
+    worse = [s.model_copy(update={"value": s.value + 0.05}) for s in baseline]
+    better = [s.model_copy(update={"value": s.value - 0.05}) for s in baseline]
+    failed_gate = regression_gate(worse, baseline, ["noise_delta_f"]).metrics[0]
+    assert not failed_gate.passed and not failed_gate.higher_is_better and "rise of 0.0500" in failed_gate.reason
+    assert regression_gate(better, baseline, ["noise_delta_f"]).passed
+
+
+# --- Independent runs and metrics that cannot be compared ---------------------------------------------------
+
+
+def test_online_runs_without_shared_items_are_compared_as_independent_samples():
+    values = [0.6, 0.7, 0.8, 0.9, 1.0]
+    candidate = [score(f"t{i}", "faithfulness", values[i % 5], run_id="cand") for i in range(30)]
+    baseline = [score(f"u{i}", "faithfulness", values[(i + 2) % 5], run_id="base") for i in range(30)]
+    gate = regression_gate(candidate, baseline, ["faithfulness"]).metrics[0]
+    assert gate.design == "independent" and gate.n_pairs == 0 and gate.ci_method == MOVER_INDEPENDENT
+    assert gate.diff == pytest.approx(0.0) and gate.passed
+    assert gate.standard_error == pytest.approx(math.sqrt(2 * np.var(values * 6, ddof=1) / 30))  # Welch, shown only
+    few = regression_gate(candidate[:5], baseline[:5], ["faithfulness"]).metrics[0]
+    assert not few.passed and few.checks_failed == ("too_few_pairs",)
+    broken = [failed(f"t{i}", "faithfulness") if i % 2 else s for i, s in enumerate(candidate * 2)]
+    broken = [s.model_copy(update={"item_id": f"v{i}"}) for i, s in enumerate(broken)]
+    lossy = regression_gate(broken, baseline, ["faithfulness"]).metrics[0]
+    assert "failure_rise" in lossy.checks_failed and lossy.candidate_not_ok_share == pytest.approx(0.5)
+
+
+def test_a_gated_metric_that_cannot_be_compared_fails_the_gate():
+    baseline = [score(f"q{i}", "context_recall", 0.9) for i in range(30)]
+    result = regression_gate([score("q0", "faithfulness", 0.9)], baseline, ["context_recall"])
+    assert not result.passed
+    assert result.metrics[0].design == "none" and "not comparable" in result.metrics[0].reason
+    assert result.to_dict()["summary"].startswith("gate failed")
+    assert "Holm" in result.to_dict()["rule"]
+    with pytest.raises(ValueError, match="at least one metric"):
+        regression_gate(baseline, baseline, [])
+
+
+# --- Simulated error rates ----------------------------------------------------------------------------------
+
+
+def test_the_gate_uses_the_vectorised_paired_interval():
+    rng = np.random.default_rng(3)
+    base = rng.beta(4, 2, 40)
+    cand = np.clip(base + rng.normal(-0.05, 0.1, 40), 0, 1)
+    metric = regression_gate([score(f"q{i}", "faithfulness", float(v)) for i, v in enumerate(cand)],
+                             [score(f"q{i}", "faithfulness", float(v)) for i, v in enumerate(base)],
+                             ["faithfulness"], min_pairs=10).metrics[0]  # fmt: skip
+    assert (metric.ci_low, metric.ci_high) == pytest.approx(paired_difference_interval(cand, base))
+
+
+def test_false_failures_stay_near_alpha_and_real_drops_are_caught():
+    """With min_tolerance 0, a metric fails on its score exactly when the 97.5 % upper bound of
+    candidate − baseline is below 0 (one metric: Holm is the identity)."""
+    rng = np.random.default_rng(2024)
+    reps, n = 20_000, 50
+    # No change: 10 % of the items flip 1 -> 0 and 10 % flip 0 -> 1 (a noisy judge or a reshuffled index).
+    u = rng.random((reps, n))
+    base = np.where(u < 0.1, 1.0, np.where(u < 0.2, 0.0, 1.0))
+    cand = np.where(u < 0.1, 0.0, np.where(u < 0.2, 1.0, 1.0))
+    _, upper = paired_difference_interval(cand, base)
+    assert np.mean(upper < 0) <= 0.035  # nominal 0.025
+    # Faithfulness-like scores, candidate and baseline exchangeable: judge noise on the same answers.
+    truth = np.where(rng.random((reps, n)) < 0.6, 1.0, rng.beta(3, 2, (reps, n)))
+    noisy = lambda: np.clip(truth + rng.normal(0, 0.08, truth.shape) * (truth < 1), 0, 1)  # noqa: E731
+    _, upper = paired_difference_interval(noisy(), noisy())
+    assert np.mean(upper < 0) <= 0.035
+    # A real drop of 0.10 in recall over 200 items (12 % lose it, 2 % gain it) is caught nearly always.
+    u = rng.random((2_000, 200))
+    base = np.where(u < 0.02, 0.0, 1.0)
+    cand = np.where(u < 0.02, 1.0, np.where(u < 0.14, 0.0, 1.0))
+    _, upper = paired_difference_interval(cand, base)
+    assert np.mean(upper < 0) >= 0.95
