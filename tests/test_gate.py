@@ -6,6 +6,7 @@ against simulated error rates.
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -50,6 +51,8 @@ def test_a_candidate_that_failed_48_of_50_items_fails_the_gate():
     assert set(metric.checks_failed) == {"failure_rise", "too_few_pairs"}
     assert (metric.candidate_not_ok_share, metric.baseline_not_ok_share) == (0.96, 0.0)
     assert "rose from 0.00 to 0.96" in metric.reason and "only 2 items scored ok in both runs" in metric.reason
+    stored = json.loads(json.dumps(gate.to_dict(), allow_nan=False))  # the results DB keeps it as JSON
+    assert stored["metrics"][0]["checks_failed"] == ["failure_rise", "too_few_pairs"] and not stored["passed"]
 
 
 def test_a_candidate_that_failed_exactly_the_items_the_baseline_got_wrong_fails_the_gate():
@@ -75,11 +78,11 @@ def test_baseline_items_missing_from_the_candidate_fail_the_gate():
 
 
 def test_too_few_pairs_fail_the_gate_and_min_pairs_is_a_parameter():
-    base, cand = recall_run([1.0] * 15, "base"), recall_run([1.0] * 15, "cand")
+    base, cand = recall_run([1.0] * 8, "base"), recall_run([1.0] * 8, "cand")
     gate = regression_gate(cand, base, ["recall@5"])
     assert not gate.passed and gate.metrics[0].checks_failed == ("too_few_pairs",)
-    assert "only 15 items scored ok in both runs (need ≥ 20)" in gate.metrics[0].reason
-    assert regression_gate(cand, base, ["recall@5"], min_pairs=10).passed
+    assert "only 8 items scored ok in both runs (need ≥ 10)" in gate.metrics[0].reason
+    assert regression_gate(cand, base, ["recall@5"], min_pairs=5).passed
     with pytest.raises(ValueError, match="min_pairs"):
         regression_gate(cand, base, ["recall@5"], min_pairs=1)
 

@@ -30,8 +30,9 @@ INCONCLUSIVE: Severity = "inconclusive"
 """The severity of a finding whose band the data cannot establish: too few scores, or an interval that
 does not clear the band's edge. Its note starts with NOT_ENOUGH_EVIDENCE."""
 NOT_ENOUGH_EVIDENCE = "not enough evidence"
-DEFAULT_MIN_N = 20
-"""Fewest ok scores for a band to be stated: below it a stratum's mean rests on a handful of items."""
+DEFAULT_MIN_N = 10
+"""Fewest ok scores for a band to be stated: the smallest n at which the intervals of `stats` were
+validated (coverage ≥ 0.93 at n = 10); below it a stratum's mean rests on a handful of items."""
 
 STAGE_ORDER: dict[str, int] = {"retrieval": 0, "generation": 1, "robustness": 2, "tools": 3}
 SEVERITY_ORDER: dict[str, int] = {"problem": 0, "watch": 1, "inconclusive": 2, "healthy": 3}
