@@ -247,3 +247,18 @@ def test_false_failures_stay_near_alpha_and_real_drops_are_caught():
     cand = np.where(u < 0.02, 1.0, np.where(u < 0.14, 0.0, 1.0))
     _, upper = paired_difference_interval(cand, base)
     assert np.mean(upper < 0) >= 0.95
+
+
+def test_a_metric_of_unknown_range_is_gated_with_a_paired_t_test():
+    # Differences alternate −1 and −3 over 12 items: mean −2, sample sd √(12/11) = 1.0445.
+    base = [score(f"q{i}", "tokens_saved", 10.0 * (i + 1), run_id="base") for i in range(12)]
+    cand = [score(f"q{i}", "tokens_saved", 10.0 * (i + 1) - (1 if i % 2 else 3), run_id="cand") for i in range(12)]
+    metric = regression_gate(cand, base, ["tokens_saved"]).metrics[0]
+    half = 2.200985 * math.sqrt(12 / 11) / math.sqrt(12)  # t(0.975, 11 df) · sd / √n
+    assert metric.ci_method == "student-t-paired" and metric.diff == pytest.approx(-2.0)
+    assert (metric.ci_low, metric.ci_high) == pytest.approx((-2 - half, -2 + half), abs=1e-5)
+    assert metric.p_value == pytest.approx(stats.t.sf(2 / (math.sqrt(12 / 11) / math.sqrt(12)), 11), rel=1e-4)
+    assert not metric.passed and metric.checks_failed == ("score_drop",)
+    # One candidate score: no spread to test, so no drop is claimed; too few pairs is the reason.
+    lone = regression_gate(cand[:1], base, ["tokens_saved"]).metrics[0]
+    assert lone.p_value is None and lone.checks_failed == ("missing_items", "too_few_pairs")

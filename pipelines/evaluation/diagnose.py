@@ -17,7 +17,7 @@ Wrong answers are attributed per item (`retrieval.attribute`), never blended int
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
