@@ -70,6 +70,14 @@ def test_retrieval_problems_are_listed_before_generation_problems():
     assert "context_precision also low: fix retrieval first" in findings[1].note
 
 
+def test_an_inconclusive_retrieval_finding_still_comes_first():
+    # Context precision 0.56 ± 0.1 may be below 0.60 or not; faithfulness 0.55 ± 0.02 is surely below 0.75.
+    findings = diagnose([agg("faithfulness", 0.55, half_width=0.02), agg("context_precision", 0.56, half_width=0.1)])
+    assert [(f.metric, f.severity) for f in findings] == [("context_precision", INCONCLUSIVE),
+                                                           ("faithfulness", "problem")]  # fmt: skip
+    assert "context_precision may also be low (not enough evidence): check retrieval first" in findings[1].note
+
+
 def test_a_stratum_is_reported_only_when_worse_than_the_pooled_band():
     findings = diagnose([agg("context_recall", 0.8), agg("context_recall", 0.5, "multi_hop/es", n=30),
                          agg("context_recall", 0.9, "single_hop/es")])  # fmt: skip

@@ -15,7 +15,7 @@ from scipy import stats
 
 from pipelines.evaluation.stats import (
     ALPHA, HOLM, MOVER_INDEPENDENT, MOVER_PAIRED, holm, paired_comparison, paired_difference_interval,
-    regression_gate,
+    regression_gate, sign_flip_test,
 )  # fmt: skip
 from pipelines.records import Score
 
@@ -99,14 +99,16 @@ def test_a_failure_rise_must_be_material_and_significant():
         base = [score(f"q{i}", "faithfulness", 0.9, run_id="base") for i in range(n)]
         cand = [failed(f"q{i}", "faithfulness") if i < extra_failures else score(f"q{i}", "faithfulness", 0.9)
                 for i in range(n)]  # fmt: skip
-        return regression_gate(cand, base, ["faithfulness"], min_pairs=10).metrics[0]
+        return regression_gate(cand, base, ["faithfulness"]).metrics[0]
 
-    # 2 of 20: +0.10 is material, but 2 discordant items of 20 are within chance (one-sided p ≈ 0.07).
-    small = gate(20, 2)
-    assert small.passed and small.failure_rise == pytest.approx(0.10) and small.failure_rise_p_value > ALPHA
-    # 4 of 50: +0.08 and significant.
-    large = gate(50, 4)
-    assert not large.passed and large.checks_failed == ("failure_rise",) and large.failure_rise_p_value < ALPHA
+    # k items newly failed and none recovered: McNemar's exact one-sided p = 2⁻ᵏ.
+    small = gate(20, 2)  # +0.10 is material, but p = 1/4
+    assert small.passed and small.failure_rise == pytest.approx(0.10) and small.failure_rise_p_value == 0.25
+    four = gate(50, 4)  # +0.08, p = 1/16 > 0.025
+    assert four.passed and four.failure_rise_p_value == pytest.approx(1 / 16)
+    six = gate(50, 6)  # +0.12, p = 1/64 < 0.025
+    assert not six.passed and six.checks_failed == ("failure_rise",)
+    assert six.failure_rise_p_value == pytest.approx(1 / 64)
     # Skipped scores count too: a candidate that abstains where the baseline answered loses items the same way.
     base = [score(f"q{i}", "faithfulness", 0.9, run_id="base") for i in range(50)]
     skipping = [score(f"q{i}", "faithfulness", None, status="skipped") if i < 10 else score(f"q{i}", "faithfulness", 0.9)
@@ -118,22 +120,24 @@ def test_a_failure_rise_must_be_material_and_significant():
 
 
 def test_a_gate_decision_computed_by_hand():
-    # 50 pairs, 10 items dropped 1 -> 0, none gained. Upper 97.5 % bound of candidate − baseline by MOVER:
-    # −0.2 + √(u_gain² + (0.2 − l_loss)²) with u_gain = Jeffreys upper of 0/50, l_loss = Jeffreys lower of 10/50.
-    u_gain, l_loss = stats.beta.isf(ALPHA, 0.5, 50.5), stats.beta.ppf(ALPHA, 10.5, 40.5)
-    upper = -0.2 + math.sqrt(u_gain**2 + (0.2 - l_loss) ** 2)  # −0.0956 < 0: significant
+    # 50 pairs of 0/1 scores, 10 items dropped 1 -> 0, none gained: the sign-flip test flips the signs of the
+    # 10 non-zero differences. With K of them drops (K ~ Bin(10, ½) when nothing changed) the worsening is
+    # (2K − 10)/50; observed K = 10: p = 2⁻¹⁰. P(K ≥ 9) = 11/1024 ≤ 0.025 < P(K ≥ 8) = 56/1024, so the
+    # largest worsening that is not significant is (2·8 − 10)/50 = 0.12: tolerance max(0.02, 0.12).
     base = recall_run([1.0] * 50, "base")
-    candidate = recall_run([0.0] * 10 + [1.0] * 40, "cand")
-    metric = regression_gate(candidate, base, ["recall@5"]).metrics[0]
-    assert metric.ci_method == MOVER_PAIRED and metric.diff == pytest.approx(-0.2)
-    assert metric.ci_high == pytest.approx(upper)
-    # One metric: Holm changes nothing, the noise band is the distance to that bound.
-    assert metric.tolerance == pytest.approx(0.2 + upper)
+    metric = regression_gate(recall_run([0.0] * 10 + [1.0] * 40, "cand"), base, ["recall@5"]).metrics[0]
+    assert metric.test_method == "sign-flip-exact" and metric.diff == pytest.approx(-0.2)
+    assert metric.p_value == pytest.approx(2**-10) and metric.tolerance == pytest.approx(0.12)
     assert not metric.passed and metric.checks_failed == ("score_drop",)
-    # 2 drops of 50: 0.04 is above min_tolerance 0.02, but not significant (the hand bound is above 0).
-    u_gain2, l_loss2 = u_gain, stats.beta.ppf(ALPHA, 2.5, 48.5)
-    assert -0.04 + math.sqrt(u_gain2**2 + (0.04 - l_loss2) ** 2) > 0
-    assert regression_gate(recall_run([0.0] * 2 + [1.0] * 48, "cand"), base, ["recall@5"]).passed
+    assert "drop of 0.2000 exceeds tolerance 0.1200" in metric.reason
+    # The interval shown beside it is the MOVER-Jeffreys one: upper bound −0.2 + √(u_gain² + (0.2 − l_loss)²),
+    # u_gain the Jeffreys upper bound of 0/50, l_loss the lower bound of 10/50.
+    u_gain, l_loss = stats.beta.isf(ALPHA, 0.5, 50.5), stats.beta.ppf(ALPHA, 10.5, 40.5)
+    assert metric.ci_method == MOVER_PAIRED
+    assert metric.ci_high == pytest.approx(-0.2 + math.sqrt(u_gain**2 + (0.2 - l_loss) ** 2))
+    # 2 drops of 50: 0.04 is above min_tolerance 0.02, but p = 1/4 and the noise band is (2·2 − 2)/50 = 0.04.
+    two = regression_gate(recall_run([0.0] * 2 + [1.0] * 48, "cand"), base, ["recall@5"]).metrics[0]
+    assert two.passed and two.p_value == 0.25 and two.tolerance == pytest.approx(0.04)
 
 
 def test_the_same_drop_passes_at_50_items_and_fails_at_500():
@@ -160,15 +164,15 @@ def test_a_drop_within_min_tolerance_passes_however_significant():
 
 def test_holm_over_the_gated_metrics():
     base = [score(f"q{i}", m, 1.0, run_id="base") for i in range(100) for m in ("recall@5", "mrr", "faithfulness")]
-    cand = [score(f"q{i}", m, 0.0 if m == "recall@5" and i < 4 else 1.0, run_id="cand")
+    cand = [score(f"q{i}", m, 0.0 if m == "recall@5" and i < 6 else 1.0, run_id="cand")
             for i in range(100) for m in ("recall@5", "mrr", "faithfulness")]  # fmt: skip
     alone = regression_gate(cand, base, ["recall@5"]).metrics[0]
-    assert alone.p_value < ALPHA and not alone.passed  # 4 drops of 100, nothing gained
+    assert alone.p_value == pytest.approx(1 / 64) and not alone.passed  # 6 drops of 100, nothing gained
     gate = regression_gate(cand, base, ["recall@5", "mrr", "faithfulness"])
     recall = gate.metrics[0]
     assert recall.p_value == pytest.approx(alone.p_value)
-    # Holm by hand: the smallest of three p-values is multiplied by 3, above α = 0.025.
-    assert recall.p_adjusted == pytest.approx(3 * alone.p_value) and recall.p_adjusted > ALPHA
+    # Holm by hand: the unchanged metrics have p = 1; the smallest p-value is multiplied by 3: 3/64 > 0.025.
+    assert recall.p_adjusted == pytest.approx(3 / 64) and recall.p_adjusted > ALPHA
     assert [m.p_adjusted for m in gate.metrics] == pytest.approx(holm([m.p_value for m in gate.metrics]))
     assert gate.passed and gate.correction == HOLM and recall.tolerance > 0.04
 
@@ -225,31 +229,38 @@ def test_the_gate_uses_the_vectorised_paired_interval():
     assert (metric.ci_low, metric.ci_high) == pytest.approx(paired_difference_interval(cand, base))
 
 
-def test_false_failures_stay_near_alpha_and_real_drops_are_caught():
-    """With min_tolerance 0, a metric fails on its score exactly when the 97.5 % upper bound of
-    candidate − baseline is below 0 (one metric: Holm is the identity)."""
+def test_false_failures_stay_below_alpha_and_real_drops_are_caught():
+    """With min_tolerance 0 a metric fails on its score exactly when its one-sided p-value is ≤ 0.025."""
     rng = np.random.default_rng(2024)
-    reps, n = 20_000, 50
-    # No change: 10 % of the items flip 1 -> 0 and 10 % flip 0 -> 1 (a noisy judge or a reshuffled index).
-    u = rng.random((reps, n))
-    base = np.where(u < 0.1, 1.0, np.where(u < 0.2, 0.0, 1.0))
-    cand = np.where(u < 0.1, 0.0, np.where(u < 0.2, 1.0, 1.0))
-    _, upper = paired_difference_interval(cand, base)
-    assert np.mean(upper < 0) <= 0.035  # nominal 0.025
-    # Faithfulness-like scores, candidate and baseline exchangeable: judge noise on the same answers.
-    truth = np.where(rng.random((reps, n)) < 0.6, 1.0, rng.beta(3, 2, (reps, n)))
-    noisy = lambda: np.clip(truth + rng.normal(0, 0.08, truth.shape) * (truth < 1), 0, 1)  # noqa: E731
-    _, upper = paired_difference_interval(noisy(), noisy())
-    assert np.mean(upper < 0) <= 0.035
+
+    def false_alarm_rate(pairs) -> float:
+        return float(np.mean([sign_flip_test(c - b).negated().p_greater() <= ALPHA for c, b in pairs]))
+
+    # Nothing changed: each item's two scores are exchangeable (a noisy judge, a reshuffled index).
+    binary = []
+    for _ in range(1_000):  # 0/1 scores, 50 items, 20 % of the items discordant either way
+        base = (rng.random(50) < 0.8).astype(float)
+        flip = rng.random(50) < 0.2
+        cand = np.where(flip, 1.0 - base, base)
+        swap = rng.random(50) < 0.5
+        binary.append((np.where(swap, base, cand), np.where(swap, cand, base)))
+    assert false_alarm_rate(binary) <= 0.035
+    faithful = []
+    for _ in range(1_000):  # faithfulness-like scores, 12 items, judge noise on the same answers
+        truth = np.where(rng.random(12) < 0.6, 1.0, rng.beta(3, 2, 12))
+        faithful.append(tuple(np.clip(truth + rng.normal(0, 0.08, 12) * (truth < 1), 0, 1) for _ in range(2)))
+    assert false_alarm_rate(faithful) <= 0.035
     # A real drop of 0.10 in recall over 200 items (12 % lose it, 2 % gain it) is caught nearly always.
-    u = rng.random((2_000, 200))
-    base = np.where(u < 0.02, 0.0, 1.0)
-    cand = np.where(u < 0.02, 1.0, np.where(u < 0.14, 0.0, 1.0))
-    _, upper = paired_difference_interval(cand, base)
-    assert np.mean(upper < 0) >= 0.95
+    caught = []
+    for _ in range(100):
+        u = rng.random(200)
+        base = np.where(u < 0.02, 0.0, 1.0)
+        cand = np.where(u < 0.02, 1.0, np.where(u < 0.14, 0.0, 1.0))
+        caught.append(sign_flip_test(cand - base).negated().p_greater() <= ALPHA)
+    assert np.mean(caught) >= 0.95
 
 
-def test_a_metric_of_unknown_range_is_gated_with_a_paired_t_test():
+def test_a_metric_of_unknown_range_is_gated_with_a_paired_t_interval():
     # Differences alternate −1 and −3 over 12 items: mean −2, sample sd √(12/11) = 1.0445.
     base = [score(f"q{i}", "tokens_saved", 10.0 * (i + 1), run_id="base") for i in range(12)]
     cand = [score(f"q{i}", "tokens_saved", 10.0 * (i + 1) - (1 if i % 2 else 3), run_id="cand") for i in range(12)]
@@ -257,8 +268,9 @@ def test_a_metric_of_unknown_range_is_gated_with_a_paired_t_test():
     half = 2.200985 * math.sqrt(12 / 11) / math.sqrt(12)  # t(0.975, 11 df) · sd / √n
     assert metric.ci_method == "student-t-paired" and metric.diff == pytest.approx(-2.0)
     assert (metric.ci_low, metric.ci_high) == pytest.approx((-2 - half, -2 + half), abs=1e-5)
-    assert metric.p_value == pytest.approx(stats.t.sf(2 / (math.sqrt(12 / 11) / math.sqrt(12)), 11), rel=1e-4)
+    assert metric.p_value == pytest.approx(2**-12)  # all 12 differences negative: one sign pattern of 4,096
     assert not metric.passed and metric.checks_failed == ("score_drop",)
-    # One candidate score: no spread to test, so no drop is claimed; too few pairs is the reason.
+    # One pair: no interval, and a sign-flip p of 1/2 claims nothing; missing items and too few pairs fail it.
     lone = regression_gate(cand[:1], base, ["tokens_saved"]).metrics[0]
-    assert lone.p_value is None and lone.checks_failed == ("missing_items", "too_few_pairs")
+    assert lone.ci_low is None and lone.p_value == 0.5
+    assert lone.checks_failed == ("missing_items", "too_few_pairs")

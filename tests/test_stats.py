@@ -10,11 +10,12 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from pipelines.evaluation.stats import (
     JEFFREYS, JEFFREYS_BOUNDED_MEAN, MOVER_PAIRED, OVERALL, STUDENT_T, aggregate, benjamini_hochberg, bootstrap_ci,
     bounded_mean_interval, compare_runs, holm, jeffreys_interval, paired_comparison, paired_difference_interval,
-    proportion_ci, value_range,
+    permutation_test, proportion_ci, sign_flip_test, value_range,
 )  # fmt: skip
 from pipelines.records import Score
 
@@ -163,8 +164,6 @@ def test_paired_comparison_uses_only_items_both_runs_scored_ok():
 
 
 def test_paired_difference_interval_computed_by_hand():
-    from scipy import stats
-
     # 50 pairs of 0/1 scores: 10 items dropped 1 -> 0, none gained. The gains are all 0 (r = 0), the losses
     # are 10 of 50, so MOVER gives lower = −u(losses), upper = −0.2 + √(u(gains)² + (0.2 − l(losses))²),
     # each part a Jeffreys bound.
@@ -184,17 +183,36 @@ def test_identical_runs_get_an_interval_around_zero_not_zero_width():
     assert (low, high) == pytest.approx((-0.048758, 0.048758), abs=1e-6)
 
 
-def test_paired_p_value_is_below_five_percent_exactly_when_the_interval_excludes_zero():
-    rng = np.random.default_rng(11)
-    for trial in range(30):
-        n = int(rng.integers(8, 60))
-        base = rng.beta(4, 2, n)
-        cand = np.clip(base + rng.normal(rng.uniform(-0.15, 0.05), 0.15, n), 0, 1)
-        candidate = [score(f"q{i}", "faithfulness", float(v)) for i, v in enumerate(cand)]
-        baseline = [score(f"q{i}", "faithfulness", float(v)) for i, v in enumerate(base)]
-        result = paired_comparison(candidate, baseline, "faithfulness")
-        excludes_zero = result.ci_low > 0 or result.ci_high < 0
-        assert (result.p_value < 0.05) == excludes_zero, (trial, result)
+def test_sign_flip_test_by_hand():
+    # Differences 0.1, −0.1, 0.3 (sum 0.3): the 8 sign patterns give sums ±0.5, ±0.3, ±0.3, ±0.1;
+    # |sum| ≥ 0.3 in 6 of 8, sum ≥ 0.3 in 3, sum ≤ 0.3 in 7.
+    test = sign_flip_test([0.1, -0.1, 0.3])
+    assert test.exact and test.p_two_sided() == pytest.approx(6 / 8)
+    assert test.p_greater() == pytest.approx(3 / 8) and test.p_less() == pytest.approx(7 / 8)
+    # On 0/1 scores it is McNemar's exact test: 10 losses, 0 gains, 40 ties -> one-sided 2⁻¹⁰.
+    assert sign_flip_test([-1.0] * 10 + [0.0] * 40).p_less() == pytest.approx(2**-10)
+    # Past 16 non-zero differences: seeded draws plus the observed pattern, reproducible and order-free.
+    rng = np.random.default_rng(4)
+    d = rng.normal(-0.05, 0.2, 40)
+    big = sign_flip_test(d)
+    assert not big.exact and big.null.size == 10_001 and sign_flip_test(d[::-1]).p_less() == big.p_less()
+    # ... and close to the t-test it generalises: t = mean / (sd/√n).
+    t_p = stats.t.cdf(d.mean() / (d.std(ddof=1) / np.sqrt(40)), 39)
+    assert big.p_less() == pytest.approx(t_p, abs=0.02)
+
+
+def test_permutation_test_by_hand():
+    # Candidate {1, 1, 1}, baseline {0, 0, 0}: one split of C(6, 3) = 20 puts every 1 in the candidate.
+    test = permutation_test([1.0, 1.0, 1.0], [0.0, 0.0, 0.0])
+    assert test.p_greater() == pytest.approx(1 / 20, abs=0.006)  # Monte Carlo, 10,000 splits
+    assert permutation_test([0.5, 0.7], [0.6, 0.6]).p_two_sided() == pytest.approx(1.0)
+
+
+def test_the_paired_comparison_p_value_is_the_sign_flip_test():
+    candidate = [score(f"q{i}", "recall@5", 0.0 if i < 8 else 1.0) for i in range(20)]
+    baseline = [score(f"q{i}", "recall@5", 1.0) for i in range(20)]
+    result = paired_comparison(candidate, baseline, "recall@5")
+    assert result.p_value == pytest.approx(2 * 2**-8)  # two-sided McNemar, 8 losses and no gain
 
 
 def test_compare_runs_adjusts_p_values_with_benjamini_hochberg():

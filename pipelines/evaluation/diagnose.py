@@ -150,7 +150,8 @@ def diagnose(aggregates: Iterable[Aggregate], *, min_n: int = DEFAULT_MIN_N,
     tests: all metrics and all strata, pooled included. A finding whose band is not established has
     severity "inconclusive" and a note that starts with "not enough evidence".
 
-    Ordered problems first, then by stage (retrieval before generation), metric and stratum.
+    Ordered by the band the mean lies in (problem first), then by stage (retrieval before generation),
+    metric and stratum.
     """
     q = (1.0 - confidence) / 2.0
     aggs = [a for a in aggregates if a.mean is not None and _band(a.metric, a.mean) is not None]
@@ -189,8 +190,11 @@ def diagnose(aggregates: Iterable[Aggregate], *, min_n: int = DEFAULT_MIN_N,
             evidence=evidence, p_value=claims.get(key), p_adjusted=adjusted.get(key), ci_method=agg.ci_method,
         ))  # fmt: skip
     findings.extend(_rank_gap_findings(aggregates, min_n=min_n))
-    return sorted(findings, key=lambda f: (SEVERITY_ORDER[f.severity], STAGE_ORDER[f.stage], _metric_order(f.metric),
-                                           f.stratum != OVERALL, f.stratum))  # fmt: skip
+    # The brief's reading order: worst band first, retrieval before generation. A finding sorts by the band
+    # its mean lies in, established or not, so "retrieval first" holds and an inconclusive row never hides
+    # below a healthy one; its severity and note say whether the evidence establishes the band.
+    return sorted(findings, key=lambda f: (SEVERITY_ORDER[f.band_severity or f.severity], STAGE_ORDER[f.stage],
+                                           _metric_order(f.metric), f.stratum != OVERALL, f.stratum))  # fmt: skip
 
 
 def _band(metric: str, mean: float) -> Threshold | None:
@@ -231,9 +235,12 @@ def _metric_order(metric: str) -> int:
 def _note(agg: Aggregate, rule: Threshold, pooled: dict[str, tuple[Threshold, Severity, str]]) -> str:
     notes = []
     if rule.stage == "generation" and rule.severity != "healthy":
-        retrieval = [m for m in ("context_precision", "context_recall") if m in pooled and pooled[m][1] == "problem"]
-        if retrieval:
-            notes.append(f"{' and '.join(retrieval)} also low: fix retrieval first, then re-measure")
+        low = [m for m in ("context_precision", "context_recall") if m in pooled and pooled[m][0].severity == "problem"]
+        established = [m for m in low if pooled[m][1] == "problem"]
+        if established:
+            notes.append(f"{' and '.join(established)} also low: fix retrieval first, then re-measure")
+        elif low:
+            notes.append(f"{' and '.join(low)} may also be low ({NOT_ENOUGH_EVIDENCE}): check retrieval first")
     if agg.n_failed:
         notes.append(f"{agg.n_failed} item(s) failed to score and are not in the mean")
     return "; ".join(notes)

@@ -6,20 +6,28 @@ Every figure, one line each (figure | exact definition | interval or test | mult
 | CI of 0/1 scores | every ok score at an end of the range (recall@k, precision@1, TSA, pass rates) | `jeffreys`: equal-tailed 95 %, Beta(x + ½, n − x + ½) quantiles 0.025/0.975; 0 when x = 0, 1 when x = n | none |
 | CI of bounded scores | faithfulness, answer relevancy, context precision/recall, MRR, precision@k on [0, 1]; noise ΔF on [−1, 1] | `jeffreys-bounded-mean`: equal-tailed 95 %, Beta quantiles at an effective n (see `bounded_mean_interval`) | none |
 | CI, range unknown | a metric outside METRIC_RANGES whose values leave [0, 1] | `student-t`: mean ± t(0.975, n − 1)·sd/√n, n ≥ 2 | none |
-| paired difference | mean of candidate_i − baseline_i over the items ok in both runs | `mover-jeffreys-paired`: equal-tailed 95 % (see `paired_difference_interval`); two-sided p from the same bounds | none alone |
-| independent difference | mean(candidate) − mean(baseline) when the runs share no item (online) | `mover-jeffreys-independent`: MOVER of the two bounded-mean intervals | none alone |
+| paired difference | mean of candidate_i − baseline_i over the items ok in both runs | CI `mover-jeffreys-paired`, equal-tailed 95 % (`paired_difference_interval`); p: two-sided exact sign-flip test (`sign_flip_test`) | none alone |
+| independent difference | mean(candidate) − mean(baseline) when the runs share no item (online) | CI `mover-jeffreys-independent`, MOVER of the two bounded-mean intervals; p: permutation test (`permutation_test`) | none alone |
 | gate: missing items | baseline items (any status) with no score of the metric in the candidate; fails when > 0 | deterministic | none |
-| gate: failure rise | not-ok (failed or skipped) share, candidate − baseline, paired per item; fails when > max_failure_rise (0.05) and H0 "no rise" is rejected | one-sided MOVER-Jeffreys test, α = 0.025 | none (see `regression_gate`) |
+| gate: failure rise | not-ok (failed or skipped) share, candidate − baseline, over shared items; fails when > max_failure_rise (0.05) and significant | one-sided exact McNemar (sign-flip) test, Fisher's exact test when no item is shared; α = 0.025 | none (see `regression_gate`) |
 | gate: too few pairs | items ok in both runs (independent: in each run); fails when < min_pairs (10) | deterministic | none |
-| gate: score drop | worsening = baseline − candidate (candidate − baseline for LOWER_IS_BETTER); fails when > min_tolerance (0.02) and H0 "no worsening" is rejected | one-sided MOVER-Jeffreys test, α = 0.025 | Holm over the gated metrics |
-| eval compare row | paired difference B − A per metric and stratum | 95 % MOVER-Jeffreys CI; two-sided p, H0 "B = A" | Benjamini–Hochberg over all rows, q = 0.05 |
+| gate: score drop | worsening = baseline − candidate (candidate − baseline for LOWER_IS_BETTER); fails when > min_tolerance (0.02) and H0 "nothing changed" is rejected | one-sided randomization test: paired sign-flip (exact up to 16 non-zero differences), permutation when no item is shared; α = 0.025 | Holm over the gated metrics |
+| eval compare row | paired difference B − A per metric and stratum | 95 % MOVER-Jeffreys CI; two-sided sign-flip p, H0 "A and B exchangeable" | Benjamini–Hochberg over all rows, q = 0.05 |
 | diagnosis band | the mean lies in its band (problem/watch: or a worse one), with n ≥ min_n (10) | one-sided p from the aggregate's interval distribution (diagnose.py) | Benjamini–Hochberg over every band claim, q = 0.025 |
 
 0/1 scores are recognised from the values, not from the metric's name: the bounded-mean interval *is*
 the Jeffreys interval on such data, so the check only decides which label is printed, and a name list
 would mislabel precision@k (k > 1, values in steps of 1/k) or a faithfulness stratum whose answers
 each had one claim. The one-sided α = 0.025 and the BH level q = 0.025 of band claims make a lone
-test reject exactly when the printed two-sided 95 % interval excludes its null value.
+band claim stand exactly when the printed two-sided 95 % interval clears the band's edge.
+
+Intervals and tests answer different questions. An interval of a mean or of a mean difference must
+cover whatever the distribution of the scores, so with few items it allows for mass not seen yet at
+the ends of the range. The gate and `eval compare` test "nothing changed" (the runs are exchangeable
+item by item), for which randomization tests are exact at every n with no assumption on the scores:
+8 of 12 items worse by 0.15 and none better is p = 2⁻⁸ although the 95 % interval of the difference
+still reaches above 0. Under that null the gate's false alarms are at most α per metric (Holm: α per
+gate); a real drop of 0.10 in recall over 200 items is caught ≥ 95 % of the time (tests/test_gate.py).
 
 Why these intervals (tests/test_stats_coverage.py; study numbers in the docstrings of
 `jeffreys_interval`, `bounded_mean_interval` and `paired_difference_interval`): the percentile
@@ -40,7 +48,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Literal, Protocol
 
 import numpy as np
-from scipy import optimize
 from scipy import stats as sps
 
 OVERALL = "all"
@@ -74,6 +81,9 @@ MOVER_PAIRED = "mover-jeffreys-paired"
 MOVER_INDEPENDENT = "mover-jeffreys-independent"
 STUDENT_T_PAIRED = "student-t-paired"
 WELCH = "welch"
+SIGN_FLIP_EXACT = "sign-flip-exact"
+SIGN_FLIP_MONTE_CARLO = "sign-flip-monte-carlo"
+PERMUTATION_MONTE_CARLO = "permutation-monte-carlo"
 CI_METHODS: dict[str, str] = {
     JEFFREYS: "Jeffreys interval for a proportion: Beta(x + ½, n − x + ½) quantiles",
     JEFFREYS_BOUNDED_MEAN: "Jeffreys-type interval for a bounded mean (pseudo-scores ½ at each end of the "
@@ -86,6 +96,12 @@ CI_METHODS: dict[str, str] = {
     WELCH: "Welch interval for a difference of means (range of the metric unknown)",
 }  # fmt: skip
 """`ci_method` labels and what each means, for reports."""
+TEST_METHODS: dict[str, str] = {
+    SIGN_FLIP_EXACT: "paired sign-flip randomization test, all 2^m sign patterns (McNemar's exact test on 0/1)",
+    SIGN_FLIP_MONTE_CARLO: "paired sign-flip randomization test, seeded random sign patterns plus the observed one",
+    PERMUTATION_MONTE_CARLO: "two-sample permutation test, seeded random splits plus the observed one",
+}
+"""`test_method` labels of the gate's score tests."""
 
 METRIC_RANGES: dict[str, tuple[float, float]] = {
     "faithfulness": (0.0, 1.0),
@@ -108,8 +124,10 @@ N_RESAMPLES = 2_000
 SEED = 0
 _MAX_CELLS = 4_000_000
 """Bootstrap indices drawn per chunk (32 MB of int64): big evals stay vectorised in bounded memory."""
-_TINY_ALPHA = 1e-15
-"""Smallest one-sided level a p-value search goes to; a smaller p-value is reported as this."""
+EXACT_SIGN_FLIPS = 16
+"""Up to this many non-zero paired differences the sign-flip test enumerates all 2^m patterns (65,536)."""
+RANDOMIZATION_DRAWS = 10_000
+"""Random re-labellings of a Monte Carlo randomization test (p-values resolved to about ±0.001 at 0.005)."""
 
 
 class ScoreLike(Protocol):
@@ -357,8 +375,7 @@ class _MeanDistribution:
 
 @dataclass(frozen=True)
 class _Difference:
-    """θ1 − θ2 by MOVER, or by t / Welch on an unknown range; bounds at any one-sided level, and p-values
-    found as the level at which a bound reaches the null value (so test and interval always agree)."""
+    """θ1 − θ2 by MOVER, or by t / Welch on an unknown range: its bounds at any one-sided level."""
 
     method: str
     estimate: float
@@ -369,7 +386,7 @@ class _Difference:
     df: float | None = None
 
     @property
-    def testable(self) -> bool:
+    def has_interval(self) -> bool:
         """False for a t/Welch difference without a spread estimate (fewer than two scores on a side)."""
         return self.parts is not None or self.sd is not None
 
@@ -384,38 +401,6 @@ class _Difference:
         l2, h2 = second.bounds(alpha)
         low, high = _mover(first.mean, l1, h1, second.mean, l2, h2, self.r)
         return self.scale * float(low), self.scale * float(high)
-
-    def p_below(self, x0: float = 0.0) -> float:
-        """One-sided p-value of H0: θ1 − θ2 ≥ x0."""
-        return self._p(x0, upper=True)
-
-    def p_above(self, x0: float = 0.0) -> float:
-        """One-sided p-value of H0: θ1 − θ2 ≤ x0."""
-        return self._p(x0, upper=False)
-
-    def p_two_sided(self, x0: float = 0.0) -> float:
-        return min(1.0, 2.0 * min(self.p_below(x0), self.p_above(x0)))
-
-    def _p(self, x0: float, *, upper: bool) -> float:
-        """The one-sided level at which the upper (or lower) bound reaches x0. A p-value above ½ is 1 − the
-        opposite side's, or ½ when x0 lies between the two bounds at level ½."""
-        own = self._crossing(x0, upper=upper)
-        if own is not None:
-            return own
-        other = self._crossing(x0, upper=not upper)
-        return 1.0 - other if other is not None else 0.5
-
-    def _crossing(self, x0: float, *, upper: bool) -> float | None:
-        def beyond(log_alpha: float) -> float:  # > 0 while the bound has not crossed x0
-            low, high = self.bounds(math.exp(log_alpha))
-            return (high - x0) if upper else (x0 - low)
-
-        lo_end, hi_end = math.log(_TINY_ALPHA), math.log(0.5)
-        if beyond(lo_end) < 0:
-            return _TINY_ALPHA
-        if beyond(hi_end) >= 0:
-            return None
-        return math.exp(optimize.brentq(beyond, lo_end, hi_end, xtol=1e-10))
 
 
 def _paired_difference(c: np.ndarray, b: np.ndarray, span: tuple[float, float] | None) -> _Difference:
@@ -441,6 +426,113 @@ def _independent_difference(c: np.ndarray, b: np.ndarray, span: tuple[float, flo
         df = (vc + vb) ** 2 / (vc**2 / (c.size - 1) + vb**2 / (b.size - 1)) if se > 0 else 1.0
         return _Difference(WELCH, estimate, sd=se, df=df)
     return _Difference(MOVER_INDEPENDENT, estimate, parts=(_MeanDistribution.of(c, span), _MeanDistribution.of(b, span)))
+
+
+# --- Tests of "nothing changed": exact randomization ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RandomizationTest:
+    """The null distribution of a statistic under "the two runs are exchangeable", and the observed value.
+
+    `null` holds every value of the statistic over the re-labellings (all of them, or `RANDOMIZATION_DRAWS`
+    seeded random ones plus the observed labelling, which keeps the Monte Carlo p-value exact: under the
+    null P(p ≤ α) ≤ α). Values are rounded to 12 decimals so the observed labelling ties with itself.
+    """
+
+    observed: float
+    null: np.ndarray
+    exact: bool
+
+    def p_greater(self) -> float:
+        """One-sided p-value: P(T* ≥ observed)."""
+        return float(np.mean(self.null >= self.observed))
+
+    def p_less(self) -> float:
+        """One-sided p-value: P(T* ≤ observed)."""
+        return float(np.mean(self.null <= self.observed))
+
+    def p_two_sided(self) -> float:
+        """P(|T*| ≥ |observed|): the null distributions here are symmetric about 0 (paired) or centred on it."""
+        return float(np.mean(np.abs(self.null) >= abs(self.observed)))
+
+    def negated(self) -> RandomizationTest:
+        """The same test of −T (a drop of a higher-is-better metric as a positive worsening)."""
+        return RandomizationTest(-self.observed, -self.null, self.exact)
+
+    def largest_not_significant(self, level: float, *, greater: bool = True) -> float:
+        """The largest null value t (smallest for greater=False) whose one-sided p-value exceeds `level`:
+        the observed value is significant at `level` exactly when it lies beyond t."""
+        values = self.null if greater else -self.null
+        ordered = np.sort(values)
+        tail = 1.0 - np.arange(ordered.size) / ordered.size  # P(T* ≥ ordered[i]), ties resolved below
+        # With ties, P(T* ≥ v) is the tail at the first occurrence of v.
+        first = np.searchsorted(ordered, ordered, side="left")
+        keep = ordered[tail[first] > level]
+        band = float(keep.max()) if keep.size else float(ordered.min())
+        return band if greater else -band
+
+
+def _rounded(values: np.ndarray) -> np.ndarray:
+    return np.round(values, 12)
+
+
+def sign_flip_test(differences, *, draws: int | None = None, seed: int = SEED) -> RandomizationTest:
+    """Paired randomization test of the mean difference (Fisher's): under "the two runs are exchangeable on
+    every item" each difference d_i is as likely as −d_i, so the mean over all 2^m sign patterns of the m
+    non-zero differences is the exact null distribution. Exact enumeration up to EXACT_SIGN_FLIPS non-zero
+    differences, else `draws` (default RANDOMIZATION_DRAWS) seeded patterns plus the observed one. On 0/1
+    scores it is McNemar's exact test: 10 losses and no gain give p = 2⁻¹⁰.
+    """
+    d = np.sort(np.asarray(differences, dtype=float))  # sorted: the same multiset gives the same draws
+    n = d.size
+    if n == 0:
+        raise ValueError("a paired test needs at least one pair")
+    magnitudes = np.abs(d[d != 0.0])
+    observed = float(_rounded(np.array([np.sum(np.sign(d[d != 0.0]) * magnitudes) / n]))[0])
+    m = magnitudes.size
+    if m <= EXACT_SIGN_FLIPS:
+        patterns = ((np.arange(2**m)[:, None] >> np.arange(m)) & 1) * 2.0 - 1.0
+        return RandomizationTest(observed, _rounded(patterns @ magnitudes / n), exact=True)
+    rng = np.random.default_rng(seed)
+    total = draws or RANDOMIZATION_DRAWS
+    sums = np.empty(total)
+    step = max(1, _MAX_CELLS // m)
+    for start in range(0, total, step):
+        stop = min(total, start + step)
+        signs = rng.integers(0, 2, size=(stop - start, m)) * 2.0 - 1.0
+        sums[start:stop] = signs @ magnitudes
+    null = np.append(_rounded(sums / n), observed)
+    return RandomizationTest(observed, null, exact=False)
+
+
+def permutation_test(candidate, baseline, *, draws: int | None = None, seed: int = SEED) -> RandomizationTest:
+    """Two-sample permutation test of mean(candidate) − mean(baseline) for runs that share no item (online):
+    under "both runs are draws from one distribution" every split of the pooled scores into groups of the
+    two sizes is as likely; `draws` (default RANDOMIZATION_DRAWS) seeded splits plus the observed one."""
+    c = np.sort(np.asarray(candidate, dtype=float))
+    b = np.sort(np.asarray(baseline, dtype=float))
+    if not c.size or not b.size:
+        raise ValueError("a two-sample test needs a score on each side")
+    pooled = np.concatenate([c, b])
+    observed = float(_rounded(np.array([c.mean() - b.mean()]))[0])
+    rng = np.random.default_rng(seed)
+    total = draws or RANDOMIZATION_DRAWS
+    stats_ = np.empty(total)
+    step = max(1, _MAX_CELLS // pooled.size)
+    for start in range(0, total, step):
+        stop = min(total, start + step)
+        shuffled = rng.permuted(np.broadcast_to(pooled, (stop - start, pooled.size)), axis=1)
+        stats_[start:stop] = shuffled[:, : c.size].mean(axis=1) - shuffled[:, c.size :].mean(axis=1)
+    return RandomizationTest(observed, np.append(_rounded(stats_), observed), exact=False)
+
+
+def _failure_rise_p_value(cand_lost: np.ndarray, base_lost: np.ndarray) -> float:
+    """One-sided Fisher exact test (the permutation test of two shares, computed exactly): P(at least this
+    many of all the not-ok scores fell in the candidate | the totals)."""
+    total_lost = int(cand_lost.sum() + base_lost.sum())
+    size = cand_lost.size + base_lost.size
+    return float(sps.hypergeom.sf(int(cand_lost.sum()) - 1, size, total_lost, cand_lost.size))
 
 
 # --- Multiple testing ----------------------------------------------------------------------------
@@ -610,9 +702,11 @@ def _ok_by_item(scores: Iterable[ScoreLike], metric: str) -> dict[str, float]:
 class PairedComparison:
     """Candidate minus baseline on the items both runs scored ok for one metric.
 
-    `ci_low`/`ci_high`: equal-tailed `confidence` interval of the mean difference (`ci_method`);
-    `p_value`: two-sided, H0: no difference, from the same intervals (p < 1 − confidence exactly when
-    the interval excludes 0).
+    `ci_low`/`ci_high`: equal-tailed `confidence` interval of the mean difference (`ci_method`), valid
+    for any distribution of the scores. `p_value`: two-sided exact sign-flip test of "the runs are
+    exchangeable on every item" (`sign_flip_test`; McNemar's exact test on 0/1 scores). The two answer
+    different questions: with few pairs that all moved one way the test can reject "nothing changed"
+    while the interval, which must also allow for pairs not yet seen moving the other way, holds 0.
     """
 
     metric: str
@@ -632,7 +726,7 @@ def paired_comparison(
     candidate_scores: Iterable[ScoreLike], baseline_scores: Iterable[ScoreLike], metric: str, *,
     confidence: float = CONFIDENCE,
 ) -> PairedComparison:
-    """Difference candidate − baseline over the items both runs scored ok, with a MOVER-Jeffreys interval.
+    """Difference candidate − baseline over the items both runs scored ok: MOVER-Jeffreys interval, sign-flip p.
 
     Pairing removes the item-to-item variance both runs share (hard questions are hard for both), so a
     paired difference is far less noisy than the difference of two means. It says nothing about the
@@ -651,12 +745,12 @@ def _paired(candidate, baseline, metric: str, confidence: float) -> tuple[Paired
     b = np.array([base[i] for i in shared])
     span = value_range(metric, np.concatenate([c, b]))
     diff = _paired_difference(c, b, span)
-    low, high = diff.bounds((1.0 - confidence) / 2.0)
+    low, high = diff.bounds((1.0 - confidence) / 2.0) if diff.has_interval else (None, None)
     return PairedComparison(
         metric=metric, n_pairs=len(shared), candidate_mean=float(c.mean()), baseline_mean=float(b.mean()),
         mean_diff=diff.estimate, ci_low=low, ci_high=high,
         sd_diff=float((c - b).std(ddof=1)) if len(shared) >= 2 else None,
-        ci_method=diff.method, p_value=diff.p_two_sided(), confidence=confidence,
+        ci_method=diff.method, p_value=sign_flip_test(c - b).p_two_sided(), confidence=confidence,
     ), diff  # fmt: skip
 
 
@@ -716,17 +810,20 @@ class MetricGate:
     standard_error: float | None
     """sd of the differences / √pairs (Welch SE for independent runs): shown, not used for the decision."""
     tolerance: float | None
-    """max(min_tolerance, noise band): the worsening passes up to it. The noise band is the distance from
-    the worsening to its one-sided lower bound at the Holm-adjusted level, so worsening > tolerance
-    exactly when the drop is both larger than min_tolerance and significant after Holm."""
+    """max(min_tolerance, noise band): the worsening passes up to it. The noise band is the largest worsening
+    the randomization test (`test_method`) does not call significant at the Holm-adjusted level, i.e. how
+    far the mean moves when nothing changed; worsening > tolerance exactly when the drop is both larger
+    than min_tolerance and significant after Holm."""
     ci_low: float | None
     ci_high: float | None
-    """Equal-tailed 95 % interval of the difference (unadjusted)."""
+    """Equal-tailed 95 % interval of the difference (`ci_method`), unadjusted; shown, not used for the decision."""
     passed: bool
     reason: str
     ci_method: str | None = None
+    test_method: str | None = None
+    """A TEST_METHODS key: the randomization test behind p_value and the noise band."""
     p_value: float | None = None
-    """One-sided p-value of H0: no worsening."""
+    """One-sided p-value of H0 "the runs are exchangeable" (nothing changed) against a worsening."""
     p_adjusted: float | None = None
     """Holm-adjusted p_value over the gated metrics that had one."""
     correction: str = HOLM
@@ -739,10 +836,10 @@ class MetricGate:
     """(failed + skipped) / items in the candidate, over the items both runs have (paired design)."""
     baseline_not_ok_share: float | None = None
     failure_rise: float | None = None
-    failure_rise_ci_low: float | None = None
-    failure_rise_ci_high: float | None = None
+    """candidate_not_ok_share − baseline_not_ok_share."""
     failure_rise_p_value: float | None = None
-    """One-sided p-value of H0: the not-ok share did not rise."""
+    """One-sided p-value of "failures are exchangeable between the runs" against a rise: the sign-flip
+    (exact McNemar) test per shared item, or Fisher's exact test for independent runs."""
     checks_failed: tuple[str, ...] = ()
     """Names of the failed checks: missing_items, failure_rise, too_few_pairs, score_drop, not_comparable."""
 
@@ -766,11 +863,11 @@ class GateResult:
     def rule(self) -> str:
         """The decision rule in one paragraph, for the report."""
         return (f"A metric fails when baseline items are missing from the candidate; when its failed-or-skipped "
-                f"share rises by more than {self.max_failure_rise:.2f} and significantly (one-sided α = "
-                f"{self.alpha:g}); when fewer than {self.min_pairs} items are scored ok in both runs; or when it "
-                f"worsens by more than max({self.min_tolerance:g}, noise band), the noise band making the drop "
-                f"significant at one-sided α = {self.alpha:g} after Holm's correction over the "
-                f"{len(self.metrics)} gated metric(s).")  # fmt: skip
+                f"share rises by more than {self.max_failure_rise:.2f} and significantly (exact one-sided test, "
+                f"α = {self.alpha:g}); when fewer than {self.min_pairs} items are scored ok in both runs; or when "
+                f"it worsens by more than max({self.min_tolerance:g}, noise band), the noise band being the largest "
+                f"change a randomization test of 'nothing changed' does not call significant at one-sided "
+                f"α = {self.alpha:g} after Holm's correction over the {len(self.metrics)} gated metric(s).")  # fmt: skip
 
     def summary(self) -> str:
         if self.passed:
@@ -790,17 +887,22 @@ def regression_gate(
 
     1. missing items: every item the baseline has a score of (ok, failed or skipped) the candidate has too;
     2. failure rise: the failed-or-skipped share does not rise by more than `max_failure_rise` with a
-       one-sided test at `alpha` rejecting "no rise" (paired per item when the runs share items);
+       one-sided exact test at `alpha` rejecting "failures are exchangeable between the runs" (McNemar's
+       exact test over the shared items; Fisher's exact test when no item is shared). Not corrected for
+       multiplicity: a target failure fails every metric of its item, so the per-metric tests are near
+       copies of one test, and a missed failure rise is the costlier error;
     3. enough pairs: at least `min_pairs` items are ok in both runs (independent design: in each run);
     4. score drop: worsening ≤ max(`min_tolerance`, noise band), i.e. fail only when the worsening is larger
-       than `min_tolerance` and its one-sided test (H0: no worsening; MOVER-Jeffreys) rejects at `alpha`
-       after Holm's correction over the gated metrics.
+       than `min_tolerance` and the one-sided randomization test of "nothing changed" (`sign_flip_test`
+       on the paired differences, `permutation_test` for independent runs) rejects at `alpha` after
+       Holm's correction over the gated metrics (Holm, not BH: one false rejection fails the whole gate,
+       so the family-wise error is the gate's false-alarm rate).
 
     Design per metric: "paired" when the runs share at least one item id (offline golden sets),
     "independent" when they share none (online runs sample different traces), "none" when a run has no
     score of the metric. The drop of check 4 is the mean paired difference (paired) or the difference of
-    means (independent). A drop of 0.03 with paired sd 0.15 passes at 50 pairs and fails at 500: 50
-    queries are noisier than 500.
+    means (independent). A drop of 0.03 with paired sd 0.15 passes at 50 pairs (noise band 0.042) and
+    fails at 500 (0.013, floored at 0.02): 50 queries are noisier than 500.
     """
     gated = list(dict.fromkeys(metrics))
     if not gated:
@@ -813,7 +915,7 @@ def regression_gate(
     tested = [d for d in drafts if d["p_value"] is not None]
     for draft, adjusted in zip(tested, holm([d["p_value"] for d in tested])):
         draft["p_adjusted"] = adjusted
-    results = [_gate_verdict(d, min_tolerance=min_tolerance, alpha=alpha, n_tests=len(tested)) for d in drafts]
+    results = [_gate_verdict(d, min_tolerance=min_tolerance, alpha=alpha) for d in drafts]
     return GateResult(passed=all(r.passed for r in results), metrics=results, min_tolerance=min_tolerance,
                       alpha=alpha, min_pairs=min_pairs, max_failure_rise=max_failure_rise)  # fmt: skip
 
@@ -829,8 +931,8 @@ def _gate_draft(candidate, baseline, metric: str, *, min_pairs: int, max_failure
     draft: dict = dict(metric=metric, design=design, higher_is_better=higher, n_candidate=len(cand),
                        n_baseline=len(base), n_candidate_items=len(cand_rows), n_baseline_items=len(base_rows),
                        n_pairs=len(cand.keys() & base.keys()), candidate_mean=None, baseline_mean=None, diff=None,
-                       standard_error=None, ci_low=None, ci_high=None, ci_method=None, p_value=None,
-                       p_adjusted=None, difference=None, problems=[], checks_failed=[])  # fmt: skip
+                       standard_error=None, ci_low=None, ci_high=None, ci_method=None, test_method=None,
+                       p_value=None, p_adjusted=None, problems=[], checks_failed=[])  # fmt: skip
 
     def fail(check: str, text: str) -> None:
         draft["checks_failed"].append(check)
@@ -849,29 +951,27 @@ def _gate_draft(candidate, baseline, metric: str, *, min_pairs: int, max_failure
         items = sorted(shared_items)
         cand_lost = np.array([cand_rows[i].status != "ok" for i in items], dtype=float)
         base_lost = np.array([base_rows[i].status != "ok" for i in items], dtype=float)
-        rise = _paired_difference(cand_lost, base_lost, (0.0, 1.0))
+        rise_p = sign_flip_test(cand_lost - base_lost).p_greater()
     else:
         cand_lost = np.array([s.status != "ok" for s in cand_rows.values()], dtype=float)
         base_lost = np.array([s.status != "ok" for s in base_rows.values()], dtype=float)
-        rise = _independent_difference(cand_lost, base_lost, (0.0, 1.0))
-    rise_low, rise_high = rise.bounds(alpha)
-    rise_p = rise.p_above(0.0)
+        rise_p = _failure_rise_p_value(cand_lost, base_lost)
+    rise = float(cand_lost.mean() - base_lost.mean())
     draft.update(candidate_not_ok_share=float(cand_lost.mean()), baseline_not_ok_share=float(base_lost.mean()),
-                 failure_rise=rise.estimate, failure_rise_ci_low=rise_low, failure_rise_ci_high=rise_high,
-                 failure_rise_p_value=rise_p)  # fmt: skip
-    if rise.estimate > max_failure_rise + 1e-12 and rise_p < alpha:
+                 failure_rise=rise, failure_rise_p_value=rise_p)  # fmt: skip
+    if rise > max_failure_rise + 1e-12 and rise_p <= alpha:
         fail("failure_rise", f"failed-or-skipped share rose from {base_lost.mean():.2f} to {cand_lost.mean():.2f} "
-                             f"(+{rise.estimate:.2f} > {max_failure_rise:.2f}, one-sided p {_fmt_p(rise_p)})")  # fmt: skip
+                             f"(+{rise:.2f} > {max_failure_rise:.2f}, one-sided p {_fmt_p(rise_p)})")  # fmt: skip
 
     if design == "paired":
-        enough = draft["n_pairs"] >= min_pairs
-        if not enough:
+        if draft["n_pairs"] < min_pairs:
             fail("too_few_pairs", f"only {draft['n_pairs']} items scored ok in both runs (need ≥ {min_pairs})")
         shared = sorted(cand.keys() & base.keys())
         if not shared:
             return draft
         c, b = np.array([cand[i] for i in shared]), np.array([base[i] for i in shared])
         difference = _paired_difference(c, b, value_range(metric, np.concatenate([c, b])))
+        test = sign_flip_test(c - b)
         se = float((c - b).std(ddof=1) / math.sqrt(c.size)) if c.size >= 2 else None
     else:
         if len(cand) < min_pairs or len(base) < min_pairs:
@@ -881,38 +981,43 @@ def _gate_draft(candidate, baseline, metric: str, *, min_pairs: int, max_failure
             return draft
         c, b = np.array(list(cand.values())), np.array(list(base.values()))
         difference = _independent_difference(c, b, value_range(metric, np.concatenate([c, b])))
+        test = permutation_test(c, b)
         se = (math.sqrt(c.var(ddof=1) / c.size + b.var(ddof=1) / b.size)
               if c.size >= 2 and b.size >= 2 else None)  # fmt: skip
+    worsening = test.negated() if higher else test
     draft.update(candidate_mean=float(c.mean()), baseline_mean=float(b.mean()), diff=difference.estimate,
-                 standard_error=se, ci_method=difference.method)  # fmt: skip
-    if difference.testable:
-        low, high = difference.bounds(ALPHA)
-        draft.update(ci_low=low, ci_high=high, difference=difference,
-                     p_value=difference.p_below(0.0) if higher else difference.p_above(0.0))  # fmt: skip
+                 standard_error=se, ci_method=difference.method, test_method=_test_name(test, draft["design"]),
+                 test=worsening, p_value=worsening.p_greater())  # fmt: skip
+    if difference.has_interval:
+        draft["ci_low"], draft["ci_high"] = difference.bounds(ALPHA)
     return draft
 
 
-def _gate_verdict(draft: dict, *, min_tolerance: float, alpha: float, n_tests: int) -> MetricGate:
+def _test_name(test: RandomizationTest, design: str) -> str:
+    if design == "paired":
+        return SIGN_FLIP_EXACT if test.exact else SIGN_FLIP_MONTE_CARLO
+    return PERMUTATION_MONTE_CARLO
+
+
+def _gate_verdict(draft: dict, *, min_tolerance: float, alpha: float) -> MetricGate:
     problems, checks = list(draft.pop("problems")), list(draft.pop("checks_failed"))
-    difference: _Difference | None = draft.pop("difference")
+    test: RandomizationTest | None = draft.pop("test", None)
     tolerance = None
-    if difference is not None:
+    if test is not None:
         higher = draft["higher_is_better"]
-        worsening = -difference.estimate if higher else difference.estimate
         p, p_adj = draft["p_value"], draft["p_adjusted"]
-        # The level at which this metric's own bound decides as Holm does: α·p/p̃ (α/m when p = 0).
-        level = alpha * p / p_adj if p > 0 and p_adj > 0 else alpha / max(n_tests, 1)
-        low, high = difference.bounds(min(level, 0.5))
-        worsening_bound = -high if higher else low  # one-sided lower bound of the worsening
-        tolerance = max(min_tolerance, worsening - worsening_bound)
+        # Holm rejects this metric exactly when p ≤ α·p/p̃; the noise band is the largest worsening the
+        # randomization distribution does not call significant at that level.
+        tolerance = max(min_tolerance, test.largest_not_significant(alpha * p / p_adj))
         significant = p_adj <= alpha
-        material = worsening > min_tolerance + 1e-12  # a drop of exactly the tolerance passes despite rounding
+        material = test.observed > min_tolerance + 1e-12  # a drop of exactly the tolerance passes despite rounding
         direction = "drop" if higher else "rise"
-        change = f"{direction} of {worsening:.4f}" if worsening > 0 else f"no {direction}"
+        change = f"{direction} of {test.observed:.4f}" if test.observed > 0 else f"no {direction}"
         sizes = f"{draft['n_pairs']} pairs" if draft["design"] == "paired" else \
             f"{draft['n_candidate']} vs {draft['n_baseline']} items"  # fmt: skip
         stats_text = f"{draft['design']}, {sizes}, one-sided p {_fmt_p(p)}, Holm-adjusted p {_fmt_p(p_adj)}"
-        score_text = f"{change} {'exceeds' if material and significant else 'within'} tolerance {tolerance:.4f} ({stats_text})"
+        verdict = "exceeds" if material and significant else "within"
+        score_text = f"{change} {verdict} tolerance {tolerance:.4f} ({stats_text})"
         if material and significant:
             checks.append("score_drop")
             problems.append(score_text)
