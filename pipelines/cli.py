@@ -587,15 +587,18 @@ def eval_compare(
         rows = compare(settings, base, a, b, logical_date=_today())
     except ValueError as exc:
         _fail(str(exc))
-    table = Table(title=f"A = {a}   B = {b}   (paired on the same items)")
-    for column in ("metric", "stratum", "pairs", "A", "B", "B − A", "95 % CI", ""):
+    table = Table(title=escape(f"A = {a}   B = {b}   (paired on the same items)"))
+    for column in ("metric", "stratum", "pairs", "A", "B", "B − A", "95 % CI", "p (adjusted)", ""):
         table.add_column(column)
     for r in rows:
-        significant = r["ci_low"] is not None and (r["ci_low"] > 0 or r["ci_high"] < 0)
         ci = "—" if r["ci_low"] is None else f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
-        table.add_row(r["metric"], r["stratum"], str(r["n_pairs"]), f"{r['a']:.3f}", f"{r['b']:.3f}", f"{r['diff']:+.3f}", ci,
-                      "significant" if significant else "")  # fmt: skip
+        p_adjusted = "—" if r["p_adjusted"] is None else f"{r['p_adjusted']:.3f}"
+        table.add_row(r["metric"], escape(r["stratum"]), str(r["n_pairs"]), f"{r['a']:.3f}", f"{r['b']:.3f}",
+                      f"{r['diff']:+.3f}", ci, p_adjusted, "significant" if r["significant"] else "")  # fmt: skip
     console.print(table)
+    if rows:
+        console.print(f"CI: {rows[0]['ci_method']}; p: paired sign-flip test, {rows[0]['correction']}-adjusted over "
+                      f"{len(rows)} rows (false discovery rate 0.05)")  # fmt: skip
 
 
 @bench_app.command("anonymize")

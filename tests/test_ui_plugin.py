@@ -132,7 +132,7 @@ def test_latest_run_per_suite_and_target_with_ci_and_counts(client, seeded):
     assert "default-src 'none'" in page.headers["content-security-policy"]
     text = page.text
     assert DAY.isoformat() in text and "golden/demo/v2" in text and ">failed<" in text
-    assert "0.700" in text and "[0.6" in text  # mean and its interval
+    assert "0.700" in text and "[0.587, 0.770]" in text  # mean and its interval (jeffreys-bounded-mean)
     assert f'href="{NEWER_URL}"' in text
     assert "offline deterministic backend" in text
     assert "No online run yet" in text

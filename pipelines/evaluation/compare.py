@@ -1,7 +1,8 @@
 """A/B test of two configurations of the system under test on the same golden items.
 
 Both configurations answer the same items and are judged by the same judge; the report is the
-paired difference B − A per metric and stratum with a bootstrap CI — what a team runs before
+paired difference B − A per metric and stratum with its 95 % CI (MOVER-Jeffreys) and a p-value
+adjusted by Benjamini–Hochberg over all rows (`stats.compare_runs`) — what a team runs before
 changing chunk size, k, the retrieval mode, the prompt or the service behind a URL.
 """
 
@@ -14,7 +15,7 @@ from pipelines.evaluation.judging import judge_offline_batch
 from pipelines.evaluation.params import EvalParams
 from pipelines.evaluation.prepare import prepare_offline_eval
 from pipelines.evaluation.runs import load_scores
-from pipelines.evaluation.stats import OVERALL, paired_comparison
+from pipelines.evaluation.stats import compare_runs
 from pipelines.records import Score
 from pipelines.settings import Settings
 from pipelines.workspace import RunPaths
@@ -40,19 +41,10 @@ def run_arm(settings: Settings, params: EvalParams, logical_date: date) -> list[
 
 
 def compare(settings: Settings, base: EvalParams, a: str, b: str, *, logical_date: date) -> list[dict[str, Any]]:
+    """Run both arms, then one row per metric and stratum: see `stats.compare_runs` for the columns
+    (n_pairs, a, b, diff, ci_low, ci_high, ci_method, p_value, p_adjusted, significant, correction)."""
     arms = {}
     for label, text in (("A", a), ("B", b)):
-        params = base.model_copy(update={**parse_config(text), "target_name": f"{label}:{text}"})
-        arms[label] = run_arm(settings, EvalParams.model_validate(params.model_dump()), logical_date)
-    rows = []
-    metrics = sorted({s.metric for s in arms["A"]} & {s.metric for s in arms["B"]})
-    strata = [OVERALL] + sorted({s.stratum for s in arms["A"]})
-    for metric in metrics:
-        for stratum in strata:
-            pick = (lambda scores: scores) if stratum == OVERALL else (lambda scores, st=stratum: [s for s in scores if s.stratum == st])
-            result = paired_comparison(pick(arms["B"]), pick(arms["A"]), metric)
-            if result.n_pairs:
-                rows.append({"metric": metric, "stratum": stratum, "n_pairs": result.n_pairs, "a": result.baseline_mean,
-                             "b": result.candidate_mean, "diff": result.mean_diff, "ci_low": result.ci_low,
-                             "ci_high": result.ci_high})  # fmt: skip
-    return rows
+        params = EvalParams.model_validate({**base.model_dump(), **parse_config(text), "target_name": f"{label}:{text}"})
+        arms[label] = run_arm(settings, params, logical_date)
+    return compare_runs(arms["B"], arms["A"])

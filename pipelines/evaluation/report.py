@@ -208,6 +208,7 @@ table { border-collapse: collapse; margin: 6px 0 12px; } th, td { padding: 4px 8
 th { background: #f5f7fa; font-weight: 600; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .meta td:first-child { color: #7b8794; } .muted { color: #7b8794; }
 .problem { background: #fde8e8; } .watch { background: #fff4d6; } .healthy { background: #e6f6ec; }
+.inconclusive { background: #f5f7fa; color: #52606d; }
 .pass { color: #137a3b; font-weight: 600; } .fail { color: #b42318; font-weight: 600; }
 .banner { background: #fff4d6; border: 1px solid #f0c36d; padding: 8px 12px; margin: 12px 0; }
 .charts { display: flex; flex-wrap: wrap; gap: 12px; } svg.chart { font-size: 11px; background: #fff; }
@@ -239,8 +240,7 @@ against{% endif %}.</p>
 {% else %}
 <p>{% if gate.passed %}<span class="pass">PASSED</span>{% else %}<span class="fail">FAILED</span>{% endif %}
 {% if baseline %} against run {{ baseline.run_id }}{% endif %}.
-Tolerance per metric = max({{ gate.min_tolerance }}, {{ gate.z }} × standard error of the difference): smaller eval
-sets get wider tolerances.</p>
+{{ gate.rule }}</p>
 <table>
 <tr><th>metric</th><th>design</th><th>n</th><th>baseline</th><th>candidate</th><th>difference</th>
 <th>95 % CI (paired)</th><th>tolerance</th><th>verdict</th></tr>
