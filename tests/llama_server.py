@@ -151,6 +151,15 @@ class LlamaServer:
         except OSError:
             return ""
 
+    def cpu_seconds(self) -> float | None:
+        """CPU time the server has used so far (all its threads): what a run costs, whatever else the
+        machine is busy with. None once it has exited or off Linux."""
+        try:
+            fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            return None
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
     def stop(self) -> None:
         if self.process.poll() is None:
             self.process.terminate()  # uvicorn shuts down on SIGTERM
@@ -238,7 +247,8 @@ class RequestAdapter:
         body = adapt_request(b"".join(chunks), self.max_reply_tokens)
         headers = [(k, v) for k, v in scope["headers"] if k.lower() != b"content-length"]
         scope = {**scope, "headers": [*headers, (b"content-length", str(len(body)).encode())]}
-        return await self.app(scope, _replay([{"type": "http.request", "body": body, "more_body": False}], receive), send)
+        adapted = {"type": "http.request", "body": body, "more_body": False}
+        return await self.app(scope, _replay([adapted], receive), send)
 
 
 def adapt_request(body: bytes, max_reply_tokens: int | None = None) -> bytes:
