@@ -53,9 +53,9 @@ resends prompt + reply; Gemma 3 270M was trained for 32k, and 8k costs ~150 MB o
 START_TIMEOUT_S = 120.0
 MAX_REPLY_TOKENS = 192
 """A sane reply to any of ragwatch's schemas here is 30-150 tokens; a runaway one is cut here, is
-invalid JSON, gets ragwatch's one repair round and otherwise fails with the reason. On 2 busy cores
-each grammar-constrained token costs ~0.3 s (the grammar checks Gemma's 262k-token vocabulary at
-every step), so the cap bounds the smoke test's wall time."""
+invalid JSON, gets ragwatch's one repair round and otherwise fails with the reason. Each
+grammar-constrained token costs ~0.2 CPU-seconds (~0.16 s of it checking Gemma's 262k-token
+vocabulary against the grammar, one thread), so the cap bounds the smoke test's run time."""
 GEMMA3_CHAT_FORMAT = "gemma3"
 GEMMA3_CHAT_TEMPLATE = (
     "{{ bos_token }}\n"
