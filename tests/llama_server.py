@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -222,6 +223,7 @@ def running_llama_server(model: Path | None = None) -> Iterator[LlamaServer]:
         yield server
     finally:
         server.stop()
+        shutil.rmtree(server.log_path.parent, ignore_errors=True)
 
 
 # --- the server process: `python -m tests.llama_server <llama_cpp.server flags>` -------------------
