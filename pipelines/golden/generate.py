@@ -9,6 +9,8 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from pydantic import ValidationError
+
 from pipelines.golden import prompts
 from pipelines.golden.plan import Job
 from pipelines.models.llm import LLM
@@ -92,10 +94,17 @@ def generate_items(
         batch = by_kind[kind]
         results = llm.run_many_sync(prompt_class(), [to_input(j) for j in batch])
         for job, result in zip(batch, results):
+            error = result.error
             if result.ok:
-                items.extend(to_items(job, result.value, meta))
-            else:
-                failures.append({"job_id": job.job_id, "kind": kind, "source_ref": job.source_ref, "error": result.error})
+                try:
+                    items.extend(to_items(job, result.value, meta))
+                    continue
+                except ValidationError as exc:
+                    # A real model's reply can fit the task's schema and still break the item contract (the
+                    # schema allows an empty question): that job fails with the reason, the batch goes on.
+                    problem = exc.errors(include_url=False)[0]
+                    error = f"unusable reply: {'.'.join(map(str, problem['loc']))}: {problem['msg']}"
+            failures.append({"job_id": job.job_id, "kind": kind, "source_ref": job.source_ref, "error": error})
         done += len(batch)
         if progress:
             progress(done)
