@@ -577,16 +577,26 @@ def _run(cmd: list[str], log: Path, env: dict[str, str] | None = None, stdin: st
         raise StackError(f"`{shlex.join(cmd)}` failed ({result.returncode}); log {log}:\n{tail}")
 
 
+def postgres_pid(state: Path) -> int | None:
+    """The postmaster of this stack's cluster, if it runs (a zombie or a reused pid does not count)."""
+    data = state / "postgres-data"
+    try:
+        pid = int((data / "postmaster.pid").read_text().split()[0])
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except (OSError, ValueError, IndexError):
+        return None
+    return pid if str(data) in cmdline and not _zombie(pid) else None
+
+
 def ensure_postgres(plan: Plan) -> None:
     pg_bin = _pg_bin()
     data, sockets, log = plan.state / "postgres-data", plan.state / "postgres-run", plan.state / "logs" / "postgres.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "RAGWATCH_"))} | {MARKER: str(plan.state)}
     done = data / "ragwatch-initialised"
-    status = subprocess.run(_as_postgres([str(pg_bin / "pg_ctl"), "-D", str(data), "status"]), capture_output=True)
     if not done.exists():
         # docker-entrypoint-initdb.d runs init.sql once, on an empty volume: a cluster whose init did
         # not finish (a crash midway) holds nothing yet, so it is made again from scratch.
-        if status.returncode == 0:
+        if postgres_pid(plan.state):
             _run(_as_postgres([str(pg_bin / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"]), log, env)
         shutil.rmtree(data, ignore_errors=True)
         for path in (data, sockets):
@@ -599,8 +609,10 @@ def ensure_postgres(plan: Plan) -> None:
             raise StackError(f"user postgres cannot write {data}: every folder above it must be searchable (o+x)")
         _run(_as_postgres([str(pg_bin / "initdb"), "-D", str(data), "-U", "postgres", "--auth-local=trust",
                            "--auth-host=scram-sha-256", "-E", "UTF8", "--locale=C.UTF-8"]), log, env)  # fmt: skip
-        status = subprocess.run(["false"])
-    if status.returncode != 0:
+    if postgres_pid(plan.state) is None:
+        # No postmaster of this cluster runs: a lock file left by a crash is stale. PostgreSQL would
+        # refuse to start while its pid still exists, which a not yet reaped zombie does.
+        (data / "postmaster.pid").unlink(missing_ok=True)
         server_log = plan.state / "logs" / "postgres-server.log"
         server_log.touch()
         if os.geteuid() == 0:  # the server writes it as postgres
@@ -619,7 +631,7 @@ def ensure_postgres(plan: Plan) -> None:
 
 def stop_postgres(state: Path) -> None:
     data = state / "postgres-data"
-    if (data / "PG_VERSION").exists():
+    if postgres_pid(state):
         subprocess.run(_as_postgres([str(_pg_bin() / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "-t", "60", "stop"]),
                        capture_output=True)  # fmt: skip
 
@@ -859,10 +871,7 @@ def down(home: Path | None = None, timeout: float = 30) -> list[tuple[int, str]]
 def status(home: Path | None = None) -> dict[str, int | None]:
     state = state_dir(home)
     found = {name: running_pid(state, name) for name in ("pushgateway", "prometheus", *AIRFLOW_ORDER)}
-    pg = subprocess.run(_as_postgres([str(_pg_bin() / "pg_ctl"), "-D", str(state / "postgres-data"), "status"]),
-                        capture_output=True, text=True)  # fmt: skip
-    pid = re.search(r"PID: (\d+)", pg.stdout)
-    found["postgres"] = int(pid.group(1)) if pg.returncode == 0 and pid else None
+    found["postgres"] = postgres_pid(state)
     return found
 
 
