@@ -610,9 +610,10 @@ def ensure_postgres(plan: Plan) -> None:
         _run(_as_postgres([str(pg_bin / "initdb"), "-D", str(data), "-U", "postgres", "--auth-local=trust",
                            "--auth-host=scram-sha-256", "-E", "UTF8", "--locale=C.UTF-8"]), log, env)  # fmt: skip
     if postgres_pid(plan.state) is None:
-        # No postmaster of this cluster runs: a lock file left by a crash is stale. PostgreSQL would
-        # refuse to start while its pid still exists, which a not yet reaped zombie does.
-        (data / "postmaster.pid").unlink(missing_ok=True)
+        # No postmaster of this cluster runs: lock files left by a crash are stale. PostgreSQL would
+        # refuse to start while their pid still exists, which a not yet reaped zombie's does.
+        for stale in [data / "postmaster.pid", *sockets.glob(".s.PGSQL.*")]:
+            stale.unlink(missing_ok=True)
         server_log = plan.state / "logs" / "postgres-server.log"
         server_log.touch()
         if os.geteuid() == 0:  # the server writes it as postgres
