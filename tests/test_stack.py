@@ -15,7 +15,9 @@ One stack for the whole session (the `stack` fixture: deploy/local_stack.py's `u
    this Prometheus after those runs and a second offline eval (the first has no baseline, hence
    no regression gate to show) pushed; an alert condition that is legitimately empty in a
    healthy run is checked through its inner selectors instead;
-6. `up` again is a no-op, and `up` after every process of the stack was killed recovers it.
+6. `ragwatch corpus refresh --notify` posts the asset event and the asset-triggered golden_build
+   releases a new version with the stale items replaced;
+7. `up` again is a no-op, and `up` after every process of the stack was killed recovers it.
 
 Screenshots go to test-artifacts/browser/ (git-ignored); the stack's logs to
 test-artifacts/stack-logs/ when a test failed.
@@ -30,6 +32,8 @@ import shlex
 import shutil
 import signal
 import socket
+import subprocess
+import sys
 import tempfile
 import time
 from datetime import date, datetime, timedelta, timezone
@@ -527,6 +531,93 @@ def test_every_dashboard_and_alert_expression_returns_series(stack: StackSession
 
 
 # --- 6. Idempotent, and recovers from a crash -------------------------------------------------------------------
+
+
+# --- 5b. A backfill through the REST API, as an operator scripts it ------------------------------------------
+
+
+@pytest.mark.stack
+def test_backfill_online_eval_through_the_rest_api(stack: StackSession):
+    """`POST /api/v2/backfills` for the days the UI backfilled: one online run per day, no score twice,
+    pushed to the Pushgateway, and the plugin behind Airflow's auth shows the newest."""
+    today = datetime.now(timezone.utc).date()
+    days = [today - timedelta(days=n) for n in range(BACKFILL_DAYS + 1, 1, -1)]
+    workspace = Path(plan_env(stack)["RAGWATCH_WORKSPACE"])
+    assert all((workspace / "golden" / "traces" / f"dt={d}" / "_manifest.json").exists() for d in days), \
+        "the UI backfill promotes these days' partitions first"
+    began, began_wall = time.monotonic(), time.time()
+    # One day at a time: this stack has Qdrant in local mode, which one process may open at a time.
+    body = {"dag_id": "online_eval", "from_date": f"{days[0]}T00:00:00Z", "to_date": f"{days[-1]}T00:00:00Z",
+            "reprocess_behavior": "none", "max_active_runs": 1, "dag_run_conf": {}}  # fmt: skip
+    response = stack.api("POST", "/api/v2/backfills", json=body)
+    assert response.status_code == 200, response.text
+    assert response.json()["dag_id"] == "online_eval" and response.json()["completed_at"] is None
+    runs = stack.wait_for_runs("online_eval", "backfill", BACKFILL_DAYS, EVAL_BUDGET_S)
+    stack.timings["REST backfill of online_eval"] = time.monotonic() - began
+    assert sorted((datetime.fromisoformat(r["logical_date"]).date(), r["state"]) for r in runs) == [
+        (day, "success") for day in days
+    ]
+
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(plan_env(stack)["RAGWATCH_RESULTS_URL"])
+    with engine.connect() as conn:
+        total, distinct = conn.execute(sa.text(
+            "SELECT count(*), count(DISTINCT (s.run_id, s.item_id, s.metric)) "
+            "FROM eval_scores s JOIN eval_runs r ON r.run_id = s.run_id WHERE r.suite = 'online'")).one()  # fmt: skip
+        online_days = {row[0] for row in conn.execute(sa.text("SELECT logical_date FROM eval_runs WHERE suite = 'online'"))}
+    engine.dispose()
+    assert total > 0 and total == distinct, f"{total} online score rows, {distinct} distinct (run, item, metric)"
+    assert set(days) <= online_days
+    # A backfilled past day never overwrites the gauges of the newest online run (yesterday's): their
+    # push tasks skip, so the online group was last pushed before this backfill began.
+    pushed = httpx.get(f"{stack.plan.pushgateway_url}/api/v1/metrics", timeout=30).json()["data"]
+    online_groups = [g for g in pushed if g["labels"].get("suite") == "online"]
+    assert online_groups and all(float(g["push_time_seconds"]["metrics"][0]["value"]) < began_wall for g in online_groups)
+
+    # The plugin is loaded by the api-server and guarded by Airflow's auth like /api/v2 is.
+    plugins = stack.api("GET", "/api/v2/plugins").json()["plugins"]
+    assert [v["href"] for p in plugins if p["name"] == "ragwatch" for v in p["external_views"]] == ["/ragwatch/"]
+    with httpx.Client(base_url=stack.base_url, timeout=30, headers={"Authorization": "Bearer not-a-jwt"}) as forged:
+        assert forged.get("/api/v2/dags").status_code in (401, 403)
+        assert forged.get("/ragwatch/api/latest").status_code in (401, 403)
+    [online] = stack.api("GET", "/ragwatch/api/latest").json()["suites"]["online"]["runs"]
+    assert online["logical_date"] == (today - timedelta(days=1)).isoformat()  # the newest, not a backfilled day
+    report = stack.api("GET", online["report_url"])
+    assert report.status_code == 200 and "sandbox" in report.headers["content-security-policy"]
+
+
+# --- 6. A corpus refresh, as a data team triggers it --------------------------------------------------------
+
+
+@pytest.mark.stack
+def test_a_corpus_refresh_notifies_airflow_and_rebuilds_the_golden_set(stack: StackSession, tmp_path):
+    """`ragwatch corpus refresh PATH --notify` re-indexes an edited corpus and posts the asset event; the
+    asset-triggered golden_build releases a new version whose items citing the edited chunks are stale."""
+    workspace = Path(plan_env(stack)["RAGWATCH_WORKSPACE"])
+    released = workspace / "golden" / "datasets" / "demo" / "_manifest.json"
+    before = json.loads(released.read_text())
+    corpus = tmp_path / "corpus"
+    shutil.copytree(ROOT / "tests" / "data" / "corpus", corpus)
+    edited = corpus / "guides" / "limits.md"
+    edited.write_text(edited.read_text().replace("twenty thousand requests per day", "thirty thousand requests per day"))
+    triggered_before = len(stack.runs("golden_build", "asset_triggered"))
+
+    env = {**os.environ, **stack.plan.cli_env()}
+    refresh = subprocess.run([sys.executable, "-m", "pipelines.cli", "corpus", "refresh", str(corpus), "--notify"],
+                             env=env, capture_output=True, text=True, cwd=ROOT, timeout=900)  # fmt: skip
+    assert refresh.returncode == 0, refresh.stdout[-3000:] + refresh.stderr[-3000:]
+    assert "asset event posted" in refresh.stdout and "documents updated" in refresh.stdout
+
+    began = time.monotonic()
+    runs = stack.wait_for_runs("golden_build", "asset_triggered", triggered_before + 1, EVAL_BUDGET_S)
+    assert runs[0]["state"] == "success", runs
+    stack.timings["golden_build after a corpus refresh"] = time.monotonic() - began
+    after = json.loads(released.read_text())
+    assert int(after["version"][1:]) > int(before["version"][1:])
+    assert after["corpus_version"] != before["corpus_version"]
+    assert after["stale"], "items citing the edited chunk must be flagged stale and replaced"
+    assert all(after_id not in after["stale"] for after_id in after["replacements"])
 
 
 @pytest.mark.stack
