@@ -12,8 +12,21 @@ from datetime import datetime, timezone
 from airflow.sdk import DAG, Asset, AssetOrTimeSchedule, CronTriggerTimetable, Param, task
 from ragwatch_airflow.settings import DEFAULT_ARGS, DVC_POOL, LLM_POOL, ragwatch_settings
 
+from pipelines.inputs import GOLDEN_NAME_PATTERN
+
 CORPUS = Asset(name="ragwatch_corpus", uri="ragwatch://corpus")
 GOLDEN_SET = Asset(name="ragwatch_golden_set", uri="ragwatch://golden/datasets")
+
+_COUNT = {"type": "integer", "minimum": 0}
+_SHARE = {"type": "number", "minimum": 0, "maximum": 1}
+OVERRIDES = {
+    "name": {"type": "string", "pattern": GOLDEN_NAME_PATTERN},
+    **{key: _COUNT for key in ("seeds", "multi_hop", "adversarial", "tool_triples", "from_traces", "trace_days")},
+    "questions_per_seed": {"type": "integer", "minimum": 1, "maximum": 5},
+    "batch_size": {"type": "integer", "minimum": 1},
+    **{key: _SHARE for key in ("dev_fraction", "review_fraction", "near_duplicate_cosine")},
+}
+"""The keys of params.yaml's `golden` section a run may override; pipelines.golden.params checks them again."""
 
 with DAG(
     dag_id="golden_build",
@@ -23,7 +36,8 @@ with DAG(
     catchup=False,
     max_active_runs=1,
     default_args=DEFAULT_ARGS,
-    params={"overrides": Param({}, type="object", description="Values that replace params.yaml's `golden` keys, e.g. {\"seeds\": 200}.")},
+    params={"overrides": Param({}, type="object", description="Values that replace params.yaml's `golden` keys, e.g. {\"seeds\": 200}.",
+                               properties=OVERRIDES, additionalProperties=False)},
     tags=["ragwatch", "golden"],
 ) as dag:
 

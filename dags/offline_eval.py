@@ -11,7 +11,8 @@ from datetime import datetime, timezone
 from airflow.sdk import DAG, Asset, CronDataIntervalTimetable, Param, task
 from ragwatch_airflow.settings import DEFAULT_ARGS, LLM_POOL, ragwatch_settings
 
-from pipelines.evaluation.params import ALL_JUDGE_METRICS
+from pipelines.evaluation.params import ALL_JUDGE_METRICS, DEFAULT_K, TARGET_URL_PATTERN
+from pipelines.inputs import GOLDEN_VERSION_PATTERN, K_MAX, TARGET_NAME_PATTERN
 
 OFFLINE_SCORES = Asset(name="ragwatch_offline_scores", uri="ragwatch://results/offline")
 
@@ -24,12 +25,19 @@ with DAG(
     max_active_runs=1,
     default_args=DEFAULT_ARGS,
     params={
-        "golden_version": Param(None, type=["null", "string"], description="e.g. v3; default: the latest published."),
-        "k": Param([1, 3, 5, 10], type="array", description="Cut-offs for recall@k and precision@k."),
-        "metrics": Param(ALL_JUDGE_METRICS, type="array", description="Judge metrics to compute."),
-        "target_url": Param(None, type=["null", "string"], description="Your RAG service (README contract); default: the reference RAG."),
+        "golden_version": Param(None, type=["null", "string"], pattern=GOLDEN_VERSION_PATTERN,
+                                description="e.g. v3; default: the latest published."),
+        "k": Param(list(DEFAULT_K), type="array", items={"type": "integer", "minimum": 1, "maximum": K_MAX}, minItems=1,
+                   description="Cut-offs for recall@k and precision@k."),
+        "metrics": Param(ALL_JUDGE_METRICS, type="array", items={"type": "string", "enum": ALL_JUDGE_METRICS},
+                         description="Judge metrics to compute."),
+        "target_url": Param(None, type=["null", "string"], pattern=TARGET_URL_PATTERN,
+                            description="Your RAG service (README contract), without credentials (they come from the "
+                                        "ragwatch_target connection); default: the reference RAG."),
+        "target_name": Param(None, type=["null", "string"], pattern=TARGET_NAME_PATTERN,
+                             description="The target's name in runs, reports and gauges; default: from the URL."),
         "fail_on_gate": Param(False, type="boolean", description="Fail the run when the regression gate fails."),
-        "limit": Param(None, type=["null", "integer"], description="Evaluate a stable subset of this many items."),
+        "limit": Param(None, type=["null", "integer"], minimum=1, description="Evaluate a stable subset of this many items."),
     },
     tags=["ragwatch", "eval"],
 ) as dag:

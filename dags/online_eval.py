@@ -24,7 +24,7 @@ with DAG(
     default_args=DEFAULT_ARGS,
     params={
         "noise_mode": Param("hard", enum=["hard", "random"], description="Which irrelevant chunks to inject."),
-        "noise_k": Param(2, type="integer", minimum=1, description="Chunks injected per trace."),
+        "noise_k": Param(2, type="integer", minimum=1, maximum=20, description="Chunks injected per trace."),
     },
     tags=["ragwatch", "eval"],
 ) as dag:

@@ -12,6 +12,8 @@ from datetime import datetime, timezone
 from airflow.sdk import DAG, Asset, CronDataIntervalTimetable, Param, task
 from ragwatch_airflow.settings import DEFAULT_ARGS, DVC_POOL, ragwatch_settings
 
+from pipelines.inputs import STRATA
+
 SAMPLED_TRACES = Asset(name="ragwatch_sampled_traces", uri="ragwatch://golden/traces")
 
 with DAG(
@@ -23,9 +25,13 @@ with DAG(
     max_active_runs=4,
     default_args=DEFAULT_ARGS,
     params={
-        "sample_rate": Param(0.05, type="number", exclusiveMinimum=0, maximum=1, description="Share of each stratum to sample."),
-        "strata": Param(["app", "language", "user_feedback"], type="array", description="Trace fields that define strata."),
-        "min_per_stratum": Param(2, type="integer", minimum=0, description="Floor so small strata are represented."),
+        # null means "the setting" (RAGWATCH_SAMPLE_RATE, ...), read where the task runs: one source of defaults.
+        "sample_rate": Param(None, type=["null", "number"], exclusiveMinimum=0, maximum=1,
+                             description="Share of each stratum to sample; default: RAGWATCH_SAMPLE_RATE."),
+        "strata": Param(None, type=["null", "array"], items={"type": "string", "enum": list(STRATA)}, minItems=1,
+                        uniqueItems=True, description="Trace fields that define strata; default: RAGWATCH_STRATA."),
+        "min_per_stratum": Param(None, type=["null", "integer"], minimum=0,
+                                 description="Floor so small strata are represented; default: RAGWATCH_MIN_PER_STRATUM."),
     },
     tags=["ragwatch", "traces"],
 ) as dag:
@@ -36,7 +42,7 @@ with DAG(
 
         return steps.stage_trace_sample(
             ragwatch_settings(), data_interval_start.date(), rate=params["sample_rate"],
-            strata=list(params["strata"]), min_per_stratum=params["min_per_stratum"],
+            strata=params["strata"], min_per_stratum=params["min_per_stratum"],
         ).model_dump(mode="json")  # fmt: skip
 
     @task(retries=0)  # a failed expectation fails again on retry: report it once

@@ -16,6 +16,8 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from pipelines import inputs
+from pipelines.redact import redact_text
 from pipelines.settings import Settings, SettingsError, load_settings
 
 app = typer.Typer(help="ragwatch: scheduled, honest evaluation of RAG assistants.", no_args_is_help=True)
@@ -34,8 +36,45 @@ def _progress() -> Progress:
 
 
 def _fail(message: str) -> None:
-    console.print(f"[red]error:[/red] {escape(message)}")
+    # Errors quote URLs (stores, gateways, targets): never print the credentials in them.
+    console.print(f"[red]error:[/red] {escape(redact_text(message))}")
     raise typer.Exit(code=1)
+
+
+def _checked(check):
+    """A typer callback running one of `pipelines.inputs`' checks: a refused value exits 2 with its reason."""
+
+    def callback(value):
+        if value is not None:
+            try:
+                check(value)
+            except ValueError as exc:
+                raise typer.BadParameter(str(exc)) from None
+        return value
+
+    return callback
+
+
+def _rate(value: float) -> None:
+    if not 0 < value <= 1:
+        raise ValueError(f"sample rate {value} is not in (0, 1]")
+
+
+def _target_url(value: str) -> None:
+    from pipelines.evaluation.params import target_url
+
+    target_url(value)
+
+
+def _metrics(value: str) -> None:
+    from pipelines.evaluation.params import ALL_JUDGE_METRICS
+
+    unknown = [m for m in value.split(",") if m not in ALL_JUDGE_METRICS]
+    if unknown:
+        raise ValueError(f"unknown metrics {unknown}; choose from {ALL_JUDGE_METRICS}")
+
+
+DateOption = typer.Option("--date", help="YYYY-MM-DD (UTC).", callback=_checked(inputs.day))
 
 
 def _settings() -> Settings:
@@ -55,10 +94,11 @@ def _setup(verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log ea
 
 @traces_app.command("sample")
 def traces_sample(
-    day: Annotated[str, typer.Option("--date", help="Day to sample (YYYY-MM-DD, UTC).")],
-    rate: Annotated[Optional[float], typer.Option(help="Sample rate in (0, 1]; default from settings.")] = None,
-    strata: Annotated[Optional[str], typer.Option(help="Comma-separated strata keys, e.g. app,language,user_feedback.")] = None,
-    min_per_stratum: Annotated[Optional[int], typer.Option(help="Floor per stratum so small strata appear.")] = None,
+    day: Annotated[str, typer.Option("--date", help="Day to sample (YYYY-MM-DD, UTC).", callback=_checked(inputs.day))],
+    rate: Annotated[Optional[float], typer.Option(help="Sample rate in (0, 1]; default from settings.", callback=_checked(_rate))] = None,
+    strata: Annotated[Optional[str], typer.Option(help=f"Comma-separated strata keys from {', '.join(inputs.STRATA)}; default from settings.",
+                                                  callback=_checked(inputs.strata))] = None,
+    min_per_stratum: Annotated[Optional[int], typer.Option(help="Floor per stratum so small strata appear.", min=0)] = None,
     version: Annotated[bool, typer.Option(help="dvc add + push the published partition.")] = True,
 ) -> None:
     """Sample, anonymize, validate and publish one day's traces (what the DAG does)."""
@@ -165,7 +205,8 @@ def demo_seed(
 
 
 @demo_app.command("summary")
-def demo_summary(day: Annotated[Optional[str], typer.Option("--date", help="Default: yesterday (UTC).")] = None) -> None:
+def demo_summary(day: Annotated[Optional[str], typer.Option("--date", help="Default: yesterday (UTC).",
+                                                            callback=_checked(inputs.day))] = None) -> None:
     """Print the published trace sample of a day, from its manifest and the workspace."""
     from pipelines.traces.steps import published_counts
     from pipelines.versioning import git
@@ -192,7 +233,8 @@ app.add_typer(golden_app, name="golden")
 app.add_typer(corpus_app, name="corpus")
 golden_app.add_typer(stage_app, name="stage")
 golden_app.add_typer(review_app, name="review")
-NameOption = Annotated[Optional[str], typer.Option("--name", help="Golden set name; default from params.yaml.")]
+NameOption = Annotated[Optional[str], typer.Option("--name", help="Golden set name; default from params.yaml.",
+                                                   callback=_checked(inputs.golden_name))]
 
 
 def _golden_params(name: str | None = None):
@@ -250,7 +292,7 @@ def _corpus_table(report: dict) -> Table:
 
 
 @golden_app.command("build")
-def golden_build(name: NameOption = None, day: Annotated[Optional[str], typer.Option("--date")] = None) -> None:
+def golden_build(name: NameOption = None, day: Annotated[Optional[str], DateOption] = None) -> None:
     """Plan, generate, filter, split, validate and publish a golden set (what the golden_build DAG does)."""
     from pipelines.golden.steps import build_golden
 
@@ -298,7 +340,7 @@ def golden_summary(name: NameOption = None) -> None:
 
 
 @stage_app.command("plan")
-def stage_plan(name: NameOption = None, day: Annotated[Optional[str], typer.Option("--date")] = None) -> None:
+def stage_plan(name: NameOption = None, day: Annotated[Optional[str], DateOption] = None) -> None:
     from pipelines.golden.steps import plan_golden
 
     planned = plan_golden(_settings(), _golden_params(name), logical_date=date.fromisoformat(day) if day else _today())
@@ -417,7 +459,8 @@ def review_import(
 def golden_show(
     name: NameOption = None,
     per_stratum: Annotated[int, typer.Option(help="Items shown per (qtype, language) stratum.")] = 2,
-    version: Annotated[Optional[str], typer.Option(help="A published version such as v1; default: the latest.")] = None,
+    version: Annotated[Optional[str], typer.Option(help="A published version such as v1; default: the latest.",
+                                                   callback=_checked(inputs.golden_version))] = None,
 ) -> None:
     """A readable sample per stratum: question, reference answer and gold chunk excerpts."""
     from pipelines.golden.dataset import load_golden_items
@@ -466,7 +509,7 @@ app.add_typer(metrics_app, name="metrics")
 @metrics_app.command("retrieval")
 def metrics_retrieval(
     source: Annotated[Path, typer.Option("--in", exists=True, dir_okay=False, help='JSONL of {"query_id", "retrieved_ids", "gold_ids"}.')],
-    k: Annotated[str, typer.Option(help="Comma-separated cut-offs.")] = "1,3,5,10",
+    k: Annotated[str, typer.Option(help="Comma-separated cut-offs.", callback=_checked(inputs.cutoffs))] = "1,3,5,10",
 ) -> None:
     """recall@k, precision@k and MRR of a run file, as one JSON object."""
     from pipelines.evaluation.retrieval import score_run_file
@@ -506,12 +549,17 @@ def print_eval_summary(summary) -> None:
 
 @eval_app.command("offline")
 def eval_offline(
-    day: Annotated[Optional[str], typer.Option("--date", help="Logical date of the run (default: today, UTC).")] = None,
-    golden_version: Annotated[Optional[str], typer.Option(help="e.g. v2; default: the latest published.")] = None,
-    target_url: Annotated[Optional[str], typer.Option(help="Your RAG service (see README); default: the reference RAG.")] = None,
-    k: Annotated[str, typer.Option(help="Cut-offs for recall@k / precision@k.")] = "1,3,5,10",
-    metrics: Annotated[Optional[str], typer.Option(help="Comma-separated judge metrics; default: all.")] = None,
-    limit: Annotated[Optional[int], typer.Option(help="Evaluate a stable subset of this many items.")] = None,
+    day: Annotated[Optional[str], typer.Option("--date", help="Logical date of the run (default: today, UTC).",
+                                               callback=_checked(inputs.day))] = None,
+    golden_version: Annotated[Optional[str], typer.Option(help="e.g. v2; default: the latest published.",
+                                                          callback=_checked(inputs.golden_version))] = None,
+    target_url: Annotated[Optional[str], typer.Option(help="Your RAG service (see README; credentials go in RAGWATCH_TARGET_HEADERS); "
+                                                      "default: the reference RAG.", callback=_checked(_target_url))] = None,
+    target_name: Annotated[Optional[str], typer.Option(help="Name of the target in runs, reports and gauges; default: from the URL.",
+                                                       callback=_checked(inputs.target_name))] = None,
+    k: Annotated[str, typer.Option(help="Cut-offs for recall@k / precision@k.", callback=_checked(inputs.cutoffs))] = "1,3,5,10",
+    metrics: Annotated[Optional[str], typer.Option(help="Comma-separated judge metrics; default: all.", callback=_checked(_metrics))] = None,
+    limit: Annotated[Optional[int], typer.Option(help="Evaluate a stable subset of this many items.", min=1)] = None,
     fail_on_gate: Annotated[bool, typer.Option(help="Exit non-zero when the regression gate fails.")] = False,
 ) -> None:
     """The weekly offline eval without Airflow: target, judge, CIs, gate, report, push."""
@@ -520,8 +568,8 @@ def eval_offline(
 
     settings = _settings()
     try:
-        params = eval_params(settings, golden_version=golden_version, target_url=target_url, limit=limit,
-                             k=[int(v) for v in k.split(",")], metrics=metrics.split(",") if metrics else None,
+        params = eval_params(settings, golden_version=golden_version, target_url=target_url, target_name=target_name,
+                             limit=limit, k=inputs.cutoffs(k), metrics=metrics.split(",") if metrics else None,
                              fail_on_gate=fail_on_gate)  # fmt: skip
     except ValueError as exc:
         _fail(str(exc))
@@ -537,7 +585,8 @@ def eval_offline(
 
 @eval_app.command("online")
 def eval_online(
-    day: Annotated[Optional[str], typer.Option("--date", help="Day whose sampled traces to score (default: yesterday, UTC).")] = None,
+    day: Annotated[Optional[str], typer.Option("--date", help="Day whose sampled traces to score (default: yesterday, UTC).",
+                                               callback=_checked(inputs.day))] = None,
     push: Annotated[bool, typer.Option(help="Push the scores to the Pushgateway (or its textfile).")] = True,
 ) -> None:
     """The daily online eval without Airflow: judge the day's sampled traces, noise ΔF, tool-call validity."""
@@ -560,13 +609,14 @@ def eval_online(
 
 
 @eval_app.command("summary")
-def eval_summary(suite: Annotated[str, typer.Option(help="offline or online.")] = "offline") -> None:
+def eval_summary(suite: Annotated[str, typer.Option(help="offline or online.", callback=_checked(inputs.suite))] = "offline") -> None:
     """The latest run of a suite from the results DB: scores with CIs, gate, diagnosis, report path."""
     from pipelines.evaluation.summary import latest_summary
+    from pipelines.stores.results import ResultsStoreError
 
     try:
         print_eval_summary(latest_summary(_settings(), suite))
-    except LookupError as exc:
+    except (LookupError, ResultsStoreError) as exc:
         _fail(str(exc))
 
 
@@ -574,8 +624,8 @@ def eval_summary(suite: Annotated[str, typer.Option(help="offline or online.")] 
 def eval_compare(
     a: Annotated[str, typer.Option("--a", help="Arm A, e.g. 'k=5,mode=hybrid' or 'url=http://old/rag'.")],
     b: Annotated[str, typer.Option("--b", help="Arm B, e.g. 'k=3,mode=dense' or 'url=http://new/rag'.")],
-    limit: Annotated[Optional[int], typer.Option(help="A stable subset of this many items.")] = None,
-    metrics: Annotated[Optional[str], typer.Option(help="Comma-separated judge metrics; default: all.")] = None,
+    limit: Annotated[Optional[int], typer.Option(help="A stable subset of this many items.", min=1)] = None,
+    metrics: Annotated[Optional[str], typer.Option(help="Comma-separated judge metrics; default: all.", callback=_checked(_metrics))] = None,
 ) -> None:
     """A/B: both configurations on the same items; paired differences B − A per metric and stratum with CIs."""
     from pipelines.evaluation.compare import compare

@@ -16,6 +16,9 @@ from typing import Literal
 from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from pipelines import inputs
+from pipelines.redact import redact_url
+
 ENV_PREFIX = "RAGWATCH_"
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
@@ -47,13 +50,17 @@ class TraceColumns(BaseModel):
 class ModelEndpoint(BaseModel):
     """One OpenAI-compatible endpoint (vLLM serves `/v1/chat/completions` and `/v1/embeddings`)."""
 
-    base_url: str = "http://localhost:8000/v1"
+    base_url: str = Field(default="http://localhost:8000/v1", repr=False)
     model: str
     api_key: SecretStr = SecretStr("EMPTY")
     max_concurrency: int = Field(default=8, ge=1)
     """Requests in flight at once; match the server's batch capacity."""
     timeout_s: float = Field(default=60.0, gt=0)
     max_retries: int = Field(default=4, ge=0)
+
+    def __repr_args__(self):
+        yield "base_url", redact_url(self.base_url)
+        yield from super().__repr_args__()
 
 
 DEFAULT_MODELS = {"generator": "Qwen/Qwen2.5-7B-Instruct", "judge": "meta-llama/Llama-3.1-8B-Instruct",
@@ -113,6 +120,12 @@ class Settings(BaseSettings):
     """Prometheus Pushgateway, e.g. `http://pushgateway:9091`; a textfile under `home` when unset."""
     pushgateway_job: str = "ragwatch"
 
+    target_headers: dict[str, SecretStr] = Field(default_factory=dict)
+    """HTTP headers sent to the system under test (e.g. {"Authorization": "Bearer …"}): credentials never go in
+    its URL. The Airflow connection `ragwatch_target` overrides them inside tasks."""
+    target_hosts_allowed: list[str] = Field(default_factory=list)
+    """When set, the only hosts a target URL (from a DAG param or the CLI) may name; empty allows any."""
+
     airflow_api_url: str = "http://localhost:8080"
     airflow_username: str | None = None
     airflow_password: SecretStr | None = None
@@ -136,11 +149,12 @@ class Settings(BaseSettings):
     @field_validator("strata")
     @classmethod
     def _known_strata(cls, names: list[str]) -> list[str]:
-        allowed = {"app", "language", "user_feedback", "model"}
-        unknown = set(names) - allowed
-        if unknown:
-            raise ValueError(f"unknown strata {sorted(unknown)}; choose from {sorted(allowed)}")
-        return names
+        return inputs.strata(names)
+
+    def __repr_args__(self):
+        # URLs may carry a password or a token: a repr (in a log, a traceback) shows them redacted.
+        for name, value in super().__repr_args__():
+            yield name, redact_url(value) if name in _URL_FIELDS and isinstance(value, str) else value
 
     @property
     def resolved_trace_store_url(self) -> str:
@@ -188,6 +202,9 @@ def _local_key(path: Path) -> bytes:
         finally:
             candidate.unlink()
     return path.read_text().strip().encode()
+
+
+_URL_FIELDS = ("trace_store_url", "results_url", "qdrant_url", "pushgateway_url", "airflow_api_url", "dvc_remote")
 
 
 class SettingsError(ValueError):

@@ -26,6 +26,8 @@ from pathlib import Path
 
 import yaml
 
+from pipelines import inputs
+
 UNVERSIONED = ("/.staging/", "/runs/", "/inbox/")
 """Workspace folders neither git nor DVC ever track (written to .gitignore and .dvcignore)."""
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]")
@@ -220,7 +222,8 @@ class Workspace:
     # -- golden sets -----------------------------------------------------------------------------
 
     def golden(self, name: str) -> GoldenPaths:
-        return GoldenPaths(self.root, name)
+        # The name becomes a folder that builds reset: a hostile one ("../..") must never get here.
+        return GoldenPaths(self.root, inputs.golden_name(name))
 
     @property
     def corpus_record(self) -> Path:
@@ -238,7 +241,7 @@ class Workspace:
     # -- eval runs, reports, inbox ---------------------------------------------------------------
 
     def run_folder(self, suite: str, day: date, target: str) -> RunPaths:
-        return RunPaths(self.root / "runs" / suite / f"{day.isoformat()}_{safe_name(target)}")
+        return RunPaths(self.root / "runs" / inputs.suite(suite) / self._report_name(day, target))
 
     @property
     def reports_dir(self) -> Path:
@@ -246,7 +249,11 @@ class Workspace:
 
     def report(self, suite: str, day: date, target: str) -> Path:
         """`golden/reports/<suite>/<day>_<target>.html`: one file per run, replaced on rerun."""
-        return self.reports_dir / suite / f"{day.isoformat()}_{safe_name(target)}.html"
+        return self.reports_dir / inputs.suite(suite) / f"{self._report_name(day, target)}.html"
+
+    @staticmethod
+    def _report_name(day: date, target: str) -> str:
+        return inputs.report_name(f"{day.isoformat()}_{inputs.target_name(target)}")
 
     @staticmethod
     def metrics_json(report: Path) -> Path:

@@ -12,7 +12,7 @@ from datetime import date
 from typing import Any
 
 from pipelines.evaluation.judging import judge_offline_batch
-from pipelines.evaluation.params import EvalParams
+from pipelines.evaluation.params import EvalParams, target_name_for, target_url
 from pipelines.evaluation.prepare import prepare_offline_eval
 from pipelines.evaluation.runs import load_scores
 from pipelines.evaluation.stats import compare_runs
@@ -45,6 +45,9 @@ def compare(settings: Settings, base: EvalParams, a: str, b: str, *, logical_dat
     (n_pairs, a, b, diff, ci_low, ci_high, ci_method, p_value, p_adjusted, significant, correction)."""
     arms = {}
     for label, text in (("A", a), ("B", b)):
-        params = EvalParams.model_validate({**base.model_dump(), **parse_config(text), "target_name": f"{label}:{text}"})
+        config = parse_config(text)
+        if config.get("target_url"):
+            target_url(config["target_url"], settings.target_hosts_allowed)
+        params = EvalParams.model_validate({**base.model_dump(), **config, "target_name": target_name_for(f"{label}-{text}")})
         arms[label] = run_arm(settings, params, logical_date)
     return compare_runs(arms["B"], arms["A"])

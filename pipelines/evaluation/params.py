@@ -5,28 +5,60 @@ Light on purpose: the offline_eval DAG file imports it at parse time for its Par
 
 from __future__ import annotations
 
-from typing import Literal
+import re
+from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from pipelines import inputs
+from pipelines.redact import has_credentials, redact_text, redact_url
 
 ALL_JUDGE_METRICS = ["faithfulness", "answer_relevancy", "context_precision", "context_recall", "ragas_noise_sensitivity"]
 GATED_METRICS = ["recall@5", "mrr", "faithfulness", "answer_relevancy", "context_precision", "context_recall"]
 REFERENCE_TARGET = "reference-rag"
+DEFAULT_K = (1, 3, 5, 10)
+TARGET_URL_PATTERN = r"^https?://[^\s/@?#]+(/[^\s@]*)?$"
+"""An http(s) URL without user info (the DAG Param's JSON-schema pattern; `target_url` checks the rest)."""
+
+
+def target_url(url: str, allowed_hosts: list[str] | None = None) -> str:
+    """The target's URL: http(s), no credentials in it (they go in headers), on an allowed host."""
+    if not re.fullmatch(TARGET_URL_PATTERN, url) or has_credentials(url):
+        raise ValueError(
+            f"target URL {redact_url(url)!r} is not allowed: use http(s)://host[:port]/path without a user, password or "
+            "token in it; send credentials as headers (RAGWATCH_TARGET_HEADERS or the ragwatch_target connection)"
+        )
+    host = urlsplit(url).hostname or ""
+    if allowed_hosts and host not in allowed_hosts:
+        raise ValueError(f"target host {host!r} is not in RAGWATCH_TARGET_HOSTS_ALLOWED {allowed_hosts}")
+    return url
+
+
+def target_name_for(text: str) -> str:
+    """A readable target name from a URL (host, port, path) or an A/B arm's text, other characters as `_`."""
+    if re.match(r"^https?://", text):
+        parts = urlsplit(text)
+        text = f"{parts.netloc.rpartition('@')[2]}{parts.path}".rstrip("/")
+    else:
+        text = redact_text(text)
+    name = re.sub(r"\.{2,}", "_", re.sub(r"[^A-Za-z0-9_.:@+-]", "_", text)).lstrip("._:@+-")[:128]
+    return inputs.target_name(name or "target")
 
 
 class EvalParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    golden_name: str
-    golden_version: str | None = None
+    golden_name: Annotated[str, AfterValidator(inputs.golden_name)]
+    golden_version: Annotated[str, AfterValidator(inputs.golden_version)] | None = None
     """e.g. "v3"; None means the latest release."""
     split: Literal["dev", "test"] = "test"
-    k: list[int] = Field(default_factory=lambda: [1, 3, 5, 10])
+    k: Annotated[list[int], AfterValidator(inputs.cutoffs)] = Field(default_factory=lambda: list(DEFAULT_K))
     """Cut-offs of recall@k and precision@k."""
-    metrics: list[str] = Field(default_factory=lambda: list(ALL_JUDGE_METRICS))
-    target_url: str | None = None
+    metrics: list[Literal[tuple(ALL_JUDGE_METRICS)]] = Field(default_factory=lambda: list(ALL_JUDGE_METRICS))
+    target_url: Annotated[str, AfterValidator(lambda url: target_url(url))] | None = None
     """The team's RAG service (README § System under test); None runs the reference RAG."""
-    target_name: str = REFERENCE_TARGET
+    target_name: Annotated[str, AfterValidator(inputs.target_name)] = REFERENCE_TARGET
     retrieval_k: int = Field(default=5, ge=1)
     retrieval_mode: Literal["hybrid", "dense", "sparse"] = "hybrid"
     prompt: str | None = None
@@ -45,6 +77,7 @@ def eval_params(settings, **overrides) -> EvalParams:
 
     given = {k: v for k, v in overrides.items() if v is not None}
     given.setdefault("golden_name", default_golden_name(settings))
-    if "target_name" not in given and given.get("target_url"):
-        given["target_name"] = given["target_url"]
+    if given.get("target_url"):
+        target_url(given["target_url"], settings.target_hosts_allowed)
+        given.setdefault("target_name", target_name_for(given["target_url"]))
     return EvalParams.model_validate(given)

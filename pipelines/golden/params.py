@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
+from pipelines import inputs
 from pipelines.settings import Settings
 from pipelines.workspace import Workspace
 
@@ -19,7 +20,7 @@ class GoldenParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str = Field(min_length=1)
+    name: Annotated[str, AfterValidator(inputs.golden_name)]
     seeds: int = Field(ge=0)
     questions_per_seed: int = Field(ge=1, le=5)
     multi_hop: int = Field(ge=0)

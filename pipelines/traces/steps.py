@@ -8,12 +8,15 @@ one Airflow task calls and returns a small typed result that travels through XCo
 
 from __future__ import annotations
 
+import shutil
+import uuid
 from collections.abc import Callable
 from datetime import date
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from pipelines import inputs
 from pipelines.privacy.anonymizer import Anonymizer
 from pipelines.settings import Settings
 from pipelines.stores.partitions import promote, read_manifest
@@ -71,18 +74,31 @@ def stage_trace_sample(
     min_per_stratum: int | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> StagedSample:
-    staged = Workspace.from_settings(settings).traces_staging(day)
-    summary = sample_day(
-        TraceStore.from_settings(settings),
-        Anonymizer(settings.pseudonym_key),
-        day,
-        staged,
-        rate=settings.sample_rate if rate is None else rate,
-        strata=settings.strata if strata is None else strata,
-        min_per_stratum=settings.min_per_stratum if min_per_stratum is None else min_per_stratum,
-        max_field_chars=settings.max_field_chars,
-        progress=progress,
-    )
+    # A value left out (None) is the setting; a given one is checked the same way, whatever the entry point:
+    # strata values are published in the manifest, so only the categorical fields may define strata.
+    rate = settings.sample_rate if rate is None else rate
+    if not 0 < rate <= 1:
+        raise ValueError(f"sample rate {rate} is not in (0, 1]")
+    min_per_stratum = settings.min_per_stratum if min_per_stratum is None else min_per_stratum
+    if min_per_stratum < 0:
+        raise ValueError(f"min_per_stratum {min_per_stratum} is negative")
+    # Every run stages in its own folder: two runs of the same day (a retry racing a backfill) never share one.
+    staged = Workspace.from_settings(settings).traces_staging(day, uuid.uuid4().hex)
+    try:
+        summary = sample_day(
+            TraceStore.from_settings(settings),
+            Anonymizer(settings.pseudonym_key),
+            day,
+            staged,
+            rate=rate,
+            strata=inputs.strata(settings.strata if strata is None else strata),
+            min_per_stratum=min_per_stratum,
+            max_field_chars=settings.max_field_chars,
+            progress=progress,
+        )
+    except BaseException:
+        shutil.rmtree(staged.root, ignore_errors=True)  # a failed attempt leaves no folder behind
+        raise
     return StagedSample(counts=SampleCounts.model_validate(summary.as_dict()), staged=staged.root)
 
 
