@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 
 import pytest
 
 from pipelines.evaluation.stats import Aggregate
-from pipelines.evaluation.push import push_scores, read_back, textfile_path
+from pipelines.evaluation.push import push_run, push_scores, read_back, textfile_path
+from pipelines.evaluation.summary import RunSummary
+from pipelines.records import Score
+from pipelines.stores.results import EvalRun, ResultsStore, run_id
 from tests.services import free_port
 
 pytestmark = pytest.mark.services
@@ -104,3 +107,41 @@ def test_without_a_gateway_the_same_exposition_goes_to_a_textfile(settings):
     assert 'rag_eval_gate_passed{suite="offline"} 1.0' in text
     assert "rag_context_recall_score" not in text
     assert not list(path.parent.glob("*.tmp*"))
+
+
+def saved_run(settings, day: date, target: str, faithfulness: float) -> RunSummary:
+    """A finished offline run of `target` on `day`, saved in the results DB as the eval saves it."""
+    store = ResultsStore.from_settings(settings)
+    store.create()
+    run = EvalRun(run_id=run_id("offline", day, target), suite="offline", logical_date=day, target=target,
+                  dataset_version="demo@v1", finished_at=datetime.combine(day, datetime.min.time(), timezone.utc))  # fmt: skip
+    scores = [Score(run_id=run.run_id, suite="offline", item_id=f"i{n}", stratum="single_hop/es", metric="faithfulness",
+                    value=faithfulness, status="ok", dataset_version="demo@v1") for n in range(4)]  # fmt: skip
+    store.save_run(run, scores)
+    store.dispose()
+    return RunSummary(run_id=run.run_id, suite="offline", logical_date=day, target=target, dataset_version="demo@v1",
+                      items=4, report=None, gate_passed=None, gate="none", overall=[], diagnosis=[])  # fmt: skip
+
+
+def test_a_backfill_or_another_target_never_overwrites_the_newest_gauges_of_a_target(gateway_settings):
+    february = saved_run(gateway_settings, date(2026, 2, 2), "reference-rag", 0.9)
+    assert push_run(gateway_settings, february).samples > 0
+    # A January run of a candidate URL, then a January backfill of the reference itself.
+    candidate = saved_run(gateway_settings, date(2026, 1, 5), "rag.internal_v2", 0.4)
+    assert push_run(gateway_settings, candidate).samples > 0
+    backfill = saved_run(gateway_settings, date(2026, 1, 5), "reference-rag", 0.1)
+    assert "newer" in push_run(gateway_settings, backfill).skipped
+    groups = {g["labels"].get("target"): g for g in groups_of(gateway_settings)}
+    assert set(groups) == {"reference-rag", "rag.internal_v2"}
+    assert samples(groups["reference-rag"], "rag_faithfulness_score")[
+        (("stratum", "all"), ("suite", "offline"), ("target", "reference-rag"))] == 0.9
+    assert samples(groups["rag.internal_v2"], "rag_faithfulness_score")[
+        (("stratum", "all"), ("suite", "offline"), ("target", "rag.internal_v2"))] == 0.4
+
+
+def test_a_gateway_url_with_credentials_never_reaches_the_result_or_the_log(settings, caplog):
+    down = settings.model_copy(update={"pushgateway_url": f"http://ops:gw-s3cret@127.0.0.1:{free_port()}"})
+    result = push_scores(down, AGGREGATES, suite="offline", target="reference-rag", timeout_s=2)
+    assert not result.ok and "refused" in result.error.lower()
+    assert "gw-s3cret" not in result.destination + result.error + caplog.text
+    assert "ops:***@127.0.0.1" in result.destination

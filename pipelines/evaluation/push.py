@@ -3,8 +3,9 @@
 Only the newest run of a suite and target is pushed: a push replaces the group, so a backfilled
 past day must not overwrite today's gauges (its scores are in the results DB).
 
-One group per suite (job + suite, plus app for online evals of one app), replaced as a whole
-with PUT: strata that disappeared from a run disappear from Prometheus too. The grouping key
+One group per suite and target (job + suite + target, plus app for online evals of one app),
+replaced as a whole with PUT: strata that disappeared from a run disappear from Prometheus too,
+and a run of another target (a candidate URL) never replaces the gauges of the newest run of this one. The grouping key
 never holds a run id: the Pushgateway keeps every group forever, so per-run groups would pile
 up and Prometheus would see stale runs as current.
 
@@ -26,12 +27,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
 
+from urllib.parse import unquote, urlsplit, urlunsplit
+
 from prometheus_client import CollectorRegistry, Gauge, push_to_gateway, write_to_textfile
+from prometheus_client.exposition import basic_auth_handler, default_handler
 from pydantic import BaseModel
 
+from pipelines import inputs
 from pipelines.evaluation.stats import Aggregate, aggregate
 from pipelines.evaluation.summary import RunSummary
 from pipelines.records import METRICS, gauge_name
+from pipelines.redact import redact_text, redact_url
 from pipelines.settings import Settings
 from pipelines.stores.results import ResultsStore
 
@@ -51,15 +57,16 @@ class PushResult:
     error: str | None = None
 
 
-def grouping_key(suite: str, app: str | None = None) -> dict[str, str]:
-    return {"suite": suite, **({"app": app} if app else {})}
+def grouping_key(suite: str, target: str | None = None, app: str | None = None) -> dict[str, str]:
+    # Target names are checked names (pipelines.inputs): never a URL, so never a credential in a label.
+    return {"suite": suite, **({"target": inputs.target_name(target)} if target else {}), **({"app": app} if app else {})}
 
 
-def build_registry(aggregates: Iterable[Aggregate], *, suite: str, app: str | None = None,
+def build_registry(aggregates: Iterable[Aggregate], *, suite: str, target: str | None = None, app: str | None = None,
                    gate_passed: bool | None = None, succeeded_at: float | None = None) -> CollectorRegistry:
     """The gauges of one run. Labels repeat the grouping key so a textfile reads the same as the gateway."""
     registry = CollectorRegistry()
-    base = grouping_key(suite, app)
+    base = grouping_key(suite, target, app)
     names = list(base)
     items = Gauge("rag_eval_items", "Items evaluated (ok + failed + skipped)", [*names, "stratum", "metric"],
                   registry=registry)  # fmt: skip
@@ -85,26 +92,30 @@ def build_registry(aggregates: Iterable[Aggregate], *, suite: str, app: str | No
     return registry
 
 
-def push_scores(settings: Settings, aggregates: Iterable[Aggregate], *, suite: str, app: str | None = None,
-                   gate_passed: bool | None = None, succeeded_at: datetime | float | None = None,
-                   timeout_s: float = 10.0) -> PushResult:  # fmt: skip
-    """Replace the suite's group on the configured Pushgateway, or write `metrics/<job>-<suite>.prom` under home."""
+def push_scores(settings: Settings, aggregates: Iterable[Aggregate], *, suite: str, target: str | None = None,
+                app: str | None = None, gate_passed: bool | None = None, succeeded_at: datetime | float | None = None,
+                timeout_s: float = 10.0) -> PushResult:  # fmt: skip
+    """Replace the suite's (and target's) group on the configured Pushgateway, or write
+    `metrics/<job>-<suite>-<target>.prom` under home."""
     if isinstance(succeeded_at, datetime):
         succeeded_at = succeeded_at.timestamp()
-    registry = build_registry(aggregates, suite=suite, app=app, gate_passed=gate_passed, succeeded_at=succeeded_at)
+    registry = build_registry(aggregates, suite=suite, target=target, app=app, gate_passed=gate_passed,
+                              succeeded_at=succeeded_at)  # fmt: skip
     samples = sum(len(m.samples) for m in registry.collect())
-    job, key = settings.pushgateway_job, grouping_key(suite, app)
+    job, key = settings.pushgateway_job, grouping_key(suite, target, app)
     if settings.pushgateway_url:
-        common = dict(mode="pushgateway", destination=settings.pushgateway_url, job=job, grouping_key=key)
+        shown = redact_url(settings.pushgateway_url)  # what results and logs say: never the gateway's credentials
+        common = dict(mode="pushgateway", destination=shown, job=job, grouping_key=key)
         try:
-            push_to_gateway(settings.pushgateway_url, job=job, registry=registry, grouping_key=key, timeout=timeout_s)
+            gateway, handler = _gateway_and_handler(settings.pushgateway_url)
+            push_to_gateway(gateway, job=job, registry=registry, grouping_key=key, timeout=timeout_s, handler=handler)
         except (OSError, ValueError) as exc:  # URLError/HTTPError/timeouts are OSErrors
-            error = f"push to {settings.pushgateway_url} failed: {exc}"
+            error = redact_text(f"push to {shown} failed: {exc}")
             log.error("%s (job=%s, grouping key %s)", error, job, key)
             return PushResult(ok=False, **common, error=error)
-        log.info("pushed %d samples to %s (job=%s, grouping key %s)", samples, settings.pushgateway_url, job, key)
+        log.info("pushed %d samples to %s (job=%s, grouping key %s)", samples, shown, job, key)
         return PushResult(ok=True, **common, samples=samples)
-    path = textfile_path(settings.home, job, suite, app)
+    path = textfile_path(settings.home, job, suite, app, target)
     common = dict(mode="textfile", destination=str(path), job=job, grouping_key=key)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -117,8 +128,22 @@ def push_scores(settings: Settings, aggregates: Iterable[Aggregate], *, suite: s
     return PushResult(ok=True, **common, samples=samples)
 
 
-def textfile_path(home: Path, job: str, suite: str, app: str | None = None) -> Path:
-    name = "-".join(part for part in (job, suite, app) if part)
+def _gateway_and_handler(url: str):
+    """A gateway URL with `user:password@` becomes HTTP basic auth: the credentials never sit in a request URL."""
+    parts = urlsplit(url if "://" in url else f"http://{url}")
+    if parts.username is None:
+        return url, default_handler
+    user, password = unquote(parts.username), unquote(parts.password or "")
+    bare = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+
+    def handler(url, method, timeout, headers, data):
+        return basic_auth_handler(url, method, timeout, headers, data, user, password)
+
+    return bare, handler
+
+
+def textfile_path(home: Path, job: str, suite: str, app: str | None = None, target: str | None = None) -> Path:
+    name = "-".join(part for part in (job, suite, target, app) if part)
     return home.resolve() / "metrics" / (_UNSAFE.sub("_", name) + ".prom")
 
 
@@ -159,7 +184,8 @@ def push_run(settings: Settings, summary: RunSummary, *, app: str | None = None)
         aggregates = aggregate(store.scores(summary.run_id))
     finally:
         store.dispose()
-    result = push_scores(settings, aggregates, suite=summary.suite, app=app, gate_passed=latest.gate_passed,
+    result = push_scores(settings, aggregates, suite=summary.suite, target=summary.target, app=app,
+                         gate_passed=latest.gate_passed,
                          succeeded_at=latest.finished_at or datetime.now(timezone.utc))  # fmt: skip
     if not result.ok:
         raise RuntimeError(f"push failed: {result.error}. The scores are safe in the results DB; the task retries.")

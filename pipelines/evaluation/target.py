@@ -21,6 +21,7 @@ from pipelines.evaluation.params import EvalParams
 from pipelines.evaluation.prompts import Context, RagAnswerPrompt, RagInput
 from pipelines.models.llm import LLM, build_llm
 from pipelines.records import GoldenItem, ToolCall
+from pipelines.redact import redact_text
 from pipelines.settings import Settings
 
 
@@ -113,7 +114,7 @@ class HTTPTarget:
             async with semaphore, httpx.AsyncClient(timeout=self.timeout_s, headers=self.headers) as client:
                 response = await client.post(self.url, json=body)
         except httpx.HTTPError as exc:
-            return TargetResponse(answer=None, error=f"target unreachable: {type(exc).__name__}: {exc}")
+            return TargetResponse(answer=None, error=redact_text(f"target unreachable: {type(exc).__name__}: {exc}"))
         if response.status_code != 200:
             return TargetResponse(answer=None, error=f"target answered HTTP {response.status_code}: {response.text[:200]}")
         try:
@@ -141,7 +142,9 @@ def _semaphore(url: str, limit: int) -> asyncio.Semaphore:
 def build_target(settings: Settings, params: EvalParams, index) -> ReferenceRAG | HTTPTarget:
     """The system under test a run's parameters name: the team's service, or the reference RAG on `index`."""
     if params.target_url:
-        return HTTPTarget(params.target_url, name=params.target_name)
+        # Credentials travel as headers from the settings (or the ragwatch_target connection), never in the URL.
+        headers = {name: value.get_secret_value() for name, value in settings.target_headers.items()}
+        return HTTPTarget(params.target_url, name=params.target_name, headers=headers)
     return ReferenceRAG(index, build_llm(settings, "generator"), k=params.retrieval_k, mode=params.retrieval_mode,
                         prompt=params.prompt, name=params.target_name)  # fmt: skip
 

@@ -119,7 +119,14 @@ class ResultsStore:
 
     def exists(self) -> bool:
         """Whether any eval has written here yet (a read-only page must not create the tables)."""
-        return sa.inspect(self.engine).has_table(eval_runs.name)
+        try:
+            return sa.inspect(self.engine).has_table(eval_runs.name)
+        except sa.exc.DBAPIError as exc:
+            # The driver's message, never SQLAlchemy's (it may quote the URL); the URL with its password masked.
+            raise ResultsStoreError(
+                f"cannot open the results DB {self.engine.url.render_as_string(hide_password=True)}: "
+                f"{str(exc.orig).strip()}. Check RAGWATCH_RESULTS_URL."
+            ) from None
 
     def _refuse_legacy_schema(self) -> None:
         if self.exists() and "run_key" in {c["name"] for c in sa.inspect(self.engine).get_columns(eval_runs.name)}:

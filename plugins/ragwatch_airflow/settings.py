@@ -15,6 +15,8 @@ from sqlalchemy.engine import URL
 from pipelines.settings import Settings, load_settings
 
 TRACE_STORE_CONN_ID = "ragwatch_trace_store"
+TARGET_CONN_ID = "ragwatch_target"
+"""The system under test's credentials: extra {"headers": {...}}, or a password sent as a bearer token."""
 DVC_POOL = "ragwatch_dvc"
 LLM_POOL = "ragwatch_llm"
 DEFAULT_ARGS = {"retries": 2, "retry_delay": timedelta(minutes=2), "retry_exponential_backoff": True}
@@ -37,12 +39,27 @@ def sqlalchemy_url(conn) -> str:
     return url.render_as_string(hide_password=False)
 
 
+def target_headers(conn) -> dict[str, str]:
+    """HTTP headers for the system under test from its Airflow Connection (never from the target URL)."""
+    headers = dict(conn.extra_dejson.get("headers") or {})
+    if conn.password and not any(h.lower() == "authorization" for h in headers):
+        headers["Authorization"] = f"Bearer {conn.password}"
+    return headers
+
+
+def _connection(conn_id: str):
+    try:
+        return BaseHook.get_connection(conn_id)
+    except AirflowNotFoundException:
+        return None
+
+
 def ragwatch_settings() -> Settings:
     overrides: dict = {}
-    try:
-        conn = BaseHook.get_connection(TRACE_STORE_CONN_ID)
-    except AirflowNotFoundException:
-        conn = None
+    target = _connection(TARGET_CONN_ID)
+    if target is not None:
+        overrides["target_headers"] = target_headers(target)
+    conn = _connection(TRACE_STORE_CONN_ID)
     if conn is not None:
         overrides["trace_store_url"] = sqlalchemy_url(conn)
         extra = conn.extra_dejson
