@@ -82,6 +82,7 @@ def stage_trace_sample(
     min_per_stratum = settings.min_per_stratum if min_per_stratum is None else min_per_stratum
     if min_per_stratum < 0:
         raise ValueError(f"min_per_stratum {min_per_stratum} is negative")
+    strata = inputs.strata(settings.strata if strata is None else strata)
     # Every run stages in its own folder: two runs of the same day (a retry racing a backfill) never share one.
     staged = Workspace.from_settings(settings).traces_staging(day, uuid.uuid4().hex)
     try:
@@ -91,7 +92,7 @@ def stage_trace_sample(
             day,
             staged,
             rate=rate,
-            strata=inputs.strata(settings.strata if strata is None else strata),
+            strata=strata,
             min_per_stratum=min_per_stratum,
             max_field_chars=settings.max_field_chars,
             progress=progress,
