@@ -102,3 +102,71 @@ def test_a_wrong_password_says_what_to_check(postgres, settings):
     bad = settings.model_copy(update={"trace_store_url": postgres.url("nobody", "wrong", "postgres")})
     with pytest.raises(StoreError, match="RAGWATCH_TRACE_STORE_URL"):
         TraceStore.from_settings(bad).count_by(*day_interval(DAY), ["app"])
+
+
+def plain_row(trace_id: str, ts) -> dict:
+    return {"trace_id": trace_id, "ts": ts, "question": "¿Cuál es el límite?", "answer": "100 por minuto.",
+            "contexts": [{"chunk_id": "c1", "text": "El límite es 100 por minuto.", "score": 0.9}], "tool_calls": [],
+            "model": "m", "app": "docs", "language": "es", "user_feedback": None, "latency_ms": 10, "metadata": {}}  # fmt: skip
+
+
+OFFSET_ROWS = {  # SQLite text as apps write it, and the UTC day each instant belongs to
+    "late-madrid": ("2026-03-02T01:30:00+02:00", date(2026, 3, 1)),
+    "early-utc": ("2026-03-02 00:30:00", date(2026, 3, 2)),
+    "z-suffix": ("2026-03-01T23:59:59.999Z", date(2026, 3, 1)),
+    "new-york-evening": ("2026-03-01T20:00:00-05:00", date(2026, 3, 2)),
+    "micro-seconds": ("2026-03-01 12:00:00.123456+00:00", date(2026, 3, 1)),
+    "midnight-exactly": ("2026-03-02T00:00:00+00:00", date(2026, 3, 2)),
+}
+
+
+def test_sqlite_text_with_an_offset_lands_in_its_utc_day_and_a_malformed_one_is_quarantined(settings):
+    from pipelines.privacy.anonymizer import Anonymizer
+    from pipelines.stores.partitions import read_manifest
+    from pipelines.traces.sampling import sample_day
+    from pipelines.workspace import PartitionPaths
+
+    writer = TraceStore.from_settings(settings, read_only=False)
+    writer.create_table()
+    writer.insert_rows([plain_row(tid, ts) for tid, (ts, _) in OFFSET_ROWS.items()]
+                       + [plain_row("broken-hour", "2026-03-01 25:00:00")])  # fmt: skip
+    reader = TraceStore.from_settings(settings)
+    for day in (date(2026, 3, 1), date(2026, 3, 2)):
+        ids = {r[0] for r in reader.iter_keys(*day_interval(day), ["app"])}
+        expected = {tid for tid, (_, utc_day) in OFFSET_ROWS.items() if utc_day == day}
+        assert ids - {"broken-hour"} == expected, day
+        assert sum(reader.count_by(*day_interval(day), ["app"]).values()) == len(ids)
+    out = PartitionPaths(settings.home / "partition")
+    summary = sample_day(reader, Anonymizer(b"k"), date(2026, 3, 1), out, rate=1.0, strata=["app"], min_per_stratum=0,
+                         max_field_chars=10_000)  # fmt: skip
+    assert summary.sampled == 3 and summary.quarantined == 1  # the day publishes, the bad row waits in quarantine
+    assert read_manifest(out.manifest)["quarantine_reasons"] == {"bad_timestamp": 1}
+
+
+@pytest.mark.services
+def test_postgres_naive_timestamps_read_as_utc_in_a_session_of_another_zone(postgres, settings):
+    postgres.psql("CREATE ROLE tz_reader LOGIN PASSWORD 'tz-pw'; ALTER ROLE tz_reader SET timezone = 'Asia/Tokyo';")
+    postgres.psql("CREATE DATABASE tz_traces;")  # not allowed inside the same transaction
+    postgres.psql(
+        "CREATE TABLE traces (trace_id varchar(128) PRIMARY KEY, ts timestamp without time zone, question text,"
+        " answer text, contexts text, tool_calls text, model varchar(200), app varchar(200), language varchar(16),"
+        " user_feedback smallint, latency_ms integer, metadata text);"
+        "INSERT INTO traces (trace_id, ts, question, answer, app, language) VALUES"
+        " ('utc-late', '2026-03-01 23:30:00', 'q', 'a', 'docs', 'es'),"
+        " ('utc-early', '2026-03-02 00:30:00', 'q', 'a', 'docs', 'es');"
+        "GRANT SELECT ON traces TO tz_reader;", database="tz_traces")  # fmt: skip
+    url = postgres.url("tz_reader", "tz-pw", "tz_traces")
+    day = date(2026, 3, 1)
+    start, end = day_interval(day)
+    # Without ragwatch's session settings, Tokyo time shifts the day by nine hours: the bug this guards.
+    plain = sa.create_engine(url)
+    with plain.connect() as conn:
+        shifted = conn.execute(sa.text("SELECT trace_id FROM traces WHERE ts >= :s AND ts < :e"), {"s": start, "e": end})
+        assert {r[0] for r in shifted} == {"utc-late", "utc-early"}
+    plain.dispose()
+    reader = TraceStore.from_settings(settings.model_copy(update={"trace_store_url": url}))
+    assert [r[0] for r in reader.iter_keys(start, end, ["app"])] == ["utc-late"]
+    [row] = reader.iter_rows(start, end, ["utc-late"])
+    from pipelines.traces.parse import parse_timestamp
+
+    assert parse_timestamp(row["ts"]) == datetime(2026, 3, 1, 23, 30, tzinfo=timezone.utc)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from collections.abc import Iterable, Iterator, Sequence
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import sqlalchemy as sa
@@ -64,6 +64,26 @@ def trace_table(name: str, columns: TraceColumns) -> sa.Table:
     )
 
 
+def _sqlite_in_interval(ts, start: datetime, end: datetime):
+    """SQLite keeps timestamps as text, possibly with an offset (`…T01:30:00+02:00`): its strftime turns
+    them into UTC, so a trace lands in its UTC day. The raw-text range, a day wider on each side, keeps
+    the index on ts useful; a value strftime cannot read is kept when its text starts with the day, so
+    parsing quarantines it with its reason instead of it silently vanishing from every day."""
+    utc = sa.func.strftime("%Y-%m-%d %H:%M:%f", ts)
+
+    def text(value: datetime, pattern: str = "%Y-%m-%d %H:%M:%S") -> sa.BindParameter:
+        value = value.astimezone(timezone.utc)
+        shown = value.strftime(pattern) + (f".{value.microsecond // 1000:03d}" if "%S" in pattern else "")
+        return sa.bindparam(None, shown, type_=sa.String)
+
+    margin = timedelta(days=1)
+    return sa.and_(
+        ts >= text(start - margin, "%Y-%m-%d"), ts < text(end + margin, "%Y-%m-%d"),
+        sa.or_(sa.and_(utc >= text(start), utc < text(end)),
+               sa.and_(utc.is_(None), ts >= text(start, "%Y-%m-%d"), ts < text(end, "%Y-%m-%d"))),
+    )  # fmt: skip
+
+
 TRACE_FIELDS = (
     "trace_id", "ts", "question", "answer", "contexts", "tool_calls",
     "model", "app", "language", "user_feedback", "latency_ms", "metadata",
@@ -92,7 +112,11 @@ class TraceStore:
 
     def _in_interval(self, start: datetime, end: datetime):
         ts = self.table.c.ts
-        return sa.and_(ts >= sa.bindparam("start", start, type_=ts.type), ts < sa.bindparam("end", end, type_=ts.type))
+        if self.engine.dialect.name != "sqlite":
+            # PostgreSQL compares in UTC: the session time zone is UTC (see _engine), so a
+            # `timestamp without time zone` column reads as UTC whatever the server or role default.
+            return sa.and_(ts >= sa.bindparam("start", start, type_=ts.type), ts < sa.bindparam("end", end, type_=ts.type))
+        return _sqlite_in_interval(ts, start, end)
 
     def count_by(self, start: datetime, end: datetime, keys: Sequence[str]) -> dict[tuple, int]:
         """Row counts per combination of `keys` for traces whose ts falls in [start, end)."""
@@ -176,7 +200,8 @@ def _engine(url: str, *, read_only: bool, statement_timeout_s: int) -> Engine:
         # SQLite enforces read-only itself when opened as a URI with mode=ro.
         return sa.create_engine(f"sqlite:///file:{path}?mode=ro&uri=true")
     if parsed.get_backend_name() == "postgresql":
-        options = f"-c statement_timeout={statement_timeout_s * 1000}"
+        # timezone=UTC: naive `timestamp` columns read as UTC, whatever the server's or the role's default zone.
+        options = f"-c statement_timeout={statement_timeout_s * 1000} -c timezone=UTC"
         if read_only:
             options += " -c default_transaction_read_only=on"
         return sa.create_engine(parsed, connect_args={"options": options}, pool_pre_ping=True)

@@ -58,12 +58,12 @@ def parse_row(raw: dict[str, Any], *, max_field_chars: int) -> Trace | Rejection
 
 
 def parse_timestamp(value: Any) -> datetime | None:
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
-    if not isinstance(value, str):
+    """The instant in UTC: naive values are UTC already, others are converted (`+02:00` -> its UTC time)."""
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.strip())
+        except ValueError:
+            return None
+    if not isinstance(value, datetime):
         return None
-    try:
-        ts = datetime.fromisoformat(value.strip())
-    except ValueError:
-        return None
-    return ts if ts.tzinfo else ts.replace(tzinfo=timezone.utc)
+    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
