@@ -11,6 +11,22 @@ from collections.abc import Iterable
 from pathlib import Path
 
 
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+"""What makes a spreadsheet read a CSV cell as a formula (CSV injection, OWASP)."""
+
+
+def spreadsheet_safe(value):
+    """A CSV cell a spreadsheet shows as text: one starting like a formula gets a leading `'`."""
+    return "'" + value if isinstance(value, str) and value.startswith(FORMULA_START) else value
+
+
+def from_spreadsheet(value):
+    """Undo `spreadsheet_safe` on a cell read back from a CSV people edited."""
+    if isinstance(value, str) and len(value) > 1 and value[0] == "'" and value[1] in FORMULA_START:
+        return value[1:]
+    return value
+
+
 def write_jsonl(path: Path, rows: Iterable[dict]) -> int:
     """One JSON object per line, keys sorted, UTF-8 kept readable; returns the rows written."""
     path.parent.mkdir(parents=True, exist_ok=True)

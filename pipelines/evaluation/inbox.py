@@ -14,6 +14,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from pipelines.files import spreadsheet_safe
 from pipelines.records import Score
 from pipelines.workspace import Workspace
 
@@ -40,7 +41,8 @@ def queue_candidates(workspace: Workspace, day: date, traces: Sequence[dict[str,
         writer.writeheader()
         for mean, trace_id in ranked:
             trace = traces_by_id[trace_id]
-            writer.writerow({"trace_id": trace_id, "question": trace["question"], "reference_answer": "", "gold_passages": "",
-                             "split": "", "production_answer": trace["answer"], "mean_score": f"{mean:.3f}",
-                             "language": trace["language"]})  # fmt: skip
+            row = {"trace_id": trace_id, "question": trace["question"], "reference_answer": "", "gold_passages": "",
+                   "split": "", "production_answer": trace["answer"], "mean_score": f"{mean:.3f}", "language": trace["language"]}
+            # Production text is user input: "=HYPERLINK(...)" must stay text in the reviewer's spreadsheet.
+            writer.writerow({k: spreadsheet_safe(v) for k, v in row.items()})
     return len(ranked), path

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pipelines.files import from_spreadsheet
 from pipelines.golden.generate import item_id
 from pipelines.records import GoldenItem
 from pipelines.text import coverage, detect_language, fold, words
@@ -28,11 +29,13 @@ class ImportReport:
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
+    # utf-8-sig: spreadsheets save CSV with a byte-order mark, which would otherwise rename the first
+    # column ("\ufefftrace_id") and silently drop the link to the trace.
     if path.suffix.lower() == ".csv":
-        with path.open(newline="", encoding="utf-8") as fh:
-            return list(csv.DictReader(fh))
+        with path.open(newline="", encoding="utf-8-sig") as fh:
+            return [{k: from_spreadsheet(v) for k, v in row.items()} for row in csv.DictReader(fh)]
     rows = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), start=1):
         if line.strip():
             try:
                 rows.append(json.loads(line))

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pipelines.files import spreadsheet_safe
 from pipelines.records import GoldenItem
 
 COLUMNS = ["item_id", "qtype", "variant", "language", "split", "question", "reference_answer", "gold_excerpt",
@@ -59,7 +60,7 @@ def write_review_files(rows: Sequence[dict], out_dir: Path, name: str) -> tuple[
     with csv_path.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=COLUMNS, extrasaction="ignore")
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows({k: spreadsheet_safe(v) for k, v in row.items()} for row in rows)  # generated text may start with "="
     jsonl_path.write_text("".join(json.dumps({c: r[c] for c in COLUMNS}, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     key_path.write_text(json.dumps({r["item_id"]: r["_filter"] for r in rows}, indent=1, sort_keys=True))
     return csv_path, jsonl_path, key_path
