@@ -21,8 +21,7 @@ from pipelines.traces.steps import stage_trace_sample
 from pipelines.workspace import Workspace
 from tests.conftest import ROOT
 
-HOSTILE_NAMES = ["..", "../..", "../../..", "/etc", "a/b", ".hidden", "", "x" * 65, "na\x00me", "demo;rm -rf ~", "~root",
-                 "demo\n", " demo"]  # fmt: skip
+HOSTILE_NAMES = ["..", "../..", "/etc", "a/b", ".hidden", "", "x" * 65, "na\x00me", "demo;rm -rf ~", "demo\n"]
 HOSTILE_DATES = ["../2026-01-01", "2026-13-01", "2026-02-30", "2026-01-01/..", "yesterday", "2026-1-1", ""]
 HOSTILE_STRATA = ["question", "answer", "app,question", "metadata", "app,app", "", "trace_id"]
 HOSTILE_K = ["0", "-1", "abc", "1,../2", "101", ""]
