@@ -612,6 +612,22 @@ def bench_anonymize(
     console.print(format_anonymize_bench(run_anonymize_bench(n_traces=traces, seed=seed)))
 
 
+@bench_app.command("index")
+def bench_index(
+    chunks: Annotated[int, typer.Option(min=1, help="Chunks in the generated corpus.")] = 10_000,
+    items: Annotated[int, typer.Option(min=1, help="Hand-written items for `golden import`.")] = 1_000,
+    embedder: Annotated[str, typer.Option(help="local (the model) or hashing (a stand-in: all but the model).")] = "local",
+    seed: Annotated[int, typer.Option()] = 11,
+) -> None:
+    """Chunks per second for parsing, embedding and upserting; unchanged re-index; golden import at scale."""
+    if embedder not in ("local", "hashing"):
+        _fail(f"--embedder is local or hashing, not {escape(embedder)!r}")
+    from pipelines.bench.index import format_index_bench, run_index_bench
+
+    result = run_index_bench(chunks=chunks, items=items, seed=seed, embedder=embedder, progress=console.print)
+    console.print(format_index_bench(result))
+
+
 @bench_app.command("eval")
 def bench_eval(
     items: Annotated[int, typer.Option(help="Generated golden-like items.")] = 200,
