@@ -284,8 +284,22 @@ def print_golden_summary(name: str) -> None:
     for row in manifest["strata"]:
         strata.add_row(row["split"], row["qtype"], row["language"], str(row["n"]))
     console.print(strata)
+    if manifest.get("cost"):
+        console.print(_cost_table(manifest["cost"]))
     console.print(f"generator: {', '.join(manifest['generator_models'])} · judge: {manifest['judge_model']} · "
                   f"stale replaced: {len(manifest['stale'])} · human-rejected: {len(manifest['human_rejected_ids'])}")  # fmt: skip
+
+
+def _cost_table(cost: dict) -> Table:
+    table = Table(title=f"generation cost — {cost['generated']} generated, {cost['kept']} kept "
+                        "(requests sent: retries and repairs in, cache hits out)")  # fmt: skip
+    for column in ("", "requests", "prompt tokens", "completion tokens"):
+        table.add_column(column, justify="right" if column else "left")
+    keys = ("requests", "prompt_tokens", "completion_tokens")
+    for label, row in (("generator", cost["generator"]), ("judge (filters)", cost["judge"]), ("total", cost["total"]),
+                       ("per generated item", cost["per_generated_item"]), ("per kept item", cost["per_kept_item"])):
+        table.add_row(label, *("-" if row.get(k) is None else f"{row[k]:,}" for k in keys))
+    return table
 
 
 @golden_app.command("summary")
