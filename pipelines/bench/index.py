@@ -120,7 +120,7 @@ def run_index_bench(chunks: int = 10_000, items: int = 1_000, seed: int = 11, em
         sheet.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
         started = time.monotonic()
         with open_corpus_index(settings, model) as index:
-            stored = list(index.chunks())
+            stored = list(index.chunks(batch_size=4096))  # as `golden import` reads them
             version = index.version() or ""
         report = import_human_items(sheet, stored, corpus_version=version, created_at="2026-01-01")
         import_s = time.monotonic() - started

@@ -15,7 +15,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from pipelines.text import content_tokens, coverage, fold_word, words
+from pipelines.text import STOPWORDS, content_tokens, coverage, fold_word, words
 
 PASSAGE_COVERAGE = 0.9
 
@@ -42,17 +42,19 @@ class PassageMatcher:
 
     def __init__(self, chunks: Sequence[Any]):
         self.chunk_ids = [chunk.chunk_id for chunk in chunks]
-        self._normals = [normal(chunk.text) for chunk in chunks]
+        self._normals: list[str] = []
         # Containment index: the space-separated pieces of each normalised text. Inside a match, every
         # piece of the passage but the first and the last is a whole piece of the chunk.
         self._pieces: dict[str, list[int]] = defaultdict(list)
         # Coverage index: content tokens (the words `coverage` counts) -> chunks that hold them.
         self._tokens: dict[str, list[int]] = defaultdict(list)
-        for position, text in enumerate(self._normals):
+        for position, chunk in enumerate(chunks):
+            folded = [fold_word(w) for w in words(chunk.text)]  # once: `normal` and `content_tokens` share it
+            text = " ".join(folded)
+            self._normals.append(text)
             for piece in set(text.split(" ")):
                 self._pieces[piece].append(position)
-        for position, chunk in enumerate(chunks):
-            for token in set(content_tokens(chunk.text)):
+            for token in {t for t in folded if len(t) > 2 and t not in STOPWORDS}:
                 self._tokens[token].append(position)
 
     def match(self, passage: str) -> str | None:

@@ -292,7 +292,7 @@ def import_human(settings: Settings, name: str, file: Path) -> HumanImport:
 
     p = paths(settings, name)
     with open_corpus_index(settings) as index:
-        chunks = list(index.chunks())
+        chunks = list(index.chunks(batch_size=4096))  # local mode scans the collection once per page
         corpus_version = index.version()
     report = import_human_items(file, chunks, corpus_version=corpus_version, created_at=date.today().isoformat())
     merged = {r["item_id"]: r for r in read_jsonl(p.human)}
