@@ -631,6 +631,7 @@ def bench_index(
     chunks: Annotated[int, typer.Option(min=1, help="Chunks in the generated corpus.")] = 10_000,
     items: Annotated[int, typer.Option(min=1, help="Hand-written items for `golden import`.")] = 1_000,
     embedder: Annotated[str, typer.Option(help="local (the model) or hashing (a stand-in: all but the model).")] = "local",
+    rule_sample: Annotated[int, typer.Option(min=1, help="Passages also matched by the one-by-one rule.")] = 50,
     seed: Annotated[int, typer.Option()] = 11,
 ) -> None:
     """Chunks per second for parsing, embedding and upserting; unchanged re-index; golden import at scale."""
@@ -638,7 +639,8 @@ def bench_index(
         _fail(f"--embedder is local or hashing, not {escape(embedder)!r}")
     from pipelines.bench.index import format_index_bench, run_index_bench
 
-    result = run_index_bench(chunks=chunks, items=items, seed=seed, embedder=embedder, progress=console.print)
+    result = run_index_bench(chunks=chunks, items=items, seed=seed, embedder=embedder, rule_sample=rule_sample,
+                             progress=console.print)  # fmt: skip
     console.print(format_index_bench(result))
 
 
