@@ -326,8 +326,22 @@ def print_golden_summary(name: str) -> None:
     for row in manifest["strata"]:
         strata.add_row(row["split"], row["qtype"], row["language"], str(row["n"]))
     console.print(strata)
+    if manifest.get("cost"):
+        console.print(_cost_table(manifest["cost"]))
     console.print(f"generator: {', '.join(manifest['generator_models'])} · judge: {manifest['judge_model']} · "
                   f"stale replaced: {len(manifest['stale'])} · human-rejected: {len(manifest['human_rejected_ids'])}")  # fmt: skip
+
+
+def _cost_table(cost: dict) -> Table:
+    table = Table(title=f"generation cost — {cost['generated']} generated, {cost['kept']} kept "
+                        "(requests sent: retries and repairs in, cache hits out)")  # fmt: skip
+    for column in ("", "requests", "prompt tokens", "completion tokens"):
+        table.add_column(column, justify="right" if column else "left")
+    keys = ("requests", "prompt_tokens", "completion_tokens")
+    for label, row in (("generator", cost["generator"]), ("judge (filters)", cost["judge"]), ("total", cost["total"]),
+                       ("per generated item", cost["per_generated_item"]), ("per kept item", cost["per_kept_item"])):
+        table.add_row(label, *("-" if row.get(k) is None else f"{row[k]:,}" for k in keys))
+    return table
 
 
 @golden_app.command("summary")
@@ -660,6 +674,24 @@ def bench_anonymize(
     from pipelines.bench.anonymize import format_anonymize_bench, run_anonymize_bench
 
     console.print(format_anonymize_bench(run_anonymize_bench(n_traces=traces, seed=seed)))
+
+
+@bench_app.command("index")
+def bench_index(
+    chunks: Annotated[int, typer.Option(min=1, help="Chunks in the generated corpus.")] = 10_000,
+    items: Annotated[int, typer.Option(min=1, help="Hand-written items for `golden import`.")] = 1_000,
+    embedder: Annotated[str, typer.Option(help="local (the model) or hashing (a stand-in: all but the model).")] = "local",
+    rule_sample: Annotated[int, typer.Option(min=1, help="Passages also matched by the one-by-one rule.")] = 50,
+    seed: Annotated[int, typer.Option()] = 11,
+) -> None:
+    """Chunks per second for parsing, embedding and upserting; unchanged re-index; golden import at scale."""
+    if embedder not in ("local", "hashing"):
+        _fail(f"--embedder is local or hashing, not {escape(embedder)!r}")
+    from pipelines.bench.index import format_index_bench, run_index_bench
+
+    result = run_index_bench(chunks=chunks, items=items, seed=seed, embedder=embedder, rule_sample=rule_sample,
+                             progress=console.print)  # fmt: skip
+    console.print(format_index_bench(result))
 
 
 @bench_app.command("eval")

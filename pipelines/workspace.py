@@ -91,6 +91,10 @@ class GoldenPaths:
     def failed_part(self, start: int) -> Path:
         return self.parts / f"failed-{start:06d}.jsonl"
 
+    def cost_part(self, start: int) -> Path:
+        """The generator's request and token counters for the batch that starts at `start`."""
+        return self.parts / f"cost-{start:06d}.json"
+
     @property
     def filtered(self) -> Path:
         return self.build / "filtered"

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from pipelines.models.embeddings import EmbeddingError, LocalEmbedder, OpenAIEmbedder, build_embedder, embed_texts
+from pipelines.models.embeddings import EmbeddingError, LocalEmbedder, OpenAIEmbedder, build_embedder, embed_texts, windows
 from pipelines.models.prompts import PromptRegistry
 from pipelines.models.simulator import SimulatorKnobs, running_simulator
 from pipelines.settings import ModelEndpoint, Settings
@@ -27,6 +27,21 @@ def test_local_embedder_is_normalised_and_semantic() -> None:
     assert cosine(dog, puppy) > cosine(dog, invoice) + 0.2
     assert embed_texts(["a dog runs in the park"])[0] == pytest.approx(dog, abs=1e-5)
     assert embedder.embed([]) == []
+
+
+def test_long_texts_are_embedded_whole_in_windows() -> None:
+    embedder = LocalEmbedder()
+    filler = " ".join(["The kitchen team bakes fresh bread and soup every morning for the guests."] * 30)  # ~450 pieces
+    tail = "Qdrant snapshots are kept for thirty days before the storage bucket deletes them."
+    pieces, owners, weights = windows([filler + " " + tail, tail], max_tokens=254)
+    assert owners == [0, 0, 1] and max(weights[:2]) <= 254 and pieces[2] == tail
+    assert pieces[1].endswith(tail) and "".join(pieces[:2]).replace(" ", "") == (filler + tail).replace(" ", "")
+    assert pieces[0][-1].isalpha() and not pieces[1][0].isalpha()  # cut between words, nothing lost
+    whole, head_only, alone = embedder.embed([filler + " " + tail, pieces[0], tail])
+    # The truncating model never saw the tail; the windowed vector leans towards it.
+    assert cosine(whole, alone) > cosine(head_only, alone) + 0.05
+    assert math.isclose(math.sqrt(sum(x * x for x in whole)), 1.0, rel_tol=1e-4)
+    assert embedder.embed([tail])[0] == pytest.approx(alone, abs=1e-5)
 
 
 def test_build_embedder_follows_settings(tmp_path) -> None:

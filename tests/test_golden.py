@@ -69,6 +69,10 @@ def test_a_build_covers_every_stratum_in_the_chunks_language(built):
     manifest = read_manifest(steps.paths(settings, params.name).released_manifest)
     funnel = manifest["funnel"]
     assert funnel["generated"] >= funnel["kept"] == len(items)
+    cost = manifest["cost"]
+    assert cost["kept"] == len(items) and cost["generated"] == funnel["generated"]
+    assert cost["total"]["requests"] == cost["generator"]["requests"] + cost["judge"]["requests"] > 0
+    assert cost["per_kept_item"]["requests"] == round(cost["total"]["requests"] / len(items), 2) <= 3
     assert git("tag", "--list", cwd=settings.resolved_workspace).split() == ["golden/demo/v1"]
 
 
@@ -231,3 +235,34 @@ def test_generation_through_the_real_client_over_http_costs_no_calls_on_a_rerun(
         assert filtered.judge_model == "judge-model"
     items = [json.loads(line) for line in steps.paths(online, params.name).generated_part(0).read_text().splitlines()]
     assert {i["generator_model"] for i in items} == {"gen-model"}
+
+
+def test_the_build_cost_counts_every_request_the_server_saw(settings, corpus):
+    import httpx
+
+    from pipelines.models.simulator import SimulatorKnobs, running_simulator
+    from pipelines.prompt_catalog import all_prompts
+
+    index_corpus(settings, corpus)
+    params = load_golden_params(settings, **SMALL)
+    # Injected 500s and malformed replies: retries and repair rounds are requests too.
+    knobs = SimulatorKnobs(latency_s=0.0, capacity=8, error_rate=0.1, malformed_rate=0.1, seed=5)
+    with running_simulator(knobs, prompts=all_prompts()) as url:
+        endpoint = {"base_url": url, "max_retries": 6, "timeout_s": 10}
+        online = settings.model_copy(update={
+            "llm_backend": "openai", "llm_cache": False,
+            "generator": settings.generator.model_copy(update={**endpoint, "model": "gen-model"}),
+            "judge": settings.judge.model_copy(update={**endpoint, "model": "judge-model"}),
+        })  # fmt: skip
+        plan = steps.plan_golden(online, params, logical_date=DAY)
+        steps.generate_golden(online, params.name, plan.batches)
+        filtered = steps.filter_golden(online, params)
+        served = httpx.get(url.removesuffix("/v1") + "/admin/stats").json()
+    cost = filtered.cost
+    assert served["faults"] and cost["total"]["requests"] == served["requests"] == served["endpoints"]["chat/completions"]
+    assert cost["total"]["prompt_tokens"] > 0 and cost["total"]["completion_tokens"] > 0
+    kept, generated = filtered.funnel["kept"], filtered.funnel["generated"]
+    assert (cost["kept"], cost["generated"]) == (kept, generated) and kept > 0
+    for key in ("requests", "prompt_tokens", "completion_tokens"):
+        assert cost["per_kept_item"][key] == round(cost["total"][key] / kept, 2)
+        assert cost["per_generated_item"][key] == round(cost["total"][key] / generated, 2)

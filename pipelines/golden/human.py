@@ -1,8 +1,9 @@
 """Hand-written golden items: import from CSV or JSONL, match gold passages to chunk ids.
 
 A passage is matched to the chunk that contains it (accent- and space-insensitive) or, failing
-that, to the chunk covering at least 90 % of its words. Unmatched passages are reported, never
-guessed; an item with unmatched passages is refused so the file can be fixed.
+that, to the chunk covering at least 90 % of its words (`pipelines.golden.passages`). Unmatched
+passages are reported, never guessed; an item with unmatched passages is refused so the file can
+be fixed.
 """
 
 from __future__ import annotations
@@ -16,10 +17,9 @@ from typing import Any
 
 from pipelines.files import from_spreadsheet
 from pipelines.golden.generate import item_id
+from pipelines.golden.passages import PassageMatcher
 from pipelines.records import GoldenItem
-from pipelines.text import coverage, detect_language, fold, words
-
-PASSAGE_COVERAGE = 0.9
+from pipelines.text import detect_language
 
 
 @dataclass
@@ -55,24 +55,10 @@ def _list(value: Any) -> list[str]:
     return [v.strip() for v in text.split("|") if v.strip()]
 
 
-def _normal(text: str) -> str:
-    return " ".join(fold(w) for w in words(text))
-
-
-def match_passage(passage: str, chunks: Sequence[Any]) -> str | None:
-    needle = _normal(passage)
-    for chunk in chunks:
-        if needle and needle in _normal(chunk.text):
-            return chunk.chunk_id
-    best = max(chunks, key=lambda c: coverage(passage, c.text), default=None)
-    if best is not None and coverage(passage, best.text) >= PASSAGE_COVERAGE:
-        return best.chunk_id
-    return None
-
-
 def import_human_items(path: Path, chunks: Sequence[Any], *, corpus_version: str, created_at: str) -> ImportReport:
     report = ImportReport()
     by_id = {c.chunk_id: c for c in chunks}
+    matcher = PassageMatcher(chunks)
     for number, row in enumerate(read_rows(path), start=2 if path.suffix.lower() == ".csv" else 1):
         where = f"{path.name} row {number}"
         question = (row.get("question") or "").strip()
@@ -84,7 +70,7 @@ def import_human_items(path: Path, chunks: Sequence[Any], *, corpus_version: str
         unknown = [g for g in gold if g not in by_id]
         unmatched = []
         for passage in _list(row.get("gold_passages")):
-            matched = match_passage(passage, chunks)
+            matched = matcher.match(passage)
             if matched is None:
                 unmatched.append(passage[:60])
             elif matched not in gold:

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from pipelines.batching import batch_ranges
 from pipelines.files import file_sha256, read_jsonl, reset_dir, write_jsonl
+from pipelines.golden.cost import added, build_cost, model_usage
 from pipelines.golden.dataset import read_items, write_items
 from pipelines.golden.filters import filter_items
 from pipelines.golden.generate import generate_items
@@ -63,6 +64,8 @@ class Filtered(BaseModel):
     name: str
     funnel: dict[str, Any]
     judge_model: str
+    cost: dict[str, Any]
+    """Requests and tokens of generation and filtering, per generated and per kept item (golden/cost.py)."""
 
 
 class StagedSet(BaseModel):
@@ -151,6 +154,7 @@ def generate_golden_batch(settings: Settings, name: str, start: int, end: int) -
     items, failures = generate_items(llm, jobs, corpus_version=meta["corpus_version"], created_at=meta["created_at"])
     write_jsonl(p.generated_part(start), (item.model_dump(mode="json") for item in items))
     write_jsonl(p.failed_part(start), failures)
+    p.cost_part(start).write_text(json.dumps(model_usage(llm.counters.summary()), sort_keys=True))
     llm.counters.log(log, f"generator batch {start}-{end}")
     return GeneratedBatch(batch=(start, end), items=len(items), failed_jobs=len(failures), llm=llm.counters.summary())
 
@@ -177,12 +181,17 @@ def filter_golden(settings: Settings, params: GoldenParams) -> Filtered:
     outcome = filter_items(candidates, judge, embedder.embed, near_duplicate_cosine=params.near_duplicate_cosine)
     funnel = {"failed_generation_jobs": len(failed_jobs), **outcome.funnel,
               "rejected_by_reason": dict(sorted(Counter(r["reason"] for r in outcome.rejected).items()))}  # fmt: skip
+    generation = added(json.loads(part.read_text()) for part in sorted(p.parts.glob("cost-*.json")))
+    cost = build_cost(generation, model_usage(judge.counters.summary()), generated=len(candidates), kept=len(outcome.kept))
     reset_dir(p.filtered)
     write_jsonl(p.kept, (item.model_dump(mode="json") for item in outcome.kept))
     write_jsonl(p.filter_rejected, outcome.rejected)
-    p.funnel.write_text(json.dumps({"funnel": funnel, "judge_model": judge.model}, indent=1, sort_keys=True))
+    p.funnel.write_text(json.dumps({"funnel": funnel, "judge_model": judge.model, "cost": cost}, indent=1, sort_keys=True))
     judge.counters.log(log, "judge (filters)")
-    return Filtered(name=params.name, funnel=funnel, judge_model=judge.model)
+    log.info("golden %s cost: %d requests (%s per kept item), %d prompt + %d completion tokens for %d kept of %d generated",
+             params.name, cost["total"]["requests"], cost["per_kept_item"]["requests"], cost["total"]["prompt_tokens"],
+             cost["total"]["completion_tokens"], cost["kept"], cost["generated"])  # fmt: skip
+    return Filtered(name=params.name, funnel=funnel, judge_model=judge.model, cost=cost)
 
 
 def split_golden(settings: Settings, params: GoldenParams) -> StagedSet:
@@ -211,7 +220,7 @@ def split_golden(settings: Settings, params: GoldenParams) -> StagedSet:
         "items": len(items), "splits": splits,
         "strata": [{"split": s, "qtype": q, "language": lang, "n": n} for (s, q, lang), n in sorted(strata.items())],
         "sources": dict(sorted(Counter(i.source for i in items).items())),
-        "funnel": filtered["funnel"], "judge_model": filtered["judge_model"], "human_rejected_ids": sorted(r["item_id"] for r in human_rejected),
+        "funnel": filtered["funnel"], "judge_model": filtered["judge_model"], "cost": filtered.get("cost"), "human_rejected_ids": sorted(r["item_id"] for r in human_rejected),
         "generator_models": sorted({i.generator_model for i in items}),
         "baseline_version": baseline_manifest.get("version") if baseline_manifest else None,
         "baseline_test_ids": sorted(test_split_ids(baseline)) if baseline else None,
@@ -283,7 +292,7 @@ def import_human(settings: Settings, name: str, file: Path) -> HumanImport:
 
     p = paths(settings, name)
     with open_corpus_index(settings) as index:
-        chunks = list(index.chunks())
+        chunks = list(index.chunks(batch_size=4096))  # local mode scans the collection once per page
         corpus_version = index.version()
     report = import_human_items(file, chunks, corpus_version=corpus_version, created_at=date.today().isoformat())
     merged = {r["item_id"]: r for r in read_jsonl(p.human)}

