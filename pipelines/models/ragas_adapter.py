@@ -8,10 +8,10 @@ endpoint concurrency limit, retries, repair round and counters; a failed call ra
 `JudgeCallError` with the layer's reason instead of a silent NaN.
 
 The offline backend and the simulator answer the ragas requests of the metrics ragwatch uses
-(table `OFFLINE_JUDGEMENTS`) lexically and deterministically: claims are sentences, and a claim is
-supported when at least 60 % of its content words occur in the text it is judged against. The
-inputs are read back from ragas' prompt text, where the final input is the last `input: {json}`
-block, after the few-shot examples.
+(table `OFFLINE_JUDGEMENTS`) lexically and deterministically, through the one offline claim rule
+that ragwatch's own judge prompts share (`pipelines.models.offline_judge`: `claims`, `support`).
+The inputs are read back from ragas' prompt text, where the final input is the last
+`input: {json}` block, after the few-shot examples.
 
 ragas' AnswerRelevancy sends the same prompt N times and averages over the N questions it gets
 back; at a judge's low temperature, or from our cache, they would all be one question. A
@@ -36,8 +36,8 @@ from pydantic import BaseModel
 
 from pipelines.models.embeddings import Embedder
 from pipelines.models.llm import LLM
+from pipelines.models.offline_judge import claims, question_back, support, useful
 from pipelines.models.prompts import REPAIR_REQUEST, Prompt
-from pipelines.text import STOPWORDS, abstains, content_tokens, coverage, detect_language, fold, sentences, words
 
 # Must precede the first ragas import: ragas reports usage over the network unless told not to.
 os.environ["RAGAS_DO_NOT_TRACK"] = "true"
@@ -51,21 +51,12 @@ from ragas.metrics.collections.faithfulness.util import NLIStatementOutput, Stat
 from ragas.metrics.collections.noise_sensitivity import util as noise_util  # noqa: E402
 
 R = TypeVar("R", bound=BaseModel)
-SUPPORTED = 0.6
-"""Share of a claim's content words that must occur in the contexts for the claim to count as supported."""
 SAMPLED_TEMPERATURE = 0.3
 """Temperature of repeated requests (ragas' own choice when it asks for several completions)."""
 SAMPLE_NOTE = "Independent sample {number} of this request."
 SAMPLE_NOTE_PATTERN = re.compile(r"^Independent sample (\d+) of this request\.$")
 INPUT_MARK = re.compile(r"^\s*input:\s*", re.I | re.M)
 JSON_LINE_START = re.compile(r"^\{", re.M)
-QUESTION_TEMPLATES = {
-    "en": ["What does the documentation say about {terms}?", "How does {terms} work?",
-           "What should I know about {terms}?"],
-    "es": ["¿Qué dice la documentación sobre {terms}?", "¿Cómo funciona {terms}?",
-           "¿Qué hay que saber sobre {terms}?"],
-}  # fmt: skip
-QUESTION_TERMS = 8
 
 
 class JudgeCallError(RuntimeError):
@@ -230,21 +221,6 @@ def last_input(prompt: str) -> dict[str, Any]:
     raise ValueError("no input JSON object in the ragas prompt")
 
 
-def claims(text: str) -> list[str]:
-    """A text's claims: its sentences with content words, or the whole text when it is one short phrase."""
-    found = [sentence for sentence in sentences(text) if content_tokens(sentence)]
-    if found:
-        return found
-    flat = " ".join(text.split())
-    return [flat] if content_tokens(flat) else []
-
-
-def _support(claim: str, evidence: str) -> tuple[int, str]:
-    share = coverage(claim, evidence)
-    verdict = int(share >= SUPPORTED)
-    return verdict, f"{share:.0%} of the statement's content words are in the text (offline rule: ≥ {SUPPORTED:.0%})"
-
-
 def _statements(payload: dict[str, Any], sample: int) -> dict[str, Any]:
     # Faithfulness sends {"question", "answer"}; NoiseSensitivity sends {"question", "text"}.
     return {"statements": claims(str(payload.get("answer", payload.get("text", ""))))}
@@ -254,36 +230,26 @@ def _statement_verdicts(payload: dict[str, Any], sample: int) -> dict[str, Any]:
     context = str(payload.get("context", ""))
     verdicts = []
     for statement in payload.get("statements", []):
-        verdict, reason = _support(statement, context)
+        verdict, reason = support(statement, context)
         verdicts.append({"statement": statement, "reason": reason, "verdict": verdict})
     return {"statements": verdicts}
 
 
 def _question_back(payload: dict[str, Any], sample: int) -> dict[str, Any]:
-    """Sample k asks about the k-th sentence of the response, with the k-th template."""
-    response = str(payload.get("response", ""))
-    parts = claims(response) or [response]
-    part = parts[sample % len(parts)]
-    terms = list(dict.fromkeys(w for w in words(part) if len(fold(w)) > 2 and fold(w) not in STOPWORDS))
-    templates = QUESTION_TEMPLATES[detect_language(response)]
-    question = templates[sample % len(templates)].format(terms=" ".join(terms[:QUESTION_TERMS]) or part)
-    noncommittal = int(abstains(response))
+    question, noncommittal = question_back(str(payload.get("response", "")), sample)
     return {"question": question, "noncommittal": noncommittal}
 
 
 def _context_useful(payload: dict[str, Any], sample: int) -> dict[str, Any]:
-    """Useful when the context supports at least one claim of the reference answer."""
-    context = str(payload.get("context", ""))
-    verdicts = [_support(claim, context) for claim in claims(str(payload.get("answer", "")))]
-    useful = max(verdicts, default=(0, "the reference answer makes no claim"), key=lambda v: v[0])
-    return {"reason": useful[1], "verdict": useful[0]}
+    verdict, reason = useful(str(payload.get("context", "")), str(payload.get("answer", "")))
+    return {"reason": reason, "verdict": verdict}
 
 
 def _reference_attribution(payload: dict[str, Any], sample: int) -> dict[str, Any]:
     context = str(payload.get("context", ""))
     classifications = []
     for claim in claims(str(payload.get("answer", ""))):
-        attributed, reason = _support(claim, context)
+        attributed, reason = support(claim, context)
         classifications.append({"statement": claim, "reason": reason, "attributed": attributed})
     return {"classifications": classifications}
 
