@@ -37,7 +37,7 @@ from pydantic import BaseModel
 from pipelines.models.embeddings import Embedder
 from pipelines.models.llm import LLM
 from pipelines.models.offline_judge import claims, question_back, support, useful
-from pipelines.models.prompts import REPAIR_REQUEST, Prompt
+from pipelines.models.prompts import REPAIR_REQUEST, SAMPLE_NOTE, Prompt, sample_index
 
 # Must precede the first ragas import: ragas reports usage over the network unless told not to.
 os.environ["RAGAS_DO_NOT_TRACK"] = "true"
@@ -53,8 +53,6 @@ from ragas.metrics.collections.noise_sensitivity import util as noise_util  # no
 R = TypeVar("R", bound=BaseModel)
 SAMPLED_TEMPERATURE = 0.3
 """Temperature of repeated requests (ragas' own choice when it asks for several completions)."""
-SAMPLE_NOTE = "Independent sample {number} of this request."
-SAMPLE_NOTE_PATTERN = re.compile(r"^Independent sample (\d+) of this request\.$")
 INPUT_MARK = re.compile(r"^\s*input:\s*", re.I | re.M)
 JSON_LINE_START = re.compile(r"^\{", re.M)
 
@@ -95,9 +93,7 @@ class RagasPrompt(Prompt[RagasRequest, BaseModel]):
         prompts = [p for p in prompts if not p.startswith(REPAIR_REQUEST)]
         if not prompts:
             raise ValueError(f"no ragas prompt text for {self.name!r} in the user messages")
-        notes = (SAMPLE_NOTE_PATTERN.match(m.get("content") or "") for m in messages if m.get("role") == "system")
-        sample = next((int(n.group(1)) - 1 for n in notes if n), 0)
-        return RagasRequest(prompt=prompts[0], sample=sample)
+        return RagasRequest(prompt=prompts[0], sample=sample_index(messages))
 
     def offline(self, inputs: RagasRequest) -> BaseModel:
         if self._answer is None:
@@ -132,18 +128,25 @@ class RagasLLM(InstructorBaseRagasLLM):
     def __init__(self, llm: LLM):
         self.llm = llm
         self.replies: list[BaseModel] = []
+        self._prompts: list[str] = []
         self._repeats: Counter[tuple[type[BaseModel], str]] = Counter()
 
     async def agenerate(self, prompt: str, response_model: type[R]) -> R:
         ours, request = self._request(prompt, response_model)
-        return self._accept(ours, await self.llm.run(ours, request))
+        return self._accept(ours, prompt, await self.llm.run(ours, request))
 
     def generate(self, prompt: str, response_model: type[R]) -> R:
         ours, request = self._request(prompt, response_model)
-        return self._accept(ours, self.llm.run_sync(ours, request))
+        return self._accept(ours, prompt, self.llm.run_sync(ours, request))
 
     def replies_of(self, response_model: type[R]) -> list[R]:
-        return [reply for reply in self.replies if isinstance(reply, response_model)]
+        return [reply for reply in self.replies if type(reply) is response_model]
+
+    def exchanges_of(self, response_model: type[R]) -> list[tuple[dict[str, Any], R]]:
+        """(the request's input object, the reply) for every reply of this model, in order: what a caller
+        needs to check that a reply answers its request (one verdict per statement sent, say)."""
+        return [(last_input(prompt), reply) for prompt, reply in zip(self._prompts, self.replies)
+                if type(reply) is response_model]  # fmt: skip
 
     def _request(self, prompt: str, response_model: type[BaseModel]) -> tuple[RagasPrompt, RagasRequest]:
         ours = prompt_for(response_model)
@@ -153,10 +156,11 @@ class RagasLLM(InstructorBaseRagasLLM):
             ours = _sampled(ours)
         return ours, RagasRequest(prompt=prompt, sample=sample)
 
-    def _accept(self, ours: RagasPrompt, result: Any) -> Any:
+    def _accept(self, ours: RagasPrompt, prompt: str, result: Any) -> Any:
         if not result.ok:
             raise JudgeCallError(f"judge {ours.step} failed: {result.error}")
         self.replies.append(result.value)
+        self._prompts.append(prompt)
         return result.value
 
 
@@ -168,6 +172,24 @@ def _sampled(prompt: RagasPrompt) -> RagasPrompt:
 
 EMBEDDING_MEMORY = 50_000
 _EMBEDDED: dict[tuple[str, str], list[float]] = {}
+# Fast tokenizers refuse to be used from two threads at once ("Already borrowed").
+_EMBEDDING_LOCK = threading.Lock()
+
+
+def embed_remembered(embedder: Embedder, texts: list[str]) -> list[list[float]]:
+    """`embedder.embed(texts)`, remembering vectors per process: answer relevancy embeds the same
+    questions again on every rerun. A failure raises JudgeCallError with the backend's reason."""
+    try:
+        with _EMBEDDING_LOCK:
+            missing = [t for t in dict.fromkeys(texts) if (embedder.name, t) not in _EMBEDDED]
+            if missing:
+                for text, vector in zip(missing, embedder.embed(missing)):
+                    _EMBEDDED[(embedder.name, text)] = vector
+                    if len(_EMBEDDED) > EMBEDDING_MEMORY:
+                        _EMBEDDED.pop(next(iter(_EMBEDDED)))
+            return [_EMBEDDED[(embedder.name, t)] for t in texts]
+    except Exception as error:  # the reason must reach the score, whatever the backend raised
+        raise JudgeCallError(f"embeddings ({embedder.name}) failed: {error}") from error
 
 
 class RagasEmbeddings(BaseRagasEmbedding):
@@ -176,25 +198,12 @@ class RagasEmbeddings(BaseRagasEmbedding):
     def __init__(self, embedder: Embedder):
         super().__init__(cache=None)
         self.embedder = embedder
-        # Fast tokenizers refuse to be used from two threads at once ("Already borrowed").
-        self._lock = threading.Lock()
 
     def embed_text(self, text: str, **kwargs: Any) -> list[float]:
         return self.embed_texts([text])[0]
 
     def embed_texts(self, texts: list[str], **kwargs: Any) -> list[list[float]]:
-        # Answer relevancy embeds the same questions again on every rerun: remember them per process.
-        missing = [t for t in dict.fromkeys(texts) if (self.embedder.name, t) not in _EMBEDDED]
-        try:
-            with self._lock:
-                if missing:
-                    for text, vector in zip(missing, self.embedder.embed(missing)):
-                        _EMBEDDED[(self.embedder.name, text)] = vector
-                        if len(_EMBEDDED) > EMBEDDING_MEMORY:
-                            _EMBEDDED.pop(next(iter(_EMBEDDED)))
-                return [_EMBEDDED[(self.embedder.name, t)] for t in texts]
-        except Exception as error:  # the reason must reach the score, whatever the backend raised
-            raise JudgeCallError(f"embeddings ({self.embedder.name}) failed: {error}") from error
+        return embed_remembered(self.embedder, texts)
 
     async def aembed_text(self, text: str, **kwargs: Any) -> list[float]:
         return (await self.aembed_texts([text]))[0]
