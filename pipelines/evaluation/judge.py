@@ -62,6 +62,7 @@ from pipelines.evaluation.judge_prompts import (
     SourcesInput,
     VerificationInput,
 )
+from pipelines.models.embedding_batches import EmbeddingBatches
 from pipelines.models.embeddings import Embedder
 from pipelines.models.llm import LLM, Progress
 from pipelines.records import Score, ScoreStatus, Suite
@@ -316,6 +317,8 @@ class RagwatchJudge:
     def __init__(self, llm: LLM, embedder: Embedder | None = None):
         self.llm, self.embedder = llm, embedder
         self._claims = _CLAIMS.setdefault(llm, OrderedDict())
+        # Every item embeds its question and N questions back: one call for all that are waiting.
+        self._embeddings = EmbeddingBatches(lambda texts: embed_remembered(embedder, texts)) if embedder is not None else None
 
     async def judge(self, item: JudgeInput, metrics: Sequence[str]) -> dict[str, Outcome]:
         """An Outcome for each metric of one item."""
@@ -419,7 +422,7 @@ class RagwatchJudge:
         def failed(reason: str) -> dict[str, Outcome]:
             return {"answer_relevancy": Outcome.failed(reason)}
 
-        if self.embedder is None:
+        if self._embeddings is None:
             return failed("answer_relevancy needs an embedder (build_embedder(settings))")
         n = RELEVANCY_QUESTIONS
         result = await self.llm.run_samples(QuestionsBack(), QuestionsInput(response=item.answer or ""), n)
@@ -429,7 +432,7 @@ class RagwatchJudge:
         if len(questions) != n or not all(questions):
             return failed(f"the judge generated {sum(bool(q) for q in questions)} of the {n} questions asked")
         try:
-            vectors = await asyncio.to_thread(embed_remembered, self.embedder, [item.question, *questions])
+            vectors = await self._embeddings.embed([item.question, *questions])
         except JudgeCallError as error:
             return failed(str(error))
         all_noncommittal = all(sample.noncommittal for sample in result.value)
