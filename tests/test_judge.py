@@ -614,7 +614,9 @@ def test_items_run_concurrently_and_report_progress(sim) -> None:
         await llm.aclose()
         return loop.time() - started
 
-    assert asyncio.run(timed()) < 1.0  # 12 items × 2 sequential calls × 0.1 s would take 2.4 s one by one
+    # 12 items × 2 sequential calls × 0.1 s take 2.4 s one by one, 0.2 s all at once; the margin is for a
+    # loaded 2-core machine, where client and simulator share the CPU.
+    assert asyncio.run(timed()) < 1.6
     assert seen[-1] == (12, 12) and len(seen) == 12
 
 
