@@ -332,8 +332,10 @@ class RagwatchJudge:
         return {m: outcomes[m] for m in metrics}
 
     async def claims(self, question: str, texts: list[str]) -> list[list[str]] | str:
-        """The claims of each text (one request for those not extracted before), or the failure reason."""
-        missing = list(dict.fromkeys(t for t in texts if (question, t) not in self._claims))
+        """The claims of each text (one request unless all were extracted before), or the failure reason."""
+        # The request names all the texts, not only those not remembered: what is remembered depends
+        # on which item finished first, and a request that depended on it would miss the cache on a rerun.
+        missing = list(dict.fromkeys(texts)) if any((question, t) not in self._claims for t in texts) else []
         if missing:
             result = await self.llm.run(ClaimExtraction(), ClaimsInput(question=question, texts=missing))
             if not result.ok:
