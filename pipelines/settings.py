@@ -102,6 +102,9 @@ class Settings(BaseSettings):
     judge: ModelEndpoint = Field(default_factory=lambda: ModelEndpoint(model=DEFAULT_MODELS["judge"]))
     llm_cache: bool = True
     """Content-addressed cache of model calls under `home`, so reruns and backfills cost no calls."""
+    judge_implementation: Literal["ragwatch", "ragas"] = "ragwatch"
+    """Who asks the judge: ragwatch's consolidated prompts (3 requests per item for the four main metrics),
+    or ragas' own metrics, one request per ragas call (the reference implementation). Same definitions."""
 
     embeddings_backend: Literal["local", "openai"] = "local"
     embeddings: ModelEndpoint = Field(default_factory=lambda: ModelEndpoint(model=DEFAULT_MODELS["embeddings"]))

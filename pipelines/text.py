@@ -114,6 +114,32 @@ ABSTENTIONS = tuple(fold(marker) for marker in (
 ))  # fmt: skip
 
 
-def abstains(answer: str | None) -> bool:
-    """True when the answer declines to answer (says there is not enough information)."""
-    return bool(answer) and any(marker in fold(answer) for marker in ABSTENTIONS)
+ABSTENTION_WORDS = frozenset(fold(word) for word in """
+    answer answers answering question questions information info documentation documents document docs
+    context contexts passage passages source sources text texts provided given available enough sufficient
+    sure certain know knowledge find found say tell determine based retrieved corpus data details detail
+    unfortunately sorry afraid unable cannot can't able there's it's that's mention mentions mentioned
+    respuesta responder contestar pregunta preguntas información documentación documento documentos contexto
+    contextos fragmentos fuentes texto proporcionado proporcionada disponible suficiente suficientes seguro
+    segura saber decir determinar encontrar encontrado basado basada lamentablemente lamento siento puedo
+    menciona mencionan datos detalles
+""".split())
+"""Words an abstention uses around its marker ("… in the provided documentation to answer this question"):
+they assert nothing about the subject."""
+
+
+def abstains(answer: str | None, question: str | None = None) -> bool:
+    """True when the answer declines to answer (says there is not enough information) and asserts
+    nothing else: beyond the abstention phrase, its words are an abstention's own or the question's.
+    "I'm not sure, but Qdrant was written in Haskell at CERN" makes a claim, so it is not an abstention."""
+    if not answer:
+        return False
+    folded = fold(answer)
+    if not any(marker in folded for marker in ABSTENTIONS):
+        return False
+    for marker in ABSTENTIONS:
+        folded = folded.replace(marker, " ")
+    asked = set(content_tokens(question or ""))
+    # A word of the question, inflected ("use" asked, "uses" in the answer), restates and asserts nothing.
+    return all(token in ABSTENTION_WORDS or any(token.startswith(q) or q.startswith(token) for q in asked)
+               for token in content_tokens(folded))  # fmt: skip

@@ -20,7 +20,7 @@ from pipelines.text import sentences
 from tests.conftest import ROOT
 
 SMALL = {"n_items": 12, "latency_s": 0.05, "capacity": 4}
-CALLS_PER_ITEM = 2 + 3 + 3 + 1  # ours: faithfulness, relevancy (3 questions), precision (3 contexts), recall
+CALLS_PER_ITEM = 3  # ours: claim extraction, the 3 relevancy questions (n = 3), one verification for the rest
 
 
 @pytest.fixture
@@ -75,6 +75,11 @@ def test_bench_runs_offline_and_a_cached_rerun_sends_nothing(no_network) -> None
     assert ours["ideal_s"] == pytest.approx(ours["requests"] * SMALL["latency_s"] / SMALL["capacity"])
     assert 0 < ours["efficiency"] <= 1.05 and ours["max_concurrent"] <= SMALL["capacity"]
 
+    assert ours["per_item"]["requests"] == CALLS_PER_ITEM
+    assert ours["prompt_tokens"] == ours["counters"]["prompt_tokens"] > 0  # the simulator's count is the client's
+    assert 0 < ours["per_item"]["prompt_tokens"] < theirs["per_item"]["prompt_tokens"]
+    assert 0 <= ours["prefix_cached_share"] <= 1 and 0 <= theirs["prefix_cached_share"] <= 1
+
     assert rerun["requests"] == 0 and rerun["llm_calls"] == 0
     assert rerun["cache_hits"] == ours["counters"]["calls"]
     assert rerun["share"] == pytest.approx(rerun["wall_s"] / ours["wall_s"])
@@ -86,7 +91,8 @@ def test_bench_runs_offline_and_a_cached_rerun_sends_nothing(no_network) -> None
     assert result["ratio"] == pytest.approx(ours["wall_s"] / theirs["wall_s"])
 
     table = format_eval_bench(result)
-    for row in ("requests served", "wall time", "efficiency", "failed scores", "rerun wall ÷ first wall"):
+    for row in ("requests served", "requests per item", "prompt tokens per item", "wall time", "efficiency",
+                "failed scores", "rerun wall ÷ first wall", "prompt tokens ÷ ragas' prompt tokens"):
         assert row in table
 
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 
 import pytest
 
+from pipelines.models.embedding_batches import EmbeddingBatches
 from pipelines.models.embeddings import EmbeddingError, LocalEmbedder, OpenAIEmbedder, build_embedder, embed_texts, windows
 from pipelines.models.prompts import PromptRegistry
 from pipelines.models.simulator import SimulatorKnobs, running_simulator
@@ -69,3 +71,37 @@ def test_openai_embedder_errors_name_the_endpoint() -> None:
     unreachable = OpenAIEmbedder(ModelEndpoint(base_url="http://127.0.0.1:9/v1", model="m", max_retries=0))
     with pytest.raises(EmbeddingError, match="127.0.0.1:9/v1/embeddings unreachable"):
         unreachable.embed(["x"])
+
+
+def test_concurrent_embedding_requests_share_calls_and_get_their_own_vectors() -> None:
+    calls: list[list[str]] = []
+
+    def embed(texts: list[str]) -> list[list[float]]:
+        calls.append(list(texts))
+        return [[float(len(text)), float(sum(map(ord, text)))] for text in texts]
+
+    async def requests() -> list[list[list[float]]]:
+        batches = EmbeddingBatches(embed)
+        return await asyncio.gather(*(batches.embed([f"q{n}", "x" * n]) for n in range(10)))
+
+    vectors = asyncio.run(requests())
+    assert vectors == [embed([f"q{n}", "x" * n]) for n in range(10)]  # each request its own, in order
+    del calls[-10:]  # the expected values' own calls
+    assert [len(c) for c in calls] == [20]  # ten requests pending at once: one call
+
+
+def test_a_failed_embedding_call_fails_every_request_it_carried_and_the_next_call_runs() -> None:
+    failing = {"yes": True}
+
+    def embed(texts: list[str]) -> list[list[float]]:
+        if failing.pop("yes", False):
+            raise EmbeddingError("backend down")
+        return [[1.0] for _ in texts]
+
+    async def requests() -> list:
+        batches = EmbeddingBatches(embed)
+        first = await asyncio.gather(*(batches.embed(["a"]) for _ in range(3)), return_exceptions=True)
+        return [*first, await batches.embed(["b"])]
+
+    results = asyncio.run(requests())
+    assert isinstance(results[0], EmbeddingError) and results[-1] == [[1.0]]

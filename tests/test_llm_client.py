@@ -50,6 +50,16 @@ class UnregisteredPrompt(ShoutPrompt):
     name = "test_never_registered"
 
 
+class SampledShout(ShoutPrompt):
+    """Samples differ offline (as a model's do at a temperature above 0)."""
+
+    name = "test_sampled_shout"
+    temperature = 0.3
+
+    def offline_sample(self, inputs: Phrase, index: int) -> Shout:
+        return Shout(upper=f"{inputs.text.upper()} #{index + 1}", length=len(inputs.text))
+
+
 class Simulator:
     def __init__(self, base_url: str):
         self.base_url = base_url
@@ -68,7 +78,7 @@ class Simulator:
 
 @pytest.fixture
 def sim() -> Iterator[Simulator]:
-    with running_simulator(prompts=PromptRegistry([ShoutPrompt()])) as base_url:
+    with running_simulator(prompts=PromptRegistry([ShoutPrompt(), SampledShout()])) as base_url:
         yield Simulator(base_url)
 
 
@@ -188,6 +198,44 @@ def test_a_rerun_is_served_from_the_cache(sim, tmp_path):
     assert sim.stats()["requests"] == requests_before
     summary = rerun.counters.summary()
     assert (summary["calls"], summary["cache_hits"], summary["items"]) == (0, 5, 5)
+
+
+def test_n_samples_come_back_from_one_request_and_a_rerun_from_the_cache(sim, tmp_path):
+    cache = LLMCache.in_directory(tmp_path)
+    llm = sim.llm(cache)
+    result = asyncio.run(llm.run_samples(SampledShout(), Phrase(text="abc"), 3))
+    assert result.ok and [v.upper for v in result.value] == ["ABC #1", "ABC #2", "ABC #3"]
+    stats = sim.stats()
+    assert stats["requests"] == 1 and result.attempts == 1  # one prompt, prefilled once, three completions
+    assert result.prompt_tokens == stats["prompt_tokens"] > 0
+
+    rerun = asyncio.run(sim.llm(cache).run_samples(SampledShout(), Phrase(text="abc"), 3))
+    assert rerun.cached and rerun.value == result.value and sim.stats()["requests"] == 1
+    # A different n is a different request: never served from the entry of another n.
+    assert asyncio.run(sim.llm(cache).run_samples(SampledShout(), Phrase(text="abc"), 2)).cached is False
+    offline = asyncio.run(OfflineLLM().run_samples(SampledShout(), Phrase(text="abc"), 3))
+    assert offline.value == result.value
+    with pytest.raises(ValueError, match="at least 1"):
+        asyncio.run(llm.run_samples(SampledShout(), Phrase(text="abc"), 0))
+
+
+def test_a_server_that_ignores_n_gets_the_other_samples_asked_one_by_one(sim):
+    sim.set(ignore_n=True)  # llama.cpp's server answers one choice whatever n asks
+    result = asyncio.run(sim.llm().run_samples(SampledShout(), Phrase(text="abc"), 3))
+    assert result.ok and [v.upper for v in result.value] == ["ABC #1", "ABC #2", "ABC #3"]
+    assert sim.stats()["requests"] == 3 and result.attempts == 3
+
+
+def test_each_malformed_sample_is_repaired_on_its_own(sim):
+    sim.set(malformed_rate=1.0)
+    llm = sim.llm()
+    result = asyncio.run(llm.run_samples(SampledShout(), Phrase(text="abc"), 3))
+    assert result.ok and len(result.value) == 3 and result.attempts == 4  # the n request, then one repair each
+    assert llm.counters.summary()["repairs"] == 3
+
+    sim.set(malformed_rate=1.0, malformed_repairs=True)
+    failed = asyncio.run(sim.llm().run_samples(SampledShout(), Phrase(text="abc"), 3))
+    assert failed.value is None and failed.error.startswith("sample 1 of 3: invalid JSON after repair: ")
 
 
 def test_tool_calls_come_back_parsed(sim):

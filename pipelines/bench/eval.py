@@ -5,8 +5,9 @@ fixed latency per request and a fixed capacity (requests served at once; the res
 on a fresh simulator so its request counters are its own:
 
 - ragwatch: `judge_items` over `OpenAICompatibleLLM` (endpoint concurrency = the capacity, a fresh
-  cache) and the local embedding model; then once more on the same cache, which should cost no
-  request at all.
+  cache) and the local embedding model, with ragwatch's consolidated judge (`implementation=
+  "ragwatch"`: 3 requests per item, see pipelines.evaluation.judge); then once more on the same
+  cache, which should cost no request at all.
 - ragas: `evaluate()` with its defaults (default RunConfig: 16 workers, no batching) and its legacy
   metric classes, on `ChatOpenAI` pointed at the simulator. Its embeddings are `OpenAIEmbeddings`
   on the simulator's `/v1/embeddings` (same local model behind it), or with `ragas_embeddings=
@@ -15,8 +16,11 @@ on a fresh simulator so its request counters are its own:
   each, and the local variant isolates that. ragas' progress bar is replaced by ours.
 
 The ideal wall time of a path is requests × latency ÷ capacity: every slot busy all the time.
-Efficiency is ideal ÷ wall. ragas reports a metric it could not compute as NaN; the count of
-those is part of the result, next to our failed scores.
+Efficiency is ideal ÷ wall. What a GPU pays is counted per item too: requests, prompt and completion
+tokens (the simulator's, 4 characters a token), and the share of prompt tokens a prefix cache like
+vLLM's would have served (the simulator keeps one; ragas' few-shot examples repeat in every
+prompt). ragas reports a metric it could not compute as NaN; the count of those is part of the
+result, next to our failed scores.
 """
 
 from __future__ import annotations
@@ -39,7 +43,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from pipelines.demo.corpus import load_demo_chunks
-from pipelines.evaluation.judge import JudgeInput, judge_items_sync  # sets RAGAS_DO_NOT_TRACK before ragas loads
+from pipelines.evaluation.judge import (  # sets RAGAS_DO_NOT_TRACK before ragas loads
+    JudgeImplementation,
+    JudgeInput,
+    judge_items_sync,
+)
 from pipelines.models.cache import LLMCache
 from pipelines.models.embeddings import LocalEmbedder
 from pipelines.models.llm import OpenAICompatibleLLM
@@ -107,21 +115,30 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+def _served(before: dict[str, Any], after: dict[str, Any]) -> dict[str, int]:
+    """What the simulator served between two snapshots of its stats."""
+    return {name: after[name] - before[name]
+            for name in ("requests", "prompt_tokens", "completion_tokens", "cached_prompt_tokens")}  # fmt: skip
+
+
 def run_ragwatch(
-    items: list[JudgeInput], base_url: str, capacity: int, cache_dir: str, progress: Callable[[int, int], None]
-) -> dict[str, Any]:
+    items: list[JudgeInput], base_url: str, capacity: int, cache_dir: str, progress: Callable[[int, int], None],
+    implementation: JudgeImplementation = "ragwatch",
+) -> dict[str, Any]:  # fmt: skip
     """One `judge_items` run over HTTP; wall time, requests the simulator received, our counters."""
     endpoint = ModelEndpoint(base_url=base_url, model=JUDGE_MODEL, max_concurrency=capacity)
     llm = OpenAICompatibleLLM(endpoint, LLMCache.in_directory(cache_dir))
-    before = _stats(base_url)["requests"]
+    before = _stats(base_url)
     started = time.perf_counter()
-    scores = judge_items_sync(items, list(METRICS), llm, LocalEmbedder(), progress=progress, **RUN)
+    scores = judge_items_sync(items, list(METRICS), llm, LocalEmbedder(), progress=progress,
+                              implementation=implementation, **RUN)  # fmt: skip
     wall = time.perf_counter() - started
     stats = _stats(base_url)
     statuses = Counter(s.status for s in scores)
     return {
         "wall_s": wall,
-        "requests": stats["requests"] - before,
+        "implementation": implementation,
+        **_served(before, stats),
         "endpoints": stats["endpoints"],
         "max_concurrent": stats["max_concurrent"],
         "counters": llm.counters.summary(),
@@ -224,7 +241,7 @@ def run_ragas(
     prompt_log = logging.getLogger("ragas.prompt.pydantic_prompt")
     prompt_log.addHandler(fewer)
     prompt_log.propagate = False  # counted and reported; one warning line each would break the progress display
-    before = _stats(base_url)["requests"]
+    before = _stats(base_url)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
@@ -242,7 +259,7 @@ def run_ragas(
     return {
         "wall_s": wall,
         "embeddings": embeddings_from,
-        "requests": stats["requests"] - before,
+        **_served(before, stats),
         "endpoints": stats["endpoints"],
         "max_concurrent": stats["max_concurrent"],
         "nan": nan,
@@ -286,6 +303,8 @@ def run_eval_bench(
     for path in (ours, theirs):
         path["ideal_s"] = _ideal(path["requests"], latency_s, capacity)
         path["efficiency"] = path["ideal_s"] / path["wall_s"] if path["wall_s"] else None
+        path["per_item"] = {name: path[name] / n_items for name in ("requests", "prompt_tokens", "completion_tokens")}
+        path["prefix_cached_share"] = path["cached_prompt_tokens"] / path["prompt_tokens"] if path["prompt_tokens"] else None
     return {
         "n_items": n_items,
         "latency_s": latency_s,
@@ -315,6 +334,9 @@ def format_eval_bench(result: dict) -> str:
     def score(value: float | None) -> str:
         return "—" if value is None else f"{value:.3f}"
 
+    def share(value: float | None) -> str:
+        return "—" if value is None else f"{value:.0%}"
+
     def endpoints(path: dict) -> str:
         e = path["endpoints"]
         return f"{e.get('chat/completions', 0)} chat + {e.get('embeddings', 0)} emb."
@@ -327,6 +349,13 @@ def format_eval_bench(result: dict) -> str:
         table.add_column(column, justify="right" if column else "left")
     table.add_row("requests served", str(ours["requests"]), str(rerun["requests"]), str(theirs["requests"]))
     table.add_row("  of which", endpoints(ours), "", endpoints(theirs))
+    table.add_row("requests per item", f"{ours['per_item']['requests']:.2f}", "", f"{theirs['per_item']['requests']:.2f}")
+    table.add_row("prompt tokens per item", f"{ours['per_item']['prompt_tokens']:,.0f}", "",
+                  f"{theirs['per_item']['prompt_tokens']:,.0f}")  # fmt: skip
+    table.add_row("  of which a prefix cache holds", share(ours["prefix_cached_share"]), "",
+                  share(theirs["prefix_cached_share"]))  # fmt: skip
+    table.add_row("completion tokens per item", f"{ours['per_item']['completion_tokens']:,.0f}", "",
+                  f"{theirs['per_item']['completion_tokens']:,.0f}")  # fmt: skip
     table.add_row("LLM calls (our counters)", str(ours["counters"]["calls"]), str(rerun["llm_calls"]), "")
     table.add_row("wall time", seconds(ours["wall_s"]), seconds(rerun["wall_s"]), seconds(theirs["wall_s"]))
     table.add_row("ideal: requests × latency ÷ capacity", seconds(ours["ideal_s"]), "", seconds(theirs["ideal_s"]))
@@ -343,6 +372,9 @@ def format_eval_bench(result: dict) -> str:
         table.add_row(f"mean {metric}", score(ours["means"][metric]), "", score(theirs["means"].get(metric)))
     table.add_section()
     table.add_row("wall ÷ ragas' wall", f"{result['ratio']:.2f}", "", "1.00")
+    table.add_row("requests ÷ ragas' requests", f"{ours['requests'] / theirs['requests']:.2f}", "", "1.00")
+    table.add_row("prompt tokens ÷ ragas' prompt tokens", f"{ours['prompt_tokens'] / theirs['prompt_tokens']:.2f}", "",
+                  "1.00")  # fmt: skip
     table.add_row("rerun wall ÷ first wall", "", f"{rerun['share']:.1%}", "")
     console = Console(file=io.StringIO(), width=110)
     console.print(table)

@@ -2,7 +2,8 @@
 
 For each item, `k` chunks from a pool are injected into its clean contexts at positions seeded by
 the item id; the system under test answers again from the noisy contexts (`answer_fn`); both
-answers are judged by the same ragas Faithfulness as `judge_items`, and
+answers are judged by the same faithfulness as `judge_items` (`judge_metric`, with the configured
+judge implementation), and
 ΔF = F(clean) − F(noisy) is reported as metric `noise_delta_f`. Positive means the answer got
 worse with noise; above `FRAGILE` (0.15) the prompt or model is fragile.
 
@@ -21,9 +22,12 @@ How this differs from ragas NoiseSensitivity (metric `ragas_noise_sensitivity`, 
 injects nothing and regenerates nothing. It takes one answer with its retrieved contexts and, against
 the reference answer, counts the share of the answer's claims that are incorrect yet supported by
 a relevant (mode "relevant") or irrelevant ("irrelevant") retrieved context — lower is better, it
-needs a reference (offline only) and costs 3 + 2 per context judge calls. ΔF is an intervention:
+needs a reference (offline only) and costs 3 + 2 per context judge calls through ragas, one request
+beyond the shared claim extraction with ragwatch's judge. ΔF is an intervention:
 it needs no reference, so it runs online too, but it needs the system under test to answer again,
-and costs 2 judge calls per answer judged (4 per item, 2 when F(clean) is passed in).
+and costs 2 judge calls per answer judged (claim extraction, verification): 2 per item when F(clean)
+is passed in, 3 otherwise with ragwatch's judge, whose claims of the clean answer are remembered
+from `judge_items` (one verification more), 4 with ragas'.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from pipelines.evaluation.judge import JudgeInput, Outcome, judge_metric, log_outcomes
+from pipelines.evaluation.judge import JudgeImplementation, JudgeInput, Outcome, judge_metric, log_outcomes
 from pipelines.models.embeddings import Embedder
 from pipelines.models.llm import LLM, Progress
 from pipelines.records import Score, Suite
@@ -166,14 +170,17 @@ async def noise_delta_f(
     k: int = DEFAULT_K,
     clean_scores: Mapping[str, Score] | None = None,
     progress: Progress | None = None,
+    implementation: JudgeImplementation | None = None,
 ) -> list[NoiseResult]:
     """ΔF per item, in input order. `clean_scores` (item id -> its faithfulness Score from
-    `judge_items`) saves judging the clean answers again."""
+    `judge_items`) saves judging the clean answers again. `implementation`: the judge's, as in
+    `judge_items` (None: RAGWATCH_JUDGE_IMPLEMENTATION)."""
     done, total = 0, len(items)
 
     async def one(item: JudgeInput) -> NoiseResult:
         nonlocal done
-        outcome, details = await _one_item(item, pool, answer_fn, llm, mode, k, (clean_scores or {}).get(item.item_id))
+        outcome, details = await _one_item(item, pool, answer_fn, llm, mode, k, (clean_scores or {}).get(item.item_id),
+                                           implementation)  # fmt: skip
         done += 1
         if progress is not None:
             progress(done, total)
@@ -187,7 +194,7 @@ async def noise_delta_f(
 
 
 async def _one_item(item: JudgeInput, pool: NoisePool, answer_fn: AnswerFn, llm: LLM, mode: NoiseMode, k: int,
-                    clean_score: Score | None) -> tuple[Outcome, dict]:  # fmt: skip
+                    clean_score: Score | None, implementation: JudgeImplementation | None) -> tuple[Outcome, dict]:  # fmt: skip
     if not (item.answer and item.answer.strip()) or not any(c.strip() for c in item.contexts):
         return Outcome.skipped(f"no answer or no retrieved contexts: {METRIC} needs both"), {}
     noise = await asyncio.to_thread(pool.pick, item, mode, k)  # scans (and may embed) the pool: off the loop
@@ -197,7 +204,7 @@ async def _one_item(item: JudgeInput, pool: NoisePool, answer_fn: AnswerFn, llm:
     noisy_contexts = inject(item.contexts, [c.text for c in noise], item.item_id)
 
     clean, noisy_answer = await asyncio.gather(
-        _clean_faithfulness(item, llm, clean_score), _answer(answer_fn, item.question, noisy_contexts)
+        _clean_faithfulness(item, llm, clean_score, implementation), _answer(answer_fn, item.question, noisy_contexts)
     )
     if isinstance(noisy_answer, Outcome):
         return noisy_answer, details
@@ -208,7 +215,8 @@ async def _one_item(item: JudgeInput, pool: NoisePool, answer_fn: AnswerFn, llm:
         return Outcome.failed(f"F(clean) not available: {clean.error}"), details
     details["f_clean"] = clean.value
     # Judged against the clean contexts: see the module docstring.
-    noisy = await judge_metric("faithfulness", item.model_copy(update={"answer": noisy_answer}), llm)
+    noisy = await judge_metric("faithfulness", item.model_copy(update={"answer": noisy_answer}), llm,
+                               implementation=implementation)  # fmt: skip
     if noisy.status == "skipped":
         # With the noise the system abstained: it lost the answer but asserted nothing unfaithful.
         return Outcome.skipped(f"F(noisy) not applicable: {noisy.error}"), details
@@ -218,10 +226,11 @@ async def _one_item(item: JudgeInput, pool: NoisePool, answer_fn: AnswerFn, llm:
     return Outcome.ok(delta_f(clean.value, noisy.value)), details
 
 
-async def _clean_faithfulness(item: JudgeInput, llm: LLM, clean_score: Score | None) -> Outcome:
+async def _clean_faithfulness(item: JudgeInput, llm: LLM, clean_score: Score | None,
+                              implementation: JudgeImplementation | None) -> Outcome:  # fmt: skip
     if clean_score is not None:
         return Outcome(clean_score.value, clean_score.status, clean_score.error)
-    return await judge_metric("faithfulness", item, llm)
+    return await judge_metric("faithfulness", item, llm, implementation=implementation)
 
 
 async def _answer(answer_fn: AnswerFn, question: str, contexts: list[str]) -> str | Outcome:

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ValidationError
 
 from pipelines.models.cache import LLMCache, cache_key
 from pipelines.models.offline import OFFLINE_MODEL, choose_tool
-from pipelines.models.prompts import In, Out, Prompt, repair_messages
+from pipelines.models.prompts import SAMPLE_NOTE, In, Out, Prompt, repair_messages
 from pipelines.records import ToolCall
 from pipelines.settings import ModelEndpoint, Settings
 
@@ -152,6 +152,14 @@ class LLM(ABC):
 
         return list(await asyncio.gather(*(one(inputs) for inputs in inputs_list)))
 
+    async def run_samples(self, prompt: Prompt[In, Out], inputs: In, n: int) -> LLMResult[list[Out]]:
+        """`n` independent samples of one prompt, asked for in one request (OpenAI's `n`, which vLLM
+        honours: the prompt is sent and prefilled once). Give the prompt a temperature above 0, or the
+        samples are one reply n times. All n come back, or the result fails with the reason."""
+        if n < 1:
+            raise ValueError(f"n must be at least 1, not {n}")
+        return await self._timed(self._run_samples(prompt, inputs, n))
+
     def run_sync(self, prompt: Prompt[In, Out], inputs: In) -> LLMResult[Out]:
         return self._blocking(lambda: self.run(prompt, inputs))
 
@@ -168,6 +176,9 @@ class LLM(ABC):
 
     @abstractmethod
     async def _chat_with_tools(self, messages: list[dict], tools: list[dict]) -> ToolCallResult: ...
+
+    async def _run_samples(self, prompt: Prompt[In, Out], inputs: In, n: int) -> LLMResult[list[Out]]:
+        raise NotImplementedError(f"{type(self).__name__} cannot ask for several samples of a prompt")
 
     async def _timed(self, call: Awaitable[LLMResult]) -> LLMResult:
         started = time.monotonic()
@@ -200,10 +211,10 @@ class LLM(ABC):
             return pool.submit(asyncio.run, call_then_close()).result()
 
     # A key holds everything the reply depends on; with no cache there is no key and nothing is stored.
-    def _prompt_key(self, prompt: Prompt, messages: list[dict]) -> str | None:
+    def _prompt_key(self, prompt: Prompt, messages: list[dict], n: int = 1) -> str | None:
         if self.cache is None:
             return None
-        return cache_key(model=self.model, messages=messages, **_prompt_params(prompt))
+        return cache_key(model=self.model, messages=messages, **_prompt_params(prompt, n))
 
     def _tools_key(self, messages: list[dict], tools: list[dict]) -> str | None:
         if self.cache is None:
@@ -216,6 +227,13 @@ class LLM(ABC):
             return None
         return LLMResult(prompt.output_model.model_validate(entry["value"]), None, self.model, cached=True)
 
+    def _cached_values(self, key: str | None, prompt: Prompt[In, Out]) -> LLMResult[list[Out]] | None:
+        entry = self.cache.get(key) if key else None
+        if entry is None:
+            return None
+        values = [prompt.output_model.model_validate(value) for value in entry["values"]]
+        return LLMResult(values, None, self.model, cached=True)
+
     def _cached_tool_calls(self, key: str | None) -> ToolCallResult | None:
         entry = self.cache.get(key) if key else None
         if entry is None:
@@ -226,18 +244,24 @@ class LLM(ABC):
         if key:
             self.cache.put(key, {"value": value.model_dump(mode="json")})
 
+    def _remember_values(self, key: str | None, values: list[BaseModel]) -> None:
+        if key:
+            self.cache.put(key, {"values": [value.model_dump(mode="json") for value in values]})
+
     def _remember_tool_calls(self, key: str | None, calls: list[ToolCall]) -> None:
         if key:
             self.cache.put(key, {"tool_calls": [c.model_dump(mode="json") for c in calls]})
 
 
-def _prompt_params(prompt: Prompt) -> dict[str, Any]:
+def _prompt_params(prompt: Prompt, n: int = 1) -> dict[str, Any]:
     params: dict[str, Any] = {
         "response_format": {"type": "json_schema", "json_schema": prompt.json_schema()},
         "temperature": prompt.temperature,
     }
     if prompt.max_tokens is not None:
         params["max_tokens"] = prompt.max_tokens
+    if n > 1:
+        params["n"] = n
     return params
 
 
@@ -260,6 +284,15 @@ class OfflineLLM(LLM):
         self._remember_value(key, value)
         return LLMResult(value, None, self.model, attempts=1)
 
+    async def _run_samples(self, prompt: Prompt[In, Out], inputs: In, n: int) -> LLMResult[list[Out]]:
+        key = self._prompt_key(prompt, prompt.messages(inputs), n) if self.cache is not None else None
+        if (hit := self._cached_values(key, prompt)) is not None:
+            return hit
+        self.counters.add(calls=1)
+        values = await asyncio.to_thread(lambda: [prompt.offline_sample(inputs, k) for k in range(n)])
+        self._remember_values(key, values)
+        return LLMResult(values, None, self.model, attempts=1)
+
     async def _chat_with_tools(self, messages: list[dict], tools: list[dict]) -> ToolCallResult:
         key = self._tools_key(messages, tools)
         if (hit := self._cached_tool_calls(key)) is not None:
@@ -273,10 +306,21 @@ class OfflineLLM(LLM):
 @dataclass
 class _Reply:
     message: Any | None
+    """The first choice's message."""
     error: str | None
     attempts: int
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    contents: list[str | None] = dataclasses.field(default_factory=list)
+    """The text of every choice, in order."""
+
+
+def _usage(replies: Sequence[_Reply]) -> dict[str, int]:
+    return {
+        "attempts": sum(r.attempts for r in replies),
+        "prompt_tokens": sum(r.prompt_tokens for r in replies),
+        "completion_tokens": sum(r.completion_tokens for r in replies),
+    }
 
 
 class OpenAICompatibleLLM(LLM):
@@ -304,28 +348,61 @@ class OpenAICompatibleLLM(LLM):
         if (hit := self._cached_value(key, prompt)) is not None:
             return hit
 
-        replies = [await self._complete(messages, params)]
-        value, problem = _parse(prompt.output_model, replies[0])
-        if problem is not None and replies[0].error is None:
-            # The server answered, but not with a valid value: show the model its reply and the error, once.
-            self.counters.add(repairs=1)
-            bad_reply = replies[0].message.content or ""
-            replies.append(await self._complete(repair_messages(messages, bad_reply, problem), params))
-            value, problem = _parse(prompt.output_model, replies[1])
-            if replies[1].error is not None:
-                problem = f"repair request failed: {replies[1].error}"
-            elif problem is not None:
-                kind, _, detail = problem.partition(": ")
-                problem = f"{kind} after repair: {detail}"
-        usage = {
-            "attempts": sum(r.attempts for r in replies),
-            "prompt_tokens": sum(r.prompt_tokens for r in replies),
-            "completion_tokens": sum(r.completion_tokens for r in replies),
-        }
+        first = await self._complete(messages, params)
+        if first.error is not None:
+            return LLMResult(None, first.error, self.model, **_usage([first]))
+        value, problem, repairs = await self._validated(prompt.output_model, messages, params, first.contents[0])
+        usage = _usage([first, *repairs])
         if problem is not None:
             return LLMResult(None, problem, self.model, **usage)
         self._remember_value(key, value)
         return LLMResult(value, None, self.model, **usage)
+
+    async def _run_samples(self, prompt: Prompt[In, Out], inputs: In, n: int) -> LLMResult[list[Out]]:
+        messages, params = prompt.messages(inputs), _prompt_params(prompt, n)
+        key = self._prompt_key(prompt, messages, n)
+        if (hit := self._cached_values(key, prompt)) is not None:
+            return hit
+        one = {name: value for name, value in params.items() if name != "n"}
+        replies = [await self._complete(messages, params)]
+        if replies[0].error is not None:
+            return LLMResult(None, replies[0].error, self.model, **_usage(replies))
+        contents = replies[0].contents[:n]
+        # A server that ignores `n` (llama.cpp's does) sends one choice: the others are asked for one by
+        # one, each under a note naming its sample, so that they stay independent samples.
+        for k in range(len(contents), n):
+            noted = [{"role": "system", "content": SAMPLE_NOTE.format(number=k + 1)}, *messages]
+            replies.append(await self._complete(noted, one))
+            if replies[-1].error is not None:
+                return LLMResult(None, f"sample {k + 1} of {n}: {replies[-1].error}", self.model, **_usage(replies))
+            contents.append(replies[-1].contents[0])
+        values = []
+        for k, content in enumerate(contents):
+            value, problem, repairs = await self._validated(prompt.output_model, messages, one, content)
+            replies += repairs
+            if problem is not None:
+                return LLMResult(None, f"sample {k + 1} of {n}: {problem}", self.model, **_usage(replies))
+            values.append(value)
+        self._remember_values(key, values)
+        return LLMResult(values, None, self.model, **_usage(replies))
+
+    async def _validated(
+        self, output_model: type[Out], messages: list[dict], params: dict[str, Any], content: str | None
+    ) -> tuple[Out | None, str | None, list[_Reply]]:
+        """The reply's value, or why there is none; an invalid reply is shown to the model with the
+        error, once. Also returns the repair request's reply, when one was sent."""
+        value, problem = _parse(output_model, content)
+        if problem is None:
+            return value, None, []
+        self.counters.add(repairs=1)
+        repair = await self._complete(repair_messages(messages, content or "", problem), params)
+        if repair.error is not None:
+            return None, f"repair request failed: {repair.error}", [repair]
+        value, problem = _parse(output_model, repair.contents[0])
+        if problem is not None:
+            kind, _, detail = problem.partition(": ")
+            return None, f"{kind} after repair: {detail}", [repair]
+        return value, None, [repair]
 
     async def _chat_with_tools(self, messages: list[dict], tools: list[dict]) -> ToolCallResult:
         key = self._tools_key(messages, tools)
@@ -377,8 +454,9 @@ class OpenAICompatibleLLM(LLM):
                 completion_tokens = completion.usage.completion_tokens if completion.usage else 0
                 self.counters.add(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
                 message = completion.choices[0].message if completion.choices else None
+                contents = [choice.message.content if choice.message else None for choice in completion.choices or []]
                 return _Reply(message, None if message else "empty reply: no choices", attempts,
-                              prompt_tokens, completion_tokens)  # fmt: skip
+                              prompt_tokens, completion_tokens, contents)  # fmt: skip
             except (TimeoutError, openai.APITimeoutError):
                 problem = f"timeout after {attempts} attempts ({self.endpoint.timeout_s:g} s each)"
             except openai.APIStatusError as exc:
@@ -416,11 +494,8 @@ class OpenAICompatibleLLM(LLM):
             return self._clients[loop]
 
 
-def _parse(output_model: type[BaseModel], reply: _Reply) -> tuple[BaseModel | None, str | None]:
-    """The validated value, or why there is none ("<kind>: <detail>")."""
-    if reply.error is not None:
-        return None, reply.error
-    content = reply.message.content
+def _parse(output_model: type[BaseModel], content: str | None) -> tuple[BaseModel | None, str | None]:
+    """The validated value of a reply's text, or why there is none ("<kind>: <detail>")."""
     if not content:
         return None, "invalid JSON: empty reply"
     try:

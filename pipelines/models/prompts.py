@@ -29,6 +29,11 @@ Out = TypeVar("Out", bound=BaseModel)
 
 INPUT_FENCE = re.compile(r"<inputs>\s*(\{.*\})\s*</inputs>", re.S)
 REPAIR_REQUEST = "Your previous reply is not valid for the required JSON schema."
+SAMPLE_NOTE = "Independent sample {number} of this request."
+"""A system message set before a prompt's messages when one of several samples is asked for on its own
+(a server that ignores OpenAI's `n`, ragas asking N times): no cache then collapses the samples into one,
+and an offline answer knows which sample to give (`sample_index`)."""
+SAMPLE_NOTE_PATTERN = re.compile(r"^Independent sample (\d+) of this request\.$")
 
 
 class Prompt(Generic[In, Out]):
@@ -54,6 +59,11 @@ class Prompt(Generic[In, Out]):
 
     def offline(self, inputs: In) -> Out:
         raise NotImplementedError
+
+    def offline_sample(self, inputs: In, index: int) -> Out:
+        """Sample `index` of several asked for at once (`LLM.run_samples`, OpenAI's `n`). A prompt whose
+        samples should differ offline overrides this; by default every sample is the one answer."""
+        return self.offline(inputs)
 
     def inputs_from_messages(self, messages: list[dict]) -> In:
         """Recover the inputs from the messages `messages()` rendered (the simulator's side of the
@@ -101,6 +111,14 @@ class PromptRegistry:
     @property
     def names(self) -> list[str]:
         return sorted(self._prompts)
+
+
+def sample_index(messages: list[dict]) -> int:
+    """The 0-based sample a conversation asks for (its SAMPLE_NOTE), 0 when it names none."""
+    for message in messages:
+        if message.get("role") == "system" and (note := SAMPLE_NOTE_PATTERN.match(str(message.get("content") or ""))):
+            return int(note.group(1)) - 1
+    return 0
 
 
 def repair_messages(messages: list[dict], reply: str, error: str) -> list[dict]:

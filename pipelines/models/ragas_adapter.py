@@ -8,10 +8,10 @@ endpoint concurrency limit, retries, repair round and counters; a failed call ra
 `JudgeCallError` with the layer's reason instead of a silent NaN.
 
 The offline backend and the simulator answer the ragas requests of the metrics ragwatch uses
-(table `OFFLINE_JUDGEMENTS`) lexically and deterministically: claims are sentences, and a claim is
-supported when at least 60 % of its content words occur in the text it is judged against. The
-inputs are read back from ragas' prompt text, where the final input is the last `input: {json}`
-block, after the few-shot examples.
+(table `OFFLINE_JUDGEMENTS`) lexically and deterministically, through the one offline claim rule
+that ragwatch's own judge prompts share (`pipelines.models.offline_judge`: `claims`, `support`).
+The inputs are read back from ragas' prompt text, where the final input is the last
+`input: {json}` block, after the few-shot examples.
 
 ragas' AnswerRelevancy sends the same prompt N times and averages over the N questions it gets
 back; at a judge's low temperature, or from our cache, they would all be one question. A
@@ -36,8 +36,8 @@ from pydantic import BaseModel
 
 from pipelines.models.embeddings import Embedder
 from pipelines.models.llm import LLM
-from pipelines.models.prompts import REPAIR_REQUEST, Prompt
-from pipelines.text import STOPWORDS, abstains, content_tokens, coverage, detect_language, fold, sentences, words
+from pipelines.models.offline_judge import claims, question_back, support, useful
+from pipelines.models.prompts import REPAIR_REQUEST, SAMPLE_NOTE, Prompt, sample_index
 
 # Must precede the first ragas import: ragas reports usage over the network unless told not to.
 os.environ["RAGAS_DO_NOT_TRACK"] = "true"
@@ -51,21 +51,10 @@ from ragas.metrics.collections.faithfulness.util import NLIStatementOutput, Stat
 from ragas.metrics.collections.noise_sensitivity import util as noise_util  # noqa: E402
 
 R = TypeVar("R", bound=BaseModel)
-SUPPORTED = 0.6
-"""Share of a claim's content words that must occur in the contexts for the claim to count as supported."""
 SAMPLED_TEMPERATURE = 0.3
 """Temperature of repeated requests (ragas' own choice when it asks for several completions)."""
-SAMPLE_NOTE = "Independent sample {number} of this request."
-SAMPLE_NOTE_PATTERN = re.compile(r"^Independent sample (\d+) of this request\.$")
 INPUT_MARK = re.compile(r"^\s*input:\s*", re.I | re.M)
 JSON_LINE_START = re.compile(r"^\{", re.M)
-QUESTION_TEMPLATES = {
-    "en": ["What does the documentation say about {terms}?", "How does {terms} work?",
-           "What should I know about {terms}?"],
-    "es": ["¿Qué dice la documentación sobre {terms}?", "¿Cómo funciona {terms}?",
-           "¿Qué hay que saber sobre {terms}?"],
-}  # fmt: skip
-QUESTION_TERMS = 8
 
 
 class JudgeCallError(RuntimeError):
@@ -104,9 +93,7 @@ class RagasPrompt(Prompt[RagasRequest, BaseModel]):
         prompts = [p for p in prompts if not p.startswith(REPAIR_REQUEST)]
         if not prompts:
             raise ValueError(f"no ragas prompt text for {self.name!r} in the user messages")
-        notes = (SAMPLE_NOTE_PATTERN.match(m.get("content") or "") for m in messages if m.get("role") == "system")
-        sample = next((int(n.group(1)) - 1 for n in notes if n), 0)
-        return RagasRequest(prompt=prompts[0], sample=sample)
+        return RagasRequest(prompt=prompts[0], sample=sample_index(messages))
 
     def offline(self, inputs: RagasRequest) -> BaseModel:
         if self._answer is None:
@@ -141,18 +128,25 @@ class RagasLLM(InstructorBaseRagasLLM):
     def __init__(self, llm: LLM):
         self.llm = llm
         self.replies: list[BaseModel] = []
+        self._prompts: list[str] = []
         self._repeats: Counter[tuple[type[BaseModel], str]] = Counter()
 
     async def agenerate(self, prompt: str, response_model: type[R]) -> R:
         ours, request = self._request(prompt, response_model)
-        return self._accept(ours, await self.llm.run(ours, request))
+        return self._accept(ours, prompt, await self.llm.run(ours, request))
 
     def generate(self, prompt: str, response_model: type[R]) -> R:
         ours, request = self._request(prompt, response_model)
-        return self._accept(ours, self.llm.run_sync(ours, request))
+        return self._accept(ours, prompt, self.llm.run_sync(ours, request))
 
     def replies_of(self, response_model: type[R]) -> list[R]:
-        return [reply for reply in self.replies if isinstance(reply, response_model)]
+        return [reply for reply in self.replies if type(reply) is response_model]
+
+    def exchanges_of(self, response_model: type[R]) -> list[tuple[dict[str, Any], R]]:
+        """(the request's input object, the reply) for every reply of this model, in order: what a caller
+        needs to check that a reply answers its request (one verdict per statement sent, say)."""
+        return [(last_input(prompt), reply) for prompt, reply in zip(self._prompts, self.replies)
+                if type(reply) is response_model]  # fmt: skip
 
     def _request(self, prompt: str, response_model: type[BaseModel]) -> tuple[RagasPrompt, RagasRequest]:
         ours = prompt_for(response_model)
@@ -162,10 +156,11 @@ class RagasLLM(InstructorBaseRagasLLM):
             ours = _sampled(ours)
         return ours, RagasRequest(prompt=prompt, sample=sample)
 
-    def _accept(self, ours: RagasPrompt, result: Any) -> Any:
+    def _accept(self, ours: RagasPrompt, prompt: str, result: Any) -> Any:
         if not result.ok:
             raise JudgeCallError(f"judge {ours.step} failed: {result.error}")
         self.replies.append(result.value)
+        self._prompts.append(prompt)
         return result.value
 
 
@@ -177,6 +172,24 @@ def _sampled(prompt: RagasPrompt) -> RagasPrompt:
 
 EMBEDDING_MEMORY = 50_000
 _EMBEDDED: dict[tuple[str, str], list[float]] = {}
+# Fast tokenizers refuse to be used from two threads at once ("Already borrowed").
+_EMBEDDING_LOCK = threading.Lock()
+
+
+def embed_remembered(embedder: Embedder, texts: list[str]) -> list[list[float]]:
+    """`embedder.embed(texts)`, remembering vectors per process: answer relevancy embeds the same
+    questions again on every rerun. A failure raises JudgeCallError with the backend's reason."""
+    try:
+        with _EMBEDDING_LOCK:
+            missing = [t for t in dict.fromkeys(texts) if (embedder.name, t) not in _EMBEDDED]
+            if missing:
+                for text, vector in zip(missing, embedder.embed(missing)):
+                    _EMBEDDED[(embedder.name, text)] = vector
+                    if len(_EMBEDDED) > EMBEDDING_MEMORY:
+                        _EMBEDDED.pop(next(iter(_EMBEDDED)))
+            return [_EMBEDDED[(embedder.name, t)] for t in texts]
+    except Exception as error:  # the reason must reach the score, whatever the backend raised
+        raise JudgeCallError(f"embeddings ({embedder.name}) failed: {error}") from error
 
 
 class RagasEmbeddings(BaseRagasEmbedding):
@@ -185,25 +198,12 @@ class RagasEmbeddings(BaseRagasEmbedding):
     def __init__(self, embedder: Embedder):
         super().__init__(cache=None)
         self.embedder = embedder
-        # Fast tokenizers refuse to be used from two threads at once ("Already borrowed").
-        self._lock = threading.Lock()
 
     def embed_text(self, text: str, **kwargs: Any) -> list[float]:
         return self.embed_texts([text])[0]
 
     def embed_texts(self, texts: list[str], **kwargs: Any) -> list[list[float]]:
-        # Answer relevancy embeds the same questions again on every rerun: remember them per process.
-        missing = [t for t in dict.fromkeys(texts) if (self.embedder.name, t) not in _EMBEDDED]
-        try:
-            with self._lock:
-                if missing:
-                    for text, vector in zip(missing, self.embedder.embed(missing)):
-                        _EMBEDDED[(self.embedder.name, text)] = vector
-                        if len(_EMBEDDED) > EMBEDDING_MEMORY:
-                            _EMBEDDED.pop(next(iter(_EMBEDDED)))
-                return [_EMBEDDED[(self.embedder.name, t)] for t in texts]
-        except Exception as error:  # the reason must reach the score, whatever the backend raised
-            raise JudgeCallError(f"embeddings ({self.embedder.name}) failed: {error}") from error
+        return embed_remembered(self.embedder, texts)
 
     async def aembed_text(self, text: str, **kwargs: Any) -> list[float]:
         return (await self.aembed_texts([text]))[0]
@@ -230,21 +230,6 @@ def last_input(prompt: str) -> dict[str, Any]:
     raise ValueError("no input JSON object in the ragas prompt")
 
 
-def claims(text: str) -> list[str]:
-    """A text's claims: its sentences with content words, or the whole text when it is one short phrase."""
-    found = [sentence for sentence in sentences(text) if content_tokens(sentence)]
-    if found:
-        return found
-    flat = " ".join(text.split())
-    return [flat] if content_tokens(flat) else []
-
-
-def _support(claim: str, evidence: str) -> tuple[int, str]:
-    share = coverage(claim, evidence)
-    verdict = int(share >= SUPPORTED)
-    return verdict, f"{share:.0%} of the statement's content words are in the text (offline rule: ≥ {SUPPORTED:.0%})"
-
-
 def _statements(payload: dict[str, Any], sample: int) -> dict[str, Any]:
     # Faithfulness sends {"question", "answer"}; NoiseSensitivity sends {"question", "text"}.
     return {"statements": claims(str(payload.get("answer", payload.get("text", ""))))}
@@ -254,36 +239,26 @@ def _statement_verdicts(payload: dict[str, Any], sample: int) -> dict[str, Any]:
     context = str(payload.get("context", ""))
     verdicts = []
     for statement in payload.get("statements", []):
-        verdict, reason = _support(statement, context)
+        verdict, reason = support(statement, context)
         verdicts.append({"statement": statement, "reason": reason, "verdict": verdict})
     return {"statements": verdicts}
 
 
 def _question_back(payload: dict[str, Any], sample: int) -> dict[str, Any]:
-    """Sample k asks about the k-th sentence of the response, with the k-th template."""
-    response = str(payload.get("response", ""))
-    parts = claims(response) or [response]
-    part = parts[sample % len(parts)]
-    terms = list(dict.fromkeys(w for w in words(part) if len(fold(w)) > 2 and fold(w) not in STOPWORDS))
-    templates = QUESTION_TEMPLATES[detect_language(response)]
-    question = templates[sample % len(templates)].format(terms=" ".join(terms[:QUESTION_TERMS]) or part)
-    noncommittal = int(abstains(response))
+    question, noncommittal = question_back(str(payload.get("response", "")), sample)
     return {"question": question, "noncommittal": noncommittal}
 
 
 def _context_useful(payload: dict[str, Any], sample: int) -> dict[str, Any]:
-    """Useful when the context supports at least one claim of the reference answer."""
-    context = str(payload.get("context", ""))
-    verdicts = [_support(claim, context) for claim in claims(str(payload.get("answer", "")))]
-    useful = max(verdicts, default=(0, "the reference answer makes no claim"), key=lambda v: v[0])
-    return {"reason": useful[1], "verdict": useful[0]}
+    verdict, reason = useful(str(payload.get("context", "")), str(payload.get("answer", "")))
+    return {"reason": reason, "verdict": verdict}
 
 
 def _reference_attribution(payload: dict[str, Any], sample: int) -> dict[str, Any]:
     context = str(payload.get("context", ""))
     classifications = []
     for claim in claims(str(payload.get("answer", ""))):
-        attributed, reason = _support(claim, context)
+        attributed, reason = support(claim, context)
         classifications.append({"statement": claim, "reason": reason, "attributed": attributed})
     return {"classifications": classifications}
 

@@ -7,7 +7,8 @@ prompt of that name in the `PromptRegistry` the simulator was created with (the 
 from the user messages, and the prompt's `offline` output is the reply. A request with `tools` is
 answered by the offline backend's tool choice. A plain prompt from ragas' legacy metrics (the ones
 `ragas.evaluate()` runs), which asks for JSON in the text, is answered by the prompt of the output
-model it names (`LEGACY_RAGAS_OUTPUTS`), one choice per requested `n`. Knobs add
+model it names (`LEGACY_RAGAS_OUTPUTS`). Either kind gets one choice per requested `n`, choice k
+being the prompt's offline sample k (as vLLM samples n completions of one prompt). Knobs add
 latency, a capacity beyond which requests queue, and injected faults (500, 429, malformed JSON,
 hangs) decided by a seeded draw per request.
 """
@@ -25,7 +26,7 @@ import socket
 import struct
 import threading
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
@@ -36,13 +37,17 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from pipelines.models.offline import choose_tool
-from pipelines.models.prompts import PromptRegistry, UnknownPrompt, is_repair_request
+from pipelines.models.prompts import PromptRegistry, UnknownPrompt, is_repair_request, sample_index
 
 DEFAULT_MODEL = "ragwatch-simulator"
 HANG_S = 3600.0
 """A hung request lasts this long unless the client goes away first (far beyond any client timeout)."""
 FALLBACK_DIMENSIONS = 384
 CHARS_PER_TOKEN = 4
+PREFIX_BLOCK_TOKENS = 16
+"""vLLM's KV-cache block size: its automatic prefix cache reuses whole blocks of a prompt's prefix."""
+PREFIX_CACHE_BLOCKS = 100_000
+"""Blocks the simulated prefix cache holds (1.6 M tokens), least recently used dropped first."""
 LEGACY_SCHEMA_MARK = "as specified in JSON Schema:"
 """Where a legacy ragas prompt (ragas.prompt.PydanticPrompt) gives its output model's JSON schema."""
 LEGACY_RAGAS_OUTPUTS = {
@@ -71,6 +76,8 @@ class SimulatorKnobs(BaseModel):
     """The first N requests after these knobs are set fail with HTTP 500."""
     malformed_repairs: bool = False
     """Whether repair requests may be malformed too; by default they are answered correctly."""
+    ignore_n: bool = False
+    """Answer a structured prompt with one choice whatever `n` asks for, as llama.cpp's server does."""
 
     @model_validator(mode="after")
     def _rates_fit(self) -> SimulatorKnobs:
@@ -100,7 +107,31 @@ class _State:
         self.endpoints: Counter[str] = Counter()
         self.faults: Counter[str] = Counter()
         self.models_seen: set[str] = set()
+        self.prompt_tokens = self.completion_tokens = self.cached_prompt_tokens = 0
+        self._prefix_blocks: OrderedDict[bytes, None] = OrderedDict()
         self._gate: asyncio.Condition | None = None
+
+    def count_tokens(self, messages: list[dict], usage: dict[str, Any]) -> None:
+        """Token totals of served chat completions, and the prompt tokens an automatic prefix cache (vLLM's)
+        would have held: the prompt in blocks of `PREFIX_BLOCK_TOKENS`, each keyed by everything before it,
+        in an LRU of `PREFIX_CACHE_BLOCKS`. A prompt's leading blocks seen before are cached tokens."""
+        self.prompt_tokens += usage["prompt_tokens"]
+        self.completion_tokens += usage["completion_tokens"]
+        rendered = "".join(f"<|{m.get('role')}|>{json.dumps(m.get('content'), ensure_ascii=False)}" for m in messages)
+        block_chars = PREFIX_BLOCK_TOKENS * CHARS_PER_TOKEN
+        key, hits, missed = hashlib.blake2b(digest_size=16), 0, False
+        for start in range(0, len(rendered) - block_chars + 1, block_chars):
+            key.update(rendered[start : start + block_chars].encode())
+            block = key.digest()
+            if not missed and block in self._prefix_blocks:
+                hits += 1
+                self._prefix_blocks.move_to_end(block)
+                continue
+            missed = True
+            self._prefix_blocks[block] = None
+            if len(self._prefix_blocks) > PREFIX_CACHE_BLOCKS:
+                self._prefix_blocks.popitem(last=False)
+        self.cached_prompt_tokens += min(usage["prompt_tokens"], hits * PREFIX_BLOCK_TOKENS)
 
     async def set_knobs(self, knobs: SimulatorKnobs) -> None:
         self.knobs, self.knobs_since = knobs, self.requests
@@ -155,6 +186,9 @@ class _State:
             "max_queued": self.max_queued,
             "queue_wait_s": round(self.queue_wait_s, 3),
             "faults": dict(self.faults),
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cached_prompt_tokens": self.cached_prompt_tokens,
             "knobs": self.knobs.model_dump(),
         }
 
@@ -203,7 +237,7 @@ def create_simulator(prompts: PromptRegistry, knobs: SimulatorKnobs | None = Non
     async def chat_completions(request: Request) -> JSONResponse:
         body = await request.json()
         try:
-            answer = _chat_answer(body, prompts)
+            answer = _chat_answer(body, prompts, state.knobs.ignore_n)
         except _Fault as bad:
             state.requests += 1
             return _error(bad.status, bad.message, state)
@@ -214,7 +248,9 @@ def create_simulator(prompts: PromptRegistry, knobs: SimulatorKnobs | None = Non
                 # A reply cut short, as with finish_reason "length": the commonest broken JSON.
                 choices = [{**m, "content": m["content"][: max(1, len(m["content"]) // 2)]} if m.get("content") else m
                            for m in choices]  # fmt: skip
-            return _completion(body, choices)
+            completion = _completion(body, choices)
+            state.count_tokens(body.get("messages") or [], completion["usage"])
+            return completion
 
         return await serve_with_faults(request, body, respond)
 
@@ -249,7 +285,7 @@ def create_simulator(prompts: PromptRegistry, knobs: SimulatorKnobs | None = Non
     return app
 
 
-def _chat_answer(body: dict, prompts: PromptRegistry) -> Callable[[], Awaitable[list[dict]]]:
+def _chat_answer(body: dict, prompts: PromptRegistry, ignore_n: bool = False) -> Callable[[], Awaitable[list[dict]]]:
     """What the request asks for, as a coroutine factory producing the assistant messages (one per
     choice); 400 if unanswerable."""
     messages = body.get("messages") or []
@@ -261,9 +297,17 @@ def _chat_answer(body: dict, prompts: PromptRegistry) -> Callable[[], Awaitable[
         except (UnknownPrompt, ValueError) as exc:
             raise _Fault(400, str(exc), kind="") from exc
 
+        asked = max(1, int(body.get("n") or 1))
+        n = 1 if ignore_n else asked
+        first = sample_index(messages)  # a sample asked for on its own names itself
+
         async def structured() -> list[dict]:
-            value = await asyncio.to_thread(prompt.offline, inputs)
-            return [{"role": "assistant", "content": value.model_dump_json()}]
+            # n choices are n samples of the prompt (answer relevancy asks for its N questions so).
+            if asked == 1 and first == 0:
+                values = [await asyncio.to_thread(prompt.offline, inputs)]
+            else:
+                values = await asyncio.to_thread(lambda: [prompt.offline_sample(inputs, first + k) for k in range(n)])
+            return [{"role": "assistant", "content": value.model_dump_json()} for value in values]
 
         return structured
     if body.get("tools"):
