@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from collections import Counter
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
@@ -468,14 +469,23 @@ def metrics_retrieval(
     source: Annotated[Path, typer.Option("--in", exists=True, dir_okay=False, help='JSONL of {"query_id", "retrieved_ids", "gold_ids"}.')],
     k: Annotated[str, typer.Option(help="Comma-separated cut-offs.")] = "1,3,5,10",
 ) -> None:
-    """recall@k, precision@k and MRR of a run file, as one JSON object."""
+    """recall@k, precision@k and MRR of a run file, as one JSON object.
+
+    Duplicate ids in a retrieved list count once; `n@k` counts the queries that retrieved at least k
+    distinct ids, over which recall@k and precision@k are averaged (a shorter list is not measured at k)."""
     from pipelines.evaluation.retrieval import score_run_file
 
     try:
         ks = [int(v) for v in k.split(",") if v.strip()]
-        print(json.dumps(score_run_file(source, ks)))
+        result = score_run_file(source, ks)
     except ValueError as exc:
         _fail(str(exc))
+    print(json.dumps(result))
+    for cut in sorted({int(name[2:]) for name in result if name.startswith("n@")}):
+        if result[f"n@{cut}"] < result["n"]:
+            short = result["n"] - result[f"n@{cut}"]
+            print(f"k={cut}: {short} of {result['n']} queries retrieved fewer than {cut} distinct ids and are left "
+                  f"out of recall@{cut} and precision@{cut}", file=sys.stderr)  # fmt: skip
 
 
 eval_app = typer.Typer(help="Offline and online evals.", no_args_is_help=True)

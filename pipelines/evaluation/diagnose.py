@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from pipelines.evaluation.retrieval import ATTRIBUTIONS
 from pipelines.evaluation.stats import BENJAMINI_HOCHBERG, CONFIDENCE, OVERALL, Aggregate, benjamini_hochberg
 
 Severity = Literal["problem", "watch", "inconclusive", "healthy"]
@@ -274,17 +275,12 @@ def _rank_gap_findings(aggregates: Iterable[Aggregate], *, min_n: int) -> list[F
 
 # --- Retrieval vs generation attribution ---------------------------------------------------
 
-ATTRIBUTIONS = ("ok", "retrieval_failure", "generation_failure", "unknown", "not_applicable")
-"""The per-item labels of `pipelines.evaluation.retrieval.attribute`: not_applicable when the item
-has no gold chunks (online traces, questions the corpus cannot answer), unknown when the gold chunk
-was retrieved but the answer was not judged."""
-
-
 @dataclass(frozen=True)
 class AttributionSummary:
     counts: dict[str, int]
+    """Items per label of `retrieval.attribute` (ATTRIBUTIONS)."""
     wrong: int
-    """Attributed failures: retrieval_failure + generation_failure."""
+    """Attributed failures: retrieval_failure + partial_retrieval_failure + generation_failure."""
     verdict: str
 
     def share(self, label: str) -> float | None:
@@ -297,14 +293,17 @@ def summarize_attribution(labels: Iterable[str]) -> AttributionSummary:
     if unknown:
         raise ValueError(f"unknown attribution labels {sorted(unknown)}; expected {list(ATTRIBUTIONS)}")
     full = {label: counts.get(label, 0) for label in ATTRIBUTIONS}
-    retrieval, generation = full["retrieval_failure"], full["generation_failure"]
+    partial = full["partial_retrieval_failure"]
+    retrieval, generation = full["retrieval_failure"] + partial, full["generation_failure"]
     wrong = retrieval + generation
+    missing = f" ({partial} missed only some of their gold chunks)" if partial else ""
     if not wrong:
         verdict = "no attributed failures"
     elif retrieval > generation:
-        verdict = f"retrieval: {retrieval} of {wrong} failures lacked the gold chunk; fix retrieval first"
+        verdict = f"retrieval: {retrieval} of {wrong} failures lacked gold chunks{missing}; fix retrieval first"
     elif generation > retrieval:
-        verdict = f"generation: {generation} of {wrong} failures had the gold chunk in context; fix the prompt/model"
+        verdict = (f"generation: {generation} of {wrong} failures had every gold chunk in context or were "
+                   f"unsupported; fix the prompt/model")  # fmt: skip
     else:
-        verdict = f"even: {retrieval} retrieval and {generation} generation failures; fix retrieval first"
+        verdict = f"even: {retrieval} retrieval{missing} and {generation} generation failures; fix retrieval first"
     return AttributionSummary(counts=full, wrong=wrong, verdict=verdict)
