@@ -240,9 +240,17 @@ def claims(text: str) -> list[str]:
 
 
 def _support(claim: str, evidence: str) -> tuple[int, str]:
+    # Imported here so that this function moves as one piece (see pipelines.text.missing_facts).
+    from pipelines.text import missing_facts
+
     share = coverage(claim, evidence)
-    verdict = int(share >= SUPPORTED)
-    return verdict, f"{share:.0%} of the statement's content words are in the text (offline rule: ≥ {SUPPORTED:.0%})"
+    # Word overlap alone passes a claim with one number or name swapped: those must be in the text too.
+    missing = missing_facts(claim, evidence)
+    verdict = int(share >= SUPPORTED and not missing)
+    reason = f"{share:.0%} of the statement's content words are in the text (offline rule: ≥ {SUPPORTED:.0%})"
+    if missing:
+        reason += f"; numbers and names not in the text: {', '.join(missing)}"
+    return verdict, reason
 
 
 def _statements(payload: dict[str, Any], sample: int) -> dict[str, Any]:
