@@ -165,6 +165,33 @@ def demo_seed(
                   f"from {counts['first_day']} to {counts['last_day']} into {counts['store']}")  # fmt: skip
 
 
+@demo_app.command("drill")
+def demo_drill(
+    rules: Annotated[Path, typer.Option(help="Prometheus alert rules to read.")] = Path("monitoring/rules/ragwatch.rules.yml"),
+) -> None:
+    """The regression drill: a degraded candidate on the baseline's items, the paired differences, the gate, the alerts."""
+    from pipelines.demo.drill import CANDIDATE_FAULTS, alerts_that_would_fire, run_drill
+
+    settings = _settings()
+    console.print(f"drill: the candidate's offline generator invents and garbles more sentences "
+                  f"({', '.join(f'{k}={v:g}' for k, v in CANDIDATE_FAULTS.items())}), same items as the baseline")  # fmt: skip
+    try:
+        summary, baseline, _ = run_drill(settings)
+    except (LookupError, ValueError) as exc:
+        _fail(str(exc))
+    print_eval_summary(summary)
+    console.print(f"baseline report: {baseline.report_path}")
+    if not rules.exists():
+        console.print(f"[yellow]no alert rules at {rules}: cannot name the alerts")
+        return
+    firing = alerts_that_would_fire(summary, rules)
+    console.print(f"alerts these scores would fire once pushed ({rules}):" if firing
+                  else f"no rule of {rules} would fire on these scores")  # fmt: skip
+    for alert in firing:
+        wait = f", after {alert.wait}" if alert.wait else ""
+        console.print(f"  - [red]{alert.alert}[/red] ({alert.severity}{wait}): {escape(alert.condition)}")
+
+
 @demo_app.command("summary")
 def demo_summary(day: Annotated[Optional[str], typer.Option("--date", help="Default: yesterday (UTC).")] = None) -> None:
     """Print the published trace sample of a day, from its manifest and the workspace."""
@@ -496,19 +523,41 @@ def _score_table(title: str, overall) -> Table:
     from pipelines.evaluation.formatting import interval, number
 
     table = Table(title=title)
-    for column in ("metric", "n", "failed", "mean", "95 % CI"):
-        table.add_column(column, justify="left" if column == "metric" else "right")
+    for column in ("metric", "n", "failed", "mean", "95 % CI", "interval"):
+        table.add_column(column, justify="left" if column in ("metric", "interval") else "right")
     for row in overall:
-        table.add_row(row.metric, str(row.n), str(row.n_failed), number(row.mean), interval(row.ci_low, row.ci_high))
+        table.add_row(row.metric, str(row.n), str(row.n_failed), number(row.mean), interval(row.ci_low, row.ci_high),
+                      row.ci_method or "–")  # fmt: skip
+    return table
+
+
+def _gate_table(summary) -> Table:
+    from pipelines.evaluation.formatting import interval, number
+
+    table = Table(title=escape(f"paired differences, {summary.target} − baseline {summary.baseline}"))
+    for column in ("metric", "pairs", "baseline", "candidate", "difference", "95 % CI", f"p ({summary.gate_correction})",
+                   "verdict"):  # fmt: skip
+        table.add_column(column, justify="left" if column in ("metric", "verdict") else "right")
+    for row in summary.gate_rows:
+        table.add_row(row.metric, str(row.n_pairs), number(row.baseline_mean), number(row.candidate_mean),
+                      "–" if row.diff is None else f"{row.diff:+.3f}", interval(row.ci_low, row.ci_high),
+                      number(row.p_adjusted), "[green]pass" if row.passed else "[red]FAIL")  # fmt: skip
     return table
 
 
 def print_eval_summary(summary) -> None:
     console.print(_score_table(escape(f"{summary.suite} eval {summary.logical_date} — {summary.target} on "
                                       f"{summary.dataset_version} ({summary.items} items)"), summary.overall))  # fmt: skip
+    if summary.generator_model:
+        console.print(f"generator: {escape(summary.generator_model)}")
+    if summary.gate_rows:
+        console.print(_gate_table(summary))
     colour = "[green]" if summary.gate_passed else "[red]" if summary.gate_passed is False else ""
     console.print(f"gate: {colour}{escape(summary.gate)}")
-    console.print("diagnosis:" if summary.diagnosis else "diagnosis: every metric in its healthy band")
+    if summary.diagnosis:
+        console.print(f"diagnosis (bands need evidence; {summary.diagnosis_correction} over every band claim):")
+    else:
+        console.print("diagnosis: no metric with an operating threshold was scored")
     for line in summary.diagnosis:
         console.print(f"  - {escape(line)}")
     console.print(f"report: {summary.report}")
@@ -523,6 +572,9 @@ def eval_offline(
     metrics: Annotated[Optional[str], typer.Option(help="Comma-separated judge metrics; default: all.")] = None,
     limit: Annotated[Optional[int], typer.Option(help="Evaluate a stable subset of this many items.")] = None,
     fail_on_gate: Annotated[bool, typer.Option(help="Exit non-zero when the regression gate fails.")] = False,
+    target_name: Annotated[Optional[str], typer.Option(help="Name of the system under test (default: reference-rag, or the URL).")] = None,
+    retrieval_k: Annotated[Optional[int], typer.Option(help="Chunks the reference RAG hands its generator (default 5).")] = None,
+    baseline: Annotated[Optional[str], typer.Option(help="Gate against this run id instead of the target's previous run.")] = None,
 ) -> None:
     """The weekly offline eval without Airflow: target, judge, CIs, gate, report, push."""
     from pipelines.evaluation.offline import run_offline_eval
@@ -532,17 +584,22 @@ def eval_offline(
     try:
         params = eval_params(settings, golden_version=golden_version, target_url=target_url, limit=limit,
                              k=[int(v) for v in k.split(",")], metrics=metrics.split(",") if metrics else None,
-                             fail_on_gate=fail_on_gate)  # fmt: skip
+                             fail_on_gate=fail_on_gate, target_name=target_name, retrieval_k=retrieval_k,
+                             baseline_run=baseline)  # fmt: skip
     except ValueError as exc:
         _fail(str(exc))
     with _progress() as bar:
         task = bar.add_task("judging", total=None)
         try:
-            summary, _ = run_offline_eval(settings, params, logical_date=date.fromisoformat(day) if day else _today(),
+            # The gate is enforced below, after the summary is printed: a failing gate shows its reasons.
+            summary, _ = run_offline_eval(settings, params.model_copy(update={"fail_on_gate": False}),
+                                          logical_date=date.fromisoformat(day) if day else _today(),
                                           progress=lambda done, total: bar.update(task, completed=done, total=total))  # fmt: skip
-        except (FileNotFoundError, ValueError, RuntimeError) as exc:  # GateFailed is a RuntimeError
+        except (FileNotFoundError, ValueError, RuntimeError) as exc:
             _fail(f"{exc}")
     print_eval_summary(summary)
+    if fail_on_gate and summary.gate_passed is False:
+        _fail(f"the regression gate failed (report: {summary.report})")
 
 
 @eval_app.command("online")

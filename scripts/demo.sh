@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
 # The embedded demo: seed the trace store, run the DAGs for yesterday with `airflow dags test`,
-# print what happened. All state lives under .ragwatch/; tracked files are never modified.
+# print what happened, then a regression drill. All state lives under .ragwatch/ (or $RAGWATCH_HOME);
+# tracked files are never modified.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
-export RAGWATCH_HOME="$root/.ragwatch"
+export RAGWATCH_HOME="${RAGWATCH_HOME:-$root/.ragwatch}"
 export PATH="$root/.venv/bin:$PATH"
+# The offline model errs like a real one, at known rates (README § The offline backend), so scores spread.
+export RAGWATCH_OFFLINE_FAULTS__MADE_UP="${RAGWATCH_OFFLINE_FAULTS__MADE_UP:-0.06}"
+export RAGWATCH_OFFLINE_FAULTS__SWAPPED="${RAGWATCH_OFFLINE_FAULTS__SWAPPED:-0.04}"
+export RAGWATCH_OFFLINE_FAULTS__WRONG_ABSTENTION="${RAGWATCH_OFFLINE_FAULTS__WRONG_ABSTENTION:-0.04}"
+export RAGWATCH_OFFLINE_FAULTS__WRONG_CONTEXT="${RAGWATCH_OFFLINE_FAULTS__WRONG_CONTEXT:-0.05}"
+export RAGWATCH_OFFLINE_FAULTS__WRONG_TOOL="${RAGWATCH_OFFLINE_FAULTS__WRONG_TOOL:-0.1}"
+export RAGWATCH_OFFLINE_FAULTS__NOISE_SUSCEPTIBILITY="${RAGWATCH_OFFLINE_FAULTS__NOISE_SUSCEPTIBILITY:-0.3}"
 today=$(date -u +%F)
 yesterday=$(date -u -d yesterday +%F)
 logs="$RAGWATCH_HOME/logs"
@@ -36,6 +44,10 @@ ragwatch golden summary
 # The offline eval's logical date is the end of its weekly interval; a 60-item subset keeps the demo short.
 run_dag offline_eval "$today" '{"limit": 60}'
 ragwatch eval summary --suite offline
+
+# The drill: a candidate that hallucinates more, on the same 60 items, gated against that run.
+echo "regression drill: evaluating a degraded candidate against the run above"
+ragwatch demo drill
 
 run_dag online_eval "$today"
 ragwatch eval summary --suite online
