@@ -1,4 +1,5 @@
-# Two entry points, each sets itself up: `make demo` and `make test`.
+# Two entry points, each sets itself up: `make demo` and `make test`; `make up` / `make down` run
+# docker-compose.yml's stack on this machine without Docker (deploy/local_stack.py).
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -6,13 +7,20 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.ragwatch-installed
 PYTEST_ARGS ?=
 
-.PHONY: demo test install system-deps real-model constraints clean
+.PHONY: demo test up down install system-deps real-model constraints clean
 
 demo: install
 	scripts/demo.sh
 
-test: install real-model
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+# The real-model setup (scripts/real-model.sh) runs inside scripts/test.sh, overlapping the suite.
+test: install
+	scripts/test.sh $(PYTEST_ARGS)
+
+up: install
+	PYTHONPATH=$(CURDIR) $(BIN)/python deploy/local_stack.py up
+
+down: install
+	PYTHONPATH=$(CURDIR) $(BIN)/python deploy/local_stack.py down
 
 install: $(STAMP) system-deps
 

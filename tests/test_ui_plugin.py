@@ -1,6 +1,6 @@
 """The ragwatch page in Airflow: latest scores per suite and target, escaped, reports served safely.
 
-The FastAPI app is called in-process here; tests/test_backfill_e2e.py calls the same app through
+The FastAPI app is called in-process here; tests/test_stack.py calls the same app through
 a real Airflow api-server at /ragwatch/.
 """
 
