@@ -167,10 +167,13 @@ def demo_seed(
 
 @demo_app.command("drill")
 def demo_drill(
-    rules: Annotated[Path, typer.Option(help="Prometheus alert rules to read.")] = Path("monitoring/rules/ragwatch.rules.yml"),
+    rules: Annotated[Path, typer.Option(help="Prometheus alert rules, read only when no Prometheus is configured.")] = Path("monitoring/rules/ragwatch.rules.yml"),
+    wait: Annotated[float, typer.Option(help="Seconds to wait for Prometheus to fire an alert.")] = 60.0,
 ) -> None:
     """The regression drill: a degraded candidate on the baseline's items, the paired differences, the gate, the alerts."""
-    from pipelines.demo.drill import CANDIDATE_FAULTS, alerts_that_would_fire, run_drill
+    from pipelines.demo.drill import (
+        CANDIDATE_FAULTS, alerts_that_would_fire, prometheus_alerts, push_candidate, run_drill,
+    )  # fmt: skip
 
     settings = _settings()
     console.print(f"drill: the candidate's offline generator invents and garbles more sentences "
@@ -181,15 +184,50 @@ def demo_drill(
         _fail(str(exc))
     print_eval_summary(summary)
     console.print(f"baseline report: {baseline.report_path}")
+    pushed = push_candidate(settings, summary)
+    console.print(f"candidate pushed ({pushed.mode}, group app={escape(summary.target)}): {pushed.destination}")
+    if pushed.mode == "pushgateway":
+        _print_gauges(settings, suite="offline", app=summary.target)
+    if settings.prometheus_url:
+        console.print(f"alerts Prometheus evaluates ({settings.prometheus_url}/api/v1/alerts, waiting up to {wait:g} s):")
+        alerts = prometheus_alerts(settings.prometheus_url, app=summary.target, wait_s=wait)
+        for alert in alerts:
+            colour = "red" if alert.state == "firing" else "yellow"
+            console.print(f"  - [{colour}]{alert.alert} {alert.state.upper()}[/{colour}] "
+                          f"({alert.labels.get('severity', '')}): {escape(alert.summary)}")  # fmt: skip
+        if not alerts:
+            console.print("  none")
+        return
     if not rules.exists():
-        console.print(f"[yellow]no alert rules at {rules}: cannot name the alerts")
+        console.print(f"[yellow]no Prometheus and no alert rules at {rules}: no alert is evaluated")
         return
     firing = alerts_that_would_fire(summary, rules)
-    console.print(f"alerts these scores would fire once pushed ({rules}):" if firing
-                  else f"no rule of {rules} would fire on these scores")  # fmt: skip
+    console.print(f"no Prometheus configured (RAGWATCH_PROMETHEUS_URL): the rules of {rules} these scores would "
+                  "fire, recomputed here" if firing else f"no rule of {rules} would fire on these scores")  # fmt: skip
     for alert in firing:
-        wait = f", after {alert.wait}" if alert.wait else ""
-        console.print(f"  - [red]{alert.alert}[/red] ({alert.severity}{wait}): {escape(alert.condition)}")
+        when = f", after {alert.wait}" if alert.wait else ""
+        console.print(f"  - [red]{alert.alert}[/red] ({alert.severity}{when}): {escape(alert.condition)}")
+
+
+def _print_gauges(settings, *, suite: str, app: str | None = None) -> None:
+    """The score gauges (stratum all) that the Pushgateway holds for a group, read back from it."""
+    from pipelines.evaluation.push import read_back
+
+    wanted = {"job": settings.pushgateway_job, "suite": suite, **({"app": app} if app else {})}
+    # Without an app, every group of the suite (online evals push one group per app).
+    groups = [g for g in read_back(settings.pushgateway_url)
+              if all(g["labels"].get(k) == v for k, v in wanted.items()) and (app or "app" not in g["labels"]
+                                                                              or suite == "online")]  # fmt: skip
+    if not groups:
+        console.print(f"[red]the Pushgateway at {settings.pushgateway_url} holds no group {wanted}")
+        return
+    for group in groups:
+        values = {name: s["value"] for name, samples in group["metrics"].items() for s in samples
+                  if s["labels"].get("stratum") in ("all", None)}  # fmt: skip
+        shown = ", ".join(f"{name.removeprefix('rag_').removesuffix('_score')} {value:.3f}"
+                          for name, value in sorted(values.items())
+                          if name.endswith("_score") or name == "rag_eval_gate_passed")  # fmt: skip
+        console.print(f"read back from the Pushgateway {escape(str(group['labels']))}: {escape(shown)}")
 
 
 @demo_app.command("summary")
@@ -635,6 +673,20 @@ def eval_summary(suite: Annotated[str, typer.Option(help="offline or online.")] 
         print_eval_summary(latest_summary(_settings(), suite))
     except LookupError as exc:
         _fail(str(exc))
+
+
+@eval_app.command("gauges")
+def eval_gauges(
+    suite: Annotated[str, typer.Option(help="offline or online")] = "offline",
+    app_name: Annotated[Optional[str], typer.Option("--app", help="The group's app label, if any.")] = None,
+) -> None:
+    """Read a suite's gauges back from the Pushgateway (RAGWATCH_PUSHGATEWAY_URL)."""
+    settings = _settings()
+    if not settings.pushgateway_url:
+        console.print(f"no Pushgateway configured (RAGWATCH_PUSHGATEWAY_URL): gauges are in textfiles under "
+                      f"{settings.home / 'metrics'}")  # fmt: skip
+        return
+    _print_gauges(settings, suite=suite, app=app_name)
 
 
 @eval_app.command("compare")

@@ -192,6 +192,8 @@ class Score(BaseModel):
 METRICS = {
     "faithfulness": "supported claims / all claims of the answer (ragas Faithfulness)",
     "answer_relevancy": "mean cosine between the question and questions generated back from the answer (ragas)",
+    "context_precision": "the brief's context precision: gold chunks in the top k / k at k = the chunks the generator "
+                         "was given (id-based precision@k, pushed under this name); < 0.60 means contradictory answers",
     "context_precision_ranked": "ragas ContextPrecisionWithReference: rank-weighted average precision of the judge's "
                                 "relevance verdicts (not relevant / k: that is precision@k)",
     "context_recall": "gold-answer claims attributable to the retrieved contexts / all gold-answer claims (ragas)",

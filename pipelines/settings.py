@@ -119,6 +119,9 @@ class Settings(BaseSettings):
     pushgateway_url: str | None = None
     """Prometheus Pushgateway, e.g. `http://pushgateway:9091`; a textfile under `home` when unset."""
     pushgateway_job: str = "ragwatch"
+    prometheus_url: str | None = None
+    """The Prometheus that scrapes the Pushgateway, e.g. `http://prometheus:9090`: the demo reads the alerts it
+    evaluates from its API; unset, no alert is read."""
 
     airflow_api_url: str = "http://localhost:8080"
     airflow_username: str | None = None

@@ -19,6 +19,19 @@ yesterday=$(date -u -d yesterday +%F)
 logs="$RAGWATCH_HOME/logs"
 mkdir -p "$logs"
 
+# Scores go to a real Pushgateway, scraped by a real Prometheus that evaluates the project's alert rules
+# (deploy/local_stack.py's own service definitions, on loopback, state under $RAGWATCH_HOME/demo-monitoring,
+# stopped at the end). Only when no Pushgateway binary exists do scores go to textfiles.
+monitoring="$RAGWATCH_HOME/demo-monitoring"
+if command -v prometheus-pushgateway >/dev/null; then
+  trap 'PYTHONPATH="$root" python deploy/local_stack.py monitoring-down --home "$monitoring"' EXIT
+  PYTHONPATH="$root" python deploy/local_stack.py monitoring-up --home "$monitoring" >"$logs/monitoring.env"
+  . "$logs/monitoring.env"
+  echo "Pushgateway $RAGWATCH_PUSHGATEWAY_URL and Prometheus ${RAGWATCH_PROMETHEUS_URL:-(no prometheus binary: none)} started (logs: $monitoring/stack/logs)"
+else
+  echo "no prometheus-pushgateway binary on this machine: scores go to textfiles under $RAGWATCH_HOME/metrics instead (scripts/system-deps.sh installs it)"
+fi
+
 ragwatch demo seed
 
 echo "running DAG trace_sampling for $yesterday (airflow dags test; log: $logs/trace_sampling-$yesterday.log)"
@@ -44,6 +57,7 @@ ragwatch golden summary
 # The offline eval's logical date is the end of its weekly interval; a 60-item subset keeps the demo short.
 run_dag offline_eval "$today" '{"limit": 60}'
 ragwatch eval summary --suite offline
+ragwatch eval gauges --suite offline
 
 # The drill: a candidate that hallucinates more, on the same 60 items, gated against that run.
 echo "regression drill: evaluating a degraded candidate against the run above"
@@ -51,3 +65,4 @@ ragwatch demo drill
 
 run_dag online_eval "$today"
 ragwatch eval summary --suite online
+ragwatch eval gauges --suite online

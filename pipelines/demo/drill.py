@@ -3,14 +3,22 @@
 After the demo's baseline offline eval, `run_drill` evaluates a candidate whose offline generator
 invents and garbles more sentences (`CANDIDATE_FAULTS` on top of the configured ones) on the same
 golden items, gates it against the baseline run by id, and names the alert rules of
-`monitoring/rules/ragwatch.rules.yml` its scores would fire once pushed. The candidate is not pushed:
-a candidate's gauges must never replace production's in the Pushgateway group of its suite.
+`monitoring/rules/ragwatch.rules.yml` that fire. The candidate is pushed to its own Pushgateway group
+(job + suite + app=<candidate>): a candidate's gauges must never replace production's group of its suite.
+
+With a Prometheus (`RAGWATCH_PROMETHEUS_URL`, which `make demo` starts), the alerts are read from
+Prometheus' own `/api/v1/alerts`, as Prometheus evaluated the project's rules on the pushed gauges:
+nothing is recomputed. Without one (no binary on the machine), `alerts_that_would_fire` reads the rule
+file against the run's means instead, and says that it did.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import time
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,6 +31,7 @@ from pipelines.evaluation.finalize import finalize_offline_eval
 from pipelines.evaluation.judging import judge_offline_batch
 from pipelines.evaluation.params import REFERENCE_TARGET, EvalParams
 from pipelines.evaluation.prepare import prepare_offline_eval
+from pipelines.evaluation.push import PushedRun, push_run
 from pipelines.evaluation.summary import RunSummary
 from pipelines.models.offline import FAULTS_ENV_PREFIX, OfflineFaults, configured_faults
 from pipelines.records import gauge_name
@@ -99,8 +108,39 @@ def run_drill(settings: Settings, *, logical_date: date | None = None) -> tuple[
     return finalize_offline_eval(settings, prepared.run_dir), baseline, faults
 
 
+def push_candidate(settings: Settings, summary: RunSummary) -> PushedRun:
+    """The candidate's gauges in a group of their own (app = the candidate's name), beside production's."""
+    return push_run(settings, summary, app=summary.target)
+
+
+@dataclass(frozen=True)
+class PrometheusAlert:
+    alert: str
+    state: str
+    """`firing`, or `pending` (the condition holds, its `for:` window has not passed yet)."""
+    labels: dict
+    summary: str
+    active_at: str | None
+
+
+def prometheus_alerts(prometheus_url: str, *, app: str | None = None, wait_s: float = 60.0,
+                      timeout_s: float = 5.0) -> list[PrometheusAlert]:  # fmt: skip
+    """The alerts Prometheus evaluates now, from its `/api/v1/alerts` (those of `app` only, when given), waiting
+    up to `wait_s` for one to fire: Prometheus must scrape the pushed gauges and evaluate its rules first."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        with urllib.request.urlopen(f"{prometheus_url.rstrip('/')}/api/v1/alerts", timeout=timeout_s) as response:
+            payload = json.load(response)
+        alerts = [PrometheusAlert(a["labels"].get("alertname", "?"), a["state"], a["labels"],
+                                  (a.get("annotations") or {}).get("summary", ""), a.get("activeAt"))
+                  for a in payload["data"]["alerts"] if app is None or a["labels"].get("app") == app]  # fmt: skip
+        if any(a.state == "firing" for a in alerts) or time.monotonic() > deadline:
+            return sorted(alerts, key=lambda a: (a.state != "firing", a.alert))
+        time.sleep(1.0)
+
+
 def alerts_that_would_fire(summary: RunSummary, rules_path: Path) -> list[WouldFire]:
-    """The rules of a Prometheus rule file that this run's pushed gauges would trigger: score alerts on
+    """Without a Prometheus: the rules of a rule file that this run's gauges would trigger, recomputed here: score alerts on
     `avg_over_time(rag_<metric>_score{stratum="all"}[…]) <op> <edge>` read against the run's pooled means (as
     if the value held for the averaging window), and the gate alert. Rules of other shapes (staleness, push
     failures) are about the pipeline, not a run's scores, and are not evaluated."""
