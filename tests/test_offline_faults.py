@@ -173,3 +173,22 @@ def test_fault_rates_come_from_the_environment_and_are_named_in_reports(monkeypa
     monkeypatch.setenv("RAGWATCH_OFFLINE_FAULTS__SWAPPED", "2")
     with pytest.raises(ValueError, match="RAGWATCH_OFFLINE_FAULTS__SWAPPED"):
         configured_faults()
+
+
+@pytest.mark.parametrize(("answer_text", "correct"), [
+    ("Qdrant listens on port 6333 for the REST API.", True),                 # the reference's claim, reworded order
+    ("The REST API of Qdrant listens on port 6334.", False),                 # a swapped number
+    ("There is not enough information in the provided contexts.", False),   # a wrong abstention
+    ("Snapshots are written to the snapshots directory.", False),           # true, but another question's answer
+])  # fmt: skip
+def test_the_offline_correctness_judge_grades_against_the_reference(answer_text, correct):
+    from pipelines.evaluation.prompts import AnswerCorrectnessPrompt, CorrectnessInput
+
+    verdict = AnswerCorrectnessPrompt().offline(CorrectnessInput(
+        question="Which port does the Qdrant REST API listen on?", answer=answer_text,
+        reference="The Qdrant REST API listens on port 6333."))  # fmt: skip
+    assert verdict.correct is correct, verdict.reason
+    abstain = AnswerCorrectnessPrompt().offline(CorrectnessInput(
+        question="Who wrote Qdrant in Haskell?", answer="There is not enough information to answer.",
+        reference="There is not enough information: the corpus does not say."))  # fmt: skip
+    assert abstain.correct, abstain.reason
