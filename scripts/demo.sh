@@ -7,6 +7,8 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 export RAGWATCH_HOME="${RAGWATCH_HOME:-$root/.ragwatch}"
 export PATH="$root/.venv/bin:$PATH"
+# This checkout's code, whichever checkout the virtualenv was installed from (its `ragwatch` and Airflow's tasks import `pipelines`).
+export PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}"
 # The offline model errs like a real one, at known rates (README § The offline backend), so scores spread.
 export RAGWATCH_OFFLINE_FAULTS__MADE_UP="${RAGWATCH_OFFLINE_FAULTS__MADE_UP:-0.06}"
 export RAGWATCH_OFFLINE_FAULTS__SWAPPED="${RAGWATCH_OFFLINE_FAULTS__SWAPPED:-0.04}"
