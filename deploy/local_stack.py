@@ -286,9 +286,12 @@ def rewrite_addresses(key: str, value: str, ports: Ports, known_services: set[st
     return re.sub(r"(?<=[/@])(?P<host>[A-Za-z][A-Za-z0-9-]*):(?P<port>\d+)(?!\w)", replace, value)
 
 
-def derived_prometheus_config(ports: Ports) -> str:
-    """monitoring/prometheus.yml with the scrape targets pointed at this stack and the rule files made absolute."""
+def derived_prometheus_config(ports: Ports, interval: str | None = None) -> str:
+    """monitoring/prometheus.yml with the scrape targets pointed at this stack and the rule files made absolute;
+    with `interval`, the scrape and evaluation intervals too (the demo's short-lived Prometheus)."""
     config = yaml.safe_load(PROMETHEUS_CONFIG.read_text(encoding="utf-8"))
+    if interval:
+        config.setdefault("global", {}).update(scrape_interval=interval, evaluation_interval=interval)
     config["rule_files"] = [str((PROMETHEUS_CONFIG.parent / f).resolve()) for f in config.get("rule_files", [])]
     for job in config.get("scrape_configs", []):
         for static in job.get("static_configs", []):
@@ -300,7 +303,8 @@ def derived_prometheus_config(ports: Ports) -> str:
                     raise ValueError(f"{PROMETHEUS_CONFIG}: scrape target {target!r} is not a service this stack runs")
                 targets.append(f"{LOOPBACK}:{getattr(ports, SERVICE_PORTS[key])}")
             static["targets"] = targets
-    header = f"# Derived from {PROMETHEUS_CONFIG.relative_to(ROOT)} by deploy/local_stack.py: only targets and rule paths differ.\n"
+    differ = "targets, rule paths and intervals" if interval else "targets and rule paths"
+    header = f"# Derived from {PROMETHEUS_CONFIG.relative_to(ROOT)} by deploy/local_stack.py: only {differ} differ.\n"
     return header + yaml.safe_dump(config, sort_keys=False)
 
 
@@ -869,6 +873,61 @@ def down(home: Path | None = None, timeout: float = 30) -> list[tuple[int, str]]
     return left
 
 
+# --- Monitoring only: the Pushgateway and Prometheus of `make demo` ------------------------------------------------
+
+MONITORING = ("pushgateway", "prometheus")
+DEMO_INTERVAL = "5s"
+"""The demo's Prometheus scrapes and evaluates every 5 s (30 s in prometheus.yml) so that an alert a run
+triggers is evaluated within the demo; the rules themselves are the project's, unchanged."""
+
+
+def monitoring_up(home: Path, interval: str | None = DEMO_INTERVAL, timeout: float = 60) -> dict[str, str]:
+    """Start this stack's Pushgateway and (when its binary exists) Prometheus alone, fresh: the same
+    service definitions as `up`, state under `<home>/stack`, ports chosen anew (compose's when free).
+    Returns the variables that point ragwatch at them (RAGWATCH_PUSHGATEWAY_URL, RAGWATCH_PROMETHEUS_URL)."""
+    if shutil.which("prometheus-pushgateway") is None:
+        raise StackError(f"prometheus-pushgateway not found; {INSTALL_HINT}")
+    monitoring_down(home)
+    state = state_dir(home)
+    for sub in ("pushgateway-data", "prometheus-data"):  # a fresh start: nothing from the last demo
+        shutil.rmtree(state / sub, ignore_errors=True)
+    (state / "ports.json").unlink(missing_ok=True)
+    plan = plan_for(home)
+    for sub in ("logs", "run", "pushgateway-data", "prometheus-data"):
+        (plan.state / sub).mkdir(parents=True, exist_ok=True)
+    names = [n for n in MONITORING if n == "pushgateway" or shutil.which(n)]
+    if "prometheus" in names:
+        (plan.state / "prometheus.yml").write_text(derived_prometheus_config(plan.ports, interval))
+    for name in names:
+        start(plan, plan.services[name])
+    deadline = time.monotonic() + timeout
+    for name in names:
+        while not _ok(plan.services[name].ready_url):
+            if running_pid(plan.state, name) is None or time.monotonic() > deadline:
+                monitoring_down(home)
+                raise StackError(f"{name} did not become healthy\n{_tail(plan.state / 'logs' / f'{name}.log')}")
+            time.sleep(0.2)
+    found = {"RAGWATCH_PUSHGATEWAY_URL": plan.pushgateway_url}
+    if "prometheus" in names:
+        found["RAGWATCH_PROMETHEUS_URL"] = plan.prometheus_url
+    return found
+
+
+def monitoring_down(home: Path, timeout: float = 15) -> None:
+    """Stop what `monitoring_up` started (by the pid files it wrote, nothing else)."""
+    state = state_dir(home)
+    pids = {name: pid for name in MONITORING if (pid := running_pid(state, name))}
+    for pid in pids.values():
+        _signal_group(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(running_pid(state, n) for n in pids):
+        time.sleep(0.2)
+    for name in pids:
+        if (saved := _saved(_pidfile(state, name))) and _ours(saved):
+            _signal_group(saved["pid"], signal.SIGKILL)
+        _pidfile(state, name).unlink(missing_ok=True)
+
+
 def status(home: Path | None = None) -> dict[str, int | None]:
     state = state_dir(home)
     found = {name: running_pid(state, name) for name in ("pushgateway", "prometheus", *AIRFLOW_ORDER)}
@@ -886,7 +945,22 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("down", help="stop every process of the stack")
     sub.add_parser("status", help="which processes run")
     sub.add_parser("env", help="print the variables that point the ragwatch CLI at the stack")
+    for name, text in (("monitoring-up", "start only a fresh Pushgateway and Prometheus (make demo); print their URLs"),
+                       ("monitoring-down", "stop what monitoring-up started")):  # fmt: skip
+        sub.add_parser(name, help=text).add_argument("--home", type=Path, required=True, help="their state: <home>/stack")
     args = parser.parse_args(argv)
+    if args.command == "monitoring-up":
+        try:
+            found = monitoring_up(args.home)
+        except StackError as failed:
+            print(failed, file=sys.stderr)
+            return 1
+        for key, value in found.items():
+            print(f"export {key}={shlex.quote(value)}")
+        return 0
+    if args.command == "monitoring-down":
+        monitoring_down(args.home)
+        return 0
     if args.command == "up":
         try:
             up(seed_days=args.seed_days, seed_per_day=args.seed_per_day, corpus=args.corpus)

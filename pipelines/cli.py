@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from collections import Counter
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
@@ -202,6 +203,71 @@ def demo_seed(
             _fail(str(exc))
     console.print(f"seeded {counts['rows']:,} traces ({counts['broken']} broken on purpose) "
                   f"from {counts['first_day']} to {counts['last_day']} into {counts['store']}")  # fmt: skip
+
+
+@demo_app.command("drill")
+def demo_drill(
+    rules: Annotated[Path, typer.Option(help="Prometheus alert rules, read only when no Prometheus is configured.")] = Path("monitoring/rules/ragwatch.rules.yml"),
+    wait: Annotated[float, typer.Option(help="Seconds to wait for Prometheus to fire an alert.")] = 60.0,
+) -> None:
+    """The regression drill: a degraded candidate on the baseline's items, the paired differences, the gate, the alerts."""
+    from pipelines.demo.drill import (
+        CANDIDATE_FAULTS, alerts_that_would_fire, prometheus_alerts, push_candidate, run_drill,
+    )  # fmt: skip
+
+    settings = _settings()
+    console.print(f"drill: the candidate's offline generator invents and garbles more sentences "
+                  f"({', '.join(f'{k}={v:g}' for k, v in CANDIDATE_FAULTS.items())}), same items as the baseline")  # fmt: skip
+    try:
+        summary, baseline, _ = run_drill(settings)
+    except (LookupError, ValueError) as exc:
+        _fail(str(exc))
+    print_eval_summary(summary)
+    console.print(f"baseline report: {baseline.report_path}")
+    pushed = push_candidate(settings, summary)
+    console.print(f"candidate pushed ({pushed.mode}, group app={escape(summary.target)}): {pushed.destination}")
+    if pushed.mode == "pushgateway":
+        _print_gauges(settings, suite="offline", app=summary.target)
+    if settings.prometheus_url:
+        console.print(f"alerts Prometheus evaluates ({settings.prometheus_url}/api/v1/alerts, waiting up to {wait:g} s):")
+        alerts = prometheus_alerts(settings.prometheus_url, app=summary.target, wait_s=wait)
+        for alert in alerts:
+            colour = "red" if alert.state == "firing" else "yellow"
+            console.print(f"  - [{colour}]{alert.alert} {alert.state.upper()}[/{colour}] "
+                          f"({alert.labels.get('severity', '')}): {escape(alert.summary)}")  # fmt: skip
+        if not alerts:
+            console.print("  none")
+        return
+    if not rules.exists():
+        console.print(f"[yellow]no Prometheus and no alert rules at {rules}: no alert is evaluated")
+        return
+    firing = alerts_that_would_fire(summary, rules)
+    console.print(f"no Prometheus configured (RAGWATCH_PROMETHEUS_URL): the rules of {rules} these scores would "
+                  "fire, recomputed here" if firing else f"no rule of {rules} would fire on these scores")  # fmt: skip
+    for alert in firing:
+        when = f", after {alert.wait}" if alert.wait else ""
+        console.print(f"  - [red]{alert.alert}[/red] ({alert.severity}{when}): {escape(alert.condition)}")
+
+
+def _print_gauges(settings, *, suite: str, app: str | None = None) -> None:
+    """The score gauges (stratum all) that the Pushgateway holds for a group, read back from it."""
+    from pipelines.evaluation.push import read_back
+
+    wanted = {"job": settings.pushgateway_job, "suite": suite, **({"app": app} if app else {})}
+    # Without an app, every group of the suite (online evals push one group per app).
+    groups = [g for g in read_back(settings.pushgateway_url)
+              if all(g["labels"].get(k) == v for k, v in wanted.items()) and (app or "app" not in g["labels"]
+                                                                              or suite == "online")]  # fmt: skip
+    if not groups:
+        console.print(f"[red]the Pushgateway at {settings.pushgateway_url} holds no group {wanted}")
+        return
+    for group in groups:
+        values = {name: s["value"] for name, samples in group["metrics"].items() for s in samples
+                  if s["labels"].get("stratum") in ("all", None)}  # fmt: skip
+        shown = ", ".join(f"{name.removeprefix('rag_').removesuffix('_score')} {value:.3f}"
+                          for name, value in sorted(values.items())
+                          if name.endswith("_score") or name == "rag_eval_gate_passed")  # fmt: skip
+        console.print(f"read back from the Pushgateway {escape(str(group['labels']))}: {escape(shown)}")
 
 
 @demo_app.command("summary")
@@ -525,14 +591,23 @@ def metrics_retrieval(
     source: Annotated[Path, typer.Option("--in", exists=True, dir_okay=False, help='JSONL of {"query_id", "retrieved_ids", "gold_ids"}.')],
     k: Annotated[str, typer.Option(help="Comma-separated cut-offs.", callback=_checked(inputs.cutoffs))] = "1,3,5,10",
 ) -> None:
-    """recall@k, precision@k and MRR of a run file, as one JSON object."""
+    """recall@k, precision@k and MRR of a run file, as one JSON object.
+
+    Duplicate ids in a retrieved list count once; `n@k` counts the queries that retrieved at least k
+    distinct ids, over which recall@k and precision@k are averaged (a shorter list is not measured at k)."""
     from pipelines.evaluation.retrieval import score_run_file
 
     try:
         ks = [int(v) for v in k.split(",") if v.strip()]
-        print(json.dumps(score_run_file(source, ks)))
+        result = score_run_file(source, ks)
     except ValueError as exc:
         _fail(str(exc))
+    print(json.dumps(result))
+    for cut in sorted({int(name[2:]) for name in result if name.startswith("n@")}):
+        if result[f"n@{cut}"] < result["n"]:
+            short = result["n"] - result[f"n@{cut}"]
+            print(f"k={cut}: {short} of {result['n']} queries retrieved fewer than {cut} distinct ids and are left "
+                  f"out of recall@{cut} and precision@{cut}", file=sys.stderr)  # fmt: skip
 
 
 eval_app = typer.Typer(help="Offline and online evals.", no_args_is_help=True)
@@ -543,19 +618,41 @@ def _score_table(title: str, overall) -> Table:
     from pipelines.evaluation.formatting import interval, number
 
     table = Table(title=title)
-    for column in ("metric", "n", "failed", "mean", "95 % CI"):
-        table.add_column(column, justify="left" if column == "metric" else "right")
+    for column in ("metric", "n", "failed", "mean", "95 % CI", "interval"):
+        table.add_column(column, justify="left" if column in ("metric", "interval") else "right")
     for row in overall:
-        table.add_row(row.metric, str(row.n), str(row.n_failed), number(row.mean), interval(row.ci_low, row.ci_high))
+        table.add_row(row.metric, str(row.n), str(row.n_failed), number(row.mean), interval(row.ci_low, row.ci_high),
+                      row.ci_method or "–")  # fmt: skip
+    return table
+
+
+def _gate_table(summary) -> Table:
+    from pipelines.evaluation.formatting import interval, number
+
+    table = Table(title=escape(f"paired differences, {summary.target} − baseline {summary.baseline}"))
+    for column in ("metric", "pairs", "baseline", "candidate", "difference", "95 % CI", f"p ({summary.gate_correction})",
+                   "verdict"):  # fmt: skip
+        table.add_column(column, justify="left" if column in ("metric", "verdict") else "right")
+    for row in summary.gate_rows:
+        table.add_row(row.metric, str(row.n_pairs), number(row.baseline_mean), number(row.candidate_mean),
+                      "–" if row.diff is None else f"{row.diff:+.3f}", interval(row.ci_low, row.ci_high),
+                      number(row.p_adjusted), "[green]pass" if row.passed else "[red]FAIL")  # fmt: skip
     return table
 
 
 def print_eval_summary(summary) -> None:
     console.print(_score_table(escape(f"{summary.suite} eval {summary.logical_date} — {summary.target} on "
                                       f"{summary.dataset_version} ({summary.items} items)"), summary.overall))  # fmt: skip
+    if summary.generator_model:
+        console.print(f"generator: {escape(summary.generator_model)}")
+    if summary.gate_rows:
+        console.print(_gate_table(summary))
     colour = "[green]" if summary.gate_passed else "[red]" if summary.gate_passed is False else ""
     console.print(f"gate: {colour}{escape(summary.gate)}")
-    console.print("diagnosis:" if summary.diagnosis else "diagnosis: every metric in its healthy band")
+    if summary.diagnosis:
+        console.print(f"diagnosis (bands need evidence; {summary.diagnosis_correction} over every band claim):")
+    else:
+        console.print("diagnosis: no metric with an operating threshold was scored")
     for line in summary.diagnosis:
         console.print(f"  - {escape(line)}")
     console.print(f"report: {summary.report}")
@@ -575,6 +672,9 @@ def eval_offline(
     metrics: Annotated[Optional[str], typer.Option(help="Comma-separated judge metrics; default: all.", callback=_checked(_metrics))] = None,
     limit: Annotated[Optional[int], typer.Option(help="Evaluate a stable subset of this many items.", min=1)] = None,
     fail_on_gate: Annotated[bool, typer.Option(help="Exit non-zero when the regression gate fails.")] = False,
+    target_name: Annotated[Optional[str], typer.Option(help="Name of the system under test (default: reference-rag, or the URL).")] = None,
+    retrieval_k: Annotated[Optional[int], typer.Option(help="Chunks the reference RAG hands its generator (default 5).")] = None,
+    baseline: Annotated[Optional[str], typer.Option(help="Gate against this run id instead of the target's previous run.")] = None,
 ) -> None:
     """The weekly offline eval without Airflow: target, judge, CIs, gate, report, push."""
     from pipelines.evaluation.offline import run_offline_eval
@@ -584,17 +684,21 @@ def eval_offline(
     try:
         params = eval_params(settings, golden_version=golden_version, target_url=target_url, target_name=target_name,
                              limit=limit, k=inputs.cutoffs(k), metrics=metrics.split(",") if metrics else None,
-                             fail_on_gate=fail_on_gate)  # fmt: skip
+                             fail_on_gate=fail_on_gate, retrieval_k=retrieval_k, baseline_run=baseline)  # fmt: skip
     except ValueError as exc:
         _fail(str(exc))
     with _progress() as bar:
         task = bar.add_task("judging", total=None)
         try:
-            summary, _ = run_offline_eval(settings, params, logical_date=date.fromisoformat(day) if day else _today(),
+            # The gate is enforced below, after the summary is printed: a failing gate shows its reasons.
+            summary, _ = run_offline_eval(settings, params.model_copy(update={"fail_on_gate": False}),
+                                          logical_date=date.fromisoformat(day) if day else _today(),
                                           progress=lambda done, total: bar.update(task, completed=done, total=total))  # fmt: skip
-        except (FileNotFoundError, ValueError, RuntimeError) as exc:  # GateFailed is a RuntimeError
+        except (FileNotFoundError, ValueError, RuntimeError) as exc:
             _fail(f"{exc}")
     print_eval_summary(summary)
+    if fail_on_gate and summary.gate_passed is False:
+        _fail(f"the regression gate failed (report: {summary.report})")
 
 
 @eval_app.command("online")
@@ -632,6 +736,20 @@ def eval_summary(suite: Annotated[str, typer.Option(help="offline or online.", c
         print_eval_summary(latest_summary(_settings(), suite))
     except (LookupError, ResultsStoreError) as exc:
         _fail(str(exc))
+
+
+@eval_app.command("gauges")
+def eval_gauges(
+    suite: Annotated[str, typer.Option(help="offline or online")] = "offline",
+    app_name: Annotated[Optional[str], typer.Option("--app", help="The group's app label, if any.")] = None,
+) -> None:
+    """Read a suite's gauges back from the Pushgateway (RAGWATCH_PUSHGATEWAY_URL)."""
+    settings = _settings()
+    if not settings.pushgateway_url:
+        console.print(f"no Pushgateway configured (RAGWATCH_PUSHGATEWAY_URL): gauges are in textfiles under "
+                      f"{settings.home / 'metrics'}")  # fmt: skip
+        return
+    _print_gauges(settings, suite=suite, app=app_name)
 
 
 @eval_app.command("compare")

@@ -9,7 +9,7 @@ new prompt is added to this list, and `tests/test_prompts.py` fails until it is.
 from __future__ import annotations
 
 from pipelines.evaluation.judge_prompts import judge_prompts
-from pipelines.evaluation.prompts import RagAnswerPrompt
+from pipelines.evaluation.prompts import AnswerCorrectnessPrompt, RagAnswerPrompt
 from pipelines.golden.prompts import (
     AdversarialQuestion,
     AnswerFromContexts,
@@ -28,4 +28,4 @@ def all_prompts() -> PromptRegistry:
 
     golden = [ChunkQuestions(), MultiHopQuestion(), AdversarialQuestion(), AnswerFromContexts(), ToolQuestion(),
               ClosedBookAnswer(), GroundingJudge()]  # fmt: skip
-    return PromptRegistry([*golden, RagAnswerPrompt(), *judge_prompts(), *ragas_prompts()])
+    return PromptRegistry([*golden, RagAnswerPrompt(), AnswerCorrectnessPrompt(), *judge_prompts(), *ragas_prompts()])

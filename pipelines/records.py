@@ -192,9 +192,16 @@ class Score(BaseModel):
 METRICS = {
     "faithfulness": "supported claims / all claims of the answer (ragas Faithfulness)",
     "answer_relevancy": "mean cosine between the question and questions generated back from the answer (ragas)",
-    "context_precision": "ragas context precision with reference (judge)",
+    "context_precision": "the brief's context precision: gold chunks in the top k / k at k = the chunks the generator "
+                         "was given (id-based precision@k, pushed under this name); < 0.60 means contradictory answers",
+    "context_precision_ranked": "ragas ContextPrecisionWithReference: rank-weighted average precision of the judge's "
+                                "relevance verdicts (not relevant / k: that is precision@k)",
     "context_recall": "gold-answer claims attributable to the retrieved contexts / all gold-answer claims (ragas)",
-    "noise_delta_f": "F(clean) − F(noisy) with irrelevant chunks injected; > 0.15 means fragile",
+    "noise_delta_f": "F(clean) − F(noisy) of the system under test, irrelevant chunks injected; > 0.15 means fragile",
+    "noise_delta_f_reference": "F(clean) − F(noisy) of the reference generator answering both arms from production's "
+                               "contexts (online, no production endpoint); > 0.15 means fragile",
+    "noise_delta_f_control": "F(clean) − F(clean again): the same arm answered twice, no noise; the spread of ΔF "
+                             "when noise changes nothing",
     "ragas_noise_sensitivity": "ragas NoiseSensitivity (relevant mode): incorrect claims / all claims of the answer",
     "tool_selection_accuracy": "turns where the agent chose the expected tool / turns that expected a tool",
     "tool_call_accuracy": "ragas ToolCallAccuracy: expected tool and arguments matched",

@@ -119,9 +119,19 @@ class Settings(BaseSettings):
 
     results_url: str | None = None
     """SQLAlchemy URL of the eval results DB (runs + scores); SQLite under `home` when unset."""
+    online_target_url: str | None = None
+    """The production RAG service (README § System under test). When set, the online eval's noise arms call
+    it (metric `noise_delta_f`); unset, the reference generator answers them (`noise_delta_f_reference`)."""
+    gate_min_pairs: int = Field(default=10, ge=2)
+    """Fewest items scored ok in both runs for the regression gate to decide on a metric."""
+    diagnosis_min_n: int = Field(default=10, ge=1)
+    """Fewest ok scores for the diagnosis to state a band for a metric in a stratum."""
     pushgateway_url: str | None = None
     """Prometheus Pushgateway, e.g. `http://pushgateway:9091`; a textfile under `home` when unset."""
     pushgateway_job: str = "ragwatch"
+    prometheus_url: str | None = None
+    """The Prometheus that scrapes the Pushgateway, e.g. `http://prometheus:9090`: the demo reads the alerts it
+    evaluates from its API; unset, no alert is read."""
 
     target_headers: dict[str, SecretStr] = Field(default_factory=dict)
     """HTTP headers sent to the system under test (e.g. {"Authorization": "Bearer …"}): credentials never go in

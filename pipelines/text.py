@@ -89,6 +89,49 @@ def coverage(part: str, whole: str) -> float:
     return len(tokens & set(content_tokens(whole))) / len(tokens)
 
 
+NUMBER = re.compile(r"(?<![\w.,])\d+(?:[.,:]\d+)*(?![\w])")
+"""A number standing alone: `6333`, `3.11`, `2,5`, `10:30`; not the digits inside `utf8` or `x2`."""
+_CAPITALISED = re.compile(r"^[A-ZÁÉÍÓÚÑÜ]")
+_STARTS_SENTENCE = re.compile(r"(^|[.!?:;¿¡\"'(«\[]\s*)$")
+
+
+def numbers(text: str) -> list[str]:
+    """The numbers of a text as written, in order, repeats kept once."""
+    return list(dict.fromkeys(NUMBER.findall(text)))
+
+
+def named_entities(text: str) -> list[str]:
+    """Capitalised words that do not open a sentence (or follow a colon, quote or bracket) and are not
+    stopwords: the names a claim stands on (Python, CPython, Qdrant, PEP, Madrid). A lexical stand-in for
+    a named-entity recogniser, for the offline backend."""
+    found = []
+    for match in WORD.finditer(text):
+        word = match.group(0)
+        if len(word) < 2 or not _CAPITALISED.match(word) or fold_word(word) in STOPWORDS:
+            continue
+        if _STARTS_SENTENCE.search(text[: match.start()]):
+            continue
+        found.append(word)
+    return list(dict.fromkeys(found))
+
+
+PSEUDONYM = re.compile(r"\[[A-Z][A-Z_]*_[0-9a-f]{8}\]")
+"""The anonymizer's placeholder (`[PERSON_3f9a2c1d]`): a stand-in for a value, not a name or number itself."""
+
+
+def missing_facts(claim: str, evidence: str) -> list[str]:
+    """The claim's numbers and named entities that the evidence does not contain (entities compared
+    accent- and case-folded; numbers as written, or without thousands separators). Anonymizer
+    placeholders are neither."""
+    claim, evidence = PSEUDONYM.sub(" ", claim), PSEUDONYM.sub(" ", evidence)
+    evidence_numbers = set(numbers(evidence))
+    evidence_numbers |= {n.replace(",", "") for n in evidence_numbers}
+    evidence_words = {fold_word(w) for w in words(evidence)}
+    missing = [n for n in numbers(claim) if n not in evidence_numbers and n.replace(",", "") not in evidence_numbers]
+    missing += [e for e in named_entities(claim) if fold_word(e) not in evidence_words]
+    return missing
+
+
 def token_f1(a: str, b: str) -> float:
     ta, tb = content_tokens(a), content_tokens(b)
     if not ta or not tb:

@@ -200,6 +200,14 @@ class RunPaths:
     def score_files(self) -> list[Path]:
         return sorted(self.root.glob("scores-*.jsonl"))
 
+    def verdicts(self, part: str) -> Path:
+        """Per-item answer-correctness verdicts of one judge batch (not scores: they feed attribution)."""
+        return self.root / f"verdicts-{part}.jsonl"
+
+    @property
+    def verdict_files(self) -> list[Path]:
+        return sorted(self.root.glob("verdicts-*.jsonl"))
+
 
 @dataclass(frozen=True)
 class Workspace:

@@ -1,15 +1,38 @@
 #!/usr/bin/env bash
 # The embedded demo: seed the trace store, run the DAGs for yesterday with `airflow dags test`,
-# print what happened. All state lives under .ragwatch/; tracked files are never modified.
+# print what happened, then a regression drill. All state lives under .ragwatch/ (or $RAGWATCH_HOME);
+# tracked files are never modified.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
-export RAGWATCH_HOME="$root/.ragwatch"
+export RAGWATCH_HOME="${RAGWATCH_HOME:-$root/.ragwatch}"
 export PATH="$root/.venv/bin:$PATH"
+# This checkout's code, whichever checkout the virtualenv was installed from (its `ragwatch` and Airflow's tasks import `pipelines`).
+export PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}"
+# The offline model errs like a real one, at known rates (README § The offline backend), so scores spread.
+export RAGWATCH_OFFLINE_FAULTS__MADE_UP="${RAGWATCH_OFFLINE_FAULTS__MADE_UP:-0.06}"
+export RAGWATCH_OFFLINE_FAULTS__SWAPPED="${RAGWATCH_OFFLINE_FAULTS__SWAPPED:-0.04}"
+export RAGWATCH_OFFLINE_FAULTS__WRONG_ABSTENTION="${RAGWATCH_OFFLINE_FAULTS__WRONG_ABSTENTION:-0.04}"
+export RAGWATCH_OFFLINE_FAULTS__WRONG_CONTEXT="${RAGWATCH_OFFLINE_FAULTS__WRONG_CONTEXT:-0.05}"
+export RAGWATCH_OFFLINE_FAULTS__WRONG_TOOL="${RAGWATCH_OFFLINE_FAULTS__WRONG_TOOL:-0.1}"
+export RAGWATCH_OFFLINE_FAULTS__NOISE_SUSCEPTIBILITY="${RAGWATCH_OFFLINE_FAULTS__NOISE_SUSCEPTIBILITY:-0.3}"
 today=$(date -u +%F)
 yesterday=$(date -u -d yesterday +%F)
 logs="$RAGWATCH_HOME/logs"
 mkdir -p "$logs"
+
+# Scores go to a real Pushgateway, scraped by a real Prometheus that evaluates the project's alert rules
+# (deploy/local_stack.py's own service definitions, on loopback, state under $RAGWATCH_HOME/demo-monitoring,
+# stopped at the end). Only when no Pushgateway binary exists do scores go to textfiles.
+monitoring="$RAGWATCH_HOME/demo-monitoring"
+if command -v prometheus-pushgateway >/dev/null; then
+  trap 'PYTHONPATH="$root" python deploy/local_stack.py monitoring-down --home "$monitoring"' EXIT
+  PYTHONPATH="$root" python deploy/local_stack.py monitoring-up --home "$monitoring" >"$logs/monitoring.env"
+  . "$logs/monitoring.env"
+  echo "Pushgateway $RAGWATCH_PUSHGATEWAY_URL and Prometheus ${RAGWATCH_PROMETHEUS_URL:-(no prometheus binary: none)} started (logs: $monitoring/stack/logs)"
+else
+  echo "no prometheus-pushgateway binary on this machine: scores go to textfiles under $RAGWATCH_HOME/metrics instead (scripts/system-deps.sh installs it)"
+fi
 
 ragwatch demo seed
 
@@ -36,6 +59,12 @@ ragwatch golden summary
 # The offline eval's logical date is the end of its weekly interval; a 60-item subset keeps the demo short.
 run_dag offline_eval "$today" '{"limit": 60}'
 ragwatch eval summary --suite offline
+ragwatch eval gauges --suite offline
+
+# The drill: a candidate that hallucinates more, on the same 60 items, gated against that run.
+echo "regression drill: evaluating a degraded candidate against the run above"
+ragwatch demo drill
 
 run_dag online_eval "$today"
 ragwatch eval summary --suite online
+ragwatch eval gauges --suite online

@@ -60,22 +60,37 @@ def test_every_band_of_a_metric_is_disjoint_and_covers_the_scale():
 
 
 def test_retrieval_problems_are_listed_before_generation_problems():
-    findings = diagnose([agg("faithfulness", 0.70), agg("answer_relevancy", 0.65), agg("context_precision", 0.55),
-                         agg("context_recall", 0.9), agg("noise_delta_f", 0.2), agg("tool_selection_accuracy", 0.8)])
+    findings = diagnose([agg("faithfulness", 0.70), agg("answer_relevancy", 0.65), agg("precision@5", 0.55),
+                         agg("context_recall", 0.9), agg("noise_delta_f", 0.2), agg("tool_selection_accuracy", 0.8)],
+                        context_depth=5)  # fmt: skip
     order = [(f.metric, f.severity) for f in findings]
-    assert order == [("context_precision", "problem"), ("faithfulness", "problem"), ("answer_relevancy", "problem"),
+    assert order == [("precision@5", "problem"), ("faithfulness", "problem"), ("answer_relevancy", "problem"),
                      ("noise_delta_f", "problem"), ("tool_selection_accuracy", "problem"),
                      ("context_recall", "healthy")]  # fmt: skip
     assert findings[0].users_see == "contradictory answers"
-    assert "context_precision also low: fix retrieval first" in findings[1].note
+    assert "precision@5 also low: fix retrieval first" in findings[1].note
 
 
 def test_an_inconclusive_retrieval_finding_still_comes_first():
     # Context precision 0.56 ± 0.1 may be below 0.60 or not; faithfulness 0.55 ± 0.02 is surely below 0.75.
-    findings = diagnose([agg("faithfulness", 0.55, half_width=0.02), agg("context_precision", 0.56, half_width=0.1)])
-    assert [(f.metric, f.severity) for f in findings] == [("context_precision", INCONCLUSIVE),
+    findings = diagnose([agg("faithfulness", 0.55, half_width=0.02), agg("precision@5", 0.56, half_width=0.1)],
+                        context_depth=5)  # fmt: skip
+    assert [(f.metric, f.severity) for f in findings] == [("precision@5", INCONCLUSIVE),
                                                            ("faithfulness", "problem")]  # fmt: skip
-    assert "context_precision may also be low (not enough evidence): check retrieval first" in findings[1].note
+    assert "precision@5 may also be low (not enough evidence): check retrieval first" in findings[1].note
+
+
+def test_the_context_precision_band_is_read_on_precision_at_the_context_depth_only():
+    # The brief's band is "relevant chunks in the top k / k": precision@k at the k the generator was given.
+    low = [agg("precision@1", 0.30), agg("precision@3", 0.30), agg("precision@5", 0.30), agg("precision@10", 0.30)]
+    findings = diagnose(low, context_depth=3)
+    assert [(f.metric, f.band) for f in findings] == [("precision@3", "< 0.60")]
+    assert "g/3 (0.33 with one)" in findings[0].note
+    # Online there is no context depth: no precision band at all.
+    assert diagnose(low) == []
+    # ragas' rank-weighted judge metric has its own name and no band: 4 irrelevant chunks after a relevant
+    # one score ≈ 1.0 there, so the brief's 0.60 would never catch them.
+    assert diagnose([agg("context_precision_ranked", 0.30), agg("context_precision_ranked", 0.99)]) == []
 
 
 def test_a_stratum_is_reported_only_when_worse_than_the_pooled_band():
@@ -141,8 +156,8 @@ def test_a_large_recall_mrr_gap_says_gold_chunks_rank_low():
 
 def test_attribution_labels_are_counted_and_name_the_stage_to_fix():
     summary = summarize_attribution(["ok"] * 5 + ["retrieval_failure"] * 3 + ["generation_failure", "not_applicable"])
-    assert summary.counts == {"ok": 5, "retrieval_failure": 3, "generation_failure": 1, "unknown": 0,
-                              "not_applicable": 1}  # fmt: skip
+    assert summary.counts == {"ok": 5, "retrieval_failure": 3, "partial_retrieval_failure": 0,
+                              "generation_failure": 1, "unknown": 0, "not_applicable": 1}  # fmt: skip
     assert summary.wrong == 4 and summary.share("retrieval_failure") == 0.75
     assert summary.verdict.startswith("retrieval: 3 of 4")
     assert summarize_attribution(["generation_failure"]).verdict.startswith("generation: 1 of 1")
@@ -154,5 +169,6 @@ def test_attribution_labels_are_counted_and_name_the_stage_to_fix():
 def test_the_labels_are_those_retrieval_attribute_produces():
     gold = ["c1"]
     produced = {attribute(["c1"], gold, True), attribute(["c2"], gold, False), attribute(["c1"], gold, False),
-                attribute(["c1"], gold, None), attribute(["c1"], [], True)}  # fmt: skip
+                attribute(["c1"], gold, None), attribute(["c1"], [], True),
+                attribute(["c1"], ["c1", "c3"], False)}  # fmt: skip
     assert produced == set(ATTRIBUTIONS)

@@ -95,7 +95,9 @@ class _Service(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(b"overloaded")
             return
-        reply = {"answer": f"Echo: {body['question']}", "contexts": [{"chunk_id": "nope#x/0-00000000", "text": body["question"], "score": 1.0}],
+        # Five distinct chunks, like a service that retrieves 5: recall@5 and precision@5 are measured on it.
+        contexts = [{"chunk_id": f"nope#x/{n}-00000000", "text": body["question"], "score": 1.0 - n / 10} for n in range(5)]
+        reply = {"answer": f"Echo: {body['question']}", "contexts": contexts,
                  "tool_calls": [{"name": "vector_search", "arguments": {"query": body["question"]}}]}  # fmt: skip
         data = json.dumps(reply).encode()
         self.send_response(200)

@@ -145,3 +145,16 @@ def test_a_gateway_url_with_credentials_never_reaches_the_result_or_the_log(sett
     assert not result.ok and "refused" in result.error.lower()
     assert "gw-s3cret" not in result.destination + result.error + caplog.text
     assert "ops:***@127.0.0.1" in result.destination
+
+
+def test_the_briefs_context_precision_is_precision_at_the_context_depth():
+    from pipelines.evaluation.push import CONTEXT_PRECISION, with_context_precision
+
+    # The generator was given 3 chunks: precision@3 (gold in the top 3 / 3) is the brief's context precision,
+    # pushed as rag_context_precision_score; ragas' rank-weighted metric keeps its own name.
+    aggregates = [agg("precision@1", "all", 0.9), agg("precision@3", "all", 0.4), agg("precision@3", "tool/en", 0.2),
+                  agg("context_precision_ranked", "all", 0.97)]  # fmt: skip
+    added = with_context_precision(aggregates, 3)[len(aggregates):]
+    assert [(a.metric, a.stratum, a.mean) for a in added] == [(CONTEXT_PRECISION, "all", 0.4),
+                                                              (CONTEXT_PRECISION, "tool/en", 0.2)]  # fmt: skip
+    assert with_context_precision(aggregates, None) == aggregates  # online: no gold chunks, no context precision

@@ -4,7 +4,10 @@ import sys
 
 import pytest
 
-from pipelines.evaluation.retrieval import attribute, precision_at_k, query_metrics, reciprocal_rank, recall_at_k, score_run_file
+from pipelines.evaluation.retrieval import (
+    attribute, beyond_depth, check_ks, precision_at_k, query_metrics, recall_at_k, reciprocal_rank, score_run_file,
+)  # fmt: skip
+from tests.conftest import ROOT
 
 RETRIEVED = ["c9", "c2", "c7", "c1", "c5"]
 GOLD = ["c1", "c7"]
@@ -24,34 +27,71 @@ def test_the_briefs_worked_example_context_precision():
     assert precision_at_k(["a", "x", "b", "y", "c"], ["a", "b", "c"], 5) == pytest.approx(0.60)
 
 
-def test_precision_does_not_reward_short_lists():
-    assert precision_at_k(["c1"], GOLD, 5) == pytest.approx(0.2)
+def test_a_duplicate_id_counts_once_at_its_first_rank():
+    # Without de-duplication: precision@3 would be 3/3 and the gold id would fill the list.
+    twice = ["g", "g", "g", "x", "g", "y"]
+    assert precision_at_k(twice, ["g"], 3) == pytest.approx(1 / 3)  # top 3 distinct: g, x, y
+    assert query_metrics(twice, ["g"], [3]) == {"recall@3": 1.0, "precision@3": pytest.approx(1 / 3), "mrr": 1.0}
+    # A repeated non-gold id does not push the gold id down the ranking either.
+    assert reciprocal_rank(["x", "x", "x", "g"], ["g"]) == pytest.approx(1 / 2)
+    assert recall_at_k(["x", "x", "g"], ["g"], 2) == 1.0
+    # Duplicates shorten the depth: 6 entries are 3 distinct ids, so @5 is not measured.
+    assert beyond_depth(twice, [1, 3, 5]) == [5]
 
 
-def test_attribution_separates_retrieval_from_generation():
-    assert attribute(RETRIEVED, ["zz"], answer_ok=False) == "retrieval_failure"
-    assert attribute(RETRIEVED, GOLD, answer_ok=False) == "generation_failure"
-    assert attribute(RETRIEVED, GOLD, answer_ok=True) == "ok"
-    assert attribute(RETRIEVED, [], answer_ok=True) == "not_applicable"
+def test_a_cut_off_beyond_the_retrieval_depth_is_not_measured():
+    three = ["c1", "x", "y"]
+    metrics = query_metrics(three, ["c1"], [1, 3, 5, 10])
+    assert set(metrics) == {"recall@1", "precision@1", "recall@3", "precision@3", "mrr"}
+    assert beyond_depth(three, [1, 3, 5, 10]) == [5, 10]
+    assert metrics["precision@3"] == pytest.approx(1 / 3)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, True, "5"])
+def test_k_below_one_or_not_an_integer_is_an_error(bad):
+    with pytest.raises(ValueError, match="integer ≥ 1"):
+        check_ks([1, bad])
+    with pytest.raises(ValueError):
+        recall_at_k(RETRIEVED, GOLD, bad)
+
+
+@pytest.mark.parametrize(("contexts", "gold", "correct", "supported", "label"), [
+    (["a", "b"], [], True, True, "not_applicable"),           # no gold chunks: nothing to attribute
+    (["a", "b"], ["g"], None, None, "unknown"),                # no correctness verdict
+    (["a", "b"], ["g"], True, True, "ok"),                     # right without the gold chunk: not a retrieval failure
+    (["a", "b"], ["g"], True, None, "ok"),                     # right; faithfulness not scored
+    (["a", "b"], ["g"], True, False, "generation_failure"),    # right but unsupported by its contexts
+    (["a", "b"], ["g"], False, True, "retrieval_failure"),     # wrong, gold never reached the generator
+    (["g1", "b"], ["g1", "g2"], False, True, "partial_retrieval_failure"),  # multi-hop: one of two gold chunks
+    (["g1", "g2"], ["g1", "g2"], False, True, "generation_failure"),        # wrong with every gold chunk in context
+])  # fmt: skip
+def test_attribution_follows_the_correctness_verdict_and_every_gold_chunk(contexts, gold, correct, supported, label):
+    assert attribute(contexts, gold, correct, supported) == label
 
 
 def test_cli_scores_a_run_file_and_names_bad_lines(tmp_path):
     run = tmp_path / "run.jsonl"
     rows = [
         {"query_id": "q1", "retrieved_ids": RETRIEVED, "gold_ids": GOLD},
-        {"query_id": "q2", "retrieved_ids": ["c1", "c2"], "gold_ids": ["c1"]},
+        {"query_id": "q2", "retrieved_ids": ["c1", "c2", "c1"], "gold_ids": ["c1"]},  # 2 distinct ids
     ]
     run.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    out = subprocess.run([sys.executable, "-m", "pipelines.cli", "metrics", "retrieval", "--in", str(run), "--k", "1,5"],
-                         capture_output=True, text=True, check=True)  # fmt: skip
-    result = json.loads(out.stdout)
-    assert result == {"recall@1": 0.5, "precision@1": 0.5, "recall@5": 1.0, "precision@5": pytest.approx(0.3),
-                      "mrr": pytest.approx((1 / 3 + 1) / 2, abs=1e-6), "n": 2}  # fmt: skip
-    assert query_metrics(RETRIEVED, GOLD, [5])["recall@5"] == 1.0
+    cli = [sys.executable, "-m", "pipelines.cli", "metrics", "retrieval", "--in", str(run)]
+    out = subprocess.run([*cli, "--k", "1,5"], capture_output=True, text=True, check=True, cwd=ROOT)
+    # By hand: @1 over both queries (c9 miss, c1 hit); @5 over q1 only (q2 retrieved 2 distinct ids):
+    # recall 1, precision 2/5; MRR (1/3 + 1) / 2 over both.
+    assert json.loads(out.stdout) == {"recall@1": 0.5, "precision@1": 0.5, "n@1": 2, "recall@5": 1.0,
+                                      "precision@5": 0.4, "n@5": 1, "mrr": pytest.approx(2 / 3, abs=1e-6), "n": 2}
+    assert "k=5: 1 of 2 queries retrieved fewer than 5 distinct ids" in out.stderr
+
+    deep = subprocess.run([*cli, "--k", "10"], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert json.loads(deep.stdout)["recall@10"] is None and json.loads(deep.stdout)["n@10"] == 0
+
+    zero = subprocess.run([*cli, "--k", "0,5"], capture_output=True, text=True, cwd=ROOT)
+    assert zero.returncode == 1 and "integer ≥ 1" in zero.stdout
 
     run.write_text('{"query_id": "q1", "retrieved_ids": ["a"]}\n')
     with pytest.raises(ValueError, match="run.jsonl:1"):
         score_run_file(run)
-    bad = subprocess.run([sys.executable, "-m", "pipelines.cli", "metrics", "retrieval", "--in", str(run)],
-                         capture_output=True, text=True)  # fmt: skip
+    bad = subprocess.run(cli, capture_output=True, text=True, cwd=ROOT)
     assert bad.returncode == 1 and "run.jsonl:1" in bad.stdout

@@ -4,6 +4,12 @@ PII is planted where real users put it (questions, greetings in answers, support
 the contexts, tool arguments, request metadata) and every planted string is recorded, so the
 anonymizer is measured rather than trusted. Hard negatives (dates, order numbers, UUIDs,
 versions) are mixed in and deliberately not recorded.
+
+The assistant that "answered" them errs as a real one does, at known rates (`ANSWER_FAULTS`: invented
+sentences, swapped numbers or names, wrong abstentions, answers from a distractor context; and
+`INVALID_TOOL_ARGS`), so the online eval shows a spread rather than 1.0 everywhere. The faults are drawn
+from each trace's own content, never from the shared generator, so every other field of a seeded trace
+is what it was without them.
 """
 
 from __future__ import annotations
@@ -28,7 +34,9 @@ from stdnum import iban, luhn
 from stdnum.es import dni, nie
 
 from pipelines.demo.corpus import DemoChunk, load_demo_chunks
+from pipelines.models.offline import OfflineFaults, corrupt_sentences, draw, join_sentences
 from pipelines.records import Context, ToolCall, Trace
+from pipelines.text import NOT_ENOUGH, sentences
 
 SPANISH_SHARE = 0.55
 MIXED_SHARE = 0.2
@@ -38,6 +46,10 @@ TOOL_RATE = 0.25
 NEGATIVE_RATE = 0.15
 BROKEN_ROW_RATE = 0.015
 HUGE_ANSWER_BYTES = 2_500_000
+ANSWER_FAULTS = OfflineFaults(made_up=0.08, swapped=0.05, wrong_abstention=0.04, wrong_context=0.05)
+"""How often the demo assistant's answers err (per sentence for made_up and swapped, per answer otherwise)."""
+INVALID_TOOL_ARGS = 0.06
+"""Share of tool calls sent with arguments their tool's schema rejects."""
 APPS = {"docs-assistant": 5, "support-bot": 3, "internal-search": 2}
 MODELS = {"qwen2.5-7b-instruct": 6, "llama-3.1-8b-instruct": 4}
 FEEDBACK = {None: 60, 1: 22, 0: 8, -1: 10}
@@ -93,12 +105,12 @@ QUESTIONS = {
 }
 LEAD_INS = {
     "es": (
-        "Según la referencia de Python: ",
+        "Según la referencia: ",
         "La documentación lo explica así: ",
         "En resumen: ",
         "Resumiendo la sección relevante: ",
     ),
-    "en": ("According to the Python reference, ", "From the docs: ", "In short: ", ""),
+    "en": ("According to the reference, ", "From the docs: ", "In short: ", ""),
 }
 GREETINGS = {"es": ("Hola {name}, ",), "en": ("Hi {name}, ", "Hello {name}, ")}
 QUESTION_PII = {
@@ -441,6 +453,32 @@ def _plant(place: str, draft: _Draft, persona: _Persona, lang: str) -> None:
         draft.metadata[key] = persona[placeholder]
 
 
+def _answer_faults(answer: str, question: str, gold: DemoChunk, contexts: list[Context], lang: str) -> str:
+    """The answer as the demo assistant got it wrong, at ANSWER_FAULTS' rates, drawn from the question."""
+    seed = ("demo-answer", question, gold.chunk_id)
+    if draw("wrong_abstention", *seed) < ANSWER_FAULTS.wrong_abstention:
+        return NOT_ENOUGH[lang]
+    evidence = "\n".join(c.text for c in contexts)
+    lead = next((lead for lead in LEAD_INS[lang] if lead and answer.startswith(lead)), "")
+    body = answer[len(lead):]
+    others = [c for c in contexts if c.chunk_id != gold.chunk_id and not c.chunk_id.startswith("tickets/")]
+    if others and draw("wrong_context", *seed) < ANSWER_FAULTS.wrong_context:
+        distractor = others[int(draw("which", *seed) * len(others))]
+        body = " ".join(sentences(distractor.text)[:2]) or body
+    parts = sentences(body) or [body]
+    parts = corrupt_sentences(parts, ANSWER_FAULTS, topic=question, language=lang, evidence=evidence, seed=seed)
+    return lead + join_sentences(parts)
+
+
+def _invalid_arguments(draft: _Draft) -> None:
+    """Some retrieval calls sent with arguments the schema rejects (a count out of range, or in words); calls
+    that may carry planted PII (SQL, web searches) are left as they are, so every planted value stays."""
+    for i, call in enumerate(draft.tool_calls):
+        if call.name == "vector_search" and draw("invalid_tool", draft.question, i) < INVALID_TOOL_ARGS:
+            top_k = "five" if draw("how", draft.question, i) < 0.5 else 0
+            draft.tool_calls[i] = ToolCall(name=call.name, arguments={**call.arguments, "top_k": top_k})
+
+
 def _one_trace(rng: random.Random, chunks: list[DemoChunk], start: datetime, end: datetime) -> LabelledTrace:
     spanish = rng.random() < SPANISH_SHARE
     lang = "es" if spanish else "en"
@@ -464,6 +502,8 @@ def _one_trace(rng: random.Random, chunks: list[DemoChunk], start: datetime, end
             "channel": rng.choice(("web", "slack", "api")),
         },
     )
+    # Before any PII is planted: a fault never rewrites a planted value.
+    draft.answer = _answer_faults(draft.answer, draft.question, gold, draft.contexts, lang)
     if rng.random() < PII_RATE[app]:
         places = rng.choices(list(PII_PLACES), weights=list(PII_PLACES.values()), k=rng.choice((1, 1, 1, 2, 2, 3)))
         for place in dict.fromkeys(places):
@@ -478,6 +518,7 @@ def _one_trace(rng: random.Random, chunks: list[DemoChunk], start: datetime, end
             )
     for context, score in zip(draft.contexts, _scores(rng, len(draft.contexts))):
         context.score = score
+    _invalid_arguments(draft)
     trace = Trace(
         trace_id=f"tr-{uuid.UUID(int=rng.getrandbits(128), version=4)}",
         ts=start + (end - start) * rng.random(),

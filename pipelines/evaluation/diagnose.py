@@ -5,6 +5,12 @@ The operating thresholds are data (THRESHOLDS), copied from the product brief; r
 ordered so retrieval problems come before generation problems: low context precision
 degrades faithfulness downstream, so fixing the prompt first would treat a symptom.
 
+Each band sits on the figure it was written for. The brief's context-precision band (< 0.60) is
+defined as relevant chunks in the top k ÷ k: it is read on the id-based `precision@k` at the run's
+context depth (the chunks the generator was given, `context_depth`), never on ragas' judged
+`context_precision_ranked`, a rank-weighted average precision (four irrelevant chunks after a relevant
+one still score ≈ 1.0) that has no band here.
+
 A band is stated only with evidence: the aggregate needs at least `min_n` ok scores, and its
 interval must clear the band's edge(s) (see `diagnose`), with Benjamini–Hochberg over every band
 claim of the run so that many strata × metrics do not produce findings by chance. Otherwise the
@@ -21,6 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from pipelines.evaluation.retrieval import ATTRIBUTIONS
 from pipelines.evaluation.stats import BENJAMINI_HOCHBERG, CONFIDENCE, OVERALL, Aggregate, benjamini_hochberg
 
 Severity = Literal["problem", "watch", "inconclusive", "healthy"]
@@ -71,10 +78,13 @@ def _healthy(metric: str, stage: Stage, low: float, **kw) -> Threshold:
                      source="ragwatch", **kw)  # fmt: skip
 
 
+PRECISION_AT_DEPTH = "precision@depth"
+"""The key of the brief's context-precision band: the id-based precision@k at k = the run's context depth."""
+
 THRESHOLDS: tuple[Threshold, ...] = (
-    Threshold("context_precision", "retrieval", None, 0.60, "contradictory answers",
+    Threshold(PRECISION_AT_DEPTH, "retrieval", None, 0.60, "contradictory answers",
               "tune reranker, lower k, similarity cut-off", "problem"),
-    _healthy("context_precision", "retrieval", 0.60),
+    _healthy(PRECISION_AT_DEPTH, "retrieval", 0.60),
     Threshold("context_recall", "retrieval", None, 0.70, "multi-hop failures",
               "revisit chunking, bigger chunks, metadata", "problem"),
     _healthy("context_recall", "retrieval", 0.70),
@@ -92,12 +102,19 @@ THRESHOLDS: tuple[Threshold, ...] = (
               low_inclusive=False),
     Threshold("noise_delta_f", "robustness", None, 0.15, "no symptom from this metric", "watch drift", "healthy",
               source="ragwatch", high_inclusive=True),
+    Threshold("noise_delta_f_reference", "robustness", 0.15, None,
+              "the reference generator's answers degrade when irrelevant chunks join production's contexts",
+              "expect production's model to be fragile too: set RAGWATCH_ONLINE_TARGET_URL to measure it; "
+              "raise context precision", "problem", low_inclusive=False, source="ragwatch"),
+    Threshold("noise_delta_f_reference", "robustness", None, 0.15, "no symptom from this metric", "watch drift",
+              "healthy", source="ragwatch", high_inclusive=True),
     Threshold("tool_selection_accuracy", "tools", None, 0.85, "the agent calls the wrong tool",
               "rewrite the tool descriptions", "problem"),
     _healthy("tool_selection_accuracy", "tools", 0.85),
 )  # fmt: skip
-"""The brief's operating thresholds. `context_precision` here is the judge metric: id-based
-precision@k is bounded by (gold chunks / k) and has no absolute threshold."""
+"""The brief's operating thresholds. PRECISION_AT_DEPTH stands for `precision@<context depth>` (id-based:
+gold chunks in the top k / k, so an item with g gold chunks scores at most g/k, and the band's "lower k"
+is the lever); ragas' `context_precision_ranked` has no band."""
 
 RANK_GAP = 0.20
 """recall@k − MRR above this means gold chunks are found but ranked low (ragwatch's choice; the brief
@@ -135,10 +152,11 @@ class Finding:
         return not self.evidence
 
 
-def diagnose(aggregates: Iterable[Aggregate], *, min_n: int = DEFAULT_MIN_N,
-             confidence: float = CONFIDENCE) -> list[Finding]:  # fmt: skip
+def diagnose(aggregates: Iterable[Aggregate], *, min_n: int = DEFAULT_MIN_N, confidence: float = CONFIDENCE,
+             context_depth: int | None = None) -> list[Finding]:  # fmt: skip
     """Findings for the pooled stratum (every diagnosed metric) and for each stratum whose mean lies in a
-    worse band than the pooled mean's.
+    worse band than the pooled mean's. `context_depth`: the k whose precision@k carries the brief's
+    context-precision band (None: no precision band, e.g. online).
 
     A band is established when (1) n ≥ `min_n` and (2) the band claim is rejected as false by a
     one-sided test whose Benjamini–Hochberg-adjusted p-value is ≤ q = (1 − confidence)/2 (0.025). The
@@ -154,14 +172,20 @@ def diagnose(aggregates: Iterable[Aggregate], *, min_n: int = DEFAULT_MIN_N,
     metric and stratum.
     """
     q = (1.0 - confidence) / 2.0
-    aggs = [a for a in aggregates if a.mean is not None and _band(a.metric, a.mean) is not None]
-    claims = {(a.metric, a.stratum): _claim_p_value(a, _band(a.metric, a.mean)) for a in aggs if a.n >= min_n}
+    aggregates = list(aggregates)
+    rule_of = _rule_names(context_depth)
+
+    def band(agg: Aggregate) -> Threshold | None:
+        return _band(rule_of(agg.metric), agg.mean)
+
+    aggs = [a for a in aggregates if a.mean is not None and band(a) is not None]
+    claims = {(a.metric, a.stratum): _claim_p_value(a, band(a)) for a in aggs if a.n >= min_n}
     keys = list(claims)
     adjusted = dict(zip(keys, benjamini_hochberg([claims[k] for k in keys])))
     n_claims = len(keys)
 
     def judged(agg: Aggregate) -> tuple[Threshold, Severity, str]:
-        rule = _band(agg.metric, agg.mean)
+        rule = band(agg)
         key = (agg.metric, agg.stratum)
         if agg.n < min_n:
             return rule, INCONCLUSIVE, f"{NOT_ENOUGH_EVIDENCE}: n = {agg.n} < {min_n}"
@@ -172,17 +196,17 @@ def diagnose(aggregates: Iterable[Aggregate], *, min_n: int = DEFAULT_MIN_N,
                                         f"band {rule.band}{after} (p = {claims[key]:.3f}, adjusted {adjusted[key]:.3f})")  # fmt: skip
         return rule, rule.severity, ""
 
-    pooled = {a.metric: judged(a) for a in aggs if a.stratum == OVERALL}
+    pooled = {rule_of(a.metric): judged(a) for a in aggs if a.stratum == OVERALL}
     findings = []
     for agg in aggs:
-        rule, severity, evidence = pooled[agg.metric] if agg.stratum == OVERALL else judged(agg)
+        rule, severity, evidence = pooled[rule_of(agg.metric)] if agg.stratum == OVERALL else judged(agg)
         if agg.stratum != OVERALL:
-            pooled_rule = pooled.get(agg.metric, (None,))[0]
+            pooled_rule = pooled.get(rule_of(agg.metric), (None,))[0]
             pooled_rank = SEVERITY_ORDER[pooled_rule.severity] if pooled_rule else len(SEVERITY_ORDER)
             if rule.severity == "healthy" or SEVERITY_ORDER[rule.severity] >= pooled_rank:
                 continue  # the pooled finding already says it
         key = (agg.metric, agg.stratum)
-        note = "; ".join(filter(None, [evidence, _note(agg, rule, pooled)]))
+        note = "; ".join(filter(None, [evidence, _note(agg, rule, pooled, context_depth)]))
         findings.append(Finding(
             metric=agg.metric, stratum=agg.stratum, stage=rule.stage, band=rule.band, severity=severity,
             users_see=rule.users_see, first_action=rule.first_action, mean=agg.mean, n=agg.n,
@@ -194,7 +218,19 @@ def diagnose(aggregates: Iterable[Aggregate], *, min_n: int = DEFAULT_MIN_N,
     # its mean lies in, established or not, so "retrieval first" holds and an inconclusive row never hides
     # below a healthy one; its severity and note say whether the evidence establishes the band.
     return sorted(findings, key=lambda f: (SEVERITY_ORDER[f.band_severity or f.severity], STAGE_ORDER[f.stage],
-                                           _metric_order(f.metric), f.stratum != OVERALL, f.stratum))  # fmt: skip
+                                           _metric_order(rule_of(f.metric)), f.stratum != OVERALL, f.stratum))  # fmt: skip
+
+
+def _rule_names(context_depth: int | None):
+    """metric -> the THRESHOLDS key it is diagnosed under: precision@<depth> -> PRECISION_AT_DEPTH."""
+    at_depth = f"precision@{context_depth}" if context_depth else None
+
+    def rule_of(metric: str) -> str:
+        if metric == at_depth:
+            return PRECISION_AT_DEPTH
+        return "" if metric == PRECISION_AT_DEPTH else metric  # the key itself is no metric
+
+    return rule_of
 
 
 def _band(metric: str, mean: float) -> Threshold | None:
@@ -232,15 +268,22 @@ def _metric_order(metric: str) -> int:
     return names.index(metric) if metric in names else len(names)
 
 
-def _note(agg: Aggregate, rule: Threshold, pooled: dict[str, tuple[Threshold, Severity, str]]) -> str:
+def _note(agg: Aggregate, rule: Threshold, pooled: dict[str, tuple[Threshold, Severity, str]],
+          context_depth: int | None = None) -> str:  # fmt: skip
     notes = []
+    if rule.metric == PRECISION_AT_DEPTH and rule.severity != "healthy":
+        k = agg.metric.partition("@")[2]
+        notes.append(f"id-based: only gold chunks count as relevant, so an item with g gold chunks scores at most "
+                     f"g/{k} ({1 / int(k):.2f} with one)")  # fmt: skip
     if rule.stage == "generation" and rule.severity != "healthy":
-        low = [m for m in ("context_precision", "context_recall") if m in pooled and pooled[m][0].severity == "problem"]
-        established = [m for m in low if pooled[m][1] == "problem"]
+        names = {PRECISION_AT_DEPTH: f"precision@{context_depth}", "context_recall": "context_recall"}
+        low = [m for m in names if m in pooled and pooled[m][0].severity == "problem"]
+        established = [names[m] for m in low if pooled[m][1] == "problem"]
         if established:
             notes.append(f"{' and '.join(established)} also low: fix retrieval first, then re-measure")
         elif low:
-            notes.append(f"{' and '.join(low)} may also be low ({NOT_ENOUGH_EVIDENCE}): check retrieval first")
+            notes.append(f"{' and '.join(names[m] for m in low)} may also be low ({NOT_ENOUGH_EVIDENCE}): "
+                         "check retrieval first")  # fmt: skip
     if agg.n_failed:
         notes.append(f"{agg.n_failed} item(s) failed to score and are not in the mean")
     return "; ".join(notes)
@@ -274,17 +317,12 @@ def _rank_gap_findings(aggregates: Iterable[Aggregate], *, min_n: int) -> list[F
 
 # --- Retrieval vs generation attribution ---------------------------------------------------
 
-ATTRIBUTIONS = ("ok", "retrieval_failure", "generation_failure", "unknown", "not_applicable")
-"""The per-item labels of `pipelines.evaluation.retrieval.attribute`: not_applicable when the item
-has no gold chunks (online traces, questions the corpus cannot answer), unknown when the gold chunk
-was retrieved but the answer was not judged."""
-
-
 @dataclass(frozen=True)
 class AttributionSummary:
     counts: dict[str, int]
+    """Items per label of `retrieval.attribute` (ATTRIBUTIONS)."""
     wrong: int
-    """Attributed failures: retrieval_failure + generation_failure."""
+    """Attributed failures: retrieval_failure + partial_retrieval_failure + generation_failure."""
     verdict: str
 
     def share(self, label: str) -> float | None:
@@ -297,14 +335,17 @@ def summarize_attribution(labels: Iterable[str]) -> AttributionSummary:
     if unknown:
         raise ValueError(f"unknown attribution labels {sorted(unknown)}; expected {list(ATTRIBUTIONS)}")
     full = {label: counts.get(label, 0) for label in ATTRIBUTIONS}
-    retrieval, generation = full["retrieval_failure"], full["generation_failure"]
+    partial = full["partial_retrieval_failure"]
+    retrieval, generation = full["retrieval_failure"] + partial, full["generation_failure"]
     wrong = retrieval + generation
+    missing = f" ({partial} missed only some of their gold chunks)" if partial else ""
     if not wrong:
         verdict = "no attributed failures"
     elif retrieval > generation:
-        verdict = f"retrieval: {retrieval} of {wrong} failures lacked the gold chunk; fix retrieval first"
+        verdict = f"retrieval: {retrieval} of {wrong} failures lacked gold chunks{missing}; fix retrieval first"
     elif generation > retrieval:
-        verdict = f"generation: {generation} of {wrong} failures had the gold chunk in context; fix the prompt/model"
+        verdict = (f"generation: {generation} of {wrong} failures had every gold chunk in context or were "
+                   f"unsupported; fix the prompt/model")  # fmt: skip
     else:
-        verdict = f"even: {retrieval} retrieval and {generation} generation failures; fix retrieval first"
+        verdict = f"even: {retrieval} retrieval{missing} and {generation} generation failures; fix retrieval first"
     return AttributionSummary(counts=full, wrong=wrong, verdict=verdict)

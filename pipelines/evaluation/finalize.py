@@ -17,22 +17,25 @@ from pipelines.models.llm import build_llm
 from pipelines.records import Score
 from pipelines.settings import Settings
 from pipelines.stores.results import EvalRun, ResultsStore
-from pipelines.text import token_f1
 from pipelines.workspace import RunPaths, Workspace
 
 log = logging.getLogger(__name__)
 UNSUPPORTED_BELOW = 0.75
-"""Faithfulness below this is the brief's "made-up answers" band: a generation failure."""
-WRONG_BELOW = 0.2
-"""Token F1 with the reference below this: the answer says something else."""
+"""Faithfulness below this is the brief's "made-up answers" band: a correct answer this poorly supported is
+still a generation failure."""
 
 
-def answer_ok(scores: dict[str, Score], answer: str | None, reference: str | None) -> bool | None:
-    """Right and supported: faithfulness in the healthy bands and words in common with the reference."""
+def supported(scores: dict[str, Score]) -> bool | None:
+    """Whether the answer is supported by its contexts (faithfulness ≥ 0.75); None when not scored."""
     faithfulness = scores.get("faithfulness")
-    if answer is None or faithfulness is None or faithfulness.status != "ok":
+    if faithfulness is None or faithfulness.status != "ok":
         return None
-    return faithfulness.value >= UNSUPPORTED_BELOW and token_f1(answer, reference or "") >= WRONG_BELOW
+    return faithfulness.value >= UNSUPPORTED_BELOW
+
+
+def read_verdicts(run_paths: RunPaths) -> dict[str, dict]:
+    """item id -> {"correct": bool | None, "reason": str} from the judge batches' correctness verdicts."""
+    return {row["item_id"]: row for path in run_paths.verdict_files for row in read_jsonl(path)}
 
 
 def finalize_offline_eval(settings: Settings, run_dir: Path) -> RunSummary:
@@ -40,17 +43,20 @@ def finalize_offline_eval(settings: Settings, run_dir: Path) -> RunSummary:
     run_paths = RunPaths(run_dir)
     meta = read_meta(run_paths)
     scores = load_scores(run_paths)
+    verdicts = read_verdicts(run_paths)
     by_item: dict[str, dict[str, Score]] = {}
     for score in scores:
         by_item.setdefault(score.item_id, {})[score.metric] = score
     views = {}
     for row in read_jsonl(run_paths.responses):
         item = row["item"]
-        ok = answer_ok(by_item.get(item["item_id"], {}), row["answer"], item["reference_answer"])
+        verdict = verdicts.get(item["item_id"], {})
         views[item["item_id"]] = ItemView(
             item_id=item["item_id"], question=item["question"], answer=row["answer"] or f"(no answer: {row['error']})",
             contexts=[f"{c['chunk_id']}: {c['text']}" for c in row["contexts"]], reference_answer=item["reference_answer"],
-            attribution=attribute([c["chunk_id"] for c in row["contexts"]], item["gold_chunk_ids"], ok),
+            attribution=attribute([c["chunk_id"] for c in row["contexts"]], item["gold_chunk_ids"], verdict.get("correct"),
+                                  supported(by_item.get(item["item_id"], {}))),
+            correctness=verdict.get("reason"),
         )  # fmt: skip
 
     workspace = Workspace.from_settings(settings)
@@ -59,17 +65,20 @@ def finalize_offline_eval(settings: Settings, run_dir: Path) -> RunSummary:
     aggregates = aggregate(scores)
     run = EvalRun(run_id=meta.run_id, suite=meta.suite, logical_date=meta.logical_date, target=meta.target,
                   dataset_version=meta.dataset_version, judge_model=build_llm(settings, "judge").model,
-                  generator_model=meta.generator_model, params=meta.params.model_dump(mode="json"),
+                  generator_model=meta.generator_model,
+                  params={**meta.params.model_dump(mode="json"), "context_depth": meta.context_depth},
                   finished_at=datetime.now(timezone.utc))  # fmt: skip
-    gate, baseline = gate_against_baseline(store, run, scores)
-    run.gate_passed, run.gate = (gate.passed, gate.to_dict()) if gate else (None, None)
+    gate, baseline = gate_against_baseline(store, run, scores, min_pairs=settings.gate_min_pairs,
+                                           baseline_run=meta.params.baseline_run)  # fmt: skip
+    run.gate_passed, run.gate = (gate.passed, {**gate.to_dict(), "baseline": baseline.run_id}) if gate else (None, None)
     report = workspace.report(run.suite, run.logical_date, run.target)
     run.report_path = str(report)
     store.save_run(run, scores)
     write_report(report, render_report(run, scores, aggregates=aggregates, items=views, trend=trend_from_store(store, run),
-                                       gate=gate, baseline=baseline))  # fmt: skip
+                                       gate=gate, baseline=baseline, min_n=settings.diagnosis_min_n))  # fmt: skip
     write_metrics_json(workspace.metrics_json(report), aggregates)
     store.dispose()
-    summary = run_summary(run, aggregates, items=meta.items, baseline=baseline.run_id if baseline else None)
+    summary = run_summary(run, aggregates, items=meta.items, baseline=baseline.run_id if baseline else None,
+                          min_n=settings.diagnosis_min_n)  # fmt: skip
     log.info("offline eval %s: %s; report %s", run.run_id, summary.gate, report)
     return summary

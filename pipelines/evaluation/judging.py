@@ -1,6 +1,12 @@
-"""Step 2 of an offline eval, in batches: the ragas judge metrics and noise ΔF of the responses.
+"""Step 2 of an offline eval, in batches: the ragas judge metrics, noise ΔF and answer correctness.
 
 A failed target call fails the item's judge metrics with its reason, never a 0.
+
+Noise ΔF compares the system's own answer (sample 0) with the same system answering from noisy
+contexts as an independent draw (`answer_with(..., sample=1)`); the control `noise_delta_f_control`
+is the same draw from the clean contexts. Answer correctness against the reference
+(`AnswerCorrectnessPrompt`, the judge model) is written as per-item verdicts, not scores: it decides
+which answers were wrong for the retrieval-vs-generation attribution and is not one more "accuracy".
 """
 
 from __future__ import annotations
@@ -12,7 +18,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from pipelines.evaluation.judge import JudgeInput, judge_items
-from pipelines.evaluation.noise import NoisePool, noise_delta_f
+from pipelines.evaluation.noise import CONTROL_METRIC, METRIC, NoisePool, noise_delta_f
+from pipelines.evaluation.params import judge_metric_key, reported_metric
+from pipelines.evaluation.prompts import AnswerCorrectnessPrompt, CorrectnessInput
 from pipelines.evaluation.runs import read_meta, run_and_close, stratum_of
 from pipelines.evaluation.target import build_target
 from pipelines.files import read_jsonl, write_jsonl
@@ -59,26 +67,36 @@ def judge_offline_batch(settings: Settings, run_dir: Path, start: int, end: int)
         if row["error"] is not None:
             scores += [Score(run_id=meta.run_id, suite=meta.suite, item_id=row["item"]["item_id"], stratum=judge_input(row).stratum,
                              metric=m, value=None, status="failed", error=f"target failed: {row['error']}",
-                             dataset_version=meta.dataset_version) for m in [*params.metrics, "noise_delta_f"]]  # fmt: skip
+                             dataset_version=meta.dataset_version) for m in [*params.metrics, METRIC, CONTROL_METRIC]]  # fmt: skip
     judged = [r for r in rows if r["error"] is None]
     inputs = [judge_input(r) for r in judged]
     labels = dict(run_id=meta.run_id, suite=meta.suite, dataset_version=meta.dataset_version)
+    graded = [i for i in inputs if i.reference and i.answer]
     with open_corpus_index(settings) as index:
         target = build_target(settings, params, index)
         pool = NoisePool.from_index(index, inputs)
 
-        async def both():
-            judged_scores = await judge_items(inputs, params.metrics, judge, embedder, **labels)
+        async def all_of_it():
+            judged_scores = await judge_items(inputs, [judge_metric_key(m) for m in params.metrics], judge, embedder,
+                                              **labels)  # fmt: skip
+            judged_scores = [s.model_copy(update={"metric": reported_metric(s.metric)}) for s in judged_scores]
             clean = {s.item_id: s for s in judged_scores if s.metric == "faithfulness"}
             language = {r["item"]["question"]: r["item"]["language"] for r in judged}
             noise = await noise_delta_f(
-                inputs, pool, lambda q, ctx: target.answer_with(q, language.get(q, "en"), ctx), judge, **labels,
-                mode=params.noise_mode, k=params.noise_k, clean_scores=clean,
+                inputs, pool, lambda q, ctx: target.answer_with(q, language.get(q, "en"), ctx, sample=1), judge,
+                **labels, mode=params.noise_mode, k=params.noise_k, clean_scores=clean, control=True,
             ) if inputs else []  # fmt: skip
-            return judged_scores + [n.score for n in noise]
+            verdicts = await judge.run_many(AnswerCorrectnessPrompt(), [
+                CorrectnessInput(question=i.question, answer=i.answer, reference=i.reference) for i in graded])
+            return judged_scores + [s for n in noise for s in n.scores], verdicts
 
-        scores += run_and_close(both(), getattr(target, "llm", None))
+        judged_scores, verdicts = run_and_close(all_of_it(), getattr(target, "llm", None), judge)
+        scores += judged_scores
     write_jsonl(run.scores(f"judge-{start:06d}"), (s.model_dump() for s in scores))
+    write_jsonl(run.verdicts(f"judge-{start:06d}"), (
+        {"item_id": i.item_id, "correct": v.value.correct if v.ok else None,
+         "reason": v.value.reason if v.ok else f"correctness judge failed: {v.error}"}
+        for i, v in zip(graded, verdicts)))  # fmt: skip
     judge.counters.log(log, f"judge batch {start}-{end}")
     return JudgedBatch(batch=(start, end), scores=len(scores), failed=sum(s.status == "failed" for s in scores),
                        judge=judge.counters.summary())  # fmt: skip

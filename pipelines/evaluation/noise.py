@@ -4,8 +4,16 @@ For each item, `k` chunks from a pool are injected into its clean contexts at po
 the item id; the system under test answers again from the noisy contexts (`answer_fn`); both
 answers are judged by the same faithfulness as `judge_items` (`judge_metric`, with the configured
 judge implementation), and
-ΔF = F(clean) − F(noisy) is reported as metric `noise_delta_f`. Positive means the answer got
-worse with noise; above `FRAGILE` (0.15) the prompt or model is fragile.
+ΔF = F(clean) − F(noisy) is reported as metric `noise_delta_f` (or the name the caller gives:
+the online eval reports the reference generator's as `noise_delta_f_reference`). Positive means the
+answer got worse with noise; above `FRAGILE` (0.15) the prompt or model is fragile.
+
+Both arms must come from the same system with the same prompt and settings, or ΔF measures the
+difference between two systems. And a system that samples answers differently each time moves F
+with no noise at all, so with `control=True` the same `answer_fn` also answers again from the clean
+contexts, and F(clean) − F(clean again) is reported beside ΔF as `noise_delta_f_control`: the spread
+ΔF has when the noise changes nothing. Callers make the noisy and the control arm the same kind of
+draw (the targets' `answer_with(..., sample=1)`), so ΔF − control isolates what the noise did.
 
 Both answers are judged against the clean contexts. The injected chunks are irrelevant by
 construction, so a claim that only they support is a distraction, not grounding; judged against
@@ -15,8 +23,11 @@ Two ways to choose the noise:
 - `random`: uniformly among the chunks of other documents (no gold or retrieved chunk's document),
   seeded by the item id, so a rerun injects the same chunks and hits the judge cache;
 - `hard`: the chunks most similar to the question (embedding cosine when the pool has an embedder,
-  else the share of the question's content words they contain) that are neither gold nor
-  retrieved: the distractors a retriever plausibly returns next.
+  else the share of the question's content words they contain) that are not retrieved and not from a
+  gold chunk's document (online, where gold is unknown, not from a retrieved chunk's document): the
+  distractors a retriever plausibly returns next, and still irrelevant — a neighbouring chunk of the
+  gold chunk's own document often holds part of the answer.
+A chunk's document comes from the pool (the index's payload), else from its id (`<document>#…`).
 
 How this differs from ragas NoiseSensitivity (metric `ragas_noise_sensitivity`, judge.py): ragas
 injects nothing and regenerates nothing. It takes one answer with its retrieved contexts and, against
@@ -27,7 +38,8 @@ beyond the shared claim extraction with ragwatch's judge. ΔF is an intervention
 it needs no reference, so it runs online too, but it needs the system under test to answer again,
 and costs 2 judge calls per answer judged (claim extraction, verification): 2 per item when F(clean)
 is passed in, 3 otherwise with ragwatch's judge, whose claims of the clean answer are remembered
-from `judge_items` (one verification more), 4 with ragas'.
+from `judge_items` (one verification more), 4 with ragas'; the control arm costs one answer and its
+judging more.
 """
 
 from __future__ import annotations
@@ -47,6 +59,10 @@ from pipelines.records import Score, Suite
 from pipelines.text import content_tokens
 
 METRIC = "noise_delta_f"
+REFERENCE_METRIC = "noise_delta_f_reference"
+"""ΔF of the reference generator answering both arms from a trace's contexts (online, no production endpoint)."""
+CONTROL_METRIC = "noise_delta_f_control"
+"""F(clean) − F(clean again): the same arm twice, no noise; the spread ΔF has when noise changes nothing."""
 FRAGILE = 0.15
 """ΔF above this means the prompt or model is fragile (brief § Metrics)."""
 DEFAULT_K = 2
@@ -91,35 +107,55 @@ class NoisePool:
 
         Hard negatives are then the candidates closest to the question in words that are neither gold
         nor retrieved; taking candidates from the index's stored vectors avoids embedding the corpus
-        again in every batch.
+        again in every batch. The documents of the items' gold and retrieved chunks are read too, so
+        that their documents can be excluded.
         """
         ids = {hit.chunk_id for item in items for hit in index.search(item.question, k=NEIGHBOURS, mode="dense")}
-        return cls(index.get(sorted(ids)))
+        known = sorted({cid for item in items for cid in (*item.gold_chunk_ids, *item.context_ids)} - ids)
+        return cls(index.get(sorted(ids)), documents={c.chunk_id: c.document for c in index.get(known)})
 
-    def __init__(self, chunks: Iterable[NoiseChunk], embedder: Embedder | None = None):
+    def __init__(self, chunks: Iterable[NoiseChunk], embedder: Embedder | None = None, *,
+                 documents: Mapping[str, str] | None = None):  # fmt: skip
+        """`documents`: chunk id -> document of chunks that are not candidates (gold, retrieved)."""
         self.chunks = sorted(chunks, key=lambda c: c.chunk_id)  # a stable order keeps seeded picks reproducible
         self.embedder = embedder
-        self._documents = {c.chunk_id: c.document for c in self.chunks}
+        self._documents = {**(documents or {}), **{c.chunk_id: c.document for c in self.chunks}}
         self._tokens = [set(content_tokens(c.text)) for c in self.chunks]
         self._vectors: list[list[float]] | None = None
         self._lock = threading.Lock()
 
+    def document_of(self, chunk_id: str) -> str | None:
+        """The chunk's document: from the pool, else from its id (`<document>#<section>/…`)."""
+        if chunk_id in self._documents:
+            return self._documents[chunk_id]
+        return chunk_id.split("#", 1)[0] if "#" in chunk_id else None
+
+    def excluded_documents(self, item: JudgeInput, mode: NoiseMode) -> set[str]:
+        """Documents no noise may come from: the gold chunks' (every mode); the retrieved chunks' too in
+        random mode, and in hard mode when the item has no gold chunks (online: any of them may hold the
+        answer)."""
+        sources = list(item.gold_chunk_ids)
+        if mode == "random" or not item.gold_chunk_ids:
+            sources += item.context_ids
+        return {doc for doc in map(self.document_of, sources) if doc is not None}
+
     def pick(self, item: JudgeInput, mode: NoiseMode, k: int) -> list[NoiseChunk]:
-        """Up to k chunks to inject, never a gold or retrieved chunk nor one with a clean context's text."""
+        """Up to k chunks to inject: never a gold or retrieved chunk, one with a clean context's text, or one
+        of an excluded document (`excluded_documents`)."""
+        if mode not in ("random", "hard"):
+            raise ValueError(f"unknown noise mode {mode!r}; expected 'random' or 'hard'")
         excluded_ids = set(item.gold_chunk_ids) | set(item.context_ids)
+        excluded_documents = self.excluded_documents(item, mode)
         clean_texts = {text.strip() for text in item.contexts}
         eligible = [
-            i for i, c in enumerate(self.chunks) if c.chunk_id not in excluded_ids and c.text.strip() not in clean_texts
-        ]
+            i for i, c in enumerate(self.chunks)
+            if c.chunk_id not in excluded_ids and c.text.strip() not in clean_texts and c.document not in excluded_documents
+        ]  # fmt: skip
         if mode == "random":
-            excluded_documents = {self._documents[i] for i in excluded_ids if i in self._documents}
-            eligible = [i for i in eligible if self.chunks[i].document not in excluded_documents]
             picked = random.Random(f"noise:{item.item_id}").sample(eligible, min(k, len(eligible)))
-        elif mode == "hard":
+        else:
             similarity = self._similarities(item.question)
             picked = sorted(eligible, key=lambda i: (-similarity[i], self.chunks[i].chunk_id))[:k]
-        else:
-            raise ValueError(f"unknown noise mode {mode!r}; expected 'random' or 'hard'")
         return [self.chunks[i] for i in picked]
 
     def _similarities(self, question: str) -> list[float]:
@@ -151,6 +187,14 @@ class NoiseResult:
     noisy_answer: str | None = None
     f_clean: float | None = None
     f_noisy: float | None = None
+    control: Score | None = None
+    """`noise_delta_f_control` of the item, when asked for."""
+    control_answer: str | None = None
+    f_control: float | None = None
+
+    @property
+    def scores(self) -> list[Score]:
+        return [self.score] + ([self.control] if self.control is not None else [])
 
     @property
     def fragile(self) -> bool:
@@ -170,60 +214,90 @@ async def noise_delta_f(
     k: int = DEFAULT_K,
     clean_scores: Mapping[str, Score] | None = None,
     progress: Progress | None = None,
+    metric: str = METRIC,
+    control: bool = False,
     implementation: JudgeImplementation | None = None,
 ) -> list[NoiseResult]:
-    """ΔF per item, in input order. `clean_scores` (item id -> its faithfulness Score from
-    `judge_items`) saves judging the clean answers again. `implementation`: the judge's, as in
-    `judge_items` (None: RAGWATCH_JUDGE_IMPLEMENTATION)."""
+    """ΔF per item, in input order, as `metric`. `clean_scores` (item id -> its faithfulness Score from
+    `judge_items`) saves judging the clean answers again. With `control`, each result also carries
+    `noise_delta_f_control`: `answer_fn` answering from the clean contexts, F(clean) − F(that answer).
+    `implementation`: the judge's, as in `judge_items` (None: RAGWATCH_JUDGE_IMPLEMENTATION)."""
     done, total = 0, len(items)
+    labels = dict(run_id=run_id, suite=suite, dataset_version=dataset_version, judge_model=llm.model)
 
     async def one(item: JudgeInput) -> NoiseResult:
         nonlocal done
-        outcome, details = await _one_item(item, pool, answer_fn, llm, mode, k, (clean_scores or {}).get(item.item_id),
-                                           implementation)  # fmt: skip
+        outcome, control_outcome, details = await _one_item(
+            item, pool, answer_fn, llm, mode, k, (clean_scores or {}).get(item.item_id), metric, control, implementation)
         done += 1
         if progress is not None:
             progress(done, total)
-        score = outcome.score(run_id=run_id, suite=suite, item_id=item.item_id, stratum=item.stratum, metric=METRIC,
-                              dataset_version=dataset_version, judge_model=llm.model)  # fmt: skip
-        return NoiseResult(score=score, mode=mode, **details)
+        score = outcome.score(item_id=item.item_id, stratum=item.stratum, metric=metric, **labels)
+        control_score = control_outcome.score(item_id=item.item_id, stratum=item.stratum, metric=CONTROL_METRIC,
+                                              **labels) if control_outcome else None  # fmt: skip
+        return NoiseResult(score=score, mode=mode, control=control_score, **details)
 
     results = list(await asyncio.gather(*(one(i) for i in items)))
-    log_outcomes([r.score for r in results], f"noise ({mode}, k={k}) {llm.model}")
+    log_outcomes([s for r in results for s in r.scores], f"noise ({mode}, k={k}) {llm.model}")
     return results
 
 
 async def _one_item(item: JudgeInput, pool: NoisePool, answer_fn: AnswerFn, llm: LLM, mode: NoiseMode, k: int,
-                    clean_score: Score | None, implementation: JudgeImplementation | None) -> tuple[Outcome, dict]:  # fmt: skip
+                    clean_score: Score | None, metric: str, control: bool,
+                    implementation: JudgeImplementation | None) -> tuple[Outcome, Outcome | None, dict]:  # fmt: skip
     if not (item.answer and item.answer.strip()) or not any(c.strip() for c in item.contexts):
-        return Outcome.skipped(f"no answer or no retrieved contexts: {METRIC} needs both"), {}
+        reason = Outcome.skipped(f"no answer or no retrieved contexts: {metric} needs both")
+        return reason, (reason if control else None), {}
     noise = await asyncio.to_thread(pool.pick, item, mode, k)  # scans (and may embed) the pool: off the loop
-    if not noise:
-        return Outcome.skipped(f"no eligible {mode} noise chunk in the pool"), {}
+    no_noise = Outcome.skipped(f"no eligible {mode} noise chunk in the pool")
+    if not noise and not control:
+        return no_noise, None, {}
     details: dict = {"injected_ids": [c.chunk_id for c in noise]}
-    noisy_contexts = inject(item.contexts, [c.text for c in noise], item.item_id)
+    noisy_contexts = inject(item.contexts, [c.text for c in noise], item.item_id) if noise else None
 
-    clean, noisy_answer = await asyncio.gather(
-        _clean_faithfulness(item, llm, clean_score, implementation), _answer(answer_fn, item.question, noisy_contexts)
-    )
-    if isinstance(noisy_answer, Outcome):
-        return noisy_answer, details
-    details["noisy_answer"] = noisy_answer
+    async def nothing() -> None:
+        return None
+
+    clean, noisy_answer, control_answer = await asyncio.gather(
+        _clean_faithfulness(item, llm, clean_score, implementation),
+        _answer(answer_fn, item.question, noisy_contexts) if noise else nothing(),
+        _answer(answer_fn, item.question, list(item.contexts), arm="the clean contexts again") if control else nothing(),
+    )  # fmt: skip
+    if isinstance(noisy_answer, str):
+        details["noisy_answer"] = noisy_answer
+    if isinstance(control_answer, str):
+        details["control_answer"] = control_answer
+    if clean.status == "ok":
+        details["f_clean"] = clean.value
+    (delta, f_noisy), (control_delta, f_control) = await asyncio.gather(
+        _delta(item, llm, clean, noisy_answer, "noisy", implementation) if noise else _given(no_noise),
+        _delta(item, llm, clean, control_answer, "clean again", implementation) if control else _given(None),
+    )  # fmt: skip
+    details.update({k: v for k, v in (("f_noisy", f_noisy), ("f_control", f_control)) if v is not None})
+    return delta, control_delta, details
+
+
+async def _given(outcome: Outcome | None) -> tuple[Outcome | None, None]:
+    return outcome, None
+
+
+async def _delta(item: JudgeInput, llm: LLM, clean: Outcome, answer: str | Outcome, arm: str,
+                 implementation: JudgeImplementation | None) -> tuple[Outcome, float | None]:  # fmt: skip
+    """F(clean) − F(answer), the answer judged against the clean contexts (see the module docstring)."""
+    if isinstance(answer, Outcome):
+        return answer, None
     if clean.status == "skipped":
-        return Outcome.skipped(f"F(clean) not applicable: {clean.error}"), details
+        return Outcome.skipped(f"F(clean) not applicable: {clean.error}"), None
     if clean.status != "ok":
-        return Outcome.failed(f"F(clean) not available: {clean.error}"), details
-    details["f_clean"] = clean.value
-    # Judged against the clean contexts: see the module docstring.
-    noisy = await judge_metric("faithfulness", item.model_copy(update={"answer": noisy_answer}), llm,
-                               implementation=implementation)  # fmt: skip
-    if noisy.status == "skipped":
-        # With the noise the system abstained: it lost the answer but asserted nothing unfaithful.
-        return Outcome.skipped(f"F(noisy) not applicable: {noisy.error}"), details
-    if noisy.status != "ok":
-        return Outcome.failed(f"F(noisy) not available: {noisy.error}"), details
-    details["f_noisy"] = noisy.value
-    return Outcome.ok(delta_f(clean.value, noisy.value)), details
+        return Outcome.failed(f"F(clean) not available: {clean.error}"), None
+    other = await judge_metric("faithfulness", item.model_copy(update={"answer": answer}), llm,
+                                implementation=implementation)  # fmt: skip
+    if other.status == "skipped":
+        # The system abstained in this arm: it lost the answer but asserted nothing unfaithful.
+        return Outcome.skipped(f"F({arm}) not applicable: {other.error}"), None
+    if other.status != "ok":
+        return Outcome.failed(f"F({arm}) not available: {other.error}"), None
+    return Outcome.ok(delta_f(clean.value, other.value)), other.value
 
 
 async def _clean_faithfulness(item: JudgeInput, llm: LLM, clean_score: Score | None,
@@ -233,7 +307,7 @@ async def _clean_faithfulness(item: JudgeInput, llm: LLM, clean_score: Score | N
     return await judge_metric("faithfulness", item, llm, implementation=implementation)
 
 
-async def _answer(answer_fn: AnswerFn, question: str, contexts: list[str]) -> str | Outcome:
+async def _answer(answer_fn: AnswerFn, question: str, contexts: list[str], arm: str = "noisy contexts") -> str | Outcome:
     """The regenerated answer, or the failed Outcome saying why there is none."""
     try:
         if inspect.iscoroutinefunction(answer_fn):
@@ -245,9 +319,9 @@ async def _answer(answer_fn: AnswerFn, question: str, contexts: list[str]) -> st
     except NotImplementedError:
         raise
     except Exception as error:  # the system under test failed for this item only
-        return Outcome.failed(f"answer from noisy contexts failed: {type(error).__name__}: {error}")
+        return Outcome.failed(f"answer from {arm} failed: {type(error).__name__}: {error}")
     if answer is None:
         return Outcome.failed("the system under test cannot answer from given contexts")
     if not answer.strip():
-        return Outcome.failed("the answer from noisy contexts is empty")
+        return Outcome.failed(f"the answer from {arm} is empty")
     return answer

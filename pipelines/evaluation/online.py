@@ -1,13 +1,21 @@
 """The daily online eval: reference-free scores of one day's sampled (anonymized) traces.
 
-Faithfulness and answer relevancy through the ragas judge, online noise sensitivity (the
-generator answers again with irrelevant chunks injected; ΔF as offline), and tool-call validity
-against each tool's JSON schema. Every score row carries its trace id; strata are app/language.
-The lowest-scoring traces go to the review inbox as golden candidates.
+Faithfulness and answer relevancy of the production answers through the ragas judge, online noise
+sensitivity, and tool-call validity against each tool's JSON schema. Every score row carries its trace
+id; strata are app/language. The lowest-scoring traces go to the review inbox as golden candidates.
+
+Noise sensitivity needs a system to answer again, and ΔF compares like with like only when both arms
+come from one system with one prompt and settings. With `RAGWATCH_ONLINE_TARGET_URL` set, the production
+service answers both arms from the trace's contexts (the HTTP contract's contexts request): metric
+`noise_delta_f`, production's own. Without it, the reference generator answers both arms with the
+reference RAG prompt: metric `noise_delta_f_reference`, the reference generator's fragility on
+production's contexts — not production's. Either way the trace's logged answer is not an arm (another
+system wrote it), and `noise_delta_f_control` (the clean arm answered twice) is reported beside ΔF.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from datetime import date, datetime, timezone
@@ -16,13 +24,13 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from pipelines.evaluation.inbox import queue_candidates
-from pipelines.evaluation.judge import JudgeInput, judge_items
-from pipelines.evaluation.noise import NoisePool, noise_delta_f
+from pipelines.evaluation.judge import JudgeInput, Outcome, judge_items
+from pipelines.evaluation.noise import CONTROL_METRIC, METRIC, REFERENCE_METRIC, NoisePool, noise_delta_f
 from pipelines.evaluation.report import ItemView, render_report, trend_from_store, write_metrics_json, write_report
 from pipelines.evaluation.runs import RunMeta, run_and_close, write_meta
 from pipelines.evaluation.stats import aggregate
 from pipelines.evaluation.summary import RunSummary, run_summary
-from pipelines.evaluation.target import ReferenceRAG
+from pipelines.evaluation.target import HTTPTarget, ReferenceRAG, generator_label
 from pipelines.evaluation.tools import tool_call_validity
 from pipelines.files import write_jsonl
 from pipelines.models.embeddings import build_embedder
@@ -67,17 +75,31 @@ def score_online(settings: Settings, day: date, *, noise_mode: str = "hard", noi
                                                       metric="tool_call_validity"))  # fmt: skip
     with open_corpus_index(settings) as index:
         pool = NoisePool.from_index(index, inputs) if inputs else None
-    regenerate = ReferenceRAG(index=None, llm=generator, name="generator")
+    if settings.online_target_url:
+        system, noise_metric = HTTPTarget(settings.online_target_url, name=TARGET), METRIC
+        arms_by = f"{TARGET} ({settings.online_target_url})"
+    else:
+        system, noise_metric = ReferenceRAG(index=None, llm=generator, name="generator"), REFERENCE_METRIC
+        arms_by = generator_label(generator)
     language = {i.question: i.stratum.rsplit("/", 1)[-1] for i in inputs}
+
+    async def answer(question: str, contexts: list[str], sample: int) -> str | None:
+        return await system.answer_with(question, language.get(question, "en"), contexts, sample=sample)
 
     async def judged():
         clean = await judge_items(inputs, METRICS, judge, embedder, **labels)
-        faithfulness = {s.item_id: s for s in clean if s.metric == "faithfulness"}
-        noise = await noise_delta_f(
-            inputs, pool, lambda q, ctx: regenerate.answer_with(q, language.get(q, "en"), ctx), judge, **labels,
-            mode=noise_mode, k=noise_k, clean_scores=faithfulness,
-        ) if inputs else []  # fmt: skip
-        return clean + [n.score for n in noise]
+        if not inputs:
+            return clean
+        # The clean arm is answered again by the system that answers the noisy one (see the module docstring).
+        answers = await asyncio.gather(*(answer(i.question, i.contexts, 0) for i in inputs))
+        arms = [i.model_copy(update={"answer": a}) for i, a in zip(inputs, answers) if a]
+        lost = [i for i, a in zip(inputs, answers) if not a]
+        reason = Outcome.failed(f"{arms_by} gave no answer from the trace's clean contexts")
+        failed = [reason.score(**labels, item_id=i.item_id, stratum=i.stratum, metric=m, judge_model=judge.model)
+                  for i in lost for m in (noise_metric, CONTROL_METRIC)]  # fmt: skip
+        noise = await noise_delta_f(arms, pool, lambda q, ctx: answer(q, ctx, 1), judge, **labels, mode=noise_mode,
+                                    k=noise_k, metric=noise_metric, control=True)  # fmt: skip
+        return clean + failed + [s for n in noise for s in n.scores]
 
     scores += run_and_close(judged(), judge, generator)
     judge.counters.log(log, "online judge")
@@ -86,7 +108,7 @@ def score_online(settings: Settings, day: date, *, noise_mode: str = "hard", noi
     run_paths.root.mkdir(parents=True, exist_ok=True)
     write_jsonl(run_paths.scores("online"), (s.model_dump() for s in scores))
     meta = RunMeta(run_id=rid, suite=SUITE, logical_date=day, target=TARGET, dataset_version=version, items=len(traces),
-                   generator_model=generator.model, judge_model=judge.model)  # fmt: skip
+                   generator_model=arms_by, judge_model=judge.model)  # fmt: skip
     write_meta(run_paths, meta)
     return finalize_online(settings, meta, traces, scores)
 
@@ -104,8 +126,10 @@ def finalize_online(settings: Settings, meta: RunMeta, traces: list[dict[str, An
     store.save_run(run, scores)
     views = {t["trace_id"]: ItemView(item_id=t["trace_id"], question=t["question"], answer=t["answer"],
                                      contexts=[f"{c['chunk_id']}: {c['text']}" for c in t["contexts"]]) for t in traces}  # fmt: skip
-    write_report(report, render_report(run, scores, aggregates=aggregates, items=views, trend=trend_from_store(store, run)))
+    write_report(report, render_report(run, scores, aggregates=aggregates, items=views, trend=trend_from_store(store, run),
+                                       min_n=settings.diagnosis_min_n))  # fmt: skip
     write_metrics_json(workspace.metrics_json(report), aggregates)
     store.dispose()
     queued, _ = queue_candidates(workspace, run.logical_date, traces, scores)
-    return run_summary(run, aggregates, items=meta.items).model_copy(update={"review_candidates": queued})
+    return run_summary(run, aggregates, items=meta.items, min_n=settings.diagnosis_min_n).model_copy(
+        update={"review_candidates": queued})

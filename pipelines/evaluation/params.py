@@ -9,13 +9,14 @@ import re
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from pipelines import inputs
 from pipelines.redact import has_credentials, redact_text, redact_url
 
-ALL_JUDGE_METRICS = ["faithfulness", "answer_relevancy", "context_precision", "context_recall", "ragas_noise_sensitivity"]
-GATED_METRICS = ["recall@5", "mrr", "faithfulness", "answer_relevancy", "context_precision", "context_recall"]
+ALL_JUDGE_METRICS = ["faithfulness", "answer_relevancy", "context_precision_ranked", "context_recall",
+                     "ragas_noise_sensitivity"]  # fmt: skip
+GATED_METRICS = ["recall@5", "mrr", "faithfulness", "answer_relevancy", "context_precision_ranked", "context_recall"]
 REFERENCE_TARGET = "reference-rag"
 DEFAULT_K = (1, 3, 5, 10)
 TARGET_URL_PATTERN = r"^https?://[^\s/@?#]+(/[^\s@]*)?$"
@@ -46,6 +47,17 @@ def target_name_for(text: str) -> str:
     return inputs.target_name(name or "target")
 
 
+JUDGE_METRIC_KEYS = {"context_precision_ranked": "context_precision"}
+"""Reported name -> the judge's metric key, where they differ. ragas' ContextPrecisionWithReference is a
+rank-weighted average precision of judged verdicts, not the brief's "relevant chunks in the top k / k"
+(that is the id-based precision@k): it is reported as `context_precision_ranked` so the two never share
+a name."""
+AMBIGUOUS_METRICS = {
+    "context_precision": "context_precision is ambiguous: ask for context_precision_ranked (ragas' rank-weighted "
+                         "judge metric); the id-based precision@k is always computed for every k",
+}  # fmt: skip
+
+
 class EvalParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -54,12 +66,19 @@ class EvalParams(BaseModel):
     """e.g. "v3"; None means the latest release."""
     split: Literal["dev", "test"] = "test"
     k: Annotated[list[int], AfterValidator(inputs.cutoffs)] = Field(default_factory=lambda: list(DEFAULT_K))
-    """Cut-offs of recall@k and precision@k."""
-    metrics: list[Literal[tuple(ALL_JUDGE_METRICS)]] = Field(default_factory=lambda: list(ALL_JUDGE_METRICS))
+    """Cut-offs of recall@k and precision@k. The reference RAG retrieves to the largest (and hands the
+    generator its top `retrieval_k`); an item whose target returned fewer distinct chunks than k is not
+    measured at k (skipped with the reason)."""
+    metrics: list[str] = Field(default_factory=lambda: list(ALL_JUDGE_METRICS))
     target_url: Annotated[str, AfterValidator(lambda url: target_url(url))] | None = None
     """The team's RAG service (README § System under test); None runs the reference RAG."""
     target_name: Annotated[str, AfterValidator(inputs.target_name)] = REFERENCE_TARGET
+    baseline_run: str | None = None
+    """The run the gate compares with (a run id such as `offline/2026-11-30/reference-rag`); None: the
+    previous gate-passing run of the same target."""
     retrieval_k: int = Field(default=5, ge=1)
+    """Chunks the reference RAG hands its generator: the retrieval depth the brief's context-precision
+    band is read at (precision@retrieval_k)."""
     retrieval_mode: Literal["hybrid", "dense", "sparse"] = "hybrid"
     prompt: str | None = None
     """The reference RAG's system prompt; None keeps the default."""
@@ -69,6 +88,26 @@ class EvalParams(BaseModel):
     fail_on_gate: bool = False
     limit: int | None = Field(default=None, ge=1)
     """Evaluate a stable subset of this many items."""
+
+    @field_validator("metrics")
+    @classmethod
+    def _known_metrics(cls, metrics: list[str]) -> list[str]:
+        for metric in metrics:
+            if metric in AMBIGUOUS_METRICS:
+                raise ValueError(AMBIGUOUS_METRICS[metric])
+            if metric not in ALL_JUDGE_METRICS:
+                raise ValueError(f"unknown judge metric {metric!r}; choose from {', '.join(ALL_JUDGE_METRICS)}")
+        return list(dict.fromkeys(metrics))
+
+
+def judge_metric_key(metric: str) -> str:
+    """The judge's name (judge.JUDGE_METRICS) of a reported judge metric."""
+    return JUDGE_METRIC_KEYS.get(metric, metric)
+
+
+def reported_metric(judge_key: str) -> str:
+    """The reported name of a judge metric key."""
+    return next((name for name, key in JUDGE_METRIC_KEYS.items() if key == judge_key), judge_key)
 
 
 def eval_params(settings, **overrides) -> EvalParams:

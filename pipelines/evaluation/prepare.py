@@ -1,6 +1,12 @@
 """Step 1 of an offline eval: run the system under test on the golden split, score retrieval and tools.
 
 The responses and these scores are written to the run folder; the judge batches read them next.
+
+Retrieval is scored at every k of the run's parameters plus the context depth (the number of chunks
+the generator was given: the reference RAG's `retrieval_k`, an HTTP target's most common number of
+contexts), where the brief's context-precision band is read. An item whose target retrieved fewer
+distinct chunks than k is `skipped` at k with the reason, never scored as if the missing ranks were
+misses.
 """
 
 from __future__ import annotations
@@ -8,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+from collections import Counter
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -16,16 +23,16 @@ from pydantic import BaseModel
 
 from pipelines.batching import batch_ranges
 from pipelines.evaluation.params import EvalParams
-from pipelines.evaluation.retrieval import query_metrics
+from pipelines.evaluation.retrieval import beyond_depth, metric_names, not_measured_reason, query_metrics
 from pipelines.evaluation.runs import RunMeta, run_and_close, stratum_of, write_meta
-from pipelines.evaluation.target import ReferenceRAG, TargetResponse, build_target, respond_all
+from pipelines.evaluation.target import ReferenceRAG, TargetResponse, build_target, generator_label, respond_all
 from pipelines.evaluation.tools import ToolTurn, score_tool_turns
 from pipelines.files import reset_dir, write_jsonl
 from pipelines.golden.dataset import load_golden_items, released_version
 from pipelines.records import GoldenItem, Score
 from pipelines.settings import Settings
 from pipelines.stores.corpus import open_corpus_index
-from pipelines.stores.results import run_id
+from pipelines.stores.results import ResultsStore, run_id
 from pipelines.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -51,6 +58,8 @@ def prepare_offline_eval(settings: Settings, params: EvalParams, *, logical_date
         # A quick check on a stable subset: the same items every run, so runs stay comparable.
         items = sorted(items, key=lambda i: hashlib.sha256(i.item_id.encode()).hexdigest())[: params.limit]
     dataset_version = f"{params.golden_name}@{version}"
+    if params.baseline_run:
+        _check_baseline(settings, params.baseline_run)
     run = Workspace.from_settings(settings).run_folder(SUITE, logical_date, params.target_name)
     reset_dir(run.root)
     rid = run_id(SUITE, logical_date, params.target_name)
@@ -60,7 +69,15 @@ def prepare_offline_eval(settings: Settings, params: EvalParams, *, logical_date
             target.retrieve_all(items)
         responses = run_and_close(respond_all(target, items), getattr(target, "llm", None))
     write_jsonl(run.responses, (_response_row(i, r) for i, r in zip(items, responses)))
-    scores = _retrieval_scores(items, responses, params.k, rid, dataset_version)
+    depth = context_depth(params, items, responses)
+    ks = sorted(set(params.k) | ({depth} if depth else set()))
+    short = {k: sum(1 for i, r in zip(items, responses) if _scored(i, r) and k in beyond_depth(r.retrieved_ids, [k]))
+             for k in ks}  # fmt: skip
+    for k, n in short.items():
+        if n:
+            log.warning("%s: %d item(s) retrieved fewer than %d distinct chunks: recall@%d and precision@%d are "
+                        "skipped for them, not faked", rid, n, k, k, k)  # fmt: skip
+    scores = _retrieval_scores(items, responses, ks, rid, dataset_version)
     turns = [ToolTurn(item_id=i.item_id, stratum=stratum_of(i), question=i.question, expected_tool=i.expected_tool,
                       expected_args=i.expected_args, tool_calls=r.tool_calls, error=r.error)
              for i, r in zip(items, responses) if i.qtype == "tool"]  # fmt: skip
@@ -69,16 +86,45 @@ def prepare_offline_eval(settings: Settings, params: EvalParams, *, logical_date
     failed = sum(r.error is not None for r in responses)
     write_meta(run, RunMeta(run_id=rid, suite=SUITE, logical_date=logical_date, target=params.target_name,
                             dataset_version=dataset_version, items=len(items), target_failures=failed,
-                            generator_model=getattr(getattr(target, "llm", None), "model", None), params=params))  # fmt: skip
+                            generator_model=generator_label(getattr(target, "llm", None)), params=params,
+                            context_depth=depth))  # fmt: skip
     log.info("offline eval %s: %d items on %s, %d target failures", rid, len(items), params.target_name, failed)
     return PreparedRun(run_id=rid, run_dir=run.root, items=len(items), target_failures=failed,
                        batches=batch_ranges(len(items), params.batch_size))  # fmt: skip
 
 
+def _check_baseline(settings: Settings, baseline_run: str) -> None:
+    """Fail before the work when the gate's explicit baseline is not in the results DB."""
+    store = ResultsStore.from_settings(settings)
+    try:
+        found = store.exists() and store.get_run(baseline_run) is not None
+    finally:
+        store.dispose()
+    if not found:
+        raise ValueError(f"baseline run {baseline_run!r} is not in the results DB (run ids look like "
+                         f"offline/2026-11-30/reference-rag; `ragwatch eval summary` shows the latest)")  # fmt: skip
+
+
+def context_depth(params: EvalParams, items: list[GoldenItem], responses: list[TargetResponse]) -> int | None:
+    """Chunks the generator was given: the reference RAG's `retrieval_k`; for an HTTP target, the most common
+    number of contexts among its ok answers (the smallest on a tie), None when it answered none."""
+    if not params.target_url:
+        return params.retrieval_k
+    counts = Counter(len(r.contexts) for i, r in zip(items, responses) if _scored(i, r) and r.contexts)
+    if not counts:
+        return None
+    top = max(counts.values())
+    return min(n for n, c in counts.items() if c == top)
+
+
+def _scored(item: GoldenItem, response: TargetResponse) -> bool:
+    return bool(item.gold_chunk_ids) and item.qtype != "tool" and response.error is None
+
+
 def _response_row(item: GoldenItem, response: TargetResponse) -> dict[str, Any]:
     return {"item": item.model_dump(mode="json"), "answer": response.answer, "contexts": response.contexts,
-            "tool_calls": [c.model_dump() for c in response.tool_calls], "error": response.error,
-            "latency_s": round(response.latency_s, 4)}  # fmt: skip
+            "ranking": response.retrieved_ids, "tool_calls": [c.model_dump() for c in response.tool_calls],
+            "error": response.error, "latency_s": round(response.latency_s, 4)}  # fmt: skip
 
 
 def _retrieval_scores(items, responses, ks, rid: str, dataset_version: str) -> list[Score]:
@@ -86,13 +132,17 @@ def _retrieval_scores(items, responses, ks, rid: str, dataset_version: str) -> l
     for item, response in zip(items, responses):
         if not item.gold_chunk_ids or item.qtype == "tool":
             continue  # retrieval metrics need gold chunks (adversarial items have none by design)
+        labels = dict(run_id=rid, suite=SUITE, item_id=item.item_id, stratum=stratum_of(item),
+                      dataset_version=dataset_version)  # fmt: skip
         if response.error is not None:
-            values = {name: None for name in query_metrics([], ["x"], ks)}
-        else:
-            values = query_metrics(response.retrieved_ids, item.gold_chunk_ids, ks)
-        for metric, value in values.items():
-            scores.append(Score(run_id=rid, suite=SUITE, item_id=item.item_id, stratum=stratum_of(item), metric=metric,
-                                value=value, status="ok" if value is not None else "failed",
-                                error=None if value is not None else f"target failed: {response.error}",
-                                dataset_version=dataset_version))  # fmt: skip
+            scores += [Score(**labels, metric=m, value=None, status="failed", error=f"target failed: {response.error}")
+                       for m in metric_names(ks)]  # fmt: skip
+            continue
+        ranking = response.retrieved_ids
+        for metric, value in query_metrics(ranking, item.gold_chunk_ids, ks).items():
+            scores.append(Score(**labels, metric=metric, value=value, status="ok"))
+        for k in beyond_depth(ranking, ks):
+            reason = not_measured_reason(ranking, k)
+            scores += [Score(**labels, metric=f"{kind}@{k}", value=None, status="skipped", error=reason)
+                       for kind in ("recall", "precision")]  # fmt: skip
     return scores

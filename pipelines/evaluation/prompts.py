@@ -1,11 +1,25 @@
-"""The reference RAG's generation prompt: answer from retrieved contexts, citing nothing else."""
+"""The evaluation's prompts: the reference RAG's generation, and the judge of answer correctness.
+
+`RagAnswerPrompt` answers from retrieved contexts, citing nothing else. Offline it copies the context
+sentences that cover the question best, with the faults `pipelines.models.offline.OfflineFaults`
+configures (invented sentences, swapped numbers or names, wrong abstentions, the wrong context,
+distraction by irrelevant chunks), each drawn from the question and the sample number.
+
+`AnswerCorrectnessPrompt` decides whether an answer is right against the golden reference answer: the
+verdict that per-item attribution (retrieval vs generation failure) starts from.
+"""
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+import re
 
+from pydantic import BaseModel, Field
+
+from pipelines.models.offline import (
+    OfflineFaults, configured_faults, corrupt_sentences, draw, join_sentences,
+)  # fmt: skip
 from pipelines.models.prompts import Prompt
-from pipelines.text import NOT_ENOUGH, coverage, sentences
+from pipelines.text import NOT_ENOUGH, abstains, coverage, sentences
 
 DEFAULT_RAG_PROMPT = """
 You are a documentation assistant. Answer the question using only the numbered contexts, in
@@ -14,6 +28,8 @@ answer, say that there is not enough information. Do not add facts from outside 
 """
 RELEVANT = 0.2
 """Share of the question's content words a sentence must hold to be used; below it the offline RAG abstains."""
+SAMPLE_NOTE = "Independent sample {number} of this request."
+SAMPLE_NOTE_PATTERN = re.compile(r"^Independent sample (\d+) of this request\.$", re.M)
 
 
 class Context(BaseModel):
@@ -25,6 +41,9 @@ class RagInput(BaseModel):
     question: str
     language: str
     contexts: list[Context]
+    sample: int = Field(default=0, ge=0, exclude=True)
+    """0 for the request as is; k > 0 asks for an independent draw of the same request: sent as a note in
+    the system message (never in the inputs), so it is a distinct request for caches and nothing else changes."""
 
 
 class RagAnswer(BaseModel):
@@ -36,14 +55,114 @@ class RagAnswerPrompt(Prompt[RagInput, RagAnswer]):
     input_model, output_model = RagInput, RagAnswer
     instructions = DEFAULT_RAG_PROMPT
 
-    def __init__(self, prompt: str | None = None):
+    def __init__(self, prompt: str | None = None, *, faults: OfflineFaults | None = None):
         if prompt:
             self.instructions = prompt  # a team's own prompt text; it is part of the cache key via the messages
+        self.faults = faults
+        """The offline answer's fault rates; None: the configured ones (`RAGWATCH_OFFLINE_FAULTS__*`)."""
+
+    def messages(self, inputs: RagInput) -> list[dict[str, str]]:
+        messages = super().messages(inputs)
+        if inputs.sample:
+            messages[0]["content"] += "\n\n" + SAMPLE_NOTE.format(number=inputs.sample + 1)
+        return messages
+
+    def inputs_from_messages(self, messages: list[dict]) -> RagInput:
+        inputs = super().inputs_from_messages(messages)
+        system = next((m.get("content") or "" for m in messages if m.get("role") == "system"), "")
+        note = SAMPLE_NOTE_PATTERN.search(system if isinstance(system, str) else "")
+        return inputs.model_copy(update={"sample": int(note.group(1)) - 1}) if note else inputs
 
     def offline(self, inputs: RagInput) -> RagAnswer:
-        """Extractive: the two context sentences that cover the question best, in rank order."""
-        scored = [(coverage(inputs.question, s), rank, s) for rank, c in enumerate(inputs.contexts) for s in sentences(c.text)]
-        best = sorted((item for item in scored if item[0] >= RELEVANT), key=lambda t: (-t[0], t[1]))[:2]
+        """Extractive: the two context sentences that cover the question best, in rank order; then the
+        configured faults, drawn from the question and the sample number."""
+        faults = self.faults if self.faults is not None else configured_faults()
+        lang = "es" if inputs.language == "es" else "en"
+        seed = (inputs.question, inputs.sample)
+        texts = [c.text for c in inputs.contexts]
+        by_context = [[(coverage(inputs.question, s), s) for s in sentences(text)] for text in texts]
+        least = _least_relevant(by_context)
+        if least is not None and draw("wrong_context", *seed) < faults.wrong_context:
+            # Answers from the context that says least about the question, as a model that misread it.
+            scored = [(cov, 0, s) for cov, s in by_context[least]]
+            best = sorted(scored, key=lambda t: -t[0])[:2]
+        else:
+            scored = [(cov, rank, s) for rank, context in enumerate(by_context) for cov, s in context]
+            best = sorted((item for item in scored if item[0] >= RELEVANT), key=lambda t: (-t[0], t[1]))[:2]
         if not best:
-            return RagAnswer(answer=NOT_ENOUGH["es" if inputs.language == "es" else "en"])
-        return RagAnswer(answer=" ".join(s for _, _, s in sorted(best, key=lambda t: t[1])))
+            return RagAnswer(answer=NOT_ENOUGH[lang])
+        if draw("wrong_abstention", *seed) < faults.wrong_abstention:
+            return RagAnswer(answer=NOT_ENOUGH[lang])
+        chosen = [s for _, _, s in sorted(best, key=lambda t: t[1])]
+        if least is not None and draw("noise", *seed) < faults.noise_susceptibility:
+            distractor = next((s for _, s in by_context[least] if s not in chosen), None)
+            if distractor:
+                chosen.append(distractor)
+        chosen = corrupt_sentences(chosen, faults, topic=inputs.question, language=lang, evidence="\n".join(texts),
+                                   seed=seed)  # fmt: skip
+        return RagAnswer(answer=join_sentences(chosen))
+
+
+def _least_relevant(by_context: list[list[tuple[float, str]]]) -> int | None:
+    """The context whose best sentence covers the question least (the last such), when there are two or more."""
+    usable = [i for i, context in enumerate(by_context) if context]
+    if len(usable) < 2:
+        return None
+    return min(reversed(usable), key=lambda i: max(cov for cov, _ in by_context[i]))
+
+
+# --- answer correctness ---------------------------------------------------------------------------------
+
+CORRECT_SHARE = 0.5
+"""Offline: share of the reference's claims the answer must state for the answer to be correct."""
+
+
+class CorrectnessInput(BaseModel):
+    question: str
+    answer: str
+    reference: str
+
+
+class CorrectnessVerdict(BaseModel):
+    correct: bool
+    reason: str
+
+
+class AnswerCorrectnessPrompt(Prompt[CorrectnessInput, CorrectnessVerdict]):
+    """Is the answer right, against the reference answer? (Not: is it supported by its contexts — that is
+    faithfulness.)"""
+
+    name = "judge_answer_correct"
+    input_model, output_model = CorrectnessInput, CorrectnessVerdict
+    instructions = """
+You grade an assistant's answer against a reference answer written by an expert. The answer is
+correct when it states the reference's key facts and contradicts none of them; extra detail that
+does not contradict the reference is allowed; wording and language may differ. When the reference
+says there is not enough information, the answer is correct only if it says so too. An answer that
+says there is not enough information when the reference answers is not correct. Give a one-sentence
+reason.
+"""
+
+    def offline(self, inputs: CorrectnessInput) -> CorrectnessVerdict:
+        """Lexical: correct when the answer states at least half of the reference's claims (each judged by the
+        offline claim-verification rule: content words, numbers and names present); abstentions must match."""
+        # The one offline claim-verification rule, shared with the ragas judge's offline answers.
+        from pipelines.models.ragas_adapter import _support, claims
+
+        reference_abstains, answer_abstains = abstains(inputs.reference), abstains(inputs.answer)
+        if reference_abstains or answer_abstains:
+            same = reference_abstains == answer_abstains
+            if same:
+                return CorrectnessVerdict(correct=True, reason="both say there is not enough information")
+            who = "the answer" if answer_abstains else "the reference"
+            return CorrectnessVerdict(correct=False, reason=f"only {who} says there is not enough information")
+        reference_claims = claims(inputs.reference)
+        if not reference_claims:
+            return CorrectnessVerdict(correct=False, reason="the reference states no claim to compare with")
+        stated = [claim for claim in reference_claims if _support(claim, inputs.answer)[0]]
+        share = len(stated) / len(reference_claims)
+        return CorrectnessVerdict(
+            correct=share >= CORRECT_SHARE,
+            reason=f"the answer states {len(stated)} of the reference's {len(reference_claims)} claim(s) "
+                   f"(offline rule: ≥ {CORRECT_SHARE:.0%})",
+        )  # fmt: skip

@@ -22,7 +22,7 @@ import re
 import time
 import urllib.request
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
@@ -34,6 +34,7 @@ from prometheus_client.exposition import basic_auth_handler, default_handler
 from pydantic import BaseModel
 
 from pipelines import inputs
+from pipelines.evaluation.runs import context_depth_of
 from pipelines.evaluation.stats import Aggregate, aggregate
 from pipelines.evaluation.summary import RunSummary
 from pipelines.records import METRICS, gauge_name
@@ -164,6 +165,21 @@ def read_back(gateway_url: str, *, timeout_s: float = 5.0) -> list[dict]:
     return groups
 
 
+CONTEXT_PRECISION = "context_precision"
+"""The brief's context precision: relevant (gold) chunks in the top k / k, k = the chunks the generator was
+given. Pushed as `rag_context_precision_score`, the gauge of the alert `RagContextPrecisionLow` (< 0.60)."""
+
+
+def with_context_precision(aggregates: list[Aggregate], context_depth: int | None) -> list[Aggregate]:
+    """The aggregates, plus those of precision@<context depth> again under CONTEXT_PRECISION: the brief's band
+    sits on that figure, never on ragas' rank-weighted `context_precision_ranked` (its own gauge). Online
+    runs have no context depth (no gold chunks) and get no context-precision gauge."""
+    if not context_depth:
+        return aggregates
+    at_depth = f"precision@{context_depth}"
+    return aggregates + [replace(a, metric=CONTEXT_PRECISION) for a in aggregates if a.metric == at_depth]
+
+
 class PushedRun(BaseModel):
     """What the push step did: where the gauges went, or why this run owns none."""
 
@@ -181,7 +197,7 @@ def push_run(settings: Settings, summary: RunSummary, *, app: str | None = None)
         if latest is None or latest.run_id != summary.run_id:
             newer = latest.logical_date.isoformat() if latest else "none"
             return PushedRun(skipped=f"a newer {summary.suite} run ({newer}) owns the gauges")
-        aggregates = aggregate(store.scores(summary.run_id))
+        aggregates = with_context_precision(aggregate(store.scores(summary.run_id)), context_depth_of(latest))
     finally:
         store.dispose()
     result = push_scores(settings, aggregates, suite=summary.suite, target=summary.target, app=app,

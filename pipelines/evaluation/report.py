@@ -9,6 +9,7 @@ wall-clock time: rerendering a run gives the same bytes, which keeps DVC diffs m
 from __future__ import annotations
 
 import json
+import os
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -20,8 +21,11 @@ from jinja2 import Environment
 from markupsafe import Markup
 
 from pipelines.evaluation.charts import Interval, histogram, interval_chart, line_chart
-from pipelines.evaluation.diagnose import ATTRIBUTIONS, diagnose, summarize_attribution
-from pipelines.evaluation.stats import LOWER_IS_BETTER, OVERALL, Aggregate, GateResult, aggregate
+from pipelines.evaluation.diagnose import ATTRIBUTIONS, DEFAULT_MIN_N, NOT_ENOUGH_EVIDENCE, diagnose, summarize_attribution
+from pipelines.evaluation.runs import context_depth_of
+from pipelines.evaluation.stats import (
+    BENJAMINI_HOCHBERG, CI_METHODS, HOLM, LOWER_IS_BETTER, OVERALL, TEST_METHODS, Aggregate, GateResult, aggregate,
+)  # fmt: skip
 from pipelines.evaluation.formatting import interval, number
 from pipelines.files import atomic_write_text
 from pipelines.models.offline import OFFLINE_MODEL
@@ -44,6 +48,8 @@ class ItemView:
     reference_answer: str | None = None
     attribution: str | None = None
     """A label from `retrieval.attribute` (diagnose.ATTRIBUTIONS); None when the suite does not attribute."""
+    correctness: str | None = None
+    """The answer-correctness judge's reason, when it judged the item."""
 
 
 @dataclass(frozen=True)
@@ -66,18 +72,30 @@ def trend_from_store(store: ResultsStore, run: EvalRun, *, limit: int = TREND_RU
 def render_report(run: EvalRun, scores: Sequence[Score], *, aggregates: Sequence[Aggregate] | None = None,
                   items: Mapping[str, ItemView] | None = None, trend: Sequence[TrendPoint] = (),
                   gate: GateResult | None = None, baseline: EvalRun | None = None,
-                  worst: int = WORST_ITEMS) -> str:  # fmt: skip
-    """The report of one run as an HTML string. `trend` holds past runs; this run is added to it."""
+                  worst: int = WORST_ITEMS, min_n: int = DEFAULT_MIN_N) -> str:  # fmt: skip
+    """The report of one run as an HTML string. `trend` holds past runs; this run is added to it. `min_n`
+    (settings: `RAGWATCH_DIAGNOSIS_MIN_N`): fewest ok scores for the diagnosis to state a band."""
     aggs = list(aggregates) if aggregates is not None else aggregate(scores)
     items = items or {}
     metrics = list(dict.fromkeys(a.metric for a in aggs))
     strata = [OVERALL, *sorted({a.stratum for a in aggs} - {OVERALL})]
     by_key = {(a.metric, a.stratum): a for a in aggs}
+    depth = context_depth_of(run)
     context = {
         "run": run,
-        "offline": OFFLINE_MODEL in (run.judge_model, run.generator_model),
+        "offline": any(OFFLINE_MODEL in (name or "") for name in (run.judge_model, run.generator_model)),
         "params": json.dumps(run.params, ensure_ascii=False, sort_keys=True, default=str),
-        "findings": diagnose(aggs),
+        "findings": diagnose(aggs, min_n=min_n, context_depth=depth),
+        "min_n": min_n,
+        "context_depth": depth,
+        "not_enough_evidence": NOT_ENOUGH_EVIDENCE,
+        "holm": HOLM, "bh": BENJAMINI_HOCHBERG,
+        "ci_methods": {m: CI_METHODS[m] for m in dict.fromkeys(a.ci_method for a in aggs) if m in CI_METHODS},
+        "gate_ci_methods": {m.ci_method: CI_METHODS[m.ci_method] for m in (gate.metrics if gate else [])
+                            if m.ci_method in CI_METHODS},
+        "test_methods": {m.test_method: TEST_METHODS[m.test_method] for m in (gate.metrics if gate else [])
+                         if m.test_method in TEST_METHODS},
+        "baseline_report": _relative_link(baseline.report_path if baseline else None, run.report_path),
         "metrics": [(m, METRICS.get(m, _retrieval_help(m)), m in LOWER_IS_BETTER) for m in metrics],
         "table": [[by_key[(m, s)] for s in strata if (m, s) in by_key] for m in metrics],
         "interval_charts": [Markup(_stratum_chart(s, metrics, by_key)) for s in strata],
@@ -90,6 +108,15 @@ def render_report(run: EvalRun, scores: Sequence[Score], *, aggregates: Sequence
         "baseline": baseline,
     }
     return _TEMPLATE.render(**context)
+
+
+def _relative_link(target: str | None, source: str | None) -> str | None:
+    """`target`'s path relative to the folder of `source` (reports link each other without any URL)."""
+    if not target:
+        return None
+    if not source:
+        return Path(target).name
+    return os.path.relpath(target, start=Path(source).parent)
 
 
 def write_report(path: Path, html: str) -> Path:
@@ -239,33 +266,46 @@ pipeline, not the assistant.</div>
 against{% endif %}.</p>
 {% else %}
 <p>{% if gate.passed %}<span class="pass">PASSED</span>{% else %}<span class="fail">FAILED</span>{% endif %}
-{% if baseline %} against run {{ baseline.run_id }}{% endif %}.
+{% if baseline %} against run {{ baseline.run_id }}{% if baseline_report %} (<a href="{{ baseline_report }}">its
+report</a>){% endif %}{% endif %}.
 {{ gate.rule }}</p>
+<p class="muted">Correction: {{ holm }} over the gated metrics (family-wise: one false alarm fails the gate). Each row's
+interval and test are named below the table.</p>
 <table>
 <tr><th>metric</th><th>design</th><th>n</th><th>baseline</th><th>candidate</th><th>difference</th>
-<th>95 % CI (paired)</th><th>tolerance</th><th>verdict</th></tr>
+<th>95 % CI</th><th>p ({{ holm }})</th><th>tolerance</th><th>verdict</th></tr>
 {% for m in gate.metrics %}
 <tr class="{{ 'healthy' if m.passed else 'problem' }}"><td>{{ m.metric }}{% if not m.higher_is_better %} (lower is
 better){% endif %}</td><td>{{ m.design }}</td>
 <td class="num">{{ m.n_pairs if m.design == "paired" else m.n_candidate ~ " / " ~ m.n_baseline }}</td>
 <td class="num">{{ m.baseline_mean|num }}</td><td class="num">{{ m.candidate_mean|num }}</td>
-<td class="num">{{ m.diff|num(4) }}</td><td class="num">{{ ci(m.ci_low, m.ci_high) }}</td>
+<td class="num">{{ m.diff|num(4) }}</td><td class="num" title="{{ m.ci_method or '' }}">{{ ci(m.ci_low, m.ci_high) }}</td>
+<td class="num">{{ m.p_adjusted|num(4) }}</td>
 <td class="num">{{ m.tolerance|num(4) }}</td><td>{{ m.reason }}</td></tr>
 {% endfor %}
 </table>
+<p class="muted">{% for name, text in gate_ci_methods.items() %}Interval <code>{{ name }}</code>: {{ text }}. {% endfor %}
+{% for name, text in test_methods.items() %}Test <code>{{ name }}</code>: {{ text }}. {% endfor %}</p>
 {% endif %}
 
 <h2>Diagnosis</h2>
 <p class="muted">Retrieval first: low context precision degrades faithfulness downstream, so retrieval findings
-come before generation findings of the same severity.</p>
+come before generation findings of the same severity. A band is stated only with evidence: at least {{ min_n }} ok
+scores and an interval that clears the band's edge after {{ bh }} over every band claim of this run; otherwise the
+finding is <span class="inconclusive">inconclusive</span> ({{ not_enough_evidence }}).
+{% if context_depth %}The brief's context-precision band is read on the id-based precision@{{ context_depth }} (the
+{{ context_depth }} chunks the generator was given); ragas' context_precision_ranked is a rank-weighted judge metric
+with no band.{% endif %}</p>
 {% if findings %}
 <table>
-<tr><th>metric</th><th>stratum</th><th>mean</th><th>95 % CI</th><th>n</th><th>band</th><th>what users see</th>
-<th>first action</th><th>note</th></tr>
+<tr><th>severity</th><th>metric</th><th>stratum</th><th>mean</th><th>95 % CI</th><th>n</th><th>band</th>
+<th>what users see</th><th>first action</th><th>note</th></tr>
 {% for f in findings %}
-<tr class="{{ f.severity }}"><td>{{ f.metric }}</td><td>{{ f.stratum }}</td><td class="num">{{ f.mean|num }}</td>
-<td class="num">{{ ci(f.ci_low, f.ci_high) }}</td><td class="num">{{ f.n }}</td><td>{{ f.band }}</td>
-<td>{{ f.users_see }}</td><td>{{ f.first_action }}</td><td>{{ f.note }}</td></tr>
+<tr class="{{ f.severity }}"><td>{% if f.severity == "inconclusive" %}<em>inconclusive</em>{% if f.band_severity %}
+<br><span class="muted">(mean in the {{ f.band_severity }} band)</span>{% endif %}{% else %}{{ f.severity }}{% endif %}</td>
+<td>{{ f.metric }}</td><td>{{ f.stratum }}</td><td class="num">{{ f.mean|num }}</td>
+<td class="num" title="{{ f.ci_method or '' }}">{{ ci(f.ci_low, f.ci_high) }}</td><td class="num">{{ f.n }}</td>
+<td>{{ f.band }}</td><td>{{ f.users_see }}</td><td>{{ f.first_action }}</td><td>{{ f.note }}</td></tr>
 {% endfor %}
 </table>
 {% else %}
@@ -286,22 +326,24 @@ come before generation findings of the same severity.</p>
 {% endif %}
 
 <h2>Scores per stratum</h2>
-<p class="muted">Means are over ok scores only; failed and skipped items are counted, never averaged as 0.
-Intervals: percentile bootstrap, 95 %.</p>
+<p class="muted">Means are over ok scores only; failed and skipped items are counted, never averaged as 0. Each
+95 % interval names its method; no multiplicity correction applies to a single interval.</p>
 <table>
 <tr><th>metric</th><th>stratum</th><th>n ok</th><th>failed</th><th>skipped</th><th>mean</th><th>95 % CI</th>
-<th>std</th></tr>
+<th>interval</th><th>std</th></tr>
 {% for rows in table %}
 {% set outer = loop %}
 {% for a in rows %}
 <tr>{% if loop.first %}<td rowspan="{{ rows|length }}" title="{{ metrics[outer.index0][1] }}">{{ a.metric }}
-{% if metrics[outer.index0][2] %}<br><span class="muted">lower is better</span>{% endif %}</td>{% endif %}
+{% if metrics[outer.index0][2] %}<br><span class="muted">lower is better</span>{% endif %}
+<br><span class="muted">{{ metrics[outer.index0][1] }}</span></td>{% endif %}
 <td>{{ a.stratum }}</td><td class="num">{{ a.n }}</td><td class="num">{{ a.n_failed }}</td>
 <td class="num">{{ a.n_skipped }}</td><td class="num">{{ a.mean|num }}</td>
-<td class="num">{{ ci(a.ci_low, a.ci_high) }}</td><td class="num">{{ a.std|num }}</td></tr>
+<td class="num">{{ ci(a.ci_low, a.ci_high) }}</td><td>{{ a.ci_method or "–" }}</td><td class="num">{{ a.std|num }}</td></tr>
 {% endfor %}
 {% endfor %}
 </table>
+<p class="muted">{% for name, text in ci_methods.items() %}<code>{{ name }}</code>: {{ text }}. {% endfor %}</p>
 
 <h2>Confidence intervals per stratum</h2>
 <div class="charts">{% for chart in interval_charts %}{{ chart }}{% endfor %}</div>
@@ -325,6 +367,7 @@ s.status }}</span>{% endif %}{% if not loop.last %} · {% endif %}{% endfor %}</
 <p><b>Question</b></p><pre>{{ w.view.question }}</pre>
 <p><b>Answer</b></p><pre>{{ w.view.answer }}</pre>
 {% if w.view.reference_answer %}<p><b>Reference answer</b></p><pre>{{ w.view.reference_answer }}</pre>{% endif %}
+{% if w.view.correctness %}<p><b>Correctness judge</b>: {{ w.view.correctness }}</p>{% endif %}
 <details><summary>{{ w.view.contexts|length }} retrieved context(s)</summary>
 {% for c in w.view.contexts %}<pre>[{{ loop.index }}] {{ c }}</pre>{% endfor %}
 </details>

@@ -2,6 +2,12 @@
 
 recall@k and precision@k are reported separately, never blended; a gap between recall@5 and
 MRR means gold chunks are found but rank low.
+
+Every figure is taken over the retrieved list with duplicate ids counted once (the first
+occurrence keeps its rank), and only where it was measured: a cut-off k beyond the number of
+distinct ids a query retrieved (its depth) is not measured for that query — recall@10 of a
+system that retrieved 5 would be recall@5 under another name, and its precision@10 could never
+exceed 0.5. k < 1 is an error.
 """
 
 from __future__ import annotations
@@ -13,46 +19,120 @@ from pathlib import Path
 DEFAULT_KS = (1, 3, 5, 10)
 
 
+def check_ks(ks: Iterable[int]) -> list[int]:
+    """The cut-offs, sorted and distinct; a ValueError naming the first k that is not an integer ≥ 1."""
+    checked = []
+    for k in ks:
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ValueError(f"k = {k!r}: a cut-off of recall@k / precision@k is an integer ≥ 1")
+        checked.append(k)
+    if not checked:
+        raise ValueError("no cut-off k given: recall@k / precision@k need at least one k ≥ 1")
+    return sorted(set(checked))
+
+
+def distinct(retrieved: Iterable[str]) -> list[str]:
+    """The retrieved ids with repeats removed, each at the rank of its first occurrence."""
+    return list(dict.fromkeys(retrieved))
+
+
+def depth(retrieved: Iterable[str]) -> int:
+    """How many distinct ids were retrieved: the largest k at which @k figures are measured."""
+    return len(distinct(retrieved))
+
+
 def recall_at_k(retrieved: Sequence[str], gold: Iterable[str], k: int) -> float:
-    """1 if any gold chunk is in the top k, else 0."""
+    """1 if any gold chunk is among the top k distinct retrieved ids, else 0."""
+    check_ks([k])
     gold = set(gold)
-    return float(any(cid in gold for cid in retrieved[:k]))
+    return float(any(cid in gold for cid in distinct(retrieved)[:k]))
 
 
 def precision_at_k(retrieved: Sequence[str], gold: Iterable[str], k: int) -> float:
-    """Relevant ids in the top k / k (a short list is not rewarded for being short)."""
+    """Gold ids among the top k distinct retrieved ids / k. Call it only for k ≤ `depth(retrieved)`
+    (`query_metrics` does): below that depth the division by k would count ids never retrieved."""
+    check_ks([k])
     gold = set(gold)
-    return sum(cid in gold for cid in retrieved[:k]) / k
+    return sum(cid in gold for cid in distinct(retrieved)[:k]) / k
 
 
 def reciprocal_rank(retrieved: Sequence[str], gold: Iterable[str]) -> float:
+    """1 / rank of the first gold id among the distinct retrieved ids, 0 if none was retrieved."""
     gold = set(gold)
-    return next((1.0 / rank for rank, cid in enumerate(retrieved, start=1) if cid in gold), 0.0)
+    return next((1.0 / rank for rank, cid in enumerate(distinct(retrieved), start=1) if cid in gold), 0.0)
+
+
+def metric_names(ks: Sequence[int]) -> list[str]:
+    """Every figure `query_metrics` can return for these cut-offs."""
+    return [name for k in check_ks(ks) for name in (f"recall@{k}", f"precision@{k}")] + ["mrr"]
 
 
 def query_metrics(retrieved: Sequence[str], gold: Sequence[str], ks: Sequence[int] = DEFAULT_KS) -> dict[str, float]:
+    """recall@k and precision@k for each k up to the query's depth, and MRR; a k beyond the depth is
+    left out (`beyond_depth` says which)."""
     metrics = {}
-    for k in ks:
+    reached = depth(retrieved)
+    for k in check_ks(ks):
+        if k > reached:
+            continue
         metrics[f"recall@{k}"] = recall_at_k(retrieved, gold, k)
         metrics[f"precision@{k}"] = precision_at_k(retrieved, gold, k)
     metrics["mrr"] = reciprocal_rank(retrieved, gold)
     return metrics
 
 
-def attribute(retrieved: Sequence[str], gold: Sequence[str], answer_ok: bool | None) -> str:
-    """retrieval_failure: no gold chunk retrieved; generation_failure: retrieved but the answer is wrong or unsupported."""
-    if not gold:
+def beyond_depth(retrieved: Sequence[str], ks: Sequence[int]) -> list[int]:
+    """The cut-offs this query's retrieved list is too short to measure."""
+    reached = depth(retrieved)
+    return [k for k in check_ks(ks) if k > reached]
+
+
+def not_measured_reason(retrieved: Sequence[str], k: int) -> str:
+    return (f"retrieved {depth(retrieved)} distinct chunk id(s), fewer than k = {k}: @{k} is not measured beyond "
+            "the retrieval depth")  # fmt: skip
+
+
+ATTRIBUTIONS = ("ok", "retrieval_failure", "partial_retrieval_failure", "generation_failure", "unknown",
+                "not_applicable")  # fmt: skip
+"""Per-item labels of `attribute`, in the order reports list them."""
+
+
+def attribute(contexts: Sequence[str], gold: Sequence[str], correct: bool | None,
+              supported: bool | None = None) -> str:  # fmt: skip
+    """Why an item's answer failed, from the chunk ids the generator was given (`contexts`), the answer
+    correctness judge's verdict (`correct`) and whether the answer was supported (faithfulness in a
+    healthy band; None when not scored):
+
+    - not_applicable: the item has no gold chunks (online traces, questions the corpus cannot answer);
+    - unknown: the correctness judge gave no verdict (no answer, a failed judge call);
+    - ok: correct and not unsupported — with or without the gold chunk (the contexts held the facts);
+    - generation_failure: correct but unsupported (it asserted what its contexts do not hold: it should
+      have cited or abstained), or wrong although every gold chunk was in its contexts;
+    - partial_retrieval_failure: wrong, with some but not all gold chunks in its contexts (multi-hop);
+    - retrieval_failure: wrong, with none of the gold chunks in its contexts.
+    """
+    gold_ids = set(gold)
+    if not gold_ids:
         return "not_applicable"
-    if not set(gold) & set(retrieved):
-        return "retrieval_failure"
-    if answer_ok is None:
+    if correct is None:
         return "unknown"
-    return "ok" if answer_ok else "generation_failure"
+    if correct:
+        return "generation_failure" if supported is False else "ok"
+    found = gold_ids & set(contexts)
+    if not found:
+        return "retrieval_failure"
+    return "partial_retrieval_failure" if found != gold_ids else "generation_failure"
 
 
-def score_run_file(path: Path, ks: Sequence[int] = DEFAULT_KS) -> dict[str, float | int]:
-    """Mean metrics over a JSONL run file of {"query_id", "retrieved_ids", "gold_ids"} lines."""
+def score_run_file(path: Path, ks: Sequence[int] = DEFAULT_KS) -> dict[str, float | int | None]:
+    """Mean metrics over a JSONL run file of {"query_id", "retrieved_ids", "gold_ids"} lines.
+
+    `n` counts the queries, `n@k` those that retrieved at least k distinct ids: recall@k and precision@k
+    are means over those (None when there are none), MRR over all queries.
+    """
+    ks = check_ks(ks)
     totals: dict[str, float] = {}
+    measured: dict[int, int] = {k: 0 for k in ks}
     n = 0
     seen: set[str] = set()
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
@@ -70,9 +150,19 @@ def score_run_file(path: Path, ks: Sequence[int] = DEFAULT_KS) -> dict[str, floa
         if not gold:
             raise ValueError(f"{path}:{number}: query {query_id!r} has no gold_ids; retrieval metrics need at least one")
         seen.add(query_id)
-        for name, value in query_metrics([str(r) for r in retrieved], [str(g) for g in gold], ks).items():
+        retrieved = [str(r) for r in retrieved]
+        for name, value in query_metrics(retrieved, [str(g) for g in gold], ks).items():
             totals[name] = totals.get(name, 0.0) + value
+        for k in ks:
+            measured[k] += k <= depth(retrieved)
         n += 1
     if not n:
         raise ValueError(f"{path} has no queries")
-    return {**{name: round(total / n, 6) for name, total in totals.items()}, "n": n}
+    result: dict[str, float | int | None] = {}
+    for k in ks:
+        for name in (f"recall@{k}", f"precision@{k}"):
+            result[name] = round(totals[name] / measured[k], 6) if measured[k] else None
+        result[f"n@{k}"] = measured[k]
+    result["mrr"] = round(totals["mrr"] / n, 6)
+    result["n"] = n
+    return result

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from pipelines.evaluation.params import EvalParams
 from pipelines.files import atomic_write_text, read_jsonl
 from pipelines.records import GoldenItem, Score
+from pipelines.stores.results import EvalRun
 from pipelines.workspace import RunPaths
 
 
@@ -36,6 +37,8 @@ class RunMeta(RunHeader):
     judge_model: str | None = None
     params: EvalParams | None = None
     """The offline eval's parameters; None online."""
+    context_depth: int | None = None
+    """Chunks the generator was given (offline): the retrieval depth of the brief's context-precision band."""
 
 
 def write_meta(run: RunPaths, meta: RunMeta) -> None:
@@ -48,6 +51,12 @@ def read_meta(run: RunPaths) -> RunMeta:
 
 def load_scores(run: RunPaths) -> list[Score]:
     return [Score.model_validate(row) for path in run.score_files for row in read_jsonl(path)]
+
+
+def context_depth_of(run: EvalRun) -> int | None:
+    """The chunks the run's generator was given (recorded by the offline eval in its params), None online."""
+    depth = (run.params or {}).get("context_depth")
+    return int(depth) if depth else None
 
 
 def stratum_of(item: GoldenItem) -> str:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
+
 from pydantic import BaseModel
 
-from pipelines.evaluation.diagnose import diagnose
-from pipelines.evaluation.runs import RunHeader
-from pipelines.evaluation.stats import OVERALL, Aggregate, aggregate
+from pipelines.evaluation.diagnose import DEFAULT_MIN_N, diagnose
+from pipelines.evaluation.runs import RunHeader, context_depth_of
+from pipelines.evaluation.stats import BENJAMINI_HOCHBERG, HOLM, OVERALL, Aggregate, aggregate
 from pipelines.settings import Settings
 from pipelines.stores.results import EvalRun, ResultsStore
 
@@ -19,6 +21,26 @@ class MetricRow(BaseModel):
     mean: float | None
     ci_low: float | None
     ci_high: float | None
+    ci_method: str | None = None
+    """How the interval was made (a `stats.CI_METHODS` key)."""
+
+
+class GateRow(BaseModel):
+    """One gated metric: the paired difference candidate − baseline and the verdict."""
+
+    metric: str
+    design: str
+    n_pairs: int
+    baseline_mean: float | None
+    candidate_mean: float | None
+    diff: float | None
+    ci_low: float | None
+    ci_high: float | None
+    ci_method: str | None
+    p_adjusted: float | None
+    """Holm-adjusted one-sided p-value of "nothing changed" against a worsening."""
+    passed: bool
+    reason: str
 
 
 class RunSummary(RunHeader):
@@ -30,23 +52,39 @@ class RunSummary(RunHeader):
     diagnosis: list[str]
     baseline: str | None = None
     """The run the gate compared against."""
+    gate_rows: list[GateRow] = []
+    gate_correction: str = HOLM
+    diagnosis_correction: str = BENJAMINI_HOCHBERG
+    generator_model: str | None = None
     review_candidates: int | None = None
     """Online only: traces queued for golden review."""
 
 
-def run_summary(run: EvalRun, aggregates: Sequence[Aggregate], *, items: int, baseline: str | None = None) -> RunSummary:
+def run_summary(run: EvalRun, aggregates: Sequence[Aggregate], *, items: int, baseline: str | None = None,
+                min_n: int = DEFAULT_MIN_N) -> RunSummary:  # fmt: skip
+    """`min_n` (settings: `RAGWATCH_DIAGNOSIS_MIN_N`): fewest ok scores for the diagnosis to state a band."""
     gate = run.gate["summary"] if run.gate else (
         "online runs are monitored by alerts, not gated" if run.suite == "online"
         else "no baseline yet: the gate starts with the next run")  # fmt: skip
+    findings = diagnose(aggregates, min_n=min_n, context_depth=context_depth_of(run))
     return RunSummary(
         run_id=run.run_id, suite=run.suite, logical_date=run.logical_date, target=run.target,
         dataset_version=run.dataset_version, items=items, report=run.report_path, gate_passed=run.gate_passed, gate=gate,
-        overall=[MetricRow(metric=a.metric, n=a.n, n_failed=a.n_failed, mean=a.mean, ci_low=a.ci_low, ci_high=a.ci_high)
-                 for a in aggregates if a.stratum == OVERALL],
-        diagnosis=[f"{f.metric} [{f.stratum}] {f.mean:.2f} ({f.band}): {f.users_see} → {f.first_action}"
-                   + (f" ({f.note})" if f.note else "") for f in diagnose(aggregates)],
-        baseline=baseline,
+        overall=[MetricRow(metric=a.metric, n=a.n, n_failed=a.n_failed, mean=a.mean, ci_low=a.ci_low, ci_high=a.ci_high,
+                           ci_method=a.ci_method) for a in aggregates if a.stratum == OVERALL],
+        diagnosis=[f"[{f.severity}] {f.metric} [{f.stratum}] {f.mean:.2f} ({f.band}): {f.users_see} → {f.first_action}"
+                   + (f" ({f.note})" if f.note else "") for f in findings],
+        baseline=baseline, gate_rows=gate_rows(run.gate), generator_model=run.generator_model,
     )  # fmt: skip
+
+
+def gate_rows(gate: dict[str, Any] | None) -> list[GateRow]:
+    if not gate:
+        return []
+    return [GateRow(metric=m["metric"], design=m["design"], n_pairs=m["n_pairs"], baseline_mean=m["baseline_mean"],
+                    candidate_mean=m["candidate_mean"], diff=m["diff"], ci_low=m["ci_low"], ci_high=m["ci_high"],
+                    ci_method=m.get("ci_method"), p_adjusted=m.get("p_adjusted"), passed=m["passed"],
+                    reason=m["reason"]) for m in gate.get("metrics", [])]  # fmt: skip
 
 
 def latest_summary(settings: Settings, suite: str) -> RunSummary:
@@ -58,4 +96,6 @@ def latest_summary(settings: Settings, suite: str) -> RunSummary:
         scores = store.scores(run.run_id)
     finally:
         store.dispose()
-    return run_summary(run, aggregate(scores), items=len({s.item_id for s in scores}))
+    baseline = (run.gate or {}).get("baseline")
+    return run_summary(run, aggregate(scores), items=len({s.item_id for s in scores}), baseline=baseline,
+                       min_n=settings.diagnosis_min_n)  # fmt: skip

@@ -4,6 +4,11 @@ HTTP contract (README § System under test): POST {"question", "language", "item
 target URL; the reply is {"answer": str, "contexts": [{"chunk_id", "text", "score"}], "tool_calls":
 [{"name", "arguments"}]} with contexts in rank order. A failed call is recorded with its reason;
 the item's metrics become `failed`, never 0.
+
+Both targets answer again from given contexts (`answer_with`, noise sensitivity) through the same
+path as their first answer: the reference RAG sends its generator the same prompt with the contexts
+numbered by position either way, so a clean regeneration is the very same request; the HTTP target
+gets the contract's contexts request.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from pipelines.agent_tools import TOOLS
 from pipelines.evaluation.params import EvalParams
 from pipelines.evaluation.prompts import Context, RagAnswerPrompt, RagInput
 from pipelines.models.llm import LLM, build_llm
+from pipelines.models.offline import OFFLINE_MODEL, offline_model_label
 from pipelines.records import GoldenItem, ToolCall
 from pipelines.redact import redact_text
 from pipelines.settings import Settings
@@ -29,13 +35,18 @@ from pipelines.settings import Settings
 class TargetResponse:
     answer: str | None
     contexts: list[dict[str, Any]] = field(default_factory=list)
+    """What the answer was generated from, in rank order."""
     tool_calls: list[ToolCall] = field(default_factory=list)
     error: str | None = None
     latency_s: float = 0.0
+    ranking: list[str] | None = None
+    """Chunk ids retrieved in rank order, deeper than `contexts` when the target retrieved more than it
+    generated from (the reference RAG retrieves to the largest k of the run); None: the contexts' ids."""
 
     @property
     def retrieved_ids(self) -> list[str]:
-        return [c["chunk_id"] for c in self.contexts]
+        """The ranking retrieval metrics are computed on."""
+        return list(self.ranking) if self.ranking is not None else [c["chunk_id"] for c in self.contexts]
 
     @property
     def context_texts(self) -> list[str]:
@@ -47,16 +58,23 @@ class Target(Protocol):
 
     async def respond(self, item: GoldenItem) -> TargetResponse: ...
 
-    async def answer_with(self, question: str, language: str, contexts: Sequence[str]) -> str | None:
-        """Regenerate an answer from given contexts (noise sensitivity); None when not supported."""
+    async def answer_with(self, question: str, language: str, contexts: Sequence[str], *,
+                          sample: int = 0) -> str | None:  # fmt: skip
+        """Answer again from given contexts (noise sensitivity); None when not supported. `sample` > 0 asks
+        for an independent draw of the same request (the no-noise control)."""
 
 
 class ReferenceRAG:
-    """Qdrant hybrid retrieval top-k, then generation through the LLM layer with a configurable prompt."""
+    """Qdrant hybrid retrieval, then generation from the top `k` through the LLM layer with a configurable prompt.
+
+    Retrieves to `depth` (at least k) so that recall@k and precision@k are measured up to the largest k
+    a run asks for; the generator sees only the top k.
+    """
 
     def __init__(self, index, llm: LLM, *, k: int = 5, mode: str = "hybrid", prompt: str | None = None,
-                 name: str = "reference-rag"):  # fmt: skip
+                 name: str = "reference-rag", depth: int | None = None):  # fmt: skip
         self.index, self.llm, self.k, self.mode, self.name = index, llm, k, mode, name
+        self.depth = max(k, depth or k)
         self.prompt = RagAnswerPrompt(prompt)
         self._hits: dict[str, list] = {}
 
@@ -64,7 +82,7 @@ class ReferenceRAG:
         """Search before generating: local-mode Qdrant is not for concurrent threads, and searches are quick."""
         for item in items:
             if item.qtype != "tool" and item.item_id not in self._hits:
-                self._hits[item.item_id] = self.index.search(item.question, k=self.k, mode=self.mode)
+                self._hits[item.item_id] = self.index.search(item.question, k=self.depth, mode=self.mode)
 
     async def respond(self, item: GoldenItem) -> TargetResponse:
         started = time.perf_counter()
@@ -74,20 +92,25 @@ class ReferenceRAG:
             if not result.ok and not result.value:
                 return TargetResponse(answer=None, error=f"tool call failed: {result.error}")
             return TargetResponse(answer="", tool_calls=list(result.value or []), latency_s=time.perf_counter() - started)
-        hits = self._hits.get(item.item_id) or self.index.search(item.question, k=self.k, mode=self.mode)
-        contexts = [{"chunk_id": h.chunk_id, "text": h.text, "score": h.score} for h in hits]
-        answer = await self._generate(item.question, item.language, [c["text"] for c in contexts], [c["chunk_id"] for c in contexts])
+        hits = self._hits.get(item.item_id) or self.index.search(item.question, k=self.depth, mode=self.mode)
+        ranking = [h.chunk_id for h in hits]
+        contexts = [{"chunk_id": h.chunk_id, "text": h.text, "score": h.score} for h in hits[: self.k]]
+        answer = await self._generate(item.question, item.language, [c["text"] for c in contexts])
         if answer.error:
-            return TargetResponse(answer=None, contexts=contexts, error=f"generation failed: {answer.error}")
-        return TargetResponse(answer=answer.value.answer, contexts=contexts, latency_s=time.perf_counter() - started)
+            return TargetResponse(answer=None, contexts=contexts, error=f"generation failed: {answer.error}",
+                                  ranking=ranking)  # fmt: skip
+        return TargetResponse(answer=answer.value.answer, contexts=contexts, latency_s=time.perf_counter() - started,
+                              ranking=ranking)  # fmt: skip
 
-    async def answer_with(self, question: str, language: str, contexts: Sequence[str]) -> str | None:
-        result = await self._generate(question, language, list(contexts), [f"ctx-{i}" for i in range(len(contexts))])
+    async def answer_with(self, question: str, language: str, contexts: Sequence[str], *,
+                          sample: int = 0) -> str | None:  # fmt: skip
+        result = await self._generate(question, language, list(contexts), sample=sample)
         return result.value.answer if result.ok else None
 
-    async def _generate(self, question: str, language: str, texts: list[str], ids: list[str]):
-        inputs = RagInput(question=question, language=language,
-                          contexts=[Context(chunk_id=i, text=t) for i, t in zip(ids, texts)])  # fmt: skip
+    async def _generate(self, question: str, language: str, texts: list[str], *, sample: int = 0):
+        # Numbered by position, never by chunk id: a regeneration from the same texts is the same request.
+        inputs = RagInput(question=question, language=language, sample=sample,
+                          contexts=[Context(chunk_id=str(rank), text=t) for rank, t in enumerate(texts, start=1)])  # fmt: skip
         return await self.llm.run(self.prompt, inputs)
 
 
@@ -103,7 +126,9 @@ class HTTPTarget:
     async def respond(self, item: GoldenItem) -> TargetResponse:
         return await self._post({"question": item.question, "language": item.language, "item_id": item.item_id})
 
-    async def answer_with(self, question: str, language: str, contexts: Sequence[str]) -> str | None:
+    async def answer_with(self, question: str, language: str, contexts: Sequence[str], *,
+                          sample: int = 0) -> str | None:  # fmt: skip
+        # Every call to the service is an independent draw already: `sample` needs no marker.
         reply = await self._post({"question": question, "language": language, "contexts": list(contexts)})
         return reply.answer if reply.error is None else None
 
@@ -146,7 +171,14 @@ def build_target(settings: Settings, params: EvalParams, index) -> ReferenceRAG 
         headers = {name: value.get_secret_value() for name, value in settings.target_headers.items()}
         return HTTPTarget(params.target_url, name=params.target_name, headers=headers)
     return ReferenceRAG(index, build_llm(settings, "generator"), k=params.retrieval_k, mode=params.retrieval_mode,
-                        prompt=params.prompt, name=params.target_name)  # fmt: skip
+                        prompt=params.prompt, name=params.target_name, depth=max(params.k))  # fmt: skip
+
+
+def generator_label(llm: LLM | None) -> str | None:
+    """The generator's name for run records: the offline backend's with its fault rates."""
+    if llm is None:
+        return None
+    return offline_model_label() if llm.model == OFFLINE_MODEL else llm.model
 
 
 async def respond_all(target: Target, items: Sequence[GoldenItem]) -> list[TargetResponse]:

@@ -7,7 +7,8 @@ a sharper rule (catching swapped numbers or entities, say) changes every path at
 
 from __future__ import annotations
 
-from pipelines.text import STOPWORDS, abstains, content_tokens, coverage, detect_language, fold, sentences, words
+from pipelines.text import (STOPWORDS, abstains, content_tokens, coverage, detect_language, fold, missing_facts,
+                            sentences, words)
 
 SUPPORTED = 0.6
 """Share of a claim's content words that must occur in the evidence for the claim to count as supported."""
@@ -25,8 +26,13 @@ def claims(text: str) -> list[str]:
 def support(claim: str, evidence: str) -> tuple[int, str]:
     """(1, reason) when `evidence` supports `claim`, else (0, reason); the reason says why, for a person."""
     share = coverage(claim, evidence)
-    verdict = int(share >= SUPPORTED)
-    return verdict, f"{share:.0%} of the statement's content words are in the text (offline rule: ≥ {SUPPORTED:.0%})"
+    # Word overlap alone passes a claim with one number or name swapped: those must be in the text too.
+    missing = missing_facts(claim, evidence)
+    verdict = int(share >= SUPPORTED and not missing)
+    reason = f"{share:.0%} of the statement's content words are in the text (offline rule: ≥ {SUPPORTED:.0%})"
+    if missing:
+        reason += f"; numbers and names not in the text: {', '.join(missing)}"
+    return verdict, reason
 
 
 def useful(context: str, reference: str) -> tuple[int, str]:
