@@ -69,19 +69,40 @@ def test_detects_valid_values(text, entity, value):
 
 
 @pytest.mark.parametrize(
-    "text",
+    ("text", "entity", "value"),
     [
-        "Mi DNI es 12345678A",  # wrong check letter
-        "NIE X1234567A",
-        "IBAN ES9121000418450200051333",  # wrong mod-97 check
-        "tarjeta 4111 1111 1111 1112",  # fails Luhn
-        "número 1234567812345678",
-        "llámame al 612 345 67",  # one digit short
-        "+44 20 7946 095",
-        "IP 999.1.1.1",
+        ("Mi DNI es 12345678A", "DNI_INVALID", "12345678A"),  # wrong check letter: a typo is still someone's
+        ("NIE X1234567A", "NIE_INVALID", "X1234567A"),
+        ("IBAN ES9121000418450200051333", "IBAN_INVALID", "ES9121000418450200051333"),  # wrong mod-97 check
+        ("tarjeta 4111 1111 1111 1112", "CREDIT_CARD_INVALID", "4111 1111 1111 1112"),  # fails Luhn
+        ("número 1234567812345678", "CREDIT_CARD_INVALID", "1234567812345678"),
+        ("+44 20 7946 095", "PHONE_INVALID", "+44 20 7946 095"),  # a country code, one digit short
+        ("CIF B12345679", "CIF_INVALID", "B12345679"),
+        ("NSS 28/12345678/41", "NSS_INVALID", "28/12345678/41"),
+        ("SSN 666-12-3456", "SSN_INVALID", "666-12-3456"),  # no SSN has area 666
     ],
 )
-def test_rejects_wrong_checksums(text):
+def test_shape_only_values_are_replaced_and_typed_invalid(text, entity, value):
+    assert detected(text) == [(entity, value)]
+
+
+def test_a_cue_makes_any_country_s_number_a_phone():
+    # One digit short of a Spanish mobile, but a valid national number elsewhere: after "llámame" it is a phone.
+    assert [t for t, _ in detected("llámame al 612 345 67")] == ["PHONE"]
+    assert detected("pedido 612 345 67") == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "IP 999.1.1.1",  # no such address: a version-like string
+        "epoch millis 1732875600123",  # thirteen digits failing Luhn, not grouped like a card
+        "id 0012345678 en la tabla",  # zeros padding an id, not "00" dialling a country
+        "ref 2147483647 and 4294967296",  # contiguous ten digits without a phone cue
+        "sha a12345678b and 12345678 a",
+    ],
+)
+def test_numbers_without_an_identifier_s_shape_stay(text):
     assert detected(text) == []
 
 

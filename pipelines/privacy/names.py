@@ -1,7 +1,15 @@
 """Person names in Spanish and English text, without a model: a gazetteer plus context cues.
 
 A capitalised first name on its own is not a name ("Rosa", "Will", "May" are words too); it
-becomes one after a cue ("me llamo", "Dr.", "Atentamente,") or when a known surname follows.
+becomes one after a cue ("me llamo", "Dr.", "Atentamente,") or when a surname follows. How much a
+cue vouches for depends on the cue:
+- strong ("me llamo", "my name is", "a nombre de", "Dr.", a closing such as "Saludos," followed by a
+  line break, i.e. a signature): whatever name-like words follow, known or not, capitalised or not;
+- middle ("soy", "I'm", "for", "para", "contacta con"): a known name, or capitalised words that are
+  not everyday words, tools or nationalities ("for Xiomara Quintero", not "for Python" or "I'm Spanish");
+- weak ("hola", "gracias", "thanks"): only a known first name or surname ("Gracias, Rosa").
+Once a name has started, the capitalised words that follow belong to it ("Marta Vilaró i Puig",
+"Juan de la Fuente", "Lorca García-Lorca"), as do lower-case known names after a cue ("soy juan garcía").
 """
 
 from __future__ import annotations
@@ -12,7 +20,8 @@ import re
 import unicodedata
 from typing import NamedTuple
 
-_FAKER_LOCALES = ("es_ES", "es_MX", "en_US", "en_GB")
+_FAKER_LOCALES = ("es_ES", "es_CA", "es_MX", "es_AR", "es_CO", "es_CL", "en_US", "en_GB")
+_COMMON_WORD_LOCALES = ("en_US", "es_ES")
 
 TECHNICAL_WORDS = frozenset(
     """python django airflow flask fastapi pandas numpy scipy polars pyarrow arrow parquet docker
@@ -28,42 +37,101 @@ _FUNCTION_WORDS = frozenset(
     """the this that these those if in a an for when it its see note as at by on or and but not no to
     of is are be with from all each any some also however then there here what which how why where
     el la los las un una en si para por con de del que qué cómo como cuando pero y o es son se lo al
-    según también hay este esta estos estas ese esa mi tu su""".split()  # noqa: SIM905
+    según también hay este esta estos estas ese esa mi tu su i""".split()  # noqa: SIM905
+)
+_CALENDAR_AND_PEOPLES = frozenset(
+    """monday tuesday wednesday thursday friday saturday sunday january february march april june july
+    august september october november december lunes martes miércoles jueves viernes sábado domingo
+    enero febrero marzo abril mayo junio julio agosto septiembre octubre noviembre diciembre
+    spanish english french german italian portuguese catalan basque galician american british mexican
+    argentinian chinese japanese european español inglés francés alemán""".split()  # noqa: SIM905
 )
 _NEVER_NAMES = TECHNICAL_WORDS | _FUNCTION_WORDS
 """Sentence openers and tools: a strong cue before them is a coincidence, not a name."""
 
 _UP = "A-ZÁÉÍÓÚÑÜÀÈÌÒÙÇÂÊÎÔÛËÏÖ"
+_LOW = "a-záéíóúñüàèìòùçâêîôûëïöª"
 _REST = rf"\w*(?:['’][{_UP}]\w*)?(?:-[{_UP}]\w*)?"
 # The word-boundary check comes after the first letter: a pattern that opens with a character
 # class lets the regex engine skip to candidates at C speed instead of testing every position.
 _CAP = rf"[{_UP}](?<![\w'’\-][{_UP}]){_REST}"
-_PARTICLE = r"(?:de(?:l|[ \t]+la|[ \t]+las|[ \t]+los)?|y|van(?:[ \t]+der|[ \t]+den)?|von|da|das|dos|di|du)"
-_RUN = re.compile(rf"(?P<first>{_CAP})(?:[ \t]+(?:{_PARTICLE}[ \t]+)?[{_UP}]{_REST})*")
-_TOKEN = re.compile(_CAP)
+_PARTICLE = (
+    r"(?:de(?:l|[ \t]+la|[ \t]+las|[ \t]+los|[ \t]+l['’])?|dels|della|des|y|i|e|van(?:[ \t]+der|[ \t]+den)?|von|ter"
+    r"|da|das|dos|di|du|le)"
+)
+_RUN = re.compile(rf"(?P<first>{_CAP})(?:[ \t]+(?:{_PARTICLE}[ \t]+)?(?:[dDlL]['’])?[{_UP}]{_REST})*")
+_TOKEN = re.compile(rf"(?:[dDlL]['’])?[{_UP}]{_REST}")
 
 TITLES = (
     "Sr", "Sra", "Srta", "Dr", "Dra", "Dña", "Don", "Doña", "don", "doña", "Prof", "Profa",
     "Mr", "Mrs", "Ms", "Mx", "Miss",
 )  # fmt: skip
-STRONG_PHRASES = ("me llamo", "mi nombre es", "my name is", "firmado")
-"""Strong cues: whatever capitalised words follow are a name, known or not."""
-_WEAK_PHRASES = (
-    r"soy|I['’]m|I\s+am|contact(?:a|ar|e)?(?:\s+(?:con|with|to))?|habla(?:r)?\s+con|escribe\s+a"
-    r"|atentamente|saludos|un\s+saludo|cordialmente|regards|best\s+regards|kind\s+regards|thanks"
-    r"|thank\s+you|gracias|cheers|hola|hi|hello|hey|dear|estimad[oa]|querid[oa]|de\s+parte\s+de"
-    r"|on\s+behalf\s+of|cliente|customer|signed"
+STRONG_PHRASES = ("me llamo", "mi nombre es", "my name is", "a nombre de", "firmado", "signed by")
+"""Strong cues: whatever name-like words follow are a name, known or not."""
+_MIDDLE_PHRASES = (
+    r"soy|I['’]m|I\s+am|this\s+is|aquí|contact(?:a|ar|e)?(?:\s+(?:con|with|to))?|habla(?:r)?\s+con"
+    r"|escribe\s+a|pregunta\s+por|ask\s+for|de\s+parte\s+de|on\s+behalf\s+of"
 )
-"""Weak cues: only a known first name or surname follows as a name ("Gracias, Rosa")."""
-_STRONG = "|".join(r"\s+".join(phrase.split()) for phrase in STRONG_PHRASES)
+"""Middle cues: a known name, or a capitalised word that is no everyday word ("soy Xiomara")."""
+_PAIR_PHRASES = r"for|para|cliente|customer|titular|holder|reserva|booking"
+"""Middle cues too common to vouch for one unknown word ("for Loop"): two are needed ("for Xiomara Quintero")."""
+_CLOSINGS = (
+    r"atentamente|saludos|un\s+saludo|cordialmente|regards|best\s+regards|kind\s+regards|best|thanks|thank\s+you"
+    r"|gracias|cheers|signed|att|atte|--"
+)
+"""Closings: weak on the same line ("Gracias, Rosa"), strong before a line break (a signature)."""
+_WEAK_PHRASES = r"hola|hi|hello|hey|dear|estimad[oa]|querid[oa]|buenos\s+d[ií]as|buenas(?:\s+tardes)?"
+_STRONG = "|".join(r"\s+".join(map(re.escape, phrase.split())) for phrase in STRONG_PHRASES)
 _CUE_BEFORE = re.compile(
-    rf"(?:(?P<strong>\b(?i:{_STRONG})|\b(?:{'|'.join(TITLES)})\.?)|\b(?i:{_WEAK_PHRASES}))[ \t]*[,:]?\s*\Z"
+    rf"(?:(?P<strong>\b(?i:{_STRONG})|\b(?:{'|'.join(TITLES)})\.?)|(?P<middle>\b(?i:{_MIDDLE_PHRASES}))"
+    rf"|(?P<pair>\b(?i:{_PAIR_PHRASES}))|(?P<closing>(?:\b|(?<=\s)|^)(?i:{_CLOSINGS}))|\b(?i:{_WEAK_PHRASES}))"
+    r"(?P<gap>[ \t]*[,:]?[ \t]*\n?\s*)\Z"
 )
-"""A cue that ends right where a capitalised run starts; searched in a short window before it."""
+"""A cue that ends right where a name starts; searched in a short window before it."""
 _CUE_WINDOW = 32
 _CUE_GAP = " \t\r\n,:"
+_UNKNOWN_NAME_CUES = (
+    "me llamo", "mi nombre es", "my name is", "a nombre de", "firmado", "signed by", "soy", "i'm",
+    "i’m", " am", "this is", "aquí", "aqui", " for", "para", "contacta", "contactar", "contact", "contacte", " con",
+    " with", " to", "habla", "hablar", "escribe a", "pregunta por", "ask for", "de parte de", "on behalf of",
+    "cliente", "customer", "titular", "holder", "reserva", "booking",
+)  # fmt: skip
+"""How the cues that can vouch for an unknown name end: a cheap test before the cue regex."""
+_CLOSING_ENDINGS = (
+    "atentamente", "saludos", "un saludo", "cordialmente", "regards", "best", "thanks", "thank you", "gracias",
+    "cheers", "signed", "att", "atte", "--",
+)  # fmt: skip
 _TITLE_ENDINGS = TITLES + tuple(f"{title}." for title in TITLES)
 _MAX_TOKENS = 5
+
+_LOWER_WEAK_CUES = (
+    "soy", "i'm", "i am", "hola", "hi", "hello", "hey", "gracias", "thanks", "dear", "saludos", "querido", "querida",
+    "estimado", "estimada", "atentamente", "cordialmente", "regards",
+)  # fmt: skip
+
+
+def _phrases(phrases) -> str:
+    """An alternation of phrases grouped by first letter, each letter one branch: the regex engine
+    checks a branch's opening literal in C, so a position costs one check per letter, not per phrase."""
+    grouped: dict[str, list[str]] = {}
+    for phrase in phrases:
+        rest = r"\s+".join(re.escape(word) for word in phrase[1:].split(" ")).replace("'", "['’]")
+        grouped.setdefault(phrase[0], []).append(rest)
+    return "|".join(f"{re.escape(head)}(?:{'|'.join(tails)})" for head, tails in grouped.items())
+
+
+_LOWER_CUE_BODY = (
+    rf"(?:(?P<strong>{_phrases(STRONG_PHRASES)})|{_phrases(_LOWER_WEAK_CUES)})\b[ \t]*[,:]?[ \t]*\n?[ \t]*(?=[{_LOW}])"
+)
+_LOWER_CUE_SCANS = tuple(
+    (separator, re.compile(re.escape(separator) + _LOWER_CUE_BODY)) for separator in (" ", "\n", "\t", ",", "(", "¡")
+)
+"""One scan per separator that may stand before a cue: each opens with a literal, which the regex
+engine finds at memchr speed, where a character class would cost a test at every position."""
+_LOWER_CUE_AT_START = re.compile(_LOWER_CUE_BODY)
+"""Cues before a name typed in lower case ("me llamo juan garcía", "hola maria")."""
+_LOWER_WORD = re.compile(rf"[{_LOW}]+(?:-[{_LOW}]+)?")
+_LOWER_PARTICLES = frozenset("de del la las los y i e da das dos di du van von der den".split())
 
 
 class _Token(NamedTuple):
@@ -83,6 +151,8 @@ class _Gazetteer(NamedTuple):
     first: frozenset[str]
     last: frozenset[str]
     known: frozenset[str]
+    common: frozenset[str]
+    """Everyday words: a capitalised one is a heading or a sentence opener, not an unknown surname."""
 
 
 @functools.cache
@@ -92,23 +162,64 @@ def _gazetteer() -> _Gazetteer:
     last: set[str] = set()
     for locale in _FAKER_LOCALES:
         provider = importlib.import_module(f"faker.providers.person.{locale}").Provider
-        for target, groups in ((first, ("first_names_male", "first_names_female")), (last, ("last_names",))):
+        for target, groups in ((first, ("first_names_male", "first_names_female", "first_names")), (last, ("last_names",))):
             for group in groups:
-                for entry in getattr(provider, group, ()):
-                    target.update(w for w in fold(entry).split() if len(w) > 1)
+                entries = getattr(provider, group, ())
+                if isinstance(entries, (list, tuple, dict)):  # some locales compute it: skip those
+                    for entry in entries:
+                        target.update(w for w in fold(entry).split() if len(w) > 1)
     particles = {"de", "del", "la", "las", "los", "y", "van", "der", "den", "von", "da", "das", "dos", "di", "du"}
-    first -= particles | _NEVER_NAMES
-    last -= particles | _NEVER_NAMES
-    return _Gazetteer(frozenset(first), frozenset(last), frozenset(first | last))
+    excluded = particles | _NEVER_NAMES | _CALENDAR_AND_PEOPLES
+    first -= excluded
+    last -= excluded
+    common = set(_CALENDAR_AND_PEOPLES | _NEVER_NAMES)
+    for locale in _COMMON_WORD_LOCALES:
+        common.update(fold(w) for w in importlib.import_module(f"faker.providers.lorem.{locale}").Provider.word_list)
+    return _Gazetteer(frozenset(first), frozenset(last), frozenset(first | last), frozenset(common - first - last))
 
 
-@functools.lru_cache(maxsize=1 << 16)
+_KEYS: dict[str, str] = {}
+
+
 def _key(word: str) -> str:
-    return fold(word)
+    key = _KEYS.get(word)
+    if key is None:
+        if len(_KEYS) > 1 << 16:
+            _KEYS.clear()
+        key = _KEYS[word] = fold(word)
+    return key
 
 
 def _known(key: str, names: frozenset[str]) -> bool:
     return key in names or ("-" in key and all(part in names for part in key.split("-")))
+
+
+_WORD_ENDINGS = (
+    "tion", "tions", "sion", "sions", "ment", "ments", "ness", "ity", "ities", "ing", "ings", "able", "ible", "ism",
+    "isms", "ics", "ance", "ence", "ances", "ences", "ship", "ful", "less", "ive", "ives", "ize", "ise", "ized",
+    "ation", "cion", "ciones", "sion", "siones", "mente", "idad", "idades", "miento", "mientos", "ismo",
+)  # fmt: skip
+"""How English and Spanish common nouns and adjectives end and names rarely do ("Variable Annotations")."""
+
+
+_NAME_LIKE: dict[str, bool] = {}
+
+
+def _name_like(key: str) -> bool:
+    """An unknown capitalised word that may be a name: not a tool, a function word or an everyday word."""
+    verdict = _NAME_LIKE.get(key)
+    if verdict is None:
+        if len(_NAME_LIKE) > 1 << 16:
+            _NAME_LIKE.clear()
+        bare = key.split("'")[-1]
+        verdict = _NAME_LIKE[key] = (
+            len(bare) > 1
+            and bare not in _gazetteer().common
+            and bare not in _NEVER_NAMES
+            and not bare.endswith(_WORD_ENDINGS)
+            and not any(c.isdigit() for c in bare)
+        )
+    return verdict
 
 
 def _tokens(text: str, start: int, end: int) -> list[_Token]:
@@ -119,24 +230,40 @@ def _tokens(text: str, start: int, end: int) -> list[_Token]:
     return tokens
 
 
-def _after_cue(tokens: list[_Token], strong: bool) -> int:
-    """How many leading tokens after a cue form the name (0: none)."""
+def _continuation(tokens: list[_Token]) -> int:
+    """How many tokens after the first still belong to a name that has started."""
     known = _gazetteer().known
-    if not tokens or tokens[0].key in _NEVER_NAMES:
-        return 0
-    if not strong and not _known(tokens[0].key, known):
-        return 0
     count = 1
     for token in tokens[1:_MAX_TOKENS]:
-        if token.key in _NEVER_NAMES or not (strong or _known(token.key, known)):
+        if token.key in _NEVER_NAMES or not (_known(token.key, known) or _name_like(token.key)):
             break
         count += 1
     return count
 
 
+def _after_cue(tokens: list[_Token], strength: str) -> int:
+    """How many leading tokens after a cue form the name (0: none)."""
+    known = _gazetteer().known
+    if not tokens or tokens[0].key in _NEVER_NAMES:
+        return 0
+    first_known = _known(tokens[0].key, known)
+    if strength == "strong":
+        return _continuation(tokens) if first_known or tokens[0].key not in _CALENDAR_AND_PEOPLES else 0
+    if first_known:
+        return _continuation(tokens)
+    if strength in ("middle", "pair") and _name_like(tokens[0].key):
+        count = _continuation(tokens)
+        return count if strength == "middle" or count >= 2 else 0
+    return 0
+
+
 def _first_last_sequences(tokens: list[_Token]) -> list[tuple[int, int]]:
-    """Windows "FirstName [FirstName] Surname [particle] [Surname]" as token index ranges."""
-    first, last, _ = _gazetteer()
+    """Windows "FirstName [FirstName] Surname..." as token index ranges.
+
+    A known first name followed by a known surname is a name; so is one followed by a capitalised
+    word that is no everyday word ("Marta Vilaró"), because that is how unlisted surnames appear.
+    """
+    first, last, known, _ = _gazetteer()
     windows, i = [], 0
     while i < len(tokens):
         if tokens[i].key not in first or tokens[i].after_particle:
@@ -145,7 +272,9 @@ def _first_last_sequences(tokens: list[_Token]) -> list[tuple[int, int]]:
         end, j = None, i + 1
         while j < len(tokens) and j - i < _MAX_TOKENS:
             token = tokens[j]
-            if _known(token.key, last):
+            if token.key in _NEVER_NAMES:
+                break
+            if _known(token.key, last) or (not _known(token.key, first) and _name_like(token.key)):
                 end = j + 1
             elif not _known(token.key, first):
                 break
@@ -159,28 +288,54 @@ def _first_last_sequences(tokens: list[_Token]) -> list[tuple[int, int]]:
 
 
 def _cue_possible(text: str, start: int, key: str, known: frozenset[str]) -> bool:
-    """A cheap test before the cue regex: weak cues need a known name, strong ones end in a title or phrase."""
+    """A cheap test before the cue regex: a known name after any cue, an unknown one after a few."""
     if not start or text[start - 1] not in _CUE_GAP:  # '"True"', '(None': no cue fits
         return False
     if key in known:
         return True
     if key in _NEVER_NAMES:
         return False
-    tail = text[max(0, start - 16) : start].rstrip(_CUE_GAP)
-    return tail.endswith(_TITLE_ENDINGS) or tail.lower().endswith(STRONG_PHRASES)
+    return _unknown_name_cue_before(text, start)
 
 
-def find_names(text: str) -> list[tuple[int, int, str]]:
-    """Candidate person names as (start, end, canonical); may overlap, the caller resolves."""
+def _unknown_name_cue_before(text: str, start: int) -> bool:
+    tail = text[max(0, start - 20) : start]
+    cue = tail.rstrip(_CUE_GAP)
+    if cue.endswith(_TITLE_ENDINGS):
+        return True
+    cue = cue.lower()
+    return cue.endswith(_UNKNOWN_NAME_CUES) or ("\n" in tail[len(cue) :] and cue.endswith(_CLOSING_ENDINGS))
+
+
+def _strength(cue: re.Match[str]) -> str:
+    if cue.group("strong") is not None:
+        return "strong"
+    if cue.group("middle") is not None:
+        return "middle"
+    if cue.group("pair") is not None:
+        return "pair"
+    if cue.group("closing") is not None and "\n" in cue.group("gap"):
+        return "strong"  # a closing, then a line break: the next line is a signature
+    return "weak"
+
+
+def capitalised_runs(text: str) -> list[re.Match[str]]:
+    """Each run of capitalised words ("Marta Vilaró i Puig", "Python"), shared with the address detector."""
+    return list(_RUN.finditer(text))
+
+
+def _capitalised_names(text: str, runs: list[re.Match[str]]) -> list[tuple[int, int]]:
     known = _gazetteer().known
     found = []
-    for m in _RUN.finditer(text):
-        start, end = m.span()
-        if m.end(1) == end:  # one word: a name only right after a cue
+    for run in runs:
+        start, end = run.span()
+        single = run.end(1) == end
+        if single:  # one word: a name only right after a cue
             if not start or text[start - 1] not in _CUE_GAP:  # spares the key lookup for most words
                 continue
-            key = _key(m.group())
-            if not _cue_possible(text, start, key, known):
+            key = _key(text[start:end])
+            # An unknown everyday word ("Return", "Example") is no name after any cue but "me llamo".
+            if key not in known and (not _name_like(key) or not _unknown_name_cue_before(text, start)):
                 continue
             tokens = [_Token(start, end, key, False)]
         else:
@@ -188,10 +343,53 @@ def find_names(text: str) -> list[tuple[int, int, str]]:
             found.extend((tokens[a].start, tokens[b - 1].end) for a, b in _first_last_sequences(tokens))
         # A cue sits before the run ("soy Rosa") or opens it ("Soy Rosa", "Mr Smith").
         for i, token in enumerate(tokens[:2]):
-            if _cue_possible(text, token.start, token.key, known):
+            if (single and not i) or _cue_possible(text, token.start, token.key, known):
                 cue = _CUE_BEFORE.search(text, max(0, token.start - _CUE_WINDOW), token.start)
-                count = cue and _after_cue(tokens[i:], strong=cue.group("strong") is not None)
+                count = cue and _after_cue(tokens[i:], _strength(cue))
                 if count:
                     found.append((token.start, tokens[i + count - 1].end))
                     break
+    return found
+
+
+def _lowercase_names(text: str, lower: str) -> list[tuple[int, int]]:
+    """Names typed in lower case after a cue: anything name-like after a strong cue, known names otherwise."""
+    known = _gazetteer().known
+    found = []
+    cues = [m for separator, scan in _LOWER_CUE_SCANS if separator in lower for m in scan.finditer(lower)]
+    at_start = _LOWER_CUE_AT_START.match(lower)
+    for cue in [at_start, *cues] if at_start else cues:
+        if not text[cue.end()].islower():
+            continue  # capitalised: the other path's
+        strong = cue.group("strong") is not None
+        words = []
+        for word in _LOWER_WORD.finditer(lower, cue.end(), min(len(lower), cue.end() + 80)):
+            gap = lower[words[-1][1] if words else cue.end() : word.start()]
+            if words and (gap.strip() or "\n" in gap):
+                break
+            words.append((word.start(), word.end(), _key(word.group())))
+            if len(words) > _MAX_TOKENS + 2:
+                break
+        taken = 0
+        for i, (_, _, key) in enumerate(words):
+            if key in _LOWER_PARTICLES and i + 1 < len(words) and _known(words[i + 1][2], known) and taken:
+                continue
+            if _known(key, known) or (strong and i == 0 and _name_like(key)):
+                taken = i + 1
+            else:
+                break
+        if taken:
+            found.append((words[0][0], words[taken - 1][1]))
+    return found
+
+
+def find_names(text: str, lower: str | None = None, runs: list[re.Match[str]] | None = None
+               ) -> list[tuple[int, int, str]]:  # fmt: skip
+    """Candidate person names as (start, end, canonical); may overlap, the caller resolves.
+
+    `lower` is `text` lowercased with the same length and `runs` its `capitalised_runs`, when the
+    caller already has them.
+    """
+    found = _capitalised_names(text, capitalised_runs(text) if runs is None else runs)
+    found += _lowercase_names(text, text.lower() if lower is None else lower)
     return [(start, end, " ".join(fold(text[start:end]).split())) for start, end in found]
