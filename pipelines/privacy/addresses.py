@@ -76,7 +76,8 @@ def detect_addresses(view: TextView) -> list[Span]:
     for run in view.memo("capitalised_runs", lambda v: capitalised_runs(v.text)):
         start, end = run.span()
         if text[end : end + 1] in _AFTER_STREET_NAME and _NUMBER_AFTER.match(text, end):
-            street = _ES_TYPE_AT.match(text, start) or _ES_TYPE_BEFORE.search(text, max(0, start - _TYPE_WINDOW), start)
+            # "Avda. Gran Vía, 217": the type before the run first, for "Gran Vía" is a type and a name
+            street = _ES_TYPE_BEFORE.search(text, max(0, start - _TYPE_WINDOW), start) or _ES_TYPE_AT.match(text, start)
             address = street and _ES_ADDRESS.match(text, street.start())
             if address:
                 found.append(_span(view, address.start(), address.end()))

@@ -2,6 +2,10 @@
 
 A pseudonym is `[TYPE_xxxxxxxx]`, the first 8 hex digits of HMAC-SHA256(key, scope, type,
 canonical value). Without the key it cannot be reversed or linked across scopes.
+
+JSON-like values (tool arguments, metadata) are walked whole: keys are anonymized like any text (a
+customer's e-mail can be a key), and a key that names what it holds (`password`, `phone`) vouches
+for its value (see `fields`).
 """
 
 from __future__ import annotations
@@ -11,7 +15,10 @@ import hmac
 from collections import Counter
 from typing import Any
 
+from pipelines.privacy.fields import field_entity, whole_value_type
+from pipelines.privacy.names import fold
 from pipelines.privacy.recognizers import find_pii
+from pipelines.privacy.spans import PSEUDONYM
 from pipelines.records import Trace
 
 
@@ -22,8 +29,9 @@ class Anonymizer:
         self._key = key
 
     def pseudonym(self, scope: str, entity_type: str, canonical: str) -> str:
-        # A separator keeps ("ab", "c") and ("a", "bc") from sharing a message.
-        message = f"{scope}\x1f{entity_type}\x1f{canonical}".encode()
+        # A separator keeps ("ab", "c") and ("a", "bc") from sharing a message; lone surrogates (from
+        # JSON such as "\ud800") are encoded as they are rather than crash the run.
+        message = f"{scope}\x1f{entity_type}\x1f{canonical}".encode("utf-8", "surrogatepass")
         return f"[{entity_type}_{hmac.new(self._key, message, hashlib.sha256).hexdigest()[:8]}]"
 
     def anonymize_text(self, text: str, scope: str, counts: Counter) -> str:
@@ -38,14 +46,39 @@ class Anonymizer:
         parts.append(text[cursor:])
         return "".join(parts)
 
-    def anonymize_value(self, value: Any, scope: str, counts: Counter) -> Any:
-        """Every string inside a JSON-like value; dict keys are schema, not content, and stay."""
+    def _anonymize_field(self, value: str, entity: str, scope: str, counts: Counter) -> str:
+        """A string under a key that names its content: replaced whole when detection finds nothing
+        in it (or always, for a secret), so "sunshine" under `password` does not survive."""
+        if PSEUDONYM.fullmatch(value.strip()):
+            return value
+        found: Counter = Counter()
+        anonymized = self.anonymize_text(value, scope, found)
+        if found and entity != "SECRET":
+            counts.update(found)
+            return anonymized
+        entity_type = whole_value_type(entity, value)
+        if entity_type is None:
+            counts.update(found)
+            return anonymized
+        canonical = " ".join(fold(value).split()) if entity in ("PERSON", "ADDRESS", "EMAIL") else value.strip()
+        counts[entity_type] += 1
+        return self.pseudonym(scope, entity_type, canonical)
+
+    def anonymize_value(self, value: Any, scope: str, counts: Counter, field: str | None = None) -> Any:
+        """Every string inside a JSON-like value, keys included; `field` is the key `value` sits under."""
         if isinstance(value, str):
-            return self.anonymize_text(value, scope, counts)
+            entity = field_entity(field) if field else None
+            return self.anonymize_text(value, scope, counts) if entity is None else self._anonymize_field(value, entity, scope, counts)
         if isinstance(value, dict):
-            return {key: self.anonymize_value(item, scope, counts) for key, item in value.items()}
+            out: dict = {}
+            for key, item in value.items():
+                new_key = self.anonymize_text(key, scope, counts) if isinstance(key, str) else key
+                while new_key in out:  # two keys that were one value spelled two ways: keep both
+                    new_key = f"{new_key}#"
+                out[new_key] = self.anonymize_value(item, scope, counts, key if isinstance(key, str) else field)
+            return out
         if isinstance(value, (list, tuple)):
-            return [self.anonymize_value(item, scope, counts) for item in value]
+            return [self.anonymize_value(item, scope, counts, field) for item in value]
         return value
 
     def anonymize_trace(self, trace: Trace) -> tuple[Trace, Counter]:
@@ -69,3 +102,17 @@ class Anonymizer:
             }
         )
         return anonymized, counts
+
+
+def clip_outside_pseudonyms(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` characters, never inside a `[TYPE_xxxxxxxx]` token.
+
+    Anonymize first, then clip: clipping raw text first can cut a value in two ("juan.perez@gm") so
+    that no detector recognizes the half that is kept.
+    """
+    if len(text) <= limit:
+        return text
+    for m in PSEUDONYM.finditer(text, max(0, limit - 64), min(len(text), limit + 64)):
+        if m.start() < limit < m.end():
+            return text[: m.start()]
+    return text[:limit]

@@ -71,7 +71,9 @@ _DNI = re.compile(r"\d(?<![\w\-./]\d)(?:\d{7}|\d\.\d{3}\.\d{3})(?:[\-.]?[A-Za-z]
 _NIE = re.compile(r"[XYZxyz](?<![\w\-./][XYZxyz])[\-. ]?\d{7}[\-. ]?[A-Za-z](?![\w\-])")
 _CIF = re.compile(r"[A-HJNP-SUVWa-hjnp-suvw](?<![\w\-./][A-Za-z])[\-. ]?\d{2}[\-. ]?\d{5}[\-. ]?[0-9A-Ja-j](?![\w\-])")
 _SSN = re.compile(r"\d(?<![\w\-./]\d)\d{2}([\- ])\d{2}\1\d{4}(?![\w\-]|[.,]\d)")
-_SSN_AFTER_CUE = re.compile(r"(?:\bssn|social security(?: number| no\.?)?)[\s:#.]{0,4}(\d{3}[\- ]?\d{2}[\- ]?\d{4})(?!\w)")
+_SSN_AFTER_CUE = re.compile(
+    r"(?:\bssn|social security(?: number| no\.?)?)(?:[\s:#.]|\bis\b|\bes\b){0,6}(\d{3}[\- ]?\d{2}[\- ]?\d{4})(?!\w)"
+)
 _NSS = re.compile(r"\d(?<![\w\-./]\d)\d([ /\-.]?)\d{7,8}\1\d{2}(?![\w\-]|[.,]\d)")
 _NSS_AFTER_CUE = re.compile(
     r"(?:\bnss|\bnaf|seguridad social|afiliaci[oó]n)[^\d\n]{0,24}(\d{2}[ /\-.]?\d{7,8}[ /\-.]?\d{2})(?![\w\-])"

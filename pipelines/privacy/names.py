@@ -56,11 +56,12 @@ _REST = rf"\w*(?:['’][{_UP}]\w*)?(?:-[{_UP}]\w*)?"
 # class lets the regex engine skip to candidates at C speed instead of testing every position.
 _CAP = rf"[{_UP}](?<![\w'’\-][{_UP}]){_REST}"
 _PARTICLE = (
-    r"(?:de(?:l|[ \t]+la|[ \t]+las|[ \t]+los|[ \t]+l['’])?|dels|della|des|y|i|e|van(?:[ \t]+der|[ \t]+den)?|von|ter"
+    r"(?:de(?:l|[ \t]+la|[ \t]+las|[ \t]+los|[ \t]+l['’])?|dels|della|des|y|i|e|van(?:[ \t]+der|[ \t]+den|[ \t]+de)?|von|ter"
     r"|da|das|dos|di|du|le)"
 )
 _RUN = re.compile(rf"(?P<first>{_CAP})(?:[ \t]+(?:{_PARTICLE}[ \t]+)?(?:[dDlL]['’])?[{_UP}]{_REST})*")
 _TOKEN = re.compile(rf"(?:[dDlL]['’])?[{_UP}]{_REST}")
+_TRAILING_PARTICLE = re.compile(rf"[ \t]{_PARTICLE}[ \t]+\Z")
 
 TITLES = (
     "Sr", "Sra", "Srta", "Dr", "Dra", "Dña", "Don", "Doña", "don", "doña", "Prof", "Profa",
@@ -85,7 +86,7 @@ _STRONG = "|".join(r"\s+".join(map(re.escape, phrase.split())) for phrase in STR
 _CUE_BEFORE = re.compile(
     rf"(?:(?P<strong>\b(?i:{_STRONG})|\b(?:{'|'.join(TITLES)})\.?)|(?P<middle>\b(?i:{_MIDDLE_PHRASES}))"
     rf"|(?P<pair>\b(?i:{_PAIR_PHRASES}))|(?P<closing>(?:\b|(?<=\s)|^)(?i:{_CLOSINGS}))|\b(?i:{_WEAK_PHRASES}))"
-    r"(?P<gap>[ \t]*[,:]?[ \t]*\n?\s*)\Z"
+    rf"(?P<gap>[ \t]*[,:]?[ \t]*\n?\s*(?:{_PARTICLE}[ \t]+)?)\Z"
 )
 """A cue that ends right where a name starts; searched in a short window before it."""
 _CUE_WINDOW = 32
@@ -121,13 +122,14 @@ def _phrases(phrases) -> str:
 
 
 _LOWER_CUE_BODY = (
-    rf"(?:(?P<strong>{_phrases(STRONG_PHRASES)})|{_phrases(_LOWER_WEAK_CUES)})\b[ \t]*[,:]?[ \t]*\n?[ \t]*(?=[{_LOW}])"
+    rf"(?:(?P<strong>{_phrases(STRONG_PHRASES)})|{_phrases(_LOWER_WEAK_CUES)})\b(?=[ \t]*[,:]?[ \t]*\n?[ \t]*[{_LOW}])"
 )
 _LOWER_CUE_SCANS = tuple(
     (separator, re.compile(re.escape(separator) + _LOWER_CUE_BODY)) for separator in (" ", "\n", "\t", ",", "(", "¡")
 )
 """One scan per separator that may stand before a cue: each opens with a literal, which the regex
-engine finds at memchr speed, where a character class would cost a test at every position."""
+engine finds at memchr speed, where a character class would cost a test at every position. What
+follows a cue is only looked at, not consumed, so "hola, soy juan" finds both cues."""
 _LOWER_CUE_AT_START = re.compile(_LOWER_CUE_BODY)
 """Cues before a name typed in lower case ("me llamo juan garcía", "hola maria")."""
 _LOWER_WORD = re.compile(rf"[{_LOW}]+(?:-[{_LOW}]+)?")
@@ -230,12 +232,18 @@ def _tokens(text: str, start: int, end: int) -> list[_Token]:
     return tokens
 
 
-def _continuation(tokens: list[_Token]) -> int:
-    """How many tokens after the first still belong to a name that has started."""
+def _continuation(tokens: list[_Token], everyday_words: bool = False) -> int:
+    """How many tokens after the first still belong to a name that has started.
+
+    `everyday_words`: after a cue that vouches for a name, a capitalised everyday word is a surname
+    ("soy Sara Casa Grande"); after "Hola" it may be the next sentence.
+    """
     known = _gazetteer().known
     count = 1
     for token in tokens[1:_MAX_TOKENS]:
-        if token.key in _NEVER_NAMES or not (_known(token.key, known) or _name_like(token.key)):
+        if token.key in _NEVER_NAMES or token.key in _CALENDAR_AND_PEOPLES:
+            break
+        if not (everyday_words or _known(token.key, known) or _name_like(token.key)):
             break
         count += 1
     return count
@@ -247,12 +255,12 @@ def _after_cue(tokens: list[_Token], strength: str) -> int:
     if not tokens or tokens[0].key in _NEVER_NAMES:
         return 0
     first_known = _known(tokens[0].key, known)
-    if strength == "strong":
-        return _continuation(tokens) if first_known or tokens[0].key not in _CALENDAR_AND_PEOPLES else 0
+    if strength == "strong":  # "me llamo Abril Morata": after it even a month or a common word is a name
+        return _continuation(tokens, everyday_words=True)
     if first_known:
-        return _continuation(tokens)
+        return _continuation(tokens, everyday_words=strength != "weak")
     if strength in ("middle", "pair") and _name_like(tokens[0].key):
-        count = _continuation(tokens)
+        count = _continuation(tokens, everyday_words=True)
         return count if strength == "middle" or count >= 2 else 0
     return 0
 
@@ -299,12 +307,15 @@ def _cue_possible(text: str, start: int, key: str, known: frozenset[str]) -> boo
 
 
 def _unknown_name_cue_before(text: str, start: int) -> bool:
-    tail = text[max(0, start - 20) : start]
-    cue = tail.rstrip(_CUE_GAP)
-    if cue.endswith(_TITLE_ENDINGS):
-        return True
-    cue = cue.lower()
-    return cue.endswith(_UNKNOWN_NAME_CUES) or ("\n" in tail[len(cue) :] and cue.endswith(_CLOSING_ENDINGS))
+    tail = text[max(0, start - 24) : start]
+    # "Sr. da Cunha": the cue may stand before a particle; "a nombre de" ends in one.
+    for cue in {tail.rstrip(_CUE_GAP), _TRAILING_PARTICLE.sub("", tail).rstrip(_CUE_GAP)}:
+        lowered = cue.lower()
+        if cue.endswith(_TITLE_ENDINGS) or lowered.endswith(_UNKNOWN_NAME_CUES):
+            return True
+        if "\n" in tail[len(cue) :] and lowered.endswith(_CLOSING_ENDINGS):
+            return True
+    return False
 
 
 def _strength(cue: re.Match[str]) -> str:
@@ -359,11 +370,12 @@ def _lowercase_names(text: str, lower: str) -> list[tuple[int, int]]:
     cues = [m for separator, scan in _LOWER_CUE_SCANS if separator in lower for m in scan.finditer(lower)]
     at_start = _LOWER_CUE_AT_START.match(lower)
     for cue in [at_start, *cues] if at_start else cues:
-        if not text[cue.end()].islower():
+        first = _LOWER_WORD.search(lower, cue.end(), min(len(lower), cue.end() + 8))
+        if first is None or not text[first.start()].islower():
             continue  # capitalised: the other path's
         strong = cue.group("strong") is not None
         words = []
-        for word in _LOWER_WORD.finditer(lower, cue.end(), min(len(lower), cue.end() + 80)):
+        for word in _LOWER_WORD.finditer(lower, first.start(), min(len(lower), first.start() + 80)):
             gap = lower[words[-1][1] if words else cue.end() : word.start()]
             if words and (gap.strip() or "\n" in gap):
                 break

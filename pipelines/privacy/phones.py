@@ -50,11 +50,12 @@ _COLUMNS = re.compile(r"\s{2,}|[./]{2,}")
 def _phone_shaped(value: str) -> bool:
     """Digit groups as people write phones: "9 11 1001 10" is a row of a table, not a number.
 
-    Only a country code ("+1", "+33 6 ...") stands next to a one-digit group.
+    Only a country code ("+1", "+33 6 ...", "0054 9 11") stands next to a one-digit group.
     """
     groups = value.replace("-", " ").replace(".", " ").replace("/", " ").split()
+    country = ("+", "(+", "00", "(00")
     return all(
-        len(group.strip("()+")) > 1 or group.startswith(("+", "(+")) or (i and groups[i - 1].startswith(("+", "(+")))
+        len(group.strip("()+")) > 1 or group.startswith(country) or (i and groups[i - 1].startswith(country))
         for i, group in enumerate(groups)
     )
 
@@ -93,7 +94,7 @@ def confirm_phone(value: str, cued: bool = False) -> tuple[str, str] | None:
         return "PHONE", e164
     grouped = not digits == value.strip("()")
     trunk = digits.startswith("0") and not digits.startswith("00")
-    if cued or (grouped and 9 <= len(digits) <= 11 and (trunk or _NANP_GROUPS.fullmatch(value))):
+    if cued or (grouped and 9 <= len(digits) <= 13 and (trunk or _NANP_GROUPS.fullmatch(value))):
         for region in ("US", *NATIONAL_REGIONS):
             e164 = _valid_in(value, region)
             if e164:

@@ -218,7 +218,9 @@ _COLON_REVERSED = re.compile(rf":{_KEY_REVERSED}")
 """Assignments read right to left from their `=` or `:`: `password = `, `"api_key": `, `?token=`,
 `sessionid=`. A scan that opens with a literal skips to the next `=` at memchr speed, and the key
 before it is then a short match instead of a guess at every letter that could open a keyword."""
-_VALUE = re.compile(r"[ \t]*(?:\"([^\"\n]{1,200})\"|'([^'\n]{1,200})'|([^\s\"'`,;&<>\[\]{}()]+))")
+_VALUE = re.compile(r"[ \t]*(?:\"([^\"\n]{1,200})\"|'([^'\n]{1,200})'|([^\s\"'`,;<>\[\]{}()]+))")
+"""A quoted value, or a bare one up to a blank or a delimiter; `&` is a password's, a query's `&` is
+the query scan's."""
 _QUERY_VALUE = re.compile(r"[^&\s#\"'<>\[\]]+")
 _COOKIE_VALUE = re.compile(r"[^;\s&\"'<>\[\](){},]{6,}")
 

@@ -62,9 +62,9 @@ class TextView:
 
     @classmethod
     def of(cls, original: str) -> TextView:
-        if original.isascii():  # O(1) in CPython: ASCII text can only hide JSON escapes
-            return cls(original, *_unescape(original)) if "\\" in original else cls(original, original)
-        if not _SPECIAL.search(original):
+        if original.isascii() and "\\" not in original:  # isascii is O(1) in CPython
+            return cls(original, original)
+        if not original.isascii() and not _SPECIAL.search(original):
             return cls(original, original)
         text, breaks = _unescape(original)
         if _LOOKALIKE.search(text):
