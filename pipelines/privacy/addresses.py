@@ -14,11 +14,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from pipelines.privacy.names import capitalised_runs, fold
+from pipelines.privacy.names import UPPERCASE_LETTERS, capitalised_runs, fold
 from pipelines.privacy.spans import Span
 from pipelines.privacy.views import TextView
 
-_UP = "A-ZÁÉÍÓÚÑÜÀÈÌÒÙÇ"
+_UP = UPPERCASE_LETTERS
 _ES_STREET_TYPES = (
     r"calle|c/|cl\.|c\.\s?/|avda\.?|avd\.|avenida|avinguda|av\.|plaza|pza\.|plaça|pl\.|paseo|p[º°]\.?|passeig|pg\.|carrer"
     r"|rambla|ronda|camino|carretera|ctra\.|traves[íi]a|glorieta|v[íi]a|callej[óo]n|urbanizaci[óo]n|urb\.|pol[íi]gono"
@@ -56,8 +56,7 @@ _ES_TYPE_BEFORE = re.compile(rf"(?<![\w/])(?i:{_ES_STREET_TYPES})[ \t]*(?:{_ES_P
 _ES_TYPE_AT = re.compile(rf"(?i:{_ES_STREET_TYPES})(?!\w)")
 _EN_NUMBER_BEFORE = re.compile(r"(?<![\w.,/\-])\d{1,5}[A-Za-z]?(?:-\d{1,5})?[ \t]+\Z")
 _TYPE_WINDOW = 32
-_AFTER_STREET_NAME = frozenset(" \t,0123456789")
-_DIGITS_AND_LETTERS = frozenset("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+
 
 
 def _span(view: TextView, start: int, end: int) -> Span:
@@ -66,25 +65,24 @@ def _span(view: TextView, start: int, end: int) -> Span:
 
 
 def detect_addresses(view: TextView) -> list[Span]:
-    """Addresses around the capitalised runs the name detector already found: a street name is one.
+    """Addresses around the capitalised runs the name detector reads too: a street name is one.
 
     A Spanish address has a street type before or at the start of the run and a number after it;
     an English one has its number right before the run.
     """
     text = view.text
+    runs = view.memo("capitalised_runs", lambda v: capitalised_runs(v.text))
     found = []
-    for run in view.memo("capitalised_runs", lambda v: capitalised_runs(v.text)):
-        start, end = run.span()
-        if text[end : end + 1] in _AFTER_STREET_NAME and _NUMBER_AFTER.match(text, end):
+    for start, end in runs.before_digit:
+        if _NUMBER_AFTER.match(text, end):
             # "Avda. Gran Vía, 217": the type before the run first, for "Gran Vía" is a type and a name
             street = _ES_TYPE_BEFORE.search(text, max(0, start - _TYPE_WINDOW), start) or _ES_TYPE_AT.match(text, start)
             address = street and _ES_ADDRESS.match(text, street.start())
             if address:
                 found.append(_span(view, address.start(), address.end()))
-        # "221B Baker Street": a digit, or a digit and a letter, then a blank before the run
-        if start > 1 and text[start - 2] in _DIGITS_AND_LETTERS and text[start - 1] in " \t":
-            number = _EN_NUMBER_BEFORE.search(text, max(0, start - 12), start)
-            address = number and _EN_ADDRESS.match(text, number.start())
-            if address:
-                found.append(_span(view, address.start(), address.end()))
+    for start, _ in runs.after_number:
+        number = _EN_NUMBER_BEFORE.search(text, max(0, start - 12), start)
+        address = number and _EN_ADDRESS.match(text, number.start())
+        if address:
+            found.append(_span(view, address.start(), address.end()))
     return found

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import importlib
 import re
+import string
 import unicodedata
 from typing import NamedTuple
 
@@ -49,8 +50,17 @@ _CALENDAR_AND_PEOPLES = frozenset(
 _NEVER_NAMES = TECHNICAL_WORDS | _FUNCTION_WORDS
 """Sentence openers and tools: a strong cue before them is a coincidence, not a name."""
 
-_UP = "A-ZÁÉÍÓÚÑÜÀÈÌÒÙÇÂÊÎÔÛËÏÖ"
-_LOW = "a-záéíóúñüàèìòùçâêîôûëïöª"
+
+
+def _latin_letters(predicate) -> str:
+    """Latin letters up to Latin Extended-B, for a regex class: "Ł", "Ø", "Ș" open names too."""
+    return "".join(sorted(chr(c) for c in range(0x41, 0x250) if predicate(chr(c))))
+
+
+UPPERCASE_LETTERS = _latin_letters(str.isupper)
+LOWERCASE_LETTERS = _latin_letters(str.islower)
+_UP = UPPERCASE_LETTERS
+_LOW = LOWERCASE_LETTERS + "ª"
 _REST = rf"\w*(?:['’][{_UP}]\w*)?(?:-[{_UP}]\w*)?"
 # The word-boundary check comes after the first letter: a pattern that opens with a character
 # class lets the regex engine skip to candidates at C speed instead of testing every position.
@@ -61,7 +71,7 @@ _PARTICLE = (
 )
 _RUN = re.compile(rf"(?P<first>{_CAP})(?:[ \t]+(?:{_PARTICLE}[ \t]+)?(?:[dDlL]['’])?[{_UP}]{_REST})*")
 _TOKEN = re.compile(rf"(?:[dDlL]['’])?[{_UP}]{_REST}")
-_TRAILING_PARTICLE = re.compile(rf"[ \t]{_PARTICLE}[ \t]+\Z")
+_PARTICLE_WORDS = frozenset("de del la las los dels della des y i e van von ter da das dos di du le der den".split())
 
 TITLES = (
     "Sr", "Sra", "Srta", "Dr", "Dra", "Dña", "Don", "Doña", "don", "doña", "Prof", "Profa",
@@ -124,14 +134,15 @@ def _phrases(phrases) -> str:
 _LOWER_CUE_BODY = (
     rf"(?:(?P<strong>{_phrases(STRONG_PHRASES)})|{_phrases(_LOWER_WEAK_CUES)})\b(?=[ \t]*[,:]?[ \t]*\n?[ \t]*[{_LOW}])"
 )
-_LOWER_CUE_SCANS = tuple(
-    (separator, re.compile(re.escape(separator) + _LOWER_CUE_BODY)) for separator in (" ", "\n", "\t", ",", "(", "¡")
-)
-"""One scan per separator that may stand before a cue: each opens with a literal, which the regex
-engine finds at memchr speed, where a character class would cost a test at every position. What
-follows a cue is only looked at, not consumed, so "hola, soy juan" finds both cues."""
-_LOWER_CUE_AT_START = re.compile(_LOWER_CUE_BODY)
-"""Cues before a name typed in lower case ("me llamo juan garcía", "hola maria")."""
+_LOWER_CUE = re.compile(rf"(?<![\w'’]){_LOWER_CUE_BODY}")
+"""Cues before a name typed in lower case ("me llamo juan garcía", "hola maria"). What follows a cue
+is only looked at, not consumed, so "hola, soy juan" finds both cues."""
+_CUE_TRIGGERS = ("llamo", "nombre", "name", "firmado", "signed", "soy", "i'm", "i’m", "am", *_LOWER_WEAK_CUES)
+"""A word of every lower-case cue. The cue regex runs only around their occurrences: scanning every
+blank of a long text for a cue costs more than the rest of the name detector."""
+_TRIGGER_WORDS = {head + word + tail: word for word in _CUE_TRIGGERS if " " not in word
+                  for head in ("", "(", "¡", "¿", '"') for tail in ("", ",", ":", "!", ".")}  # fmt: skip
+_TRIGGER_SET = frozenset(_TRIGGER_WORDS)
 _LOWER_WORD = re.compile(rf"[{_LOW}]+(?:-[{_LOW}]+)?")
 _LOWER_PARTICLES = frozenset("de del la las los y i e da das dos di du van von der den".split())
 
@@ -295,12 +306,29 @@ def _first_last_sequences(tokens: list[_Token]) -> list[tuple[int, int]]:
     return windows
 
 
+_ANY_CUE_ENDINGS = tuple(
+    {e.lower() for e in TITLES + tuple(f"{t}." for t in TITLES)}
+    | set(STRONG_PHRASES)
+    | set(_UNKNOWN_NAME_CUES)
+    | set(_CLOSING_ENDINGS)
+    | {"hola", "hi", "hello", "hey", "dear", "estimado", "estimada", "querido", "querida", "buenos días", "buenos dias",
+       "buenas", "buenas tardes", "i'm", "i’m", "i am"}  # fmt: skip
+)
+"""How every cue ends, lower-cased: one `endswith` spares the cue regex after most capitalised words."""
+
+
+def _any_cue_before(text: str, start: int) -> bool:
+    tail = text[max(0, start - 24) : start].rstrip(_CUE_GAP).lower()
+    before, _, last = tail.rpartition(" ")
+    return tail.endswith(_ANY_CUE_ENDINGS) or (last in _PARTICLE_WORDS and before.rstrip(_CUE_GAP).endswith(_ANY_CUE_ENDINGS))
+
+
 def _cue_possible(text: str, start: int, key: str, known: frozenset[str]) -> bool:
     """A cheap test before the cue regex: a known name after any cue, an unknown one after a few."""
     if not start or text[start - 1] not in _CUE_GAP:  # '"True"', '(None': no cue fits
         return False
     if key in known:
-        return True
+        return _any_cue_before(text, start)
     if key in _NEVER_NAMES:
         return False
     return _unknown_name_cue_before(text, start)
@@ -308,8 +336,10 @@ def _cue_possible(text: str, start: int, key: str, known: frozenset[str]) -> boo
 
 def _unknown_name_cue_before(text: str, start: int) -> bool:
     tail = text[max(0, start - 24) : start]
+    cue = tail.rstrip(_CUE_GAP)
+    before, _, last = cue.rpartition(" ")
     # "Sr. da Cunha": the cue may stand before a particle; "a nombre de" ends in one.
-    for cue in {tail.rstrip(_CUE_GAP), _TRAILING_PARTICLE.sub("", tail).rstrip(_CUE_GAP)}:
+    for cue in (cue, before.rstrip(_CUE_GAP)) if last.lower() in _PARTICLE_WORDS else (cue,):
         lowered = cue.lower()
         if cue.endswith(_TITLE_ENDINGS) or lowered.endswith(_UNKNOWN_NAME_CUES):
             return True
@@ -330,23 +360,69 @@ def _strength(cue: re.Match[str]) -> str:
     return "weak"
 
 
-def capitalised_runs(text: str) -> list[re.Match[str]]:
-    """Each run of capitalised words ("Marta Vilaró i Puig", "Python"), shared with the address detector."""
-    return list(_RUN.finditer(text))
+class CapitalisedRuns:
+    """The runs of capitalised words of a text ("Marta Vilaró i Puig", "Python"), for names and streets."""
+
+    __slots__ = ("text", "spans", "_before_digit", "_after_number")
+
+    def __init__(self, text: str):
+        self.text = text
+        self.spans = [(m.start(), m.end(), m.end(1)) for m in _RUN.finditer(text)]
+        """(start, end, end of the first word) of each run."""
+        self._before_digit: list[tuple[int, int]] | None = None
+        self._after_number: list[tuple[int, int]] | None = None
+
+    @property
+    def before_digit(self) -> list[tuple[int, int]]:
+        """Runs followed by a number, maybe after a blank or a comma: "Mayor 12", "Alcalá, 45", "España s/n"."""
+        if self._before_digit is None:
+            text = self.text
+            self._before_digit = [
+                (start, end)
+                for start, end, _ in self.spans
+                if text[end : end + 1] in _NUMBER_LEADS
+                and (text[end : end + 1].isdigit() or text[end + 1 : end + 2].isdigit() or text[end + 2 : end + 3].isdigit()
+                     or text.startswith(_NUMBER_WORDS, end + 1))  # fmt: skip
+            ]
+        return self._before_digit
+
+    @property
+    def after_number(self) -> list[tuple[int, int]]:
+        """Runs right after a number and a blank: "221B Baker Street"."""
+        if self._after_number is None:
+            text = self.text
+            self._after_number = [
+                (start, end) for start, end, _ in self.spans
+                if start > 1 and text[start - 1] in " \t" and text[start - 2] in _ALNUM
+            ]  # fmt: skip
+        return self._after_number
 
 
-def _capitalised_names(text: str, runs: list[re.Match[str]]) -> list[tuple[int, int]]:
+_NUMBER_LEADS = frozenset(" ,0123456789")
+_NUMBER_WORDS = ("nº", "n.º", "Nº", "núm", "Núm", "num", "número", "s/n", "S/N", " nº", " s/n")
+"""What stands between a street name and its number, or for it ("s/n", sin número)."""
+_ALNUM = frozenset(string.ascii_letters + string.digits)
+
+
+def capitalised_runs(text: str) -> CapitalisedRuns:
+    return CapitalisedRuns(text)
+
+
+def _capitalised_names(text: str, runs: CapitalisedRuns) -> list[tuple[int, int]]:
     known = _gazetteer().known
     found = []
-    for run in runs:
-        start, end = run.span()
-        single = run.end(1) == end
+    gap = _CUE_GAP
+    for start, end, first_end in runs.spans:
+        single = first_end == end
         if single:  # one word: a name only right after a cue
-            if not start or text[start - 1] not in _CUE_GAP:  # spares the key lookup for most words
+            if not start or text[start - 1] not in gap:  # spares the key lookup for most words
                 continue
             key = _key(text[start:end])
             # An unknown everyday word ("Return", "Example") is no name after any cue but "me llamo".
-            if key not in known and (not _name_like(key) or not _unknown_name_cue_before(text, start)):
+            if key in known:
+                if not _any_cue_before(text, start):
+                    continue
+            elif not _name_like(key) or not _unknown_name_cue_before(text, start):
                 continue
             tokens = [_Token(start, end, key, False)]
         else:
@@ -363,13 +439,23 @@ def _capitalised_names(text: str, runs: list[re.Match[str]]) -> list[tuple[int, 
     return found
 
 
-def _lowercase_names(text: str, lower: str) -> list[tuple[int, int]]:
+def _lower_cues(lower: str, words: list[str]) -> list[re.Match[str]]:
+    """The cues of `lower`, searched only in short windows around the words that can be part of one."""
+    cues: dict[int, re.Match[str]] = {}
+    for trigger in {_TRIGGER_WORDS[word] for word in _TRIGGER_SET.intersection(words)}:
+        i = lower.find(trigger)
+        while i != -1:
+            for cue in _LOWER_CUE.finditer(lower, max(0, i - 16), min(len(lower), i + len(trigger) + 12)):
+                cues.setdefault(cue.start(), cue)
+            i = lower.find(trigger, i + len(trigger))
+    return [cues[start] for start in sorted(cues)]
+
+
+def _lowercase_names(text: str, lower: str, words: list[str]) -> list[tuple[int, int]]:
     """Names typed in lower case after a cue: anything name-like after a strong cue, known names otherwise."""
     known = _gazetteer().known
     found = []
-    cues = [m for separator, scan in _LOWER_CUE_SCANS if separator in lower for m in scan.finditer(lower)]
-    at_start = _LOWER_CUE_AT_START.match(lower)
-    for cue in [at_start, *cues] if at_start else cues:
+    for cue in _lower_cues(lower, words):
         first = _LOWER_WORD.search(lower, cue.end(), min(len(lower), cue.end() + 8))
         if first is None or not text[first.start()].islower():
             continue  # capitalised: the other path's
@@ -395,13 +481,14 @@ def _lowercase_names(text: str, lower: str) -> list[tuple[int, int]]:
     return found
 
 
-def find_names(text: str, lower: str | None = None, runs: list[re.Match[str]] | None = None
-               ) -> list[tuple[int, int, str]]:  # fmt: skip
+def find_names(text: str, lower: str | None = None, runs: CapitalisedRuns | None = None,
+               words: list[str] | None = None) -> list[tuple[int, int, str]]:  # fmt: skip
     """Candidate person names as (start, end, canonical); may overlap, the caller resolves.
 
-    `lower` is `text` lowercased with the same length and `runs` its `capitalised_runs`, when the
-    caller already has them.
+    `lower` is `text` lowercased with the same length, `runs` its `capitalised_runs` and `words`
+    `lower.split()`, when the caller already has them.
     """
     found = _capitalised_names(text, capitalised_runs(text) if runs is None else runs)
-    found += _lowercase_names(text, text.lower() if lower is None else lower)
+    lower = text.lower() if lower is None else lower
+    found += _lowercase_names(text, lower, lower.split() if words is None else words)
     return [(start, end, " ".join(fold(text[start:end]).split())) for start, end in found]

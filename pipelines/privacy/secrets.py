@@ -87,28 +87,35 @@ _UNPREFIXED_TOKENS = [
 ]
 _TOKEN_START = re.compile(r"(?<![A-Za-z0-9_\-])[A-Za-z0-9]")
 _MIN_TOKEN = 20
+_RULER = "-=_*#~.+"
 
 
-def _provider_tokens(text: str) -> Iterator[Span]:
+def _provider_tokens(view: TextView) -> Iterator[Span]:
     """Tokens by prefix, searched only inside words long enough to hold one.
 
-    `str.split` finds the long words far faster than a regex scan can; their offsets are recovered
-    with `str.find` from a cursor that only moves forward, as the words come in order.
+    `str.split` finds the long words far faster than a regex scan can, and most texts have none;
+    their offsets are recovered with `str.find` from a cursor that only moves forward.
     """
+    words = view.words
+    if not words or len(max(words, key=len)) < _MIN_TOKEN:
+        return
+    text, lower = view.text, view.lower
     cursor = 0
-    for word in text.split():
-        if len(word) < _MIN_TOKEN:
+    for word in [w for w in words if len(w) >= _MIN_TOKEN]:
+        cursor = lower.find(word, cursor)
+        if not word.strip(_RULER):  # "--------": a ruler line, as documentation has many
+            cursor += len(word)
             continue
-        cursor = text.find(word, cursor)
-        for start in _TOKEN_START.finditer(text, cursor, cursor + len(word)):
-            m = _PROVIDER_TOKEN.match(text, start.start(), cursor + len(word))
+        end = cursor + len(word)
+        for start in _TOKEN_START.finditer(text, cursor, end):
+            m = _PROVIDER_TOKEN.match(text, start.start(), end)
             if m:
                 yield Span(m.start(), m.end(), "SECRET", m.group(), m.group())
-        cursor += len(word)
-    for literal, regex in _UNPREFIXED_TOKENS:
-        if literal in text:
-            for m in regex.finditer(text):
-                yield Span(m.start(), m.end(), "SECRET", m.group(), m.group())
+        for literal, regex in _UNPREFIXED_TOKENS:
+            if literal.lower() in word:
+                for m in regex.finditer(text, cursor, end):
+                    yield Span(m.start(), m.end(), "SECRET", m.group(), m.group())
+        cursor = end
 
 
 # --- private keys ----------------------------------------------------------------------------------
@@ -124,7 +131,8 @@ def _private_keys(text: str) -> Iterator[Span]:
     if "-----BEGIN" in text:  # noqa: SIM102 - one test per format
         for begin in _PEM_BEGIN.finditer(text):
             end_marker = f"-----END {begin.group(1)}-----"
-            end = text.find(end_marker, begin.end())
+            limit = text.find("\x00", begin.end())  # a string joined to others ends at a NUL
+            end = text.find(end_marker, begin.end(), len(text) if limit == -1 else limit)
             end = end + len(end_marker) if end != -1 else _PEM_BODY.match(text, begin.end()).end()
             block = text[begin.start() : end]
             yield Span(begin.start(), end, "SECRET", block, " ".join(block.split()))
@@ -335,7 +343,7 @@ def _sentences(view: TextView) -> Iterator[Span]:
 def detect_secrets(view: TextView) -> list[Span]:
     """Every secret in `view`; each family behind a cheap test of the literal it cannot do without."""
     text, lower = view.text, view.lower
-    found = list(_provider_tokens(text))
+    found = list(_provider_tokens(view))
     if "-----BEGIN" in text or "Private-Lines:" in text:
         found += _private_keys(text)
     if "authori" in lower or "cookie" in lower or "earer" in text or "asic" in text:

@@ -89,6 +89,14 @@ class TextView:
             lower = self._cache["lower"] = lowercase(self.text)
         return lower
 
+    @property
+    def words(self) -> list[str]:
+        """`lower.split()`: its words sit at the same offsets in `text`, lower-casing keeps lengths."""
+        words = self._cache.get("words")
+        if words is None:
+            words = self._cache["words"] = self.lower.split()
+        return words
+
     def memo(self, name: str, compute):
         """A value computed once per text and shared by the detectors that need it."""
         if name not in self._cache:
