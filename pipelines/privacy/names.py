@@ -209,10 +209,11 @@ def _known(key: str, names: frozenset[str]) -> bool:
 
 _WORD_ENDINGS = (
     "tion", "tions", "sion", "sions", "ment", "ments", "ness", "ity", "ities", "ing", "ings", "able", "ible", "ism",
-    "isms", "ics", "ance", "ence", "ances", "ences", "ship", "ful", "less", "ive", "ives", "ize", "ise", "ized",
-    "ation", "cion", "ciones", "sion", "siones", "mente", "idad", "idades", "miento", "mientos", "ismo",
+    "isms", "ics", "ances", "ences", "ship", "ful", "less", "ize", "ized", "ation", "cion", "ciones", "siones",
+    "mente", "idad", "idades", "miento", "mientos", "ismo",
 )  # fmt: skip
-"""How English and Spanish common nouns and adjectives end and names rarely do ("Variable Annotations")."""
+"""How English and Spanish common nouns and adjectives end and names rarely do ("Variable Annotations").
+Not "-ise", "-ence", "-ive": Françoise, Florence and Clive end that way."""
 
 
 _NAME_LIKE: dict[str, bool] = {}

@@ -43,7 +43,8 @@ _TOKENISH = r"(?=[^\s\"',;]{8})[^\s\"',;][a-z._~\-]*[0-9+/=A-Z#$%&*@^][^\s\"',;]
 _WEBMAIL = r"(?:gmail|hotmail|outlook|yahoo|icloud|protonmail|proton|gmx|yandex|aol|live|msn|telefonica|movistar)"
 RULES: dict[str, re.Pattern[str]] = {
     "at_sign_like": re.compile(
-        r"[\w.+\-][ \t]{0,2}(?:@|%40|&#0*64;|&commat;|[(\[{<][ \t]*(?:at|arroba)[ \t]*[)\]}>])[ \t]{0,2}[\w\-]+"
+        r"[\w.+\-'][ \t]{0,2}(?:@|%40|&#0*64;|&commat;|[(\[{<][ \t]*(?:at|arroba)[ \t]*[)\]}>])[ \t]{0,2}[\w\-]+"
+        r"\s*(?:\.|[(\[{<]\s*(?:dot|punto)\s*[)\]}>]|\s(?:dot|punto)\s)\s*[a-z]{2}"
         r"|\b[\w.+\-]+\s+(?:at|arroba)\s+[\w\-]+\s*(?:[(\[{<]\s*(?:dot|punto)\s*[)\]}>]|\s(?:dot|punto)\s)\s*[a-z]{2,}"
         rf"|\s(?:at|arroba)\s+{_WEBMAIL}\s*\.",
         re.IGNORECASE,
@@ -58,16 +59,21 @@ RULES: dict[str, re.Pattern[str]] = {
     "credential_assignment": re.compile(
         r"(?:pass(?:word|wd|phrase|code)?|pwd|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key|accountkey"
         rf"|client[_\-]?secret|credentials?|contraseña|contrasena)[\"']?\s*[:=]\s*[\"']?{_NOT_MASK}"
-        rf"(?=[^\s\"',;]*[\d\W_]|[^\s\"',;]{{12}})[^\s\"',;{_MASK}]{{4,}}",
+        rf"(?=[^\s\"',;]*[0-9_+/=!#$%&*@^~]|[^\s\"',;]{{12}})[^\s\"',;{_MASK}]{{4,}}",
         re.IGNORECASE,
     ),
     "password_sentence": re.compile(
         r"\b(?:password|contraseña|contrasena|passphrase|my pass|mi clave|my pin|mi pin)\s+(?:is|es|was|era)\s+"
         rf"{_NOT_MASK}(?!(?:not|no|wrong|incorrect|invalid|expired|incorrecta|incorrecto|inválida|caducada|muy|too|very|"
-        r"the|la|el|a|an|una?|required|correct|correcta|weak|strong|débil|fuerte)\b)\S{3,}",
+        r"the|la|el|a|an|una?|required|correct|correcta|weak|strong|débil|fuerte|demasiado|new|nueva|old|vieja|same|la"
+        r"|misma|case|different|distinta|blank|empty|vacía)\b)\S{3,}",
         re.IGNORECASE,
     ),
-    "password_next": re.compile(rf"\b(?:password|contraseña|contrasena|passphrase)\s+{_NOT_MASK}{_TOKENISH}", re.IGNORECASE),
+    "password_next": re.compile(
+        rf"\b(?:password|contraseña|contrasena|passphrase)\s+{_NOT_MASK}"
+        r"(?:(?=[^\s\"',;]{4})[^\s\"',;]*[\d#$%&*@^!]|[^\W\d_]{16,})",
+        re.IGNORECASE,
+    ),
     "auth_header": re.compile(
         rf"\b(?:[Bb]earer|[Bb]asic)\s+{_NOT_MASK}{_TOKENISH}"
         rf"|\b(?i:authori[sz]ation)[\"']?\s*[:=]\s*[\"']?(?:\w+\s+)?{_NOT_MASK}{_TOKENISH}"

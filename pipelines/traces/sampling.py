@@ -14,7 +14,7 @@ from datetime import date, datetime, time, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from pipelines.privacy.anonymizer import Anonymizer
+from pipelines.privacy.anonymizer import Anonymizer, clip_outside_pseudonyms
 from pipelines.records import (
     ANONYMIZER_VERSION,
     QUARANTINE_SCHEMA,
@@ -30,6 +30,7 @@ from pipelines.traces.select import select_traces
 log = logging.getLogger(__name__)
 LOG_EVERY = 200
 QUARANTINE_CLIP_CHARS = 4_000
+CLIP_MARGIN_CHARS = 16_000
 
 
 @dataclass
@@ -133,11 +134,13 @@ def _quarantine_row(anonymizer: Anonymizer, raw: dict[str, Any], rejection: Reje
             fields[name] = None
             continue
         text = str(value)
-        clipped = text[:QUARANTINE_CLIP_CHARS]
-        anonymized = anonymizer.anonymize_text(clipped, trace_id, counts)
-        if len(text) > len(clipped):
-            anonymized += f"… [clipped by ragwatch: {len(text):,} characters in the store]"
-        fields[name] = anonymized
+        # Anonymize first, then clip: a value cut at the clip point ("juan.perez@gm") is no longer
+        # recognisable. The margin holds any value that straddles the clip point, a PEM key included.
+        anonymized = anonymizer.anonymize_text(text[: QUARANTINE_CLIP_CHARS + CLIP_MARGIN_CHARS], trace_id, counts)
+        clipped = clip_outside_pseudonyms(anonymized, QUARANTINE_CLIP_CHARS)
+        if clipped != anonymized or len(text) > QUARANTINE_CLIP_CHARS + CLIP_MARGIN_CHARS:
+            clipped += f"… [clipped by ragwatch: {len(text):,} characters in the store]"
+        fields[name] = clipped
     return {
         "trace_id": trace_id,
         "reason": rejection.reason,
