@@ -154,7 +154,7 @@ def test_detects_valid_values(text, entity, value):
         ("the booking for Kirstin Schleich", "PERSON", "Kirstin Schleich"),
         ("Saludos,\nMarta Vilaró i Puig", "PERSON", "Marta Vilaró i Puig"),
         ("soy Federico García-Lorca", "PERSON", "Federico García-Lorca"),
-        ("Hello, Sr. da Cunha.", "PERSON", "Cunha"),
+        ("Hello, Sr. da Cunha.", "PERSON", "da Cunha"),
         ("me llamo Abril Morata i Ballesteros", "PERSON", "Abril Morata i Ballesteros"),
         ('{"q": "soy Jos\\u00e9 P\\u00e9rez"}', "PERSON", "Jos\\u00e9 P\\u00e9rez"),  # JSON-escaped accents
     ],

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pipelines.privacy.spans import Span
 from pipelines.privacy.views import TextView
 
-EMAIL = r"(?<![\w.+%\-'])[\w.+%\-']+@(?:[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?\.)+[A-Za-z]{2,24}(?![\w\-])"
+EMAIL = r"(?<![\w.+%\-])[\w.+%\-]+(?:'[\w.+%\-]+)*@(?:[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?\.)+[A-Za-z]{2,24}(?![\w\-])"
 """A plain address as a regex, for validation suites; detection finds the same from each "@"."""
 
 
@@ -37,8 +37,9 @@ _LABEL = r"[a-z0-9](?:[a-z0-9\-]{0,61}[a-z0-9])?"
 _DOMAIN = re.compile(rf"{_LABEL}(?:(?:{_DOT_TOKEN}){_LABEL})*?(?:{_DOT_TOKEN})([a-z]{{2,24}})(?![\w\-])")
 _NEXT_LABEL = re.compile(rf"(?:{_DOT_TOKEN})([a-z]{{2,24}})(?![\w\-])")
 _DOT_SPLIT = re.compile(_DOT_TOKEN)
-_LOCAL_BEFORE = re.compile(r"(?<![\w.+%\-'])[\w.+%\-']+\Z")
-"""The local part before an "@": letters, digits and `.+%-'` (o'sullivan@ is an address)."""
+_LOCAL_BEFORE = re.compile(r"(?<![\w.+%\-])[\w.+%\-]+(?:'[\w.+%\-]+)*\Z")
+"""The local part before an "@": letters, digits, `.+%-`, and an apostrophe inside (o'sullivan@),
+never one that opens it (`email = 'juan@...'`)."""
 _LOCAL_WINDOW = 64
 _PLAIN_DOT = re.compile(r"[ \t]?\.[ \t]?")
 _PLAIN_DOMAIN = re.compile(r"(?:[a-z0-9](?:[a-z0-9\-]*[a-z0-9])?\.)+[a-z]{2,24}(?![\w\-])")

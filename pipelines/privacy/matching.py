@@ -40,7 +40,8 @@ def best_of_windows(confirm: Confirm, text: str, start: int, end: int, verdict: 
     if verdict is not None and not verdict[0].endswith(INVALID):
         yield Span(start, end, verdict[0], text[start:end], verdict[1])
         return
-    groups = [g.span() for g in _GROUP.finditer(text, start, end)]
+    groups = [(g.start(), g.start() + len(_trimmed(g.group()))) for g in _GROUP.finditer(text, start, end)]
+    groups = [(a, b) for a, b in groups if b > a]
     if 1 < len(groups) <= _MAX_GROUPS:
         valid = list(_windows(_valid_only(confirm), text, groups, whole_tried=True))
         if valid:
@@ -48,6 +49,13 @@ def best_of_windows(confirm: Confirm, text: str, start: int, end: int, verdict: 
             return
     if verdict is not None:
         yield Span(start, end, verdict[0], text[start:end], verdict[1])
+
+
+def _trimmed(group: str) -> str:
+    """A group without the punctuation that ends a sentence around it: "678." or "678.)", not "(415)"."""
+    while group and (group[-1] in ".,;:!?" or (group[-1] == ")" and "(" not in group)):
+        group = group[:-1]
+    return group
 
 
 def _valid_only(confirm: Confirm) -> Confirm:

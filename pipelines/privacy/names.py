@@ -96,7 +96,7 @@ _STRONG = "|".join(r"\s+".join(map(re.escape, phrase.split())) for phrase in STR
 _CUE_BEFORE = re.compile(
     rf"(?:(?P<strong>\b(?i:{_STRONG})|\b(?:{'|'.join(TITLES)})\.?)|(?P<middle>\b(?i:{_MIDDLE_PHRASES}))"
     rf"|(?P<pair>\b(?i:{_PAIR_PHRASES}))|(?P<closing>(?:\b|(?<=\s)|^)(?i:{_CLOSINGS}))|\b(?i:{_WEAK_PHRASES}))"
-    rf"(?P<gap>[ \t]*[,:]?[ \t]*\n?\s*(?:{_PARTICLE}[ \t]+)?)\Z"
+    rf"(?P<gap>[ \t]*[,:]?[ \t]*\n?\s*(?P<particle>{_PARTICLE}[ \t]+)?)\Z"
 )
 """A cue that ends right where a name starts; searched in a short window before it."""
 _CUE_WINDOW = 32
@@ -182,7 +182,7 @@ def _gazetteer() -> _Gazetteer:
                     for entry in entries:
                         target.update(w for w in fold(entry).split() if len(w) > 1)
     particles = {"de", "del", "la", "las", "los", "y", "van", "der", "den", "von", "da", "das", "dos", "di", "du"}
-    excluded = particles | _NEVER_NAMES | _CALENDAR_AND_PEOPLES
+    excluded = particles | _NEVER_NAMES  # not months and peoples: Julio, Abril, Germán and June are names
     first -= excluded
     last -= excluded
     common = set(_CALENDAR_AND_PEOPLES | _NEVER_NAMES)
@@ -252,12 +252,14 @@ def _continuation(tokens: list[_Token], everyday_words: bool = False) -> int:
     """
     known = _gazetteer().known
     count = 1
-    for token in tokens[1:_MAX_TOKENS]:
-        if token.key in _NEVER_NAMES or token.key in _CALENDAR_AND_PEOPLES:
+    for i, token in enumerate(tokens[1:_MAX_TOKENS], start=1):
+        if token.key in _PARTICLE_WORDS and i + 1 < len(tokens):
+            continue  # "Susanne De Oliveira": a capitalised particle belongs to the name if a name follows
+        if token.key in _NEVER_NAMES:
             break
         if not (everyday_words or _known(token.key, known) or _name_like(token.key)):
             break
-        count += 1
+        count = i + 1
     return count
 
 
@@ -267,6 +269,8 @@ def _after_cue(tokens: list[_Token], strength: str) -> int:
     if not tokens or tokens[0].key in _NEVER_NAMES:
         return 0
     first_known = _known(tokens[0].key, known)
+    if strength != "strong" and tokens[0].key in _CALENDAR_AND_PEOPLES and len(tokens) == 1:
+        return 0  # "I'm German", "thanks, May": a name only with a surname after it
     if strength == "strong":  # "me llamo Abril Morata": after it even a month or a common word is a name
         return _continuation(tokens, everyday_words=True)
     if first_known:
@@ -294,7 +298,8 @@ def _first_last_sequences(tokens: list[_Token]) -> list[tuple[int, int]]:
             token = tokens[j]
             if token.key in _NEVER_NAMES:
                 break
-            if _known(token.key, last) or (not _known(token.key, first) and _name_like(token.key)):
+            # after a particle any capitalised word is a surname: "Victorino del Fuente"
+            if token.after_particle or _known(token.key, last) or (not _known(token.key, first) and _name_like(token.key)):
                 end = j + 1
             elif not _known(token.key, first):
                 break
@@ -435,7 +440,9 @@ def _capitalised_names(text: str, runs: CapitalisedRuns) -> list[tuple[int, int]
                 cue = _CUE_BEFORE.search(text, max(0, token.start - _CUE_WINDOW), token.start)
                 count = cue and _after_cue(tokens[i:], _strength(cue))
                 if count:
-                    found.append((token.start, tokens[i + count - 1].end))
+                    # "Sra. van Dijk": the particle between the cue and the name is the name's
+                    start = cue.start("particle") if cue.group("particle") else token.start
+                    found.append((start, tokens[i + count - 1].end))
                     break
     return found
 

@@ -33,7 +33,7 @@ DEFAULT_REGION = "ES"
 NATIONAL_REGIONS = ("GB", "FR", "DE", "IT", "PT", "NL", "BE", "CH", "IE", "AT", "MX", "AR", "CO", "CL", "PE", "BR")
 """Tried, in this order, for a national number that is not Spanish; the first that accepts it wins."""
 
-_PHONE = re.compile(r"[+(\d](?<![\w+\-./:@#][+(\d])[\d \-.()/+]{5,40}\d(?![\w\-/:@]|[.,]\d)")
+_PHONE = re.compile(r"[+(\d](?<![\w+\-./:@#][+(\d])[\d \-.()/+]{5,40}\d(?![\w\-/@]|[.,:]\d)")
 _CUE = re.compile(
     r"(?:\btel[ée]?f?(?:ono)?|\btlf|\btfno|\bm[óo]vil|\bcelular|\bwhats ?app|\bfax|\bphone|\bmobile|\bcell"
     r"|\bll[áa]ma(?:me|nos|r)?|\bcall|\btext me|\bring|\bn[úu]mero|\bnumber|\bcontact[oa]?|\bsms"
