@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from pipelines.privacy.names import UPPERCASE_LETTERS, capitalised_runs, fold
+from pipelines.privacy.names import UPPERCASE_LETTERS, fold
 from pipelines.privacy.spans import Span
 from pipelines.privacy.views import TextView
 
@@ -51,12 +51,20 @@ _EN_ADDRESS = re.compile(
 )
 
 
-_NUMBER_AFTER = re.compile(r"[ \t]*,?[ \t]*(?:(?i:n[º°o]\.?|núm\.?|número|num\.?)[ \t]*)?(?:\d|(?i:s/n))")
-_ES_TYPE_BEFORE = re.compile(rf"(?<![\w/])(?i:{_ES_STREET_TYPES})[ \t]*(?:{_ES_PARTICLE}[ \t]+)*\Z")
-_ES_TYPE_AT = re.compile(rf"(?i:{_ES_STREET_TYPES})(?!\w)")
-_EN_NUMBER_BEFORE = re.compile(r"(?<![\w.,/\-])\d{1,5}[A-Za-z]?(?:-\d{1,5})?[ \t]+\Z")
-_TYPE_WINDOW = 32
-
+_ES_TYPE_WORDS = frozenset(
+    """calle c/ cl. avda avda. avd. avenida avinguda av. plaza pza. plaça pl. paseo pº p.º passeig pg. carrer rambla
+    ronda camino carretera ctra. travesía travesia glorieta vía via callejón callejon urbanización urbanizacion urb.
+    polígono poligono bulevar alameda pasaje passatge gran""".split()  # noqa: SIM905 - reads as prose
+)
+_EN_SUFFIX_WORDS = frozenset(
+    word + tail
+    for word in """street st avenue ave av road rd boulevard blvd lane ln drive dr court ct place pl way terrace ter
+    parkway pkwy square sq highway hwy circle cir close crescent cres row mews gardens grove walk alley plaza trail
+    pike""".split()  # noqa: SIM905
+    for tail in ("", ",", ".", ";")
+)
+_EN_NUMBER_AND_NAME = re.compile(r"(?<![\w.,/\-])\d{1,5}[A-Za-z]?(?:-\d{1,5})?[ \t]+(?:[A-Z][\w'’.\-]*[ \t]+){1,4}\Z")
+_EN_WINDOW = 64
 
 
 def _span(view: TextView, start: int, end: int) -> Span:
@@ -64,25 +72,38 @@ def _span(view: TextView, start: int, end: int) -> Span:
     return Span(start, start + len(value), "ADDRESS", value, " ".join(fold(value).split()))
 
 
-def detect_addresses(view: TextView) -> list[Span]:
-    """Addresses around the capitalised runs the name detector reads too: a street name is one.
+def _occurrences(lower: str, word: str):
+    """Where `word` stands as a word of its own in `lower`."""
+    i, n = lower.find(word), len(lower)
+    while i != -1:
+        j = i + len(word)
+        if not (i and lower[i - 1].isalnum()) and not (j < n and lower[j].isalnum()):
+            yield i
+        i = lower.find(word, j)
 
-    A Spanish address has a street type before or at the start of the run and a number after it;
-    an English one has its number right before the run.
+
+def detect_addresses(view: TextView) -> list[Span]:
+    """Addresses found from their street word: a Spanish street type opens one ("Calle", "C/"),
+    an English suffix closes its street ("Street", "Ave"), after a number and capitalised words.
+
+    The words come from the text's own words, a set intersection: most texts hold none.
     """
-    text = view.text
-    runs = view.memo("capitalised_runs", lambda v: capitalised_runs(v.text))
+    text, lower, words = view.text, view.lower, view.words
     found = []
-    for start, end in runs.before_digit:
-        if _NUMBER_AFTER.match(text, end):
-            # "Avda. Gran Vía, 217": the type before the run first, for "Gran Vía" is a type and a name
-            street = _ES_TYPE_BEFORE.search(text, max(0, start - _TYPE_WINDOW), start) or _ES_TYPE_AT.match(text, start)
-            address = street and _ES_ADDRESS.match(text, street.start())
+    types = {word.strip(",;:") for word in _ES_TYPE_WORDS.intersection(words)}
+    if "c/" in lower:  # "C/Mayor" is one word
+        types.add("c/")
+    for word in types:
+        for i in _occurrences(lower, word):
+            address = _ES_ADDRESS.match(text, i)
             if address:
                 found.append(_span(view, address.start(), address.end()))
-    for start, _ in runs.after_number:
-        number = _EN_NUMBER_BEFORE.search(text, max(0, start - 12), start)
-        address = number and _EN_ADDRESS.match(text, number.start())
-        if address:
-            found.append(_span(view, address.start(), address.end()))
+    for word in {word.rstrip(",.;") for word in _EN_SUFFIX_WORDS.intersection(words)}:
+        for i in _occurrences(lower, word):
+            if not text[i].isupper():
+                continue
+            number = _EN_NUMBER_AND_NAME.search(text, max(0, i - _EN_WINDOW), i)
+            address = number and _EN_ADDRESS.match(text, number.start())
+            if address:
+                found.append(_span(view, address.start(), address.end()))
     return found

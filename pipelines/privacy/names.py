@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 import importlib
 import re
-import string
 import unicodedata
 from typing import NamedTuple
 
@@ -100,49 +99,40 @@ _CUE_BEFORE = re.compile(
 )
 """A cue that ends right where a name starts; searched in a short window before it."""
 _CUE_WINDOW = 32
-_CUE_GAP = " \t\r\n,:"
-_UNKNOWN_NAME_CUES = (
-    "me llamo", "mi nombre es", "my name is", "a nombre de", "firmado", "signed by", "soy", "i'm",
-    "i’m", " am", "this is", "aquí", "aqui", " for", "para", "contacta", "contactar", "contact", "contacte", " con",
-    " with", " to", "habla", "hablar", "escribe a", "pregunta por", "ask for", "de parte de", "on behalf of",
-    "cliente", "customer", "titular", "holder", "reserva", "booking",
-)  # fmt: skip
-"""How the cues that can vouch for an unknown name end: a cheap test before the cue regex."""
-_CLOSING_ENDINGS = (
-    "atentamente", "saludos", "un saludo", "cordialmente", "regards", "best", "thanks", "thank you", "gracias",
-    "cheers", "signed", "att", "atte", "--",
-)  # fmt: skip
-_TITLE_ENDINGS = TITLES + tuple(f"{title}." for title in TITLES)
 _MAX_TOKENS = 5
 
-_LOWER_WEAK_CUES = (
-    "soy", "i'm", "i am", "hola", "hi", "hello", "hey", "gracias", "thanks", "dear", "saludos", "querido", "querida",
-    "estimado", "estimada", "atentamente", "cordialmente", "regards",
+_CUE_WORDS = (
+    "sr", "sra", "srta", "dr", "dra", "dña", "don", "doña", "prof", "profa", "mr", "mrs", "ms", "mx", "miss",  # titles
+    "llamo", "nombre", "name", "firmado", "signed",  # strong
+    "soy", "i'm", "i’m", "am", "this", "aquí", "aqui", "contacta", "contactar", "contacte", "contact", "habla",
+    "hablar", "escribe", "pregunta", "ask", "parte", "behalf",  # middle
+    "for", "para", "cliente", "customer", "titular", "holder", "reserva", "booking",  # pair
+    "atentamente", "saludos", "saludo", "cordialmente", "regards", "best", "thanks", "thank", "gracias", "cheers",
+    "att", "atte", "--",  # closings
+    "hola", "hi", "hello", "hey", "dear", "estimado", "estimada", "querido", "querida", "buenos", "buenas",  # weak
 )  # fmt: skip
-
-
-def _phrases(phrases) -> str:
-    """An alternation of phrases grouped by first letter, each letter one branch: the regex engine
-    checks a branch's opening literal in C, so a position costs one check per letter, not per phrase."""
-    grouped: dict[str, list[str]] = {}
-    for phrase in phrases:
-        rest = r"\s+".join(re.escape(word) for word in phrase[1:].split(" ")).replace("'", "['’]")
-        grouped.setdefault(phrase[0], []).append(rest)
-    return "|".join(f"{re.escape(head)}(?:{'|'.join(tails)})" for head, tails in grouped.items())
-
-
-_LOWER_CUE_BODY = (
-    rf"(?:(?P<strong>{_phrases(STRONG_PHRASES)})|{_phrases(_LOWER_WEAK_CUES)})\b(?=[ \t]*[,:]?[ \t]*\n?[ \t]*[{_LOW}])"
-)
-_LOWER_CUE = re.compile(rf"(?<![\w'’]){_LOWER_CUE_BODY}")
-"""Cues before a name typed in lower case ("me llamo juan garcía", "hola maria"). What follows a cue
-is only looked at, not consumed, so "hola, soy juan" finds both cues."""
-_CUE_TRIGGERS = ("llamo", "nombre", "name", "firmado", "signed", "soy", "i'm", "i’m", "am", *_LOWER_WEAK_CUES)
-"""A word of every lower-case cue. The cue regex runs only around their occurrences: scanning every
-blank of a long text for a cue costs more than the rest of the name detector."""
-_TRIGGER_WORDS = {head + word + tail: word for word in _CUE_TRIGGERS if " " not in word
-                  for head in ("", "(", "¡", "¿", '"') for tail in ("", ",", ":", "!", ".")}  # fmt: skip
-_TRIGGER_SET = frozenset(_TRIGGER_WORDS)
+"""A word of every cue, lower-cased. The name detector works from their occurrences: testing every
+capitalised word of a long text for a cue before it costs more than the rest of the detector."""
+_CUE_WORD_FORMS = {head + word + tail: word for word in _CUE_WORDS
+                   for head in ("", "(", "¡", "¿", '"', "'") for tail in ("", ",", ":", "!", ".", ";")}  # fmt: skip
+"""The cue words as `str.split` leaves them, punctuation attached."""
+_CUE_WORD_SET = frozenset(_CUE_WORD_FORMS)
+_CONNECTORS = frozenset("a con with to por for de of is es am you la el the días dias tardes".split())
+"""Words between a cue's word and the name: "escribe a", "my name is", "de parte de", "thank you"."""
+_NEEDS_CONNECTOR = {"nombre": ("es", "de"), "name": ("is",), "this": ("is",), "behalf": ("of",), "parte": ("de",),
+                    "escribe": ("a",), "pregunta": ("por",), "ask": ("for",), "thank": ("you",), "habla": ("con",),
+                    "hablar": ("con",), "buenos": ("días", "dias")}  # fmt: skip
+"""Cue words that are a cue only with the word after them ("my name is", not "the name of")."""
+_VOUCHING_WORDS = frozenset(
+    ("llamo", "nombre", "name", "firmado", "signed", "sr", "sra", "srta", "dr", "dra", "dña", "don", "doña", "prof",
+     "profa", "mr", "mrs", "ms", "mx", "miss", "atentamente", "saludos", "saludo", "cordialmente", "regards", "best",
+     "thanks", "thank", "gracias", "cheers", "att", "atte", "--")
+)  # fmt: skip
+"""Cue words that can vouch for a word no list knows (a strong cue, a title, a signature's closing)."""
+_CAPITALS_ONLY = frozenset("for para cliente customer titular holder reserva booking this ask pregunta escribe".split())
+"""Cue words too common in prose to look for a lower-case name after them."""
+_GAP = re.compile(r"\.?[ \t]*[,:]?[ \t]*\n?\s*")
+_NEXT_WORD = re.compile(r"[^\W\d_]+['’]?[ \t]+")
 _LOWER_WORD = re.compile(rf"[{_LOW}]+(?:-[{_LOW}]+)?")
 _LOWER_PARTICLES = frozenset("de del la las los y i e da das dos di du van von der den".split())
 
@@ -165,7 +155,9 @@ class _Gazetteer(NamedTuple):
     last: frozenset[str]
     known: frozenset[str]
     common: frozenset[str]
-    """Everyday words: a capitalised one is a heading or a sentence opener, not an unknown surname."""
+    """Everyday words that are no names: a capitalised one is a heading or a sentence opener."""
+    everyday: frozenset[str]
+    """Everyday words, names among them ("will", "may", "rosa"): in lower case they are words."""
 
 
 @functools.cache
@@ -188,7 +180,10 @@ def _gazetteer() -> _Gazetteer:
     common = set(_CALENDAR_AND_PEOPLES | _NEVER_NAMES)
     for locale in _COMMON_WORD_LOCALES:
         common.update(fold(w) for w in importlib.import_module(f"faker.providers.lorem.{locale}").Provider.word_list)
-    return _Gazetteer(frozenset(first), frozenset(last), frozenset(first | last), frozenset(common - first - last))
+    known = frozenset(first | last)
+    # English everyday words only: Faker's Spanish word list holds names ("juan", "maría") as words.
+    english = {fold(w) for w in importlib.import_module("faker.providers.lorem.en_US").Provider.word_list}
+    return _Gazetteer(frozenset(first), frozenset(last), known, frozenset(common - known), frozenset(english))
 
 
 _KEYS: dict[str, str] = {}
@@ -287,7 +282,7 @@ def _first_last_sequences(tokens: list[_Token]) -> list[tuple[int, int]]:
     A known first name followed by a known surname is a name; so is one followed by a capitalised
     word that is no everyday word ("Marta Vilaró"), because that is how unlisted surnames appear.
     """
-    first, last, known, _ = _gazetteer()
+    first, last, known, _, _ = _gazetteer()
     windows, i = [], 0
     while i < len(tokens):
         if tokens[i].key not in first or tokens[i].after_particle:
@@ -312,48 +307,6 @@ def _first_last_sequences(tokens: list[_Token]) -> list[tuple[int, int]]:
     return windows
 
 
-_ANY_CUE_ENDINGS = tuple(
-    {e.lower() for e in TITLES + tuple(f"{t}." for t in TITLES)}
-    | set(STRONG_PHRASES)
-    | set(_UNKNOWN_NAME_CUES)
-    | set(_CLOSING_ENDINGS)
-    | {"hola", "hi", "hello", "hey", "dear", "estimado", "estimada", "querido", "querida", "buenos días", "buenos dias",
-       "buenas", "buenas tardes", "i'm", "i’m", "i am"}  # fmt: skip
-)
-"""How every cue ends, lower-cased: one `endswith` spares the cue regex after most capitalised words."""
-
-
-def _any_cue_before(text: str, start: int) -> bool:
-    tail = text[max(0, start - 24) : start].rstrip(_CUE_GAP).lower()
-    before, _, last = tail.rpartition(" ")
-    return tail.endswith(_ANY_CUE_ENDINGS) or (last in _PARTICLE_WORDS and before.rstrip(_CUE_GAP).endswith(_ANY_CUE_ENDINGS))
-
-
-def _cue_possible(text: str, start: int, key: str, known: frozenset[str]) -> bool:
-    """A cheap test before the cue regex: a known name after any cue, an unknown one after a few."""
-    if not start or text[start - 1] not in _CUE_GAP:  # '"True"', '(None': no cue fits
-        return False
-    if key in known:
-        return _any_cue_before(text, start)
-    if key in _NEVER_NAMES:
-        return False
-    return _unknown_name_cue_before(text, start)
-
-
-def _unknown_name_cue_before(text: str, start: int) -> bool:
-    tail = text[max(0, start - 24) : start]
-    cue = tail.rstrip(_CUE_GAP)
-    before, _, last = cue.rpartition(" ")
-    # "Sr. da Cunha": the cue may stand before a particle; "a nombre de" ends in one.
-    for cue in (cue, before.rstrip(_CUE_GAP)) if last.lower() in _PARTICLE_WORDS else (cue,):
-        lowered = cue.lower()
-        if cue.endswith(_TITLE_ENDINGS) or lowered.endswith(_UNKNOWN_NAME_CUES):
-            return True
-        if "\n" in tail[len(cue) :] and lowered.endswith(_CLOSING_ENDINGS):
-            return True
-    return False
-
-
 def _strength(cue: re.Match[str]) -> str:
     if cue.group("strong") is not None:
         return "strong"
@@ -366,137 +319,114 @@ def _strength(cue: re.Match[str]) -> str:
     return "weak"
 
 
-class CapitalisedRuns:
-    """The runs of capitalised words of a text ("Marta Vilaró i Puig", "Python"), for names and streets."""
-
-    __slots__ = ("text", "spans", "_before_digit", "_after_number")
-
-    def __init__(self, text: str):
-        self.text = text
-        self.spans = [(m.start(), m.end(), m.end(1)) for m in _RUN.finditer(text)]
-        """(start, end, end of the first word) of each run."""
-        self._before_digit: list[tuple[int, int]] | None = None
-        self._after_number: list[tuple[int, int]] | None = None
-
-    @property
-    def before_digit(self) -> list[tuple[int, int]]:
-        """Runs followed by a number, maybe after a blank or a comma: "Mayor 12", "Alcalá, 45", "España s/n"."""
-        if self._before_digit is None:
-            text = self.text
-            self._before_digit = [
-                (start, end)
-                for start, end, _ in self.spans
-                if text[end : end + 1] in _NUMBER_LEADS
-                and (text[end : end + 1].isdigit() or text[end + 1 : end + 2].isdigit() or text[end + 2 : end + 3].isdigit()
-                     or text.startswith(_NUMBER_WORDS, end + 1))  # fmt: skip
-            ]
-        return self._before_digit
-
-    @property
-    def after_number(self) -> list[tuple[int, int]]:
-        """Runs right after a number and a blank: "221B Baker Street"."""
-        if self._after_number is None:
-            text = self.text
-            self._after_number = [
-                (start, end) for start, end, _ in self.spans
-                if start > 1 and text[start - 1] in " \t" and text[start - 2] in _ALNUM
-            ]  # fmt: skip
-        return self._after_number
+_MULTI_RUN = re.compile(rf"{_CAP}(?:[ \t]+(?:{_PARTICLE}[ \t]+)?(?:[dDlL]['’])?[{_UP}]{_REST})+")
+"""Two capitalised words or more: where a known first name and a surname can stand without a cue."""
 
 
-_NUMBER_LEADS = frozenset(" ,0123456789")
-_NUMBER_WORDS = ("nº", "n.º", "Nº", "núm", "Núm", "num", "número", "s/n", "S/N", " nº", " s/n")
-"""What stands between a street name and its number, or for it ("s/n", sin número)."""
-_ALNUM = frozenset(string.ascii_letters + string.digits)
-
-
-def capitalised_runs(text: str) -> CapitalisedRuns:
-    return CapitalisedRuns(text)
-
-
-def _capitalised_names(text: str, runs: CapitalisedRuns) -> list[tuple[int, int]]:
-    known = _gazetteer().known
+def _unprompted_names(text: str) -> list[tuple[int, int]]:
+    """Known first names followed by surnames, wherever they stand: "ping Juan de la Torre about it"."""
     found = []
-    gap = _CUE_GAP
-    for start, end, first_end in runs.spans:
-        single = first_end == end
-        if single:  # one word: a name only right after a cue
-            if not start or text[start - 1] not in gap:  # spares the key lookup for most words
-                continue
-            key = _key(text[start:end])
-            # An unknown everyday word ("Return", "Example") is no name after any cue but "me llamo".
-            if key in known:
-                if not _any_cue_before(text, start):
-                    continue
-            elif not _name_like(key) or not _unknown_name_cue_before(text, start):
-                continue
-            tokens = [_Token(start, end, key, False)]
-        else:
-            tokens = _tokens(text, start, end)
-            found.extend((tokens[a].start, tokens[b - 1].end) for a, b in _first_last_sequences(tokens))
-        # A cue sits before the run ("soy Rosa") or opens it ("Soy Rosa", "Mr Smith").
-        for i, token in enumerate(tokens[:2]):
-            if (single and not i) or _cue_possible(text, token.start, token.key, known):
-                cue = _CUE_BEFORE.search(text, max(0, token.start - _CUE_WINDOW), token.start)
-                count = cue and _after_cue(tokens[i:], _strength(cue))
-                if count:
-                    # "Sra. van Dijk": the particle between the cue and the name is the name's
-                    start = cue.start("particle") if cue.group("particle") else token.start
-                    found.append((start, tokens[i + count - 1].end))
-                    break
+    for run in _MULTI_RUN.finditer(text):
+        tokens = _tokens(text, run.start(), run.end())
+        found.extend((tokens[a].start, tokens[b - 1].end) for a, b in _first_last_sequences(tokens))
     return found
 
 
-def _lower_cues(lower: str, words: list[str]) -> list[re.Match[str]]:
-    """The cues of `lower`, searched only in short windows around the words that can be part of one."""
-    cues: dict[int, re.Match[str]] = {}
-    for trigger in {_TRIGGER_WORDS[word] for word in _TRIGGER_SET.intersection(words)}:
-        i = lower.find(trigger)
+def _after_cue_words(text: str, lower: str, words: list[str]) -> dict[int, str]:
+    """Where a name could start right after a cue, and the cue word that led there."""
+    n = len(lower)
+    positions: dict[int, str] = {}
+    for word in {_CUE_WORD_FORMS[form] for form in _CUE_WORD_SET.intersection(words)}:
+        needs = _NEEDS_CONNECTOR.get(word)
+        i = lower.find(word)
         while i != -1:
-            for cue in _LOWER_CUE.finditer(lower, max(0, i - 16), min(len(lower), i + len(trigger) + 12)):
-                cues.setdefault(cue.start(), cue)
-            i = lower.find(trigger, i + len(trigger))
-    return [cues[start] for start in sorted(cues)]
-
-
-def _lowercase_names(text: str, lower: str, words: list[str]) -> list[tuple[int, int]]:
-    """Names typed in lower case after a cue: anything name-like after a strong cue, known names otherwise."""
-    known = _gazetteer().known
-    found = []
-    for cue in _lower_cues(lower, words):
-        first = _LOWER_WORD.search(lower, cue.end(), min(len(lower), cue.end() + 8))
-        if first is None or not text[first.start()].islower():
-            continue  # capitalised: the other path's
-        strong = cue.group("strong") is not None
-        words = []
-        for word in _LOWER_WORD.finditer(lower, first.start(), min(len(lower), first.start() + 80)):
-            gap = lower[words[-1][1] if words else cue.end() : word.start()]
-            if words and (gap.strip() or "\n" in gap):
-                break
-            words.append((word.start(), word.end(), _key(word.group())))
-            if len(words) > _MAX_TOKENS + 2:
-                break
-        taken = 0
-        for i, (_, _, key) in enumerate(words):
-            if key in _LOWER_PARTICLES and i + 1 < len(words) and _known(words[i + 1][2], known) and taken:
+            j = i + len(word)
+            if (i and lower[i - 1].isalnum()) or (j < n and lower[j].isalnum()):
+                i = lower.find(word, j)
                 continue
-            if _known(key, known) or (strong and i == 0 and _name_like(key)):
-                taken = i + 1
-            else:
-                break
-        if taken:
-            found.append((words[0][0], words[taken - 1][1]))
+            k = _GAP.match(lower, j).end()
+            for step in range(3):
+                if word in _CAPITALS_ONLY and not text[k : k + 1].isupper() and not needs:
+                    break  # "for example", "this is": a name after these is capitalised
+                connector = _NEXT_WORD.match(lower, k)
+                following = connector.group().rstrip(" \t'’") if connector else ""
+                if not (needs and step == 0):
+                    positions.setdefault(k, word)
+                elif following not in needs:
+                    break
+                if connector is None or following not in _CONNECTORS and following not in _PARTICLE_WORDS:
+                    break
+                k = connector.end()
+            i = lower.find(word, j)
+    return {p: w for p, w in positions.items() if p < n}
+
+
+def _cue_led_names(text: str, lower: str, words: list[str]) -> list[tuple[int, int]]:
+    """Names right after a cue: capitalised as `_after_cue` allows, or typed in lower case."""
+    found = []
+    known = _gazetteer().known
+    for start, word in sorted(_after_cue_words(text, lower, words).items()):
+        vouching = word in _VOUCHING_WORDS
+        if text[start].isupper():
+            run = _RUN.match(text, start)
+            if run is None:
+                continue
+            tokens = _tokens(text, start, run.end())
+            if not tokens or tokens[0].key in _NEVER_NAMES:
+                continue
+            if not (vouching or _known(tokens[0].key, known) or _name_like(tokens[0].key)):
+                continue  # "for Example": only a strong cue, a title or a signature could vouch for it
+            cue = _CUE_BEFORE.search(text, max(0, start - _CUE_WINDOW), start)
+            count = cue and _after_cue(tokens, _strength(cue))
+            if count:
+                # "Sra. van Dijk": the particle between the cue and the name is the name's
+                found.append((cue.start("particle") if cue.group("particle") else start, tokens[count - 1].end))
+        elif text[start].islower():
+            found.extend(_lowercase_name(text, lower, start, vouching))
     return found
 
 
-def find_names(text: str, lower: str | None = None, runs: CapitalisedRuns | None = None,
-               words: list[str] | None = None) -> list[tuple[int, int, str]]:  # fmt: skip
+def _lowercase_name(text: str, lower: str, start: int, vouching: bool) -> list[tuple[int, int]]:
+    """A name typed in lower case at `start`, after a cue: anything name-like after "me llamo", else
+    known names that are not also everyday words ("thanks, will do")."""
+    gazetteer = _gazetteer()
+    first = _LOWER_WORD.match(lower, start)
+    if first is None:
+        return []
+    key = _key(first.group())
+    if not _known(key, gazetteer.known) and not (vouching and _name_like(key)):
+        return []  # "for the", "this is": no cue here can make these words a name; spare the cue regex
+    cue = _CUE_BEFORE.search(lower, max(0, start - _CUE_WINDOW), start)
+    if cue is None or cue.group("pair") is not None:
+        return []
+    strong = _strength(cue) == "strong" and cue.group("closing") is None
+    words = []
+    for word in _LOWER_WORD.finditer(lower, start, min(len(lower), start + 80)):
+        gap = lower[words[-1][1] if words else start : word.start()]
+        if gap.strip() or "\n" in gap or not text[word.start()].islower():
+            break
+        words.append((word.start(), word.end(), _key(word.group())))
+        if len(words) > _MAX_TOKENS + 2:
+            break
+    taken = 0
+    for i, (_, _, key) in enumerate(words):
+        if key in _LOWER_PARTICLES and i + 1 < len(words) and _known(words[i + 1][2], gazetteer.known) and taken:
+            continue
+        if _known(key, gazetteer.known) and (strong or key not in gazetteer.everyday):
+            taken = i + 1
+        elif strong and i == 0 and _name_like(key):
+            taken = 1
+        else:
+            break
+    return [(words[0][0], words[taken - 1][1])] if taken else []
+
+
+def find_names(text: str, lower: str | None = None, words: list[str] | None = None) -> list[tuple[int, int, str]]:
     """Candidate person names as (start, end, canonical); may overlap, the caller resolves.
 
-    `lower` is `text` lowercased with the same length, `runs` its `capitalised_runs` and `words`
-    `lower.split()`, when the caller already has them.
+    `lower` is `text` lowercased with the same length and `words` is `lower.split()`, when the
+    caller already has them.
     """
-    found = _capitalised_names(text, capitalised_runs(text) if runs is None else runs)
     lower = text.lower() if lower is None else lower
-    found += _lowercase_names(text, lower, lower.split() if words is None else words)
+    found = _unprompted_names(text) + _cue_led_names(text, lower, lower.split() if words is None else words)
     return [(start, end, " ".join(fold(text[start:end]).split())) for start, end in found]

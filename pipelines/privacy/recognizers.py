@@ -23,7 +23,7 @@ from pipelines.privacy import secrets
 from pipelines.privacy.addresses import detect_addresses
 from pipelines.privacy.emails import EMAIL, detect_emails
 from pipelines.privacy.identifiers import detect_identifiers
-from pipelines.privacy.names import capitalised_runs, find_names
+from pipelines.privacy.names import find_names
 from pipelines.privacy.network import detect_ip_addresses
 from pipelines.privacy.phones import detect_phones
 from pipelines.privacy.secrets import URL_CREDENTIALS, detect_secrets
@@ -82,8 +82,7 @@ RESIDUAL_PII_PATTERNS: dict[str, str] = {
 """High-precision patterns a validation suite runs over anonymized text; none matches a pseudonym."""
 
 def _detect_names(view: TextView) -> list[Span]:
-    runs = view.memo("capitalised_runs", lambda v: capitalised_runs(v.text))
-    names = find_names(view.text, view.lower, runs, view.words)
+    names = find_names(view.text, view.lower, view.words)
     return [Span(s, e, "PERSON", view.text[s:e], key) for s, e, key in names]
 
 

@@ -267,6 +267,8 @@ _PLACEHOLDER = re.compile(
     r"|\[[A-Z][A-Z_]*_[0-9a-f]{8}\]"  # a pseudonym
 )
 _SYMBOL_OR_DIGIT = re.compile(r"[^A-Za-zÀ-ÿ]")
+_INNER_CAPITALS = re.compile(r"[a-z][A-Z].*[A-Z]|[A-Z]{2}.*[a-z].*[A-Z]")
+"""Two capitals inside a word, away from its start: random, not "JavaScript"."""
 
 
 def _placeholder(value: str) -> bool:
@@ -274,10 +276,12 @@ def _placeholder(value: str) -> bool:
 
 
 def _random_enough(value: str) -> tuple[str, str] | None:
-    """A value after a weak keyword: a digit or symbol in it, or sixteen characters, and no placeholder."""
+    """A value after a weak keyword: a digit or symbol in it, capitals inside it ("lVRGJHYbVRu"), or
+    sixteen characters; and no placeholder."""
     if len(value) < 6 or _placeholder(value):
         return None
-    return ("SECRET", value) if _SYMBOL_OR_DIGIT.search(value) or len(value) >= 16 else None
+    random_looking = _SYMBOL_OR_DIGIT.search(value) or _INNER_CAPITALS.search(value) or len(value) >= 16
+    return ("SECRET", value) if random_looking else None
 
 
 def _password(value: str) -> tuple[str, str] | None:
