@@ -88,9 +88,9 @@ def detect_addresses(view: TextView) -> list[Span]:
 
     The words come from the text's own words, a set intersection: most texts hold none.
     """
-    text, lower, words = view.text, view.lower, view.words
+    text, lower, words = view.text, view.lower, view.word_set
     found = []
-    types = {word.strip(",;:") for word in _ES_TYPE_WORDS.intersection(words)}
+    types = {word.strip(",;:") for word in _ES_TYPE_WORDS & words}
     if "c/" in lower:  # "C/Mayor" is one word
         types.add("c/")
     for word in types:
@@ -98,7 +98,7 @@ def detect_addresses(view: TextView) -> list[Span]:
             address = _ES_ADDRESS.match(text, i)
             if address:
                 found.append(_span(view, address.start(), address.end()))
-    for word in {word.rstrip(",.;") for word in _EN_SUFFIX_WORDS.intersection(words)}:
+    for word in {word.rstrip(",.;") for word in _EN_SUFFIX_WORDS & words}:
         for i in _occurrences(lower, word):
             if not text[i].isupper():
                 continue

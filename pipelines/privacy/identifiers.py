@@ -170,12 +170,16 @@ def detect_identifiers(view: TextView) -> list[Span]:
     found = list(_iban_spans(view))
     for regex, confirm, options in _NUMBER_DETECTORS:
         found += _confirmed_in_windows(regex, view, confirm, **options)
-    lower = view.lower
-    if "ssn" in lower or "social security" in lower:
+    lower, words = view.lower, view.word_set
+    if not _SSN_WORDS.isdisjoint(words):
         found += _confirmed_in_windows(_SSN_AFTER_CUE, view, _ssn, group=1, haystack=lower)
-    if "nss" in lower or "naf" in lower or "social" in lower or "afiliac" in lower:
+    if not _NSS_WORDS.isdisjoint(words):
         found += _confirmed_in_windows(_NSS_AFTER_CUE, view, lambda value: _nss(value, cued=True), group=1, haystack=lower)
     return found
+
+
+_SSN_WORDS = frozenset(w + tail for w in ("ssn", "security") for tail in ("", ":", ",", "#"))
+_NSS_WORDS = frozenset(w + tail for w in ("nss", "naf", "social", "afiliación", "afiliacion") for tail in ("", ":", ","))
 
 
 _NUMBER_DETECTORS = (

@@ -332,17 +332,20 @@ def _unprompted_names(text: str) -> list[tuple[int, int]]:
     return found
 
 
-def _after_cue_words(text: str, lower: str, words: list[str]) -> dict[int, str]:
+def _after_cue_words(text: str, lower: str, words: set[str]) -> dict[int, str]:
     """Where a name could start right after a cue, and the cue word that led there."""
     n = len(lower)
     positions: dict[int, str] = {}
-    for word in {_CUE_WORD_FORMS[form] for form in _CUE_WORD_SET.intersection(words)}:
+    for word in {_CUE_WORD_FORMS[form] for form in _CUE_WORD_SET & words}:
         needs = _NEEDS_CONNECTOR.get(word)
         i = lower.find(word)
         while i != -1:
             j = i + len(word)
             if (i and lower[i - 1].isalnum()) or (j < n and lower[j].isalnum()):
                 i = lower.find(word, j)
+                continue
+            if word in _CAPITALS_ONLY and not needs and lower[j : j + 1] == " " and not text[j + 1 : j + 2].isupper():
+                i = lower.find(word, j)  # "for the", "para el": the common case, decided without a regex
                 continue
             k = _GAP.match(lower, j).end()
             for step in range(3):
@@ -361,7 +364,7 @@ def _after_cue_words(text: str, lower: str, words: list[str]) -> dict[int, str]:
     return {p: w for p, w in positions.items() if p < n}
 
 
-def _cue_led_names(text: str, lower: str, words: list[str]) -> list[tuple[int, int]]:
+def _cue_led_names(text: str, lower: str, words: set[str]) -> list[tuple[int, int]]:
     """Names right after a cue: capitalised as `_after_cue` allows, or typed in lower case."""
     found = []
     known = _gazetteer().known
@@ -421,12 +424,12 @@ def _lowercase_name(text: str, lower: str, start: int, vouching: bool) -> list[t
     return [(words[0][0], words[taken - 1][1])] if taken else []
 
 
-def find_names(text: str, lower: str | None = None, words: list[str] | None = None) -> list[tuple[int, int, str]]:
+def find_names(text: str, lower: str | None = None, words: set[str] | None = None) -> list[tuple[int, int, str]]:
     """Candidate person names as (start, end, canonical); may overlap, the caller resolves.
 
-    `lower` is `text` lowercased with the same length and `words` is `lower.split()`, when the
+    `lower` is `text` lowercased with the same length and `words` is `set(lower.split())`, when the
     caller already has them.
     """
     lower = text.lower() if lower is None else lower
-    found = _unprompted_names(text) + _cue_led_names(text, lower, lower.split() if words is None else words)
+    found = _unprompted_names(text) + _cue_led_names(text, lower, set(lower.split()) if words is None else words)
     return [(start, end, " ".join(fold(text[start:end]).split())) for start, end in found]

@@ -82,7 +82,7 @@ RESIDUAL_PII_PATTERNS: dict[str, str] = {
 """High-precision patterns a validation suite runs over anonymized text; none matches a pseudonym."""
 
 def _detect_names(view: TextView) -> list[Span]:
-    names = find_names(view.text, view.lower, view.words)
+    names = find_names(view.text, view.lower, view.word_set)
     return [Span(s, e, "PERSON", view.text[s:e], key) for s, e, key in names]
 
 

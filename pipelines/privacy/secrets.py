@@ -94,28 +94,30 @@ def _provider_tokens(view: TextView) -> Iterator[Span]:
     """Tokens by prefix, searched only inside words long enough to hold one.
 
     `str.split` finds the long words far faster than a regex scan can, and most texts have none;
-    their offsets are recovered with `str.find` from a cursor that only moves forward.
+    `str.find` gives back the offsets of each.
     """
-    words = view.words
+    words = view.word_set
     if not words or len(max(words, key=len)) < _MIN_TOKEN:
         return
     text, lower = view.text, view.lower
-    cursor = 0
-    for word in [w for w in words if len(w) >= _MIN_TOKEN]:
-        cursor = lower.find(word, cursor)
+    # Longest first, in C: the loop below sees only the long words, however many short ones there are.
+    for word in sorted(words, key=len, reverse=True):
+        if len(word) < _MIN_TOKEN:
+            break
         if not word.strip(_RULER):  # "--------": a ruler line, as documentation has many
-            cursor += len(word)
             continue
-        end = cursor + len(word)
-        for start in _TOKEN_START.finditer(text, cursor, end):
-            m = _PROVIDER_TOKEN.match(text, start.start(), end)
-            if m:
-                yield Span(m.start(), m.end(), "SECRET", m.group(), m.group())
-        for literal, regex in _UNPREFIXED_TOKENS:
-            if literal.lower() in word:
-                for m in regex.finditer(text, cursor, end):
+        start = lower.find(word)
+        while start != -1:
+            end = start + len(word)
+            for token_start in _TOKEN_START.finditer(text, start, end):
+                m = _PROVIDER_TOKEN.match(text, token_start.start(), end)
+                if m:
                     yield Span(m.start(), m.end(), "SECRET", m.group(), m.group())
-        cursor = end
+            for literal, regex in _UNPREFIXED_TOKENS:
+                if literal.lower() in word:
+                    for m in regex.finditer(text, start, end):
+                        yield Span(m.start(), m.end(), "SECRET", m.group(), m.group())
+            start = lower.find(word, end)
 
 
 # --- private keys ----------------------------------------------------------------------------------
@@ -243,11 +245,6 @@ _PASSWORD_NEXT = re.compile(
     r"(?:password|passwd|passphrase|passcode|contraseña|contrasena)[ \t]+(?:[\"'«`]([^\"'»`\n]{1,100})[\"'»`]|(\S+))"
 )
 """A password keyword right before a value: "con la contraseña Verano2024! no entra"."""
-_SENTENCE_GATES = tuple(
-    re.compile(pattern) for pattern in (r"pass(?:w|phrase|code| is| es| was| era)", "contrase", "clave", r"pin (?:is|es|was|era)")
-)
-"""Literal-led searches (memchr speed) that every password sentence passes; most texts pass none."""
-
 PROSE_WORDS = frozenset(
     """not no wrong incorrect invalid expired correct right too very the a an my your his her our their still also now
     being required optional empty blank missing case set stored saved reset changed hidden encrypted hashed same
@@ -344,11 +341,23 @@ def _sentences(view: TextView) -> Iterator[Span]:
                 yield Span(start, end, "SECRET", text[start:end], verdict[1])
 
 
+_PEM_WORDS = frozenset(("-----begin", "private-lines:"))
+_SENTENCE_WORDS = frozenset(
+    head + word + tail
+    for word in ("password", "passwd", "passphrase", "passcode", "contraseña", "contrasena", "clave")
+    for head in ("", '"', "'", "(", "¿", "¡")
+    for tail in ("", ",", ":", ".")
+)
+"""A password sentence holds one of these as a word: "my password is", "con la contraseña X"."""
+_SHORT_PASSWORD_SENTENCES = (re.compile(r"pass (?:is|es|was|era) "), re.compile(r"pin (?:is|es|was|era) "))
+""""my pass is", "mi pin es": "pass" and "pin" alone are everywhere in code, so the sentence is sought."""
+
+
 def detect_secrets(view: TextView) -> list[Span]:
-    """Every secret in `view`; each family behind a cheap test of the literal it cannot do without."""
-    text, lower = view.text, view.lower
+    """Every secret in `view`; each family behind a cheap test of the literal or word it cannot do without."""
+    text, lower, words = view.text, view.lower, view.word_set
     found = list(_provider_tokens(view))
-    if "-----BEGIN" in text or "Private-Lines:" in text:
+    if not _PEM_WORDS.isdisjoint(words) or "-----BEGIN" in text:
         found += _private_keys(text)
     if "authori" in lower or "cookie" in lower or "earer" in text or "asic" in text:
         found += _http_credentials(view)
@@ -356,6 +365,8 @@ def detect_secrets(view: TextView) -> list[Span]:
         found += _url_credentials(text)
     if "=" in text or ":" in text:
         found += _assignments(view)
-    if any(gate.search(lower) for gate in _SENTENCE_GATES):
+    if not _SENTENCE_WORDS.isdisjoint(words) or (
+        ("pass" in words or "pin" in words) and any(sentence.search(lower) for sentence in _SHORT_PASSWORD_SENTENCES)
+    ):
         found += _sentences(view)
     return found

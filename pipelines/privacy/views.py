@@ -97,6 +97,14 @@ class TextView:
             words = self._cache["words"] = self.lower.split()
         return words
 
+    @property
+    def word_set(self) -> set[str]:
+        """The distinct `words`, for detectors that look for words they know ("calle", "soy")."""
+        word_set = self._cache.get("word_set")
+        if word_set is None:
+            word_set = self._cache["word_set"] = set(self.words)
+        return word_set
+
     def memo(self, name: str, compute):
         """A value computed once per text and shared by the detectors that need it."""
         if name not in self._cache:
