@@ -1,4 +1,5 @@
-# Two entry points, each sets itself up: `make demo` and `make test`.
+# Two entry points, each sets itself up: `make demo` and `make test`; `make up` / `make down` run
+# docker-compose.yml's stack on this machine without Docker (deploy/local_stack.py).
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -6,13 +7,19 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.ragwatch-installed
 PYTEST_ARGS ?=
 
-.PHONY: demo test install system-deps constraints clean
+.PHONY: demo test up down install system-deps real-model constraints clean
 
 demo: install
 	scripts/demo.sh
 
-test: install
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+test: install real-model
+	PYTHONPATH=$(CURDIR) $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+up: install
+	PYTHONPATH=$(CURDIR) $(BIN)/python deploy/local_stack.py up
+
+down: install
+	PYTHONPATH=$(CURDIR) $(BIN)/python deploy/local_stack.py down
 
 install: $(STAMP) system-deps
 
@@ -26,10 +33,17 @@ $(STAMP): pyproject.toml constraints.txt
 system-deps:
 	scripts/system-deps.sh
 
+# The small real LLM of tests/test_real_model.py (docs/real-model.md): the llama-cpp-python wheel, built
+# once per machine into ~/.cache/ragwatch (only the first run pays), and the Gemma 3 270M GGUF.
+real-model: $(STAMP)
+	PYTHON=$(BIN)/python scripts/real-model.sh >/dev/null
+
 # Re-resolve the pinned set after changing dependencies in pyproject.toml (then run make test).
 constraints:
 	rm -rf /tmp/ragwatch-resolve && $(PYTHON) -m venv /tmp/ragwatch-resolve
 	/tmp/ragwatch-resolve/bin/pip install -q --upgrade pip && /tmp/ragwatch-resolve/bin/pip install -q '.[airflow,bench,dev]'
+	/tmp/ragwatch-resolve/bin/pip install -q --only-binary llama-cpp-python \
+		--find-links "$$(PYTHON=/tmp/ragwatch-resolve/bin/python scripts/real-model.sh --wheel)" '.[real-model]'
 	/tmp/ragwatch-resolve/bin/pip freeze --exclude ragwatch | grep -v '^-e' > constraints.txt
 
 clean:

@@ -1,7 +1,8 @@
-"""Weekly, and whenever the corpus is refreshed: build, validate and version the golden set.
+"""Weekly, and whenever the corpus is refreshed: build, validate, release and version the golden set.
 
 Generation runs as mapped batches in the `ragwatch_llm` pool, so a vLLM server sees at most
-as many concurrent batches as the pool has slots.
+as many concurrent batches as the pool has slots. Task bodies import `pipelines` themselves,
+so parsing this file stays fast.
 """
 
 from __future__ import annotations
@@ -11,15 +12,12 @@ from datetime import datetime, timezone
 from airflow.sdk import DAG, Asset, AssetOrTimeSchedule, CronTriggerTimetable, Param, task
 from ragwatch_airflow.settings import DEFAULT_ARGS, DVC_POOL, LLM_POOL, ragwatch_settings
 
-from pipelines.golden import steps
-from pipelines.golden.params import load_golden_params
-
 CORPUS = Asset(name="ragwatch_corpus", uri="ragwatch://corpus")
 GOLDEN_SET = Asset(name="ragwatch_golden_set", uri="ragwatch://golden/datasets")
 
 with DAG(
     dag_id="golden_build",
-    description="Generate, filter, review-merge, split, validate (GX) and version (DVC + tag) the golden set.",
+    description="Generate, filter, review-merge, split, validate (GX) and release (DVC + tag) the golden set.",
     schedule=AssetOrTimeSchedule(timetable=CronTriggerTimetable("0 3 * * 1", timezone="UTC"), assets=CORPUS),
     start_date=datetime(2026, 1, 1, tzinfo=timezone.utc),
     catchup=False,
@@ -29,32 +27,48 @@ with DAG(
     tags=["ragwatch", "golden"],
 ) as dag:
 
-    def golden_params(params) -> dict:
+    def golden_params(params):
+        from pipelines.golden.params import load_golden_params
+
         return load_golden_params(ragwatch_settings(), **params["overrides"])
 
     @task
     def plan(params=None, dag_run=None) -> list[list[int]]:
         """The generation batches (job ranges): what the next task maps over."""
-        return steps.plan_golden(ragwatch_settings(), golden_params(params), logical_date=dag_run.run_after.date())["batches"]
+        from pipelines.golden import steps
+
+        planned = steps.plan_golden(ragwatch_settings(), golden_params(params), logical_date=dag_run.run_after.date())
+        return [list(batch) for batch in planned.batches]
 
     @task(pool=LLM_POOL)
     def generate(batch: list, params=None) -> dict:
-        return steps.generate_golden_batch(ragwatch_settings(), golden_params(params)["name"], *batch)
+        from pipelines.golden import steps
+
+        return steps.generate_golden_batch(ragwatch_settings(), golden_params(params).name, *batch).model_dump(mode="json")
 
     @task(pool=LLM_POOL)
     def filter_candidates(_generated: list, params=None) -> dict:
-        return steps.filter_golden(ragwatch_settings(), golden_params(params))
+        from pipelines.golden import steps
+
+        return steps.filter_golden(ragwatch_settings(), golden_params(params)).model_dump(mode="json")
 
     @task
     def split(_filtered: dict, params=None) -> dict:
-        return steps.split_golden(ragwatch_settings(), golden_params(params))
+        from pipelines.golden import steps
+
+        return steps.split_golden(ragwatch_settings(), golden_params(params)).model_dump(mode="json")
 
     @task(retries=0)  # a failed expectation fails again on retry
-    def validate(split_result: dict) -> dict:
-        return steps.validate_golden(ragwatch_settings(), split_result["name"])
+    def validate(staged: dict) -> dict:
+        from pipelines.golden import steps
+
+        return steps.validate_golden(ragwatch_settings(), staged["name"]).model_dump(mode="json")
 
     @task(pool=DVC_POOL, outlets=[GOLDEN_SET])
-    def publish(validated: dict) -> dict:
-        return steps.publish_golden(ragwatch_settings(), validated["name"])
+    def release(staged: dict) -> dict:
+        from pipelines.golden import steps
 
-    publish(validate(split(filter_candidates(generate.expand(batch=plan())))))
+        return steps.release_golden(ragwatch_settings(), staged["name"]).model_dump(mode="json")
+
+    staged = split(filter_candidates(generate.expand(batch=plan())))
+    validate(staged) >> release(staged)

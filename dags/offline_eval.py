@@ -1,17 +1,17 @@
 """Weekly: run the system under test over the frozen golden test split, judge, gate, report, push.
 
-On a time schedule (not on the golden asset) so past weeks can be backfilled from the UI.
+On a time schedule (not on the golden asset) so past weeks can be backfilled from the UI. Task
+bodies import `pipelines` themselves, so parsing this file stays fast (ragas is slow to import).
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from pathlib import Path
 
 from airflow.sdk import DAG, Asset, CronDataIntervalTimetable, Param, task
 from ragwatch_airflow.settings import DEFAULT_ARGS, LLM_POOL, ragwatch_settings
 
-from pipelines.evaluation import offline
+from pipelines.evaluation.params import ALL_JUDGE_METRICS
 
 OFFLINE_SCORES = Asset(name="ragwatch_offline_scores", uri="ragwatch://results/offline")
 
@@ -26,7 +26,7 @@ with DAG(
     params={
         "golden_version": Param(None, type=["null", "string"], description="e.g. v3; default: the latest published."),
         "k": Param([1, 3, 5, 10], type="array", description="Cut-offs for recall@k and precision@k."),
-        "metrics": Param(offline.ALL_JUDGE_METRICS, type="array", description="Judge metrics to compute."),
+        "metrics": Param(ALL_JUDGE_METRICS, type="array", description="Judge metrics to compute."),
         "target_url": Param(None, type=["null", "string"], description="Your RAG service (README contract); default: the reference RAG."),
         "fail_on_gate": Param(False, type="boolean", description="Fail the run when the regression gate fails."),
         "limit": Param(None, type=["null", "integer"], description="Evaluate a stable subset of this many items."),
@@ -34,32 +34,51 @@ with DAG(
     tags=["ragwatch", "eval"],
 ) as dag:
 
-    def eval_params(params) -> dict:
-        return offline.eval_params(ragwatch_settings(), **params)
+    def eval_params(params):
+        from pipelines.evaluation.params import eval_params
+
+        return eval_params(ragwatch_settings(), **params)
 
     @task
     def prepare(params=None, data_interval_end=None) -> dict:
-        return offline.prepare_offline_eval(ragwatch_settings(), eval_params(params), logical_date=data_interval_end.date())
+        from pipelines.evaluation.prepare import prepare_offline_eval
+
+        prepared = prepare_offline_eval(ragwatch_settings(), eval_params(params), logical_date=data_interval_end.date())
+        return prepared.model_dump(mode="json")
 
     @task
     def batches(prepared: dict) -> list[dict]:
-        return [{"run_dir": prepared["run_dir"], "start": s, "end": e} for s, e in prepared["batches"]]
+        return [{"run_dir": prepared["run_dir"], "start": start, "end": end} for start, end in prepared["batches"]]
 
     @task(pool=LLM_POOL)
     def judge(batch: dict) -> dict:
-        return offline.judge_offline_batch(ragwatch_settings(), Path(batch["run_dir"]), batch["start"], batch["end"])
+        from pathlib import Path
+
+        from pipelines.evaluation.judging import judge_offline_batch
+
+        return judge_offline_batch(ragwatch_settings(), Path(batch["run_dir"]), batch["start"], batch["end"]).model_dump(mode="json")
 
     @task
     def finalize(prepared: dict, _judged: list) -> dict:
-        return offline.finalize_offline_eval(ragwatch_settings(), Path(prepared["run_dir"]))
+        from pathlib import Path
+
+        from pipelines.evaluation.finalize import finalize_offline_eval
+
+        return finalize_offline_eval(ragwatch_settings(), Path(prepared["run_dir"])).model_dump(mode="json")
 
     @task(outlets=[OFFLINE_SCORES])
     def push(summary: dict) -> dict:
-        return offline.push_eval(ragwatch_settings(), summary)
+        from pipelines.evaluation.push import push_run
+        from pipelines.evaluation.summary import RunSummary
+
+        return push_run(ragwatch_settings(), RunSummary.model_validate(summary)).model_dump(mode="json")
 
     @task(retries=0)
     def gate(summary: dict, _pushed: dict, params=None) -> dict:
-        return offline.enforce_gate(summary, params["fail_on_gate"])
+        from pipelines.evaluation.gate import enforce_gate
+        from pipelines.evaluation.summary import RunSummary
+
+        return enforce_gate(RunSummary.model_validate(summary), params["fail_on_gate"]).model_dump(mode="json")
 
     prepared = prepare()
     summary = finalize(prepared, judge.expand(batch=batches(prepared)))

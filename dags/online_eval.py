@@ -1,7 +1,8 @@
 """Daily: score a sample of yesterday's real (anonymized) traffic without ground truth, then push.
 
-Waits for trace_sampling to publish the same day's partition, so a backfill of past days runs
-in order; every score row carries its trace id.
+Waits for trace_sampling to promote the same day's partition, so a backfill of past days runs
+in order; every score row carries its trace id. Task bodies import `pipelines` themselves, so
+parsing this file stays fast.
 """
 
 from __future__ import annotations
@@ -10,8 +11,6 @@ from datetime import datetime, timezone
 
 from airflow.sdk import DAG, Asset, CronDataIntervalTimetable, Param, task
 from ragwatch_airflow.settings import DEFAULT_ARGS, LLM_POOL, ragwatch_settings
-
-from pipelines.evaluation import offline, online
 
 ONLINE_SCORES = Asset(name="ragwatch_online_scores", uri="ragwatch://results/online")
 
@@ -32,16 +31,23 @@ with DAG(
 
     @task.sensor(poke_interval=300, timeout=12 * 3600, mode="reschedule")
     def sampled_partition(data_interval_start=None) -> bool:
-        return online.partition_ready(ragwatch_settings(), data_interval_start.date())
+        from pipelines.workspace import Workspace
+
+        return Workspace.from_settings(ragwatch_settings()).has_traces(data_interval_start.date())
 
     @task(pool=LLM_POOL)
     def score(params=None, data_interval_start=None) -> dict:
-        return online.score_online(ragwatch_settings(), data_interval_start.date(), noise_mode=params["noise_mode"],
-                                   noise_k=params["noise_k"])  # fmt: skip
+        from pipelines.evaluation.online import score_online
+
+        return score_online(ragwatch_settings(), data_interval_start.date(), noise_mode=params["noise_mode"],
+                            noise_k=params["noise_k"]).model_dump(mode="json")  # fmt: skip
 
     @task(outlets=[ONLINE_SCORES])
     def push(summary: dict) -> dict:
-        return offline.push_eval(ragwatch_settings(), summary)
+        from pipelines.evaluation.push import push_run
+        from pipelines.evaluation.summary import RunSummary
+
+        return push_run(ragwatch_settings(), RunSummary.model_validate(summary)).model_dump(mode="json")
 
     scored = score()
     sampled_partition() >> scored

@@ -1,18 +1,16 @@
-"""Daily: sample, anonymize, validate, publish and version one day of production traces.
+"""Daily: sample, anonymize, validate, promote and version one day of production traces.
 
 Each run processes its own data interval (the previous UTC day), so backfills of past days
-from the UI or `POST /api/v2/backfills` write exactly those days' partitions.
+from the UI or `POST /api/v2/backfills` write exactly those days' partitions. Task bodies import
+`pipelines` themselves, so parsing this file stays fast.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from airflow.sdk import DAG, Asset, Param, task
-from airflow.sdk import CronDataIntervalTimetable
+from airflow.sdk import DAG, Asset, CronDataIntervalTimetable, Param, task
 from ragwatch_airflow.settings import DEFAULT_ARGS, DVC_POOL, ragwatch_settings
-
-from pipelines.traces import steps
 
 SAMPLED_TRACES = Asset(name="ragwatch_sampled_traces", uri="ragwatch://golden/traces")
 
@@ -34,21 +32,32 @@ with DAG(
 
     @task
     def sample(params=None, data_interval_start=None) -> dict:
+        from pipelines.traces import steps
+
         return steps.stage_trace_sample(
             ragwatch_settings(), data_interval_start.date(), rate=params["sample_rate"],
             strata=list(params["strata"]), min_per_stratum=params["min_per_stratum"],
-        )  # fmt: skip
+        ).model_dump(mode="json")  # fmt: skip
 
     @task(retries=0)  # a failed expectation fails again on retry: report it once
     def validate(staged: dict) -> dict:
-        return steps.validate_trace_sample(staged)
+        from pipelines.traces import steps
+
+        return steps.validate_trace_sample(steps.StagedSample.model_validate(staged)).model_dump(mode="json")
 
     @task
-    def publish(validated: dict) -> dict:
-        return steps.publish_trace_sample(ragwatch_settings(), validated)
+    def promote(staged: dict) -> dict:
+        from pipelines.traces import steps
+
+        return steps.promote_trace_sample(ragwatch_settings(), steps.StagedSample.model_validate(staged)).model_dump(mode="json")
 
     @task(pool=DVC_POOL, outlets=[SAMPLED_TRACES])
-    def version(published: dict) -> dict:
-        return steps.version_trace_sample(ragwatch_settings(), published)
+    def version(promoted: dict) -> dict:
+        from pipelines.traces import steps
 
-    version(publish(validate(sample())))
+        return steps.version_trace_sample(ragwatch_settings(), steps.PromotedSample.model_validate(promoted)).model_dump(mode="json")
+
+    staged = sample()
+    promoted = promote(staged)
+    validate(staged) >> promoted
+    version(promoted)

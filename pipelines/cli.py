@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from pipelines.settings import load_settings
+from pipelines.settings import Settings, SettingsError, load_settings
 
 app = typer.Typer(help="ragwatch: scheduled, honest evaluation of RAG assistants.", no_args_is_help=True)
 traces_app = typer.Typer(help="Production traces: sample, anonymize, validate, version.", no_args_is_help=True)
@@ -34,8 +34,16 @@ def _progress() -> Progress:
 
 
 def _fail(message: str) -> None:
-    console.print(f"[red]error:[/red] {message}")
+    console.print(f"[red]error:[/red] {escape(message)}")
     raise typer.Exit(code=1)
+
+
+def _settings() -> Settings:
+    """The settings, or one line per configuration problem naming the variable to set."""
+    try:
+        return load_settings()
+    except SettingsError as exc:
+        _fail(f"invalid configuration:\n{exc}")
 
 
 @app.callback()
@@ -55,9 +63,10 @@ def traces_sample(
 ) -> None:
     """Sample, anonymize, validate and publish one day's traces (what the DAG does)."""
     from pipelines.stores.traces import StoreError
-    from pipelines.traces.steps import ValidationFailed, run_trace_sampling
+    from pipelines.traces.steps import run_trace_sampling
+    from pipelines.validation import ValidationFailed
 
-    settings = load_settings()
+    settings = _settings()
     with _progress() as bar:
         task = bar.add_task(f"sampling {day}", total=None)
         try:
@@ -68,21 +77,23 @@ def traces_sample(
             )  # fmt: skip
         except (ValidationFailed, StoreError, ValueError) as exc:
             _fail(str(exc))
-    print_sample_summary(result)
+    print_sample_summary(result.counts, result.validation.describe(), result.partition,
+                         result.version.dvc_md5 if result.version else None,
+                         result.version.workspace_rev if result.version else None)  # fmt: skip
 
 
-def print_sample_summary(result: dict) -> None:
-    table = Table(title=f"trace_sampling — {result['day']}", show_header=False)
-    table.add_row("traces in the interval", f"{result['population']:,}")
-    table.add_row("selected", f"{result['selected']:,}")
-    table.add_row("sampled", f"{result['sampled']:,}")
-    reasons = ", ".join(f"{k}: {v}" for k, v in result["quarantine_reasons"].items()) or "none"
-    table.add_row("quarantined", f"{result['quarantined']:,} ({reasons})")
-    table.add_row("PII replaced", ", ".join(f"{k}: {v}" for k, v in result["pii_counts"].items()) or "none")
-    table.add_row("validation", result.get("validation", "not run"))
-    table.add_row("partition", result.get("partition", "-"))
-    if "dvc_md5" in result:
-        table.add_row("DVC version", f"md5 {result['dvc_md5']} (workspace commit {result['workspace_rev']})")
+def print_sample_summary(counts, validation: str, partition: Path, dvc_md5: str | None, workspace_rev: str | None) -> None:
+    table = Table(title=f"trace_sampling — {counts.day}", show_header=False)
+    table.add_row("traces in the interval", f"{counts.population:,}")
+    table.add_row("selected", f"{counts.selected:,}")
+    table.add_row("sampled", f"{counts.sampled:,}")
+    reasons = ", ".join(f"{k}: {v}" for k, v in counts.quarantine_reasons.items()) or "none"
+    table.add_row("quarantined", f"{counts.quarantined:,} ({reasons})")
+    table.add_row("PII replaced", ", ".join(f"{k}: {v}" for k, v in counts.pii_counts.items()) or "none")
+    table.add_row("validation", validation)
+    table.add_row("partition", str(partition))
+    if dvc_md5:
+        table.add_row("DVC version", f"md5 {dvc_md5} (workspace commit {workspace_rev})")
     console.print(table)
 
 
@@ -96,7 +107,7 @@ def anonymize(
     from pipelines.privacy.anonymizer import Anonymizer
     from pipelines.records import Trace
 
-    anonymizer = Anonymizer(load_settings().pseudonym_key)
+    anonymizer = Anonymizer(_settings().pseudonym_key)
     quarantine = quarantine or target.with_suffix(".quarantine.jsonl")
     totals, written, rejected = Counter(), 0, 0
     tmp_out, tmp_bad = target.with_suffix(".partial"), quarantine.with_suffix(".partial")
@@ -154,7 +165,7 @@ def demo_seed(
     """Write realistic demo traces (Spanish and English, PII planted, some broken rows) into the store."""
     from pipelines.demo.seed import seed_demo_store
 
-    settings = load_settings()
+    settings = _settings()
     with _progress() as bar:
         task = bar.add_task("seeding traces", total=days * per_day)
         try:
@@ -169,25 +180,21 @@ def demo_seed(
 @demo_app.command("summary")
 def demo_summary(day: Annotated[Optional[str], typer.Option("--date", help="Default: yesterday (UTC).")] = None) -> None:
     """Print the published trace sample of a day, from its manifest and the workspace."""
-    from pipelines.traces.steps import published_manifest
+    from pipelines.traces.steps import published_counts
     from pipelines.versioning import git
+    from pipelines.workspace import Workspace
 
-    settings = load_settings()
+    settings = _settings()
     the_day = date.fromisoformat(day) if day else datetime.now(timezone.utc).date() - timedelta(days=1)
     try:
-        manifest = published_manifest(settings, the_day)
+        counts = published_counts(settings, the_day)
     except FileNotFoundError as exc:
         _fail(f"{exc}. Run `ragwatch traces sample --date {the_day}` or the trace_sampling DAG first.")
-    workspace = settings.resolved_workspace
-    partition = f"golden/traces/dt={the_day.isoformat()}"
-    dvc_file = workspace / f"{partition}.dvc"
-    result = {**manifest, "partition": partition, "validation": "passed (published)"}
-    if dvc_file.exists():
-        import yaml
-
-        result["dvc_md5"] = yaml.safe_load(dvc_file.read_text())["outs"][0]["md5"]
-        result["workspace_rev"] = git("log", "-1", "--format=%h", "--", f"{partition}.dvc", cwd=workspace).strip()
-    print_sample_summary(result)
+    workspace = Workspace.from_settings(settings)
+    partition = workspace.traces_partition(the_day).root
+    md5 = workspace.dvc_md5(partition)
+    rev = git("log", "-1", "--format=%h", "--", str(workspace.dvc_file(workspace.relative(partition))), cwd=workspace.root).strip() if md5 else None
+    print_sample_summary(counts, "passed (published)", workspace.relative(partition), md5, rev)
 
 
 golden_app = typer.Typer(help="Golden datasets: build, import hand-written items, review, show.", no_args_is_help=True)
@@ -201,10 +208,13 @@ golden_app.add_typer(review_app, name="review")
 NameOption = Annotated[Optional[str], typer.Option("--name", help="Golden set name; default from params.yaml.")]
 
 
-def _golden_params(name: str | None = None) -> dict:
+def _golden_params(name: str | None = None):
     from pipelines.golden.params import load_golden_params
 
-    return load_golden_params(load_settings(), name=name)
+    try:
+        return load_golden_params(_settings(), name=name)
+    except ValueError as exc:
+        _fail(str(exc))
 
 
 def _today() -> date:
@@ -218,8 +228,15 @@ def corpus_index(
     """Chunk a folder and (re-)index it in Qdrant: dense + BM25 sparse vectors, only changed documents."""
     from pipelines.corpus.steps import index_corpus
 
-    report = index_corpus(load_settings(), path)
+    settings = _settings()
+    report = index_corpus(settings, path or _demo_corpus(settings))
     console.print(_corpus_table(report))
+
+
+def _demo_corpus(settings: Settings) -> Path:
+    from pipelines.demo.corpus_files import demo_corpus_folder
+
+    return demo_corpus_folder(settings.home)
 
 
 @corpus_app.command("refresh")
@@ -230,8 +247,8 @@ def corpus_refresh(
     """Re-index, then (with --notify) tell Airflow so the golden set is rebuilt against the new corpus."""
     from pipelines.corpus.steps import index_corpus, notify_refresh
 
-    settings = load_settings()
-    report = index_corpus(settings, path)
+    settings = _settings()
+    report = index_corpus(settings, path or _demo_corpus(settings))
     console.print(_corpus_table(report))
     if notify:
         event = notify_refresh(settings, report)
@@ -248,24 +265,24 @@ def _corpus_table(report: dict) -> Table:
 @golden_app.command("build")
 def golden_build(name: NameOption = None, day: Annotated[Optional[str], typer.Option("--date")] = None) -> None:
     """Plan, generate, filter, split, validate and publish a golden set (what the golden_build DAG does)."""
-    from pipelines.golden.steps import GoldenValidationFailed, build_golden
+    from pipelines.golden.steps import build_golden
 
-    settings, params = load_settings(), _golden_params(name)
+    settings, params = _settings(), _golden_params(name)
     with _progress() as bar:
         task = bar.add_task("generating", total=None)
         try:
             result = build_golden(settings, params, logical_date=date.fromisoformat(day) if day else _today(),
                                   progress=lambda done, total: bar.update(task, completed=done, total=total))  # fmt: skip
-        except (GoldenValidationFailed, RuntimeError, ValueError) as exc:
+        except (RuntimeError, ValueError) as exc:  # ValidationFailed is a RuntimeError
             _fail(str(exc))
-    print_golden_summary(result["name"])
+    print_golden_summary(result.release.name)
 
 
 def print_golden_summary(name: str) -> None:
     from pipelines.golden.steps import paths
     from pipelines.stores.partitions import read_manifest
 
-    manifest = read_manifest(paths(load_settings(), name).published)
+    manifest = read_manifest(paths(_settings(), name).released_manifest)
     funnel = Table(title=f"golden set {name} — filter funnel", show_header=False)
     steps_in_order = ["failed_generation_jobs", "generated", "after_ambiguity_length", "after_closed_book",
                       "after_grounding", "after_near_duplicates", "kept"]  # fmt: skip
@@ -288,7 +305,7 @@ def print_golden_summary(name: str) -> None:
 def golden_summary(name: NameOption = None) -> None:
     """Funnel and strata counts of the published golden set."""
     try:
-        print_golden_summary(_golden_params(name)["name"])
+        print_golden_summary(_golden_params(name).name)
     except FileNotFoundError as exc:
         _fail(f"{exc}. Run `ragwatch golden build` or the golden_build DAG first.")
 
@@ -297,54 +314,53 @@ def golden_summary(name: NameOption = None) -> None:
 def stage_plan(name: NameOption = None, day: Annotated[Optional[str], typer.Option("--date")] = None) -> None:
     from pipelines.golden.steps import plan_golden
 
-    console.print_json(data=plan_golden(load_settings(), _golden_params(name), logical_date=date.fromisoformat(day) if day else _today()))
+    planned = plan_golden(_settings(), _golden_params(name), logical_date=date.fromisoformat(day) if day else _today())
+    console.print_json(planned.model_dump_json())
 
 
 @stage_app.command("generate")
 def stage_generate(name: NameOption = None) -> None:
-    from pipelines.golden.steps import generate_golden, paths
-    from pipelines.golden.store import read_jsonl
+    from pipelines.golden.steps import generate_golden, planned_batches
 
-    settings, params = load_settings(), _golden_params(name)
-    n = len(read_jsonl(paths(settings, params["name"]).plan))
-    size = params["batch_size"]
-    batches = [[s, min(s + size, n)] for s in range(0, n, size)]
+    settings, params = _settings(), _golden_params(name)
+    batches = planned_batches(settings, params)
     with _progress() as bar:
         task = bar.add_task("generating", total=len(batches))
-        result = generate_golden(settings, params["name"], batches, progress=lambda done, _: bar.update(task, completed=done))
-    console.print_json(data=result)
+        result = generate_golden(settings, params.name, batches, progress=lambda done, _: bar.update(task, completed=done))
+    console.print_json(result.model_dump_json())
 
 
 @stage_app.command("filter")
 def stage_filter(name: NameOption = None) -> None:
     from pipelines.golden.steps import filter_golden
 
-    console.print_json(data=filter_golden(load_settings(), _golden_params(name)))
+    console.print_json(filter_golden(_settings(), _golden_params(name)).model_dump_json())
 
 
 @stage_app.command("split")
 def stage_split(name: NameOption = None) -> None:
     from pipelines.golden.steps import split_golden
 
-    console.print_json(data=split_golden(load_settings(), _golden_params(name)))
+    console.print_json(split_golden(_settings(), _golden_params(name)).model_dump_json())
 
 
 @stage_app.command("validate")
 def stage_validate(name: NameOption = None) -> None:
-    from pipelines.golden.steps import GoldenValidationFailed, validate_golden
+    from pipelines.golden.steps import validate_golden
+    from pipelines.validation import ValidationFailed
 
     try:
-        console.print_json(data=validate_golden(load_settings(), _golden_params(name)["name"]))
-    except GoldenValidationFailed as exc:
+        console.print_json(validate_golden(_settings(), _golden_params(name).name).model_dump_json())
+    except ValidationFailed as exc:
         _fail(str(exc))
 
 
-@golden_app.command("publish")
-def golden_publish(name: NameOption = None) -> None:
-    """dvc add + push the validated set and tag it `golden/<name>/vN` in the data workspace."""
-    from pipelines.golden.steps import publish_golden
+@golden_app.command("release")
+def golden_release(name: NameOption = None) -> None:
+    """Promote the validated set, dvc add + push it and tag it `golden/<name>/vN` in the data workspace."""
+    from pipelines.golden.steps import release_golden
 
-    console.print_json(data=publish_golden(load_settings(), _golden_params(name)["name"]))
+    console.print_json(release_golden(_settings(), _golden_params(name).name).model_dump_json())
 
 
 @golden_app.command("repro")
@@ -355,11 +371,13 @@ def golden_repro() -> None:
     import sys
 
     from pipelines.versioning import ensure_workspace
+    from pipelines.workspace import Workspace
 
-    settings = load_settings()
-    ensure_workspace(settings.resolved_workspace, settings.resolved_dvc_remote)
-    env = dict(os.environ, RAGWATCH_HOME=str(settings.home.resolve()), RAGWATCH_WORKSPACE=str(settings.resolved_workspace))
-    raise typer.Exit(subprocess.call([sys.executable, "-m", "dvc", "repro"], cwd=settings.resolved_workspace, env=env))
+    settings = _settings()
+    workspace = Workspace.from_settings(settings)
+    ensure_workspace(workspace, settings.resolved_dvc_remote)
+    env = dict(os.environ, RAGWATCH_HOME=str(settings.home.resolve()), RAGWATCH_WORKSPACE=str(workspace.root))
+    raise typer.Exit(subprocess.call([sys.executable, "-m", "dvc", "repro"], cwd=workspace.root, env=env))
 
 
 @golden_app.command("import")
@@ -370,12 +388,12 @@ def golden_import(
     """Add hand-written items (source=human): never regenerated or filtered; test split unless marked dev."""
     from pipelines.golden.steps import import_human
 
-    result = import_human(load_settings(), _golden_params(name)["name"], file)
-    for problem in result["problems"]:
-        console.print(f"[yellow]not imported:[/yellow] {problem}")
-    console.print(f"{result['imported']} items imported into {result['path']} ({result['total']} hand-written items in all). "
+    result = import_human(_settings(), _golden_params(name).name, file)
+    for problem in result.problems:
+        console.print(f"[yellow]not imported:[/yellow] {escape(problem)}")
+    console.print(f"{result.imported} items imported into {result.path} ({result.total} hand-written items in all). "
                   "They join the set at the next `ragwatch golden build`.")  # fmt: skip
-    if result["problems"]:
+    if result.problems:
         raise typer.Exit(code=2)
 
 
@@ -388,9 +406,9 @@ def review_export(
     from pipelines.golden.steps import export_review
 
     params = _golden_params(name)
-    result = export_review(load_settings(), params["name"], out, params["review_fraction"])
-    console.print(f"{result['rows']} items to review ({result['kept']} kept, {result['rejected']} filter rejects, unmarked): "
-                  f"{result['csv']} and {result['jsonl']}")  # fmt: skip
+    result = export_review(_settings(), params.name, out, params.review_fraction)
+    console.print(f"{result.rows} items to review ({result.kept} kept, {result.rejected} filter rejects, unmarked): "
+                  f"{result.csv} and {result.jsonl}")  # fmt: skip
 
 
 @review_app.command("import")
@@ -401,11 +419,11 @@ def review_import(
     """Apply accept/reject/edit decisions (at the next build) and report agreement with the filters."""
     from pipelines.golden.steps import import_review
 
-    result = import_review(load_settings(), _golden_params(name)["name"], file)
-    for problem in result["problems"]:
-        console.print(f"[yellow]skipped:[/yellow] {problem}")
-    console.print(f"{result['decisions']} decisions recorded ({result['by_decision']}).")
-    console.print(f"agreement with the automatic filters: {result['agreement']}")
+    result = import_review(_settings(), _golden_params(name).name, file)
+    for problem in result.problems:
+        console.print(f"[yellow]skipped:[/yellow] {escape(problem)}")
+    console.print(f"{result.decisions} decisions recorded ({result.by_decision}).")
+    console.print(f"agreement with the automatic filters: {result.agreement}")
 
 
 @golden_app.command("show")
@@ -417,7 +435,7 @@ def golden_show(
     """A readable sample per stratum: question, reference answer and gold chunk excerpts."""
     from pipelines.golden.dataset import load_golden_items
 
-    items = load_golden_items(load_settings(), _golden_params(name)["name"], version)
+    items = load_golden_items(_settings(), _golden_params(name).name, version)
     shown: Counter = Counter()
     for item in sorted(items, key=lambda i: (i.qtype, i.language, i.item_id)):
         stratum = (item.qtype, item.language)
@@ -444,11 +462,14 @@ def simulate_llm(
     malformed_rate: Annotated[float, typer.Option(help="Share of replies that are not valid JSON.")] = 0.0,
     timeout_rate: Annotated[float, typer.Option(help="Share of requests that never answer in time.")] = 0.0,
 ) -> None:
-    """Serve the OpenAI-compatible API (chat with json_schema and tools, embeddings, models) from the offline backend."""
-    from pipelines.models.simulator import SimulatorKnobs, serve
+    """Serve the OpenAI-compatible API (chat with json_schema and tools, embeddings, models) from the offline backend.
 
-    serve(port, SimulatorKnobs(latency_s=latency_s, capacity=capacity, error_rate=error_rate,
-                               malformed_rate=malformed_rate, timeout_rate=timeout_rate))  # fmt: skip
+    It answers every prompt ragwatch sends (golden generation, the reference RAG, the ragas judge)."""
+    from pipelines.models.simulator import SimulatorKnobs, serve
+    from pipelines.prompt_catalog import all_prompts
+
+    serve(all_prompts(), port, SimulatorKnobs(latency_s=latency_s, capacity=capacity, error_rate=error_rate,
+                                              malformed_rate=malformed_rate, timeout_rate=timeout_rate))  # fmt: skip
 
 
 metrics_app = typer.Typer(help="Score your own runs.", no_args_is_help=True)
@@ -474,26 +495,26 @@ eval_app = typer.Typer(help="Offline and online evals.", no_args_is_help=True)
 app.add_typer(eval_app, name="eval")
 
 
-def _score_table(title: str, overall: list[dict]) -> Table:
+def _score_table(title: str, overall) -> Table:
+    from pipelines.evaluation.formatting import interval, number
+
     table = Table(title=title)
     for column in ("metric", "n", "failed", "mean", "95 % CI"):
         table.add_column(column, justify="left" if column == "metric" else "right")
     for row in overall:
-        mean = "—" if row["mean"] is None else f"{row['mean']:.3f}"
-        ci = "—" if row["ci_low"] is None else f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
-        table.add_row(row["metric"], str(row["n"]), str(row["n_failed"]), mean, ci)
+        table.add_row(row.metric, str(row.n), str(row.n_failed), number(row.mean), interval(row.ci_low, row.ci_high))
     return table
 
 
-def print_eval_summary(summary: dict) -> None:
-    console.print(_score_table(f"{summary['suite']} eval {summary['logical_date']} — {summary['target']} on "
-                               f"{summary['dataset_version']} ({summary['items']} items)", summary["overall"]))  # fmt: skip
-    gate = summary["gate"]
-    console.print(f"gate: {'[green]' if summary['gate_passed'] else '[red]' if summary['gate_passed'] is False else ''}{gate}")
-    console.print("diagnosis:" if summary["diagnosis"] else "diagnosis: every metric in its healthy band")
-    for line in summary["diagnosis"]:
+def print_eval_summary(summary) -> None:
+    console.print(_score_table(escape(f"{summary.suite} eval {summary.logical_date} — {summary.target} on "
+                                      f"{summary.dataset_version} ({summary.items} items)"), summary.overall))  # fmt: skip
+    colour = "[green]" if summary.gate_passed else "[red]" if summary.gate_passed is False else ""
+    console.print(f"gate: {colour}{escape(summary.gate)}")
+    console.print("diagnosis:" if summary.diagnosis else "diagnosis: every metric in its healthy band")
+    for line in summary.diagnosis:
         console.print(f"  - {escape(line)}")
-    console.print(f"report: {summary['report']}")
+    console.print(f"report: {summary.report}")
 
 
 @eval_app.command("offline")
@@ -507,20 +528,22 @@ def eval_offline(
     fail_on_gate: Annotated[bool, typer.Option(help="Exit non-zero when the regression gate fails.")] = False,
 ) -> None:
     """The weekly offline eval without Airflow: target, judge, CIs, gate, report, push."""
-    from pipelines.evaluation.offline import GateFailed, eval_params, run_offline_eval
+    from pipelines.evaluation.offline import run_offline_eval
+    from pipelines.evaluation.params import eval_params
 
-    settings = load_settings()
-    params = eval_params(settings, golden_version=golden_version, target_url=target_url, limit=limit,
-                         k=[int(v) for v in k.split(",")], metrics=metrics.split(",") if metrics else None,
-                         fail_on_gate=fail_on_gate)  # fmt: skip
+    settings = _settings()
+    try:
+        params = eval_params(settings, golden_version=golden_version, target_url=target_url, limit=limit,
+                             k=[int(v) for v in k.split(",")], metrics=metrics.split(",") if metrics else None,
+                             fail_on_gate=fail_on_gate)  # fmt: skip
+    except ValueError as exc:
+        _fail(str(exc))
     with _progress() as bar:
         task = bar.add_task("judging", total=None)
         try:
-            summary = run_offline_eval(settings, params, logical_date=date.fromisoformat(day) if day else _today(),
-                                       progress=lambda done, total: bar.update(task, completed=done, total=total))  # fmt: skip
-        except GateFailed as exc:
-            _fail(str(exc))
-        except (FileNotFoundError, ValueError, RuntimeError) as exc:
+            summary, _ = run_offline_eval(settings, params, logical_date=date.fromisoformat(day) if day else _today(),
+                                          progress=lambda done, total: bar.update(task, completed=done, total=total))  # fmt: skip
+        except (FileNotFoundError, ValueError, RuntimeError) as exc:  # GateFailed is a RuntimeError
             _fail(f"{exc}")
     print_eval_summary(summary)
 
@@ -531,20 +554,22 @@ def eval_online(
     push: Annotated[bool, typer.Option(help="Push the scores to the Pushgateway (or its textfile).")] = True,
 ) -> None:
     """The daily online eval without Airflow: judge the day's sampled traces, noise ΔF, tool-call validity."""
-    from pipelines.evaluation.offline import push_eval
     from pipelines.evaluation.online import score_online
+    from pipelines.evaluation.push import push_run
+    from pipelines.workspace import Workspace
 
-    settings = load_settings()
+    settings = _settings()
     the_day = date.fromisoformat(day) if day else _today() - timedelta(days=1)
     try:
         summary = score_online(settings, the_day)
     except FileNotFoundError as exc:
         _fail(str(exc))
     if push:
-        summary["push"] = push_eval(settings, summary)
+        push_run(settings, summary)
     print_eval_summary(summary)
-    console.print(f"{summary['review_candidates']} lowest-scoring traces queued for golden review "
-                  "(golden/reviews/<set>/candidates-<day>.csv; fill in the reference and `ragwatch golden import` it)")  # fmt: skip
+    inbox = Workspace.from_settings(settings).review_candidates(the_day)
+    console.print(f"{summary.review_candidates} lowest-scoring traces queued for golden review in {inbox} "
+                  "(fill in the reference answer and gold passages, then `ragwatch golden import` it)")  # fmt: skip
 
 
 @eval_app.command("summary")
@@ -553,7 +578,7 @@ def eval_summary(suite: Annotated[str, typer.Option(help="offline or online.")] 
     from pipelines.evaluation.summary import latest_summary
 
     try:
-        print_eval_summary(latest_summary(load_settings(), suite))
+        print_eval_summary(latest_summary(_settings(), suite))
     except LookupError as exc:
         _fail(str(exc))
 
@@ -567,23 +592,26 @@ def eval_compare(
 ) -> None:
     """A/B: both configurations on the same items; paired differences B − A per metric and stratum with CIs."""
     from pipelines.evaluation.compare import compare
-    from pipelines.evaluation.offline import eval_params
+    from pipelines.evaluation.params import eval_params
 
-    settings = load_settings()
+    settings = _settings()
     base = eval_params(settings, limit=limit, metrics=metrics.split(",") if metrics else None)
     try:
         rows = compare(settings, base, a, b, logical_date=_today())
     except ValueError as exc:
         _fail(str(exc))
-    table = Table(title=f"A = {a}   B = {b}   (paired on the same items)")
-    for column in ("metric", "stratum", "pairs", "A", "B", "B − A", "95 % CI", ""):
+    table = Table(title=escape(f"A = {a}   B = {b}   (paired on the same items)"))
+    for column in ("metric", "stratum", "pairs", "A", "B", "B − A", "95 % CI", "p (adjusted)", ""):
         table.add_column(column)
     for r in rows:
-        significant = r["ci_low"] is not None and (r["ci_low"] > 0 or r["ci_high"] < 0)
         ci = "—" if r["ci_low"] is None else f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
-        table.add_row(r["metric"], r["stratum"], str(r["n_pairs"]), f"{r['a']:.3f}", f"{r['b']:.3f}", f"{r['diff']:+.3f}", ci,
-                      "significant" if significant else "")  # fmt: skip
+        p_adjusted = "—" if r["p_adjusted"] is None else f"{r['p_adjusted']:.3f}"
+        table.add_row(r["metric"], escape(r["stratum"]), str(r["n_pairs"]), f"{r['a']:.3f}", f"{r['b']:.3f}",
+                      f"{r['diff']:+.3f}", ci, p_adjusted, "significant" if r["significant"] else "")  # fmt: skip
     console.print(table)
+    if rows:
+        console.print(f"CI: {rows[0]['ci_method']}; p: paired sign-flip test, {rows[0]['correction']}-adjusted over "
+                      f"{len(rows)} rows (false discovery rate 0.05)")  # fmt: skip
 
 
 @bench_app.command("anonymize")

@@ -6,6 +6,9 @@ migration note.
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any, Literal
 
@@ -204,3 +207,37 @@ METRICS = {
 def gauge_name(metric: str) -> str:
     """Prometheus gauge of a metric: `recall@5` -> `rag_recall_at_5_score`."""
     return "rag_" + metric.replace("@", "_at_").replace("-", "_") + "_score"
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One passage of the indexed corpus, with an id that survives re-indexing (see corpus.chunking)."""
+
+    chunk_id: str
+    document: str
+    section: str
+    ordinal: int
+    type: str
+    """md | html | txt | pydoc"""
+    date: str
+    language: str
+    text: str
+    content_hash: str
+    """Full sha256 hex of `text`."""
+
+    def payload(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_payload(cls, payload: dict) -> Chunk:
+        return cls(**{name: payload[name] for name in cls.__dataclass_fields__})
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def corpus_version(chunks: Iterable[Chunk]) -> str:
+    """Content identity of a whole corpus: equal iff the same ids hold the same text."""
+    lines = sorted(f"{chunk.chunk_id}\t{chunk.content_hash}" for chunk in chunks)
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]

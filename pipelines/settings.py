@@ -13,9 +13,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+ENV_PREFIX = "RAGWATCH_"
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
 
@@ -55,8 +56,12 @@ class ModelEndpoint(BaseModel):
     max_retries: int = Field(default=4, ge=0)
 
 
+DEFAULT_MODELS = {"generator": "Qwen/Qwen2.5-7B-Instruct", "judge": "meta-llama/Llama-3.1-8B-Instruct",
+                  "embeddings": "BAAI/bge-m3"}  # fmt: skip
+
+
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="RAGWATCH_", env_nested_delimiter="__", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="ignore")
 
     home: Path = Path(".ragwatch")
     """Root of all embedded state (SQLite files, Airflow home, DVC remote, keys)."""
@@ -86,13 +91,13 @@ class Settings(BaseSettings):
     # Models. "offline" is the deterministic backend (labelled as such in every output);
     # "openai" is any OpenAI-compatible server, e.g. vLLM.
     llm_backend: Literal["offline", "openai"] = "offline"
-    generator: ModelEndpoint = Field(default_factory=lambda: ModelEndpoint(model="Qwen/Qwen2.5-7B-Instruct"))
-    judge: ModelEndpoint = Field(default_factory=lambda: ModelEndpoint(model="meta-llama/Llama-3.1-8B-Instruct"))
+    generator: ModelEndpoint = Field(default_factory=lambda: ModelEndpoint(model=DEFAULT_MODELS["generator"]))
+    judge: ModelEndpoint = Field(default_factory=lambda: ModelEndpoint(model=DEFAULT_MODELS["judge"]))
     llm_cache: bool = True
     """Content-addressed cache of model calls under `home`, so reruns and backfills cost no calls."""
 
     embeddings_backend: Literal["local", "openai"] = "local"
-    embeddings: ModelEndpoint = Field(default_factory=lambda: ModelEndpoint(model="BAAI/bge-m3"))
+    embeddings: ModelEndpoint = Field(default_factory=lambda: ModelEndpoint(model=DEFAULT_MODELS["embeddings"]))
     """Used when embeddings_backend is "openai"; "local" is the all-MiniLM-L6-v2 model shipped on PyPI."""
 
     qdrant_url: str | None = None
@@ -111,6 +116,15 @@ class Settings(BaseSettings):
     airflow_api_url: str = "http://localhost:8080"
     airflow_username: str | None = None
     airflow_password: SecretStr | None = None
+
+    @field_validator("generator", "judge", "embeddings", mode="before")
+    @classmethod
+    def _role_defaults(cls, value, info):
+        # Setting one field of a role from the environment (RAGWATCH_JUDGE__BASE_URL) keeps the
+        # role's default model instead of failing for want of RAGWATCH_JUDGE__MODEL.
+        if isinstance(value, dict) and "model" not in value:
+            return {**value, "model": DEFAULT_MODELS[info.field_name]}
+        return value
 
     @field_validator("trace_table")
     @classmethod
@@ -149,11 +163,6 @@ class Settings(BaseSettings):
         return self.results_url or f"sqlite:///{(self.home / 'results.db').resolve()}"
 
     @property
-    def reports_dir(self) -> Path:
-        """Eval reports live in the data workspace so DVC versions them with the golden sets."""
-        return self.resolved_workspace / "golden" / "reports"
-
-    @property
     def resolved_dvc_remote(self) -> str:
         return self.dvc_remote or str((self.home / "dvc-remote").resolve())
 
@@ -181,5 +190,19 @@ def _local_key(path: Path) -> bytes:
     return path.read_text().strip().encode()
 
 
+class SettingsError(ValueError):
+    """The configuration is invalid; one line per problem, each naming the variable to set."""
+
+
 def load_settings(**overrides) -> Settings:
-    return Settings(**overrides)
+    """The settings from the environment (and `overrides`), or a SettingsError that says what to fix."""
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        raise SettingsError("\n".join(_problem(error) for error in exc.errors(include_url=False))) from None
+
+
+def _problem(error: dict) -> str:
+    # Values are left out: a misplaced secret must not reach a log through its error message.
+    variable = ENV_PREFIX + "__".join(str(part) for part in error["loc"]).upper()
+    return f"{variable}: {error['msg']}"

@@ -98,3 +98,22 @@ def token_f1(a: str, b: str) -> float:
         return 0.0
     precision, recall = common / len(ta), common / len(tb)
     return 2 * precision * recall / (precision + recall)
+
+
+# --- abstentions ------------------------------------------------------------------------------
+
+NOT_ENOUGH = {
+    "en": "There is not enough information in the documentation to answer this.",
+    "es": "No hay suficiente información en la documentación para responder a esto.",
+}
+"""What an assistant (and a golden reference) says when the contexts do not hold the answer."""
+ABSTENTIONS = tuple(fold(marker) for marker in (
+    "not enough information", "no hay suficiente información", "no tengo suficiente información",
+    "i don't know", "i do not know", "no lo sé", "i'm not sure", "no estoy seguro", "cannot answer",
+    "no puedo responder",
+))  # fmt: skip
+
+
+def abstains(answer: str | None) -> bool:
+    """True when the answer declines to answer (says there is not enough information)."""
+    return bool(answer) and any(marker in fold(answer) for marker in ABSTENTIONS)

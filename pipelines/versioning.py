@@ -15,11 +15,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
+from pipelines.workspace import UNVERSIONED, Workspace
 
 log = logging.getLogger(__name__)
 GIT_IDENTITY = ["-c", "user.name=ragwatch", "-c", "user.email=ragwatch@localhost"]
-WORKSPACE_GITIGNORE = ".staging/\n"
 LOCK_RETRIES = 5
 
 
@@ -67,64 +66,74 @@ def git(*args: str, cwd: Path) -> str:
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 PIPELINE_FILES = ("dvc.yaml", "params.yaml")
-INPUT_DIRS = ("golden/human", "golden/reviews")
 
 
-def ensure_workspace(workspace: Path, remote: str) -> None:
+def ensure_workspace(workspace: Workspace, remote: str) -> None:
     """Create the data workspace on first use: git repo, DVC repo, default remote, the golden pipeline.
 
     dvc.yaml and params.yaml are copied from the project once; afterwards they belong to the
     workspace, so a data team can tune params.yaml there and `dvc repro`.
     """
-    workspace.mkdir(parents=True, exist_ok=True)
+    root = workspace.root
+    root.mkdir(parents=True, exist_ok=True)
     for name in PIPELINE_FILES:
-        if not (workspace / name).exists():
-            shutil.copyfile(PROJECT_ROOT / name, workspace / name)
-    for folder in INPUT_DIRS:
-        (workspace / folder).mkdir(parents=True, exist_ok=True)
-        (workspace / folder / ".gitkeep").touch()
-    if not (workspace / ".git").exists():
-        git("init", "-q", "-b", "main", cwd=workspace)
-    if not (workspace / ".dvc").exists():
-        dvc("init", "-q", cwd=workspace)
-        dvc("config", "core.analytics", "false", cwd=workspace)
-        (workspace / ".gitignore").write_text(WORKSPACE_GITIGNORE)
-        (workspace / ".dvcignore").write_text(WORKSPACE_GITIGNORE)
-    configured = dvc("remote", "list", cwd=workspace).split()
+        if not (root / name).exists():
+            shutil.copyfile(PROJECT_ROOT / name, root / name)
+    keep_files = []
+    for folder in workspace.input_dirs:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / ".gitkeep").touch()
+        keep_files.append(str(workspace.relative(folder / ".gitkeep")))
+    if not (root / ".git").exists():
+        git("init", "-q", "-b", "main", cwd=root)
+    if not (root / ".dvc").exists():
+        dvc("init", "-q", cwd=root)
+        dvc("config", "core.analytics", "false", cwd=root)
+    for ignore_file in (root / ".gitignore", root / ".dvcignore"):
+        _ensure_lines(ignore_file, UNVERSIONED)
+    configured = dvc("remote", "list", cwd=root).split()
     if "storage" not in configured:
-        dvc("remote", "add", "-d", "storage", remote, cwd=workspace)
+        dvc("remote", "add", "-d", "storage", remote, cwd=root)
     elif configured[configured.index("storage") + 1] != remote:
-        dvc("remote", "modify", "storage", "url", remote, cwd=workspace)
-    _commit(workspace, "ragwatch: initialise data workspace",
-            [".dvc", ".gitignore", ".dvcignore", *PIPELINE_FILES, *(f"{d}/.gitkeep" for d in INPUT_DIRS)])
+        dvc("remote", "modify", "storage", "url", remote, cwd=root)
+    _commit(root, "ragwatch: initialise data workspace", [".dvc", ".gitignore", ".dvcignore", *PIPELINE_FILES, *keep_files])
 
 
-def version_directory(workspace: Path, relative: Path, message: str, extra_paths: list[Path] = ()) -> DataVersion:
-    """`dvc add` + `dvc push` one directory, then commit its .dvc file (and small text inputs) in git."""
-    dvc("add", "-q", str(relative), cwd=workspace)
-    dvc_file = relative.with_name(relative.name + ".dvc")
-    dvc("push", "-q", str(dvc_file), cwd=workspace)
-    extras = [str(Path(p).relative_to(workspace) if Path(p).is_absolute() else p) for p in extra_paths]
-    _commit(workspace, message, [str(dvc_file), str(relative.parent / ".gitignore"), *extras])
-    out = yaml.safe_load((workspace / dvc_file).read_text())["outs"][0]
-    rev = git("rev-parse", "--short=12", "HEAD", cwd=workspace).strip()
-    remote = dvc("remote", "list", cwd=workspace).split()[1]
-    log.info("versioned %s: md5 %s, workspace commit %s, pushed to %s", relative, out["md5"], rev, remote)
-    return DataVersion(path=str(relative), md5=out["md5"], git_rev=rev, remote=remote)
+def _ensure_lines(path: Path, lines: tuple[str, ...]) -> None:
+    present = set(path.read_text().splitlines()) if path.exists() else set()
+    missing = [line for line in lines if line not in present]
+    if missing:
+        with path.open("a") as fh:
+            fh.write("".join(f"{line}\n" for line in missing))
 
 
-def _commit(workspace: Path, message: str, paths: list[str]) -> None:
-    existing = [p for p in paths if (workspace / p).exists()]
-    git("add", "--", *existing, cwd=workspace)
-    if git("status", "--porcelain", "--", *existing, cwd=workspace).strip():
-        git("commit", "-q", "-m", message, "--", *existing, cwd=workspace)
+def version_directory(workspace: Workspace, folder: Path, message: str, extra_paths: list[Path] = ()) -> DataVersion:
+    """`dvc add` + `dvc push` one folder of the workspace, then commit its .dvc file (and small text inputs) in git."""
+    root, relative = workspace.root, workspace.relative(folder)
+    dvc("add", "-q", str(relative), cwd=root)
+    dvc_file = workspace.dvc_file(relative)
+    dvc("push", "-q", str(dvc_file), cwd=root)
+    extras = [str(workspace.relative(p)) for p in extra_paths]
+    _commit(root, message, [str(dvc_file), str(relative.parent / ".gitignore"), *extras])
+    md5 = workspace.dvc_md5(root / relative)
+    rev = git("rev-parse", "--short=12", "HEAD", cwd=root).strip()
+    remote = dvc("remote", "list", cwd=root).split()[1]
+    log.info("versioned %s: md5 %s, workspace commit %s, pushed to %s", relative, md5, rev, remote)
+    return DataVersion(path=str(relative), md5=md5, git_rev=rev, remote=remote)
 
 
-def latest_tag(workspace: Path, prefix: str) -> str | None:
+def _commit(root: Path, message: str, paths: list[str]) -> None:
+    existing = [p for p in paths if (root / p).exists()]
+    git("add", "--", *existing, cwd=root)
+    if git("status", "--porcelain", "--", *existing, cwd=root).strip():
+        git("commit", "-q", "-m", message, "--", *existing, cwd=root)
+
+
+def latest_tag(workspace: Workspace, prefix: str) -> str | None:
     """Newest tag starting with `prefix` (tags are `<prefix><n>`; compared by n, not as text)."""
-    tags = [t for t in git("tag", "--list", f"{prefix}*", cwd=workspace).split() if t[len(prefix):].isdigit()]
+    tags = [t for t in git("tag", "--list", f"{prefix}*", cwd=workspace.root).split() if t[len(prefix):].isdigit()]
     return max(tags, key=lambda t: int(t[len(prefix):]), default=None)
 
 
-def tag(workspace: Path, name: str, message: str) -> None:
-    git("tag", "-a", name, "-m", message, cwd=workspace)
+def tag(workspace: Workspace, name: str, message: str) -> None:
+    git("tag", "-a", name, "-m", message, cwd=workspace.root)

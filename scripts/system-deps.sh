@@ -9,6 +9,9 @@ command -v git >/dev/null || missing+=(git)
 command -v promtool >/dev/null || missing+=(prometheus)
 # tests/test_compose.py validates docker-compose.yml with `docker-compose config`.
 command -v docker-compose >/dev/null || missing+=(docker-compose)
+# tests/test_stack.py backfills from the Airflow UI in headless Chromium, driven by its Debian driver.
+command -v chromium >/dev/null || missing+=(chromium)
+command -v chromedriver >/dev/null || missing+=(chromium-driver)
 [ ${#missing[@]} -eq 0 ] && exit 0
 echo "installing Debian packages: ${missing[*]}"
 sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"

@@ -40,3 +40,17 @@ def pushgateway():
         yield gateway
     finally:
         gateway.stop()
+
+
+@pytest.fixture(scope="session")
+def stack(request):
+    """The `make up` stack (tests/stack.py), started once per session and shared by the stack tests;
+    `make down`'s code stops it at the end and must leave no process of it running."""
+    from tests.stack import start_stack, stop_stack
+
+    session = start_stack()
+    try:
+        yield session
+    finally:
+        left = stop_stack(session, failed=request.session.testsfailed > 0)
+        assert not left, f"`make down` left processes of the stack running: {left}"

@@ -15,6 +15,7 @@ import pytest
 
 from pipelines.bench.eval import METRICS, bench_items, format_eval_bench, run_eval_bench
 from pipelines.models.simulator import running_simulator
+from pipelines.prompt_catalog import all_prompts
 from pipelines.text import sentences
 from tests.conftest import ROOT
 
@@ -114,7 +115,7 @@ def test_simulator_answers_ragas_legacy_prompts_with_one_choice_per_n() -> None:
     relevance = _legacy_prompt(ResponseRelevancePrompt, ResponseRelevanceInput(response=answer))
     precision = _legacy_prompt(ContextPrecisionPrompt, QAC(question="Which port?", context="Snapshots are files.",
                                                            answer="The REST API listens on port 6333."))  # fmt: skip
-    with running_simulator() as url:
+    with running_simulator(prompts=all_prompts()) as url:
 
         def ask(prompt: str, **extra) -> httpx.Response:
             body = {"model": "m", "messages": [{"role": "user", "content": prompt}], **extra}

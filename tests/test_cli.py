@@ -39,3 +39,23 @@ def test_anonymize_a_jsonl_file_keeps_fields_and_quarantines_bad_lines(tmp_path)
 def test_bench_anonymize_reports_throughput_ratio_and_recall_side_by_side():
     result = ragwatch("bench", "anonymize", "--traces", "150")
     assert "presidio" in result.stdout.lower() and "MB/s" in result.stdout and "EMAIL" in result.stdout
+
+
+def test_a_role_setting_given_alone_keeps_the_role_defaults(monkeypatch):
+    from pipelines.settings import load_settings
+
+    monkeypatch.setenv("RAGWATCH_GENERATOR__BASE_URL", "http://vllm-gen:8000/v1")
+    settings = load_settings()
+    assert (settings.generator.base_url, settings.generator.model) == ("http://vllm-gen:8000/v1", "Qwen/Qwen2.5-7B-Instruct")
+    assert settings.judge.base_url == "http://localhost:8000/v1"
+
+
+def test_a_bad_setting_is_one_line_naming_the_variable_never_a_traceback(tmp_path):
+    env = {"RAGWATCH_HOME": str(tmp_path), "RAGWATCH_SAMPLE_RATE": "2", "RAGWATCH_JUDGE__MAX_CONCURRENCY": "0",
+           "RAGWATCH_STRATA": '["question"]', "RAGWATCH_PUSHGATEWAY_URL": "http://user:s3cret-pw@gateway:9091"}
+    result = ragwatch("eval", "summary", env=env, check=False)
+    assert result.returncode == 1
+    said = result.stdout + result.stderr
+    assert "Traceback" not in said and "s3cret-pw" not in said
+    for variable in ("RAGWATCH_SAMPLE_RATE:", "RAGWATCH_JUDGE__MAX_CONCURRENCY:", "RAGWATCH_STRATA:"):
+        assert sum(line.strip().startswith(variable) for line in said.splitlines()) == 1, said

@@ -14,14 +14,15 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from pipelines.corpus import chunk_document, corpus_version, demo_corpus_chunks, load_chunks, write_demo_corpus
-from pipelines.corpus.bm25 import document_vector, query_vector, term_index, tokenize
-from pipelines.corpus.chunking import pack
+from pipelines.corpus.chunking import chunk_document, load_chunks, pack
 from pipelines.corpus.documents import parse_document
 from pipelines.text import detect_language
 from pipelines.corpus.refresh import AirflowNotificationError, notify_corpus_refreshed
+from pipelines.demo.corpus_files import demo_corpus_chunks, write_demo_corpus
 from pipelines.demo.guides_es import GUIDES_ES
+from pipelines.records import corpus_version
 from pipelines.settings import Settings
+from pipelines.stores.bm25 import document_vector, query_vector, term_index, tokenize
 from pipelines.stores.corpus import CorpusIndex, CorpusIndexError
 
 # A small, bilingual slice of the demo corpus keeps the real model's embedding time to seconds.

@@ -45,7 +45,7 @@ def test_every_dag_imports_without_errors():
     assert bag.dags["offline_eval"].get_task("judge").pool == "ragwatch_llm"
     assert bag.dags["online_eval"].get_task("sampled_partition").mode == "reschedule"
     dag = bag.dags["trace_sampling"]
-    assert [t.task_id for t in dag.topological_sort()] == ["sample", "validate", "publish", "version"]
+    assert [t.task_id for t in dag.topological_sort()] == ["sample", "validate", "promote", "version"]
     assert dag.get_task("version").pool == "ragwatch_dvc"
     assert dag.get_task("version").outlets[0].name == "ragwatch_sampled_traces"
     assert set(dag.params.keys()) == {"sample_rate", "strata", "min_per_stratum"}

@@ -4,24 +4,53 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.evaluation.diagnose import ATTRIBUTIONS, THRESHOLDS, diagnose, summarize_attribution
+import numpy as np
+
+from pipelines.evaluation.diagnose import (
+    ATTRIBUTIONS, INCONCLUSIVE, NOT_ENOUGH_EVIDENCE, THRESHOLDS, diagnose, summarize_attribution,
+)  # fmt: skip
 from pipelines.evaluation.retrieval import attribute
-from pipelines.evaluation.stats import Aggregate
+from pipelines.evaluation.stats import Aggregate, aggregate, benjamini_hochberg
+from pipelines.records import Score
 
 
-def agg(metric: str, mean: float, stratum: str = "all", n: int = 200) -> Aggregate:
-    return Aggregate(metric, stratum, n, 0, 0, mean, mean - 0.02, mean + 0.02, 0.2)
+def agg(metric: str, mean: float, stratum: str = "all", n: int = 200, half_width: float = 0.01) -> Aggregate:
+    """An aggregate built by hand with only a 95 % interval: its p-values come from a normal distribution
+    with that interval (se = half_width / 1.96)."""
+    return Aggregate(metric, stratum, n, 0, 0, mean, mean - half_width, mean + half_width, 0.2)
 
 
-@pytest.mark.parametrize(("mean", "users_see", "action"), [
-    (0.74, "made-up answers", "tighten prompt, ask for citations, lower temperature"),
-    (0.75, "occasional hallucination", "raise context precision"),
-    (0.849, "occasional hallucination", "raise context precision"),
-    (0.85, "healthy", "watch drift"),
+def faithfulness_scores(rng, strata: dict[str, int], healthy_share: float = 0.75) -> list[Score]:
+    """Faithfulness-like scores: `healthy_share` of the answers fully supported (1.0), the rest Beta(1.5, 1.5)."""
+    return [Score(run_id="r", suite="offline", item_id=f"{stratum}-{i}", stratum=stratum, metric="faithfulness",
+                  value=1.0 if rng.random() < healthy_share else float(rng.beta(1.5, 1.5)), status="ok",
+                  dataset_version="v1")
+            for stratum, n in strata.items() for i in range(n)]  # fmt: skip
+
+
+@pytest.mark.parametrize(("mean", "users_see", "action", "severity"), [
+    (0.74, "made-up answers", "tighten prompt, ask for citations, lower temperature", "problem"),
+    (0.75, "occasional hallucination", "raise context precision", "watch"),
+    (0.849, "occasional hallucination", "raise context precision", "watch"),
+    (0.85, "healthy", "watch drift", "healthy"),
 ])  # fmt: skip
-def test_faithfulness_bands_follow_the_brief(mean, users_see, action):
+def test_faithfulness_bands_follow_the_brief(mean, users_see, action, severity):
     [finding] = diagnose([agg("faithfulness", mean)])
-    assert (finding.users_see, finding.first_action) == (users_see, action)
+    assert (finding.users_see, finding.first_action, finding.band_severity) == (users_see, action, severity)
+
+
+def test_a_band_is_stated_only_when_the_interval_clears_its_edge():
+    # 0.745 ± 0.01 straddles 0.75: not enough evidence for "made-up answers" (nor for better).
+    [finding] = diagnose([agg("faithfulness", 0.745)])
+    assert finding.severity == INCONCLUSIVE and finding.band_severity == "problem"
+    assert finding.note.startswith(f"{NOT_ENOUGH_EVIDENCE}: the 95% CI [")
+    assert "does not clear band < 0.75" in finding.note
+    # 0.72 ± 0.01 does: se = 0.01 / 1.96, z = 0.03 / se = 5.9.
+    [finding] = diagnose([agg("faithfulness", 0.72)])
+    assert finding.severity == "problem" and finding.established and finding.p_value < 1e-6
+    # The watch band is claimed as "below 0.85" (the stratum may be worse still): 0.80 ± 0.04 is a watch.
+    [finding] = diagnose([agg("faithfulness", 0.80, half_width=0.04)])
+    assert finding.severity == "watch"
 
 
 def test_every_band_of_a_metric_is_disjoint_and_covers_the_scale():
@@ -41,17 +70,73 @@ def test_retrieval_problems_are_listed_before_generation_problems():
     assert "context_precision also low: fix retrieval first" in findings[1].note
 
 
+def test_an_inconclusive_retrieval_finding_still_comes_first():
+    # Context precision 0.56 ± 0.1 may be below 0.60 or not; faithfulness 0.55 ± 0.02 is surely below 0.75.
+    findings = diagnose([agg("faithfulness", 0.55, half_width=0.02), agg("context_precision", 0.56, half_width=0.1)])
+    assert [(f.metric, f.severity) for f in findings] == [("context_precision", INCONCLUSIVE),
+                                                           ("faithfulness", "problem")]  # fmt: skip
+    assert "context_precision may also be low (not enough evidence): check retrieval first" in findings[1].note
+
+
 def test_a_stratum_is_reported_only_when_worse_than_the_pooled_band():
     findings = diagnose([agg("context_recall", 0.8), agg("context_recall", 0.5, "multi_hop/es", n=30),
                          agg("context_recall", 0.9, "single_hop/es")])  # fmt: skip
-    assert [(f.stratum, f.users_see) for f in findings] == [("multi_hop/es", "multi-hop failures"),
-                                                             ("all", "no symptom from this metric")]  # fmt: skip
+    assert [(f.stratum, f.severity, f.users_see) for f in findings] == [
+        ("multi_hop/es", "problem", "multi-hop failures"), ("all", "healthy", "no symptom from this metric")]
+
+
+def test_a_small_stratum_says_not_enough_evidence():
+    aggs = [agg("context_recall", 0.8), agg("context_recall", 0.5, "multi_hop/es", n=8)]
+    stratum = next(f for f in diagnose(aggs) if f.stratum == "multi_hop/es")
+    assert stratum.severity == INCONCLUSIVE and stratum.band_severity == "problem" and stratum.p_value is None
+    assert stratum.note.startswith(f"{NOT_ENOUGH_EVIDENCE}: n = 8 < 10")
+    assert next(f for f in diagnose(aggs, min_n=5) if f.stratum == "multi_hop/es").severity == "problem"
+
+
+def test_band_claims_are_corrected_with_benjamini_hochberg():
+    # Alone, 0.70 ± 0.049 is a problem: z = 0.05 / 0.025 = 2.0, one-sided p = 0.0228 < 0.025.
+    alone = diagnose([agg("faithfulness", 0.70, half_width=0.049)])[0]
+    assert alone.severity == "problem" and alone.p_adjusted == pytest.approx(alone.p_value)
+    assert alone.p_value == pytest.approx(0.0228, abs=2e-4)
+    # Beside an uncertain second claim (0.68 ± 0.1 vs 0.70: p ≈ 0.35), BH doubles the smallest p-value: 0.046.
+    findings = diagnose([agg("faithfulness", 0.70, half_width=0.049), agg("context_recall", 0.68, half_width=0.1)])
+    faithfulness = next(f for f in findings if f.metric == "faithfulness")
+    assert faithfulness.severity == INCONCLUSIVE and faithfulness.correction == "benjamini-hochberg"
+    assert faithfulness.p_adjusted == pytest.approx(2 * alone.p_value)
+    assert [f.p_adjusted for f in findings] == pytest.approx(benjamini_hochberg([f.p_value for f in findings]))
+    assert "after Benjamini–Hochberg over 2 band claims" in faithfulness.note
+
+
+def test_twelve_strata_from_one_healthy_distribution_raise_no_finding():
+    # True mean 0.75 + 0.25·0.5 = 0.875, in the healthy band. With 12 scores per stratum, three strata land
+    # in a worse band by chance (s03 at 0.70 in "made-up answers"): what ragwatch flagged before.
+    scores = faithfulness_scores(np.random.default_rng(13), {f"s{i:02d}": 12 for i in range(12)})
+    aggs = aggregate(scores)
+    by_band = {a.stratum: next(t for t in THRESHOLDS if t.metric == "faithfulness" and t.contains(a.mean)).severity
+               for a in aggs if a.stratum != "all"}  # fmt: skip
+    assert sorted(s for s, band in by_band.items() if band != "healthy") == ["s03", "s04", "s09"]
+    assert by_band["s03"] == "problem"
+    for min_n in (20, 10):  # 12 < 20: not enough scores; 12 ≥ 10: the interval and BH decide
+        findings = diagnose(aggs, min_n=min_n)
+        assert not [f for f in findings if f.severity in ("problem", "watch")], min_n
+        assert {f.stratum for f in findings if f.severity == INCONCLUSIVE} >= {"s03", "s04", "s09"}
+
+
+def test_a_truly_bad_stratum_with_enough_scores_is_still_flagged():
+    strata = {f"s{i:02d}": 25 for i in range(11)}
+    healthy = faithfulness_scores(np.random.default_rng(1), strata)
+    bad = faithfulness_scores(np.random.default_rng(2), {"multi_hop/es": 60}, healthy_share=0.2)  # mean 0.60
+    findings = diagnose(aggregate(healthy + bad))
+    flagged = [(f.stratum, f.severity) for f in findings if f.severity in ("problem", "watch")]
+    assert flagged == [("multi_hop/es", "problem")]
 
 
 def test_a_large_recall_mrr_gap_says_gold_chunks_rank_low():
     findings = diagnose([agg("recall@5", 0.9), agg("mrr", 0.5)])
-    assert any(f.metric == "recall@5" and "rank low" in f.note for f in findings)
+    assert any(f.metric == "recall@5" and f.severity == "watch" and "rank low" in f.note for f in findings)
     assert not diagnose([agg("recall@5", 0.9), agg("mrr", 0.8)])
+    small = diagnose([agg("recall@5", 0.9, n=8), agg("mrr", 0.5, n=8)])
+    assert [f.severity for f in small] == [INCONCLUSIVE]
 
 
 def test_attribution_labels_are_counted_and_name_the_stage_to_fix():

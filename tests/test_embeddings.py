@@ -7,6 +7,7 @@ import math
 import pytest
 
 from pipelines.models.embeddings import EmbeddingError, LocalEmbedder, OpenAIEmbedder, build_embedder, embed_texts
+from pipelines.models.prompts import PromptRegistry
 from pipelines.models.simulator import SimulatorKnobs, running_simulator
 from pipelines.settings import ModelEndpoint, Settings
 
@@ -35,7 +36,7 @@ def test_build_embedder_follows_settings(tmp_path) -> None:
 
 
 def test_openai_embedder_batches_in_order_and_retries() -> None:
-    with running_simulator(SimulatorKnobs(fail_first_n=1)) as url:
+    with running_simulator(SimulatorKnobs(fail_first_n=1), prompts=PromptRegistry()) as url:
         endpoint = ModelEndpoint(base_url=url, model="sim-embed", max_retries=2, max_concurrency=2)
         embedder = OpenAIEmbedder(endpoint, batch_size=2)
         vectors = embedder.embed(TEXTS)  # 3 batches; the first request fails with 500 and is retried
@@ -46,7 +47,7 @@ def test_openai_embedder_batches_in_order_and_retries() -> None:
 
 
 def test_openai_embedder_errors_name_the_endpoint() -> None:
-    with running_simulator(SimulatorKnobs(rate_limit_rate=1.0)) as url:
+    with running_simulator(SimulatorKnobs(rate_limit_rate=1.0), prompts=PromptRegistry()) as url:
         embedder = OpenAIEmbedder(ModelEndpoint(base_url=url, model="sim-embed", max_retries=0))
         with pytest.raises(EmbeddingError, match=r"answered 429 for model 'sim-embed'"):
             embedder.embed(["x"])

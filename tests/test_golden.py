@@ -15,10 +15,11 @@ import yaml
 
 from pipelines.corpus.steps import index_corpus
 from pipelines.golden import steps
-from pipelines.golden.dataset import load_golden_dataset, to_ragas_dataset
+from pipelines.golden.dataset import load_golden_dataset, read_items, to_ragas_dataset
 from pipelines.golden.params import load_golden_params
-from pipelines.golden.store import ITEMS_FILE, read_items_parquet
-from pipelines.stores.partitions import file_sha256, read_manifest
+from pipelines.files import file_sha256
+from pipelines.stores.partitions import read_manifest
+from pipelines.validation import ValidationFailed
 from pipelines.versioning import git
 from tests.conftest import ROOT
 
@@ -44,13 +45,13 @@ def built(settings, corpus):
 
 
 def published_items(settings, params):
-    return read_items_parquet(steps.paths(settings, params["name"]).published / ITEMS_FILE)
+    return read_items(steps.paths(settings, params.name).released_items)
 
 
 def test_a_build_covers_every_stratum_in_the_chunks_language(built):
     settings, params, result = built
     items = published_items(settings, params)
-    assert result["version"] == "v1" and result["tag"] == "golden/demo/v1"
+    assert result.release.version == "v1" and result.release.tag == "golden/demo/v1"
     assert {i.qtype for i in items} == {"single_hop", "multi_hop", "adversarial", "tool"}
     assert {i.split for i in items} == {"dev", "test"}
     assert all(i.generator_model == "ragwatch-offline-deterministic" for i in items)
@@ -65,7 +66,7 @@ def test_a_build_covers_every_stratum_in_the_chunks_language(built):
             assert item.expected_tool in ("vector_search", "sql_query", "web_search") and item.expected_args
     multi = [i for i in items if i.qtype == "multi_hop"]
     assert {i.variant for i in multi} <= {"bridge", "boundary"} and all(2 <= len(i.gold_chunk_ids) <= 4 for i in multi)
-    manifest = read_manifest(steps.paths(settings, params["name"]).published)
+    manifest = read_manifest(steps.paths(settings, params.name).released_manifest)
     funnel = manifest["funnel"]
     assert funnel["generated"] >= funnel["kept"] == len(items)
     assert git("tag", "--list", cwd=settings.resolved_workspace).split() == ["golden/demo/v1"]
@@ -73,10 +74,10 @@ def test_a_build_covers_every_stratum_in_the_chunks_language(built):
 
 def test_a_rebuild_of_an_unchanged_corpus_publishes_nothing_new(built):
     settings, params, _ = built
-    published = steps.paths(settings, params["name"]).published / ITEMS_FILE
+    published = steps.paths(settings, params.name).released_items
     before = file_sha256(published)
     again = steps.build_golden(settings, params, logical_date=DAY)
-    assert again["version"] == "v1"
+    assert again.release.version == "v1"
     assert file_sha256(published) == before
 
 
@@ -89,8 +90,8 @@ def test_a_corpus_change_regenerates_only_stale_items_and_keeps_the_test_split(b
     assert report["documents_updated"] == 1 and report["documents_unchanged"] == 3
 
     result = steps.build_golden(settings, params, logical_date=DAY)
-    assert result["version"] == "v2"
-    manifest = read_manifest(steps.paths(settings, params["name"]).published)
+    assert result.release.version == "v2"
+    manifest = read_manifest(steps.paths(settings, params.name).released_manifest)
     after = {i.item_id: i for i in published_items(settings, params)}
     stale = set(manifest["stale"])
     assert stale, "items citing the edited chunk must be flagged stale"
@@ -107,20 +108,20 @@ def test_a_corpus_change_regenerates_only_stale_items_and_keeps_the_test_split(b
 
 def test_a_failed_validation_publishes_nothing(built):
     settings, params, _ = built
-    p = steps.paths(settings, params["name"])
-    published_sha = file_sha256(p.published / ITEMS_FILE)
+    p = steps.paths(settings, params.name)
+    published_sha = file_sha256(p.released_items)
     steps.plan_golden(settings, params, logical_date=DAY)
-    steps.generate_golden(settings, params["name"], [[0, 10_000]])
+    steps.generate_golden(settings, params.name, [(0, 10_000)])
     steps.filter_golden(settings, params)
     steps.split_golden(settings, params)
-    table = pq.read_table(p.staged / ITEMS_FILE)
+    table = pq.read_table(p.staged_items)
     rows = table.to_pylist()
     rows[0]["gold_chunk_ids"] = ["vanished.md#gone/0-deadbeef"]
-    pq.write_table(type(table).from_pylist(rows, schema=table.schema), p.staged / ITEMS_FILE)
-    with pytest.raises(steps.GoldenValidationFailed, match="_gold_missing") as failure:
-        steps.validate_golden(settings, params["name"])
+    pq.write_table(type(table).from_pylist(rows, schema=table.schema), p.staged_items)
+    with pytest.raises(ValidationFailed, match="_gold_missing") as failure:
+        steps.validate_golden(settings, params.name)
     assert rows[0]["item_id"] in str(failure.value)
-    assert file_sha256(p.published / ITEMS_FILE) == published_sha
+    assert file_sha256(p.released_items) == published_sha
 
 
 def test_hand_written_items_are_matched_imported_and_never_filtered(built, tmp_path):
@@ -135,8 +136,8 @@ def test_hand_written_items_are_matched_imported_and_never_filtered(built, tmp_p
                          "gold_passages": "The burst bucket refills at five requests per second", "split": "dev"})
         writer.writerow({"question": "Who wrote this?", "reference_answer": "Nobody",
                          "gold_passages": "this passage is in no document at all", "split": ""})  # fmt: skip
-    result = steps.import_human(settings, params["name"], sheet)
-    assert result["imported"] == 2 and len(result["problems"]) == 1 and "no chunk contains" in result["problems"][0]
+    result = steps.import_human(settings, params.name, sheet)
+    assert result.imported == 2 and len(result.problems) == 1 and "no chunk contains" in result.problems[0]
     steps.build_golden(settings, params, logical_date=DAY)
     human = [i for i in published_items(settings, params) if i.source == "human"]
     assert {(i.language, i.split) for i in human} == {("es", "test"), ("en", "dev")}
@@ -145,22 +146,22 @@ def test_hand_written_items_are_matched_imported_and_never_filtered(built, tmp_p
 
 def test_review_round_trip_applies_decisions_and_reports_agreement(built, tmp_path):
     settings, params, _ = built
-    export = steps.export_review(settings, params["name"], tmp_path / "review", 0.2)
-    assert export["rows"] >= 4 and export["kept"] >= 1
-    with open(export["csv"], newline="", encoding="utf-8") as fh:
+    export = steps.export_review(settings, params.name, tmp_path / "review", 0.2)
+    assert export.rows >= 4 and export.kept >= 1
+    with open(export.csv, newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
     assert "_filter" not in rows[0]
     rows[0]["decision"], rows[1]["decision"] = "reject", "edit"
     rows[1]["edited_question"] = "¿Pregunta corregida por una revisora?"
     for row in rows[2:]:
         row["decision"] = "accept"
-    with open(export["csv"], "w", newline="", encoding="utf-8") as fh:
+    with open(export.csv, "w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    result = steps.import_review(settings, params["name"], Path(export["csv"]))
-    assert result["decisions"] == len(rows)
-    assert result["agreement"]["n"] == len(rows) and 0 <= result["agreement"]["agreement"] <= 1
+    result = steps.import_review(settings, params.name, export.csv)
+    assert result.decisions == len(rows)
+    assert result.agreement["n"] == len(rows) and 0 <= result.agreement["agreement"] <= 1
 
     steps.build_golden(settings, params, logical_date=DAY)
     items = {i.item_id: i for i in published_items(settings, params)}
@@ -174,7 +175,7 @@ def test_review_round_trip_applies_decisions_and_reports_agreement(built, tmp_pa
 def test_a_published_version_loads_as_datasets_and_ragas_in_one_call(built, corpus):
     settings, params, _ = built
     v1_ids = sorted(i.item_id for i in published_items(settings, params))
-    test_split = load_golden_dataset(settings, params["name"], split="test")
+    test_split = load_golden_dataset(settings, params.name, split="test")
     assert test_split.num_rows > 0 and set(test_split["split"]) == {"test"}
     assert set(test_split.column_names) >= {"question", "reference_answer", "gold_chunk_ids", "qtype", "item_id"}
     ragas_set = to_ragas_dataset(test_split)
@@ -183,9 +184,9 @@ def test_a_published_version_loads_as_datasets_and_ragas_in_one_call(built, corp
     doc = corpus / "guides" / "deploy.md"
     doc.write_text(doc.read_text().replace("two CPU cores", "four CPU cores"))
     index_corpus(settings, corpus)
-    assert steps.build_golden(settings, params, logical_date=DAY)["version"] == "v2"
+    assert steps.build_golden(settings, params, logical_date=DAY).release.version == "v2"
     assert sorted(i.item_id for i in published_items(settings, params)) != v1_ids
-    old = load_golden_dataset(settings, params["name"], version="v1", split=None)
+    old = load_golden_dataset(settings, params.name, version="v1", split=None)
     assert sorted(old["item_id"]) == v1_ids
 
 
@@ -200,7 +201,7 @@ def test_dvc_repro_rebuilds_the_set_outside_airflow(settings, corpus):
            "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}  # fmt: skip
     run = subprocess.run([sys.executable, "-m", "dvc", "repro"], cwd=workspace, env=env, capture_output=True, text=True)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    assert (workspace / "golden" / "build" / "demo" / "staged" / ITEMS_FILE).exists()
+    assert (workspace / "golden" / "build" / "demo" / "staged" / "items.parquet").exists()
     assert (workspace / "dvc.lock").exists()
     again = subprocess.run([sys.executable, "-m", "dvc", "repro"], cwd=workspace, env=env, capture_output=True, text=True)
     assert "didn't change, skipping" in again.stdout or "up to date" in again.stdout
@@ -208,10 +209,12 @@ def test_dvc_repro_rebuilds_the_set_outside_airflow(settings, corpus):
 
 def test_generation_through_the_real_client_over_http_costs_no_calls_on_a_rerun(settings, corpus):
     from pipelines.models.simulator import SimulatorKnobs, running_simulator
+    from pipelines.prompt_catalog import all_prompts
 
     index_corpus(settings, corpus)
     params = load_golden_params(settings, **SMALL)
-    with running_simulator(SimulatorKnobs(latency_s=0.01, capacity=8, error_rate=0.1, malformed_rate=0.1, seed=3)) as url:
+    knobs = SimulatorKnobs(latency_s=0.01, capacity=8, error_rate=0.1, malformed_rate=0.1, seed=3)
+    with running_simulator(knobs, prompts=all_prompts()) as url:
         endpoint = {"base_url": url, "max_retries": 6, "timeout_s": 10}
         online = settings.model_copy(update={
             "llm_backend": "openai",
@@ -219,12 +222,12 @@ def test_generation_through_the_real_client_over_http_costs_no_calls_on_a_rerun(
             "judge": settings.judge.model_copy(update={**endpoint, "model": "judge-model"}),
         })  # fmt: skip
         plan = steps.plan_golden(online, params, logical_date=DAY)
-        first = steps.generate_golden_batch(online, params["name"], 0, plan["jobs"])
-        assert first["failed_jobs"] == 0 and first["llm"]["calls"] >= plan["jobs"] and first["llm"]["retries"] > 0
-        second = steps.generate_golden_batch(online, params["name"], 0, plan["jobs"])
-        assert second["llm"]["calls"] == 0 and second["llm"]["cache_hits"] == plan["jobs"]
-        assert second["items"] == first["items"]
+        first = steps.generate_golden_batch(online, params.name, 0, plan.jobs)
+        assert first.failed_jobs == 0 and first.llm["calls"] >= plan.jobs and first.llm["retries"] > 0
+        second = steps.generate_golden_batch(online, params.name, 0, plan.jobs)
+        assert second.llm["calls"] == 0 and second.llm["cache_hits"] == plan.jobs
+        assert second.items == first.items
         filtered = steps.filter_golden(online, params)
-        assert filtered["judge_model"] == "judge-model"
-    items = [json.loads(line) for line in (steps.paths(online, params["name"]).parts / "part-000000.jsonl").read_text().splitlines()]
+        assert filtered.judge_model == "judge-model"
+    items = [json.loads(line) for line in steps.paths(online, params.name).generated_part(0).read_text().splitlines()]
     assert {i["generator_model"] for i in items} == {"gen-model"}

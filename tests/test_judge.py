@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import asyncio
 import math
+import subprocess
+import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
 import pytest
 
 from pipelines.evaluation.judge import JUDGE_METRICS, JudgeInput, judge_items, judge_items_sync
+from pipelines.evaluation.prompts import Context, RagAnswerPrompt, RagInput
 from pipelines.evaluation.noise import FRAGILE, NoisePool, delta_f, inject, is_fragile, noise_delta_f
 from pipelines.evaluation.tools import (
     TSA_THRESHOLD,
@@ -24,11 +29,14 @@ from pipelines.evaluation.tools import (
 from pipelines.models.cache import LLMCache
 from pipelines.models.embeddings import LocalEmbedder
 from pipelines.models.llm import LLM, LLMResult, OfflineLLM, OpenAICompatibleLLM
-from pipelines.models.ragas_adapter import RagasRequest, last_input, task_for
+from pipelines.models.ragas_adapter import RagasRequest, last_input, prompt_for
 from pipelines.models.simulator import SimulatorKnobs, running_simulator
+from pipelines.prompt_catalog import all_prompts
 from pipelines.records import Score, ToolCall
 from pipelines.settings import ModelEndpoint
+from pipelines.golden.prompts import ChunkQuestions, ChunkQuestionsInput, SeedChunk
 from pipelines.text import sentences
+from tests.services import free_port
 from ragas.metrics.collections.faithfulness.util import (
     StatementGeneratorInput,
     StatementGeneratorOutput,
@@ -77,7 +85,7 @@ class Simulator:
 
 @pytest.fixture(scope="module")
 def simulator() -> Iterator[Simulator]:
-    with running_simulator() as base_url:
+    with running_simulator(prompts=all_prompts()) as base_url:
         yield Simulator(base_url)
 
 
@@ -99,7 +107,7 @@ def assert_failed(score: Score, reason: str) -> None:
 
 
 class ScriptedJudge(LLM):
-    """Replies chosen by the test per ragas task name, so ragas' arithmetic is checked by hand."""
+    """Replies chosen by the test per ragas prompt name, so ragas' arithmetic is checked by hand."""
 
     model = "scripted-judge"
 
@@ -107,8 +115,8 @@ class ScriptedJudge(LLM):
         super().__init__()
         self.replies = replies
 
-    async def _run(self, task, inputs):
-        return LLMResult(task.output_model.model_validate(self.replies[task.name](inputs)), None, self.model)
+    async def _run(self, prompt, inputs):
+        return LLMResult(prompt.output_model.model_validate(self.replies[prompt.name](inputs)), None, self.model)
 
     async def _chat_with_tools(self, messages, tools):
         raise NotImplementedError
@@ -178,7 +186,7 @@ def test_offline_judgements_read_the_last_input_of_the_ragas_prompt() -> None:
     prompt = StatementGeneratorPrompt().to_string(StatementGeneratorInput(question="q?", answer=tricky))
     assert prompt.count("Input: {") == 1  # the few-shot example comes first
     assert last_input(prompt) == {"question": "q?", "answer": tricky}
-    extraction = task_for(StatementGeneratorOutput)
+    extraction = prompt_for(StatementGeneratorOutput)
     assert extraction.offline(RagasRequest(prompt=prompt)).statements[0].startswith("Qdrant listens on port 6333.")
     with pytest.raises(ValueError, match="no input JSON"):
         last_input("no json here")
@@ -208,6 +216,40 @@ def test_metrics_through_the_simulator_are_sensible(sim, embedder) -> None:
     assert_failed(faithfulness["no-claims"], "no claims in the answer")
     assert all(s.judge_model == "sim-judge" and (s.status == "ok") == (s.value is not None) for s in scores)
     assert all(s.value is None or math.isfinite(s.value) for s in scores)
+
+
+def test_the_simulator_started_as_a_user_would_answers_every_prompt_ragwatch_sends(embedder, tmp_path) -> None:
+    """`ragwatch simulate-llm` on its own process: every judge metric, the reference RAG and golden generation."""
+    port = free_port()
+    ragwatch = Path(sys.executable).parent / "ragwatch"
+    log = (tmp_path / "simulator.log").open("w")
+    server = subprocess.Popen([str(ragwatch), "simulate-llm", "--port", str(port)], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        base_url = f"http://127.0.0.1:{port}/v1"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{base_url}/models", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert server.poll() is None and time.monotonic() < deadline, (tmp_path / "simulator.log").read_text()
+            time.sleep(0.2)
+        llm = OpenAICompatibleLLM(ModelEndpoint(base_url=base_url, model="sim-judge", max_retries=0), None)
+        scores = judge_items_sync([SUPPORTED, INVENTED], list(JUDGE_METRICS), llm, embedder, **RUN)
+        assert len(scores) == 2 * len(JUDGE_METRICS)
+        assert [s for s in scores if s.status != "ok"] == []
+        assert by(scores, "faithfulness")["invented"].value == 0.5
+        answer = llm.run_sync(RagAnswerPrompt(), RagInput(question=QUESTION, language="en",
+                                                          contexts=[Context(chunk_id="c1", text=PORTS)]))  # fmt: skip
+        assert answer.ok and "6333" in answer.value.answer
+        chunk = SeedChunk(chunk_id="ops.md#ports/0-0", document="ops.md", section="Ports", language="en", text=PORTS)
+        generated = llm.run_sync(ChunkQuestions(), ChunkQuestionsInput(chunk=chunk, n=1))
+        assert generated.ok and generated.value.items
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+        log.close()
 
 
 def test_sampled_questions_differ_and_answer_an_abstention_with_zero(sim, embedder) -> None:

@@ -10,12 +10,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from pipelines.corpus.steps import index_corpus
-from pipelines.evaluation import offline
+from pipelines.evaluation.gate import GateFailed
+from pipelines.evaluation.offline import run_offline_eval
+from pipelines.evaluation.params import eval_params
+from pipelines.evaluation.push import read_back
 from pipelines.golden import steps
 from pipelines.golden.params import load_golden_params
-from pipelines.publish import read_back
 from pipelines.settings import Settings
 from pipelines.stores.results import ResultsStore
+from pipelines.workspace import Workspace
 from tests.conftest import ROOT
 
 SMALL = {"seeds": 8, "questions_per_seed": 2, "multi_hop": 3, "adversarial": 2, "tool_triples": 3, "from_traces": 0,
@@ -43,41 +46,43 @@ def runs_and_rows(settings, suite="offline"):
 
 def test_a_rerun_of_the_same_date_replaces_its_rows_and_the_gate_catches_a_regression(built):
     settings = built
-    first = offline.run_offline_eval(settings, offline.eval_params(settings, **FAST), logical_date=date(2026, 11, 2))
-    assert first["gate_passed"] is None and "no baseline" in first["gate"]
-    overall = {row["metric"]: row for row in first["overall"]}
-    assert overall["recall@5"]["n"] > 0 and overall["faithfulness"]["n"] > 0
-    again = offline.run_offline_eval(settings, offline.eval_params(settings, **FAST), logical_date=date(2026, 11, 2))
+    first, _ = run_offline_eval(settings, eval_params(settings, **FAST), logical_date=date(2026, 11, 2))
+    assert first.gate_passed is None and "no baseline" in first.gate
+    overall = {row.metric: row for row in first.overall}
+    assert overall["recall@5"].n > 0 and overall["faithfulness"].n > 0
+    again, _ = run_offline_eval(settings, eval_params(settings, **FAST), logical_date=date(2026, 11, 2))
     runs, rows = runs_and_rows(settings)
-    assert len(runs) == 1 and rows[first["run_id"]] == rows[again["run_id"]] > 0
+    assert first.run_id == again.run_id == "offline/2026-11-02/reference-rag"
+    assert len(runs) == 1 and rows[first.run_id] > 0
 
-    same = offline.run_offline_eval(settings, offline.eval_params(settings, **FAST), logical_date=date(2026, 11, 9))
-    assert same["gate_passed"] is True and same["baseline"] == first["run_id"]
+    same, _ = run_offline_eval(settings, eval_params(settings, **FAST), logical_date=date(2026, 11, 9))
+    assert same.gate_passed is True and same.baseline == first.run_id
 
     # A new release of the service behind the same target name retrieves nothing relevant.
     with serving(200) as url:
-        degraded = offline.eval_params(settings, **FAST, target_url=url, target_name="reference-rag", fail_on_gate=True)
-        with pytest.raises(offline.GateFailed, match="recall@5"):
-            offline.run_offline_eval(settings, degraded, logical_date=date(2026, 11, 16))
+        degraded = eval_params(settings, **FAST, target_url=url, target_name="reference-rag", fail_on_gate=True)
+        with pytest.raises(GateFailed, match="recall@5"):
+            run_offline_eval(settings, degraded, logical_date=date(2026, 11, 16))
     runs, _ = runs_and_rows(settings)
     assert [r.gate_passed for r in sorted(runs, key=lambda r: r.logical_date)] == [None, True, False]
-    report = (settings.reports_dir / "offline" / "2026-11-16_reference-rag.html").read_text(encoding="utf-8")
-    assert "recall@5" in report and "gate" in report.lower()
-    metrics_json = json.loads((settings.reports_dir / "offline" / "2026-11-16_reference-rag.metrics.json").read_text())
+    workspace = Workspace.from_settings(settings)
+    report = workspace.report("offline", date(2026, 11, 16), "reference-rag")
+    assert "recall@5" in report.read_text(encoding="utf-8") and "gate" in report.read_text(encoding="utf-8").lower()
+    metrics_json = json.loads(workspace.metrics_json(report).read_text())
     assert "all" in metrics_json["recall@5"]
 
 
 def test_the_push_reaches_a_real_pushgateway_and_reads_back(built, pushgateway):
     settings = built.model_copy(update={"pushgateway_url": pushgateway.url})
-    summary = offline.run_offline_eval(settings, offline.eval_params(settings, **FAST), logical_date=date(2026, 11, 23))
-    assert summary["push"]["mode"] == "pushgateway"
+    _, pushed = run_offline_eval(settings, eval_params(settings, **FAST), logical_date=date(2026, 11, 23))
+    assert pushed.mode == "pushgateway" and pushed.samples > 0
     groups = read_back(pushgateway.url)
     group = next(g for g in groups if g["labels"] == {"job": "ragwatch", "suite": "offline"})  # no run id in the key
     recall = group["metrics"]["rag_recall_at_5_score"]
     assert any(s["labels"]["stratum"] == "all" for s in recall)
     # A backfilled past date must not overwrite the newest run's gauges.
-    past = offline.run_offline_eval(settings, offline.eval_params(settings, **FAST), logical_date=date(2026, 10, 26))
-    assert past["push"]["pushed_to"] is None and "newer" in past["push"]["skipped"]
+    _, past = run_offline_eval(settings, eval_params(settings, **FAST), logical_date=date(2026, 10, 26))
+    assert past.destination is None and "newer" in past.skipped
 
 
 class _Service(BaseHTTPRequestHandler):
@@ -117,10 +122,10 @@ def serving(status: int):
 @pytest.mark.parametrize("status", [200, 503])
 def test_an_http_target_follows_the_contract_and_its_failures_fail_the_metrics(built, status):
     with serving(status) as url:
-        params = offline.eval_params(built, **FAST, target_url=url, target_name=f"svc-{status}")
-        summary = offline.run_offline_eval(built, params, logical_date=date(2026, 11, 30))
+        params = eval_params(built, **FAST, target_url=url, target_name=f"svc-{status}")
+        summary, _ = run_offline_eval(built, params, logical_date=date(2026, 11, 30))
     store = ResultsStore.from_settings(built)
-    scores = store.scores(summary["run_id"])
+    scores = store.scores(summary.run_id)
     store.dispose()
     recall = [s for s in scores if s.metric == "recall@5"]
     if status == 200:
@@ -138,7 +143,7 @@ def test_eval_compare_reports_paired_differences_per_metric_and_stratum(built):
     assert parse_config("k=3,mode=dense") == {"retrieval_k": 3, "retrieval_mode": "dense"}
     with pytest.raises(ValueError, match="use k=N"):
         parse_config("chunks=512")
-    base = offline.eval_params(built, **FAST)
+    base = eval_params(built, **FAST)
     rows = compare(built, base, "k=5,mode=hybrid", "k=1,mode=hybrid", logical_date=date(2026, 11, 30))
     recall = next(r for r in rows if r["metric"] == "recall@5" and r["stratum"] == "all")
     assert recall["n_pairs"] > 0 and recall["diff"] == pytest.approx(recall["b"] - recall["a"])

@@ -8,19 +8,18 @@ from datetime import date
 
 import pytest
 
-from pipelines.evaluation.report import (
-    ItemView, render_report, report_path, trend_from_store, write_metrics_json, write_report,
-)  # fmt: skip
+from pipelines.evaluation.report import ItemView, render_report, trend_from_store, write_metrics_json, write_report
 from pipelines.evaluation.stats import aggregate, regression_gate
 from pipelines.records import Score
-from pipelines.stores.results import EvalRun, ResultsStore
+from pipelines.stores.results import EvalRun, ResultsStore, run_id
+from pipelines.workspace import Workspace
 
 DAY = date(2026, 3, 2)
 HOSTILE = '<script>alert("x")</script> Reinicia el nodo con <b>systemctl</b> & espera'
 
 
-def make_run(run_id: str, day: date) -> EvalRun:
-    return EvalRun(run_id=run_id, suite="offline", logical_date=day, target="prod", dataset_version="golden-v3",
+def make_run(day: date) -> EvalRun:
+    return EvalRun(run_id=run_id("offline", day, "prod"), suite="offline", logical_date=day, target="prod", dataset_version="golden-v3",
                    judge_model="llama-70b-juez", generator_model="qwen-7b", params={"k": 5})  # fmt: skip
 
 
@@ -43,10 +42,10 @@ def make_scores(run: EvalRun, faithfulness: float) -> list[Score]:
 def rendered(tmp_path):
     store = ResultsStore(f"sqlite:///{tmp_path / 'results.db'}")
     store.create()
-    past = [make_run("w1", date(2026, 2, 16)), make_run("w2", date(2026, 2, 23))]
+    past = [make_run(date(2026, 2, 16)), make_run(date(2026, 2, 23))]
     for run, value in zip(past, (0.9, 0.85)):
         store.save_run(run, make_scores(run, value))
-    run = make_run("w3", DAY)
+    run = make_run(DAY)
     scores = make_scores(run, 0.7)
     baseline = store.baseline_for(run)
     gate = regression_gate(scores, store.scores(baseline.run_id), ["faithfulness", "recall@5"])
@@ -69,8 +68,8 @@ def test_report_is_self_contained_utf8_html(rendered, tmp_path):
     assert not re.search(r"https?://", html)  # no external resource, no namespace URL either
     assert not re.search(r"<(script|link|img|iframe)\b", html, re.I)
     assert "¿Cómo reinicio el nodo de Qdrant sin perder datos?" in html and "«systemctl restart qdrant»" in html
-    path = write_report(report_path(tmp_path / "reports", make_run("w3", DAY)), html)
-    assert path == tmp_path / "reports" / "offline" / "2026-03-02_prod.html"
+    path = write_report(Workspace(tmp_path).report("offline", DAY, "prod"), html)
+    assert path == tmp_path / "golden" / "reports" / "offline" / "2026-03-02_prod.html"
     assert path.read_bytes().decode("utf-8") == html
 
 
@@ -102,12 +101,12 @@ def test_report_has_header_gate_diagnosis_tables_charts_trend_and_worst_items(re
 
 def test_the_same_run_renders_the_same_bytes(rendered):
     html, scores = rendered
-    run = make_run("w3", DAY)
+    run = make_run(DAY)
     assert render_report(run, scores) == render_report(run, list(reversed(scores)))
 
 
 def test_metrics_json_is_flat_per_metric_and_stratum(tmp_path):
-    run = make_run("w3", DAY)
+    run = make_run(DAY)
     aggs = aggregate(make_scores(run, 0.7), n_resamples=0)
     path = write_metrics_json(tmp_path / "metrics" / "offline.json", aggs)
     data = json.loads(path.read_text(encoding="utf-8"))

@@ -9,10 +9,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines.demo.traces import generate_store_rows
-from pipelines.stores.partitions import DATA_FILE, MANIFEST, QUARANTINE_DIR, file_sha256, partition_path
+from pipelines.files import file_sha256
 from pipelines.stores.traces import TraceStore
 from pipelines.traces import steps
 from pipelines.traces.select import stratum_target
+from pipelines.validation import ValidationFailed
+from pipelines.workspace import Workspace
 
 DAY = date(2026, 11, 20)
 EMAIL = "lucia.fernandez@correo-ejemplo.es"
@@ -43,32 +45,37 @@ def store_settings(settings):
     return settings
 
 
+def partition(settings):
+    return Workspace.from_settings(settings).traces_partition(DAY)
+
+
 def partition_bytes(settings):
-    root = partition_path(settings.resolved_workspace, "traces", DAY)
+    root = partition(settings).root
     return {str(p.relative_to(root)): file_sha256(p) for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 def test_selected_equals_sampled_plus_quarantined_with_reasons(store_settings, caplog):
     caplog.set_level(logging.INFO)
-    result = steps.run_trace_sampling(store_settings, DAY, version=False, rate=1.0)
-    assert result["selected"] == result["population"] > 400
-    assert result["sampled"] + result["quarantined"] == result["selected"]
-    reasons = result["quarantine_reasons"]
+    result = steps.run_trace_sampling(store_settings, DAY, version=False, rate=1.0).counts
+    assert result.selected == result.population > 400
+    assert result.sampled + result.quarantined == result.selected
+    reasons = result.quarantine_reasons
     assert reasons["missing_field"] >= 1 and reasons["invalid_json"] >= 1
     assert reasons["field_too_large"] >= 1 and reasons["bad_timestamp"] >= 1
 
-    root = partition_path(store_settings.resolved_workspace, "traces", DAY)
-    quarantine = pq.read_table(root / QUARANTINE_DIR / DATA_FILE).to_pylist()
-    assert len(quarantine) == result["quarantined"]
+    paths = partition(store_settings)
+    root = paths.root
+    quarantine = pq.read_table(paths.quarantine).to_pylist()
+    assert len(quarantine) == result.quarantined
     by_id = {row["trace_id"]: row for row in quarantine}
     assert by_id["zz-huge"]["reason"] == "field_too_large" and by_id["zz-huge"]["field"] == "answer"
     assert by_id["zz-badts"]["reason"] == "bad_timestamp"
-    manifest = json.loads((root / MANIFEST).read_text())
-    assert manifest["sampled"] == result["sampled"] and manifest["quarantine_reasons"] == reasons
-    assert pq.read_table(store_settings.resolved_workspace / "golden" / "traces").num_rows == result["sampled"]
+    manifest = json.loads(paths.manifest.read_text())
+    assert manifest["sampled"] == result.sampled and manifest["quarantine_reasons"] == reasons
+    assert pq.read_table(root.parent).num_rows == result.sampled
 
     everything_on_disk = b"".join(p.read_bytes() for p in root.rglob("*") if p.is_file())
-    sampled = pq.read_table(root / DATA_FILE).to_pandas().set_index("trace_id")
+    sampled = pq.read_table(paths.data).to_pandas().set_index("trace_id")
     assert "[EMAIL_" in sampled.loc["zz-pii", "question"]
     assert "[EMAIL_" in sampled.loc["zz-pii", "tool_calls"][0]["arguments"]
     assert json.loads(sampled.loc["zz-pii", "pii_counts"])["EMAIL"] >= 3
@@ -79,8 +86,7 @@ def test_selected_equals_sampled_plus_quarantined_with_reasons(store_settings, c
 
 def test_the_same_email_gets_the_same_pseudonym_across_fields_of_one_trace(store_settings):
     steps.run_trace_sampling(store_settings, DAY, version=False, rate=1.0)
-    root = partition_path(store_settings.resolved_workspace, "traces", DAY)
-    row = pq.read_table(root / DATA_FILE).to_pandas().set_index("trace_id").loc["zz-pii"]
+    row = pq.read_table(partition(store_settings).data).to_pandas().set_index("trace_id").loc["zz-pii"]
     token = row["question"].split("mi correo es ")[1].strip()
     assert token in row["contexts"][0]["text"] and token in row["tool_calls"][0]["arguments"]
 
@@ -91,11 +97,12 @@ def test_a_rerun_of_the_same_day_writes_identical_bytes(store_settings):
     second = steps.run_trace_sampling(store_settings, DAY, version=False)
     assert partition_bytes(store_settings) == before
     assert first == second
-    manifest = steps.published_manifest(store_settings, DAY)
+    manifest = json.loads(partition(store_settings).manifest.read_text())
     assert len(manifest["strata"]) > 6
     for stratum in manifest["strata"]:
         assert stratum["selected"] == stratum_target(stratum["population"], 0.05, 2), stratum
-    assert sum(s["selected"] for s in manifest["strata"]) == first["selected"]
+    assert sum(s["selected"] for s in manifest["strata"]) == first.counts.selected
+    assert steps.published_counts(store_settings, DAY) == first.counts
 
 
 def test_a_failed_validation_publishes_nothing_and_keeps_the_previous_version(store_settings):
@@ -103,13 +110,13 @@ def test_a_failed_validation_publishes_nothing_and_keeps_the_previous_version(st
     published = partition_bytes(store_settings)
 
     staged = steps.stage_trace_sample(store_settings, DAY)
-    data_file = f"{staged['staged']}/{DATA_FILE}"
+    data_file = staged.staged / "part-0.parquet"
     table = pq.read_table(data_file)
     leaked = table.column("question").to_pylist()
     leaked[0] = f"contact me at {EMAIL}"
     pq.write_table(table.set_column(table.schema.get_field_index("question"), "question", pa.array(leaked)), data_file)
 
-    with pytest.raises(steps.ValidationFailed) as failure:
+    with pytest.raises(ValidationFailed) as failure:
         steps.validate_trace_sample(staged)
     message = str(failure.value)
     assert "expect_column_values_to_not_match_regex_list" in message and "Nothing was published" in message
@@ -120,5 +127,5 @@ def test_a_failed_validation_publishes_nothing_and_keeps_the_previous_version(st
 
 def test_an_empty_day_publishes_an_empty_partition(store_settings):
     result = steps.run_trace_sampling(store_settings, date(2026, 1, 1), version=False)
-    assert (result["population"], result["selected"], result["sampled"]) == (0, 0, 0)
-    assert result["validation"].startswith("passed")
+    assert (result.counts.population, result.counts.selected, result.counts.sampled) == (0, 0, 0)
+    assert result.validation.describe().startswith("passed")

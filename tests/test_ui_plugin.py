@@ -1,6 +1,6 @@
 """The ragwatch page in Airflow: latest scores per suite and target, escaped, reports served safely.
 
-The FastAPI app is called in-process here; tests/test_backfill_e2e.py calls the same app through
+The FastAPI app is called in-process here; tests/test_stack.py calls the same app through
 a real Airflow api-server at /ragwatch/.
 """
 
@@ -16,11 +16,14 @@ import pytest
 from fastapi import HTTPException, Request
 from fastapi.testclient import TestClient
 
-from pipelines.evaluation.report import render_report, report_path, write_report
-from pipelines.models.llm import OFFLINE_MODEL
+from urllib.parse import quote
+
+from pipelines.evaluation.report import render_report, write_report
+from pipelines.models.offline import OFFLINE_MODEL
 from pipelines.records import Score
 from pipelines.settings import Settings
-from pipelines.stores.results import EvalRun, ResultsStore
+from pipelines.stores.results import EvalRun, ResultsStore, run_id
+from pipelines.workspace import Workspace
 from tests.conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "plugins"))  # where Airflow puts it: the plugin imports `ragwatch_airflow`
@@ -28,7 +31,12 @@ from ragwatch_airflow.ui import create_app  # noqa: E402
 
 DAY = date(2026, 3, 2)
 HOSTILE = '<script>alert("x")</script>'
-NEWER_ID = "scheduled__2026-03-02T00:00:00+00:00/prod"  # Airflow run ids hold ':' and '+'; ours adds '/target'
+NEWER_ID = "offline/2026-03-02/prod"
+NEWER_URL = "/reports/offline%2F2026-03-02%2Fprod"  # a run id holds '/': one path segment, quoted
+
+
+def report_url(run: EvalRun) -> str:
+    return "/reports/" + quote(run.run_id, safe="")
 
 
 def make_scores(run: EvalRun, faithfulness: float) -> list[Score]:
@@ -53,7 +61,7 @@ def make_scores(run: EvalRun, faithfulness: float) -> list[Score]:
 def seed_two_runs(store: ResultsStore, settings: Settings) -> tuple[EvalRun, EvalRun]:
     """Two offline runs of target `prod` on consecutive days, each with its HTML report written."""
     store.create()
-    older = EvalRun(run_id="scheduled__2026-03-01T00:00:00+00:00/prod", suite="offline",
+    older = EvalRun(run_id=run_id("offline", DAY - timedelta(days=1), "prod"), suite="offline",
                     logical_date=DAY - timedelta(days=1), target="prod", dataset_version="golden/demo/v1",
                     judge_model=OFFLINE_MODEL, generator_model=OFFLINE_MODEL)  # fmt: skip
     newer = EvalRun(run_id=NEWER_ID, suite="offline", logical_date=DAY, target="prod",
@@ -62,7 +70,8 @@ def seed_two_runs(store: ResultsStore, settings: Settings) -> tuple[EvalRun, Eva
                     gate={"summary": f"gate failed: faithfulness: dropped {HOSTILE}"})  # fmt: skip
     for run, faithfulness in ((older, 0.9), (newer, 0.7)):
         scores = make_scores(run, faithfulness)
-        run.report_path = str(write_report(report_path(settings.reports_dir, run), render_report(run, scores)))
+        report = Workspace.from_settings(settings).report(run.suite, run.logical_date, run.target)
+        run.report_path = str(write_report(report, render_report(run, scores)))
         store.save_run(run, scores)
     return older, newer
 
@@ -81,7 +90,7 @@ def client(settings):
 
 
 def add_run(store: ResultsStore, target: str, report: str | None) -> EvalRun:
-    run = EvalRun(run_id=f"manual__{target}", suite="online", logical_date=DAY, target=target,
+    run = EvalRun(run_id=run_id("online", DAY, target), suite="online", logical_date=DAY, target=target,
                   dataset_version="traces/dt=2026-03-02", report_path=report)  # fmt: skip
     store.save_run(run, [])
     return run
@@ -116,15 +125,15 @@ def test_latest_run_per_suite_and_target_with_ci_and_counts(client, seeded):
     strata = {(s["stratum"], s["metric"]): s for s in run["strata"]}
     assert strata[("single_hop/es", "faithfulness")]["n"] == 5
     assert strata[(f"multi_hop/{HOSTILE}", "context_recall")]["n_failed"] == 1
-    assert run["report_url"] == "/reports/scheduled__2026-03-02T00%3A00%3A00%2B00%3A00%2Fprod"
+    assert run["report_url"] == NEWER_URL
 
     page = client.get("/")
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
     assert "default-src 'none'" in page.headers["content-security-policy"]
     text = page.text
     assert DAY.isoformat() in text and "golden/demo/v2" in text and ">failed<" in text
-    assert "0.700" in text and "[0.6" in text  # mean and its interval
-    assert 'href="/reports/scheduled__2026-03-02T00%3A00%3A00%2B00%3A00%2Fprod"' in text
+    assert "0.700" in text and "[0.587, 0.770]" in text  # mean and its interval (jeffreys-bounded-mean)
+    assert f'href="{NEWER_URL}"' in text
     assert "offline deterministic backend" in text
     assert "No online run yet" in text
     assert (DAY - timedelta(days=1)).isoformat() not in text  # only the latest run of the target
@@ -148,10 +157,8 @@ def test_report_is_served_sandboxed(client, seeded):
 def test_unknown_runs_and_missing_reports_are_404(client, seeded):
     store, _, _ = seeded
     assert client.get("/reports/no-such-run").status_code == 404
-    add_run(store, "no-report", None)
-    assert client.get("/reports/manual__no-report").status_code == 404
-    add_run(store, "gone", "golden/reports/online/2026-03-02_gone.html")
-    response = client.get("/reports/manual__gone")
+    assert client.get(report_url(add_run(store, "no-report", None))).status_code == 404
+    response = client.get(report_url(add_run(store, "gone", "golden/reports/online/2026-03-02_gone.html")))
     assert response.status_code == 404 and "missing" in response.json()["detail"]
 
 
@@ -159,7 +166,7 @@ def test_report_paths_outside_the_reports_dir_are_refused(client, seeded, settin
     store, _, _ = seeded
     secret = tmp_path / "secret.html"
     secret.write_text("<p>not a report</p>")
-    reports = settings.reports_dir
+    reports = Workspace.from_settings(settings).reports_dir
     (reports / "online").mkdir(parents=True, exist_ok=True)
     (reports / "online" / "link.html").symlink_to(secret)
     evil = {
@@ -171,8 +178,7 @@ def test_report_paths_outside_the_reports_dir_are_refused(client, seeded, settin
     (reports.parent / "reports-other").mkdir()
     (reports.parent / "reports-other" / "x.html").write_text("x")
     for target, stored in evil.items():
-        add_run(store, target, stored)
-        response = client.get(f"/reports/manual__{target}")
+        response = client.get(report_url(add_run(store, target, stored)))
         assert response.status_code == 403, (target, response.text)
         assert "not a report" not in response.text
     online = {r["target"]: r for r in client.get("/api/latest").json()["suites"]["online"]["runs"]}
@@ -191,7 +197,7 @@ def test_authorization_hook_guards_every_route_and_sends_people_to_login(setting
     page = client.get("/", headers={"accept": "text/html"})
     assert page.status_code == 307 and page.headers["location"].startswith("/login?next=http://testserver/")
     assert client.get("/api/latest").status_code == 401
-    assert client.get(f"/reports/{NEWER_ID}").status_code == 401
+    assert client.get(NEWER_URL).status_code == 401
 
 
 @pytest.mark.airflow

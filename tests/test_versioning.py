@@ -1,5 +1,6 @@
 """DVC for real: the published partition is tracked, pushed to a local remote, and committed."""
 
+import subprocess
 from datetime import date, timedelta
 
 import yaml
@@ -23,7 +24,7 @@ def test_a_published_partition_is_pushed_to_the_remote_and_reruns_add_no_commit(
     workspace = settings.resolved_workspace
     dvc_file = workspace / "golden" / "traces" / f"dt={DAY}.dvc"
     out = yaml.safe_load(dvc_file.read_text())["outs"][0]
-    assert out["md5"] == first["dvc_md5"] and out["md5"].endswith(".dir")
+    assert out["md5"] == first.version.dvc_md5 and out["md5"].endswith(".dir")
     pushed = [p for p in remote.rglob("*") if p.is_file()]
     assert len(pushed) >= 4  # the .dir listing plus parquet files and the manifest
     assert "Cache and remote 'storage' are in sync" in dvc("status", "-c", cwd=workspace)
@@ -31,7 +32,7 @@ def test_a_published_partition_is_pushed_to_the_remote_and_reruns_add_no_commit(
 
     commits = git("rev-list", "--count", "HEAD", cwd=workspace)
     second = steps.run_trace_sampling(settings, DAY)
-    assert second["dvc_md5"] == first["dvc_md5"]
+    assert second.version.dvc_md5 == first.version.dvc_md5
     assert git("rev-list", "--count", "HEAD", cwd=workspace) == commits
 
     # The remote alone restores the data: drop the cache and the files, pull them back.
@@ -41,3 +42,25 @@ def test_a_published_partition_is_pushed_to_the_remote_and_reruns_add_no_commit(
     shutil.rmtree(workspace / "golden" / "traces" / f"dt={DAY}")
     dvc("pull", "-q", str(dvc_file.relative_to(workspace)), cwd=workspace)
     assert (workspace / "golden" / "traces" / f"dt={DAY}" / "part-0.parquet").exists()
+
+
+def test_runs_the_inbox_and_staging_are_never_versioned(settings, tmp_path):
+    from pipelines.versioning import ensure_workspace
+    from pipelines.workspace import Workspace
+
+    workspace = Workspace.from_settings(settings)
+    ensure_workspace(workspace, str(tmp_path / "remote"))
+    ensure_workspace(workspace, str(tmp_path / "remote"))  # idempotent: the ignore lines are written once
+    day = DAY
+    for path in (workspace.review_candidates(day), workspace.run_folder("online", day, "production").meta,
+                 workspace.traces_staging(day).data):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("unreviewed production text")
+        relative = str(workspace.relative(path))
+        assert git("check-ignore", relative, cwd=workspace.root).strip() == relative
+    released = workspace.golden("demo").released_items
+    released.parent.mkdir(parents=True)
+    released.write_text("x")
+    ignored = subprocess.run(["git", "check-ignore", str(workspace.relative(released))], cwd=workspace.root)
+    assert ignored.returncode == 1  # a released set is versioned (its .dvc file in git)
+    assert (workspace.root / ".gitignore").read_text().count("/inbox/") == 1

@@ -44,6 +44,7 @@ from pipelines.models.cache import LLMCache
 from pipelines.models.embeddings import LocalEmbedder
 from pipelines.models.llm import OpenAICompatibleLLM
 from pipelines.models.simulator import SimulatorKnobs, running_simulator
+from pipelines.prompt_catalog import all_prompts
 from pipelines.settings import ModelEndpoint
 from pipelines.text import sentences, words
 
@@ -273,10 +274,11 @@ def run_eval_bench(
                 task = bar.add_task(label, total=n_items)
                 return lambda done, total: bar.update(task, completed=done, total=total)
 
-            with running_simulator(knobs) as url:
+            prompts = all_prompts()
+            with running_simulator(knobs, prompts=prompts) as url:
                 ours = run_ragwatch(items, url, capacity, cache_dir, items_bar("ragwatch judge (items)"))
                 rerun = run_ragwatch(items, url, capacity, cache_dir, items_bar("ragwatch rerun, cached (items)"))
-            with running_simulator(knobs) as url:
+            with running_simulator(knobs, prompts=prompts) as url:
                 jobs = bar.add_task("ragas evaluate() ((item, metric) jobs)", total=n_items * len(METRICS))
                 theirs = run_ragas(items, url, lambda: bar.advance(jobs), ragas_embeddings)
     finally:

@@ -1,17 +1,4 @@
-"""The corpus the assistant retrieves from: files -> sections -> chunks with stable ids.
+"""The corpus stage: read documents, split them into chunks with stable ids, index them, tell Airflow.
 
-Indexing lives in `pipelines.stores.corpus`; this package only reads and splits.
+Indexing itself lives in `pipelines.stores.corpus`; the `Chunk` contract in `pipelines.records`.
 """
-
-from pipelines.corpus.chunking import MAX_WORDS, Chunk, chunk_document, corpus_version, load_chunks
-from pipelines.corpus.demo import demo_corpus_chunks, write_demo_corpus
-
-__all__ = [
-    "MAX_WORDS",
-    "Chunk",
-    "chunk_document",
-    "corpus_version",
-    "demo_corpus_chunks",
-    "load_chunks",
-    "write_demo_corpus",
-]

@@ -8,46 +8,19 @@ corrupt golden items that cite it).
 
 from __future__ import annotations
 
-import hashlib
 import math
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Sequence
 from pathlib import Path
 
 from pipelines.corpus.documents import Document, iter_documents
+from pipelines.records import Chunk, content_hash
 from pipelines.text import detect_language, fold
 
 MAX_WORDS = 300
 """Upper bound per chunk; sections are split into near-equal chunks under it (~200-300 words)."""
 
 _SENTENCE_END = re.compile(r"(?<=[.!?:;])\s+")
-
-
-@dataclass(frozen=True)
-class Chunk:
-    chunk_id: str
-    document: str
-    section: str
-    ordinal: int
-    type: str
-    """md | html | txt | pydoc"""
-    date: str
-    language: str
-    text: str
-    content_hash: str
-    """Full sha256 hex of `text`."""
-
-    def payload(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_payload(cls, payload: dict) -> Chunk:
-        return cls(**{name: payload[name] for name in cls.__dataclass_fields__})
-
-
-def content_hash(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def slugify(title: str) -> str:
@@ -110,12 +83,6 @@ def pack(paragraphs: Sequence[str], max_words: int) -> list[str]:
         chunks[-1].append(piece)
         words += size
     return ["\n\n".join(chunk) for chunk in chunks]
-
-
-def corpus_version(chunks: Iterable[Chunk]) -> str:
-    """Content identity of a whole corpus: equal iff the same ids hold the same text."""
-    lines = sorted(f"{chunk.chunk_id}\t{chunk.content_hash}" for chunk in chunks)
-    return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
 
 
 def _words(text: str) -> int:

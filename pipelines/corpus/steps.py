@@ -1,4 +1,4 @@
-"""Corpus steps: index a folder (or the demo corpus) and record its version in the data workspace.
+"""Corpus steps: index a folder and record its version in the data workspace.
 
 The record (golden/corpus.json) is what the golden pipeline depends on: a new corpus version
 makes `dvc repro` and the golden_build DAG rebuild the set.
@@ -11,28 +11,24 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.corpus.chunking import load_chunks
-from pipelines.corpus.demo import write_demo_corpus
 from pipelines.settings import Settings
-from pipelines.stores.corpus import CorpusIndex
+from pipelines.stores.corpus import open_corpus_index
 from pipelines.versioning import ensure_workspace
+from pipelines.workspace import Workspace
 
 
-def index_corpus(settings: Settings, folder: Path | None = None) -> dict[str, Any]:
-    if folder is None:
-        folder = settings.home / "corpus"
-        write_demo_corpus(folder)
+def index_corpus(settings: Settings, folder: Path) -> dict[str, Any]:
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder} is not a folder of Markdown, HTML or text files")
     chunks = load_chunks(folder)
     if not chunks:
         raise ValueError(f"no .md, .html or .txt content under {folder}")
-    with CorpusIndex(settings) as index:
+    with open_corpus_index(settings) as index:
         report = index.index(chunks)
-    workspace = settings.resolved_workspace
+    workspace = Workspace.from_settings(settings)
     ensure_workspace(workspace, settings.resolved_dvc_remote)
-    record = workspace / "golden" / "corpus.json"
-    record.write_text(json.dumps({"corpus_version": report.corpus_version, "chunks": report.chunks_total,
-                                  "collection": settings.corpus_collection}, indent=1, sort_keys=True) + "\n")  # fmt: skip
+    workspace.corpus_record.write_text(json.dumps({"corpus_version": report.corpus_version, "chunks": report.chunks_total,
+                                                   "collection": settings.corpus_collection}, indent=1, sort_keys=True) + "\n")  # fmt: skip
     return {"folder": str(folder), **report.summary()}
 
 

@@ -1,21 +1,24 @@
 """A/B test of two configurations of the system under test on the same golden items.
 
 Both configurations answer the same items and are judged by the same judge; the report is the
-paired difference B − A per metric and stratum with a bootstrap CI — what a team runs before
+paired difference B − A per metric and stratum with its 95 % CI (MOVER-Jeffreys) and a p-value
+adjusted by Benjamini–Hochberg over all rows (`stats.compare_runs`) — what a team runs before
 changing chunk size, k, the retrieval mode, the prompt or the service behind a URL.
 """
 
 from __future__ import annotations
 
 from datetime import date
-from pathlib import Path
 from typing import Any
 
-from pipelines.evaluation.offline import judge_offline_batch, load_scores, prepare_offline_eval
-from pipelines.evaluation.stats import paired_comparison
+from pipelines.evaluation.judging import judge_offline_batch
+from pipelines.evaluation.params import EvalParams
+from pipelines.evaluation.prepare import prepare_offline_eval
+from pipelines.evaluation.runs import load_scores
+from pipelines.evaluation.stats import compare_runs
+from pipelines.records import Score
 from pipelines.settings import Settings
-
-OVERALL = "all"
+from pipelines.workspace import RunPaths
 
 
 def parse_config(text: str) -> dict[str, Any]:
@@ -30,28 +33,18 @@ def parse_config(text: str) -> dict[str, Any]:
     return config
 
 
-def run_arm(settings: Settings, params: dict[str, Any], logical_date: date) -> list:
+def run_arm(settings: Settings, params: EvalParams, logical_date: date) -> list[Score]:
     prepared = prepare_offline_eval(settings, params, logical_date=logical_date)
-    folder = Path(prepared["run_dir"])
-    for start, end in prepared["batches"]:
-        judge_offline_batch(settings, folder, start, end)
-    return load_scores(folder)
+    for start, end in prepared.batches:
+        judge_offline_batch(settings, prepared.run_dir, start, end)
+    return load_scores(RunPaths(prepared.run_dir))
 
 
-def compare(settings: Settings, base: dict[str, Any], a: str, b: str, *, logical_date: date) -> list[dict[str, Any]]:
+def compare(settings: Settings, base: EvalParams, a: str, b: str, *, logical_date: date) -> list[dict[str, Any]]:
+    """Run both arms, then one row per metric and stratum: see `stats.compare_runs` for the columns
+    (n_pairs, a, b, diff, ci_low, ci_high, ci_method, p_value, p_adjusted, significant, correction)."""
     arms = {}
     for label, text in (("A", a), ("B", b)):
-        params = {**base, **parse_config(text), "target_name": f"{label}:{text}"}
+        params = EvalParams.model_validate({**base.model_dump(), **parse_config(text), "target_name": f"{label}:{text}"})
         arms[label] = run_arm(settings, params, logical_date)
-    rows = []
-    metrics = sorted({s.metric for s in arms["A"]} & {s.metric for s in arms["B"]})
-    strata = [OVERALL] + sorted({s.stratum for s in arms["A"]})
-    for metric in metrics:
-        for stratum in strata:
-            pick = (lambda scores: scores) if stratum == OVERALL else (lambda scores, st=stratum: [s for s in scores if s.stratum == st])
-            result = paired_comparison(pick(arms["B"]), pick(arms["A"]), metric)
-            if result.n_pairs:
-                rows.append({"metric": metric, "stratum": stratum, "n_pairs": result.n_pairs, "a": result.baseline_mean,
-                             "b": result.candidate_mean, "diff": result.mean_diff, "ci_low": result.ci_low,
-                             "ci_high": result.ci_high})  # fmt: skip
-    return rows
+    return compare_runs(arms["B"], arms["A"])

@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pipelines.models.embeddings import Embedder
 from pipelines.models.llm import LLM, Progress
 from pipelines.records import Score, ScoreStatus, Suite
+from pipelines.text import abstains
 
 # isort: off  (ragas_adapter sets RAGAS_DO_NOT_TRACK, which must precede the first ragas import)
 from pipelines.models.ragas_adapter import JudgeCallError, RagasEmbeddings, RagasLLM
@@ -157,13 +158,6 @@ MISSING = {
     "reference": "no reference answer: {metric} needs one",
     "contexts": "no retrieved contexts: {metric} needs them",
 }
-
-
-def abstains(answer: str | None) -> bool:
-    from pipelines.models.ragas_adapter import ABSTENTIONS
-    from pipelines.text import fold
-
-    return bool(answer) and any(marker in fold(answer) for marker in ABSTENTIONS)
 
 
 async def judge_metric(metric: str, item: JudgeInput, llm: LLM, embeddings: RagasEmbeddings | None = None) -> Outcome:

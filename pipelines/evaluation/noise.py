@@ -70,12 +70,27 @@ def is_fragile(delta: float) -> bool:
     return delta > FRAGILE
 
 
+NEIGHBOURS = 20
+"""Dense neighbours read back per question to form the candidate pool."""
+
+
 class NoisePool:
     """The chunks noise is drawn from (the indexed corpus, or a candidate set such as a deeper search).
 
     With an embedder, hard negatives are ranked by cosine and every chunk is embedded once, on the
     first hard pick: pass a candidate pool rather than a whole large corpus.
     """
+
+    @classmethod
+    def from_index(cls, index, items: Sequence[JudgeInput]) -> NoisePool:
+        """Candidate distractors: each question's dense neighbours, read back from the index.
+
+        Hard negatives are then the candidates closest to the question in words that are neither gold
+        nor retrieved; taking candidates from the index's stored vectors avoids embedding the corpus
+        again in every batch.
+        """
+        ids = {hit.chunk_id for item in items for hit in index.search(item.question, k=NEIGHBOURS, mode="dense")}
+        return cls(index.get(sorted(ids)))
 
     def __init__(self, chunks: Iterable[NoiseChunk], embedder: Embedder | None = None):
         self.chunks = sorted(chunks, key=lambda c: c.chunk_id)  # a stable order keeps seeded picks reproducible

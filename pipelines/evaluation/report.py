@@ -9,8 +9,6 @@ wall-clock time: rerendering a run gives the same bytes, which keeps DVC diffs m
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -24,7 +22,9 @@ from markupsafe import Markup
 from pipelines.evaluation.charts import Interval, histogram, interval_chart, line_chart
 from pipelines.evaluation.diagnose import ATTRIBUTIONS, diagnose, summarize_attribution
 from pipelines.evaluation.stats import LOWER_IS_BETTER, OVERALL, Aggregate, GateResult, aggregate
-from pipelines.models.llm import OFFLINE_MODEL
+from pipelines.evaluation.formatting import interval, number
+from pipelines.files import atomic_write_text
+from pipelines.models.offline import OFFLINE_MODEL
 from pipelines.records import METRICS, Score
 from pipelines.stores.results import EvalRun, ResultsStore
 
@@ -51,11 +51,6 @@ class TrendPoint:
     logical_date: date
     metric: str
     mean: float | None
-
-
-def report_path(reports_dir: Path, run: EvalRun) -> Path:
-    """`<reports_dir>/<suite>/<logical date>_<target>.html`: one file per run key, replaced on rerun."""
-    return reports_dir / run.suite / f"{run.logical_date.isoformat()}_{_safe(run.target)}.html"
 
 
 def trend_from_store(store: ResultsStore, run: EvalRun, *, limit: int = TREND_RUNS) -> list[TrendPoint]:
@@ -98,7 +93,7 @@ def render_report(run: EvalRun, scores: Sequence[Score], *, aggregates: Sequence
 
 
 def write_report(path: Path, html: str) -> Path:
-    _atomic_write(path, html)
+    atomic_write_text(path, html)
     return path
 
 
@@ -110,7 +105,7 @@ def write_metrics_json(path: Path, aggregates: Iterable[Aggregate]) -> Path:
         if agg.mean is not None:
             flat[agg.metric][agg.stratum] = round(agg.mean, 6)
     payload = {m: dict(sorted(v.items(), key=lambda kv: (kv[0] != OVERALL, kv[0]))) for m, v in sorted(flat.items())}
-    _atomic_write(path, json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+    atomic_write_text(path, json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     return path
 
 
@@ -194,33 +189,9 @@ def _failures(scores: Sequence[Score]) -> list[dict[str, Any]]:
     ]
 
 
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _fmt(value: float | None, digits: int = 3) -> str:
-    return "–" if value is None else f"{value:.{digits}f}"
-
-
-def _ci(low: float | None, high: float | None) -> str:
-    return "–" if low is None or high is None else f"[{low:.3f}, {high:.3f}]"
-
-
 _ENV = Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True)
-_ENV.filters["num"] = _fmt
-_ENV.globals["ci"] = _ci
+_ENV.filters["num"] = number
+_ENV.globals["ci"] = interval
 
 _TEMPLATE = _ENV.from_string("""<!DOCTYPE html>
 <html lang="en">
@@ -237,6 +208,7 @@ table { border-collapse: collapse; margin: 6px 0 12px; } th, td { padding: 4px 8
 th { background: #f5f7fa; font-weight: 600; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .meta td:first-child { color: #7b8794; } .muted { color: #7b8794; }
 .problem { background: #fde8e8; } .watch { background: #fff4d6; } .healthy { background: #e6f6ec; }
+.inconclusive { background: #f5f7fa; color: #52606d; }
 .pass { color: #137a3b; font-weight: 600; } .fail { color: #b42318; font-weight: 600; }
 .banner { background: #fff4d6; border: 1px solid #f0c36d; padding: 8px 12px; margin: 12px 0; }
 .charts { display: flex; flex-wrap: wrap; gap: 12px; } svg.chart { font-size: 11px; background: #fff; }
@@ -247,7 +219,6 @@ details { margin: 2px 0; } pre { white-space: pre-wrap; word-break: break-word; 
 <body>
 <h1>ragwatch eval: {{ run.suite }} · {{ run.logical_date }} · {{ run.target }}</h1>
 <table class="meta">
-<tr><td>run key</td><td>{{ run.run_key }}</td></tr>
 <tr><td>run id</td><td>{{ run.run_id }}</td></tr>
 <tr><td>status</td><td>{{ run.status }}</td></tr>
 <tr><td>dataset version</td><td>{{ run.dataset_version }}</td></tr>
@@ -268,9 +239,8 @@ pipeline, not the assistant.</div>
 against{% endif %}.</p>
 {% else %}
 <p>{% if gate.passed %}<span class="pass">PASSED</span>{% else %}<span class="fail">FAILED</span>{% endif %}
-{% if baseline %} against {{ baseline.run_key }} (run {{ baseline.run_id }}){% endif %}.
-Tolerance per metric = max({{ gate.min_tolerance }}, {{ gate.z }} × standard error of the difference): smaller eval
-sets get wider tolerances.</p>
+{% if baseline %} against run {{ baseline.run_id }}{% endif %}.
+{{ gate.rule }}</p>
 <table>
 <tr><th>metric</th><th>design</th><th>n</th><th>baseline</th><th>candidate</th><th>difference</th>
 <th>95 % CI (paired)</th><th>tolerance</th><th>verdict</th></tr>

@@ -16,11 +16,12 @@ from typing import Any, Protocol
 
 import httpx
 
-from pipelines.evaluation.tasks import RagAnswerTask, RagInput
-from pipelines.golden.tasks import Context
-from pipelines.golden.tools import TOOLS
-from pipelines.models.llm import LLM
+from pipelines.agent_tools import TOOLS
+from pipelines.evaluation.params import EvalParams
+from pipelines.evaluation.prompts import Context, RagAnswerPrompt, RagInput
+from pipelines.models.llm import LLM, build_llm
 from pipelines.records import GoldenItem, ToolCall
+from pipelines.settings import Settings
 
 
 @dataclass
@@ -55,7 +56,7 @@ class ReferenceRAG:
     def __init__(self, index, llm: LLM, *, k: int = 5, mode: str = "hybrid", prompt: str | None = None,
                  name: str = "reference-rag"):  # fmt: skip
         self.index, self.llm, self.k, self.mode, self.name = index, llm, k, mode, name
-        self.task = RagAnswerTask(prompt)
+        self.prompt = RagAnswerPrompt(prompt)
         self._hits: dict[str, list] = {}
 
     def retrieve_all(self, items: Sequence[GoldenItem]) -> None:
@@ -86,7 +87,7 @@ class ReferenceRAG:
     async def _generate(self, question: str, language: str, texts: list[str], ids: list[str]):
         inputs = RagInput(question=question, language=language,
                           contexts=[Context(chunk_id=i, text=t) for i, t in zip(ids, texts)])  # fmt: skip
-        return await self.llm.run(self.task, inputs)
+        return await self.llm.run(self.prompt, inputs)
 
 
 class HTTPTarget:
@@ -135,6 +136,14 @@ def _semaphore(url: str, limit: int) -> asyncio.Semaphore:
     if key not in _SEMAPHORES:
         _SEMAPHORES[key] = asyncio.Semaphore(limit)
     return _SEMAPHORES[key]
+
+
+def build_target(settings: Settings, params: EvalParams, index) -> ReferenceRAG | HTTPTarget:
+    """The system under test a run's parameters name: the team's service, or the reference RAG on `index`."""
+    if params.target_url:
+        return HTTPTarget(params.target_url, name=params.target_name)
+    return ReferenceRAG(index, build_llm(settings, "generator"), k=params.retrieval_k, mode=params.retrieval_mode,
+                        prompt=params.prompt, name=params.target_name)  # fmt: skip
 
 
 async def respond_all(target: Target, items: Sequence[GoldenItem]) -> list[TargetResponse]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pipelines.golden import tasks
+from pipelines.golden import prompts
 from pipelines.models.llm import LLM
 from pipelines.records import GoldenItem
 from pipelines.text import token_f1, words
@@ -69,7 +69,7 @@ def filter_items(
 
     # Closed book: a question any model answers without the corpus measures nothing.
     answerable = [i for i in stage if i.qtype in ("single_hop", "multi_hop")]
-    closed = judge.run_many_sync(tasks.ClosedBookAnswer(), [tasks.QuestionInput(question=i.question) for i in answerable])
+    closed = judge.run_many_sync(prompts.ClosedBookAnswer(), [prompts.QuestionInput(question=i.question) for i in answerable])
     trivial = {}
     for item, result in zip(answerable, closed):
         if not result.ok:
@@ -81,8 +81,8 @@ def filter_items(
 
     # Grounding: every claim of the reference must be supported by its gold chunks.
     grounded_needed = [i for i in stage if i.reference_contexts]
-    verdicts = judge.run_many_sync(tasks.GroundingJudge(), [
-        tasks.GroundingInput(answer=i.reference_answer, contexts=i.reference_contexts) for i in grounded_needed])  # fmt: skip
+    verdicts = judge.run_many_sync(prompts.GroundingJudge(), [
+        prompts.GroundingInput(answer=i.reference_answer, contexts=i.reference_contexts) for i in grounded_needed])  # fmt: skip
     ungrounded = {}
     for item, result in zip(grounded_needed, verdicts):
         if not result.ok:

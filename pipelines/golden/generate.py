@@ -9,7 +9,9 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from pipelines.golden import tasks
+from pydantic import ValidationError
+
+from pipelines.golden import prompts
 from pipelines.golden.plan import Job
 from pipelines.models.llm import LLM
 from pipelines.records import GoldenItem
@@ -30,7 +32,7 @@ def _item(job: Job, *, qtype: str, question: str, answer: str, variant: str, lan
     )  # fmt: skip
 
 
-def _chunk_questions(job: Job, out: tasks.QAList, meta: dict) -> list[GoldenItem]:
+def _chunk_questions(job: Job, out: prompts.QAList, meta: dict) -> list[GoldenItem]:
     chunk = job.payload["chunk"]
     return [
         _item(job, qtype="single_hop", question=qa.question, answer=qa.answer, variant=qa.variant,
@@ -39,26 +41,26 @@ def _chunk_questions(job: Job, out: tasks.QAList, meta: dict) -> list[GoldenItem
     ]  # fmt: skip
 
 
-def _multi_hop(job: Job, out: tasks.QA, meta: dict) -> list[GoldenItem]:
+def _multi_hop(job: Job, out: prompts.QA, meta: dict) -> list[GoldenItem]:
     chunks = job.payload["chunks"]
     return [_item(job, qtype="multi_hop", question=out.question, answer=out.answer, variant=out.variant,
                   language=chunks[0]["language"], gold=[c["chunk_id"] for c in chunks],
                   contexts=[c["text"] for c in chunks], meta=meta)]  # fmt: skip
 
 
-def _adversarial(job: Job, out: tasks.QA, meta: dict) -> list[GoldenItem]:
+def _adversarial(job: Job, out: prompts.QA, meta: dict) -> list[GoldenItem]:
     return [_item(job, qtype="adversarial", question=out.question, answer=out.answer, variant=out.variant,
                   language=job.payload["chunk"]["language"], gold=[], contexts=[], meta=meta)]  # fmt: skip
 
 
-def _tool(job: Job, out: tasks.ToolTriple, meta: dict) -> list[GoldenItem]:
+def _tool(job: Job, out: prompts.ToolTriple, meta: dict) -> list[GoldenItem]:
     call = f"{out.expected_tool}({json.dumps(out.expected_args, ensure_ascii=False, sort_keys=True)})"
     return [_item(job, qtype="tool", question=out.question, answer=f"Call {call}", variant=out.expected_tool,
                   language=job.payload["chunk"]["language"], gold=[], contexts=[], meta=meta,
                   expected_tool=out.expected_tool, expected_args=out.expected_args)]  # fmt: skip
 
 
-def _trace(job: Job, out: tasks.GroundedAnswer, meta: dict) -> list[GoldenItem]:
+def _trace(job: Job, out: prompts.GroundedAnswer, meta: dict) -> list[GoldenItem]:
     by_id = {c["chunk_id"]: c["text"] for c in job.payload["contexts"]}
     gold = [cid for cid in out.supporting_chunk_ids if cid in by_id]
     answerable = bool(gold)
@@ -69,11 +71,11 @@ def _trace(job: Job, out: tasks.GroundedAnswer, meta: dict) -> list[GoldenItem]:
 
 
 HANDLERS: dict[str, tuple[type, Callable[[Job], Any], Callable]] = {
-    "chunk_questions": (tasks.ChunkQuestions, lambda j: tasks.ChunkQuestionsInput(**j.payload), _chunk_questions),
-    "multi_hop": (tasks.MultiHopQuestion, lambda j: tasks.MultiHopInput(**j.payload), _multi_hop),
-    "adversarial": (tasks.AdversarialQuestion, lambda j: tasks.AdversarialInput(**j.payload), _adversarial),
-    "tool": (tasks.ToolQuestion, lambda j: tasks.ToolTripleInput(**j.payload), _tool),
-    "trace": (tasks.AnswerFromContexts, lambda j: tasks.AnswerInput(**j.payload), _trace),
+    "chunk_questions": (prompts.ChunkQuestions, lambda j: prompts.ChunkQuestionsInput(**j.payload), _chunk_questions),
+    "multi_hop": (prompts.MultiHopQuestion, lambda j: prompts.MultiHopInput(**j.payload), _multi_hop),
+    "adversarial": (prompts.AdversarialQuestion, lambda j: prompts.AdversarialInput(**j.payload), _adversarial),
+    "tool": (prompts.ToolQuestion, lambda j: prompts.ToolTripleInput(**j.payload), _tool),
+    "trace": (prompts.AnswerFromContexts, lambda j: prompts.AnswerInput(**j.payload), _trace),
 }
 
 
@@ -88,14 +90,21 @@ def generate_items(
         by_kind[job.kind].append(job)
     items, failures, done = [], [], 0
     for kind in sorted(by_kind):
-        task_class, to_input, to_items = HANDLERS[kind]
+        prompt_class, to_input, to_items = HANDLERS[kind]
         batch = by_kind[kind]
-        results = llm.run_many_sync(task_class(), [to_input(j) for j in batch])
+        results = llm.run_many_sync(prompt_class(), [to_input(j) for j in batch])
         for job, result in zip(batch, results):
+            error = result.error
             if result.ok:
-                items.extend(to_items(job, result.value, meta))
-            else:
-                failures.append({"job_id": job.job_id, "kind": kind, "source_ref": job.source_ref, "error": result.error})
+                try:
+                    items.extend(to_items(job, result.value, meta))
+                    continue
+                except ValidationError as exc:
+                    # A real model's reply can fit the task's schema and still break the item contract (the
+                    # schema allows an empty question): that job fails with the reason, the batch goes on.
+                    problem = exc.errors(include_url=False)[0]
+                    error = f"unusable reply: {'.'.join(map(str, problem['loc']))}: {problem['msg']}"
+            failures.append({"job_id": job.job_id, "kind": kind, "source_ref": job.source_ref, "error": error})
         done += len(batch)
         if progress:
             progress(done)

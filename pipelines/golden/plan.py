@@ -15,7 +15,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from pipelines.golden.tasks import SeedChunk
+from pipelines.golden.params import GoldenParams
+from pipelines.golden.prompts import SeedChunk
 
 JobKind = Literal["chunk_questions", "multi_hop", "adversarial", "tool", "trace"]
 TOOLS_CYCLE = ("vector_search", "sql_query", "web_search")
@@ -81,7 +82,7 @@ def _job(kind: JobKind, source_ref: str, payload: dict) -> Job:
 
 def plan_jobs(
     chunks: Sequence[Any],
-    params: dict[str, Any],
+    params: GoldenParams,
     *,
     related: callable,
     traces: Sequence[dict[str, Any]] = (),
@@ -95,12 +96,12 @@ def plan_jobs(
     ordered = sorted(chunks, key=lambda c: (c.document, c.section, getattr(c, "ordinal", 0)))
     jobs = [
         _job("chunk_questions", position_key(c.chunk_id),
-             {"chunk": seed_chunk(c).model_dump(), "n": params["questions_per_seed"]})
-        for c in stratified_seeds(ordered, params["seeds"], "single")
+             {"chunk": seed_chunk(c).model_dump(), "n": params.questions_per_seed})
+        for c in stratified_seeds(ordered, params.seeds, "single")
     ]  # fmt: skip
 
     next_in_section = {a.chunk_id: b for a, b in zip(ordered, ordered[1:]) if (a.document, a.section) == (b.document, b.section)}
-    for i, chunk in enumerate(stratified_seeds(ordered, params["multi_hop"], "multi")):
+    for i, chunk in enumerate(stratified_seeds(ordered, params.multi_hop, "multi")):
         boundary = i % 2 == 1 and chunk.chunk_id in next_in_section
         partner = next_in_section[chunk.chunk_id] if boundary else related(chunk)
         if partner is None:
@@ -109,11 +110,11 @@ def plan_jobs(
         jobs.append(_job("multi_hop", "+".join(position_key(c.chunk_id) for c in pair),
                          {"chunks": [seed_chunk(c).model_dump() for c in pair], "variant": "boundary" if boundary else "bridge"}))  # fmt: skip
 
-    for i, chunk in enumerate(stratified_seeds(ordered, params["adversarial"], "adversarial")):
+    for i, chunk in enumerate(stratified_seeds(ordered, params.adversarial, "adversarial")):
         kind = ("false_premise", "not_in_corpus")[i % 2]
         jobs.append(_job("adversarial", position_key(chunk.chunk_id), {"chunk": seed_chunk(chunk).model_dump(), "kind": kind}))
 
-    for i, chunk in enumerate(stratified_seeds(ordered, params["tool_triples"], "tool")):
+    for i, chunk in enumerate(stratified_seeds(ordered, params.tool_triples, "tool")):
         tool = TOOLS_CYCLE[i % len(TOOLS_CYCLE)]
         jobs.append(_job("tool", f"{position_key(chunk.chunk_id)}@{tool}", {"chunk": seed_chunk(chunk).model_dump(), "tool": tool}))
 

@@ -1,8 +1,8 @@
-"""The one way ragwatch calls a model: typed tasks in, `LLMResult`s out, never an exception per item.
+"""The one way ragwatch calls a model: typed prompts in, `LLMResult`s out, never an exception per item.
 
 Two backends behind `LLM`: `OpenAICompatibleLLM` (vLLM or any OpenAI-compatible server, with
 bounded concurrency per endpoint, retries with backoff, structured outputs validated by pydantic
-and one repair round) and `OfflineLLM` (each task's deterministic `offline`, labelled as such).
+and one repair round) and `OfflineLLM` (each prompt's deterministic `offline`, labelled as such).
 Both consult the content-addressed cache first, so a rerun or backfill costs no calls. Failures
 come back as `LLMResult.error`, a reason a person can act on; counters summarise a batch in one
 log line.
@@ -29,14 +29,14 @@ import openai
 from pydantic import BaseModel, ValidationError
 
 from pipelines.models.cache import LLMCache, cache_key
-from pipelines.models.tasks import In, LLMTask, Out, repair_messages, select_tool_offline
+from pipelines.models.offline import OFFLINE_MODEL, choose_tool
+from pipelines.models.prompts import In, Out, Prompt, repair_messages
 from pipelines.records import ToolCall
 from pipelines.settings import ModelEndpoint, Settings
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-OFFLINE_MODEL = "ragwatch-offline-deterministic"
 SELF_PREFERENCE = "self-preference bias: the judge favours its own generations; use a different judge model"
 ERROR_DETAIL_CHARS = 300
 Progress = Callable[[int, int], None]
@@ -119,7 +119,7 @@ def _failure_kind(error: str) -> str:
 class LLM(ABC):
     """A model backend. `run` and `chat_with_tools` report failures in the result, never by raising.
 
-    The exception is NotImplementedError (a task without the implementation this backend needs):
+    The exception is NotImplementedError (a prompt without the implementation this backend needs):
     that is a setup error every item would hit, so it propagates.
     """
 
@@ -130,21 +130,21 @@ class LLM(ABC):
         self.counters = LLMCounters()
         self._traceback_logged = False
 
-    async def run(self, task: LLMTask[In, Out], inputs: In) -> LLMResult[Out]:
-        return await self._timed(self._run(task, inputs))
+    async def run(self, prompt: Prompt[In, Out], inputs: In) -> LLMResult[Out]:
+        return await self._timed(self._run(prompt, inputs))
 
     async def chat_with_tools(self, messages: list[dict], tools: list[dict]) -> ToolCallResult:
         return await self._timed(self._chat_with_tools(messages, tools))
 
     async def run_many(
-        self, task: LLMTask[In, Out], inputs_list: Sequence[In], progress: Progress | None = None
+        self, prompt: Prompt[In, Out], inputs_list: Sequence[In], progress: Progress | None = None
     ) -> list[LLMResult[Out]]:
         """Results in input order; concurrency is bounded by the backend, not by the caller."""
         done, total = 0, len(inputs_list)
 
         async def one(inputs: In) -> LLMResult[Out]:
             nonlocal done
-            result = await self.run(task, inputs)
+            result = await self.run(prompt, inputs)
             done += 1
             if progress is not None:
                 progress(done, total)
@@ -152,19 +152,19 @@ class LLM(ABC):
 
         return list(await asyncio.gather(*(one(inputs) for inputs in inputs_list)))
 
-    def run_sync(self, task: LLMTask[In, Out], inputs: In) -> LLMResult[Out]:
-        return self._blocking(lambda: self.run(task, inputs))
+    def run_sync(self, prompt: Prompt[In, Out], inputs: In) -> LLMResult[Out]:
+        return self._blocking(lambda: self.run(prompt, inputs))
 
     def run_many_sync(
-        self, task: LLMTask[In, Out], inputs_list: Sequence[In], progress: Progress | None = None
+        self, prompt: Prompt[In, Out], inputs_list: Sequence[In], progress: Progress | None = None
     ) -> list[LLMResult[Out]]:
-        return self._blocking(lambda: self.run_many(task, inputs_list, progress))
+        return self._blocking(lambda: self.run_many(prompt, inputs_list, progress))
 
     async def aclose(self) -> None:
         """Release the connections opened in the running event loop."""
 
     @abstractmethod
-    async def _run(self, task: LLMTask[In, Out], inputs: In) -> LLMResult[Out]: ...
+    async def _run(self, prompt: Prompt[In, Out], inputs: In) -> LLMResult[Out]: ...
 
     @abstractmethod
     async def _chat_with_tools(self, messages: list[dict], tools: list[dict]) -> ToolCallResult: ...
@@ -200,21 +200,21 @@ class LLM(ABC):
             return pool.submit(asyncio.run, call_then_close()).result()
 
     # A key holds everything the reply depends on; with no cache there is no key and nothing is stored.
-    def _task_key(self, task: LLMTask, messages: list[dict]) -> str | None:
+    def _prompt_key(self, prompt: Prompt, messages: list[dict]) -> str | None:
         if self.cache is None:
             return None
-        return cache_key(model=self.model, messages=messages, **_task_params(task))
+        return cache_key(model=self.model, messages=messages, **_prompt_params(prompt))
 
     def _tools_key(self, messages: list[dict], tools: list[dict]) -> str | None:
         if self.cache is None:
             return None
         return cache_key(model=self.model, messages=messages, **_tool_params(tools))
 
-    def _cached_value(self, key: str | None, task: LLMTask[In, Out]) -> LLMResult[Out] | None:
+    def _cached_value(self, key: str | None, prompt: Prompt[In, Out]) -> LLMResult[Out] | None:
         entry = self.cache.get(key) if key else None
         if entry is None:
             return None
-        return LLMResult(task.output_model.model_validate(entry["value"]), None, self.model, cached=True)
+        return LLMResult(prompt.output_model.model_validate(entry["value"]), None, self.model, cached=True)
 
     def _cached_tool_calls(self, key: str | None) -> ToolCallResult | None:
         entry = self.cache.get(key) if key else None
@@ -231,13 +231,13 @@ class LLM(ABC):
             self.cache.put(key, {"tool_calls": [c.model_dump(mode="json") for c in calls]})
 
 
-def _task_params(task: LLMTask) -> dict[str, Any]:
+def _prompt_params(prompt: Prompt) -> dict[str, Any]:
     params: dict[str, Any] = {
-        "response_format": {"type": "json_schema", "json_schema": task.json_schema()},
-        "temperature": task.temperature,
+        "response_format": {"type": "json_schema", "json_schema": prompt.json_schema()},
+        "temperature": prompt.temperature,
     }
-    if task.max_tokens is not None:
-        params["max_tokens"] = task.max_tokens
+    if prompt.max_tokens is not None:
+        params["max_tokens"] = prompt.max_tokens
     return params
 
 
@@ -246,17 +246,17 @@ def _tool_params(tools: list[dict]) -> dict[str, Any]:
 
 
 class OfflineLLM(LLM):
-    """Each task's deterministic `offline` implementation; every output names this model."""
+    """Each prompt's deterministic `offline` implementation; every output names this model."""
 
     model = OFFLINE_MODEL
 
-    async def _run(self, task: LLMTask[In, Out], inputs: In) -> LLMResult[Out]:
-        key = self._task_key(task, task.messages(inputs)) if self.cache is not None else None
-        if (hit := self._cached_value(key, task)) is not None:
+    async def _run(self, prompt: Prompt[In, Out], inputs: In) -> LLMResult[Out]:
+        key = self._prompt_key(prompt, prompt.messages(inputs)) if self.cache is not None else None
+        if (hit := self._cached_value(key, prompt)) is not None:
             return hit
         self.counters.add(calls=1)
-        # Off the event loop: some offline tasks embed text or scan corpora.
-        value = await asyncio.to_thread(task.offline, inputs)
+        # Off the event loop: some offline answers embed text or scan corpora.
+        value = await asyncio.to_thread(prompt.offline, inputs)
         self._remember_value(key, value)
         return LLMResult(value, None, self.model, attempts=1)
 
@@ -265,7 +265,7 @@ class OfflineLLM(LLM):
         if (hit := self._cached_tool_calls(key)) is not None:
             return hit
         self.counters.add(calls=1)
-        calls = await asyncio.to_thread(select_tool_offline, messages, tools)
+        calls = await asyncio.to_thread(choose_tool, messages, tools)
         self._remember_tool_calls(key, calls)
         return LLMResult(calls, None, self.model, attempts=1)
 
@@ -298,20 +298,20 @@ class OpenAICompatibleLLM(LLM):
         self._clients_lock = threading.Lock()
         self._random = random.Random()
 
-    async def _run(self, task: LLMTask[In, Out], inputs: In) -> LLMResult[Out]:
-        messages, params = task.messages(inputs), _task_params(task)
-        key = self._task_key(task, messages)
-        if (hit := self._cached_value(key, task)) is not None:
+    async def _run(self, prompt: Prompt[In, Out], inputs: In) -> LLMResult[Out]:
+        messages, params = prompt.messages(inputs), _prompt_params(prompt)
+        key = self._prompt_key(prompt, messages)
+        if (hit := self._cached_value(key, prompt)) is not None:
             return hit
 
         replies = [await self._complete(messages, params)]
-        value, problem = _parse(task.output_model, replies[0])
+        value, problem = _parse(prompt.output_model, replies[0])
         if problem is not None and replies[0].error is None:
             # The server answered, but not with a valid value: show the model its reply and the error, once.
             self.counters.add(repairs=1)
             bad_reply = replies[0].message.content or ""
             replies.append(await self._complete(repair_messages(messages, bad_reply, problem), params))
-            value, problem = _parse(task.output_model, replies[1])
+            value, problem = _parse(prompt.output_model, replies[1])
             if replies[1].error is not None:
                 problem = f"repair request failed: {replies[1].error}"
             elif problem is not None:

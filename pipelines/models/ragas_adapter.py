@@ -2,7 +2,7 @@
 
 ragas' collections metrics (`ragas.metrics.collections`) ask an `InstructorBaseRagasLLM` for
 `agenerate(prompt, response_model)` and a `BaseRagasEmbedding` for vectors. `RagasLLM` turns each
-request into an `LLMTask` named after the response model (`ragas_<ModelName>`): the prompt is the
+request into a `Prompt` named after the response model (`ragas_<ModelName>`): the prompt is the
 user message and the model's JSON schema the `response_format`. So the judge gets our cache,
 endpoint concurrency limit, retries, repair round and counters; a failed call raises
 `JudgeCallError` with the layer's reason instead of a silent NaN.
@@ -36,8 +36,8 @@ from pydantic import BaseModel
 
 from pipelines.models.embeddings import Embedder
 from pipelines.models.llm import LLM
-from pipelines.models.tasks import REPAIR_REQUEST, TASKS, LLMTask
-from pipelines.text import STOPWORDS, content_tokens, coverage, detect_language, fold, sentences, words
+from pipelines.models.prompts import REPAIR_REQUEST, Prompt
+from pipelines.text import STOPWORDS, abstains, content_tokens, coverage, detect_language, fold, sentences, words
 
 # Must precede the first ragas import: ragas reports usage over the network unless told not to.
 os.environ["RAGAS_DO_NOT_TRACK"] = "true"
@@ -59,11 +59,6 @@ SAMPLE_NOTE = "Independent sample {number} of this request."
 SAMPLE_NOTE_PATTERN = re.compile(r"^Independent sample (\d+) of this request\.$")
 INPUT_MARK = re.compile(r"^\s*input:\s*", re.I | re.M)
 JSON_LINE_START = re.compile(r"^\{", re.M)
-ABSTENTIONS = tuple(fold(marker) for marker in (
-    "not enough information", "no hay suficiente información", "no tengo suficiente información",
-    "i don't know", "i do not know", "no lo sé", "i'm not sure", "no estoy seguro", "cannot answer",
-    "no puedo responder",
-))  # fmt: skip
 QUESTION_TEMPLATES = {
     "en": ["What does the documentation say about {terms}?", "How does {terms} work?",
            "What should I know about {terms}?"],
@@ -84,15 +79,15 @@ class RagasRequest(BaseModel):
     """Index of this request among identical requests of one score (see the module docstring)."""
 
 
-class RagasTask(LLMTask[RagasRequest, BaseModel]):
-    """One ragas response model as a task of our layer; `offline` answers from `OFFLINE_JUDGEMENTS`."""
+class RagasPrompt(Prompt[RagasRequest, BaseModel]):
+    """One ragas response model as a prompt of our layer; `offline` answers from `OFFLINE_JUDGEMENTS`."""
 
     input_model = RagasRequest
     instructions = ""  # ragas' prompt carries its own instruction, schema and examples
 
     def __init__(self, response_model: type[BaseModel]):
         self.output_model = response_model
-        self.name = task_name(response_model)
+        self.name = prompt_name(response_model)
         judgement = OFFLINE_JUDGEMENTS.get(response_model)
         self.step = judgement.step if judgement else response_model.__name__
         self._answer = judgement.answer if judgement else None
@@ -108,7 +103,7 @@ class RagasTask(LLMTask[RagasRequest, BaseModel]):
         prompts = [m["content"] for m in messages if m.get("role") == "user" and isinstance(m.get("content"), str)]
         prompts = [p for p in prompts if not p.startswith(REPAIR_REQUEST)]
         if not prompts:
-            raise ValueError(f"no ragas prompt for task {self.name!r} in the user messages")
+            raise ValueError(f"no ragas prompt text for {self.name!r} in the user messages")
         notes = (SAMPLE_NOTE_PATTERN.match(m.get("content") or "") for m in messages if m.get("role") == "system")
         sample = next((int(n.group(1)) - 1 for n in notes if n), 0)
         return RagasRequest(prompt=prompts[0], sample=sample)
@@ -122,21 +117,21 @@ class RagasTask(LLMTask[RagasRequest, BaseModel]):
         return self.output_model.model_validate(self._answer(last_input(inputs.prompt), inputs.sample))
 
 
-def task_name(response_model: type[BaseModel]) -> str:
+def prompt_name(response_model: type[BaseModel]) -> str:
     """`ragas_<ModelName>`. Models that share a class name across ragas metrics (StatementGeneratorOutput)
     share the name and the offline judgement; their schemas still give them separate cache entries."""
     return f"ragas_{response_model.__name__}"
 
 
-_TASKS_BY_MODEL: dict[type[BaseModel], RagasTask] = {}
-_TASKS_LOCK = threading.Lock()
+_PROMPTS_BY_MODEL: dict[type[BaseModel], RagasPrompt] = {}
+_PROMPTS_LOCK = threading.Lock()
 
 
-def task_for(response_model: type[BaseModel]) -> RagasTask:
-    with _TASKS_LOCK:
-        if response_model not in _TASKS_BY_MODEL:
-            _TASKS_BY_MODEL[response_model] = RagasTask(response_model)
-        return _TASKS_BY_MODEL[response_model]
+def prompt_for(response_model: type[BaseModel]) -> RagasPrompt:
+    with _PROMPTS_LOCK:
+        if response_model not in _PROMPTS_BY_MODEL:
+            _PROMPTS_BY_MODEL[response_model] = RagasPrompt(response_model)
+        return _PROMPTS_BY_MODEL[response_model]
 
 
 class RagasLLM(InstructorBaseRagasLLM):
@@ -149,33 +144,33 @@ class RagasLLM(InstructorBaseRagasLLM):
         self._repeats: Counter[tuple[type[BaseModel], str]] = Counter()
 
     async def agenerate(self, prompt: str, response_model: type[R]) -> R:
-        task, request = self._request(prompt, response_model)
-        return self._accept(task, await self.llm.run(task, request))
+        ours, request = self._request(prompt, response_model)
+        return self._accept(ours, await self.llm.run(ours, request))
 
     def generate(self, prompt: str, response_model: type[R]) -> R:
-        task, request = self._request(prompt, response_model)
-        return self._accept(task, self.llm.run_sync(task, request))
+        ours, request = self._request(prompt, response_model)
+        return self._accept(ours, self.llm.run_sync(ours, request))
 
     def replies_of(self, response_model: type[R]) -> list[R]:
         return [reply for reply in self.replies if isinstance(reply, response_model)]
 
-    def _request(self, prompt: str, response_model: type[BaseModel]) -> tuple[RagasTask, RagasRequest]:
-        task = task_for(response_model)
+    def _request(self, prompt: str, response_model: type[BaseModel]) -> tuple[RagasPrompt, RagasRequest]:
+        ours = prompt_for(response_model)
         sample = self._repeats[response_model, prompt]
         self._repeats[response_model, prompt] += 1
         if sample:
-            task = _sampled(task)
-        return task, RagasRequest(prompt=prompt, sample=sample)
+            ours = _sampled(ours)
+        return ours, RagasRequest(prompt=prompt, sample=sample)
 
-    def _accept(self, task: RagasTask, result: Any) -> Any:
+    def _accept(self, ours: RagasPrompt, result: Any) -> Any:
         if not result.ok:
-            raise JudgeCallError(f"judge {task.step} failed: {result.error}")
+            raise JudgeCallError(f"judge {ours.step} failed: {result.error}")
         self.replies.append(result.value)
         return result.value
 
 
-def _sampled(task: RagasTask) -> RagasTask:
-    sampled = RagasTask(task.output_model)
+def _sampled(prompt: RagasPrompt) -> RagasPrompt:
+    sampled = RagasPrompt(prompt.output_model)
     sampled.temperature = SAMPLED_TEMPERATURE
     return sampled
 
@@ -272,7 +267,7 @@ def _question_back(payload: dict[str, Any], sample: int) -> dict[str, Any]:
     terms = list(dict.fromkeys(w for w in words(part) if len(fold(w)) > 2 and fold(w) not in STOPWORDS))
     templates = QUESTION_TEMPLATES[detect_language(response)]
     question = templates[sample % len(templates)].format(terms=" ".join(terms[:QUESTION_TERMS]) or part)
-    noncommittal = int(any(marker in fold(response) for marker in ABSTENTIONS))
+    noncommittal = int(abstains(response))
     return {"question": question, "noncommittal": noncommittal}
 
 
@@ -312,6 +307,8 @@ OFFLINE_JUDGEMENTS: dict[type[BaseModel], OfflineJudgement] = {
 }
 """The ragas response models of the metrics ragwatch computes, with their offline answers."""
 
-# The simulator finds tasks by name in TASKS.
-for _model in OFFLINE_JUDGEMENTS:
-    TASKS.setdefault(task_name(_model), task_for(_model))
+
+
+def ragas_prompts() -> list[RagasPrompt]:
+    """The ragas requests of the metrics ragwatch computes, as prompts a registry can answer by name."""
+    return [prompt_for(model) for model in OFFLINE_JUDGEMENTS]

@@ -2,12 +2,12 @@
 
 The real client (`OpenAICompatibleLLM`) is tested and benchmarked over HTTP against it. A chat
 completion with a `json_schema` response format is dispatched on the schema's `name` to the
-registered task of that name (the task's module must have been imported in this process: see
-`serve(task_modules=...)`), its inputs are recovered from the `<inputs>` block of the user
-messages, and the task's `offline` output is the reply. A request with `tools` is answered by
-the registered `select_tool` task. A plain prompt from ragas' legacy metrics (the ones
-`ragas.evaluate()` runs), which asks for JSON in the text, is answered by the task of the output
-model its prompt names (`LEGACY_RAGAS_OUTPUTS`), one choice per requested `n`. Knobs add
+prompt of that name in the `PromptRegistry` the simulator was created with (the CLI passes
+`pipelines.prompt_catalog.all_prompts()`, every prompt ragwatch sends), its inputs are recovered
+from the user messages, and the prompt's `offline` output is the reply. A request with `tools` is
+answered by the offline backend's tool choice. A plain prompt from ragas' legacy metrics (the ones
+`ragas.evaluate()` runs), which asks for JSON in the text, is answered by the prompt of the output
+model it names (`LEGACY_RAGAS_OUTPUTS`), one choice per requested `n`. Knobs add
 latency, a capacity beyond which requests queue, and injected faults (500, 429, malformed JSON,
 hangs) decided by a seeded draw per request.
 """
@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
-import importlib
 import json
 import math
 import random
@@ -27,7 +26,7 @@ import struct
 import threading
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
@@ -36,7 +35,8 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
-from pipelines.models.tasks import TASKS, inputs_from_messages, is_repair_request, select_tool_offline
+from pipelines.models.offline import choose_tool
+from pipelines.models.prompts import PromptRegistry, UnknownPrompt, is_repair_request
 
 DEFAULT_MODEL = "ragwatch-simulator"
 HANG_S = 3600.0
@@ -52,7 +52,7 @@ LEGACY_RAGAS_OUTPUTS = {
     "Verification": "ragas_ContextPrecisionOutput",
     "ContextRecallClassifications": "ragas_ContextRecallOutput",
 }
-"""Legacy ragas output model (the schema's title) -> the task of its collections twin, registered by
+"""Legacy ragas output model (the schema's title) -> the prompt of its collections twin, listed by
 pipelines.models.ragas_adapter: same inputs in the prompt's last `input:` block, same reply fields."""
 
 
@@ -159,7 +159,7 @@ class _State:
         }
 
 
-def create_simulator(knobs: SimulatorKnobs | None = None) -> FastAPI:
+def create_simulator(prompts: PromptRegistry, knobs: SimulatorKnobs | None = None) -> FastAPI:
     app = FastAPI(title="ragwatch model simulator", docs_url=None, redoc_url=None)
     state = _State(knobs or SimulatorKnobs())
     embed = _Embeddings()
@@ -203,7 +203,7 @@ def create_simulator(knobs: SimulatorKnobs | None = None) -> FastAPI:
     async def chat_completions(request: Request) -> JSONResponse:
         body = await request.json()
         try:
-            answer = _chat_answer(body)
+            answer = _chat_answer(body, prompts)
         except _Fault as bad:
             state.requests += 1
             return _error(bad.status, bad.message, state)
@@ -249,24 +249,20 @@ def create_simulator(knobs: SimulatorKnobs | None = None) -> FastAPI:
     return app
 
 
-def _chat_answer(body: dict) -> Callable[[], Awaitable[list[dict]]]:
+def _chat_answer(body: dict, prompts: PromptRegistry) -> Callable[[], Awaitable[list[dict]]]:
     """What the request asks for, as a coroutine factory producing the assistant messages (one per
     choice); 400 if unanswerable."""
     messages = body.get("messages") or []
     schema = (body.get("response_format") or {}).get("json_schema") or {}
     if schema:
-        task = TASKS.get(schema.get("name", ""))
-        if task is None:
-            raise _Fault(400, f"unknown task {schema.get('name')!r}: the simulator answers tasks registered in "
-                              f"pipelines.models.tasks.TASKS (known here: {', '.join(sorted(TASKS)) or 'none'}); "
-                              "import the module that registers it", kind="")  # fmt: skip
         try:
-            inputs = inputs_from_messages(task, messages)
-        except ValueError as exc:
+            prompt = prompts.get(schema.get("name", ""))
+            inputs = prompt.inputs_from_messages(messages)
+        except (UnknownPrompt, ValueError) as exc:
             raise _Fault(400, str(exc), kind="") from exc
 
         async def structured() -> list[dict]:
-            value = await asyncio.to_thread(task.offline, inputs)
+            value = await asyncio.to_thread(prompt.offline, inputs)
             return [{"role": "assistant", "content": value.model_dump_json()}]
 
         return structured
@@ -274,10 +270,7 @@ def _chat_answer(body: dict) -> Callable[[], Awaitable[list[dict]]]:
         tools = body["tools"]
 
         async def tool_calls() -> list[dict]:
-            try:
-                calls = await asyncio.to_thread(select_tool_offline, messages, tools)
-            except NotImplementedError as exc:
-                raise _Fault(400, str(exc), kind="") from exc
+            calls = await asyncio.to_thread(choose_tool, messages, tools)
             return [{
                 "role": "assistant",
                 "content": None,
@@ -289,16 +282,16 @@ def _chat_answer(body: dict) -> Callable[[], Awaitable[list[dict]]]:
             }]  # fmt: skip
 
         return tool_calls
-    legacy = _legacy_ragas_answer(messages, int(body.get("n") or 1))
+    legacy = _legacy_ragas_answer(messages, int(body.get("n") or 1), prompts)
     if legacy is not None:
         return legacy
-    raise _Fault(400, "the simulator answers structured-output tasks (response_format json_schema), "
+    raise _Fault(400, "the simulator answers structured-output prompts (response_format json_schema), "
                       "tool-calling requests (tools) and legacy ragas prompts only", kind="")  # fmt: skip
 
 
-def _legacy_ragas_answer(messages: list[dict], n: int) -> Callable[[], Awaitable[list[dict]]] | None:
+def _legacy_ragas_answer(messages: list[dict], n: int, prompts: PromptRegistry) -> Callable[[], Awaitable[list[dict]]] | None:
     """A legacy ragas prompt asks for JSON in plain text and names its output model in the schema it
-    shows; it is answered by that model's task, choice k as sample k (ragas asks for n choices where
+    shows; it is answered by that model's prompt, choice k as sample k (ragas asks for n choices where
     it wants n different samples, as answer relevance does). None when the prompt is not one."""
     prompt = next((m["content"] for m in messages if m.get("role") == "user" and isinstance(m.get("content"), str)), "")
     mark = prompt.find(LEGACY_SCHEMA_MARK)
@@ -309,13 +302,14 @@ def _legacy_ragas_answer(messages: list[dict], n: int) -> Callable[[], Awaitable
     except json.JSONDecodeError:
         return None
     title = schema.get("title", "") if isinstance(schema, dict) else ""
-    task = TASKS.get(LEGACY_RAGAS_OUTPUTS.get(title, ""))
-    if task is None:
+    name = LEGACY_RAGAS_OUTPUTS.get(title, "")
+    if name not in prompts:
         raise _Fault(400, f"no offline judgement for the legacy ragas output model {title!r}: the simulator knows "
-                          f"{', '.join(sorted(LEGACY_RAGAS_OUTPUTS))} once pipelines.models.ragas_adapter "
-                          "is imported", kind="")  # fmt: skip
+                          f"{', '.join(sorted(LEGACY_RAGAS_OUTPUTS))} when its registry holds the ragas prompts",
+                     kind="")  # fmt: skip
+    prompt = prompts.get(name)
     try:
-        first = inputs_from_messages(task, messages)
+        first = prompt.inputs_from_messages(messages)
         # A sample index gives each choice its own answer (ragas_adapter.RagasRequest has one).
         requests = [first.model_copy(update={"sample": k}) if "sample" in type(first).model_fields else first
                     for k in range(max(1, n))]  # fmt: skip
@@ -323,7 +317,7 @@ def _legacy_ragas_answer(messages: list[dict], n: int) -> Callable[[], Awaitable
         raise _Fault(400, str(exc), kind="") from exc
 
     async def choices() -> list[dict]:
-        values = await asyncio.to_thread(lambda: [task.offline(r) for r in requests])
+        values = await asyncio.to_thread(lambda: [prompt.offline(r) for r in requests])
         return [{"role": "assistant", "content": v.model_dump_json()} for v in values]
 
     return choices
@@ -419,23 +413,20 @@ def hashed_bag_of_words(texts: list[str]) -> list[list[float]]:
     return vectors
 
 
-def serve(port: int = 8000, knobs: SimulatorKnobs | None = None, host: str = "127.0.0.1",
-          task_modules: Sequence[str] = ("pipelines.golden.tasks", "pipelines.evaluation.tasks")) -> None:  # fmt: skip
-    """Run the simulator in the foreground. Tasks are found by name in this process's registry,
-    so the modules that register them are imported first."""
-    for module in task_modules:
-        importlib.import_module(module)
-    uvicorn.run(create_simulator(knobs), host=host, port=port, log_level="warning")
+def serve(prompts: PromptRegistry, port: int = 8000, knobs: SimulatorKnobs | None = None,
+          host: str = "127.0.0.1") -> None:
+    """Run the simulator in the foreground, answering the prompts of `prompts` by name."""
+    uvicorn.run(create_simulator(prompts, knobs), host=host, port=port, log_level="warning")
 
 
 @contextmanager
-def running_simulator(knobs: SimulatorKnobs | None = None) -> Iterator[str]:
+def running_simulator(knobs: SimulatorKnobs | None = None, *, prompts: PromptRegistry) -> Iterator[str]:
     """A simulator on a free loopback port in a background thread; yields its base URL (ending in /v1)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))  # bound here and handed over, so no other process can take the port meanwhile
     port = sock.getsockname()[1]
-    config = uvicorn.Config(create_simulator(knobs), log_level="warning", lifespan="off", timeout_graceful_shutdown=1)
+    config = uvicorn.Config(create_simulator(prompts, knobs), log_level="warning", lifespan="off", timeout_graceful_shutdown=1)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name=f"simulator-{port}", daemon=True)
     thread.start()

@@ -7,7 +7,7 @@ the embedder that produced the vectors. Re-indexing compares fingerprints, embed
 it has not seen, and writes a document's manifest entry only after its points, so a crash halfway
 is repaired by the next run.
 
-Local mode (`path=`) locks the folder for one process: use `with CorpusIndex(settings) as index:`
+Local mode (`path=`) locks the folder for one process: use `with open_corpus_index(settings) as index:`
 and keep it short-lived, or point `RAGWATCH_QDRANT_URL` at a server.
 """
 
@@ -23,10 +23,10 @@ from typing import Any, Literal
 
 from qdrant_client import QdrantClient, models
 
-from pipelines.corpus.bm25 import document_vector, query_vector
-from pipelines.corpus.chunking import Chunk, corpus_version
 from pipelines.models.embeddings import Embedder, build_embedder
+from pipelines.records import Chunk, corpus_version
 from pipelines.settings import Settings
+from pipelines.stores.bm25 import document_vector, query_vector
 
 SearchMode = Literal["hybrid", "dense", "sparse"]
 Filter = models.Filter | Mapping[str, Any] | None
@@ -347,6 +347,11 @@ class CorpusIndex:
     def _delete_document_points(self, document: str) -> None:
         selector = models.FilterSelector(filter=models.Filter(must=[_match("document", document)]))
         self.client.delete(self.collection, selector)
+
+
+def open_corpus_index(settings: Settings, embedder: Embedder | None = None) -> CorpusIndex:
+    """The configured index; use it as a context manager (local mode locks its folder per process)."""
+    return CorpusIndex(settings, embedder)
 
 
 def _connect(settings: Settings) -> QdrantClient:

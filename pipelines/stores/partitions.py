@@ -1,37 +1,24 @@
-"""Day partitions of parquet files, staged then published with a directory swap.
+"""Folders of parquet files with a manifest, staged then promoted into place with a directory swap.
 
-A partition is one directory: `part-0.parquet` (the rows), `_quarantine/part-0.parquet`
-(unusable rows with a reason) and `_manifest.json` (counts and content hashes). Names that
-start with `_` are skipped by pyarrow's dataset discovery, so `golden/traces` reads as a
-hive-partitioned dataset of sampled rows only. The files hold no timestamps or paths, so a
-rerun with the same inputs writes the same bytes.
+A partition (`PartitionPaths`) holds the rows, the quarantined rows and a manifest (counts and
+content hashes). Files hold no timestamps or paths, so a rerun with the same inputs writes the
+same bytes. Writing is streamed in fixed-size row groups: memory does not grow with the rows.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
-from datetime import date
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-DATA_FILE = "part-0.parquet"
-QUARANTINE_DIR = "_quarantine"
-MANIFEST = "_manifest.json"
+from pipelines.files import file_sha256
+
 ROW_GROUP_SIZE = 2_000
-
-
-def partition_path(root: Path, dataset: str, day: date) -> Path:
-    return root / "golden" / dataset / f"dt={day.isoformat()}"
-
-
-def staging_path(root: Path, dataset: str, day: date) -> Path:
-    return root / ".staging" / dataset / f"dt={day.isoformat()}"
 
 
 class ParquetRowWriter:
@@ -67,35 +54,25 @@ class ParquetRowWriter:
         self.close()
 
 
-def write_manifest(directory: Path, manifest: dict[str, Any]) -> None:
-    files = {
-        str(p.relative_to(directory)): file_sha256(p)
-        for p in sorted(directory.rglob("*.parquet"))
-    }
+def write_manifest(path: Path, manifest: dict[str, Any]) -> None:
+    """Write `manifest` plus the sha256 of every parquet file in the manifest's folder."""
+    folder = path.parent
+    files = {str(p.relative_to(folder)): file_sha256(p) for p in sorted(folder.rglob("*.parquet"))}
     body = dict(manifest, files=files)
-    (directory / MANIFEST).write_text(json.dumps(body, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    path.write_text(json.dumps(body, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
 
 
-def read_manifest(directory: Path) -> dict[str, Any]:
-    path = directory / MANIFEST
+def read_manifest(path: Path) -> dict[str, Any]:
     if not path.exists():
-        raise FileNotFoundError(f"{directory} has no {MANIFEST}: it was never staged or published completely")
+        raise FileNotFoundError(f"{path.parent} has no {path.name}: it was never staged or released completely")
     return json.loads(path.read_text())
 
 
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+def promote(staged: Path, final: Path) -> None:
+    """Replace the folder `final` by `staged` with two renames on one filesystem.
 
-
-def publish(staged: Path, final: Path) -> None:
-    """Replace `final` by `staged` with two renames on one filesystem.
-
-    Readers see the old or the new partition, never a half-written one; if a crash falls
-    between the renames, the next publish finds the old one parked and cleans up.
+    Readers see the old or the new folder, never a half-written one; if a crash falls between
+    the renames, the next promotion finds the old one parked and cleans up.
     """
     final.parent.mkdir(parents=True, exist_ok=True)
     parked = final.with_name(f".{final.name}.old")
@@ -106,10 +83,3 @@ def publish(staged: Path, final: Path) -> None:
     os.rename(staged, final)
     if parked.exists():
         shutil.rmtree(parked)
-
-
-def reset_dir(path: Path) -> Path:
-    if path.exists():
-        shutil.rmtree(path)
-    path.mkdir(parents=True)
-    return path

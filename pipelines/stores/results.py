@@ -1,8 +1,8 @@
 """The eval results DB: one row per eval run, one row per (item, metric) score.
 
 SQLAlchemy Core with bound parameters only; SQLite under `home` by default, PostgreSQL in
-production. A run is identified by its run_key (suite / logical date / target): saving a run
-replaces every row of the same key in one transaction, so rerunning or backfilling a logical
+production. A run is identified by one id, `<suite>/<logical date>/<target>` (`run_id()`): saving
+a run replaces every row of the same id in one transaction, so rerunning or backfilling a logical
 date never duplicates results, and readers never see half a run.
 """
 
@@ -32,12 +32,17 @@ def _utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
+def run_id(suite: str, logical_date: date, target: str) -> str:
+    """The one id of a run: a rerun of the same logical date and target replaces it."""
+    return f"{suite}/{logical_date.isoformat()}/{target}"
+
+
 @dataclass
 class EvalRun:
     """One evaluation of one target on one suite for one logical date."""
 
     run_id: str
-    """Unique per attempt and target (e.g. the Airflow run id plus the target); score rows carry it."""
+    """`run_id(suite, logical_date, target)`; score rows carry it."""
     suite: str
     logical_date: date
     target: str
@@ -54,13 +59,10 @@ class EvalRun:
     created_at: datetime = field(default_factory=_utcnow)
     finished_at: datetime | None = None
 
-    @property
-    def run_key(self) -> str:
-        return run_key(self.suite, self.logical_date, self.target)
-
-
-def run_key(suite: str, logical_date: date, target: str) -> str:
-    return f"{suite}/{logical_date.isoformat()}/{target}"
+    def __post_init__(self) -> None:
+        expected = run_id(self.suite, self.logical_date, self.target)
+        if self.run_id != expected:
+            raise ValueError(f"run id {self.run_id!r} does not name its run: expected {expected!r}")
 
 
 _json = sa.JSON().with_variant(JSONB(), "postgresql")
@@ -69,8 +71,7 @@ metadata = sa.MetaData()
 eval_runs = sa.Table(
     "eval_runs",
     metadata,
-    sa.Column("run_id", sa.String(250), primary_key=True),
-    sa.Column("run_key", sa.String(500), nullable=False, unique=True),
+    sa.Column("run_id", sa.String(500), primary_key=True),
     sa.Column("suite", sa.String(32), nullable=False),
     sa.Column("logical_date", sa.Date, nullable=False),
     sa.Column("target", sa.String(200), nullable=False),
@@ -90,7 +91,7 @@ eval_runs = sa.Table(
 eval_scores = sa.Table(
     "eval_scores",
     metadata,
-    sa.Column("run_id", sa.String(250), sa.ForeignKey("eval_runs.run_id", ondelete="CASCADE"), nullable=False),
+    sa.Column("run_id", sa.String(500), sa.ForeignKey("eval_runs.run_id", ondelete="CASCADE"), nullable=False),
     sa.Column("item_id", sa.String(200), nullable=False),
     sa.Column("stratum", sa.String(200), nullable=False),
     sa.Column("metric", sa.String(100), nullable=False),
@@ -113,13 +114,27 @@ class ResultsStore:
 
     def create(self) -> None:
         """Create the tables if missing (idempotent)."""
+        self._refuse_legacy_schema()
         metadata.create_all(self.engine)
+
+    def exists(self) -> bool:
+        """Whether any eval has written here yet (a read-only page must not create the tables)."""
+        return sa.inspect(self.engine).has_table(eval_runs.name)
+
+    def _refuse_legacy_schema(self) -> None:
+        if self.exists() and "run_key" in {c["name"] for c in sa.inspect(self.engine).get_columns(eval_runs.name)}:
+            raise ResultsStoreError(
+                f"the results DB {self.engine.url.render_as_string(hide_password=True)} was written by ragwatch 0.1, "
+                "which gave each run two ids; this version names a run by run_id = suite/date/target alone. "
+                "Results are derived data: drop the tables eval_scores and eval_runs (or point RAGWATCH_RESULTS_URL "
+                "at a new database), then rerun or backfill the evals."
+            )
 
     def dispose(self) -> None:
         self.engine.dispose()
 
     def save_run(self, run: EvalRun, scores: Iterable[Score]) -> int:
-        """Replace the run with this run_key and its scores by `run` and `scores`; returns scores written."""
+        """Replace the run with this run_id and its scores by `run` and `scores`; returns scores written."""
         rows = [_score_row(run, s) for s in scores]
         try:
             return self._replace(run, rows)
@@ -130,17 +145,9 @@ class ResultsStore:
 
     def _replace(self, run: EvalRun, rows: list[dict[str, Any]]) -> int:
         with self.engine.begin() as conn:
-            holder = conn.execute(
-                sa.select(eval_runs.c.run_key).where(eval_runs.c.run_id == sa.bindparam("run_id", run.run_id))
-            ).scalar_one_or_none()
-            if holder is not None and holder != run.run_key:
-                raise ResultsStoreError(
-                    f"run_id {run.run_id!r} already belongs to {holder!r}, not {run.run_key!r}: "
-                    "give each target's run its own run_id"
-                )
-            old = sa.select(eval_runs.c.run_id).where(eval_runs.c.run_key == sa.bindparam("key", run.run_key))
-            conn.execute(sa.delete(eval_scores).where(eval_scores.c.run_id.in_(old.scalar_subquery())))
-            conn.execute(sa.delete(eval_runs).where(eval_runs.c.run_key == sa.bindparam("key", run.run_key)))
+            same_run = sa.bindparam("run_id", run.run_id)
+            conn.execute(sa.delete(eval_scores).where(eval_scores.c.run_id == same_run))
+            conn.execute(sa.delete(eval_runs).where(eval_runs.c.run_id == same_run))
             conn.execute(sa.insert(eval_runs), [_run_row(run)])
             if rows:
                 conn.execute(sa.insert(eval_scores), rows)
@@ -158,13 +165,25 @@ class ResultsStore:
         """The latest `limit` runs of a suite, oldest first (the order a trend is drawn in)."""
         return self._select_runs(suite, target=target, before=before, status=status, limit=limit)[::-1]
 
-    def get_run(self, key: str) -> EvalRun | None:
-        """The run saved under a run_key (see `run_key()`), or None."""
+    def get_run(self, run_id: str) -> EvalRun | None:
+        """The run saved under `run_id`, or None."""
         with self.engine.connect() as conn:
             row = conn.execute(
-                sa.select(eval_runs).where(eval_runs.c.run_key == sa.bindparam("key", key))
+                sa.select(eval_runs).where(eval_runs.c.run_id == sa.bindparam("run_id", run_id))
             ).mappings().first()  # fmt: skip
         return _run_from_row(row) if row else None
+
+    def latest_per_target(self) -> dict[str, list[EvalRun]]:
+        """Per suite, the latest run of each target (any status: a failed latest run is news)."""
+        pairs = sa.select(eval_runs.c.suite, eval_runs.c.target).distinct().order_by(eval_runs.c.suite, eval_runs.c.target)
+        with self.engine.connect() as conn:
+            found = conn.execute(pairs).all()
+        latest: dict[str, list[EvalRun]] = {}
+        for suite, target in found:
+            run = self.latest_run(suite, target)
+            if run is not None:
+                latest.setdefault(suite, []).append(run)
+        return latest
 
     def baseline_for(self, run: EvalRun) -> EvalRun | None:
         """The previous successful run of the same suite and target that did not fail its gate.
@@ -223,7 +242,7 @@ def _score_row(run: EvalRun, score: Score) -> dict[str, Any]:
 
 def _run_row(run: EvalRun) -> dict[str, Any]:
     return {
-        "run_id": run.run_id, "run_key": run.run_key, "suite": run.suite, "logical_date": run.logical_date,
+        "run_id": run.run_id, "suite": run.suite, "logical_date": run.logical_date,
         "target": run.target, "dataset_version": run.dataset_version, "judge_model": run.judge_model,
         "generator_model": run.generator_model, "params": run.params, "status": run.status,
         "gate_passed": run.gate_passed, "gate": run.gate, "report_path": run.report_path,
@@ -232,7 +251,7 @@ def _run_row(run: EvalRun) -> dict[str, Any]:
 
 
 def _run_from_row(row: sa.RowMapping) -> EvalRun:
-    values = {k: v for k, v in row.items() if k != "run_key"}
+    values = dict(row)
     values["created_at"] = _as_utc(values["created_at"])
     values["finished_at"] = _as_utc(values["finished_at"])
     return EvalRun(**values)

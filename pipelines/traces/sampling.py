@@ -11,7 +11,6 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, timezone
-from pathlib import Path
 from typing import Any
 
 from pipelines.privacy.anonymizer import Anonymizer, clip_outside_pseudonyms
@@ -22,10 +21,12 @@ from pipelines.records import (
     SAMPLER_VERSION,
     Trace,
 )
-from pipelines.stores.partitions import DATA_FILE, QUARANTINE_DIR, ParquetRowWriter, reset_dir, write_manifest
+from pipelines.files import reset_dir
+from pipelines.stores.partitions import ParquetRowWriter, write_manifest
 from pipelines.stores.traces import TraceStore
 from pipelines.traces.parse import Rejection, parse_row
 from pipelines.traces.select import select_traces
+from pipelines.workspace import PartitionPaths
 
 log = logging.getLogger(__name__)
 LOG_EVERY = 200
@@ -61,7 +62,7 @@ def sample_day(
     store: TraceStore,
     anonymizer: Anonymizer,
     day: date,
-    out_dir: Path,
+    out: PartitionPaths,
     *,
     rate: float,
     strata: list[str],
@@ -69,7 +70,7 @@ def sample_day(
     max_field_chars: int,
     progress: Callable[[int, int], None] | None = None,
 ) -> SampleSummary:
-    """Write the anonymized sample of `day` into `out_dir` (replaced) and return its counts."""
+    """Write the anonymized sample of `day` into the partition `out` (replaced) and return its counts."""
     start, end = day_interval(day)
     population = store.count_by(start, end, strata)
     selection = select_traces(
@@ -78,10 +79,10 @@ def sample_day(
     summary = SampleSummary(day=day.isoformat(), population=selection.population, selected=len(selection.trace_ids))
     log.info("%s: %d traces in the interval, %d selected at rate %s", day, summary.population, summary.selected, rate)
 
-    reset_dir(out_dir)
+    reset_dir(out.root)
     with (
-        ParquetRowWriter(out_dir / DATA_FILE, SAMPLED_TRACE_SCHEMA) as sampled,
-        ParquetRowWriter(out_dir / QUARANTINE_DIR / DATA_FILE, QUARANTINE_SCHEMA) as quarantine,
+        ParquetRowWriter(out.data, SAMPLED_TRACE_SCHEMA) as sampled,
+        ParquetRowWriter(out.quarantine, QUARANTINE_SCHEMA) as quarantine,
     ):
         for done, raw in enumerate(store.iter_rows(start, end, selection.trace_ids), start=1):
             parsed = parse_row(raw, max_field_chars=max_field_chars)
@@ -103,7 +104,7 @@ def sample_day(
     if missing:
         # The rows vanished between selection and read (deleted upstream): say so, do not guess.
         raise RuntimeError(f"{missing} selected traces of {day} could not be read back; rerun the task")
-    write_manifest(out_dir, _manifest(summary, selection, rate, strata, min_per_stratum))
+    write_manifest(out.manifest, _manifest(summary, selection, rate, strata, min_per_stratum))
     log.info("%s: sampled %d, quarantined %d %s, PII replaced %s", day, summary.sampled,
              summary.quarantined, dict(summary.quarantine_reasons), dict(summary.pii_counts))
     return summary

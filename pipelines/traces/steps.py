@@ -1,7 +1,9 @@
 """The trace-sampling stage as four steps with explicit inputs and outputs.
 
-Each step is what one Airflow task calls; `run_trace_sampling` chains them for the CLI.
-Steps exchange small dicts (paths, counts, hashes): they travel through XCom unchanged.
+stage (select, read, anonymize, quarantine, write a staged partition) -> validate (GX) -> promote
+(swap the staged partition into place) -> version (dvc add + push, git commit). Each step is what
+one Airflow task calls and returns a small typed result that travels through XCom as JSON;
+`run_trace_sampling` chains them for the CLI.
 """
 
 from __future__ import annotations
@@ -9,21 +11,55 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import date
 from pathlib import Path
-from typing import Any
+
+from pydantic import BaseModel, Field
 
 from pipelines.privacy.anonymizer import Anonymizer
-from pipelines.quality import validate_trace_partition
 from pipelines.settings import Settings
-from pipelines.stores.partitions import partition_path, publish, read_manifest, staging_path
+from pipelines.stores.partitions import promote, read_manifest
 from pipelines.stores.traces import TraceStore
 from pipelines.traces.sampling import sample_day
-from pipelines.versioning import ensure_workspace, version_directory
+from pipelines.validation import ValidationPassed
+from pipelines.workspace import PartitionPaths, Workspace
 
-DATASET = "traces"
+
+class SampleCounts(BaseModel):
+    """What a day's sample holds; the partition's manifest records the same counts."""
+
+    day: date
+    population: int
+    selected: int
+    sampled: int
+    quarantined: int
+    quarantine_reasons: dict[str, int] = Field(default_factory=dict)
+    pii_counts: dict[str, int] = Field(default_factory=dict)
 
 
-class ValidationFailed(RuntimeError):
-    """The staged data broke an expectation; nothing was published."""
+class StagedSample(BaseModel):
+    counts: SampleCounts
+    staged: Path
+    """The staged partition folder, handed from task to task (shared storage with several workers)."""
+
+
+class PromotedSample(BaseModel):
+    day: date
+    partition: Path
+    """The partition folder, relative to the data workspace."""
+
+
+class SampleVersion(BaseModel):
+    dvc_md5: str
+    workspace_rev: str
+    remote: str
+
+
+class TraceSampling(BaseModel):
+    """Every step's result of one run, for the CLI's summary."""
+
+    counts: SampleCounts
+    validation: ValidationPassed
+    partition: Path
+    version: SampleVersion | None = None
 
 
 def stage_trace_sample(
@@ -34,9 +70,8 @@ def stage_trace_sample(
     strata: list[str] | None = None,
     min_per_stratum: int | None = None,
     progress: Callable[[int, int], None] | None = None,
-) -> dict[str, Any]:
-    workspace = settings.resolved_workspace
-    staged = staging_path(workspace, DATASET, day)
+) -> StagedSample:
+    staged = Workspace.from_settings(settings).traces_staging(day)
     summary = sample_day(
         TraceStore.from_settings(settings),
         Anonymizer(settings.pseudonym_key),
@@ -48,38 +83,42 @@ def stage_trace_sample(
         max_field_chars=settings.max_field_chars,
         progress=progress,
     )
-    return {**summary.as_dict(), "staged": str(staged)}
+    return StagedSample(counts=SampleCounts.model_validate(summary.as_dict()), staged=staged.root)
 
 
-def validate_trace_sample(staged: dict[str, Any]) -> dict[str, Any]:
-    report = validate_trace_partition(Path(staged["staged"]))
-    if not report.success:
-        raise ValidationFailed(
-            f"{report.describe()}\nNothing was published; the previous version of dt={staged['day']} is intact. "
-            f"The staged files stay in {staged['staged']} for inspection."
-        )
-    return {**staged, "validation": f"passed ({len(report.checks)} expectations)"}
+def validate_trace_sample(staged: StagedSample) -> ValidationPassed:
+    from pipelines.traces.quality import validate_trace_partition
+
+    report = validate_trace_partition(PartitionPaths(staged.staged))
+    return report.passed_or_raise(f"the previous version of dt={staged.counts.day}", staged.staged)
 
 
-def publish_trace_sample(settings: Settings, validated: dict[str, Any]) -> dict[str, Any]:
-    day = date.fromisoformat(validated["day"])
-    final = partition_path(settings.resolved_workspace, DATASET, day)
-    publish(Path(validated["staged"]), final)
-    return {**validated, "partition": str(final.relative_to(settings.resolved_workspace))}
+def promote_trace_sample(settings: Settings, staged: StagedSample) -> PromotedSample:
+    """Swap the validated staged partition into place (readers see the old one or the new one)."""
+    workspace = Workspace.from_settings(settings)
+    final = workspace.traces_partition(staged.counts.day)
+    promote(staged.staged, final.root)
+    return PromotedSample(day=staged.counts.day, partition=workspace.relative(final.root))
 
 
-def version_trace_sample(settings: Settings, published: dict[str, Any]) -> dict[str, Any]:
-    workspace = settings.resolved_workspace
+def version_trace_sample(settings: Settings, promoted: PromotedSample) -> SampleVersion:
+    from pipelines.versioning import ensure_workspace, version_directory
+
+    workspace = Workspace.from_settings(settings)
     ensure_workspace(workspace, settings.resolved_dvc_remote)
-    version = version_directory(workspace, Path(published["partition"]), f"traces: sample of {published['day']}")
-    return {**published, "dvc_md5": version.md5, "workspace_rev": version.git_rev, "remote": version.remote}
+    version = version_directory(workspace, workspace.root / promoted.partition, f"traces: sample of {promoted.day}")
+    return SampleVersion(dvc_md5=version.md5, workspace_rev=version.git_rev, remote=version.remote)
 
 
-def run_trace_sampling(settings: Settings, day: date, *, version: bool = True, **sample_options) -> dict[str, Any]:
+def run_trace_sampling(settings: Settings, day: date, *, version: bool = True, **sample_options) -> TraceSampling:
     staged = stage_trace_sample(settings, day, **sample_options)
-    published = publish_trace_sample(settings, validate_trace_sample(staged))
-    return version_trace_sample(settings, published) if version else published
+    validation = validate_trace_sample(staged)
+    promoted = promote_trace_sample(settings, staged)
+    versioned = version_trace_sample(settings, promoted) if version else None
+    return TraceSampling(counts=staged.counts, validation=validation, partition=promoted.partition, version=versioned)
 
 
-def published_manifest(settings: Settings, day: date) -> dict[str, Any]:
-    return read_manifest(partition_path(settings.resolved_workspace, DATASET, day))
+def published_counts(settings: Settings, day: date) -> SampleCounts:
+    """The counts of a day's promoted partition, from its manifest."""
+    return SampleCounts.model_validate(read_manifest(Workspace.from_settings(settings).traces_partition(day).manifest))
+

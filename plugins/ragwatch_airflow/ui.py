@@ -7,10 +7,11 @@ api-server under `/ragwatch`, with a nav entry in the Airflow UI:
     GET /ragwatch/api/latest          the same as JSON
     GET /ragwatch/reports/{run_id}    the run's self-contained HTML report
 
-It reads the results DB that the eval DAGs write (`pipelines.settings.load_settings()`:
-RAGWATCH_RESULTS_URL, else SQLite under RAGWATCH_HOME) and never writes to it. Aggregates are
-computed exactly as the HTML report computes them (`pipelines.evaluation.stats.aggregate`), so
-the page and the report can never disagree. Every text is escaped (Jinja autoescape): targets,
+It reads the results DB that the eval DAGs write through the results store
+(`pipelines.stores.results.ResultsStore`: RAGWATCH_RESULTS_URL, else SQLite under RAGWATCH_HOME)
+and never writes to it. Aggregates are computed and numbers formatted exactly as the HTML report
+does (`pipelines.evaluation.stats.aggregate`, `pipelines.evaluation.formatting`), so the page and
+the report can never disagree. Every text is escaped (Jinja autoescape): targets,
 dataset versions and strata come from configuration and data a browser must not execute.
 
 Every Airflow component imports the plugins folder (scheduler, dag-processor, each task
@@ -28,17 +29,18 @@ from pathlib import Path
 from typing import Any, get_args
 from urllib.parse import quote
 
-import sqlalchemy as sa
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse
 from jinja2 import Environment
 from sqlalchemy.engine import make_url
 
+from pipelines.evaluation.formatting import interval, number
 from pipelines.evaluation.stats import LOWER_IS_BETTER, OVERALL, Aggregate, aggregate
-from pipelines.models.llm import OFFLINE_MODEL
+from pipelines.models.offline import OFFLINE_MODEL
 from pipelines.records import Suite
 from pipelines.settings import Settings, load_settings
-from pipelines.stores.results import EvalRun, ResultsStore, eval_runs
+from pipelines.stores.results import EvalRun, ResultsStore
+from pipelines.workspace import Workspace
 
 SUITES: tuple[str, ...] = get_args(Suite)
 
@@ -96,22 +98,14 @@ class ResultsReader:
             store = self._stores.get(url)
             if store is None:
                 store = self._stores[url] = ResultsStore(url)
-        return store if sa.inspect(store.engine).has_table(eval_runs.name) else None
+        return store if store.exists() else None
 
     def latest_runs(self, settings: Settings) -> dict[str, list[EvalRun]]:
         """Per suite, the latest run of each target (any status: a failed latest run is news)."""
         latest: dict[str, list[EvalRun]] = {suite: [] for suite in SUITES}
         store = self.store(settings)
-        if store is None:
-            return latest
-        query = sa.select(eval_runs.c.suite, eval_runs.c.target).distinct().order_by(eval_runs.c.suite,
-                                                                                      eval_runs.c.target)  # fmt: skip
-        with store.engine.connect() as conn:
-            pairs = conn.execute(query).all()
-        for suite, target in pairs:
-            run = store.latest_run(suite, target)
-            if run is not None:
-                latest.setdefault(suite, []).append(run)
+        if store is not None:
+            latest.update(store.latest_per_target())
         return latest
 
     def aggregates(self, settings: Settings, run: EvalRun) -> list[Aggregate]:
@@ -128,15 +122,9 @@ class ResultsReader:
                 self._aggregates.popitem(last=False)
         return found
 
-    def report_path_of(self, settings: Settings, run_id: str) -> tuple[bool, str | None]:
-        """(run exists, its stored report path)."""
+    def run(self, settings: Settings, run_id: str) -> EvalRun | None:
         store = self.store(settings)
-        if store is None:
-            return False, None
-        query = sa.select(eval_runs.c.report_path).where(eval_runs.c.run_id == sa.bindparam("run_id", run_id))
-        with store.engine.connect() as conn:
-            row = conn.execute(query).first()
-        return (row is not None), (row[0] if row is not None else None)
+        return store.get_run(run_id) if store is not None else None
 
 
 class OutsideReportsDir(ValueError):
@@ -144,17 +132,18 @@ class OutsideReportsDir(ValueError):
 
 
 def resolve_report(settings: Settings, stored: str) -> Path:
-    """The report file a run row points at, refusing anything outside `settings.reports_dir`.
+    """The report file a run row points at, refusing anything outside the workspace's reports folder.
 
     Relative paths are taken from the data workspace (the way partitions are recorded). The path
     is resolved first, so `..` segments and symlinks that leave the reports directory are refused
     too: a results DB row must never turn this page into a file server for the host.
     """
+    workspace = Workspace.from_settings(settings)
     candidate = Path(stored)
     if not candidate.is_absolute():
-        candidate = settings.resolved_workspace / candidate
+        candidate = workspace.root / candidate
     real = candidate.resolve()
-    root = settings.reports_dir.resolve()
+    root = workspace.reports_dir.resolve()
     if not real.is_relative_to(root):
         raise OutsideReportsDir(f"report path {stored!r} is outside the reports directory {root}")
     return real
@@ -251,7 +240,7 @@ def create_app(settings_factory: Callable[[], Settings] = load_settings, *, auth
     @app.get("/", response_class=HTMLResponse, dependencies=[Depends(authorized_person)])
     def page(request: Request) -> HTMLResponse:
         doc = overview(reader, reader.settings(), report_url_for(request))
-        html = _PAGE.render(doc=doc, suites=list(doc["suites"]), fmt=_fmt, ci=_ci,
+        html = _PAGE.render(doc=doc, suites=list(doc["suites"]), fmt=number, ci=interval,
                             api_url=f"{base_path(request)}/api/latest")  # fmt: skip
         return HTMLResponse(html, headers=PAGE_SECURITY_HEADERS)
 
@@ -262,13 +251,13 @@ def create_app(settings_factory: Callable[[], Settings] = load_settings, *, auth
     @app.get("/reports/{run_id:path}", dependencies=[Depends(authorized)])
     def report(run_id: str) -> FileResponse:
         settings = reader.settings()
-        exists, stored = reader.report_path_of(settings, run_id)
-        if not exists:
+        run = reader.run(settings, run_id)
+        if run is None:
             raise HTTPException(404, f"no eval run {run_id!r} in the results DB")
-        if not stored:
+        if not run.report_path:
             raise HTTPException(404, f"eval run {run_id!r} has no report")
         try:
-            path = resolve_report(settings, stored)
+            path = resolve_report(settings, run.report_path)
         except OutsideReportsDir:
             raise HTTPException(403, f"the report of run {run_id!r} is outside the reports directory; not served")
         if not path.is_file():
@@ -299,14 +288,6 @@ def airflow_login_url(next_url: str) -> str:
     from airflow.api_fastapi.app import get_auth_manager
 
     return get_auth_manager().get_url_login(next_url=next_url)
-
-
-def _fmt(value: float | None, digits: int = 3) -> str:
-    return "–" if value is None else f"{value:.{digits}f}"
-
-
-def _ci(low: float | None, high: float | None) -> str:
-    return "–" if low is None or high is None else f"[{low:.3f}, {high:.3f}]"
 
 
 _ENV = Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True)

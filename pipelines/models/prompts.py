@@ -1,38 +1,38 @@
-"""What a model is asked to do, as typed tasks that every backend can run.
+"""What a model is asked to do, as typed prompts that every backend can run, and the registry of them.
 
-A task names its input and output models, renders chat messages for a real LLM, and has a
-deterministic `offline` implementation. The OpenAI-compatible client sends the messages with
-the output's JSON schema as `response_format`; the offline backend calls `offline` directly;
-the simulator server receives the messages over HTTP, finds the task by the schema's name and
-the inputs in the user messages, and answers with `offline` — so the real client is
-tested end to end without a real model.
+A `Prompt` names its input and output models, renders chat messages for a real LLM, and has a
+deterministic `offline` answer. The OpenAI-compatible client sends the messages with the output's
+JSON schema as `response_format`; the offline backend calls `offline` directly; the simulator
+receives the messages over HTTP, looks the prompt up by the schema's name in the `PromptRegistry`
+it was given, recovers the inputs from the user messages and answers with `offline` — so the real
+client is tested end to end without a real model.
 
-The conversation formats every backend must agree on live here too: the repair request sent
-after an invalid reply, and the `select_tool` task that answers tool-calling chats offline.
+The registry is filled explicitly (`pipelines.prompt_catalog.all_prompts()` lists every prompt
+ragwatch sends), never by the side effect of importing a module.
+
+The repair request sent after an invalid reply is a conversation format every backend must agree
+on, so it lives here too.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from typing import ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel
-
-from pipelines.records import ToolCall
 
 In = TypeVar("In", bound=BaseModel)
 Out = TypeVar("Out", bound=BaseModel)
 
 INPUT_FENCE = re.compile(r"<inputs>\s*(\{.*\})\s*</inputs>", re.S)
 REPAIR_REQUEST = "Your previous reply is not valid for the required JSON schema."
-SELECT_TOOL = "select_tool"
 
 
-class LLMTask(Generic[In, Out]):
-    """Subclass per task: set name, input_model, output_model, instructions; implement offline."""
+class Prompt(Generic[In, Out]):
+    """Subclass per prompt: set name, input_model, output_model, instructions; implement offline."""
 
     name: ClassVar[str]
     input_model: ClassVar[type[BaseModel]]
@@ -57,12 +57,12 @@ class LLMTask(Generic[In, Out]):
 
     def inputs_from_messages(self, messages: list[dict]) -> In:
         """Recover the inputs from the messages `messages()` rendered (the simulator's side of the
-        contract). Override together with `messages` when a task renders its inputs differently."""
-        for text in _user_texts(messages):
+        contract). Override together with `messages` when a prompt renders its inputs differently."""
+        for text in user_texts(messages):
             match = INPUT_FENCE.search(text)
             if match:
                 return self.input_model.model_validate(json.loads(match.group(1)))
-        raise ValueError(f"no <inputs> block for task {self.name!r} in the user messages")
+        raise ValueError(f"no <inputs> block for prompt {self.name!r} in the user messages")
 
 
 @lru_cache(maxsize=None)
@@ -71,18 +71,36 @@ def _schema_of(model: type[BaseModel]) -> dict:
     return model.model_json_schema()
 
 
-TASKS: dict[str, LLMTask] = {}
+class UnknownPrompt(LookupError):
+    pass
 
 
-def register(task_class: type[LLMTask]) -> type[LLMTask]:
-    """Class decorator: make a task discoverable by name (the simulator dispatches on it)."""
-    TASKS[task_class.name] = task_class()
-    return task_class
+class PromptRegistry:
+    """Prompts by name, as a server answering ragwatch's requests needs them."""
 
+    def __init__(self, prompts: Iterable[Prompt] = ()):
+        self._prompts: dict[str, Prompt] = {}
+        for prompt in prompts:
+            self.add(prompt)
 
-def inputs_from_messages(task: LLMTask, messages: list[dict]) -> BaseModel:
-    """Recover a task's inputs from the messages it rendered (used by the simulator)."""
-    return task.inputs_from_messages(messages)
+    def add(self, prompt: Prompt) -> None:
+        known = self._prompts.get(prompt.name)
+        if known is not None and type(known) is not type(prompt) and known.output_model is not prompt.output_model:
+            raise ValueError(f"two different prompts are named {prompt.name!r}")
+        self._prompts.setdefault(prompt.name, prompt)
+
+    def get(self, name: str) -> Prompt:
+        try:
+            return self._prompts[name]
+        except KeyError:
+            raise UnknownPrompt(f"unknown prompt {name!r}; known: {', '.join(self.names) or 'none'}") from None
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._prompts
+
+    @property
+    def names(self) -> list[str]:
+        return sorted(self._prompts)
 
 
 def repair_messages(messages: list[dict], reply: str, error: str) -> list[dict]:
@@ -95,26 +113,11 @@ def repair_messages(messages: list[dict], reply: str, error: str) -> list[dict]:
 
 
 def is_repair_request(messages: list[dict]) -> bool:
-    last = next(_user_texts(messages), "")
+    last = next(user_texts(messages), "")
     return last.startswith(REPAIR_REQUEST)
 
 
-def select_tool_offline(messages: list[dict], tools: list[dict]) -> list[ToolCall]:
-    """Answer a tool-calling chat with the registered `select_tool` task.
-
-    Its contract: inputs `{"question": <last user message>, "tools": [<tool names>]}`, output
-    `{"name", "arguments"}`. Raises NotImplementedError when no such task is registered.
-    """
-    task = TASKS.get(SELECT_TOOL)
-    if task is None:
-        raise NotImplementedError(f"no {SELECT_TOOL!r} task is registered, so tool calls cannot be answered offline")
-    names = [tool["function"]["name"] for tool in tools]
-    inputs = task.input_model.model_validate({"question": next(_user_texts(messages), ""), "tools": names})
-    choice = task.offline(inputs)
-    return [ToolCall(name=choice.name, arguments=choice.arguments)]
-
-
-def _user_texts(messages: list[dict]) -> Iterator[str]:
+def user_texts(messages: list[dict]) -> Iterator[str]:
     """Text of the user messages, last first (content may be a string or a list of parts)."""
     for message in reversed(messages):
         if message.get("role") == "user":

@@ -1,4 +1,4 @@
-"""Publishing to a real Pushgateway (tests/services.py) and the textfile fallback."""
+"""Pushing to a real Pushgateway (tests/services.py) and the textfile fallback."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 import pytest
 
 from pipelines.evaluation.stats import Aggregate
-from pipelines.publish import publish_scores, read_back, textfile_path
+from pipelines.evaluation.push import push_scores, read_back, textfile_path
 from tests.services import free_port
 
 pytestmark = pytest.mark.services
@@ -44,8 +44,8 @@ def samples(group: dict, name: str) -> dict[tuple, float]:
             for m in group["metrics"].get(name, [])}  # fmt: skip
 
 
-def test_push_publishes_gauges_per_suite_and_stratum_without_a_run_id(gateway_settings):
-    result = publish_scores(gateway_settings, AGGREGATES, suite="offline", gate_passed=True, succeeded_at=WHEN)
+def test_push_sends_gauges_per_suite_and_stratum_without_a_run_id(gateway_settings):
+    result = push_scores(gateway_settings, AGGREGATES, suite="offline", gate_passed=True, succeeded_at=WHEN)
     assert result.ok and result.mode == "pushgateway" and result.error is None
     assert result.grouping_key == {"suite": "offline"}
     [group] = groups_of(gateway_settings)
@@ -67,9 +67,9 @@ def test_push_publishes_gauges_per_suite_and_stratum_without_a_run_id(gateway_se
 
 
 def test_a_second_push_of_the_same_suite_replaces_the_whole_group(gateway_settings):
-    publish_scores(gateway_settings, AGGREGATES, suite="offline", gate_passed=True, succeeded_at=WHEN)
-    publish_scores(gateway_settings, [agg("faithfulness", "all", 0.7)], suite="offline", gate_passed=False)
-    publish_scores(gateway_settings, [agg("faithfulness", "all", 0.95)], suite="online", app="docs-assistant")
+    push_scores(gateway_settings, AGGREGATES, suite="offline", gate_passed=True, succeeded_at=WHEN)
+    push_scores(gateway_settings, [agg("faithfulness", "all", 0.7)], suite="offline", gate_passed=False)
+    push_scores(gateway_settings, [agg("faithfulness", "all", 0.95)], suite="online", app="docs-assistant")
     groups = {tuple(sorted(g["labels"].items())): g for g in groups_of(gateway_settings)}
     job = gateway_settings.pushgateway_job
     assert set(groups) == {(("job", job), ("suite", "offline")),
@@ -86,7 +86,7 @@ def test_a_second_push_of_the_same_suite_replaces_the_whole_group(gateway_settin
 
 def test_an_unreachable_gateway_is_a_failure_result_not_an_exception(settings, caplog):
     down = settings.model_copy(update={"pushgateway_url": f"http://127.0.0.1:{free_port()}"})
-    result = publish_scores(down, AGGREGATES, suite="offline", timeout_s=2)
+    result = push_scores(down, AGGREGATES, suite="offline", timeout_s=2)
     assert not result.ok and result.mode == "pushgateway"
     assert down.pushgateway_url in result.error and "refused" in result.error.lower()
     assert any(r.levelname == "ERROR" and "failed" in r.getMessage() for r in caplog.records)
@@ -94,7 +94,7 @@ def test_an_unreachable_gateway_is_a_failure_result_not_an_exception(settings, c
 
 def test_without_a_gateway_the_same_exposition_goes_to_a_textfile(settings):
     assert settings.pushgateway_url is None
-    result = publish_scores(settings, AGGREGATES, suite="offline", gate_passed=True, succeeded_at=WHEN)
+    result = push_scores(settings, AGGREGATES, suite="offline", gate_passed=True, succeeded_at=WHEN)
     path = textfile_path(settings.home, "ragwatch", "offline")
     assert result.ok and result.mode == "textfile" and result.destination == str(path)
     assert path == settings.home.resolve() / "metrics" / "ragwatch-offline.prom"

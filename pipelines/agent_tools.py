@@ -1,4 +1,4 @@
-"""The agent tools golden tool-selection triples are written for, as OpenAI tool specs."""
+"""The agent tools golden tool-selection triples are written for and evaluation checks calls against, as OpenAI tool specs."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The model tasks of golden-set generation and filtering, each with its offline implementation.
+"""The prompts of golden-set generation and filtering, each with its offline answer.
 
 Offline implementations are extractive and deterministic: questions are templates around a key
 term of a chunk sentence, answers are the chunk's own sentences, judgements are lexical. They
@@ -13,13 +13,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from pipelines.models.tasks import LLMTask, register
-from pipelines.text import content_tokens, coverage, fold, sentences, words
+from pipelines.models.prompts import Prompt
+from pipelines.text import NOT_ENOUGH, content_tokens, coverage, fold, sentences, words
 
-NOT_ENOUGH = {
-    "en": "There is not enough information in the documentation to answer this.",
-    "es": "No hay suficiente información en la documentación para responder a esto.",
-}
 ENGINEER_VOICE = (
     "Write like an engineer looking for an operational fact in this documentation. "
     "Use the language of the chunk (Spanish stays Spanish)."
@@ -108,16 +104,6 @@ class ClaimVerdicts(BaseModel):
     claims: list[Claim]
 
 
-class ToolChoiceInput(BaseModel):
-    question: str
-    tools: list[str]
-
-
-class ToolChoice(BaseModel):
-    name: str
-    arguments: dict[str, Any]
-
-
 # --- offline helpers -------------------------------------------------------------------------
 
 CODE_TERM = re.compile(r"`([^`]{2,40})`|\b([A-Za-z_]\w*(?:[./][A-Za-z_]\w*)+|\w+\(\)|[a-z]+_[a-z_]+)\b")
@@ -190,8 +176,7 @@ def _lang(language: str) -> str:
 # --- tasks -----------------------------------------------------------------------------------
 
 
-@register
-class ChunkQuestions(LLMTask[ChunkQuestionsInput, QAList]):
+class ChunkQuestions(Prompt[ChunkQuestionsInput, QAList]):
     name = "golden_chunk_questions"
     input_model, output_model = ChunkQuestionsInput, QAList
     temperature = 0.7
@@ -215,8 +200,7 @@ have variant "plain". Never invent facts that are not in the chunk.
         return QAList(items=items)
 
 
-@register
-class MultiHopQuestion(LLMTask[MultiHopInput, QA]):
+class MultiHopQuestion(Prompt[MultiHopInput, QA]):
     name = "golden_multi_hop_question"
     input_model, output_model = MultiHopInput, QA
     temperature = 0.7
@@ -234,8 +218,7 @@ every given chunk together; the reference answer combines them and adds nothing 
         return QA(question=question, answer=" ".join(facts), variant=inputs.variant)
 
 
-@register
-class AdversarialQuestion(LLMTask[AdversarialInput, QA]):
+class AdversarialQuestion(Prompt[AdversarialInput, QA]):
     name = "golden_adversarial_question"
     input_model, output_model = AdversarialInput, QA
     temperature = 0.7
@@ -256,8 +239,7 @@ The reference answer says there is not enough information (in the chunk's langua
         return QA(question=question, answer=NOT_ENOUGH[lang], variant=inputs.kind)
 
 
-@register
-class AnswerFromContexts(LLMTask[AnswerInput, GroundedAnswer]):
+class AnswerFromContexts(Prompt[AnswerInput, GroundedAnswer]):
     name = "golden_answer_from_contexts"
     input_model, output_model = AnswerInput, GroundedAnswer
     instructions = """
@@ -276,8 +258,7 @@ enough information and list no ids.
         return GroundedAnswer(answer=best[2], supporting_chunk_ids=[best[1]])
 
 
-@register
-class ToolQuestion(LLMTask[ToolTripleInput, ToolTriple]):
+class ToolQuestion(Prompt[ToolTripleInput, ToolTriple]):
     name = "golden_tool_triple"
     input_model, output_model = ToolTripleInput, ToolTriple
     temperature = 0.7
@@ -300,8 +281,7 @@ expected arguments. Use the chunk's topic and language.
         return ToolTriple(question=question, expected_tool=inputs.tool, expected_args=args)
 
 
-@register
-class ClosedBookAnswer(LLMTask[QuestionInput, FreeAnswer]):
+class ClosedBookAnswer(Prompt[QuestionInput, FreeAnswer]):
     name = "golden_closed_book_answer"
     input_model, output_model = QuestionInput, FreeAnswer
     instructions = "Answer the question from general knowledge only, briefly. If you do not know, say so."
@@ -311,8 +291,7 @@ class ClosedBookAnswer(LLMTask[QuestionInput, FreeAnswer]):
         return FreeAnswer(answer=" ".join(content_tokens(inputs.question)))
 
 
-@register
-class GroundingJudge(LLMTask[GroundingInput, ClaimVerdicts]):
+class GroundingJudge(Prompt[GroundingInput, ClaimVerdicts]):
     name = "judge_claims_supported"
     input_model, output_model = GroundingInput, ClaimVerdicts
     instructions = """
@@ -324,21 +303,3 @@ support it (true) or not (false). Judge only against the contexts, not your own 
         context = "\n".join(inputs.contexts)
         claims = sentences(inputs.answer) or [inputs.answer]
         return ClaimVerdicts(claims=[Claim(claim=c, supported=coverage(c, context) >= 0.6) for c in claims])
-
-
-@register
-class SelectTool(LLMTask[ToolChoiceInput, ToolChoice]):
-    name = "select_tool"
-    input_model, output_model = ToolChoiceInput, ToolChoice
-    instructions = "Choose the one tool call that best serves the request, with its arguments."
-
-    COUNTING = ("how many", "count", "total", "average", "cuántos", "cuántas", "cuantos", "número de", "media de")
-    EXTERNAL = ("latest", "news", "today", "current price", "noticias", "últimas", "hoy", "precio actual")
-
-    def offline(self, inputs: ToolChoiceInput) -> ToolChoice:
-        lowered = inputs.question.lower()
-        if any(k in lowered for k in self.COUNTING) and "sql_query" in inputs.tools:
-            return ToolChoice(name="sql_query", arguments={"query": f"-- {inputs.question}\nSELECT count(*) FROM tickets"})
-        if any(k in lowered for k in self.EXTERNAL) and "web_search" in inputs.tools:
-            return ToolChoice(name="web_search", arguments={"query": inputs.question})
-        return ToolChoice(name="vector_search", arguments={"query": inputs.question, "top_k": 5})

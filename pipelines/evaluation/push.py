@@ -1,12 +1,15 @@
 """Push a run's aggregates to the Prometheus Pushgateway (or a textfile when none is configured).
 
+Only the newest run of a suite and target is pushed: a push replaces the group, so a backfilled
+past day must not overwrite today's gauges (its scores are in the results DB).
+
 One group per suite (job + suite, plus app for online evals of one app), replaced as a whole
 with PUT: strata that disappeared from a run disappear from Prometheus too. The grouping key
 never holds a run id: the Pushgateway keeps every group forever, so per-run groups would pile
 up and Prometheus would see stale runs as current.
 
-A push that fails does not raise: it returns a PublishResult saying why (and logs it), and the
-caller decides whether that fails the task. Prometheus should alert on `push_time_seconds`
+`push_scores` does not raise when the push fails: it returns a PushResult saying why (and logs
+it); `push_run`, the step a task calls, raises then so Airflow retries. Prometheus should alert on `push_time_seconds`
 staleness, which catches a pipeline that stopped pushing for any reason.
 """
 
@@ -19,22 +22,25 @@ import time
 import urllib.request
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
 
 from prometheus_client import CollectorRegistry, Gauge, push_to_gateway, write_to_textfile
+from pydantic import BaseModel
 
-from pipelines.evaluation.stats import Aggregate
+from pipelines.evaluation.stats import Aggregate, aggregate
+from pipelines.evaluation.summary import RunSummary
 from pipelines.records import METRICS, gauge_name
 from pipelines.settings import Settings
+from pipelines.stores.results import ResultsStore
 
 log = logging.getLogger(__name__)
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
 
 @dataclass(frozen=True)
-class PublishResult:
+class PushResult:
     ok: bool
     mode: Literal["pushgateway", "textfile"]
     destination: str
@@ -79,9 +85,9 @@ def build_registry(aggregates: Iterable[Aggregate], *, suite: str, app: str | No
     return registry
 
 
-def publish_scores(settings: Settings, aggregates: Iterable[Aggregate], *, suite: str, app: str | None = None,
+def push_scores(settings: Settings, aggregates: Iterable[Aggregate], *, suite: str, app: str | None = None,
                    gate_passed: bool | None = None, succeeded_at: datetime | float | None = None,
-                   timeout_s: float = 10.0) -> PublishResult:  # fmt: skip
+                   timeout_s: float = 10.0) -> PushResult:  # fmt: skip
     """Replace the suite's group on the configured Pushgateway, or write `metrics/<job>-<suite>.prom` under home."""
     if isinstance(succeeded_at, datetime):
         succeeded_at = succeeded_at.timestamp()
@@ -95,9 +101,9 @@ def publish_scores(settings: Settings, aggregates: Iterable[Aggregate], *, suite
         except (OSError, ValueError) as exc:  # URLError/HTTPError/timeouts are OSErrors
             error = f"push to {settings.pushgateway_url} failed: {exc}"
             log.error("%s (job=%s, grouping key %s)", error, job, key)
-            return PublishResult(ok=False, **common, error=error)
+            return PushResult(ok=False, **common, error=error)
         log.info("pushed %d samples to %s (job=%s, grouping key %s)", samples, settings.pushgateway_url, job, key)
-        return PublishResult(ok=True, **common, samples=samples)
+        return PushResult(ok=True, **common, samples=samples)
     path = textfile_path(settings.home, job, suite, app)
     common = dict(mode="textfile", destination=str(path), job=job, grouping_key=key)
     try:
@@ -106,9 +112,9 @@ def publish_scores(settings: Settings, aggregates: Iterable[Aggregate], *, suite
     except OSError as exc:
         error = f"writing {path} failed: {exc}"
         log.error(error)
-        return PublishResult(ok=False, **common, error=error)
+        return PushResult(ok=False, **common, error=error)
     log.warning("no Pushgateway configured (RAGWATCH_PUSHGATEWAY_URL): wrote %d samples to %s instead", samples, path)
-    return PublishResult(ok=True, **common, samples=samples)
+    return PushResult(ok=True, **common, samples=samples)
 
 
 def textfile_path(home: Path, job: str, suite: str, app: str | None = None) -> Path:
@@ -131,3 +137,30 @@ def read_back(gateway_url: str, *, timeout_s: float = 5.0) -> list[dict]:
         }
         groups.append({"labels": group["labels"], "metrics": metrics})
     return groups
+
+
+class PushedRun(BaseModel):
+    """What the push step did: where the gauges went, or why this run owns none."""
+
+    destination: str | None = None
+    mode: Literal["pushgateway", "textfile"] | None = None
+    samples: int = 0
+    skipped: str | None = None
+
+
+def push_run(settings: Settings, summary: RunSummary, *, app: str | None = None) -> PushedRun:
+    """Push a saved run's aggregates (re-read from the results DB), if it is the newest run of its target."""
+    store = ResultsStore.from_settings(settings)
+    try:
+        latest = store.latest_run(summary.suite, summary.target)
+        if latest is None or latest.run_id != summary.run_id:
+            newer = latest.logical_date.isoformat() if latest else "none"
+            return PushedRun(skipped=f"a newer {summary.suite} run ({newer}) owns the gauges")
+        aggregates = aggregate(store.scores(summary.run_id))
+    finally:
+        store.dispose()
+    result = push_scores(settings, aggregates, suite=summary.suite, app=app, gate_passed=latest.gate_passed,
+                         succeeded_at=latest.finished_at or datetime.now(timezone.utc))  # fmt: skip
+    if not result.ok:
+        raise RuntimeError(f"push failed: {result.error}. The scores are safe in the results DB; the task retries.")
+    return PushedRun(destination=result.destination, mode=result.mode, samples=result.samples)

@@ -1,12 +1,11 @@
-"""The reference RAG's generation task: answer from retrieved contexts, citing nothing else."""
+"""The reference RAG's generation prompt: answer from retrieved contexts, citing nothing else."""
 
 from __future__ import annotations
 
 from pydantic import BaseModel
 
-from pipelines.golden.tasks import NOT_ENOUGH, Context
-from pipelines.models.tasks import LLMTask, register
-from pipelines.text import coverage, sentences
+from pipelines.models.prompts import Prompt
+from pipelines.text import NOT_ENOUGH, coverage, sentences
 
 DEFAULT_RAG_PROMPT = """
 You are a documentation assistant. Answer the question using only the numbered contexts, in
@@ -15,6 +14,11 @@ answer, say that there is not enough information. Do not add facts from outside 
 """
 RELEVANT = 0.2
 """Share of the question's content words a sentence must hold to be used; below it the offline RAG abstains."""
+
+
+class Context(BaseModel):
+    chunk_id: str
+    text: str
 
 
 class RagInput(BaseModel):
@@ -27,15 +31,14 @@ class RagAnswer(BaseModel):
     answer: str
 
 
-@register
-class RagAnswerTask(LLMTask[RagInput, RagAnswer]):
+class RagAnswerPrompt(Prompt[RagInput, RagAnswer]):
     name = "rag_answer"
     input_model, output_model = RagInput, RagAnswer
     instructions = DEFAULT_RAG_PROMPT
 
     def __init__(self, prompt: str | None = None):
         if prompt:
-            self.instructions = prompt  # a team's own prompt; it is part of the cache key via the messages
+            self.instructions = prompt  # a team's own prompt text; it is part of the cache key via the messages
 
     def offline(self, inputs: RagInput) -> RagAnswer:
         """Extractive: the two context sentences that cover the question best, in rank order."""

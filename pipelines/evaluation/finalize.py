@@ -1,0 +1,75 @@
+"""Step 3 of an offline eval: aggregates with CIs, the gate, the results DB, the HTML report."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timezone
+from pathlib import Path
+
+from pipelines.evaluation.gate import gate_against_baseline
+from pipelines.evaluation.report import ItemView, render_report, trend_from_store, write_metrics_json, write_report
+from pipelines.evaluation.retrieval import attribute
+from pipelines.evaluation.runs import load_scores, read_meta
+from pipelines.evaluation.stats import aggregate
+from pipelines.evaluation.summary import RunSummary, run_summary
+from pipelines.files import read_jsonl
+from pipelines.models.llm import build_llm
+from pipelines.records import Score
+from pipelines.settings import Settings
+from pipelines.stores.results import EvalRun, ResultsStore
+from pipelines.text import token_f1
+from pipelines.workspace import RunPaths, Workspace
+
+log = logging.getLogger(__name__)
+UNSUPPORTED_BELOW = 0.75
+"""Faithfulness below this is the brief's "made-up answers" band: a generation failure."""
+WRONG_BELOW = 0.2
+"""Token F1 with the reference below this: the answer says something else."""
+
+
+def answer_ok(scores: dict[str, Score], answer: str | None, reference: str | None) -> bool | None:
+    """Right and supported: faithfulness in the healthy bands and words in common with the reference."""
+    faithfulness = scores.get("faithfulness")
+    if answer is None or faithfulness is None or faithfulness.status != "ok":
+        return None
+    return faithfulness.value >= UNSUPPORTED_BELOW and token_f1(answer, reference or "") >= WRONG_BELOW
+
+
+def finalize_offline_eval(settings: Settings, run_dir: Path) -> RunSummary:
+    """Aggregate with CIs, gate against the baseline, save to the results DB, write the report."""
+    run_paths = RunPaths(run_dir)
+    meta = read_meta(run_paths)
+    scores = load_scores(run_paths)
+    by_item: dict[str, dict[str, Score]] = {}
+    for score in scores:
+        by_item.setdefault(score.item_id, {})[score.metric] = score
+    views = {}
+    for row in read_jsonl(run_paths.responses):
+        item = row["item"]
+        ok = answer_ok(by_item.get(item["item_id"], {}), row["answer"], item["reference_answer"])
+        views[item["item_id"]] = ItemView(
+            item_id=item["item_id"], question=item["question"], answer=row["answer"] or f"(no answer: {row['error']})",
+            contexts=[f"{c['chunk_id']}: {c['text']}" for c in row["contexts"]], reference_answer=item["reference_answer"],
+            attribution=attribute([c["chunk_id"] for c in row["contexts"]], item["gold_chunk_ids"], ok),
+        )  # fmt: skip
+
+    workspace = Workspace.from_settings(settings)
+    store = ResultsStore.from_settings(settings)
+    store.create()
+    aggregates = aggregate(scores)
+    run = EvalRun(run_id=meta.run_id, suite=meta.suite, logical_date=meta.logical_date, target=meta.target,
+                  dataset_version=meta.dataset_version, judge_model=build_llm(settings, "judge").model,
+                  generator_model=meta.generator_model, params=meta.params.model_dump(mode="json"),
+                  finished_at=datetime.now(timezone.utc))  # fmt: skip
+    gate, baseline = gate_against_baseline(store, run, scores)
+    run.gate_passed, run.gate = (gate.passed, gate.to_dict()) if gate else (None, None)
+    report = workspace.report(run.suite, run.logical_date, run.target)
+    run.report_path = str(report)
+    store.save_run(run, scores)
+    write_report(report, render_report(run, scores, aggregates=aggregates, items=views, trend=trend_from_store(store, run),
+                                       gate=gate, baseline=baseline))  # fmt: skip
+    write_metrics_json(workspace.metrics_json(report), aggregates)
+    store.dispose()
+    summary = run_summary(run, aggregates, items=meta.items, baseline=baseline.run_id if baseline else None)
+    log.info("offline eval %s: %s; report %s", run.run_id, summary.gate, report)
+    return summary

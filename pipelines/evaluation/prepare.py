@@ -1,0 +1,98 @@
+"""Step 1 of an offline eval: run the system under test on the golden split, score retrieval and tools.
+
+The responses and these scores are written to the run folder; the judge batches read them next.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from pipelines.batching import batch_ranges
+from pipelines.evaluation.params import EvalParams
+from pipelines.evaluation.retrieval import query_metrics
+from pipelines.evaluation.runs import RunMeta, run_and_close, stratum_of, write_meta
+from pipelines.evaluation.target import ReferenceRAG, TargetResponse, build_target, respond_all
+from pipelines.evaluation.tools import ToolTurn, score_tool_turns
+from pipelines.files import reset_dir, write_jsonl
+from pipelines.golden.dataset import load_golden_items, released_version
+from pipelines.records import GoldenItem, Score
+from pipelines.settings import Settings
+from pipelines.stores.corpus import open_corpus_index
+from pipelines.stores.results import run_id
+from pipelines.workspace import Workspace
+
+log = logging.getLogger(__name__)
+SUITE = "offline"
+
+
+class PreparedRun(BaseModel):
+    run_id: str
+    run_dir: Path
+    items: int
+    target_failures: int
+    batches: list[tuple[int, int]]
+    """Response ranges the judge batches map over."""
+
+
+def prepare_offline_eval(settings: Settings, params: EvalParams, *, logical_date: date) -> PreparedRun:
+    """Run the system under test on the golden test split; score retrieval and tool use."""
+    version = params.golden_version or released_version(settings, params.golden_name)
+    items = [i for i in load_golden_items(settings, params.golden_name, version) if i.split == params.split]
+    if not items:
+        raise ValueError(f"golden set {params.golden_name} {version} has no {params.split} items")
+    if params.limit:
+        # A quick check on a stable subset: the same items every run, so runs stay comparable.
+        items = sorted(items, key=lambda i: hashlib.sha256(i.item_id.encode()).hexdigest())[: params.limit]
+    dataset_version = f"{params.golden_name}@{version}"
+    run = Workspace.from_settings(settings).run_folder(SUITE, logical_date, params.target_name)
+    reset_dir(run.root)
+    rid = run_id(SUITE, logical_date, params.target_name)
+    with open_corpus_index(settings) as index:
+        target = build_target(settings, params, index)
+        if isinstance(target, ReferenceRAG):
+            target.retrieve_all(items)
+        responses = run_and_close(respond_all(target, items), getattr(target, "llm", None))
+    write_jsonl(run.responses, (_response_row(i, r) for i, r in zip(items, responses)))
+    scores = _retrieval_scores(items, responses, params.k, rid, dataset_version)
+    turns = [ToolTurn(item_id=i.item_id, stratum=stratum_of(i), question=i.question, expected_tool=i.expected_tool,
+                      expected_args=i.expected_args, tool_calls=r.tool_calls, error=r.error)
+             for i, r in zip(items, responses) if i.qtype == "tool"]  # fmt: skip
+    scores += asyncio.run(score_tool_turns(turns, run_id=rid, suite=SUITE, dataset_version=dataset_version))
+    write_jsonl(run.scores("retrieval-tools"), (s.model_dump() for s in scores))
+    failed = sum(r.error is not None for r in responses)
+    write_meta(run, RunMeta(run_id=rid, suite=SUITE, logical_date=logical_date, target=params.target_name,
+                            dataset_version=dataset_version, items=len(items), target_failures=failed,
+                            generator_model=getattr(getattr(target, "llm", None), "model", None), params=params))  # fmt: skip
+    log.info("offline eval %s: %d items on %s, %d target failures", rid, len(items), params.target_name, failed)
+    return PreparedRun(run_id=rid, run_dir=run.root, items=len(items), target_failures=failed,
+                       batches=batch_ranges(len(items), params.batch_size))  # fmt: skip
+
+
+def _response_row(item: GoldenItem, response: TargetResponse) -> dict[str, Any]:
+    return {"item": item.model_dump(mode="json"), "answer": response.answer, "contexts": response.contexts,
+            "tool_calls": [c.model_dump() for c in response.tool_calls], "error": response.error,
+            "latency_s": round(response.latency_s, 4)}  # fmt: skip
+
+
+def _retrieval_scores(items, responses, ks, rid: str, dataset_version: str) -> list[Score]:
+    scores = []
+    for item, response in zip(items, responses):
+        if not item.gold_chunk_ids or item.qtype == "tool":
+            continue  # retrieval metrics need gold chunks (adversarial items have none by design)
+        if response.error is not None:
+            values = {name: None for name in query_metrics([], ["x"], ks)}
+        else:
+            values = query_metrics(response.retrieved_ids, item.gold_chunk_ids, ks)
+        for metric, value in values.items():
+            scores.append(Score(run_id=rid, suite=SUITE, item_id=item.item_id, stratum=stratum_of(item), metric=metric,
+                                value=value, status="ok" if value is not None else "failed",
+                                error=None if value is not None else f"target failed: {response.error}",
+                                dataset_version=dataset_version))  # fmt: skip
+    return scores

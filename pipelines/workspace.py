@@ -1,0 +1,277 @@
+"""The data workspace: the one owner of every path in it, and the reader of its `.dvc` files.
+
+The workspace is a git + DVC repository (`RAGWATCH_WORKSPACE`, default `.ragwatch/workspace`):
+
+    golden/traces/dt=YYYY-MM-DD/            a day's sampled traces (PartitionPaths), versioned by DVC
+    golden/datasets/<name>/                 a released golden set (items.parquet, rejected.jsonl, _manifest.json)
+    golden/build/<name>/                    a golden build in progress: plan, generated parts, filtered, staged
+    golden/human/<name>.jsonl               hand-written items (versioned with each release)
+    golden/reviews/<name>/                  review decisions (versioned with each release)
+    golden/reports/<suite>/<day>_<target>.html   eval reports (+ .metrics.json for `dvc metrics diff`)
+    golden/corpus.json                      the indexed corpus version the golden pipeline depends on
+    runs/<suite>/<day>_<target>/            an eval run's working files (responses, scores)
+    inbox/                                  golden candidates from the online eval, for people to fill in
+    .staging/                               partitions being written, swapped in when validated
+
+Nothing else in ragwatch joins paths under the workspace: steps ask this object. `runs/`, `inbox/`
+and `.staging/` are ignored by git and DVC, so releasing a golden set never versions them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+import yaml
+
+UNVERSIONED = ("/.staging/", "/runs/", "/inbox/")
+"""Workspace folders neither git nor DVC ever track (written to .gitignore and .dvcignore)."""
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def safe_name(name: str) -> str:
+    """A name usable as one path component: anything but letters, digits, `_`, `-` and `.` becomes `_`."""
+    return _UNSAFE_NAME.sub("_", name).lstrip(".") or "_"
+
+
+@dataclass(frozen=True)
+class PartitionPaths:
+    """One day partition: sampled rows, quarantined rows, and the manifest that counts them.
+
+    Names starting with `_` are skipped by pyarrow's dataset discovery, so the partitions of a
+    dataset read as a hive-partitioned dataset of sampled rows only.
+    """
+
+    root: Path
+
+    @property
+    def data(self) -> Path:
+        return self.root / "part-0.parquet"
+
+    @property
+    def quarantine(self) -> Path:
+        return self.root / "_quarantine" / "part-0.parquet"
+
+    @property
+    def manifest(self) -> Path:
+        return self.root / "_manifest.json"
+
+
+@dataclass(frozen=True)
+class GoldenPaths:
+    """Where one golden set's build, release and inputs live."""
+
+    root: Path
+    """The workspace root."""
+    name: str
+
+    @property
+    def build(self) -> Path:
+        return self.root / "golden" / "build" / self.name
+
+    @property
+    def plan(self) -> Path:
+        return self.build / "plan.jsonl"
+
+    @property
+    def plan_meta(self) -> Path:
+        return self.build / "plan.meta.json"
+
+    @property
+    def parts(self) -> Path:
+        return self.build / "parts"
+
+    def generated_part(self, start: int) -> Path:
+        return self.parts / f"part-{start:06d}.jsonl"
+
+    def failed_part(self, start: int) -> Path:
+        return self.parts / f"failed-{start:06d}.jsonl"
+
+    @property
+    def filtered(self) -> Path:
+        return self.build / "filtered"
+
+    @property
+    def kept(self) -> Path:
+        return self.filtered / "kept.jsonl"
+
+    @property
+    def filter_rejected(self) -> Path:
+        return self.filtered / "rejected.jsonl"
+
+    @property
+    def funnel(self) -> Path:
+        return self.filtered / "funnel.json"
+
+    @property
+    def staged(self) -> Path:
+        return self.build / "staged"
+
+    @property
+    def staged_items(self) -> Path:
+        return self.staged / "items.parquet"
+
+    @property
+    def staged_rejected(self) -> Path:
+        return self.staged / "rejected.jsonl"
+
+    @property
+    def staged_manifest(self) -> Path:
+        return self.staged / "_manifest.json"
+
+    @property
+    def staged_chunk_ids(self) -> Path:
+        """The index's chunk ids when the set was staged; validation checks gold ids against them."""
+        return self.staged / "_current_chunk_ids.json"
+
+    @property
+    def released(self) -> Path:
+        return self.root / "golden" / "datasets" / self.name
+
+    @property
+    def released_items(self) -> Path:
+        return self.released / "items.parquet"
+
+    @property
+    def released_rejected(self) -> Path:
+        return self.released / "rejected.jsonl"
+
+    @property
+    def released_manifest(self) -> Path:
+        return self.released / "_manifest.json"
+
+    @property
+    def human(self) -> Path:
+        return self.root / "golden" / "human" / f"{self.name}.jsonl"
+
+    @property
+    def reviews(self) -> Path:
+        return self.root / "golden" / "reviews" / self.name
+
+    def decisions(self, number: int) -> Path:
+        return self.reviews / f"decisions-{number:04d}.jsonl"
+
+    @property
+    def decision_files(self) -> list[Path]:
+        return sorted(self.reviews.glob("decisions-*.jsonl"))
+
+    @property
+    def pending_review(self) -> Path:
+        return self.reviews / "pending.json"
+
+    @property
+    def filter_verdicts(self) -> Path:
+        return self.reviews / "filter-verdicts.json"
+
+    @property
+    def tag_prefix(self) -> str:
+        return f"golden/{self.name}/v"
+
+    def tag(self, version: str) -> str:
+        return f"golden/{self.name}/{version}"
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    """One eval run's working files: its parameters, the target's responses, the score batches."""
+
+    root: Path
+
+    @property
+    def meta(self) -> Path:
+        return self.root / "run.json"
+
+    @property
+    def responses(self) -> Path:
+        return self.root / "responses.jsonl"
+
+    def scores(self, part: str) -> Path:
+        return self.root / f"scores-{part}.jsonl"
+
+    @property
+    def score_files(self) -> list[Path]:
+        return sorted(self.root.glob("scores-*.jsonl"))
+
+
+@dataclass(frozen=True)
+class Workspace:
+    root: Path
+
+    @classmethod
+    def from_settings(cls, settings) -> Workspace:
+        return cls(settings.resolved_workspace)
+
+    # -- trace partitions ------------------------------------------------------------------------
+
+    def traces_partition(self, day: date) -> PartitionPaths:
+        return PartitionPaths(self.root / "golden" / "traces" / f"dt={day.isoformat()}")
+
+    def has_traces(self, day: date) -> bool:
+        """Has this day's sampled partition been promoted (what the online eval waits for)?"""
+        return self.traces_partition(day).manifest.exists()
+
+    def traces_staging(self, day: date, attempt: str = "") -> PartitionPaths:
+        """A private staging folder per day (and per attempt), so concurrent runs never share one."""
+        suffix = f".{safe_name(attempt)}" if attempt else ""
+        return PartitionPaths(self.root / ".staging" / "traces" / f"dt={day.isoformat()}{suffix}")
+
+    # -- golden sets -----------------------------------------------------------------------------
+
+    def golden(self, name: str) -> GoldenPaths:
+        return GoldenPaths(self.root, name)
+
+    @property
+    def corpus_record(self) -> Path:
+        return self.root / "golden" / "corpus.json"
+
+    @property
+    def params_file(self) -> Path:
+        return self.root / "params.yaml"
+
+    @property
+    def input_dirs(self) -> tuple[Path, ...]:
+        """Folders people write into, created with the workspace so `dvc repro` finds them."""
+        return (self.root / "golden" / "human", self.root / "golden" / "reviews")
+
+    # -- eval runs, reports, inbox ---------------------------------------------------------------
+
+    def run_folder(self, suite: str, day: date, target: str) -> RunPaths:
+        return RunPaths(self.root / "runs" / suite / f"{day.isoformat()}_{safe_name(target)}")
+
+    @property
+    def reports_dir(self) -> Path:
+        return self.root / "golden" / "reports"
+
+    def report(self, suite: str, day: date, target: str) -> Path:
+        """`golden/reports/<suite>/<day>_<target>.html`: one file per run, replaced on rerun."""
+        return self.reports_dir / suite / f"{day.isoformat()}_{safe_name(target)}.html"
+
+    @staticmethod
+    def metrics_json(report: Path) -> Path:
+        return report.with_suffix(".metrics.json")
+
+    @property
+    def inbox(self) -> Path:
+        return self.root / "inbox"
+
+    def review_candidates(self, day: date) -> Path:
+        return self.inbox / f"candidates-{day.isoformat()}.csv"
+
+    # -- versioning ------------------------------------------------------------------------------
+
+    def relative(self, path: Path) -> Path:
+        return Path(path).resolve().relative_to(self.root.resolve())
+
+    @staticmethod
+    def dvc_file(path: Path) -> Path:
+        return path.with_name(path.name + ".dvc")
+
+    def dvc_md5(self, path: Path) -> str | None:
+        """DVC's content hash of a versioned folder or file (from its `.dvc` file), or None if unversioned."""
+        dvc_file = self.dvc_file(path)
+        if not dvc_file.exists():
+            return None
+        outs = (yaml.safe_load(dvc_file.read_text()) or {}).get("outs") or [{}]
+        return outs[0].get("md5")

@@ -1,0 +1,276 @@
+"""The regression gate: failures, missing items, too few pairs, score drops, Holm over metrics.
+
+Decisions are checked against values computed by hand (Jeffreys bounds combined by MOVER) and
+against simulated error rates.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from pipelines.evaluation.stats import (
+    ALPHA, HOLM, MOVER_INDEPENDENT, MOVER_PAIRED, holm, paired_comparison, paired_difference_interval,
+    regression_gate, sign_flip_test,
+)  # fmt: skip
+from pipelines.records import Score
+
+
+def score(item: str, metric: str, value: float | None, *, status: str = "ok", run_id: str = "run") -> Score:
+    return Score(run_id=run_id, suite="offline", item_id=item, stratum="single_hop/es", metric=metric, value=value,
+                 status=status, error=None if status == "ok" else "judge timed out", dataset_version="v1")  # fmt: skip
+
+
+def failed(item: str, metric: str) -> Score:
+    return score(item, metric, None, status="failed", run_id="cand")
+
+
+def recall_run(values, run_id: str) -> list[Score]:
+    return [score(f"q{i}", "recall@5", float(v), run_id=run_id) for i, v in enumerate(values)]
+
+
+BASELINE = recall_run([i % 5 != 0 for i in range(50)], "base")
+"""50 items, recall@5 0 on every fifth (10 items), 1 elsewhere."""
+
+
+# --- Failures and missing items -----------------------------------------------------------------------
+
+
+def test_a_candidate_that_failed_48_of_50_items_fails_the_gate():
+    candidate = [s.model_copy(update={"run_id": "cand"}) for s in BASELINE[:2]]
+    candidate += [failed(f"q{i}", "recall@5") for i in range(2, 50)]
+    # On its two survivors the candidate equals the baseline: the paired comparison alone sees nothing.
+    assert paired_comparison(candidate, BASELINE, "recall@5").mean_diff == 0.0
+    gate = regression_gate(candidate, BASELINE, ["recall@5"])
+    [metric] = gate.metrics
+    assert not gate.passed
+    assert set(metric.checks_failed) == {"failure_rise", "too_few_pairs"}
+    assert (metric.candidate_not_ok_share, metric.baseline_not_ok_share) == (0.96, 0.0)
+    assert "rose from 0.00 to 0.96" in metric.reason and "only 2 items scored ok in both runs" in metric.reason
+    stored = json.loads(json.dumps(gate.to_dict(), allow_nan=False))  # the results DB keeps it as JSON
+    assert stored["metrics"][0]["checks_failed"] == ["failure_rise", "too_few_pairs"] and not stored["passed"]
+
+
+def test_a_candidate_that_failed_exactly_the_items_the_baseline_got_wrong_fails_the_gate():
+    candidate = [failed(s.item_id, "recall@5") if s.value == 0.0 else s.model_copy(update={"run_id": "cand"})
+                 for s in BASELINE]  # fmt: skip
+    paired = paired_comparison(candidate, BASELINE, "recall@5")
+    assert (paired.n_pairs, paired.mean_diff) == (40, 0.0)  # what the old gate decided on: no drop
+    gate = regression_gate(candidate, BASELINE, ["recall@5"])
+    assert not gate.passed and gate.metrics[0].checks_failed == ("failure_rise",)
+    assert gate.metrics[0].failure_rise == pytest.approx(0.2)
+    assert "failed-or-skipped share rose from 0.00 to 0.20" in gate.summary()
+
+
+def test_baseline_items_missing_from_the_candidate_fail_the_gate():
+    candidate = [s.model_copy(update={"run_id": "cand"}) for s in BASELINE[:45]]
+    gate = regression_gate(candidate, BASELINE, ["recall@5"])
+    assert not gate.passed
+    assert gate.metrics[0].checks_failed == ("missing_items",) and gate.metrics[0].n_missing == 5
+    assert "5 of 50 baseline items missing from the candidate" in gate.metrics[0].reason
+    # New items in the candidate are not a problem: they are simply not paired.
+    grown = [s.model_copy(update={"run_id": "cand"}) for s in BASELINE] + recall_run([1.0] * 55, "cand")[50:]
+    assert regression_gate(grown, BASELINE, ["recall@5"]).passed
+
+
+def test_too_few_pairs_fail_the_gate_and_min_pairs_is_a_parameter():
+    base, cand = recall_run([1.0] * 8, "base"), recall_run([1.0] * 8, "cand")
+    gate = regression_gate(cand, base, ["recall@5"])
+    assert not gate.passed and gate.metrics[0].checks_failed == ("too_few_pairs",)
+    assert "only 8 items scored ok in both runs (need ≥ 10)" in gate.metrics[0].reason
+    assert regression_gate(cand, base, ["recall@5"], min_pairs=5).passed
+    with pytest.raises(ValueError, match="min_pairs"):
+        regression_gate(cand, base, ["recall@5"], min_pairs=1)
+
+
+def test_a_failure_rise_within_tolerance_passes():
+    base = [score(f"q{i}", "faithfulness", 0.9, run_id="base") for i in range(100)]
+    cand = [failed("q0", "faithfulness")] + [score(f"q{i}", "faithfulness", 0.9, run_id="cand") for i in range(1, 100)]
+    metric = regression_gate(cand, base, ["faithfulness"]).metrics[0]
+    assert metric.passed and metric.failure_rise == pytest.approx(0.01)
+
+
+def test_a_failure_rise_must_be_material_and_significant():
+    def gate(n: int, extra_failures: int):
+        base = [score(f"q{i}", "faithfulness", 0.9, run_id="base") for i in range(n)]
+        cand = [failed(f"q{i}", "faithfulness") if i < extra_failures else score(f"q{i}", "faithfulness", 0.9)
+                for i in range(n)]  # fmt: skip
+        return regression_gate(cand, base, ["faithfulness"]).metrics[0]
+
+    # k items newly failed and none recovered: McNemar's exact one-sided p = 2⁻ᵏ.
+    small = gate(20, 2)  # +0.10 is material, but p = 1/4
+    assert small.passed and small.failure_rise == pytest.approx(0.10) and small.failure_rise_p_value == 0.25
+    four = gate(50, 4)  # +0.08, p = 1/16 > 0.025
+    assert four.passed and four.failure_rise_p_value == pytest.approx(1 / 16)
+    six = gate(50, 6)  # +0.12, p = 1/64 < 0.025
+    assert not six.passed and six.checks_failed == ("failure_rise",)
+    assert six.failure_rise_p_value == pytest.approx(1 / 64)
+    # Skipped scores count too: a candidate that abstains where the baseline answered loses items the same way.
+    base = [score(f"q{i}", "faithfulness", 0.9, run_id="base") for i in range(50)]
+    skipping = [score(f"q{i}", "faithfulness", None, status="skipped") if i < 10 else score(f"q{i}", "faithfulness", 0.9)
+                for i in range(50)]  # fmt: skip
+    assert regression_gate(skipping, base, ["faithfulness"]).metrics[0].checks_failed == ("failure_rise",)
+
+
+# --- Score drops ------------------------------------------------------------------------------------------
+
+
+def test_a_gate_decision_computed_by_hand():
+    # 50 pairs of 0/1 scores, 10 items dropped 1 -> 0, none gained: the sign-flip test flips the signs of the
+    # 10 non-zero differences. With K of them drops (K ~ Bin(10, ½) when nothing changed) the worsening is
+    # (2K − 10)/50; observed K = 10: p = 2⁻¹⁰. P(K ≥ 9) = 11/1024 ≤ 0.025 < P(K ≥ 8) = 56/1024, so the
+    # largest worsening that is not significant is (2·8 − 10)/50 = 0.12: tolerance max(0.02, 0.12).
+    base = recall_run([1.0] * 50, "base")
+    metric = regression_gate(recall_run([0.0] * 10 + [1.0] * 40, "cand"), base, ["recall@5"]).metrics[0]
+    assert metric.test_method == "sign-flip-exact" and metric.diff == pytest.approx(-0.2)
+    assert metric.p_value == pytest.approx(2**-10) and metric.tolerance == pytest.approx(0.12)
+    assert not metric.passed and metric.checks_failed == ("score_drop",)
+    assert "drop of 0.2000 exceeds tolerance 0.1200" in metric.reason
+    # The interval shown beside it is the MOVER-Jeffreys one: upper bound −0.2 + √(u_gain² + (0.2 − l_loss)²),
+    # u_gain the Jeffreys upper bound of 0/50, l_loss the lower bound of 10/50.
+    u_gain, l_loss = stats.beta.isf(ALPHA, 0.5, 50.5), stats.beta.ppf(ALPHA, 10.5, 40.5)
+    assert metric.ci_method == MOVER_PAIRED
+    assert metric.ci_high == pytest.approx(-0.2 + math.sqrt(u_gain**2 + (0.2 - l_loss) ** 2))
+    # 2 drops of 50: 0.04 is above min_tolerance 0.02, but p = 1/4 and the noise band is (2·2 − 2)/50 = 0.04.
+    two = regression_gate(recall_run([0.0] * 2 + [1.0] * 48, "cand"), base, ["recall@5"]).metrics[0]
+    assert two.passed and two.p_value == 0.25 and two.tolerance == pytest.approx(0.04)
+
+
+def test_the_same_drop_passes_at_50_items_and_fails_at_500():
+    def runs(n: int):
+        baseline = [score(f"q{i}", "faithfulness", 0.5, run_id="base") for i in range(n)]
+        candidate = [score(f"q{i}", "faithfulness", 0.62 if i % 2 else 0.32, run_id="cand") for i in range(n)]
+        return candidate, baseline
+
+    small = regression_gate(*runs(50), ["faithfulness"]).metrics[0]
+    assert small.design == "paired" and small.n_pairs == 50 and small.diff == pytest.approx(-0.03)
+    assert small.passed and small.tolerance > 0.03
+    large = regression_gate(*runs(500), ["faithfulness"])
+    assert large.metrics[0].tolerance == pytest.approx(0.02)  # noise band below the floor
+    assert not large.passed and "exceeds tolerance 0.0200" in large.summary()
+
+
+def test_a_drop_within_min_tolerance_passes_however_significant():
+    baseline = [score(f"q{i}", "faithfulness", 0.8) for i in range(400)]
+    slightly_worse = [score(f"q{i}", "faithfulness", 0.785) for i in range(400)]
+    better = [score(f"q{i}", "faithfulness", 0.9) for i in range(400)]
+    assert regression_gate(slightly_worse, baseline, ["faithfulness"]).passed  # drop 0.015 ≤ 0.02
+    assert regression_gate(better, baseline, ["faithfulness"]).passed
+
+
+def test_holm_over_the_gated_metrics():
+    base = [score(f"q{i}", m, 1.0, run_id="base") for i in range(100) for m in ("recall@5", "mrr", "faithfulness")]
+    cand = [score(f"q{i}", m, 0.0 if m == "recall@5" and i < 6 else 1.0, run_id="cand")
+            for i in range(100) for m in ("recall@5", "mrr", "faithfulness")]  # fmt: skip
+    alone = regression_gate(cand, base, ["recall@5"]).metrics[0]
+    assert alone.p_value == pytest.approx(1 / 64) and not alone.passed  # 6 drops of 100, nothing gained
+    gate = regression_gate(cand, base, ["recall@5", "mrr", "faithfulness"])
+    recall = gate.metrics[0]
+    assert recall.p_value == pytest.approx(alone.p_value)
+    # Holm by hand: the unchanged metrics have p = 1; the smallest p-value is multiplied by 3: 3/64 > 0.025.
+    assert recall.p_adjusted == pytest.approx(3 / 64) and recall.p_adjusted > ALPHA
+    assert [m.p_adjusted for m in gate.metrics] == pytest.approx(holm([m.p_value for m in gate.metrics]))
+    assert gate.passed and gate.correction == HOLM and recall.tolerance > 0.04
+
+
+def test_for_noise_sensitivity_a_rise_is_the_regression():
+    baseline = [score(f"q{i}", "noise_delta_f", (0.0, 0.05, 0.1)[i % 3]) for i in range(200)]
+    worse = [s.model_copy(update={"value": s.value + 0.05}) for s in baseline]
+    better = [s.model_copy(update={"value": s.value - 0.05}) for s in baseline]
+    failed_gate = regression_gate(worse, baseline, ["noise_delta_f"]).metrics[0]
+    assert not failed_gate.passed and not failed_gate.higher_is_better and "rise of 0.0500" in failed_gate.reason
+    assert regression_gate(better, baseline, ["noise_delta_f"]).passed
+
+
+# --- Independent runs and metrics that cannot be compared ---------------------------------------------------
+
+
+def test_online_runs_without_shared_items_are_compared_as_independent_samples():
+    values = [0.6, 0.7, 0.8, 0.9, 1.0]
+    candidate = [score(f"t{i}", "faithfulness", values[i % 5], run_id="cand") for i in range(30)]
+    baseline = [score(f"u{i}", "faithfulness", values[(i + 2) % 5], run_id="base") for i in range(30)]
+    gate = regression_gate(candidate, baseline, ["faithfulness"]).metrics[0]
+    assert gate.design == "independent" and gate.n_pairs == 0 and gate.ci_method == MOVER_INDEPENDENT
+    assert gate.diff == pytest.approx(0.0) and gate.passed
+    assert gate.standard_error == pytest.approx(math.sqrt(2 * np.var(values * 6, ddof=1) / 30))  # Welch, shown only
+    few = regression_gate(candidate[:5], baseline[:5], ["faithfulness"]).metrics[0]
+    assert not few.passed and few.checks_failed == ("too_few_pairs",)
+    broken = [failed(f"t{i}", "faithfulness") if i % 2 else s for i, s in enumerate(candidate * 2)]
+    broken = [s.model_copy(update={"item_id": f"v{i}"}) for i, s in enumerate(broken)]
+    lossy = regression_gate(broken, baseline, ["faithfulness"]).metrics[0]
+    assert "failure_rise" in lossy.checks_failed and lossy.candidate_not_ok_share == pytest.approx(0.5)
+
+
+def test_a_gated_metric_that_cannot_be_compared_fails_the_gate():
+    baseline = [score(f"q{i}", "context_recall", 0.9) for i in range(30)]
+    result = regression_gate([score("q0", "faithfulness", 0.9)], baseline, ["context_recall"])
+    assert not result.passed
+    assert result.metrics[0].design == "none" and "not comparable" in result.metrics[0].reason
+    assert result.to_dict()["summary"].startswith("gate failed")
+    assert "Holm" in result.to_dict()["rule"]
+    with pytest.raises(ValueError, match="at least one metric"):
+        regression_gate(baseline, baseline, [])
+
+
+# --- Simulated error rates ----------------------------------------------------------------------------------
+
+
+def test_the_gate_uses_the_vectorised_paired_interval():
+    rng = np.random.default_rng(3)
+    base = rng.beta(4, 2, 40)
+    cand = np.clip(base + rng.normal(-0.05, 0.1, 40), 0, 1)
+    metric = regression_gate([score(f"q{i}", "faithfulness", float(v)) for i, v in enumerate(cand)],
+                             [score(f"q{i}", "faithfulness", float(v)) for i, v in enumerate(base)],
+                             ["faithfulness"], min_pairs=10).metrics[0]  # fmt: skip
+    assert (metric.ci_low, metric.ci_high) == pytest.approx(paired_difference_interval(cand, base))
+
+
+def test_false_failures_stay_below_alpha_and_real_drops_are_caught():
+    """With min_tolerance 0 a metric fails on its score exactly when its one-sided p-value is ≤ 0.025."""
+    rng = np.random.default_rng(2024)
+
+    def false_alarm_rate(pairs) -> float:
+        return float(np.mean([sign_flip_test(c - b).negated().p_greater() <= ALPHA for c, b in pairs]))
+
+    # Nothing changed: each item's two scores are exchangeable (a noisy judge, a reshuffled index).
+    binary = []
+    for _ in range(1_000):  # 0/1 scores, 50 items, 20 % of the items discordant either way
+        base = (rng.random(50) < 0.8).astype(float)
+        flip = rng.random(50) < 0.2
+        cand = np.where(flip, 1.0 - base, base)
+        swap = rng.random(50) < 0.5
+        binary.append((np.where(swap, base, cand), np.where(swap, cand, base)))
+    assert false_alarm_rate(binary) <= 0.035
+    faithful = []
+    for _ in range(1_000):  # faithfulness-like scores, 12 items, judge noise on the same answers
+        truth = np.where(rng.random(12) < 0.6, 1.0, rng.beta(3, 2, 12))
+        faithful.append(tuple(np.clip(truth + rng.normal(0, 0.08, 12) * (truth < 1), 0, 1) for _ in range(2)))
+    assert false_alarm_rate(faithful) <= 0.035
+    # A real drop of 0.10 in recall over 200 items (12 % lose it, 2 % gain it) is caught nearly always.
+    caught = []
+    for _ in range(100):
+        u = rng.random(200)
+        base = np.where(u < 0.02, 0.0, 1.0)
+        cand = np.where(u < 0.02, 1.0, np.where(u < 0.14, 0.0, 1.0))
+        caught.append(sign_flip_test(cand - base).negated().p_greater() <= ALPHA)
+    assert np.mean(caught) >= 0.95
+
+
+def test_a_metric_of_unknown_range_is_gated_with_a_paired_t_interval():
+    # Differences alternate −1 and −3 over 12 items: mean −2, sample sd √(12/11) = 1.0445.
+    base = [score(f"q{i}", "tokens_saved", 10.0 * (i + 1), run_id="base") for i in range(12)]
+    cand = [score(f"q{i}", "tokens_saved", 10.0 * (i + 1) - (1 if i % 2 else 3), run_id="cand") for i in range(12)]
+    metric = regression_gate(cand, base, ["tokens_saved"]).metrics[0]
+    half = 2.200985 * math.sqrt(12 / 11) / math.sqrt(12)  # t(0.975, 11 df) · sd / √n
+    assert metric.ci_method == "student-t-paired" and metric.diff == pytest.approx(-2.0)
+    assert (metric.ci_low, metric.ci_high) == pytest.approx((-2 - half, -2 + half), abs=1e-5)
+    assert metric.p_value == pytest.approx(2**-12)  # all 12 differences negative: one sign pattern of 4,096
+    assert not metric.passed and metric.checks_failed == ("score_drop",)
+    # One pair: no interval, and a sign-flip p of 1/2 claims nothing; missing items and too few pairs fail it.
+    lone = regression_gate(cand[:1], base, ["tokens_saved"]).metrics[0]
+    assert lone.ci_low is None and lone.p_value == 0.5
+    assert lone.checks_failed == ("missing_items", "too_few_pairs")

@@ -1,0 +1,649 @@
+"""`make up`'s stack, for real, and held to docker-compose.yml.
+
+One stack for the whole session (the `stack` fixture: deploy/local_stack.py's `up`, the code
+`make up` runs; `make down`'s code stops it and must leave nothing running). In order:
+
+1. what `make up` runs is what the compose file declares (commands, env names, ports inside), with
+   every difference listed in `local_stack.ONE_MACHINE` (no stack needed);
+2. the stack serves everything on 127.0.0.1 only, logs the admin in, shows the four DAGs
+   unpaused, has the pools, and Prometheus scrapes the Pushgateway with the rules loaded;
+3. a person backfills three past days of trace_sampling from the UI's backfill dialog in headless
+   Chromium (while the schedules run), waits for the runs, and reads the latest scores on the
+   ragwatch page;
+4. the schedules run: the scheduled trace_sampling, online_eval and offline_eval runs succeed;
+5. every PromQL expression of the Grafana dashboard and every alert rule returns series from
+   this Prometheus after those runs and a second offline eval (the first has no baseline, hence
+   no regression gate to show) pushed; an alert condition that is legitimately empty in a
+   healthy run is checked through its inner selectors instead;
+6. `ragwatch corpus refresh --notify` posts the asset event and the asset-triggered golden_build
+   releases a new version with the stale items replaced;
+7. `up` again is a no-op, and `up` after every process of the stack was killed recovers it.
+
+Screenshots go to test-artifacts/browser/ (git-ignored); the stack's logs to
+test-artifacts/stack-logs/ when a test failed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+
+from tests.stack import ARTIFACTS, ROOT, SEED_DAYS, StackSession, load_local_stack
+
+ls = load_local_stack()
+
+COMPOSE_SERVICES_RUN_HERE = {"postgres", "airflow-init", "pushgateway", "prometheus", "airflow-apiserver",
+                             "airflow-scheduler", "airflow-dag-processor", "airflow-triggerer"}  # fmt: skip
+DASHBOARD = ROOT / "monitoring" / "grafana" / "dashboards" / "ragwatch.json"
+RULES = ROOT / "monitoring" / "rules" / "ragwatch.rules.yml"
+BACKFILL_DAYS = 3
+EVAL_BUDGET_S = 1200
+GATED_RUN_ITEMS = 40
+"""The scheduled evals on a loaded two-core machine: the offline one judges the whole test split."""
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--window-size=1400,1000"]  # fmt: skip
+BROWSER_HINT = "run `make test` (scripts/system-deps.sh installs Debian's chromium and chromium-driver)"
+SHOTS = ARTIFACTS / "browser"
+
+
+# --- 1. The compose stack stays honest -----------------------------------------------------------------------
+
+
+def example_secrets() -> dict[str, str]:
+    pairs = (l.split("=", 1) for l in (ROOT / ".env.example").read_text().splitlines() if "=" in l and l[0] != "#")
+    return {k: (f"secret-of-{k.lower()}" if v.startswith("change-me") else v) for k, v in pairs}
+
+
+def declared(command) -> list[str]:
+    return shlex.split(command) if isinstance(command, str) else list(command)
+
+
+@pytest.mark.stack
+def test_make_up_runs_what_the_compose_file_declares(tmp_path):
+    services = ls.compose_file()["services"]
+    secrets = example_secrets()
+    ports = ls.Ports(airflow=18080, prometheus=19090, pushgateway=19091, postgres=15432, scheduler_health=18974)
+    plan = ls.build_plan(tmp_path / "stack", ports, secrets)
+    added = ls.ONE_MACHINE["args_added"]
+
+    # Every compose service runs here, or is listed with the reason it cannot.
+    assert set(plan.services) | {"postgres", "airflow-init"} == COMPOSE_SERVICES_RUN_HERE
+    assert COMPOSE_SERVICES_RUN_HERE.isdisjoint(ls.ONE_MACHINE["services"])
+    assert set(services) == COMPOSE_SERVICES_RUN_HERE | set(ls.ONE_MACHINE["services"])
+
+    # Same commands: Airflow's word for word (plus the listed flags), the monitoring binaries with the
+    # same flags (their paths are the volumes' folders here) plus the address they bind.
+    for name, service in plan.services.items():
+        if name.startswith("airflow-"):
+            assert service.argv == [str(ls.BIN / "airflow"), *declared(services[name]["command"]), *added.get(name, [])]
+        else:
+            flags = [word.split("=", 1)[0] for word in service.argv[1:]]
+            assert flags == [w.split("=", 1)[0] for w in declared(services[name]["command"])] + ["--web.listen-address"]
+            assert service.argv[-1] == f"--web.listen-address=127.0.0.1:{getattr(ports, name)}"
+    assert set(added) <= set(plan.services)
+    assert declared(services["airflow-init"]["command"]) == ["bash", "/opt/ragwatch/airflow-init.sh"]
+    assert plan.init_argv == ["bash", str(ROOT / "deploy" / "airflow" / "init.sh")]  # the Dockerfile's COPY source
+
+    # Same environment names and values: compose's, interpolated, with its host names pointing here.
+    env = {k: str(v) for k, v in services["airflow-init"]["environment"].items()}
+    common = {k: str(v) for k, v in ls.compose_file()["x-airflow-common"]["environment"].items()}
+    assert common.items() <= env.items()
+    dropped, replaced = ls.ONE_MACHINE["env_dropped"], ls.ONE_MACHINE["env_replaced"]
+    assert dropped.keys() | replaced.keys() <= env.keys(), "ONE_MACHINE names a variable compose no longer sets"
+    back = {f"127.0.0.1:{getattr(ports, field)}": f"{host}:{inside}" for (host, inside), field in ls.SERVICE_PORTS.items()}
+    for key, value in env.items():
+        if key in dropped:
+            assert key not in plan.airflow_env, key
+        elif key in replaced:
+            assert plan.airflow_env[key] == replaced[key][0], key
+        elif key.startswith("AIRFLOW_CONN_"):
+            local, compose = json.loads(plan.airflow_env[key]), json.loads(ls.interpolate(value, secrets))
+            local_address = back[f"{local.pop('host')}:{local.pop('port')}"]
+            assert local_address == f"{compose.pop('host')}:{compose.pop('port')}" and local == compose, key
+        else:
+            local = plan.airflow_env[key]
+            for here, there in back.items():
+                local = local.replace(here, there)
+            assert local == ls.interpolate(value, secrets), key
+    image_env, _ = ls.dockerfile_paths()
+    ours = {k for k in plan.airflow_env if k.startswith(("AIRFLOW", "RAGWATCH_")) or k in ls.AIRFLOW_LOCAL_ENV_DOC}
+    assert ours - env.keys() <= set(ls.AIRFLOW_LOCAL_ENV_DOC) | set(image_env)
+    for key in image_env:  # the image's settings, with its paths turned into this stack's folders
+        assert plan.airflow_env[key] == image_env[key] or plan.airflow_env[key].startswith(str(tmp_path)), key
+
+    # Same ports inside: what compose publishes is what `make up` binds when the port is free.
+    for (host, inside), field in ls.SERVICE_PORTS.items():
+        assert ls.DEFAULT_PORTS[field] == inside
+        for mapping in services[host].get("ports", []):
+            assert ls.interpolate(mapping, {}).split(":")[-2:] == [str(inside)] * 2, mapping
+    assert ls.DEFAULT_PORTS["scheduler_health"] == 8974  # the compose healthcheck's port
+
+    # monitoring/prometheus.yml, with only the scrape targets and the rule paths changed.
+    original = yaml.safe_load((ROOT / "monitoring" / "prometheus.yml").read_text())
+    derived = yaml.safe_load(plan.prometheus_config)
+    assert [Path(f).name for f in derived.pop("rule_files")] == [Path(f).name for f in original.pop("rule_files")]
+    for config in (original, derived):
+        for job in config["scrape_configs"]:
+            for static in job["static_configs"]:
+                static["targets"] = len(static["targets"])
+    assert derived == original
+
+
+# --- 2. The stack on one machine --------------------------------------------------------------------------------
+
+
+def listening_addresses(pids: set[int]) -> set[tuple[str, int]]:
+    """(address, port) of every TCP socket in LISTEN state that one of `pids` holds."""
+    inodes = set()
+    for pid in pids:
+        try:
+            for fd in Path(f"/proc/{pid}/fd").iterdir():
+                target = os.readlink(fd)
+                if target.startswith("socket:["):
+                    inodes.add(target[8:-1])
+        except OSError:
+            continue
+    found = set()
+    for table, family in (("/proc/net/tcp", socket.AF_INET), ("/proc/net/tcp6", socket.AF_INET6)):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
+                address, port = fields[1].split(":")
+                raw = bytes.fromhex(address)
+                # /proc prints each 32-bit word in host (little-endian) order
+                raw = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+                found.add((socket.inet_ntop(family, raw), int(port, 16)))
+    return found
+
+
+@pytest.mark.stack
+def test_up_serves_the_stack_on_loopback_with_the_dags_unpaused(stack: StackSession):
+    plan = stack.plan
+    running = ls.status(stack.home)
+    assert all(running.values()), running
+    for name, service in plan.services.items():
+        cmdline = Path(f"/proc/{running[name]}/cmdline").read_bytes().decode().split("\0")
+        if name == "airflow-apiserver":  # it retitles itself: "airflow api_server -- host:... port:..."
+            assert f"host:127.0.0.1 port:{plan.ports.airflow}" in " ".join(cmdline)
+        else:
+            assert shlex.join(service.argv[1:]) in shlex.join(cmdline), (name, cmdline)
+
+    pids = {pid for pid, _ in ls.stack_processes(plan.state)}
+    listening = listening_addresses(pids)
+    assert {port for _, port in listening} >= {plan.ports.airflow, plan.ports.prometheus, plan.ports.pushgateway,
+                                               plan.ports.postgres, plan.ports.scheduler_health}  # fmt: skip
+    assert {address for address, _ in listening} == {"127.0.0.1"}, listening
+
+    # The login `make up` prints; a wrong password is refused.
+    user, password = plan.admin
+    assert user == "admin" and password == ls.load_secrets(plan.state)["AIRFLOW_ADMIN_PASSWORD"]
+    wrong = httpx.post(f"{stack.base_url}/auth/token", json={"username": user, "password": "wrong"}, timeout=30)
+    assert wrong.status_code == 401, wrong.text
+    assert httpx.get(f"{stack.base_url}/api/v2/dags", timeout=30).status_code == 401
+
+    dags = stack.api("GET", "/api/v2/dags", params={"limit": 100}).json()["dags"]
+    assert {d["dag_id"]: d["is_paused"] for d in dags} == {dag_id: False for dag_id in ls.expected_dag_ids()}
+    assert len(dags) == 4
+    pools = {p["name"]: p["slots"] for p in stack.api("GET", "/api/v2/pools").json()["pools"]}
+    assert pools["ragwatch_dvc"] == 1 and pools["ragwatch_llm"] == 4, pools
+    plugins = stack.api("GET", "/api/v2/plugins").json()["plugins"]
+    assert [v["href"] for p in plugins if p["name"] == "ragwatch" for v in p["external_views"]] == ["/ragwatch/"]
+
+    # The tasks talk to this stack's Pushgateway and PostgreSQL, as compose's do to theirs.
+    assert plan.airflow_env["RAGWATCH_PUSHGATEWAY_URL"] == plan.pushgateway_url
+    assert plan.airflow_env["RAGWATCH_RESULTS_URL"].endswith(f"@127.0.0.1:{plan.ports.postgres}/ragwatch_results")
+    cli_env = (plan.state / "cli.env").read_text()
+    assert f"RAGWATCH_AIRFLOW_API_URL={plan.airflow_url}" in cli_env and oct((plan.state / "cli.env").stat().st_mode)[-3:] == "600"
+
+    def scraped():
+        targets = httpx.get(f"{plan.prometheus_url}/api/v1/targets", timeout=30).json()["data"]["activeTargets"]
+        return {t["labels"]["job"]: t["health"] for t in targets} == {"pushgateway": "up", "prometheus": "up"}
+
+    wait(scraped, 120, "Prometheus to scrape the Pushgateway and itself")
+    groups = httpx.get(f"{plan.prometheus_url}/api/v1/rules", timeout=30).json()["data"]["groups"]
+    loaded = {rule["name"] for group in groups for rule in group["rules"]}
+    declared_rules = yaml.safe_load(RULES.read_text())["groups"]
+    assert loaded == {rule.get("alert") or rule["record"] for group in declared_rules for rule in group["rules"]}
+
+
+def wait(probe, timeout: float, what: str, interval: float = 3.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        result = probe()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up after {timeout:.0f} s waiting for {what}")
+        time.sleep(interval)
+
+
+# --- 3. A backfill from the UI, in a real browser -------------------------------------------------------------
+
+
+@pytest.fixture
+def browser():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    for path in (CHROMIUM, CHROMEDRIVER):
+        if not Path(path).exists():
+            pytest.fail(f"{path} not found; {BROWSER_HINT}")
+    profile = tempfile.mkdtemp(prefix="ragwatch-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in [*CHROMIUM_FLAGS, f"--user-data-dir={profile}"]:
+        options.add_argument(flag)
+    shutil.rmtree(SHOTS, ignore_errors=True)
+    SHOTS.mkdir(parents=True)
+    # The Debian driver, named: Selenium Manager would otherwise try to download one.
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER, log_output=str(SHOTS / "chromedriver.log")), options=options)
+    driver.set_page_load_timeout(120)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+class Page:
+    """What a person does, step by step, with a screenshot after each step."""
+
+    def __init__(self, driver, base_url: str):
+        from selenium.webdriver.support.ui import WebDriverWait
+
+        self.driver, self.base_url, self.shot = driver, base_url, 0
+        self.wait = WebDriverWait(driver, 120, poll_frequency=0.5)
+
+    def find(self, by, selector):
+        from selenium.webdriver.support import expected_conditions as ec
+
+        return self.wait.until(ec.element_to_be_clickable((by, selector)), f"{selector} never became clickable")
+
+    def text_appears(self, text: str):
+        from selenium.webdriver.common.by import By
+
+        self.wait.until(lambda d: text in d.find_element(By.TAG_NAME, "body").text, f"{text!r} never appeared")
+
+    def type(self, element, text: str) -> None:
+        from selenium.webdriver.common.keys import Keys
+
+        element.click()
+        element.send_keys(Keys.CONTROL, "a")
+        element.send_keys(Keys.BACKSPACE)
+        element.send_keys(text)
+
+    def screenshot(self, name: str) -> Path:
+        self.shot += 1
+        path = SHOTS / f"{self.shot:02d}-{name}.png"
+        self.driver.save_screenshot(str(path))
+        return path
+
+
+@pytest.mark.stack
+@pytest.mark.browser
+def test_backfill_three_days_from_the_ui_and_read_the_scores(stack: StackSession, browser):
+    from selenium.webdriver.common.by import By
+
+    today = datetime.now(timezone.utc).date()
+    # The three days before yesterday: yesterday is the scheduled run's (started by the unpause).
+    days = [today - timedelta(days=n) for n in range(BACKFILL_DAYS + 1, 1, -1)]
+    assert days[0] >= today - timedelta(days=SEED_DAYS), "the demo traffic covers every backfilled day"
+    page = Page(browser, stack.base_url)
+    began = time.monotonic()
+
+    # Log in: Airflow sends a person without a session to its login form, then back.
+    browser.get(f"{stack.base_url}/dags/trace_sampling")
+    user, password = stack.plan.admin
+    page.type(page.find(By.CSS_SELECTOR, "input[name=username]"), user)
+    page.type(page.find(By.CSS_SELECTOR, "input[name=password]"), password)
+    page.screenshot("login")
+    page.find(By.CSS_SELECTOR, "button[type=submit]").click()
+    page.wait.until(lambda d: d.current_url.endswith("/dags/trace_sampling"), "the login never landed on the DAG")
+
+    # The DAG's Trigger button opens the dialog; its Backfill card is the backfill form.
+    page.find(By.CSS_SELECTOR, "[data-testid=trigger-dag-button]").click()
+    page.find(By.XPATH, "//label[contains(., 'Run this Dag for a range of dates')]").click()
+    fields = page.wait.until(lambda d: (f := d.find_elements(By.CSS_SELECTOR, "[data-testid=datetime-input]"))
+                             and len(f) == 2 and f, "the From/To date fields never showed")  # fmt: skip
+    for field, day in zip(fields, (days[0], days[-1])):
+        field.click()  # a popover with a date and a time field (UTC)
+        popover = "[data-scope=popover][data-part=content][data-state=open] "
+        page.type(page.find(By.CSS_SELECTOR, popover + "input[placeholder='YYYY/MM/DD']"), day.strftime("%Y/%m/%d"))
+        page.type(page.find(By.CSS_SELECTOR, popover + "input[placeholder='HH:mm']"), "00:00")
+        page.find(By.XPATH, "//*[normalize-space(text())='Date Range']").click()  # closes the popover
+    page.type(page.find(By.CSS_SELECTOR, "input[name=max_active_runs]"), str(BACKFILL_DAYS))
+    page.text_appears(f"{BACKFILL_DAYS} runs will be triggered.")  # the dialog's dry run agrees
+    page.screenshot("backfill-dialog")
+    page.find(By.XPATH, "//button[normalize-space(.)='Run Backfill']").click()
+    page.text_appears("Backfill generated")
+    page.screenshot("backfill-started")
+
+    runs = stack.wait_for_runs("trace_sampling", "backfill", BACKFILL_DAYS, EVAL_BUDGET_S)
+    stack.timings["UI backfill of 3 days"] = time.monotonic() - began
+    assert sorted((datetime.fromisoformat(r["logical_date"]).date(), r["state"]) for r in runs) == [
+        (day, "success") for day in days
+    ]
+    backfills = stack.api("GET", "/api/v2/backfills", params={"dag_id": "trace_sampling"}).json()["backfills"]
+    assert [(b["max_active_runs"], b["reprocess_behavior"]) for b in backfills] == [(BACKFILL_DAYS, "none")]
+    workspace = Path(plan_env(stack)["RAGWATCH_WORKSPACE"])
+    for day in days:
+        manifest = json.loads((workspace / "golden" / "traces" / f"dt={day}" / "_manifest.json").read_text())
+        assert manifest["day"] == day.isoformat() and manifest["sampled"] > 0
+    browser.get(f"{stack.base_url}/dags/trace_sampling/runs")
+    page.text_appears(f"backfill__{days[-1] + timedelta(days=1)}")
+    page.screenshot("backfill-runs")
+
+    # The ragwatch page, from its nav entry: the latest runs' scores, as its JSON API gives them.
+    scheduled_evals(stack)  # the scheduled evals have scores to show
+    gated_offline_run(stack)  # and no run lands while the page is read
+    page.find(By.CSS_SELECTOR, "a[aria-label=ragwatch]").click()
+    frame = page.find(By.CSS_SELECTOR, "iframe[src$='/ragwatch/']")
+    browser.switch_to.frame(frame)
+    page.text_appears("ragwatch: latest eval runs")
+    text = browser.find_element(By.TAG_NAME, "body").text
+    browser.switch_to.default_content()
+    page.screenshot("ragwatch-page")
+    latest = stack.api("GET", "/ragwatch/api/latest").json()["suites"]
+    for suite in ("offline", "online"):
+        assert latest[suite]["runs"] and f"{suite} suite" in text, (suite, latest[suite])
+        for run in latest[suite]["runs"]:
+            assert run["run_id"] in text and run["logical_date"] in text and run["metrics"], run
+        for metric in (m for run in latest[suite]["runs"] for m in run["metrics"]):
+            shown = "–" if metric["mean"] is None else f"{metric['mean']:.3f}"
+            assert re.search(rf"{re.escape(metric['metric'])}\b.*{re.escape(shown)}", text), (suite, metric)
+
+
+# --- 4. The schedules run ----------------------------------------------------------------------------------------
+
+
+def scheduled_evals(stack: StackSession) -> dict[str, dict]:
+    """The first scheduled run of each eval DAG and of trace_sampling, once they succeeded."""
+    if stack.scheduled is not None:
+        return stack.scheduled
+    began = time.monotonic()
+    found = {}
+    for dag_id in ("trace_sampling", "offline_eval", "online_eval"):
+        [run] = stack.wait_for_runs(dag_id, "scheduled", 1, EVAL_BUDGET_S - (time.monotonic() - began))
+        assert run["state"] == "success", run
+        found[dag_id] = run
+        if dag_id == "offline_eval":
+            found["offline_eval (gated)"] = trigger_second_offline_eval(stack, run)
+    stack.timings["scheduled runs (waited)"] = time.monotonic() - began
+    stack.scheduled = found
+    return found
+
+
+def trigger_second_offline_eval(stack: StackSession, scheduled: dict) -> dict:
+    """A second offline eval, as next week's would be: the first has no baseline, hence no regression
+    gate, and the gate's gauge (a dashboard panel, an alert) would have nothing to show. Triggered
+    as soon as the first is done, so that it runs beside the rest; `gated_offline_run` waits for it."""
+    week_end = scheduled["data_interval_end"]
+    body = {"logical_date": week_end, "data_interval_start": week_end,
+            "data_interval_end": datetime.now(timezone.utc).isoformat(), "conf": {"limit": GATED_RUN_ITEMS}}  # fmt: skip
+    response = stack.api("POST", "/api/v2/dags/offline_eval/dagRuns", json=body)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def gated_offline_run(stack: StackSession) -> dict:
+    run_id = scheduled_evals(stack)["offline_eval (gated)"]["dag_run_id"]
+    began = time.monotonic()
+    [run] = [r for r in stack.wait_for_runs("offline_eval", "manual", 1, EVAL_BUDGET_S) if r["dag_run_id"] == run_id]
+    assert run["state"] == "success", run
+    stack.timings.setdefault("second offline eval (waited)", time.monotonic() - began)
+    return run
+
+
+@pytest.mark.stack
+def test_the_schedules_run(stack: StackSession):
+    runs = scheduled_evals(stack)
+    yesterday = datetime.now(timezone.utc).date() - timedelta(days=1)
+    assert datetime.fromisoformat(runs["trace_sampling"]["logical_date"]).date() == yesterday
+    assert datetime.fromisoformat(runs["online_eval"]["logical_date"]).date() == yesterday
+    # The first golden set, built by a golden_build run when the stack first started.
+    assert [r["state"] for r in stack.runs("golden_build")][:1] == ["success"]
+    partition = Path(plan_env(stack)["RAGWATCH_WORKSPACE"]) / "golden" / "traces" / f"dt={yesterday}"
+    assert (partition / "_manifest.json").exists()
+
+
+def plan_env(stack: StackSession) -> dict[str, str]:
+    return stack.plan.airflow_env
+
+
+# --- 5. The Grafana dashboard and the alert rules against real data ------------------------------------------
+
+
+def dashboard_expressions() -> list[tuple[str, str]]:
+    """(panel title, expr) with the template variables at the values Grafana opens the dashboard with."""
+    board = json.loads(DASHBOARD.read_text())
+    values = {}
+    for variable in board["templating"]["list"]:
+        current = variable["current"]["value"]
+        current = current if isinstance(current, list) else [current]
+        values[variable["name"]] = variable["allValue"] if "$__all" in current else "|".join(current)
+    found = []
+
+    def walk(panels):
+        for panel in panels:
+            for target in panel.get("targets", []):
+                # `$1` in label_replace is a regex group, not a variable
+                expr = re.sub(r"\$\{?([A-Za-z_]\w*)\}?", lambda m: values[m.group(1)], target["expr"])
+                assert not re.search(r"\$[A-Za-z_{]", expr), expr
+                found.append((panel["title"], expr))
+            walk(panel.get("panels", []))
+
+    walk(board["panels"])
+    return found
+
+
+_COMPARISONS = ("==", "!=", ">=", "<=", ">", "<")
+
+
+def inner_selectors(expr: str) -> list[str]:
+    """The operands of an alert condition that select data: `absent(X)` -> X; `A > B` -> A and B
+    (whichever names a metric; `26 * 3600` does not), split at the outermost comparison."""
+    expr = expr.strip()
+    absent = re.fullmatch(r"absent\((.*)\)", expr, flags=re.DOTALL)
+    if absent:
+        return [absent.group(1)]
+    depth, quoted, i = 0, False, 0
+    cut = None
+    while i < len(expr):
+        char = expr[i]
+        if char == '"':
+            quoted = not quoted
+        elif not quoted and char in "([{":
+            depth += 1
+        elif not quoted and char in ")]}":
+            depth -= 1
+        elif not quoted and depth == 0:
+            op = next((o for o in _COMPARISONS if expr.startswith(o, i)), None)
+            if op and expr[i - 1] not in "=!~" and not expr.startswith("=~", i):
+                cut = (i, len(op))
+                i += len(op)
+                continue
+        i += 1
+    if cut is None:
+        return [expr]
+    sides = [expr[: cut[0]], expr[cut[0] + cut[1] :]]
+    return [side.strip() for side in sides if re.search(r"[A-Za-z_:][\w:]*\s*(\{|$|\s|\))", side.replace("time()", ""))
+            and not re.fullmatch(r"[\d\s.*+/-]+", side.strip())]  # fmt: skip
+
+
+def test_inner_selectors_of_alert_conditions():
+    assert inner_selectors('absent(push_time_seconds{job="ragwatch",suite="online"})') == [
+        'push_time_seconds{job="ragwatch",suite="online"}'
+    ]
+    assert inner_selectors('time() - push_time_seconds{job="ragwatch"} > 26 * 3600') == [
+        'time() - push_time_seconds{job="ragwatch"}'
+    ]
+    assert inner_selectors('a{x=~"y"} / (b{stratum="all"} > 0) > 0.1') == ['a{x=~"y"} / (b{stratum="all"} > 0)']
+    assert inner_selectors("push_failure_time_seconds > push_time_seconds") == [
+        "push_failure_time_seconds", "push_time_seconds"
+    ]
+    assert inner_selectors('up{job="pushgateway"} == 0') == ['up{job="pushgateway"}']
+
+
+@pytest.mark.stack
+def test_every_dashboard_and_alert_expression_returns_series(stack: StackSession):
+    gated = gated_offline_run(stack)  # both suites pushed to this stack's Pushgateway, the gate too
+    # The gated run's push comes after it started; the first offline run's, before it was triggered.
+    started = datetime.fromisoformat(gated["start_date"]).timestamp()
+
+    def both_suites_scraped():
+        if not stack.prometheus(f'push_time_seconds{{job="ragwatch",suite="offline"}} > {started}'):
+            return False
+        return {s["metric"].get("suite") for s in stack.prometheus('push_time_seconds{job="ragwatch"}')} >= {
+            "online", "offline"}  # fmt: skip
+
+    wait(both_suites_scraped, 180, "Prometheus to scrape both suites' pushes")
+    empty = [(title, expr) for title, expr in dashboard_expressions() if not stack.prometheus(expr)]
+    assert not empty, f"dashboard panels whose query returns no series: {empty}"
+
+    through_inner = []
+    for group in yaml.safe_load(RULES.read_text())["groups"]:
+        for rule in group["rules"]:
+            if stack.prometheus(rule["expr"]):
+                continue  # the condition holds (the alert is pending or firing): it selects data
+            inner = inner_selectors(rule["expr"])
+            assert inner != [rule["expr"]], f"{rule['alert']}: {rule['expr']} returns no series"
+            missing = [expr for expr in inner if not stack.prometheus(expr)]
+            assert not missing, f"{rule['alert']}: {missing} return no series"
+            through_inner.append(rule["alert"])
+    print(f"\nalert conditions empty in this healthy run, checked through their selectors: {through_inner}")
+
+
+# --- 6. Idempotent, and recovers from a crash -------------------------------------------------------------------
+
+
+# --- 5b. A backfill through the REST API, as an operator scripts it ------------------------------------------
+
+
+@pytest.mark.stack
+def test_backfill_online_eval_through_the_rest_api(stack: StackSession):
+    """`POST /api/v2/backfills` for the days the UI backfilled: one online run per day, no score twice,
+    pushed to the Pushgateway, and the plugin behind Airflow's auth shows the newest."""
+    today = datetime.now(timezone.utc).date()
+    days = [today - timedelta(days=n) for n in range(BACKFILL_DAYS + 1, 1, -1)]
+    workspace = Path(plan_env(stack)["RAGWATCH_WORKSPACE"])
+    assert all((workspace / "golden" / "traces" / f"dt={d}" / "_manifest.json").exists() for d in days), \
+        "the UI backfill promotes these days' partitions first"
+    began, began_wall = time.monotonic(), time.time()
+    # One day at a time: this stack has Qdrant in local mode, which one process may open at a time.
+    body = {"dag_id": "online_eval", "from_date": f"{days[0]}T00:00:00Z", "to_date": f"{days[-1]}T00:00:00Z",
+            "reprocess_behavior": "none", "max_active_runs": 1, "dag_run_conf": {}}  # fmt: skip
+    response = stack.api("POST", "/api/v2/backfills", json=body)
+    assert response.status_code == 200, response.text
+    assert response.json()["dag_id"] == "online_eval" and response.json()["completed_at"] is None
+    runs = stack.wait_for_runs("online_eval", "backfill", BACKFILL_DAYS, EVAL_BUDGET_S)
+    stack.timings["REST backfill of online_eval"] = time.monotonic() - began
+    assert sorted((datetime.fromisoformat(r["logical_date"]).date(), r["state"]) for r in runs) == [
+        (day, "success") for day in days
+    ]
+
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(plan_env(stack)["RAGWATCH_RESULTS_URL"])
+    with engine.connect() as conn:
+        total, distinct = conn.execute(sa.text(
+            "SELECT count(*), count(DISTINCT (s.run_id, s.item_id, s.metric)) "
+            "FROM eval_scores s JOIN eval_runs r ON r.run_id = s.run_id WHERE r.suite = 'online'")).one()  # fmt: skip
+        online_days = {row[0] for row in conn.execute(sa.text("SELECT logical_date FROM eval_runs WHERE suite = 'online'"))}
+    engine.dispose()
+    assert total > 0 and total == distinct, f"{total} online score rows, {distinct} distinct (run, item, metric)"
+    assert set(days) <= online_days
+    # A backfilled past day never overwrites the gauges of the newest online run (yesterday's): their
+    # push tasks skip, so the online group was last pushed before this backfill began.
+    pushed = httpx.get(f"{stack.plan.pushgateway_url}/api/v1/metrics", timeout=30).json()["data"]
+    online_groups = [g for g in pushed if g["labels"].get("suite") == "online"]
+    assert online_groups and all(float(g["push_time_seconds"]["metrics"][0]["value"]) < began_wall for g in online_groups)
+
+    # The plugin is loaded by the api-server and guarded by Airflow's auth like /api/v2 is.
+    plugins = stack.api("GET", "/api/v2/plugins").json()["plugins"]
+    assert [v["href"] for p in plugins if p["name"] == "ragwatch" for v in p["external_views"]] == ["/ragwatch/"]
+    with httpx.Client(base_url=stack.base_url, timeout=30, headers={"Authorization": "Bearer not-a-jwt"}) as forged:
+        assert forged.get("/api/v2/dags").status_code in (401, 403)
+        assert forged.get("/ragwatch/api/latest").status_code in (401, 403)
+    [online] = stack.api("GET", "/ragwatch/api/latest").json()["suites"]["online"]["runs"]
+    assert online["logical_date"] == (today - timedelta(days=1)).isoformat()  # the newest, not a backfilled day
+    report = stack.api("GET", online["report_url"])
+    assert report.status_code == 200 and "sandbox" in report.headers["content-security-policy"]
+
+
+# --- 6. A corpus refresh, as a data team triggers it --------------------------------------------------------
+
+
+@pytest.mark.stack
+def test_a_corpus_refresh_notifies_airflow_and_rebuilds_the_golden_set(stack: StackSession, tmp_path):
+    """`ragwatch corpus refresh PATH --notify` re-indexes an edited corpus and posts the asset event; the
+    asset-triggered golden_build releases a new version whose items citing the edited chunks are stale."""
+    workspace = Path(plan_env(stack)["RAGWATCH_WORKSPACE"])
+    released = workspace / "golden" / "datasets" / "demo" / "_manifest.json"
+    before = json.loads(released.read_text())
+    corpus = tmp_path / "corpus"
+    shutil.copytree(ROOT / "tests" / "data" / "corpus", corpus)
+    edited = corpus / "guides" / "limits.md"
+    edited.write_text(edited.read_text().replace("twenty thousand requests per day", "thirty thousand requests per day"))
+    triggered_before = len(stack.runs("golden_build", "asset_triggered"))
+
+    env = {**os.environ, **stack.plan.cli_env()}
+    refresh = subprocess.run([sys.executable, "-m", "pipelines.cli", "corpus", "refresh", str(corpus), "--notify"],
+                             env=env, capture_output=True, text=True, cwd=ROOT, timeout=900)  # fmt: skip
+    assert refresh.returncode == 0, refresh.stdout[-3000:] + refresh.stderr[-3000:]
+    assert "asset event posted" in refresh.stdout and "documents updated" in refresh.stdout
+
+    began = time.monotonic()
+    runs = stack.wait_for_runs("golden_build", "asset_triggered", triggered_before + 1, EVAL_BUDGET_S)
+    assert runs[0]["state"] == "success", runs
+    stack.timings["golden_build after a corpus refresh"] = time.monotonic() - began
+    after = json.loads(released.read_text())
+    assert int(after["version"][1:]) > int(before["version"][1:])
+    assert after["corpus_version"] != before["corpus_version"]
+    assert after["stale"], "items citing the edited chunk must be flagged stale and replaced"
+    assert all(after_id not in after["stale"] for after_id in after["replacements"])
+
+
+@pytest.mark.stack
+def test_up_again_changes_nothing_and_up_after_a_crash_recovers(stack: StackSession):
+    before = ls.status(stack.home)
+    began = time.monotonic()
+    ls.up(stack.home)
+    assert ls.status(stack.home) == before  # nothing restarted
+    stack.timings["up again"] = time.monotonic() - began
+
+    crashed = ls.stack_processes(stack.plan.state)
+    for pid, _ in crashed:
+        try:
+            os.kill(pid, signal.SIGKILL)  # every process of the stack, PostgreSQL included: a power cut
+        except ProcessLookupError:
+            pass
+    wait(lambda: not ls.stack_processes(stack.plan.state) and not any(ls.status(stack.home).values()), 60,
+         "the killed processes to disappear", 0.5)  # fmt: skip
+
+    began = time.monotonic()
+    ls.up(stack.home)
+    stack.timings["up after a crash"] = time.monotonic() - began
+    after = ls.status(stack.home)
+    assert all(after.values()) and not set(after.values()) & set(before.values()), after
+    stack._token = None
+    dags = stack.api("GET", "/api/v2/dags", params={"limit": 100}).json()["dags"]
+    assert all(not d["is_paused"] for d in dags) and len(dags) == 4
+    assert len(stack.runs("trace_sampling", "backfill")) == BACKFILL_DAYS  # the metadata survived
+    print(f"\nstack timings: start {stack.startup_s:.0f} s, " + ", ".join(f"{k} {v:.0f} s" for k, v in stack.timings.items()))
