@@ -17,6 +17,8 @@ from pipelines.privacy.residual import residual_pii_reasons
         ("06.12.34.56.78", "long_digit_run"),
         ("card 4111111111111111", "long_digit_run"),
         ("ref 612345678", "long_digit_run"),
+        ("call (555) 123-4567 or (+34) 612 345 678", "long_digit_run"),
+        ("cliente 987654321012 desde el 29/11/2026", "long_digit_run"),
         ("juan@gmail.com", "at_sign_like"),
         ("juan＠gmail．com", "at_sign_like"),
         ("juan (at) gmail (dot) com", "at_sign_like"),
@@ -86,6 +88,9 @@ def test_pseudonyms_never_trip_a_rule(text):
         "sess-af674dc3266e6b5f and 2147483647",
         "my password is incorrect; mi contraseña es demasiado corta",
         "Saludos,\nEl equipo de datos",
+        "Support ticket #66212 (02/08/2026) and ticket #54195 (2026-07-30)",  # a ticket number, then a date
+        "'{:+010d}'.format(120) gives '+000000120'; str.zfill: '01  012 0123'",
+        "'1234567890'.isdigit() (see note 16) 3232235521 is an address as an integer",
     ],
 )
 def test_technical_prose_passes(text):

@@ -31,7 +31,7 @@ _INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u180e\u200b\u200c\u200d\u2060\u2061\
 _DASHES = dict.fromkeys(map(ord, "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63"), "-")
 _NOT_MASK = rf"(?!{_MASK})"
 
-_DIGIT_RUN = re.compile(r"(?<![\w+.\-/])(?:\+|\(\+)?\d+\)?(?:[ .\-/()]{1,2}\(?\d+(?![\d:])\)?)*")
+_DIGIT_RUN = re.compile(r"(?<![\w+.\-/])(?:\+|\(\+?)?\d+\)?(?:[ .\-/()]{1,2}\(?\d+(?![\d:])\)?)*")
 """Digits and the single separators people type between them; a group before ":" is a time, not part."""
 _IBAN_LIKE = re.compile(
     r"(?<![\w])(?:[A-Z]{2}\d{2}(?:[ \-]?[A-Za-z0-9]{4}){2,7}(?:[ \-]?[A-Za-z0-9]{1,4})?"
@@ -129,35 +129,61 @@ def _normalized(text: str) -> str:
     return _PSEUDONYM.sub(_MASK, text)
 
 
+_DATE = re.compile(
+    r"(?<!\d)(?:(?:19|20)\d\d([\-/.])(?:0?[1-9]|1[0-2])\1(?:0?[1-9]|[12]\d|3[01])"
+    r"|(?:0?[1-9]|[12]\d|3[01])([\-/.])(?:0?[1-9]|1[0-2])\2(?:19|20)\d\d)(?!\d)"
+)
+"""A calendar date ("2026-11-29", "29/11/2026"): it ends a run of digits, as in "ticket 66212 (29/11/2026)"."""
+_DATE_MASK = "\ue001"
+
+
 def _long_digit_run(text: str) -> bool:
     """Nine or more digits in one run, as phones, cards, IBANs and ids are written.
 
     Not one: a dotted version ("124.0.6367.91") or decimal ("3.141592653"), a row of a table
     ("8 10 1000 9 9 11"): a one-digit group breaks a run, unless it follows a country code ("+33 6 ..."),
-    and digits in a row of a length no identifier has.
+    a date ("#66212 (29/11/2026)"), two blanks in a row, a ")" that closes nothing ("(see 16) 3232235521"),
+    a "+0" no country code starts with, and digits in a row of a length no identifier has.
     """
+    if "/" in text or "-" in text or "." in text:
+        text = _DATE.sub(_DATE_MASK, text)
     for m in _DIGIT_RUN.finditer(text):
-        run = m.group()
-        if sum(c.isdigit() for c in run) < 9:
-            continue
-        if run.isdigit():
-            if _identifier_length(run):
+        for run in _balanced_parts(m.group()):
+            if _is_long_digit_run(run):
                 return True
+    return False
+
+
+def _balanced_parts(run: str) -> list[str]:
+    """`run` split at two blanks in a row and at a ")" with no "(" before it in its part."""
+    parts = []
+    for part in run.split("  "):
+        while ")" in part and ("(" not in part or part.index(")") < part.index("(")):
+            head, _, part = part.partition(")")
+            parts.append(head)
+        parts.append(part)
+    return [part.strip(" .-/") for part in parts]
+
+
+def _is_long_digit_run(run: str) -> bool:
+    if sum(c.isdigit() for c in run) < 9 or run.startswith(("+0", "(+0")):
+        return False
+    if run.strip("()").isdigit():
+        return _identifier_length(run.strip("()"))
+    groups = re.findall(r"[+(]*\d+", run)
+    if run[0] not in "+(" and set(re.sub(r"[\d()+]", "", run)) == {"."} and (
+        len(groups) <= 2 or min(map(len, groups)) == 1 or max(map(len, groups)) > 4
+    ):
+        return False
+    digits = 0
+    for i, group in enumerate(groups):
+        country_code_before = i and groups[i - 1].startswith(("+", "(+", "00"))
+        if group.isdigit() and len(group) == 1 and i and not country_code_before:
+            digits = 0  # a table of small numbers, not one number
             continue
-        groups = re.findall(r"[+(]*\d+", run)
-        if run[0] not in "+(" and set(re.sub(r"[\d()+]", "", run)) == {"."} and (
-            len(groups) <= 2 or min(map(len, groups)) == 1 or max(map(len, groups)) > 4
-        ):
-            continue
-        digits = 0
-        for i, group in enumerate(groups):
-            country_code_before = i and groups[i - 1].startswith(("+", "(+", "00"))
-            if group.isdigit() and len(group) == 1 and i and not country_code_before:
-                digits = 0  # a table of small numbers, not one number
-                continue
-            digits += sum(c.isdigit() for c in group)
-            if digits >= 9:
-                return True
+        digits += sum(c.isdigit() for c in group)
+        if digits >= 9:
+            return True
     return False
 
 
