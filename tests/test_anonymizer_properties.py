@@ -51,7 +51,7 @@ def planted_sentences(draw, forms=tuple(sorted(FORMS))):
     return form, value.entity, template.format(v=value.snippet), value.value
 
 
-@settings(SETTINGS, max_examples=2000)
+@settings(SETTINGS, max_examples=500)
 @given(any_text)
 def test_never_crashes_and_is_idempotent_on_any_string(text):
     counts: Counter = Counter()
@@ -61,7 +61,7 @@ def test_never_crashes_and_is_idempotent_on_any_string(text):
     assert again == Counter()
 
 
-@settings(SETTINGS, max_examples=2000)
+@settings(SETTINGS, max_examples=400)
 @given(tricky_text, planted_sentences(OTHER_FORMS), separators, separators, tricky_text)
 def test_a_planted_value_never_survives_whatever_surrounds_it(before, planted, left, right, after):
     """Every form but names, which rules find in 97 % of cases, not all (see test_leak)."""
@@ -72,7 +72,7 @@ def test_a_planted_value_never_survives_whatever_surrounds_it(before, planted, l
     assert ANONYMIZER.anonymize_text(out, "scope", Counter()) == out  # idempotent on PII too
 
 
-@settings(SETTINGS, max_examples=500)
+@settings(SETTINGS, max_examples=150)
 @given(st.lists(st.one_of(any_text, planted_sentences().map(lambda p: p[2])), max_size=8))
 def test_scanning_strings_together_finds_what_scanning_each_finds(texts):
     assert find_pii_many(texts) == [find_pii(text) for text in texts]
@@ -93,7 +93,7 @@ def _trace(trace_id: str, sentence: str) -> Trace:
     )
 
 
-@settings(SETTINGS, max_examples=300)
+@settings(SETTINGS, max_examples=150)
 @given(planted_sentences())
 def test_one_value_has_one_pseudonym_within_a_trace_and_another_across_traces(planted):
     form, _, sentence, value = planted
@@ -107,9 +107,35 @@ def test_one_value_has_one_pseudonym_within_a_trace_and_another_across_traces(pl
     assert not any(value in text for text in trace_texts(first)), form
 
 
-@settings(SETTINGS, max_examples=1000)
+@settings(SETTINGS, max_examples=300)
 @given(any_text, planted_sentences())
 def test_the_residual_check_never_crashes_and_passes_the_anonymizer_s_output(text, planted):
     residual_pii_reasons(text)
     form, _, sentence, _ = planted
     assert residual_pii_reasons(ANONYMIZER.anonymize_text(sentence, "scope", Counter())) == [], form
+
+
+SECRET_FORMS = sorted(form for form in FORMS if form.startswith(("secret/", "url/")))
+
+
+def _longest_surviving_piece(secret: str, out: str, surroundings: str) -> int:
+    """The longest piece of `secret` found in `out` and not also in the text around it."""
+    longest = 0
+    for size in range(1, len(secret) + 1):
+        pieces = {secret[i : i + size] for i in range(len(secret) - size + 1)}
+        if not any(piece in out and piece not in surroundings for piece in pieces):
+            break
+        longest = size
+    return longest
+
+
+@settings(SETTINGS, max_examples=300)
+@given(tricky_text, planted_sentences(SECRET_FORMS), tricky_text)
+def test_a_secret_never_grows_and_nothing_new_looks_like_pii(before, planted, after):
+    """What survives of a secret is at most a few characters (a prefix like "sk-"), never more of it, and
+    anonymizing never makes text trip a residual rule it did not trip before."""
+    form, _, sentence, value = planted
+    text = f"{before} {sentence} {after}"
+    out = ANONYMIZER.anonymize_text(text, "scope", Counter())
+    assert _longest_surviving_piece(value, out, before + after) < 8, form
+    assert set(residual_pii_reasons(out)) <= set(residual_pii_reasons(text)), form
