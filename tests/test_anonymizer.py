@@ -1,9 +1,10 @@
 """Keyed pseudonyms: consistent inside a trace, unlinkable across traces and keys, stable on reruns."""
 
+import json
 from collections import Counter
 from datetime import UTC, datetime
 
-from pipelines.privacy.anonymizer import Anonymizer
+from pipelines.privacy.anonymizer import Anonymizer, clip_outside_pseudonyms
 from pipelines.privacy.recognizers import PSEUDONYM, find_pii
 from pipelines.records import Context, ToolCall, Trace
 
@@ -126,3 +127,57 @@ def test_spanish_text_without_pii_passes_through_verbatim():
     text = "¿Qué garantiza la sentencia «with» si salta una excepción? Uso Python 3.11.7 desde el 29/11/2026."
     counts: Counter = Counter()
     assert Anonymizer(KEY).anonymize_text(text, "tr-1", counts) == text and not counts
+
+
+def test_pii_in_metadata_keys_is_replaced_and_values_stay_under_their_new_key():
+    counts: Counter = Counter()
+    value = {"juan.perez@gmail.com": {"visits": 3}, "+34 612 345 678": True, "plan": "pro"}
+    out = Anonymizer(KEY).anonymize_value(value, "tr-1", counts)
+    keys = list(out)
+    assert keys[0].startswith("[EMAIL_") and keys[1].startswith("[PHONE_") and keys[2] == "plan"
+    assert out[keys[0]] == {"visits": 3} and out[keys[1]] is True and out["plan"] == "pro"
+    assert counts == Counter({"EMAIL": 1, "PHONE": 1})
+
+
+def test_two_keys_that_are_one_value_spelled_twice_are_both_kept():
+    out = Anonymizer(KEY).anonymize_value({"Juan@Gmail.com": 1, "juan@gmail.com": 2}, "tr-1", Counter())
+    assert sorted(out.values()) == [1, 2] and len({key.rstrip("#") for key in out}) == 1
+
+
+def test_a_key_that_names_a_secret_vouches_for_its_value():
+    counts: Counter = Counter()
+    value = {
+        "password": "sunshine",  # nothing a detector would see on its own
+        "headers": {"Authorization": "Token abc", "X-Api-Key": "plainwords", "Cookie": "a=b"},
+        "full_name": "xiomara quintero",
+        "phone": "555-0199 ext 12",  # too short for a phone, under a key that says it is one
+        "session_id": "sess-0011",  # the app's conversation key: kept
+        "name": "vector_search",  # a bare "name" promises nothing
+        "secret": "[SECRET_0a1b2c3d]",  # already a pseudonym: kept
+    }
+    out = Anonymizer(KEY).anonymize_value(value, "tr-1", counts)
+    assert out["password"].startswith("[SECRET_")
+    assert all(v.startswith("[SECRET_") for v in out["headers"].values())
+    assert out["full_name"].startswith("[PERSON_") and out["phone"].startswith("[PHONE_INVALID_")
+    assert out["session_id"] == "sess-0011" and out["name"] == "vector_search" and out["secret"] == "[SECRET_0a1b2c3d]"
+    assert counts == Counter({"SECRET": 4, "PERSON": 1, "PHONE_INVALID": 1})
+
+
+def test_one_value_gets_one_pseudonym_however_it_is_written():
+    anonymizer = Anonymizer(KEY)
+    forms = ["juan@gmail.com", "juan at gmail dot com", "juan＠gmail．com", "JUAN@GMAIL.COM", "juan\\u0040gmail.com"]
+    tokens = {anonymizer.anonymize_text(form, "tr-1", Counter()) for form in forms}
+    assert len(tokens) == 1 and tokens.pop().startswith("[EMAIL_")
+
+
+def test_lone_surrogates_from_json_do_not_crash_the_anonymizer():
+    text = json.loads('"soy Jos\\u00e9 P\\u00e9rez \\ud800 612 345 678"')
+    out = Anonymizer(KEY).anonymize_text(text, "tr-1", Counter())
+    assert "612 345 678" not in out and "\ud800" in out
+
+
+def test_clipping_never_cuts_a_pseudonym():
+    text = "x" * 10 + "[EMAIL_0a1b2c3d]" + "y" * 10
+    assert clip_outside_pseudonyms(text, 15) == "x" * 10
+    assert clip_outside_pseudonyms(text, 26) == "x" * 10 + "[EMAIL_0a1b2c3d]"
+    assert clip_outside_pseudonyms(text, 100) == text

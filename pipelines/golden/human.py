@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from pipelines.files import from_spreadsheet
 from pipelines.golden.generate import item_id
 from pipelines.golden.passages import PassageMatcher
@@ -35,7 +37,9 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
         with path.open(newline="", encoding="utf-8-sig") as fh:
             return [{k: from_spreadsheet(v) for k, v in row.items()} for row in csv.DictReader(fh)]
     rows = []
-    for number, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), start=1):
+    # utf-8-sig reads a byte-order mark; "\n" only: `splitlines` would also cut at U+2028 or U+0085,
+    # which JSON strings may hold unescaped.
+    for number, line in enumerate(path.read_text(encoding="utf-8-sig").split("\n"), start=1):
         if line.strip():
             try:
                 rows.append(json.loads(line))
@@ -61,35 +65,55 @@ def import_human_items(path: Path, chunks: Sequence[Any], *, corpus_version: str
     matcher = PassageMatcher(chunks)
     for number, row in enumerate(read_rows(path), start=2 if path.suffix.lower() == ".csv" else 1):
         where = f"{path.name} row {number}"
-        question = (row.get("question") or "").strip()
-        reference = (row.get("reference_answer") or row.get("reference") or "").strip()
-        if not question or not reference:
-            report.problems.append(f"{where}: needs both question and reference_answer")
+        try:
+            item = _item(row, where, path, number, matcher, by_id, corpus_version, created_at, report)
+        except (ValueError, TypeError, AttributeError) as exc:  # pydantic's ValidationError is a ValueError
+            report.problems.append(f"{where}: {_first_error(exc)}")
             continue
-        gold = _list(row.get("gold_chunk_ids"))
-        unknown = [g for g in gold if g not in by_id]
-        unmatched = []
-        for passage in _list(row.get("gold_passages")):
-            matched = matcher.match(passage)
-            if matched is None:
-                unmatched.append(passage[:60])
-            elif matched not in gold:
-                gold.append(matched)
-        if unknown or unmatched:
-            report.problems += [f"{where}: gold chunk id {g!r} is not in the current index" for g in unknown]
-            report.problems += [f"{where}: no chunk contains the passage {p!r}…" for p in unmatched]
-            continue
-        qtype = row.get("qtype") or ("single_hop" if len(gold) == 1 else "multi_hop" if gold else "adversarial")
-        split = "dev" if str(row.get("split", "")).strip().lower() == "dev" else "test"
-        # Rows of an online-eval candidates file keep their trace: real phrasing, reviewed by a person.
-        trace_id = (row.get("trace_id") or "").strip()
-        source, source_ref = ("trace", trace_id) if trace_id else ("human", f"{path.name}:{number}")
-        report.items.append(GoldenItem(
-            item_id=item_id(qtype, source_ref if trace_id else f"human:{path.name}", question), question=question,
-            reference_answer=reference, gold_chunk_ids=gold, reference_contexts=[by_id[g].text for g in gold], qtype=qtype,
-            variant=row.get("variant") or ("production" if trace_id else "human"),
-            language=row.get("language") or detect_language(question),
-            source=source, source_ref=source_ref, split=split, review="accepted",
-            generator_model="human", corpus_version=corpus_version, created_at=created_at,
-        ))  # fmt: skip
+        if item is not None:
+            report.items.append(item)
     return report
+
+
+def _first_error(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        error = exc.errors()[0]
+        return f"{'.'.join(map(str, error['loc']))}: {error['msg']}"
+    if isinstance(exc, json.JSONDecodeError):
+        return f"a list that is not valid JSON ({exc.msg})"
+    return f"unreadable row ({type(exc).__name__})"
+
+
+def _item(row, where, path, number, matcher, by_id, corpus_version, created_at, report) -> GoldenItem | None:
+    """The item of one row, or None with its problems added to `report`; raises on a malformed row."""
+    question = (row.get("question") or "").strip()
+    reference = (row.get("reference_answer") or row.get("reference") or "").strip()
+    if not question or not reference:
+        report.problems.append(f"{where}: needs both question and reference_answer")
+        return None
+    gold = _list(row.get("gold_chunk_ids"))
+    unknown = [g for g in gold if g not in by_id]
+    unmatched = []
+    for passage in _list(row.get("gold_passages")):
+        matched = matcher.match(passage)
+        if matched is None:
+            unmatched.append(passage[:60])
+        elif matched not in gold:
+            gold.append(matched)
+    if unknown or unmatched:
+        report.problems += [f"{where}: gold chunk id {g!r} is not in the current index" for g in unknown]
+        report.problems += [f"{where}: no chunk contains the passage {p!r}…" for p in unmatched]
+        return None
+    qtype = row.get("qtype") or ("single_hop" if len(gold) == 1 else "multi_hop" if gold else "adversarial")
+    split = "dev" if str(row.get("split", "")).strip().lower() == "dev" else "test"
+    # Rows of an online-eval candidates file keep their trace: real phrasing, reviewed by a person.
+    trace_id = (row.get("trace_id") or "").strip()
+    source, source_ref = ("trace", trace_id) if trace_id else ("human", f"{path.name}:{number}")
+    return GoldenItem(
+        item_id=item_id(qtype, source_ref if trace_id else f"human:{path.name}", question), question=question,
+        reference_answer=reference, gold_chunk_ids=gold, reference_contexts=[by_id[g].text for g in gold], qtype=qtype,
+        variant=row.get("variant") or ("production" if trace_id else "human"),
+        language=row.get("language") or detect_language(question),
+        source=source, source_ref=source_ref, split=split, review="accepted",
+        generator_model="human", corpus_version=corpus_version, created_at=created_at,
+    )  # fmt: skip

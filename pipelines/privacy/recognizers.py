@@ -1,23 +1,35 @@
-"""Rule-based PII detectors: a cheap regex proposes candidates, a checksum or parser confirms them.
+"""Rule-based PII detection: each detector module proposes typed spans, PRIORITY settles overlaps.
 
-Each detector is gated by a literal-led search over the whole text, or by the presence of a
-dense run of digits, so ordinary prose costs a few C-level scans. Overlapping spans are resolved
-by PRIORITY.
+Detectors read a `TextView` (escapes decoded, invisible characters dropped, look-alikes mapped to
+ASCII) and their spans are mapped back onto the original text. Each is gated by a cheap literal or
+character-class search, so ordinary prose costs a few C-level scans.
+
+Entity types (a pseudonym is `[TYPE_xxxxxxxx]`):
+- SECRET: passwords, API and provider tokens, private keys, Authorization and Cookie values, session ids
+- URL_SECRET: `user:password@` in a URL, token-like query and fragment values
+- EMAIL, PHONE, IP_ADDRESS, ADDRESS (postal), PERSON
+- IBAN, CREDIT_CARD, DNI, NIE, CIF, NSS (Spanish social security), SSN (US)
+- <TYPE>_INVALID for each checked type (IBAN, CREDIT_CARD, DNI, NIE, CIF, NSS, SSN, PHONE): the
+  shape matched, the checksum or numbering plan did not; replaced all the same (see `spans.INVALID`).
 """
 
 from __future__ import annotations
 
-import ipaddress
+import bisect
 import re
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import NamedTuple
+from collections.abc import Callable
 
-import phonenumbers
-from stdnum import iban, luhn
-from stdnum.es import dni, nie
-
+from pipelines.privacy.addresses import detect_addresses
+from pipelines.privacy.emails import detect_emails
+from pipelines.privacy.identifiers import detect_identifiers
 from pipelines.privacy.names import find_names
+from pipelines.privacy.network import detect_ip_addresses
+from pipelines.privacy.phones import detect_phones
+from pipelines.privacy.secrets import detect_secrets
+from pipelines.privacy.spans import PSEUDONYM, Span
+from pipelines.privacy.views import TextView
+
+__all__ = ["ENTITY_TYPES", "PRIORITY", "PSEUDONYM", "Span", "find_pii", "find_pii_many"]
 
 PRIORITY = {
     "SECRET": 0,
@@ -25,209 +37,46 @@ PRIORITY = {
     "EMAIL": 1,
     "IBAN": 2,
     "CREDIT_CARD": 3,
+    "NSS": 4,
+    "SSN": 4,
     "DNI": 4,
     "NIE": 4,
+    "CIF": 4,
     "PHONE": 5,
     "IP_ADDRESS": 6,
-    "PERSON": 7,
+    "ADDRESS": 7,
+    "PERSON": 8,
+    "IBAN_INVALID": 2,
+    "CREDIT_CARD_INVALID": 3,
+    "NSS_INVALID": 4,
+    "SSN_INVALID": 4,
+    "DNI_INVALID": 4,
+    "NIE_INVALID": 4,
+    "CIF_INVALID": 4,
+    "PHONE_INVALID": 5,
 }
-"""Lower wins an overlap: a password inside a URL is a secret first, whatever else it resembles."""
+"""Lower wins an overlap: a password inside a URL is a secret first, whatever else it resembles.
+Equal priorities go to the longer span, so a shape-only IBAN still covers its digits whole."""
 ENTITY_TYPES = tuple(PRIORITY)
 
-PSEUDONYM = re.compile(r"\[[A-Z][A-Z_]*_[0-9a-f]{8}\]")
-"""The anonymizer's `[TYPE_xxxxxxxx]` tokens; nothing inside one is ever detected again."""
+# The validation suite does not use these detectors: its last line of defence is the independent
+# `residual.residual_pii_reasons`, which would otherwise pass whatever they miss.
 
-EMAIL = r"(?<![\w.+%\-])[\w.+%\-]+@(?:[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?\.)+[A-Za-z]{2,24}(?![\w\-])"
-JWT = r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"
-BEARER = r"\b[Bb]earer[ \t]+([A-Za-z0-9\-._~+/]{16,}=*)"
-API_KEY = (
-    r"\b(?:sk-(?:proj-|ant-|live-|test-)?[A-Za-z0-9_\-]{20,}|sk_(?:live|test)_[A-Za-z0-9]{16,}"
-    r"|(?:AKIA|ASIA)[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,}"
-    r"|xox[bpars]-[A-Za-z0-9\-]{10,}|AIza[0-9A-Za-z_\-]{35})(?![\w\-])"
+
+def _detect_names(view: TextView) -> list[Span]:
+    names = find_names(view.text, view.lower, view.word_set)
+    return [Span(s, e, "PERSON", view.text[s:e], key) for s, e, key in names]
+
+
+DETECTORS: tuple[Callable[[TextView], list[Span]], ...] = (
+    detect_secrets,
+    detect_emails,
+    detect_identifiers,
+    detect_phones,
+    detect_ip_addresses,
+    detect_addresses,
+    _detect_names,
 )
-URL_CREDENTIALS = r"(?i:\b[a-z][a-z0-9+.\-]*://)([^\s/@:\[\]]+:[^\s/@\[\]]+)@"
-_URL_QUERY_SECRET = (
-    r"[?&;](?i:[\w\-]*?(?:token|api[_\-]?key|apikey|key|sig|signature|password|passwd|pwd|secret|auth))"
-    r"=([^&\s#\"'<>\[\]]+)"
-)
-_SECRET_ASSIGNMENT = (  # matched on lowercased text: the key name only has to end in a keyword
-    r"(?:_key|-key|apikey|token|secret|passw(?:or)?d|pwd|contraseña|clave)[\"']?[ \t]*[:=][ \t]*[\"']?"
-    r"([^\s\"'`,;&<>\[\]{}()]{6,})"
-)
-# The digit patterns open with a character class and check their left boundary right after it:
-# the regex engine then skips to candidates at C speed instead of trying every position.
-_DNI = r"\d(?<![\w\-./]\d)(?:\d{7}|\d\.\d{3}\.\d{3})(?:-?[A-Za-z]|[ ][A-Z])(?![\w\-])"
-_NIE = r"[XYZxyz](?<![\w\-./][XYZxyz])-?\d{7}-?[A-Za-z](?![\w\-])"
-_IBAN = r"[A-Z](?<!\w[A-Z])[A-Z]\d{2}(?:[ \-]?[A-Z0-9]{4}){2,7}(?:[ \-]?[A-Z0-9]{1,3})?(?!\w)"
-_CARD = r"\d(?<![\w\-.]\d)(?:[ \-]?\d){12,18}(?!\w|[\-.]\d)"
-_PHONE = r"[+(\d](?<![\w+\-./:@#][+(\d])[\d \-.()+]{5,40}\d(?![\w\-/:@]|[.,]\d)"
-_IPV4 = r"\d(?<![\w.]\d)\d{0,2}(?:\.\d{1,3}){3}(?!\w|\.\d)"
-_IPV6 = r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:[0-9A-Fa-f]{1,4}|(?:\d{1,3}\.){3}\d{1,3})?(?![\w:])"
-
-RESIDUAL_PII_PATTERNS: dict[str, str] = {
-    name: re.sub(r"(?<!\\)\((?!\?)", "(?:", pattern)  # pandas' str.contains warns on capture groups
-    for name, pattern in (
-        ("email", EMAIL),
-        ("jwt", JWT),
-        ("bearer_token", BEARER),
-        ("api_key", API_KEY),
-        ("url_credentials", URL_CREDENTIALS),
-    )
-}
-"""High-precision patterns a validation suite runs over anonymized text; none matches a pseudonym."""
-
-
-class Span(NamedTuple):
-    start: int
-    end: int
-    type: str
-    value: str
-    canonical: str
-    """Normalized value: one value spelled two ways gets one pseudonym."""
-
-
-def _email(value: str) -> str:
-    # No stricter check than the pattern: a mistyped address is still someone's, and anything
-    # RESIDUAL_PII_PATTERNS would flag after anonymization must be anonymized in the first place.
-    return value.lower()
-
-
-def _checked(module) -> Callable[[str], str | None]:
-    """A python-stdnum module as a confirmer: its compact form when the check digit holds."""
-    # Dots too: a DNI is often written 12.345.678-Z, which stdnum's compact keeps.
-    return lambda value: compact if module.is_valid(compact := module.compact(value.replace(".", ""))) else None
-
-
-def _card(value: str) -> str | None:
-    digits = value.replace(" ", "").replace("-", "")
-    plausible_issuer = digits[0] in "3456" or "2221" <= digits[:4] <= "2720" or digits[:4] in ("2131", "1800")
-    return digits if 13 <= len(digits) <= 19 and plausible_issuer and luhn.is_valid(digits) else None
-
-
-_DOTTED_QUAD = re.compile(r"\d+(?:\.\d+){3}")
-
-
-def _phone_shaped(value: str) -> bool:
-    """Digit groups as people write phones: "9 11 1001 10" is a row of a table, not a number.
-
-    Only a country code ("+1", "+33 6 ...") stands next to a one-digit group.
-    """
-    groups = value.replace("-", " ").replace(".", " ").split()
-    return all(
-        len(group.strip("()+")) > 1 or group.startswith(("+", "(+")) or (i and groups[i - 1].startswith(("+", "(+")))
-        for i, group in enumerate(groups)
-    )
-
-
-def _phone(value: str) -> str | None:
-    if not 8 <= sum(c.isdigit() for c in value) <= 15 or _DOTTED_QUAD.fullmatch(value) or not _phone_shaped(value):
-        return None
-    try:
-        number = phonenumbers.parse(value, "ES")  # national numbers without a prefix are Spanish
-    except phonenumbers.NumberParseException:
-        return None
-    return (
-        phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
-        if phonenumbers.is_valid_number(number)
-        else None
-    )
-
-
-def _ip(value: str) -> str | None:
-    if ":" in value and (len(value) < 6 or sum(1 for group in value.split(":") if group) < 2):
-        return None  # "::", "1::2": slicing in code, not addresses
-    try:
-        return ipaddress.ip_address(value).compressed
-    except ValueError:
-        return None
-
-
-def _looks_secret(value: str) -> str | None:
-    # "password: required" is prose; a real secret mixes in digits or symbols, or is long.
-    return value if not value.isalpha() or len(value) >= 16 else None
-
-
-def _verbatim(value: str) -> str:
-    return value
-
-
-NUMBER_DIGITS = 7
-_NUMBER = re.compile(rf"[0-9](?:[ \-.()+/]{{0,3}}[0-9]){{{NUMBER_DIGITS - 1}}}")
-"""Every national id, phone, card and IBAN has seven digits close together; most prose has none."""
-
-
-def _hint(*literals: str) -> re.Pattern[str]:
-    return re.compile("|".join(map(re.escape, literals)))
-
-
-@dataclass(frozen=True)
-class _Detector:
-    type: str
-    regex: re.Pattern[str]
-    confirm: Callable[[str], str | None]
-    """The canonical value of a candidate, or None when its checksum or parse fails."""
-    hint: re.Pattern[str] | None = None
-    """A cheap search (literal-led, so it runs at C speed) the text must pass before the regex."""
-    lowercase: bool = False
-    """Match over the lowercased text: case-insensitive regexes are several times slower."""
-    needs_number: bool = False
-    """Skip texts without NUMBER_DIGITS digits close together."""
-    group: int = 0
-    windowed: bool = False
-    """Retry digit groups inside a failed candidate: greedy runs swallow neighbouring numbers."""
-
-
-_DETECTORS = (  # on equal spans the earlier detector names the type
-    _Detector("URL_SECRET", re.compile(URL_CREDENTIALS), _verbatim, _hint("://"), group=1),
-    _Detector("URL_SECRET", re.compile(_URL_QUERY_SECRET), _verbatim, _hint("="), group=1),
-    _Detector(
-        "SECRET",
-        re.compile(API_KEY),
-        _verbatim,
-        re.compile(r"sk[-_]|AKIA|ASIA|AIza|gh[pousr]_|github_pat_|xox[bpars]-"),
-    ),
-    _Detector("SECRET", re.compile(JWT), _verbatim, _hint("eyJ")),
-    _Detector("SECRET", re.compile(BEARER), _verbatim, _hint("earer"), group=1),
-    _Detector("SECRET", re.compile(_SECRET_ASSIGNMENT), _looks_secret, lowercase=True, group=1),
-    _Detector("EMAIL", re.compile(EMAIL), _email, _hint("@")),
-    _Detector("IBAN", re.compile(_IBAN), _checked(iban), needs_number=True, windowed=True),
-    _Detector("CREDIT_CARD", re.compile(_CARD), _card, needs_number=True, windowed=True),
-    _Detector("DNI", re.compile(_DNI), _checked(dni), needs_number=True),
-    _Detector("NIE", re.compile(_NIE), _checked(nie), needs_number=True),
-    _Detector("PHONE", re.compile(_PHONE), _phone, needs_number=True, windowed=True),
-    _Detector("IP_ADDRESS", re.compile(_IPV4), _ip, re.compile(r"\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]")),
-    _Detector("IP_ADDRESS", re.compile(_IPV6), _ip, re.compile(r":[0-9A-Fa-f]{0,4}:[0-9A-Fa-f]")),
-)
-_GROUP = re.compile(r"[^\s\-]+")
-_MAX_GROUPS = 10
-
-
-def _windows(
-    detector: _Detector, text: str, groups: list[tuple[int, int]], whole_tried: bool = False
-) -> Iterator[Span]:
-    """The longest, leftmost run of whole groups that confirms; then the same on either side."""
-    for size in range(len(groups) - whole_tried, 0, -1):
-        for i in range(len(groups) - size + 1):
-            start, end = groups[i][0], groups[i + size - 1][1]
-            canonical = detector.confirm(text[start:end])
-            if canonical is not None:
-                yield Span(start, end, detector.type, text[start:end], canonical)
-                yield from _windows(detector, text, groups[:i])
-                yield from _windows(detector, text, groups[i + size :])
-                return
-
-
-def _detect(detector: _Detector, text: str, haystack: str) -> Iterator[Span]:
-    """Confirmed spans of one detector; `haystack` is `text` or its same-length lowercase."""
-    for m in detector.regex.finditer(haystack):
-        start, end = m.span(detector.group)
-        canonical = detector.confirm(text[start:end])
-        if canonical is not None:
-            yield Span(start, end, detector.type, text[start:end], canonical)
-        elif detector.windowed:
-            groups = [g.span() for g in _GROUP.finditer(text, start, end)]
-            if 1 < len(groups) <= _MAX_GROUPS:
-                yield from _windows(detector, text, groups, whole_tried=True)
 
 
 def _resolve(candidates: list[Span], protected: list[tuple[int, int]]) -> list[Span]:
@@ -241,35 +90,60 @@ def _resolve(candidates: list[Span], protected: list[tuple[int, int]]) -> list[S
     return sorted(chosen)
 
 
-def _lowercase(text: str) -> str:
-    lower = text.lower()
-    # A few characters lowercase to two ("İ"); keep those as they are so offsets still line up.
-    return lower if len(lower) == len(text) else "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+MIN_PII_CHARS = 6
+"""No PII fits in fewer characters ("a@b.co"); shorter strings (metadata flags, channels) skip the scan."""
+MIN_TOKEN_CHARS = 20
+_PLAIN_WORD = re.compile(r"[A-Za-z]+(?:_[A-Za-z]+)*")
+"""One word of letters, or snake_case (a JSON key such as "user_agent"): no detector can match it
+alone, short of a provider token, and those are twenty characters or more."""
 
 
-def _haystack(detector: _Detector, text: str, memo: dict[str, object]) -> str | None:
-    """What the detector's regex should scan, or None when a cheap gate already rules it out."""
-    if detector.needs_number:
-        if "number" not in memo:
-            memo["number"] = _NUMBER.search(text) is not None
-        if not memo["number"]:
-            return None
-    if detector.lowercase and "lower" not in memo:
-        memo["lower"] = _lowercase(text)
-    haystack = memo["lower"] if detector.lowercase else text
-    return haystack if detector.hint is None or detector.hint.search(haystack) else None
+def _nothing_to_find(text: str) -> bool:
+    return len(text) < MIN_PII_CHARS or (len(text) < MIN_TOKEN_CHARS and _PLAIN_WORD.fullmatch(text) is not None)
+
+
+FIELD_SEPARATOR = "\n\x00\n"
+"""Between the strings `find_pii_many` scans as one: no detector matches across a NUL."""
+
+
+def find_pii_many(texts: list[str]) -> list[list[Span]]:
+    """`find_pii` of each string, found in one scan of them all joined.
+
+    A trace holds a dozen strings, most of them short (a question, metadata values, JSON keys); one
+    scan pays each detector's fixed cost once per trace instead of once per string.
+    """
+    found: list[list[Span]] = [[] for _ in texts]
+    picked = [i for i, text in enumerate(texts) if not _nothing_to_find(text)]
+    if not picked:
+        return found
+    starts, cursor = [], 0
+    for i in picked:
+        starts.append(cursor)
+        cursor += len(texts[i]) + len(FIELD_SEPARATOR)
+    for span in find_pii(FIELD_SEPARATOR.join(texts[i] for i in picked)):
+        k = bisect.bisect_right(starts, span.start) - 1
+        text, base = texts[picked[k]], starts[k]
+        start, end = span.start - base, min(span.end - base, len(text))  # never past its own string
+        if end > start:
+            found[picked[k]].append(span._replace(start=start, end=end, value=text[start:end]))
+    return found
 
 
 def find_pii(text: str) -> list[Span]:
-    """Confirmed PII spans in `text`, non-overlapping, in text order."""
-    memo: dict[str, object] = {}
-    candidates = []
-    for detector in _DETECTORS:
-        haystack = _haystack(detector, text, memo)
-        if haystack is not None:
-            candidates.extend(_detect(detector, text, haystack))
-    candidates += [Span(start, end, "PERSON", text[start:end], key) for start, end, key in find_names(text)]
+    """Confirmed PII spans in `text`, non-overlapping, in text order; offsets index `text` itself."""
+    if _nothing_to_find(text):
+        return []
+    view = TextView.of(text)
+    candidates: list[Span] = []
+    for detect in DETECTORS:
+        candidates += detect(view)
     if not candidates:
         return []
+    if view.text is not text:  # escapes decoded or look-alikes mapped: back to the original's offsets
+        candidates = [
+            span._replace(start=start, end=end, value=text[start:end])
+            for span in candidates
+            for start, end in [view.to_original(span.start, span.end)]
+        ]
     protected = [m.span() for m in PSEUDONYM.finditer(text)] if "[" in text else []
-    return _resolve(candidates, protected)
+    return _resolve([span for span in candidates if span.end > span.start], protected)

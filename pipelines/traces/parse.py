@@ -28,7 +28,10 @@ def parse_row(raw: dict[str, Any], *, max_field_chars: int) -> Trace | Rejection
         value = raw.get(name)
         if isinstance(value, str) and len(value) > max_field_chars:
             return Rejection("field_too_large", name, f"{name} has {len(value):,} characters (limit {max_field_chars:,})")
-    if not (raw.get("question") or "").strip():
+    question = raw.get("question")
+    if question is not None and not isinstance(question, str):  # SQLite keeps whatever type was inserted
+        return Rejection("invalid_value", "question", f"question is a {type(question).__name__}, not text")
+    if not (question or "").strip():
         return Rejection("missing_field", "question", "question is null or empty")
     if raw.get("answer") is None:
         return Rejection("missing_field", "answer", "answer is null")

@@ -1,6 +1,10 @@
 """Stage one day's sample: select, read, anonymize, quarantine, write a staged partition.
 
-Nothing reaches disk before anonymization: quarantined rows are anonymized as text too.
+Nothing reaches disk before anonymization: quarantined rows are anonymized as text too. After
+anonymization every free-text field goes through the independent residual check
+(`privacy.residual`): a row where something still looks like PII is quarantined with the rules it
+tripped as its reason, and the rest of the day publishes. The offending fields are withheld, not
+written, even in quarantine.
 """
 
 from __future__ import annotations
@@ -8,12 +12,13 @@ from __future__ import annotations
 import json
 import logging
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, timezone
 from typing import Any
 
-from pipelines.privacy.anonymizer import Anonymizer
+from pipelines.privacy.anonymizer import Anonymizer, clip_outside_pseudonyms
+from pipelines.privacy.residual import residual_pii_reasons
 from pipelines.records import (
     ANONYMIZER_VERSION,
     QUARANTINE_SCHEMA,
@@ -31,6 +36,9 @@ from pipelines.workspace import PartitionPaths
 log = logging.getLogger(__name__)
 LOG_EVERY = 200
 QUARANTINE_CLIP_CHARS = 4_000
+CLIP_MARGIN_CHARS = 16_000
+RESIDUAL_PII = "residual_pii"
+"""The quarantine reason of a row the anonymizer passed but the residual check did not."""
 
 
 @dataclass
@@ -91,9 +99,16 @@ def sample_day(
                 summary.quarantine_reasons[parsed.reason] += 1
             else:
                 clean, counts = anonymizer.anonymize_trace(parsed)
-                sampled.write(_sampled_row(clean, counts, rate))
-                summary.sampled += 1
-                summary.pii_counts.update(counts)
+                row = _sampled_row(clean, counts, rate)
+                residual = residual_pii_by_field(row)
+                if residual:
+                    quarantine.write(_residual_quarantine_row(row, residual))
+                    summary.quarantined += 1
+                    summary.quarantine_reasons[RESIDUAL_PII] += 1
+                else:
+                    sampled.write(row)
+                    summary.sampled += 1
+                    summary.pii_counts.update(counts)
             if progress:
                 progress(done, summary.selected)
             if done % LOG_EVERY == 0:
@@ -125,6 +140,48 @@ def _sampled_row(trace: Trace, pii_counts: Counter, rate: float) -> dict[str, An
     return row
 
 
+def free_text_fields(row: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """(field, text) for every free-text field of a sampled row as it is written, so none escapes the PII checks."""
+    yield "question", row["question"] or ""
+    yield "answer", row["answer"] or ""
+    for i, context in enumerate(row["contexts"] if row["contexts"] is not None else []):
+        if context is not None:
+            yield f"contexts[{i}].text", context["text"] or ""
+    for i, call in enumerate(row["tool_calls"] if row["tool_calls"] is not None else []):
+        if call is not None:
+            yield f"tool_calls[{i}].arguments", call["arguments"] or ""
+    yield "metadata", row["metadata"] or ""
+
+
+def residual_pii_by_field(row: dict[str, Any]) -> dict[str, list[str]]:
+    """The residual rules each free-text field of a sampled row trips; empty when the row looks clean."""
+    return {name: reasons for name, text in free_text_fields(row) if (reasons := residual_pii_reasons(text))}
+
+
+def describe_residual(residual: dict[str, list[str]]) -> str:
+    """"answer: long_digit_run; metadata: at_sign_like": fields and rule names, never a value."""
+    return "; ".join(f"{name}: {','.join(reasons)}" for name, reasons in residual.items())
+
+
+def _withheld(reasons: list[str]) -> str:
+    return f"[withheld by ragwatch: residual PII check ({','.join(reasons)})]"
+
+
+def _residual_quarantine_row(row: dict[str, Any], residual: dict[str, list[str]]) -> dict[str, Any]:
+    """The anonymized row's free text, the fields that tripped a rule withheld: a value the anonymizer
+    missed must not reach the quarantine partition either, which is published with the day."""
+    fields = {name: _withheld(residual[name]) if name in residual else text for name, text in free_text_fields(row)}
+    return {
+        "trace_id": row["trace_id"],
+        "reason": RESIDUAL_PII,
+        "field": next(iter(residual)),
+        "detail": describe_residual(residual),
+        "raw": json.dumps(fields, ensure_ascii=False, sort_keys=True),
+        "sampler_version": SAMPLER_VERSION,
+        "anonymizer_version": ANONYMIZER_VERSION,
+    }
+
+
 def _quarantine_row(anonymizer: Anonymizer, raw: dict[str, Any], rejection: Rejection) -> dict[str, Any]:
     trace_id = str(raw.get("trace_id"))
     counts: Counter = Counter()
@@ -134,11 +191,14 @@ def _quarantine_row(anonymizer: Anonymizer, raw: dict[str, Any], rejection: Reje
             fields[name] = None
             continue
         text = str(value)
-        clipped = text[:QUARANTINE_CLIP_CHARS]
-        anonymized = anonymizer.anonymize_text(clipped, trace_id, counts)
-        if len(text) > len(clipped):
-            anonymized += f"… [clipped by ragwatch: {len(text):,} characters in the store]"
-        fields[name] = anonymized
+        # Anonymize first, then clip: a value cut at the clip point ("juan.perez@gm") is no longer
+        # recognisable. The margin holds any value that straddles the clip point, a PEM key included.
+        anonymized = anonymizer.anonymize_text(text[: QUARANTINE_CLIP_CHARS + CLIP_MARGIN_CHARS], trace_id, counts)
+        clipped = clip_outside_pseudonyms(anonymized, QUARANTINE_CLIP_CHARS)
+        if clipped != anonymized or len(text) > QUARANTINE_CLIP_CHARS + CLIP_MARGIN_CHARS:
+            clipped += f"… [clipped by ragwatch: {len(text):,} characters in the store]"
+        reasons = residual_pii_reasons(clipped)
+        fields[name] = _withheld(reasons) if reasons else clipped
     return {
         "trace_id": trace_id,
         "reason": rejection.reason,

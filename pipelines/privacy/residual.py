@@ -1,0 +1,213 @@
+"""An independent last line of defence: broad shape rules run over text the anonymizer already passed.
+
+It shares no code with the detectors on purpose: a value the anonymizer misses is one its detectors
+did not recognise, so checking with the same detectors would find nothing. These rules are broader
+and dumber: any long run of digits, anything @-like, key-like prefixes, PEM markers, `password=`-like
+assignments whose value is not a pseudonym. Over anonymized text each hit means a value probably
+survived; the row it sits in belongs in quarantine with the rule's name as its reason, and the rest
+of the day publishes.
+
+Broad means false alarms: a 10-digit constant (`2147483647`) or a MAC address trips a rule although
+the anonymizer rightly kept it. They cost a quarantined row, never a leak. Reasons name the rule,
+never the value, so they can be logged and published.
+
+    >>> residual_pii_reasons("Llámame al 612 345 678 o escribe a juan at gmail dot com")
+    ['long_digit_run', 'at_sign_like']
+    >>> residual_pii_reasons("Llámame al [PHONE_1a2b3c4d] o escribe a [EMAIL_0f9e8d7c]")
+    []
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_PSEUDONYM = re.compile(r"\[[A-Z][A-Z_]*_[0-9a-f]{8}\]")
+_MASK = "\ue000"
+"""What a pseudonym becomes before the rules run: neither a word character nor a blank."""
+_JSON_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|([nrt\"\\/]))")
+_ESCAPED = {"n": "\n", "r": "\r", "t": "\t", '"': '"', "\\": "\\", "/": "/"}
+_INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u180e\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff"))
+_DASHES = dict.fromkeys(map(ord, "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63"), "-")
+_NOT_MASK = rf"(?!{_MASK})"
+
+_DIGIT_RUN = re.compile(r"(?<![\w+.\-/])(?:\+|\(\+?)?\d+\)?(?:[ .\-/()]{1,2}\(?\d+(?![\d:])\)?)*")
+"""Digits and the single separators people type between them; a group before ":" is a time, not part."""
+_IBAN_LIKE = re.compile(
+    r"(?<![\w])(?:[A-Z]{2}\d{2}(?:[ \-]?[A-Za-z0-9]{4}){2,7}(?:[ \-]?[A-Za-z0-9]{1,4})?"
+    r"|[a-z]{2}\d{2}(?:[ \-][a-z0-9]{4}){2,7}(?:[ \-][a-z0-9]{1,4})?)(?![\w])"
+)
+"""An upper-case country code, or groups apart: "af674dc3266e6b5f" is a hex id, "es91 2100 0418 ..." is not."""
+_TOKENISH = r"(?=[^\s\"',;]{8})[^\s\"',;][a-z._~\-]*[0-9+/=A-Z#$%&*@^][^\s\"',;]*"
+"""Eight characters or more with a digit, a symbol or an inner capital: "dXNlcjpw", not "authentication"."""
+_WEBMAIL = r"(?:gmail|hotmail|outlook|yahoo|icloud|protonmail|proton|gmx|yandex|aol|live|msn|telefonica|movistar)"
+RULES: dict[str, re.Pattern[str]] = {
+    "at_sign_like": re.compile(
+        r"[\w.+\-'][ \t]{0,2}(?:@|%40|&#0*64;|&commat;|[(\[{<][ \t]*(?:at|arroba)[ \t]*[)\]}>])[ \t]{0,2}[\w\-]+"
+        r"\s*(?:\.|[(\[{<]\s*(?:dot|punto)\s*[)\]}>]|\s(?:dot|punto)\s)\s*[a-z]{2}"
+        r"|\b[\w.+\-]+\s+(?:at|arroba)\s+[\w\-]+\s*(?:[(\[{<]\s*(?:dot|punto)\s*[)\]}>]|\s(?:dot|punto)\s)\s*[a-z]{2,}"
+        rf"|\s(?:at|arroba)\s+{_WEBMAIL}\s*\.",
+        re.IGNORECASE,
+    ),
+    "key_like_prefix": re.compile(
+        r"(?<![\w\-])(?:sk-|sk_live_|sk_test_|rk_live_|pk_live_|whsec_|gh[pousr]_|github_pat_|gl(?:pat|dt|rt)-|xox[abposer]-"
+        r"|xapp-|AKIA|ASIA|AIza|ya29\.|GOCSPX-|hf_|api_org_|npm_|pypi-|SG\.|glsa_|sntry[su]_|hv[sb]\.|shp(?:at|ss)_"
+        r"|do[opr]_v1_|ATATT|AGE-SECRET-KEY|xai-|gsk_|pplx-|r8_|dapi|eyJ)[\w\-.+/=]{8,}"
+        rf"|(?<![\w\-])(?:SK|AC)[0-9a-f]{{32}}(?![\w])|Q~[\w.\-~]{{20,}}|hooks\.slack\.com/services/{_NOT_MASK}\w"
+    ),
+    "pem_marker": re.compile(r"-----(?:BEGIN|END) [A-Z0-9 ]*PRIVATE KEY|PuTTY-User-Key-File|Private-Lines:"),
+    "credential_assignment": re.compile(
+        r"(?:pass(?:word|wd|phrase|code)?|pwd|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key|accountkey"
+        rf"|client[_\-]?secret|credentials?|contraseña|contrasena)[\"']?\s*[:=]\s*[\"']?{_NOT_MASK}"
+        rf"(?=[^\s\"',;]*[0-9_+/=!#$%&*@^~]|[^\s\"',;]{{12}})[^\s\"',;{_MASK}]{{4,}}",
+        re.IGNORECASE,
+    ),
+    "password_sentence": re.compile(
+        r"\b(?:password|contraseña|contrasena|passphrase|my pass|mi clave|my pin|mi pin)\s+(?:is|es|was|era)\s+"
+        rf"{_NOT_MASK}(?!(?:not|no|wrong|incorrect|invalid|expired|incorrecta|incorrecto|inválida|caducada|muy|too|very|"
+        r"the|la|el|a|an|una?|required|correct|correcta|weak|strong|débil|fuerte|demasiado|new|nueva|old|vieja|same|la"
+        r"|misma|case|different|distinta|blank|empty|vacía)\b)\S{3,}",
+        re.IGNORECASE,
+    ),
+    "password_next": re.compile(
+        rf"\b(?:password|contraseña|contrasena|passphrase)\s+{_NOT_MASK}"
+        r"(?:(?=[^\s\"',;]{4})[^\s\"',;]*[\d#$%&*@^!]|[^\W\d_]{16,})",
+        re.IGNORECASE,
+    ),
+    "auth_header": re.compile(
+        rf"\b(?:[Bb]earer|[Bb]asic)\s+{_NOT_MASK}{_TOKENISH}"
+        rf"|\b(?i:authori[sz]ation)[\"']?\s*[:=]\s*[\"']?(?:\w+\s+)?{_NOT_MASK}{_TOKENISH}"
+    ),
+    "cookie_like": re.compile(
+        rf"\b(?:set-)?cookie[\"']?\s*:\s*[\"']?{_NOT_MASK}[^\s\"';]+="
+        rf"|(?:sessid|sessionid|session|sid|csrftoken|xsrf-token)=[\"']?{_NOT_MASK}[^;\s&\"']{{8,}}",
+        re.IGNORECASE,
+    ),
+    "url_credentials": re.compile(rf"://{_NOT_MASK}[^\s/@:{_MASK}]+:{_NOT_MASK}[^\s/@{_MASK}]+@"),
+    "url_secret_param": re.compile(
+        r"[?&#;][\w\-.]*(?:token|secret|signature|password|passwd|apikey|api_key|session|sessionid|key|sig|code|auth)"
+        rf"=[\"']?{_NOT_MASK}[^&\s#\"']{{6,}}",
+        re.IGNORECASE,
+    ),
+    "ip_address_like": re.compile(
+        r"(?<![\w.])(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)(?![\w]|\.\d)"
+        r"|(?<![\w:])(?:[0-9a-f]{1,4}:){7}[0-9a-f]{1,4}(?![\w:])"
+        r"|(?<![\w:])(?:[0-9a-f]{0,4}:)*[0-9a-f]{0,4}::(?:[0-9a-f]{1,4}:)*[0-9a-f]{1,4}(?![\w:])",
+        re.IGNORECASE,
+    ),
+    "national_id_like": re.compile(
+        r"(?<![\w\-])(?:\d{8}|\d{2}\.\d{3}\.\d{3})[\s\-.]?[A-Za-z](?![\w\-])"  # DNI
+        r"|(?<![\w\-])[XYZxyz][\s\-.]?\d{7}[\s\-.]?[A-Za-z](?![\w\-])"  # NIE
+        r"|(?<![\w\-])[A-HJNP-SUVW][\s\-.]?\d{7}[\s\-.]?[0-9A-J](?![\w\-])"  # CIF
+        r"|(?<![\w\-])\d{3}-\d{2}-\d{4}(?![\w\-])"  # SSN
+        r"|(?<![\w\-/])\d{2}/\d{7,8}/\d{2}(?![\w\-/])"  # NSS
+    ),
+    "address_like": re.compile(
+        r"\b(?:calle|c/|avda\.?|avenida|plaza|pza\.|paseo|carrer|passeig|rambla|ronda|camino|carretera|travesía|glorieta"
+        r"|gran vía)\s+(?:(?:de|del|la|las|los|d'|l')\s+)*[A-ZÁÉÍÓÚÑ][\w'.\-]*(?:\s+[\w'.\-]+){0,4}?,?\s+(?:nº\s*)?\d{1,4}\b"
+        r"|\b\d{1,5}[A-Za-z]?\s+(?:[A-Z][\w'.\-]*\s+){1,3}(?:Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive"
+        r"|Dr|Court|Ct|Place|Pl|Way|Terrace|Parkway|Square|Highway)\b",
+        re.IGNORECASE,
+    ),
+    "name_after_cue": re.compile(
+        rf"\b(?:me llamo|mi nombre es|my name is|a nombre de|firmado por)\s+{_NOT_MASK}(?!(?:el|la|un|una|the|a|not)\b)"
+        r"[^\W\d_]{2,}"
+        r"|\b(?:saludos|un saludo|atentamente|cordialmente|regards|best regards|kind regards)\s*,?[ \t]*\n[ \t]*"
+        rf"{_NOT_MASK}(?!(?:el|la|the|equipo|team|support|soporte)\b)[A-ZÁÉÍÓÚÑ][a-záéíóúñ]+",
+        re.IGNORECASE,
+    ),
+}
+"""Each rule by the name it reports; ordered so the reasons read from most to least specific."""
+
+
+def _normalized(text: str) -> str:
+    """Look-alikes folded (NFKC: full-width "＠" to "@"), invisible characters dropped, dashes unified,
+    `\\uXXXX` escapes decoded, pseudonyms masked."""
+    if "\\" in text:
+        text = _JSON_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)) if m.group(1) else _ESCAPED[m.group(2)], text)
+    text = unicodedata.normalize("NFKC", text).translate(_INVISIBLE).translate(_DASHES)
+    return _PSEUDONYM.sub(_MASK, text)
+
+
+_DATE = re.compile(
+    r"(?<!\d)(?:(?:19|20)\d\d([\-/.])(?:0?[1-9]|1[0-2])\1(?:0?[1-9]|[12]\d|3[01])"
+    r"|(?:0?[1-9]|[12]\d|3[01])([\-/.])(?:0?[1-9]|1[0-2])\2(?:19|20)\d\d)(?!\d)"
+)
+"""A calendar date ("2026-11-29", "29/11/2026"): it ends a run of digits, as in "ticket 66212 (29/11/2026)"."""
+_DATE_MASK = "\ue001"
+
+
+def _long_digit_run(text: str) -> bool:
+    """Nine or more digits in one run, as phones, cards, IBANs and ids are written.
+
+    Not one: a dotted version ("124.0.6367.91") or decimal ("3.141592653"), a row of a table
+    ("8 10 1000 9 9 11"): a one-digit group breaks a run, unless it follows a country code ("+33 6 ..."),
+    a date ("#66212 (29/11/2026)"), two blanks in a row, a ")" that closes nothing ("(see 16) 3232235521"),
+    a "+0" no country code starts with, and digits in a row of a length no identifier has.
+    """
+    if "/" in text or "-" in text or "." in text:
+        text = _DATE.sub(_DATE_MASK, text)
+    for m in _DIGIT_RUN.finditer(text):
+        for run in _balanced_parts(m.group()):
+            if _is_long_digit_run(run):
+                return True
+    return False
+
+
+def _balanced_parts(run: str) -> list[str]:
+    """`run` split at two blanks in a row and at a ")" with no "(" before it in its part."""
+    parts = []
+    for part in run.split("  "):
+        while ")" in part and ("(" not in part or part.index(")") < part.index("(")):
+            head, _, part = part.partition(")")
+            parts.append(head)
+        parts.append(part)
+    return [part.strip(" .-/") for part in parts]
+
+
+def _is_long_digit_run(run: str) -> bool:
+    if sum(c.isdigit() for c in run) < 9 or run.startswith(("+0", "(+0")):
+        return False
+    if run.strip("()").isdigit():
+        return _identifier_length(run.strip("()"))
+    groups = re.findall(r"[+(]*\d+", run)
+    if run[0] not in "+(" and set(re.sub(r"[\d()+]", "", run)) == {"."} and (
+        len(groups) <= 2 or min(map(len, groups)) == 1 or max(map(len, groups)) > 4
+    ):
+        return False
+    digits = 0
+    for i, group in enumerate(groups):
+        country_code_before = i and groups[i - 1].startswith(("+", "(+", "00"))
+        if group.isdigit() and len(group) == 1 and i and not country_code_before:
+            digits = 0  # a table of small numbers, not one number
+            continue
+        digits += sum(c.isdigit() for c in group)
+        if digits >= 9:
+            return True
+    return False
+
+
+def _identifier_length(digits: str) -> bool:
+    """Digits in a row as identifiers are written: 9 (a Spanish phone), 11-12 (a number with its
+    country code, an NSS), 14-19 (a card); 10 or 13 only when no epoch timestamp or 32-bit constant
+    starts that way ("1732875600", "1732875600123", "2147483647")."""
+    n = len(digits)
+    return n == 9 or 11 <= n <= 12 or 14 <= n <= 19 or (n == 10 and digits[0] in "06789") or (n == 13 and digits[0] != "1")
+
+
+def _iban_like(text: str) -> bool:
+    """Two letters, two digits, then groups of four, with at least eight digits in all."""
+    return any(sum(c.isdigit() for c in m.group()) >= 8 for m in _IBAN_LIKE.finditer(text))
+
+
+def residual_pii_reasons(text: str) -> list[str]:
+    """The names of the rules `text` trips, in rule order; empty when it looks clean.
+
+    Meant for text the anonymizer already passed: `[TYPE_xxxxxxxx]` pseudonyms never trip a rule.
+    """
+    if not text:
+        return []
+    text = _normalized(text)
+    reasons = ["long_digit_run"] if _long_digit_run(text) else []
+    reasons += [name for name, rule in RULES.items() if rule.search(text)]
+    return reasons + (["iban_like"] if _iban_like(text) else [])
