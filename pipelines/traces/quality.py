@@ -1,9 +1,15 @@
-"""The Great Expectations suite of a sampled trace partition: contract, interval, rate, counts, no residual PII."""
+"""The Great Expectations suite of a sampled trace partition: contract, interval, rate, counts, no residual PII.
+
+The written file is read back in batches of rows and every batch is checked by the same suite, so
+memory does not grow with the sample. Checks across rows stay exact: the sampler writes rows in
+trace_id order, and each row carries whether its id follows the previous row's (unique and ordered).
+"""
 
 from __future__ import annotations
 
 import logging
-from datetime import date
+from collections.abc import Iterator
+from datetime import date, datetime
 from typing import Any
 
 import pandas as pd
@@ -13,11 +19,14 @@ from pipelines.privacy.recognizers import RESIDUAL_PII_PATTERNS, find_pii
 from pipelines.records import SAMPLED_TRACE_SCHEMA, SAMPLER_VERSION
 from pipelines.stores.partitions import read_manifest
 from pipelines.traces.sampling import day_interval
-from pipelines.validation import ValidationReport, run_expectations
+from pipelines.validation import ValidationReport, run_expectations, run_expectations_in_batches
 from pipelines.workspace import PartitionPaths
 
 log = logging.getLogger(__name__)
 TEXT_COLUMN = "_all_text"
+
+
+VALIDATION_BATCH_ROWS = 2_000
 
 
 def validate_trace_partition(partition: PartitionPaths) -> ValidationReport:
@@ -25,25 +34,24 @@ def validate_trace_partition(partition: PartitionPaths) -> ValidationReport:
     import great_expectations as gx
 
     manifest = read_manifest(partition.manifest)
-    frame = pq.read_table(partition.data).to_pandas()
-    frame[TEXT_COLUMN] = _all_text(frame)
-    frame["_residual_pii"] = frame[TEXT_COLUMN].map(lambda text: len(find_pii(text)))
+    rows = pq.ParquetFile(partition.data).metadata.num_rows
     start, end = day_interval(date.fromisoformat(manifest["day"]))
-    frame["_ts_in_interval"] = (frame["ts"] >= start) & (frame["ts"] < end) if len(frame) else []
     rate = manifest["sample_rate"]
     summary = pd.DataFrame(
         [{
             "effective_rate": manifest["selected"] / manifest["population"] if manifest["population"] else rate,
             "accounted": manifest["sampled"] + manifest["quarantined"] - manifest["selected"],
-            "rows_vs_manifest": len(frame) - manifest["sampled"],
+            "rows_vs_manifest": rows - manifest["sampled"],
         }]
     )  # fmt: skip
     low, high = _rate_bounds(manifest)
 
     E = gx.expectations
+    derived = [TEXT_COLUMN, "_residual_pii", "_ts_in_interval", "_id_ascending"]
     row_checks = [
-        E.ExpectTableColumnsToMatchSet(column_set=SAMPLED_TRACE_SCHEMA.names + [TEXT_COLUMN, "_residual_pii", "_ts_in_interval"], exact_match=True),
+        E.ExpectTableColumnsToMatchSet(column_set=SAMPLED_TRACE_SCHEMA.names + derived, exact_match=True),
         E.ExpectColumnValuesToBeUnique(column="trace_id"),
+        E.ExpectColumnValuesToBeInSet(column="_id_ascending", value_set=[True]),
         *(E.ExpectColumnValuesToNotBeNull(column=c) for c in ("trace_id", "ts", "question", "answer", "app", "language", "sample_rate", "pii_counts")),
         E.ExpectColumnValueLengthsToBeBetween(column="question", min_value=1),
         E.ExpectColumnValuesToBeInSet(column="sample_rate", value_set=[rate]),
@@ -58,11 +66,28 @@ def validate_trace_partition(partition: PartitionPaths) -> ValidationReport:
         E.ExpectColumnValuesToBeInSet(column="accounted", value_set=[0]),
         E.ExpectColumnValuesToBeInSet(column="rows_vs_manifest", value_set=[0]),
     ]
-    checks = (run_expectations("sampled_traces_rows", frame, row_checks, index_column="trace_id", sensitive={TEXT_COLUMN, "question", "answer", "metadata"})
+    checks = (run_expectations_in_batches("sampled_traces_rows", _row_batches(partition, start, end), row_checks, index_column="trace_id", sensitive={TEXT_COLUMN, "question", "answer", "metadata"})
               + run_expectations("sampled_traces_summary", summary, summary_checks, index_column="trace_id"))
     report = ValidationReport(suite="sampled_traces", success=all(c["success"] for c in checks), checks=checks)
     log.info(report.describe())
     return report
+
+
+def _row_batches(partition: PartitionPaths, start: datetime, end: datetime) -> Iterator[pd.DataFrame]:
+    """The partition's rows, a batch at a time, with the columns the row checks read."""
+    previous_id: str | None = None
+    file = pq.ParquetFile(partition.data)
+    # An empty file still has its columns checked: it is validated as one empty batch.
+    batches = file.iter_batches(batch_size=VALIDATION_BATCH_ROWS) if file.metadata.num_rows else [file.schema_arrow.empty_table()]
+    for batch in batches:
+        frame = batch.to_pandas()
+        frame[TEXT_COLUMN] = _all_text(frame)
+        frame["_residual_pii"] = frame[TEXT_COLUMN].map(lambda text: len(find_pii(text)))
+        frame["_ts_in_interval"] = (frame["ts"] >= start) & (frame["ts"] < end) if len(frame) else []
+        ids = frame["trace_id"].tolist()
+        frame["_id_ascending"] = [prev is None or prev < now for prev, now in zip([previous_id, *ids[:-1]], ids)]
+        previous_id = ids[-1] if ids else previous_id
+        yield frame
 
 
 def _rate_bounds(manifest: dict[str, Any]) -> tuple[float, float]:
