@@ -129,3 +129,14 @@ def test_an_empty_day_publishes_an_empty_partition(store_settings):
     result = steps.run_trace_sampling(store_settings, date(2026, 1, 1), version=False)
     assert (result.counts.population, result.counts.selected, result.counts.sampled) == (0, 0, 0)
     assert result.validation.describe().startswith("passed")
+
+
+def test_worker_processes_write_the_same_bytes_as_one_process(store_settings):
+    # Small batches so the day's rows span several batches spread over the workers.
+    one = store_settings.model_copy(update={"sample_workers": 1, "trace_batch_size": 60})
+    two = store_settings.model_copy(update={"sample_workers": 2, "trace_batch_size": 60})
+    alone = steps.run_trace_sampling(one, DAY, version=False, rate=1.0)
+    in_one_process = partition_bytes(one)
+    pooled = steps.run_trace_sampling(two, DAY, version=False, rate=1.0)
+    assert pooled.counts == alone.counts and pooled.counts.selected > 5 * 60
+    assert partition_bytes(two) == in_one_process

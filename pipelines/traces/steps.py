@@ -8,6 +8,7 @@ one Airflow task calls and returns a small typed result that travels through XCo
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from datetime import date
 from pathlib import Path
@@ -81,6 +82,7 @@ def stage_trace_sample(
         strata=settings.strata if strata is None else strata,
         min_per_stratum=settings.min_per_stratum if min_per_stratum is None else min_per_stratum,
         max_field_chars=settings.max_field_chars,
+        workers=settings.sample_workers or os.cpu_count() or 1,
         progress=progress,
     )
     return StagedSample(counts=SampleCounts.model_validate(summary.as_dict()), staged=staged.root)
