@@ -8,6 +8,8 @@ trace_id order, and each row carries whether its id follows the previous row's (
 from __future__ import annotations
 
 import logging
+import os
+from collections import deque
 from collections.abc import Iterator
 from datetime import date, datetime
 from typing import Any
@@ -15,6 +17,7 @@ from typing import Any
 import pandas as pd
 import pyarrow.parquet as pq
 
+from pipelines.batching import map_in_processes
 from pipelines.privacy.recognizers import RESIDUAL_PII_PATTERNS, find_pii
 from pipelines.records import SAMPLED_TRACE_SCHEMA, SAMPLER_VERSION
 from pipelines.stores.partitions import read_manifest
@@ -26,11 +29,16 @@ log = logging.getLogger(__name__)
 TEXT_COLUMN = "_all_text"
 
 
-VALIDATION_BATCH_ROWS = 2_000
+VALIDATION_BATCH_ROWS = 1_000
+"""Rows per batch; a few batches are in memory at once (read ahead for the worker processes)."""
 
 
-def validate_trace_partition(partition: PartitionPaths) -> ValidationReport:
-    """Validate a staged `golden/traces` partition against its manifest and the Trace contract."""
+def validate_trace_partition(partition: PartitionPaths, *, workers: int | None = None,
+                             batch_rows: int = VALIDATION_BATCH_ROWS) -> ValidationReport:
+    """Validate a staged `golden/traces` partition against its manifest and the Trace contract.
+
+    `workers`: processes looking for residual PII; one per CPU by default.
+    """
     import great_expectations as gx
 
     manifest = read_manifest(partition.manifest)
@@ -66,28 +74,45 @@ def validate_trace_partition(partition: PartitionPaths) -> ValidationReport:
         E.ExpectColumnValuesToBeInSet(column="accounted", value_set=[0]),
         E.ExpectColumnValuesToBeInSet(column="rows_vs_manifest", value_set=[0]),
     ]
-    checks = (run_expectations_in_batches("sampled_traces_rows", _row_batches(partition, start, end), row_checks, index_column="trace_id", sensitive={TEXT_COLUMN, "question", "answer", "metadata"})
+    checks = (run_expectations_in_batches("sampled_traces_rows", _row_batches(partition, start, end, workers or os.cpu_count() or 1, batch_rows), row_checks, index_column="trace_id", sensitive={TEXT_COLUMN, "question", "answer", "metadata"})
               + run_expectations("sampled_traces_summary", summary, summary_checks, index_column="trace_id"))
     report = ValidationReport(suite="sampled_traces", success=all(c["success"] for c in checks), checks=checks)
     log.info(report.describe())
     return report
 
 
-def _row_batches(partition: PartitionPaths, start: datetime, end: datetime) -> Iterator[pd.DataFrame]:
-    """The partition's rows, a batch at a time, with the columns the row checks read."""
-    previous_id: str | None = None
+def _row_batches(partition: PartitionPaths, start: datetime, end: datetime, workers: int,
+                 batch_rows: int) -> Iterator[pd.DataFrame]:
+    """The partition's rows, a batch at a time, with the columns the row checks read.
+
+    Looking for residual PII costs as much as anonymizing did, so it runs in `workers` processes;
+    each batch waits here, in order, for its counts.
+    """
     file = pq.ParquetFile(partition.data)
     # An empty file still has its columns checked: it is validated as one empty batch.
-    batches = file.iter_batches(batch_size=VALIDATION_BATCH_ROWS) if file.metadata.num_rows else [file.schema_arrow.empty_table()]
-    for batch in batches:
-        frame = batch.to_pandas()
-        frame[TEXT_COLUMN] = _all_text(frame)
-        frame["_residual_pii"] = frame[TEXT_COLUMN].map(lambda text: len(find_pii(text)))
+    batches = file.iter_batches(batch_size=batch_rows) if file.metadata.num_rows else [file.schema_arrow.empty_table()]
+    waiting: deque[pd.DataFrame] = deque()
+
+    def texts() -> Iterator[list[str]]:
+        for batch in batches:
+            frame = batch.to_pandas()
+            frame[TEXT_COLUMN] = _all_text(frame)
+            waiting.append(frame)
+            yield frame[TEXT_COLUMN].tolist()
+
+    previous_id: str | None = None
+    for counts in map_in_processes(_residual_pii_counts, texts(), workers=workers if file.metadata.num_rows > batch_rows else 1):
+        frame = waiting.popleft()
+        frame["_residual_pii"] = counts
         frame["_ts_in_interval"] = (frame["ts"] >= start) & (frame["ts"] < end) if len(frame) else []
         ids = frame["trace_id"].tolist()
         frame["_id_ascending"] = [prev is None or prev < now for prev, now in zip([previous_id, *ids[:-1]], ids)]
         previous_id = ids[-1] if ids else previous_id
         yield frame
+
+
+def _residual_pii_counts(texts: list[str]) -> list[int]:
+    return [len(find_pii(text)) for text in texts]
 
 
 def _rate_bounds(manifest: dict[str, Any]) -> tuple[float, float]:
