@@ -12,8 +12,9 @@ PYTEST_ARGS ?=
 demo: install
 	scripts/demo.sh
 
-test: install real-model
-	PYTHONPATH=$(CURDIR) $(BIN)/python -m pytest $(PYTEST_ARGS)
+# The real-model setup (scripts/real-model.sh) runs inside scripts/test.sh, overlapping the suite.
+test: install
+	scripts/test.sh $(PYTEST_ARGS)
 
 up: install
 	PYTHONPATH=$(CURDIR) $(BIN)/python deploy/local_stack.py up

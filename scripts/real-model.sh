@@ -58,7 +58,7 @@ if [ -z "$(wheel)" ]; then
   tmp=$(mktemp -d "$CACHE/build.XXXXXX")
   trap 'rm -rf "$tmp"' EXIT
   start=$SECONDS
-  CMAKE_ARGS="$LLAMA_CMAKE_ARGS" CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) \
+  CMAKE_ARGS="$LLAMA_CMAKE_ARGS" CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)} \
     "$PYTHON" -m pip wheel --no-deps --no-binary llama-cpp-python -w "$tmp" "llama-cpp-python==$LLAMA_VERSION" \
     > "$tmp/build.log" 2>&1 || { tail -n 40 "$tmp/build.log" >&2; exit 1; }
   mv "$tmp"/llama_cpp_python-*.whl "$WHEELS/"  # same filesystem: the wheel appears whole or not at all

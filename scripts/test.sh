@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# `make test`: the whole suite, as two pytest runs that overlap, to stay within CI's 30 minutes:
+#   - the main suite (all but marker real_model), in the foreground;
+#   - in the background, the real-model setup (scripts/real-model.sh: on a machine that never built
+#     llama-cpp-python, a 7-15 min build, at the lowest CPU priority so the tests keep their CPU),
+#     then the real-model tests (docs/real-model.md). Their output is printed after the main suite's.
+# Exit status: the first failing run's.
+#   scripts/test.sh [pytest args...]   e.g. scripts/test.sh tests/test_gate.py -x
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export PYTHONPATH=$PWD
+mkdir -p .ragwatch
+setup_log=.ragwatch/real-model-setup.log
+real_log=.ragwatch/real-model-tests.log
+
+# pytest's exit status 5 means "no test selected": a run narrowed to other tests selected none here.
+run_pytest() { .venv/bin/python -m pytest "$@"; local rc=$?; [ "$rc" -eq 5 ] && rc=0; return "$rc"; }
+
+(
+  if ! PYTHON=.venv/bin/python nice -n 19 scripts/real-model.sh >"$setup_log" 2>&1; then
+    echo "scripts/real-model.sh failed, so the real-model tests could not run; $setup_log ends with:"
+    tail -n 40 "$setup_log"
+    exit 1
+  fi
+  run_pytest -m real_model "$@"
+) >"$real_log" 2>&1 &
+real=$!
+
+run_pytest -m "not real_model" "$@"
+suite=$?
+
+wait "$real"
+real_status=$?
+echo "===================== real-model tests (ran alongside; $real_log) ====================="
+cat "$real_log"
+exit $((suite != 0 ? suite : real_status))
