@@ -146,7 +146,7 @@ def test_validation_in_batches_sees_failures_across_batch_boundaries(store_setti
     from pipelines.traces.quality import validate_trace_partition
 
     staged = steps.stage_trace_sample(store_settings, DAY, rate=1.0)
-    data_file = staged.staged / "part-0.parquet"
+    data_file = PartitionPaths(staged.staged).data
     table = pq.read_table(data_file)
     ids, questions = table.column("trace_id").to_pylist(), table.column("question").to_pylist()
     assert len(ids) > 300
