@@ -119,7 +119,7 @@ def test_a_failed_validation_publishes_nothing_and_keeps_the_previous_version(st
     with pytest.raises(ValidationFailed) as failure:
         steps.validate_trace_sample(staged)
     message = str(failure.value)
-    assert "expect_column_values_to_not_match_regex_list" in message and "Nothing was published" in message
+    assert "expect_column_values_to_be_in_set(_residual_patterns)" in message and "Nothing was published" in message
     assert EMAIL not in message  # the report names rows, never the offending values
     assert table.column("trace_id")[0].as_py() in message
     assert partition_bytes(store_settings) == published
@@ -160,9 +160,10 @@ def test_validation_in_batches_sees_failures_across_batch_boundaries(store_setti
 
     report = validate_trace_partition(PartitionPaths(staged.staged), workers=2, batch_rows=100)
     failed = {c["column"]: json.loads(c["detail"]) for c in report.failures}
-    assert set(failed) >= {"_id_ascending", "_residual_pii", "_all_text"}
+    assert set(failed) >= {"_id_ascending", "_residual_pii", "_residual_patterns"}
     assert "trace_id" not in failed  # each batch alone has unique ids: only the order check sees it
-    assert failed["_residual_pii"]["unexpected_count"] == 2
+    assert failed["_residual_pii"]["unexpected_count"] == failed["_residual_patterns"]["unexpected_count"] == 2
+    assert failed["_residual_patterns"]["examples"] == ["email", "email"]
     assert set(failed["_residual_pii"]["rows"]) == {ids[row] for row in leaked}
     assert failed["_id_ascending"]["rows"] == [ids[250]]
     assert EMAIL not in json.dumps(report.as_dict())
