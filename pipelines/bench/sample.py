@@ -17,6 +17,7 @@ import io
 import json
 import multiprocessing
 import os
+import queue
 import random
 import resource
 import shutil
@@ -119,7 +120,7 @@ def _replicate_in_postgres(store: TraceStore, pool: list[dict[str, Any]], rows: 
     with store.engine.begin() as conn:
         pool_table.drop(conn)
     with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        conn.execute(sa.text(f"ANALYZE {table.name}"))
+        conn.execute(sa.text(f"ANALYZE {conn.dialect.identifier_preparer.quote(table.name)}"))
 
 
 # -- the step, one task per process ------------------------------------------------------------
@@ -138,9 +139,9 @@ def _run_task(name: str, settings: Settings, previous: dict | None, results) -> 
     else:
         result = steps.version_trace_sample(settings, steps.PromotedSample.model_validate(previous))
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    # getrusage knows the largest child's peak only: sampling runs its workers side by side, the
-    # other tasks run their subprocesses (git, dvc) one after the other.
-    side_by_side = (settings.sample_workers or os.cpu_count() or 1) if name == "sample" else 1
+    # getrusage knows the largest child's peak only: sampling and validation run their workers side
+    # by side, the other tasks run their subprocesses (git, dvc) one after the other.
+    side_by_side = {"sample": settings.sample_workers or os.cpu_count() or 1, "validate": os.cpu_count() or 1}.get(name, 1)
     largest_child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     results.put({"result": result.model_dump(mode="json"), "peak_rss_mb": own,
                  "tree_peak_rss_mb": own + side_by_side * largest_child})  # fmt: skip
@@ -156,7 +157,7 @@ def run_task_in_process(name: str, settings: Settings, previous: dict | None) ->
     while outcome is None:
         try:
             outcome = results.get(timeout=1)
-        except Exception:  # queue.Empty, or the process died before putting anything
+        except queue.Empty:
             if not process.is_alive():
                 raise RuntimeError(f"the {name} task exited with {process.exitcode} (see its log above)") from None
     process.join()
