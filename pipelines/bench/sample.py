@@ -7,8 +7,7 @@ runs in the server (generate_series); on SQLite rows are inserted in batches.
 
 The step then runs as Airflow runs it: sample, validate, promote and version, each task in a fresh
 process of its own. Each task's peak RSS is its process's own high-water mark (getrusage); the
-tree figure adds the peaks of the task's worker processes, an upper bound on what the task held at
-once. Its CPU time (its own and its workers') is reported next to the wall time: on a shared
+tree figure is the peak of its process and its workers together, sampled every 0.2 s. Its CPU time (its own and its workers') is reported next to the wall time: on a shared
 machine the wall time also measures the neighbours. Building the day is timed apart and is not
 part of the step.
 """
@@ -24,6 +23,7 @@ import random
 import resource
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,6 +31,7 @@ from datetime import UTC, date, datetime, time as day_time, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
+import psutil
 import sqlalchemy as sa
 from rich.console import Console
 from rich.table import Table
@@ -129,9 +130,11 @@ def _replicate_in_postgres(store: TraceStore, pool: list[dict[str, Any]], rows: 
 
 
 def _run_task(name: str, settings: Settings, previous: dict | None, results) -> None:
-    """One task of the DAG in this (fresh) process; puts its result and peak RSS."""
+    """One task of the DAG in this (fresh) process; puts its result, CPU time and peak RSS."""
     from pipelines.traces import steps
 
+    tree = _TreeRss()
+    tree.start()
     if name == "sample":
         result = steps.stage_trace_sample(settings, DAY)
     elif name == "validate":
@@ -140,16 +143,40 @@ def _run_task(name: str, settings: Settings, previous: dict | None, results) -> 
         result = steps.promote_trace_sample(settings, steps.StagedSample.model_validate(previous))
     else:
         result = steps.version_trace_sample(settings, steps.PromotedSample.model_validate(previous))
+    tree.stop()
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    # getrusage knows the largest child's peak only: sampling and validation run their workers side
-    # by side, the other tasks run their subprocesses (git, dvc) one after the other.
-    side_by_side = {"sample": settings.sample_workers or os.cpu_count() or 1, "validate": os.cpu_count() or 1}.get(name, 1)
-    largest_child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     # CPU seconds, the task's and its finished children's: on a shared machine the wall time says
     # how busy the machine was, CPU time what the task cost.
     cpu = sum(r.ru_utime + r.ru_stime for r in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)))
     results.put({"result": result.model_dump(mode="json"), "peak_rss_mb": own, "cpu_s": cpu,
-                 "tree_peak_rss_mb": own + side_by_side * largest_child})  # fmt: skip
+                 "tree_peak_rss_mb": max(own, tree.peak_mb)})  # fmt: skip
+
+
+class _TreeRss(threading.Thread):
+    """Samples the RSS of this process and its descendants (the workers) every 0.2 s; keeps the peak.
+
+    getrusage cannot give it: it knows the largest child only, and counts a spawned worker at the
+    size of the process it was forked from, before it became a fresh interpreter.
+    """
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.peak_mb, self._done = 0.0, threading.Event()
+
+    def run(self) -> None:
+        me = psutil.Process()
+        while not self._done.wait(0.2):
+            total = 0
+            for process in [me, *me.children(recursive=True)]:
+                try:
+                    total += process.memory_info().rss
+                except psutil.Error:
+                    pass  # a worker that ended between the listing and the reading
+            self.peak_mb = max(self.peak_mb, total / 2**20)
+
+    def stop(self) -> None:
+        self._done.set()
+        self.join()
 
 
 def run_task_in_process(name: str, settings: Settings, previous: dict | None) -> dict[str, Any]:
