@@ -843,5 +843,29 @@ def bench_eval(
     console.print(format_eval_bench(result))
 
 
+@bench_app.command("sample")
+def bench_sample(
+    rows: Annotated[int, typer.Option(min=1, help="Traces in the synthetic day.")] = 100_000,
+    store: Annotated[str, typer.Option(help="sqlite, or postgres (a throwaway cluster unless --store-url).")] = "sqlite",
+    store_url: Annotated[Optional[str], typer.Option(help="A PostgreSQL database the bench may fill (one table it creates and drops).")] = None,
+    rate: Annotated[float, typer.Option(min=0.0001, max=1.0, help="Sample rate.")] = 0.05,
+    workers: Annotated[int, typer.Option(min=0, help="Anonymizing processes; 0 = one per CPU.")] = 0,
+    version: Annotated[bool, typer.Option(help="Run the DVC version task too.")] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
+) -> None:
+    """Wall time, rows/s and peak RSS of the whole trace-sampling step on a synthetic day of N traces."""
+    if store not in ("sqlite", "postgres"):
+        _fail(f"--store is sqlite or postgres, not {escape(store)!r}")
+    if store_url and store != "postgres":
+        _fail("--store-url needs --store postgres")
+    from pipelines.bench.sample import format_sample_bench, run_sample_bench
+
+    result = run_sample_bench(rows, store=store, url=store_url, rate=rate, workers=workers, version=version)
+    if as_json:
+        typer.echo(json.dumps(result, indent=2))
+    else:
+        console.print(format_sample_bench(result))
+
+
 if __name__ == "__main__":
     app()

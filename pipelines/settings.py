@@ -91,6 +91,8 @@ class Settings(BaseSettings):
     min_per_stratum: int = Field(default=2, ge=0)
     max_field_chars: int = Field(default=200_000, ge=1_000)
     """Longer text fields send their trace to quarantine (multi-MB answers are logging bugs)."""
+    sample_workers: int = Field(default=0, ge=0, le=256)
+    """Processes that anonymize a day's sample; 0 = one per CPU, 1 = the task's own process only."""
 
     anonymizer_key: SecretStr | None = None
     """HMAC key for pseudonyms; generated once under `home` when unset."""

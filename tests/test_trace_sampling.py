@@ -15,7 +15,7 @@ from pipelines.stores.traces import TraceStore
 from pipelines.traces import steps
 from pipelines.traces.select import stratum_target
 from pipelines.validation import ValidationFailed
-from pipelines.workspace import Workspace
+from pipelines.workspace import PartitionPaths, Workspace
 
 DAY = date(2026, 11, 20)
 EMAIL = "lucia.fernandez@correo-ejemplo.es"
@@ -158,3 +158,41 @@ def test_an_empty_day_publishes_an_empty_partition(store_settings):
     result = steps.run_trace_sampling(store_settings, date(2026, 1, 1), version=False)
     assert (result.counts.population, result.counts.selected, result.counts.sampled) == (0, 0, 0)
     assert result.validation.describe().startswith("passed")
+
+
+def test_worker_processes_write_the_same_bytes_as_one_process(store_settings):
+    # Small batches so the day's rows span several batches spread over the workers.
+    one = store_settings.model_copy(update={"sample_workers": 1, "trace_batch_size": 60})
+    two = store_settings.model_copy(update={"sample_workers": 2, "trace_batch_size": 60})
+    alone = steps.run_trace_sampling(one, DAY, version=False, rate=1.0)
+    in_one_process = partition_bytes(one)
+    pooled = steps.run_trace_sampling(two, DAY, version=False, rate=1.0)
+    assert pooled.counts == alone.counts and pooled.counts.selected > 5 * 60
+    assert partition_bytes(two) == in_one_process
+
+
+def test_validation_in_batches_sees_failures_across_batch_boundaries(store_settings):
+    from pipelines.traces.quality import validate_trace_partition
+
+    staged = steps.stage_trace_sample(store_settings, DAY, rate=1.0)
+    data_file = PartitionPaths(staged.staged).data
+    table = pq.read_table(data_file)
+    ids, questions = table.column("trace_id").to_pylist(), table.column("question").to_pylist()
+    assert len(ids) > 300
+    ids[250] = ids[10]  # a duplicate id two batches away from its twin
+    leaked = [5, 205]  # PII in two different batches
+    for row in leaked:
+        questions[row] = f"contact me at {EMAIL}"
+    table = table.set_column(0, "trace_id", pa.array(ids))
+    table = table.set_column(table.schema.get_field_index("question"), "question", pa.array(questions))
+    pq.write_table(table, data_file)
+
+    report = validate_trace_partition(PartitionPaths(staged.staged), workers=2, batch_rows=100)
+    failed = {c["column"]: json.loads(c["detail"]) for c in report.failures}
+    assert set(failed) >= {"_id_ascending", "_residual_pii"}
+    assert "trace_id" not in failed  # each batch alone has unique ids: only the order check sees it
+    assert failed["_residual_pii"]["unexpected_count"] == 2
+    assert failed["_residual_pii"]["examples"] == ["question: at_sign_like"] * 2
+    assert set(failed["_residual_pii"]["rows"]) == {ids[row] for row in leaked}
+    assert failed["_id_ascending"]["rows"] == [ids[250]]
+    assert EMAIL not in json.dumps(report.as_dict())

@@ -1,18 +1,27 @@
-"""The Great Expectations suite of a sampled trace partition: contract, interval, rate, counts, no residual PII."""
+"""The Great Expectations suite of a sampled trace partition: contract, interval, rate, counts, no residual PII.
+
+The written file is read back in batches of rows and every batch is checked by the same suite, so
+memory does not grow with the sample. Checks across rows stay exact: the sampler writes rows in
+trace_id order, and each row carries whether its id follows the previous row's (unique and ordered).
+"""
 
 from __future__ import annotations
 
 import logging
-from datetime import date
+import os
+from collections import deque
+from collections.abc import Iterator
+from datetime import date, datetime
 from typing import Any
 
 import pandas as pd
 import pyarrow.parquet as pq
 
+from pipelines.batching import map_in_processes
 from pipelines.records import SAMPLED_TRACE_SCHEMA, SAMPLER_VERSION
 from pipelines.stores.partitions import read_manifest
 from pipelines.traces.sampling import day_interval, describe_residual, residual_pii_by_field
-from pipelines.validation import ValidationReport, run_expectations
+from pipelines.validation import ValidationReport, run_expectations, run_expectations_in_batches
 from pipelines.workspace import PartitionPaths
 
 log = logging.getLogger(__name__)
@@ -20,38 +29,46 @@ RESIDUAL_COLUMN = "_residual_pii"
 """Per row, the residual rules its free-text fields trip ("answer: long_digit_run"), empty when clean."""
 
 
-def validate_trace_partition(partition: PartitionPaths) -> ValidationReport:
-    """Validate a staged `golden/traces` partition against its manifest and the Trace contract."""
+VALIDATION_BATCH_ROWS = 1_000
+"""Rows per batch; a few batches are in memory at once (read ahead for the worker processes)."""
+
+
+def validate_trace_partition(partition: PartitionPaths, *, workers: int | None = None,
+                             batch_rows: int = VALIDATION_BATCH_ROWS) -> ValidationReport:
+    """Validate a staged `golden/traces` partition against its manifest and the Trace contract.
+
+    `workers`: processes looking for residual PII; one per CPU by default.
+    """
     import great_expectations as gx
 
     manifest = read_manifest(partition.manifest)
-    frame = pq.read_table(partition.data).to_pandas()
-    # The independent shape rules, not the anonymizer's detectors (which would pass what they missed).
-    # Staging already quarantined every row they flag, so a hit here means the partition did not come
-    # from the sampling step as written: the day fails.
-    frame[RESIDUAL_COLUMN] = [describe_residual(residual_pii_by_field(row)) for row in frame.to_dict("records")]
+    rows = pq.ParquetFile(partition.data).metadata.num_rows
     start, end = day_interval(date.fromisoformat(manifest["day"]))
-    frame["_ts_in_interval"] = (frame["ts"] >= start) & (frame["ts"] < end) if len(frame) else []
     rate = manifest["sample_rate"]
     summary = pd.DataFrame(
         [{
             "effective_rate": manifest["selected"] / manifest["population"] if manifest["population"] else rate,
             "accounted": manifest["sampled"] + manifest["quarantined"] - manifest["selected"],
-            "rows_vs_manifest": len(frame) - manifest["sampled"],
+            "rows_vs_manifest": rows - manifest["sampled"],
         }]
     )  # fmt: skip
     low, high = _rate_bounds(manifest)
 
     E = gx.expectations
+    derived = [RESIDUAL_COLUMN, "_ts_in_interval", "_id_ascending"]
     row_checks = [
-        E.ExpectTableColumnsToMatchSet(column_set=SAMPLED_TRACE_SCHEMA.names + [RESIDUAL_COLUMN, "_ts_in_interval"], exact_match=True),
+        E.ExpectTableColumnsToMatchSet(column_set=SAMPLED_TRACE_SCHEMA.names + derived, exact_match=True),
         E.ExpectColumnValuesToBeUnique(column="trace_id"),
+        E.ExpectColumnValuesToBeInSet(column="_id_ascending", value_set=[True]),
         *(E.ExpectColumnValuesToNotBeNull(column=c) for c in ("trace_id", "ts", "question", "answer", "app", "language", "sample_rate", "pii_counts")),
         E.ExpectColumnValueLengthsToBeBetween(column="question", min_value=1),
         E.ExpectColumnValuesToBeInSet(column="sample_rate", value_set=[rate]),
         E.ExpectColumnValuesToBeInSet(column="sampler_version", value_set=[SAMPLER_VERSION]),
         E.ExpectColumnValuesToBeInSet(column="user_feedback", value_set=[-1, 0, 1]),
         E.ExpectColumnValuesToBeInSet(column="_ts_in_interval", value_set=[True]),
+        # The independent shape rules, not the anonymizer's detectors (which would pass what they missed).
+        # Staging already quarantined every row they flag, so a hit here means the partition did not come
+        # from the sampling step as written: the day fails.
         E.ExpectColumnValuesToBeInSet(column=RESIDUAL_COLUMN, value_set=[""]),
     ]  # fmt: skip
     summary_checks = [
@@ -59,11 +76,49 @@ def validate_trace_partition(partition: PartitionPaths) -> ValidationReport:
         E.ExpectColumnValuesToBeInSet(column="accounted", value_set=[0]),
         E.ExpectColumnValuesToBeInSet(column="rows_vs_manifest", value_set=[0]),
     ]
-    checks = (run_expectations("sampled_traces_rows", frame, row_checks, index_column="trace_id", sensitive={"question", "answer", "metadata", "contexts", "tool_calls"})
+    checks = (run_expectations_in_batches("sampled_traces_rows", _row_batches(partition, start, end, workers or os.cpu_count() or 1, batch_rows), row_checks, index_column="trace_id", sensitive={"question", "answer", "metadata", "contexts", "tool_calls"})
               + run_expectations("sampled_traces_summary", summary, summary_checks, index_column="trace_id"))
     report = ValidationReport(suite="sampled_traces", success=all(c["success"] for c in checks), checks=checks)
     log.info(report.describe())
     return report
+
+
+def _row_batches(partition: PartitionPaths, start: datetime, end: datetime, workers: int,
+                 batch_rows: int) -> Iterator[pd.DataFrame]:
+    """The partition's rows, a batch at a time, with the columns the row checks read.
+
+    The residual-PII rules scan every free-text field, so they run in `workers` processes; each batch
+    waits here, in order, for its findings (rule names per field, never a value).
+    """
+    file = pq.ParquetFile(partition.data)
+    # An empty file still has its columns checked: it is validated as one empty batch.
+    batches = file.iter_batches(batch_size=batch_rows) if file.metadata.num_rows else [file.schema_arrow.empty_table()]
+    waiting: deque[pd.DataFrame] = deque()
+
+    def rows() -> Iterator[list[dict]]:
+        for batch in batches:
+            frame = batch.to_pandas()
+            waiting.append(frame)
+            yield frame[list(TEXT_COLUMNS)].to_dict("records")
+
+    previous_id: str | None = None
+    for findings in map_in_processes(_residual_findings, rows(), workers=workers if file.metadata.num_rows > batch_rows else 1):
+        frame = waiting.popleft()
+        frame[RESIDUAL_COLUMN] = findings
+        frame["_ts_in_interval"] = (frame["ts"] >= start) & (frame["ts"] < end) if len(frame) else []
+        ids = frame["trace_id"].tolist()
+        frame["_id_ascending"] = [prev is None or prev < now for prev, now in zip([previous_id, *ids[:-1]], ids)]
+        previous_id = ids[-1] if ids else previous_id
+        yield frame
+
+
+TEXT_COLUMNS = ("question", "answer", "contexts", "tool_calls", "metadata")
+"""The columns `free_text_fields` reads: all a worker needs of a row."""
+
+
+def _residual_findings(rows: list[dict]) -> list[str]:
+    """Per row: the residual rules its free-text fields trip, described without values ("" when clean)."""
+    return [describe_residual(residual_pii_by_field(row)) for row in rows]
 
 
 def _rate_bounds(manifest: dict[str, Any]) -> tuple[float, float]:
@@ -75,4 +130,3 @@ def _rate_bounds(manifest: dict[str, Any]) -> tuple[float, float]:
     slack_low = 0.5 * n_strata / population
     slack_high = (manifest["min_per_stratum"] + 0.5) * n_strata / population
     return max(0.0, rate - slack_low), min(1.0, rate + slack_high)
-

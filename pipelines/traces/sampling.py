@@ -5,6 +5,10 @@ anonymization every free-text field goes through the independent residual check
 (`privacy.residual`): a row where something still looks like PII is quarantined with the rules it
 tripped as its reason, and the rest of the day publishes. The offending fields are withheld, not
 written, even in quarantine.
+
+Memory does not grow with the day: the selection holds trace ids only, rows are read a batch at
+a time, anonymized in worker processes (in order, so reruns write the same bytes) and written in
+row groups.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, timezone
 from typing import Any
@@ -26,6 +30,7 @@ from pipelines.records import (
     SAMPLER_VERSION,
     Trace,
 )
+from pipelines.batching import map_in_processes
 from pipelines.files import reset_dir
 from pipelines.stores.partitions import ParquetRowWriter, write_manifest
 from pipelines.stores.traces import TraceStore
@@ -34,7 +39,6 @@ from pipelines.traces.select import select_traces
 from pipelines.workspace import PartitionPaths
 
 log = logging.getLogger(__name__)
-LOG_EVERY = 200
 QUARANTINE_CLIP_CHARS = 4_000
 CLIP_MARGIN_CHARS = 16_000
 RESIDUAL_PII = "residual_pii"
@@ -75,6 +79,7 @@ def sample_day(
     strata: list[str],
     min_per_stratum: int,
     max_field_chars: int,
+    workers: int = 1,
     progress: Callable[[int, int], None] | None = None,
 ) -> SampleSummary:
     """Write the anonymized sample of `day` into the partition `out` (replaced) and return its counts."""
@@ -91,28 +96,26 @@ def sample_day(
         ParquetRowWriter(out.data, SAMPLED_TRACE_SCHEMA) as sampled,
         ParquetRowWriter(out.quarantine, QUARANTINE_SCHEMA) as quarantine,
     ):
-        for done, raw in enumerate(store.iter_rows(start, end, selection.trace_ids), start=1):
-            parsed = parse_row(raw, max_field_chars=max_field_chars)
-            if isinstance(parsed, Rejection):
-                quarantine.write(_quarantine_row(anonymizer, raw, parsed))
-                summary.quarantined += 1
-                summary.quarantine_reasons[parsed.reason] += 1
-            else:
-                clean, counts = anonymizer.anonymize_trace(parsed)
-                row = _sampled_row(clean, counts, rate)
-                residual = residual_pii_by_field(row)
-                if residual:
-                    quarantine.write(_residual_quarantine_row(row, residual))
+        rows = store.iter_rows(start, end, selection.trace_ids)
+        batches = map_in_processes(
+            _prepare_batch, _batched(rows, store.batch_size), workers=workers if summary.selected > store.batch_size else 1,
+            initializer=_set_up_worker, initargs=(anonymizer, max_field_chars, rate),
+        )  # fmt: skip
+        done = 0
+        for batch in batches:
+            for prepared in batch:
+                if prepared.rejection is not None:
+                    quarantine.write(prepared.row)
                     summary.quarantined += 1
-                    summary.quarantine_reasons[RESIDUAL_PII] += 1
+                    summary.quarantine_reasons[prepared.rejection] += 1
                 else:
-                    sampled.write(row)
+                    sampled.write(prepared.row)
                     summary.sampled += 1
-                    summary.pii_counts.update(counts)
+                summary.pii_counts.update(prepared.pii_counts)
+            done += len(batch)
             if progress:
                 progress(done, summary.selected)
-            if done % LOG_EVERY == 0:
-                log.info("%s: %d/%d rows read, %d quarantined", day, done, summary.selected, summary.quarantined)
+            log.info("%s: %d/%d rows read, %d quarantined", day, done, summary.selected, summary.quarantined)
 
     missing = summary.selected - summary.sampled - summary.quarantined
     if missing:
@@ -122,6 +125,54 @@ def sample_day(
     log.info("%s: sampled %d, quarantined %d %s, PII replaced %s", day, summary.sampled,
              summary.quarantined, dict(summary.quarantine_reasons), dict(summary.pii_counts))
     return summary
+
+
+@dataclass(frozen=True)
+class PreparedRow:
+    """One store row ready to write: a sampled row, or a quarantined one with its reason."""
+
+    row: dict[str, Any]
+    rejection: str | None
+    pii_counts: Counter
+
+
+_worker: dict[str, Any] = {}
+"""What each worker process needs, set once when it starts (the anonymizer holds the key)."""
+
+
+def _set_up_worker(anonymizer: Anonymizer, max_field_chars: int, rate: float) -> None:
+    _worker.update(anonymizer=anonymizer, max_field_chars=max_field_chars, rate=rate)
+
+
+def _prepare_batch(raws: list[dict[str, Any]]) -> list[PreparedRow]:
+    """Parse, anonymize and residual-check a batch of raw rows (runs in a worker process)."""
+    anonymizer, rate = _worker["anonymizer"], _worker["rate"]
+    prepared = []
+    for raw in raws:
+        parsed = parse_row(raw, max_field_chars=_worker["max_field_chars"])
+        if isinstance(parsed, Rejection):
+            # Quarantined text is anonymized too; the summary's PII counts are those of sampled rows.
+            prepared.append(PreparedRow(_quarantine_row(anonymizer, raw, parsed), parsed.reason, Counter()))
+        else:
+            clean, counts = anonymizer.anonymize_trace(parsed)
+            row = _sampled_row(clean, counts, rate)
+            residual = residual_pii_by_field(row)
+            if residual:
+                prepared.append(PreparedRow(_residual_quarantine_row(row, residual), RESIDUAL_PII, Counter()))
+            else:
+                prepared.append(PreparedRow(row, None, counts))
+    return prepared
+
+
+def _batched(rows: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
+    batch: list[dict[str, Any]] = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def _sampled_row(trace: Trace, pii_counts: Counter, rate: float) -> dict[str, Any]:

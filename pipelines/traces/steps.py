@@ -8,6 +8,7 @@ one Airflow task calls and returns a small typed result that travels through XCo
 
 from __future__ import annotations
 
+import os
 import shutil
 import uuid
 from collections.abc import Callable
@@ -95,6 +96,7 @@ def stage_trace_sample(
             strata=strata,
             min_per_stratum=min_per_stratum,
             max_field_chars=settings.max_field_chars,
+            workers=settings.sample_workers or os.cpu_count() or 1,
             progress=progress,
         )
     except BaseException:
