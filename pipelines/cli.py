@@ -685,8 +685,7 @@ def eval_offline(
     metrics: Annotated[Optional[str], typer.Option(help="Comma-separated judge metrics; default: all.", callback=_checked(_metrics))] = None,
     limit: Annotated[Optional[int], typer.Option(help="Evaluate a stable subset of this many items.", min=1)] = None,
     fail_on_gate: Annotated[bool, typer.Option(help="Exit non-zero when the regression gate fails.")] = False,
-    target_name: Annotated[Optional[str], typer.Option(help="Name of the system under test (default: reference-rag, or the URL).")] = None,
-    retrieval_k: Annotated[Optional[int], typer.Option(help="Chunks the reference RAG hands its generator (default 5).")] = None,
+    retrieval_k: Annotated[Optional[int], typer.Option(help="Chunks the reference RAG hands its generator (default 5).", min=1)] = None,
     baseline: Annotated[Optional[str], typer.Option(help="Gate against this run id instead of the target's previous run.")] = None,
 ) -> None:
     """The weekly offline eval without Airflow: target, judge, CIs, gate, report, push."""
