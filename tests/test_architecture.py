@@ -63,9 +63,10 @@ def test_a_dag_file_parses_quickly_without_heavy_imports(dag_file):
     parsed = json.loads(result.stdout.strip().splitlines()[-1])
     assert parsed["errors"] == {}
     assert parsed["heavy"] == [], f"{dag_file} imports {parsed['heavy']} at parse time: import inside the task"
-    # Measured 0.4-1.4 s on 2 cores (2.7-10.9 s while DAG files imported ragas); Airflow's default
-    # dagbag_import_timeout is 30 s, and the processor parses every file every 30 s.
-    assert parsed["seconds"] < 5, parsed
+    # Measured 0.4-1.4 s on a quiet 2-core machine (2.7-10.9 s while DAG files imported ragas). The
+    # heavy-import check above is what keeps it so; the bound here is Airflow's own: a file slower than
+    # dagbag_import_timeout (30 s) is an import error, whatever else the machine is running.
+    assert parsed["seconds"] < 30, parsed
 
 
 def _prompt_classes() -> set[type]:
