@@ -103,7 +103,9 @@ def test_latency_and_capacity_are_respected(sim):
     results = llm.run_many_sync(ShoutPrompt(), phrases(12), progress=lambda done, total: seen.append((done, total)))
     wall = time.monotonic() - started
     assert [r.value.upper for r in results] == [p.text.upper() for p in phrases(12)]  # input order kept
-    assert 0.55 <= wall < 1.5  # three waves of four: the server's capacity, not the client's 8, sets the pace
+    # Three waves of four: the server's capacity, not the client's 8, sets the pace (no upper bound on a
+    # wall time: a loaded CI machine only makes it longer; max_concurrent below pins the capacity).
+    assert wall >= 0.55
     stats = sim.stats()
     assert stats["max_concurrent"] == 4 and stats["max_queued"] >= 4 and stats["served"] == 12
     assert seen[-1] == (12, 12) and len(seen) == 12
@@ -176,7 +178,7 @@ def test_timeouts_are_retried_then_fail_within_a_bounded_time(sim):
     llm = sim.llm(timeout_s=0.5, max_retries=2)
     started = time.monotonic()
     result = llm.run_sync(ShoutPrompt(), Phrase(text="x"))
-    assert time.monotonic() - started < 3.0
+    assert time.monotonic() - started < 10.0  # bounded: 3 x 0.5 s plus backoff, never the client's default
     assert result.error == "timeout after 3 attempts (0.5 s each)"
     assert sim.stats()["faults"] == {"timeout": 3}
     assert llm.counters.summary()["retries"] == 2
