@@ -147,7 +147,7 @@ reason.
         """Lexical: correct when the answer states at least half of the reference's claims (each judged by the
         offline claim-verification rule: content words, numbers and names present); abstentions must match."""
         # The one offline claim-verification rule, shared with the ragas judge's offline answers.
-        from pipelines.models.ragas_adapter import _support, claims
+        from pipelines.models.offline_judge import claims, support
 
         reference_abstains, answer_abstains = abstains(inputs.reference), abstains(inputs.answer)
         if reference_abstains or answer_abstains:
@@ -159,7 +159,7 @@ reason.
         reference_claims = claims(inputs.reference)
         if not reference_claims:
             return CorrectnessVerdict(correct=False, reason="the reference states no claim to compare with")
-        stated = [claim for claim in reference_claims if _support(claim, inputs.answer)[0]]
+        stated = [claim for claim in reference_claims if support(claim, inputs.answer)[0]]
         share = len(stated) / len(reference_claims)
         return CorrectnessVerdict(
             correct=share >= CORRECT_SHARE,

@@ -187,9 +187,10 @@ def _http_credentials(view: TextView) -> Iterator[Span]:
 
 
 # --- URLs ------------------------------------------------------------------------------------------
-URL_CREDENTIALS = r"(?i:\b[a-z][a-z0-9+.\-]*://)([^\s/@:\[\]]+:[^\s/@\[\]]+)@"
+URL_CREDENTIALS = r"(?i:\b[a-z][a-z0-9+.\-]*://)([^\s/@:\[\]]+:[^\s/\[\]]+)@"
 """`scheme://user:password@`, as a regex for validation suites; detection anchors on the `://`."""
-_URL_CREDENTIALS = re.compile(r"://([^\s/@:\[\]]+:[^\s/@\[\]]+)@")
+# The password may hold "@" itself: the credentials run to the last "@" before the host.
+_URL_CREDENTIALS = re.compile(r"://([^\s/@:\[\]]+:[^\s/\[\]]+)@")
 
 
 def _url_credentials(text: str) -> Iterator[Span]:
