@@ -223,9 +223,12 @@ def test_n_samples_come_back_from_one_request_and_a_rerun_from_the_cache(sim, tm
 
 def test_a_server_that_ignores_n_gets_the_other_samples_asked_one_by_one(sim):
     sim.set(ignore_n=True)  # llama.cpp's server answers one choice whatever n asks
-    result = asyncio.run(sim.llm().run_samples(SampledShout(), Phrase(text="abc"), 3))
+    llm = sim.llm()
+    result = asyncio.run(llm.run_samples(SampledShout(), Phrase(text="abc"), 3))
     assert result.ok and [v.upper for v in result.value] == ["ABC #1", "ABC #2", "ABC #3"]
     assert sim.stats()["requests"] == 3 and result.attempts == 3
+    counted = llm.counters.summary()
+    assert counted["sample_requests"] == 2 and counted["calls"] == counted["items"] + counted["sample_requests"] == 3
 
 
 def test_each_malformed_sample_is_repaired_on_its_own(sim):

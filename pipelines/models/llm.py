@@ -68,11 +68,14 @@ ToolCallResult = LLMResult[list[ToolCall]]
 class LLMCounters:
     """Totals over every call of one LLM instance; safe to update from several threads."""
 
-    FIELDS = ("items", "calls", "cache_hits", "failures", "retries", "repairs", "prompt_tokens", "completion_tokens")
+    FIELDS = ("items", "calls", "cache_hits", "failures", "retries", "repairs", "sample_requests", "prompt_tokens",
+              "completion_tokens")
+    """`sample_requests`: samples asked for one by one because the server sent fewer choices than `n`."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.items = self.calls = self.cache_hits = self.failures = self.retries = self.repairs = 0
+        self.sample_requests = 0
         self.prompt_tokens = self.completion_tokens = 0
         self.latency_s = 0.0
         self.failure_kinds: Counter[str] = Counter()
@@ -372,6 +375,7 @@ class OpenAICompatibleLLM(LLM):
         # one, each under a note naming its sample, so that they stay independent samples.
         for k in range(len(contents), n):
             noted = [{"role": "system", "content": SAMPLE_NOTE.format(number=k + 1)}, *messages]
+            self.counters.add(sample_requests=1)
             replies.append(await self._complete(noted, one))
             if replies[-1].error is not None:
                 return LLMResult(None, f"sample {k + 1} of {n}: {replies[-1].error}", self.model, **_usage(replies))
