@@ -841,16 +841,7 @@ Stop it with `make down`.""")
 def down(home: Path | None = None, timeout: float = 30) -> list[tuple[int, str]]:
     """Stop everything; return what was still running afterwards (nothing, normally)."""
     state = state_dir(home)
-    names = [*reversed(AIRFLOW_ORDER), "prometheus", "pushgateway"]
-    pids = {name: pid for name in names if (pid := running_pid(state, name))}
-    for pid in pids.values():
-        _signal_group(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and any(running_pid(state, n) for n in pids):
-        time.sleep(0.5)
-    for name in pids:  # whatever of the group outlived its leader
-        if (saved := _saved(_pidfile(state, name))) and _ours(saved):
-            _signal_group(saved["pid"], signal.SIGKILL)
+    _stop_services(state, [*reversed(AIRFLOW_ORDER), "prometheus", "pushgateway"], timeout)
     stop_postgres(state)
     for pid, _ in stack_processes(state):  # stragglers that left their group (or a crashed leader's)
         try:
@@ -916,7 +907,14 @@ def monitoring_up(home: Path, interval: str | None = DEMO_INTERVAL, timeout: flo
 def monitoring_down(home: Path, timeout: float = 15) -> None:
     """Stop what `monitoring_up` started (by the pid files it wrote, nothing else)."""
     state = state_dir(home)
-    pids = {name: pid for name in MONITORING if (pid := running_pid(state, name))}
+    for name in _stop_services(state, MONITORING, timeout):
+        _pidfile(state, name).unlink(missing_ok=True)
+
+
+def _stop_services(state: Path, names, timeout: float) -> list[str]:
+    """SIGTERM each running service's process group, wait up to `timeout`, then SIGKILL whatever of a
+    group outlived its leader; returns the services that were running."""
+    pids = {name: pid for name in names if (pid := running_pid(state, name))}
     for pid in pids.values():
         _signal_group(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
@@ -925,7 +923,7 @@ def monitoring_down(home: Path, timeout: float = 15) -> None:
     for name in pids:
         if (saved := _saved(_pidfile(state, name))) and _ours(saved):
             _signal_group(saved["pid"], signal.SIGKILL)
-        _pidfile(state, name).unlink(missing_ok=True)
+    return list(pids)
 
 
 def status(home: Path | None = None) -> dict[str, int | None]:

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipelines.bench.postgres import INSTALL_HINT, Postgres, free_port, start_postgres
-from pipelines.bench.postgres import as_service_user as _as_service_user
 
 __all__ = ["Postgres", "Pushgateway", "free_port", "start_postgres", "start_pushgateway"]
 

@@ -1,6 +1,6 @@
 """The sampling benchmark, tiny: its day looks like production and its report adds up (no timing)."""
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 import pytest
 import sqlalchemy as sa

@@ -21,8 +21,9 @@ import pytest
 import sqlalchemy as sa
 import yaml
 
+from pipelines.bench.postgres import as_service_user
 from pipelines.settings import ModelEndpoint, Settings
-from tests.services import _as_service_user, start_postgres
+from tests.services import start_postgres
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE = ROOT / "docker-compose.yml"
@@ -291,7 +292,7 @@ def run_init_sql(pg, passwords: dict[str, str]) -> subprocess.CompletedProcess:
     cmd = [str(pg.bin_dir / "psql"), "-h", str(pg.directory), "-p", str(pg.port), "-U", "postgres", "-d", "postgres",
            "--no-psqlrc", "-v", "ON_ERROR_STOP=1", "-f", "-"]  # fmt: skip
     if os.geteuid() == 0:  # runuser keeps the environment, so \getenv sees the passwords
-        cmd = _as_service_user(cmd)
+        cmd = as_service_user(cmd)
     return subprocess.run(
         cmd, input=INIT_SQL.read_text(), env=env, capture_output=True, text=True, timeout=60, check=False
     )

@@ -7,7 +7,7 @@ import pytest
 
 from pipelines.demo.corpus import load_demo_chunks
 from pipelines.privacy.names import TECHNICAL_WORDS, _gazetteer, fold
-from pipelines.privacy.recognizers import PSEUDONYM, find_pii
+from pipelines.privacy.recognizers import find_pii
 
 
 def detected(text: str) -> list[tuple[str, str]]:

@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from pipelines.models.offline import (
     OfflineFaults, configured_faults, corrupt_sentences, draw, join_sentences,
 )  # fmt: skip
+from pipelines.models.offline_judge import claims, support
 from pipelines.models.prompts import Prompt
 from pipelines.text import NOT_ENOUGH, abstains, coverage, sentences
 
@@ -146,9 +147,6 @@ reason.
     def offline(self, inputs: CorrectnessInput) -> CorrectnessVerdict:
         """Lexical: correct when the answer states at least half of the reference's claims (each judged by the
         offline claim-verification rule: content words, numbers and names present); abstentions must match."""
-        # The one offline claim-verification rule, shared with the ragas judge's offline answers.
-        from pipelines.models.offline_judge import claims, support
-
         reference_abstains, answer_abstains = abstains(inputs.reference), abstains(inputs.answer)
         if reference_abstains or answer_abstains:
             same = reference_abstains == answer_abstains

@@ -12,7 +12,6 @@ lone postcode. The street name must be capitalised, so "connect via port 8080" s
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 from pipelines.privacy.names import UPPERCASE_LETTERS, fold
 from pipelines.privacy.spans import Span

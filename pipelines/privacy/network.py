@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Iterator
 
 from pipelines.privacy.matching import confirmed
 from pipelines.privacy.spans import Span

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterator
 
 import phonenumbers
 
