@@ -5,6 +5,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 from pipelines.settings import Settings
 from tests.services import start_postgres, start_pushgateway
@@ -16,6 +17,11 @@ os.environ.setdefault("DVC_NO_ANALYTICS", "1")
 os.environ["AIRFLOW_HOME"] = tempfile.mkdtemp(prefix="ragwatch-airflow-")
 os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
 os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(ROOT / "dags")
+# Property tests draw the same examples on every run, so CI passes or fails on the code, not on a random
+# draw; `pytest --hypothesis-profile=explore` draws new ones (and keeps what it finds in .hypothesis/).
+hypothesis_settings.register_profile("ci", derandomize=True, database=None)
+hypothesis_settings.register_profile("explore", derandomize=False)
+hypothesis_settings.load_profile("ci")
 
 
 @pytest.fixture
