@@ -18,11 +18,13 @@ from pipelines.corpus.chunking import chunk_document, load_chunks, pack
 from pipelines.corpus.documents import parse_document
 from pipelines.text import detect_language
 from pipelines.corpus.refresh import AirflowNotificationError, notify_corpus_refreshed
+from pipelines.corpus.steps import index_corpus
 from pipelines.demo.corpus_files import demo_corpus_chunks, write_demo_corpus
 from pipelines.demo.guides_es import GUIDES_ES
 from pipelines.records import corpus_version
 from pipelines.settings import Settings
 from pipelines.stores.bm25 import document_vector, query_vector, term_index, tokenize
+from pipelines.models.embeddings import LocalEmbedder
 from pipelines.stores.corpus import CorpusIndex, CorpusIndexError
 
 # A small, bilingual slice of the demo corpus keeps the real model's embedding time to seconds.
@@ -261,6 +263,59 @@ def test_reindex_touches_only_changed_documents(tmp_path: Path, settings: Settin
         assert removal.documents_removed == ["extra/notes.md"] and removal.chunks_removed == 2
         assert index.count(filter={"document": "extra/notes.md"}) == 0
         assert index.count() == removal.chunks_total
+
+
+def test_an_unchanged_folder_is_recognised_without_parsing_and_any_change_is_seen(
+    tmp_path: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    corpus = tmp_path / "corpus"
+    write(corpus, "guia.md", GUIDE)
+    notes = write(corpus, "notes.md", "# Notes\n\nThe rollback takes two minutes.\n")
+    first = index_corpus(settings, corpus)
+    assert first["chunks_added"] == first["chunks_total"] > 0
+
+    def no_parsing(folder: Path) -> list:
+        raise AssertionError(f"{folder} was parsed although nothing changed")
+
+    with monkeypatch.context() as patch:
+        patch.setattr("pipelines.corpus.steps.load_chunks", no_parsing)
+        again = index_corpus(settings, corpus)
+    assert again["corpus_version"] == again["previous_version"] == first["corpus_version"]
+    assert (again["chunks_added"], again["chunks_unchanged"], again["documents_unchanged"]) == (0, first["chunks_total"], 2)
+
+    write(corpus, "notes.md", "# Notes\n\nThe rollback takes three minutes.\n")
+    edited = index_corpus(settings, corpus)
+    assert edited["documents_updated"] == 1 and edited["chunks_added"] == 1
+    # A file without front matter is dated by its modification day: a new day is new metadata.
+    os.utime(notes, (notes.stat().st_atime, notes.stat().st_mtime - 3 * 86_400))
+    redated = index_corpus(settings, corpus)
+    assert redated["documents_updated"] == 1 and redated["chunks_added"] == 0 and redated["chunks_unchanged"] > 0
+
+
+def test_a_run_that_dies_halfway_is_repaired_whatever_the_folder_holds_next(tmp_path: Path, settings: Settings) -> None:
+    corpus = tmp_path / "corpus"
+    write(corpus, "guia.md", GUIDE)
+    original = GUIDE.replace("config.yaml", "ajustes.yaml")
+    write(corpus, "notes.md", "# Notes\n\n" + original)
+    first = index_corpus(settings, corpus)
+
+    class DiesWhileEmbedding:
+        name, dim = LocalEmbedder.name, 384
+
+        def embed(self, texts: list[str]) -> list[list[float]]:
+            raise RuntimeError("the embedding server went away")
+
+    write(corpus, "notes.md", "# Notes\n\n" + original.replace("arrancar", "empezar"))
+    with pytest.raises(RuntimeError, match="went away"):
+        index_corpus(settings, corpus, DiesWhileEmbedding())
+    # The folder goes back to what was indexed first: neither the folder's fingerprint nor the
+    # document's manifest entry may pass for the index's state, which lost the edited chunk's old point.
+    write(corpus, "notes.md", "# Notes\n\n" + original)
+    repaired = index_corpus(settings, corpus)
+    assert repaired["corpus_version"] == first["corpus_version"] and repaired["chunks_total"] == first["chunks_total"]
+    with CorpusIndex(settings) as index:
+        assert index.count() == first["chunks_total"]
+        assert {chunk.chunk_id for chunk in index.chunks()} == {chunk.chunk_id for chunk in load_chunks(corpus)}
 
 
 def test_local_mode_is_exclusive_and_reopens_after_close(settings: Settings) -> None:

@@ -2,9 +2,10 @@
 
 One run, in a temporary folder with Qdrant local mode:
 1. write a synthetic corpus of N chunks (Markdown and HTML, Spanish and English) and parse it;
-2. index it: embedding and writing (BM25 vectors + Qdrant upserts) timed apart;
-3. index the unchanged folder again, as `ragwatch corpus index` would (parse, open, compare): no
-   chunk may be embedded;
+2. index it as `ragwatch corpus index` does (fingerprint, parse, compare, embed, write), embedding and
+   writing (BM25 vectors + Qdrant upserts) timed apart;
+3. index the unchanged folder again, as `ragwatch corpus index` would: its fingerprint matches the
+   index's, so nothing is parsed, compared or embedded;
 4. import M hand-written items whose gold passages come from the corpus, against the chunks read
    back from the index, as `ragwatch golden import` does; then the one-by-one matching rule on a
    sample of the same passages, side by side, which must give the same chunk ids.
@@ -29,11 +30,14 @@ from rich.table import Table
 
 from pipelines.bench.synthetic_corpus import golden_rows, write_synthetic_corpus
 from pipelines.corpus.chunking import load_chunks
+from pipelines.corpus.steps import index_corpus
 from pipelines.golden.human import import_human_items
 from pipelines.golden.passages import PassageMatcher, match_passage
 from pipelines.models.embeddings import Embedder, LocalEmbedder
 from pipelines.settings import Settings
 from pipelines.stores.corpus import open_corpus_index
+from pipelines.versioning import ensure_workspace
+from pipelines.workspace import Workspace
 
 TARGETS = {"index": 300.0, "reindex": 5.0, "import": 30.0}
 """Seconds, for 10,000 chunks and 1,000 items on the project's 2-core machine (issue 11)."""
@@ -101,18 +105,12 @@ def run_index_bench(chunks: int = 10_000, items: int = 1_000, seed: int = 11, em
         parsed, parse_s = _timed(lambda: load_chunks(root / "corpus"))
         if embedder == "local":
             model.embed(["warm-up: load the model before the clock starts"])
+        ensure_workspace(Workspace.from_settings(settings), settings.resolved_dvc_remote)  # first use only
         progress(f"indexing {len(parsed):,} chunks with {model.name}")
-        started = time.monotonic()
-        with open_corpus_index(settings, model) as index:
-            first = index.index(parsed)
-        index_s = time.monotonic() - started
-
+        # As `ragwatch corpus index` and the corpus DAG run it: fingerprint, parse, compare, embed, write.
+        first, index_s = _timed(lambda: index_corpus(settings, root / "corpus", model))
         progress("indexing the unchanged folder again")
-        started = time.monotonic()
-        again_chunks = load_chunks(root / "corpus")
-        with open_corpus_index(settings, model) as index:
-            again = index.index(again_chunks)
-        reindex_s = time.monotonic() - started
+        again, reindex_s = _timed(lambda: index_corpus(settings, root / "corpus", model))
 
         progress(f"importing {items:,} hand-written items")
         sheet = root / "human.jsonl"
@@ -132,8 +130,8 @@ def run_index_bench(chunks: int = 10_000, items: int = 1_000, seed: int = 11, em
         agrees = by_rule == [matcher.match(p) for p in sample]
     return IndexBench(
         embedder=model.name, documents=len(files), chunks=len(parsed), write_corpus_s=write_s, parse_s=parse_s,
-        index_s=index_s, embed_s=first.embed_seconds, upsert_s=first.write_seconds, reindex_s=reindex_s,
-        reindex_embedded=again.chunks_added, items=items, imported=len(report.items),
+        index_s=index_s, embed_s=first["embed_seconds"], upsert_s=first["write_seconds"], reindex_s=reindex_s,
+        reindex_embedded=again["chunks_added"], items=items, imported=len(report.items),
         import_problems=len(report.problems), import_s=import_s, rule_sample=len(sample), rule_s=rule_s,
         rule_agrees=agrees, load_average=os.getloadavg()[0], cpus=os.cpu_count() or 0,
     )  # fmt: skip

@@ -49,13 +49,19 @@ class Document:
 
 def iter_documents(folder: Path) -> Iterator[Document]:
     """Every supported file under `folder`, recursively, in path order; hidden entries skipped."""
+    for path, name in supported_files(folder):
+        yield read_document(path, name)
+
+
+def supported_files(folder: Path) -> Iterator[tuple[Path, str]]:
+    """(path, name relative to `folder`) of every file `iter_documents` reads, in the same order."""
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"corpus folder {folder} does not exist or is not a directory")
     for path in sorted(folder.rglob("*")):
         relative = path.relative_to(folder)
         if path.is_file() and path.suffix.lower() in SUFFIX_TYPES and not _hidden(relative):
-            yield read_document(path, relative.as_posix())
+            yield path, relative.as_posix()
 
 
 def read_document(path: Path, name: str) -> Document:

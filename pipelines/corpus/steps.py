@@ -11,20 +11,27 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.corpus.chunking import load_chunks
+from pipelines.corpus.fingerprint import folder_fingerprint
+from pipelines.models.embeddings import Embedder
 from pipelines.settings import Settings
 from pipelines.stores.corpus import open_corpus_index
 from pipelines.versioning import ensure_workspace
 from pipelines.workspace import Workspace
 
 
-def index_corpus(settings: Settings, folder: Path) -> dict[str, Any]:
+def index_corpus(settings: Settings, folder: Path, embedder: Embedder | None = None) -> dict[str, Any]:
+    """Make the index hold `folder`'s chunks; an unchanged folder is recognised by its fingerprint
+    and neither parsed nor compared. `embedder`: the settings' one when None."""
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder} is not a folder of Markdown, HTML or text files")
-    chunks = load_chunks(folder)
-    if not chunks:
-        raise ValueError(f"no .md, .html or .txt content under {folder}")
-    with open_corpus_index(settings) as index:
-        report = index.index(chunks)
+    source = folder_fingerprint(folder)
+    with open_corpus_index(settings, embedder) as index:
+        report = index.unchanged_since(source)
+        if report is None:
+            chunks = load_chunks(folder)
+            if not chunks:
+                raise ValueError(f"no .md, .html or .txt content under {folder}")
+            report = index.index(chunks, source=source)
     workspace = Workspace.from_settings(settings)
     ensure_workspace(workspace, settings.resolved_dvc_remote)
     workspace.corpus_record.write_text(json.dumps({"corpus_version": report.corpus_version, "chunks": report.chunks_total,

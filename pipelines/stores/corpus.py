@@ -4,8 +4,10 @@ One collection holds the chunks (named vectors `dense` and `bm25`, payload = chu
 text). A second, vector-less `<collection>_manifest` collection records what was indexed: one
 point per document with its fingerprint and chunk ids, and one point with the corpus version and
 the embedder that produced the vectors. Re-indexing compares fingerprints, embeds only chunk ids
-it has not seen, and writes a document's manifest entry only after its points, so a crash halfway
-is repaired by the next run.
+it has not seen, and removes a changed document's manifest entry before touching its points and
+writes the new one after them, so a crash halfway is repaired by the next run. The corpus point also
+keeps the fingerprint of the folder last indexed (withdrawn while a run is under way): an unchanged
+folder is recognised without parsing it.
 
 Local mode (`path=`) locks the folder for one process: use `with open_corpus_index(settings) as index:`
 and keep it short-lived, or point `RAGWATCH_QDRANT_URL` at a server.
@@ -75,7 +77,7 @@ class IndexReport:
         return self.corpus_version != self.previous_version
 
     def summary(self) -> dict[str, Any]:
-        """Counts only: what a task returns through XCom."""
+        """Counts and seconds: what a task returns through XCom."""
         return {
             "corpus_version": self.corpus_version,
             "previous_version": self.previous_version,
@@ -87,6 +89,9 @@ class IndexReport:
             "chunks_removed": self.chunks_removed,
             "chunks_unchanged": self.chunks_unchanged,
             "chunks_total": self.chunks_total,
+            "seconds": self.seconds,
+            "embed_seconds": self.embed_seconds,
+            "write_seconds": self.write_seconds,
         }
 
 
@@ -123,8 +128,12 @@ class CorpusIndex:
 
     # -- indexing -------------------------------------------------------------------------------
 
-    def index(self, chunks: Iterable[Chunk], rebuild: bool = False) -> IndexReport:
-        """Make the index hold exactly `chunks`, touching only documents that changed."""
+    def index(self, chunks: Iterable[Chunk], rebuild: bool = False, source: str | None = None) -> IndexReport:
+        """Make the index hold exactly `chunks`, touching only documents that changed.
+
+        `source`: the fingerprint of the folder the chunks were parsed from, kept so that the next
+        run of an unchanged folder can stop at `unchanged_since(source)` without parsing it.
+        """
         started = time.monotonic()
         chunks = list(chunks)
         by_document = _group(chunks)
@@ -134,6 +143,10 @@ class CorpusIndex:
         info = self._corpus_info()
         if info:
             self._check_compatible(info, rebuilding_hint=True)
+            if info.get("source"):
+                # Withdraw the claim before touching any point: a run that dies halfway must not
+                # leave a fingerprint saying the index matches a folder.
+                self._write_corpus_info({key: value for key, value in info.items() if key != "source"})
         stored = self._documents()
 
         removed = sorted(set(stored) - set(by_document))
@@ -157,15 +170,18 @@ class CorpusIndex:
         for document in removed:
             stale_ids += stored[document]["chunk_ids"]
 
+        # Unlist changed documents before touching their points: if this run dies below, the next
+        # one finds them unlisted and rebuilds them whole, whatever the folder holds by then.
+        self._forget_documents(updated + removed)
         self._delete_points(stale_ids)
         for document in removed + added:
             # Points that no manifest entry lists: left by a run that crashed before writing it.
             self._delete_document_points(document)
         embed_seconds, write_seconds = self._upsert_embedded(to_embed)
         self._upsert_payloads(to_repayload)
-        self._write_documents({document: by_document[document] for document in added + updated}, removed)
+        self._write_documents({document: by_document[document] for document in added + updated})
         version = corpus_version(chunks)
-        self._write_corpus_info(version)
+        self._write_corpus_info({"version": version, "source": source, "documents": len(by_document), "chunks": len(chunks)})
         return IndexReport(
             corpus_version=version,
             previous_version=info.get("version") if info else None,
@@ -181,6 +197,18 @@ class CorpusIndex:
             embed_seconds=round(embed_seconds, 3),
             write_seconds=round(write_seconds, 3),
         )
+
+    def unchanged_since(self, source: str) -> IndexReport | None:
+        """The report of a run with nothing to do, if the last completed `index()` was given this
+        source fingerprint and this embedder; None when the folder has to be parsed and compared."""
+        started = time.monotonic()
+        info = self._corpus_info()
+        if not info or info.get("source") != source or "chunks" not in info:
+            return None
+        self._check_compatible(info, rebuilding_hint=True)
+        return IndexReport(corpus_version=info["version"], previous_version=info["version"],
+                           documents_unchanged=info["documents"], chunks_unchanged=info["chunks"],
+                           chunks_total=info["chunks"], seconds=round(time.monotonic() - started, 3))  # fmt: skip
 
     def drop(self) -> None:
         for name in (self.collection, self.manifest):
@@ -310,14 +338,17 @@ class CorpusIndex:
         records = self.client.retrieve(self.manifest, ids=[point_id(_CORPUS_KEY)], with_payload=True)
         return records[0].payload if records else None
 
-    def _write_corpus_info(self, version: str) -> None:
-        payload = {"kind": "corpus", "version": version, "embedder": self.embedder.name,
-                   "dim": self.embedder.dim, "sparse_scheme": SPARSE_SCHEME}  # fmt: skip
+    def _write_corpus_info(self, state: dict[str, Any]) -> None:
+        """`state`: version, and source, documents and chunks when known; the embedder is this one."""
+        payload = {**state, "kind": "corpus", "embedder": self.embedder.name, "dim": self.embedder.dim,
+                   "sparse_scheme": SPARSE_SCHEME}  # fmt: skip
         self.client.upsert(self.manifest, [models.PointStruct(id=point_id(_CORPUS_KEY), vector={}, payload=payload)])
 
-    def _write_documents(self, documents: Mapping[str, list[Chunk]], removed: Sequence[str]) -> None:
-        if removed:
-            self.client.delete(self.manifest, models.PointIdsList(points=[point_id(f"doc:{d}") for d in removed]))
+    def _forget_documents(self, documents: Sequence[str]) -> None:
+        if documents:
+            self.client.delete(self.manifest, models.PointIdsList(points=[point_id(f"doc:{d}") for d in documents]))
+
+    def _write_documents(self, documents: Mapping[str, list[Chunk]]) -> None:
         points = [
             models.PointStruct(
                 id=point_id(f"doc:{document}"),
