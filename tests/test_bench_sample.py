@@ -26,8 +26,8 @@ def test_a_tiny_bench_reports_every_task_and_counts_that_add_up(tmp_path):
     assert result["rows_per_s"] == pytest.approx(rows / result["wall_s"])
     for task in result["tasks"].values():
         assert task["wall_s"] > 0 and task["cpu_s"] > 0 and 30 < task["peak_rss_mb"] <= task["tree_peak_rss_mb"]
-    # The workers' CPU time counts: anonymizing the sample costs more than promoting it.
-    assert result["tasks"]["sample"]["cpu_s"] > result["tasks"]["promote"]["cpu_s"]
+    # (No comparison of one task's CPU with another's: at 40 sampled rows it is a coin flip under load.)
+    assert result["cpu_s"] == pytest.approx(sum(t["cpu_s"] for t in result["tasks"].values()))
     assert result["peak_rss_mb"] == max(t["peak_rss_mb"] for t in result["tasks"].values())
     assert not (tmp_path / "bench").exists()  # the bench leaves nothing behind
 
