@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import json
 import logging
 import random
 import re
+import ssl
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -348,6 +350,7 @@ class OpenAICompatibleLLM(LLM):
         self._clients: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {}
         self._clients_lock = threading.Lock()
         self._random = random.Random()
+        self._tls = _tls_context()
 
     async def _run(self, prompt: Prompt[In, Out], inputs: In) -> LLMResult[Out]:
         messages, params = prompt.messages(inputs), _prompt_params(prompt)
@@ -509,6 +512,7 @@ class OpenAICompatibleLLM(LLM):
                     headers={"Authorization": f"Bearer {self.endpoint.api_key.get_secret_value()}",
                              "Content-Type": "application/json"},
                     timeout=self.endpoint.timeout_s,
+                    verify=self._tls,
                     # The endpoint's limit bounds what is in flight; the pool keeps that many connections open.
                     limits=httpx.Limits(max_connections=None, max_keepalive_connections=self.endpoint.max_concurrency),
                 )  # fmt: skip
@@ -551,6 +555,13 @@ def _retry_after(response: httpx.Response) -> float | None:
         return float(response.headers.get("retry-after", ""))
     except ValueError:
         return None
+
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    # Loading the CA bundle takes tens of milliseconds: once per process, when the first LLM is built,
+    # rather than in every client (one per event loop) on its first request.
+    return httpx.create_ssl_context()
 
 
 # Semaphores bind to the loop they first wait in, so the limit shared by every client of an
