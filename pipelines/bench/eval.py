@@ -2,7 +2,9 @@
 
 Both paths score the same generated items with the same four metrics against a simulator with a
 fixed latency per request and a fixed capacity (requests served at once; the rest queue), each
-on a fresh simulator so its request counters are its own:
+on a fresh simulator so its request counters are its own. Each simulator is `ragwatch simulate-llm`
+in a process of its own, as a model server would be: in a thread of this process its CPU work would
+compete for the interpreter lock with the client being measured.
 
 - ragwatch: `judge_items` over `OpenAICompatibleLLM` (endpoint concurrency = the capacity, a fresh
   cache) and the local embedding model, with ragwatch's consolidated judge (`implementation=
@@ -30,11 +32,15 @@ import logging
 import math
 import random
 import shutil
+import socket
+import subprocess
+import sys
 import tempfile
 import time
 import warnings
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, Literal
 
 import httpx
@@ -51,8 +57,7 @@ from pipelines.evaluation.judge import (  # sets RAGAS_DO_NOT_TRACK before ragas
 from pipelines.models.cache import LLMCache
 from pipelines.models.embeddings import LocalEmbedder
 from pipelines.models.llm import OpenAICompatibleLLM
-from pipelines.models.simulator import SimulatorKnobs, running_simulator
-from pipelines.prompt_catalog import all_prompts
+from pipelines.models.simulator import SimulatorKnobs
 from pipelines.settings import ModelEndpoint
 from pipelines.text import sentences, words
 
@@ -103,6 +108,43 @@ def _prose(sentence: str) -> bool:
     return sentence[0].isupper() and sentence[-1] in ".!?" and PROSE_WORDS[0] <= len(words(sentence)) <= PROSE_WORDS[1]
 
 
+@contextmanager
+def simulator_process(knobs: SimulatorKnobs, *, warm_embeddings: bool = False) -> Iterator[str]:
+    """`ragwatch simulate-llm` started in its own process with `knobs`; yields its base URL (ending in /v1).
+    `warm_embeddings`: load the simulator's embedding model before yielding, so no clock pays for it."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    base_url = f"http://127.0.0.1:{port}/v1"
+    with tempfile.TemporaryFile("w+") as log:
+        server = subprocess.Popen([sys.executable, "-m", "pipelines.cli", "simulate-llm", "--port", str(port)],
+                                  stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    if httpx.get(f"{base_url}/models", timeout=1).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                if server.poll() is not None or time.monotonic() > deadline:
+                    log.seek(0)
+                    raise RuntimeError(f"the model simulator did not start on 127.0.0.1:{port}:\n{log.read()[-2000:]}")
+                time.sleep(0.1)
+            httpx.post(base_url.removesuffix("/v1") + "/admin/knobs", json=knobs.model_dump()).raise_for_status()
+            if warm_embeddings:
+                httpx.post(f"{base_url}/embeddings", json={"model": EMBEDDING_MODEL, "input": ["warm up"]},
+                           timeout=120).raise_for_status()  # fmt: skip
+            yield base_url
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+
+
 def _stats(base_url: str) -> dict[str, Any]:
     return httpx.get(base_url.removesuffix("/v1") + "/admin/stats").json()
 
@@ -115,10 +157,12 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def _served(before: dict[str, Any], after: dict[str, Any]) -> dict[str, int]:
-    """What the simulator served between two snapshots of its stats."""
-    return {name: after[name] - before[name]
-            for name in ("requests", "prompt_tokens", "completion_tokens", "cached_prompt_tokens")}  # fmt: skip
+def _served(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """What the simulator served between two snapshots of its stats (a warm-up request comes before)."""
+    endpoints = {name: n - before["endpoints"].get(name, 0) for name, n in after["endpoints"].items()}
+    return {**{name: after[name] - before[name]
+               for name in ("requests", "prompt_tokens", "completion_tokens", "cached_prompt_tokens")},
+            "endpoints": {name: n for name, n in endpoints.items() if n}}  # fmt: skip
 
 
 def run_ragwatch(
@@ -139,7 +183,6 @@ def run_ragwatch(
         "wall_s": wall,
         "implementation": implementation,
         **_served(before, stats),
-        "endpoints": stats["endpoints"],
         "max_concurrent": stats["max_concurrent"],
         "counters": llm.counters.summary(),
         "scored": statuses["ok"],
@@ -260,7 +303,6 @@ def run_ragas(
         "wall_s": wall,
         "embeddings": embeddings_from,
         **_served(before, stats),
-        "endpoints": stats["endpoints"],
         "max_concurrent": stats["max_concurrent"],
         "nan": nan,
         "nan_total": sum(nan.values()),
@@ -280,7 +322,7 @@ def run_eval_bench(
         raise ValueError(f"ragas_embeddings is 'simulator' or 'local', not {ragas_embeddings!r}")
     items = bench_items(n_items, seed)
     knobs = SimulatorKnobs(latency_s=latency_s, capacity=capacity)
-    # Load the embedding model (ours, and the simulator's /v1/embeddings) before any clock starts.
+    # Load the embedding model (ours here, the simulator's in its process) before any clock starts.
     LocalEmbedder().embed(["warm up"])
     cache_dir = tempfile.mkdtemp(prefix="ragwatch-bench-eval-")
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -291,11 +333,10 @@ def run_eval_bench(
                 task = bar.add_task(label, total=n_items)
                 return lambda done, total: bar.update(task, completed=done, total=total)
 
-            prompts = all_prompts()
-            with running_simulator(knobs, prompts=prompts) as url:
+            with simulator_process(knobs) as url:
                 ours = run_ragwatch(items, url, capacity, cache_dir, items_bar("ragwatch judge (items)"))
                 rerun = run_ragwatch(items, url, capacity, cache_dir, items_bar("ragwatch rerun, cached (items)"))
-            with running_simulator(knobs, prompts=prompts) as url:
+            with simulator_process(knobs, warm_embeddings=ragas_embeddings == "simulator") as url:
                 jobs = bar.add_task("ragas evaluate() ((item, metric) jobs)", total=n_items * len(METRICS))
                 theirs = run_ragas(items, url, lambda: bar.advance(jobs), ragas_embeddings)
     finally:

@@ -217,8 +217,14 @@ def create_simulator(prompts: PromptRegistry, knobs: SimulatorKnobs | None = Non
                     state.faults[fault] += 1
                     await _hang(request)
                     return _error(504, "the simulated request hung", state)
-                await asyncio.sleep(state.knobs.latency_s)
-                payload = await answer(fault == "malformed")
+                # The reply is worked out while the latency runs: a request holds its slot for latency_s, as
+                # the knob says, not for latency_s plus the simulator's own CPU time on a busy machine.
+                answering = asyncio.ensure_future(answer(fault == "malformed"))
+                try:
+                    await asyncio.sleep(state.knobs.latency_s)
+                    payload = await answering
+                finally:
+                    answering.cancel()  # no-op once it is done; stops it when the request is abandoned
             if fault == "malformed":
                 state.faults[fault] += 1
             state.statuses[200] += 1
