@@ -13,10 +13,12 @@ import hashlib
 from datetime import UTC, datetime
 from pathlib import Path
 
+from pipelines import records, text
 from pipelines.corpus import chunking, documents
 from pipelines.corpus.documents import SUFFIX_TYPES, supported_files
 
-_PARSER_SOURCES = (Path(documents.__file__), Path(chunking.__file__))
+_PARSER_SOURCES = tuple(Path(module.__file__) for module in (documents, chunking, text, records))
+"""Parsing, chunking, language detection and chunk ids: a new release of any re-parses once."""
 
 
 def folder_fingerprint(folder: Path, max_words: int = chunking.MAX_WORDS) -> str:
