@@ -332,12 +332,13 @@ def _today() -> date:
 @corpus_app.command("index")
 def corpus_index(
     path: Annotated[Optional[Path], typer.Argument(help="Folder of Markdown/HTML/text files; default: the demo corpus.")] = None,
+    rebuild: Annotated[bool, typer.Option(help="Drop the collection and embed every chunk again (a new embedder).")] = False,
 ) -> None:
     """Chunk a folder and (re-)index it in Qdrant: dense + BM25 sparse vectors, only changed documents."""
     from pipelines.corpus.steps import index_corpus
 
     settings = _settings()
-    report = index_corpus(settings, path or _demo_corpus(settings))
+    report = index_corpus(settings, path or _demo_corpus(settings), rebuild=rebuild)
     console.print(_corpus_table(report))
 
 

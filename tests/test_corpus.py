@@ -290,6 +290,8 @@ def test_an_unchanged_folder_is_recognised_without_parsing_and_any_change_is_see
     os.utime(notes, (notes.stat().st_atime, notes.stat().st_mtime - 3 * 86_400))
     redated = index_corpus(settings, corpus)
     assert redated["documents_updated"] == 1 and redated["chunks_added"] == 0 and redated["chunks_unchanged"] > 0
+    rebuilt = index_corpus(settings, corpus, rebuild=True)  # what `ragwatch corpus index --rebuild` asks
+    assert rebuilt["chunks_added"] == rebuilt["chunks_total"] == first["chunks_total"]
 
 
 def test_a_run_that_dies_halfway_is_repaired_whatever_the_folder_holds_next(tmp_path: Path, settings: Settings) -> None:

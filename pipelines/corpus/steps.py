@@ -19,19 +19,20 @@ from pipelines.versioning import ensure_workspace
 from pipelines.workspace import Workspace
 
 
-def index_corpus(settings: Settings, folder: Path, embedder: Embedder | None = None) -> dict[str, Any]:
+def index_corpus(settings: Settings, folder: Path, embedder: Embedder | None = None, rebuild: bool = False) -> dict[str, Any]:
     """Make the index hold `folder`'s chunks; an unchanged folder is recognised by its fingerprint
-    and neither parsed nor compared. `embedder`: the settings' one when None."""
+    and neither parsed nor compared. `embedder`: the settings' one when None. `rebuild`: drop the
+    collection and embed everything again (another embedder, or vectors from an older release)."""
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder} is not a folder of Markdown, HTML or text files")
     source = folder_fingerprint(folder)
     with open_corpus_index(settings, embedder) as index:
-        report = index.unchanged_since(source)
+        report = None if rebuild else index.unchanged_since(source)
         if report is None:
             chunks = load_chunks(folder)
             if not chunks:
                 raise ValueError(f"no .md, .html or .txt content under {folder}")
-            report = index.index(chunks, source=source)
+            report = index.index(chunks, rebuild=rebuild, source=source)
     workspace = Workspace.from_settings(settings)
     ensure_workspace(workspace, settings.resolved_dvc_remote)
     workspace.corpus_record.write_text(json.dumps({"corpus_version": report.corpus_version, "chunks": report.chunks_total,
