@@ -8,9 +8,7 @@ from __future__ import annotations
 import asyncio
 import math
 import random
-import subprocess
 import sys
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -19,6 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from pipelines.bench.eval import simulator_process
 from pipelines.evaluation.judge import JUDGE_METRICS, JudgeInput, judge_items, judge_items_sync
 from pipelines.evaluation.judge_prompts import QuestionsBack, QuestionsInput
 from pipelines.evaluation.prompts import Context, RagAnswerPrompt, RagInput
@@ -41,7 +40,6 @@ from pipelines.records import Score, ToolCall
 from pipelines.settings import ModelEndpoint
 from pipelines.golden.prompts import ChunkQuestions, ChunkQuestionsInput, SeedChunk
 from pipelines.text import abstains, sentences
-from tests.services import free_port
 from ragas.metrics.collections.faithfulness.util import (
     StatementGeneratorInput,
     StatementGeneratorOutput,
@@ -486,23 +484,10 @@ def test_metrics_through_the_simulator_are_sensible(sim, embedder, implementatio
     assert all(s.value is None or math.isfinite(s.value) for s in scores)
 
 
-def test_the_simulator_started_as_a_user_would_answers_every_prompt_ragwatch_sends(embedder, tmp_path) -> None:
+def test_the_simulator_started_as_a_user_would_answers_every_prompt_ragwatch_sends(embedder) -> None:
     """`ragwatch simulate-llm` on its own process: every judge metric, the reference RAG and golden generation."""
-    port = free_port()
     ragwatch = Path(sys.executable).parent / "ragwatch"
-    log = (tmp_path / "simulator.log").open("w")
-    server = subprocess.Popen([str(ragwatch), "simulate-llm", "--port", str(port)], stdout=log, stderr=subprocess.STDOUT)
-    try:
-        base_url = f"http://127.0.0.1:{port}/v1"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{base_url}/models", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert server.poll() is None and time.monotonic() < deadline, (tmp_path / "simulator.log").read_text()
-            time.sleep(0.2)
+    with simulator_process(SimulatorKnobs(), program=[str(ragwatch)]) as base_url:
         llm = OpenAICompatibleLLM(ModelEndpoint(base_url=base_url, model="sim-judge", max_retries=0), None)
         scores = judge_items_sync([SUPPORTED, INVENTED], list(JUDGE_METRICS), llm, embedder, **RUN)
         assert len(scores) == 2 * len(JUDGE_METRICS)
@@ -514,10 +499,6 @@ def test_the_simulator_started_as_a_user_would_answers_every_prompt_ragwatch_sen
         chunk = SeedChunk(chunk_id="ops.md#ports/0-0", document="ops.md", section="Ports", language="en", text=PORTS)
         generated = llm.run_sync(ChunkQuestions(), ChunkQuestionsInput(chunk=chunk, n=1))
         assert generated.ok and generated.value.items
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
-        log.close()
 
 
 @pytest.mark.parametrize("implementation, requests_per_answer", [("ragwatch", 1), ("ragas", 3)])

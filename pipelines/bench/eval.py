@@ -39,7 +39,7 @@ import tempfile
 import time
 import warnings
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Literal
 
@@ -109,15 +109,17 @@ def _prose(sentence: str) -> bool:
 
 
 @contextmanager
-def simulator_process(knobs: SimulatorKnobs, *, warm_embeddings: bool = False) -> Iterator[str]:
+def simulator_process(knobs: SimulatorKnobs, *, warm_embeddings: bool = False,
+                      program: Sequence[str] = (sys.executable, "-m", "pipelines.cli")) -> Iterator[str]:  # fmt: skip
     """`ragwatch simulate-llm` started in its own process with `knobs`; yields its base URL (ending in /v1).
-    `warm_embeddings`: load the simulator's embedding model before yielding, so no clock pays for it."""
+    `warm_embeddings`: load the simulator's embedding model before yielding, so no clock pays for it.
+    `program`: how to call ragwatch (the installed `ragwatch` script, as a user would, also works)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     base_url = f"http://127.0.0.1:{port}/v1"
     with tempfile.TemporaryFile("w+") as log:
-        server = subprocess.Popen([sys.executable, "-m", "pipelines.cli", "simulate-llm", "--port", str(port)],
+        server = subprocess.Popen([*program, "simulate-llm", "--port", str(port)],
                                   stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
         try:
             deadline = time.monotonic() + 60
