@@ -187,7 +187,7 @@ def test_validation_in_batches_sees_failures_across_batch_boundaries(store_setti
     table = table.set_column(table.schema.get_field_index("question"), "question", pa.array(questions))
     pq.write_table(table, data_file)
 
-    report = validate_trace_partition(PartitionPaths(staged.staged), workers=2, batch_rows=100)
+    report = validate_trace_partition(PartitionPaths(staged.staged), workers=2, batch_rows=100, suite_rows=100)
     failed = {c["column"]: json.loads(c["detail"]) for c in report.failures}
     assert set(failed) >= {"_id_ascending", "_residual_pii"}
     assert "trace_id" not in failed  # each batch alone has unique ids: only the order check sees it
