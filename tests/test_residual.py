@@ -47,6 +47,8 @@ from pipelines.privacy.residual import residual_pii_reasons
         ("ES91 2100 0418 4502 0005 1332", "iban_like"),
         ("gb82west12345698765432".upper(), "iban_like"),
         ("Vivo en Calle Mayor 12, Madrid", "address_like"),
+        ("Nos vemos en la ronda de Atocha 12, 3º", "address_like"),
+        ("vivo en calle los olivos 5", "address_like"),
         ("at 221 Baker Street", "address_like"),
         ("Hola, me llamo Xiomara", "name_after_cue"),
         ("Saludos,\nMarta Vilaró", "name_after_cue"),
@@ -91,6 +93,7 @@ def test_pseudonyms_never_trip_a_rule(text):
         "Support ticket #66212 (02/08/2026) and ticket #54195 (2026-07-30)",  # a ticket number, then a date
         "'{:+010d}'.format(120) gives '+000000120'; str.zfill: '01  012 0123'",
         "'1234567890'.isdigit() (see note 16) 3232235521 is an address as an integer",
+        "El coste mensual del planificador ronda los 5470 euros; la cola ronda las 300 peticiones",
     ],
 )
 def test_technical_prose_passes(text):

@@ -2,7 +2,10 @@
 
 The day is built from a pool of realistic demo traces (Spanish and English, PII planted, about 1.5 %
 broken rows), each padded with more retrieved contexts to 5–10 KB as production traces are, then
-replicated under new trace ids and timestamps spread over the day. On PostgreSQL the replication
+replicated under new trace ids and timestamps spread over the day. The padding is drawn from a
+corpus of `CORPUS_CHUNKS` chunks (the indexing bench's generated prose): the contexts of a production
+day are chunks of the team's corpus, and how many distinct ones a day holds is what the step's
+per-context memory (`privacy.memo`) gains on, so the report counts them. On PostgreSQL the replication
 runs in the server (generate_series); on SQLite rows are inserted in batches.
 
 The step then runs as Airflow runs it: sample, validate, promote and version, each task in a fresh
@@ -37,6 +40,7 @@ from rich.console import Console
 from rich.table import Table
 
 from pipelines.bench.postgres import start_postgres
+from pipelines.bench.synthetic_corpus import chunk_texts
 from pipelines.demo.traces import generate_store_rows
 from pipelines.settings import Settings
 from pipelines.stores.traces import TRACE_FIELDS, TraceStore
@@ -45,6 +49,8 @@ DAY = date(2026, 11, 20)
 POOL_SIZE = 2_000
 """Distinct traces the day is replicated from: enough variety for the anonymizer's work to be typical."""
 TRACE_BYTES = (5_000, 10_000)
+CORPUS_CHUNKS = 10_000
+"""The corpus the padding contexts come from: the size the indexing bench's targets are set for."""
 MAX_POOL_ROW_BYTES = 20_000
 """The demo's multi-MB logging-bug rows stay out of the pool: replicated, they would be most of the day."""
 INSERT_BATCH_ROWS = 100_000
@@ -53,18 +59,18 @@ STEPS = ("sample", "validate", "promote", "version")
 
 
 def pool_rows(size: int, seed: int) -> list[dict[str, Any]]:
-    """`size` raw store rows of the demo, padded with contexts of other rows to 5–10 KB each."""
+    """`size` raw store rows of the demo, padded with corpus chunks to 5–10 KB each."""
     rng = random.Random(seed)
     rows = [r for r in generate_store_rows(days=1, per_day=size, end=DAY + timedelta(days=1), seed=seed)
             if _row_bytes(r) <= MAX_POOL_ROW_BYTES]  # fmt: skip
-    spare = [c for r in rows for c in _contexts(r) or []]
+    corpus = [{"chunk_id": f"bench/{i:05d}", "text": text, "score": 0.5} for i, text in enumerate(chunk_texts(CORPUS_CHUNKS, seed))]
     for row in rows:
         contexts = _contexts(row)
-        if contexts is None or not spare:
+        if contexts is None:
             continue  # a broken row stays as broken as the demo made it
         target = rng.randint(*TRACE_BYTES)
         while _row_bytes(row) < target:
-            contexts.append(rng.choice(spare))
+            contexts.append(rng.choice(corpus))
             row["contexts"] = json.dumps(contexts, ensure_ascii=False)
     return rows
 
@@ -97,7 +103,9 @@ def build_day(store: TraceStore, rows: int, seed: int) -> dict[str, Any]:
         for start in range(0, rows, INSERT_BATCH_ROWS):
             store.insert_rows(day_row(pool, n, rows) for n in range(start, min(rows, start + INSERT_BATCH_ROWS)))
     pooled = [_row_bytes(day_row(pool, n, rows)) for n in range(min(rows, len(pool)))]
-    return {"rows": rows, "mean_trace_bytes": sum(pooled) / len(pooled), "pool": len(pool)}
+    contexts = [str(c.get("text")) if isinstance(c, dict) else str(c) for row in pool[: min(rows, len(pool))] for c in _contexts(row) or []]
+    return {"rows": rows, "mean_trace_bytes": sum(pooled) / len(pooled), "pool": len(pool),
+            "contexts": len(contexts), "distinct_contexts": len(set(contexts))}  # fmt: skip
 
 
 def _replicate_in_postgres(store: TraceStore, pool: list[dict[str, Any]], rows: int) -> None:
@@ -263,6 +271,8 @@ def _report(rows: int, store: str, rate: float, built: dict, build_s: float, tas
         "store": store,
         "rate": rate,
         "mean_trace_bytes": built["mean_trace_bytes"],
+        "contexts": built["contexts"],
+        "distinct_contexts": built["distinct_contexts"],
         "build_s": build_s,
         "selected": counts["selected"],
         "sampled": counts["sampled"],
@@ -292,5 +302,7 @@ def format_sample_bench(result: dict[str, Any]) -> str:
     console.print(table)
     console.print(f"{result['rows_per_s']:,.0f} day rows/s, {result['sampled_per_s']:,.0f} sampled rows/s; "
                   f"{result['selected']:,} selected = {result['sampled']:,} sampled + {result['quarantined']:,} quarantined. "
-                  f"Building the day took {result['build_s']:.1f} s (not part of the step).")  # fmt: skip
+                  f"Building the day took {result['build_s']:.1f} s (not part of the step). Its traces repeat a pool of "
+                  f"{result['contexts']:,} retrieved contexts, {result['distinct_contexts']:,} distinct texts (chunks of a "
+                  f"{CORPUS_CHUNKS:,}-chunk corpus and the demo's own): the step checks each distinct one once per worker.")  # fmt: skip
     return console.file.getvalue()

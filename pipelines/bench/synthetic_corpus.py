@@ -131,6 +131,12 @@ def write_synthetic_corpus(folder: Path, chunks: int, seed: int = 11) -> list[Pa
     return written
 
 
+def chunk_texts(count: int, seed: int = 11) -> list[str]:
+    """`count` chunk-sized passages as the corpus's sections read once parsed, English and Spanish in turn."""
+    rng = random.Random(seed)
+    return ["\n\n".join(_section(rng, "es" if number % 2 else "en")) for number in range(count)]
+
+
 def golden_rows(chunk_texts: list[str], items: int, seed: int = 11) -> list[dict[str, str]]:
     """Rows for `golden import`: 80 % verbatim passages, 12 % reordered, 8 % from no document."""
     rng = random.Random(seed)

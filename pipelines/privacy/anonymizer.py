@@ -18,7 +18,7 @@ from typing import Any
 
 from pipelines.privacy.fields import field_entity, whole_value_type
 from pipelines.privacy.names import fold
-from pipelines.privacy.recognizers import find_pii, find_pii_many
+from pipelines.privacy.recognizers import context_pii, find_pii, find_pii_many
 from pipelines.privacy.spans import PSEUDONYM, Span
 from pipelines.records import Trace
 
@@ -93,15 +93,17 @@ class Anonymizer:
     def anonymize_trace(self, trace: Trace) -> tuple[Trace, Counter]:
         """The trace with every free-text field pseudonymized under one scope, and what was found.
 
-        All its strings are scanned at once (`find_pii_many`), then replaced field by field.
+        Its own strings are scanned at once (`find_pii_many`), its retrieved contexts one by one as
+        corpus chunks seen before (`context_pii`), then all are replaced field by field.
         """
         counts: Counter = Counter()
         scope = trace.trace_id
-        strings = [trace.question, trace.answer, *(c.text for c in trace.contexts)]
+        strings = [trace.question, trace.answer]
         for call in trace.tool_calls:
             strings += _strings(call.arguments)
         strings += _strings(trace.metadata)
         spans = dict(zip(strings, find_pii_many(strings)))
+        spans.update((c.text, list(context_pii(c.text))) for c in trace.contexts)
 
         def text(value: str) -> str:
             return self._replaced(value, spans[value], scope, counts)

@@ -23,6 +23,7 @@ from pipelines.privacy.addresses import detect_addresses
 from pipelines.privacy.emails import detect_emails
 from pipelines.privacy.identifiers import detect_identifiers
 from pipelines.privacy.names import find_names
+from pipelines.privacy.memo import per_distinct_context
 from pipelines.privacy.network import detect_ip_addresses
 from pipelines.privacy.phones import detect_phones
 from pipelines.privacy.secrets import detect_secrets
@@ -127,6 +128,12 @@ def find_pii_many(texts: list[str]) -> list[list[Span]]:
         if end > start:
             found[picked[k]].append(span._replace(start=start, end=end, value=text[start:end]))
     return found
+
+
+@per_distinct_context
+def context_pii(text: str) -> tuple[Span, ...]:
+    """`find_pii` of a retrieved context, scanned once per process (see `memo`)."""
+    return tuple(find_pii(text))
 
 
 def find_pii(text: str) -> list[Span]:

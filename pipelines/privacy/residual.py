@@ -107,7 +107,9 @@ RULES: dict[str, re.Pattern[str]] = {
     ),
     "address_like": re.compile(
         r"\b(?:calle|c/|avda\.?|avenida|plaza|pza\.|paseo|carrer|passeig|rambla|ronda|camino|carretera|travesía|glorieta"
-        r"|gran vía)\s+(?:(?:de|del|la|las|los|d'|l')\s+)*[A-ZÁÉÍÓÚÑ][\w'.\-]*(?:\s+[\w'.\-]+){0,4}?,?\s+(?:nº\s*)?\d{1,4}\b"
+        # The name is a word other than an article: "ronda los 5470 euros" is a sum ("is about"), not a street.
+        r"|gran vía)\s+(?:(?:de|del|la|las|los|d'|l')\s+)*(?!(?:de|del|la|las|los|el)\b)[A-ZÁÉÍÓÚÑ][\w'.\-]*"
+        r"(?:\s+[\w'.\-]+){0,4}?,?\s+(?:nº\s*)?\d{1,4}\b"
         r"|\b\d{1,5}[A-Za-z]?\s+(?:[A-Z][\w'.\-]*\s+){1,3}(?:Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive"
         r"|Dr|Court|Ct|Place|Pl|Way|Terrace|Parkway|Square|Highway)\b",
         re.IGNORECASE,

@@ -22,6 +22,7 @@ from datetime import date, datetime, time, timedelta, timezone
 from typing import Any
 
 from pipelines.privacy.anonymizer import Anonymizer, clip_outside_pseudonyms
+from pipelines.privacy.memo import per_distinct_context
 from pipelines.privacy.residual import residual_pii_reasons
 from pipelines.records import (
     ANONYMIZER_VERSION,
@@ -205,8 +206,21 @@ def free_text_fields(row: dict[str, Any]) -> Iterator[tuple[str, str]]:
 
 
 def residual_pii_by_field(row: dict[str, Any]) -> dict[str, list[str]]:
-    """The residual rules each free-text field of a sampled row trips; empty when the row looks clean."""
-    return {name: reasons for name, text in free_text_fields(row) if (reasons := residual_pii_reasons(text))}
+    """The residual rules each free-text field of a sampled row trips; empty when the row looks clean.
+
+    A context is checked once per process however many rows hold it (`context_residual_reasons`).
+    """
+    return {
+        name: list(reasons)
+        for name, text in free_text_fields(row)
+        if (reasons := (context_residual_reasons if name.startswith("contexts[") else residual_pii_reasons)(text))
+    }
+
+
+@per_distinct_context
+def context_residual_reasons(text: str) -> tuple[str, ...]:
+    """`residual_pii_reasons` of a retrieved context as written, checked once per process (see `memo`)."""
+    return tuple(residual_pii_reasons(text))
 
 
 def describe_residual(residual: dict[str, list[str]]) -> str:
