@@ -170,3 +170,38 @@ def test_postgres_naive_timestamps_read_as_utc_in_a_session_of_another_zone(post
     from pipelines.traces.parse import parse_timestamp
 
     assert parse_timestamp(row["ts"]) == datetime(2026, 3, 1, 23, 30, tzinfo=timezone.utc)
+
+
+@pytest.mark.services
+def test_postgres_ranks_the_selection_in_the_server_as_python_does(postgres, settings):
+    """The server sends only each stratum's selectable rows; the selection is the one of every row's key in Python."""
+    import random
+
+    from pipelines.traces.select import select_traces, selection_key, selection_key_sql, stratum_target
+
+    postgres.psql("CREATE ROLE rank_owner LOGIN PASSWORD 'rank-pw';")
+    postgres.psql("CREATE DATABASE ranked_traces OWNER rank_owner;")
+    url = postgres.url("rank_owner", "rank-pw", "ranked_traces")
+    store = TraceStore.from_settings(settings.model_copy(update={"trace_store_url": url}), read_only=False)
+    store.create_table()
+    rng = random.Random(7)
+    start, end = day_interval(DAY)
+    store.insert_rows({"trace_id": f"tr-{i:05d}{rng.choice(['', '-ñ', '-日本'])}", "ts": start + (end - start) * rng.random(),
+                       "question": "q", "answer": "a", "app": rng.choice(["docs", "soporte", "pagos"]),
+                       "language": rng.choice(["es", "en"]), "user_feedback": rng.choice([-1, 0, 1, None])}
+                      for i in range(3_000))  # fmt: skip
+    strata = ["app", "language", "user_feedback"]
+    population = store.count_by(start, end, strata)
+    assert (("docs", "es", None) in population) and len(population) == 24
+    for rate, floor in ((0.05, 2), (0.3, 0), (1.0, 0)):
+        targets = {s: stratum_target(n, rate, floor) for s, n in population.items()}
+        sent = list(store.iter_lowest(start, end, strata, targets, selection_key_sql))
+        assert len(sent) == sum(targets.values())  # nothing beyond each stratum's target leaves the server
+        in_server = select_traces(population, sent, rate=rate, min_per_stratum=floor)
+        in_python = select_traces(population, store.iter_keys(start, end, strata), rate=rate, min_per_stratum=floor)
+        assert in_server == in_python
+    with store.engine.connect() as conn:
+        ids = [row[0] for row in conn.execute(sa.select(store.table.c.trace_id).limit(50))]
+        keys = conn.execute(sa.select(store.table.c.trace_id, selection_key_sql(store.table.c.trace_id)).where(store.table.c.trace_id.in_(ids)))
+        assert {trace_id: int.from_bytes(key, "big") for trace_id, key in keys} == {i: selection_key(i) for i in ids}
+    store.engine.dispose()

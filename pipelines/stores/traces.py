@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -129,6 +129,34 @@ class TraceStore:
         """(trace_id, *keys) for the interval, streamed; light enough for any table size."""
         cols = [self.table.c.trace_id, *(self.table.c[k] for k in keys)]
         query = sa.select(*cols).where(self._in_interval(start, end))
+        yield from self._stream(query)
+
+    @property
+    def ranks_in_sql(self) -> bool:
+        """Whether `iter_lowest` can rank rows in the server (PostgreSQL: window functions and sha256)."""
+        return self.engine.dialect.name == "postgresql"
+
+    def iter_lowest(self, start: datetime, end: datetime, keys: Sequence[str], targets: dict[tuple, int],
+                    order: Callable[[sa.ColumnElement], sa.ColumnElement]) -> Iterator[tuple]:
+        """(trace_id, *keys) of the interval's rows that rank within their stratum's target, streamed.
+
+        A stratum is a combination of `keys` values (NULL is a value); its rows are ranked by `order`
+        (an SQL expression of the trace_id column), then by trace_id, highest first; those ranked
+        above `targets[stratum]` stay in the server. PostgreSQL only (`ranks_in_sql`).
+        """
+        t = self.table
+        strata = [t.c[k].label(f"k{i}") for i, k in enumerate(keys)]
+        rank = sa.func.row_number().over(
+            partition_by=[t.c[k] for k in keys] or None, order_by=[order(t.c.trace_id), t.c.trace_id.collate("C").desc()]
+        )  # fmt: skip
+        ranked = sa.select(t.c.trace_id.label("trace_id"), *strata, rank.label("rank")).where(self._in_interval(start, end)).subquery()
+        wanted = sa.values(*(sa.column(f"k{i}", t.c[k].type) for i, k in enumerate(keys)), sa.column("target", sa.Integer),
+                           name="wanted").data([(*stratum, n) for stratum, n in targets.items() if n > 0])  # fmt: skip
+        if not wanted.data:
+            return
+        same_stratum = sa.and_(sa.true(), *(ranked.c[f"k{i}"].is_not_distinct_from(wanted.c[f"k{i}"]) for i in range(len(keys))))
+        query = (sa.select(ranked.c.trace_id, *(ranked.c[f"k{i}"] for i in range(len(keys))))
+                 .select_from(ranked.join(wanted, same_stratum)).where(ranked.c.rank <= wanted.c.target))  # fmt: skip
         yield from self._stream(query)
 
     def iter_rows(self, start: datetime, end: datetime, trace_ids: Iterable[str]) -> Iterator[dict[str, Any]]:

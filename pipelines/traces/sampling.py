@@ -36,7 +36,7 @@ from pipelines.files import reset_dir
 from pipelines.stores.partitions import ParquetRowWriter, write_manifest
 from pipelines.stores.traces import TraceStore
 from pipelines.traces.parse import Rejection, parse_row
-from pipelines.traces.select import select_traces
+from pipelines.traces.select import select_traces, selection_key_sql, stratum_target
 from pipelines.workspace import PartitionPaths
 
 log = logging.getLogger(__name__)
@@ -86,9 +86,12 @@ def sample_day(
     """Write the anonymized sample of `day` into the partition `out` (replaced) and return its counts."""
     start, end = day_interval(day)
     population = store.count_by(start, end, strata)
-    selection = select_traces(
-        population, store.iter_keys(start, end, strata), rate=rate, min_per_stratum=min_per_stratum
-    )
+    if store.ranks_in_sql:  # a million rows' keys stay in the server: it sends the selectable ones
+        targets = {stratum: stratum_target(n, rate, min_per_stratum) for stratum, n in population.items()}
+        keyed = store.iter_lowest(start, end, strata, targets, selection_key_sql)
+    else:
+        keyed = store.iter_keys(start, end, strata)
+    selection = select_traces(population, keyed, rate=rate, min_per_stratum=min_per_stratum)
     summary = SampleSummary(day=day.isoformat(), population=selection.population, selected=len(selection.trace_ids))
     log.info("%s: %d traces in the interval, %d selected at rate %s", day, summary.population, summary.selected, rate)
 

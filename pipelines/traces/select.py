@@ -4,7 +4,8 @@ Each trace gets a uniform pseudo-random key from a hash of its id. Every stratum
 `target` smallest keys, where target = round(rate × size), at least `min_per_stratum`, at
 most the stratum's size. So the same interval always selects the same traces, a higher
 rate selects a superset, small strata are represented, and memory is bounded by the size of
-the selection, not of the table.
+the selection, not of the table. On PostgreSQL the server ranks each stratum's keys
+(`selection_key_sql`) and sends only the rows within their stratum's target.
 """
 
 from __future__ import annotations
@@ -15,12 +16,21 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 
+import sqlalchemy as sa
+
 from pipelines.records import SAMPLER_VERSION
 
 
 def selection_key(trace_id: str) -> int:
     digest = hashlib.sha256(f"{SAMPLER_VERSION}\x00{trace_id}".encode()).digest()
     return int.from_bytes(digest[:8], "big")
+
+
+def selection_key_sql(trace_id: sa.ColumnElement) -> sa.ColumnElement:
+    """`selection_key` in PostgreSQL: the same SHA-256's first 8 bytes, which compare as bytes in the
+    order of their unsigned big-endian value."""
+    message = sa.literal(f"{SAMPLER_VERSION}\x00".encode(), sa.LargeBinary).op("||")(sa.func.convert_to(trace_id, "UTF8"))
+    return sa.func.substr(sa.func.sha256(message), 1, 8)
 
 
 def stratum_target(size: int, rate: float, min_per_stratum: int) -> int:
