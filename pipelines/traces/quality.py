@@ -105,10 +105,10 @@ def _row_batches(partition: PartitionPaths, start: datetime, end: datetime, work
     batches = file.iter_batches(batch_size=batch_rows) if file.metadata.num_rows else [file.schema_arrow.empty_table()]
     waiting: deque[pd.DataFrame] = deque()
 
-    def rows() -> Iterator[list[dict]]:
+    def rows() -> Iterator[pa.RecordBatch | pa.Table]:
         for batch in batches:
             waiting.append(_suite_frame(batch))
-            yield batch.select(TEXT_COLUMNS).to_pylist()
+            yield batch.select(TEXT_COLUMNS)  # Arrow buffers to the workers: the text becomes Python objects there
 
     previous_id: str | None = None
     collected: list[pd.DataFrame] = []
@@ -141,9 +141,9 @@ TEXT_COLUMNS = ("question", "answer", "contexts", "tool_calls", "metadata")
 """The columns `free_text_fields` reads: all a worker needs of a row."""
 
 
-def _residual_findings(rows: list[dict]) -> list[str]:
+def _residual_findings(rows: pa.RecordBatch | pa.Table) -> list[str]:
     """Per row: the residual rules its free-text fields trip, described without values ("" when clean)."""
-    return [describe_residual(residual_pii_by_field(row)) for row in rows]
+    return [describe_residual(residual_pii_by_field(row)) for row in rows.to_pylist()]
 
 
 def _rate_bounds(manifest: dict[str, Any]) -> tuple[float, float]:
