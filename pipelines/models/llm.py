@@ -27,6 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
+import aiohttp
 import httpx
 from pydantic import BaseModel, ValidationError
 
@@ -332,9 +333,10 @@ class OpenAICompatibleLLM(LLM):
     """A model served over the OpenAI API (vLLM: start it with guided decoding, and with
     `--enable-auto-tool-choice` for `chat_with_tools`).
 
-    Requests are JSON bodies posted with httpx, not the `openai` SDK: the SDK's request transform and
-    response models cost milliseconds of CPU per request, which at a few dozen requests in flight
-    leaves the server's slots idle while the event loop is busy (`ragwatch bench eval` measures it)."""
+    Requests are JSON bodies posted with aiohttp, not the `openai` SDK nor httpx: the SDK's request
+    transform and response models, and httpx's connection-pool bookkeeping, cost milliseconds of CPU
+    per request (httpx about 3 ms, aiohttp under 1 ms), which at a few dozen requests in flight leaves
+    the server's slots idle while the event loop is busy (`ragwatch bench eval` measures it)."""
 
     def __init__(
         self,
@@ -347,7 +349,8 @@ class OpenAICompatibleLLM(LLM):
         super().__init__(cache)
         self.endpoint, self.model = endpoint, endpoint.model
         self.backoff_s, self.max_backoff_s = backoff_s, max_backoff_s
-        self._clients: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {}
+        self._url = endpoint.base_url.rstrip("/") + "/chat/completions"
+        self._clients: dict[asyncio.AbstractEventLoop, aiohttp.ClientSession] = {}
         self._clients_lock = threading.Lock()
         self._random = random.Random()
         self._tls = _tls_context()
@@ -446,7 +449,7 @@ class OpenAICompatibleLLM(LLM):
         with self._clients_lock:
             client = self._clients.pop(asyncio.get_running_loop(), None)
         if client is not None:
-            await client.aclose()
+            await client.close()
 
     async def _complete(self, messages: list[dict], params: dict[str, Any]) -> _Reply:
         """One chat completion with retries; the endpoint's limit is held only while a request is in flight."""
@@ -462,26 +465,28 @@ class OpenAICompatibleLLM(LLM):
                     # The client's own timeout bounds each socket read, not the whole request: a server
                     # trickling bytes could hold it for ever, so the request as a whole is bounded too.
                     async with asyncio.timeout(self.endpoint.timeout_s):
-                        response = await client.post("chat/completions", content=body)
-                if response.is_success:
-                    return self._reply(response, attempts)
-                status = response.status_code
+                        async with client.post(self._url, data=body) as response:
+                            reply = _HTTPReply(response.status, response.reason or "", response.headers.get("retry-after"),
+                                               await response.read())  # fmt: skip
+                if 200 <= reply.status < 300:
+                    return self._reply(reply, attempts)
+                status = reply.status
                 if status != 429 and status < 500:
-                    return _Reply(None, f"HTTP {status}: {_server_message(response)}", attempts)
-                problem = f"HTTP {status} after {attempts} attempts: {_server_message(response)}"
-                retry_after = _retry_after(response)
-            except (TimeoutError, httpx.TimeoutException):
+                    return _Reply(None, f"HTTP {status}: {_server_message(reply)}", attempts)
+                problem = f"HTTP {status} after {attempts} attempts: {_server_message(reply)}"
+                retry_after = _retry_after(reply)
+            except TimeoutError:  # aiohttp's socket timeouts are TimeoutErrors too
                 problem = f"timeout after {attempts} attempts ({self.endpoint.timeout_s:g} s each)"
-            except httpx.TransportError as exc:
+            except aiohttp.ClientError as exc:
                 problem = f"connection error after {attempts} attempts: {str(exc) or type(exc).__name__}"
             if attempts > self.endpoint.max_retries:
                 return _Reply(None, problem, attempts)
             self.counters.add(retries=1)
             await asyncio.sleep(self._backoff(attempts, retry_after))
 
-    def _reply(self, response: httpx.Response, attempts: int) -> _Reply:
+    def _reply(self, response: _HTTPReply, attempts: int) -> _Reply:
         try:
-            completion = response.json()
+            completion = json.loads(response.body)
         except ValueError:
             completion = None
         if not isinstance(completion, dict):
@@ -500,21 +505,22 @@ class OpenAICompatibleLLM(LLM):
         delay = ceiling / 2 + self._random.uniform(0, ceiling / 2)
         return max(delay, min(retry_after or 0.0, self.max_backoff_s))
 
-    def _client(self) -> httpx.AsyncClient:
-        # An httpx connection pool belongs to the loop that opened it, so each loop gets its own client.
+    def _client(self) -> aiohttp.ClientSession:
+        # A connection pool belongs to the loop that opened it, so each loop gets its own session.
         loop = asyncio.get_running_loop()
         with self._clients_lock:
             if loop not in self._clients:
                 for stale in [other for other in self._clients if other.is_closed()]:
                     del self._clients[stale]
-                self._clients[loop] = httpx.AsyncClient(
-                    base_url=self.endpoint.base_url.rstrip("/") + "/",
+                timeout = self.endpoint.timeout_s
+                self._clients[loop] = aiohttp.ClientSession(
                     headers={"Authorization": f"Bearer {self.endpoint.api_key.get_secret_value()}",
                              "Content-Type": "application/json"},
-                    timeout=self.endpoint.timeout_s,
-                    verify=self._tls,
-                    # The endpoint's limit bounds what is in flight; the pool keeps that many connections open.
-                    limits=httpx.Limits(max_connections=None, max_keepalive_connections=self.endpoint.max_concurrency),
+                    # Each connect and socket read is bounded, as httpx's timeout did; `_complete` bounds the whole.
+                    timeout=aiohttp.ClientTimeout(total=None, sock_connect=timeout, sock_read=timeout),
+                    # The endpoint's limit bounds what is in flight, not the pool.
+                    connector=aiohttp.TCPConnector(limit=0, ssl=self._tls),
+                    trust_env=True,  # proxy variables, as httpx honoured them
                 )  # fmt: skip
             return self._clients[loop]
 
@@ -538,21 +544,35 @@ def _strip_code_fence(content: str) -> str:
     return fenced.group(1) if fenced else content
 
 
-def _server_message(response: httpx.Response) -> str:
+@dataclass(frozen=True)
+class _HTTPReply:
+    """What `_complete` keeps of a response, read in full while the request's time limit runs."""
+
+    status: int
+    reason: str
+    retry_after: str | None
+    body: bytes
+
+    @property
+    def text(self) -> str:
+        return self.body.decode("utf-8", errors="replace")
+
+
+def _server_message(response: _HTTPReply) -> str:
     """The server's own words: OpenAI-style servers (vLLM, the simulator) send {"error": {"message": ...}}."""
     try:
-        body = response.json()
+        body = json.loads(response.body)
     except ValueError:
         body = response.text.strip()
     if isinstance(body, dict):
         body = body.get("error", body)
     message = body.get("message") if isinstance(body, dict) else None
-    return str(message or body or response.reason_phrase)[:ERROR_DETAIL_CHARS]
+    return str(message or body or response.reason)[:ERROR_DETAIL_CHARS]
 
 
-def _retry_after(response: httpx.Response) -> float | None:
+def _retry_after(response: _HTTPReply) -> float | None:
     try:
-        return float(response.headers.get("retry-after", ""))
+        return float(response.retry_after or "")
     except ValueError:
         return None
 
