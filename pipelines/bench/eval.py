@@ -329,7 +329,8 @@ def run_eval_bench(
     cache_dir = tempfile.mkdtemp(prefix="ragwatch-bench-eval-")
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     try:
-        with Progress(*columns, transient=True) as bar:
+        # Twice a second: each refresh renders on this process's CPU, which the judge being measured needs.
+        with Progress(*columns, transient=True, refresh_per_second=2) as bar:
 
             def items_bar(label: str) -> Callable[[int, int], None]:
                 task = bar.add_task(label, total=n_items)
