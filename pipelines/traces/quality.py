@@ -35,8 +35,7 @@ VALIDATION_BATCH_ROWS = 1_000
 """Rows the residual scan reads at a time; a few batches are in memory at once (read ahead for the workers)."""
 SUITE_BATCH_ROWS = 10_000
 """Rows the suite checks at a time. GX spends ~0.6 s of CPU per batch whatever its size, and a suite
-batch holds the long text columns as lengths only (`_suite_frame`); GX copies a batch for its checks, so
-10,000 rows keep the task near 450 MB (25,000: 580 MB)."""
+batch holds the long text columns as lengths only (`_suite_frame`): 10,000 rows are a few MB."""
 LONG_TEXT_COLUMNS = ("answer", "contexts", "tool_calls", "metadata")
 """Columns no row check reads beyond their presence and nullness; the residual scan reads their text."""
 
