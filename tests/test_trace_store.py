@@ -205,6 +205,7 @@ def test_postgres_ranks_the_selection_in_the_server_as_python_does(postgres, set
     in_server = select_traces(unstratified, store.iter_lowest(start, end, [], targets, selection_key_sql), rate=0.1, min_per_stratum=0)
     assert in_server == select_traces(unstratified, store.iter_keys(start, end, []), rate=0.1, min_per_stratum=0)
     assert len(in_server.trace_ids) == 300
+    assert list(store.iter_lowest(start, end, strata, {}, selection_key_sql)) == []  # an empty day selects nothing
     with store.engine.connect() as conn:
         ids = [row[0] for row in conn.execute(sa.select(store.table.c.trace_id).limit(50))]
         keys = conn.execute(sa.select(store.table.c.trace_id, selection_key_sql(store.table.c.trace_id)).where(store.table.c.trace_id.in_(ids)))

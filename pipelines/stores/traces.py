@@ -144,18 +144,20 @@ class TraceStore:
         (an SQL expression of the trace_id column), then by trace_id, highest first; those ranked
         above `targets[stratum]` stay in the server. PostgreSQL only (`ranks_in_sql`).
         """
+        wanted_rows = [(*stratum, n) for stratum, n in targets.items() if n > 0]
+        if not wanted_rows:  # an empty day, or a rate that selects nothing: VALUES needs a row
+            return
         t = self.table
-        strata = [t.c[k].label(f"k{i}") for i, k in enumerate(keys)]
+        names = [f"k{i}" for i in range(len(keys))]  # labels: the user's column names may be anything
         rank = sa.func.row_number().over(
             partition_by=[t.c[k] for k in keys] or None, order_by=[order(t.c.trace_id), t.c.trace_id.collate("C").desc()]
         )  # fmt: skip
-        ranked = sa.select(t.c.trace_id.label("trace_id"), *strata, rank.label("rank")).where(self._in_interval(start, end)).subquery()
-        wanted = sa.values(*(sa.column(f"k{i}", t.c[k].type) for i, k in enumerate(keys)), sa.column("target", sa.Integer),
-                           name="wanted").data([(*stratum, n) for stratum, n in targets.items() if n > 0])  # fmt: skip
-        if not wanted.data:
-            return
-        same_stratum = sa.and_(sa.true(), *(ranked.c[f"k{i}"].is_not_distinct_from(wanted.c[f"k{i}"]) for i in range(len(keys))))
-        query = (sa.select(ranked.c.trace_id, *(ranked.c[f"k{i}"] for i in range(len(keys))))
+        ranked = (sa.select(t.c.trace_id.label("trace_id"), *(t.c[k].label(n) for k, n in zip(keys, names)), rank.label("rank"))
+                  .where(self._in_interval(start, end)).subquery())  # fmt: skip
+        wanted = sa.values(*(sa.column(n, t.c[k].type) for k, n in zip(keys, names)), sa.column("target", sa.Integer),
+                           name="wanted").data(wanted_rows)  # fmt: skip
+        same_stratum = sa.and_(sa.true(), *(ranked.c[n].is_not_distinct_from(wanted.c[n]) for n in names))
+        query = (sa.select(ranked.c.trace_id, *(ranked.c[n] for n in names))
                  .select_from(ranked.join(wanted, same_stratum)).where(ranked.c.rank <= wanted.c.target))  # fmt: skip
         yield from self._stream(query)
 
