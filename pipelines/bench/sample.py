@@ -102,8 +102,9 @@ def build_day(store: TraceStore, rows: int, seed: int) -> dict[str, Any]:
     else:
         for start in range(0, rows, INSERT_BATCH_ROWS):
             store.insert_rows(day_row(pool, n, rows) for n in range(start, min(rows, start + INSERT_BATCH_ROWS)))
-    pooled = [_row_bytes(day_row(pool, n, rows)) for n in range(min(rows, len(pool)))]
-    contexts = [str(c.get("text")) if isinstance(c, dict) else str(c) for row in pool[: min(rows, len(pool))] for c in _contexts(row) or []]
+    used = pool[:rows]
+    pooled = [_row_bytes(day_row(pool, n, rows)) for n in range(len(used))]
+    contexts = [str(c.get("text")) if isinstance(c, dict) else str(c) for row in used for c in _contexts(row) or []]
     return {"rows": rows, "mean_trace_bytes": sum(pooled) / len(pooled), "pool": len(pool),
             "contexts": len(contexts), "distinct_contexts": len(set(contexts))}  # fmt: skip
 

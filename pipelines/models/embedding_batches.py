@@ -27,8 +27,8 @@ _background_lock = threading.Lock()
 
 
 def _lower_priority() -> None:
-    # Linux schedules each thread by its own nice value (elsewhere it would apply to the whole process),
-    # and the model's intra-op threads, started from this thread, inherit it.
+    # Linux schedules each thread by its own nice value (elsewhere it would apply to the whole process);
+    # threads this one starts inherit it, a pool the model started earlier from another thread does not.
     if sys.platform == "linux":
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), EMBEDDING_NICENESS)
 

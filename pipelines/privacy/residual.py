@@ -224,6 +224,7 @@ _NINE_DIGITS_APART = re.compile(r"\d(?:[ .\-/()]{0,4}\d){8}")
 _CASE_FOLDS = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s"})
 """The characters other than an ASCII letter's own two cases that re.IGNORECASE matches it with ("İ",
 "ı" for "i", "ſ" for "s"): folded before lower(), a keyword the rules match is in the lowered text."""
+_CASE_FOLDED = re.compile("[" + "".join(map(chr, _CASE_FOLDS)) + "]")
 _AT_WORD = re.compile(r"[\s(\[{<][ \t]*(?:at|arroba)[\s)\]}>]", re.IGNORECASE)
 _BRACKETED_AT = re.compile(r"[(\[{<][ \t]*(?:at|arroba)[ \t]*[)\]}>]", re.IGNORECASE)
 _AT_WEBMAIL = re.compile(rf"\s(?:at|arroba)\s+{_WEBMAIL}", re.IGNORECASE)
@@ -260,7 +261,7 @@ class _Text:
     def lowered(self) -> str:
         if self._lowered is None:
             text = self.text
-            if not text.isascii() and ("\u0130" in text or "\u0131" in text or "\u017f" in text):
+            if not text.isascii() and _CASE_FOLDED.search(text):
                 text = text.translate(_CASE_FOLDS)  # a lookup per character: only where one is there
             self._lowered = text.lower()
         return self._lowered

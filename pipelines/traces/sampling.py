@@ -213,11 +213,12 @@ def residual_pii_by_field(row: dict[str, Any]) -> dict[str, list[str]]:
 
     A context is checked once per process however many rows hold it (`context_residual_reasons`).
     """
-    return {
-        name: list(reasons)
-        for name, text in free_text_fields(row)
-        if (reasons := (context_residual_reasons if name.startswith("contexts[") else residual_pii_reasons)(text))
-    }
+    found = {}
+    for name, text in free_text_fields(row):
+        check = context_residual_reasons if name.startswith("contexts[") else residual_pii_reasons
+        if reasons := check(text):
+            found[name] = list(reasons)
+    return found
 
 
 @per_distinct_context
