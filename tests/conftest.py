@@ -11,6 +11,10 @@ from pipelines.settings import Settings
 from tests.services import start_postgres, start_pushgateway
 
 ROOT = Path(__file__).resolve().parent.parent
+# The suite runs on what it sets up itself, never on a developer's or CI machine's leftovers: a RAGWATCH_*
+# variable exported for `make up` (a Pushgateway, a vLLM URL) would redirect the tests' settings there.
+for _name in [n for n in os.environ if n.startswith("RAGWATCH_")]:
+    del os.environ[_name]
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("DVC_NO_ANALYTICS", "1")
 # In-process Airflow (DagBag) must not create ~/airflow: give it a throwaway home.
@@ -40,12 +44,20 @@ def postgres():
 
 
 @pytest.fixture(scope="session")
-def pushgateway():
+def pushgateway_server():
     gateway = start_pushgateway()
     try:
         yield gateway
     finally:
         gateway.stop()
+
+
+@pytest.fixture
+def pushgateway(pushgateway_server):
+    """The session's Pushgateway, emptied for each test: a test that finds a group some other test pushed
+    passes or fails with the order the tests ran in (the order differs between runs and workers)."""
+    pushgateway_server.wipe()
+    return pushgateway_server
 
 
 @pytest.fixture(scope="session")

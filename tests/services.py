@@ -28,6 +28,13 @@ class Pushgateway:
     process: subprocess.Popen
     directory: Path
 
+    def wipe(self) -> None:
+        """Delete every group, so a test reads back only what it pushed (the admin API is on for tests)."""
+        request = urllib.request.Request(f"{self.url}/api/v1/admin/wipe", method="PUT")
+        with urllib.request.urlopen(request, timeout=5) as response:
+            if response.status != 202:
+                raise RuntimeError(f"Pushgateway wipe answered {response.status}")
+
     def stop(self) -> None:
         self.process.terminate()
         try:
@@ -39,14 +46,15 @@ class Pushgateway:
 
 
 def start_pushgateway(timeout_s: float = 20.0) -> Pushgateway:
-    """A Pushgateway without persistence (no --persistence.file): every session starts empty."""
+    """A Pushgateway without persistence (no --persistence.file): every session starts empty; the admin
+    API lets each test start from an empty gateway too (`Pushgateway.wipe`)."""
     binary = shutil.which("prometheus-pushgateway") or (str(PUSHGATEWAY_BIN) if PUSHGATEWAY_BIN.exists() else None)
     if binary is None:
         raise RuntimeError(f"prometheus-pushgateway not found; {INSTALL_HINT}")
     directory = Path(tempfile.mkdtemp(prefix="ragwatch-pushgateway-"))
     port = free_port()
     log = open(directory / "pushgateway.log", "wb")
-    process = subprocess.Popen([binary, f"--web.listen-address=127.0.0.1:{port}"], cwd=directory, stdout=log,
+    process = subprocess.Popen([binary, f"--web.listen-address=127.0.0.1:{port}", "--web.enable-admin-api"], cwd=directory, stdout=log,
                                stderr=subprocess.STDOUT)  # fmt: skip
     log.close()
     gateway = Pushgateway(url=f"http://127.0.0.1:{port}", process=process, directory=directory)

@@ -77,7 +77,8 @@ def test_the_push_reaches_a_real_pushgateway_and_reads_back(built, pushgateway):
     _, pushed = run_offline_eval(settings, eval_params(settings, **FAST), logical_date=date(2026, 11, 23))
     assert pushed.mode == "pushgateway" and pushed.samples > 0
     groups = read_back(pushgateway.url)
-    group = next(g for g in groups if g["labels"] == {"job": "ragwatch", "suite": "offline"})  # no run id in the key
+    # One group per suite and target, never a run id (the Pushgateway never forgets a group).
+    group = next(g for g in groups if g["labels"] == {"job": "ragwatch", "suite": "offline", "target": "reference-rag"})
     recall = group["metrics"]["rag_recall_at_5_score"]
     assert any(s["labels"]["stratum"] == "all" for s in recall)
     # A backfilled past date must not overwrite the newest run's gauges.
