@@ -101,7 +101,8 @@ class RunGate:
 
     def summary(self) -> str:
         head = {True: "gate passed", False: "gate failed", None: "not gated"}[self.passed]
-        return f"{head}: " + "; ".join(c.summary() for c in self.comparisons) + f"; {self.reference_note}"
+        note = "" if self.reference else f"; {self.reference_note}"  # else the reference's comparison says it
+        return f"{head}: " + "; ".join(c.summary() for c in self.comparisons) + note
 
     def to_dict(self) -> dict[str, Any]:
         """What the results DB keeps: the baseline comparison's gate at the top (the shape older runs have),
