@@ -1,6 +1,6 @@
 """The regression gate of an offline run: against which runs, on which items and metrics, and what failing does.
 
-A run is compared twice (README § The regression gate):
+A run is compared twice (README § Evaluating, "Statistics and the gate"):
 - with its **baseline**, the previous accepted run of its target (`ResultsStore.baseline_for`), or the run
   named by `baseline_run`: a sudden regression fails;
 - with its **reference**, the last release pinned with `ragwatch eval pin`, else the first accepted run of its
