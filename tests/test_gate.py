@@ -328,14 +328,14 @@ def test_a_run_that_measured_no_gated_metric_never_becomes_the_baseline(store):
     record(store, all_skipped, scored(all_skipped, dict.fromkeys(GOOD)))
     worse = offline_run(3)
     gate = record(store, worse, scored(worse, {i: v - 0.2 for i, v in GOOD.items()}))
-    assert gate.baseline.baseline.run_id == offline_run(0).run_id
+    assert gate.baseline.against.run_id == offline_run(0).run_id
     assert gate.passed is False and "faithfulness" in gate.summary()
 
 
 def test_after_an_all_failed_run_alone_the_next_run_is_compared_with_it_and_says_so(store):
     record(store, offline_run(0), scored(offline_run(0), dict.fromkeys(GOOD)))
     gate = record(store, offline_run(1), scored(offline_run(1), GOOD))
-    assert gate.baseline.baseline.run_id == offline_run(0).run_id
+    assert gate.baseline.against.run_id == offline_run(0).run_id
     assert "measured no gated metric" in gate.baseline.chosen
     assert gate.reference is None and "no reference yet" in gate.reference_note
 
@@ -354,7 +354,7 @@ def test_ten_small_drops_that_each_pass_against_the_previous_run_fail_against_th
     gates = [record(store, *drifted(week, "ratchet"), baseline_run=offline_run(week - 1, target="ratchet").run_id)
              for week in range(1, 11)]  # fmt: skip
     assert all(g.baseline.passed for g in gates)
-    assert {g.reference.baseline.run_id for g in gates[1:]} == {offline_run(0, target="ratchet").run_id}
+    assert {g.reference.against.run_id for g in gates[1:]} == {offline_run(0, target="ratchet").run_id}
     assert gates[0].reference is None and "the reference is the baseline" in gates[0].reference_note
     last = gates[-1]
     assert not last.passed and not last.reference.passed
@@ -366,14 +366,19 @@ def test_ten_small_drops_that_each_pass_against_the_previous_run_fail_against_th
     assert summary.reference == offline_run(0, target="ratchet").run_id and summary.reference_rows[0].passed is False
     assert summary.gate_rows[0].passed and summary.baseline == offline_run(9, target="ratchet").run_id
     html = render_report(stored, drifted(10, "ratchet")[1], run_gate=last)
-    assert "Against the baseline offline/2026-03-09/ratchet" in html and "Against the reference offline/2026-01-05/ratchet" in html
+    assert "Against the baseline offline/2026-03-09/ratchet" in html
+    assert "Against the reference offline/2026-01-05/ratchet" in html
     assert html.count("<th>metric</th><th>design</th>") == 2 and "slow drift" in html
+
+    # A new target's first run named against the release of another: the reference alone.
+    named = record(store, *drifted(10, "rewrite"), reference_run=offline_run(0, target="ratchet").run_id)
+    assert named.baseline is None and named.reference.passed is False and named.to_dict()["baseline"] is None
 
     # Chosen automatically, the second release already fails: −0.024 against the reference.
     automatic = [record(store, *drifted(week, "auto")) for week in range(0, 4)]
     assert automatic[0] is None and automatic[1].passed
     assert automatic[2].baseline.passed and automatic[2].reference.passed is False
-    assert automatic[3].baseline.baseline.run_id == offline_run(1, target="auto").run_id and not automatic[3].passed
+    assert automatic[3].baseline.against.run_id == offline_run(1, target="auto").run_id and not automatic[3].passed
 
 
 def test_renamed_item_ids_fail_as_not_comparable_instead_of_an_unpaired_comparison(store):
@@ -382,7 +387,8 @@ def test_renamed_item_ids_fail_as_not_comparable_instead_of_an_unpaired_comparis
     # The 20 hardest items dropped and every id renamed: unpaired, the easier rest looks better.
     easier = {f"renamed-{item}": v for item, v in list(GOOD.items())[20:]}
     candidate = offline_run(1)
-    assert regression_gate(scored(candidate, easier), scored(base, GOOD), ["faithfulness"]).metrics[0].design == "independent"
+    unpaired = regression_gate(scored(candidate, easier), scored(base, GOOD), ["faithfulness"])
+    assert unpaired.metrics[0].design == "independent"
     gate = record(store, candidate, scored(candidate, easier))
     assert gate.passed is False and gate.baseline.gate is None
     assert ("candidate and baseline share 0 of 60 item ids (need ≥ 10 to pair them): the same golden version golden@v3 "
@@ -405,5 +411,5 @@ def test_a_golden_refresh_compares_the_items_both_versions_share_and_says_so(sto
     assert "no earlier accepted run on golden@v4" in gate.reference_note
     worse = offline_run(2, version="golden@v4")
     gate = record(store, worse, scored(worse, {i: v - 0.2 for i, v in refreshed.items()}))
-    assert gate.baseline.baseline.run_id == first_v4.run_id and gate.baseline.scope is None and not gate.passed
+    assert gate.baseline.against.run_id == first_v4.run_id and gate.baseline.scope is None and not gate.passed
     assert "the reference is the baseline (the first accepted run on golden@v4)" in gate.reference_note

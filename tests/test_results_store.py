@@ -159,7 +159,8 @@ def test_the_baseline_stays_on_the_golden_set_and_prefers_the_runs_own_version(s
     def on(version: str, day: date = DAY) -> EvalRun:
         return replace(make_run(day), dataset_version=version)
 
-    v3, v4, other = on("golden@v3", date(2026, 2, 16)), on("golden@v4", date(2026, 2, 23)), on("other@v1", date(2026, 2, 24))
+    v3, v4 = on("golden@v3", date(2026, 2, 16)), on("golden@v4", date(2026, 2, 23))
+    other = on("other@v1", date(2026, 2, 24))
     for run in (v3, v4, other):
         store.save_run(run, make_scores(run, ["a", "b"]))
     assert store.baseline_for(on("golden@v3")).run_id == v3.run_id  # its own version beats a later run

@@ -69,7 +69,8 @@ def finalize_offline_eval(settings: Settings, run_dir: Path) -> RunSummary:
                   params={**meta.params.model_dump(mode="json"), "context_depth": meta.context_depth},
                   finished_at=datetime.now(timezone.utc))  # fmt: skip
     gate = gate_against_baseline(store, run, scores, min_pairs=settings.gate_min_pairs,
-                                 baseline_run=meta.params.baseline_run, reference_run=meta.params.reference_run)  # fmt: skip
+                                 baseline_run=meta.params.baseline_run,
+                                 reference_run=meta.params.reference_run)  # fmt: skip
     run.gate_passed, run.gate = (gate.passed, gate.to_dict()) if gate else (None, None)
     report = workspace.report(run.suite, run.logical_date, run.target)
     run.report_path = str(report)

@@ -29,7 +29,7 @@ from pipelines.stores.results import EvalRun, ResultsStore
 
 Role = Literal["baseline", "reference"]
 CHOOSE_ANOTHER = ("pass --baseline-run / --reference-run (DAG params baseline_run / reference_run) to choose a "
-                  "comparable run, or pin this run as a release (`ragwatch eval pin RUN_ID`) to start from it")  # fmt: skip
+                  "comparable run, or pin this run as a release (`ragwatch eval pin RUN_ID`) to start from it")
 
 
 class GateFailed(RuntimeError):
@@ -41,8 +41,8 @@ class Comparison:
     """The run against one earlier run: the gate's verdict, or why the two cannot be compared."""
 
     role: Role
-    baseline: EvalRun
-    """The earlier run (the baseline or the reference)."""
+    against: EvalRun
+    """The earlier run: the baseline or the reference."""
     chosen: str
     """How it was chosen, e.g. "the previous accepted run of this target"."""
     gate: GateResult | None
@@ -69,10 +69,10 @@ class Comparison:
 
     def summary(self) -> str:
         scope = f" ({self.scope})" if self.scope else ""
-        return f"against the {self.role} {self.baseline.run_id}{scope}: {self.verdict}"
+        return f"against the {self.role} {self.against.run_id}{scope}: {self.verdict}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"role": self.role, "run_id": self.baseline.run_id, "dataset_version": self.baseline.dataset_version,
+        return {"role": self.role, "run_id": self.against.run_id, "dataset_version": self.against.dataset_version,
                 "chosen": self.chosen, "passed": self.passed, "summary": self.summary(), "scope": self.scope,
                 "not_comparable": self.not_comparable, "gate": self.gate.to_dict() if self.gate else None}  # fmt: skip
 
@@ -82,13 +82,14 @@ class RunGate:
     """Both comparisons of a run; it passes only when each gated comparison passes."""
 
     comparisons: tuple[Comparison, ...]
-    """The baseline comparison first, then the reference's when the reference is another run."""
+    """The baseline comparison (none for the first run of a target given a `reference_run`), then the
+    reference's when the reference is another run."""
     reference_note: str
     """Which run is the reference and why, or why there is none."""
 
     @property
-    def baseline(self) -> Comparison:
-        return self.comparisons[0]
+    def baseline(self) -> Comparison | None:
+        return next((c for c in self.comparisons if c.role == "baseline"), None)
 
     @property
     def reference(self) -> Comparison | None:
@@ -107,10 +108,11 @@ class RunGate:
     def to_dict(self) -> dict[str, Any]:
         """What the results DB keeps: the baseline comparison's gate at the top (the shape older runs have),
         the combined verdict, and every comparison."""
-        top = self.baseline.gate.to_dict() if self.baseline.gate else {"metrics": []}
-        reference = self.reference
-        return {**top, "passed": self.passed, "summary": self.summary(), "baseline": self.baseline.baseline.run_id,
-                "reference": reference.baseline.run_id if reference else None, "reference_note": self.reference_note,
+        baseline, reference = self.baseline, self.reference
+        top = baseline.gate.to_dict() if baseline and baseline.gate else {"metrics": []}
+        return {**top, "passed": self.passed, "summary": self.summary(),
+                "baseline": baseline.against.run_id if baseline else None,
+                "reference": reference.against.run_id if reference else None, "reference_note": self.reference_note,
                 "comparisons": [c.to_dict() for c in self.comparisons]}  # fmt: skip
 
 
@@ -134,31 +136,33 @@ def gate_against_baseline(store: ResultsStore, run: EvalRun, scores: Sequence[Sc
     wanted = measured_metrics(scores, min_ok=min_pairs)
     choice = dict(metrics=GATED_METRICS, min_ok=min_pairs, wanted=wanted)
     baseline = _named(store, run, baseline_run, "baseline_run") if baseline_run else store.baseline_for(run, **choice)
-    if baseline is None:
-        return None
-    baseline_scores = store.scores(baseline.run_id)
-    chosen = "named by baseline_run" if baseline_run else _why_baseline(run, baseline, baseline_scores, min_pairs)
+    comparisons = []
+    if baseline is not None:
+        baseline_scores = store.scores(baseline.run_id)
+        chosen = "named by baseline_run" if baseline_run else _why_baseline(run, baseline, baseline_scores, min_pairs)
+        comparisons.append(compare_with(run, scores, baseline, baseline_scores, role="baseline", chosen=chosen,
+                                        min_pairs=min_pairs))  # fmt: skip
     if reference_run:
         reference, why = _named(store, run, reference_run, "reference_run"), "named by reference_run"
     else:
         reference = store.reference_for(run, **choice)
-        why = (f"the last release (pinned {reference.pinned_at:%Y-%m-%d})" if reference is not None and reference.pinned_at
+        released = reference is not None and reference.pinned_at is not None
+        why = (f"the last release (pinned {reference.pinned_at:%Y-%m-%d})" if released
                else f"the first accepted run on {run.dataset_version}")  # fmt: skip
-    comparisons = [compare(run, scores, baseline, baseline_scores, role="baseline", chosen=chosen, min_pairs=min_pairs)]
     if reference is None:
         note = (f"no reference yet: no release pinned and no earlier accepted run on {run.dataset_version} "
                 f"(`ragwatch eval pin RUN_ID` pins one)")  # fmt: skip
-    elif reference.run_id == baseline.run_id:
+    elif baseline is not None and reference.run_id == baseline.run_id:
         note = f"the reference is the baseline ({why})"
     else:
         note = f"reference {reference.run_id}: {why}"
-        comparisons.append(compare(run, scores, reference, store.scores(reference.run_id), role="reference",
-                                   chosen=why, min_pairs=min_pairs))  # fmt: skip
-    return RunGate(comparisons=tuple(comparisons), reference_note=note)
+        comparisons.append(compare_with(run, scores, reference, store.scores(reference.run_id), role="reference",
+                                        chosen=why, min_pairs=min_pairs))  # fmt: skip
+    return RunGate(comparisons=tuple(comparisons), reference_note=note) if comparisons else None
 
 
-def compare(run: EvalRun, scores: Sequence[Score], baseline: EvalRun, baseline_scores: Sequence[Score], *,
-            role: Role, chosen: str, min_pairs: int = DEFAULT_MIN_PAIRS) -> Comparison:  # fmt: skip
+def compare_with(run: EvalRun, scores: Sequence[Score], baseline: EvalRun, baseline_scores: Sequence[Score], *,
+                 role: Role, chosen: str, min_pairs: int = DEFAULT_MIN_PAIRS) -> Comparison:  # fmt: skip
     """`run` against `baseline` on the gated metrics both scored, on the items both have.
 
     A metric switched off in one run's params is not a regression: only metrics with scores in both runs
@@ -167,7 +171,7 @@ def compare(run: EvalRun, scores: Sequence[Score], baseline: EvalRun, baseline_s
     both = {s.metric for s in scores} & {s.metric for s in baseline_scores}
     gated = [m for m in GATED_METRICS if m in both]
     if not gated:
-        return Comparison(role=role, baseline=baseline, chosen=chosen, gate=None)
+        return Comparison(role=role, against=baseline, chosen=chosen, gate=None)
     items, baseline_items = {s.item_id for s in scores}, {s.item_id for s in baseline_scores}
     shared = items & baseline_items
     same_version = baseline.dataset_version == run.dataset_version
@@ -177,7 +181,7 @@ def compare(run: EvalRun, scores: Sequence[Score], baseline: EvalRun, baseline_s
                                       f"set or renamed ids")  # fmt: skip
         problem = (f"candidate and {role} share {len(shared)} of {len(baseline_items)} item ids (need ≥ {min_pairs} "
                    f"to pair them): {cause}; {CHOOSE_ANOTHER}")  # fmt: skip
-        return Comparison(role=role, baseline=baseline, chosen=chosen, gate=None, not_comparable=problem)
+        return Comparison(role=role, against=baseline, chosen=chosen, gate=None, not_comparable=problem)
     scope = None
     if run.suite == "offline" and not same_version:
         scores = [s for s in scores if s.item_id in shared]
@@ -185,7 +189,7 @@ def compare(run: EvalRun, scores: Sequence[Score], baseline: EvalRun, baseline_s
         scope = (f"compared on the {len(shared)} items {baseline.dataset_version} and {run.dataset_version} share; "
                  f"{len(baseline_items - shared)} retired, {len(items - shared)} new not gated")  # fmt: skip
     gate = regression_gate(scores, baseline_scores, gated, min_pairs=min_pairs)
-    return Comparison(role=role, baseline=baseline, chosen=chosen, gate=gate, scope=scope)
+    return Comparison(role=role, against=baseline, chosen=chosen, gate=gate, scope=scope)
 
 
 def _named(store: ResultsStore, run: EvalRun, run_id: str, param: str) -> EvalRun:

@@ -79,7 +79,7 @@ def render_report(run: EvalRun, scores: Sequence[Score], *, aggregates: Sequence
     the gate's comparisons (baseline, reference), each shown as a gate table; `gate` and `baseline` alone
     give one comparison."""
     if run_gate is None and gate is not None and baseline is not None:
-        run_gate = RunGate((Comparison(role="baseline", baseline=baseline, chosen="given", gate=gate),), "")
+        run_gate = RunGate((Comparison(role="baseline", against=baseline, chosen="given", gate=gate),), "")
     comparisons = run_gate.comparisons if run_gate else ()
     gates = [c.gate for c in comparisons if c.gate is not None]
     aggs = list(aggregates) if aggregates is not None else aggregate(scores)
@@ -103,7 +103,7 @@ def render_report(run: EvalRun, scores: Sequence[Score], *, aggregates: Sequence
         "test_methods": {m.test_method: TEST_METHODS[m.test_method] for g in gates for m in g.metrics
                          if m.test_method in TEST_METHODS},
         "run_gate": run_gate,
-        "comparisons": [(c, _relative_link(c.baseline.report_path, run.report_path)) for c in comparisons],
+        "comparisons": [(c, _relative_link(c.against.report_path, run.report_path)) for c in comparisons],
         "metrics": [(m, METRICS.get(m, _retrieval_help(m)), m in LOWER_IS_BETTER) for m in metrics],
         "table": [[by_key[(m, s)] for s in strata if (m, s) in by_key] for m in metrics],
         "interval_charts": [Markup(_stratum_chart(s, metrics, by_key)) for s in strata],
@@ -276,7 +276,7 @@ false %}<span class="fail">FAILED</span>{% else %}Not gated{% endif %}: the run 
 baseline (the previous accepted run, so sudden regressions fail) and against its reference (so slow drift fails too);
 {{ run_gate.reference_note }}.</p>{% endif %}
 {% for comparison, baseline_report in comparisons %}
-{% set gate, baseline = comparison.gate, comparison.baseline %}
+{% set gate, baseline = comparison.gate, comparison.against %}
 <h3>Against the {{ comparison.role }} {{ baseline.run_id }}</h3>
 <p class="muted">{{ comparison.chosen }}{% if comparison.scope %}; {{ comparison.scope }}{% endif %}.</p>
 {% if gate is none %}

@@ -297,7 +297,8 @@ class ResultsStore:
                 .values(pinned_at=_utcnow() if pinned else None)
             ).rowcount  # fmt: skip
         if not found:
-            raise LookupError(f"run {run_id!r} is not in the results DB (run ids look like offline/2026-11-30/reference-rag)")
+            raise LookupError(f"run {run_id!r} is not in the results DB "
+                              "(run ids look like offline/2026-11-30/reference-rag)")
         return self.get_run(run_id)
 
     def scores(self, run_id: str) -> list[Score]:
