@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from airflow.sdk import DAG, Asset, CronDataIntervalTimetable, Param, task
 from ragwatch_airflow.settings import DEFAULT_ARGS, LLM_POOL, ragwatch_settings
 
-from pipelines.evaluation.params import ALL_JUDGE_METRICS, DEFAULT_K, TARGET_URL_PATTERN
+from pipelines.evaluation.params import ALL_JUDGE_METRICS, DEFAULT_K, OFFLINE_RUN_ID_PATTERN, TARGET_URL_PATTERN
 from pipelines.inputs import GOLDEN_VERSION_PATTERN, K_MAX, TARGET_NAME_PATTERN
 
 OFFLINE_SCORES = Asset(name="ragwatch_offline_scores", uri="ragwatch://results/offline")
@@ -38,6 +38,13 @@ with DAG(
                              description="The target's name in runs, reports and gauges; default: from the URL."),
         "fail_on_gate": Param(False, type="boolean", description="Fail the run when the regression gate fails."),
         "limit": Param(None, type=["null", "integer"], minimum=1, description="Evaluate a stable subset of this many items."),
+        "baseline_run": Param(None, type=["null", "string"], pattern=OFFLINE_RUN_ID_PATTERN,
+                              description="Gate against this run id (e.g. offline/2026-11-30/reference-rag); default: "
+                                          "the target's previous accepted run."),
+        "reference_run": Param(None, type=["null", "string"], pattern=OFFLINE_RUN_ID_PATTERN,
+                               description="Also gate against this run id, so slow drift fails; default: the last "
+                                           "release pinned with `ragwatch eval pin`, else the first accepted run on "
+                                           "the golden version."),
     },
     tags=["ragwatch", "eval"],
 ) as dag:

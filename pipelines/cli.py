@@ -67,6 +67,12 @@ def _target_url(value: str) -> None:
     target_url(value)
 
 
+def _run_id(value: str) -> None:
+    from pipelines.evaluation.params import offline_run_id
+
+    offline_run_id(value)
+
+
 def _metrics(value: str) -> None:
     from pipelines.evaluation.params import ALL_JUDGE_METRICS
 
@@ -640,14 +646,14 @@ def _score_table(title: str, overall) -> Table:
     return table
 
 
-def _gate_table(summary) -> Table:
+def _gate_table(summary, role: str = "baseline", run_id: str | None = None, rows=None) -> Table:
     from pipelines.evaluation.formatting import interval, number
 
-    table = Table(title=escape(f"paired differences, {summary.target} − baseline {summary.baseline}"))
-    for column in ("metric", "pairs", "baseline", "candidate", "difference", "95 % CI", f"p ({summary.gate_correction})",
+    table = Table(title=escape(f"paired differences, {summary.target} − {role} {run_id or summary.baseline}"))
+    for column in ("metric", "pairs", role, "candidate", "difference", "95 % CI", f"p ({summary.gate_correction})",
                    "verdict"):  # fmt: skip
         table.add_column(column, justify="left" if column in ("metric", "verdict") else "right")
-    for row in summary.gate_rows:
+    for row in summary.gate_rows if rows is None else rows:
         table.add_row(row.metric, str(row.n_pairs), number(row.baseline_mean), number(row.candidate_mean),
                       "–" if row.diff is None else f"{row.diff:+.3f}", interval(row.ci_low, row.ci_high),
                       number(row.p_adjusted), "[green]pass" if row.passed else "[red]FAIL")  # fmt: skip
@@ -661,6 +667,8 @@ def print_eval_summary(summary) -> None:
         console.print(f"generator: {escape(summary.generator_model)}")
     if summary.gate_rows:
         console.print(_gate_table(summary))
+    if summary.reference_rows:
+        console.print(_gate_table(summary, "reference", summary.reference, summary.reference_rows))
     colour = "[green]" if summary.gate_passed else "[red]" if summary.gate_passed is False else ""
     console.print(f"gate: {colour}{escape(summary.gate)}")
     if summary.diagnosis:
@@ -687,7 +695,12 @@ def eval_offline(
     limit: Annotated[Optional[int], typer.Option(help="Evaluate a stable subset of this many items.", min=1)] = None,
     fail_on_gate: Annotated[bool, typer.Option(help="Exit non-zero when the regression gate fails.")] = False,
     retrieval_k: Annotated[Optional[int], typer.Option(help="Chunks the reference RAG hands its generator (default 5).", min=1)] = None,
-    baseline: Annotated[Optional[str], typer.Option(help="Gate against this run id instead of the target's previous run.")] = None,
+    baseline: Annotated[Optional[str], typer.Option("--baseline-run", "--baseline", callback=_checked(_run_id),
+                                                    help="Gate against this run id instead of the target's previous "
+                                                         "accepted run.")] = None,
+    reference: Annotated[Optional[str], typer.Option("--reference-run", callback=_checked(_run_id),
+                                                     help="Also gate against this run id instead of the last pinned "
+                                                          "release (or the first accepted run on the golden version).")] = None,
 ) -> None:
     """The weekly offline eval without Airflow: target, judge, CIs, gate, report, push."""
     from pipelines.evaluation.offline import run_offline_eval
@@ -697,7 +710,8 @@ def eval_offline(
     try:
         params = eval_params(settings, golden_version=golden_version, target_url=target_url, target_name=target_name,
                              limit=limit, k=inputs.cutoffs(k), metrics=metrics.split(",") if metrics else None,
-                             fail_on_gate=fail_on_gate, retrieval_k=retrieval_k, baseline_run=baseline)  # fmt: skip
+                             fail_on_gate=fail_on_gate, retrieval_k=retrieval_k, baseline_run=baseline,
+                             reference_run=reference)  # fmt: skip
     except ValueError as exc:
         _fail(str(exc))
     with _progress() as bar:
@@ -749,6 +763,33 @@ def eval_summary(suite: Annotated[str, typer.Option(help="offline or online.", c
         print_eval_summary(latest_summary(_settings(), suite))
     except (LookupError, ResultsStoreError) as exc:
         _fail(str(exc))
+
+
+@eval_app.command("pin")
+def eval_pin(
+    run: Annotated[str, typer.Argument(help="The run id, e.g. offline/2026-11-30/reference-rag.", callback=_checked(_run_id))],
+    remove: Annotated[bool, typer.Option("--remove", help="Unpin: the run is no longer a release.")] = False,
+) -> None:
+    """Pin an offline run as a release: every later run of its target is also gated against it (slow drift fails),
+    and it is an accepted baseline even if its own gate failed (the change was meant)."""
+    from pipelines.stores.results import ResultsStore, ResultsStoreError
+
+    store = ResultsStore.from_settings(_settings())
+    try:
+        if not store.exists():
+            _fail("no results DB yet: run `ragwatch eval offline` first")
+        store.create()  # adds the release column to a results DB of an older version
+        pinned = store.pin(run, pinned=not remove)
+    except (LookupError, ResultsStoreError) as exc:
+        _fail(str(exc))
+    finally:
+        store.dispose()
+    if remove:
+        console.print(f"{escape(pinned.run_id)} is no longer a release")
+    else:
+        gate = "" if pinned.gate_passed is not False else " (its own gate failed: pinning accepts the change)"
+        console.print(f"{escape(pinned.run_id)} on {escape(pinned.dataset_version)} is the release later runs of "
+                      f"{escape(pinned.target)} are gated against{gate}")  # fmt: skip
 
 
 @eval_app.command("gauges")

@@ -1,4 +1,5 @@
-"""The regression gate: failures, missing items, too few pairs, score drops, Holm over metrics.
+"""The regression gate: failures, missing items, too few pairs, score drops, Holm over metrics; against which
+runs it compares (the baseline, the pinned reference), across golden versions and renamed item ids.
 
 Decisions are checked against values computed by hand (Jeffreys bounds combined by MOVER) and
 against simulated error rates.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from datetime import date, timedelta
 
 import numpy as np
 import pytest
@@ -17,7 +19,11 @@ from pipelines.evaluation.stats import (
     ALPHA, HOLM, MOVER_INDEPENDENT, MOVER_PAIRED, holm, paired_comparison, paired_difference_interval,
     regression_gate, sign_flip_test,
 )  # fmt: skip
+from pipelines.evaluation.gate import RunGate, gate_against_baseline
+from pipelines.evaluation.report import render_report
+from pipelines.evaluation.summary import run_summary
 from pipelines.records import Score
+from pipelines.stores.results import EvalRun, ResultsStore, run_id
 
 
 def score(item: str, metric: str, value: float | None, *, status: str = "ok", run_id: str = "run") -> Score:
@@ -274,3 +280,136 @@ def test_a_metric_of_unknown_range_is_gated_with_a_paired_t_interval():
     lone = regression_gate(cand[:1], base, ["tokens_saved"]).metrics[0]
     assert lone.ci_low is None and lone.p_value == 0.5
     assert lone.checks_failed == ("missing_items", "too_few_pairs")
+
+
+# --- Against which runs: baselines, references, golden versions, renamed ids -----------------------------------
+
+DAY0 = date(2026, 1, 5)
+
+
+@pytest.fixture
+def store(tmp_path):
+    results = ResultsStore(f"sqlite:///{tmp_path / 'results.db'}")
+    results.create()
+    yield results
+    results.dispose()
+
+
+def offline_run(week: int, *, version: str = "golden@v3", target: str = "prod") -> EvalRun:
+    day = DAY0 + timedelta(weeks=week)
+    return EvalRun(run_id=run_id("offline", day, target), suite="offline", logical_date=day, target=target,
+                   dataset_version=version)  # fmt: skip
+
+
+def scored(run: EvalRun, values: dict[str, float | None], metric: str = "faithfulness") -> list[Score]:
+    """One score per item; None is a skipped one."""
+    return [Score(run_id=run.run_id, suite="offline", item_id=item, stratum="single_hop/es", metric=metric, value=v,
+                  status="ok" if v is not None else "skipped", error=None if v is not None else "no contexts",
+                  dataset_version=run.dataset_version) for item, v in values.items()]  # fmt: skip
+
+
+def record(store: ResultsStore, run: EvalRun, scores: list[Score], **named) -> RunGate | None:
+    """What finalize does: gate against the chosen runs, keep the verdict with the run."""
+    gate = gate_against_baseline(store, run, scores, **named)
+    run.gate_passed, run.gate = (gate.passed, json.loads(json.dumps(gate.to_dict()))) if gate else (None, None)
+    store.save_run(run, scores)
+    return gate
+
+
+GOOD = {f"g{i:02d}": 0.5 + 0.4 * i / 59 for i in range(60)}
+"""60 golden items, faithfulness from 0.50 to 0.90."""
+
+
+def test_a_run_that_measured_no_gated_metric_never_becomes_the_baseline(store):
+    assert record(store, offline_run(0), scored(offline_run(0), GOOD)) is None  # the first run: nothing to compare
+    judge_off = record(store, offline_run(1), scored(offline_run(1), GOOD, metric="precision@3"))
+    assert judge_off.passed is None and "not gated: no gated metric was scored in both runs" in judge_off.summary()
+    all_skipped = offline_run(2)
+    record(store, all_skipped, scored(all_skipped, dict.fromkeys(GOOD)))
+    worse = offline_run(3)
+    gate = record(store, worse, scored(worse, {i: v - 0.2 for i, v in GOOD.items()}))
+    assert gate.baseline.against.run_id == offline_run(0).run_id
+    assert gate.passed is False and "faithfulness" in gate.summary()
+
+
+def test_after_an_all_failed_run_alone_the_next_run_is_compared_with_it_and_says_so(store):
+    record(store, offline_run(0), scored(offline_run(0), dict.fromkeys(GOOD)))
+    gate = record(store, offline_run(1), scored(offline_run(1), GOOD))
+    assert gate.baseline.against.run_id == offline_run(0).run_id
+    assert "measured no gated metric" in gate.baseline.chosen
+    assert gate.reference is None and "no reference yet" in gate.reference_note
+
+
+def drifted(week: int, target: str) -> tuple[EvalRun, list[Score]]:
+    """Release `week`: every item 0.012 worse than the release before, ±0.003 of item-level judge jitter."""
+    run = offline_run(week, target=target)
+    jitter = lambda i: 0.003 * math.sin(7 * i + 3 * week)  # noqa: E731
+    return run, scored(run, {item: v - 0.012 * week + jitter(i) for i, (item, v) in enumerate(GOOD.items())})
+
+
+def test_ten_small_drops_that_each_pass_against_the_previous_run_fail_against_the_reference(store):
+    # The ratchet of hole (b): each release compared with the one before passes (a drop of 0.012 is within
+    # the 0.02 tolerance); the reference, the first accepted run of the golden version, sees −0.12.
+    record(store, *drifted(0, "ratchet"))
+    gates = [record(store, *drifted(week, "ratchet"), baseline_run=offline_run(week - 1, target="ratchet").run_id)
+             for week in range(1, 11)]  # fmt: skip
+    assert all(g.baseline.passed for g in gates)
+    assert {g.reference.against.run_id for g in gates[1:]} == {offline_run(0, target="ratchet").run_id}
+    assert gates[0].reference is None and "the reference is the baseline" in gates[0].reference_note
+    last = gates[-1]
+    assert not last.passed and not last.reference.passed
+    [faithfulness] = last.reference.gate.metrics
+    assert faithfulness.diff == pytest.approx(-0.12, abs=0.006) and "score_drop" in faithfulness.checks_failed
+    stored = store.get_run(offline_run(10, target="ratchet").run_id)
+    assert stored.gate_passed is False and [c["role"] for c in stored.gate["comparisons"]] == ["baseline", "reference"]
+    summary = run_summary(stored, [], items=60)
+    assert summary.reference == offline_run(0, target="ratchet").run_id and summary.reference_rows[0].passed is False
+    assert summary.gate_rows[0].passed and summary.baseline == offline_run(9, target="ratchet").run_id
+    html = render_report(stored, drifted(10, "ratchet")[1], run_gate=last)
+    assert "Against the baseline offline/2026-03-09/ratchet" in html
+    assert "Against the reference offline/2026-01-05/ratchet" in html
+    assert html.count("<th>metric</th><th>design</th>") == 2 and "slow drift" in html
+
+    # A new target's first run named against the release of another: the reference alone.
+    named = record(store, *drifted(10, "rewrite"), reference_run=offline_run(0, target="ratchet").run_id)
+    assert named.baseline is None and named.reference.passed is False and named.to_dict()["baseline"] is None
+
+    # Chosen automatically, the second release already fails: −0.024 against the reference.
+    automatic = [record(store, *drifted(week, "auto")) for week in range(0, 4)]
+    assert automatic[0] is None and automatic[1].passed
+    assert automatic[2].baseline.passed and automatic[2].reference.passed is False
+    assert automatic[3].baseline.against.run_id == offline_run(1, target="auto").run_id and not automatic[3].passed
+
+
+def test_renamed_item_ids_fail_as_not_comparable_instead_of_an_unpaired_comparison(store):
+    base = offline_run(0)
+    record(store, base, scored(base, GOOD))
+    # The 20 hardest items dropped and every id renamed: unpaired, the easier rest looks better.
+    easier = {f"renamed-{item}": v for item, v in list(GOOD.items())[20:]}
+    candidate = offline_run(1)
+    unpaired = regression_gate(scored(candidate, easier), scored(base, GOOD), ["faithfulness"])
+    assert unpaired.metrics[0].design == "independent"
+    gate = record(store, candidate, scored(candidate, easier))
+    assert gate.passed is False and gate.baseline.gate is None
+    assert ("candidate and baseline share 0 of 60 item ids (need ≥ 10 to pair them): the same golden version golden@v3 "
+            "with other item ids: renamed ids or another subset; pass --baseline-run") in gate.summary()
+    other_set = offline_run(2, version="golden@v4")
+    gate = record(store, other_set, scored(other_set, easier))
+    assert "golden@v3 and golden@v4 are a different golden set or renamed ids" in gate.baseline.not_comparable
+
+
+def test_a_golden_refresh_compares_the_items_both_versions_share_and_says_so(store):
+    v3 = offline_run(0)
+    record(store, v3, scored(v3, GOOD))
+    kept = dict(list(GOOD.items())[10:])  # 10 stale items retired
+    refreshed = {**kept, **{f"new{i}": 0.2 for i in range(15)}}  # 15 new items, much lower: not compared
+    first_v4 = offline_run(1, version="golden@v4")
+    gate = record(store, first_v4, scored(first_v4, refreshed))
+    assert gate.passed and gate.baseline.gate.metrics[0].n_pairs == 50 and not gate.baseline.gate.metrics[0].n_missing
+    assert gate.baseline.scope == "compared on the 50 items golden@v3 and golden@v4 share; 10 retired, 15 new not gated"
+    assert "(none yet on golden@v4)" in gate.baseline.chosen and "compared on the 50 items" in gate.summary()
+    assert "no earlier accepted run on golden@v4" in gate.reference_note
+    worse = offline_run(2, version="golden@v4")
+    gate = record(store, worse, scored(worse, {i: v - 0.2 for i, v in refreshed.items()}))
+    assert gate.baseline.against.run_id == first_v4.run_id and gate.baseline.scope is None and not gate.passed
+    assert "the reference is the baseline (the first accepted run on golden@v4)" in gate.reference_note

@@ -25,6 +25,8 @@ HOSTILE_NAMES = ["..", "../..", "/etc", "a/b", ".hidden", "", "x" * 65, "na\x00m
 HOSTILE_DATES = ["../2026-01-01", "2026-13-01", "2026-02-30", "2026-01-01/..", "yesterday", "2026-1-1", ""]
 HOSTILE_STRATA = ["question", "answer", "app,question", "metadata", "app,app", "", "trace_id"]
 HOSTILE_K = ["0", "-1", "abc", "1,../2", "101", ""]
+HOSTILE_RUN_IDS = ["../x", "online/2026-01-01/prod", "offline/2026-01-01/a/b", "offline/2026-01-01/..",
+                   "offline/2026-13-01/prod", "offline/2026-01-01/x y", ""]  # fmt: skip
 SECRET = "s3cret-pw"
 HOSTILE_URLS = [f"http://user:{SECRET}@rag.internal/ask", f"http://rag.internal/ask?token={SECRET}",
                 f"http://rag.internal/ask?api_key={SECRET}&x=1", "file:///etc/passwd", "ftp://rag.internal/x",
@@ -52,6 +54,8 @@ def cli_cases(csv_file: Path) -> list[list[str]]:
     cases += [["eval", "compare", "--a", f"url={url}", "--b", "k=3"] for url in HOSTILE_URLS[:3]]
     cases += [["golden", "show", "--version", v] for v in ("../v1", "v1/../..")]
     cases += [["eval", "summary", "--suite", suite] for suite in ("../offline", "all", "")]
+    cases += [[*command, run] for command in (["eval", "offline", "--baseline-run"], ["eval", "offline", "--reference-run"],
+                                              ["eval", "pin"]) for run in HOSTILE_RUN_IDS]  # fmt: skip
     return cases
 
 
@@ -149,6 +153,8 @@ HOSTILE_PARAMS = {
     "limit": [0, -5, "10"],
     "noise_mode": ["other", None],
     "noise_k": [0, 1000, "2"],
+    "baseline_run": [*HOSTILE_RUN_IDS[:4], "offline/x", 5],
+    "reference_run": [*HOSTILE_RUN_IDS[:4], "offline/x", 5],
 }
 
 

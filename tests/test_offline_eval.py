@@ -56,7 +56,7 @@ def test_a_rerun_of_the_same_date_replaces_its_rows_and_the_gate_catches_a_regre
     assert len(runs) == 1 and rows[first.run_id] > 0
 
     same, _ = run_offline_eval(settings, eval_params(settings, **FAST), logical_date=date(2026, 11, 9))
-    assert same.gate_passed is True and same.baseline == first.run_id
+    assert same.gate_passed is True and same.baseline == first.run_id and "the reference is the baseline" in same.gate
 
     # A new release of the service behind the same target name retrieves nothing relevant.
     with serving(200) as url:
@@ -65,9 +65,14 @@ def test_a_rerun_of_the_same_date_replaces_its_rows_and_the_gate_catches_a_regre
             run_offline_eval(settings, degraded, logical_date=date(2026, 11, 16))
     runs, _ = runs_and_rows(settings)
     assert [r.gate_passed for r in sorted(runs, key=lambda r: r.logical_date)] == [None, True, False]
+    # Gated against the previous run and against the reference, the first accepted run of the golden version.
+    degraded_run = next(r for r in runs if r.logical_date == date(2026, 11, 16))
+    assert [(c["role"], c["run_id"], c["passed"]) for c in degraded_run.gate["comparisons"]] == [
+        ("baseline", same.run_id, False), ("reference", first.run_id, False)]
     workspace = Workspace.from_settings(settings)
     report = workspace.report("offline", date(2026, 11, 16), "reference-rag")
-    assert "recall@5" in report.read_text(encoding="utf-8") and "gate" in report.read_text(encoding="utf-8").lower()
+    html = report.read_text(encoding="utf-8")
+    assert "recall@5" in html and f"Against the baseline {same.run_id}" in html and f"Against the reference {first.run_id}" in html
     metrics_json = json.loads(workspace.metrics_json(report).read_text())
     assert "all" in metrics_json["recall@5"]
 

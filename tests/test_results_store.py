@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from datetime import date, datetime, timezone
 
 import pytest
@@ -127,3 +128,102 @@ def test_baseline_is_the_previous_successful_run_that_did_not_fail_its_gate(stor
     assert [day(r) for r in store.runs("offline", 3, target="prod")] == ["2026-02-24", "2026-02-25", "2026-03-09"]
     assert [day(r) for r in store.runs("offline", 10, target="prod", before=DAY)] == ["2026-02-23", "2026-02-24", "2026-02-25"]
     assert [day(r) for r in store.runs("offline", 10, target="prod", status=None)][-2:] == ["2026-02-26", "2026-03-09"]
+
+
+def test_a_run_that_measured_nothing_is_a_baseline_only_when_no_run_measured_anything(store):
+    def failed_run(day: date) -> tuple[EvalRun, list[Score]]:  # every item failed: nothing measured
+        run = make_run(day)
+        return run, [s.model_copy(update={"status": "failed", "value": None, "error": "HTTP 503"})
+                     for s in make_scores(run, ["a", "b"])]  # fmt: skip
+
+    store.save_run(*failed_run(date(2026, 2, 16)))
+    day = lambda r: r.logical_date.isoformat()  # noqa: E731
+    # Nothing else exists: the all-failed run is the baseline, so the gate can say the next run recovers.
+    assert day(store.baseline_for(make_run(), metrics=["recall@5"], min_ok=2)) == "2026-02-16"
+    measured = make_run(date(2026, 2, 23))
+    store.save_run(measured, make_scores(measured, ["a", "b"]))
+    store.save_run(*failed_run(date(2026, 2, 24)))
+    quick = make_run(date(2026, 2, 25), gate_passed=True)  # a quick run without the judge: recall only
+    store.save_run(quick, [s for s in make_scores(quick, ["a", "b"]) if s.metric == "recall@5"])
+    choose = dict(metrics=["recall@5", "faithfulness"], min_ok=2)
+    assert day(store.baseline_for(make_run(), **choose, wanted={"recall@5", "faithfulness"})) == "2026-02-23"
+    assert day(store.baseline_for(make_run(), **choose, wanted={"recall@5"})) == "2026-02-25"
+    # A run that measured nothing is never the reference either.
+    assert [(day(r), sorted(m)) for r, m in store.accepted_runs(make_run(), **choose)] == [
+        ("2026-02-25", ["recall@5"]), ("2026-02-24", []), ("2026-02-23", ["faithfulness", "recall@5"]),
+        ("2026-02-16", [])]  # fmt: skip
+    assert day(store.reference_for(make_run(), **choose, wanted={"recall@5"})) == "2026-02-23"
+
+
+def test_the_baseline_stays_on_the_golden_set_and_prefers_the_runs_own_version(store):
+    def on(version: str, day: date = DAY) -> EvalRun:
+        return replace(make_run(day), dataset_version=version)
+
+    v3, v4 = on("golden@v3", date(2026, 2, 16)), on("golden@v4", date(2026, 2, 23))
+    other = on("other@v1", date(2026, 2, 24))
+    for run in (v3, v4, other):
+        store.save_run(run, make_scores(run, ["a", "b"]))
+    assert store.baseline_for(on("golden@v3")).run_id == v3.run_id  # its own version beats a later run
+    assert store.baseline_for(on("golden@v5")).run_id == v4.run_id  # a new version: the latest of the set
+    assert store.baseline_for(on("other@v2")).run_id == other.run_id
+    assert store.baseline_for(on("new-set@v1")) is None  # another golden set starts over
+    assert store.reference_for(on("golden@v4")).run_id == v4.run_id
+    assert store.reference_for(on("golden@v5")) is None  # no release, nothing accepted on v5 yet
+
+
+def test_a_pinned_release_is_the_reference_and_an_accepted_baseline_and_survives_a_rerun(store):
+    runs = [make_run(date(2026, 2, 9)), make_run(date(2026, 2, 16), gate_passed=True),
+            make_run(date(2026, 2, 23), gate_passed=False)]  # fmt: skip
+    for run in runs:
+        store.save_run(run, make_scores(run, ["a", "b"]))
+    assert store.reference_for(make_run()).run_id == runs[0].run_id  # no release: the first accepted run
+    assert store.baseline_for(make_run()).run_id == runs[1].run_id  # the gate-failed run is skipped
+    pinned = store.pin(runs[2].run_id)  # the change was meant
+    assert pinned.pinned_at is not None and pinned.gate_passed is False
+    assert store.reference_for(make_run()).run_id == store.baseline_for(make_run()).run_id == runs[2].run_id
+    assert store.reference_for(runs[2]).run_id == runs[0].run_id  # only releases before the run count
+    store.save_run(runs[2], make_scores(runs[2], ["a", "b"], value=0.7))  # a rerun of the release's date
+    assert store.get_run(runs[2].run_id).pinned_at == pinned.pinned_at
+    assert store.pin(runs[2].run_id, pinned=False).pinned_at is None
+    assert store.reference_for(make_run()).run_id == runs[0].run_id
+    with pytest.raises(LookupError, match="not in the results DB"):
+        store.pin("offline/2020-01-01/prod")
+
+
+def test_a_results_db_of_the_previous_schema_gains_the_release_column_and_keeps_its_runs(store):
+    old = make_run(gate_passed=True, gate={"passed": True, "summary": "gate passed on 2 metric(s)", "metrics": []})
+    store.save_run(old, make_scores(old, ["a", "b"]))
+    with store.engine.begin() as conn:  # the schema before releases
+        conn.execute(sa.text("ALTER TABLE eval_runs DROP COLUMN pinned_at"))
+    assert "pinned_at" not in {c["name"] for c in sa.inspect(store.engine).get_columns("eval_runs")}
+    upgraded = ResultsStore(store.engine.url.render_as_string(hide_password=False))
+    upgraded.create()
+    upgraded.create()  # idempotent
+    saved = upgraded.get_run(old.run_id)
+    assert saved.gate == old.gate and saved.pinned_at is None and len(upgraded.scores(old.run_id)) == 5
+    assert upgraded.pin(old.run_id).pinned_at is not None
+    upgraded.dispose()
+
+
+def test_ragwatch_eval_pin_marks_a_release_and_unpins_it(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from pipelines.cli import app
+
+    monkeypatch.setenv("RAGWATCH_HOME", str(tmp_path))
+    monkeypatch.setenv("RAGWATCH_ANONYMIZER_KEY", "test-key-not-secret")
+    runner = CliRunner()
+    assert "no results DB yet" in runner.invoke(app, ["eval", "pin", "offline/2026-03-02/prod"]).output
+    results = ResultsStore(f"sqlite:///{tmp_path / 'results.db'}")
+    results.create()
+    run = make_run(gate_passed=False)
+    results.save_run(run, make_scores(run, ["a"]))
+    pinned = runner.invoke(app, ["eval", "pin", run.run_id])
+    said = " ".join(pinned.output.split())  # the console wraps long lines
+    assert pinned.exit_code == 0 and "is the release later runs of prod are gated against" in said
+    assert "its own gate failed" in said and results.get_run(run.run_id).pinned_at is not None
+    assert runner.invoke(app, ["eval", "pin", run.run_id, "--remove"]).exit_code == 0
+    assert results.get_run(run.run_id).pinned_at is None
+    missing = runner.invoke(app, ["eval", "pin", "offline/2026-03-09/prod"])
+    assert missing.exit_code == 1 and "not in the results DB" in missing.output
+    results.dispose()

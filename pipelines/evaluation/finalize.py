@@ -68,17 +68,17 @@ def finalize_offline_eval(settings: Settings, run_dir: Path) -> RunSummary:
                   generator_model=meta.generator_model,
                   params={**meta.params.model_dump(mode="json"), "context_depth": meta.context_depth},
                   finished_at=datetime.now(timezone.utc))  # fmt: skip
-    gate, baseline = gate_against_baseline(store, run, scores, min_pairs=settings.gate_min_pairs,
-                                           baseline_run=meta.params.baseline_run)  # fmt: skip
-    run.gate_passed, run.gate = (gate.passed, {**gate.to_dict(), "baseline": baseline.run_id}) if gate else (None, None)
+    gate = gate_against_baseline(store, run, scores, min_pairs=settings.gate_min_pairs,
+                                 baseline_run=meta.params.baseline_run,
+                                 reference_run=meta.params.reference_run)  # fmt: skip
+    run.gate_passed, run.gate = (gate.passed, gate.to_dict()) if gate else (None, None)
     report = workspace.report(run.suite, run.logical_date, run.target)
     run.report_path = str(report)
     store.save_run(run, scores)
     write_report(report, render_report(run, scores, aggregates=aggregates, items=views, trend=trend_from_store(store, run),
-                                       gate=gate, baseline=baseline, min_n=settings.diagnosis_min_n))  # fmt: skip
+                                       run_gate=gate, min_n=settings.diagnosis_min_n))  # fmt: skip
     write_metrics_json(workspace.metrics_json(report), aggregates)
     store.dispose()
-    summary = run_summary(run, aggregates, items=meta.items, baseline=baseline.run_id if baseline else None,
-                          min_n=settings.diagnosis_min_n)  # fmt: skip
+    summary = run_summary(run, aggregates, items=meta.items, min_n=settings.diagnosis_min_n)
     log.info("offline eval %s: %s; report %s", run.run_id, summary.gate, report)
     return summary

@@ -1,8 +1,25 @@
-"""The regression gate of an offline run: against which baseline, on which metrics, and what failing does."""
+"""The regression gate of an offline run: against which runs, on which items and metrics, and what failing does.
+
+A run is compared twice (README § Evaluating, "Statistics and the gate"):
+- with its **baseline**, the previous accepted run of its target (`ResultsStore.baseline_for`), or the run
+  named by `baseline_run`: a sudden regression fails;
+- with its **reference**, the last release pinned with `ragwatch eval pin`, else the first accepted run of its
+  golden version (`ResultsStore.reference_for`), or the run named by `reference_run`: ten small drops that
+  each pass against the previous run add up and fail here.
+It passes only when it passes both. A run in which no gated metric was measured (every item failed or
+skipped, or the judge metrics switched off) is never chosen as a baseline while a measured one exists.
+
+Across golden versions (a refresh retires stale items and adds new ones; item ids are content hashes) the
+runs are compared on the items both have, and the report says how many were retired and how many are new.
+Offline runs of one golden set pair their items by id: when the two runs share fewer than `min_pairs` ids
+the comparison fails as not comparable instead of silently becoming an unpaired one.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from pipelines.evaluation.params import GATED_METRICS
 from pipelines.evaluation.stats import DEFAULT_MIN_PAIRS, GateResult, regression_gate
@@ -10,32 +27,188 @@ from pipelines.evaluation.summary import RunSummary
 from pipelines.records import Score
 from pipelines.stores.results import EvalRun, ResultsStore
 
+Role = Literal["baseline", "reference"]
+CHOOSE_ANOTHER = ("pass --baseline-run / --reference-run (DAG params baseline_run / reference_run) to choose a "
+                  "comparable run, or pin this run as a release (`ragwatch eval pin RUN_ID`) to start from it")
+
 
 class GateFailed(RuntimeError):
     """The run regressed beyond the tolerance its eval-set size allows (raised only when asked to)."""
 
 
+@dataclass(frozen=True)
+class Comparison:
+    """The run against one earlier run: the gate's verdict, or why the two cannot be compared."""
+
+    role: Role
+    against: EvalRun
+    """The earlier run: the baseline or the reference."""
+    chosen: str
+    """How it was chosen, e.g. "the previous accepted run of this target"."""
+    gate: GateResult | None
+    """None when no gated metric was scored in both runs, or when they are not comparable."""
+    scope: str | None = None
+    """Across golden versions: "compared on the N items golden@v3 and golden@v4 share; M retired, K new not gated"."""
+    not_comparable: str | None = None
+    """Why the runs cannot be paired (too few shared item ids); the comparison fails."""
+
+    @property
+    def passed(self) -> bool | None:
+        """None when nothing was gated (no gated metric scored in both runs)."""
+        if self.not_comparable:
+            return False
+        return self.gate.passed if self.gate is not None else None
+
+    @property
+    def verdict(self) -> str:
+        if self.not_comparable:
+            return f"gate failed: not comparable: {self.not_comparable}"
+        if self.gate is None:
+            return "not gated: no gated metric was scored in both runs"
+        return self.gate.summary()
+
+    def summary(self) -> str:
+        scope = f" ({self.scope})" if self.scope else ""
+        return f"against the {self.role} {self.against.run_id}{scope}: {self.verdict}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"role": self.role, "run_id": self.against.run_id, "dataset_version": self.against.dataset_version,
+                "chosen": self.chosen, "passed": self.passed, "summary": self.summary(), "scope": self.scope,
+                "not_comparable": self.not_comparable, "gate": self.gate.to_dict() if self.gate else None}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RunGate:
+    """Both comparisons of a run; it passes only when each gated comparison passes."""
+
+    comparisons: tuple[Comparison, ...]
+    """The baseline comparison (none for the first run of a target given a `reference_run`), then the
+    reference's when the reference is another run."""
+    reference_note: str
+    """Which run is the reference and why, or why there is none."""
+
+    @property
+    def baseline(self) -> Comparison | None:
+        return next((c for c in self.comparisons if c.role == "baseline"), None)
+
+    @property
+    def reference(self) -> Comparison | None:
+        return next((c for c in self.comparisons if c.role == "reference"), None)
+
+    @property
+    def passed(self) -> bool | None:
+        verdicts = [c.passed for c in self.comparisons if c.passed is not None]
+        return all(verdicts) if verdicts else None
+
+    def summary(self) -> str:
+        head = {True: "gate passed", False: "gate failed", None: "not gated"}[self.passed]
+        note = "" if self.reference else f"; {self.reference_note}"  # else the reference's comparison says it
+        return f"{head}: " + "; ".join(c.summary() for c in self.comparisons) + note
+
+    def to_dict(self) -> dict[str, Any]:
+        """What the results DB keeps: the baseline comparison's gate at the top (the shape older runs have),
+        the combined verdict, and every comparison."""
+        baseline, reference = self.baseline, self.reference
+        top = baseline.gate.to_dict() if baseline and baseline.gate else {"metrics": []}
+        return {**top, "passed": self.passed, "summary": self.summary(),
+                "baseline": baseline.against.run_id if baseline else None,
+                "reference": reference.against.run_id if reference else None, "reference_note": self.reference_note,
+                "comparisons": [c.to_dict() for c in self.comparisons]}  # fmt: skip
+
+
+def measured_metrics(scores: Sequence[Score], *, min_ok: int) -> set[str]:
+    """The gated metrics a run measured: at least `min_ok` items scored ok."""
+    counts: dict[str, int] = {}
+    for s in scores:
+        if s.status == "ok" and s.metric in GATED_METRICS:
+            counts[s.metric] = counts.get(s.metric, 0) + 1
+    return {m for m, n in counts.items() if n >= min_ok}
+
+
 def gate_against_baseline(store: ResultsStore, run: EvalRun, scores: Sequence[Score], *,
-                          min_pairs: int = DEFAULT_MIN_PAIRS,
-                          baseline_run: str | None = None) -> tuple[GateResult | None, EvalRun | None]:  # fmt: skip
-    """Compare `run` with `baseline_run` when given (a candidate against the accepted run of another target),
-    else with the previous successful, gate-passing run of the same target; (None, None) when there is none.
-    `min_pairs` (settings: `RAGWATCH_GATE_MIN_PAIRS`): fewest items ok in both runs for a metric to be decided."""
-    if baseline_run:
-        baseline = store.get_run(baseline_run)
-        if baseline is None:
-            raise ValueError(f"baseline run {baseline_run!r} is not in the results DB")
-        if baseline.run_id == run.run_id:
-            raise ValueError(f"run {run.run_id!r} cannot be its own baseline")
+                          min_pairs: int = DEFAULT_MIN_PAIRS, baseline_run: str | None = None,
+                          reference_run: str | None = None) -> RunGate | None:  # fmt: skip
+    """Gate `run` against its baseline and its reference (module docstring); None when there is no baseline.
+
+    `baseline_run` / `reference_run` name the runs instead (e.g. a candidate target against the accepted run
+    of another). `min_pairs` (settings: `RAGWATCH_GATE_MIN_PAIRS`): fewest items ok in both runs for a metric
+    to be decided, and the fewest a run must score ok of a metric to count as having measured it."""
+    wanted = measured_metrics(scores, min_ok=min_pairs)
+    choice = dict(metrics=GATED_METRICS, min_ok=min_pairs, wanted=wanted)
+    baseline = _named(store, run, baseline_run, "baseline_run") if baseline_run else store.baseline_for(run, **choice)
+    comparisons = []
+    if baseline is not None:
+        baseline_scores = store.scores(baseline.run_id)
+        chosen = "named by baseline_run" if baseline_run else _why_baseline(run, baseline, baseline_scores, min_pairs)
+        comparisons.append(compare_with(run, scores, baseline, baseline_scores, role="baseline", chosen=chosen,
+                                        min_pairs=min_pairs))  # fmt: skip
+    if reference_run:
+        reference, why = _named(store, run, reference_run, "reference_run"), "named by reference_run"
     else:
-        baseline = store.baseline_for(run)
-    if baseline is None:
-        return None, None
-    baseline_scores = store.scores(baseline.run_id)
-    # Gate what both runs measured: a metric switched off in this run's params is not a regression.
-    measured = {s.metric for s in scores} & {s.metric for s in baseline_scores}
-    gated = [m for m in GATED_METRICS if m in measured]
-    return (regression_gate(scores, baseline_scores, gated, min_pairs=min_pairs) if gated else None), baseline
+        reference = store.reference_for(run, **choice)
+        released = reference is not None and reference.pinned_at is not None
+        why = (f"the last release (pinned {reference.pinned_at:%Y-%m-%d})" if released
+               else f"the first accepted run on {run.dataset_version}")  # fmt: skip
+    if reference is None:
+        note = (f"no reference yet: no release pinned and no earlier accepted run on {run.dataset_version} "
+                f"(`ragwatch eval pin RUN_ID` pins one)")  # fmt: skip
+    elif baseline is not None and reference.run_id == baseline.run_id:
+        note = f"the reference is the baseline ({why})"
+    else:
+        note = f"reference {reference.run_id}: {why}"
+        comparisons.append(compare_with(run, scores, reference, store.scores(reference.run_id), role="reference",
+                                        chosen=why, min_pairs=min_pairs))  # fmt: skip
+    return RunGate(comparisons=tuple(comparisons), reference_note=note) if comparisons else None
+
+
+def compare_with(run: EvalRun, scores: Sequence[Score], baseline: EvalRun, baseline_scores: Sequence[Score], *,
+                 role: Role, chosen: str, min_pairs: int = DEFAULT_MIN_PAIRS) -> Comparison:  # fmt: skip
+    """`run` against `baseline` on the gated metrics both scored, on the items both have.
+
+    A metric switched off in one run's params is not a regression: only metrics with scores in both runs
+    are gated. Offline items are paired by id; across golden versions only the shared items are compared
+    (retired items are not missing, new items have nothing to be compared with)."""
+    both = {s.metric for s in scores} & {s.metric for s in baseline_scores}
+    gated = [m for m in GATED_METRICS if m in both]
+    if not gated:
+        return Comparison(role=role, against=baseline, chosen=chosen, gate=None)
+    items, baseline_items = {s.item_id for s in scores}, {s.item_id for s in baseline_scores}
+    shared = items & baseline_items
+    same_version = baseline.dataset_version == run.dataset_version
+    if run.suite == "offline" and len(shared) < min_pairs:
+        cause = (f"the same golden version {run.dataset_version} with other item ids: renamed ids or another subset"
+                 if same_version else f"{baseline.dataset_version} and {run.dataset_version} are a different golden "
+                                      f"set or renamed ids")  # fmt: skip
+        problem = (f"candidate and {role} share {len(shared)} of {len(baseline_items)} item ids (need ≥ {min_pairs} "
+                   f"to pair them): {cause}; {CHOOSE_ANOTHER}")  # fmt: skip
+        return Comparison(role=role, against=baseline, chosen=chosen, gate=None, not_comparable=problem)
+    scope = None
+    if run.suite == "offline" and not same_version:
+        scores = [s for s in scores if s.item_id in shared]
+        baseline_scores = [s for s in baseline_scores if s.item_id in shared]
+        scope = (f"compared on the {len(shared)} items {baseline.dataset_version} and {run.dataset_version} share; "
+                 f"{len(baseline_items - shared)} retired, {len(items - shared)} new not gated")  # fmt: skip
+    gate = regression_gate(scores, baseline_scores, gated, min_pairs=min_pairs)
+    return Comparison(role=role, against=baseline, chosen=chosen, gate=gate, scope=scope)
+
+
+def _named(store: ResultsStore, run: EvalRun, run_id: str, param: str) -> EvalRun:
+    found = store.get_run(run_id)
+    if found is None:
+        raise ValueError(f"{param} {run_id!r} is not in the results DB")
+    if found.run_id == run.run_id:
+        raise ValueError(f"run {run.run_id!r} cannot be its own {param.removesuffix('_run')}")
+    return found
+
+
+def _why_baseline(run: EvalRun, baseline: EvalRun, baseline_scores: Sequence[Score], min_pairs: int) -> str:
+    if not measured_metrics(baseline_scores, min_ok=min_pairs):
+        return ("the latest accepted run, although it measured no gated metric: no run of this target measured "
+                "one yet")  # fmt: skip
+    chosen = "the previous accepted run of this target"
+    if baseline.dataset_version != run.dataset_version:
+        chosen += f" (none yet on {run.dataset_version})"
+    return chosen
 
 
 def enforce_gate(summary: RunSummary, fail_on_gate: bool) -> RunSummary:

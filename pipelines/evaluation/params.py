@@ -23,6 +23,20 @@ TARGET_URL_PATTERN = r"^https?://[^\s/@?#]+(/[^\s@]*)?$"
 """An http(s) URL without user info (the DAG Param's JSON-schema pattern; `target_url` checks the rest)."""
 
 
+OFFLINE_RUN_ID_PATTERN = r"^offline/[0-9]{4}-[0-9]{2}-[0-9]{2}/[A-Za-z0-9][A-Za-z0-9_.:@+-]{0,127}$"
+"""An offline run id, `offline/<logical date>/<target name>` (the DAG Params' JSON-schema pattern)."""
+
+
+def offline_run_id(value: str) -> str:
+    """An offline run's id, as a baseline or reference: `offline/YYYY-MM-DD/<target name>`."""
+    if not re.fullmatch(OFFLINE_RUN_ID_PATTERN, value):
+        raise ValueError(f"run id {value[:80]!r} is not an offline run id: use offline/YYYY-MM-DD/<target name>, "
+                         "e.g. offline/2026-11-30/reference-rag")  # fmt: skip
+    inputs.day(value.split("/")[1])
+    inputs.target_name(value.split("/", 2)[2])
+    return value
+
+
 def target_url(url: str, allowed_hosts: list[str] | None = None) -> str:
     """The target's URL: http(s), no credentials in it (they go in headers), on an allowed host."""
     if not re.fullmatch(TARGET_URL_PATTERN, url) or has_credentials(url):
@@ -73,9 +87,12 @@ class EvalParams(BaseModel):
     target_url: Annotated[str, AfterValidator(lambda url: target_url(url))] | None = None
     """The team's RAG service (README § System under test); None runs the reference RAG."""
     target_name: Annotated[str, AfterValidator(inputs.target_name)] = REFERENCE_TARGET
-    baseline_run: str | None = None
+    baseline_run: Annotated[str, AfterValidator(lambda rid: offline_run_id(rid))] | None = None
     """The run the gate compares with (a run id such as `offline/2026-11-30/reference-rag`); None: the
-    previous gate-passing run of the same target."""
+    previous accepted run of the same target (gate.py)."""
+    reference_run: Annotated[str, AfterValidator(lambda rid: offline_run_id(rid))] | None = None
+    """The run the gate also compares with so slow drift fails; None: the last release pinned with
+    `ragwatch eval pin`, else the first accepted run on the golden version (gate.py)."""
     retrieval_k: int = Field(default=5, ge=1)
     """Chunks the reference RAG hands its generator: the retrieval depth the brief's context-precision
     band is read at (precision@retrieval_k)."""

@@ -58,8 +58,9 @@ def prepare_offline_eval(settings: Settings, params: EvalParams, *, logical_date
         # A quick check on a stable subset: the same items every run, so runs stay comparable.
         items = sorted(items, key=lambda i: hashlib.sha256(i.item_id.encode()).hexdigest())[: params.limit]
     dataset_version = f"{params.golden_name}@{version}"
-    if params.baseline_run:
-        _check_baseline(settings, params.baseline_run)
+    for role, named in (("baseline", params.baseline_run), ("reference", params.reference_run)):
+        if named:
+            _check_baseline(settings, named, role)
     run = Workspace.from_settings(settings).run_folder(SUITE, logical_date, params.target_name)
     reset_dir(run.root)
     rid = run_id(SUITE, logical_date, params.target_name)
@@ -93,15 +94,15 @@ def prepare_offline_eval(settings: Settings, params: EvalParams, *, logical_date
                        batches=batch_ranges(len(items), params.batch_size))  # fmt: skip
 
 
-def _check_baseline(settings: Settings, baseline_run: str) -> None:
-    """Fail before the work when the gate's explicit baseline is not in the results DB."""
+def _check_baseline(settings: Settings, baseline_run: str, role: str = "baseline") -> None:
+    """Fail before the work when the gate's explicit baseline (or reference) is not in the results DB."""
     store = ResultsStore.from_settings(settings)
     try:
         found = store.exists() and store.get_run(baseline_run) is not None
     finally:
         store.dispose()
     if not found:
-        raise ValueError(f"baseline run {baseline_run!r} is not in the results DB (run ids look like "
+        raise ValueError(f"{role} run {baseline_run!r} is not in the results DB (run ids look like "
                          f"offline/2026-11-30/reference-rag; `ragwatch eval summary` shows the latest)")  # fmt: skip
 
 

@@ -27,6 +27,7 @@ from pipelines.evaluation.stats import (
     BENJAMINI_HOCHBERG, CI_METHODS, HOLM, LOWER_IS_BETTER, OVERALL, TEST_METHODS, Aggregate, GateResult, aggregate,
 )  # fmt: skip
 from pipelines.evaluation.formatting import interval, number
+from pipelines.evaluation.gate import Comparison, RunGate
 from pipelines.files import atomic_write_text
 from pipelines.models.offline import OFFLINE_MODEL
 from pipelines.records import METRICS, Score
@@ -71,10 +72,16 @@ def trend_from_store(store: ResultsStore, run: EvalRun, *, limit: int = TREND_RU
 
 def render_report(run: EvalRun, scores: Sequence[Score], *, aggregates: Sequence[Aggregate] | None = None,
                   items: Mapping[str, ItemView] | None = None, trend: Sequence[TrendPoint] = (),
-                  gate: GateResult | None = None, baseline: EvalRun | None = None,
+                  gate: GateResult | None = None, baseline: EvalRun | None = None, run_gate: RunGate | None = None,
                   worst: int = WORST_ITEMS, min_n: int = DEFAULT_MIN_N) -> str:  # fmt: skip
     """The report of one run as an HTML string. `trend` holds past runs; this run is added to it. `min_n`
-    (settings: `RAGWATCH_DIAGNOSIS_MIN_N`): fewest ok scores for the diagnosis to state a band."""
+    (settings: `RAGWATCH_DIAGNOSIS_MIN_N`): fewest ok scores for the diagnosis to state a band. `run_gate`:
+    the gate's comparisons (baseline, reference), each shown as a gate table; `gate` and `baseline` alone
+    give one comparison."""
+    if run_gate is None and gate is not None and baseline is not None:
+        run_gate = RunGate((Comparison(role="baseline", against=baseline, chosen="given", gate=gate),), "")
+    comparisons = run_gate.comparisons if run_gate else ()
+    gates = [c.gate for c in comparisons if c.gate is not None]
     aggs = list(aggregates) if aggregates is not None else aggregate(scores)
     items = items or {}
     metrics = list(dict.fromkeys(a.metric for a in aggs))
@@ -91,11 +98,12 @@ def render_report(run: EvalRun, scores: Sequence[Score], *, aggregates: Sequence
         "not_enough_evidence": NOT_ENOUGH_EVIDENCE,
         "holm": HOLM, "bh": BENJAMINI_HOCHBERG,
         "ci_methods": {m: CI_METHODS[m] for m in dict.fromkeys(a.ci_method for a in aggs) if m in CI_METHODS},
-        "gate_ci_methods": {m.ci_method: CI_METHODS[m.ci_method] for m in (gate.metrics if gate else [])
+        "gate_ci_methods": {m.ci_method: CI_METHODS[m.ci_method] for g in gates for m in g.metrics
                             if m.ci_method in CI_METHODS},
-        "test_methods": {m.test_method: TEST_METHODS[m.test_method] for m in (gate.metrics if gate else [])
+        "test_methods": {m.test_method: TEST_METHODS[m.test_method] for g in gates for m in g.metrics
                          if m.test_method in TEST_METHODS},
-        "baseline_report": _relative_link(baseline.report_path if baseline else None, run.report_path),
+        "run_gate": run_gate,
+        "comparisons": [(c, _relative_link(c.against.report_path, run.report_path)) for c in comparisons],
         "metrics": [(m, METRICS.get(m, _retrieval_help(m)), m in LOWER_IS_BETTER) for m in metrics],
         "table": [[by_key[(m, s)] for s in strata if (m, s) in by_key] for m in metrics],
         "interval_charts": [Markup(_stratum_chart(s, metrics, by_key)) for s in strata],
@@ -104,8 +112,6 @@ def render_report(run: EvalRun, scores: Sequence[Score], *, aggregates: Sequence
         "attribution": _attribution(scores, items),
         "worst": _worst_items(scores, items, worst),
         "failures": _failures(scores),
-        "gate": gate,
-        "baseline": baseline,
     }
     return _TEMPLATE.render(**context)
 
@@ -261,9 +267,21 @@ pipeline, not the assistant.</div>
 {% endif %}
 
 <h2>Regression gate</h2>
+{% if not comparisons %}
+<p class="muted">No gate ran: no earlier accepted run of this suite and target to compare against (accepted: it
+succeeded and did not fail its own gate, or it is a pinned release).</p>
+{% else %}
+{% if run_gate.reference_note %}<p>{% if run_gate.passed %}<span class="pass">PASSED</span>{% elif run_gate.passed is
+false %}<span class="fail">FAILED</span>{% else %}Not gated{% endif %}: the run passes only when it passes against its
+baseline (the previous accepted run, so sudden regressions fail) and against its reference (so slow drift fails too);
+{{ run_gate.reference_note }}.</p>{% endif %}
+{% for comparison, baseline_report in comparisons %}
+{% set gate, baseline = comparison.gate, comparison.against %}
+<h3>Against the {{ comparison.role }} {{ baseline.run_id }}</h3>
+<p class="muted">{{ comparison.chosen }}{% if comparison.scope %}; {{ comparison.scope }}{% endif %}.</p>
 {% if gate is none %}
-<p class="muted">No gate ran{% if baseline is none %}: no earlier successful run of this suite and target to compare
-against{% endif %}.</p>
+<p>{% if comparison.not_comparable %}<span class="fail">FAILED</span>, not comparable: {{ comparison.not_comparable
+}}{% else %}Not gated: no gated metric was scored in both runs{% endif %}.</p>
 {% else %}
 <p>{% if gate.passed %}<span class="pass">PASSED</span>{% else %}<span class="fail">FAILED</span>{% endif %}
 {% if baseline %} against run {{ baseline.run_id }}{% if baseline_report %} (<a href="{{ baseline_report }}">its
@@ -286,6 +304,8 @@ better){% endif %}</td><td>{{ m.design }}</td>
 </table>
 <p class="muted">{% for name, text in gate_ci_methods.items() %}Interval <code>{{ name }}</code>: {{ text }}. {% endfor %}
 {% for name, text in test_methods.items() %}Test <code>{{ name }}</code>: {{ text }}. {% endfor %}</p>
+{% endif %}
+{% endfor %}
 {% endif %}
 
 <h2>Diagnosis</h2>

@@ -53,6 +53,10 @@ class RunSummary(RunHeader):
     baseline: str | None = None
     """The run the gate compared against."""
     gate_rows: list[GateRow] = []
+    """The comparison with the baseline."""
+    reference: str | None = None
+    """The pinned reference run the gate also compared against, when it is not the baseline."""
+    reference_rows: list[GateRow] = []
     gate_correction: str = HOLM
     diagnosis_correction: str = BENJAMINI_HOCHBERG
     generator_model: str | None = None
@@ -74,7 +78,9 @@ def run_summary(run: EvalRun, aggregates: Sequence[Aggregate], *, items: int, ba
                            ci_method=a.ci_method) for a in aggregates if a.stratum == OVERALL],
         diagnosis=[f"[{f.severity}] {f.metric} [{f.stratum}] {f.mean:.2f} ({f.band}): {f.users_see} → {f.first_action}"
                    + (f" ({f.note})" if f.note else "") for f in findings],
-        baseline=baseline, gate_rows=gate_rows(run.gate), generator_model=run.generator_model,
+        baseline=baseline or (run.gate or {}).get("baseline"), gate_rows=gate_rows(run.gate),
+        reference=(run.gate or {}).get("reference"), reference_rows=gate_rows(_reference_gate(run.gate)),
+        generator_model=run.generator_model,
     )  # fmt: skip
 
 
@@ -85,6 +91,11 @@ def gate_rows(gate: dict[str, Any] | None) -> list[GateRow]:
                     candidate_mean=m["candidate_mean"], diff=m["diff"], ci_low=m["ci_low"], ci_high=m["ci_high"],
                     ci_method=m.get("ci_method"), p_adjusted=m.get("p_adjusted"), passed=m["passed"],
                     reason=m["reason"]) for m in gate.get("metrics", [])]  # fmt: skip
+
+
+def _reference_gate(gate: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The stored gate of the comparison with the reference (runs saved before references have none)."""
+    return next((c["gate"] for c in (gate or {}).get("comparisons", []) if c["role"] == "reference"), None)
 
 
 def latest_summary(settings: Settings, suite: str) -> RunSummary:

@@ -8,7 +8,7 @@ date never duplicates results, and readers never see half a run.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
 from pathlib import Path
@@ -58,6 +58,9 @@ class EvalRun:
     report_path: str | None = None
     created_at: datetime = field(default_factory=_utcnow)
     finished_at: datetime | None = None
+    pinned_at: datetime | None = None
+    """When the run was pinned as a release (`ragwatch eval pin`): the reference later runs of its target are
+    also gated against, and an accepted baseline even if its own gate failed. A rerun of the date keeps it."""
 
     def __post_init__(self) -> None:
         expected = run_id(self.suite, self.logical_date, self.target)
@@ -85,6 +88,8 @@ eval_runs = sa.Table(
     sa.Column("report_path", sa.Text),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("finished_at", sa.DateTime(timezone=True)),
+    # Added after the first release: nullable without a default, so `create()` adds it to an existing table.
+    sa.Column("pinned_at", sa.DateTime(timezone=True)),
     sa.Index("ix_eval_runs_suite_target_date", "suite", "target", "logical_date"),
 )
 
@@ -113,9 +118,29 @@ class ResultsStore:
         return cls(settings.resolved_results_url)
 
     def create(self) -> None:
-        """Create the tables if missing (idempotent)."""
+        """Create the tables if missing and add the columns a newer version introduced (idempotent)."""
         self._refuse_legacy_schema()
         metadata.create_all(self.engine)
+        self._add_missing_columns()
+
+    def _add_missing_columns(self) -> None:
+        """ALTER TABLE ... ADD COLUMN for every column of `metadata` an older DB lacks; rows read it as NULL."""
+        quote = self.engine.dialect.identifier_preparer.quote
+        for table in metadata.sorted_tables:
+            for column in table.columns:
+                if column.name in self._columns(table):
+                    continue
+                ddl = (f"ALTER TABLE {quote(table.name)} ADD COLUMN {quote(column.name)} "
+                       f"{column.type.compile(dialect=self.engine.dialect)}")  # fmt: skip
+                try:
+                    with self.engine.begin() as conn:
+                        conn.execute(sa.text(ddl))
+                except sa.exc.DBAPIError:
+                    if column.name not in self._columns(table):  # else another process added it meanwhile
+                        raise
+
+    def _columns(self, table: sa.Table) -> set[str]:
+        return {c["name"] for c in sa.inspect(self.engine).get_columns(table.name)}
 
     def exists(self) -> bool:
         """Whether any eval has written here yet (a read-only page must not create the tables)."""
@@ -153,9 +178,13 @@ class ResultsStore:
     def _replace(self, run: EvalRun, rows: list[dict[str, Any]]) -> int:
         with self.engine.begin() as conn:
             same_run = sa.bindparam("run_id", run.run_id)
+            row = _run_row(run)
+            if row["pinned_at"] is None:  # a rerun of a release's date stays the release
+                row["pinned_at"] = conn.execute(sa.select(eval_runs.c.pinned_at).where(eval_runs.c.run_id == same_run)
+                                                ).scalar_one_or_none()  # fmt: skip
             conn.execute(sa.delete(eval_scores).where(eval_scores.c.run_id == same_run))
             conn.execute(sa.delete(eval_runs).where(eval_runs.c.run_id == same_run))
-            conn.execute(sa.insert(eval_runs), [_run_row(run)])
+            conn.execute(sa.insert(eval_runs), [row])
             if rows:
                 conn.execute(sa.insert(eval_scores), rows)
         return len(rows)
@@ -192,27 +221,85 @@ class ResultsStore:
                 latest.setdefault(suite, []).append(run)
         return latest
 
-    def baseline_for(self, run: EvalRun) -> EvalRun | None:
-        """The previous successful run of the same suite and target that did not fail its gate.
+    def accepted_runs(self, run: EvalRun, *, metrics: Collection[str] | None = None,
+                      min_ok: int = 1) -> list[tuple[EvalRun, frozenset[str]]]:  # fmt: skip
+        """The runs a later run of the same suite and target may be compared with, latest first, each with the
+        metrics it measured (of `metrics` when given: at least `min_ok` items scored ok).
 
-        A gate-failed run is never a baseline: comparing against it would let a regression
-        become the new normal one tolerance at a time.
+        Accepted: successful, on the same golden set (the name before `@` in `dataset_version`; any version),
+        before `run`'s logical date, and not failed by its own gate, unless pinned as a release. A gate-failed
+        run is never a baseline on its own: comparing against it would let a regression become the new normal
+        one tolerance at a time; pinning it says the change was meant.
         """
-        query = (
-            sa.select(eval_runs)
-            .where(
-                eval_runs.c.suite == sa.bindparam("suite", run.suite),
-                eval_runs.c.target == sa.bindparam("target", run.target),
-                eval_runs.c.logical_date < sa.bindparam("before", run.logical_date),
-                eval_runs.c.status == "success",
-                sa.or_(eval_runs.c.gate_passed.is_(None), eval_runs.c.gate_passed.is_(True)),
-            )
-            .order_by(eval_runs.c.logical_date.desc(), eval_runs.c.created_at.desc())
-            .limit(1)
+        same = (
+            (eval_runs.c.suite == sa.bindparam("suite", run.suite))
+            & (eval_runs.c.target == sa.bindparam("target", run.target))
+            & (eval_runs.c.logical_date < sa.bindparam("before", run.logical_date))
+            & (eval_runs.c.status == "success")
         )
+        accepted = same & sa.or_(eval_runs.c.gate_passed.is_(None), eval_runs.c.gate_passed.is_(True),
+                                 eval_runs.c.pinned_at.is_not(None))  # fmt: skip
+        runs_query = sa.select(eval_runs).where(accepted).order_by(eval_runs.c.logical_date.desc(),
+                                                                   eval_runs.c.created_at.desc())  # fmt: skip
+        counts = (
+            sa.select(eval_scores.c.run_id, eval_scores.c.metric, sa.func.count().label("n"))
+            .join(eval_runs, eval_runs.c.run_id == eval_scores.c.run_id)
+            .where(accepted, eval_scores.c.status == "ok")
+            .group_by(eval_scores.c.run_id, eval_scores.c.metric)
+        )
+        if metrics is not None:
+            counts = counts.where(eval_scores.c.metric.in_(sa.bindparam("metrics", sorted(metrics), expanding=True)))
         with self.engine.connect() as conn:
-            row = conn.execute(query).mappings().first()
-        return _run_from_row(row) if row else None
+            found = [_run_from_row(row) for row in conn.execute(runs_query).mappings()]
+            measured: dict[str, set[str]] = {}
+            for row in conn.execute(counts):
+                if row.n >= min_ok:
+                    measured.setdefault(row.run_id, set()).add(row.metric)
+        golden_set = golden_set_of(run)
+        return [(r, frozenset(measured.get(r.run_id, ()))) for r in found if golden_set_of(r) == golden_set]
+
+    def baseline_for(self, run: EvalRun, *, metrics: Collection[str] | None = None, min_ok: int = 1,
+                     wanted: Collection[str] | None = None) -> EvalRun | None:  # fmt: skip
+        """The run `run` is gated against: the latest accepted run (`accepted_runs`) that measured a metric.
+
+        Among those, the one that measured most of `wanted` (the metrics `run` measured; default: all) wins,
+        then one on `run`'s own golden version, then the latest: a quick run without the judge never becomes
+        the baseline of a full one. A run that measured nothing (every item failed, or no metric of `metrics`
+        scored) is the baseline only when no accepted run measured anything: the gate then says it recovers.
+        """
+        accepted = self.accepted_runs(run, metrics=metrics, min_ok=min_ok)
+        measured = [(r, m) for r, m in accepted if m]
+        if not measured:
+            return accepted[0][0] if accepted else None
+        goal = set(wanted) if wanted is not None else set().union(*(m for _, m in measured))
+        return max(measured, key=lambda pair: (len(pair[1] & goal), pair[0].dataset_version == run.dataset_version))[0]
+
+    def reference_for(self, run: EvalRun, *, metrics: Collection[str] | None = None, min_ok: int = 1,
+                      wanted: Collection[str] | None = None) -> EvalRun | None:  # fmt: skip
+        """The pinned reference `run` is gated against besides its baseline, so slow drift fails too: the latest
+        release (a run pinned with `pin`) before it; without one, the first accepted run that measured a metric
+        on `run`'s golden version (of those measuring most of `wanted`). None when neither exists."""
+        accepted = self.accepted_runs(run, metrics=metrics, min_ok=min_ok)
+        released = [r for r, _ in accepted if r.pinned_at is not None]
+        if released:
+            return released[0]
+        same_version = [(r, m) for r, m in reversed(accepted) if m and r.dataset_version == run.dataset_version]
+        if not same_version:
+            return None
+        goal = set(wanted) if wanted is not None else set().union(*(m for _, m in same_version))
+        return max(same_version, key=lambda pair: len(pair[1] & goal))[0]
+
+    def pin(self, run_id: str, *, pinned: bool = True) -> EvalRun:
+        """Mark the run as a release (or, with `pinned=False`, no longer); returns the run as saved."""
+        with self.engine.begin() as conn:
+            found = conn.execute(
+                sa.update(eval_runs).where(eval_runs.c.run_id == sa.bindparam("run_id", run_id))
+                .values(pinned_at=_utcnow() if pinned else None)
+            ).rowcount  # fmt: skip
+        if not found:
+            raise LookupError(f"run {run_id!r} is not in the results DB "
+                              "(run ids look like offline/2026-11-30/reference-rag)")
+        return self.get_run(run_id)
 
     def scores(self, run_id: str) -> list[Score]:
         query = (
@@ -254,6 +341,7 @@ def _run_row(run: EvalRun) -> dict[str, Any]:
         "generator_model": run.generator_model, "params": run.params, "status": run.status,
         "gate_passed": run.gate_passed, "gate": run.gate, "report_path": run.report_path,
         "created_at": _as_utc(run.created_at), "finished_at": _as_utc(run.finished_at),
+        "pinned_at": _as_utc(run.pinned_at),
     }  # fmt: skip
 
 
@@ -261,7 +349,13 @@ def _run_from_row(row: sa.RowMapping) -> EvalRun:
     values = dict(row)
     values["created_at"] = _as_utc(values["created_at"])
     values["finished_at"] = _as_utc(values["finished_at"])
+    values["pinned_at"] = _as_utc(values["pinned_at"])
     return EvalRun(**values)
+
+
+def golden_set_of(run: EvalRun) -> str:
+    """The golden set a run evaluated, without its version: `golden@v3` -> `golden`."""
+    return run.dataset_version.partition("@")[0]
 
 
 def _as_utc(ts: datetime | None) -> datetime | None:
