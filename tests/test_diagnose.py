@@ -64,8 +64,9 @@ def test_a_claim_steps_down_to_the_strongest_band_its_interval_supports():
     assert (finding.severity, finding.band, finding.band_severity) == ("watch", "< 0.85", "problem")
     assert (finding.users_see, finding.first_action) == ("occasional hallucination", "raise context precision")
     assert finding.established and finding.p_value == pytest.approx(0.0103, abs=2e-4)  # z = 0.13 / (0.11 / 1.96)
-    assert finding.note.startswith('< 0.85 is established (95% CI [0.61, 0.83]); the estimate 0.72 lies in '
-                                   '"made-up answers" (< 0.75) but the interval does not establish it (p = 0.296')
+    assert finding.note == ('not healthy: faithfulness < 0.85 is established (95% CI [0.61, 0.83]); the estimate 0.72 '
+                            'lies in "made-up answers" (< 0.75), which the interval does not establish (p = 0.296; '
+                            'needs ≤ 0.025)')  # fmt: skip
     # Straddling 0.75 is the same step: 0.745 ± 0.01 is surely below 0.85, not surely below 0.75.
     [finding] = diagnose([agg("faithfulness", 0.745)])
     assert (finding.severity, finding.band_severity) == ("watch", "problem")
@@ -258,7 +259,9 @@ def test_the_labels_are_those_retrieval_attribute_produces():
 def test_a_stratum_fifteen_points_worse_is_flagged_about_half_the_time_and_a_healthy_one_rarely():
     # `ragwatch bench diagnose` at 1,000 runs: flagged 47–49 % (before the claims stepped down: 0.5–0.9 %,
     # 98 % inconclusive), false flags 0.7–1.5 %. 400 runs here: ±5 points at 95 %.
-    from pipelines.bench.diagnose_power import mixture_scores, scenarios, simulate
+    from pipelines.bench.diagnose_power import (
+        format_diagnose_bench, mixture_scores, run_diagnose_bench, scenarios, simulate,
+    )  # fmt: skip
 
     main = scenarios()[0]
     assert main.means[-1] == 0.74 and min(main.means[:-1]) == 0.88 and len(main.means) == 12
@@ -266,3 +269,5 @@ def test_a_stratum_fifteen_points_worse_is_flagged_about_half_the_time_and_a_hea
     assert counts["flagged"] / 400 >= 0.40
     assert counts["false_flag"] / 400 <= 0.05
     assert counts["inconclusive"] / 400 <= 0.60
+    table = format_diagnose_bench(run_diagnose_bench(reps=2, models=("claims",)))
+    assert "11 at 0.85, one at 0.74" in table and "all healthy" in table and max(map(len, table.splitlines())) <= 80

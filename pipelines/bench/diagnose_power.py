@@ -97,8 +97,8 @@ def simulate(model: ScoreModel, scenario: Scenario, *, reps: int, items: int = I
     worse = names[-1] if scenario.worse else None
     counts = {"flagged": 0, "problem": 0, "inconclusive": 0, "false_flag": 0}
     for _ in range(reps):
-        scores = [_Score(f"{name}-{j}", name, METRIC, float(value), "ok")
-                  for name, mean in zip(names, scenario.means) for j, value in enumerate(model(rng, mean, items))]  # fmt: skip
+        scores = [_Score(f"{name}-{j}", name, METRIC, float(value), "ok") for name, mean in zip(names, scenario.means)
+                  for j, value in enumerate(model(rng, mean, items))]  # fmt: skip
         severity = {f.stratum: f.severity for f in diagnose(aggregate(scores)) if f.metric == METRIC}
         if worse is not None:
             counts["flagged"] += severity.get(worse) in FLAGS
