@@ -884,6 +884,17 @@ def bench_eval(
     console.print(format_eval_bench(result))
 
 
+@bench_app.command("diagnose")
+def bench_diagnose(
+    reps: Annotated[int, typer.Option(min=1, help="Simulated runs per scenario and score model.")] = 1000,
+    seed: Annotated[int, typer.Option()] = 17,
+) -> None:
+    """How often the diagnosis flags a stratum 15 points worse, and a healthy one (12 strata × 30 items)."""
+    from pipelines.bench.diagnose_power import format_diagnose_bench, run_diagnose_bench
+
+    console.print(format_diagnose_bench(run_diagnose_bench(reps=reps, seed=seed)))
+
+
 @bench_app.command("sample")
 def bench_sample(
     rows: Annotated[int, typer.Option(min=1, help="Traces in the synthetic day.")] = 100_000,

@@ -192,10 +192,13 @@ class Score(BaseModel):
 METRICS = {
     "faithfulness": "supported claims / all claims of the answer (ragas Faithfulness)",
     "answer_relevancy": "mean cosine between the question and questions generated back from the answer (ragas)",
-    "context_precision": "the brief's context precision: gold chunks in the top k / k at k = the chunks the generator "
-                         "was given (id-based precision@k, pushed under this name); < 0.60 means contradictory answers",
+    "context_precision": "the brief's context precision: context_precision_share under its gauge's name; < 0.60 means "
+                         "contradictory answers",
+    "context_precision_share": "chunks given to the generator that the judge found useful for the reference answer / "
+                               "chunks given: the brief's context precision, judged (pushed as context_precision); "
+                               "< 0.60 means contradictory answers",
     "context_precision_ranked": "ragas ContextPrecisionWithReference: rank-weighted average precision of the judge's "
-                                "relevance verdicts (not relevant / k: that is precision@k)",
+                                "relevance verdicts (not useful / given: that is context_precision_share)",
     "context_recall": "gold-answer claims attributable to the retrieved contexts / all gold-answer claims (ragas)",
     "noise_delta_f": "F(clean) − F(noisy) of the system under test, irrelevant chunks injected; > 0.15 means fragile",
     "noise_delta_f_reference": "F(clean) − F(noisy) of the reference generator answering both arms from production's "
@@ -208,7 +211,8 @@ METRICS = {
     "tool_call_validity": "tool-call arguments valid against the tool's JSON schema (online)",
     "mrr": "1 / rank of the first gold chunk, 0 if absent",
 }
-"""Judge and tool metrics by name; retrieval adds recall@k and precision@k for each k."""
+"""Judge and tool metrics by name (context_precision: the name a stored metric is pushed under,
+push.PUSHED_AS); retrieval adds recall@k and precision@k for each k."""
 
 
 def gauge_name(metric: str) -> str:

@@ -225,7 +225,7 @@ def test_worked_example(implementation) -> None:
     """The brief's test vector, on both implementations."""
     example = JudgeInput(item_id="x", stratum="s", question="q?", answer="a.", contexts=["c1", "c2", "c3", "c4", "c5"],
                          reference="r.")  # fmt: skip
-    metrics = ["faithfulness", "answer_relevancy", "context_recall", "context_precision"]
+    metrics = ["faithfulness", "answer_relevancy", "context_recall", "context_precision", "context_precision_share"]
     scores = {s.metric: s.value for s in judge_items_sync([example], metrics, ScriptedJudge(WORKED), FixedEmbedder(),
                                                           implementation=implementation, **RUN)}  # fmt: skip
     assert scores["faithfulness"] == 0.75  # 3 of 4 claims supported
@@ -234,6 +234,7 @@ def test_worked_example(implementation) -> None:
     assert scores["context_recall"] == 1.0  # 3 of 3 reference claims attributed
     # ragas' judge context precision is average precision over ranks: (1/1 + 2/3 + 3/5) / 3, not 3/5.
     assert scores["context_precision"] == pytest.approx((1 + 2 / 3 + 3 / 5) / 3)
+    assert scores["context_precision_share"] == 0.60  # 3 of the 5 chunks given are useful: the brief's figure
 
 
 def random_script(rng: random.Random) -> tuple[Script, JudgeInput, FixedEmbedder]:
@@ -249,7 +250,8 @@ def random_script(rng: random.Random) -> tuple[Script, JudgeInput, FixedEmbedder
     return script, item, FixedEmbedder(tuple(rng.uniform(-0.5, 1.0) for _ in range(3)))
 
 
-PARITY_METRICS = ["faithfulness", "answer_relevancy", "context_precision", "context_recall", "ragas_noise_sensitivity"]
+PARITY_METRICS = ["faithfulness", "answer_relevancy", "context_precision", "context_precision_share", "context_recall",
+                  "ragas_noise_sensitivity"]  # fmt: skip
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -268,17 +270,18 @@ def test_parity_with_ragas_on_the_same_scripted_verdicts(seed) -> None:
         assert ours_status == "ok" and ours == pytest.approx(theirs, abs=1e-12), (metric, scores)
 
 
-def test_ragwatch_sends_three_requests_per_item_where_ragas_sends_nine() -> None:
+def test_ragwatch_sends_three_requests_per_item_where_ragas_sends_twelve() -> None:
     example = JudgeInput(item_id="x", stratum="s", question="q?", answer="a.", contexts=["c1", "c2", "c3"],
                          reference="r.")  # fmt: skip
-    metrics = ["faithfulness", "answer_relevancy", "context_precision", "context_recall"]
+    metrics = ["faithfulness", "answer_relevancy", "context_precision", "context_precision_share", "context_recall"]
     sent = {}
     for implementation in IMPLEMENTATIONS:
         judge = ScriptedJudge(WORKED)
         judge_items_sync([example], metrics, judge, FixedEmbedder(), implementation=implementation, **RUN)
         sent[implementation] = judge.sent
     assert sent["ragwatch"] == {"judge_claims": 1, "judge_question_back": 1, "judge_verification": 1}
-    assert sum(sent["ragas"].values()) == 2 + 3 + 3 + 1  # faithfulness, N questions, 1 per context, recall
+    # faithfulness, N questions, 1 per context for each context precision, recall
+    assert sum(sent["ragas"].values()) == 2 + 3 + 3 + 3 + 1
 
 
 # --- replies are checked, not trusted -------------------------------------------------------------

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from pipelines.evaluation.push import PUSHED_AS
 from pipelines.records import METRICS, gauge_name
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,7 +36,7 @@ INSTALL_HINT = (
 EVAL_GAUGES = {"rag_eval_items", "rag_eval_failed_items", "rag_eval_gate_passed",
                "rag_eval_last_success_timestamp_seconds"}  # fmt: skip
 PUSHGATEWAY_GAUGES = {"push_time_seconds", "push_failure_time_seconds"}
-SCORE_GAUGES = {gauge_name(metric) for metric in METRICS}
+SCORE_GAUGES = {gauge_name(PUSHED_AS.get(metric, metric)) for metric in METRICS}
 AT_K = re.compile(r"rag_(recall|precision)_at_\d+_score")
 AT_K_FAMILIES = {"rag_recall_at_[0-9]+_score", "rag_precision_at_[0-9]+_score"}
 

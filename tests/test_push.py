@@ -147,14 +147,14 @@ def test_a_gateway_url_with_credentials_never_reaches_the_result_or_the_log(sett
     assert "ops:***@127.0.0.1" in result.destination
 
 
-def test_the_briefs_context_precision_is_precision_at_the_context_depth():
-    from pipelines.evaluation.push import CONTEXT_PRECISION, with_context_precision
+def test_the_briefs_context_precision_is_the_judged_share_of_useful_chunks():
+    from pipelines.evaluation.push import CONTEXT_PRECISION, as_pushed
 
-    # The generator was given 3 chunks: precision@3 (gold in the top 3 / 3) is the brief's context precision,
-    # pushed as rag_context_precision_score; ragas' rank-weighted metric keeps its own name.
-    aggregates = [agg("precision@1", "all", 0.9), agg("precision@3", "all", 0.4), agg("precision@3", "tool/en", 0.2),
-                  agg("context_precision_ranked", "all", 0.97)]  # fmt: skip
-    added = with_context_precision(aggregates, 3)[len(aggregates):]
-    assert [(a.metric, a.stratum, a.mean) for a in added] == [(CONTEXT_PRECISION, "all", 0.4),
-                                                              (CONTEXT_PRECISION, "tool/en", 0.2)]  # fmt: skip
-    assert with_context_precision(aggregates, None) == aggregates  # online: no gold chunks, no context precision
+    # The judged share of useful chunks given is the brief's context precision, pushed as
+    # rag_context_precision_score (alert < 0.60); id-based precision@k and ragas' rank-weighted metric keep
+    # their own names.
+    aggregates = [agg("precision@5", "all", 0.2), agg("context_precision_share", "all", 0.4),
+                  agg("context_precision_share", "tool/en", 0.2), agg("context_precision_ranked", "all", 0.97)]  # fmt: skip
+    assert [(a.metric, a.stratum, a.mean) for a in as_pushed(aggregates)] == [
+        ("precision@5", "all", 0.2), (CONTEXT_PRECISION, "all", 0.4), (CONTEXT_PRECISION, "tool/en", 0.2),
+        ("context_precision_ranked", "all", 0.97)]  # fmt: skip

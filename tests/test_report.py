@@ -32,7 +32,7 @@ def make_scores(run: EvalRun, faithfulness: float) -> list[Score]:
     for i in range(12):
         stratum = "single_hop/es" if i % 2 else "multi_hop/es"
         out.append(s(f"q{i}", stratum, "faithfulness", faithfulness if i % 3 else 0.2))
-        out.append(s(f"q{i}", stratum, "precision@5", 0.45 + 0.02 * i))  # mean 0.56: < 0.60 (id-based, at depth 5)
+        out.append(s(f"q{i}", stratum, "context_precision_share", (0.4, 0.6, 0.8, 0.4)[i % 4]))  # mean 0.55: < 0.60
         out.append(s(f"q{i}", stratum, "recall@5", float(i % 4 != 0)))
     out.append(s("q0", "multi_hop/es", "context_recall", None, "failed", "respuesta no es JSON: <html>"))
     return out
@@ -110,7 +110,7 @@ def test_metrics_json_is_flat_per_metric_and_stratum(tmp_path):
     aggs = aggregate(make_scores(run, 0.7), n_resamples=0)
     path = write_metrics_json(tmp_path / "metrics" / "offline.json", aggs)
     data = json.loads(path.read_text(encoding="utf-8"))
-    assert set(data) == {"faithfulness", "precision@5", "recall@5"}  # context_recall: no ok score, left out
+    assert set(data) == {"faithfulness", "context_precision_share", "recall@5"}  # context_recall: no ok score, left out
     assert list(data["faithfulness"]) == ["all", "multi_hop/es", "single_hop/es"]
     assert all(isinstance(v, float) for stratum in data.values() for v in stratum.values())
     assert data["recall@5"]["all"] == pytest.approx(0.75)

@@ -5,16 +5,23 @@ The operating thresholds are data (THRESHOLDS), copied from the product brief; r
 ordered so retrieval problems come before generation problems: low context precision
 degrades faithfulness downstream, so fixing the prompt first would treat a symptom.
 
-Each band sits on the figure it was written for. The brief's context-precision band (< 0.60) is
-defined as relevant chunks in the top k ÷ k: it is read on the id-based `precision@k` at the run's
-context depth (the chunks the generator was given, `context_depth`), never on ragas' judged
-`context_precision_ranked`, a rank-weighted average precision (four irrelevant chunks after a relevant
-one still score ≈ 1.0) that has no band here.
+Each band sits on a figure that can land on either side of it (tests/test_diagnose.py walks every band
+against its metric's attainable values). The brief's context-precision band (< 0.60; its worked example:
+5 chunks given, 3 relevant → 0.60) sits on `context_precision_share`, the share of the chunks given to
+the generator that the judge found useful for the reference answer. Not on the id-based precision@k: an
+item with one gold chunk scores at most 1/k there (0.20 at k = 5), so the band would always be met;
+nor on ragas' rank-weighted `context_precision_ranked`, where one useful chunk followed by four useless
+ones scores 1.0, so it would hardly ever be met. Both are reported without a band.
 
-A band is stated only with evidence: the aggregate needs at least `min_n` ok scores, and its
-interval must clear the band's edge(s) (see `diagnose`), with Benjamini–Hochberg over every band
-claim of the run so that many strata × metrics do not produce findings by chance. Otherwise the
-finding's severity is "inconclusive" and its note starts with "not enough evidence".
+A band is stated only with evidence, and a claim steps down to the strongest the evidence supports.
+The bands of a metric form a ladder out from its healthy band (faithfulness: ≥ 0.85 healthy; < 0.85
+not healthy, the watch band or worse; < 0.75 made-up answers). An aggregate whose estimate lies outside
+the healthy band is tested rung by rung, from "< 0.85" out to its own band, and the finding states the
+strongest rung established: a stratum at 0.72 whose interval reaches 0.83 is a "watch" (< 0.85), with a
+note that its estimate lies in "made-up answers" but the interval does not establish that. An estimate
+in the healthy band is tested for that band. With nothing established (or fewer than `min_n` ok scores)
+the finding's severity is "inconclusive" and its note starts with "not enough evidence". The
+multiplicity correction is `diagnose`'s docstring; `ragwatch bench diagnose` measures what it finds.
 
 Wrong answers are attributed per item (`retrieval.attribute`), never blended into one
 "accuracy"; `summarize_attribution` counts those labels so the report can say which stage to fix.
@@ -32,6 +39,7 @@ from pipelines.evaluation.stats import BENJAMINI_HOCHBERG, CONFIDENCE, OVERALL, 
 
 Severity = Literal["problem", "watch", "inconclusive", "healthy"]
 Stage = Literal["retrieval", "generation", "robustness", "tools"]
+Side = Literal["below", "above"]
 
 INCONCLUSIVE: Severity = "inconclusive"
 """The severity of a finding whose band the data cannot establish: too few scores, or an interval that
@@ -78,13 +86,14 @@ def _healthy(metric: str, stage: Stage, low: float, **kw) -> Threshold:
                      source="ragwatch", **kw)  # fmt: skip
 
 
-PRECISION_AT_DEPTH = "precision@depth"
-"""The key of the brief's context-precision band: the id-based precision@k at k = the run's context depth."""
+CONTEXT_PRECISION = "context_precision_share"
+"""The figure of the brief's context-precision band: chunks given to the generator that the judge found
+useful for the reference answer / chunks given (judge.py)."""
 
 THRESHOLDS: tuple[Threshold, ...] = (
-    Threshold(PRECISION_AT_DEPTH, "retrieval", None, 0.60, "contradictory answers",
+    Threshold(CONTEXT_PRECISION, "retrieval", None, 0.60, "contradictory answers",
               "tune reranker, lower k, similarity cut-off", "problem"),
-    _healthy(PRECISION_AT_DEPTH, "retrieval", 0.60),
+    _healthy(CONTEXT_PRECISION, "retrieval", 0.60),
     Threshold("context_recall", "retrieval", None, 0.70, "multi-hop failures",
               "revisit chunking, bigger chunks, metadata", "problem"),
     _healthy("context_recall", "retrieval", 0.70),
@@ -96,6 +105,9 @@ THRESHOLDS: tuple[Threshold, ...] = (
     Threshold("answer_relevancy", "generation", None, 0.70, "correct but off-question", "revisit synthesis prompt",
               "problem"),
     _healthy("answer_relevancy", "generation", 0.70),
+    Threshold("answer_correctness", "generation", None, 0.70, "wrong answers",
+              "read the attribution: retrieval failures vs generation failures", "problem", source="ragwatch"),
+    _healthy("answer_correctness", "generation", 0.70),
     Threshold("noise_delta_f", "robustness", 0.15, None,
               "answers degrade when irrelevant chunks are retrieved (fragile prompt/model)",
               "instruct the model to ignore irrelevant context; raise context precision", "problem",
@@ -112,13 +124,51 @@ THRESHOLDS: tuple[Threshold, ...] = (
               "rewrite the tool descriptions", "problem"),
     _healthy("tool_selection_accuracy", "tools", 0.85),
 )  # fmt: skip
-"""The brief's operating thresholds. PRECISION_AT_DEPTH stands for `precision@<context depth>` (id-based:
-gold chunks in the top k / k, so an item with g gold chunks scores at most g/k, and the band's "lower k"
-is the lever); ragas' `context_precision_ranked` has no band."""
+"""The brief's operating thresholds, one healthy band per metric. `answer_correctness` (0/1 per item: the
+judge's verdict against the reference) is ragwatch's: its first action is the retrieval-vs-generation
+attribution, which says which stage the wrong answers come from. The id-based precision@k and ragas'
+`context_precision_ranked` have no band (module docstring)."""
 
 RANK_GAP = 0.20
 """recall@k − MRR above this means gold chunks are found but ranked low (ragwatch's choice; the brief
 asks only that the gap be shown)."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """The claim "the mean lies beyond each of `edges`" (edge, the side of it the mean is on): the mean is
+    then in `rule`'s band or one further from health."""
+
+    rule: Threshold
+    edges: tuple[tuple[float, Side], ...]
+
+    @property
+    def text(self) -> str:
+        """The band as claimed: a healthy band as it is, a worse one open outwards ("< 0.85")."""
+        if self.rule.severity == "healthy":
+            return self.rule.band
+        return " and ".join(f"{'<' if side == 'below' else '>'} {edge:.2f}" for edge, side in self.edges)
+
+    def p_value(self, agg: Aggregate) -> float:
+        """One-sided p-value of "the claim is false" from the aggregate's interval method; with several
+        edges an intersection–union test: the largest."""
+        return max(agg.p_below(edge) if side == "below" else agg.p_above(edge) for edge, side in self.edges)
+
+
+def ladder(rule: Threshold) -> list[Claim]:
+    """The claims tested for an estimate in `rule`'s band: for the healthy band, that band; for a worse one,
+    every band from the healthy band's neighbour out to `rule`, each claimed open outwards (faithfulness
+    at 0.72: "< 0.85", then "< 0.75"). Each claim implies the ones before it, and its p-value is larger."""
+    bands = sorted((t for t in THRESHOLDS if t.metric == rule.metric),
+                   key=lambda t: float("-inf") if t.low is None else t.low)  # fmt: skip
+    healthy = next(i for i, t in enumerate(bands) if t.severity == "healthy")
+    here = bands.index(rule)
+    if here == healthy:
+        edges = ((rule.low, "above"), (rule.high, "below"))
+        return [Claim(rule, tuple((edge, side) for edge, side in edges if edge is not None))]
+    if here < healthy:
+        return [Claim(bands[i], ((bands[i].high, "below"),)) for i in range(healthy - 1, here - 1, -1)]
+    return [Claim(bands[i], ((bands[i].low, "above"),)) for i in range(healthy + 1, here + 1)]
 
 
 @dataclass(frozen=True)
@@ -127,8 +177,9 @@ class Finding:
     stratum: str
     stage: Stage
     band: str
+    """The band stated: the strongest claim established ("< 0.85"); when none is, the band the mean lies in."""
     severity: Severity
-    """The band's severity when the evidence establishes it, else "inconclusive"."""
+    """The stated band's severity when the evidence establishes it, else "inconclusive"."""
     users_see: str
     first_action: str
     mean: float
@@ -140,10 +191,12 @@ class Finding:
     band_severity: Severity | None = None
     """The severity of the band the mean lies in, established or not."""
     evidence: str = ""
-    """Empty when the band is established, else "not enough evidence: …" with the reason."""
+    """Empty when a band is established, else "not enough evidence: …" with the reason."""
     p_value: float | None = None
-    """One-sided p-value of "the mean is not in this band (or a worse one)"; None below min_n."""
+    """One-sided p-value of the stated claim being false (when none is established: of the first claim
+    tested); None below min_n."""
     p_adjusted: float | None = None
+    """Benjamini–Hochberg-adjusted p-value of the aggregate's first claim, the one in the run's family."""
     correction: str = BENJAMINI_HOCHBERG
     ci_method: str | None = None
 
@@ -152,115 +205,113 @@ class Finding:
         return not self.evidence
 
 
-def diagnose(aggregates: Iterable[Aggregate], *, min_n: int = DEFAULT_MIN_N, confidence: float = CONFIDENCE,
-             context_depth: int | None = None) -> list[Finding]:  # fmt: skip
-    """Findings for the pooled stratum (every diagnosed metric) and for each stratum whose mean lies in a
-    worse band than the pooled mean's. `context_depth`: the k whose precision@k carries the brief's
-    context-precision band (None: no precision band, e.g. online).
+@dataclass(frozen=True)
+class _Verdict:
+    rule: Threshold
+    """The band the estimate lies in."""
+    stated: Threshold
+    """The band of the strongest established claim; `rule` when none is."""
+    band: str
+    severity: Severity
+    evidence: str = ""
+    stepped: str = ""
+    """Why the stated band is not the estimate's own, when it is not."""
+    p_value: float | None = None
+    p_adjusted: float | None = None
 
-    A band is established when (1) n ≥ `min_n` and (2) the band claim is rejected as false by a
-    one-sided test whose Benjamini–Hochberg-adjusted p-value is ≤ q = (1 − confidence)/2 (0.025). The
-    claim for a problem or watch band is "the mean is on this side of the edge(s) shared with a healthier
-    band" (a stratum that may be even worse is not called inconclusive); for a healthy band it is "the
-    mean is inside it". The p-value is P(a mean this far past the edge | the mean at the edge) from the
-    aggregate's own interval method (`Aggregate.p_below`/`p_above`), so a lone claim is established
-    exactly when the printed 95 % interval clears the edge. The BH family is every band claim the call
-    tests: all metrics and all strata, pooled included. A finding whose band is not established has
-    severity "inconclusive" and a note that starts with "not enough evidence".
+
+def diagnose(aggregates: Iterable[Aggregate], *, min_n: int = DEFAULT_MIN_N,
+             confidence: float = CONFIDENCE) -> list[Finding]:  # fmt: skip
+    """Findings for the pooled stratum (every diagnosed metric) and for each stratum whose mean lies in a
+    worse band than the pooled mean's.
+
+    Claims (module docstring: `ladder`) need n ≥ `min_n`. Each p-value is P(a mean this far past the
+    edge | the mean at the edge) from the aggregate's own interval method (`Aggregate.p_below`/`p_above`).
+    The family: the first claim of every pooled aggregate and of every stratum whose estimate lies
+    outside the healthy band (a stratum in the healthy band is never reported, so nothing is claimed
+    for it). Benjamini–Hochberg runs over that family at q = (1 − confidence)/2 = 0.025, so a lone
+    claim stands exactly when the printed 95 % interval clears its edge. A claim is tested only for the
+    aggregates whose estimate lies on its side of the edge, which an aggregate at the edge does about half
+    the time; given that selection (made per aggregate, on its own items) the one-sided p-value doubled
+    is a valid p-value, so q = 0.025 on one-sided p-values is q = 0.05 on those: at most 5 % of the claims
+    stated are expected false, and with every aggregate at its edge at most 5 % of runs state any. Beside
+    a real finding the chance of some false one is higher than the share (`ragwatch bench diagnose`: 5–7 %
+    of runs with eleven strata at the edge and one worse). Further rungs of an established
+    aggregate are tested at the level the family stopped at, q·R/m (R of m established): a rung implies
+    the ones before it and has the larger p-value, so the false claims of one aggregate stand only when
+    its first false rung does, and nested rungs need no correction of their own.
 
     Ordered by the band the mean lies in (problem first), then by stage (retrieval before generation),
     metric and stratum.
     """
     q = (1.0 - confidence) / 2.0
     aggregates = list(aggregates)
-    rule_of = _rule_names(context_depth)
+    placed = {(a.metric, a.stratum): (a, rule) for a in aggregates
+              if a.mean is not None and (rule := _band(a.metric, a.mean)) is not None}  # fmt: skip
+    ladders = {key: ladder(rule) for key, (agg, rule) in placed.items()
+               if agg.n >= min_n and (key[1] == OVERALL or rule.severity != "healthy")}  # fmt: skip
+    p_values = {key: [claim.p_value(placed[key][0]) for claim in claims] for key, claims in ladders.items()}
+    keys = list(ladders)
+    adjusted = dict(zip(keys, benjamini_hochberg([p_values[k][0] for k in keys])))
+    established = sum(adjusted[k] <= q for k in keys)
+    level = q * established / len(keys) if keys else 0.0
+    after = f" after Benjamini–Hochberg over {len(keys)} band claims" if len(keys) > 1 else ""
 
-    def band(agg: Aggregate) -> Threshold | None:
-        return _band(rule_of(agg.metric), agg.mean)
-
-    aggs = [a for a in aggregates if a.mean is not None and band(a) is not None]
-    claims = {(a.metric, a.stratum): _claim_p_value(a, band(a)) for a in aggs if a.n >= min_n}
-    keys = list(claims)
-    adjusted = dict(zip(keys, benjamini_hochberg([claims[k] for k in keys])))
-    n_claims = len(keys)
-
-    def judged(agg: Aggregate) -> tuple[Threshold, Severity, str]:
-        rule = band(agg)
+    def judged(agg: Aggregate, rule: Threshold) -> _Verdict:
         key = (agg.metric, agg.stratum)
-        if agg.n < min_n:
-            return rule, INCONCLUSIVE, f"{NOT_ENOUGH_EVIDENCE}: n = {agg.n} < {min_n}"
-        if adjusted[key] > q:
+        if key not in ladders:  # below min_n: a stratum in the healthy band is never judged
+            return _Verdict(rule, rule, rule.band, INCONCLUSIVE, f"{NOT_ENOUGH_EVIDENCE}: n = {agg.n} < {min_n}")
+        claims, ps = ladders[key], p_values[key]
+        held = 0
+        if adjusted[key] <= q:
+            held = 1
+            while held < len(claims) and ps[held] <= level:
+                held += 1
+        if not held:
             ci = f"[{agg.ci_low:.2f}, {agg.ci_high:.2f}]" if agg.ci_low is not None else "(none)"
-            after = f" after Benjamini–Hochberg over {n_claims} band claims" if n_claims > 1 else ""
-            return rule, INCONCLUSIVE, (f"{NOT_ENOUGH_EVIDENCE}: the {confidence:.0%} CI {ci} does not clear "
-                                        f"band {rule.band}{after} (p = {claims[key]:.3f}, adjusted {adjusted[key]:.3f})")  # fmt: skip
-        return rule, rule.severity, ""
+            evidence = (f"{NOT_ENOUGH_EVIDENCE}: the {confidence:.0%} CI {ci} does not clear band {claims[0].text}"
+                        f"{after} (p = {ps[0]:.3f}, adjusted {adjusted[key]:.3f})")  # fmt: skip
+            return _Verdict(rule, rule, rule.band, INCONCLUSIVE, evidence, p_value=ps[0], p_adjusted=adjusted[key])
+        claim = claims[held - 1]
+        stepped = ""
+        if held < len(claims):
+            ci = f"{agg.ci_low:.2f}, {agg.ci_high:.2f}" if agg.ci_low is not None else "none"
+            stated = f"{'not healthy: ' if held == 1 else ''}{agg.metric} {claim.text}"
+            stepped = (f"{stated} is established ({confidence:.0%} CI [{ci}]); the estimate {agg.mean:.2f} lies in "
+                       f"\"{rule.users_see}\" ({claims[-1].text}), which the interval does not establish "
+                       f"(p = {ps[held]:.3f}; needs ≤ {level:.3f}{after})")  # fmt: skip
+        return _Verdict(rule, claim.rule, claim.text, claim.rule.severity, stepped=stepped, p_value=ps[held - 1],
+                        p_adjusted=adjusted[key])  # fmt: skip
 
-    pooled = {rule_of(a.metric): judged(a) for a in aggs if a.stratum == OVERALL}
+    pooled = {agg.metric: judged(agg, rule) for (_, stratum), (agg, rule) in placed.items() if stratum == OVERALL}
     findings = []
-    for agg in aggs:
-        rule, severity, evidence = pooled[rule_of(agg.metric)] if agg.stratum == OVERALL else judged(agg)
-        if agg.stratum != OVERALL:
-            pooled_rule = pooled.get(rule_of(agg.metric), (None,))[0]
+    for agg, rule in placed.values():
+        if agg.stratum == OVERALL:
+            verdict = pooled[agg.metric]
+        else:
+            pooled_rule = pooled[agg.metric].rule if agg.metric in pooled else None
             pooled_rank = SEVERITY_ORDER[pooled_rule.severity] if pooled_rule else len(SEVERITY_ORDER)
             if rule.severity == "healthy" or SEVERITY_ORDER[rule.severity] >= pooled_rank:
                 continue  # the pooled finding already says it
-        key = (agg.metric, agg.stratum)
-        note = "; ".join(filter(None, [evidence, _note(agg, rule, pooled, context_depth)]))
+            verdict = judged(agg, rule)
+        note = "; ".join(filter(None, [verdict.evidence, verdict.stepped, _note(agg, verdict, pooled)]))
         findings.append(Finding(
-            metric=agg.metric, stratum=agg.stratum, stage=rule.stage, band=rule.band, severity=severity,
-            users_see=rule.users_see, first_action=rule.first_action, mean=agg.mean, n=agg.n,
+            metric=agg.metric, stratum=agg.stratum, stage=rule.stage, band=verdict.band, severity=verdict.severity,
+            users_see=verdict.stated.users_see, first_action=verdict.stated.first_action, mean=agg.mean, n=agg.n,
             n_failed=agg.n_failed, ci_low=agg.ci_low, ci_high=agg.ci_high, note=note, band_severity=rule.severity,
-            evidence=evidence, p_value=claims.get(key), p_adjusted=adjusted.get(key), ci_method=agg.ci_method,
+            evidence=verdict.evidence, p_value=verdict.p_value, p_adjusted=verdict.p_adjusted,
+            ci_method=agg.ci_method,
         ))  # fmt: skip
     findings.extend(_rank_gap_findings(aggregates, min_n=min_n))
     # The brief's reading order: worst band first, retrieval before generation. A finding sorts by the band
     # its mean lies in, established or not, so "retrieval first" holds and an inconclusive row never hides
-    # below a healthy one; its severity and note say whether the evidence establishes the band.
+    # below a healthy one; its severity and note say what the evidence establishes.
     return sorted(findings, key=lambda f: (SEVERITY_ORDER[f.band_severity or f.severity], STAGE_ORDER[f.stage],
-                                           _metric_order(rule_of(f.metric)), f.stratum != OVERALL, f.stratum))  # fmt: skip
-
-
-def _rule_names(context_depth: int | None):
-    """metric -> the THRESHOLDS key it is diagnosed under: precision@<depth> -> PRECISION_AT_DEPTH."""
-    at_depth = f"precision@{context_depth}" if context_depth else None
-
-    def rule_of(metric: str) -> str:
-        if metric == at_depth:
-            return PRECISION_AT_DEPTH
-        return "" if metric == PRECISION_AT_DEPTH else metric  # the key itself is no metric
-
-    return rule_of
+                                           _metric_order(f.metric), f.stratum != OVERALL, f.stratum))  # fmt: skip
 
 
 def _band(metric: str, mean: float) -> Threshold | None:
     return next((t for t in THRESHOLDS if t.metric == metric and t.contains(mean)), None)
-
-
-def _claim_p_value(agg: Aggregate, rule: Threshold) -> float:
-    """One-sided p-value against "the mean lies in `rule`'s band (or beyond it, away from health)".
-
-    Tested edges: for a healthy band every finite edge; for a problem or watch band the edges it shares
-    with a healthier neighbour. Several edges make an intersection–union test: the largest p-value.
-    """
-    rank = SEVERITY_ORDER[rule.severity]
-    p_values = []
-    for edge, side in ((rule.low, "below"), (rule.high, "above")):
-        if edge is None:
-            continue
-        neighbour = _neighbour(rule, edge, side)
-        if rule.severity == "healthy" or (neighbour and SEVERITY_ORDER[neighbour.severity] > rank):
-            # The band lies above its low edge (claim: mean > low) and below its high edge (claim: mean < high).
-            p_values.append(agg.p_above(edge) if side == "below" else agg.p_below(edge))
-    return max(p_values, default=0.0)
-
-
-def _neighbour(rule: Threshold, edge: float, side: str) -> Threshold | None:
-    """The band of the same metric just below (side="below") or above the edge."""
-    others = [t for t in THRESHOLDS if t.metric == rule.metric and t is not rule]
-    if side == "below":
-        return next((t for t in others if t.high == edge), None)
-    return next((t for t in others if t.low == edge), None)
 
 
 def _metric_order(metric: str) -> int:
@@ -268,22 +319,18 @@ def _metric_order(metric: str) -> int:
     return names.index(metric) if metric in names else len(names)
 
 
-def _note(agg: Aggregate, rule: Threshold, pooled: dict[str, tuple[Threshold, Severity, str]],
-          context_depth: int | None = None) -> str:  # fmt: skip
+RETRIEVAL_BANDED = (CONTEXT_PRECISION, "context_recall")
+
+
+def _note(agg: Aggregate, verdict: _Verdict, pooled: dict[str, _Verdict]) -> str:
     notes = []
-    if rule.metric == PRECISION_AT_DEPTH and rule.severity != "healthy":
-        k = agg.metric.partition("@")[2]
-        notes.append(f"id-based: only gold chunks count as relevant, so an item with g gold chunks scores at most "
-                     f"g/{k} ({1 / int(k):.2f} with one)")  # fmt: skip
-    if rule.stage == "generation" and rule.severity != "healthy":
-        names = {PRECISION_AT_DEPTH: f"precision@{context_depth}", "context_recall": "context_recall"}
-        low = [m for m in names if m in pooled and pooled[m][0].severity == "problem"]
-        established = [names[m] for m in low if pooled[m][1] == "problem"]
+    if verdict.rule.stage == "generation" and verdict.rule.severity != "healthy":
+        low = [m for m in RETRIEVAL_BANDED if m in pooled and pooled[m].rule.severity == "problem"]
+        established = [m for m in low if pooled[m].severity == "problem"]
         if established:
             notes.append(f"{' and '.join(established)} also low: fix retrieval first, then re-measure")
         elif low:
-            notes.append(f"{' and '.join(names[m] for m in low)} may also be low ({NOT_ENOUGH_EVIDENCE}): "
-                         "check retrieval first")  # fmt: skip
+            notes.append(f"{' and '.join(low)} may also be low ({NOT_ENOUGH_EVIDENCE}): check retrieval first")
     if agg.n_failed:
         notes.append(f"{agg.n_failed} item(s) failed to score and are not in the mean")
     return "; ".join(notes)

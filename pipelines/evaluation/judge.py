@@ -5,6 +5,7 @@
 | faithfulness | supported answer claims / answer claims | answer, contexts | shared: 1 claim extraction + 1 verification | 2 |
 | answer_relevancy | mean cosine(question, N questions generated back), 0 when all noncommittal | answer | 1 (n = N) + local embeddings | N |
 | context_precision | average precision of the per-context usefulness verdicts, in rank order | reference, contexts | shared verification | 1 per context |
+| context_precision_share | useful contexts / contexts given: the same verdicts, unweighted (ragwatch's) | reference, contexts | the same verification, no extra request | 1 per context (ContextPrecisionWithReference's verdicts, counted) |
 | context_recall | attributed reference claims / reference claims | reference, contexts | shared: extraction + verification | 1 |
 | ragas_noise_sensitivity | share of answer claims both wrong (not in the reference) and supported by a relevant context | answer, reference, contexts | shared extraction + 1 claim-sources request | 3 + 2 per context |
 
@@ -35,7 +36,10 @@ faithfulness of an answer that only abstains, is `skipped` with the reason. Neve
 
 Note on context precision: ragas' judge version is rank-weighted (average precision over the
 verdicts of each retrieved context, in rank order), so 3 useful chunks of 5 score between 0.48 and
-1.0 depending on their ranks; the plain 3/5 = 0.60 is the id-based precision@5 of retrieval.py.
+1.0 depending on their ranks, and one useful chunk followed by four useless ones scores 1.0.
+`context_precision_share` counts the same verdicts unweighted, 3/5 = 0.60: the brief's context precision,
+judged, which the diagnosis' < 0.60 band reads (the id-based precision@5 of retrieval.py counts gold ids
+only, at most 1/5 with one gold chunk).
 """
 
 from __future__ import annotations
@@ -157,6 +161,8 @@ class JudgeMetric:
     """Why ragas returns NaN for this metric (ragwatch fails the score with the same words)."""
     check: Callable[[RagasLLM, JudgeInput], str | None]
     """Why ragas' replies do not answer what it asked (the score then fails), or None."""
+    value: Callable[[RagasLLM], float] | None = None
+    """The score read from ragas' replies instead of its result: another figure from the same verdicts."""
 
 
 def _verdicts_per_statement(model: type[BaseModel], field: str) -> Callable[[RagasLLM, JudgeInput], str | None]:
@@ -222,6 +228,14 @@ JUDGE_METRICS: dict[str, JudgeMetric] = {
         arguments=lambda i: {"user_input": i.question, "reference": i.reference, "retrieved_contexts": i.contexts},
         nothing_to_count="the judge gave no usable verdicts",
         check=_every_context,
+    ),
+    "context_precision_share": JudgeMetric(
+        needs=("reference", "contexts"),
+        build=lambda llm, _: ContextPrecisionWithReference(llm=llm),
+        arguments=lambda i: {"user_input": i.question, "reference": i.reference, "retrieved_contexts": i.contexts},
+        nothing_to_count="the judge gave no usable verdicts",
+        check=_every_context,
+        value=lambda judge: share([reply.verdict for reply in judge.replies_of(ContextPrecisionOutput)]),
     ),
     "context_recall": JudgeMetric(
         needs=("reference", "contexts"),
@@ -296,7 +310,7 @@ async def ragas_metric(metric: str, item: JudgeInput, llm: LLM, embeddings: Raga
     problem = spec.check(judge, item)
     if problem is not None:
         return Outcome.failed(problem)
-    value = result.value
+    value = spec.value(judge) if spec.value is not None else result.value
     if not isinstance(value, (int, float)) or not math.isfinite(value):
         return Outcome.failed(f"ragas returned {value!r}: {spec.nothing_to_count}")
     return Outcome.ok(value)
@@ -308,6 +322,8 @@ CLAIM_MEMORY = 20_000
 """Claims remembered per judge model instance (question, text) -> claims, most recent kept."""
 _CLAIMS: weakref.WeakKeyDictionary[LLM, OrderedDict[tuple[str, str], list[str]]] = weakref.WeakKeyDictionary()
 ANSWER_CLAIM_METRICS = ("faithfulness", "ragas_noise_sensitivity")
+CONTEXT_VERDICT_METRICS = ("context_precision", "context_precision_share")
+VERIFIED_METRICS = ("faithfulness", "context_recall", *CONTEXT_VERDICT_METRICS)
 REFERENCE_CLAIM_METRICS = ("context_recall", "ragas_noise_sensitivity")
 
 
@@ -362,7 +378,7 @@ class RagwatchJudge:
         texts = {side: text for side, text in sides.items() if text is not None}
         extracted = await self.claims(item.question, list(texts.values())) if texts else []
         if isinstance(extracted, str):
-            outcomes = {m: Outcome.failed(extracted) for m in metrics if m != "context_precision"}
+            outcomes = {m: Outcome.failed(extracted) for m in metrics if m not in CONTEXT_VERDICT_METRICS}
             extracted = []
         claims = dict(zip(texts, extracted))
         answer_claims, reference_claims = claims.get("answer"), claims.get("reference")
@@ -374,7 +390,7 @@ class RagwatchJudge:
                 outcomes.setdefault(metric, Outcome.failed(JUDGE_METRICS["context_recall"].nothing_to_count))
         pending = [m for m in metrics if m not in outcomes]
         jobs = []
-        if {"faithfulness", "context_recall", "context_precision"} & set(pending):
+        if set(VERIFIED_METRICS) & set(pending):
             jobs.append(self._verification(item, pending, answer_claims or [], reference_claims or []))
         if "ragas_noise_sensitivity" in pending:
             jobs.append(self._noise_sensitivity(item, answer_claims or [], reference_claims or []))
@@ -384,11 +400,11 @@ class RagwatchJudge:
 
     async def _verification(self, item: JudgeInput, metrics: list[str], answer_claims: list[str],
                             reference_claims: list[str]) -> dict[str, Outcome]:  # fmt: skip
-        asked = {m for m in metrics if m in ("faithfulness", "context_recall", "context_precision")}
+        asked = {m for m in metrics if m in VERIFIED_METRICS}
         request = VerificationInput(
             contexts=item.contexts, question=item.question,
-            reference=item.reference if asked & {"context_recall", "context_precision"} else None,
-            judge_contexts="context_precision" in asked,
+            reference=item.reference if asked & {"context_recall", *CONTEXT_VERDICT_METRICS} else None,
+            judge_contexts=bool(asked & set(CONTEXT_VERDICT_METRICS)),
             reference_claims=reference_claims if "context_recall" in asked else [],
             answer_claims=answer_claims if "faithfulness" in asked else [],
         )  # fmt: skip
@@ -400,6 +416,7 @@ class RagwatchJudge:
             ("faithfulness", lambda: reply.answer_verdicts(len(request.answer_claims)), share),
             ("context_recall", lambda: reply.reference_verdicts(len(request.reference_claims)), share),
             ("context_precision", lambda: reply.context_verdicts(len(request.contexts)), average_precision),
+            ("context_precision_share", lambda: reply.context_verdicts(len(request.contexts)), share),
         ):
             if metric in asked:
                 try:
@@ -446,7 +463,8 @@ class RagwatchJudge:
 
 
 def share(verdicts: Sequence[int]) -> float:
-    """Faithfulness and context recall: the share of claims with verdict 1."""
+    """Faithfulness and context recall: the share of claims with verdict 1 (context_precision_share: of
+    contexts)."""
     if not verdicts:
         raise ReplyProblem("no verdict to count")
     return sum(bool(v) for v in verdicts) / len(verdicts)

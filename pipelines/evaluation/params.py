@@ -14,8 +14,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 from pipelines import inputs
 from pipelines.redact import has_credentials, redact_text, redact_url
 
-ALL_JUDGE_METRICS = ["faithfulness", "answer_relevancy", "context_precision_ranked", "context_recall",
-                     "ragas_noise_sensitivity"]  # fmt: skip
+ALL_JUDGE_METRICS = ["faithfulness", "answer_relevancy", "context_precision_ranked", "context_precision_share",
+                     "context_recall", "ragas_noise_sensitivity"]  # fmt: skip
 GATED_METRICS = ["recall@5", "mrr", "faithfulness", "answer_relevancy", "context_precision_ranked", "context_recall"]
 REFERENCE_TARGET = "reference-rag"
 DEFAULT_K = (1, 3, 5, 10)
@@ -63,12 +63,13 @@ def target_name_for(text: str) -> str:
 
 JUDGE_METRIC_KEYS = {"context_precision_ranked": "context_precision"}
 """Reported name -> the judge's metric key, where they differ. ragas' ContextPrecisionWithReference is a
-rank-weighted average precision of judged verdicts, not the brief's "relevant chunks in the top k / k"
-(that is the id-based precision@k): it is reported as `context_precision_ranked` so the two never share
-a name."""
+rank-weighted average precision of judged verdicts, not the brief's "relevant chunks in the top k / k": it
+is reported as `context_precision_ranked`. The same verdicts counted unweighted are `context_precision_share`
+(the brief's figure, judged; the diagnosis' band), and the id-based precision@k counts gold ids."""
 AMBIGUOUS_METRICS = {
-    "context_precision": "context_precision is ambiguous: ask for context_precision_ranked (ragas' rank-weighted "
-                         "judge metric); the id-based precision@k is always computed for every k",
+    "context_precision": "context_precision is ambiguous: ask for context_precision_share (judged useful chunks / "
+                         "chunks given) or context_precision_ranked (ragas' rank-weighted judge metric); the "
+                         "id-based precision@k is always computed for every k",
 }  # fmt: skip
 
 

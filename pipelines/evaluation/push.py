@@ -34,7 +34,7 @@ from prometheus_client.exposition import basic_auth_handler, default_handler
 from pydantic import BaseModel
 
 from pipelines import inputs
-from pipelines.evaluation.runs import context_depth_of
+from pipelines.evaluation.diagnose import CONTEXT_PRECISION as DIAGNOSED_PRECISION
 from pipelines.evaluation.stats import Aggregate, aggregate
 from pipelines.evaluation.summary import RunSummary
 from pipelines.records import METRICS, gauge_name
@@ -166,18 +166,17 @@ def read_back(gateway_url: str, *, timeout_s: float = 5.0) -> list[dict]:
 
 
 CONTEXT_PRECISION = "context_precision"
-"""The brief's context precision: relevant (gold) chunks in the top k / k, k = the chunks the generator was
-given. Pushed as `rag_context_precision_score`, the gauge of the alert `RagContextPrecisionLow` (< 0.60)."""
+PUSHED_AS = {DIAGNOSED_PRECISION: CONTEXT_PRECISION}
+"""Stored metrics pushed under another name. The judged share of the chunks given that are useful
+(`context_precision_share`) is the brief's context precision: `rag_context_precision_score`, the gauge of the
+alert `RagContextPrecisionLow` (< 0.60), as in the diagnosis. Never the id-based precision@k (one gold chunk
+caps it at 1/k: the alert would always fire) nor ragas' rank-weighted `context_precision_ranked` (its own
+gauge). Online traces have no reference answer: no judged context precision, no gauge."""
 
 
-def with_context_precision(aggregates: list[Aggregate], context_depth: int | None) -> list[Aggregate]:
-    """The aggregates, plus those of precision@<context depth> again under CONTEXT_PRECISION: the brief's band
-    sits on that figure, never on ragas' rank-weighted `context_precision_ranked` (its own gauge). Online
-    runs have no context depth (no gold chunks) and get no context-precision gauge."""
-    if not context_depth:
-        return aggregates
-    at_depth = f"precision@{context_depth}"
-    return aggregates + [replace(a, metric=CONTEXT_PRECISION) for a in aggregates if a.metric == at_depth]
+def as_pushed(aggregates: list[Aggregate]) -> list[Aggregate]:
+    """The aggregates under their gauges' names (PUSHED_AS)."""
+    return [replace(a, metric=PUSHED_AS[a.metric]) if a.metric in PUSHED_AS else a for a in aggregates]
 
 
 class PushedRun(BaseModel):
@@ -197,7 +196,7 @@ def push_run(settings: Settings, summary: RunSummary, *, app: str | None = None)
         if latest is None or latest.run_id != summary.run_id:
             newer = latest.logical_date.isoformat() if latest else "none"
             return PushedRun(skipped=f"a newer {summary.suite} run ({newer}) owns the gauges")
-        aggregates = with_context_precision(aggregate(store.scores(summary.run_id)), context_depth_of(latest))
+        aggregates = as_pushed(aggregate(store.scores(summary.run_id)))
     finally:
         store.dispose()
     result = push_scores(settings, aggregates, suite=summary.suite, target=summary.target, app=app,

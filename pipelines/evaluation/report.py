@@ -22,7 +22,6 @@ from markupsafe import Markup
 
 from pipelines.evaluation.charts import Interval, histogram, interval_chart, line_chart
 from pipelines.evaluation.diagnose import ATTRIBUTIONS, DEFAULT_MIN_N, NOT_ENOUGH_EVIDENCE, diagnose, summarize_attribution
-from pipelines.evaluation.runs import context_depth_of
 from pipelines.evaluation.stats import (
     BENJAMINI_HOCHBERG, CI_METHODS, HOLM, LOWER_IS_BETTER, OVERALL, TEST_METHODS, Aggregate, GateResult, aggregate,
 )  # fmt: skip
@@ -87,14 +86,12 @@ def render_report(run: EvalRun, scores: Sequence[Score], *, aggregates: Sequence
     metrics = list(dict.fromkeys(a.metric for a in aggs))
     strata = [OVERALL, *sorted({a.stratum for a in aggs} - {OVERALL})]
     by_key = {(a.metric, a.stratum): a for a in aggs}
-    depth = context_depth_of(run)
     context = {
         "run": run,
         "offline": any(OFFLINE_MODEL in (name or "") for name in (run.judge_model, run.generator_model)),
         "params": json.dumps(run.params, ensure_ascii=False, sort_keys=True, default=str),
-        "findings": diagnose(aggs, min_n=min_n, context_depth=depth),
+        "findings": diagnose(aggs, min_n=min_n),
         "min_n": min_n,
-        "context_depth": depth,
         "not_enough_evidence": NOT_ENOUGH_EVIDENCE,
         "holm": HOLM, "bh": BENJAMINI_HOCHBERG,
         "ci_methods": {m: CI_METHODS[m] for m in dict.fromkeys(a.ci_method for a in aggs) if m in CI_METHODS},
@@ -313,9 +310,10 @@ better){% endif %}</td><td>{{ m.design }}</td>
 come before generation findings of the same severity. A band is stated only with evidence: at least {{ min_n }} ok
 scores and an interval that clears the band's edge after {{ bh }} over every band claim of this run; otherwise the
 finding is <span class="inconclusive">inconclusive</span> ({{ not_enough_evidence }}).
-{% if context_depth %}The brief's context-precision band is read on the id-based precision@{{ context_depth }} (the
-{{ context_depth }} chunks the generator was given); ragas' context_precision_ranked is a rank-weighted judge metric
-with no band.{% endif %}</p>
+A claim steps down to the strongest band its interval supports: "&lt; 0.85" (not healthy) when the estimate lies
+below 0.75 but the interval does not establish it. The brief's context-precision band is read on
+context_precision_share (chunks given that the judge found useful / chunks given); the id-based precision@k and
+ragas' rank-weighted context_precision_ranked have no band.</p>
 {% if findings %}
 <table>
 <tr><th>severity</th><th>metric</th><th>stratum</th><th>mean</th><th>95 % CI</th><th>n</th><th>band</th>

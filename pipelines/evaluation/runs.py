@@ -14,7 +14,6 @@ from pydantic import BaseModel
 from pipelines.evaluation.params import EvalParams
 from pipelines.files import atomic_write_text, read_jsonl
 from pipelines.records import GoldenItem, Score
-from pipelines.stores.results import EvalRun
 from pipelines.workspace import RunPaths
 
 
@@ -38,7 +37,8 @@ class RunMeta(RunHeader):
     params: EvalParams | None = None
     """The offline eval's parameters; None online."""
     context_depth: int | None = None
-    """Chunks the generator was given (offline): the retrieval depth of the brief's context-precision band."""
+    """Chunks the generator was given (offline): the k at which precision@k is "relevant chunks given / given"
+    for an item with that many gold chunks; recorded in the run's params."""
 
 
 def write_meta(run: RunPaths, meta: RunMeta) -> None:
@@ -51,12 +51,6 @@ def read_meta(run: RunPaths) -> RunMeta:
 
 def load_scores(run: RunPaths) -> list[Score]:
     return [Score.model_validate(row) for path in run.score_files for row in read_jsonl(path)]
-
-
-def context_depth_of(run: EvalRun) -> int | None:
-    """The chunks the run's generator was given (recorded by the offline eval in its params), None online."""
-    depth = (run.params or {}).get("context_depth")
-    return int(depth) if depth else None
 
 
 def stratum_of(item: GoldenItem) -> str:

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from pipelines.evaluation.diagnose import DEFAULT_MIN_N, diagnose
-from pipelines.evaluation.runs import RunHeader, context_depth_of
+from pipelines.evaluation.runs import RunHeader
 from pipelines.evaluation.stats import BENJAMINI_HOCHBERG, HOLM, OVERALL, Aggregate, aggregate
 from pipelines.settings import Settings
 from pipelines.stores.results import EvalRun, ResultsStore
@@ -70,7 +70,7 @@ def run_summary(run: EvalRun, aggregates: Sequence[Aggregate], *, items: int, ba
     gate = run.gate["summary"] if run.gate else (
         "online runs are monitored by alerts, not gated" if run.suite == "online"
         else "no baseline yet: the gate starts with the next run")  # fmt: skip
-    findings = diagnose(aggregates, min_n=min_n, context_depth=context_depth_of(run))
+    findings = diagnose(aggregates, min_n=min_n)
     return RunSummary(
         run_id=run.run_id, suite=run.suite, logical_date=run.logical_date, target=run.target,
         dataset_version=run.dataset_version, items=items, report=run.report_path, gate_passed=run.gate_passed, gate=gate,
