@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# `make test`: the whole suite, as two pytest runs that overlap, to stay within CI's 30 minutes:
-#   - the main suite (all but marker real_model), in the foreground;
+# `make test`: the whole suite, as two pytest runs that overlap, to stay within 20 minutes on 2 cores:
+#   - the main suite (all but marker real_model), in the foreground, on one pytest-xdist worker per CPU
+#     (RAGWATCH_TEST_WORKERS overrides); a test file runs whole on one worker, so module fixtures are
+#     built once; it prints its ten slowest tests;
 #   - in the background, the real-model setup (scripts/real-model.sh: on a machine that never built
 #     llama-cpp-python, a 7-15 min build, at the lowest CPU priority so the tests keep their CPU),
 #     then the real-model tests (docs/real-model.md). Their output is printed after the main suite's.
@@ -26,7 +28,8 @@ run_pytest() { .venv/bin/python -m pytest "$@"; local rc=$?; [ "$rc" -eq 5 ] && 
 ) >"$real_log" 2>&1 &
 real=$!
 
-run_pytest -m "not real_model" "$@"
+workers=${RAGWATCH_TEST_WORKERS:-$(nproc)}
+run_pytest -m "not real_model" -n "$workers" --dist loadfile --durations=10 "$@"
 suite=$?
 
 wait "$real"
