@@ -613,8 +613,9 @@ def metrics_retrieval(
 ) -> None:
     """recall@k, precision@k and MRR of a run file, as one JSON object.
 
-    Duplicate ids in a retrieved list count once; `n@k` counts the queries that retrieved at least k
-    distinct ids, over which recall@k and precision@k are averaged (a shorter list is not measured at k)."""
+    Duplicate ids in a retrieved list count once. @k is measured the standard way (trec_eval, ir_measures)
+    over every query: a list shorter than k counts its missing ranks as not relevant; `n_short@k` says how
+    many queries retrieved fewer than k distinct ids, `mean_depth` how many they retrieved on average."""
     from pipelines.evaluation.retrieval import score_run_file
 
     try:
@@ -623,11 +624,10 @@ def metrics_retrieval(
     except ValueError as exc:
         _fail(str(exc))
     print(json.dumps(result))
-    for cut in sorted({int(name[2:]) for name in result if name.startswith("n@")}):
-        if result[f"n@{cut}"] < result["n"]:
-            short = result["n"] - result[f"n@{cut}"]
-            print(f"k={cut}: {short} of {result['n']} queries retrieved fewer than {cut} distinct ids and are left "
-                  f"out of recall@{cut} and precision@{cut}", file=sys.stderr)  # fmt: skip
+    for cut in sorted(int(name.partition("@")[2]) for name in result if name.startswith("n_short@")):
+        if result[f"n_short@{cut}"]:
+            print(f"k={cut}: {result[f'n_short@{cut}']} of {result['n']} queries retrieved fewer than {cut} distinct ids; "
+                  f"their missing ranks count as not relevant (precision@{cut} below 1 for them)", file=sys.stderr)  # fmt: skip
 
 
 eval_app = typer.Typer(help="Offline and online evals.", no_args_is_help=True)

@@ -17,8 +17,9 @@ from pipelines.evaluation.judge import JudgeInput, judge_items
 from pipelines.evaluation.noise import CONTROL_METRIC, NoisePool, noise_delta_f
 from pipelines.evaluation.prompts import Context, RagAnswerPrompt, RagInput
 from pipelines.evaluation.stats import aggregate, proportion_ci
-from pipelines.evaluation.tools import ToolTurn, tool_selection_accuracy
-from pipelines.agent_tools import TOOLS
+from pipelines.evaluation.tools import ToolTurn, score_tool_turns, tool_selection_accuracy
+from pipelines.agent_tools import TOOL_NAMES, TOOLS
+from pipelines.golden.prompts import SeedChunk, ToolQuestion, ToolTripleInput
 from pipelines.models.llm import OfflineLLM
 from pipelines.models.offline import OfflineFaults, choose_tool, configured_faults, offline_model_label
 from pipelines.text import sentences
@@ -129,6 +130,41 @@ def test_planted_wrong_tool_rate_is_recovered_by_tsa():
     assert tsa == pytest.approx(1 - wrong / len(faulty))
     low, high = proportion_ci(len(faulty) - wrong, len(faulty))
     assert low <= 1 - planted_rate <= high, (tsa, low, high)
+
+
+def test_planted_wrong_arguments_rate_is_recovered_by_tool_call_accuracy():
+    """The golden generator's tool triples, called by the offline agent: every argument right without faults
+    (the demo's 0.000 came from an agent that passed the whole question as the query), and with
+    `wrong_arguments` the score drops on those turns only, each saying which argument differs."""
+    triples = {}
+    for chunk in CHUNKS[:120]:
+        seed = SeedChunk(chunk_id=chunk.chunk_id, document=chunk.topic, section=chunk.section, language="en",
+                         text=chunk.text)  # fmt: skip
+        for tool in TOOL_NAMES:
+            triple = ToolQuestion().offline(ToolTripleInput(chunk=seed, tool=tool))
+            triples.setdefault(triple.question, triple)
+    assert len(triples) >= 150
+
+    def scored(faults: OfflineFaults) -> dict[str, tuple[float, str | None]]:
+        turns = [ToolTurn(item_id=str(i), stratum="tool/en", question=t.question, expected_tool=t.expected_tool,
+                          expected_args=t.expected_args,
+                          tool_calls=choose_tool([{"role": "user", "content": t.question}], TOOLS, faults))
+                 for i, t in enumerate(triples.values())]  # fmt: skip
+        scores = asyncio.run(score_tool_turns(turns, **RUN))
+        return {s.item_id: (s.value, s.error) for s in scores if s.metric == "tool_call_accuracy"}
+
+    clean = scored(OfflineFaults())
+    assert all(value == 1.0 and note is None for value, note in clean.values())
+    planted = 0.2
+    faulty = scored(OfflineFaults(wrong_arguments=planted))
+    wrong = [note for value, note in faulty.values() if value == 0.0]
+    assert all(value in (0.0, 1.0) for value, _ in faulty.values())
+    assert wrong and all(note.startswith("query: expected ") and ", got " in note for note in wrong)
+    low, high = proportion_ci(len(faulty) - len(wrong), len(faulty))
+    assert low <= 1 - planted <= high, (len(wrong), len(faulty), low, high)
+    # A wrong tool is named as such, whatever its arguments.
+    other = scored(OfflineFaults(wrong_tool=1.0))
+    assert all(v == 0.0 and note.startswith("called ") and "; expected " in note for v, note in other.values())
 
 
 def test_noise_susceptibility_shows_in_delta_f_and_the_control_does_not():

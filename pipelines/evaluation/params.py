@@ -82,8 +82,8 @@ class EvalParams(BaseModel):
     split: Literal["dev", "test"] = "test"
     k: Annotated[list[int], AfterValidator(inputs.cutoffs)] = Field(default_factory=lambda: list(DEFAULT_K))
     """Cut-offs of recall@k and precision@k. The reference RAG retrieves to the largest (and hands the
-    generator its top `retrieval_k`); an item whose target returned fewer distinct chunks than k is not
-    measured at k (skipped with the reason)."""
+    generator its top `retrieval_k`); a target that returned fewer distinct chunks than k is measured at k
+    all the same, its missing ranks counting as not relevant (trec_eval, ir_measures)."""
     metrics: list[str] = Field(default_factory=lambda: list(ALL_JUDGE_METRICS))
     target_url: Annotated[str, AfterValidator(lambda url: target_url(url))] | None = None
     """The team's RAG service (README § System under test); None runs the reference RAG."""

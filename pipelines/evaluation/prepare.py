@@ -4,9 +4,9 @@ The responses and these scores are written to the run folder; the judge batches 
 
 Retrieval is scored at every k of the run's parameters plus the context depth (the number of chunks
 the generator was given: the reference RAG's `retrieval_k`, an HTTP target's most common number of
-contexts), where the brief's context-precision band is read. An item whose target retrieved fewer
-distinct chunks than k is `skipped` at k with the reason, never scored as if the missing ranks were
-misses.
+contexts), where the brief's context-precision band is read. @k is measured the standard way for every
+item (retrieval.py): a target that returned fewer distinct chunks than k has its missing ranks counted
+as not relevant, and the log says how many items that was and how many chunks they returned.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pydantic import BaseModel
 
 from pipelines.batching import batch_ranges
 from pipelines.evaluation.params import EvalParams
-from pipelines.evaluation.retrieval import beyond_depth, metric_names, not_measured_reason, query_metrics
+from pipelines.evaluation.retrieval import distinct, metric_names, query_metrics
 from pipelines.evaluation.runs import RunMeta, run_and_close, stratum_of, write_meta
 from pipelines.evaluation.target import ReferenceRAG, TargetResponse, build_target, generator_label, respond_all
 from pipelines.evaluation.tools import ToolTurn, score_tool_turns
@@ -72,12 +72,7 @@ def prepare_offline_eval(settings: Settings, params: EvalParams, *, logical_date
     write_jsonl(run.responses, (_response_row(i, r) for i, r in zip(items, responses)))
     depth = context_depth(params, items, responses)
     ks = sorted(set(params.k) | ({depth} if depth else set()))
-    short = {k: sum(1 for i, r in zip(items, responses) if _scored(i, r) and k in beyond_depth(r.retrieved_ids, [k]))
-             for k in ks}  # fmt: skip
-    for k, n in short.items():
-        if n:
-            log.warning("%s: %d item(s) retrieved fewer than %d distinct chunks: recall@%d and precision@%d are "
-                        "skipped for them, not faked", rid, n, k, k, k)  # fmt: skip
+    _log_short_lists(rid, [r.retrieved_ids for i, r in zip(items, responses) if _scored(i, r)], ks)
     scores = _retrieval_scores(items, responses, ks, rid, dataset_version)
     turns = [ToolTurn(item_id=i.item_id, stratum=stratum_of(i), question=i.question, expected_tool=i.expected_tool,
                       expected_args=i.expected_args, tool_calls=r.tool_calls, error=r.error)
@@ -139,11 +134,17 @@ def _retrieval_scores(items, responses, ks, rid: str, dataset_version: str) -> l
             scores += [Score(**labels, metric=m, value=None, status="failed", error=f"target failed: {response.error}")
                        for m in metric_names(ks)]  # fmt: skip
             continue
-        ranking = response.retrieved_ids
-        for metric, value in query_metrics(ranking, item.gold_chunk_ids, ks).items():
+        for metric, value in query_metrics(response.retrieved_ids, item.gold_chunk_ids, ks).items():
             scores.append(Score(**labels, metric=metric, value=value, status="ok"))
-        for k in beyond_depth(ranking, ks):
-            reason = not_measured_reason(ranking, k)
-            scores += [Score(**labels, metric=f"{kind}@{k}", value=None, status="skipped", error=reason)
-                       for kind in ("recall", "precision")]  # fmt: skip
     return scores
+
+
+def _log_short_lists(rid: str, rankings: list[list[str]], ks: list[int]) -> None:
+    """Say how deep the target retrieved where that caps precision@k (a service with a similarity cut-off)."""
+    depths = [len(distinct(r)) for r in rankings]
+    for k in ks:
+        short = [d for d in depths if d < k]
+        if short:
+            log.info("%s: %d of %d item(s) retrieved fewer than %d distinct chunks (%.1f on average): their "
+                     "missing ranks count as not relevant at @%d", rid, len(short), len(depths), k,
+                     sum(short) / len(short), k)  # fmt: skip

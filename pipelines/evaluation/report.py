@@ -381,6 +381,8 @@ ragas' rank-weighted context_precision_ranked have no band.</p>
 · mean of its scores {{ w.rank_value|num }}</p>
 <p>{% for s in w.scores %}{{ s.metric }}={% if s.status == "ok" %}{{ s.value|num }}{% else %}<span class="fail">{{
 s.status }}</span>{% endif %}{% if not loop.last %} · {% endif %}{% endfor %}</p>
+{% for s in w.scores if s.status == "ok" and s.error %}<p class="muted">{{ s.metric }}: {{ s.error }}</p>
+{% endfor %}
 {% if w.view %}
 <p><b>Question</b></p><pre>{{ w.view.question }}</pre>
 <p><b>Answer</b></p><pre>{{ w.view.answer }}</pre>

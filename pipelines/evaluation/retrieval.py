@@ -1,13 +1,26 @@
 """Retrieval metrics from chunk ids, per query and aggregated (BRIEF.md § Metrics, exactly).
 
-recall@k and precision@k are reported separately, never blended; a gap between recall@5 and
-MRR means gold chunks are found but rank low.
+recall@k and precision@k are reported separately, never blended; a gap between recall@5 and MRR
+means gold chunks are found but rank low.
 
-Every figure is taken over the retrieved list with duplicate ids counted once (the first
-occurrence keeps its rank), and only where it was measured: a cut-off k beyond the number of
-distinct ids a query retrieved (its depth) is not measured for that query — recall@10 of a
-system that retrieved 5 would be recall@5 under another name, and its precision@10 could never
-exceed 0.5. k < 1 is an error.
+Every figure is taken over the retrieved list with duplicate ids counted once (the first occurrence
+keeps its rank), and @k is measured the standard way (trec_eval, ir_measures) for every target and
+every k: on what the system returned, a rank it did not fill counting as not relevant. A service that
+returns only its 2 best passages is measured at k = 10 too: recall@10 is then its recall over those 2,
+and precision@10 is the gold ids among them / 10 (it can be at most 0.2: returning fewer passages
+than k is what precision@k measures). k < 1 is an error.
+
+Which ir_measures measure (trec_eval's, through its `pytrec_eval` provider) each one equals, per query:
+
+| ragwatch | ir_measures | trec_eval |
+|---|---|---|
+| `recall@k` (the brief's: 1 if any gold id is in the top k) | `Success@k` | `success_k` |
+| `precision@k` | `P@k` | `P_k` |
+| `mrr` (per query: 1 / rank of the first gold id) | `RR` | `recip_rank` |
+
+ir_measures' `R@k` (gold ids in the top k / all gold ids) is another measure, not computed here. One
+difference in aggregates: trec_eval leaves out a query whose run is empty; ragwatch counts it, every
+figure 0 (the target answered and found nothing). tests/test_retrieval.py checks the equalities.
 """
 
 from __future__ import annotations
@@ -37,59 +50,46 @@ def distinct(retrieved: Iterable[str]) -> list[str]:
 
 
 def depth(retrieved: Iterable[str]) -> int:
-    """How many distinct ids were retrieved: the largest k at which @k figures are measured."""
+    """How many distinct ids were retrieved (reported beside the @k figures: a list shorter than k caps
+    precision@k at depth / k)."""
     return len(distinct(retrieved))
 
 
 def recall_at_k(retrieved: Sequence[str], gold: Iterable[str], k: int) -> float:
-    """1 if any gold chunk is among the top k distinct retrieved ids, else 0."""
+    """1 if any gold chunk is among the top k distinct retrieved ids, else 0 (ir_measures `Success@k`)."""
     check_ks([k])
     gold = set(gold)
     return float(any(cid in gold for cid in distinct(retrieved)[:k]))
 
 
 def precision_at_k(retrieved: Sequence[str], gold: Iterable[str], k: int) -> float:
-    """Gold ids among the top k distinct retrieved ids / k. Call it only for k ≤ `depth(retrieved)`
-    (`query_metrics` does): below that depth the division by k would count ids never retrieved."""
+    """Gold ids among the top k distinct retrieved ids / k, a rank the list does not reach counting as not
+    relevant (ir_measures `P@k`)."""
     check_ks([k])
     gold = set(gold)
     return sum(cid in gold for cid in distinct(retrieved)[:k]) / k
 
 
 def reciprocal_rank(retrieved: Sequence[str], gold: Iterable[str]) -> float:
-    """1 / rank of the first gold id among the distinct retrieved ids, 0 if none was retrieved."""
+    """1 / rank of the first gold id among the distinct retrieved ids, 0 if none was retrieved (ir_measures
+    `RR`)."""
     gold = set(gold)
     return next((1.0 / rank for rank, cid in enumerate(distinct(retrieved), start=1) if cid in gold), 0.0)
 
 
 def metric_names(ks: Sequence[int]) -> list[str]:
-    """Every figure `query_metrics` can return for these cut-offs."""
+    """Every figure `query_metrics` returns for these cut-offs."""
     return [name for k in check_ks(ks) for name in (f"recall@{k}", f"precision@{k}")] + ["mrr"]
 
 
 def query_metrics(retrieved: Sequence[str], gold: Sequence[str], ks: Sequence[int] = DEFAULT_KS) -> dict[str, float]:
-    """recall@k and precision@k for each k up to the query's depth, and MRR; a k beyond the depth is
-    left out (`beyond_depth` says which)."""
+    """recall@k and precision@k for each k, and MRR: every name of `metric_names(ks)`, whatever the list's length."""
     metrics = {}
-    reached = depth(retrieved)
     for k in check_ks(ks):
-        if k > reached:
-            continue
         metrics[f"recall@{k}"] = recall_at_k(retrieved, gold, k)
         metrics[f"precision@{k}"] = precision_at_k(retrieved, gold, k)
     metrics["mrr"] = reciprocal_rank(retrieved, gold)
     return metrics
-
-
-def beyond_depth(retrieved: Sequence[str], ks: Sequence[int]) -> list[int]:
-    """The cut-offs this query's retrieved list is too short to measure."""
-    reached = depth(retrieved)
-    return [k for k in check_ks(ks) if k > reached]
-
-
-def not_measured_reason(retrieved: Sequence[str], k: int) -> str:
-    return (f"retrieved {depth(retrieved)} distinct chunk id(s), fewer than k = {k}: @{k} is not measured beyond "
-            "the retrieval depth")  # fmt: skip
 
 
 ATTRIBUTIONS = ("ok", "retrieval_failure", "partial_retrieval_failure", "generation_failure", "unknown",
@@ -124,15 +124,17 @@ def attribute(contexts: Sequence[str], gold: Sequence[str], correct: bool | None
     return "partial_retrieval_failure" if found != gold_ids else "generation_failure"
 
 
-def score_run_file(path: Path, ks: Sequence[int] = DEFAULT_KS) -> dict[str, float | int | None]:
+def score_run_file(path: Path, ks: Sequence[int] = DEFAULT_KS) -> dict[str, float | int]:
     """Mean metrics over a JSONL run file of {"query_id", "retrieved_ids", "gold_ids"} lines.
 
-    `n` counts the queries, `n@k` those that retrieved at least k distinct ids: recall@k and precision@k
-    are means over those (None when there are none), MRR over all queries.
+    Every figure is a mean over all `n` queries. `mean_depth` is the mean number of distinct ids a query
+    retrieved and `n_short@k` the queries that retrieved fewer than k: their missing ranks count as not
+    relevant, which caps precision@k below 1.
     """
     ks = check_ks(ks)
-    totals: dict[str, float] = {}
-    measured: dict[int, int] = {k: 0 for k in ks}
+    totals: dict[str, float] = dict.fromkeys(metric_names(ks), 0.0)
+    short: dict[int, int] = dict.fromkeys(ks, 0)
+    depths = 0
     n = 0
     seen: set[str] = set()
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
@@ -152,17 +154,16 @@ def score_run_file(path: Path, ks: Sequence[int] = DEFAULT_KS) -> dict[str, floa
         seen.add(query_id)
         retrieved = [str(r) for r in retrieved]
         for name, value in query_metrics(retrieved, [str(g) for g in gold], ks).items():
-            totals[name] = totals.get(name, 0.0) + value
+            totals[name] += value
+        reached = depth(retrieved)
+        depths += reached
         for k in ks:
-            measured[k] += k <= depth(retrieved)
+            short[k] += reached < k
         n += 1
     if not n:
         raise ValueError(f"{path} has no queries")
-    result: dict[str, float | int | None] = {}
-    for k in ks:
-        for name in (f"recall@{k}", f"precision@{k}"):
-            result[name] = round(totals[name] / measured[k], 6) if measured[k] else None
-        result[f"n@{k}"] = measured[k]
-    result["mrr"] = round(totals["mrr"] / n, 6)
+    result: dict[str, float | int] = {name: round(total / n, 6) for name, total in totals.items()}
+    result.update({f"n_short@{k}": short[k] for k in ks})
+    result["mean_depth"] = round(depths / n, 6)
     result["n"] = n
     return result

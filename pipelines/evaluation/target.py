@@ -67,8 +67,8 @@ class Target(Protocol):
 class ReferenceRAG:
     """Qdrant hybrid retrieval, then generation from the top `k` through the LLM layer with a configurable prompt.
 
-    Retrieves to `depth` (at least k) so that recall@k and precision@k are measured up to the largest k
-    a run asks for; the generator sees only the top k.
+    Retrieves to `depth` (at least k) so that recall@k and precision@k are measured on a full list up to
+    the largest k a run asks for; the generator sees only the top k.
     """
 
     def __init__(self, index, llm: LLM, *, k: int = 5, mode: str = "hybrid", prompt: str | None = None,

@@ -4,8 +4,10 @@
   tool call names the expected tool, else 0 (no call at all is a wrong choice); the aggregate is
   the mean over those turns. Below `TSA_THRESHOLD` (0.85) the tool descriptions need work.
 - `tool_call_accuracy` (offline): ragas ToolCallAccuracy — the sequence of called tools must equal
-  the expected one, and each expected argument must match exactly (as text); stricter than TSA
-  (free-text SQL or search queries rarely match word for word).
+  the expected one, and each expected argument must match exactly (as text; the score is the share
+  of expected arguments that do, an extra argument is not scored); stricter than TSA (free-text SQL
+  or search queries rarely match word for word). A score below 1 carries which call or argument
+  differs, expected against got (`call_differences`), for the report's item detail.
 - `tool_call_validity` (online, no ground truth): the share of a trace's tool calls that name a
   known tool with arguments valid against that tool's JSON schema.
 None of them calls a judge model.
@@ -81,7 +83,26 @@ async def tool_call_accuracy(turn: ToolTurn) -> Outcome:
         warnings.simplefilter("ignore")  # ragas warns on empty or extra calls; the score already says so
         result = await ToolCallAccuracy().ascore(user_input=[HumanMessage(content=turn.question), called],
                                                  reference_tool_calls=expected)  # fmt: skip
-    return Outcome.ok(result.value)
+    value = float(result.value)
+    return Outcome(value, "ok", call_differences(turn) if value < 1 else None)
+
+
+def call_differences(turn: ToolTurn) -> str | None:
+    """What keeps a turn's calls from its expected call, as ToolCallAccuracy compares them: the sequence of
+    tool names, then each expected argument as text (`query: expected 'x', got 'y'`); None when nothing does."""
+    called = [c.name for c in turn.tool_calls]
+    if called != [turn.expected_tool]:
+        return f"called {', '.join(called) or 'no tool'}; expected {turn.expected_tool} alone"
+    arguments = turn.tool_calls[0].arguments
+    differences = [f"{name}: expected {_shown(value)}, got {_shown(arguments[name]) if name in arguments else 'nothing'}"
+                   for name, value in (turn.expected_args or {}).items()
+                   if name not in arguments or str(arguments[name]) != str(value)]  # fmt: skip
+    return "; ".join(differences) or None
+
+
+def _shown(value: Any, limit: int = 160) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 1]}…"
 
 
 def tool_selection(turn: ToolTurn) -> Outcome:

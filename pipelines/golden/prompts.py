@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from pipelines.agent_tools import TOOL_REQUESTS, tool_arguments
 from pipelines.models.prompts import Prompt
 from pipelines.text import NOT_ENOUGH, content_tokens, coverage, fold, sentences, words
 
@@ -160,13 +161,6 @@ NOT_IN_CORPUS = {
     "es": ["¿Cuánto cuesta al mes el plan enterprise de {section}?",
            "¿Qué límites de autoescalado de Kubernetes se aplican a {section} en producción?"],
 }  # fmt: skip
-TOOL_TEMPLATES = {
-    "vector_search": {"en": "Search the docs: how does {term} work?", "es": "Busca en la documentación cómo funciona {term}."},
-    "sql_query": {"en": "How many tickets mentioning {term} were opened last week?",
-                  "es": "¿Cuántos tickets que mencionan {term} se abrieron la semana pasada?"},
-    "web_search": {"en": "What is the latest public news about {term}?",
-                   "es": "¿Cuáles son las últimas noticias públicas sobre {term}?"},
-}  # fmt: skip
 
 
 def _lang(language: str) -> str:
@@ -271,14 +265,8 @@ expected arguments. Use the chunk's topic and language.
     def offline(self, inputs: ToolTripleInput) -> ToolTriple:
         chunk, lang = inputs.chunk, _lang(inputs.chunk.language)
         term = key_term(next(iter(answerable_sentences(chunk.text)), chunk.section), chunk.section)
-        question = TOOL_TEMPLATES[inputs.tool][lang].format(term=term)
-        args = {
-            "vector_search": {"query": term},
-            "sql_query": {"query": f"SELECT count(*) FROM tickets WHERE body ILIKE '%{term}%' "
-                                   "AND opened_at >= now() - interval '7 days'"},
-            "web_search": {"query": f"{term} news"},
-        }[inputs.tool]  # fmt: skip
-        return ToolTriple(question=question, expected_tool=inputs.tool, expected_args=args)
+        question = TOOL_REQUESTS[inputs.tool][lang].format(term=term)
+        return ToolTriple(question=question, expected_tool=inputs.tool, expected_args=tool_arguments(inputs.tool, term))
 
 
 class ClosedBookAnswer(Prompt[QuestionInput, FreeAnswer]):

@@ -25,6 +25,7 @@ from functools import lru_cache
 from pydantic import Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from pipelines.agent_tools import requested_term, tool_arguments
 from pipelines.models.prompts import user_texts
 from pipelines.records import ToolCall
 from pipelines.text import content_tokens, fold_word, missing_facts, named_entities, numbers, sentences, words
@@ -52,6 +53,9 @@ class OfflineFaults(BaseSettings):
     """Share of answers built from the least relevant context given instead of the best (needs ≥ 2)."""
     wrong_tool: float = Field(default=0.0, ge=0.0, le=1.0)
     """Share of tool turns that call another tool than the keyword rules choose."""
+    wrong_arguments: float = Field(default=0.0, ge=0.0, le=1.0)
+    """Share of tool turns that pass the user's request verbatim as the tool's query instead of the arguments
+    the request asks for (drawn apart from `wrong_tool`: a turn can have both)."""
     noise_susceptibility: float = Field(default=0.0, ge=0.0, le=1.0)
     """Share of answers that also copy a sentence from the least relevant context given (an injected
     irrelevant chunk, when there is one), as a model distracted by noise does (needs ≥ 2 contexts)."""
@@ -220,7 +224,8 @@ def join_sentences(parts: list[str]) -> str:
 def choose_tool(messages: list[dict], tools: list[dict], faults: OfflineFaults | None = None) -> list[ToolCall]:
     """Keyword rules over the last user message: counting questions query SQL, news goes to the web,
     everything else searches the documentation. With `wrong_tool` faults (default: the configured ones)
-    a share of the questions, drawn from their text, call another of the offered tools."""
+    a share of the questions, drawn from their text, call another of the offered tools. The call's arguments
+    come from `_arguments`."""
     question = next(user_texts(messages), "")
     names = [tool["function"]["name"] for tool in tools]
     lowered = question.lower()
@@ -236,12 +241,19 @@ def choose_tool(messages: list[dict], tools: list[dict], faults: OfflineFaults |
     others = [n for n in names if n != chosen]
     if others and draw("wrong_tool", question) < faults.wrong_tool:
         chosen = _pick(others, "other_tool", question)
-    return [_call(chosen, question)]
+    return [ToolCall(name=chosen, arguments=_arguments(chosen, question, faults))]
 
 
-def _call(name: str, question: str) -> ToolCall:
+def _arguments(name: str, question: str, faults: OfflineFaults) -> dict:
+    """A request of the golden generator's (`agent_tools.TOOL_REQUESTS`) gets the arguments its right call
+    takes (`tool_arguments`, what its golden triple expects), except in a `wrong_arguments` share of turns;
+    those, and any other request, pass the question verbatim (SQL: as a comment over a bare count)."""
+    term = requested_term(question)
+    right = tool_arguments(name, term) if term is not None else None
+    if right is not None and draw("wrong_arguments", question) >= faults.wrong_arguments:
+        return right
     if name == "sql_query":
-        return ToolCall(name=name, arguments={"query": f"-- {question}\nSELECT count(*) FROM tickets"})
+        return {"query": f"-- {question}\nSELECT count(*) FROM tickets"}
     if name == "vector_search":
-        return ToolCall(name=name, arguments={"query": question, "top_k": 5})
-    return ToolCall(name=name, arguments={"query": question})
+        return {"query": question, "top_k": 5}
+    return {"query": question}
