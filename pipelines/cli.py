@@ -37,8 +37,9 @@ def _progress() -> Progress:
 
 
 def _fail(message: str) -> None:
-    # Errors quote URLs (stores, gateways, targets): never print the credentials in them.
-    console.print(f"[red]error:[/red] {escape(redact_text(message))}")
+    # Errors quote URLs (stores, gateways, targets): never print the credentials in them. Not wrapped: a path
+    # or URL cut by a line break can neither be copied nor searched for.
+    console.print(f"[red]error:[/red] {escape(redact_text(message))}", soft_wrap=True)
     raise typer.Exit(code=1)
 
 
