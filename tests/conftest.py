@@ -72,3 +72,14 @@ def stack(request):
     finally:
         left = stop_stack(session, failed=request.session.testsfailed > 0)
         assert not left, f"`make down` left processes of the stack running: {left}"
+
+
+# The files that take longest start first (`make test` runs one file per pytest-xdist worker at a time): the
+# `make up` stack and the embedded Airflow runs wait on real schedulers for minutes, and started last they
+# would leave the other worker idle at the end.
+SLOW_FIRST = ("test_stack.py", "test_dags.py", "test_golden.py", "test_offline_eval.py", "test_bench_eval.py")
+
+
+def pytest_collection_modifyitems(items):
+    rank = {name: i for i, name in enumerate(SLOW_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(SLOW_FIRST)))  # stable: the rest keep their order
