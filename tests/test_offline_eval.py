@@ -57,6 +57,13 @@ def test_a_rerun_of_the_same_date_replaces_its_rows_and_the_gate_catches_a_regre
 
     same, _ = run_offline_eval(settings, eval_params(settings, **FAST), logical_date=date(2026, 11, 9))
     assert same.gate_passed is True and same.baseline == first.run_id
+    # Answer correctness is a reported, gated 0/1 metric (tool items have tool metrics instead).
+    assert {row.metric: row for row in same.overall}["answer_correctness"].n > 0
+    assert "answer_correctness" in {row.metric for row in same.gate_rows}
+    store = ResultsStore.from_settings(settings)
+    graded = [s for s in store.scores(same.run_id) if s.metric == "answer_correctness"]
+    store.dispose()
+    assert graded and not [s for s in graded if s.stratum.startswith("tool/")]
 
     # A new release of the service behind the same target name retrieves nothing relevant.
     with serving(200) as url:
