@@ -75,7 +75,8 @@ def finalize_offline_eval(settings: Settings, run_dir: Path) -> RunSummary:
     run = EvalRun(run_id=meta.run_id, suite=meta.suite, logical_date=meta.logical_date, target=meta.target,
                   dataset_version=meta.dataset_version, judge_model=build_llm(settings, "judge").model,
                   generator_model=meta.generator_model,
-                  params={**meta.params.model_dump(mode="json"), "context_depth": meta.context_depth},
+                  params={**meta.params.model_dump(mode="json"), "context_depth": meta.context_depth,
+                          **({"subset": meta.subset} if meta.subset else {})},
                   finished_at=datetime.now(timezone.utc))  # fmt: skip
     gate, baseline = gate_against_baseline(store, run, scores, min_pairs=settings.gate_min_pairs,
                                            baseline_run=meta.params.baseline_run)  # fmt: skip

@@ -88,7 +88,7 @@ class EvalParams(BaseModel):
     batch_size: int = Field(default=25, ge=1)
     fail_on_gate: bool = False
     limit: int | None = Field(default=None, ge=1)
-    """Evaluate a stable subset of this many items."""
+    """Evaluate a stable subset of this many items, stratified by question type (prepare.stratified_subset)."""
 
     @field_validator("metrics")
     @classmethod

@@ -39,6 +39,8 @@ class RunMeta(RunHeader):
     """The offline eval's parameters; None online."""
     context_depth: int | None = None
     """Chunks the generator was given (offline): the retrieval depth of the brief's context-precision band."""
+    subset: dict | None = None
+    """How a `limit` subset was drawn (prepare.Subset: per question type, drawn and available); None: all items."""
 
 
 def write_meta(run: RunPaths, meta: RunMeta) -> None:
