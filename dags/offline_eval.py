@@ -37,7 +37,8 @@ with DAG(
         "target_name": Param(None, type=["null", "string"], pattern=TARGET_NAME_PATTERN,
                              description="The target's name in runs, reports and gauges; default: from the URL."),
         "fail_on_gate": Param(False, type="boolean", description="Fail the run when the regression gate fails."),
-        "limit": Param(None, type=["null", "integer"], minimum=1, description="Evaluate a stable subset of this many items."),
+        "limit": Param(None, type=["null", "integer"], minimum=1,
+                       description="Evaluate a stable subset of this many items, stratified by question type."),
         "baseline_run": Param(None, type=["null", "string"], pattern=OFFLINE_RUN_ID_PATTERN,
                               description="Gate against this run id (e.g. offline/2026-11-30/reference-rag); default: "
                                           "the target's previous accepted run."),

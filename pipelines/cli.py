@@ -693,7 +693,7 @@ def eval_offline(
                                                        callback=_checked(inputs.target_name))] = None,
     k: Annotated[str, typer.Option(help="Cut-offs for recall@k / precision@k.", callback=_checked(inputs.cutoffs))] = "1,3,5,10",
     metrics: Annotated[Optional[str], typer.Option(help="Comma-separated judge metrics; default: all.", callback=_checked(_metrics))] = None,
-    limit: Annotated[Optional[int], typer.Option(help="Evaluate a stable subset of this many items.", min=1)] = None,
+    limit: Annotated[Optional[int], typer.Option(help="Evaluate a stable subset of this many items, stratified by question type.", min=1)] = None,
     fail_on_gate: Annotated[bool, typer.Option(help="Exit non-zero when the regression gate fails.")] = False,
     retrieval_k: Annotated[Optional[int], typer.Option(help="Chunks the reference RAG hands its generator (default 5).", min=1)] = None,
     baseline: Annotated[Optional[str], typer.Option("--baseline-run", "--baseline", callback=_checked(_run_id),
@@ -811,7 +811,7 @@ def eval_gauges(
 def eval_compare(
     a: Annotated[str, typer.Option("--a", help="Arm A, e.g. 'k=5,mode=hybrid' or 'url=http://old/rag'.")],
     b: Annotated[str, typer.Option("--b", help="Arm B, e.g. 'k=3,mode=dense' or 'url=http://new/rag'.")],
-    limit: Annotated[Optional[int], typer.Option(help="A stable subset of this many items.", min=1)] = None,
+    limit: Annotated[Optional[int], typer.Option(help="A stable subset of this many items, stratified by question type.", min=1)] = None,
     metrics: Annotated[Optional[str], typer.Option(help="Comma-separated judge metrics; default: all.", callback=_checked(_metrics))] = None,
 ) -> None:
     """A/B: both configurations on the same items; paired differences B − A per metric and stratum with CIs."""

@@ -210,6 +210,8 @@ METRICS = {
     "tool_call_accuracy": "ragas ToolCallAccuracy: expected tool and arguments matched",
     "tool_call_validity": "tool-call arguments valid against the tool's JSON schema (online)",
     "mrr": "1 / rank of the first gold chunk, 0 if absent",
+    "answer_correctness": "1 if the judge finds the answer right against the reference answer (states its key facts, "
+                          "contradicts none; abstains exactly when the reference does), else 0",
 }
 """Judge and tool metrics by name (context_precision: the name a stored metric is pushed under,
 push.PUSHED_AS); retrieval adds recall@k and precision@k for each k."""

@@ -201,7 +201,8 @@ class RunPaths:
         return sorted(self.root.glob("scores-*.jsonl"))
 
     def verdicts(self, part: str) -> Path:
-        """Per-item answer-correctness verdicts of one judge batch (not scores: they feed attribution)."""
+        """Per-item answer-correctness verdicts of one judge batch with the judge's reasons, which the report shows
+        (the verdicts themselves are the `answer_correctness` scores)."""
         return self.root / f"verdicts-{part}.jsonl"
 
     @property

@@ -6,6 +6,8 @@ import os
 import shutil
 import subprocess
 import sys
+from collections import Counter
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
@@ -17,6 +19,9 @@ from pipelines.corpus.steps import index_corpus
 from pipelines.golden import steps
 from pipelines.golden.dataset import load_golden_dataset, read_items, to_ragas_dataset
 from pipelines.golden.params import load_golden_params
+from pipelines.golden.plan import tool_jobs, tool_seeds
+from pipelines.golden.split import assemble, floor_shortfalls, hash_split
+from pipelines.records import GoldenItem
 from pipelines.files import file_sha256
 from pipelines.stores.partitions import read_manifest
 from pipelines.validation import ValidationFailed
@@ -67,6 +72,9 @@ def test_a_build_covers_every_stratum_in_the_chunks_language(built):
     multi = [i for i in items if i.qtype == "multi_hop"]
     assert {i.variant for i in multi} <= {"bridge", "boundary"} and all(2 <= len(i.gold_chunk_ids) <= 4 for i in multi)
     manifest = read_manifest(steps.paths(settings, params.name).released_manifest)
+    # 3 tool triples asked, 18 planned on a 9-chunk corpus: the test split can gate the tool metrics.
+    assert manifest["planned"]["tool"] == 18 and sum(i.qtype == "tool" and i.split == "test" for i in items) >= 10
+    assert [line.split(":")[0] for line in manifest["test_shortfalls"]] == ["adversarial", "multi_hop"]
     funnel = manifest["funnel"]
     assert funnel["generated"] >= funnel["kept"] == len(items)
     cost = manifest["cost"]
@@ -266,3 +274,58 @@ def test_the_build_cost_counts_every_request_the_server_saw(settings, corpus):
     for key in ("requests", "prompt_tokens", "completion_tokens"):
         assert cost["per_kept_item"][key] == round(cost["total"][key] / kept, 2)
         assert cost["per_generated_item"][key] == round(cost["total"][key] / generated, 2)
+
+
+# --- enough tool triples to gate -------------------------------------------------------------------
+
+
+@dataclass
+class _Chunk:
+    chunk_id: str
+    document: str
+    section: str = "s"
+    type: str = "md"
+    language: str = "en"
+    text: str = " ".join(["word"] * 30)
+
+
+def _golden(item_id: str, qtype: str, split: str = "test") -> GoldenItem:
+    return GoldenItem(item_id=item_id, question=f"q {item_id}", reference_answer="a", qtype=qtype, language="en",
+                      source="corpus", source_ref=f"doc#s/{item_id}", split=split, generator_model="m",
+                      corpus_version="c", created_at="2026-11-30")  # fmt: skip
+
+
+def test_the_plan_asks_for_the_tool_triples_a_gate_needs_and_lends_chunks_to_more_tools(settings, caplog):
+    params = load_golden_params(settings, **SMALL)  # 3 tool triples asked, dev share 0.3
+    assert tool_jobs(params, 10) == 18  # 10 / 0.7 test share / 0.8 after rejects
+    assert tool_jobs(params, 0) == 3 and tool_jobs(params.model_copy(update={"tool_triples": 0}), 10) == 0
+    assert tool_jobs(params.model_copy(update={"tool_triples": 30}), 10) == 30
+    chunks = [_Chunk(f"doc{n}#s/{n}-0000000{n}", f"doc{n}") for n in range(4)]
+    first_round = tool_seeds(chunks, 4)
+    pairs = tool_seeds(chunks, 10)
+    assert pairs[:4] == first_round and len({(c.chunk_id, t) for c, t in pairs}) == 10  # job ids of round 1 kept
+    assert all(sum(c is chunk for c, _ in pairs) <= 3 for chunk in chunks)
+    assert len(tool_seeds(chunks, 20)) == 12 and "4 chunks usable as tool seeds" in caplog.text
+
+
+def test_the_test_split_holds_a_floor_of_each_question_type_and_says_when_it_cannot():
+    generated = [_golden(f"tool-{n}", "tool") for n in range(14)] + [_golden(f"single-{n}", "single_hop") for n in range(40)]
+    fresh = assemble(generated, [], None, set(), dev_fraction=0.6, min_test=10)
+    test = Counter(i.qtype for i in fresh.items if i.split == "test")
+    assert test["tool"] == 10 and test["single_hop"] >= 10 and fresh.floor_additions
+    by_hash = {i.item_id: hash_split(i.item_id, 0.6) for i in generated}
+    moved = {i.item_id for i in fresh.items if i.split != by_hash[i.item_id]}
+    assert moved == set(fresh.floor_additions) and all(by_hash[i] == "dev" for i in moved)
+
+    # A released set keeps every split; only new items fill the floor, and the validation allows them.
+    released = [_golden(f"tool-{n}", "tool", "test" if n < 3 else "dev") for n in range(5)]
+    new = [_golden(f"new-tool-{n}", "tool") for n in range(8)]
+    grown = assemble(new, [], released, set(), dev_fraction=0.3, min_test=10)
+    splits = {i.item_id: i.split for i in grown.items}
+    assert all(splits[i.item_id] == i.split for i in released)
+    assert sum(s == "test" for s in splits.values()) == 10 and len(grown.floor_additions) == 7
+    assert floor_shortfalls(grown.items, 10, planned_tool=13) == []
+    short = floor_shortfalls(released + [_golden("adv", "adversarial")], 10, planned_tool=18)
+    assert len(short) == 2 and short[0].startswith("adversarial: 1 test item(s), fewer than 10")
+    assert short[1] == ("tool: 3 test item(s), fewer than 10 (the gate's min pairs); the build kept 5 of 18 planned: "
+                        "tool selection and tool-call accuracy cannot be gated")  # fmt: skip

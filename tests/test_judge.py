@@ -6,6 +6,7 @@ the tool metrics."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import math
 import random
 import sys
@@ -20,7 +21,11 @@ import pytest
 from pipelines.bench.eval import simulator_process
 from pipelines.evaluation.judge import JUDGE_METRICS, JudgeInput, judge_items, judge_items_sync
 from pipelines.evaluation.judge_prompts import QuestionsBack, QuestionsInput
-from pipelines.evaluation.prompts import Context, RagAnswerPrompt, RagInput
+from pipelines.demo.corpus import load_demo_chunks
+from pipelines.evaluation.judging import correctness_input, correctness_score
+from pipelines.evaluation.params import GATED_METRICS
+from pipelines.evaluation.prompts import AnswerCorrectnessPrompt, Context, CorrectnessInput, RagAnswerPrompt, RagInput
+from pipelines.evaluation.stats import regression_gate
 from pipelines.evaluation.noise import FRAGILE, NoisePool, delta_f, inject, is_fragile, noise_delta_f
 from pipelines.evaluation.tools import (
     TSA_THRESHOLD,
@@ -36,7 +41,8 @@ from pipelines.models.llm import LLM, LLMResult, OfflineLLM, OpenAICompatibleLLM
 from pipelines.models.ragas_adapter import RagasRequest, last_input, prompt_for
 from pipelines.models.simulator import SimulatorKnobs, running_simulator
 from pipelines.prompt_catalog import all_prompts
-from pipelines.records import Score, ToolCall
+from pipelines.models.offline import OfflineFaults
+from pipelines.records import GoldenItem, Score, ToolCall
 from pipelines.settings import ModelEndpoint
 from pipelines.golden.prompts import ChunkQuestions, ChunkQuestionsInput, SeedChunk
 from pipelines.text import abstains, sentences
@@ -753,3 +759,78 @@ def test_tool_call_validity_against_the_tool_schemas() -> None:
     assert (none.status, none.value) == ("skipped", None)
     score = none.score(item_id="trace-1", stratum="app/es", metric="tool_call_validity", **{**RUN, "suite": "online"})
     assert score.status == "skipped" and score.error == "no tool calls in the trace"
+
+
+# --- answer correctness ----------------------------------------------------------------------------
+
+
+def response_row(item_id: str, answer: str, reference: str, *, qtype: str = "single_hop",
+                 question: str = QUESTION) -> dict:  # fmt: skip
+    golden = GoldenItem(item_id=item_id, question=question, reference_answer=reference, qtype=qtype, language="en",
+                        source="corpus", source_ref=item_id, generator_model="m", corpus_version="c",
+                        created_at="2026-11-30")  # fmt: skip
+    return {"item": golden.model_dump(mode="json"), "answer": answer, "contexts": [], "error": None}
+
+
+def correctness_scores(rows: list[dict], judge: LLM) -> list[Score]:
+    """What a judge batch stores: one `answer_correctness` score per answered row."""
+    requests = [correctness_input(row) for row in rows]
+    graded = [g for g in requests if isinstance(g, CorrectnessInput)]
+    verdicts = iter(judge.run_many_sync(AnswerCorrectnessPrompt(), graded))
+    return [correctness_score(row["item"]["item_id"], "single_hop/en", g,
+                              next(verdicts) if isinstance(g, CorrectnessInput) else None, **RUN)
+            for row, g in zip(rows, requests)]  # fmt: skip
+
+
+def test_answer_correctness_is_a_0_1_score_skipped_or_failed_with_its_reason(sim) -> None:
+    not_enough = "There is not enough information in the documentation to answer."
+    rows = [
+        response_row("right", "Qdrant listens on port 6333 for the REST API.", REFERENCE),
+        response_row("swapped", "The REST API of Qdrant listens on port 6334.", REFERENCE),
+        response_row("cut", "Qdrant listens on port", REFERENCE),
+        # Adversarial items are graded too: making something up where the corpus has no answer is wrong.
+        response_row("abstains", not_enough, not_enough, qtype="adversarial"),
+        response_row("made-up", "Qdrant was written in Haskell at CERN.", not_enough, qtype="adversarial"),
+        response_row("silent", "  ", REFERENCE),
+        response_row("no-reference", "Port 6333.", ""),
+    ]
+    scores = by(correctness_scores(rows, OfflineLLM()), "answer_correctness")
+    assert {i: scores[i].value for i in ("right", "swapped", "cut", "abstains", "made-up")} == {
+        "right": 1.0, "swapped": 0.0, "cut": 0.0, "abstains": 1.0, "made-up": 0.0}
+    assert all(scores[i].status == "ok" for i in ("right", "swapped", "cut", "abstains", "made-up"))
+    assert (scores["silent"].status, scores["silent"].error) == ("skipped", "the target returned no answer to grade")
+    assert scores["no-reference"].status == "skipped" and "no reference answer" in scores["no-reference"].error
+    sim.set(error_rate=1.0)
+    failed = correctness_scores(rows[:1], sim.llm(max_retries=0))[0]
+    assert_failed(failed, "correctness judge failed: HTTP 500")
+
+
+def test_half_the_answers_cut_to_five_words_fail_the_gate_on_answer_correctness() -> None:
+    """The reported hole: a candidate whose every other answer is cut to five words passed the gate.
+    60 single-hop items made by the golden build's offline generator from demo-corpus chunks, answered by
+    the reference RAG's offline generator from the gold chunk and a distractor, judged offline."""
+    chunks = sorted(load_demo_chunks(), key=lambda c: hashlib.sha256(c.chunk_id.encode()).hexdigest())
+    rag, rows = RagAnswerPrompt(faults=OfflineFaults()), []
+    for chunk, distractor in zip(chunks, reversed(chunks)):
+        seed = SeedChunk(chunk_id=chunk.chunk_id, document=chunk.topic, section=chunk.section, language="en",
+                         text=chunk.text)  # fmt: skip
+        qa = next(iter(ChunkQuestions().offline(ChunkQuestionsInput(chunk=seed, n=1)).items), None)
+        if qa is None:
+            continue
+        contexts = [Context(chunk_id=c.chunk_id, text=c.text) for c in (chunk, distractor)]
+        answer = rag.offline(RagInput(question=qa.question, language="en", contexts=contexts)).answer
+        rows.append(response_row(f"item-{len(rows):02d}", answer, qa.answer, question=qa.question))
+        if len(rows) == 60:
+            break
+    cut = [{**row, "answer": " ".join(row["answer"].split()[:5])} if n % 2 else row for n, row in enumerate(rows)]
+    judge = OfflineLLM()
+    baseline, candidate = correctness_scores(rows, judge), correctness_scores(cut, judge)
+    assert sum(s.value for s in baseline) >= 30  # most full answers state the reference's fact
+    assert all(s.value == 0.0 for s in candidate[1::2])  # every answer cut to five words is wrong
+    rerun = regression_gate(correctness_scores(rows, judge), baseline, ["answer_correctness"])
+    assert rerun.passed
+    gate = regression_gate(candidate, baseline, ["answer_correctness"])
+    verdict = gate.metrics[0]
+    assert not gate.passed and verdict.checks_failed == ("score_drop",), verdict.reason
+    # Significant even after Holm over every gated metric of a real run.
+    assert verdict.p_value * len(GATED_METRICS) <= gate.alpha and verdict.diff <= -0.2

@@ -1,10 +1,13 @@
 """The offline eval end to end: target, judge, results DB upserts, the gate, the push, HTTP targets."""
 
+import html
 import json
 import shutil
+from collections import Counter
 from contextlib import contextmanager
 import threading
 from datetime import date
+from pathlib import Path
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -13,9 +16,12 @@ from pipelines.corpus.steps import index_corpus
 from pipelines.evaluation.gate import GateFailed
 from pipelines.evaluation.offline import run_offline_eval
 from pipelines.evaluation.params import eval_params
+from pipelines.evaluation.prepare import stratified_subset
 from pipelines.evaluation.push import read_back
 from pipelines.golden import steps
+from pipelines.golden.dataset import load_golden_items, released_version
 from pipelines.golden.params import load_golden_params
+from pipelines.records import GoldenItem
 from pipelines.settings import Settings
 from pipelines.stores.results import ResultsStore
 from pipelines.workspace import Workspace
@@ -57,6 +63,13 @@ def test_a_rerun_of_the_same_date_replaces_its_rows_and_the_gate_catches_a_regre
 
     same, _ = run_offline_eval(settings, eval_params(settings, **FAST), logical_date=date(2026, 11, 9))
     assert same.gate_passed is True and same.baseline == first.run_id and "the reference is the baseline" in same.gate
+    # Answer correctness is a reported, gated 0/1 metric (tool items have tool metrics instead).
+    assert {row.metric: row for row in same.overall}["answer_correctness"].n > 0
+    assert "answer_correctness" in {row.metric for row in same.gate_rows}
+    store = ResultsStore.from_settings(settings)
+    graded = [s for s in store.scores(same.run_id) if s.metric == "answer_correctness"]
+    store.dispose()
+    assert graded and not [s for s in graded if s.stratum.startswith("tool/")]
 
     # A new release of the service behind the same target name retrieves nothing relevant.
     with serving(200) as url:
@@ -143,6 +156,52 @@ def test_an_http_target_follows_the_contract_and_its_failures_fail_the_metrics(b
         failed = [s for s in scores if s.status == "failed"]
         assert failed and all("HTTP 503" in s.error for s in failed)
         assert not [s for s in scores if s.status == "ok" and s.metric != "tool_call_accuracy"]
+
+
+def _items(counts: dict[str, int]) -> list[GoldenItem]:
+    return [GoldenItem(item_id=f"{qtype}-{n}", question=f"q {qtype} {n}", reference_answer="a", qtype=qtype,
+                       language="en", source="corpus", source_ref=f"{qtype}/{n}", generator_model="m",
+                       corpus_version="c", created_at="2026-11-30")
+            for qtype, n_items in counts.items() for n in range(n_items)]  # fmt: skip
+
+
+def test_a_limit_draws_a_stratified_nested_subset_with_a_floor_per_question_type():
+    # The reported case: 165 items, 12 of them tool triples; a first-n by hash drew 3 tool items of 60.
+    items = _items({"single_hop": 105, "multi_hop": 24, "adversarial": 24, "tool": 12})
+    chosen, subset = stratified_subset(items, 60, floor=10)
+    counts = Counter(i.qtype for i in chosen)
+    assert len(chosen) == 60 and counts == subset.drawn and subset.available["tool"] == 12
+    assert min(counts.values()) >= 10 and counts["single_hop"] == max(counts.values())
+    assert "tool 10/12" in subset.line() and "60 of 165" in subset.line()
+    # Deterministic, hash order within a type, and a larger limit draws a superset of a smaller one.
+    assert stratified_subset(list(reversed(items)), 60, floor=10)[0] == chosen
+    previous: set[str] = set()
+    for limit in range(1, len(items) + 5):
+        ids = {i.item_id for i in stratified_subset(items, limit, floor=10)[0]}
+        assert len(ids) == min(limit, len(items)) and previous <= ids
+        previous = ids
+    # Without a floor the draw is proportional; floors compete in proportion when the limit is below their sum.
+    assert stratified_subset(items, 33, floor=0)[1].drawn == {"adversarial": 5, "multi_hop": 5, "single_hop": 21,
+                                                              "tool": 2}  # fmt: skip
+    assert stratified_subset(items, 8, floor=10)[1].drawn == {"adversarial": 2, "multi_hop": 2, "single_hop": 2,
+                                                             "tool": 2}  # fmt: skip
+    assert stratified_subset(_items({"single_hop": 30, "tool": 3}), 20, floor=10)[1].drawn == {"single_hop": 17,
+                                                                                             "tool": 3}  # fmt: skip
+
+
+def test_a_limited_run_evaluates_the_stratified_subset_and_says_how_it_was_drawn(built):
+    params = eval_params(built, **FAST, limit=12, target_name="limited")
+    summary, _ = run_offline_eval(built, params, logical_date=date(2026, 11, 30))
+    store = ResultsStore.from_settings(built)
+    run = store.get_run(summary.run_id)
+    scored = {s.item_id for s in store.scores(summary.run_id)}
+    store.dispose()
+    test_split = [i for i in load_golden_items(built, params.golden_name, released_version(built, params.golden_name)) if i.split == "test"]
+    chosen, subset = stratified_subset(test_split, 12, floor=built.gate_min_pairs)
+    assert summary.items == 12 and scored == {i.item_id for i in chosen}
+    assert run.params["subset"] == subset.model_dump() and min(subset.drawn.values()) >= 2  # every type, not 3 of 4
+    report = html.unescape(Path(run.report_path).read_text(encoding="utf-8"))
+    assert f'"drawn": {json.dumps(subset.drawn, sort_keys=True)}' in report
 
 
 def test_eval_compare_reports_paired_differences_per_metric_and_stratum(built):

@@ -33,8 +33,17 @@ def supported(scores: dict[str, Score]) -> bool | None:
     return faithfulness.value >= UNSUPPORTED_BELOW
 
 
+def correct(scores: dict[str, Score]) -> bool | None:
+    """The correctness judge's verdict on the answer (the `answer_correctness` score); None when not graded."""
+    correctness = scores.get("answer_correctness")
+    if correctness is None or correctness.status != "ok":
+        return None
+    return correctness.value == 1.0
+
+
 def read_verdicts(run_paths: RunPaths) -> dict[str, dict]:
-    """item id -> {"correct": bool | None, "reason": str} from the judge batches' correctness verdicts."""
+    """item id -> {"correct": bool | None, "reason": str} from the judge batches' correctness verdicts: the
+    reasons the report shows per item (the verdict itself is read from the `answer_correctness` score)."""
     return {row["item_id"]: row for path in run_paths.verdict_files for row in read_jsonl(path)}
 
 
@@ -50,12 +59,12 @@ def finalize_offline_eval(settings: Settings, run_dir: Path) -> RunSummary:
     views = {}
     for row in read_jsonl(run_paths.responses):
         item = row["item"]
-        verdict = verdicts.get(item["item_id"], {})
+        verdict, item_scores = verdicts.get(item["item_id"], {}), by_item.get(item["item_id"], {})
         views[item["item_id"]] = ItemView(
             item_id=item["item_id"], question=item["question"], answer=row["answer"] or f"(no answer: {row['error']})",
             contexts=[f"{c['chunk_id']}: {c['text']}" for c in row["contexts"]], reference_answer=item["reference_answer"],
-            attribution=attribute([c["chunk_id"] for c in row["contexts"]], item["gold_chunk_ids"], verdict.get("correct"),
-                                  supported(by_item.get(item["item_id"], {}))),
+            attribution=attribute([c["chunk_id"] for c in row["contexts"]], item["gold_chunk_ids"], correct(item_scores),
+                                  supported(item_scores)),
             correctness=verdict.get("reason"),
         )  # fmt: skip
 
@@ -66,7 +75,8 @@ def finalize_offline_eval(settings: Settings, run_dir: Path) -> RunSummary:
     run = EvalRun(run_id=meta.run_id, suite=meta.suite, logical_date=meta.logical_date, target=meta.target,
                   dataset_version=meta.dataset_version, judge_model=build_llm(settings, "judge").model,
                   generator_model=meta.generator_model,
-                  params={**meta.params.model_dump(mode="json"), "context_depth": meta.context_depth},
+                  params={**meta.params.model_dump(mode="json"), "context_depth": meta.context_depth,
+                          **({"subset": meta.subset} if meta.subset else {})},
                   finished_at=datetime.now(timezone.utc))  # fmt: skip
     gate = gate_against_baseline(store, run, scores, min_pairs=settings.gate_min_pairs,
                                  baseline_run=meta.params.baseline_run,

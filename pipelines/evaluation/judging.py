@@ -4,9 +4,15 @@ A failed target call fails the item's judge metrics with its reason, never a 0.
 
 Noise ΔF compares the system's own answer (sample 0) with the same system answering from noisy
 contexts as an independent draw (`answer_with(..., sample=1)`); the control `noise_delta_f_control`
-is the same draw from the clean contexts. Answer correctness against the reference
-(`AnswerCorrectnessPrompt`, the judge model) is written as per-item verdicts, not scores: it decides
-which answers were wrong for the retrieval-vs-generation attribution and is not one more "accuracy".
+is the same draw from the clean contexts.
+
+Answer correctness (`AnswerCorrectnessPrompt`, the judge model) grades each answer against the item's
+reference answer, adversarial items' "not enough information" included: a 0/1 score per item
+(`answer_correctness`), reported and gated like the other metrics, so answers that lose their facts
+(cut short, wrong) fail the gate even where every remaining sentence is faithful. The same verdict
+starts the retrieval-vs-generation attribution; its one-sentence reason goes to a verdict file for
+the report. Skipped with the reason when there is no answer or no reference; failed when the judge
+call failed.
 """
 
 from __future__ import annotations
@@ -20,18 +26,19 @@ from pydantic import BaseModel
 from pipelines.evaluation.judge import JudgeInput, judge_items
 from pipelines.evaluation.noise import CONTROL_METRIC, METRIC, NoisePool, noise_delta_f
 from pipelines.evaluation.params import judge_metric_key, reported_metric
-from pipelines.evaluation.prompts import AnswerCorrectnessPrompt, CorrectnessInput
+from pipelines.evaluation.prompts import AnswerCorrectnessPrompt, CorrectnessInput, CorrectnessVerdict
 from pipelines.evaluation.runs import read_meta, run_and_close, stratum_of
 from pipelines.evaluation.target import build_target
 from pipelines.files import read_jsonl, write_jsonl
 from pipelines.models.embeddings import build_embedder
-from pipelines.models.llm import build_llm, check_models_differ
+from pipelines.models.llm import LLMResult, build_llm, check_models_differ
 from pipelines.records import GoldenItem, Score
 from pipelines.settings import Settings
 from pipelines.stores.corpus import open_corpus_index
 from pipelines.workspace import RunPaths
 
 log = logging.getLogger(__name__)
+CORRECTNESS = "answer_correctness"
 
 
 class JudgedBatch(BaseModel):
@@ -54,6 +61,30 @@ def judge_input(row: dict[str, Any]) -> JudgeInput:
                       gold_chunk_ids=item.gold_chunk_ids)  # fmt: skip
 
 
+def correctness_input(row: dict[str, Any]) -> CorrectnessInput | str:
+    """What the correctness judge grades of one answered response row, or why there is nothing to grade.
+    Unlike the reference-based ragas metrics, adversarial items are graded: their reference says there is
+    not enough information, and an answer that makes something up instead is wrong."""
+    item = GoldenItem.model_validate(row["item"])
+    if not (row["answer"] or "").strip():
+        return "the target returned no answer to grade"
+    if not item.reference_answer.strip():
+        return "the item has no reference answer to grade against"
+    return CorrectnessInput(question=item.question, answer=row["answer"], reference=item.reference_answer)
+
+
+def correctness_score(item_id: str, stratum: str, graded: CorrectnessInput | str,
+                      verdict: LLMResult[CorrectnessVerdict] | None, **labels: Any) -> Score:  # fmt: skip
+    """`answer_correctness` of one item: 1.0 correct, 0.0 wrong; skipped (nothing to grade) or failed (the
+    judge call failed) with the reason, never a 0."""
+    common = dict(**labels, item_id=item_id, stratum=stratum, metric=CORRECTNESS)
+    if isinstance(graded, str):
+        return Score(**common, value=None, status="skipped", error=graded)
+    if not verdict.ok:
+        return Score(**common, value=None, status="failed", error=f"correctness judge failed: {verdict.error}")
+    return Score(**common, value=float(verdict.value.correct), status="ok")
+
+
 def judge_offline_batch(settings: Settings, run_dir: Path, start: int, end: int) -> JudgedBatch:
     """Judge metrics and noise ΔF for responses[start:end]."""
     run = RunPaths(run_dir)
@@ -67,11 +98,12 @@ def judge_offline_batch(settings: Settings, run_dir: Path, start: int, end: int)
         if row["error"] is not None:
             scores += [Score(run_id=meta.run_id, suite=meta.suite, item_id=row["item"]["item_id"], stratum=judge_input(row).stratum,
                              metric=m, value=None, status="failed", error=f"target failed: {row['error']}",
-                             dataset_version=meta.dataset_version) for m in [*params.metrics, METRIC, CONTROL_METRIC]]  # fmt: skip
+                             dataset_version=meta.dataset_version) for m in [*params.metrics, METRIC, CONTROL_METRIC, CORRECTNESS]]  # fmt: skip
     judged = [r for r in rows if r["error"] is None]
     inputs = [judge_input(r) for r in judged]
     labels = dict(run_id=meta.run_id, suite=meta.suite, dataset_version=meta.dataset_version)
-    graded = [i for i in inputs if i.reference and i.answer]
+    requests = [correctness_input(r) for r in judged]
+    graded = [(i, g) for i, g in zip(inputs, requests) if isinstance(g, CorrectnessInput)]
     with open_corpus_index(settings) as index:
         target = build_target(settings, params, index)
         pool = NoisePool.from_index(index, inputs)
@@ -86,17 +118,19 @@ def judge_offline_batch(settings: Settings, run_dir: Path, start: int, end: int)
                 inputs, pool, lambda q, ctx: target.answer_with(q, language.get(q, "en"), ctx, sample=1), judge,
                 **labels, mode=params.noise_mode, k=params.noise_k, clean_scores=clean, control=True,
             ) if inputs else []  # fmt: skip
-            verdicts = await judge.run_many(AnswerCorrectnessPrompt(), [
-                CorrectnessInput(question=i.question, answer=i.answer, reference=i.reference) for i in graded])
+            verdicts = await judge.run_many(AnswerCorrectnessPrompt(), [g for _, g in graded])
             return judged_scores + [s for n in noise for s in n.scores], verdicts
 
         judged_scores, verdicts = run_and_close(all_of_it(), getattr(target, "llm", None), judge)
         scores += judged_scores
+    verdict_of = {i.item_id: v for (i, _), v in zip(graded, verdicts)}
+    scores += [correctness_score(i.item_id, i.stratum, g, verdict_of.get(i.item_id), **labels, judge_model=judge.model)
+               for i, g in zip(inputs, requests)]  # fmt: skip
     write_jsonl(run.scores(f"judge-{start:06d}"), (s.model_dump() for s in scores))
     write_jsonl(run.verdicts(f"judge-{start:06d}"), (
         {"item_id": i.item_id, "correct": v.value.correct if v.ok else None,
          "reason": v.value.reason if v.ok else f"correctness judge failed: {v.error}"}
-        for i, v in zip(graded, verdicts)))  # fmt: skip
+        for (i, _), v in zip(graded, verdicts)))  # fmt: skip
     judge.counters.log(log, f"judge batch {start}-{end}")
     return JudgedBatch(batch=(start, end), scores=len(scores), failed=sum(s.status == "failed" for s in scores),
                        judge=judge.counters.summary())  # fmt: skip

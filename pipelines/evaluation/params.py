@@ -16,7 +16,8 @@ from pipelines.redact import has_credentials, redact_text, redact_url
 
 ALL_JUDGE_METRICS = ["faithfulness", "answer_relevancy", "context_precision_ranked", "context_precision_share",
                      "context_recall", "ragas_noise_sensitivity"]  # fmt: skip
-GATED_METRICS = ["recall@5", "mrr", "faithfulness", "answer_relevancy", "context_precision_ranked", "context_recall"]
+GATED_METRICS = ["recall@5", "mrr", "faithfulness", "answer_relevancy", "context_precision_ranked", "context_recall",
+                 "answer_correctness"]  # fmt: skip
 REFERENCE_TARGET = "reference-rag"
 DEFAULT_K = (1, 3, 5, 10)
 TARGET_URL_PATTERN = r"^https?://[^\s/@?#]+(/[^\s@]*)?$"
@@ -105,7 +106,7 @@ class EvalParams(BaseModel):
     batch_size: int = Field(default=25, ge=1)
     fail_on_gate: bool = False
     limit: int | None = Field(default=None, ge=1)
-    """Evaluate a stable subset of this many items."""
+    """Evaluate a stable subset of this many items, stratified by question type (prepare.stratified_subset)."""
 
     @field_validator("metrics")
     @classmethod

@@ -4,9 +4,12 @@ The responses and these scores are written to the run folder; the judge batches 
 
 Retrieval is scored at every k of the run's parameters plus the context depth (the number of chunks
 the generator was given: the reference RAG's `retrieval_k`, an HTTP target's most common number of
-contexts), where the brief's context-precision band is read. @k is measured the standard way for every
+contexts), where precision@k reads as "gold chunks given / chunks given". @k is measured the standard way for every
 item (retrieval.py): a target that returned fewer distinct chunks than k has its missing ranks counted
 as not relevant, and the log says how many items that was and how many chunks they returned.
+
+`limit` draws a subset stratified by question type (`stratified_subset`): a plain first-n of a golden
+set where tool triples are a few percent leaves too few of them to gate the tool metrics.
 """
 
 from __future__ import annotations
@@ -54,9 +57,10 @@ def prepare_offline_eval(settings: Settings, params: EvalParams, *, logical_date
     items = [i for i in load_golden_items(settings, params.golden_name, version) if i.split == params.split]
     if not items:
         raise ValueError(f"golden set {params.golden_name} {version} has no {params.split} items")
+    subset = None
     if params.limit:
-        # A quick check on a stable subset: the same items every run, so runs stay comparable.
-        items = sorted(items, key=lambda i: hashlib.sha256(i.item_id.encode()).hexdigest())[: params.limit]
+        items, subset = stratified_subset(items, params.limit, floor=settings.gate_min_pairs)
+        log.info("%s@%s: %s", params.golden_name, version, subset.line())
     dataset_version = f"{params.golden_name}@{version}"
     for role, named in (("baseline", params.baseline_run), ("reference", params.reference_run)):
         if named:
@@ -83,10 +87,54 @@ def prepare_offline_eval(settings: Settings, params: EvalParams, *, logical_date
     write_meta(run, RunMeta(run_id=rid, suite=SUITE, logical_date=logical_date, target=params.target_name,
                             dataset_version=dataset_version, items=len(items), target_failures=failed,
                             generator_model=generator_label(getattr(target, "llm", None)), params=params,
-                            context_depth=depth))  # fmt: skip
+                            context_depth=depth, subset=subset.model_dump() if subset else None))  # fmt: skip
     log.info("offline eval %s: %d items on %s, %d target failures", rid, len(items), params.target_name, failed)
     return PreparedRun(run_id=rid, run_dir=run.root, items=len(items), target_failures=failed,
                        batches=batch_ranges(len(items), params.batch_size))  # fmt: skip
+
+
+class Subset(BaseModel):
+    """How a `limit` subset was drawn: per question type, the items drawn and those available."""
+
+    limit: int
+    floor: int
+    drawn: dict[str, int]
+    available: dict[str, int]
+
+    def line(self) -> str:
+        counts = ", ".join(f"{q} {self.drawn[q]}/{self.available[q]}" for q in sorted(self.available))
+        return (f"a subset of {sum(self.drawn.values())} of {sum(self.available.values())}, stratified by question "
+                f"type (at least {self.floor} of each where available, the rest in proportion): {counts}")  # fmt: skip
+
+
+def _hash_order(item: GoldenItem) -> str:
+    return hashlib.sha256(item.item_id.encode()).hexdigest()
+
+
+def stratified_subset(items: list[GoldenItem], limit: int, *, floor: int) -> tuple[list[GoldenItem], Subset]:
+    """`limit` items stratified by question type: each type first gets min(`floor`, its items) (the gate's
+    min pairs: enough tool items to gate the tool metrics), evenly shared when the limit is below the
+    floors' sum; the rest go in proportion to each type's size. Within a type, items are taken in the
+    order of a hash of their id.
+
+    Items are allocated one at a time, each to the type with the strongest claim: below its floor with
+    the fewest drawn first, then the largest available / (drawn + ½) (Webster's divisor method), ties to
+    the first type by name. So the same limit draws the same items on every run, and a larger limit draws
+    a superset of a smaller one (no Alabama paradox, unlike largest-remainder rounding)."""
+    by_qtype: dict[str, list[GoldenItem]] = {}
+    for item in sorted(items, key=_hash_order):
+        by_qtype.setdefault(item.qtype, []).append(item)
+    available = {q: len(group) for q, group in sorted(by_qtype.items())}
+    drawn = dict.fromkeys(available, 0)
+
+    def claim(qtype: str) -> tuple[bool, int, float]:
+        below = drawn[qtype] < min(floor, available[qtype])
+        return below, -drawn[qtype] if below else 0, available[qtype] / (drawn[qtype] + 0.5)
+
+    for _ in range(min(limit, len(items))):
+        drawn[max((q for q in available if drawn[q] < available[q]), key=claim)] += 1
+    chosen = sorted((i for q, group in by_qtype.items() for i in group[: drawn[q]]), key=_hash_order)
+    return chosen, Subset(limit=limit, floor=floor, drawn=drawn, available=available)
 
 
 def _check_baseline(settings: Settings, baseline_run: str, role: str = "baseline") -> None:

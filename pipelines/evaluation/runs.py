@@ -39,6 +39,8 @@ class RunMeta(RunHeader):
     context_depth: int | None = None
     """Chunks the generator was given (offline): the k at which precision@k is "relevant chunks given / given"
     for an item with that many gold chunks; recorded in the run's params."""
+    subset: dict | None = None
+    """How a `limit` subset was drawn (prepare.Subset: per question type, drawn and available); None: all items."""
 
 
 def write_meta(run: RunPaths, meta: RunMeta) -> None:

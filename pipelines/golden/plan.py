@@ -4,11 +4,17 @@ Seeds are chosen by a hash of each chunk's *position* (document, section, ordina
 content: after a corpus refresh the same positions are chosen again, so unchanged chunks
 regenerate identical items (free, from the cache) and changed ones yield replacements.
 A job carries everything its model call needs, so generation never touches the index.
+
+Tool triples are planned in the number the gate needs (`tool_jobs`): enough that the test split can
+hold the gate's min pairs of them after the filters' rejects and the dev share. A corpus with fewer
+usable chunks than that lends each chunk to a second and third tool (`tool_seeds`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
@@ -18,8 +24,11 @@ from pydantic import BaseModel
 from pipelines.golden.params import GoldenParams
 from pipelines.golden.prompts import SeedChunk
 
+log = logging.getLogger(__name__)
 JobKind = Literal["chunk_questions", "multi_hop", "adversarial", "tool", "trace"]
 TOOLS_CYCLE = ("vector_search", "sql_query", "web_search")
+TOOL_REJECT_ALLOWANCE = 0.2
+"""Share of planned tool triples the plan allows the filters to reject (ambiguous, near-duplicate)."""
 
 
 class Job(BaseModel):
@@ -80,6 +89,15 @@ def _job(kind: JobKind, source_ref: str, payload: dict) -> Job:
     return Job(job_id=_rank(f"{kind}|{source_ref}", "job")[:16], kind=kind, source_ref=source_ref, payload=payload)
 
 
+def tool_jobs(params: GoldenParams, test_floor: int) -> int:
+    """Tool triples to plan: `params.tool_triples`, raised so that `test_floor` of them can reach the test
+    split after `TOOL_REJECT_ALLOWANCE` rejects and the dev share; 0 stays 0 (a service without an agent)."""
+    if not params.tool_triples or params.dev_fraction >= 1:
+        return params.tool_triples
+    needed = math.ceil(round(test_floor / (1 - params.dev_fraction) / (1 - TOOL_REJECT_ALLOWANCE), 9))
+    return max(params.tool_triples, needed)
+
+
 def plan_jobs(
     chunks: Sequence[Any],
     params: GoldenParams,
@@ -87,11 +105,13 @@ def plan_jobs(
     related: callable,
     traces: Sequence[dict[str, Any]] = (),
     trace_contexts: callable = None,
+    tool_test_floor: int = 0,
 ) -> list[Job]:
     """All generation jobs of one build.
 
     `related(chunk) -> chunk | None` finds a partner chunk through the index for multi-hop
-    questions; `trace_contexts(question) -> list[chunk]` retrieves contexts for trace questions.
+    questions; `trace_contexts(question) -> list[chunk]` retrieves contexts for trace questions;
+    `tool_test_floor`: tool triples the test split should hold (`tool_jobs`).
     """
     ordered = sorted(chunks, key=lambda c: (c.document, c.section, getattr(c, "ordinal", 0)))
     jobs = [
@@ -114,8 +134,11 @@ def plan_jobs(
         kind = ("false_premise", "not_in_corpus")[i % 2]
         jobs.append(_job("adversarial", position_key(chunk.chunk_id), {"chunk": seed_chunk(chunk).model_dump(), "kind": kind}))
 
-    for i, chunk in enumerate(stratified_seeds(ordered, params.tool_triples, "tool")):
-        tool = TOOLS_CYCLE[i % len(TOOLS_CYCLE)]
+    wanted = tool_jobs(params, tool_test_floor)
+    if wanted > params.tool_triples:
+        log.info("planning %d tool triples instead of %d, so that the test split can hold %d after rejects and "
+                 "the dev share (%.0f %%)", wanted, params.tool_triples, tool_test_floor, 100 * params.dev_fraction)  # fmt: skip
+    for chunk, tool in tool_seeds(ordered, wanted):
         jobs.append(_job("tool", f"{position_key(chunk.chunk_id)}@{tool}", {"chunk": seed_chunk(chunk).model_dump(), "tool": tool}))
 
     for trace in traces:
@@ -125,6 +148,19 @@ def plan_jobs(
             "contexts": [{"chunk_id": c.chunk_id, "text": c.text} for c in contexts],
         }))  # fmt: skip
     return jobs
+
+
+def tool_seeds(ordered: Sequence[Any], n: int) -> list[tuple[Any, str]]:
+    """`n` (chunk, tool) pairs: stratified seed chunks with the tools in turn; when the corpus has fewer usable
+    chunks than `n`, the same chunks again with the next tool each round (every pair distinct), at most
+    three rounds. The first round is what a corpus with enough chunks gets, so its job ids never change."""
+    seeds = stratified_seeds(ordered, n, "tool")
+    pairs = [(chunk, TOOLS_CYCLE[(i + round_) % len(TOOLS_CYCLE)])
+             for round_ in range(len(TOOLS_CYCLE)) for i, chunk in enumerate(seeds)][:n]  # fmt: skip
+    if len(pairs) < n:
+        log.warning("the corpus has %d chunks usable as tool seeds: %d tool triples planned, not %d",
+                    len(seeds), len(pairs), n)  # fmt: skip
+    return pairs
 
 
 def pick_trace_questions(rows: Sequence[dict[str, Any]], n: int) -> list[dict[str, Any]]:

@@ -66,8 +66,10 @@ def _golden_summary(frame: pd.DataFrame, manifest: dict[str, Any]) -> dict[str, 
     test_now = set(frame.loc[frame["split"] == "test", "item_id"])
     baseline = set(manifest["baseline_test_ids"] or [])
     stale = set(manifest["stale"])
-    # Hand-imported items (people's own questions, reviewed candidates from traces) may join the test split.
-    allowed_new = set(manifest["replacements"]) | set(frame.loc[frame["generator_model"] == "human", "item_id"])
+    # Hand-imported items (people's own questions, reviewed candidates from traces) may join the test split,
+    # and new items that fill a question type's floor (split.py).
+    allowed_new = (set(manifest["replacements"]) | set(frame.loc[frame["generator_model"] == "human", "item_id"])
+                   | set(manifest.get("test_floor_additions", [])))  # fmt: skip
     human_rejected = set(manifest["human_rejected_ids"])
     row["test_removed_not_stale"] = len(baseline - test_now - stale - human_rejected)
     row["test_added_not_replacement"] = len(test_now - baseline - allowed_new) if manifest["baseline_test_ids"] is not None else 0

@@ -25,7 +25,7 @@ from pipelines.golden.generate import generate_items
 from pipelines.golden.params import GoldenParams
 from pipelines.golden.plan import Job, pick_trace_questions, plan_jobs, position_key
 from pipelines.golden.review import apply_decisions, read_decisions
-from pipelines.golden.split import assemble, test_split_ids
+from pipelines.golden.split import assemble, floor_shortfalls, test_split_ids
 from pipelines.models.llm import build_llm, check_models_differ
 from pipelines.records import GoldenItem
 from pipelines.settings import Settings
@@ -124,7 +124,7 @@ def plan_golden(settings: Settings, params: GoldenParams, *, logical_date: date)
                     return next(iter(index.get([hit.chunk_id])), None)
             return None
 
-        jobs = plan_jobs(chunks, params, related=related, traces=traces,
+        jobs = plan_jobs(chunks, params, related=related, traces=traces, tool_test_floor=settings.gate_min_pairs,
                          trace_contexts=lambda q: index.get([h.chunk_id for h in index.search(q, k=5, mode="hybrid")]))  # fmt: skip
     reset_dir(p.build)
     write_jsonl(p.plan, (j.model_dump() for j in jobs))
@@ -203,7 +203,8 @@ def split_golden(settings: Settings, params: GoldenParams) -> StagedSet:
     baseline_manifest = read_manifest(p.released_manifest) if p.released_items.exists() else None
     baseline = read_items(p.released_items) if baseline_manifest else None
     current = set(meta["current_chunk_ids"])
-    result = assemble(kept, human, baseline, current, dev_fraction=params.dev_fraction)
+    result = assemble(kept, human, baseline, current, dev_fraction=params.dev_fraction,
+                      min_test=settings.gate_min_pairs)  # fmt: skip
 
     decisions = [d for path in p.decision_files for d in read_decisions(path)[0]]
     pending = set(json.loads(p.pending_review.read_text())) if p.pending_review.exists() else set()
@@ -214,6 +215,9 @@ def split_golden(settings: Settings, params: GoldenParams) -> StagedSet:
     write_jsonl(p.staged_rejected, rejected + human_rejected)
     filtered = json.loads(p.funnel.read_text())
     strata = Counter((i.split, i.qtype, i.language) for i in items)
+    shortfalls = floor_shortfalls(items, settings.gate_min_pairs, meta["by_kind"].get("tool", 0))
+    for line in shortfalls:
+        log.warning("golden %s: %s", params.name, line)
     splits = dict(sorted(Counter(i.split for i in items).items()))
     manifest = {
         "name": params.name, "corpus_version": meta["corpus_version"], "created_at": meta["created_at"],
@@ -226,6 +230,8 @@ def split_golden(settings: Settings, params: GoldenParams) -> StagedSet:
         "baseline_test_ids": sorted(test_split_ids(baseline)) if baseline else None,
         "stale": sorted(i.item_id for i in result.stale),
         "replacements": dict(sorted(result.replacements.items())),
+        "test_floor": settings.gate_min_pairs, "test_floor_additions": sorted(result.floor_additions),
+        "test_shortfalls": shortfalls,
         "planned": meta["by_kind"], "params": params.model_dump(),
     }  # fmt: skip
     write_manifest(p.staged_manifest, manifest)
