@@ -283,6 +283,10 @@ def test_a_metric_is_gated_only_where_the_baseline_measured_it():
     assert gate.gated_metrics == ["context_recall"] and gate.measured
     fixed = regression_gate([s for s in candidate if s.metric == "faithfulness"], baseline, ["faithfulness"])
     assert fixed.passed and fixed.summary() == f"nothing gated; faithfulness ({RECOVERY})"
+    # The baseline measured context_recall; a candidate without a single score of it fails, whatever n.
+    dropped = regression_gate(candidate[1::3], baseline[:3], ["context_recall"]).metrics[0]
+    assert not dropped.passed and dropped.checks_failed == ("missing_metric",) and not dropped.gated
+    assert dropped.reason == "the candidate has no score of it (the baseline measured 3 items)"
     with pytest.raises(ValueError, match="at least one metric"):
         regression_gate(baseline, baseline, [])
 

@@ -8,12 +8,12 @@ Every figure, one line each (figure | exact definition | interval or test | mult
 | CI, range unknown | a metric outside METRIC_RANGES whose values leave [0, 1] | `student-t`: mean ± t(0.975, n − 1)·sd/√n, n ≥ 2 | none |
 | paired difference | mean of candidate_i − baseline_i over the n items ok in both runs | CI equal-tailed 95 % (`paired_difference_interval`): 0/1 scores `mover-jeffreys-paired`, other bounded scores `agresti-min-paired`, range unknown `student-t-paired`; p: two-sided exact sign-flip test (`sign_flip_test`) | none alone |
 | independent difference | mean(candidate) − mean(baseline) when the runs share no item (online) | CI `mover-jeffreys-independent`, MOVER of the two bounded-mean intervals; p: permutation test (`permutation_test`) | none alone |
-| gate: status | a metric is gated where the baseline has ok scores of it and ≥ min_pairs (10) items are ok in both runs (independent: in each run); else "not gated: n = k < 10" (its change still shown), "not gated: measured in neither run", "not gated: the baseline did not measure it" or "recovery: the baseline measured no item"; a metric not gated passes unless its failure rise fails it | deterministic | none |
+| gate: status | a metric is gated where the baseline has ok scores of it and ≥ min_pairs (10) items are ok in both runs (independent: in each run); else "not gated: n = k < 10" (its change still shown), "not gated: measured in neither run", "not gated: the baseline did not measure it" or "recovery: the baseline measured no item"; a metric not gated passes unless its failure rise fails it; one the baseline measured and the candidate has no score of fails (`missing_metric`) | deterministic | none |
 | gate: score drop | worsening = baseline − candidate (candidate − baseline for LOWER_IS_BETTER), mean over the n items ok in both runs; fails when > min_tolerance (0.02) and significant | one-sided randomization test of "nothing changed": sign flips of whole items (all patterns up to 16 moving items, else 10,000 seeded draws + the observed), items dealt between the runs when they share none (`family_sign_flip_test`, `family_permutation_test`) | Westfall–Young step-down maxT over every check of every metric of the gate, family-wise α = 0.05 |
 | gate: worst case | the same worsening over all the baseline's items of the metric, every failed, skipped or missing score (either run) at the worst end of the metric's range (0; +1 for noise ΔF); tested when some item is not ok; fails when > 0.02 and significant | the same draws | the same family |
 | gate: failure rise | (failed + skipped + missing) / the baseline's items, candidate − baseline (independent: each run's not-ok share); fails when > max_failure_rise (0.05) and significant | the same draws (alone: McNemar's exact test) | the same family |
 | gate interval | `paired difference`'s interval at the two-sided level 1 − α (95 % at the default α), unadjusted: shown, not used to decide | as the paired difference | none |
-| eval compare row | paired difference B − A per metric and stratum | 95 % MOVER-Jeffreys CI; two-sided sign-flip p, H0 "A and B exchangeable" | Benjamini–Hochberg over all rows, q = 0.05 |
+| eval compare row | paired difference B − A per metric and stratum | the paired difference's 95 % CI; two-sided sign-flip p, H0 "A and B exchangeable" | Benjamini–Hochberg over all rows, q = 0.05 |
 | diagnosis band | the mean lies in its band (problem/watch: or a worse one), with n ≥ min_n (10) | one-sided p from the aggregate's interval distribution (diagnose.py) | Benjamini–Hochberg over every band claim, q = 0.025 |
 
 0/1 scores are recognised from the values, not from the metric's name: the bounded-mean interval *is*
@@ -329,11 +329,13 @@ def adjusted_paired_interval(differences, width: float = 1.0, *,
     such a change is seen, and pseudo-pairs at the width would double the interval of scores that move by
     a few points (faithfulness-like scores: 0.99–1.00 coverage for MOVER-Jeffreys at n ≤ 60).
 
-    Simulated coverage of the 95 % interval (4,000 samples per cell, n = 10 / 20 / 50 / 100; paired t in
-    brackets): faithfulness-like mixtures, 30 % of answers from a worse system 1.00 / 1.00 / 0.97 / 0.97
-    (0.67 / 0.87 / 0.93 / 0.95). The nine gated metrics of `ragwatch bench gate`, 10-point drops, n = 30 /
-    60 / 100: 0.94–0.96 local drops, 0.95–0.98 shifts, 0.98–0.995 for answer relevancy's shift, whose 2 %
-    noncommittal replies (scored 0) put a heavy tail on the differences (t 0.97 / 0.97 / 0.95 there).
+    Simulated coverage of the 95 % interval, 4,000 samples per cell. Faithfulness-like mixtures, 30 % of
+    the answers from a worse system, n = 10 / 20 / 30 / 50 / 100: 1.00 / 1.00 / 0.98 / 0.97 / 0.97 (paired t
+    0.67 / 0.87 / 0.90 / 0.93 / 0.95). The bounded judge scores and MRR of `ragwatch bench gate`, 5- and
+    10-point drops, n = 30 / 60 / 100: local drops 0.93–0.96 / 0.95–0.97 / 0.95–0.96, shifts 0.96–0.98 /
+    0.955–0.97 / 0.955–0.97, except answer relevancy's shift, 0.99 / 0.99 / 0.98: its 2 % noncommittal
+    replies (scored 0) put a heavy tail on the differences, over which t itself covers 0.97 / 0.97 / 0.95.
+    With nothing changed and most differences 0, every interval covers 0 more often (0.96–0.98 at 100).
     """
     d = np.asarray(differences, dtype=float) / width
     if d.shape[-1] < 1:
@@ -1029,10 +1031,12 @@ DEFAULT_MIN_TOLERANCE = 0.02
 past a few hundred items the noise band falls below it, and a drop of 0.01 is not worth a page."""
 WESTFALL_YOUNG = "westfall-young-maxT"
 SCORE_DROP, WORST_CASE_DROP, FAILURE_RISE = "score_drop", "worst_case_drop", "failure_rise"
+MISSING_METRIC = "missing_metric"
 GATE_CHECKS = {
     SCORE_DROP: "the mean over the items ok in both runs worsens",
     WORST_CASE_DROP: "the mean worsens with every failed, skipped or missing item at the worst end of the range",
     FAILURE_RISE: "the share of failed, skipped or missing items rises",
+    MISSING_METRIC: "the candidate has no score of a metric the baseline measured (deterministic)",
 }
 """What each check of a gated metric tests (`MetricGate.checks_failed` names)."""
 GATED = "gated"
@@ -1147,7 +1151,8 @@ class GateResult:
                 f"metric fails when its mean over the items ok in both runs worsens by more than "
                 f"max({self.min_tolerance:g}, noise band), or when the same worsening with every failed, skipped or "
                 f"missing item counted at the worst end of the range (the worst case) does; any metric fails when "
-                f"its share of failed, skipped or missing items rises by more than {self.max_failure_rise:g}. Each "
+                f"its share of failed, skipped or missing items rises by more than {self.max_failure_rise:g}, and "
+                f"when the baseline measured it and the candidate has no score of it at all. Each "
                 f"worsening must also be significant: the one-sided randomization tests of 'nothing changed' "
                 f"(whole items re-labelled between the runs, the same draws for every check) are corrected "
                 f"together by Westfall–Young's step-down maxT over the {self.family_size} check(s) that could move, "
@@ -1220,8 +1225,9 @@ def regression_gate(
     `alpha` of the time. `draws` and `seed`: the family test's Monte Carlo draws (RANDOMIZATION_DRAWS).
 
     A metric the baseline scored on items that all failed passes as a recovery (RECOVERY) when the candidate
-    measured it; one measured in neither run, or only by the candidate, is listed as not gated. The
-    printed interval of each difference is the two-sided 1 − `alpha` interval (95 % at the default 0.05).
+    measured it; one measured in neither run, or only by the candidate, is listed as not gated. One the
+    baseline measured and the candidate has no score of at all fails (`MISSING_METRIC`): a metric switched
+    off or lost is a change the gate cannot vouch for. The printed interval of each difference is the two-sided 1 − `alpha` interval (95 % at the default 0.05).
     """
     gated = list(dict.fromkeys(metrics))
     if not gated:
@@ -1271,6 +1277,10 @@ def _gate_draft(metric: str, cand_rows: dict[str, ScoreLike], base_rows: dict[st
                      NOT_IN_BASELINE if cand else NOT_MEASURED)  # fmt: skip
         if cand:
             draft["candidate_mean"] = float(np.mean(list(cand.values())))
+        return draft
+    if not cand_rows:
+        draft.update(status=f"not gated: the candidate has no score of it (the baseline measured {len(base)} items)",
+                     missing_metric=True)  # fmt: skip
         return draft
     sign = 1.0 if higher else -1.0  # worsening = sign · (baseline − candidate)
     if design == "paired":
@@ -1376,6 +1386,8 @@ def _gate_verdict(draft: dict, *, method: str, alpha: float) -> MetricGate:
     checks: dict[str, _Check] = draft.pop("checks")
     not_gated_text, worst, n_lost = draft.pop("not_gated_text", ""), draft.pop("worst", None), draft.pop("n_lost", 0)
     texts: list[tuple[str, str | None]] = []  # (text, the check it fails or None)
+    if draft.pop("missing_metric", False):
+        texts.append((draft["status"].removeprefix("not gated: "), MISSING_METRIC))
     direction = "drop" if draft["higher_is_better"] else "rise"
 
     def change(worsening: float) -> str:
@@ -1393,7 +1405,7 @@ def _gate_verdict(draft: dict, *, method: str, alpha: float) -> MetricGate:
                       SCORE_DROP if score.failed(alpha) else None))  # fmt: skip
     elif draft["diff"] is not None and not_gated_text:
         texts.append((f"not gated: {not_gated_text}; observed change {draft['diff']:+.4f}", None))
-    else:
+    elif not texts:
         texts.append((draft["status"] if not not_gated_text else f"not gated: {not_gated_text}", None))
     if worst_case is not None:
         texts.append((f"worst case ({n_lost} failed, skipped or missing at {worst:g}): {change(worst_case.observed)} "
