@@ -657,8 +657,13 @@ def _gate_table(summary, role: str = "baseline", run_id: str | None = None, rows
     for row in summary.gate_rows if rows is None else rows:
         table.add_row(row.metric, str(row.n_pairs), number(row.baseline_mean), number(row.candidate_mean),
                       "–" if row.diff is None else f"{row.diff:+.3f}", interval(row.ci_low, row.ci_high),
-                      number(row.p_adjusted), "[green]pass" if row.passed else "[red]FAIL")  # fmt: skip
+                      number(row.p_adjusted), _verdict(row))  # fmt: skip
     return table
+
+
+def _verdict(row) -> str:
+    """pass / FAIL, or why the metric was not gated ("not gated: n = 7 < 10")."""
+    return "[red]FAIL" if not row.passed else "[green]pass" if row.gated else escape(row.status)
 
 
 def print_eval_summary(summary) -> None:
@@ -834,7 +839,8 @@ def eval_compare(
                       f"{r['diff']:+.3f}", ci, p_adjusted, "significant" if r["significant"] else "")  # fmt: skip
     console.print(table)
     if rows:
-        console.print(f"CI: {rows[0]['ci_method']}; p: paired sign-flip test, {rows[0]['correction']}-adjusted over "
+        methods = ", ".join(dict.fromkeys(r["ci_method"] for r in rows if r["ci_method"]))  # 0/1 and other scores differ
+        console.print(f"CI: {methods}; p: paired sign-flip test, {rows[0]['correction']}-adjusted over "
                       f"{len(rows)} rows (false discovery rate 0.05)")  # fmt: skip
 
 
@@ -894,6 +900,24 @@ def bench_diagnose(
     from pipelines.bench.diagnose_power import format_diagnose_bench, run_diagnose_bench
 
     console.print(format_diagnose_bench(run_diagnose_bench(reps=reps, seed=seed)))
+
+
+@bench_app.command("gate")
+def bench_gate(
+    reps: Annotated[int, typer.Option(min=1, help="Simulated baseline/candidate pairs per scenario and n.")] = 400,
+    sizes: Annotated[str, typer.Option(help="Eval sizes n, comma-separated.")] = "30,60,100",
+    draws: Annotated[Optional[int], typer.Option(min=100, help="Null draws of the gate's family test (default: the gate's, 10,000).")] = None,
+    seed: Annotated[int, typer.Option()] = 17,
+) -> None:
+    """False alarms, power and interval coverage of the regression gate, simulated with the gate itself."""
+    from pipelines.bench.gate_power import format_gate_bench, run_gate_bench
+
+    try:
+        ns = [int(n) for n in sizes.split(",")]
+    except ValueError:
+        _fail(f"--sizes is a comma-separated list of integers, not {escape(sizes)!r}")
+    result = run_gate_bench(sizes=ns, reps=reps, draws=draws, seed=seed, progress=lambda line: console.print(escape(line)))
+    typer.echo(format_gate_bench(result))
 
 
 @bench_app.command("sample")

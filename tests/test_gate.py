@@ -1,8 +1,9 @@
-"""The regression gate: failures, missing items, too few pairs, score drops, Holm over metrics; against which
-runs it compares (the baseline, the pinned reference), across golden versions and renamed item ids.
+"""The regression gate: failures, missing items, metrics not gated, score drops, the worst case, the
+Westfall–Young correction over every check; against which runs it compares (the baseline, the pinned
+reference), across golden versions and renamed item ids.
 
-Decisions are checked against values computed by hand (Jeffreys bounds combined by MOVER) and
-against simulated error rates.
+Decisions are checked against values computed by hand (exact sign-flip distributions, Jeffreys bounds
+combined by MOVER) and against simulated error rates (tests/test_gate_power.py).
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ import pytest
 from scipy import stats
 
 from pipelines.evaluation.stats import (
-    ALPHA, HOLM, MOVER_INDEPENDENT, MOVER_PAIRED, holm, paired_comparison, paired_difference_interval,
-    regression_gate, sign_flip_test,
+    ALPHA, GATE_ALPHA, MOVER_INDEPENDENT, MOVER_PAIRED, NOT_IN_BASELINE, NOT_MEASURED, RECOVERY, WESTFALL_YOUNG, holm,
+    paired_comparison, paired_difference_interval, regression_gate, sign_flip_test,
 )  # fmt: skip
 from pipelines.evaluation.gate import RunGate, gate_against_baseline
 from pipelines.evaluation.report import render_report
@@ -54,11 +55,13 @@ def test_a_candidate_that_failed_48_of_50_items_fails_the_gate():
     gate = regression_gate(candidate, BASELINE, ["recall@5"])
     [metric] = gate.metrics
     assert not gate.passed
-    assert set(metric.checks_failed) == {"failure_rise", "too_few_pairs"}
+    # Two pairs are too few to test the score ("not gated: n < 10"); the failure rise still fails it.
+    assert metric.checks_failed == ("failure_rise",) and not metric.gated and metric.status == "not gated: n = 2 < 10"
     assert (metric.candidate_not_ok_share, metric.baseline_not_ok_share) == (0.96, 0.0)
     assert "rose from 0.00 to 0.96" in metric.reason and "only 2 items scored ok in both runs" in metric.reason
     stored = json.loads(json.dumps(gate.to_dict(), allow_nan=False))  # the results DB keeps it as JSON
-    assert stored["metrics"][0]["checks_failed"] == ["failure_rise", "too_few_pairs"] and not stored["passed"]
+    assert stored["metrics"][0]["checks_failed"] == ["failure_rise"] and not stored["passed"]
+    assert stored["gated_metrics"] == [] and stored["correction"] == WESTFALL_YOUNG
 
 
 def test_a_candidate_that_failed_exactly_the_items_the_baseline_got_wrong_fails_the_gate():
@@ -67,28 +70,54 @@ def test_a_candidate_that_failed_exactly_the_items_the_baseline_got_wrong_fails_
     paired = paired_comparison(candidate, BASELINE, "recall@5")
     assert (paired.n_pairs, paired.mean_diff) == (40, 0.0)  # what the old gate decided on: no drop
     gate = regression_gate(candidate, BASELINE, ["recall@5"])
+    # The worst case puts the failed items at 0, which they scored in the baseline: no drop; the rise fails it.
     assert not gate.passed and gate.metrics[0].checks_failed == ("failure_rise",)
-    assert gate.metrics[0].failure_rise == pytest.approx(0.2)
-    assert "failed-or-skipped share rose from 0.00 to 0.20" in gate.summary()
+    assert gate.metrics[0].failure_rise == pytest.approx(0.2) and gate.metrics[0].worst_case_diff == 0.0
+    assert "failed, skipped or missing share rose from 0.00 to 0.20" in gate.summary()
 
 
-def test_baseline_items_missing_from_the_candidate_fail_the_gate():
+def test_missing_items_count_as_failed_and_a_few_do_not_fail_the_gate_alone():
     candidate = [s.model_copy(update={"run_id": "cand"}) for s in BASELINE[:45]]
     gate = regression_gate(candidate, BASELINE, ["recall@5"])
-    assert not gate.passed
-    assert gate.metrics[0].checks_failed == ("missing_items",) and gate.metrics[0].n_missing == 5
-    assert "5 of 50 baseline items missing from the candidate" in gate.metrics[0].reason
+    # Five of 50 missing: a rise of 0.10 in the not-ok share, 5 losses and no gain, exact p = 2⁻⁵ = 0.031.
+    [metric] = gate.metrics
+    assert not gate.passed and metric.checks_failed == ("failure_rise",) and metric.n_missing == 5
+    assert metric.failure_rise_p_value == pytest.approx(2**-5)
+    assert "rose from 0.00 to 0.10 (+0.10 > 0.05, 5 missing" in metric.reason
+    # One missing: the worst case (it scores 0) is a drop of 1/50 with p = 1/2, the rise 0.02: it passes.
+    one = regression_gate([s for s in BASELINE if s.item_id != "q3"], BASELINE, ["recall@5"]).metrics[0]
+    assert one.passed and one.n_missing == 1 and one.worst_case_diff == pytest.approx(-1 / 50)
+    assert one.worst_case_p_value == 0.5 and one.failure_rise_p_value == 0.5
     # New items in the candidate are not a problem: they are simply not paired.
     grown = [s.model_copy(update={"run_id": "cand"}) for s in BASELINE] + recall_run([1.0] * 55, "cand")[50:]
     assert regression_gate(grown, BASELINE, ["recall@5"]).passed
 
 
-def test_too_few_pairs_fail_the_gate_and_min_pairs_is_a_parameter():
-    base, cand = recall_run([1.0] * 8, "base"), recall_run([1.0] * 8, "cand")
+def test_failed_items_cannot_hide_a_drop():
+    # 60 answers at 0.9. The candidate cannot be judged on 3 of them (a rise of 0.05, not above the 0.05 tolerated)
+    # and loses 0.3 on 3 others: 0.9/57 = 0.016 on the pairs, within min_tolerance 0.02, p = 1/8. The gate before
+    # issue 17 passed it. With the 3 failed answers at 0 (the worst case) the drop is 3.6/60 = 0.06 on 6 items that
+    # all got worse: p = 2⁻⁶, and the checks it competes with (pairs: 3 items; failures: 3 items) reach at most
+    # z = √3, below the worst case's z = 3.6/√2.7, so its adjusted p is 2⁻⁶ too.
+    base = [score(f"q{i}", "faithfulness", 0.9, run_id="base") for i in range(60)]
+    cand = [failed(f"q{i}", "faithfulness") if i < 3 else score(f"q{i}", "faithfulness", 0.6 if i < 6 else 0.9)
+            for i in range(60)]  # fmt: skip
+    metric = regression_gate(cand, base, ["faithfulness"]).metrics[0]
+    assert metric.diff == pytest.approx(-0.9 / 57) and metric.p_value == pytest.approx(1 / 8)
+    assert metric.worst_case_diff == pytest.approx(-0.06) and metric.worst_case_p_adjusted == pytest.approx(2**-6)
+    assert not metric.passed and metric.checks_failed == ("worst_case_drop",)
+    assert metric.reason.startswith("worst case (3 failed, skipped or missing at 0): drop of 0.0600 exceeds")
+
+
+def test_too_few_pairs_are_not_gated_and_min_pairs_is_a_parameter():
+    base, cand = recall_run([1.0] * 8, "base"), recall_run([1.0] * 7 + [0.0], "cand")
     gate = regression_gate(cand, base, ["recall@5"])
-    assert not gate.passed and gate.metrics[0].checks_failed == ("too_few_pairs",)
-    assert "only 8 items scored ok in both runs (need ≥ 10)" in gate.metrics[0].reason
-    assert regression_gate(cand, base, ["recall@5"], min_pairs=5).passed
+    [metric] = gate.metrics
+    assert gate.passed and not metric.gated and metric.status == "not gated: n = 8 < 10" and metric.tolerance is None
+    assert metric.reason == "not gated: only 8 items scored ok in both runs (need ≥ 10); observed change -0.1250"
+    assert metric.diff == pytest.approx(-0.125) and metric.ci_low is not None  # the change is still shown
+    assert gate.summary() == "nothing gated; recall@5 (not gated: n = 8 < 10)" and not gate.measured
+    assert regression_gate(cand, base, ["recall@5"], min_pairs=5).metrics[0].gated
     with pytest.raises(ValueError, match="min_pairs"):
         regression_gate(cand, base, ["recall@5"], min_pairs=1)
 
@@ -110,16 +139,16 @@ def test_a_failure_rise_must_be_material_and_significant():
     # k items newly failed and none recovered: McNemar's exact one-sided p = 2⁻ᵏ.
     small = gate(20, 2)  # +0.10 is material, but p = 1/4
     assert small.passed and small.failure_rise == pytest.approx(0.10) and small.failure_rise_p_value == 0.25
-    four = gate(50, 4)  # +0.08, p = 1/16 > 0.025
+    four = gate(50, 4)  # +0.08, p = 1/16 > 0.05
     assert four.passed and four.failure_rise_p_value == pytest.approx(1 / 16)
-    six = gate(50, 6)  # +0.12, p = 1/64 < 0.025
-    assert not six.passed and six.checks_failed == ("failure_rise",)
-    assert six.failure_rise_p_value == pytest.approx(1 / 64)
+    six = gate(50, 6)  # +0.12, p = 1/64 < 0.05; and the six answers at 0 are a worst-case drop of 0.108
+    assert not six.passed and six.checks_failed == ("worst_case_drop", "failure_rise")
+    assert six.failure_rise_p_value == pytest.approx(1 / 64) and six.failure_rise_p_adjusted == pytest.approx(1 / 64)
     # Skipped scores count too: a candidate that abstains where the baseline answered loses items the same way.
     base = [score(f"q{i}", "faithfulness", 0.9, run_id="base") for i in range(50)]
     skipping = [score(f"q{i}", "faithfulness", None, status="skipped") if i < 10 else score(f"q{i}", "faithfulness", 0.9)
                 for i in range(50)]  # fmt: skip
-    assert regression_gate(skipping, base, ["faithfulness"]).metrics[0].checks_failed == ("failure_rise",)
+    assert "failure_rise" in regression_gate(skipping, base, ["faithfulness"]).metrics[0].checks_failed
 
 
 # --- Score drops ------------------------------------------------------------------------------------------
@@ -128,17 +157,20 @@ def test_a_failure_rise_must_be_material_and_significant():
 def test_a_gate_decision_computed_by_hand():
     # 50 pairs of 0/1 scores, 10 items dropped 1 -> 0, none gained: the sign-flip test flips the signs of the
     # 10 non-zero differences. With K of them drops (K ~ Bin(10, ½) when nothing changed) the worsening is
-    # (2K − 10)/50; observed K = 10: p = 2⁻¹⁰. P(K ≥ 9) = 11/1024 ≤ 0.025 < P(K ≥ 8) = 56/1024, so the
-    # largest worsening that is not significant is (2·8 − 10)/50 = 0.12: tolerance max(0.02, 0.12).
+    # (2K − 10)/50; observed K = 10: p = 2⁻¹⁰. P(K ≥ 9) = 11/1024 ≤ 0.05 < P(K ≥ 8) = 56/1024, so the
+    # largest worsening that is not significant is (2·8 − 10)/50 = 0.12: tolerance max(0.02, 0.12). Nothing
+    # failed, so there is no worst case besides the drop itself, and the failures cannot move: a family of one.
     base = recall_run([1.0] * 50, "base")
-    metric = regression_gate(recall_run([0.0] * 10 + [1.0] * 40, "cand"), base, ["recall@5"]).metrics[0]
-    assert metric.test_method == "sign-flip-exact" and metric.diff == pytest.approx(-0.2)
-    assert metric.p_value == pytest.approx(2**-10) and metric.tolerance == pytest.approx(0.12)
+    gate = regression_gate(recall_run([0.0] * 10 + [1.0] * 40, "cand"), base, ["recall@5"])
+    metric = gate.metrics[0]
+    assert metric.test_method == "sign-flip-exact" and metric.diff == pytest.approx(-0.2) and gate.family_size == 1
+    assert metric.p_value == pytest.approx(2**-10) and metric.p_adjusted == metric.p_value
+    assert metric.tolerance == pytest.approx(0.12) and metric.worst_case_diff is None
     assert not metric.passed and metric.checks_failed == ("score_drop",)
     assert "drop of 0.2000 exceeds tolerance 0.1200" in metric.reason
     # The interval shown beside it is the MOVER-Jeffreys one: upper bound −0.2 + √(u_gain² + (0.2 − l_loss)²),
-    # u_gain the Jeffreys upper bound of 0/50, l_loss the lower bound of 10/50.
-    u_gain, l_loss = stats.beta.isf(ALPHA, 0.5, 50.5), stats.beta.ppf(ALPHA, 10.5, 40.5)
+    # u_gain the Jeffreys upper bound of 0/50, l_loss the lower bound of 10/50, each at α/2 (a 95 % interval).
+    u_gain, l_loss = stats.beta.isf(GATE_ALPHA / 2, 0.5, 50.5), stats.beta.ppf(GATE_ALPHA / 2, 10.5, 40.5)
     assert metric.ci_method == MOVER_PAIRED
     assert metric.ci_high == pytest.approx(-0.2 + math.sqrt(u_gain**2 + (0.2 - l_loss) ** 2))
     # 2 drops of 50: 0.04 is above min_tolerance 0.02, but p = 1/4 and the noise band is (2·2 − 2)/50 = 0.04.
@@ -168,19 +200,45 @@ def test_a_drop_within_min_tolerance_passes_however_significant():
     assert regression_gate(better, baseline, ["faithfulness"]).passed
 
 
-def test_holm_over_the_gated_metrics():
-    base = [score(f"q{i}", m, 1.0, run_id="base") for i in range(100) for m in ("recall@5", "mrr", "faithfulness")]
-    cand = [score(f"q{i}", m, 0.0 if m == "recall@5" and i < 6 else 1.0, run_id="cand")
-            for i in range(100) for m in ("recall@5", "mrr", "faithfulness")]  # fmt: skip
-    alone = regression_gate(cand, base, ["recall@5"]).metrics[0]
-    assert alone.p_value == pytest.approx(1 / 64) and not alone.passed  # 6 drops of 100, nothing gained
-    gate = regression_gate(cand, base, ["recall@5", "mrr", "faithfulness"])
+def test_westfall_young_over_the_gated_metrics():
+    metrics = ("recall@5", "mrr", "faithfulness")
+
+    def runs(mrr_moves: bool) -> tuple[list, list]:
+        base = [score(f"q{i}", m, 0.5 if m == "mrr" and mrr_moves and 13 <= i < 16 else 1.0, run_id="base")
+                for i in range(100) for m in metrics]  # fmt: skip
+        # recall: 6 drops of 100, nothing gained (one-sided p = 2⁻⁶); mrr, when it moves: 6 other items, 3 down by
+        # 0.5 and 3 up by 0.5, as exchangeable as can be.
+        cand = [score(f"q{i}", m, 0.0 if m == "recall@5" and i < 6 else
+                      0.5 if m == "mrr" and mrr_moves and 10 <= i < 13 else 1.0, run_id="cand")
+                for i in range(100) for m in metrics]  # fmt: skip
+        return cand, base
+
+    alone = regression_gate(*runs(False), ["recall@5"]).metrics[0]
+    assert alone.p_value == pytest.approx(1 / 64) and not alone.passed
+    # mrr and faithfulness cannot move (every pair equal): they take no share of α, where Holm charges a factor 3.
+    still = regression_gate(*runs(False), list(metrics))
+    assert still.metrics[0].p_adjusted == pytest.approx(1 / 64) and not still.passed and still.family_size == 1
+    assert holm([1 / 64, 1.0, 1.0])[0] == pytest.approx(3 / 64)
+    # When mrr moves on 6 other items (all 2^12 sign patterns are enumerated), the null maximum of the two
+    # independent blocks reaches recall's z = √6 exactly when either block has all six of its signs one way:
+    # adjusted p = 1 − (1 − 2⁻⁶)² (Šidák, exact here), below Holm's 2 · 2⁻⁶.
+    gate = regression_gate(*runs(True), list(metrics))
     recall = gate.metrics[0]
-    assert recall.p_value == pytest.approx(alone.p_value)
-    # Holm by hand: the unchanged metrics have p = 1; the smallest p-value is multiplied by 3: 3/64 > 0.025.
-    assert recall.p_adjusted == pytest.approx(3 / 64) and recall.p_adjusted > ALPHA
-    assert [m.p_adjusted for m in gate.metrics] == pytest.approx(holm([m.p_value for m in gate.metrics]))
-    assert gate.passed and gate.correction == HOLM and recall.tolerance > 0.04
+    assert recall.p_value == pytest.approx(1 / 64) and recall.test_method == "sign-flip-exact"
+    assert recall.p_adjusted == pytest.approx(1 - (1 - 1 / 64) ** 2) and gate.family_size == 2
+    assert not gate.passed and gate.correction == WESTFALL_YOUNG and gate.failed_metrics == ["recall@5"]
+
+
+def test_a_target_failure_counts_once_across_metrics():
+    # The target failed 6 of 50 items: every metric of them fails. Three failure rises (and three worst cases) move
+    # together, item by item: the family behaves as one test, adjusted p = 2⁻⁶, where Holm would give 6 · 2⁻⁶.
+    metrics = ("faithfulness", "answer_relevancy", "context_recall")
+    base = [score(f"q{i}", m, 0.9, run_id="base") for i in range(50) for m in metrics]
+    cand = [failed(f"q{i}", m) if i < 6 else score(f"q{i}", m, 0.9, run_id="cand") for i in range(50) for m in metrics]
+    gate = regression_gate(cand, base, list(metrics))
+    assert [m.failure_rise_p_adjusted for m in gate.metrics] == pytest.approx([2**-6] * 3)
+    assert [m.worst_case_p_adjusted for m in gate.metrics] == pytest.approx([2**-6] * 3)
+    assert gate.family_size == 6 and not gate.passed
 
 
 def test_for_noise_sensitivity_a_rise_is_the_regression():
@@ -190,9 +248,12 @@ def test_for_noise_sensitivity_a_rise_is_the_regression():
     failed_gate = regression_gate(worse, baseline, ["noise_delta_f"]).metrics[0]
     assert not failed_gate.passed and not failed_gate.higher_is_better and "rise of 0.0500" in failed_gate.reason
     assert regression_gate(better, baseline, ["noise_delta_f"]).passed
+    # Its worst end is the top of its range, +1: a failed item could be as fragile as can be.
+    lost = [failed(f"q{i}", "noise_delta_f") if i < 2 else s for i, s in enumerate(baseline)]
+    assert "at 1)" in regression_gate(lost, baseline, ["noise_delta_f"]).metrics[0].reason
 
 
-# --- Independent runs and metrics that cannot be compared ---------------------------------------------------
+# --- Independent runs and metrics that are not gated -----------------------------------------------------------
 
 
 def test_online_runs_without_shared_items_are_compared_as_independent_samples():
@@ -201,25 +262,54 @@ def test_online_runs_without_shared_items_are_compared_as_independent_samples():
     baseline = [score(f"u{i}", "faithfulness", values[(i + 2) % 5], run_id="base") for i in range(30)]
     gate = regression_gate(candidate, baseline, ["faithfulness"]).metrics[0]
     assert gate.design == "independent" and gate.n_pairs == 0 and gate.ci_method == MOVER_INDEPENDENT
-    assert gate.diff == pytest.approx(0.0) and gate.passed
+    assert gate.diff == pytest.approx(0.0) and gate.passed and gate.test_method == "permutation-monte-carlo"
     assert gate.standard_error == pytest.approx(math.sqrt(2 * np.var(values * 6, ddof=1) / 30))  # Welch, shown only
     few = regression_gate(candidate[:5], baseline[:5], ["faithfulness"]).metrics[0]
-    assert not few.passed and few.checks_failed == ("too_few_pairs",)
+    assert few.passed and not few.gated and few.status == "not gated: n = 5 < 10"
     broken = [failed(f"t{i}", "faithfulness") if i % 2 else s for i, s in enumerate(candidate * 2)]
     broken = [s.model_copy(update={"item_id": f"v{i}"}) for i, s in enumerate(broken)]
     lossy = regression_gate(broken, baseline, ["faithfulness"]).metrics[0]
     assert "failure_rise" in lossy.checks_failed and lossy.candidate_not_ok_share == pytest.approx(0.5)
+    assert lossy.worst_case_diff == pytest.approx(-0.4)  # half of the candidate at 0: 0.4 below the baseline's 0.8
 
 
-def test_a_gated_metric_that_cannot_be_compared_fails_the_gate():
+def test_a_metric_is_gated_only_where_the_baseline_measured_it():
     baseline = [score(f"q{i}", "context_recall", 0.9) for i in range(30)]
-    result = regression_gate([score("q0", "faithfulness", 0.9)], baseline, ["context_recall"])
-    assert not result.passed
-    assert result.metrics[0].design == "none" and "not comparable" in result.metrics[0].reason
-    assert result.to_dict()["summary"].startswith("gate failed")
-    assert "Holm" in result.to_dict()["rule"]
+    baseline += [failed(f"q{i}", "faithfulness") for i in range(30)]  # every faithfulness score of it failed
+    candidate = [score(f"q{i}", m, 0.8) for i in range(30) for m in ("context_recall", "faithfulness", "mrr")]
+    candidate += [failed(f"q{i}", "tool_call_accuracy") for i in range(30)]
+    gate = regression_gate(candidate, baseline, ["context_recall", "faithfulness", "mrr", "tool_call_accuracy"])
+    recall, faithfulness, mrr, tools = gate.metrics
+    assert recall.gated and not recall.passed and recall.checks_failed == ("score_drop",)  # 0.1 lower on 30 items
+    # The baseline failed every faithfulness item and the candidate scored them: a recovery, not a block.
+    assert faithfulness.passed and not faithfulness.gated and faithfulness.status == RECOVERY
+    assert faithfulness.reason == "recovery: the baseline measured no item"
+    assert faithfulness.candidate_mean == pytest.approx(0.8)
+    assert mrr.passed and mrr.status == NOT_IN_BASELINE and tools.passed and tools.status == NOT_MEASURED
+    assert gate.gated_metrics == ["context_recall"] and gate.measured
+    fixed = regression_gate([s for s in candidate if s.metric == "faithfulness"], baseline, ["faithfulness"])
+    assert fixed.passed and fixed.summary() == f"nothing gated; faithfulness ({RECOVERY})"
+    # The baseline measured context_recall; a candidate without a single score of it fails, whatever n.
+    dropped = regression_gate(candidate[1::3], baseline[:3], ["context_recall"]).metrics[0]
+    assert not dropped.passed and dropped.checks_failed == ("missing_metric",) and not dropped.gated
+    assert dropped.reason == "the candidate has no score of it (the baseline measured 3 items)"
     with pytest.raises(ValueError, match="at least one metric"):
         regression_gate(baseline, baseline, [])
+
+
+def test_the_printed_interval_uses_the_callers_alpha():
+    rng = np.random.default_rng(11)
+    base = rng.beta(4, 2, 60)
+    cand = np.clip(base + rng.normal(-0.03, 0.1, 60), 0, 1)
+    runs = ([score(f"q{i}", "faithfulness", float(v)) for i, v in enumerate(cand)],
+            [score(f"q{i}", "faithfulness", float(v)) for i, v in enumerate(base)])  # fmt: skip
+    for alpha in (0.05, 0.01):
+        gate = regression_gate(*runs, ["faithfulness"], alpha=alpha)
+        metric = gate.metrics[0]
+        assert gate.confidence == pytest.approx(1 - alpha) and gate.alpha == alpha
+        interval = paired_difference_interval(cand, base, confidence=1 - alpha)
+        assert (metric.ci_low, metric.ci_high) == pytest.approx(interval)
+    assert "two-sided 99 %" in gate.rule
 
 
 # --- Simulated error rates ----------------------------------------------------------------------------------
@@ -236,7 +326,7 @@ def test_the_gate_uses_the_vectorised_paired_interval():
 
 
 def test_false_failures_stay_below_alpha_and_real_drops_are_caught():
-    """With min_tolerance 0 a metric fails on its score exactly when its one-sided p-value is ≤ 0.025."""
+    """A metric alone fails on its score exactly when its one-sided p-value is ≤ α (here 0.025)."""
     rng = np.random.default_rng(2024)
 
     def false_alarm_rate(pairs) -> float:
@@ -276,10 +366,12 @@ def test_a_metric_of_unknown_range_is_gated_with_a_paired_t_interval():
     assert (metric.ci_low, metric.ci_high) == pytest.approx((-2 - half, -2 + half), abs=1e-5)
     assert metric.p_value == pytest.approx(2**-12)  # all 12 differences negative: one sign pattern of 4,096
     assert not metric.passed and metric.checks_failed == ("score_drop",)
-    # One pair: no interval, and a sign-flip p of 1/2 claims nothing; missing items and too few pairs fail it.
+    # One pair: no interval, the score is not gated; 11 of 12 items missing fail it on the failure rise.
     lone = regression_gate(cand[:1], base, ["tokens_saved"]).metrics[0]
-    assert lone.ci_low is None and lone.p_value == 0.5
-    assert lone.checks_failed == ("missing_items", "too_few_pairs")
+    assert lone.ci_low is None and lone.p_value is None and not lone.gated
+    assert lone.checks_failed == ("failure_rise",) and lone.n_missing == 11
+    # Its range is unknown: there is no worst end to put the missing items at.
+    assert lone.worst_case_diff is None and "worst case" not in lone.reason
 
 
 # --- Against which runs: baselines, references, golden versions, renamed ids -----------------------------------
@@ -368,7 +460,7 @@ def test_ten_small_drops_that_each_pass_against_the_previous_run_fail_against_th
     html = render_report(stored, drifted(10, "ratchet")[1], run_gate=last)
     assert "Against the baseline offline/2026-03-09/ratchet" in html
     assert "Against the reference offline/2026-01-05/ratchet" in html
-    assert html.count("<th>metric</th><th>design</th>") == 2 and "slow drift" in html
+    assert html.count("<th>metric</th><th>status</th>") == 2 and "slow drift" in html
 
     # A new target's first run named against the release of another: the reference alone.
     named = record(store, *drifted(10, "rewrite"), reference_run=offline_run(0, target="ratchet").run_id)

@@ -13,9 +13,10 @@ import pytest
 from scipy import stats
 
 from pipelines.evaluation.stats import (
-    JEFFREYS, JEFFREYS_BOUNDED_MEAN, MOVER_PAIRED, OVERALL, STUDENT_T, aggregate, benjamini_hochberg, bootstrap_ci,
-    bounded_mean_interval, compare_runs, holm, jeffreys_interval, paired_comparison, paired_difference_interval,
-    permutation_test, proportion_ci, sign_flip_test, value_range,
+    ADJUSTED_PAIRED, JEFFREYS, JEFFREYS_BOUNDED_MEAN, MOVER_PAIRED, OVERALL, STUDENT_T, adjusted_paired_interval,
+    aggregate, benjamini_hochberg, bootstrap_ci, bounded_mean_interval, compare_runs, family_sign_flip_test, holm,
+    jeffreys_interval, paired_comparison, paired_difference_interval, permutation_test, proportion_ci, sign_flip_test,
+    value_range,
 )  # fmt: skip
 from pipelines.records import Score
 
@@ -158,7 +159,8 @@ def test_paired_comparison_uses_only_items_both_runs_scored_ok():
     baseline = [score(i, "faithfulness", v) for i, v in (("a", 0.7), ("b", 0.7), ("c", 0.6), ("d", 0.5), ("e", 0.9))]
     result = paired_comparison(candidate, baseline, "faithfulness")
     # Pairs a, b, c: differences 0.1, −0.1, 0.3 -> mean 0.1, sample sd 0.2.
-    assert (result.n_pairs, result.ci_method) == (3, MOVER_PAIRED)
+    assert (result.n_pairs, result.ci_method) == (3, ADJUSTED_PAIRED)
+    assert (result.ci_low, result.ci_high) == pytest.approx(adjusted_paired_interval([0.1, -0.1, 0.3]))
     assert result.mean_diff == pytest.approx(0.1) and result.sd_diff == pytest.approx(0.2)
     assert result.candidate_mean == pytest.approx(2.3 / 3) and result.baseline_mean == pytest.approx(2.0 / 3)
 
@@ -174,6 +176,40 @@ def test_paired_difference_interval_computed_by_hand():
     low, high = paired_difference_interval(candidate, baseline)
     assert low == pytest.approx(-u_loss) and high == pytest.approx(-0.2 + math.sqrt(u_gain**2 + (0.2 - l_loss) ** 2))
     assert (low, high) == pytest.approx((-0.3258, -0.0956), abs=1e-4)
+
+
+def test_adjusted_paired_interval_computed_by_hand():
+    # Differences 0.1, −0.1, 0.3: below 10 pairs the pseudo-pairs sit at the range's width, ±1 (weight ½ each),
+    # and 0 (weight 1). Centre 0.3 / 5 = 0.06; squared deviations 0.0016 + 0.0256 + 0.0576 + ½·0.94² + ½·1.06² +
+    # 0.06² = 1.092; SE = √1.092 / 5.
+    low, high = adjusted_paired_interval([0.1, -0.1, 0.3])
+    half = 1.959964 * math.sqrt(1.092) / 5
+    assert (low, high) == pytest.approx((0.06 - half, 0.06 + half), abs=1e-6)
+    # 40 differences, the largest |d| 0.3: the pseudo-pairs move to 0.3 + 0.7 · (10/40)² = 0.34375.
+    d = np.array([0.3, -0.2] + [0.05, -0.05] * 19)
+    centre, h = d.sum() / 42, 0.3 + 0.7 / 16
+    spread = ((d - centre) ** 2).sum() + 0.5 * (h - centre) ** 2 + 0.5 * (h + centre) ** 2 + centre**2
+    low, high = adjusted_paired_interval(d)
+    assert (low, high) == pytest.approx((centre - 1.959964 * math.sqrt(spread) / 42,
+                                         centre + 1.959964 * math.sqrt(spread) / 42), abs=1e-6)  # fmt: skip
+    # Scores on [0, 1] that are not all 0/1 take this interval; 0/1 scores keep MOVER-Jeffreys (below).
+    cand, base = np.array([0.5] * 20 + [1.0] * 20), np.array([0.75] * 20 + [1.0] * 20)
+    assert paired_difference_interval(cand, base) == pytest.approx(adjusted_paired_interval(cand - base))
+
+
+def test_family_sign_flip_test_by_hand():
+    # Two statistics on 3 items: D = [[1, 0], [1, 1], [−1, 1]], each a mean over 3 items. Standardized by their null
+    # sd: z1 = (s1 + s2 − s3)/√3, z2 = (s2 + s3)/√2 for signs s; observed (all +) z1 = 1/√3, z2 = √2.
+    family = family_sign_flip_test([[1.0, 0.0], [1.0, 1.0], [-1.0, 1.0]], [3, 3], alpha=0.05)
+    assert family.exact and family.draws == 8 and family.size == 2
+    # Alone: z1* ≥ 1/√3 in 4 of the 8 patterns, z2* ≥ √2 in 2 (s2 = s3 = +).
+    assert family.observed == pytest.approx([1 / 3, 2 / 3]) and family.p_values == pytest.approx([4 / 8, 2 / 8])
+    # Step 1 (z2, the larger): max(z1*, z2*) ≥ √2 in those 2 patterns and in (+, +, −), where z1* = √3: 3/8.
+    # Step 2 (z1): z1* ≥ 1/√3 in 4 of 8; adjusted p = max(3/8, 4/8).
+    assert family.p_adjusted == pytest.approx([4 / 8, 3 / 8])
+    # A statistic that cannot move is no test: p = 1, and it leaves the family.
+    still = family_sign_flip_test([[0.0, 1.0], [0.0, 1.0]], [2, 2], alpha=0.05)
+    assert still.size == 1 and still.p_values[0] == 1.0 and still.p_adjusted[1] == pytest.approx(1 / 4)
 
 
 def test_identical_runs_get_an_interval_around_zero_not_zero_width():

@@ -1,7 +1,7 @@
 """A/B test of two configurations of the system under test on the same golden items.
 
 Both configurations answer the same items and are judged by the same judge; the report is the
-paired difference B − A per metric and stratum with its 95 % CI (MOVER-Jeffreys) and a p-value
+paired difference B − A per metric and stratum with its 95 % CI (`stats.paired_difference_interval`) and a p-value
 adjusted by Benjamini–Hochberg over all rows (`stats.compare_runs`) — what a team runs before
 changing chunk size, k, the retrieval mode, the prompt or the service behind a URL.
 """

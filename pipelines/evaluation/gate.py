@@ -163,14 +163,15 @@ def gate_against_baseline(store: ResultsStore, run: EvalRun, scores: Sequence[Sc
 
 def compare_with(run: EvalRun, scores: Sequence[Score], baseline: EvalRun, baseline_scores: Sequence[Score], *,
                  role: Role, chosen: str, min_pairs: int = DEFAULT_MIN_PAIRS) -> Comparison:  # fmt: skip
-    """`run` against `baseline` on the gated metrics both scored, on the items both have.
+    """`run` against `baseline` on the gated metrics the run scored, on the items both have.
 
-    A metric switched off in one run's params is not a regression: only metrics with scores in both runs
-    are gated. Offline items are paired by id; across golden versions only the shared items are compared
+    Offline items are paired by id; across golden versions only the shared items are compared
     (retired items are not missing, new items have nothing to be compared with)."""
-    both = {s.metric for s in scores} & {s.metric for s in baseline_scores}
-    gated = [m for m in GATED_METRICS if m in both]
-    if not gated:
+    # Every gated metric the candidate scored (any status) is listed: the gate decides on it where the baseline
+    # measured it and says "not gated" and why elsewhere. A metric with no score at all was switched off in
+    # this run's params, which is not a regression.
+    gated = [m for m in GATED_METRICS if m in {s.metric for s in scores}]
+    if not gated or not {s.metric for s in baseline_scores} & set(gated):
         return Comparison(role=role, against=baseline, chosen=chosen, gate=None)
     items, baseline_items = {s.item_id for s in scores}, {s.item_id for s in baseline_scores}
     shared = items & baseline_items

@@ -23,7 +23,7 @@ from markupsafe import Markup
 from pipelines.evaluation.charts import Interval, histogram, interval_chart, line_chart
 from pipelines.evaluation.diagnose import ATTRIBUTIONS, DEFAULT_MIN_N, NOT_ENOUGH_EVIDENCE, diagnose, summarize_attribution
 from pipelines.evaluation.stats import (
-    BENJAMINI_HOCHBERG, CI_METHODS, HOLM, LOWER_IS_BETTER, OVERALL, TEST_METHODS, Aggregate, GateResult, aggregate,
+    BENJAMINI_HOCHBERG, CI_METHODS, LOWER_IS_BETTER, OVERALL, TEST_METHODS, Aggregate, GateResult, aggregate,
 )  # fmt: skip
 from pipelines.evaluation.formatting import interval, number
 from pipelines.evaluation.gate import Comparison, RunGate
@@ -93,7 +93,7 @@ def render_report(run: EvalRun, scores: Sequence[Score], *, aggregates: Sequence
         "findings": diagnose(aggs, min_n=min_n),
         "min_n": min_n,
         "not_enough_evidence": NOT_ENOUGH_EVIDENCE,
-        "holm": HOLM, "bh": BENJAMINI_HOCHBERG,
+        "bh": BENJAMINI_HOCHBERG,
         "ci_methods": {m: CI_METHODS[m] for m in dict.fromkeys(a.ci_method for a in aggs) if m in CI_METHODS},
         "gate_ci_methods": {m.ci_method: CI_METHODS[m.ci_method] for g in gates for m in g.metrics
                             if m.ci_method in CI_METHODS},
@@ -284,19 +284,24 @@ baseline (the previous accepted run, so sudden regressions fail) and against its
 {% if baseline %} against run {{ baseline.run_id }}{% if baseline_report %} (<a href="{{ baseline_report }}">its
 report</a>){% endif %}{% endif %}.
 {{ gate.rule }}</p>
-<p class="muted">Correction: {{ holm }} over the gated metrics (family-wise: one false alarm fails the gate). Each row's
-interval and test are named below the table.</p>
+<p class="muted">Correction: {{ gate.correction }} over the {{ gate.family_size }} check(s) of this gate that could
+move ({{ gate.draws }} null draws; family-wise: one false alarm fails the gate). A metric not gated passes unless its
+share of failed, skipped or missing items rose. Each row's interval and test are named below the table.</p>
 <table>
-<tr><th>metric</th><th>design</th><th>n</th><th>baseline</th><th>candidate</th><th>difference</th>
-<th>95 % CI</th><th>p ({{ holm }})</th><th>tolerance</th><th>verdict</th></tr>
+<tr><th>metric</th><th>status</th><th>n</th><th>baseline</th><th>candidate</th><th>difference</th>
+<th>{{ (100 * gate.confidence)|round|int }} % CI</th><th>p (adjusted)</th><th>tolerance</th>
+<th>worst case</th><th>not ok</th><th>verdict</th></tr>
 {% for m in gate.metrics %}
-<tr class="{{ 'healthy' if m.passed else 'problem' }}"><td>{{ m.metric }}{% if not m.higher_is_better %} (lower is
-better){% endif %}</td><td>{{ m.design }}</td>
+<tr class="{{ 'problem' if not m.passed else ('healthy' if m.gated else 'inconclusive') }}"><td>{{ m.metric }}{% if
+not m.higher_is_better %} (lower is better){% endif %}</td><td>{{ m.design if m.gated else m.status }}</td>
 <td class="num">{{ m.n_pairs if m.design == "paired" else m.n_candidate ~ " / " ~ m.n_baseline }}</td>
 <td class="num">{{ m.baseline_mean|num }}</td><td class="num">{{ m.candidate_mean|num }}</td>
 <td class="num">{{ m.diff|num(4) }}</td><td class="num" title="{{ m.ci_method or '' }}">{{ ci(m.ci_low, m.ci_high) }}</td>
-<td class="num">{{ m.p_adjusted|num(4) }}</td>
-<td class="num">{{ m.tolerance|num(4) }}</td><td>{{ m.reason }}</td></tr>
+<td class="num">{{ m.p_adjusted|num(4) }}</td><td class="num">{{ m.tolerance|num(4) }}</td>
+<td class="num" title="failed, skipped or missing items at the worst end of the range">{{ m.worst_case_diff|num(4) }}{%
+if m.worst_case_p_adjusted is not none %} (p {{ m.worst_case_p_adjusted|num(3) }}){% endif %}</td>
+<td class="num" title="failed, skipped or missing share: baseline → candidate">{{ m.baseline_not_ok_share|num(2) }} →
+{{ m.candidate_not_ok_share|num(2) }}</td><td>{{ m.reason }}</td></tr>
 {% endfor %}
 </table>
 <p class="muted">{% for name, text in gate_ci_methods.items() %}Interval <code>{{ name }}</code>: {{ text }}. {% endfor %}

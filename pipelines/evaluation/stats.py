@@ -6,13 +6,14 @@ Every figure, one line each (figure | exact definition | interval or test | mult
 | CI of 0/1 scores | every ok score at an end of the range (recall@k, precision@1, TSA, pass rates) | `jeffreys`: equal-tailed 95 %, Beta(x + ½, n − x + ½) quantiles 0.025/0.975; 0 when x = 0, 1 when x = n | none |
 | CI of bounded scores | faithfulness, answer relevancy, context precision/recall, MRR, precision@k on [0, 1]; noise ΔF on [−1, 1] | `jeffreys-bounded-mean`: equal-tailed 95 %, Beta quantiles at an effective n (see `bounded_mean_interval`) | none |
 | CI, range unknown | a metric outside METRIC_RANGES whose values leave [0, 1] | `student-t`: mean ± t(0.975, n − 1)·sd/√n, n ≥ 2 | none |
-| paired difference | mean of candidate_i − baseline_i over the items ok in both runs | CI `mover-jeffreys-paired`, equal-tailed 95 % (`paired_difference_interval`); p: two-sided exact sign-flip test (`sign_flip_test`) | none alone |
+| paired difference | mean of candidate_i − baseline_i over the n items ok in both runs | CI equal-tailed 95 % (`paired_difference_interval`): 0/1 scores `mover-jeffreys-paired`, other bounded scores `agresti-min-paired`, range unknown `student-t-paired`; p: two-sided exact sign-flip test (`sign_flip_test`) | none alone |
 | independent difference | mean(candidate) − mean(baseline) when the runs share no item (online) | CI `mover-jeffreys-independent`, MOVER of the two bounded-mean intervals; p: permutation test (`permutation_test`) | none alone |
-| gate: missing items | baseline items (any status) with no score of the metric in the candidate; fails when > 0 | deterministic | none |
-| gate: failure rise | not-ok (failed or skipped) share, candidate − baseline, over shared items; fails when > max_failure_rise (0.05) and significant | one-sided exact McNemar (sign-flip) test, Fisher's exact test when no item is shared; α = 0.025 | none (see `regression_gate`) |
-| gate: too few pairs | items ok in both runs (independent: in each run); fails when < min_pairs (10) | deterministic | none |
-| gate: score drop | worsening = baseline − candidate (candidate − baseline for LOWER_IS_BETTER); fails when > min_tolerance (0.02) and H0 "nothing changed" is rejected | one-sided randomization test: paired sign-flip (exact up to 16 non-zero differences), permutation when no item is shared; α = 0.025 | Holm over the gated metrics |
-| eval compare row | paired difference B − A per metric and stratum | 95 % MOVER-Jeffreys CI; two-sided sign-flip p, H0 "A and B exchangeable" | Benjamini–Hochberg over all rows, q = 0.05 |
+| gate: status | a metric is gated where the baseline has ok scores of it and ≥ min_pairs (10) items are ok in both runs (independent: in each run); else "not gated: n = k < 10" (its change still shown), "not gated: measured in neither run", "not gated: the baseline did not measure it" or "recovery: the baseline measured no item"; a metric not gated passes unless its failure rise fails it; one the baseline measured and the candidate has no score of fails (`missing_metric`) | deterministic | none |
+| gate: score drop | worsening = baseline − candidate (candidate − baseline for LOWER_IS_BETTER), mean over the n items ok in both runs; fails when > min_tolerance (0.02) and significant | one-sided randomization test of "nothing changed": sign flips of whole items (all patterns up to 16 moving items, else 10,000 seeded draws + the observed), items dealt between the runs when they share none (`family_sign_flip_test`, `family_permutation_test`) | Westfall–Young step-down maxT over every check of every metric of the gate, family-wise α = 0.05 |
+| gate: worst case | the same worsening over all the baseline's items of the metric, every failed, skipped or missing score (either run) at the worst end of the metric's range (0; +1 for noise ΔF); tested when some item is not ok; fails when > 0.02 and significant | the same draws | the same family |
+| gate: failure rise | (failed + skipped + missing) / the baseline's items, candidate − baseline (independent: each run's not-ok share); fails when > max_failure_rise (0.05) and significant | the same draws (alone: McNemar's exact test) | the same family |
+| gate interval | `paired difference`'s interval at the two-sided level 1 − α (95 % at the default α), unadjusted: shown, not used to decide | as the paired difference | none |
+| eval compare row | paired difference B − A per metric and stratum | the paired difference's 95 % CI; two-sided sign-flip p, H0 "A and B exchangeable" | Benjamini–Hochberg over all rows, q = 0.05 |
 | diagnosis band | the mean lies in its band (problem/watch: or a worse one), with n ≥ min_n (10) | one-sided p from the aggregate's interval distribution (diagnose.py) | Benjamini–Hochberg over every band claim, q = 0.025 |
 
 0/1 scores are recognised from the values, not from the metric's name: the bounded-mean interval *is*
@@ -26,11 +27,15 @@ cover whatever the distribution of the scores, so with few items it allows for m
 the ends of the range. The gate and `eval compare` test "nothing changed" (the runs are exchangeable
 item by item), for which randomization tests are exact at every n with no assumption on the scores:
 8 of 12 items worse by 0.15 and none better is p = 2⁻⁸ although the 95 % interval of the difference
-still reaches above 0. Under that null the gate's false alarms are at most α per metric (Holm: α per
-gate); a real drop of 0.10 in recall over 200 items is caught ≥ 95 % of the time (tests/test_gate.py).
+still reaches above 0. Under that null the gate fails at most α = 5 % of unchanged systems, every check
+of every metric counted: Westfall–Young's maxT draws the checks together, so the failure rises of a
+target failure (every metric of an item fails) count about once, and a check that cannot reach
+significance (three discordant pairs) takes no share of α. `ragwatch bench gate` simulates the whole
+gate on nine metrics (README: false alarms, power per drop and n, coverage; tests/test_gate_power.py).
 
 Why these intervals (tests/test_stats_coverage.py; study numbers in the docstrings of
-`jeffreys_interval`, `bounded_mean_interval` and `paired_difference_interval`): the percentile
+`jeffreys_interval`, `bounded_mean_interval`, `paired_difference_interval` and
+`adjusted_paired_interval`): the percentile
 bootstrap ragwatch printed before collapses to [1, 1] when every score is 1.0 and covers 0.65 at
 n = 10, p = 0.9; Student t does the same on faithfulness-like scores with a point mass at 1.0 (0.38
 at n = 10). The Jeffreys-type intervals covered ≥ 0.93 on every distribution of the study from n = 5
@@ -40,14 +45,16 @@ p ∈ [0.01, 0.99] the lowest is 0.87–0.89 at n = 10–50, at isolated p.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Literal, Protocol
 
 import numpy as np
+from scipy import special
 from scipy import stats as sps
 
 OVERALL = "all"
@@ -59,8 +66,8 @@ LOWER_IS_BETTER = frozenset({"noise_delta_f", "ragas_noise_sensitivity"})
 CONFIDENCE = 0.95
 """Two-sided confidence of every printed interval."""
 ALPHA = (1.0 - CONFIDENCE) / 2.0
-"""One-sided level of the gate's tests and the diagnosis' band claims (a lone band claim stands exactly
-when the printed two-sided 95 % interval clears the band's edge)."""
+"""One-sided level of the diagnosis' band claims (a lone band claim stands exactly when the printed
+two-sided 95 % interval clears the band's edge). The gate has its own, family-wise: GATE_ALPHA."""
 COMPARE_FDR = 1.0 - CONFIDENCE
 """Benjamini–Hochberg level of `eval compare`'s two-sided tests."""
 
@@ -79,6 +86,7 @@ JEFFREYS_BOUNDED_MEAN = "jeffreys-bounded-mean"
 STUDENT_T = "student-t"
 MOVER_PAIRED = "mover-jeffreys-paired"
 MOVER_INDEPENDENT = "mover-jeffreys-independent"
+ADJUSTED_PAIRED = "agresti-min-paired"
 STUDENT_T_PAIRED = "student-t-paired"
 WELCH = "welch"
 SIGN_FLIP_EXACT = "sign-flip-exact"
@@ -91,15 +99,20 @@ CI_METHODS: dict[str, str] = {
     STUDENT_T: "Student t interval (range of the metric unknown)",
     MOVER_PAIRED: "MOVER over the positive and negative parts of the paired differences, each with a "
                   "Jeffreys-type bounded-mean interval",
+    ADJUSTED_PAIRED: "Wald interval of the mean paired difference over the differences plus Agresti–Min's "
+                     "pseudo-pairs (+h and −h, weight ½ each, and 0, weight 1; h the largest difference seen)",
     MOVER_INDEPENDENT: "MOVER over the two runs' Jeffreys-type bounded-mean intervals",
     STUDENT_T_PAIRED: "paired Student t interval (range of the metric unknown)",
     WELCH: "Welch interval for a difference of means (range of the metric unknown)",
 }  # fmt: skip
 """`ci_method` labels and what each means, for reports."""
 TEST_METHODS: dict[str, str] = {
-    SIGN_FLIP_EXACT: "paired sign-flip randomization test, all 2^m sign patterns (McNemar's exact test on 0/1)",
-    SIGN_FLIP_MONTE_CARLO: "paired sign-flip randomization test, seeded random sign patterns plus the observed one",
-    PERMUTATION_MONTE_CARLO: "two-sample permutation test, seeded random splits plus the observed one",
+    SIGN_FLIP_EXACT: "paired sign-flip randomization test, all 2^m sign patterns of the m items that moved, the same "
+                     "pattern for every check of the gate (McNemar's exact test on 0/1)",
+    SIGN_FLIP_MONTE_CARLO: "paired sign-flip randomization test, seeded random sign patterns of whole items plus the "
+                           "observed one, the same for every check of the gate",
+    PERMUTATION_MONTE_CARLO: "two-sample permutation test, seeded random deals of the items between the runs plus "
+                             "the observed one",
 }
 """`test_method` labels of the gate's score tests."""
 
@@ -180,8 +193,10 @@ def _beta_shape(unit: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def _beta_bounds(a, b, sample_mean, alpha) -> tuple[np.ndarray, np.ndarray]:
     """One-sided `alpha` lower and upper Beta quantiles, moved out to the sample mean where they miss it
     (all scores at one end of the range: the Jeffreys rule of a bound at 0 for x = 0, at 1 for x = n)."""
-    low = sps.beta.ppf(alpha, a, b)
-    high = sps.beta.isf(alpha, a, b)
+    # scipy.special directly: the same quantiles as sps.beta.ppf / isf without their per-call overhead (the
+    # gate computes a few per metric, `ragwatch bench gate` tens of thousands of gates).
+    low = special.betaincinv(a, b, alpha)
+    high = special.betainccinv(a, b, alpha)
     return np.minimum(low, sample_mean), np.maximum(high, sample_mean)
 
 
@@ -239,7 +254,7 @@ def bounded_mean_interval(values, value_range: tuple[float, float] = (0.0, 1.0),
 
 
 def _is_binary(unit: np.ndarray) -> bool:
-    return bool(np.all((unit == 0.0) | (unit == 1.0)))
+    return bool(np.all(_at_ends(unit)))
 
 
 def _correlation(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -267,17 +282,22 @@ def paired_difference_interval(candidate, baseline, value_range: tuple[float, fl
                                confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """Equal-tailed interval of E[candidate − baseline] from paired scores in `value_range` (rows = samples).
 
-    With d = c − b on [−w, w] (w = range width), d = d⁺ − d⁻ where d⁺ = max(d, 0) and d⁻ = max(−d, 0) lie
-    on [0, w]. Each part gets `bounded_mean_interval` (a Jeffreys interval when the scores are 0/1, so
-    rare discordant pairs are handled like rare events), and MOVER combines them with their sample
-    correlation (≤ 0: the parts are never both non-zero). Identical runs (every d = 0) get an interval
-    of the width of "nothing discordant seen yet in n pairs", not [0, 0].
+    Two constructions, chosen per row from the scores:
 
-    Simulated coverage of the 95 % interval, 4,000 samples per cell, n = 10 / 20 / 50 (paired Student t in
-    brackets): 0/1 scores, no change 0.99 / 0.97 / 0.95 (0.83 / 0.94 / 0.96); 0/1 scores, a drop of 0.10
-    0.99 / 0.97 / 0.96 (0.77 / 0.92 / 0.93); 5 % of the pairs flipped 1.00 / 1.00 / 0.97 (0.39 / 0.64 /
-    0.88); faithfulness-like mixtures 1.00 / 1.00 / 0.99 (0.67 / 0.86 / 0.93). It is for showing the size
-    of a change; the gate and `eval compare` decide with `sign_flip_test`, which has the power of a t-test.
+    - 0/1 scores (every score at an end of the range): MOVER-Jeffreys. With d = c − b, d = d⁺ − d⁻ where
+      d⁺ = max(d, 0) and d⁻ = max(−d, 0) are 0/1; each part gets a Jeffreys interval (rare discordant
+      pairs are rare events) and MOVER combines them with their sample correlation (≤ 0: the parts are
+      never both non-zero). Rare one-sided discordance is skewed, and symmetric intervals miss it: with 5 %
+      of the pairs flipped (base 0.9) Agresti–Min's covers 0.90 at n = 50, MOVER-Jeffreys 0.97.
+    - any other bounded scores: `adjusted_paired_interval`, a Wald interval on the differences augmented
+      with Agresti–Min's pseudo-pairs.
+
+    Identical runs (every d = 0) get an interval of the width of "nothing discordant seen yet in n
+    pairs", not [0, 0]. Simulated coverage of the 95 % interval (tests/test_stats_coverage.py; `ragwatch
+    bench gate` for the nine gated metrics): see `adjusted_paired_interval`; on 0/1 scores with a drop of
+    0.10, n = 10 / 20 / 50: 0.99 / 0.97 / 0.96 (paired t 0.77 / 0.92 / 0.93); 5 % of the pairs flipped
+    1.00 / 1.00 / 0.97 (t 0.39 / 0.64 / 0.88). It is for showing the size of a change; the gate and `eval
+    compare` decide with randomization tests.
     """
     lo, hi = value_range
     width = hi - lo
@@ -285,10 +305,69 @@ def paired_difference_interval(candidate, baseline, value_range: tuple[float, fl
     if c.shape != b.shape:
         raise ValueError("paired scores need the same shape")
     diff = (c - b) / width
-    gain, loss = np.maximum(diff, 0.0), np.maximum(-diff, 0.0)
     alpha = (1.0 - confidence) / 2.0
-    lower, upper = _split_mover(gain, loss, alpha)
+    lower, upper = _split_mover(np.maximum(diff, 0.0), np.maximum(-diff, 0.0), alpha)
+    binary = np.all(_at_ends((c - lo) / width) & _at_ends((b - lo) / width), axis=-1)
+    if not np.all(binary):
+        center, se = _pseudo_pair_moments(diff)
+        z = _z(alpha)
+        lower, upper = np.where(binary, lower, center - z * se), np.where(binary, upper, center + z * se)
     return width * lower, width * upper
+
+
+def adjusted_paired_interval(differences, width: float = 1.0, *,
+                             confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """Wald interval of the mean of paired differences of scores on a range of `width`, the differences
+    augmented with Agresti–Min's pseudo-pairs (rows = samples): +h and −h with weight ½ each and 0 with
+    weight 1, so the centre is Σd / (n + 2) and SE² = (Σ(d − centre)² over the augmented sample) / (n + 2)².
+    On 0/1 scores with h = 1 this is Agresti & Min (2005) for paired proportions.
+
+    h is the largest |d| seen (the range's width when every d is 0: nothing discordant seen yet), moved
+    toward the width by (PSEUDO_PAIR_FADE / n)²: the width itself at 10 pairs, + 1/9 of the gap at 30,
+    1/100 at 100. At the width the pseudo-pairs stand for a large change not seen yet, which a small
+    sample can miss (a drop on 14 % of the items is absent from 22 % of samples of 10); past 30 pairs
+    such a change is seen, and pseudo-pairs at the width would double the interval of scores that move by
+    a few points (faithfulness-like scores: 0.99–1.00 coverage for MOVER-Jeffreys at n ≤ 60).
+
+    Simulated coverage of the 95 % interval, 4,000 samples per cell. Faithfulness-like mixtures, 30 % of
+    the answers from a worse system, n = 10 / 20 / 30 / 50 / 100: 1.00 / 1.00 / 0.98 / 0.97 / 0.97 (paired t
+    0.67 / 0.87 / 0.90 / 0.93 / 0.95). The bounded judge scores and MRR of `ragwatch bench gate`, 5- and
+    10-point drops, n = 30 / 60 / 100: local drops 0.93–0.96 / 0.95–0.97 / 0.95–0.96, shifts 0.96–0.98 /
+    0.955–0.97 / 0.955–0.97, except answer relevancy's shift, 0.99 / 0.99 / 0.98: its 2 % noncommittal
+    replies (scored 0) put a heavy tail on the differences, over which t itself covers 0.97 / 0.97 / 0.95.
+    With nothing changed and most differences 0, every interval covers 0 more often (0.96–0.98 at 100).
+    """
+    d = np.asarray(differences, dtype=float) / width
+    if d.shape[-1] < 1:
+        raise ValueError("an interval needs at least one pair")
+    center, se = _pseudo_pair_moments(d)
+    z = _z((1.0 - confidence) / 2.0)
+    return width * (center - z * se), width * (center + z * se)
+
+
+PSEUDO_PAIR_FADE = 10
+"""Pairs at which the pseudo-pairs of `adjusted_paired_interval` sit at the range's width; DEFAULT_MIN_PAIRS."""
+
+
+def _pseudo_pair_moments(d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(centre, SE) of `adjusted_paired_interval` for differences on [−1, 1] (last axis = the pairs)."""
+    n = d.shape[-1]
+    largest = np.abs(d).max(axis=-1)
+    h = np.where(largest > 0, largest, 1.0)
+    h = h + (1.0 - h) * min(1.0, (PSEUDO_PAIR_FADE / n) ** 2)
+    size = n + 2.0
+    center = d.sum(axis=-1) / size
+    spread = ((d - center[..., None]) ** 2).sum(axis=-1) + 0.5 * (h - center) ** 2 + 0.5 * (h + center) ** 2 + center**2
+    return center, np.sqrt(spread) / size
+
+
+def _z(alpha: float) -> float:
+    """The standard normal's upper `alpha` quantile."""
+    return -float(special.ndtri(alpha))
+
+
+def _at_ends(unit: np.ndarray) -> np.ndarray:
+    return (unit == 0.0) | (unit == 1.0)
 
 
 def _split_mover(gain: np.ndarray, loss: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
@@ -375,7 +454,8 @@ class _MeanDistribution:
 
 @dataclass(frozen=True)
 class _Difference:
-    """θ1 − θ2 by MOVER, or by t / Welch on an unknown range: its bounds at any one-sided level."""
+    """θ1 − θ2 by MOVER, by the pseudo-pair-adjusted Wald interval (`center` ± z·`sd`, times `scale`), or by
+    t / Welch on an unknown range: its bounds at any one-sided level."""
 
     method: str
     estimate: float
@@ -384,6 +464,7 @@ class _Difference:
     r: float = 0.0
     sd: float | None = None
     df: float | None = None
+    center: float | None = None
 
     @property
     def has_interval(self) -> bool:
@@ -391,6 +472,9 @@ class _Difference:
         return self.parts is not None or self.sd is not None
 
     def bounds(self, alpha: float) -> tuple[float, float]:
+        if self.method == ADJUSTED_PAIRED:
+            half = _z(alpha) * self.sd
+            return self.scale * (self.center - half), self.scale * (self.center + half)
         if self.parts is None:
             if not self.sd:
                 return self.estimate, self.estimate
@@ -409,6 +493,9 @@ def _paired_difference(c: np.ndarray, b: np.ndarray, span: tuple[float, float] |
         sd = float(d.std(ddof=1) / math.sqrt(d.size)) if d.size >= 2 else None
         return _Difference(STUDENT_T_PAIRED, float(d.mean()), sd=sd, df=d.size - 1.0)
     width = span[1] - span[0]
+    if not (_is_binary((c - span[0]) / width) and _is_binary((b - span[0]) / width)):
+        center, se = _pseudo_pair_moments(d / width)
+        return _Difference(ADJUSTED_PAIRED, float(d.mean()), scale=width, sd=float(se), center=float(center))
     gain, loss = np.maximum(d, 0.0) / width, np.maximum(-d, 0.0) / width
     unit = (0.0, 1.0)
     return _Difference(MOVER_PAIRED, float(d.mean()),
@@ -531,12 +618,153 @@ def permutation_test(candidate, baseline, *, draws: int | None = None, seed: int
     return RandomizationTest(observed, np.append(_rounded(stats_), observed), exact=False)
 
 
-def _failure_rise_p_value(cand_lost: np.ndarray, base_lost: np.ndarray) -> float:
-    """One-sided Fisher exact test (the permutation test of two shares, computed exactly): P(at least this
-    many of all the not-ok scores fell in the candidate | the totals)."""
-    total_lost = int(cand_lost.sum() + base_lost.sum())
-    size = cand_lost.size + base_lost.size
-    return float(sps.hypergeom.sf(int(cand_lost.sum()) - 1, size, total_lost, cand_lost.size))
+# --- One test for a whole gate: every check of every metric, randomized together --------------------------
+
+
+@dataclass(frozen=True)
+class FamilyTest:
+    """Several worsening statistics (positive = worse) tested together against "the two runs are
+    exchangeable item by item": each null draw re-labels whole items, the same draw for every statistic,
+    so the statistics keep their joint distribution (a target failure fails every metric of its item; a
+    hard item is hard for every metric).
+
+    `p_adjusted`: Westfall & Young's (1993) step-down maxT adjustment on the statistics standardized by
+    their null sd: the family-wise error is at most α under any dependence between the statistics (exact
+    up to the Monte Carlo error of the draws), and a statistic that cannot reach significance (three
+    discordant pairs) takes no share of α, where Holm charges every test the same. A statistic whose null
+    distribution is a point (nothing moved) has p = 1 and stays out of the family.
+    """
+
+    observed: np.ndarray
+    """The statistics (mean worsening over their items)."""
+    scale: np.ndarray
+    """sd of each statistic over the null draws (0: a point, never significant)."""
+    p_values: np.ndarray
+    """One-sided, each statistic alone: P(T* ≥ observed)."""
+    p_adjusted: np.ndarray
+    bands: np.ndarray
+    """The largest value of each statistic that its step of the step-down procedure does not call
+    significant at `alpha`: the noise band (how far the statistic moves when nothing changed)."""
+    exact: bool
+    draws: int
+    """Null draws the p-values are over (all 2^m sign patterns when exact, else the seeded draws + 1)."""
+    alpha: float
+
+    @property
+    def size(self) -> int:
+        """Statistics in the family (those not a point under the null)."""
+        return int(np.sum(self.scale > 0))
+
+
+def family_sign_flip_test(contributions, sizes, *, alpha: float, draws: int | None = None,
+                          seed: int = SEED) -> FamilyTest:  # fmt: skip
+    """Paired design: statistic k = Σᵢ D[i, k] / sizes[k], D[i, k] item i's worsening on statistic k (0 when
+    the item is not in it). A null draw flips the sign of whole rows of D (item i's two runs swapped on
+    every statistic at once). All 2^m patterns of the m rows that are not all zero when m ≤
+    EXACT_SIGN_FLIPS, else `draws` (default RANDOMIZATION_DRAWS) seeded patterns plus the observed one.
+    One statistic alone is `sign_flip_test` of its differences."""
+    d = np.asarray(contributions, dtype=float).reshape(-1, len(sizes))
+    n = np.asarray(sizes, dtype=float)
+    observed = d.sum(axis=0) / np.maximum(n, 1.0)
+    scale = np.sqrt((d**2).sum(axis=0)) / np.maximum(n, 1.0)
+    active = scale > 0
+    x = d[np.any(d[:, active] != 0, axis=1)][:, active] / (n[active] * scale[active])
+    m = x.shape[0]
+    observed_z = _rounded(np.ones(m) @ x)
+    if m <= EXACT_SIGN_FLIPS:
+        patterns = ((np.arange(2**m)[:, None] >> np.arange(m)) & 1) * 2.0 - 1.0
+        null_z, exact = _rounded(patterns @ x), True
+    else:
+        total = draws or RANDOMIZATION_DRAWS
+        null_z = np.empty((total + 1, x.shape[1]))
+        start = 0
+        for chunk in _sign_patterns(m, total, seed):
+            null_z[start : start + chunk.shape[0]] = chunk @ x
+            start += chunk.shape[0]
+        null_z[total] = observed_z
+        null_z, exact = _rounded(null_z), False
+    return _family(observed, scale, active, observed_z, null_z, alpha=alpha, exact=exact)
+
+
+def _sign_patterns(m: int, draws: int, seed: int) -> Iterator[np.ndarray]:
+    """The seeded ±1 patterns of a Monte Carlo sign-flip family test, in chunks of ≤ _MAX_CELLS. Up to
+    _MAX_CELLS they are the first m columns of `_cached_sign_patterns` for the next power of two ≥ m, kept
+    for the next gate: a bench runs thousands of gates of about the same size."""
+    width = 1 << max(6, (m - 1).bit_length())
+    if width * draws <= _MAX_CELLS:
+        yield _cached_sign_patterns(width, draws, seed)[:, :m]
+        return
+    rng = np.random.default_rng(seed)
+    step = max(1, _MAX_CELLS // m)
+    for start in range(0, draws, step):
+        yield rng.integers(0, 2, size=(min(step, draws - start), m)) * 2.0 - 1.0
+
+
+@functools.lru_cache(maxsize=4)
+def _cached_sign_patterns(width: int, draws: int, seed: int) -> np.ndarray:
+    patterns = np.random.default_rng(seed).integers(0, 2, size=(draws, width)) * 2.0 - 1.0
+    patterns.flags.writeable = False
+    return patterns
+
+
+def family_permutation_test(values, masks, in_candidate, directions, *, alpha: float, draws: int | None = None,
+                            seed: int = SEED) -> FamilyTest:  # fmt: skip
+    """Independent design (the runs share no item): statistic k = directions[k] · (mean of values[:, k] over
+    the candidate's items in masks[:, k] − the same over the baseline's). A null draw deals the pooled
+    items out to the two runs at random, keeping each run's number of items; `draws` (default
+    RANDOMIZATION_DRAWS) seeded deals plus the observed one. Statistics are standardized by their sd over
+    the draws."""
+    v = np.asarray(values, dtype=float)
+    w = np.asarray(masks, dtype=float)
+    labels = np.asarray(in_candidate, dtype=float)
+    sign = np.asarray(directions, dtype=float)
+    vw = v * w
+    total_sum, total_count = vw.sum(axis=0), w.sum(axis=0)
+
+    def statistic(deal: np.ndarray) -> np.ndarray:
+        c_sum, c_count = deal @ vw, deal @ w
+        b_sum, b_count = total_sum - c_sum, total_count - c_count
+        with np.errstate(invalid="ignore", divide="ignore"):
+            diff = np.where((c_count > 0) & (b_count > 0), c_sum / c_count - b_sum / b_count, 0.0)
+        return sign * diff
+
+    observed = statistic(labels)
+    rng = np.random.default_rng(seed)
+    total = draws or RANDOMIZATION_DRAWS
+    null = np.empty((total + 1, v.shape[1]))
+    step = max(1, _MAX_CELLS // max(labels.size, 1))
+    for start in range(0, total, step):
+        stop = min(total, start + step)
+        null[start:stop] = statistic(rng.permuted(np.broadcast_to(labels, (stop - start, labels.size)), axis=1))
+    null[total] = observed
+    scale = _rounded(null.std(axis=0))
+    active = scale > 0
+    observed_z = _rounded(observed[active] / scale[active])
+    null_z = _rounded(null[:, active] / scale[active])
+    return _family(observed, scale, active, observed_z, null_z, alpha=alpha, exact=False)
+
+
+def _family(observed, scale, active, observed_z, null_z, *, alpha: float, exact: bool) -> FamilyTest:
+    k = observed.size
+    p_values, p_adjusted, bands = np.ones(k), np.ones(k), np.zeros(k)
+    if observed_z.size:
+        p_values[active] = np.mean(null_z >= observed_z, axis=0)
+        # Step j tests the j-th largest observed statistic against the null maximum of it and every smaller one.
+        order = np.argsort(-observed_z, kind="stable")
+        successive = np.maximum.accumulate(null_z[:, order][:, ::-1], axis=1)[:, ::-1]
+        adjusted = np.maximum.accumulate(np.mean(successive >= observed_z[order], axis=0))
+        # The noise band of step j: the largest null value v with P(max ≥ v) > α, i.e. the r-th largest value
+        # for r the smallest count above α·draws (RandomizationTest.largest_not_significant, all columns at once).
+        draws = successive.shape[0]
+        rank = min(draws, math.floor(alpha * draws + 1e-9) + 1)
+        band_z = np.partition(successive, draws - rank, axis=0)[draws - rank]
+        unsorted_adjusted, unsorted_band = np.empty_like(adjusted), np.empty_like(band_z)
+        unsorted_adjusted[order], unsorted_band[order] = adjusted, band_z
+        p_adjusted[active] = unsorted_adjusted
+        bands[active] = unsorted_band * scale[active]
+    return FamilyTest(observed=observed, scale=np.where(active, scale, 0.0), p_values=p_values, p_adjusted=p_adjusted,
+                      bands=bands, exact=exact, draws=int(null_z.shape[0]) if observed_z.size else 0,
+                      alpha=alpha)  # fmt: skip
 
 
 # --- Multiple testing ----------------------------------------------------------------------------
@@ -674,14 +902,13 @@ def proportion_ci(successes: int, n: int, *, confidence: float = CONFIDENCE) -> 
 
 
 def _ok_values(rows: Iterable[ScoreLike]) -> list[float]:
-    values = []
-    for r in rows:
-        if r.status != "ok":
-            continue
-        if r.value is None or not math.isfinite(r.value):
-            raise ValueError(f"score {r.metric} of item {r.item_id} is ok but has no finite value")
-        values.append(float(r.value))
-    return values
+    return [_ok_value(r) for r in rows if r.status == "ok"]
+
+
+def _ok_value(row: ScoreLike) -> float:
+    if row.value is None or not math.isfinite(row.value):
+        raise ValueError(f"score {row.metric} of item {row.item_id} is ok but has no finite value")
+    return float(row.value)
 
 
 def _by_item(scores: Iterable[ScoreLike], metric: str) -> dict[str, ScoreLike]:
@@ -696,7 +923,7 @@ def _by_item(scores: Iterable[ScoreLike], metric: str) -> dict[str, ScoreLike]:
 
 
 def _ok_by_item(scores: Iterable[ScoreLike], metric: str) -> dict[str, float]:
-    return {i: _ok_values([s])[0] for i, s in _by_item(scores, metric).items() if s.status == "ok"}
+    return {i: _ok_value(s) for i, s in _by_item(scores, metric).items() if s.status == "ok"}
 
 
 # --- Paired comparison and `eval compare` -----------------------------------------------------------
@@ -796,6 +1023,27 @@ def compare_runs(arm_b: Sequence[ScoreLike], arm_a: Sequence[ScoreLike], *, conf
 
 # --- The regression gate ------------------------------------------------------------------------------
 
+GATE_ALPHA = 0.05
+"""Family-wise one-sided level of the gate: the chance that an unchanged system fails it, over every check
+of every metric together."""
+DEFAULT_MIN_TOLERANCE = 0.02
+"""Smallest worsening of a mean that fails the gate however significant (the brief's "e.g. 0.02 recall"):
+past a few hundred items the noise band falls below it, and a drop of 0.01 is not worth a page."""
+WESTFALL_YOUNG = "westfall-young-maxT"
+SCORE_DROP, WORST_CASE_DROP, FAILURE_RISE = "score_drop", "worst_case_drop", "failure_rise"
+MISSING_METRIC = "missing_metric"
+GATE_CHECKS = {
+    SCORE_DROP: "the mean over the items ok in both runs worsens",
+    WORST_CASE_DROP: "the mean worsens with every failed, skipped or missing item at the worst end of the range",
+    FAILURE_RISE: "the share of failed, skipped or missing items rises",
+    MISSING_METRIC: "the candidate has no score of a metric the baseline measured (deterministic)",
+}
+"""What each check of a gated metric tests (`MetricGate.checks_failed` names)."""
+GATED = "gated"
+RECOVERY = "recovery: the baseline measured no item"
+NOT_MEASURED = "not gated: measured in neither run"
+NOT_IN_BASELINE = "not gated: the baseline did not measure it"
+
 
 @dataclass(frozen=True)
 class MetricGate:
@@ -803,236 +1051,382 @@ class MetricGate:
 
     metric: str
     design: Literal["paired", "independent", "none"]
+    """paired: the runs share items (offline); independent: they share none (online); none: not gated."""
     higher_is_better: bool
     n_pairs: int
+    """Items scored ok in both runs (paired design)."""
     n_candidate: int
     """ok candidate scores."""
     n_baseline: int
     """ok baseline scores."""
     candidate_mean: float | None
     baseline_mean: float | None
+    """Means over the compared scores: the items ok in both runs (paired), every ok score (independent)."""
     diff: float | None
-    """candidate_mean − baseline_mean over the compared scores (raw sign, not direction-adjusted)."""
+    """candidate_mean − baseline_mean (raw sign, not direction-adjusted)."""
     standard_error: float | None
     """sd of the differences / √pairs (Welch SE for independent runs): shown, not used for the decision."""
     tolerance: float | None
-    """max(min_tolerance, noise band): the worsening passes up to it. The noise band is the largest worsening
-    the randomization test (`test_method`) does not call significant at the Holm-adjusted level, i.e. how
-    far the mean moves when nothing changed; worsening > tolerance exactly when the drop is both larger
-    than min_tolerance and significant after Holm."""
+    """max(min_tolerance, noise band) of the score drop: the worsening passes up to it. The noise band is
+    the largest worsening the family test does not call significant at this check's step; None when the
+    score is not gated."""
     ci_low: float | None
     ci_high: float | None
-    """Equal-tailed 95 % interval of the difference (`ci_method`), unadjusted; shown, not used for the decision."""
+    """Equal-tailed two-sided (1 − α) interval of `diff` (`ci_method`), unadjusted: shown, not used for the
+    decision."""
     passed: bool
     reason: str
     ci_method: str | None = None
     test_method: str | None = None
-    """A TEST_METHODS key: the randomization test behind p_value and the noise band."""
+    """A TEST_METHODS key: how the family test draws "nothing changed"."""
     p_value: float | None = None
-    """One-sided p-value of H0 "the runs are exchangeable" (nothing changed) against a worsening."""
+    """One-sided p-value of the score drop alone, H0 "the runs are exchangeable" (nothing changed)."""
     p_adjusted: float | None = None
-    """Holm-adjusted p_value over the gated metrics that had one."""
-    correction: str = HOLM
+    """Westfall–Young-adjusted p_value over every check of every metric of the gate."""
+    correction: str = WESTFALL_YOUNG
+    gated: bool = True
+    """Whether the score was tested: the baseline measured the metric and ≥ min_pairs items are ok in both
+    runs (independent: in each run). A metric not gated passes, unless its failure rise fails it."""
+    status: str = GATED
+    """"gated", or why not: "not gated: n = 7 < 10", NOT_MEASURED, NOT_IN_BASELINE, RECOVERY."""
     n_candidate_items: int = 0
     """Candidate items with a score of this metric (ok, failed or skipped)."""
     n_baseline_items: int = 0
     n_missing: int = 0
-    """Baseline items with no score of this metric in the candidate (paired design)."""
+    """Baseline items with no score of this metric in the candidate (paired design): counted as not ok."""
     candidate_not_ok_share: float | None = None
-    """(failed + skipped) / items in the candidate, over the items both runs have (paired design)."""
+    """(failed + skipped + missing) / baseline items (paired), (failed + skipped) / items (independent)."""
     baseline_not_ok_share: float | None = None
     failure_rise: float | None = None
     """candidate_not_ok_share − baseline_not_ok_share."""
     failure_rise_p_value: float | None = None
-    """One-sided p-value of "failures are exchangeable between the runs" against a rise: the sign-flip
-    (exact McNemar) test per shared item, or Fisher's exact test for independent runs."""
+    """One-sided p-value of "failures are exchangeable between the runs" against a rise (McNemar's exact test
+    when it is alone in an exact family)."""
+    failure_rise_p_adjusted: float | None = None
+    worst_case_diff: float | None = None
+    """candidate − baseline mean over the baseline's items with every failed, skipped or missing score at the
+    worst end of the range (the sensitivity bound: what the failures could be hiding); paired design, means
+    over every item of each run when independent. None when the score is not gated or its range unknown."""
+    worst_case_p_value: float | None = None
+    worst_case_p_adjusted: float | None = None
+    worst_case_tolerance: float | None = None
     checks_failed: tuple[str, ...] = ()
-    """Names of the failed checks: missing_items, failure_rise, too_few_pairs, score_drop, not_comparable."""
+    """Names of the failed checks (GATE_CHECKS keys)."""
 
 
 @dataclass(frozen=True)
 class GateResult:
     passed: bool
     metrics: list[MetricGate] = field(default_factory=list)
-    min_tolerance: float = 0.02
-    alpha: float = ALPHA
-    correction: str = HOLM
+    min_tolerance: float = DEFAULT_MIN_TOLERANCE
+    alpha: float = GATE_ALPHA
+    correction: str = WESTFALL_YOUNG
     min_pairs: int = DEFAULT_MIN_PAIRS
     max_failure_rise: float = DEFAULT_MAX_FAILURE_RISE
-    confidence: float = CONFIDENCE
+    confidence: float = 1.0 - GATE_ALPHA
+    """Two-sided confidence of the printed intervals: 1 − alpha."""
+    family_size: int = 0
+    """Checks in the family test (those that could move at all)."""
+    draws: int = 0
+    """Null draws of the family test (all sign patterns when exact)."""
 
     @property
     def failed_metrics(self) -> list[str]:
         return [m.metric for m in self.metrics if not m.passed]
 
     @property
+    def gated_metrics(self) -> list[str]:
+        """Metrics whose score was tested; a gate with none measured nothing and decided nothing."""
+        return [m.metric for m in self.metrics if m.gated]
+
+    @property
+    def measured(self) -> bool:
+        return bool(self.gated_metrics)
+
+    @property
     def rule(self) -> str:
         """The decision rule in one paragraph, for the report."""
-        return (f"A metric fails when baseline items are missing from the candidate; when its failed-or-skipped "
-                f"share rises by more than {self.max_failure_rise:.2f} and significantly (exact one-sided test, "
-                f"α = {self.alpha:g}); when fewer than {self.min_pairs} items are scored ok in both runs; or when "
-                f"it worsens by more than max({self.min_tolerance:g}, noise band), the noise band being the largest "
-                f"change a randomization test of 'nothing changed' does not call significant at one-sided "
-                f"α = {self.alpha:g} after Holm's correction over the {len(self.metrics)} gated metric(s).")  # fmt: skip
+        return (f"A metric is gated where the baseline measured it and at least {self.min_pairs} items are scored ok "
+                f"in both runs; otherwise it is listed 'not gated' with the reason and its observed change. A gated "
+                f"metric fails when its mean over the items ok in both runs worsens by more than "
+                f"max({self.min_tolerance:g}, noise band), or when the same worsening with every failed, skipped or "
+                f"missing item counted at the worst end of the range (the worst case) does; any metric fails when "
+                f"its share of failed, skipped or missing items rises by more than {self.max_failure_rise:g}, and "
+                f"when the baseline measured it and the candidate has no score of it at all. Each "
+                f"worsening must also be significant: the one-sided randomization tests of 'nothing changed' "
+                f"(whole items re-labelled between the runs, the same draws for every check) are corrected "
+                f"together by Westfall–Young's step-down maxT over the {self.family_size} check(s) that could move, "
+                f"at family-wise α = {self.alpha:g}: an unchanged system fails the whole gate at most "
+                f"{100 * self.alpha:g} % of the time. The noise band is the largest worsening its step does not call "
+                f"significant. Intervals are two-sided {100 * self.confidence:g} %, unadjusted.")  # fmt: skip
 
     def summary(self) -> str:
-        if self.passed:
-            return f"gate passed on {len(self.metrics)} metric(s)"
-        return "gate failed: " + "; ".join(f"{m.metric}: {m.reason}" for m in self.metrics if not m.passed)
+        if not self.passed:
+            return "gate failed: " + "; ".join(f"{m.metric}: {m.reason}" for m in self.metrics if not m.passed)
+        not_gated = [f"{m.metric} ({m.status})" for m in self.metrics if not m.gated]
+        rest = f"; {', '.join(not_gated)}" if not_gated else ""
+        if not self.measured:
+            return f"nothing gated{rest}"
+        return f"gate passed on {len(self.gated_metrics)} metric(s){rest}"
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "summary": self.summary(), "rule": self.rule}
+        return {**asdict(self), "summary": self.summary(), "rule": self.rule, "gated_metrics": self.gated_metrics}
+
+
+@dataclass
+class _Check:
+    """One statistic of the family: a mean worsening and the material threshold it must exceed to fail."""
+
+    name: str
+    threshold: float
+    contributions: dict[str, float] = field(default_factory=dict)
+    """Paired: item → its worsening (a missing key is 0)."""
+    size: int = 0
+    """Paired: the items the mean is over."""
+    values: dict[str, float] = field(default_factory=dict)
+    """Independent: item (of either run) → its value; the statistic is direction · (candidate − baseline mean)."""
+    direction: float = 1.0
+    observed: float = 0.0
+    p_value: float = 1.0
+    p_adjusted: float = 1.0
+    band: float = 0.0
+
+    @property
+    def tolerance(self) -> float:
+        return max(self.threshold, self.band)
+
+    def failed(self, alpha: float) -> bool:
+        # A worsening of exactly the threshold passes despite rounding.
+        return self.p_adjusted <= alpha and self.observed > self.threshold + 1e-12
 
 
 def regression_gate(
     candidate: Sequence[ScoreLike], baseline: Sequence[ScoreLike], metrics: Iterable[str], *,
-    min_tolerance: float = 0.02, min_pairs: int = DEFAULT_MIN_PAIRS,
-    max_failure_rise: float = DEFAULT_MAX_FAILURE_RISE, alpha: float = ALPHA,
+    min_tolerance: float = DEFAULT_MIN_TOLERANCE, min_pairs: int = DEFAULT_MIN_PAIRS,
+    max_failure_rise: float = DEFAULT_MAX_FAILURE_RISE, alpha: float = GATE_ALPHA, draws: int | None = None,
+    seed: int = SEED,
 ) -> GateResult:
-    """Pass when every gated metric passes four checks (see the module docstring for the exact tests):
+    """Pass when no metric fails (see the module docstring and `GateResult.rule` for the exact tests).
 
-    1. missing items: every item the baseline has a score of (ok, failed or skipped) the candidate has too;
-    2. failure rise: the failed-or-skipped share does not rise by more than `max_failure_rise` with a
-       one-sided exact test at `alpha` rejecting "failures are exchangeable between the runs" (McNemar's
-       exact test over the shared items; Fisher's exact test when no item is shared). Not corrected for
-       multiplicity: a target failure fails every metric of its item, so the per-metric tests are near
-       copies of one test, and a missed failure rise is the costlier error;
-    3. enough pairs: at least `min_pairs` items are ok in both runs (independent design: in each run);
-    4. score drop: worsening ≤ max(`min_tolerance`, noise band), i.e. fail only when the worsening is larger
-       than `min_tolerance` and the one-sided randomization test of "nothing changed" (`sign_flip_test`
-       on the paired differences, `permutation_test` for independent runs) rejects at `alpha` after
-       Holm's correction over the gated metrics (Holm, not BH: one false rejection fails the whole gate,
-       so the family-wise error is the gate's false-alarm rate).
+    Per metric, where the baseline measured it (ok scores) and ≥ `min_pairs` items are ok in both runs
+    (independent design: in each run), up to three checks; else the metric is "not gated" (it passes)
+    and only its failure rise is checked:
 
-    Design per metric: "paired" when the runs share at least one item id (offline golden sets),
-    "independent" when they share none (online runs sample different traces), "none" when a run has no
-    score of the metric. The drop of check 4 is the mean paired difference (paired) or the difference of
-    means (independent). A drop of 0.03 with paired sd 0.15 passes at 50 pairs (noise band 0.042) and
-    fails at 500 (0.013, floored at 0.02): 50 queries are noisier than 500.
+    1. score drop: the mean over the items ok in both runs worsens by more than `min_tolerance`;
+    2. worst case: the same with every failed, skipped or missing score counted at the worst end of the
+       metric's range, in both runs (so "nothing changed" stays exchangeable): newly failed items cannot
+       hide a drop, and a few missing items do not fail the gate alone when this bound still passes;
+    3. failure rise: the share of failed, skipped or missing items rises by more than `max_failure_rise`.
+
+    A check fails when it is that large and significant: every check of every metric is one family,
+    tested by `family_sign_flip_test` (runs sharing items) or `family_permutation_test` (runs sharing
+    none) with Westfall–Young's step-down maxT at family-wise one-sided `alpha`. So a target failure,
+    which fails every metric of an item, counts about once, and an unchanged system fails the gate at most
+    `alpha` of the time. `draws` and `seed`: the family test's Monte Carlo draws (RANDOMIZATION_DRAWS).
+
+    A metric the baseline scored on items that all failed passes as a recovery (RECOVERY) when the candidate
+    measured it; one measured in neither run, or only by the candidate, is listed as not gated. One the
+    baseline measured and the candidate has no score of at all fails (`MISSING_METRIC`): a metric switched
+    off or lost is a change the gate cannot vouch for. The printed interval of each difference is the two-sided 1 − `alpha` interval (95 % at the default 0.05).
     """
     gated = list(dict.fromkeys(metrics))
     if not gated:
         raise ValueError("a regression gate needs at least one metric")
     if min_pairs < 2:
         raise ValueError("min_pairs below 2 leaves nothing to estimate a spread from")
-    candidate, baseline = list(candidate), list(baseline)
-    drafts = [_gate_draft(candidate, baseline, metric, min_pairs=min_pairs, max_failure_rise=max_failure_rise,
-                          alpha=alpha) for metric in gated]  # fmt: skip
-    tested = [d for d in drafts if d["p_value"] is not None]
-    for draft, adjusted in zip(tested, holm([d["p_value"] for d in tested])):
-        draft["p_adjusted"] = adjusted
-    results = [_gate_verdict(d, min_tolerance=min_tolerance, alpha=alpha) for d in drafts]
+    cand_rows, base_rows = _rows_by_metric(candidate, gated), _rows_by_metric(baseline, gated)
+    shared = any(cand_rows[m].keys() & base_rows[m].keys() for m in gated)
+    design = "paired" if shared else "independent"
+    drafts = [_gate_draft(metric, cand_rows[metric], base_rows[metric], design=design, min_pairs=min_pairs,
+                          min_tolerance=min_tolerance, max_failure_rise=max_failure_rise, alpha=alpha)
+              for metric in gated]  # fmt: skip
+    checks = [check for draft in drafts for check in draft["checks"].values()]
+    family = _test_family(checks, design, cand_rows, alpha=alpha, draws=draws, seed=seed)
+    method = PERMUTATION_MONTE_CARLO if design == "independent" else (
+        SIGN_FLIP_EXACT if family.exact else SIGN_FLIP_MONTE_CARLO)  # fmt: skip
+    results = [_gate_verdict(draft, method=method, alpha=alpha) for draft in drafts]
     return GateResult(passed=all(r.passed for r in results), metrics=results, min_tolerance=min_tolerance,
-                      alpha=alpha, min_pairs=min_pairs, max_failure_rise=max_failure_rise)  # fmt: skip
+                      alpha=alpha, min_pairs=min_pairs, max_failure_rise=max_failure_rise, confidence=1.0 - alpha,
+                      family_size=family.size, draws=family.draws)  # fmt: skip
 
 
-def _gate_draft(candidate, baseline, metric: str, *, min_pairs: int, max_failure_rise: float,
-                alpha: float) -> dict:  # fmt: skip
-    """Every figure of one metric's gate except the Holm adjustment, which needs all metrics."""
+def _rows_by_metric(scores: Iterable[ScoreLike], metrics: list[str]) -> dict[str, dict[str, ScoreLike]]:
+    rows: dict[str, dict[str, ScoreLike]] = {m: {} for m in metrics}
+    for s in scores:
+        by_item = rows.get(s.metric)
+        if by_item is None:
+            continue
+        if s.item_id in by_item:
+            raise ValueError(f"item {s.item_id} has two {s.metric} scores in one run")
+        by_item[s.item_id] = s
+    return rows
+
+
+def _gate_draft(metric: str, cand_rows: dict[str, ScoreLike], base_rows: dict[str, ScoreLike], *, design: str,
+                min_pairs: int, min_tolerance: float, max_failure_rise: float, alpha: float) -> dict:  # fmt: skip
+    """Every figure of one metric's gate, and its checks for the family test."""
     higher = metric not in LOWER_IS_BETTER
-    cand_rows, base_rows = _by_item(candidate, metric), _by_item(baseline, metric)
-    cand, base = _ok_by_item(candidate, metric), _ok_by_item(baseline, metric)
-    shared_items = cand_rows.keys() & base_rows.keys()
-    design = "paired" if shared_items else ("independent" if cand_rows and base_rows else "none")
-    draft: dict = dict(metric=metric, design=design, higher_is_better=higher, n_candidate=len(cand),
+    cand = {i: _ok_value(s) for i, s in cand_rows.items() if s.status == "ok"}
+    base = {i: _ok_value(s) for i, s in base_rows.items() if s.status == "ok"}
+    draft: dict = dict(metric=metric, design=design, higher_is_better=higher, n_pairs=0, n_candidate=len(cand),
                        n_baseline=len(base), n_candidate_items=len(cand_rows), n_baseline_items=len(base_rows),
-                       n_pairs=len(cand.keys() & base.keys()), candidate_mean=None, baseline_mean=None, diff=None,
-                       standard_error=None, ci_low=None, ci_high=None, ci_method=None, test_method=None,
-                       p_value=None, p_adjusted=None, problems=[], checks_failed=[])  # fmt: skip
-
-    def fail(check: str, text: str) -> None:
-        draft["checks_failed"].append(check)
-        draft["problems"].append(text)
-
-    if design == "none":
-        fail("not_comparable", f"not comparable: {len(cand_rows)} candidate and {len(base_rows)} baseline "
-                               f"scores of this metric")  # fmt: skip
+                       candidate_mean=None, baseline_mean=None, diff=None, standard_error=None, ci_low=None,
+                       ci_high=None, ci_method=None, checks={})  # fmt: skip
+    if not base:
+        draft.update(design="none", status=RECOVERY if base_rows and cand else
+                     NOT_IN_BASELINE if cand else NOT_MEASURED)  # fmt: skip
+        if cand:
+            draft["candidate_mean"] = float(np.mean(list(cand.values())))
         return draft
-
+    if not cand_rows:
+        draft.update(status=f"not gated: the candidate has no score of it (the baseline measured {len(base)} items)",
+                     missing_metric=True)  # fmt: skip
+        return draft
+    sign = 1.0 if higher else -1.0  # worsening = sign · (baseline − candidate)
     if design == "paired":
-        missing = base_rows.keys() - cand_rows.keys()
-        draft["n_missing"] = len(missing)
-        if missing:
-            fail("missing_items", f"{len(missing)} of {len(base_rows)} baseline items missing from the candidate")
-        items = sorted(shared_items)
-        cand_lost = np.array([cand_rows[i].status != "ok" for i in items], dtype=float)
-        base_lost = np.array([base_rows[i].status != "ok" for i in items], dtype=float)
-        rise_p = sign_flip_test(cand_lost - base_lost).p_greater()
-    else:
-        cand_lost = np.array([s.status != "ok" for s in cand_rows.values()], dtype=float)
-        base_lost = np.array([s.status != "ok" for s in base_rows.values()], dtype=float)
-        rise_p = _failure_rise_p_value(cand_lost, base_lost)
-    rise = float(cand_lost.mean() - base_lost.mean())
-    draft.update(candidate_not_ok_share=float(cand_lost.mean()), baseline_not_ok_share=float(base_lost.mean()),
-                 failure_rise=rise, failure_rise_p_value=rise_p)  # fmt: skip
-    if rise > max_failure_rise + 1e-12 and rise_p <= alpha:
-        fail("failure_rise", f"failed-or-skipped share rose from {base_lost.mean():.2f} to {cand_lost.mean():.2f} "
-                             f"(+{rise:.2f} > {max_failure_rise:.2f}, one-sided p {_fmt_p(rise_p)})")  # fmt: skip
-
-    if design == "paired":
-        if draft["n_pairs"] < min_pairs:
-            fail("too_few_pairs", f"only {draft['n_pairs']} items scored ok in both runs (need ≥ {min_pairs})")
-        shared = sorted(cand.keys() & base.keys())
-        if not shared:
-            return draft
+        items = sorted(base_rows)
+        base_lost = {i: base_rows[i].status != "ok" for i in items}
+        cand_lost = {i: i not in cand_rows or cand_rows[i].status != "ok" for i in items}
+        rise = {i: float(cand_lost[i]) - float(base_lost[i]) for i in items if cand_lost[i] != base_lost[i]}
+        draft["checks"][FAILURE_RISE] = _Check(FAILURE_RISE, max_failure_rise, contributions=rise, size=len(items))
+        shared = [i for i in items if i in base and i in cand]
+        draft.update(n_pairs=len(shared), n_missing=sum(i not in cand_rows for i in items),
+                     candidate_not_ok_share=sum(cand_lost.values()) / len(items),
+                     baseline_not_ok_share=sum(base_lost.values()) / len(items))  # fmt: skip
+        enough = len(shared) >= min_pairs
         c, b = np.array([cand[i] for i in shared]), np.array([base[i] for i in shared])
-        difference = _paired_difference(c, b, value_range(metric, np.concatenate([c, b])))
-        test = sign_flip_test(c - b)
-        se = float((c - b).std(ddof=1) / math.sqrt(c.size)) if c.size >= 2 else None
+        span = value_range(metric, np.concatenate([c, b, [base[i] for i in items if i in base],
+                                                   [cand[i] for i in items if i in cand]]))  # fmt: skip
+        if shared:
+            difference = _paired_difference(c, b, span)
+            se = float((c - b).std(ddof=1) / math.sqrt(c.size)) if c.size >= 2 else None
+        if enough:
+            drops = {i: sign * (base[i] - cand[i]) for i in shared}
+            draft["checks"][SCORE_DROP] = _Check(SCORE_DROP, min_tolerance, contributions=drops, size=len(shared))
+            n_lost = sum(base_lost[i] or cand_lost[i] for i in items)
+            if span is not None and n_lost:  # with nothing lost the worst case is the score drop itself
+                worst = span[0] if higher else span[1]
+                imputed = {i: sign * (base.get(i, worst) - cand.get(i, worst)) for i in items}
+                draft["checks"][WORST_CASE_DROP] = _Check(WORST_CASE_DROP, min_tolerance, contributions=imputed,
+                                                          size=len(items))  # fmt: skip
+                draft.update(worst_case_diff=-sign * float(np.mean(list(imputed.values()))), worst=worst,
+                             n_lost=n_lost)  # fmt: skip
+        not_gated_text = f"only {len(shared)} items scored ok in both runs (need ≥ {min_pairs})"
+        n_compared = len(shared)
     else:
-        if len(cand) < min_pairs or len(base) < min_pairs:
-            fail("too_few_pairs", f"only {len(cand)} candidate and {len(base)} baseline ok scores "
-                                  f"(need ≥ {min_pairs} each)")  # fmt: skip
-        if not cand or not base:
-            return draft
+        cand_lost = {i: s.status != "ok" for i, s in cand_rows.items()}
+        base_lost = {i: s.status != "ok" for i, s in base_rows.items()}
+        lost = {i: float(v) for i, v in (cand_lost | base_lost).items()}
+        draft["checks"][FAILURE_RISE] = _Check(FAILURE_RISE, max_failure_rise, values=lost, direction=1.0)
+        draft.update(candidate_not_ok_share=float(np.mean(list(cand_lost.values()))) if cand_lost else 1.0,
+                     baseline_not_ok_share=float(np.mean(list(base_lost.values()))))  # fmt: skip
+        enough = len(cand) >= min_pairs and len(base) >= min_pairs
         c, b = np.array(list(cand.values())), np.array(list(base.values()))
-        difference = _independent_difference(c, b, value_range(metric, np.concatenate([c, b])))
-        test = permutation_test(c, b)
-        se = (math.sqrt(c.var(ddof=1) / c.size + b.var(ddof=1) / b.size)
-              if c.size >= 2 and b.size >= 2 else None)  # fmt: skip
-    worsening = test.negated() if higher else test
-    draft.update(candidate_mean=float(c.mean()), baseline_mean=float(b.mean()), diff=difference.estimate,
-                 standard_error=se, ci_method=difference.method, test_method=_test_name(test, draft["design"]),
-                 test=worsening, p_value=worsening.p_greater())  # fmt: skip
-    if difference.has_interval:
-        draft["ci_low"], draft["ci_high"] = difference.bounds(ALPHA)
+        span = value_range(metric, np.concatenate([c, b]))
+        if cand:
+            difference = _independent_difference(c, b, span)
+            se = (math.sqrt(c.var(ddof=1) / c.size + b.var(ddof=1) / b.size)
+                  if c.size >= 2 and b.size >= 2 else None)  # fmt: skip
+        if enough:
+            draft["checks"][SCORE_DROP] = _Check(SCORE_DROP, min_tolerance, values=cand | base, direction=-sign)
+            n_lost = sum(cand_lost.values()) + sum(base_lost.values())
+            if span is not None and n_lost:
+                worst = span[0] if higher else span[1]
+                imputed = {i: cand.get(i, worst) for i in cand_rows} | {i: base.get(i, worst) for i in base_rows}
+                draft["checks"][WORST_CASE_DROP] = _Check(WORST_CASE_DROP, min_tolerance, values=imputed,
+                                                          direction=-sign)  # fmt: skip
+                draft.update(worst_case_diff=float(np.mean([imputed[i] for i in cand_rows])
+                                                   - np.mean([imputed[i] for i in base_rows])), worst=worst,
+                             n_lost=n_lost)  # fmt: skip
+        not_gated_text = f"only {len(cand)} candidate and {len(base)} baseline ok scores (need ≥ {min_pairs} each)"
+        n_compared = min(len(cand), len(base))
+    draft["failure_rise"] = draft["candidate_not_ok_share"] - draft["baseline_not_ok_share"]
+    draft["status"] = GATED if enough else f"not gated: n = {n_compared} < {min_pairs}"
+    draft["not_gated_text"] = not_gated_text
+    if c.size and b.size:
+        draft.update(candidate_mean=float(c.mean()), baseline_mean=float(b.mean()), diff=difference.estimate,
+                     standard_error=se, ci_method=difference.method)  # fmt: skip
+        if difference.has_interval:
+            draft["ci_low"], draft["ci_high"] = difference.bounds(alpha / 2.0)
     return draft
 
 
-def _test_name(test: RandomizationTest, design: str) -> str:
+def _test_family(checks: list[_Check], design: str, cand_rows: dict[str, dict[str, ScoreLike]], *, alpha: float,
+                 draws: int | None, seed: int) -> FamilyTest:  # fmt: skip
+    """Run the family test over every check and write each one's result back into it."""
+    if not checks:
+        empty = np.zeros(0)
+        return FamilyTest(empty, empty, empty, empty, empty, exact=True, draws=0, alpha=alpha)
     if design == "paired":
-        return SIGN_FLIP_EXACT if test.exact else SIGN_FLIP_MONTE_CARLO
-    return PERMUTATION_MONTE_CARLO
+        items = sorted({i for check in checks for i in check.contributions})
+        index = {item: row for row, item in enumerate(items)}
+        matrix = np.zeros((len(items), len(checks)))
+        for column, check in enumerate(checks):
+            for item, value in check.contributions.items():
+                matrix[index[item], column] = value
+        family = family_sign_flip_test(matrix, [c.size for c in checks], alpha=alpha, draws=draws, seed=seed)
+    else:
+        candidate_items = {i for rows in cand_rows.values() for i in rows}
+        items = sorted({i for check in checks for i in check.values})
+        index = {item: row for row, item in enumerate(items)}
+        values, masks = np.zeros((len(items), len(checks))), np.zeros((len(items), len(checks)))
+        for column, check in enumerate(checks):
+            for item, value in check.values.items():
+                values[index[item], column], masks[index[item], column] = value, 1.0
+        in_candidate, directions = [i in candidate_items for i in items], [c.direction for c in checks]
+        family = family_permutation_test(values, masks, in_candidate, directions, alpha=alpha, draws=draws, seed=seed)
+    for column, check in enumerate(checks):
+        check.observed = float(family.observed[column])
+        check.p_value, check.p_adjusted = float(family.p_values[column]), float(family.p_adjusted[column])
+        check.band = float(family.bands[column])
+    return family
 
 
-def _gate_verdict(draft: dict, *, min_tolerance: float, alpha: float) -> MetricGate:
-    problems, checks = list(draft.pop("problems")), list(draft.pop("checks_failed"))
-    test: RandomizationTest | None = draft.pop("test", None)
-    tolerance = None
-    if test is not None:
-        higher = draft["higher_is_better"]
-        p, p_adj = draft["p_value"], draft["p_adjusted"]
-        # Holm rejects this metric exactly when p ≤ α·p/p̃; the noise band is the largest worsening the
-        # randomization distribution does not call significant at that level.
-        tolerance = max(min_tolerance, test.largest_not_significant(alpha * p / p_adj))
-        significant = p_adj <= alpha
-        material = test.observed > min_tolerance + 1e-12  # a drop of exactly the tolerance passes despite rounding
-        direction = "drop" if higher else "rise"
-        change = f"{direction} of {test.observed:.4f}" if test.observed > 0 else f"no {direction}"
+def _gate_verdict(draft: dict, *, method: str, alpha: float) -> MetricGate:
+    checks: dict[str, _Check] = draft.pop("checks")
+    not_gated_text, worst, n_lost = draft.pop("not_gated_text", ""), draft.pop("worst", None), draft.pop("n_lost", 0)
+    texts: list[tuple[str, str | None]] = []  # (text, the check it fails or None)
+    if draft.pop("missing_metric", False):
+        texts.append((draft["status"].removeprefix("not gated: "), MISSING_METRIC))
+    direction = "drop" if draft["higher_is_better"] else "rise"
+
+    def change(worsening: float) -> str:
+        return f"{direction} of {worsening:.4f}" if worsening > 0 else f"no {direction}"
+
+    def p_text(check: _Check) -> str:
+        return f"one-sided p {_fmt_p(check.p_value)}, adjusted p {_fmt_p(check.p_adjusted)}"
+
+    score, worst_case, rise = checks.get(SCORE_DROP), checks.get(WORST_CASE_DROP), checks.get(FAILURE_RISE)
+    if score is not None:
         sizes = f"{draft['n_pairs']} pairs" if draft["design"] == "paired" else \
             f"{draft['n_candidate']} vs {draft['n_baseline']} items"  # fmt: skip
-        stats_text = f"{draft['design']}, {sizes}, one-sided p {_fmt_p(p)}, Holm-adjusted p {_fmt_p(p_adj)}"
-        verdict = "exceeds" if material and significant else "within"
-        score_text = f"{change} {verdict} tolerance {tolerance:.4f} ({stats_text})"
-        if material and significant:
-            checks.append("score_drop")
-            problems.append(score_text)
-        elif not problems:
-            return MetricGate(**draft, tolerance=tolerance, passed=True, reason=score_text, correction=HOLM)
-        else:
-            problems.append(f"score: {score_text}")  # context for the failed checks above
-    return MetricGate(**draft, tolerance=tolerance, passed=False, reason="; ".join(problems), correction=HOLM,
-                      checks_failed=tuple(checks))  # fmt: skip
+        texts.append((f"{change(score.observed)} {'exceeds' if score.failed(alpha) else 'within'} tolerance "
+                      f"{score.tolerance:.4f} ({draft['design']}, {sizes}, {p_text(score)})",
+                      SCORE_DROP if score.failed(alpha) else None))  # fmt: skip
+    elif draft["diff"] is not None and not_gated_text:
+        texts.append((f"not gated: {not_gated_text}; observed change {draft['diff']:+.4f}", None))
+    elif not texts:
+        texts.append((draft["status"] if not not_gated_text else f"not gated: {not_gated_text}", None))
+    if worst_case is not None:
+        texts.append((f"worst case ({n_lost} failed, skipped or missing at {worst:g}): {change(worst_case.observed)} "
+                      f"{'exceeds' if worst_case.failed(alpha) else 'within'} tolerance {worst_case.tolerance:.4f} "
+                      f"({p_text(worst_case)})", WORST_CASE_DROP if worst_case.failed(alpha) else None))  # fmt: skip
+    if rise is not None and rise.failed(alpha):
+        missing = f", {draft['n_missing']} missing" if draft.get("n_missing") else ""
+        texts.append((f"failed, skipped or missing share rose from {draft['baseline_not_ok_share']:.2f} to "
+                      f"{draft['candidate_not_ok_share']:.2f} (+{rise.observed:.2f} > {rise.threshold:.2f}{missing}, "
+                      f"{p_text(rise)})", FAILURE_RISE))  # fmt: skip
+    failed = tuple(check for _, check in texts if check)
+    reason = "; ".join([text for text, check in texts if check] + [text for text, check in texts if not check])
+    return MetricGate(
+        **draft, tolerance=score.tolerance if score else None, passed=not failed, reason=reason,
+        test_method=method if checks else None, p_value=score.p_value if score else None,
+        p_adjusted=score.p_adjusted if score else None, gated=draft["status"] == GATED,
+        failure_rise_p_value=rise.p_value if rise else None, failure_rise_p_adjusted=rise.p_adjusted if rise else None,
+        worst_case_p_value=worst_case.p_value if worst_case else None,
+        worst_case_p_adjusted=worst_case.p_adjusted if worst_case else None,
+        worst_case_tolerance=worst_case.tolerance if worst_case else None, checks_failed=failed,
+    )  # fmt: skip
 
 
 def _fmt_p(p: float | None) -> str:

@@ -9,7 +9,7 @@ from pydantic import BaseModel
 
 from pipelines.evaluation.diagnose import DEFAULT_MIN_N, diagnose
 from pipelines.evaluation.runs import RunHeader
-from pipelines.evaluation.stats import BENJAMINI_HOCHBERG, HOLM, OVERALL, Aggregate, aggregate
+from pipelines.evaluation.stats import BENJAMINI_HOCHBERG, GATED, OVERALL, WESTFALL_YOUNG, Aggregate, aggregate
 from pipelines.settings import Settings
 from pipelines.stores.results import EvalRun, ResultsStore
 
@@ -26,7 +26,7 @@ class MetricRow(BaseModel):
 
 
 class GateRow(BaseModel):
-    """One gated metric: the paired difference candidate − baseline and the verdict."""
+    """One metric of the gate: the paired difference candidate − baseline and the verdict."""
 
     metric: str
     design: str
@@ -38,9 +38,13 @@ class GateRow(BaseModel):
     ci_high: float | None
     ci_method: str | None
     p_adjusted: float | None
-    """Holm-adjusted one-sided p-value of "nothing changed" against a worsening."""
+    """One-sided p-value of "nothing changed" against a worsening, adjusted over the gate's checks (Holm in
+    gates stored before issue 17, Westfall–Young maxT since)."""
     passed: bool
     reason: str
+    gated: bool = True
+    """False when the metric was listed but not tested (`status` says why); it passed unless its failures rose."""
+    status: str = GATED
 
 
 class RunSummary(RunHeader):
@@ -57,7 +61,7 @@ class RunSummary(RunHeader):
     reference: str | None = None
     """The pinned reference run the gate also compared against, when it is not the baseline."""
     reference_rows: list[GateRow] = []
-    gate_correction: str = HOLM
+    gate_correction: str = WESTFALL_YOUNG
     diagnosis_correction: str = BENJAMINI_HOCHBERG
     generator_model: str | None = None
     review_candidates: int | None = None
@@ -81,6 +85,7 @@ def run_summary(run: EvalRun, aggregates: Sequence[Aggregate], *, items: int, ba
         baseline=baseline or (run.gate or {}).get("baseline"), gate_rows=gate_rows(run.gate),
         reference=(run.gate or {}).get("reference"), reference_rows=gate_rows(_reference_gate(run.gate)),
         generator_model=run.generator_model,
+        gate_correction=(run.gate or {}).get("correction", WESTFALL_YOUNG),
     )  # fmt: skip
 
 
@@ -90,7 +95,8 @@ def gate_rows(gate: dict[str, Any] | None) -> list[GateRow]:
     return [GateRow(metric=m["metric"], design=m["design"], n_pairs=m["n_pairs"], baseline_mean=m["baseline_mean"],
                     candidate_mean=m["candidate_mean"], diff=m["diff"], ci_low=m["ci_low"], ci_high=m["ci_high"],
                     ci_method=m.get("ci_method"), p_adjusted=m.get("p_adjusted"), passed=m["passed"],
-                    reason=m["reason"]) for m in gate.get("metrics", [])]  # fmt: skip
+                    reason=m["reason"], gated=m.get("gated", True), status=m.get("status", GATED))
+            for m in gate.get("metrics", [])]  # fmt: skip
 
 
 def _reference_gate(gate: dict[str, Any] | None) -> dict[str, Any] | None:
