@@ -21,8 +21,10 @@ from pipelines.stores.results import ResultsStore
 from pipelines.workspace import Workspace
 from tests.conftest import ROOT
 
-SMALL = {"seeds": 8, "questions_per_seed": 2, "multi_hop": 3, "adversarial": 2, "tool_triples": 3, "from_traces": 0,
+# A tool triple on each of the 9 chunks the test corpus can seed: 8 tool items land in the test split.
+SMALL = {"seeds": 8, "questions_per_seed": 2, "multi_hop": 3, "adversarial": 2, "tool_triples": 9, "from_traces": 0,
          "batch_size": 8}  # fmt: skip
+TOOL_METRICS = ("tool_selection_accuracy", "tool_call_accuracy")
 FAST = {"metrics": ["faithfulness", "context_recall"], "batch_size": 10}
 
 
@@ -45,7 +47,8 @@ def runs_and_rows(settings, suite="offline"):
 
 
 def test_a_rerun_of_the_same_date_replaces_its_rows_and_the_gate_catches_a_regression(built):
-    settings = built
+    # The gate decides a metric on ≥ 5 pairs here (default 10): the small set's 8 tool items are gated too.
+    settings = built.model_copy(update={"gate_min_pairs": 5})
     first, _ = run_offline_eval(settings, eval_params(settings, **FAST), logical_date=date(2026, 11, 2))
     assert first.gate_passed is None and "no baseline" in first.gate
     overall = {row.metric: row for row in first.overall}
@@ -56,7 +59,12 @@ def test_a_rerun_of_the_same_date_replaces_its_rows_and_the_gate_catches_a_regre
     assert len(runs) == 1 and rows[first.run_id] > 0
 
     same, _ = run_offline_eval(settings, eval_params(settings, **FAST), logical_date=date(2026, 11, 9))
-    assert same.gate_passed is True and same.baseline == first.run_id
+    assert same.gate_passed is True and same.baseline == first.run_id, same.gate
+    # The tool metrics are gated, paired over the tool items only; the reference agent calls every tool right.
+    gated = {row.metric: row for row in same.gate_rows}
+    assert all(gated[m].passed and gated[m].n_pairs >= 5 for m in TOOL_METRICS), gated
+    assert all(overall[m].mean == 1.0 for m in TOOL_METRICS)
+    assert gated["tool_call_accuracy"].n_pairs == overall["tool_call_accuracy"].n < overall["recall@5"].n
 
     # A new release of the service behind the same target name retrieves nothing relevant.
     with serving(200) as url:
@@ -65,6 +73,11 @@ def test_a_rerun_of_the_same_date_replaces_its_rows_and_the_gate_catches_a_regre
             run_offline_eval(settings, degraded, logical_date=date(2026, 11, 16))
     runs, _ = runs_and_rows(settings)
     assert [r.gate_passed for r in sorted(runs, key=lambda r: r.logical_date)] == [None, True, False]
+    # Its agent searches the docs with the whole question for every request: every tool call differs from the
+    # expected one and fails the gate; the wrong tool choices (TSA 1 -> 0.25) are within the noise band of 8 pairs.
+    verdicts = {m["metric"]: m for m in max(runs, key=lambda r: r.logical_date).gate["metrics"]}
+    assert verdicts["tool_call_accuracy"]["candidate_mean"] == 0.0 and not verdicts["tool_call_accuracy"]["passed"]
+    assert verdicts["tool_selection_accuracy"]["candidate_mean"] < 1.0
     workspace = Workspace.from_settings(settings)
     report = workspace.report("offline", date(2026, 11, 16), "reference-rag")
     assert "recall@5" in report.read_text(encoding="utf-8") and "gate" in report.read_text(encoding="utf-8").lower()
@@ -95,8 +108,8 @@ class _Service(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(b"overloaded")
             return
-        # Five distinct chunks, like a service that retrieves 5: recall@5 and precision@5 are measured on it.
-        contexts = [{"chunk_id": f"nope#x/{n}-00000000", "text": body["question"], "score": 1.0 - n / 10} for n in range(5)]
+        # Its 2 best passages, like a service with a similarity cut-off: measured at every k all the same.
+        contexts = [{"chunk_id": f"nope#x/{n}-00000000", "text": body["question"], "score": 1.0 - n / 10} for n in range(2)]
         reply = {"answer": f"Echo: {body['question']}", "contexts": contexts,
                  "tool_calls": [{"name": "vector_search", "arguments": {"query": body["question"]}}]}  # fmt: skip
         data = json.dumps(reply).encode()
@@ -132,6 +145,11 @@ def test_an_http_target_follows_the_contract_and_its_failures_fail_the_metrics(b
     recall = [s for s in scores if s.metric == "recall@5"]
     if status == 200:
         assert recall and all(s.status == "ok" and s.value == 0.0 for s in recall)  # its chunk ids are not gold
+        # 2 passages, never "not measured at k": every k of every retrieval item is an ok score (a rerun pairs).
+        at_k = [s for s in scores if s.metric.startswith(("recall@", "precision@"))]
+        per_metric = {m: sum(s.metric == m for s in at_k) for m in {s.metric for s in at_k}}
+        assert {"recall@10", "precision@10"} <= set(per_metric) and set(per_metric.values()) == {len(recall)}
+        assert all(s.status == "ok" for s in at_k)
     else:
         assert scores and all(s.value is None for s in scores if s.status != "ok")
         failed = [s for s in scores if s.status == "failed"]
