@@ -27,8 +27,10 @@ from pipelines.stores.results import ResultsStore
 from pipelines.workspace import Workspace
 from tests.conftest import ROOT
 
+# The plan raises the 3 tool triples asked for to what the gate's 10 pairs need (chunks lend several tools).
 SMALL = {"seeds": 8, "questions_per_seed": 2, "multi_hop": 3, "adversarial": 2, "tool_triples": 3, "from_traces": 0,
          "batch_size": 8}  # fmt: skip
+TOOL_METRICS = ("tool_selection_accuracy", "tool_call_accuracy")
 FAST = {"metrics": ["faithfulness", "context_recall"], "batch_size": 10}
 
 
@@ -70,6 +72,15 @@ def test_a_rerun_of_the_same_date_replaces_its_rows_and_the_gate_catches_a_regre
     graded = [s for s in store.scores(same.run_id) if s.metric == "answer_correctness"]
     store.dispose()
     assert graded and not [s for s in graded if s.stratum.startswith("tool/")]
+    # The tool metrics are gated, paired over the tool items only; the reference agent calls every tool right.
+    gated = {row.metric: row for row in same.gate_rows}
+    assert all(gated[m].passed and gated[m].gated and gated[m].n_pairs >= 10 for m in TOOL_METRICS), gated
+    assert all(overall[m].mean == 1.0 for m in TOOL_METRICS)
+    assert gated["tool_call_accuracy"].n_pairs == overall["tool_call_accuracy"].n
+    store = ResultsStore.from_settings(settings)
+    tool_scores = [s for s in store.scores(same.run_id) if s.metric in TOOL_METRICS]
+    store.dispose()
+    assert tool_scores and all(s.stratum.startswith("tool/") for s in tool_scores)
 
     # A new release of the service behind the same target name retrieves nothing relevant.
     with serving(200) as url:
@@ -82,6 +93,11 @@ def test_a_rerun_of_the_same_date_replaces_its_rows_and_the_gate_catches_a_regre
     degraded_run = next(r for r in runs if r.logical_date == date(2026, 11, 16))
     assert [(c["role"], c["run_id"], c["passed"]) for c in degraded_run.gate["comparisons"]] == [
         ("baseline", same.run_id, False), ("reference", first.run_id, False)]
+    # Its agent searches the docs with the whole question for every request: every tool call differs from the
+    # expected one and fails the gate; the wrong tool choices (TSA 1 -> 0.25) are not caught at this n.
+    verdicts = {m["metric"]: m for m in max(runs, key=lambda r: r.logical_date).gate["metrics"]}
+    assert verdicts["tool_call_accuracy"]["candidate_mean"] == 0.0 and not verdicts["tool_call_accuracy"]["passed"]
+    assert verdicts["tool_selection_accuracy"]["candidate_mean"] < 1.0
     workspace = Workspace.from_settings(settings)
     report = workspace.report("offline", date(2026, 11, 16), "reference-rag")
     html = report.read_text(encoding="utf-8")
@@ -114,8 +130,8 @@ class _Service(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(b"overloaded")
             return
-        # Five distinct chunks, like a service that retrieves 5: recall@5 and precision@5 are measured on it.
-        contexts = [{"chunk_id": f"nope#x/{n}-00000000", "text": body["question"], "score": 1.0 - n / 10} for n in range(5)]
+        # Its 2 best passages, like a service with a similarity cut-off: measured at every k all the same.
+        contexts = [{"chunk_id": f"nope#x/{n}-00000000", "text": body["question"], "score": 1.0 - n / 10} for n in range(2)]
         reply = {"answer": f"Echo: {body['question']}", "contexts": contexts,
                  "tool_calls": [{"name": "vector_search", "arguments": {"query": body["question"]}}]}  # fmt: skip
         data = json.dumps(reply).encode()
@@ -151,6 +167,11 @@ def test_an_http_target_follows_the_contract_and_its_failures_fail_the_metrics(b
     recall = [s for s in scores if s.metric == "recall@5"]
     if status == 200:
         assert recall and all(s.status == "ok" and s.value == 0.0 for s in recall)  # its chunk ids are not gold
+        # 2 passages, never "not measured at k": every k of every retrieval item is an ok score (a rerun pairs).
+        at_k = [s for s in scores if s.metric.startswith(("recall@", "precision@"))]
+        per_metric = {m: sum(s.metric == m for s in at_k) for m in {s.metric for s in at_k}}
+        assert {"recall@10", "precision@10"} <= set(per_metric) and set(per_metric.values()) == {len(recall)}
+        assert all(s.status == "ok" for s in at_k)
     else:
         assert scores and all(s.value is None for s in scores if s.status != "ok")
         failed = [s for s in scores if s.status == "failed"]

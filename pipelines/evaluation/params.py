@@ -17,7 +17,9 @@ from pipelines.redact import has_credentials, redact_text, redact_url
 ALL_JUDGE_METRICS = ["faithfulness", "answer_relevancy", "context_precision_ranked", "context_precision_share",
                      "context_recall", "ragas_noise_sensitivity"]  # fmt: skip
 GATED_METRICS = ["recall@5", "mrr", "faithfulness", "answer_relevancy", "context_precision_ranked", "context_recall",
-                 "answer_correctness"]  # fmt: skip
+                 "answer_correctness", "tool_selection_accuracy", "tool_call_accuracy"]  # fmt: skip
+"""Metrics a run is gated on. The tool metrics are scored per tool item only (a question that expects no tool
+has no tool score), so the gate pairs them over the tool items both runs scored."""
 REFERENCE_TARGET = "reference-rag"
 DEFAULT_K = (1, 3, 5, 10)
 TARGET_URL_PATTERN = r"^https?://[^\s/@?#]+(/[^\s@]*)?$"

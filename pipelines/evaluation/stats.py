@@ -14,7 +14,7 @@ Every figure, one line each (figure | exact definition | interval or test | mult
 | gate: failure rise | (failed + skipped + missing) / the baseline's items, candidate − baseline (independent: each run's not-ok share); fails when > max_failure_rise (0.05) and significant | the same draws (alone: McNemar's exact test) | the same family |
 | gate interval | `paired difference`'s interval at the two-sided level 1 − α (95 % at the default α), unadjusted: shown, not used to decide | as the paired difference | none |
 | eval compare row | paired difference B − A per metric and stratum | the paired difference's 95 % CI; two-sided sign-flip p, H0 "A and B exchangeable" | Benjamini–Hochberg over all rows, q = 0.05 |
-| diagnosis band | the mean lies in its band (problem/watch: or a worse one), with n ≥ min_n (10) | one-sided p from the aggregate's interval distribution (diagnose.py) | Benjamini–Hochberg over every band claim, q = 0.025 |
+| diagnosis band | the strongest band the interval establishes, stepping down from the estimate's band to "not healthy", with n ≥ min_n (10) | one-sided p from the aggregate's interval distribution (diagnose.py) | Benjamini–Hochberg over one claim per aggregate outside the healthy band, q = 0.025; stronger rungs at the level the family stopped at |
 
 0/1 scores are recognised from the values, not from the metric's name: the bounded-mean interval *is*
 the Jeffreys interval on such data, so the check only decides which label is printed, and a name list
