@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import ipaddress
 import json
 import random
 import string
@@ -316,14 +317,22 @@ def _network_forms() -> dict[str, Callable[[_Maker], _Value]]:
         return form
 
     fake = lambda m: m.faker("en_US")  # noqa: E731
+    hexdigits = "0123456789abcdef"
+
+    def v6(m: _Maker) -> str:
+        """A global unicast address (2000::/3), as a client's is: not multicast, not RFC 3849's 2001:db8::/32."""
+        while (first := f"{m.rng.randint(0x2000, 0x3FFF):x}") == "2001":
+            pass
+        return ipaddress.ip_address(":".join([first, *(m.token(4, hexdigits) for _ in range(7))])).compressed
+
     return {
         "ip/v4 public": ip(lambda m: (v := fake(m).ipv4_public(), v)),
         "ip/v4 private": ip(lambda m: (v := fake(m).ipv4_private(), v)),
         "ip/v4 with port": ip(lambda m: (f"{(v := fake(m).ipv4_public())}:8080", v)),
-        "ip/v6": ip(lambda m: (v := fake(m).ipv6(), v)),
-        "ip/v6 full": ip(lambda m: (v := ":".join(m.token(4, "0123456789abcdef") for _ in range(8)), v)),
+        "ip/v6": ip(lambda m: (v := v6(m), v)),
+        "ip/v6 full": ip(lambda m: (v := ":".join([f"{m.rng.randint(0x2000, 0x3FFF):x}", *(m.token(4, hexdigits) for _ in range(7))]), v)),
         "ip/v4-mapped v6": ip(lambda m: (v := f"::ffff:{fake(m).ipv4_private()}", v)),
-        "ip/v6 in brackets": ip(lambda m: (f"[{(v := '2001:db8::' + m.token(4, '0123456789abcdef'))}]:443", v)),
+        "ip/v6 in brackets": ip(lambda m: (f"[{(v := v6(m).split(':')[0] + ':' + m.token(4, hexdigits) + '::' + m.token(4, hexdigits))}]:443", v)),
     }
 
 

@@ -21,8 +21,9 @@ from pipelines.privacy.spans import Span, invalid
 from pipelines.privacy.views import TextView
 
 NUMBER_DIGITS = 7
-_NUMBER = re.compile(rf"[0-9](?:[ \-.()+/]{{0,3}}[0-9]){{{NUMBER_DIGITS - 1}}}")
-"""Every national id, phone, card and IBAN has seven digits close together; most prose has none."""
+_NUMBER = re.compile(rf"[0-9](?:(?:[^\w\n]|_){{0,3}}[0-9]){{{NUMBER_DIGITS - 1}}}")
+"""Every national id, phone, card and IBAN has seven digits close together, whatever separates them
+("612_345_678", "612·345·678"); most prose has none."""
 
 
 _WINDOW_BEFORE = 40
@@ -66,20 +67,21 @@ def in_windows(regex: re.Pattern[str], text: str, windows: list[tuple[int, int]]
 
 
 # The patterns open with a character class and check their left boundary right after it: the regex
-# engine then skips to candidates at C speed instead of trying every position.
-_DNI = re.compile(r"\d(?<![\w\-./]\d)(?:\d{7}|\d\.\d{3}\.\d{3})(?:[\-.]?[A-Za-z]|[ ][A-Z])(?![\w\-])")
-_NIE = re.compile(r"[XYZxyz](?<![\w\-./][XYZxyz])[\-. ]?\d{7}[\-. ]?[A-Za-z](?![\w\-])")
-_CIF = re.compile(r"[A-HJNP-SUVWa-hjnp-suvw](?<![\w\-./][A-Za-z])[\-. ]?\d{2}[\-. ]?\d{5}[\-. ]?[0-9A-Ja-j](?![\w\-])")
-_SSN = re.compile(r"\d(?<![\w\-./]\d)\d{2}([\- ])\d{2}\1\d{4}(?![\w\-]|[.,]\d)")
+# engine then skips to candidates at C speed instead of trying every position. A backslash before a
+# value makes it an escape in code ("\\U00000394" is a Greek delta, not a CIF).
+_DNI = re.compile(r"\d(?<![\w\-./\\]\d)(?:\d{7}|\d\.\d{3}\.\d{3})(?:[\-.]?[A-Za-z]|[ ][A-Z])(?![\w\-])")
+_NIE = re.compile(r"[XYZxyz](?<![\w\-./\\][XYZxyz])[\-. ]?\d{7}[\-. ]?[A-Za-z](?![\w\-])")
+_CIF = re.compile(r"[A-HJNP-SUVWa-hjnp-suvw](?<![\w\-./\\][A-Za-z])[\-. ]?\d{2}[\-. ]?\d{5}[\-. ]?[0-9A-Ja-j](?![\w\-])")
+_SSN = re.compile(r"\d(?<![\w\-./\\]\d)\d{2}([\- ])\d{2}\1\d{4}(?![\w\-]|[.,]\d)")
 _SSN_AFTER_CUE = re.compile(
     r"(?:\bssn|social security(?: number| no\.?)?)(?:[\s:#.]|\bis\b|\bes\b){0,6}(\d{3}[\- ]?\d{2}[\- ]?\d{4})(?!\w)"
 )
-_NSS = re.compile(r"\d(?<![\w\-./]\d)\d([ /\-.]?)\d{7,8}\1\d{2}(?![\w\-]|[.,]\d)")
+_NSS = re.compile(r"\d(?<![\w\-./\\]\d)\d([ /\-.]?)\d{7,8}\1\d{2}(?![\w\-]|[.,]\d)")
 _NSS_AFTER_CUE = re.compile(
     r"(?:\bnss|\bnaf|seguridad social|afiliaci[oó]n)[^\d\n]{0,24}(\d{2}[ /\-.]?\d{7,8}[ /\-.]?\d{2})(?![\w\-])"
 )
-_IBAN = re.compile(r"[A-Za-z](?<![\w][A-Za-z])[A-Za-z]\d{2}(?:[ \-.]?[A-Za-z0-9]){10,30}")
-_CARD = re.compile(r"\d(?<![\w\-.]\d)(?:[ \-.]?\d){12,18}(?![\w]|[\-.]\d)")
+_IBAN = re.compile(r"[A-Za-z](?<![\w\\][A-Za-z])[A-Za-z]\d{2}(?:[ \-.]?[A-Za-z0-9]){10,30}")
+_CARD = re.compile(r"\d(?<![\w\-.\\]\d)(?:[ \-.]?\d){12,18}(?![\w]|[\-.]\d)")
 _SEPARATORS = re.compile(r"[ \-./]")
 
 
@@ -125,8 +127,8 @@ def _card_grouped(groups: list[int]) -> bool:
 def _card(value: str) -> tuple[str, str] | None:
     groups = [len(g) for g in _SEPARATORS.split(value)]
     digits = _SEPARATORS.sub("", value)
-    if not 13 <= len(digits) <= 19:
-        return None
+    if not 13 <= len(digits) <= 19 or ("." in value and not _card_grouped(groups)):
+        return None  # "3.1415926535897931" is a float, whatever Luhn says of its digits
     plausible_issuer = digits[0] in "3456" or "2221" <= digits[:4] <= "2720" or digits[:4] in ("2131", "1800")
     if plausible_issuer and luhn.is_valid(digits):
         return "CREDIT_CARD", digits

@@ -34,8 +34,9 @@ _UNIFIED = {**dict.fromkeys(map(ord, _INVISIBLE)), **dict.fromkeys(map(ord, _DAS
 _INVISIBLE_OR_DASH = re.compile(f"[{_INVISIBLE}{_DASHES}]")
 _NOT_MASK = rf"(?!{_MASK})"
 
-_DIGIT_RUN = re.compile(r"(?<![\w+.\-/])(?:\+|\(\+?)?\d+\)?(?:[ .\-/()]{1,2}\(?\d+(?![\d:])\)?)*")
-"""Digits and the single separators people type between them; a group before ":" is a time, not part."""
+_DIGIT_RUN = re.compile(r"(?<![\w+.\-/\\])(?:\+|\(\+?)?\d+\)?(?:(?:[ .\-/()]{1,2}|_)\(?\d+(?![\d:])\)?)*")
+"""Digits and the single separators people type between them (an underscore too: "612_345_678"); a
+group before ":" is a time, not part; a backslash before them makes an escape ("\\x41")."""
 _IBAN_LIKE = re.compile(
     r"(?<![\w])(?:[A-Z]{2}\d{2}(?:[ \-]?[A-Za-z0-9]{4}){2,7}(?:[ \-]?[A-Za-z0-9]{1,4})?"
     r"|[a-z]{2}\d{2}(?:[ \-][a-z0-9]{4}){2,7}(?:[ \-][a-z0-9]{1,4})?)(?![\w])"
@@ -44,7 +45,119 @@ _IBAN_LIKE = re.compile(
 _TOKENISH = r"(?=[^\s\"',;]{8})[^\s\"',;][a-z._~\-]*[0-9+/=A-Z#$%&*@^][^\s\"',;]*"
 """Eight characters or more with a digit, a symbol or an inner capital: "dXNlcjpw", not "authentication"."""
 _WEBMAIL = r"(?:gmail|hotmail|outlook|yahoo|icloud|protonmail|proton|gmx|yandex|aol|live|msn|telefonica|movistar)"
-RULES: dict[str, re.Pattern[str]] = {
+class _Checked:
+    """A rule whose matches are each looked at once more: `search` as `re.Pattern.search` has it, the
+    first match `keep` accepts."""
+
+    __slots__ = ("pattern", "keep")
+
+    def __init__(self, pattern: re.Pattern[str], keep: Callable[[re.Match[str]], bool]):
+        self.pattern, self.keep = pattern, keep
+
+    def search(self, text: str) -> re.Match[str] | None:
+        for m in self.pattern.finditer(text):
+            if self.keep(m):
+                return m
+        return None
+
+
+_DIGIT_OR_CAPITAL = re.compile(r"[0-9A-Z]")
+
+
+def _random_after_prefix(m: re.Match[str]) -> bool:
+    """A token's random part holds a digit or a capital; "hf_raise_for_status" is a function's name."""
+    return _DIGIT_OR_CAPITAL.search(m.group(), 3) is not None or m.group().startswith("hooks.")
+
+
+def _reaches_someone(m: re.Match[str]) -> bool:
+    """An IP address that may be someone's: not a documentation range (RFC 5737: 192.0.2.0/24,
+    198.51.100.0/24, 203.0.113.0/24; RFC 3849: 2001:db8::/32), loopback, unspecified, multicast,
+    reserved (240.0.0.0/4: netmasks, the broadcast address) or an IPv4 network ("10.20.0.0/16")."""
+    address = m.group().lower()
+    if "." in address and ":" not in address:
+        first = int(address.split(".", 1)[0])
+        if first in (0, 127) or first >= 224 or address.startswith(("192.0.2.", "198.51.100.", "203.0.113.")):
+            return False
+        prefix = _PREFIX.match(m.string, m.end())
+        return prefix is None or not _network_address(address, int(prefix.group(1)))
+    groups = [group for group in address.split(":") if group]
+    if len(groups) < 2 or sum(map(len, groups)) < 4:
+        return False  # "a[::2]", "1::2": slicing in code
+    return not (address == "::1" or address.startswith(("2001:db8:", "2001:0db8:", "ff")))
+
+_PREFIX = re.compile(r"/(\d{1,2})(?!\d)")
+
+
+def _network_address(address: str, length: int) -> bool:
+    """Whether `address`/`length` names a network ("10.20.0.0/16"): host bits zero, more than two hosts."""
+    value = 0
+    for octet in address.split("."):
+        value = value * 256 + int(octet)
+    return length <= 30 and value % (1 << (32 - length)) == 0
+
+
+_CODE_VALUE = re.compile(
+    r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+.*"  # creds.refresh_token, click.prompt("Password"
+    r"|[A-Za-z_]\w*[(\[].*"  # Optional[Credential], get_token()
+    r"|[A-Za-z]*_[\w]*\).*"  # unk_token) : an argument passed on
+    r"|(?i:[a-z]*_?(?:token|key|secret|pass\w*|pwd|credentials?)(?:_?[a-z]+)*)"  # bod_token, userPassword: a variable
+    r"|<[^>]*>.*|\$\{[A-Za-z_]\w*\}.*|\$[A-Z_][A-Z0-9_]*|\{\{.*|%\(\w+\)s.*"  # <token>, ${api_key}, $API_KEY, {{ x }}
+    r"|(?i:your|my)[\-_][\w\-]+|[\w\-]+[\-_](?i:here)|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+"  # your-api-key, YOUR_API_KEY
+)
+"""A value that is code, not a secret: a dotted name, a call or subscript, a variable passed on, a
+template slot."""
+
+
+def _secret_valued(m: re.Match[str]) -> bool:
+    return _CODE_VALUE.fullmatch(m.group("value")) is None
+
+
+_EVERYDAY_WORDS: frozenset[str] | None = None
+
+
+def _everyday_words() -> frozenset[str]:
+    """English everyday words (Faker's lorem list, loaded on first use): "my name is method" in a
+    docstring names a method."""
+    global _EVERYDAY_WORDS
+    if _EVERYDAY_WORDS is None:
+        from faker.providers.lorem.en_US import Provider
+
+        _EVERYDAY_WORDS = frozenset(word.lower() for word in Provider.word_list)
+    return _EVERYDAY_WORDS
+
+
+def _name_like(m: re.Match[str]) -> bool:
+    """A word after a name cue that may be a name: capitalised, or not an everyday word."""
+    word = m.group("name")
+    return word is None or word[0].isupper() or word.lower() not in _everyday_words()
+
+
+_ES_STREET_TYPES = (
+    "calle", "c/", "avda", "avenida", "av", "plaza", "pza", "paseo", "carrer", "passeig", "rambla", "ronda", "camino",
+    "carretera", "travesía", "glorieta", "gran vía", "callejón", "pasaje", "pasadizo", "urbanización", "bulevar",
+    "alameda", "costanilla", "cañada", "cra",
+)  # fmt: skip
+"""Each may be abbreviated with a dot ("Avda.", "Pza.")."""
+_ES_CAPITALISED_TYPES = ("Cuesta", "Carrera", "Diagonal", "Transversal", "Calzada", "Privada", "Circuito", "Retorno",
+                         "Prolongación", "Vial")  # fmt: skip
+"""Types of street that are everyday words too ("clave privada RSA 2048"): only capitalised."""
+_US_STATES = (
+    "AL|AK|AZ|AR|CA|CO|CT|DE|DC|FL|GA|HI|ID|IL|IN|IA|KS|KY|LA|ME|MD|MA|MI|MN|MS|MO|MT|NE|NV|NH|NJ|NM|NY|NC|ND|OH|OK|OR"
+    "|PA|RI|SC|SD|TN|TX|UT|VT|VA|WA|WV|WI|WY|AS|GU|MP|PR|VI|FM|MH|PW|AA|AE|AP"
+)
+_STATE_AND_POSTCODE = (
+    rf"(?:(?:{_US_STATES})[ \t]+\d{{5}}(?:-\d{{4}})?|(?:AB|BC|MB|NB|NL|NS|NT|NU|ON|PE|QC|SK|YT)[ \t]+[A-Z]\d[A-Z][ \t]?\d[A-Z]\d"
+    r"|(?:NSW|VIC|QLD|WA|SA|TAS|ACT|NT),?[ \t]+\d{4}|[A-Z]{1,2}\d[A-Z\d]?[ \t]*\d[A-Z]{2})(?!\w)"
+)
+"""A US state and ZIP, a Canadian province and postal code, an Australian state and postcode, a UK postcode."""
+_EN_STREET_WORDS = (
+    "Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Place|Pl|Way|Terrace|Parkway|Pkwy|Square"
+    "|Highway|Hwy|Circle|Alley|Plaza|Trail|Crescent|Close|Grove|Bend|Bluff|Bayou|Canyon|Causeway|Creek|Expressway"
+    "|Freeway|Heights|Hollow|Knoll|Manor|Meadows?|Orchard|Pike|Ridge|Skyway|Stravenue|Turnpike|Viaduct"
+)
+"""English street suffixes that name little else; before a state and postcode any capitalised word ends a street."""
+_ES_NAME = r"[A-ZÁÉÍÓÚÑ][\w'.\-]*(?:\s+[\w'.\-]+){0,4}?,?\s+(?:(?i:nº|n°|#)\s*)?\d{1,4}\b"
+RULES: dict[str, re.Pattern[str] | _Checked] = {
     "at_sign_like": re.compile(
         r"[\w.+\-'][ \t]{0,2}(?:@|%40|&#0*64;|&commat;|[(\[{<][ \t]*(?:at|arroba)[ \t]*[)\]}>])[ \t]{0,2}[\w\-]+"
         r"\s*(?:\.|[(\[{<]\s*(?:dot|punto)\s*[)\]}>]|\s(?:dot|punto)\s)\s*[a-z]{2}"
@@ -52,18 +165,22 @@ RULES: dict[str, re.Pattern[str]] = {
         rf"|\s(?:at|arroba)\s+{_WEBMAIL}\s*\.",
         re.IGNORECASE,
     ),
-    "key_like_prefix": re.compile(
+    "key_like_prefix": _Checked(re.compile(
         r"(?<![\w\-])(?:sk-|sk_live_|sk_test_|rk_live_|pk_live_|whsec_|gh[pousr]_|github_pat_|gl(?:pat|dt|rt)-|xox[abposer]-"
         r"|xapp-|AKIA|ASIA|AIza|ya29\.|GOCSPX-|hf_|api_org_|npm_|pypi-|SG\.|glsa_|sntry[su]_|hv[sb]\.|shp(?:at|ss)_"
         r"|do[opr]_v1_|ATATT|AGE-SECRET-KEY|xai-|gsk_|pplx-|r8_|dapi|eyJ)[\w\-.+/=]{8,}"
         rf"|(?<![\w\-])(?:SK|AC)[0-9a-f]{{32}}(?![\w])|Q~[\w.\-~]{{20,}}|hooks\.slack\.com/services/{_NOT_MASK}\w"
-    ),
+    ), _random_after_prefix),
     "pem_marker": re.compile(r"-----(?:BEGIN|END) [A-Z0-9 ]*PRIVATE KEY|PuTTY-User-Key-File|Private-Lines:"),
-    "credential_assignment": re.compile(
-        r"(?:pass(?:word|wd|phrase|code)?|pwd|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key|accountkey"
-        rf"|client[_\-]?secret|credentials?|contraseña|contrasena)[\"']?\s*[:=]\s*[\"']?{_NOT_MASK}"
-        rf"(?=[^\s\"',;]*[0-9_+/=!#$%&*@^~]|[^\s\"',;]{{12}})[^\s\"',;{_MASK}]{{4,}}",
-        re.IGNORECASE,
+    "credential_assignment": _Checked(
+        re.compile(
+            # Not right after "word:": "nombre:contraseña:GID" lists the fields of a file format.
+            r"(?<!\w:)(?:pass(?:word|wd|phrase|code)?|pwd|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key|accountkey"
+            rf"|client[_\-]?secret|credentials?|contraseña|contrasena)[\"']?[ \t]*[:=](?!=)[ \t]*[\"']?{_NOT_MASK}"
+            rf"(?P<value>(?=[^\s\"',;]*[0-9_+/=!#$%&*@^~]|[^\s\"',;]*(?-i:[a-z][A-Z])|[^\s\"',;]{{12}})[^\s\"',;{_MASK}]{{4,}})",
+            re.IGNORECASE,
+        ),
+        _secret_valued,
     ),
     "password_sentence": re.compile(
         r"\b(?:password|contraseña|contrasena|passphrase|my pass|mi clave|my pin|mi pin)\s+(?:is|es|was|era)\s+"
@@ -92,34 +209,41 @@ RULES: dict[str, re.Pattern[str]] = {
         rf"=[\"']?{_NOT_MASK}[^&\s#\"']{{6,}}",
         re.IGNORECASE,
     ),
-    "ip_address_like": re.compile(
-        r"(?<![\w.])(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)(?![\w]|\.\d)"
-        r"|(?<![\w:])(?:[0-9a-f]{1,4}:){7}[0-9a-f]{1,4}(?![\w:])"
-        r"|(?<![\w:])(?:[0-9a-f]{0,4}:)*[0-9a-f]{0,4}::(?:[0-9a-f]{1,4}:)*[0-9a-f]{1,4}(?![\w:])",
-        re.IGNORECASE,
+    "ip_address_like": _Checked(
+        re.compile(
+            r"(?<![\w.])(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)(?![\w]|\.\d)"
+            r"|(?<![\w:])(?:[0-9a-f]{1,4}:){7}[0-9a-f]{1,4}(?![\w:])"
+            r"|(?<![\w:])(?:[0-9a-f]{0,4}:)*[0-9a-f]{0,4}::(?:[0-9a-f]{1,4}:)*[0-9a-f]{1,4}(?![\w:])",
+            re.IGNORECASE,
+        ),
+        _reaches_someone,
     ),
     "national_id_like": re.compile(
-        r"(?<![\w\-])(?:\d{8}|\d{2}\.\d{3}\.\d{3})[\s\-.]?[A-Za-z](?![\w\-])"  # DNI
-        r"|(?<![\w\-])[XYZxyz][\s\-.]?\d{7}[\s\-.]?[A-Za-z](?![\w\-])"  # NIE
-        r"|(?<![\w\-])[A-HJNP-SUVW][\s\-.]?\d{7}[\s\-.]?[0-9A-J](?![\w\-])"  # CIF
-        r"|(?<![\w\-])\d{3}-\d{2}-\d{4}(?![\w\-])"  # SSN
-        r"|(?<![\w\-/])\d{2}/\d{7,8}/\d{2}(?![\w\-/])"  # NSS
+        # Not after "." (the decimals of "3.96217232 m") or a backslash (the escape "\\U00000394").
+        r"(?<![\w\-.\\])(?:\d{8}|\d{2}\.\d{3}\.\d{3})[\s\-.]?[A-Za-z](?![\w\-])"  # DNI
+        r"|(?<![\w\-.\\])[XYZxyz][\s\-.]?\d{7}[\s\-.]?[A-Za-z](?![\w\-])"  # NIE
+        r"|(?<![\w\-.\\])[A-HJNP-SUVW][\s\-.]?\d{7}[\s\-.]?[0-9A-J](?![\w\-])"  # CIF
+        r"|(?<![\w\-.\\])\d{3}-\d{2}-\d{4}(?![\w\-])"  # SSN
+        r"|(?<![\w\-/.\\])\d{2}/\d{7,8}/\d{2}(?![\w\-/])"  # NSS
     ),
     "address_like": re.compile(
-        r"\b(?:calle|c/|avda\.?|avenida|plaza|pza\.|paseo|carrer|passeig|rambla|ronda|camino|carretera|travesía|glorieta"
+        rf"(?i:\b(?:{'|'.join(map(re.escape, _ES_STREET_TYPES))})\.?\s+(?:(?:de|del|la|las|los|d'|l')\s+)*"
         # The name is a word other than an article: "ronda los 5470 euros" is a sum ("is about"), not a street.
-        r"|gran vía)\s+(?:(?:de|del|la|las|los|d'|l')\s+)*(?!(?:de|del|la|las|los|el)\b)[A-ZÁÉÍÓÚÑ][\w'.\-]*"
-        r"(?:\s+[\w'.\-]+){0,4}?,?\s+(?:nº\s*)?\d{1,4}\b"
-        r"|\b\d{1,5}[A-Za-z]?\s+(?:[A-Z][\w'.\-]*\s+){1,3}(?:Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive"
-        r"|Dr|Court|Ct|Place|Pl|Way|Terrace|Parkway|Square|Highway)\b",
-        re.IGNORECASE,
+        rf"(?!(?:de|del|la|las|los|el)\b){_ES_NAME})"
+        rf"|\b(?:{'|'.join(_ES_CAPITALISED_TYPES)})\s+(?:(?:de|del|la|las|los|d'|l')\s+)*{_ES_NAME}"
+        rf"|(?<![\w.,/\-])\d{{1,5}}[A-Za-z]?[ \t]+(?:[A-Z][\w'.\-]*[ \t]+){{1,3}}(?:{_EN_STREET_WORDS})\b"
+        rf"|(?<![\w.,/\-])\d{{1,5}}[A-Za-z]?[ \t]+(?:[A-Z][\w'.\-]*[ \t]+){{0,3}}[A-Z][\w'.\-]*"
+        rf"(?:[ \t]*,[ \t]*\n?|[ \t]*\n)[ \t]*(?:[A-Z][\w.'\-]*[ \t]+){{0,3}}[A-Z][\w.'\-]*,?[ \t]+{_STATE_AND_POSTCODE}"
     ),
-    "name_after_cue": re.compile(
-        rf"\b(?:me llamo|mi nombre es|my name is|a nombre de|firmado por)\s+{_NOT_MASK}(?!(?:el|la|un|una|the|a|not)\b)"
-        r"[^\W\d_]{2,}"
-        r"|\b(?:saludos|un saludo|atentamente|cordialmente|regards|best regards|kind regards)\s*,?[ \t]*\n[ \t]*"
-        rf"{_NOT_MASK}(?!(?:el|la|the|equipo|team|support|soporte)\b)[A-ZÁÉÍÓÚÑ][a-záéíóúñ]+",
-        re.IGNORECASE,
+    "name_after_cue": _Checked(
+        re.compile(
+            rf"\b(?:me llamo|mi nombre es|my name is|a nombre de|firmado por)\s+{_NOT_MASK}(?!(?:el|la|un|una|the|a|not)\b)"
+            r"(?P<name>[^\W\d_]{2,})"
+            r"|\b(?:saludos|un saludo|atentamente|cordialmente|regards|best regards|kind regards)\s*,?[ \t]*\n[ \t]*"
+            rf"{_NOT_MASK}(?!(?:el|la|the|equipo|team|support|soporte)\b)[A-ZÁÉÍÓÚÑ][a-záéíóúñ]+",
+            re.IGNORECASE,
+        ),
+        _name_like,
     ),
 }
 """Each rule by the name it reports; ordered so the reasons read from most to least specific."""
@@ -138,11 +262,13 @@ def _normalized(text: str) -> str:
 
 
 _DATE = re.compile(
-    r"(?<!\d)(?:(?:19|20)\d\d([\-/.])(?:0?[1-9]|1[0-2])\1(?:0?[1-9]|[12]\d|3[01])"
-    r"|(?:0?[1-9]|[12]\d|3[01])([\-/.])(?:0?[1-9]|1[0-2])\2(?:19|20)\d\d)(?!\d)"
+    r"(?<!\d)(?:(?:19|20)\d\d([\-/._])(?:0?[1-9]|1[0-2])\1(?:0?[1-9]|[12]\d|3[01])"
+    r"|(?:0?[1-9]|[12]\d|3[01])([\-/._])(?:0?[1-9]|1[0-2])\2(?:19|20)\d\d)(?!\d)"
 )
 """A calendar date ("2026-11-29", "29/11/2026"): it ends a run of digits, as in "ticket 66212 (29/11/2026)"."""
 _DATE_MASK = "\ue001"
+_ISBN = re.compile(r"\bISBN(?:-1[03])?:?[ \t]*(?:[\d][ \-]?){9,12}[\dX]\b", re.IGNORECASE)
+"""A book's number, as documentation cites it ("ISBN 0-13-951294-2")."""
 
 
 def _long_digit_run(text: str) -> bool:
@@ -151,15 +277,28 @@ def _long_digit_run(text: str) -> bool:
     Not one: a dotted version ("124.0.6367.91") or decimal ("3.141592653"), a row of a table
     ("8 10 1000 9 9 11"): a one-digit group breaks a run, unless it follows a country code ("+33 6 ..."),
     a date ("#66212 (29/11/2026)"), two blanks in a row, a ")" that closes nothing ("(see 16) 3232235521"),
-    a "+0" no country code starts with, and digits in a row of a length no identifier has.
+    a "+0" no country code starts with, and digits in a row of a length no identifier has. Nor digits no
+    one has: a placeholder ("123-456-789", "987654321", "600 000 000"), a binary number ("11100010
+    10001001"), a book's ISBN, a number its word names ("project 32555940559", "pedido 612345678").
     """
-    if "/" in text or "-" in text or "." in text:
+    if "/" in text or "-" in text or "." in text or "_" in text:
         text = _DATE.sub(_DATE_MASK, text)
+    if "isbn" in text or "ISBN" in text:
+        text = _ISBN.sub(_DATE_MASK, text)
+    ssn_cued = _SSN_CUE.search(text) is not None
     for m in _DIGIT_RUN.finditer(text):
         for run in _balanced_parts(m.group()):
-            if _is_long_digit_run(run):
+            if _is_long_digit_run(run, ssn_cued) and not _REFERENCE_BEFORE.search(text, max(0, m.start() - 32), m.start()):
                 return True
     return False
+
+
+_SSN_CUE = re.compile(r"(?i:ssn|social security|seguridad social)")
+_REFERENCE_BEFORE = re.compile(
+    r"\b(?i:project|proyecto|order|pedido|ticket|build|job|issue|invoice|factura|instance|cluster|commit|pipeline"
+    r"|workflow|run)(?:[ \t]+(?i:number|id|no\.?|n[º°]|número|numero))?[ \t]*[:#=]?[ \t]*[\"'`]?\Z"
+)
+"""A word that names what the number is: "project 32555940559", "pedido #612345678" are references."""
 
 
 def _balanced_parts(run: str) -> list[str]:
@@ -173,13 +312,33 @@ def _balanced_parts(run: str) -> list[str]:
     return [part.strip(" .-/") for part in parts]
 
 
-def _is_long_digit_run(run: str) -> bool:
+_ASCENDING, _DESCENDING = "0123456789" * 2, "9876543210" * 2
+_DOTTED_QUAD = re.compile(r"(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)")
+
+
+def _nobody_s(digits: str) -> bool:
+    """Digits no one is reached or paid at: up or down the keypad, one digit repeated, a few digits
+    then zeros (a round number), or only zeros and ones (binary)."""
+    return (
+        digits in _ASCENDING
+        or digits in _DESCENDING
+        or len(digits.rstrip("0")) <= 3
+        or not digits.strip("01")
+        or len(set(digits)) == 1
+    )
+
+
+def _is_long_digit_run(run: str, ssn_cued: bool = False) -> bool:
     if sum(c.isdigit() for c in run) < 9 or run.startswith(("+0", "(+0")):
         return False
+    if _nobody_s("".join(c for c in run if c.isdigit())) or _DOTTED_QUAD.fullmatch(run):
+        return False  # a dotted quad is an IPv4 address: "ip_address_like" judges it
     if run.strip("()").isdigit():
-        return _identifier_length(run.strip("()"))
+        return _identifier_length(run.strip("()"), ssn_cued)
     groups = re.findall(r"[+(]*\d+", run)
-    if run[0] not in "+(" and set(re.sub(r"[\d()+]", "", run)) == {"."} and (
+    if sum(len(group) >= 5 for group in groups) >= 3:
+        return False  # "294880 81920 11592 388392": a row of sizes; no phone or card has three such groups
+    if not run.lstrip("(").startswith("+") and set(re.sub(r"[\d()+]", "", run)) == {"."} and (
         len(groups) <= 2 or min(map(len, groups)) == 1 or max(map(len, groups)) > 4
     ):
         return False
@@ -195,12 +354,27 @@ def _is_long_digit_run(run: str) -> bool:
     return False
 
 
-def _identifier_length(digits: str) -> bool:
-    """Digits in a row as identifiers are written: 9 (a Spanish phone), 11-12 (a number with its
-    country code, an NSS), 14-19 (a card); 10 or 13 only when no epoch timestamp or 32-bit constant
-    starts that way ("1732875600", "1732875600123", "2147483647")."""
+def _identifier_length(digits: str, ssn_cued: bool = False) -> bool:
+    """Digits in a row as identifiers are written, told from the constants, ids and timestamps of code:
+    9 starting as a Spanish phone does (6-9; "299792458" is the speed of light), or any 9 in a text that
+    speaks of social security (an SSN written without its dashes); 10 or 13 only when no
+    epoch timestamp or 32-bit constant starts that way ("1732875600", "1732875600123", "2147483647");
+    11-12 (a number with its country code, an NSS); 16 (a card); 14-15 and 17-19 when they pass the
+    card checksum (Luhn) or dial out of a country ("00...")."""
     n = len(digits)
-    return n == 9 or 11 <= n <= 12 or 14 <= n <= 19 or (n == 10 and digits[0] in "06789") or (n == 13 and digits[0] != "1")
+    if n == 9 and ssn_cued:
+        return True
+    if 14 <= n <= 19 and n != 16:
+        return digits.startswith("00") or _luhn(digits)
+    return (n == 9 and digits[0] in "6789") or 11 <= n <= 12 or n == 16 or (n == 10 and digits[0] in "06789") or (n == 13 and digits[0] != "1")
+
+
+def _luhn(digits: str) -> bool:
+    total = 0
+    for i, c in enumerate(reversed(digits)):
+        d = int(c) * (2 if i % 2 else 1)
+        total += d - 9 if d > 9 else d
+    return total % 10 == 0
 
 
 def _iban_like(text: str) -> bool:
@@ -286,6 +460,7 @@ class _Text:
         return pattern.search(self.lowered) is not None
 
 
+_ES_TYPE_SCREEN = tuple(t.lower() for t in (*_ES_STREET_TYPES, *_ES_CAPITALISED_TYPES))
 SCREENS: dict[str, Callable[[_Text], bool]] = {
     # "@", "%40", "&#64;", "&commat;"; else " at " with "(at)", a spelled-out dot or a webmail after it.
     "at_sign_like": lambda t: "@" in t.text or "%40" in t.text or "&" in t.text or bool(
@@ -307,8 +482,7 @@ SCREENS: dict[str, Callable[[_Text], bool]] = {
     "national_id_like": lambda t: t.digits >= 7 and bool(_ID_DIGITS.search(t.text)),
     "address_like": lambda t: t.digits >= 1 and (
         bool(_DIGIT_BLANK.search(t.text))
-        or t.has("calle", "c/", "avda", "avenida", "plaza", "pza.", "paseo", "carrer", "passeig", "rambla", "ronda",
-                 "camino", "carretera", "traves", "glorieta", "gran v")
+        or t.has(*_ES_TYPE_SCREEN)
     ),
     "name_after_cue": lambda t: t.has("me llamo", "mi nombre es", "my name is", "a nombre de", "firmado por")
     or ("\n" in t.text and t.has("saludo", "atentamente", "cordialmente", "regards")),

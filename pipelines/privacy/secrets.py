@@ -262,6 +262,7 @@ _PLACEHOLDER = re.compile(
     r"|[A-Z][A-Z]*(?:_[A-Z]+)*"  # NAME, DB_PASSWORD: a template slot or an environment variable
     r"|[a-z_][a-z_]*(?:\.[a-z_][a-z0-9_]*)+\(?|[a-z_][a-z0-9_]*\("  # self.password, os.environ, getpass(
     r"|[a-z]+(?:_[a-z]+)+"  # db_password: a variable
+    r"|(?i:your|my)[\-_ ][a-z][\w\-]*|[a-z][\w\-]*[\-_](?i:here)"  # your-api-key, token_goes_here
     r"|\[[A-Z][A-Z_]*_[0-9a-f]{8}\]"  # a pseudonym
 )
 _SYMBOL_OR_DIGIT = re.compile(r"[^A-Za-zÀ-ÿ]")
@@ -283,11 +284,18 @@ def _random_enough(value: str) -> tuple[str, str] | None:
 
 
 def _password(value: str) -> tuple[str, str] | None:
-    """A value after a password keyword: anything but a placeholder or a word of prose."""
+    """A value after a password keyword: anything but a placeholder, a word of prose or the keyword
+    itself (`password=password`: an argument passed on in code)."""
     value = value.rstrip(".,;:)?")
-    if len(value) < 3 or _placeholder(value) or value.lower() in PROSE_WORDS:
+    if len(value) < 3 or _placeholder(value) or value.lower() in PROSE_WORDS or value.lower() in _PASSWORD_WORDS:
         return None
     return "SECRET", value
+
+
+def _in_field_list(text: str, key_start: int) -> bool:
+    """Whether the key at `key_start` is a field of a colon-separated format ("nombre:contraseña:GID"),
+    as man pages describe /etc/passwd and /etc/group: a colon before the key names no value after it."""
+    return key_start > 1 and text[key_start - 1] == ":" and text[key_start - 2].isalnum()
 
 
 def _value_span(text: str, m: re.Match[str], groups: tuple[int, ...]) -> tuple[int, int] | None:
@@ -319,11 +327,15 @@ def _assignments(view: TextView) -> Iterator[Span]:
                 if value and _random_enough(value.group()):
                     yield Span(value.start(), value.end(), "SECRET", value.group(), value.group())
                 continue
+            if regex is _COLON_REVERSED and _in_field_list(text, n - m.end()):
+                continue
             value = _VALUE.match(text, after)
             span = value and _value_span(text, value, (1, 2, 3))
             if not span:
                 continue
             start, end = span
+            if m.group("password") == "nip" and not any(c.isdigit() for c in text[start:end]):
+                continue  # a PIN is digits; "Pin: release a=experimental" pins a package
             verdict = _password(text[start:end]) if m.group("password") else _random_enough(text[start:end])
             if verdict is not None:
                 yield Span(start, end, "SECRET", text[start:end], verdict[1])
