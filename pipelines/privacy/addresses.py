@@ -37,7 +37,8 @@ _PUNCTUATION_AFTER = ("", ",", ".", ";", ":", '"', "'", ")", '",', '".', "),", "
 
 # --- Spanish --------------------------------------------------------------------------------------
 def _alternation(types: list[str]) -> str:
-    return "|".join(r"gran[ \t]+v[íi]a" if t == "gran" else re.escape(t) for t in sorted(types, key=len, reverse=True))
+    two_words = {"gran": r"gran[ \t]+v[íi]a", "eje": r"eje[ \t]+vial"}
+    return "|".join(two_words.get(t, re.escape(t)) for t in sorted(types, key=len, reverse=True))
 
 
 _ES_ANY_CASE, _ES_CAPITALISED, _ES_NUMBERED = ES_STREET_TYPES.split(), ES_WORD_TYPES.split(), ES_NUMBERED_TYPES.split()
@@ -80,7 +81,8 @@ _ES_ADDRESS = re.compile(
     rf"|(?i:{_alternation(_ES_NUMBERED)})(?:[ \t]*{_ES_PARTICLE}[ \t]+{_ES_NAMED_STREET}|{_ES_NUMBERED_STREET}"
     rf"|[ \t]*{_ES_NAME_WORD}(?:[ \t]+{_ES_NAME_WORD}){{1,4}}[ \t]*,?[ \t]*{_ES_NUMBER}"
     rf"|[ \t]*(?:(?:{_ES_PARTICLE}[ \t]+)*{_ES_NAME_WORD}[ \t]+){{0,5}}(?:{_ES_PARTICLE}[ \t]+)*{_ES_NAME_WORD}[ \t]*"
-    rf"{_ES_NUMBER_MARK}[ \t]*\d{{1,5}}(?![\w/])){_ES_TAIL}"
+    rf"{_ES_NUMBER_MARK}[ \t]*\d{{1,5}}(?![\w/])"
+    rf"|[ \t]*{_ES_NAME_WORD}[ \t]*,?[ \t]*{_ES_NUMBER}(?=[ \t]*,?[ \t]*(?:0[1-9]|[1-4]\d|5[0-2])\d{{3}}(?!\d))){_ES_TAIL}"
 )
 """`detect_addresses` tries a capitalised-only type only where the text has it capitalised."""
 _ES_TYPE_WORDS = frozenset(t for t in (*_ES_ANY_CASE, *_ES_NUMBERED) if "/" not in t)
@@ -132,8 +134,9 @@ _EN_STREET_WINDOW = 160
 _EN_CUE = re.compile(
     r"(?:address|addr\.|ship(?:ped)?\s+(?:it\s+)?to|send\s+(?:it\s+)?to|deliver(?:ed)?\s+(?:it\s+)?to|mail\s+(?:it\s+)?to"
     r"|liv(?:e|es|ing)\s+(?:at|on)|located\s+at|moved?\s+to|office\s+(?:is\s+)?at|dirección|direccion|domicilio"
-    r"|vivo\s+en|env[ií](?:alo|ad(?:lo)?|a(?:lo)?)\s+a)\W{0,12}\Z"
+    r"|vivo\s+en|env[ií](?:alo|ad(?:lo)?|a(?:lo)?)\s+a)(?:\s+(?:is|es))?\W{0,12}\Z"
 )
+"""Words that announce an address ("my address is", "ship it to", "mi dirección es"), right before it."""
 _EN_CUE_WINDOW = 40
 
 

@@ -52,7 +52,7 @@ _TRUNK_IN_PARENTHESES = re.compile(r"\(0\)")
 _CUE = re.compile(
     r"(?:\btel[ée]?f?(?:ono)?|\btlf|\btfno|\bm[óo]vil|\bcelular|\bwhats ?app|\bfax|\bphone|\bmobile|\bcell"
     r"|\bll[áa]ma(?:me|nos|r)?|\bcall|\btext me|\bring|\bn[úu]mero|\bnumber|\bcontact[oa]?|\bsms"
-    r"|\bext\b)[^\d\n]{0,24}\Z"
+    r"|\bext)\b[^\d\n]{0,24}\Z"
 )
 _CUE_WINDOW = 40
 _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
@@ -176,9 +176,10 @@ def _with_extension(text: str, spans) -> list[Span]:
 
 
 _CUE_WORDS = frozenset(
-    w + tail
+    head + w + tail
     for w in """tel tel. teléfono telefono tlf tlf. tfno tfno. móvil movil celular whatsapp fax phone mobile cell llámame
     llamame llámanos llamar llama call text ring número numero number contacto contacta contact sms ext""".split()
+    for head in ("", '"', "'", "(", "¿", "¡")
     for tail in ("", ":", ",", ".")
 )
 """A word of every `_CUE`: the punctuation-split numbers are sought only in text that has one."""

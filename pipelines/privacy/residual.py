@@ -138,8 +138,11 @@ _ES_STREET_TYPES = (
     "alameda", "costanilla", "cañada", "cra",
 )  # fmt: skip
 """Each may be abbreviated with a dot ("Avda.", "Pza.")."""
-_ES_CAPITALISED_TYPES = ("Cuesta", "Carrera", "Diagonal", "Transversal", "Calzada", "Privada", "Circuito", "Retorno",
-                         "Prolongación", "Vial")  # fmt: skip
+_ES_CAPITALISED_TYPES = (
+    "Cuesta", "Carrera", "Diagonal", "Transversal", "Calzada", "Privada", "Circuito", "Retorno", "Prolongación", "Vial",
+    "Acceso", "Ampliación", "Andador", "Cerrada", "Circunvalación", "Continuación", "Corredor", "Eje vial", "Periférico",
+    "Peatonal", "Viaducto", "Via", "Vía", "Boulevard", "Blv.", "Diag.", "Psje.", "C.", "Cl.", "Cr.", "Dg.", "Tr.", "Urb.",
+)  # fmt: skip
 """Types of street that are everyday words too ("clave privada RSA 2048"): only capitalised."""
 _US_STATES = (
     "AL|AK|AZ|AR|CA|CO|CT|DE|DC|FL|GA|HI|ID|IL|IN|IA|KS|KY|LA|ME|MD|MA|MI|MN|MS|MO|MT|NE|NV|NH|NJ|NM|NY|NC|ND|OH|OK|OR"
@@ -156,7 +159,7 @@ _EN_STREET_WORDS = (
     "|Freeway|Heights|Hollow|Knoll|Manor|Meadows?|Orchard|Pike|Ridge|Skyway|Stravenue|Turnpike|Viaduct"
 )
 """English street suffixes that name little else; before a state and postcode any capitalised word ends a street."""
-_ES_NAME = r"[A-ZÁÉÍÓÚÑ][\w'.\-]*(?:\s+[\w'.\-]+){0,4}?,?\s+(?:(?i:nº|n°|#)\s*)?\d{1,4}\b"
+_ES_NAME = r"[A-ZÁÉÍÓÚÑ][\w'.\-]*(?:\s+[\w'.\-]+){0,6}?,?\s+(?:(?i:nº|n°|#)\s*)?\d{1,4}\b"
 RULES: dict[str, re.Pattern[str] | _Checked] = {
     "at_sign_like": re.compile(
         r"[\w.+\-'][ \t]{0,2}(?:@|%40|&#0*64;|&commat;|[(\[{<][ \t]*(?:at|arroba)[ \t]*[)\]}>])[ \t]{0,2}[\w\-]+"
@@ -230,10 +233,17 @@ RULES: dict[str, re.Pattern[str] | _Checked] = {
         rf"(?i:\b(?:{'|'.join(map(re.escape, _ES_STREET_TYPES))})\.?\s+(?:(?:de|del|la|las|los|d'|l')\s+)*"
         # The name is a word other than an article: "ronda los 5470 euros" is a sum ("is about"), not a street.
         rf"(?!(?:de|del|la|las|los|el)\b){_ES_NAME})"
-        rf"|\b(?:{'|'.join(_ES_CAPITALISED_TYPES)})\s+(?:(?:de|del|la|las|los|d'|l')\s+)*{_ES_NAME}"
+        rf"|\b(?:{'|'.join(map(re.escape, _ES_CAPITALISED_TYPES))})\s+(?:(?:de|del|la|las|los|d'|l')\s+)*{_ES_NAME}"
+        # A numbered street: "Avenida 185 A N° 33", "Calle 187 Bis # 4-32".
+        rf"|\b(?i:{'|'.join(map(re.escape, _ES_STREET_TYPES))}|{'|'.join(map(re.escape, _ES_CAPITALISED_TYPES))})\.?\s+\d{{1,4}}"
+        r"(?:\s?[A-Za-z]|\s+(?i:bis))?\s*(?:#|(?i:n[º°o]\.?|no\.))\s*\d{1,4}"
         rf"|(?<![\w.,/\-])\d{{1,5}}[A-Za-z]?[ \t]+(?:[A-Z][\w'.\-]*[ \t]+){{1,3}}(?:{_EN_STREET_WORDS})\b"
-        rf"|(?<![\w.,/\-])\d{{1,5}}[A-Za-z]?[ \t]+(?:[A-Z][\w'.\-]*[ \t]+){{0,3}}[A-Z][\w'.\-]*"
-        rf"(?:[ \t]*,[ \t]*\n?|[ \t]*\n)[ \t]*(?:[A-Z][\w.'\-]*[ \t]+){{0,3}}[A-Z][\w.'\-]*,?[ \t]+{_STATE_AND_POSTCODE}"
+        rf"|(?:(?<![\w.,/\-])\d{{1,5}}[A-Za-z]?(?:/\d{{1,5}})?[ \t]+|\b(?:Flat|Studio|Apartment|Unit)[ \t]+\w+[ \t]*\n[ \t]*)"
+        rf"(?:[A-Z][\w'.\-]*[ \t]+){{0,3}}[A-Z][\w'.\-]*"
+        r"(?:,?[ \t]*(?:Apt|Apartment|Suite|Ste|Unit|Flat|Studio|#)\.?[ \t]*[\w\-]+)?"
+        rf"(?:[ \t]*,[ \t]*\n?|[ \t]*\n)[ \t]*(?:[A-Z][\w.'\-]*[ \t]+){{0,3}}[A-Z][\w.'\-]*(?:,?[ \t]+|[ \t]*\n[ \t]*)"
+        rf"{_STATE_AND_POSTCODE}"
+        r"|\b[ADF]PO[ \t]+A[AEP][ \t]+\d{5}\b"  # US military mail: "FPO AE 09051" names a ship or a unit
     ),
     "name_after_cue": _Checked(
         re.compile(
@@ -280,6 +290,7 @@ def _long_digit_run(text: str) -> bool:
     a "+0" no country code starts with, and digits in a row of a length no identifier has. Nor digits no
     one has: a placeholder ("123-456-789", "987654321", "600 000 000"), a binary number ("11100010
     10001001"), a book's ISBN, a number its word names ("project 32555940559", "pedido 612345678").
+    After a phone cue, digits split by any punctuation count too ("llámame al 612,345,678").
     """
     if "/" in text or "-" in text or "." in text or "_" in text:
         text = _DATE.sub(_DATE_MASK, text)
@@ -290,7 +301,18 @@ def _long_digit_run(text: str) -> bool:
         for run in _balanced_parts(m.group()):
             if _is_long_digit_run(run, ssn_cued) and not _REFERENCE_BEFORE.search(text, max(0, m.start() - 32), m.start()):
                 return True
-    return False
+    return any(
+        sum(c.isdigit() for c in number) >= 9 and not _nobody_s("".join(c for c in number if c.isdigit()))
+        for number in _CUED_PUNCTUATED.findall(text)
+    )
+
+
+_PHONE_CUE_WORDS = ("tel", "tlf", "tfno", "móvil", "movil", "celular", "phone", "mobile", "cell", "call", "llám", "llam",
+                    "whatsapp", "fax", "sms")  # fmt: skip
+_CUED_PUNCTUATED = re.compile(
+    rf"\b(?i:{'|'.join(_PHONE_CUE_WORDS)})\w*[^\d\n]{{0,24}}(\+?\(?\d{{1,5}}\)?(?:[ \t]?[^\w\s][ \t]?\(?\d{{1,5}}\)?){{1,7}})"
+)
+"""After a phone cue, digit groups split by any punctuation ("llámame al 612,345,678")."""
 
 
 _SSN_CUE = re.compile(r"(?i:ssn|social security|seguridad social)")
@@ -313,6 +335,7 @@ def _balanced_parts(run: str) -> list[str]:
 
 
 _ASCENDING, _DESCENDING = "0123456789" * 2, "9876543210" * 2
+_TRUNK = re.compile(r"\(0\)")
 _DOTTED_QUAD = re.compile(r"(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)")
 
 
@@ -335,6 +358,8 @@ def _is_long_digit_run(run: str, ssn_cued: bool = False) -> bool:
         return False  # a dotted quad is an IPv4 address: "ip_address_like" judges it
     if run.strip("()").isdigit():
         return _identifier_length(run.strip("()"), ssn_cued)
+    if run.startswith(("+", "(+")) and "(0)" in run:
+        run = _TRUNK.sub(" ", run)  # "+33 (0) 6 12 05 14 82": the trunk prefix, not a group of the number
     groups = re.findall(r"[+(]*\d+", run)
     if sum(len(group) >= 5 for group in groups) >= 3:
         return False  # "294880 81920 11592 388392": a row of sizes; no phone or card has three such groups
@@ -392,7 +417,7 @@ def _iban_like(text: str) -> bool:
 # tests/test_residual.py checks both agree on drawn and hand-made text.
 
 _DIGIT = re.compile(r"\d")
-_NINE_DIGITS_APART = re.compile(r"\d(?:[ .\-/()]{0,4}\d){8}")
+_NINE_DIGITS_APART = re.compile(r"\d(?:[ .\-/()_]{0,4}\d){8}")
 """Nine digits, at most the four characters a run allows between two groups (")", two separators,
 "(") apart: every long run holds this, and the date masking and run splitting cost 5x this search."""
 _CASE_FOLDS = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s"})
@@ -483,6 +508,7 @@ SCREENS: dict[str, Callable[[_Text], bool]] = {
     "address_like": lambda t: t.digits >= 1 and (
         bool(_DIGIT_BLANK.search(t.text))
         or t.has(*_ES_TYPE_SCREEN)
+        or "PO A" in t.text
     ),
     "name_after_cue": lambda t: t.has("me llamo", "mi nombre es", "my name is", "a nombre de", "firmado por")
     or ("\n" in t.text and t.has("saludo", "atentamente", "cordialmente", "regards")),
@@ -500,7 +526,11 @@ def residual_pii_reasons(text: str) -> list[str]:
     screened = _Text(_normalized(text))
     text = screened.text
     # Nine digits for a long run, eight for an IBAN: the least each rule counts.
-    long_run = screened.digits >= 9 and _NINE_DIGITS_APART.search(text) is not None and _long_digit_run(text)
+    long_run = (
+        screened.digits >= 9
+        and (_NINE_DIGITS_APART.search(text) is not None or screened.has(*_PHONE_CUE_WORDS))
+        and _long_digit_run(text)
+    )
     reasons = ["long_digit_run"] if long_run else []
     reasons += [name for name, rule in RULES.items() if SCREENS[name](screened) and rule.search(text)]
     return reasons + (["iban_like"] if screened.digits >= 8 and _iban_like(text) else [])

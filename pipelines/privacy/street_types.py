@@ -16,64 +16,58 @@ capitalised words, as "Street" and "Ave" always were.
 from __future__ import annotations
 
 USPS_C1 = """
-alley: allee alley ally aly | anex: anex annex annx anx | arcade: arc arcade | avenue: av ave aven avenu avenue avn avnue
-bayou: bayoo bayou byu | beach: bch beach | bend: bend bnd | bluff: blf bluf bluff | bluffs: bluffs blfs
-bottom: bot btm bottm bottom | boulevard: blvd boul boulevard boulv | branch: br brnch branch
-bridge: brdge brg bridge | brook: brk brook | brooks: brooks brks | burg: burg bg | burgs: burgs bgs
-bypass: byp bypa bypas bypass byps | camp: camp cp cmp | canyon: canyn canyon cnyn cyn | cape: cape cpe
-causeway: causeway causwa cswy | center: cen cent center centr centre cnter cntr ctr | centers: centers ctrs
-circle: cir circ circl circle crcl crcle | circles: circles cirs | cliff: clf cliff | cliffs: clfs cliffs
-club: clb club | common: common cmn | commons: commons cmns | corner: cor corner | corners: corners cors
-course: course crse | court: court ct | courts: courts cts | cove: cove cv | coves: coves cvs | creek: creek crk
-crescent: crescent cres crsent crsnt | crest: crest crst | crossing: crossing crssng xing | crossroad: crossroad xrd
-crossroads: crossroads xrds | curve: curve curv | dale: dale dl | dam: dam dm | divide: div divide dv dvd
-drive: dr driv drive drv | drives: drives drs | estate: est estate | estates: estates ests
-expressway: exp expr express expressway expw expy | extension: ext extension extn extnsn | extensions: exts
-fall: fall | falls: falls fls | ferry: ferry frry fry | field: field fld | fields: fields flds | flat: flat flt
-flats: flats flts | ford: ford frd | fords: fords frds | forest: forest forests frst | forge: forg forge frg
-forges: forges frgs | fork: fork frk | forks: forks frks | fort: fort frt ft | freeway: freeway freewy frway frwy fwy
-garden: garden gardn grden grdn gdn | gardens: gardens gdns grdns | gateway: gateway gatewy gatway gtway gtwy
-glen: glen gln | glens: glens glns | green: green grn | greens: greens grns | grove: grov grove grv
-groves: groves grvs | harbor: harb harbor harbr hbr hrbor | harbors: harbors hbrs | haven: haven hvn
-heights: ht hts heights | highway: highway highwy hiway hiwy hway hwy | hill: hill hl | hills: hills hls
-hollow: hllw hollow hollows holw holws | inlet: inlet inlt | island: is island islnd | islands: islands islnds iss
-isle: isle isles | junction: jct jction jctn junction junctn juncton | junctions: jctns jcts junctions
-key: key ky | keys: keys kys | knoll: knl knol knoll | knolls: knls knolls | lake: lk lake | lakes: lks lakes
-land: land | landing: landing lndg lndng | lane: lane ln | light: lgt light | lights: lights lgts | loaf: lf loaf
-lock: lck lock | locks: lcks locks | lodge: ldg ldge lodg lodge | loop: loop loops | mall: mall | manor: mnr manor
-manors: manors mnrs | meadow: meadow mdw | meadows: mdws meadows medows | mews: mews | mill: mill ml
-mills: mills mls | mission: missn mssn msn mission | motorway: motorway mtwy | mount: mnt mt mount
-mountain: mntain mntn mountain mountin mtin mtn | mountains: mntns mountains mtns | neck: nck neck
-orchard: orch orchard orchrd | oval: oval ovl | overpass: overpass opas | park: park prk | parks: parks
-parkway: parkway parkwy pkway pkwy pky | parkways: parkways pkwys | pass: pass | passage: passage psge
-path: path paths | pike: pike pikes | pine: pine pne | pines: pines pnes | place: place pl | plain: plain pln
-plains: plains plns | plaza: plaza plz plza | point: point pt | points: points pts | port: port prt
-ports: ports prts | prairie: pr prairie prr | radial: rad radial radiel radl | ramp: ramp
-ranch: ranch ranches rnch rnchs | rapid: rapid rpd | rapids: rapids rpds | rest: rest rst | ridge: rdg rdge ridge
-ridges: rdgs ridges | river: riv river rvr rivr | road: rd road | roads: roads rds | route: route rte | row: row
-rue: rue | run: run | shoal: shl shoal | shoals: shls shoals | shore: shoar shore shr | shores: shoars shores shrs
-skyway: skyway skwy | spring: spg spng spring sprng | springs: spgs spngs springs sprngs | spur: spur
-spurs: spurs | square: sq sqr sqre squ square | squares: sqrs squares sqs | station: sta station statn stn
-stravenue: stra strav straven stravenue stravn strvn strvnue | stream: stream streme strm
-street: street strt st str | streets: streets sts | summit: smt sumit sumitt summit | terrace: ter terr terrace
-throughway: throughway trwy | trace: trace traces trce | track: track tracks trak trk trks
-trafficway: trafficway trfy | trail: trail trails trl trls | trailer: trailer trlr trlrs
-tunnel: tunel tunl tunls tunnel tunnels tunnl | turnpike: trnpk turnpike turnpk tpke | underpass: underpass upas
-union: un union | unions: unions uns | valley: valley vally vlly vly | valleys: valleys vlys
-viaduct: vdct via viadct viaduct | view: view vw | views: views vws
-village: vill villag village villg villiage vlg | villages: villages vlgs | ville: ville vl
-vista: vis vist vista vst vsta | walk: walk | walks: walks | wall: wall | way: wy way | ways: ways
-well: well wl | wells: wells wls
+alley aly: allee ally | anex anx: annex annx | arcade arc | avenue ave: av aven avenu avn avnue | bayou byu: bayoo
+beach bch | bend bnd | bluff blf: bluf | bluffs blfs | bottom btm: bot bottm | boulevard blvd: boul boulv
+branch br: brnch | bridge brg: brdge | brook brk | brooks brks | burg bg | burgs bgs | bypass byp: bypa bypas byps
+camp cp: cmp | canyon cyn: canyn cnyn | cape cpe | causeway cswy: causwa
+center ctr: cen cent centr centre cnter cntr | centers ctrs | circle cir: circ circl crcl crcle | circles cirs
+cliff clf | cliffs clfs | club clb | common cmn | commons cmns | corner cor | corners cors | course crse | court ct
+courts cts | cove cv | coves cvs | creek crk | crescent cres: crsent crsnt | crest crst | crossing xing: crssng
+crossroad xrd | crossroads xrds | curve curv | dale dl | dam dm | divide dv: div dvd | drive dr: driv drv
+drives drs | estate est | estates ests | expressway expy: exp expr express expw | extension ext: extn extnsn
+extensions exts | fall fall | falls fls | ferry fry: frry | field fld | fields flds | flat flt | flats flts
+ford frd | fords frds | forest frst: forests | forge frg: forg | forges frgs | fork frk | forks frks | fort ft: frt
+freeway fwy: freewy frway frwy | garden gdn: gardn grden grdn | gardens gdns: grdns
+gateway gtwy: gatewy gatway gtway | glen gln | glens glns | green grn | greens grns | grove grv: grov | groves grvs
+harbor hbr: harb harbr hrbor | harbors hbrs | haven hvn | heights hts: ht | highway hwy: highwy hiway hiwy hway
+hill hl | hills hls | hollow holw: hllw hollows holws | inlet inlt | island is: islnd | islands iss: islnds
+isle isle: isles | junction jct: jction jctn junctn juncton | junctions jcts: jctns | key ky | keys kys
+knoll knl: knol | knolls knls | lake lk | lakes lks | land land | landing lndg: lndng | lane ln | light lgt
+lights lgts | loaf lf | lock lck | locks lcks | lodge ldg: ldge lodg | loop loop: loops | mall mall | manor mnr
+manors mnrs | meadow mdw | meadows mdws: medows | mews mews | mill ml | mills mls | mission msn: missn mssn
+motorway mtwy | mount mt: mnt | mountain mtn: mntain mntn mountin mtin | mountains mtns: mntns | neck nck
+orchard orch: orchrd | oval oval: ovl | overpass opas | park park: prk | parks park
+parkway pkwy: parkwy pkway pky | parkways pkwy: pkwys | pass pass | passage psge | path path: paths
+pike pike: pikes | pine pne | pines pnes | place pl | plain pln | plains plns | plaza plz: plza | point pt
+points pts | port prt | ports prts | prairie pr: prr | radial radl: rad radiel | ramp ramp
+ranch rnch: ranches rnchs | rapid rpd | rapids rpds | rest rst | ridge rdg: rdge | ridges rdgs
+river riv: rvr rivr | road rd | roads rds | route rte | row row | rue rue | run run | shoal shl | shoals shls
+shore shr: shoar | shores shrs: shoars | skyway skwy | spring spg: spng sprng | springs spgs: spngs sprngs
+spur spur | spurs spur | square sq: sqr sqre squ | squares sqs: sqrs | station sta: statn stn
+stravenue stra: strav straven stravn strvn strvnue | stream strm: streme | street st: strt str | streets sts
+summit smt: sumit sumitt | terrace ter: terr | throughway trwy | trace trce: traces | track trak: tracks trk trks
+trafficway trfy | trail trl: trails trls | trailer trlr: trlrs | tunnel tunl: tunel tunls tunnels tunnl
+turnpike tpke: trnpk turnpk | underpass upas | union un | unions uns | valley vly: vally vlly | valleys vlys
+viaduct via: vdct viadct | view vw | views vws | village vlg: vill villag villg villiage | villages vlgs | ville vl
+vista vis: vist vst vsta | walk walk | walks walk | wall wall | way way: wy | ways ways | well wl | wells wls
 """
-"""USPS Publication 28, Appendix C1: each primary suffix name and the spellings USPS maps to it."""
+"""USPS Publication 28, Appendix C1: each primary suffix name, its standard abbreviation, then the other
+spellings USPS lists as commonly used."""
 
 BRITISH_SUFFIXES = "close mews gardens grove walk row crescent rise vale quay parade wharf yard gate embankment approach drove wynd chase"
 """Street words of British addresses that USPS does not list."""
 
 
+def _c1_entries() -> list[list[str]]:
+    return [entry.replace(":", " ").split() for entry in USPS_C1.replace("\n", " | ").split("|") if entry.strip()]
+
+
 def _c1_words() -> frozenset[str]:
-    return frozenset(word for entry in USPS_C1.replace("\n", " | ").split("|") if entry.strip()
-                     for word in entry.replace(":", " ").split())
+    return frozenset(word for entry in _c1_entries() for word in entry)
+
+
+USPS_STANDARD = {entry[0]: entry[1] for entry in _c1_entries()}
+"""Each primary suffix name and its USPS standard abbreviation ("avenue": "ave")."""
 
 
 ALL_EN_SUFFIXES = _c1_words() | frozenset(BRITISH_SUFFIXES.split())
@@ -106,10 +100,11 @@ ES_WORD_TYPES = """
 cuesta subida bajada senda vereda acceso muelle paraje partida lugar barrio barriada colonia calzada cerrada circuito
 circunvalación circunvalacion diagonal transversal privada prolongación prolongacion retorno viaducto periférico
 periferico andador ampliación ampliacion continuación continuacion corredor peatonal autopista autovía autovia ruta
-carrera
+carrera eje
 """
 """Types that are everyday words too ("clave privada RSA 2048", "la cuesta Abajo"): a street only when
-written capitalised, as addresses write them ("Privada Cepeda 628", "Cuesta de Eufemia Bastida 507")."""
+written capitalised, as addresses write them ("Privada Cepeda 628", "Cuesta de Eufemia Bastida 507");
+"eje" stands for Mexico's "Eje vial"."""
 ES_NUMBERED_TYPES = "c. cr. tr. tv. dg. diag. col."
 """Abbreviations too short to open a named street ("C. Python 3"): only a numbered one follows them,
 as Colombia writes it ("Cr. 7 # 45-10", "Dg. 166W # 39-67")."""
