@@ -160,9 +160,22 @@ def _words(found: set[str], forms: frozenset[str]) -> set[str]:
     return {word.rstrip(",.;:\"')\u201d\u2019") or word for word in forms & found}
 
 
+_POSTCODE_DIGITS = re.compile(r"\d(?:\d{3}|[A-Z]\d|[A-Z]{2}(?![A-Za-z]))")
+"""What every state-and-postcode line holds: four digits (a ZIP, an Australian postcode), a digit between
+capitals (Canada), a digit and two capitals (UK). It opens with a digit class, which the regex engine
+skips to at C speed; the full line is then matched around each hit alone."""
+_POSTCODE_REACH = 12
+
+
 def _street_before_postcode(view: TextView) -> list[Span]:
-    text, found = view.text, []
-    for line in _EN_POSTCODE_LINE.finditer(text):
+    text, found, end = view.text, [], -1
+    for hint in _POSTCODE_DIGITS.finditer(text):
+        if hint.start() < end:
+            continue
+        line = _EN_POSTCODE_LINE.search(text, max(0, hint.start() - _POSTCODE_REACH), min(len(text), hint.end() + _POSTCODE_REACH))
+        if line is None:
+            continue
+        end = line.end()
         street = _EN_STREET_THEN_CITY.search(text, max(0, line.start() - _EN_STREET_WINDOW), line.start())
         if street:
             found.append(_span(view, street.start(), line.end()))
