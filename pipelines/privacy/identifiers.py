@@ -16,7 +16,7 @@ from stdnum.es import cif, dni, nie
 from stdnum.us import ssn
 
 from pipelines.privacy import es_nss
-from pipelines.privacy.matching import confirmed
+from pipelines.privacy.matching import among_hex_groups, confirmed
 from pipelines.privacy.spans import Span, invalid
 from pipelines.privacy.views import TextView
 
@@ -127,12 +127,13 @@ def _card_grouped(groups: list[int]) -> bool:
 def _card(value: str) -> tuple[str, str] | None:
     groups = [len(g) for g in _SEPARATORS.split(value)]
     digits = _SEPARATORS.sub("", value)
-    if not 13 <= len(digits) <= 19 or ("." in value and not _card_grouped(groups)):
-        return None  # "3.1415926535897931" is a float, whatever Luhn says of its digits
+    if not 13 <= len(digits) <= 19 or ("." in value and not _card_grouped(groups)) or len(set(digits)) == 1:
+        return None  # "3.1415926535897931" is a float, whatever Luhn says of its digits; "0000 0000 ..." no one's
     plausible_issuer = digits[0] in "3456" or "2221" <= digits[:4] <= "2720" or digits[:4] in ("2131", "1800")
     if plausible_issuer and luhn.is_valid(digits):
         return "CREDIT_CARD", digits
-    return (invalid("CREDIT_CARD"), digits) if _card_grouped(groups) else None
+    # No card number starts with 0 (ISO/IEC 7812): "0000 0000 0000 0001" is a padded id or a fingerprint.
+    return (invalid("CREDIT_CARD"), digits) if _card_grouped(groups) and digits[0] != "0" else None
 
 
 def _iban_spans(view: TextView) -> Iterator[Span]:
@@ -177,7 +178,15 @@ def detect_identifiers(view: TextView) -> list[Span]:
         found += _confirmed_in_windows(_SSN_AFTER_CUE, view, _ssn, group=1, haystack=lower)
     if not _NSS_WORDS.isdisjoint(words):
         found += _confirmed_in_windows(_NSS_AFTER_CUE, view, lambda value: _nss(value, cued=True), group=1, haystack=lower)
-    return found
+    return [s for s in found if not _in_a_fingerprint(view.text, s)]
+
+
+def _in_a_fingerprint(text: str, span: Span) -> bool:
+    """A card number between hex groups, or an IBAN whose check fails next to a group of four, is part
+    of a key's fingerprint ("5FEF DCB1 ... AD30 7142 3153 0CAD E164 E107")."""
+    if span.type.startswith("CREDIT_CARD"):
+        return among_hex_groups(text, span.start, span.end)
+    return span.type == invalid("IBAN") and among_hex_groups(text, span.start, span.end, letters=False)
 
 
 _SSN_WORDS = frozenset(w + tail for w in ("ssn", "security") for tail in ("", ":", ",", "#"))

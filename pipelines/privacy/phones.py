@@ -28,7 +28,7 @@ import re
 import phonenumbers
 
 from pipelines.privacy.identifiers import in_windows, number_windows
-from pipelines.privacy.matching import best_of_windows
+from pipelines.privacy.matching import among_hex_groups, best_of_windows
 from pipelines.privacy.spans import Span, invalid
 from pipelines.privacy.views import TextView
 
@@ -101,8 +101,9 @@ _ASCENDING, _DESCENDING = "0123456789" * 2, "9876543210" * 2
 
 def placeholder_digits(digits: str) -> bool:
     """Digits nobody is reached at: a run up or down the keypad ("123456789", "987654321"), one digit
-    repeated, or a few digits then zeros ("600000000"), as documentation and forms write examples."""
-    return digits in _ASCENDING or digits in _DESCENDING or len(set(digits)) == 1 or len(digits.rstrip("0")) <= 3
+    repeated, or a few digits among zeros ("600000000", "000000012"), as documentation and forms write
+    examples."""
+    return digits in _ASCENDING or digits in _DESCENDING or len(set(digits)) == 1 or len(digits.strip("0")) <= 3
 
 
 def confirm_phone(value: str, cued: bool = False) -> tuple[str, str] | None:
@@ -110,7 +111,7 @@ def confirm_phone(value: str, cued: bool = False) -> tuple[str, str] | None:
     digits = _digits(value)
     if not 8 <= len(digits) <= 15 or _DOTTED_QUAD.fullmatch(value) or _COLUMNS.search(value) or placeholder_digits(digits):
         return None
-    if not cued and (_ZIP_PLUS_FOUR.fullmatch(value) or _DECIMAL.fullmatch(value)):
+    if not cued and (_ZIP_PLUS_FOUR.fullmatch(value) or _DECIMAL.fullmatch(value.strip("()"))):
         return None
     # "612_345_678", "612·345·678": libphonenumber reads blanks; "+44 (0)20": the trunk prefix is not dialled
     value = _NOT_DIALLED.sub(" ", _TRUNK_IN_PARENTHESES.sub(" ", value) if value.startswith(("+", "(+")) else value).strip()
@@ -161,7 +162,7 @@ def detect_phones(view: TextView) -> list[Span]:
                 verdict = confirm_phone(text[start:end], cued=True)
                 if verdict is not None:
                     found += _with_extension(text, [Span(start, end, verdict[0], text[start:end], verdict[1])])
-    return found
+    return [span for span in found if not among_hex_groups(text, span.start, span.end)]
 
 
 def _with_extension(text: str, spans) -> list[Span]:

@@ -34,14 +34,13 @@ _UNIFIED = {**dict.fromkeys(map(ord, _INVISIBLE)), **dict.fromkeys(map(ord, _DAS
 _INVISIBLE_OR_DASH = re.compile(f"[{_INVISIBLE}{_DASHES}]")
 _NOT_MASK = rf"(?!{_MASK})"
 
-_DIGIT_RUN = re.compile(r"(?<![\w+.\-/\\])(?:\+|\(\+?)?\d+\)?(?:(?:[ .\-/()]{1,2}|_)\(?\d+(?![\d:])\)?)*")
-"""Digits and the single separators people type between them (an underscore too: "612_345_678"); a
-group before ":" is a time, not part; a backslash before them makes an escape ("\\x41")."""
-_IBAN_LIKE = re.compile(
-    r"(?<![\w])(?:[A-Z]{2}\d{2}(?:[ \-]?[A-Za-z0-9]{4}){2,7}(?:[ \-]?[A-Za-z0-9]{1,4})?"
-    r"|[a-z]{2}\d{2}(?:[ \-][a-z0-9]{4}){2,7}(?:[ \-][a-z0-9]{1,4})?)(?![\w])"
+_GROUP_END = r"(?![\dA-Za-wyz]|x(?!\d))"
+_DIGIT_RUN = re.compile(
+    rf"(?<![\w+.\-/\\])(?:\+|\(\+?)?\d+{_GROUP_END}\)?(?:(?:[ .\-/()]{{1,2}}|_)\(?\d+(?![\d:]){_GROUP_END}\)?)*"
 )
-"""An upper-case country code, or groups apart: "af674dc3266e6b5f" is a hex id, "es91 2100 0418 ..." is not."""
+"""Digits and the single separators people type between them (an underscore too: "612_345_678"); a
+group before ":" is a time, not part; a backslash before them makes an escape ("\\x41"), letters
+right after them a token ("3406877694691ddd", a hash), except an extension ("0555x266")."""
 _TOKENISH = r"(?=[^\s\"',;]{8})[^\s\"',;][a-z._~\-]*[0-9+/=A-Z#$%&*@^][^\s\"',;]*"
 """Eight characters or more with a digit, a symbol or an inner capital: "dXNlcjpw", not "authentication"."""
 _WEBMAIL = r"(?:gmail|hotmail|outlook|yahoo|icloud|protonmail|proton|gmx|yandex|aol|live|msn|telefonica|movistar)"
@@ -333,6 +332,8 @@ _DATE = re.compile(
 )
 """A calendar date ("2026-11-29", "29/11/2026"): it ends a run of digits, as in "ticket 66212 (29/11/2026)"."""
 _DATE_MASK = "\ue001"
+_UUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
+"""A UUID, whose hex groups may all be digits ("96982221-3754-4521-...")."""
 _ISBN = re.compile(r"\bISBN(?:-1[03])?:?[ \t]*(?:[\d][ \-]?){9,12}[\dX]\b", re.IGNORECASE)
 """A book's number, as documentation cites it ("ISBN 0-13-951294-2")."""
 
@@ -342,7 +343,7 @@ def _long_digit_run(text: str) -> bool:
 
     Not one: a dotted version ("124.0.6367.91") or decimal ("3.141592653"), a row of a table
     ("8 10 1000 9 9 11"): a one-digit group breaks a run, unless it follows a country code ("+33 6 ..."),
-    a date ("#66212 (29/11/2026)"), two blanks in a row, a ")" that closes nothing ("(see 16) 3232235521"),
+    a date ("#66212 (29/11/2026)") or a UUID, two blanks in a row, a ")" that closes nothing ("(see 16) 3232235521"),
     a "+0" no country code starts with, and digits in a row of a length no identifier has. Nor digits no
     one has: a placeholder ("123-456-789", "987654321", "600 000 000"), a binary number ("11100010
     10001001"), a book's ISBN, a number its word names ("project 32555940559", "pedido 612345678").
@@ -350,12 +351,18 @@ def _long_digit_run(text: str) -> bool:
     """
     if "/" in text or "-" in text or "." in text or "_" in text:
         text = _DATE.sub(_DATE_MASK, text)
+        if "-" in text:
+            text = _UUID.sub(_DATE_MASK, text)
     if "isbn" in text or "ISBN" in text:
         text = _ISBN.sub(_DATE_MASK, text)
     ssn_cued = _SSN_CUE.search(text) is not None
     for m in _DIGIT_RUN.finditer(text):
         for run in _balanced_parts(m.group()):
-            if _is_long_digit_run(run, ssn_cued) and not _REFERENCE_BEFORE.search(text, max(0, m.start() - 32), m.start()):
+            if (
+                _is_long_digit_run(run, ssn_cued)
+                and not _REFERENCE_BEFORE.search(text, max(0, m.start() - 32), m.start())
+                and not _among_hex_groups(text, m.start(), m.end())
+            ):
                 return True
     return any(
         sum(c.isdigit() for c in number) >= 9 and not _nobody_s("".join(c for c in number if c.isdigit()))
@@ -369,6 +376,16 @@ _CUED_PUNCTUATED = re.compile(
     rf"\b(?i:{'|'.join(_PHONE_CUE_WORDS)})\w*[^\d\n]{{0,24}}(\+?\(?\d{{1,5}}\)?(?:[ \t]?[^\w\s][ \t]?\(?\d{{1,5}}\)?){{1,7}})"
 )
 """After a phone cue, digit groups split by any punctuation ("llámame al 612,345,678")."""
+
+
+_HEX_GROUP_BEFORE = re.compile(r"(?<![\w])(?=[0-9A-Fa-f]{0,3}[A-Fa-f])[0-9A-Fa-f]{4} \Z")
+_HEX_GROUP_AFTER = re.compile(r" (?=[0-9A-Fa-f]{0,3}[A-Fa-f])[0-9A-Fa-f]{4}(?!\w)")
+
+
+def _among_hex_groups(text: str, start: int, end: int) -> bool:
+    """Digits between groups of four hex characters ("68C8 0230 4919 0278 6BEE"): part of a key's
+    fingerprint, not a number."""
+    return bool(_HEX_GROUP_BEFORE.search(text, max(0, start - 5), start) or _HEX_GROUP_AFTER.match(text, end))
 
 
 _SSN_CUE = re.compile(r"(?i:ssn|social security|seguridad social)")
@@ -392,16 +409,16 @@ def _balanced_parts(run: str) -> list[str]:
 
 _ASCENDING, _DESCENDING = "0123456789" * 2, "9876543210" * 2
 _TRUNK = re.compile(r"\(0\)")
-_DOTTED_QUAD = re.compile(r"(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)")
+_DOTTED_QUAD = re.compile(r"(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)(?:/\d{1,3})?")
 
 
 def _nobody_s(digits: str) -> bool:
     """Digits no one is reached or paid at: up or down the keypad, one digit repeated, a few digits
-    then zeros (a round number), or only zeros and ones (binary)."""
+    then zeros (a round number) or zeros then a few digits (a padded one), only zeros and ones (binary)."""
     return (
         digits in _ASCENDING
         or digits in _DESCENDING
-        or len(digits.rstrip("0")) <= 3
+        or len(digits.strip("0")) <= 3
         or not digits.strip("01")
         or len(set(digits)) == 1
     )
@@ -419,10 +436,8 @@ def _is_long_digit_run(run: str, ssn_cued: bool = False) -> bool:
     groups = re.findall(r"[+(]*\d+", run)
     if sum(len(group) >= 5 for group in groups) >= 3:
         return False  # "294880 81920 11592 388392": a row of sizes; no phone or card has three such groups
-    if not run.lstrip("(").startswith("+") and set(re.sub(r"[\d()+]", "", run)) == {"."} and (
-        len(groups) <= 2 or min(map(len, groups)) == 1 or max(map(len, groups)) > 4
-    ):
-        return False
+    if not run.lstrip("(").startswith("+") and set(re.sub(r"[\d()+]", "", run)) == {"."}:
+        return _dotted_identifier([len(group.lstrip("(")) for group in groups], "".join(c for c in run if c.isdigit()))
     digits = 0
     for i, group in enumerate(groups):
         country_code_before = i and groups[i - 1].startswith(("+", "(+", "00"))
@@ -433,6 +448,23 @@ def _is_long_digit_run(run: str, ssn_cued: bool = False) -> bool:
         if digits >= 9:
             return True
     return False
+
+
+def _dotted_identifier(groups: list[int], digits: str) -> bool:
+    """Digit groups split by dots only, as versions ("124.0.6367.91", "100.100.112"), decimals and
+    dotted quads are written: an identifier only in the shapes phones and cards take with dots, a
+    Spanish number ("612.345.678", "91.123.45.67"), one with a trunk 0 ("06.12.34.56.78",
+    "020.7946.0958") or dialled abroad ("0034.612.345.678"), a North American one ("415.555.2671"), a card ("4111.1111.1111.1111")."""
+    n = len(digits)
+    if len(groups) < 3:
+        return False  # a decimal number
+    return (
+        (n == 9 and digits[0] in "6789" and min(groups) >= 2)
+        or (10 <= n <= 12 and digits[0] == "0" and min(groups) >= 2)
+        or (11 <= n <= 15 and digits.startswith("00"))
+        or (n == 10 and groups == [3, 3, 4])
+        or (13 <= n <= 19 and len(groups) >= 3 and all(g == 4 for g in groups[:-1]))
+    )
 
 
 def _identifier_length(digits: str, ssn_cued: bool = False) -> bool:
@@ -458,9 +490,60 @@ def _luhn(digits: str) -> bool:
     return total % 10 == 0
 
 
+_IBAN_LENGTHS = dict(
+    (entry[:2], int(entry[2:]))
+    for entry in """AD24 AE23 AL28 AT20 AZ28 BA20 BE16 BG22 BH22 BI27 BR29 BY28 CH21 CR22 CY28 CZ24 DE22 DJ27 DK18 DO28
+    EE20 EG29 ES24 FI18 FK18 FO18 FR27 GB22 GE22 GI23 GL18 GR27 GT28 HN28 HR21 HU28 IE22 IL23 IQ23 IS26 IT27 JO30 KW30 KZ20
+    LB28 LC32 LI21 LT20 LU20 LV21 LY25 MC27 MD24 ME22 MK19 MN20 MR27 MT31 MU30 NI28 NL18 NO15 OM23 PK24 PL28 PS29 PT25
+    QA29 RO24 RS22 RU33 SA24 SC31 SD18 SE24 SI19 SK24 SM27 SO23 ST25 SV28 TL23 TN24 TR26 UA29 VA22 VG24 XK20
+    YE30""".split()  # noqa: SIM905 - reads as a table
+)
+"""The countries of the SWIFT IBAN registry and the length of their IBANs."""
+
+
 def _iban_like(text: str) -> bool:
-    """Two letters, two digits, then groups of four, with at least eight digits in all."""
-    return any(sum(c.isdigit() for c in m.group()) >= 8 for m in _IBAN_LIKE.finditer(text))
+    """A country of the IBAN registry, two digits, then as many letters and digits as that country's
+    IBAN has, in any grouping, at least eight of them digits: the IBAN ends there (at a separator or
+    the end of the text) or passes its mod-97 check. A GPG fingerprint ("DA39 A3EE 5E6B ...") has the
+    shape, seldom a country, length and check, and never text around it like an IBAN's; in lower case
+    the groups must stand apart, or a hex id ("de56a8f0...") would pass for one."""
+    for m in _IBAN_START.finditer(text):
+        length = _IBAN_LENGTHS.get(m.group(1).upper())
+        if length is None or _UUID.match(text, m.start()):
+            continue
+        chars, i, separated = [], m.start(), False
+        while i < len(text) and len(chars) < length:
+            c = text[i]
+            if c.isascii() and c.isalnum():
+                chars.append(c)
+            elif c in " -" and chars and i + 1 < len(text) and text[i + 1].isascii() and text[i + 1].isalnum():
+                separated = True
+            else:
+                break
+            i += 1
+        iban = "".join(chars).upper()
+        if len(iban) < length or sum(c.isdigit() for c in iban) < 8 or (m.group(1).islower() and not separated):
+            continue
+        if (i == len(text) or not text[i].isalnum() or _mod97(iban)) and not (
+            _GROUP_OF_FOUR_BEFORE.search(text, max(0, m.start() - 5), m.start()) or _GROUP_OF_FOUR_AFTER.match(text, i)
+        ):
+            return True
+    return False
+
+
+_GROUP_OF_FOUR_BEFORE = re.compile(r"(?<!\w)[0-9A-Fa-f]{4} \Z")
+_GROUP_OF_FOUR_AFTER = re.compile(r" [0-9A-Fa-f]{4}(?!\w)")
+"""An IBAN is a run of groups of its own; one with a group of four hex right before or after it is part
+of a fingerprint."""
+
+
+_IBAN_START = re.compile(r"(?<![\w\-])([A-Z]{2}|[a-z]{2})\d{2}(?=[ \-]?[A-Za-z0-9])")
+"""Not inside a dashed token: "fd4618de-ad91-0f51-..." is a UUID."""
+
+
+def _mod97(iban: str) -> bool:
+    rearranged = iban[4:] + iban[:4]
+    return int("".join(str(int(c, 36)) for c in rearranged)) % 97 == 1
 
 
 # -- screens: what a text must hold for a rule to have a chance -------------------------------------
