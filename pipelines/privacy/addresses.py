@@ -70,7 +70,7 @@ _ES_CITY_WORD = rf"[{_UP}][\w'’\-]*(?:\.[\w'’\-]+)*"
 _ES_CITY = rf"{_ES_CITY_WORD}(?:[ \t]+(?:(?:de|del|la|las|los|el|y)[ \t]+)*{_ES_CITY_WORD}){{0,4}}"
 _ES_TAIL = (
     rf"(?:[ \t]*[,\n]?[ \t]*{_ES_UNIT})*"
-    rf"(?:[ \t]*,?[ \t]*\(?(?:0[1-9]|[1-4]\d|5[0-2])\d{{3}}(?!\d)\)?(?:[ \t]*,?[ \t]*{_ES_CITY})?"  # 28013 Madrid
+    rf"(?:[ \t]*,?[ \t]*\(?(?:(?:0[1-9]|[1-4]\d|5[0-2])\d{{3}}|\d{{6}})(?!\d)\)?(?:[ \t]*,?[ \t]*{_ES_CITY})?"  # 28013 Madrid, 110111 Bogotá
     rf"|[ \t]*[,\n][ \t]*\n?[ \t]*\d{{6}}[ \t]*\n[ \t]*{_ES_CITY}(?:[ \t]*,[ \t]*{_ES_CITY})?"  # 259074\nFúquene, Cundinamarca
     rf"|[ \t]*[,\n][ \t]*\n?[ \t]*{_ES_CITY}(?:[ \t]*,[ \t]*(?:{_ES_CITY}|[A-Z]{{2,4}}))?[ \t]*,?[ \t]*\d{{4,7}}(?:-\d{{4}})?(?!\d)"
     rf"(?:[ \t]*,[ \t]*{_ES_CITY})?)?"  # Cantabria, 47999 / Vieja España, MOR 46869 / Paraná 3100, Entre Ríos

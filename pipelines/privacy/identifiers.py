@@ -81,7 +81,7 @@ _NSS_AFTER_CUE = re.compile(
     r"(?:\bnss|\bnaf|seguridad social|afiliaci[oó]n)[^\d\n]{0,24}(\d{2}[ /\-.]?\d{7,8}[ /\-.]?\d{2})(?![\w\-])"
 )
 _IBAN = re.compile(r"[A-Za-z](?<![\w\\][A-Za-z])[A-Za-z]\d{2}(?:[ \-.]?[A-Za-z0-9]){10,30}")
-_CARD = re.compile(r"\d(?<![\w\-.\\]\d)(?:[ \-.]?\d){12,18}(?![\w]|[\-.]\d)")
+_CARD = re.compile(r"\d(?<![\w\-.\\+]\d)(?:[ \-.]?\d){12,18}(?![\w]|[\-.]\d)")
 _SEPARATORS = re.compile(r"[ \-./]")
 
 
@@ -127,13 +127,13 @@ def _card_grouped(groups: list[int]) -> bool:
 def _card(value: str) -> tuple[str, str] | None:
     groups = [len(g) for g in _SEPARATORS.split(value)]
     digits = _SEPARATORS.sub("", value)
-    if not 13 <= len(digits) <= 19 or ("." in value and not _card_grouped(groups)) or len(set(digits)) == 1:
-        return None  # "3.1415926535897931" is a float, whatever Luhn says of its digits; "0000 0000 ..." no one's
+    if not 13 <= len(digits) <= 19 or ("." in value and not _card_grouped(groups)) or len(digits.strip("0")) <= 3:
+        return None  # "3.1415926535897931" is a float, whatever Luhn says of its digits; "0000 0000 0000 0001" no one's
     plausible_issuer = digits[0] in "3456" or "2221" <= digits[:4] <= "2720" or digits[:4] in ("2131", "1800")
-    if plausible_issuer and luhn.is_valid(digits):
+    printed = len(groups) == 1 or groups[0] == 4  # cards are printed in one run or from a group of four
+    if plausible_issuer and printed and luhn.is_valid(digits):
         return "CREDIT_CARD", digits
-    # No card number starts with 0 (ISO/IEC 7812): "0000 0000 0000 0001" is a padded id or a fingerprint.
-    return (invalid("CREDIT_CARD"), digits) if _card_grouped(groups) and digits[0] != "0" else None
+    return (invalid("CREDIT_CARD"), digits) if _card_grouped(groups) else None
 
 
 def _iban_spans(view: TextView) -> Iterator[Span]:

@@ -58,8 +58,9 @@ _CUE_WINDOW = 40
 _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 _DOTTED_QUAD = re.compile(rf"{_OCTET}(?:\.{_OCTET}){{3}}")
 _ZIP_PLUS_FOUR = re.compile(r"\d{5}-\d{4}")
-_DECIMAL = re.compile(r"\d+\.\d+")
-"""One dot: a decimal number ("61.2345678", a latitude), not a phone, unless a cue says it is."""
+_DECIMAL = re.compile(r"(?:[1-9]\d*|0)\.\d+")
+"""One dot: a decimal number ("61.2345678", a latitude), not a phone, unless a cue says it is; "0034.616604876"
+is dialled abroad, no decimal has its zeros."""
 _NANP_GROUPS = re.compile(r"(?:\+?1[ \-.]?)?(?:\(\d{3}\)[ \-.]?|\d{3}[\-. ])\d{3}[\-. ]\d{4}")
 _INTERNATIONAL = re.compile(r"\(?(?:\+|00)")
 _COLUMNS = re.compile(r"\s{2,}|[./]{2,}")

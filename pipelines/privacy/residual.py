@@ -264,7 +264,7 @@ RULES: dict[str, re.Pattern[str] | _Checked | _Search] = {
     ),
     "password_next": re.compile(
         rf"\b(?:password|contraseña|contrasena|passphrase)\s+{_NOT_MASK}"
-        r"(?:(?=[^\s\"',;]{4})[^\s\"',;]*[\d#$%&*@^!]|[^\W\d_]{16,})",
+        r"(?:(?=[^\s\"',;]{4})[^\s\"',;]*(?:[\d#$%&*@^!]|(?-i:[a-z][A-Z]))|[^\W\d_]{16,})",  # "-krbaguWzl" too
         re.IGNORECASE,
     ),
     "auth_header": re.compile(
@@ -456,12 +456,13 @@ def _dotted_identifier(groups: list[int], digits: str) -> bool:
     Spanish number ("612.345.678", "91.123.45.67"), one with a trunk 0 ("06.12.34.56.78",
     "020.7946.0958") or dialled abroad ("0034.612.345.678"), a North American one ("415.555.2671"), a card ("4111.1111.1111.1111")."""
     n = len(digits)
+    if digits.startswith("00") and groups[0] >= 3 and 11 <= n <= 15:
+        return True  # "0034.616604876": dialled abroad, whatever the grouping ("0.0197076236097" is a decimal)
     if len(groups) < 3:
         return False  # a decimal number
     return (
         (n == 9 and digits[0] in "6789" and min(groups) >= 2)
         or (10 <= n <= 12 and digits[0] == "0" and min(groups) >= 2)
-        or (11 <= n <= 15 and digits.startswith("00"))
         or (n == 10 and groups == [3, 3, 4])
         or (13 <= n <= 19 and len(groups) >= 3 and all(g == 4 for g in groups[:-1]))
     )

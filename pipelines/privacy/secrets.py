@@ -258,7 +258,8 @@ PROSE_WORDS = frozenset(
 )
 """Words that follow "password:" or "my password is" in documentation and complaints, not secrets."""
 _PLACEHOLDER = re.compile(
-    r"\*+|x{3,}|X{3,}|\.{2,}|…|<[^>]*>|\$\{?[\w.]+\}?|\{\{.*\}\}|\{[\w.]*\}|%\(?\w*\)?[sd]|[#?_\-]+"
+    r"\*+|x{3,}|X{3,}|\.{2,}|…|<[^>]*>|\$\{[\w.]+\}|\$[A-Z_][A-Z0-9_]*|\$[a-z_][a-z0-9_.]*|\{\{.*\}\}|\{[\w.]*\}"
+    r"|%\(?\w*\)?[sd]|[#?_\-]+"  # ${DB_PASS}, $DB_PASS, $db_pass: a variable; "$fQhYhCLb" is a password
     r"|[A-Z][A-Z]*(?:_[A-Z]+)*"  # NAME, DB_PASSWORD: a template slot or an environment variable
     r"|[a-z_][a-z_]*(?:\.[a-z_][a-z0-9_]*)+\(?|[a-z_][a-z0-9_]*\("  # self.password, os.environ, getpass(
     r"|[a-z]+(?:_[a-z]+)+"  # db_password: a variable
