@@ -33,6 +33,12 @@ FRAGMENTS = [
     "Calle Mayor", "c/ Sol", "Avda. de la Paz", "Gran Vía", "Travesía", "221", "221B", "Baker Street", "St", "Rd",
     "me llamo", "mi nombre es", "my name is", "a nombre de", "firmado por", "Saludos", "regards", "Xiomara",
     "612 345 678", "+33 6 12 34 56 78", "4111111111111111", "(555) 123-4567", "29/11/2026", "2026-11-29",
+    # shapes of issue 17: punctuated phones after a cue, trunks, numbered and capitalised streets, postcode lines
+    "612_345_678", "612,345,678", "612·345·678", "llámame al", "Tel.", "call", "+44 (0)20", "0034.612.345.678",
+    "Cuesta de", "Privada", "Diag.", "C.", "N°", "#", "Av. 6", "Bis", "FPO AE 09051", "Flat 9", "NSW, 2000",
+    "NY 10118", "K7C 1Y2", "LS41 1PL", "Apt. 12", "Bend", "Skyway", "192.0.2.1", "10.20.0.0/16", "a[::2]",
+    "ISBN 0-13-951294-2", "project", "ssn", "hf_raise_for_status", "your-api-key", "unk_token)", "nombre:contraseña:",
+    "my name is method", "DA39 A3EE 5E6B", "BA54", "fd4618de-ad91-0f51", "0.0197076236097",
     "[PHONE_1a2b3c4d]", "\\u0040", "\\n", "\u200b", "\u2013", "ｐａｓｓｗｏｒｄ", "１２３４５６７８９",
     "٣٤٥٦٧٨٩٠١٢",  # Arabic-Indic digits: \d matches them
     "İ", "ı", "ſ", "K",
