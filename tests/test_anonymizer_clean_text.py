@@ -193,6 +193,10 @@ def test_documentation_addresses_are_left_alone(value, context):
         "Bash-5.1  changed  the  way  $RANDOM  is generated; Today's St. Tib's Day, 3162.",
         "CARÁCTER TAILANDÉS SARA AA; for Bitbucket Cloud; para GNU Autoconf; la clave privada RSA 2048",
         "Chapter 3 Event Loop; 10 Fold CV; Top 10 Easy Ways; AES 256 GCM CTR; see RFC 5737 Section 3",
+        "Pi  pebi  2^50 = 1125899906842624; MAX_SAFE = 9007199254740991; [(26214400, 32768000000), (87169610025, 1)]",
+        "first_token = _first_rev_token(rev); self.cls_token = nn.Parameter(x); session=session,",
+        "The password is used when a user is not a member; the password is locked. Convert via UTF-8 (the stdlib)",
+        "np.array([-0.38736406738527, 0.79594375042255, 0.0197076236097]); f(600.000001)",
     ],
 )
 def test_what_the_clean_corpus_once_tripped_stays(text):

@@ -43,7 +43,7 @@ def _alternation(types: list[str]) -> str:
 
 _ES_ANY_CASE, _ES_CAPITALISED, _ES_NUMBERED = ES_STREET_TYPES.split(), ES_WORD_TYPES.split(), ES_NUMBERED_TYPES.split()
 _ES_CARDINAL_AFTER = r"(?:[ \t]+(?:Sur|Norte|Este|Oeste)(?!\w))?"
-_ES_NAME_WORD = rf"(?:[{_UP}][\w'’ªº.\-]*|[dl]['’][{_UP}][\w'’\-]*)"
+_ES_NAME_WORD = rf"(?:[{_UP}](?:[\w'’ªº.\-]*[\w'’ªº.])?|[dl]['’][{_UP}][\w'’\-]*)"
 _ES_PARTICLE = r"(?:de|del|la|las|los|el|dels|les|i|y|d['’]|l['’])"
 _ES_NUMBER_MARK = r"(?:#|(?i:n[º°o]\.?|núm\.?|número|num\.?))"
 _ES_NUMBER = (

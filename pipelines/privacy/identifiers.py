@@ -133,7 +133,13 @@ def _card(value: str) -> tuple[str, str] | None:
     printed = len(groups) == 1 or groups[0] == 4  # cards are printed in one run or from a group of four
     if plausible_issuer and printed and luhn.is_valid(digits):
         return "CREDIT_CARD", digits
-    return (invalid("CREDIT_CARD"), digits) if _card_grouped(groups) else None
+    # Sixteen digits in a row are a mistyped card, unless they are a constant: "1125899906842624" is 2**50.
+    return (invalid("CREDIT_CARD"), digits) if _card_grouped(groups) and not power_of_two(int(digits)) else None
+
+
+def power_of_two(n: int) -> bool:
+    """2**k or 2**k - 1: tables of sizes and limits ("2^50 = 1125899906842624", 9007199254740991)."""
+    return n > 0 and (n & (n - 1) == 0 or n & (n + 1) == 0)
 
 
 def _iban_spans(view: TextView) -> Iterator[Span]:

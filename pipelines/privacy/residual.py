@@ -107,6 +107,12 @@ _CODE_VALUE = re.compile(
 template slot."""
 
 
+def _random_value(value: str) -> bool:
+    """A session id is random: a digit, capitals among lower case, or sixteen characters;
+    "session=session," passes an argument on."""
+    return bool(re.search(r"\d|[a-z][A-Z]|[A-Z][a-z]*[A-Z]", value)) or len(value.strip(",)")) >= 16
+
+
 def _secret_valued(m: re.Match[str]) -> bool:
     return _CODE_VALUE.fullmatch(m.group("value")) is None
 
@@ -259,7 +265,9 @@ RULES: dict[str, re.Pattern[str] | _Checked | _Search] = {
         r"\b(?:password|contraseña|contrasena|passphrase|my pass|mi clave|my pin|mi pin)\s+(?:is|es|was|era)\s+"
         rf"{_NOT_MASK}(?!(?:not|no|wrong|incorrect|invalid|expired|incorrecta|incorrecto|inválida|caducada|muy|too|very|"
         r"the|la|el|a|an|una?|required|correct|correcta|weak|strong|débil|fuerte|demasiado|new|nueva|old|vieja|same|la"
-        r"|misma|case|different|distinta|blank|empty|vacía)\b)\S{3,}",
+        r"|misma|case|different|distinta|blank|empty|vacía|used|locked|unlocked|disabled|enabled|needed|set|stored|saved"
+        r"|reset|changed|hidden|encrypted|hashed|sent|shown|checked|verified|accepted|rejected|generated|created|asked"
+        r"|prompted|requested|optional|missing|usada|bloqueada|necesaria|guardada|cifrada|enviada|obligatoria)\b)\S{3,}",
         re.IGNORECASE,
     ),
     "password_next": re.compile(
@@ -271,10 +279,13 @@ RULES: dict[str, re.Pattern[str] | _Checked | _Search] = {
         rf"\b(?:[Bb]earer|[Bb]asic)\s+{_NOT_MASK}{_TOKENISH}"
         rf"|\b(?i:authori[sz]ation)[\"']?\s*[:=]\s*[\"']?(?:\w+\s+)?{_NOT_MASK}{_TOKENISH}"
     ),
-    "cookie_like": re.compile(
-        rf"\b(?:set-)?cookie[\"']?\s*:\s*[\"']?{_NOT_MASK}[^\s\"';]+="
-        rf"|(?:sessid|sessionid|session|sid|csrftoken|xsrf-token)=[\"']?{_NOT_MASK}[^;\s&\"']{{8,}}",
-        re.IGNORECASE,
+    "cookie_like": _Checked(
+        re.compile(
+            rf"\b(?:set-)?cookie[\"']?\s*:\s*[\"']?{_NOT_MASK}[^\s\"';]+="
+            rf"|(?:sessid|sessionid|session|sid|csrftoken|xsrf-token)=[\"']?{_NOT_MASK}(?P<value>[^;\s&\"']{{8,}})",
+            re.IGNORECASE,
+        ),
+        lambda m: m.group("value") is None or _random_value(m.group("value")),
     ),
     "url_credentials": re.compile(rf"://{_NOT_MASK}[^\s/@:{_MASK}]+:{_NOT_MASK}[^\s/@{_MASK}]+@"),
     "url_secret_param": re.compile(
@@ -362,6 +373,7 @@ def _long_digit_run(text: str) -> bool:
                 _is_long_digit_run(run, ssn_cued)
                 and not _REFERENCE_BEFORE.search(text, max(0, m.start() - 32), m.start())
                 and not _among_hex_groups(text, m.start(), m.end())
+                and not _in_a_literal_collection(text, m.start(), m.end())
             ):
                 return True
     return any(
@@ -386,6 +398,22 @@ def _among_hex_groups(text: str, start: int, end: int) -> bool:
     """Digits between groups of four hex characters ("68C8 0230 4919 0278 6BEE"): part of a key's
     fingerprint, not a number."""
     return bool(_HEX_GROUP_BEFORE.search(text, max(0, start - 5), start) or _HEX_GROUP_AFTER.match(text, end))
+
+
+_COLLECTION_BEFORE = re.compile(r"[(\[{,][ \t]*\Z")
+_COLLECTION_AFTER = re.compile(r"[ \t]*[,)\]}]")
+_COMMA_BEFORE = re.compile(r",[ \t]*\Z")
+_COMMA_AFTER = re.compile(r"[ \t]*,")
+
+
+def _in_a_literal_collection(text: str, start: int, end: int) -> bool:
+    """A number between brackets and commas with a comma on one side: a member of a tuple or list in
+    code ("(26214400, 32768000000)"); "(612345678)" or "al 612345678, gracias" is not."""
+    before = _COLLECTION_BEFORE.search(text, max(0, start - 3), start)
+    after = _COLLECTION_AFTER.match(text, end)
+    return bool(before and after) and bool(
+        _COMMA_BEFORE.search(text, max(0, start - 3), start) or _COMMA_AFTER.match(text, end)
+    )
 
 
 _SSN_CUE = re.compile(r"(?i:ssn|social security|seguridad social)")
@@ -414,14 +442,21 @@ _DOTTED_QUAD = re.compile(r"(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-
 
 def _nobody_s(digits: str) -> bool:
     """Digits no one is reached or paid at: up or down the keypad, one digit repeated, a few digits
-    then zeros (a round number) or zeros then a few digits (a padded one), only zeros and ones (binary)."""
+    then zeros (a round number) or zeros then a few digits (a padded one), only zeros and ones (binary),
+    a power of two."""
     return (
         digits in _ASCENDING
         or digits in _DESCENDING
         or len(digits.strip("0")) <= 3
+        or digits.endswith("00000")  # "32768000000": a round figure; no phone ends in five zeros
+        or _power_of_two(int(digits))  # "1125899906842624" is 2**50, "9007199254740991" 2**53 - 1
         or not digits.strip("01")
         or len(set(digits)) == 1
     )
+
+
+def _power_of_two(n: int) -> bool:
+    return n > 0 and (n & (n - 1) == 0 or n & (n + 1) == 0)
 
 
 def _is_long_digit_run(run: str, ssn_cued: bool = False) -> bool:
@@ -478,9 +513,9 @@ def _identifier_length(digits: str, ssn_cued: bool = False) -> bool:
     n = len(digits)
     if n == 9 and ssn_cued:
         return True
-    if 14 <= n <= 19 and n != 16:
-        return digits.startswith("00") or _luhn(digits)
-    return (n == 9 and digits[0] in "6789") or 11 <= n <= 12 or n == 16 or (n == 10 and digits[0] in "06789") or (n == 13 and digits[0] != "1")
+    if 14 <= n <= 19:
+        return digits.startswith("00") or _luhn(digits) or n == 16
+    return (n == 9 and digits[0] in "6789") or 11 <= n <= 12 or (n == 10 and digits[0] in "06789") or (n == 13 and digits[0] != "1")
 
 
 def _luhn(digits: str) -> bool:

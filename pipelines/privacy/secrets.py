@@ -254,7 +254,10 @@ PROSE_WORDS = frozenset(
     incorrecta incorrecto inválida invalida inválido invalido caducada caducado correcta correcto muy demasiado la el lo
     los las un una mi tu su que qué de del en con para por y o pero igual misma mismo distinta diferente segura seguro
     débil debil fuerte larga corta nueva vieja antigua válida valida obligatoria obligatorio requerida vacía vacia
-    errónea erronea mala buena otra esta esa este ese sí si""".split()  # noqa: SIM905 - reads as prose
+    errónea erronea mala buena otra esta esa este ese sí si used locked unlocked disabled enabled needed sent shown
+    displayed ignored checked verified accepted rejected generated created asked prompted requested taken read written
+    given cleared removed deleted updated compared entered typed sensitive usada usado bloqueada bloqueado necesaria
+    guardada cifrada enviada pedida solicitada""".split()  # noqa: SIM905 - reads as prose
 )
 """Words that follow "password:" or "my password is" in documentation and complaints, not secrets."""
 _PLACEHOLDER = re.compile(
@@ -275,10 +278,25 @@ def _placeholder(value: str) -> bool:
     return _PLACEHOLDER.fullmatch(value) is not None or value.lower() in ("none", "null", "nil", "undefined", "redacted")
 
 
+_CODE_NAME = re.compile(r"_*[A-Za-z][A-Za-z0-9]*(?:_+[A-Za-z0-9]+)*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+"""A name in code, dotted or not ("_first_rev_token", "nn.Parameter"): after a weak keyword
+("first_token = _first_rev_token(rev)"), a variable, not a value. Only with a lower-case letter in
+it and no digit run longer than a version's: "lVRGJHYbVRu" and "AKIA..." stay secrets."""
+
+
+def _code_name(value: str) -> bool:
+    return (
+        _CODE_NAME.fullmatch(value) is not None
+        and ("_" in value or "." in value)
+        and any(c.islower() for c in value)
+        and not re.search(r"\d{3}", value)
+    )
+
+
 def _random_enough(value: str) -> tuple[str, str] | None:
     """A value after a weak keyword: a digit or symbol in it, capitals inside it ("lVRGJHYbVRu"), or
-    sixteen characters; and no placeholder."""
-    if len(value) < 6 or _placeholder(value):
+    sixteen characters; and no placeholder, no name in code."""
+    if len(value) < 6 or _placeholder(value) or _code_name(value):
         return None
     random_looking = _SYMBOL_OR_DIGIT.search(value) or _INNER_CAPITALS.search(value) or len(value) >= 16
     return ("SECRET", value) if random_looking else None

@@ -91,7 +91,7 @@ ES_STREET_TYPES = """
 calle c/ cl cl. cll. calleja callejón callejon cjón. cjon. avenida avda avda. avd. av. av avinguda avgda.
 plaza pza. pza plza. pl. plaça placeta plazuela paseo pº p.º ps. pso. passeig pg. carrer cra. cra kra. rambla rbla.
 ronda rda. camino cno. cmno. carretera ctra. crta. carr. travesía travesia trva. trav. travessera glorieta gta. glta.
-vía via vial urbanización urbanizacion urb. polígono poligono pol. bulevar boulevard blvd. blv. bv. alameda pasaje
+urbanización urbanizacion urb. polígono poligono pol. bulevar boulevard blvd. blv. bv. alameda pasaje
 passatge pje. psje. pasadizo costanilla cañada rúa rua ruela gran
 """
 """Spanish, Catalan and Latin American types of street, full and abbreviated, that open a street in
@@ -100,9 +100,9 @@ ES_WORD_TYPES = """
 cuesta subida bajada senda vereda acceso muelle paraje partida lugar barrio barriada colonia calzada cerrada circuito
 circunvalación circunvalacion diagonal transversal privada prolongación prolongacion retorno viaducto periférico
 periferico andador ampliación ampliacion continuación continuacion corredor peatonal autopista autovía autovia ruta
-carrera eje
+carrera eje vía via vial
 """
-"""Types that are everyday words too ("clave privada RSA 2048", "la cuesta Abajo"): a street only when
+"""Types that are everyday words too ("clave privada RSA 2048", "la cuesta Abajo", "via UTF-8"): a street only when
 written capitalised, as addresses write them ("Privada Cepeda 628", "Cuesta de Eufemia Bastida 507");
 "eje" stands for Mexico's "Eje vial"."""
 ES_NUMBERED_TYPES = "c. cr. tr. tv. dg. diag. col."
