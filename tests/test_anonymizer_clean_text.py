@@ -197,6 +197,10 @@ def test_documentation_addresses_are_left_alone(value, context):
         "first_token = _first_rev_token(rev); self.cls_token = nn.Parameter(x); session=session,",
         "The password is used when a user is not a member; the password is locked. Convert via UTF-8 (the stdlib)",
         "np.array([-0.38736406738527, 0.79594375042255, 0.0197076236097]); f(600.000001)",
+        "⟨https://www.bipm.org/documents/\n 20126/41483022/SI-Brochure-9.pdf⟩; 2 2\n2507191691 1\n1231026625769 1",
+        "Mo Tu We Th Fr Sa\n 4  5  6  7  8  9 10\n11 12 13 14 15 16 17\n18 19 20 21 22 23 24",
+        "knuth login: aeb\nPassword: ********\nNo new password was entered; new password couldn't be set",
+        "Una buena referencia sobre el lenguaje de programación C. La cuarta\nedición abarca la Enmienda 1 de 1994",
     ],
 )
 def test_what_the_clean_corpus_once_tripped_stays(text):

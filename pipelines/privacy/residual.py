@@ -102,6 +102,7 @@ _CODE_VALUE = re.compile(
     r"|(?i:[a-z]*_?(?:token|key|secret|pass\w*|pwd|credentials?)(?:_?[a-z]+)*)"  # bod_token, userPassword: a variable
     r"|<[^>]*>.*|\$\{[A-Za-z_]\w*\}.*|\$[A-Z_][A-Z0-9_]*|\{\{.*|%\(\w+\)s.*"  # <token>, ${api_key}, $API_KEY, {{ x }}
     r"|(?i:your|my)[\-_][\w\-]+|[\w\-]+[\-_](?i:here)|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+"  # your-api-key, YOUR_API_KEY
+    r"|\*{3,}|x{3,}|X{3,}|•{3,}|\.{3,}"  # Password: ******** (a mask)
 )
 """A value that is code, not a secret: a dotted name, a call or subscript, a variable passed on, a
 template slot."""
@@ -164,14 +165,18 @@ _EN_STREET_WORDS = (
     "|Freeway|Heights|Hollow|Knoll|Manor|Meadows?|Orchard|Pike|Ridge|Skyway|Stravenue|Turnpike|Viaduct"
 )
 """English street suffixes that name little else; before a state and postcode any capitalised word ends a street."""
-_ES_NAME = r"[A-ZÁÉÍÓÚÑ][\w'.\-]*(?:\s+[\w'.\-]+){0,6}?,?\s+(?:(?i:nº|n°|#)\s*)?\d{1,4}\b"
+_ES_NAME = r"[A-ZÁÉÍÓÚÑ][\w'.\-]*(?:[ \t]+[\w'.\-]+){0,6}?,?[ \t]+(?:(?i:nº|n°|#)[ \t]*)?\d{1,4}\b"
+"""A street's name and its number, on one line."""
 _ES_STREET_AT = re.compile(
     rf"(?i:(?:{'|'.join(map(re.escape, _ES_STREET_TYPES))})\.?\s+(?:(?:de|del|la|las|los|d'|l')\s+)*"
     # The name is a word other than an article: "ronda los 5470 euros" is a sum ("is about"), not a street.
     rf"(?!(?:de|del|la|las|los|el)\b){_ES_NAME})"
 )
 """A name in any case after these: "vivo en calle los olivos 5"."""
-_ES_CAPITALISED_AT = re.compile(rf"(?:{'|'.join(map(re.escape, _ES_CAPITALISED_TYPES))})\s+(?:(?:de|del|la|las|los|d'|l')\s+)*{_ES_NAME}")
+_ES_CAPITALISED_AT = re.compile(
+    rf"(?:{'|'.join(map(re.escape, _ES_CAPITALISED_TYPES))})\s+(?:(?i:de|del|la|las|los|d'|l')\s+)*"
+    rf"(?!(?i:de|del|la|las|los|el)\b){_ES_NAME}"
+)
 _ES_NUMBERED_AT = re.compile(
     # A numbered street: "Avenida 185 A N° 33", "Calle 187 Bis # 4-32".
     rf"(?i:{'|'.join(map(re.escape, _ES_STREET_TYPES))}|{'|'.join(map(re.escape, _ES_CAPITALISED_TYPES))})\.?\s+\d{{1,4}}"
@@ -267,7 +272,8 @@ RULES: dict[str, re.Pattern[str] | _Checked | _Search] = {
         r"the|la|el|a|an|una?|required|correct|correcta|weak|strong|débil|fuerte|demasiado|new|nueva|old|vieja|same|la"
         r"|misma|case|different|distinta|blank|empty|vacía|used|locked|unlocked|disabled|enabled|needed|set|stored|saved"
         r"|reset|changed|hidden|encrypted|hashed|sent|shown|checked|verified|accepted|rejected|generated|created|asked"
-        r"|prompted|requested|optional|missing|usada|bloqueada|necesaria|guardada|cifrada|enviada|obligatoria)\b)\S{3,}",
+        r"|prompted|requested|optional|missing|entered|typed|given|taken|read|written|cleared|removed|deleted|updated"
+        r"|usada|bloqueada|necesaria|guardada|cifrada|enviada|obligatoria|introducida|escrita)\b)\S{3,}",
         re.IGNORECASE,
     ),
     "password_next": re.compile(
@@ -357,7 +363,8 @@ def _long_digit_run(text: str) -> bool:
     a date ("#66212 (29/11/2026)") or a UUID, two blanks in a row, a ")" that closes nothing ("(see 16) 3232235521"),
     a "+0" no country code starts with, and digits in a row of a length no identifier has. Nor digits no
     one has: a placeholder ("123-456-789", "987654321", "600 000 000"), a binary number ("11100010
-    10001001"), a book's ISBN, a number its word names ("project 32555940559", "pedido 612345678").
+    10001001"), a book's ISBN, a number its word names ("project 32555940559", "pedido 612345678"), a
+    path's segments ("20126/41483022/"), a calendar's or table's row ("11 12 13 14 15 16 17").
     After a phone cue, digits split by any punctuation count too ("llámame al 612,345,678").
     """
     if "/" in text or "-" in text or "." in text or "_" in text:
@@ -368,6 +375,8 @@ def _long_digit_run(text: str) -> bool:
         text = _ISBN.sub(_DATE_MASK, text)
     ssn_cued = _SSN_CUE.search(text) is not None
     for m in _DIGIT_RUN.finditer(text):
+        if text.startswith("/", m.end()):
+            continue  # "20126/41483022/SI-Brochure-9.pdf": the segments of a path, not a number
         for run in _balanced_parts(m.group()):
             if (
                 _is_long_digit_run(run, ssn_cued)
@@ -473,16 +482,33 @@ def _is_long_digit_run(run: str, ssn_cued: bool = False) -> bool:
         return False  # "294880 81920 11592 388392": a row of sizes; no phone or card has three such groups
     if not run.lstrip("(").startswith("+") and set(re.sub(r"[\d()+]", "", run)) == {"."}:
         return _dotted_identifier([len(group.lstrip("(")) for group in groups], "".join(c for c in run if c.isdigit()))
+    if _table_row(groups):
+        return False
     digits = 0
     for i, group in enumerate(groups):
         country_code_before = i and groups[i - 1].startswith(("+", "(+", "00"))
         if group.isdigit() and len(group) == 1 and i and not country_code_before:
             digits = 0  # a table of small numbers, not one number
             continue
+        if group.isdigit() and len(group) >= 9 and not country_code_before:  # one number beside others ("2507191691 1")
+            if _identifier_length(group, ssn_cued) and not _nobody_s(group):
+                return True
+            digits = 0
+            continue
         digits += sum(c.isdigit() for c in group)
         if digits >= 9:
             return True
     return False
+
+
+def _table_row(groups: list[str]) -> bool:
+    """Small numbers in a row, as calendars and tables print them ("11 12 13 14 15 16 17"): six groups
+    or more of at most two digits and no country code, or four or more counting up by one."""
+    if groups[0].startswith(("+", "(+")) or not all(group.isdigit() for group in groups):
+        return False
+    values = [int(group) for group in groups]
+    counting = len(values) >= 4 and all(b - a == 1 for a, b in zip(values, values[1:]))
+    return counting or (len(groups) >= 6 and max(map(len, groups)) <= 2)
 
 
 def _dotted_identifier(groups: list[int], digits: str) -> bool:

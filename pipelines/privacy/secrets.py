@@ -278,10 +278,15 @@ def _placeholder(value: str) -> bool:
     return _PLACEHOLDER.fullmatch(value) is not None or value.lower() in ("none", "null", "nil", "undefined", "redacted")
 
 
-_CODE_NAME = re.compile(r"_*[A-Za-z][A-Za-z0-9]*(?:_+[A-Za-z0-9]+)*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+_NAME_PART = r"(?:[a-z]+|[A-Z][a-z]+|[A-Z]+)\d*"
+_CODE_NAME = re.compile(rf"_*{_NAME_PART}(?:_+(?:{_NAME_PART}|\d+))*(?:\._*{_NAME_PART}(?:_+(?:{_NAME_PART}|\d+))*)*")
 """A name in code, dotted or not ("_first_rev_token", "nn.Parameter"): after a weak keyword
-("first_token = _first_rev_token(rev)"), a variable, not a value. Only with a lower-case letter in
-it and no digit run longer than a version's: "lVRGJHYbVRu" and "AKIA..." stay secrets."""
+("first_token = _first_rev_token(rev)"), a variable, not a value. Its parts are words (lower case,
+capitalised or capitals, a number after them): "ll6tMMAJUs_d" and "AKIA..." stay secrets."""
+
+
+_CONTRACTION = re.compile(r"[A-Za-z]+['’](?:t|s|re|ve|ll|d|m)")
+""""couldn't", "it's": prose after "password", not a value."""
 
 
 def _code_name(value: str) -> bool:
@@ -296,7 +301,7 @@ def _code_name(value: str) -> bool:
 def _random_enough(value: str) -> tuple[str, str] | None:
     """A value after a weak keyword: a digit or symbol in it, capitals inside it ("lVRGJHYbVRu"), or
     sixteen characters; and no placeholder, no name in code."""
-    if len(value) < 6 or _placeholder(value) or _code_name(value):
+    if len(value) < 6 or _placeholder(value) or _code_name(value) or _CONTRACTION.fullmatch(value):
         return None
     random_looking = _SYMBOL_OR_DIGIT.search(value) or _INNER_CAPITALS.search(value) or len(value) >= 16
     return ("SECRET", value) if random_looking else None
