@@ -201,6 +201,9 @@ def test_documentation_addresses_are_left_alone(value, context):
         "Mo Tu We Th Fr Sa\n 4  5  6  7  8  9 10\n11 12 13 14 15 16 17\n18 19 20 21 22 23 24",
         "knuth login: aeb\nPassword: ********\nNo new password was entered; new password couldn't be set",
         "Una buena referencia sobre el lenguaje de programación C. La cuarta\nedición abarca la Enmienda 1 de 1994",
+        "Proceedings, 2014. 689-694. doi = {10.1145/210089.210111}; ports 22, 80 and 1024-65535.",
+        ".text 294880 8192  .data 81920 303104  .bss 11592 385024  Total 388392",
+        "[--page-token=PAGE_TOKEN]; token: TextGenerationStreamOutputToken; --private-key='/home/user/me/my_key.pfx'",
     ],
 )
 def test_what_the_clean_corpus_once_tripped_stays(text):

@@ -36,10 +36,11 @@ _NOT_MASK = rf"(?!{_MASK})"
 
 _GROUP_END = r"(?![\dA-Za-wyz]|x(?!\d))"
 _DIGIT_RUN = re.compile(
-    rf"(?<![\w+.\-/\\])(?:\+|\(\+?)?\d+{_GROUP_END}\)?(?:(?:[ .\-/()]{{1,2}}|_)\(?\d+(?![\d:]){_GROUP_END}\)?)*"
+    rf"(?<![\w+.\-/\\])(?:\+|\(\+?)?\d+{_GROUP_END}\)?(?:(?:(?!\. )[ .\-/()]{{1,2}}|_)\(?\d+(?![\d:]){_GROUP_END}\)?)*"
 )
 """Digits and the single separators people type between them (an underscore too: "612_345_678"); a
-group before ":" is a time, not part; a backslash before them makes an escape ("\\x41"), letters
+group before ":" is a time, not part, and one after a sentence's end (". ") a new number; a backslash
+before them makes an escape ("\\x41"), letters
 right after them a token ("3406877694691ddd", a hash), except an extension ("0555x266")."""
 _TOKENISH = r"(?=[^\s\"',;]{8})[^\s\"',;][a-z._~\-]*[0-9+/=A-Z#$%&*@^][^\s\"',;]*"
 """Eight characters or more with a digit, a symbol or an inner capital: "dXNlcjpw", not "authentication"."""
@@ -103,6 +104,9 @@ _CODE_VALUE = re.compile(
     r"|<[^>]*>.*|\$\{[A-Za-z_]\w*\}.*|\$[A-Z_][A-Z0-9_]*|\{\{.*|%\(\w+\)s.*"  # <token>, ${api_key}, $API_KEY, {{ x }}
     r"|(?i:your|my)[\-_][\w\-]+|[\w\-]+[\-_](?i:here)|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+"  # your-api-key, YOUR_API_KEY
     r"|\*{3,}|x{3,}|X{3,}|•{3,}|\.{3,}"  # Password: ******** (a mask)
+    r"|(?:[A-Z][a-z]+\d?){2,}"  # token: TextGenerationStreamOutputToken (a class)
+    r"|(?:~|\.{1,2})?(?:/(?:[a-z0-9_.\-]+|[A-Z][a-z0-9_.\-]*)){2,}/?"  # a path, its segments words, not base64
+    r"|(?:~|\.{1,2})?/?(?:[a-z0-9_.\-]+|[A-Z][a-z0-9_.\-]*)\.(?:pem|key|pfx|p12|json|txt|crt|cer|der|jks|env|ya?ml)"
 )
 """A value that is code, not a secret: a dotted name, a call or subscript, a variable passed on, a
 template slot."""
@@ -115,7 +119,8 @@ def _random_value(value: str) -> bool:
 
 
 def _secret_valued(m: re.Match[str]) -> bool:
-    return _CODE_VALUE.fullmatch(m.group("value")) is None
+    value = m.group("value")
+    return not (_CODE_VALUE.fullmatch(value) or _CODE_VALUE.fullmatch(value.rstrip(")]}>")))
 
 
 _EVERYDAY_WORDS: frozenset[str] | None = None
@@ -344,13 +349,17 @@ def _normalized(text: str) -> str:
 
 
 _DATE = re.compile(
-    r"(?<!\d)(?:(?:19|20)\d\d([\-/._])(?:0?[1-9]|1[0-2])\1(?:0?[1-9]|[12]\d|3[01])"
+    r"(?<![\d\-/._])(?:(?:19|20)\d\d([\-/._])(?:0?[1-9]|1[0-2])\1(?:0?[1-9]|[12]\d|3[01])"
     r"|(?:0?[1-9]|[12]\d|3[01])([\-/._])(?:0?[1-9]|1[0-2])\2(?:19|20)\d\d)(?!\d)"
 )
-"""A calendar date ("2026-11-29", "29/11/2026"): it ends a run of digits, as in "ticket 66212 (29/11/2026)"."""
+"""A calendar date ("2026-11-29", "29/11/2026"): it ends a run of digits, as in "ticket 66212 (29/11/2026)";
+never one inside a run ("+54-9-11-1979-8744" is a phone)."""
 _DATE_MASK = "\ue001"
+_DOI = re.compile(r"\b10\.\d{4,9}/[^\s\"'<>{}]+")
+"""A DOI ("10.1145/210089.210111") names a paper."""
 _UUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
 """A UUID, whose hex groups may all be digits ("96982221-3754-4521-...")."""
+_TRUNK_AFTER_CODE = re.compile(r"(\+\d{1,3})[ \t]?\(0\)[ \t]?")
 _ISBN = re.compile(r"\bISBN(?:-1[03])?:?[ \t]*(?:[\d][ \-]?){9,12}[\dX]\b", re.IGNORECASE)
 """A book's number, as documentation cites it ("ISBN 0-13-951294-2")."""
 
@@ -363,14 +372,19 @@ def _long_digit_run(text: str) -> bool:
     a date ("#66212 (29/11/2026)") or a UUID, two blanks in a row, a ")" that closes nothing ("(see 16) 3232235521"),
     a "+0" no country code starts with, and digits in a row of a length no identifier has. Nor digits no
     one has: a placeholder ("123-456-789", "987654321", "600 000 000"), a binary number ("11100010
-    10001001"), a book's ISBN, a number its word names ("project 32555940559", "pedido 612345678"), a
-    path's segments ("20126/41483022/"), a calendar's or table's row ("11 12 13 14 15 16 17").
+    10001001"), a book's ISBN or a paper's DOI, a number its word names ("project 32555940559", "pedido
+    612345678"), a path's segments ("20126/41483022/"), a calendar's or table's row ("11 12 13 14 15 16
+    17"), two numbers side by side ("1024-65535", "294880 8192").
     After a phone cue, digits split by any punctuation count too ("llámame al 612,345,678").
     """
     if "/" in text or "-" in text or "." in text or "_" in text:
         text = _DATE.sub(_DATE_MASK, text)
         if "-" in text:
             text = _UUID.sub(_DATE_MASK, text)
+        if "10." in text:
+            text = _DOI.sub(_DATE_MASK, text)
+    if "(0)" in text:
+        text = _TRUNK_AFTER_CODE.sub(r"\1 ", text)  # "+49 (0)15590 685921": the trunk is not dialled
     if "isbn" in text or "ISBN" in text:
         text = _ISBN.sub(_DATE_MASK, text)
     ssn_cued = _SSN_CUE.search(text) is not None
@@ -482,7 +496,7 @@ def _is_long_digit_run(run: str, ssn_cued: bool = False) -> bool:
         return False  # "294880 81920 11592 388392": a row of sizes; no phone or card has three such groups
     if not run.lstrip("(").startswith("+") and set(re.sub(r"[\d()+]", "", run)) == {"."}:
         return _dotted_identifier([len(group.lstrip("(")) for group in groups], "".join(c for c in run if c.isdigit()))
-    if _table_row(groups):
+    if _table_row(groups) or _side_by_side(run, groups):
         return False
     digits = 0
     for i, group in enumerate(groups):
@@ -499,6 +513,15 @@ def _is_long_digit_run(run: str, ssn_cued: bool = False) -> bool:
         if digits >= 9:
             return True
     return False
+
+
+def _side_by_side(run: str, groups: list[str]) -> bool:
+    """Two numbers, not one: a range ("1024-65535", "689-694") or a long one beside another ("294880
+    8192"). A phone in two groups opens with its trunk 0 or a short prefix: "01632 960958", "0612-345678"."""
+    if len(groups) != 2 or not all(group.isdigit() for group in groups) or groups[0].startswith("0"):
+        return False
+    first, second = groups
+    return ("-" in run and int(first) < int(second)) or len(first) >= 5
 
 
 def _table_row(groups: list[str]) -> bool:

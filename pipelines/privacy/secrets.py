@@ -289,7 +289,17 @@ _CONTRACTION = re.compile(r"[A-Za-z]+['’](?:t|s|re|ve|ll|d|m)")
 """"couldn't", "it's": prose after "password", not a value."""
 
 
+_TYPE_NAME = re.compile(r"(?:[A-Z][a-z]+\d?){2,}")
+""""TextGenerationStreamOutputToken": a class's name is capitalised words run together."""
+_SEGMENT = r"(?:[a-z0-9_.\-]+|[A-Z][a-z0-9_.\-]*)"
+_PATH = re.compile(rf"(?:~|\.{{1,2}})?(?:/{_SEGMENT}){{2,}}/?|(?:~|\.{{1,2}})?/?{_SEGMENT}\.(?:pem|key|pfx|p12|json|txt|crt|cer|der|jks|env|ya?ml)")
+""""/home/user/me/my_key.pfx", "service-account.json": where a key is kept, not the key. Its segments are
+words: "/hTGHGNTR99FhRxQzzGndbzixH8K1s/jjg..." is a key in base64."""
+
+
 def _code_name(value: str) -> bool:
+    if _TYPE_NAME.fullmatch(value) or _PATH.fullmatch(value):
+        return True
     return (
         _CODE_NAME.fullmatch(value) is not None
         and ("_" in value or "." in value)
