@@ -114,7 +114,7 @@ def test_no_structured_value_or_secret_survives(adversarial):
 def test_names_survive_rarely(adversarial):
     leaks, total = _leaks(adversarial, lambda entity: entity == "PERSON")
     print(f"\nnames missed: {len(leaks)} of {total}", leaks)
-    assert total >= 200 and 1 - len(leaks) / total >= 0.97
+    assert total >= 175 and 1 - len(leaks) / total >= 0.97
 
 
 def test_the_residual_check_passes_what_the_anonymizer_wrote_and_flags_raw_values(adversarial):

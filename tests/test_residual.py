@@ -40,7 +40,7 @@ from pipelines.privacy.residual import residual_pii_reasons
         ("postgresql://admin:S3cr3t@db:5432/app", "url_credentials"),
         ("https://x.io/export?access_token=abc123def456", "url_secret_param"),
         ("from 83.45.112.9", "ip_address_like"),
-        ("from 2001:db8::8a2e:370:7334", "ip_address_like"),
+        ("from 2a02:9130::8a2e:370:7334", "ip_address_like"),
         ("DNI 12.345.678-Z", "national_id_like"),
         ("NIE X-1234567-L", "national_id_like"),
         ("SSN 536-90-4399", "national_id_like"),

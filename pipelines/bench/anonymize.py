@@ -1,9 +1,12 @@
-"""Our anonymizer against presidio-analyzer, side by side in one run, on two labelled corpora.
+"""Our anonymizer against presidio-analyzer, side by side in one run, on two labelled corpora and a clean one.
 
 - demo traces: engineers asking about the demo corpus, PII planted where users put it (realistic mix:
   mostly documentation text, some PII). Throughput here is what a day of traffic costs.
-- adversarial cases (`pii_cases`): every trace holds PII in one of 137 forms written to dodge
+- adversarial cases (`pii_cases`): every trace holds PII in one of its forms written to dodge
   filters, in every place a trace carries text. Recall here is what the anonymizer is worth.
+- clean documentation traces (`clean_docs`): Python's documentation and code in English, man pages in
+  Spanish, as installed on this machine, with no PII at all. What is replaced there, and what the
+  residual check quarantines, is the price of recall: rows thrown away, words lost.
 
 Presidio runs with its predefined pattern recognizers only (email, phone, credit card, IBAN, IP,
 URL, ES NIF/NIE, US SSN) and a no-op NLP engine, the fastest configuration it has without a model.
@@ -32,6 +35,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from pipelines.bench.clean_docs import as_trace, build_clean_traces
 from pipelines.bench.pii_cases import generate_pii_cases
 from pipelines.demo.traces import generate_traces
 from pipelines.privacy.anonymizer import Anonymizer
@@ -44,6 +48,9 @@ LANGUAGES = ("en", "es")
 TARGETS = {"structured_recall": 1.0, "name_recall": 0.97, "speedup": 10.0}
 """What issue 10 asks on the adversarial corpus: every structured value and secret, 97 % of names, and
 ten times presidio's pattern recognizers on a day of traffic (the demo traces)."""
+CEILINGS = {"clean_quarantined": 0.002}
+"""What issue 17 asks on clean documentation, in each language: at most 0.2 % of traces quarantined."""
+CLEAN_TRACES = 1000
 
 
 def _strings(value: Any) -> Iterator[str]:
@@ -173,7 +180,8 @@ def _as_dumped(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)[1:-1]
 
 
-def _measure(progress: Progress, name: str, traces: list[Trace], languages: list[str], anonymizer, analyzer) -> dict:
+def _measure(progress: Progress, name: str, traces: list[Trace], languages: list[str], anonymize, analyzer) -> dict:
+    """`anonymize` turns a trace into its anonymized copy (an `Anonymizer` is called for that)."""
     texts = [trace_texts(trace) for trace in traces]
     megabytes = sum(len(text.encode("utf-8", "surrogatepass")) for trace in texts for text in trace) / 1e6
 
@@ -181,7 +189,9 @@ def _measure(progress: Progress, name: str, traces: list[Trace], languages: list
         trace_strings, language = item
         return [[(r.start, r.entity_type, r.end) for r in analyzer.analyze(t, language=language)] for t in trace_strings]
 
-    anonymized, ours_s = _timed(progress, f"ragwatch, {name}", traces, lambda t: anonymizer.anonymize_trace(t)[0])
+    if isinstance(anonymize, Anonymizer):
+        anonymize = (lambda anonymizer: lambda t: anonymizer.anonymize_trace(t)[0])(anonymize)
+    anonymized, ours_s = _timed(progress, f"ragwatch, {name}", traces, anonymize)
     presidio_spans, presidio_s = _timed(progress, f"presidio, {name}", list(zip(texts, languages)), presidio)
     return {
         "traces": len(traces),
@@ -209,12 +219,53 @@ def _rates(caught: Counter, planted: Counter) -> dict[str, float]:
     return {entity: caught[entity] / planted[entity] for entity in planted}
 
 
-def run_anonymize_bench(n_traces: int = 2000, seed: int = 11) -> dict:
+def row_texts(trace: Trace) -> list[str]:
+    """The free-text fields of a trace as the sampling step writes and residual-checks them: tool
+    arguments and metadata as one JSON string each."""
+    return [
+        trace.question,
+        trace.answer,
+        *(c.text for c in trace.contexts),
+        *(json.dumps(call.arguments, ensure_ascii=False, sort_keys=True) for call in trace.tool_calls),
+        json.dumps(trace.metadata, ensure_ascii=False, sort_keys=True),
+    ]
+
+
+def _clean_rates(traces: list[Trace], anonymized: list[Trace], presidio_spans: list, counts: list[Counter]) -> dict:
+    """Per language: traces, the share the residual check quarantines, the share with any replacement
+    (ours) or any detection (presidio's, URLs aside: a link is no PII), and the false positives by type
+    and by residual rule."""
+    out: dict = {}
+    for language in LANGUAGES:
+        picked = [i for i, trace in enumerate(traces) if trace.language == language]
+        if not picked:
+            out[language] = {"failed": f"no {language} documentation on this machine"
+                             + (" (Debian: apt-get install manpages-es)" if language == "es" else "")}  # fmt: skip
+            continue
+        rules = [{r for text in row_texts(anonymized[i]) for r in residual_pii_reasons(text)} for i in picked]
+        replaced = [set(counts[i]) for i in picked]
+        n = len(picked)
+        out[language] = {
+            "traces": n,
+            "quarantined": sum(bool(r) for r in rules) / n,
+            "replaced": sum(bool(t) for t in replaced) / n,
+            "presidio_detected": sum(any(kind != "URL" for spans in presidio_spans[i] for _, kind, _ in spans) for i in picked) / n,
+            "quarantined_by_rule": dict(Counter(rule for r in rules for rule in r)),
+            "replaced_by_type": dict(Counter(entity for t in replaced for entity in t)),
+        }
+    return out
+
+
+def run_anonymize_bench(n_traces: int = 2000, seed: int = 11, clean: list[Trace] | None = None,
+                        clean_traces: int = CLEAN_TRACES) -> dict:  # fmt: skip
     """Throughput and recall per entity type, ours and presidio's, on `n_traces` demo traces and as
-    many adversarial traces."""
+    many adversarial traces; false positives on `clean` documentation traces (default: `clean_traces`
+    cut from this machine's documentation with `seed`, see `clean_docs`)."""
     end = datetime(2026, 11, 29, tzinfo=UTC)
     demo = generate_traces(n_traces, seed=seed, start=end - timedelta(days=7), end=end)
     cases = generate_pii_cases(n_traces, seed=seed)
+    if clean is None:
+        clean = [as_trace(row, i) for i, row in enumerate(build_clean_traces(clean_traces, seed=seed))]
     anonymizer = Anonymizer(b"ragwatch-bench-key")
     analyzer = _presidio_analyzer()
     analyzer.analyze("warm up", language="en")
@@ -226,6 +277,15 @@ def run_anonymize_bench(n_traces: int = 2000, seed: int = 11) -> dict:
     with Progress(transient=True) as progress:
         on_demo = _measure(progress, "demo traces", [t.trace for t in demo], [language(t.trace) for t in demo], anonymizer, analyzer)
         on_cases = _measure(progress, "adversarial cases", [c.trace for c in cases], [language(c.trace) for c in cases], anonymizer, analyzer)  # fmt: skip
+        clean_counts: list[Counter] = []
+
+        def counted(trace: Trace) -> Trace:
+            anonymized, counts = anonymizer.anonymize_trace(trace)
+            clean_counts.append(counts)
+            return anonymized
+
+        on_clean = _measure(progress, "clean documentation", clean, [language(t) for t in clean], counted, analyzer)
+    clean_rates = _clean_rates(clean, on_clean["anonymized"], on_clean["presidio_spans"], clean_counts)
 
     demo_planted = Counter(entity for labelled in demo for entity, _ in labelled.planted)
     demo_ours = Counter(
@@ -254,7 +314,7 @@ def run_anonymize_bench(n_traces: int = 2000, seed: int = 11) -> dict:
                 form_caught[planted.form] += 1
             case_presidio[planted.entity] += _presidio_caught(planted.entity, planted.value, texts, spans)
             residual_raw[planted.entity] += any(residual_pii_reasons(text) for text in texts if planted.value in text)
-    for measured in (on_demo, on_cases):
+    for measured in (on_demo, on_cases, on_clean):
         for bulky in ("texts", "anonymized", "presidio_spans"):
             measured.pop(bulky)
     return {
@@ -276,19 +336,24 @@ def run_anonymize_bench(n_traces: int = 2000, seed: int = 11) -> dict:
             "residual_flags_anonymized": residual_anonymized,
             "forms_missed": {form: 1 - form_caught[form] / n for form, n in form_planted.items() if form_caught[form] < n},
         },
+        "clean": {**on_clean, "languages": clean_rates},
     }
 
 
-def target_verdicts(result: dict) -> dict[str, tuple[float, bool]]:
-    """Each target of `TARGETS`, the measured value and whether it is met."""
+def target_verdicts(result: dict) -> dict[str, tuple[float | None, bool]]:
+    """Each target of `TARGETS` and `CEILINGS`, the measured value and whether it is met. The clean
+    quarantine rate is the worst language's; a language without documentation fails it (value None)."""
     recall = result["adversarial"]["ours_recall"]
     structured = min(rate for entity, rate in recall.items() if base_type(entity) != "PERSON")
     names = recall.get("PERSON", 1.0)
     speedup = result["demo"]["speedup"]
+    languages = result["clean"]["languages"].values()
+    quarantined = None if any("failed" in m for m in languages) else max(m["quarantined"] for m in languages)
     return {
         "structured_recall": (structured, structured >= TARGETS["structured_recall"]),
         "name_recall": (names, names >= TARGETS["name_recall"]),
         "speedup": (speedup, speedup >= TARGETS["speedup"]),
+        "clean_quarantined": (quarantined, quarantined is not None and quarantined <= CEILINGS["clean_quarantined"]),
     }
 
 
@@ -299,13 +364,13 @@ def format_anonymize_bench(result: dict) -> str:
     def pct(value: float | None) -> str:
         return "—" if value is None else f"{value:.1%}"
 
-    demo, adversarial = result["demo"], result["adversarial"]
+    demo, adversarial, clean = result["demo"], result["adversarial"], result["clean"]
     console = Console(file=io.StringIO(), width=80)
 
-    speed = Table(title=f"Throughput (CPU time), {result['n_traces']} traces per corpus, seed {result['seed']}")
+    speed = Table(title=f"Throughput (CPU time), {result['n_traces']} traces per labelled corpus, seed {result['seed']}")
     for column in ("corpus", "MB", "ragwatch", "presidio (patterns only)", "speed ratio"):
         speed.add_column(column, justify="left" if column == "corpus" else "right")
-    for label, measured in (("demo traces", demo), ("adversarial", adversarial)):
+    for label, measured in (("demo traces", demo), ("adversarial", adversarial), (f"clean docs ({clean['traces']})", clean)):
         speed.add_row(label, f"{measured['megabytes']:.2f}", f"{measured['ours_mb_per_s']:.2f} MB/s",
                       f"{measured['presidio_mb_per_s']:.2f} MB/s", f"{measured['speedup']:.1f}×")  # fmt: skip
     console.print(speed)
@@ -325,17 +390,42 @@ def format_anonymize_bench(result: dict) -> str:
             row = [entity, str(measured["planted"][entity]), pct(measured["ours_recall"][entity]), theirs]
             table.add_row(*row, *([pct(measured["residual_flags_raw"][entity])] if residual else []))
         console.print(table)
+    console.print(_clean_table(clean["languages"], pct))
     flagged = adversarial["residual_flags_anonymized"]
     console.print(f"Residual check over the anonymized adversarial traces: {flagged} of {adversarial['traces']} flagged.")
     missed = sorted(adversarial["forms_missed"].items(), key=lambda item: -item[1])
     if missed:
         console.print("Forms not fully caught: " + ", ".join(f"{form} ({rate:.0%} missed)" for form, rate in missed))
     verdicts = target_verdicts(result)
-    (structured, s_ok), (names, n_ok), (speedup, x_ok) = (verdicts[k] for k in ("structured_recall", "name_recall", "speedup"))
+    (structured, s_ok), (names, n_ok), (speedup, x_ok), (quarantined, q_ok) = (
+        verdicts[k] for k in ("structured_recall", "name_recall", "speedup", "clean_quarantined")
+    )
     console.print(
         f"Targets: structured types {pct(structured)} (lowest, target 100 %) {'met' if s_ok else 'NOT met'}; "
         f"names {pct(names)} (target ≥ 97 %) {'met' if n_ok else 'NOT met'}; "
-        f"speed {speedup:.1f}× presidio on demo traces (target ≥ 10×) {'met' if x_ok else 'NOT met'}.",
+        f"speed {speedup:.1f}× presidio on demo traces (target ≥ 10×) {'met' if x_ok else 'NOT met'}; "
+        f"clean docs quarantined {'failed: a language has no documentation' if quarantined is None else pct(quarantined)} "
+        f"(worst language, target ≤ 0.2 %) {'met' if q_ok else 'NOT met'}.",
         markup=False,
     )
     return console.file.getvalue()
+
+
+def _clean_table(languages: dict, pct: Callable[[float | None], str]) -> Table:
+    """Per language: quarantined and replaced shares, presidio's detections, then each false positive
+    family (a type replaced, a residual rule tripped) with the share of traces it touched."""
+    table = Table(title="Clean documentation traces, no PII planted: false positives")
+    for column in ("", "traces", "quarantined", "any replacement", "presidio: any but URLs"):
+        table.add_column(column, justify="right" if column else "left")
+    families, failures = [], []
+    for language, measured in languages.items():
+        if "failed" in measured:
+            table.add_row(language, "failed", "—", "—", "—")
+            failures.append(f"{language} failed: {measured['failed']}. ")
+            continue
+        n = measured["traces"]
+        table.add_row(language, str(n), pct(measured["quarantined"]), pct(measured["replaced"]), pct(measured["presidio_detected"]))
+        families += [f"{language} {entity} {pct(count / n)}" for entity, count in sorted(measured["replaced_by_type"].items())]
+        families += [f"{language} rule {rule} {pct(count / n)}" for rule, count in sorted(measured["quarantined_by_rule"].items())]
+    table.caption = "".join(failures) + "False positives by family: " + (", ".join(families) if families else "none")
+    return table

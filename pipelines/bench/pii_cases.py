@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import base64
 import functools
+import importlib
+import ipaddress
 import json
 import random
 import string
@@ -191,7 +193,10 @@ def _webmail_at(m: _Maker) -> _Value:
 
 
 _SEPARATORS = {"spaces": " ", "dots": ".", "dashes": "-", "en dash": "\u2013", "em dash": "\u2014",
-               "non-breaking hyphen": "\u2011", "nbsp": "\u00a0", "narrow nbsp": "\u202f", "slashes": "/"}  # fmt: skip
+               "non-breaking hyphen": "\u2011", "nbsp": "\u00a0", "narrow nbsp": "\u202f", "slashes": "/",
+               "underscores": "_"}  # fmt: skip
+_PUNCTUATION = ",;:|·•*~'’\\#=^`\"!?"
+"""Any other punctuation a number can be split by: a phone only after a cue ("612,345,678 rows" is a count)."""
 
 
 def _phone_forms() -> dict[str, Callable[[_Maker], _Value]]:
@@ -224,8 +229,31 @@ def _phone_forms() -> dict[str, Callable[[_Maker], _Value]]:
 
         return form
 
+    def any_punctuation(m: _Maker) -> _Value:
+        digits, separator = str(m.phone("ES").national_number), m.rng.choice(_PUNCTUATION)
+        value = _separated(_group(digits, m.rng.choice(((3, 3, 3), (3, 2, 2, 2), (2, 3, 2, 2)))), separator)
+        return _Value("PHONE", value, value, "phone_cued", short=True)
+
+    def trunk_in_parentheses(m: _Maker) -> _Value:
+        """"+44 (0)20 7946 0958": the national trunk prefix shown, not dialled."""
+        region = m.rng.choice(("GB", "DE", "FR", "NL", "BE", "CH", "AT", "IE"))
+        code, rest = phonenumbers.format_number(m.phone(region), phonenumbers.PhoneNumberFormat.INTERNATIONAL).split(" ", 1)
+        value = f"{code} (0){m.rng.choice(('', ' '))}{rest}"
+        return _Value("PHONE", value, value, "phone", short=True)
+
+    def with_extension(m: _Maker) -> _Value:
+        text = phonenumbers.format_number(m.phone("US"), m.rng.choice((phonenumbers.PhoneNumberFormat.NATIONAL,
+                                                                        phonenumbers.PhoneNumberFormat.INTERNATIONAL)))
+        value = text.replace(" ", m.rng.choice((" ", "-", "."))) if text.startswith("+") else text
+        value += m.rng.choice(("x", " x", " ext. ", " ext ", "x")) + m.token(m.rng.randint(2, 5), string.digits)
+        return _Value("PHONE", value, value, "phone", short=True)
+
     forms = {f"phone/es {name}": spanish(sep) for name, sep in _SEPARATORS.items()}
     forms |= {
+        "phone/es any punctuation after a cue": any_punctuation,
+        "phone/(0) trunk after the country code": trunk_in_parentheses,
+        "phone/with an extension": with_extension,
+        "phone/0034 dots": lambda m: _plus34(m, "0034.", "."),
         "phone/es contiguous": spanish(""),
         "phone/es landline in pairs": spanish(" ", (2, 3, 2, 2), landline=True),
         "phone/+34": lambda m: _plus34(m, "+34 "),
@@ -246,9 +274,12 @@ def _phone_forms() -> dict[str, Callable[[_Maker], _Value]]:
     return forms
 
 
-def _plus34(m: _Maker, prefix: str) -> _Value:
+def _plus34(m: _Maker, prefix: str, separator: str | None = None) -> _Value:
     digits = str(m.phone("ES").national_number)
-    value = prefix + m.rng.choice((f"{digits[:3]} {digits[3:5]} {digits[5:7]} {digits[7:]}", f"{digits[:3]}-{digits[3:6]}-{digits[6:]}"))
+    if separator is not None:
+        value = prefix + separator.join(_group(digits, (3, 3, 3)))
+    else:
+        value = prefix + m.rng.choice((f"{digits[:3]} {digits[3:5]} {digits[5:7]} {digits[7:]}", f"{digits[:3]}-{digits[3:6]}-{digits[6:]}"))
     return _Value("PHONE", value, value, "phone", short=True)
 
 
@@ -316,14 +347,22 @@ def _network_forms() -> dict[str, Callable[[_Maker], _Value]]:
         return form
 
     fake = lambda m: m.faker("en_US")  # noqa: E731
+    hexdigits = "0123456789abcdef"
+
+    def v6(m: _Maker) -> str:
+        """A global unicast address (2000::/3), as a client's is: not multicast, not RFC 3849's 2001:db8::/32."""
+        while (first := f"{m.rng.randint(0x2000, 0x3FFF):x}") == "2001":
+            pass
+        return ipaddress.ip_address(":".join([first, *(m.token(4, hexdigits) for _ in range(7))])).compressed
+
     return {
         "ip/v4 public": ip(lambda m: (v := fake(m).ipv4_public(), v)),
         "ip/v4 private": ip(lambda m: (v := fake(m).ipv4_private(), v)),
         "ip/v4 with port": ip(lambda m: (f"{(v := fake(m).ipv4_public())}:8080", v)),
-        "ip/v6": ip(lambda m: (v := fake(m).ipv6(), v)),
-        "ip/v6 full": ip(lambda m: (v := ":".join(m.token(4, "0123456789abcdef") for _ in range(8)), v)),
+        "ip/v6": ip(lambda m: (v := v6(m), v)),
+        "ip/v6 full": ip(lambda m: (v := ":".join([f"{m.rng.randint(0x2000, 0x3FFF):x}", *(m.token(4, hexdigits) for _ in range(7))]), v)),
         "ip/v4-mapped v6": ip(lambda m: (v := f"::ffff:{fake(m).ipv4_private()}", v)),
-        "ip/v6 in brackets": ip(lambda m: (f"[{(v := '2001:db8::' + m.token(4, '0123456789abcdef'))}]:443", v)),
+        "ip/v6 in brackets": ip(lambda m: (f"[{(v := v6(m).split(':')[0] + ':' + m.token(4, hexdigits) + '::' + m.token(4, hexdigits))}]:443", v)),
     }
 
 
@@ -485,7 +524,34 @@ def _address_forms() -> dict[str, Callable[[_Maker], _Value]]:
         city, postcode = m.rng.choice(_UK_CITIES)
         return f"{m.rng.randint(1, 300)}{m.rng.choice(('', 'B'))} {street}, {city} {postcode}"
 
+    def any_spanish_type(m: _Maker) -> str:
+        """A type of street from Faker's Spanish and Latin American locales, a named street and a number."""
+        street_type = m.rng.choice(_faker_street_types())
+        fake = m.faker("es_ES")
+        name = m.rng.choice((f"{fake.first_name()} {fake.last_name()}", f"de {fake.last_name()}", fake.last_name()))
+        city, postcode = m.rng.choice(_SPANISH_CITIES)
+        return f"{street_type} {name} {m.rng.randint(1, 999)}, {postcode}{m.rng.randint(0, 99):02d} {city}"
+
+    def any_usps_suffix(m: _Maker) -> str:
+        """Any USPS street suffix (Faker's en_US list, or the standard abbreviation of USPS Publication 28),
+        a unit at times, the city, state and ZIP on the same line or the next."""
+        suffix = m.rng.choice(_usps_suffixes())
+        fake = m.faker("en_US")
+        street = f"{m.rng.randint(1, 99999)} {m.rng.choice((fake.first_name(), fake.last_name()))} {suffix}"
+        unit = m.rng.choice(("", "", f" Apt. {m.rng.randint(1, 999)}", f" Suite {m.rng.randint(100, 999)}", f", Unit {m.rng.randint(1, 99)}"))
+        city, state, zip_code = m.rng.choice(_US_CITIES)
+        return f"{street}{unit}{m.rng.choice((', ', chr(10)))}{city}, {state} {zip_code}"
+
+    def faker_locale(locale: str) -> Callable[[_Maker], str]:
+        def build(m: _Maker) -> str:
+            return m.faker(locale).address()
+
+        return build
+
     return {
+        "address/any spanish type of street": address(any_spanish_type),
+        "address/any usps suffix": address(any_usps_suffix),
+        **{f"address/faker {locale}": address(faker_locale(locale)) for locale in _FAKER_ADDRESS_LOCALES},
         "address/calle": address(spanish("Calle")),
         "address/c/": address(spanish("C/")),
         "address/avda.": address(spanish("Avda.")),
@@ -495,6 +561,28 @@ def _address_forms() -> dict[str, Callable[[_Maker], _Value]]:
         "address/passeig": address(spanish("Passeig", catalan=True)),
         "address/english": address(english),
     }
+
+
+_FAKER_ADDRESS_LOCALES = ("en_US", "en_GB", "en_CA", "en_AU", "es_ES", "es_AR")
+"""Whole addresses as Faker writes them, in the locales whose addresses name a type of street or end in
+a postcode (Chile's "Los Copihues 191" has neither: a gazetteer of streets would be needed)."""
+
+
+@functools.cache
+def _faker_street_types() -> tuple[str, ...]:
+    types = set()
+    for locale in ("es_ES", "es_MX", "es_CO", "es_AR", "es_CL"):
+        prefixes = getattr(importlib.import_module(f"faker.providers.address.{locale}").Provider, "street_prefixes", ())
+        types.update(prefixes if not isinstance(prefixes, dict) else prefixes.keys())
+    return tuple(sorted(types))
+
+
+@functools.cache
+def _usps_suffixes() -> tuple[str, ...]:
+    from pipelines.privacy.street_types import USPS_STANDARD
+
+    names = importlib.import_module("faker.providers.address.en_US").Provider.street_suffixes
+    return tuple(sorted(set(names) | {abbreviation.capitalize() for abbreviation in USPS_STANDARD.values()}))
 
 
 _SPANISH_STREETS = ("Mayor", "de Alcalá", "de la Constitución", "Gran Vía", "de Serrano", "del Prado", "de Goya",

@@ -16,13 +16,14 @@ from stdnum.es import cif, dni, nie
 from stdnum.us import ssn
 
 from pipelines.privacy import es_nss
-from pipelines.privacy.matching import confirmed
+from pipelines.privacy.matching import among_hex_groups, confirmed
 from pipelines.privacy.spans import Span, invalid
 from pipelines.privacy.views import TextView
 
 NUMBER_DIGITS = 7
-_NUMBER = re.compile(rf"[0-9](?:[ \-.()+/]{{0,3}}[0-9]){{{NUMBER_DIGITS - 1}}}")
-"""Every national id, phone, card and IBAN has seven digits close together; most prose has none."""
+_NUMBER = re.compile(rf"[0-9](?:(?:[^\w\n]|_){{0,3}}[0-9]){{{NUMBER_DIGITS - 1}}}")
+"""Every national id, phone, card and IBAN has seven digits close together, whatever separates them
+("612_345_678", "612·345·678"); most prose has none."""
 
 
 _WINDOW_BEFORE = 40
@@ -66,20 +67,21 @@ def in_windows(regex: re.Pattern[str], text: str, windows: list[tuple[int, int]]
 
 
 # The patterns open with a character class and check their left boundary right after it: the regex
-# engine then skips to candidates at C speed instead of trying every position.
-_DNI = re.compile(r"\d(?<![\w\-./]\d)(?:\d{7}|\d\.\d{3}\.\d{3})(?:[\-.]?[A-Za-z]|[ ][A-Z])(?![\w\-])")
-_NIE = re.compile(r"[XYZxyz](?<![\w\-./][XYZxyz])[\-. ]?\d{7}[\-. ]?[A-Za-z](?![\w\-])")
-_CIF = re.compile(r"[A-HJNP-SUVWa-hjnp-suvw](?<![\w\-./][A-Za-z])[\-. ]?\d{2}[\-. ]?\d{5}[\-. ]?[0-9A-Ja-j](?![\w\-])")
-_SSN = re.compile(r"\d(?<![\w\-./]\d)\d{2}([\- ])\d{2}\1\d{4}(?![\w\-]|[.,]\d)")
+# engine then skips to candidates at C speed instead of trying every position. A backslash before a
+# value makes it an escape in code ("\\U00000394" is a Greek delta, not a CIF).
+_DNI = re.compile(r"\d(?<![\w\-./\\]\d)(?:\d{7}|\d\.\d{3}\.\d{3})(?:[\-.]?[A-Za-z]|[ ][A-Z])(?![\w\-])")
+_NIE = re.compile(r"[XYZxyz](?<![\w\-./\\][XYZxyz])[\-. ]?\d{7}[\-. ]?[A-Za-z](?![\w\-])")
+_CIF = re.compile(r"[A-HJNP-SUVWa-hjnp-suvw](?<![\w\-./\\][A-Za-z])[\-. ]?\d{2}[\-. ]?\d{5}[\-. ]?[0-9A-Ja-j](?![\w\-])")
+_SSN = re.compile(r"\d(?<![\w\-./\\]\d)\d{2}([\- ])\d{2}\1\d{4}(?![\w\-]|[.,]\d)")
 _SSN_AFTER_CUE = re.compile(
     r"(?:\bssn|social security(?: number| no\.?)?)(?:[\s:#.]|\bis\b|\bes\b){0,6}(\d{3}[\- ]?\d{2}[\- ]?\d{4})(?!\w)"
 )
-_NSS = re.compile(r"\d(?<![\w\-./]\d)\d([ /\-.]?)\d{7,8}\1\d{2}(?![\w\-]|[.,]\d)")
+_NSS = re.compile(r"\d(?<![\w\-./\\]\d)\d([ /\-.]?)\d{7,8}\1\d{2}(?![\w\-]|[.,]\d)")
 _NSS_AFTER_CUE = re.compile(
     r"(?:\bnss|\bnaf|seguridad social|afiliaci[oó]n)[^\d\n]{0,24}(\d{2}[ /\-.]?\d{7,8}[ /\-.]?\d{2})(?![\w\-])"
 )
-_IBAN = re.compile(r"[A-Za-z](?<![\w][A-Za-z])[A-Za-z]\d{2}(?:[ \-.]?[A-Za-z0-9]){10,30}")
-_CARD = re.compile(r"\d(?<![\w\-.]\d)(?:[ \-.]?\d){12,18}(?![\w]|[\-.]\d)")
+_IBAN = re.compile(r"[A-Za-z](?<![\w\\][A-Za-z])[A-Za-z]\d{2}(?:[ \-.]?[A-Za-z0-9]){10,30}")
+_CARD = re.compile(r"\d(?<![\w\-.\\+]\d)(?:[ \-.]?\d){12,18}(?![\w]|[\-.]\d)")
 _SEPARATORS = re.compile(r"[ \-./]")
 
 
@@ -125,12 +127,19 @@ def _card_grouped(groups: list[int]) -> bool:
 def _card(value: str) -> tuple[str, str] | None:
     groups = [len(g) for g in _SEPARATORS.split(value)]
     digits = _SEPARATORS.sub("", value)
-    if not 13 <= len(digits) <= 19:
-        return None
+    if not 13 <= len(digits) <= 19 or ("." in value and not _card_grouped(groups)) or len(digits.strip("0")) <= 3:
+        return None  # "3.1415926535897931" is a float, whatever Luhn says of its digits; "0000 0000 0000 0001" no one's
     plausible_issuer = digits[0] in "3456" or "2221" <= digits[:4] <= "2720" or digits[:4] in ("2131", "1800")
-    if plausible_issuer and luhn.is_valid(digits):
+    printed = len(groups) == 1 or groups[0] == 4  # cards are printed in one run or from a group of four
+    if plausible_issuer and printed and luhn.is_valid(digits):
         return "CREDIT_CARD", digits
-    return (invalid("CREDIT_CARD"), digits) if _card_grouped(groups) else None
+    # Sixteen digits in a row are a mistyped card, unless they are a constant: "1125899906842624" is 2**50.
+    return (invalid("CREDIT_CARD"), digits) if _card_grouped(groups) and not power_of_two(int(digits)) else None
+
+
+def power_of_two(n: int) -> bool:
+    """2**k or 2**k - 1: tables of sizes and limits ("2^50 = 1125899906842624", 9007199254740991)."""
+    return n > 0 and (n & (n - 1) == 0 or n & (n + 1) == 0)
 
 
 def _iban_spans(view: TextView) -> Iterator[Span]:
@@ -175,7 +184,15 @@ def detect_identifiers(view: TextView) -> list[Span]:
         found += _confirmed_in_windows(_SSN_AFTER_CUE, view, _ssn, group=1, haystack=lower)
     if not _NSS_WORDS.isdisjoint(words):
         found += _confirmed_in_windows(_NSS_AFTER_CUE, view, lambda value: _nss(value, cued=True), group=1, haystack=lower)
-    return found
+    return [s for s in found if not _in_a_fingerprint(view.text, s)]
+
+
+def _in_a_fingerprint(text: str, span: Span) -> bool:
+    """A card number between hex groups, or an IBAN whose check fails next to a group of four, is part
+    of a key's fingerprint ("5FEF DCB1 ... AD30 7142 3153 0CAD E164 E107")."""
+    if span.type.startswith("CREDIT_CARD"):
+        return among_hex_groups(text, span.start, span.end)
+    return span.type == invalid("IBAN") and among_hex_groups(text, span.start, span.end, letters=False)
 
 
 _SSN_WORDS = frozenset(w + tail for w in ("ssn", "security") for tail in ("", ":", ",", "#"))

@@ -79,6 +79,22 @@ def _windows(confirm: Confirm, text: str, groups: list[tuple[int, int]], whole_t
                 return
 
 
+_HEX_GROUP_BEFORE = re.compile(r"(?<![\w])(?=[0-9A-Fa-f]{0,3}[A-Fa-f])[0-9A-Fa-f]{4} \Z")
+_HEX_GROUP_AFTER = re.compile(r" (?=[0-9A-Fa-f]{0,3}[A-Fa-f])[0-9A-Fa-f]{4}(?!\w)")
+
+
+_GROUP_BEFORE = re.compile(r"(?<![\w])[0-9A-Fa-f]{4} \Z")
+_GROUP_AFTER = re.compile(r" [0-9A-Fa-f]{4}(?!\w)")
+
+
+def among_hex_groups(text: str, start: int, end: int, *, letters: bool = True) -> bool:
+    """Whether text[start:end] sits next to a group of four hex characters with a letter among them
+    ("68C8 0230 4919 0278 6BEE"): digits of a key's fingerprint, not a number of anyone's. Without
+    `letters`, any group of four will do: an IBAN never runs on into one."""
+    before, after = (_HEX_GROUP_BEFORE, _HEX_GROUP_AFTER) if letters else (_GROUP_BEFORE, _GROUP_AFTER)
+    return bool(before.search(text, max(0, start - 5), start) or after.match(text, end))
+
+
 def hint(*literals: str) -> re.Pattern[str]:
     """A cheap literal search a text must pass before a costlier regex runs."""
     return re.compile("|".join(map(re.escape, literals)))

@@ -30,9 +30,14 @@ TECHNICAL_WORDS = frozenset(
     vllm llama qwen openai pytorch torch tensorflow jupyter git github gitlab bash unicode ascii utf
     json yaml none true false asyncio dask trino presto grafana prometheus airbyte dagster prefect
     streamlit gradio slack jira confluence nginx apache terraform ansible mongo mongodb elastic
-    kibana azure aws amazon google chrome firefox safari lambda""".split()  # noqa: SIM905 - reads as prose
+    kibana azure aws amazon google chrome firefox safari lambda cloud engine service services server servers
+    data database center centre cable access build compute storage network platform console manager hub studio
+    registry cluster bucket function functions workload workloads instance instances gateway router proxy connector
+    driver module package library toolkit framework plugin runtime kernel shell terminal browser desktop
+    config sync state machine autoconf automake bitbucket comcast blueprint""".split()  # noqa: SIM905 - reads as prose
 )
-"""Capitalised words that are tools in engineers' questions; never part of a name."""
+"""Capitalised words that are tools or products in engineers' questions ("for Bitbucket Cloud", "for
+Compute Engine"); never part of a name."""
 _FUNCTION_WORDS = frozenset(
     """the this that these those if in a an for when it its see note as at by on or and but not no to
     of is are be with from all each any some also however then there here what which how why where
@@ -46,7 +51,7 @@ _CALENDAR_AND_PEOPLES = frozenset(
     spanish english french german italian portuguese catalan basque galician american british mexican
     argentinian chinese japanese european español inglés francés alemán""".split()  # noqa: SIM905
 )
-_NEVER_NAMES = TECHNICAL_WORDS | _FUNCTION_WORDS
+_NEVER_NAMES = TECHNICAL_WORDS | _FUNCTION_WORDS | {"\x00"}
 """Sentence openers and tools: a strong cue before them is a coincidence, not a name."""
 
 
@@ -231,10 +236,21 @@ def _name_like(key: str) -> bool:
     return verdict
 
 
+_ACRONYM = re.compile(r"[A-Z]{2,3}s?|[A-Z]+(?:-[A-Z]+)+")
+"""Capitals of three letters or fewer, or joined by hyphens: "AI", "VPC", "TPUs", "MS-DOS", "SARA AA" of a
+character table. Such a word is a name only if it is a known one ("ANA")."""
+_NOT_A_NAME = "\x00"
+"""The key of a token that can be no part of a name (see `_NEVER_NAMES`)."""
+
+
 def _tokens(text: str, start: int, end: int) -> list[_Token]:
     tokens, previous_end = [], start
+    known = _gazetteer().known
     for m in _TOKEN.finditer(text, start, end):
-        tokens.append(_Token(m.start(), m.end(), _key(m.group()), bool(text[previous_end : m.start()].strip())))
+        key = _key(m.group())
+        if _ACRONYM.fullmatch(m.group()) and key not in known:
+            key = _NOT_A_NAME
+        tokens.append(_Token(m.start(), m.end(), key, bool(text[previous_end : m.start()].strip())))
         previous_end = m.end()
     return tokens
 

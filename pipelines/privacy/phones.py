@@ -10,10 +10,14 @@ What is taken for a phone, from surest to least sure:
 - after a cue ("tel.", "llámame al", "call me on", "my number is"): any region, contiguous too,
   and PHONE_INVALID for a phone-length number that no region accepts.
 Ten digits in a row with no cue (`2147483647`) are not taken: in engineers' questions they are far
-more often constants, ids and timestamps than North American phones.
+more often constants, ids and timestamps than North American phones. Nor are placeholders
+(`123-456-789`, `987 654 321`, `600 000 000`), a ZIP+4 code (`02139-4307`) without a cue, or a
+decimal number.
 
-Separators are whatever people type; `TextView` has already turned every dash and odd space into
-`-` and ` `.
+Separators are whatever people type. Spaces, dashes, dots, slashes, underscores and parentheses
+anywhere (`TextView` has already turned every dash and odd space into `-` and ` `); after a cue,
+any punctuation at all (`612,345,678`, `612|345|678`, `612·345·678`): without one, "612,345,678 rows"
+is a count. An extension (`x151`, `ext. 12`) belongs to the number it follows.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import re
 import phonenumbers
 
 from pipelines.privacy.identifiers import in_windows, number_windows
-from pipelines.privacy.matching import best_of_windows
+from pipelines.privacy.matching import among_hex_groups, best_of_windows
 from pipelines.privacy.spans import Span, invalid
 from pipelines.privacy.views import TextView
 
@@ -32,14 +36,31 @@ DEFAULT_REGION = "ES"
 NATIONAL_REGIONS = ("GB", "FR", "DE", "IT", "PT", "NL", "BE", "CH", "IE", "AT", "MX", "AR", "CO", "CL", "PE", "BR")
 """Tried, in this order, for a national number that is not Spanish; the first that accepts it wins."""
 
-_PHONE = re.compile(r"[+(\d](?<![\w+\-./:@#][+(\d])[\d \-.()/+]{5,40}\d(?![\w\-/@]|[.,:]\d)")
+_EXTENSION = re.compile(r"[ \t]*(?:x|ext\.?|extension|extn\.?)[ \t]*\d{1,6}(?!\w)", re.IGNORECASE)
+_BEFORE_EXTENSION = r"(?=[ \t]*(?i:x|ext\.?|extension|extn\.?)[ \t]*\d)"
+_PHONE = re.compile(
+    rf"[+(\d](?<![\w+\-./:@#\\][+(\d])[\d \-.()/+_]{{5,40}}\d(?:{_BEFORE_EXTENSION}|(?![\w\-/@]|[.,:]\d))"
+)
+_PUNCTUATED = re.compile(
+    r"[+(\d](?<![\w+\-./:@#\\][+(\d])\(?\+?\d{1,5}\)?(?:[ \t]?[^\w\s][ \t]?\(?\d{1,5}\)?){1,7}"
+    rf"(?:{_BEFORE_EXTENSION}|(?![\w]|[^\w\s]\d))"
+)
+"""Digit groups split by any punctuation: a phone only after a cue (see `_ODD_SEPARATOR`)."""
+_ODD_SEPARATOR = re.compile(r"[^\d\s\-.()/+_]")
+_NOT_DIALLED = re.compile(r"[^\d+()]+")
+_TRUNK_IN_PARENTHESES = re.compile(r"\(0\)")
 _CUE = re.compile(
     r"(?:\btel[ée]?f?(?:ono)?|\btlf|\btfno|\bm[óo]vil|\bcelular|\bwhats ?app|\bfax|\bphone|\bmobile|\bcell"
     r"|\bll[áa]ma(?:me|nos|r)?|\bcall|\btext me|\bring|\bn[úu]mero|\bnumber|\bcontact[oa]?|\bsms"
-    r"|\bext\b)[^\d\n]{0,24}\Z"
+    r"|\bext)\b[^\d\n]{0,24}\Z"
 )
 _CUE_WINDOW = 40
-_DOTTED_QUAD = re.compile(r"\d+(?:\.\d+){3}")
+_OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
+_DOTTED_QUAD = re.compile(rf"{_OCTET}(?:\.{_OCTET}){{3}}")
+_ZIP_PLUS_FOUR = re.compile(r"\d{5}-\d{4}")
+_DECIMAL = re.compile(r"(?:[1-9]\d*|0)\.\d+")
+"""One dot: a decimal number ("61.2345678", a latitude), not a phone, unless a cue says it is; "0034.616604876"
+is dialled abroad, no decimal has its zeros."""
 _NANP_GROUPS = re.compile(r"(?:\+?1[ \-.]?)?(?:\(\d{3}\)[ \-.]?|\d{3}[\-. ])\d{3}[\-. ]\d{4}")
 _INTERNATIONAL = re.compile(r"\(?(?:\+|00)")
 _COLUMNS = re.compile(r"\s{2,}|[./]{2,}")
@@ -49,9 +70,10 @@ _COLUMNS = re.compile(r"\s{2,}|[./]{2,}")
 def _phone_shaped(value: str) -> bool:
     """Digit groups as people write phones: "9 11 1001 10" is a row of a table, not a number.
 
-    Only a country code ("+1", "+33 6 ...", "0054 9 11") stands next to a one-digit group.
+    Only a country code ("+1", "+33 6 ...", "0054 9 11") stands next to a one-digit group. `value`
+    has its separators turned into blanks.
     """
-    groups = value.replace("-", " ").replace(".", " ").replace("/", " ").split()
+    groups = value.split()
     country = ("+", "(+", "00", "(00")
     return all(
         len(group.strip("()+")) > 1 or group.startswith(country) or (i and groups[i - 1].startswith(country))
@@ -75,10 +97,27 @@ def _digits(value: str) -> str:
     return "".join(c for c in value if c.isdigit())
 
 
+_ASCENDING, _DESCENDING = "0123456789" * 2, "9876543210" * 2
+
+
+def placeholder_digits(digits: str) -> bool:
+    """Digits nobody is reached at: a run up or down the keypad ("123456789", "987654321"), one digit
+    repeated, or a few digits among zeros ("600000000", "000000012"), as documentation and forms write
+    examples."""
+    return digits in _ASCENDING or digits in _DESCENDING or len(set(digits)) == 1 or len(digits.strip("0")) <= 3
+
+
 def confirm_phone(value: str, cued: bool = False) -> tuple[str, str] | None:
     """(PHONE or PHONE_INVALID, canonical) for a candidate, or None when it is not phone-like."""
     digits = _digits(value)
-    if not 8 <= len(digits) <= 15 or _DOTTED_QUAD.fullmatch(value) or _COLUMNS.search(value) or not _phone_shaped(value):
+    if not 8 <= len(digits) <= 15 or _DOTTED_QUAD.fullmatch(value) or _COLUMNS.search(value) or placeholder_digits(digits):
+        return None
+    if not cued and (_ZIP_PLUS_FOUR.fullmatch(value) or _DECIMAL.fullmatch(value.strip("()"))):
+        return None
+    # "612_345_678", "612·345·678": libphonenumber reads blanks; "+44 (0)20": the trunk prefix is not dialled
+    value = _NOT_DIALLED.sub(" ", _TRUNK_IN_PARENTHESES.sub(" ", value) if value.startswith(("+", "(+")) else value).strip()
+    digits = _digits(value)
+    if not _phone_shaped(value):
         return None
     if _INTERNATIONAL.match(value):
         dialled_00 = value.lstrip("(").startswith("00")
@@ -91,7 +130,7 @@ def confirm_phone(value: str, cued: bool = False) -> tuple[str, str] | None:
     e164 = _valid_in(value, DEFAULT_REGION)
     if e164:
         return "PHONE", e164
-    grouped = not digits == value.strip("()")
+    grouped = digits != value.strip("()")
     trunk = digits.startswith("0") and not digits.startswith("00")
     if cued or (grouped and 9 <= len(digits) <= 13 and (trunk or _NANP_GROUPS.fullmatch(value))):
         for region in ("US", *NATIONAL_REGIONS):
@@ -110,10 +149,39 @@ def _cued(lower: str, start: int) -> bool:
 def detect_phones(view: TextView) -> list[Span]:
     text = view.text
     found: list[Span] = []
-    for m in in_windows(_PHONE, text, number_windows(view)):
+    windows = number_windows(view)
+    for m in in_windows(_PHONE, text, windows):
         start, end = m.span()
         verdict = confirm_phone(text[start:end])
         if verdict is None and _cued(view.lower, start):
             verdict = confirm_phone(text[start:end], cued=True)
-        found += best_of_windows(confirm_phone, text, start, end, verdict)
-    return found
+        found += _with_extension(text, best_of_windows(confirm_phone, text, start, end, verdict))
+    if windows and not _CUE_WORDS.isdisjoint(view.word_set):
+        for m in in_windows(_PUNCTUATED, text, windows):
+            start, end = m.span()
+            if _ODD_SEPARATOR.search(text, start, end) and _cued(view.lower, start):
+                verdict = confirm_phone(text[start:end], cued=True)
+                if verdict is not None:
+                    found += _with_extension(text, [Span(start, end, verdict[0], text[start:end], verdict[1])])
+    return [span for span in found if not among_hex_groups(text, span.start, span.end)]
+
+
+def _with_extension(text: str, spans) -> list[Span]:
+    """Each span with the extension that follows it ("(849)342-0555x26678"), if one does."""
+    out = []
+    for span in spans:
+        extension = _EXTENSION.match(text, span.end)
+        if extension:
+            span = span._replace(end=extension.end(), value=text[span.start : extension.end()])
+        out.append(span)
+    return out
+
+
+_CUE_WORDS = frozenset(
+    head + w + tail
+    for w in """tel tel. teléfono telefono tlf tlf. tfno tfno. móvil movil celular whatsapp fax phone mobile cell llámame
+    llamame llámanos llamar llama call text ring número numero number contacto contacta contact sms ext""".split()
+    for head in ("", '"', "'", "(", "¿", "¡")
+    for tail in ("", ":", ",", ".")
+)
+"""A word of every `_CUE`: the punctuation-split numbers are sought only in text that has one."""

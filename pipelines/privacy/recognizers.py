@@ -80,15 +80,35 @@ DETECTORS: tuple[Callable[[TextView], list[Span]], ...] = (
 )
 
 
+_TRIMMABLE = frozenset(("ADDRESS", "PERSON"))
+"""Free-form spans: where a surer one covers part of them, the rest is still theirs to replace."""
+
+
 def _resolve(candidates: list[Span], protected: list[tuple[int, int]]) -> list[Span]:
-    """Highest priority first, then longest; a span that overlaps a chosen one or a pseudonym goes."""
+    """Highest priority first, then longest; a span that overlaps a chosen one or a pseudonym goes,
+    except an address or a name, which keeps its longest part outside them ("Cookie: ...; My address
+    is Flat 80i" leaves the rest of the address to replace)."""
     chosen: list[Span] = []
     taken = list(protected)
     for span in sorted(candidates, key=lambda s: (PRIORITY[s.type], s.start - s.end, s.start)):
-        if not any(span.start < end and start < span.end for start, end in taken):
+        overlapping = [(start, end) for start, end in taken if span.start < end and start < span.end]
+        if overlapping and span.type in _TRIMMABLE:
+            span = _longest_part_outside(span, overlapping)
+            overlapping = [] if span is not None else overlapping
+        if span is not None and not overlapping:
             chosen.append(span)
             taken.append((span.start, span.end))
     return sorted(chosen)
+
+
+def _longest_part_outside(span: Span, taken: list[tuple[int, int]]) -> Span | None:
+    parts = [(span.start, span.end)]
+    for start, end in taken:
+        parts = [piece for a, b in parts for piece in ((a, min(b, start)), (max(a, end), b)) if piece[1] - piece[0] > 0]
+    a, b = max(parts, key=lambda piece: piece[1] - piece[0], default=(0, 0))
+    if b - a < 3:
+        return None
+    return span._replace(start=a, end=b, value=span.value[a - span.start : b - span.start])
 
 
 MIN_PII_CHARS = 6

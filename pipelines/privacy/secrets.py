@@ -254,14 +254,19 @@ PROSE_WORDS = frozenset(
     incorrecta incorrecto inválida invalida inválido invalido caducada caducado correcta correcto muy demasiado la el lo
     los las un una mi tu su que qué de del en con para por y o pero igual misma mismo distinta diferente segura seguro
     débil debil fuerte larga corta nueva vieja antigua válida valida obligatoria obligatorio requerida vacía vacia
-    errónea erronea mala buena otra esta esa este ese sí si""".split()  # noqa: SIM905 - reads as prose
+    errónea erronea mala buena otra esta esa este ese sí si used locked unlocked disabled enabled needed sent shown
+    displayed ignored checked verified accepted rejected generated created asked prompted requested taken read written
+    given cleared removed deleted updated compared entered typed sensitive usada usado bloqueada bloqueado necesaria
+    guardada cifrada enviada pedida solicitada""".split()  # noqa: SIM905 - reads as prose
 )
 """Words that follow "password:" or "my password is" in documentation and complaints, not secrets."""
 _PLACEHOLDER = re.compile(
-    r"\*+|x{3,}|X{3,}|\.{2,}|…|<[^>]*>|\$\{?[\w.]+\}?|\{\{.*\}\}|\{[\w.]*\}|%\(?\w*\)?[sd]|[#?_\-]+"
+    r"\*+|x{3,}|X{3,}|\.{2,}|…|<[^>]*>|\$\{[\w.]+\}|\$[A-Z_][A-Z0-9_]*|\$[a-z_][a-z0-9_.]*|\{\{.*\}\}|\{[\w.]*\}"
+    r"|%\(?\w*\)?[sd]|[#?_\-]+"  # ${DB_PASS}, $DB_PASS, $db_pass: a variable; "$fQhYhCLb" is a password
     r"|[A-Z][A-Z]*(?:_[A-Z]+)*"  # NAME, DB_PASSWORD: a template slot or an environment variable
     r"|[a-z_][a-z_]*(?:\.[a-z_][a-z0-9_]*)+\(?|[a-z_][a-z0-9_]*\("  # self.password, os.environ, getpass(
     r"|[a-z]+(?:_[a-z]+)+"  # db_password: a variable
+    r"|(?i:your|my)[\-_ ][a-z][\w\-]*|[a-z][\w\-]*[\-_](?i:here)"  # your-api-key, token_goes_here
     r"|\[[A-Z][A-Z_]*_[0-9a-f]{8}\]"  # a pseudonym
 )
 _SYMBOL_OR_DIGIT = re.compile(r"[^A-Za-zÀ-ÿ]")
@@ -273,21 +278,58 @@ def _placeholder(value: str) -> bool:
     return _PLACEHOLDER.fullmatch(value) is not None or value.lower() in ("none", "null", "nil", "undefined", "redacted")
 
 
+_NAME_PART = r"(?:[a-z]+|[A-Z][a-z]+|[A-Z]+)\d*"
+_CODE_NAME = re.compile(rf"_*{_NAME_PART}(?:_+(?:{_NAME_PART}|\d+))*(?:\._*{_NAME_PART}(?:_+(?:{_NAME_PART}|\d+))*)*")
+"""A name in code, dotted or not ("_first_rev_token", "nn.Parameter"): after a weak keyword
+("first_token = _first_rev_token(rev)"), a variable, not a value. Its parts are words (lower case,
+capitalised or capitals, a number after them): "ll6tMMAJUs_d" and "AKIA..." stay secrets."""
+
+
+_CONTRACTION = re.compile(r"[A-Za-z]+['’](?:t|s|re|ve|ll|d|m)")
+""""couldn't", "it's": prose after "password", not a value."""
+
+
+_TYPE_NAME = re.compile(r"(?:[A-Z][a-z]+\d?){2,}")
+""""TextGenerationStreamOutputToken": a class's name is capitalised words run together."""
+_SEGMENT = r"(?:[a-z0-9_.\-]+|[A-Z][a-z0-9_.\-]*)"
+_PATH = re.compile(rf"(?:~|\.{{1,2}})?(?:/{_SEGMENT}){{2,}}/?|(?:~|\.{{1,2}})?/?{_SEGMENT}\.(?:pem|key|pfx|p12|json|txt|crt|cer|der|jks|env|ya?ml)")
+""""/home/user/me/my_key.pfx", "service-account.json": where a key is kept, not the key. Its segments are
+words: "/hTGHGNTR99FhRxQzzGndbzixH8K1s/jjg..." is a key in base64."""
+
+
+def _code_name(value: str) -> bool:
+    if _TYPE_NAME.fullmatch(value) or _PATH.fullmatch(value):
+        return True
+    return (
+        _CODE_NAME.fullmatch(value) is not None
+        and ("_" in value or "." in value)
+        and any(c.islower() for c in value)
+        and not re.search(r"\d{3}", value)
+    )
+
+
 def _random_enough(value: str) -> tuple[str, str] | None:
     """A value after a weak keyword: a digit or symbol in it, capitals inside it ("lVRGJHYbVRu"), or
-    sixteen characters; and no placeholder."""
-    if len(value) < 6 or _placeholder(value):
+    sixteen characters; and no placeholder, no name in code."""
+    if len(value) < 6 or _placeholder(value) or _code_name(value) or _CONTRACTION.fullmatch(value):
         return None
     random_looking = _SYMBOL_OR_DIGIT.search(value) or _INNER_CAPITALS.search(value) or len(value) >= 16
     return ("SECRET", value) if random_looking else None
 
 
 def _password(value: str) -> tuple[str, str] | None:
-    """A value after a password keyword: anything but a placeholder or a word of prose."""
+    """A value after a password keyword: anything but a placeholder, a word of prose or the keyword
+    itself (`password=password`: an argument passed on in code)."""
     value = value.rstrip(".,;:)?")
-    if len(value) < 3 or _placeholder(value) or value.lower() in PROSE_WORDS:
+    if len(value) < 3 or _placeholder(value) or value.lower() in PROSE_WORDS or value.lower() in _PASSWORD_WORDS:
         return None
     return "SECRET", value
+
+
+def _in_field_list(text: str, key_start: int) -> bool:
+    """Whether the key at `key_start` is a field of a colon-separated format ("nombre:contraseña:GID"),
+    as man pages describe /etc/passwd and /etc/group: a colon before the key names no value after it."""
+    return key_start > 1 and text[key_start - 1] == ":" and text[key_start - 2].isalnum()
 
 
 def _value_span(text: str, m: re.Match[str], groups: tuple[int, ...]) -> tuple[int, int] | None:
@@ -319,11 +361,15 @@ def _assignments(view: TextView) -> Iterator[Span]:
                 if value and _random_enough(value.group()):
                     yield Span(value.start(), value.end(), "SECRET", value.group(), value.group())
                 continue
+            if regex is _COLON_REVERSED and _in_field_list(text, n - m.end()):
+                continue
             value = _VALUE.match(text, after)
             span = value and _value_span(text, value, (1, 2, 3))
             if not span:
                 continue
             start, end = span
+            if m.group("password") == "nip" and not any(c.isdigit() for c in text[start:end]):
+                continue  # a PIN is digits; "Pin: release a=experimental" pins a package
             verdict = _password(text[start:end]) if m.group("password") else _random_enough(text[start:end])
             if verdict is not None:
                 yield Span(start, end, "SECRET", text[start:end], verdict[1])
