@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipelines.bench.anonymize import row_texts
-from pipelines.bench.clean_docs import load_clean_traces, passages
+from pipelines.bench.clean_docs import Document, build_clean_traces, load_clean_traces, passages, write_clean_traces
 from pipelines.privacy.anonymizer import Anonymizer
 from pipelines.privacy.recognizers import find_pii
 from pipelines.privacy.residual import residual_pii_reasons
@@ -64,6 +64,26 @@ def test_few_clean_traces_lose_a_word(clean_run):
     replaced = Counter(entity for _, counts, _ in clean_run for entity in counts)
     assert sum(bool(counts) for _, counts, _ in clean_run) / len(clean_run) <= 0.015, replaced
     assert set(replaced) <= {"PERSON", "ADDRESS", "IP_ADDRESS", "SECRET"}, replaced
+
+
+def test_traces_are_cut_from_consecutive_passages_of_one_document_the_same_way_each_time(tmp_path):
+    paragraphs = [f"Paragraph {i}: the option --size={i * 1024} sets the buffer, see section {i}." for i in range(12)]
+    documents = {
+        language: [Document(language, source, f"{language}/{source}", lambda: "\n\n".join(paragraphs))
+                   for source in ("man", "reference")]
+        for language in ("en", "es")
+    }  # fmt: skip
+    rows = build_clean_traces(6, seed=5, documents=documents)
+    assert rows == build_clean_traces(6, seed=5, documents=documents)
+    assert [row["language"] for row in rows] == ["en", "es"] * 3
+    cut = passages("\n\n".join(paragraphs))
+    for row in rows:
+        run = [row["answer"], *row["contexts"]]
+        first = cut.index(run[0])
+        assert run == cut[first : first + len(run)] and cut[first - 1].startswith(row["question"])
+    write_clean_traces(rows, tmp_path / "docs.jsonl.gz")
+    traces = load_clean_traces(tmp_path / "docs.jsonl.gz")
+    assert [t.question for t in traces] == [row["question"] for row in rows] and traces[1].language == "es"
 
 
 def test_passages_drop_the_people_man_pages_and_modules_name():

@@ -367,10 +367,11 @@ def format_anonymize_bench(result: dict) -> str:
     demo, adversarial, clean = result["demo"], result["adversarial"], result["clean"]
     console = Console(file=io.StringIO(), width=80)
 
-    speed = Table(title=f"Throughput (CPU time), {result['n_traces']} traces per labelled corpus, seed {result['seed']}")
+    speed = Table(title=f"Throughput (CPU time), {result['n_traces']} traces per labelled corpus, {clean['traces']} clean, "
+                        f"seed {result['seed']}")  # fmt: skip
     for column in ("corpus", "MB", "ragwatch", "presidio (patterns only)", "speed ratio"):
         speed.add_column(column, justify="left" if column == "corpus" else "right")
-    for label, measured in (("demo traces", demo), ("adversarial", adversarial), (f"clean docs ({clean['traces']})", clean)):
+    for label, measured in (("demo traces", demo), ("adversarial", adversarial), ("clean docs", clean)):
         speed.add_row(label, f"{measured['megabytes']:.2f}", f"{measured['ours_mb_per_s']:.2f} MB/s",
                       f"{measured['presidio_mb_per_s']:.2f} MB/s", f"{measured['speedup']:.1f}×")  # fmt: skip
     console.print(speed)

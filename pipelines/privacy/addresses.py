@@ -160,16 +160,17 @@ def _words(found: set[str], forms: frozenset[str]) -> set[str]:
     return {word.rstrip(",.;:\"')\u201d\u2019") or word for word in forms & found}
 
 
-_POSTCODE_DIGITS = re.compile(r"\d(?:\d{3}|[A-Z]\d|[A-Z]{2}(?![A-Za-z]))")
-"""What every state-and-postcode line holds: four digits (a ZIP, an Australian postcode), a digit between
-capitals (Canada), a digit and two capitals (UK). It opens with a digit class, which the regex engine
-skips to at C speed; the full line is then matched around each hit alone."""
+_POSTCODE_HINT = re.compile(r"\d(?:(?<=[A-Z][ \t]\d)\d{3}|(?<=[A-Z],[ \t]\d)\d{3}|[A-Z](?:\d|[A-Z](?![A-Za-z])))")
+"""What every state-and-postcode line holds: four digits right after a capital and a blank (a state
+and its ZIP or postcode), or a digit and a capital (Canada's "K7C 1Y2", the UK's "NW1 6XE"). It opens
+with a digit class, which the regex engine skips to at C speed, and years or ports alone fail it at
+once; the full line is then matched around each hit alone."""
 _POSTCODE_REACH = 12
 
 
 def _street_before_postcode(view: TextView) -> list[Span]:
     text, found, end = view.text, [], -1
-    for hint in _POSTCODE_DIGITS.finditer(text):
+    for hint in _POSTCODE_HINT.finditer(text):
         if hint.start() < end:
             continue
         line = _EN_POSTCODE_LINE.search(text, max(0, hint.start() - _POSTCODE_REACH), min(len(text), hint.end() + _POSTCODE_REACH))
@@ -182,8 +183,13 @@ def _street_before_postcode(view: TextView) -> list[Span]:
     return found
 
 
+_DIGIT = re.compile(r"\d")
+
+
 def _english(view: TextView, suffix: str, i: int) -> Span | None:
     text = view.text
+    if _DIGIT.search(text, max(0, i - _EN_WINDOW), i) is None:
+        return None  # no number before it ("Is it...", "Key points"): no street, and no regex to try
     number = _EN_NUMBER_AND_NAME.search(text, max(0, i - _EN_WINDOW), i)
     if number is None:
         return None

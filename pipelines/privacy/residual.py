@@ -399,7 +399,7 @@ def _long_digit_run(text: str) -> bool:
                 and not _in_a_literal_collection(text, m.start(), m.end())
             ):
                 return True
-    return any(
+    return _ODD_BETWEEN_DIGITS.search(text) is not None and any(
         sum(c.isdigit() for c in number) >= 9 and not _nobody_s("".join(c for c in number if c.isdigit()))
         for number in _CUED_PUNCTUATED.findall(text)
     )
@@ -411,6 +411,8 @@ _CUED_PUNCTUATED = re.compile(
     rf"\b(?i:{'|'.join(_PHONE_CUE_WORDS)})\w*[^\d\n]{{0,24}}(\+?\(?\d{{1,5}}\)?(?:[ \t]?[^\w\s][ \t]?\(?\d{{1,5}}\)?){{1,7}})"
 )
 """After a phone cue, digit groups split by any punctuation ("llámame al 612,345,678")."""
+_ODD_BETWEEN_DIGITS = re.compile(r"\d[ \t]?[^\w\s.\-/()][ \t]?\d")
+"""Punctuation the plain runs do not read between two digits: without one, those runs found it all."""
 
 
 _HEX_GROUP_BEFORE = re.compile(r"(?<![\w])(?=[0-9A-Fa-f]{0,3}[A-Fa-f])[0-9A-Fa-f]{4} \Z")
@@ -754,7 +756,10 @@ def residual_pii_reasons(text: str) -> list[str]:
     # Nine digits for a long run, eight for an IBAN: the least each rule counts.
     long_run = (
         screened.digits >= 9
-        and (_NINE_DIGITS_APART.search(text) is not None or screened.has(*_PHONE_CUE_WORDS))
+        and (
+            _NINE_DIGITS_APART.search(text) is not None
+            or (screened.has(*_PHONE_CUE_WORDS) and _ODD_BETWEEN_DIGITS.search(text) is not None)
+        )
         and _long_digit_run(text)
     )
     reasons = ["long_digit_run"] if long_run else []
