@@ -12,6 +12,9 @@ command -v docker-compose >/dev/null || missing+=(docker-compose)
 # tests/test_stack.py backfills from the Airflow UI in headless Chromium, driven by its Debian driver.
 command -v chromium >/dev/null || missing+=(chromium)
 command -v chromedriver >/dev/null || missing+=(chromium-driver)
+# `ragwatch bench anonymize` measures clean-text rates on this machine's documentation: Spanish man pages.
+[ -d /usr/share/man/es ] || missing+=(manpages-es)
+command -v man >/dev/null || missing+=(man-db)
 [ ${#missing[@]} -eq 0 ] && exit 0
 echo "installing Debian packages: ${missing[*]}"
 sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
