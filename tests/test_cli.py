@@ -37,8 +37,9 @@ def test_anonymize_a_jsonl_file_keeps_fields_and_quarantines_bad_lines(tmp_path)
 
 
 def test_bench_anonymize_reports_throughput_ratio_and_recall_side_by_side():
-    result = ragwatch("bench", "anonymize", "--traces", "150")
+    result = ragwatch("bench", "anonymize", "--traces", "150", "--clean-traces", "40")
     assert "presidio" in result.stdout.lower() and "MB/s" in result.stdout and "EMAIL" in result.stdout
+    assert "clean" in result.stdout.lower()
 
 
 def test_a_role_setting_given_alone_keeps_the_role_defaults(monkeypatch):
