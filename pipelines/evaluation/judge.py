@@ -50,7 +50,7 @@ import math
 import weakref
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -207,6 +207,15 @@ def _named_classifications(judge: RagasLLM, item: JudgeInput) -> str | None:
     return None
 
 
+_CONTEXT_PRECISION = JudgeMetric(
+    needs=("reference", "contexts"),
+    build=lambda llm, _: ContextPrecisionWithReference(llm=llm),
+    arguments=lambda i: {"user_input": i.question, "reference": i.reference, "retrieved_contexts": i.contexts},
+    nothing_to_count="the judge gave no usable verdicts",
+    check=_every_context,
+)
+
+
 JUDGE_METRICS: dict[str, JudgeMetric] = {
     "faithfulness": JudgeMetric(
         needs=("answer", "contexts"),
@@ -222,19 +231,10 @@ JUDGE_METRICS: dict[str, JudgeMetric] = {
         nothing_to_count="no question could be compared",
         check=_every_question,
     ),
-    "context_precision": JudgeMetric(
-        needs=("reference", "contexts"),
-        build=lambda llm, _: ContextPrecisionWithReference(llm=llm),
-        arguments=lambda i: {"user_input": i.question, "reference": i.reference, "retrieved_contexts": i.contexts},
-        nothing_to_count="the judge gave no usable verdicts",
-        check=_every_context,
-    ),
-    "context_precision_share": JudgeMetric(
-        needs=("reference", "contexts"),
-        build=lambda llm, _: ContextPrecisionWithReference(llm=llm),
-        arguments=lambda i: {"user_input": i.question, "reference": i.reference, "retrieved_contexts": i.contexts},
-        nothing_to_count="the judge gave no usable verdicts",
-        check=_every_context,
+    "context_precision": _CONTEXT_PRECISION,
+    # The same judge and verdicts, counted unweighted: the share of the chunks given that are useful.
+    "context_precision_share": replace(
+        _CONTEXT_PRECISION,
         value=lambda judge: share([reply.verdict for reply in judge.replies_of(ContextPrecisionOutput)]),
     ),
     "context_recall": JudgeMetric(
