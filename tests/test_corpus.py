@@ -21,6 +21,8 @@ from pipelines.corpus.refresh import AirflowNotificationError, notify_corpus_ref
 from pipelines.corpus.steps import index_corpus
 from pipelines.demo.corpus_files import demo_corpus_chunks, write_demo_corpus
 from pipelines.demo.guides_es import GUIDES_ES
+from pipelines.evaluation.judge import JudgeInput
+from pipelines.evaluation.noise import NEIGHBOURS, NoisePool
 from pipelines.records import corpus_version
 from pipelines.settings import Settings
 from pipelines.stores.bm25 import document_vector, query_vector, term_index, tokenize
@@ -231,6 +233,33 @@ def test_search_modes_filters_and_reads(demo_index: CorpusIndex) -> None:
     wanted = [stored[3].chunk_id, "nope#missing/0-00000000", stored[0].chunk_id]
     assert [c.chunk_id for c in demo_index.get(wanted)] == [wanted[0], wanted[2]]
     assert demo_index.version() == corpus_version(demo_subset())
+
+
+def test_search_many_answers_each_query_as_search_does_in_batched_requests(demo_index: CorpusIndex,
+                                                                          monkeypatch) -> None:  # fmt: skip
+    queries = ["How do I write a small anonymous function inline?", "¿Cuándo llega la factura mensual?", "de la que"]
+    found = {}
+    for mode in ("hybrid", "dense", "sparse"):
+        found[mode] = [demo_index.search(q, k=NEIGHBOURS, mode=mode) for q in queries]
+        batched = demo_index.search_many(queries, k=NEIGHBOURS, mode=mode)
+        assert [[h.chunk_id for h in hits] for hits in batched] == [[h.chunk_id for h in hits] for hits in found[mode]]
+        scores = [h.score for hits in found[mode] for h in hits]
+        assert [h.score for hits in batched for h in hits] == pytest.approx(scores)
+    assert found["sparse"][2] == [] and found["hybrid"][2]  # stopwords only: no BM25 side, hybrid falls back to dense
+    assert demo_index.search_many([], mode="dense") == []
+
+    # The noise pool's candidates: every question's dense neighbours, in one batched request.
+    requests: list[int] = []
+    send = demo_index.client.query_batch_points
+    monkeypatch.setattr(demo_index.client, "query_batch_points",
+                        lambda name, batch, **kw: requests.append(len(batch)) or send(name, batch, **kw))  # fmt: skip
+    gold = "pydoc/lambda#0-nope"  # a gold chunk the index lacks: its document is read from the id
+    items = [JudgeInput(item_id=f"q{n}", stratum="s", question=q, answer="a", gold_chunk_ids=[gold])
+             for n, q in enumerate([*queries, queries[0]])]  # fmt: skip
+    pool = NoisePool.from_index(demo_index, items)
+    assert requests == [len(queries)]  # the repeated question is searched once
+    assert {c.chunk_id for c in pool.chunks} == {h.chunk_id for hits in found["dense"] for h in hits}
+    assert pool.document_of(gold) == "pydoc/lambda"
 
 
 def test_reindex_touches_only_changed_documents(tmp_path: Path, settings: Settings) -> None:

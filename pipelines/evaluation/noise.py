@@ -52,6 +52,9 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+import numpy as np
+from scipy import sparse
+
 from pipelines.evaluation.judge import JudgeImplementation, JudgeInput, Outcome, judge_metric, log_outcomes
 from pipelines.models.embeddings import Embedder
 from pipelines.models.llm import LLM, Progress
@@ -92,13 +95,19 @@ def is_fragile(delta: float) -> bool:
 
 NEIGHBOURS = 20
 """Dense neighbours read back per question to form the candidate pool."""
+SIMILARITY_BLOCK = 4_000_000
+"""Question-chunk similarities held at once (float64: 32 MB): hard picks rank a batch's questions against
+the pool in blocks of rows, so a large batch on a large pool stays bounded."""
 
 
 class NoisePool:
     """The chunks noise is drawn from (the indexed corpus, or a candidate set such as a deeper search).
 
-    With an embedder, hard negatives are ranked by cosine and every chunk is embedded once, on the
-    first hard pick: pass a candidate pool rather than a whole large corpus.
+    Picks are batched (`pick_many`): eligibility is a mask over the pool, and hard mode scores a block of
+    questions against every chunk with one matrix product — the chunks' vectors, or their content words
+    as a sparse matrix without an embedder — instead of a Python scan per question. With an embedder,
+    every chunk is embedded once, on the first hard pick: pass a candidate pool rather than a whole
+    large corpus.
     """
 
     @classmethod
@@ -107,10 +116,12 @@ class NoisePool:
 
         Hard negatives are then the candidates closest to the question in words that are neither gold
         nor retrieved; taking candidates from the index's stored vectors avoids embedding the corpus
-        again in every batch. The documents of the items' gold and retrieved chunks are read too, so
-        that their documents can be excluded.
+        again in every batch. The questions are embedded in one call and searched in one batched query
+        (`search_many`). The documents of the items' gold and retrieved chunks are read too, so that
+        their documents can be excluded.
         """
-        ids = {hit.chunk_id for item in items for hit in index.search(item.question, k=NEIGHBOURS, mode="dense")}
+        questions = list(dict.fromkeys(item.question for item in items))
+        ids = {hit.chunk_id for hits in index.search_many(questions, k=NEIGHBOURS, mode="dense") for hit in hits}
         known = sorted({cid for item in items for cid in (*item.gold_chunk_ids, *item.context_ids)} - ids)
         return cls(index.get(sorted(ids)), documents={c.chunk_id: c.document for c in index.get(known)})
 
@@ -120,8 +131,12 @@ class NoisePool:
         self.chunks = sorted(chunks, key=lambda c: c.chunk_id)  # a stable order keeps seeded picks reproducible
         self.embedder = embedder
         self._documents = {**(documents or {}), **{c.chunk_id: c.document for c in self.chunks}}
-        self._tokens = [set(content_tokens(c.text)) for c in self.chunks]
-        self._vectors: list[list[float]] | None = None
+        # Positions by id, document and clean text: an item's ineligible chunks are looked up, not scanned.
+        self._by_id = _positions(c.chunk_id for c in self.chunks)
+        self._by_document = _positions(c.document for c in self.chunks)
+        self._by_text = _positions(c.text.strip() for c in self.chunks)
+        self._vectors: tuple[np.ndarray, np.ndarray] | None = None
+        self._words: tuple[dict[str, int], sparse.csr_matrix] | None = None
         self._lock = threading.Lock()
 
     def document_of(self, chunk_id: str) -> str | None:
@@ -142,31 +157,109 @@ class NoisePool:
     def pick(self, item: JudgeInput, mode: NoiseMode, k: int) -> list[NoiseChunk]:
         """Up to k chunks to inject: never a gold or retrieved chunk, one with a clean context's text, or one
         of an excluded document (`excluded_documents`)."""
+        return self.pick_many([item], mode, k)[0]
+
+    def pick_many(self, items: Sequence[JudgeInput], mode: NoiseMode, k: int) -> list[list[NoiseChunk]]:
+        """`pick` for each item, in order. Random: `k` eligible chunks drawn with a generator seeded by the
+        item id. Hard: the `k` eligible chunks most similar to the question, ties by chunk id; the
+        questions are embedded in one call and scored a block at a time (`SIMILARITY_BLOCK`)."""
         if mode not in ("random", "hard"):
             raise ValueError(f"unknown noise mode {mode!r}; expected 'random' or 'hard'")
-        excluded_ids = set(item.gold_chunk_ids) | set(item.context_ids)
-        excluded_documents = self.excluded_documents(item, mode)
-        clean_texts = {text.strip() for text in item.contexts}
-        eligible = [
-            i for i, c in enumerate(self.chunks)
-            if c.chunk_id not in excluded_ids and c.text.strip() not in clean_texts and c.document not in excluded_documents
-        ]  # fmt: skip
+        if k < 0:
+            raise ValueError(f"k must be 0 or more, got {k}")
+        if not self.chunks or not items:
+            return [[] for _ in items]
         if mode == "random":
-            picked = random.Random(f"noise:{item.item_id}").sample(eligible, min(k, len(eligible)))
-        else:
-            similarity = self._similarities(item.question)
-            picked = sorted(eligible, key=lambda i: (-similarity[i], self.chunks[i].chunk_id))[:k]
-        return [self.chunks[i] for i in picked]
+            return [self._chunks(self._draw(item, k)) for item in items]
+        scores = self._scorer([item.question for item in items])
+        rows = max(1, SIMILARITY_BLOCK // len(self.chunks))
+        picks: list[list[NoiseChunk]] = []
+        for start in range(0, len(items), rows):
+            block = items[start : start + rows]
+            for item, similarity in zip(block, scores(start, start + len(block))):
+                picks.append(self._chunks(_top(similarity, self._eligible(item, mode), k)))
+        return picks
 
-    def _similarities(self, question: str) -> list[float]:
+    def _chunks(self, positions: np.ndarray) -> list[NoiseChunk]:
+        return [self.chunks[i] for i in positions.tolist()]
+
+    def _eligible(self, item: JudgeInput, mode: NoiseMode) -> np.ndarray:
+        """Mask over the pool: not the item's gold or retrieved chunk, not a clean context's text, not an
+        excluded document's."""
+        mask = np.ones(len(self.chunks), dtype=bool)
+        for positions, keys in ((self._by_id, (*item.gold_chunk_ids, *item.context_ids)),
+                                (self._by_document, self.excluded_documents(item, mode)),
+                                (self._by_text, {text.strip() for text in item.contexts})):  # fmt: skip
+            for key in keys:
+                if key in positions:
+                    mask[positions[key]] = False
+        return mask
+
+    def _draw(self, item: JudgeInput, k: int) -> np.ndarray:
+        eligible = np.flatnonzero(self._eligible(item, "random"))
+        # Drawing positions in range(n) picks what drawing from the list of n eligible chunks would.
+        drawn = random.Random(f"noise:{item.item_id}").sample(range(len(eligible)), min(k, len(eligible)))
+        return eligible[drawn]
+
+    def _scorer(self, questions: list[str]) -> Callable[[int, int], np.ndarray]:
+        """Similarities of questions[start:end] to every chunk (rows: questions, columns: chunks)."""
         if self.embedder is None:
-            wanted = set(content_tokens(question))
-            return [len(wanted & tokens) / (len(wanted) or 1) for tokens in self._tokens]
-        with self._lock:
+            vocabulary, words = self._content_words()
+            wanted = [set(content_tokens(question)) for question in questions]
+            known = [[vocabulary[t] for t in tokens if t in vocabulary] for tokens in wanted]
+            asked = _incidence(known, len(vocabulary))
+            sizes = np.array([len(tokens) or 1 for tokens in wanted], dtype=np.float64)[:, None]
+            # The share of the question's content words a chunk contains: shared words / question words.
+            return lambda start, end: (asked[start:end] @ words).toarray() / sizes[start:end]
+        with self._lock:  # one embedding call at a time per pool, the chunks' on the first hard pick
             if self._vectors is None:
-                self._vectors = self.embedder.embed([c.text for c in self.chunks])
-            query = self.embedder.embed([question])[0]
-        return [sum(a * b for a, b in zip(query, vector)) for vector in self._vectors]
+                vectors = np.asarray(self.embedder.embed([c.text for c in self.chunks]), dtype=np.float64)
+                # Equal vectors (equal texts) score from one column, so they tie exactly as a ranking expects.
+                distinct, owner = np.unique(vectors, axis=0, return_inverse=True)
+                self._vectors = distinct.T.copy(), owner.reshape(-1)
+            unique = list(dict.fromkeys(questions))
+            queries = np.asarray(self.embedder.embed(unique), dtype=np.float64)
+        distinct, owner = self._vectors
+        row = {question: i for i, question in enumerate(unique)}
+        order = np.array([row[q] for q in questions])
+        return lambda start, end: (queries[order[start:end]] @ distinct)[:, owner]
+
+    def _content_words(self) -> tuple[dict[str, int], sparse.csr_matrix]:
+        """The pool's vocabulary and its words × chunks incidence matrix, built on the first hard pick."""
+        with self._lock:
+            if self._words is None:
+                vocabulary: dict[str, int] = {}
+                columns = [[vocabulary.setdefault(t, len(vocabulary)) for t in set(content_tokens(c.text))]
+                           for c in self.chunks]  # fmt: skip
+                self._words = vocabulary, _incidence(columns, len(vocabulary)).T.tocsr()
+            return self._words
+
+
+def _positions(keys: Iterable[str]) -> dict[str, np.ndarray]:
+    grouped: dict[str, list[int]] = {}
+    for position, key in enumerate(keys):
+        grouped.setdefault(key, []).append(position)
+    return {key: np.array(positions) for key, positions in grouped.items()}
+
+
+def _incidence(rows: list[list[int]], width: int) -> sparse.csr_matrix:
+    """A 0/1 matrix with a 1 at each listed column of each row (columns distinct within a row)."""
+    indptr = np.cumsum([0, *map(len, rows)])
+    indices = np.fromiter((column for row in rows for column in row), dtype=np.int64, count=int(indptr[-1]))
+    return sparse.csr_matrix((np.ones(len(indices), dtype=np.int64), indices, indptr), shape=(len(rows), width))
+
+
+def _top(similarity: np.ndarray, eligible: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the k eligible chunks of highest similarity, ties by position (= chunk id order)."""
+    candidates = np.flatnonzero(eligible)
+    if k == 0 or not len(candidates):
+        return candidates[:0]
+    scores = similarity[candidates]
+    if len(candidates) > k:
+        # Keep the k-th best score and all that tie with it; only those few are sorted.
+        kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+        candidates, scores = candidates[scores >= kth], scores[scores >= kth]
+    return candidates[np.lexsort((candidates, -scores))][:k]
 
 
 def inject(contexts: Sequence[str], noise: Sequence[str], item_id: str) -> list[str]:
@@ -224,11 +317,15 @@ async def noise_delta_f(
     `implementation`: the judge's, as in `judge_items` (None: RAGWATCH_JUDGE_IMPLEMENTATION)."""
     done, total = 0, len(items)
     labels = dict(run_id=run_id, suite=suite, dataset_version=dataset_version, judge_model=llm.model)
+    applicable = [item for item in items if _applicable(item)]
+    # One batched pick for the whole batch, off the loop: it scores (and may embed) the pool.
+    picks = iter(await asyncio.to_thread(pool.pick_many, applicable, mode, k))
+    noise = [next(picks) if _applicable(item) else None for item in items]
 
-    async def one(item: JudgeInput) -> NoiseResult:
+    async def one(item: JudgeInput, noise: list[NoiseChunk] | None) -> NoiseResult:
         nonlocal done
         outcome, control_outcome, details = await _one_item(
-            item, pool, answer_fn, llm, mode, k, (clean_scores or {}).get(item.item_id), metric, control, implementation)
+            item, noise, answer_fn, llm, mode, (clean_scores or {}).get(item.item_id), metric, control, implementation)
         done += 1
         if progress is not None:
             progress(done, total)
@@ -237,18 +334,22 @@ async def noise_delta_f(
                                               **labels) if control_outcome else None  # fmt: skip
         return NoiseResult(score=score, mode=mode, control=control_score, **details)
 
-    results = list(await asyncio.gather(*(one(i) for i in items)))
+    results = list(await asyncio.gather(*(one(i, n) for i, n in zip(items, noise))))
     log_outcomes([s for r in results for s in r.scores], f"noise ({mode}, k={k}) {llm.model}")
     return results
 
 
-async def _one_item(item: JudgeInput, pool: NoisePool, answer_fn: AnswerFn, llm: LLM, mode: NoiseMode, k: int,
+def _applicable(item: JudgeInput) -> bool:
+    return bool(item.answer and item.answer.strip()) and any(c.strip() for c in item.contexts)
+
+
+async def _one_item(item: JudgeInput, noise: list[NoiseChunk] | None, answer_fn: AnswerFn, llm: LLM, mode: NoiseMode,
                     clean_score: Score | None, metric: str, control: bool,
                     implementation: JudgeImplementation | None) -> tuple[Outcome, Outcome | None, dict]:  # fmt: skip
-    if not (item.answer and item.answer.strip()) or not any(c.strip() for c in item.contexts):
+    """`noise`: the item's picks, None when the item has no answer or no contexts."""
+    if noise is None:
         reason = Outcome.skipped(f"no answer or no retrieved contexts: {metric} needs both")
         return reason, (reason if control else None), {}
-    noise = await asyncio.to_thread(pool.pick, item, mode, k)  # scans (and may embed) the pool: off the loop
     no_noise = Outcome.skipped(f"no eligible {mode} noise chunk in the pool")
     if not noise and not control:
         return no_noise, None, {}

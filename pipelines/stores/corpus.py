@@ -40,6 +40,8 @@ SPARSE_SCHEME = "bm25-blake2b32-v1"
 UPSERT_BATCH = 128
 EMBED_BATCH = 1024
 PREFETCH_FACTOR, PREFETCH_MIN = 4, 20
+SEARCH_BATCH = 256
+"""Queries per batched search request: a day's questions go in a few requests of bounded size."""
 _NAMESPACE = uuid.UUID("6f1d9a52-3c1e-4a8e-9a43-2f6b1f3c2d10")
 _CORPUS_KEY = "__corpus__"
 
@@ -219,37 +221,45 @@ class CorpusIndex:
 
     def search(self, query: str, k: int = 5, mode: SearchMode = "hybrid", filter: Filter = None) -> list[Hit]:
         """Top-k chunks for `query`. Hybrid fuses the dense and BM25 rankings with RRF."""
+        return self.search_many([query], k, mode, filter)[0]
+
+    def search_many(self, queries: Sequence[str], k: int = 5, mode: SearchMode = "hybrid",
+                    filter: Filter = None) -> list[list[Hit]]:  # fmt: skip
+        """`search` for each query, in order: the queries are embedded in one call and sent as batched
+        queries (`SEARCH_BATCH` per request), not one round trip per query."""
         if mode not in ("hybrid", "dense", "sparse"):
             raise ValueError(f"unknown search mode {mode!r}; use hybrid, dense or sparse")
         self._require_index()
         query_filter = _as_filter(filter)
-        indices, values = query_vector(query)
-        sparse = models.SparseVector(indices=indices, values=values)
-        if mode == "sparse":
-            if not indices:
-                return []
-            response = self.client.query_points(
-                self.collection, query=sparse, using=SPARSE, limit=k, query_filter=query_filter, with_payload=True
-            )
-        elif mode == "dense" or not indices:  # a query of stopwords only has no BM25 side
-            response = self.client.query_points(
-                self.collection, query=self._embed_query(query), using=DENSE, limit=k,
-                query_filter=query_filter, with_payload=True,
-            )  # fmt: skip
-        else:
-            depth = max(k * PREFETCH_FACTOR, PREFETCH_MIN)
-            response = self.client.query_points(
-                self.collection,
-                prefetch=[
-                    models.Prefetch(query=self._embed_query(query), using=DENSE, limit=depth, filter=query_filter),
-                    models.Prefetch(query=sparse, using=SPARSE, limit=depth, filter=query_filter),
-                ],
-                query=models.FusionQuery(fusion=models.Fusion.RRF),
-                limit=k,
-                query_filter=query_filter,
-                with_payload=True,
-            )
-        return [_hit(point.payload or {}, point.score) for point in response.points]
+        dense = iter(self.embedder.embed(list(queries)) if mode != "sparse" else [])
+        requests: list[models.QueryRequest | None] = []
+        for indices, values in map(query_vector, queries):
+            sparse = models.SparseVector(indices=indices, values=values)
+            if mode == "sparse":
+                requests.append(models.QueryRequest(query=sparse, using=SPARSE, limit=k, filter=query_filter,
+                                                    with_payload=True) if indices else None)  # fmt: skip
+            elif mode == "dense" or not indices:  # a query of stopwords only has no BM25 side
+                requests.append(models.QueryRequest(query=next(dense), using=DENSE, limit=k, filter=query_filter,
+                                                    with_payload=True))  # fmt: skip
+            else:
+                depth = max(k * PREFETCH_FACTOR, PREFETCH_MIN)
+                requests.append(models.QueryRequest(
+                    prefetch=[
+                        models.Prefetch(query=next(dense), using=DENSE, limit=depth, filter=query_filter),
+                        models.Prefetch(query=sparse, using=SPARSE, limit=depth, filter=query_filter),
+                    ],
+                    query=models.FusionQuery(fusion=models.Fusion.RRF),
+                    limit=k,
+                    filter=query_filter,
+                    with_payload=True,
+                ))  # fmt: skip
+        sent = [request for request in requests if request is not None]
+        responses = []
+        for start in range(0, len(sent), SEARCH_BATCH):
+            responses += self.client.query_batch_points(self.collection, sent[start : start + SEARCH_BATCH])
+        answered = iter(responses)
+        return [[_hit(point.payload or {}, point.score) for point in next(answered).points]
+                if request is not None else [] for request in requests]  # fmt: skip
 
     def chunks(self, filter: Filter = None, batch_size: int = 256) -> Iterator[Chunk]:
         """Every stored chunk (optionally filtered), in storage order."""
@@ -284,9 +294,6 @@ class CorpusIndex:
         return info.get("version") if info else None
 
     # -- internals ------------------------------------------------------------------------------
-
-    def _embed_query(self, query: str) -> list[float]:
-        return self.embedder.embed([query])[0]
 
     def _require_index(self) -> None:
         info = self._corpus_info()
