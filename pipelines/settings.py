@@ -124,6 +124,17 @@ class Settings(BaseSettings):
     online_target_url: str | None = None
     """The production RAG service (README § System under test). When set, the online eval's noise arms call
     it (metric `noise_delta_f`); unset, the reference generator answers them (`noise_delta_f_reference`)."""
+    online_max_traces: int = Field(default=2_000, ge=1)
+    """Traces the daily online eval judges at most (of the day's sample), stratified by app and language
+    (online_selection.py). Cost grows with this, not with the day's traffic."""
+    online_min_per_stratum: int = Field(default=30, ge=0)
+    """Judged traces each app/language stratum gets first (all it has when fewer), before the rest of the budget
+    goes in proportion: at 30, a faithfulness mean's 95 % interval is about ±0.09 for a typical spread (sd 0.25),
+    tight enough to tell the brief's bands apart, and 3× the diagnosis' `diagnosis_min_n`."""
+    online_noise_share: float = Field(default=0.25, ge=0.0, le=1.0)
+    """Share of the judged traces (per stratum, at least one) that also get noise sensitivity. ΔF costs about
+    twice what the clean scores do (two answers from the system, judging both arms): at 0.25 it is a third of the
+    day's requests instead of two thirds, while the daily ΔF still rests on 500 traces at the default budget."""
     gate_min_pairs: int = Field(default=10, ge=2)
     """Fewest items scored ok in both runs for the regression gate to decide on a metric."""
     diagnosis_min_n: int = Field(default=10, ge=1)

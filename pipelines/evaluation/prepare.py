@@ -19,7 +19,6 @@ import hashlib
 import logging
 from collections import Counter
 from datetime import date
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -28,7 +27,7 @@ from pipelines.allocation import allocate
 from pipelines.batching import batch_ranges
 from pipelines.evaluation.params import EvalParams
 from pipelines.evaluation.retrieval import distinct, metric_names, query_metrics
-from pipelines.evaluation.runs import RunMeta, run_and_close, stratum_of, write_meta
+from pipelines.evaluation.runs import PreparedRun, RunMeta, run_and_close, stratum_of, write_meta
 from pipelines.evaluation.target import ReferenceRAG, TargetResponse, build_target, generator_label, respond_all
 from pipelines.evaluation.tools import ToolTurn, score_tool_turns
 from pipelines.files import reset_dir, write_jsonl
@@ -41,15 +40,6 @@ from pipelines.workspace import Workspace
 
 log = logging.getLogger(__name__)
 SUITE = "offline"
-
-
-class PreparedRun(BaseModel):
-    run_id: str
-    run_dir: Path
-    items: int
-    target_failures: int
-    batches: list[tuple[int, int]]
-    """Response ranges the judge batches map over."""
 
 
 def prepare_offline_eval(settings: Settings, params: EvalParams, *, logical_date: date) -> PreparedRun:

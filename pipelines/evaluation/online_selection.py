@@ -1,0 +1,132 @@
+"""Which of a day's sampled traces the online eval judges: a budget, stratified, stable under rerun and growth.
+
+The day's sample (`golden/traces/dt=…`) can hold tens of thousands of traces; the online eval judges at
+most `max_traces` of them. The budget is divided among the app/language strata by `allocation.allocate`
+(a floor of `min_per_stratum` each, the rest in proportion to the stratum's size), and each stratum
+keeps the traces with the smallest `selection_key`: the sampling's own hash family, so
+
+- a rerun of the same day judges the same traces (and hits the LLM cache),
+- a larger budget judges a superset of a smaller one (allocate never lowers a stratum's count, and the
+  smallest keys of a stratum are a prefix of its larger smallest-keys set),
+- which traces are judged does not depend on the order the partition stores them in.
+
+Noise sensitivity costs about twice the clean scores, so it runs on a smaller share: within each
+stratum, the `ceil(noise_share × judged)` judged traces with the smallest keys — at least one where the
+stratum has any judged trace and the share is above 0, so every stratum has a ΔF row to read, and again a
+prefix, so superset-stable too.
+
+Memory is bounded by the budget, not the day: the selection reads only the trace id, app and language
+columns, in record batches, and keeps per stratum a heap of its target size; the judged rows' other
+columns are then read batch by batch, filtered on the selected ids.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from pydantic import BaseModel
+
+from pipelines.allocation import allocate
+from pipelines.traces.select import selection_key
+
+SELECTION_COLUMNS = ["trace_id", "app", "language"]
+"""All the selection reads of the day's partition."""
+JUDGED_COLUMNS = ["trace_id", "app", "language", "question", "answer", "contexts", "tool_calls"]
+"""What the judge batches need of a selected trace."""
+READ_ROWS = 8_192
+"""Rows per record batch read: a few MB of text at most, whatever the day's size."""
+
+
+class StratumBudget(BaseModel):
+    stratum: str
+    """`app/language`."""
+    day_traces: int
+    """Traces of the day's sample in the stratum."""
+    judged: int
+    noise: int
+    """Judged traces that also get noise sensitivity."""
+
+
+class BudgetCounts(BaseModel):
+    """How the day's budget was spent: what run.json, the results DB and the report say."""
+
+    max_traces: int
+    min_per_stratum: int
+    noise_share: float
+    day_traces: int
+    judged: int
+    noise: int
+    strata: list[StratumBudget]
+
+
+@dataclass(frozen=True)
+class OnlineSelection:
+    counts: BudgetCounts
+    judged: frozenset[str]
+    noise: frozenset[str]
+    """A subset of `judged`."""
+
+
+def stratum_of(app: str, language: str) -> str:
+    return f"{app}/{language}"
+
+
+def noise_count(judged: int, share: float) -> int:
+    """Noise traces of a stratum with `judged` judged traces: ceil(share × judged), exact in decimal (0.1 × 30 is
+    3, not 4), so at least one wherever share > 0 and judged > 0."""
+    return min(judged, math.ceil(Decimal(repr(share)) * judged))
+
+
+def select_budget(partition: Path, *, max_traces: int, min_per_stratum: int, noise_share: float,
+                  read_rows: int = READ_ROWS) -> OnlineSelection:  # fmt: skip
+    """The traces of one day's partition (a parquet file) to judge, and those to add noise to."""
+    file = pq.ParquetFile(partition)
+    population: Counter[str] = Counter()
+    for batch in file.iter_batches(batch_size=read_rows, columns=SELECTION_COLUMNS[1:]):
+        population.update(map(stratum_of, batch.column("app").to_pylist(), batch.column("language").to_pylist()))
+    targets = allocate(population, max_traces, floor=min_per_stratum)
+    # Max-heaps (negated keys) of each stratum's `target` smallest (key, trace id) seen so far.
+    kept: dict[str, list[tuple[int, str]]] = {s: [] for s in targets}
+    for batch in file.iter_batches(batch_size=read_rows, columns=SELECTION_COLUMNS):
+        columns = (batch.column(name).to_pylist() for name in SELECTION_COLUMNS)
+        for trace_id, app, language in zip(*columns):
+            stratum = stratum_of(app, language)
+            heap, target = kept[stratum], targets[stratum]
+            if target == 0:
+                continue
+            item = (-selection_key(trace_id), trace_id)
+            if len(heap) < target:
+                heapq.heappush(heap, item)
+            elif item > heap[0]:
+                heapq.heapreplace(heap, item)
+    judged: set[str] = set()
+    noise: set[str] = set()
+    strata = []
+    for stratum in sorted(kept):
+        ranked = [trace_id for _, trace_id in sorted(kept[stratum], reverse=True)]  # smallest key first
+        share = noise_count(len(ranked), noise_share)
+        judged.update(ranked)
+        noise.update(ranked[:share])
+        strata.append(StratumBudget(stratum=stratum, day_traces=population[stratum], judged=len(ranked), noise=share))
+    counts = BudgetCounts(max_traces=max_traces, min_per_stratum=min_per_stratum, noise_share=noise_share,
+                          day_traces=sum(population.values()), judged=len(judged), noise=len(noise), strata=strata)  # fmt: skip
+    return OnlineSelection(counts=counts, judged=frozenset(judged), noise=frozenset(noise))
+
+
+def read_judged(partition: Path, trace_ids: frozenset[str], *, read_rows: int = READ_ROWS) -> Iterator[dict[str, Any]]:
+    """The selected traces' `JUDGED_COLUMNS`, in the partition's order (trace id order, as sampling writes it),
+    read batch by batch and filtered on the ids before any row becomes a Python object."""
+    wanted = pa.array(sorted(trace_ids), type=pa.string())
+    for batch in pq.ParquetFile(partition).iter_batches(batch_size=read_rows, columns=JUDGED_COLUMNS):
+        chosen = batch.filter(pc.is_in(batch.column("trace_id"), value_set=wanted))
+        yield from chosen.to_pylist()
