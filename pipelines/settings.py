@@ -132,9 +132,10 @@ class Settings(BaseSettings):
     goes in proportion: at 30, a faithfulness mean's 95 % interval is about ±0.09 for a typical spread (sd 0.25),
     tight enough to tell the brief's bands apart, and 3× the diagnosis' `diagnosis_min_n`."""
     online_noise_share: float = Field(default=0.25, ge=0.0, le=1.0)
-    """Share of the judged traces (per stratum, at least one) that also get noise sensitivity. ΔF costs about
-    twice what the clean scores do (two answers from the system, judging both arms): at 0.25 it is a third of the
-    day's requests instead of two thirds, while the daily ΔF still rests on 500 traces at the default budget."""
+    """Share of the judged traces (per stratum, at least one) that also get noise sensitivity. A trace's clean scores
+    cost 3 requests (faithfulness 2, answer relevancy 1), its noise ΔF about 5 more (the clean, noisy and control
+    arms answered again, and judged): at 0.25 a judged trace costs about 4.3 requests instead of 8, and ΔF still rests
+    on 500 traces a day at the default budget."""
     gate_min_pairs: int = Field(default=10, ge=2)
     """Fewest items scored ok in both runs for the regression gate to decide on a metric."""
     diagnosis_min_n: int = Field(default=10, ge=1)

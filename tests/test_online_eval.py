@@ -191,3 +191,39 @@ def test_the_online_eval_judges_its_budget_in_batches_and_reports_it(indexed):
     assert stored_run.params["selection"]["judged"] == 12 and stored_run.params["max_traces"] == 12
     report = summary.report and open(summary.report, encoding="utf-8").read()
     assert "Judged traces" in report and "sample held 22 traces; 12 were judged" in report
+
+
+def test_a_cleared_batch_rerun_with_the_cache_on_sends_no_request(indexed):
+    from pipelines.models.simulator import SimulatorKnobs, running_simulator
+    from pipelines.prompt_catalog import all_prompts
+
+    settings, chunks = indexed
+    publish_day(settings, chunks, SMALL_DAY)
+    params = online_params(settings, max_traces=8, min_per_stratum=2, noise_share=0.5, batch_size=4)
+    with running_simulator(SimulatorKnobs(capacity=8), prompts=all_prompts()) as url:
+        endpoint = {"base_url": url, "max_retries": 2, "timeout_s": 10}
+        online = settings.model_copy(update={
+            "llm_backend": "openai", "llm_cache": True,
+            "generator": settings.generator.model_copy(update={**endpoint, "model": "gen-model"}),
+            "judge": settings.judge.model_copy(update={**endpoint, "model": "judge-model"}),
+        })  # fmt: skip
+
+        def requests() -> int:
+            return httpx.get(url.removesuffix("/v1") + "/admin/stats").json()["requests"]
+
+        prepared = prepare_online_eval(online, DAY, params)
+        assert prepared.batches == [(0, 4), (4, 8)]
+        first = [judge_online_batch(online, prepared.run_dir, start, end) for start, end in prepared.batches]
+        sent = requests()
+        assert sent == sum(b.judge["calls"] + b.generator["calls"] for b in first) > 0
+        assert all(b.generator["calls"] > 0 for b in first)  # every batch holds noise traces (a share of 0.5)
+        scores = RunPaths(prepared.run_dir).scores(judge_part(4))
+        written = scores.read_text()
+        scores.unlink()  # the batch is cleared (or failed): Airflow runs it again
+        again = judge_online_batch(online, prepared.run_dir, 4, 8)
+        assert requests() == sent and again.judge["calls"] == again.generator["calls"] == 0
+        assert again.judge["cache_hits"] > 0 and scores.read_text() == written
+        # The whole day again, prepare included: the same traces, nothing sent.
+        summary = run_online_eval(online, DAY, params, push=False)
+        assert requests() == sent and summary.items == 8
+        assert finalize_online_eval(online, prepared.run_dir).items == 8

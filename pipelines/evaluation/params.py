@@ -157,7 +157,7 @@ class OnlineParams(BaseModel):
     noise_mode: Literal["hard", "random"] = "hard"
     noise_k: int = Field(default=2, ge=1)
     batch_size: int = Field(default=100, ge=1)
-    """Traces per judge batch (a mapped task): about 3 requests each, plus 6 per noise trace."""
+    """Traces per judge batch (a mapped task): 3 requests each, about 5 more per noise trace."""
 
 
 def online_params(settings, **overrides) -> OnlineParams:
