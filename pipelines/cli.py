@@ -744,6 +744,11 @@ def eval_online(
     noise_share: Annotated[Optional[float], typer.Option(help="Share of the judged traces that also get noise ΔF "
                                                               "(default: RAGWATCH_ONLINE_NOISE_SHARE, 0.25).",
                                                          min=0.0, max=1.0)] = None,
+    target_half_width: Annotated[Optional[float], typer.Option(help="Judge each stratum on as many traces as "
+                                                                    "faithfulness' 95 % interval needs to be about ± "
+                                                                    "this, from the last runs' spread (--max-traces "
+                                                                    "still caps).", min=0.0, max=1.0,
+                                                               min_open=True, max_open=True)] = None,
 ) -> None:
     """The daily online eval without Airflow: judge a budget of the day's sampled traces, noise ΔF, tool-call validity."""
     from pipelines.evaluation.formatting import number
@@ -753,7 +758,7 @@ def eval_online(
 
     settings = _settings()
     the_day = date.fromisoformat(day) if day else _today() - timedelta(days=1)
-    params = online_params(settings, max_traces=max_traces, noise_share=noise_share)
+    params = online_params(settings, max_traces=max_traces, noise_share=noise_share, target_half_width=target_half_width)
     with _progress() as bar:
         task = bar.add_task("judging", total=None)
         try:

@@ -136,6 +136,9 @@ class Settings(BaseSettings):
     cost 3 requests (faithfulness 2, answer relevancy 1), its noise ΔF about 5 more (the clean, noisy and control
     arms answered again, and judged): at 0.25 a judged trace costs about 4.3 requests instead of 8, and ΔF still rests
     on 500 traces a day at the default budget."""
+    online_target_half_width: float | None = Field(default=None, gt=0.0, lt=1.0)
+    """When set (e.g. 0.03), each stratum is judged on as many traces as its faithfulness interval needs to be about
+    ±this wide, from the spread of the last online runs; `online_max_traces` still caps the day."""
     gate_min_pairs: int = Field(default=10, ge=2)
     """Fewest items scored ok in both runs for the regression gate to decide on a metric."""
     diagnosis_min_n: int = Field(default=10, ge=1)

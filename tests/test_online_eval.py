@@ -20,7 +20,9 @@ from hypothesis import strategies as st
 from pipelines.allocation import allocate
 from pipelines.corpus.steps import index_corpus
 from pipelines.evaluation.online import finalize_online_eval, judge_online_batch, prepare_online_eval, run_online_eval
-from pipelines.evaluation.online_selection import JUDGED_COLUMNS, SELECTION_COLUMNS, noise_count, read_judged, select_budget
+from pipelines.evaluation.online import past_spread
+from pipelines.evaluation.online_selection import (JUDGED_COLUMNS, SELECTION_COLUMNS, HalfWidthTarget, noise_count,
+                                                   read_judged, select_budget)  # fmt: skip
 from pipelines.evaluation.params import online_params
 from pipelines.evaluation.runs import judge_part
 from pipelines.records import SAMPLED_TRACE_SCHEMA
@@ -118,6 +120,18 @@ def test_the_same_day_judges_the_same_traces_and_a_larger_budget_a_superset(part
     assert len(previous.judged) == sum(SIZES.values())  # a budget beyond the day judges all of it
 
 
+def test_a_target_half_width_sizes_each_stratum_from_its_spread_and_the_budget_still_caps(partition):
+    target = HalfWidthTarget(half_width=0.1, spread={"docs/en": 0.3, "docs/es": 0.1}, pooled=0.2)
+    sized = select(partition, 500, floor=5, target=target)
+    # n = ceil((1.96 sd / h)²): 35 for sd 0.3, 4 -> the floor 5 for sd 0.1, 16 (pooled) capped by the day's 9 and 3.
+    assert {s.stratum: (s.wanted, s.judged) for s in sized.counts.strata} == {
+        "docs/en": (35, 35), "docs/es": (5, 5), "billing/es": (16, 9), "agent/en": (16, 3)}
+    assert sized.counts.target_half_width == 0.1 and sized.counts.judged == 52
+    capped = select(partition, 30, floor=5, target=target)
+    assert capped.counts.judged == 30 and capped.judged <= sized.judged
+    assert {s.stratum: s.judged for s in capped.counts.strata}["docs/en"] > 10
+
+
 def test_noise_share_rounds_up_exactly_and_zero_means_none():
     assert noise_count(30, 0.1) == 3 and noise_count(4, 0.25) == 1 and noise_count(3, 0.25) == 1
     assert noise_count(0, 0.5) == 0 and noise_count(9, 0.0) == 0 and noise_count(7, 1.0) == 7
@@ -160,10 +174,10 @@ def indexed(tmp_path_factory):
     return settings, chunks
 
 
-def publish_day(settings, chunks, sizes):
-    partition = Workspace.from_settings(settings).traces_partition(DAY)
+def publish_day(settings, chunks, sizes, day=DAY):
+    partition = Workspace.from_settings(settings).traces_partition(day)
     write_partition(partition.data, trace_rows(sizes, chunks))
-    partition.manifest.write_text(json.dumps({"day": DAY.isoformat()}))
+    partition.manifest.write_text(json.dumps({"day": day.isoformat()}))
 
 
 SMALL_DAY = {("docs", "en"): 14, ("docs", "es"): 6, ("billing", "es"): 2}
@@ -191,6 +205,17 @@ def test_the_online_eval_judges_its_budget_in_batches_and_reports_it(indexed):
     assert stored_run.params["selection"]["judged"] == 12 and stored_run.params["max_traces"] == 12
     report = summary.report and open(summary.report, encoding="utf-8").read()
     assert "Judged traces" in report and "sample held 22 traces; 12 were judged" in report
+
+    # The next day, sized for ±0.05 from this run's spread: each stratum asks for what its spread needs.
+    later = date(2026, 3, 2)
+    publish_day(settings, chunks, SMALL_DAY, later)
+    target = past_spread(settings, later, 0.05)
+    assert target is not None and set(target.spread) == set(strata)
+    prepared = prepare_online_eval(settings, later, params.model_copy(update={"target_half_width": 0.05}))
+    selection = json.loads((prepared.run_dir / "run.json").read_text())["selection"]
+    assert selection["target_half_width"] == 0.05
+    assert [s["wanted"] for s in selection["strata"]] == [target.wanted(s["stratum"], 3) for s in selection["strata"]]
+    assert past_spread(settings, DAY, 0.05) is None  # nothing before the first day: the budget alone
 
 
 def test_a_cleared_batch_rerun_with_the_cache_on_sends_no_request(indexed):

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import statistics
 from collections.abc import Callable
 from datetime import date, datetime, timezone
 from pathlib import Path
@@ -33,7 +34,7 @@ from pipelines.evaluation.finalize import publish_run
 from pipelines.evaluation.inbox import queue_candidates
 from pipelines.evaluation.judge import JudgeInput, Outcome, judge_items
 from pipelines.evaluation.noise import CONTROL_METRIC, METRIC, REFERENCE_METRIC, NoisePool, noise_delta_f
-from pipelines.evaluation.online_selection import read_judged, select_budget, stratum_of
+from pipelines.evaluation.online_selection import HalfWidthTarget, read_judged, select_budget, stratum_of
 from pipelines.evaluation.params import OnlineParams
 from pipelines.evaluation.push import push_run
 from pipelines.evaluation.report import ItemView
@@ -55,6 +56,8 @@ log = logging.getLogger(__name__)
 SUITE = "online"
 TARGET = "production"
 METRICS = ["faithfulness", "answer_relevancy"]
+SPREAD_RUNS = 3
+"""Past online runs whose faithfulness spread sizes a target half-width."""
 
 
 def _dataset_version(workspace: Workspace, day: date) -> str:
@@ -75,8 +78,9 @@ def prepare_online_eval(settings: Settings, day: date, params: OnlineParams) -> 
     if not workspace.has_traces(day):
         raise FileNotFoundError(f"no published sample for {day}: run trace_sampling for that day first")
     partition = workspace.traces_partition(day).data
+    target = past_spread(settings, day, params.target_half_width) if params.target_half_width else None
     selection = select_budget(partition, max_traces=params.max_traces, min_per_stratum=params.min_per_stratum,
-                              noise_share=params.noise_share)  # fmt: skip
+                              noise_share=params.noise_share, target=target)  # fmt: skip
     run = workspace.run_folder(SUITE, day, TARGET)
     reset_dir(run.root)
     judged = write_jsonl(run.traces, ({**row, "noise": row["trace_id"] in selection.noise}
@@ -92,6 +96,27 @@ def prepare_online_eval(settings: Settings, day: date, params: OnlineParams) -> 
     # A day with nothing to judge still has one (empty) batch, so the mapped judge task and finalize run.
     batches = batch_ranges(judged, params.batch_size) or [(0, 0)]
     return PreparedRun(run_id=rid, run_dir=run.root, items=judged, batches=batches)
+
+
+def past_spread(settings: Settings, day: date, half_width: float, runs: int = SPREAD_RUNS) -> HalfWidthTarget | None:
+    """Faithfulness' spread per stratum over the last `runs` online runs before `day`, for a target half-width; None
+    (the budget alone, logged) when they scored too little to say."""
+    values: dict[str, list[float]] = {}
+    store = ResultsStore.from_settings(settings)
+    try:
+        for past in store.runs(SUITE, runs, target=TARGET, before=day) if store.exists() else []:
+            for score in store.scores(past.run_id):  # one run's scores at a time
+                if score.metric == "faithfulness" and score.status == "ok":
+                    values.setdefault(score.stratum, []).append(score.value)
+    finally:
+        store.dispose()
+    pooled = [v for vs in values.values() for v in vs]
+    if len(pooled) < 2:
+        log.info("online eval %s: no faithfulness spread in the last %d runs to size ±%g by: the budget alone", day,
+                 runs, half_width)  # fmt: skip
+        return None
+    spread = {s: statistics.stdev(vs) for s, vs in values.items() if len(vs) >= 2}
+    return HalfWidthTarget(half_width=half_width, spread=spread, pooled=statistics.stdev(pooled))
 
 
 def judge_input(row: dict[str, Any]) -> JudgeInput:

@@ -15,6 +15,12 @@ stratum, the `ceil(noise_share × judged)` judged traces with the smallest keys 
 stratum has any judged trace and the share is above 0, so every stratum has a ΔF row to read, and again a
 prefix, so superset-stable too.
 
+A budget may also be given as a target half-width (`HalfWidthTarget`): each stratum then asks for the
+traces its faithfulness interval needs to be about ±h wide, n = ⌈(1.96 · sd / h)²⌉, with sd the
+stratum's spread in the last runs (the pooled spread for a stratum they did not have), at least the
+floor and at most what the day has; `max_traces` still caps the total, shared in proportion to what the
+strata asked for.
+
 Memory is bounded by the budget, not the day: the selection reads only the trace id, app and language
 columns, in record batches, and keeps per stratum a heap of its target size; the judged rows' other
 columns are then read batch by batch, filtered on the selected ids.
@@ -47,6 +53,10 @@ READ_ROWS = 8_192
 """Rows per record batch read: a few MB of text at most, whatever the day's size."""
 
 
+Z95 = 1.959964
+"""The normal quantile of a two-sided 95 % interval."""
+
+
 class StratumBudget(BaseModel):
     stratum: str
     """`app/language`."""
@@ -55,6 +65,8 @@ class StratumBudget(BaseModel):
     judged: int
     noise: int
     """Judged traces that also get noise sensitivity."""
+    wanted: int | None = None
+    """With a target half-width: the traces the stratum asked for (before the day's size and the budget)."""
 
 
 class BudgetCounts(BaseModel):
@@ -67,6 +79,23 @@ class BudgetCounts(BaseModel):
     judged: int
     noise: int
     strata: list[StratumBudget]
+    target_half_width: float | None = None
+    """The faithfulness half-width the strata were sized for; None: the budget alone."""
+
+
+@dataclass(frozen=True)
+class HalfWidthTarget:
+    """Judged traces per stratum for faithfulness' 95 % interval to be about ±`half_width`, from past spread."""
+
+    half_width: float
+    spread: dict[str, float]
+    """Stratum -> the standard deviation of its faithfulness scores in the last runs."""
+    pooled: float
+    """The spread over every stratum: for a stratum the last runs did not have."""
+
+    def wanted(self, stratum: str, floor: int) -> int:
+        sd = self.spread.get(stratum, self.pooled)
+        return max(floor, math.ceil((Z95 * sd / self.half_width) ** 2))
 
 
 @dataclass(frozen=True)
@@ -88,24 +117,28 @@ def noise_count(judged: int, share: float) -> int:
 
 
 def select_budget(partition: Path, *, max_traces: int, min_per_stratum: int, noise_share: float,
-                  read_rows: int = READ_ROWS) -> OnlineSelection:  # fmt: skip
-    """The traces of one day's partition (a parquet file) to judge, and those to add noise to."""
+                  target: HalfWidthTarget | None = None, read_rows: int = READ_ROWS) -> OnlineSelection:  # fmt: skip
+    """The traces of one day's partition (a parquet file) to judge, and those to add noise to; with a `target`,
+    each stratum sized for it, `max_traces` capping the total."""
     file = pq.ParquetFile(partition)
     population: Counter[str] = Counter()
     for batch in file.iter_batches(batch_size=read_rows, columns=SELECTION_COLUMNS[1:]):
         population.update(map(stratum_of, batch.column("app").to_pylist(), batch.column("language").to_pylist()))
-    targets = allocate(population, max_traces, floor=min_per_stratum)
+    wanted = {s: target.wanted(s, min_per_stratum) for s in population} if target else {}
+    # allocate never gives a stratum more than it is offered: the day's traces, or as many as the target asks.
+    offered = {s: min(n, wanted.get(s, n)) for s, n in population.items()}
+    targets = allocate(offered, max_traces, floor=min_per_stratum)
     # Max-heaps (negated keys) of each stratum's `target` smallest (key, trace id) seen so far.
     kept: dict[str, list[tuple[int, str]]] = {s: [] for s in targets}
     for batch in file.iter_batches(batch_size=read_rows, columns=SELECTION_COLUMNS):
         columns = (batch.column(name).to_pylist() for name in SELECTION_COLUMNS)
         for trace_id, app, language in zip(*columns):
             stratum = stratum_of(app, language)
-            heap, target = kept[stratum], targets[stratum]
-            if target == 0:
+            heap, size = kept[stratum], targets[stratum]
+            if size == 0:
                 continue
             item = (-selection_key(trace_id), trace_id)
-            if len(heap) < target:
+            if len(heap) < size:
                 heapq.heappush(heap, item)
             elif item > heap[0]:
                 heapq.heapreplace(heap, item)
@@ -117,16 +150,18 @@ def select_budget(partition: Path, *, max_traces: int, min_per_stratum: int, noi
         share = noise_count(len(ranked), noise_share)
         judged.update(ranked)
         noise.update(ranked[:share])
-        strata.append(StratumBudget(stratum=stratum, day_traces=population[stratum], judged=len(ranked), noise=share))
+        strata.append(StratumBudget(stratum=stratum, day_traces=population[stratum], judged=len(ranked), noise=share,
+                                    wanted=wanted.get(stratum)))  # fmt: skip
     counts = BudgetCounts(max_traces=max_traces, min_per_stratum=min_per_stratum, noise_share=noise_share,
-                          day_traces=sum(population.values()), judged=len(judged), noise=len(noise), strata=strata)  # fmt: skip
+                          day_traces=sum(population.values()), judged=len(judged), noise=len(noise), strata=strata,
+                          target_half_width=target.half_width if target else None)  # fmt: skip
     return OnlineSelection(counts=counts, judged=frozenset(judged), noise=frozenset(noise))
 
 
 def read_judged(partition: Path, trace_ids: frozenset[str], *, read_rows: int = READ_ROWS) -> Iterator[dict[str, Any]]:
     """The selected traces' `JUDGED_COLUMNS`, in the partition's order (trace id order, as sampling writes it),
     read batch by batch and filtered on the ids before any row becomes a Python object."""
-    wanted = pa.array(sorted(trace_ids), type=pa.string())
+    ids = pa.array(sorted(trace_ids), type=pa.string())
     for batch in pq.ParquetFile(partition).iter_batches(batch_size=read_rows, columns=JUDGED_COLUMNS):
-        chosen = batch.filter(pc.is_in(batch.column("trace_id"), value_set=wanted))
+        chosen = batch.filter(pc.is_in(batch.column("trace_id"), value_set=ids))
         yield from chosen.to_pylist()

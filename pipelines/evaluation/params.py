@@ -154,6 +154,9 @@ class OnlineParams(BaseModel):
     """Judged traces each stratum gets first (RAGWATCH_ONLINE_MIN_PER_STRATUM)."""
     noise_share: float = Field(default=0.25, ge=0.0, le=1.0)
     """Share of each stratum's judged traces that also get noise ΔF (RAGWATCH_ONLINE_NOISE_SHARE)."""
+    target_half_width: float | None = Field(default=None, gt=0.0, lt=1.0)
+    """Size each stratum for faithfulness' 95 % interval to be about ±this (RAGWATCH_ONLINE_TARGET_HALF_WIDTH), from
+    the last runs' spread; `max_traces` still caps the total. None: the budget alone."""
     noise_mode: Literal["hard", "random"] = "hard"
     noise_k: int = Field(default=2, ge=1)
     batch_size: int = Field(default=100, ge=1)
@@ -163,6 +166,6 @@ class OnlineParams(BaseModel):
 def online_params(settings, **overrides) -> OnlineParams:
     """The settings' budget, with every override that is not None."""
     given = {"max_traces": settings.online_max_traces, "min_per_stratum": settings.online_min_per_stratum,
-             "noise_share": settings.online_noise_share}  # fmt: skip
+             "noise_share": settings.online_noise_share, "target_half_width": settings.online_target_half_width}  # fmt: skip
     given.update({k: v for k, v in overrides.items() if v is not None})
     return OnlineParams.model_validate(given)

@@ -266,12 +266,16 @@ details { margin: 2px 0; } pre { white-space: pre-wrap; word-break: break-word; 
 <p>The day's sample held {{ selection.day_traces }} traces; {{ selection.judged }} were judged (budget {{
 selection.max_traces }}: at least {{ selection.min_per_stratum }} per app/language stratum where it has them, the rest
 in proportion, the same traces on a rerun and a superset with a larger budget), and {{ selection.noise }} of them also
-got noise sensitivity (a share of {{ selection.noise_share }} per stratum, at least one).</p>
+got noise sensitivity (a share of {{ selection.noise_share }} per stratum, at least one).{% if
+selection.target_half_width %} Each stratum asked for the traces its faithfulness interval needs to be about ±{{
+selection.target_half_width }} wide, from the spread of the last runs (column "asked"); the budget caps the
+total.{% endif %}</p>
 <table>
-<tr><th>stratum</th><th>day's traces</th><th>judged</th><th>noise ΔF</th><th>faithfulness n</th>
-<th>faithfulness 95 % CI ±</th></tr>
+<tr><th>stratum</th><th>day's traces</th>{% if selection.target_half_width %}<th>asked</th>{% endif %}<th>judged</th>
+<th>noise ΔF</th><th>faithfulness n</th><th>faithfulness 95 % CI ±</th></tr>
 {% for row in judged_strata %}
-<tr><td>{{ row.stratum }}</td><td class="num">{{ row.day_traces }}</td><td class="num">{{ row.judged }}</td>
+<tr><td>{{ row.stratum }}</td><td class="num">{{ row.day_traces }}</td>{% if selection.target_half_width %}<td
+class="num">{{ row.wanted }}</td>{% endif %}<td class="num">{{ row.judged }}</td>
 <td class="num">{{ row.noise }}</td><td class="num">{{ row.faithfulness_n }}</td>
 <td class="num">{{ row.faithfulness_half_width|num }}</td></tr>
 {% endfor %}

@@ -56,6 +56,8 @@ class StratumJudged(BaseModel):
     judged: int
     noise: int
     """Judged traces that also got noise sensitivity."""
+    wanted: int | None = None
+    """With a target half-width: the traces the stratum asked for."""
     faithfulness_n: int = 0
     """Traces whose faithfulness was scored (ok)."""
     faithfulness_half_width: float | None = None
