@@ -747,8 +747,7 @@ def eval_online(
     target_half_width: Annotated[Optional[float], typer.Option(help="Judge each stratum on as many traces as "
                                                                     "faithfulness' 95 % interval needs to be about ± "
                                                                     "this, from the last runs' spread (--max-traces "
-                                                                    "still caps).", min=0.0, max=1.0,
-                                                               min_open=True, max_open=True)] = None,
+                                                                    "still caps).")] = None,
 ) -> None:
     """The daily online eval without Airflow: judge a budget of the day's sampled traces, noise ΔF, tool-call validity."""
     from pipelines.evaluation.formatting import number
@@ -758,7 +757,11 @@ def eval_online(
 
     settings = _settings()
     the_day = date.fromisoformat(day) if day else _today() - timedelta(days=1)
-    params = online_params(settings, max_traces=max_traces, noise_share=noise_share, target_half_width=target_half_width)
+    try:
+        params = online_params(settings, max_traces=max_traces, noise_share=noise_share,
+                               target_half_width=target_half_width)  # fmt: skip
+    except ValidationError as exc:
+        _fail("; ".join(f"--{str(e['loc'][0]).replace('_', '-')}: {e['msg']}" for e in exc.errors(include_url=False)))
     with _progress() as bar:
         task = bar.add_task("judging", total=None)
         try:

@@ -252,3 +252,20 @@ def test_a_cleared_batch_rerun_with_the_cache_on_sends_no_request(indexed):
         summary = run_online_eval(online, DAY, params, push=False)
         assert requests() == sent and summary.items == 8
         assert finalize_online_eval(online, prepared.run_dir).items == 8
+
+
+def test_the_cli_judges_the_budget_it_is_given_and_refuses_a_bad_one(indexed, monkeypatch):
+    from typer.testing import CliRunner
+
+    from pipelines.cli import app
+
+    settings, chunks = indexed
+    publish_day(settings, chunks, SMALL_DAY)
+    monkeypatch.setenv("RAGWATCH_HOME", str(settings.home))
+    monkeypatch.setenv("RAGWATCH_ANONYMIZER_KEY", "k")
+    run = CliRunner().invoke(app, ["eval", "online", "--date", str(DAY), "--max-traces", "6", "--noise-share", "0.5",
+                                   "--no-push"], terminal_width=200)  # fmt: skip
+    assert run.exit_code == 0, run.output
+    assert "judged 6 of the day's 22 sampled traces (budget 6)" in run.output and "docs/en" in run.output
+    bad = CliRunner().invoke(app, ["eval", "online", "--date", str(DAY), "--target-half-width", "1.5"])
+    assert bad.exit_code != 0 and "--target-half-width: Input should be less than 1" in bad.output
