@@ -6,8 +6,9 @@ file) -> finalize (aggregates with CIs, results DB, report, review inbox) -> pus
 through the same run folder and steps (runs.py, finalize.py). `run_online_eval` runs them in one process.
 
 Faithfulness and answer relevancy of the production answers through the ragas judge, online noise
-sensitivity (on the budget's smaller noise share), and tool-call validity against each tool's JSON schema. Every score row carries its trace
-id; strata are app/language. The lowest-scoring traces go to the review inbox as golden candidates.
+sensitivity (on the budget's smaller noise share), and tool-call validity against each tool's JSON
+schema. Every score row carries its trace id; strata are app/language. The lowest-scoring traces go
+to the review inbox as golden candidates.
 
 Noise sensitivity needs a system to answer again, and ΔF compares like with like only when both arms
 come from one system with one prompt and settings. With `RAGWATCH_ONLINE_TARGET_URL` set, the production
