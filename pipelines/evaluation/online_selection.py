@@ -136,7 +136,7 @@ def select_budget(partition: Path, *, max_traces: int, min_per_stratum: int, noi
     # allocate never gives a stratum more than it is offered: the day's traces, or as many as the target asks.
     offered = {s: min(n, wanted.get(s, n)) for s, n in population.items()}
     targets = allocate(offered, max_traces, floor=min_per_stratum)
-    # Max-heaps (negated keys) of each stratum's `target` smallest (key, trace id) seen so far.
+    # Max-heaps (negated keys) of each stratum's `targets[stratum]` smallest (key, trace id) seen so far.
     kept: dict[str, list[tuple[int, str]]] = {s: [] for s in targets}
     for batch in file.iter_batches(batch_size=read_rows, columns=SELECTION_COLUMNS, use_threads=False):
         columns = (batch.column(name).to_pylist() for name in SELECTION_COLUMNS)
@@ -168,8 +168,8 @@ def select_budget(partition: Path, *, max_traces: int, min_per_stratum: int, noi
 
 def read_judged(partition: Path, trace_ids: frozenset[str], *,
                 read_rows: int = JUDGED_READ_ROWS) -> Iterator[dict[str, Any]]:  # fmt: skip
-    """The selected traces' `JUDGED_COLUMNS`, in the partition's order (trace id order, as sampling writes it),
-    read batch by batch and filtered on the ids before any row becomes a Python object."""
+    """The selected traces' `JUDGED_COLUMNS` in the partition's order (a rerun reads them in the same order), read
+    batch by batch and filtered on the ids before any row becomes a Python object."""
     ids = pa.array(sorted(trace_ids), type=pa.string())
     for batch in _open(partition).iter_batches(batch_size=read_rows, columns=JUDGED_COLUMNS, use_threads=False):
         chosen = batch.filter(pc.is_in(batch.column("trace_id"), value_set=ids))
