@@ -739,21 +739,45 @@ def eval_online(
     day: Annotated[Optional[str], typer.Option("--date", help="Day whose sampled traces to score (default: yesterday, UTC).",
                                                callback=_checked(inputs.day))] = None,
     push: Annotated[bool, typer.Option(help="Push the scores to the Pushgateway (or its textfile).")] = True,
+    max_traces: Annotated[Optional[int], typer.Option(help="Traces judged at most, stratified by app and language "
+                                                           "(default: RAGWATCH_ONLINE_MAX_TRACES, 2000).", min=1)] = None,
+    noise_share: Annotated[Optional[float], typer.Option(help="Share of the judged traces that also get noise ΔF "
+                                                              "(default: RAGWATCH_ONLINE_NOISE_SHARE, 0.25).",
+                                                         min=0.0, max=1.0)] = None,
+    target_half_width: Annotated[Optional[float], typer.Option(help="Judge each stratum on as many traces as "
+                                                                    "faithfulness' 95 % interval needs to be about ± "
+                                                                    "this, from the last runs' spread (--max-traces "
+                                                                    "still caps).")] = None,
 ) -> None:
-    """The daily online eval without Airflow: judge the day's sampled traces, noise ΔF, tool-call validity."""
-    from pipelines.evaluation.online import score_online
-    from pipelines.evaluation.push import push_run
+    """The daily online eval without Airflow: judge a budget of the day's sampled traces, noise ΔF, tool-call validity."""
+    from pipelines.evaluation.formatting import number
+    from pipelines.evaluation.online import run_online_eval
+    from pipelines.evaluation.params import online_params
     from pipelines.workspace import Workspace
 
     settings = _settings()
     the_day = date.fromisoformat(day) if day else _today() - timedelta(days=1)
     try:
-        summary = score_online(settings, the_day)
-    except FileNotFoundError as exc:
-        _fail(str(exc))
-    if push:
-        push_run(settings, summary)
+        params = online_params(settings, max_traces=max_traces, noise_share=noise_share,
+                               target_half_width=target_half_width)  # fmt: skip
+    except ValidationError as exc:
+        _fail("; ".join(f"--{str(e['loc'][0]).replace('_', '-')}: {e['msg']}" for e in exc.errors(include_url=False)))
+    with _progress() as bar:
+        task = bar.add_task("judging", total=None)
+        try:
+            summary = run_online_eval(settings, the_day, params, push=push,
+                                      progress=lambda done, total: bar.update(task, completed=done, total=total))  # fmt: skip
+        except FileNotFoundError as exc:
+            _fail(str(exc))
     print_eval_summary(summary)
+    table = Table(title=escape(f"judged {summary.items} of the day's {summary.day_traces} sampled traces "
+                               f"(budget {params.max_traces})"))  # fmt: skip
+    for column in ("stratum", "day's traces", "judged", "noise ΔF", "faithfulness n", "95 % CI ±"):
+        table.add_column(column, justify="left" if column == "stratum" else "right")
+    for row in summary.judged_strata:
+        table.add_row(escape(row.stratum), str(row.day_traces), str(row.judged), str(row.noise), str(row.faithfulness_n),
+                      number(row.faithfulness_half_width))  # fmt: skip
+    console.print(table)
     inbox = Workspace.from_settings(settings).review_candidates(the_day)
     console.print(f"{summary.review_candidates} lowest-scoring traces queued for golden review in {inbox} "
                   "(fill in the reference answer and gold passages, then `ragwatch golden import` it)")  # fmt: skip

@@ -124,6 +124,21 @@ class Settings(BaseSettings):
     online_target_url: str | None = None
     """The production RAG service (README § System under test). When set, the online eval's noise arms call
     it (metric `noise_delta_f`); unset, the reference generator answers them (`noise_delta_f_reference`)."""
+    online_max_traces: int = Field(default=2_000, ge=1)
+    """Traces the daily online eval judges at most (of the day's sample), stratified by app and language
+    (online_selection.py). Cost grows with this, not with the day's traffic."""
+    online_min_per_stratum: int = Field(default=30, ge=0)
+    """Judged traces each app/language stratum gets first (all it has when fewer), before the rest of the budget
+    goes in proportion: at 30, a faithfulness mean's 95 % interval is about ±0.09 for a typical spread (sd 0.25),
+    tight enough to tell the brief's bands apart, and 3× the diagnosis' `diagnosis_min_n`."""
+    online_noise_share: float = Field(default=0.25, ge=0.0, le=1.0)
+    """Share of the judged traces (per stratum, at least one) that also get noise sensitivity. A trace's clean scores
+    cost 3 requests (faithfulness 2, answer relevancy 1), its noise ΔF about 5 more (the clean, noisy and control
+    arms answered again, and judged): at 0.25 a judged trace costs about 4.3 requests instead of 8, and ΔF still rests
+    on 500 traces a day at the default budget."""
+    online_target_half_width: float | None = Field(default=None, gt=0.0, lt=1.0)
+    """When set (e.g. 0.03), each stratum is judged on as many traces as its faithfulness interval needs to be about
+    ±this wide, from the spread of the last online runs; `online_max_traces` still caps the day."""
     gate_min_pairs: int = Field(default=10, ge=2)
     """Fewest items scored ok in both runs for the regression gate to decide on a metric."""
     diagnosis_min_n: int = Field(default=10, ge=1)

@@ -181,7 +181,8 @@ class GoldenPaths:
 
 @dataclass(frozen=True)
 class RunPaths:
-    """One eval run's working files: its parameters, the target's responses, the score batches."""
+    """One eval run's working files: its parameters, the target's responses (online: the judged traces), the score
+    batches."""
 
     root: Path
 
@@ -192,6 +193,11 @@ class RunPaths:
     @property
     def responses(self) -> Path:
         return self.root / "responses.jsonl"
+
+    @property
+    def traces(self) -> Path:
+        """The online eval's judged traces, selected from the day's sample."""
+        return self.root / "traces.jsonl"
 
     def scores(self, part: str) -> Path:
         return self.root / f"scores-{part}.jsonl"

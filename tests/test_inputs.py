@@ -153,6 +153,9 @@ HOSTILE_PARAMS = {
     "limit": [0, -5, "10"],
     "noise_mode": ["other", None],
     "noise_k": [0, 1000, "2"],
+    "max_traces": [0, -5, "10", 1.5],
+    "noise_share": [-0.1, 1.5, "0.25"],
+    "target_half_width": [0, 1, -0.1, "0.03"],
     "baseline_run": [*HOSTILE_RUN_IDS[:4], "offline/x", 5],
     "reference_run": [*HOSTILE_RUN_IDS[:4], "offline/x", 5],
 }
@@ -181,3 +184,5 @@ def test_every_dag_param_refuses_hostile_values_and_defaults_to_the_settings():
     # One source for defaults: the trace-sampling params left null mean the settings.
     sampling = bag.dags["trace_sampling"].params
     assert all(sampling[key] is None for key in ("sample_rate", "strata", "min_per_stratum"))
+    online = bag.dags["online_eval"].params
+    assert all(online[key] is None for key in ("max_traces", "noise_share", "target_half_width"))

@@ -1,4 +1,8 @@
-"""Step 3 of an offline eval: aggregates with CIs, the gate, the results DB, the HTML report."""
+"""The last step of an eval run: aggregates with CIs, the results DB, the HTML report, the metrics file.
+
+`publish_run` is what both suites do with their scores; the offline eval gates against its baseline
+first (`finalize_offline_eval`), the online eval queues review candidates after (online.py).
+"""
 
 from __future__ import annotations
 
@@ -68,27 +72,35 @@ def finalize_offline_eval(settings: Settings, run_dir: Path) -> RunSummary:
             correctness=verdict.get("reason"),
         )  # fmt: skip
 
-    workspace = Workspace.from_settings(settings)
     store = ResultsStore.from_settings(settings)
     store.create()
+    try:
+        run = EvalRun(run_id=meta.run_id, suite=meta.suite, logical_date=meta.logical_date, target=meta.target,
+                      dataset_version=meta.dataset_version, judge_model=build_llm(settings, "judge").model,
+                      generator_model=meta.generator_model,
+                      params={**meta.params.model_dump(mode="json"), "context_depth": meta.context_depth,
+                              **({"subset": meta.subset} if meta.subset else {})},
+                      finished_at=datetime.now(timezone.utc))  # fmt: skip
+        gate = gate_against_baseline(store, run, scores, min_pairs=settings.gate_min_pairs,
+                                     baseline_run=meta.params.baseline_run,
+                                     reference_run=meta.params.reference_run)  # fmt: skip
+        run.gate_passed, run.gate = (gate.passed, gate.to_dict()) if gate else (None, None)
+        summary = publish_run(settings, store, run, scores, views, items=meta.items, run_gate=gate)
+    finally:
+        store.dispose()
+    log.info("offline eval %s: %s; report %s", run.run_id, summary.gate, summary.report)
+    return summary
+
+
+def publish_run(settings: Settings, store: ResultsStore, run: EvalRun, scores: list[Score], views: dict[str, ItemView],
+                *, items: int, run_gate=None) -> RunSummary:  # fmt: skip
+    """Save the run and its scores to the results DB, write its report and metrics file; its summary."""
+    workspace = Workspace.from_settings(settings)
     aggregates = aggregate(scores)
-    run = EvalRun(run_id=meta.run_id, suite=meta.suite, logical_date=meta.logical_date, target=meta.target,
-                  dataset_version=meta.dataset_version, judge_model=build_llm(settings, "judge").model,
-                  generator_model=meta.generator_model,
-                  params={**meta.params.model_dump(mode="json"), "context_depth": meta.context_depth,
-                          **({"subset": meta.subset} if meta.subset else {})},
-                  finished_at=datetime.now(timezone.utc))  # fmt: skip
-    gate = gate_against_baseline(store, run, scores, min_pairs=settings.gate_min_pairs,
-                                 baseline_run=meta.params.baseline_run,
-                                 reference_run=meta.params.reference_run)  # fmt: skip
-    run.gate_passed, run.gate = (gate.passed, gate.to_dict()) if gate else (None, None)
     report = workspace.report(run.suite, run.logical_date, run.target)
     run.report_path = str(report)
     store.save_run(run, scores)
     write_report(report, render_report(run, scores, aggregates=aggregates, items=views, trend=trend_from_store(store, run),
-                                       run_gate=gate, min_n=settings.diagnosis_min_n))  # fmt: skip
+                                       run_gate=run_gate, min_n=settings.diagnosis_min_n))  # fmt: skip
     write_metrics_json(workspace.metrics_json(report), aggregates)
-    store.dispose()
-    summary = run_summary(run, aggregates, items=meta.items, min_n=settings.diagnosis_min_n)
-    log.info("offline eval %s: %s; report %s", run.run_id, summary.gate, report)
-    return summary
+    return run_summary(run, aggregates, items=items, min_n=settings.diagnosis_min_n)

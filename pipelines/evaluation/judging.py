@@ -21,15 +21,13 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
 from pipelines.evaluation.judge import JudgeInput, judge_items
 from pipelines.evaluation.noise import CONTROL_METRIC, METRIC, NoisePool, noise_delta_f
 from pipelines.evaluation.params import judge_metric_key, reported_metric
 from pipelines.evaluation.prompts import AnswerCorrectnessPrompt, CorrectnessInput, CorrectnessVerdict
-from pipelines.evaluation.runs import read_meta, run_and_close, stratum_of
+from pipelines.evaluation.runs import JudgedBatch, judge_part, read_meta, read_rows, run_and_close, stratum_of
 from pipelines.evaluation.target import build_target
-from pipelines.files import read_jsonl, write_jsonl
+from pipelines.files import write_jsonl
 from pipelines.models.embeddings import build_embedder
 from pipelines.models.llm import LLMResult, build_llm, check_models_differ
 from pipelines.records import GoldenItem, Score
@@ -39,14 +37,6 @@ from pipelines.workspace import RunPaths
 
 log = logging.getLogger(__name__)
 CORRECTNESS = "answer_correctness"
-
-
-class JudgedBatch(BaseModel):
-    batch: tuple[int, int]
-    scores: int
-    failed: int
-    judge: dict[str, Any]
-    """The judge's counters for this batch (requests, tokens, failures)."""
 
 
 def judge_input(row: dict[str, Any]) -> JudgeInput:
@@ -90,7 +80,7 @@ def judge_offline_batch(settings: Settings, run_dir: Path, start: int, end: int)
     run = RunPaths(run_dir)
     meta = read_meta(run)
     params = meta.params
-    rows = [r for r in read_jsonl(run.responses)[start:end] if r["item"]["qtype"] != "tool"]
+    rows = [r for r in read_rows(run.responses, start, end) if r["item"]["qtype"] != "tool"]
     check_models_differ(settings, log)
     judge, embedder = build_llm(settings, "judge"), build_embedder(settings)
     scores: list[Score] = []
@@ -126,8 +116,8 @@ def judge_offline_batch(settings: Settings, run_dir: Path, start: int, end: int)
     verdict_of = {i.item_id: v for (i, _), v in zip(graded, verdicts)}
     scores += [correctness_score(i.item_id, i.stratum, g, verdict_of.get(i.item_id), **labels, judge_model=judge.model)
                for i, g in zip(inputs, requests)]  # fmt: skip
-    write_jsonl(run.scores(f"judge-{start:06d}"), (s.model_dump() for s in scores))
-    write_jsonl(run.verdicts(f"judge-{start:06d}"), (
+    write_jsonl(run.scores(judge_part(start)), (s.model_dump() for s in scores))
+    write_jsonl(run.verdicts(judge_part(start)), (
         {"item_id": i.item_id, "correct": v.value.correct if v.ok else None,
          "reason": v.value.reason if v.ok else f"correctness judge failed: {v.error}"}
         for (i, _), v in zip(graded, verdicts)))  # fmt: skip

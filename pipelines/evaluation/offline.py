@@ -15,6 +15,7 @@ from pipelines.evaluation.judging import judge_offline_batch
 from pipelines.evaluation.params import EvalParams
 from pipelines.evaluation.prepare import prepare_offline_eval
 from pipelines.evaluation.push import PushedRun, push_run
+from pipelines.evaluation.runs import run_steps
 from pipelines.evaluation.summary import RunSummary
 from pipelines.settings import Settings
 
@@ -22,10 +23,6 @@ from pipelines.settings import Settings
 def run_offline_eval(settings: Settings, params: EvalParams, *, logical_date: date,
                      progress=None) -> tuple[RunSummary, PushedRun]:  # fmt: skip
     prepared = prepare_offline_eval(settings, params, logical_date=logical_date)
-    for i, (start, end) in enumerate(prepared.batches, start=1):
-        judge_offline_batch(settings, prepared.run_dir, start, end)
-        if progress:
-            progress(i, len(prepared.batches))
-    summary = finalize_offline_eval(settings, prepared.run_dir)
+    summary = run_steps(settings, prepared, judge_offline_batch, finalize_offline_eval, progress)
     pushed = push_run(settings, summary)
     return enforce_gate(summary, params.fail_on_gate), pushed

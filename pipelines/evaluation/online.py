@@ -1,8 +1,14 @@
-"""The daily online eval: reference-free scores of one day's sampled (anonymized) traces.
+"""The daily online eval: reference-free scores of a budget of one day's sampled (anonymized) traces.
+
+prepare (choose at most `max_traces` of the day's sample, stratified by app/language, and write them to the
+run folder: online_selection.py) -> judge batches (mapped tasks in the LLM pool; each writes its own score
+file) -> finalize (aggregates with CIs, results DB, report, review inbox) -> push: the offline eval's shape,
+through the same run folder and steps (runs.py, finalize.py). `run_online_eval` runs them in one process.
 
 Faithfulness and answer relevancy of the production answers through the ragas judge, online noise
-sensitivity, and tool-call validity against each tool's JSON schema. Every score row carries its trace
-id; strata are app/language. The lowest-scoring traces go to the review inbox as golden candidates.
+sensitivity (on the budget's smaller noise share), and tool-call validity against each tool's JSON
+schema. Every score row carries its trace id; strata are app/language. The lowest-scoring traces go
+to the review inbox as golden candidates.
 
 Noise sensitivity needs a system to answer again, and ΔF compares like with like only when both arms
 come from one system with one prompt and settings. With `RAGWATCH_ONLINE_TARGET_URL` set, the production
@@ -18,39 +24,41 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import statistics
+from collections.abc import Callable
 from datetime import date, datetime, timezone
+from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
-
+from pipelines.batching import batch_ranges
+from pipelines.evaluation.finalize import publish_run
 from pipelines.evaluation.inbox import queue_candidates
 from pipelines.evaluation.judge import JudgeInput, Outcome, judge_items
 from pipelines.evaluation.noise import CONTROL_METRIC, METRIC, REFERENCE_METRIC, NoisePool, noise_delta_f
-from pipelines.evaluation.report import ItemView, render_report, trend_from_store, write_metrics_json, write_report
-from pipelines.evaluation.runs import RunMeta, run_and_close, write_meta
-from pipelines.evaluation.stats import aggregate
-from pipelines.evaluation.summary import RunSummary, run_summary
+from pipelines.evaluation.online_selection import HalfWidthTarget, read_judged, select_budget, stratum_of
+from pipelines.evaluation.params import OnlineParams
+from pipelines.evaluation.push import push_run
+from pipelines.evaluation.report import ItemView
+from pipelines.evaluation.runs import (JudgedBatch, PreparedRun, RunMeta, iter_rows, judge_part, load_scores, read_meta,
+                                       read_rows, run_and_close, run_steps, write_meta)  # fmt: skip
+from pipelines.evaluation.summary import RunSummary
 from pipelines.evaluation.target import HTTPTarget, ReferenceRAG, generator_label
 from pipelines.evaluation.tools import tool_call_validity
-from pipelines.files import write_jsonl
+from pipelines.files import reset_dir, write_jsonl
 from pipelines.models.embeddings import build_embedder
 from pipelines.models.llm import build_llm, check_models_differ
 from pipelines.records import Score, ToolCall
 from pipelines.settings import Settings
 from pipelines.stores.corpus import open_corpus_index
 from pipelines.stores.results import EvalRun, ResultsStore, run_id
-from pipelines.workspace import Workspace
+from pipelines.workspace import RunPaths, Workspace
 
 log = logging.getLogger(__name__)
 SUITE = "online"
 TARGET = "production"
 METRICS = ["faithfulness", "answer_relevancy"]
-
-
-def read_sampled(workspace: Workspace, day: date) -> list[dict[str, Any]]:
-    if not workspace.has_traces(day):
-        raise FileNotFoundError(f"no published sample for {day}: run trace_sampling for that day first")
-    return pq.read_table(workspace.traces_partition(day).data).to_pylist()
+SPREAD_RUNS = 3
+"""Past online runs whose faithfulness spread sizes a target half-width."""
 
 
 def _dataset_version(workspace: Workspace, day: date) -> str:
@@ -58,78 +66,152 @@ def _dataset_version(workspace: Workspace, day: date) -> str:
     return f"traces/dt={day}" + (f"@{md5[:12]}" if md5 else "")
 
 
-def score_online(settings: Settings, day: date, *, noise_mode: str = "hard", noise_k: int = 2) -> RunSummary:
+def _noise_arms(settings: Settings, generator) -> tuple[str, str]:
+    """(who answers the noise arms, the ΔF metric): production when its URL is set, else the reference generator."""
+    if settings.online_target_url:
+        return f"{TARGET} ({settings.online_target_url})", METRIC
+    return generator_label(generator), REFERENCE_METRIC
+
+
+def prepare_online_eval(settings: Settings, day: date, params: OnlineParams) -> PreparedRun:
+    """Choose the day's budget of traces, write them and run.json (with the selection's counts) to the run folder."""
     workspace = Workspace.from_settings(settings)
-    traces = read_sampled(workspace, day)
-    rid, version = run_id(SUITE, day, TARGET), _dataset_version(workspace, day)
-    labels = dict(run_id=rid, suite=SUITE, dataset_version=version)
-    inputs = [JudgeInput(item_id=t["trace_id"], stratum=f"{t['app']}/{t['language']}", question=t["question"],
-                         answer=t["answer"], contexts=[c["text"] for c in t["contexts"]],
-                         context_ids=[c["chunk_id"] for c in t["contexts"]]) for t in traces]  # fmt: skip
-    check_models_differ(settings, log)
-    judge, generator, embedder = build_llm(settings, "judge"), build_llm(settings, "generator"), build_embedder(settings)
+    if not workspace.has_traces(day):
+        raise FileNotFoundError(f"no published sample for {day}: run trace_sampling for that day first")
+    partition = workspace.traces_partition(day).data
+    target = past_spread(settings, day, params.target_half_width) if params.target_half_width else None
+    selection = select_budget(partition, max_traces=params.max_traces, min_per_stratum=params.min_per_stratum,
+                              noise_share=params.noise_share, target=target)  # fmt: skip
+    run = workspace.run_folder(SUITE, day, TARGET)
+    reset_dir(run.root)
+    judged = write_jsonl(run.traces, ({**row, "noise": row["trace_id"] in selection.noise}
+                                      for row in read_judged(partition, selection.judged)))  # fmt: skip
+    rid, (arms_by, _) = run_id(SUITE, day, TARGET), _noise_arms(settings, build_llm(settings, "generator"))
+    counts = selection.counts
+    write_meta(run, RunMeta(run_id=rid, suite=SUITE, logical_date=day, target=TARGET,
+                            dataset_version=_dataset_version(workspace, day), items=judged, generator_model=arms_by,
+                            judge_model=build_llm(settings, "judge").model, params=params,
+                            selection=counts.model_dump(mode="json")))  # fmt: skip
+    log.info("online eval %s: judging %d of the day's %d traces (%d with noise) in %d strata", rid, judged,
+             counts.day_traces, counts.noise, len(counts.strata))  # fmt: skip
+    # A day with nothing to judge still has one (empty) batch, so the mapped judge task and finalize run.
+    batches = batch_ranges(judged, params.batch_size) or [(0, 0)]
+    return PreparedRun(run_id=rid, run_dir=run.root, items=judged, batches=batches)
+
+
+def past_spread(settings: Settings, day: date, half_width: float, runs: int = SPREAD_RUNS) -> HalfWidthTarget | None:
+    """Faithfulness' spread per stratum over the last `runs` online runs before `day`, for a target half-width; None
+    (the budget alone, logged) when they scored too little to say."""
+    values: dict[str, list[float]] = {}
+    store = ResultsStore.from_settings(settings)
+    try:
+        for past in store.runs(SUITE, runs, target=TARGET, before=day) if store.exists() else []:
+            for score in store.scores(past.run_id):  # one run's scores at a time
+                if score.metric == "faithfulness" and score.status == "ok":
+                    values.setdefault(score.stratum, []).append(score.value)
+    finally:
+        store.dispose()
+    pooled = [v for vs in values.values() for v in vs]
+    if len(pooled) < 2:
+        log.info("online eval %s: no faithfulness spread in the last %d runs to size ±%g by: the budget alone", day,
+                 runs, half_width)  # fmt: skip
+        return None
+    spread = {s: statistics.stdev(vs) for s, vs in values.items() if len(vs) >= 2}
+    return HalfWidthTarget(half_width=half_width, spread=spread, pooled=statistics.stdev(pooled))
+
+
+def judge_input(row: dict[str, Any]) -> JudgeInput:
+    """What the judge sees of one judged trace (traces.jsonl)."""
+    return JudgeInput(item_id=row["trace_id"], stratum=stratum_of(row["app"], row["language"]), question=row["question"],
+                      answer=row["answer"], contexts=[c["text"] for c in row["contexts"]],
+                      context_ids=[c["chunk_id"] for c in row["contexts"]])  # fmt: skip
+
+
+def judge_online_batch(settings: Settings, run_dir: Path, start: int, end: int) -> JudgedBatch:
+    """Faithfulness, answer relevancy and tool-call validity of traces[start:end], noise ΔF of its noise share; one
+    score file. With the LLM cache on, a rerun of the batch sends no request."""
+    run = RunPaths(run_dir)
+    meta = read_meta(run)
+    params: OnlineParams = meta.params
+    rows = read_rows(run.traces, start, end)
+    labels = dict(run_id=meta.run_id, suite=SUITE, dataset_version=meta.dataset_version)
+    inputs = [judge_input(row) for row in rows]
     scores: list[Score] = []
-    for trace, item in zip(traces, inputs):
-        calls = [ToolCall(name=c["name"], arguments=json.loads(c["arguments"] or "{}")) for c in trace["tool_calls"]]
+    for row, item in zip(rows, inputs):
+        calls = [ToolCall(name=c["name"], arguments=json.loads(c["arguments"] or "{}")) for c in row["tool_calls"]]
         scores.append(tool_call_validity(calls).score(**labels, item_id=item.item_id, stratum=item.stratum,
                                                       metric="tool_call_validity"))  # fmt: skip
+    noisy = [item for row, item in zip(rows, inputs) if row["noise"]]
+    check_models_differ(settings, log)
+    judge, generator, embedder = build_llm(settings, "judge"), build_llm(settings, "generator"), build_embedder(settings)
     with open_corpus_index(settings) as index:
-        pool = NoisePool.from_index(index, inputs) if inputs else None
+        pool = NoisePool.from_index(index, noisy) if noisy else None
+    arms_by, noise_metric = _noise_arms(settings, generator)
     if settings.online_target_url:
-        system, noise_metric = HTTPTarget(settings.online_target_url, name=TARGET), METRIC
-        arms_by = f"{TARGET} ({settings.online_target_url})"
+        system = HTTPTarget(settings.online_target_url, name=TARGET)
     else:
-        system, noise_metric = ReferenceRAG(index=None, llm=generator, name="generator"), REFERENCE_METRIC
-        arms_by = generator_label(generator)
-    language = {i.question: i.stratum.rsplit("/", 1)[-1] for i in inputs}
+        system = ReferenceRAG(index=None, llm=generator, name="generator")
+    language = {i.question: i.stratum.rsplit("/", 1)[-1] for i in noisy}
 
     async def answer(question: str, contexts: list[str], sample: int) -> str | None:
         return await system.answer_with(question, language.get(question, "en"), contexts, sample=sample)
 
-    async def judged():
-        clean = await judge_items(inputs, METRICS, judge, embedder, **labels)
-        if not inputs:
-            return clean
+    async def noise() -> list[Score]:
+        if not noisy:
+            return []
         # The clean arm is answered again by the system that answers the noisy one (see the module docstring).
-        answers = await asyncio.gather(*(answer(i.question, i.contexts, 0) for i in inputs))
-        arms = [i.model_copy(update={"answer": a}) for i, a in zip(inputs, answers) if a]
-        lost = [i for i, a in zip(inputs, answers) if not a]
+        answers = await asyncio.gather(*(answer(i.question, i.contexts, 0) for i in noisy))
+        arms = [i.model_copy(update={"answer": a}) for i, a in zip(noisy, answers) if a]
+        lost = [i for i, a in zip(noisy, answers) if not a]
         reason = Outcome.failed(f"{arms_by} gave no answer from the trace's clean contexts")
         failed = [reason.score(**labels, item_id=i.item_id, stratum=i.stratum, metric=m, judge_model=judge.model)
                   for i in lost for m in (noise_metric, CONTROL_METRIC)]  # fmt: skip
-        noise = await noise_delta_f(arms, pool, lambda q, ctx: answer(q, ctx, 1), judge, **labels, mode=noise_mode,
-                                    k=noise_k, metric=noise_metric, control=True)  # fmt: skip
-        return clean + failed + [s for n in noise for s in n.scores]
+        results = await noise_delta_f(arms, pool, lambda q, ctx: answer(q, ctx, 1), judge, **labels,
+                                      mode=params.noise_mode, k=params.noise_k, metric=noise_metric, control=True)  # fmt: skip
+        return failed + [s for n in results for s in n.scores]
+
+    async def judged() -> list[Score]:
+        # The noise arms do not wait for the clean scores (they judge their own answers): both keep the servers busy.
+        clean, noisy_scores = await asyncio.gather(judge_items(inputs, METRICS, judge, embedder, **labels), noise())
+        return clean + noisy_scores
 
     scores += run_and_close(judged(), judge, generator)
-    judge.counters.log(log, "online judge")
-    generator.counters.log(log, "online generator (noise)")
-    run_paths = workspace.run_folder(SUITE, day, TARGET)
-    run_paths.root.mkdir(parents=True, exist_ok=True)
-    write_jsonl(run_paths.scores("online"), (s.model_dump() for s in scores))
-    meta = RunMeta(run_id=rid, suite=SUITE, logical_date=day, target=TARGET, dataset_version=version, items=len(traces),
-                   generator_model=arms_by, judge_model=judge.model)  # fmt: skip
-    write_meta(run_paths, meta)
-    return finalize_online(settings, meta, traces, scores)
+    write_jsonl(run.scores(judge_part(start)), (s.model_dump() for s in scores))
+    judge.counters.log(log, f"online judge batch {start}-{end}")
+    generator.counters.log(log, f"online generator (noise) batch {start}-{end}")
+    return JudgedBatch(batch=(start, end), scores=len(scores), failed=sum(s.status == "failed" for s in scores),
+                       judge=judge.counters.summary(), generator=generator.counters.summary())  # fmt: skip
 
 
-def finalize_online(settings: Settings, meta: RunMeta, traces: list[dict[str, Any]], scores: list[Score]) -> RunSummary:
-    workspace = Workspace.from_settings(settings)
-    store = ResultsStore.from_settings(settings)
-    store.create()
-    run = EvalRun(run_id=meta.run_id, suite=SUITE, logical_date=meta.logical_date, target=TARGET,
-                  dataset_version=meta.dataset_version, judge_model=meta.judge_model,
-                  generator_model=meta.generator_model, finished_at=datetime.now(timezone.utc))  # fmt: skip
-    aggregates = aggregate(scores)
-    report = workspace.report(run.suite, run.logical_date, run.target)
-    run.report_path = str(report)
-    store.save_run(run, scores)
+def finalize_online_eval(settings: Settings, run_dir: Path) -> RunSummary:
+    """Aggregates with CIs, the results DB, the report (with the budget per stratum), the review inbox."""
+    run_paths = RunPaths(run_dir)
+    meta = read_meta(run_paths)
+    scores = load_scores(run_paths)
+    traces = list(iter_rows(run_paths.traces))  # the budget's rows: bounded by max_traces, not the day
     views = {t["trace_id"]: ItemView(item_id=t["trace_id"], question=t["question"], answer=t["answer"],
                                      contexts=[f"{c['chunk_id']}: {c['text']}" for c in t["contexts"]]) for t in traces}  # fmt: skip
-    write_report(report, render_report(run, scores, aggregates=aggregates, items=views, trend=trend_from_store(store, run),
-                                       min_n=settings.diagnosis_min_n))  # fmt: skip
-    write_metrics_json(workspace.metrics_json(report), aggregates)
-    store.dispose()
-    queued, _ = queue_candidates(workspace, run.logical_date, traces, scores)
-    return run_summary(run, aggregates, items=meta.items, min_n=settings.diagnosis_min_n).model_copy(
-        update={"review_candidates": queued})
+    run = EvalRun(run_id=meta.run_id, suite=SUITE, logical_date=meta.logical_date, target=TARGET,
+                  dataset_version=meta.dataset_version, judge_model=meta.judge_model,
+                  generator_model=meta.generator_model,
+                  params={**meta.params.model_dump(mode="json"), "selection": meta.selection},
+                  finished_at=datetime.now(timezone.utc))  # fmt: skip
+    store = ResultsStore.from_settings(settings)
+    store.create()
+    try:
+        summary = publish_run(settings, store, run, scores, views, items=meta.items)
+    finally:
+        store.dispose()
+    queued, _ = queue_candidates(Workspace.from_settings(settings), run.logical_date, traces, scores)
+    return summary.model_copy(update={"review_candidates": queued})
+
+
+def run_online_eval(settings: Settings, day: date, params: OnlineParams, *, push: bool = True,
+                    progress: Callable[[int, int], None] | None = None) -> RunSummary:  # fmt: skip
+    """Every step of the online eval in one process (the CLI, `ragwatch bench online`): prepare, each judge batch,
+    finalize, and the push unless `push` is False."""
+    prepared = prepare_online_eval(settings, day, params)
+    summary = run_steps(settings, prepared, judge_online_batch, finalize_online_eval, progress)
+    if push:
+        push_run(settings, summary)
+    return summary

@@ -1,4 +1,4 @@
-"""What an offline eval run is asked to do: its parameters with their defaults and checks.
+"""What an eval run is asked to do (offline and online): its parameters with their defaults and checks.
 
 Light on purpose: the offline_eval DAG file imports it at parse time for its Param defaults.
 """
@@ -141,3 +141,31 @@ def eval_params(settings, **overrides) -> EvalParams:
         target_url(given["target_url"], settings.target_hosts_allowed)
         given.setdefault("target_name", target_name_for(given["target_url"]))
     return EvalParams.model_validate(given)
+
+
+class OnlineParams(BaseModel):
+    """What a daily online eval is asked to do; `online_params` fills the budget from the settings."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_traces: int = Field(default=2_000, ge=1)
+    """Traces judged at most (RAGWATCH_ONLINE_MAX_TRACES), stratified by app and language."""
+    min_per_stratum: int = Field(default=30, ge=0)
+    """Judged traces each stratum gets first (RAGWATCH_ONLINE_MIN_PER_STRATUM)."""
+    noise_share: float = Field(default=0.25, ge=0.0, le=1.0)
+    """Share of each stratum's judged traces that also get noise ΔF (RAGWATCH_ONLINE_NOISE_SHARE)."""
+    target_half_width: float | None = Field(default=None, gt=0.0, lt=1.0)
+    """Size each stratum for faithfulness' 95 % interval to be about ±this (RAGWATCH_ONLINE_TARGET_HALF_WIDTH), from
+    the last runs' spread; `max_traces` still caps the total. None: the budget alone."""
+    noise_mode: Literal["hard", "random"] = "hard"
+    noise_k: int = Field(default=2, ge=1)
+    batch_size: int = Field(default=100, ge=1)
+    """Traces per judge batch (a mapped task): 3 requests each, about 5 more per noise trace."""
+
+
+def online_params(settings, **overrides) -> OnlineParams:
+    """The settings' budget, with every override that is not None."""
+    given = {"max_traces": settings.online_max_traces, "min_per_stratum": settings.online_min_per_stratum,
+             "noise_share": settings.online_noise_share, "target_half_width": settings.online_target_half_width}  # fmt: skip
+    given.update({k: v for k, v in overrides.items() if v is not None})
+    return OnlineParams.model_validate(given)

@@ -19,15 +19,15 @@ import hashlib
 import logging
 from collections import Counter
 from datetime import date
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
+from pipelines.allocation import allocate
 from pipelines.batching import batch_ranges
 from pipelines.evaluation.params import EvalParams
 from pipelines.evaluation.retrieval import distinct, metric_names, query_metrics
-from pipelines.evaluation.runs import RunMeta, run_and_close, stratum_of, write_meta
+from pipelines.evaluation.runs import PreparedRun, RunMeta, run_and_close, stratum_of, write_meta
 from pipelines.evaluation.target import ReferenceRAG, TargetResponse, build_target, generator_label, respond_all
 from pipelines.evaluation.tools import ToolTurn, score_tool_turns
 from pipelines.files import reset_dir, write_jsonl
@@ -40,15 +40,6 @@ from pipelines.workspace import Workspace
 
 log = logging.getLogger(__name__)
 SUITE = "offline"
-
-
-class PreparedRun(BaseModel):
-    run_id: str
-    run_dir: Path
-    items: int
-    target_failures: int
-    batches: list[tuple[int, int]]
-    """Response ranges the judge batches map over."""
 
 
 def prepare_offline_eval(settings: Settings, params: EvalParams, *, logical_date: date) -> PreparedRun:
@@ -117,22 +108,13 @@ def stratified_subset(items: list[GoldenItem], limit: int, *, floor: int) -> tup
     floors' sum; the rest go in proportion to each type's size. Within a type, items are taken in the
     order of a hash of their id.
 
-    Items are allocated one at a time, each to the type with the strongest claim: below its floor with
-    the fewest drawn first, then the largest available / (drawn + ½) (Webster's divisor method), ties to
-    the first type by name. So the same limit draws the same items on every run, and a larger limit draws
-    a superset of a smaller one (no Alabama paradox, unlike largest-remainder rounding)."""
+    The counts come from `allocation.allocate` (Webster's divisor method after the floors), so the same
+    limit draws the same items on every run, and a larger limit draws a superset of a smaller one."""
     by_qtype: dict[str, list[GoldenItem]] = {}
     for item in sorted(items, key=_hash_order):
         by_qtype.setdefault(item.qtype, []).append(item)
     available = {q: len(group) for q, group in sorted(by_qtype.items())}
-    drawn = dict.fromkeys(available, 0)
-
-    def claim(qtype: str) -> tuple[bool, int, float]:
-        below = drawn[qtype] < min(floor, available[qtype])
-        return below, -drawn[qtype] if below else 0, available[qtype] / (drawn[qtype] + 0.5)
-
-    for _ in range(min(limit, len(items))):
-        drawn[max((q for q in available if drawn[q] < available[q]), key=claim)] += 1
+    drawn = allocate(available, limit, floor=floor)
     chosen = sorted((i for q, group in by_qtype.items() for i in group[: drawn[q]]), key=_hash_order)
     return chosen, Subset(limit=limit, floor=floor, drawn=drawn, available=available)
 

@@ -27,6 +27,7 @@ from pipelines.evaluation.stats import (
 )  # fmt: skip
 from pipelines.evaluation.formatting import interval, number
 from pipelines.evaluation.gate import Comparison, RunGate
+from pipelines.evaluation.summary import judged_strata
 from pipelines.files import atomic_write_text
 from pipelines.models.offline import OFFLINE_MODEL
 from pipelines.records import METRICS, Score
@@ -109,6 +110,8 @@ def render_report(run: EvalRun, scores: Sequence[Score], *, aggregates: Sequence
         "attribution": _attribution(scores, items),
         "worst": _worst_items(scores, items, worst),
         "failures": _failures(scores),
+        "selection": (run.params or {}).get("selection"),
+        "judged_strata": judged_strata((run.params or {}).get("selection"), aggs),
     }
     return _TEMPLATE.render(**context)
 
@@ -258,6 +261,26 @@ details { margin: 2px 0; } pre { white-space: pre-wrap; word-break: break-word; 
 <tr><td>finished</td><td>{{ run.finished_at or "–" }}</td></tr>
 <tr><td>params</td><td><code>{{ params }}</code></td></tr>
 </table>
+{% if selection %}
+<h2>Judged traces</h2>
+<p>The day's sample held {{ selection.day_traces }} traces; {{ selection.judged }} were judged (budget {{
+selection.max_traces }}: at least {{ selection.min_per_stratum }} per app/language stratum where it has them, the rest
+in proportion, the same traces on a rerun and a superset with a larger budget), and {{ selection.noise }} of them also
+got noise sensitivity (a share of {{ selection.noise_share }} per stratum, at least one).{% if
+selection.target_half_width %} Each stratum asked for the traces its faithfulness interval needs to be about ±{{
+selection.target_half_width }} wide, from the spread of the last runs (column "asked"); the budget caps the
+total.{% endif %}</p>
+<table>
+<tr><th>stratum</th><th>day's traces</th>{% if selection.target_half_width %}<th>asked</th>{% endif %}<th>judged</th>
+<th>noise ΔF</th><th>faithfulness n</th><th>faithfulness 95 % CI ±</th></tr>
+{% for row in judged_strata %}
+<tr><td>{{ row.stratum }}</td><td class="num">{{ row.day_traces }}</td>{% if selection.target_half_width %}<td
+class="num">{{ row.wanted }}</td>{% endif %}<td class="num">{{ row.judged }}</td>
+<td class="num">{{ row.noise }}</td><td class="num">{{ row.faithfulness_n }}</td>
+<td class="num">{{ row.faithfulness_half_width|num }}</td></tr>
+{% endfor %}
+</table>
+{% endif %}
 {% if offline %}
 <div class="banner">Scored with the offline deterministic backend ({{ run.judge_model }}): these numbers test the
 pipeline, not the assistant.</div>

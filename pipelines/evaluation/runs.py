@@ -1,17 +1,25 @@
-"""An eval run's working folder: its metadata, the target's responses and the scores, as files.
+"""An eval run's working folder and the steps both suites share: prepare -> judge batches -> finalize.
 
-Steps of one run (prepare, judge batches, finalize) hand each other the folder; Airflow's XCom
-carries only its path and counts.
+Steps of one run hand each other the folder; Airflow's XCom carries only its path and counts. The
+prepare step writes the run's metadata (run.json) and its input rows (the offline target's responses,
+the online eval's selected traces) and says which ranges of rows the judge batches take; each judge
+batch writes its own score file, so a failed batch is retried alone and a rerun replaces its file;
+finalize reads every score file back. `run_steps` runs them in order in one process.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
+import json
+from collections.abc import Callable, Iterator
 from datetime import date
+from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
-from pipelines.evaluation.params import EvalParams
+from pipelines.evaluation.params import EvalParams, OnlineParams
 from pipelines.files import atomic_write_text, read_jsonl
 from pipelines.records import GoldenItem, Score
 from pipelines.workspace import RunPaths
@@ -34,13 +42,66 @@ class RunMeta(RunHeader):
     target_failures: int = 0
     generator_model: str | None = None
     judge_model: str | None = None
-    params: EvalParams | None = None
-    """The offline eval's parameters; None online."""
+    params: EvalParams | OnlineParams | None = None
+    """The run's parameters (offline or online)."""
     context_depth: int | None = None
     """Chunks the generator was given (offline): the k at which precision@k is "relevant chunks given / given"
     for an item with that many gold chunks; recorded in the run's params."""
     subset: dict | None = None
     """How a `limit` subset was drawn (prepare.Subset: per question type, drawn and available); None: all items."""
+    selection: dict | None = None
+    """Online: how the day's budget was spent (online_selection.BudgetCounts: the day's traces, judged and noise
+    traces per stratum)."""
+
+
+class PreparedRun(BaseModel):
+    """What the prepare step hands the judge batches."""
+
+    run_id: str
+    run_dir: Path
+    items: int
+    target_failures: int = 0
+    batches: list[tuple[int, int]]
+    """Row ranges the judge batches map over."""
+
+
+class JudgedBatch(BaseModel):
+    batch: tuple[int, int]
+    scores: int
+    failed: int
+    judge: dict[str, Any]
+    """The judge's counters for this batch (requests, tokens, failures, cache hits)."""
+    generator: dict[str, Any] | None = None
+    """The generator's, where the batch had it answer (the online noise arms)."""
+
+
+def judge_part(start: int) -> str:
+    """The name of the score (and verdict) file of the judge batch that starts at row `start`."""
+    return f"judge-{start:06d}"
+
+
+def read_rows(path: Path, start: int, end: int) -> list[dict]:
+    """Rows [start, end) of a JSON Lines file, read line by line: a batch holds its own rows only."""
+    with path.open(encoding="utf-8") as fh:
+        return [json.loads(line) for line in itertools.islice(fh, start, end)]
+
+
+def iter_rows(path: Path) -> Iterator[dict]:
+    with path.open(encoding="utf-8") as fh:
+        yield from (json.loads(line) for line in fh if line.strip())
+
+
+JudgeBatch = Callable[[Any, Path, int, int], JudgedBatch]
+
+
+def run_steps(settings, prepared: PreparedRun, judge_batch: JudgeBatch, finalize: Callable[[Any, Path], Any],
+              progress: Callable[[int, int], None] | None = None):  # fmt: skip
+    """Every judge batch of a prepared run in order, then finalize: the DAG's mapped tasks in one process."""
+    for i, (start, end) in enumerate(prepared.batches, start=1):
+        judge_batch(settings, prepared.run_dir, start, end)
+        if progress:
+            progress(i, len(prepared.batches))
+    return finalize(settings, prepared.run_dir)
 
 
 def write_meta(run: RunPaths, meta: RunMeta) -> None:

@@ -47,6 +47,23 @@ class GateRow(BaseModel):
     status: str = GATED
 
 
+class StratumJudged(BaseModel):
+    """Online: one app/language stratum of the day's budget, and how tight its faithfulness came out."""
+
+    stratum: str
+    day_traces: int
+    """Traces of the day's sample in the stratum."""
+    judged: int
+    noise: int
+    """Judged traces that also got noise sensitivity."""
+    wanted: int | None = None
+    """With a target half-width: the traces the stratum asked for."""
+    faithfulness_n: int = 0
+    """Traces whose faithfulness was scored (ok)."""
+    faithfulness_half_width: float | None = None
+    """Half the width of the 95 % interval of the stratum's faithfulness mean; None without one."""
+
+
 class RunSummary(RunHeader):
     report: str | None
     gate_passed: bool | None
@@ -66,6 +83,10 @@ class RunSummary(RunHeader):
     generator_model: str | None = None
     review_candidates: int | None = None
     """Online only: traces queued for golden review."""
+    day_traces: int | None = None
+    """Online only: traces in the day's sample; `items` of them were judged (the budget)."""
+    judged_strata: list[StratumJudged] = []
+    """Online only: the day's traces, judged and noise traces per stratum, with faithfulness' half-width."""
 
 
 def run_summary(run: EvalRun, aggregates: Sequence[Aggregate], *, items: int, baseline: str | None = None,
@@ -86,7 +107,21 @@ def run_summary(run: EvalRun, aggregates: Sequence[Aggregate], *, items: int, ba
         reference=(run.gate or {}).get("reference"), reference_rows=gate_rows(_reference_gate(run.gate)),
         generator_model=run.generator_model,
         gate_correction=(run.gate or {}).get("correction", WESTFALL_YOUNG),
+        day_traces=(run.params.get("selection") or {}).get("day_traces"),
+        judged_strata=judged_strata(run.params.get("selection"), aggregates),
     )  # fmt: skip
+
+
+def judged_strata(selection: dict[str, Any] | None, aggregates: Sequence[Aggregate]) -> list[StratumJudged]:
+    """Per stratum of an online run's budget (`online_selection.BudgetCounts`, kept in the run's params): the
+    day's traces, the judged and noise traces, and the half-width of faithfulness' interval there."""
+    faithfulness = {a.stratum: a for a in aggregates if a.metric == "faithfulness"}
+    rows = []
+    for stratum in (selection or {}).get("strata", []):
+        agg = faithfulness.get(stratum["stratum"])
+        half = (agg.ci_high - agg.ci_low) / 2 if agg and agg.ci_low is not None and agg.ci_high is not None else None
+        rows.append(StratumJudged(**stratum, faithfulness_n=agg.n if agg else 0, faithfulness_half_width=half))
+    return rows
 
 
 def gate_rows(gate: dict[str, Any] | None) -> list[GateRow]:

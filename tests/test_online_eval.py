@@ -1,0 +1,271 @@
+"""The daily online eval: a budget of the day's sample, chosen by the sampling's hash, judged in batches.
+
+Selection properties on small parquet partitions (same day, same traces; a larger budget, a superset;
+floors per stratum; only three columns read), then the whole eval end to end against the offline
+backend and, for the cache, against the LLM simulator.
+"""
+
+import json
+import shutil
+from collections import Counter
+from datetime import date, datetime, timezone
+
+import httpx
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pipelines.allocation import allocate
+from pipelines.corpus.steps import index_corpus
+from pipelines.evaluation.online import finalize_online_eval, judge_online_batch, prepare_online_eval, run_online_eval
+from pipelines.evaluation.online import past_spread
+from pipelines.evaluation.online_selection import (JUDGED_COLUMNS, SELECTION_COLUMNS, HalfWidthTarget, noise_count,
+                                                   read_judged, select_budget)  # fmt: skip
+from pipelines.evaluation.params import online_params
+from pipelines.evaluation.runs import judge_part
+from pipelines.records import SAMPLED_TRACE_SCHEMA
+from pipelines.settings import Settings
+from pipelines.stores.corpus import open_corpus_index
+from pipelines.stores.results import ResultsStore
+from pipelines.traces.select import selection_key
+from pipelines.workspace import RunPaths, Workspace
+from tests.conftest import ROOT
+
+DAY = date(2026, 3, 1)
+SIZES = {("docs", "en"): 120, ("docs", "es"): 40, ("billing", "es"): 9, ("agent", "en"): 3}
+
+
+def trace_rows(sizes, chunks=(("docs#a/1", "Restart the pod with kubectl rollout restart."),)):
+    rows = []
+    for (app, language), n in sizes.items():
+        for i in range(n):
+            chunk_id, text = chunks[i % len(chunks)]
+            rows.append({
+                "trace_id": f"{app}-{language}-{i:04d}", "ts": datetime(2026, 3, 1, tzinfo=timezone.utc),
+                "question": f"How do I restart service {i} of {app}?", "answer": f"{text} Then check service {i}.",
+                "contexts": [{"chunk_id": chunk_id, "text": text, "score": 0.9}],
+                "tool_calls": [{"name": "vector_search", "arguments": json.dumps({"query": "restart"})}] if i % 4 == 0 else [],
+                "model": "prod", "app": app, "language": language, "user_feedback": None, "latency_ms": 100,
+                "metadata": "{}", "sample_rate": 0.05, "sampler_version": "v", "anonymizer_version": "a",
+                "pii_counts": "{}",
+            })  # fmt: skip
+    return sorted(rows, key=lambda r: r["trace_id"])
+
+
+def write_partition(path, rows, row_group_size=50):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows, schema=SAMPLED_TRACE_SCHEMA), path, row_group_size=row_group_size,
+                   use_dictionary=False)  # fmt: skip
+    return path
+
+
+@pytest.fixture(scope="module")
+def partition(tmp_path_factory):
+    return write_partition(tmp_path_factory.mktemp("day") / "part.parquet", trace_rows(SIZES))
+
+
+def select(partition, max_traces, floor=5, share=0.25, **kw):
+    return select_budget(partition, max_traces=max_traces, min_per_stratum=floor, noise_share=share, **kw)
+
+
+# --- the allocation both suites share -----------------------------------------------------------------------
+
+
+@given(st.dictionaries(st.sampled_from("abcdefg"), st.integers(0, 60), min_size=1), st.integers(0, 200),
+       st.integers(0, 12))  # fmt: skip
+def test_allocation_spends_the_budget_respects_floors_and_only_grows_with_it(available, budget, floor):
+    drawn = allocate(available, budget, floor=floor)
+    assert sum(drawn.values()) == min(budget, sum(available.values()))
+    assert all(0 <= drawn[s] <= available[s] for s in available)
+    larger = allocate(available, budget + 7, floor=floor)
+    assert all(larger[s] >= drawn[s] for s in available)  # house monotone: no stratum loses with a larger budget
+    if budget >= floor * len(available):
+        assert all(drawn[s] >= min(floor, available[s]) for s in available)
+
+
+# --- the budget of one day ------------------------------------------------------------------------------
+
+
+def test_a_budget_is_stratified_with_floors_and_says_what_the_day_had(partition):
+    chosen = select(partition, 40, floor=5)
+    counts = {s.stratum: s for s in chosen.counts.strata}
+    assert {s: c.day_traces for s, c in counts.items()} == {f"{a}/{lang}": n for (a, lang), n in SIZES.items()}
+    assert chosen.counts.day_traces == sum(SIZES.values()) and chosen.counts.judged == len(chosen.judged) == 40
+    # Floors first (the 3-trace stratum gives all it has), the rest in proportion to the strata's sizes.
+    assert counts["agent/en"].judged == 3 and counts["billing/es"].judged == 5
+    assert counts["docs/en"].judged > 2 * counts["docs/es"].judged >= 10
+    for stratum in counts.values():
+        assert stratum.noise == noise_count(stratum.judged, 0.25) >= 1
+    assert chosen.noise <= chosen.judged and len(chosen.noise) == chosen.counts.noise
+    # Each stratum keeps its smallest sampling keys.
+    for (app, language), n in SIZES.items():
+        ids = [f"{app}-{language}-{i:04d}" for i in range(n)]
+        judged = sorted((i for i in ids if i in chosen.judged), key=selection_key)
+        assert judged == sorted(ids, key=selection_key)[: len(judged)]
+        assert set(judged[: counts[f"{app}/{language}"].noise]) == {i for i in ids if i in chosen.noise}
+
+
+def test_the_same_day_judges_the_same_traces_and_a_larger_budget_a_superset(partition, tmp_path):
+    first = select(partition, 30)
+    # Stored in another order, read in other batch sizes: the same choice.
+    reordered = write_partition(tmp_path / "reordered.parquet", trace_rows(SIZES)[::-1], row_group_size=7)
+    assert select(reordered, 30, read_rows=5) == first
+    previous = first
+    for budget in (31, 45, 80, 172, 500):
+        larger = select(partition, budget)
+        assert previous.judged <= larger.judged and previous.noise <= larger.noise
+        previous = larger
+    assert len(previous.judged) == sum(SIZES.values())  # a budget beyond the day judges all of it
+
+
+def test_a_target_half_width_sizes_each_stratum_from_its_spread_and_the_budget_still_caps(partition):
+    target = HalfWidthTarget(half_width=0.1, spread={"docs/en": 0.3, "docs/es": 0.1}, pooled=0.2)
+    sized = select(partition, 500, floor=5, target=target)
+    # n = ceil((1.96 sd / h)²): 35 for sd 0.3, 4 -> the floor 5 for sd 0.1, 16 (pooled) capped by the day's 9 and 3.
+    assert {s.stratum: (s.wanted, s.judged) for s in sized.counts.strata} == {
+        "docs/en": (35, 35), "docs/es": (5, 5), "billing/es": (16, 9), "agent/en": (16, 3)}
+    assert sized.counts.target_half_width == 0.1 and sized.counts.judged == 52
+    capped = select(partition, 30, floor=5, target=target)
+    assert capped.counts.judged == 30 and capped.judged <= sized.judged
+    assert {s.stratum: s.judged for s in capped.counts.strata}["docs/en"] > 10
+
+
+def test_noise_share_rounds_up_exactly_and_zero_means_none():
+    assert noise_count(30, 0.1) == 3 and noise_count(4, 0.25) == 1 and noise_count(3, 0.25) == 1
+    assert noise_count(0, 0.5) == 0 and noise_count(9, 0.0) == 0 and noise_count(7, 1.0) == 7
+
+
+def test_the_selection_reads_only_three_columns_and_the_judged_rows_by_id(partition, tmp_path):
+    """A partition whose other columns are unreadable (their bytes overwritten): the selection still works."""
+    broken = tmp_path / "broken.parquet"
+    shutil.copy(partition, broken)
+    metadata = pq.ParquetFile(partition).metadata
+    data = bytearray(broken.read_bytes())
+    for g in range(metadata.num_row_groups):
+        for c in range(metadata.num_columns):
+            column = metadata.row_group(g).column(c)
+            if column.path_in_schema.split(".")[0] not in SELECTION_COLUMNS:
+                start = column.dictionary_page_offset or column.data_page_offset
+                data[start:start + column.total_compressed_size] = b"\xff" * column.total_compressed_size
+    broken.write_bytes(bytes(data))
+    with pytest.raises(OSError):
+        pq.read_table(broken)
+    assert select(broken, 40) == select(partition, 40)
+
+    chosen = select(partition, 40)
+    rows = list(read_judged(partition, chosen.judged, read_rows=16))
+    assert sorted(r["trace_id"] for r in rows) == sorted(chosen.judged)
+    assert set(rows[0]) == set(JUDGED_COLUMNS)
+
+
+# --- end to end --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory):
+    home = tmp_path_factory.mktemp("online")
+    settings = Settings(home=home / "home", anonymizer_key="k")
+    shutil.copytree(ROOT / "tests" / "data" / "corpus", home / "corpus")
+    index_corpus(settings, home / "corpus")
+    with open_corpus_index(settings) as index:
+        chunks = [(c.chunk_id, c.text) for c in index.chunks()][:6]
+    return settings, chunks
+
+
+def publish_day(settings, chunks, sizes, day=DAY):
+    partition = Workspace.from_settings(settings).traces_partition(day)
+    write_partition(partition.data, trace_rows(sizes, chunks))
+    partition.manifest.write_text(json.dumps({"day": day.isoformat()}))
+
+
+SMALL_DAY = {("docs", "en"): 14, ("docs", "es"): 6, ("billing", "es"): 2}
+
+
+def test_the_online_eval_judges_its_budget_in_batches_and_reports_it(indexed):
+    settings, chunks = indexed
+    publish_day(settings, chunks, SMALL_DAY)
+    params = online_params(settings, max_traces=12, min_per_stratum=3, noise_share=0.25, batch_size=5)
+    summary = run_online_eval(settings, DAY, params, push=False)
+    assert summary.items == 12 and summary.day_traces == 22
+    strata = {s.stratum: s for s in summary.judged_strata}
+    assert {s: (r.day_traces, r.judged, r.noise) for s, r in strata.items()} == {
+        "billing/es": (2, 2, 1), "docs/en": (14, 7, 2), "docs/es": (6, 3, 1)}
+    assert all(r.faithfulness_n == r.judged and r.faithfulness_half_width > 0 for r in strata.values())
+    run = RunPaths(Workspace.from_settings(settings).run_folder("online", DAY, "production").root)
+    assert [p.name for p in run.score_files] == [f"scores-{judge_part(s)}.jsonl" for s in (0, 5, 10)]
+    store = ResultsStore.from_settings(settings)
+    scores = store.scores(summary.run_id)
+    stored_run = store.get_run(summary.run_id)
+    store.dispose()
+    by_metric = Counter(s.metric for s in scores)
+    assert by_metric["faithfulness"] == by_metric["tool_call_validity"] == 12
+    assert by_metric["noise_delta_f_reference"] == by_metric["noise_delta_f_control"] == 4  # the noise share only
+    assert stored_run.params["selection"]["judged"] == 12 and stored_run.params["max_traces"] == 12
+    report = summary.report and open(summary.report, encoding="utf-8").read()
+    assert "Judged traces" in report and "sample held 22 traces; 12 were judged" in report
+
+    # The next day, sized for ±0.05 from this run's spread: each stratum asks for what its spread needs.
+    later = date(2026, 3, 2)
+    publish_day(settings, chunks, SMALL_DAY, later)
+    target = past_spread(settings, later, 0.05)
+    assert target is not None and set(target.spread) == set(strata)
+    prepared = prepare_online_eval(settings, later, params.model_copy(update={"target_half_width": 0.05}))
+    selection = json.loads((prepared.run_dir / "run.json").read_text())["selection"]
+    assert selection["target_half_width"] == 0.05
+    assert [s["wanted"] for s in selection["strata"]] == [target.wanted(s["stratum"], 3) for s in selection["strata"]]
+    assert past_spread(settings, DAY, 0.05) is None  # nothing before the first day: the budget alone
+
+
+def test_a_cleared_batch_rerun_with_the_cache_on_sends_no_request(indexed):
+    from pipelines.models.simulator import SimulatorKnobs, running_simulator
+    from pipelines.prompt_catalog import all_prompts
+
+    settings, chunks = indexed
+    publish_day(settings, chunks, SMALL_DAY)
+    params = online_params(settings, max_traces=8, min_per_stratum=2, noise_share=0.5, batch_size=4)
+    with running_simulator(SimulatorKnobs(capacity=8), prompts=all_prompts()) as url:
+        endpoint = {"base_url": url, "max_retries": 2, "timeout_s": 10}
+        online = settings.model_copy(update={
+            "llm_backend": "openai", "llm_cache": True,
+            "generator": settings.generator.model_copy(update={**endpoint, "model": "gen-model"}),
+            "judge": settings.judge.model_copy(update={**endpoint, "model": "judge-model"}),
+        })  # fmt: skip
+
+        def requests() -> int:
+            return httpx.get(url.removesuffix("/v1") + "/admin/stats").json()["requests"]
+
+        prepared = prepare_online_eval(online, DAY, params)
+        assert prepared.batches == [(0, 4), (4, 8)]
+        first = [judge_online_batch(online, prepared.run_dir, start, end) for start, end in prepared.batches]
+        sent = requests()
+        assert sent == sum(b.judge["calls"] + b.generator["calls"] for b in first) > 0
+        assert all(b.generator["calls"] > 0 for b in first)  # every batch holds noise traces (a share of 0.5)
+        scores = RunPaths(prepared.run_dir).scores(judge_part(4))
+        written = scores.read_text()
+        scores.unlink()  # the batch is cleared (or failed): Airflow runs it again
+        again = judge_online_batch(online, prepared.run_dir, 4, 8)
+        assert requests() == sent and again.judge["calls"] == again.generator["calls"] == 0
+        assert again.judge["cache_hits"] > 0 and scores.read_text() == written
+        # The whole day again, prepare included: the same traces, nothing sent.
+        summary = run_online_eval(online, DAY, params, push=False)
+        assert requests() == sent and summary.items == 8
+        assert finalize_online_eval(online, prepared.run_dir).items == 8
+
+
+def test_the_cli_judges_the_budget_it_is_given_and_refuses_a_bad_one(indexed, monkeypatch):
+    from typer.testing import CliRunner
+
+    from pipelines.cli import app
+
+    settings, chunks = indexed
+    publish_day(settings, chunks, SMALL_DAY)
+    monkeypatch.setenv("RAGWATCH_HOME", str(settings.home))
+    monkeypatch.setenv("RAGWATCH_ANONYMIZER_KEY", "k")
+    run = CliRunner().invoke(app, ["eval", "online", "--date", str(DAY), "--max-traces", "6", "--noise-share", "0.5",
+                                   "--no-push"], terminal_width=200)  # fmt: skip
+    assert run.exit_code == 0, run.output
+    assert "judged 6 of the day's 22 sampled traces (budget 6)" in run.output and "docs/en" in run.output
+    bad = CliRunner().invoke(app, ["eval", "online", "--date", str(DAY), "--target-half-width", "1.5"])
+    assert bad.exit_code != 0 and "--target-half-width: Input should be less than 1" in bad.output
