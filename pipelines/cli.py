@@ -971,7 +971,7 @@ def bench_online(
     if as_json:
         typer.echo(json.dumps(result, indent=2))
     else:
-        console.print(format_online_bench(result))
+        typer.echo(format_online_bench(result))
 
 if __name__ == "__main__":
     app()

@@ -42,6 +42,7 @@ from pipelines.bench.sampled_day import DAY, POOL_SIZE, cited_chunks, index_demo
 from pipelines.models.cache import LLMCache
 from pipelines.models.simulator import SimulatorKnobs
 from pipelines.settings import ModelEndpoint, Settings
+from pipelines.workspace import Workspace
 
 JUDGE_MODEL = "sim-judge"
 GENERATOR_MODEL = "sim-generator"
@@ -120,7 +121,8 @@ def build_day(settings: Settings, rows: int, seed: int, whole_corpus: bool, pool
     """The day's partition and the corpus index (a task of its own: it is not part of the eval)."""
     pool = sampled_pool(settings, pool_size, seed)
     day = write_sampled_day(settings, rows, pool=pool, seed=seed)
-    cited = None if whole_corpus else cited_chunks(pq.read_table(Path(day["partition"]) / "part-0.parquet", columns=["contexts"]))
+    written = Workspace.from_settings(settings).traces_partition(DAY).data
+    cited = None if whole_corpus else cited_chunks(pq.read_table(written, columns=["contexts"]))
     indexed = index_demo_corpus(settings, cited)
     return {**day, "indexed": indexed}
 
@@ -169,9 +171,8 @@ def expected_requests(judged: int, noise: int, unclaimed: int = 0, no_noise: int
 
 
 def expected_formula() -> str:
-    return (f"{JUDGE_MODEL}: judged × {JUDGE_PER_JUDGED_TRACE} − abstaining answers × {CLAIMS_PER_TRACE} + noise × "
-            f"0…{NOISE_JUDGE_PER_TRACE_MAX}; "
-            f"{GENERATOR_MODEL}: noise × {GENERATOR_PER_NOISE_TRACE} − traces with no eligible noise chunk")  # fmt: skip
+    return (f"judge = judged × {JUDGE_PER_JUDGED_TRACE} − abstaining answers × {CLAIMS_PER_TRACE} + noise × "
+            f"0…{NOISE_JUDGE_PER_TRACE_MAX}; generator = noise × {GENERATOR_PER_NOISE_TRACE} − no-noise-chunk traces")  # fmt: skip
 
 
 def run_online_bench(rows: int, *, latency_s: float = DEFAULT_LATENCY_S, capacity: int = DEFAULT_CAPACITY,
@@ -248,7 +249,7 @@ def format_online_bench(result: dict[str, Any]) -> str:
         verdict = ("equal" if sent == low == high else "within" if low <= sent <= high else "OUTSIDE")
         table.add_row(f"requests sent, {model}", f"{sent:,}",
                       f"expected {low:,}" + (f" … {high:,}" if high != low else "") + f" ({verdict})")  # fmt: skip
-    table.add_row("requests sent, all", f"{result['requests']:,}", f"expected per trace: {expected_formula()}")
+    table.add_row("requests sent, all", f"{result['requests']:,}", f"per trace: {expected_formula()}")
     repeated = result["requests"] - result["distinct_requests"]
     table.add_row("distinct requests (cache entries)", f"{result['distinct_requests']:,}",
                   "equal to sent: none sent twice or retried" if not repeated else f"{repeated:,} sent twice or retried")  # fmt: skip
