@@ -951,7 +951,7 @@ def bench_sample(
 @bench_app.command("online")
 def bench_online(
     rows: Annotated[int, typer.Option(min=1, help="Sampled traces in the synthetic day's partition.")] = 1_000,
-    latency: Annotated[float, typer.Option(min=0.0, help="Simulator latency per request, seconds.")] = 0.2,
+    latency: Annotated[float, typer.Option(min=0.0, help="Simulator latency per request, seconds.")] = 1.0,
     capacity: Annotated[int, typer.Option(min=1, help="Requests the simulator serves at once.")] = 16,
     max_traces: Annotated[Optional[int], typer.Option(min=1, help="Traces judged (RAGWATCH_ONLINE_MAX_TRACES); "
                                                                   "default: the eval's.")] = None,  # fmt: skip

@@ -14,6 +14,7 @@ from pipelines.bench.online import (
     CLAIMS_PER_TRACE,
     JUDGE_PER_JUDGED_TRACE,
     format_online_bench,
+    in_fresh_process,
     run_online_bench,
 )
 from pipelines.bench.sampled_day import DAY, STRATA, sampled_pool, write_sampled_day
@@ -26,8 +27,9 @@ ROWS = 12
 
 @pytest.fixture(scope="module")
 def bench() -> dict:
-    # The chunks the traces cite are indexed, not the whole corpus: embedding it is most of a minute here.
-    return run_online_bench(ROWS, latency_s=0.02, capacity=4, whole_corpus=False, pool_size=24)
+    # The chunks the traces cite are indexed, not the whole corpus (embedding it takes minutes here), and the
+    # tasks run in this process: three fresh interpreters loading the embedding model cost more than the bench.
+    return run_online_bench(ROWS, latency_s=0.02, capacity=4, whole_corpus=False, pool_size=24, fresh_processes=False)
 
 
 def test_the_bench_counts_add_up_and_a_cached_rerun_sends_nothing(bench) -> None:
@@ -72,3 +74,9 @@ def test_the_day_has_the_published_schema_distinct_traces_and_skewed_strata(tmp_
     manifest = json.loads(partition.manifest.read_text())
     assert manifest["sampled"] == 5_000 and manifest["population"] == 100_000 and Workspace.from_settings(settings).has_traces(DAY)
     assert any(row for row in table.column("tool_calls").to_pylist())
+
+
+def test_a_task_in_a_fresh_process_reports_its_wall_and_peak_rss() -> None:
+    figures = in_fresh_process(dict, {"answer": 42})
+    assert figures["answer"] == 42 and figures["process_wall_s"] >= figures["wall_s"] >= 0
+    assert figures["tree_peak_rss_mb"] >= figures["peak_rss_mb"] > 0
