@@ -71,7 +71,6 @@ about the English pydoc chunks, as the demo does. So this part is a bound, the r
 SCORE_ONLINE_MAX_ROWS = 5_000
 """Today's `score_online` judges every trace of the day in one task (issue 18): above this the bench refuses
 to start it, rather than run for hours. Drop the guard with the switch to `run_online_eval` (`online_eval_once`)."""
-RUN_KEYS = ("run_id", "items")
 
 
 def online_eval_once(settings: Settings, day: date) -> Any:
