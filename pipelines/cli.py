@@ -971,5 +971,31 @@ def bench_sample(
         console.print(format_sample_bench(result))
 
 
+
+@bench_app.command("online")
+def bench_online(
+    rows: Annotated[int, typer.Option(min=1, help="Sampled traces in the synthetic day's partition.")] = 1_000,
+    latency: Annotated[float, typer.Option(min=0.0, help="Simulator latency per request, seconds.")] = 1.0,
+    capacity: Annotated[int, typer.Option(min=1, help="Requests the simulator serves at once.")] = 16,
+    max_traces: Annotated[Optional[int], typer.Option(min=1, help="Traces judged (RAGWATCH_ONLINE_MAX_TRACES); "
+                                                                  "default: the eval's.")] = None,  # fmt: skip
+    noise_share: Annotated[Optional[float], typer.Option(min=0.0, max=1.0, help="Share of the judged traces given noise "
+                                                         "ΔF (RAGWATCH_ONLINE_NOISE_SHARE); default: the eval's.")] = None,  # fmt: skip
+    seed: Annotated[int, typer.Option()] = 11,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
+) -> None:
+    """Requests (sent vs expected), wall vs ideal and peak RSS of the online eval on a day of N sampled traces."""
+    from pipelines.bench.online import format_online_bench, run_online_bench
+
+    try:
+        result = run_online_bench(rows, latency_s=latency, capacity=capacity, max_traces=max_traces,
+                                  noise_share=noise_share, seed=seed, progress=lambda line: console.print(escape(line)))  # fmt: skip
+    except ValueError as exc:
+        _fail(str(exc))
+    if as_json:
+        typer.echo(json.dumps(result, indent=2))
+    else:
+        typer.echo(format_online_bench(result))
+
 if __name__ == "__main__":
     app()

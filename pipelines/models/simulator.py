@@ -107,6 +107,8 @@ class _State:
         self.endpoints: Counter[str] = Counter()
         self.faults: Counter[str] = Counter()
         self.models_seen: set[str] = set()
+        self.models: Counter[str] = Counter()
+        """Requests per model named in them: a judge and a generator sharing one server are counted apart."""
         self.prompt_tokens = self.completion_tokens = self.cached_prompt_tokens = 0
         self._prefix_blocks: OrderedDict[bytes, None] = OrderedDict()
         self._gate: asyncio.Condition | None = None
@@ -180,6 +182,7 @@ class _State:
             "served": self.statuses.get(200, 0),
             "statuses": {str(status): n for status, n in sorted(self.statuses.items())},
             "endpoints": dict(self.endpoints),
+            "models": dict(self.models),
             "in_flight": self.in_flight,
             "max_concurrent": self.max_in_flight,
             "queued": self.queued,
@@ -206,6 +209,7 @@ def create_simulator(prompts: PromptRegistry, knobs: SimulatorKnobs | None = Non
         state.requests += 1
         state.endpoints[request.url.path.removeprefix("/v1/")] += 1
         state.models_seen.add(str(body.get("model") or DEFAULT_MODEL))
+        state.models[str(body.get("model") or DEFAULT_MODEL)] += 1
         try:
             fault = state.draw_fault(number, can_be_malformed=_may_be_malformed(state, body))
             if fault == "rate_limit":
