@@ -68,23 +68,15 @@ verification). Fewer when an arm abstains (nothing to judge; the other arms are 
 it is the clean one) or repeats another arm's answer (its claims and verdicts are reused): the offline
 generator answers every arm alike when the noise changes nothing, and abstains on most Spanish questions
 about the English pydoc chunks, as the demo does. So this part is a bound, the rest is exact."""
-SCORE_ONLINE_MAX_ROWS = 5_000
-"""Today's `score_online` judges every trace of the day in one task (issue 18): above this the bench refuses
-to start it, rather than run for hours. Drop the guard with the switch to `run_online_eval` (`online_eval_once`)."""
 
 
 def online_eval_once(settings: Settings, day: date) -> Any:
-    """The online eval of `day`, prepare to finalize, as one call; returns its RunSummary.
+    """The online eval of `day`, prepare to finalize, as the CLI runs it (the budget from the settings the bench
+    builds); returns its RunSummary. No push: the bench measures the eval, not the Pushgateway."""
+    from pipelines.evaluation.online import run_online_eval
+    from pipelines.evaluation.params import online_params
 
-    The one place to switch when the budgeted eval lands: replace the body by
-        from pipelines.evaluation.online import run_online_eval
-        return run_online_eval(settings, day, params)
-    with the eval's params (the budget comes from the settings the bench builds, `online_max_traces` and
-    `online_noise_share`), and delete SCORE_ONLINE_MAX_ROWS and its check in `run_online_bench`.
-    """
-    from pipelines.evaluation.online import score_online
-
-    return score_online(settings, day)
+    return run_online_eval(settings, day, online_params(settings), push=False)
 
 
 # -- one task per process ----------------------------------------------------------------------
@@ -196,9 +188,6 @@ def run_online_bench(rows: int, *, latency_s: float = DEFAULT_LATENCY_S, capacit
     `whole_corpus`: index the whole demo corpus (else only the chunks the day's traces cite: a faster set-up);
     `pool_size`: demo traces the day's rows are drawn from (a small pool may lack the rarest strata);
     `fresh_processes`: each task in a fresh process as Airflow runs it (False: in this one, for tests)."""
-    if rows > SCORE_ONLINE_MAX_ROWS:
-        raise ValueError(f"today's online eval judges all {rows:,} traces in one task (issue 18): the bench runs it "
-                         f"up to {SCORE_ONLINE_MAX_ROWS:,} rows until the budgeted eval lands")  # fmt: skip
     home = Path(tempfile.mkdtemp(prefix="ragwatch-bench-online-")) if home is None else home
     knobs = SimulatorKnobs(latency_s=latency_s, capacity=capacity)
     task = in_fresh_process if fresh_processes else in_this_process

@@ -23,6 +23,7 @@ from pipelines.settings import Settings
 def run_offline_eval(settings: Settings, params: EvalParams, *, logical_date: date,
                      progress=None) -> tuple[RunSummary, PushedRun]:  # fmt: skip
     prepared = prepare_offline_eval(settings, params, logical_date=logical_date)
-    summary = run_steps(settings, prepared, judge_offline_batch, finalize_offline_eval, progress)
+    # One batch at a time: an offline batch holds the corpus index (its target), which local mode opens once.
+    summary = run_steps(settings, prepared, judge_offline_batch, finalize_offline_eval, progress, in_flight=1)
     pushed = push_run(settings, summary)
     return enforce_gate(summary, params.fail_on_gate), pushed

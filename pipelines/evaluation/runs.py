@@ -13,6 +13,7 @@ import asyncio
 import itertools
 import json
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -94,13 +95,24 @@ def iter_rows(path: Path) -> Iterator[dict]:
 JudgeBatch = Callable[[Any, Path, int, int], JudgedBatch]
 
 
+BATCHES_IN_FLIGHT = 4
+"""Judge batches run at once in one process: the slots of the DAGs' `ragwatch_llm` pool, so the CLI and the
+benchmarks keep the model servers as busy as the mapped tasks do (one batch at a time leaves them idle on each
+batch's tail)."""
+
+
 def run_steps(settings, prepared: PreparedRun, judge_batch: JudgeBatch, finalize: Callable[[Any, Path], Any],
-              progress: Callable[[int, int], None] | None = None):  # fmt: skip
-    """Every judge batch of a prepared run in order, then finalize: the DAG's mapped tasks in one process."""
-    for i, (start, end) in enumerate(prepared.batches, start=1):
-        judge_batch(settings, prepared.run_dir, start, end)
-        if progress:
-            progress(i, len(prepared.batches))
+              progress: Callable[[int, int], None] | None = None, *, in_flight: int = BATCHES_IN_FLIGHT):  # fmt: skip
+    """Every judge batch of a prepared run, `in_flight` at a time (threads, each with its own event loop), then
+    finalize: the DAG's mapped tasks in one process. The first batch that fails fails the run."""
+    done = 0
+    with ThreadPoolExecutor(max_workers=max(1, in_flight)) as pool:
+        futures = [pool.submit(judge_batch, settings, prepared.run_dir, start, end) for start, end in prepared.batches]
+        for future in as_completed(futures):
+            future.result()
+            done += 1
+            if progress:
+                progress(done, len(prepared.batches))
     return finalize(settings, prepared.run_dir)
 
 
