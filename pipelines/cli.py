@@ -947,5 +947,25 @@ def bench_sample(
         console.print(format_sample_bench(result))
 
 
+
+@bench_app.command("plan")
+def bench_plan(
+    rows: Annotated[int, typer.Option(min=1, help="Sampled traces in each day's partition.")] = 1_000_000,
+    days: Annotated[int, typer.Option(min=1, help="Days the plan reads (the golden params' trace_days).")] = 14,
+    pick: Annotated[int, typer.Option(min=0, help="Trace questions the plan takes.")] = 100,
+    previous_rows: Annotated[int, typer.Option(min=1, help="Rows per day the previous loader (every row a dict) "
+                                                           "is measured on, then scaled.")] = 100_000,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
+) -> None:
+    """Peak RSS and wall time of the golden plan's read of trace questions over DAYS days of ROWS traces,
+    beside the previous loader."""
+    from pipelines.bench.plan import format_plan_bench, run_plan_bench
+
+    result = run_plan_bench(rows, days=days, n=pick, previous_rows=previous_rows)
+    if as_json:
+        typer.echo(json.dumps(result, indent=2))
+    else:
+        console.print(format_plan_bench(result))
+
 if __name__ == "__main__":
     app()
