@@ -33,7 +33,7 @@ ROW = st.fixed_dictionaries({
 })  # fmt: skip
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(rows=st.lists(ROW, max_size=120), n=st.integers(0, 25), cuts=st.lists(st.integers(1, 9), max_size=40))
 def test_the_bounded_pick_equals_the_full_sort_whatever_the_batches(rows, n, cuts):
     sample = TraceQuestionSample(n)
@@ -89,10 +89,11 @@ def test_the_plans_read_of_a_workspace_equals_the_previous_loader(tmp_path, monk
 
 
 def test_a_tiny_plan_bench_reads_its_days_and_agrees_with_the_previous_loader(tmp_path):
-    result = run_plan_bench(120, days=2, n=10, previous_rows=60, home=tmp_path / "bench")
-    assert result["rows"] == 120 and result["days"] == 2 and result["strata"] > 1
+    # Both loaders on the same days (two processes): the scaling to larger days is arithmetic.
+    result = run_plan_bench(120, days=2, n=10, previous_rows=500, home=tmp_path / "bench")
+    assert result["rows"] == result["previous_rows"] == 120 and result["days"] == 2 and result["strata"] > 1
     assert result["same_picks"] and result["bounded"]["picked"] == 10
-    for figures in (result["bounded"], *result["same_days"].values()):
+    for figures in (result["bounded"], result["same_days"]["previous"]):
         assert 0 < figures["read_s"] < figures["wall_s"] and 30 < figures["peak_rss_mb"] <= figures["tree_peak_rss_mb"]
-    assert result["previous_scaled"]["read_s"] == result["same_days"]["previous"]["read_s"] * 2
+    assert result["previous_scaled"]["read_s"] == result["same_days"]["previous"]["read_s"]
     assert not (tmp_path / "bench").exists()  # the bench leaves nothing behind

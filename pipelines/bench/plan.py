@@ -186,9 +186,9 @@ def run_plan_bench(rows: int = 1_000_000, *, days: int = DAYS, n: int = PICK, pr
         bounded = measure_read("bounded", big.root, days, n)
         if previous_rows < rows:
             build_days(small, previous_rows, days=days, seed=seed)
+            same_days = {name: measure_read(name, small.root, days, n) for name in ("bounded", "previous")}
         else:
-            small = big
-        same_days = {name: measure_read(name, small.root, days, n) for name in ("bounded", "previous")}
+            same_days = {"bounded": bounded, "previous": measure_read("previous", big.root, days, n)}
     finally:
         shutil.rmtree(home, ignore_errors=True)
     return _report(built, build_s, n, previous_rows, bounded, same_days)
