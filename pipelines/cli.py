@@ -931,6 +931,8 @@ def bench_sample(
     rate: Annotated[float, typer.Option(min=0.0001, max=1.0, help="Sample rate.")] = 0.05,
     workers: Annotated[int, typer.Option(min=0, help="Anonymizing processes; 0 = one per CPU.")] = 0,
     version: Annotated[bool, typer.Option(help="Run the DVC version task too.")] = True,
+    one_process: Annotated[bool, typer.Option(help="Every step in one process, as `ragwatch traces sample` runs "
+                                                   "them, instead of one process per DAG task.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
 ) -> None:
     """Wall time, rows/s and peak RSS of the whole trace-sampling step on a synthetic day of N traces."""
@@ -940,7 +942,8 @@ def bench_sample(
         _fail("--store-url needs --store postgres")
     from pipelines.bench.sample import format_sample_bench, run_sample_bench
 
-    result = run_sample_bench(rows, store=store, url=store_url, rate=rate, workers=workers, version=version)
+    result = run_sample_bench(rows, store=store, url=store_url, rate=rate, workers=workers, version=version,
+                              one_process=one_process)
     if as_json:
         typer.echo(json.dumps(result, indent=2))
     else:
