@@ -43,7 +43,7 @@ from rich.table import Table
 from pipelines.bench.sample import _TreeRss
 from pipelines.demo.traces import generate_traces
 from pipelines.golden.plan import _interleave, _rank
-from pipelines.golden.steps import TRACE_QUESTION_COLUMNS, recent_trace_questions
+from pipelines.golden.steps import recent_trace_questions
 from pipelines.stores.partitions import ROW_GROUP_SIZE
 from pipelines.workspace import Workspace
 
