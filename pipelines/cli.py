@@ -955,6 +955,8 @@ def bench_sample(
     rate: Annotated[float, typer.Option(min=0.0001, max=1.0, help="Sample rate.")] = 0.05,
     workers: Annotated[int, typer.Option(min=0, help="Anonymizing processes; 0 = one per CPU.")] = 0,
     version: Annotated[bool, typer.Option(help="Run the DVC version task too.")] = True,
+    one_process: Annotated[bool, typer.Option(help="Every step in one process, as `ragwatch traces sample` runs "
+                                                   "them, instead of one process per DAG task.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
 ) -> None:
     """Wall time, rows/s and peak RSS of the whole trace-sampling step on a synthetic day of N traces."""
@@ -964,7 +966,8 @@ def bench_sample(
         _fail("--store-url needs --store postgres")
     from pipelines.bench.sample import format_sample_bench, run_sample_bench
 
-    result = run_sample_bench(rows, store=store, url=store_url, rate=rate, workers=workers, version=version)
+    result = run_sample_bench(rows, store=store, url=store_url, rate=rate, workers=workers, version=version,
+                              one_process=one_process)
     if as_json:
         typer.echo(json.dumps(result, indent=2))
     else:
@@ -996,6 +999,27 @@ def bench_online(
         typer.echo(json.dumps(result, indent=2))
     else:
         typer.echo(format_online_bench(result))
+
+
+@bench_app.command("plan")
+def bench_plan(
+    rows: Annotated[int, typer.Option(min=1, help="Sampled traces in each day's partition.")] = 1_000_000,
+    days: Annotated[int, typer.Option(min=1, help="Days the plan reads (the golden params' trace_days).")] = 14,
+    pick: Annotated[int, typer.Option(min=0, help="Trace questions the plan takes.")] = 100,
+    previous_rows: Annotated[int, typer.Option(min=1, help="Rows per day the previous loader (every row a dict) "
+                                                           "is measured on, then scaled.")] = 100_000,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
+) -> None:
+    """Peak RSS and wall time of the golden plan's read of trace questions over DAYS days of ROWS traces,
+    beside the previous loader."""
+    from pipelines.bench.plan import format_plan_bench, run_plan_bench
+
+    result = run_plan_bench(rows, days=days, n=pick, previous_rows=previous_rows)
+    if as_json:
+        typer.echo(json.dumps(result, indent=2))
+    else:
+        console.print(format_plan_bench(result))
+
 
 if __name__ == "__main__":
     app()

@@ -32,6 +32,15 @@ def test_a_tiny_bench_reports_every_task_and_counts_that_add_up(tmp_path):
     assert not (tmp_path / "bench").exists()  # the bench leaves nothing behind
 
 
+def test_one_process_runs_every_step_as_the_command_line_does(tmp_path):
+    result = run_sample_bench(300, store="sqlite", rate=0.1, workers=2, version=False, one_process=True, home=tmp_path / "bench")
+    assert list(result["tasks"]) == ["cli"]
+    assert result["sampled"] + result["quarantined"] == result["selected"] > 0
+    cli = result["tasks"]["cli"]
+    assert cli["wall_s"] == result["wall_s"] and 30 < cli["peak_rss_mb"] <= cli["tree_peak_rss_mb"] == result["peak_tree_rss_mb"]
+    assert not (tmp_path / "bench").exists()
+
+
 def test_a_postgres_day_is_built_in_the_server_with_unique_ids_inside_the_day(postgres, tmp_path):
     postgres.psql("CREATE ROLE bench_owner LOGIN PASSWORD 'owner-pw'")
     postgres.psql("CREATE DATABASE bench_day OWNER bench_owner")

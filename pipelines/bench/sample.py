@@ -144,7 +144,9 @@ def _run_task(name: str, settings: Settings, previous: dict | None, results) -> 
 
     tree = _TreeRss()
     tree.start()
-    if name == "sample":
+    if name == "cli":  # every step in this one process, as `ragwatch traces sample` runs them
+        result = steps.run_trace_sampling(settings, DAY, version=previous["version"])
+    elif name == "sample":
         result = steps.stage_trace_sample(settings, DAY)
     elif name == "validate":
         result = steps.validate_trace_sample(steps.StagedSample.model_validate(previous))
@@ -206,8 +208,11 @@ def run_task_in_process(name: str, settings: Settings, previous: dict | None) ->
     return dict(outcome, wall_s=time.perf_counter() - started)
 
 
-def run_step(settings: Settings, *, version: bool = True) -> dict[str, Any]:
-    """Every task of the trace-sampling DAG in order, each in a fresh process, with its figures."""
+def run_step(settings: Settings, *, version: bool = True, one_process: bool = False) -> dict[str, Any]:
+    """Every task of the trace-sampling DAG in order, each in a fresh process, with its figures; or, with
+    `one_process`, every step in one fresh process as the command line runs them (one figure: "cli")."""
+    if one_process:
+        return {"cli": run_task_in_process("cli", settings, {"version": version})}
     tasks: dict[str, dict[str, Any]] = {}
     staged = tasks.setdefault("sample", run_task_in_process("sample", settings, None))["result"]
     tasks["validate"] = run_task_in_process("validate", settings, staged)
@@ -240,7 +245,7 @@ def bench_store(store: Literal["sqlite", "postgres"], url: str | None, home: Pat
 
 def run_sample_bench(rows: int, *, store: Literal["sqlite", "postgres"] = "sqlite", url: str | None = None,
                      rate: float = 0.05, workers: int = 0, seed: int = 11, version: bool = True,
-                     home: Path | None = None) -> dict[str, Any]:
+                     one_process: bool = False, home: Path | None = None) -> dict[str, Any]:
     """Build a day of `rows` traces, run the sampling step on it, and report its figures."""
     home = Path(tempfile.mkdtemp(prefix="ragwatch-bench-sample-")) if home is None else home
     try:
@@ -255,7 +260,7 @@ def run_sample_bench(rows: int, *, store: Literal["sqlite", "postgres"] = "sqlit
             built = build_day(writer, rows, seed)
             build_s = time.perf_counter() - started
             try:
-                tasks = run_step(settings, version=version)
+                tasks = run_step(settings, version=version, one_process=one_process)
             finally:
                 writer.table.drop(writer.engine)
                 writer.engine.dispose()
@@ -265,7 +270,7 @@ def run_sample_bench(rows: int, *, store: Literal["sqlite", "postgres"] = "sqlit
 
 
 def _report(rows: int, store: str, rate: float, built: dict, build_s: float, tasks: dict) -> dict[str, Any]:
-    counts = tasks["sample"]["result"]["counts"]
+    counts = next(iter(tasks.values()))["result"]["counts"]  # the sample task's, or the one process's
     wall = sum(t["wall_s"] for t in tasks.values())
     return {
         "rows": rows,

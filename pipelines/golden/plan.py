@@ -163,16 +163,72 @@ def tool_seeds(ordered: Sequence[Any], n: int) -> list[tuple[Any, str]]:
     return pairs
 
 
-def pick_trace_questions(rows: Sequence[dict[str, Any]], n: int) -> list[dict[str, Any]]:
-    """Stratified by (app, language), hash-ordered: real phrasing from production, already anonymized."""
-    by_stratum: dict[tuple, list] = defaultdict(list)
+TRACE_SALT = b"trace\x00"
+"""`_rank(trace_id, "trace")` is sha256 of this prefix and the id: trace questions are ranked by it."""
+PRUNE_FACTOR = 2
+"""A stratum's kept candidates are cut back to `n` when they reach `PRUNE_FACTOR × n` (amortized sorting)."""
+
+
+class TraceQuestionSample:
+    """The trace questions a plan takes, picked while the days' rows stream by.
+
+    The picks are stratified by (app, language), hash-ordered within a stratum (`_rank(trace_id,
+    "trace")`, ties in reading order), questions of 4–60 words only, taken in rounds across the strata
+    (the first of each stratum, then the second…) until `n`. A round takes at most one row per stratum,
+    so no stratum gives more than its `n` best rows: only those are kept, and memory grows with
+    strata × n, not with the days' rows (14 days of 1 M traces read in batches, ~100 picked).
+    """
+
+    def __init__(self, n: int):
+        self.n = n
+        self._seen = 0
+        self._kept: dict[tuple[str, str], list[tuple[bytes, int, str, str]]] = {}
+        """stratum -> candidates (digest, reading order, trace id, question), at most PRUNE_FACTOR × n."""
+        self._limit: dict[tuple[str, str], bytes] = {}
+        """stratum -> the n-th best digest once the stratum has been cut back: rows ranked after it never enter."""
+
+    def add(self, trace_ids: Sequence[str], apps: Sequence[str], languages: Sequence[str], questions: Sequence[str]) -> None:
+        """One batch of rows, as columns, in reading order."""
+        if self.n == 0:
+            return
+        base = hashlib.sha256(TRACE_SALT)
+        kept, limit, n = self._kept, self._limit, self.n
+        for i, (trace_id, app, language) in enumerate(zip(trace_ids, apps, languages)):
+            digest = base.copy()
+            digest.update(trace_id.encode())
+            rank = digest.digest()  # bytes order = hex order: the same ranking as _rank()
+            stratum = (app, language)
+            if stratum in limit and rank >= limit[stratum]:
+                continue  # an equal digest read later ranks after the kept one too
+            question = questions[i]
+            if not 4 <= len(question.split()) <= 60:
+                continue
+            candidates = kept.setdefault(stratum, [])
+            candidates.append((rank, self._seen + i, trace_id, question))
+            if len(candidates) >= PRUNE_FACTOR * n:
+                candidates.sort()
+                del candidates[n:]
+                limit[stratum] = candidates[-1][0]
+        self._seen += len(trace_ids)
+
+    def picked(self) -> list[dict[str, Any]]:
+        queues = [[{"trace_id": trace_id, "question": question, "app": stratum[0], "language": stratum[1]}
+                   for _, _, trace_id, question in sorted(self._kept[stratum])[: self.n]]
+                  for stratum in sorted(self._kept)]  # fmt: skip
+        picked = []
+        for round_ in _interleave(queues):
+            picked.extend(round_[: self.n - len(picked)])
+            if len(picked) >= self.n:
+                break
+        return picked
+
+
+def pick_trace_questions(rows: Iterable[dict[str, Any]], n: int) -> list[dict[str, Any]]:
+    """Stratified by (app, language), hash-ordered: real phrasing from production, already anonymized.
+
+    Rows may stream (a generator): only the candidates `TraceQuestionSample` keeps stay in memory.
+    """
+    sample = TraceQuestionSample(n)
     for row in rows:
-        if 4 <= len(row["question"].split()) <= 60:
-            by_stratum[(row["app"], row["language"])].append(row)
-    queues = [sorted(by_stratum[s], key=lambda r: _rank(r["trace_id"], "trace")) for s in sorted(by_stratum)]
-    picked = []
-    for round_ in _interleave(queues):
-        picked.extend(round_[: n - len(picked)])
-        if len(picked) >= n:
-            break
-    return picked
+        sample.add([row["trace_id"]], [row["app"]], [row["language"]], [row["question"]])
+    return sample.picked()

@@ -23,7 +23,7 @@ from pipelines.golden.dataset import read_items, write_items
 from pipelines.golden.filters import filter_items
 from pipelines.golden.generate import generate_items
 from pipelines.golden.params import GoldenParams
-from pipelines.golden.plan import Job, pick_trace_questions, plan_jobs, position_key
+from pipelines.golden.plan import Job, TraceQuestionSample, plan_jobs, position_key
 from pipelines.golden.review import apply_decisions, read_decisions
 from pipelines.golden.split import assemble, floor_shortfalls, test_split_ids
 from pipelines.models.llm import build_llm, check_models_differ
@@ -97,20 +97,31 @@ def paths(settings: Settings, name: str) -> GoldenPaths:
     return Workspace.from_settings(settings).golden(name)
 
 
-def recent_trace_rows(workspace: Workspace, until: date, days: int) -> list[dict[str, Any]]:
-    """The sampled (anonymized) traces of the `days` days before `until`: real phrasing for questions."""
-    rows = []
+TRACE_QUESTION_COLUMNS = ["trace_id", "app", "language", "question"]
+TRACE_READ_BATCH_ROWS = 65_536
+
+
+def recent_trace_questions(workspace: Workspace, until: date, days: int, n: int) -> list[dict[str, Any]]:
+    """`n` questions of the sampled (anonymized) traces of the `days` days before `until`: real phrasing.
+
+    Each day's partition is read in batches of the four columns the pick needs, and only the candidates
+    `TraceQuestionSample` keeps stay in memory: 14 days of 1 M traces cost what one batch costs.
+    """
+    sample = TraceQuestionSample(n)
     for offset in range(1, days + 1):
         data = workspace.traces_partition(until - timedelta(days=offset)).data
-        if data.exists():
-            rows += pq.read_table(data, columns=["trace_id", "question", "app", "language"]).to_pylist()
-    return rows
+        if not data.exists():
+            continue
+        with pq.ParquetFile(data) as partition:
+            for batch in partition.iter_batches(batch_size=TRACE_READ_BATCH_ROWS, columns=TRACE_QUESTION_COLUMNS):
+                sample.add(*(batch.column(name).to_pylist() for name in TRACE_QUESTION_COLUMNS))
+    return sample.picked()
 
 
 def plan_golden(settings: Settings, params: GoldenParams, *, logical_date: date) -> GoldenPlan:
     workspace = Workspace.from_settings(settings)
     p = workspace.golden(params.name)
-    traces = pick_trace_questions(recent_trace_rows(workspace, logical_date, params.trace_days), params.from_traces)
+    traces = recent_trace_questions(workspace, logical_date, params.trace_days, params.from_traces)
     with open_corpus_index(settings) as index:
         chunks = list(index.chunks())
         if not chunks:

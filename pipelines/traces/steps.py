@@ -8,6 +8,8 @@ one Airflow task calls and returns a small typed result that travels through XCo
 
 from __future__ import annotations
 
+import ctypes
+import gc
 import os
 import shutil
 import uuid
@@ -130,11 +132,35 @@ def version_trace_sample(settings: Settings, promoted: PromotedSample) -> Sample
 
 
 def run_trace_sampling(settings: Settings, day: date, *, version: bool = True, **sample_options) -> TraceSampling:
+    """Every step in one process (`ragwatch traces sample`), its memory returned between the steps.
+
+    Each Airflow task is a process of its own and gives its memory back when it ends. Here the stage's
+    freed heap would stay with the process while validation imports Great Expectations and starts its
+    workers, when the run peaks: on a 1 M-trace day, returning it lowers the process's peak from 552 to
+    511 MB and the tree's from 961 to 936 MB (2 CPUs: each validation worker adds ~200 MB).
+    """
     staged = stage_trace_sample(settings, day, **sample_options)
+    return_freed_memory()
     validation = validate_trace_sample(staged)
+    return_freed_memory()
     promoted = promote_trace_sample(settings, staged)
     versioned = version_trace_sample(settings, promoted) if version else None
     return TraceSampling(counts=staged.counts, validation=validation, partition=promoted.partition, version=versioned)
+
+
+def return_freed_memory() -> None:
+    """Hand the memory of freed objects back to the system: Python's, pyarrow's pool's, and the C heap's.
+
+    glibc keeps freed heap pages for reuse unless asked (`malloc_trim`); elsewhere only the first two apply.
+    """
+    import pyarrow as pa
+
+    gc.collect()
+    pa.default_memory_pool().release_unused()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
 
 
 def published_counts(settings: Settings, day: date) -> SampleCounts:
