@@ -218,7 +218,7 @@ def test_fault_rates_come_from_the_environment_and_are_named_in_reports(monkeypa
     ("Snapshots are written to the snapshots directory.", False),           # true, but another question's answer
 ])  # fmt: skip
 def test_the_offline_correctness_judge_grades_against_the_reference(answer_text, correct):
-    from pipelines.evaluation.prompts import AnswerCorrectnessPrompt, CorrectnessInput
+    from pipelines.evaluation.correctness import AnswerCorrectnessPrompt, CorrectnessInput
 
     verdict = AnswerCorrectnessPrompt().offline(CorrectnessInput(
         question="Which port does the Qdrant REST API listen on?", answer=answer_text,
