@@ -6,7 +6,7 @@ Noise ΔF compares the system's own answer (sample 0) with the same system answe
 contexts as an independent draw (`answer_with(..., sample=1)`); the control `noise_delta_f_control`
 is the same draw from the clean contexts.
 
-Answer correctness (`pipelines.evaluation.correctness`) grades each answer against the item's reference
+Answer correctness (`pipelines.evaluation.metrics.correctness`) grades each answer against the item's reference
 answer; its one-sentence reason goes to a verdict file for the report.
 """
 
@@ -16,12 +16,12 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from pipelines.evaluation.judge import JudgeInput, judge_items
-from pipelines.evaluation.noise import CONTROL_METRIC, METRIC, NoisePool, noise_delta_f
-from pipelines.evaluation.params import judge_metric_key, reported_metric
-from pipelines.evaluation.correctness import CORRECTNESS, AnswerCorrectnessPrompt, CorrectnessInput, correctness_input, correctness_score
-from pipelines.evaluation.runs import JudgedBatch, judge_part, read_meta, read_rows, run_and_close, stratum_of
-from pipelines.evaluation.target import build_target
+from pipelines.evaluation.metrics.judge import JudgeInput, judge_items
+from pipelines.evaluation.metrics.noise import CONTROL_METRIC, METRIC, NoisePool, noise_delta_f
+from pipelines.evaluation.runs.params import judge_metric_key, reported_metric
+from pipelines.evaluation.metrics.correctness import CORRECTNESS, AnswerCorrectnessPrompt, CorrectnessInput, correctness_input, correctness_score
+from pipelines.evaluation.runs.folder import JudgedBatch, judge_part, read_meta, read_rows, run_and_close, stratum_of
+from pipelines.evaluation.runs.target import build_target
 from pipelines.files import write_jsonl
 from pipelines.models.embeddings import build_embedder
 from pipelines.models.llm import build_llm, check_models_differ

@@ -5,7 +5,7 @@ sentences that cover the question best, with the faults `pipelines.models.offlin
 configures (invented sentences, swapped numbers or names, wrong abstentions, the wrong context,
 distraction by irrelevant chunks), each drawn from the question and the sample number.
 
-The judge of answer correctness is `pipelines.evaluation.correctness`.
+The judge of answer correctness is `pipelines.evaluation.metrics.correctness`.
 """
 
 from __future__ import annotations
