@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from airflow.sdk import DAG, Asset, CronDataIntervalTimetable, Param, task
 from ragwatch_airflow.settings import DEFAULT_ARGS, LLM_POOL, ragwatch_settings
 
-from pipelines.evaluation.params import ALL_JUDGE_METRICS, DEFAULT_K, OFFLINE_RUN_ID_PATTERN, TARGET_URL_PATTERN
+from pipelines.evaluation.runs.params import ALL_JUDGE_METRICS, DEFAULT_K, OFFLINE_RUN_ID_PATTERN, TARGET_URL_PATTERN
 from pipelines.inputs import GOLDEN_VERSION_PATTERN, K_MAX, TARGET_NAME_PATTERN
 
 OFFLINE_SCORES = Asset(name="ragwatch_offline_scores", uri="ragwatch://results/offline")
@@ -51,13 +51,13 @@ with DAG(
 ) as dag:
 
     def eval_params(params):
-        from pipelines.evaluation.params import eval_params
+        from pipelines.evaluation.runs.params import eval_params
 
         return eval_params(ragwatch_settings(), **params)
 
     @task
     def prepare(params=None, data_interval_end=None) -> dict:
-        from pipelines.evaluation.prepare import prepare_offline_eval
+        from pipelines.evaluation.runs.prepare import prepare_offline_eval
 
         prepared = prepare_offline_eval(ragwatch_settings(), eval_params(params), logical_date=data_interval_end.date())
         return prepared.model_dump(mode="json")
@@ -70,7 +70,7 @@ with DAG(
     def judge(batch: dict) -> dict:
         from pathlib import Path
 
-        from pipelines.evaluation.judging import judge_offline_batch
+        from pipelines.evaluation.runs.judge_batch import judge_offline_batch
 
         return judge_offline_batch(ragwatch_settings(), Path(batch["run_dir"]), batch["start"], batch["end"]).model_dump(mode="json")
 
@@ -78,21 +78,21 @@ with DAG(
     def finalize(prepared: dict, _judged: list) -> dict:
         from pathlib import Path
 
-        from pipelines.evaluation.finalize import finalize_offline_eval
+        from pipelines.evaluation.runs.finalize import finalize_offline_eval
 
         return finalize_offline_eval(ragwatch_settings(), Path(prepared["run_dir"])).model_dump(mode="json")
 
     @task(outlets=[OFFLINE_SCORES])
     def push(summary: dict) -> dict:
-        from pipelines.evaluation.push import push_run
-        from pipelines.evaluation.summary import RunSummary
+        from pipelines.evaluation.outputs.push import push_run
+        from pipelines.evaluation.outputs.summary import RunSummary
 
         return push_run(ragwatch_settings(), RunSummary.model_validate(summary)).model_dump(mode="json")
 
     @task(retries=0)
     def gate(summary: dict, _pushed: dict, params=None) -> dict:
-        from pipelines.evaluation.gate import enforce_gate
-        from pipelines.evaluation.summary import RunSummary
+        from pipelines.evaluation.statistics.gate import enforce_gate
+        from pipelines.evaluation.outputs.summary import RunSummary
 
         return enforce_gate(RunSummary.model_validate(summary), params["fail_on_gate"]).model_dump(mode="json")
 

@@ -48,8 +48,8 @@ with DAG(
 
     @task
     def prepare(params=None, data_interval_start=None) -> dict:
-        from pipelines.evaluation.online import prepare_online_eval
-        from pipelines.evaluation.params import online_params
+        from pipelines.evaluation.runs.online import prepare_online_eval
+        from pipelines.evaluation.runs.params import online_params
 
         settings = ragwatch_settings()
         prepared = prepare_online_eval(settings, data_interval_start.date(), online_params(settings, **params))
@@ -63,7 +63,7 @@ with DAG(
     def judge(batch: dict) -> dict:
         from pathlib import Path
 
-        from pipelines.evaluation.online import judge_online_batch
+        from pipelines.evaluation.runs.online import judge_online_batch
 
         return judge_online_batch(ragwatch_settings(), Path(batch["run_dir"]), batch["start"], batch["end"]).model_dump(mode="json")
 
@@ -71,14 +71,14 @@ with DAG(
     def finalize(prepared: dict, _judged: list) -> dict:
         from pathlib import Path
 
-        from pipelines.evaluation.online import finalize_online_eval
+        from pipelines.evaluation.runs.online import finalize_online_eval
 
         return finalize_online_eval(ragwatch_settings(), Path(prepared["run_dir"])).model_dump(mode="json")
 
     @task(outlets=[ONLINE_SCORES])
     def push(summary: dict) -> dict:
-        from pipelines.evaluation.push import push_run
-        from pipelines.evaluation.summary import RunSummary
+        from pipelines.evaluation.outputs.push import push_run
+        from pipelines.evaluation.outputs.summary import RunSummary
 
         return push_run(ragwatch_settings(), RunSummary.model_validate(summary)).model_dump(mode="json")
 

@@ -63,19 +63,19 @@ def _rate(value: float) -> None:
 
 
 def _target_url(value: str) -> None:
-    from pipelines.evaluation.params import target_url
+    from pipelines.evaluation.runs.params import target_url
 
     target_url(value)
 
 
 def _run_id(value: str) -> None:
-    from pipelines.evaluation.params import offline_run_id
+    from pipelines.evaluation.runs.params import offline_run_id
 
     offline_run_id(value)
 
 
 def _metrics(value: str) -> None:
-    from pipelines.evaluation.params import ALL_JUDGE_METRICS
+    from pipelines.evaluation.runs.params import ALL_JUDGE_METRICS
 
     unknown = [m for m in value.split(",") if m not in ALL_JUDGE_METRICS]
     if unknown:
@@ -271,7 +271,7 @@ def demo_drill(
 
 def _print_gauges(settings, *, suite: str, app: str | None = None) -> None:
     """The score gauges (stratum all) that the Pushgateway holds for a group, read back from it."""
-    from pipelines.evaluation.push import read_back
+    from pipelines.evaluation.outputs.push import read_back
 
     wanted = {"job": settings.pushgateway_job, "suite": suite, **({"app": app} if app else {})}
     # Without an app, every group of the suite (online evals push one group per app).
@@ -617,7 +617,7 @@ def metrics_retrieval(
     Duplicate ids in a retrieved list count once. @k is measured the standard way (trec_eval, ir_measures)
     over every query: a list shorter than k counts its missing ranks as not relevant; `n_short@k` says how
     many queries retrieved fewer than k distinct ids, `mean_depth` how many they retrieved on average."""
-    from pipelines.evaluation.retrieval import score_run_file
+    from pipelines.evaluation.metrics.retrieval import score_run_file
 
     try:
         ks = [int(v) for v in k.split(",") if v.strip()]
@@ -636,7 +636,7 @@ app.add_typer(eval_app, name="eval")
 
 
 def _score_table(title: str, overall) -> Table:
-    from pipelines.evaluation.formatting import interval, number
+    from pipelines.evaluation.outputs.formatting import interval, number
 
     table = Table(title=title)
     for column in ("metric", "n", "failed", "mean", "95 % CI", "interval"):
@@ -648,7 +648,7 @@ def _score_table(title: str, overall) -> Table:
 
 
 def _gate_table(summary, role: str = "baseline", run_id: str | None = None, rows=None) -> Table:
-    from pipelines.evaluation.formatting import interval, number
+    from pipelines.evaluation.outputs.formatting import interval, number
 
     table = Table(title=escape(f"paired differences, {summary.target} − {role} {run_id or summary.baseline}"))
     for column in ("metric", "pairs", role, "candidate", "difference", "95 % CI", f"p ({summary.gate_correction})",
@@ -709,8 +709,8 @@ def eval_offline(
                                                           "release (or the first accepted run on the golden version).")] = None,
 ) -> None:
     """The weekly offline eval without Airflow: target, judge, CIs, gate, report, push."""
-    from pipelines.evaluation.offline import run_offline_eval
-    from pipelines.evaluation.params import eval_params
+    from pipelines.evaluation.runs.offline import run_offline_eval
+    from pipelines.evaluation.runs.params import eval_params
 
     settings = _settings()
     try:
@@ -750,9 +750,9 @@ def eval_online(
                                                                     "still caps).")] = None,
 ) -> None:
     """The daily online eval without Airflow: judge a budget of the day's sampled traces, noise ΔF, tool-call validity."""
-    from pipelines.evaluation.formatting import number
-    from pipelines.evaluation.online import run_online_eval
-    from pipelines.evaluation.params import online_params
+    from pipelines.evaluation.outputs.formatting import number
+    from pipelines.evaluation.runs.online import run_online_eval
+    from pipelines.evaluation.runs.params import online_params
     from pipelines.workspace import Workspace
 
     settings = _settings()
@@ -786,7 +786,7 @@ def eval_online(
 @eval_app.command("summary")
 def eval_summary(suite: Annotated[str, typer.Option(help="offline or online.", callback=_checked(inputs.suite))] = "offline") -> None:
     """The latest run of a suite from the results DB: scores with CIs, gate, diagnosis, report path."""
-    from pipelines.evaluation.summary import latest_summary
+    from pipelines.evaluation.outputs.summary import latest_summary
     from pipelines.stores.results import ResultsStoreError
 
     try:
@@ -844,8 +844,8 @@ def eval_compare(
     metrics: Annotated[Optional[str], typer.Option(help="Comma-separated judge metrics; default: all.", callback=_checked(_metrics))] = None,
 ) -> None:
     """A/B: both configurations on the same items; paired differences B − A per metric and stratum with CIs."""
-    from pipelines.evaluation.compare import compare
-    from pipelines.evaluation.params import eval_params
+    from pipelines.evaluation.runs.compare import compare
+    from pipelines.evaluation.runs.params import eval_params
 
     settings = _settings()
     base = eval_params(settings, limit=limit, metrics=metrics.split(",") if metrics else None)

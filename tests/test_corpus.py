@@ -21,8 +21,8 @@ from pipelines.corpus.refresh import AirflowNotificationError, notify_corpus_ref
 from pipelines.corpus.steps import index_corpus
 from pipelines.demo.corpus_files import demo_corpus_chunks, write_demo_corpus
 from pipelines.demo.guides_es import GUIDES_ES
-from pipelines.evaluation.judge import JudgeInput
-from pipelines.evaluation.noise import NEIGHBOURS, NoisePool
+from pipelines.evaluation.metrics.judge import JudgeInput
+from pipelines.evaluation.metrics.noise import NEIGHBOURS, NoisePool
 from pipelines.records import corpus_version
 from pipelines.settings import Settings
 from pipelines.stores.bm25 import document_vector, query_vector, term_index, tokenize

@@ -7,7 +7,7 @@ import csv
 from dataclasses import dataclass
 from datetime import date
 
-from pipelines.evaluation.inbox import queue_candidates
+from pipelines.evaluation.outputs.inbox import queue_candidates
 from pipelines.golden.human import import_human_items, read_rows
 from pipelines.records import Score
 from pipelines.workspace import Workspace

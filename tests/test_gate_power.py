@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from pipelines.bench.gate_power import METRICS, NO_CHANGE, Scenario, calibrated_amount, gate_run, simulate
-from pipelines.evaluation.stats import paired_difference_interval
+from pipelines.evaluation.statistics.intervals import paired_difference_interval
 
 N = 100
 DRAWS = 1_000

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from pipelines import inputs
 from pipelines.cli import app
-from pipelines.evaluation.params import eval_params
+from pipelines.evaluation.runs.params import eval_params
 from pipelines.golden.params import load_golden_params
 from pipelines.settings import SettingsError, load_settings
 from pipelines.traces.steps import stage_trace_sample

@@ -19,15 +19,15 @@ import httpx
 import pytest
 
 from pipelines.bench.eval import simulator_process
-from pipelines.evaluation.judge import JUDGE_METRICS, JudgeInput, judge_items, judge_items_sync
-from pipelines.evaluation.judge_prompts import QuestionsBack, QuestionsInput
+from pipelines.evaluation.metrics.judge import JUDGE_METRICS, JudgeInput, judge_items, judge_items_sync
+from pipelines.evaluation.metrics.judge_prompts import QuestionsBack, QuestionsInput
 from pipelines.demo.corpus import load_demo_chunks
-from pipelines.evaluation.judging import correctness_input, correctness_score
-from pipelines.evaluation.params import GATED_METRICS
-from pipelines.evaluation.prompts import AnswerCorrectnessPrompt, Context, CorrectnessInput, RagAnswerPrompt, RagInput
-from pipelines.evaluation.stats import regression_gate
-from pipelines.evaluation.noise import FRAGILE, NoisePool, delta_f, inject, is_fragile, noise_delta_f
-from pipelines.evaluation.tools import (
+from pipelines.evaluation.metrics.correctness import AnswerCorrectnessPrompt, CorrectnessInput, correctness_input, correctness_score
+from pipelines.evaluation.runs.params import GATED_METRICS
+from pipelines.evaluation.runs.rag_prompt import Context, RagAnswerPrompt, RagInput
+from pipelines.evaluation.statistics.intervals import regression_gate
+from pipelines.evaluation.metrics.noise import FRAGILE, NoisePool, delta_f, inject, is_fragile, noise_delta_f
+from pipelines.evaluation.metrics.tools import (
     TSA_THRESHOLD,
     ToolTurn,
     score_tool_turns,

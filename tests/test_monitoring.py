@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipelines.evaluation.push import PUSHED_AS
+from pipelines.evaluation.outputs.push import PUSHED_AS
 from pipelines.records import METRICS, gauge_name
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import pytest
 
 from pipelines.evaluation import noise
-from pipelines.evaluation.judge import JudgeInput
-from pipelines.evaluation.noise import NoisePool, noise_delta_f
+from pipelines.evaluation.metrics.judge import JudgeInput
+from pipelines.evaluation.metrics.noise import NoisePool, noise_delta_f
 from pipelines.models.llm import OfflineLLM
 from pipelines.text import content_tokens
 

@@ -13,11 +13,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from pipelines.corpus.steps import index_corpus
-from pipelines.evaluation.gate import GateFailed
-from pipelines.evaluation.offline import run_offline_eval
-from pipelines.evaluation.params import eval_params
-from pipelines.evaluation.prepare import stratified_subset
-from pipelines.evaluation.push import read_back
+from pipelines.evaluation.statistics.gate import GateFailed
+from pipelines.evaluation.runs.offline import run_offline_eval
+from pipelines.evaluation.runs.params import eval_params
+from pipelines.evaluation.runs.prepare import stratified_subset
+from pipelines.evaluation.outputs.push import read_back
 from pipelines.golden import steps
 from pipelines.golden.dataset import load_golden_items, released_version
 from pipelines.golden.params import load_golden_params
@@ -226,7 +226,7 @@ def test_a_limited_run_evaluates_the_stratified_subset_and_says_how_it_was_drawn
 
 
 def test_eval_compare_reports_paired_differences_per_metric_and_stratum(built):
-    from pipelines.evaluation.compare import compare, parse_config
+    from pipelines.evaluation.runs.compare import compare, parse_config
 
     assert parse_config("k=3,mode=dense") == {"retrieval_k": 3, "retrieval_mode": "dense"}
     with pytest.raises(ValueError, match="use k=N"):

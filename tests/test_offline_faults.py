@@ -13,11 +13,11 @@ import asyncio
 import pytest
 
 from pipelines.demo.corpus import load_demo_chunks
-from pipelines.evaluation.judge import JudgeInput, judge_items
-from pipelines.evaluation.noise import CONTROL_METRIC, NoisePool, noise_delta_f
-from pipelines.evaluation.prompts import Context, RagAnswerPrompt, RagInput
-from pipelines.evaluation.stats import aggregate, proportion_ci
-from pipelines.evaluation.tools import ToolTurn, score_tool_turns, tool_selection_accuracy
+from pipelines.evaluation.metrics.judge import JudgeInput, judge_items
+from pipelines.evaluation.metrics.noise import CONTROL_METRIC, NoisePool, noise_delta_f
+from pipelines.evaluation.runs.rag_prompt import Context, RagAnswerPrompt, RagInput
+from pipelines.evaluation.statistics.intervals import aggregate, proportion_ci
+from pipelines.evaluation.metrics.tools import ToolTurn, score_tool_turns, tool_selection_accuracy
 from pipelines.agent_tools import TOOL_NAMES, TOOLS
 from pipelines.golden.prompts import SeedChunk, ToolQuestion, ToolTripleInput
 from pipelines.models.llm import OfflineLLM
@@ -218,7 +218,7 @@ def test_fault_rates_come_from_the_environment_and_are_named_in_reports(monkeypa
     ("Snapshots are written to the snapshots directory.", False),           # true, but another question's answer
 ])  # fmt: skip
 def test_the_offline_correctness_judge_grades_against_the_reference(answer_text, correct):
-    from pipelines.evaluation.prompts import AnswerCorrectnessPrompt, CorrectnessInput
+    from pipelines.evaluation.metrics.correctness import AnswerCorrectnessPrompt, CorrectnessInput
 
     verdict = AnswerCorrectnessPrompt().offline(CorrectnessInput(
         question="Which port does the Qdrant REST API listen on?", answer=answer_text,

@@ -7,9 +7,9 @@ from datetime import date, datetime, timezone
 
 import pytest
 
-from pipelines.evaluation.stats import Aggregate
-from pipelines.evaluation.push import push_run, push_scores, read_back, textfile_path
-from pipelines.evaluation.summary import RunSummary
+from pipelines.evaluation.statistics.intervals import Aggregate
+from pipelines.evaluation.outputs.push import push_run, push_scores, read_back, textfile_path
+from pipelines.evaluation.outputs.summary import RunSummary
 from pipelines.records import Score
 from pipelines.stores.results import EvalRun, ResultsStore, run_id
 from tests.services import free_port
@@ -148,7 +148,7 @@ def test_a_gateway_url_with_credentials_never_reaches_the_result_or_the_log(sett
 
 
 def test_the_briefs_context_precision_is_the_judged_share_of_useful_chunks():
-    from pipelines.evaluation.push import CONTEXT_PRECISION, as_pushed
+    from pipelines.evaluation.outputs.push import CONTEXT_PRECISION, as_pushed
 
     # The judged share of useful chunks given is the brief's context precision, pushed as
     # rag_context_precision_score (alert < 0.60); id-based precision@k and ragas' rank-weighted metric keep

@@ -27,8 +27,8 @@ import httpx
 import pytest
 
 from pipelines.demo.corpus_files import demo_corpus_chunks
-from pipelines.evaluation.judge import JUDGE_METRICS, JudgeInput, judge_items
-from pipelines.evaluation.prompts import Context, RagAnswerPrompt, RagInput
+from pipelines.evaluation.metrics.judge import JUDGE_METRICS, JudgeInput, judge_items
+from pipelines.evaluation.runs.rag_prompt import Context, RagAnswerPrompt, RagInput
 from pipelines.golden.generate import generate_items
 from pipelines.golden.params import GoldenParams
 from pipelines.golden.plan import Job, plan_jobs, position_key

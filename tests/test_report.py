@@ -8,8 +8,8 @@ from datetime import date
 
 import pytest
 
-from pipelines.evaluation.report import ItemView, render_report, trend_from_store, write_metrics_json, write_report
-from pipelines.evaluation.stats import aggregate, regression_gate
+from pipelines.evaluation.outputs.report import ItemView, render_report, trend_from_store, write_metrics_json, write_report
+from pipelines.evaluation.statistics.intervals import aggregate, regression_gate
 from pipelines.records import Score
 from pipelines.stores.results import EvalRun, ResultsStore, run_id
 from pipelines.workspace import Workspace

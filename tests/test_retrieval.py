@@ -6,7 +6,7 @@ import ir_measures
 import pytest
 from ir_measures import RR, P, Success
 
-from pipelines.evaluation.retrieval import (
+from pipelines.evaluation.metrics.retrieval import (
     attribute, check_ks, depth, metric_names, precision_at_k, query_metrics, recall_at_k, reciprocal_rank,
     score_run_file,
 )  # fmt: skip

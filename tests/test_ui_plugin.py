@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 
 from urllib.parse import quote
 
-from pipelines.evaluation.report import render_report, write_report
+from pipelines.evaluation.outputs.report import render_report, write_report
 from pipelines.models.offline import OFFLINE_MODEL
 from pipelines.records import Score
 from pipelines.settings import Settings

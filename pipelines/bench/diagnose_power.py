@@ -31,8 +31,8 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from pipelines.evaluation.diagnose import diagnose
-from pipelines.evaluation.stats import aggregate, proportion_ci
+from pipelines.evaluation.statistics.diagnose import diagnose
+from pipelines.evaluation.statistics.intervals import aggregate, proportion_ci
 
 METRIC = "faithfulness"
 STRATA = 12

@@ -8,7 +8,7 @@ compete for the interpreter lock with the client being measured.
 
 - ragwatch: `judge_items` over `OpenAICompatibleLLM` (endpoint concurrency = the capacity, a fresh
   cache) and the local embedding model, with ragwatch's consolidated judge (`implementation=
-  "ragwatch"`: 3 requests per item, see pipelines.evaluation.judge); then once more on the same
+  "ragwatch"`: 3 requests per item, see pipelines.evaluation.metrics.judge); then once more on the same
   cache, which should cost no request at all.
 - ragas: `evaluate()` with its defaults (default RunConfig: 16 workers, no batching) and its legacy
   metric classes, on `ChatOpenAI` pointed at the simulator. Its embeddings are `OpenAIEmbeddings`
@@ -49,7 +49,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from pipelines.demo.corpus import load_demo_chunks
-from pipelines.evaluation.judge import (  # sets RAGAS_DO_NOT_TRACK before ragas loads
+from pipelines.evaluation.metrics.judge import (  # sets RAGAS_DO_NOT_TRACK before ragas loads
     JudgeImplementation,
     JudgeInput,
     judge_items_sync,

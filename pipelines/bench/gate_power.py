@@ -51,7 +51,7 @@ import numpy as np
 from scipy import special
 from scipy import stats as sps
 
-from pipelines.evaluation.stats import GateResult, regression_gate
+from pipelines.evaluation.statistics.intervals import GateResult, regression_gate
 
 LOADING = 0.6
 """How much of an item's score comes from its latent difficulty (the rest is the metric's own)."""

@@ -73,8 +73,8 @@ about the English pydoc chunks, as the demo does. So this part is a bound, the r
 def online_eval_once(settings: Settings, day: date) -> Any:
     """The online eval of `day`, prepare to finalize, as the CLI runs it (the budget from the settings the bench
     builds); returns its RunSummary. No push: the bench measures the eval, not the Pushgateway."""
-    from pipelines.evaluation.online import run_online_eval
-    from pipelines.evaluation.params import online_params
+    from pipelines.evaluation.runs.online import run_online_eval
+    from pipelines.evaluation.runs.params import online_params
 
     return run_online_eval(settings, day, online_params(settings), push=False)
 

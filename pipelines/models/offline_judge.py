@@ -1,7 +1,7 @@
 """The offline judge's one rule for claims: what a text claims, and whether evidence supports a claim.
 
 Every offline judgement goes through these functions — ragas' requests answered offline
-(`ragas_adapter`) and ragwatch's own judge prompts (`pipelines.evaluation.judge_prompts`) alike — so
+(`ragas_adapter`) and ragwatch's own judge prompts (`pipelines.evaluation.metrics.judge_prompts`) alike — so
 a sharper rule (catching swapped numbers or entities, say) changes every path at once.
 """
 

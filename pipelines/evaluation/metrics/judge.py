@@ -11,7 +11,7 @@
 
 `RAGWATCH_JUDGE_IMPLEMENTATION` picks the path (`judge_items(..., implementation=)` overrides it):
 - `ragwatch` (default): per item, one claim-extraction request for the answer and the reference
-  (`pipelines.evaluation.judge_prompts`), the N relevancy questions in one request with OpenAI's `n`
+  (`pipelines.evaluation.metrics.judge_prompts`), the N relevancy questions in one request with OpenAI's `n`
   (in parallel with the extraction), then one verification request that gives every answer claim,
   every reference claim and every context its verdict — 3 requests for the four main metrics, where
   ragas sends 6 + the number of contexts. Claims are extracted once per (judge, question, text) and
@@ -56,7 +56,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from pipelines.evaluation.judge_prompts import (
+from pipelines.evaluation.metrics.judge_prompts import (
     ClaimExtraction,
     ClaimSources,
     ClaimsInput,

@@ -6,13 +6,8 @@ Noise ΔF compares the system's own answer (sample 0) with the same system answe
 contexts as an independent draw (`answer_with(..., sample=1)`); the control `noise_delta_f_control`
 is the same draw from the clean contexts.
 
-Answer correctness (`AnswerCorrectnessPrompt`, the judge model) grades each answer against the item's
-reference answer, adversarial items' "not enough information" included: a 0/1 score per item
-(`answer_correctness`), reported and gated like the other metrics, so answers that lose their facts
-(cut short, wrong) fail the gate even where every remaining sentence is faithful. The same verdict
-starts the retrieval-vs-generation attribution; its one-sentence reason goes to a verdict file for
-the report. Skipped with the reason when there is no answer or no reference; failed when the judge
-call failed.
+Answer correctness (`pipelines.evaluation.metrics.correctness`) grades each answer against the item's reference
+answer; its one-sentence reason goes to a verdict file for the report.
 """
 
 from __future__ import annotations
@@ -21,22 +16,21 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from pipelines.evaluation.judge import JudgeInput, judge_items
-from pipelines.evaluation.noise import CONTROL_METRIC, METRIC, NoisePool, noise_delta_f
-from pipelines.evaluation.params import judge_metric_key, reported_metric
-from pipelines.evaluation.prompts import AnswerCorrectnessPrompt, CorrectnessInput, CorrectnessVerdict
-from pipelines.evaluation.runs import JudgedBatch, judge_part, read_meta, read_rows, run_and_close, stratum_of
-from pipelines.evaluation.target import build_target
+from pipelines.evaluation.metrics.judge import JudgeInput, judge_items
+from pipelines.evaluation.metrics.noise import CONTROL_METRIC, METRIC, NoisePool, noise_delta_f
+from pipelines.evaluation.runs.params import judge_metric_key, reported_metric
+from pipelines.evaluation.metrics.correctness import CORRECTNESS, AnswerCorrectnessPrompt, CorrectnessInput, correctness_input, correctness_score
+from pipelines.evaluation.runs.folder import JudgedBatch, judge_part, read_meta, read_rows, run_and_close, stratum_of
+from pipelines.evaluation.runs.target import build_target
 from pipelines.files import write_jsonl
 from pipelines.models.embeddings import build_embedder
-from pipelines.models.llm import LLMResult, build_llm, check_models_differ
+from pipelines.models.llm import build_llm, check_models_differ
 from pipelines.records import GoldenItem, Score
 from pipelines.settings import Settings
 from pipelines.stores.corpus import open_corpus_index
 from pipelines.workspace import RunPaths
 
 log = logging.getLogger(__name__)
-CORRECTNESS = "answer_correctness"
 
 
 def judge_input(row: dict[str, Any]) -> JudgeInput:
@@ -49,30 +43,6 @@ def judge_input(row: dict[str, Any]) -> JudgeInput:
                       contexts=[c["text"] for c in row["contexts"]], reference=reference,
                       reference_contexts=item.reference_contexts, context_ids=[c["chunk_id"] for c in row["contexts"]],
                       gold_chunk_ids=item.gold_chunk_ids)  # fmt: skip
-
-
-def correctness_input(row: dict[str, Any]) -> CorrectnessInput | str:
-    """What the correctness judge grades of one answered response row, or why there is nothing to grade.
-    Unlike the reference-based ragas metrics, adversarial items are graded: their reference says there is
-    not enough information, and an answer that makes something up instead is wrong."""
-    item = GoldenItem.model_validate(row["item"])
-    if not (row["answer"] or "").strip():
-        return "the target returned no answer to grade"
-    if not item.reference_answer.strip():
-        return "the item has no reference answer to grade against"
-    return CorrectnessInput(question=item.question, answer=row["answer"], reference=item.reference_answer)
-
-
-def correctness_score(item_id: str, stratum: str, graded: CorrectnessInput | str,
-                      verdict: LLMResult[CorrectnessVerdict] | None, **labels: Any) -> Score:  # fmt: skip
-    """`answer_correctness` of one item: 1.0 correct, 0.0 wrong; skipped (nothing to grade) or failed (the
-    judge call failed) with the reason, never a 0."""
-    common = dict(**labels, item_id=item_id, stratum=stratum, metric=CORRECTNESS)
-    if isinstance(graded, str):
-        return Score(**common, value=None, status="skipped", error=graded)
-    if not verdict.ok:
-        return Score(**common, value=None, status="failed", error=f"correctness judge failed: {verdict.error}")
-    return Score(**common, value=float(verdict.value.correct), status="ok")
 
 
 def judge_offline_batch(settings: Settings, run_dir: Path, start: int, end: int) -> JudgedBatch:

@@ -30,7 +30,7 @@ from pipelines.agent_tools import TOOLS
 from pipelines.records import Score, Suite, ToolCall
 
 # isort: off  (judge imports ragas_adapter, which sets RAGAS_DO_NOT_TRACK before the first ragas import)
-from pipelines.evaluation.judge import Outcome, log_outcomes
+from pipelines.evaluation.metrics.judge import Outcome, log_outcomes
 from ragas.messages import AIMessage, HumanMessage
 from ragas.messages import ToolCall as RagasToolCall
 from ragas.metrics.collections import ToolCallAccuracy

@@ -34,8 +34,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from pipelines.evaluation.retrieval import ATTRIBUTIONS
-from pipelines.evaluation.stats import BENJAMINI_HOCHBERG, CONFIDENCE, OVERALL, Aggregate, benjamini_hochberg
+from pipelines.evaluation.metrics.retrieval import ATTRIBUTIONS
+from pipelines.evaluation.statistics.intervals import BENJAMINI_HOCHBERG, CONFIDENCE, OVERALL, Aggregate, benjamini_hochberg
 
 Severity = Literal["problem", "watch", "inconclusive", "healthy"]
 Stage = Literal["retrieval", "generation", "robustness", "tools"]

@@ -1,12 +1,11 @@
-"""The evaluation's prompts: the reference RAG's generation, and the judge of answer correctness.
+"""The reference RAG's prompt: the answer the built-in system under test generates from retrieved contexts.
 
 `RagAnswerPrompt` answers from retrieved contexts, citing nothing else. Offline it copies the context
 sentences that cover the question best, with the faults `pipelines.models.offline.OfflineFaults`
 configures (invented sentences, swapped numbers or names, wrong abstentions, the wrong context,
 distraction by irrelevant chunks), each drawn from the question and the sample number.
 
-`AnswerCorrectnessPrompt` decides whether an answer is right against the golden reference answer: the
-verdict that per-item attribution (retrieval vs generation failure) starts from.
+The judge of answer correctness is `pipelines.evaluation.metrics.correctness`.
 """
 
 from __future__ import annotations
@@ -18,9 +17,8 @@ from pydantic import BaseModel, Field
 from pipelines.models.offline import (
     OfflineFaults, configured_faults, corrupt_sentences, draw, join_sentences,
 )  # fmt: skip
-from pipelines.models.offline_judge import claims, support
 from pipelines.models.prompts import Prompt
-from pipelines.text import NOT_ENOUGH, abstains, coverage, sentences
+from pipelines.text import NOT_ENOUGH, coverage, sentences
 
 DEFAULT_RAG_PROMPT = """
 You are a documentation assistant. Answer the question using only the numbered contexts, in
@@ -110,57 +108,3 @@ def _least_relevant(by_context: list[list[tuple[float, str]]]) -> int | None:
     if len(usable) < 2:
         return None
     return min(reversed(usable), key=lambda i: max(cov for cov, _ in by_context[i]))
-
-
-# --- answer correctness ---------------------------------------------------------------------------------
-
-CORRECT_SHARE = 0.5
-"""Offline: share of the reference's claims the answer must state for the answer to be correct."""
-
-
-class CorrectnessInput(BaseModel):
-    question: str
-    answer: str
-    reference: str
-
-
-class CorrectnessVerdict(BaseModel):
-    correct: bool
-    reason: str
-
-
-class AnswerCorrectnessPrompt(Prompt[CorrectnessInput, CorrectnessVerdict]):
-    """Is the answer right, against the reference answer? (Not: is it supported by its contexts — that is
-    faithfulness.)"""
-
-    name = "judge_answer_correct"
-    input_model, output_model = CorrectnessInput, CorrectnessVerdict
-    instructions = """
-You grade an assistant's answer against a reference answer written by an expert. The answer is
-correct when it states the reference's key facts and contradicts none of them; extra detail that
-does not contradict the reference is allowed; wording and language may differ. When the reference
-says there is not enough information, the answer is correct only if it says so too. An answer that
-says there is not enough information when the reference answers is not correct. Give a one-sentence
-reason.
-"""
-
-    def offline(self, inputs: CorrectnessInput) -> CorrectnessVerdict:
-        """Lexical: correct when the answer states at least half of the reference's claims (each judged by the
-        offline claim-verification rule: content words, numbers and names present); abstentions must match."""
-        reference_abstains, answer_abstains = abstains(inputs.reference), abstains(inputs.answer)
-        if reference_abstains or answer_abstains:
-            same = reference_abstains == answer_abstains
-            if same:
-                return CorrectnessVerdict(correct=True, reason="both say there is not enough information")
-            who = "the answer" if answer_abstains else "the reference"
-            return CorrectnessVerdict(correct=False, reason=f"only {who} says there is not enough information")
-        reference_claims = claims(inputs.reference)
-        if not reference_claims:
-            return CorrectnessVerdict(correct=False, reason="the reference states no claim to compare with")
-        stated = [claim for claim in reference_claims if support(claim, inputs.answer)[0]]
-        share = len(stated) / len(reference_claims)
-        return CorrectnessVerdict(
-            correct=share >= CORRECT_SHARE,
-            reason=f"the answer states {len(stated)} of the reference's {len(reference_claims)} claim(s) "
-                   f"(offline rule: ≥ {CORRECT_SHARE:.0%})",
-        )  # fmt: skip

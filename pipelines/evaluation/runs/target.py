@@ -22,8 +22,8 @@ from typing import Any, Protocol
 import httpx
 
 from pipelines.agent_tools import TOOLS
-from pipelines.evaluation.params import EvalParams
-from pipelines.evaluation.prompts import Context, RagAnswerPrompt, RagInput
+from pipelines.evaluation.runs.params import EvalParams
+from pipelines.evaluation.runs.rag_prompt import Context, RagAnswerPrompt, RagInput
 from pipelines.models.llm import LLM, build_llm
 from pipelines.models.offline import OFFLINE_MODEL, offline_model_label
 from pipelines.records import GoldenItem, ToolCall

@@ -55,7 +55,7 @@ from typing import Literal, Protocol
 import numpy as np
 from scipy import sparse
 
-from pipelines.evaluation.judge import JudgeImplementation, JudgeInput, Outcome, judge_metric, log_outcomes
+from pipelines.evaluation.metrics.judge import JudgeImplementation, JudgeInput, Outcome, judge_metric, log_outcomes
 from pipelines.models.embeddings import Embedder
 from pipelines.models.llm import LLM, Progress
 from pipelines.records import Score, Suite

@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from pipelines.evaluation.params import EvalParams, OnlineParams
+from pipelines.evaluation.runs.params import EvalParams, OnlineParams
 from pipelines.files import atomic_write_text, read_jsonl
 from pipelines.records import GoldenItem, Score
 from pipelines.workspace import RunPaths

@@ -7,7 +7,7 @@
 | `ClaimVerification` | Faithfulness' NLI verdicts, ContextRecall's attributions, ContextPrecision's 1 verdict per context | one verdict per answer claim, per reference claim and per context |
 | `ClaimSources` | NoiseSensitivity's 2 verdict requests per context + 1 against the reference | for each claim, the contexts that each support it; for each answer claim, the reference's verdict |
 
-Each verdict keeps ragas' definition (see `pipelines.evaluation.judge` for the arithmetic):
+Each verdict keeps ragas' definition (see `pipelines.evaluation.metrics.judge` for the arithmetic):
 - an answer claim is *supported* when it can be directly inferred from the contexts taken together
   (ragas Faithfulness' NLI verdict);
 - a reference claim is *attributed* when it can be attributed to the contexts taken together (ragas
