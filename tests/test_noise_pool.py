@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from pipelines.evaluation import noise
+from pipelines.evaluation.metrics import noise
 from pipelines.evaluation.metrics.judge import JudgeInput
 from pipelines.evaluation.metrics.noise import NoisePool, noise_delta_f
 from pipelines.models.llm import OfflineLLM
