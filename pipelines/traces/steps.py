@@ -8,8 +8,6 @@ one Airflow task calls and returns a small typed result that travels through XCo
 
 from __future__ import annotations
 
-import ctypes
-import gc
 import os
 import shutil
 import uuid
@@ -20,6 +18,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from pipelines import inputs
+from pipelines.native_heap import return_freed_memory
 from pipelines.privacy.anonymizer import Anonymizer
 from pipelines.settings import Settings
 from pipelines.stores.partitions import promote, read_manifest
@@ -146,21 +145,6 @@ def run_trace_sampling(settings: Settings, day: date, *, version: bool = True, *
     promoted = promote_trace_sample(settings, staged)
     versioned = version_trace_sample(settings, promoted) if version else None
     return TraceSampling(counts=staged.counts, validation=validation, partition=promoted.partition, version=versioned)
-
-
-def return_freed_memory() -> None:
-    """Hand the memory of freed objects back to the system: Python's, pyarrow's pool's, and the C heap's.
-
-    glibc keeps freed heap pages for reuse unless asked (`malloc_trim`); elsewhere only the first two apply.
-    """
-    import pyarrow as pa
-
-    gc.collect()
-    pa.default_memory_pool().release_unused()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc
-        pass
 
 
 def published_counts(settings: Settings, day: date) -> SampleCounts:

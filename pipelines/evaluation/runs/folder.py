@@ -22,6 +22,7 @@ from pydantic import BaseModel
 
 from pipelines.evaluation.runs.params import EvalParams, OnlineParams
 from pipelines.files import atomic_write_text, read_jsonl
+from pipelines.native_heap import bound_native_heap, return_freed_memory
 from pipelines.records import GoldenItem, Score
 from pipelines.workspace import RunPaths
 
@@ -105,11 +106,15 @@ def run_steps(settings, prepared: PreparedRun, judge_batch: JudgeBatch, finalize
               progress: Callable[[int, int], None] | None = None, *, in_flight: int = BATCHES_IN_FLIGHT):  # fmt: skip
     """Every judge batch of a prepared run, `in_flight` at a time (threads, each with its own event loop), then
     finalize: the DAG's mapped tasks in one process. The first batch that fails fails the run."""
+    # Threads that each allocate large buffers would otherwise keep a heap of their own (native_heap.py).
+    bound_native_heap()
+    return_freed_memory()  # what prepare read (the day's selection) is not held through the batches
     done = 0
     with ThreadPoolExecutor(max_workers=max(1, in_flight)) as pool:
         futures = [pool.submit(judge_batch, settings, prepared.run_dir, start, end) for start, end in prepared.batches]
         for future in as_completed(futures):
             future.result()
+            return_freed_memory()  # a finished batch's buffers, before the next one starts
             done += 1
             if progress:
                 progress(done, len(prepared.batches))
