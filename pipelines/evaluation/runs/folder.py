@@ -96,10 +96,11 @@ def iter_rows(path: Path) -> Iterator[dict]:
 JudgeBatch = Callable[[Any, Path, int, int], JudgedBatch]
 
 
-BATCHES_IN_FLIGHT = 4
-"""Judge batches run at once in one process: the slots of the DAGs' `ragwatch_llm` pool, so the CLI and the
-benchmarks keep the model servers as busy as the mapped tasks do (one batch at a time leaves them idle on each
-batch's tail)."""
+BATCHES_IN_FLIGHT = 2
+"""Judge batches run at once in one process (the CLI, the benchmarks): one batch at a time leaves the model
+servers idle on each batch's tail, two keep them busy (`bench online`: ≥ 90 % of the ideal) at about half the
+memory of four, where every batch thread holds its inputs and an embedding pass. The DAGs run one batch per task
+process, as many at once as the `ragwatch_llm` pool has slots."""
 
 
 def run_steps(settings, prepared: PreparedRun, judge_batch: JudgeBatch, finalize: Callable[[Any, Path], Any],
