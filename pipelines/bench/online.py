@@ -20,7 +20,6 @@ What it reports:
 from __future__ import annotations
 
 import io
-import multiprocessing
 import queue
 import resource
 import shutil
@@ -37,7 +36,7 @@ from rich.console import Console
 from rich.table import Table
 
 from pipelines.bench.eval import _ideal, _served, _stats, simulator_process
-from pipelines.bench.sample import _TreeRss
+from pipelines.bench.sample import _TreeRss, in_spawned_process
 from pipelines.bench.sampled_day import DAY, POOL_SIZE, cited_chunks, index_demo_corpus, sampled_pool, write_sampled_day
 from pipelines.models.cache import LLMCache
 from pipelines.models.simulator import SimulatorKnobs
@@ -96,20 +95,8 @@ def _run_measured(target: Callable[..., dict[str, Any]], args: tuple, results) -
 
 def in_fresh_process(target: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
     """Run `target(*args)` in a spawned process, as Airflow runs a task; its result and figures."""
-    context = multiprocessing.get_context("spawn")
-    results = context.Queue()
-    started = time.perf_counter()
-    process = context.Process(target=_run_measured, args=(target, args, results))
-    process.start()
-    outcome = None
-    while outcome is None:
-        try:
-            outcome = results.get(timeout=1)
-        except queue.Empty:
-            if not process.is_alive():
-                raise RuntimeError(f"{target.__name__} exited with {process.exitcode} (see its log above)") from None
-    process.join()
-    return dict(outcome, process_wall_s=time.perf_counter() - started)
+    outcome, wall = in_spawned_process(_run_measured, (target, args), target.__name__)
+    return dict(outcome, process_wall_s=wall)
 
 
 def in_this_process(target: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:

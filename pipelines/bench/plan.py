@@ -20,8 +20,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import multiprocessing
-import queue
 import resource
 import shutil
 import tempfile
@@ -40,7 +38,7 @@ import pyarrow.parquet as pq
 from rich.console import Console
 from rich.table import Table
 
-from pipelines.bench.sample import _TreeRss
+from pipelines.bench.sample import _TreeRss, in_spawned_process
 from pipelines.demo.traces import generate_traces
 from pipelines.golden.plan import _interleave, _rank
 from pipelines.golden.steps import recent_trace_questions
@@ -154,20 +152,8 @@ def picks_digest(picked: list[dict[str, Any]]) -> str:
 
 def measure_read(loader: str, root: Path, days: int, n: int) -> dict[str, Any]:
     """`loader` over the workspace at `root` in a fresh (spawned) process: its picks and figures."""
-    context = multiprocessing.get_context("spawn")
-    results = context.Queue()
-    started = time.perf_counter()
-    process = context.Process(target=_run_read, args=(loader, root, days, n, results))
-    process.start()
-    outcome = None
-    while outcome is None:
-        try:
-            outcome = results.get(timeout=1)
-        except queue.Empty:
-            if not process.is_alive():
-                raise RuntimeError(f"the {loader} read exited with {process.exitcode} (see its log above)") from None
-    process.join()
-    return dict(outcome, wall_s=time.perf_counter() - started)
+    outcome, wall = in_spawned_process(_run_read, (loader, root, days, n), f"the {loader} read")
+    return dict(outcome, wall_s=wall)
 
 
 # -- the benchmark -----------------------------------------------------------------------------

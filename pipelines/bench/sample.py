@@ -28,7 +28,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, date, datetime, time as day_time, timedelta
 from pathlib import Path
@@ -190,11 +190,13 @@ class _TreeRss(threading.Thread):
         self.join()
 
 
-def run_task_in_process(name: str, settings: Settings, previous: dict | None) -> dict[str, Any]:
+def in_spawned_process(target: Callable[..., None], args: tuple, label: str) -> tuple[Any, float]:
+    """`target(*args, results)` in a fresh spawned process, as Airflow runs a task: what it put on `results`, and
+    the wall time as Airflow would see it (a fresh interpreter and its imports included)."""
     context = multiprocessing.get_context("spawn")
     results = context.Queue()
     started = time.perf_counter()
-    process = context.Process(target=_run_task, args=(name, settings, previous, results))
+    process = context.Process(target=target, args=(*args, results))
     process.start()
     outcome = None
     while outcome is None:
@@ -202,10 +204,14 @@ def run_task_in_process(name: str, settings: Settings, previous: dict | None) ->
             outcome = results.get(timeout=1)
         except queue.Empty:
             if not process.is_alive():
-                raise RuntimeError(f"the {name} task exited with {process.exitcode} (see its log above)") from None
+                raise RuntimeError(f"{label} exited with {process.exitcode} (see its log above)") from None
     process.join()
-    # The task's wall time as Airflow would see it: a fresh interpreter and its imports included.
-    return dict(outcome, wall_s=time.perf_counter() - started)
+    return outcome, time.perf_counter() - started
+
+
+def run_task_in_process(name: str, settings: Settings, previous: dict | None) -> dict[str, Any]:
+    outcome, wall = in_spawned_process(_run_task, (name, settings, previous), f"the {name} task")
+    return dict(outcome, wall_s=wall)
 
 
 def run_step(settings: Settings, *, version: bool = True, one_process: bool = False) -> dict[str, Any]:
