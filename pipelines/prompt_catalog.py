@@ -8,8 +8,8 @@ new prompt is added to this list, and `tests/test_prompts.py` fails until it is.
 
 from __future__ import annotations
 
-from pipelines.evaluation.metrics.judge_prompts import judge_prompts
 from pipelines.evaluation.metrics.correctness import AnswerCorrectnessPrompt
+from pipelines.evaluation.metrics.judge_prompts import judge_prompts
 from pipelines.evaluation.runs.rag_prompt import RagAnswerPrompt
 from pipelines.golden.prompts import (
     AdversarialQuestion,

@@ -6,11 +6,11 @@ import pytest
 
 import numpy as np
 
+from pipelines.evaluation.metrics.retrieval import attribute
 from pipelines.evaluation.statistics.diagnose import (
     ATTRIBUTIONS, CONTEXT_PRECISION, INCONCLUSIVE, NOT_ENOUGH_EVIDENCE, THRESHOLDS, Threshold, diagnose, ladder,
     summarize_attribution,
 )  # fmt: skip
-from pipelines.evaluation.metrics.retrieval import attribute
 from pipelines.evaluation.statistics.intervals import Aggregate, aggregate, benjamini_hochberg, value_range
 from pipelines.records import Score
 

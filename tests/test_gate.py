@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from pipelines.evaluation.outputs.report import render_report
+from pipelines.evaluation.outputs.summary import run_summary
+from pipelines.evaluation.statistics.gate import RunGate, gate_against_baseline
 from pipelines.evaluation.statistics.intervals import (
     ALPHA, GATE_ALPHA, MOVER_INDEPENDENT, MOVER_PAIRED, NOT_IN_BASELINE, NOT_MEASURED, RECOVERY, WESTFALL_YOUNG, holm,
     paired_comparison, paired_difference_interval, regression_gate, sign_flip_test,
 )  # fmt: skip
-from pipelines.evaluation.statistics.gate import RunGate, gate_against_baseline
-from pipelines.evaluation.outputs.report import render_report
-from pipelines.evaluation.outputs.summary import run_summary
 from pipelines.records import Score
 from pipelines.stores.results import EvalRun, ResultsStore, run_id
 

@@ -19,13 +19,10 @@ import httpx
 import pytest
 
 from pipelines.bench.eval import simulator_process
-from pipelines.evaluation.metrics.judge import JUDGE_METRICS, JudgeInput, judge_items, judge_items_sync
-from pipelines.evaluation.metrics.judge_prompts import QuestionsBack, QuestionsInput
 from pipelines.demo.corpus import load_demo_chunks
 from pipelines.evaluation.metrics.correctness import AnswerCorrectnessPrompt, CorrectnessInput, correctness_input, correctness_score
-from pipelines.evaluation.runs.params import GATED_METRICS
-from pipelines.evaluation.runs.rag_prompt import Context, RagAnswerPrompt, RagInput
-from pipelines.evaluation.statistics.intervals import regression_gate
+from pipelines.evaluation.metrics.judge import JUDGE_METRICS, JudgeInput, judge_items, judge_items_sync
+from pipelines.evaluation.metrics.judge_prompts import QuestionsBack, QuestionsInput
 from pipelines.evaluation.metrics.noise import FRAGILE, NoisePool, delta_f, inject, is_fragile, noise_delta_f
 from pipelines.evaluation.metrics.tools import (
     TSA_THRESHOLD,
@@ -35,16 +32,19 @@ from pipelines.evaluation.metrics.tools import (
     tool_call_validity,
     tool_selection_accuracy,
 )
+from pipelines.evaluation.runs.params import GATED_METRICS
+from pipelines.evaluation.runs.rag_prompt import Context, RagAnswerPrompt, RagInput
+from pipelines.evaluation.statistics.intervals import regression_gate
+from pipelines.golden.prompts import ChunkQuestions, ChunkQuestionsInput, SeedChunk
 from pipelines.models.cache import LLMCache
 from pipelines.models.embeddings import LocalEmbedder
 from pipelines.models.llm import LLM, LLMResult, OfflineLLM, OpenAICompatibleLLM
+from pipelines.models.offline import OfflineFaults
 from pipelines.models.ragas_adapter import RagasRequest, last_input, prompt_for
 from pipelines.models.simulator import SimulatorKnobs, running_simulator
 from pipelines.prompt_catalog import all_prompts
-from pipelines.models.offline import OfflineFaults
 from pipelines.records import GoldenItem, Score, ToolCall
 from pipelines.settings import ModelEndpoint
-from pipelines.golden.prompts import ChunkQuestions, ChunkQuestionsInput, SeedChunk
 from pipelines.text import abstains, sentences
 from ragas.metrics.collections.faithfulness.util import (
     StatementGeneratorInput,

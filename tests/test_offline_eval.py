@@ -13,11 +13,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from pipelines.corpus.steps import index_corpus
-from pipelines.evaluation.statistics.gate import GateFailed
+from pipelines.evaluation.outputs.push import read_back
 from pipelines.evaluation.runs.offline import run_offline_eval
 from pipelines.evaluation.runs.params import eval_params
 from pipelines.evaluation.runs.prepare import stratified_subset
-from pipelines.evaluation.outputs.push import read_back
+from pipelines.evaluation.statistics.gate import GateFailed
 from pipelines.golden import steps
 from pipelines.golden.dataset import load_golden_items, released_version
 from pipelines.golden.params import load_golden_params

@@ -19,12 +19,12 @@ from hypothesis import strategies as st
 
 from pipelines.allocation import allocate
 from pipelines.corpus.steps import index_corpus
+from pipelines.evaluation.runs.folder import judge_part
 from pipelines.evaluation.runs.online import finalize_online_eval, judge_online_batch, prepare_online_eval, run_online_eval
 from pipelines.evaluation.runs.online import past_spread
 from pipelines.evaluation.runs.online_selection import (JUDGED_COLUMNS, SELECTION_COLUMNS, HalfWidthTarget, noise_count,
-                                                   read_judged, select_budget)  # fmt: skip
+                                                        read_judged, select_budget)  # fmt: skip
 from pipelines.evaluation.runs.params import online_params
-from pipelines.evaluation.runs.folder import judge_part
 from pipelines.records import SAMPLED_TRACE_SCHEMA
 from pipelines.settings import Settings
 from pipelines.stores.corpus import open_corpus_index

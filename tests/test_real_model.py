@@ -26,13 +26,13 @@ from pathlib import Path
 import httpx
 import pytest
 
+from pipelines.agent_tools import TOOLS
 from pipelines.demo.corpus_files import demo_corpus_chunks
 from pipelines.evaluation.metrics.judge import JUDGE_METRICS, JudgeInput, judge_items
 from pipelines.evaluation.runs.rag_prompt import Context, RagAnswerPrompt, RagInput
 from pipelines.golden.generate import generate_items
 from pipelines.golden.params import GoldenParams
 from pipelines.golden.plan import Job, plan_jobs, position_key
-from pipelines.agent_tools import TOOLS
 from pipelines.models.embeddings import LocalEmbedder
 from pipelines.models.llm import LLM, LLMCounters, LLMResult, OpenAICompatibleLLM
 from pipelines.records import GoldenItem

@@ -34,9 +34,9 @@ from prometheus_client.exposition import basic_auth_handler, default_handler
 from pydantic import BaseModel
 
 from pipelines import inputs
+from pipelines.evaluation.outputs.summary import RunSummary
 from pipelines.evaluation.statistics.diagnose import CONTEXT_PRECISION as DIAGNOSED_PRECISION
 from pipelines.evaluation.statistics.intervals import Aggregate, aggregate
-from pipelines.evaluation.outputs.summary import RunSummary
 from pipelines.records import METRICS, gauge_name
 from pipelines.redact import redact_text, redact_url
 from pipelines.settings import Settings

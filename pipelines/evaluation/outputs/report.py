@@ -21,13 +21,13 @@ from jinja2 import Environment
 from markupsafe import Markup
 
 from pipelines.evaluation.outputs.charts import Interval, histogram, interval_chart, line_chart
+from pipelines.evaluation.outputs.formatting import interval, number
+from pipelines.evaluation.outputs.summary import judged_strata
 from pipelines.evaluation.statistics.diagnose import ATTRIBUTIONS, DEFAULT_MIN_N, NOT_ENOUGH_EVIDENCE, diagnose, summarize_attribution
+from pipelines.evaluation.statistics.gate import Comparison, RunGate
 from pipelines.evaluation.statistics.intervals import (
     BENJAMINI_HOCHBERG, CI_METHODS, LOWER_IS_BETTER, OVERALL, TEST_METHODS, Aggregate, GateResult, aggregate,
 )  # fmt: skip
-from pipelines.evaluation.outputs.formatting import interval, number
-from pipelines.evaluation.statistics.gate import Comparison, RunGate
-from pipelines.evaluation.outputs.summary import judged_strata
 from pipelines.files import atomic_write_text
 from pipelines.models.offline import OFFLINE_MODEL
 from pipelines.records import METRICS, Score

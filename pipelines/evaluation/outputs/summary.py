@@ -7,8 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from pipelines.evaluation.statistics.diagnose import DEFAULT_MIN_N, diagnose
 from pipelines.evaluation.runs.folder import RunHeader
+from pipelines.evaluation.statistics.diagnose import DEFAULT_MIN_N, diagnose
 from pipelines.evaluation.statistics.intervals import BENJAMINI_HOCHBERG, GATED, OVERALL, WESTFALL_YOUNG, Aggregate, aggregate
 from pipelines.settings import Settings
 from pipelines.stores.results import EvalRun, ResultsStore

@@ -11,10 +11,10 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
+from pipelines.evaluation.runs.folder import load_scores
 from pipelines.evaluation.runs.judge_batch import judge_offline_batch
 from pipelines.evaluation.runs.params import EvalParams, target_name_for, target_url
 from pipelines.evaluation.runs.prepare import prepare_offline_eval
-from pipelines.evaluation.runs.folder import load_scores
 from pipelines.evaluation.statistics.intervals import compare_runs
 from pipelines.records import Score
 from pipelines.settings import Settings

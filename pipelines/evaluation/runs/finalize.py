@@ -10,12 +10,12 @@ import logging
 from datetime import datetime, timezone
 from pathlib import Path
 
-from pipelines.evaluation.statistics.gate import gate_against_baseline
-from pipelines.evaluation.outputs.report import ItemView, render_report, trend_from_store, write_metrics_json, write_report
 from pipelines.evaluation.metrics.retrieval import attribute
-from pipelines.evaluation.runs.folder import load_scores, read_meta
-from pipelines.evaluation.statistics.intervals import aggregate
+from pipelines.evaluation.outputs.report import ItemView, render_report, trend_from_store, write_metrics_json, write_report
 from pipelines.evaluation.outputs.summary import RunSummary, run_summary
+from pipelines.evaluation.runs.folder import load_scores, read_meta
+from pipelines.evaluation.statistics.gate import gate_against_baseline
+from pipelines.evaluation.statistics.intervals import aggregate
 from pipelines.files import read_jsonl
 from pipelines.models.llm import build_llm
 from pipelines.records import Score

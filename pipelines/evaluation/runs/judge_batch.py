@@ -16,11 +16,11 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from pipelines.evaluation.metrics.correctness import CORRECTNESS, AnswerCorrectnessPrompt, CorrectnessInput, correctness_input, correctness_score
 from pipelines.evaluation.metrics.judge import JudgeInput, judge_items
 from pipelines.evaluation.metrics.noise import CONTROL_METRIC, METRIC, NoisePool, noise_delta_f
-from pipelines.evaluation.runs.params import judge_metric_key, reported_metric
-from pipelines.evaluation.metrics.correctness import CORRECTNESS, AnswerCorrectnessPrompt, CorrectnessInput, correctness_input, correctness_score
 from pipelines.evaluation.runs.folder import JudgedBatch, judge_part, read_meta, read_rows, run_and_close, stratum_of
+from pipelines.evaluation.runs.params import judge_metric_key, reported_metric
 from pipelines.evaluation.runs.target import build_target
 from pipelines.files import write_jsonl
 from pipelines.models.embeddings import build_embedder

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from datetime import date
 
+from pipelines.evaluation.outputs.push import PushedRun, push_run
+from pipelines.evaluation.outputs.summary import RunSummary
 from pipelines.evaluation.runs.finalize import finalize_offline_eval
-from pipelines.evaluation.statistics.gate import enforce_gate
+from pipelines.evaluation.runs.folder import run_steps
 from pipelines.evaluation.runs.judge_batch import judge_offline_batch
 from pipelines.evaluation.runs.params import EvalParams
 from pipelines.evaluation.runs.prepare import prepare_offline_eval
-from pipelines.evaluation.outputs.push import PushedRun, push_run
-from pipelines.evaluation.runs.folder import run_steps
-from pipelines.evaluation.outputs.summary import RunSummary
+from pipelines.evaluation.statistics.gate import enforce_gate
 from pipelines.settings import Settings
 
 

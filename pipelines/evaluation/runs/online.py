@@ -3,7 +3,7 @@
 prepare (choose at most `max_traces` of the day's sample, stratified by app/language, and write them to the
 run folder: online_selection.py) -> judge batches (mapped tasks in the LLM pool; each writes its own score
 file) -> finalize (aggregates with CIs, results DB, report, review inbox) -> push: the offline eval's shape,
-through the same run folder and steps (runs.py, finalize.py). `run_online_eval` runs them in one process.
+through the same run folder and steps (folder.py, finalize.py). `run_online_eval` runs them in one process.
 
 Faithfulness and answer relevancy of the production answers through the ragas judge, online noise
 sensitivity (on the budget's smaller noise share), and tool-call validity against each tool's JSON
@@ -31,19 +31,19 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.batching import batch_ranges
-from pipelines.evaluation.runs.finalize import publish_run
-from pipelines.evaluation.outputs.inbox import queue_candidates
 from pipelines.evaluation.metrics.judge import JudgeInput, Outcome, judge_items
 from pipelines.evaluation.metrics.noise import CONTROL_METRIC, METRIC, REFERENCE_METRIC, NoisePool, noise_delta_f
-from pipelines.evaluation.runs.online_selection import HalfWidthTarget, read_judged, select_budget, stratum_of
-from pipelines.evaluation.runs.params import OnlineParams
+from pipelines.evaluation.metrics.tools import tool_call_validity
+from pipelines.evaluation.outputs.inbox import queue_candidates
 from pipelines.evaluation.outputs.push import push_run
 from pipelines.evaluation.outputs.report import ItemView
-from pipelines.evaluation.runs.folder import (JudgedBatch, PreparedRun, RunMeta, iter_rows, judge_part, load_scores, read_meta,
-                                       read_rows, run_and_close, run_steps, write_meta)  # fmt: skip
 from pipelines.evaluation.outputs.summary import RunSummary
+from pipelines.evaluation.runs.finalize import publish_run
+from pipelines.evaluation.runs.folder import (JudgedBatch, PreparedRun, RunMeta, iter_rows, judge_part, load_scores,
+                                              read_meta, read_rows, run_and_close, run_steps, write_meta)  # fmt: skip
+from pipelines.evaluation.runs.online_selection import HalfWidthTarget, read_judged, select_budget, stratum_of
+from pipelines.evaluation.runs.params import OnlineParams
 from pipelines.evaluation.runs.target import HTTPTarget, ReferenceRAG, generator_label
-from pipelines.evaluation.metrics.tools import tool_call_validity
 from pipelines.files import reset_dir, write_jsonl
 from pipelines.models.embeddings import build_embedder
 from pipelines.models.llm import build_llm, check_models_differ

@@ -25,11 +25,11 @@ from pydantic import BaseModel
 
 from pipelines.allocation import allocate
 from pipelines.batching import batch_ranges
-from pipelines.evaluation.runs.params import EvalParams
 from pipelines.evaluation.metrics.retrieval import distinct, metric_names, query_metrics
-from pipelines.evaluation.runs.folder import PreparedRun, RunMeta, run_and_close, stratum_of, write_meta
-from pipelines.evaluation.runs.target import ReferenceRAG, TargetResponse, build_target, generator_label, respond_all
 from pipelines.evaluation.metrics.tools import ToolTurn, score_tool_turns
+from pipelines.evaluation.runs.folder import PreparedRun, RunMeta, run_and_close, stratum_of, write_meta
+from pipelines.evaluation.runs.params import EvalParams
+from pipelines.evaluation.runs.target import ReferenceRAG, TargetResponse, build_target, generator_label, respond_all
 from pipelines.files import reset_dir, write_jsonl
 from pipelines.golden.dataset import load_golden_items, released_version
 from pipelines.records import GoldenItem, Score

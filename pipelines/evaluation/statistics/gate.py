@@ -21,9 +21,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from pipelines.evaluation.outputs.summary import RunSummary
 from pipelines.evaluation.runs.params import GATED_METRICS
 from pipelines.evaluation.statistics.intervals import DEFAULT_MIN_PAIRS, GateResult, regression_gate
-from pipelines.evaluation.outputs.summary import RunSummary
 from pipelines.records import Score
 from pipelines.stores.results import EvalRun, ResultsStore
 
