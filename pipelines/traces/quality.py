@@ -8,7 +8,6 @@ trace_id order, and each row carries whether its id follows the previous row's (
 from __future__ import annotations
 
 import logging
-import os
 from collections import deque
 from collections.abc import Iterator
 from datetime import date, datetime
@@ -19,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pipelines.batching import map_in_processes
+from pipelines.batching import available_cpus, map_in_processes
 from pipelines.records import SAMPLED_TRACE_SCHEMA, SAMPLER_VERSION
 from pipelines.stores.partitions import read_manifest
 from pipelines.traces.sampling import day_interval, describe_residual, residual_pii_by_field
@@ -84,7 +83,7 @@ def validate_trace_partition(partition: PartitionPaths, *, workers: int | None =
         E.ExpectColumnValuesToBeInSet(column="accounted", value_set=[0]),
         E.ExpectColumnValuesToBeInSet(column="rows_vs_manifest", value_set=[0]),
     ]
-    frames = _row_batches(partition, start, end, workers or os.cpu_count() or 1, batch_rows, suite_rows)
+    frames = _row_batches(partition, start, end, workers or available_cpus(), batch_rows, suite_rows)
     checks = (run_expectations_in_batches("sampled_traces_rows", frames, row_checks, index_column="trace_id", sensitive={"question"})
               + run_expectations("sampled_traces_summary", summary, summary_checks, index_column="trace_id"))
     report = ValidationReport(suite="sampled_traces", success=all(c["success"] for c in checks), checks=checks)

@@ -8,7 +8,6 @@ one Airflow task calls and returns a small typed result that travels through XCo
 
 from __future__ import annotations
 
-import os
 import shutil
 import uuid
 from collections.abc import Callable
@@ -18,6 +17,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from pipelines import inputs
+from pipelines.batching import available_cpus
 from pipelines.native_heap import return_freed_memory
 from pipelines.privacy.anonymizer import Anonymizer
 from pipelines.settings import Settings
@@ -97,7 +97,7 @@ def stage_trace_sample(
             strata=strata,
             min_per_stratum=min_per_stratum,
             max_field_chars=settings.max_field_chars,
-            workers=settings.sample_workers or os.cpu_count() or 1,
+            workers=settings.sample_workers or available_cpus(),
             progress=progress,
         )
     except BaseException:
