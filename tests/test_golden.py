@@ -21,6 +21,7 @@ from pipelines.golden.dataset import load_golden_dataset, read_items, to_ragas_d
 from pipelines.golden.params import load_golden_params
 from pipelines.golden.plan import tool_jobs, tool_seeds
 from pipelines.golden.split import assemble, floor_shortfalls, hash_split
+from pipelines.handoff import IncompleteHandoff
 from pipelines.records import GoldenItem
 from pipelines.files import file_sha256
 from pipelines.stores.partitions import read_manifest
@@ -243,6 +244,23 @@ def test_generation_through_the_real_client_over_http_costs_no_calls_on_a_rerun(
         assert filtered.judge_model == "judge-model"
     items = [json.loads(line) for line in steps.paths(online, params.name).generated_part(0).read_text().splitlines()]
     assert {i["generator_model"] for i in items} == {"gen-model"}
+
+
+def test_a_lost_generated_part_fails_the_filter_naming_its_batch(settings, corpus):
+    index_corpus(settings, corpus)
+    params = load_golden_params(settings, **SMALL)
+    plan = steps.plan_golden(settings, params, logical_date=DAY)
+    steps.generate_golden(settings, params.name, plan.batches)
+    p = steps.paths(settings, params.name)
+    (start, end), lost = plan.batches[1], p.generated_part(plan.batches[1][0])
+    lost.unlink()  # written on a worker whose disk this one cannot see
+    (p.parts / "part-999999.jsonl").write_text("")
+    with pytest.raises(IncompleteHandoff) as raised:
+        steps.filter_golden(settings, params)
+    message = str(raised.value)
+    assert f"missing 1: batch {start}-{end - 1} (map index 1) ({lost.name})" in message
+    assert "part-999999.jsonl" in message and "rerun the golden_build `generate` task" in message
+    assert not p.kept.exists()  # nothing filtered from a smaller set
 
 
 def test_the_build_cost_counts_every_request_the_server_saw(settings, corpus):

@@ -14,17 +14,21 @@ import pytest
 
 from pipelines.corpus.steps import index_corpus
 from pipelines.evaluation.outputs.push import read_back
+from pipelines.evaluation.runs.finalize import finalize_offline_eval
+from pipelines.evaluation.runs.folder import judge_part
+from pipelines.evaluation.runs.judge_batch import judge_offline_batch
 from pipelines.evaluation.runs.offline import run_offline_eval
 from pipelines.evaluation.runs.params import eval_params
-from pipelines.evaluation.runs.prepare import stratified_subset
+from pipelines.evaluation.runs.prepare import prepare_offline_eval, stratified_subset
 from pipelines.evaluation.statistics.gate import GateFailed
 from pipelines.golden import steps
 from pipelines.golden.dataset import load_golden_items, released_version
 from pipelines.golden.params import load_golden_params
+from pipelines.handoff import IncompleteHandoff
 from pipelines.records import GoldenItem
 from pipelines.settings import Settings
 from pipelines.stores.results import ResultsStore
-from pipelines.workspace import Workspace
+from pipelines.workspace import RunPaths, Workspace
 from tests.conftest import ROOT
 
 # The plan raises the 3 tool triples asked for to what the gate's 10 pairs need (chunks lend several tools).
@@ -237,3 +241,25 @@ def test_eval_compare_reports_paired_differences_per_metric_and_stratum(built):
     assert recall["n_pairs"] > 0 and recall["diff"] == pytest.approx(recall["b"] - recall["a"])
     assert recall["diff"] <= 0 and recall["ci_low"] <= recall["diff"] <= recall["ci_high"]
     assert any(r["stratum"] != "all" for r in rows)
+
+
+def test_a_lost_score_file_fails_finalize_naming_its_batch(built):
+    params = eval_params(built, **{**FAST, "batch_size": 5}, limit=10, target_name="handoff")
+    prepared = prepare_offline_eval(built, params, logical_date=date(2026, 11, 30))
+    assert prepared.batches == [(0, 5), (5, 10)]
+    for start, end in prepared.batches:
+        judge_offline_batch(built, prepared.run_dir, start, end)
+    run = RunPaths(prepared.run_dir)
+    run.scores(judge_part(5)).unlink()
+    run.scores("retrieval-tools").unlink()
+    with pytest.raises(IncompleteHandoff) as raised:
+        finalize_offline_eval(built, prepared.run_dir)
+    message = str(raised.value)
+    assert "0 of the 3 planned parts" not in message and "1 of the 3 planned parts are there" in message
+    assert f"batch 5-9 (map index 1) (scores-{judge_part(5)}.jsonl)" in message
+    assert "the prepare step's retrieval-tools scores" in message and "rerun the offline_eval `judge` task" in message
+    store = ResultsStore.from_settings(built)
+    store.create()
+    stored = store.runs("offline", 50, status=None)
+    store.dispose()
+    assert "handoff" not in {r.target for r in stored}  # nothing stored from the smaller set

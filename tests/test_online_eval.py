@@ -25,6 +25,7 @@ from pipelines.evaluation.runs.online import past_spread
 from pipelines.evaluation.runs.online_selection import (JUDGED_COLUMNS, SELECTION_COLUMNS, HalfWidthTarget, noise_count,
                                                         read_judged, select_budget)  # fmt: skip
 from pipelines.evaluation.runs.params import online_params
+from pipelines.handoff import IncompleteHandoff
 from pipelines.records import SAMPLED_TRACE_SCHEMA
 from pipelines.settings import Settings
 from pipelines.stores.corpus import open_corpus_index
@@ -252,6 +253,21 @@ def test_a_cleared_batch_rerun_with_the_cache_on_sends_no_request(indexed):
         summary = run_online_eval(online, DAY, params, push=False)
         assert requests() == sent and summary.items == 8
         assert finalize_online_eval(online, prepared.run_dir).items == 8
+
+
+def test_a_lost_score_file_fails_the_online_finalize_naming_its_batch(indexed):
+    settings, chunks = indexed
+    day = date(2026, 3, 5)
+    publish_day(settings, chunks, SMALL_DAY, day)
+    params = online_params(settings, max_traces=6, min_per_stratum=2, noise_share=0.0, batch_size=3)
+    prepared = prepare_online_eval(settings, day, params)
+    assert prepared.batches == [(0, 3), (3, 6)]
+    judge_online_batch(settings, prepared.run_dir, 3, 6)  # the first batch ran on a worker that lost its file
+    with pytest.raises(IncompleteHandoff) as raised:
+        finalize_online_eval(settings, prepared.run_dir)
+    message = str(raised.value)
+    assert f"missing 1: batch 0-2 (map index 0) (scores-{judge_part(0)}.jsonl)" in message
+    assert "rerun the online_eval `judge` task" in message
 
 
 def test_the_cli_judges_the_budget_it_is_given_and_refuses_a_bad_one(indexed, monkeypatch):

@@ -26,6 +26,7 @@ from pipelines.golden.params import GoldenParams
 from pipelines.golden.plan import Job, TraceQuestionSample, plan_jobs, position_key
 from pipelines.golden.review import apply_decisions, read_decisions
 from pipelines.golden.split import assemble, floor_shortfalls, test_split_ids
+from pipelines.handoff import batch_label, check_parts
 from pipelines.models.llm import build_llm, check_models_differ
 from pipelines.records import GoldenItem
 from pipelines.settings import Settings
@@ -180,19 +181,32 @@ def generate_golden(settings: Settings, name: str, batches: list[tuple[int, int]
     return Generated(items=totals["items"], failed_jobs=totals["failed_jobs"])
 
 
+def generated_parts(p: GoldenPaths, batches: list[tuple[int, int]]) -> list[int]:
+    """The planned generation batches' starts, once every batch's three files (items, failed jobs, cost) are there:
+    a lost part fails the build naming its batch instead of shrinking the golden set."""
+    planned = {path: batch_label(i, batch) for i, batch in enumerate(batches)
+               for path in (p.generated_part(batch[0]), p.failed_part(batch[0]), p.cost_part(batch[0]))}  # fmt: skip
+    found = p.parts.glob("*") if p.parts.is_dir() else []
+    check_parts(f"golden {p.build.name}: generated parts", planned, found,
+                rerun="rerun the golden_build `generate` task (clear it in the Airflow UI; outside Airflow, "
+                      "`ragwatch golden stage generate`)")  # fmt: skip
+    return [start for start, _ in batches]
+
+
 def filter_golden(settings: Settings, params: GoldenParams) -> Filtered:
     from pipelines.models.embeddings import build_embedder
 
     p = paths(settings, params.name)
-    candidates = [GoldenItem.model_validate(r) for part in sorted(p.parts.glob("part-*.jsonl")) for r in read_jsonl(part)]
-    failed_jobs = [r for part in sorted(p.parts.glob("failed-*.jsonl")) for r in read_jsonl(part)]
+    starts = generated_parts(p, planned_batches(settings, params))
+    candidates = [GoldenItem.model_validate(r) for start in starts for r in read_jsonl(p.generated_part(start))]
+    failed_jobs = [r for start in starts for r in read_jsonl(p.failed_part(start))]
     check_models_differ(settings, log)
     judge = build_llm(settings, "judge")
     embedder = build_embedder(settings)
     outcome = filter_items(candidates, judge, embedder.embed, near_duplicate_cosine=params.near_duplicate_cosine)
     funnel = {"failed_generation_jobs": len(failed_jobs), **outcome.funnel,
               "rejected_by_reason": dict(sorted(Counter(r["reason"] for r in outcome.rejected).items()))}  # fmt: skip
-    generation = added(json.loads(part.read_text()) for part in sorted(p.parts.glob("cost-*.json")))
+    generation = added(json.loads(p.cost_part(start).read_text()) for start in starts)
     cost = build_cost(generation, model_usage(judge.counters.summary()), generated=len(candidates), kept=len(outcome.kept))
     reset_dir(p.filtered)
     write_jsonl(p.kept, (item.model_dump(mode="json") for item in outcome.kept))

@@ -13,7 +13,7 @@ from pathlib import Path
 from pipelines.evaluation.metrics.retrieval import attribute
 from pipelines.evaluation.outputs.report import ItemView, render_report, trend_from_store, write_metrics_json, write_report
 from pipelines.evaluation.outputs.summary import RunSummary, run_summary
-from pipelines.evaluation.runs.folder import load_scores, read_meta
+from pipelines.evaluation.runs.folder import RETRIEVAL_TOOLS_PART, load_planned_scores, read_meta
 from pipelines.evaluation.statistics.gate import gate_against_baseline
 from pipelines.evaluation.statistics.intervals import aggregate
 from pipelines.files import read_jsonl
@@ -55,7 +55,7 @@ def finalize_offline_eval(settings: Settings, run_dir: Path) -> RunSummary:
     """Aggregate with CIs, gate against the baseline, save to the results DB, write the report."""
     run_paths = RunPaths(run_dir)
     meta = read_meta(run_paths)
-    scores = load_scores(run_paths)
+    scores = load_planned_scores(run_paths, meta, prepared=(RETRIEVAL_TOOLS_PART,))
     verdicts = read_verdicts(run_paths)
     by_item: dict[str, dict[str, Score]] = {}
     for score in scores:

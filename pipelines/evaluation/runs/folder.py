@@ -4,7 +4,9 @@ Steps of one run hand each other the folder; Airflow's XCom carries only its pat
 prepare step writes the run's metadata (run.json) and its input rows (the offline target's responses,
 the online eval's selected traces) and says which ranges of rows the judge batches take; each judge
 batch writes its own score file, so a failed batch is retried alone and a rerun replaces its file;
-finalize reads every score file back. `run_steps` runs them in order in one process.
+finalize reads back one score file per batch recorded in run.json, and fails naming any that is missing
+(a part lost, or written where this worker cannot see it) rather than gate fewer pairs. `run_steps` runs
+them in order in one process.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pydantic import BaseModel
 
 from pipelines.evaluation.runs.params import EvalParams, OnlineParams
 from pipelines.files import atomic_write_text, read_jsonl
+from pipelines.handoff import batch_label, check_parts
 from pipelines.native_heap import bound_native_heap, return_freed_memory
 from pipelines.records import GoldenItem, Score
 from pipelines.workspace import RunPaths
@@ -54,6 +57,9 @@ class RunMeta(RunHeader):
     selection: dict | None = None
     """Online: how the day's budget was spent (online_selection.BudgetCounts: the day's traces, judged and noise
     traces per stratum)."""
+    batches: list[tuple[int, int]] | None = None
+    """The row ranges prepare planned for the judge batches: finalize checks one score file per batch is there
+    (None: a run prepared before they were recorded, read as it is)."""
 
 
 class PreparedRun(BaseModel):
@@ -75,6 +81,10 @@ class JudgedBatch(BaseModel):
     """The judge's counters for this batch (requests, tokens, failures, cache hits)."""
     generator: dict[str, Any] | None = None
     """The generator's, where the batch had it answer (the online noise arms)."""
+
+
+RETRIEVAL_TOOLS_PART = "retrieval-tools"
+"""The score file the offline prepare step writes itself (retrieval metrics and tool calls, no judge)."""
 
 
 def judge_part(start: int) -> str:
@@ -132,6 +142,20 @@ def read_meta(run: RunPaths) -> RunMeta:
 
 def load_scores(run: RunPaths) -> list[Score]:
     return [Score.model_validate(row) for path in run.score_files for row in read_jsonl(path)]
+
+
+def load_planned_scores(run: RunPaths, meta: RunMeta, *, prepared: tuple[str, ...] = ()) -> list[Score]:
+    """The scores of every planned judge batch and of the parts prepare wrote (`prepared`, e.g. the offline
+    retrieval and tool scores), after checking they are all there and nothing else is: a lost score file
+    fails finalize naming its batch, never shrinks the gate's pairs."""
+    if meta.batches is None:
+        return load_scores(run)
+    planned = {run.scores(judge_part(batch[0])): batch_label(i, batch) for i, batch in enumerate(meta.batches)}
+    planned |= {run.scores(part): f"the prepare step's {part} scores" for part in prepared}
+    check_parts(f"{meta.suite} eval {meta.run_id}: score files", planned, run.score_files,
+                rerun=f"rerun the {meta.suite}_eval `judge` task (clear that map index in the Airflow UI; a missing "
+                      f"prepare part: clear `prepare` and its downstream tasks)")  # fmt: skip
+    return [Score.model_validate(row) for path in planned for row in read_jsonl(path)]
 
 
 def stratum_of(item: GoldenItem) -> str:

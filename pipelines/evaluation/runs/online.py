@@ -39,8 +39,9 @@ from pipelines.evaluation.outputs.push import push_run
 from pipelines.evaluation.outputs.report import ItemView
 from pipelines.evaluation.outputs.summary import RunSummary
 from pipelines.evaluation.runs.finalize import publish_run
-from pipelines.evaluation.runs.folder import (JudgedBatch, PreparedRun, RunMeta, iter_rows, judge_part, load_scores,
-                                              read_meta, read_rows, run_and_close, run_steps, write_meta)  # fmt: skip
+from pipelines.evaluation.runs.folder import (JudgedBatch, PreparedRun, RunMeta, iter_rows, judge_part,
+                                              load_planned_scores, read_meta, read_rows, run_and_close, run_steps,
+                                              write_meta)  # fmt: skip
 from pipelines.evaluation.runs.online_selection import HalfWidthTarget, read_judged, select_budget, stratum_of
 from pipelines.evaluation.runs.params import OnlineParams
 from pipelines.evaluation.runs.target import HTTPTarget, ReferenceRAG, generator_label
@@ -88,14 +89,14 @@ def prepare_online_eval(settings: Settings, day: date, params: OnlineParams) -> 
                                       for row in read_judged(partition, selection.judged)))  # fmt: skip
     rid, (arms_by, _) = run_id(SUITE, day, TARGET), _noise_arms(settings, build_llm(settings, "generator"))
     counts = selection.counts
+    # A day with nothing to judge still has one (empty) batch, so the mapped judge task and finalize run.
+    batches = batch_ranges(judged, params.batch_size) or [(0, 0)]
     write_meta(run, RunMeta(run_id=rid, suite=SUITE, logical_date=day, target=TARGET,
                             dataset_version=_dataset_version(workspace, day), items=judged, generator_model=arms_by,
                             judge_model=build_llm(settings, "judge").model, params=params,
-                            selection=counts.model_dump(mode="json")))  # fmt: skip
+                            selection=counts.model_dump(mode="json"), batches=batches))  # fmt: skip
     log.info("online eval %s: judging %d of the day's %d traces (%d with noise) in %d strata", rid, judged,
              counts.day_traces, counts.noise, len(counts.strata))  # fmt: skip
-    # A day with nothing to judge still has one (empty) batch, so the mapped judge task and finalize run.
-    batches = batch_ranges(judged, params.batch_size) or [(0, 0)]
     return PreparedRun(run_id=rid, run_dir=run.root, items=judged, batches=batches)
 
 
@@ -187,7 +188,7 @@ def finalize_online_eval(settings: Settings, run_dir: Path) -> RunSummary:
     """Aggregates with CIs, the results DB, the report (with the budget per stratum), the review inbox."""
     run_paths = RunPaths(run_dir)
     meta = read_meta(run_paths)
-    scores = load_scores(run_paths)
+    scores = load_planned_scores(run_paths, meta)
     traces = list(iter_rows(run_paths.traces))  # the budget's rows: bounded by max_traces, not the day
     views = {t["trace_id"]: ItemView(item_id=t["trace_id"], question=t["question"], answer=t["answer"],
                                      contexts=[f"{c['chunk_id']}: {c['text']}" for c in t["contexts"]]) for t in traces}  # fmt: skip

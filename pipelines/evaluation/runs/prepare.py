@@ -27,7 +27,8 @@ from pipelines.allocation import allocate
 from pipelines.batching import batch_ranges
 from pipelines.evaluation.metrics.retrieval import distinct, metric_names, query_metrics
 from pipelines.evaluation.metrics.tools import ToolTurn, score_tool_turns
-from pipelines.evaluation.runs.folder import PreparedRun, RunMeta, run_and_close, stratum_of, write_meta
+from pipelines.evaluation.runs.folder import (RETRIEVAL_TOOLS_PART, PreparedRun, RunMeta, run_and_close, stratum_of,
+                                              write_meta)  # fmt: skip
 from pipelines.evaluation.runs.params import EvalParams
 from pipelines.evaluation.runs.target import ReferenceRAG, TargetResponse, build_target, generator_label, respond_all
 from pipelines.files import reset_dir, write_jsonl
@@ -73,15 +74,17 @@ def prepare_offline_eval(settings: Settings, params: EvalParams, *, logical_date
                       expected_args=i.expected_args, tool_calls=r.tool_calls, error=r.error)
              for i, r in zip(items, responses) if i.qtype == "tool"]  # fmt: skip
     scores += asyncio.run(score_tool_turns(turns, run_id=rid, suite=SUITE, dataset_version=dataset_version))
-    write_jsonl(run.scores("retrieval-tools"), (s.model_dump() for s in scores))
+    write_jsonl(run.scores(RETRIEVAL_TOOLS_PART), (s.model_dump() for s in scores))
     failed = sum(r.error is not None for r in responses)
+    batches = batch_ranges(len(items), params.batch_size)
     write_meta(run, RunMeta(run_id=rid, suite=SUITE, logical_date=logical_date, target=params.target_name,
                             dataset_version=dataset_version, items=len(items), target_failures=failed,
                             generator_model=generator_label(getattr(target, "llm", None)), params=params,
-                            context_depth=depth, subset=subset.model_dump() if subset else None))  # fmt: skip
+                            context_depth=depth, subset=subset.model_dump() if subset else None,
+                            batches=batches))  # fmt: skip
     log.info("offline eval %s: %d items on %s, %d target failures", rid, len(items), params.target_name, failed)
     return PreparedRun(run_id=rid, run_dir=run.root, items=len(items), target_failures=failed,
-                       batches=batch_ranges(len(items), params.batch_size))  # fmt: skip
+                       batches=batches)  # fmt: skip
 
 
 class Subset(BaseModel):
