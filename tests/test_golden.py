@@ -123,8 +123,8 @@ def test_a_failed_validation_publishes_nothing(built):
     settings, params, _ = built
     p = steps.paths(settings, params.name)
     published_sha = file_sha256(p.released_items)
-    steps.plan_golden(settings, params, logical_date=DAY)
-    steps.generate_golden(settings, params.name, [(0, 10_000)])
+    plan = steps.plan_golden(settings, params, logical_date=DAY)
+    steps.generate_golden(settings, params.name, plan.batches)
     steps.filter_golden(settings, params)
     steps.split_golden(settings, params)
     table = pq.read_table(p.staged_items)
@@ -225,7 +225,8 @@ def test_generation_through_the_real_client_over_http_costs_no_calls_on_a_rerun(
     from pipelines.prompt_catalog import all_prompts
 
     index_corpus(settings, corpus)
-    params = load_golden_params(settings, **SMALL)
+    # One batch for the whole plan: the rerun below is that batch's mapped task run again.
+    params = load_golden_params(settings, **{**SMALL, "batch_size": 10_000})
     knobs = SimulatorKnobs(latency_s=0.01, capacity=8, error_rate=0.1, malformed_rate=0.1, seed=3)
     with running_simulator(knobs, prompts=all_prompts()) as url:
         endpoint = {"base_url": url, "max_retries": 6, "timeout_s": 10}
