@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from datetime import date
 from pathlib import Path
@@ -96,11 +96,6 @@ def read_rows(path: Path, start: int, end: int) -> list[dict]:
     """Rows [start, end) of a JSON Lines file, read line by line: a batch holds its own rows only."""
     with path.open(encoding="utf-8") as fh:
         return [json.loads(line) for line in itertools.islice(fh, start, end)]
-
-
-def iter_rows(path: Path) -> Iterator[dict]:
-    with path.open(encoding="utf-8") as fh:
-        yield from (json.loads(line) for line in fh if line.strip())
 
 
 JudgeBatch = Callable[[Any, Path, int, int], JudgedBatch]

@@ -39,13 +39,13 @@ from pipelines.evaluation.outputs.push import push_run
 from pipelines.evaluation.outputs.report import ItemView
 from pipelines.evaluation.outputs.summary import RunSummary
 from pipelines.evaluation.runs.finalize import publish_run
-from pipelines.evaluation.runs.folder import (JudgedBatch, PreparedRun, RunMeta, iter_rows, judge_part,
+from pipelines.evaluation.runs.folder import (JudgedBatch, PreparedRun, RunMeta, judge_part,
                                               load_planned_scores, read_meta, read_rows, run_and_close, run_steps,
                                               write_meta)  # fmt: skip
 from pipelines.evaluation.runs.online_selection import HalfWidthTarget, read_judged, select_budget, stratum_of
 from pipelines.evaluation.runs.params import OnlineParams
 from pipelines.evaluation.runs.target import HTTPTarget, ReferenceRAG, generator_label
-from pipelines.files import reset_dir, write_jsonl
+from pipelines.files import read_jsonl, reset_dir, write_jsonl
 from pipelines.models.embeddings import build_embedder
 from pipelines.models.llm import build_llm, check_models_differ
 from pipelines.records import Score, ToolCall
@@ -189,7 +189,7 @@ def finalize_online_eval(settings: Settings, run_dir: Path) -> RunSummary:
     run_paths = RunPaths(run_dir)
     meta = read_meta(run_paths)
     scores = load_planned_scores(run_paths, meta)
-    traces = list(iter_rows(run_paths.traces))  # the budget's rows: bounded by max_traces, not the day
+    traces = read_jsonl(run_paths.traces)  # the budget's rows: bounded by max_traces, not the day
     views = {t["trace_id"]: ItemView(item_id=t["trace_id"], question=t["question"], answer=t["answer"],
                                      contexts=[f"{c['chunk_id']}: {c['text']}" for c in t["contexts"]]) for t in traces}  # fmt: skip
     run = EvalRun(run_id=meta.run_id, suite=SUITE, logical_date=meta.logical_date, target=TARGET,
