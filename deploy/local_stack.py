@@ -42,6 +42,8 @@ from pathlib import Path
 import httpx
 import yaml
 
+from pipelines.batching import available_cpus
+
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE = ROOT / "docker-compose.yml"
 DOCKERFILE = ROOT / "Dockerfile"
@@ -115,7 +117,7 @@ AIRFLOW_LOCAL_ENV_DOC = {
     "AIRFLOW__API__PORT": "this stack's port (8080 when free, as compose publishes it)",
     "AIRFLOW__API__BASE_URL": "links and login redirects point at this address",
     "AIRFLOW__API__WORKERS": "one api-server worker per two cores",
-    "AIRFLOW__CORE__PARALLELISM": "task processes at a time: the machine's cores",
+    "AIRFLOW__CORE__PARALLELISM": "task processes at a time: the LLM pool's slots plus the machine's cores",
     "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "re-parse every 2 min, not 30 s: the cores belong to tasks",
     "AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_SERVER_HOST": "bind 127.0.0.1",
     "AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_SERVER_PORT": "this stack's port (8974 when free)",
@@ -254,6 +256,18 @@ def mounts(service: dict, state: Path) -> dict[str, str]:
     return found
 
 
+
+def parallelism(airflow_env: dict[str, str]) -> int:
+    """Task slots: every LLM pool slot, plus one per core for the rest.
+
+    A judge or generation batch mostly waits on the model server; with slots = cores alone, two
+    batches on 2 cores held every slot and a 2-second push waited minutes behind them. Sized this
+    way the `ragwatch_llm` pool can never fill the executor, so push, validate and version tasks
+    always find a slot.
+    """
+    llm_slots = int(airflow_env.get("RAGWATCH_LLM_POOL_SLOTS") or 4)
+    return llm_slots + max(2, available_cpus())
+
 def translate_path(word: str, paths: dict[str, str]) -> str:
     """Rewrite a container path (alone or after `--flag=`) to its local counterpart, longest prefix first."""
     flag, eq, value = word.partition("=") if word.startswith("--") else ("", "", word)
@@ -343,8 +357,8 @@ def build_plan(state: Path, ports: Ports, secrets: dict[str, str]) -> Plan:
         "AIRFLOW__API__HOST": LOOPBACK,
         "AIRFLOW__API__PORT": str(ports.airflow),
         "AIRFLOW__API__BASE_URL": f"http://{LOOPBACK}:{ports.airflow}",
-        "AIRFLOW__API__WORKERS": str(max(1, (os.cpu_count() or 2) // 2)),
-        "AIRFLOW__CORE__PARALLELISM": str(max(2, os.cpu_count() or 2)),
+        "AIRFLOW__API__WORKERS": str(max(1, available_cpus() // 2)),
+        "AIRFLOW__CORE__PARALLELISM": str(parallelism(airflow_env)),
         "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "120",
         "AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_SERVER_HOST": LOOPBACK,
         "AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_SERVER_PORT": str(ports.scheduler_health),

@@ -42,6 +42,7 @@ from pathlib import Path
 
 import httpx
 
+from pipelines.batching import available_cpus
 from tests.services import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -120,7 +121,7 @@ def ensure_model() -> Path:
 def server_command(model: Path, port: int, *, n_ctx: int = N_CTX, threads: int | None = None,
                    max_reply_tokens: int = MAX_REPLY_TOKENS) -> list[str]:  # fmt: skip
     """`python -m llama_cpp.server`'s command line, run through this module (see its docstring)."""
-    threads = threads or os.cpu_count() or 1
+    threads = threads or available_cpus()
     return [
         sys.executable, "-m", "tests.llama_server",
         "--model", str(model), "--model_alias", MODEL_ALIAS,

@@ -27,7 +27,7 @@ from pipelines.workspace import Workspace
 from tests.conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "plugins"))  # where Airflow puts it: the plugin imports `ragwatch_airflow`
-from ragwatch_airflow.ui import create_app  # noqa: E402
+from ragwatch_airflow.ui import ActiveRun, create_app  # noqa: E402
 
 DAY = date(2026, 3, 2)
 HOSTILE = '<script>alert("x")</script>'
@@ -106,6 +106,31 @@ def test_no_run_yet_says_what_to_run_and_creates_nothing(client, settings):
     assert latest["suites"]["online"]["runs"] == []
     assert not (settings.home / "results.db").exists()  # a read-only page must not create the DB
 
+
+
+def test_inside_airflow_the_empty_page_shows_the_runs_in_progress(settings):
+    """The first hour of a new stack: the first scheduled runs are still going, so the page lists them
+    (linked to Airflow's run page) instead of advice to run a DAG elsewhere."""
+    backfill = ActiveRun(dag_id="offline_eval", run_id="backfill__2026-03-01T00:00:00+00:00",
+                         logical_date="2026-03-01T00:00:00+00:00", state="running", started_at=None,
+                         task_states={"none": 3, "running": 2, "success": 2}, running_tasks=["judge ×2"])  # fmt: skip
+    asked = []
+
+    def active_runs(dag_ids):
+        asked.append(dag_ids)
+        return [backfill] if "offline_eval" in dag_ids else []
+
+    client = TestClient(create_app(lambda: settings, active_runs=active_runs))
+    page = client.get("/").text
+    assert asked == [("golden_build", "offline_eval"), ("trace_sampling", "online_eval")]
+    assert "No offline run yet. Its first scores appear here when the runs in" in page
+    assert 'href="/dags/offline_eval/runs/backfill__2026-03-01T00%3A00%3A00%2B00%3A00"' in page
+    assert "3 none, 2 running, 2 success" in page and "judge ×2" in page and "2026-03-01" in page
+    # Where nothing runs, the advice names the Airflow UI, not the embedded `scripts/airflow.sh`.
+    assert "Trigger `trace_sampling`" in page and "scripts/airflow.sh" not in page
+    latest = client.get("/api/latest").json()["suites"]
+    assert latest["offline"]["in_progress"][0]["running_tasks"] == ["judge ×2"]
+    assert latest["offline"]["next_step"] is None and latest["online"]["in_progress"] == []
 
 def test_latest_run_per_suite_and_target_with_ci_and_counts(client, seeded):
     _, _, newer = seeded

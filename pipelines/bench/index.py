@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 from rich.table import Table
 
+from pipelines.batching import available_cpus
 from pipelines.bench.synthetic_corpus import golden_rows, write_synthetic_corpus
 from pipelines.corpus.chunking import load_chunks
 from pipelines.corpus.steps import index_corpus
@@ -133,7 +134,7 @@ def run_index_bench(chunks: int = 10_000, items: int = 1_000, seed: int = 11, em
         index_s=index_s, embed_s=first["embed_seconds"], upsert_s=first["write_seconds"], reindex_s=reindex_s,
         reindex_embedded=again["chunks_added"], items=items, imported=len(report.items),
         import_problems=len(report.problems), import_s=import_s, rule_sample=len(sample), rule_s=rule_s,
-        rule_agrees=agrees, load_average=os.getloadavg()[0], cpus=os.cpu_count() or 0,
+        rule_agrees=agrees, load_average=os.getloadavg()[0], cpus=available_cpus(),
     )  # fmt: skip
 
 

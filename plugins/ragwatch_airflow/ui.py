@@ -7,6 +7,9 @@ api-server under `/ragwatch`, with a nav entry in the Airflow UI:
     GET /ragwatch/api/latest          the same as JSON
     GET /ragwatch/reports/{run_id}    the run's self-contained HTML report
 
+Inside Airflow the page also lists the ragwatch DAG runs still in progress (their task states), so
+the first hour of a new stack shows what is running instead of an empty page.
+
 It reads the results DB that the eval DAGs write through the results store
 (`pipelines.stores.results.ResultsStore`: RAGWATCH_RESULTS_URL, else SQLite under RAGWATCH_HOME)
 and never writes to it. Aggregates are computed and numbers formatted exactly as the HTML report
@@ -22,8 +25,9 @@ on the first request, inside the api-server.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass, field
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any, get_args
@@ -51,6 +55,34 @@ NEXT_STEP = {
               "traces sampled that day, e.g. `scripts/airflow.sh dags test online_eval`.",
 }  # fmt: skip
 """What to run when a suite has no run yet: the page is often the first thing a new team opens."""
+
+NEXT_STEP_IN_AIRFLOW = {
+    "offline": "Trigger `offline_eval` from the Dags page once `golden_build` has published a golden set: it "
+               "scores the golden test split.",
+    "online": "Trigger `trace_sampling`, then `online_eval` for the same day from the Dags page: it scores the "
+              "traces sampled that day.",
+}  # fmt: skip
+"""The same advice where the page is served by Airflow itself: the DAGs are one click away."""
+
+SUITE_DAGS = {"offline": ("golden_build", "offline_eval"), "online": ("trace_sampling", "online_eval")}
+"""The DAGs whose runs lead to a suite's first scores, in the order they run."""
+
+
+@dataclass(frozen=True)
+class ActiveRun:
+    """A DAG run that is queued or running, as the Airflow metadata DB has it now."""
+
+    dag_id: str
+    run_id: str
+    logical_date: str | None
+    state: str
+    started_at: str | None
+    task_states: dict[str, int] = field(default_factory=dict)
+    """Task instances (mapped ones each count) per state; `none` = not yet scheduled."""
+    running_tasks: list[str] = field(default_factory=list)
+
+
+ActiveRuns = Callable[[tuple[str, ...]], list[ActiveRun]]
 
 PAGE_SECURITY_HEADERS = {
     # The page has no script and loads nothing; the Airflow UI frames it (a nav external view).
@@ -149,13 +181,19 @@ def resolve_report(settings: Settings, stored: str) -> Path:
     return real
 
 
-def overview(reader: ResultsReader, settings: Settings, report_url: Callable[[str], str]) -> dict[str, Any]:
-    """The JSON document of `/api/latest`; the HTML page renders the same document."""
+def overview(reader: ResultsReader, settings: Settings, report_url: Callable[[str], str],
+             active_runs: ActiveRuns | None = None) -> dict[str, Any]:  # fmt: skip
+    """The JSON document of `/api/latest`; the HTML page renders the same document.
+
+    `active_runs` (inside Airflow: `airflow_active_runs`) adds each suite's DAG runs in progress."""
+    advice = NEXT_STEP if active_runs is None else NEXT_STEP_IN_AIRFLOW
     suites: dict[str, Any] = {}
     for suite, runs in reader.latest_runs(settings).items():
+        in_progress = active_runs(SUITE_DAGS.get(suite, ())) if active_runs is not None else []
         suites[suite] = {
             "runs": [_run_view(run, reader.aggregates(settings, run), settings, report_url) for run in runs],
-            "next_step": None if runs else NEXT_STEP.get(suite, f"Run an eval of suite {suite!r}."),
+            "in_progress": [asdict(run) for run in in_progress],
+            "next_step": None if runs or in_progress else advice.get(suite, f"Run an eval of suite {suite!r}."),
         }
     return {"suites": suites}
 
@@ -204,9 +242,10 @@ def _iso(value: date | datetime | None) -> str | None:
 
 
 def create_app(settings_factory: Callable[[], Settings] = load_settings, *, authorize: Authorize | None = None,
-               login_url: Callable[[str], str] | None = None) -> FastAPI:  # fmt: skip
+               login_url: Callable[[str], str] | None = None, active_runs: ActiveRuns | None = None) -> FastAPI:  # fmt: skip
     """The app. `authorize` guards every route and raises 401/403 (inside Airflow:
-    `require_airflow_reader`); `login_url(next_url)` is where a browser without a session goes."""
+    `require_airflow_reader`); `login_url(next_url)` is where a browser without a session goes;
+    `active_runs(dag_ids)` lists the DAG runs in progress (inside Airflow: `airflow_active_runs`)."""
     reader = ResultsReader(settings_factory)
 
     async def authorized(request: Request) -> None:
@@ -231,6 +270,10 @@ def create_app(settings_factory: Callable[[], Settings] = load_settings, *, auth
         # root_path is the mount prefix (plus Airflow's own base path), so links work mounted or not.
         return request.scope.get("root_path", "").rstrip("/")
 
+    def _airflow_ui(request: Request) -> str:
+        # The page is mounted at <airflow base>/ragwatch: the Airflow UI's run pages sit beside it.
+        return base_path(request).removesuffix("/ragwatch")
+
     def report_url_for(request: Request) -> Callable[[str], str]:
         base = base_path(request)
         return lambda run_id: f"{base}/reports/{quote(run_id, safe='')}"
@@ -239,14 +282,14 @@ def create_app(settings_factory: Callable[[], Settings] = load_settings, *, auth
     # thread pool instead of stalling the api-server's event loop.
     @app.get("/", response_class=HTMLResponse, dependencies=[Depends(authorized_person)])
     def page(request: Request) -> HTMLResponse:
-        doc = overview(reader, reader.settings(), report_url_for(request))
-        html = _PAGE.render(doc=doc, suites=list(doc["suites"]), fmt=number, ci=interval,
-                            api_url=f"{base_path(request)}/api/latest")  # fmt: skip
+        doc = overview(reader, reader.settings(), report_url_for(request), active_runs)
+        html = _PAGE.render(doc=doc, suites=list(doc["suites"]), fmt=number, ci=interval, quote=quote,
+                            api_url=f"{base_path(request)}/api/latest", airflow_ui=_airflow_ui(request))  # fmt: skip
         return HTMLResponse(html, headers=PAGE_SECURITY_HEADERS)
 
     @app.get("/api/latest", dependencies=[Depends(authorized)])
     def latest(request: Request) -> dict[str, Any]:
-        return overview(reader, reader.settings(), report_url_for(request))
+        return overview(reader, reader.settings(), report_url_for(request), active_runs)
 
     @app.get("/reports/{run_id:path}", dependencies=[Depends(authorized)])
     def report(run_id: str) -> FileResponse:
@@ -284,6 +327,41 @@ async def require_airflow_reader(request: Request) -> None:
         raise HTTPException(403, "reading ragwatch results needs read access to DAG runs")
 
 
+def airflow_active_runs(dag_ids: tuple[str, ...]) -> list[ActiveRun]:
+    """Inside the api-server: the queued and running runs of `dag_ids`, oldest first, with their
+    task instances counted per state, read from Airflow's metadata DB (the api-server's own session)."""
+    from airflow.models.dagrun import DagRun
+    from airflow.models.taskinstance import TaskInstance
+    from airflow.utils.session import create_session
+    from sqlalchemy import and_, func, select
+
+    with create_session() as session:
+        runs = session.execute(
+            select(DagRun.dag_id, DagRun.run_id, DagRun.logical_date, DagRun.state, DagRun.start_date)
+            .where(DagRun.dag_id.in_(dag_ids), DagRun.state.in_(("queued", "running")))
+            .order_by(DagRun.logical_date, DagRun.dag_id)
+        ).all()
+        if not runs:
+            return []
+        keys = [(r.dag_id, r.run_id) for r in runs]
+        counted = session.execute(
+            select(TaskInstance.dag_id, TaskInstance.run_id, TaskInstance.task_id, TaskInstance.state, func.count())
+            .where(and_(TaskInstance.dag_id.in_(dag_ids), TaskInstance.run_id.in_([r.run_id for r in runs])))
+            .group_by(TaskInstance.dag_id, TaskInstance.run_id, TaskInstance.task_id, TaskInstance.state)
+        ).all()  # fmt: skip
+    states: dict[tuple[str, str], Counter] = {key: Counter() for key in keys}
+    running: dict[tuple[str, str], list[str]] = {key: [] for key in keys}
+    for dag_id, run_id, task_id, state, count in counted:
+        if (dag_id, run_id) not in states:
+            continue
+        states[dag_id, run_id][str(state or "none")] += count
+        if state == "running":
+            running[dag_id, run_id].append(task_id if count == 1 else f"{task_id} ×{count}")
+    return [ActiveRun(dag_id=r.dag_id, run_id=r.run_id, logical_date=_iso(r.logical_date), state=str(r.state),
+                      started_at=_iso(r.start_date), task_states=dict(sorted(states[r.dag_id, r.run_id].items())),
+                      running_tasks=sorted(running[r.dag_id, r.run_id])) for r in runs]  # fmt: skip
+
+
 def airflow_login_url(next_url: str) -> str:
     from airflow.api_fastapi.app import get_auth_manager
 
@@ -317,6 +395,17 @@ Intervals: percentile bootstrap, 95 %. JSON: <a href="{{ api_url }}">{{ api_url 
 {% for suite in suites %}
 {% set section = doc.suites[suite] %}
 <h2>{{ suite }} suite</h2>
+{% if section.in_progress %}
+<table class="progress">
+<tr><th>in progress</th><th>date</th><th>state</th><th>tasks</th><th>running now</th></tr>
+{% for active in section.in_progress %}
+<tr><td><a href="{{ airflow_ui }}/dags/{{ quote(active.dag_id, safe='') }}/runs/{{ quote(active.run_id, safe='')
+}}" target="_top">{{ active.dag_id }}</a></td><td>{{ (active.logical_date or "–")[:10] }}</td><td>{{ active.state
+}}</td><td>{% for state, count in active.task_states.items() %}{{ count }} {{ state }}{% if not loop.last %}, {%
+endif %}{% endfor %}</td><td>{{ active.running_tasks | join(", ") or "–" }}</td></tr>
+{% endfor %}
+</table>
+{% endif %}
 {% for run in section.runs %}
 <h3>target {{ run.target }}</h3>
 <table class="meta">
@@ -366,7 +455,8 @@ cell.n_failed }}{% endif %}</span>{% else %}<span class="muted">–</span>{% end
 <p class="muted">This run saved no scores.</p>
 {% endif %}
 {% else %}
-<p class="empty">No {{ suite }} run yet. {{ section.next_step }}</p>
+<p class="empty">No {{ suite }} run yet. {% if section.in_progress %}Its first scores appear here when the runs in
+progress above finish.{% else %}{{ section.next_step }}{% endif %}</p>
 {% endfor %}
 {% endfor %}
 </body>
