@@ -103,7 +103,11 @@ class Settings(BaseSettings):
     generator: ModelEndpoint = Field(default_factory=lambda: ModelEndpoint(model=DEFAULT_MODELS["generator"]))
     judge: ModelEndpoint = Field(default_factory=lambda: ModelEndpoint(model=DEFAULT_MODELS["judge"]))
     llm_cache: bool = True
-    """Content-addressed cache of model calls under `home`, so reruns and backfills cost no calls."""
+    """Content-addressed cache of model calls, so reruns and backfills cost no calls: SQLite under `home`, or
+    `llm_cache_url`."""
+    llm_cache_url: str | None = None
+    """SQLAlchemy URL of a PostgreSQL database holding the LLM cache (table `ragwatch_llm_cache`) that every worker
+    shares: a batch retried on another machine sends no request again. Unset, each machine keeps its own under `home`."""
     judge_implementation: Literal["ragwatch", "ragas"] = "ragwatch"
     """Who asks the judge: ragwatch's consolidated prompts (3 requests per item for the four main metrics),
     or ragas' own metrics, one request per ragas call (the reference implementation). Same definitions."""
@@ -234,7 +238,7 @@ def _local_key(path: Path) -> bytes:
     return path.read_text().strip().encode()
 
 
-_URL_FIELDS = ("trace_store_url", "results_url", "qdrant_url", "pushgateway_url", "airflow_api_url", "dvc_remote")
+_URL_FIELDS = ("trace_store_url", "results_url", "llm_cache_url", "qdrant_url", "pushgateway_url", "airflow_api_url", "dvc_remote")
 
 
 class SettingsError(ValueError):

@@ -11,12 +11,13 @@ import subprocess
 import tempfile
 import time
 import urllib.request
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 from pipelines.bench.postgres import INSTALL_HINT, Postgres, free_port, start_postgres
 
-__all__ = ["Postgres", "Pushgateway", "free_port", "start_postgres", "start_pushgateway"]
+__all__ = ["Postgres", "Pushgateway", "free_port", "fresh_database", "start_postgres", "start_pushgateway"]
 
 
 PUSHGATEWAY_BIN = Path("/usr/bin/prometheus-pushgateway")
@@ -72,3 +73,11 @@ def start_pushgateway(timeout_s: float = 20.0) -> Pushgateway:
             time.sleep(0.1)
     gateway.stop()
     raise RuntimeError(f"prometheus-pushgateway on port {port} not ready after {timeout_s:.0f} s")
+
+
+def fresh_database(pg: Postgres, prefix: str) -> str:
+    """The URL of a new, empty database owned by a new password role (each test starts with no tables)."""
+    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    pg.psql(f"CREATE ROLE {name} LOGIN PASSWORD '{name}-pw';")
+    pg.psql(f"CREATE DATABASE {name} OWNER {name};")  # not allowed in the same transaction as another statement
+    return pg.url(name, f"{name}-pw", name)

@@ -22,6 +22,7 @@ import sqlalchemy as sa
 import yaml
 
 from pipelines.bench.postgres import as_service_user
+from pipelines.models.shared_cache import SharedLLMCache
 from pipelines.settings import ModelEndpoint, Settings
 from tests.services import start_postgres
 
@@ -224,6 +225,9 @@ def test_airflow_is_wired_for_ragwatch():
     conn = json.loads(env["AIRFLOW_CONN_RAGWATCH_TRACE_STORE"])
     assert (conn["conn_type"], conn["login"], conn["schema"]) == ("postgres", "ragwatch_reader", "traces")
     assert conn["extra"]["table"] == "traces"
+    # Workers on several machines share one LLM cache: the results database, through the results role.
+    assert env["RAGWATCH_LLM_CACHE_URL"].startswith("postgresql+psycopg://ragwatch:")
+    assert env["RAGWATCH_LLM_CACHE_URL"].endswith("@postgres:5432/ragwatch_results")
     # Every RAGWATCH_* variable names a real setting (a typo would be silently ignored).
     for key in (k for k in env if k.startswith("RAGWATCH_")):
         field, _, nested = key.removeprefix("RAGWATCH_").lower().partition("__")
@@ -338,6 +342,10 @@ def test_init_sql_creates_the_databases_and_a_read_only_trace_reader(initialised
         with engine.begin() as conn:
             conn.execute(sa.text("CREATE TABLE owned_here (x int)"))
         engine.dispose()
+    # The LLM cache compose points the workers at: the results role creates its table and uses it.
+    cache = SharedLLMCache(pg.url("ragwatch", "res-pw", "ragwatch_results"))
+    cache.put("k", {"value": 1})
+    assert cache.get("k") == {"value": 1}
 
 
 @pytest.mark.services

@@ -64,6 +64,20 @@ def home(tmp_path_factory):
     return tmp_path_factory.mktemp("stack")
 
 
+
+@pytest.mark.airflow
+def test_an_airflow_connection_points_every_worker_at_the_shared_llm_cache(monkeypatch):
+    """Beside the DagBag test, which has imported Airflow in this process already."""
+    sys.path.insert(0, str(ROOT / "plugins"))
+    from ragwatch_airflow.settings import LLM_CACHE_CONN_ID, ragwatch_settings
+
+    connection = {"conn_type": "postgres", "host": "db.internal", "port": 5432, "schema": "ragwatch_results",
+                  "login": "ragwatch", "password": "cache-s3cret/@"}  # fmt: skip
+    monkeypatch.setenv(f"AIRFLOW_CONN_{LLM_CACHE_CONN_ID.upper()}", json.dumps(connection))
+    settings = ragwatch_settings()
+    assert settings.llm_cache_url == "postgresql+psycopg://ragwatch:cache-s3cret%2F%40@db.internal:5432/ragwatch_results"
+    assert "s3cret" not in repr(settings)
+
 @pytest.mark.airflow
 def test_airflow_dags_test_runs_trace_sampling_for_one_day(home):
     tmp_path = home

@@ -26,6 +26,7 @@ from pipelines.evaluation.runs.online_selection import (JUDGED_COLUMNS, SELECTIO
                                                         read_judged, select_budget)  # fmt: skip
 from pipelines.evaluation.runs.params import online_params
 from pipelines.handoff import IncompleteHandoff
+from pipelines.models.shared_cache import SharedLLMCache
 from pipelines.records import SAMPLED_TRACE_SCHEMA
 from pipelines.settings import Settings
 from pipelines.stores.corpus import open_corpus_index
@@ -33,6 +34,7 @@ from pipelines.stores.results import ResultsStore
 from pipelines.traces.select import selection_key
 from pipelines.workspace import RunPaths, Workspace
 from tests.conftest import ROOT
+from tests.services import fresh_database
 
 DAY = date(2026, 3, 1)
 SIZES = {("docs", "en"): 120, ("docs", "es"): 40, ("billing", "es"): 9, ("agent", "en"): 3}
@@ -253,6 +255,51 @@ def test_a_cleared_batch_rerun_with_the_cache_on_sends_no_request(indexed):
         summary = run_online_eval(online, DAY, params, push=False)
         assert requests() == sent and summary.items == 8
         assert finalize_online_eval(online, prepared.run_dir).items == 8
+
+
+@pytest.mark.services
+def test_a_batch_judged_on_one_worker_and_rerun_on_another_sends_no_request(indexed, postgres, tmp_path):
+    """Two workers: their own RAGWATCH_HOME each, one data workspace and one LLM cache (RAGWATCH_LLM_CACHE_URL).
+    Worker B's Qdrant is a copy of A's, standing in for the Qdrant server a deployment shares."""
+    from pipelines.models.simulator import SimulatorKnobs, running_simulator
+    from pipelines.prompt_catalog import all_prompts
+
+    settings, chunks = indexed
+    day = date(2026, 3, 7)
+    publish_day(settings, chunks, SMALL_DAY, day)
+    params = online_params(settings, max_traces=6, min_per_stratum=2, noise_share=0.5, batch_size=3)
+    cache_url = fresh_database(postgres, "llm_cache")
+    shutil.copytree(settings.resolved_qdrant_path, tmp_path / "b" / "qdrant")
+    with running_simulator(SimulatorKnobs(capacity=8), prompts=all_prompts()) as url:
+        endpoint = {"base_url": url, "max_retries": 2, "timeout_s": 10}
+        shared = {
+            "llm_backend": "openai", "llm_cache": True, "llm_cache_url": cache_url,
+            "workspace": settings.resolved_workspace, "anonymizer_key": "k",
+            "generator": settings.generator.model_copy(update={**endpoint, "model": "gen-model"}),
+            "judge": settings.judge.model_copy(update={**endpoint, "model": "judge-model"}),
+        }  # fmt: skip
+        worker_a = settings.model_copy(update=shared)
+        worker_b = Settings(home=tmp_path / "b", **shared)
+
+        def requests() -> int:
+            return httpx.get(url.removesuffix("/v1") + "/admin/stats").json()["requests"]
+
+        prepared = prepare_online_eval(worker_a, day, params)
+        assert prepared.batches == [(0, 3), (3, 6)]
+        first = [judge_online_batch(worker_a, prepared.run_dir, start, end) for start, end in prepared.batches]
+        sent = requests()
+        assert sent == sum(b.judge["calls"] + b.generator["calls"] for b in first) > 0
+        assert all(b.generator["calls"] > 0 for b in first)
+        scores = RunPaths(prepared.run_dir).scores(judge_part(3))
+        written = scores.read_text()
+        scores.unlink()  # cleared in the UI: Celery runs it again, this time on worker B
+        again = judge_online_batch(worker_b, prepared.run_dir, 3, 6)
+        assert requests() == sent and again.judge["calls"] == again.generator["calls"] == 0
+        assert again.judge["cache_hits"] > 0 and again.generator["cache_hits"] > 0
+        assert scores.read_text() == written
+    # Neither worker kept a local cache: what B found, A had stored in PostgreSQL.
+    assert not any(home.joinpath("cache").exists() for home in (worker_a.home, worker_b.home))
+    assert SharedLLMCache(cache_url).count() == sent
 
 
 def test_a_lost_score_file_fails_the_online_finalize_naming_its_batch(indexed):

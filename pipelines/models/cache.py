@@ -4,6 +4,9 @@ The key is the sha256 of everything that determines a reply (model, messages, JS
 tools, sampling parameters) in canonical JSON; the value is the validated reply as JSON. One
 SQLite file in WAL mode: readers never block, and several processes (DAG tasks running in
 parallel) can share it. Failed calls are never stored, so a rerun retries them.
+
+Workers on several machines share one PostgreSQL table instead (`RAGWATCH_LLM_CACHE_URL`, shared_cache.py):
+`open_llm_cache` picks the one the settings name.
 """
 
 from __future__ import annotations
@@ -15,7 +18,10 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from pipelines.settings import Settings
 
 BUSY_TIMEOUT_S = 30.0
 
@@ -25,7 +31,26 @@ def cache_key(**parts: Any) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+class ResponseCache(Protocol):
+    def get(self, key: str) -> dict[str, Any] | None: ...
+    def put(self, key: str, value: dict[str, Any]) -> None: ...
+    def count(self) -> int: ...
+
+
+def open_llm_cache(settings: Settings) -> ResponseCache | None:
+    """The cache the settings name: none, the shared PostgreSQL table, or the SQLite file under RAGWATCH_HOME."""
+    if not settings.llm_cache:
+        return None
+    if settings.llm_cache_url:
+        from pipelines.models.shared_cache import SharedLLMCache  # psycopg is loaded only where a shared cache is configured
+
+        return SharedLLMCache(settings.llm_cache_url)
+    return LLMCache.in_directory(settings.resolved_cache_dir)
+
+
 class LLMCache:
+    """The local cache: one SQLite file per machine."""
+
     def __init__(self, path: Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)

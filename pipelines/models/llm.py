@@ -31,7 +31,7 @@ import aiohttp
 import httpx
 from pydantic import BaseModel, ValidationError
 
-from pipelines.models.cache import LLMCache, cache_key
+from pipelines.models.cache import ResponseCache, cache_key, open_llm_cache
 from pipelines.models.offline import OFFLINE_MODEL, choose_tool
 from pipelines.models.prompts import SAMPLE_NOTE, In, Out, Prompt, repair_messages
 from pipelines.records import ToolCall
@@ -131,7 +131,7 @@ class LLM(ABC):
 
     model: str
 
-    def __init__(self, cache: LLMCache | None = None):
+    def __init__(self, cache: ResponseCache | None = None):
         self.cache = cache
         self.counters = LLMCounters()
         self._traceback_logged = False
@@ -341,7 +341,7 @@ class OpenAICompatibleLLM(LLM):
     def __init__(
         self,
         endpoint: ModelEndpoint,
-        cache: LLMCache | None = None,
+        cache: ResponseCache | None = None,
         *,
         backoff_s: float = 0.5,
         max_backoff_s: float = 20.0,
@@ -610,8 +610,7 @@ def build_llm(settings: Settings, role: Literal["generator", "judge"]) -> LLM:
         raise ValueError(f"unknown model role {role!r}; expected 'generator' or 'judge'")
     if settings.llm_backend == "offline":
         return OfflineLLM()
-    cache = LLMCache.in_directory(settings.resolved_cache_dir) if settings.llm_cache else None
-    return OpenAICompatibleLLM(getattr(settings, role), cache)
+    return OpenAICompatibleLLM(getattr(settings, role), open_llm_cache(settings))
 
 
 def check_models_differ(settings: Settings, logger: logging.Logger = log) -> bool:

@@ -15,6 +15,8 @@ from sqlalchemy.engine import URL
 from pipelines.settings import Settings, load_settings
 
 TRACE_STORE_CONN_ID = "ragwatch_trace_store"
+LLM_CACHE_CONN_ID = "ragwatch_llm_cache"
+"""The PostgreSQL database of the LLM cache every worker shares (RAGWATCH_LLM_CACHE_URL)."""
 TARGET_CONN_ID = "ragwatch_target"
 """The system under test's credentials: extra {"headers": {...}}, or a password sent as a bearer token."""
 DVC_POOL = "ragwatch_dvc"
@@ -30,7 +32,7 @@ def sqlalchemy_url(conn) -> str:
     driver = _DRIVERS.get(conn.conn_type)
     if driver is None:
         raise ValueError(
-            f"connection {conn.conn_id!r} has type {conn.conn_type!r}; ragwatch reads traces from {sorted(_DRIVERS)}"
+            f"connection {conn.conn_id!r} has type {conn.conn_type!r}; ragwatch reads databases of types {sorted(_DRIVERS)}"
         )
     if driver == "sqlite":
         return f"sqlite:///{conn.host}"
@@ -68,4 +70,7 @@ def ragwatch_settings() -> Settings:
             overrides["trace_tables_allowed"] = [extra["table"]]
         if "columns" in extra:
             overrides["trace_columns"] = extra["columns"]
+    cache = _connection(LLM_CACHE_CONN_ID)
+    if cache is not None:
+        overrides["llm_cache_url"] = sqlalchemy_url(cache)
     return load_settings(**overrides)
