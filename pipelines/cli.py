@@ -716,6 +716,9 @@ def print_eval_summary(summary) -> None:
         console.print(f"  - {escape(line)}")
     for row in summary.judge_trust:
         console.print(_judge_trust_line(row))
+    if summary.judge_audit_queued:
+        console.print(f"{summary.judge_audit_queued} judged items queued for labelling in the inbox (judge-audit-*.csv); "
+                      "`ragwatch judge labels import FILE` takes them back")  # fmt: skip
     console.print(f"report: {summary.report}")
 
 

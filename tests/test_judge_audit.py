@@ -174,8 +174,11 @@ def test_kappa_below_0_6_says_not_trustworthy_in_report_summary_and_gauge(settin
     correctness = next(r for r in summary.judge_trust if r.metric == "answer_correctness")
     assert correctness.labels == 24 and correctness.kappa < 0.6 and correctness.trusted is False
     assert correctness.verdict.startswith("not trustworthy: κ") and correctness.ppi_ci is not None
+    from pipelines.cli import _judge_trust_line
+
+    assert "not trustworthy: κ" in _judge_trust_line(correctness)  # the CLI's run summary
     html = render_report(run, scores, aggregates=aggregates)
-    assert "Can the judge be trusted?" in html and "not trustworthy: κ" in html
+    assert "Can the judge be trusted?" in html and "not trustworthy: κ" in html and "out of reach with 60 judged" in html
     registry = build_registry([], suite="offline", target="prod", judge=summary.judge_trust)
     key = {"suite": "offline", "target": "prod", "metric": "answer_correctness"}
     assert registry.get_sample_value("rag_judge_trusted", key) == 0

@@ -381,7 +381,7 @@ prediction-powered (PPI) mean corrects the judge's verdicts on this run's items 
 <td class="num">{{ c.agreement.confusion.judge_no_human_yes if c.agreement else "–" }}</td>
 <td class="num">{{ row.judge_mean|num }} {{ ci(*row.judge_ci) if row.judge_ci else "" }}</td>
 <td class="num">{{ row.ppi_mean|num }} {{ ci(*row.ppi_ci) if row.ppi_ci else "" }}</td>
-<td class="num">{% if row.more_labels is not none %}{{ row.more_labels }} (±{{ row.half_width }}){% else %}–{% endif %}</td>
+<td class="num">{% if row.more_labels is not none %}{{ row.more_labels }} (±{{ row.half_width }}){% else %}{{ c.notes|join("; ") or "–" }}{% endif %}</td>
 <td>{% if row.trusted %}trustworthy{% else %}<strong>{{ row.verdict }}</strong>{% endif %}</td></tr>
 {% endfor %}
 </table>
