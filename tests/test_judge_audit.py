@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import warnings
 from datetime import date
 
 import numpy as np
@@ -44,6 +45,7 @@ def test_kappa_accuracy_and_confusion_on_a_worked_example():
 def test_the_ppi_interval_covers_the_true_mean_where_the_judge_only_one_does_not():
     """A judge with 15 % false positives and 5 % false negatives on a metric whose true mean is 0.5: its verdicts
     average 0.55. N = 2,000 judged, n = 200 labelled (100 per verdict, as the audit queue draws them)."""
+    filters = list(warnings.filters)
     rng = np.random.default_rng(20)
     repetitions, ppi_covers, judge_covers, widths = 300, 0, 0, []
     for _ in range(repetitions):
@@ -56,6 +58,7 @@ def test_the_ppi_interval_covers_the_true_mean_where_the_judge_only_one_does_not
         judge_covers += c.judge_ci[0] <= truth.mean() <= c.judge_ci[1]
         widths.append((c.ppi_ci[1] - c.ppi_ci[0]) / 2)
     assert ppi_covers / repetitions >= 0.93
+    assert warnings.filters == filters  # importing ppi_py did not silence the process' warnings
     assert judge_covers / repetitions <= 0.05
     # The labels-needed formula is the interval's own variance: asking for the half-width 200 labels gave needs ~200.
     half = (c.ppi_ci[1] - c.ppi_ci[0]) / 2

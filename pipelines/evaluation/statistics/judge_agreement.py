@@ -15,6 +15,7 @@ verdicts as truth: it is narrow and, when the judge errs one way more than the o
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
@@ -156,7 +157,10 @@ def calibrate(suite: str, metric: str, meaning: str, *, human: Sequence[int], la
     if len(y) < MIN_LABELS or len(pop) < 2:
         note = f"the PPI interval needs at least {MIN_LABELS} labels and 2 judged items"
         return Calibration(**base, agreement=agreed, notes=[note])
-    from ppi_py import ppi_mean_ci, ppi_mean_pointestimate  # imports scikit-learn and statsmodels: only with labels
+    # Imported only with labels (it loads scikit-learn and statsmodels), and inside catch_warnings: its import calls
+    # warnings.simplefilter("ignore"), which would otherwise silence every warning of the process.
+    with warnings.catch_warnings():
+        from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
 
     low, high = _pair(ppi_mean_ci(y, f, pop, alpha=alpha, w=weights, lam=1.0))
     w = weights / weights.sum() * len(y)
