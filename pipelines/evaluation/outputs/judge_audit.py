@@ -165,7 +165,7 @@ def import_labels(workspace: Workspace, path: Path) -> LabelImport:
     for label in all_labels(workspace).values():
         by_pair[(label["suite"], label["metric"])].append(label)
     return LabelImport(imported=len(labels), path=stored,
-                       agreement={k: agreement([l["human"] for l in v], [l["judge_verdict"] for l in v])
+                       agreement={k: agreement([x["human"] for x in v], [x["judge_verdict"] for x in v])
                                   for k, v in sorted(by_pair.items())},
                        labels={k: len(v) for k, v in sorted(by_pair.items())})  # fmt: skip
 
@@ -184,8 +184,8 @@ def calibrate_suite(workspace: Workspace, suite: str, scores: Sequence[Score], h
         judged = [form.verdict(s.value) for s in scores if s.metric == metric and s.status == "ok"]
         mine = [label for label in labels if label["metric"] == metric]
         if judged or mine:
-            out.append(calibrate(suite, metric, form.meaning, human=[l["human"] for l in mine],
-                                 labelled_verdicts=[l["judge_verdict"] for l in mine], judged_verdicts=judged,
+            out.append(calibrate(suite, metric, form.meaning, human=[label["human"] for label in mine],
+                                 labelled_verdicts=[label["judge_verdict"] for label in mine], judged_verdicts=judged,
                                  half_width=half_width))  # fmt: skip
     return out
 
