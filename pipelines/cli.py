@@ -633,6 +633,37 @@ def metrics_retrieval(
 
 eval_app = typer.Typer(help="Offline and online evals.", no_args_is_help=True)
 app.add_typer(eval_app, name="eval")
+judge_app = typer.Typer(help="How far the judge can be trusted: people's labels of the daily audit queue.", no_args_is_help=True)
+judge_labels_app = typer.Typer(help="Labels of the judge-audit queue (inbox/judge-audit-*.csv).", no_args_is_help=True)
+app.add_typer(judge_app, name="judge")
+judge_app.add_typer(judge_labels_app, name="labels")
+
+
+@judge_labels_app.command("import")
+def judge_labels_import(
+    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False,
+                                         help="A judge-audit CSV/JSONL from the inbox with its label column filled (yes/no).")],
+) -> None:
+    """Check a labelled judge-audit file and store its labels; every next eval run calibrates its judge on them."""
+    from pipelines.evaluation.outputs.formatting import number
+    from pipelines.evaluation.outputs.judge_audit import LabelFileError, import_labels
+    from pipelines.evaluation.statistics.judge_agreement import trustworthy
+    from pipelines.workspace import Workspace
+
+    try:
+        result = import_labels(Workspace.from_settings(_settings()), file)
+    except LabelFileError as exc:
+        _fail(str(exc))
+    if not result.imported:
+        console.print(f"no row of {escape(file.name)} is labelled yet: fill its label column with yes or no, then import it")
+        raise typer.Exit(code=2)
+    console.print(f"{result.imported} labels imported into {result.path}.")
+    for (suite, metric), agreed in result.agreement.items():
+        n = result.labels[(suite, metric)]
+        trusted = trustworthy(n, agreed.kappa)
+        console.print(f"{suite} {metric}: {n} labels so far, κ {number(agreed.kappa)}, accuracy {number(agreed.accuracy)} "
+                      f"(unweighted): " + ("[green]trustworthy" if trusted else "[red]not trustworthy") +
+                      "[/]; the next eval run's report weighs them and adds the PPI interval.")  # fmt: skip
 
 
 def _score_table(title: str, overall) -> Table:
@@ -683,7 +714,29 @@ def print_eval_summary(summary) -> None:
         console.print("diagnosis: no metric with an operating threshold was scored")
     for line in summary.diagnosis:
         console.print(f"  - {escape(line)}")
+    for row in summary.judge_trust:
+        console.print(_judge_trust_line(row))
+    if summary.judge_audit_queued:
+        console.print(f"{summary.judge_audit_queued} judged items queued for labelling in the inbox (judge-audit-*.csv); "
+                      "`ragwatch judge labels import FILE` takes them back")  # fmt: skip
     console.print(f"report: {summary.report}")
+
+
+def _judge_trust_line(row) -> str:
+    from pipelines.evaluation.outputs.formatting import interval, number
+
+    colour = "[green]" if row.trusted else "[red]" if row.trusted is False else ""
+    verdict = f"{colour}{escape(row.verdict)}[/]" if colour else escape(row.verdict)
+    line = f"judge on {row.metric} ({escape(row.meaning)}): {verdict}"
+    if row.labels:
+        line += f"; κ {number(row.kappa)}, accuracy {number(row.accuracy)} on {row.labels} labels"
+    if row.judge_ci:
+        line += f"; judge-only mean {number(row.judge_mean)} {interval(*row.judge_ci)}"
+    if row.ppi_ci:
+        line += f", PPI mean {number(row.ppi_mean)} {interval(*row.ppi_ci)}"
+    if row.more_labels is not None:
+        line += f"; {row.more_labels} more labels for ±{row.half_width}"
+    return line
 
 
 @eval_app.command("offline")

@@ -147,6 +147,11 @@ class Settings(BaseSettings):
     """Fewest items scored ok in both runs for the regression gate to decide on a metric."""
     diagnosis_min_n: int = Field(default=10, ge=1)
     """Fewest ok scores for the diagnosis to state a band for a metric in a stratum."""
+    judge_audit_per_day: int = Field(default=20, ge=0)
+    """Judged items each eval run queues for people to label yes/no (inbox/judge-audit-*.csv), spread over the
+    (metric, judge verdict) strata of the metrics with a 0/1 form; 0 queues none."""
+    judge_audit_half_width: float = Field(default=0.05, gt=0.0, lt=1.0)
+    """The half-width of the PPI interval the report counts the labels needed for."""
     pushgateway_url: str | None = None
     """Prometheus Pushgateway, e.g. `http://pushgateway:9091`; a textfile under `home` when unset."""
     pushgateway_job: str = "ragwatch"

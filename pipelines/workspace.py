@@ -7,10 +7,12 @@ The workspace is a git + DVC repository (`RAGWATCH_WORKSPACE`, default `.ragwatc
     golden/build/<name>/                    a golden build in progress: plan, generated parts, filtered, staged
     golden/human/<name>.jsonl               hand-written items (versioned with each release)
     golden/reviews/<name>/                  review decisions (versioned with each release)
+    golden/judge_audit/keys/, labels/       the judge audit's verdicts per queued item, and people's labels
     golden/reports/<suite>/<day>_<target>.html   eval reports (+ .metrics.json for `dvc metrics diff`)
     golden/corpus.json                      the indexed corpus version the golden pipeline depends on
     runs/<suite>/<day>_<target>/            an eval run's working files (responses, scores)
-    inbox/                                  golden candidates from the online eval, for people to fill in
+    inbox/                                  golden candidates from the online eval and the judge-audit queue,
+                                            for people to fill in
     .staging/                               partitions being written, swapped in when validated
 
 Nothing else in ragwatch joins paths under the workspace: steps ask this object. `runs/`, `inbox/`
@@ -284,6 +286,26 @@ class Workspace:
 
     def review_candidates(self, day: date) -> Path:
         return self.inbox / f"candidates-{day.isoformat()}.csv"
+
+    def judge_audit_queue(self, suite: str, day: date, target: str) -> Path:
+        """`inbox/judge-audit-<suite>-<day>_<target>.csv` (+ `.jsonl`): judged items for people to label yes/no."""
+        return self.inbox / f"judge-audit-{inputs.suite(suite)}-{self._report_name(day, target)}.csv"
+
+    @property
+    def judge_audit_keys(self) -> Path:
+        return self.root / "golden" / "judge_audit" / "keys"
+
+    def judge_audit_key(self, suite: str, day: date, target: str) -> Path:
+        """The judge's verdict of each queued item, kept out of the labellers' file."""
+        return self.judge_audit_keys / f"{inputs.suite(suite)}-{self._report_name(day, target)}.json"
+
+    def judge_labels(self, number: int) -> Path:
+        return self.root / "golden" / "judge_audit" / "labels" / f"labels-{number:04d}.jsonl"
+
+    @property
+    def judge_label_files(self) -> list[Path]:
+        """Every label import so far, oldest first (a later label of the same item wins)."""
+        return sorted((self.root / "golden" / "judge_audit" / "labels").glob("labels-*.jsonl"))
 
     # -- versioning ------------------------------------------------------------------------------
 

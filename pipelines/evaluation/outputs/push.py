@@ -34,7 +34,7 @@ from prometheus_client.exposition import basic_auth_handler, default_handler
 from pydantic import BaseModel
 
 from pipelines import inputs
-from pipelines.evaluation.outputs.summary import RunSummary
+from pipelines.evaluation.outputs.summary import JudgeTrustRow, RunSummary, judge_trust
 from pipelines.evaluation.statistics.diagnose import CONTEXT_PRECISION as DIAGNOSED_PRECISION
 from pipelines.evaluation.statistics.intervals import Aggregate, aggregate
 from pipelines.records import METRICS, gauge_name
@@ -64,7 +64,8 @@ def grouping_key(suite: str, target: str | None = None, app: str | None = None) 
 
 
 def build_registry(aggregates: Iterable[Aggregate], *, suite: str, target: str | None = None, app: str | None = None,
-                   gate_passed: bool | None = None, succeeded_at: float | None = None) -> CollectorRegistry:
+                   gate_passed: bool | None = None, succeeded_at: float | None = None,
+                   judge: Iterable[JudgeTrustRow] = ()) -> CollectorRegistry:  # fmt: skip
     """The gauges of one run. Labels repeat the grouping key so a textfile reads the same as the gateway."""
     registry = CollectorRegistry()
     base = grouping_key(suite, target, app)
@@ -90,18 +91,37 @@ def build_registry(aggregates: Iterable[Aggregate], *, suite: str, target: str |
     last_success = Gauge("rag_eval_last_success_timestamp_seconds",
                          "When the last successful eval of this suite finished", names, registry=registry)
     last_success.labels(**base).set(time.time() if succeeded_at is None else succeeded_at)
+    add_judge_gauges(registry, base, judge)
     return registry
+
+
+def add_judge_gauges(registry: CollectorRegistry, base: dict[str, str], rows: Iterable[JudgeTrustRow]) -> None:
+    """The judge audit's gauges per audited metric; absent (never 0) without a label, κ absent when undefined."""
+    rows = [r for r in rows if r.labels]
+    if not rows:
+        return
+    names = [*base, "metric"]
+    labels = Gauge("rag_judge_audit_labels", "Judged items people labelled so far (judge audit)", names, registry=registry)
+    kappa = Gauge("rag_judge_agreement_kappa", "Cohen's kappa of the judge's 0/1 verdicts vs people's labels", names,
+                  registry=registry)  # fmt: skip
+    trusted = Gauge("rag_judge_trusted", "1 when the judge is trustworthy for the metric (kappa >= 0.6 on >= 20 labels)",
+                    names, registry=registry)  # fmt: skip
+    for row in rows:
+        labels.labels(**base, metric=row.metric).set(row.labels)
+        trusted.labels(**base, metric=row.metric).set(int(bool(row.trusted)))
+        if row.kappa is not None:
+            kappa.labels(**base, metric=row.metric).set(row.kappa)
 
 
 def push_scores(settings: Settings, aggregates: Iterable[Aggregate], *, suite: str, target: str | None = None,
                 app: str | None = None, gate_passed: bool | None = None, succeeded_at: datetime | float | None = None,
-                timeout_s: float = 10.0) -> PushResult:  # fmt: skip
+                timeout_s: float = 10.0, judge: Iterable[JudgeTrustRow] = ()) -> PushResult:  # fmt: skip
     """Replace the suite's (and target's) group on the configured Pushgateway, or write
     `metrics/<job>-<suite>-<target>.prom` under home."""
     if isinstance(succeeded_at, datetime):
         succeeded_at = succeeded_at.timestamp()
     registry = build_registry(aggregates, suite=suite, target=target, app=app, gate_passed=gate_passed,
-                              succeeded_at=succeeded_at)  # fmt: skip
+                              succeeded_at=succeeded_at, judge=judge)  # fmt: skip
     samples = sum(len(m.samples) for m in registry.collect())
     job, key = settings.pushgateway_job, grouping_key(suite, target, app)
     if settings.pushgateway_url:
@@ -201,7 +221,8 @@ def push_run(settings: Settings, summary: RunSummary, *, app: str | None = None)
         store.dispose()
     result = push_scores(settings, aggregates, suite=summary.suite, target=summary.target, app=app,
                          gate_passed=latest.gate_passed,
-                         succeeded_at=latest.finished_at or datetime.now(timezone.utc))  # fmt: skip
+                         succeeded_at=latest.finished_at or datetime.now(timezone.utc),
+                         judge=judge_trust(latest.params.get("judge_audit")))  # fmt: skip
     if not result.ok:
         raise RuntimeError(f"push failed: {result.error}. The scores are safe in the results DB; the task retries.")
     return PushedRun(destination=result.destination, mode=result.mode, samples=result.samples)

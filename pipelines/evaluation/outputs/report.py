@@ -22,7 +22,7 @@ from markupsafe import Markup
 
 from pipelines.evaluation.outputs.charts import Interval, histogram, interval_chart, line_chart
 from pipelines.evaluation.outputs.formatting import interval, number
-from pipelines.evaluation.outputs.summary import judged_strata
+from pipelines.evaluation.outputs.summary import judge_trust, judged_strata
 from pipelines.evaluation.statistics.diagnose import ATTRIBUTIONS, DEFAULT_MIN_N, NOT_ENOUGH_EVIDENCE, diagnose, summarize_attribution
 from pipelines.evaluation.statistics.gate import Comparison, RunGate
 from pipelines.evaluation.statistics.intervals import (
@@ -90,7 +90,8 @@ def render_report(run: EvalRun, scores: Sequence[Score], *, aggregates: Sequence
     context = {
         "run": run,
         "offline": any(OFFLINE_MODEL in (name or "") for name in (run.judge_model, run.generator_model)),
-        "params": json.dumps(run.params, ensure_ascii=False, sort_keys=True, default=str),
+        "params": json.dumps({k: v for k, v in (run.params or {}).items() if k != "judge_audit"}, ensure_ascii=False,
+                             sort_keys=True, default=str),  # fmt: skip
         "findings": diagnose(aggs, min_n=min_n),
         "min_n": min_n,
         "not_enough_evidence": NOT_ENOUGH_EVIDENCE,
@@ -112,6 +113,9 @@ def render_report(run: EvalRun, scores: Sequence[Score], *, aggregates: Sequence
         "failures": _failures(scores),
         "selection": (run.params or {}).get("selection"),
         "judged_strata": judged_strata((run.params or {}).get("selection"), aggs),
+        "judge_audit": (run.params or {}).get("judge_audit"),
+        "judge_trust": list(zip(judge_trust((run.params or {}).get("judge_audit")),
+                                ((run.params or {}).get("judge_audit") or {}).get("calibration", []))),
     }
     return _TEMPLATE.render(**context)
 
@@ -356,6 +360,31 @@ ragas' rank-weighted context_precision_ranked have no band.</p>
 </table>
 {% else %}
 <p class="muted">No metric with an operating threshold was scored.</p>
+{% endif %}
+
+{% if judge_audit %}
+<h2>Can the judge be trusted?</h2>
+<p class="muted">People label a small daily sample of judged items yes/no ({{ judge_audit.queued }} queued by this run{% if
+judge_audit.queue %} in <code>{{ judge_audit.queue }}</code>{% endif %}; <code>ragwatch judge labels import FILE</code> takes
+them back). Agreement is over every label of this suite so far, weighted to the judged items' verdict mix. κ below 0.6
+or fewer than 20 labels: the judge is not trustworthy for that metric and its scores should not be read alone. The
+prediction-powered (PPI) mean corrects the judge's verdicts on this run's items by its errors on the labelled ones: its
+95 % interval holds whatever the judge's error rates; the judge-only interval takes the verdicts as truth.</p>
+<table>
+<tr><th>metric (0/1 form)</th><th>labels</th><th>κ</th><th>accuracy</th><th>judge yes / human no</th><th>judge no / human yes</th>
+<th>judge-only mean, 95 % CI</th><th>PPI mean, 95 % CI</th><th>more labels for ±half-width</th><th>verdict</th></tr>
+{% for row, c in judge_trust %}
+<tr class="{{ 'healthy' if row.trusted else 'problem' if row.trusted is false else '' }}"><td>{{ row.metric }}<br>
+<span class="muted">{{ row.meaning }}</span></td><td class="num">{{ row.labels }}</td><td class="num">{{ row.kappa|num }}</td>
+<td class="num">{{ row.accuracy|num }}</td>
+<td class="num">{{ c.agreement.confusion.judge_yes_human_no if c.agreement else "–" }}</td>
+<td class="num">{{ c.agreement.confusion.judge_no_human_yes if c.agreement else "–" }}</td>
+<td class="num">{{ row.judge_mean|num }} {{ ci(*row.judge_ci) if row.judge_ci else "" }}</td>
+<td class="num">{{ row.ppi_mean|num }} {{ ci(*row.ppi_ci) if row.ppi_ci else "" }}</td>
+<td class="num">{% if row.more_labels is not none %}{{ row.more_labels }} (±{{ row.half_width }}){% else %}{{ c.notes|join("; ") or "–" }}{% endif %}</td>
+<td>{% if row.trusted %}trustworthy{% else %}<strong>{{ row.verdict }}</strong>{% endif %}</td></tr>
+{% endfor %}
+</table>
 {% endif %}
 
 <h2>Retrieval vs generation failures</h2>

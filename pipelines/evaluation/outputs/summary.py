@@ -64,6 +64,25 @@ class StratumJudged(BaseModel):
     """Half the width of the 95 % interval of the stratum's faithfulness mean; None without one."""
 
 
+class JudgeTrustRow(BaseModel):
+    """One audited metric (0/1 form) of a run: the judge's agreement with people, and the mean three ways."""
+
+    metric: str
+    meaning: str
+    labels: int
+    kappa: float | None = None
+    accuracy: float | None = None
+    judge_mean: float | None = None
+    judge_ci: tuple[float, float] | None = None
+    ppi_mean: float | None = None
+    ppi_ci: tuple[float, float] | None = None
+    more_labels: int | None = None
+    """More labelled items for a PPI interval of ±half_width; None when unknown or out of reach."""
+    half_width: float
+    trusted: bool | None = None
+    verdict: str
+
+
 class RunSummary(RunHeader):
     report: str | None
     gate_passed: bool | None
@@ -87,6 +106,10 @@ class RunSummary(RunHeader):
     """Online only: traces in the day's sample; `items` of them were judged (the budget)."""
     judged_strata: list[StratumJudged] = []
     """Online only: the day's traces, judged and noise traces per stratum, with faithfulness' half-width."""
+    judge_audit_queued: int | None = None
+    """Items this run queued for people to label (outputs/judge_audit.py)."""
+    judge_trust: list[JudgeTrustRow] = []
+    """Per audited metric: can the judge be trusted (κ over every label so far), and the PPI estimate."""
 
 
 def run_summary(run: EvalRun, aggregates: Sequence[Aggregate], *, items: int, baseline: str | None = None,
@@ -109,7 +132,21 @@ def run_summary(run: EvalRun, aggregates: Sequence[Aggregate], *, items: int, ba
         gate_correction=(run.gate or {}).get("correction", WESTFALL_YOUNG),
         day_traces=(run.params.get("selection") or {}).get("day_traces"),
         judged_strata=judged_strata(run.params.get("selection"), aggregates),
+        judge_audit_queued=(run.params.get("judge_audit") or {}).get("queued"),
+        judge_trust=judge_trust(run.params.get("judge_audit")),
     )  # fmt: skip
+
+
+def judge_trust(audit: dict[str, Any] | None) -> list[JudgeTrustRow]:
+    """The calibration an eval run stored in its params (outputs/judge_audit.audit_run), as summary rows."""
+    rows = []
+    for c in (audit or {}).get("calibration", []):
+        agreed = c.get("agreement") or {}
+        rows.append(JudgeTrustRow(metric=c["metric"], meaning=c["meaning"], labels=c["labels"], kappa=agreed.get("kappa"),
+                                  accuracy=agreed.get("accuracy"), judge_mean=c["judge_mean"], judge_ci=c["judge_ci"],
+                                  ppi_mean=c["ppi_mean"], ppi_ci=c["ppi_ci"], more_labels=c["more_labels"],
+                                  half_width=c["half_width"], trusted=c["trusted"], verdict=c["verdict"]))  # fmt: skip
+    return rows
 
 
 def judged_strata(selection: dict[str, Any] | None, aggregates: Sequence[Aggregate]) -> list[StratumJudged]:

@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from pipelines.evaluation.metrics.retrieval import attribute
+from pipelines.evaluation.outputs.judge_audit import JUDGE_AUDIT, audit_run
 from pipelines.evaluation.outputs.report import ItemView, render_report, trend_from_store, write_metrics_json, write_report
 from pipelines.evaluation.outputs.summary import RunSummary, run_summary
 from pipelines.evaluation.runs.folder import RETRIEVAL_TOOLS_PART, load_planned_scores, read_meta
@@ -99,6 +100,7 @@ def publish_run(settings: Settings, store: ResultsStore, run: EvalRun, scores: l
     aggregates = aggregate(scores)
     report = workspace.report(run.suite, run.logical_date, run.target)
     run.report_path = str(report)
+    run.params = {**run.params, JUDGE_AUDIT: audit_run(settings, run, scores, views)}
     store.save_run(run, scores)
     write_report(report, render_report(run, scores, aggregates=aggregates, items=views, trend=trend_from_store(store, run),
                                        run_gate=run_gate, min_n=settings.diagnosis_min_n))  # fmt: skip
