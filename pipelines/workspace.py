@@ -12,9 +12,10 @@ The workspace is a git + DVC repository (`RAGWATCH_WORKSPACE`, default `.ragwatc
     runs/<suite>/<day>_<target>/            an eval run's working files (responses, scores)
     inbox/                                  golden candidates from the online eval, for people to fill in
     .staging/                               partitions being written, swapped in when validated
+    .workspace.lock                         held by whoever changes the workspace's git or DVC state
 
-Nothing else in ragwatch joins paths under the workspace: steps ask this object. `runs/`, `inbox/`
-and `.staging/` are ignored by git and DVC, so releasing a golden set never versions them.
+Nothing else in ragwatch joins paths under the workspace: steps ask this object. `runs/`, `inbox/`,
+`.staging/` and the lock file are ignored by git and DVC, so releasing a golden set never versions them.
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ import yaml
 
 from pipelines import inputs
 
-UNVERSIONED = ("/.staging/", "/runs/", "/inbox/")
-"""Workspace folders neither git nor DVC ever track (written to .gitignore and .dvcignore)."""
+LOCK_FILE = ".workspace.lock"
+UNVERSIONED = ("/.staging/", "/runs/", "/inbox/", f"/{LOCK_FILE}")
+"""Workspace paths neither git nor DVC ever track (written to .gitignore and .dvcignore)."""
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]")
 
 
@@ -286,6 +288,11 @@ class Workspace:
         return self.inbox / f"candidates-{day.isoformat()}.csv"
 
     # -- versioning ------------------------------------------------------------------------------
+
+    @property
+    def lock_file(self) -> Path:
+        """The file whose lock serialises changes to the workspace's git and DVC state (pipelines.versioning)."""
+        return self.root / LOCK_FILE
 
     def relative(self, path: Path) -> Path:
         return Path(path).resolve().relative_to(self.root.resolve())
