@@ -18,6 +18,7 @@ are: DVC's S3 driver reads the standard AWS variables (`AWS_ACCESS_KEY_ID`, `AWS
 from __future__ import annotations
 
 import configparser
+import errno
 import fcntl
 import logging
 import os
@@ -99,6 +100,20 @@ _holds: dict[Path, _ProcessHold] = {}
 _holds_guard = threading.Lock()
 
 
+def _forget_holds_in_child() -> None:
+    # A forked child is a process of its own: it takes the lock itself rather than think it holds its parent's.
+    # Closing its copy of the descriptor leaves the parent's lock held: flock ends with the last descriptor.
+    global _holds_guard
+    for hold in _holds.values():
+        if hold.file is not None:
+            hold.file.close()
+    _holds.clear()
+    _holds_guard = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_holds_in_child)
+
+
 @contextmanager
 def workspace_lock(workspace: Workspace, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
     """Hold the workspace's exclusive lock: one holder across processes (and machines sharing the folder).
@@ -130,7 +145,11 @@ def _acquire(path: Path, wait_s: float) -> IO[str]:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             break
-        except BlockingIOError:
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EWOULDBLOCK):
+                handle.close()
+                raise VersioningError(f"cannot lock {path} ({exc.strerror}): the data workspace must be on a filesystem "
+                                      "with working file locks (README: the workspace lock)") from None
             holder = path.read_text().strip() or "another process"
             if time.monotonic() >= deadline:
                 handle.close()
