@@ -1,11 +1,11 @@
 """Version published data with the `dvc` CLI inside a data workspace (a git + DVC repository).
 
-Every step that changes the workspace's git or DVC state (first-use initialisation, `dvc add` + `dvc push`
-+ commit, a release's tag) holds the workspace lock (`workspace_lock`): an exclusive `flock` on a file
-in the workspace root. It serialises the processes of one machine, and of several when the workspace
-is on a shared filesystem whose locks reach every client (NFSv4, CephFS, GlusterFS; not a FUSE
-object-store mount). Without it two first runs both find no remote and both add one, or two commits
-collide on git's index. Airflow also runs the versioning tasks in a one-slot pool, so a queued task
+Every step that changes the workspace's git or DVC state (first-use initialisation, a version's
+`dvc add`, `dvc push` and commit, a release's tag) holds the workspace lock (`workspace_lock`): an
+exclusive `flock` on a file in the workspace root. It serialises the processes of one machine, and
+of several when the workspace is on a shared filesystem whose locks reach every client (NFSv4,
+CephFS; not an object-store FUSE mount: README). Without it two first runs both find no remote and
+both add one, or two commits collide on git's index. Airflow also runs the versioning tasks in a one-slot pool, so a queued task
 waits in the scheduler instead of holding a worker slot while it waits for the lock. DVC refuses to
 run while another DVC process holds its own repository lock: a short retry here covers a DVC
 command ragwatch did not start (a person's `dvc status` in the workspace).
