@@ -510,6 +510,25 @@ def golden_repro() -> None:
     raise typer.Exit(subprocess.call([sys.executable, "-m", "dvc", "repro"], cwd=workspace.root, env=env))
 
 
+workspace_app = typer.Typer(help="The data workspace (git + DVC) itself.", no_args_is_help=True)
+app.add_typer(workspace_app, name="workspace")
+
+
+@workspace_app.command("restore")
+def workspace_restore(source: Annotated[Optional[str], typer.Argument(help="The data workspace's git history (a path or git URL) "
+                                                            "to clone into RAGWATCH_WORKSPACE first.")] = None) -> None:
+    """Fetch every versioned trace partition and golden release of the data workspace from its DVC remote."""
+    from pipelines.versioning import VersioningError, restore_workspace
+    from pipelines.workspace import Workspace
+
+    settings = _settings()
+    try:
+        restored = restore_workspace(Workspace.from_settings(settings), settings.resolved_dvc_remote, source)
+    except VersioningError as exc:
+        _fail(str(exc))
+    console.print(f"restored {len(restored)} versioned folders into {settings.resolved_workspace}")
+
+
 @golden_app.command("import")
 def golden_import(
     file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="CSV or JSONL: question, reference_answer, gold_chunk_ids or gold_passages, [split].")],

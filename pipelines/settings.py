@@ -84,7 +84,8 @@ class Settings(BaseSettings):
     workspace: Path | None = None
     """Data workspace: a git + DVC repository holding `golden/`; under `home` when unset."""
     dvc_remote: str | None = None
-    """DVC remote URL (local path, s3://...); a directory under `home` when unset."""
+    """DVC remote URL (local path, s3://...); a directory under `home` when unset. Committed in the workspace's
+    .dvc/config, so never with credentials: S3's come from the AWS_* environment variables."""
 
     sample_rate: float = Field(default=0.05, gt=0.0, le=1.0)
     strata: list[str] = Field(default_factory=lambda: ["app", "language", "user_feedback"])
@@ -184,6 +185,15 @@ class Settings(BaseSettings):
         if not IDENTIFIER.match(name):
             raise ValueError(f"table name {name!r} is not a plain SQL identifier")
         return name
+
+    @field_validator("dvc_remote")
+    @classmethod
+    def _remote_without_secrets(cls, url: str | None) -> str | None:
+        if url is not None and redact_url(url) != url:
+            raise ValueError("the DVC remote's URL carries a password or token, which DVC would commit to the data workspace's "
+                             "git (.dvc/config): give it none and pass credentials through the environment (AWS_ACCESS_KEY_ID, "
+                             "AWS_SECRET_ACCESS_KEY for S3; README: DVC remote on S3)")
+        return url
 
     @field_validator("strata")
     @classmethod

@@ -1,25 +1,48 @@
 """Version published data with the `dvc` CLI inside a data workspace (a git + DVC repository).
 
-DVC refuses to run while another DVC process holds the repository lock, so Airflow runs these
-steps in a one-slot pool; a short retry here covers a lock left by a process still exiting.
+Every step that changes the workspace's git or DVC state (first-use initialisation, a version's
+`dvc add`, `dvc push` and commit, a release's tag) holds the workspace lock (`workspace_lock`): an
+exclusive `flock` on a file in the workspace root. It serialises the processes of one machine, and
+of several when the workspace is on a shared filesystem whose locks reach every client (NFSv4,
+CephFS; not an object-store FUSE mount: README). Without it two first runs both find no remote and
+both add one, or two commits collide on git's index. Airflow also runs the versioning tasks in a one-slot pool, so a queued task
+waits in the scheduler instead of holding a worker slot while it waits for the lock. DVC refuses to
+run while another DVC process holds its own repository lock: a short retry here covers a DVC
+command ragwatch did not start (a person's `dvc status` in the workspace).
+
+The remote's URL is committed in the workspace's `.dvc/config`; its credentials and endpoint never
+are: DVC's S3 driver reads the standard AWS variables (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
+`AWS_ENDPOINT_URL_S3` for MinIO), which the dvc processes inherit from the task's environment.
 """
 
 from __future__ import annotations
 
+import configparser
+import errno
+import fcntl
 import logging
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import threading
 import time
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
+from typing import IO, Iterator
 
+from pipelines.redact import redact_url
 from pipelines.workspace import UNVERSIONED, Workspace
 
 log = logging.getLogger(__name__)
 GIT_IDENTITY = ["-c", "user.name=ragwatch", "-c", "user.email=ragwatch@localhost"]
 LOCK_RETRIES = 5
+REMOTE = "storage"
+LOCK_WAIT_S = 1800.0
+"""How long a step waits for another to finish versioning (a large `dvc push` takes minutes) before it fails."""
 
 
 class VersioningError(RuntimeError):
@@ -64,6 +87,86 @@ def git(*args: str, cwd: Path) -> str:
     return _run(["git", *GIT_IDENTITY, *args], cwd)
 
 
+@dataclass
+class _ProcessHold:
+    """This process's hold on one workspace lock: threads queue on `mutex`, nested holds only count."""
+
+    mutex: threading.RLock = field(default_factory=threading.RLock)
+    depth: int = 0
+    file: IO[str] | None = None
+
+
+_holds: dict[Path, _ProcessHold] = {}
+_holds_guard = threading.Lock()
+
+
+def _forget_holds_in_child() -> None:
+    # A forked child is a process of its own: it takes the lock itself rather than think it holds its parent's.
+    # Closing its copy of the descriptor leaves the parent's lock held: flock ends with the last descriptor.
+    global _holds_guard
+    for hold in _holds.values():
+        if hold.file is not None:
+            hold.file.close()
+    _holds.clear()
+    _holds_guard = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_holds_in_child)
+
+
+@contextmanager
+def workspace_lock(workspace: Workspace, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
+    """Hold the workspace's exclusive lock: one holder across processes (and machines sharing the folder).
+
+    Re-entrant within a process, so a step that holds it may call others that take it: a second
+    `flock` on a new descriptor of the same file would wait for the first one, in the same process.
+    """
+    root = workspace.root.resolve()
+    with _holds_guard:
+        hold = _holds.setdefault(root, _ProcessHold())
+    with hold.mutex:
+        if hold.depth == 0:
+            hold.file = _acquire(workspace.lock_file, wait_s)
+        hold.depth += 1
+        try:
+            yield
+        finally:
+            hold.depth -= 1
+            if hold.depth == 0:
+                hold.file.close()  # closing the descriptor releases the lock; so does the process's death
+                hold.file = None
+
+
+def _acquire(path: Path, wait_s: float) -> IO[str]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = path.open("a+")
+    deadline, waiting = time.monotonic() + wait_s, False
+    while True:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EWOULDBLOCK):
+                handle.close()
+                raise VersioningError(f"cannot lock {path} ({exc.strerror}): the data workspace must be on a filesystem "
+                                      "with working file locks (README: the workspace lock)") from None
+            holder = path.read_text().strip() or "another process"
+            if time.monotonic() >= deadline:
+                handle.close()
+                raise VersioningError(
+                    f"the data workspace {path.parent} stayed locked for {wait_s:.0f} s by {holder}, which is still "
+                    "versioning (a large `dvc push`?) or hangs: wait for it or stop it, then rerun this step") from None
+            if not waiting:
+                log.info("waiting for the data workspace lock, held by %s", holder)
+                waiting = True
+            time.sleep(0.2)
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"pid {os.getpid()} on {socket.gethostname()} since {datetime.now(timezone.utc):%Y-%m-%dT%H:%M:%SZ}\n")
+    handle.flush()
+    return handle
+
+
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 PIPELINE_FILES = ("dvc.yaml", "params.yaml")
 
@@ -71,32 +174,44 @@ PIPELINE_FILES = ("dvc.yaml", "params.yaml")
 def ensure_workspace(workspace: Workspace, remote: str) -> None:
     """Create the data workspace on first use: git repo, DVC repo, default remote, the golden pipeline.
 
-    dvc.yaml and params.yaml are copied from the project once; afterwards they belong to the
-    workspace, so a data team can tune params.yaml there and `dvc repro`.
+    Safe to call from any number of tasks at once (under the workspace lock), and cheap once the
+    workspace exists: no dvc process starts unless something is missing. A changed
+    `RAGWATCH_DVC_REMOTE` wins: the remote's URL follows the setting (what was pushed before stays
+    on the old remote). dvc.yaml and params.yaml are copied from the project once; afterwards they
+    belong to the workspace, so a data team can tune params.yaml there and `dvc repro`.
     """
     root = workspace.root
-    root.mkdir(parents=True, exist_ok=True)
-    for name in PIPELINE_FILES:
-        if not (root / name).exists():
-            shutil.copyfile(PROJECT_ROOT / name, root / name)
-    keep_files = []
-    for folder in workspace.input_dirs:
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / ".gitkeep").touch()
-        keep_files.append(str(workspace.relative(folder / ".gitkeep")))
-    if not (root / ".git").exists():
-        git("init", "-q", "-b", "main", cwd=root)
-    if not (root / ".dvc").exists():
-        dvc("init", "-q", cwd=root)
-        dvc("config", "core.analytics", "false", cwd=root)
-    for ignore_file in (root / ".gitignore", root / ".dvcignore"):
-        _ensure_lines(ignore_file, UNVERSIONED)
-    configured = dvc("remote", "list", cwd=root).split()
-    if "storage" not in configured:
-        dvc("remote", "add", "-d", "storage", remote, cwd=root)
-    elif configured[configured.index("storage") + 1] != remote:
-        dvc("remote", "modify", "storage", "url", remote, cwd=root)
-    _commit(root, "ragwatch: initialise data workspace", [".dvc", ".gitignore", ".dvcignore", *PIPELINE_FILES, *keep_files])
+    with workspace_lock(workspace):
+        for name in PIPELINE_FILES:
+            if not (root / name).exists():
+                shutil.copyfile(PROJECT_ROOT / name, root / name)
+        keep_files = []
+        for folder in workspace.input_dirs:
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / ".gitkeep").touch()
+            keep_files.append(str(workspace.relative(folder / ".gitkeep")))
+        if not (root / ".git").exists():
+            git("init", "-q", "-b", "main", cwd=root)
+        if not (root / ".dvc").exists():
+            dvc("init", "-q", cwd=root)
+            dvc("config", "core.analytics", "false", cwd=root)
+        for ignore_file in (root / ".gitignore", root / ".dvcignore"):
+            _ensure_lines(ignore_file, UNVERSIONED)
+        configured = remote_url(workspace)
+        if configured is None:
+            dvc("remote", "add", "-d", REMOTE, remote, cwd=root)
+        elif configured != remote:
+            log.warning("DVC remote %r of %s moves from %s to %s (RAGWATCH_DVC_REMOTE)", REMOTE, root,
+                        redact_url(configured), redact_url(remote))  # fmt: skip
+            dvc("remote", "modify", REMOTE, "url", remote, cwd=root)
+        _commit(root, "ragwatch: initialise data workspace", [".dvc", ".gitignore", ".dvcignore", *PIPELINE_FILES, *keep_files])
+
+
+def remote_url(workspace: Workspace) -> str | None:
+    """The URL of the workspace's remote, read from DVC's config files (the repo's, then the untracked local one)."""
+    config = configparser.ConfigParser(interpolation=None, strict=False)
+    config.read([workspace.root / ".dvc" / "config", workspace.root / ".dvc" / "config.local"])
+    return config.get(f"'remote \"{REMOTE}\"'", "url", fallback=None)  # DVC writes the section as ['remote "storage"']
 
 
 def _ensure_lines(path: Path, lines: tuple[str, ...]) -> None:
@@ -110,16 +225,43 @@ def _ensure_lines(path: Path, lines: tuple[str, ...]) -> None:
 def version_directory(workspace: Workspace, folder: Path, message: str, extra_paths: list[Path] = ()) -> DataVersion:
     """`dvc add` + `dvc push` one folder of the workspace, then commit its .dvc file (and small text inputs) in git."""
     root, relative = workspace.root, workspace.relative(folder)
-    dvc("add", "-q", str(relative), cwd=root)
-    dvc_file = workspace.dvc_file(relative)
-    dvc("push", "-q", str(dvc_file), cwd=root)
-    extras = [str(workspace.relative(p)) for p in extra_paths]
-    _commit(root, message, [str(dvc_file), str(relative.parent / ".gitignore"), *extras])
+    with workspace_lock(workspace):
+        # Not -q: a failure (an S3 credential refused) would then raise with nothing said.
+        dvc("add", str(relative), cwd=root)
+        dvc_file = workspace.dvc_file(relative)
+        dvc("push", "-r", REMOTE, str(dvc_file), cwd=root)
+        extras = [str(workspace.relative(p)) for p in extra_paths]
+        _commit(root, message, [str(dvc_file), str(relative.parent / ".gitignore"), *extras])
+        rev = git("rev-parse", "--short=12", "HEAD", cwd=root).strip()
     md5 = workspace.dvc_md5(root / relative)
-    rev = git("rev-parse", "--short=12", "HEAD", cwd=root).strip()
-    remote = dvc("remote", "list", cwd=root).split()[1]
+    remote = redact_url(remote_url(workspace) or "")
     log.info("versioned %s: md5 %s, workspace commit %s, pushed to %s", relative, md5, rev, remote)
     return DataVersion(path=str(relative), md5=md5, git_rev=rev, remote=remote)
+
+
+def restore_workspace(workspace: Workspace, remote: str, source: str | None = None) -> list[str]:
+    """Fill the workspace with every versioned folder (trace partitions, golden releases) from the DVC remote.
+
+    `source`: the workspace's git history (a path or git URL) to clone first into a folder that does not
+    exist yet, e.g. on a new machine. The remote is the setting's, like every step's. A bare `dvc pull`
+    would also ask for the golden pipeline's stage outputs (dvc.yaml), which ragwatch never pushes, and fail.
+    """
+    root = workspace.root
+    if source is not None:
+        if root.exists() and any(root.iterdir()):
+            raise VersioningError(f"{root} is not empty: clone the workspace into a new folder (RAGWATCH_WORKSPACE), "
+                                  "or leave out the source to fill this workspace from the remote")  # fmt: skip
+        root.parent.mkdir(parents=True, exist_ok=True)
+        git("clone", "-q", source, str(root), cwd=root.parent)
+    elif not (root / ".git").exists():
+        raise VersioningError(f"{root} is not a data workspace yet: give the git history to clone from (a path or URL)")
+    ensure_workspace(workspace, remote)
+    with workspace_lock(workspace):
+        tracked = git("ls-files", "-z", "--", "*.dvc", cwd=root).split("\0")[:-1]
+        if tracked:
+            dvc("pull", "-r", REMOTE, *tracked, cwd=root)
+    log.info("restored %d versioned folders of %s from %s", len(tracked), root, redact_url(remote))
+    return tracked
 
 
 def _commit(root: Path, message: str, paths: list[str]) -> None:

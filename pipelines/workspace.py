@@ -14,9 +14,10 @@ The workspace is a git + DVC repository (`RAGWATCH_WORKSPACE`, default `.ragwatc
     inbox/                                  golden candidates from the online eval and the judge-audit queue,
                                             for people to fill in
     .staging/                               partitions being written, swapped in when validated
+    .workspace.lock                         held by whoever changes the workspace's git or DVC state
 
-Nothing else in ragwatch joins paths under the workspace: steps ask this object. `runs/`, `inbox/`
-and `.staging/` are ignored by git and DVC, so releasing a golden set never versions them.
+Nothing else in ragwatch joins paths under the workspace: steps ask this object. `runs/`, `inbox/`,
+`.staging/` and the lock file are ignored by git and DVC, so releasing a golden set never versions them.
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ import yaml
 
 from pipelines import inputs
 
-UNVERSIONED = ("/.staging/", "/runs/", "/inbox/")
-"""Workspace folders neither git nor DVC ever track (written to .gitignore and .dvcignore)."""
+LOCK_FILE = ".workspace.lock"
+UNVERSIONED = ("/.staging/", "/runs/", "/inbox/", f"/{LOCK_FILE}")
+"""Workspace paths neither git nor DVC ever track (written to .gitignore and .dvcignore)."""
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]")
 
 
@@ -308,6 +310,11 @@ class Workspace:
         return sorted((self.root / "golden" / "judge_audit" / "labels").glob("labels-*.jsonl"))
 
     # -- versioning ------------------------------------------------------------------------------
+
+    @property
+    def lock_file(self) -> Path:
+        """The file whose lock serialises changes to the workspace's git and DVC state (pipelines.versioning)."""
+        return self.root / LOCK_FILE
 
     def relative(self, path: Path) -> Path:
         return Path(path).resolve().relative_to(self.root.resolve())

@@ -3,9 +3,11 @@
 import subprocess
 from datetime import date, timedelta
 
+import pytest
 import yaml
 
 from pipelines.demo.traces import generate_store_rows
+from pipelines.settings import SettingsError, load_settings
 from pipelines.stores.traces import TraceStore
 from pipelines.traces import steps
 from pipelines.versioning import dvc, git
@@ -44,13 +46,16 @@ def test_a_published_partition_is_pushed_to_the_remote_and_reruns_add_no_commit(
     assert (workspace / "golden" / "traces" / f"dt={DAY}" / "part-0.parquet").exists()
 
 
-def test_runs_the_inbox_and_staging_are_never_versioned(settings, tmp_path):
-    from pipelines.versioning import ensure_workspace
+def test_runs_the_inbox_and_staging_are_never_versioned(settings, tmp_path, caplog):
+    from pipelines.versioning import ensure_workspace, remote_url
     from pipelines.workspace import Workspace
 
     workspace = Workspace.from_settings(settings)
     ensure_workspace(workspace, str(tmp_path / "remote"))
     ensure_workspace(workspace, str(tmp_path / "remote"))  # idempotent: the ignore lines are written once
+    ensure_workspace(workspace, str(tmp_path / "moved"))  # a changed RAGWATCH_DVC_REMOTE wins, and says so
+    assert remote_url(workspace) == str(tmp_path / "moved") and "RAGWATCH_DVC_REMOTE" in caplog.text
+    assert f"url = {tmp_path / 'moved'}" in git("show", "HEAD:.dvc/config", cwd=workspace.root)
     day = DAY
     for path in (workspace.review_candidates(day), workspace.run_folder("online", day, "production").meta,
                  workspace.traces_staging(day).data):
@@ -64,3 +69,12 @@ def test_runs_the_inbox_and_staging_are_never_versioned(settings, tmp_path):
     ignored = subprocess.run(["git", "check-ignore", str(workspace.relative(released))], cwd=workspace.root)
     assert ignored.returncode == 1  # a released set is versioned (its .dvc file in git)
     assert (workspace.root / ".gitignore").read_text().count("/inbox/") == 1
+
+
+def test_a_dvc_remote_url_with_a_password_is_refused_before_dvc_commits_it(monkeypatch):
+    monkeypatch.setenv("RAGWATCH_DVC_REMOTE", "https://ragwatch:s3cr3t-pw@webdav.internal/dvc")
+    with pytest.raises(SettingsError, match="RAGWATCH_DVC_REMOTE: .*AWS_ACCESS_KEY_ID") as refused:
+        load_settings()
+    assert "s3cr3t-pw" not in str(refused.value)
+    monkeypatch.setenv("RAGWATCH_DVC_REMOTE", "s3://ragwatch-dvc/ragwatch")
+    assert load_settings().resolved_dvc_remote == "s3://ragwatch-dvc/ragwatch"

@@ -275,25 +275,26 @@ def validate_golden(settings: Settings, name: str) -> ValidationPassed:
 
 def release_golden(settings: Settings, name: str) -> Release:
     """Promote the staged set into place, `dvc add` + `dvc push` it and tag `golden/<name>/vN` in the workspace."""
-    from pipelines.versioning import ensure_workspace, latest_tag, tag, version_directory
+    from pipelines.versioning import ensure_workspace, latest_tag, tag, version_directory, workspace_lock
 
     workspace = Workspace.from_settings(settings)
     p = workspace.golden(name)
     ensure_workspace(workspace, settings.resolved_dvc_remote)
     staged_sha = file_sha256(p.staged_items)
-    current = latest_tag(workspace, p.tag_prefix)
-    if current and p.released_items.exists() and file_sha256(p.released_items) == staged_sha:
-        log.info("golden %s unchanged since %s: nothing to release", name, current)
-        version = current.rsplit("/", 1)[-1]
-    else:
-        version = f"v{int(current.removeprefix(p.tag_prefix)) + 1 if current else 1}"
-        manifest = read_manifest(p.staged_manifest)
-        p.staged_chunk_ids.unlink(missing_ok=True)
-        write_manifest(p.staged_manifest, {**{k: v for k, v in manifest.items() if k != "files"}, "version": version})
-        promote(p.staged, p.released)
-        review_files = [p.pending_review, p.filter_verdicts, *p.decision_files]
-        data = version_directory(workspace, p.released, f"golden {name} {version}", extra_paths=[p.human, *review_files])
-        tag(workspace, p.tag(version), f"golden set {name} {version} (md5 {data.md5})")
+    with workspace_lock(workspace):  # from reading the latest tag to writing the next: two releases never both take vN
+        current = latest_tag(workspace, p.tag_prefix)
+        if current and p.released_items.exists() and file_sha256(p.released_items) == staged_sha:
+            log.info("golden %s unchanged since %s: nothing to release", name, current)
+            version = current.rsplit("/", 1)[-1]
+        else:
+            version = f"v{int(current.removeprefix(p.tag_prefix)) + 1 if current else 1}"
+            manifest = read_manifest(p.staged_manifest)
+            p.staged_chunk_ids.unlink(missing_ok=True)
+            write_manifest(p.staged_manifest, {**{k: v for k, v in manifest.items() if k != "files"}, "version": version})
+            promote(p.staged, p.released)
+            review_files = [p.pending_review, p.filter_verdicts, *p.decision_files]
+            data = version_directory(workspace, p.released, f"golden {name} {version}", extra_paths=[p.human, *review_files])
+            tag(workspace, p.tag(version), f"golden set {name} {version} (md5 {data.md5})")
     manifest = read_manifest(p.released_manifest)
     return Release(name=name, version=version, tag=p.tag(version), items=manifest["items"],
                    corpus_version=manifest["corpus_version"])  # fmt: skip
