@@ -121,9 +121,8 @@ OFFSET_ROWS = {  # SQLite text as apps write it, and the UTC day each instant be
 
 
 def test_sqlite_text_with_an_offset_lands_in_its_utc_day_and_a_malformed_one_is_quarantined(settings):
-    from pipelines.privacy.anonymizer import Anonymizer
     from pipelines.stores.partitions import read_manifest
-    from pipelines.traces.sampling import sample_day
+    from pipelines.traces.steps import stage_trace_sample
     from pipelines.workspace import PartitionPaths
 
     writer = TraceStore.from_settings(settings, read_only=False)
@@ -136,11 +135,10 @@ def test_sqlite_text_with_an_offset_lands_in_its_utc_day_and_a_malformed_one_is_
         expected = {tid for tid, (_, utc_day) in OFFSET_ROWS.items() if utc_day == day}
         assert ids - {"broken-hour"} == expected, day
         assert sum(reader.count_by(*day_interval(day), ["app"]).values()) == len(ids)
-    out = PartitionPaths(settings.home / "partition")
-    summary = sample_day(reader, Anonymizer(b"k"), date(2026, 3, 1), out, rate=1.0, strata=["app"], min_per_stratum=0,
-                         max_field_chars=10_000)  # fmt: skip
-    assert summary.sampled == 3 and summary.quarantined == 1  # the day publishes, the bad row waits in quarantine
-    assert read_manifest(out.manifest)["quarantine_reasons"] == {"bad_timestamp": 1}
+    staged = stage_trace_sample(settings, date(2026, 3, 1), rate=1.0, strata=["app"], min_per_stratum=0)
+    counts = staged.counts
+    assert counts.sampled == 3 and counts.quarantined == 1  # the day publishes, the bad row waits in quarantine
+    assert read_manifest(PartitionPaths(staged.staged).manifest)["quarantine_reasons"] == {"bad_timestamp": 1}
 
 
 @pytest.mark.services

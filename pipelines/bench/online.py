@@ -112,7 +112,7 @@ def build_day(settings: Settings, rows: int, seed: int, whole_corpus: bool, pool
     """The day's partition and the corpus index (a task of its own: it is not part of the eval)."""
     pool = sampled_pool(settings, pool_size, seed)
     day = write_sampled_day(settings, rows, pool=pool, seed=seed)
-    written = Workspace.from_settings(settings).traces_partition(DAY).data
+    written = Workspace.from_settings(settings).traces_partition(DAY).parts
     cited = None if whole_corpus else cited_chunks(pq.read_table(written, columns=["contexts"]))
     indexed = index_demo_corpus(settings, cited)
     return {**day, "indexed": indexed}
