@@ -167,9 +167,15 @@ class TraceStore:
                   .where(self._in_interval(start, end)).subquery())  # fmt: skip
         wanted = sa.values(*(sa.column(n, t.c[k].type) for k, n in zip(keys, names)), sa.column("target", sa.Integer),
                            name="wanted").data(wanted_rows)  # fmt: skip
-        same_stratum = sa.and_(sa.true(), *(ranked.c[n].is_not_distinct_from(wanted.c[n]) for n in names))
+        # Cast: a VALUES column of NULLs only (a day without any user_feedback) would be text, not the column's type.
+        same_stratum = sa.and_(sa.true(), *(ranked.c[n].is_not_distinct_from(sa.cast(wanted.c[n], t.c[k].type))
+                                            for k, n in zip(keys, names)))  # fmt: skip
+        # The largest target first, a constant: PostgreSQL stops ranking a stratum there (a window run condition) and
+        # the join below, a nested loop (IS NOT DISTINCT FROM cannot hash), sees the selectable rows, not the day's.
+        most = max(n for *_, n in wanted_rows)
         query = (sa.select(ranked.c.trace_id, *(ranked.c[n] for n in names))
-                 .select_from(ranked.join(wanted, same_stratum)).where(ranked.c.rank <= wanted.c.target))  # fmt: skip
+                 .select_from(ranked.join(wanted, same_stratum))
+                 .where(ranked.c.rank <= sa.literal(most, sa.BigInteger), ranked.c.rank <= wanted.c.target))  # fmt: skip
         yield from self._stream(query)
 
     def iter_rows(self, start: datetime, end: datetime, trace_ids: Iterable[str]) -> Iterator[dict[str, Any]]:
@@ -200,15 +206,18 @@ class TraceStore:
         except sa.exc.OperationalError as exc:
             if getattr(exc.orig, "sqlstate", None) != QUERY_CANCELED:
                 raise
-            raise StoreError(
-                f"a trace-store query ran past its statement timeout ({self.statement_timeout_s:g} s) and was cancelled: "
-                f"raise {self.timeout_setting} (README § Trace sampling sizes it for a day's rows)"
-            ) from exc
+            raise self._timed_out() from exc
+
+    def _timed_out(self) -> StoreError:
+        return StoreError(f"a trace-store query ran past its statement timeout ({self.statement_timeout_s:g} s) and was "
+                          f"cancelled: raise {self.timeout_setting} (README § Trace sampling sizes it for a day's rows)")  # fmt: skip
 
     def _connect(self):
         try:
             return self.engine.connect()
         except sa.exc.OperationalError as exc:
+            if getattr(exc.orig, "sqlstate", None) == QUERY_CANCELED:  # the first connection's own queries
+                raise self._timed_out() from exc
             raise StoreError(
                 f"cannot open the trace store {self.engine.url.render_as_string(hide_password=True)}: "
                 f"{exc.orig}. Check RAGWATCH_TRACE_STORE_URL or the ragwatch_trace_store connection."
