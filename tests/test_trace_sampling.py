@@ -11,6 +11,7 @@ import pytest
 
 from pipelines.demo.traces import generate_store_rows
 from pipelines.files import file_sha256
+from pipelines.stores.partitions import read_parts
 from pipelines.stores.traces import TraceStore
 from pipelines.traces import steps
 from pipelines.traces.select import stratum_target
@@ -70,7 +71,7 @@ def test_selected_equals_sampled_plus_quarantined_with_reasons(store_settings, c
 
     paths = partition(store_settings)
     root = paths.root
-    quarantine = pq.read_table(paths.quarantine_parts).to_pylist()
+    quarantine = read_parts(paths.quarantine_parts).to_pylist()
     assert len(quarantine) == result.quarantined
     by_id = {row["trace_id"]: row for row in quarantine}
     assert by_id["zz-huge"]["reason"] == "field_too_large" and by_id["zz-huge"]["field"] == "answer"
@@ -80,7 +81,7 @@ def test_selected_equals_sampled_plus_quarantined_with_reasons(store_settings, c
     assert pq.read_table(root.parent).num_rows == result.sampled
 
     everything_on_disk = b"".join(p.read_bytes() for p in root.rglob("*") if p.is_file())
-    sampled = pq.read_table(paths.parts).to_pandas().set_index("trace_id")
+    sampled = read_parts(paths.parts).to_pandas().set_index("trace_id")
     assert "[EMAIL_" in sampled.loc["zz-pii", "question"]
     assert "[EMAIL_" in sampled.loc["zz-pii", "tool_calls"][0]["arguments"]
     assert json.loads(sampled.loc["zz-pii", "pii_counts"])["EMAIL"] >= 3
@@ -106,19 +107,19 @@ def test_a_row_the_residual_check_flags_is_quarantined_and_the_rest_of_the_day_p
     assert 1 <= counts.quarantine_reasons["residual_pii"] <= 0.01 * counts.selected
 
     paths = partition(store_settings)
-    (row,) = [r for r in pq.read_table(paths.quarantine_parts).to_pylist() if r["trace_id"] == "zz-residual"]
+    (row,) = [r for r in read_parts(paths.quarantine_parts).to_pylist() if r["trace_id"] == "zz-residual"]
     assert row["reason"] == "residual_pii" and row["field"] == "question"
     assert row["detail"] == "question: long_digit_run"
     raw = json.loads(row["raw"])
     assert raw["question"].startswith("[withheld by ragwatch") and raw["answer"] == "Gracias, lo reviso."
-    assert "zz-residual" not in pq.read_table(paths.parts).column("trace_id").to_pylist()
+    assert "zz-residual" not in read_parts(paths.parts).column("trace_id").to_pylist()
     everything_on_disk = b"".join(p.read_bytes() for p in paths.root.rglob("*") if p.is_file())
     assert CUSTOMER_NUMBER.encode() not in everything_on_disk and EMAIL.encode() not in everything_on_disk
 
 
 def test_the_same_email_gets_the_same_pseudonym_across_fields_of_one_trace(store_settings):
     steps.run_trace_sampling(store_settings, DAY, version=False, rate=1.0)
-    row = pq.read_table(partition(store_settings).parts).to_pandas().set_index("trace_id").loc["zz-pii"]
+    row = read_parts(partition(store_settings).parts).to_pandas().set_index("trace_id").loc["zz-pii"]
     token = row["question"].split("mi correo es ")[1].strip()
     assert token in row["contexts"][0]["text"] and token in row["tool_calls"][0]["arguments"]
 
@@ -230,7 +231,7 @@ def test_one_two_or_four_shards_publish_the_same_bytes(small_day):
     parts = -(-counts.selected // 20)
     assert [p.name for p in paths.parts] == [f"part-{i:05d}.parquet" for i in range(parts)]
     assert [p.name for p in paths.quarantine_parts] == [p.name for p in paths.parts]
-    assert pq.read_table(paths.parts).num_rows == counts.sampled and pq.read_table(paths.quarantine_parts).num_rows == counts.quarantined
+    assert read_parts(paths.parts).num_rows == counts.sampled and read_parts(paths.quarantine_parts).num_rows == counts.quarantined
     assert len(single) == 1 and single[0].parts == (0, parts)
 
     for shard_count in (2, 4):

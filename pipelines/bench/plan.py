@@ -42,7 +42,7 @@ from pipelines.bench.sample import _TreeRss, in_spawned_process
 from pipelines.demo.traces import generate_traces
 from pipelines.golden.plan import _interleave, _rank
 from pipelines.golden.steps import recent_trace_questions
-from pipelines.stores.partitions import ROW_GROUP_SIZE
+from pipelines.stores.partitions import ROW_GROUP_SIZE, read_parts
 from pipelines.workspace import Workspace
 
 PLAN_DAY = date(2026, 11, 21)
@@ -102,7 +102,7 @@ def previous_pick(workspace: Workspace, until: date, days: int, n: int) -> list[
     for offset in range(1, days + 1):
         parts = workspace.traces_partition(until - timedelta(days=offset)).parts
         if parts:
-            rows += pq.read_table(parts, columns=["trace_id", "question", "app", "language"]).to_pylist()
+            rows += read_parts(parts, columns=["trace_id", "question", "app", "language"]).to_pylist()
     return previous_pick_trace_questions(rows, n)
 
 

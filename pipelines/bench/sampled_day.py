@@ -36,7 +36,7 @@ from pipelines.demo.corpus_files import demo_corpus_chunks
 from pipelines.demo.traces import generate_store_rows
 from pipelines.records import ANONYMIZER_VERSION, QUARANTINE_SCHEMA, SAMPLED_TRACE_SCHEMA, SAMPLER_VERSION
 from pipelines.settings import Settings
-from pipelines.stores.partitions import ROW_GROUP_SIZE, write_manifest
+from pipelines.stores.partitions import ROW_GROUP_SIZE, read_parts, write_manifest
 from pipelines.stores.traces import TraceStore
 from pipelines.workspace import PartitionPaths, Workspace
 
@@ -75,7 +75,7 @@ def sampled_pool(settings: Settings, size: int, seed: int, day: date = DAY) -> p
         store.insert_rows(generate_store_rows(days=1, per_day=size, end=day + timedelta(days=1), seed=seed))
         store.engine.dispose()
         staged = stage_trace_sample(pool_settings, day, rate=1.0, strata=STRATA_KEYS, min_per_stratum=0)
-        return pq.read_table(PartitionPaths(Path(staged.staged)).parts)
+        return read_parts(PartitionPaths(Path(staged.staged)).parts)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

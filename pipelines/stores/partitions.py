@@ -69,6 +69,12 @@ def iter_part_batches(parts: Sequence[Path], *, batch_size: int, columns: Sequen
             yield from file.iter_batches(batch_size=batch_size, columns=columns, use_threads=False)
 
 
+def read_parts(parts: Sequence[Path], *, columns: Sequence[str] | None = None) -> pa.Table:
+    """A partition's part files as one table, for what fits in memory (benches, tests). No `dt` column: the folder's
+    name is not read as a hive partition, as `pq.read_table` would."""
+    return pq.read_table(list(parts), columns=columns, partitioning=None)
+
+
 def count_rows(parts: Sequence[Path]) -> int:
     """Rows in a partition's part files, from their footers."""
     total = 0
