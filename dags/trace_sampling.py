@@ -1,8 +1,10 @@
-"""Daily: sample, anonymize, validate, promote and version one day of production traces.
+"""Daily: select, anonymize (in mapped shards), merge, validate, promote and version one day of production traces.
 
 Each run processes its own data interval (the previous UTC day), so backfills of past days
-from the UI or `POST /api/v2/backfills` write exactly those days' partitions. Task bodies import
-`pipelines` themselves, so parsing this file stays fast.
+from the UI or `POST /api/v2/backfills` write exactly those days' partitions. `select` runs the
+selection once and writes the ids to the workspace; `shard` is mapped over contiguous ranges of the
+partition's parts (RAGWATCH_SAMPLE_SHARDS), on any worker; `merge` checks every shard wrote its parts.
+Task bodies import `pipelines` themselves, so parsing this file stays fast.
 """
 
 from __future__ import annotations
@@ -37,13 +39,26 @@ with DAG(
 ) as dag:
 
     @task
-    def sample(params=None, data_interval_start=None) -> dict:
+    def select(params=None, data_interval_start=None) -> list[dict]:
+        """The day's selection, written to the workspace; the shards to map over."""
         from pipelines.traces import steps
 
-        return steps.stage_trace_sample(
-            ragwatch_settings(), data_interval_start.date(), rate=params["sample_rate"],
-            strata=params["strata"], min_per_stratum=params["min_per_stratum"],
-        ).model_dump(mode="json")  # fmt: skip
+        planned = steps.select_trace_sample(ragwatch_settings(), data_interval_start.date(), rate=params["sample_rate"],
+                                            strata=params["strata"], min_per_stratum=params["min_per_stratum"])  # fmt: skip
+        return [shard.model_dump(mode="json") for shard in planned]
+
+    @task
+    def shard(planned: dict) -> dict:
+        from pipelines.traces import steps
+
+        return steps.write_trace_shard(ragwatch_settings(), steps.PlannedShard.model_validate(planned)).model_dump(mode="json")
+
+    @task
+    def merge(planned: list, _written: list) -> dict:
+        from pipelines.traces import steps
+
+        shards = [steps.PlannedShard.model_validate(s) for s in planned]
+        return steps.merge_trace_sample(ragwatch_settings(), shards).model_dump(mode="json")
 
     @task(retries=0)  # a failed expectation fails again on retry: report it once
     def validate(staged: dict) -> dict:
@@ -63,7 +78,8 @@ with DAG(
 
         return steps.version_trace_sample(ragwatch_settings(), steps.PromotedSample.model_validate(promoted)).model_dump(mode="json")
 
-    staged = sample()
+    selected = select()
+    staged = merge(selected, shard.expand(planned=selected))
     promoted = promote(staged)
     validate(staged) >> promoted
     version(promoted)

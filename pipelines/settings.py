@@ -63,6 +63,10 @@ class ModelEndpoint(BaseModel):
         yield from super().__repr_args__()
 
 
+SELECTION_TIMEOUT_S = 10_800.0
+"""The selection's default statement timeout, 3 h: a 100 M-row day on a 2-core server, with a margin (README § Trace
+sampling has the arithmetic)."""
+
 DEFAULT_MODELS = {"generator": "Qwen/Qwen2.5-7B-Instruct", "judge": "meta-llama/Llama-3.1-8B-Instruct",
                   "embeddings": "BAAI/bge-m3"}  # fmt: skip
 
@@ -80,6 +84,10 @@ class Settings(BaseSettings):
     trace_columns: TraceColumns = Field(default_factory=TraceColumns)
     trace_batch_size: int = Field(default=500, ge=1, le=100_000)
     statement_timeout_s: int = Field(default=60, ge=1)
+    """PostgreSQL statement timeout of every trace-store query but the day's selection (reads by id are short)."""
+    selection_statement_timeout_s: float = Field(default=SELECTION_TIMEOUT_S, gt=0)
+    """Statement timeout of the day's selection, which counts and ranks every row of the day: it grows with the day
+    (README § Trace sampling has the arithmetic for 100 M rows)."""
 
     workspace: Path | None = None
     """Data workspace: a git + DVC repository holding `golden/`; under `home` when unset."""
@@ -93,7 +101,13 @@ class Settings(BaseSettings):
     max_field_chars: int = Field(default=200_000, ge=1_000)
     """Longer text fields send their trace to quarantine (multi-MB answers are logging bugs)."""
     sample_workers: int = Field(default=0, ge=0, le=256)
-    """Processes that anonymize a day's sample; 0 = one per CPU, 1 = the task's own process only."""
+    """Processes that anonymize a day's sample in each shard; 0 = one per CPU, 1 = the task's own process only."""
+    sample_shards: int = Field(default=1, ge=1, le=256)
+    """Mapped tasks that anonymize and write a day's sample, each a contiguous range of its parts (at most one per
+    part). They change which task writes a part, never its bytes."""
+    sample_part_rows: int = Field(default=50_000, ge=1, le=1_000_000)
+    """Selected traces per part file of a sampled partition (the last part holds the rest). It sets the published
+    layout, hence the DVC hash: change it and every day you resample gets new files."""
 
     anonymizer_key: SecretStr | None = None
     """HMAC key for pseudonyms; generated once under `home` when unset."""

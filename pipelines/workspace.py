@@ -2,7 +2,7 @@
 
 The workspace is a git + DVC repository (`RAGWATCH_WORKSPACE`, default `.ragwatch/workspace`):
 
-    golden/traces/dt=YYYY-MM-DD/            a day's sampled traces (PartitionPaths), versioned by DVC
+    golden/traces/dt=YYYY-MM-DD/            a day's sampled traces (PartitionPaths: part files), versioned by DVC
     golden/datasets/<name>/                 a released golden set (items.parquet, rejected.jsonl, _manifest.json)
     golden/build/<name>/                    a golden build in progress: plan, generated parts, filtered, staged
     golden/human/<name>.jsonl               hand-written items (versioned with each release)
@@ -13,7 +13,8 @@ The workspace is a git + DVC repository (`RAGWATCH_WORKSPACE`, default `.ragwatc
     runs/<suite>/<day>_<target>/            an eval run's working files (responses, scores)
     inbox/                                  golden candidates from the online eval and the judge-audit queue,
                                             for people to fill in
-    .staging/                               partitions being written, swapped in when validated
+    .staging/                               partitions being written, swapped in when validated, and the
+                                            selection their shards write from (SelectionPaths)
     .workspace.lock                         held by whoever changes the workspace's git or DVC state
 
 Nothing else in ragwatch joins paths under the workspace: steps ask this object. `runs/`, `inbox/`,
@@ -44,25 +45,62 @@ def safe_name(name: str) -> str:
 
 @dataclass(frozen=True)
 class PartitionPaths:
-    """One day partition: sampled rows, quarantined rows, and the manifest that counts them.
+    """One day partition: sampled rows and quarantined rows in numbered part files, and the manifest.
 
-    Names starting with `_` are skipped by pyarrow's dataset discovery, so the partitions of a
-    dataset read as a hive-partitioned dataset of sampled rows only.
+    Part `i` is `part-<i>.parquet` with its quarantined rows in `_quarantine/part-<i>.parquet` (zero-padded,
+    so name order is row order). Names starting with `_` are skipped by pyarrow's dataset discovery, so
+    the partitions of a dataset read as a hive-partitioned dataset of sampled rows only.
     """
 
     root: Path
 
-    @property
-    def data(self) -> Path:
-        return self.root / "part-0.parquet"
+    def part(self, index: int) -> Path:
+        return self.root / f"part-{index:05d}.parquet"
+
+    def quarantine_part(self, index: int) -> Path:
+        return self.root / "_quarantine" / f"part-{index:05d}.parquet"
 
     @property
-    def quarantine(self) -> Path:
-        return self.root / "_quarantine" / "part-0.parquet"
+    def parts(self) -> list[Path]:
+        """The sampled rows' files in row order: what a reader reads as the partition's rows."""
+        return sorted(self.root.glob("part-*.parquet"))
+
+    @property
+    def quarantine_parts(self) -> list[Path]:
+        return sorted((self.root / "_quarantine").glob("part-*.parquet"))
 
     @property
     def manifest(self) -> Path:
         return self.root / "_manifest.json"
+
+
+@dataclass(frozen=True)
+class SelectionPaths:
+    """A day's selection while its shards write the staged partition: the selected ids (row group `i` holds part
+    `i`'s ids), the plan, one record per finished shard, and a scratch folder for parts being written."""
+
+    root: Path
+
+    @property
+    def ids(self) -> Path:
+        return self.root / "selected.parquet"
+
+    @property
+    def plan(self) -> Path:
+        return self.root / "plan.json"
+
+    def shard_record(self, index: int) -> Path:
+        return self.root / f"shard-{index:04d}.json"
+
+    @property
+    def shard_records(self) -> list[Path]:
+        return sorted(self.root.glob("shard-*.json"))
+
+    @property
+    def scratch(self) -> Path:
+        """Parts are written here and renamed into the staged partition (same filesystem), so a part is whole or
+        absent there, and a shard that dies leaves nothing the partition would publish."""
+        return self.root / "tmp"
 
 
 @dataclass(frozen=True)
@@ -241,6 +279,10 @@ class Workspace:
         """A private staging folder per day (and per attempt), so concurrent runs never share one."""
         suffix = f".{safe_name(attempt)}" if attempt else ""
         return PartitionPaths(self.root / ".staging" / "traces" / f"dt={day.isoformat()}{suffix}")
+
+    def traces_selection(self, day: date, attempt: str) -> SelectionPaths:
+        """The selection beside the staging folder of the same attempt (never inside it: it is not published)."""
+        return SelectionPaths(self.root / ".staging" / "traces" / f"dt={day.isoformat()}.{safe_name(attempt)}.selection")
 
     # -- golden sets -----------------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ from tests.conftest import ROOT
 HEAVY = ("ragas", "qdrant_client", "great_expectations", "torch", "sentence_transformers", "pandas", "pyarrow",
          "openai", "datasets", "numpy")  # fmt: skip
 """What a DAG file must not import at parse time: the scheduler and dag-processor parse it often."""
-WORKSPACE_SEGMENTS = re.compile(r"""["'](golden|runs|inbox|\.staging|reports|datasets|_manifest\.json|part-0\.parquet|items\.parquet|run\.json)["']""")
+WORKSPACE_SEGMENTS = re.compile(r"""["'](golden|runs|inbox|\.staging|reports|datasets|_manifest\.json|selected\.parquet|plan\.json|items\.parquet|run\.json)["']""")
 
 
 def test_import_arrows_point_one_way():

@@ -20,6 +20,7 @@ from pipelines.bench.online import (
 from pipelines.bench.sampled_day import DAY, STRATA, sampled_pool, write_sampled_day
 from pipelines.records import SAMPLED_TRACE_SCHEMA
 from pipelines.settings import Settings
+from pipelines.stores.partitions import read_parts
 from pipelines.workspace import Workspace
 
 ROWS = 12
@@ -62,9 +63,9 @@ def test_the_day_has_the_published_schema_distinct_traces_and_skewed_strata(tmp_
     pool = sampled_pool(settings, 60, seed=3)
     built = write_sampled_day(settings, 5_000, pool=pool, seed=3)
     partition = Workspace.from_settings(settings).traces_partition(DAY)
-    table = pq.read_table(partition.data)
+    table = read_parts(partition.parts)
     assert table.schema.equals(SAMPLED_TRACE_SCHEMA) and table.num_rows == 5_000
-    assert pq.ParquetFile(partition.data).metadata.num_row_groups == 3  # streamed in the sampler's row groups
+    assert pq.ParquetFile(partition.part(0)).metadata.num_row_groups == 3  # streamed in the sampler's row groups
     for column in ("trace_id", "question", "answer"):  # every row is a trace of its own: no judge cache hit
         assert len(set(table.column(column).to_pylist())) == 5_000, column
     strata = Counter(f"{a}/{lang}" for a, lang in zip(table.column("app").to_pylist(), table.column("language").to_pylist()))

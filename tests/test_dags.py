@@ -51,7 +51,8 @@ def test_every_dag_imports_without_errors():
     assert online.get_task("judge").pool == "ragwatch_llm"
     assert {"max_traces", "noise_share", "noise_mode", "noise_k"} <= set(online.params.keys())
     dag = bag.dags["trace_sampling"]
-    assert [t.task_id for t in dag.topological_sort()] == ["sample", "validate", "promote", "version"]
+    assert [t.task_id for t in dag.topological_sort()] == ["select", "shard", "merge", "validate", "promote", "version"]
+    assert type(dag.get_task("shard")).__name__.endswith("MappedOperator")  # one task per shard of the selection
     assert dag.get_task("version").pool == "ragwatch_dvc"
     assert dag.get_task("version").outlets[0].name == "ragwatch_sampled_traces"
     assert set(dag.params.keys()) == {"sample_rate", "strata", "min_per_stratum"}

@@ -58,7 +58,7 @@ def test_memory_grows_with_strata_times_n_not_with_the_rows():
 
 
 def _write_day(workspace: Workspace, day: date, rows: list[dict]) -> None:
-    data = workspace.traces_partition(day).data
+    data = workspace.traces_partition(day).part(0)
     data.parent.mkdir(parents=True, exist_ok=True)
     # More columns than the plan reads, in small row groups: the read takes four columns, batch by batch.
     table = pa.Table.from_pylist([dict(r, answer="…", latency_ms=12) for r in rows])

@@ -70,7 +70,7 @@ def partition(tmp_path_factory):
 
 
 def select(partition, max_traces, floor=5, share=0.25, **kw):
-    return select_budget(partition, max_traces=max_traces, min_per_stratum=floor, noise_share=share, **kw)
+    return select_budget([partition], max_traces=max_traces, min_per_stratum=floor, noise_share=share, **kw)
 
 
 # --- the allocation both suites share -----------------------------------------------------------------------
@@ -158,7 +158,7 @@ def test_the_selection_reads_only_three_columns_and_the_judged_rows_by_id(partit
     assert select(broken, 40) == select(partition, 40)
 
     chosen = select(partition, 40)
-    rows = list(read_judged(partition, chosen.judged, read_rows=16))
+    rows = list(read_judged([partition], chosen.judged, read_rows=16))
     assert sorted(r["trace_id"] for r in rows) == sorted(chosen.judged)
     assert set(rows[0]) == set(JUDGED_COLUMNS)
 
@@ -179,7 +179,7 @@ def indexed(tmp_path_factory):
 
 def publish_day(settings, chunks, sizes, day=DAY):
     partition = Workspace.from_settings(settings).traces_partition(day)
-    write_partition(partition.data, trace_rows(sizes, chunks))
+    write_partition(partition.part(0), trace_rows(sizes, chunks))
     partition.manifest.write_text(json.dumps({"day": day.isoformat()}))
 
 

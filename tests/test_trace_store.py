@@ -121,9 +121,8 @@ OFFSET_ROWS = {  # SQLite text as apps write it, and the UTC day each instant be
 
 
 def test_sqlite_text_with_an_offset_lands_in_its_utc_day_and_a_malformed_one_is_quarantined(settings):
-    from pipelines.privacy.anonymizer import Anonymizer
     from pipelines.stores.partitions import read_manifest
-    from pipelines.traces.sampling import sample_day
+    from pipelines.traces.steps import stage_trace_sample
     from pipelines.workspace import PartitionPaths
 
     writer = TraceStore.from_settings(settings, read_only=False)
@@ -136,11 +135,10 @@ def test_sqlite_text_with_an_offset_lands_in_its_utc_day_and_a_malformed_one_is_
         expected = {tid for tid, (_, utc_day) in OFFSET_ROWS.items() if utc_day == day}
         assert ids - {"broken-hour"} == expected, day
         assert sum(reader.count_by(*day_interval(day), ["app"]).values()) == len(ids)
-    out = PartitionPaths(settings.home / "partition")
-    summary = sample_day(reader, Anonymizer(b"k"), date(2026, 3, 1), out, rate=1.0, strata=["app"], min_per_stratum=0,
-                         max_field_chars=10_000)  # fmt: skip
-    assert summary.sampled == 3 and summary.quarantined == 1  # the day publishes, the bad row waits in quarantine
-    assert read_manifest(out.manifest)["quarantine_reasons"] == {"bad_timestamp": 1}
+    staged = stage_trace_sample(settings, date(2026, 3, 1), rate=1.0, strata=["app"], min_per_stratum=0)
+    counts = staged.counts
+    assert counts.sampled == 3 and counts.quarantined == 1  # the day publishes, the bad row waits in quarantine
+    assert read_manifest(PartitionPaths(staged.staged).manifest)["quarantine_reasons"] == {"bad_timestamp": 1}
 
 
 @pytest.mark.services
@@ -211,3 +209,35 @@ def test_postgres_ranks_the_selection_in_the_server_as_python_does(postgres, set
         keys = conn.execute(sa.select(store.table.c.trace_id, selection_key_sql(store.table.c.trace_id)).where(store.table.c.trace_id.in_(ids)))
         assert {trace_id: int.from_bytes(key, "big") for trace_id, key in keys} == {i: selection_key(i) for i in ids}
     store.engine.dispose()
+
+
+@pytest.mark.services
+def test_the_selection_has_its_own_statement_timeout_and_names_it_when_it_runs_out(postgres, settings):
+    from pipelines.traces import steps
+    from pipelines.workspace import Workspace
+
+    postgres.psql("CREATE ROLE sel_owner LOGIN PASSWORD 'sel-pw';")
+    postgres.psql("CREATE DATABASE selected_traces OWNER sel_owner;")
+    owner = settings.model_copy(update={"trace_store_url": postgres.url("sel_owner", "sel-pw", "selected_traces")})
+    writer = TraceStore.from_settings(owner, read_only=False)
+    writer.create_table()
+    with writer.engine.begin() as conn:  # 5,000 traces of the day, built in the server; no user_feedback at all
+        conn.execute(sa.text(
+            "INSERT INTO traces (trace_id, ts, question, answer, app, language, user_feedback) "
+            "SELECT 'tr-' || md5(g::text), :start + make_interval(secs => g * 17.28), 'q', 'a', "
+            "(ARRAY['docs','soporte'])[1 + g % 2], 'es', NULL FROM generate_series(0, 4999) AS g"), {"start": day_interval(DAY)[0]})
+    writer.engine.dispose()
+
+    for selection, shown in ((True, "1500ms"), (False, "1min")):  # reads by id keep RAGWATCH_STATEMENT_TIMEOUT_S (60 s)
+        store = TraceStore.from_settings(owner.model_copy(update={"selection_statement_timeout_s": 1.5}), selection=selection)
+        with store.engine.connect() as conn:
+            assert conn.execute(sa.text("SHOW statement_timeout")).scalar() == shown
+        store.engine.dispose()
+    tight = owner.model_copy(update={"selection_statement_timeout_s": 0.001})
+    with pytest.raises(StoreError) as raised:
+        steps.select_trace_sample(tight, DAY, rate=0.05)
+    assert "statement timeout (0.001 s)" in str(raised.value) and "raise RAGWATCH_SELECTION_STATEMENT_TIMEOUT_S" in str(raised.value)
+    staging = Workspace.from_settings(owner).root / ".staging"
+    assert not staging.exists() or not any(staging.rglob("*.parquet"))  # a failed selection leaves nothing
+    planned = steps.select_trace_sample(owner, DAY, rate=0.05)  # the default timeout: the day fits
+    assert planned[-1].rows[1] == 250

@@ -43,7 +43,7 @@ def test_a_published_partition_is_pushed_to_the_remote_and_reruns_add_no_commit(
     shutil.rmtree(workspace / ".dvc" / "cache")
     shutil.rmtree(workspace / "golden" / "traces" / f"dt={DAY}")
     dvc("pull", "-q", str(dvc_file.relative_to(workspace)), cwd=workspace)
-    assert (workspace / "golden" / "traces" / f"dt={DAY}" / "part-0.parquet").exists()
+    assert (workspace / "golden" / "traces" / f"dt={DAY}" / "part-00000.parquet").exists()
 
 
 def test_runs_the_inbox_and_staging_are_never_versioned(settings, tmp_path, caplog):
@@ -58,7 +58,7 @@ def test_runs_the_inbox_and_staging_are_never_versioned(settings, tmp_path, capl
     assert f"url = {tmp_path / 'moved'}" in git("show", "HEAD:.dvc/config", cwd=workspace.root)
     day = DAY
     for path in (workspace.review_candidates(day), workspace.run_folder("online", day, "production").meta,
-                 workspace.traces_staging(day).data):
+                 workspace.traces_staging(day).part(0), workspace.traces_selection(day, "attempt").ids):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("unreviewed production text")
         relative = str(workspace.relative(path))

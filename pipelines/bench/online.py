@@ -31,7 +31,6 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
 from rich.console import Console
 from rich.table import Table
 
@@ -41,6 +40,7 @@ from pipelines.bench.sampled_day import DAY, POOL_SIZE, cited_chunks, index_demo
 from pipelines.models.cache import LLMCache
 from pipelines.models.simulator import SimulatorKnobs
 from pipelines.settings import ModelEndpoint, Settings
+from pipelines.stores.partitions import read_parts
 from pipelines.workspace import Workspace
 
 JUDGE_MODEL = "sim-judge"
@@ -112,8 +112,8 @@ def build_day(settings: Settings, rows: int, seed: int, whole_corpus: bool, pool
     """The day's partition and the corpus index (a task of its own: it is not part of the eval)."""
     pool = sampled_pool(settings, pool_size, seed)
     day = write_sampled_day(settings, rows, pool=pool, seed=seed)
-    written = Workspace.from_settings(settings).traces_partition(DAY).data
-    cited = None if whole_corpus else cited_chunks(pq.read_table(written, columns=["contexts"]))
+    written = Workspace.from_settings(settings).traces_partition(DAY).parts
+    cited = None if whole_corpus else cited_chunks(read_parts(written, columns=["contexts"]))
     indexed = index_demo_corpus(settings, cited)
     return {**day, "indexed": indexed}
 

@@ -42,7 +42,7 @@ from pipelines.bench.sample import _TreeRss, in_spawned_process
 from pipelines.demo.traces import generate_traces
 from pipelines.golden.plan import _interleave, _rank
 from pipelines.golden.steps import recent_trace_questions
-from pipelines.stores.partitions import ROW_GROUP_SIZE
+from pipelines.stores.partitions import ROW_GROUP_SIZE, read_parts
 from pipelines.workspace import Workspace
 
 PLAN_DAY = date(2026, 11, 21)
@@ -85,7 +85,7 @@ def build_days(workspace: Workspace, rows: int, *, days: int = DAYS, seed: int =
         day = PLAN_DAY - timedelta(days=offset)
         ids = pc.binary_join_element_wise(f"tr-{day:%Y%m%d}-", ordinals, "")
         table = pa.table({"trace_id": ids, **{c: one_day[c] for c in ("question", "app", "language")}})
-        data = workspace.traces_partition(day).data
+        data = workspace.traces_partition(day).part(0)
         data.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(table, data, row_group_size=ROW_GROUP_SIZE, compression="zstd", use_dictionary=True)
         written += data.stat().st_size
@@ -100,9 +100,9 @@ def previous_pick(workspace: Workspace, until: date, days: int, n: int) -> list[
     """The plan's trace questions as read before issue 18: every row of every day as a dict, then the pick."""
     rows = []
     for offset in range(1, days + 1):
-        data = workspace.traces_partition(until - timedelta(days=offset)).data
-        if data.exists():
-            rows += pq.read_table(data, columns=["trace_id", "question", "app", "language"]).to_pylist()
+        parts = workspace.traces_partition(until - timedelta(days=offset)).parts
+        if parts:
+            rows += read_parts(parts, columns=["trace_id", "question", "app", "language"]).to_pylist()
     return previous_pick_trace_questions(rows, n)
 
 

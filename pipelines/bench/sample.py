@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import psutil
+from pydantic import BaseModel
 import sqlalchemy as sa
 from rich.console import Console
 from rich.table import Table
@@ -55,7 +56,7 @@ MAX_POOL_ROW_BYTES = 20_000
 """The demo's multi-MB logging-bug rows stay out of the pool: replicated, they would be most of the day."""
 INSERT_BATCH_ROWS = 100_000
 BENCH_TABLE = "ragwatch_bench_traces"
-STEPS = ("sample", "validate", "promote", "version")
+STEPS = ("select", "shard", "merge", "validate", "promote", "version")
 
 
 def pool_rows(size: int, seed: int) -> list[dict[str, Any]]:
@@ -138,6 +139,10 @@ def _replicate_in_postgres(store: TraceStore, pool: list[dict[str, Any]], rows: 
 # -- the step, one task per process ------------------------------------------------------------
 
 
+class _Planned(BaseModel):
+    shards: list[Any]
+
+
 def _run_task(name: str, settings: Settings, previous: dict | None, results) -> None:
     """One task of the DAG in this (fresh) process; puts its result, CPU time and peak RSS."""
     from pipelines.traces import steps
@@ -146,8 +151,12 @@ def _run_task(name: str, settings: Settings, previous: dict | None, results) -> 
     tree.start()
     if name == "cli":  # every step in this one process, as `ragwatch traces sample` runs them
         result = steps.run_trace_sampling(settings, DAY, version=previous["version"])
-    elif name == "sample":
-        result = steps.stage_trace_sample(settings, DAY)
+    elif name == "select":
+        result = _Planned(shards=steps.select_trace_sample(settings, DAY))
+    elif name.startswith("shard"):
+        result = steps.write_trace_shard(settings, steps.PlannedShard.model_validate(previous))
+    elif name == "merge":
+        result = steps.merge_trace_sample(settings, [steps.PlannedShard.model_validate(s) for s in previous["shards"]])
     elif name == "validate":
         result = steps.validate_trace_sample(steps.StagedSample.model_validate(previous))
     elif name == "promote":
@@ -220,7 +229,10 @@ def run_step(settings: Settings, *, version: bool = True, one_process: bool = Fa
     if one_process:
         return {"cli": run_task_in_process("cli", settings, {"version": version})}
     tasks: dict[str, dict[str, Any]] = {}
-    staged = tasks.setdefault("sample", run_task_in_process("sample", settings, None))["result"]
+    planned = tasks.setdefault("select", run_task_in_process("select", settings, None))["result"]
+    for shard in planned["shards"]:  # one after the other: the figures are each task's own
+        tasks[f"shard {shard['index']}"] = run_task_in_process(f"shard {shard['index']}", settings, shard)
+    staged = tasks.setdefault("merge", run_task_in_process("merge", settings, planned))["result"]
     tasks["validate"] = run_task_in_process("validate", settings, staged)
     promoted = tasks.setdefault("promote", run_task_in_process("promote", settings, staged))["result"]
     if version:
@@ -276,7 +288,7 @@ def run_sample_bench(rows: int, *, store: Literal["sqlite", "postgres"] = "sqlit
 
 
 def _report(rows: int, store: str, rate: float, built: dict, build_s: float, tasks: dict) -> dict[str, Any]:
-    counts = next(iter(tasks.values()))["result"]["counts"]  # the sample task's, or the one process's
+    counts = (tasks.get("merge") or tasks["cli"])["result"]["counts"]
     wall = sum(t["wall_s"] for t in tasks.values())
     return {
         "rows": rows,

@@ -36,7 +36,7 @@ from pipelines.demo.corpus_files import demo_corpus_chunks
 from pipelines.demo.traces import generate_store_rows
 from pipelines.records import ANONYMIZER_VERSION, QUARANTINE_SCHEMA, SAMPLED_TRACE_SCHEMA, SAMPLER_VERSION
 from pipelines.settings import Settings
-from pipelines.stores.partitions import ROW_GROUP_SIZE, write_manifest
+from pipelines.stores.partitions import ROW_GROUP_SIZE, read_parts, write_manifest
 from pipelines.stores.traces import TraceStore
 from pipelines.workspace import PartitionPaths, Workspace
 
@@ -75,7 +75,7 @@ def sampled_pool(settings: Settings, size: int, seed: int, day: date = DAY) -> p
         store.insert_rows(generate_store_rows(days=1, per_day=size, end=day + timedelta(days=1), seed=seed))
         store.engine.dispose()
         staged = stage_trace_sample(pool_settings, day, rate=1.0, strata=STRATA_KEYS, min_per_stratum=0)
-        return pq.read_table(PartitionPaths(Path(staged.staged)).data)
+        return read_parts(PartitionPaths(Path(staged.staged)).parts)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -100,7 +100,7 @@ def write_sampled_day(settings: Settings, rows: int, *, pool: pa.Table, seed: in
     partition.root.mkdir(parents=True)
     counts = np.zeros(len(strata), dtype=np.int64)
     start = datetime.combine(day, day_time(0), tzinfo=UTC)
-    with pq.ParquetWriter(partition.data, SAMPLED_TRACE_SCHEMA, compression="zstd", use_dictionary=True) as writer:
+    with pq.ParquetWriter(partition.part(0), SAMPLED_TRACE_SCHEMA, compression="zstd", use_dictionary=True) as writer:
         for first in range(0, rows, BUILD_ROWS):
             n = min(BUILD_ROWS, rows - first)
             stratum = rng.choice(len(strata), size=n, p=shares)
@@ -108,8 +108,8 @@ def write_sampled_day(settings: Settings, rows: int, *, pool: pa.Table, seed: in
             picked = flat[offsets[stratum] + (rng.random(n) * sizes[stratum]).astype(np.int64)]
             writer.write_table(_rows(pool, picked, languages, bodies, first, rows, rng, start, rate),
                                row_group_size=ROW_GROUP_SIZE)  # fmt: skip
-    partition.quarantine.parent.mkdir()
-    pq.write_table(QUARANTINE_SCHEMA.empty_table(), partition.quarantine, compression="zstd")  # none: the pool's are left out
+    partition.quarantine_part(0).parent.mkdir()
+    pq.write_table(QUARANTINE_SCHEMA.empty_table(), partition.quarantine_part(0), compression="zstd")  # none: the pool's are left out
     per_stratum = {f"{app}/{language}": int(c) for (app, language), c in zip(strata, counts)}
     population = round(rows / rate)
     write_manifest(partition.manifest, {
@@ -120,7 +120,7 @@ def write_sampled_day(settings: Settings, rows: int, *, pool: pa.Table, seed: in
                    for (app, language), c in zip(strata, counts)],
         "bench": "ragwatch bench online: a synthetic day drawn from a sampled pool of demo traces",
     })  # fmt: skip
-    return {"rows": rows, "per_stratum": per_stratum, "pool": pool.num_rows, "bytes": partition.data.stat().st_size,
+    return {"rows": rows, "per_stratum": per_stratum, "pool": pool.num_rows, "bytes": partition.part(0).stat().st_size,
             "build_s": time.perf_counter() - started, "partition": str(partition.root)}  # fmt: skip
 
 

@@ -13,7 +13,6 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
 from pydantic import BaseModel
 
 from pipelines.batching import batch_ranges
@@ -31,7 +30,7 @@ from pipelines.models.llm import build_llm, check_models_differ
 from pipelines.records import GoldenItem
 from pipelines.settings import Settings
 from pipelines.stores.corpus import open_corpus_index
-from pipelines.stores.partitions import promote, read_manifest, write_manifest
+from pipelines.stores.partitions import iter_part_batches, promote, read_manifest, write_manifest
 from pipelines.text import sentences
 from pipelines.validation import ValidationPassed
 from pipelines.workspace import GoldenPaths, Workspace
@@ -110,12 +109,9 @@ def recent_trace_questions(workspace: Workspace, until: date, days: int, n: int)
     """
     sample = TraceQuestionSample(n)
     for offset in range(1, days + 1):
-        data = workspace.traces_partition(until - timedelta(days=offset)).data
-        if not data.exists():
-            continue
-        with pq.ParquetFile(data) as partition:
-            for batch in partition.iter_batches(batch_size=TRACE_READ_BATCH_ROWS, columns=TRACE_QUESTION_COLUMNS):
-                sample.add(*(batch.column(name).to_pylist() for name in TRACE_QUESTION_COLUMNS))
+        parts = workspace.traces_partition(until - timedelta(days=offset)).parts  # none: the day was not sampled
+        for batch in iter_part_batches(parts, batch_size=TRACE_READ_BATCH_ROWS, columns=TRACE_QUESTION_COLUMNS):
+            sample.add(*(batch.column(name).to_pylist() for name in TRACE_QUESTION_COLUMNS))
     return sample.picked()
 
 

@@ -8,6 +8,7 @@ return raw rows: parsing a row is the caller's job, so one bad row never fails a
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from pathlib import Path
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime, timedelta, timezone
@@ -90,9 +91,14 @@ TRACE_FIELDS = (
 )  # fmt: skip
 
 
+QUERY_CANCELED = "57014"
+"""PostgreSQL's SQLSTATE for a statement its statement_timeout cancelled."""
+
+
 class TraceStore:
     def __init__(self, url: str, table: str, columns: TraceColumns, *, allowed_tables: Sequence[str],
-                 batch_size: int = 500, statement_timeout_s: int = 60, read_only: bool = True):
+                 batch_size: int = 500, statement_timeout_s: float = 60, read_only: bool = True,
+                 timeout_setting: str = "RAGWATCH_STATEMENT_TIMEOUT_S"):
         if table not in allowed_tables:
             raise StoreError(
                 f"table {table!r} is not in the allow-list {list(allowed_tables)}; "
@@ -100,14 +106,19 @@ class TraceStore:
             )
         self.table = trace_table(table, columns)
         self.batch_size = batch_size
+        self.statement_timeout_s, self.timeout_setting = statement_timeout_s, timeout_setting
         self.engine = _engine(url, read_only=read_only, statement_timeout_s=statement_timeout_s)
 
     @classmethod
-    def from_settings(cls, settings: Settings, *, read_only: bool = True) -> TraceStore:
+    def from_settings(cls, settings: Settings, *, read_only: bool = True, selection: bool = False) -> TraceStore:
+        """`selection`: the store the day's selection reads through, under its own statement timeout (it reads every
+        row of the day; the reads by id that follow are short and keep the general one)."""
+        timeout, setting = ((settings.selection_statement_timeout_s, "RAGWATCH_SELECTION_STATEMENT_TIMEOUT_S") if selection
+                            else (settings.statement_timeout_s, "RAGWATCH_STATEMENT_TIMEOUT_S"))  # fmt: skip
         return cls(
             settings.resolved_trace_store_url, settings.trace_table, settings.trace_columns,
             allowed_tables=settings.trace_tables_allowed, batch_size=settings.trace_batch_size,
-            statement_timeout_s=settings.statement_timeout_s, read_only=read_only,
+            statement_timeout_s=timeout, read_only=read_only, timeout_setting=setting,
         )  # fmt: skip
 
     def _in_interval(self, start: datetime, end: datetime):
@@ -122,7 +133,7 @@ class TraceStore:
         """Row counts per combination of `keys` for traces whose ts falls in [start, end)."""
         cols = [self.table.c[k] for k in keys]
         query = sa.select(*cols, sa.func.count()).where(self._in_interval(start, end)).group_by(*cols)
-        with self._connect() as conn:
+        with self._timeout_named(), self._connect() as conn:
             return {tuple(row[:-1]): row[-1] for row in conn.execute(query)}
 
     def iter_keys(self, start: datetime, end: datetime, keys: Sequence[str]) -> Iterator[tuple]:
@@ -156,9 +167,15 @@ class TraceStore:
                   .where(self._in_interval(start, end)).subquery())  # fmt: skip
         wanted = sa.values(*(sa.column(n, t.c[k].type) for k, n in zip(keys, names)), sa.column("target", sa.Integer),
                            name="wanted").data(wanted_rows)  # fmt: skip
-        same_stratum = sa.and_(sa.true(), *(ranked.c[n].is_not_distinct_from(wanted.c[n]) for n in names))
+        # Cast: a VALUES column of NULLs only (a day without any user_feedback) would be text, not the column's type.
+        same_stratum = sa.and_(sa.true(), *(ranked.c[n].is_not_distinct_from(sa.cast(wanted.c[n], t.c[k].type))
+                                            for k, n in zip(keys, names)))  # fmt: skip
+        # The largest target first, a constant: PostgreSQL stops ranking a stratum there (a window run condition) and
+        # the join below, a nested loop (IS NOT DISTINCT FROM cannot hash), sees the selectable rows, not the day's.
+        most = max(n for *_, n in wanted_rows)
         query = (sa.select(ranked.c.trace_id, *(ranked.c[n] for n in names))
-                 .select_from(ranked.join(wanted, same_stratum)).where(ranked.c.rank <= wanted.c.target))  # fmt: skip
+                 .select_from(ranked.join(wanted, same_stratum))
+                 .where(ranked.c.rank <= sa.literal(most, sa.BigInteger), ranked.c.rank <= wanted.c.target))  # fmt: skip
         yield from self._stream(query)
 
     def iter_rows(self, start: datetime, end: datetime, trace_ids: Iterable[str]) -> Iterator[dict[str, Any]]:
@@ -171,20 +188,36 @@ class TraceStore:
                 .where(self._in_interval(start, end), self.table.c.trace_id.in_(batch))
                 .order_by(self.table.c.trace_id)
             )
-            with self._connect() as conn:
+            with self._timeout_named(), self._connect() as conn:
                 for row in conn.execute(query):
                     yield dict(row._mapping)
 
     def _stream(self, query) -> Iterator[tuple]:
-        with self._connect() as conn:
+        with self._timeout_named(), self._connect() as conn:
             result = conn.execution_options(stream_results=True, yield_per=self.batch_size).execute(query)
             for partition in result.partitions():
                 yield from (tuple(r) for r in partition)
+
+    @contextmanager
+    def _timeout_named(self) -> Iterator[None]:
+        """A statement the server cancelled for its timeout fails naming the setting that sets it."""
+        try:
+            yield
+        except sa.exc.OperationalError as exc:
+            if getattr(exc.orig, "sqlstate", None) != QUERY_CANCELED:
+                raise
+            raise self._timed_out() from exc
+
+    def _timed_out(self) -> StoreError:
+        return StoreError(f"a trace-store query ran past its statement timeout ({self.statement_timeout_s:g} s) and was "
+                          f"cancelled: raise {self.timeout_setting} (README § Trace sampling sizes it for a day's rows)")  # fmt: skip
 
     def _connect(self):
         try:
             return self.engine.connect()
         except sa.exc.OperationalError as exc:
+            if getattr(exc.orig, "sqlstate", None) == QUERY_CANCELED:  # the first connection's own queries
+                raise self._timed_out() from exc
             raise StoreError(
                 f"cannot open the trace store {self.engine.url.render_as_string(hide_password=True)}: "
                 f"{exc.orig}. Check RAGWATCH_TRACE_STORE_URL or the ragwatch_trace_store connection."
@@ -215,7 +248,7 @@ def _as_text(field: str, value: Any) -> Any:
     return value
 
 
-def _engine(url: str, *, read_only: bool, statement_timeout_s: int) -> Engine:
+def _engine(url: str, *, read_only: bool, statement_timeout_s: float) -> Engine:
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
         path = Path(parsed.database)
@@ -231,7 +264,7 @@ def _engine(url: str, *, read_only: bool, statement_timeout_s: int) -> Engine:
         return sa.create_engine(f"sqlite:///file:{path}?mode=ro&uri=true")
     if parsed.get_backend_name() == "postgresql":
         # timezone=UTC: naive `timestamp` columns read as UTC, whatever the server's or the role's default zone.
-        options = f"-c statement_timeout={statement_timeout_s * 1000} -c timezone=UTC"
+        options = f"-c statement_timeout={max(1, round(statement_timeout_s * 1000))} -c timezone=UTC"
         if read_only:
             options += " -c default_transaction_read_only=on"
         return sa.create_engine(parsed, connect_args={"options": options}, pool_pre_ping=True)

@@ -1,8 +1,9 @@
 """The Great Expectations suite of a sampled trace partition: contract, interval, rate, counts, no residual PII.
 
-The written file is read back in batches of rows and every batch is checked by the same suite, so
-memory does not grow with the sample. Checks across rows stay exact: the sampler writes rows in
-trace_id order, and each row carries whether its id follows the previous row's (unique and ordered).
+The written part files are read back, in order, in batches of rows and every batch is checked by the same
+suite, so memory does not grow with the sample. Checks across rows stay exact: the sampler writes rows in
+trace_id order, part after part, and each row carries whether its id follows the previous row's (unique
+and ordered).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import pyarrow.parquet as pq
 
 from pipelines.batching import available_cpus, map_in_processes
 from pipelines.records import SAMPLED_TRACE_SCHEMA, SAMPLER_VERSION
-from pipelines.stores.partitions import read_manifest
+from pipelines.stores.partitions import count_rows, iter_part_batches, read_manifest
 from pipelines.traces.sampling import day_interval, describe_residual, residual_pii_by_field
 from pipelines.validation import ValidationReport, run_expectations, run_expectations_in_batches
 from pipelines.workspace import PartitionPaths
@@ -49,7 +50,7 @@ def validate_trace_partition(partition: PartitionPaths, *, workers: int | None =
     import great_expectations as gx
 
     manifest = read_manifest(partition.manifest)
-    rows = pq.ParquetFile(partition.data).metadata.num_rows
+    rows = count_rows(partition.parts)
     start, end = day_interval(date.fromisoformat(manifest["day"]))
     rate = manifest["sample_rate"]
     summary = pd.DataFrame(
@@ -98,21 +99,20 @@ def _row_batches(partition: PartitionPaths, start: datetime, end: datetime, work
     The residual-PII rules scan every free-text field, `batch_rows` rows at a time in `workers`
     processes; each batch waits here, in order, for its findings (rule names per field, never a value).
     """
-    # Without pre_buffer=False pyarrow keeps every row group's column chunks it read until the file is
-    # closed: memory would grow with the partition (1.5 KB per sampled row on the bench's day).
-    file = pq.ParquetFile(partition.data, pre_buffer=False)
-    # An empty file still has its columns checked: it is validated as one empty batch.
-    batches = file.iter_batches(batch_size=batch_rows) if file.metadata.num_rows else [file.schema_arrow.empty_table()]
+    # An empty partition still has its columns checked: it is validated as one empty batch.
+    parts = partition.parts
+    rows = count_rows(parts)
+    batches = iter_part_batches(parts, batch_size=batch_rows) if rows else [_written_schema(parts).empty_table()]
     waiting: deque[pd.DataFrame] = deque()
 
-    def rows() -> Iterator[pa.RecordBatch | pa.Table]:
+    def texts() -> Iterator[pa.RecordBatch | pa.Table]:
         for batch in batches:
             waiting.append(_suite_frame(batch))
             yield batch.select(TEXT_COLUMNS)  # Arrow buffers to the workers: the text becomes Python objects there
 
     previous_id: str | None = None
     collected: list[pd.DataFrame] = []
-    for findings in map_in_processes(_residual_findings, rows(), workers=workers if file.metadata.num_rows > batch_rows else 1):
+    for findings in map_in_processes(_residual_findings, texts(), workers=workers if rows > batch_rows else 1):
         frame = waiting.popleft()
         frame[RESIDUAL_COLUMN] = findings
         frame["_ts_in_interval"] = (frame["ts"] >= start) & (frame["ts"] < end) if len(frame) else []
@@ -125,6 +125,14 @@ def _row_batches(partition: PartitionPaths, start: datetime, end: datetime, work
             collected = []
     if collected:
         yield pd.concat(collected, ignore_index=True)
+
+
+def _written_schema(parts: list) -> pa.Schema:
+    """The schema the partition's files were written with (the contract's when there is no file at all)."""
+    if not parts:
+        return SAMPLED_TRACE_SCHEMA
+    with pq.ParquetFile(parts[0]) as file:
+        return file.schema_arrow
 
 
 def _suite_frame(batch: pa.RecordBatch | pa.Table) -> pd.DataFrame:

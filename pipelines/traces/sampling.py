@@ -1,4 +1,4 @@
-"""Stage one day's sample: select, read, anonymize, quarantine, write a staged partition.
+"""One day's sample: select it, then read, anonymize, quarantine and write its parts into a staged partition.
 
 Nothing reaches disk before anonymization: quarantined rows are anonymized as text too. After
 anonymization every free-text field goes through the independent residual check
@@ -8,17 +8,20 @@ written, even in quarantine.
 
 Memory does not grow with the day: the selection holds trace ids only, rows are read a batch at
 a time, anonymized in worker processes (in order, so reruns write the same bytes) and written in
-row groups.
+row groups. How the selection is cut into parts and shared among tasks is `shards.py`'s concern.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections import Counter
+import os
+import uuid
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 from pipelines.privacy.anonymizer import Anonymizer, clip_outside_pseudonyms
@@ -32,11 +35,10 @@ from pipelines.records import (
     Trace,
 )
 from pipelines.batching import map_in_processes
-from pipelines.files import reset_dir
-from pipelines.stores.partitions import ParquetRowWriter, write_manifest
+from pipelines.stores.partitions import ParquetRowWriter
 from pipelines.stores.traces import TraceStore
 from pipelines.traces.parse import Rejection, parse_row
-from pipelines.traces.select import select_traces, selection_key_sql, stratum_target
+from pipelines.traces.select import Selection, select_traces, selection_key_sql, stratum_target
 from pipelines.workspace import PartitionPaths
 
 log = logging.getLogger(__name__)
@@ -70,20 +72,8 @@ def day_interval(day: date) -> tuple[datetime, datetime]:
     return start, start + timedelta(days=1)
 
 
-def sample_day(
-    store: TraceStore,
-    anonymizer: Anonymizer,
-    day: date,
-    out: PartitionPaths,
-    *,
-    rate: float,
-    strata: list[str],
-    min_per_stratum: int,
-    max_field_chars: int,
-    workers: int = 1,
-    progress: Callable[[int, int], None] | None = None,
-) -> SampleSummary:
-    """Write the anonymized sample of `day` into the partition `out` (replaced) and return its counts."""
+def select_day(store: TraceStore, day: date, *, rate: float, strata: list[str], min_per_stratum: int) -> Selection:
+    """The day's selected trace ids (sorted) and its strata: the one query that reads every row of the day."""
     start, end = day_interval(day)
     population = store.count_by(start, end, strata)
     if store.ranks_in_sql:  # a million rows' keys stay in the server: it sends the selectable ones
@@ -92,43 +82,109 @@ def sample_day(
     else:
         keyed = store.iter_keys(start, end, strata)
     selection = select_traces(population, keyed, rate=rate, min_per_stratum=min_per_stratum)
-    summary = SampleSummary(day=day.isoformat(), population=selection.population, selected=len(selection.trace_ids))
-    log.info("%s: %d traces in the interval, %d selected at rate %s", day, summary.population, summary.selected, rate)
+    log.info("%s: %d traces in the interval, %d selected at rate %s", day, selection.population, len(selection.trace_ids), rate)
+    return selection
 
-    reset_dir(out.root)
-    with (
-        ParquetRowWriter(out.data, SAMPLED_TRACE_SCHEMA) as sampled,
-        ParquetRowWriter(out.quarantine, QUARANTINE_SCHEMA) as quarantine,
-    ):
-        rows = store.iter_rows(start, end, selection.trace_ids)
-        batches = map_in_processes(
-            _prepare_batch, _batched(rows, store.batch_size), workers=workers if summary.selected > store.batch_size else 1,
-            initializer=_set_up_worker, initargs=(anonymizer, max_field_chars, rate),
-        )  # fmt: skip
-        done = 0
-        for batch in batches:
-            for prepared in batch:
-                if prepared.rejection is not None:
-                    quarantine.write(prepared.row)
-                    summary.quarantined += 1
-                    summary.quarantine_reasons[prepared.rejection] += 1
-                else:
-                    sampled.write(prepared.row)
-                    summary.sampled += 1
-                summary.pii_counts.update(prepared.pii_counts)
-            done += len(batch)
-            if progress:
-                progress(done, summary.selected)
-            log.info("%s: %d/%d rows read, %d quarantined", day, done, summary.selected, summary.quarantined)
 
-    missing = summary.selected - summary.sampled - summary.quarantined
-    if missing:
-        # The rows vanished between selection and read (deleted upstream): say so, do not guess.
-        raise RuntimeError(f"{missing} selected traces of {day} could not be read back; rerun the task")
-    write_manifest(out.manifest, _manifest(summary, selection, rate, strata, min_per_stratum))
-    log.info("%s: sampled %d, quarantined %d %s, PII replaced %s", day, summary.sampled,
-             summary.quarantined, dict(summary.quarantine_reasons), dict(summary.pii_counts))
-    return summary
+@dataclass
+class WrittenCounts:
+    """What some parts of a day's sample hold: rows selected, sampled, quarantined by reason, PII replaced."""
+
+    selected: int = 0
+    sampled: int = 0
+    quarantined: int = 0
+    quarantine_reasons: Counter = field(default_factory=Counter)
+    pii_counts: Counter = field(default_factory=Counter)
+
+
+def write_parts(
+    store: TraceStore,
+    anonymizer: Anonymizer,
+    day: date,
+    parts: Iterable[tuple[int, list[str]]],
+    out: PartitionPaths,
+    scratch: Path,
+    *,
+    rows: int,
+    rate: float,
+    max_field_chars: int,
+    workers: int = 1,
+    progress: Callable[[int, int], None] | None = None,
+) -> WrittenCounts:
+    """Read, anonymize and write each `(part, selected ids)`: `out.part(part)` and `out.quarantine_part(part)`.
+
+    `rows` is the number of ids in `parts`. Each file is written in `scratch` and renamed into `out` when the part
+    is complete, so a retried shard replaces its parts whole and a failed one leaves none half-written.
+    """
+    start, end = day_interval(day)
+    counts = WrittenCounts(selected=rows)
+    pending_parts: deque[tuple[int, int]] = deque()
+
+    def batches() -> Iterator[list[dict[str, Any]]]:
+        for index, ids in parts:
+            pending_parts.append((index, len(ids)))
+            yield from _batched(store.iter_rows(start, end, ids), store.batch_size)
+            yield []  # the end of a part (an empty part, too, gets its files)
+
+    prepared = map_in_processes(
+        _prepare_batch, batches(), workers=workers if rows > store.batch_size else 1,
+        initializer=_set_up_worker, initargs=(anonymizer, max_field_chars, rate),
+    )  # fmt: skip
+    done = 0
+    part = None
+    for batch in prepared:
+        if part is None:
+            index, expected = pending_parts.popleft()
+            part = _PartFiles(out, scratch, index)
+        if not batch:  # the part's end marker
+            missing = expected - part.rows
+            if missing:
+                part.discard()
+                # The rows vanished between selection and read (deleted upstream): say so, do not guess.
+                raise RuntimeError(f"{missing} selected traces of {day} (part {index}) could not be read back; rerun the task")
+            part.commit()
+            part = None
+            continue
+        for row in batch:
+            if row.rejection is not None:
+                part.quarantine.write(row.row)
+                counts.quarantined += 1
+                counts.quarantine_reasons[row.rejection] += 1
+            else:
+                part.sampled.write(row.row)
+                counts.sampled += 1
+            counts.pii_counts.update(row.pii_counts)
+        part.rows += len(batch)
+        done += len(batch)
+        if progress:
+            progress(done, rows)
+        log.info("%s: %d/%d rows read, %d quarantined", day, done, rows, counts.quarantined)
+    return counts
+
+
+class _PartFiles:
+    """The two files of one part, written in the scratch folder and renamed into the partition when complete."""
+
+    def __init__(self, out: PartitionPaths, scratch: Path, index: int):
+        self.final = (out.part(index), out.quarantine_part(index))
+        tag = uuid.uuid4().hex
+        self.temporary = (scratch / f"{tag}.sampled.parquet", scratch / f"{tag}.quarantine.parquet")
+        self.sampled = ParquetRowWriter(self.temporary[0], SAMPLED_TRACE_SCHEMA)
+        self.quarantine = ParquetRowWriter(self.temporary[1], QUARANTINE_SCHEMA)
+        self.rows = 0
+
+    def commit(self) -> None:
+        self.sampled.close()
+        self.quarantine.close()
+        for temporary, final in zip(self.temporary, self.final):
+            final.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(temporary, final)
+
+    def discard(self) -> None:
+        self.sampled.close()
+        self.quarantine.close()
+        for temporary in self.temporary:
+            temporary.unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)
@@ -274,22 +330,6 @@ def _quarantine_row(anonymizer: Anonymizer, raw: dict[str, Any], rejection: Reje
         "field": rejection.field,
         "detail": anonymizer.anonymize_text(rejection.detail, trace_id, counts),
         "raw": json.dumps(fields, ensure_ascii=False, sort_keys=True),
-        "sampler_version": SAMPLER_VERSION,
-        "anonymizer_version": ANONYMIZER_VERSION,
-    }
-
-
-def _manifest(summary: SampleSummary, selection, rate: float, strata: list[str], min_per_stratum: int) -> dict:
-    return {
-        "dataset": "traces",
-        **summary.as_dict(),
-        "sample_rate": rate,
-        "strata_keys": strata,
-        "min_per_stratum": min_per_stratum,
-        "strata": [
-            {"stratum": dict(zip(strata, s.stratum)), "population": s.population, "selected": s.selected}
-            for s in selection.strata
-        ],
         "sampler_version": SAMPLER_VERSION,
         "anonymizer_version": ANONYMIZER_VERSION,
     }

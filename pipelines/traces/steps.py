@@ -1,13 +1,16 @@
-"""The trace-sampling stage as four steps with explicit inputs and outputs.
+"""The trace-sampling stage as steps with explicit inputs and outputs.
 
-stage (select, read, anonymize, quarantine, write a staged partition) -> validate (GX) -> promote
-(swap the staged partition into place) -> version (dvc add + push, git commit). Each step is what
-one Airflow task calls and returns a small typed result that travels through XCom as JSON;
-`run_trace_sampling` chains them for the CLI.
+select (the day's ids, written to the workspace once, and the shards' plan) -> shard × N (read, anonymize,
+quarantine and write a contiguous range of the staged partition's parts) -> merge (check every planned shard
+wrote its parts, write the manifest) -> validate (GX) -> promote (swap the staged partition into place) ->
+version (dvc add + push, git commit). Each step is what one Airflow task calls and returns a small typed
+result that travels through XCom as JSON; `stage_trace_sample` runs the first three in one process and
+`run_trace_sampling` chains them all for the CLI.
 """
 
 from __future__ import annotations
 
+import logging
 import shutil
 import uuid
 from collections.abc import Callable
@@ -21,11 +24,14 @@ from pipelines.batching import available_cpus
 from pipelines.native_heap import return_freed_memory
 from pipelines.privacy.anonymizer import Anonymizer
 from pipelines.settings import Settings
-from pipelines.stores.partitions import promote, read_manifest
+from pipelines.stores.partitions import promote, read_manifest, write_manifest
 from pipelines.stores.traces import TraceStore
-from pipelines.traces.sampling import sample_day
+from pipelines.traces import shards
+from pipelines.traces.sampling import select_day, write_parts
 from pipelines.validation import ValidationPassed
 from pipelines.workspace import PartitionPaths, Workspace
+
+log = logging.getLogger(__name__)
 
 
 class SampleCounts(BaseModel):
@@ -40,10 +46,25 @@ class SampleCounts(BaseModel):
     pii_counts: dict[str, int] = Field(default_factory=dict)
 
 
+class PlannedShard(BaseModel):
+    """One `shard` task's work: which selection (day and attempt) and which of its parts and rows."""
+
+    day: date
+    attempt: str
+    """The run's own staging folders: two runs of the same day (a retry racing a backfill) never share one."""
+    index: int
+    """The shard's number, and the `shard` task's map index."""
+    parts: tuple[int, int]
+    rows: tuple[int, int]
+    """The selected rows its parts hold (of the day's sorted ids)."""
+
+
 class StagedSample(BaseModel):
     counts: SampleCounts
     staged: Path
     """The staged partition folder, handed from task to task (shared storage with several workers)."""
+    attempt: str = ""
+    """The attempt whose selection promotion cleans up."""
 
 
 class PromotedSample(BaseModel):
@@ -67,15 +88,17 @@ class TraceSampling(BaseModel):
     version: SampleVersion | None = None
 
 
-def stage_trace_sample(
+def select_trace_sample(
     settings: Settings,
     day: date,
     *,
     rate: float | None = None,
     strata: list[str] | None = None,
     min_per_stratum: int | None = None,
-    progress: Callable[[int, int], None] | None = None,
-) -> StagedSample:
+    shard_count: int | None = None,
+) -> list[PlannedShard]:
+    """Select the day's traces (once, under `RAGWATCH_SELECTION_STATEMENT_TIMEOUT_S`), write the ids and the plan to
+    the workspace, and return the shards to map over (`RAGWATCH_SAMPLE_SHARDS`, at most one per part)."""
     # A value left out (None) is the setting; a given one is checked the same way, whatever the entry point:
     # strata values are published in the manifest, so only the categorical fields may define strata.
     rate = settings.sample_rate if rate is None else rate
@@ -85,25 +108,93 @@ def stage_trace_sample(
     if min_per_stratum < 0:
         raise ValueError(f"min_per_stratum {min_per_stratum} is negative")
     strata = inputs.strata(settings.strata if strata is None else strata)
-    # Every run stages in its own folder: two runs of the same day (a retry racing a backfill) never share one.
-    staged = Workspace.from_settings(settings).traces_staging(day, uuid.uuid4().hex)
+    shard_count = settings.sample_shards if shard_count is None else shard_count
+    if shard_count < 1:
+        raise ValueError(f"{shard_count} shards: a day needs at least one")
+    selection = select_day(TraceStore.from_settings(settings, selection=True), day, rate=rate, strata=strata,
+                           min_per_stratum=min_per_stratum)  # fmt: skip
+    plan = shards.plan_sample(day, selection, rate=rate, strata=strata, min_per_stratum=min_per_stratum,
+                              max_field_chars=settings.max_field_chars, part_rows=settings.sample_part_rows,
+                              shards=shard_count)  # fmt: skip
+    attempt = uuid.uuid4().hex
+    paths = Workspace.from_settings(settings).traces_selection(day, attempt)
     try:
-        summary = sample_day(
-            TraceStore.from_settings(settings),
-            Anonymizer(settings.pseudonym_key),
-            day,
-            staged,
-            rate=rate,
-            strata=strata,
-            min_per_stratum=min_per_stratum,
-            max_field_chars=settings.max_field_chars,
-            workers=settings.sample_workers or available_cpus(),
-            progress=progress,
-        )
+        shards.write_selection(paths, selection, plan)
     except BaseException:
-        shutil.rmtree(staged.root, ignore_errors=True)  # a failed attempt leaves no folder behind
+        shutil.rmtree(paths.root, ignore_errors=True)
         raise
-    return StagedSample(counts=SampleCounts.model_validate(summary.as_dict()), staged=staged.root)
+    return [PlannedShard(day=day, attempt=attempt, index=i, parts=parts, rows=plan.shard_rows(i))
+            for i, parts in enumerate(plan.shards)]  # fmt: skip
+
+
+def write_trace_shard(settings: Settings, shard: PlannedShard, progress: Callable[[int, int], None] | None = None) -> shards.ShardRecord:
+    """Anonymize and write the shard's parts into the staged partition; a rerun replaces them, and only them."""
+    workspace = Workspace.from_settings(settings)
+    paths = workspace.traces_selection(shard.day, shard.attempt)
+    plan = shards.read_plan(paths)
+    if shard.index >= len(plan.shards) or tuple(plan.shards[shard.index]) != tuple(shard.parts):
+        raise ValueError(f"shard {shard.index} (parts {shard.parts}) is not in the plan at {paths.plan}: clear the "
+                         "trace_sampling `select` task and the tasks after it")  # fmt: skip
+    first, end = shard.parts
+    counts = write_parts(
+        TraceStore.from_settings(settings),
+        Anonymizer(settings.pseudonym_key),
+        shard.day,
+        ((part, shards.part_ids(paths, plan, part)) for part in range(first, end)),
+        workspace.traces_staging(shard.day, shard.attempt),
+        paths.scratch,
+        rows=shard.rows[1] - shard.rows[0],
+        rate=plan.rate,
+        max_field_chars=plan.max_field_chars,
+        workers=settings.sample_workers or available_cpus(),
+        progress=progress,
+    )
+    return shards.write_shard_record(paths, plan, shard.index, counts)
+
+
+def merge_trace_sample(settings: Settings, planned: list[PlannedShard]) -> StagedSample:
+    """Check every planned shard wrote its record and parts (IncompleteHandoff names the missing ones), then write
+    the staged partition's manifest."""
+    day, attempt = planned[0].day, planned[0].attempt
+    workspace = Workspace.from_settings(settings)
+    paths, staged = workspace.traces_selection(day, attempt), workspace.traces_staging(day, attempt)
+    plan = shards.read_plan(paths)
+    summary = shards.merged_summary(plan, shards.check_shards(paths, staged, plan))
+    write_manifest(staged.manifest, shards.manifest(plan, summary))
+    log.info("%s: sampled %d, quarantined %d %s, PII replaced %s", day, summary.sampled, summary.quarantined,
+             dict(summary.quarantine_reasons), dict(summary.pii_counts))  # fmt: skip
+    return StagedSample(counts=SampleCounts.model_validate(summary.as_dict()), staged=staged.root, attempt=attempt)
+
+
+def stage_trace_sample(
+    settings: Settings,
+    day: date,
+    *,
+    rate: float | None = None,
+    strata: list[str] | None = None,
+    min_per_stratum: int | None = None,
+    shard_count: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> StagedSample:
+    """select, every shard and merge in this process (the CLI, the benches); a failure leaves no folder behind."""
+    planned = select_trace_sample(settings, day, rate=rate, strata=strata, min_per_stratum=min_per_stratum,
+                                  shard_count=shard_count)  # fmt: skip
+    try:
+        for shard in planned:
+            offset, total = shard.rows[0], planned[-1].rows[1]
+            write_trace_shard(settings, shard, None if progress is None else lambda done, _: progress(offset + done, total))
+        return merge_trace_sample(settings, planned)
+    except BaseException:
+        discard_attempt(settings, day, planned[0].attempt, staged=True)
+        raise
+
+
+def discard_attempt(settings: Settings, day: date, attempt: str, *, staged: bool) -> None:
+    """Remove an attempt's selection (and, with `staged`, its staged partition)."""
+    workspace = Workspace.from_settings(settings)
+    shutil.rmtree(workspace.traces_selection(day, attempt).root, ignore_errors=True)
+    if staged:
+        shutil.rmtree(workspace.traces_staging(day, attempt).root, ignore_errors=True)
 
 
 def validate_trace_sample(staged: StagedSample) -> ValidationPassed:
@@ -118,6 +209,8 @@ def promote_trace_sample(settings: Settings, staged: StagedSample) -> PromotedSa
     workspace = Workspace.from_settings(settings)
     final = workspace.traces_partition(staged.counts.day)
     promote(staged.staged, final.root)
+    if staged.attempt:
+        discard_attempt(settings, staged.counts.day, staged.attempt, staged=False)
     return PromotedSample(day=staged.counts.day, partition=workspace.relative(final.root))
 
 

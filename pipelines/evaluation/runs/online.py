@@ -79,14 +79,14 @@ def prepare_online_eval(settings: Settings, day: date, params: OnlineParams) -> 
     workspace = Workspace.from_settings(settings)
     if not workspace.has_traces(day):
         raise FileNotFoundError(f"no published sample for {day}: run trace_sampling for that day first")
-    partition = workspace.traces_partition(day).data
+    parts = workspace.traces_partition(day).parts
     target = past_spread(settings, day, params.target_half_width) if params.target_half_width else None
-    selection = select_budget(partition, max_traces=params.max_traces, min_per_stratum=params.min_per_stratum,
+    selection = select_budget(parts, max_traces=params.max_traces, min_per_stratum=params.min_per_stratum,
                               noise_share=params.noise_share, target=target)  # fmt: skip
     run = workspace.run_folder(SUITE, day, TARGET)
     reset_dir(run.root)
     judged = write_jsonl(run.traces, ({**row, "noise": row["trace_id"] in selection.noise}
-                                      for row in read_judged(partition, selection.judged)))  # fmt: skip
+                                      for row in read_judged(parts, selection.judged)))  # fmt: skip
     rid, (arms_by, _) = run_id(SUITE, day, TARGET), _noise_arms(settings, build_llm(settings, "generator"))
     counts = selection.counts
     # A day with nothing to judge still has one (empty) batch, so the mapped judge task and finalize run.

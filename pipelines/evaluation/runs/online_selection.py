@@ -31,7 +31,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -39,10 +39,10 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from pydantic import BaseModel
 
 from pipelines.allocation import allocate
+from pipelines.stores.partitions import iter_part_batches
 from pipelines.traces.select import selection_key
 
 SELECTION_COLUMNS = ["trace_id", "app", "language"]
@@ -54,11 +54,6 @@ READ_ROWS = 8_192
 JUDGED_READ_ROWS = 1_024
 """Rows per record batch of the judged columns (their text): a few MB, whatever the day's size."""
 
-
-def _open(partition: Path) -> pq.ParquetFile:
-    # Streamed through a 1 MiB buffer, not the whole row group's column chunks at once: on a day of 200,000
-    # traces, reading the judged rows peaks at 180 MB instead of 530 MB, and is faster.
-    return pq.ParquetFile(partition, pre_buffer=False, buffer_size=1 << 20)
 
 
 Z95 = 1.959964
@@ -124,13 +119,12 @@ def noise_count(judged: int, share: float) -> int:
     return min(judged, math.ceil(Decimal(repr(share)) * judged))
 
 
-def select_budget(partition: Path, *, max_traces: int, min_per_stratum: int, noise_share: float,
+def select_budget(parts: Sequence[Path], *, max_traces: int, min_per_stratum: int, noise_share: float,
                   target: HalfWidthTarget | None = None, read_rows: int = READ_ROWS) -> OnlineSelection:  # fmt: skip
-    """The traces of one day's partition (a parquet file) to judge, and those to add noise to; with a `target`,
-    each stratum sized for it, `max_traces` capping the total."""
-    file = _open(partition)
+    """The traces of one day's partition (its part files, `PartitionPaths.parts`) to judge, and those to add noise to;
+    with a `target`, each stratum sized for it, `max_traces` capping the total."""
     population: Counter[str] = Counter()
-    for batch in file.iter_batches(batch_size=read_rows, columns=SELECTION_COLUMNS[1:], use_threads=False):
+    for batch in iter_part_batches(parts, batch_size=read_rows, columns=SELECTION_COLUMNS[1:]):
         population.update(map(stratum_of, batch.column("app").to_pylist(), batch.column("language").to_pylist()))
     wanted = {s: target.wanted(s, min_per_stratum) for s in population} if target else {}
     # allocate never gives a stratum more than it is offered: the day's traces, or as many as the target asks.
@@ -138,7 +132,7 @@ def select_budget(partition: Path, *, max_traces: int, min_per_stratum: int, noi
     targets = allocate(offered, max_traces, floor=min_per_stratum)
     # Max-heaps (negated keys) of each stratum's `targets[stratum]` smallest (key, trace id) seen so far.
     kept: dict[str, list[tuple[int, str]]] = {s: [] for s in targets}
-    for batch in file.iter_batches(batch_size=read_rows, columns=SELECTION_COLUMNS, use_threads=False):
+    for batch in iter_part_batches(parts, batch_size=read_rows, columns=SELECTION_COLUMNS):
         columns = (batch.column(name).to_pylist() for name in SELECTION_COLUMNS)
         for trace_id, app, language in zip(*columns):
             stratum = stratum_of(app, language)
@@ -166,11 +160,11 @@ def select_budget(partition: Path, *, max_traces: int, min_per_stratum: int, noi
     return OnlineSelection(counts=counts, judged=frozenset(judged), noise=frozenset(noise))
 
 
-def read_judged(partition: Path, trace_ids: frozenset[str], *,
+def read_judged(parts: Sequence[Path], trace_ids: frozenset[str], *,
                 read_rows: int = JUDGED_READ_ROWS) -> Iterator[dict[str, Any]]:  # fmt: skip
     """The selected traces' `JUDGED_COLUMNS` in the partition's order (a rerun reads them in the same order), read
     batch by batch and filtered on the ids before any row becomes a Python object."""
     ids = pa.array(sorted(trace_ids), type=pa.string())
-    for batch in _open(partition).iter_batches(batch_size=read_rows, columns=JUDGED_COLUMNS, use_threads=False):
+    for batch in iter_part_batches(parts, batch_size=read_rows, columns=JUDGED_COLUMNS):
         chosen = batch.filter(pc.is_in(batch.column("trace_id"), value_set=ids))
         yield from chosen.to_pylist()
