@@ -836,7 +836,10 @@ def _healthy(airflow: Airflow) -> bool:
 
 
 def _parsed(airflow: Airflow, dag_ids: list[str]) -> bool:
-    errors = airflow.api("GET", "/api/v2/importErrors").json()
+    try:
+        errors = airflow.api("GET", "/api/v2/importErrors").json()
+    except httpx.HTTPError:
+        return False
     if errors.get("total_entries"):
         raise StackError("DAG import errors:\n" + "\n".join(e["stack_trace"][-2000:] for e in errors["import_errors"]))
     return all(airflow.api("GET", f"/api/v2/dags/{dag_id}").status_code == 200 for dag_id in dag_ids)
@@ -860,14 +863,54 @@ def _first_run(airflow: Airflow, dag_id: str, timeout: float) -> None:
             raise StackError(f"could not trigger {dag_id}: {response.status_code} {response.text}")
         run_id = response.json()["dag_run_id"]
 
+    last = {"shown": "", "at": 0.0}
+
     def finished():
-        state = airflow.api("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}").json()["state"]
+        try:  # a loaded machine's api-server may take longer than a request's timeout: ask again
+            state = airflow.api("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}").json()["state"]
+        except httpx.HTTPError:
+            return None
+        progress = task_progress(airflow, dag_id, run_id)
+        if progress != last["shown"] and time.monotonic() - last["at"] > 20:  # a line when it changes, at most every 20 s
+            print(f"  {datetime.now(timezone.utc):%H:%M:%S} {dag_id}: {progress}", flush=True)
+            last.update(shown=progress, at=time.monotonic())
         return state if state in ("success", "failed") else None
 
     state = wait_until(f"{dag_id} run {run_id}", finished, timeout, airflow.plan, interval=5)
     if state != "success":
         logs = airflow.plan.airflow_env["AIRFLOW__LOGGING__BASE_LOG_FOLDER"]
         raise StackError(f"{dag_id} run {run_id} {state}: task logs under {logs}/dag_id={dag_id}/run_id={run_id}")
+
+
+def task_progress(airflow: Airflow, dag_id: str, run_id: str) -> str:
+    """One line of a run's task states, in the DAG's order: `plan ✓ · generate 2/4 (1 running) · filter_candidates …`."""
+    try:
+        tis = airflow.api("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances", params={"limit": 1000}).json()
+    except (httpx.HTTPError, ValueError):
+        return "(task states not available)"
+    tasks: dict[str, list[str | None]] = {}
+    for ti in sorted(tis.get("task_instances", []), key=lambda t: (t.get("start_date") or "~", t["map_index"])):
+        tasks.setdefault(ti["task_id"], []).append(ti["state"])
+    parts = []
+    for task_id, states in tasks.items():
+        done, running = states.count("success"), sum(s in ("running", "queued", "scheduled") for s in states)
+        failed = sum(s in ("failed", "up_for_retry", "upstream_failed") for s in states)
+        mark = "✓" if done == len(states) else f"{done}/{len(states)}" if len(states) > 1 else "…"
+        parts.append(f"{task_id} {mark}" + (f" ({running} running)" if running and len(states) > 1 else "")
+                     + (f" ({failed} failed or retrying)" if failed else ""))  # fmt: skip
+    return " · ".join(parts) or "waiting for the scheduler"
+
+
+def still_running(airflow: Airflow, dag_ids: list[str]) -> list[str]:
+    """The runs not finished yet, e.g. `trace_sampling scheduled__2026-12-01T00:00:00+00:00 (running)`."""
+    found = []
+    for dag_id in dag_ids:
+        try:
+            runs = airflow.api("GET", f"/api/v2/dags/{dag_id}/dagRuns", params={"state": ["queued", "running"]}).json()
+        except (httpx.HTTPError, ValueError):
+            continue
+        found += [f"{dag_id} {r['dag_run_id']} ({r['state']})" for r in runs.get("dag_runs", [])]
+    return found
 
 
 # --- up / down / status ------------------------------------------------------------------------------------------
@@ -886,6 +929,9 @@ def up(home: Path | None = None, *, ports: dict[str, int] | None = None, seed_da
             (plan.state / "workers" / name / sub).mkdir(parents=True, exist_ok=True)
     _move_shared_folders(plan)
     logs = plan.state / "logs"
+    if not (plan.state / "bootstrap" / "golden").exists():
+        print("first start: seeds demo traffic, indexes the corpus and builds a first golden set; about 15-20 minutes on "
+              "a 2-core machine (a later `make up` takes about a minute)", flush=True)  # fmt: skip
     print(f"ragwatch stack: {EXECUTORS[plan.executor]}" + (f" with {len(plan.workers)} Celery workers" if plan.workers else "")
           + f"; state and logs under {plan.state}")  # fmt: skip
 
@@ -969,7 +1015,8 @@ def _start_airflow(plan: Plan, setup: dict[str, subprocess.Popen], timeout: floa
         (bootstrap / step).write_text(datetime.now(timezone.utc).isoformat() + "\n")
     if not (bootstrap / "golden").exists() and "golden_build" in dag_ids:
         # offline_eval needs a published golden set: build the first one before its schedule runs.
-        print("first start: a golden_build run, so that offline_eval has a golden set (a few minutes)")
+        print("first start: a golden_build run, so that offline_eval has a golden set (10-15 minutes on 2 cores; "
+              "its tasks' states below)", flush=True)  # fmt: skip
         _first_run(airflow, "golden_build", timeout)
         (bootstrap / "golden").write_text(datetime.now(timezone.utc).isoformat() + "\n")
 
@@ -982,6 +1029,8 @@ def _start_airflow(plan: Plan, setup: dict[str, subprocess.Popen], timeout: floa
     cli_env.write_text("".join(f"{k}={shlex.quote(v)}\n" for k, v in sorted(plan.cli_env().items())))
     cli_env.chmod(0o600)
     user, password = plan.admin
+    running = ("\n" + " " * 25).join(still_running(airflow, dag_ids)) or (
+        "nothing yet: the scheduler starts the due runs (yesterday's trace_sampling, then online_eval) within a minute")
     print(f"""
 ragwatch stack is up; everything listens on {LOOPBACK} only.
   Airflow UI, REST API   {plan.airflow_url}   user {user}, password {password}
@@ -993,6 +1042,8 @@ ragwatch stack is up; everything listens on {LOOPBACK} only.
   executor               {EXECUTORS[plan.executor]}{workers_line(plan)}
   the CLI against it     set -a; . {cli_env}; set +a
   logs                   {logs}
+  still running          {running}
+                         (their tasks: the DAG's Grid view in the UI; the ragwatch page shows scores once an eval finished)
 Stop it with `make down`.""")
 
 
