@@ -630,10 +630,16 @@ def mapped_tasks_by_host(stack: StackSession) -> dict[str, list[str]]:
     """Host name -> the successful mapped task instances it ran ("dag.task[i]"), over every run so far."""
     found: dict[str, list[str]] = {}
     for dag_id in ls.expected_dag_ids():
-        response = stack.api("GET", f"/api/v2/dags/{dag_id}/dagRuns/~/taskInstances", params={"limit": 1000})
-        for ti in response.json()["task_instances"]:
-            if ti["map_index"] >= 0 and ti["state"] == "success":
-                found.setdefault(ti["hostname"], []).append(f"{dag_id}.{ti['task_id']}[{ti['map_index']}]")
+        offset = 0
+        while True:  # pages of at most 100 (the api-server's maximum page size)
+            page = stack.api("GET", f"/api/v2/dags/{dag_id}/dagRuns/~/taskInstances",
+                             params={"limit": 100, "offset": offset}).json()["task_instances"]  # fmt: skip
+            for ti in page:
+                if ti["map_index"] >= 0 and ti["state"] == "success":
+                    found.setdefault(ti["hostname"], []).append(f"{dag_id}.{ti['task_id']}[{ti['map_index']}]")
+            if len(page) < 100:
+                break
+            offset += 100
     return found
 
 
