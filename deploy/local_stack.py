@@ -983,6 +983,7 @@ def _move_shared_folders(plan: Plan) -> None:
 
 def _start_airflow(plan: Plan, setup: dict[str, subprocess.Popen], timeout: float) -> None:
     logs, bootstrap = plan.state / "logs", plan.state / "bootstrap"
+    first_start = not (bootstrap / "golden").exists()
     deadline = time.monotonic() + 60
     while plan.workers and not _redis_ready(plan):  # the scheduler and the workers connect to the broker at start
         if running_pid(plan.state, "redis") is None or time.monotonic() > deadline:
@@ -1030,7 +1031,8 @@ def _start_airflow(plan: Plan, setup: dict[str, subprocess.Popen], timeout: floa
     cli_env.chmod(0o600)
     user, password = plan.admin
     running = ("\n" + " " * 25).join(still_running(airflow, dag_ids)) or (
-        "nothing yet: the scheduler starts the due runs (yesterday's trace_sampling, then online_eval) within a minute")
+        "nothing yet: the scheduler starts the due runs (yesterday's trace_sampling, then online_eval) within a minute"
+        if first_start else "no run")
     print(f"""
 ragwatch stack is up; everything listens on {LOOPBACK} only.
   Airflow UI, REST API   {plan.airflow_url}   user {user}, password {password}
