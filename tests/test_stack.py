@@ -743,7 +743,8 @@ def test_two_celery_workers_publish_what_one_process_publishes(stack: StackSessi
     second, _ = run_offline_eval(settings, eval_params(settings, limit=GATED_RUN_ITEMS), logical_date=end(gated))
     online = run_online_eval(settings, day, online_params(settings), push=False)
     run_ids = [first.run_id, second.run_id, online.run_id]
-    ours, theirs = published_results(settings.resolved_results_url, run_ids), published_results(plan_env(stack)["RAGWATCH_RESULTS_URL"], run_ids)
+    ours = published_results(settings.resolved_results_url, run_ids)
+    theirs = published_results(plan_env(stack)["RAGWATCH_RESULTS_URL"], run_ids)
     for run_id in run_ids:
         mine, stacks = ours[run_id].pop("scores"), theirs[run_id].pop("scores")
         assert mine.keys() == stacks.keys() and mine, run_id
