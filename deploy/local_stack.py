@@ -1,6 +1,6 @@
 """`make up` / `make down`: docker-compose.yml's stack on one machine, without Docker.
 
-    python deploy/local_stack.py up [--seed-days N] [--seed-per-day N] [--corpus DIR]
+    python deploy/local_stack.py up [--executor local|celery] [--workers N] [--seed-days N] [--seed-per-day N] [--corpus DIR]
     python deploy/local_stack.py status | down | env
 
 What runs is read from the compose file, not written a second time: every Airflow process gets
@@ -10,8 +10,18 @@ the compose services (`api-server`, `scheduler`, `dag-processor`, `triggerer`, a
 `deploy/airflow/init.sh` for `airflow-init`), PostgreSQL is initialised by
 `deploy/postgres/init.sql`, and Prometheus gets `monitoring/prometheus.yml` and its rules with
 only the scrape targets rewritten. What cannot be the same on one machine without Docker is
-listed in `ONE_MACHINE` with the reason, and tests/test_stack.py holds this file to the compose
-file: a difference that is not listed fails the test.
+listed in `ONE_MACHINE` with the reason (and in `LOCAL_EXECUTOR`, what the default executor leaves
+out), and tests/test_stack.py holds this file to the compose file: a difference that is not listed
+fails the test.
+
+Two executors: LocalExecutor (the default: the scheduler runs the tasks) or, with `--executor celery`,
+compose's CeleryExecutor with Redis as the broker and N Celery workers (`--workers`, default 2), each
+set up as if on a machine of its own: its own RAGWATCH_HOME, temp folder, working directory, Airflow
+home and host name. They share only what workers on several machines share: the services (PostgreSQL,
+Redis, the api-server, the Pushgateway, and the folders standing in for the Qdrant and MinIO services)
+and the data workspace (a shared filesystem mount there, one folder here), plus the task log folder
+(see `WORKER_ENV_DOC`). The executor is kept in `executor.json`: a later `up` without `--executor`
+brings back the same one, and another one needs a `down` first.
 
 Everything binds to 127.0.0.1; state and logs live under `<RAGWATCH_HOME or .ragwatch>/stack/`.
 `up` is idempotent and recovers from a crash (dead processes are restarted, a half-initialised
@@ -55,14 +65,16 @@ BIN = Path(sys.executable).parent
 LOOPBACK = "127.0.0.1"
 MARKER = "RAGWATCH_STACK"
 """Every process of a stack carries MARKER=<its state dir> in its environment: `down` finds them by it."""
-INSTALL_HINT = "run `make up` (scripts/system-deps.sh installs Debian's postgresql, prometheus, prometheus-pushgateway)"
+INSTALL_HINT = ("run `make up` (scripts/system-deps.sh installs Debian's postgresql, prometheus, prometheus-pushgateway, "
+                "redis-server)")
+EXECUTORS = {"local": "LocalExecutor", "celery": "CeleryExecutor"}
+DEFAULT_WORKERS = 2
+AIRFLOW_ORDER = ("airflow-apiserver", "airflow-scheduler", "airflow-dag-processor", "airflow-triggerer")
 
 # --- What differs from docker-compose.yml on one machine, and why ---------------------------------------------
 
 ONE_MACHINE = {
     "services": {
-        "airflow-worker": "LocalExecutor: the scheduler runs the tasks itself (no Celery on one machine)",
-        "redis": "the Celery broker; LocalExecutor needs none",
         "qdrant": "Qdrant local mode under RAGWATCH_HOME (no Qdrant server package in Debian or PyPI)",
         "vllm-generator": "no GPU: the offline deterministic backend, labelled as such in every output",
         "vllm-judge": "no GPU: the offline deterministic backend, labelled as such in every output",
@@ -72,16 +84,15 @@ ONE_MACHINE = {
         "minio-init": "the DVC remote is a local directory under RAGWATCH_HOME",
     },
     "env_replaced": {
-        "AIRFLOW__CORE__EXECUTOR": ("LocalExecutor", "no Celery workers on one machine"),
         "AIRFLOW__CORE__AUTH_MANAGER": (
             "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager",
             "the FAB provider is not in the pinned dependency set; the same AIRFLOW_ADMIN_USERNAME / "
             "AIRFLOW_ADMIN_PASSWORD log in, kept in step by deploy/airflow/init.sh",
         ),
+        # {state}: the stack's state folder.
+        "RAGWATCH_DVC_REMOTE": ("{state}/dvc-remote", "a folder standing in for MinIO's bucket: every task pushes there"),
     },
     "env_dropped": {
-        "AIRFLOW__CELERY__RESULT_BACKEND": "no Celery",
-        "AIRFLOW__CELERY__BROKER_URL": "no Celery",
         "RAGWATCH_QDRANT_URL": "Qdrant local mode",
         "RAGWATCH_QDRANT_API_KEY": "Qdrant local mode",
         "RAGWATCH_LLM_BACKEND": "the offline backend (the default) instead of vLLM",
@@ -91,18 +102,41 @@ ONE_MACHINE = {
         "RAGWATCH_EMBEDDINGS_BACKEND": "local embeddings (the default) instead of vLLM",
         "RAGWATCH_EMBEDDINGS__BASE_URL": "no vLLM", "RAGWATCH_EMBEDDINGS__MODEL": "no vLLM",
         "RAGWATCH_EMBEDDINGS__API_KEY": "no vLLM",
-        "RAGWATCH_DVC_REMOTE": "a local DVC remote under RAGWATCH_HOME instead of MinIO",
         "AWS_ACCESS_KEY_ID": "no MinIO", "AWS_SECRET_ACCESS_KEY": "no MinIO", "AWS_ENDPOINT_URL_S3": "no MinIO",
         "AWS_DEFAULT_REGION": "no MinIO",
     },  # fmt: skip
     "args_added": {
-        # Both would start Airflow's log server, which binds every interface (0.0.0.0:8793/8794);
-        # with LocalExecutor the api-server reads task logs from the folder it shares with them.
+        # They would start Airflow's log server, which binds every interface (0.0.0.0:8793/8794, no
+        # setting narrows it); the api-server reads task logs from the folder it shares with them.
         "airflow-scheduler": ["--skip-serve-logs"],
         "airflow-triggerer": ["--skip-serve-logs"],
+        "airflow-worker": ["--skip-serve-logs"],  # and `--celery-hostname worker-N@host`: see WORKER_ENV_DOC
+    },
+    "commands_replaced": {
+        "redis": "redis-server reads its password, address and data folder from a 0600 config file "
+                 "(<state>/redis.conf), not from the command line that `ps` shows",
     },
 }
 """Read by tests/test_stack.py: any other difference from the compose file fails it."""
+
+LOCAL_EXECUTOR = {
+    "services": {
+        "airflow-worker": "LocalExecutor: the scheduler runs the tasks itself (`--executor celery` runs workers)",
+        "redis": "the Celery broker; LocalExecutor needs none",
+    },
+    "env_replaced": {"AIRFLOW__CORE__EXECUTOR": ("LocalExecutor", "the default on one machine (`--executor celery`: compose's)")},
+    "env_dropped": {"AIRFLOW__CELERY__RESULT_BACKEND": "no Celery", "AIRFLOW__CELERY__BROKER_URL": "no Celery"},
+}
+"""What the default executor leaves out on top of ONE_MACHINE; with `--executor celery`, compose's Celery runs."""
+
+
+def differences(executor: str) -> dict[str, dict]:
+    """ONE_MACHINE, plus LOCAL_EXECUTOR's entries for the LocalExecutor."""
+    found = {key: dict(value) for key, value in ONE_MACHINE.items()}
+    if executor == "local":
+        for key, value in LOCAL_EXECUTOR.items():
+            found[key].update(value)
+    return found
 
 # Settings a container gets from its image or its network that a process here must be given.
 AIRFLOW_LOCAL_ENV_DOC = {
@@ -121,10 +155,27 @@ AIRFLOW_LOCAL_ENV_DOC = {
     "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "re-parse every 2 min, not 30 s: the cores belong to tasks",
     "AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_SERVER_HOST": "bind 127.0.0.1",
     "AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_SERVER_PORT": "this stack's port (8974 when free)",
+    "RAGWATCH_QDRANT_PATH": "Qdrant local mode (no Qdrant server here) in one folder, <state>/qdrant-data, the "
+                            "qdrant service's volume: every process opens it in turn",
     "PYTHONPATH": "the image installs ragwatch; here the checkout is imported",
     "PATH": "the virtualenv's airflow, dvc and git",
     MARKER: "how `down` recognises this stack's processes",
 }
+
+WORKER_ENV_DOC = {
+    "RAGWATCH_HOME": "<state>/workers/<name>/home: each worker's own (LLM cache, local files), as on its own machine",
+    "TMPDIR": "<state>/workers/<name>/tmp: each worker's own temp folder",
+    "AIRFLOW_HOME": "<state>/workers/<name>/airflow: each worker's own; its working directory is <state>/workers/<name>",
+    "AIRFLOW__CORE__HOSTNAME_CALLABLE": "the host name a task instance records: each container has its own; here the "
+                                        "workers share one machine's, so each names itself (deploy/airflow/worker_hostname.py)",
+    "RAGWATCH_STACK_WORKER": "the name that callable returns: airflow-worker-<n>",
+    "AIRFLOW__CELERY__WORKER_CONCURRENCY": "task processes per worker: the machine's cores shared out between the "
+                                           "workers (at least one each)",
+}
+"""Set per Celery worker on top of the Airflow environment, with the reason. Shared with every other Airflow
+process, as on several machines: the services, the data workspace (RAGWATCH_WORKSPACE: a shared filesystem
+mount there), the folders standing in for the Qdrant and MinIO services, and the task log folder (compose's
+airflow-logs volume: the workers skip Airflow's log server, which binds every interface)."""
 
 
 class StackError(RuntimeError):
@@ -138,22 +189,29 @@ class Ports:
     pushgateway: int
     postgres: int
     scheduler_health: int
+    redis: int
 
 
-DEFAULT_PORTS = {"airflow": 8080, "prometheus": 9090, "pushgateway": 9091, "postgres": 5432, "scheduler_health": 8974}
-"""The ports compose publishes (and PostgreSQL's and the scheduler health check's own): used when free."""
+DEFAULT_PORTS = {"airflow": 8080, "prometheus": 9090, "pushgateway": 9091, "postgres": 5432, "scheduler_health": 8974,
+                 "redis": 6379}  # fmt: skip
+"""The ports compose publishes (and PostgreSQL's, Redis' and the scheduler health check's own): used when free."""
 SERVICE_PORTS = {("airflow-apiserver", 8080): "airflow", ("prometheus", 9090): "prometheus",
-                 ("pushgateway", 9091): "pushgateway", ("postgres", 5432): "postgres"}  # fmt: skip
+                 ("pushgateway", 9091): "pushgateway", ("postgres", 5432): "postgres", ("redis", 6379): "redis"}  # fmt: skip
 """Compose `host:port` addresses -> this stack's port (by Ports field)."""
 
 
 @dataclass
 class Service:
     name: str
-    """The compose service it stands for."""
+    """The compose service it stands for (a Celery worker: airflow-worker-<n>, one replica of airflow-worker)."""
     argv: list[str]
     env: dict[str, str]
     ready_url: str | None = None
+    cwd: Path = ROOT
+
+    @property
+    def compose_service(self) -> str:
+        return re.sub(r"-\d+$", "", self.name) if self.name.startswith("airflow-worker-") else self.name
 
 
 @dataclass
@@ -165,6 +223,13 @@ class Plan:
     init_argv: list[str]
     services: dict[str, Service] = field(default_factory=dict)
     prometheus_config: str = ""
+    executor: str = "local"
+    """A key of EXECUTORS."""
+
+    @property
+    def workers(self) -> list[str]:
+        """The Celery workers' service names (none with the LocalExecutor)."""
+        return [name for name in self.services if name.startswith("airflow-worker-")]
 
     @property
     def airflow_url(self) -> str:
@@ -325,19 +390,23 @@ def derived_prometheus_config(ports: Ports, interval: str | None = None) -> str:
 # --- The plan: what runs, with which environment ----------------------------------------------------------------
 
 
-def build_plan(state: Path, ports: Ports, secrets: dict[str, str]) -> Plan:
+def build_plan(state: Path, ports: Ports, secrets: dict[str, str], executor: str = "local",
+               workers: int = DEFAULT_WORKERS) -> Plan:  # fmt: skip
+    if executor not in EXECUTORS:
+        raise StackError(f"unknown executor {executor!r}: one of {', '.join(EXECUTORS)}")
     compose = compose_file()
     services = compose["services"]
     known = set(services)
     image_env, image_paths = dockerfile_paths()
+    differ = differences(executor)
 
     def service_env(name: str) -> dict[str, str]:
         env = {}
         for key, value in (services[name].get("environment") or {}).items():
-            if key in ONE_MACHINE["env_dropped"]:
+            if key in differ["env_dropped"]:
                 continue
-            if key in ONE_MACHINE["env_replaced"]:
-                env[key] = ONE_MACHINE["env_replaced"][key][0]
+            if key in differ["env_replaced"]:
+                env[key] = differ["env_replaced"][key][0].format(state=state)
                 continue
             env[key] = rewrite_addresses(key, interpolate(str(value), secrets), ports, known)
         return env
@@ -362,6 +431,7 @@ def build_plan(state: Path, ports: Ports, secrets: dict[str, str]) -> Plan:
         "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "120",
         "AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_SERVER_HOST": LOOPBACK,
         "AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_SERVER_PORT": str(ports.scheduler_health),
+        "RAGWATCH_QDRANT_PATH": str(state / "qdrant-data"),
         "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
         "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}",
         MARKER: str(state),
@@ -370,15 +440,17 @@ def build_plan(state: Path, ports: Ports, secrets: dict[str, str]) -> Plan:
     airflow_env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "RAGWATCH_"))} | airflow_env
     assert set(AIRFLOW_LOCAL_ENV_DOC) <= airflow_env.keys()
 
-    plan = Plan(state=state, ports=ports, secrets=secrets, airflow_env=airflow_env, init_argv=[])
+    plan = Plan(state=state, ports=ports, secrets=secrets, airflow_env=airflow_env, init_argv=[], executor=executor)
     plan.init_argv = [translate_path(w, airflow_paths) for w in services["airflow-init"]["command"]]
     health = {
         "airflow-apiserver": f"{plan.airflow_url}/api/v2/version",
         "airflow-scheduler": f"http://{LOOPBACK}:{ports.scheduler_health}/health",
     }
-    for name in ("airflow-apiserver", "airflow-scheduler", "airflow-dag-processor", "airflow-triggerer"):
-        argv = [str(BIN / "airflow"), *shlex.split(services[name]["command"]), *ONE_MACHINE["args_added"].get(name, [])]
+    for name in AIRFLOW_ORDER:
+        argv = [str(BIN / "airflow"), *shlex.split(services[name]["command"]), *differ["args_added"].get(name, [])]
         plan.services[name] = Service(name, argv, airflow_env, health.get(name))
+    if executor == "celery":
+        plan.services.update(celery_services(plan, services, workers))
 
     plain_env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "RAGWATCH_"))} | {MARKER: str(state)}
     pushgateway = services["pushgateway"]
@@ -399,6 +471,46 @@ def build_plan(state: Path, ports: Ports, secrets: dict[str, str]) -> Plan:
     )  # fmt: skip
     plan.prometheus_config = derived_prometheus_config(ports)
     return plan
+
+
+def celery_services(plan: Plan, services: dict, workers: int) -> dict[str, Service]:
+    """Redis and the Celery workers, each worker set up as on a machine of its own (WORKER_ENV_DOC)."""
+    if workers < 1:
+        raise StackError(f"--workers {workers}: a Celery stack needs at least one worker")
+    found = {"redis": Service("redis", [binary("redis-server"), str(plan.state / "redis.conf")],
+                              {**_plain_env(), MARKER: str(plan.state)})}  # fmt: skip
+    command = shlex.split(services["airflow-worker"]["command"])
+    # Compose's worker adds DUMB_INIT_SETSID=0 only, for the image's init (there is none here): SIGTERM reaches
+    # the worker's process group, which Celery takes as a warm shutdown.
+    for n in range(1, workers + 1):
+        name = f"airflow-worker-{n}"
+        folder = plan.state / "workers" / name
+        env = plan.airflow_env | {
+            "RAGWATCH_HOME": str(folder / "home"),
+            "TMPDIR": str(folder / "tmp"),
+            "AIRFLOW_HOME": str(folder / "airflow"),
+            "AIRFLOW__CORE__HOSTNAME_CALLABLE": "deploy.airflow.worker_hostname.hostname",
+            "RAGWATCH_STACK_WORKER": name,
+            "AIRFLOW__CELERY__WORKER_CONCURRENCY": str(max(1, (os.cpu_count() or 2) // workers)),
+            # The shared LLM cache (issue 19, item 4) is wired here: RAGWATCH_LLM_CACHE_URL, the same
+            # PostgreSQL URL for every worker, so a retry on another worker sends no request twice.
+        }  # fmt: skip
+        assert set(env) - set(plan.airflow_env) <= set(WORKER_ENV_DOC)
+        argv = [str(BIN / "airflow"), *command, *ONE_MACHINE["args_added"]["airflow-worker"],
+                "--celery-hostname", f"{name}@{socket.gethostname()}"]  # fmt: skip
+        found[name] = Service(name, argv, env, cwd=folder)
+    return found
+
+
+def redis_config(plan: Plan) -> str:
+    """redis.conf for the broker: compose's `--requirepass`, plus the loopback address and this stack's port."""
+    return (f"# Written by deploy/local_stack.py: the Celery broker of docker-compose.yml's redis service.\n"
+            f"bind {LOOPBACK}\nport {plan.ports.redis}\nrequirepass {plan.secrets['REDIS_PASSWORD']}\n"
+            f"dir {plan.state / 'redis-data'}\ndaemonize no\nlogfile \"\"\n")  # fmt: skip
+
+
+def _plain_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "RAGWATCH_"))}
 
 
 def binary(name: str) -> str:
@@ -440,13 +552,13 @@ def free_port() -> int:
 def load_ports(state: Path, requested: dict[str, int] | None = None) -> Ports:
     """Ports fixed at the first `up` (compose's when free, else a free one), kept in ports.json."""
     path = state / "ports.json"
-    if path.exists():
-        saved = json.loads(path.read_text())
-        if requested and {k: saved[k] for k in requested} != requested:
-            raise StackError(f"{path} holds other ports than requested ({saved}); `down`, delete it, then `up` again")
-        return Ports(**saved)
-    chosen = {}
-    for name, default in DEFAULT_PORTS.items():
+    saved = json.loads(path.read_text()) if path.exists() else {}
+    if saved and requested and {k: saved.get(k, v) for k, v in requested.items()} != requested:
+        raise StackError(f"{path} holds other ports than requested ({saved}); `down`, delete it, then `up` again")
+    if saved.keys() >= DEFAULT_PORTS.keys():
+        return Ports(**{k: saved[k] for k in DEFAULT_PORTS})
+    chosen = dict(saved)  # a stack made before a service was added keeps its ports and gets one for it
+    for name, default in ((n, d) for n, d in DEFAULT_PORTS.items() if n not in saved):
         wanted = (requested or {}).get(name) or int(os.environ.get(f"RAGWATCH_STACK_{name.upper()}_PORT", default))
         chosen[name] = wanted if port_free(wanted) or (requested or {}).get(name) else free_port()
         if chosen[name] != wanted:
@@ -468,10 +580,32 @@ def load_secrets(state: Path) -> dict[str, str]:
     return {k.strip(): v.strip() for k, v in pairs}
 
 
-def plan_for(home: Path | None = None, ports: dict[str, int] | None = None) -> Plan:
+def load_executor(state: Path, executor: str | None = None, workers: int | None = None) -> tuple[str, int]:
+    """The stack's executor and worker count: the ones asked for, else those of its last `up`, else the
+    LocalExecutor. Kept in executor.json; another one than the running stack's needs a `down` first."""
+    path = state / "executor.json"
+    saved = json.loads(path.read_text()) if path.exists() else {"executor": "local", "workers": DEFAULT_WORKERS}
+    wanted = {"executor": executor or saved["executor"], "workers": workers or saved["workers"]}
+    if wanted["executor"] not in EXECUTORS:
+        raise StackError(f"unknown executor {wanted['executor']!r}: one of {', '.join(EXECUTORS)}")
+    if wanted != saved:
+        if any(running_pid(state, name) for name in _service_names(state)):
+            raise StackError(f"this stack runs {_describe(saved['executor'], saved['workers'])}; `make down` first, "
+                             f"then `make up` with {_describe(wanted['executor'], wanted['workers'])}")  # fmt: skip
+        path.write_text(json.dumps(wanted) + "\n")
+    return wanted["executor"], wanted["workers"]
+
+
+def _describe(executor: str, workers: int) -> str:
+    return f"EXECUTOR=celery WORKERS={workers}" if executor == "celery" else "EXECUTOR=local"
+
+
+def plan_for(home: Path | None = None, ports: dict[str, int] | None = None, executor: str | None = None,
+             workers: int | None = None) -> Plan:  # fmt: skip
     state = state_dir(home)
     state.mkdir(parents=True, exist_ok=True)
-    return build_plan(state, load_ports(state, ports), load_secrets(state))
+    chosen, count = load_executor(state, executor, workers)
+    return build_plan(state, load_ports(state, ports), load_secrets(state), chosen, count)
 
 
 def _start_time(pid: int) -> str | None:
@@ -536,7 +670,7 @@ def start(plan: Plan, service: Service) -> int:
     with open(logs / f"{service.name}.log", "ab") as log:
         log.write(f"\n=== {datetime.now(timezone.utc).isoformat()} {shlex.join(service.argv)}\n".encode())
         log.flush()
-        proc = subprocess.Popen(service.argv, cwd=ROOT, env=service.env, stdout=log, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen(service.argv, cwd=service.cwd, env=service.env, stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
     saved.write_text(json.dumps({"pid": proc.pid, "start": _start_time(proc.pid), "argv": service.argv}))
     return proc.pid
@@ -716,7 +850,10 @@ def _healthy(airflow: Airflow) -> bool:
 
 
 def _parsed(airflow: Airflow, dag_ids: list[str]) -> bool:
-    errors = airflow.api("GET", "/api/v2/importErrors").json()
+    try:
+        errors = airflow.api("GET", "/api/v2/importErrors").json()
+    except httpx.HTTPError:
+        return False
     if errors.get("total_entries"):
         raise StackError("DAG import errors:\n" + "\n".join(e["stack_trace"][-2000:] for e in errors["import_errors"]))
     return all(airflow.api("GET", f"/api/v2/dags/{dag_id}").status_code == 200 for dag_id in dag_ids)
@@ -740,8 +877,17 @@ def _first_run(airflow: Airflow, dag_id: str, timeout: float) -> None:
             raise StackError(f"could not trigger {dag_id}: {response.status_code} {response.text}")
         run_id = response.json()["dag_run_id"]
 
+    last = {"shown": "", "at": 0.0}
+
     def finished():
-        state = airflow.api("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}").json()["state"]
+        try:  # a loaded machine's api-server may take longer than a request's timeout: ask again
+            state = airflow.api("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}").json()["state"]
+        except httpx.HTTPError:
+            return None
+        progress = task_progress(airflow, dag_id, run_id)
+        if progress != last["shown"] and time.monotonic() - last["at"] > 20:  # a line when it changes, at most every 20 s
+            print(f"  {datetime.now(timezone.utc):%H:%M:%S} {dag_id}: {progress}", flush=True)
+            last.update(shown=progress, at=time.monotonic())
         return state if state in ("success", "failed") else None
 
     state = wait_until(f"{dag_id} run {run_id}", finished, timeout, airflow.plan, interval=5)
@@ -750,26 +896,67 @@ def _first_run(airflow: Airflow, dag_id: str, timeout: float) -> None:
         raise StackError(f"{dag_id} run {run_id} {state}: task logs under {logs}/dag_id={dag_id}/run_id={run_id}")
 
 
+def task_progress(airflow: Airflow, dag_id: str, run_id: str) -> str:
+    """One line of a run's task states, in the DAG's order: `plan ✓ · generate 2/4 (1 running) · filter_candidates …`."""
+    try:
+        tis = airflow.api("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances", params={"limit": 1000}).json()
+    except (httpx.HTTPError, ValueError):
+        return "(task states not available)"
+    tasks: dict[str, list[str | None]] = {}
+    for ti in sorted(tis.get("task_instances", []), key=lambda t: (t.get("start_date") or "~", t["map_index"])):
+        tasks.setdefault(ti["task_id"], []).append(ti["state"])
+    parts = []
+    for task_id, states in tasks.items():
+        done, running = states.count("success"), sum(s in ("running", "queued", "scheduled") for s in states)
+        failed = sum(s in ("failed", "up_for_retry", "upstream_failed") for s in states)
+        mark = "✓" if done == len(states) else f"{done}/{len(states)}" if len(states) > 1 else "…"
+        parts.append(f"{task_id} {mark}" + (f" ({running} running)" if running and len(states) > 1 else "")
+                     + (f" ({failed} failed or retrying)" if failed else ""))  # fmt: skip
+    return " · ".join(parts) or "waiting for the scheduler"
+
+
+def still_running(airflow: Airflow, dag_ids: list[str]) -> list[str]:
+    """The runs not finished yet, e.g. `trace_sampling scheduled__2026-12-01T00:00:00+00:00 (running)`."""
+    found = []
+    for dag_id in dag_ids:
+        try:
+            runs = airflow.api("GET", f"/api/v2/dags/{dag_id}/dagRuns", params={"state": ["queued", "running"]}).json()
+        except (httpx.HTTPError, ValueError):
+            continue
+        found += [f"{dag_id} {r['dag_run_id']} ({r['state']})" for r in runs.get("dag_runs", [])]
+    return found
+
+
 # --- up / down / status ------------------------------------------------------------------------------------------
 
-AIRFLOW_ORDER = ("airflow-apiserver", "airflow-scheduler", "airflow-dag-processor", "airflow-triggerer")
-
-
 def up(home: Path | None = None, *, ports: dict[str, int] | None = None, seed_days: int | None = None,
-       seed_per_day: int | None = None, corpus: Path | None = None, timeout: float = 1800) -> Plan:  # fmt: skip
-    for name in ("prometheus", "prometheus-pushgateway", "promtool"):
+       seed_per_day: int | None = None, corpus: Path | None = None, timeout: float = 1800,
+       executor: str | None = None, workers: int | None = None) -> Plan:  # fmt: skip
+    plan = plan_for(home, ports, executor, workers)
+    for name in ("prometheus", "prometheus-pushgateway", "promtool", *(["redis-server"] if plan.workers else [])):
         if shutil.which(name) is None:
             raise StackError(f"{name} not found; {INSTALL_HINT}")
-    plan = plan_for(home, ports)
-    for sub in ("logs", "run", "bootstrap", "airflow", "pushgateway-data", "prometheus-data"):
+    for sub in ("logs", "run", "bootstrap", "airflow", "pushgateway-data", "prometheus-data", "redis-data"):
         (plan.state / sub).mkdir(parents=True, exist_ok=True)
+    for name in plan.workers:
+        for sub in ("home", "tmp", "airflow"):
+            (plan.state / "workers" / name / sub).mkdir(parents=True, exist_ok=True)
+    _move_shared_folders(plan)
     logs = plan.state / "logs"
-    print(f"ragwatch stack: state and logs under {plan.state}")
+    if not (plan.state / "bootstrap" / "golden").exists():
+        print("first start: seeds demo traffic, indexes the corpus and builds a first golden set; about 15-20 minutes on "
+              "a 2-core machine (a later `make up` takes about a minute)", flush=True)  # fmt: skip
+    print(f"ragwatch stack: {EXECUTORS[plan.executor]}" + (f" with {len(plan.workers)} Celery workers" if plan.workers else "")
+          + f"; state and logs under {plan.state}")  # fmt: skip
 
     ensure_postgres(plan)
     (plan.state / "prometheus.yml").write_text(plan.prometheus_config)
     _run(["promtool", "check", "config", str(plan.state / "prometheus.yml")], logs / "promtool.log")
-    for name in ("pushgateway", "prometheus"):
+    if plan.workers:
+        config = plan.state / "redis.conf"
+        config.touch(mode=0o600)
+        config.write_text(redis_config(plan))
+    for name in ("pushgateway", "prometheus", *(["redis"] if plan.workers else [])):
         if running_pid(plan.state, name) is None:
             start(plan, plan.services[name])
 
@@ -799,9 +986,24 @@ def up(home: Path | None = None, *, ports: dict[str, int] | None = None, seed_da
     return plan
 
 
+def _move_shared_folders(plan: Plan) -> None:
+    """A stack made before the Qdrant and DVC remote folders moved out of its RAGWATCH_HOME keeps them."""
+    home = Path(plan.airflow_env["RAGWATCH_HOME"])
+    for old, new in ((home / "qdrant", plan.airflow_env["RAGWATCH_QDRANT_PATH"]),
+                     (home / "dvc-remote", plan.airflow_env["RAGWATCH_DVC_REMOTE"])):  # fmt: skip
+        if old.is_dir() and not Path(new).exists():
+            old.rename(new)
+
+
 def _start_airflow(plan: Plan, setup: dict[str, subprocess.Popen], timeout: float) -> None:
     logs, bootstrap = plan.state / "logs", plan.state / "bootstrap"
-    missing = [name for name in AIRFLOW_ORDER if running_pid(plan.state, name) is None]
+    first_start = not (bootstrap / "golden").exists()
+    deadline = time.monotonic() + 60
+    while plan.workers and not _redis_ready(plan):  # the scheduler and the workers connect to the broker at start
+        if running_pid(plan.state, "redis") is None or time.monotonic() > deadline:
+            raise StackError(f"redis did not answer\n{_tail(logs / 'redis.log')}")
+        time.sleep(0.3)
+    missing = [name for name in (*AIRFLOW_ORDER, *plan.workers) if running_pid(plan.state, name) is None]
     if missing:
         # Compose runs airflow-init on every `up` before any other Airflow service; so does this.
         print("airflow-init: deploy/airflow/init.sh (migrate, admin login, pools)")
@@ -817,6 +1019,8 @@ def _start_airflow(plan: Plan, setup: dict[str, subprocess.Popen], timeout: floa
         wait_until(f"{name} to be healthy", lambda n=name: _ok(plan.services[n].ready_url), 120, plan)
     wait_until("the api-server to log the admin in", airflow.login, 300, plan)
     wait_until("scheduler, triggerer and dag-processor to report healthy", lambda: _healthy(airflow), 300, plan)
+    for name in plan.workers:
+        wait_until(f"Celery worker {name} to be ready", lambda n=name: _worker_ready(plan, n), 300, plan)
     dag_ids = expected_dag_ids()
     wait_until(f"the dag-processor to parse {dag_ids}", lambda: _parsed(airflow, dag_ids), 300, plan)
 
@@ -826,7 +1030,8 @@ def _start_airflow(plan: Plan, setup: dict[str, subprocess.Popen], timeout: floa
         (bootstrap / step).write_text(datetime.now(timezone.utc).isoformat() + "\n")
     if not (bootstrap / "golden").exists() and "golden_build" in dag_ids:
         # offline_eval needs a published golden set: build the first one before its schedule runs.
-        print("first start: a golden_build run, so that offline_eval has a golden set (a few minutes)")
+        print("first start: a golden_build run, so that offline_eval has a golden set (10-15 minutes on 2 cores; "
+              "its tasks' states below)", flush=True)  # fmt: skip
         _first_run(airflow, "golden_build", timeout)
         (bootstrap / "golden").write_text(datetime.now(timezone.utc).isoformat() + "\n")
 
@@ -839,23 +1044,75 @@ def _start_airflow(plan: Plan, setup: dict[str, subprocess.Popen], timeout: floa
     cli_env.write_text("".join(f"{k}={shlex.quote(v)}\n" for k, v in sorted(plan.cli_env().items())))
     cli_env.chmod(0o600)
     user, password = plan.admin
+    running = ("\n" + " " * 25).join(still_running(airflow, dag_ids)) or (
+        "nothing yet: the scheduler starts the due runs (yesterday's trace_sampling, then online_eval) within a minute"
+        if first_start else "no run")
     print(f"""
 ragwatch stack is up; everything listens on {LOOPBACK} only.
   Airflow UI, REST API   {plan.airflow_url}   user {user}, password {password}
                          (AIRFLOW_ADMIN_PASSWORD in {plan.state / '.env'})
   ragwatch page          {plan.airflow_url}/ragwatch/
-  Prometheus (alerts)    {plan.prometheus_url}/alerts
+  Prometheus (alerts)    {alerts_page(plan)}
   Pushgateway            {plan.pushgateway_url}
   DAGs unpaused          {', '.join(dag_ids)}
+  executor               {EXECUTORS[plan.executor]}{workers_line(plan)}
   the CLI against it     set -a; . {cli_env}; set +a
   logs                   {logs}
+  still running          {running}
+                         (their tasks: the DAG's Grid view in the UI; the ragwatch page shows scores once an eval finished)
 Stop it with `make down`.""")
+
+
+def workers_line(plan: Plan) -> str:
+    if not plan.workers:
+        return ""
+    first = plan.services[plan.workers[0]].env
+    return (f", {len(plan.workers)} Celery workers ({', '.join(plan.workers)}; each with its own RAGWATCH_HOME, TMPDIR "
+            f"and working directory under {plan.state / 'workers'}), broker Redis on {LOOPBACK}:{plan.ports.redis}\n"
+            f"                         shared: the data workspace {first['RAGWATCH_WORKSPACE']}")  # fmt: skip
+
+
+def alerts_page(plan: Plan) -> str:
+    """Prometheus' alerts page: `/alerts` from 3.0 on (compose's image), `/classic/alerts` on the 2.x Debian
+    installs, whose `/alerts` is a 404 without the new web UI."""
+    for path in ("/alerts", "/classic/alerts"):
+        if _ok(plan.prometheus_url + path):
+            return plan.prometheus_url + path
+    return f"{plan.prometheus_url}/alerts (not answering yet)"
+
+
+def _redis_ready(plan: Plan) -> bool:
+    try:
+        with socket.create_connection((LOOPBACK, plan.ports.redis), timeout=2) as conn:
+            conn.sendall(f"AUTH {plan.secrets['REDIS_PASSWORD']}\r\nPING\r\n".encode())
+            answer = b""
+            while answer.count(b"\r\n") < 2:
+                chunk = conn.recv(256)
+                if not chunk:
+                    break
+                answer += chunk
+    except OSError:
+        return False
+    return answer == b"+OK\r\n+PONG\r\n"
+
+
+def _worker_ready(plan: Plan, name: str) -> bool:
+    """Celery logs `<node> ready.` once it consumes from the broker (checked since the worker's last start)."""
+    log = plan.state / "logs" / f"{name}.log"
+    text = log.read_text(errors="replace") if log.exists() else ""
+    return f"{name}@" in text and " ready." in text.rsplit("\n=== ", 1)[-1]
+
+
+def _service_names(state: Path) -> list[str]:
+    """The services `down` stops, in order: the Celery workers a pid file names, Airflow, then the rest."""
+    workers = sorted(p.stem for p in (state / "run").glob("airflow-worker-*.pid"))
+    return [*workers, *reversed(AIRFLOW_ORDER), "redis", "prometheus", "pushgateway"]
 
 
 def down(home: Path | None = None, timeout: float = 30) -> list[tuple[int, str]]:
     """Stop everything; return what was still running afterwards (nothing, normally)."""
     state = state_dir(home)
-    _stop_services(state, [*reversed(AIRFLOW_ORDER), "prometheus", "pushgateway"], timeout)
+    _stop_services(state, _service_names(state), timeout)
     stop_postgres(state)
     for pid, _ in stack_processes(state):  # stragglers that left their group (or a crashed leader's)
         try:
@@ -942,7 +1199,9 @@ def _stop_services(state: Path, names, timeout: float) -> list[str]:
 
 def status(home: Path | None = None) -> dict[str, int | None]:
     state = state_dir(home)
-    found = {name: running_pid(state, name) for name in ("pushgateway", "prometheus", *AIRFLOW_ORDER)}
+    executor, workers = load_executor(state)
+    celery = ["redis", *(f"airflow-worker-{n}" for n in range(1, workers + 1))] if executor == "celery" else []
+    found = {name: running_pid(state, name) for name in ("pushgateway", "prometheus", *AIRFLOW_ORDER, *celery)}
     found["postgres"] = postgres_pid(state)
     return found
 
@@ -951,6 +1210,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="deploy/local_stack.py", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     up_parser = sub.add_parser("up", help="start (or repair) the stack; first start seeds, indexes, builds gold")
+    up_parser.add_argument("--executor", choices=list(EXECUTORS),
+                           help="local: the LocalExecutor (default for a new stack); celery: Redis and Celery workers "
+                                "(default: the stack's last one)")  # fmt: skip
+    up_parser.add_argument("--workers", type=int, help=f"Celery workers (default {DEFAULT_WORKERS}, or the stack's last count)")
     up_parser.add_argument("--seed-days", type=int, help="first start: days of demo traffic (default: the demo's)")
     up_parser.add_argument("--seed-per-day", type=int, help="first start: demo traces per day")
     up_parser.add_argument("--corpus", type=Path, help="first start: folder to index (default: the demo corpus)")
@@ -975,7 +1238,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "up":
         try:
-            up(seed_days=args.seed_days, seed_per_day=args.seed_per_day, corpus=args.corpus)
+            up(seed_days=args.seed_days, seed_per_day=args.seed_per_day, corpus=args.corpus, executor=args.executor,
+               workers=args.workers)  # fmt: skip
         except StackError as failed:
             print(f"{failed}\n`make up` again retries what failed; `make down` stops what has started.", file=sys.stderr)
             return 1

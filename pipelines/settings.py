@@ -134,6 +134,9 @@ class Settings(BaseSettings):
     qdrant_url: str | None = None
     """Qdrant server URL; local mode under `home` when unset."""
     qdrant_api_key: SecretStr | None = None
+    qdrant_path: Path | None = None
+    """Qdrant local mode's folder, when qdrant_url is unset; under `home` when unset. Workers on one machine with
+    homes of their own share the index by pointing this at one folder; workers on several machines need a server."""
     corpus_collection: str = "ragwatch_corpus"
     qdrant_local_lock_wait_s: float = Field(default=600.0, ge=0)
     """Local mode allows one process per path: how long a task waits for another to close it."""
@@ -225,7 +228,7 @@ class Settings(BaseSettings):
 
     @property
     def resolved_qdrant_path(self) -> Path:
-        return (self.home / "qdrant").resolve()
+        return (self.qdrant_path or self.home / "qdrant").resolve()
 
     @property
     def resolved_cache_dir(self) -> Path:

@@ -7,6 +7,8 @@ command -v prometheus-pushgateway >/dev/null || missing+=(prometheus-pushgateway
 command -v git >/dev/null || missing+=(git)
 # promtool (checks and unit-tests the alert rules) ships in Debian's prometheus package.
 command -v promtool >/dev/null || missing+=(prometheus)
+# `make up EXECUTOR=celery` (and tests/test_stack.py's session stack): the Celery broker.
+command -v redis-server >/dev/null || missing+=(redis-server)
 # tests/test_compose.py validates docker-compose.yml with `docker-compose config`.
 command -v docker-compose >/dev/null || missing+=(docker-compose)
 # tests/test_stack.py backfills from the Airflow UI in headless Chromium, driven by its Debian driver.
@@ -22,6 +24,6 @@ export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -q >/dev/null
 $sudo apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
 # Debian starts a system cluster and service on install; ragwatch starts its own, on demand.
-$sudo systemctl disable --now postgresql prometheus-pushgateway prometheus >/dev/null 2>&1 || true
+$sudo systemctl disable --now postgresql prometheus-pushgateway prometheus redis-server >/dev/null 2>&1 || true
 # Without systemd, Debian's init scripts may have started what was just installed: stop only those.
 for pkg in "${missing[@]}"; do $sudo service "$pkg" stop >/dev/null 2>&1 || true; done

@@ -1,8 +1,8 @@
 """The `make up` stack for the test session: started once by the `stack` fixture (tests/conftest.py)
-through the very code `make up` runs (deploy/local_stack.py), on free ports, in a throwaway home,
-with a small first-start seed (6 days x 120 traces), the small test corpus and a smaller golden set
-(GOLDEN_PARAMS, in the data workspace's params.yaml); stopped by the same
-code as `make down`, which must leave no process of it running.
+through the very code `make up EXECUTOR=celery WORKERS=2` runs (deploy/local_stack.py), on free ports,
+in a throwaway home, with a small first-start seed (6 days x 120 traces), the small test corpus and a
+smaller golden set (GOLDEN_PARAMS, in the data workspace's params.yaml); stopped by the same code as
+`make down`, which must leave no process of it running. Every stack test runs on its two Celery workers.
 
 Artifacts (screenshots, the stack's logs when a test failed) go to `test-artifacts/` (git-ignored).
 """
@@ -27,6 +27,10 @@ TEST_CORPUS = ROOT / "tests" / "data" / "corpus"
 GOLDEN_PARAMS = {"seeds": 12, "multi_hop": 4, "adversarial": 3, "tool_triples": 6, "from_traces": 4}
 """Every question type and the tool triples are there, in a set the offline eval judges in a minute."""
 TERMINAL = {"success", "failed"}
+EXECUTOR, WORKERS = "celery", 2
+"""The session's stack: compose's executor, two workers that share no local folder (the LocalExecutor is
+`make up`'s default; its plan is checked against compose in tests/test_stack.py, its tasks run by
+`airflow dags test` in tests/test_dags.py)."""
 
 
 def load_local_stack():
@@ -108,7 +112,7 @@ class StackSession:
     def diagnostics(self) -> str:
         logs = self.plan.state / "logs"
         parts = []
-        for name in ("airflow-scheduler", "airflow-apiserver", "airflow-dag-processor"):
+        for name in ("airflow-scheduler", "airflow-apiserver", "airflow-dag-processor", *self.plan.workers):
             path = logs / f"{name}.log"
             text = path.read_text(errors="replace")[-3000:] if path.exists() else "(no log)"
             parts.append(f"--- {path} ---\n{text}")
@@ -126,12 +130,13 @@ def start_stack() -> StackSession:
     try:
         # A smaller golden set than the project's params.yaml asks for, through the workspace's own
         # params.yaml (the data team's knob: ensure_workspace keeps one it finds).
-        workspace = Path(ls.plan_for(home, ports).airflow_env["RAGWATCH_WORKSPACE"])
+        workspace = Path(ls.plan_for(home, ports, EXECUTOR, WORKERS).airflow_env["RAGWATCH_WORKSPACE"])
         workspace.mkdir(parents=True)
         params = yaml.safe_load((ROOT / "params.yaml").read_text())
         params["golden"].update(GOLDEN_PARAMS)
         (workspace / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-        plan = ls.up(home, ports=ports, seed_days=SEED_DAYS, seed_per_day=SEED_PER_DAY, corpus=TEST_CORPUS)
+        plan = ls.up(home, ports=ports, seed_days=SEED_DAYS, seed_per_day=SEED_PER_DAY, corpus=TEST_CORPUS,
+                     executor=EXECUTOR, workers=WORKERS)  # fmt: skip
     except BaseException as exc:
         keep_logs(home)
         left = ls.down(home)

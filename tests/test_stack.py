@@ -7,7 +7,7 @@ One stack for the whole session (the `stack` fixture: deploy/local_stack.py's `u
    every difference listed in `local_stack.ONE_MACHINE` (no stack needed);
 2. the stack serves everything on 127.0.0.1 only, logs the admin in, shows the four DAGs
    unpaused, has the pools, and Prometheus scrapes the Pushgateway with the rules loaded;
-3. a person backfills three past days of trace_sampling from the UI's backfill dialog in headless
+3. a person backfills two past days of trace_sampling from the UI's backfill dialog in headless
    Chromium (while the schedules run), waits for the runs, and reads the latest scores on the
    ragwatch page;
 4. the schedules run: the scheduled trace_sampling, online_eval and offline_eval runs succeed;
@@ -49,9 +49,11 @@ ls = load_local_stack()
 
 COMPOSE_SERVICES_RUN_HERE = {"postgres", "airflow-init", "pushgateway", "prometheus", "airflow-apiserver",
                              "airflow-scheduler", "airflow-dag-processor", "airflow-triggerer"}  # fmt: skip
+CELERY_SERVICES = {"redis", "airflow-worker"}
+"""Run only with `--executor celery` (the session's stack)."""
 DASHBOARD = ROOT / "monitoring" / "grafana" / "dashboards" / "ragwatch.json"
 RULES = ROOT / "monitoring" / "rules" / "ragwatch.rules.yml"
-BACKFILL_DAYS = 3
+BACKFILL_DAYS = 2
 EVAL_BUDGET_S = 1200
 GATED_RUN_ITEMS = 40
 """The scheduled evals on a loaded two-core machine: the offline one judges the whole test split."""
@@ -76,28 +78,55 @@ def declared(command) -> list[str]:
 
 
 @pytest.mark.stack
-def test_make_up_runs_what_the_compose_file_declares(tmp_path):
+@pytest.mark.parametrize("executor", ["local", "celery"])
+def test_make_up_runs_what_the_compose_file_declares(tmp_path, executor):
     services = ls.compose_file()["services"]
     secrets = example_secrets()
-    ports = ls.Ports(airflow=18080, prometheus=19090, pushgateway=19091, postgres=15432, scheduler_health=18974)
-    plan = ls.build_plan(tmp_path / "stack", ports, secrets)
-    added = ls.ONE_MACHINE["args_added"]
+    ports = ls.Ports(airflow=18080, prometheus=19090, pushgateway=19091, postgres=15432, scheduler_health=18974, redis=16379)
+    plan = ls.build_plan(tmp_path / "stack", ports, secrets, executor, 2)
+    differ = ls.differences(executor)
+    added = differ["args_added"]
 
-    # Every compose service runs here, or is listed with the reason it cannot.
-    assert set(plan.services) | {"postgres", "airflow-init"} == COMPOSE_SERVICES_RUN_HERE
-    assert COMPOSE_SERVICES_RUN_HERE.isdisjoint(ls.ONE_MACHINE["services"])
-    assert set(services) == COMPOSE_SERVICES_RUN_HERE | set(ls.ONE_MACHINE["services"])
+    # Every compose service runs here, or is listed with the reason it cannot (the LocalExecutor: two more).
+    running_here = COMPOSE_SERVICES_RUN_HERE | (CELERY_SERVICES if executor == "celery" else set())
+    assert {s.compose_service for s in plan.services.values()} | {"postgres", "airflow-init"} == running_here
+    assert running_here.isdisjoint(differ["services"])
+    assert set(services) == running_here | set(differ["services"])
+    assert plan.workers == (["airflow-worker-1", "airflow-worker-2"] if executor == "celery" else [])
 
-    # Same commands: Airflow's word for word (plus the listed flags), the monitoring binaries with the
-    # same flags (their paths are the volumes' folders here) plus the address they bind.
+    # Same commands: Airflow's word for word (plus the listed flags; a worker names itself), the monitoring
+    # binaries with the same flags (their paths are the volumes' folders here) plus the address they bind.
     for name, service in plan.services.items():
-        if name.startswith("airflow-"):
+        compose_name = service.compose_service
+        if name in plan.workers:
+            assert service.argv == [str(ls.BIN / "airflow"), *declared(services[compose_name]["command"]),
+                                    *added[compose_name], "--celery-hostname", f"{name}@{socket.gethostname()}"]  # fmt: skip
+        elif name.startswith("airflow-"):
             assert service.argv == [str(ls.BIN / "airflow"), *declared(services[name]["command"]), *added.get(name, [])]
+        elif name in differ["commands_replaced"]:  # redis: its settings in a config file
+            assert name == "redis" and service.argv[1:] == [str(plan.state / "redis.conf")]
+            config = ls.redis_config(plan).splitlines()
+            assert f"requirepass {secrets['REDIS_PASSWORD']}" in config and "bind 127.0.0.1" in config
+            assert f"port {ports.redis}" in config
         else:
             flags = [word.split("=", 1)[0] for word in service.argv[1:]]
             assert flags == [w.split("=", 1)[0] for w in declared(services[name]["command"])] + ["--web.listen-address"]
             assert service.argv[-1] == f"--web.listen-address=127.0.0.1:{getattr(ports, name)}"
-    assert set(added) <= set(plan.services)
+    assert set(added) <= COMPOSE_SERVICES_RUN_HERE | CELERY_SERVICES
+
+    # Each worker as on a machine of its own: its own home, temp folder, working directory and host name;
+    # the rest of its environment is every Airflow process's.
+    worker_folders = set()
+    for name in plan.workers:
+        service = plan.services[name]
+        env = service.env
+        assert {k: v for k, v in env.items() if k not in ls.WORKER_ENV_DOC} == {
+            k: v for k, v in plan.airflow_env.items() if k not in ls.WORKER_ENV_DOC}  # fmt: skip
+        own = [Path(env["RAGWATCH_HOME"]), Path(env["TMPDIR"]), Path(env["AIRFLOW_HOME"]), service.cwd]
+        assert all(path.is_relative_to(plan.state / "workers" / name) for path in own)
+        worker_folders.update(own)
+        assert env["RAGWATCH_STACK_WORKER"] == name and int(env["AIRFLOW__CELERY__WORKER_CONCURRENCY"]) >= 1
+    assert len(worker_folders) == 4 * len(plan.workers)
     assert declared(services["airflow-init"]["command"]) == ["bash", "/opt/ragwatch/airflow-init.sh"]
     assert plan.init_argv == ["bash", str(ROOT / "deploy" / "airflow" / "init.sh")]  # the Dockerfile's COPY source
 
@@ -105,14 +134,14 @@ def test_make_up_runs_what_the_compose_file_declares(tmp_path):
     env = {k: str(v) for k, v in services["airflow-init"]["environment"].items()}
     common = {k: str(v) for k, v in ls.compose_file()["x-airflow-common"]["environment"].items()}
     assert common.items() <= env.items()
-    dropped, replaced = ls.ONE_MACHINE["env_dropped"], ls.ONE_MACHINE["env_replaced"]
+    dropped, replaced = differ["env_dropped"], differ["env_replaced"]
     assert dropped.keys() | replaced.keys() <= env.keys(), "ONE_MACHINE names a variable compose no longer sets"
     back = {f"127.0.0.1:{getattr(ports, field)}": f"{host}:{inside}" for (host, inside), field in ls.SERVICE_PORTS.items()}
     for key, value in env.items():
         if key in dropped:
             assert key not in plan.airflow_env, key
         elif key in replaced:
-            assert plan.airflow_env[key] == replaced[key][0], key
+            assert plan.airflow_env[key] == replaced[key][0].format(state=plan.state), key
         elif key.startswith("AIRFLOW_CONN_"):
             local, compose = json.loads(plan.airflow_env[key]), json.loads(ls.interpolate(value, secrets))
             local_address = back[f"{local.pop('host')}:{local.pop('port')}"]
@@ -182,13 +211,18 @@ def test_up_serves_the_stack_on_loopback_with_the_dags_unpaused(stack: StackSess
         cmdline = Path(f"/proc/{running[name]}/cmdline").read_bytes().decode().split("\0")
         if name == "airflow-apiserver":  # it retitles itself: "airflow api_server -- host:... port:..."
             assert f"host:127.0.0.1 port:{plan.ports.airflow}" in " ".join(cmdline)
+        elif name == "redis":  # so does redis-server: "redis-server 127.0.0.1:<port>"
+            assert f"127.0.0.1:{plan.ports.redis}" in " ".join(cmdline), cmdline
+        elif name in plan.workers:  # and Celery: "[celeryd: airflow-worker-1@host:MainProcess] ..."
+            assert f"{name}@" in " ".join(cmdline), cmdline
+            assert os.readlink(f"/proc/{running[name]}/cwd") == str(service.cwd)  # its own working directory
         else:
             assert shlex.join(service.argv[1:]) in shlex.join(cmdline), (name, cmdline)
 
     pids = {pid for pid, _ in ls.stack_processes(plan.state)}
     listening = listening_addresses(pids)
     assert {port for _, port in listening} >= {plan.ports.airflow, plan.ports.prometheus, plan.ports.pushgateway,
-                                               plan.ports.postgres, plan.ports.scheduler_health}  # fmt: skip
+                                               plan.ports.postgres, plan.ports.scheduler_health, plan.ports.redis}  # fmt: skip
     assert {address for address, _ in listening} == {"127.0.0.1"}, listening
 
     # The login `make up` prints; a wrong password is refused.
@@ -217,6 +251,8 @@ def test_up_serves_the_stack_on_loopback_with_the_dags_unpaused(stack: StackSess
         return {t["labels"]["job"]: t["health"] for t in targets} == {"pushgateway": "up", "prometheus": "up"}
 
     wait(scraped, 120, "Prometheus to scrape the Pushgateway and itself")
+    alerts = httpx.get(ls.alerts_page(plan), timeout=30)  # the page `make up` prints exists
+    assert alerts.status_code == 200 and "Alerts" in alerts.text, ls.alerts_page(plan)
     groups = httpx.get(f"{plan.prometheus_url}/api/v1/rules", timeout=30).json()["data"]["groups"]
     loaded = {rule["name"] for group in groups for rule in group["rules"]}
     declared_rules = yaml.safe_load(RULES.read_text())["groups"]
@@ -298,11 +334,11 @@ class Page:
 
 @pytest.mark.stack
 @pytest.mark.browser
-def test_backfill_three_days_from_the_ui_and_read_the_scores(stack: StackSession, browser):
+def test_backfill_two_days_from_the_ui_and_read_the_scores(stack: StackSession, browser):
     from selenium.webdriver.common.by import By
 
     today = datetime.now(timezone.utc).date()
-    # The three days before yesterday: yesterday is the scheduled run's (started by the unpause).
+    # The two days before yesterday: yesterday is the scheduled run's (started by the unpause).
     days = [today - timedelta(days=n) for n in range(BACKFILL_DAYS + 1, 1, -1)]
     assert days[0] >= today - timedelta(days=SEED_DAYS), "the demo traffic covers every backfilled day"
     page = Page(browser, stack.base_url)
@@ -336,7 +372,7 @@ def test_backfill_three_days_from_the_ui_and_read_the_scores(stack: StackSession
     page.screenshot("backfill-started")
 
     runs = stack.wait_for_runs("trace_sampling", "backfill", BACKFILL_DAYS, EVAL_BUDGET_S)
-    stack.timings["UI backfill of 3 days"] = time.monotonic() - began
+    stack.timings[f"UI backfill of {BACKFILL_DAYS} days"] = time.monotonic() - began
     assert sorted((datetime.fromisoformat(r["logical_date"]).date(), r["state"]) for r in runs) == [
         (day, "success") for day in days
     ]
@@ -585,6 +621,140 @@ def test_backfill_online_eval_through_the_rest_api(stack: StackSession):
     assert online["logical_date"] == (today - timedelta(days=1)).isoformat()  # the newest, not a backfilled day
     report = stack.api("GET", online["report_url"])
     assert report.status_code == 200 and "sandbox" in report.headers["content-security-policy"]
+
+
+# --- 5c. Two Celery workers, one truth -------------------------------------------------------------------------
+
+
+def mapped_tasks_by_host(stack: StackSession) -> dict[str, list[str]]:
+    """Host name -> the successful mapped task instances it ran ("dag.task[i]"), over every run so far."""
+    found: dict[str, list[str]] = {}
+    for dag_id in ls.expected_dag_ids():
+        offset = 0
+        while True:  # pages of at most 100 (the api-server's maximum page size)
+            page = stack.api("GET", f"/api/v2/dags/{dag_id}/dagRuns/~/taskInstances",
+                             params={"limit": 100, "offset": offset}).json()["task_instances"]  # fmt: skip
+            for ti in page:
+                if ti["map_index"] >= 0 and ti["state"] == "success":
+                    found.setdefault(ti["hostname"], []).append(f"{dag_id}.{ti['task_id']}[{ti['map_index']}]")
+            if len(page) < 100:
+                break
+            offset += 100
+    return found
+
+
+def one_process_settings(stack: StackSession, folder: Path):
+    """Settings for the same runs on one machine in one process: the stack's inputs (its trace store through the
+    read-only role, a copy of its corpus index, its golden params and pseudonym key), everything else apart."""
+    from pipelines.settings import Settings
+
+    env = stack.plan.cli_env()
+    workspace = folder / "workspace"
+    workspace.mkdir(parents=True)
+    shutil.copyfile(Path(env["RAGWATCH_WORKSPACE"]) / "params.yaml", workspace / "params.yaml")
+    shutil.copytree(env["RAGWATCH_QDRANT_PATH"], folder / "qdrant")  # the corpus refresh test edits the stack's later
+    return Settings(home=folder / "home", workspace=workspace, dvc_remote=str(folder / "dvc-remote"),
+                    qdrant_path=folder / "qdrant", trace_store_url=env["RAGWATCH_TRACE_STORE_URL"],
+                    results_url=f"sqlite:///{folder / 'results.db'}", anonymizer_key=env["RAGWATCH_ANONYMIZER_KEY"])  # fmt: skip
+
+
+def published_results(results_url: str, run_ids: list[str]) -> dict[str, dict]:
+    """Per run: its scores {(item, stratum, metric): (value, status, error, judge model, dataset version)}, its gate's
+    verdict (passed, and passed per metric against each run it compared with) and its dataset version."""
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(results_url)
+    found = {}
+    with engine.connect() as conn:
+        for run_id in run_ids:
+            [(gate_passed, gate, version)] = conn.execute(sa.text(
+                "SELECT gate_passed, gate, dataset_version FROM eval_runs WHERE run_id = :r"), {"r": run_id}).all()  # fmt: skip
+            scores = conn.execute(sa.text("SELECT item_id, stratum, metric, value, status, error, judge_model, dataset_version "
+                                          "FROM eval_scores WHERE run_id = :r"), {"r": run_id}).all()  # fmt: skip
+            gate = (json.loads(gate) if isinstance(gate, str) else gate) or {}
+            verdict = {(c.get("role"), c.get("run_id")): c.get("passed") for c in gate.get("comparisons", [])}
+            verdict |= {m["metric"]: m.get("passed") for m in gate.get("metrics", [])}
+            found[run_id] = {"gate_passed": None if gate_passed is None else bool(gate_passed), "verdict": verdict,
+                             "dataset_version": version, "scores": {tuple(row[:3]): tuple(row[3:]) for row in scores}}  # fmt: skip
+    engine.dispose()
+    return found
+
+
+def same_score(a: tuple, b: tuple) -> bool:
+    """(value, status, error, judge model, dataset version): values within 1e-6, the rest equal."""
+    values_close = a[0] == b[0] or (a[0] is not None and b[0] is not None and abs(a[0] - b[0]) <= 1e-6)
+    return values_close and a[1:] == b[1:]
+
+
+def golden_items(path: Path) -> dict[str, dict]:
+    import pyarrow.parquet as pq
+
+    return {row["item_id"]: row for row in pq.read_table(path).to_pylist()}
+
+
+@pytest.mark.stack
+def test_two_celery_workers_publish_what_one_process_publishes(stack: StackSession, tmp_path):
+    """All four DAGs ran on two Celery workers that share only the services and the data workspace (this
+    session's stack); the same runs, every step in one process on one machine (`ragwatch traces sample`,
+    `golden build`, `eval offline`, `eval online`: one home, one temp folder, no XCom, no broker), publish
+    the same: the trace partition byte for byte, the golden set's items, every score and the gate."""
+    scheduled = scheduled_evals(stack)
+    gated = gated_offline_run(stack)
+    began = time.monotonic()
+
+    # Mapped tasks went to both workers, each of which recorded its own host name and wrote its temporary files
+    # (multiprocessing's, torch's) in its own temp folder.
+    by_host = mapped_tasks_by_host(stack)
+    assert sorted(by_host) == stack.plan.workers, {host: len(tasks) for host, tasks in by_host.items()}
+    print(f"\nmapped task instances per worker: { {host: len(tasks) for host, tasks in by_host.items()} }")
+    for name in stack.plan.workers:
+        assert any(Path(stack.plan.services[name].env["TMPDIR"]).iterdir()), f"{name}'s tasks left nothing in its TMPDIR"
+
+    from pipelines.evaluation.runs.offline import run_offline_eval
+    from pipelines.evaluation.runs.online import run_online_eval
+    from pipelines.evaluation.runs.params import eval_params, online_params
+    from pipelines.golden.params import load_golden_params
+    from pipelines.golden.steps import build_golden
+    from pipelines.traces.steps import run_trace_sampling
+    from pipelines.workspace import Workspace
+
+    settings = one_process_settings(stack, tmp_path / "one-process")
+    stack_workspace = Workspace(Path(plan_env(stack)["RAGWATCH_WORKSPACE"]))
+    one_workspace = Workspace.from_settings(settings)
+    day = datetime.fromisoformat(scheduled["trace_sampling"]["logical_date"]).date()
+
+    # golden_build: the first start's run (before any trace partition existed, as here).
+    [first_build] = [r for r in stack.runs("golden_build") if r["run_type"] != "asset_triggered"][:1]
+    params = load_golden_params(settings)
+    build_golden(settings, params, logical_date=datetime.fromisoformat(first_build["run_after"]).date())
+    ours, theirs = (golden_items(w.golden(params.name).released_items) for w in (one_workspace, stack_workspace))
+    assert ours.keys() == theirs.keys() and ours == theirs
+
+    # trace_sampling: the scheduled day's partition, byte for byte.
+    run_trace_sampling(settings, day, version=False)
+    stack_partition, one_partition = stack_workspace.traces_partition(day).root, one_workspace.traces_partition(day).root
+    files = sorted(p.relative_to(stack_partition) for p in stack_partition.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(one_partition) for p in one_partition.rglob("*") if p.is_file())
+    assert [f for f in files if (stack_partition / f).read_bytes() != (one_partition / f).read_bytes()] == []
+
+    # offline_eval, scheduled then gated against it; online_eval for the scheduled day.
+    end = lambda run: datetime.fromisoformat(run["data_interval_end"]).date()  # noqa: E731 (the DAG's logical date)
+    first, _ = run_offline_eval(settings, eval_params(settings), logical_date=end(scheduled["offline_eval"]))
+    second, _ = run_offline_eval(settings, eval_params(settings, limit=GATED_RUN_ITEMS), logical_date=end(gated))
+    online = run_online_eval(settings, day, online_params(settings), push=False)
+    run_ids = [first.run_id, second.run_id, online.run_id]
+    ours = published_results(settings.resolved_results_url, run_ids)
+    theirs = published_results(plan_env(stack)["RAGWATCH_RESULTS_URL"], run_ids)
+    for run_id in run_ids:
+        mine, stacks = ours[run_id].pop("scores"), theirs[run_id].pop("scores")
+        assert mine.keys() == stacks.keys() and mine, run_id
+        # Equal but for the local sentence encoder's float32 sums (answer relevancy's cosines), which come out in
+        # another order with another batch or thread count: ~1e-8 apart, so values are compared to 1e-6.
+        differ = {key: (mine[key], stacks[key]) for key in mine if not same_score(mine[key], stacks[key])}
+        assert not differ, (run_id, list(differ.items())[:5])
+        assert ours[run_id] == theirs[run_id], run_id  # gate verdict (overall, per metric, per comparison), version
+    assert theirs[second.run_id]["gate_passed"] is not None and theirs[second.run_id]["verdict"]  # the gated run decided
+    stack.timings["the same runs in one process"] = time.monotonic() - began
 
 
 # --- 6. A corpus refresh, as a data team triggers it --------------------------------------------------------
