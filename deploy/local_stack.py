@@ -169,8 +169,8 @@ WORKER_ENV_DOC = {
     "AIRFLOW__CORE__HOSTNAME_CALLABLE": "the host name a task instance records: each container has its own; here the "
                                         "workers share one machine's, so each names itself (deploy/airflow/worker_hostname.py)",
     "RAGWATCH_STACK_WORKER": "the name that callable returns: airflow-worker-<n>",
-    "AIRFLOW__CELERY__WORKER_CONCURRENCY": "task processes per worker: the machine's cores shared out between the "
-                                           "workers (at least one each)",
+    "AIRFLOW__CELERY__WORKER_CONCURRENCY": "task processes per worker: the executor's slots (LLM pool + cores) "
+                                           "shared out between the workers (at least two each)",
 }
 """Set per Celery worker on top of the Airflow environment, with the reason. Shared with every other Airflow
 process, as on several machines: the services, the data workspace (RAGWATCH_WORKSPACE: a shared filesystem
@@ -491,10 +491,12 @@ def celery_services(plan: Plan, services: dict, workers: int) -> dict[str, Servi
             "AIRFLOW_HOME": str(folder / "airflow"),
             "AIRFLOW__CORE__HOSTNAME_CALLABLE": "deploy.airflow.worker_hostname.hostname",
             "RAGWATCH_STACK_WORKER": name,
-            "AIRFLOW__CELERY__WORKER_CONCURRENCY": str(max(1, (os.cpu_count() or 2) // workers)),
-            # The shared LLM cache (issue 19, item 4) is wired here: RAGWATCH_LLM_CACHE_URL, the same
-            # PostgreSQL URL for every worker, so a retry on another worker sends no request twice.
+            # The executor's slots, shared out: the LLM pool can never fill them all (see `parallelism`).
+            "AIRFLOW__CELERY__WORKER_CONCURRENCY": str(max(2, -(-parallelism(plan.airflow_env) // workers))),
         }  # fmt: skip
+        # RAGWATCH_LLM_CACHE_URL comes with plan.airflow_env from compose: one PostgreSQL table for every
+        # worker, so a batch retried or backfilled on another worker sends no request twice.
+        assert env.get("RAGWATCH_LLM_CACHE_URL", "").startswith("postgresql"), "the workers must share the LLM cache"
         assert set(env) - set(plan.airflow_env) <= set(WORKER_ENV_DOC)
         argv = [str(BIN / "airflow"), *command, *ONE_MACHINE["args_added"]["airflow-worker"],
                 "--celery-hostname", f"{name}@{socket.gethostname()}"]  # fmt: skip
