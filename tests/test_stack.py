@@ -371,6 +371,15 @@ def test_backfill_two_days_from_the_ui_and_read_the_scores(stack: StackSession, 
     page.text_appears("Backfill generated")
     page.screenshot("backfill-started")
 
+    # While the backfill runs, the ragwatch page lists its runs in progress with their task states.
+    browser.get(f"{stack.base_url}/ragwatch/")
+    page.text_appears("in progress")
+    page.text_appears(days[0].isoformat())  # the backfill's first day, in the trace_sampling row
+    in_progress = stack.api("GET", "/ragwatch/api/latest").json()["suites"]["online"]["in_progress"]
+    assert any(r["dag_id"] == "trace_sampling" and r["run_id"].startswith("backfill__") and r["task_states"]
+               for r in in_progress), in_progress  # fmt: skip
+    page.screenshot("ragwatch-page-in-progress")
+
     runs = stack.wait_for_runs("trace_sampling", "backfill", BACKFILL_DAYS, EVAL_BUDGET_S)
     stack.timings[f"UI backfill of {BACKFILL_DAYS} days"] = time.monotonic() - began
     assert sorted((datetime.fromisoformat(r["logical_date"]).date(), r["state"]) for r in runs) == [
@@ -404,6 +413,12 @@ def test_backfill_two_days_from_the_ui_and_read_the_scores(stack: StackSession, 
         for metric in (m for run in latest[suite]["runs"] for m in run["metrics"]):
             shown = "–" if metric["mean"] is None else f"{metric['mean']:.3f}"
             assert re.search(rf"{re.escape(metric['metric'])}\b.*{re.escape(shown)}", text), (suite, metric)
+
+    # The alerts page `make up` prints: Prometheus lists ragwatch's alert rules there.
+    browser.get(ls.alerts_page(stack.plan))
+    page.text_appears("RagEvalGateFailed")
+    page.text_appears("RagJudgeNotTrusted")
+    page.screenshot("prometheus-alerts")
 
 
 # --- 4. The schedules run ----------------------------------------------------------------------------------------

@@ -17,10 +17,10 @@ from pipelines.workspace import Workspace
 def write_promoted_partition(workspace: Workspace, day: date, rows: int = 20) -> Path:
     """A promoted partition of `day` (what `promote_trace_sample` leaves), relative to the workspace."""
     paths = workspace.traces_partition(day)
-    paths.quarantine.parent.mkdir(parents=True)
+    paths.quarantine_part(0).parent.mkdir(parents=True)
     table = pa.table({"trace_id": [f"{day}-{i}" for i in range(rows)], "question": [f"question {i} of {day}?" for i in range(rows)]})
-    pq.write_table(table, paths.data)
-    pq.write_table(table.slice(0, 0).append_column("reason", pa.array([], pa.string())), paths.quarantine)
+    pq.write_table(table, paths.part(0))
+    pq.write_table(table.slice(0, 0).append_column("reason", pa.array([], pa.string())), paths.quarantine_part(0))
     write_manifest(paths.manifest, {"day": day.isoformat(), "sampled": rows, "quarantined": 0})
     return workspace.relative(paths.root)
 
