@@ -1076,7 +1076,7 @@ def bench_online(
     as_json: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
 ) -> None:
     """Requests (sent vs expected), wall vs ideal and peak RSS of the online eval on a day of N sampled traces."""
-    from pipelines.bench.online import format_online_bench, run_online_bench
+    from pipelines.bench.online import format_online_bench, recorded_equals_served, run_online_bench
 
     try:
         result = run_online_bench(rows, latency_s=latency, capacity=capacity, max_traces=max_traces,
@@ -1087,6 +1087,9 @@ def bench_online(
         typer.echo(json.dumps(result, indent=2))
     else:
         typer.echo(format_online_bench(result))
+    if not recorded_equals_served(result):
+        _fail(f"the run recorded {result['recorded_requests']:,} requests ({result['recorded_by_model']}) where the "
+              f"simulator served {result['requests']:,} ({result['by_model']}): the usage accounting missed some")
 
 
 @bench_app.command("plan")
