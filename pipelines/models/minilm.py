@@ -44,11 +44,10 @@ class MiniLM:
         self.eps = config["layer_norm_eps"]
         self.dim = config["hidden_size"]
         weights = load_file(str(path / "model.safetensors"))
-        self._w = {name: np.ascontiguousarray(value) for name, value in weights.items() if value.dtype == np.float32}
-        # Linear layers as (in, out): x @ W without a transpose per call.
-        for name in [n for n in self._w if n.endswith("dense.weight") or n.endswith(("query.weight", "key.weight",
-                                                                                       "value.weight"))]:  # fmt: skip
-            self._w[name] = np.ascontiguousarray(self._w[name].T)
+        # Linear layers as (in, out) views of the stored (out, in): BLAS reads a transposed matrix as it is, no copy.
+        linear = ("dense.weight", "query.weight", "key.weight", "value.weight")
+        self._w = {name: value.T if name.endswith(linear) else value for name, value in weights.items()
+                   if value.dtype == np.float32}  # fmt: skip
         self.tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
         self.tokenizer.enable_truncation(MAX_SEQ_LENGTH)
         self.tokenizer.no_padding()
