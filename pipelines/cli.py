@@ -738,6 +738,8 @@ def print_eval_summary(summary) -> None:
     if summary.judge_audit_queued:
         console.print(f"{summary.judge_audit_queued} judged items queued for labelling in the inbox (judge-audit-*.csv); "
                       "`ragwatch judge labels import FILE` takes them back")  # fmt: skip
+    if summary.cost is not None:
+        console.print(_cost_table(summary.cost))
     console.print(f"report: {summary.report}")
 
 
@@ -756,6 +758,20 @@ def _judge_trust_line(row) -> str:
     if row.more_labels is not None:
         line += f"; {row.more_labels} more labels for ±{row.half_width}"
     return line
+
+
+def _cost_table(cost) -> Table:
+    """The run's model requests per stage and metric (pipelines.evaluation.runs.cost)."""
+    table = Table(title=f"cost of this run: {cost.total('requests'):,} requests for {cost.items} items "
+                        f"({cost.total('cache_hits'):,} from the LLM cache)")  # fmt: skip
+    for column in ("stage", "metric", "model", "requests", "per item", "cache hits", "prompt tokens",
+                   "completion tokens", "LLM-s"):  # fmt: skip
+        table.add_column(column, justify="left" if column in ("stage", "metric", "model") else "right")
+    for row in cost.rows:
+        table.add_row(row.stage, escape(row.metric), escape(row.model), f"{row.requests:,}",
+                      f"{row.requests / cost.items:.2f}" if cost.items else "–", f"{row.cache_hits:,}",
+                      f"{row.prompt_tokens:,}", f"{row.completion_tokens:,}", f"{row.llm_seconds:.1f}")  # fmt: skip
+    return table
 
 
 @eval_app.command("offline")
@@ -1060,7 +1076,7 @@ def bench_online(
     as_json: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
 ) -> None:
     """Requests (sent vs expected), wall vs ideal and peak RSS of the online eval on a day of N sampled traces."""
-    from pipelines.bench.online import format_online_bench, run_online_bench
+    from pipelines.bench.online import format_online_bench, recorded_equals_served, run_online_bench
 
     try:
         result = run_online_bench(rows, latency_s=latency, capacity=capacity, max_traces=max_traces,
@@ -1071,6 +1087,9 @@ def bench_online(
         typer.echo(json.dumps(result, indent=2))
     else:
         typer.echo(format_online_bench(result))
+    if not recorded_equals_served(result):
+        _fail(f"the run recorded {result['recorded_requests']:,} requests ({result['recorded_by_model']}) where the "
+              f"simulator served {result['requests']:,} ({result['by_model']}): the usage accounting missed some")
 
 
 @bench_app.command("plan")

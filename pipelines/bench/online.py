@@ -8,9 +8,11 @@ it runs once more on the same LLM cache, which should send no request at all.
 
 What it reports:
 - the rows of the day per stratum, the traces judged per stratum and the traces given noise ΔF;
-- requests the simulator served per model (judge, generator) against what the eval's code sends per
-  trace (`JUDGE_PER_JUDGED_TRACE`, `GENERATOR_PER_NOISE_TRACE`, `NOISE_JUDGE_PER_TRACE_MAX`), and against
-  the distinct requests the fresh LLM cache holds after the run: equal means none was sent twice or retried;
+- the requests the run recorded per stage (its usage files, `pipelines.evaluation.runs.cost`), their sum and
+  per model against what the simulator served (`/admin/stats`): equal, exactly; per judged trace per stage;
+  against what the eval's code sends per trace (`JUDGE_PER_JUDGED_TRACE`, `GENERATOR_PER_NOISE_TRACE`,
+  `NOISE_JUDGE_PER_TRACE_MAX`: the judge's noise part is a bound), and against the distinct requests the fresh
+  LLM cache holds after the run: equal means none was sent twice or retried;
 - the eval's wall time against the ideal requests × latency ÷ capacity (every slot of the server
   busy all the time), efficiency = ideal ÷ wall;
 - peak RSS of the task process (getrusage) and of the task with its workers (sampled every 0.2 s,
@@ -36,6 +38,7 @@ from rich.table import Table
 
 from pipelines.bench.eval import _ideal, _served, _stats, simulator_process
 from pipelines.bench.sample import _TreeRss, in_spawned_process
+from pipelines.evaluation.runs.cost import RunCost
 from pipelines.bench.sampled_day import DAY, POOL_SIZE, cited_chunks, index_demo_corpus, sampled_pool, write_sampled_day
 from pipelines.models.cache import LLMCache
 from pipelines.models.simulator import SimulatorKnobs
@@ -137,6 +140,7 @@ def eval_task(settings: Settings, day: date) -> dict[str, Any]:
     no_noise = sum(1 for s in noise_scores if (s.error or "").startswith("no eligible"))
     statuses = Counter(s.status for s in scores)
     return {"eval_s": eval_s, "run_id": summary.run_id, "items": summary.items,
+            "cost": summary.cost.model_dump() if summary.cost else None,
             "judged": dict(sorted(Counter(judged.values()).items())), "noise": len(noise), "unclaimed": unclaimed, "no_noise": no_noise,
             "scores": dict(statuses)}  # fmt: skip
 
@@ -198,6 +202,8 @@ def run_online_bench(rows: int, *, latency_s: float = DEFAULT_LATENCY_S, capacit
     judged = sum(first["judged"].values())
     expected = expected_requests(judged, first["noise"], first["unclaimed"], first["no_noise"])
     ideal = _ideal(served["requests"], latency_s, capacity)
+    recorded = RunCost.model_validate(first["cost"])
+    rerun_cost = RunCost.model_validate(rerun["cost"])
     return {
         "rows": rows, "latency_s": latency_s, "capacity": capacity, "seed": seed,
         "max_traces": max_traces, "noise_share": noise_share,
@@ -207,12 +213,20 @@ def run_online_bench(rows: int, *, latency_s: float = DEFAULT_LATENCY_S, capacit
         "scores": first["scores"],
         "requests": served["requests"], "endpoints": served["endpoints"], "by_model": models,
         "expected": expected, "distinct_requests": cached,
+        "recorded": {stage: int(counts["requests"]) for stage, counts in recorded.by_stage().items()},
+        "recorded_by_model": recorded.by_model(), "recorded_requests": int(recorded.total("requests")),
+        "recorded_cache_hits": int(recorded.total("cache_hits")),
+        "recorded_tokens": {"prompt": int(recorded.total("prompt_tokens")),
+                            "completion": int(recorded.total("completion_tokens"))},
+        "llm_seconds": recorded.total("llm_seconds"),
         "prompt_tokens": served["prompt_tokens"], "completion_tokens": served["completion_tokens"],
         "max_concurrent": after["max_concurrent"],
         "eval_s": first["eval_s"], "task_s": first["process_wall_s"], "ideal_s": ideal,
         "efficiency": ideal / first["eval_s"] if first["eval_s"] else None,
         "peak_rss_mb": first["peak_rss_mb"], "tree_peak_rss_mb": first["tree_peak_rss_mb"],
         "rerun": {"requests": again["requests"] - after["requests"], "eval_s": rerun["eval_s"],
+                  "recorded_requests": int(rerun_cost.total("requests")),
+                  "recorded_cache_hits": int(rerun_cost.total("cache_hits")),
                   "task_s": rerun["process_wall_s"], "judged": sum(rerun["judged"].values()),
                   "peak_rss_mb": rerun["peak_rss_mb"], "tree_peak_rss_mb": rerun["tree_peak_rss_mb"]},
     }  # fmt: skip
@@ -235,12 +249,24 @@ def format_online_bench(result: dict[str, Any]) -> str:
     table.add_row("noise ΔF traces", f"{result['noise']:,}", ("" if result["noise_share"] is None else
                   f"share {result['noise_share']:g}; ") + f"{result['no_noise_chunk']:,} with no eligible noise chunk")  # fmt: skip
     table.add_section()
-    for model, (low, high) in sorted(result["expected"].items()):
-        sent = result["by_model"].get(model, 0)
-        verdict = ("equal" if sent == low == high else "within" if low <= sent <= high else "OUTSIDE")
-        table.add_row(f"requests sent, {model}", f"{sent:,}",
-                      f"expected {low:,}" + (f" … {high:,}" if high != low else "") + f" ({verdict})")  # fmt: skip
-    table.add_row("requests sent, all", f"{result['requests']:,}", f"per trace: {expected_formula()}")
+    judged, noise = result["judged"], result["noise"]
+    for stage, n in result["recorded"].items():
+        per = f"{n / judged:.3f} per judged trace" if judged else ""
+        if stage.startswith("noise") and noise:
+            per += f", {n / noise:.3f} per noise trace"
+        table.add_row(f"requests recorded by the run, {stage}", f"{n:,}", per)
+    verdict = "equal" if recorded_equals_served(result) else "DIFFERENT"
+    table.add_row("requests recorded, all", f"{result['recorded_requests']:,}",
+                  f"{result['recorded_requests'] / judged:.3f} per judged trace; the simulator served "
+                  f"{result['requests']:,}: {verdict}" if judged else verdict)  # fmt: skip
+    for model, sent in sorted(result["by_model"].items()):
+        mine = result["recorded_by_model"].get(model, 0)
+        low, high = result["expected"].get(model, (None, None))
+        bound = "" if low is None else f"; per trace expected {low:,}" + (f" … {high:,}" if high != low else "")
+        table.add_row(f"  {model}", f"{mine:,}", f"simulator {sent:,} ({'equal' if mine == sent else 'DIFFERENT'}){bound}")
+    table.add_row("tokens recorded (prompt + completion)", f"{result['recorded_tokens']['prompt']:,} + "
+                  f"{result['recorded_tokens']['completion']:,}", f"simulator {result['prompt_tokens']:,} + "
+                  f"{result['completion_tokens']:,}; {result['llm_seconds']:,.0f} LLM-seconds")  # fmt: skip
     repeated = result["requests"] - result["distinct_requests"]
     table.add_row("distinct requests (cache entries)", f"{result['distinct_requests']:,}",
                   "equal to sent: none sent twice or retried" if not repeated else f"{repeated:,} sent twice or retried")  # fmt: skip
@@ -256,7 +282,8 @@ def format_online_bench(result: dict[str, Any]) -> str:
     table.add_row("peak RSS, eval task", f"{result['peak_rss_mb']:.0f} MB",
                   f"with its workers {result['tree_peak_rss_mb']:.0f} MB")  # fmt: skip
     table.add_section()
-    table.add_row("cached rerun: requests sent", f"{rerun['requests']:,}", f"wall {rerun['eval_s']:.1f} s, "
+    table.add_row("cached rerun: requests sent", f"{rerun['requests']:,}", f"recorded {rerun['recorded_requests']:,} "
+                  f"and {rerun['recorded_cache_hits']:,} cache hits; wall {rerun['eval_s']:.1f} s, "
                   f"peak RSS {rerun['peak_rss_mb']:.0f} MB / with workers {rerun['tree_peak_rss_mb']:.0f} MB")  # fmt: skip
     table.add_row("building the day (not the eval)", f"{build['wall_s']:.1f} s",
                   f"peak RSS {build['peak_rss_mb']:.0f} MB / with workers {build['tree_peak_rss_mb']:.0f} MB; "
@@ -264,6 +291,11 @@ def format_online_bench(result: dict[str, Any]) -> str:
     console = Console(file=io.StringIO(), width=130)
     console.print(table)
     return console.file.getvalue()
+
+
+def recorded_equals_served(result: dict[str, Any]) -> bool:
+    """Whether the run's own usage records add up to what the simulator served, in all and per model."""
+    return result["recorded_requests"] == result["requests"] and result["recorded_by_model"] == result["by_model"]
 
 
 def _budget(result: dict[str, Any]) -> str:

@@ -27,6 +27,7 @@ from pipelines.golden.review import apply_decisions, read_decisions
 from pipelines.golden.split import assemble, floor_shortfalls, test_split_ids
 from pipelines.handoff import batch_label, check_parts
 from pipelines.models.llm import build_llm, check_models_differ
+from pipelines.models.usage import scope
 from pipelines.records import GoldenItem
 from pipelines.settings import Settings
 from pipelines.stores.corpus import open_corpus_index
@@ -159,7 +160,8 @@ def generate_golden_batch(settings: Settings, name: str, start: int, end: int) -
     meta = _plan_meta(p)
     jobs = [Job.model_validate(row) for row in read_jsonl(p.plan)[start:end]]
     llm = build_llm(settings, "generator")
-    items, failures = generate_items(llm, jobs, corpus_version=meta["corpus_version"], created_at=meta["created_at"])
+    with scope(stage="golden_generate"):
+        items, failures = generate_items(llm, jobs, corpus_version=meta["corpus_version"], created_at=meta["created_at"])
     write_jsonl(p.generated_part(start), (item.model_dump(mode="json") for item in items))
     write_jsonl(p.failed_part(start), failures)
     p.cost_part(start).write_text(json.dumps(model_usage(llm.counters.summary()), sort_keys=True))
@@ -199,7 +201,8 @@ def filter_golden(settings: Settings, params: GoldenParams) -> Filtered:
     check_models_differ(settings, log)
     judge = build_llm(settings, "judge")
     embedder = build_embedder(settings)
-    outcome = filter_items(candidates, judge, embedder.embed, near_duplicate_cosine=params.near_duplicate_cosine)
+    with scope(stage="golden_filter"):
+        outcome = filter_items(candidates, judge, embedder.embed, near_duplicate_cosine=params.near_duplicate_cosine)
     funnel = {"failed_generation_jobs": len(failed_jobs), **outcome.funnel,
               "rejected_by_reason": dict(sorted(Counter(r["reason"] for r in outcome.rejected).items()))}  # fmt: skip
     generation = added(json.loads(p.cost_part(start).read_text()) for start in starts)

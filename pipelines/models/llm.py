@@ -34,6 +34,7 @@ from pydantic import BaseModel, ValidationError
 from pipelines.models.cache import ResponseCache, cache_key, open_llm_cache
 from pipelines.models.offline import OFFLINE_MODEL, choose_tool
 from pipelines.models.prompts import SAMPLE_NOTE, In, Out, Prompt, repair_messages
+from pipelines.models.usage import UsageLedger, UsageRow, current, default_metric
 from pipelines.records import ToolCall
 from pipelines.settings import ModelEndpoint, Settings
 
@@ -69,7 +70,8 @@ ToolCallResult = LLMResult[list[ToolCall]]
 
 
 class LLMCounters:
-    """Totals over every call of one LLM instance; safe to update from several threads."""
+    """Totals over every call of one LLM instance, and the same per stage and metric (`usage`, usage.py); safe to
+    update from several threads."""
 
     FIELDS = ("items", "calls", "cache_hits", "failures", "retries", "repairs", "sample_requests", "prompt_tokens",
               "completion_tokens")
@@ -80,13 +82,16 @@ class LLMCounters:
         self.items = self.calls = self.cache_hits = self.failures = self.retries = self.repairs = 0
         self.sample_requests = 0
         self.prompt_tokens = self.completion_tokens = 0
-        self.latency_s = 0.0
+        self.latency_s = self.llm_seconds = 0.0
         self.failure_kinds: Counter[str] = Counter()
+        self.usage = UsageLedger()
 
     def add(self, **amounts: float) -> None:
         with self._lock:
             for name, amount in amounts.items():
                 setattr(self, name, getattr(self, name) + amount)
+        if scoped := {_IN_LEDGER[name]: amount for name, amount in amounts.items() if name in _IN_LEDGER}:
+            self.usage.add(current(), **scoped)
 
     def record(self, result: LLMResult) -> None:
         with self._lock:
@@ -96,12 +101,14 @@ class LLMCounters:
             if result.error is not None:
                 self.failures += 1
                 self.failure_kinds[_failure_kind(result.error)] += 1
+        self.usage.add(current(), cache_hits=int(result.cached), failures=int(result.error is not None))
 
     def summary(self) -> dict[str, Any]:
         with self._lock:
             return {
                 **{name: getattr(self, name) for name in self.FIELDS},
                 "latency_s": round(self.latency_s, 3),
+                "llm_seconds": round(self.llm_seconds, 3),
                 "failure_kinds": dict(self.failure_kinds),
             }
 
@@ -117,6 +124,11 @@ class LLMCounters:
         )  # fmt: skip
 
 
+_IN_LEDGER = {"calls": "requests", "prompt_tokens": "prompt_tokens", "completion_tokens": "completion_tokens",
+              "llm_seconds": "llm_seconds"}  # fmt: skip
+"""Counters that are also kept per stage and metric, under the ledger's names."""
+
+
 def _failure_kind(error: str) -> str:
     # Reasons read "<kind> after N attempts ..." or "<kind>: detail"; the kind groups them in the summary.
     return re.split(r" after |: | \(", error, maxsplit=1)[0]
@@ -130,6 +142,8 @@ class LLM(ABC):
     """
 
     model: str
+    role: str = "llm"
+    """"judge" or "generator" when `build_llm` made it: the usage rows say whose endpoint served a request."""
 
     def __init__(self, cache: ResponseCache | None = None):
         self.cache = cache
@@ -137,10 +151,14 @@ class LLM(ABC):
         self._traceback_logged = False
 
     async def run(self, prompt: Prompt[In, Out], inputs: In) -> LLMResult[Out]:
-        return await self._timed(self._run(prompt, inputs))
+        return await self._timed(self._run(prompt, inputs), prompt.name)
 
     async def chat_with_tools(self, messages: list[dict], tools: list[dict]) -> ToolCallResult:
-        return await self._timed(self._chat_with_tools(messages, tools))
+        return await self._timed(self._chat_with_tools(messages, tools), "tool_call")
+
+    def usage_rows(self) -> list[UsageRow]:
+        """What this instance's calls cost, per stage and metric (usage.py)."""
+        return self.counters.usage.rows(self.role, self.model)
 
     async def run_many(
         self, prompt: Prompt[In, Out], inputs_list: Sequence[In], progress: Progress | None = None
@@ -164,7 +182,7 @@ class LLM(ABC):
         samples are one reply n times. All n come back, or the result fails with the reason."""
         if n < 1:
             raise ValueError(f"n must be at least 1, not {n}")
-        return await self._timed(self._run_samples(prompt, inputs, n))
+        return await self._timed(self._run_samples(prompt, inputs, n), prompt.name)
 
     def run_sync(self, prompt: Prompt[In, Out], inputs: In) -> LLMResult[Out]:
         return self._blocking(lambda: self.run(prompt, inputs))
@@ -186,18 +204,20 @@ class LLM(ABC):
     async def _run_samples(self, prompt: Prompt[In, Out], inputs: In, n: int) -> LLMResult[list[Out]]:
         raise NotImplementedError(f"{type(self).__name__} cannot ask for several samples of a prompt")
 
-    async def _timed(self, call: Awaitable[LLMResult]) -> LLMResult:
+    async def _timed(self, call: Awaitable[LLMResult], metric: str) -> LLMResult:
+        """`call`'s result, timed and counted (under the caller's usage scope; `metric` when it names none)."""
         started = time.monotonic()
-        try:
-            result = await call
-        except NotImplementedError:
-            raise
-        except Exception as exc:  # a bug met by one item must not sink the batch; the reason travels with it
-            log.warning("%s: unexpected %s", self.model, type(exc).__name__, exc_info=not self._traceback_logged)
-            self._traceback_logged = True
-            result = LLMResult(None, f"{type(exc).__name__}: {exc}", self.model)
-        result = dataclasses.replace(result, latency_s=time.monotonic() - started)
-        self.counters.record(result)
+        with default_metric(metric):
+            try:
+                result = await call
+            except NotImplementedError:
+                raise
+            except Exception as exc:  # a bug met by one item must not sink the batch; the reason travels with it
+                log.warning("%s: unexpected %s", self.model, type(exc).__name__, exc_info=not self._traceback_logged)
+                self._traceback_logged = True
+                result = LLMResult(None, f"{type(exc).__name__}: {exc}", self.model)
+            result = dataclasses.replace(result, latency_s=time.monotonic() - started)
+            self.counters.record(result)
         return result
 
     def _blocking(self, make_call: Callable[[], Awaitable[T]]) -> T:
@@ -284,9 +304,7 @@ class OfflineLLM(LLM):
         key = self._prompt_key(prompt, prompt.messages(inputs)) if self.cache is not None else None
         if (hit := self._cached_value(key, prompt)) is not None:
             return hit
-        self.counters.add(calls=1)
-        # Off the event loop: some offline answers embed text or scan corpora.
-        value = await asyncio.to_thread(prompt.offline, inputs)
+        value = await self._computed(lambda: prompt.offline(inputs))
         self._remember_value(key, value)
         return LLMResult(value, None, self.model, attempts=1)
 
@@ -294,8 +312,7 @@ class OfflineLLM(LLM):
         key = self._prompt_key(prompt, prompt.messages(inputs), n) if self.cache is not None else None
         if (hit := self._cached_values(key, prompt)) is not None:
             return hit
-        self.counters.add(calls=1)
-        values = await asyncio.to_thread(lambda: [prompt.offline_sample(inputs, k) for k in range(n)])
+        values = await self._computed(lambda: [prompt.offline_sample(inputs, k) for k in range(n)])
         self._remember_values(key, values)
         return LLMResult(values, None, self.model, attempts=1)
 
@@ -303,10 +320,19 @@ class OfflineLLM(LLM):
         key = self._tools_key(messages, tools)
         if (hit := self._cached_tool_calls(key)) is not None:
             return hit
-        self.counters.add(calls=1)
-        calls = await asyncio.to_thread(choose_tool, messages, tools)
+        calls = await self._computed(lambda: choose_tool(messages, tools))
         self._remember_tool_calls(key, calls)
         return LLMResult(calls, None, self.model, attempts=1)
+
+    async def _computed(self, answer: Callable[[], T]) -> T:
+        """One offline "request": counted as one, its compute time as LLM-seconds. Off the event loop: some offline
+        answers embed text or scan corpora."""
+        self.counters.add(calls=1)
+        started = time.monotonic()
+        try:
+            return await asyncio.to_thread(answer)
+        finally:
+            self.counters.add(llm_seconds=time.monotonic() - started)
 
 
 @dataclass
@@ -462,12 +488,16 @@ class OpenAICompatibleLLM(LLM):
             try:
                 async with limit:
                     self.counters.add(calls=1)
-                    # The client's own timeout bounds each socket read, not the whole request: a server
-                    # trickling bytes could hold it for ever, so the request as a whole is bounded too.
-                    async with asyncio.timeout(self.endpoint.timeout_s):
-                        async with client.post(self._url, data=body) as response:
-                            reply = _HTTPReply(response.status, response.reason or "", response.headers.get("retry-after"),
-                                               await response.read())  # fmt: skip
+                    sent = time.monotonic()
+                    try:
+                        # The client's own timeout bounds each socket read, not the whole request: a server
+                        # trickling bytes could hold it for ever, so the request as a whole is bounded too.
+                        async with asyncio.timeout(self.endpoint.timeout_s):
+                            async with client.post(self._url, data=body) as response:
+                                reply = _HTTPReply(response.status, response.reason or "",
+                                                   response.headers.get("retry-after"), await response.read())  # fmt: skip
+                    finally:
+                        self.counters.add(llm_seconds=time.monotonic() - sent)
                 if 200 <= reply.status < 300:
                     return self._reply(reply, attempts)
                 status = reply.status
@@ -609,8 +639,12 @@ def build_llm(settings: Settings, role: Literal["generator", "judge"]) -> LLM:
     if role not in ("generator", "judge"):
         raise ValueError(f"unknown model role {role!r}; expected 'generator' or 'judge'")
     if settings.llm_backend == "offline":
-        return OfflineLLM()
-    return OpenAICompatibleLLM(getattr(settings, role), open_llm_cache(settings))
+        llm = OfflineLLM()
+        llm.role = role
+        return llm
+    llm = OpenAICompatibleLLM(getattr(settings, role), open_llm_cache(settings))
+    llm.role = role
+    return llm
 
 
 def check_models_differ(settings: Settings, logger: logging.Logger = log) -> bool:

@@ -58,6 +58,9 @@ class EvalRun:
     report_path: str | None = None
     created_at: datetime = field(default_factory=_utcnow)
     finished_at: datetime | None = None
+    cost: dict[str, Any] | None = None
+    """What the run's model requests cost per stage and metric (`pipelines.evaluation.runs.cost.RunCost`); None for
+    runs saved before it was recorded."""
     pinned_at: datetime | None = None
     """When the run was pinned as a release (`ragwatch eval pin`): the reference later runs of its target are
     also gated against, and an accepted baseline even if its own gate failed. A rerun of the date keeps it."""
@@ -90,6 +93,7 @@ eval_runs = sa.Table(
     sa.Column("finished_at", sa.DateTime(timezone=True)),
     # Added after the first release: nullable without a default, so `create()` adds it to an existing table.
     sa.Column("pinned_at", sa.DateTime(timezone=True)),
+    sa.Column("cost", _json),
     sa.Index("ix_eval_runs_suite_target_date", "suite", "target", "logical_date"),
 )
 
@@ -341,7 +345,7 @@ def _run_row(run: EvalRun) -> dict[str, Any]:
         "generator_model": run.generator_model, "params": run.params, "status": run.status,
         "gate_passed": run.gate_passed, "gate": run.gate, "report_path": run.report_path,
         "created_at": _as_utc(run.created_at), "finished_at": _as_utc(run.finished_at),
-        "pinned_at": _as_utc(run.pinned_at),
+        "pinned_at": _as_utc(run.pinned_at), "cost": run.cost,
     }  # fmt: skip
 
 

@@ -70,6 +70,7 @@ from pipelines.evaluation.metrics.judge_prompts import (
 from pipelines.models.embedding_batches import EmbeddingBatches
 from pipelines.models.embeddings import Embedder
 from pipelines.models.llm import LLM, Progress
+from pipelines.models.usage import scope, scoped
 from pipelines.records import Score, ScoreStatus, Suite
 from pipelines.settings import load_settings
 from pipelines.text import abstains
@@ -341,9 +342,11 @@ class RagwatchJudge:
         """An Outcome for each metric of one item."""
         outcomes = {m: Outcome.skipped(reason) for m in metrics if (reason := skip_reason(m, item)) is not None}
         todo = [m for m in metrics if m not in outcomes]
-        jobs = [self._claim_metrics(item, [m for m in todo if m != "answer_relevancy"])]
+        claimed = [m for m in todo if m != "answer_relevancy"]
+        # A request's usage counts under the metrics it serves: the claim requests serve every claim metric at once.
+        jobs = [scoped(self._claim_metrics(item, claimed), metric="+".join(claimed) or None)]
         if "answer_relevancy" in todo:
-            jobs.append(self._relevancy(item))
+            jobs.append(scoped(self._relevancy(item), metric="answer_relevancy"))
         for part in await asyncio.gather(*jobs):
             outcomes.update(part)
         return {m: outcomes[m] for m in metrics}
@@ -533,7 +536,10 @@ async def judge_items(
 
     async def through_ragas(metric: str, item: JudgeInput) -> Outcome:
         reason = skip_reason(metric, item)
-        return Outcome.skipped(reason) if reason is not None else await ragas_metric(metric, item, llm, embeddings)
+        if reason is not None:
+            return Outcome.skipped(reason)
+        with scope(metric=metric):
+            return await ragas_metric(metric, item, llm, embeddings)
 
     async def outcomes_of(item: JudgeInput) -> list[Outcome]:
         if path == "ragwatch":

@@ -58,6 +58,7 @@ from scipy import sparse
 from pipelines.evaluation.metrics.judge import JudgeImplementation, JudgeInput, Outcome, judge_metric, log_outcomes
 from pipelines.models.embeddings import Embedder
 from pipelines.models.llm import LLM, Progress
+from pipelines.models.usage import scoped
 from pipelines.records import Score, Suite
 from pipelines.text import content_tokens
 
@@ -374,10 +375,12 @@ async def _one_item(item: JudgeInput, noise: list[NoiseChunk] | None, answer_fn:
     async def nothing() -> None:
         return None
 
+    # Each arm's requests (its answer, its judgement) count under the arm's stage (usage.py).
     clean, noisy_answer, control_answer = await asyncio.gather(
-        _clean_faithfulness(item, llm, clean_score, implementation),
-        _answer(answer_fn, item.question, noisy_contexts) if noise else nothing(),
-        _answer(answer_fn, item.question, list(item.contexts), arm="the clean contexts again") if control else nothing(),
+        scoped(_clean_faithfulness(item, llm, clean_score, implementation), stage="noise_clean"),
+        scoped(_answer(answer_fn, item.question, noisy_contexts), stage="noise_noisy") if noise else nothing(),
+        scoped(_answer(answer_fn, item.question, list(item.contexts), arm="the clean contexts again"),
+               stage="noise_control") if control else nothing(),
     )  # fmt: skip
     if isinstance(noisy_answer, str):
         details["noisy_answer"] = noisy_answer
@@ -386,8 +389,10 @@ async def _one_item(item: JudgeInput, noise: list[NoiseChunk] | None, answer_fn:
     if clean.status == "ok":
         details["f_clean"] = clean.value
     (delta, f_noisy), (control_delta, f_control) = await asyncio.gather(
-        _delta(item, llm, clean, noisy_answer, "noisy", implementation) if noise else _given(no_noise),
-        _delta(item, llm, clean, control_answer, "clean again", implementation) if control else _given(None),
+        scoped(_delta(item, llm, clean, noisy_answer, "noisy", implementation), stage="noise_noisy") if noise
+        else _given(no_noise),
+        scoped(_delta(item, llm, clean, control_answer, "clean again", implementation), stage="noise_control") if control
+        else _given(None),
     )  # fmt: skip
     details.update({k: v for k, v in (("f_noisy", f_noisy), ("f_control", f_control)) if v is not None})
     return delta, control_delta, details

@@ -35,6 +35,7 @@ from pydantic import BaseModel
 
 from pipelines import inputs
 from pipelines.evaluation.outputs.summary import JudgeTrustRow, RunSummary, judge_trust
+from pipelines.evaluation.runs.cost import RunCost
 from pipelines.evaluation.statistics.diagnose import CONTEXT_PRECISION as DIAGNOSED_PRECISION
 from pipelines.evaluation.statistics.intervals import Aggregate, aggregate
 from pipelines.records import METRICS, gauge_name
@@ -65,7 +66,7 @@ def grouping_key(suite: str, target: str | None = None, app: str | None = None) 
 
 def build_registry(aggregates: Iterable[Aggregate], *, suite: str, target: str | None = None, app: str | None = None,
                    gate_passed: bool | None = None, succeeded_at: float | None = None,
-                   judge: Iterable[JudgeTrustRow] = ()) -> CollectorRegistry:  # fmt: skip
+                   judge: Iterable[JudgeTrustRow] = (), cost: RunCost | None = None) -> CollectorRegistry:  # fmt: skip
     """The gauges of one run. Labels repeat the grouping key so a textfile reads the same as the gateway."""
     registry = CollectorRegistry()
     base = grouping_key(suite, target, app)
@@ -88,6 +89,8 @@ def build_registry(aggregates: Iterable[Aggregate], *, suite: str, target: str |
     if gate_passed is not None:
         Gauge("rag_eval_gate_passed", "1 when the run passed the regression gate", names,
               registry=registry).labels(**base).set(int(gate_passed))  # fmt: skip
+    if cost is not None:
+        _cost_gauges(cost, base, registry)
     last_success = Gauge("rag_eval_last_success_timestamp_seconds",
                          "When the last successful eval of this suite finished", names, registry=registry)
     last_success.labels(**base).set(time.time() if succeeded_at is None else succeeded_at)
@@ -113,15 +116,43 @@ def add_judge_gauges(registry: CollectorRegistry, base: dict[str, str], rows: It
             kappa.labels(**base, metric=row.metric).set(row.kappa)
 
 
+def _cost_gauges(cost: RunCost, base: dict[str, str], registry: CollectorRegistry) -> None:
+    """The run's model usage per stage and metric (models added up: each stage × metric is served by one role).
+    Stages and metrics are a handful of fixed names, so the series stay few."""
+    names = [*base, "stage", "metric"]
+    requests = Gauge("rag_eval_llm_requests", "Requests the run sent to the model servers (every attempt)", names,
+                     registry=registry)  # fmt: skip
+    hits = Gauge("rag_eval_llm_cache_hits", "Model calls of the run the LLM cache answered (no request sent)", names,
+                 registry=registry)  # fmt: skip
+    tokens = Gauge("rag_eval_llm_tokens", "Tokens the model servers reported for the run's requests (`usage`)",
+                   [*names, "kind"], registry=registry)  # fmt: skip
+    seconds = Gauge("rag_eval_llm_seconds", "Summed wall time of the run's requests, sending to reply", names,
+                    registry=registry)  # fmt: skip
+    summed: dict[tuple[str, str], list[float]] = {}
+    for row in cost.rows:
+        counts = summed.setdefault((row.stage, row.metric), [0, 0, 0, 0, 0.0])
+        for i, value in enumerate((row.requests, row.cache_hits, row.prompt_tokens, row.completion_tokens,
+                                   row.llm_seconds)):  # fmt: skip
+            counts[i] += value
+    for (stage, metric), (sent, hit, prompt, completion, llm_s) in summed.items():
+        labels = dict(base, stage=stage, metric=metric)
+        requests.labels(**labels).set(sent)
+        hits.labels(**labels).set(hit)
+        tokens.labels(**labels, kind="prompt").set(prompt)
+        tokens.labels(**labels, kind="completion").set(completion)
+        seconds.labels(**labels).set(llm_s)
+
+
 def push_scores(settings: Settings, aggregates: Iterable[Aggregate], *, suite: str, target: str | None = None,
                 app: str | None = None, gate_passed: bool | None = None, succeeded_at: datetime | float | None = None,
-                timeout_s: float = 10.0, judge: Iterable[JudgeTrustRow] = ()) -> PushResult:  # fmt: skip
+                timeout_s: float = 10.0, judge: Iterable[JudgeTrustRow] = (),
+                cost: RunCost | None = None) -> PushResult:  # fmt: skip
     """Replace the suite's (and target's) group on the configured Pushgateway, or write
     `metrics/<job>-<suite>-<target>.prom` under home."""
     if isinstance(succeeded_at, datetime):
         succeeded_at = succeeded_at.timestamp()
     registry = build_registry(aggregates, suite=suite, target=target, app=app, gate_passed=gate_passed,
-                              succeeded_at=succeeded_at, judge=judge)  # fmt: skip
+                              succeeded_at=succeeded_at, judge=judge, cost=cost)  # fmt: skip
     samples = sum(len(m.samples) for m in registry.collect())
     job, key = settings.pushgateway_job, grouping_key(suite, target, app)
     if settings.pushgateway_url:
@@ -222,7 +253,8 @@ def push_run(settings: Settings, summary: RunSummary, *, app: str | None = None)
     result = push_scores(settings, aggregates, suite=summary.suite, target=summary.target, app=app,
                          gate_passed=latest.gate_passed,
                          succeeded_at=latest.finished_at or datetime.now(timezone.utc),
-                         judge=judge_trust(latest.params.get("judge_audit")))  # fmt: skip
+                         judge=judge_trust(latest.params.get("judge_audit")),
+                         cost=RunCost.model_validate(latest.cost) if latest.cost else None)  # fmt: skip
     if not result.ok:
         raise RuntimeError(f"push failed: {result.error}. The scores are safe in the results DB; the task retries.")
     return PushedRun(destination=result.destination, mode=result.mode, samples=result.samples)

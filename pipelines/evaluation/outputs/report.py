@@ -23,6 +23,7 @@ from markupsafe import Markup
 from pipelines.evaluation.outputs.charts import Interval, histogram, interval_chart, line_chart
 from pipelines.evaluation.outputs.formatting import interval, number
 from pipelines.evaluation.outputs.summary import judge_trust, judged_strata
+from pipelines.evaluation.runs.cost import RunCost
 from pipelines.evaluation.statistics.diagnose import ATTRIBUTIONS, DEFAULT_MIN_N, NOT_ENOUGH_EVIDENCE, diagnose, summarize_attribution
 from pipelines.evaluation.statistics.gate import Comparison, RunGate
 from pipelines.evaluation.statistics.intervals import (
@@ -30,6 +31,7 @@ from pipelines.evaluation.statistics.intervals import (
 )  # fmt: skip
 from pipelines.files import atomic_write_text
 from pipelines.models.offline import OFFLINE_MODEL
+from pipelines.models.usage import STAGES
 from pipelines.records import METRICS, Score
 from pipelines.stores.results import EvalRun, ResultsStore
 
@@ -116,6 +118,8 @@ def render_report(run: EvalRun, scores: Sequence[Score], *, aggregates: Sequence
         "judge_audit": (run.params or {}).get("judge_audit"),
         "judge_trust": list(zip(judge_trust((run.params or {}).get("judge_audit")),
                                 ((run.params or {}).get("judge_audit") or {}).get("calibration", []))),
+        "cost": RunCost.model_validate(run.cost) if run.cost else None,
+        "stages": STAGES,
     }
     return _TEMPLATE.render(**context)
 
@@ -453,6 +457,30 @@ s.status }}</span>{% endif %}{% if not loop.last %} · {% endif %}{% endfor %}</
 {% else %}
 <p class="muted">No item has an ok score.</p>
 {% endfor %}
+
+<h2>Cost of this run</h2>
+{% if cost %}
+<p>{{ "{:,}".format(cost.total("requests")) }} requests sent to the model servers ({{ cost.per_item("requests")|num }} per
+item over {{ cost.items }} items), {{ "{:,}".format(cost.total("cache_hits")) }} answered by the LLM cache instead;
+{{ "{:,}".format(cost.total("prompt_tokens")) }} prompt and {{ "{:,}".format(cost.total("completion_tokens")) }} completion
+tokens as the servers reported them ({{ cost.per_item("prompt_tokens")|num }} and {{ cost.per_item("completion_tokens")|num }}
+per item); {{ cost.total("llm_seconds")|num }} LLM-seconds (each request's wall time from sending to the reply, summed:
+concurrent requests overlap).</p>
+<table>
+<tr><th>stage</th><th>metric</th><th>model</th><th>requests</th><th>per item</th><th>cache hits</th>
+<th>prompt tokens</th><th>completion tokens</th><th>LLM-seconds</th><th>failed calls</th></tr>
+{% for row in cost.rows %}
+<tr><td title="{{ stages.get(row.stage, '') }}">{{ row.stage }}</td><td>{{ row.metric }}</td>
+<td>{{ row.model }} ({{ row.role }})</td><td class="num">{{ "{:,}".format(row.requests) }}</td>
+<td class="num">{{ (row.requests / cost.items if cost.items else None)|num }}</td>
+<td class="num">{{ "{:,}".format(row.cache_hits) }}</td><td class="num">{{ "{:,}".format(row.prompt_tokens) }}</td>
+<td class="num">{{ "{:,}".format(row.completion_tokens) }}</td><td class="num">{{ row.llm_seconds|num }}</td>
+<td class="num">{{ row.failures }}</td></tr>
+{% endfor %}
+</table>
+{% else %}
+<p class="muted">Not recorded (a run saved before ragwatch counted its requests).</p>
+{% endif %}
 
 <h2>Scores that failed</h2>
 {% if failures %}

@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from pipelines.evaluation.runs.cost import RunCost
 from pipelines.evaluation.runs.folder import RunHeader
 from pipelines.evaluation.statistics.diagnose import DEFAULT_MIN_N, diagnose
 from pipelines.evaluation.statistics.intervals import BENJAMINI_HOCHBERG, GATED, OVERALL, WESTFALL_YOUNG, Aggregate, aggregate
@@ -110,6 +111,9 @@ class RunSummary(RunHeader):
     """Items this run queued for people to label (outputs/judge_audit.py)."""
     judge_trust: list[JudgeTrustRow] = []
     """Per audited metric: can the judge be trusted (κ over every label so far), and the PPI estimate."""
+    cost: RunCost | None = None
+    """What the run's model requests cost per stage and metric (requests, cache hits, tokens, LLM-seconds); None for a
+    run saved before it was recorded."""
 
 
 def run_summary(run: EvalRun, aggregates: Sequence[Aggregate], *, items: int, baseline: str | None = None,
@@ -134,6 +138,7 @@ def run_summary(run: EvalRun, aggregates: Sequence[Aggregate], *, items: int, ba
         judged_strata=judged_strata(run.params.get("selection"), aggregates),
         judge_audit_queued=(run.params.get("judge_audit") or {}).get("queued"),
         judge_trust=judge_trust(run.params.get("judge_audit")),
+        cost=RunCost.model_validate(run.cost) if run.cost else None,
     )  # fmt: skip
 
 

@@ -19,12 +19,14 @@ from typing import Any
 from pipelines.evaluation.metrics.correctness import CORRECTNESS, AnswerCorrectnessPrompt, CorrectnessInput, correctness_input, correctness_score
 from pipelines.evaluation.metrics.judge import JudgeInput, judge_items
 from pipelines.evaluation.metrics.noise import CONTROL_METRIC, METRIC, NoisePool, noise_delta_f
+from pipelines.evaluation.runs.cost import write_usage
 from pipelines.evaluation.runs.folder import JudgedBatch, judge_part, read_meta, read_rows, run_and_close, stratum_of
 from pipelines.evaluation.runs.params import judge_metric_key, reported_metric
 from pipelines.evaluation.runs.target import build_target
 from pipelines.files import write_jsonl
 from pipelines.models.embeddings import build_embedder
 from pipelines.models.llm import build_llm, check_models_differ
+from pipelines.models.usage import scope
 from pipelines.records import GoldenItem, Score
 from pipelines.settings import Settings
 from pipelines.stores.corpus import open_corpus_index
@@ -69,8 +71,9 @@ def judge_offline_batch(settings: Settings, run_dir: Path, start: int, end: int)
         pool = NoisePool.from_index(index, inputs)
 
         async def all_of_it():
-            judged_scores = await judge_items(inputs, [judge_metric_key(m) for m in params.metrics], judge, embedder,
-                                              **labels)  # fmt: skip
+            with scope(stage="judge"):
+                judged_scores = await judge_items(inputs, [judge_metric_key(m) for m in params.metrics], judge, embedder,
+                                                  **labels)  # fmt: skip
             judged_scores = [s.model_copy(update={"metric": reported_metric(s.metric)}) for s in judged_scores]
             clean = {s.item_id: s for s in judged_scores if s.metric == "faithfulness"}
             language = {r["item"]["question"]: r["item"]["language"] for r in judged}
@@ -78,7 +81,8 @@ def judge_offline_batch(settings: Settings, run_dir: Path, start: int, end: int)
                 inputs, pool, lambda q, ctx: target.answer_with(q, language.get(q, "en"), ctx, sample=1), judge,
                 **labels, mode=params.noise_mode, k=params.noise_k, clean_scores=clean, control=True,
             ) if inputs else []  # fmt: skip
-            verdicts = await judge.run_many(AnswerCorrectnessPrompt(), [g for _, g in graded])
+            with scope(stage="judge", metric=CORRECTNESS):
+                verdicts = await judge.run_many(AnswerCorrectnessPrompt(), [g for _, g in graded])
             return judged_scores + [s for n in noise for s in n.scores], verdicts
 
         judged_scores, verdicts = run_and_close(all_of_it(), getattr(target, "llm", None), judge)
@@ -86,6 +90,7 @@ def judge_offline_batch(settings: Settings, run_dir: Path, start: int, end: int)
     verdict_of = {i.item_id: v for (i, _), v in zip(graded, verdicts)}
     scores += [correctness_score(i.item_id, i.stratum, g, verdict_of.get(i.item_id), **labels, judge_model=judge.model)
                for i, g in zip(inputs, requests)]  # fmt: skip
+    write_usage(run, judge_part(start), (judge, getattr(target, "llm", None)))  # before the scores, as online
     write_jsonl(run.scores(judge_part(start)), (s.model_dump() for s in scores))
     write_jsonl(run.verdicts(judge_part(start)), (
         {"item_id": i.item_id, "correct": v.value.correct if v.ok else None,

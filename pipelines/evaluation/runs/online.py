@@ -38,6 +38,7 @@ from pipelines.evaluation.outputs.inbox import queue_candidates
 from pipelines.evaluation.outputs.push import push_run
 from pipelines.evaluation.outputs.report import ItemView
 from pipelines.evaluation.outputs.summary import RunSummary
+from pipelines.evaluation.runs.cost import run_cost, write_usage
 from pipelines.evaluation.runs.finalize import publish_run
 from pipelines.evaluation.runs.folder import (JudgedBatch, PreparedRun, RunMeta, judge_part,
                                               load_planned_scores, read_meta, read_rows, run_and_close, run_steps,
@@ -48,6 +49,7 @@ from pipelines.evaluation.runs.target import HTTPTarget, ReferenceRAG, generator
 from pipelines.files import read_jsonl, reset_dir, write_jsonl
 from pipelines.models.embeddings import build_embedder
 from pipelines.models.llm import build_llm, check_models_differ
+from pipelines.models.usage import scope, scoped
 from pipelines.records import Score, ToolCall
 from pipelines.settings import Settings
 from pipelines.stores.corpus import open_corpus_index
@@ -161,7 +163,8 @@ def judge_online_batch(settings: Settings, run_dir: Path, start: int, end: int) 
         if not noisy:
             return []
         # The clean arm is answered again by the system that answers the noisy one (see the module docstring).
-        answers = await asyncio.gather(*(answer(i.question, i.contexts, 0) for i in noisy))
+        with scope(stage="noise_clean"):
+            answers = await asyncio.gather(*(answer(i.question, i.contexts, 0) for i in noisy))
         arms = [i.model_copy(update={"answer": a}) for i, a in zip(noisy, answers) if a]
         lost = [i for i, a in zip(noisy, answers) if not a]
         reason = Outcome.failed(f"{arms_by} gave no answer from the trace's clean contexts")
@@ -173,10 +176,12 @@ def judge_online_batch(settings: Settings, run_dir: Path, start: int, end: int) 
 
     async def judged() -> list[Score]:
         # The noise arms do not wait for the clean scores (they judge their own answers): both keep the servers busy.
-        clean, noisy_scores = await asyncio.gather(judge_items(inputs, METRICS, judge, embedder, **labels), noise())
+        clean, noisy_scores = await asyncio.gather(scoped(judge_items(inputs, METRICS, judge, embedder, **labels),
+                                                          stage="judge"), noise())  # fmt: skip
         return clean + noisy_scores
 
     scores += run_and_close(judged(), judge, generator)
+    write_usage(run, judge_part(start), (judge, generator))  # before the scores: a batch with scores has its usage
     write_jsonl(run.scores(judge_part(start)), (s.model_dump() for s in scores))
     judge.counters.log(log, f"online judge batch {start}-{end}")
     generator.counters.log(log, f"online generator (noise) batch {start}-{end}")
@@ -200,6 +205,7 @@ def finalize_online_eval(settings: Settings, run_dir: Path) -> RunSummary:
     store = ResultsStore.from_settings(settings)
     store.create()
     try:
+        run.cost = run_cost(run_paths, meta.batches, items=meta.items, suite=SUITE, run_id=meta.run_id).model_dump()
         summary = publish_run(settings, store, run, scores, views, items=meta.items)
     finally:
         store.dispose()

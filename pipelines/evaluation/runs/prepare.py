@@ -27,11 +27,13 @@ from pipelines.allocation import allocate
 from pipelines.batching import batch_ranges
 from pipelines.evaluation.metrics.retrieval import distinct, metric_names, query_metrics
 from pipelines.evaluation.metrics.tools import ToolTurn, score_tool_turns
+from pipelines.evaluation.runs.cost import PREPARE_PART, write_usage
 from pipelines.evaluation.runs.folder import (RETRIEVAL_TOOLS_PART, PreparedRun, RunMeta, run_and_close, stratum_of,
                                               write_meta)  # fmt: skip
 from pipelines.evaluation.runs.params import EvalParams
 from pipelines.evaluation.runs.target import ReferenceRAG, TargetResponse, build_target, generator_label, respond_all
 from pipelines.files import reset_dir, write_jsonl
+from pipelines.models.usage import scope
 from pipelines.golden.dataset import load_golden_items, released_version
 from pipelines.records import GoldenItem, Score
 from pipelines.settings import Settings
@@ -64,7 +66,9 @@ def prepare_offline_eval(settings: Settings, params: EvalParams, *, logical_date
         target = build_target(settings, params, index)
         if isinstance(target, ReferenceRAG):
             target.retrieve_all(items)
-        responses = run_and_close(respond_all(target, items), getattr(target, "llm", None))
+        with scope(stage="target"):
+            responses = run_and_close(respond_all(target, items), getattr(target, "llm", None))
+    write_usage(run, PREPARE_PART, [getattr(target, "llm", None)])
     write_jsonl(run.responses, (_response_row(i, r) for i, r in zip(items, responses)))
     depth = context_depth(params, items, responses)
     ks = sorted(set(params.k) | ({depth} if depth else set()))

@@ -26,6 +26,7 @@ from pipelines.evaluation.runs.params import EvalParams
 from pipelines.evaluation.runs.rag_prompt import Context, RagAnswerPrompt, RagInput
 from pipelines.models.llm import LLM, build_llm
 from pipelines.models.offline import OFFLINE_MODEL, offline_model_label
+from pipelines.models.usage import scope
 from pipelines.records import GoldenItem, ToolCall
 from pipelines.redact import redact_text
 from pipelines.settings import Settings
@@ -111,7 +112,8 @@ class ReferenceRAG:
         # Numbered by position, never by chunk id: a regeneration from the same texts is the same request.
         inputs = RagInput(question=question, language=language, sample=sample,
                           contexts=[Context(chunk_id=str(rank), text=t) for rank, t in enumerate(texts, start=1)])  # fmt: skip
-        return await self.llm.run(self.prompt, inputs)
+        with scope(metric="answer"):
+            return await self.llm.run(self.prompt, inputs)
 
 
 class HTTPTarget:

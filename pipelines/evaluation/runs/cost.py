@@ -1,0 +1,84 @@
+"""What a run cost the model servers, per stage and metric: each step records its own, finalize adds them up.
+
+Every step that calls a model (the offline prepare's target, each judge batch) writes the usage rows of its
+LLM clients (`pipelines.models.usage`: requests sent, cache hits, prompt and completion tokens, LLM-seconds)
+to `usage-<part>.json` in the run folder before its score file, so a batch whose scores are there has its
+usage there too. Finalize reads the planned parts (a missing one fails it naming the batch, as for the
+scores), sums them into a `RunCost`, which the run record, the summary, the report ("Cost of this run") and
+the Prometheus gauges (`rag_eval_llm_*`) show. Requests are what the servers saw: a rerun served from the
+cache records 0 requests and as many cache hits.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+from pydantic import BaseModel
+
+from pipelines.evaluation.runs.folder import judge_part
+from pipelines.files import atomic_write_text
+from pipelines.handoff import batch_label, check_parts
+from pipelines.models.llm import LLM
+from pipelines.models.usage import COUNTS, UsageRow, summed
+from pipelines.workspace import RunPaths
+
+PREPARE_PART = "prepare"
+"""The usage part of the offline prepare step (the system under test's generator)."""
+
+
+class RunCost(BaseModel):
+    """The usage of a whole run, and the items it evaluated (the per-item figures' denominator)."""
+
+    items: int
+    rows: list[UsageRow] = []
+
+    def total(self, count: str) -> float:
+        return sum(getattr(row, count) for row in self.rows)
+
+    @property
+    def totals(self) -> dict[str, float]:
+        return {count: round(self.total(count), 3) for count in COUNTS}
+
+    def per_item(self, count: str) -> float | None:
+        return self.total(count) / self.items if self.items else None
+
+    def by_stage(self) -> dict[str, dict[str, float]]:
+        """stage -> its counts summed over metrics and models, in the order the stages first appear."""
+        stages: dict[str, dict[str, float]] = {}
+        for row in self.rows:
+            counts = stages.setdefault(row.stage, dict.fromkeys(COUNTS, 0))
+            for count in COUNTS:
+                counts[count] += getattr(row, count)
+        return stages
+
+    def by_model(self) -> dict[str, int]:
+        """model -> requests sent: what each model's server should have seen."""
+        models: dict[str, int] = {}
+        for row in self.rows:
+            models[row.model] = models.get(row.model, 0) + row.requests
+        return models
+
+
+def write_usage(run: RunPaths, part: str, llms: Iterable[LLM | None]) -> list[UsageRow]:
+    """The usage rows of `llms` (None skipped), written as the part's usage file."""
+    rows = summed(row for llm in llms if llm is not None for row in llm.usage_rows())
+    atomic_write_text(run.usage(part), json.dumps([row.model_dump() for row in rows], indent=1))
+    return rows
+
+
+def read_usage(path) -> list[UsageRow]:
+    return [UsageRow.model_validate(row) for row in json.loads(path.read_text())]
+
+
+def run_cost(run: RunPaths, batches: list[tuple[int, int]] | None, *, items: int, suite: str, run_id: str,
+             prepared: tuple[str, ...] = ()) -> RunCost:  # fmt: skip
+    """The run's usage: one file per planned judge batch and per `prepared` part, checked like the score files."""
+    if batches is None:  # a run prepared before batches were recorded: what is there
+        return RunCost(items=items, rows=summed(row for path in run.usage_files for row in read_usage(path)))
+    planned = {run.usage(judge_part(batch[0])): batch_label(i, batch) for i, batch in enumerate(batches)}
+    planned |= {run.usage(part): f"the prepare step's {part} usage" for part in prepared}
+    check_parts(f"{suite} eval {run_id}: usage files", planned, run.usage_files,
+                rerun=f"rerun the {suite}_eval `judge` task (clear that map index in the Airflow UI; a missing "
+                      f"prepare part: clear `prepare` and its downstream tasks)")  # fmt: skip
+    return RunCost(items=items, rows=summed(row for path in planned for row in read_usage(path)))
