@@ -142,16 +142,16 @@ def test_an_offline_run_on_the_simulator_records_what_the_server_saw_and_a_cache
             "judge": built.judge.model_copy(update={**endpoint, "model": "judge-model"}),
         })  # fmt: skip
         stats = lambda: httpx.get(url.removesuffix("/v1") + "/admin/stats").json()  # noqa: E731
-        params = eval_params(settings, **{**FAST, "limit": 12, "batch_size": 6})
+        params = eval_params(settings, **{**FAST, "limit": 6, "batch_size": 3})
         summary, _ = run_offline_eval(settings, params, logical_date=date(2026, 11, 16))
         served = stats()
         cost = summary.cost
         assert cost.total("requests") == served["requests"] > 0 and cost.by_model() == served["models"]
-        assert {"target", "judge"} <= set(cost.by_stage()) and cost.items == summary.items == 12
+        assert {"target", "judge"} <= set(cost.by_stage()) and cost.items == summary.items == 6
         assert cost.total("prompt_tokens") == served["prompt_tokens"] and cost.total("llm_seconds") > 0
         run = RunPaths(Workspace.from_settings(settings).run_folder("offline", date(2026, 11, 16), "reference-rag").root)
         assert {p.name for p in run.usage_files} == {"usage-prepare.json", f"usage-{judge_part(0)}.json",
-                                                     f"usage-{judge_part(6)}.json"}  # fmt: skip
+                                                     f"usage-{judge_part(3)}.json"}  # fmt: skip
         assert sum(r.requests for p in run.usage_files for r in read_usage(p)) == served["requests"]
         again, _ = run_offline_eval(settings, params, logical_date=date(2026, 11, 16))
         assert stats()["requests"] == served["requests"] and again.cost.total("requests") == 0
