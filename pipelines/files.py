@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
 import os
@@ -9,6 +10,7 @@ import shutil
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -73,3 +75,22 @@ def reset_dir(path: Path) -> Path:
         shutil.rmtree(path)
     path.mkdir(parents=True)
     return path
+
+
+def read_filled_in_rows(path: Path) -> list[dict[str, Any]]:
+    """The rows of a file people filled in: a CSV (as a spreadsheet saves it) or JSON lines."""
+    # utf-8-sig: spreadsheets save CSV with a byte-order mark, which would otherwise rename the first
+    # column ("\ufefftrace_id") and silently drop the link to the trace.
+    if path.suffix.lower() == ".csv":
+        with path.open(newline="", encoding="utf-8-sig") as fh:
+            return [{k: from_spreadsheet(v) for k, v in row.items()} for row in csv.DictReader(fh)]
+    rows = []
+    # utf-8-sig reads a byte-order mark; "\n" only: `splitlines` would also cut at U+2028 or U+0085,
+    # which JSON strings may hold unescaped.
+    for number, line in enumerate(path.read_text(encoding="utf-8-sig").split("\n"), start=1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{number}: not valid JSON ({exc.msg})") from exc
+    return rows

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from datetime import date
 
 from pipelines.evaluation.outputs.inbox import queue_candidates
-from pipelines.golden.human import import_human_items, read_rows
+from pipelines.files import read_filled_in_rows as read_rows
+from pipelines.golden.human import import_human_items
 from pipelines.records import Score
 from pipelines.workspace import Workspace
 

@@ -164,7 +164,7 @@ def test_a_bad_label_file_gets_a_clear_error_and_imports_nothing(settings, monke
 def test_kappa_below_0_6_says_not_trustworthy_in_report_summary_and_gauge(settings, monkeypatch):
     settings = settings.model_copy(update={"judge_audit_per_day": 48})
     scores, views = _scores(60)
-    audit = audit_run(settings, _run(), scores, views)
+    audit_run(settings, _run(), scores, views)
     verdicts = json.loads(Workspace.from_settings(settings).judge_audit_key("offline", DAY, "prod").read_text())
     # People agree with the judge on only 3 of every 5 items: κ about 0.2.
     labels = {aid: ("yes" if v["judge_verdict"] == (i % 5 < 3) else "no") for i, (aid, v) in enumerate(sorted(verdicts.items()))}

@@ -20,7 +20,6 @@ from __future__ import annotations
 import io
 import json
 import multiprocessing
-import os
 import queue
 import random
 import resource

@@ -8,7 +8,6 @@ be fixed.
 
 from __future__ import annotations
 
-import csv
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -17,7 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from pipelines.files import from_spreadsheet
+from pipelines.files import read_filled_in_rows
 from pipelines.golden.generate import item_id
 from pipelines.golden.passages import PassageMatcher
 from pipelines.records import GoldenItem
@@ -28,24 +27,6 @@ from pipelines.text import detect_language
 class ImportReport:
     items: list[GoldenItem] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
-
-
-def read_rows(path: Path) -> list[dict[str, Any]]:
-    # utf-8-sig: spreadsheets save CSV with a byte-order mark, which would otherwise rename the first
-    # column ("\ufefftrace_id") and silently drop the link to the trace.
-    if path.suffix.lower() == ".csv":
-        with path.open(newline="", encoding="utf-8-sig") as fh:
-            return [{k: from_spreadsheet(v) for k, v in row.items()} for row in csv.DictReader(fh)]
-    rows = []
-    # utf-8-sig reads a byte-order mark; "\n" only: `splitlines` would also cut at U+2028 or U+0085,
-    # which JSON strings may hold unescaped.
-    for number, line in enumerate(path.read_text(encoding="utf-8-sig").split("\n"), start=1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{number}: not valid JSON ({exc.msg})") from exc
-    return rows
 
 
 def _list(value: Any) -> list[str]:
@@ -63,7 +44,7 @@ def import_human_items(path: Path, chunks: Sequence[Any], *, corpus_version: str
     report = ImportReport()
     by_id = {c.chunk_id: c for c in chunks}
     matcher = PassageMatcher(chunks)
-    for number, row in enumerate(read_rows(path), start=2 if path.suffix.lower() == ".csv" else 1):
+    for number, row in enumerate(read_filled_in_rows(path), start=2 if path.suffix.lower() == ".csv" else 1):
         where = f"{path.name} row {number}"
         try:
             item = _item(row, where, path, number, matcher, by_id, corpus_version, created_at, report)

@@ -76,10 +76,10 @@ class Decision:
 
 
 def read_decisions(path: Path) -> tuple[list[Decision], list[str]]:
-    from pipelines.golden.human import read_rows
+    from pipelines.files import read_filled_in_rows
 
     decisions, problems = [], []
-    for number, row in enumerate(read_rows(path), start=2 if path.suffix.lower() == ".csv" else 1):
+    for number, row in enumerate(read_filled_in_rows(path), start=2 if path.suffix.lower() == ".csv" else 1):
         decision = (row.get("decision") or "").strip().lower()
         if not decision:
             continue  # not reviewed yet

@@ -7,7 +7,6 @@ ragas answer relevance, the simulator).
 from __future__ import annotations
 
 import math
-import os
 import random
 import threading
 import time

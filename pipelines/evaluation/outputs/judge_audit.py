@@ -25,7 +25,7 @@ from typing import Any
 from pipelines.evaluation.metrics.verdicts import AUDITED
 from pipelines.evaluation.outputs.report import ItemView
 from pipelines.evaluation.statistics.judge_agreement import Calibration, agreement, calibrate
-from pipelines.files import from_spreadsheet, read_jsonl, spreadsheet_safe, write_jsonl
+from pipelines.files import read_filled_in_rows, read_jsonl, spreadsheet_safe, write_jsonl
 from pipelines.records import Score
 from pipelines.settings import Settings
 from pipelines.stores.results import EvalRun
@@ -92,18 +92,10 @@ def queue_judge_audit(workspace: Workspace, suite: str, day: date, target: str, 
 
 
 def _read_rows(path: Path) -> list[dict[str, Any]]:
-    # utf-8-sig: a spreadsheet's "CSV UTF-8" starts with a byte-order mark that would rename the first column.
-    if path.suffix.lower() == ".csv":
-        with path.open(newline="", encoding="utf-8-sig") as fh:
-            return [{k: from_spreadsheet(v) for k, v in row.items()} for row in csv.DictReader(fh)]
-    rows = []
-    for number, line in enumerate(path.read_text(encoding="utf-8-sig").split("\n"), start=1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise LabelFileError(f"{path.name} line {number}: not valid JSON ({exc.msg}); nothing was imported") from exc
-    return rows
+    try:
+        return read_filled_in_rows(path)
+    except ValueError as exc:
+        raise LabelFileError(f"{exc}; nothing was imported") from exc
 
 
 def _keys(workspace: Workspace) -> dict[str, dict[str, Any]]:
