@@ -327,7 +327,7 @@ def test_a_batch_judged_on_one_worker_and_rerun_on_another_sends_no_request(inde
         assert again.judge["cache_hits"] > 0 and again.generator["cache_hits"] > 0
         assert scores.read_text() == written
     # Neither worker kept a local cache: what B found, A had stored in PostgreSQL.
-    assert not any(home.joinpath("cache").exists() for home in (worker_a.home, worker_b.home))
+    assert not any(home.joinpath("cache", "llm").exists() for home in (worker_a.home, worker_b.home))
     assert SharedLLMCache(cache_url).count() == sent
 
 
