@@ -739,7 +739,7 @@ def print_eval_summary(summary) -> None:
         console.print(f"{summary.judge_audit_queued} judged items queued for labelling in the inbox (judge-audit-*.csv); "
                       "`ragwatch judge labels import FILE` takes them back")  # fmt: skip
     if summary.cost is not None:
-        console.print(_cost_table(summary.cost))
+        console.print(_run_cost_table(summary.cost))
     console.print(f"report: {summary.report}")
 
 
@@ -760,7 +760,7 @@ def _judge_trust_line(row) -> str:
     return line
 
 
-def _cost_table(cost) -> Table:
+def _run_cost_table(cost) -> Table:
     """The run's model requests per stage and metric (pipelines.evaluation.runs.cost)."""
     table = Table(title=f"cost of this run: {cost.total('requests'):,} requests for {cost.items} items "
                         f"({cost.total('cache_hits'):,} from the LLM cache)")  # fmt: skip
