@@ -28,6 +28,7 @@ from pipelines.stores.partitions import read_manifest
 from pipelines.validation import ValidationFailed
 from pipelines.versioning import git
 from tests.conftest import ROOT
+from tests.simulated import on_simulator
 
 CORPUS = ROOT / "tests" / "data" / "corpus"
 DAY = date(2026, 11, 30)
@@ -265,9 +266,8 @@ def test_a_lost_generated_part_fails_the_filter_naming_its_batch(settings, corpu
 
 
 def test_the_build_cost_counts_every_request_the_server_saw(settings, corpus):
-    import httpx
 
-    from pipelines.models.simulator import SimulatorKnobs, running_simulator
+    from pipelines.models.simulator import SimulatorKnobs, running_simulator, served_stats
     from pipelines.prompt_catalog import all_prompts
 
     index_corpus(settings, corpus)
@@ -275,16 +275,11 @@ def test_the_build_cost_counts_every_request_the_server_saw(settings, corpus):
     # Injected 500s and malformed replies: retries and repair rounds are requests too.
     knobs = SimulatorKnobs(latency_s=0.0, capacity=8, error_rate=0.1, malformed_rate=0.1, seed=5)
     with running_simulator(knobs, prompts=all_prompts()) as url:
-        endpoint = {"base_url": url, "max_retries": 6, "timeout_s": 10}
-        online = settings.model_copy(update={
-            "llm_backend": "openai", "llm_cache": False,
-            "generator": settings.generator.model_copy(update={**endpoint, "model": "gen-model"}),
-            "judge": settings.judge.model_copy(update={**endpoint, "model": "judge-model"}),
-        })  # fmt: skip
+        online = on_simulator(settings, url, cache=False, max_retries=6)
         plan = steps.plan_golden(online, params, logical_date=DAY)
         steps.generate_golden(online, params.name, plan.batches)
         filtered = steps.filter_golden(online, params)
-        served = httpx.get(url.removesuffix("/v1") + "/admin/stats").json()
+        served = served_stats(url)
     cost = filtered.cost
     assert served["faults"] and cost["total"]["requests"] == served["requests"] == served["endpoints"]["chat/completions"]
     assert cost["total"]["prompt_tokens"] > 0 and cost["total"]["completion_tokens"] > 0

@@ -30,6 +30,7 @@ from pipelines.settings import Settings
 from pipelines.stores.results import ResultsStore
 from pipelines.workspace import RunPaths, Workspace
 from tests.conftest import ROOT
+from tests.simulated import on_simulator
 
 # The plan raises the 3 tool triples asked for to what the gate's 10 pairs need (chunks lend several tools).
 SMALL = {"seeds": 8, "questions_per_seed": 2, "multi_hop": 3, "adversarial": 2, "tool_triples": 3, "from_traces": 0,
@@ -128,20 +129,14 @@ def test_the_push_reaches_a_real_pushgateway_and_reads_back(built, pushgateway):
 
 
 def test_an_offline_run_on_the_simulator_records_what_the_server_saw_and_a_cached_rerun_nothing(built):
-    import httpx
 
     from pipelines.evaluation.runs.cost import read_usage
-    from pipelines.models.simulator import SimulatorKnobs, running_simulator
+    from pipelines.models.simulator import SimulatorKnobs, running_simulator, served_stats
     from pipelines.prompt_catalog import all_prompts
 
     with running_simulator(SimulatorKnobs(capacity=8), prompts=all_prompts()) as url:
-        endpoint = {"base_url": url, "max_retries": 2, "timeout_s": 10}
-        settings = built.model_copy(update={
-            "llm_backend": "openai", "llm_cache": True,
-            "generator": built.generator.model_copy(update={**endpoint, "model": "gen-model"}),
-            "judge": built.judge.model_copy(update={**endpoint, "model": "judge-model"}),
-        })  # fmt: skip
-        stats = lambda: httpx.get(url.removesuffix("/v1") + "/admin/stats").json()  # noqa: E731
+        settings = on_simulator(built, url)
+        stats = lambda: served_stats(url)  # noqa: E731
         params = eval_params(settings, **{**FAST, "limit": 6, "batch_size": 3})
         summary, _ = run_offline_eval(settings, params, logical_date=date(2026, 11, 16))
         served = stats()

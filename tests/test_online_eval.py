@@ -10,7 +10,6 @@ import shutil
 from collections import Counter
 from datetime import date, datetime, timezone
 
-import httpx
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -35,6 +34,7 @@ from pipelines.stores.results import ResultsStore
 from pipelines.traces.select import selection_key
 from pipelines.workspace import RunPaths, Workspace
 from tests.conftest import ROOT
+from tests.simulated import on_simulator
 from tests.services import fresh_database
 
 DAY = date(2026, 3, 1)
@@ -227,22 +227,17 @@ def test_the_online_eval_judges_its_budget_in_batches_and_reports_it(indexed):
 
 
 def test_a_cleared_batch_rerun_with_the_cache_on_sends_no_request(indexed):
-    from pipelines.models.simulator import SimulatorKnobs, running_simulator
+    from pipelines.models.simulator import SimulatorKnobs, running_simulator, served_stats
     from pipelines.prompt_catalog import all_prompts
 
     settings, chunks = indexed
     publish_day(settings, chunks, SMALL_DAY)
     params = online_params(settings, max_traces=8, min_per_stratum=2, noise_share=0.5, batch_size=4)
     with running_simulator(SimulatorKnobs(capacity=8), prompts=all_prompts()) as url:
-        endpoint = {"base_url": url, "max_retries": 2, "timeout_s": 10}
-        online = settings.model_copy(update={
-            "llm_backend": "openai", "llm_cache": True,
-            "generator": settings.generator.model_copy(update={**endpoint, "model": "gen-model"}),
-            "judge": settings.judge.model_copy(update={**endpoint, "model": "judge-model"}),
-        })  # fmt: skip
+        online = on_simulator(settings, url)
 
         def stats() -> dict:
-            return httpx.get(url.removesuffix("/v1") + "/admin/stats").json()
+            return served_stats(url)
 
         def requests() -> int:
             return stats()["requests"]
@@ -290,7 +285,7 @@ def test_a_cleared_batch_rerun_with_the_cache_on_sends_no_request(indexed):
 def test_a_batch_judged_on_one_worker_and_rerun_on_another_sends_no_request(indexed, postgres, tmp_path):
     """Two workers: their own RAGWATCH_HOME each, one data workspace and one LLM cache (RAGWATCH_LLM_CACHE_URL).
     Worker B's Qdrant is a copy of A's, standing in for the Qdrant server a deployment shares."""
-    from pipelines.models.simulator import SimulatorKnobs, running_simulator
+    from pipelines.models.simulator import SimulatorKnobs, running_simulator, served_stats
     from pipelines.prompt_catalog import all_prompts
 
     settings, chunks = indexed
@@ -300,18 +295,13 @@ def test_a_batch_judged_on_one_worker_and_rerun_on_another_sends_no_request(inde
     cache_url = fresh_database(postgres, "llm_cache")
     shutil.copytree(settings.resolved_qdrant_path, tmp_path / "b" / "qdrant")
     with running_simulator(SimulatorKnobs(capacity=8), prompts=all_prompts()) as url:
-        endpoint = {"base_url": url, "max_retries": 2, "timeout_s": 10}
-        shared = {
-            "llm_backend": "openai", "llm_cache": True, "llm_cache_url": cache_url,
-            "workspace": settings.resolved_workspace, "anonymizer_key": "k",
-            "generator": settings.generator.model_copy(update={**endpoint, "model": "gen-model"}),
-            "judge": settings.judge.model_copy(update={**endpoint, "model": "judge-model"}),
-        }  # fmt: skip
-        worker_a = settings.model_copy(update=shared)
-        worker_b = Settings(home=tmp_path / "b", **shared)
+        shared = {"llm_cache_url": cache_url, "workspace": settings.resolved_workspace, "anonymizer_key": "k"}
+        worker_a = on_simulator(settings, url, **shared)
+        worker_b = on_simulator(Settings(home=tmp_path / "b", generator=settings.generator, judge=settings.judge), url,
+                                **shared)  # fmt: skip
 
         def requests() -> int:
-            return httpx.get(url.removesuffix("/v1") + "/admin/stats").json()["requests"]
+            return served_stats(url)["requests"]
 
         prepared = prepare_online_eval(worker_a, day, params)
         assert prepared.batches == [(0, 3), (3, 6)]

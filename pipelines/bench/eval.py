@@ -57,7 +57,7 @@ from pipelines.evaluation.metrics.judge import (  # sets RAGAS_DO_NOT_TRACK befo
 from pipelines.models.cache import LLMCache
 from pipelines.models.embeddings import LocalEmbedder
 from pipelines.models.llm import OpenAICompatibleLLM
-from pipelines.models.simulator import SimulatorKnobs
+from pipelines.models.simulator import SimulatorKnobs, served_stats
 from pipelines.settings import ModelEndpoint
 from pipelines.text import sentences, words
 
@@ -147,10 +147,6 @@ def simulator_process(knobs: SimulatorKnobs, *, warm_embeddings: bool = False,
                 server.wait()
 
 
-def _stats(base_url: str) -> dict[str, Any]:
-    return httpx.get(base_url.removesuffix("/v1") + "/admin/stats").json()
-
-
 def _ideal(requests: int, latency_s: float, capacity: int) -> float:
     return requests * latency_s / capacity
 
@@ -174,12 +170,12 @@ def run_ragwatch(
     """One `judge_items` run over HTTP; wall time, requests the simulator received, our counters."""
     endpoint = ModelEndpoint(base_url=base_url, model=JUDGE_MODEL, max_concurrency=capacity)
     llm = OpenAICompatibleLLM(endpoint, LLMCache.in_directory(cache_dir))
-    before = _stats(base_url)
+    before = served_stats(base_url)
     started = time.perf_counter()
     scores = judge_items_sync(items, list(METRICS), llm, LocalEmbedder(), progress=progress,
                               implementation=implementation, **RUN)  # fmt: skip
     wall = time.perf_counter() - started
-    stats = _stats(base_url)
+    stats = served_stats(base_url)
     statuses = Counter(s.status for s in scores)
     return {
         "wall_s": wall,
@@ -286,7 +282,7 @@ def run_ragas(
     prompt_log = logging.getLogger("ragas.prompt.pydantic_prompt")
     prompt_log.addHandler(fewer)
     prompt_log.propagate = False  # counted and reported; one warning line each would break the progress display
-    before = _stats(base_url)
+    before = served_stats(base_url)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
@@ -297,7 +293,7 @@ def run_ragas(
     finally:
         prompt_log.removeHandler(fewer)
         prompt_log.propagate = True
-    stats = _stats(base_url)
+    stats = served_stats(base_url)
     frame = result.to_pandas()
     values = {m.name: [float(v) for v in frame[m.name]] for m in metrics}
     nan = {name: sum(1 for v in column if not math.isfinite(v)) for name, column in values.items()}

@@ -36,12 +36,12 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from pipelines.bench.eval import _ideal, _served, _stats, simulator_process
+from pipelines.bench.eval import _ideal, _served, simulator_process
 from pipelines.bench.sample import _TreeRss, in_spawned_process
 from pipelines.evaluation.runs.cost import RunCost
 from pipelines.bench.sampled_day import DAY, POOL_SIZE, cited_chunks, index_demo_corpus, sampled_pool, write_sampled_day
 from pipelines.models.cache import LLMCache
-from pipelines.models.simulator import SimulatorKnobs
+from pipelines.models.simulator import SimulatorKnobs, served_stats
 from pipelines.settings import ModelEndpoint, Settings
 from pipelines.stores.partitions import read_parts
 from pipelines.workspace import Workspace
@@ -188,13 +188,13 @@ def run_online_bench(rows: int, *, latency_s: float = DEFAULT_LATENCY_S, capacit
             progress(f"building a day of {rows:,} sampled traces and indexing the demo corpus")
             built = task(build_day, settings, rows, seed, whole_corpus, pool_size)
             progress(f"online eval of {DAY} ({built['bytes'] / 2**20:.0f} MB partition)")
-            before = _stats(url)
+            before = served_stats(url)
             first = task(eval_task, settings, DAY)
-            after = _stats(url)
+            after = served_stats(url)
             cached = LLMCache.in_directory(settings.resolved_cache_dir).count()
             progress("online eval again, on the same cache")
             rerun = task(eval_task, settings, DAY)
-            again = _stats(url)
+            again = served_stats(url)
     finally:
         shutil.rmtree(home, ignore_errors=True)
     served = _served(before, after)

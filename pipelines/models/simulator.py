@@ -473,6 +473,13 @@ def serve(prompts: PromptRegistry, port: int = 8000, knobs: SimulatorKnobs | Non
     uvicorn.run(create_simulator(prompts, knobs), host=host, port=port, log_level="warning")
 
 
+def served_stats(base_url: str) -> dict:
+    """What a running simulator has served so far (`/admin/stats`: requests, per model, tokens, peak concurrency)."""
+    import httpx
+
+    return httpx.get(base_url.removesuffix("/v1") + "/admin/stats", timeout=30).json()
+
+
 @contextmanager
 def running_simulator(knobs: SimulatorKnobs | None = None, *, prompts: PromptRegistry) -> Iterator[str]:
     """A simulator on a free loopback port in a background thread; yields its base URL (ending in /v1)."""
