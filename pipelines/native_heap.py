@@ -51,6 +51,11 @@ def return_freed_memory() -> None:
     import pyarrow as pa
 
     gc.collect()
+    # What survived a full collection (imported modules, the process's caches: millions of objects once ragas is
+    # imported) moves to the permanent generation, so the next collection walks only what is newer: 0.8 s per
+    # call became milliseconds, for every batch. A frozen object freed by its reference count is still freed; only
+    # one that later joins a reference cycle stays, bounded by what was alive here.
+    gc.freeze()
     pa.default_memory_pool().release_unused()
     libc = _libc()
     if libc is not None:

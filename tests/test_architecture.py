@@ -11,6 +11,7 @@ import pkgutil
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -67,6 +68,36 @@ def test_a_dag_file_parses_quickly_without_heavy_imports(dag_file):
     # heavy-import check above is what keeps it so; the bound here is Airflow's own: a file slower than
     # dagbag_import_timeout (30 s) is an import error, whatever else the machine is running.
     assert parsed["seconds"] < 30, parsed
+
+
+TASK_IMPORT = re.compile(r"^\s+from (pipelines[\w.]*) import (\w+)", re.MULTILINE)
+
+
+@pytest.mark.airflow
+def test_the_processes_that_fork_tasks_preload_every_module_a_task_imports():
+    """plugins/airflow_local_settings.py: the scheduler (LocalExecutor) and Celery workers import the task modules
+    once, so forked tasks inherit them; the api-server, dag-processor and the CLI import none of them."""
+    sys.path.insert(0, str(ROOT / "plugins"))
+    from airflow_local_settings import _forks_task_processes
+
+    assert _forks_task_processes(["airflow", "scheduler"]) and _forks_task_processes(["airflow", "celery", "worker", "-q", "x"])
+    for argv in (["airflow", "api-server"], ["airflow", "dag-processor"], ["airflow", "dags", "test", "x"], ["pytest"]):
+        assert not _forks_task_processes(argv), argv
+    imported = sorted({f"{module}.{name}" if (ROOT / module.replace(".", "/") / f"{name}.py").exists() else module
+                       for text in map(Path.read_text, (ROOT / "dags").glob("*.py"))
+                       for module, name in TASK_IMPORT.findall(text)})  # fmt: skip
+    assert "pipelines.evaluation.runs.judge_batch" in imported and "pipelines.traces.steps" in imported
+    code = (
+        "import json, sys\n"
+        "sys.argv = ['airflow', 'scheduler']\n"
+        "import airflow_local_settings\n"
+        f"print(json.dumps([m for m in {imported!r} if m not in sys.modules]))\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "plugins"), str(ROOT)]), AIRFLOW__CORE__EXECUTOR="LocalExecutor")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == [], "add them to airflow_local_settings.TASK_MODULES"
+    assert "ragwatch preloaded its task modules" in result.stderr and "could not preload" not in result.stderr
 
 
 def _prompt_classes() -> set[type]:

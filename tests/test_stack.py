@@ -233,6 +233,10 @@ def test_up_serves_the_stack_on_loopback_with_the_dags_unpaused(stack: StackSess
     assert wrong.status_code == 401, wrong.text
     assert httpx.get(f"{stack.base_url}/api/v2/dags", timeout=30).status_code == 401
 
+    # The processes that fork task processes imported ragwatch's task modules once (plugins/airflow_local_settings.py).
+    for name in plan.workers or ["airflow-scheduler"]:
+        assert "ragwatch preloaded its task modules" in (plan.state / "logs" / f"{name}.log").read_text(), name
+
     dags = stack.api("GET", "/api/v2/dags", params={"limit": 100}).json()["dags"]
     assert {d["dag_id"]: d["is_paused"] for d in dags} == {dag_id: False for dag_id in ls.expected_dag_ids()}
     assert len(dags) == 4
@@ -380,6 +384,9 @@ def test_backfill_two_days_from_the_ui_and_read_the_scores(stack: StackSession, 
     assert any(r["dag_id"] == "trace_sampling" and r["run_id"].startswith("backfill__") and r["task_states"]
                for r in in_progress), in_progress  # fmt: skip
     page.screenshot("ragwatch-page-in-progress")
+    # Nothing to watch while the runs finish, and an open page keeps Chromium and the api-server busy (a core's
+    # quarter on two cores): the person looks away.
+    browser.get("about:blank")
 
     runs = stack.wait_for_runs("trace_sampling", "backfill", BACKFILL_DAYS, EVAL_BUDGET_S)
     stack.timings[f"UI backfill of {BACKFILL_DAYS} days"] = time.monotonic() - began
@@ -397,8 +404,10 @@ def test_backfill_two_days_from_the_ui_and_read_the_scores(stack: StackSession, 
     page.screenshot("backfill-runs")
 
     # The ragwatch page, from its nav entry: the latest runs' scores, as its JSON API gives them.
+    browser.get("about:blank")  # the runs page refreshes itself while runs are active: away while they finish
     scheduled_evals(stack)  # the scheduled evals have scores to show
     gated_offline_run(stack)  # and no run lands while the page is read
+    browser.get(f"{stack.base_url}/dags/trace_sampling/runs")
     page.find(By.CSS_SELECTOR, "a[aria-label=ragwatch]").click()
     frame = page.find(By.CSS_SELECTOR, "iframe[src$='/ragwatch/']")
     browser.switch_to.frame(frame)
