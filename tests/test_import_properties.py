@@ -11,16 +11,14 @@ Run with `--hypothesis-show-statistics` to see how many inputs each property tri
 
 import csv
 import json
-import os
-import subprocess
-import sys
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from typer.testing import CliRunner
 
+from pipelines.cli import app
 from pipelines.golden.human import import_human_items
 from pipelines.records import Chunk, content_hash
-from tests.conftest import ROOT
 
 SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 CHUNKS = [
@@ -81,16 +79,17 @@ lines = st.lists(
 """Lines of a JSONL file as they come: well-formed traces, broken JSON, other encodings, bare bytes."""
 
 
-@settings(SETTINGS, max_examples=25)  # one `ragwatch` process per example: a few seconds each
+@settings(SETTINGS, max_examples=25)
 @given(lines=lines)
 def test_any_jsonl_anonymizes_line_by_line(tmp_path_factory, lines):
+    """The command in this process (typer's runner): a `ragwatch` process per example cost 2 s of imports each;
+    tests/test_anonymize_command.py runs the command as a process, exit codes and all."""
     tmp_path = tmp_path_factory.mktemp("anonymize")
     source, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     source.write_bytes(b"\n".join(lines) + b"\n")
-    env = {**os.environ, "RAGWATCH_ANONYMIZER_KEY": "k", "PYTHONPATH": str(ROOT)}
-    result = subprocess.run([sys.executable, "-m", "pipelines.cli", "anonymize", "--in", str(source), "--out", str(out)],
-                            capture_output=True, cwd=ROOT, env=env)  # fmt: skip
-    assert result.returncode == 0, result.stderr.decode()[-2000:]
+    env = {"RAGWATCH_ANONYMIZER_KEY": "k", "RAGWATCH_HOME": str(tmp_path / "home")}
+    result = CliRunner().invoke(app, ["anonymize", "--in", str(source), "--out", str(out)], env=env)
+    assert result.exit_code == 0, result.output[-2000:] + repr(result.exception)
     written = out.read_bytes().splitlines()
     quarantine = tmp_path / "out.quarantine.jsonl"
     rejected = [json.loads(row) for row in quarantine.read_bytes().splitlines()] if quarantine.exists() else []
