@@ -80,7 +80,8 @@ def test_the_processes_that_fork_tasks_preload_every_module_a_task_imports():
     sys.path.insert(0, str(ROOT / "plugins"))
     from airflow_local_settings import _forks_task_processes
 
-    assert _forks_task_processes(["airflow", "scheduler"]) and _forks_task_processes(["airflow", "celery", "worker", "-q", "x"])
+    assert _forks_task_processes(["airflow", "scheduler"])
+    assert _forks_task_processes(["airflow", "celery", "worker", "-q", "x"])
     for argv in (["airflow", "api-server"], ["airflow", "dag-processor"], ["airflow", "dags", "test", "x"], ["pytest"]):
         assert not _forks_task_processes(argv), argv
     imported = sorted({f"{module}.{name}" if (ROOT / module.replace(".", "/") / f"{name}.py").exists() else module
@@ -93,7 +94,8 @@ def test_the_processes_that_fork_tasks_preload_every_module_a_task_imports():
         "import airflow_local_settings\n"
         f"print(json.dumps([m for m in {imported!r} if m not in sys.modules]))\n"
     )
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "plugins"), str(ROOT)]), AIRFLOW__CORE__EXECUTOR="LocalExecutor")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "plugins"), str(ROOT)]),
+               AIRFLOW__CORE__EXECUTOR="LocalExecutor")  # fmt: skip
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env)
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads(result.stdout.strip().splitlines()[-1]) == [], "add them to airflow_local_settings.TASK_MODULES"

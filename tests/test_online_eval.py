@@ -279,7 +279,7 @@ def test_a_cleared_batch_rerun_with_the_cache_on_sends_no_request(indexed):
         calls = sum(r.requests + r.cache_hits for r in rows)
         assert summary.cost.total("requests") == 0 and summary.cost.total("cache_hits") == calls
         assert finalize_online_eval(online, prepared.run_dir).items == 8
-        # Each run of the day replaced the one before it: one online run, each score once (what a rerun of the DAG does).
+        # Each run of the day replaced the one before it: one online run, each score once (a DAG rerun's case).
         store = ResultsStore.from_settings(online)
         [stored] = [r for r in store.runs("online", limit=10) if r.logical_date == DAY]
         scores = store.scores(stored.run_id)
