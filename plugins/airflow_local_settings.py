@@ -35,18 +35,20 @@ TASK_MODULES = (
 """What the DAGs' task callables import (dags/*.py): tests/test_architecture.py fails on one missing here."""
 
 
-def _forks_task_processes(argv: list[str]) -> bool:
+def _task_forking_role(argv: list[str]) -> str | None:
+    """Which process this Airflow command is when it forks task processes (worker, scheduler), else None."""
     command = [a for a in argv[1:] if not a.startswith("-")][:2]
-    if command[:2] == ["celery", "worker"]:
-        return True
+    if command == ["celery", "worker"]:
+        return "worker"
     executor = os.environ.get("AIRFLOW__CORE__EXECUTOR", "LocalExecutor")
-    return command[:1] == ["scheduler"] and "LocalExecutor" in executor
+    return "scheduler" if command[:1] == ["scheduler"] and "LocalExecutor" in executor else None
 
 
 def _preload() -> None:
     if os.environ.get("RAGWATCH_AIRFLOW_PRELOAD", "true").strip().lower() in ("false", "0", "no", "off"):
         return
-    if not _forks_task_processes(sys.argv):
+    role = _task_forking_role(sys.argv)
+    if role is None:
         return
     log = logging.getLogger("ragwatch.preload")
     began = time.monotonic()
@@ -57,7 +59,7 @@ def _preload() -> None:
             log.warning("ragwatch could not preload %s (%s: %s); its tasks will import it themselves",
                         name, type(error).__name__, error)  # fmt: skip
     log.warning("ragwatch preloaded its task modules in %.1f s for the task processes this %s forks",
-                time.monotonic() - began, "worker" if "celery" in sys.argv else "scheduler")  # fmt: skip
+                time.monotonic() - began, role)
 
 
 _preload()

@@ -78,12 +78,12 @@ def test_the_processes_that_fork_tasks_preload_every_module_a_task_imports():
     """plugins/airflow_local_settings.py: the scheduler (LocalExecutor) and Celery workers import the task modules
     once, so forked tasks inherit them; the api-server, dag-processor and the CLI import none of them."""
     sys.path.insert(0, str(ROOT / "plugins"))
-    from airflow_local_settings import _forks_task_processes
+    from airflow_local_settings import _task_forking_role
 
-    assert _forks_task_processes(["airflow", "scheduler"])
-    assert _forks_task_processes(["airflow", "celery", "worker", "-q", "x"])
+    assert _task_forking_role(["airflow", "scheduler"])
+    assert _task_forking_role(["airflow", "celery", "worker", "-q", "x"])
     for argv in (["airflow", "api-server"], ["airflow", "dag-processor"], ["airflow", "dags", "test", "x"], ["pytest"]):
-        assert not _forks_task_processes(argv), argv
+        assert not _task_forking_role(argv), argv
     imported = sorted({f"{module}.{name}" if (ROOT / module.replace(".", "/") / f"{name}.py").exists() else module
                        for text in map(Path.read_text, (ROOT / "dags").glob("*.py"))
                        for module, name in TASK_IMPORT.findall(text)})  # fmt: skip
