@@ -2,7 +2,8 @@
 
 Waits for trace_sampling to promote the same day's partition, so a backfill of past days runs in
 order. The offline eval's shape: prepare (choose the budget, write the inputs) -> judge batches mapped
-in the LLM pool (a failed batch is retried alone) -> finalize -> push. Every score row carries its
+in the LLM pool (a failed batch is retried alone), and beside them the golden set's coverage of the day's
+traffic -> finalize -> push. Every score row carries its
 trace id. Task bodies import `pipelines` themselves, so parsing this file stays fast.
 """
 
@@ -68,7 +69,16 @@ with DAG(
         return judge_online_batch(ragwatch_settings(), Path(batch["run_dir"]), batch["start"], batch["end"]).model_dump(mode="json")
 
     @task
-    def finalize(prepared: dict, _judged: list) -> dict:
+    def coverage(prepared: dict) -> dict:
+        from pathlib import Path
+
+        from pipelines.evaluation.coverage.daily import measure_online_coverage
+
+        measured = measure_online_coverage(ragwatch_settings(), Path(prepared["run_dir"]))
+        return {"status": measured.status, "reason": measured.reason, "topics": len(measured.clusters)}
+
+    @task
+    def finalize(prepared: dict, _judged: list, _covered: dict) -> dict:
         from pathlib import Path
 
         from pipelines.evaluation.runs.online import finalize_online_eval
@@ -84,4 +94,4 @@ with DAG(
 
     prepared = prepare()
     sampled_partition() >> prepared
-    push(finalize(prepared, judge.expand(batch=batches(prepared))))
+    push(finalize(prepared, judge.expand(batch=batches(prepared)), coverage(prepared)))

@@ -740,7 +740,34 @@ def print_eval_summary(summary) -> None:
                       "`ragwatch judge labels import FILE` takes them back")  # fmt: skip
     if summary.cost is not None:
         console.print(_run_cost_table(summary.cost))
+    if summary.coverage is not None:
+        _print_coverage(summary.coverage)
     console.print(f"report: {summary.report}")
+
+
+def _print_coverage(coverage) -> None:
+    """The golden set's coverage of the day's traffic per stratum, and the largest topics it misses."""
+    from pipelines.evaluation.outputs.formatting import interval, number
+
+    if coverage.status != "ok":
+        console.print(f"golden coverage: [red]not measured[/] ({escape(coverage.reason)})")
+        return
+    t = coverage.threshold
+    how = (f"calibrated on {t.pairs} golden paraphrases: true matches {t.tpr:.0%}, false {t.fpr:.0%}, AUC {t.auc:.2f}"
+           if t.method == "calibrated" else t.note)  # fmt: skip
+    table = Table(title=escape(f"golden coverage of the day's traffic by {coverage.golden} {coverage.golden_version} "
+                               f"(nearest golden question, same language, cosine ≥ {t.value:.3f}: {how})"))  # fmt: skip
+    for column in ("stratum", "day's traces", "questions", "covered", "coverage", "95 % CI"):
+        table.add_column(column, justify="left" if column == "stratum" else "right")
+    for row in coverage.strata:
+        table.add_row(escape(row.stratum), str(row.day_traces), str(row.questions), str(row.covered),
+                      number(row.ratio), interval(row.ci_low, row.ci_high))  # fmt: skip
+    console.print(table)
+    for c in coverage.clusters[:3]:
+        console.print(f"  uncovered topic {c.cluster_id} ({c.language}, {c.share:.1%} of the day): "
+                      + escape(" | ".join(r.question for r in c.representatives)))  # fmt: skip
+    if coverage.clusters:
+        console.print(f"  {len(coverage.clusters)} uncovered topics; the largest are queued in the inbox (uncovered-*.csv)")
 
 
 def _judge_trust_line(row) -> str:

@@ -161,6 +161,18 @@ class Settings(BaseSettings):
     online_target_half_width: float | None = Field(default=None, gt=0.0, lt=1.0)
     """When set (e.g. 0.03), each stratum is judged on as many traces as its faithfulness interval needs to be about
     ±this wide, from the spread of the last online runs; `online_max_traces` still caps the day."""
+    coverage_max_questions: int = Field(default=5_000, ge=1)
+    """The day's questions the online eval's golden-coverage step embeds at most, stratified by app/language like the
+    judged budget (pipelines/evaluation/coverage): ~1 min of local embedding on 2 cores, whatever the day's size."""
+    coverage_threshold: float | None = Field(default=None, gt=-1.0, le=1.0)
+    """Cosine at or above which a day's question counts as covered by its nearest golden question. Unset: calibrated on
+    the golden set's own paraphrase pairs (coverage/threshold.py), and coverage fails with the reason when they cannot
+    calibrate one."""
+    coverage_min_cluster_size: int = Field(default=5, ge=2)
+    """Fewest uncovered questions of a day that make a topic (coverage/clusters.py); smaller groups are one-offs."""
+    coverage_inbox_topics: int = Field(default=5, ge=0)
+    """Largest uncovered topics queued in the review inbox each day (three questions each); the next golden build's
+    trace questions start from them."""
     gate_min_pairs: int = Field(default=10, ge=2)
     """Fewest items scored ok in both runs for the regression gate to decide on a metric."""
     diagnosis_min_n: int = Field(default=10, ge=1)

@@ -241,6 +241,11 @@ class RunPaths:
         """The online eval's judged traces, selected from the day's sample."""
         return self.root / "traces.jsonl"
 
+    @property
+    def coverage(self) -> Path:
+        """The online eval's golden coverage of the day (pipelines/evaluation/coverage/daily.py)."""
+        return self.root / "coverage.json"
+
     def scores(self, part: str) -> Path:
         return self.root / f"scores-{part}.jsonl"
 
@@ -339,6 +344,11 @@ class Workspace:
 
     def review_candidates(self, day: date) -> Path:
         return self.inbox / f"candidates-{day.isoformat()}.csv"
+
+    def uncovered_topics(self, day: date) -> Path:
+        """The day's largest traffic topics the golden set does not cover, three questions each: for people to
+        review, and the first trace questions of the next golden builds."""
+        return self.inbox / f"uncovered-{day.isoformat()}.csv"
 
     def judge_audit_queue(self, suite: str, day: date, target: str) -> Path:
         """`inbox/judge-audit-<suite>-<day>_<target>.csv` (+ `.jsonl`): judged items for people to label yes/no."""

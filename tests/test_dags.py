@@ -44,10 +44,13 @@ def test_every_dag_imports_without_errors():
         assert type(bag.dags[dag_id].timetable).__name__ == "CronDataIntervalTimetable"
     assert bag.dags["offline_eval"].get_task("judge").pool == "ragwatch_llm"
     assert bag.dags["online_eval"].get_task("sampled_partition").mode == "reschedule"
-    # The online eval has the offline eval's shape: judge batches mapped in the LLM pool.
+    # The online eval has the offline eval's shape: judge batches mapped in the LLM pool; the golden coverage of the
+    # day's traffic beside them, which finalize publishes.
     online = bag.dags["online_eval"]
     assert [t.task_id for t in online.topological_sort()] == ["sampled_partition", "prepare", "batches", "judge",
-                                                              "finalize", "push"]  # fmt: skip
+                                                              "coverage", "finalize", "push"]  # fmt: skip
+    assert online.get_task("coverage").upstream_task_ids == {"prepare"}
+    assert online.get_task("finalize").upstream_task_ids == {"prepare", "judge", "coverage"}
     assert online.get_task("judge").pool == "ragwatch_llm"
     assert {"max_traces", "noise_share", "noise_mode", "noise_k"} <= set(online.params.keys())
     dag = bag.dags["trace_sampling"]

@@ -23,8 +23,9 @@ ROOT = Path(__file__).resolve().parent.parent
 MONITORING = ROOT / "monitoring"
 PROMETHEUS_CONFIG = MONITORING / "prometheus.yml"
 RULES = MONITORING / "rules" / "ragwatch.rules.yml"
-RULE_TESTS = [MONITORING / "rules" / "ragwatch.rules.test.yml", MONITORING / "rules" / "ragwatch.rules.long.test.yml"]
-"""The minute-scale cases, and the day-scale ones (evaluated every 5 minutes: see that file's header)."""
+RULE_TESTS = [MONITORING / "rules" / f"ragwatch.rules{scale}.test.yml" for scale in ("", ".long", ".week")]
+"""The minute-scale cases, the day-scale ones (evaluated every 5 minutes) and the week-scale ones (every hour): see
+each file's header."""
 DASHBOARD = MONITORING / "grafana" / "dashboards" / "ragwatch.json"
 PROVISIONING = MONITORING / "grafana" / "provisioning"
 
@@ -36,7 +37,8 @@ INSTALL_HINT = (
 # The contract: what ragwatch pushes, plus what the Pushgateway adds to every group.
 EVAL_GAUGES = {"rag_eval_items", "rag_eval_failed_items", "rag_eval_gate_passed",
                "rag_eval_last_success_timestamp_seconds", "rag_judge_trusted", "rag_judge_agreement_kappa",
-               "rag_judge_audit_labels"}  # fmt: skip
+               "rag_judge_audit_labels", "rag_golden_coverage_ratio", "rag_golden_coverage_ratio_ci_low",
+               "rag_golden_coverage_ratio_ci_high"}  # fmt: skip
 PUSHGATEWAY_GAUGES = {"push_time_seconds", "push_failure_time_seconds"}
 SCORE_GAUGES = {gauge_name(PUSHED_AS.get(metric, metric)) for metric in METRICS}
 AT_K = re.compile(r"rag_(recall|precision)_at_\d+_score")

@@ -36,6 +36,7 @@ from pipelines.workspace import RunPaths, Workspace
 from tests.conftest import ROOT
 from tests.simulated import on_simulator
 from tests.services import fresh_database
+from tests.workspace_data import release_golden
 
 DAY = date(2026, 3, 1)
 SIZES = {("docs", "en"): 120, ("docs", "es"): 40, ("billing", "es"): 9, ("agent", "en"): 3}
@@ -190,6 +191,7 @@ SMALL_DAY = {("docs", "en"): 14, ("docs", "es"): 6, ("billing", "es"): 2}
 def test_the_online_eval_judges_its_budget_in_batches_and_reports_it(indexed):
     settings, chunks = indexed
     publish_day(settings, chunks, SMALL_DAY)
+    release_golden(Workspace.from_settings(settings))
     params = online_params(settings, max_traces=12, min_per_stratum=3, noise_share=0.25, batch_size=5)
     summary = run_online_eval(settings, DAY, params, push=False)
     assert summary.items == 12 and summary.day_traces == 22
@@ -213,6 +215,14 @@ def test_the_online_eval_judges_its_budget_in_batches_and_reports_it(indexed):
     assert stored_run.cost == summary.cost.model_dump() and summary.cost.items == 12
     assert summary.cost.by_stage()["judge"]["requests"] == sum(r.requests for r in summary.cost.rows if r.stage == "judge") > 0
     assert "Cost of this run" in report and f"{summary.cost.total('requests'):,} requests sent" in report
+    # The golden coverage of the whole day (not only the judged budget), stored with the run and in the report.
+    coverage = summary.coverage
+    assert coverage.status == "ok" and coverage.day.questions == coverage.day.day_traces == 22
+    assert stored_run.params["coverage"] == coverage.model_dump(mode="json")
+    assert "Does the golden set cover what users ask?" in report and "golden coverage of the day" in report
+    # "How do I restart service N of docs?" is no golden topic: one topic per language, queued for review.
+    assert {c.language: c.questions for c in coverage.clusters} == {"en": 14, "es": 8}
+    assert Workspace.from_settings(settings).uncovered_topics(DAY).exists()
 
     # The next day, sized for ±0.05 from this run's spread: each stratum asks for what its spread needs.
     later = date(2026, 3, 2)

@@ -1,4 +1,5 @@
-"""Small published data for the versioning tests: a day's trace partition and a staged golden set, in their real formats."""
+"""Small published data for the tests: a day's trace partition, a staged golden set, a released one with paraphrases, in
+their real formats."""
 
 from __future__ import annotations
 
@@ -36,3 +37,64 @@ def write_staged_golden(workspace: Workspace, name: str, items: int = 6) -> list
     p.staged_rejected.write_text("")
     write_manifest(p.staged_manifest, {"name": name, "items": items, "corpus_version": "corpus-1"})
     return golden
+
+
+# Seed passages of four documents: two plain questions and one paraphrase each, as a golden build writes them.
+PASSAGES = {
+    "deploy.md#rollback": ("en", ["How do I roll back a deployment to the previous release?",
+                                  "Which command reverts the last deploy?",
+                                  "I shipped a broken version, how can I go back to the one before?"]),
+    "deploy.md#rolling": ("en", ["How many pods are replaced at once during a rolling update?",
+                                 "What is the maximum surge of a rolling update?",
+                                 "When new code goes out, how many instances get swapped at the same time?"]),
+    "deploy.md#env": ("en", ["How do I set environment variables for a service?",
+                             "Where are environment variables configured?",
+                             "What is the way to pass config values like API URLs into my app at runtime?"]),
+    "billing.md#invoices": ("en", ["When are invoices issued each month?",
+                                   "How do I download an invoice as PDF?",
+                                   "Where can I get the bill for last month?"]),
+    "billing.md#refunds": ("en", ["How do I request a refund for a duplicate charge?",
+                                  "How long does a refund take to arrive?",
+                                  "I was charged twice, how do I get my money back?"]),
+    "billing.md#plans": ("en", ["How do I upgrade from the free plan to the team plan?",
+                                "What does the team plan cost per seat?",
+                                "How can I move my account to a bigger subscription?"]),
+    "limits.md#rate": ("en", ["What is the API rate limit per minute?",
+                              "What happens when I exceed the rate limit?",
+                              "How many calls can my key make before requests start getting rejected?"]),
+    "limits.md#storage": ("en", ["What is the maximum storage per project?",
+                                 "How do I increase the storage quota of a project?",
+                                 "My project is running out of disk space, can the cap be raised?"]),
+    "auth.md#sso": ("en", ["How do I enable single sign-on with Okta?",
+                           "Which identity providers are supported for SSO?",
+                           "Can my team log in with our company Google accounts instead of passwords?"]),
+    "auth.md#tokens": ("en", ["How do I rotate an API token?",
+                              "How long are API tokens valid?",
+                              "My access key leaked, how do I replace it with a new one?"]),
+    "auth.md#mfa": ("en", ["How do I turn on two-factor authentication?",
+                           "Which authenticator apps work for 2FA?",
+                           "How can I add a second login step with a code from my phone?"]),
+    "despliegue.md#revertir": ("es", ["¿Cómo revierto un despliegue a la versión anterior?",
+                                      "¿Qué comando deshace el último despliegue?",
+                                      "Publiqué una versión rota, ¿cómo vuelvo a la de antes?"]),
+    "facturacion.md#reembolsos": ("es", ["¿Cómo pido el reembolso de un cobro duplicado?",
+                                         "¿Cuánto tarda en llegar un reembolso?",
+                                         "Me cobraron dos veces, ¿cómo recupero mi dinero?"]),
+}  # fmt: skip
+
+
+def golden_items() -> list[GoldenItem]:
+    items = []
+    for ref, (language, questions) in PASSAGES.items():
+        for i, question in enumerate(questions):
+            items.append(GoldenItem(item_id=f"{ref}-{i}", question=question, reference_answer="…", qtype="single_hop",
+                                    variant="paraphrase" if i == 2 else "plain", language=language, source="corpus",
+                                    source_ref=f"{ref}/0", generator_model="test", corpus_version="c1",
+                                    created_at="2026-11-01"))  # fmt: skip
+    return items
+
+
+def release_golden(workspace: Workspace, name: str = "demo") -> None:
+    paths = workspace.golden(name)
+    write_items(paths.released_items, golden_items())
+    write_manifest(paths.released_manifest, {"name": name, "version": "v1"})

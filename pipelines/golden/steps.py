@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from pipelines.batching import batch_ranges
-from pipelines.files import file_sha256, read_jsonl, reset_dir, write_jsonl
+from pipelines.files import file_sha256, read_filled_in_rows, read_jsonl, reset_dir, write_jsonl
 from pipelines.golden.cost import added, build_cost, model_usage
 from pipelines.golden.dataset import read_items, write_items
 from pipelines.golden.filters import filter_items
@@ -105,15 +105,32 @@ TRACE_READ_BATCH_ROWS = 65_536
 def recent_trace_questions(workspace: Workspace, until: date, days: int, n: int) -> list[dict[str, Any]]:
     """`n` questions of the sampled (anonymized) traces of the `days` days before `until`: real phrasing.
 
-    Each day's partition is read in batches of the four columns the pick needs, and only the candidates
-    `TraceQuestionSample` keeps stay in memory: 14 days of 1 M traces cost what one batch costs.
+    First one question of each topic the golden set missed (`uncovered_topic_questions`), then the hash-ordered
+    stratified pick. Each day's partition is read in batches of the four columns the pick needs, and only the
+    candidates `TraceQuestionSample` keeps stay in memory: 14 days of 1 M traces cost what one batch costs.
     """
+    first = uncovered_topic_questions(workspace, until, days)[:n]
     sample = TraceQuestionSample(n)
     for offset in range(1, days + 1):
         parts = workspace.traces_partition(until - timedelta(days=offset)).parts  # none: the day was not sampled
         for batch in iter_part_batches(parts, batch_size=TRACE_READ_BATCH_ROWS, columns=TRACE_QUESTION_COLUMNS):
             sample.add(*(batch.column(name).to_pylist() for name in TRACE_QUESTION_COLUMNS))
-    return sample.picked()
+    taken = {row["trace_id"] for row in first}
+    return first + [row for row in sample.picked() if row["trace_id"] not in taken][: n - len(first)]
+
+
+def uncovered_topic_questions(workspace: Workspace, until: date, days: int) -> list[dict[str, Any]]:
+    """The first question of each topic of the day's traffic the golden set did not cover, as the online eval queued
+    them (`inbox/uncovered-<day>.csv`, largest topic first) over the `days` days before `until`, newest day first:
+    the next build asks about what users ask and the golden set lacks."""
+    picked, topics = [], set()
+    for offset in range(1, days + 1):
+        path = workspace.uncovered_topics(until - timedelta(days=offset))
+        for row in read_filled_in_rows(path) if path.exists() else []:
+            if row["topic"] not in topics:
+                topics.add(row["topic"])
+                picked.append({name: row[name] for name in TRACE_QUESTION_COLUMNS})
+    return picked
 
 
 def plan_golden(settings: Settings, params: GoldenParams, *, logical_date: date) -> GoldenPlan:

@@ -3,7 +3,8 @@
 Written as `inbox/candidates-<day>.csv` in the data workspace (not versioned: it holds production
 text a person has not reviewed yet), with the columns `ragwatch golden import` reads: a reviewer
 writes the reference answer and the gold passages, then imports the file, and the rows join the
-golden set with `source=trace`.
+golden set with `source=trace`. Beside it, `inbox/uncovered-<day>.csv`: the largest topics of the day's traffic
+the golden set does not cover (the coverage step's clusters), three questions each, importable the same way.
 """
 
 from __future__ import annotations
@@ -46,3 +47,26 @@ def queue_candidates(workspace: Workspace, day: date, traces: Sequence[dict[str,
             # Production text is user input: "=HYPERLINK(...)" must stay text in the reviewer's spreadsheet.
             writer.writerow({k: spreadsheet_safe(v) for k, v in row.items()})
     return len(ranked), path
+
+
+UNCOVERED_COLUMNS = ["topic", "language", "day_share", "estimated_traces", "trace_id", "app", "question",
+                     "reference_answer", "gold_passages", "split"]  # fmt: skip
+"""`ragwatch golden import` reads the last five: a reviewer writes an answer for a topic's question and imports it."""
+
+
+def queue_uncovered_topics(workspace: Workspace, day: date, clusters: Sequence[Any], limit: int) -> tuple[int, Path]:
+    """Write the day's `limit` largest uncovered topics (coverage/clusters.py), three questions each; returns (topics
+    written, file). The file is rewritten on a rerun: the same day gives the same topics."""
+    path = workspace.uncovered_topics(day)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    chosen = list(clusters)[:limit]
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=UNCOVERED_COLUMNS)
+        writer.writeheader()
+        for cluster in chosen:
+            for rep in cluster.representatives:
+                row = {"topic": cluster.cluster_id, "language": cluster.language, "day_share": f"{cluster.share:.4f}",
+                       "estimated_traces": f"{cluster.estimated_traces:.0f}", "trace_id": rep.trace_id, "app": rep.app,
+                       "question": rep.question, "reference_answer": "", "gold_passages": "", "split": ""}  # fmt: skip
+                writer.writerow({k: spreadsheet_safe(v) for k, v in row.items()})
+    return len(chosen), path

@@ -34,7 +34,8 @@ from prometheus_client.exposition import basic_auth_handler, default_handler
 from pydantic import BaseModel
 
 from pipelines import inputs
-from pipelines.evaluation.outputs.summary import JudgeTrustRow, RunSummary, judge_trust
+from pipelines.evaluation.coverage.result import GoldenCoverage
+from pipelines.evaluation.outputs.summary import JudgeTrustRow, RunSummary, golden_coverage, judge_trust
 from pipelines.evaluation.runs.cost import RunCost
 from pipelines.evaluation.statistics.diagnose import CONTEXT_PRECISION as DIAGNOSED_PRECISION
 from pipelines.evaluation.statistics.intervals import Aggregate, aggregate
@@ -66,7 +67,8 @@ def grouping_key(suite: str, target: str | None = None, app: str | None = None) 
 
 def build_registry(aggregates: Iterable[Aggregate], *, suite: str, target: str | None = None, app: str | None = None,
                    gate_passed: bool | None = None, succeeded_at: float | None = None,
-                   judge: Iterable[JudgeTrustRow] = (), cost: RunCost | None = None) -> CollectorRegistry:  # fmt: skip
+                   judge: Iterable[JudgeTrustRow] = (), cost: RunCost | None = None,
+                   coverage: GoldenCoverage | None = None) -> CollectorRegistry:  # fmt: skip
     """The gauges of one run. Labels repeat the grouping key so a textfile reads the same as the gateway."""
     registry = CollectorRegistry()
     base = grouping_key(suite, target, app)
@@ -95,7 +97,27 @@ def build_registry(aggregates: Iterable[Aggregate], *, suite: str, target: str |
                          "When the last successful eval of this suite finished", names, registry=registry)
     last_success.labels(**base).set(time.time() if succeeded_at is None else succeeded_at)
     add_judge_gauges(registry, base, judge)
+    if coverage is not None:
+        add_coverage_gauges(registry, base, coverage)
     return registry
+
+
+def add_coverage_gauges(registry: CollectorRegistry, base: dict[str, str], coverage: GoldenCoverage) -> None:
+    """The golden set's coverage of the day's traffic per app/language stratum and "all", with its interval's bounds;
+    absent (never 0) when it could not be measured."""
+    if coverage.status != "ok":
+        return
+    names = [*base, "stratum"]
+    gauges = {"ratio": Gauge("rag_golden_coverage_ratio", "Share of the day's traffic whose question has a golden "
+                             "neighbour (same language, cosine >= the calibrated threshold)", names, registry=registry),
+              "ci_low": Gauge("rag_golden_coverage_ratio_ci_low", "Lower bound of its 95 % interval", names,
+                              registry=registry),
+              "ci_high": Gauge("rag_golden_coverage_ratio_ci_high", "Upper bound of its 95 % interval", names,
+                               registry=registry)}  # fmt: skip
+    for row in coverage.strata:
+        for field_name, gauge in gauges.items():
+            if (value := getattr(row, field_name)) is not None:
+                gauge.labels(**base, stratum=row.stratum).set(value)
 
 
 def add_judge_gauges(registry: CollectorRegistry, base: dict[str, str], rows: Iterable[JudgeTrustRow]) -> None:
@@ -146,13 +168,13 @@ def _cost_gauges(cost: RunCost, base: dict[str, str], registry: CollectorRegistr
 def push_scores(settings: Settings, aggregates: Iterable[Aggregate], *, suite: str, target: str | None = None,
                 app: str | None = None, gate_passed: bool | None = None, succeeded_at: datetime | float | None = None,
                 timeout_s: float = 10.0, judge: Iterable[JudgeTrustRow] = (),
-                cost: RunCost | None = None) -> PushResult:  # fmt: skip
+                cost: RunCost | None = None, coverage: GoldenCoverage | None = None) -> PushResult:  # fmt: skip
     """Replace the suite's (and target's) group on the configured Pushgateway, or write
     `metrics/<job>-<suite>-<target>.prom` under home."""
     if isinstance(succeeded_at, datetime):
         succeeded_at = succeeded_at.timestamp()
     registry = build_registry(aggregates, suite=suite, target=target, app=app, gate_passed=gate_passed,
-                              succeeded_at=succeeded_at, judge=judge, cost=cost)  # fmt: skip
+                              succeeded_at=succeeded_at, judge=judge, cost=cost, coverage=coverage)  # fmt: skip
     samples = sum(len(m.samples) for m in registry.collect())
     job, key = settings.pushgateway_job, grouping_key(suite, target, app)
     if settings.pushgateway_url:
@@ -254,7 +276,8 @@ def push_run(settings: Settings, summary: RunSummary, *, app: str | None = None)
                          gate_passed=latest.gate_passed,
                          succeeded_at=latest.finished_at or datetime.now(timezone.utc),
                          judge=judge_trust(latest.params.get("judge_audit")),
-                         cost=RunCost.model_validate(latest.cost) if latest.cost else None)  # fmt: skip
+                         cost=RunCost.model_validate(latest.cost) if latest.cost else None,
+                         coverage=golden_coverage(latest.params))  # fmt: skip
     if not result.ok:
         raise RuntimeError(f"push failed: {result.error}. The scores are safe in the results DB; the task retries.")
     return PushedRun(destination=result.destination, mode=result.mode, samples=result.samples)

@@ -20,9 +20,10 @@ from typing import Any
 from jinja2 import Environment
 from markupsafe import Markup
 
+from pipelines.evaluation.coverage.result import GoldenCoverage
 from pipelines.evaluation.outputs.charts import Interval, histogram, interval_chart, line_chart
 from pipelines.evaluation.outputs.formatting import interval, number
-from pipelines.evaluation.outputs.summary import judge_trust, judged_strata
+from pipelines.evaluation.outputs.summary import golden_coverage, judge_trust, judged_strata
 from pipelines.evaluation.runs.cost import RunCost
 from pipelines.evaluation.statistics.diagnose import ATTRIBUTIONS, DEFAULT_MIN_N, NOT_ENOUGH_EVIDENCE, diagnose, summarize_attribution
 from pipelines.evaluation.statistics.gate import Comparison, RunGate
@@ -92,8 +93,8 @@ def render_report(run: EvalRun, scores: Sequence[Score], *, aggregates: Sequence
     context = {
         "run": run,
         "offline": any(OFFLINE_MODEL in (name or "") for name in (run.judge_model, run.generator_model)),
-        "params": json.dumps({k: v for k, v in (run.params or {}).items() if k != "judge_audit"}, ensure_ascii=False,
-                             sort_keys=True, default=str),  # fmt: skip
+        "params": json.dumps({k: v for k, v in (run.params or {}).items() if k not in ("judge_audit", "coverage")},
+                             ensure_ascii=False, sort_keys=True, default=str),  # fmt: skip
         "findings": diagnose(aggs, min_n=min_n),
         "min_n": min_n,
         "not_enough_evidence": NOT_ENOUGH_EVIDENCE,
@@ -120,6 +121,8 @@ def render_report(run: EvalRun, scores: Sequence[Score], *, aggregates: Sequence
                                 ((run.params or {}).get("judge_audit") or {}).get("calibration", []))),
         "cost": RunCost.model_validate(run.cost) if run.cost else None,
         "stages": STAGES,
+        "coverage": (coverage := golden_coverage(run.params)),
+        "coverage_chart": Markup(_coverage_chart(coverage)) if coverage and coverage.status == "ok" else None,
     }
     return _TEMPLATE.render(**context)
 
@@ -168,6 +171,12 @@ def _stratum_chart(stratum: str, metrics: list[str], by_key: dict[tuple[str, str
         for m in metrics if (a := by_key.get((m, stratum)))
     ]  # fmt: skip
     return interval_chart(rows, title=f"{stratum}: mean and 95 % CI")
+
+
+def _coverage_chart(coverage: GoldenCoverage) -> str:
+    rows = [Interval(label=row.stratum, mean=row.ratio, low=row.ci_low, high=row.ci_high, note=f"n={row.questions}")
+            for row in coverage.strata]  # fmt: skip
+    return interval_chart(rows, x_range=(0.0, 1.0), title="golden coverage of the day's traffic, 95 % CI")
 
 
 def _histogram(metric: str, scores: Sequence[Score]) -> str:
@@ -288,6 +297,51 @@ class="num">{{ row.wanted }}</td>{% endif %}<td class="num">{{ row.judged }}</td
 <td class="num">{{ row.faithfulness_half_width|num }}</td></tr>
 {% endfor %}
 </table>
+{% endif %}
+{% if coverage %}
+<h2>Does the golden set cover what users ask?</h2>
+{% if coverage.status == "ok" %}
+{% set t = coverage.threshold %}
+<p>Each of the day's questions (at most {{ coverage.max_questions }}, stratified by app/language like the judged
+traces) was matched to its nearest question of golden set <code>{{ coverage.golden }}</code> {{ coverage.golden_version
+}} ({{ coverage.golden_questions }} questions) in its own language; it is covered at cosine ≥ {{ t.value|num }}.
+{% if t.method == "calibrated" %}That threshold was calibrated on the golden set's own {{ t.pairs }} paraphrases
+(Youden's J): {{ (100 * t.tpr)|round|int }} % of paraphrases are that close to a sibling question of their passage
+(true matches), {{ (100 * t.fpr)|round|int }} % to a question of another document (false matches); ROC AUC {{ t.auc|num
+}}.{% else %}That threshold was {{ t.note }}{% if t.auc is not none %} (on the golden set's {{ t.pairs }} paraphrases
+it matches {{ (100 * t.tpr)|round|int }} % of true pairs and {{ (100 * t.fpr)|round|int }} % of false ones; ROC AUC {{
+t.auc|num }}){% endif %}.{% endif %} Coverage is the share covered, with a Jeffreys 95 % interval per stratum (n =
+questions matched); "all" weights each stratum by its share of the day's sample, its interval at the effective sample
+size (Korn–Graubard).</p>
+<table>
+<tr><th>stratum</th><th>day's traces</th><th>questions matched</th><th>covered</th><th>coverage</th><th>95 % CI</th></tr>
+{% for row in coverage.strata %}
+<tr><td>{{ row.stratum }}</td><td class="num">{{ row.day_traces }}</td><td class="num">{{ row.questions }}</td>
+<td class="num">{{ row.covered }}</td><td class="num">{{ row.ratio|num }}</td>
+<td class="num">{% if row.ci_low is not none %}[{{ row.ci_low|num }}, {{ row.ci_high|num }}]{% else %}–{% endif %}</td></tr>
+{% endfor %}
+</table>
+{{ coverage_chart }}
+<h3>Largest topics the golden set misses</h3>
+{% if coverage.clusters %}
+<p>The uncovered questions grouped by topic (average-linkage clustering at the same cosine; groups of at least {{
+coverage.min_cluster_size }} questions; {{ coverage.unclustered }} uncovered questions belong to no topic). Share: of the day's traffic. The
+largest are in <code>inbox/uncovered-{{ run.logical_date }}.csv</code> for review, and the next golden build's trace
+questions start from them.</p>
+<table>
+<tr><th>topic</th><th>language</th><th>questions</th><th>share of the day</th><th>representative questions</th></tr>
+{% for c in coverage.clusters %}
+<tr><td><code>{{ c.cluster_id }}</code></td><td>{{ c.language }}</td><td class="num">{{ c.questions }}</td>
+<td class="num">{{ (100 * c.share)|round(1) }} %</td><td>{% for r in c.representatives %}{{ r.question }}{% if not
+loop.last %}<br>{% endif %}{% endfor %}</td></tr>
+{% endfor %}
+</table>
+{% else %}
+<p>No topic: the {{ coverage.unclustered }} uncovered questions are one-offs.</p>
+{% endif %}
+{% else %}
+<p><strong>Not measured</strong> (failed): {{ coverage.reason }}</p>
+{% endif %}
 {% endif %}
 {% if offline %}
 <div class="banner">Scored with the offline deterministic backend ({{ run.judge_model }}): these numbers test the

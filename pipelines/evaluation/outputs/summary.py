@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from pipelines.evaluation.coverage.result import GoldenCoverage
 from pipelines.evaluation.runs.cost import RunCost
 from pipelines.evaluation.runs.folder import RunHeader
 from pipelines.evaluation.statistics.diagnose import DEFAULT_MIN_N, diagnose
@@ -114,6 +115,8 @@ class RunSummary(RunHeader):
     cost: RunCost | None = None
     """What the run's model requests cost per stage and metric (requests, cache hits, tokens, LLM-seconds); None for a
     run saved before it was recorded."""
+    coverage: GoldenCoverage | None = None
+    """Online only: how much of the day's traffic the golden set covers, and the topics it misses."""
 
 
 def run_summary(run: EvalRun, aggregates: Sequence[Aggregate], *, items: int, baseline: str | None = None,
@@ -139,7 +142,14 @@ def run_summary(run: EvalRun, aggregates: Sequence[Aggregate], *, items: int, ba
         judge_audit_queued=(run.params.get("judge_audit") or {}).get("queued"),
         judge_trust=judge_trust(run.params.get("judge_audit")),
         cost=RunCost.model_validate(run.cost) if run.cost else None,
+        coverage=golden_coverage(run.params),
     )  # fmt: skip
+
+
+def golden_coverage(params: dict[str, Any] | None) -> GoldenCoverage | None:
+    """The coverage an online run stored in its params (coverage/daily.py); None for other runs."""
+    stored = (params or {}).get("coverage")
+    return GoldenCoverage.model_validate(stored) if stored else None
 
 
 def judge_trust(audit: dict[str, Any] | None) -> list[JudgeTrustRow]:

@@ -31,10 +31,11 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.batching import batch_ranges
+from pipelines.evaluation.coverage.daily import measure_online_coverage, read_coverage
 from pipelines.evaluation.metrics.judge import JudgeInput, Outcome, judge_items
 from pipelines.evaluation.metrics.noise import CONTROL_METRIC, METRIC, REFERENCE_METRIC, NoisePool, noise_delta_f
 from pipelines.evaluation.metrics.tools import tool_call_validity
-from pipelines.evaluation.outputs.inbox import queue_candidates
+from pipelines.evaluation.outputs.inbox import queue_candidates, queue_uncovered_topics
 from pipelines.evaluation.outputs.push import push_run
 from pipelines.evaluation.outputs.report import ItemView
 from pipelines.evaluation.outputs.summary import RunSummary
@@ -47,6 +48,7 @@ from pipelines.evaluation.runs.online_selection import HalfWidthTarget, read_jud
 from pipelines.evaluation.runs.params import OnlineParams
 from pipelines.evaluation.runs.target import HTTPTarget, ReferenceRAG, generator_label
 from pipelines.files import read_jsonl, reset_dir, write_jsonl
+from pipelines.handoff import IncompleteHandoff
 from pipelines.models.embeddings import build_embedder
 from pipelines.models.llm import build_llm, check_models_differ
 from pipelines.models.usage import scope, scoped
@@ -190,7 +192,8 @@ def judge_online_batch(settings: Settings, run_dir: Path, start: int, end: int) 
 
 
 def finalize_online_eval(settings: Settings, run_dir: Path) -> RunSummary:
-    """Aggregates with CIs, the results DB, the report (with the budget per stratum), the review inbox."""
+    """Aggregates with CIs, the results DB, the report (with the budget per stratum and the golden coverage), the
+    review inbox (the lowest-scoring traces, the largest uncovered topics)."""
     run_paths = RunPaths(run_dir)
     meta = read_meta(run_paths)
     scores = load_planned_scores(run_paths, meta)
@@ -202,6 +205,11 @@ def finalize_online_eval(settings: Settings, run_dir: Path) -> RunSummary:
                   generator_model=meta.generator_model,
                   params={**meta.params.model_dump(mode="json"), "selection": meta.selection},
                   finished_at=datetime.now(timezone.utc))  # fmt: skip
+    coverage = read_coverage(run_paths)
+    if coverage is None:
+        raise IncompleteHandoff(f"the golden coverage of {meta.logical_date} is missing ({run_paths.coverage}): run the "
+                                "online eval's coverage task (`measure_online_coverage`) for this run, then finalize")
+    run.params["coverage"] = coverage.model_dump(mode="json")
     store = ResultsStore.from_settings(settings)
     store.create()
     try:
@@ -209,15 +217,19 @@ def finalize_online_eval(settings: Settings, run_dir: Path) -> RunSummary:
         summary = publish_run(settings, store, run, scores, views, items=meta.items)
     finally:
         store.dispose()
-    queued, _ = queue_candidates(Workspace.from_settings(settings), run.logical_date, traces, scores)
+    workspace = Workspace.from_settings(settings)
+    queued, _ = queue_candidates(workspace, run.logical_date, traces, scores)
+    if coverage.status == "ok":
+        queue_uncovered_topics(workspace, run.logical_date, coverage.clusters, settings.coverage_inbox_topics)
     return summary.model_copy(update={"review_candidates": queued})
 
 
 def run_online_eval(settings: Settings, day: date, params: OnlineParams, *, push: bool = True,
                     progress: Callable[[int, int], None] | None = None) -> RunSummary:  # fmt: skip
-    """Every step of the online eval in one process (the CLI, `ragwatch bench online`): prepare, each judge batch,
-    finalize, and the push unless `push` is False."""
+    """Every step of the online eval in one process (the CLI, `ragwatch bench online`): prepare, the golden coverage,
+    each judge batch, finalize, and the push unless `push` is False."""
     prepared = prepare_online_eval(settings, day, params)
+    measure_online_coverage(settings, prepared.run_dir)
     summary = run_steps(settings, prepared, judge_online_batch, finalize_online_eval, progress)
     if push:
         push_run(settings, summary)

@@ -1,0 +1,71 @@
+"""Topics the golden set misses: the day's uncovered questions, clustered per language.
+
+Average-linkage agglomerative clustering (scikit-learn's) on cosine distance, cut at 1 − the coverage threshold:
+a topic is a group of questions that are, on average, as similar to each other as a question is to the golden
+question that covers it — the one similarity the coverage already calibrated. Groups smaller than
+`min_cluster_size` are one-off questions, not topics. (HDBSCAN was tried first: on a day's traffic it returns
+each repeated question as its own dense cluster rather than their topic, and scikit-learn 1.9's
+`cluster_selection_epsilon`, the usual remedy, fails in its tree search.)
+
+Average linkage holds a distance matrix: each language clusters at most MAX_CLUSTERED questions (the smallest
+hashes of their trace ids, a rerun takes the same), 3,000² distances being 72 MB. A topic's volume is the day's
+traffic its questions stand for (each question weighs its stratum's day traces / embedded questions, scaled up
+when the language was subsampled); its three representatives are the distinct questions nearest its centroid; its
+id is a hash of its members' trace ids, the same on a rerun of the day.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+import numpy as np
+from sklearn.cluster import AgglomerativeClustering
+
+from pipelines.evaluation.coverage.result import Representative, UncoveredCluster
+
+REPRESENTATIVES = 3
+MAX_CLUSTERED = 3_000
+
+
+def cluster_uncovered(vectors: np.ndarray, rows: Sequence[dict], weights: np.ndarray, *, threshold: float,
+                      day_traces: int, min_cluster_size: int) -> list[UncoveredCluster]:  # fmt: skip
+    """`rows` (trace_id, app, language, question) of the uncovered questions with their normalised `vectors` and
+    `weights`: their topics, the largest (by estimated traffic) first."""
+    languages = np.array([r["language"] for r in rows])
+    clusters = []
+    for language in np.unique(languages):
+        members = np.flatnonzero(languages == language)
+        scale = 1.0
+        if len(members) > MAX_CLUSTERED:
+            by_hash = sorted(members, key=lambda i: hashlib.sha256(rows[i]["trace_id"].encode()).digest())
+            kept = np.sort(by_hash[:MAX_CLUSTERED])
+            scale, members = weights[members].sum() / weights[kept].sum(), kept
+        if len(members) < min_cluster_size:
+            continue
+        labels = AgglomerativeClustering(n_clusters=None, metric="cosine", linkage="average",
+                                         distance_threshold=1.0 - threshold).fit_predict(vectors[members])  # fmt: skip
+        for label in np.unique(labels):
+            chosen = members[labels == label]
+            if len(chosen) >= min_cluster_size:
+                clusters.append(_cluster(vectors, rows, weights * scale, chosen, str(language), day_traces))
+    return sorted(clusters, key=lambda c: (-c.estimated_traces, c.cluster_id))
+
+
+def _cluster(vectors: np.ndarray, rows: Sequence[dict], weights: np.ndarray, chosen: np.ndarray, language: str,
+             day_traces: int) -> UncoveredCluster:  # fmt: skip
+    centroid = vectors[chosen].mean(axis=0)
+    by_closeness = chosen[np.argsort(-(vectors[chosen] @ centroid), kind="stable")]
+    representatives, seen = [], set()
+    for i in by_closeness:
+        if rows[i]["question"] not in seen:
+            seen.add(rows[i]["question"])
+            representatives.append(Representative(trace_id=rows[i]["trace_id"], app=rows[i]["app"],
+                                                  question=rows[i]["question"]))  # fmt: skip
+        if len(representatives) == REPRESENTATIVES:
+            break
+    digest = hashlib.sha256("\n".join(sorted(rows[i]["trace_id"] for i in chosen)).encode()).hexdigest()
+    estimated = float(weights[chosen].sum())
+    return UncoveredCluster(cluster_id=f"topic-{digest[:10]}", language=language, questions=len(chosen),
+                            estimated_traces=estimated, share=estimated / day_traces if day_traces else 0.0,
+                            representatives=representatives)  # fmt: skip

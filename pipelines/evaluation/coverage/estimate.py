@@ -1,0 +1,102 @@
+"""Coverage of a day's questions by the golden set: nearest golden neighbour, and the share with one, per stratum.
+
+A question is covered when its nearest golden question of the same language is at least the threshold's cosine
+(threshold.py); a language the golden set has no question in is uncovered. Coverage of an app/language stratum
+is the share of its questions covered, with a Jeffreys 95 % interval (n = the stratum's questions embedded).
+The day's coverage weights each stratum by its share of the day's sample (`day_traces`), p = Σ W_h p_h, so a
+stratum embedded at its floor counts for its traffic, not its floor; its interval is the Jeffreys interval at
+the effective sample size n_eff = p(1 − p) / Σ W_h² p_h(1 − p_h) / n_h (Korn & Graubard 1998), n_eff being the
+questions an unweighted sample would need for the same variance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from pydantic import BaseModel
+
+from pipelines.evaluation.statistics.intervals import proportion_ci
+
+ALL = "all"
+"""The stratum label of the whole day."""
+BLOCK_ROWS = 2_048
+"""Questions compared with the golden set per matrix product: 2,048 × 2,000 golden questions is 16 MB."""
+
+
+class StratumCoverage(BaseModel):
+    stratum: str
+    """`app/language`, or "all"."""
+    day_traces: int
+    """Traces of the day's sample in the stratum."""
+    questions: int
+    """Questions embedded and matched: the n of the interval."""
+    covered: int
+    ratio: float | None
+    ci_low: float | None
+    ci_high: float | None
+
+
+@dataclass(frozen=True)
+class Matches:
+    similarity: np.ndarray
+    """Per question, the cosine of its nearest golden question of the same language (−1 without one)."""
+    nearest: np.ndarray
+    """Per question, the index of that golden question (−1 without one)."""
+
+    def covered(self, threshold: float) -> np.ndarray:
+        return self.similarity >= threshold
+
+
+def nearest_golden(vectors: np.ndarray, languages: Sequence[str], golden_vectors: np.ndarray,
+                   golden_languages: Sequence[str]) -> Matches:  # fmt: skip
+    """Each question's nearest golden question of its own language, in blocks (memory: BLOCK_ROWS × golden)."""
+    similarity = np.full(len(vectors), -1.0)
+    nearest = np.full(len(vectors), -1, dtype=np.int64)
+    languages, golden_languages = np.asarray(languages), np.asarray(golden_languages)
+    for language in np.unique(languages):
+        rows, candidates = np.flatnonzero(languages == language), np.flatnonzero(golden_languages == language)
+        if not len(candidates):
+            continue
+        for start in range(0, len(rows), BLOCK_ROWS):
+            block = rows[start : start + BLOCK_ROWS]
+            sims = vectors[block] @ golden_vectors[candidates].T
+            best = np.argmax(sims, axis=1)
+            similarity[block] = sims[np.arange(len(block)), best]
+            nearest[block] = candidates[best]
+    return Matches(similarity=similarity, nearest=nearest)
+
+
+def coverage_by_stratum(strata: Sequence[str], covered: np.ndarray,
+                        day_traces: dict[str, int]) -> list[StratumCoverage]:  # fmt: skip
+    """Per stratum, then the day ("all", weighted by `day_traces`): covered / questions with its interval."""
+    strata = np.asarray(strata)
+    rows = []
+    for stratum in sorted(day_traces):
+        mask = strata == stratum
+        n, hits = int(mask.sum()), int(covered[mask].sum())
+        low, high = proportion_ci(hits, n) if n else (None, None)
+        rows.append(StratumCoverage(stratum=stratum, day_traces=day_traces[stratum], questions=n, covered=hits,
+                                    ratio=hits / n if n else None, ci_low=low, ci_high=high))  # fmt: skip
+    return [*rows, _weighted_day(rows)]
+
+
+def _weighted_day(rows: list[StratumCoverage]) -> StratumCoverage:
+    measured = [r for r in rows if r.questions]
+    total = sum(r.day_traces for r in rows)
+    common = dict(stratum=ALL, day_traces=total, questions=sum(r.questions for r in rows),
+                  covered=sum(r.covered for r in rows))  # fmt: skip
+    weight = sum(r.day_traces for r in measured)
+    if not weight:
+        return StratumCoverage(**common, ratio=None, ci_low=None, ci_high=None)
+    w = np.array([r.day_traces / weight for r in measured])
+    p_h = np.array([r.covered / r.questions for r in measured])
+    n_h = np.array([r.questions for r in measured])
+    p = float(w @ p_h)
+    variance = float(np.sum(w**2 * p_h * (1 - p_h) / n_h))
+    # All strata at 0 % or 100 % have no sampling variance to speak of: the plain count is the interval's n then.
+    n_eff = p * (1 - p) / variance if variance > 0 else float(n_h.sum())
+    n_eff = min(max(n_eff, 1.0), float(n_h.sum()))
+    low, high = proportion_ci(p * n_eff, n_eff)
+    return StratumCoverage(**common, ratio=p, ci_low=low, ci_high=high)

@@ -1,0 +1,155 @@
+"""Golden-set coverage of a day's traffic: the calibrated threshold, the estimate, and an unseen topic surfacing.
+
+Real parts: the shipped embedding model, scikit-learn's clustering, a released golden set and a day's partition in
+their formats.
+"""
+
+from __future__ import annotations
+
+import csv
+from datetime import date, timedelta
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from pipelines.evaluation.coverage.daily import measure_day_coverage
+from pipelines.evaluation.coverage.estimate import coverage_by_stratum
+from pipelines.evaluation.coverage.threshold import calibrate_threshold, paraphrase_pairs
+from pipelines.evaluation.outputs.inbox import queue_uncovered_topics
+from pipelines.golden.steps import recent_trace_questions
+from pipelines.workspace import Workspace
+from tests.workspace_data import PASSAGES, golden_items, release_golden
+
+# What users ask on a normal day: the golden topics in their own words.
+TRAFFIC = [
+    "how can I revert my deployment to the previous version", "rollback the last release please",
+    "how many pods does a rolling update replace at a time", "set an environment variable on my service",
+    "where do I configure env vars", "when do you send the monthly invoice", "download my invoice pdf",
+    "refund for a double charge", "how long until my refund arrives", "upgrade free plan to team plan",
+    "price of the team plan per user", "what's the api rate limit", "I keep hitting the rate limit, what happens",
+    "max storage for a project", "increase my project's storage quota", "enable SSO with Okta",
+    "which SSO providers do you support", "rotate my api token", "how long is an api token valid",
+    "turn on 2FA for my account",
+]  # fmt: skip
+TRAFFIC_ES = ["¿cómo vuelvo a la versión anterior del despliegue?", "reembolso de un cobro duplicado",
+              "¿cuánto tarda el reembolso?", "deshacer el último despliegue"]  # fmt: skip
+# A topic the golden set has never heard of.
+UNSEEN = [
+    "how do I request more GPU quota for my training jobs", "my GPU training job is stuck waiting for a GPU",
+    "which GPU types can I use for model training", "can I get an A100 GPU for fine-tuning my model",
+    "GPU quota exceeded error when starting a training run", "how much does an hour of GPU training cost",
+]  # fmt: skip
+DAY_BEFORE, DAY = date(2026, 11, 29), date(2026, 11, 30)
+
+
+def write_day(workspace: Workspace, day: date, questions: list[tuple[str, str, str]]) -> list:
+    """(app, language, question) rows as the day's promoted partition; its part files."""
+    paths = workspace.traces_partition(day)
+    paths.part(0).parent.mkdir(parents=True, exist_ok=True)
+    rows = {"trace_id": [f"{day}-{i}" for i in range(len(questions))], "app": [q[0] for q in questions],
+            "language": [q[1] for q in questions], "question": [q[2] for q in questions]}  # fmt: skip
+    pq.write_table(pa.table(rows), paths.part(0))
+    return paths.parts
+
+
+def repeated(questions: list[str], times: int, *, app: str = "support", language: str = "en") -> list[tuple]:
+    # The same question asked by several users, lightly varied: a day's traffic repeats itself.
+    leads = ["", "hi, ", "quick question: ", "hello team, ", "please help: "]
+    return [(app, language, leads[k % len(leads)] + q) for k in range(times) for q in questions]
+
+
+@pytest.fixture
+def workspace(settings):
+    ws = Workspace.from_settings(settings)
+    release_golden(ws)
+    return ws
+
+
+def test_the_threshold_is_calibrated_on_paraphrase_pairs_and_says_how_well_they_separate(embedder_vectors):
+    items, vectors = embedder_vectors
+    assert len(paraphrase_pairs(items)) == 2 * len(PASSAGES)
+    threshold = calibrate_threshold(items, vectors)
+    assert threshold.method == "calibrated" and threshold.pairs == threshold.negatives == len(PASSAGES)
+    assert threshold.auc > 0.7 and threshold.tpr > threshold.fpr
+    assert 0.2 < threshold.value < 0.95
+    mine = calibrate_threshold(items, vectors, setting=0.5)
+    assert (mine.value, mine.method) == (0.5, "setting")
+    few = calibrate_threshold(items[:9], vectors[:9])
+    assert few.value is None and "need 10" in few.note
+
+
+def test_a_day_that_moves_to_an_unseen_topic_loses_coverage_and_the_topic_surfaces(settings, workspace):
+    normal = repeated(TRAFFIC, 3) + repeated(TRAFFIC_ES, 3, language="es")
+    before = measure_day_coverage(settings, write_day(workspace, DAY_BEFORE, normal))
+    shifted = normal + repeated(UNSEEN, 5, app="ml")
+    after = measure_day_coverage(settings, write_day(workspace, DAY, shifted))
+
+    assert before.status == after.status == "ok", (before.reason, after.reason)
+    assert before.threshold.method == "calibrated" and before.golden_version == "v1"
+    assert before.day.ratio >= 0.8, before.strata
+    strata = {s.stratum: s for s in after.strata}
+    assert set(strata) == {"support/en", "support/es", "ml/en", "all"}
+    # Two of the six GPU questions pass for "increase the storage quota": the threshold's stated false-match rate.
+    assert strata["ml/en"].ratio <= 0.4 and strata["support/es"].questions == 12
+    # 30 of 102 traces moved to GPUs: the day's coverage falls, beyond both intervals.
+    assert after.day.ci_high < before.day.ci_low and after.day.ratio <= before.day.ratio - 0.15
+    top = after.clusters[0]
+    assert top.language == "en" and top.questions >= 15 and top.share == pytest.approx(top.questions / 102, rel=0.01)
+    assert len(top.representatives) == 3 and all("GPU" in r.question for r in top.representatives)
+    assert not any("GPU" in r.question for c in before.clusters for r in c.representatives)
+
+    queued, path = queue_uncovered_topics(workspace, DAY, after.clusters, limit=1)
+    with path.open(encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert queued == 1 and len(rows) == 3 and {r["topic"] for r in rows} == {top.cluster_id}
+    assert all("GPU" in r["question"] and r["trace_id"].startswith(str(DAY)) for r in rows)
+    # The next golden build's trace questions start from the topic, then the usual stratified pick.
+    seeds = recent_trace_questions(workspace, DAY + timedelta(days=1), days=2, n=4)
+    assert seeds[0] == {k: rows[0][k] for k in ("trace_id", "app", "language", "question")}
+    assert len(seeds) == 4 and len({s["trace_id"] for s in seeds}) == 4
+    again = measure_day_coverage(settings, workspace.traces_partition(DAY).parts)
+    assert again.model_dump() == after.model_dump()
+
+
+def test_coverage_without_a_released_golden_set_fails_with_the_reason(settings):
+    parts = write_day(Workspace.from_settings(settings), DAY, repeated(TRAFFIC, 1))
+    result = measure_day_coverage(settings, parts)
+    assert result.status == "failed" and "not released yet" in result.reason and not result.strata
+
+
+def test_the_day_weights_each_stratum_by_its_traffic_not_its_embedded_floor():
+    strata = ["big/en"] * 100 + ["small/en"] * 30
+    covered = np.array([True] * 90 + [False] * 10 + [False] * 30)
+    rows = {r.stratum: r for r in coverage_by_stratum(strata, covered, {"big/en": 9_000, "small/en": 1_000})}
+    assert rows["big/en"].ratio == 0.9 and rows["small/en"].ratio == 0.0
+    assert rows["all"].ratio == pytest.approx(0.81) and rows["all"].day_traces == 10_000
+    assert rows["all"].ci_low < 0.81 < rows["all"].ci_high and rows["all"].ci_high - rows["all"].ci_low < 0.15
+
+
+@pytest.fixture(scope="module")
+def embedder_vectors():
+    from pipelines.models.embeddings import LocalEmbedder
+
+    items = golden_items()
+    return items, np.asarray(LocalEmbedder().embed([i.question for i in items]))
+
+
+def test_the_gauges_carry_each_stratum_with_its_bounds_and_nothing_when_not_measured():
+    from pipelines.evaluation.coverage.result import GoldenCoverage
+    from pipelines.evaluation.outputs.push import build_registry
+
+    covered = np.array([True] * 15 + [False] * 5)
+    rows = coverage_by_stratum(["a/en"] * 10 + ["b/es"] * 10, covered, {"a/en": 50, "b/es": 50})
+    measured = GoldenCoverage(status="ok", golden="demo", max_questions=100, strata=rows)
+    samples = {(s.name, s.labels["stratum"]): s.value for m in build_registry([], suite="online", target="production",
+                                                                             coverage=measured).collect()
+               for s in m.samples if s.name.startswith("rag_golden_coverage")}  # fmt: skip
+    ratio = "rag_golden_coverage_ratio"
+    assert samples[(ratio, "all")] == pytest.approx(0.75)
+    assert samples[(ratio, "a/en")] == 1.0 and samples[(ratio, "b/es")] == 0.5
+    assert samples[(f"{ratio}_ci_low", "all")] < 0.75 < samples[(f"{ratio}_ci_high", "all")]
+    failed = GoldenCoverage(status="failed", reason="no golden set", golden="demo", max_questions=100)
+    registry = build_registry([], suite="online", target="production", coverage=failed)
+    assert not [m for m in registry.collect() if m.name.startswith("rag_golden_coverage")]
