@@ -137,7 +137,8 @@ def test_an_offline_run_on_the_simulator_records_what_the_server_saw_and_a_cache
     with running_simulator(SimulatorKnobs(capacity=8), prompts=all_prompts()) as url:
         settings = on_simulator(built, url)
         stats = lambda: served_stats(url)  # noqa: E731
-        params = eval_params(settings, **{**FAST, "limit": 6, "batch_size": 3})
+        # No retest: its requests bypass the cache by design (test_judge_noise.py sends them).
+        params = eval_params(settings, **{**FAST, "limit": 6, "batch_size": 3, "judge_retest_share": 0})
         summary, _ = run_offline_eval(settings, params, logical_date=date(2026, 11, 16))
         served = stats()
         cost = summary.cost

@@ -232,7 +232,9 @@ def test_a_cleared_batch_rerun_with_the_cache_on_sends_no_request(indexed):
 
     settings, chunks = indexed
     publish_day(settings, chunks, SMALL_DAY)
-    params = online_params(settings, max_traces=8, min_per_stratum=2, noise_share=0.5, batch_size=4)
+    # No retest: its requests bypass the cache by design (test_the_retest_is_sent_past_the_cache_and_changes_no_score).
+    params = online_params(settings, max_traces=8, min_per_stratum=2, noise_share=0.5, batch_size=4,
+                           judge_retest_share=0)  # fmt: skip
     with running_simulator(SimulatorKnobs(capacity=8), prompts=all_prompts()) as url:
         online = on_simulator(settings, url)
 
@@ -297,7 +299,8 @@ def test_a_batch_judged_on_one_worker_and_rerun_on_another_sends_no_request(inde
     settings, chunks = indexed
     day = date(2026, 3, 7)
     publish_day(settings, chunks, SMALL_DAY, day)
-    params = online_params(settings, max_traces=6, min_per_stratum=2, noise_share=0.5, batch_size=3)
+    params = online_params(settings, max_traces=6, min_per_stratum=2, noise_share=0.5, batch_size=3,
+                           judge_retest_share=0)  # the retest bypasses the cache by design  # fmt: skip
     cache_url = fresh_database(postgres, "llm_cache")
     shutil.copytree(settings.resolved_qdrant_path, tmp_path / "b" / "qdrant")
     with running_simulator(SimulatorKnobs(capacity=8), prompts=all_prompts()) as url:

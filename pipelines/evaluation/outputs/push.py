@@ -34,7 +34,7 @@ from prometheus_client.exposition import basic_auth_handler, default_handler
 from pydantic import BaseModel
 
 from pipelines import inputs
-from pipelines.evaluation.outputs.summary import JudgeTrustRow, RunSummary, judge_trust
+from pipelines.evaluation.outputs.summary import JudgeNoiseRow, JudgeTrustRow, RunSummary, judge_noise_rows, judge_trust
 from pipelines.evaluation.runs.cost import RunCost
 from pipelines.evaluation.statistics.diagnose import CONTEXT_PRECISION as DIAGNOSED_PRECISION
 from pipelines.evaluation.statistics.intervals import Aggregate, aggregate
@@ -66,7 +66,8 @@ def grouping_key(suite: str, target: str | None = None, app: str | None = None) 
 
 def build_registry(aggregates: Iterable[Aggregate], *, suite: str, target: str | None = None, app: str | None = None,
                    gate_passed: bool | None = None, succeeded_at: float | None = None,
-                   judge: Iterable[JudgeTrustRow] = (), cost: RunCost | None = None) -> CollectorRegistry:  # fmt: skip
+                   judge: Iterable[JudgeTrustRow] = (), cost: RunCost | None = None,
+                   judge_noise: Iterable[JudgeNoiseRow] = ()) -> CollectorRegistry:  # fmt: skip
     """The gauges of one run. Labels repeat the grouping key so a textfile reads the same as the gateway."""
     registry = CollectorRegistry()
     base = grouping_key(suite, target, app)
@@ -95,7 +96,29 @@ def build_registry(aggregates: Iterable[Aggregate], *, suite: str, target: str |
                          "When the last successful eval of this suite finished", names, registry=registry)
     last_success.labels(**base).set(time.time() if succeeded_at is None else succeeded_at)
     add_judge_gauges(registry, base, judge)
+    add_judge_noise_gauges(registry, base, judge_noise)
     return registry
+
+
+def add_judge_noise_gauges(registry: CollectorRegistry, base: dict[str, str], rows: Iterable[JudgeNoiseRow]) -> None:
+    """The test-retest gauges per retested metric; absent (never 0) with too few retests or an undefined figure."""
+    rows = [r for r in rows if r.enough]
+    if not rows:
+        return
+    names = [*base, "metric"]
+    share = Gauge("rag_judge_noise_share", "Judge-noise variance (half the mean squared test-retest difference) / "
+                  "the per-item variance of the metric: the judge's share of the mean's interval", names,
+                  registry=registry)  # fmt: skip
+    icc = Gauge("rag_judge_retest_icc", "Intraclass correlation ICC(1,1) of the judge's two judgements of the "
+                "retested items", names, registry=registry)  # fmt: skip
+    retested = Gauge("rag_judge_retest_items", "Items judged twice (both judgements ok): the n of the retest gauges",
+                     names, registry=registry)  # fmt: skip
+    for row in rows:
+        retested.labels(**base, metric=row.metric).set(row.n_retested)
+        if row.noise_share is not None:
+            share.labels(**base, metric=row.metric).set(row.noise_share)
+        if row.icc is not None:
+            icc.labels(**base, metric=row.metric).set(row.icc)
 
 
 def add_judge_gauges(registry: CollectorRegistry, base: dict[str, str], rows: Iterable[JudgeTrustRow]) -> None:
@@ -146,13 +169,13 @@ def _cost_gauges(cost: RunCost, base: dict[str, str], registry: CollectorRegistr
 def push_scores(settings: Settings, aggregates: Iterable[Aggregate], *, suite: str, target: str | None = None,
                 app: str | None = None, gate_passed: bool | None = None, succeeded_at: datetime | float | None = None,
                 timeout_s: float = 10.0, judge: Iterable[JudgeTrustRow] = (),
-                cost: RunCost | None = None) -> PushResult:  # fmt: skip
+                cost: RunCost | None = None, judge_noise: Iterable[JudgeNoiseRow] = ()) -> PushResult:  # fmt: skip
     """Replace the suite's (and target's) group on the configured Pushgateway, or write
     `metrics/<job>-<suite>-<target>.prom` under home."""
     if isinstance(succeeded_at, datetime):
         succeeded_at = succeeded_at.timestamp()
     registry = build_registry(aggregates, suite=suite, target=target, app=app, gate_passed=gate_passed,
-                              succeeded_at=succeeded_at, judge=judge, cost=cost)  # fmt: skip
+                              succeeded_at=succeeded_at, judge=judge, cost=cost, judge_noise=judge_noise)  # fmt: skip
     samples = sum(len(m.samples) for m in registry.collect())
     job, key = settings.pushgateway_job, grouping_key(suite, target, app)
     if settings.pushgateway_url:
@@ -254,6 +277,7 @@ def push_run(settings: Settings, summary: RunSummary, *, app: str | None = None)
                          gate_passed=latest.gate_passed,
                          succeeded_at=latest.finished_at or datetime.now(timezone.utc),
                          judge=judge_trust(latest.params.get("judge_audit")),
+                         judge_noise=judge_noise_rows(latest.params.get("judge_noise")),
                          cost=RunCost.model_validate(latest.cost) if latest.cost else None)  # fmt: skip
     if not result.ok:
         raise RuntimeError(f"push failed: {result.error}. The scores are safe in the results DB; the task retries.")
