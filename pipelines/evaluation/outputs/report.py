@@ -452,8 +452,10 @@ prompts may well agree perfectly: that is a finding, not a flaw.{% if judge_nois
 <tr><td>{{ row.metric }}</td><td class="num">{{ row.n_retested }}</td><td class="num">{{ row.icc|num }}</td>
 <td class="num">{{ row.mean_abs_difference|num }}</td><td class="num">{% if row.verdict_agreement is not none %}{{
 row.kappa|num }} · {{ row.verdict_agreement|num }}{% else %}–{% endif %}</td>
-<td class="num">{{ row.judge_variance|num(4) }}</td><td class="num">{{ row.total_variance|num(4) }} ({{ row.n_items }})</td><td class="num">{{ row.noise_share|num(2)
-}}</td><td class="num" title="{{ row.ci_method or '' }}">{{ row.half_width|num }}</td>
+<td class="num">{{ row.judge_variance|num(4) }}</td>
+<td class="num">{{ row.total_variance|num(4) }} ({{ row.n_items }})</td>
+<td class="num">{{ row.noise_share|num(2) }}</td>
+<td class="num" title="{{ row.ci_method or '' }}">{{ row.half_width|num }}</td>
 <td class="num">{{ row.half_width_two_judgements|num }}</td>
 <td class="num">{{ row.half_width_noiseless_judge|num }}</td>
 <td class="num">{{ row.half_width_double_items|num }}</td><td>{{ row.verdict }}</td></tr>
