@@ -356,10 +356,14 @@ def test_the_cli_judges_the_budget_it_is_given_and_refuses_a_bad_one(indexed, mo
     publish_day(settings, chunks, SMALL_DAY)
     monkeypatch.setenv("RAGWATCH_HOME", str(settings.home))
     monkeypatch.setenv("RAGWATCH_ANONYMIZER_KEY", "k")
+    monkeypatch.setenv("RAGWATCH_JUDGE_RETEST_SHARE", "1")
     run = CliRunner().invoke(app, ["eval", "online", "--date", str(DAY), "--max-traces", "6", "--noise-share", "0.5",
                                    "--no-push"], terminal_width=200)  # fmt: skip
     assert run.exit_code == 0, run.output
     assert "judged 6 of the day's 22 sampled traces (budget 6)" in run.output and "docs/en" in run.output
+    # Every trace retested, but 6 are too few for a figure: the summary says so instead of printing numbers.
+    printed = " ".join(run.output.split())  # the console wraps long lines
+    assert "judge noise on faithfulness (test-retest, n = 6 items judged twice): not enough retests" in printed
     bad = CliRunner().invoke(app, ["eval", "online", "--date", str(DAY), "--target-half-width", "1.5"])
     assert bad.exit_code != 0 and "--target-half-width: Input should be less than 1" in bad.output
 
