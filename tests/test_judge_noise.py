@@ -81,3 +81,12 @@ def test_the_retested_share_is_stable_and_about_the_share_asked():
     assert chosen == {i for i in items if retested("offline/2026-11-30/reference-rag", i, 0.1)}
     assert chosen <= {i for i in items if retested("offline/2026-11-30/reference-rag", i, 0.2)}  # a larger share grows
     assert not any(retested("r", i, 0.0) for i in items) and all(retested("r", i, 1.0) for i in items)
+
+
+def test_a_judge_noisier_than_the_items_spread_is_capped_and_says_so():
+    rng = np.random.default_rng(5)
+    first = rng.normal(0.5, 0.02, 50)
+    second = first + rng.normal(0, 0.1, 50)  # σ²_judge ≈ 0.005, ten times the first judgements' whole variance
+    noise = judge_noise("answer_relevancy", first, second, first, aggregate(scores(first))[0])
+    assert noise.noise_share == 1 and "share capped at 1" in noise.verdict
+    assert noise.half_width_noiseless_judge == 0 and noise.icc < 0.3

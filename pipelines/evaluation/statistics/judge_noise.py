@@ -89,6 +89,9 @@ class JudgeNoise:
                     f"±{self.half_width_double_items:.3f})")  # fmt: skip
         who = "the judge's noise is most of it: a steadier judge" if self.noise_share >= JUDGE_DOMINATES_FROM else \
             "item sampling dominates: more items"
+        if self.noise_share == 1:
+            # σ²_judge ≥ σ²_total: the items' own spread is lost in the judge's at this n, not measured as 0.
+            who = "the judge's noise is at least the whole per-item variance (share capped at 1): a steadier judge"
         return (f"{who} tightens it most; averaging 2 judgements per item would shrink ±{self.half_width:.3f} to "
                 f"±{self.half_width_two_judgements:.3f}, a noiseless judge to ±{self.half_width_noiseless_judge:.3f}, "
                 f"twice the items to ±{self.half_width_double_items:.3f}")  # fmt: skip
