@@ -735,6 +735,8 @@ def print_eval_summary(summary) -> None:
         console.print(f"  - {escape(line)}")
     for row in summary.judge_trust:
         console.print(_judge_trust_line(row))
+    for row in summary.judge_noise:
+        console.print(_judge_noise_line(row))
     if summary.judge_audit_queued:
         console.print(f"{summary.judge_audit_queued} judged items queued for labelling in the inbox (judge-audit-*.csv); "
                       "`ragwatch judge labels import FILE` takes them back")  # fmt: skip
@@ -768,6 +770,19 @@ def _print_coverage(coverage) -> None:
                       + escape(" | ".join(r.question for r in c.representatives)))  # fmt: skip
     if coverage.clusters:
         console.print(f"  {len(coverage.clusters)} uncovered topics; the largest are queued in the inbox (uncovered-*.csv)")
+
+
+def _judge_noise_line(row) -> str:
+    from pipelines.evaluation.outputs.formatting import number
+
+    line = f"judge noise on {row.metric} (test-retest, n = {row.n_retested} items judged twice)"
+    if not row.enough:
+        return f"{line}: {escape(row.verdict)}"
+    line += f": ICC {number(row.icc)}, mean |difference| {number(row.mean_abs_difference)}"
+    if row.kappa is not None or row.verdict_agreement is not None:
+        line += f", 0/1 form κ {number(row.kappa)}, agreement {number(row.verdict_agreement)}"
+    share = "–" if row.noise_share is None else f"{row.noise_share:.0%}"
+    return f"{line}; judge share of the variance {share} (N = {row.n_items}); {escape(row.verdict)}"
 
 
 def _judge_trust_line(row) -> str:

@@ -182,6 +182,11 @@ class Settings(BaseSettings):
     (metric, judge verdict) strata of the metrics with a 0/1 form; 0 queues none."""
     judge_audit_half_width: float = Field(default=0.05, gt=0.0, lt=1.0)
     """The half-width of the PPI interval the report counts the labels needed for."""
+    judge_retest_share: float = Field(default=0.1, ge=0.0, le=1.0)
+    """Share of the judged items judged a second time, by requests that bypass the LLM cache (with a distinct seed
+    where the judge samples), to measure the judge's own noise (statistics/judge_noise.py); 0 retests none. Which
+    items: those whose hash of (run, item) falls in the lowest `share` of the hash space, so a rerun retests the
+    same ones. Costs about `share` × the judge's requests."""
     pushgateway_url: str | None = None
     """Prometheus Pushgateway, e.g. `http://pushgateway:9091`; a textfile under `home` when unset."""
     pushgateway_job: str = "ragwatch"

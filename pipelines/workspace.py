@@ -271,6 +271,15 @@ class RunPaths:
     def verdict_files(self) -> list[Path]:
         return sorted(self.root.glob("verdicts-*.jsonl"))
 
+    def retests(self, part: str) -> Path:
+        """The second judgements of one judge batch's retested items (metrics/judge_retest.py): score rows that the
+        aggregates, the gate and the results DB never read, only the judge-noise statistics."""
+        return self.root / f"retests-{part}.jsonl"
+
+    @property
+    def retest_files(self) -> list[Path]:
+        return sorted(self.root.glob("retests-*.jsonl"))
+
 
 @dataclass(frozen=True)
 class Workspace:

@@ -292,3 +292,28 @@ def test_a_lost_score_file_fails_finalize_naming_its_batch(built):
     stored = store.runs("offline", 50, status=None)
     store.dispose()
     assert "handoff" not in {r.target for r in stored}  # nothing stored from the smaller set
+
+
+def test_the_judge_retest_leaves_the_scores_and_the_gate_as_they_were(built):
+    """The same candidate gated against the same baseline, without and then with every item judged twice: the
+    scores in the results DB and every figure of the gate are the same; the retest shows only as judge noise."""
+    def params(share: float):
+        return eval_params(built, **FAST, target_name="retest-gate", judge_retest_share=share)
+
+    baseline, _ = run_offline_eval(built, params(0.0), logical_date=date(2026, 12, 7))
+    plain, _ = run_offline_eval(built, params(0.0), logical_date=date(2026, 12, 14))
+    store = ResultsStore.from_settings(built)
+    plain_scores = sorted((s.item_id, s.metric, s.status, s.value) for s in store.scores(plain.run_id))
+    store.dispose()
+    retested, _ = run_offline_eval(built, params(1.0), logical_date=date(2026, 12, 14))
+    store = ResultsStore.from_settings(built)
+    retested_scores = sorted((s.item_id, s.metric, s.status, s.value) for s in store.scores(retested.run_id))
+    store.dispose()
+    assert plain.baseline == retested.baseline == baseline.run_id and plain.gate_passed is True
+    assert any(row.gated for row in plain.gate_rows)  # enough pairs for the gate to decide, so a change would show
+    assert retested_scores == plain_scores and retested.overall == plain.overall
+    assert [r.model_dump() for r in retested.gate_rows] == [r.model_dump() for r in plain.gate_rows]
+    assert plain.judge_noise == [] and {r.metric for r in retested.judge_noise} == set(FAST["metrics"])
+    # The offline backend is deterministic: its retest agrees with the first judgement on every item.
+    assert all(r.enough and r.mean_abs_difference == 0 for r in retested.judge_noise)
+    assert retested.cost.by_stage()["judge_retest"]["requests"] > 0

@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from markupsafe import escape
 
 from pipelines.allocation import allocate
 from pipelines.corpus.steps import index_corpus
@@ -242,7 +243,10 @@ def test_a_cleared_batch_rerun_with_the_cache_on_sends_no_request(indexed):
 
     settings, chunks = indexed
     publish_day(settings, chunks, SMALL_DAY)
-    params = online_params(settings, max_traces=8, min_per_stratum=2, noise_share=0.5, batch_size=4)
+    # No retest: this test counts the eval's own stages exactly (a rerun replays the retest too: see
+    # test_the_retest_is_sent_past_the_cache_and_changes_no_score).
+    params = online_params(settings, max_traces=8, min_per_stratum=2, noise_share=0.5, batch_size=4,
+                           judge_retest_share=0)  # fmt: skip
     with running_simulator(SimulatorKnobs(capacity=8), prompts=all_prompts()) as url:
         online = on_simulator(settings, url)
 
@@ -307,7 +311,8 @@ def test_a_batch_judged_on_one_worker_and_rerun_on_another_sends_no_request(inde
     settings, chunks = indexed
     day = date(2026, 3, 7)
     publish_day(settings, chunks, SMALL_DAY, day)
-    params = online_params(settings, max_traces=6, min_per_stratum=2, noise_share=0.5, batch_size=3)
+    params = online_params(settings, max_traces=6, min_per_stratum=2, noise_share=0.5, batch_size=3,
+                           judge_retest_share=0)  # counts the eval's own requests per batch  # fmt: skip
     cache_url = fresh_database(postgres, "llm_cache")
     shutil.copytree(settings.resolved_qdrant_path, tmp_path / "b" / "qdrant")
     with running_simulator(SimulatorKnobs(capacity=8), prompts=all_prompts()) as url:
@@ -362,9 +367,65 @@ def test_the_cli_judges_the_budget_it_is_given_and_refuses_a_bad_one(indexed, mo
     publish_day(settings, chunks, SMALL_DAY)
     monkeypatch.setenv("RAGWATCH_HOME", str(settings.home))
     monkeypatch.setenv("RAGWATCH_ANONYMIZER_KEY", "k")
+    monkeypatch.setenv("RAGWATCH_JUDGE_RETEST_SHARE", "1")
     run = CliRunner().invoke(app, ["eval", "online", "--date", str(DAY), "--max-traces", "6", "--noise-share", "0.5",
                                    "--no-push"], terminal_width=200)  # fmt: skip
     assert run.exit_code == 0, run.output
     assert "judged 6 of the day's 22 sampled traces (budget 6)" in run.output and "docs/en" in run.output
+    # Every trace retested, but 6 are too few for a figure: the summary says so instead of printing numbers.
+    printed = " ".join(run.output.split())  # the console wraps long lines
+    assert "judge noise on faithfulness (test-retest, n = 6 items judged twice): not enough retests" in printed
     bad = CliRunner().invoke(app, ["eval", "online", "--date", str(DAY), "--target-half-width", "1.5"])
     assert bad.exit_code != 0 and "--target-half-width: Input should be less than 1" in bad.output
+
+
+def test_the_retest_is_sent_past_the_cache_and_changes_no_score(indexed):
+    """The same day judged without and then with a retest of every trace, on the simulator with the cache on: the
+    retest's requests reach the server (the first judgements come from the cache, never the retest's), count under
+    `judge_retest`, and no score, aggregate or interval moves; the second judgements land in the retest files only; a
+    rerun replays the retest."""
+    from pipelines.models.simulator import SimulatorKnobs, running_simulator, served_stats
+    from pipelines.prompt_catalog import all_prompts
+
+    settings, chunks = indexed
+    day = date(2026, 3, 9)
+    publish_day(settings, chunks, SMALL_DAY, day)
+    params = online_params(settings, max_traces=12, min_per_stratum=3, noise_share=0.0, batch_size=6)
+    with running_simulator(SimulatorKnobs(capacity=8), prompts=all_prompts()) as url:
+        online = on_simulator(settings, url)
+
+        def stored_scores(run_id: str) -> list[tuple]:
+            store = ResultsStore.from_settings(online)
+            try:
+                return sorted((s.item_id, s.metric, s.status, s.value) for s in store.scores(run_id))
+            finally:
+                store.dispose()
+
+        plain = run_online_eval(online, day, params.model_copy(update={"judge_retest_share": 0.0}), push=False)
+        plain_scores, before = stored_scores(plain.run_id), served_stats(url)["requests"]
+        assert "judge_retest" not in plain.cost.by_stage() and plain.judge_noise == []
+        retested = run_online_eval(online, day, params.model_copy(update={"judge_retest_share": 1.0}), push=False)
+        sent = served_stats(url)["requests"] - before
+        # A rerun of the day replays the retest from its own cache namespace: nothing sent, the same judge noise.
+        rerun = run_online_eval(online, day, params.model_copy(update={"judge_retest_share": 1.0}), push=False)
+        assert served_stats(url)["requests"] - before == sent and rerun.judge_noise == retested.judge_noise
+    stages = retested.cost.by_stage()
+    assert stages["judge"]["requests"] == 0 and stages["judge"]["cache_hits"] > 0  # the first judgement: cached
+    # Sent past the first judgement's cache entries (two traces asking the same thing share a retest reply).
+    assert sent == stages["judge_retest"]["requests"] > stages["judge_retest"]["cache_hits"]
+    assert stored_scores(retested.run_id) == plain_scores and retested.overall == plain.overall
+    run = RunPaths(Workspace.from_settings(online).run_folder("online", day, "production").root)
+    second = [json.loads(line) for path in run.retest_files for line in path.read_text().splitlines()]
+    assert {(r["item_id"], r["metric"]) for r in second} == {(i, m) for i, m, *_ in plain_scores
+                                                             if m in ("faithfulness", "answer_relevancy")}  # fmt: skip
+    noise = {row.metric: row for row in retested.judge_noise}
+    faithfulness, relevancy = noise["faithfulness"], noise["answer_relevancy"]
+    ok = Counter(m for _, m, status, _ in plain_scores if status == "ok")
+    assert (faithfulness.n_retested, relevancy.n_retested) == (ok["faithfulness"], ok["answer_relevancy"]) >= (10, 10)
+    # Faithfulness' prompts are greedy (temperature 0): the simulator, like a deterministic server, agrees with itself.
+    assert (faithfulness.judge_variance, faithfulness.mean_abs_difference, faithfulness.noise_share) == (0, 0, 0)
+    assert faithfulness.verdict_agreement == 1 and "same score twice" in faithfulness.verdict
+    # Answer relevancy samples its questions (0.3): the retest's seed draws other ones, so its scores move.
+    assert relevancy.judge_variance > 0 and relevancy.mean_abs_difference > 0 and relevancy.noise_share > 0
+    report = open(retested.report, encoding="utf-8").read()
+    assert "Judge noise (test-retest)" in report and str(escape(relevancy.verdict)) in report

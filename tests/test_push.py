@@ -177,3 +177,22 @@ def test_a_runs_model_usage_is_pushed_per_stage_and_metric(settings):
     assert 'rag_eval_llm_tokens{kind="prompt",metric="answer",stage="noise_noisy",suite="online"} 800.0' in text
     assert 'rag_eval_llm_tokens{kind="completion",metric="faithfulness",stage="judge",suite="online"} 400.0' in text
     assert 'rag_eval_llm_seconds{metric="answer",stage="noise_noisy",suite="online"} 2.0' in text
+
+
+def test_judge_noise_is_pushed_per_metric_and_absent_with_too_few_retests(settings):
+    from pipelines.evaluation.outputs.summary import JudgeNoiseRow
+
+    rows = [JudgeNoiseRow(metric="answer_relevancy", n_retested=40, n_items=400, enough=True, icc=0.71,
+                          noise_share=0.25, verdict="item sampling dominates"),
+            JudgeNoiseRow(metric="faithfulness", n_retested=6, n_items=400, enough=False, verdict="not enough retests"),
+            JudgeNoiseRow(metric="context_recall", n_retested=40, n_items=400, enough=True, icc=None, noise_share=0.0,
+                          verdict="the judge gave the same score twice")]  # fmt: skip
+    assert push_scores(settings, AGGREGATES, suite="offline", succeeded_at=WHEN, judge_noise=rows).ok
+    text = textfile_path(settings.home, "ragwatch", "offline").read_text()
+    assert 'rag_judge_noise_share{metric="answer_relevancy",suite="offline"} 0.25' in text
+    assert 'rag_judge_retest_icc{metric="answer_relevancy",suite="offline"} 0.71' in text
+    assert 'rag_judge_retest_items{metric="answer_relevancy",suite="offline"} 40.0' in text
+    assert 'rag_judge_noise_share{metric="context_recall",suite="offline"} 0.0' in text
+    # 6 retests: no figure, never a 0.
+    assert not [line for line in text.splitlines() if line.startswith("rag_judge_") and 'metric="faithfulness"' in line]
+    assert 'rag_judge_retest_icc{metric="context_recall"' not in text  # ICC undefined: absent

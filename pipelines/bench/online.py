@@ -149,9 +149,11 @@ def eval_task(settings: Settings, day: date) -> dict[str, Any]:
 
 
 def bench_settings(home: Path, base_url: str, capacity: int, max_traces: int | None, noise_share: float | None) -> Settings:
-    """Judge and generator on the simulator (each may fill its capacity), a fresh LLM cache, local embeddings."""
+    """Judge and generator on the simulator (each may fill its capacity), a fresh LLM cache, local embeddings. No judge
+    retest: the bench checks the eval's requests per judged trace exactly, and the retest's share is a random draw."""
     budget = {k: v for k, v in (("online_max_traces", max_traces), ("online_noise_share", noise_share)) if v is not None}
     return Settings(home=home, anonymizer_key="ragwatch-bench-key", llm_backend="openai", llm_cache=True,
+                    judge_retest_share=0.0,
                     judge=ModelEndpoint(base_url=base_url, model=JUDGE_MODEL, max_concurrency=capacity),
                     generator=ModelEndpoint(base_url=base_url, model=GENERATOR_MODEL, max_concurrency=capacity),
                     **budget)  # fmt: skip

@@ -144,6 +144,12 @@ class LLM(ABC):
     model: str
     role: str = "llm"
     """"judge" or "generator" when `build_llm` made it: the usage rows say whose endpoint served a request."""
+    seed: int | None = None
+    """Sent as OpenAI's `seed` with every prompt that samples (temperature > 0); vLLM then draws from that seed. None
+    (the default) lets the server draw; the judge's retest sets one (metrics/judge_retest.py)."""
+    cache_namespace: str | None = None
+    """Keeps this client's cache entries apart from every other client's: the judge's retest never reads the first
+    judgement's reply (it would be the first judgement again), yet a rerun of the retest replays its own."""
 
     def __init__(self, cache: ResponseCache | None = None):
         self.cache = cache
@@ -240,12 +246,15 @@ class LLM(ABC):
     def _prompt_key(self, prompt: Prompt, messages: list[dict], n: int = 1) -> str | None:
         if self.cache is None:
             return None
-        return cache_key(model=self.model, messages=messages, **_prompt_params(prompt, n))
+        return cache_key(model=self.model, messages=messages, **_prompt_params(prompt, n, self.seed), **self._namespace())
 
     def _tools_key(self, messages: list[dict], tools: list[dict]) -> str | None:
         if self.cache is None:
             return None
-        return cache_key(model=self.model, messages=messages, **_tool_params(tools))
+        return cache_key(model=self.model, messages=messages, **_tool_params(tools), **self._namespace())
+
+    def _namespace(self) -> dict[str, str]:
+        return {"namespace": self.cache_namespace} if self.cache_namespace else {}
 
     def _cached_value(self, key: str | None, prompt: Prompt[In, Out]) -> LLMResult[Out] | None:
         entry = self.cache.get(key) if key else None
@@ -279,7 +288,7 @@ class LLM(ABC):
             self.cache.put(key, {"tool_calls": [c.model_dump(mode="json") for c in calls]})
 
 
-def _prompt_params(prompt: Prompt, n: int = 1) -> dict[str, Any]:
+def _prompt_params(prompt: Prompt, n: int = 1, seed: int | None = None) -> dict[str, Any]:
     params: dict[str, Any] = {
         "response_format": {"type": "json_schema", "json_schema": prompt.json_schema()},
         "temperature": prompt.temperature,
@@ -288,6 +297,9 @@ def _prompt_params(prompt: Prompt, n: int = 1) -> dict[str, Any]:
         params["max_tokens"] = prompt.max_tokens
     if n > 1:
         params["n"] = n
+    # A greedy (temperature 0) reply does not depend on a seed: sending none keeps those requests byte-identical.
+    if seed is not None and prompt.temperature > 0:
+        params["seed"] = seed
     return params
 
 
@@ -382,7 +394,7 @@ class OpenAICompatibleLLM(LLM):
         self._tls = _tls_context()
 
     async def _run(self, prompt: Prompt[In, Out], inputs: In) -> LLMResult[Out]:
-        messages, params = prompt.messages(inputs), _prompt_params(prompt)
+        messages, params = prompt.messages(inputs), _prompt_params(prompt, seed=self.seed)
         key = self._prompt_key(prompt, messages)
         if (hit := self._cached_value(key, prompt)) is not None:
             return hit
@@ -398,7 +410,7 @@ class OpenAICompatibleLLM(LLM):
         return LLMResult(value, None, self.model, **usage)
 
     async def _run_samples(self, prompt: Prompt[In, Out], inputs: In, n: int) -> LLMResult[list[Out]]:
-        messages, params = prompt.messages(inputs), _prompt_params(prompt, n)
+        messages, params = prompt.messages(inputs), _prompt_params(prompt, n, self.seed)
         key = self._prompt_key(prompt, messages, n)
         if (hit := self._cached_values(key, prompt)) is not None:
             return hit

@@ -8,7 +8,9 @@ from the user messages, and the prompt's `offline` output is the reply. A reques
 answered by the offline backend's tool choice. A plain prompt from ragas' legacy metrics (the ones
 `ragas.evaluate()` runs), which asks for JSON in the text, is answered by the prompt of the output
 model it names (`LEGACY_RAGAS_OUTPUTS`). Either kind gets one choice per requested `n`, choice k
-being the prompt's offline sample k (as vLLM samples n completions of one prompt). Knobs add
+being the prompt's offline sample k (as vLLM samples n completions of one prompt); a request that samples
+(temperature > 0) with OpenAI's `seed` s gets samples s + k instead, so a distinct seed draws other samples, as
+vLLM's seeded sampling does, and the same seed the same ones. Knobs add
 latency, a capacity beyond which requests queue, and injected faults (500, 429, malformed JSON,
 hangs) decided by a seeded draw per request.
 """
@@ -310,6 +312,8 @@ def _chat_answer(body: dict, prompts: PromptRegistry, ignore_n: bool = False) ->
         asked = max(1, int(body.get("n") or 1))
         n = 1 if ignore_n else asked
         first = sample_index(messages)  # a sample asked for on its own names itself
+        if body.get("seed") is not None and float(body.get("temperature") or 0) > 0:
+            first += int(body["seed"])
 
         async def structured() -> list[dict]:
             # n choices are n samples of the prompt (answer relevancy asks for its N questions so).

@@ -29,6 +29,7 @@ T = TypeVar("T")
 STAGES = {
     "target": "the system under test answering the golden items (the reference RAG's generator, tool choices)",
     "judge": "the judge metrics of the items' own answers (and answer correctness)",
+    "judge_retest": "the judge metrics of a share of the items judged again, cache bypassed (judge noise)",
     "noise_clean": "noise ΔF's clean arm: the answer from the clean contexts and its faithfulness",
     "noise_noisy": "noise ΔF's noisy arm: the answer from the noisy contexts and its faithfulness",
     "noise_control": "noise ΔF's control arm: the clean contexts answered again and its faithfulness",

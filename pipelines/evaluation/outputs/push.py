@@ -35,7 +35,8 @@ from pydantic import BaseModel
 
 from pipelines import inputs
 from pipelines.evaluation.coverage.result import GoldenCoverage
-from pipelines.evaluation.outputs.summary import JudgeTrustRow, RunSummary, golden_coverage, judge_trust
+from pipelines.evaluation.outputs.summary import (JudgeNoiseRow, JudgeTrustRow, RunSummary, golden_coverage,
+                                                  judge_noise_rows, judge_trust)  # fmt: skip
 from pipelines.evaluation.runs.cost import RunCost
 from pipelines.evaluation.statistics.diagnose import CONTEXT_PRECISION as DIAGNOSED_PRECISION
 from pipelines.evaluation.statistics.intervals import Aggregate, aggregate
@@ -68,6 +69,7 @@ def grouping_key(suite: str, target: str | None = None, app: str | None = None) 
 def build_registry(aggregates: Iterable[Aggregate], *, suite: str, target: str | None = None, app: str | None = None,
                    gate_passed: bool | None = None, succeeded_at: float | None = None,
                    judge: Iterable[JudgeTrustRow] = (), cost: RunCost | None = None,
+                   judge_noise: Iterable[JudgeNoiseRow] = (),
                    coverage: GoldenCoverage | None = None) -> CollectorRegistry:  # fmt: skip
     """The gauges of one run. Labels repeat the grouping key so a textfile reads the same as the gateway."""
     registry = CollectorRegistry()
@@ -97,9 +99,31 @@ def build_registry(aggregates: Iterable[Aggregate], *, suite: str, target: str |
                          "When the last successful eval of this suite finished", names, registry=registry)
     last_success.labels(**base).set(time.time() if succeeded_at is None else succeeded_at)
     add_judge_gauges(registry, base, judge)
+    add_judge_noise_gauges(registry, base, judge_noise)
     if coverage is not None:
         add_coverage_gauges(registry, base, coverage)
     return registry
+
+
+def add_judge_noise_gauges(registry: CollectorRegistry, base: dict[str, str], rows: Iterable[JudgeNoiseRow]) -> None:
+    """The test-retest gauges per retested metric; absent (never 0) with too few retests or an undefined figure."""
+    rows = [r for r in rows if r.enough]
+    if not rows:
+        return
+    names = [*base, "metric"]
+    share = Gauge("rag_judge_noise_share", "Judge-noise variance (half the mean squared test-retest difference) / "
+                  "the per-item variance of the metric: the judge's share of the mean's interval", names,
+                  registry=registry)  # fmt: skip
+    icc = Gauge("rag_judge_retest_icc", "Intraclass correlation ICC(1,1) of the judge's two judgements of the "
+                "retested items", names, registry=registry)  # fmt: skip
+    retested = Gauge("rag_judge_retest_items", "Items judged twice (both judgements ok): the n of the retest gauges",
+                     names, registry=registry)  # fmt: skip
+    for row in rows:
+        retested.labels(**base, metric=row.metric).set(row.n_retested)
+        if row.noise_share is not None:
+            share.labels(**base, metric=row.metric).set(row.noise_share)
+        if row.icc is not None:
+            icc.labels(**base, metric=row.metric).set(row.icc)
 
 
 def add_coverage_gauges(registry: CollectorRegistry, base: dict[str, str], coverage: GoldenCoverage) -> None:
@@ -168,13 +192,15 @@ def _cost_gauges(cost: RunCost, base: dict[str, str], registry: CollectorRegistr
 def push_scores(settings: Settings, aggregates: Iterable[Aggregate], *, suite: str, target: str | None = None,
                 app: str | None = None, gate_passed: bool | None = None, succeeded_at: datetime | float | None = None,
                 timeout_s: float = 10.0, judge: Iterable[JudgeTrustRow] = (),
-                cost: RunCost | None = None, coverage: GoldenCoverage | None = None) -> PushResult:  # fmt: skip
+                cost: RunCost | None = None, judge_noise: Iterable[JudgeNoiseRow] = (),
+                coverage: GoldenCoverage | None = None) -> PushResult:  # fmt: skip
     """Replace the suite's (and target's) group on the configured Pushgateway, or write
     `metrics/<job>-<suite>-<target>.prom` under home."""
     if isinstance(succeeded_at, datetime):
         succeeded_at = succeeded_at.timestamp()
     registry = build_registry(aggregates, suite=suite, target=target, app=app, gate_passed=gate_passed,
-                              succeeded_at=succeeded_at, judge=judge, cost=cost, coverage=coverage)  # fmt: skip
+                              succeeded_at=succeeded_at, judge=judge, cost=cost, judge_noise=judge_noise,
+                              coverage=coverage)  # fmt: skip
     samples = sum(len(m.samples) for m in registry.collect())
     job, key = settings.pushgateway_job, grouping_key(suite, target, app)
     if settings.pushgateway_url:
@@ -276,6 +302,7 @@ def push_run(settings: Settings, summary: RunSummary, *, app: str | None = None)
                          gate_passed=latest.gate_passed,
                          succeeded_at=latest.finished_at or datetime.now(timezone.utc),
                          judge=judge_trust(latest.params.get("judge_audit")),
+                         judge_noise=judge_noise_rows(latest.params.get("judge_noise")),
                          cost=RunCost.model_validate(latest.cost) if latest.cost else None,
                          coverage=golden_coverage(latest.params))  # fmt: skip
     if not result.ok:

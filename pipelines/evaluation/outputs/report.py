@@ -23,10 +23,11 @@ from markupsafe import Markup
 from pipelines.evaluation.coverage.result import GoldenCoverage
 from pipelines.evaluation.outputs.charts import Interval, histogram, interval_chart, line_chart
 from pipelines.evaluation.outputs.formatting import interval, number
-from pipelines.evaluation.outputs.summary import golden_coverage, judge_trust, judged_strata
+from pipelines.evaluation.outputs.summary import golden_coverage, judge_noise_rows, judge_trust, judged_strata
 from pipelines.evaluation.runs.cost import RunCost
 from pipelines.evaluation.statistics.diagnose import ATTRIBUTIONS, DEFAULT_MIN_N, NOT_ENOUGH_EVIDENCE, diagnose, summarize_attribution
 from pipelines.evaluation.statistics.gate import Comparison, RunGate
+from pipelines.evaluation.statistics.judge_noise import MIN_RETESTS
 from pipelines.evaluation.statistics.intervals import (
     BENJAMINI_HOCHBERG, CI_METHODS, LOWER_IS_BETTER, OVERALL, TEST_METHODS, Aggregate, GateResult, aggregate,
 )  # fmt: skip
@@ -93,7 +94,8 @@ def render_report(run: EvalRun, scores: Sequence[Score], *, aggregates: Sequence
     context = {
         "run": run,
         "offline": any(OFFLINE_MODEL in (name or "") for name in (run.judge_model, run.generator_model)),
-        "params": json.dumps({k: v for k, v in (run.params or {}).items() if k not in ("judge_audit", "coverage")},
+        "params": json.dumps({k: v for k, v in (run.params or {}).items()
+                             if k not in ("judge_audit", "judge_noise", "coverage")},
                              ensure_ascii=False, sort_keys=True, default=str),  # fmt: skip
         "findings": diagnose(aggs, min_n=min_n),
         "min_n": min_n,
@@ -119,6 +121,10 @@ def render_report(run: EvalRun, scores: Sequence[Score], *, aggregates: Sequence
         "judge_audit": (run.params or {}).get("judge_audit"),
         "judge_trust": list(zip(judge_trust((run.params or {}).get("judge_audit")),
                                 ((run.params or {}).get("judge_audit") or {}).get("calibration", []))),
+        "judge_noise": (run.params or {}).get("judge_noise"),
+        "judge_noise_rows": judge_noise_rows((run.params or {}).get("judge_noise")),
+        "min_retests": MIN_RETESTS,
+        "retest_share": (run.params or {}).get("judge_retest_share"),
         "cost": RunCost.model_validate(run.cost) if run.cost else None,
         "stages": STAGES,
         "coverage": (coverage := golden_coverage(run.params)),
@@ -477,6 +483,43 @@ prediction-powered (PPI) mean corrects the judge's verdicts on this run's items 
 {% endfor %}
 </table>
 <p class="muted">{% for name, text in ci_methods.items() %}<code>{{ name }}</code>: {{ text }}. {% endfor %}</p>
+
+{% if judge_noise %}
+<h2>Judge noise (test-retest)</h2>
+<p class="muted">{{ judge_noise.retested_items }} items{% if retest_share is not none %} (a share of {{ retest_share }}
+of the judged items, chosen by a hash of run and item){% endif %} were judged a second time by requests that bypass the
+LLM cache, with a distinct seed where the judge samples; the second judgement never replaces the first. n: items with
+both judgements ok (fewer than {{ min_retests }}: no figure). ICC: intraclass correlation ICC(1,1) of the two
+judgements. κ and agreement: of the two judgements' 0/1 verdicts, for metrics with a 0/1 form. σ²<sub>judge</sub>:
+half the mean squared difference of the two judgements. Share: σ²<sub>judge</sub> / the per-item variance of the
+metric over its N ok items — the judge's share of the variance of the mean (σ²/N). ±: the item-sampling 95 % interval
+of the mean above (all items, its method named), and what it would be averaging 2 judgements per item, with a
+noiseless judge, or with twice the items (scaled by the standard error; see statistics/judge_noise.py). Temperature-0
+prompts may well agree perfectly: that is a finding, not a flaw.{% if judge_noise.note %} Note: {{ judge_noise.note
+}}.{% endif %}</p>
+<table>
+<tr><th>metric</th><th>n</th><th>ICC</th><th>mean |x₁ − x₂|</th><th>0/1 κ · agreement</th>
+<th>σ²<sub>judge</sub></th><th>σ²<sub>items</sub> (N)</th><th>judge share</th><th>95 % CI ±</th>
+<th>2 judgements ±</th><th>noiseless judge ±</th><th>2× items ±</th><th>reading</th></tr>
+{% for row in judge_noise_rows %}
+{% if row.enough %}
+<tr><td>{{ row.metric }}</td><td class="num">{{ row.n_retested }}</td><td class="num">{{ row.icc|num }}</td>
+<td class="num">{{ row.mean_abs_difference|num }}</td><td class="num">{% if row.verdict_agreement is not none %}{{
+row.kappa|num }} · {{ row.verdict_agreement|num }}{% else %}–{% endif %}</td>
+<td class="num">{{ row.judge_variance|num(4) }}</td>
+<td class="num">{{ row.total_variance|num(4) }} ({{ row.n_items }})</td>
+<td class="num">{{ row.noise_share|num(2) }}</td>
+<td class="num" title="{{ row.ci_method or '' }}">{{ row.half_width|num }}</td>
+<td class="num">{{ row.half_width_two_judgements|num }}</td>
+<td class="num">{{ row.half_width_noiseless_judge|num }}</td>
+<td class="num">{{ row.half_width_double_items|num }}</td><td>{{ row.verdict }}</td></tr>
+{% else %}
+<tr class="inconclusive"><td>{{ row.metric }}</td><td class="num">{{ row.n_retested }}</td><td colspan="11">{{
+row.verdict }}</td></tr>
+{% endif %}
+{% endfor %}
+</table>
+{% endif %}
 
 <h2>Confidence intervals per stratum</h2>
 <div class="charts">{% for chart in interval_charts %}{{ chart }}{% endfor %}</div>

@@ -85,6 +85,30 @@ class JudgeTrustRow(BaseModel):
     verdict: str
 
 
+class JudgeNoiseRow(BaseModel):
+    """One retested metric of a run: how much of its interval is the judge's own noise (statistics/judge_noise.py)."""
+
+    metric: str
+    n_retested: int
+    """Items judged twice with both judgements ok."""
+    n_items: int
+    enough: bool
+    """False below MIN_RETESTS retested items: no figure is stated."""
+    icc: float | None = None
+    mean_abs_difference: float | None = None
+    kappa: float | None = None
+    verdict_agreement: float | None = None
+    judge_variance: float | None = None
+    total_variance: float | None = None
+    noise_share: float | None = None
+    half_width: float | None = None
+    ci_method: str | None = None
+    half_width_two_judgements: float | None = None
+    half_width_noiseless_judge: float | None = None
+    half_width_double_items: float | None = None
+    verdict: str
+
+
 class RunSummary(RunHeader):
     report: str | None
     gate_passed: bool | None
@@ -112,6 +136,8 @@ class RunSummary(RunHeader):
     """Items this run queued for people to label (outputs/judge_audit.py)."""
     judge_trust: list[JudgeTrustRow] = []
     """Per audited metric: can the judge be trusted (κ over every label so far), and the PPI estimate."""
+    judge_noise: list[JudgeNoiseRow] = []
+    """Per retested metric: test-retest agreement and the judge-noise share of its interval."""
     cost: RunCost | None = None
     """What the run's model requests cost per stage and metric (requests, cache hits, tokens, LLM-seconds); None for a
     run saved before it was recorded."""
@@ -141,6 +167,7 @@ def run_summary(run: EvalRun, aggregates: Sequence[Aggregate], *, items: int, ba
         judged_strata=judged_strata(run.params.get("selection"), aggregates),
         judge_audit_queued=(run.params.get("judge_audit") or {}).get("queued"),
         judge_trust=judge_trust(run.params.get("judge_audit")),
+        judge_noise=judge_noise_rows(run.params.get("judge_noise")),
         cost=RunCost.model_validate(run.cost) if run.cost else None,
         coverage=golden_coverage(run.params),
     )  # fmt: skip
@@ -162,6 +189,13 @@ def judge_trust(audit: dict[str, Any] | None) -> list[JudgeTrustRow]:
                                   ppi_mean=c["ppi_mean"], ppi_ci=c["ppi_ci"], more_labels=c["more_labels"],
                                   half_width=c["half_width"], trusted=c["trusted"], verdict=c["verdict"]))  # fmt: skip
     return rows
+
+
+def judge_noise_rows(noise: dict[str, Any] | None) -> list[JudgeNoiseRow]:
+    """The judge-noise statistics an eval run stored in its params (runs/finalize.publish_run), as summary rows."""
+    fields = set(JudgeNoiseRow.model_fields)
+    return [JudgeNoiseRow.model_validate({k: v for k, v in m.items() if k in fields})
+            for m in (noise or {}).get("metrics", [])]  # fmt: skip
 
 
 def judged_strata(selection: dict[str, Any] | None, aggregates: Sequence[Aggregate]) -> list[StratumJudged]:

@@ -15,9 +15,10 @@ from pipelines.evaluation.outputs.judge_audit import JUDGE_AUDIT, audit_run
 from pipelines.evaluation.outputs.report import ItemView, render_report, trend_from_store, write_metrics_json, write_report
 from pipelines.evaluation.outputs.summary import RunSummary, run_summary
 from pipelines.evaluation.runs.cost import PREPARE_PART, run_cost
-from pipelines.evaluation.runs.folder import RETRIEVAL_TOOLS_PART, load_planned_scores, read_meta
+from pipelines.evaluation.runs.folder import RETRIEVAL_TOOLS_PART, load_planned_retests, load_planned_scores, read_meta
 from pipelines.evaluation.statistics.gate import gate_against_baseline
 from pipelines.evaluation.statistics.intervals import aggregate
+from pipelines.evaluation.statistics.judge_noise import run_judge_noise
 from pipelines.files import read_jsonl
 from pipelines.models.llm import build_llm
 from pipelines.records import Score
@@ -89,21 +90,34 @@ def finalize_offline_eval(settings: Settings, run_dir: Path) -> RunSummary:
                                      baseline_run=meta.params.baseline_run,
                                      reference_run=meta.params.reference_run)  # fmt: skip
         run.gate_passed, run.gate = (gate.passed, gate.to_dict()) if gate else (None, None)
-        summary = publish_run(settings, store, run, scores, views, items=meta.items, run_gate=gate)
+        summary = publish_run(settings, store, run, scores, views, items=meta.items, run_gate=gate,
+                              retests=load_planned_retests(run_paths, meta))  # fmt: skip
     finally:
         store.dispose()
     log.info("offline eval %s: %s; report %s", run.run_id, summary.gate, summary.report)
     return summary
 
 
+JUDGE_NOISE = "judge_noise"
+"""The run params key of the judge-noise statistics (statistics/judge_noise.py): the report, summary and push read
+them there."""
+
+
 def publish_run(settings: Settings, store: ResultsStore, run: EvalRun, scores: list[Score], views: dict[str, ItemView],
-                *, items: int, run_gate=None) -> RunSummary:  # fmt: skip
-    """Save the run and its scores to the results DB, write its report and metrics file; its summary."""
+                *, items: int, run_gate=None,
+                retests: tuple[list[Score], str | None] = ([], None)) -> RunSummary:  # fmt: skip
+    """Save the run and its scores to the results DB, write its report and metrics file; its summary. `retests`:
+    the retested items' second judgements and a note on missing retest files (folder.load_planned_retests); they
+    feed the judge-noise statistics only, never the aggregates, the gate or the results DB's scores."""
     workspace = Workspace.from_settings(settings)
     aggregates = aggregate(scores)
     report = workspace.report(run.suite, run.logical_date, run.target)
     run.report_path = str(report)
-    run.params = {**run.params, JUDGE_AUDIT: audit_run(settings, run, scores, views)}
+    retest_rows, retest_note = retests
+    noise = [n.to_dict() for n in run_judge_noise(scores, retest_rows, aggregates)]
+    run.params = {**run.params, JUDGE_AUDIT: audit_run(settings, run, scores, views),
+                  JUDGE_NOISE: {"retested_items": len({r.item_id for r in retest_rows}), "note": retest_note,
+                                "metrics": noise}}  # fmt: skip
     store.save_run(run, scores)
     write_report(report, render_report(run, scores, aggregates=aggregates, items=views, trend=trend_from_store(store, run),
                                        run_gate=run_gate, min_n=settings.diagnosis_min_n))  # fmt: skip

@@ -153,6 +153,19 @@ def load_planned_scores(run: RunPaths, meta: RunMeta, *, prepared: tuple[str, ..
     return [Score.model_validate(row) for path in planned for row in read_jsonl(path)]
 
 
+def load_planned_retests(run: RunPaths, meta: RunMeta) -> tuple[list[Score], str | None]:
+    """The retest rows of every planned judge batch (metrics/judge_retest.py), and a note naming the batches whose
+    retest file is not there (a batch judged before retests were written: its items were retested by none); the
+    judge-noise statistics then rest on fewer pairs and say so, while the scores are checked strictly."""
+    if meta.batches is None:
+        return [Score.model_validate(row) for path in run.retest_files for row in read_jsonl(path)], None
+    planned = {run.retests(judge_part(batch[0])): batch_label(i, batch) for i, batch in enumerate(meta.batches)}
+    missing = [label for path, label in planned.items() if not path.exists()]
+    note = f"no retest file from {len(missing)} of the {len(planned)} batches ({'; '.join(missing)})" \
+        if missing else None
+    return [Score.model_validate(row) for path in planned if path.exists() for row in read_jsonl(path)], note
+
+
 def stratum_of(item: GoldenItem) -> str:
     """An offline item's finest stratum: question type and language."""
     return f"{item.qtype}/{item.language}"

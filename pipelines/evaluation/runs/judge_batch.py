@@ -8,16 +8,21 @@ is the same draw from the clean contexts.
 
 Answer correctness (`pipelines.evaluation.metrics.correctness`) grades each answer against the item's reference
 answer; its one-sentence reason goes to a verdict file for the report.
+
+A share of the judged items (`judge_retest_share`) is judged a second time (metrics/judge_retest.py); those
+second judgements go to the batch's retest file, never to its scores.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from pathlib import Path
 from typing import Any
 
 from pipelines.evaluation.metrics.correctness import CORRECTNESS, AnswerCorrectnessPrompt, CorrectnessInput, correctness_input, correctness_score
 from pipelines.evaluation.metrics.judge import JudgeInput, judge_items
+from pipelines.evaluation.metrics.judge_retest import build_retest_judge, retest_items
 from pipelines.evaluation.metrics.noise import CONTROL_METRIC, METRIC, NoisePool, noise_delta_f
 from pipelines.evaluation.runs.cost import write_usage
 from pipelines.evaluation.runs.folder import JudgedBatch, judge_part, read_meta, read_rows, run_and_close, stratum_of
@@ -55,6 +60,7 @@ def judge_offline_batch(settings: Settings, run_dir: Path, start: int, end: int)
     rows = [r for r in read_rows(run.responses, start, end) if r["item"]["qtype"] != "tool"]
     check_models_differ(settings, log)
     judge, embedder = build_llm(settings, "judge"), build_embedder(settings)
+    retest_judge = build_retest_judge(settings)
     scores: list[Score] = []
     for row in rows:
         if row["error"] is not None:
@@ -71,10 +77,15 @@ def judge_offline_batch(settings: Settings, run_dir: Path, start: int, end: int)
         pool = NoisePool.from_index(index, inputs)
 
         async def all_of_it():
+            metric_keys = [judge_metric_key(m) for m in params.metrics]
+            # The retest runs beside the first judgement (its own client, claim memory and cache-free requests).
             with scope(stage="judge"):
-                judged_scores = await judge_items(inputs, [judge_metric_key(m) for m in params.metrics], judge, embedder,
-                                                  **labels)  # fmt: skip
+                judged_scores, retests = await asyncio.gather(
+                    judge_items(inputs, metric_keys, judge, embedder, **labels),
+                    retest_items(inputs, metric_keys, retest_judge, embedder, share=params.judge_retest_share,
+                                 **labels))  # fmt: skip
             judged_scores = [s.model_copy(update={"metric": reported_metric(s.metric)}) for s in judged_scores]
+            retests = [s.model_copy(update={"metric": reported_metric(s.metric)}) for s in retests]
             clean = {s.item_id: s for s in judged_scores if s.metric == "faithfulness"}
             language = {r["item"]["question"]: r["item"]["language"] for r in judged}
             noise = await noise_delta_f(
@@ -83,14 +94,16 @@ def judge_offline_batch(settings: Settings, run_dir: Path, start: int, end: int)
             ) if inputs else []  # fmt: skip
             with scope(stage="judge", metric=CORRECTNESS):
                 verdicts = await judge.run_many(AnswerCorrectnessPrompt(), [g for _, g in graded])
-            return judged_scores + [s for n in noise for s in n.scores], verdicts
+            return judged_scores + [s for n in noise for s in n.scores], verdicts, retests
 
-        judged_scores, verdicts = run_and_close(all_of_it(), getattr(target, "llm", None), judge)
+        judged_scores, verdicts, retests = run_and_close(all_of_it(), getattr(target, "llm", None), judge, retest_judge)
         scores += judged_scores
     verdict_of = {i.item_id: v for (i, _), v in zip(graded, verdicts)}
     scores += [correctness_score(i.item_id, i.stratum, g, verdict_of.get(i.item_id), **labels, judge_model=judge.model)
                for i, g in zip(inputs, requests)]  # fmt: skip
-    write_usage(run, judge_part(start), (judge, getattr(target, "llm", None)))  # before the scores, as online
+    # Before the scores, as online: a batch with scores has its usage and its retests.
+    write_usage(run, judge_part(start), (judge, retest_judge, getattr(target, "llm", None)))
+    write_jsonl(run.retests(judge_part(start)), (s.model_dump() for s in retests))
     write_jsonl(run.scores(judge_part(start)), (s.model_dump() for s in scores))
     write_jsonl(run.verdicts(judge_part(start)), (
         {"item_id": i.item_id, "correct": v.value.correct if v.ok else None,

@@ -33,6 +33,7 @@ from typing import Any
 from pipelines.batching import batch_ranges
 from pipelines.evaluation.coverage.daily import measure_online_coverage, read_coverage
 from pipelines.evaluation.metrics.judge import JudgeInput, Outcome, judge_items
+from pipelines.evaluation.metrics.judge_retest import build_retest_judge, retest_items
 from pipelines.evaluation.metrics.noise import CONTROL_METRIC, METRIC, REFERENCE_METRIC, NoisePool, noise_delta_f
 from pipelines.evaluation.metrics.tools import tool_call_validity
 from pipelines.evaluation.outputs.inbox import queue_candidates, queue_uncovered_topics
@@ -41,7 +42,7 @@ from pipelines.evaluation.outputs.report import ItemView
 from pipelines.evaluation.outputs.summary import RunSummary
 from pipelines.evaluation.runs.cost import run_cost, write_usage
 from pipelines.evaluation.runs.finalize import publish_run
-from pipelines.evaluation.runs.folder import (JudgedBatch, PreparedRun, RunMeta, judge_part,
+from pipelines.evaluation.runs.folder import (JudgedBatch, PreparedRun, RunMeta, judge_part, load_planned_retests,
                                               load_planned_scores, read_meta, read_rows, run_and_close, run_steps,
                                               write_meta)  # fmt: skip
 from pipelines.evaluation.runs.online_selection import HalfWidthTarget, read_judged, select_budget, stratum_of
@@ -149,6 +150,7 @@ def judge_online_batch(settings: Settings, run_dir: Path, start: int, end: int) 
     noisy = [item for row, item in zip(rows, inputs) if row["noise"]]
     check_models_differ(settings, log)
     judge, generator, embedder = build_llm(settings, "judge"), build_llm(settings, "generator"), build_embedder(settings)
+    retest_judge = build_retest_judge(settings)
     with open_corpus_index(settings) as index:
         pool = NoisePool.from_index(index, noisy) if noisy else None
     arms_by, noise_metric = _noise_arms(settings, generator)
@@ -176,14 +178,20 @@ def judge_online_batch(settings: Settings, run_dir: Path, start: int, end: int) 
                                       mode=params.noise_mode, k=params.noise_k, metric=noise_metric, control=True)  # fmt: skip
         return failed + [s for n in results for s in n.scores]
 
-    async def judged() -> list[Score]:
-        # The noise arms do not wait for the clean scores (they judge their own answers): both keep the servers busy.
-        clean, noisy_scores = await asyncio.gather(scoped(judge_items(inputs, METRICS, judge, embedder, **labels),
-                                                          stage="judge"), noise())  # fmt: skip
-        return clean + noisy_scores
+    async def judged() -> tuple[list[Score], list[Score]]:
+        # The noise arms do not wait for the clean scores (they judge their own answers), nor does the retest (its own
+        # client): all keep the servers busy.
+        clean, noisy_scores, retests = await asyncio.gather(
+            scoped(judge_items(inputs, METRICS, judge, embedder, **labels), stage="judge"), noise(),
+            retest_items(inputs, METRICS, retest_judge, embedder, share=params.judge_retest_share,
+                         **labels))  # fmt: skip
+        return clean + noisy_scores, retests
 
-    scores += run_and_close(judged(), judge, generator)
-    write_usage(run, judge_part(start), (judge, generator))  # before the scores: a batch with scores has its usage
+    judged_scores, retests = run_and_close(judged(), judge, generator, retest_judge)
+    scores += judged_scores
+    # Before the scores: a batch with scores has its usage and its retests.
+    write_usage(run, judge_part(start), (judge, retest_judge, generator))
+    write_jsonl(run.retests(judge_part(start)), (s.model_dump() for s in retests))
     write_jsonl(run.scores(judge_part(start)), (s.model_dump() for s in scores))
     judge.counters.log(log, f"online judge batch {start}-{end}")
     generator.counters.log(log, f"online generator (noise) batch {start}-{end}")
@@ -214,7 +222,8 @@ def finalize_online_eval(settings: Settings, run_dir: Path) -> RunSummary:
     store.create()
     try:
         run.cost = run_cost(run_paths, meta.batches, items=meta.items, suite=SUITE, run_id=meta.run_id).model_dump()
-        summary = publish_run(settings, store, run, scores, views, items=meta.items)
+        summary = publish_run(settings, store, run, scores, views, items=meta.items,
+                              retests=load_planned_retests(run_paths, meta))  # fmt: skip
     finally:
         store.dispose()
     workspace = Workspace.from_settings(settings)

@@ -109,6 +109,8 @@ class EvalParams(BaseModel):
     fail_on_gate: bool = False
     limit: int | None = Field(default=None, ge=1)
     """Evaluate a stable subset of this many items, stratified by question type (prepare.stratified_subset)."""
+    judge_retest_share: float = Field(default=0.1, ge=0.0, le=1.0)
+    """Share of the judged items judged twice to measure the judge's noise (RAGWATCH_JUDGE_RETEST_SHARE); 0: none."""
 
     @field_validator("metrics")
     @classmethod
@@ -137,6 +139,7 @@ def eval_params(settings, **overrides) -> EvalParams:
 
     given = {k: v for k, v in overrides.items() if v is not None}
     given.setdefault("golden_name", default_golden_name(settings))
+    given.setdefault("judge_retest_share", settings.judge_retest_share)
     if given.get("target_url"):
         target_url(given["target_url"], settings.target_hosts_allowed)
         given.setdefault("target_name", target_name_for(given["target_url"]))
@@ -161,11 +164,14 @@ class OnlineParams(BaseModel):
     noise_k: int = Field(default=2, ge=1)
     batch_size: int = Field(default=100, ge=1)
     """Traces per judge batch (a mapped task): 3 requests each, about 5 more per noise trace."""
+    judge_retest_share: float = Field(default=0.1, ge=0.0, le=1.0)
+    """Share of the judged traces judged twice to measure the judge's noise (RAGWATCH_JUDGE_RETEST_SHARE); 0: none."""
 
 
 def online_params(settings, **overrides) -> OnlineParams:
     """The settings' budget, with every override that is not None."""
     given = {"max_traces": settings.online_max_traces, "min_per_stratum": settings.online_min_per_stratum,
-             "noise_share": settings.online_noise_share, "target_half_width": settings.online_target_half_width}  # fmt: skip
+             "noise_share": settings.online_noise_share, "target_half_width": settings.online_target_half_width,
+             "judge_retest_share": settings.judge_retest_share}  # fmt: skip
     given.update({k: v for k, v in overrides.items() if v is not None})
     return OnlineParams.model_validate(given)
