@@ -290,6 +290,34 @@ def _print_gauges(settings, *, suite: str, app: str | None = None) -> None:
         console.print(f"read back from the Pushgateway {escape(str(group['labels']))}: {escape(shown)}")
 
 
+@demo_app.command("label-audit")
+def demo_label_audit(
+    suite: Annotated[str, typer.Option(help="offline or online.", callback=_checked(inputs.suite))] = "offline",
+) -> None:
+    """Plant a reviewer's labels on the latest run's judge-audit queue (the judge's verdicts, flipped at known rates),
+    then import them as `ragwatch judge labels import` does: the next run reports κ and the PPI interval."""
+    from pipelines.demo.audit_labels import FALSE_NO, FALSE_YES, plant_audit_labels
+    from pipelines.stores.results import ResultsStore
+    from pipelines.workspace import Workspace
+
+    settings = _settings()
+    store = ResultsStore.from_settings(settings)
+    try:
+        run = store.latest_run(suite) if store.exists() else None
+    finally:
+        store.dispose()
+    if run is None:
+        _fail(f"no {suite} run yet: run the {suite}_eval DAG or `ragwatch eval {suite}` first")
+    try:
+        labelled, path = plant_audit_labels(Workspace.from_settings(settings), suite, run.logical_date, run.target)
+    except FileNotFoundError as exc:
+        _fail(str(exc))
+    console.print(f"planted {labelled} labels in {path}: a reviewer who says no to {FALSE_YES:.0%} of the judge's "
+                  f"yes verdicts and yes to {FALSE_NO:.0%} of its no verdicts (a real team fills the label column by "
+                  "hand); importing them:")  # fmt: skip
+    judge_labels_import(path)
+
+
 @demo_app.command("summary")
 def demo_summary(day: Annotated[Optional[str], typer.Option("--date", help="Default: yesterday (UTC).",
                                                             callback=_checked(inputs.day))] = None) -> None:

@@ -17,6 +17,8 @@ export RAGWATCH_OFFLINE_FAULTS__WRONG_CONTEXT="${RAGWATCH_OFFLINE_FAULTS__WRONG_
 export RAGWATCH_OFFLINE_FAULTS__WRONG_TOOL="${RAGWATCH_OFFLINE_FAULTS__WRONG_TOOL:-0.1}"
 export RAGWATCH_OFFLINE_FAULTS__WRONG_ARGUMENTS="${RAGWATCH_OFFLINE_FAULTS__WRONG_ARGUMENTS:-0.1}"
 export RAGWATCH_OFFLINE_FAULTS__NOISE_SUSCEPTIBILITY="${RAGWATCH_OFFLINE_FAULTS__NOISE_SUSCEPTIBILITY:-0.3}"
+# Enough judged items queued for labelling that each audited metric gets the 20 labels a κ verdict needs.
+export RAGWATCH_JUDGE_AUDIT_PER_DAY="${RAGWATCH_JUDGE_AUDIT_PER_DAY:-60}"
 today=$(date -u +%F)
 yesterday=$(date -u -d yesterday +%F)
 logs="$RAGWATCH_HOME/logs"
@@ -61,6 +63,10 @@ ragwatch golden summary
 run_dag offline_eval "$today" '{"limit": 60}'
 ragwatch eval summary --suite offline
 ragwatch eval gauges --suite offline
+
+# Can the judge be trusted? People label the day's judge-audit queue; the demo plants a reviewer's labels instead,
+# and the next offline run (the drill's) reports Cohen's κ and the PPI interval beside the judge-only mean.
+ragwatch demo label-audit --suite offline
 
 # The drill: a candidate that hallucinates more, on the same 60 items, gated against that run.
 echo "regression drill: evaluating a degraded candidate against the run above"

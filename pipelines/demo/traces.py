@@ -112,6 +112,25 @@ LEAD_INS = {
     ),
     "en": ("According to the reference, ", "From the docs: ", "In short: ", ""),
 }
+NEW_TOPIC = {
+    "es": (
+        "¿Cómo instalo un paquete con pip dentro de un entorno virtual?",
+        "¿Por qué pip install falla con el error externally-managed-environment?",
+        "¿Cómo fijo las versiones de mis dependencias en requirements.txt con pip?",
+        "¿Cómo creo y activo un entorno virtual con venv para instalar paquetes?",
+        "Instalé un paquete con pip y Python no lo encuentra al importarlo, ¿por qué?",
+    ),
+    "en": (
+        "How do I install a package with pip inside a virtual environment?",
+        "Why does pip install fail with the externally-managed-environment error?",
+        "How do I pin my dependency versions in requirements.txt with pip?",
+        "How do I create and activate a venv virtual environment to install packages?",
+        "I installed a package with pip but Python can't find it when importing, why?",
+    ),
+}
+"""A topic the demo corpus (the language reference) and so its golden set never cover: on the days it is planted
+(`new_topic_share`), that share of the traffic asks about packaging instead, and the online eval's golden coverage
+shows it as the largest uncovered topic."""
 GREETINGS = {"es": ("Hola {name}, ",), "en": ("Hi {name}, ", "Hello {name}, ")}
 QUESTION_PII = {
     "es": (
@@ -479,7 +498,8 @@ def _invalid_arguments(draft: _Draft) -> None:
             draft.tool_calls[i] = ToolCall(name=call.name, arguments={**call.arguments, "top_k": top_k})
 
 
-def _one_trace(rng: random.Random, chunks: list[DemoChunk], start: datetime, end: datetime) -> LabelledTrace:
+def _one_trace(rng: random.Random, chunks: list[DemoChunk], start: datetime, end: datetime,
+               new_topic_share: float = 0.0) -> LabelledTrace:  # fmt: skip
     spanish = rng.random() < SPANISH_SHARE
     lang = "es" if spanish else "en"
     foreign_customer = rng.random() < 0.15
@@ -489,6 +509,9 @@ def _one_trace(rng: random.Random, chunks: list[DemoChunk], start: datetime, end
     style = "mixed" if spanish and rng.random() < MIXED_SHARE else lang
     plural = "n" if gold.subject_es.startswith(("los ", "las ")) else ""
     question = rng.choice(QUESTIONS[style]).format(s=gold.subject_es, e=gold.subject_en, n=plural)
+    # Drawn from the trace's own content, not the shared generator: every other field stays what it was.
+    if new_topic_share and draw("demo-new-topic", question, persona.first, persona.last) < new_topic_share:
+        question = NEW_TOPIC[lang][int(draw("demo-new-topic-question", question, gold.chunk_id) * len(NEW_TOPIC[lang]))]
     if rng.random() < NEGATIVE_RATE:
         question += rng.choice(NEGATIVES[lang]).format_map(persona)
     draft = _Draft(
@@ -536,13 +559,15 @@ def _one_trace(rng: random.Random, chunks: list[DemoChunk], start: datetime, end
     return LabelledTrace(trace, persona.planted)
 
 
-def generate_traces(n: int, *, seed: int, start: datetime, end: datetime) -> list[LabelledTrace]:
-    """`n` traces with timestamps in [start, end), ordered by time; the same seed, the same traces."""
+def generate_traces(n: int, *, seed: int, start: datetime, end: datetime,
+                    new_topic_share: float = 0.0) -> list[LabelledTrace]:  # fmt: skip
+    """`n` traces with timestamps in [start, end), ordered by time; the same seed, the same traces. A
+    `new_topic_share` of them ask about NEW_TOPIC instead of the corpus."""
     rng = random.Random(seed)
     for locale in ("es_ES", "en_US"):
         _faker(locale).seed_instance(rng.getrandbits(32))
     chunks = load_demo_chunks()
-    traces = [_one_trace(rng, chunks, start, end) for _ in range(n)]
+    traces = [_one_trace(rng, chunks, start, end, new_topic_share) for _ in range(n)]
     return sorted(traces, key=lambda t: t.trace.ts)
 
 
@@ -572,15 +597,19 @@ def _break(row: dict, kind: str, day: date) -> dict:
     return row
 
 
-def generate_store_rows(*, days: int, per_day: int, end: date, seed: int) -> Iterator[dict]:
-    """Raw rows for the SQL trace store over the `days` days before `end`, about 1.5% broken."""
+def generate_store_rows(*, days: int, per_day: int, end: date, seed: int, new_topic_days: int = 0,
+                        new_topic_share: float = 0.0) -> Iterator[dict]:  # fmt: skip
+    """Raw rows for the SQL trace store over the `days` days before `end`, about 1.5% broken; on the last
+    `new_topic_days` days, `new_topic_share` of the traffic asks about NEW_TOPIC (a launch the golden set missed)."""
     for offset in range(days, 0, -1):
         day = end - timedelta(days=offset)
         day_seed = _day_seed(seed, day)
         rng = random.Random(day_seed ^ 0x5EED)
         day_start = datetime.combine(day, time.min, tzinfo=UTC)
         huge_allowed = day.toordinal() % 3 == 0  # at most one multi-MB row every three days
-        for labelled in generate_traces(per_day, seed=day_seed, start=day_start, end=day_start + timedelta(days=1)):
+        share = new_topic_share if offset <= new_topic_days else 0.0
+        for labelled in generate_traces(per_day, seed=day_seed, start=day_start, end=day_start + timedelta(days=1),
+                                        new_topic_share=share):  # fmt: skip
             row = _row(labelled.trace)
             if rng.random() < BROKEN_ROW_RATE:
                 kinds = ["missing_question", "bad_contexts", "bad_ts"] + (["huge_answer"] if huge_allowed else [])

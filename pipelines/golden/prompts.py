@@ -144,8 +144,12 @@ SINGLE_TEMPLATES = {
     ],
 }
 PARAPHRASE_TEMPLATES = {
-    "en": "In practice, what is the rule for {term}?",
-    "es": "En la práctica, ¿cuál es la regla para {term}?",
+    "en": ["In practice, what is the rule for {term} in {section}?",
+           "I'm stuck with {term} in {section}: how does it behave?",
+           "Quick one on {section}: what's the deal with {term}?"],
+    "es": ["En la práctica, ¿cuál es la regla para {term} en {section}?",
+           "Me he atascado con {term} en {section}: ¿cómo se comporta?",
+           "Una duda rápida sobre {section}: ¿qué pasa con {term}?"],
 }
 MULTI_TEMPLATES = {
     "en": "How do {a} and {b} relate, according to the documentation?",
@@ -178,17 +182,22 @@ class ChunkQuestions(Prompt[ChunkQuestionsInput, QAList]):
 You write evaluation questions for a retrieval-augmented assistant. {ENGINEER_VOICE}
 Given one documentation chunk, write `n` questions that can be answered only with this chunk
 (not with general knowledge), each with a reference answer taken from the chunk. Make the last
-question a paraphrase that avoids the chunk's own wording (variant "paraphrase"); the others
-have variant "plain". Never invent facts that are not in the chunk.
+question a paraphrase of the first one: the same ask with the same answer, in the words a user
+would type rather than the chunk's own (variant "paraphrase"); the others have variant "plain".
+Never invent facts that are not in the chunk.
 """
 
     def offline(self, inputs: ChunkQuestionsInput) -> QAList:
         chunk, lang = inputs.chunk, _lang(inputs.chunk.language)
         items = []
-        for i, sentence in enumerate(answerable_sentences(chunk.text)[: inputs.n]):
-            term = key_term(sentence, chunk.section)
+        answerable = answerable_sentences(chunk.text)[: inputs.n]
+        for i, sentence in enumerate(answerable):
             paraphrase = i == inputs.n - 1 and inputs.n > 1
-            template = PARAPHRASE_TEMPLATES[lang] if paraphrase else _pick(SINGLE_TEMPLATES[lang], chunk.chunk_id, str(i))
+            if paraphrase:  # the first question again, in a user's words: the same term, section and answer
+                sentence = answerable[0]
+            term = key_term(sentence, chunk.section)
+            templates = PARAPHRASE_TEMPLATES[lang] if paraphrase else SINGLE_TEMPLATES[lang]
+            template = _pick(templates, chunk.chunk_id, str(i))
             items.append(QA(question=template.format(term=term, section=chunk.section), answer=sentence,
                             variant="paraphrase" if paraphrase else "plain"))  # fmt: skip
         return QAList(items=items)
