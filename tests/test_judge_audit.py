@@ -187,3 +187,24 @@ def test_kappa_below_0_6_says_not_trustworthy_in_report_summary_and_gauge(settin
     assert registry.get_sample_value("rag_judge_trusted", key) == 0
     assert registry.get_sample_value("rag_judge_agreement_kappa", key) == pytest.approx(correctness.kappa)
     assert registry.get_sample_value("rag_judge_audit_labels", key) == 24
+
+
+def test_the_demo_reviewer_labels_every_queued_item_at_its_planted_error_rates(settings, monkeypatch):
+    from pipelines.demo.audit_labels import FALSE_NO, FALSE_YES, LABELLER, plant_audit_labels
+    from pipelines.files import read_filled_in_rows
+    from pipelines.models.offline import draw
+
+    settings = settings.model_copy(update={"judge_audit_per_day": 8})
+    scores, views = _scores()
+    audit_run(settings, _run(), scores, views)
+    workspace = Workspace.from_settings(settings)
+    labelled, path = plant_audit_labels(workspace, "offline", DAY, "prod")
+    key = json.loads(workspace.judge_audit_key("offline", DAY, "prod").read_text())
+    rows = read_filled_in_rows(path)
+    assert labelled == len(rows) == 8 and {r["labeller"] for r in rows} == {LABELLER}
+    for row in rows:
+        verdict = key[row["audit_id"]]["judge_verdict"]
+        flipped = draw("demo-audit-label", row["audit_id"]) < (FALSE_YES if verdict else FALSE_NO)
+        assert row["label"] == ("yes" if verdict != flipped else "no")
+    result = _import(settings, monkeypatch, path)
+    assert result.exit_code == 0 and "8 labels imported" in result.output, result.output

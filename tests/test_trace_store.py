@@ -1,6 +1,6 @@
 """The trace store on SQLite and on a real PostgreSQL with a least-privilege read-only role."""
 
-from datetime import date, datetime, timezone
+from datetime import date, datetime, timedelta, timezone
 
 import pytest
 import sqlalchemy as sa
@@ -241,3 +241,20 @@ def test_the_selection_has_its_own_statement_timeout_and_names_it_when_it_runs_o
     assert not staging.exists() or not any(staging.rglob("*.parquet"))  # a failed selection leaves nothing
     planned = steps.select_trace_sample(owner, DAY, rate=0.05)  # the default timeout: the day fits
     assert planned[-1].rows[1] == 250
+
+
+def test_the_demo_plants_its_new_topic_on_the_last_days_only_and_changes_nothing_else():
+    from pipelines.demo.traces import NEW_TOPIC
+
+    plain = list(generate_store_rows(days=2, per_day=60, end=END, seed=3))
+    planted = list(generate_store_rows(days=2, per_day=60, end=END, seed=3, new_topic_days=1, new_topic_share=0.3))
+    topic = {q for questions in NEW_TOPIC.values() for q in questions}
+
+    def asks_topic(row) -> bool:
+        return any(q in (row["question"] or "") for q in topic)
+
+    changed = [(a, b) for a, b in zip(plain, planted) if a != b]
+    assert [a["trace_id"] for a in plain] == [b["trace_id"] for b in planted]
+    assert changed and all(asks_topic(b) and not asks_topic(a) for a, b in changed)
+    assert all(str(b["ts"]) >= str(END - timedelta(days=1)) for _, b in changed)  # the last day only
+    assert 0.15 <= len(changed) / 60 <= 0.45
