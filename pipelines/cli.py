@@ -740,6 +740,9 @@ def print_eval_summary(summary) -> None:
                       "`ragwatch judge labels import FILE` takes them back")  # fmt: skip
     if summary.cost is not None:
         console.print(_run_cost_table(summary.cost))
+        if summary.cost.budget is not None:
+            console.print(f"token budget {summary.cost.budget.cap:,}: {summary.cost.skipped_for_budget:,} scores "
+                          f"skipped for the budget (reason \"budget\", missing to the gate)")  # fmt: skip
     console.print(f"report: {summary.report}")
 
 

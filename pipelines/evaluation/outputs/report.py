@@ -466,6 +466,13 @@ item over {{ cost.items }} items), {{ "{:,}".format(cost.total("cache_hits")) }}
 tokens as the servers reported them ({{ cost.per_item("prompt_tokens")|num }} and {{ cost.per_item("completion_tokens")|num }}
 per item); {{ cost.total("llm_seconds")|num }} LLM-seconds (each request's wall time from sending to the reply, summed:
 concurrent requests overlap).</p>
+{% if cost.budget %}
+<p>Token budget (RAGWATCH_LLM_BUDGET_TOKENS): {{ "{:,}".format(cost.budget.cap) }} tokens, prompt + completion
+({{ "{:,}".format(cost.budget.prepare_tokens) }} spent answering before the judge batches, which then had
+{{ "{:,}".format(cost.budget.per_batch) }} each). <strong>{{ "{:,}".format(cost.skipped_for_budget) }} scores skipped
+for the budget</strong> (status skipped, reason "budget": no request was sent for them; the gate counts them as
+missing).</p>
+{% endif %}
 <table>
 <tr><th>stage</th><th>metric</th><th>model</th><th>requests</th><th>per item</th><th>cache hits</th>
 <th>prompt tokens</th><th>completion tokens</th><th>LLM-seconds</th><th>failed calls</th></tr>

@@ -14,6 +14,7 @@ from pipelines.evaluation.metrics.retrieval import attribute
 from pipelines.evaluation.outputs.judge_audit import JUDGE_AUDIT, audit_run
 from pipelines.evaluation.outputs.report import ItemView, render_report, trend_from_store, write_metrics_json, write_report
 from pipelines.evaluation.outputs.summary import RunSummary, run_summary
+from pipelines.evaluation.runs.budget import budget_skips
 from pipelines.evaluation.runs.cost import PREPARE_PART, run_cost
 from pipelines.evaluation.runs.folder import RETRIEVAL_TOOLS_PART, load_planned_scores, read_meta
 from pipelines.evaluation.statistics.gate import gate_against_baseline
@@ -83,8 +84,9 @@ def finalize_offline_eval(settings: Settings, run_dir: Path) -> RunSummary:
                       params={**meta.params.model_dump(mode="json"), "context_depth": meta.context_depth,
                               **({"subset": meta.subset} if meta.subset else {})},
                       finished_at=datetime.now(timezone.utc))  # fmt: skip
-        run.cost = run_cost(run_paths, meta.batches, items=meta.items, suite=meta.suite, run_id=meta.run_id,
-                            prepared=(PREPARE_PART,)).model_dump()  # fmt: skip
+        cost = run_cost(run_paths, meta.batches, items=meta.items, suite=meta.suite, run_id=meta.run_id,
+                        prepared=(PREPARE_PART,))  # fmt: skip
+        run.cost = cost.model_copy(update={"budget": meta.budget, "skipped_for_budget": budget_skips(scores)}).model_dump()
         gate = gate_against_baseline(store, run, scores, min_pairs=settings.gate_min_pairs,
                                      baseline_run=meta.params.baseline_run,
                                      reference_run=meta.params.reference_run)  # fmt: skip

@@ -19,6 +19,7 @@ from typing import Any
 from pipelines.evaluation.metrics.correctness import CORRECTNESS, AnswerCorrectnessPrompt, CorrectnessInput, correctness_input, correctness_score
 from pipelines.evaluation.metrics.judge import JudgeInput, judge_items
 from pipelines.evaluation.metrics.noise import CONTROL_METRIC, METRIC, NoisePool, noise_delta_f
+from pipelines.evaluation.runs.budget import batch_budget, skipped_for_budget
 from pipelines.evaluation.runs.cost import write_usage
 from pipelines.evaluation.runs.folder import JudgedBatch, judge_part, read_meta, read_rows, run_and_close, stratum_of
 from pipelines.evaluation.runs.params import judge_metric_key, reported_metric
@@ -55,6 +56,7 @@ def judge_offline_batch(settings: Settings, run_dir: Path, start: int, end: int)
     rows = [r for r in read_rows(run.responses, start, end) if r["item"]["qtype"] != "tool"]
     check_models_differ(settings, log)
     judge, embedder = build_llm(settings, "judge"), build_embedder(settings)
+    judge.budget = budget = batch_budget(meta.budget)  # the judge and the noise arms' generator share the batch's
     scores: list[Score] = []
     for row in rows:
         if row["error"] is not None:
@@ -68,6 +70,8 @@ def judge_offline_batch(settings: Settings, run_dir: Path, start: int, end: int)
     graded = [(i, g) for i, g in zip(inputs, requests) if isinstance(g, CorrectnessInput)]
     with open_corpus_index(settings) as index:
         target = build_target(settings, params, index)
+        if getattr(target, "llm", None) is not None:
+            target.llm.budget = budget
         pool = NoisePool.from_index(index, inputs)
 
         async def all_of_it():
@@ -90,6 +94,7 @@ def judge_offline_batch(settings: Settings, run_dir: Path, start: int, end: int)
     verdict_of = {i.item_id: v for (i, _), v in zip(graded, verdicts)}
     scores += [correctness_score(i.item_id, i.stratum, g, verdict_of.get(i.item_id), **labels, judge_model=judge.model)
                for i, g in zip(inputs, requests)]  # fmt: skip
+    scores = skipped_for_budget(scores)
     write_usage(run, judge_part(start), (judge, getattr(target, "llm", None)))  # before the scores, as online
     write_jsonl(run.scores(judge_part(start)), (s.model_dump() for s in scores))
     write_jsonl(run.verdicts(judge_part(start)), (
