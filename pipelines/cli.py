@@ -777,6 +777,30 @@ def _run_cost_table(cost) -> Table:
     return table
 
 
+def print_estimate(estimate) -> None:
+    """A dry run's estimate (pipelines.evaluation.runs.estimate): one row per stage, metric and model role."""
+
+    def shown(value: float | None) -> str:
+        return "–" if value is None else f"{round(value):,}"
+
+    units = ", ".join(f"{n:,} {unit} ({estimate.cached_units.get(unit, 0):,} assumed cached)"
+                      for unit, n in estimate.units.items())  # fmt: skip
+    table = Table(title=escape(f"dry run of {estimate.run_id}: {units}; nothing sent, nothing written"))
+    for column in ("stage", "metric", "role", "units", "requests", "cache hits", "prompt tokens", "completion tokens",
+                   "basis"):  # fmt: skip
+        table.add_column(column, justify="left" if column in ("stage", "metric", "role", "basis") else "right")
+    for row in estimate.rows:
+        table.add_row(row.stage, escape(row.metric), row.role, f"{row.units:,} {row.unit}", shown(row.requests),
+                      shown(row.cache_hits), shown(row.prompt_tokens), shown(row.completion_tokens), escape(row.basis))
+    table.add_row("total", "", "", "", *(shown(estimate.total(c)) for c in ("requests", "cache_hits", "prompt_tokens",
+                                                                            "completion_tokens")), "")  # fmt: skip
+    console.print(table)
+    history = ", ".join(estimate.history) or "none (no past run of this suite and target sent requests)"
+    console.print(f"rates from: {escape(history)}")
+    if not estimate.rows:
+        console.print("no estimate: no past run to measure requests per item on; run once, then dry-run again")
+
+
 @eval_app.command("offline")
 def eval_offline(
     day: Annotated[Optional[str], typer.Option("--date", help="Logical date of the run (default: today, UTC).",
@@ -798,6 +822,8 @@ def eval_offline(
     reference: Annotated[Optional[str], typer.Option("--reference-run", callback=_checked(_run_id),
                                                      help="Also gate against this run id instead of the last pinned "
                                                           "release (or the first accepted run on the golden version).")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Estimate the requests and tokens per stage from the "
+                                                            "last runs; send nothing, write nothing.")] = False,
 ) -> None:
     """The weekly offline eval without Airflow: target, judge, CIs, gate, report, push."""
     from pipelines.evaluation.runs.offline import run_offline_eval
@@ -811,6 +837,15 @@ def eval_offline(
                              reference_run=reference)  # fmt: skip
     except ValueError as exc:
         _fail(str(exc))
+    if dry_run:
+        from pipelines.evaluation.runs.estimate import estimate_offline
+
+        try:
+            estimate = estimate_offline(settings, params, logical_date=date.fromisoformat(day) if day else _today())
+        except (FileNotFoundError, ValueError) as exc:
+            _fail(f"{exc}")
+        print_estimate(estimate)
+        return
     with _progress() as bar:
         task = bar.add_task("judging", total=None)
         try:
@@ -839,6 +874,8 @@ def eval_online(
                                                                     "faithfulness' 95 % interval needs to be about ± "
                                                                     "this, from the last runs' spread (--max-traces "
                                                                     "still caps).")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Estimate the requests and tokens per stage from the "
+                                                            "last runs; send nothing, write nothing.")] = False,
 ) -> None:
     """The daily online eval without Airflow: judge a budget of the day's sampled traces, noise ΔF, tool-call validity."""
     from pipelines.evaluation.outputs.formatting import number
@@ -853,6 +890,15 @@ def eval_online(
                                target_half_width=target_half_width)  # fmt: skip
     except ValidationError as exc:
         _fail("; ".join(f"--{str(e['loc'][0]).replace('_', '-')}: {e['msg']}" for e in exc.errors(include_url=False)))
+    if dry_run:
+        from pipelines.evaluation.runs.estimate import estimate_online
+
+        try:
+            estimate = estimate_online(settings, the_day, params)
+        except FileNotFoundError as exc:
+            _fail(str(exc))
+        print_estimate(estimate)
+        return
     with _progress() as bar:
         task = bar.add_task("judging", total=None)
         try:

@@ -49,14 +49,7 @@ SUITE = "offline"
 
 def prepare_offline_eval(settings: Settings, params: EvalParams, *, logical_date: date) -> PreparedRun:
     """Run the system under test on the golden test split; score retrieval and tool use."""
-    version = params.golden_version or released_version(settings, params.golden_name)
-    items = [i for i in load_golden_items(settings, params.golden_name, version) if i.split == params.split]
-    if not items:
-        raise ValueError(f"golden set {params.golden_name} {version} has no {params.split} items")
-    subset = None
-    if params.limit:
-        items, subset = stratified_subset(items, params.limit, floor=settings.gate_min_pairs)
-        log.info("%s@%s: %s", params.golden_name, version, subset.line())
+    items, subset, version = planned_items(settings, params)
     dataset_version = f"{params.golden_name}@{version}"
     for role, named in (("baseline", params.baseline_run), ("reference", params.reference_run)):
         if named:
@@ -97,6 +90,19 @@ def prepare_offline_eval(settings: Settings, params: EvalParams, *, logical_date
     log.info("offline eval %s: %d items on %s, %d target failures", rid, len(items), params.target_name, failed)
     return PreparedRun(run_id=rid, run_dir=run.root, items=len(items), target_failures=failed,
                        batches=batches)  # fmt: skip
+
+
+def planned_items(settings: Settings, params: EvalParams) -> tuple[list[GoldenItem], Subset | None, str]:
+    """The golden items the run evaluates (the split, or its `limit` subset), how the subset was drawn, the version."""
+    version = params.golden_version or released_version(settings, params.golden_name)
+    items = [i for i in load_golden_items(settings, params.golden_name, version) if i.split == params.split]
+    if not items:
+        raise ValueError(f"golden set {params.golden_name} {version} has no {params.split} items")
+    subset = None
+    if params.limit:
+        items, subset = stratified_subset(items, params.limit, floor=settings.gate_min_pairs)
+        log.info("%s@%s: %s", params.golden_name, version, subset.line())
+    return items, subset, version
 
 
 class Subset(BaseModel):
