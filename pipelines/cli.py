@@ -379,11 +379,25 @@ def _corpus_table(report: dict) -> Table:
 
 
 @golden_app.command("build")
-def golden_build(name: NameOption = None, day: Annotated[Optional[str], DateOption] = None) -> None:
+def golden_build(
+    name: NameOption = None,
+    day: Annotated[Optional[str], DateOption] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Estimate the requests and tokens from the plan and the "
+                                                            "last build; send nothing, write nothing.")] = False,
+) -> None:
     """Plan, generate, filter, split, validate and publish a golden set (what the golden_build DAG does)."""
     from pipelines.golden.steps import build_golden
 
     settings, params = _settings(), _golden_params(name)
+    if dry_run:
+        from pipelines.golden.estimate import estimate_build
+
+        try:
+            estimate = estimate_build(settings, params, logical_date=date.fromisoformat(day) if day else _today())
+        except (RuntimeError, ValueError) as exc:
+            _fail(str(exc))
+        print_estimate(estimate)
+        return
     with _progress() as bar:
         task = bar.add_task("generating", total=None)
         try:
@@ -415,6 +429,9 @@ def print_golden_summary(name: str) -> None:
     console.print(strata)
     if manifest.get("cost"):
         console.print(_cost_table(manifest["cost"]))
+        if budget := manifest["cost"].get("budget"):
+            console.print(f"token budget {budget['cap']:,}: {budget['generation_jobs_skipped']:,} generation jobs not run "
+                          f"and {budget['candidates_rejected']:,} candidates not checked (rejected) for the budget")  # fmt: skip
     console.print(f"generator: {', '.join(manifest['generator_models'])} · judge: {manifest['judge_model']} · "
                   f"stale replaced: {len(manifest['stale'])} · human-rejected: {len(manifest['human_rejected_ids'])}")  # fmt: skip
 
@@ -785,7 +802,7 @@ def print_estimate(estimate) -> None:
 
     units = ", ".join(f"{n:,} {unit} ({estimate.cached_units.get(unit, 0):,} assumed cached)"
                       for unit, n in estimate.units.items())  # fmt: skip
-    table = Table(title=escape(f"dry run of {estimate.run_id}: {units}; nothing sent, nothing written"))
+    table = Table(title=escape(f"dry run of {estimate.subject}: {units}; nothing sent, nothing written"))
     for column in ("stage", "metric", "role", "units", "requests", "cache hits", "prompt tokens", "completion tokens",
                    "basis"):  # fmt: skip
         table.add_column(column, justify="left" if column in ("stage", "metric", "role", "basis") else "right")
@@ -795,7 +812,7 @@ def print_estimate(estimate) -> None:
     table.add_row("total", "", "", "", *(shown(estimate.total(c)) for c in ("requests", "cache_hits", "prompt_tokens",
                                                                             "completion_tokens")), "")  # fmt: skip
     console.print(table)
-    history = ", ".join(estimate.history) or "none (no past run of this suite and target sent requests)"
+    history = ", ".join(estimate.history) or "none (no past run sent requests)"
     console.print(f"rates from: {escape(history)}")
     if not estimate.rows:
         console.print("no estimate: no past run to measure requests per item on; run once, then dry-run again")

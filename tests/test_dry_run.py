@@ -5,6 +5,7 @@ dry-run, then run, and the two are compared; a rerun of that day is estimated (a
 from __future__ import annotations
 
 import json
+import shutil
 from datetime import date
 
 import pytest
@@ -81,3 +82,35 @@ def test_a_dry_run_estimates_the_next_day_within_20_percent_and_sends_and_writes
     # The same day again: every trace was judged already, so every call is a cache hit, as the rerun then finds.
     assert rerun.cached_units == rerun.units and rerun.total("requests") == 0 == again.cost.total("requests")
     assert again.cost.total("cache_hits") == pytest.approx(rerun.total("cache_hits"), rel=0.2)
+
+
+def test_a_golden_build_dry_run_estimates_the_next_build_within_20_percent_and_sends_and_writes_nothing(settings,
+                                                                                                     tmp_path):  # fmt: skip
+    from pipelines.corpus.steps import index_corpus
+    from pipelines.golden import steps
+    from pipelines.golden.estimate import estimate_build
+    from pipelines.golden.params import load_golden_params
+    from tests.test_golden import CORPUS, DAY, SMALL
+
+    shutil.copytree(CORPUS, tmp_path / "corpus")
+    index_corpus(settings, tmp_path / "corpus")
+    params = load_golden_params(settings, **SMALL)
+    with running_simulator(SimulatorKnobs(capacity=8), prompts=all_prompts()) as url:
+        served = lambda: served_stats(url)["requests"]  # noqa: E731
+        online = on_simulator(settings, url, cache=False)
+        first = estimate_build(online, params, logical_date=DAY)
+        assert first.history == [] and first.total("requests") is None and first.units["generation jobs"] > 0
+        steps.build_golden(online, params, logical_date=DAY)
+        before, sent = files(settings.home), served()
+        estimate = estimate_build(online, params, logical_date=DAY)
+        assert served() == sent and files(settings.home) == before  # nothing sent, nothing written
+        # The next build (plan, generate, filter: what costs model requests), with the cache off: every job is sent.
+        plan = steps.plan_golden(online, params, logical_date=DAY)
+        steps.generate_golden(online, params.name, plan.batches)
+        cost = steps.filter_golden(online, params).cost
+    assert estimate.history == [f"golden/{params.name}/v1"] and estimate.units["generation jobs"] == plan.jobs
+    assert estimate.cached_units == {"generation jobs": 0}  # the cache is off
+    for role, stage in (("generator", "golden_generate"), ("judge", "golden_filter")):
+        [row] = [r for r in estimate.rows if r.stage == stage]
+        for count in ("requests", "prompt_tokens", "completion_tokens"):
+            assert near(getattr(row, count), cost[role][count]), (role, count, getattr(row, count), cost[role][count])

@@ -9,6 +9,7 @@ import json
 from collections import Counter
 
 from pipelines.evaluation.runs.budget import skipped_for_budget
+from pipelines.files import read_jsonl
 from pipelines.evaluation.runs.cost import read_usage
 from pipelines.evaluation.runs.folder import judge_part
 from pipelines.evaluation.runs.online import finalize_online_eval, judge_online_batch, prepare_online_eval
@@ -125,3 +126,41 @@ def test_the_gate_counts_scores_skipped_for_the_budget_as_missing():
     assert set(with_skips.checks_failed) == {"worst_case_drop", "failure_rise"}
     assert with_skips.worst_case_diff == absent.worst_case_diff == -0.25
     assert with_skips.candidate_not_ok_share == absent.candidate_not_ok_share == 0.25
+
+
+def test_a_golden_build_over_its_budget_counts_the_jobs_not_run_and_keeps_nothing_unchecked(settings, tmp_path):
+    import shutil
+
+    from pipelines.corpus.steps import index_corpus
+    from pipelines.golden import steps
+    from pipelines.golden.params import load_golden_params
+    from tests.test_golden import CORPUS, DAY, SMALL
+
+    shutil.copytree(CORPUS, tmp_path / "corpus")
+    index_corpus(settings, tmp_path / "corpus")
+    params = load_golden_params(settings, **SMALL)
+
+    def build(on):
+        plan = steps.plan_golden(on, params, logical_date=DAY)
+        steps.generate_golden(on, params.name, plan.batches)
+        return plan, steps.filter_golden(on, params)
+
+    with running_simulator(SimulatorKnobs(capacity=8), prompts=all_prompts()) as url:
+        online = on_simulator(settings, url, cache=False)
+        _, full = build(online)
+        spent = full.cost["total"]["prompt_tokens"] + full.cost["total"]["completion_tokens"]
+        cap = spent // 3
+        plan, capped = build(online.model_copy(update={"llm_budget_tokens": cap}))
+    p = steps.paths(settings, params.name)
+    failed = [row for start, _ in plan.batches for row in read_jsonl(p.failed_part(start))]
+    budget = capped.cost["budget"]
+    assert full.funnel["failed_generation_jobs"] == 0 and "budget" not in full.cost
+    # Generation had half the cap in equal batch shares; the jobs it could not send are counted, not dropped.
+    assert budget["per_generation_batch"] == cap // 2 // len(plan.batches)
+    assert budget["generation_jobs_skipped"] == sum(f["error"] == BUDGET_REASON for f in failed) > 0
+    assert capped.funnel["failed_generation_jobs"] == len(failed) and capped.funnel["generated"] < full.funnel["generated"]
+    # The filters had what generation left: a candidate they could not check is rejected for the budget, never kept.
+    assert budget["candidates_rejected"] == capped.funnel["rejected_by_reason"].get(BUDGET_REASON, 0) > 0
+    assert capped.funnel["kept"] <= capped.funnel["generated"] - budget["candidates_rejected"]
+    tokens = capped.cost["total"]["prompt_tokens"] + capped.cost["total"]["completion_tokens"]
+    assert tokens <= cap + 8 * 2 * 2_000  # in flight when a share ran out: up to 8 requests per endpoint

@@ -25,10 +25,9 @@ from __future__ import annotations
 
 from datetime import date
 
-from pydantic import BaseModel
-
 from pipelines.evaluation.runs.cost import RunCost
 from pipelines.models.usage import STAGES
+from pipelines.models.usage_estimate import RunEstimate, StageEstimate
 from pipelines.settings import Settings
 from pipelines.stores.results import EvalRun, ResultsStore, run_id
 
@@ -44,35 +43,6 @@ FALLBACK_PER_UNIT = {
 """Online requests per unit without history: faithfulness is a claim extraction and a verification, answer
 relevancy one request for all its generated questions, each noise arm an answer (settings.online_noise_share); the
 noisy and control arms' judgements are left out (they depend on the answer: an abstention is not judged)."""
-
-
-class StageEstimate(BaseModel):
-    stage: str
-    metric: str
-    role: str
-    unit: str
-    units: int
-    requests: float | None
-    cache_hits: float | None
-    prompt_tokens: float | None
-    completion_tokens: float | None
-    basis: str
-
-
-class RunEstimate(BaseModel):
-    suite: str
-    run_id: str
-    units: dict[str, int]
-    """unit name -> count in the run (judged traces, noise traces, items)."""
-    cached_units: dict[str, int]
-    """unit name -> units assumed answered by the LLM cache."""
-    history: list[str]
-    """The runs the rates come from."""
-    rows: list[StageEstimate]
-
-    def total(self, count: str) -> float | None:
-        values = [getattr(row, count) for row in self.rows]
-        return None if any(v is None for v in values) else sum(values)
 
 
 def stage_unit(suite: str, stage: str) -> str:
@@ -151,7 +121,7 @@ def estimate(suite: str, rid: str, units: dict[str, int], cached: dict[str, int]
                                       completion_tokens=None,
                                       basis=f"no past run: {requests_per:g} per unit (the judge's fixed shape); "
                                             f"tokens unknown"))  # fmt: skip
-    return RunEstimate(suite=suite, run_id=rid, units=units, cached_units=cached,
+    return RunEstimate(subject=rid, units=units, cached_units=cached,
                        history=[past.run_id for past in history], rows=rows)  # fmt: skip
 
 
