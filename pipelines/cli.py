@@ -937,6 +937,44 @@ def eval_online(
                   "(fill in the reference answer and gold passages, then `ragwatch golden import` it)")  # fmt: skip
 
 
+@eval_app.command("cost")
+def eval_cost(
+    suite: Annotated[str, typer.Option(help="offline or online.", callback=_checked(inputs.suite))] = "online",
+    target: Annotated[Optional[str], typer.Option(help="Target name (default: production online, reference-rag "
+                                                       "offline).", callback=_checked(inputs.target_name))] = None,
+    weeks: Annotated[int, typer.Option(help="ISO weeks to show, up to the one of --date.", min=1, max=104)] = 8,
+    day: Annotated[Optional[str], typer.Option("--date", help="The last week's day (default: today, UTC).",
+                                               callback=_checked(inputs.day))] = None,
+) -> None:
+    """What a suite's runs cost week by week: requests and tokens per run and per item, from the results DB."""
+    from pipelines.evaluation.outputs.cost_trend import weekly_cost
+    from pipelines.stores.results import ResultsStore
+
+    def shown(value: float | None) -> str:
+        return "–" if value is None else f"{value:,.1f}"
+
+    name = target or ("production" if suite == "online" else "reference-rag")
+    store = ResultsStore.from_settings(_settings())
+    try:
+        until = date.fromisoformat(day) if day else _today()
+        trend = weekly_cost(store, suite, name, until=until, weeks=weeks) if store.exists() else []
+    finally:
+        store.dispose()
+    table = Table(title=escape(f"{suite} runs of {name}, by ISO week: requests and prompt + completion tokens "
+                               f"(as the servers reported them)"))  # fmt: skip
+    table.add_column("week of", no_wrap=True, min_width=10)
+    for column in ("runs", "requests", "per run", "tokens", "per run", "per item", "cache hits"):
+        table.add_column(column, justify="right")
+    for week in trend:
+        runs = f"{week.runs}" + (f" (+{week.unrecorded_runs} unrecorded)" if week.unrecorded_runs else "")
+        if not week.runs:
+            table.add_row(str(week.week), runs, *[""] * 6)
+            continue
+        table.add_row(str(week.week), runs, f"{week.requests:,}", shown(week.per_run("requests")), f"{week.tokens:,}",
+                      shown(week.per_run("tokens")), shown(week.per_item("tokens")), f"{week.cache_hits:,}")
+    console.print(table)
+
+
 @eval_app.command("summary")
 def eval_summary(suite: Annotated[str, typer.Option(help="offline or online.", callback=_checked(inputs.suite))] = "offline") -> None:
     """The latest run of a suite from the results DB: scores with CIs, gate, diagnosis, report path."""

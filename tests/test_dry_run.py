@@ -10,11 +10,14 @@ from datetime import date
 
 import pytest
 
+from pipelines.evaluation.outputs.cost_trend import weekly_cost
+from pipelines.evaluation.runs.cost import RunCost
 from pipelines.evaluation.runs.estimate import estimate_online
 from pipelines.evaluation.runs.online import run_online_eval
 from pipelines.evaluation.runs.params import online_params
 from pipelines.models.simulator import SimulatorKnobs, running_simulator, served_stats
 from pipelines.prompt_catalog import all_prompts
+from pipelines.stores.results import ResultsStore
 from pipelines.workspace import Workspace
 from tests.simulated import on_simulator
 from tests.test_online_eval import indexed, trace_rows, write_partition  # noqa: F401 (a fixture)
@@ -82,6 +85,19 @@ def test_a_dry_run_estimates_the_next_day_within_20_percent_and_sends_and_writes
     # The same day again: every trace was judged already, so every call is a cache hit, as the rerun then finds.
     assert rerun.cached_units == rerun.units and rerun.total("requests") == 0 == again.cost.total("requests")
     assert again.cost.total("cache_hits") == pytest.approx(rerun.total("cache_hits"), rel=0.2)
+
+    # Week by week: both days fall in the ISO week of Monday 30 March (the rerun replaced the second day's run).
+    store = ResultsStore.from_settings(settings)
+    [*empty, week] = weekly_cost(store, "online", "production", until=SECOND, weeks=3)
+    first_cost = RunCost.model_validate(store.get_run(f"online/{FIRST}/production").cost)
+    store.dispose()
+    assert [w.runs for w in empty] == [0, 0] and week.week == date(2026, 3, 30) and week.runs == 2
+    assert week.requests == first_cost.total("requests") + 0 and week.items == 2 * summary.items
+    assert week.tokens == first_cost.total("prompt_tokens") + first_cost.total("completion_tokens")
+    report = open(again.report, encoding="utf-8").read()
+    assert "Cost week by week" in report and f"<td>2026-03-30</td><td class=\"num\">2</td>" in report
+    shown = CliRunner().invoke(app, ["eval", "cost", "--date", str(SECOND), "--weeks", "2"], terminal_width=200)
+    assert shown.exit_code == 0 and "2026-03-30" in shown.output and f"{week.requests:,}" in shown.output, shown.output
 
 
 def test_a_golden_build_dry_run_estimates_the_next_build_within_20_percent_and_sends_and_writes_nothing(settings,

@@ -21,6 +21,7 @@ from jinja2 import Environment
 from markupsafe import Markup
 
 from pipelines.evaluation.outputs.charts import Interval, histogram, interval_chart, line_chart
+from pipelines.evaluation.outputs.cost_trend import CostWeek
 from pipelines.evaluation.outputs.formatting import interval, number
 from pipelines.evaluation.outputs.summary import judge_trust, judged_strata
 from pipelines.evaluation.runs.cost import RunCost
@@ -75,8 +76,10 @@ def trend_from_store(store: ResultsStore, run: EvalRun, *, limit: int = TREND_RU
 def render_report(run: EvalRun, scores: Sequence[Score], *, aggregates: Sequence[Aggregate] | None = None,
                   items: Mapping[str, ItemView] | None = None, trend: Sequence[TrendPoint] = (),
                   gate: GateResult | None = None, baseline: EvalRun | None = None, run_gate: RunGate | None = None,
-                  worst: int = WORST_ITEMS, min_n: int = DEFAULT_MIN_N) -> str:  # fmt: skip
-    """The report of one run as an HTML string. `trend` holds past runs; this run is added to it. `min_n`
+                  worst: int = WORST_ITEMS, min_n: int = DEFAULT_MIN_N,
+                  cost_trend: Sequence[CostWeek] = ()) -> str:  # fmt: skip
+    """The report of one run as an HTML string. `trend` holds past runs; this run is added to it. `cost_trend`: the
+    suite's cost week by week (outputs/cost_trend.py), this run included. `min_n`
     (settings: `RAGWATCH_DIAGNOSIS_MIN_N`): fewest ok scores for the diagnosis to state a band. `run_gate`:
     the gate's comparisons (baseline, reference), each shown as a gate table; `gate` and `baseline` alone
     give one comparison."""
@@ -120,6 +123,8 @@ def render_report(run: EvalRun, scores: Sequence[Score], *, aggregates: Sequence
                                 ((run.params or {}).get("judge_audit") or {}).get("calibration", []))),
         "cost": RunCost.model_validate(run.cost) if run.cost else None,
         "stages": STAGES,
+        "cost_trend": cost_trend,
+        "cost_trend_chart": Markup(_cost_trend_chart(cost_trend)) if cost_trend else None,
     }
     return _TEMPLATE.render(**context)
 
@@ -187,6 +192,11 @@ def _trend_charts(run: EvalRun, metrics: list[str], by_key, trend: Sequence[Tren
     return charts
 
 
+def _cost_trend_chart(weeks: Sequence[CostWeek]) -> str:
+    points = [(w.week.isoformat(), w.per_run("tokens") / 1000 if w.runs else None) for w in weeks]
+    return line_chart(points, title="thousand tokens per run, by week", width=420)
+
+
 def _attribution(scores: Sequence[Score], items: Mapping[str, ItemView]) -> dict[str, Any] | None:
     labelled = {i: v.attribution for i, v in items.items() if v.attribution is not None}
     if not labelled:
@@ -232,6 +242,7 @@ def _failures(scores: Sequence[Score]) -> list[dict[str, Any]]:
 
 _ENV = Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True)
 _ENV.filters["num"] = number
+_ENV.filters["amount"] = lambda value: "–" if value is None else f"{value:,.1f}"  # counts and tokens per run
 _ENV.globals["ci"] = interval
 
 _TEMPLATE = _ENV.from_string("""<!DOCTYPE html>
@@ -487,6 +498,24 @@ missing).</p>
 </table>
 {% else %}
 <p class="muted">Not recorded (a run saved before ragwatch counted its requests).</p>
+{% endif %}
+{% if cost_trend %}
+<h3>Cost week by week</h3>
+<p>The successful runs of this suite and target per ISO week (Monday to Sunday) of their logical dates, this run
+included: their requests and prompt + completion tokens summed, per run and per item. A week without a run with a
+recorded cost is empty, not 0.</p>
+{{ cost_trend_chart }}
+<table>
+<tr><th>week of</th><th>runs</th><th>requests</th><th>per run</th><th>tokens</th><th>per run</th><th>per item</th>
+<th>cache hits</th></tr>
+{% for w in cost_trend %}
+<tr><td>{{ w.week }}</td><td class="num">{{ w.runs }}{% if w.unrecorded_runs %} (+{{ w.unrecorded_runs }} unrecorded){% endif %}</td>
+{% if w.runs %}<td class="num">{{ "{:,}".format(w.requests) }}</td><td class="num">{{ w.per_run("requests")|amount }}</td>
+<td class="num">{{ "{:,}".format(w.tokens) }}</td><td class="num">{{ w.per_run("tokens")|amount }}</td>
+<td class="num">{{ w.per_item("tokens")|amount }}</td><td class="num">{{ "{:,}".format(w.cache_hits) }}</td>
+{% else %}<td></td><td></td><td></td><td></td><td></td><td></td>{% endif %}</tr>
+{% endfor %}
+</table>
 {% endif %}
 
 <h2>Scores that failed</h2>

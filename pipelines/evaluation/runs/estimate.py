@@ -60,9 +60,9 @@ def run_units(run: EvalRun) -> dict[str, int]:
 
 
 def history_runs(store: ResultsStore, suite: str, target: str, before: date) -> list[EvalRun]:
-    """The last `HISTORY_RUNS` runs before `before` that sent requests."""
+    """The last `HISTORY_RUNS` runs before `before` that sent requests, newest first."""
     found = []
-    for past in store.runs(suite, LOOK_BACK, target=target, before=before) if store.exists() else []:
+    for past in reversed(store.runs(suite, LOOK_BACK, target=target, before=before)) if store.exists() else []:
         if past.cost and RunCost.model_validate(past.cost).total("requests") > 0:
             found.append(past)
         if len(found) == HISTORY_RUNS:

@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from pipelines.evaluation.metrics.retrieval import attribute
+from pipelines.evaluation.outputs.cost_trend import weekly_cost
 from pipelines.evaluation.outputs.judge_audit import JUDGE_AUDIT, audit_run
 from pipelines.evaluation.outputs.report import ItemView, render_report, trend_from_store, write_metrics_json, write_report
 from pipelines.evaluation.outputs.summary import RunSummary, run_summary
@@ -108,6 +109,7 @@ def publish_run(settings: Settings, store: ResultsStore, run: EvalRun, scores: l
     run.params = {**run.params, JUDGE_AUDIT: audit_run(settings, run, scores, views)}
     store.save_run(run, scores)
     write_report(report, render_report(run, scores, aggregates=aggregates, items=views, trend=trend_from_store(store, run),
-                                       run_gate=run_gate, min_n=settings.diagnosis_min_n))  # fmt: skip
+                                       run_gate=run_gate, min_n=settings.diagnosis_min_n,
+                                       cost_trend=weekly_cost(store, run.suite, run.target, until=run.logical_date)))  # fmt: skip
     write_metrics_json(workspace.metrics_json(report), aggregates)
     return run_summary(run, aggregates, items=items, min_n=settings.diagnosis_min_n)
