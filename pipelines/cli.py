@@ -430,8 +430,9 @@ def print_golden_summary(name: str) -> None:
     if manifest.get("cost"):
         console.print(_cost_table(manifest["cost"]))
         if budget := manifest["cost"].get("budget"):
-            console.print(f"token budget {budget['cap']:,}: {budget['generation_jobs_skipped']:,} generation jobs not run "
-                          f"and {budget['candidates_rejected']:,} candidates not checked (rejected) for the budget")  # fmt: skip
+            console.print(f"token budget {budget['cap']:,}: {budget['generation_jobs_skipped']:,} generation jobs "
+                          f"not run and {budget['candidates_rejected']:,} candidates not checked (rejected) for the "
+                          "budget")  # fmt: skip
     console.print(f"generator: {', '.join(manifest['generator_models'])} · judge: {manifest['judge_model']} · "
                   f"stale replaced: {len(manifest['stale'])} · human-rejected: {len(manifest['human_rejected_ids'])}")  # fmt: skip
 

@@ -45,7 +45,8 @@ def near(estimated: float, recorded: float) -> bool:
     return recorded > 0 and abs(estimated - recorded) <= 0.2 * recorded
 
 
-def test_a_dry_run_estimates_the_next_day_within_20_percent_and_sends_and_writes_nothing(indexed, monkeypatch):  # noqa: F811
+def test_a_dry_run_estimates_the_next_day_within_20_percent_and_sends_and_writes_nothing(indexed,  # noqa: F811
+                                                                                        monkeypatch):  # fmt: skip
     from typer.testing import CliRunner
 
     from pipelines.cli import app
@@ -69,7 +70,8 @@ def test_a_dry_run_estimates_the_next_day_within_20_percent_and_sends_and_writes
             monkeypatch.setenv(f"RAGWATCH_{role}__MODEL", model)
         shown = CliRunner().invoke(app, ["eval", "online", "--date", str(SECOND), "--max-traces", "24",
                                          "--dry-run"], terminal_width=250)  # fmt: skip
-        assert served_stats(url)["requests"] == served and files(settings.home) == before  # nothing sent, nothing written
+        # Nothing sent, nothing written.
+        assert served_stats(url)["requests"] == served and files(settings.home) == before
 
         summary = run_online_eval(online, SECOND, params, push=False)
         rerun = estimate_online(online, SECOND, params)
@@ -100,8 +102,7 @@ def test_a_dry_run_estimates_the_next_day_within_20_percent_and_sends_and_writes
     assert shown.exit_code == 0 and "2026-03-30" in shown.output and f"{week.requests:,}" in shown.output, shown.output
 
 
-def test_a_golden_build_dry_run_estimates_the_next_build_within_20_percent_and_sends_and_writes_nothing(settings,
-                                                                                                     tmp_path):  # fmt: skip
+def test_a_golden_dry_run_is_within_20_percent_of_the_next_build_and_sends_and_writes_nothing(settings, tmp_path):
     from pipelines.corpus.steps import index_corpus
     from pipelines.golden import steps
     from pipelines.golden.estimate import estimate_build

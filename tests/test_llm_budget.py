@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 
+from pipelines.evaluation.outputs.push import build_registry
 from pipelines.evaluation.runs.budget import skipped_for_budget
 from pipelines.files import read_jsonl
 from pipelines.evaluation.runs.cost import read_usage
@@ -88,6 +89,9 @@ def test_a_spent_budget_sends_nothing_more_and_skips_the_rest_for_budget(indexed
     assert not [s for s in scores if s.metric == "tool_call_validity" and s.error == BUDGET_REASON]
     report = open(summary.report, encoding="utf-8").read()
     assert f"{skipped:,} scores skipped\nfor the budget" in report
+    registry = build_registry([], suite="online", target="production", cost=summary.cost)
+    assert registry.get_sample_value("rag_eval_llm_budget_skipped_scores",
+                                     {"suite": "online", "target": "production"}) == skipped  # fmt: skip
 
 
 def test_the_offline_backend_is_charged_its_characters_and_refuses_past_the_cap():
@@ -158,7 +162,8 @@ def test_a_golden_build_over_its_budget_counts_the_jobs_not_run_and_keeps_nothin
     # Generation had half the cap in equal batch shares; the jobs it could not send are counted, not dropped.
     assert budget["per_generation_batch"] == cap // 2 // len(plan.batches)
     assert budget["generation_jobs_skipped"] == sum(f["error"] == BUDGET_REASON for f in failed) > 0
-    assert capped.funnel["failed_generation_jobs"] == len(failed) and capped.funnel["generated"] < full.funnel["generated"]
+    assert capped.funnel["failed_generation_jobs"] == len(failed)
+    assert capped.funnel["generated"] < full.funnel["generated"]
     # The filters had what generation left: a candidate they could not check is rejected for the budget, never kept.
     assert budget["candidates_rejected"] == capped.funnel["rejected_by_reason"].get(BUDGET_REASON, 0) > 0
     assert capped.funnel["kept"] <= capped.funnel["generated"] - budget["candidates_rejected"]

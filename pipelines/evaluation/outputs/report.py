@@ -509,8 +509,10 @@ recorded cost is empty, not 0.</p>
 <tr><th>week of</th><th>runs</th><th>requests</th><th>per run</th><th>tokens</th><th>per run</th><th>per item</th>
 <th>cache hits</th></tr>
 {% for w in cost_trend %}
-<tr><td>{{ w.week }}</td><td class="num">{{ w.runs }}{% if w.unrecorded_runs %} (+{{ w.unrecorded_runs }} unrecorded){% endif %}</td>
-{% if w.runs %}<td class="num">{{ "{:,}".format(w.requests) }}</td><td class="num">{{ w.per_run("requests")|amount }}</td>
+<tr><td>{{ w.week }}</td><td class="num">{{ w.runs }}
+{%- if w.unrecorded_runs %} (+{{ w.unrecorded_runs }} unrecorded){% endif %}</td>
+{% if w.runs %}<td class="num">{{ "{:,}".format(w.requests) }}</td>
+<td class="num">{{ w.per_run("requests")|amount }}</td>
 <td class="num">{{ "{:,}".format(w.tokens) }}</td><td class="num">{{ w.per_run("tokens")|amount }}</td>
 <td class="num">{{ w.per_item("tokens")|amount }}</td><td class="num">{{ "{:,}".format(w.cache_hits) }}</td>
 {% else %}<td></td><td></td><td></td><td></td><td></td><td></td>{% endif %}</tr>

@@ -87,7 +87,8 @@ def finalize_offline_eval(settings: Settings, run_dir: Path) -> RunSummary:
                       finished_at=datetime.now(timezone.utc))  # fmt: skip
         cost = run_cost(run_paths, meta.batches, items=meta.items, suite=meta.suite, run_id=meta.run_id,
                         prepared=(PREPARE_PART,))  # fmt: skip
-        run.cost = cost.model_copy(update={"budget": meta.budget, "skipped_for_budget": budget_skips(scores)}).model_dump()
+        spent = {"budget": meta.budget, "skipped_for_budget": budget_skips(scores)}
+        run.cost = cost.model_copy(update=spent).model_dump()
         gate = gate_against_baseline(store, run, scores, min_pairs=settings.gate_min_pairs,
                                      baseline_run=meta.params.baseline_run,
                                      reference_run=meta.params.reference_run)  # fmt: skip
@@ -108,8 +109,9 @@ def publish_run(settings: Settings, store: ResultsStore, run: EvalRun, scores: l
     run.report_path = str(report)
     run.params = {**run.params, JUDGE_AUDIT: audit_run(settings, run, scores, views)}
     store.save_run(run, scores)
+    cost_trend = weekly_cost(store, run.suite, run.target, until=run.logical_date)
     write_report(report, render_report(run, scores, aggregates=aggregates, items=views, trend=trend_from_store(store, run),
                                        run_gate=run_gate, min_n=settings.diagnosis_min_n,
-                                       cost_trend=weekly_cost(store, run.suite, run.target, until=run.logical_date)))  # fmt: skip
+                                       cost_trend=cost_trend))  # fmt: skip
     write_metrics_json(workspace.metrics_json(report), aggregates)
     return run_summary(run, aggregates, items=items, min_n=settings.diagnosis_min_n)

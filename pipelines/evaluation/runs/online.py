@@ -218,7 +218,8 @@ def finalize_online_eval(settings: Settings, run_dir: Path) -> RunSummary:
     store.create()
     try:
         cost = run_cost(run_paths, meta.batches, items=meta.items, suite=SUITE, run_id=meta.run_id)
-        run.cost = cost.model_copy(update={"budget": meta.budget, "skipped_for_budget": budget_skips(scores)}).model_dump()
+        spent = {"budget": meta.budget, "skipped_for_budget": budget_skips(scores)}
+        run.cost = cost.model_copy(update=spent).model_dump()
         summary = publish_run(settings, store, run, scores, views, items=meta.items)
     finally:
         store.dispose()

@@ -86,7 +86,8 @@ def prepare_offline_eval(settings: Settings, params: EvalParams, *, logical_date
                             generator_model=generator_label(getattr(target, "llm", None)), params=params,
                             context_depth=depth, subset=subset.model_dump() if subset else None,
                             batches=batches,
-                            budget=divide_budget(spent.cap, prepare_tokens=spent.spent, batches=len(batches))))  # fmt: skip
+                            budget=divide_budget(spent.cap, prepare_tokens=spent.spent,
+                                                 batches=len(batches))))  # fmt: skip
     log.info("offline eval %s: %d items on %s, %d target failures", rid, len(items), params.target_name, failed)
     return PreparedRun(run_id=rid, run_dir=run.root, items=len(items), target_failures=failed,
                        batches=batches)  # fmt: skip
