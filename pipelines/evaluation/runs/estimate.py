@@ -6,8 +6,8 @@ read of three columns of the day's sample; the offline golden split and its `lim
 Definitions, per stage × metric × role (the rows a run records, runs/cost.py):
 - units: what a stage's requests grow with. Online: judged traces for `judge`, noise traces for the `noise_*`
   stages. Offline: the run's items for every stage (the golden set's mix of question types is stable).
-- rates: from the last `HISTORY_RUNS` runs of the suite and target that sent requests (a run served entirely
-  by the cache tells nothing about tokens): requests per unit, cache hits per unit (hits inside a fresh run: an
+- rates: from the last `HISTORY_RUNS` runs of the suite and target with the same judge model that sent requests
+  (a run served entirely by the cache tells nothing about tokens): requests per unit, cache hits per unit (hits inside a fresh run: an
   arm asking what another arm just asked), prompt and completion tokens per request, each a ratio of sums.
 - cache: a unit the results DB already holds scores for (the same trace or golden item in the run of the same
   day, or in the last run of the target) is assumed answered by the cache for every call it makes, when the LLM
@@ -26,6 +26,7 @@ from __future__ import annotations
 from datetime import date
 
 from pipelines.evaluation.runs.cost import RunCost
+from pipelines.models.offline import OFFLINE_MODEL
 from pipelines.models.usage import STAGES
 from pipelines.models.usage_estimate import RunEstimate, StageEstimate
 from pipelines.settings import Settings
@@ -59,11 +60,17 @@ def run_units(run: EvalRun) -> dict[str, int]:
     return {"items": cost.items}
 
 
-def history_runs(store: ResultsStore, suite: str, target: str, before: date) -> list[EvalRun]:
-    """The last `HISTORY_RUNS` runs before `before` that sent requests, newest first."""
+def judge_model(settings: Settings) -> str:
+    """The judge model a run would record, without building a client (a client opens the LLM cache)."""
+    return OFFLINE_MODEL if settings.llm_backend == "offline" else settings.judge.model
+
+
+def history_runs(store: ResultsStore, suite: str, target: str, before: date, judge: str) -> list[EvalRun]:
+    """The last `HISTORY_RUNS` runs before `before` judged by `judge` that sent requests, newest first: another
+    model's tokenizer and replies would not tell this one's tokens."""
     found = []
     for past in reversed(store.runs(suite, LOOK_BACK, target=target, before=before)) if store.exists() else []:
-        if past.cost and RunCost.model_validate(past.cost).total("requests") > 0:
+        if past.judge_model == judge and past.cost and RunCost.model_validate(past.cost).total("requests") > 0:
             found.append(past)
         if len(found) == HISTORY_RUNS:
             break
@@ -146,7 +153,7 @@ def estimate_online(settings: Settings, day: date, params) -> RunEstimate:
     units = {"judged traces": len(selection.judged), "noise traces": len(selection.noise)}
     store = ResultsStore.from_settings(settings)
     try:
-        history = history_runs(store, SUITE, TARGET, day)
+        history = history_runs(store, SUITE, TARGET, day, judge_model(settings))
         seen = seen_items(store, SUITE, TARGET, day, history) if cache_answers(settings) else set()
     finally:
         store.dispose()
@@ -162,7 +169,7 @@ def estimate_offline(settings: Settings, params, *, logical_date: date) -> RunEs
     ids = {item.item_id for item in items}
     store = ResultsStore.from_settings(settings)
     try:
-        history = history_runs(store, SUITE, params.target_name, logical_date)
+        history = history_runs(store, SUITE, params.target_name, logical_date, judge_model(settings))
         seen = seen_items(store, SUITE, params.target_name, logical_date, history) if cache_answers(settings) else set()
     finally:
         store.dispose()
