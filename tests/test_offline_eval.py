@@ -176,6 +176,11 @@ def test_an_offline_run_over_its_token_budget_skips_the_rest_for_budget_and_scor
         capped = settings.model_copy(update={"llm_budget_tokens": spent // 2})
         summary, _ = run_offline_eval(capped, params, logical_date=date(2026, 11, 9))
         served = served_stats(url)
+        # A budget of one token: the system under test's first answer is sent, then nothing.
+        starved, _ = run_offline_eval(settings.model_copy(update={"llm_budget_tokens": 1}), params,
+                                      logical_date=date(2026, 10, 26))  # fmt: skip
+        sent = served_stats(url)["requests"] - served["requests"]
+        assert sent == 1 == starved.cost.total("requests")
     tokens = summary.cost.total("prompt_tokens") + summary.cost.total("completion_tokens")
     budget = summary.cost.budget
     assert served["prompt_tokens"] + served["completion_tokens"] == spent + tokens
@@ -189,7 +194,18 @@ def test_an_offline_run_over_its_token_budget_skips_the_rest_for_budget_and_scor
     assert skipped and all(s.status == "skipped" for s in skipped) and summary.cost.skipped_for_budget == len(skipped)
     assert not [s for s in scores if s.status == "failed"]
     # Retrieval costs no model request: it is scored whether or not the answer was sent.
-    assert all(s.status == "ok" for s in scores if s.metric.startswith("recall@"))
+    retrieval = {"mrr", *(f"{name}@{k}" for name in ("recall", "precision") for k in (1, 3, 5, 10))}
+    assert all(s.status == "ok" for s in scores if s.metric in retrieval)
+    store = ResultsStore.from_settings(built)
+    starved_scores = store.scores(starved.run_id)
+    store.dispose()
+    assert starved.cost.budget.per_batch == 0 and {s.metric for s in starved_scores} >= retrieval
+    assert all(s.status == "ok" for s in starved_scores if s.metric in retrieval)
+    # Everything else waited on a request: skipped for the budget, but for the one item that got its answer.
+    others = [s for s in starved_scores if s.metric not in retrieval]
+    assert {s.error for s in others if s.status != "ok"} == {BUDGET_REASON}
+    assert not any(s.status == "failed" for s in others) and starved.cost.skipped_for_budget > len(others) / 2
+    assert len({s.item_id for s in others if s.status == "ok"}) <= 1
 
 
 class _Service(BaseHTTPRequestHandler):

@@ -7,8 +7,9 @@ Definitions, per stage × metric × role (the rows a run records, runs/cost.py):
 - units: what a stage's requests grow with. Online: judged traces for `judge`, noise traces for the `noise_*`
   stages. Offline: the run's items for every stage (the golden set's mix of question types is stable).
 - rates: from the last `HISTORY_RUNS` runs of the suite and target with the same judge model that sent requests
-  (a run served entirely by the cache tells nothing about tokens): requests per unit, cache hits per unit (hits inside a fresh run: an
-  arm asking what another arm just asked), prompt and completion tokens per request, each a ratio of sums.
+  (a run served entirely by the cache tells nothing about tokens): requests per unit, cache hits per unit (hits
+  inside a fresh run: an arm asking what another arm just asked), prompt and completion tokens per request, each
+  a ratio of sums.
 - cache: a unit the results DB already holds scores for (the same trace or golden item in the run of the same
   day, or in the last run of the target) is assumed answered by the cache for every call it makes, when the LLM
   cache is on and the backend is a server (the offline backend caches nothing). The cache itself is not read:
