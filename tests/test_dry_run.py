@@ -57,7 +57,12 @@ def test_a_dry_run_estimates_the_next_day_within_20_percent_and_sends_and_writes
     params = online_params(settings, **PARAMS)
     with running_simulator(SimulatorKnobs(capacity=8), prompts=all_prompts()) as url:
         online = on_simulator(settings, url)
-        assert estimate_online(online, FIRST, params).history == []  # no past run: the fixed shape, tokens unknown
+        before = files(settings.home)
+        first = estimate_online(online, FIRST, params)
+        assert files(settings.home) == before  # not even an empty results DB
+        # No past run: the judge's fixed shape for the requests, tokens unknown.
+        assert first.history == [] and first.total("prompt_tokens") is None
+        assert first.total("requests") == 3 * first.units["judged traces"] + 5 * first.units["noise traces"]
         run_online_eval(online, FIRST, params, push=False)
 
         before, served = files(settings.home), served_stats(url)["requests"]

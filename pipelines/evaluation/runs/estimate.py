@@ -25,6 +25,9 @@ Without such a run, the online stages fall back to the consolidated judge's fixe
 from __future__ import annotations
 
 from datetime import date
+from pathlib import Path
+
+from sqlalchemy.engine import make_url
 
 from pipelines.evaluation.runs.cost import RunCost
 from pipelines.models.offline import OFFLINE_MODEL
@@ -64,6 +67,17 @@ def run_units(run: EvalRun) -> dict[str, int]:
 def judge_model(settings: Settings) -> str:
     """The judge model a run would record, without building a client (a client opens the LLM cache)."""
     return OFFLINE_MODEL if settings.llm_backend == "offline" else settings.judge.model
+
+
+def has_results(settings: Settings) -> bool:
+    """Whether there is a results DB to read: opening a SQLite URL creates its file, and a dry run writes nothing."""
+    url = make_url(settings.resolved_results_url)
+    return url.get_backend_name() != "sqlite" or bool(url.database and Path(url.database).exists())
+
+
+def results_store(settings: Settings) -> ResultsStore | None:
+    """The results DB to read history from; None where there is none yet."""
+    return ResultsStore.from_settings(settings) if has_results(settings) else None
 
 
 def history_runs(store: ResultsStore, suite: str, target: str, before: date, judge: str) -> list[EvalRun]:
@@ -133,6 +147,18 @@ def estimate(suite: str, rid: str, units: dict[str, int], cached: dict[str, int]
                        history=[past.run_id for past in history], rows=rows)  # fmt: skip
 
 
+def past_runs(settings: Settings, suite: str, target: str, day: date) -> tuple[list[EvalRun], set[str]]:
+    """The history the rates come from, and the items assumed cached (none when the cache would not answer)."""
+    store = results_store(settings)
+    if store is None:
+        return [], set()
+    try:
+        history = history_runs(store, suite, target, day, judge_model(settings))
+        return history, seen_items(store, suite, target, day, history) if cache_answers(settings) else set()
+    finally:
+        store.dispose()
+
+
 def cache_answers(settings: Settings) -> bool:
     """Whether repeated calls would be served by the LLM cache (the offline backend has none)."""
     return settings.llm_cache and settings.llm_backend != "offline"
@@ -147,17 +173,13 @@ def estimate_online(settings: Settings, day: date, params) -> RunEstimate:
     workspace = Workspace.from_settings(settings)
     if not workspace.has_traces(day):
         raise FileNotFoundError(f"no published sample for {day}: run trace_sampling for that day first")
-    target = past_spread(settings, day, params.target_half_width) if params.target_half_width else None
+    target = past_spread(settings, day, params.target_half_width) if params.target_half_width and has_results(
+        settings) else None  # fmt: skip
     selection = select_budget(workspace.traces_partition(day).parts, max_traces=params.max_traces,
                               min_per_stratum=params.min_per_stratum, noise_share=params.noise_share,
                               target=target)  # fmt: skip
     units = {"judged traces": len(selection.judged), "noise traces": len(selection.noise)}
-    store = ResultsStore.from_settings(settings)
-    try:
-        history = history_runs(store, SUITE, TARGET, day, judge_model(settings))
-        seen = seen_items(store, SUITE, TARGET, day, history) if cache_answers(settings) else set()
-    finally:
-        store.dispose()
+    history, seen = past_runs(settings, SUITE, TARGET, day)
     cached = {"judged traces": len(seen & set(selection.judged)), "noise traces": len(seen & set(selection.noise))}
     return estimate(SUITE, run_id(SUITE, day, TARGET), units, cached, history, FALLBACK_PER_UNIT)
 
@@ -168,11 +190,6 @@ def estimate_offline(settings: Settings, params, *, logical_date: date) -> RunEs
 
     items, _, _ = planned_items(settings, params)
     ids = {item.item_id for item in items}
-    store = ResultsStore.from_settings(settings)
-    try:
-        history = history_runs(store, SUITE, params.target_name, logical_date, judge_model(settings))
-        seen = seen_items(store, SUITE, params.target_name, logical_date, history) if cache_answers(settings) else set()
-    finally:
-        store.dispose()
+    history, seen = past_runs(settings, SUITE, params.target_name, logical_date)
     return estimate(SUITE, run_id(SUITE, logical_date, params.target_name), {"items": len(ids)},
                     {"items": len(seen & ids)}, history)  # fmt: skip
