@@ -45,9 +45,10 @@ FALLBACK_PER_UNIT = {
     ("noise_clean", "answer", "generator"): 1.0, ("noise_clean", "faithfulness", "judge"): 2.0,
     ("noise_noisy", "answer", "generator"): 1.0, ("noise_control", "answer", "generator"): 1.0,
 }  # fmt: skip
-"""Online requests per unit without history: faithfulness is a claim extraction and a verification, answer
-relevancy one request for all its generated questions, each noise arm an answer (settings.online_noise_share); the
-noisy and control arms' judgements are left out (they depend on the answer: an abstention is not judged)."""
+"""Online requests per unit without history, with ragwatch's consolidated judge prompts (`RAGWATCH_JUDGE_IMPLEMENTATION
+=ragas` sends more): faithfulness is a claim extraction and a verification, answer relevancy one request for all its
+generated questions, each noise arm an answer; the noisy and control arms' judgements are left out (they depend on
+the answer: an abstention is not judged)."""
 
 
 def stage_unit(suite: str, stage: str) -> str:
