@@ -407,11 +407,25 @@ def _corpus_table(report: dict) -> Table:
 
 
 @golden_app.command("build")
-def golden_build(name: NameOption = None, day: Annotated[Optional[str], DateOption] = None) -> None:
+def golden_build(
+    name: NameOption = None,
+    day: Annotated[Optional[str], DateOption] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Estimate the requests and tokens from the plan and the "
+                                                            "last build; send nothing, write nothing.")] = False,
+) -> None:
     """Plan, generate, filter, split, validate and publish a golden set (what the golden_build DAG does)."""
     from pipelines.golden.steps import build_golden
 
     settings, params = _settings(), _golden_params(name)
+    if dry_run:
+        from pipelines.golden.estimate import estimate_build
+
+        try:
+            estimate = estimate_build(settings, params, logical_date=date.fromisoformat(day) if day else _today())
+        except (RuntimeError, ValueError) as exc:
+            _fail(str(exc))
+        print_estimate(estimate)
+        return
     with _progress() as bar:
         task = bar.add_task("generating", total=None)
         try:
@@ -443,6 +457,10 @@ def print_golden_summary(name: str) -> None:
     console.print(strata)
     if manifest.get("cost"):
         console.print(_cost_table(manifest["cost"]))
+        if budget := manifest["cost"].get("budget"):
+            console.print(f"token budget {budget['cap']:,}: {budget['generation_jobs_skipped']:,} generation jobs "
+                          f"not run and {budget['candidates_rejected']:,} candidates not checked (rejected) for the "
+                          "budget")  # fmt: skip
     console.print(f"generator: {', '.join(manifest['generator_models'])} · judge: {manifest['judge_model']} · "
                   f"stale replaced: {len(manifest['stale'])} · human-rejected: {len(manifest['human_rejected_ids'])}")  # fmt: skip
 
@@ -770,6 +788,9 @@ def print_eval_summary(summary) -> None:
                       "`ragwatch judge labels import FILE` takes them back")  # fmt: skip
     if summary.cost is not None:
         console.print(_run_cost_table(summary.cost))
+        if summary.cost.budget is not None:
+            console.print(f"token budget {summary.cost.budget.cap:,}: {summary.cost.skipped_for_budget:,} scores "
+                          f"skipped for the budget (reason \"budget\", missing to the gate)")  # fmt: skip
     if summary.coverage is not None:
         _print_coverage(summary.coverage)
     console.print(f"report: {summary.report}")
@@ -844,6 +865,30 @@ def _run_cost_table(cost) -> Table:
     return table
 
 
+def print_estimate(estimate) -> None:
+    """A dry run's estimate (pipelines.evaluation.runs.estimate): one row per stage, metric and model role."""
+
+    def shown(value: float | None) -> str:
+        return "–" if value is None else f"{round(value):,}"
+
+    units = ", ".join(f"{n:,} {unit} ({estimate.cached_units.get(unit, 0):,} assumed cached)"
+                      for unit, n in estimate.units.items())  # fmt: skip
+    table = Table(title=escape(f"dry run of {estimate.subject}: {units}; nothing sent, nothing written"))
+    for column in ("stage", "metric", "role", "units", "requests", "cache hits", "prompt tokens", "completion tokens",
+                   "basis"):  # fmt: skip
+        table.add_column(column, justify="left" if column in ("stage", "metric", "role", "basis") else "right")
+    for row in estimate.rows:
+        table.add_row(row.stage, escape(row.metric), row.role, f"{row.units:,} {row.unit}", shown(row.requests),
+                      shown(row.cache_hits), shown(row.prompt_tokens), shown(row.completion_tokens), escape(row.basis))
+    table.add_row("total", "", "", "", *(shown(estimate.total(c)) for c in ("requests", "cache_hits", "prompt_tokens",
+                                                                            "completion_tokens")), "")  # fmt: skip
+    console.print(table)
+    history = ", ".join(estimate.history) or "none (no past run sent requests)"
+    console.print(f"rates from: {escape(history)}")
+    if not estimate.rows:
+        console.print("no estimate: no past run to measure requests per item on; run once, then dry-run again")
+
+
 @eval_app.command("offline")
 def eval_offline(
     day: Annotated[Optional[str], typer.Option("--date", help="Logical date of the run (default: today, UTC).",
@@ -865,6 +910,8 @@ def eval_offline(
     reference: Annotated[Optional[str], typer.Option("--reference-run", callback=_checked(_run_id),
                                                      help="Also gate against this run id instead of the last pinned "
                                                           "release (or the first accepted run on the golden version).")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Estimate the requests and tokens per stage from the "
+                                                            "last runs; send nothing, write nothing.")] = False,
 ) -> None:
     """The weekly offline eval without Airflow: target, judge, CIs, gate, report, push."""
     from pipelines.evaluation.runs.offline import run_offline_eval
@@ -878,6 +925,15 @@ def eval_offline(
                              reference_run=reference)  # fmt: skip
     except ValueError as exc:
         _fail(str(exc))
+    if dry_run:
+        from pipelines.evaluation.runs.estimate import estimate_offline
+
+        try:
+            estimate = estimate_offline(settings, params, logical_date=date.fromisoformat(day) if day else _today())
+        except (FileNotFoundError, ValueError) as exc:
+            _fail(f"{exc}")
+        print_estimate(estimate)
+        return
     with _progress() as bar:
         task = bar.add_task("judging", total=None)
         try:
@@ -906,6 +962,8 @@ def eval_online(
                                                                     "faithfulness' 95 % interval needs to be about ± "
                                                                     "this, from the last runs' spread (--max-traces "
                                                                     "still caps).")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Estimate the requests and tokens per stage from the "
+                                                            "last runs; send nothing, write nothing.")] = False,
 ) -> None:
     """The daily online eval without Airflow: judge a budget of the day's sampled traces, noise ΔF, tool-call validity."""
     from pipelines.evaluation.outputs.formatting import number
@@ -920,6 +978,15 @@ def eval_online(
                                target_half_width=target_half_width)  # fmt: skip
     except ValidationError as exc:
         _fail("; ".join(f"--{str(e['loc'][0]).replace('_', '-')}: {e['msg']}" for e in exc.errors(include_url=False)))
+    if dry_run:
+        from pipelines.evaluation.runs.estimate import estimate_online
+
+        try:
+            estimate = estimate_online(settings, the_day, params)
+        except FileNotFoundError as exc:
+            _fail(str(exc))
+        print_estimate(estimate)
+        return
     with _progress() as bar:
         task = bar.add_task("judging", total=None)
         try:
@@ -939,6 +1006,44 @@ def eval_online(
     inbox = Workspace.from_settings(settings).review_candidates(the_day)
     console.print(f"{summary.review_candidates} lowest-scoring traces queued for golden review in {inbox} "
                   "(fill in the reference answer and gold passages, then `ragwatch golden import` it)")  # fmt: skip
+
+
+@eval_app.command("cost")
+def eval_cost(
+    suite: Annotated[str, typer.Option(help="offline or online.", callback=_checked(inputs.suite))] = "online",
+    target: Annotated[Optional[str], typer.Option(help="Target name (default: production online, reference-rag "
+                                                       "offline).", callback=_checked(inputs.target_name))] = None,
+    weeks: Annotated[int, typer.Option(help="ISO weeks to show, up to the one of --date.", min=1, max=104)] = 8,
+    day: Annotated[Optional[str], typer.Option("--date", help="The last week's day (default: today, UTC).",
+                                               callback=_checked(inputs.day))] = None,
+) -> None:
+    """What a suite's runs cost week by week: requests and tokens per run and per item, from the results DB."""
+    from pipelines.evaluation.outputs.cost_trend import weekly_cost
+    from pipelines.stores.results import ResultsStore
+
+    def shown(value: float | None) -> str:
+        return "–" if value is None else f"{value:,.1f}"
+
+    name = target or ("production" if suite == "online" else "reference-rag")
+    store = ResultsStore.from_settings(_settings())
+    try:
+        until = date.fromisoformat(day) if day else _today()
+        trend = weekly_cost(store, suite, name, until=until, weeks=weeks) if store.exists() else []
+    finally:
+        store.dispose()
+    table = Table(title=escape(f"{suite} runs of {name}, by ISO week: requests and prompt + completion tokens "
+                               f"(as the servers reported them)"))  # fmt: skip
+    table.add_column("week of", no_wrap=True, min_width=10)
+    for column in ("runs", "requests", "per run", "tokens", "per run", "per item", "cache hits"):
+        table.add_column(column, justify="right")
+    for week in trend:
+        runs = f"{week.runs}" + (f" (+{week.unrecorded_runs} unrecorded)" if week.unrecorded_runs else "")
+        if not week.runs:
+            table.add_row(str(week.week), runs, *[""] * 6)
+            continue
+        table.add_row(str(week.week), runs, f"{week.requests:,}", shown(week.per_run("requests")), f"{week.tokens:,}",
+                      shown(week.per_run("tokens")), shown(week.per_item("tokens")), f"{week.cache_hits:,}")
+    console.print(table)
 
 
 @eval_app.command("summary")

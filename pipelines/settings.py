@@ -123,6 +123,10 @@ class Settings(BaseSettings):
     llm_cache_url: str | None = None
     """SQLAlchemy URL of a PostgreSQL database holding the LLM cache (table `ragwatch_llm_cache`) that every worker
     shares: a batch retried on another machine sends no request again. Unset, each machine keeps its own under `home`."""
+    llm_budget_tokens: int | None = Field(default=None, ge=0)
+    """Prompt + completion tokens one eval run (or golden build) may spend; unset, no cap. Once spent, no request is
+    sent and each score that needed one is `skipped` with the reason "budget" (models/budget.py,
+    evaluation/runs/budget.py say how it is counted and shared between batches)."""
     judge_implementation: Literal["ragwatch", "ragas"] = "ragwatch"
     """Who asks the judge: ragwatch's consolidated prompts (3 requests per item for the four main metrics),
     or ragas' own metrics, one request per ragas call (the reference implementation). Same definitions."""

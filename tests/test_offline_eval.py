@@ -131,6 +131,7 @@ def test_the_push_reaches_a_real_pushgateway_and_reads_back(built, pushgateway):
 def test_an_offline_run_on_the_simulator_records_what_the_server_saw_and_a_cached_rerun_nothing(built):
 
     from pipelines.evaluation.runs.cost import read_usage
+    from pipelines.evaluation.runs.estimate import estimate_offline
     from pipelines.models.simulator import SimulatorKnobs, running_simulator, served_stats
     from pipelines.prompt_catalog import all_prompts
 
@@ -148,9 +149,63 @@ def test_an_offline_run_on_the_simulator_records_what_the_server_saw_and_a_cache
         assert {p.name for p in run.usage_files} == {"usage-prepare.json", f"usage-{judge_part(0)}.json",
                                                      f"usage-{judge_part(3)}.json"}  # fmt: skip
         assert sum(r.requests for p in run.usage_files for r in read_usage(p)) == served["requests"]
+        # A dry run of next week: the same items, every call of which the cache now holds (nothing sent).
+        later = estimate_offline(settings, params, logical_date=date(2026, 11, 23))
+        assert later.history[0] == summary.run_id and later.cached_units == later.units == {"items": 6}
+        assert later.total("requests") == 0 and stats()["requests"] == served["requests"]
+        # (Other simulator runs of this module, when they ran first, share the rates: about the same per item.)
+        assert later.total("cache_hits") == pytest.approx(cost.total("requests") + cost.total("cache_hits"), rel=0.2)
         again, _ = run_offline_eval(settings, params, logical_date=date(2026, 11, 16))
         assert stats()["requests"] == served["requests"] and again.cost.total("requests") == 0
         assert again.cost.total("cache_hits") == cost.total("requests") + cost.total("cache_hits")
+
+
+def test_an_offline_run_over_its_token_budget_skips_the_rest_for_budget_and_scores_retrieval_anyway(built):
+    from pipelines.models.budget import BUDGET_REASON
+    from pipelines.models.simulator import SimulatorKnobs, running_simulator, served_stats
+    from pipelines.prompt_catalog import all_prompts
+
+    with running_simulator(SimulatorKnobs(capacity=8), prompts=all_prompts()) as url:
+        settings = on_simulator(built, url, cache=False)
+        # One request in flight per endpoint: a step overshoots its share by two requests at most.
+        settings = settings.model_copy(update={role: getattr(settings, role).model_copy(update={"max_concurrency": 1})
+                                               for role in ("generator", "judge")})  # fmt: skip
+        params = eval_params(settings, **{**FAST, "limit": 12, "batch_size": 6})
+        full, _ = run_offline_eval(settings, params, logical_date=date(2026, 11, 2))
+        spent = full.cost.total("prompt_tokens") + full.cost.total("completion_tokens")
+        capped = settings.model_copy(update={"llm_budget_tokens": spent // 2})
+        summary, _ = run_offline_eval(capped, params, logical_date=date(2026, 11, 9))
+        served = served_stats(url)
+        # A budget of one token: the system under test's first answer is sent, then nothing.
+        starved, _ = run_offline_eval(settings.model_copy(update={"llm_budget_tokens": 1}), params,
+                                      logical_date=date(2026, 10, 26))  # fmt: skip
+        sent = served_stats(url)["requests"] - served["requests"]
+        assert sent == 1 == starved.cost.total("requests")
+    tokens = summary.cost.total("prompt_tokens") + summary.cost.total("completion_tokens")
+    budget = summary.cost.budget
+    assert served["prompt_tokens"] + served["completion_tokens"] == spent + tokens
+    assert budget.cap == spent // 2 and 0 < budget.prepare_tokens and tokens <= budget.cap + 3 * 2 * 2_000
+    assert budget.per_batch == (budget.cap - budget.prepare_tokens) // 2
+    store = ResultsStore.from_settings(built)
+    scores, before = store.scores(summary.run_id), store.scores(full.run_id)
+    store.dispose()
+    assert {(s.item_id, s.metric) for s in scores} == {(s.item_id, s.metric) for s in before}  # none dropped
+    skipped = [s for s in scores if s.error == BUDGET_REASON]
+    assert skipped and all(s.status == "skipped" for s in skipped) and summary.cost.skipped_for_budget == len(skipped)
+    assert not [s for s in scores if s.status == "failed"]
+    # Retrieval costs no model request: it is scored whether or not the answer was sent.
+    retrieval = {"mrr", *(f"{name}@{k}" for name in ("recall", "precision") for k in (1, 3, 5, 10))}
+    assert all(s.status == "ok" for s in scores if s.metric in retrieval)
+    store = ResultsStore.from_settings(built)
+    starved_scores = store.scores(starved.run_id)
+    store.dispose()
+    assert starved.cost.budget.per_batch == 0 and {s.metric for s in starved_scores} >= retrieval
+    assert all(s.status == "ok" for s in starved_scores if s.metric in retrieval)
+    # Everything else waited on a request: skipped for the budget, but for the one item that got its answer.
+    others = [s for s in starved_scores if s.metric not in retrieval]
+    assert {s.error for s in others if s.status != "ok"} == {BUDGET_REASON}
+    assert not any(s.status == "failed" for s in others) and starved.cost.skipped_for_budget > len(others) / 2
+    assert len({s.item_id for s in others if s.status == "ok"}) <= 1
 
 
 class _Service(BaseHTTPRequestHandler):

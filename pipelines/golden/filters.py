@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pipelines.golden import prompts
-from pipelines.models.llm import LLM
+from pipelines.models.budget import BUDGET_REASON, is_refusal
+from pipelines.models.llm import LLM, LLMResult
 from pipelines.records import GoldenItem
 from pipelines.text import token_f1, words
 
@@ -73,7 +74,7 @@ def filter_items(
     trivial = {}
     for item, result in zip(answerable, closed):
         if not result.ok:
-            trivial[item.item_id] = ("judge_failed", f"closed-book check failed: {result.error}")
+            trivial[item.item_id] = _judge_failed(result, "closed-book check")
         elif (f1 := token_f1(result.value.answer, item.reference_answer)) >= TRIVIAL_F1:
             trivial[item.item_id] = ("trivial_closed_book", f"answered without context (token F1 {f1:.2f})")
     stage = _apply(outcome, stage, trivial)
@@ -86,7 +87,7 @@ def filter_items(
     ungrounded = {}
     for item, result in zip(grounded_needed, verdicts):
         if not result.ok:
-            ungrounded[item.item_id] = ("judge_failed", f"grounding check failed: {result.error}")
+            ungrounded[item.item_id] = _judge_failed(result, "grounding check")
             continue
         claims = result.value.claims
         supported = sum(c.supported for c in claims)
@@ -115,6 +116,12 @@ def filter_items(
     outcome.kept = stage
     log.info("filter funnel: %s; judge %s", funnel, judge.counters.summary())
     return outcome
+
+
+def _judge_failed(result: LLMResult, check: str) -> tuple[str, str]:
+    """The rejection of an item a check could not judge: "budget" when the token budget refused the call."""
+    reason = BUDGET_REASON if is_refusal(result.error) else "judge_failed"
+    return reason, f"{check} failed: {result.error}"
 
 
 def _apply(outcome: FilterOutcome, stage: list[GoldenItem], verdicts: dict[str, tuple[str, str]]) -> list[GoldenItem]:

@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from pipelines.batching import batch_ranges
 from pipelines.files import file_sha256, read_filled_in_rows, read_jsonl, reset_dir, write_jsonl
+from pipelines.golden.budget import budget_counts, filter_budget, generation_budget, plan_budget
 from pipelines.golden.cost import added, build_cost, model_usage
 from pipelines.golden.dataset import read_items, write_items
 from pipelines.golden.filters import filter_items
@@ -26,6 +27,7 @@ from pipelines.golden.plan import Job, TraceQuestionSample, plan_jobs, position_
 from pipelines.golden.review import apply_decisions, read_decisions
 from pipelines.golden.split import assemble, floor_shortfalls, test_split_ids
 from pipelines.handoff import batch_label, check_parts
+from pipelines.models.budget import BUDGET_REASON, is_refusal
 from pipelines.models.llm import build_llm, check_models_differ
 from pipelines.models.usage import scope
 from pipelines.records import GoldenItem
@@ -134,8 +136,24 @@ def uncovered_topic_questions(workspace: Workspace, until: date, days: int) -> l
 
 
 def plan_golden(settings: Settings, params: GoldenParams, *, logical_date: date) -> GoldenPlan:
+    p = paths(settings, params.name)
+    jobs, chunk_ids, corpus_version = planned_jobs(settings, params, logical_date=logical_date)
+    reset_dir(p.build)
+    write_jsonl(p.plan, (j.model_dump() for j in jobs))
+    by_kind = dict(sorted(Counter(j.kind for j in jobs).items()))
+    batches = batch_ranges(len(jobs), params.batch_size)
+    meta = {"name": params.name, "corpus_version": corpus_version, "created_at": logical_date.isoformat(),
+            "jobs": len(jobs), "by_kind": by_kind, "current_chunk_ids": chunk_ids,
+            "budget": plan_budget(settings.llm_budget_tokens, len(batches))}  # fmt: skip
+    p.plan_meta.write_text(json.dumps(meta, indent=1, sort_keys=True))
+    log.info("planned %d jobs %s over corpus %s", len(jobs), by_kind, corpus_version)
+    return GoldenPlan(name=params.name, jobs=len(jobs), by_kind=by_kind, batches=batches,
+                      corpus_version=corpus_version)  # fmt: skip
+
+
+def planned_jobs(settings: Settings, params: GoldenParams, *, logical_date: date) -> tuple[list[Job], list[str], str]:
+    """The generation jobs a build would run, the current chunk ids and the corpus version; reads, writes nothing."""
     workspace = Workspace.from_settings(settings)
-    p = workspace.golden(params.name)
     traces = recent_trace_questions(workspace, logical_date, params.trace_days, params.from_traces)
     with open_corpus_index(settings) as index:
         chunks = list(index.chunks())
@@ -152,15 +170,7 @@ def plan_golden(settings: Settings, params: GoldenParams, *, logical_date: date)
 
         jobs = plan_jobs(chunks, params, related=related, traces=traces, tool_test_floor=settings.gate_min_pairs,
                          trace_contexts=lambda q: index.get([h.chunk_id for h in index.search(q, k=5, mode="hybrid")]))  # fmt: skip
-    reset_dir(p.build)
-    write_jsonl(p.plan, (j.model_dump() for j in jobs))
-    by_kind = dict(sorted(Counter(j.kind for j in jobs).items()))
-    meta = {"name": params.name, "corpus_version": corpus_version, "created_at": logical_date.isoformat(),
-            "jobs": len(jobs), "by_kind": by_kind, "current_chunk_ids": sorted(c.chunk_id for c in chunks)}  # fmt: skip
-    p.plan_meta.write_text(json.dumps(meta, indent=1, sort_keys=True))
-    log.info("planned %d jobs %s over corpus %s", len(jobs), by_kind, corpus_version)
-    return GoldenPlan(name=params.name, jobs=len(jobs), by_kind=by_kind, batches=batch_ranges(len(jobs), params.batch_size),
-                      corpus_version=corpus_version)  # fmt: skip
+    return jobs, sorted(c.chunk_id for c in chunks), corpus_version
 
 
 def _plan_meta(p: GoldenPaths) -> dict[str, Any]:
@@ -177,11 +187,15 @@ def generate_golden_batch(settings: Settings, name: str, start: int, end: int) -
     meta = _plan_meta(p)
     jobs = [Job.model_validate(row) for row in read_jsonl(p.plan)[start:end]]
     llm = build_llm(settings, "generator")
+    llm.budget = generation_budget(meta)
     with scope(stage="golden_generate"):
         items, failures = generate_items(llm, jobs, corpus_version=meta["corpus_version"], created_at=meta["created_at"])
+    failures = [{**f, "error": BUDGET_REASON} if is_refusal(f["error"]) else f for f in failures]
     write_jsonl(p.generated_part(start), (item.model_dump(mode="json") for item in items))
     write_jsonl(p.failed_part(start), failures)
-    p.cost_part(start).write_text(json.dumps(model_usage(llm.counters.summary()), sort_keys=True))
+    # budget_spent: the tokens charged to the budget (an estimate where the server reports none), for the filters.
+    p.cost_part(start).write_text(json.dumps({**model_usage(llm.counters.summary()), "budget_spent": llm.budget.spent},
+                                             sort_keys=True))  # fmt: skip
     llm.counters.log(log, f"generator batch {start}-{end}")
     return GeneratedBatch(batch=(start, end), items=len(items), failed_jobs=len(failures), llm=llm.counters.summary())
 
@@ -217,13 +231,18 @@ def filter_golden(settings: Settings, params: GoldenParams) -> Filtered:
     failed_jobs = [r for start in starts for r in read_jsonl(p.failed_part(start))]
     check_models_differ(settings, log)
     judge = build_llm(settings, "judge")
+    parts = [json.loads(p.cost_part(start).read_text()) for start in starts]
+    meta = _plan_meta(p)
+    judge.budget = filter_budget(meta, sum(part.get("budget_spent", 0) for part in parts))
     embedder = build_embedder(settings)
     with scope(stage="golden_filter"):
         outcome = filter_items(candidates, judge, embedder.embed, near_duplicate_cosine=params.near_duplicate_cosine)
     funnel = {"failed_generation_jobs": len(failed_jobs), **outcome.funnel,
               "rejected_by_reason": dict(sorted(Counter(r["reason"] for r in outcome.rejected).items()))}  # fmt: skip
-    generation = added(json.loads(p.cost_part(start).read_text()) for start in starts)
+    generation = added(parts)
     cost = build_cost(generation, model_usage(judge.counters.summary()), generated=len(candidates), kept=len(outcome.kept))
+    if (budget := budget_counts(meta, failed_jobs, outcome.rejected)) is not None:
+        cost["budget"] = budget
     reset_dir(p.filtered)
     write_jsonl(p.kept, (item.model_dump(mode="json") for item in outcome.kept))
     write_jsonl(p.filter_rejected, outcome.rejected)

@@ -31,6 +31,7 @@ import aiohttp
 import httpx
 from pydantic import BaseModel, ValidationError
 
+from pipelines.models.budget import REFUSAL, TokenBudget, estimated_tokens
 from pipelines.models.cache import ResponseCache, cache_key, open_llm_cache
 from pipelines.models.offline import OFFLINE_MODEL, choose_tool
 from pipelines.models.prompts import SAMPLE_NOTE, In, Out, Prompt, repair_messages
@@ -154,6 +155,8 @@ class LLM(ABC):
     def __init__(self, cache: ResponseCache | None = None):
         self.cache = cache
         self.counters = LLMCounters()
+        self.budget = TokenBudget(None)
+        """The tokens this client may spend (models/budget.py); a step hands its clients one shared budget."""
         self._traceback_logged = False
 
     async def run(self, prompt: Prompt[In, Out], inputs: In) -> LLMResult[Out]:
@@ -275,6 +278,10 @@ class LLM(ABC):
             return None
         return LLMResult([ToolCall.model_validate(c) for c in entry["tool_calls"]], None, self.model, cached=True)
 
+    def _refused(self) -> LLMResult:
+        """The result of a call the token budget did not let through: no request was sent."""
+        return LLMResult(None, REFUSAL, self.model)
+
     def _remember_value(self, key: str | None, value: BaseModel) -> None:
         if key:
             self.cache.put(key, {"value": value.model_dump(mode="json")})
@@ -316,7 +323,10 @@ class OfflineLLM(LLM):
         key = self._prompt_key(prompt, prompt.messages(inputs)) if self.cache is not None else None
         if (hit := self._cached_value(key, prompt)) is not None:
             return hit
+        if not self.budget.allows():
+            return self._refused()
         value = await self._computed(lambda: prompt.offline(inputs))
+        self._charge_estimate(lambda: prompt.messages(inputs), value.model_dump_json())
         self._remember_value(key, value)
         return LLMResult(value, None, self.model, attempts=1)
 
@@ -324,7 +334,10 @@ class OfflineLLM(LLM):
         key = self._prompt_key(prompt, prompt.messages(inputs), n) if self.cache is not None else None
         if (hit := self._cached_values(key, prompt)) is not None:
             return hit
+        if not self.budget.allows():
+            return self._refused()
         values = await self._computed(lambda: [prompt.offline_sample(inputs, k) for k in range(n)])
+        self._charge_estimate(lambda: prompt.messages(inputs), *(value.model_dump_json() for value in values))
         self._remember_values(key, values)
         return LLMResult(values, None, self.model, attempts=1)
 
@@ -332,9 +345,18 @@ class OfflineLLM(LLM):
         key = self._tools_key(messages, tools)
         if (hit := self._cached_tool_calls(key)) is not None:
             return hit
+        if not self.budget.allows():
+            return self._refused()
         calls = await self._computed(lambda: choose_tool(messages, tools))
+        self._charge_estimate(lambda: [*messages, *tools], *(call.model_dump_json() for call in calls))
         self._remember_tool_calls(key, calls)
         return LLMResult(calls, None, self.model, attempts=1)
+
+    def _charge_estimate(self, request: Callable[[], list[dict]], *replies: str) -> None:
+        """The offline backend reports no usage: a capped budget is charged its request's and reply's characters / 4
+        (models/budget.py). Without a cap nothing is rendered for it."""
+        if self.budget.cap is not None:
+            self.budget.charge(estimated_tokens(json.dumps(request(), ensure_ascii=False), *replies))
 
     async def _computed(self, answer: Callable[[], T]) -> T:
         """One offline "request": counted as one, its compute time as LLM-seconds. Off the event loop: some offline
@@ -499,6 +521,9 @@ class OpenAICompatibleLLM(LLM):
             retry_after = None
             try:
                 async with limit:
+                    # Checked once a slot is free: the cap may have been reached while this request waited.
+                    if not self.budget.allows():
+                        return _Reply(None, REFUSAL, attempts - 1)
                     self.counters.add(calls=1)
                     sent = time.monotonic()
                     try:
@@ -511,7 +536,7 @@ class OpenAICompatibleLLM(LLM):
                     finally:
                         self.counters.add(llm_seconds=time.monotonic() - sent)
                 if 200 <= reply.status < 300:
-                    return self._reply(reply, attempts)
+                    return self._reply(reply, attempts, body)
                 status = reply.status
                 if status != 429 and status < 500:
                     return _Reply(None, f"HTTP {status}: {_server_message(reply)}", attempts)
@@ -526,7 +551,7 @@ class OpenAICompatibleLLM(LLM):
             self.counters.add(retries=1)
             await asyncio.sleep(self._backoff(attempts, retry_after))
 
-    def _reply(self, response: _HTTPReply, attempts: int) -> _Reply:
+    def _reply(self, response: _HTTPReply, attempts: int, sent: bytes) -> _Reply:
         try:
             completion = json.loads(response.body)
         except ValueError:
@@ -536,6 +561,10 @@ class OpenAICompatibleLLM(LLM):
         usage = completion.get("usage") or {}
         prompt_tokens, completion_tokens = usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0
         self.counters.add(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+        # A server that reports no usage is charged an estimate, so that a cap still holds (models/budget.py).
+        reported = "prompt_tokens" in usage or "completion_tokens" in usage
+        self.budget.charge(prompt_tokens + completion_tokens if reported
+                           else estimated_tokens(sent.decode("utf-8", errors="replace"), response.text))
         messages = [choice.get("message") or {} for choice in completion.get("choices") or []]
         contents = [message.get("content") for message in messages]
         return _Reply(messages[0] if messages else None, None if messages else "empty reply: no choices", attempts,

@@ -92,7 +92,7 @@ class UsageRow(BaseModel):
     llm_seconds: float = 0.0
     """Summed wall time of the requests, from sending to the reply (concurrent requests overlap)."""
     failures: int = 0
-    """Calls that ended without a value (after their retries)."""
+    """Calls that ended without a value (after their retries), calls the token budget refused included."""
 
     @property
     def key(self) -> tuple[str, str, str, str]:

@@ -180,6 +180,9 @@ def _cost_gauges(cost: RunCost, base: dict[str, str], registry: CollectorRegistr
         for i, value in enumerate((row.requests, row.cache_hits, row.prompt_tokens, row.completion_tokens,
                                    row.llm_seconds)):  # fmt: skip
             counts[i] += value
+    if cost.budget is not None:
+        Gauge("rag_eval_llm_budget_skipped_scores", "Scores skipped because the run's token budget was spent",
+              list(base), registry=registry).labels(**base).set(cost.skipped_for_budget)  # fmt: skip
     for (stage, metric), (sent, hit, prompt, completion, llm_s) in summed.items():
         labels = dict(base, stage=stage, metric=metric)
         requests.labels(**labels).set(sent)

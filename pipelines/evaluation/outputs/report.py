@@ -22,6 +22,7 @@ from markupsafe import Markup
 
 from pipelines.evaluation.coverage.result import GoldenCoverage
 from pipelines.evaluation.outputs.charts import Interval, histogram, interval_chart, line_chart
+from pipelines.evaluation.outputs.cost_trend import CostWeek
 from pipelines.evaluation.outputs.formatting import interval, number
 from pipelines.evaluation.outputs.summary import golden_coverage, judge_noise_rows, judge_trust, judged_strata
 from pipelines.evaluation.runs.cost import RunCost
@@ -77,8 +78,10 @@ def trend_from_store(store: ResultsStore, run: EvalRun, *, limit: int = TREND_RU
 def render_report(run: EvalRun, scores: Sequence[Score], *, aggregates: Sequence[Aggregate] | None = None,
                   items: Mapping[str, ItemView] | None = None, trend: Sequence[TrendPoint] = (),
                   gate: GateResult | None = None, baseline: EvalRun | None = None, run_gate: RunGate | None = None,
-                  worst: int = WORST_ITEMS, min_n: int = DEFAULT_MIN_N) -> str:  # fmt: skip
-    """The report of one run as an HTML string. `trend` holds past runs; this run is added to it. `min_n`
+                  worst: int = WORST_ITEMS, min_n: int = DEFAULT_MIN_N,
+                  cost_trend: Sequence[CostWeek] = ()) -> str:  # fmt: skip
+    """The report of one run as an HTML string. `trend` holds past runs; this run is added to it. `cost_trend`: the
+    suite's cost week by week (outputs/cost_trend.py), this run included. `min_n`
     (settings: `RAGWATCH_DIAGNOSIS_MIN_N`): fewest ok scores for the diagnosis to state a band. `run_gate`:
     the gate's comparisons (baseline, reference), each shown as a gate table; `gate` and `baseline` alone
     give one comparison."""
@@ -129,6 +132,8 @@ def render_report(run: EvalRun, scores: Sequence[Score], *, aggregates: Sequence
         "stages": STAGES,
         "coverage": (coverage := golden_coverage(run.params)),
         "coverage_chart": Markup(_coverage_chart(coverage)) if coverage and coverage.status == "ok" else None,
+        "cost_trend": cost_trend,
+        "cost_trend_chart": Markup(_cost_trend_chart(cost_trend)) if cost_trend else None,
     }
     return _TEMPLATE.render(**context)
 
@@ -202,6 +207,11 @@ def _trend_charts(run: EvalRun, metrics: list[str], by_key, trend: Sequence[Tren
     return charts
 
 
+def _cost_trend_chart(weeks: Sequence[CostWeek]) -> str:
+    points = [(w.week.isoformat(), w.per_run("tokens") / 1000 if w.runs else None) for w in weeks]
+    return line_chart(points, title="thousand tokens per run, by week", width=420)
+
+
 def _attribution(scores: Sequence[Score], items: Mapping[str, ItemView]) -> dict[str, Any] | None:
     labelled = {i: v.attribution for i, v in items.items() if v.attribution is not None}
     if not labelled:
@@ -247,6 +257,7 @@ def _failures(scores: Sequence[Score]) -> list[dict[str, Any]]:
 
 _ENV = Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True)
 _ENV.filters["num"] = number
+_ENV.filters["amount"] = lambda value: "–" if value is None else f"{value:,.1f}"  # counts and tokens per run
 _ENV.globals["ci"] = interval
 
 _TEMPLATE = _ENV.from_string("""<!DOCTYPE html>
@@ -563,6 +574,13 @@ item over {{ cost.items }} items), {{ "{:,}".format(cost.total("cache_hits")) }}
 tokens as the servers reported them ({{ cost.per_item("prompt_tokens")|num }} and {{ cost.per_item("completion_tokens")|num }}
 per item); {{ cost.total("llm_seconds")|num }} LLM-seconds (each request's wall time from sending to the reply, summed:
 concurrent requests overlap).</p>
+{% if cost.budget %}
+<p>Token budget (RAGWATCH_LLM_BUDGET_TOKENS): {{ "{:,}".format(cost.budget.cap) }} tokens, prompt + completion
+({{ "{:,}".format(cost.budget.prepare_tokens) }} spent answering before the judge batches, which then had
+{{ "{:,}".format(cost.budget.per_batch) }} each). <strong>{{ "{:,}".format(cost.skipped_for_budget) }} scores skipped
+for the budget</strong> (status skipped, reason "budget": no request was sent for them; the gate counts them as
+missing).</p>
+{% endif %}
 <table>
 <tr><th>stage</th><th>metric</th><th>model</th><th>requests</th><th>per item</th><th>cache hits</th>
 <th>prompt tokens</th><th>completion tokens</th><th>LLM-seconds</th><th>failed calls</th></tr>
@@ -577,6 +595,26 @@ concurrent requests overlap).</p>
 </table>
 {% else %}
 <p class="muted">Not recorded (a run saved before ragwatch counted its requests).</p>
+{% endif %}
+{% if cost_trend %}
+<h3>Cost week by week</h3>
+<p>The successful runs of this suite and target per ISO week (Monday to Sunday) of their logical dates, this run
+included: their requests and prompt + completion tokens summed, per run and per item. A week without a run with a
+recorded cost is empty, not 0.</p>
+{{ cost_trend_chart }}
+<table>
+<tr><th>week of</th><th>runs</th><th>requests</th><th>per run</th><th>tokens</th><th>per run</th><th>per item</th>
+<th>cache hits</th></tr>
+{% for w in cost_trend %}
+<tr><td>{{ w.week }}</td><td class="num">{{ w.runs }}
+{%- if w.unrecorded_runs %} (+{{ w.unrecorded_runs }} unrecorded){% endif %}</td>
+{% if w.runs %}<td class="num">{{ "{:,}".format(w.requests) }}</td>
+<td class="num">{{ w.per_run("requests")|amount }}</td>
+<td class="num">{{ "{:,}".format(w.tokens) }}</td><td class="num">{{ w.per_run("tokens")|amount }}</td>
+<td class="num">{{ w.per_item("tokens")|amount }}</td><td class="num">{{ "{:,}".format(w.cache_hits) }}</td>
+{% else %}<td></td><td></td><td></td><td></td><td></td><td></td>{% endif %}</tr>
+{% endfor %}
+</table>
 {% endif %}
 
 <h2>Scores that failed</h2>

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel
 
+from pipelines.evaluation.runs.budget import RunBudget
 from pipelines.evaluation.runs.folder import judge_part
 from pipelines.files import atomic_write_text
 from pipelines.handoff import batch_label, check_parts
@@ -32,6 +33,10 @@ class RunCost(BaseModel):
 
     items: int
     rows: list[UsageRow] = []
+    budget: RunBudget | None = None
+    """How RAGWATCH_LLM_BUDGET_TOKENS was divided among the run's steps (runs/budget.py); None: no cap."""
+    skipped_for_budget: int = 0
+    """Scores `skipped` with the reason "budget": their model call was not sent because the budget was spent."""
 
     def total(self, count: str) -> float:
         return sum(getattr(row, count) for row in self.rows)

@@ -11,9 +11,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from pipelines.evaluation.metrics.retrieval import attribute
+from pipelines.evaluation.outputs.cost_trend import weekly_cost
 from pipelines.evaluation.outputs.judge_audit import JUDGE_AUDIT, audit_run
 from pipelines.evaluation.outputs.report import ItemView, render_report, trend_from_store, write_metrics_json, write_report
 from pipelines.evaluation.outputs.summary import RunSummary, run_summary
+from pipelines.evaluation.runs.budget import budget_skips
 from pipelines.evaluation.runs.cost import PREPARE_PART, run_cost
 from pipelines.evaluation.runs.folder import RETRIEVAL_TOOLS_PART, load_planned_retests, load_planned_scores, read_meta
 from pipelines.evaluation.statistics.gate import gate_against_baseline
@@ -84,8 +86,10 @@ def finalize_offline_eval(settings: Settings, run_dir: Path) -> RunSummary:
                       params={**meta.params.model_dump(mode="json"), "context_depth": meta.context_depth,
                               **({"subset": meta.subset} if meta.subset else {})},
                       finished_at=datetime.now(timezone.utc))  # fmt: skip
-        run.cost = run_cost(run_paths, meta.batches, items=meta.items, suite=meta.suite, run_id=meta.run_id,
-                            prepared=(PREPARE_PART,)).model_dump()  # fmt: skip
+        cost = run_cost(run_paths, meta.batches, items=meta.items, suite=meta.suite, run_id=meta.run_id,
+                        prepared=(PREPARE_PART,))  # fmt: skip
+        spent = {"budget": meta.budget, "skipped_for_budget": budget_skips(scores)}
+        run.cost = cost.model_copy(update=spent).model_dump()
         gate = gate_against_baseline(store, run, scores, min_pairs=settings.gate_min_pairs,
                                      baseline_run=meta.params.baseline_run,
                                      reference_run=meta.params.reference_run)  # fmt: skip
@@ -119,7 +123,9 @@ def publish_run(settings: Settings, store: ResultsStore, run: EvalRun, scores: l
                   JUDGE_NOISE: {"retested_items": len({r.item_id for r in retest_rows}), "note": retest_note,
                                 "metrics": noise}}  # fmt: skip
     store.save_run(run, scores)
+    cost_trend = weekly_cost(store, run.suite, run.target, until=run.logical_date)
     write_report(report, render_report(run, scores, aggregates=aggregates, items=views, trend=trend_from_store(store, run),
-                                       run_gate=run_gate, min_n=settings.diagnosis_min_n))  # fmt: skip
+                                       run_gate=run_gate, min_n=settings.diagnosis_min_n,
+                                       cost_trend=cost_trend))  # fmt: skip
     write_metrics_json(workspace.metrics_json(report), aggregates)
     return run_summary(run, aggregates, items=items, min_n=settings.diagnosis_min_n)

@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from pipelines.evaluation.runs.budget import RunBudget
 from pipelines.evaluation.runs.params import EvalParams, OnlineParams
 from pipelines.files import atomic_write_text, read_jsonl
 from pipelines.handoff import batch_label, check_parts
@@ -60,6 +61,8 @@ class RunMeta(RunHeader):
     batches: list[tuple[int, int]] | None = None
     """The row ranges prepare planned for the judge batches: finalize checks one score file per batch is there
     (None: a run prepared before they were recorded, read as it is)."""
+    budget: RunBudget | None = None
+    """How RAGWATCH_LLM_BUDGET_TOKENS was divided among the judge batches (runs/budget.py); None: no cap."""
 
 
 class PreparedRun(BaseModel):

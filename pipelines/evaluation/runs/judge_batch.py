@@ -24,6 +24,7 @@ from pipelines.evaluation.metrics.correctness import CORRECTNESS, AnswerCorrectn
 from pipelines.evaluation.metrics.judge import JudgeInput, judge_items
 from pipelines.evaluation.metrics.judge_retest import build_retest_judge, retest_items
 from pipelines.evaluation.metrics.noise import CONTROL_METRIC, METRIC, NoisePool, noise_delta_f
+from pipelines.evaluation.runs.budget import batch_budget, skipped_for_budget
 from pipelines.evaluation.runs.cost import write_usage
 from pipelines.evaluation.runs.folder import JudgedBatch, judge_part, read_meta, read_rows, run_and_close, stratum_of
 from pipelines.evaluation.runs.params import judge_metric_key, reported_metric
@@ -60,7 +61,9 @@ def judge_offline_batch(settings: Settings, run_dir: Path, start: int, end: int)
     rows = [r for r in read_rows(run.responses, start, end) if r["item"]["qtype"] != "tool"]
     check_models_differ(settings, log)
     judge, embedder = build_llm(settings, "judge"), build_embedder(settings)
+    judge.budget = budget = batch_budget(meta.budget)  # the judge and the noise arms' generator share the batch's
     retest_judge = build_retest_judge(settings)
+    retest_judge.budget = budget  # the retest spends from the same share
     scores: list[Score] = []
     for row in rows:
         if row["error"] is not None:
@@ -74,11 +77,13 @@ def judge_offline_batch(settings: Settings, run_dir: Path, start: int, end: int)
     graded = [(i, g) for i, g in zip(inputs, requests) if isinstance(g, CorrectnessInput)]
     with open_corpus_index(settings) as index:
         target = build_target(settings, params, index)
+        if getattr(target, "llm", None) is not None:
+            target.llm.budget = budget
         pool = NoisePool.from_index(index, inputs)
 
         async def all_of_it():
             metric_keys = [judge_metric_key(m) for m in params.metrics]
-            # The retest runs beside the first judgement (its own client, claim memory and cache-free requests).
+            # The retest runs beside the first judgement (its own client, claim memory and cache namespace).
             with scope(stage="judge"):
                 judged_scores, retests = await asyncio.gather(
                     judge_items(inputs, metric_keys, judge, embedder, **labels),
@@ -101,6 +106,7 @@ def judge_offline_batch(settings: Settings, run_dir: Path, start: int, end: int)
     verdict_of = {i.item_id: v for (i, _), v in zip(graded, verdicts)}
     scores += [correctness_score(i.item_id, i.stratum, g, verdict_of.get(i.item_id), **labels, judge_model=judge.model)
                for i, g in zip(inputs, requests)]  # fmt: skip
+    scores = skipped_for_budget(scores)
     # Before the scores, as online: a batch with scores has its usage and its retests.
     write_usage(run, judge_part(start), (judge, retest_judge, getattr(target, "llm", None)))
     write_jsonl(run.retests(judge_part(start)), (s.model_dump() for s in retests))

@@ -40,6 +40,7 @@ from pipelines.evaluation.outputs.inbox import queue_candidates, queue_uncovered
 from pipelines.evaluation.outputs.push import push_run
 from pipelines.evaluation.outputs.report import ItemView
 from pipelines.evaluation.outputs.summary import RunSummary
+from pipelines.evaluation.runs.budget import batch_budget, budget_skips, divide_budget, skipped_for_budget
 from pipelines.evaluation.runs.cost import run_cost, write_usage
 from pipelines.evaluation.runs.finalize import publish_run
 from pipelines.evaluation.runs.folder import (JudgedBatch, PreparedRun, RunMeta, judge_part, load_planned_retests,
@@ -50,6 +51,7 @@ from pipelines.evaluation.runs.params import OnlineParams
 from pipelines.evaluation.runs.target import HTTPTarget, ReferenceRAG, generator_label
 from pipelines.files import read_jsonl, reset_dir, write_jsonl
 from pipelines.handoff import IncompleteHandoff
+from pipelines.models.budget import REFUSAL, BudgetSpent
 from pipelines.models.embeddings import build_embedder
 from pipelines.models.llm import build_llm, check_models_differ
 from pipelines.models.usage import scope, scoped
@@ -99,7 +101,9 @@ def prepare_online_eval(settings: Settings, day: date, params: OnlineParams) -> 
     write_meta(run, RunMeta(run_id=rid, suite=SUITE, logical_date=day, target=TARGET,
                             dataset_version=_dataset_version(workspace, day), items=judged, generator_model=arms_by,
                             judge_model=build_llm(settings, "judge").model, params=params,
-                            selection=counts.model_dump(mode="json"), batches=batches))  # fmt: skip
+                            selection=counts.model_dump(mode="json"), batches=batches,
+                            budget=divide_budget(settings.llm_budget_tokens, prepare_tokens=0,
+                                                 batches=len(batches))))  # fmt: skip
     log.info("online eval %s: judging %d of the day's %d traces (%d with noise) in %d strata", rid, judged,
              counts.day_traces, counts.noise, len(counts.strata))  # fmt: skip
     return PreparedRun(run_id=rid, run_dir=run.root, items=judged, batches=batches)
@@ -150,7 +154,9 @@ def judge_online_batch(settings: Settings, run_dir: Path, start: int, end: int) 
     noisy = [item for row, item in zip(rows, inputs) if row["noise"]]
     check_models_differ(settings, log)
     judge, generator, embedder = build_llm(settings, "judge"), build_llm(settings, "generator"), build_embedder(settings)
+    judge.budget = generator.budget = batch_budget(meta.budget)  # one share for the batch, whoever spends it
     retest_judge = build_retest_judge(settings)
+    retest_judge.budget = judge.budget  # the retest spends from the same share
     with open_corpus_index(settings) as index:
         pool = NoisePool.from_index(index, noisy) if noisy else None
     arms_by, noise_metric = _noise_arms(settings, generator)
@@ -163,17 +169,24 @@ def judge_online_batch(settings: Settings, run_dir: Path, start: int, end: int) 
     async def answer(question: str, contexts: list[str], sample: int) -> str | None:
         return await system.answer_with(question, language.get(question, "en"), contexts, sample=sample)
 
+    async def clean_answer(question: str, contexts: list[str]) -> str | BudgetSpent | None:
+        try:
+            return await answer(question, contexts, 0)
+        except BudgetSpent as spent:  # this trace's arms are skipped for the budget; the others go on
+            return spent
+
     async def noise() -> list[Score]:
         if not noisy:
             return []
         # The clean arm is answered again by the system that answers the noisy one (see the module docstring).
         with scope(stage="noise_clean"):
-            answers = await asyncio.gather(*(answer(i.question, i.contexts, 0) for i in noisy))
-        arms = [i.model_copy(update={"answer": a}) for i, a in zip(noisy, answers) if a]
-        lost = [i for i, a in zip(noisy, answers) if not a]
-        reason = Outcome.failed(f"{arms_by} gave no answer from the trace's clean contexts")
-        failed = [reason.score(**labels, item_id=i.item_id, stratum=i.stratum, metric=m, judge_model=judge.model)
-                  for i in lost for m in (noise_metric, CONTROL_METRIC)]  # fmt: skip
+            answers = await asyncio.gather(*(clean_answer(i.question, i.contexts) for i in noisy))
+        arms = [i.model_copy(update={"answer": a}) for i, a in zip(noisy, answers) if isinstance(a, str) and a]
+        lost = [(i, a) for i, a in zip(noisy, answers) if not (isinstance(a, str) and a)]
+        no_answer = f"{arms_by} gave no answer from the trace's clean contexts"
+        failed = [Outcome.failed(REFUSAL if isinstance(a, BudgetSpent) else no_answer).score(
+                      **labels, item_id=i.item_id, stratum=i.stratum, metric=m, judge_model=judge.model)
+                  for i, a in lost for m in (noise_metric, CONTROL_METRIC)]  # fmt: skip
         results = await noise_delta_f(arms, pool, lambda q, ctx: answer(q, ctx, 1), judge, **labels,
                                       mode=params.noise_mode, k=params.noise_k, metric=noise_metric, control=True)  # fmt: skip
         return failed + [s for n in results for s in n.scores]
@@ -188,7 +201,7 @@ def judge_online_batch(settings: Settings, run_dir: Path, start: int, end: int) 
         return clean + noisy_scores, retests
 
     judged_scores, retests = run_and_close(judged(), judge, generator, retest_judge)
-    scores += judged_scores
+    scores = skipped_for_budget(scores + judged_scores)
     # Before the scores: a batch with scores has its usage and its retests.
     write_usage(run, judge_part(start), (judge, retest_judge, generator))
     write_jsonl(run.retests(judge_part(start)), (s.model_dump() for s in retests))
@@ -221,7 +234,9 @@ def finalize_online_eval(settings: Settings, run_dir: Path) -> RunSummary:
     store = ResultsStore.from_settings(settings)
     store.create()
     try:
-        run.cost = run_cost(run_paths, meta.batches, items=meta.items, suite=SUITE, run_id=meta.run_id).model_dump()
+        cost = run_cost(run_paths, meta.batches, items=meta.items, suite=SUITE, run_id=meta.run_id)
+        spent = {"budget": meta.budget, "skipped_for_budget": budget_skips(scores)}
+        run.cost = cost.model_copy(update=spent).model_dump()
         summary = publish_run(settings, store, run, scores, views, items=meta.items,
                               retests=load_planned_retests(run_paths, meta))  # fmt: skip
     finally:

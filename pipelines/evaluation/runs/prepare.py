@@ -27,12 +27,14 @@ from pipelines.allocation import allocate
 from pipelines.batching import batch_ranges
 from pipelines.evaluation.metrics.retrieval import distinct, metric_names, query_metrics
 from pipelines.evaluation.metrics.tools import ToolTurn, score_tool_turns
+from pipelines.evaluation.runs.budget import divide_budget, skipped_for_budget
 from pipelines.evaluation.runs.cost import PREPARE_PART, write_usage
 from pipelines.evaluation.runs.folder import (RETRIEVAL_TOOLS_PART, PreparedRun, RunMeta, run_and_close, stratum_of,
                                               write_meta)  # fmt: skip
 from pipelines.evaluation.runs.params import EvalParams
 from pipelines.evaluation.runs.target import ReferenceRAG, TargetResponse, build_target, generator_label, respond_all
 from pipelines.files import reset_dir, write_jsonl
+from pipelines.models.budget import TokenBudget, is_refusal
 from pipelines.models.usage import scope
 from pipelines.golden.dataset import load_golden_items, released_version
 from pipelines.records import GoldenItem, Score
@@ -47,14 +49,7 @@ SUITE = "offline"
 
 def prepare_offline_eval(settings: Settings, params: EvalParams, *, logical_date: date) -> PreparedRun:
     """Run the system under test on the golden test split; score retrieval and tool use."""
-    version = params.golden_version or released_version(settings, params.golden_name)
-    items = [i for i in load_golden_items(settings, params.golden_name, version) if i.split == params.split]
-    if not items:
-        raise ValueError(f"golden set {params.golden_name} {version} has no {params.split} items")
-    subset = None
-    if params.limit:
-        items, subset = stratified_subset(items, params.limit, floor=settings.gate_min_pairs)
-        log.info("%s@%s: %s", params.golden_name, version, subset.line())
+    items, subset, version = planned_items(settings, params)
     dataset_version = f"{params.golden_name}@{version}"
     for role, named in (("baseline", params.baseline_run), ("reference", params.reference_run)):
         if named:
@@ -64,6 +59,10 @@ def prepare_offline_eval(settings: Settings, params: EvalParams, *, logical_date
     rid = run_id(SUITE, logical_date, params.target_name)
     with open_corpus_index(settings) as index:
         target = build_target(settings, params, index)
+        # The system under test's answers come first: they may spend the whole budget, the batches share the rest.
+        spent = TokenBudget(settings.llm_budget_tokens)
+        if getattr(target, "llm", None) is not None:
+            target.llm.budget = spent
         if isinstance(target, ReferenceRAG):
             target.retrieve_all(items)
         with scope(stage="target"):
@@ -78,6 +77,7 @@ def prepare_offline_eval(settings: Settings, params: EvalParams, *, logical_date
                       expected_args=i.expected_args, tool_calls=r.tool_calls, error=r.error)
              for i, r in zip(items, responses) if i.qtype == "tool"]  # fmt: skip
     scores += asyncio.run(score_tool_turns(turns, run_id=rid, suite=SUITE, dataset_version=dataset_version))
+    scores = skipped_for_budget(scores)
     write_jsonl(run.scores(RETRIEVAL_TOOLS_PART), (s.model_dump() for s in scores))
     failed = sum(r.error is not None for r in responses)
     batches = batch_ranges(len(items), params.batch_size)
@@ -85,10 +85,25 @@ def prepare_offline_eval(settings: Settings, params: EvalParams, *, logical_date
                             dataset_version=dataset_version, items=len(items), target_failures=failed,
                             generator_model=generator_label(getattr(target, "llm", None)), params=params,
                             context_depth=depth, subset=subset.model_dump() if subset else None,
-                            batches=batches))  # fmt: skip
+                            batches=batches,
+                            budget=divide_budget(spent.cap, prepare_tokens=spent.spent,
+                                                 batches=len(batches))))  # fmt: skip
     log.info("offline eval %s: %d items on %s, %d target failures", rid, len(items), params.target_name, failed)
     return PreparedRun(run_id=rid, run_dir=run.root, items=len(items), target_failures=failed,
                        batches=batches)  # fmt: skip
+
+
+def planned_items(settings: Settings, params: EvalParams) -> tuple[list[GoldenItem], Subset | None, str]:
+    """The golden items the run evaluates (the split, or its `limit` subset), how the subset was drawn, the version."""
+    version = params.golden_version or released_version(settings, params.golden_name)
+    items = [i for i in load_golden_items(settings, params.golden_name, version) if i.split == params.split]
+    if not items:
+        raise ValueError(f"golden set {params.golden_name} {version} has no {params.split} items")
+    subset = None
+    if params.limit:
+        items, subset = stratified_subset(items, params.limit, floor=settings.gate_min_pairs)
+        log.info("%s@%s: %s", params.golden_name, version, subset.line())
+    return items, subset, version
 
 
 class Subset(BaseModel):
@@ -167,7 +182,8 @@ def _retrieval_scores(items, responses, ks, rid: str, dataset_version: str) -> l
             continue  # retrieval metrics need gold chunks (adversarial items have none by design)
         labels = dict(run_id=rid, suite=SUITE, item_id=item.item_id, stratum=stratum_of(item),
                       dataset_version=dataset_version)  # fmt: skip
-        if response.error is not None:
+        # An answer the budget refused still had its chunks retrieved (free): those are scored.
+        if response.error is not None and not (is_refusal(response.error) and response.ranking is not None):
             scores += [Score(**labels, metric=m, value=None, status="failed", error=f"target failed: {response.error}")
                        for m in metric_names(ks)]  # fmt: skip
             continue

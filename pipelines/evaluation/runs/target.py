@@ -24,6 +24,7 @@ import httpx
 from pipelines.agent_tools import TOOLS
 from pipelines.evaluation.runs.params import EvalParams
 from pipelines.evaluation.runs.rag_prompt import Context, RagAnswerPrompt, RagInput
+from pipelines.models.budget import BudgetSpent, is_refusal
 from pipelines.models.llm import LLM, build_llm
 from pipelines.models.offline import OFFLINE_MODEL, offline_model_label
 from pipelines.models.usage import scope
@@ -106,6 +107,8 @@ class ReferenceRAG:
     async def answer_with(self, question: str, language: str, contexts: Sequence[str], *,
                           sample: int = 0) -> str | None:  # fmt: skip
         result = await self._generate(question, language, list(contexts), sample=sample)
+        if is_refusal(result.error):
+            raise BudgetSpent()  # not "cannot answer": the arm's scores are skipped for the budget, not failed
         return result.value.answer if result.ok else None
 
     async def _generate(self, question: str, language: str, texts: list[str], *, sample: int = 0):
