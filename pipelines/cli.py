@@ -873,16 +873,19 @@ def print_estimate(estimate) -> None:
 
     units = ", ".join(f"{n:,} {unit} ({estimate.cached_units.get(unit, 0):,} assumed cached)"
                       for unit, n in estimate.units.items())  # fmt: skip
-    table = Table(title=escape(f"dry run of {estimate.subject}: {units}; nothing sent, nothing written"))
-    for column in ("stage", "metric", "role", "units", "requests", "cache hits", "prompt tokens", "completion tokens",
-                   "basis"):  # fmt: skip
-        table.add_column(column, justify="left" if column in ("stage", "metric", "role", "basis") else "right")
+    console.print(f"dry run of {escape(estimate.subject)}: {escape(units)}; nothing sent, nothing written")
+    # Narrow enough for an 80-column terminal: how each row was estimated follows the table, a line each.
+    table = Table()
+    for column in ("stage", "metric", "role", "requests", "cache hits", "prompt tokens", "completion tokens"):
+        table.add_column(column, justify="left" if column in ("stage", "metric", "role") else "right")
     for row in estimate.rows:
-        table.add_row(row.stage, escape(row.metric), row.role, f"{row.units:,} {row.unit}", shown(row.requests),
-                      shown(row.cache_hits), shown(row.prompt_tokens), shown(row.completion_tokens), escape(row.basis))
-    table.add_row("total", "", "", "", *(shown(estimate.total(c)) for c in ("requests", "cache_hits", "prompt_tokens",
-                                                                            "completion_tokens")), "")  # fmt: skip
+        table.add_row(row.stage, escape(row.metric), row.role, shown(row.requests), shown(row.cache_hits),
+                      shown(row.prompt_tokens), shown(row.completion_tokens))  # fmt: skip
+    table.add_row("total", "", "", *(shown(estimate.total(c)) for c in ("requests", "cache_hits", "prompt_tokens",
+                                                                        "completion_tokens")))  # fmt: skip
     console.print(table)
+    for row in estimate.rows:
+        console.print(f"  {row.stage} · {escape(row.metric)}: {row.units:,} {row.unit}, {escape(row.basis)}")
     history = ", ".join(estimate.history) or "none (no past run sent requests)"
     console.print(f"rates from: {escape(history)}")
     if not estimate.rows:

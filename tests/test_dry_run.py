@@ -68,7 +68,8 @@ def test_a_dry_run_estimates_the_next_day_within_20_percent_and_sends_and_writes
         before, served = files(settings.home), served_stats(url)["requests"]
         estimate = estimate_online(online, SECOND, params)
         for name, value in {"RAGWATCH_HOME": str(settings.home), "RAGWATCH_ANONYMIZER_KEY": "k",
-                            "RAGWATCH_LLM_BACKEND": "openai"}.items():  # fmt: skip
+                            "RAGWATCH_LLM_BACKEND": "openai",
+                            "RAGWATCH_ONLINE_MIN_PER_STRATUM": str(PARAMS["min_per_stratum"])}.items():  # fmt: skip
             monkeypatch.setenv(name, value)
         for role, model in (("GENERATOR", "gen-model"), ("JUDGE", "judge-model")):
             monkeypatch.setenv(f"RAGWATCH_{role}__BASE_URL", url)
@@ -82,7 +83,8 @@ def test_a_dry_run_estimates_the_next_day_within_20_percent_and_sends_and_writes
         rerun = estimate_online(online, SECOND, params)
         again = run_online_eval(online, SECOND, params, push=False)
     assert shown.exit_code == 0, shown.output
-    assert "nothing sent, nothing written" in shown.output and f"{round(estimate.total('requests')):,}" in shown.output
+    printed = " ".join(shown.output.split())  # lines wrap at the console's width
+    assert "nothing sent, nothing written" in printed and f"│ {round(estimate.total('requests')):,} │" in printed, printed
     assert estimate.history == [f"online/{FIRST}/production"] and estimate.units["judged traces"] == summary.items
     recorded = summary.cost
     for count in ("requests", "prompt_tokens", "completion_tokens"):
@@ -102,7 +104,7 @@ def test_a_dry_run_estimates_the_next_day_within_20_percent_and_sends_and_writes
     assert week.requests == first_cost.total("requests") + 0 and week.items == 2 * summary.items
     assert week.tokens == first_cost.total("prompt_tokens") + first_cost.total("completion_tokens")
     report = open(again.report, encoding="utf-8").read()
-    assert "Cost week by week" in report and f"<td>2026-03-30</td><td class=\"num\">2</td>" in report
+    assert "Cost week by week" in report and "<td>2026-03-30</td><td class=\"num\">2</td>" in report
     shown = CliRunner().invoke(app, ["eval", "cost", "--date", str(SECOND), "--weeks", "2"], terminal_width=200)
     assert shown.exit_code == 0 and "2026-03-30" in shown.output and f"{week.requests:,}" in shown.output, shown.output
 

@@ -8,15 +8,16 @@ from __future__ import annotations
 import json
 from collections import Counter
 
+from pipelines.evaluation.coverage.daily import measure_online_coverage
 from pipelines.evaluation.outputs.push import build_registry
 from pipelines.evaluation.runs.budget import skipped_for_budget
-from pipelines.files import read_jsonl
 from pipelines.evaluation.runs.cost import read_usage
 from pipelines.evaluation.runs.folder import judge_part
 from pipelines.evaluation.runs.online import finalize_online_eval, judge_online_batch, prepare_online_eval
 from pipelines.evaluation.runs.params import online_params
 from pipelines.evaluation.runs.rag_prompt import Context, RagAnswerPrompt, RagInput
 from pipelines.evaluation.statistics.intervals import regression_gate
+from pipelines.files import read_jsonl
 from pipelines.models.budget import BUDGET_REASON, REFUSAL, estimated_tokens
 from pipelines.models.llm import OfflineLLM
 from pipelines.models.simulator import SimulatorKnobs, running_simulator, served_stats
@@ -31,8 +32,9 @@ PARAMS = dict(max_traces=12, min_per_stratum=3, noise_share=0.25, batch_size=5)
 
 
 def run_day(settings):
-    """prepare, every batch one after the other, finalize: what the DAG's tasks do."""
+    """prepare, the coverage, every batch one after the other, finalize: what the DAG's tasks do."""
     prepared = prepare_online_eval(settings, DAY, online_params(settings, **PARAMS))
+    measure_online_coverage(settings, prepared.run_dir)
     for start, end in prepared.batches:
         judge_online_batch(settings, prepared.run_dir, start, end)
     return prepared, finalize_online_eval(settings, prepared.run_dir)
