@@ -167,7 +167,8 @@ class Settings(BaseSettings):
     ±this wide, from the spread of the last online runs; `online_max_traces` still caps the day."""
     coverage_max_questions: int = Field(default=5_000, ge=1)
     """The day's questions the online eval's golden-coverage step embeds at most, stratified by app/language like the
-    judged budget (pipelines/evaluation/coverage): ~1 min of local embedding on 2 cores, whatever the day's size."""
+    judged budget (pipelines/evaluation/coverage): the local model embeds ~70 short questions a second on 2 cores, so
+    ~70 s a day (plus the golden set's questions), whatever the day's size."""
     coverage_threshold: float | None = Field(default=None, gt=-1.0, le=1.0)
     """Cosine at or above which a day's question counts as covered by its nearest golden question. Unset: calibrated on
     the golden set's own paraphrase pairs (coverage/threshold.py), and coverage fails with the reason when they cannot
