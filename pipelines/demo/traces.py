@@ -114,18 +114,18 @@ LEAD_INS = {
 }
 NEW_TOPIC = {
     "es": (
-        "¿Cómo instalo un paquete con pip dentro de un entorno virtual?",
-        "¿Por qué pip install falla con el error externally-managed-environment?",
-        "¿Cómo fijo las versiones de mis dependencias en requirements.txt con pip?",
-        "¿Cómo creo y activo un entorno virtual con venv para instalar paquetes?",
-        "Instalé un paquete con pip y Python no lo encuentra al importarlo, ¿por qué?",
+        "¿Cómo instalo un paquete con pip?",
+        "pip install me dice permiso denegado, ¿cómo instalo el paquete?",
+        "¿Qué comando de pip instala un paquete solo para mi usuario?",
+        "¿Cómo instalo una versión concreta de un paquete con pip?",
+        "¿Cómo actualizo un paquete que instalé con pip?",
     ),
     "en": (
-        "How do I install a package with pip inside a virtual environment?",
-        "Why does pip install fail with the externally-managed-environment error?",
-        "How do I pin my dependency versions in requirements.txt with pip?",
-        "How do I create and activate a venv virtual environment to install packages?",
-        "I installed a package with pip but Python can't find it when importing, why?",
+        "How do I install a package with pip?",
+        "pip install says permission denied, how do I install the package?",
+        "Which pip command installs a package for my user only?",
+        "How do I install a specific version of a package with pip?",
+        "How do I upgrade a package I installed with pip?",
     ),
 }
 """A topic the demo corpus (the language reference) and so its golden set never cover: on the days it is planted

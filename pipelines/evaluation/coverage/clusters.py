@@ -1,8 +1,9 @@
 """Topics the golden set misses: the day's uncovered questions, clustered per language.
 
-Average-linkage agglomerative clustering (scikit-learn's) on cosine distance, cut at 1 − the coverage threshold:
-a topic is a group of questions that are, on average, as similar to each other as a question is to the golden
-question that covers it — the one similarity the coverage already calibrated. Groups smaller than
+Average-linkage agglomerative clustering (scikit-learn's) on cosine distance, cut at 1 − the topic similarity: a
+topic is a group of questions that are, on average, closer to each other than halfway between "the same question"
+(the calibrated coverage threshold) and "a question of another document" (the golden set's median nearest
+other-document similarity), both measured on the golden set itself (threshold.py). Groups smaller than
 `min_cluster_size` are one-off questions, not topics. (HDBSCAN was tried first: on a day's traffic it returns
 each repeated question as its own dense cluster rather than their topic, and scikit-learn 1.9's
 `cluster_selection_epsilon`, the usual remedy, fails in its tree search.)
@@ -28,7 +29,7 @@ REPRESENTATIVES = 3
 MAX_CLUSTERED = 3_000
 
 
-def cluster_uncovered(vectors: np.ndarray, rows: Sequence[dict], weights: np.ndarray, *, threshold: float,
+def cluster_uncovered(vectors: np.ndarray, rows: Sequence[dict], weights: np.ndarray, *, similarity: float,
                       day_traces: int, min_cluster_size: int) -> list[UncoveredCluster]:  # fmt: skip
     """`rows` (trace_id, app, language, question) of the uncovered questions with their normalised `vectors` and
     `weights`: their topics, the largest (by estimated traffic) first."""
@@ -44,7 +45,7 @@ def cluster_uncovered(vectors: np.ndarray, rows: Sequence[dict], weights: np.nda
         if len(members) < min_cluster_size:
             continue
         labels = AgglomerativeClustering(n_clusters=None, metric="cosine", linkage="average",
-                                         distance_threshold=1.0 - threshold).fit_predict(vectors[members])  # fmt: skip
+                                         distance_threshold=1.0 - similarity).fit_predict(vectors[members])  # fmt: skip
         for label in np.unique(labels):
             chosen = members[labels == label]
             if len(chosen) >= min_cluster_size:

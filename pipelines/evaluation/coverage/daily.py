@@ -84,7 +84,7 @@ def measure_day_coverage(settings: Settings, parts: list[Path], *, golden: str |
     weights = np.array([day_traces[s] / embedded[s] for s in strata])
     uncovered = np.flatnonzero(~covered)
     clusters = cluster_uncovered(vectors[uncovered], [rows[i] for i in uncovered], weights[uncovered],
-                                 threshold=threshold.value, day_traces=selection.counts.day_traces,
+                                 similarity=threshold.topic_similarity, day_traces=selection.counts.day_traces,
                                  min_cluster_size=settings.coverage_min_cluster_size)  # fmt: skip
     return_freed_memory()
     return GoldenCoverage(status="ok", **common, strata=by_stratum, clusters=clusters,

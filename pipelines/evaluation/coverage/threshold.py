@@ -47,7 +47,18 @@ class CoverageThreshold(BaseModel):
     topic the golden set lacks would still pass for covered."""
     auc: float | None = None
     """P(a paraphrase's nearest sibling is more similar than a nearest other-document question), ties half."""
+    other_document: float | None = None
+    """The median similarity of a paraphrase to its nearest question of another document: "a different topic"."""
     note: str = ""
+
+    @property
+    def topic_similarity(self) -> float | None:
+        """Where the uncovered questions' topics are cut (clusters.py): halfway between "the same question" (the
+        threshold) and "another document's question" (`other_document`), a topic being broader than one question;
+        the threshold itself when there is nothing below it to go halfway to."""
+        if self.value is None or self.other_document is None or self.other_document >= self.value:
+            return self.value
+        return (self.value + self.other_document) / 2
 
 
 def document_of(source_ref: str) -> str:
@@ -78,7 +89,9 @@ def calibrate_threshold(items: Sequence[GoldenItem], vectors: np.ndarray, *,
     scored = [(s, n) for a, s in nearest_sibling.items()
               if (n := _nearest_other_document(a, items, vectors)) is not None]  # fmt: skip
     positives, negatives = np.array([s for s, _ in scored]), np.array([n for _, n in scored])
-    measured, counts = _roc(positives, negatives), dict(pairs=len(scored), negatives=len(scored))
+    measured = _roc(positives, negatives)
+    counts = dict(pairs=len(scored), negatives=len(scored),
+                  other_document=float(np.median(negatives)) if len(negatives) else None)  # fmt: skip
     if setting is not None:
         return CoverageThreshold(value=setting, method="setting", **counts, **_rates(positives, negatives, setting),
                                  auc=measured.get("auc"), note="set by RAGWATCH_COVERAGE_THRESHOLD")  # fmt: skip

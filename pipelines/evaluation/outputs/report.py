@@ -341,7 +341,8 @@ size (Korn–Graubard).</p>
 {{ coverage_chart }}
 <h3>Largest topics the golden set misses</h3>
 {% if coverage.clusters %}
-<p>The uncovered questions grouped by topic (average-linkage clustering at the same cosine; groups of at least {{
+<p>The uncovered questions grouped by topic (average-linkage clustering, cut at cosine {{ t.topic_similarity|num }}:
+halfway between the threshold and a question's typical similarity to another document's; groups of at least {{
 coverage.min_cluster_size }} questions; {{ coverage.unclustered }} uncovered questions belong to no topic). Share: of the day's traffic. The
 largest are in <code>inbox/uncovered-{{ run.logical_date }}.csv</code> for review, and the next golden build's trace
 questions start from them.</p>
