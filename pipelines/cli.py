@@ -808,17 +808,20 @@ def _print_coverage(coverage) -> None:
            if t.method == "calibrated" else t.note)  # fmt: skip
     table = Table(title=escape(f"golden coverage of the day's traffic by {coverage.golden} {coverage.golden_version} "
                                f"(nearest golden question, same language, cosine ≥ {t.value:.3f}: {how})"))  # fmt: skip
-    for column in ("stratum", "day's traces", "questions", "covered", "coverage", "95 % CI"):
-        table.add_column(column, justify="left" if column == "stratum" else "right")
+    # Fits 80 columns with the stratum whole: n is the questions matched, of the day's traces.
+    table.add_column("stratum", no_wrap=True)
+    for column in ("day's traces", "n", "covered", "coverage", "95 % CI"):
+        table.add_column(column, justify="right")
     for row in coverage.strata:
         table.add_row(escape(row.stratum), str(row.day_traces), str(row.questions), str(row.covered),
-                      number(row.ratio), interval(row.ci_low, row.ci_high))  # fmt: skip
+                      number(row.ratio), interval(row.ci_low, row.ci_high, digits=2))  # fmt: skip
     console.print(table)
     for c in coverage.clusters[:3]:
         console.print(f"  uncovered topic {c.cluster_id} ({c.language}, {c.share:.1%} of the day): "
                       + escape(" | ".join(r.question for r in c.representatives)))  # fmt: skip
     if coverage.clusters:
-        console.print(f"  {len(coverage.clusters)} uncovered topics; the largest are queued in the inbox (uncovered-*.csv)")
+        n = len(coverage.clusters)
+        console.print(f"  {n} uncovered topic{'s' if n != 1 else ''}; the largest are queued in the inbox (uncovered-*.csv)")
 
 
 def _judge_noise_line(row) -> str:
