@@ -19,6 +19,8 @@ export RAGWATCH_OFFLINE_FAULTS__WRONG_ARGUMENTS="${RAGWATCH_OFFLINE_FAULTS__WRON
 export RAGWATCH_OFFLINE_FAULTS__NOISE_SUSCEPTIBILITY="${RAGWATCH_OFFLINE_FAULTS__NOISE_SUSCEPTIBILITY:-0.3}"
 # Enough judged items queued for labelling that each audited metric gets the 20 labels a κ verdict needs.
 export RAGWATCH_JUDGE_AUDIT_PER_DAY="${RAGWATCH_JUDGE_AUDIT_PER_DAY:-60}"
+# Enough items judged twice (of the 60) for the test-retest figures: 10 per metric at least.
+export RAGWATCH_JUDGE_RETEST_SHARE="${RAGWATCH_JUDGE_RETEST_SHARE:-0.3}"
 today=$(date -u +%F)
 yesterday=$(date -u -d yesterday +%F)
 logs="$RAGWATCH_HOME/logs"
