@@ -98,9 +98,9 @@ def calibrate_threshold(items: Sequence[GoldenItem], vectors: np.ndarray, *,
     if len(scored) < MIN_PAIRS:
         return CoverageThreshold(value=None, method="none", **counts,
                                  note=f"the golden set has {len(scored)} paraphrases with a sibling and an "
-                                      f"other-document question to calibrate on (need {MIN_PAIRS}): set "
-                                      "RAGWATCH_COVERAGE_THRESHOLD to a cosine you checked, or build a golden set with "
-                                      "questions_per_seed ≥ 2")  # fmt: skip
+                                      f"other-document question to calibrate on (need {MIN_PAIRS}): build it from more "
+                                      "seed passages (with questions_per_seed ≥ 2 each gives one paraphrase), or set "
+                                      "RAGWATCH_COVERAGE_THRESHOLD to a cosine you checked")  # fmt: skip
     if measured["auc"] < MIN_AUC:
         return CoverageThreshold(value=None, method="none", **counts, auc=measured["auc"],
                                  note=f"the embedding model does not tell the golden set's paraphrases from other "
