@@ -17,26 +17,24 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from pipelines.evaluation.coverage.clusters import cluster_uncovered
 from pipelines.evaluation.coverage.estimate import coverage_by_stratum, nearest_golden
 from pipelines.evaluation.coverage.result import GoldenCoverage
 from pipelines.evaluation.coverage.threshold import calibrate_threshold
 from pipelines.evaluation.runs.folder import read_meta
-from pipelines.evaluation.runs.online_selection import select_budget, stratum_of
+from pipelines.evaluation.runs.online_selection import read_judged, select_budget, stratum_of
 from pipelines.files import atomic_write_text
 from pipelines.golden.dataset import default_golden_name, load_golden_items, released_version
 from pipelines.models.embeddings import build_embedder
 from pipelines.native_heap import return_freed_memory
 from pipelines.settings import Settings
-from pipelines.stores.partitions import iter_part_batches
 from pipelines.workspace import RunPaths, Workspace
 
 log = logging.getLogger(__name__)
 COLUMNS = ["trace_id", "app", "language", "question"]
 READ_ROWS = 8_192
+"""Rows per record batch of the four short columns."""
 EMBED_ROWS = 256
 """Questions per embedding call: the log says how far it got after each."""
 LOG_EVERY_S = 30.0
@@ -50,13 +48,16 @@ def measure_online_coverage(settings: Settings, run_dir: Path) -> GoldenCoverage
     coverage = measure_day_coverage(settings, parts)
     atomic_write_text(run.coverage, coverage.model_dump_json(indent=1))
     day = coverage.day
-    log.info("golden coverage of %s: %s", meta.logical_date, f"{day.ratio:.3f} [{day.ci_low:.3f}, {day.ci_high:.3f}] "
-             f"of {day.questions} questions, {len(coverage.clusters)} uncovered topics" if coverage.status == "ok"
-             and day and day.ratio is not None else f"not measured: {coverage.reason}")  # fmt: skip
+    if coverage.status == "ok" and day is not None and day.ratio is not None:
+        log.info("golden coverage of %s: %.3f [%.3f, %.3f] of %d questions, %d uncovered topics", meta.logical_date,
+                 day.ratio, day.ci_low, day.ci_high, day.questions, len(coverage.clusters))  # fmt: skip
+    else:
+        log.info("golden coverage of %s: not measured: %s", meta.logical_date, coverage.reason)
     return coverage
 
 
 def measure_day_coverage(settings: Settings, parts: list[Path], *, golden: str | None = None) -> GoldenCoverage:
+    """Coverage of a day's partition (its part files) by the released golden set `golden` (default: params.yaml's)."""
     name = golden or default_golden_name(settings)
     common = dict(golden=name, max_questions=settings.coverage_max_questions,
                   min_cluster_size=settings.coverage_min_cluster_size)
@@ -73,7 +74,7 @@ def measure_day_coverage(settings: Settings, parts: list[Path], *, golden: str |
         return GoldenCoverage(status="failed", reason=f"no similarity threshold: {threshold.note}", **common)
     selection = select_budget(parts, max_traces=settings.coverage_max_questions,
                               min_per_stratum=settings.online_min_per_stratum, noise_share=0.0)  # fmt: skip
-    rows = list(_read_questions(parts, selection.judged))
+    rows = list(read_judged(parts, selection.judged, columns=COLUMNS, read_rows=READ_ROWS))
     vectors = _embed(embedder, [r["question"] for r in rows], "the day's questions")
     matches = nearest_golden(vectors, [r["language"] for r in rows], golden_vectors, [i.language for i in items])
     covered = matches.covered(threshold.value)
@@ -93,13 +94,6 @@ def measure_day_coverage(settings: Settings, parts: list[Path], *, golden: str |
 
 def read_coverage(run: RunPaths) -> GoldenCoverage | None:
     return GoldenCoverage.model_validate_json(run.coverage.read_text()) if run.coverage.exists() else None
-
-
-def _read_questions(parts: list[Path], trace_ids: frozenset[str]):
-    """The chosen traces' four short columns, filtered on the ids before any row becomes a Python object."""
-    ids = pa.array(sorted(trace_ids), type=pa.string())
-    for batch in iter_part_batches(parts, batch_size=READ_ROWS, columns=COLUMNS):
-        yield from batch.filter(pc.is_in(batch.column("trace_id"), value_set=ids)).to_pylist()
 
 
 def _embed(embedder, texts: list[str], what: str) -> np.ndarray:

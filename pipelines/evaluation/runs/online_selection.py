@@ -160,11 +160,11 @@ def select_budget(parts: Sequence[Path], *, max_traces: int, min_per_stratum: in
     return OnlineSelection(counts=counts, judged=frozenset(judged), noise=frozenset(noise))
 
 
-def read_judged(parts: Sequence[Path], trace_ids: frozenset[str], *,
+def read_judged(parts: Sequence[Path], trace_ids: frozenset[str], *, columns: Sequence[str] = JUDGED_COLUMNS,
                 read_rows: int = JUDGED_READ_ROWS) -> Iterator[dict[str, Any]]:  # fmt: skip
-    """The selected traces' `JUDGED_COLUMNS` in the partition's order (a rerun reads them in the same order), read
-    batch by batch and filtered on the ids before any row becomes a Python object."""
+    """The selected traces' `columns` in the partition's order (a rerun reads them in the same order), read batch by
+    batch and filtered on the ids before any row becomes a Python object."""
     ids = pa.array(sorted(trace_ids), type=pa.string())
-    for batch in iter_part_batches(parts, batch_size=read_rows, columns=JUDGED_COLUMNS):
+    for batch in iter_part_batches(parts, batch_size=read_rows, columns=columns):
         chosen = batch.filter(pc.is_in(batch.column("trace_id"), value_set=ids))
         yield from chosen.to_pylist()
