@@ -40,6 +40,8 @@ from pipelines.stores.results import EvalRun, ResultsStore
 
 WORST_ITEMS = 10
 TREND_RUNS = 20
+REPORT_TOPICS = 10
+"""Uncovered topics listed in the report: a real day has a hundred or more; all are in the run's coverage.json."""
 
 
 @dataclass(frozen=True)
@@ -131,6 +133,7 @@ def render_report(run: EvalRun, scores: Sequence[Score], *, aggregates: Sequence
         "cost": RunCost.model_validate(run.cost) if run.cost else None,
         "stages": STAGES,
         "coverage": (coverage := golden_coverage(run.params)),
+        "report_topics": REPORT_TOPICS,
         "coverage_chart": Markup(_coverage_chart(coverage)) if coverage and coverage.status == "ok" else None,
         "cost_trend": cost_trend,
         "cost_trend_chart": Markup(_cost_trend_chart(cost_trend)) if cost_trend else None,
@@ -345,10 +348,11 @@ size (Korn–Graubard).</p>
 halfway between the threshold and a question's typical similarity to another document's; groups of at least {{
 coverage.min_cluster_size }} questions; {{ coverage.unclustered }} uncovered questions belong to no topic). Share: of the day's traffic. The
 largest are in <code>inbox/uncovered-{{ run.logical_date }}.csv</code> for review, and the next golden build's trace
-questions start from them.</p>
+questions start from them.{% if coverage.clusters|length > report_topics %} The {{ report_topics }} largest of {{
+coverage.clusters|length }} topics are shown.{% endif %}</p>
 <table>
 <tr><th>topic</th><th>language</th><th>questions</th><th>share of the day</th><th>representative questions</th></tr>
-{% for c in coverage.clusters %}
+{% for c in coverage.clusters[:report_topics] %}
 <tr><td><code>{{ c.cluster_id }}</code></td><td>{{ c.language }}</td><td class="num">{{ c.questions }}</td>
 <td class="num">{{ (100 * c.share)|round(1) }} %</td><td>{% for r in c.representatives %}{{ r.question }}{% if not
 loop.last %}<br>{% endif %}{% endfor %}</td></tr>
