@@ -44,7 +44,7 @@ class GoldenCoverage(BaseModel):
     clusters: list[UncoveredCluster] = []
     """The uncovered questions' topics, largest first."""
     unclustered: int = 0
-    """Uncovered questions in no cluster (HDBSCAN's noise: one-off questions)."""
+    """Uncovered questions in no topic (in groups smaller than `min_cluster_size`: one-off questions)."""
 
     @property
     def day(self) -> StratumCoverage | None:
