@@ -8,7 +8,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +75,20 @@ def reset_dir(path: Path) -> Path:
         shutil.rmtree(path)
     path.mkdir(parents=True)
     return path
+
+
+def write_filled_in_rows(path: Path, columns: Sequence[str], rows: Iterable[dict[str, Any]]) -> int:
+    """A CSV for people to fill in, which `read_filled_in_rows` reads back: user and model text is in it, so every
+    cell is `spreadsheet_safe` ("=HYPERLINK(...)" stays text); keys beyond `columns` are left out. Rows written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(columns), extrasaction="ignore")
+        writer.writeheader()
+        written = 0
+        for row in rows:
+            writer.writerow({k: spreadsheet_safe(v) for k, v in row.items()})
+            written += 1
+    return written
 
 
 def read_filled_in_rows(path: Path) -> list[dict[str, Any]]:

@@ -9,12 +9,12 @@ filled in, and the next eval run of the suite reports Cohen's κ and the PPI int
 
 from __future__ import annotations
 
-import csv
 import json
 from datetime import date
 from pathlib import Path
 
-from pipelines.files import read_filled_in_rows, spreadsheet_safe
+from pipelines.evaluation.outputs.judge_audit import COLUMNS
+from pipelines.files import read_filled_in_rows, write_filled_in_rows
 from pipelines.models.offline import draw
 from pipelines.workspace import Workspace
 
@@ -36,8 +36,5 @@ def plant_audit_labels(workspace: Workspace, suite: str, day: date, target: str)
         flipped = draw("demo-audit-label", row["audit_id"]) < (FALSE_YES if verdict else FALSE_NO)
         row.update(label="yes" if verdict != flipped else "no", labeller=LABELLER)
     labelled = queue.with_name(queue.stem + "-labelled.csv")
-    with labelled.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else ["audit_id", "label"])
-        writer.writeheader()
-        writer.writerows({k: spreadsheet_safe(v) for k, v in row.items()} for row in rows)
+    write_filled_in_rows(labelled, COLUMNS, rows)
     return len(rows), labelled

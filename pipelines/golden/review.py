@@ -7,7 +7,6 @@ Decisions are stored in the data workspace and re-applied on every rebuild.
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 from collections import defaultdict
@@ -16,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipelines.files import spreadsheet_safe
+from pipelines.files import write_filled_in_rows
 from pipelines.records import GoldenItem
 
 COLUMNS = ["item_id", "qtype", "variant", "language", "split", "question", "reference_answer", "gold_excerpt",
@@ -57,10 +56,7 @@ def write_review_files(rows: Sequence[dict], out_dir: Path, name: str) -> tuple[
     """CSV and JSONL for reviewers; the filter verdicts go to a separate key file they don't see."""
     out_dir.mkdir(parents=True, exist_ok=True)
     csv_path, jsonl_path, key_path = out_dir / f"{name}-review.csv", out_dir / f"{name}-review.jsonl", out_dir / f"{name}-review.key.json"
-    with csv_path.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=COLUMNS, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows({k: spreadsheet_safe(v) for k, v in row.items()} for row in rows)  # generated text may start with "="
+    write_filled_in_rows(csv_path, COLUMNS, rows)  # generated text may start with "="
     jsonl_path.write_text("".join(json.dumps({c: r[c] for c in COLUMNS}, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     key_path.write_text(json.dumps({r["item_id"]: r["_filter"] for r in rows}, indent=1, sort_keys=True))
     return csv_path, jsonl_path, key_path

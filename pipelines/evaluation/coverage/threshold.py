@@ -86,8 +86,9 @@ def calibrate_threshold(items: Sequence[GoldenItem], vectors: np.ndarray, *,
     nearest_sibling: dict[int, float] = {}
     for a, b in paraphrase_pairs(items):
         nearest_sibling[a] = max(nearest_sibling.get(a, -1.0), float(vectors[a] @ vectors[b]))
-    scored = [(s, n) for a, s in nearest_sibling.items()
-              if (n := _nearest_other_document(a, items, vectors)) is not None]  # fmt: skip
+    paraphrases = list(nearest_sibling)
+    other = _nearest_other_document(paraphrases, items, vectors)
+    scored = [(nearest_sibling[a], float(n)) for a, n in zip(paraphrases, other) if n > -np.inf]
     positives, negatives = np.array([s for s, _ in scored]), np.array([n for _, n in scored])
     measured = _roc(positives, negatives)
     counts = dict(pairs=len(scored), negatives=len(scored),
@@ -110,11 +111,15 @@ def calibrate_threshold(items: Sequence[GoldenItem], vectors: np.ndarray, *,
                              fpr=measured["fpr"], auc=measured["auc"])
 
 
-def _nearest_other_document(i: int, items: Sequence[GoldenItem], vectors: np.ndarray) -> float | None:
-    document, language = document_of(items[i].source_ref), items[i].language
-    others = [j for j, item in enumerate(items)
-              if item.language == language and document_of(item.source_ref) != document]  # fmt: skip
-    return float(np.max(vectors[others] @ vectors[i])) if others else None
+def _nearest_other_document(rows: list[int], items: Sequence[GoldenItem], vectors: np.ndarray) -> np.ndarray:
+    """Per item of `rows`, its highest cosine to a question of its language from another document (−inf: none), in
+    one matrix product."""
+    if not rows:
+        return np.zeros(0)
+    documents = np.array([document_of(item.source_ref) for item in items])
+    languages = np.array([item.language for item in items])
+    other = (languages[None, :] == languages[rows][:, None]) & (documents[None, :] != documents[rows][:, None])
+    return np.where(other, vectors[rows] @ vectors.T, -np.inf).max(axis=1)
 
 
 def _rates(positives: np.ndarray, negatives: np.ndarray, threshold: float) -> dict[str, float | None]:

@@ -24,6 +24,7 @@ import hashlib
 from collections.abc import Sequence
 
 from pipelines.evaluation.metrics.judge import JudgeInput, judge_items
+from pipelines.models.budget import TokenBudget
 from pipelines.models.embeddings import Embedder
 from pipelines.models.llm import LLM, build_llm
 from pipelines.models.usage import scope
@@ -45,10 +46,10 @@ def retested(run_id: str, item_id: str, share: float) -> bool:
 RETEST_CACHE_NAMESPACE = "judge-retest"
 
 
-def build_retest_judge(settings: Settings) -> LLM:
-    """The judge model again, with the retest's cache namespace and seed."""
+def build_retest_judge(settings: Settings, budget: TokenBudget) -> LLM:
+    """The judge model again, with the retest's cache namespace and seed, spending from the batch's `budget`."""
     judge = build_llm(settings, "judge")  # a new client: the first judgement's is not touched
-    judge.seed, judge.cache_namespace = RETEST_SEED, RETEST_CACHE_NAMESPACE
+    judge.seed, judge.cache_namespace, judge.budget = RETEST_SEED, RETEST_CACHE_NAMESPACE, budget
     return judge
 
 

@@ -9,13 +9,12 @@ the golden set does not cover (the coverage step's clusters), three questions ea
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
 from typing import Any
 
-from pipelines.files import spreadsheet_safe
+from pipelines.files import write_filled_in_rows
 from pipelines.records import Score
 from pipelines.workspace import Workspace
 
@@ -36,17 +35,11 @@ def queue_candidates(workspace: Workspace, day: date, traces: Sequence[dict[str,
     ranked = sorted((sum(v) / len(v), trace_id) for trace_id, v in by_trace.items())[:limit]
     traces_by_id = {t["trace_id"]: t for t in traces}
     path = workspace.review_candidates(day)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=COLUMNS)
-        writer.writeheader()
-        for mean, trace_id in ranked:
-            trace = traces_by_id[trace_id]
-            row = {"trace_id": trace_id, "question": trace["question"], "reference_answer": "", "gold_passages": "",
-                   "split": "", "production_answer": trace["answer"], "mean_score": f"{mean:.3f}", "language": trace["language"]}
-            # Production text is user input: "=HYPERLINK(...)" must stay text in the reviewer's spreadsheet.
-            writer.writerow({k: spreadsheet_safe(v) for k, v in row.items()})
-    return len(ranked), path
+    rows = ({"trace_id": trace_id, "question": traces_by_id[trace_id]["question"], "reference_answer": "",
+             "gold_passages": "", "split": "", "production_answer": traces_by_id[trace_id]["answer"],
+             "mean_score": f"{mean:.3f}", "language": traces_by_id[trace_id]["language"]}
+            for mean, trace_id in ranked)  # fmt: skip
+    return write_filled_in_rows(path, COLUMNS, rows), path
 
 
 UNCOVERED_COLUMNS = ["topic", "language", "day_share", "estimated_traces", "trace_id", "app", "question",
@@ -57,16 +50,11 @@ UNCOVERED_COLUMNS = ["topic", "language", "day_share", "estimated_traces", "trac
 def queue_uncovered_topics(workspace: Workspace, day: date, clusters: Sequence[Any], limit: int) -> tuple[int, Path]:
     """Write the day's `limit` largest uncovered topics (coverage/clusters.py), three questions each; returns (topics
     written, file). The file is rewritten on a rerun: the same day gives the same topics."""
-    path = workspace.uncovered_topics(day)
-    path.parent.mkdir(parents=True, exist_ok=True)
     chosen = list(clusters)[:limit]
-    with path.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=UNCOVERED_COLUMNS)
-        writer.writeheader()
-        for cluster in chosen:
-            for rep in cluster.representatives:
-                row = {"topic": cluster.cluster_id, "language": cluster.language, "day_share": f"{cluster.share:.4f}",
-                       "estimated_traces": f"{cluster.estimated_traces:.0f}", "trace_id": rep.trace_id, "app": rep.app,
-                       "question": rep.question, "reference_answer": "", "gold_passages": "", "split": ""}  # fmt: skip
-                writer.writerow({k: spreadsheet_safe(v) for k, v in row.items()})
+    rows = ({"topic": cluster.cluster_id, "language": cluster.language, "day_share": f"{cluster.share:.4f}",
+             "estimated_traces": f"{cluster.estimated_traces:.0f}", "trace_id": rep.trace_id, "app": rep.app,
+             "question": rep.question, "reference_answer": "", "gold_passages": "", "split": ""}
+            for cluster in chosen for rep in cluster.representatives)  # fmt: skip
+    path = workspace.uncovered_topics(day)
+    write_filled_in_rows(path, UNCOVERED_COLUMNS, rows)
     return len(chosen), path

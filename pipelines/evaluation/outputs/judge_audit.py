@@ -12,7 +12,6 @@ run of the suite calibrates its judge on every label so far (statistics/judge_ag
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 from collections import defaultdict
@@ -25,7 +24,7 @@ from typing import Any
 from pipelines.evaluation.metrics.verdicts import AUDITED
 from pipelines.evaluation.outputs.report import ItemView
 from pipelines.evaluation.statistics.judge_agreement import Calibration, agreement, calibrate
-from pipelines.files import read_filled_in_rows, read_jsonl, spreadsheet_safe, write_jsonl
+from pipelines.files import read_filled_in_rows, read_jsonl, write_filled_in_rows, write_jsonl
 from pipelines.records import Score
 from pipelines.settings import Settings
 from pipelines.stores.results import EvalRun
@@ -78,12 +77,7 @@ def queue_judge_audit(workspace: Workspace, suite: str, day: date, target: str, 
         key[aid] = {"run_id": s.run_id, "suite": s.suite, "item_id": s.item_id, "metric": s.metric,
                     "judge_value": s.value, "judge_verdict": verdict}  # fmt: skip
     path = workspace.judge_audit_queue(suite, day, target)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=COLUMNS)
-        writer.writeheader()
-        # Answers and questions are model and user text: "=HYPERLINK(...)" must stay text in a spreadsheet.
-        writer.writerows({k: spreadsheet_safe(v) for k, v in row.items()} for row in rows)
+    write_filled_in_rows(path, COLUMNS, rows)
     write_jsonl(path.with_suffix(".jsonl"), rows)
     key_path = workspace.judge_audit_key(suite, day, target)
     key_path.parent.mkdir(parents=True, exist_ok=True)

@@ -62,8 +62,7 @@ def judge_offline_batch(settings: Settings, run_dir: Path, start: int, end: int)
     check_models_differ(settings, log)
     judge, embedder = build_llm(settings, "judge"), build_embedder(settings)
     judge.budget = budget = batch_budget(meta.budget)  # the judge and the noise arms' generator share the batch's
-    retest_judge = build_retest_judge(settings)
-    retest_judge.budget = budget  # the retest spends from the same share
+    retest_judge = build_retest_judge(settings, budget)
     scores: list[Score] = []
     for row in rows:
         if row["error"] is not None:

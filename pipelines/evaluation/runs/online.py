@@ -155,8 +155,7 @@ def judge_online_batch(settings: Settings, run_dir: Path, start: int, end: int) 
     check_models_differ(settings, log)
     judge, generator, embedder = build_llm(settings, "judge"), build_llm(settings, "generator"), build_embedder(settings)
     judge.budget = generator.budget = batch_budget(meta.budget)  # one share for the batch, whoever spends it
-    retest_judge = build_retest_judge(settings)
-    retest_judge.budget = judge.budget  # the retest spends from the same share
+    retest_judge = build_retest_judge(settings, judge.budget)
     with open_corpus_index(settings) as index:
         pool = NoisePool.from_index(index, noisy) if noisy else None
     arms_by, noise_metric = _noise_arms(settings, generator)
