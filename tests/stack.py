@@ -1,8 +1,8 @@
 """The `make up` stack for the test session: started once by the `stack` fixture (tests/conftest.py)
-through the very code `make up` runs (deploy/local_stack.py), on free ports,
+through the very code `make up EXECUTOR=celery WORKERS=2` runs (deploy/local_stack.py), on free ports,
 in a throwaway home, with a small first-start seed (6 days x 120 traces), the small test corpus and a
 smaller golden set (GOLDEN_PARAMS, in the data workspace's params.yaml); stopped by the same code as
-`make down`, which must leave no process of it running.
+`make down`, which must leave no process of it running. Every stack test runs on its two Celery workers.
 
 Artifacts (screenshots, the stack's logs when a test failed) go to `test-artifacts/` (git-ignored).
 """
@@ -27,10 +27,10 @@ TEST_CORPUS = ROOT / "tests" / "data" / "corpus"
 GOLDEN_PARAMS = {"seeds": 12, "multi_hop": 4, "adversarial": 3, "tool_triples": 6, "from_traces": 4}
 """Every question type and the tool triples are there, in a set the offline eval judges in a minute."""
 TERMINAL = {"success", "failed"}
-EXECUTOR, WORKERS = "local", 1
-"""The session's stack: `make up`'s default, the LocalExecutor. `make up EXECUTOR=celery WORKERS=2` ran every stack
-test green except a score mismatch of the two-worker comparison, at 28 min for `make test`: over its budget, so it
-is not the session's stack until both are fixed (its plan is checked against compose in tests/test_stack.py)."""
+EXECUTOR, WORKERS = "celery", 2
+"""The session's stack: compose's executor, two workers that share no local folder (the LocalExecutor is `make up`'s
+default; its plan is checked against compose in tests/test_stack.py, its tasks run by `airflow dags test` in
+tests/test_dags.py)."""
 
 
 def load_local_stack():

@@ -229,6 +229,27 @@ def test_westfall_young_over_the_gated_metrics():
     assert not gate.passed and gate.correction == WESTFALL_YOUNG and gate.failed_metrics == ["recall@5"]
 
 
+def test_float_rounding_of_unchanged_scores_is_no_change():
+    """Answer relevancy's cosines come from float32 vectors whose last bits depend on the batch they were computed in:
+    the same texts score ±1e-7 apart in two runs. The gate treats that as no change (SCORE_RESOLUTION), so its
+    p-values and intervals do not depend on how requests were batched."""
+    rng = np.random.default_rng(3)
+    base = [score(f"q{i}", "answer_relevancy", float(v), run_id="base") for i, v in enumerate(rng.uniform(0.3, 0.9, 60))]
+    # Eight items really drop by 0.3; the other 52 are the same texts, embedded in other batches.
+    exact = [s.model_copy(update={"run_id": "cand", "value": s.value - 0.3 * (i < 8)}) for i, s in enumerate(base)]
+    rounded = [s.model_copy(update={"value": s.value + (0.0 if i < 8 else float(rng.choice([-1, 1])) * 1e-7)})
+               for i, s in enumerate(exact)]  # fmt: skip
+    [as_exact], [as_rounded] = (regression_gate(c, base, ["answer_relevancy"]).metrics for c in (exact, rounded))
+    assert as_exact.test_method == as_rounded.test_method == "sign-flip-exact"  # 8 moves: all 2^8 patterns
+    assert as_rounded.p_value == as_exact.p_value == pytest.approx(1 / 256)
+    assert (as_rounded.passed, as_rounded.checks_failed) == (as_exact.passed, as_exact.checks_failed)
+    # The paired interval's pseudo-pairs are sized by the largest difference seen: 1e-7 is none.
+    unchanged = [s.model_copy(update={"run_id": "cand", "value": s.value + 1e-7}) for s in base]
+    [same], [rounding] = (regression_gate(c, base, ["answer_relevancy"]).metrics
+                          for c in ([s.model_copy(update={"run_id": "cand"}) for s in base], unchanged))  # fmt: skip
+    assert (rounding.ci_low, rounding.ci_high, rounding.p_value) == (same.ci_low, same.ci_high, same.p_value)
+
+
 def test_a_target_failure_counts_once_across_metrics():
     # The target failed 6 of 50 items: every metric of them fails. Three failure rises (and three worst cases) move
     # together, item by item: the family behaves as one test, adjusted p = 2⁻⁶, where Holm would give 6 · 2⁻⁶.

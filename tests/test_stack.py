@@ -663,6 +663,153 @@ def test_backfill_online_eval_through_the_rest_api(stack: StackSession):
     assert report.status_code == 200 and "sandbox" in report.headers["content-security-policy"]
 
 
+# --- 5c. Two Celery workers, one truth -------------------------------------------------------------------------
+
+
+def mapped_tasks_by_host(stack: StackSession) -> dict[str, list[str]]:
+    """Host name -> the successful mapped task instances it ran ("dag.task[i]"), over every run so far."""
+    found: dict[str, list[str]] = {}
+    for dag_id in ls.expected_dag_ids():
+        offset = 0
+        while True:  # pages of at most 100 (the api-server's maximum page size)
+            page = stack.api("GET", f"/api/v2/dags/{dag_id}/dagRuns/~/taskInstances",
+                             params={"limit": 100, "offset": offset}).json()["task_instances"]  # fmt: skip
+            for ti in page:
+                if ti["map_index"] >= 0 and ti["state"] == "success":
+                    found.setdefault(ti["hostname"], []).append(f"{dag_id}.{ti['task_id']}[{ti['map_index']}]")
+            if len(page) < 100:
+                break
+            offset += 100
+    return found
+
+
+def one_process_settings(stack: StackSession, folder: Path):
+    """Settings for the same runs on one machine in one process: the stack's inputs (its trace store through the
+    read-only role, a copy of its corpus index, its golden params and pseudonym key), everything else apart."""
+    from pipelines.settings import Settings
+
+    env = stack.plan.cli_env()
+    workspace = folder / "workspace"
+    workspace.mkdir(parents=True)
+    shutil.copyfile(Path(env["RAGWATCH_WORKSPACE"]) / "params.yaml", workspace / "params.yaml")
+    shutil.copytree(env["RAGWATCH_QDRANT_PATH"], folder / "qdrant")  # the corpus refresh test edits the stack's later
+    return Settings(home=folder / "home", workspace=workspace, dvc_remote=str(folder / "dvc-remote"),
+                    qdrant_path=folder / "qdrant", trace_store_url=env["RAGWATCH_TRACE_STORE_URL"],
+                    results_url=f"sqlite:///{folder / 'results.db'}", anonymizer_key=env["RAGWATCH_ANONYMIZER_KEY"])  # fmt: skip
+
+
+def published_results(results_url: str, run_ids: list[str]) -> dict[str, dict]:
+    """Per run: its scores {(item, stratum, metric): (value, status, error, judge model, dataset version)} and gate."""
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(results_url)
+    found = {}
+    with engine.connect() as conn:
+        for run_id in run_ids:
+            [(gate_passed, gate, version)] = conn.execute(sa.text(
+                "SELECT gate_passed, gate, dataset_version FROM eval_runs WHERE run_id = :r"), {"r": run_id}).all()  # fmt: skip
+            scores = conn.execute(sa.text("SELECT item_id, stratum, metric, value, status, error, judge_model, dataset_version "
+                                          "FROM eval_scores WHERE run_id = :r"), {"r": run_id}).all()  # fmt: skip
+            found[run_id] = {"gate_passed": gate_passed, "gate": json.loads(gate) if isinstance(gate, str) else gate,
+                             "dataset_version": version, "scores": {tuple(row[:3]): tuple(row[3:]) for row in scores}}  # fmt: skip
+    engine.dispose()
+    return found
+
+
+EMBEDDING_METRICS = {"answer_relevancy"}
+"""Scores computed from the local model's float32 vectors. A vector's last bits depend on which texts shared its
+forward pass (BLAS picks its kernels by the batch's shape; `EmbeddingBatches` batches whatever requests were pending
+together), so two runs agree to about 1e-7 (measured), not bit for bit; every other score must be equal."""
+EMBEDDING_ROUNDING = 1e-6
+
+
+def same_score(metric: str, mine: tuple, theirs: tuple) -> bool:
+    """(value, status, error, judge model, dataset version): equal, the value of an embedding metric within rounding."""
+    if metric not in EMBEDDING_METRICS or mine[0] is None or theirs[0] is None:
+        return mine == theirs
+    return mine[1:] == theirs[1:] and abs(mine[0] - theirs[0]) <= EMBEDDING_ROUNDING
+
+
+def same_within(a, b, tolerance: float) -> bool:
+    """Equal, floats within `tolerance` (the gate's statistics over answer relevancy carry its rounding)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_within(a[k], b[k], tolerance) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(same_within(x, y, tolerance) for x, y in zip(a, b))
+    if isinstance(a, float) and isinstance(b, float):
+        return abs(a - b) <= tolerance or a == b  # inf == inf
+    return a == b
+
+
+def golden_items(path: Path) -> dict[str, dict]:
+    import pyarrow.parquet as pq
+
+    return {row["item_id"]: row for row in pq.read_table(path).to_pylist()}
+
+
+@pytest.mark.stack
+def test_two_celery_workers_publish_what_one_process_publishes(stack: StackSession, tmp_path):
+    """All four DAGs ran on two Celery workers that share only the services and the data workspace (this
+    session's stack); the same runs, every step in one process on one machine (`ragwatch traces sample`,
+    `golden build`, `eval offline`, `eval online`: one home, one temp folder, no XCom, no broker), publish
+    the same: the trace partition byte for byte, the golden set's items, every score and the gate."""
+    scheduled = scheduled_evals(stack)
+    gated = gated_offline_run(stack)
+    began = time.monotonic()
+
+    # Mapped tasks went to both workers, each of which recorded its own host name and wrote its temporary files
+    # (multiprocessing's, torch's) in its own temp folder.
+    by_host = mapped_tasks_by_host(stack)
+    assert sorted(by_host) == stack.plan.workers, {host: len(tasks) for host, tasks in by_host.items()}
+    print(f"\nmapped task instances per worker: { {host: len(tasks) for host, tasks in by_host.items()} }")
+    for name in stack.plan.workers:
+        assert any(Path(stack.plan.services[name].env["TMPDIR"]).iterdir()), f"{name}'s tasks left nothing in its TMPDIR"
+
+    from pipelines.evaluation.runs.offline import run_offline_eval
+    from pipelines.evaluation.runs.online import run_online_eval
+    from pipelines.evaluation.runs.params import eval_params, online_params
+    from pipelines.golden.params import load_golden_params
+    from pipelines.golden.steps import build_golden
+    from pipelines.traces.steps import run_trace_sampling
+    from pipelines.workspace import Workspace
+
+    settings = one_process_settings(stack, tmp_path / "one-process")
+    stack_workspace = Workspace(Path(plan_env(stack)["RAGWATCH_WORKSPACE"]))
+    one_workspace = Workspace.from_settings(settings)
+    day = datetime.fromisoformat(scheduled["trace_sampling"]["logical_date"]).date()
+
+    # golden_build: the first start's run (before any trace partition existed, as here).
+    [first_build] = [r for r in stack.runs("golden_build") if r["run_type"] != "asset_triggered"][:1]
+    params = load_golden_params(settings)
+    build_golden(settings, params, logical_date=datetime.fromisoformat(first_build["run_after"]).date())
+    ours, theirs = (golden_items(w.golden(params.name).released_items) for w in (one_workspace, stack_workspace))
+    assert ours.keys() == theirs.keys() and ours == theirs
+
+    # trace_sampling: the scheduled day's partition, byte for byte.
+    run_trace_sampling(settings, day, version=False)
+    stack_partition, one_partition = stack_workspace.traces_partition(day).root, one_workspace.traces_partition(day).root
+    files = sorted(p.relative_to(stack_partition) for p in stack_partition.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(one_partition) for p in one_partition.rglob("*") if p.is_file())
+    assert [f for f in files if (stack_partition / f).read_bytes() != (one_partition / f).read_bytes()] == []
+
+    # offline_eval, scheduled then gated against it; online_eval for the scheduled day.
+    end = lambda run: datetime.fromisoformat(run["data_interval_end"]).date()  # noqa: E731 (the DAG's logical date)
+    first, _ = run_offline_eval(settings, eval_params(settings), logical_date=end(scheduled["offline_eval"]))
+    second, _ = run_offline_eval(settings, eval_params(settings, limit=GATED_RUN_ITEMS), logical_date=end(gated))
+    online = run_online_eval(settings, day, online_params(settings), push=False)
+    run_ids = [first.run_id, second.run_id, online.run_id]
+    ours, theirs = published_results(settings.resolved_results_url, run_ids), published_results(plan_env(stack)["RAGWATCH_RESULTS_URL"], run_ids)
+    for run_id in run_ids:
+        assert ours[run_id]["scores"].keys() == theirs[run_id]["scores"].keys(), run_id
+        differ = {key: (mine, theirs[run_id]["scores"][key]) for key, mine in ours[run_id]["scores"].items()
+                  if not same_score(key[2], mine, theirs[run_id]["scores"][key])}  # fmt: skip
+        assert ours[run_id]["scores"] and not differ, f"{run_id}: {len(differ)} scores differ, e.g. {sorted(differ.items())[:5]}"
+        assert ours[run_id]["gate_passed"] == theirs[run_id]["gate_passed"], run_id
+        assert same_within(ours[run_id], theirs[run_id], EMBEDDING_ROUNDING), run_id
+    assert theirs[second.run_id]["gate_passed"] is not None  # the gated run did decide
+    stack.timings["the same runs in one process"] = time.monotonic() - began
+
+
 # --- 6. A corpus refresh, as a data team triggers it --------------------------------------------------------
 
 

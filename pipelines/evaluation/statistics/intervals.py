@@ -9,7 +9,7 @@ Every figure, one line each (figure | exact definition | interval or test | mult
 | paired difference | mean of candidate_i − baseline_i over the n items ok in both runs | CI equal-tailed 95 % (`paired_difference_interval`): 0/1 scores `mover-jeffreys-paired`, other bounded scores `agresti-min-paired`, range unknown `student-t-paired`; p: two-sided exact sign-flip test (`sign_flip_test`) | none alone |
 | independent difference | mean(candidate) − mean(baseline) when the runs share no item (online) | CI `mover-jeffreys-independent`, MOVER of the two bounded-mean intervals; p: permutation test (`permutation_test`) | none alone |
 | gate: status | a metric is gated where the baseline has ok scores of it and ≥ min_pairs (10) items are ok in both runs (independent: in each run); else "not gated: n = k < 10" (its change still shown), "not gated: measured in neither run", "not gated: the baseline did not measure it" or "recovery: the baseline measured no item"; a metric not gated passes unless its failure rise fails it; one the baseline measured and the candidate has no score of fails (`missing_metric`) | deterministic | none |
-| gate: score drop | worsening = baseline − candidate (candidate − baseline for LOWER_IS_BETTER), mean over the n items ok in both runs; fails when > min_tolerance (0.02) and significant | one-sided randomization test of "nothing changed": sign flips of whole items (all patterns up to 16 moving items, else 10,000 seeded draws + the observed), items dealt between the runs when they share none (`family_sign_flip_test`, `family_permutation_test`) | Westfall–Young step-down maxT over every check of every metric of the gate, family-wise α = 0.05 |
+| gate: score drop | worsening = baseline − candidate (candidate − baseline for LOWER_IS_BETTER), mean over the n items ok in both runs; fails when > min_tolerance (0.02) and significant | one-sided randomization test of "nothing changed": sign flips of whole items (all patterns up to 16 moving items — a move is a change over SCORE_RESOLUTION, 1e-6 —, else 10,000 seeded draws + the observed), items dealt between the runs when they share none (`family_sign_flip_test`, `family_permutation_test`) | Westfall–Young step-down maxT over every check of every metric of the gate, family-wise α = 0.05 |
 | gate: worst case | the same worsening over all the baseline's items of the metric, every failed, skipped or missing score (either run) at the worst end of the metric's range (0; +1 for noise ΔF); tested when some item is not ok; fails when > 0.02 and significant | the same draws | the same family |
 | gate: failure rise | (failed + skipped + missing) / the baseline's items, candidate − baseline (independent: each run's not-ok share); fails when > max_failure_rise (0.05) and significant | the same draws (alone: McNemar's exact test) | the same family |
 | gate interval | `paired difference`'s interval at the two-sided level 1 − α (95 % at the default α), unadjusted: shown, not used to decide | as the paired difference | none |
@@ -77,6 +77,13 @@ intervals here were validated (coverage ≥ 0.93 at n = 10). Below it a few surv
 would stand for the run, and "no significant drop" would say nothing."""
 DEFAULT_MAX_FAILURE_RISE = 0.05
 """Largest rise of the not-ok (failed or skipped) share the gate tolerates: five points."""
+SCORE_RESOLUTION = 1e-6
+"""A paired difference smaller than this is no change. Scores computed from float32 vectors (answer relevancy's
+cosines) differ in their last bits between two runs of the same texts, since a vector's rounding depends on which
+texts shared its forward pass (measured: about 1e-7). Counted as changes, such items would join the sign-flip
+patterns and split the observed statistic's ties, and widen or narrow a paired interval's pseudo-pairs (whose
+size is the largest difference seen), so the gate's p-values and intervals would depend on how requests were
+batched. No metric here has a meaningful difference this small."""
 
 HOLM = "holm"
 BENJAMINI_HOCHBERG = "benjamini-hochberg"
@@ -487,8 +494,14 @@ class _Difference:
         return self.scale * float(low), self.scale * float(high)
 
 
+def _change(candidate, baseline) -> np.ndarray:
+    """candidate − baseline, item by item, 0 where it is within SCORE_RESOLUTION."""
+    d = np.asarray(candidate, dtype=float) - np.asarray(baseline, dtype=float)
+    return np.where(np.abs(d) > SCORE_RESOLUTION, d, 0.0)
+
+
 def _paired_difference(c: np.ndarray, b: np.ndarray, span: tuple[float, float] | None) -> _Difference:
-    d = c - b
+    d = _change(c, b)
     if span is None:
         sd = float(d.std(ddof=1) / math.sqrt(d.size)) if d.size >= 2 else None
         return _Difference(STUDENT_T_PAIRED, float(d.mean()), sd=sd, df=d.size - 1.0)
@@ -980,8 +993,8 @@ def _paired(candidate, baseline, metric: str, confidence: float) -> tuple[Paired
     return PairedComparison(
         metric=metric, n_pairs=len(shared), candidate_mean=float(c.mean()), baseline_mean=float(b.mean()),
         mean_diff=diff.estimate, ci_low=low, ci_high=high,
-        sd_diff=float((c - b).std(ddof=1)) if len(shared) >= 2 else None,
-        ci_method=diff.method, p_value=sign_flip_test(c - b).p_two_sided(), confidence=confidence,
+        sd_diff=float(_change(c, b).std(ddof=1)) if len(shared) >= 2 else None,
+        ci_method=diff.method, p_value=sign_flip_test(_change(c, b)).p_two_sided(), confidence=confidence,
     ), diff  # fmt: skip
 
 
@@ -1301,12 +1314,12 @@ def _gate_draft(metric: str, cand_rows: dict[str, ScoreLike], base_rows: dict[st
             difference = _paired_difference(c, b, span)
             se = float((c - b).std(ddof=1) / math.sqrt(c.size)) if c.size >= 2 else None
         if enough:
-            drops = {i: sign * (base[i] - cand[i]) for i in shared}
+            drops = {i: -sign * float(_change(cand[i], base[i])) for i in shared}
             draft["checks"][SCORE_DROP] = _Check(SCORE_DROP, min_tolerance, contributions=drops, size=len(shared))
             n_lost = sum(base_lost[i] or cand_lost[i] for i in items)
             if span is not None and n_lost:  # with nothing lost the worst case is the score drop itself
                 worst = span[0] if higher else span[1]
-                imputed = {i: sign * (base.get(i, worst) - cand.get(i, worst)) for i in items}
+                imputed = {i: -sign * float(_change(cand.get(i, worst), base.get(i, worst))) for i in items}
                 draft["checks"][WORST_CASE_DROP] = _Check(WORST_CASE_DROP, min_tolerance, contributions=imputed,
                                                           size=len(items))  # fmt: skip
                 draft.update(worst_case_diff=-sign * float(np.mean(list(imputed.values()))), worst=worst,
