@@ -786,7 +786,7 @@ def test_two_celery_workers_publish_what_one_process_publishes(stack: StackSessi
     assert ours.keys() == theirs.keys() and ours == theirs
 
     # trace_sampling: the scheduled day's partition, byte for byte.
-    run_trace_sampling(settings, day, version=False)
+    run_trace_sampling(settings, day)  # versioned too: the online run names the partition by its DVC hash
     stack_partition, one_partition = stack_workspace.traces_partition(day).root, one_workspace.traces_partition(day).root
     files = sorted(p.relative_to(stack_partition) for p in stack_partition.rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(one_partition) for p in one_partition.rglob("*") if p.is_file())
