@@ -1189,13 +1189,14 @@ def bench_eval(
 
 @bench_app.command("diagnose")
 def bench_diagnose(
-    reps: Annotated[int, typer.Option(min=1, help="Simulated runs per scenario and score model.")] = 1000,
+    reps: Annotated[int, typer.Option(min=1, help="Simulated runs per scenario and score model.")] = 2000,
+    items: Annotated[int, typer.Option(min=2, help="Items per stratum.")] = 30,
     seed: Annotated[int, typer.Option()] = 17,
 ) -> None:
     """How often the diagnosis flags a stratum 15 points worse, and a healthy one (12 strata × 30 items)."""
     from pipelines.bench.diagnose_power import format_diagnose_bench, run_diagnose_bench
 
-    console.print(format_diagnose_bench(run_diagnose_bench(reps=reps, seed=seed)))
+    console.print(format_diagnose_bench(run_diagnose_bench(reps=reps, seed=seed, items=items)))
 
 
 @bench_app.command("gate")
