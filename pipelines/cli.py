@@ -1189,13 +1189,14 @@ def bench_eval(
 
 @bench_app.command("diagnose")
 def bench_diagnose(
-    reps: Annotated[int, typer.Option(min=1, help="Simulated runs per scenario and score model.")] = 1000,
+    reps: Annotated[int, typer.Option(min=1, help="Simulated runs per scenario and score model.")] = 2000,
+    items: Annotated[int, typer.Option(min=2, help="Items per stratum.")] = 30,
     seed: Annotated[int, typer.Option()] = 17,
 ) -> None:
     """How often the diagnosis flags a stratum 15 points worse, and a healthy one (12 strata × 30 items)."""
     from pipelines.bench.diagnose_power import format_diagnose_bench, run_diagnose_bench
 
-    console.print(format_diagnose_bench(run_diagnose_bench(reps=reps, seed=seed)))
+    console.print(format_diagnose_bench(run_diagnose_bench(reps=reps, seed=seed, items=items)))
 
 
 @bench_app.command("gate")
@@ -1204,15 +1205,22 @@ def bench_gate(
     sizes: Annotated[str, typer.Option(help="Eval sizes n, comma-separated.")] = "30,60,100",
     draws: Annotated[Optional[int], typer.Option(min=100, help="Null draws of the gate's family test (default: the gate's, 10,000).")] = None,
     seed: Annotated[int, typer.Option()] = 17,
+    targets: Annotated[bool, typer.Option(help="Instead: per metric, the power for a 10-point drop at n = 100 and "
+                                               "200, for 15 points at n = 100, and the n reaching 90 % (sizes "
+                                               "100–400; --sizes is not used).")] = False,
 ) -> None:
     """False alarms, power and interval coverage of the regression gate, simulated with the gate itself."""
-    from pipelines.bench.gate_power import format_gate_bench, run_gate_bench
+    from pipelines.bench.gate_power import format_gate_bench, format_target_bench, run_gate_bench, run_target_bench
 
+    progress = lambda line: console.print(escape(line))  # noqa: E731
+    if targets:
+        typer.echo(format_target_bench(run_target_bench(reps=reps, draws=draws, seed=seed, progress=progress)))
+        return
     try:
         ns = [int(n) for n in sizes.split(",")]
     except ValueError:
         _fail(f"--sizes is a comma-separated list of integers, not {escape(sizes)!r}")
-    result = run_gate_bench(sizes=ns, reps=reps, draws=draws, seed=seed, progress=lambda line: console.print(escape(line)))
+    result = run_gate_bench(sizes=ns, reps=reps, draws=draws, seed=seed, progress=progress)
     typer.echo(format_gate_bench(result))
 
 

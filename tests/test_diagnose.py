@@ -257,8 +257,9 @@ def test_the_labels_are_those_retrieval_attribute_produces():
 
 
 def test_a_stratum_fifteen_points_worse_is_flagged_about_half_the_time_and_a_healthy_one_rarely():
-    # `ragwatch bench diagnose` at 1,000 runs: flagged 47–49 % (before the claims stepped down: 0.5–0.9 %,
-    # 98 % inconclusive), false flags 0.7–1.5 %. 400 runs here: ±5 points at 95 %.
+    # `ragwatch bench diagnose` at 4,000 runs: flagged 46–50 % (before the claims stepped down: 0.5–0.9 %,
+    # 98 % inconclusive), false flags 0.8–0.9 %; one uncorrected test (a claim exactly when the printed interval
+    # clears 0.85) would flag 62–64 %: the correction costs the difference. 400 runs here: ±5 points at 95 %.
     from pipelines.bench.diagnose_power import (
         format_diagnose_bench, mixture_scores, run_diagnose_bench, scenarios, simulate,
     )  # fmt: skip
@@ -269,5 +270,9 @@ def test_a_stratum_fifteen_points_worse_is_flagged_about_half_the_time_and_a_hea
     assert counts["flagged"] / 400 >= 0.40
     assert counts["false_flag"] / 400 <= 0.05
     assert counts["inconclusive"] / 400 <= 0.60
+    # The ceiling: the worse stratum's claim alone, at the printed interval's level, stands 55–70 % of the time,
+    # and the corrected diagnosis never states it where the lone test would not.
+    assert 0.55 <= counts["one_test"] / 400 <= 0.70
+    assert counts["flagged"] <= counts["one_test"]
     table = format_diagnose_bench(run_diagnose_bench(reps=2, models=("claims",)))
-    assert "11 at 0.85, one at 0.74" in table and "all healthy" in table and max(map(len, table.splitlines())) <= 80
+    assert "one test" in table and "11 at 0.85" in table and "all healthy" in table and max(map(len, table.splitlines())) <= 80
