@@ -241,7 +241,7 @@ def diagnose(aggregates: Iterable[Aggregate], *, min_n: int = DEFAULT_MIN_N,
     the ones before it and has the larger p-value, so the false claims of one aggregate stand only when
     its first false rung does, and nested rungs need no correction of their own.
 
-    What this costs, and why it stays (issue 17 asks ≥ 50 % for a stratum 15 points worse at n = 30;
+    What this costs, and why it stays (the aim: ≥ 50 % for a stratum 15 points worse at n = 30;
     `ragwatch bench diagnose`, 4,000 runs: 46 % and 50 % on its two score models). A claim consistent with
     the printed interval needs one-sided p ≤ 0.025; one such test alone flags that stratum in 62–64 % of
     runs, and the correction over the run's three or four claims (the pooled one and the strata whose
