@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipelines.bench.gate_power import METRICS, NO_CHANGE, Scenario, calibrated_amount, gate_run, simulate
+from pipelines.bench.gate_power import FLAKY_JUDGE, METRICS, NO_CHANGE, Scenario, calibrated_amount, gate_run, simulate
 from pipelines.evaluation.statistics.intervals import paired_difference_interval
 
 N = 100
@@ -85,7 +85,7 @@ def test_the_target_table_reads_the_n_reaching_ninety_percent_between_the_sizes_
     cells += [{"scenario": s.name, "metric": s.metric, "kind": s.kind, "drop": s.drop, "n": 100, "rate": 0.5}
               for s in drop_scenarios((0.15,))]  # fmt: skip
     cells += [{"scenario": name, "metric": None, "kind": None, "drop": 0.0, "n": n, "rate": 0.04}
-              for name in (NO_CHANGE.name, "no change, the judge failing 10 % of its scores") for n in (100, 200)]
+              for name in (NO_CHANGE.name, FLAKY_JUDGE.name) for n in (100, 200)]
     table = format_target_bench({"reps": 400, "sizes": [100, 200], "seed": 17, "draws": None, "cells": cells,
                                  "seconds": 1.0})  # fmt: skip
     rows = [line for line in table.splitlines() if line.startswith("| ") and "metric, drop" not in line]
