@@ -946,7 +946,7 @@ def up(home: Path | None = None, *, ports: dict[str, int] | None = None, seed_da
     _move_shared_folders(plan)
     logs = plan.state / "logs"
     if not (plan.state / "bootstrap" / "golden").exists():
-        print("first start: seeds demo traffic, indexes the corpus and builds a first golden set; about 15-20 minutes on "
+        print("first start: seeds demo traffic, indexes the corpus and builds a first golden set; about 3 minutes on "
               "a 2-core machine (a later `make up` takes about a minute)", flush=True)  # fmt: skip
     print(f"ragwatch stack: {EXECUTORS[plan.executor]}" + (f" with {len(plan.workers)} Celery workers" if plan.workers else "")
           + f"; state and logs under {plan.state}")  # fmt: skip
@@ -1032,8 +1032,8 @@ def _start_airflow(plan: Plan, setup: dict[str, subprocess.Popen], timeout: floa
         (bootstrap / step).write_text(datetime.now(timezone.utc).isoformat() + "\n")
     if not (bootstrap / "golden").exists() and "golden_build" in dag_ids:
         # offline_eval needs a published golden set: build the first one before its schedule runs.
-        print("first start: a golden_build run, so that offline_eval has a golden set (10-15 minutes on 2 cores; "
-              "its tasks' states below)", flush=True)  # fmt: skip
+        print("first start: a golden_build run, so that offline_eval has a golden set (under a minute with the offline "
+              "model on 2 cores; its tasks' states below)", flush=True)  # fmt: skip
         _first_run(airflow, "golden_build", timeout)
         (bootstrap / "golden").write_text(datetime.now(timezone.utc).isoformat() + "\n")
 
