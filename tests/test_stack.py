@@ -719,15 +719,15 @@ def published_results(results_url: str, run_ids: list[str]) -> dict[str, dict]:
 EMBEDDING_METRICS = {"answer_relevancy"}
 """Scores computed from the local model's float32 vectors. A vector's last bits depend on which texts shared its
 forward pass (BLAS picks its kernels by the batch's shape; `EmbeddingBatches` batches whatever requests were pending
-together), so two runs agree to about 1e-7 (measured), not bit for bit; every other score must be equal."""
-EMBEDDING_ROUNDING = 1e-6
+together), so two runs agree to about 1e-7 (measured), not bit for bit; every other score must be equal. The gate
+counts a change under its SCORE_RESOLUTION (1e-6) as none: the test allows the same."""
 
 
-def same_score(metric: str, mine: tuple, theirs: tuple) -> bool:
+def same_score(metric: str, mine: tuple, theirs: tuple, rounding: float) -> bool:
     """(value, status, error, judge model, dataset version): equal, the value of an embedding metric within rounding."""
     if metric not in EMBEDDING_METRICS or mine[0] is None or theirs[0] is None:
         return mine == theirs
-    return mine[1:] == theirs[1:] and abs(mine[0] - theirs[0]) <= EMBEDDING_ROUNDING
+    return mine[1:] == theirs[1:] and abs(mine[0] - theirs[0]) <= rounding
 
 
 def same_within(a, b, tolerance: float) -> bool:
@@ -767,6 +767,7 @@ def test_two_celery_workers_publish_what_one_process_publishes(stack: StackSessi
 
     from pipelines.evaluation.runs.offline import run_offline_eval
     from pipelines.evaluation.runs.online import run_online_eval
+    from pipelines.evaluation.statistics.intervals import SCORE_RESOLUTION
     from pipelines.evaluation.runs.params import eval_params, online_params
     from pipelines.golden.params import load_golden_params
     from pipelines.golden.steps import build_golden
@@ -802,10 +803,10 @@ def test_two_celery_workers_publish_what_one_process_publishes(stack: StackSessi
     for run_id in run_ids:
         assert ours[run_id]["scores"].keys() == theirs[run_id]["scores"].keys(), run_id
         differ = {key: (mine, theirs[run_id]["scores"][key]) for key, mine in ours[run_id]["scores"].items()
-                  if not same_score(key[2], mine, theirs[run_id]["scores"][key])}  # fmt: skip
+                  if not same_score(key[2], mine, theirs[run_id]["scores"][key], SCORE_RESOLUTION)}  # fmt: skip
         assert ours[run_id]["scores"] and not differ, f"{run_id}: {len(differ)} scores differ, e.g. {sorted(differ.items())[:5]}"
         assert ours[run_id]["gate_passed"] == theirs[run_id]["gate_passed"], run_id
-        assert same_within(ours[run_id], theirs[run_id], EMBEDDING_ROUNDING), run_id
+        assert same_within(ours[run_id], theirs[run_id], SCORE_RESOLUTION), run_id
     assert theirs[second.run_id]["gate_passed"] is not None  # the gated run did decide
     stack.timings["the same runs in one process"] = time.monotonic() - began
 
