@@ -988,13 +988,13 @@ def _paired(candidate, baseline, metric: str, confidence: float) -> tuple[Paired
     c = np.array([cand[i] for i in shared])
     b = np.array([base[i] for i in shared])
     span = value_range(metric, np.concatenate([c, b]))
-    diff = _paired_difference(c, b, span)
+    diff, d = _paired_difference(c, b, span), _change(c, b)
     low, high = diff.bounds((1.0 - confidence) / 2.0) if diff.has_interval else (None, None)
     return PairedComparison(
         metric=metric, n_pairs=len(shared), candidate_mean=float(c.mean()), baseline_mean=float(b.mean()),
         mean_diff=diff.estimate, ci_low=low, ci_high=high,
-        sd_diff=float(_change(c, b).std(ddof=1)) if len(shared) >= 2 else None,
-        ci_method=diff.method, p_value=sign_flip_test(_change(c, b)).p_two_sided(), confidence=confidence,
+        sd_diff=float(d.std(ddof=1)) if len(shared) >= 2 else None,
+        ci_method=diff.method, p_value=sign_flip_test(d).p_two_sided(), confidence=confidence,
     ), diff  # fmt: skip
 
 
@@ -1314,12 +1314,13 @@ def _gate_draft(metric: str, cand_rows: dict[str, ScoreLike], base_rows: dict[st
             difference = _paired_difference(c, b, span)
             se = float((c - b).std(ddof=1) / math.sqrt(c.size)) if c.size >= 2 else None
         if enough:
-            drops = {i: -sign * float(_change(cand[i], base[i])) for i in shared}
+            drops = dict(zip(shared, (-sign * _change(c, b)).tolist()))
             draft["checks"][SCORE_DROP] = _Check(SCORE_DROP, min_tolerance, contributions=drops, size=len(shared))
             n_lost = sum(base_lost[i] or cand_lost[i] for i in items)
             if span is not None and n_lost:  # with nothing lost the worst case is the score drop itself
                 worst = span[0] if higher else span[1]
-                imputed = {i: -sign * float(_change(cand.get(i, worst), base.get(i, worst))) for i in items}
+                imputed = dict(zip(items, (-sign * _change([cand.get(i, worst) for i in items],
+                                                           [base.get(i, worst) for i in items])).tolist()))
                 draft["checks"][WORST_CASE_DROP] = _Check(WORST_CASE_DROP, min_tolerance, contributions=imputed,
                                                           size=len(items))  # fmt: skip
                 draft.update(worst_case_diff=-sign * float(np.mean(list(imputed.values()))), worst=worst,
