@@ -763,6 +763,8 @@ def _verdict(row) -> str:
 
 
 def print_eval_summary(summary) -> None:
+    from pipelines.evaluation.statistics.diagnose import UNCORRECTED
+
     console.print(_score_table(escape(f"{summary.suite} eval {summary.logical_date} — {summary.target} on "
                                       f"{summary.dataset_version} ({summary.items} items)"), summary.overall))  # fmt: skip
     if summary.generator_model:
@@ -774,7 +776,9 @@ def print_eval_summary(summary) -> None:
     colour = "[green]" if summary.gate_passed else "[red]" if summary.gate_passed is False else ""
     console.print(f"gate: {colour}{escape(summary.gate)}")
     if summary.diagnosis:
-        console.print(f"diagnosis (bands need evidence; {summary.diagnosis_correction} over every band claim):")
+        correction = (f"{summary.diagnosis_correction} over every band claim" if summary.diagnosis_correction != UNCORRECTED
+                      else "no correction: each claim on its own interval")  # fmt: skip
+        console.print(f"diagnosis (bands need evidence; {correction}):")
     else:
         console.print("diagnosis: no metric with an operating threshold was scored")
     for line in summary.diagnosis:

@@ -182,6 +182,11 @@ class Settings(BaseSettings):
     """Fewest items scored ok in both runs for the regression gate to decide on a metric."""
     diagnosis_min_n: int = Field(default=10, ge=1)
     """Fewest ok scores for the diagnosis to state a band for a metric in a stratum."""
+    diagnosis_correction: Literal["benjamini-hochberg", "none"] = "benjamini-hochberg"
+    """How the diagnosis corrects its band claims for their number: Benjamini–Hochberg bounds the share of false
+    claims a report makes; "none" states each claim its own printed 95 % interval supports, which finds a stratum
+    15 points worse more often (62–63 % of runs against 46–50 % at 30 items) but lets false claims grow with the
+    number of strata near a band's edge (statistics/diagnose.py, `ragwatch bench diagnose`)."""
     judge_audit_per_day: int = Field(default=20, ge=0)
     """Judged items each eval run queues for people to label yes/no (inbox/judge-audit-*.csv), spread over the
     (metric, judge verdict) strata of the metrics with a 0/1 form; 0 queues none."""

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -17,8 +19,10 @@ for _name in [n for n in os.environ if n.startswith("RAGWATCH_")]:
     del os.environ[_name]
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("DVC_NO_ANALYTICS", "1")
-# In-process Airflow (DagBag) must not create ~/airflow: give it a throwaway home.
+# In-process Airflow (DagBag) must not create ~/airflow: give it a throwaway home, gone with the process (each
+# xdist worker makes one).
 os.environ["AIRFLOW_HOME"] = tempfile.mkdtemp(prefix="ragwatch-airflow-")
+atexit.register(shutil.rmtree, os.environ["AIRFLOW_HOME"], ignore_errors=True)
 os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
 os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(ROOT / "dags")
 # Property tests draw the same examples on every run, so CI passes or fails on the code, not on a random

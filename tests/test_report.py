@@ -8,7 +8,9 @@ from datetime import date
 
 import pytest
 
+from pipelines import cli
 from pipelines.evaluation.outputs.report import ItemView, render_report, trend_from_store, write_metrics_json, write_report
+from pipelines.evaluation.outputs.summary import run_summary
 from pipelines.evaluation.statistics.intervals import aggregate, regression_gate
 from pipelines.records import Score
 from pipelines.stores.results import EvalRun, ResultsStore, run_id
@@ -114,3 +116,17 @@ def test_metrics_json_is_flat_per_metric_and_stratum(tmp_path):
     assert list(data["faithfulness"]) == ["all", "multi_hop/es", "single_hop/es"]
     assert all(isinstance(v, float) for stratum in data.values() for v in stratum.values())
     assert data["recall@5"]["all"] == pytest.approx(0.75)
+
+
+def test_the_report_says_how_the_diagnosis_corrects_its_claims():
+    run = make_run(DAY)
+    scores = make_scores(run, 0.7)
+    assert "after benjamini-hochberg over every band claim" in render_report(run, scores)
+    uncorrected = render_report(run, scores, correction="none")
+    assert "after benjamini-hochberg" not in uncorrected and "on its own (correction: none" in uncorrected
+    # The CLI's summary says it too.
+    summary = run_summary(run, aggregate(scores), items=12, correction="none")
+    assert summary.diagnosis_correction == "none" and summary.diagnosis
+    with cli.console.capture() as printed:
+        cli.print_eval_summary(summary)
+    assert "diagnosis (bands need evidence; no correction: each claim on its own interval)" in printed.get()

@@ -13,7 +13,7 @@ import pytest
 from scipy import stats
 
 from pipelines.evaluation.statistics.intervals import (
-    ADJUSTED_PAIRED, JEFFREYS, JEFFREYS_BOUNDED_MEAN, MOVER_PAIRED, OVERALL, STUDENT_T, adjusted_paired_interval,
+    ADJUSTED_PAIRED, JEFFREYS, JEFFREYS_BOUNDED_MEAN, OVERALL, STUDENT_T, adjusted_paired_interval,
     aggregate, benjamini_hochberg, bootstrap_ci, bounded_mean_interval, compare_runs, family_sign_flip_test, holm,
     jeffreys_interval, paired_comparison, paired_difference_interval, permutation_test, proportion_ci, sign_flip_test,
     value_range,

@@ -7,8 +7,11 @@ and `diagnose` exactly as a run is. Per scenario it counts the runs in which
 - the worse stratum is *flagged*: its finding states "problem" or "watch" (a band established, possibly a
   weaker one than its estimate's, see `diagnose.ladder`); and states "problem" (< 0.75) itself;
 - some healthy stratum gets a problem or watch finding: a *false flag* (true mean in the healthy band);
-- the worse stratum's first claim ("< 0.85") would stand as *one test*, uncorrected: its printed 95 %
-  interval clears the edge. The ceiling of any correction that keeps a claim consistent with its interval.
+
+under each of the diagnosis' corrections (`RAGWATCH_DIAGNOSIS_CORRECTION`), on the same simulated runs:
+Benjamini–Hochberg over the run's band claims (the default), and none, where a claim stands exactly when its
+printed 95 % interval clears the edge — the ceiling of any correction that keeps a claim consistent with its
+interval.
 
 Scenarios beside the main one: the worse stratum at 0.73 and 0.75; all twelve healthy (false flags with
 nothing to find); all twelve exactly at the healthy edge 0.85, and eleven there beside the worse one: the
@@ -33,8 +36,8 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from pipelines.evaluation.statistics.diagnose import diagnose
-from pipelines.evaluation.statistics.intervals import ALPHA, aggregate, proportion_ci
+from pipelines.evaluation.statistics.diagnose import UNCORRECTED, diagnose
+from pipelines.evaluation.statistics.intervals import BENJAMINI_HOCHBERG, aggregate, proportion_ci
 
 METRIC = "faithfulness"
 STRATA = 12
@@ -44,6 +47,7 @@ WORSE = 0.74
 EDGE = 0.85
 """faithfulness' healthy edge: ≥ 0.85 is healthy."""
 FLAGS = ("problem", "watch")
+CORRECTIONS = (BENJAMINI_HOCHBERG, UNCORRECTED)
 
 ScoreModel = Callable[[np.random.Generator, float, int], np.ndarray]
 
@@ -93,23 +97,22 @@ def scenarios(*, strata: int = STRATA, healthy: tuple[float, float] = HEALTHY, w
 
 
 def simulate(model: ScoreModel, scenario: Scenario, *, reps: int, items: int = ITEMS, seed: int = 0) -> dict:
-    """Counts over `reps` simulated runs of one scenario."""
+    """Counts over `reps` simulated runs of one scenario, per correction (the same runs for each)."""
     rng = np.random.default_rng(seed)
     names = [f"s{i:02d}" for i in range(len(scenario.means))]
     worse = names[-1] if scenario.worse else None
-    counts = {"flagged": 0, "problem": 0, "inconclusive": 0, "one_test": 0, "false_flag": 0}
+    counts = {c: {"flagged": 0, "problem": 0, "inconclusive": 0, "false_flag": 0} for c in CORRECTIONS}
     for _ in range(reps):
         scores = [_Score(f"{name}-{j}", name, METRIC, float(value), "ok") for name, mean in zip(names, scenario.means)
                   for j, value in enumerate(model(rng, mean, items))]  # fmt: skip
         aggregates = aggregate(scores)
-        severity = {f.stratum: f.severity for f in diagnose(aggregates) if f.metric == METRIC}
-        if worse is not None:
-            alone = next(a for a in aggregates if a.stratum == worse)
-            counts["one_test"] += alone.p_below(EDGE) <= ALPHA
-            counts["flagged"] += severity.get(worse) in FLAGS
-            counts["problem"] += severity.get(worse) == "problem"
-            counts["inconclusive"] += severity.get(worse) == "inconclusive"
-        counts["false_flag"] += any(severity.get(name) in FLAGS for name in names if name != worse)
+        for correction, count in counts.items():
+            severity = {f.stratum: f.severity for f in diagnose(aggregates, correction=correction) if f.metric == METRIC}
+            if worse is not None:
+                count["flagged"] += severity.get(worse) in FLAGS
+                count["problem"] += severity.get(worse) == "problem"
+                count["inconclusive"] += severity.get(worse) == "inconclusive"
+            count["false_flag"] += any(severity.get(name) in FLAGS for name in names if name != worse)
     return counts
 
 
@@ -121,8 +124,9 @@ def run_diagnose_bench(*, reps: int = 1000, seed: int = 17, items: int = ITEMS, 
         for scenario in scenarios(strata=strata):
             started = time.perf_counter()
             counts = simulate(MODELS[model], scenario, reps=reps, items=items, seed=seed)
-            rows.append({"model": model, "scenario": scenario.name, "worse": scenario.worse, **counts,
-                         "seconds": time.perf_counter() - started})  # fmt: skip
+            seconds = time.perf_counter() - started
+            rows += [{"model": model, "scenario": scenario.name, "worse": scenario.worse, "correction": correction,
+                      **count, "seconds": seconds} for correction, count in counts.items()]  # fmt: skip
     return {"reps": reps, "seed": seed, "items": items, "strata": strata, "rows": rows}
 
 
@@ -135,19 +139,20 @@ def format_diagnose_bench(result: dict) -> str:
         share = count / reps
         return f"{share:.1%} ±{max(high - share, share - low) * 100:.1f}"
 
-    table = Table(title=f"Diagnosis, {result['strata']} strata × {result['items']} items of faithfulness, "
-                        f"{reps} runs per row")  # fmt: skip
-    for column in ("scores", "strata", "worse flagged", "as problem", "one test", "false flags"):
-        table.add_column(column, justify="left" if column in ("scores", "strata") else "right")
-    for row in result["rows"]:
-        worse = [rate(row[k]) for k in ("flagged", "problem")] + [f"{row['one_test'] / reps:.1%}"] \
-            if row["worse"] else ["—"] * 3  # fmt: skip
-        table.add_row(row["model"], row["scenario"], *worse, rate(row["false_flag"]))
     console = Console(file=io.StringIO(), width=80)
-    console.print(table)
-    console.print("Healthy strata's true means are spread over 0.88–0.90 unless at the edge 0.85 (healthy). "
-                  "Worse flagged: the worse stratum's finding is a problem or a watch (the strongest band its "
-                  "interval establishes); one test: its printed 95 % interval clears 0.85, no correction (the "
-                  "ceiling for a claim consistent with its interval); false flags: runs in which any healthy "
-                  "stratum got one. ±: the wider side of the rate's 95 % Jeffreys interval.")  # fmt: skip
+    for correction in CORRECTIONS:
+        table = Table(title=f"Diagnosis ({correction}), {result['strata']} strata × {result['items']} items, "
+                            f"{reps} runs per row")  # fmt: skip
+        for column in ("scores", "strata", "worse flagged", "as problem", "false flags"):
+            table.add_column(column, justify="left" if column in ("scores", "strata") else "right")
+        for row in (r for r in result["rows"] if r["correction"] == correction):
+            worse = [rate(row[k]) for k in ("flagged", "problem")] if row["worse"] else ["—"] * 2
+            table.add_row(row["model"], row["scenario"], *worse, rate(row["false_flag"]))
+        console.print(table)
+    console.print("Both tables score the same simulated runs. Healthy strata's true means are spread over "
+                  "0.88–0.90 unless at the edge 0.85 (healthy). Worse flagged: the worse stratum's finding is a "
+                  "problem or a watch (the strongest band its interval establishes); false flags: runs in which "
+                  "any healthy stratum got one. Correction none: a claim stands exactly when its printed 95 % "
+                  "interval clears the edge (RAGWATCH_DIAGNOSIS_CORRECTION=none). ±: the wider side of the "
+                  "rate's 95 % Jeffreys interval.")  # fmt: skip
     return console.file.getvalue()

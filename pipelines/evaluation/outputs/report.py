@@ -26,7 +26,9 @@ from pipelines.evaluation.outputs.cost_trend import CostWeek
 from pipelines.evaluation.outputs.formatting import interval, number
 from pipelines.evaluation.outputs.summary import golden_coverage, judge_noise_rows, judge_trust, judged_strata
 from pipelines.evaluation.runs.cost import RunCost
-from pipelines.evaluation.statistics.diagnose import ATTRIBUTIONS, DEFAULT_MIN_N, NOT_ENOUGH_EVIDENCE, diagnose, summarize_attribution
+from pipelines.evaluation.statistics.diagnose import (
+    ATTRIBUTIONS, DEFAULT_MIN_N, NOT_ENOUGH_EVIDENCE, DiagnosisCorrection, diagnose, summarize_attribution,
+)  # fmt: skip
 from pipelines.evaluation.statistics.gate import Comparison, RunGate
 from pipelines.evaluation.statistics.judge_noise import MIN_RETESTS
 from pipelines.evaluation.statistics.intervals import (
@@ -81,10 +83,12 @@ def render_report(run: EvalRun, scores: Sequence[Score], *, aggregates: Sequence
                   items: Mapping[str, ItemView] | None = None, trend: Sequence[TrendPoint] = (),
                   gate: GateResult | None = None, baseline: EvalRun | None = None, run_gate: RunGate | None = None,
                   worst: int = WORST_ITEMS, min_n: int = DEFAULT_MIN_N,
+                  correction: DiagnosisCorrection = BENJAMINI_HOCHBERG,
                   cost_trend: Sequence[CostWeek] = ()) -> str:  # fmt: skip
     """The report of one run as an HTML string. `trend` holds past runs; this run is added to it. `cost_trend`: the
     suite's cost week by week (outputs/cost_trend.py), this run included. `min_n`
-    (settings: `RAGWATCH_DIAGNOSIS_MIN_N`): fewest ok scores for the diagnosis to state a band. `run_gate`:
+    (settings: `RAGWATCH_DIAGNOSIS_MIN_N`): fewest ok scores for the diagnosis to state a band; `correction`
+    (`RAGWATCH_DIAGNOSIS_CORRECTION`): how its band claims are corrected for their number. `run_gate`:
     the gate's comparisons (baseline, reference), each shown as a gate table; `gate` and `baseline` alone
     give one comparison."""
     if run_gate is None and gate is not None and baseline is not None:
@@ -102,9 +106,10 @@ def render_report(run: EvalRun, scores: Sequence[Score], *, aggregates: Sequence
         "params": json.dumps({k: v for k, v in (run.params or {}).items()
                              if k not in ("judge_audit", "judge_noise", "coverage")},
                              ensure_ascii=False, sort_keys=True, default=str),  # fmt: skip
-        "findings": diagnose(aggs, min_n=min_n),
+        "findings": diagnose(aggs, min_n=min_n, correction=correction),
         "min_n": min_n,
         "not_enough_evidence": NOT_ENOUGH_EVIDENCE,
+        "corrected": correction == BENJAMINI_HOCHBERG,
         "bh": BENJAMINI_HOCHBERG,
         "ci_methods": {m: CI_METHODS[m] for m in dict.fromkeys(a.ci_method for a in aggs) if m in CI_METHODS},
         "gate_ci_methods": {m.ci_method: CI_METHODS[m.ci_method] for g in gates for m in g.metrics
@@ -420,8 +425,9 @@ if m.worst_case_p_adjusted is not none %} (p {{ m.worst_case_p_adjusted|num(3) }
 <h2>Diagnosis</h2>
 <p class="muted">Retrieval first: low context precision degrades faithfulness downstream, so retrieval findings
 come before generation findings of the same severity. A band is stated only with evidence: at least {{ min_n }} ok
-scores and an interval that clears the band's edge after {{ bh }} over every band claim of this run; otherwise the
-finding is <span class="inconclusive">inconclusive</span> ({{ not_enough_evidence }}).
+scores and an interval that clears the band's edge {% if corrected %}after {{ bh }} over every band claim of this
+run{% else %}on its own (correction: none, so each claim is false at most 2.5 % of the time but the report's share
+of false claims is not bounded){% endif %}; otherwise the finding is <span class="inconclusive">inconclusive</span> ({{ not_enough_evidence }}).
 A claim steps down to the strongest band its interval supports: "&lt; 0.85" (not healthy) when the estimate lies
 below 0.75 but the interval does not establish it. The brief's context-precision band is read on
 context_precision_share (chunks given that the judge found useful / chunks given); the id-based precision@k and

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from pipelines.evaluation.coverage.result import GoldenCoverage
 from pipelines.evaluation.runs.cost import RunCost
 from pipelines.evaluation.runs.folder import RunHeader
-from pipelines.evaluation.statistics.diagnose import DEFAULT_MIN_N, diagnose
+from pipelines.evaluation.statistics.diagnose import DEFAULT_MIN_N, DiagnosisCorrection, diagnose
 from pipelines.evaluation.statistics.intervals import BENJAMINI_HOCHBERG, GATED, OVERALL, WESTFALL_YOUNG, Aggregate, aggregate
 from pipelines.settings import Settings
 from pipelines.stores.results import EvalRun, ResultsStore
@@ -146,12 +146,13 @@ class RunSummary(RunHeader):
 
 
 def run_summary(run: EvalRun, aggregates: Sequence[Aggregate], *, items: int, baseline: str | None = None,
-                min_n: int = DEFAULT_MIN_N) -> RunSummary:  # fmt: skip
-    """`min_n` (settings: `RAGWATCH_DIAGNOSIS_MIN_N`): fewest ok scores for the diagnosis to state a band."""
+                min_n: int = DEFAULT_MIN_N, correction: DiagnosisCorrection = BENJAMINI_HOCHBERG) -> RunSummary:  # fmt: skip
+    """`min_n` (settings: `RAGWATCH_DIAGNOSIS_MIN_N`): fewest ok scores for the diagnosis to state a band;
+    `correction` (`RAGWATCH_DIAGNOSIS_CORRECTION`): how its band claims are corrected for their number."""
     gate = run.gate["summary"] if run.gate else (
         "online runs are monitored by alerts, not gated" if run.suite == "online"
         else "no baseline yet: the gate starts with the next run")  # fmt: skip
-    findings = diagnose(aggregates, min_n=min_n)
+    findings = diagnose(aggregates, min_n=min_n, correction=correction)
     return RunSummary(
         run_id=run.run_id, suite=run.suite, logical_date=run.logical_date, target=run.target,
         dataset_version=run.dataset_version, items=items, report=run.report_path, gate_passed=run.gate_passed, gate=gate,
@@ -162,7 +163,7 @@ def run_summary(run: EvalRun, aggregates: Sequence[Aggregate], *, items: int, ba
         baseline=baseline or (run.gate or {}).get("baseline"), gate_rows=gate_rows(run.gate),
         reference=(run.gate or {}).get("reference"), reference_rows=gate_rows(_reference_gate(run.gate)),
         generator_model=run.generator_model,
-        gate_correction=(run.gate or {}).get("correction", WESTFALL_YOUNG),
+        gate_correction=(run.gate or {}).get("correction", WESTFALL_YOUNG), diagnosis_correction=correction,
         day_traces=(run.params.get("selection") or {}).get("day_traces"),
         judged_strata=judged_strata(run.params.get("selection"), aggregates),
         judge_audit_queued=(run.params.get("judge_audit") or {}).get("queued"),
@@ -236,4 +237,4 @@ def latest_summary(settings: Settings, suite: str) -> RunSummary:
         store.dispose()
     baseline = (run.gate or {}).get("baseline")
     return run_summary(run, aggregate(scores), items=len({s.item_id for s in scores}), baseline=baseline,
-                       min_n=settings.diagnosis_min_n)  # fmt: skip
+                       min_n=settings.diagnosis_min_n, correction=settings.diagnosis_correction)  # fmt: skip

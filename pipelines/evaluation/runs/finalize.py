@@ -126,6 +126,7 @@ def publish_run(settings: Settings, store: ResultsStore, run: EvalRun, scores: l
     cost_trend = weekly_cost(store, run.suite, run.target, until=run.logical_date)
     write_report(report, render_report(run, scores, aggregates=aggregates, items=views, trend=trend_from_store(store, run),
                                        run_gate=run_gate, min_n=settings.diagnosis_min_n,
-                                       cost_trend=cost_trend))  # fmt: skip
+                                       correction=settings.diagnosis_correction, cost_trend=cost_trend))  # fmt: skip
     write_metrics_json(workspace.metrics_json(report), aggregates)
-    return run_summary(run, aggregates, items=items, min_n=settings.diagnosis_min_n)
+    return run_summary(run, aggregates, items=items, min_n=settings.diagnosis_min_n,
+                       correction=settings.diagnosis_correction)  # fmt: skip
