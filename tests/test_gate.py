@@ -357,6 +357,10 @@ def test_the_printed_interval_uses_the_callers_alpha():
         interval = paired_difference_interval(cand, base, confidence=1 - alpha)
         assert (metric.ci_low, metric.ci_high) == pytest.approx(interval)
     assert "two-sided 99 %" in gate.rule
+    # An alpha outside (0, 1) is no level: 0 printed (-inf, inf) and passed every drop, 1 printed a point.
+    for alpha in (0.0, 1.0, -0.1, 1.5):
+        with pytest.raises(ValueError, match="alpha"):
+            regression_gate(*runs, ["faithfulness"], alpha=alpha)
 
 
 # --- Simulated error rates ----------------------------------------------------------------------------------

@@ -1251,6 +1251,9 @@ def regression_gate(
         raise ValueError("a regression gate needs at least one metric")
     if min_pairs < 2:
         raise ValueError("min_pairs below 2 leaves nothing to estimate a spread from")
+    if not 0.0 < alpha < 1.0:
+        # alpha = 0 would print (-inf, inf) and pass every drop; alpha >= 1 fails on noise and prints a point.
+        raise ValueError(f"alpha is a family-wise level strictly between 0 and 1, not {alpha!r}")
     cand_rows, base_rows = _rows_by_metric(candidate, gated), _rows_by_metric(baseline, gated)
     shared = any(cand_rows[m].keys() & base_rows[m].keys() for m in gated)
     design = "paired" if shared else "independent"
