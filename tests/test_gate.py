@@ -524,6 +524,17 @@ def test_ten_small_drops_that_each_pass_against_the_previous_run_fail_against_th
     assert automatic[3].baseline.against.run_id == offline_run(1, target="auto").run_id and not automatic[3].passed
 
 
+def test_a_run_named_as_its_own_baseline_or_reference_is_refused_before_and_after_it_is_saved(store):
+    record(store, offline_run(0), scored(offline_run(0), GOOD))
+    first = offline_run(1)
+    for param in ("baseline_run", "reference_run"):
+        with pytest.raises(ValueError, match=f"cannot be its own {param.removesuffix('_run')}"):
+            record(store, first, scored(first, GOOD), **{param: first.run_id})  # its first attempt: not saved yet
+    record(store, first, scored(first, GOOD))
+    with pytest.raises(ValueError, match="cannot be its own reference"):
+        record(store, first, scored(first, GOOD), reference_run=first.run_id)  # a rerun
+
+
 def test_renamed_item_ids_fail_as_not_comparable_instead_of_an_unpaired_comparison(store):
     base = offline_run(0)
     record(store, base, scored(base, GOOD))
