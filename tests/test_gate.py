@@ -55,12 +55,14 @@ def test_a_candidate_that_failed_48_of_50_items_fails_the_gate():
     gate = regression_gate(candidate, BASELINE, ["recall@5"])
     [metric] = gate.metrics
     assert not gate.passed
-    # Two pairs are too few to test the score ("not gated: n < 10"); the failure rise still fails it.
-    assert metric.checks_failed == ("failure_rise",) and not metric.gated and metric.status == "not gated: n = 2 < 10"
+    # Two pairs are too few to test the score ("not gated: n < 10"); the failure rise still fails it, and so does
+    # the worst case, which stands on the baseline's 50 items (40 hits, the candidate kept 1: 0.02 − 0.80).
+    assert metric.checks_failed == ("worst_case_drop", "failure_rise") and not metric.gated
+    assert metric.status == "not gated: n = 2 < 10" and metric.worst_case_diff == pytest.approx(-0.78)
     assert (metric.candidate_not_ok_share, metric.baseline_not_ok_share) == (0.96, 0.0)
     assert "rose from 0.00 to 0.96" in metric.reason and "only 2 items scored ok in both runs" in metric.reason
     stored = json.loads(json.dumps(gate.to_dict(), allow_nan=False))  # the results DB keeps it as JSON
-    assert stored["metrics"][0]["checks_failed"] == ["failure_rise"] and not stored["passed"]
+    assert stored["metrics"][0]["checks_failed"] == ["worst_case_drop", "failure_rise"] and not stored["passed"]
     assert stored["gated_metrics"] == [] and stored["correction"] == WESTFALL_YOUNG
 
 
@@ -107,6 +109,30 @@ def test_failed_items_cannot_hide_a_drop():
     assert metric.worst_case_diff == pytest.approx(-0.06) and metric.worst_case_p_adjusted == pytest.approx(2**-6)
     assert not metric.passed and metric.checks_failed == ("worst_case_drop",)
     assert metric.reason.startswith("worst case (3 failed, skipped or missing at 0): drop of 0.0600 exceeds")
+
+
+def test_failures_that_leave_too_few_pairs_cannot_hide_a_drop():
+    # 12 tool items, every one chosen right by the baseline. The candidate's agent errors on 3 (failed: a rise of
+    # 0.25 over 3 discordant items, p = 1/8, not significant) and picks the wrong tool on the other 9. Only 9 pairs
+    # remain, below min_pairs, so the score drop is not tested; the gate before this fix passed the candidate as
+    # "not gated: n = 9 < 10". The baseline measured 12 items: the worst case over them (the 3 failed at 0) is a
+    # drop of 1.0 on 12 items that all got worse, p = 2⁻¹², and fails the metric although it stays "not gated".
+    base = [score(f"t{i}", "tool_selection_accuracy", 1.0, run_id="base") for i in range(12)]
+    cand = [failed(f"t{i}", "tool_selection_accuracy") if i < 3 else
+            score(f"t{i}", "tool_selection_accuracy", 0.0, run_id="cand") for i in range(12)]  # fmt: skip
+    gate = regression_gate(cand, base, ["tool_selection_accuracy"])
+    [metric] = gate.metrics
+    assert not gate.passed and not metric.gated and metric.status == "not gated: n = 9 < 10"
+    assert metric.checks_failed == ("worst_case_drop",) and metric.worst_case_diff == pytest.approx(-1.0)
+    assert metric.worst_case_p_adjusted == pytest.approx(2**-12) and metric.tolerance is None
+    assert metric.reason.startswith("worst case (3 failed, skipped or missing at 0): drop of 1.0000 exceeds")
+    assert "not gated: only 9 items scored ok in both runs (need ≥ 10); observed change -1.0000" in metric.reason
+    # The same failures with the 9 others unchanged: the worst case (a drop of 0.25, p = 1/8) is not significant.
+    unchanged = [failed(f"t{i}", "tool_selection_accuracy") if i < 3 else base[i] for i in range(12)]
+    assert regression_gate(unchanged, base, ["tool_selection_accuracy"]).passed
+    # A baseline that measured fewer than min_pairs items has no worst case to hold the candidate to.
+    few = regression_gate(cand[:9], base[:9], ["tool_selection_accuracy"])
+    assert few.passed and few.metrics[0].worst_case_diff is None
 
 
 def test_too_few_pairs_are_not_gated_and_min_pairs_is_a_parameter():
@@ -331,6 +357,10 @@ def test_the_printed_interval_uses_the_callers_alpha():
         interval = paired_difference_interval(cand, base, confidence=1 - alpha)
         assert (metric.ci_low, metric.ci_high) == pytest.approx(interval)
     assert "two-sided 99 %" in gate.rule
+    # An alpha outside (0, 1) is no level: 0 printed (-inf, inf) and passed every drop, 1 printed a point.
+    for alpha in (0.0, 1.0, -0.1, 1.5):
+        with pytest.raises(ValueError, match="alpha"):
+            regression_gate(*runs, ["faithfulness"], alpha=alpha)
 
 
 # --- Simulated error rates ----------------------------------------------------------------------------------
@@ -492,6 +522,17 @@ def test_ten_small_drops_that_each_pass_against_the_previous_run_fail_against_th
     assert automatic[0] is None and automatic[1].passed
     assert automatic[2].baseline.passed and automatic[2].reference.passed is False
     assert automatic[3].baseline.against.run_id == offline_run(1, target="auto").run_id and not automatic[3].passed
+
+
+def test_a_run_named_as_its_own_baseline_or_reference_is_refused_before_and_after_it_is_saved(store):
+    record(store, offline_run(0), scored(offline_run(0), GOOD))
+    first = offline_run(1)
+    for param in ("baseline_run", "reference_run"):
+        with pytest.raises(ValueError, match=f"cannot be its own {param.removesuffix('_run')}"):
+            record(store, first, scored(first, GOOD), **{param: first.run_id})  # its first attempt: not saved yet
+    record(store, first, scored(first, GOOD))
+    with pytest.raises(ValueError, match="cannot be its own reference"):
+        record(store, first, scored(first, GOOD), reference_run=first.run_id)  # a rerun
 
 
 def test_renamed_item_ids_fail_as_not_comparable_instead_of_an_unpaired_comparison(store):

@@ -398,7 +398,8 @@ report</a>){% endif %}{% endif %}.
 {{ gate.rule }}</p>
 <p class="muted">Correction: {{ gate.correction }} over the {{ gate.family_size }} check(s) of this gate that could
 move ({{ gate.draws }} null draws; family-wise: one false alarm fails the gate). A metric not gated passes unless its
-share of failed, skipped or missing items rose. Each row's interval and test are named below the table.</p>
+share of failed, skipped or missing items rose or, where the baseline measured it, its worst case worsened. Each
+row's interval and test are named below the table.</p>
 <table>
 <tr><th>metric</th><th>status</th><th>n</th><th>baseline</th><th>candidate</th><th>difference</th>
 <th>{{ (100 * gate.confidence)|round|int }} % CI</th><th>p (adjusted)</th><th>tolerance</th>

@@ -45,7 +45,8 @@ class GateRow(BaseModel):
     passed: bool
     reason: str
     gated: bool = True
-    """False when the metric was listed but not tested (`status` says why); it passed unless its failures rose."""
+    """False when the metric was listed but not tested (`status` says why); it passed unless its failures rose or
+    its worst case (tested where the baseline measured it) worsened."""
     status: str = GATED
 
 

@@ -194,11 +194,13 @@ def compare_with(run: EvalRun, scores: Sequence[Score], baseline: EvalRun, basel
 
 
 def _named(store: ResultsStore, run: EvalRun, run_id: str, param: str) -> EvalRun:
+    # Checked before the lookup: a run's first attempt is not saved yet, and "not in the results DB" would hide
+    # that it named itself.
+    if run_id == run.run_id:
+        raise ValueError(f"run {run.run_id!r} cannot be its own {param.removesuffix('_run')}")
     found = store.get_run(run_id)
     if found is None:
         raise ValueError(f"{param} {run_id!r} is not in the results DB")
-    if found.run_id == run.run_id:
-        raise ValueError(f"run {run.run_id!r} cannot be its own {param.removesuffix('_run')}")
     return found
 
 

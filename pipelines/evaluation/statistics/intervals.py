@@ -8,9 +8,9 @@ Every figure, one line each (figure | exact definition | interval or test | mult
 | CI, range unknown | a metric outside METRIC_RANGES whose values leave [0, 1] | `student-t`: mean ± t(0.975, n − 1)·sd/√n, n ≥ 2 | none |
 | paired difference | mean of candidate_i − baseline_i over the n items ok in both runs | CI equal-tailed 95 % (`paired_difference_interval`): 0/1 scores `mover-jeffreys-paired`, other bounded scores `agresti-min-paired`, range unknown `student-t-paired`; p: two-sided exact sign-flip test (`sign_flip_test`) | none alone |
 | independent difference | mean(candidate) − mean(baseline) when the runs share no item (online) | CI `mover-jeffreys-independent`, MOVER of the two bounded-mean intervals; p: permutation test (`permutation_test`) | none alone |
-| gate: status | a metric is gated where the baseline has ok scores of it and ≥ min_pairs (10) items are ok in both runs (independent: in each run); else "not gated: n = k < 10" (its change still shown), "not gated: measured in neither run", "not gated: the baseline did not measure it" or "recovery: the baseline measured no item"; a metric not gated passes unless its failure rise fails it; one the baseline measured and the candidate has no score of fails (`missing_metric`) | deterministic | none |
+| gate: status | a metric is gated where the baseline has ok scores of it and ≥ min_pairs (10) items are ok in both runs (independent: in each run); else "not gated: n = k < 10" (its change still shown), "not gated: measured in neither run", "not gated: the baseline did not measure it" or "recovery: the baseline measured no item"; a metric not gated passes unless its failure rise or its worst case fails it; one the baseline measured and the candidate has no score of fails (`missing_metric`) | deterministic | none |
 | gate: score drop | worsening = baseline − candidate (candidate − baseline for LOWER_IS_BETTER), mean over the n items ok in both runs; fails when > min_tolerance (0.02) and significant | one-sided randomization test of "nothing changed": sign flips of whole items (all patterns up to 16 moving items — a move is a change over SCORE_RESOLUTION, 1e-6 —, else 10,000 seeded draws + the observed), items dealt between the runs when they share none (`family_sign_flip_test`, `family_permutation_test`) | Westfall–Young step-down maxT over every check of every metric of the gate, family-wise α = 0.05 |
-| gate: worst case | the same worsening over all the baseline's items of the metric, every failed, skipped or missing score (either run) at the worst end of the metric's range (0; +1 for noise ΔF); tested when some item is not ok; fails when > 0.02 and significant | the same draws | the same family |
+| gate: worst case | the same worsening over all the baseline's items of the metric, every failed, skipped or missing score (either run) at the worst end of the metric's range (0; +1 for noise ΔF); tested when some item is not ok and the baseline has ≥ min_pairs ok scores of the metric, also where too few pairs leave the score drop untested; fails when > 0.02 and significant | the same draws | the same family |
 | gate: failure rise | (failed + skipped + missing) / the baseline's items, candidate − baseline (independent: each run's not-ok share); fails when > max_failure_rise (0.05) and significant | the same draws (alone: McNemar's exact test) | the same family |
 | gate interval | `paired difference`'s interval at the two-sided level 1 − α (95 % at the default α), unadjusted: shown, not used to decide | as the paired difference | none |
 | eval compare row | paired difference B − A per metric and stratum | the paired difference's 95 % CI; two-sided sign-flip p, H0 "A and B exchangeable" | Benjamini–Hochberg over all rows, q = 0.05 |
@@ -1099,7 +1099,8 @@ class MetricGate:
     correction: str = WESTFALL_YOUNG
     gated: bool = True
     """Whether the score was tested: the baseline measured the metric and ≥ min_pairs items are ok in both
-    runs (independent: in each run). A metric not gated passes, unless its failure rise fails it."""
+    runs (independent: in each run). A metric not gated passes, unless its failure rise fails it or, where the
+    baseline has ≥ min_pairs ok scores of it, its worst case."""
     status: str = GATED
     """"gated", or why not: "not gated: n = 7 < 10", NOT_MEASURED, NOT_IN_BASELINE, RECOVERY."""
     n_candidate_items: int = 0
@@ -1163,8 +1164,10 @@ class GateResult:
                 f"in both runs; otherwise it is listed 'not gated' with the reason and its observed change. A gated "
                 f"metric fails when its mean over the items ok in both runs worsens by more than "
                 f"max({self.min_tolerance:g}, noise band), or when the same worsening with every failed, skipped or "
-                f"missing item counted at the worst end of the range (the worst case) does; any metric fails when "
-                f"its share of failed, skipped or missing items rises by more than {self.max_failure_rise:g}, and "
+                f"missing item counted at the worst end of the range (the worst case) does; the worst case is also "
+                f"tested where failures leave fewer pairs, when the baseline scored at least {self.min_pairs} items "
+                f"ok. Any metric fails when its share of failed, skipped or missing items rises by more than "
+                f"{self.max_failure_rise:g}, and "
                 f"when the baseline measured it and the candidate has no score of it at all. Each "
                 f"worsening must also be significant: the one-sided randomization tests of 'nothing changed' "
                 f"(whole items re-labelled between the runs, the same draws for every check) are corrected "
@@ -1223,7 +1226,8 @@ def regression_gate(
 
     Per metric, where the baseline measured it (ok scores) and ≥ `min_pairs` items are ok in both runs
     (independent design: in each run), up to three checks; else the metric is "not gated" (it passes)
-    and only its failure rise is checked:
+    and only its failure rise is checked, and its worst case where the baseline has ≥ `min_pairs` ok scores
+    (failures that leave too few pairs must not hide a drop):
 
     1. score drop: the mean over the items ok in both runs worsens by more than `min_tolerance`;
     2. worst case: the same with every failed, skipped or missing score counted at the worst end of the
@@ -1247,6 +1251,9 @@ def regression_gate(
         raise ValueError("a regression gate needs at least one metric")
     if min_pairs < 2:
         raise ValueError("min_pairs below 2 leaves nothing to estimate a spread from")
+    if not 0.0 < alpha < 1.0:
+        # alpha = 0 would print (-inf, inf) and pass every drop; alpha >= 1 fails on noise and prints a point.
+        raise ValueError(f"alpha is a family-wise level strictly between 0 and 1, not {alpha!r}")
     cand_rows, base_rows = _rows_by_metric(candidate, gated), _rows_by_metric(baseline, gated)
     shared = any(cand_rows[m].keys() & base_rows[m].keys() for m in gated)
     design = "paired" if shared else "independent"
@@ -1316,15 +1323,18 @@ def _gate_draft(metric: str, cand_rows: dict[str, ScoreLike], base_rows: dict[st
         if enough:
             drops = dict(zip(shared, (-sign * _change(c, b)).tolist()))
             draft["checks"][SCORE_DROP] = _Check(SCORE_DROP, min_tolerance, contributions=drops, size=len(shared))
-            n_lost = sum(base_lost[i] or cand_lost[i] for i in items)
-            if span is not None and n_lost:  # with nothing lost the worst case is the score drop itself
-                worst = span[0] if higher else span[1]
-                imputed = dict(zip(items, (-sign * _change([cand.get(i, worst) for i in items],
-                                                           [base.get(i, worst) for i in items])).tolist()))
-                draft["checks"][WORST_CASE_DROP] = _Check(WORST_CASE_DROP, min_tolerance, contributions=imputed,
-                                                          size=len(items))  # fmt: skip
-                draft.update(worst_case_diff=-sign * float(np.mean(list(imputed.values()))), worst=worst,
-                             n_lost=n_lost)  # fmt: skip
+        n_lost = sum(base_lost[i] or cand_lost[i] for i in items)
+        # The worst case stands on the baseline's items, not on the pairs: it is tested wherever the baseline
+        # measured the metric, so failures that leave fewer than min_pairs pairs cannot hide a drop by making the
+        # score drop untestable. With nothing lost the worst case is the score drop itself.
+        if len(base) >= min_pairs and span is not None and n_lost:
+            worst = span[0] if higher else span[1]
+            imputed = dict(zip(items, (-sign * _change([cand.get(i, worst) for i in items],
+                                                       [base.get(i, worst) for i in items])).tolist()))
+            draft["checks"][WORST_CASE_DROP] = _Check(WORST_CASE_DROP, min_tolerance, contributions=imputed,
+                                                      size=len(items))  # fmt: skip
+            draft.update(worst_case_diff=-sign * float(np.mean(list(imputed.values()))), worst=worst,
+                         n_lost=n_lost)  # fmt: skip
         not_gated_text = f"only {len(shared)} items scored ok in both runs (need ≥ {min_pairs})"
         n_compared = len(shared)
     else:
@@ -1343,15 +1353,15 @@ def _gate_draft(metric: str, cand_rows: dict[str, ScoreLike], base_rows: dict[st
                   if c.size >= 2 and b.size >= 2 else None)  # fmt: skip
         if enough:
             draft["checks"][SCORE_DROP] = _Check(SCORE_DROP, min_tolerance, values=cand | base, direction=-sign)
-            n_lost = sum(cand_lost.values()) + sum(base_lost.values())
-            if span is not None and n_lost:
-                worst = span[0] if higher else span[1]
-                imputed = {i: cand.get(i, worst) for i in cand_rows} | {i: base.get(i, worst) for i in base_rows}
-                draft["checks"][WORST_CASE_DROP] = _Check(WORST_CASE_DROP, min_tolerance, values=imputed,
-                                                          direction=-sign)  # fmt: skip
-                draft.update(worst_case_diff=float(np.mean([imputed[i] for i in cand_rows])
-                                                   - np.mean([imputed[i] for i in base_rows])), worst=worst,
-                             n_lost=n_lost)  # fmt: skip
+        n_lost = sum(cand_lost.values()) + sum(base_lost.values())
+        if len(base) >= min_pairs and span is not None and n_lost:  # as paired: the baseline measured it
+            worst = span[0] if higher else span[1]
+            imputed = {i: cand.get(i, worst) for i in cand_rows} | {i: base.get(i, worst) for i in base_rows}
+            draft["checks"][WORST_CASE_DROP] = _Check(WORST_CASE_DROP, min_tolerance, values=imputed,
+                                                      direction=-sign)  # fmt: skip
+            draft.update(worst_case_diff=float(np.mean([imputed[i] for i in cand_rows])
+                                               - np.mean([imputed[i] for i in base_rows])), worst=worst,
+                         n_lost=n_lost)  # fmt: skip
         not_gated_text = f"only {len(cand)} candidate and {len(base)} baseline ok scores (need ≥ {min_pairs} each)"
         n_compared = min(len(cand), len(base))
     draft["failure_rise"] = draft["candidate_not_ok_share"] - draft["baseline_not_ok_share"]
