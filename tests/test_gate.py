@@ -552,6 +552,30 @@ def test_renamed_item_ids_fail_as_not_comparable_instead_of_an_unpaired_comparis
     assert "golden@v3 and golden@v4 are a different golden set or renamed ids" in gate.baseline.not_comparable
 
 
+def test_a_limit_run_is_compared_on_the_subset_it_drew(store):
+    full = offline_run(0)
+    record(store, full, scored(full, GOOD))
+    drawn = dict(list(GOOD.items())[::3])  # `--limit 20`: the subset's items, every one of them scored
+    subset_run = offline_run(1)
+    subset_run.params = {"limit": 20, "subset": {"drawn": {"single_hop": 20}, "available": {"single_hop": 60}}}
+    gate = record(store, subset_run, scored(subset_run, drawn))
+    assert gate.passed and gate.baseline.gate.metrics[0].n_missing == 0 and gate.baseline.gate.metrics[0].n_pairs == 20
+    assert gate.baseline.scope == "compared on this run's subset: 20 of the baseline's 60 items; 40 not drawn"
+    # Within the subset a drop still fails, and a drawn item that lost its score is still missing.
+    worse = offline_run(2)
+    worse.params = subset_run.params
+    lost = {item: v - 0.2 for item, v in list(drawn.items())[1:]}
+    gate = record(store, worse, scored(worse, lost) + scored(worse, {"g00": None}, metric="precision@3"))
+    metric = gate.baseline.gate.metrics[0]
+    assert not gate.passed and metric.n_missing == 1 and metric.n_pairs == 19
+    # Without `limit`, items an earlier run had and this run lacks are missing ones: against the reference (the
+    # full first run) 40 are.
+    plain = offline_run(3)
+    gate = record(store, plain, scored(plain, drawn))
+    assert gate.reference.against.run_id == full.run_id
+    assert gate.reference.scope is None and gate.reference.gate.metrics[0].n_missing == 40
+
+
 def test_a_golden_refresh_compares_the_items_both_versions_share_and_says_so(store):
     v3 = offline_run(0)
     record(store, v3, scored(v3, GOOD))

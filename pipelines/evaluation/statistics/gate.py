@@ -12,7 +12,8 @@ skipped, or the judge metrics switched off) is never chosen as a baseline while 
 Across golden versions (a refresh retires stale items and adds new ones; item ids are content hashes) the
 runs are compared on the items both have, and the report says how many were retired and how many are new.
 Offline runs of one golden set pair their items by id: when the two runs share fewer than `min_pairs` ids
-the comparison fails as not comparable instead of silently becoming an unpaired one.
+the comparison fails as not comparable instead of silently becoming an unpaired one. A `limit` run is compared on
+the subset it drew: the baseline's items it did not draw are not missing.
 """
 
 from __future__ import annotations
@@ -189,6 +190,12 @@ def compare_with(run: EvalRun, scores: Sequence[Score], baseline: EvalRun, basel
         baseline_scores = [s for s in baseline_scores if s.item_id in shared]
         scope = (f"compared on the {len(shared)} items {baseline.dataset_version} and {run.dataset_version} share; "
                  f"{len(baseline_items - shared)} retired, {len(items - shared)} new not gated")  # fmt: skip
+    elif run.suite == "offline" and run.params.get("subset") and baseline_items - items:
+        # A `limit` run evaluates the subset it drew (every drawn item has a score row, failed ones too): the
+        # baseline's other items were not asked for, so they are not missing ones.
+        baseline_scores = [s for s in baseline_scores if s.item_id in items]
+        scope = (f"compared on this run's subset: {len(shared)} of the {role}'s {len(baseline_items)} items; "
+                 f"{len(baseline_items - items)} not drawn")  # fmt: skip
     gate = regression_gate(scores, baseline_scores, gated, min_pairs=min_pairs)
     return Comparison(role=role, against=baseline, chosen=chosen, gate=gate, scope=scope)
 
