@@ -45,6 +45,14 @@ right after them a token ("3406877694691ddd", a hash), except an extension ("055
 _TOKENISH = r"(?=[^\s\"',;]{8})[^\s\"',;][a-z._~\-]*[0-9+/=A-Z#$%&*@^][^\s\"',;]*"
 """Eight characters or more with a digit, a symbol or an inner capital: "dXNlcjpw", not "authentication"."""
 _WEBMAIL = r"(?:gmail|hotmail|outlook|yahoo|icloud|protonmail|proton|gmx|yandex|aol|live|msn|telefonica|movistar)"
+_NOT_A_FORMAT_SLOT = (
+    r"(?![«\"“'‘`(\[<]?(?:%[\d$]*[\-+ #0]*\d*(?:\.\d+)?[hlLqjzt]*[diouxXeEfFgGcsSp]|%\(\w+\)[sd]|\{[\w.:!]*\})"
+    r"[»\"”'’`)\]>]?(?:[\s.,;:!?]|$))"
+)
+"""Not a printf or format slot, quoted or not ("contraseña «%s»", "password '{0}'"): a message catalog's
+template names where a value goes, it holds none."""
+
+
 class _Checked:
     """A rule whose matches are each looked at once more: `search` as `re.Pattern.search` has it, the
     first match `keep` accepts."""
@@ -256,7 +264,7 @@ RULES: dict[str, re.Pattern[str] | _Checked | _Search] = {
     ),
     "key_like_prefix": _Checked(re.compile(
         r"(?<![\w\-])(?:sk-|sk_live_|sk_test_|rk_live_|pk_live_|whsec_|gh[pousr]_|github_pat_|gl(?:pat|dt|rt)-|xox[abposer]-"
-        r"|xapp-|AKIA|ASIA|AIza|ya29\.|GOCSPX-|hf_|api_org_|npm_|pypi-|SG\.|glsa_|sntry[su]_|hv[sb]\.|shp(?:at|ss)_"
+        r"|xapp-|AKIA|ASIA|AIza|ya29\.|GOCSPX-|hf_|api_org_|npm_|pypi-AgE|SG\.|glsa_|sntry[su]_|hv[sb]\.|shp(?:at|ss)_"
         r"|do[opr]_v1_|ATATT|AGE-SECRET-KEY|xai-|gsk_|pplx-|r8_|dapi|eyJ)[\w\-.+/=]{8,}"
         rf"|(?<![\w\-])(?:SK|AC)[0-9a-f]{{32}}(?![\w])|Q~[\w.\-~]{{20,}}|hooks\.slack\.com/services/{_NOT_MASK}\w"
     ), _random_after_prefix),
@@ -282,7 +290,7 @@ RULES: dict[str, re.Pattern[str] | _Checked | _Search] = {
         re.IGNORECASE,
     ),
     "password_next": re.compile(
-        rf"\b(?:password|contraseña|contrasena|passphrase)\s+{_NOT_MASK}"
+        rf"\b(?:password|contraseña|contrasena|passphrase)\s+{_NOT_MASK}{_NOT_A_FORMAT_SLOT}"
         r"(?:(?=[^\s\"',;]{4})[^\s\"',;]*(?:[\d#$%&*@^!]|(?-i:[a-z][A-Z]))|[^\W\d_]{16,})",  # "-krbaguWzl" too
         re.IGNORECASE,
     ),
@@ -306,7 +314,8 @@ RULES: dict[str, re.Pattern[str] | _Checked | _Search] = {
     ),
     "ip_address_like": _Checked(
         re.compile(
-            r"(?<![\w.])(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)(?![\w]|\.\d)"
+            # Not a version with its revision ("(1.2.1.2-2)", "4.5.0.2~rc1"); "10.0.0.1-10.0.0.9" is a range.
+            r"(?<![\w.])(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)(?![\w]|\.\d|-\d(?!\d{0,2}\.\d)|[~+]\w)"
             r"|(?<![\w:])(?:[0-9a-f]{1,4}:){7}[0-9a-f]{1,4}(?![\w:])"
             r"|(?<![\w:])(?:[0-9a-f]{0,4}:)*[0-9a-f]{0,4}::(?:[0-9a-f]{1,4}:)*[0-9a-f]{1,4}(?![\w:])",
             re.IGNORECASE,
@@ -324,7 +333,8 @@ RULES: dict[str, re.Pattern[str] | _Checked | _Search] = {
     "address_like": _Search(lambda text: _spanish_address(text) or _english_address(text)),
     "name_after_cue": _Checked(
         re.compile(
-            rf"\b(?:me llamo|mi nombre es|my name is|a nombre de|firmado por)\s+{_NOT_MASK}(?!(?:el|la|un|una|the|a|not)\b)"
+            rf"\b(?:me llamo|mi nombre es|my name is|a nombre de|firmado por)\s+{_NOT_MASK}"
+            r"(?!(?:el|la|un|una|the|a|not|usted|ustedes|él|ella|ellos|ellas|nosotros|vosotros|mí|ti|sí|you|me|him|her|us|them)\b)"
             r"(?P<name>[^\W\d_]{2,})"
             r"|\b(?:saludos|un saludo|atentamente|cordialmente|regards|best regards|kind regards)\s*,?[ \t]*\n[ \t]*"
             rf"{_NOT_MASK}(?!(?:el|la|the|equipo|team|support|soporte)\b)[A-ZÁÉÍÓÚÑ][a-záéíóúñ]+",
@@ -355,6 +365,13 @@ _DATE = re.compile(
 """A calendar date ("2026-11-29", "29/11/2026"): it ends a run of digits, as in "ticket 66212 (29/11/2026)";
 never one inside a run ("+54-9-11-1979-8744" is a phone)."""
 _DATE_MASK = "\ue001"
+_CLOCK = re.compile(
+    r"(?<![\d:.])(?:[01]?\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:\.\d{1,9})?)?"
+    r"(?:[ \t]+(?:19|20)\d\d(?![\d:]))?(?:[ \t]*[+\-](?:0\d|1[0-4])(?:00|15|30|45)(?!\d))?(?![\d:])"
+)
+"""A time of day with the year and UTC offset that may follow it, as git, mail and syslog stamp
+commits and messages ("Sat Apr 13 17:52:12 2013 -0700"): the seconds, year and offset are no number
+of anyone's. An offset is at most 14 hours in quarters, so no phone passes for one."""
 _DOI = re.compile(r"\b10\.\d{4,9}/[^\s\"'<>{}]+")
 """A DOI ("10.1145/210089.210111") names a paper."""
 _UUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
@@ -383,6 +400,8 @@ def _long_digit_run(text: str) -> bool:
             text = _UUID.sub(_DATE_MASK, text)
         if "10." in text:
             text = _DOI.sub(_DATE_MASK, text)
+    if ":" in text:
+        text = _CLOCK.sub(_DATE_MASK, text)
     if "(0)" in text:
         text = _TRUNK_AFTER_CODE.sub(r"\1 ", text)  # "+49 (0)15590 685921": the trunk is not dialled
     if "isbn" in text or "ISBN" in text:
@@ -465,10 +484,18 @@ _TRUNK = re.compile(r"\(0\)")
 _DOTTED_QUAD = re.compile(r"(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)(?:/\d{1,3})?")
 
 
+def _isbn13(digits: str) -> bool:
+    """A book's number as barcodes print it: 978 or 979 (the "Bookland" prefixes, no country's calling
+    code) and the EAN-13 check digit ("9789024538270")."""
+    if len(digits) != 13 or not digits.startswith(("978", "979")):
+        return False
+    return sum(int(c) * (3 if i % 2 else 1) for i, c in enumerate(digits)) % 10 == 0
+
+
 def _nobody_s(digits: str) -> bool:
     """Digits no one is reached or paid at: up or down the keypad, one digit repeated, a few digits
     then zeros (a round number) or zeros then a few digits (a padded one), only zeros and ones (binary),
-    a power of two."""
+    a power of two, a book's ISBN-13."""
     return (
         digits in _ASCENDING
         or digits in _DESCENDING
@@ -477,6 +504,7 @@ def _nobody_s(digits: str) -> bool:
         or _power_of_two(int(digits))  # "1125899906842624" is 2**50, "9007199254740991" 2**53 - 1
         or not digits.strip("01")
         or len(set(digits)) == 1
+        or _isbn13(digits)
     )
 
 
