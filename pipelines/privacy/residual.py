@@ -168,7 +168,7 @@ _US_STATES = (
     "|PA|RI|SC|SD|TN|TX|UT|VT|VA|WA|WV|WI|WY|AS|GU|MP|PR|VI|FM|MH|PW|AA|AE|AP"
 )
 _STATE_AND_POSTCODE = (
-    rf"(?:(?:{_US_STATES})[ \t]+\d{{5}}(?:-\d{{4}})?|(?:AB|BC|MB|NB|NL|NS|NT|NU|ON|PE|QC|SK|YT)[ \t]+[A-Z]\d[A-Z][ \t]?\d[A-Z]\d"
+    rf"(?:(?:{_US_STATES})(?:[ \t]+|[ \t]*\n[ \t]*)\d{{5}}(?:-\d{{4}})?|(?:AB|BC|MB|NB|NL|NS|NT|NU|ON|PE|QC|SK|YT)[ \t]+[A-Z]\d[A-Z][ \t]?\d[A-Z]\d"
     r"|(?:NSW|VIC|QLD|WA|SA|TAS|ACT|NT),?[ \t]+\d{4}|[A-Z]{1,2}\d[A-Z\d]?[ \t]*\d[A-Z]{2})(?!\w)"
 )
 """A US state and ZIP, a Canadian province and postal code, an Australian state and postcode, a UK postcode."""
@@ -196,7 +196,10 @@ _ES_NUMBERED_AT = re.compile(
     r"(?:\s?[A-Za-z]|\s+(?i:bis))?\s*(?:#|(?i:n[º°o]\.?|no\.))\s*\d{1,4}"
 )
 
-_EN_STREET = re.compile(rf"\d(?<![\w.,/\-]\d)\d{{0,4}}[A-Za-z]?[ \t]+(?:[A-Z][\w'.\-]*[ \t]+){{1,3}}(?:{_EN_STREET_WORDS})\b")
+_EN_STREET = re.compile(
+    rf"\d(?<![\w.,/\-]\d)\d{{0,4}}[A-Za-z]?[ \t]+(?:(?:[A-Z][\w'.\-]*|\d{{1,4}}(?:st|nd|rd|th))[ \t]+){{1,3}}(?:{_EN_STREET_WORDS})\b"
+)
+"""A number, capitalised words or ordinals ("77 W 45th St"), a street suffix."""
 _POSTCODE_HINT = re.compile(r"\d(?:\d{3}|[A-Z]\d|[A-Z]{2}(?![A-Za-z]))")
 _POSTCODE_LINE = re.compile(rf"(?<![\w\-]){_STATE_AND_POSTCODE}")
 _STREET_AND_CITY_BEFORE = re.compile(
@@ -324,7 +327,7 @@ RULES: dict[str, re.Pattern[str] | _Checked | _Search] = {
     ),
     "national_id_like": re.compile(
         # Not after "." (the decimals of "3.96217232 m") or a backslash (the escape "\\U00000394").
-        r"(?<![\w\-.\\])(?:\d{8}|\d{2}\.\d{3}\.\d{3})[\s\-.]?[A-Za-z](?![\w\-])"  # DNI
+        r"(?<![\w\-.\\])(?:\d{8}|\d{2}([ .\-_])\d{3}\1\d{3})[\s\-._]?[A-Za-z](?![\w\-])"  # DNI
         r"|(?<![\w\-.\\])[XYZxyz][\s\-.]?\d{7}[\s\-.]?[A-Za-z](?![\w\-])"  # NIE
         r"|(?<![\w\-.\\])[A-HJNP-SUVW][\s\-.]?\d{7}[\s\-.]?[0-9A-J](?![\w\-])"  # CIF
         r"|(?<![\w\-.\\])\d{3}-\d{2}-\d{4}(?![\w\-])"  # SSN
@@ -418,9 +421,12 @@ def _long_digit_run(text: str) -> bool:
                 and not _in_a_literal_collection(text, m.start(), m.end())
             ):
                 return True
-    return _ODD_BETWEEN_DIGITS.search(text) is not None and any(
+    if _ODD_BETWEEN_DIGITS.search(text) is None:
+        return False
+    numbers = _CUED_PUNCTUATED.findall(text) + [n for n in _SELF_EVIDENT_PUNCTUATED.findall(text) if not _THOUSANDS.search(n)]
+    return any(
         sum(c.isdigit() for c in number) >= 9 and not _nobody_s("".join(c for c in number if c.isdigit()))
-        for number in _CUED_PUNCTUATED.findall(text)
+        for number in numbers
     )
 
 
@@ -430,6 +436,14 @@ _CUED_PUNCTUATED = re.compile(
     rf"\b(?i:{'|'.join(_PHONE_CUE_WORDS)})\w*[^\d\n]{{0,24}}(\+?\(?\d{{1,5}}\)?(?:[ \t]?[^\w\s][ \t]?\(?\d{{1,5}}\)?){{1,7}})"
 )
 """After a phone cue, digit groups split by any punctuation ("llámame al 612,345,678")."""
+_SELF_EVIDENT_PUNCTUATED = re.compile(
+    r"(?<![\w+])(?:(?:\+|\(\+|00)\d{1,7}\)?(?:(?:[ \t]?[^\w\s:][ \t]?|[ \t])\(?\d{1,5}\)?){2,7}"
+    r"|\d{1,5}(?:·\d{1,5}){2,6}(?![\d·]))"
+)
+"""Without a cue, digit groups split by any punctuation after a country code ("+34|612|345|678"), or by
+middle dots ("612·345·678"); not by colons, which split a MAC address ("00:50:56:12:34:56") or a time."""
+_THOUSANDS = re.compile(r"\d[,'][ \t]?\d")
+"""A count's thousands separators ("+12,345,678 lines"), not a phone's."""
 _ODD_BETWEEN_DIGITS = re.compile(r"\d[ \t]?[^\w\s.\-/()][ \t]?\d")
 """Punctuation the plain runs do not read between two digits: without one, those runs found it all."""
 
@@ -631,7 +645,7 @@ def _iban_like(text: str) -> bool:
             c = text[i]
             if c.isascii() and c.isalnum():
                 chars.append(c)
-            elif c in " -" and chars and i + 1 < len(text) and text[i + 1].isascii() and text[i + 1].isalnum():
+            elif c in " -_" and chars and i + 1 < len(text) and text[i + 1].isascii() and text[i + 1].isalnum():
                 separated = True
             else:
                 break
@@ -652,7 +666,7 @@ _GROUP_OF_FOUR_AFTER = re.compile(r" [0-9A-Fa-f]{4}(?!\w)")
 of a fingerprint."""
 
 
-_IBAN_START = re.compile(r"(?<![\w\-])([A-Z]{2}|[a-z]{2})\d{2}(?=[ \-]?[A-Za-z0-9])")
+_IBAN_START = re.compile(r"(?<![\w\-])([A-Z]{2}|[a-z]{2})\d{2}(?=[ \-_]?[A-Za-z0-9])")
 """Not inside a dashed token: "fd4618de-ad91-0f51-..." is a UUID."""
 
 
@@ -688,8 +702,8 @@ _IPV6_ELIDED = re.compile(r"::[0-9a-f]", re.IGNORECASE)
 _WEBMAILS = tuple(_WEBMAIL.removeprefix("(?:").removesuffix(")").split("|"))
 _ASSIGNED_KEYWORD = re.compile(r"(?:pass|word|wd|phrase|code|secret|token|key|credentials?|contrase[ñn]a)[\"']?\s*[:=]")
 """How every keyword of the credential rule ends, then its ":" or "=", over lowered text."""
-_ID_DIGITS = re.compile(r"\d(?:\d{6}|\.\d{3}\.\d|\d\d-\d\d-\d)")
-"""Seven digits in a row, or the digits of "12.345.678" or "536-90-4399": what each national id holds."""
+_ID_DIGITS = re.compile(r"\d(?:\d{6}|[ .\-_]\d{3}[ .\-_]\d|\d\d-\d\d-\d)")
+"""Seven digits in a row, or the digits of "12.345.678", "12 345 678" or "536-90-4399": what each national id holds."""
 _DIGIT_BLANK = re.compile(r"\d[A-Za-z]?\s", re.IGNORECASE)
 _KEY_PREFIXES = (
     "sk-", "sk_live_", "sk_test_", "rk_live_", "pk_live_", "whsec_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_",
@@ -786,7 +800,10 @@ def residual_pii_reasons(text: str) -> list[str]:
         screened.digits >= 9
         and (
             _NINE_DIGITS_APART.search(text) is not None
-            or (screened.has(*_PHONE_CUE_WORDS) and _ODD_BETWEEN_DIGITS.search(text) is not None)
+            or (
+                (screened.has(*_PHONE_CUE_WORDS) or "+" in text or "00" in text or "·" in text)
+                and _ODD_BETWEEN_DIGITS.search(text) is not None
+            )
         )
         and _long_digit_run(text)
     )
