@@ -231,3 +231,22 @@ def test_documentation_addresses_are_left_alone(value, context):
 def test_what_the_clean_corpus_once_tripped_stays(text):
     """Each line gathers shapes the residual check or the anonymizer once took for PII in clean docs."""
     _untouched(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "commit 9558ff6f889c575da33c28a4\nDate:   Tue Mar 30 14:01:31 2010 -0400\n\nconfig: remove deprecated",
+        "CommitDate: Mon Apr 2 11:08:46 2018 -0700; Received: Sat, 13 Apr 2013 17:52:12 +0530",
+        "el archivo de contraseña «%s» está vacío; password '%1$s' for %s; contraseña {0}",
+        "Sintaxis: gpg-preset-passphrase [opciones] KEYGRIP; frase contraseña -¡esto es en general una mala idea!",
+        ">>> isbn.validate('978-9024538270')\n'9789024538270'",
+        "alsa-lib (1.2.1.2-2) unstable; tk8.6 (8.6.11.1-1ubuntu1); Standards-Version: 4.5.0.2~rc1",
+        "No está firmado por usted.; [Subscription](https://tidelift.com/subscription/pkg/pypi-beautifulsoup4)",
+        "the table has 612,345,678 rows; diff +12,345,678 lines; mac 00:50:56:12:34:56",
+    ],
+)
+def test_what_an_unseen_corpus_tripped_stays(text):
+    """Shapes from documentation the bench never sampled (/usr/share/doc changelogs, gettext catalogs,
+    dist-info READMEs): git dates, printf slots after "password", usage lines, ISBN-13s, Debian versions."""
+    _untouched(text)

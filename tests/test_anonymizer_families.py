@@ -173,3 +173,59 @@ def test_every_spanish_type_of_street_makes_an_address(layout):
 def test_addresses_as_each_country_writes_them(value):
     after = ANONYMIZER.anonymize_text(f"Envíalo a {value}, por favor.", "scope", Counter())
     assert not _leaked(value, f"Envíalo a {value}, por favor.", after), after
+
+
+# --- found by a reviewer's probe with shapes the bench never planted ---------------------------------
+ODD_PUNCTUATION = sorted(set(string.punctuation) - set("()+,':") | set("·•|"))
+"""Every punctuation mark but thousands separators (",", "'") and colons (MAC addresses, times)."""
+SPELLED_COUNTRY_CODES = ["+34 ", "+34", "0034 ", "(+34) ", "(+34)", "0034"]
+
+
+@SETTINGS
+@given(spanish_numbers, groupings.filter(lambda g: len(g) > 1), st.sampled_from(ODD_PUNCTUATION),
+       st.sampled_from(SPELLED_COUNTRY_CODES), st.sampled_from(UNCUED))  # fmt: skip
+def test_with_its_country_code_any_punctuation_splits_a_number_without_a_cue(digits, grouping, separator, country, template):
+    """"+34|612|345|678" is a phone however it is split: no count or table opens with a country code."""
+    value = country + _grouped(digits, grouping, separator)
+    _replaced_and_flagged(template.format(v=value), value)
+
+
+@SETTINGS
+@given(spanish_numbers, groupings.filter(lambda g: len(g) > 1), st.sampled_from(UNCUED))
+def test_middle_dots_split_a_number_without_a_cue(digits, grouping, template):
+    value = _grouped(digits, grouping, "·")
+    _replaced_and_flagged(template.format(v=value), value)
+
+
+def _dni(number: int) -> str:
+    return f"{number:08d}" + "TRWAGMYFPDXBNJZSQVHLCKE"[number % 23]
+
+
+@pytest.mark.parametrize("separator", [" ", "-", "_", "."])
+@pytest.mark.parametrize("before_letter", ["", " ", "-"])
+@pytest.mark.parametrize("template", ["Mi DNI es {v}, gracias.", "Customer record: {v} (verified).", "{v}"])
+def test_a_dni_printed_in_groups_with_any_separator(separator, before_letter, template):
+    for number in (12345678, 48213977, 70112233):
+        digits, letter = _dni(number)[:8], _dni(number)[8]
+        value = separator.join((digits[:2], digits[2:5], digits[5:])) + before_letter + letter
+        if separator == "." and before_letter == " ":
+            continue  # "12.345.678 Z" reads as well as a sentence's end and a capital
+        _replaced_and_flagged(template.format(v=value), value)
+
+
+@pytest.mark.parametrize("iban", ["ES9121000418450200051332", "DE89370400440532013000", "GB29NWBK60161331926819"])
+@pytest.mark.parametrize("layout", ["{cc} {rest}", "{cc}{rest_underscored}", "{cc}{rest_spaced}"])
+def test_an_iban_split_by_underscores_or_with_a_blank_after_its_country(iban, layout):
+    groups = [iban[2:4]] + [iban[i : i + 4] for i in range(4, len(iban), 4)]
+    value = layout.format(cc=iban[:2], rest=" ".join(groups), rest_underscored="_".join(groups),
+                          rest_spaced=groups[0] + " " + " ".join(groups[1:]))  # fmt: skip
+    _replaced_and_flagged(f"Transfiere a {value} antes del lunes.", value)
+
+
+@pytest.mark.parametrize("street", ["77 W 45th St", "350 5th Ave", "1200 E 3rd Street", "9 N 101st Pl"])
+@pytest.mark.parametrize("layout", ["{street}", "{street}, Austin, TX 78701", "{street}, 2nd Floor, Austin, TX\n78701"])
+def test_numbered_us_streets_and_a_zip_on_the_next_line(street, layout):
+    """Ordinal street names ("W 45th St"), a floor named by its ordinal and a ZIP wrapped onto the next
+    line ("Boston, MA\\n02110-1301", as license notices print it)."""
+    value = layout.format(street=street)
+    _replaced_and_flagged(f"Ship it to {value}, please.", value)

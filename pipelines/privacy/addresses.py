@@ -94,12 +94,16 @@ _EN_NUMBER_AND_NAME = re.compile(
     r"(?:(?<![\w.,/\-])\d{1,5}[A-Za-z]?(?:[/\-]\d{1,5}[A-Za-z]?)?[ \t]+"
     r"|(?<![\w\-])(?:Flat|Studio|Apartment|Apt|Unit|Suite|Level)\.?[ \t]*\w{1,5}[ \t]+\d{1,5}[A-Za-z]?[ \t]+"
     r"|(?<![\w\-])(?:Flat|Studio|Apartment|Apt|Unit|Suite)\.?[ \t]*\w{1,5}[ \t]*(?:,[ \t]*|\n)[ \t]*)"
-    r"(?:[A-Z][\w'’.\-]*[ \t]+){1,4}\Z"
+    r"(?:(?:[A-Z][\w'’.\-]*|\d{1,4}(?:st|nd|rd|th))[ \t]+){1,4}\Z"
 )
-"""The number and the name before a suffix; in Britain a flat's number may stand before a street
-without one ("Flat 23\nConnor Vista")."""
+"""The number and the name before a suffix, its words capitalised or ordinals ("77 W 45th St"); in Britain
+a flat's number may stand before a street without one ("Flat 23\nConnor Vista")."""
 _EN_WINDOW = 64
-_EN_UNIT = r"(?:Apt|Apartment|Suite|Ste|Unit|Flat|Floor|Fl|Room|Rm|Bldg|Building|Studio|Level|Lot|Box|#)\.?[ \t]*#?[\w\-]{1,6}(?!\w)"
+_EN_UNIT = (
+    r"(?:(?:Apt|Apartment|Suite|Ste|Unit|Flat|Floor|Fl|Room|Rm|Bldg|Building|Studio|Level|Lot|Box|#)\.?[ \t]*#?[\w\-]{1,6}"
+    r"|(?:[A-Z][a-z]{2,7}|\d{1,3}(?:st|nd|rd|th))[ \t]+(?:Floor|Fl\.?))(?!\w)"
+)
+"""A unit after the street: "Apt. 290", "Suite 102", and a floor named by its ordinal ("Fifth Floor", "3rd Fl")."""
 _EN_BREAK = r"(?:[ \t]*,[ \t]*\n?|[ \t]*\n|[ \t]+)[ \t]*"
 """Between an address's parts: a comma, a line break or a blank."""
 _EN_CITY = r"[A-Z][\w.'’\-]*(?:[ \t]+[A-Z][\w.'’\-]*){0,3}"
@@ -110,13 +114,14 @@ _US_STATES = (
 _CA_PROVINCES = "AB BC MB NB NL NS NT NU ON PE QC SK YT"
 _AU_STATES = "NSW VIC QLD WA SA TAS ACT NT"
 _EN_STATE_AND_POSTCODE = (
-    rf"(?:(?:{'|'.join(_US_STATES.split())})[ \t]+\d{{5}}(?:-\d{{4}})?"
+    rf"(?:(?:{'|'.join(_US_STATES.split())})(?:[ \t]+|[ \t]*\n[ \t]*)\d{{5}}(?:-\d{{4}})?"
     rf"|(?:{'|'.join(_CA_PROVINCES.split())})[ \t]+[A-Z]\d[A-Z][ \t]?\d[A-Z]\d"
     rf"|(?:{'|'.join(_AU_STATES.split())}),?[ \t]+\d{{4}}"
     r"|[A-Z]{1,2}\d[A-Z\d]?[ \t]*\d[A-Z]{2})(?!\w)"
 )
-"""A US state and ZIP, a Canadian province and postal code, an Australian state and postcode, or a
-UK postcode: how an English address ends, and specific enough that "RFC 5737" is none."""
+"""A US state and ZIP (the ZIP may start the next line, as license notices wrap "Boston, MA\n02110-1301"),
+a Canadian province and postal code, an Australian state and postcode, or a UK postcode: how an English
+address ends, and specific enough that "RFC 5737" is none."""
 _EN_TAIL = re.compile(
     rf"\.?(?P<unit>,?[ \t]*{_EN_UNIT})?(?P<city>{_EN_BREAK}{_EN_CITY},?{_EN_BREAK}{_EN_STATE_AND_POSTCODE})?"
 )
@@ -160,7 +165,7 @@ def _words(found: set[str], forms: frozenset[str]) -> set[str]:
     return {word.rstrip(",.;:\"')\u201d\u2019") or word for word in forms & found}
 
 
-_POSTCODE_HINT = re.compile(r"\d(?:(?<=[A-Z][ \t]\d)\d{3}|(?<=[A-Z],[ \t]\d)\d{3}|[A-Z](?:\d|[A-Z](?![A-Za-z])))")
+_POSTCODE_HINT = re.compile(r"\d(?:(?<=[A-Z][ \t\n]\d)\d{3}|(?<=[A-Z],[ \t]\d)\d{3}|[A-Z](?:\d|[A-Z](?![A-Za-z])))")
 """What every state-and-postcode line holds: four digits right after a capital and a blank (a state
 and its ZIP or postcode), or a digit and a capital (Canada's "K7C 1Y2", the UK's "NW1 6XE"). It opens
 with a digit class, which the regex engine skips to at C speed, and years or ports alone fail it at

@@ -70,6 +70,9 @@ def in_windows(regex: re.Pattern[str], text: str, windows: list[tuple[int, int]]
 # engine then skips to candidates at C speed instead of trying every position. A backslash before a
 # value makes it an escape in code ("\\U00000394" is a Greek delta, not a CIF).
 _DNI = re.compile(r"\d(?<![\w\-./\\]\d)(?:\d{7}|\d\.\d{3}\.\d{3})(?:[\-.]?[A-Za-z]|[ ][A-Z])(?![\w\-])")
+_DNI_GROUPED = re.compile(r"\d(?<![\w\-./\\]\d)\d([ \-_])\d{3}\1\d{3}[ \-_]?[A-Z](?![\w\-])")
+"""A DNI's digits in the groups it is printed in, split by blanks, dashes or underscores ("12 345 678 Z",
+"12-345-678-Z"); with dots `_DNI` reads it. The letter is a capital: "12 345 678 a" is a count and a word."""
 _NIE = re.compile(r"[XYZxyz](?<![\w\-./\\][XYZxyz])[\-. ]?\d{7}[\-. ]?[A-Za-z](?![\w\-])")
 _CIF = re.compile(r"[A-HJNP-SUVWa-hjnp-suvw](?<![\w\-./\\][A-Za-z])[\-. ]?\d{2}[\-. ]?\d{5}[\-. ]?[0-9A-Ja-j](?![\w\-])")
 _SSN = re.compile(r"\d(?<![\w\-./\\]\d)\d{2}([\- ])\d{2}\1\d{4}(?![\w\-]|[.,]\d)")
@@ -80,13 +83,15 @@ _NSS = re.compile(r"\d(?<![\w\-./\\]\d)\d([ /\-.]?)\d{7,8}\1\d{2}(?![\w\-]|[.,]\
 _NSS_AFTER_CUE = re.compile(
     r"(?:\bnss|\bnaf|seguridad social|afiliaci[oó]n)[^\d\n]{0,24}(\d{2}[ /\-.]?\d{7,8}[ /\-.]?\d{2})(?![\w\-])"
 )
-_IBAN = re.compile(r"[A-Za-z](?<![\w\\][A-Za-z])[A-Za-z]\d{2}(?:[ \-.]?[A-Za-z0-9]){10,30}")
+_IBAN = re.compile(r"[A-Za-z](?<![\w\\][A-Za-z])(?:[A-Za-z]|(?<=[A-Z])[A-Z] )\d{2}(?:[ \-._]?[A-Za-z0-9]){10,30}")
+"""A country, its check digits (a blank may part them, the country in capitals: "ES 91 2100 ..."; "es 91"
+is a verb and a number), then groups split by blanks, dashes, dots or underscores."""
 _CARD = re.compile(r"\d(?<![\w\-.\\+]\d)(?:[ \-.]?\d){12,18}(?![\w]|[\-.]\d)")
 _SEPARATORS = re.compile(r"[ \-./]")
 
 
 def _dni(value: str) -> tuple[str, str]:
-    compact = dni.compact(value.replace(".", "")).upper()
+    compact = dni.compact(value.replace(".", "").replace("_", "")).upper()
     return ("DNI" if dni.is_valid(compact) else invalid("DNI")), compact
 
 
@@ -202,6 +207,7 @@ _NSS_WORDS = frozenset(w + tail for w in ("nss", "naf", "social", "afiliación",
 _NUMBER_DETECTORS = (
     (_CARD, _card, {"windowed": True}),
     (_DNI, _dni, {}),
+    (_DNI_GROUPED, _dni, {}),
     (_NIE, _nie, {}),
     (_CIF, _cif, {}),
     (_NSS, _nss, {}),

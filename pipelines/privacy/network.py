@@ -16,7 +16,9 @@ from pipelines.privacy.matching import confirmed
 from pipelines.privacy.spans import Span
 from pipelines.privacy.views import TextView
 
-_IPV4 = re.compile(r"\d(?<![\w.]\d)\d{0,2}(?:\.\d{1,3}){3}(?!\w|\.\d)")
+_IPV4 = re.compile(r"\d(?<![\w.]\d)\d{0,2}(?:\.\d{1,3}){3}(?!\w|\.\d|-\d(?!\d{0,2}\.\d)|[~+]\w)")
+"""Four dotted numbers, not a version with its package revision or pre-release ("alsa-lib (1.2.1.2-2)",
+"8.6.11.1-1ubuntu1", "4.5.0.2~rc1"): a dash after an address opens a range only to another address."""
 _IPV6 = re.compile(
     r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:(?:\d{1,3}\.){3}\d{1,3}|[0-9A-Fa-f]{1,4})?(?:%[\w.]+)?(?![\w:]|\.\d)"
 )

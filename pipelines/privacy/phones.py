@@ -42,10 +42,11 @@ _PHONE = re.compile(
     rf"[+(\d](?<![\w+\-./:@#\\][+(\d])[\d \-.()/+_]{{5,40}}\d(?:{_BEFORE_EXTENSION}|(?![\w\-/@]|[.,:]\d))"
 )
 _PUNCTUATED = re.compile(
-    r"[+(\d](?<![\w+\-./:@#\\][+(\d])\(?\+?\d{1,5}\)?(?:[ \t]?[^\w\s][ \t]?\(?\d{1,5}\)?){1,7}"
+    r"[+(\d](?<![\w+\-./:@#\\][+(\d])\(?\+?\d{1,7}\)?(?:(?:[ \t]?[^\w\s][ \t]?|[ \t])\(?\d{1,5}\)?){1,7}"
     rf"(?:{_BEFORE_EXTENSION}|(?![\w]|[^\w\s]\d))"
 )
-"""Digit groups split by any punctuation: a phone only after a cue (see `_ODD_SEPARATOR`)."""
+"""Digit groups split by any punctuation (the first may hold the country code too: "0034616!604!876"): a phone
+after a cue, or one that is self-evident (see `_self_evident`)."""
 _ODD_SEPARATOR = re.compile(r"[^\d\s\-.()/+_]")
 _NOT_DIALLED = re.compile(r"[^\d+()]+")
 _TRUNK_IN_PARENTHESES = re.compile(r"\(0\)")
@@ -156,14 +157,38 @@ def detect_phones(view: TextView) -> list[Span]:
         if verdict is None and _cued(view.lower, start):
             verdict = confirm_phone(text[start:end], cued=True)
         found += _with_extension(text, best_of_windows(confirm_phone, text, start, end, verdict))
-    if windows and not _CUE_WORDS.isdisjoint(view.word_set):
+    cue_words = windows and not _CUE_WORDS.isdisjoint(view.word_set)
+    if cue_words or (windows and ("+" in text or "·" in text or "00" in text)):
         for m in in_windows(_PUNCTUATED, text, windows):
             start, end = m.span()
-            if _ODD_SEPARATOR.search(text, start, end) and _cued(view.lower, start):
+            if not _ODD_SEPARATOR.search(text, start, end):
+                continue
+            if cue_words and _cued(view.lower, start):
                 verdict = confirm_phone(text[start:end], cued=True)
-                if verdict is not None:
-                    found += _with_extension(text, [Span(start, end, verdict[0], text[start:end], verdict[1])])
+            elif _self_evident(text[start:end]):
+                verdict = confirm_phone(text[start:end])
+                verdict = verdict if verdict is not None and verdict[0] == "PHONE" else None
+            else:
+                continue
+            if verdict is not None:
+                found += _with_extension(text, [Span(start, end, verdict[0], text[start:end], verdict[1])])
     return [span for span in found if not among_hex_groups(text, span.start, span.end)]
+
+
+_THOUSANDS = re.compile(r"\d[,'][ \t]?\d")
+_ODD_BUT_A_MIDDLE_DOT = re.compile(r"[^\d\s\-.()/+_·]")
+
+
+def _self_evident(candidate: str) -> bool:
+    """Digit groups split by odd punctuation that read as a phone with no cue: the number opens with
+    its country code ("+34|612|345|678", "0034·612·345·678"), or its only odd separator is a middle dot
+    ("612·345·678"), a typographic dot no count, ratio or table puts between digit groups. Thousands
+    separators ("+12,345,678 lines") are a count's and colons a MAC address's or a time's ("00:50:56:12:34:56"),
+    whatever comes first; libphonenumber must still find the number valid."""
+    if _THOUSANDS.search(candidate) or ":" in candidate:
+        return False
+    # "((+34) 616!604!876)": the match may open with the bracket the number stands in.
+    return _INTERNATIONAL.match(candidate.lstrip("(")) is not None or _ODD_BUT_A_MIDDLE_DOT.search(candidate) is None
 
 
 def _with_extension(text: str, spans) -> list[Span]:

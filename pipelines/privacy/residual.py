@@ -45,6 +45,14 @@ right after them a token ("3406877694691ddd", a hash), except an extension ("055
 _TOKENISH = r"(?=[^\s\"',;]{8})[^\s\"',;][a-z._~\-]*[0-9+/=A-Z#$%&*@^][^\s\"',;]*"
 """Eight characters or more with a digit, a symbol or an inner capital: "dXNlcjpw", not "authentication"."""
 _WEBMAIL = r"(?:gmail|hotmail|outlook|yahoo|icloud|protonmail|proton|gmx|yandex|aol|live|msn|telefonica|movistar)"
+_NOT_A_FORMAT_SLOT = (
+    r"(?![«\"“'‘`(\[<]?(?:%[\d$]*[\-+ #0]*\d*(?:\.\d+)?[hlLqjzt]*[diouxXeEfFgGcsSp]|%\(\w+\)[sd]|\{[\w.:!]*\})"
+    r"[»\"”'’`)\]>]?(?:[\s.,;:!?]|$))"
+)
+"""Not a printf or format slot, quoted or not ("contraseña «%s»", "password '{0}'"): a message catalog's
+template names where a value goes, it holds none."""
+
+
 class _Checked:
     """A rule whose matches are each looked at once more: `search` as `re.Pattern.search` has it, the
     first match `keep` accepts."""
@@ -160,7 +168,7 @@ _US_STATES = (
     "|PA|RI|SC|SD|TN|TX|UT|VT|VA|WA|WV|WI|WY|AS|GU|MP|PR|VI|FM|MH|PW|AA|AE|AP"
 )
 _STATE_AND_POSTCODE = (
-    rf"(?:(?:{_US_STATES})[ \t]+\d{{5}}(?:-\d{{4}})?|(?:AB|BC|MB|NB|NL|NS|NT|NU|ON|PE|QC|SK|YT)[ \t]+[A-Z]\d[A-Z][ \t]?\d[A-Z]\d"
+    rf"(?:(?:{_US_STATES})(?:[ \t]+|[ \t]*\n[ \t]*)\d{{5}}(?:-\d{{4}})?|(?:AB|BC|MB|NB|NL|NS|NT|NU|ON|PE|QC|SK|YT)[ \t]+[A-Z]\d[A-Z][ \t]?\d[A-Z]\d"
     r"|(?:NSW|VIC|QLD|WA|SA|TAS|ACT|NT),?[ \t]+\d{4}|[A-Z]{1,2}\d[A-Z\d]?[ \t]*\d[A-Z]{2})(?!\w)"
 )
 """A US state and ZIP, a Canadian province and postal code, an Australian state and postcode, a UK postcode."""
@@ -188,7 +196,10 @@ _ES_NUMBERED_AT = re.compile(
     r"(?:\s?[A-Za-z]|\s+(?i:bis))?\s*(?:#|(?i:n[º°o]\.?|no\.))\s*\d{1,4}"
 )
 
-_EN_STREET = re.compile(rf"\d(?<![\w.,/\-]\d)\d{{0,4}}[A-Za-z]?[ \t]+(?:[A-Z][\w'.\-]*[ \t]+){{1,3}}(?:{_EN_STREET_WORDS})\b")
+_EN_STREET = re.compile(
+    rf"\d(?<![\w.,/\-]\d)\d{{0,4}}[A-Za-z]?[ \t]+(?:(?:[A-Z][\w'.\-]*|\d{{1,4}}(?:st|nd|rd|th))[ \t]+){{1,3}}(?:{_EN_STREET_WORDS})\b"
+)
+"""A number, capitalised words or ordinals ("77 W 45th St"), a street suffix."""
 _POSTCODE_HINT = re.compile(r"\d(?:\d{3}|[A-Z]\d|[A-Z]{2}(?![A-Za-z]))")
 _POSTCODE_LINE = re.compile(rf"(?<![\w\-]){_STATE_AND_POSTCODE}")
 _STREET_AND_CITY_BEFORE = re.compile(
@@ -256,7 +267,7 @@ RULES: dict[str, re.Pattern[str] | _Checked | _Search] = {
     ),
     "key_like_prefix": _Checked(re.compile(
         r"(?<![\w\-])(?:sk-|sk_live_|sk_test_|rk_live_|pk_live_|whsec_|gh[pousr]_|github_pat_|gl(?:pat|dt|rt)-|xox[abposer]-"
-        r"|xapp-|AKIA|ASIA|AIza|ya29\.|GOCSPX-|hf_|api_org_|npm_|pypi-|SG\.|glsa_|sntry[su]_|hv[sb]\.|shp(?:at|ss)_"
+        r"|xapp-|AKIA|ASIA|AIza|ya29\.|GOCSPX-|hf_|api_org_|npm_|pypi-AgE|SG\.|glsa_|sntry[su]_|hv[sb]\.|shp(?:at|ss)_"
         r"|do[opr]_v1_|ATATT|AGE-SECRET-KEY|xai-|gsk_|pplx-|r8_|dapi|eyJ)[\w\-.+/=]{8,}"
         rf"|(?<![\w\-])(?:SK|AC)[0-9a-f]{{32}}(?![\w])|Q~[\w.\-~]{{20,}}|hooks\.slack\.com/services/{_NOT_MASK}\w"
     ), _random_after_prefix),
@@ -282,7 +293,7 @@ RULES: dict[str, re.Pattern[str] | _Checked | _Search] = {
         re.IGNORECASE,
     ),
     "password_next": re.compile(
-        rf"\b(?:password|contraseña|contrasena|passphrase)\s+{_NOT_MASK}"
+        rf"\b(?:password|contraseña|contrasena|passphrase)\s+{_NOT_MASK}{_NOT_A_FORMAT_SLOT}"
         r"(?:(?=[^\s\"',;]{4})[^\s\"',;]*(?:[\d#$%&*@^!]|(?-i:[a-z][A-Z]))|[^\W\d_]{16,})",  # "-krbaguWzl" too
         re.IGNORECASE,
     ),
@@ -306,7 +317,8 @@ RULES: dict[str, re.Pattern[str] | _Checked | _Search] = {
     ),
     "ip_address_like": _Checked(
         re.compile(
-            r"(?<![\w.])(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)(?![\w]|\.\d)"
+            # Not a version with its revision ("(1.2.1.2-2)", "4.5.0.2~rc1"); "10.0.0.1-10.0.0.9" is a range.
+            r"(?<![\w.])(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)(?![\w]|\.\d|-\d(?!\d{0,2}\.\d)|[~+]\w)"
             r"|(?<![\w:])(?:[0-9a-f]{1,4}:){7}[0-9a-f]{1,4}(?![\w:])"
             r"|(?<![\w:])(?:[0-9a-f]{0,4}:)*[0-9a-f]{0,4}::(?:[0-9a-f]{1,4}:)*[0-9a-f]{1,4}(?![\w:])",
             re.IGNORECASE,
@@ -315,7 +327,7 @@ RULES: dict[str, re.Pattern[str] | _Checked | _Search] = {
     ),
     "national_id_like": re.compile(
         # Not after "." (the decimals of "3.96217232 m") or a backslash (the escape "\\U00000394").
-        r"(?<![\w\-.\\])(?:\d{8}|\d{2}\.\d{3}\.\d{3})[\s\-.]?[A-Za-z](?![\w\-])"  # DNI
+        r"(?<![\w\-.\\])(?:\d{8}|\d{2}([ .\-_])\d{3}\1\d{3})[\s\-._]?[A-Za-z](?![\w\-])"  # DNI
         r"|(?<![\w\-.\\])[XYZxyz][\s\-.]?\d{7}[\s\-.]?[A-Za-z](?![\w\-])"  # NIE
         r"|(?<![\w\-.\\])[A-HJNP-SUVW][\s\-.]?\d{7}[\s\-.]?[0-9A-J](?![\w\-])"  # CIF
         r"|(?<![\w\-.\\])\d{3}-\d{2}-\d{4}(?![\w\-])"  # SSN
@@ -324,7 +336,8 @@ RULES: dict[str, re.Pattern[str] | _Checked | _Search] = {
     "address_like": _Search(lambda text: _spanish_address(text) or _english_address(text)),
     "name_after_cue": _Checked(
         re.compile(
-            rf"\b(?:me llamo|mi nombre es|my name is|a nombre de|firmado por)\s+{_NOT_MASK}(?!(?:el|la|un|una|the|a|not)\b)"
+            rf"\b(?:me llamo|mi nombre es|my name is|a nombre de|firmado por)\s+{_NOT_MASK}"
+            r"(?!(?:el|la|un|una|the|a|not|usted|ustedes|él|ella|ellos|ellas|nosotros|vosotros|mí|ti|sí|you|me|him|her|us|them)\b)"
             r"(?P<name>[^\W\d_]{2,})"
             r"|\b(?:saludos|un saludo|atentamente|cordialmente|regards|best regards|kind regards)\s*,?[ \t]*\n[ \t]*"
             rf"{_NOT_MASK}(?!(?:el|la|the|equipo|team|support|soporte)\b)[A-ZÁÉÍÓÚÑ][a-záéíóúñ]+",
@@ -355,6 +368,13 @@ _DATE = re.compile(
 """A calendar date ("2026-11-29", "29/11/2026"): it ends a run of digits, as in "ticket 66212 (29/11/2026)";
 never one inside a run ("+54-9-11-1979-8744" is a phone)."""
 _DATE_MASK = "\ue001"
+_CLOCK = re.compile(
+    r"(?<![\d:.])(?:[01]?\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:\.\d{1,9})?)?"
+    r"(?:[ \t]+(?:19|20)\d\d(?![\d:]))?(?:[ \t]*[+\-](?:0\d|1[0-4])(?:00|15|30|45)(?!\d))?(?![\d:])"
+)
+"""A time of day with the year and UTC offset that may follow it, as git, mail and syslog stamp
+commits and messages ("Sat Apr 13 17:52:12 2013 -0700"): the seconds, year and offset are no number
+of anyone's. An offset is at most 14 hours in quarters, so no phone passes for one."""
 _DOI = re.compile(r"\b10\.\d{4,9}/[^\s\"'<>{}]+")
 """A DOI ("10.1145/210089.210111") names a paper."""
 _UUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
@@ -383,6 +403,8 @@ def _long_digit_run(text: str) -> bool:
             text = _UUID.sub(_DATE_MASK, text)
         if "10." in text:
             text = _DOI.sub(_DATE_MASK, text)
+    if ":" in text:
+        text = _CLOCK.sub(_DATE_MASK, text)
     if "(0)" in text:
         text = _TRUNK_AFTER_CODE.sub(r"\1 ", text)  # "+49 (0)15590 685921": the trunk is not dialled
     if "isbn" in text or "ISBN" in text:
@@ -399,9 +421,12 @@ def _long_digit_run(text: str) -> bool:
                 and not _in_a_literal_collection(text, m.start(), m.end())
             ):
                 return True
-    return _ODD_BETWEEN_DIGITS.search(text) is not None and any(
+    if _ODD_BETWEEN_DIGITS.search(text) is None:
+        return False
+    numbers = _CUED_PUNCTUATED.findall(text) + [n for n in _SELF_EVIDENT_PUNCTUATED.findall(text) if not _THOUSANDS.search(n)]
+    return any(
         sum(c.isdigit() for c in number) >= 9 and not _nobody_s("".join(c for c in number if c.isdigit()))
-        for number in _CUED_PUNCTUATED.findall(text)
+        for number in numbers
     )
 
 
@@ -411,6 +436,14 @@ _CUED_PUNCTUATED = re.compile(
     rf"\b(?i:{'|'.join(_PHONE_CUE_WORDS)})\w*[^\d\n]{{0,24}}(\+?\(?\d{{1,5}}\)?(?:[ \t]?[^\w\s][ \t]?\(?\d{{1,5}}\)?){{1,7}})"
 )
 """After a phone cue, digit groups split by any punctuation ("llámame al 612,345,678")."""
+_SELF_EVIDENT_PUNCTUATED = re.compile(
+    r"(?<![\w+])(?:(?:\+|\(\+|00)\d{1,7}\)?(?:(?:[ \t]?[^\w\s:][ \t]?|[ \t])\(?\d{1,5}\)?){2,7}"
+    r"|\d{1,5}(?:·\d{1,5}){2,6}(?![\d·]))"
+)
+"""Without a cue, digit groups split by any punctuation after a country code ("+34|612|345|678"), or by
+middle dots ("612·345·678"); not by colons, which split a MAC address ("00:50:56:12:34:56") or a time."""
+_THOUSANDS = re.compile(r"\d[,'][ \t]?\d")
+"""A count's thousands separators ("+12,345,678 lines"), not a phone's."""
 _ODD_BETWEEN_DIGITS = re.compile(r"\d[ \t]?[^\w\s.\-/()][ \t]?\d")
 """Punctuation the plain runs do not read between two digits: without one, those runs found it all."""
 
@@ -465,10 +498,18 @@ _TRUNK = re.compile(r"\(0\)")
 _DOTTED_QUAD = re.compile(r"(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)(?:/\d{1,3})?")
 
 
+def _isbn13(digits: str) -> bool:
+    """A book's number as barcodes print it: 978 or 979 (the "Bookland" prefixes, no country's calling
+    code) and the EAN-13 check digit ("9789024538270")."""
+    if len(digits) != 13 or not digits.startswith(("978", "979")):
+        return False
+    return sum(int(c) * (3 if i % 2 else 1) for i, c in enumerate(digits)) % 10 == 0
+
+
 def _nobody_s(digits: str) -> bool:
     """Digits no one is reached or paid at: up or down the keypad, one digit repeated, a few digits
     then zeros (a round number) or zeros then a few digits (a padded one), only zeros and ones (binary),
-    a power of two."""
+    a power of two, a book's ISBN-13."""
     return (
         digits in _ASCENDING
         or digits in _DESCENDING
@@ -477,6 +518,7 @@ def _nobody_s(digits: str) -> bool:
         or _power_of_two(int(digits))  # "1125899906842624" is 2**50, "9007199254740991" 2**53 - 1
         or not digits.strip("01")
         or len(set(digits)) == 1
+        or _isbn13(digits)
     )
 
 
@@ -603,7 +645,7 @@ def _iban_like(text: str) -> bool:
             c = text[i]
             if c.isascii() and c.isalnum():
                 chars.append(c)
-            elif c in " -" and chars and i + 1 < len(text) and text[i + 1].isascii() and text[i + 1].isalnum():
+            elif c in " -_" and chars and i + 1 < len(text) and text[i + 1].isascii() and text[i + 1].isalnum():
                 separated = True
             else:
                 break
@@ -624,7 +666,7 @@ _GROUP_OF_FOUR_AFTER = re.compile(r" [0-9A-Fa-f]{4}(?!\w)")
 of a fingerprint."""
 
 
-_IBAN_START = re.compile(r"(?<![\w\-])([A-Z]{2}|[a-z]{2})\d{2}(?=[ \-]?[A-Za-z0-9])")
+_IBAN_START = re.compile(r"(?<![\w\-])([A-Z]{2}|[a-z]{2})\d{2}(?=[ \-_]?[A-Za-z0-9])")
 """Not inside a dashed token: "fd4618de-ad91-0f51-..." is a UUID."""
 
 
@@ -660,8 +702,8 @@ _IPV6_ELIDED = re.compile(r"::[0-9a-f]", re.IGNORECASE)
 _WEBMAILS = tuple(_WEBMAIL.removeprefix("(?:").removesuffix(")").split("|"))
 _ASSIGNED_KEYWORD = re.compile(r"(?:pass|word|wd|phrase|code|secret|token|key|credentials?|contrase[ñn]a)[\"']?\s*[:=]")
 """How every keyword of the credential rule ends, then its ":" or "=", over lowered text."""
-_ID_DIGITS = re.compile(r"\d(?:\d{6}|\.\d{3}\.\d|\d\d-\d\d-\d)")
-"""Seven digits in a row, or the digits of "12.345.678" or "536-90-4399": what each national id holds."""
+_ID_DIGITS = re.compile(r"\d(?:\d{6}|[ .\-_]\d{3}[ .\-_]\d|\d\d-\d\d-\d)")
+"""Seven digits in a row, or the digits of "12.345.678", "12 345 678" or "536-90-4399": what each national id holds."""
 _DIGIT_BLANK = re.compile(r"\d[A-Za-z]?\s", re.IGNORECASE)
 _KEY_PREFIXES = (
     "sk-", "sk_live_", "sk_test_", "rk_live_", "pk_live_", "whsec_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_",
@@ -758,7 +800,10 @@ def residual_pii_reasons(text: str) -> list[str]:
         screened.digits >= 9
         and (
             _NINE_DIGITS_APART.search(text) is not None
-            or (screened.has(*_PHONE_CUE_WORDS) and _ODD_BETWEEN_DIGITS.search(text) is not None)
+            or (
+                (screened.has(*_PHONE_CUE_WORDS) or "+" in text or "00" in text or "·" in text)
+                and _ODD_BETWEEN_DIGITS.search(text) is not None
+            )
         )
         and _long_digit_run(text)
     )

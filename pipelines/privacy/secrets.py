@@ -268,6 +268,7 @@ _PLACEHOLDER = re.compile(
     r"|[a-z]+(?:_[a-z]+)+"  # db_password: a variable
     r"|(?i:your|my)[\-_ ][a-z][\w\-]*|[a-z][\w\-]*[\-_](?i:here)"  # your-api-key, token_goes_here
     r"|\[[A-Z][A-Z_]*_[0-9a-f]{8}\]"  # a pseudonym
+    r"|\[[^\W\d_]+(?:[\- .|][^\W\d_]+)*\]"  # [opciones], [OPTIONS]: an optional argument in a usage line
 )
 _SYMBOL_OR_DIGIT = re.compile(r"[^A-Za-zÀ-ÿ]")
 _INNER_CAPITALS = re.compile(r"[a-z][A-Z].*[A-Z]|[A-Z]{2}.*[a-z].*[A-Z]")
@@ -308,12 +309,17 @@ def _code_name(value: str) -> bool:
     )
 
 
+_ASIDE_OPENERS = "-–—¡¿(«\"'“‘"
+
+
 def _random_enough(value: str) -> tuple[str, str] | None:
     """A value after a weak keyword: a digit or symbol in it, capitals inside it ("lVRGJHYbVRu"), or
     sixteen characters; and no placeholder, no name in code."""
     if len(value) < 6 or _placeholder(value) or _code_name(value) or _CONTRACTION.fullmatch(value):
         return None
-    random_looking = _SYMBOL_OR_DIGIT.search(value) or _INNER_CAPITALS.search(value) or len(value) >= 16
+    # "frase contraseña -¡esto es...": the punctuation that opens an aside is not part of a value.
+    word = value.lstrip(_ASIDE_OPENERS) or value
+    random_looking = _SYMBOL_OR_DIGIT.search(word) or _INNER_CAPITALS.search(word) or len(word) >= 16
     return ("SECRET", value) if random_looking else None
 
 
