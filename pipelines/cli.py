@@ -748,12 +748,14 @@ def _gate_table(summary, role: str = "baseline", run_id: str | None = None, rows
 
     table = Table(title=escape(f"paired differences, {summary.target} − {role} {run_id or summary.baseline}"))
     for column in ("metric", "pairs", role, "candidate", "difference", "95 % CI", f"p ({summary.gate_correction})",
-                   "verdict"):  # fmt: skip
+                   "catches (90 %)", "verdict"):  # fmt: skip
         table.add_column(column, justify="left" if column in ("metric", "verdict") else "right")
     for row in summary.gate_rows if rows is None else rows:
         table.add_row(row.metric, str(row.n_pairs), number(row.baseline_mean), number(row.candidate_mean),
                       "–" if row.diff is None else f"{row.diff:+.3f}", interval(row.ci_low, row.ci_high),
-                      number(row.p_adjusted), _verdict(row))  # fmt: skip
+                      number(row.p_adjusted), "–" if row.detectable_drop is None else f"≥ {row.detectable_drop:.2f}",
+                      _verdict(row))  # fmt: skip
+    table.caption = "catches: the smallest drop of the mean this gate fails 90 % of the time at its n"
     return table
 
 
@@ -1212,9 +1214,14 @@ def bench_gate(
     targets: Annotated[bool, typer.Option(help="Instead: per metric, the power for a 10-point drop at n = 100 and "
                                                "200, for 15 points at n = 100, and the n reaching 90 % (sizes "
                                                "100–400; --sizes is not used).")] = False,
+    detectable: Annotated[bool, typer.Option(help="Instead: per n of --sizes and metric, the drop the gate states "
+                                                  "it catches 90 % of the time, and the power measured there.")] = False,
 ) -> None:
     """False alarms, power and interval coverage of the regression gate, simulated with the gate itself."""
-    from pipelines.bench.gate_power import format_gate_bench, format_target_bench, run_gate_bench, run_target_bench
+    from pipelines.bench.gate_power import (
+        format_detectable_bench, format_gate_bench, format_target_bench, run_detectable_bench, run_gate_bench,
+        run_target_bench,
+    )  # fmt: skip
 
     progress = lambda line: console.print(escape(line))  # noqa: E731
     if targets:
@@ -1224,6 +1231,10 @@ def bench_gate(
         ns = [int(n) for n in sizes.split(",")]
     except ValueError:
         _fail(f"--sizes is a comma-separated list of integers, not {escape(sizes)!r}")
+    if detectable:
+        typer.echo(format_detectable_bench(run_detectable_bench(sizes=ns, reps=reps, draws=draws, seed=seed,
+                                                                progress=progress)))  # fmt: skip
+        return
     result = run_gate_bench(sizes=ns, reps=reps, draws=draws, seed=seed, progress=progress)
     typer.echo(format_gate_bench(result))
 

@@ -1,7 +1,6 @@
 """Each detector on valid values, on wrong checksums and on the numbers that only look like PII."""
 
 import doctest
-import re
 
 import pytest
 

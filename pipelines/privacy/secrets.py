@@ -348,7 +348,7 @@ def _value_span(text: str, m: re.Match[str], groups: tuple[int, ...]) -> tuple[i
 
 
 def _assignments(view: TextView) -> Iterator[Span]:
-    text, lower = view.text, view.lower
+    text = view.text
     scans = [regex for separator, regex in (("=", _EQUALS_REVERSED), (":", _COLON_REVERSED)) if separator in text]
     if not scans:
         return

@@ -403,7 +403,7 @@ row's interval and test are named below the table.</p>
 <table>
 <tr><th>metric</th><th>status</th><th>n</th><th>baseline</th><th>candidate</th><th>difference</th>
 <th>{{ (100 * gate.confidence)|round|int }} % CI</th><th>p (adjusted)</th><th>tolerance</th>
-<th>worst case</th><th>not ok</th><th>verdict</th></tr>
+<th>catches (90 %)</th><th>worst case</th><th>not ok</th><th>verdict</th></tr>
 {% for m in gate.metrics %}
 <tr class="{{ 'problem' if not m.passed else ('healthy' if m.gated else 'inconclusive') }}"><td>{{ m.metric }}{% if
 not m.higher_is_better %} (lower is better){% endif %}</td><td>{{ m.design if m.gated else m.status }}</td>
@@ -411,6 +411,8 @@ not m.higher_is_better %} (lower is better){% endif %}</td><td>{{ m.design if m.
 <td class="num">{{ m.baseline_mean|num }}</td><td class="num">{{ m.candidate_mean|num }}</td>
 <td class="num">{{ m.diff|num(4) }}</td><td class="num" title="{{ m.ci_method or '' }}">{{ ci(m.ci_low, m.ci_high) }}</td>
 <td class="num">{{ m.p_adjusted|num(4) }}</td><td class="num">{{ m.tolerance|num(4) }}</td>
+<td class="num" title="the smallest drop of the mean this gate fails 90 % of the time at this n: what a pass can hide">{%
+if m.detectable_drop is not none %}≥ {{ m.detectable_drop|num(2) }}{% else %}–{% endif %}</td>
 <td class="num" title="failed, skipped or missing items at the worst end of the range">{{ m.worst_case_diff|num(4) }}{%
 if m.worst_case_p_adjusted is not none %} (p {{ m.worst_case_p_adjusted|num(3) }}){% endif %}</td>
 <td class="num" title="failed, skipped or missing share: baseline → candidate">{{ m.baseline_not_ok_share|num(2) }} →

@@ -48,6 +48,9 @@ class GateRow(BaseModel):
     """False when the metric was listed but not tested (`status` says why); it passed unless its failures rose or
     its worst case (tested where the baseline measured it) worsened."""
     status: str = GATED
+    detectable_drop: float | None = None
+    """The smallest drop this gate catches 90 % of the time (statistics/gate_sensitivity.py); None for gates stored
+    before it was computed, a metric not gated, or runs that share no items."""
 
 
 class StratumJudged(BaseModel):
@@ -218,7 +221,8 @@ def gate_rows(gate: dict[str, Any] | None) -> list[GateRow]:
     return [GateRow(metric=m["metric"], design=m["design"], n_pairs=m["n_pairs"], baseline_mean=m["baseline_mean"],
                     candidate_mean=m["candidate_mean"], diff=m["diff"], ci_low=m["ci_low"], ci_high=m["ci_high"],
                     ci_method=m.get("ci_method"), p_adjusted=m.get("p_adjusted"), passed=m["passed"],
-                    reason=m["reason"], gated=m.get("gated", True), status=m.get("status", GATED))
+                    reason=m["reason"], gated=m.get("gated", True), status=m.get("status", GATED),
+                    detectable_drop=m.get("detectable_drop"))
             for m in gate.get("metrics", [])]  # fmt: skip
 
 

@@ -57,6 +57,8 @@ import numpy as np
 from scipy import special
 from scipy import stats as sps
 
+from pipelines.evaluation.statistics.gate_sensitivity import detectable_drop
+
 OVERALL = "all"
 """The stratum that pools every item of a run."""
 
@@ -662,6 +664,9 @@ class FamilyTest:
     draws: int
     """Null draws the p-values are over (all 2^m sign patterns when exact, else the seeded draws + 1)."""
     alpha: float
+    critical: float = 0.0
+    """The first step's bound on the standardized scale: the (1 − α) quantile of the null maximum over every
+    statistic, which a statistic leading the family must exceed (gate_sensitivity.py)."""
 
     @property
     def size(self) -> int:
@@ -775,9 +780,10 @@ def _family(observed, scale, active, observed_z, null_z, *, alpha: float, exact:
         unsorted_adjusted[order], unsorted_band[order] = adjusted, band_z
         p_adjusted[active] = unsorted_adjusted
         bands[active] = unsorted_band * scale[active]
+    critical = float(band_z[0]) if observed_z.size else 0.0
     return FamilyTest(observed=observed, scale=np.where(active, scale, 0.0), p_values=p_values, p_adjusted=p_adjusted,
                       bands=bands, exact=exact, draws=int(null_z.shape[0]) if observed_z.size else 0,
-                      alpha=alpha)  # fmt: skip
+                      alpha=alpha, critical=critical)  # fmt: skip
 
 
 # --- Multiple testing ----------------------------------------------------------------------------
@@ -1126,6 +1132,10 @@ class MetricGate:
     worst_case_tolerance: float | None = None
     checks_failed: tuple[str, ...] = ()
     """Names of the failed checks (GATE_CHECKS keys)."""
+    detectable_drop: float | None = None
+    """The smallest worsening of the mean the score-drop check catches 90 % of the time at this n and spread
+    (gate_sensitivity.py): what a pass can still hide. Paired design only; None when not gated or when no drop
+    within the range is caught that often."""
 
 
 @dataclass(frozen=True)
@@ -1174,7 +1184,9 @@ class GateResult:
                 f"together by Westfall–Young's step-down maxT over the {self.family_size} check(s) that could move, "
                 f"at family-wise α = {self.alpha:g}: an unchanged system fails the whole gate at most "
                 f"{100 * self.alpha:g} % of the time. The noise band is the largest worsening its step does not call "
-                f"significant. Intervals are two-sided {100 * self.confidence:g} %, unadjusted.")  # fmt: skip
+                f"significant. Intervals are two-sided {100 * self.confidence:g} %, unadjusted. 'Catches' is the "
+                f"smallest drop of a metric's mean that this gate fails at least 90 % of the time at its n and "
+                f"spread: what a pass can still hide.")  # fmt: skip
 
     def summary(self) -> str:
         if not self.passed:
@@ -1264,7 +1276,7 @@ def regression_gate(
     family = _test_family(checks, design, cand_rows, alpha=alpha, draws=draws, seed=seed)
     method = PERMUTATION_MONTE_CARLO if design == "independent" else (
         SIGN_FLIP_EXACT if family.exact else SIGN_FLIP_MONTE_CARLO)  # fmt: skip
-    results = [_gate_verdict(draft, method=method, alpha=alpha) for draft in drafts]
+    results = [_gate_verdict(draft, method=method, alpha=alpha, critical=family.critical) for draft in drafts]
     return GateResult(passed=all(r.passed for r in results), metrics=results, min_tolerance=min_tolerance,
                       alpha=alpha, min_pairs=min_pairs, max_failure_rise=max_failure_rise, confidence=1.0 - alpha,
                       family_size=family.size, draws=family.draws)  # fmt: skip
@@ -1323,6 +1335,7 @@ def _gate_draft(metric: str, cand_rows: dict[str, ScoreLike], base_rows: dict[st
         if enough:
             drops = dict(zip(shared, (-sign * _change(c, b)).tolist()))
             draft["checks"][SCORE_DROP] = _Check(SCORE_DROP, min_tolerance, contributions=drops, size=len(shared))
+            draft["width"] = span[1] - span[0] if span is not None else None
         n_lost = sum(base_lost[i] or cand_lost[i] for i in items)
         # The worst case stands on the baseline's items, not on the pairs: it is tested wherever the baseline
         # measured the metric, so failures that leave fewer than min_pairs pairs cannot hide a drop by making the
@@ -1406,9 +1419,10 @@ def _test_family(checks: list[_Check], design: str, cand_rows: dict[str, dict[st
     return family
 
 
-def _gate_verdict(draft: dict, *, method: str, alpha: float) -> MetricGate:
+def _gate_verdict(draft: dict, *, method: str, alpha: float, critical: float) -> MetricGate:
     checks: dict[str, _Check] = draft.pop("checks")
     not_gated_text, worst, n_lost = draft.pop("not_gated_text", ""), draft.pop("worst", None), draft.pop("n_lost", 0)
+    width = draft.pop("width", None)
     texts: list[tuple[str, str | None]] = []  # (text, the check it fails or None)
     if draft.pop("missing_metric", False):
         texts.append((draft["status"].removeprefix("not gated: "), MISSING_METRIC))
@@ -1442,6 +1456,10 @@ def _gate_verdict(draft: dict, *, method: str, alpha: float) -> MetricGate:
                       f"{p_text(rise)})", FAILURE_RISE))  # fmt: skip
     failed = tuple(check for _, check in texts if check)
     reason = "; ".join([text for text, check in texts if check] + [text for text, check in texts if not check])
+    detectable = None
+    if score is not None and width is not None and score.size:
+        mean_square = sum(v * v for v in score.contributions.values()) / score.size
+        detectable = detectable_drop(mean_square, score.size, width, critical, score.threshold)
     return MetricGate(
         **draft, tolerance=score.tolerance if score else None, passed=not failed, reason=reason,
         test_method=method if checks else None, p_value=score.p_value if score else None,
@@ -1450,6 +1468,7 @@ def _gate_verdict(draft: dict, *, method: str, alpha: float) -> MetricGate:
         worst_case_p_value=worst_case.p_value if worst_case else None,
         worst_case_p_adjusted=worst_case.p_adjusted if worst_case else None,
         worst_case_tolerance=worst_case.tolerance if worst_case else None, checks_failed=failed,
+        detectable_drop=detectable,
     )  # fmt: skip
 
 
