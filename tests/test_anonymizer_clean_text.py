@@ -250,3 +250,21 @@ def test_what_an_unseen_corpus_tripped_stays(text):
     """Shapes from documentation the bench never sampled (/usr/share/doc changelogs, gettext catalogs,
     dist-info READMEs): git dates, printf slots after "password", usage lines, ISBN-13s, Debian versions."""
     _untouched(text)
+
+
+LOOK_ALIKE_SEPARATORS = ["/", "_", " - ", " / ", " _ "]
+"""Not dots or a lone blank or dash: sixteen digits in 4-4-4-4 groups so split are a mistyped card, replaced
+as `CREDIT_CARD_INVALID` (see `identifiers`)."""
+
+
+@pytest.mark.parametrize("separator", LOOK_ALIKE_SEPARATORS)
+@pytest.mark.parametrize("template", ["Build {v} passed.", "La tabla {v} está vacía.", "x = '{v}'"])
+def test_numbers_only_shaped_like_a_card_or_an_ssn_are_left_alone(separator, template):
+    """Split by punctuation other than a blank or a dash, a card must pass Luhn from an issuer's range and
+    an SSN the Social Security numbering rules: grouped digits that fail them are someone's build or table."""
+    for digits in ("4111111111111112", "1234567812345670", "9999000011112222"):
+        value = separator.join(digits[i : i + 4] for i in range(0, 16, 4))
+        assert find_pii(template.format(v=value)) == [], value
+    for digits in ("000123456", "123004567", "123450000"):  # area 000, group 00, serial 0000 (9xx, 6xx: phones)
+        value = separator.join((digits[:3], digits[3:5], digits[5:]))
+        assert find_pii(template.format(v=value)) == [], value

@@ -229,3 +229,31 @@ def test_numbered_us_streets_and_a_zip_on_the_next_line(street, layout):
     line ("Boston, MA\\n02110-1301", as license notices print it)."""
     value = layout.format(street=street)
     _replaced_and_flagged(f"Ship it to {value}, please.", value)
+
+
+# --- card numbers and SSNs split by any separator, checked by their checksum or numbering rules -----
+CARDS = ["4111111111111111", "5500000000000004", "6011111111111117", "4539578763621486", "3566002020360505"]
+"""Luhn-valid numbers of Visa, Mastercard, Discover and JCB, printed 4-4-4-4."""
+SPACED_SEPARATORS = [" ", "-", ".", "/", "_", " - ", " / ", " _ ", "\u2013", " \u2013 "]
+"""Between digit groups as people type them: alone, or with a blank on either side ("4111 - 1111")."""
+EN_AND_ES = ["Mi tarjeta es {v} y caduca en mayo.", "Card on file: {v} (verified).", "Pagó con la {v}.", "{v}"]
+
+
+@pytest.mark.parametrize("separator", SPACED_SEPARATORS)
+@pytest.mark.parametrize("template", EN_AND_ES)
+def test_a_card_split_by_any_separator(separator, template):
+    for card in CARDS:
+        value = separator.join(card[i : i + 4] for i in range(0, 16, 4))
+        _replaced_and_flagged(template.format(v=value), value)
+
+
+SSNS = ["536-90-4399", "078-12-3456", "372-45-8912", "284-61-9037"]
+SSN_SEPARATORS = ["-", " ", ".", "_", "/", "\u00b7", " - ", " . ", " / ", "\u2013"]
+
+
+@pytest.mark.parametrize("separator", SSN_SEPARATORS)
+@pytest.mark.parametrize("template", ["Mi SSN es {v}, gracias.", "Customer record: {v} (verified).", "Su número {v} figura en el W-2.", "{v}"])
+def test_a_us_ssn_split_by_any_separator(separator, template):
+    for ssn_value in SSNS:
+        value = ssn_value.replace("-", separator)
+        _replaced_and_flagged(template.format(v=value), value)

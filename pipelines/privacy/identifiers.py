@@ -76,6 +76,12 @@ _DNI_GROUPED = re.compile(r"\d(?<![\w\-./\\]\d)\d([ \-_])\d{3}\1\d{3}[ \-_]?[A-Z
 _NIE = re.compile(r"[XYZxyz](?<![\w\-./\\][XYZxyz])[\-. ]?\d{7}[\-. ]?[A-Za-z](?![\w\-])")
 _CIF = re.compile(r"[A-HJNP-SUVWa-hjnp-suvw](?<![\w\-./\\][A-Za-z])[\-. ]?\d{2}[\-. ]?\d{5}[\-. ]?[0-9A-Ja-j](?![\w\-])")
 _SSN = re.compile(r"\d(?<![\w\-./\\]\d)\d{2}([\- ])\d{2}\1\d{4}(?![\w\-]|[.,]\d)")
+_SSN_SPELLED = re.compile(
+    r"\d(?<![\w\-./\\]\d)\d{2}(?P<sep>[ \t]?[\-._/\u00b7][ \t]?)\d{2}(?P=sep)\d{4}(?![\w\-]|[.,/]\d)"
+)
+"""An SSN in its 3-2-4 groups split by any other punctuation, blanks around it or not ("536.90.4399",
+"536_90_4399", "536 / 90 / 4399"); only one the Social Security numbering rules allow is taken
+(`stdnum.us.ssn`: no area 000, 666 or 9xx, no group 00, no serial 0000), so "900.12.3456" stays."""
 _SSN_AFTER_CUE = re.compile(
     r"(?:\bssn|social security(?: number| no\.?)?)(?:[\s:#.]|\bis\b|\bes\b){0,6}(\d{3}[\- ]?\d{2}[\- ]?\d{4})(?!\w)"
 )
@@ -88,6 +94,14 @@ _IBAN = re.compile(r"[A-Za-z](?<![\w\\][A-Za-z])(?:[A-Za-z]|(?<=[A-Z])[A-Z] )\d{
 is a verb and a number), then groups split by blanks, dashes, dots or underscores."""
 _CARD = re.compile(r"\d(?<![\w\-.\\+]\d)(?:[ \-.]?\d){12,18}(?![\w]|[\-.]\d)")
 _SEPARATORS = re.compile(r"[ \-./]")
+_SPELLED_SEPARATOR = r"(?:[ \t]?[\-/_.][ \t]?|[ \t])"
+_CARD_SPELLED = re.compile(
+    rf"\d(?<![\w\-.\\+/]\d)\d{{3}}(?P<sep>{_SPELLED_SEPARATOR})(?:\d{{4}}(?P=sep)\d{{4}}(?P=sep)\d{{1,4}}|\d{{6}}(?P=sep)\d{{4,5}})"
+    r"(?![\w]|[\-./]\d)"
+)
+"""A card in its printed groups (4-4-4-4, Amex 4-6-5) split the same way throughout by any separator,
+blanks around it or not ("4111 - 1111 - 1111 - 1111", "4111/1111/1111/1111", "4111_1111_..."). Only a
+number that passes Luhn from a card issuer's range is one: "2024 / 0101 / 1200 / 0001" is not."""
 
 
 def _dni(value: str) -> tuple[str, str]:
@@ -111,6 +125,11 @@ def _cif(value: str) -> tuple[str, str] | None:
 def _ssn(value: str) -> tuple[str, str]:
     compact = ssn.compact(value.replace(" ", ""))
     return ("SSN" if ssn.is_valid(compact) else invalid("SSN")), compact
+
+
+def _ssn_spelled(value: str) -> tuple[str, str] | None:
+    compact = re.sub(r"\D", "", value)
+    return ("SSN", compact) if ssn.is_valid(compact) else None
 
 
 def _nss(value: str, *, cued: bool = False) -> tuple[str, str] | None:
@@ -140,6 +159,12 @@ def _card(value: str) -> tuple[str, str] | None:
         return "CREDIT_CARD", digits
     # Sixteen digits in a row are a mistyped card, unless they are a constant: "1125899906842624" is 2**50.
     return (invalid("CREDIT_CARD"), digits) if _card_grouped(groups) and not power_of_two(int(digits)) else None
+
+
+def _card_spelled(value: str) -> tuple[str, str] | None:
+    digits = re.sub(r"\D", "", value)
+    plausible_issuer = digits[0] in "3456" or "2221" <= digits[:4] <= "2720"
+    return ("CREDIT_CARD", digits) if plausible_issuer and luhn.is_valid(digits) else None
 
 
 def power_of_two(n: int) -> bool:
@@ -206,10 +231,12 @@ _NSS_WORDS = frozenset(w + tail for w in ("nss", "naf", "social", "afiliación",
 
 _NUMBER_DETECTORS = (
     (_CARD, _card, {"windowed": True}),
+    (_CARD_SPELLED, _card_spelled, {}),
     (_DNI, _dni, {}),
     (_DNI_GROUPED, _dni, {}),
     (_NIE, _nie, {}),
     (_CIF, _cif, {}),
     (_NSS, _nss, {}),
     (_SSN, _ssn, {}),
+    (_SSN_SPELLED, _ssn_spelled, {}),
 )

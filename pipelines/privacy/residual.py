@@ -36,9 +36,10 @@ _NOT_MASK = rf"(?!{_MASK})"
 
 _GROUP_END = r"(?![\dA-Za-wyz]|x(?!\d))"
 _DIGIT_RUN = re.compile(
-    rf"(?<![\w+.\-/\\])(?:\+|\(\+?)?\d+{_GROUP_END}\)?(?:(?:(?!\. )[ .\-/()]{{1,2}}|_)\(?\d+(?![\d:]){_GROUP_END}\)?)*"
+    rf"(?<![\w+.\-/\\])(?:\+|\(\+?)?\d+{_GROUP_END}\)?(?:(?:(?!\. )[ .\-/()]{{1,2}}|_|[ \t][\-/_][ \t])\(?\d+(?![\d:]){_GROUP_END}\)?)*"
 )
-"""Digits and the single separators people type between them (an underscore too: "612_345_678"); a
+"""Digits and the single separators people type between them (an underscore too: "612_345_678", or a
+dash, slash or underscore with a blank on either side: "4111 - 1111 - 1111 - 1111"); a
 group before ":" is a time, not part, and one after a sentence's end (". ") a new number; a backslash
 before them makes an escape ("\\x41"), letters
 right after them a token ("3406877694691ddd", a hash), except an extension ("0555x266")."""
@@ -330,7 +331,7 @@ RULES: dict[str, re.Pattern[str] | _Checked | _Search] = {
         r"(?<![\w\-.\\])(?:\d{8}|\d{2}([ .\-_])\d{3}\1\d{3})[\s\-._]?[A-Za-z](?![\w\-])"  # DNI
         r"|(?<![\w\-.\\])[XYZxyz][\s\-.]?\d{7}[\s\-.]?[A-Za-z](?![\w\-])"  # NIE
         r"|(?<![\w\-.\\])[A-HJNP-SUVW][\s\-.]?\d{7}[\s\-.]?[0-9A-J](?![\w\-])"  # CIF
-        r"|(?<![\w\-.\\])\d{3}-\d{2}-\d{4}(?![\w\-])"  # SSN
+        r"|(?<![\w\-.\\])\d{3}([ \t]?[\-._/·][ \t]?)\d{2}\2\d{4}(?![\w\-]|[.,/]\d)"  # SSN, any punctuation between
         r"|(?<![\w\-/.\\])\d{2}/\d{7,8}/\d{2}(?![\w\-/])"  # NSS
     ),
     "address_like": _Search(lambda text: _spanish_address(text) or _english_address(text)),
@@ -702,8 +703,9 @@ _IPV6_ELIDED = re.compile(r"::[0-9a-f]", re.IGNORECASE)
 _WEBMAILS = tuple(_WEBMAIL.removeprefix("(?:").removesuffix(")").split("|"))
 _ASSIGNED_KEYWORD = re.compile(r"(?:pass|word|wd|phrase|code|secret|token|key|credentials?|contrase[ñn]a)[\"']?\s*[:=]")
 """How every keyword of the credential rule ends, then its ":" or "=", over lowered text."""
-_ID_DIGITS = re.compile(r"\d(?:\d{6}|[ .\-_]\d{3}[ .\-_]\d|\d\d-\d\d-\d)")
-"""Seven digits in a row, or the digits of "12.345.678", "12 345 678" or "536-90-4399": what each national id holds."""
+_ID_DIGITS = re.compile(r"\d(?:\d{6}|[ .\-_]\d{3}[ .\-_]\d|\d\d[ \t]?[\-._/·][ \t]?\d\d[ \t]?[\-._/·])")
+"""Seven digits in a row, or the digits of "12.345.678", "12 345 678" or "536-90-4399" (any punctuation
+between an SSN's groups): what each national id holds."""
 _DIGIT_BLANK = re.compile(r"\d[A-Za-z]?\s", re.IGNORECASE)
 _KEY_PREFIXES = (
     "sk-", "sk_live_", "sk_test_", "rk_live_", "pk_live_", "whsec_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_",
