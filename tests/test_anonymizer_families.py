@@ -257,3 +257,23 @@ def test_a_us_ssn_split_by_any_separator(separator, template):
     for ssn_value in SSNS:
         value = ssn_value.replace("-", separator)
         _replaced_and_flagged(template.format(v=value), value)
+
+
+# --- Spanish addresses: every common type of street with every way of numbering and a floor after it --
+SPANISH_TYPES = ["Calle", "C/", "Ctra.", "Carretera", "Urb.", "Urbanización", "Camí", "Camino", "Pza.", "Plaza", "Avda.",
+                 "Avenida", "Pº", "Paseo", "Ronda", "Travesía", "Trav.", "Glorieta", "Rambla", "Vía", "Cuesta", "Callejón",
+                 "Bulevar", "Polígono", "Carrer", "Passeig"]  # fmt: skip
+SPANISH_NUMBERS = ["12", "nº 12", "km 7", "Km. 7,5", "s/n", "57 - 3º Izq", "nº 12, 2º B", "parcela 14", "12, 5ª planta",
+                   "12, bajo", "45, 3º-2ª", "8 - 1º dcha.", "nave 3"]  # fmt: skip
+"""A number, a road's kilometre point, a plot ("parcela") or a unit ("nave"), then the floor and door after a
+comma or a dash ("57 - 3º Izq")."""
+
+
+@pytest.mark.parametrize("number", SPANISH_NUMBERS)
+@pytest.mark.parametrize("template", ["Envíalo a {v}, por favor.", "El cliente vive en {v} desde enero.", "Dirección: {v}"])
+def test_every_spanish_type_of_street_with_any_number_and_floor(number, template):
+    rng = random.Random(number + template)
+    for street_type in SPANISH_TYPES:
+        name = rng.choice(["de Valencia", "Los Pinos", "de la Font", "Mayor", "del Pilar", "Velázquez"])
+        value = f"{street_type} {name}, {number}" if rng.random() < 0.5 else f"{street_type} {name} {number}"
+        _replaced_and_flagged(template.format(v=value), value)

@@ -46,8 +46,12 @@ _ES_CARDINAL_AFTER = r"(?:[ \t]+(?:Sur|Norte|Este|Oeste)(?!\w))?"
 _ES_NAME_WORD = rf"(?:[{_UP}](?:[\w'’ªº.\-]*[\w'’ªº.])?|[dl]['’][{_UP}][\w'’\-]*)"
 _ES_PARTICLE = r"(?:de|del|la|las|los|el|dels|les|i|y|d['’]|l['’])"
 _ES_NUMBER_MARK = r"(?:#|(?i:n[º°o]\.?|núm\.?|número|num\.?))"
+_ES_PLOT = r"(?i:km\.?[ \t]*\d{1,4}(?:[,.]\d{1,3})?|(?:parcela|solar|lote|manzana|mz\.|nave)[ \t]*\d{1,5}[A-Za-z]?)"
+"""Where a road or an estate has no street numbers: a kilometre point ("Ctra. de Valencia km 7,5"), a plot
+("Urb. Los Pinos, parcela 14") or a unit of an industrial estate ("Polígono Sur, nave 3")."""
 _ES_NUMBER = (
-    rf"(?:{_ES_NUMBER_MARK}[ \t]*)?(?:\d{{1,5}}(?:[ \t]*-[ \t]*\d{{1,4}}|[ \t]?[A-Za-z](?!\w))?{_ES_CARDINAL_AFTER}|(?i:s/n))(?![\w/])"
+    rf"(?:(?:{_ES_NUMBER_MARK}[ \t]*)?(?:\d{{1,5}}(?:[ \t]*-[ \t]*\d{{1,4}}|[ \t]?[A-Za-z](?!\w))?{_ES_CARDINAL_AFTER}|(?i:s/n))"
+    rf"|{_ES_PLOT})(?![\w/])"
 )
 _ES_NAMED_STREET = (
     rf"[ \t]*(?:(?:{_ES_PARTICLE}[ \t]+)*{_ES_NAME_WORD}[ \t]+){{0,5}}(?:{_ES_PARTICLE}[ \t]+)*{_ES_NAME_WORD}"
@@ -61,7 +65,7 @@ _ES_NUMBERED_STREET = (
 )
 """Colombia's "Calle 187 Bis R # 4-32 Este", "Avenida carrera 27 # 7-31"; Argentina's "Av. 6 N° 481"."""
 _ES_UNIT = (
-    r"(?:\d{1,2}[º°ª](?:[ \t]*-?[ \t]*\d?[A-Za-zº°ª]{0,2}(?!\w))?"
+    r"(?:\d{1,2}[º°ª](?:[ \t]*-?[ \t]*\d?[A-Za-zº°ª]{0,2}(?!\w))?(?:[ \t]+(?i:planta|piso)(?!\w))?"
     r"|(?i:bajo|bj\.|entlo\.|ático|atico|izq(?:da|uierda)?\.?|izda\.?|dcha\.?|derecha)(?!\w)"
     r"|(?i:piso|planta|puerta|pta\.|esc(?:alera)?\.?|apartamento|apto\.?|apt\.?|depto\.?|dpto\.?|dto\.?|interior"
     r"|int\.|edificio|edif\.?|local|oficina|of\.|casa|bodega|torre|etapa|bloque|portal|nave)[ \t]*[\w\-]{1,5}(?!\w))"
@@ -69,7 +73,7 @@ _ES_UNIT = (
 _ES_CITY_WORD = rf"[{_UP}][\w'’\-]*(?:\.[\w'’\-]+)*"
 _ES_CITY = rf"{_ES_CITY_WORD}(?:[ \t]+(?:(?:de|del|la|las|los|el|y)[ \t]+)*{_ES_CITY_WORD}){{0,4}}"
 _ES_TAIL = (
-    rf"(?:[ \t]*[,\n]?[ \t]*{_ES_UNIT})*"
+    rf"(?:[ \t]*[,\n\-]?[ \t]*{_ES_UNIT})*"  # floor and door after a comma, a line break or a dash ("57 - 3º Izq")
     rf"(?:[ \t]*,?[ \t]*\(?(?:(?:0[1-9]|[1-4]\d|5[0-2])\d{{3}}|\d{{6}})(?!\d)\)?(?:[ \t]*,?[ \t]*{_ES_CITY})?"  # 28013 Madrid, 110111 Bogotá
     rf"|[ \t]*[,\n][ \t]*\n?[ \t]*\d{{6}}[ \t]*\n[ \t]*{_ES_CITY}(?:[ \t]*,[ \t]*{_ES_CITY})?"  # 259074\nFúquene, Cundinamarca
     rf"|[ \t]*[,\n][ \t]*\n?[ \t]*{_ES_CITY}(?:[ \t]*,[ \t]*(?:{_ES_CITY}|[A-Z]{{2,4}}))?[ \t]*,?[ \t]*\d{{4,7}}(?:-\d{{4}})?(?!\d)"

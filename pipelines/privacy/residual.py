@@ -155,9 +155,11 @@ def _name_like(m: re.Match[str]) -> bool:
 _ES_STREET_TYPES = (
     "calle", "c/", "avda", "avenida", "av.", "plaza", "pza", "paseo", "carrer", "passeig", "rambla", "ronda", "camino",
     "carretera", "travesía", "glorieta", "gran vía", "callejón", "pasaje", "pasadizo", "urbanización", "bulevar",
-    "alameda", "costanilla", "cañada", "cra.",
+    "alameda", "costanilla", "cañada", "cra.", "ctra", "crta", "carr.", "urb", "camí", "cami", "cno", "trav", "travesia",
+    "trva", "gta", "glta", "rbla", "rda", "pso", "po", "p.o", "pg", "polígono", "poligono", "pol", "callejon", "cjón",
+    "cjon", "blvd", "plaça", "placa", "avinguda", "avgda",
 )  # fmt: skip
-"""In any case; each may take a dot ("Avda.", "Pza.")."""
+"""In any case; each may take a dot ("Avda.", "Pza."). The text is NFKC-folded first: "Pº" reads "Po"."""
 _ES_CAPITALISED_TYPES = (
     "Cuesta", "Carrera", "Diagonal", "Transversal", "Calzada", "Privada", "Circuito", "Retorno", "Prolongación", "Vial",
     "Acceso", "Ampliación", "Andador", "Cerrada", "Circunvalación", "Continuación", "Corredor", "Eje vial", "Periférico",
@@ -179,8 +181,11 @@ _EN_STREET_WORDS = (
     "|Freeway|Heights|Hollow|Knoll|Manor|Meadows?|Orchard|Pike|Ridge|Skyway|Stravenue|Turnpike|Viaduct"
 )
 """English street suffixes that name little else; before a state and postcode any capitalised word ends a street."""
-_ES_NAME = r"[A-ZÁÉÍÓÚÑ][\w'.\-]*(?:[ \t]+[\w'.\-]+){0,6}?,?[ \t]+(?:(?i:nº|n°|#)[ \t]*)?\d{1,4}\b"
-"""A street's name and its number, on one line."""
+_ES_NAME = (
+    r"[A-ZÁÉÍÓÚÑ][\w'.\-]*(?:[ \t]+[\w'.\-]+){0,6}?,?[ \t]+"
+    r"(?:(?:(?i:n[º°o]\.?|núm\.?|#|km\.?|parcela|solar|lote|manzana|nave)[ \t]*)?\d{1,4}\b|(?i:s/n)(?!\w))"
+)
+"""A street's name and its number, on one line: "nº 12" (NFKC reads "no 12"), a road's "km 7", a plot, "s/n"."""
 _ES_STREET_AT = re.compile(
     rf"(?i:(?:{'|'.join(map(re.escape, _ES_STREET_TYPES))})\.?\s+(?:(?:de|del|la|las|los|d'|l')\s+)*"
     # The name is a word other than an article: "ronda los 5470 euros" is a sum ("is about"), not a street.
@@ -776,7 +781,7 @@ SCREENS: dict[str, Callable[[_Text], bool]] = {
     "ip_address_like": lambda t: (t.digits >= 4 and bool(_IPV4_DIGITS.search(t.text))) or ("::" in t.text and bool(_IPV6_ELIDED.search(t.text)))
     or (t.text.count(":") >= 7 and bool(_IPV6_COLON.search(t.text))),
     "national_id_like": lambda t: t.digits >= 7 and bool(_ID_DIGITS.search(t.text)),
-    "address_like": lambda t: t.digits >= 1 and (
+    "address_like": lambda t: (t.digits >= 1 or "s/n" in t.lowered) and (  # a number, or "sin número"
         bool(_DIGIT_BLANK.search(t.text))
         or t.has(*_ES_TYPE_SCREEN)
         or t.holds(_ES_CAPITALISED_SCREEN)

@@ -88,9 +88,9 @@ EN_STREET_SUFFIXES = ALL_EN_SUFFIXES - EN_WORD_SUFFIXES
 """Suffixes that are street words wherever they close a numbered run of capitalised words."""
 
 ES_STREET_TYPES = """
-calle c/ cl cl. cll. calleja callejón callejon cjón. cjon. avenida avda avda. avd. av. av avinguda avgda.
+calle c/ c/. cl cl. cll. calleja callejón callejon cjón. cjon. avenida avda avda. avd. av. av avinguda avgda.
 plaza pza. pza plza. pl. plaça placeta plazuela paseo pº p.º ps. pso. passeig pg. carrer cra. cra kra. rambla rbla.
-ronda rda. camino cno. cmno. carretera ctra. crta. carr. travesía travesia trva. trav. travessera glorieta gta. glta.
+ronda rda. camino cno. cmno. camí cami carretera ctra. crta. carr. travesía travesia trva. trav. travessera glorieta gta. glta.
 urbanización urbanizacion urb. polígono poligono pol. bulevar boulevard blvd. blv. bv. alameda pasaje
 passatge pje. psje. pasadizo costanilla cañada rúa rua ruela gran
 """
