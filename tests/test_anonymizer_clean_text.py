@@ -268,3 +268,34 @@ def test_numbers_only_shaped_like_a_card_or_an_ssn_are_left_alone(separator, tem
     for digits in ("000123456", "123004567", "123450000"):  # area 000, group 00, serial 0000 (9xx, 6xx: phones)
         value = separator.join((digits[:3], digits[3:5], digits[5:]))
         assert find_pii(template.format(v=value)) == [], value
+
+
+@pytest.mark.parametrize("word", ["LangChain", "argument", "interoperability", "autopkgtests", "JavaScript", "TypeScript"])
+@pytest.mark.parametrize("template", ["for {b} {w} usage", "({b} {w} validation)", "Soporte {b} de {w}."])
+@pytest.mark.parametrize("basic", ["basic", "Basic"])
+def test_basic_before_a_word_is_no_authorization_header(word, template, basic):
+    """Basic credentials are base64, whole blocks of four with a digit, a symbol or an inner capital.
+    (Only the residual rule is asked: "Basic LangChain" capitalised is for the name detector to judge.)"""
+    assert "auth_header" not in residual_pii_reasons(template.format(b=basic, w=word))
+
+
+@pytest.mark.parametrize("key", ["total", "available", "used", "free", "read_bytes", "bytes_sent", "write_count", "size"])
+@pytest.mark.parametrize("value", ["10367352832", "6472179712", "21378641920", "18626220032", "2181107712"])
+@pytest.mark.parametrize("layout", ["svmem({k}={v}, percent=37.6)", ">>> f({k}={v})", "{k}={v}, x=1"])
+def test_sizes_and_counters_under_a_key_that_names_them_stay(key, value, layout):
+    """A repr's byte counts and counters ("svmem(total=10367352832, ..."), as psutil prints them."""
+    _untouched(layout.format(k=key, v=value))
+
+
+@SETTINGS
+@given(st.lists(st.integers(-100, 100), min_size=12, max_size=40), st.sampled_from(["{v}", "data:\n{v}\n", "Datos: {v}"]))
+def test_a_table_of_signed_integers_stays(numbers, template):
+    """Rows of small signed integers, as test data files hold them ("26 -60 -34 11 -27 47 -100")."""
+    assert "long_digit_run" not in residual_pii_reasons(template.format(v=" ".join(map(str, numbers))))
+
+
+@pytest.mark.parametrize("pages", ["179-188", "1-12", "233-247", "45-9"])
+@pytest.mark.parametrize("year", ["1936", "1988", "2021"])
+@pytest.mark.parametrize("template", ["Annual Eugenics, 7, Part II, {p} ({y}); also in", "Revista 12, {p} ({y})."])
+def test_a_citation_s_pages_and_year_stay(pages, year, template):
+    _untouched(template.format(p=pages, y=year))

@@ -277,3 +277,16 @@ def test_every_spanish_type_of_street_with_any_number_and_floor(number, template
         name = rng.choice(["de Valencia", "Los Pinos", "de la Font", "Mayor", "del Pilar", "Velázquez"])
         value = f"{street_type} {name}, {number}" if rng.random() < 0.5 else f"{street_type} {name} {number}"
         _replaced_and_flagged(template.format(v=value), value)
+
+
+@pytest.mark.parametrize("make", ["URLSafeSerializer", "URLSafeTimedSerializer"])
+@pytest.mark.parametrize("payload", [{"id": 5, "name": "itsdangerous"}, {"user_id": 42}, {"_fresh": True, "csrf_token": "x"}])
+@pytest.mark.parametrize("template", ["token = '{v}'", "# {v}\ndata = auth_s.loads(token)", "La cookie vale {v}."])
+def test_a_signed_payload_is_a_secret(make, payload, template):
+    """itsdangerous and Flask sessions sign a base64url JSON object ("eyJ..."): whoever holds it is let in, example or
+    not, so it is replaced as a secret (and the row publishes) rather than quarantined."""
+    value = getattr(importlib.import_module("itsdangerous"), make)("some-key").dumps(payload)
+    text = template.format(v=value)
+    after = ANONYMIZER.anonymize_text(text, "scope", Counter())
+    assert value not in after and "[SECRET_" in after, after
+    assert residual_pii_reasons(text) and not residual_pii_reasons(after)

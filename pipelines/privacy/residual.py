@@ -304,7 +304,10 @@ RULES: dict[str, re.Pattern[str] | _Checked | _Search] = {
         re.IGNORECASE,
     ),
     "auth_header": re.compile(
-        rf"\b(?:[Bb]earer|[Bb]asic)\s+{_NOT_MASK}{_TOKENISH}"
+        rf"\b[Bb]earer\s+{_NOT_MASK}{_TOKENISH}"
+        # Basic credentials are base64 (RFC 7617), whole four-character blocks with a digit, a symbol or an
+        # inner capital: "basic LangChain" and "basic argument" are prose.
+        rf"|\b[Bb]asic\s+{_NOT_MASK}(?=[A-Za-z0-9+/=]*(?:[0-9+/=]|[a-z][A-Z]))(?:[A-Za-z0-9+/]{{4}}){{2,}}(?:[A-Za-z0-9+/]{{2}}==|[A-Za-z0-9+/]{{3}}=)?(?![\w+/=])"
         rf"|\b(?i:authori[sz]ation)[\"']?\s*[:=]\s*[\"']?(?:\w+\s+)?{_NOT_MASK}{_TOKENISH}"
     ),
     "cookie_like": _Checked(
@@ -388,6 +391,9 @@ _UUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}
 _TRUNK_AFTER_CODE = re.compile(r"(\+\d{1,3})[ \t]?\(0\)[ \t]?")
 _ISBN = re.compile(r"\bISBN(?:-1[03])?:?[ \t]*(?:[\d][ \-]?){9,12}[\dX]\b", re.IGNORECASE)
 """A book's number, as documentation cites it ("ISBN 0-13-951294-2")."""
+_YEAR_IN_PARENTHESES = re.compile(r"(?<=[ \t])\((?:1[6-9]|20)\d\d\)(?![\d\-])")
+"""A citation's year after its pages ("7, Part II, 179-188 (1936)"); no area code or prefix is a year in
+parentheses after a blank."""
 
 
 def _long_digit_run(text: str) -> bool:
@@ -415,6 +421,8 @@ def _long_digit_run(text: str) -> bool:
         text = _TRUNK_AFTER_CODE.sub(r"\1 ", text)  # "+49 (0)15590 685921": the trunk is not dialled
     if "isbn" in text or "ISBN" in text:
         text = _ISBN.sub(_DATE_MASK, text)
+    if "(" in text:
+        text = _YEAR_IN_PARENTHESES.sub(_DATE_MASK, text)
     ssn_cued = _SSN_CUE.search(text) is not None
     for m in _DIGIT_RUN.finditer(text):
         if text.startswith("/", m.end()):
@@ -423,6 +431,7 @@ def _long_digit_run(text: str) -> bool:
             if (
                 _is_long_digit_run(run, ssn_cued)
                 and not _REFERENCE_BEFORE.search(text, max(0, m.start() - 32), m.start())
+                and not _MEASURE_BEFORE.search(text, max(0, m.start() - 32), m.start())
                 and not _among_hex_groups(text, m.start(), m.end())
                 and not _in_a_literal_collection(text, m.start(), m.end())
             ):
@@ -486,6 +495,12 @@ _REFERENCE_BEFORE = re.compile(
     r"|workflow|run)(?:[ \t]+(?i:number|id|no\.?|n[º°]|número|numero))?[ \t]*[:#=]?[ \t]*[\"'`]?\Z"
 )
 """A word that names what the number is: "project 32555940559", "pedido #612345678" are references."""
+_MEASURE_BEFORE = re.compile(
+    r"(?<![\w.])(?:[A-Za-z]+_)*(?i:total|used|free|available|avail|size|bytes|count|length|sent|recv|rss|vms|shared"
+    r"|buffers|cached|capacity|limit|offset|blocks|memory)(?:_[A-Za-z]+)*[ \t]*=[ \t]*\Z"
+)
+"""A keyword argument that names a quantity, as a repr prints sizes and counters ("svmem(total=10367352832,
+available=6472179712", "read_bytes=18626220032"): bytes and counts, not anyone's number."""
 
 
 def _balanced_parts(run: str) -> list[str]:
@@ -575,13 +590,13 @@ def _side_by_side(run: str, groups: list[str]) -> bool:
 
 
 def _table_row(groups: list[str]) -> bool:
-    """Small numbers in a row, as calendars and tables print them ("11 12 13 14 15 16 17"): six groups
-    or more of at most two digits and no country code, or four or more counting up by one."""
+    """Small numbers in a row, as calendars and tables print them ("11 12 13 14 15 16 17", "26 -60 -34 11
+    -100"): six groups or more of at most three digits and no country code, or four or more counting up by one."""
     if groups[0].startswith(("+", "(+")) or not all(group.isdigit() for group in groups):
         return False
     values = [int(group) for group in groups]
     counting = len(values) >= 4 and all(b - a == 1 for a, b in zip(values, values[1:]))
-    return counting or (len(groups) >= 6 and max(map(len, groups)) <= 2)
+    return counting or (len(groups) >= 6 and max(map(len, groups)) <= 3)
 
 
 def _dotted_identifier(groups: list[int], digits: str) -> bool:

@@ -67,6 +67,8 @@ PROVIDER_TOKENS = {
     "doppler": [r"dp\.(?:st|ct|sa|scim)\.[A-Za-z0-9_\-]{40,}"],
     "pulumi": [r"pul-[a-f0-9]{40}"],
     "jwt": [r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"],
+    # itsdangerous and Flask sessions: a base64url JSON payload, a timestamp perhaps, an HMAC signature.
+    "signed payload": [r"eyJ[A-Za-z0-9_\-]{8,}(?:\.[A-Za-z0-9_\-]{4,}){0,1}\.[A-Za-z0-9_\-]{16,}"],
 }  # fmt: skip
 """Published token formats by issuer, each opening with a literal character. Formats change: lengths
 are lower bounds."""
