@@ -38,6 +38,7 @@ def test_a_gate_states_what_it_catches_for_each_gated_metric_only():
     few = regression_gate(run(noisy[:8], "c"), run(base[:8], "b"), ["faithfulness"])
     assert not few.metrics[0].gated and few.metrics[0].detectable_drop is None
     assert "'Catches' is the smallest drop" in gate.rule
+    assert gate.summary() == f"gate passed on 1 metric(s) (it catches drops of {stated:.2f} or more 90 % of the time)"
 
 
 def test_the_gate_catches_the_drops_it_states_at_least_ninety_percent_of_the_time():

@@ -1196,7 +1196,11 @@ class GateResult:
         rest = f"; {', '.join(not_gated)}" if not_gated else ""
         if not self.measured:
             return f"nothing gated{rest}"
-        return f"gate passed on {len(self.gated_metrics)} metric(s){rest}"
+        caught = [m.detectable_drop for m in self.metrics if m.gated and m.detectable_drop is not None]
+        span = f"{min(caught):.2f}" if caught and f"{min(caught):.2f}" == f"{max(caught):.2f}" else \
+            f"{min(caught):.2f}–{max(caught):.2f}" if caught else ""  # fmt: skip
+        vouches = f" (it catches drops of {span} or more 90 % of the time)" if caught else ""
+        return f"gate passed on {len(self.gated_metrics)} metric(s){vouches}{rest}"
 
     def to_dict(self) -> dict:
         return {**asdict(self), "summary": self.summary(), "rule": self.rule, "gated_metrics": self.gated_metrics}
