@@ -748,12 +748,12 @@ def _gate_table(summary, role: str = "baseline", run_id: str | None = None, rows
 
     table = Table(title=escape(f"paired differences, {summary.target} − {role} {run_id or summary.baseline}"))
     for column in ("metric", "pairs", role, "candidate", "difference", "95 % CI", f"p ({summary.gate_correction})",
-                   "catches (90 %)", "verdict"):  # fmt: skip
+                   "catches", "verdict"):  # fmt: skip
         table.add_column(column, justify="left" if column in ("metric", "verdict") else "right")
     for row in summary.gate_rows if rows is None else rows:
         table.add_row(row.metric, str(row.n_pairs), number(row.baseline_mean), number(row.candidate_mean),
                       "–" if row.diff is None else f"{row.diff:+.3f}", interval(row.ci_low, row.ci_high),
-                      number(row.p_adjusted), "–" if row.detectable_drop is None else f"≥ {row.detectable_drop:.2f}",
+                      number(row.p_adjusted), number(row.detectable_drop, 2),
                       _verdict(row))  # fmt: skip
     table.caption = "catches: the smallest drop of the mean this gate fails 90 % of the time at its n"
     return table
