@@ -39,7 +39,7 @@ EVAL_GAUGES = {"rag_eval_items", "rag_eval_failed_items", "rag_eval_gate_passed"
                "rag_eval_last_success_timestamp_seconds", "rag_judge_trusted", "rag_judge_agreement_kappa",
                "rag_judge_audit_labels", "rag_golden_coverage_ratio", "rag_golden_coverage_ratio_ci_low",
                "rag_golden_coverage_ratio_ci_high", "rag_judge_noise_share", "rag_judge_retest_icc",
-               "rag_judge_retest_items"}  # fmt: skip
+               "rag_judge_retest_items", "rag_eval_gate_catches"}  # fmt: skip
 PUSHGATEWAY_GAUGES = {"push_time_seconds", "push_failure_time_seconds"}
 SCORE_GAUGES = {gauge_name(PUSHED_AS.get(metric, metric)) for metric in METRICS}
 AT_K = re.compile(r"rag_(recall|precision)_at_\d+_score")

@@ -196,3 +196,18 @@ def test_judge_noise_is_pushed_per_metric_and_absent_with_too_few_retests(settin
     # 6 retests: no figure, never a 0.
     assert not [line for line in text.splitlines() if line.startswith("rag_judge_") and 'metric="faithfulness"' in line]
     assert 'rag_judge_retest_icc{metric="context_recall"' not in text  # ICC undefined: absent
+
+
+def test_what_a_gate_pass_vouches_for_is_pushed_per_gated_metric(settings):
+    summary = saved_run(settings, date(2026, 2, 2), "reference-rag", 0.9)
+    store = ResultsStore.from_settings(settings)
+    run = store.get_run(summary.run_id)
+    run.gate_passed, run.gate = True, {"metrics": [{"metric": "faithfulness", "detectable_drop": 0.17},
+                                                   {"metric": "tool_call_accuracy", "detectable_drop": None}]}
+    store.save_run(run, store.scores(run.run_id))
+    store.dispose()
+    push_run(settings, summary)
+    text = textfile_path(settings.home, "ragwatch", "offline", target="reference-rag").read_text()
+    # The metric the gate could not vouch for (none stated) has no gauge: absent, never 0.
+    assert [line for line in text.splitlines() if line.startswith("rag_eval_gate_catches{")] == [
+        'rag_eval_gate_catches{metric="faithfulness",suite="offline",target="reference-rag"} 0.17']

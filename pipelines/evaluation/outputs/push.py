@@ -21,7 +21,7 @@ import logging
 import re
 import time
 import urllib.request
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -67,8 +67,8 @@ def grouping_key(suite: str, target: str | None = None, app: str | None = None) 
 
 
 def build_registry(aggregates: Iterable[Aggregate], *, suite: str, target: str | None = None, app: str | None = None,
-                   gate_passed: bool | None = None, succeeded_at: float | None = None,
-                   judge: Iterable[JudgeTrustRow] = (), cost: RunCost | None = None,
+                   gate_passed: bool | None = None, gate_catches: Mapping[str, float] | None = None,
+                   succeeded_at: float | None = None, judge: Iterable[JudgeTrustRow] = (), cost: RunCost | None = None,
                    judge_noise: Iterable[JudgeNoiseRow] = (),
                    coverage: GoldenCoverage | None = None) -> CollectorRegistry:  # fmt: skip
     """The gauges of one run. Labels repeat the grouping key so a textfile reads the same as the gateway."""
@@ -93,6 +93,12 @@ def build_registry(aggregates: Iterable[Aggregate], *, suite: str, target: str |
     if gate_passed is not None:
         Gauge("rag_eval_gate_passed", "1 when the run passed the regression gate", names,
               registry=registry).labels(**base).set(int(gate_passed))  # fmt: skip
+    if gate_catches:
+        catches = Gauge("rag_eval_gate_catches", "The smallest drop of a gated metric's mean that the run's regression "
+                        "gate fails 90 % of the time at its n: what a pass can hide", [*names, "metric"],
+                        registry=registry)  # fmt: skip
+        for metric, drop in gate_catches.items():
+            catches.labels(**base, metric=metric).set(drop)
     if cost is not None:
         _cost_gauges(cost, base, registry)
     last_success = Gauge("rag_eval_last_success_timestamp_seconds",
@@ -193,8 +199,8 @@ def _cost_gauges(cost: RunCost, base: dict[str, str], registry: CollectorRegistr
 
 
 def push_scores(settings: Settings, aggregates: Iterable[Aggregate], *, suite: str, target: str | None = None,
-                app: str | None = None, gate_passed: bool | None = None, succeeded_at: datetime | float | None = None,
-                timeout_s: float = 10.0, judge: Iterable[JudgeTrustRow] = (),
+                app: str | None = None, gate_passed: bool | None = None, gate_catches: Mapping[str, float] | None = None,
+                succeeded_at: datetime | float | None = None, timeout_s: float = 10.0, judge: Iterable[JudgeTrustRow] = (),
                 cost: RunCost | None = None, judge_noise: Iterable[JudgeNoiseRow] = (),
                 coverage: GoldenCoverage | None = None) -> PushResult:  # fmt: skip
     """Replace the suite's (and target's) group on the configured Pushgateway, or write
@@ -202,7 +208,7 @@ def push_scores(settings: Settings, aggregates: Iterable[Aggregate], *, suite: s
     if isinstance(succeeded_at, datetime):
         succeeded_at = succeeded_at.timestamp()
     registry = build_registry(aggregates, suite=suite, target=target, app=app, gate_passed=gate_passed,
-                              succeeded_at=succeeded_at, judge=judge, cost=cost, judge_noise=judge_noise,
+                              gate_catches=gate_catches, succeeded_at=succeeded_at, judge=judge, cost=cost, judge_noise=judge_noise,
                               coverage=coverage)  # fmt: skip
     samples = sum(len(m.samples) for m in registry.collect())
     job, key = settings.pushgateway_job, grouping_key(suite, target, app)
@@ -301,8 +307,10 @@ def push_run(settings: Settings, summary: RunSummary, *, app: str | None = None)
         aggregates = as_pushed(aggregate(store.scores(summary.run_id)))
     finally:
         store.dispose()
+    catches = {m["metric"]: m["detectable_drop"] for m in (latest.gate or {}).get("metrics", [])
+               if m.get("detectable_drop") is not None}  # fmt: skip
     result = push_scores(settings, aggregates, suite=summary.suite, target=summary.target, app=app,
-                         gate_passed=latest.gate_passed,
+                         gate_passed=latest.gate_passed, gate_catches=catches,
                          succeeded_at=latest.finished_at or datetime.now(timezone.utc),
                          judge=judge_trust(latest.params.get("judge_audit")),
                          judge_noise=judge_noise_rows(latest.params.get("judge_noise")),
