@@ -202,8 +202,10 @@ def test_what_a_gate_pass_vouches_for_is_pushed_per_gated_metric(settings):
     summary = saved_run(settings, date(2026, 2, 2), "reference-rag", 0.9)
     store = ResultsStore.from_settings(settings)
     run = store.get_run(summary.run_id)
-    run.gate_passed, run.gate = True, {"metrics": [{"metric": "faithfulness", "detectable_drop": 0.17},
-                                                   {"metric": "tool_call_accuracy", "detectable_drop": None}]}
+    stored = dict(design="paired", n_pairs=40, baseline_mean=0.9, candidate_mean=0.9, diff=0.0, ci_low=-0.05,
+                  ci_high=0.05, passed=True, reason="no drop")  # what MetricGate.to_dict keeps, besides these
+    run.gate_passed, run.gate = True, {"metrics": [{**stored, "metric": "faithfulness", "detectable_drop": 0.17},
+                                                   {**stored, "metric": "tool_call_accuracy", "detectable_drop": None}]}
     store.save_run(run, store.scores(run.run_id))
     store.dispose()
     push_run(settings, summary)

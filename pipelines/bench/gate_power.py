@@ -523,6 +523,7 @@ def run_detectable_bench(*, sizes: Sequence[int] = (100,), reps: int = 200, seed
             if not values.size:
                 continue
             drop = round(float(np.median(values)), 3)
+            low, high = (float(q) for q in np.quantile(values, (0.1, 0.9)))
             for kind in model.kinds:
                 scenario = Scenario(f"{name} −{drop:.3f} {kind}", name, kind, drop)
                 try:
@@ -532,8 +533,8 @@ def run_detectable_bench(*, sizes: Sequence[int] = (100,), reps: int = 200, seed
                 else:
                     power = float(np.mean([name in gate_run(regressed, rep, **options).failed_metrics
                                            for rep in range(reps)]))  # fmt: skip
-                rows.append({"n": n, "metric": name, "kind": kind, "stated": drop, "low": float(np.quantile(values, 0.1)),
-                             "high": float(np.quantile(values, 0.9)), "power": power})  # fmt: skip
+                rows.append({"n": n, "metric": name, "kind": kind, "stated": drop, "low": low, "high": high,
+                             "power": power})  # fmt: skip
                 if progress:
                     progress(f"n = {n}: {name} {kind}: states {drop:.3f}, caught {_rate(power)}")
     return {"reps": reps, "sizes": list(sizes), "seed": seed, "rows": rows, "seconds": time.perf_counter() - started}

@@ -35,8 +35,8 @@ from pydantic import BaseModel
 
 from pipelines import inputs
 from pipelines.evaluation.coverage.result import GoldenCoverage
-from pipelines.evaluation.outputs.summary import (JudgeNoiseRow, JudgeTrustRow, RunSummary, golden_coverage,
-                                                  judge_noise_rows, judge_trust)  # fmt: skip
+from pipelines.evaluation.outputs.summary import (JudgeNoiseRow, JudgeTrustRow, RunSummary, gate_rows,
+                                                  golden_coverage, judge_noise_rows, judge_trust)  # fmt: skip
 from pipelines.evaluation.runs.cost import RunCost
 from pipelines.evaluation.statistics.diagnose import CONTEXT_PRECISION as DIAGNOSED_PRECISION
 from pipelines.evaluation.statistics.intervals import Aggregate, aggregate
@@ -307,8 +307,7 @@ def push_run(settings: Settings, summary: RunSummary, *, app: str | None = None)
         aggregates = as_pushed(aggregate(store.scores(summary.run_id)))
     finally:
         store.dispose()
-    catches = {m["metric"]: m["detectable_drop"] for m in (latest.gate or {}).get("metrics", [])
-               if m.get("detectable_drop") is not None}  # fmt: skip
+    catches = {row.metric: row.detectable_drop for row in gate_rows(latest.gate) if row.detectable_drop is not None}
     result = push_scores(settings, aggregates, suite=summary.suite, target=summary.target, app=app,
                          gate_passed=latest.gate_passed, gate_catches=catches,
                          succeeded_at=latest.finished_at or datetime.now(timezone.utc),

@@ -1196,10 +1196,11 @@ class GateResult:
         rest = f"; {', '.join(not_gated)}" if not_gated else ""
         if not self.measured:
             return f"nothing gated{rest}"
-        caught = [m.detectable_drop for m in self.metrics if m.gated and m.detectable_drop is not None]
-        span = f"{min(caught):.2f}" if caught and f"{min(caught):.2f}" == f"{max(caught):.2f}" else \
-            f"{min(caught):.2f}–{max(caught):.2f}" if caught else ""  # fmt: skip
-        vouches = f" (it catches drops of {span} or more 90 % of the time)" if caught else ""
+        caught = sorted(m.detectable_drop for m in self.metrics if m.gated and m.detectable_drop is not None)
+        vouches = ""
+        if caught:
+            low, high = f"{caught[0]:.2f}", f"{caught[-1]:.2f}"
+            vouches = f" (it catches drops of {low if low == high else f'{low}–{high}'} or more 90 % of the time)"
         return f"gate passed on {len(self.gated_metrics)} metric(s){vouches}{rest}"
 
     def to_dict(self) -> dict:
