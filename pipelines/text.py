@@ -35,6 +35,28 @@ STOPWORDS_ES = frozenset(
 
 STOPWORDS = STOPWORDS_EN | STOPWORDS_ES
 
+FILLER_WORDS = frozenset(
+    """about above across actually additionally after again against almost along already also although
+    always among another anyone anything anyway around away basically because before behind below beside
+    besides between beyond certain certainly consequently could despite during either else elsewhere enough
+    especially even ever every everyone everything example finally first following further furthermore
+    generally hence however indeed instance instead later latter least less likewise maybe meanwhile might
+    moreover much must namely neither never nevertheless next nonetheless nothing often once other others
+    otherwise overall perhaps please possibly probably quite rather really regarding respectively second
+    several should similarly simply since something sometimes somewhat still such therefore thereby though
+    thus together toward towards typically unless unlike until upon usually various whatever whenever
+    whereas wherever whether which while within without would
+    acerca adelante ademas ahora algun alguna alguno alli alrededor anterior apenas aproximadamente aquel
+    aquella aquellas aquellos aqui asi aun aunque bajo bastante cada casi cierta ciertas cierto ciertos
+    cualquier cualquiera cuanto debajo dentro despues detras ejemplo embargo encima entonces enseguida
+    finalmente forma fuera general igual incluso lado luego manera mediante menos mientras misma mismas
+    mismo mismos modo ningun ninguna ninguno parte pesar primer primera primero pronto propia propio
+    pues quiza quizas respecto segun siempre siguiente siguientes solo tampoco tanto tarde temprano todavia
+    traves ultimo varias varios veces""".split()
+)
+"""Accent-folded words that carry no topic: discourse markers, quantifiers and adverbs a question never asks
+about ("nevertheless", "sin embargo", "por ejemplo")."""
+
 # Words that are stopwords in both languages ("a", "no", "me", "he"...) say nothing about which
 # language a text is in.
 _EN_ONLY = STOPWORDS_EN - STOPWORDS_ES

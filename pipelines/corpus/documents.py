@@ -26,6 +26,11 @@ _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 # libyaml's loader parses front matter several times faster than the pure-Python one, same result.
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S)
+# Heading markup that is not the heading's text: attribute lists ("Setup {#setup}", Pandoc and MkDocs) and a
+# permalink sign left at the end ("Setup¶"); in Markdown also inline HTML ("<a name=x></a>Setup"), which
+# CommonMark renders as tags, not text.
+_HEADING_SUFFIX = re.compile(r"\s*\{[#.][^}]*\}\s*$|\s*[¶§]\s*$")
+_INLINE_TAG = re.compile(r"</?[A-Za-z][^<>]*>")
 
 
 @dataclass(frozen=True)
@@ -97,6 +102,11 @@ def parse_document(raw: str, name: str, doc_type: str, default_date: date) -> Do
     )
 
 
+def heading_text(raw: str) -> str:
+    """A heading's words without the markup around them."""
+    return " ".join(_HEADING_SUFFIX.sub("", raw).split())
+
+
 def _hidden(relative: Path) -> bool:
     return any(part.startswith(".") for part in relative.parts)
 
@@ -161,7 +171,7 @@ def _markdown_sections(body: str) -> list[Section]:
         heading = _ATX.match(line)
         if heading:
             flush()
-            sections.append((heading.group(2).strip(), []))
+            sections.append((heading_text(_INLINE_TAG.sub("", heading.group(2))), []))
         elif _SETEXT.match(line) and len(paragraph) == 1:
             title = paragraph.pop().strip()
             sections.append((title, []))
@@ -183,6 +193,9 @@ class _HTMLSections(HTMLParser):
         "details", "summary", "form", "fieldset",
     }  # fmt: skip
     SKIPPED = {"script", "style", "noscript", "template", "svg", "nav", "head"}
+    # Permalinks that documentation generators append to headings and definitions (Sphinx and MkDocs
+    # "headerlink", Texinfo "copiable-anchor", GitHub "anchor"): a "¶" or "#" that is markup, not text.
+    PERMALINK_CLASSES = {"headerlink", "copiable-anchor", "anchor", "permalink", "header-anchor", "anchorjs-link"}
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
@@ -193,6 +206,8 @@ class _HTMLSections(HTMLParser):
         self._skip_depth = 0
         self._pre_depth = 0
         self._in_title = False
+        self._link_depth = 0
+        """Open <a> elements inside a permalink (its depth, 0 outside one)."""
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         attributes = dict(attrs)
@@ -200,6 +215,10 @@ class _HTMLSections(HTMLParser):
             self.meta[attributes["name"].lower()] = attributes.get("content") or ""
         elif tag == "html" and attributes.get("lang"):
             self.meta.setdefault("language", attributes["lang"] or "")
+        if self._link_depth and tag == "a":
+            self._link_depth += 1
+        elif tag == "a" and self.PERMALINK_CLASSES & set((attributes.get("class") or "").split()):
+            self._link_depth = 1
         if tag == "title":
             self._in_title = True
         elif tag in self.SKIPPED:
@@ -215,12 +234,14 @@ class _HTMLSections(HTMLParser):
                 self._text.append("- ")
 
     def handle_endtag(self, tag: str) -> None:
+        if tag == "a" and self._link_depth:
+            self._link_depth -= 1
         if tag == "title":
             self._in_title = False
         elif tag in self.SKIPPED:
             self._skip_depth = max(0, self._skip_depth - 1)
         elif tag in self.HEADINGS and self._heading is not None:
-            title = " ".join("".join(self._heading).split())
+            title = heading_text("".join(self._heading))
             self._heading = None
             self._sections.append((title, []))
         elif tag in self.BLOCKS:
@@ -231,7 +252,7 @@ class _HTMLSections(HTMLParser):
     def handle_data(self, data: str) -> None:
         if self._in_title:
             self.meta["title"] = self.meta.get("title", "") + data.strip()
-        elif self._skip_depth:
+        elif self._skip_depth or self._link_depth:
             return
         elif self._heading is not None:
             self._heading.append(data)

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from pipelines.agent_tools import TOOL_REQUESTS, tool_arguments
 from pipelines.models.prompts import Prompt
-from pipelines.text import NOT_ENOUGH, content_tokens, coverage, fold, sentences, words
+from pipelines.text import FILLER_WORDS, NOT_ENOUGH, content_tokens, coverage, fold, sentences, words
 
 ENGINEER_VOICE = (
     "Write like an engineer looking for an operational fact in this documentation. "
@@ -29,6 +29,11 @@ class SeedChunk(BaseModel):
     section: str
     language: str
     text: str
+
+    @property
+    def topic(self) -> str:
+        """The section as a person names it in a question: "11.5. Logging" -> "Logging"."""
+        return SECTION_NUMBER.sub("", self.section) or self.section
 
 
 class QA(BaseModel):
@@ -109,6 +114,14 @@ class ClaimVerdicts(BaseModel):
 
 CODE_TERM = re.compile(r"`([^`]{2,40})`|\b([A-Za-z_]\w*(?:[./][A-Za-z_]\w*)+|\w+\(\)|[a-z]+_[a-z_]+)\b")
 VERB_ENDINGS = ("ed", "ing", "ado", "ido", "ando", "iendo")
+# Adverbs say how, not what: "-ly" and "-mente" words are never the thing a question asks about, bar these nouns
+# and adjectives of schedules.
+ADVERB_ENDINGS = ("ly", "mente")
+NOT_ADVERBS = frozenset("anomaly assembly family supply apply reply multiply monopoly nightly weekly monthly daily "
+                        "hourly yearly".split())  # fmt: skip
+# Section numbering ("11.5. ", "2.1 ", "A.3 ", Texinfo's "1 " before a capital) is the document's layout, not the
+# topic's name.
+SECTION_NUMBER = re.compile(r"^\s*(?:\d+\.(?:\d+\.?)*|\d+(?:\.\d+)+|[A-Z](?:\.\d+)+\.?|\d+(?=\s+[A-Z]))\s+")
 
 
 def _pick(options: list[str], *keys: str) -> str:
@@ -117,12 +130,22 @@ def _pick(options: list[str], *keys: str) -> str:
 
 
 def key_term(sentence: str, fallback: str) -> str:
-    match = CODE_TERM.search(sentence)
-    if match:
-        return match.group(1) or match.group(2)
-    candidates = [w for w in words(sentence) if len(w) >= 5 and fold(w) in set(content_tokens(w))
-                  and not w.lower().endswith(VERB_ENDINGS)]  # fmt: skip
+    """What a question about `sentence` names: its first code term, else its longest content word."""
+    for match in CODE_TERM.finditer(sentence):
+        term = match.group(1) or match.group(2)
+        parts = [fold(p) for p in re.split(r"[./_()]+", term) if p]
+        if any(content_tokens(p) and p not in FILLER_WORDS for p in parts):  # "e.g", "and/or" are not code
+            return term
+    candidates = [w for w in words(sentence) if is_content_word(w) and not w.lower().endswith(VERB_ENDINGS)]
     return max(candidates, key=len) if candidates else fallback
+
+
+def is_content_word(word: str) -> bool:
+    """A word a question can be about: five letters or more, no stopword, filler word or adverb."""
+    folded = fold(word)
+    if len(word) < 5 or folded not in set(content_tokens(word)) or folded in FILLER_WORDS:
+        return False
+    return folded in NOT_ADVERBS or not folded.endswith(ADVERB_ENDINGS)
 
 
 def answerable_sentences(text: str) -> list[str]:
@@ -195,10 +218,10 @@ Never invent facts that are not in the chunk.
             paraphrase = i == inputs.n - 1 and inputs.n > 1
             if paraphrase:  # the first question again, in a user's words: the same term, section and answer
                 sentence = answerable[0]
-            term = key_term(sentence, chunk.section)
+            term = key_term(sentence, chunk.topic)
             templates = PARAPHRASE_TEMPLATES[lang] if paraphrase else SINGLE_TEMPLATES[lang]
             template = _pick(templates, chunk.chunk_id, str(i))
-            items.append(QA(question=template.format(term=term, section=chunk.section), answer=sentence,
+            items.append(QA(question=template.format(term=term, section=chunk.topic), answer=sentence,
                             variant="paraphrase" if paraphrase else "plain"))  # fmt: skip
         return QAList(items=items)
 
@@ -215,9 +238,9 @@ every given chunk together; the reference answer combines them and adds nothing 
     def offline(self, inputs: MultiHopInput) -> QA:
         picked = [answerable_sentences(c.text)[:1] or sentences(c.text)[:1] for c in inputs.chunks]
         facts = [s[0] for s in picked if s]
-        terms = [key_term(f, c.section) for f, c in zip(facts, inputs.chunks)]
+        terms = [key_term(f, c.topic) for f, c in zip(facts, inputs.chunks)]
         lang = _lang(inputs.chunks[0].language)
-        question = MULTI_TEMPLATES[lang].format(a=terms[0], b=terms[-1] if len(terms) > 1 else inputs.chunks[-1].section)
+        question = MULTI_TEMPLATES[lang].format(a=terms[0], b=terms[-1] if len(terms) > 1 else inputs.chunks[-1].topic)
         return QA(question=question, answer=" ".join(facts), variant=inputs.variant)
 
 
@@ -235,10 +258,10 @@ The reference answer says there is not enough information (in the chunk's langua
     def offline(self, inputs: AdversarialInput) -> QA:
         chunk, lang = inputs.chunk, _lang(inputs.chunk.language)
         if inputs.kind == "false_premise":
-            term = key_term(next(iter(answerable_sentences(chunk.text)), chunk.section), chunk.section)
-            question = FALSE_PREMISE[lang].format(term=term, section=chunk.section)
+            term = key_term(next(iter(answerable_sentences(chunk.text)), chunk.topic), chunk.topic)
+            question = FALSE_PREMISE[lang].format(term=term, section=chunk.topic)
         else:
-            question = _pick(NOT_IN_CORPUS[lang], chunk.chunk_id).format(section=chunk.section)
+            question = _pick(NOT_IN_CORPUS[lang], chunk.chunk_id).format(section=chunk.topic)
         return QA(question=question, answer=NOT_ENOUGH[lang], variant=inputs.kind)
 
 
@@ -273,7 +296,7 @@ expected arguments. Use the chunk's topic and language.
 
     def offline(self, inputs: ToolTripleInput) -> ToolTriple:
         chunk, lang = inputs.chunk, _lang(inputs.chunk.language)
-        term = key_term(next(iter(answerable_sentences(chunk.text)), chunk.section), chunk.section)
+        term = key_term(next(iter(answerable_sentences(chunk.text)), chunk.topic), chunk.topic)
         question = TOOL_REQUESTS[inputs.tool][lang].format(term=term)
         return ToolTriple(question=question, expected_tool=inputs.tool, expected_args=tool_arguments(inputs.tool, term))
 
