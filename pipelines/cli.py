@@ -1217,8 +1217,8 @@ def bench_judge_shift(
     """Coverage and width of the judge-only, human-only, previous PPI and corrected intervals when quality moves."""
     from pipelines.bench.judge_shift import format_judge_shift_bench, run_judge_shift_bench
 
-    console.print(format_judge_shift_bench(run_judge_shift_bench(reps=reps, seed=seed, judged=judged,
-                                                                 per_verdict=per_verdict)))  # fmt: skip
+    typer.echo(format_judge_shift_bench(run_judge_shift_bench(reps=reps, seed=seed, judged=judged,
+                                                              per_verdict=per_verdict)))  # fmt: skip
 
 
 @bench_app.command("gate")
