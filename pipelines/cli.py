@@ -851,6 +851,8 @@ def _judge_trust_line(row) -> str:
     line = f"judge on {row.metric} ({escape(row.meaning)}): {verdict}"
     if row.labels:
         line += f"; κ {number(row.kappa)}, accuracy {number(row.accuracy)} on {row.labels} labels"
+    if row.sensitivity is not None:
+        line += f" (sensitivity {number(row.sensitivity)}, specificity {number(row.specificity)})"
     if row.judge_ci:
         line += f"; judge-only mean {number(row.judge_mean)} {interval(*row.judge_ci)}"
     if row.corrected_ci:

@@ -14,7 +14,7 @@ from pipelines.evaluation.metrics.verdicts import AUDITED, SUPPORTED_FROM
 from pipelines.evaluation.outputs.judge_audit import JUDGE_AUDIT, audit_run
 from pipelines.evaluation.outputs.push import build_registry
 from pipelines.evaluation.outputs.report import ItemView, render_report
-from pipelines.evaluation.outputs.summary import run_summary
+from pipelines.evaluation.outputs.summary import judge_trust, run_summary
 from pipelines.evaluation.runs.finalize import UNSUPPORTED_BELOW
 from pipelines.evaluation.statistics.intervals import aggregate
 from pipelines.evaluation.statistics.judge_agreement import agreement, calibrate
@@ -211,6 +211,16 @@ def test_labels_of_the_run_itself_give_a_corrected_mean_and_of_one_other_run_non
     same = {c["metric"]: c for c in audit_run(settings, _run(), scores, views)["calibration"]}["answer_correctness"]
     assert same["labels"] == 24 and same["corrected_ci"] is not None and same["shift_p_value"] is None
     assert same["corrected_ci"][0] <= same["corrected_mean"] <= same["corrected_ci"][1]
+    # The judge's error rates, as the summary line states them: 12 labels per verdict of a run judging 50 % yes
+    # weigh alike, so they are plain shares of the labels.
+    pairs = [(labels[aid] == "yes", v["judge_verdict"]) for aid, v in verdicts.items() if v["metric"] == "answer_correctness"]
+    [row] = judge_trust({"calibration": [same]})
+    assert row.sensitivity == pytest.approx(sum(h and f for h, f in pairs) / sum(h for h, _ in pairs))
+    assert row.specificity == pytest.approx(sum(not h and not f for h, f in pairs) / sum(not h for h, _ in pairs))
+    from pipelines.cli import _judge_trust_line
+
+    line = _judge_trust_line(row)
+    assert "sensitivity" in line and "corrected for its errors" in line, line
     # The next day's run has only that one earlier run's labels: whether the judge errs alike is untested.
     later = date(2026, 3, 2)
     run = EvalRun(run_id=run_id("offline", later, "prod"), suite="offline", logical_date=later, target="prod",

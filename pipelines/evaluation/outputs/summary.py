@@ -80,6 +80,9 @@ class JudgeTrustRow(BaseModel):
     accuracy: float | None = None
     judge_mean: float | None = None
     judge_ci: tuple[float, float] | None = None
+    sensitivity: float | None = None
+    specificity: float | None = None
+    """The judge's P(yes | truly yes) and P(no | truly no) over the labels, which the correction divides out."""
     corrected_mean: float | None = None
     corrected_ci: tuple[float, float] | None = None
     """Corrected by the judge's error rates on the labels (statistics/misclassification.py); None when withheld."""
@@ -194,6 +197,7 @@ def judge_trust(audit: dict[str, Any] | None) -> list[JudgeTrustRow]:
         agreed = c.get("agreement") or {}
         rows.append(JudgeTrustRow(metric=c["metric"], meaning=c["meaning"], labels=c["labels"], kappa=agreed.get("kappa"),
                                   accuracy=agreed.get("accuracy"), judge_mean=c["judge_mean"], judge_ci=c["judge_ci"],
+                                  sensitivity=c.get("sensitivity"), specificity=c.get("specificity"),
                                   corrected_mean=c.get("corrected_mean"), corrected_ci=c.get("corrected_ci"),
                                   more_labels=c["more_labels"], half_width=c["half_width"], trusted=c["trusted"],
                                   verdict=c["verdict"], notes=c.get("notes") or []))  # fmt: skip
