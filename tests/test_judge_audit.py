@@ -299,3 +299,21 @@ def test_the_demo_reviewer_labels_every_queued_item_at_its_planted_error_rates(s
         assert row["label"] == ("yes" if verdict != flipped else "no")
     result = _import(settings, monkeypatch, path)
     assert result.exit_code == 0 and "8 labels imported" in result.output, result.output
+
+
+def test_bench_judge_shift_prints_every_interval_side_by_side():
+    from typer.testing import CliRunner
+
+    from pipelines.bench.judge_shift import ESTIMATORS, run_judge_shift_bench
+    from pipelines.cli import app
+
+    result = CliRunner().invoke(app, ["bench", "judge-shift", "--reps", "20"], terminal_width=80)
+    assert result.exit_code == 0, result.output
+    assert all(name in result.output for name in ESTIMATORS) and "quality 0.7 → 0.5" in result.output
+    assert max(len(line) for line in result.output.splitlines()) <= 80
+    rows = {r["scenario"]: r for r in run_judge_shift_bench(reps=40)["rows"]}
+    shift = rows["quality 0.7 → 0.5"]["estimators"]
+    assert shift["corrected"]["covered"] >= 0.85 * shift["corrected"]["given"] > 0
+    assert shift["PPI λ=1 (before)"]["covered"] <= 0.5 * 40
+    # A judge whose error rates moved between labelled runs: the corrected mean is withheld, not wrong.
+    assert rows["judge moved on the labelled runs, 0.7 → 0.5"]["estimators"]["corrected"]["given"] <= 4
