@@ -169,7 +169,8 @@ def calibrate(suite: str, metric: str, meaning: str, *, human: Sequence[int], la
         notes.append("the judge is not shown better than a coin (sensitivity + specificity − 1 may be 0): "
                      "no correction")  # fmt: skip
         return Calibration(**rated, notes=notes)
-    shift = error_rate_shift(y, f, runs, days, shares)
+    # Halves cut between runs in date order; two runs of one day (two targets) are ordered by their ids.
+    shift = error_rate_shift(y, f, runs, np.char.add(np.char.add(days, "\x00"), runs), shares)
     rated["shift_p_value"] = shift.p_value
     if shift.moved:
         notes.append(f"the judge's error rates moved between the earlier and later labelled runs (p = "
