@@ -122,8 +122,6 @@ class Calibration:
         return {**asdict(self), "more_labels": self.more_labels, "trusted": self.trusted, "verdict": self.verdict}
 
 
-
-
 def calibrate(suite: str, metric: str, meaning: str, *, human: Sequence[int], labelled_verdicts: Sequence[int],
               labelled_runs: Sequence[str], labelled_days: Sequence[str], run_yes_share: Mapping[str, float],
               judged_verdicts: Sequence[int], run: str = "", half_width: float = 0.05,

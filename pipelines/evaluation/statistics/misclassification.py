@@ -130,7 +130,7 @@ def rogan_gladen(judge_mean: float, judged: int, rates: ErrorRates, confidence: 
         return None
     q = judge_mean
     p = (q + rates.spec - 1) / youden
-    # ∂p/∂q = 1/J, ∂p/∂sens = −p/J, ∂p/∂spec = (1 − p)/J, with J = sens + spec − 1; q independent of the labels.
+    # ∂p/∂q = 1/J, ∂p/∂sens = −p/J, ∂p/∂spec = (1 − p)/J (J = sens + spec − 1); q is independent of the labels.
     g = np.array([-p, 1 - p]) / youden
     label_var = float(g @ rates.cov @ g)
     run_var = q * (1 - q) / max(judged, 1) / youden**2
