@@ -295,7 +295,7 @@ def demo_label_audit(
     suite: Annotated[str, typer.Option(help="offline or online.", callback=_checked(inputs.suite))] = "offline",
 ) -> None:
     """Plant a reviewer's labels on the latest run's judge-audit queue (the judge's verdicts, flipped at known rates),
-    then import them as `ragwatch judge labels import` does: the next run reports κ and the PPI interval."""
+    then import them as `ragwatch judge labels import` does: the next run reports κ and the judge-corrected mean."""
     from pipelines.demo.audit_labels import FALSE_NO, FALSE_YES, plant_audit_labels
     from pipelines.stores.results import ResultsStore
     from pipelines.workspace import Workspace
@@ -728,7 +728,7 @@ def judge_labels_import(
         trusted = trustworthy(n, agreed.kappa)
         console.print(f"{suite} {metric}: {n} labels so far, κ {number(agreed.kappa)}, accuracy {number(agreed.accuracy)} "
                       f"(unweighted): " + ("[green]trustworthy" if trusted else "[red]not trustworthy") +
-                      "[/]; the next eval run's report weighs them and adds the PPI interval.")  # fmt: skip
+                      "[/]; the next eval run's report weighs them and corrects the judge's mean by its error rates.")  # fmt: skip
 
 
 def _score_table(title: str, overall) -> Table:
@@ -851,10 +851,14 @@ def _judge_trust_line(row) -> str:
     line = f"judge on {row.metric} ({escape(row.meaning)}): {verdict}"
     if row.labels:
         line += f"; κ {number(row.kappa)}, accuracy {number(row.accuracy)} on {row.labels} labels"
+    if row.sensitivity is not None:
+        line += f" (sensitivity {number(row.sensitivity)}, specificity {number(row.specificity)})"
     if row.judge_ci:
         line += f"; judge-only mean {number(row.judge_mean)} {interval(*row.judge_ci)}"
-    if row.ppi_ci:
-        line += f", PPI mean {number(row.ppi_mean)} {interval(*row.ppi_ci)}"
+    if row.corrected_ci:
+        line += f", corrected for its errors {number(row.corrected_mean)} {interval(*row.corrected_ci)}"
+    elif row.labels and row.notes:
+        line += f"; no corrected mean: {escape(row.notes[-1])}"
     if row.more_labels is not None:
         line += f"; {row.more_labels} more labels for ±{row.half_width}"
     return line
@@ -1203,6 +1207,20 @@ def bench_diagnose(
     from pipelines.bench.diagnose_power import format_diagnose_bench, run_diagnose_bench
 
     console.print(format_diagnose_bench(run_diagnose_bench(reps=reps, seed=seed, items=items)))
+
+
+@bench_app.command("judge-shift")
+def bench_judge_shift(
+    reps: Annotated[int, typer.Option(min=1, help="Simulated runs per scenario.")] = 1000,
+    judged: Annotated[int, typer.Option(min=2, help="Judged items per run (N).")] = 2000,
+    per_verdict: Annotated[int, typer.Option(min=1, help="Labels per verdict on each of the 5 earlier runs.")] = 15,
+    seed: Annotated[int, typer.Option()] = 29,
+) -> None:
+    """Coverage and width of the judge-only, human-only, previous PPI and corrected intervals when quality moves."""
+    from pipelines.bench.judge_shift import format_judge_shift_bench, run_judge_shift_bench
+
+    typer.echo(format_judge_shift_bench(run_judge_shift_bench(reps=reps, seed=seed, judged=judged,
+                                                              per_verdict=per_verdict)))  # fmt: skip
 
 
 @bench_app.command("gate")

@@ -191,7 +191,7 @@ class Settings(BaseSettings):
     """Judged items each eval run queues for people to label yes/no (inbox/judge-audit-*.csv), spread over the
     (metric, judge verdict) strata of the metrics with a 0/1 form; 0 queues none."""
     judge_audit_half_width: float = Field(default=0.05, gt=0.0, lt=1.0)
-    """The half-width of the PPI interval the report counts the labels needed for."""
+    """The half-width of the corrected (judge-error-rate) interval the report counts the labels needed for."""
     judge_retest_share: float = Field(default=0.1, ge=0.0, le=1.0)
     """Share of the judged items judged a second time, by requests that bypass the LLM cache (with a distinct seed
     where the judge samples), to measure the judge's own noise (statistics/judge_noise.py); 0 retests none. Which

@@ -70,7 +70,8 @@ ragwatch eval summary --suite offline
 ragwatch eval gauges --suite offline
 
 # Can the judge be trusted? People label the day's judge-audit queue; the demo plants a reviewer's labels instead,
-# and the next offline run (the drill's) reports Cohen's κ and the PPI interval beside the judge-only mean.
+# and the next offline run (the drill's) reports Cohen's κ beside the judge-only mean; the mean corrected for the
+# judge's error rates waits for 20 labels per metric from 2 runs at least (their error rates compared first).
 ragwatch demo label-audit --suite offline
 
 # The drill: a candidate that hallucinates more, on the same 60 items, gated against that run.

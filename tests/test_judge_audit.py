@@ -14,10 +14,11 @@ from pipelines.evaluation.metrics.verdicts import AUDITED, SUPPORTED_FROM
 from pipelines.evaluation.outputs.judge_audit import JUDGE_AUDIT, audit_run
 from pipelines.evaluation.outputs.push import build_registry
 from pipelines.evaluation.outputs.report import ItemView, render_report
-from pipelines.evaluation.outputs.summary import run_summary
+from pipelines.evaluation.outputs.summary import judge_trust, run_summary
 from pipelines.evaluation.runs.finalize import UNSUPPORTED_BELOW
 from pipelines.evaluation.statistics.intervals import aggregate
-from pipelines.evaluation.statistics.judge_agreement import agreement, calibrate, verdict_weights
+from pipelines.evaluation.statistics.judge_agreement import agreement, calibrate
+from pipelines.evaluation.statistics.misclassification import label_weights
 from pipelines.files import FORMULA_START
 from pipelines.records import Score
 from pipelines.stores.results import EvalRun, run_id
@@ -36,35 +37,88 @@ def test_kappa_accuracy_and_confusion_on_a_worked_example():
     assert agreed.kappa == pytest.approx(0.40) and agreed.accuracy == pytest.approx(0.70) and agreed.n == 50
     assert agreed.confusion == {"judge_yes_human_yes": 20, "judge_yes_human_no": 5, "judge_no_human_yes": 10,
                                 "judge_no_human_no": 15}  # fmt: skip
-    # A queue with as many items per verdict as a population of 80 % judge-yes: weights 0.8/0.5 and 0.2/0.5.
-    assert verdict_weights(judge, [1] * 80 + [0] * 20).tolist() == pytest.approx([1.6] * 25 + [0.4] * 25)
+    # A queue with as many items per verdict as its run's 80 % judge-yes: weights 0.8/0.5 and 0.2/0.5; another
+    # run's labels (2 yes, 1 no, of a run judging 50 % yes) are weighted to that run's own mix: 0.5/(2/3), 0.5/(1/3).
+    weights = label_weights(judge + [1, 1, 0], ["a"] * 50 + ["b"] * 3, {"a": 0.8, "b": 0.5})
+    assert weights.tolist() == pytest.approx([1.6] * 25 + [0.4] * 25 + [0.75, 0.75, 1.5])
     assert agreement([1, 1, 1], [1, 1, 1]).kappa is None  # chance explains everything: κ undefined, not 1
     assert SUPPORTED_FROM == UNSUPPORTED_BELOW  # faithfulness' 0/1 form is the report's supported/made-up line
 
 
-def test_the_ppi_interval_covers_the_true_mean_where_the_judge_only_one_does_not():
-    """A judge with 15 % false positives and 5 % false negatives on a metric whose true mean is 0.5: its verdicts
-    average 0.55. N = 2,000 judged, n = 200 labelled (100 per verdict, as the audit queue draws them)."""
+SENS, SPEC = 0.95, 0.85
+"""A judge with 5 % false negatives and 15 % false positives."""
+
+
+def _judge(rng, mean: float, n: int, sens: float = SENS, spec: float = SPEC):
+    truth = (rng.random(n) < mean).astype(int)
+    return truth, np.where(truth == 1, rng.random(n) < sens, rng.random(n) >= spec).astype(int)
+
+
+def _labelled_runs(rng, means, sens=(SENS,) * 5, per_verdict: int = 15, judged: int = 2000) -> dict:
+    """Earlier runs of N judged items, each queueing `per_verdict` items per verdict, all labelled."""
+    out = {"human": [], "labelled_verdicts": [], "labelled_runs": [], "labelled_days": [], "run_yes_share": {}}
+    for r, (mean, s) in enumerate(zip(means, sens)):
+        truth, said = _judge(rng, mean, judged, sens=s)
+        run = f"offline/2026-02-{r + 1:02d}/prod"
+        out["run_yes_share"][run] = float(said.mean())
+        for v in (0, 1):
+            picked = rng.choice(np.flatnonzero(said == v), per_verdict, replace=False)
+            out["human"] += truth[picked].tolist()
+            out["labelled_verdicts"] += [v] * per_verdict
+            out["labelled_runs"] += [run] * per_verdict
+            out["labelled_days"] += [f"2026-02-{r + 1:02d}"] * per_verdict
+    return out
+
+
+def test_the_corrected_interval_covers_when_quality_moves_and_the_previous_one_did_not():
+    """Issue 29 part 4: 150 labels from 5 earlier runs at true mean 0.7, this run at 0.5, the judge unchanged.
+    The previous estimator (PPI, λ = 1, labels weighted to this run's verdict mix: pipelines/bench/judge_shift.py)
+    carried P(truth | verdict) over from the earlier runs; Rogan–Gladen carries the judge's error rates."""
+    from pipelines.bench.judge_shift import _ppi_lambda_one
+
     filters = list(warnings.filters)
-    rng = np.random.default_rng(20)
-    repetitions, ppi_covers, judge_covers, widths = 300, 0, 0, []
+    rng = np.random.default_rng(29)
+    repetitions, covers, before, judge_covers, given, widths, rates = 200, 0, 0, 0, 0, [], []
     for _ in range(repetitions):
-        truth = rng.random(2000) < 0.5
-        verdicts = np.where(truth, rng.random(2000) >= 0.05, rng.random(2000) < 0.15).astype(int)
-        labelled = np.concatenate([rng.choice(np.flatnonzero(verdicts == v), 100, replace=False) for v in (0, 1)])
-        c = calibrate("offline", "m", "m", human=truth[labelled].astype(int), labelled_verdicts=verdicts[labelled],
-                      judged_verdicts=verdicts)  # fmt: skip
-        ppi_covers += c.ppi_ci[0] <= truth.mean() <= c.ppi_ci[1]
+        labels = _labelled_runs(rng, (0.7,) * 5)
+        truth, said = _judge(rng, 0.5, 2000)
+        c = calibrate("offline", "m", "m", judged_verdicts=said, run="offline/2026-03-01/prod", **labels)
+        lo, hi = _ppi_lambda_one(np.asarray(labels["human"]), np.asarray(labels["labelled_verdicts"]), said)
+        before += lo <= truth.mean() <= hi
         judge_covers += c.judge_ci[0] <= truth.mean() <= c.judge_ci[1]
-        widths.append((c.ppi_ci[1] - c.ppi_ci[0]) / 2)
-    assert ppi_covers / repetitions >= 0.93
-    assert warnings.filters == filters  # importing ppi_py did not silence the process' warnings
-    assert judge_covers / repetitions <= 0.05
-    # The labels-needed formula is the interval's own variance: asking for the half-width 200 labels gave needs ~200.
-    half = (c.ppi_ci[1] - c.ppi_ci[0]) / 2
-    again = calibrate("offline", "m", "m", human=truth[labelled].astype(int), labelled_verdicts=verdicts[labelled],
-                      judged_verdicts=verdicts, half_width=half)  # fmt: skip
-    assert again.labels_needed == pytest.approx(200, abs=2) and again.more_labels <= 2
+        if c.corrected_ci is not None:
+            given += 1
+            covers += c.corrected_ci[0] <= truth.mean() <= c.corrected_ci[1]
+            widths.append((c.corrected_ci[1] - c.corrected_ci[0]) / 2)
+        rates.append((c.sensitivity, c.specificity))
+    assert given >= 0.9 * repetitions  # the shift test rejects an unchanged judge about 5 % of the time, at most
+    assert covers / given >= 0.92
+    assert before / repetitions <= 0.5 and judge_covers / repetitions <= 0.05
+    assert np.mean(widths) < 0.1  # honest, not uselessly wide: ±0.072 in `ragwatch bench judge-shift`
+    assert np.mean(rates, axis=0) == pytest.approx([SENS, SPEC], abs=0.02)  # each label weighted to its own run
+    assert warnings.filters == filters  # importing ppi_py (the previous estimator) did not silence warnings
+    # Labels needed: the variance formula is the interval's own — asking for the half-width 150 labels gave ~150.
+    half = (c.corrected_ci[1] - c.corrected_ci[0]) / 2
+    again = calibrate("offline", "m", "m", judged_verdicts=said, run="r", half_width=half, **labels)
+    assert again.labels_needed == pytest.approx(150, abs=3)
+
+
+def test_no_corrected_mean_when_the_judge_changed_between_labelled_runs_or_was_never_compared():
+    rng = np.random.default_rng(4)
+    withheld = 0
+    for _ in range(30):
+        labels = _labelled_runs(rng, (0.7,) * 5, sens=(0.95, 0.95, 0.75, 0.75, 0.75))
+        c = calibrate("offline", "m", "m", judged_verdicts=_judge(rng, 0.5, 2000, sens=0.75)[1], **labels)
+        withheld += c.corrected_ci is None and "error rates moved" in c.notes[-1]
+    assert withheld >= 25  # 99 % of 1,000 simulated runs in `ragwatch bench judge-shift`
+    # One earlier run only: its error rates cannot be compared with another's, so nothing is claimed ...
+    one = _labelled_runs(rng, (0.7,), per_verdict=30)
+    judged = _judge(rng, 0.5, 2000)[1]
+    c = calibrate("offline", "m", "m", judged_verdicts=judged, run="offline/2026-03-01/prod", **one)
+    assert c.corrected_ci is None and c.shift_p_value is None and "untested" in c.notes[-1]
+    # ... unless those labels are of this very run's items: then no assumption carries them over.
+    c = calibrate("offline", "m", "m", judged_verdicts=judged, run="offline/2026-02-01/prod", **one)
+    assert c.corrected_ci is not None and c.corrected_ci[0] < c.corrected_mean < c.corrected_ci[1]
 
 
 def _run() -> EvalRun:
@@ -125,6 +179,8 @@ def test_queue_export_labels_and_import_round_trip_through_the_cli(settings, mon
     verdicts = json.loads(workspace.judge_audit_key("offline", DAY, "prod").read_text())
     strata = {(v["metric"], v["judge_verdict"]) for v in verdicts.values()}
     assert strata == {(m, v) for m in AUDITED for v in (0, 1)}  # both verdicts of every audited metric, 2 each
+    # What the correction needs to weigh each label for its own run: the run's date and verdict mix (20 of 40 yes).
+    assert {(v["day"], v["run_judged"], v["run_judged_yes"]) for v in verdicts.values()} == {(DAY.isoformat(), 40, 20)}
 
     # The person agrees with the judge except once, and leaves one row for later.
     aids = sorted(verdicts)
@@ -140,6 +196,38 @@ def test_queue_export_labels_and_import_round_trip_through_the_cli(settings, mon
     calibration = {c["metric"]: c for c in audit_run(settings, _run(), scores, views)["calibration"]}
     assert calibration["faithfulness"]["labels"] + calibration["answer_correctness"]["labels"] == 7
     assert "answer_relevancy" not in calibration  # no 0/1 form: not audited
+
+
+def test_labels_of_the_run_itself_give_a_corrected_mean_and_of_one_other_run_none(settings, monkeypatch):
+    settings = settings.model_copy(update={"judge_audit_per_day": 48})
+    scores, views = _scores(60)
+    audit_run(settings, _run(), scores, views)
+    workspace = Workspace.from_settings(settings)
+    verdicts = json.loads(workspace.judge_audit_key("offline", DAY, "prod").read_text())
+    # People agree with the judge on all but every sixth item.
+    labels = {aid: ("yes" if v["judge_verdict"] == (i % 6 > 0) else "no") for i, (aid, v) in enumerate(sorted(verdicts.items()))}
+    labelled, _ = _label_file(workspace.judge_audit_queue("offline", DAY, "prod"), labels)
+    assert _import(settings, monkeypatch, labelled).exit_code == 0
+    same = {c["metric"]: c for c in audit_run(settings, _run(), scores, views)["calibration"]}["answer_correctness"]
+    assert same["labels"] == 24 and same["corrected_ci"] is not None and same["shift_p_value"] is None
+    assert same["corrected_ci"][0] <= same["corrected_mean"] <= same["corrected_ci"][1]
+    # The judge's error rates, as the summary line states them: 12 labels per verdict of a run judging 50 % yes
+    # weigh alike, so they are plain shares of the labels.
+    pairs = [(labels[aid] == "yes", v["judge_verdict"]) for aid, v in verdicts.items() if v["metric"] == "answer_correctness"]
+    [row] = judge_trust({"calibration": [same]})
+    assert row.sensitivity == pytest.approx(sum(h and f for h, f in pairs) / sum(h for h, _ in pairs))
+    assert row.specificity == pytest.approx(sum(not h and not f for h, f in pairs) / sum(not h for h, _ in pairs))
+    from pipelines.cli import _judge_trust_line
+
+    line = _judge_trust_line(row)
+    assert "sensitivity" in line and "corrected for its errors" in line, line
+    # The next day's run has only that one earlier run's labels: whether the judge errs alike is untested.
+    later = date(2026, 3, 2)
+    run = EvalRun(run_id=run_id("offline", later, "prod"), suite="offline", logical_date=later, target="prod",
+                  dataset_version="demo@v1")  # fmt: skip
+    moved = [s.model_copy(update={"run_id": run.run_id}) for s in scores]
+    other = {c["metric"]: c for c in audit_run(settings, run, moved, views)["calibration"]}["answer_correctness"]
+    assert other["corrected_ci"] is None and "untested" in other["notes"][-1]
 
 
 def test_a_bad_label_file_gets_a_clear_error_and_imports_nothing(settings, monkeypatch):
@@ -176,12 +264,15 @@ def test_kappa_below_0_6_says_not_trustworthy_in_report_summary_and_gauge(settin
     summary = run_summary(run, aggregates, items=60)
     correctness = next(r for r in summary.judge_trust if r.metric == "answer_correctness")
     assert correctness.labels == 24 and correctness.kappa < 0.6 and correctness.trusted is False
-    assert correctness.verdict.startswith("not trustworthy: κ") and correctness.ppi_ci is not None
+    # A judge this close to a coin cannot be corrected (dividing by sens + spec − 1 ≈ 0): no mean, and why.
+    assert correctness.verdict.startswith("not trustworthy: κ") and correctness.corrected_ci is None
+    assert "not shown better than a coin" in correctness.notes[-1]
     from pipelines.cli import _judge_trust_line
 
-    assert "not trustworthy: κ" in _judge_trust_line(correctness)  # the CLI's run summary
+    line = _judge_trust_line(correctness)  # the CLI's run summary
+    assert "not trustworthy: κ" in line and "no corrected mean: the judge is not shown better than a coin" in line
     html = render_report(run, scores, aggregates=aggregates)
-    assert "Can the judge be trusted?" in html and "not trustworthy: κ" in html and "out of reach with 60 judged" in html
+    assert "Can the judge be trusted?" in html and "not trustworthy: κ" in html and "better than a coin" in html
     registry = build_registry([], suite="offline", target="prod", judge=summary.judge_trust)
     key = {"suite": "offline", "target": "prod", "metric": "answer_correctness"}
     assert registry.get_sample_value("rag_judge_trusted", key) == 0
@@ -208,3 +299,21 @@ def test_the_demo_reviewer_labels_every_queued_item_at_its_planted_error_rates(s
         assert row["label"] == ("yes" if verdict != flipped else "no")
     result = _import(settings, monkeypatch, path)
     assert result.exit_code == 0 and "8 labels imported" in result.output, result.output
+
+
+def test_bench_judge_shift_prints_every_interval_side_by_side():
+    from typer.testing import CliRunner
+
+    from pipelines.bench.judge_shift import ESTIMATORS, run_judge_shift_bench
+    from pipelines.cli import app
+
+    result = CliRunner().invoke(app, ["bench", "judge-shift", "--reps", "20"], terminal_width=80)
+    assert result.exit_code == 0, result.output
+    assert all(name in result.output for name in ESTIMATORS) and "quality 0.7 → 0.5" in result.output
+    assert max(len(line) for line in result.output.splitlines()) <= 80
+    rows = {r["scenario"]: r for r in run_judge_shift_bench(reps=40)["rows"]}
+    shift = rows["quality 0.7 → 0.5"]["estimators"]
+    assert shift["corrected"]["covered"] >= 0.85 * shift["corrected"]["given"] > 0
+    assert shift["PPI λ=1 (before)"]["covered"] <= 0.5 * 40
+    # A judge whose error rates moved between labelled runs: the corrected mean is withheld, not wrong.
+    assert rows["judge moved on the labelled runs, 0.7 → 0.5"]["estimators"]["corrected"]["given"] <= 4

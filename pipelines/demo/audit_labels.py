@@ -4,7 +4,7 @@ A real team labels `inbox/judge-audit-*.csv` by hand. The demo has no person, so
 own verdict (from the audit key, which real labellers never see), flipped for FALSE_YES of its "yes" verdicts and
 FALSE_NO of its "no" verdicts, chosen by a hash of the audit id — a judge that errs at those known rates. The
 labelled copy is written beside the queue; `ragwatch judge labels import` then takes it back like any file a person
-filled in, and the next eval run of the suite reports Cohen's κ and the PPI interval beside the judge-only one.
+filled in, and the next eval run of the suite reports Cohen's κ and the judge-corrected mean beside the judge-only one.
 """
 
 from __future__ import annotations

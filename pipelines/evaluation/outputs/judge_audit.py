@@ -7,7 +7,8 @@ hash of (run, item, metric): a rerun queues the same items. The queue is
 formulas kept as text. The judge's verdicts are not in it (labellers must not see them): ragwatch keeps
 them in `golden/judge_audit/keys/`. `ragwatch judge labels import FILE` checks the whole file first and
 imports nothing when a row is wrong; accepted labels go to `golden/judge_audit/labels/` and the next eval
-run of the suite calibrates its judge on every label so far (statistics/judge_agreement.py).
+run of the suite calibrates its judge on every label so far (statistics/judge_agreement.py): its key records
+each queued run's date and verdict mix, which the correction needs to weigh each label for its own run.
 """
 
 from __future__ import annotations
@@ -68,6 +69,12 @@ def queue_judge_audit(workspace: Workspace, suite: str, day: date, target: str, 
     picked = [(s, v) for s, v in audit_sample(scores, per_day) if s.item_id in items]
     if not picked:
         return 0, None
+    # Each label must later stand for its own run's items (statistics/misclassification.label_weights): the key
+    # keeps the run's date and, per metric, how many items the judge scored and said yes to.
+    judged: dict[str, list[int]] = defaultdict(list)
+    for s in scores:
+        if s.status == "ok" and s.metric in AUDITED:
+            judged[s.metric].append(AUDITED[s.metric].verdict(s.value))
     rows, key = [], {}
     for s, verdict in picked:
         item, aid = items[s.item_id], audit_id(s.run_id, s.item_id, s.metric)
@@ -75,7 +82,8 @@ def queue_judge_audit(workspace: Workspace, suite: str, day: date, target: str, 
                      "answer": item.answer, "contexts": "\n---\n".join(c[:CONTEXT_CHARS] for c in item.contexts),
                      "reference_answer": item.reference_answer or "", "label": "", "labeller": "", "notes": ""})  # fmt: skip
         key[aid] = {"run_id": s.run_id, "suite": s.suite, "item_id": s.item_id, "metric": s.metric,
-                    "judge_value": s.value, "judge_verdict": verdict}  # fmt: skip
+                    "judge_value": s.value, "judge_verdict": verdict, "day": day.isoformat(),
+                    "run_judged": len(judged[s.metric]), "run_judged_yes": sum(judged[s.metric])}  # fmt: skip
     path = workspace.judge_audit_queue(suite, day, target)
     write_filled_in_rows(path, COLUMNS, rows)
     write_jsonl(path.with_suffix(".jsonl"), rows)
@@ -161,19 +169,31 @@ def all_labels(workspace: Workspace) -> dict[str, dict[str, Any]]:
     return {row["audit_id"]: row for path in workspace.judge_label_files for row in read_jsonl(path)}
 
 
-def calibrate_suite(workspace: Workspace, suite: str, scores: Sequence[Score], half_width: float) -> list[Calibration]:
-    """Per audited metric the run scored: agreement over every label of the suite so far, and the run's mean of the
-    metric's 0/1 form judge-only and prediction-powered (the run's judged items are the N, the labels the n)."""
+def calibrate_suite(workspace: Workspace, suite: str, scores: Sequence[Score], half_width: float,
+                    run: str = "") -> list[Calibration]:  # fmt: skip
+    """Per audited metric the run scored: agreement over every label of the suite so far (any day, any target),
+    and the run's mean of the metric's 0/1 form judge-only and corrected by the judge's error rates on those
+    labels, each label standing for its own run's items (statistics/judge_agreement.py)."""
     labels = [label for label in all_labels(workspace).values() if label["suite"] == suite]
     out = []
     for metric, form in AUDITED.items():
         judged = [form.verdict(s.value) for s in scores if s.metric == metric and s.status == "ok"]
         mine = [label for label in labels if label["metric"] == metric]
         if judged or mine:
+            shares = {label["run_id"]: label["run_judged_yes"] / label["run_judged"] for label in mine
+                      if label.get("run_judged")}  # fmt: skip
             out.append(calibrate(suite, metric, form.meaning, human=[label["human"] for label in mine],
-                                 labelled_verdicts=[label["judge_verdict"] for label in mine], judged_verdicts=judged,
-                                 half_width=half_width))  # fmt: skip
+                                 labelled_verdicts=[label["judge_verdict"] for label in mine],
+                                 labelled_runs=[label["run_id"] for label in mine],
+                                 labelled_days=[label.get("day") or _day_of(label["run_id"]) for label in mine],
+                                 run_yes_share=shares, judged_verdicts=judged, run=run, half_width=half_width))  # fmt: skip
     return out
+
+
+def _day_of(run_id: str) -> str:
+    """A run id is suite/YYYY-MM-DD/target (stores.results.run_id): its date, for labels keyed before "day"."""
+    parts = run_id.split("/")
+    return parts[1] if len(parts) == 3 else ""
 
 
 JUDGE_AUDIT = "judge_audit"
@@ -185,6 +205,6 @@ def audit_run(settings: Settings, run: EvalRun, scores: Sequence[Score], items: 
     workspace = Workspace.from_settings(settings)
     queued, path = queue_judge_audit(workspace, run.suite, run.logical_date, run.target, scores, items,
                                      settings.judge_audit_per_day)  # fmt: skip
-    calibration = calibrate_suite(workspace, run.suite, scores, settings.judge_audit_half_width)
+    calibration = calibrate_suite(workspace, run.suite, scores, settings.judge_audit_half_width, run=run.run_id)
     return {"queued": queued, "queue": str(workspace.relative(path)) if path else None,
             "calibration": [c.to_dict() for c in calibration]}  # fmt: skip

@@ -455,13 +455,15 @@ ragas' rank-weighted context_precision_ranked have no band.</p>
 <h2>Can the judge be trusted?</h2>
 <p class="muted">People label a small daily sample of judged items yes/no ({{ judge_audit.queued }} queued by this run{% if
 judge_audit.queue %} in <code>{{ judge_audit.queue }}</code>{% endif %}; <code>ragwatch judge labels import FILE</code> takes
-them back). Agreement is over every label of this suite so far, weighted to the judged items' verdict mix. κ below 0.6
+them back). Agreement is over every label of this suite so far, each label weighted to its own run's verdict mix. κ below 0.6
 or fewer than 20 labels: the judge is not trustworthy for that metric and its scores should not be read alone. The
-prediction-powered (PPI) mean corrects the judge's verdicts on this run's items by its errors on the labelled ones: its
-95 % interval holds whatever the judge's error rates; the judge-only interval takes the verdicts as truth.</p>
+corrected mean divides out the judge's error rates, measured on the labelled items of earlier runs (Rogan–Gladen:
+(judge mean + specificity − 1) / (sensitivity + specificity − 1)); it holds when quality moves as long as the judge errs
+at the same rates, which is tested between earlier and later labelled runs: when they differ, or cannot be compared
+yet, no corrected mean is given and the last column says why. The judge-only interval takes the verdicts as truth.</p>
 <table>
 <tr><th>metric (0/1 form)</th><th>labels</th><th>κ</th><th>accuracy</th><th>judge yes / human no</th><th>judge no / human yes</th>
-<th>judge-only mean, 95 % CI</th><th>PPI mean, 95 % CI</th><th>more labels for ±half-width</th><th>verdict</th></tr>
+<th>judge-only mean, 95 % CI</th><th>corrected mean, 95 % CI</th><th>more labels for ±half-width</th><th>verdict</th></tr>
 {% for row, c in judge_trust %}
 <tr class="{{ 'healthy' if row.trusted else 'problem' if row.trusted is false else '' }}"><td>{{ row.metric }}<br>
 <span class="muted">{{ row.meaning }}</span></td><td class="num">{{ row.labels }}</td><td class="num">{{ row.kappa|num }}</td>
@@ -469,8 +471,10 @@ prediction-powered (PPI) mean corrects the judge's verdicts on this run's items 
 <td class="num">{{ c.agreement.confusion.judge_yes_human_no if c.agreement else "–" }}</td>
 <td class="num">{{ c.agreement.confusion.judge_no_human_yes if c.agreement else "–" }}</td>
 <td class="num">{{ row.judge_mean|num }} {{ ci(*row.judge_ci) if row.judge_ci else "" }}</td>
-<td class="num">{{ row.ppi_mean|num }} {{ ci(*row.ppi_ci) if row.ppi_ci else "" }}</td>
-<td class="num">{% if row.more_labels is not none %}{{ row.more_labels }} (±{{ row.half_width }}){% else %}{{ c.notes|join("; ") or "–" }}{% endif %}</td>
+<td class="num">{{ row.corrected_mean|num }} {{ ci(*row.corrected_ci) if row.corrected_ci else "" }}{% if row.sensitivity
+is not none %}<br><span class="muted">sensitivity {{ row.sensitivity|num }}, specificity {{ row.specificity|num }}</span>{% endif %}</td>
+<td class="num">{% if row.more_labels is not none %}{{ row.more_labels }} (±{{ row.half_width }}){% endif %}
+{{ row.notes|join("; ") if row.notes or row.more_labels is not none else "–" }}</td>
 <td>{% if row.trusted %}trustworthy{% else %}<strong>{{ row.verdict }}</strong>{% endif %}</td></tr>
 {% endfor %}
 </table>

@@ -80,10 +80,16 @@ class JudgeTrustRow(BaseModel):
     accuracy: float | None = None
     judge_mean: float | None = None
     judge_ci: tuple[float, float] | None = None
-    ppi_mean: float | None = None
-    ppi_ci: tuple[float, float] | None = None
+    sensitivity: float | None = None
+    specificity: float | None = None
+    """The judge's P(yes | truly yes) and P(no | truly no) over the labels, which the correction divides out."""
+    corrected_mean: float | None = None
+    corrected_ci: tuple[float, float] | None = None
+    """Corrected by the judge's error rates on the labels (statistics/misclassification.py); None when withheld."""
     more_labels: int | None = None
-    """More labelled items for a PPI interval of ±half_width; None when unknown or out of reach."""
+    """More labelled items for a corrected interval of ±half_width; None when unknown or out of reach."""
+    notes: list[str] = []
+    """Why the corrected mean is withheld, or what it leaves out."""
     half_width: float
     trusted: bool | None = None
     verdict: str
@@ -191,8 +197,10 @@ def judge_trust(audit: dict[str, Any] | None) -> list[JudgeTrustRow]:
         agreed = c.get("agreement") or {}
         rows.append(JudgeTrustRow(metric=c["metric"], meaning=c["meaning"], labels=c["labels"], kappa=agreed.get("kappa"),
                                   accuracy=agreed.get("accuracy"), judge_mean=c["judge_mean"], judge_ci=c["judge_ci"],
-                                  ppi_mean=c["ppi_mean"], ppi_ci=c["ppi_ci"], more_labels=c["more_labels"],
-                                  half_width=c["half_width"], trusted=c["trusted"], verdict=c["verdict"]))  # fmt: skip
+                                  sensitivity=c.get("sensitivity"), specificity=c.get("specificity"),
+                                  corrected_mean=c.get("corrected_mean"), corrected_ci=c.get("corrected_ci"),
+                                  more_labels=c["more_labels"], half_width=c["half_width"], trusted=c["trusted"],
+                                  verdict=c["verdict"], notes=c.get("notes") or []))  # fmt: skip
     return rows
 
 

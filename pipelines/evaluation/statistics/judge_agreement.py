@@ -2,30 +2,36 @@
 
 Agreement: Cohen's κ, accuracy and the confusion matrix of human label vs judge verdict. The audit queue
 draws the same number of items per judge verdict (outputs/judge_audit.py), so the labelled items
-over-represent the rarer verdict: each labelled item is weighted by (share of its verdict among the judged
-items) / (its share among the labelled ones), which makes κ, accuracy and the PPI estimate describe the
-judged population, not the queue. The confusion matrix shows the raw counts.
+over-represent the rarer verdict: each labelled item is weighted by (its run's share of its verdict) /
+(the share of that verdict among its run's labels), which makes κ and accuracy describe the labelled runs'
+judged items, not the queue. The confusion matrix shows the raw counts.
 
-Prediction-powered inference (Angelopoulos et al., Science 2023) through `ppi_py`, the authors' library:
-the mean of the N judged-only verdicts, corrected by the judge's average error on the n labelled items,
-with an interval that is valid whatever the judge's error rates. The judge-only interval treats the
-verdicts as truth: it is narrow and, when the judge errs one way more than the other, wrong.
+The run's mean of the metric's 0/1 form, beside the judge-only one (the verdicts taken as truth: narrow and,
+when the judge errs one way more than the other, wrong): the judge-corrected mean of
+statistics/misclassification.py, Rogan–Gladen with the judge's sensitivity and specificity from the labels of
+earlier runs. Not prediction-powered inference: PPI needs labels drawn from this run's own items, and ours
+come from earlier runs, whose true mean may differ; the judge's error rates are what carries over. That they
+do is an assumption the error-rate shift test checks between the labelled runs; the interval is given only
+when it was tested and not rejected, or when every label is of this run's own items.
 """
 
 from __future__ import annotations
 
 import math
-import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 from scipy.stats import norm
 
+from pipelines.evaluation.statistics.misclassification import (
+    covers_both_verdicts, error_rate_shift, error_rates, label_weights, labels_for_half_width, rogan_gladen,
+)  # fmt: skip
+
 TRUSTED_FROM_KAPPA = 0.6
 """κ from which the judge is trustworthy for a metric ("substantial" agreement, Landis & Koch)."""
 MIN_LABELS = 20
-"""Fewest labelled items for the report to call the judge trustworthy and to put a PPI interval on the mean."""
+"""Fewest labelled items for the report to call the judge trustworthy and to put a corrected interval on the mean."""
 CONFIDENCE = 0.95
 
 
@@ -60,36 +66,9 @@ def agreement(human: Sequence[int], judge: Sequence[int], weights: Sequence[floa
     return Agreement(n=len(y), kappa=kappa, accuracy=float(observed), confusion=counts)
 
 
-def verdict_weights(labelled_verdicts: Sequence[int], judged_verdicts: Sequence[int]) -> np.ndarray:
-    """Per labelled item: share of its judge verdict among the judged items / its share among the labelled."""
-    f, pop = np.asarray(labelled_verdicts, dtype=int), np.asarray(judged_verdicts, dtype=int)
-    weights = np.ones(len(f))
-    for v in (0, 1):
-        in_sample = (f == v).mean() if len(f) else 0.0
-        if in_sample > 0:
-            weights[f == v] = ((pop == v).mean() if len(pop) else in_sample) / in_sample
-    return weights
-
-
-def labels_for_half_width(half_width: float, *, judged_sd: float, error_sd: float, judged: int,
-                          confidence: float = CONFIDENCE) -> int | None:  # fmt: skip
-    """Labelled items for a PPI interval of ±`half_width`, from PPI's variance (λ = 1):
-
-        Var(θ̂_PP) = σ²_f / N + σ²_Δ / n,   half-width = z · √Var
-
-    with σ_f the spread of the judge's verdicts over the N judged items and σ_Δ that of its error
-    Y − f on the labelled ones; so n = σ²_Δ / ((h/z)² − σ²_f / N). None when N judged items alone already
-    leave more than ±h (only more judged items help). σ_Δ is weighted like the estimate (verdict_weights)."""
-    z = norm.ppf(0.5 + confidence / 2)
-    room = (half_width / z) ** 2 - judged_sd**2 / max(judged, 1)
-    if room <= 0:
-        return None
-    return max(1, math.ceil(error_sd**2 / room))
-
-
 @dataclass(frozen=True)
 class Calibration:
-    """One metric of one suite: agreement over every label so far, and the run's mean three ways."""
+    """One metric of one suite: agreement over every label so far, and the run's mean judge-only and corrected."""
 
     suite: str
     metric: str
@@ -100,13 +79,19 @@ class Calibration:
     agreement: Agreement | None
     judge_mean: float | None
     judge_ci: tuple[float, float] | None
-    """The judge-only interval: the verdicts taken as truth (normal approximation, as PPI's)."""
-    ppi_mean: float | None = None
-    ppi_ci: tuple[float, float] | None = None
+    """The judge-only interval: the verdicts taken as truth (normal approximation)."""
+    corrected_mean: float | None = None
+    corrected_ci: tuple[float, float] | None = None
+    """The judge-corrected mean (Rogan–Gladen); None when withheld (the notes say why)."""
+    sensitivity: float | None = None
+    specificity: float | None = None
+    """The judge's error rates over the labelled runs: P(yes | truly yes), P(no | truly no)."""
+    shift_p_value: float | None = None
+    """The error-rate shift test between earlier and later labelled runs; None when untested."""
     half_width: float = 0.05
     labels_needed: int | None = None
-    """Labelled items for a PPI interval of ±`half_width` (see labels_for_half_width); None when unreachable
-    or unknown (fewer than MIN_LABELS labels)."""
+    """Labelled items for a corrected interval of ±`half_width` (misclassification.labels_for_half_width);
+    None when unreachable or unknown."""
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -138,40 +123,67 @@ class Calibration:
 
 
 def calibrate(suite: str, metric: str, meaning: str, *, human: Sequence[int], labelled_verdicts: Sequence[int],
-              judged_verdicts: Sequence[int], half_width: float = 0.05, confidence: float = CONFIDENCE) -> Calibration:  # fmt: skip
-    """Agreement on the n labelled items (human label Y, judge verdict Ŷ) and the mean of the metric's 0/1 form over
-    the N judged-only items (Ŷ): judge-only and prediction-powered (`ppi_py.ppi_mean_ci`, PPI++ power tuning)."""
-    y, f, pop = (np.asarray(v, dtype=float) for v in (human, labelled_verdicts, judged_verdicts))
-    alpha = 1 - confidence
+              labelled_runs: Sequence[str], labelled_days: Sequence[str], run_yes_share: Mapping[str, float],
+              judged_verdicts: Sequence[int], run: str = "", half_width: float = 0.05,
+              confidence: float = CONFIDENCE) -> Calibration:  # fmt: skip
+    """Agreement on the n labelled items (human label Y, judge verdict Ŷ, the run each was judged in and that
+    run's date and judge-yes share) and the mean of the metric's 0/1 form over this run's N judged items (Ŷ):
+    judge-only, and corrected by the judge's error rates (statistics/misclassification.py)."""
+    y, f, pop = (np.asarray(v, dtype=int) for v in (human, labelled_verdicts, judged_verdicts))
+    runs, days = np.asarray([str(r) for r in labelled_runs]), np.asarray([str(d) for d in labelled_days])
+    z = norm.ppf(0.5 + confidence / 2)
     judge_mean = float(pop.mean()) if len(pop) else None
-    # The classical interval ppi_py compares PPI with (its classical_mean_ci), written out: no label, no ppi_py import.
     judge_se = float(pop.std()) / math.sqrt(len(pop)) if len(pop) > 1 else None
-    judge_ci = _pair((judge_mean - norm.ppf(1 - alpha / 2) * judge_se, judge_mean + norm.ppf(1 - alpha / 2) * judge_se)) \
-        if judge_se is not None else None
+    judge_ci = _clip(judge_mean - z * judge_se, judge_mean + z * judge_se) if judge_se is not None else None
     base = dict(suite=suite, metric=metric, meaning=meaning, labels=len(y), judged=len(pop), judge_mean=judge_mean,
                 judge_ci=judge_ci, half_width=half_width)  # fmt: skip
     if not len(y):
         return Calibration(**base, agreement=None)
-    weights = verdict_weights(f.astype(int), pop.astype(int))
-    agreed = agreement(y.astype(int), f.astype(int), weights)
+    shares = {str(k): float(v) for k, v in run_yes_share.items()}
+    known = np.asarray([r in shares for r in runs], dtype=bool)
+    # A run whose verdict mix was not recorded (queued before ragwatch kept it) weighs its labels equally.
+    weights = np.ones(len(y))
+    if known.any():
+        weights[known] = label_weights(f[known], runs[known], shares)
+    agreed = agreement(y, f, weights)
+    usable = known.copy()
+    if known.any():
+        usable[known] = covers_both_verdicts(f[known], runs[known], shares)
+    notes = []
+    if (left := len(y) - int(usable.sum())):
+        notes.append(f"{left} labels left out of the correction: their run's verdict mix is unknown, or only one "
+                     "of its verdicts was labelled")  # fmt: skip
+    y, f, runs, days = y[usable], f[usable], runs[usable], days[usable]
     if len(y) < MIN_LABELS or len(pop) < 2:
-        note = f"the PPI interval needs at least {MIN_LABELS} labels and 2 judged items"
-        return Calibration(**base, agreement=agreed, notes=[note])
-    # Imported only with labels (it loads scikit-learn and statsmodels), and inside catch_warnings: its import calls
-    # warnings.simplefilter("ignore"), which would otherwise silence every warning of the process.
-    with warnings.catch_warnings():
-        from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
-
-    low, high = _pair(ppi_mean_ci(y, f, pop, alpha=alpha, w=weights, lam=1.0))
-    w = weights / weights.sum() * len(y)
-    needed = labels_for_half_width(half_width, judged_sd=float(pop.std()), error_sd=float((w * (y - f)).std()),
-                                   judged=len(pop), confidence=confidence)  # fmt: skip
-    notes = [] if needed is not None else [f"±{half_width} is out of reach with {len(pop)} judged items: judge more"]
-    ppi_mean = float(np.ravel(ppi_mean_pointestimate(y, f, pop, w=weights, lam=1.0))[0])
-    return Calibration(**base, agreement=agreed, ppi_mean=ppi_mean, ppi_ci=(low, high), labels_needed=needed,
+        notes.append(f"the corrected interval needs at least {MIN_LABELS} usable labels and 2 judged items")
+        return Calibration(**base, agreement=agreed, notes=notes)
+    rates = error_rates(y, f, runs, shares)
+    if rates is None:
+        notes.append("the labels hold only one truth (all yes or all no): the judge's error rates are unknown")
+        return Calibration(**base, agreement=agreed, notes=notes)
+    rated = dict(base, agreement=agreed, sensitivity=rates.sens, specificity=rates.spec)
+    corrected = rogan_gladen(judge_mean, len(pop), rates, confidence)
+    if corrected is None:
+        notes.append("the judge is not shown better than a coin (sensitivity + specificity − 1 may be 0): "
+                     "no correction")  # fmt: skip
+        return Calibration(**rated, notes=notes)
+    # Halves cut between runs in date order; two runs of one day (two targets) are ordered by their ids.
+    shift = error_rate_shift(y, f, runs, np.char.add(np.char.add(days, "\x00"), runs), shares)
+    rated["shift_p_value"] = shift.p_value
+    if shift.moved:
+        notes.append(f"the judge's error rates moved between the earlier and later labelled runs (p = "
+                     f"{shift.p_value:.3f}): the labels describe another judge; label this run's items")  # fmt: skip
+        return Calibration(**rated, notes=notes)
+    if shift.p_value is None and set(runs.tolist()) != {run}:
+        notes.append(f"the judge's error rates are untested across runs ({shift.earlier} earlier, {shift.later} "
+                     f"later labels; 10 each needed, from 2 runs at least): no correction yet")  # fmt: skip
+        return Calibration(**rated, notes=notes)
+    needed = labels_for_half_width(half_width, corrected, len(y), confidence)
+    if needed is None:
+        notes.append(f"±{half_width} is out of reach with {len(pop)} judged items: judge more")
+    return Calibration(**rated, corrected_mean=corrected.mean, corrected_ci=corrected.ci, labels_needed=needed,
                        notes=notes)  # fmt: skip
 
 
-def _pair(ci) -> tuple[float, float]:
-    low, high = (float(np.ravel(v)[0]) for v in ci)
+def _clip(low: float, high: float) -> tuple[float, float]:
     return max(0.0, low), min(1.0, high)
