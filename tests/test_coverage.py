@@ -19,8 +19,11 @@ from pipelines.evaluation.coverage.daily import measure_day_coverage
 from pipelines.evaluation.coverage.estimate import coverage_by_stratum
 from pipelines.evaluation.coverage.threshold import calibrate_threshold, evidence_items, golden_passages
 from pipelines.evaluation.outputs.inbox import queue_uncovered_topics
+from pipelines.golden.dataset import write_items
 from pipelines.golden.steps import recent_trace_questions
+from pipelines.stores.partitions import write_manifest
 from pipelines.workspace import Workspace
+from tests.memo_embedder import memoized_coverage_embedder
 from tests.workspace_data import PASSAGES, golden_set, release_golden
 
 # What users ask on a normal day: the golden topics in their own words.
@@ -197,3 +200,78 @@ def test_the_gauges_carry_each_stratum_with_its_bounds_and_nothing_when_not_meas
     failed = GoldenCoverage(status="failed", reason="no golden set", golden="demo", max_questions=100)
     registry = build_registry([], suite="online", target="production", coverage=failed)
     assert not [m for m in registry.collect() if m.name.startswith("rag_golden_coverage")]
+
+
+def demo_golden_and_days(topics: int = 16, styles: tuple[str, ...] = ("en",)) -> tuple[list, list[tuple], list[tuple]]:
+    """The demo's traffic (pipelines/demo/traces.py): its question templates (`styles`: en, es, mixed) about the demo
+    corpus's topics, and its planted new topic (pip, NEW_TOPIC) that the corpus never covers. The golden set holds
+    the first passage of every `topics`-th topic; two templates a language make its trace questions (the user
+    questions it calibrates on), the other templates are the day's traffic, each asked twice."""
+    from pipelines.demo.corpus import load_demo_chunks
+    from pipelines.demo.traces import NEW_TOPIC, QUESTIONS
+    from pipelines.records import GoldenItem
+
+    firsts = {}
+    for chunk in load_demo_chunks():
+        firsts.setdefault(chunk.topic, chunk)
+    chosen = list(firsts.values())[:: max(1, len(firsts) // topics)][:topics]
+    items, day = [], []
+    for chunk in chosen:
+        for style in styles:
+            templates, language = QUESTIONS[style], "en" if style == "en" else "es"
+            for k, template in enumerate(templates):
+                plural = "n" if chunk.subject_es.startswith(("los ", "las ")) else ""
+                question = template.format(s=chunk.subject_es, e=chunk.subject_en, n=plural)
+                if k < 2 and style != "mixed":
+                    items.append(GoldenItem(item_id=f"{chunk.chunk_id}-{style}-{k}", question=question,
+                                            reference_answer="…", qtype="single_hop", variant="production",
+                                            language=language, source="trace", source_ref=f"tr-{chunk.topic}-{k}",
+                                            gold_chunk_ids=[chunk.chunk_id], reference_contexts=[chunk.text],
+                                            generator_model="offline", corpus_version="demo",
+                                            created_at="2026-11-01"))  # fmt: skip
+                else:
+                    day += [("docs-assistant", language, question)] * 2
+    # A quarter of the next day's traffic asks about pip instead: a third as many traces as the normal day, on top.
+    pip = [(language, q) for language, questions in NEW_TOPIC.items() for q in questions if language in styles]
+    shifted = day + [("docs-assistant", *pip[k % len(pip)]) for k in range(len(day) // 3)]
+    return items, day, shifted
+
+
+def test_the_demos_spanish_questions_on_its_english_corpus_leave_the_local_model_uncalibrated():
+    # all-MiniLM-L6-v2 is English-only: a Spanish question's own (English) passage does not stand out.
+    from pipelines.models.embeddings import LocalEmbedder
+
+    items, _, _ = demo_golden_and_days(styles=("es",))
+    passages, model = golden_passages(items), LocalEmbedder()
+    evidence = evidence_items(items)
+    threshold = calibrate_threshold(evidence, np.asarray(model.embed([i.question for i in evidence])), passages,
+                                    np.asarray(model.embed(passages.texts)))  # fmt: skip
+    assert threshold.method == "uncalibrated" and threshold.positives == 32 and threshold.auc < 0.7
+
+
+def test_on_the_demos_traffic_a_quarter_moving_to_pip_drops_coverage_beyond_both_intervals(settings, monkeypatch):
+    # The English half of the demo's traffic, all 79 topics of its corpus (fewer distinct questions give intervals too
+    # wide for a drop of 0.25 × TPR); the Spanish half cannot be calibrated with the local model (the test above).
+    memoized_coverage_embedder(monkeypatch)
+    items, day, shifted = demo_golden_and_days(topics=80)
+    workspace = Workspace.from_settings(settings)
+    paths = workspace.golden("demo")
+    write_items(paths.released_items, items)
+    write_manifest(paths.released_manifest, {"name": "demo", "version": "v1"})
+    before = measure_day_coverage(settings, write_day(workspace, DAY_BEFORE, day))
+    after = measure_day_coverage(settings, write_day(workspace, DAY, shifted))
+    assert before.status == after.status == "ok", (before.reason, after.reason)
+    assert before.threshold.method == "calibrated" and before.threshold.auc >= 0.7
+    assert before.day.questions == len(set(day)) and before.day.traces == len(day)
+    # No pip question passes for covered: the whole quarter of the traffic drops out of the covered share.
+    assert after.day.covered_traces == before.day.covered_traces
+    assert after.day.ci_high < before.day.ci_low, (before.day, after.day)
+    top = after.clusters[0]
+    assert all("pip" in r.question for r in top.representatives) and top.share == pytest.approx(0.25, abs=0.01)
+    assert not any("pip" in r.question for c in before.clusters for r in c.representatives)
+    print(f"\ndemo traffic: threshold {before.threshold.value:.3f} (TPR {before.threshold.tpr:.2f}, FPR "
+          f"{before.threshold.fpr:.2f}, AUC {before.threshold.auc:.2f}, {before.threshold.positives} user questions); "
+          f"day 1 {before.day.ratio:.3f} [{before.day.ci_low:.3f}, {before.day.ci_high:.3f}] n={before.day.questions}"
+          f" ({before.day.traces} traces); day 2 {after.day.ratio:.3f} [{after.day.ci_low:.3f}, {after.day.ci_high:.3f}]"
+          f" n={after.day.questions}; topics {[(c.language, c.questions, round(c.share, 3)) for c in after.clusters[:4]]}"
+          f"; cut {after.topic_cut}")

@@ -33,6 +33,7 @@ from pipelines.golden.dataset import write_items
 from pipelines.records import GoldenItem
 from pipelines.stores.partitions import write_manifest
 from pipelines.workspace import Workspace
+from tests.memo_embedder import memoized_coverage_embedder
 
 FAQ = Path(__file__).parent / "data" / "debian_faq.json.gz"
 PASSAGE_WORDS = 60
@@ -47,21 +48,6 @@ DAY_1, DAY_2 = date(2026, 12, 1), date(2026, 12, 2)
 def faq_entries() -> list[dict]:
     with gzip.open(FAQ, "rt", encoding="utf-8") as fh:
         return [{**e, "answer": " ".join(e["answer"].split()[:PASSAGE_WORDS])} for e in json.load(fh)]
-
-
-class MemoEmbedder:
-    """The shipped model, each text embedded once for the module: the three measurements share the golden passages."""
-
-    def __init__(self):
-        from pipelines.models.embeddings import LocalEmbedder
-
-        self.model, self.seen = LocalEmbedder(), {}
-        self.name = self.model.name
-
-    def embed(self, texts: list[str]) -> list[list[float]]:
-        new = [t for t in dict.fromkeys(texts) if t not in self.seen]
-        self.seen.update(zip(new, self.model.embed(new)))
-        return [self.seen[t] for t in texts]
 
 
 def golden_items(entries: list[dict]) -> list[GoldenItem]:
@@ -89,12 +75,10 @@ def write_day(workspace: Workspace, day: date, rows: list[tuple[str, str]]) -> l
 @pytest.fixture(scope="module")
 def faq_days(tmp_path_factory):
     """The golden set released, and the two days' partitions: (settings, day 1 parts, day 2 parts, counts)."""
-    from pipelines.evaluation.coverage import daily
     from pipelines.settings import Settings
 
-    memo = MemoEmbedder()
     patch = pytest.MonkeyPatch()
-    patch.setattr(daily, "build_embedder", lambda settings: memo)
+    memoized_coverage_embedder(patch)
 
     settings = Settings(home=tmp_path_factory.mktemp("faq") / "home", anonymizer_key="k")
     entries = faq_entries()
