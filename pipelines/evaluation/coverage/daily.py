@@ -23,7 +23,7 @@ from pipelines.evaluation.coverage.clusters import cluster_uncovered
 from pipelines.evaluation.coverage.estimate import coverage_by_stratum, nearest_golden
 from pipelines.evaluation.coverage.result import GoldenCoverage
 from pipelines.evaluation.coverage.threshold import calibrate_threshold, document_of, evidence_items, golden_passages
-from pipelines.evaluation.coverage.topic_cut import MIN_USER_QUESTIONS, TopicCut, calibrate_topic_cut
+from pipelines.evaluation.coverage.topic_cut import MIN_USER_QUESTIONS, TopicCut, calibrate_topic_cut, subsample
 from pipelines.evaluation.runs.folder import read_meta
 from pipelines.evaluation.runs.online_selection import read_judged, select_budget, stratum_of
 from pipelines.files import atomic_write_text
@@ -130,7 +130,7 @@ def _topic_cut(embedder, items, evidence, evidence_vectors) -> TopicCut:
         pool = [evidence[k] for k in answerable]
         return calibrate_topic_cut(evidence_vectors[answerable], documents(pool), [i.language for i in pool],
                                    [i.item_id for i in pool], calibrated_on="user questions")  # fmt: skip
-    pool = [i for i in items if i.gold_chunk_ids and i.qtype in ("single_hop", "multi_hop")]
+    pool = subsample([i for i in items if i.gold_chunk_ids and i.qtype in ("single_hop", "multi_hop")])
     vectors = _embed(embedder, [i.question for i in pool], "golden questions")
     return calibrate_topic_cut(vectors, documents(pool), [i.language for i in pool], [i.item_id for i in pool],
                                calibrated_on="generated questions")  # fmt: skip

@@ -43,6 +43,17 @@ class TopicCut(BaseModel):
     """How well the cut's clusters of the golden questions match their documents (1: exactly, 0: chance)."""
 
 
+def subsample(items: Sequence) -> list:
+    """At most MAX_CALIBRATION golden items a language, the smallest hashes of their ids (a rerun takes the same):
+    what the cut is calibrated on, picked before anything is embedded."""
+    by_language: dict[str, list] = {}
+    for item in sorted(items, key=lambda i: hashlib.sha256(i.item_id.encode()).digest()):
+        kept = by_language.setdefault(item.language, [])
+        if len(kept) < MAX_CALIBRATION:
+            kept.append(item)
+    return [i for kept in by_language.values() for i in kept]
+
+
 def calibrate_topic_cut(vectors: np.ndarray, documents: Sequence[str], languages: Sequence[str], keys: Sequence[str],
                         *, calibrated_on: str) -> TopicCut:  # fmt: skip
     """The cut whose clusters of golden questions (normalised `vectors`) best match their `documents`, pooled over

@@ -353,8 +353,9 @@ questions; "all" weights each stratum by its share of the day's sample, its inte
 {{ coverage_chart }}
 <h3>Largest topics the golden set misses</h3>
 {% if coverage.clusters %}
-<p>The distinct uncovered questions grouped by topic (average-linkage clustering, cut at cosine {{
-coverage.topic_cut.similarity|num }}{% if coverage.topic_cut.method == "calibrated" %}: the cut whose clusters of the
+<p>The distinct uncovered questions grouped by topic (average-linkage clustering{% if coverage.topic_cut %}, cut at
+cosine {{ coverage.topic_cut.similarity|num }}{% endif %}{% if coverage.topic_cut is none %}{% elif
+coverage.topic_cut.method == "calibrated" %}: the cut whose clusters of the
 golden set's {{ coverage.topic_cut.calibrated_on }} best match their {{ coverage.topic_cut.documents }} documents,
 adjusted Rand index {{ coverage.topic_cut.adjusted_rand|num }}{% else %}: a default, the golden set has too few
 documents to calibrate on{% endif %}; groups of at least {{ coverage.min_cluster_size }} distinct questions; {{
