@@ -123,6 +123,7 @@ def test_a_day_that_moves_to_an_unseen_topic_loses_coverage_and_the_topic_surfac
     assert top.share == pytest.approx(top.traces / 102, rel=0.01)
     assert len(top.representatives) == 3 and all("GPU" in r.question.upper() for r in top.representatives)
     assert not any("GPU" in r.question.upper() for c in before.clusters for r in c.representatives)
+    assert [any("GPU" in r.question.upper() for r in c.representatives) for c in after.clusters] == [True]
     assert after.topic_cut.method == "calibrated" and after.topic_cut.calibrated_on == "generated questions"
 
     queued, path = queue_uncovered_topics(workspace, DAY, after.clusters, limit=1)
@@ -268,6 +269,9 @@ def test_on_the_demos_traffic_a_quarter_moving_to_pip_drops_coverage_beyond_both
     assert after.day.ci_high < before.day.ci_low, (before.day, after.day)
     top = after.clusters[0]
     assert all("pip" in r.question for r in top.representatives) and top.share == pytest.approx(0.25, abs=0.01)
+    # One subject, one topic: the five pip questions together, not five topics of one question asked many times.
+    assert top.questions == 5 and top.traces == len(shifted) - len(day)
+    assert after.topic_cut.calibrated_on == "user questions" and after.topic_cut.adjusted_rand > 0.2
     assert not any("pip" in r.question for c in before.clusters for r in c.representatives)
     print(f"\ndemo traffic: threshold {before.threshold.value:.3f} (TPR {before.threshold.tpr:.2f}, FPR "
           f"{before.threshold.fpr:.2f}, AUC {before.threshold.auc:.2f}, {before.threshold.positives} user questions); "
