@@ -5,7 +5,8 @@ cosine at which clusters.py stops merging) is the one at which average-linkage c
 best match their documents, by adjusted Rand index over cuts 0.10, 0.15, … 0.90. User questions (golden items from
 traces or human imports) are used when there are at least MIN_USER_QUESTIONS of them, the golden set's generated
 questions otherwise (their wording shared with their passage makes same-document questions look closer than a
-user's would; the report says which it was). The old cut, halfway between "the same question" and "another
+user's would; the report says which it was). When no cut recovers the documents (adjusted Rand index below
+MIN_ADJUSTED_RAND) the cut is a default and the report says the topics are rough. The old cut, halfway between "the same question" and "another
 document's question", split one subject into many topics (issue 29: 16 questions on extending Python in C
 became 14 topics).
 """
@@ -27,7 +28,10 @@ MIN_USER_QUESTIONS = 20
 MAX_CALIBRATION = 600
 """Golden questions per language the cut is calibrated on (the smallest hashes of their ids): 17 clusterings each."""
 DEFAULT_SIMILARITY = 0.5
-"""The cut when the golden set has no two documents with two questions each to calibrate on."""
+"""The cut when the golden set cannot calibrate one (too few documents, or no cut that recovers them)."""
+MIN_ADJUSTED_RAND = 0.1
+"""Below this, no cut's clusters resemble the documents (the model does not group the language's questions by
+subject, e.g. the English-only local model on the French FAQ: 0.01): the cut is the default, and says so."""
 
 
 class TopicCut(BaseModel):
@@ -41,6 +45,7 @@ class TopicCut(BaseModel):
     documents: int = 0
     adjusted_rand: float | None = None
     """How well the cut's clusters of the golden questions match their documents (1: exactly, 0: chance)."""
+    note: str = ""
 
 
 def subsample(items: Sequence) -> list:
@@ -67,7 +72,8 @@ def calibrate_topic_cut(vectors: np.ndarray, documents: Sequence[str], languages
         if (counts >= 2).sum() >= 2:
             groups.append(members)
     if not groups:
-        return TopicCut(similarity=DEFAULT_SIMILARITY, method="default")
+        return TopicCut(similarity=DEFAULT_SIMILARITY, method="default",
+                        note="the golden set has no two documents with two questions each to calibrate on")  # fmt: skip
     scores = []
     for cut in CUTS:
         total = 0.0
@@ -78,7 +84,13 @@ def calibrate_topic_cut(vectors: np.ndarray, documents: Sequence[str], languages
         scores.append(total / sum(len(m) for m in groups))
     best = int(np.argmax(scores))
     used = np.concatenate(groups)
-    return TopicCut(similarity=CUTS[best], method="calibrated", calibrated_on=calibrated_on, questions=len(used),
-                    documents=len(set(documents[used])), adjusted_rand=float(scores[best]))  # fmt: skip
+    common = dict(calibrated_on=calibrated_on, questions=len(used), documents=len(set(documents[used])),
+                  adjusted_rand=float(scores[best]))  # fmt: skip
+    if scores[best] < MIN_ADJUSTED_RAND:
+        return TopicCut(similarity=DEFAULT_SIMILARITY, method="default", **common,
+                        note=f"no cut groups the golden set's {calibrated_on} by document (best adjusted Rand index "
+                             f"{scores[best]:.2f} < {MIN_ADJUSTED_RAND}): the embedding model does not tell their "
+                             "subjects apart, and topics are rough")  # fmt: skip
+    return TopicCut(similarity=CUTS[best], method="calibrated", **common)
 
 

@@ -357,8 +357,8 @@ questions; "all" weights each stratum by its share of the day's sample, its inte
 cosine {{ coverage.topic_cut.similarity|num }}{% endif %}{% if coverage.topic_cut is none %}{% elif
 coverage.topic_cut.method == "calibrated" %}: the cut whose clusters of the
 golden set's {{ coverage.topic_cut.calibrated_on }} best match their {{ coverage.topic_cut.documents }} documents,
-adjusted Rand index {{ coverage.topic_cut.adjusted_rand|num }}{% else %}: a default, the golden set has too few
-documents to calibrate on{% endif %}; groups of at least {{ coverage.min_cluster_size }} distinct questions; {{
+adjusted Rand index {{ coverage.topic_cut.adjusted_rand|num }}{% else %}: a default, {{ coverage.topic_cut.note
+}}{% endif %}; groups of at least {{ coverage.min_cluster_size }} distinct questions; {{
 coverage.unclustered }} uncovered questions belong to no topic). Share: of the day's traffic. The
 largest are in <code>inbox/uncovered-{{ run.logical_date }}.csv</code> for review, and the next golden build's trace
 questions start from them.{% if coverage.clusters|length > report_topics %} The {{ report_topics }} largest of {{
