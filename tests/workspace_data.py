@@ -1,5 +1,5 @@
-"""Small published data for the tests: a day's trace partition, a staged golden set, a released one with paraphrases, in
-their real formats."""
+"""Small published data for the tests: a day's trace partition, a staged golden set, a released one with its passages
+and a person's questions, in their real formats."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def write_staged_golden(workspace: Workspace, name: str, items: int = 6) -> list
     return golden
 
 
-# Seed passages of four documents: two plain questions and one paraphrase each, as a golden build writes them.
+# Seed passages of six documents: two generated questions each, and a third in a person's words.
 PASSAGES = {
     "deploy.md#rollback": ("en", ["How do I roll back a deployment to the previous release?",
                                   "Which command reverts the last deploy?",

@@ -116,8 +116,8 @@ def calibrate_threshold(evidence: Sequence[GoldenItem], question_vectors: np.nda
     if len(positives) < MIN_POSITIVES or not negatives:
         return CoverageThreshold(value=None, method="uncalibrated", **counts,
                                  note=f"uncalibrated: the golden set has {len(positives)} user questions (items from "
-                                      f"traces or imported by people) with a gold passage, and {len(negatives)} "
-                                      f"negatives, to calibrate on (need {MIN_POSITIVES} and 1); its generated "
+                                      f"traces or imported by people) with a gold passage to calibrate on (need "
+                                      f"{MIN_POSITIVES}), and {len(negatives)} negatives (need 1); its generated "
                                       "questions do not qualify. Build it with from_traces > 0, import reviewed "
                                       "questions, or set RAGWATCH_COVERAGE_THRESHOLD to a cosine you checked")  # fmt: skip
     if measured["auc"] < MIN_AUC:
