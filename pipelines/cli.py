@@ -810,11 +810,11 @@ def _print_coverage(coverage) -> None:
         console.print(f"golden coverage: [red]not measured[/] ({escape(coverage.reason)})")
         return
     t = coverage.threshold
-    how = (f"calibrated on {t.pairs} golden paraphrases: true matches {t.tpr:.0%}, false {t.fpr:.0%}, AUC {t.auc:.2f}"
-           if t.method == "calibrated" else t.note)  # fmt: skip
+    how = (f"calibrated on {t.positives} golden user questions: true matches {t.tpr:.0%}, false {t.fpr:.0%}, "
+           f"AUC {t.auc:.2f}" if t.method == "calibrated" else t.note)  # fmt: skip
     table = Table(title=escape(f"golden coverage of the day's traffic by {coverage.golden} {coverage.golden_version} "
-                               f"(nearest golden question, same language, cosine ≥ {t.value:.3f}: {how})"))  # fmt: skip
-    # Fits 80 columns with the stratum whole: n is the questions matched, of the day's traces.
+                               f"(nearest golden passage, same language, cosine ≥ {t.value:.3f}: {how})"))  # fmt: skip
+    # Fits 80 columns with the stratum whole: n is the distinct questions matched, of the day's traces.
     table.add_column("stratum", no_wrap=True)
     for column in ("day's traces", "n", "covered", "coverage", "95 % CI"):
         table.add_column(column, justify="right")

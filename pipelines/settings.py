@@ -166,15 +166,19 @@ class Settings(BaseSettings):
     """When set (e.g. 0.03), each stratum is judged on as many traces as its faithfulness interval needs to be about
     ±this wide, from the spread of the last online runs; `online_max_traces` still caps the day."""
     coverage_max_questions: int = Field(default=5_000, ge=1)
-    """The day's questions the online eval's golden-coverage step embeds at most, stratified by app/language like the
-    judged budget (pipelines/evaluation/coverage): the local model embeds ~70 short questions a second on 2 cores, so
-    ~70 s a day (plus the golden set's questions), whatever the day's size."""
+    """The day's traces whose questions the online eval's golden-coverage step reads at most, stratified by
+    app/language like the judged budget (pipelines/evaluation/coverage); repeats are folded into distinct questions
+    before embedding. The local model embeds ~70 short questions a second on 2 cores, so ~70 s a day at most (plus
+    the golden set's passages and user questions), whatever the day's size."""
     coverage_threshold: float | None = Field(default=None, gt=-1.0, le=1.0)
-    """Cosine at or above which a day's question counts as covered by its nearest golden question. Unset: calibrated on
-    the golden set's own paraphrase pairs (coverage/threshold.py), and coverage fails with the reason when they cannot
-    calibrate one."""
+    """Question-to-passage cosine at or above which a day's question counts as covered by its nearest golden reference
+    passage. Unset: calibrated on the golden set's user questions (items from traces or imported by people, never its
+    generated ones; coverage/threshold.py), and coverage fails with the reason ("uncalibrated") when there are fewer
+    than 10 or the model does not separate them (ROC AUC < 0.7). Set: used as is, and the report, CLI and gauge say
+    it is this setting, not a calibrated value."""
     coverage_min_cluster_size: int = Field(default=5, ge=2)
-    """Fewest uncovered questions of a day that make a topic (coverage/clusters.py); smaller groups are one-offs."""
+    """Fewest distinct uncovered questions of a day that make a topic (coverage/clusters.py; a question asked many
+    times counts once); smaller groups are one-offs."""
     coverage_inbox_topics: int = Field(default=5, ge=0)
     """Largest uncovered topics queued in the review inbox each day (three questions each); the next golden build's
     trace questions start from them."""

@@ -567,9 +567,10 @@ LABELLED_ONLY = "rag_judge_"
 metric: no stack run does either (tests/test_judge_audit.py, tests/test_judge_noise.py and the rules' promtool cases
 cover them)."""
 NEEDS_PARAPHRASES = "rag_golden_coverage"
-"""The coverage series exist once a golden set has 10 paraphrases to calibrate on; the stack's 9-passage test corpus
-gives it 9, so its coverage is `failed` with that reason (checked below; tests/test_coverage.py and the rules'
-promtool cases cover the series)."""
+"""The coverage series exist once the golden set has 10 user questions (items from traces or people) whose own passage
+the embedding model tells from other documents' (coverage/threshold.py); the stack's small golden set may not, and
+then its coverage is `failed` with that reason (checked below; tests/test_coverage.py and the rules' promtool cases
+cover the series)."""
 
 
 @pytest.mark.stack
@@ -600,10 +601,10 @@ def test_every_dashboard_and_alert_expression_returns_series(stack: StackSession
             assert not missing, f"{rule['alert']}: {missing} return no series"
             through_inner.append(rule["alert"])
     print(f"\nalert conditions empty in this healthy run, checked through their selectors: {through_inner}")
-    # The online run measured its coverage and says why there is no figure, rather than pushing a made-up one.
+    # The online run measured its coverage, or says why there is no figure rather than pushing a made-up one.
     workspace = Path(stack.plan.airflow_env["RAGWATCH_WORKSPACE"])
     measured = [json.loads(p.read_text()) for p in (workspace / "runs" / "online").glob("*/coverage.json")]
-    assert measured and all(c["status"] == "failed" and "(need 10)" in c["reason"] for c in measured), measured
+    assert measured and all(c["status"] == "ok" or c["reason"].startswith("uncalibrated: ") for c in measured), measured
 
 
 # --- 6. Idempotent, and recovers from a crash -------------------------------------------------------------------

@@ -1,5 +1,5 @@
-"""Small published data for the tests: a day's trace partition, a staged golden set, a released one with paraphrases, in
-their real formats."""
+"""Small published data for the tests: a day's trace partition, a staged golden set, a released one with its passages
+and a person's questions, in their real formats."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def write_staged_golden(workspace: Workspace, name: str, items: int = 6) -> list
     return golden
 
 
-# Seed passages of four documents: two plain questions and one paraphrase each, as a golden build writes them.
+# Seed passages of six documents: two generated questions each, and a third in a person's words.
 PASSAGES = {
     "deploy.md#rollback": ("en", ["How do I roll back a deployment to the previous release?",
                                   "Which command reverts the last deploy?",
@@ -83,18 +83,51 @@ PASSAGES = {
 }  # fmt: skip
 
 
-def golden_items() -> list[GoldenItem]:
+# The seed passages the golden items of tests/workspace_data.PASSAGES were written from.
+PASSAGE_TEXTS = {
+    "deploy.md#rollback": "A rollback restores the previous image tag recorded in the release history. Run `deploy "
+                          "rollback` to revert the last release; configuration is rolled back with the image.",
+    "deploy.md#rolling": "Rolling updates replace one replica at a time and wait for the readiness probe. The maximum "
+                         "surge is one replica, so capacity never drops during a rollout.",
+    "deploy.md#env": "Environment variables of a service are set in its service.yaml under `env:`, or with `deploy "
+                     "env set KEY=VALUE`; they are read when the container starts.",
+    "billing.md#invoices": "Invoices are issued on the first day of each month and can be downloaded as PDF from the "
+                           "Billing page of the dashboard.",
+    "billing.md#refunds": "Duplicate charges are refunded on request from the Billing page; a refund reaches the card "
+                          "in five to ten business days.",
+    "billing.md#plans": "The team plan costs 12 dollars per seat and month. Upgrade from the free plan on the Plans "
+                        "page; the change applies at once.",
+    "limits.md#rate": "Each API key may make 600 requests per minute. Requests beyond the rate limit get HTTP 429 "
+                      "with a Retry-After header.",
+    "limits.md#storage": "A project may store up to 50 GB. Support raises the storage quota of a project on request.",
+    "auth.md#sso": "Single sign-on works with Okta, Azure AD and Google Workspace identity providers, configured "
+                   "under Settings, Security.",
+    "auth.md#tokens": "API tokens are valid for 90 days. Rotate a token from the Tokens page: the old one stops "
+                      "working after one hour.",
+    "auth.md#mfa": "Two-factor authentication is turned on under Profile, Security, with any TOTP authenticator app "
+                   "such as Google Authenticator or 1Password.",
+    "despliegue.md#revertir": "Para revertir un despliegue, `deploy rollback` restaura la imagen anterior del "
+                              "historial de versiones, con su configuración.",
+    "facturacion.md#reembolsos": "Los cobros duplicados se reembolsan desde la página de facturación; el reembolso "
+                                 "llega a la tarjeta en cinco a diez días hábiles.",
+}  # fmt: skip
+
+
+def golden_set(*, with_users: bool = True) -> list[GoldenItem]:
+    """The seed passages' two generated questions each (source corpus) and, `with_users`, the third — a person's
+    wording — as an imported item (source human): the user questions the threshold is calibrated on."""
     items = []
     for ref, (language, questions) in PASSAGES.items():
-        for i, question in enumerate(questions):
+        for i, question in enumerate(questions if with_users else questions[:2]):
             items.append(GoldenItem(item_id=f"{ref}-{i}", question=question, reference_answer="…", qtype="single_hop",
-                                    variant="paraphrase" if i == 2 else "plain", language=language, source="corpus",
-                                    source_ref=f"{ref}/0", generator_model="test", corpus_version="c1",
-                                    created_at="2026-11-01"))  # fmt: skip
+                                    language=language, source="human" if i == 2 else "corpus",
+                                    source_ref=f"{ref}/0" if i < 2 else f"import.csv:{i}",
+                                    gold_chunk_ids=[f"{ref}/0"], reference_contexts=[PASSAGE_TEXTS[ref]],
+                                    generator_model="test", corpus_version="c1", created_at="2026-11-01"))  # fmt: skip
     return items
 
 
-def release_golden(workspace: Workspace, name: str = "demo") -> None:
+def release_golden(workspace: Workspace, name: str = "demo", **kwargs) -> None:
     paths = workspace.golden(name)
-    write_items(paths.released_items, golden_items())
+    write_items(paths.released_items, golden_set(**kwargs))
     write_manifest(paths.released_manifest, {"name": name, "version": "v1"})

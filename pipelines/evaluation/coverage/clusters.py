@@ -1,18 +1,18 @@
-"""Topics the golden set misses: the day's uncovered questions, clustered per language.
+"""Topics the golden set misses: the day's distinct uncovered questions, clustered per language.
 
-Average-linkage agglomerative clustering (scikit-learn's) on cosine distance, cut at 1 − the topic similarity: a
-topic is a group of questions that are, on average, closer to each other than halfway between "the same question"
-(the calibrated coverage threshold) and "a question of another document" (the golden set's median nearest
-other-document similarity), both measured on the golden set itself (threshold.py). Groups smaller than
-`min_cluster_size` are one-off questions, not topics. (HDBSCAN was tried first: on a day's traffic it returns
-each repeated question as its own dense cluster rather than their topic, and scikit-learn 1.9's
-`cluster_selection_epsilon`, the usual remedy, fails in its tree search.)
+Average-linkage agglomerative clustering (scikit-learn's) on cosine distance, cut at 1 − the topic similarity
+(topic_cut.py calibrates it on the golden set's documents).
+
+The unit is the distinct question (estimate.py): a question asked six times is one question of weight six, so a
+repeated question cannot make a topic of its own; `min_cluster_size` counts distinct questions. (HDBSCAN was
+tried first: on a day's traffic it returns each repeated question as its own dense cluster rather than their
+topic, and scikit-learn 1.9's `cluster_selection_epsilon`, the usual remedy, fails in its tree search.)
 
 Average linkage holds a distance matrix: each language clusters at most MAX_CLUSTERED questions (the smallest
 hashes of their trace ids, a rerun takes the same), 3,000² distances being 72 MB. A topic's volume is the day's
-traffic its questions stand for (each question weighs its stratum's day traces / embedded questions, scaled up
-when the language was subsampled); its three representatives are the distinct questions nearest its centroid; its
-id is a hash of its members' trace ids, the same on a rerun of the day.
+traffic its questions stand for (each question weighs the traces it was asked in times its stratum's day traces
+/ embedded traces, scaled up when the language was subsampled); its three representatives are the distinct
+questions nearest its centroid; its id is a hash of its members' trace ids, the same on a rerun of the day.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ MAX_CLUSTERED = 3_000
 
 def cluster_uncovered(vectors: np.ndarray, rows: Sequence[dict], weights: np.ndarray, *, similarity: float,
                       day_traces: int, min_cluster_size: int) -> list[UncoveredCluster]:  # fmt: skip
-    """`rows` (trace_id, app, language, question) of the uncovered questions with their normalised `vectors` and
-    `weights`: their topics, the largest (by estimated traffic) first."""
+    """`rows` (trace_id, app, language, question, traces) of the distinct uncovered questions with their normalised
+    `vectors` and `weights` (the day's traces each stands for): their topics, the largest (by traffic) first."""
     languages = np.array([r["language"] for r in rows])
     clusters = []
     for language in np.unique(languages):
@@ -68,5 +68,6 @@ def _cluster(vectors: np.ndarray, rows: Sequence[dict], weights: np.ndarray, cho
     digest = hashlib.sha256("\n".join(sorted(rows[i]["trace_id"] for i in chosen)).encode()).hexdigest()
     estimated = float(weights[chosen].sum())
     return UncoveredCluster(cluster_id=f"topic-{digest[:10]}", language=language, questions=len(chosen),
-                            estimated_traces=estimated, share=estimated / day_traces if day_traces else 0.0,
+                            traces=int(sum(rows[i].get("traces", 1) for i in chosen)), estimated_traces=estimated,
+                            share=estimated / day_traces if day_traces else 0.0,
                             representatives=representatives)  # fmt: skip

@@ -1,12 +1,13 @@
 """The online eval's coverage step: how much of the day's traffic the golden set covers, and the topics it misses.
 
-Reads the day's sampled (anonymized) questions — at most `coverage_max_questions`, stratified by app/language
-like the judged budget (a floor each, the rest in proportion, the smallest sampling keys, so a rerun embeds the
-same questions) — and the released golden set's questions; embeds both with the run's embedding model,
-calibrates the threshold (threshold.py), estimates coverage (estimate.py) and clusters the uncovered questions
-(clusters.py). The result goes to `coverage.json` in the run folder; finalize publishes it (run params,
+Reads the day's sampled (anonymized) questions — at most `coverage_max_questions` traces, stratified by
+app/language like the judged budget (a floor each, the rest in proportion, the smallest sampling keys, so a rerun
+embeds the same questions) — folds repeats into distinct questions, and embeds them and the released golden set's
+reference passages with the run's embedding model; calibrates the threshold on the golden set's user questions
+(threshold.py), estimates coverage (estimate.py), calibrates the topic cut (topic_cut.py) and clusters the
+uncovered questions (clusters.py). The result goes to `coverage.json` in the run folder; finalize publishes it (run params,
 report, gauges) and queues the largest uncovered topics in the review inbox, which the next golden build's
-trace questions start from. A coverage that cannot be measured (no released golden set, no threshold) is
+trace questions start from. A coverage that cannot be measured (no released golden set, no calibrated or set threshold) is
 `failed` with the reason, and the eval goes on.
 """
 
@@ -21,7 +22,8 @@ import numpy as np
 from pipelines.evaluation.coverage.clusters import cluster_uncovered
 from pipelines.evaluation.coverage.estimate import coverage_by_stratum, nearest_golden
 from pipelines.evaluation.coverage.result import GoldenCoverage
-from pipelines.evaluation.coverage.threshold import calibrate_threshold
+from pipelines.evaluation.coverage.threshold import calibrate_threshold, document_of, evidence_items, golden_passages
+from pipelines.evaluation.coverage.topic_cut import MIN_USER_QUESTIONS, TopicCut, calibrate_topic_cut, subsample
 from pipelines.evaluation.runs.folder import read_meta
 from pipelines.evaluation.runs.online_selection import read_judged, select_budget, stratum_of
 from pipelines.files import atomic_write_text
@@ -49,8 +51,9 @@ def measure_online_coverage(settings: Settings, run_dir: Path) -> GoldenCoverage
     atomic_write_text(run.coverage, coverage.model_dump_json(indent=1))
     day = coverage.day
     if coverage.status == "ok" and day is not None and day.ratio is not None:
-        log.info("golden coverage of %s: %.3f [%.3f, %.3f] of %d questions, %d uncovered topics", meta.logical_date,
-                 day.ratio, day.ci_low, day.ci_high, day.questions, len(coverage.clusters))  # fmt: skip
+        log.info("golden coverage of %s: %.3f [%.3f, %.3f] of %d distinct questions (%d traces), %d uncovered topics",
+                 meta.logical_date, day.ratio, day.ci_low, day.ci_high, day.questions, day.traces,
+                 len(coverage.clusters))  # fmt: skip
     else:
         log.info("golden coverage of %s: not measured: %s", meta.logical_date, coverage.reason)
     return coverage
@@ -67,29 +70,70 @@ def measure_day_coverage(settings: Settings, parts: list[Path], *, golden: str |
     except FileNotFoundError as exc:
         return GoldenCoverage(status="failed", reason=str(exc), **common)
     embedder = build_embedder(settings)
-    golden_vectors = _embed(embedder, [i.question for i in items], "golden questions")
-    threshold = calibrate_threshold(items, golden_vectors, setting=settings.coverage_threshold)
-    common.update(golden_version=version, golden_questions=len(items), threshold=threshold)
+    passages = golden_passages(items)
+    passage_vectors = _embed(embedder, passages.texts, "golden passages")
+    evidence = evidence_items(items)
+    evidence_vectors = _embed(embedder, [i.question for i in evidence], "golden user questions")
+    threshold = calibrate_threshold(evidence, evidence_vectors, passages, passage_vectors,
+                                    setting=settings.coverage_threshold)  # fmt: skip
+    common.update(golden_version=version, golden_questions=len(items), golden_passages=len(passages.texts),
+                  threshold=threshold)  # fmt: skip
     if threshold.value is None:
-        return GoldenCoverage(status="failed", reason=f"no similarity threshold: {threshold.note}", **common)
+        return GoldenCoverage(status="failed", reason=threshold.note, **common)
     selection = select_budget(parts, max_traces=settings.coverage_max_questions,
                               min_per_stratum=settings.online_min_per_stratum, noise_share=0.0)  # fmt: skip
-    rows = list(read_judged(parts, selection.judged, columns=COLUMNS, read_rows=READ_ROWS))
-    vectors = _embed(embedder, [r["question"] for r in rows], "the day's questions")
-    matches = nearest_golden(vectors, [r["language"] for r in rows], golden_vectors, [i.language for i in items])
+    rows = distinct_questions(read_judged(parts, selection.judged, columns=COLUMNS, read_rows=READ_ROWS))
+    vectors = _embed(embedder, [r["question"] for r in rows], "the day's distinct questions")
+    matches = nearest_golden(vectors, [r["language"] for r in rows], passage_vectors, passages.languages)
     covered = matches.covered(threshold.value)
     strata = [stratum_of(r["app"], r["language"]) for r in rows]
+    asked = np.array([r["traces"] for r in rows], dtype=np.int64)
     day_traces = {s.stratum: s.day_traces for s in selection.counts.strata}
-    by_stratum = coverage_by_stratum(strata, covered, day_traces)
-    embedded = {s.stratum: s.questions for s in by_stratum}
-    weights = np.array([day_traces[s] / embedded[s] for s in strata])
+    by_stratum = coverage_by_stratum(strata, covered, day_traces, asked)
+    embedded = {s.stratum: s.traces for s in by_stratum}
+    weights = np.array([day_traces[s] / embedded[s] for s in strata]) * asked
+    topic_cut = _topic_cut(embedder, items, evidence, evidence_vectors)
     uncovered = np.flatnonzero(~covered)
     clusters = cluster_uncovered(vectors[uncovered], [rows[i] for i in uncovered], weights[uncovered],
-                                 similarity=threshold.topic_similarity, day_traces=selection.counts.day_traces,
+                                 similarity=topic_cut.similarity, day_traces=selection.counts.day_traces,
                                  min_cluster_size=settings.coverage_min_cluster_size)  # fmt: skip
     return_freed_memory()
-    return GoldenCoverage(status="ok", **common, strata=by_stratum, clusters=clusters,
+    return GoldenCoverage(status="ok", **common, topic_cut=topic_cut, strata=by_stratum, clusters=clusters,
                           unclustered=len(uncovered) - sum(c.questions for c in clusters))  # fmt: skip
+
+
+def distinct_questions(rows) -> list[dict]:
+    """The day's rows folded into distinct questions per app/language (case, spacing and surrounding punctuation
+    aside), each keeping its first trace and counting the traces that asked it (`traces`): a question asked six
+    times is one piece of evidence about the golden set, not six."""
+    by_key: dict[tuple[str, str, str], dict] = {}
+    for row in rows:
+        key = (row["app"], row["language"], _normalised(row["question"]))
+        if key in by_key:
+            by_key[key]["traces"] += 1
+        else:
+            by_key[key] = {**row, "traces": 1}
+    return list(by_key.values())
+
+
+def _normalised(question: str) -> str:
+    return " ".join(question.casefold().split()).strip(" ?¿!¡.,;:")
+
+
+def _topic_cut(embedder, items, evidence, evidence_vectors) -> TopicCut:
+    """The topic cut on the user questions when there are enough of them, else on the golden set's questions."""
+    def documents(pool):
+        return [document_of(i.gold_chunk_ids[0] if i.gold_chunk_ids else i.source_ref) for i in pool]
+
+    answerable = [k for k, i in enumerate(evidence) if i.gold_chunk_ids]
+    if len(answerable) >= MIN_USER_QUESTIONS:
+        pool = [evidence[k] for k in answerable]
+        return calibrate_topic_cut(evidence_vectors[answerable], documents(pool), [i.language for i in pool],
+                                   [i.item_id for i in pool], calibrated_on="user questions")  # fmt: skip
+    pool = subsample([i for i in items if i.gold_chunk_ids and i.qtype in ("single_hop", "multi_hop")])
+    vectors = _embed(embedder, [i.question for i in pool], "golden questions")
+    return calibrate_topic_cut(vectors, documents(pool), [i.language for i in pool], [i.item_id for i in pool],
+                               calibrated_on="generated questions")  # fmt: skip
 
 
 def read_coverage(run: RunPaths) -> GoldenCoverage | None:

@@ -1,12 +1,14 @@
-"""Coverage of a day's questions by the golden set: nearest golden neighbour, and the share with one, per stratum.
+"""Coverage of a day's questions by the golden set: the nearest golden passage, and the share covered, per stratum.
 
-A question is covered when its nearest golden question of the same language is at least the threshold's cosine
-(threshold.py); a language the golden set has no question in is uncovered. Coverage of an app/language stratum
-is the share of its questions covered, with a Jeffreys 95 % interval (n = the stratum's questions embedded).
-The day's coverage weights each stratum by its share of the day's sample (`day_traces`), p = Σ W_h p_h, so a
-stratum embedded at its floor counts for its traffic, not its floor; its interval is the Jeffreys interval at
-the effective sample size n_eff = p(1 − p) / Σ W_h² p_h(1 − p_h) / n_h (Korn & Graubard 1998), n_eff being the
-questions an unweighted sample would need for the same variance.
+A question is covered when its nearest golden passage (a golden item's reference passage, same language) is at
+least the threshold's cosine (threshold.py): the golden set holds what answers it. A language the golden set has
+no passage in is uncovered. The unit is the distinct question: a question asked six times is one piece of
+evidence about the golden set, not six. Coverage of an app/language stratum is the share of its traffic (the
+embedded traces) whose question is covered, with a Jeffreys 95 % interval whose n is the stratum's distinct
+questions. The day's coverage weights each stratum by its share of the day's sample (`day_traces`),
+p = Σ W_h p_h, so a stratum embedded at its floor counts for its traffic, not its floor; its interval is the
+Jeffreys interval at the effective sample size n_eff = p(1 − p) / Σ W_h² p_h(1 − p_h) / n_h (Korn & Graubard
+1998), n_eff being the distinct questions an unweighted sample would need for the same variance.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pipelines.evaluation.statistics.intervals import proportion_ci
 ALL = "all"
 """The stratum label of the whole day."""
 BLOCK_ROWS = 2_048
-"""Questions compared with the golden set per matrix product: 2,048 × 2,000 golden questions is 16 MB."""
+"""Questions compared with the golden set per matrix product: 2,048 × 2,000 golden passages is 16 MB."""
 
 
 class StratumCoverage(BaseModel):
@@ -31,9 +33,14 @@ class StratumCoverage(BaseModel):
     day_traces: int
     """Traces of the day's sample in the stratum."""
     questions: int
-    """Questions embedded and matched: the n of the interval."""
+    """Distinct questions embedded and matched: the n of the interval."""
     covered: int
+    """Distinct questions covered."""
+    traces: int = 0
+    """The embedded traces those questions stand for (a question asked three times: three): the volume."""
+    covered_traces: int = 0
     ratio: float | None
+    """Share of the traces whose question is covered."""
     ci_low: float | None
     ci_high: float | None
 
@@ -41,9 +48,9 @@ class StratumCoverage(BaseModel):
 @dataclass(frozen=True)
 class Matches:
     similarity: np.ndarray
-    """Per question, the cosine of its nearest golden question of the same language (−1 without one)."""
+    """Per question, the cosine of its nearest golden passage of the same language (−1 without one)."""
     nearest: np.ndarray
-    """Per question, the index of that golden question (−1 without one)."""
+    """Per question, the index of that golden passage (−1 without one)."""
 
     def covered(self, threshold: float) -> np.ndarray:
         return self.similarity >= threshold
@@ -51,7 +58,7 @@ class Matches:
 
 def nearest_golden(vectors: np.ndarray, languages: Sequence[str], golden_vectors: np.ndarray,
                    golden_languages: Sequence[str]) -> Matches:  # fmt: skip
-    """Each question's nearest golden question of its own language, in blocks (memory: BLOCK_ROWS × golden)."""
+    """Each question's nearest golden passage of its own language, in blocks (memory: BLOCK_ROWS × golden)."""
     similarity = np.full(len(vectors), -1.0)
     nearest = np.full(len(vectors), -1, dtype=np.int64)
     languages, golden_languages = np.asarray(languages), np.asarray(golden_languages)
@@ -68,17 +75,22 @@ def nearest_golden(vectors: np.ndarray, languages: Sequence[str], golden_vectors
     return Matches(similarity=similarity, nearest=nearest)
 
 
-def coverage_by_stratum(strata: Sequence[str], covered: np.ndarray,
-                        day_traces: dict[str, int]) -> list[StratumCoverage]:  # fmt: skip
-    """Per stratum, then the day ("all", weighted by `day_traces`): covered / questions with its interval."""
+def coverage_by_stratum(strata: Sequence[str], covered: np.ndarray, day_traces: dict[str, int],
+                        traces: np.ndarray | None = None) -> list[StratumCoverage]:  # fmt: skip
+    """Per stratum, then the day ("all", weighted by `day_traces`): the covered share of the traces, with its interval
+    at n = the distinct questions. One row of `strata`/`covered` per distinct question, asked `traces` times (1)."""
     strata = np.asarray(strata)
+    traces = np.ones(len(strata), dtype=np.int64) if traces is None else np.asarray(traces)
     rows = []
     for stratum in sorted(day_traces):
         mask = strata == stratum
         n, hits = int(mask.sum()), int(covered[mask].sum())
-        low, high = proportion_ci(hits, n) if n else (None, None)
+        volume, covered_volume = int(traces[mask].sum()), int(traces[mask & covered].sum())
+        ratio = covered_volume / volume if volume else None
+        low, high = proportion_ci(ratio * n, n) if n else (None, None)
         rows.append(StratumCoverage(stratum=stratum, day_traces=day_traces[stratum], questions=n, covered=hits,
-                                    ratio=hits / n if n else None, ci_low=low, ci_high=high))  # fmt: skip
+                                    traces=volume, covered_traces=covered_volume, ratio=ratio, ci_low=low,
+                                    ci_high=high))  # fmt: skip
     return [*rows, _weighted_day(rows)]
 
 
@@ -86,12 +98,13 @@ def _weighted_day(rows: list[StratumCoverage]) -> StratumCoverage:
     measured = [r for r in rows if r.questions]
     total = sum(r.day_traces for r in rows)
     common = dict(stratum=ALL, day_traces=total, questions=sum(r.questions for r in rows),
-                  covered=sum(r.covered for r in rows))  # fmt: skip
+                  covered=sum(r.covered for r in rows), traces=sum(r.traces for r in rows),
+                  covered_traces=sum(r.covered_traces for r in rows))  # fmt: skip
     weight = sum(r.day_traces for r in measured)
     if not weight:
         return StratumCoverage(**common, ratio=None, ci_low=None, ci_high=None)
     w = np.array([r.day_traces / weight for r in measured])
-    p_h = np.array([r.covered / r.questions for r in measured])
+    p_h = np.array([r.ratio for r in measured])
     n_h = np.array([r.questions for r in measured])
     p = float(w @ p_h)
     variance = float(np.sum(w**2 * p_h * (1 - p_h) / n_h))

@@ -1,125 +1,156 @@
-"""The similarity above which a day's question counts as covered, calibrated on the golden set's paraphrase pairs.
+"""The question-to-passage similarity above which a day's question counts as covered, calibrated on user questions.
 
-A golden build writes, for each seed passage, plain questions and one paraphrase that avoids the passage's
-wording: the paraphrase asks what its siblings ask, in other words, as a user would. Matching takes a
-question's nearest golden question, so the calibration asks the same of each paraphrase:
+A question is covered when the golden set holds a passage that answers it (estimate.py matches each question to
+the golden items' reference passages). The threshold is learnt from golden items whose question a user asked:
+items built from production traces (`source == "trace"`) and items people imported (`source == "human"`). The
+golden set's generated questions do not qualify: the offline backend writes them from templates that reuse the
+passage's words, and even an LLM's paraphrases are far easier to match than a user's question (the issue: a
+threshold learnt from them, cosine 0.773, was one no real question reached).
 
-- positive: its similarity to its nearest sibling (a plain question of its passage, same language);
-- negative: its similarity to its nearest question of another document, same language — what nearest-neighbour
-  matching sees for a question the golden set does not cover;
+For each such item in a language the golden set has passages in:
+- positive (answerable: it has gold passages): its nearest golden passage, as matching sees a covered question;
+- negative: its nearest golden passage of another document than its gold passages' — what matching sees for a
+  question whose subject the golden set lacks — and, for a trace the generator found no answer for in the corpus
+  (no gold passage), its nearest golden passage of all.
 
-and takes the cosine that maximizes Youden's J = TPR − FPR (the share of positives at or above it minus the
-share of negatives at or above it). The report states the threshold with its TPR, FPR, the ROC AUC and the
-count. Fewer than MIN_PAIRS paraphrases, or an AUC below MIN_AUC (the embedding model cannot tell the
-golden set's paraphrases from other documents' questions, e.g. a set written from templates), leave it
-uncalibrated: coverage is then `failed` with that reason, unless the user set RAGWATCH_COVERAGE_THRESHOLD (a
-similarity they checked), which is used and said to be theirs.
+The cut is the cosine maximizing Youden's J = TPR − FPR; the report states it with TPR, FPR, ROC AUC and counts.
+Fewer than MIN_POSITIVES positives (or no negative), or an AUC below MIN_AUC (the embedding model cannot tell a
+user's question's own passage from another document's, e.g. an English-only model on French questions), leave
+it uncalibrated: coverage is then `failed` with that reason, unless the user set RAGWATCH_COVERAGE_THRESHOLD,
+which is used and said to be theirs.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from pydantic import BaseModel
 
 from pipelines.records import GoldenItem
 
-MIN_PAIRS = 10
-"""Fewest paraphrases (with a sibling and an other-document question) for a calibrated threshold."""
+MIN_POSITIVES = 10
+"""Fewest user questions with a gold passage for a calibrated threshold."""
 MIN_AUC = 0.7
-"""Below this ROC AUC the paraphrase pairs do not separate from other documents' neighbours."""
-PARAPHRASE = "paraphrase"
+"""Below this ROC AUC a question's own passage does not stand out from other documents' passages."""
+EVIDENCE_SOURCES = ("trace", "human")
+"""Golden items whose question a user asked: the only evidence of what a user's question looks like."""
 
 
 class CoverageThreshold(BaseModel):
     value: float | None
-    """Cosine similarity at or above which a question is covered; None: none could be calibrated nor was set."""
+    """Cosine (question vs golden passage) at or above which a question is covered; None: none calibrated nor set."""
     method: str
-    """"calibrated" (Youden's J on the paraphrase pairs), "setting" (RAGWATCH_COVERAGE_THRESHOLD) or "none"."""
-    pairs: int
-    """Paraphrases calibrated on: each gives a positive (nearest sibling) and a negative (nearest other document)."""
-    negatives: int
+    """"calibrated" (Youden's J on user questions), "setting" (RAGWATCH_COVERAGE_THRESHOLD) or "uncalibrated"."""
+    evidence: int = 0
+    """Golden items with a user's question (source trace or human) in a language with golden passages."""
+    positives: int = 0
+    """Of them, answerable ones: their nearest golden passage is a positive."""
+    negatives: int = 0
+    """Their nearest other-document passages, plus the unanswerable traces' nearest passages."""
     tpr: float | None = None
-    """Share of paraphrases whose nearest sibling is at or above the threshold: matched as covered."""
+    """Share of positives at or above the threshold: user questions the golden set answers, matched as covered."""
     fpr: float | None = None
-    """Share of paraphrases whose nearest other-document question is at or above it: how often a question on a
-    topic the golden set lacks would still pass for covered."""
+    """Share of negatives at or above it: how often a question on a subject the golden set lacks passes for covered."""
     auc: float | None = None
-    """P(a paraphrase's nearest sibling is more similar than a nearest other-document question), ties half."""
-    other_document: float | None = None
-    """The median similarity of a paraphrase to its nearest question of another document: "a different topic"."""
+    """P(a positive is more similar than a negative), ties half."""
     note: str = ""
 
-    @property
-    def topic_similarity(self) -> float | None:
-        """Where the uncovered questions' topics are cut (clusters.py): halfway between "the same question" (the
-        threshold) and "another document's question" (`other_document`), a topic being broader than one question;
-        the threshold itself when there is nothing below it to go halfway to."""
-        if self.value is None or self.other_document is None or self.other_document >= self.value:
-            return self.value
-        return (self.value + self.other_document) / 2
+
+@dataclass(frozen=True)
+class GoldenPassages:
+    """The golden items' reference passages, once each: what a day's question is matched against."""
+
+    chunk_ids: list[str]
+    texts: list[str]
+    languages: list[str]
+    documents: list[str]
 
 
-def document_of(source_ref: str) -> str:
-    """`guides/deploy.md#rollback/0` -> `guides/deploy.md`: the seed passage's document."""
-    return source_ref.split("#", 1)[0]
+def document_of(ref: str) -> str:
+    """`guides/deploy.md#rollback/0` -> `guides/deploy.md`: a chunk's (or seed passage's) document."""
+    return ref.split("#", 1)[0]
 
 
-def paraphrase_pairs(items: Sequence[GoldenItem]) -> list[tuple[int, int]]:
-    """(paraphrase, plain) index pairs of questions written from one seed passage in one language."""
-    by_seed: dict[tuple[str, str], list[int]] = {}
-    for i, item in enumerate(items):
-        if item.qtype == "single_hop" and item.source == "corpus":
-            by_seed.setdefault((item.source_ref, item.language), []).append(i)
-    pairs = []
-    for members in by_seed.values():
-        paraphrases = [i for i in members if items[i].variant == PARAPHRASE]
-        plain = [i for i in members if items[i].variant != PARAPHRASE]
-        pairs += [(a, b) for a in paraphrases for b in plain]
-    return pairs
+def golden_passages(items: Sequence[GoldenItem]) -> GoldenPassages:
+    """Each distinct (chunk id, language) of the items' gold passages, in first-seen order. A passage without a chunk
+    id (an imported item) is keyed by its text and is its own document."""
+    seen: dict[tuple[str, str], int] = {}
+    out = GoldenPassages([], [], [], [])
+    for item in items:
+        ids = item.gold_chunk_ids if len(item.gold_chunk_ids) == len(item.reference_contexts) else []
+        for k, text in enumerate(item.reference_contexts):
+            chunk_id = ids[k] if ids else f"text:{hash_text(text)}"
+            if not text.strip() or (chunk_id, item.language) in seen:
+                continue
+            seen[(chunk_id, item.language)] = len(out.chunk_ids)
+            out.chunk_ids.append(chunk_id)
+            out.texts.append(text)
+            out.languages.append(item.language)
+            out.documents.append(document_of(chunk_id))
+    return out
 
 
-def calibrate_threshold(items: Sequence[GoldenItem], vectors: np.ndarray, *,
-                        setting: float | None = None) -> CoverageThreshold:  # fmt: skip
-    """The threshold for `items` (golden questions) with their normalised question `vectors` (one row each)."""
-    nearest_sibling: dict[int, float] = {}
-    for a, b in paraphrase_pairs(items):
-        nearest_sibling[a] = max(nearest_sibling.get(a, -1.0), float(vectors[a] @ vectors[b]))
-    paraphrases = list(nearest_sibling)
-    other = _nearest_other_document(paraphrases, items, vectors)
-    scored = [(nearest_sibling[a], float(n)) for a, n in zip(paraphrases, other) if n > -np.inf]
-    positives, negatives = np.array([s for s, _ in scored]), np.array([n for _, n in scored])
-    measured = _roc(positives, negatives)
-    counts = dict(pairs=len(scored), negatives=len(scored),
-                  other_document=float(np.median(negatives)) if len(negatives) else None)  # fmt: skip
+def hash_text(text: str) -> str:
+    return hashlib.sha256(text.strip().encode()).hexdigest()[:16]
+
+
+def evidence_items(items: Sequence[GoldenItem]) -> list[GoldenItem]:
+    """The golden items whose question a user asked (traces, human imports), tool triples aside."""
+    return [i for i in items if i.source in EVIDENCE_SOURCES and i.qtype != "tool"]
+
+
+def calibrate_threshold(evidence: Sequence[GoldenItem], question_vectors: np.ndarray, passages: GoldenPassages,
+                        passage_vectors: np.ndarray, *, setting: float | None = None) -> CoverageThreshold:  # fmt: skip
+    """The threshold from the user questions `evidence` (normalised `question_vectors`, one row each) against the
+    golden `passages` (normalised `passage_vectors`)."""
+    positives, negatives, used = _scores(evidence, question_vectors, passages, passage_vectors)
+    measured = _roc(np.array(positives), np.array(negatives))
+    counts = dict(evidence=used, positives=len(positives), negatives=len(negatives), auc=measured.get("auc"))
     if setting is not None:
-        return CoverageThreshold(value=setting, method="setting", **counts, **_rates(positives, negatives, setting),
-                                 auc=measured.get("auc"), note="set by RAGWATCH_COVERAGE_THRESHOLD")  # fmt: skip
-    if len(scored) < MIN_PAIRS:
-        return CoverageThreshold(value=None, method="none", **counts,
-                                 note=f"the golden set has {len(scored)} paraphrases with a sibling and an "
-                                      f"other-document question to calibrate on (need {MIN_PAIRS}): build it from more "
-                                      "seed passages (with questions_per_seed ≥ 2 each gives one paraphrase), or set "
-                                      "RAGWATCH_COVERAGE_THRESHOLD to a cosine you checked")  # fmt: skip
+        return CoverageThreshold(value=setting, method="setting", **counts,
+                                 **_rates(np.array(positives), np.array(negatives), setting),
+                                 note="set by RAGWATCH_COVERAGE_THRESHOLD, not calibrated")  # fmt: skip
+    if len(positives) < MIN_POSITIVES or not negatives:
+        return CoverageThreshold(value=None, method="uncalibrated", **counts,
+                                 note=f"uncalibrated: the golden set has {len(positives)} user questions (items from "
+                                      f"traces or imported by people) with a gold passage to calibrate on (need "
+                                      f"{MIN_POSITIVES}), and {len(negatives)} negatives (need 1); its generated "
+                                      "questions do not qualify. Build it with from_traces > 0, import reviewed "
+                                      "questions, or set RAGWATCH_COVERAGE_THRESHOLD to a cosine you checked")  # fmt: skip
     if measured["auc"] < MIN_AUC:
-        return CoverageThreshold(value=None, method="none", **counts, auc=measured["auc"],
-                                 note=f"the embedding model does not tell the golden set's paraphrases from other "
-                                      f"documents' questions (ROC AUC {measured['auc']:.2f} < {MIN_AUC}): set "
-                                      "RAGWATCH_COVERAGE_THRESHOLD to a cosine you checked")  # fmt: skip
-    return CoverageThreshold(value=measured["threshold"], method="calibrated", **counts, tpr=measured["tpr"],
-                             fpr=measured["fpr"], auc=measured["auc"])
+        return CoverageThreshold(value=None, method="uncalibrated", **counts,
+                                 note=f"uncalibrated: the embedding model does not tell a user question's own "
+                                      f"passage from other documents' (ROC AUC {measured['auc']:.2f} < {MIN_AUC} on "
+                                      f"{len(positives)} user questions): set RAGWATCH_COVERAGE_THRESHOLD to a "
+                                      "cosine you checked, or use an embedding model made for this language")  # fmt: skip
+    return CoverageThreshold(value=measured["threshold"], method="calibrated", tpr=measured["tpr"],
+                             fpr=measured["fpr"], **counts)  # fmt: skip
 
 
-def _nearest_other_document(rows: list[int], items: Sequence[GoldenItem], vectors: np.ndarray) -> np.ndarray:
-    """Per item of `rows`, its highest cosine to a question of its language from another document (−inf: none), in
-    one matrix product."""
-    if not rows:
-        return np.zeros(0)
-    documents = np.array([document_of(item.source_ref) for item in items])
-    languages = np.array([item.language for item in items])
-    other = (languages[None, :] == languages[rows][:, None]) & (documents[None, :] != documents[rows][:, None])
-    return np.where(other, vectors[rows] @ vectors.T, -np.inf).max(axis=1)
+def _scores(evidence: Sequence[GoldenItem], question_vectors: np.ndarray, passages: GoldenPassages,
+            passage_vectors: np.ndarray) -> tuple[list[float], list[float], int]:  # fmt: skip
+    languages, documents = np.asarray(passages.languages), np.asarray(passages.documents)
+    positives, negatives, used = [], [], 0
+    for k, item in enumerate(evidence):
+        mine = languages == item.language
+        if not mine.any():
+            continue
+        used += 1
+        sims = np.where(mine, passage_vectors @ question_vectors[k], -np.inf) if len(passage_vectors) else np.zeros(0)
+        own_documents = {document_of(c) for c in item.gold_chunk_ids}
+        if not item.gold_chunk_ids and not item.reference_contexts:
+            negatives.append(float(sims.max()))  # the corpus has no answer: nothing in the golden set covers it
+            continue
+        if not own_documents:  # an imported item's passages have no chunk ids: each is its own document
+            own_documents = {f"text:{hash_text(t)}" for t in item.reference_contexts}
+        positives.append(float(sims.max()))
+        other = np.where(np.isin(documents, list(own_documents)), -np.inf, sims)
+        if np.isfinite(other.max()):
+            negatives.append(float(other.max()))
+    return positives, negatives, used
 
 
 def _rates(positives: np.ndarray, negatives: np.ndarray, threshold: float) -> dict[str, float | None]:

@@ -193,7 +193,7 @@ def _stratum_chart(stratum: str, metrics: list[str], by_key: dict[tuple[str, str
 
 
 def _coverage_chart(coverage: GoldenCoverage) -> str:
-    rows = [Interval(label=row.stratum, mean=row.ratio, low=row.ci_low, high=row.ci_high, note=f"n={row.questions}")
+    rows = [Interval(label=row.stratum, mean=row.ratio, low=row.ci_low, high=row.ci_high, note=f"n={row.questions} distinct")
             for row in coverage.strata]  # fmt: skip
     return interval_chart(rows, x_range=(0.0, 1.0), title="golden coverage of the day's traffic, 95 % CI")
 
@@ -327,36 +327,44 @@ class="num">{{ row.wanted }}</td>{% endif %}<td class="num">{{ row.judged }}</td
 <h2>Does the golden set cover what users ask?</h2>
 {% if coverage.status == "ok" %}
 {% set t = coverage.threshold %}
-<p>Each of the day's questions (at most {{ coverage.max_questions }}, stratified by app/language like the judged
-traces) was matched to its nearest question of golden set <code>{{ coverage.golden }}</code> {{ coverage.golden_version
-}} ({{ coverage.golden_questions }} questions) in its own language; it is covered at cosine ≥ {{ t.value|num }}.
-{% if t.method == "calibrated" %}That threshold was calibrated on the golden set's own {{ t.pairs }} paraphrases
-(Youden's J): {{ (100 * t.tpr)|round|int }} % of paraphrases are that close to a sibling question of their passage
-(true matches), {{ (100 * t.fpr)|round|int }} % to a question of another document (false matches); ROC AUC {{ t.auc|num
-}}.{% else %}That threshold was {{ t.note }}{% if t.auc is not none %} (on the golden set's {{ t.pairs }} paraphrases
-it matches {{ (100 * t.tpr)|round|int }} % of true pairs and {{ (100 * t.fpr)|round|int }} % of false ones; ROC AUC {{
-t.auc|num }}){% endif %}.{% endif %} Coverage is the share covered, with a Jeffreys 95 % interval per stratum (n =
-questions matched); "all" weights each stratum by its share of the day's sample, its interval at the effective sample
-size (Korn–Graubard).</p>
+<p>The day's questions (at most {{ coverage.max_questions }} traces, stratified by app/language like the judged
+traces; repeats folded into distinct questions) were each matched to the nearest reference passage of golden set
+<code>{{ coverage.golden }}</code> {{ coverage.golden_version }} ({{ coverage.golden_questions }} items, {{
+coverage.golden_passages }} passages) in their own language: a question is covered when the golden set holds a passage
+that answers it, at cosine ≥ {{ t.value|num }}.
+{% if t.method == "calibrated" %}That threshold was calibrated on the golden set's {{ t.positives }} user questions
+(items from production traces or imported by people; never its generated questions) with Youden's J: {{ (100 *
+t.tpr)|round|int }} % of them are that close to a golden passage (true matches), {{ (100 * t.fpr)|round|int }} % of
+their nearest passages of another document are too (false matches; {{ t.negatives }} negatives); ROC AUC {{ t.auc|num
+}}.{% else %}That threshold is the user's setting (RAGWATCH_COVERAGE_THRESHOLD), not calibrated{% if t.auc is not none
+%}; on the golden set's {{ t.positives }} user questions it matches {{ (100 * t.tpr)|round|int }} % of true passages
+and {{ (100 * t.fpr)|round|int }} % of other documents' (ROC AUC {{ t.auc|num }}){% endif %}.{% endif %} Coverage is
+the share of the traffic whose question is covered, with a Jeffreys 95 % interval per stratum whose n is the distinct
+questions; "all" weights each stratum by its share of the day's sample, its interval at the effective sample size
+(Korn–Graubard).</p>
 <table>
-<tr><th>stratum</th><th>day's traces</th><th>questions matched</th><th>covered</th><th>coverage</th><th>95 % CI</th></tr>
+<tr><th>stratum</th><th>day's traces</th><th>traces matched</th><th>distinct questions</th><th>covered</th><th>coverage</th><th>95 % CI</th></tr>
 {% for row in coverage.strata %}
-<tr><td>{{ row.stratum }}</td><td class="num">{{ row.day_traces }}</td><td class="num">{{ row.questions }}</td>
-<td class="num">{{ row.covered }}</td><td class="num">{{ row.ratio|num }}</td>
+<tr><td>{{ row.stratum }}</td><td class="num">{{ row.day_traces }}</td><td class="num">{{ row.traces }}</td>
+<td class="num">{{ row.questions }}</td><td class="num">{{ row.covered }}</td><td class="num">{{ row.ratio|num }}</td>
 <td class="num">{% if row.ci_low is not none %}[{{ row.ci_low|num }}, {{ row.ci_high|num }}]{% else %}–{% endif %}</td></tr>
 {% endfor %}
 </table>
 {{ coverage_chart }}
 <h3>Largest topics the golden set misses</h3>
 {% if coverage.clusters %}
-<p>The uncovered questions grouped by topic (average-linkage clustering, cut at cosine {{ t.topic_similarity|num }}:
-halfway between the threshold and a question's typical similarity to another document's; groups of at least {{
-coverage.min_cluster_size }} questions; {{ coverage.unclustered }} uncovered questions belong to no topic). Share: of the day's traffic. The
+<p>The distinct uncovered questions grouped by topic (average-linkage clustering{% if coverage.topic_cut %}, cut at
+cosine {{ coverage.topic_cut.similarity|num }}{% endif %}{% if coverage.topic_cut is none %}{% elif
+coverage.topic_cut.method == "calibrated" %}: the cut whose clusters of the
+golden set's {{ coverage.topic_cut.calibrated_on }} best match their {{ coverage.topic_cut.documents }} documents,
+adjusted Rand index {{ coverage.topic_cut.adjusted_rand|num }}{% else %}: a default, {{ coverage.topic_cut.note
+}}{% endif %}; groups of at least {{ coverage.min_cluster_size }} distinct questions; {{
+coverage.unclustered }} uncovered questions belong to no topic). Share: of the day's traffic. The
 largest are in <code>inbox/uncovered-{{ run.logical_date }}.csv</code> for review, and the next golden build's trace
 questions start from them.{% if coverage.clusters|length > report_topics %} The {{ report_topics }} largest of {{
 coverage.clusters|length }} topics are shown.{% endif %}</p>
 <table>
-<tr><th>topic</th><th>language</th><th>questions</th><th>share of the day</th><th>representative questions</th></tr>
+<tr><th>topic</th><th>language</th><th>distinct questions</th><th>share of the day</th><th>representative questions</th></tr>
 {% for c in coverage.clusters[:report_topics] %}
 <tr><td><code>{{ c.cluster_id }}</code></td><td>{{ c.language }}</td><td class="num">{{ c.questions }}</td>
 <td class="num">{{ (100 * c.share)|round(1) }} %</td><td>{% for r in c.representatives %}{{ r.question }}{% if not
