@@ -1,6 +1,6 @@
 """Golden questions written from real HTML documentation carry no markup and ask about real terms.
 
-The corpus is documentation installed on a Debian machine (tests/data/html_docs/README.md): Sphinx pages whose
+The corpus is documentation installed on a Debian machine (tests/data/html_docs/SOURCES): Sphinx pages whose
 headings end in a "¶" permalink and are numbered ("2.1. Removal of ..."), and Texinfo pages with "¶" anchors
 after their definitions. Every question the offline backend writes from every chunk of it is checked.
 """
