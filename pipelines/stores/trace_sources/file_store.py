@@ -1,0 +1,83 @@
+"""A trace store over span exports: the same reads the sampling makes of the SQL store, served from a day's index.
+
+`select_day` and `write_parts` call `count_by`, `iter_keys` and `iter_rows` with the day's interval; the first call
+for an interval builds the index of that day's spans (`span_index`), every later one (the selection's second query,
+each shard's reads) reuses it. The index is named by the source, the interval and every file's path, size and
+modification time, so a file that grows or changes gets a new index, and two tasks of the same day on one machine
+share one. A task on another machine builds its own from the same files: the same bytes, so the same sample.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pipelines.stores.trace_sources.span_index import SpanIndex, build_span_index
+from pipelines.stores.trace_sources.spans import Damage, Span
+
+log = logging.getLogger(__name__)
+INDEX_VERSION = "spans-1"
+"""Part of every index's name: bump it when assembly changes, so no index built by older rules is reused."""
+
+
+class FileTraceStore:
+    ranks_in_sql = False
+
+    def __init__(self, source: str, files: Callable[[], list[tuple[str, int, int]]],
+                 read: Callable[[], Iterable[Span | Damage]], index_dir: Path, *, batch_size: int = 500):  # fmt: skip
+        """`files`: (name, size, mtime) of every file the source would read now; `read`: its spans, file by file."""
+        self.source, self.files, self.read = source, files, read
+        self.index_dir, self.batch_size = index_dir, batch_size
+        self._open: dict[tuple[datetime, datetime], SpanIndex] = {}
+
+    def index(self, start: datetime, end: datetime) -> SpanIndex:
+        if (start, end) in self._open:
+            return self._open[(start, end)]
+        files = self.files()
+        fingerprint = hashlib.sha256(json.dumps([INDEX_VERSION, self.source, start.isoformat(), end.isoformat(), files])
+                                     .encode()).hexdigest()[:20]  # fmt: skip
+        path = self.index_dir / f"{self.source}-{start:%Y-%m-%d}-{fingerprint}.sqlite"
+        if not path.exists():
+            log.info("%s: indexing the spans of %d files for %s", self.source, len(files), start.date())
+            counts = build_span_index(path, self.read(), start, end, source=self.source)
+            log.info("%s: %s", self.source, dict(sorted(counts.items())))
+            for stale in self.index_dir.glob(f"{self.source}-{start:%Y-%m-%d}-*.sqlite"):
+                if stale != path:  # the same day indexed from files that have changed since
+                    stale.unlink(missing_ok=True)
+        self._open[(start, end)] = SpanIndex(path, source=self.source)
+        return self._open[(start, end)]
+
+    def count_by(self, start: datetime, end: datetime, keys: Sequence[str]) -> dict[tuple, int]:
+        return self.index(start, end).count_by(list(keys))
+
+    def iter_keys(self, start: datetime, end: datetime, keys: Sequence[str]) -> Iterator[tuple]:
+        yield from self.index(start, end).iter_keys(list(keys))
+
+    def iter_rows(self, start: datetime, end: datetime, trace_ids: Iterable[str]) -> Iterator[dict[str, Any]]:
+        """Assembled rows of these ids, in trace-id order, `batch_size` traces' spans read at a time."""
+        index = self.index(start, end)
+        ordered = sorted(set(trace_ids))
+        for i in range(0, len(ordered), self.batch_size):
+            yield from index.iter_rows(ordered[i : i + self.batch_size])
+
+    def source_counts(self, start: datetime, end: datetime) -> dict[str, int]:
+        """What the index found in the day: spans read and kept, traces, and the unusable ones per reason."""
+        return self.index(start, end).counts()
+
+    def close(self) -> None:
+        for index in self._open.values():
+            index.close()
+        self._open.clear()
+
+
+def file_fingerprints(paths: list[Path]) -> list[tuple[str, int, int]]:
+    fingerprints = []
+    for path in paths:
+        stat = path.stat()
+        fingerprints.append((str(path.resolve()), stat.st_size, stat.st_mtime_ns))
+    return fingerprints
