@@ -21,7 +21,7 @@ from pipelines.models.simulator import running_simulator
 from pipelines.prompt_catalog import all_prompts
 from pipelines.stores.partitions import read_parts
 from pipelines.stores.trace_sources import open_trace_source
-from pipelines.stores.trace_sources.spans import UnreadableSource, read_otlp_json
+from pipelines.stores.trace_sources.spans import Span, UnreadableSource, read_otlp_json
 from pipelines.traces import steps
 from pipelines.workspace import Workspace
 from tests.traced_rag_app import TracedRagApp, Turn
@@ -57,7 +57,7 @@ def exports(tmp_path_factory):
 
 
 def day_of(folder: Path) -> date:
-    starts = [s.start_ns for s in read_otlp_json(next(folder.glob("*.jsonl")))]
+    starts = [s.start_ns for s in read_otlp_json(folder / "traces.jsonl") if isinstance(s, Span)]
     return datetime.fromtimestamp(min(starts) / 1e9, tz=timezone.utc).date()
 
 
@@ -137,6 +137,9 @@ def test_a_day_of_spans_is_sampled_like_the_sql_store(exports, settings):
     assert {t for t, reason in quarantined.items() if reason == "truncated_file"} == cut
     sampled = read_parts(paths.parts).to_pylist()
     assert {row["language"] for row in sampled} == {"en", "es"} and all(row["sample_rate"] == 1.0 for row in sampled)
+    # The root span's id survives anonymization: the online eval's events are tied to it.
+    roots = {s.trace_id: s.span_id for path in folder.glob("*.jsonl") for s in read_otlp_json(path) if isinstance(s, Span) and not s.parent_span_id}
+    assert all(json.loads(row["metadata"])["span_id"] == roots[row["trace_id"]] for row in sampled)
 
     before = {p.name: file_sha256(p) for p in sorted(paths.root.rglob("*.parquet"))}
     steps.run_trace_sampling(configured, day, version=False, rate=1.0)

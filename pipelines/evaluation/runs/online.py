@@ -240,6 +240,10 @@ def finalize_online_eval(settings: Settings, run_dir: Path) -> RunSummary:
                               retests=load_planned_retests(run_paths, meta))  # fmt: skip
     finally:
         store.dispose()
+    if settings.otlp_endpoint:
+        from pipelines.evaluation.outputs.evaluation_events import emit_evaluation_events, root_span_ids
+
+        emit_evaluation_events(settings.otlp_endpoint, scores, root_span_ids(traces))
     workspace = Workspace.from_settings(settings)
     queued, _ = queue_candidates(workspace, run.logical_date, traces, scores)
     if coverage.status == "ok":

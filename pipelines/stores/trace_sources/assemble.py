@@ -114,7 +114,8 @@ def _first(span: Span, names: tuple[str, ...]) -> Any:
 
 
 def _metadata(root: Span, spans: list[Span], source: str) -> dict[str, Any]:
-    metadata: dict[str, Any] = {"trace_source": source, "root_span": root.name, "spans": len(spans)}
+    # The root's span id lets the online eval tie its scores to the span it judged (gen_ai.evaluation.result).
+    metadata: dict[str, Any] = {"trace_source": source, "root_span": root.name, "span_id": root.span_id, "spans": len(spans)}
     if conversation := _first(root, CONVERSATION_ATTRIBUTES):
         metadata["conversation_id"] = str(conversation)
     return metadata
