@@ -61,10 +61,11 @@ def span_role(span: Span) -> str | None:
 
 
 def root_span(spans: list[Span]) -> Span:
-    """The span without a parent in the trace (earliest first when a broken tree has several)."""
+    """The span without a parent (earliest first when a broken tree has several); a span whose parent is missing
+    from the export only when no span says it has none."""
     ids = {s.span_id for s in spans}
     orphans = [s for s in spans if not s.parent_span_id or s.parent_span_id not in ids]
-    return min(orphans or spans, key=lambda s: (s.start_ns, s.span_id))
+    return min(orphans or spans, key=lambda s: (bool(s.parent_span_id), s.start_ns, s.span_id))
 
 
 def assemble_trace(spans: list[Span], *, source: str) -> dict[str, Any]:
