@@ -214,6 +214,16 @@ def demo_seed(
     from pipelines.demo.seed import seed_demo_store
 
     settings = _settings()
+    if settings.trace_source == "otlp":  # `make demo TRACE_SOURCE=otlp`: the same traffic as OTLP/JSON span files
+        from pipelines.demo.otlp_traffic import seed_demo_otlp
+
+        try:
+            written = seed_demo_otlp(settings, days=days, per_day=per_day, seed=seed, replace=replace)
+        except RuntimeError as exc:
+            _fail(str(exc))
+        console.print(f"wrote {written['traces']:,} traces as OTLP/JSON spans ({written['left_out']} broken rows spans "
+                      f"cannot carry left out) from {written['first_day']} to {written['last_day']} into {written['path']}")
+        return
     with _progress() as bar:
         task = bar.add_task("seeding traces", total=days * per_day)
         try:

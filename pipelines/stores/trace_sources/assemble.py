@@ -151,7 +151,7 @@ def _answer(root: Span, llm_spans: list[Span]) -> str | None:
     if output and root.attributes.get("output.mime_type") != "application/json":
         return _text(output, "output.value")
     for span in sorted(llm_spans, key=lambda s: (s.end_ns, s.span_id), reverse=True):
-        replies = [m["content"] for m in _output_messages(span) if m["content"]]
+        replies = [m["content"] for m in _output_messages(span) if m["content"] is not None]
         if replies:
             return replies[-1]
     return None
@@ -195,7 +195,8 @@ def _message_text(message: dict[str, Any], attribute: str) -> str | None:
         if not isinstance(parts, list):
             raise ShapeError(attribute, "a message's parts are not a list")
         texts = [p.get("content") for p in parts if isinstance(p, dict) and p.get("type") == "text"]
-        return "\n".join(t for t in texts if isinstance(t, str)) or None
+        texts = [t for t in texts if isinstance(t, str)]
+        return "\n".join(texts) if texts else None  # an empty reply is still a reply, as in the SQL store
     content = message.get("content")
     return content if isinstance(content, str) else None
 

@@ -1,0 +1,64 @@
+"""`make demo TRACE_SOURCE=otlp`: the demo's traffic as OTLP spans samples to what the SQL store samples."""
+
+from __future__ import annotations
+
+import json
+from datetime import date, timedelta
+
+from pipelines.demo.otlp_traffic import otlp_trace_id, write_otlp_traffic
+from pipelines.demo.traces import generate_store_rows
+from pipelines.stores.partitions import read_manifest, read_parts
+from pipelines.stores.trace_sources.spans import Span, read_otlp_json
+from pipelines.stores.traces import TraceStore
+from pipelines.traces import steps
+from pipelines.traces.parse import Rejection, parse_row
+from pipelines.workspace import Workspace
+
+DAY = date(2026, 11, 20)
+SPAN_FIELDS = ("trace_id", "ts", "question", "answer", "contexts", "tool_calls", "model", "app", "language",
+               "user_feedback", "latency_ms", "sample_rate")  # fmt: skip
+"""What both paths must agree on: everything the evals read. `metadata` (and the PII counted in it) is the app's
+own in the SQL store and the span tree's in an export."""
+
+
+def traffic(settings) -> list[dict]:
+    """A day of demo rows under OTLP trace ids, with the broken rows spans can carry (a missing question, a huge answer)."""
+    rows = []
+    for row in generate_store_rows(days=1, per_day=400, end=DAY + timedelta(days=1), seed=11):
+        parsed = parse_row(row, max_field_chars=settings.max_field_chars)
+        if isinstance(parsed, Rejection) and parsed.reason not in ("missing_field", "field_too_large"):
+            continue
+        rows.append({**row, "trace_id": otlp_trace_id(row["trace_id"])})
+    return rows
+
+
+def test_the_demo_traffic_as_otlp_files_samples_like_the_sql_store(settings, tmp_path):
+    rows = traffic(settings)
+    assert any(r["question"] is None for r in rows)
+    sql = settings.model_copy(update={"home": tmp_path / "sql-home"})
+    store = TraceStore.from_settings(sql, read_only=False)
+    store.create_table()
+    store.insert_rows(rows)
+    otlp = settings.model_copy(update={"home": tmp_path / "otlp-home", "trace_source": "otlp",
+                                       "trace_source_path": str(tmp_path / "otlp")})  # fmt: skip
+    written = write_otlp_traffic(rows, tmp_path / "otlp" / "traces.jsonl", max_field_chars=settings.max_field_chars)
+    assert written == {"traces": len(rows), "left_out": 0}
+    assert {s.trace_id for s in read_otlp_json(tmp_path / "otlp" / "traces.jsonl") if isinstance(s, Span)} == {r["trace_id"] for r in rows}
+
+    results = {}
+    for name, configured in (("sql", sql), ("otlp", otlp)):
+        steps.run_trace_sampling(configured, DAY, version=False, rate=0.3)
+        paths = Workspace.from_settings(configured).traces_partition(DAY)
+        results[name] = (read_manifest(paths.manifest), read_parts(paths.parts).to_pylist(),
+                         read_parts(paths.quarantine_parts).to_pylist())  # fmt: skip
+
+    (sql_manifest, sql_rows, sql_quarantine), (otlp_manifest, otlp_rows, otlp_quarantine) = results["sql"], results["otlp"]
+    for key in ("population", "selected", "sampled", "quarantined", "strata"):
+        assert sql_manifest[key] == otlp_manifest[key], key
+    assert sql_manifest["selected"] > 100 and sql_manifest["quarantined"] >= 1
+    assert [{k: r[k] for k in SPAN_FIELDS} for r in sql_rows] == [{k: r[k] for k in SPAN_FIELDS} for r in otlp_rows]
+    assert [r["trace_id"] for r in sql_quarantine] == [r["trace_id"] for r in otlp_quarantine]
+    # The same trace, quarantined for the same fault, in each path's words.
+    reasons = {(a["reason"], b["reason"]) for a, b in zip(sql_quarantine, otlp_quarantine)}
+    assert reasons <= {("missing_field", "no_question"), ("field_too_large", "field_too_large"), ("residual_pii", "residual_pii")}
+    assert all(json.loads(r["metadata"])["trace_source"] == "otlp" for r in otlp_rows)
