@@ -1276,6 +1276,16 @@ def bench_sample(
         console.print(format_sample_bench(result))
 
 
+@bench_app.command("otlp")
+def bench_otlp(
+    traces: Annotated[int, typer.Option(min=1, help="Traces in the synthetic day of OTLP/JSON span files.")] = 100_000,
+    rate: Annotated[float, typer.Option(min=0.0001, max=1.0, help="Sample rate.")] = 0.05,
+) -> None:
+    """Peak RSS and wall time of the sampling's select and shard tasks reading a day of OTLP/JSON span files."""
+    from pipelines.bench.otlp_day import bench_otlp_day
+
+    typer.echo(json.dumps(bench_otlp_day(traces, rate=rate), indent=1))
+
 
 @bench_app.command("online")
 def bench_online(
