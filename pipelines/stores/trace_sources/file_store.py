@@ -21,6 +21,8 @@ from pipelines.stores.trace_sources.span_index import SpanIndex, build_span_inde
 from pipelines.stores.trace_sources.spans import Damage, Span
 
 log = logging.getLogger(__name__)
+MAX_IDS_PER_QUERY = 10_000
+"""Ids bound in one query of the index: SQLite refuses more than 32,766 parameters."""
 INDEX_VERSION = "spans-1"
 """Part of every index's name: bump it when assembly changes, so no index built by older rules is reused."""
 
@@ -62,8 +64,9 @@ class FileTraceStore:
         """Assembled rows of these ids, in trace-id order, `batch_size` traces' spans read at a time."""
         index = self.index(start, end)
         ordered = sorted(set(trace_ids))
-        for i in range(0, len(ordered), self.batch_size):
-            yield from index.iter_rows(ordered[i : i + self.batch_size])
+        step = min(self.batch_size, MAX_IDS_PER_QUERY)
+        for i in range(0, len(ordered), step):
+            yield from index.iter_rows(ordered[i : i + step])
 
     def source_counts(self, start: datetime, end: datetime) -> dict[str, int]:
         """What the index found in the day: spans read and kept, traces, and the unusable ones per reason."""
