@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -10,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest, ExportLogsServiceResponse
 
-from pipelines.evaluation.outputs.evaluation_events import emit_evaluation_events, root_span_ids
+from pipelines.evaluation.outputs.evaluation_events import emit_evaluation_events
 from pipelines.records import Score
 from pipelines.stores.trace_sources.spans import any_value
 
@@ -97,7 +98,52 @@ def test_an_endpoint_that_refuses_the_events_fails_the_call():
             emit_evaluation_events(url, [score(TRACE, "faithfulness", 0.8)], {TRACE: SPAN}, timeout_s=2)
 
 
-def test_root_span_ids_come_from_the_sampled_rows_metadata():
-    rows = [{"trace_id": TRACE, "metadata": f'{{"span_id": "{SPAN}", "trace_source": "otlp"}}'},
-            {"trace_id": "tr-1", "metadata": "{}"}]  # fmt: skip
-    assert root_span_ids(rows) == {TRACE: SPAN}
+def test_the_online_eval_sends_every_score_of_its_run_on_its_trace(tmp_path):
+    """The wiring: RAGWATCH_OTLP_ENDPOINT set, the online eval's finalize sends each stored score, on the span the
+    sampled row's metadata names."""
+    import shutil
+    from collections import Counter
+    from datetime import date
+
+    from pipelines.corpus.steps import index_corpus
+    from pipelines.evaluation.runs.online import run_online_eval
+    from pipelines.evaluation.runs.params import online_params
+    from pipelines.settings import Settings
+    from pipelines.stores.corpus import open_corpus_index
+    from pipelines.stores.results import ResultsStore
+    from pipelines.workspace import Workspace
+    from tests.conftest import ROOT
+    from tests.test_online_eval import trace_rows, write_partition
+    from tests.workspace_data import release_golden
+
+    day = date(2026, 3, 1)
+    settings = Settings(home=tmp_path / "home", anonymizer_key="k")
+    shutil.copytree(ROOT / "tests" / "data" / "corpus", tmp_path / "corpus")
+    index_corpus(settings, tmp_path / "corpus")
+    with open_corpus_index(settings) as index:
+        chunks = [(c.chunk_id, c.text) for c in index.chunks()][:4]
+    rows = trace_rows({("docs", "en"): 6}, chunks)
+    span_ids = {}
+    for i, row in enumerate(rows):  # as a span export's rows are sampled: OTLP ids, the root span in the metadata
+        row["trace_id"] = f"{i + 1:032x}"
+        span_ids[row["trace_id"]] = f"{i + 17:016x}"
+        row["metadata"] = json.dumps({"trace_source": "otlp", "span_id": span_ids[row["trace_id"]]})
+    rows[-1]["metadata"] = "{}"  # one from the SQL store: no span id, so no trace context
+    del span_ids[rows[-1]["trace_id"]]
+    partition = Workspace.from_settings(settings).traces_partition(day)
+    write_partition(partition.part(0), rows)
+    partition.manifest.write_text(json.dumps({"day": day.isoformat()}))
+    release_golden(Workspace.from_settings(settings))
+
+    with otlp_log_receiver() as (url, received):
+        summary = run_online_eval(settings.model_copy(update={"otlp_endpoint": url}), day,
+                                  online_params(settings, max_traces=6, min_per_stratum=3, batch_size=3), push=False)  # fmt: skip
+    store = ResultsStore.from_settings(settings)
+    stored = store.scores(summary.run_id)
+    store.dispose()
+    got = records(received)
+    assert len(got) == len(stored) > 6
+    assert Counter(attributes(r)["gen_ai.evaluation.name"] for r in got) == Counter(s.metric for s in stored)
+    tied = [r for r in got if r.trace_id]
+    assert {r.trace_id.hex() for r in tied} == set(span_ids) and all(span_ids[r.trace_id.hex()] == r.span_id.hex() for r in tied)
+    assert {attributes(r)["ragwatch.trace_id"] for r in got if not r.trace_id} == {rows[-1]["trace_id"]}

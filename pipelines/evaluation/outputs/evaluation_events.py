@@ -16,6 +16,7 @@ import json
 import logging
 import re
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from opentelemetry import trace
@@ -28,6 +29,7 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
 from pipelines.evaluation.statistics.diagnose import THRESHOLDS
 from pipelines.records import Score
+from pipelines.stores.partitions import iter_part_batches
 
 log = logging.getLogger(__name__)
 EVENT_NAME = "gen_ai.evaluation.result"
@@ -61,14 +63,20 @@ def trace_context(trace_id: str, span_id: str | None):
     return trace.set_span_in_context(NonRecordingSpan(parent))
 
 
-def root_span_ids(traces: Iterable[dict[str, Any]]) -> dict[str, str]:
-    """Trace id -> root span id of sampled rows read from a span export (their metadata's `span_id`)."""
+def root_span_ids(parts: Iterable[Path], trace_ids: set[str]) -> dict[str, str]:
+    """Trace id -> root span id of the judged traces, from the day's sampled partition: a row read from a span export
+    records its root span's id in its metadata (`span_id`). Two columns are read, a batch at a time."""
     found = {}
-    for row in traces:
-        metadata = row.get("metadata")
-        metadata = json.loads(metadata) if isinstance(metadata, str) and metadata else metadata or {}
-        if isinstance(metadata, dict) and isinstance(metadata.get("span_id"), str):
-            found[row["trace_id"]] = metadata["span_id"]
+    for batch in iter_part_batches(list(parts), batch_size=10_000, columns=["trace_id", "metadata"]):
+        for trace_id, metadata in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
+            if trace_id not in trace_ids or not metadata:
+                continue
+            try:
+                span_id = json.loads(metadata).get("span_id")
+            except (ValueError, AttributeError):
+                continue
+            if isinstance(span_id, str):
+                found[trace_id] = span_id
     return found
 
 
