@@ -62,3 +62,25 @@ def test_the_demo_traffic_as_otlp_files_samples_like_the_sql_store(settings, tmp
     reasons = {(a["reason"], b["reason"]) for a, b in zip(sql_quarantine, otlp_quarantine)}
     assert reasons <= {("missing_field", "no_question"), ("field_too_large", "field_too_large"), ("residual_pii", "residual_pii")}
     assert all(json.loads(r["metadata"])["trace_source"] == "otlp" for r in otlp_rows)
+
+
+def test_a_trace_belongs_to_the_utc_day_its_root_span_starts_in(settings, tmp_path):
+    """A trace started a moment before midnight UTC, whose spans end after it, is that day's; one started a moment
+    after, written with a +02:00 offset, is the next day's."""
+    from datetime import datetime, timezone
+
+    from pipelines.stores.trace_sources import open_trace_source
+
+    base = {"answer": "Restart it.", "contexts": [{"chunk_id": "ops#1", "text": "Restart the pod.", "score": 0.8}],
+            "tool_calls": [], "model": "m", "app": "docs", "language": "en", "user_feedback": None, "metadata": {}}  # fmt: skip
+    late = datetime(2026, 11, 20, 23, 59, 59, 900_000, tzinfo=timezone.utc)
+    early = datetime.fromisoformat("2026-11-21T02:00:00.050+02:00")
+    rows = [{**base, "trace_id": "tr-" + "a" * 32, "ts": late, "question": "How do I restart it?", "latency_ms": 800},
+            {**base, "trace_id": "tr-" + "b" * 32, "ts": early, "question": "How do I stop it?", "latency_ms": 800}]
+    write_otlp_traffic(rows, tmp_path / "otlp" / "traces.jsonl", max_field_chars=settings.max_field_chars)
+    store = open_trace_source(settings.model_copy(update={"trace_source": "otlp", "trace_source_path": str(tmp_path / "otlp")}))
+    for day, trace_id in ((DAY, "a" * 32), (DAY + timedelta(days=1), "b" * 32)):
+        start = datetime(day.year, day.month, day.day, tzinfo=timezone.utc)
+        assert [k[0] for k in store.iter_keys(start, start + timedelta(days=1), [])] == [trace_id]
+        (row,) = store.iter_rows(start, start + timedelta(days=1), [trace_id])
+        assert row["ts"] in (late, early) and row["latency_ms"] == 800
