@@ -221,8 +221,9 @@ def demo_seed(
             written = seed_demo_otlp(settings, days=days, per_day=per_day, seed=seed, replace=replace)
         except RuntimeError as exc:
             _fail(str(exc))
-        console.print(f"wrote {written['traces']:,} traces as OTLP/JSON spans ({written['left_out']} broken rows spans "
-                      f"cannot carry left out) from {written['first_day']} to {written['last_day']} into {written['path']}")
+        console.print(f"wrote {written['traces']:,} traces as OTLP/JSON spans from {written['first_day']} to "
+                      f"{written['last_day']} into {written['path']} (left out: {written['left_out']} broken rows no span "
+                      "can carry, a timestamp or a context list that is not one)")  # fmt: skip
         return
     with _progress() as bar:
         task = bar.add_task("seeding traces", total=days * per_day)
