@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from datetime import date, timedelta
 
 from pipelines.demo.otlp_traffic import otlp_trace_id, write_otlp_traffic
@@ -78,9 +79,16 @@ def test_a_trace_belongs_to_the_utc_day_its_root_span_starts_in(settings, tmp_pa
     rows = [{**base, "trace_id": "tr-" + "a" * 32, "ts": late, "question": "How do I restart it?", "latency_ms": 800},
             {**base, "trace_id": "tr-" + "b" * 32, "ts": early, "question": "How do I stop it?", "latency_ms": 800}]
     write_otlp_traffic(rows, tmp_path / "otlp" / "traces.jsonl", max_field_chars=settings.max_field_chars)
-    store = open_trace_source(settings.model_copy(update={"trace_source": "otlp", "trace_source_path": str(tmp_path / "otlp")}))
+    configured = settings.model_copy(update={"trace_source": "otlp", "trace_source_path": str(tmp_path / "otlp")})
+    # An index of a day sampled three days ago is dropped when a new one is built: each is as large as its day.
+    old_index = configured.home.resolve() / "trace-index" / "otlp-2026-11-17-0123456789abcdef0123.sqlite"
+    old_index.parent.mkdir(parents=True)
+    old_index.write_bytes(b"")
+    os.utime(old_index, (old_index.stat().st_atime, old_index.stat().st_mtime - 3 * 86_400))
+    store = open_trace_source(configured)
     for day, trace_id in ((DAY, "a" * 32), (DAY + timedelta(days=1), "b" * 32)):
         start = datetime(day.year, day.month, day.day, tzinfo=timezone.utc)
         assert [k[0] for k in store.iter_keys(start, start + timedelta(days=1), [])] == [trace_id]
         (row,) = store.iter_rows(start, start + timedelta(days=1), [trace_id])
         assert row["ts"] in (late, early) and row["latency_ms"] == 800
+    assert not old_index.exists() and len(list(old_index.parent.glob("*.sqlite"))) == 2

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -21,6 +22,7 @@ from pipelines.stores.trace_sources.span_index import SpanIndex, build_span_inde
 from pipelines.stores.trace_sources.spans import Damage, Span
 
 log = logging.getLogger(__name__)
+INDEX_KEEP_S = 2 * 86_400
 MAX_IDS_PER_QUERY = 10_000
 """Ids bound in one query of the index: SQLite refuses more than 32,766 parameters."""
 INDEX_VERSION = "spans-1"
@@ -48,11 +50,18 @@ class FileTraceStore:
             log.info("%s: indexing the spans of %d files for %s", self.source, len(files), start.date())
             counts = build_span_index(path, self.read(), start, end, source=self.source)
             log.info("%s: %s", self.source, dict(sorted(counts.items())))
-            for stale in self.index_dir.glob(f"{self.source}-{start:%Y-%m-%d}-*.sqlite"):
-                if stale != path:  # the same day indexed from files that have changed since
-                    stale.unlink(missing_ok=True)
+            self._remove_stale(path, start)
         self._open[(start, end)] = SpanIndex(path, source=self.source)
         return self._open[(start, end)]
+
+    def _remove_stale(self, built: Path, start: datetime) -> None:
+        """An index is as large as the day's files: drop the same day's from older files, and every day's older than
+        `INDEX_KEEP_S` (its day was sampled long since; a backfill indexes it again)."""
+        now = time.time()
+        for other in self.index_dir.glob("*.sqlite"):
+            same_day = other.name.startswith(f"{self.source}-{start:%Y-%m-%d}-")
+            if other != built and (same_day or now - other.stat().st_mtime > INDEX_KEEP_S):
+                other.unlink(missing_ok=True)
 
     def count_by(self, start: datetime, end: datetime, keys: Sequence[str]) -> dict[tuple, int]:
         return self.index(start, end).count_by(list(keys))
