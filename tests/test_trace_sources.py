@@ -174,3 +174,57 @@ def test_spans_of_one_trace_in_several_files_and_lines_are_assembled_once(export
         for span in read_otlp_json(path):
             per_trace[span.trace_id] += 1
     assert max(per_trace.values()) >= 3
+
+
+def phoenix_frame(spans: list[Span]) -> list[dict]:
+    """Spans as Phoenix's get_spans_dataframe() lays them out: context.* columns, span_kind, and one attributes.*
+    column per attribute with the indexed ones nested back into lists of dicts."""
+
+    def nest(flat: dict) -> dict:
+        out: dict = {}
+        lists: dict = {}
+        for key, value in flat.items():
+            parts = key.split(".")
+            index = next((i for i, p in enumerate(parts) if p.isdigit()), None)
+            if index is None:
+                out[key] = value
+            else:
+                lists.setdefault(".".join(parts[:index]), {}).setdefault(int(parts[index]), {})[".".join(parts[index + 1 :])] = value
+        for name, items in lists.items():
+            out[name] = [nest(items[i]) for i in sorted(items)]
+        return out
+
+    rows = []
+    for span in spans:
+        row = {"context.trace_id": span.trace_id, "context.span_id": span.span_id, "parent_id": span.parent_span_id or None,
+               "name": span.name, "span_kind": span.attributes.get("openinference.span.kind", "UNKNOWN"),
+               "start_time": datetime.fromtimestamp(span.start_ns / 1e9, tz=timezone.utc),
+               "end_time": datetime.fromtimestamp(span.end_ns / 1e9, tz=timezone.utc)}  # fmt: skip
+        row.update({f"attributes.{k}": json.dumps(v) if isinstance(v, list) else v for k, v in nest(span.attributes).items()})
+        rows.append(row)
+    return rows
+
+
+def test_spans_exported_from_phoenix_as_a_dataframe_assemble_like_its_otlp_spans(exports, settings, tmp_path):
+    import pandas as pd
+
+    root, made = exports
+    spans = [s for s in read_otlp_json(root / "openinference" / "traces.jsonl") if isinstance(s, Span)]
+    frame = pd.DataFrame(phoenix_frame(spans))
+    for column in frame.columns:  # the nested lists as Phoenix returns them, not as JSON text
+        if column.startswith("attributes.") and frame[column].map(lambda v: isinstance(v, str) and v.startswith("[{")).any():
+            frame[column] = frame[column].map(lambda v: json.loads(v) if isinstance(v, str) else v)
+    (tmp_path / "phoenix").mkdir()
+    frame.to_parquet(tmp_path / "phoenix" / "docs-bot.parquet")  # a project's export, named after it
+    day = day_of(root / "openinference")
+    start = datetime.combine(day, datetime.min.time(), tzinfo=timezone.utc)
+    from_otlp = open_trace_source(source_settings(settings, "openinference", root / "openinference"))
+    from_phoenix = open_trace_source(source_settings(settings.model_copy(update={"home": tmp_path / "h2"}), "openinference",
+                                                     tmp_path / "phoenix"))  # fmt: skip
+    expected = list(from_otlp.iter_rows(start, start + timedelta(days=1), made["openinference"]))
+    got = list(from_phoenix.iter_rows(start, start + timedelta(days=1), made["openinference"]))
+    assert len(got) == len(made["openinference"]) and all("source_rejection" not in r for r in got)
+    strip = lambda r: {k: v for k, v in r.items() if k not in ("ts", "latency_ms")}  # noqa: E731 - microseconds in pandas
+    for a, b in zip(got, expected):
+        assert {k for k in strip(a) if strip(a)[k] != strip(b)[k]} == set(), a["trace_id"]
+    assert any(r["tool_calls"] for r in got) and all(c["text"] for r in got for c in r["contexts"])

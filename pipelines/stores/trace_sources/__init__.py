@@ -29,10 +29,19 @@ def open_trace_source(settings: Settings, *, selection: bool = False) -> TraceSt
         root = Path(settings.trace_source_path)
 
         def read():
-            return chain.from_iterable(read_otlp_json(path) for path in otlp_json_files(root))
+            return chain.from_iterable(_span_reader(settings.trace_source, path)(path) for path in otlp_json_files(root))
 
         return FileTraceStore(settings.trace_source, lambda: file_fingerprints(otlp_json_files(root)), read, index_dir,
                               batch_size=settings.trace_batch_size)  # fmt: skip
     from pipelines.stores.trace_sources.langfuse_export import langfuse_export_store
 
     return langfuse_export_store(settings, index_dir)
+
+
+def _span_reader(source: str, path: Path):
+    """Phoenix exports its spans as a dataframe's Parquet file; every other span file is OTLP/JSON lines."""
+    if source == "openinference" and path.suffix == ".parquet":
+        from pipelines.stores.trace_sources.phoenix_spans import read_phoenix_parquet
+
+        return read_phoenix_parquet
+    return read_otlp_json
