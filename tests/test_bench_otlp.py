@@ -23,3 +23,16 @@ def test_the_bench_reports_each_tasks_time_and_peak_memory(tmp_path):
     shard = result["shards"][0]
     assert 200 <= shard["sampled"] < 260 and shard["quarantined"] == 0  # 10 %, and at least 2 a stratum
     assert 0 < shard["peak_rss_mb"] < 1024 and result["index_mb"] >= 1
+
+
+def test_ragwatch_bench_otlp_prints_the_figures():
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    run = subprocess.run([sys.executable, "-m", "pipelines.cli", "bench", "otlp", "--traces", "300"], capture_output=True,
+                         text=True, cwd=ROOT, timeout=600)  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    figures = json.loads(run.stdout)
+    assert figures["traces"] == 300 and figures["select"]["peak_rss_mb"] > 0 and len(figures["shards"]) == 1

@@ -92,3 +92,29 @@ def test_a_trace_belongs_to_the_utc_day_its_root_span_starts_in(settings, tmp_pa
         (row,) = store.iter_rows(start, start + timedelta(days=1), [trace_id])
         assert row["ts"] in (late, early) and row["latency_ms"] == 800
     assert not old_index.exists() and len(list(old_index.parent.glob("*.sqlite"))) == 2
+
+
+def test_demo_seed_writes_otlp_files_that_ragwatch_samples_from_the_command_line(tmp_path):
+    """`make demo TRACE_SOURCE=otlp`'s first two commands, as scripts/demo.sh runs them."""
+    import os
+    import subprocess
+    import sys
+    from datetime import datetime, timezone
+
+    from tests.conftest import ROOT
+
+    env = {**os.environ, "RAGWATCH_HOME": str(tmp_path / "home"), "RAGWATCH_TRACE_SOURCE": "otlp",
+           "RAGWATCH_TRACE_SOURCE_PATH": str(tmp_path / "otlp"), "RAGWATCH_ANONYMIZER_KEY": "k"}  # fmt: skip
+
+    def ragwatch(*args):
+        return subprocess.run([sys.executable, "-m", "pipelines.cli", *args], capture_output=True, text=True, cwd=ROOT,
+                              env=env, timeout=600)  # fmt: skip
+
+    seeded = ragwatch("demo", "seed", "--days", "1", "--per-day", "60")
+    assert seeded.returncode == 0, seeded.stdout + seeded.stderr
+    assert "as OTLP/JSON spans" in seeded.stdout and (tmp_path / "otlp" / "traces.jsonl").stat().st_size > 10_000
+    yesterday = datetime.now(timezone.utc).date() - timedelta(days=1)
+    sampled = ragwatch("traces", "sample", "--date", yesterday.isoformat(), "--rate", "1.0", "--no-version")
+    assert sampled.returncode == 0, sampled.stdout[-3000:] + sampled.stderr[-3000:]
+    manifest = json.loads((tmp_path / "home" / "workspace" / "golden" / "traces" / f"dt={yesterday}" / "_manifest.json").read_text())
+    assert manifest["population"] >= 55 and manifest["sampled"] + manifest["quarantined"] == manifest["selected"]
