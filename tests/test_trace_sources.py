@@ -228,3 +228,22 @@ def test_spans_exported_from_phoenix_as_a_dataframe_assemble_like_its_otlp_spans
     for a, b in zip(got, expected):
         assert {k for k in strip(a) if strip(a)[k] != strip(b)[k]} == set(), a["trace_id"]
     assert any(r["tool_calls"] for r in got) and all(c["text"] for r in got for c in r["contexts"])
+
+
+def test_a_frameworks_json_payload_on_the_root_gives_the_question_and_the_answer():
+    """LangChain under OpenInference records the chain's input and output as JSON payloads, not as the text."""
+    from pipelines.stores.trace_sources.assemble import assemble_trace
+
+    root = Span("a" * 32, "1" * 16, "", "RetrievalQA", 1_000, 9_000, {
+        "openinference.span.kind": "CHAIN", "input.mime_type": "application/json", "output.mime_type": "application/json",
+        "input.value": json.dumps({"input": "How do I restart the pod?", "chat_history": []}),
+        "output.value": json.dumps({"output": "Run kubectl rollout restart."})})  # fmt: skip
+    retriever = Span("a" * 32, "2" * 16, "1" * 16, "retrieve", 2_000, 3_000, {
+        "openinference.span.kind": "RETRIEVER", "retrieval.documents.0.document.id": "ops#1",
+        "retrieval.documents.0.document.content": "Restart with kubectl rollout restart.", "retrieval.documents.0.document.score": 0.7})  # fmt: skip
+    row = assemble_trace([retriever, root], source="openinference")
+    assert "source_rejection" not in row
+    assert (row["question"], row["answer"]) == ("How do I restart the pod?", "Run kubectl rollout restart.")
+    assert row["contexts"] == [{"chunk_id": "ops#1", "text": "Restart with kubectl rollout restart.", "score": 0.7}]
+    broken = Span("a" * 32, "1" * 16, "", "RetrievalQA", 1_000, 9_000, {**root.attributes, "input.value": "{not json"})
+    assert assemble_trace([retriever, broken], source="openinference")["question"] is None  # no question, no guess

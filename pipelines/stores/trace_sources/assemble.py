@@ -137,19 +137,35 @@ def _question(root: Span, by_role: dict[str, list[Span]]) -> str | None:
     return None
 
 
+QUESTION_KEYS = ("question", "query", "input")
+ANSWER_KEYS = ("answer", "output", "result")
+
+
 def _plain_input(span: Span) -> str | None:
-    """OpenInference's `input.value` when it is the text itself (not a JSON payload of the framework's call)."""
-    value = span.attributes.get("input.value")
-    if not value or span.attributes.get("input.mime_type") == "application/json":
+    """OpenInference's `input.value`: the text itself, or the usual field of a framework's JSON payload
+    (LangChain's `{"input": ..., "chat_history": [...]}`)."""
+    return _payload_text(span, "input", QUESTION_KEYS)
+
+
+def _payload_text(span: Span, kind: str, keys: tuple[str, ...]) -> str | None:
+    value = span.attributes.get(f"{kind}.value")
+    if not value:
         return None
-    return _text(value, "input.value")
+    if span.attributes.get(f"{kind}.mime_type") != "application/json":
+        return _text(value, f"{kind}.value")
+    try:
+        payload = json.loads(value) if isinstance(value, str) else None
+    except json.JSONDecodeError:
+        return None  # a framework's payload the app did not mean as the user's words
+    if isinstance(payload, dict):
+        return next((payload[k] for k in keys if isinstance(payload.get(k), str) and payload[k]), None)
+    return None
 
 
 def _answer(root: Span, llm_spans: list[Span]) -> str | None:
     """What the user saw: the root's output when it records one, else the last model reply."""
-    output = root.attributes.get("output.value")
-    if output and root.attributes.get("output.mime_type") != "application/json":
-        return _text(output, "output.value")
+    if (output := _payload_text(root, "output", ANSWER_KEYS)) is not None:
+        return output
     for span in sorted(llm_spans, key=lambda s: (s.end_ns, s.span_id), reverse=True):
         replies = [m["content"] for m in _output_messages(span) if m["content"] is not None]
         if replies:

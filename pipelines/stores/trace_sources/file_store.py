@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 INDEX_KEEP_S = 2 * 86_400
 MAX_IDS_PER_QUERY = 10_000
 """Ids bound in one query of the index: SQLite refuses more than 32,766 parameters."""
-INDEX_VERSION = "spans-1"
+INDEX_VERSION = "spans-2"
 """Part of every index's name: bump it when assembly changes, so no index built by older rules is reused."""
 
 
