@@ -6,6 +6,7 @@ traces/ + observations/, scores/), written with pyarrow and json as an export jo
 
 from __future__ import annotations
 
+import gzip
 import json
 import logging
 import socket
@@ -82,6 +83,8 @@ def write_export(folder: Path, file_format: str) -> None:
         path = folder / table / f"2026-11-20T00-00-00.{file_format}"
         if file_format == "parquet":
             pq.write_table(pa.Table.from_pylist(rows), path)
+        elif file_format == "jsonl.gz":  # the export's gzip option
+            path.write_bytes(gzip.compress("".join(json.dumps(row) + "\n" for row in rows).encode()))
         else:
             path.write_text("".join(json.dumps(row) + "\n" for row in rows))
 
@@ -107,7 +110,7 @@ def expect_day(settings) -> None:
     assert quarantined == {"lf-3": "unknown_attribute_shape", "lf-4": "no_question"}
 
 
-@pytest.mark.parametrize("file_format", ["parquet", "jsonl"])
+@pytest.mark.parametrize("file_format", ["parquet", "jsonl", "jsonl.gz"])
 def test_a_local_export_is_sampled_like_the_sql_store(settings, tmp_path, file_format):
     write_export(tmp_path / "export", file_format)
     expect_day(configured(settings, str(tmp_path / "export")))
@@ -150,3 +153,14 @@ def test_a_file_that_is_not_parquet_fails_naming_it(settings, tmp_path):
     start = datetime(2026, 11, 20, tzinfo=timezone.utc)
     with pytest.raises(UnreadableSource, match="2026-11-21T00-00-00.parquet"):
         store.count_by(start, start + timedelta(days=1), ["app"])
+
+
+def test_a_jsonl_file_cut_short_quarantines_the_trace_it_cut(settings, tmp_path):
+    write_export(tmp_path / "export", "jsonl")
+    root, retriever, _ = rag_trace("lf-5", 5, "When do backups run?", "Every night.")
+    cut = json.dumps(retriever)
+    (tmp_path / "export" / "observations_v2" / "2026-11-20T01-00-00.jsonl").write_text(json.dumps(root) + "\n" + cut[: len(cut) // 2])
+    counts = steps.run_trace_sampling(configured(settings, str(tmp_path / "export")), DAY, version=False, rate=1.0).counts
+    assert counts.population == 5 and counts.quarantine_reasons["truncated_file"] == 1
+    paths = Workspace.from_settings(settings).traces_partition(DAY)
+    assert {r["trace_id"] for r in read_parts(paths.quarantine_parts).to_pylist() if r["reason"] == "truncated_file"} == {"lf-5"}
