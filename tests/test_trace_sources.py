@@ -247,3 +247,22 @@ def test_a_frameworks_json_payload_on_the_root_gives_the_question_and_the_answer
     assert row["contexts"] == [{"chunk_id": "ops#1", "text": "Restart with kubectl rollout restart.", "score": 0.7}]
     broken = Span("a" * 32, "1" * 16, "", "RetrievalQA", 1_000, 9_000, {**root.attributes, "input.value": "{not json"})
     assert assemble_trace([retriever, broken], source="openinference")["question"] is None  # no question, no guess
+
+
+def test_a_file_last_written_before_the_day_began_is_not_read(exports, settings):
+    """The Collector's rotated files of earlier days stay in the folder; a day reads only those written since."""
+    import os
+
+    root, made = exports
+    folder = settings.home.parent / "rotated"
+    shutil.copytree(root / "genai", folder / "today")
+    shutil.copytree(root / "openinference", folder / "old")
+    day = day_of(folder / "today")
+    start = datetime.combine(day, datetime.min.time(), tzinfo=timezone.utc)
+    store = open_trace_source(source_settings(settings, "genai", folder))
+    assert sum(store.count_by(start, start + timedelta(days=1), []).values()) == len(made["genai"]) + len(made["openinference"])
+    old = folder / "old" / "traces.jsonl"
+    before = (start - timedelta(hours=2)).timestamp()
+    os.utime(old, (before, before))  # as if rotated out two hours before midnight: its spans cannot be this day's
+    store = open_trace_source(source_settings(settings, "genai", folder))
+    assert sum(store.count_by(start, start + timedelta(days=1), []).values()) == len(made["genai"])

@@ -6,7 +6,6 @@ source goes through the very selection, anonymization, quarantine and validation
 
 from __future__ import annotations
 
-from itertools import chain
 from pathlib import Path
 
 from pipelines.settings import Settings
@@ -28,8 +27,8 @@ def open_trace_source(settings: Settings, *, selection: bool = False) -> TraceSt
     if settings.trace_source in SPAN_FILE_SOURCES:
         root = Path(settings.trace_source_path)
 
-        def read():
-            return chain.from_iterable(_span_reader(settings.trace_source, path)(path) for path in otlp_json_files(root))
+        def read(name: str):
+            return _span_reader(settings.trace_source, Path(name))(Path(name))
 
         return FileTraceStore(settings.trace_source, lambda: file_fingerprints(otlp_json_files(root)), read, index_dir,
                               batch_size=settings.trace_batch_size)  # fmt: skip

@@ -14,6 +14,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import chain
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from pipelines.stores.trace_sources.spans import Damage, Span
 
 log = logging.getLogger(__name__)
 INDEX_KEEP_S = 2 * 86_400
+CLOCK_SKEW_NS = 3_600 * 10**9
 MAX_IDS_PER_QUERY = 10_000
 """Ids bound in one query of the index: SQLite refuses more than 32,766 parameters."""
 INDEX_VERSION = "spans-2"
@@ -32,23 +34,28 @@ INDEX_VERSION = "spans-2"
 class FileTraceStore:
     ranks_in_sql = False
 
-    def __init__(self, source: str, files: Callable[[], list[tuple[str, int, int]]],
-                 read: Callable[[], Iterable[Span | Damage]], index_dir: Path, *, batch_size: int = 500):  # fmt: skip
-        """`files`: (name, size, mtime) of every file the source would read now; `read`: its spans, file by file."""
-        self.source, self.files, self.read = source, files, read
+    def __init__(self, source: str, files: Callable[[], list[tuple[str, int, Any]]],
+                 read_file: Callable[[str], Iterable[Span | Damage]], index_dir: Path, *, batch_size: int = 500):  # fmt: skip
+        """`files`: (name, size, modification) of every file the source holds now, the modification time in
+        nanoseconds where the storage has one; `read_file`: the spans of one of them."""
+        self.source, self.files, self.read_file = source, files, read_file
         self.index_dir, self.batch_size = index_dir, batch_size
         self._open: dict[tuple[datetime, datetime], SpanIndex] = {}
 
     def index(self, start: datetime, end: datetime) -> SpanIndex:
         if (start, end) in self._open:
             return self._open[(start, end)]
-        files = self.files()
+        # A file last written before the day began holds no span of it: a span is written after it starts. A Collector
+        # rotating its files leaves weeks of them in the folder; a day reads only those written since (an hour's
+        # margin for the clocks of the apps and of the Collector's host).
+        files = [f for f in self.files() if not isinstance(f[2], int) or f[2] >= _ns(start) - CLOCK_SKEW_NS]
         fingerprint = hashlib.sha256(json.dumps([INDEX_VERSION, self.source, start.isoformat(), end.isoformat(), files])
                                      .encode()).hexdigest()[:20]  # fmt: skip
         path = self.index_dir / f"{self.source}-{start:%Y-%m-%d}-{fingerprint}.sqlite"
         if not path.exists():
             log.info("%s: indexing the spans of %d files for %s", self.source, len(files), start.date())
-            counts = build_span_index(path, self.read(), start, end, source=self.source)
+            spans = chain.from_iterable(self.read_file(name) for name, *_ in files)
+            counts = build_span_index(path, spans, start, end, source=self.source)
             log.info("%s: %s", self.source, dict(sorted(counts.items())))
             self._remove_stale(path, start)
         self._open[(start, end)] = SpanIndex(path, source=self.source)
@@ -85,6 +92,10 @@ class FileTraceStore:
         for index in self._open.values():
             index.close()
         self._open.clear()
+
+
+def _ns(value: datetime) -> int:
+    return int(value.timestamp()) * 10**9
 
 
 def file_fingerprints(paths: list[Path]) -> list[tuple[str, int, int]]:

@@ -62,9 +62,8 @@ def langfuse_export_store(settings: Settings, index_dir) -> FileTraceStore:
             result.append((path, int(info.get("size") or 0), str(info.get("ETag") or info.get("mtime") or info.get("LastModified"))))
         return result
 
-    def read() -> Iterator[Span | Damage]:
-        for path, table in files():
-            yield from read_export_file(fs, path, table)
+    def read(path: str) -> Iterator[Span | Damage]:
+        return read_export_file(fs, path, _table(path))
 
     return FileTraceStore("langfuse-export", fingerprints, read, index_dir, batch_size=settings.trace_batch_size)
 
