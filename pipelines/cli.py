@@ -214,6 +214,17 @@ def demo_seed(
     from pipelines.demo.seed import seed_demo_store
 
     settings = _settings()
+    if settings.trace_source == "otlp":  # `make demo TRACE_SOURCE=otlp`: the same traffic as OTLP/JSON span files
+        from pipelines.demo.otlp_traffic import seed_demo_otlp
+
+        try:
+            written = seed_demo_otlp(settings, days=days, per_day=per_day, seed=seed, replace=replace)
+        except RuntimeError as exc:
+            _fail(str(exc))
+        console.print(f"wrote {written['traces']:,} traces as OTLP/JSON spans from {written['first_day']} to "
+                      f"{written['last_day']} into {written['path']} (left out: {written['left_out']} broken rows no span "
+                      "can carry, a timestamp or a context list that is not one)")  # fmt: skip
+        return
     with _progress() as bar:
         task = bar.add_task("seeding traces", total=days * per_day)
         try:
@@ -1283,6 +1294,16 @@ def bench_sample(
     else:
         console.print(format_sample_bench(result))
 
+
+@bench_app.command("otlp")
+def bench_otlp(
+    traces: Annotated[int, typer.Option(min=1, help="Traces in the synthetic day of OTLP/JSON span files.")] = 100_000,
+    rate: Annotated[float, typer.Option(min=0.0001, max=1.0, help="Sample rate.")] = 0.05,
+) -> None:
+    """Peak RSS and wall time of the sampling's select and shard tasks reading a day of OTLP/JSON span files."""
+    from pipelines.bench.otlp_day import bench_otlp_day
+
+    typer.echo(json.dumps(bench_otlp_day(traces, rate=rate), indent=1))
 
 
 @bench_app.command("online")

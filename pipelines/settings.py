@@ -83,6 +83,15 @@ class Settings(BaseSettings):
     trace_tables_allowed: list[str] = Field(default_factory=lambda: ["traces"])
     trace_columns: TraceColumns = Field(default_factory=TraceColumns)
     trace_batch_size: int = Field(default=500, ge=1, le=100_000)
+    trace_source: Literal["sql", "otlp", "openinference", "langfuse-export"] = "sql"
+    """Where production traces are read: the SQL trace store, or span exports (README § Pointing ragwatch at real
+    services, one subsection per source)."""
+    trace_source_path: str | None = None
+    """The export a file source reads: a file or a folder (`otlp`, `openinference`), a folder or an `s3://` prefix
+    (`langfuse-export`)."""
+    otlp_endpoint: str | None = None
+    """OTLP/HTTP endpoint (e.g. http://otel-collector:4318) each online score is sent to as a gen_ai.evaluation.result
+    event; unset, none is sent."""
     statement_timeout_s: int = Field(default=60, ge=1)
     """PostgreSQL statement timeout of every trace-store query but the day's selection (reads by id are short)."""
     selection_statement_timeout_s: float = Field(default=SELECTION_TIMEOUT_S, gt=0)

@@ -39,6 +39,9 @@ else
   echo "no prometheus-pushgateway binary on this machine: scores go to textfiles under $RAGWATCH_HOME/metrics instead (scripts/system-deps.sh installs it)"
 fi
 
+if [ "${TRACE_SOURCE:-sql}" = otlp ]; then  # `make demo TRACE_SOURCE=otlp`: the traffic as OTLP/JSON span files
+  export RAGWATCH_TRACE_SOURCE=otlp RAGWATCH_TRACE_SOURCE_PATH="${RAGWATCH_TRACE_SOURCE_PATH:-$RAGWATCH_HOME/otlp}"
+fi
 ragwatch demo seed
 
 run_dag() {  # run_dag DAG_ID DATE [CONF]: one real DAG run, its log kept under .ragwatch/logs

@@ -82,6 +82,23 @@ def test_an_airflow_connection_points_every_worker_at_the_shared_llm_cache(monke
     assert settings.llm_cache_url == "postgresql+psycopg://ragwatch:cache-s3cret%2F%40@db.internal:5432/ragwatch_results"
     assert "s3cret" not in repr(settings)
 
+
+@pytest.mark.airflow
+def test_the_trace_store_connection_can_name_a_span_export_instead(monkeypatch):
+    sys.path.insert(0, str(ROOT / "plugins"))
+    from ragwatch_airflow.settings import TRACE_STORE_CONN_ID, ragwatch_settings
+
+    connection = {"conn_type": "generic", "extra": {"source": "langfuse-export", "path": "s3://langfuse-exports/prod"}}
+    monkeypatch.setenv(f"AIRFLOW_CONN_{TRACE_STORE_CONN_ID.upper()}", json.dumps(connection))
+    settings = ragwatch_settings()
+    assert (settings.trace_source, settings.trace_source_path) == ("langfuse-export", "s3://langfuse-exports/prod")
+    assert settings.trace_store_url is None
+
+    monkeypatch.setenv(f"AIRFLOW_CONN_{TRACE_STORE_CONN_ID.upper()}", json.dumps({"conn_type": "generic", "extra": {"source": "otlp"}}))
+    with pytest.raises(ValueError, match="no path"):
+        ragwatch_settings()
+
+
 @pytest.mark.airflow
 def test_airflow_dags_test_runs_trace_sampling_for_one_day(home):
     tmp_path = home

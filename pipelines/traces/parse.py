@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from pipelines.records import Trace
+from pipelines.stores.trace_sources.assemble import SOURCE_REJECTION
 
 JSON_FIELDS = ("contexts", "tool_calls", "metadata")
 TEXT_FIELDS = ("question", "answer", "contexts", "tool_calls", "metadata")
@@ -18,12 +19,17 @@ TEXT_FIELDS = ("question", "answer", "contexts", "tool_calls", "metadata")
 @dataclass(frozen=True)
 class Rejection:
     reason: str
-    """Stable machine-readable cause: missing_field, invalid_json, field_too_large, bad_timestamp, invalid_value."""
+    """Stable machine-readable cause: missing_field, invalid_json, field_too_large, bad_timestamp, invalid_value; from
+    span exports also no_question, no_answer, retrieval_without_documents, unknown_attribute_shape, truncated_file,
+    unreadable_line."""
     field: str | None
     detail: str
 
 
 def parse_row(raw: dict[str, Any], *, max_field_chars: int) -> Trace | Rejection:
+    if (rejected := raw.get(SOURCE_REJECTION)) is not None:  # a span tree the file source could not assemble
+        reason, field, detail = rejected
+        return Rejection(reason, field, detail)
     for name in TEXT_FIELDS:
         value = raw.get(name)
         if isinstance(value, str) and len(value) > max_field_chars:

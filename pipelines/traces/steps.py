@@ -25,7 +25,7 @@ from pipelines.native_heap import return_freed_memory
 from pipelines.privacy.anonymizer import Anonymizer
 from pipelines.settings import Settings
 from pipelines.stores.partitions import promote, read_manifest, write_manifest
-from pipelines.stores.traces import TraceStore
+from pipelines.stores.trace_sources import open_trace_source
 from pipelines.traces import shards
 from pipelines.traces.sampling import select_day, write_parts
 from pipelines.validation import ValidationPassed
@@ -111,7 +111,7 @@ def select_trace_sample(
     shard_count = settings.sample_shards if shard_count is None else shard_count
     if shard_count < 1:
         raise ValueError(f"{shard_count} shards: a day needs at least one")
-    selection = select_day(TraceStore.from_settings(settings, selection=True), day, rate=rate, strata=strata,
+    selection = select_day(open_trace_source(settings, selection=True), day, rate=rate, strata=strata,
                            min_per_stratum=min_per_stratum)  # fmt: skip
     plan = shards.plan_sample(day, selection, rate=rate, strata=strata, min_per_stratum=min_per_stratum,
                               max_field_chars=settings.max_field_chars, part_rows=settings.sample_part_rows,
@@ -137,7 +137,7 @@ def write_trace_shard(settings: Settings, shard: PlannedShard, progress: Callabl
                          "trace_sampling `select` task and the tasks after it")  # fmt: skip
     first, end = shard.parts
     counts = write_parts(
-        TraceStore.from_settings(settings),
+        open_trace_source(settings),
         Anonymizer(settings.pseudonym_key),
         shard.day,
         ((part, shards.part_ids(paths, plan, part)) for part in range(first, end)),

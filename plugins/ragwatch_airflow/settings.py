@@ -49,6 +49,17 @@ def target_headers(conn) -> dict[str, str]:
     return headers
 
 
+def trace_source_overrides(conn) -> dict[str, str]:
+    """A span-export source from the trace store's connection: extra {"source": "otlp" | "openinference" |
+    "langfuse-export", "path": the file, folder or s3:// prefix} (RAGWATCH_TRACE_SOURCE and _PATH); any type."""
+    extra = conn.extra_dejson
+    path = extra.get("path") or conn.host
+    if not path:
+        raise ValueError(f"connection {conn.conn_id!r} names the trace source {extra['source']!r} but no path: give its "
+                         'extra a "path" (a file, a folder or an s3:// prefix)')  # fmt: skip
+    return {"trace_source": extra["source"], "trace_source_path": path}
+
+
 def _connection(conn_id: str):
     try:
         return BaseHook.get_connection(conn_id)
@@ -62,7 +73,9 @@ def ragwatch_settings() -> Settings:
     if target is not None:
         overrides["target_headers"] = target_headers(target)
     conn = _connection(TRACE_STORE_CONN_ID)
-    if conn is not None:
+    if conn is not None and conn.extra_dejson.get("source", "sql") != "sql":
+        overrides.update(trace_source_overrides(conn))
+    elif conn is not None:
         overrides["trace_store_url"] = sqlalchemy_url(conn)
         extra = conn.extra_dejson
         if "table" in extra:
