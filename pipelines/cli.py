@@ -1074,27 +1074,39 @@ def eval_summary(suite: Annotated[str, typer.Option(help="offline or online.", c
 def eval_pin(
     run: Annotated[str, typer.Argument(help="The run id, e.g. offline/2026-11-30/reference-rag.", callback=_checked(_run_id))],
     remove: Annotated[bool, typer.Option("--remove", help="Unpin: the run is no longer a release.")] = False,
+    reference: Annotated[bool, typer.Option("--reference", help="Also move the reference here: later runs are gated "
+                                                                "against this release (after an improvement).")] = False,
 ) -> None:
-    """Pin an offline run as a release: every later run of its target is also gated against it (slow drift fails),
-    and it is an accepted baseline even if its own gate failed (the change was meant)."""
+    """Pin an offline run as a release. The first release of a golden version is the reference every later run of
+    its target is also gated against (slow drift fails, even when every release is pinned); `--reference` moves the
+    reference to this release, and so does pinning a run whose own gate failed (the change was meant, and it is an
+    accepted baseline). A run that measured no gated metric cannot be pinned."""
+    from pipelines.evaluation.runs.params import GATED_METRICS
     from pipelines.stores.results import ResultsStore, ResultsStoreError
 
-    store = ResultsStore.from_settings(_settings())
+    settings = _settings()
+    store = ResultsStore.from_settings(settings)
     try:
         if not store.exists():
             _fail("no results DB yet: run `ragwatch eval offline` first")
-        store.create()  # adds the release column to a results DB of an older version
-        pinned = store.pin(run, pinned=not remove)
-    except (LookupError, ResultsStoreError) as exc:
+        store.create()  # adds the release columns to a results DB of an older version
+        pinned = store.pin(run, pinned=not remove, reference=reference and not remove, metrics=GATED_METRICS,
+                           min_ok=settings.gate_min_pairs)  # fmt: skip
+    except (LookupError, ValueError, ResultsStoreError) as exc:
         _fail(str(exc))
     finally:
         store.dispose()
     if remove:
         console.print(f"{escape(pinned.run_id)} is no longer a release")
-    else:
+    elif reference or pinned.gate_passed is False:
         gate = "" if pinned.gate_passed is not False else " (its own gate failed: pinning accepts the change)"
         console.print(f"{escape(pinned.run_id)} on {escape(pinned.dataset_version)} is the release later runs of "
                       f"{escape(pinned.target)} are gated against{gate}")  # fmt: skip
+    else:
+        console.print(f"{escape(pinned.run_id)} on {escape(pinned.dataset_version)} is a release of "
+                      f"{escape(pinned.target)}; later runs are gated against the first release on "
+                      f"{escape(pinned.dataset_version)} since the reference last moved (`--reference` moves it "
+                      f"here)")  # fmt: skip
 
 
 @eval_app.command("gauges")
