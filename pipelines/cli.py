@@ -1228,6 +1228,15 @@ def bench_gate(
                                                "100–400; --sizes is not used).")] = False,
     detectable: Annotated[bool, typer.Option(help="Instead: per n of --sizes and metric, the drop the gate states "
                                                   "it catches 90 % of the time, and the power measured there.")] = False,
+    whole: Annotated[bool, typer.Option(help="Instead: the whole gate of a run (baseline and reference, chosen by "
+                                             "the gate from a SQLite results DB): false alarms and power per n of "
+                                             "--sizes, --reps targets per cell.")] = False,
+    chain: Annotated[bool, typer.Option(help="Instead: --reps chains of --weeks weekly runs (n = the first of "
+                                             "--sizes), each gated and saved: false alarms per week and over the "
+                                             "chain.")] = False,
+    weeks: Annotated[int, typer.Option(min=2, help="--chain: weekly runs per chain.")] = 10,
+    pin_releases: Annotated[bool, typer.Option(help="--chain: pin every run that passed as a release.")] = False,
+    drift: Annotated[float, typer.Option(min=0.0, help="--chain: faithfulness lost every week (0: unchanged).")] = 0.0,
 ) -> None:
     """False alarms, power and interval coverage of the regression gate, simulated with the gate itself."""
     from pipelines.bench.gate_power import (
@@ -1243,6 +1252,18 @@ def bench_gate(
         ns = [int(n) for n in sizes.split(",")]
     except ValueError:
         _fail(f"--sizes is a comma-separated list of integers, not {escape(sizes)!r}")
+    if whole or chain:
+        from pipelines.bench.run_gate_power import (
+            format_chain_bench, format_whole_gate_bench, run_chain_bench, run_whole_gate_bench,
+        )  # fmt: skip
+
+        if chain:
+            typer.echo(format_chain_bench(run_chain_bench(n=ns[0], weeks=weeks, chains=reps, pin_releases=pin_releases,
+                                                          drift=drift, seed=seed, progress=progress)))  # fmt: skip
+        else:
+            typer.echo(format_whole_gate_bench(run_whole_gate_bench(sizes=ns, reps=reps, seed=seed,
+                                                                    progress=progress)))  # fmt: skip
+        return
     if detectable:
         typer.echo(format_detectable_bench(run_detectable_bench(sizes=ns, reps=reps, draws=draws, seed=seed,
                                                                 progress=progress)))  # fmt: skip
