@@ -101,3 +101,17 @@ def test_a_weekly_chain_is_gated_and_saved_week_after_week_and_catches_drift_wit
     drifting = run_chain_bench(n=30, weeks=5, chains=2, pin_releases=True, drift=0.05)
     assert drifting["any_week"] == 1.0  # −0.05 a week: caught by week 4 against the first release
     assert "Drift caught within the chain" in format_chain_bench(drifting)
+
+
+def test_ragwatch_bench_gate_prints_the_whole_gate_and_the_chain(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from pipelines.cli import app
+
+    monkeypatch.setenv("RAGWATCH_HOME", str(tmp_path))
+    runner = CliRunner()
+    whole = runner.invoke(app, ["bench", "gate", "--whole", "--reps", "1", "--sizes", "30"])
+    assert whole.exit_code == 0 and "| 30 | no change (false alarms) |" in whole.output, whole.output
+    chain = runner.invoke(app, ["bench", "gate", "--chain", "--reps", "1", "--weeks", "2", "--sizes", "30",
+                                "--pin-releases"])  # fmt: skip
+    assert chain.exit_code == 0 and "every passing run pinned as a release" in " ".join(chain.output.split())
