@@ -21,7 +21,8 @@ def test_the_baseline_and_the_reference_share_the_gates_alpha(store):  # noqa: F
     alone = record(store, offline_run(1), scored(offline_run(1), GOOD))
     assert alone.reference is None and alone.baseline.gate.alpha == GATE_ALPHA  # one comparison keeps all of it
     both = record(store, offline_run(2), scored(offline_run(2), GOOD))
-    assert both.baseline.against.run_id == offline_run(1).run_id and both.reference.against.run_id == offline_run(0).run_id
+    assert both.baseline.against.run_id == offline_run(1).run_id
+    assert both.reference.against.run_id == offline_run(0).run_id
     assert both.alpha == both.baseline.gate.alpha == both.reference.gate.alpha == GATE_ALPHA / 2
     assert "2 comparisons at α = 0.025 each (Bonferroni)" in both.to_dict()["level"]
     assert split_alpha(0) == split_alpha(1) == GATE_ALPHA

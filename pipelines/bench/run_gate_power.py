@@ -59,7 +59,8 @@ def whole_scenarios() -> list[WholeScenario]:
               for m, kind in (("faithfulness", "local"), ("recall@5", "local"), ("answer_correctness", "local"),
                               ("context_recall", "shift"))]  # fmt: skip
     drift = WholeScenario("faithfulness drifting −0.03 a week (baseline −0.03, candidate −0.06)",
-                          baseline=Change("faithfulness", "shift", 0.03), candidate=Change("faithfulness", "shift", 0.06))
+                          baseline=Change("faithfulness", "shift", 0.03),
+                          candidate=Change("faithfulness", "shift", 0.06))
     return [WholeScenario("no change (false alarms)"), *sudden, drift]
 
 
@@ -81,7 +82,8 @@ class SystemModel:
         for name, model in METRICS.items():
             state = self.state[name]
             if change.metric == name and change.drop > 0:
-                state = model.regress(state, change.kind, calibrated_amount(name, change.kind, change.drop), self.u[name])
+                amount = calibrated_amount(name, change.kind, change.drop)
+                state = model.regress(state, change.kind, amount, self.u[name])
             values = model.observe(rng, state).astype(float)
             ok = target_ok & (rng.random(self.n) >= JUDGE_FAILURE) if model.judged else target_ok
             for item, value, good in zip(self.item_ids, values.tolist(), ok.tolist()):

@@ -326,7 +326,8 @@ class ResultsStore:
             first = on_version[-1]
             if first is anchor:
                 why = (f"the reference since {anchor.reference_at:%Y-%m-%d} (`eval pin --reference`)"
-                       if anchor.reference_at else "the release that accepted a change (pinned although its gate failed)")
+                       if anchor.reference_at
+                       else "the release that accepted a change (pinned although its gate failed)")  # fmt: skip
             else:
                 since = f" since {anchor.run_id} moved it" if anchor else ""
                 why = f"the first release on {run.dataset_version}{since}"

@@ -184,7 +184,8 @@ def gate_against_baseline(store: ResultsStore, run: EvalRun, scores: Sequence[Sc
 
 
 def compare_with(run: EvalRun, scores: Sequence[Score], baseline: EvalRun, baseline_scores: Sequence[Score], *,
-                 role: Role, chosen: str, min_pairs: int = DEFAULT_MIN_PAIRS, alpha: float = GATE_ALPHA) -> Comparison:  # fmt: skip
+                 role: Role, chosen: str, min_pairs: int = DEFAULT_MIN_PAIRS,
+                 alpha: float = GATE_ALPHA) -> Comparison:  # fmt: skip
     """`run` against `baseline` on the gated metrics the run scored or the baseline measured, on the items both
     have, at family-wise `alpha` (the share of the run's α this comparison may spend).
 
