@@ -15,7 +15,8 @@ Bonferroni over the comparisons: each spends `alpha / k`. Why this and not the a
   It needs a randomization of three runs per item (six label orders, not a sign flip) that `intervals.py` does
   not have; Bonferroni is valid whatever the dependence, and the bench measures what it costs
   (`ragwatch bench gate --whole`): a sudden drop is seen by both comparisons (the reference is an earlier run
-  of the same system), so the whole gate loses little of the single comparison's power.
+  of the same system), so the whole gate catches more than either comparison alone; a 10-point drop at n = 100
+  is caught 2.5–11.5 points less often than with 5 % per comparison, whose power came with 7.5–8.8 % false alarms.
 - When the reference is the baseline, or there is none, the one comparison keeps the full α.
 """
 
