@@ -43,9 +43,9 @@ with DAG(
                               description="Gate against this run id (e.g. offline/2026-11-30/reference-rag); default: "
                                           "the target's previous accepted run."),
         "reference_run": Param(None, type=["null", "string"], pattern=OFFLINE_RUN_ID_PATTERN,
-                               description="Also gate against this run id, so slow drift fails; default: the last "
-                                           "release pinned with `ragwatch eval pin`, else the first accepted run on "
-                                           "the golden version."),
+                               description="Also gate against this run id, so slow drift fails; default: the first "
+                                           "release (`ragwatch eval pin`) since the reference last moved (`eval pin "
+                                           "--reference`), else the first accepted run on the golden version."),
     },
     tags=["ragwatch", "eval"],
 ) as dag:

@@ -1089,27 +1089,39 @@ def eval_summary(suite: Annotated[str, typer.Option(help="offline or online.", c
 def eval_pin(
     run: Annotated[str, typer.Argument(help="The run id, e.g. offline/2026-11-30/reference-rag.", callback=_checked(_run_id))],
     remove: Annotated[bool, typer.Option("--remove", help="Unpin: the run is no longer a release.")] = False,
+    reference: Annotated[bool, typer.Option("--reference", help="Also move the reference here: later runs are gated "
+                                                                "against this release (after an improvement).")] = False,
 ) -> None:
-    """Pin an offline run as a release: every later run of its target is also gated against it (slow drift fails),
-    and it is an accepted baseline even if its own gate failed (the change was meant)."""
+    """Pin an offline run as a release. The first release of a golden version is the reference every later run of
+    its target is also gated against (slow drift fails, even when every release is pinned); `--reference` moves the
+    reference to this release, and so does pinning a run whose own gate failed (the change was meant, and it is an
+    accepted baseline). A run that measured no gated metric cannot be pinned."""
+    from pipelines.evaluation.runs.params import GATED_METRICS
     from pipelines.stores.results import ResultsStore, ResultsStoreError
 
-    store = ResultsStore.from_settings(_settings())
+    settings = _settings()
+    store = ResultsStore.from_settings(settings)
     try:
         if not store.exists():
             _fail("no results DB yet: run `ragwatch eval offline` first")
-        store.create()  # adds the release column to a results DB of an older version
-        pinned = store.pin(run, pinned=not remove)
-    except (LookupError, ResultsStoreError) as exc:
+        store.create()  # adds the release columns to a results DB of an older version
+        pinned = store.pin(run, pinned=not remove, reference=reference and not remove, metrics=GATED_METRICS,
+                           min_ok=settings.gate_min_pairs)  # fmt: skip
+    except (LookupError, ValueError, ResultsStoreError) as exc:
         _fail(str(exc))
     finally:
         store.dispose()
     if remove:
         console.print(f"{escape(pinned.run_id)} is no longer a release")
-    else:
+    elif reference or pinned.gate_passed is False:
         gate = "" if pinned.gate_passed is not False else " (its own gate failed: pinning accepts the change)"
         console.print(f"{escape(pinned.run_id)} on {escape(pinned.dataset_version)} is the release later runs of "
                       f"{escape(pinned.target)} are gated against{gate}")  # fmt: skip
+    else:
+        console.print(f"{escape(pinned.run_id)} on {escape(pinned.dataset_version)} is a release of "
+                      f"{escape(pinned.target)}; later runs are gated against the first release on "
+                      f"{escape(pinned.dataset_version)} since the reference last moved (`--reference` moves it "
+                      f"here)")  # fmt: skip
 
 
 @eval_app.command("gauges")
@@ -1245,6 +1257,15 @@ def bench_gate(
                                                "100–400; --sizes is not used).")] = False,
     detectable: Annotated[bool, typer.Option(help="Instead: per n of --sizes and metric, the drop the gate states "
                                                   "it catches 90 % of the time, and the power measured there.")] = False,
+    whole: Annotated[bool, typer.Option(help="Instead: the whole gate of a run (baseline and reference, chosen by "
+                                             "the gate from a SQLite results DB): false alarms and power per n of "
+                                             "--sizes, --reps targets per cell.")] = False,
+    chain: Annotated[bool, typer.Option(help="Instead: --reps chains of --weeks weekly runs (n = the first of "
+                                             "--sizes), each gated and saved: false alarms per week and over the "
+                                             "chain.")] = False,
+    weeks: Annotated[int, typer.Option(min=2, help="--chain: weekly runs per chain.")] = 10,
+    pin_releases: Annotated[bool, typer.Option(help="--chain: pin every run that passed as a release.")] = False,
+    drift: Annotated[float, typer.Option(min=0.0, help="--chain: faithfulness lost every week (0: unchanged).")] = 0.0,
 ) -> None:
     """False alarms, power and interval coverage of the regression gate, simulated with the gate itself."""
     from pipelines.bench.gate_power import (
@@ -1260,6 +1281,18 @@ def bench_gate(
         ns = [int(n) for n in sizes.split(",")]
     except ValueError:
         _fail(f"--sizes is a comma-separated list of integers, not {escape(sizes)!r}")
+    if whole or chain:
+        from pipelines.bench.run_gate_power import (
+            format_chain_bench, format_whole_gate_bench, run_chain_bench, run_whole_gate_bench,
+        )  # fmt: skip
+
+        if chain:
+            typer.echo(format_chain_bench(run_chain_bench(n=ns[0], weeks=weeks, chains=reps, pin_releases=pin_releases,
+                                                          drift=drift, seed=seed, progress=progress)))  # fmt: skip
+        else:
+            typer.echo(format_whole_gate_bench(run_whole_gate_bench(sizes=ns, reps=reps, seed=seed,
+                                                                    progress=progress)))  # fmt: skip
+        return
     if detectable:
         typer.echo(format_detectable_bench(run_detectable_bench(sizes=ns, reps=reps, draws=draws, seed=seed,
                                                                 progress=progress)))  # fmt: skip

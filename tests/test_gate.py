@@ -466,7 +466,8 @@ GOOD = {f"g{i:02d}": 0.5 + 0.4 * i / 59 for i in range(60)}
 def test_a_run_that_measured_no_gated_metric_never_becomes_the_baseline(store):
     assert record(store, offline_run(0), scored(offline_run(0), GOOD)) is None  # the first run: nothing to compare
     judge_off = record(store, offline_run(1), scored(offline_run(1), GOOD, metric="precision@3"))
-    assert judge_off.passed is None and "not gated: no gated metric was scored in both runs" in judge_off.summary()
+    # The judge switched off: the baseline measured faithfulness and this run has none, so it fails (issue 29).
+    assert judge_off.passed is False and "the candidate has no score of it" in judge_off.summary()
     all_skipped = offline_run(2)
     record(store, all_skipped, scored(all_skipped, dict.fromkeys(GOOD)))
     worse = offline_run(3)

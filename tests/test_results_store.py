@@ -217,13 +217,24 @@ def test_ragwatch_eval_pin_marks_a_release_and_unpins_it(tmp_path, monkeypatch):
     results = ResultsStore(f"sqlite:///{tmp_path / 'results.db'}")
     results.create()
     run = make_run(gate_passed=False)
-    results.save_run(run, make_scores(run, ["a"]))
+    results.save_run(run, make_scores(run, ["a"]))  # one item: fewer than RAGWATCH_GATE_MIN_PAIRS scored ok
+    empty = runner.invoke(app, ["eval", "pin", run.run_id])
+    said = " ".join(empty.output.split())
+    assert empty.exit_code == 1 and "measured no gated metric" in said and results.get_run(run.run_id).pinned_at is None
+    results.save_run(run, make_scores(run, [f"q{i}" for i in range(10)]))
     pinned = runner.invoke(app, ["eval", "pin", run.run_id])
     said = " ".join(pinned.output.split())  # the console wraps long lines
     assert pinned.exit_code == 0 and "is the release later runs of prod are gated against" in said
     assert "its own gate failed" in said and results.get_run(run.run_id).pinned_at is not None
     assert runner.invoke(app, ["eval", "pin", run.run_id, "--remove"]).exit_code == 0
     assert results.get_run(run.run_id).pinned_at is None
-    missing = runner.invoke(app, ["eval", "pin", "offline/2026-03-09/prod"])
+    passed = make_run(date(2026, 3, 9), gate_passed=True)
+    results.save_run(passed, make_scores(passed, [f"q{i}" for i in range(10)]))
+    plain = " ".join(runner.invoke(app, ["eval", "pin", passed.run_id]).output.split())
+    assert "later runs are gated against the first release" in plain and results.get_run(passed.run_id).reference_at is None
+    moved = " ".join(runner.invoke(app, ["eval", "pin", passed.run_id, "--reference"]).output.split())
+    assert "is the release later runs of prod are gated against" in moved
+    assert results.get_run(passed.run_id).reference_at is not None
+    missing = runner.invoke(app, ["eval", "pin", "offline/2026-03-16/prod"])
     assert missing.exit_code == 1 and "not in the results DB" in missing.output
     results.dispose()

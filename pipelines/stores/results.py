@@ -64,6 +64,9 @@ class EvalRun:
     pinned_at: datetime | None = None
     """When the run was pinned as a release (`ragwatch eval pin`): the reference later runs of its target are
     also gated against, and an accepted baseline even if its own gate failed. A rerun of the date keeps it."""
+    reference_at: datetime | None = None
+    """When `ragwatch eval pin RUN_ID --reference` made this release the reference (`reference_choice`): pinning
+    alone records a release without moving the reference. A rerun of the date keeps it."""
 
     def __post_init__(self) -> None:
         expected = run_id(self.suite, self.logical_date, self.target)
@@ -94,6 +97,7 @@ eval_runs = sa.Table(
     # Added after the first release: nullable without a default, so `create()` adds it to an existing table.
     sa.Column("pinned_at", sa.DateTime(timezone=True)),
     sa.Column("cost", _json),
+    sa.Column("reference_at", sa.DateTime(timezone=True)),
     sa.Index("ix_eval_runs_suite_target_date", "suite", "target", "logical_date"),
 )
 
@@ -111,6 +115,16 @@ eval_scores = sa.Table(
     sa.Column("dataset_version", sa.String(200), nullable=False),
     sa.PrimaryKeyConstraint("run_id", "item_id", "metric", name="pk_eval_scores"),
 )
+
+
+@dataclass(frozen=True)
+class ReferenceChoice:
+    """The reference `ResultsStore.reference_choice` chose, why, and the releases it skipped as empty."""
+
+    run: EvalRun | None
+    why: str | None
+    skipped: tuple[EvalRun, ...] = ()
+    """Pinned releases that measured no gated metric: never a reference (the gate's note names them)."""
 
 
 class ResultsStore:
@@ -183,9 +197,11 @@ class ResultsStore:
         with self.engine.begin() as conn:
             same_run = sa.bindparam("run_id", run.run_id)
             row = _run_row(run)
-            if row["pinned_at"] is None:  # a rerun of a release's date stays the release
-                row["pinned_at"] = conn.execute(sa.select(eval_runs.c.pinned_at).where(eval_runs.c.run_id == same_run)
-                                                ).scalar_one_or_none()  # fmt: skip
+            if row["pinned_at"] is None:  # a rerun of a release's date stays the release (and the reference)
+                kept = conn.execute(sa.select(eval_runs.c.pinned_at, eval_runs.c.reference_at)
+                                    .where(eval_runs.c.run_id == same_run)).first()  # fmt: skip
+                if kept is not None:
+                    row["pinned_at"], row["reference_at"] = kept.pinned_at, row["reference_at"] or kept.reference_at
             conn.execute(sa.delete(eval_scores).where(eval_scores.c.run_id == same_run))
             conn.execute(sa.delete(eval_runs).where(eval_runs.c.run_id == same_run))
             conn.execute(sa.insert(eval_runs), [row])
@@ -280,30 +296,83 @@ class ResultsStore:
 
     def reference_for(self, run: EvalRun, *, metrics: Collection[str] | None = None, min_ok: int = 1,
                       wanted: Collection[str] | None = None) -> EvalRun | None:  # fmt: skip
-        """The pinned reference `run` is gated against besides its baseline, so slow drift fails too: the latest
-        release (a run pinned with `pin`) before it; without one, the first accepted run that measured a metric
-        on `run`'s golden version (of those measuring most of `wanted`). None when neither exists."""
+        """`reference_choice(...).run`."""
+        return self.reference_choice(run, metrics=metrics, min_ok=min_ok, wanted=wanted).run
+
+    def reference_choice(self, run: EvalRun, *, metrics: Collection[str] | None = None, min_ok: int = 1,
+                         wanted: Collection[str] | None = None) -> ReferenceChoice:  # fmt: skip
+        """The reference `run` is gated against besides its baseline, so slow drift fails too.
+
+        Releases: runs before `run` pinned with `pin` that measured a metric (of `metrics`, ≥ `min_ok` items ok);
+        an empty pin is skipped (a reference that measured nothing would pass any run vacuously). An *anchor* is
+        a release that moved the reference: pinned with `reference=True`, or pinned although its own gate failed
+        (accepting a change; else every later run would fail against the old level). The reference is:
+        1. the first release on `run`'s golden version since the latest anchor (the anchor itself when it is on
+           this version): pinning every weekly release keeps the reference where it was, so ten releases of
+           −0.012 each add up against it instead of each becoming the next one's reference;
+        2. else, no release on this version yet (a golden refresh), the latest release of the set's older versions
+           (the one sharing most items);
+        3. else, with no release at all, the first accepted run that measured a metric on `run`'s golden version
+           (of those measuring most of `wanted`);
+        else None."""
         accepted = self.accepted_runs(run, metrics=metrics, min_ok=min_ok)
-        released = [r for r, _ in accepted if r.pinned_at is not None]
-        if released:
-            return released[0]
+        pinned = [(r, m) for r, m in accepted if r.pinned_at is not None]
+        releases = [r for r, m in pinned if m]  # latest first
+        skipped = tuple(r for r, m in pinned if not m)
+        anchor = next((r for r in releases if r.reference_at is not None or r.gate_passed is False), None)
+        on_version = [r for r in releases if r.dataset_version == run.dataset_version
+                      and (anchor is None or r.logical_date >= anchor.logical_date)]  # fmt: skip
+        if on_version:
+            first = on_version[-1]
+            if first is anchor:
+                why = (f"the reference since {anchor.reference_at:%Y-%m-%d} (`eval pin --reference`)"
+                       if anchor.reference_at
+                       else "the release that accepted a change (pinned although its gate failed)")  # fmt: skip
+            else:
+                since = f" since {anchor.run_id} moved it" if anchor else ""
+                why = f"the first release on {run.dataset_version}{since}"
+            return ReferenceChoice(first, f"{why}, pinned {first.pinned_at:%Y-%m-%d}", skipped)
+        if releases:
+            latest = releases[0]
+            return ReferenceChoice(latest, f"the latest release (pinned {latest.pinned_at:%Y-%m-%d}; none yet on "
+                                           f"{run.dataset_version})", skipped)  # fmt: skip
         same_version = [(r, m) for r, m in reversed(accepted) if m and r.dataset_version == run.dataset_version]
         if not same_version:
-            return None
+            return ReferenceChoice(None, None, skipped)
         goal = set(wanted) if wanted is not None else set().union(*(m for _, m in same_version))
-        return max(same_version, key=lambda pair: len(pair[1] & goal))[0]
+        first = max(same_version, key=lambda pair: len(pair[1] & goal))[0]
+        return ReferenceChoice(first, f"the first accepted run on {run.dataset_version}", skipped)
 
-    def pin(self, run_id: str, *, pinned: bool = True) -> EvalRun:
-        """Mark the run as a release (or, with `pinned=False`, no longer); returns the run as saved."""
+    def pin(self, run_id: str, *, pinned: bool = True, reference: bool = False,
+            metrics: Collection[str] | None = None, min_ok: int = 1) -> EvalRun:  # fmt: skip
+        """Mark the run as a release (or, with `pinned=False`, no longer); returns the run as saved.
+
+        `reference`: also make it the reference of later runs (`reference_choice`). With `metrics`, a run that
+        measured none of them (≥ `min_ok` items ok) is refused: it cannot vouch for anything as a reference."""
+        if pinned and metrics is not None:
+            found = self.get_run(run_id)
+            if found is not None and not self._measured(run_id, metrics, min_ok):
+                raise ValueError(f"run {run_id!r} measured no gated metric ({', '.join(sorted(metrics))}: none has "
+                                 f"{min_ok} items scored ok), so it cannot be a release: a reference that measured "
+                                 "nothing would pass every later run; pin a run that measured what it gates")
+        stamp = _utcnow() if pinned else None
+        values = {"pinned_at": stamp, "reference_at": stamp if reference else None}
         with self.engine.begin() as conn:
             found = conn.execute(
-                sa.update(eval_runs).where(eval_runs.c.run_id == sa.bindparam("run_id", run_id))
-                .values(pinned_at=_utcnow() if pinned else None)
+                sa.update(eval_runs).where(eval_runs.c.run_id == sa.bindparam("run_id", run_id)).values(**values)
             ).rowcount  # fmt: skip
         if not found:
             raise LookupError(f"run {run_id!r} is not in the results DB "
                               "(run ids look like offline/2026-11-30/reference-rag)")
         return self.get_run(run_id)
+
+    def _measured(self, run_id: str, metrics: Collection[str], min_ok: int) -> bool:
+        counts = (sa.select(eval_scores.c.metric).where(
+            eval_scores.c.run_id == sa.bindparam("run_id", run_id), eval_scores.c.status == "ok",
+            eval_scores.c.metric.in_(sa.bindparam("metrics", sorted(metrics), expanding=True)))
+            .group_by(eval_scores.c.metric).having(sa.func.count() >= min_ok))  # fmt: skip
+        with self.engine.connect() as conn:
+            return conn.execute(counts).first() is not None
 
     def scores(self, run_id: str) -> list[Score]:
         query = (
@@ -345,7 +414,7 @@ def _run_row(run: EvalRun) -> dict[str, Any]:
         "generator_model": run.generator_model, "params": run.params, "status": run.status,
         "gate_passed": run.gate_passed, "gate": run.gate, "report_path": run.report_path,
         "created_at": _as_utc(run.created_at), "finished_at": _as_utc(run.finished_at),
-        "pinned_at": _as_utc(run.pinned_at), "cost": run.cost,
+        "pinned_at": _as_utc(run.pinned_at), "cost": run.cost, "reference_at": _as_utc(run.reference_at),
     }  # fmt: skip
 
 
@@ -354,6 +423,7 @@ def _run_from_row(row: sa.RowMapping) -> EvalRun:
     values["created_at"] = _as_utc(values["created_at"])
     values["finished_at"] = _as_utc(values["finished_at"])
     values["pinned_at"] = _as_utc(values["pinned_at"])
+    values["reference_at"] = _as_utc(values["reference_at"])
     return EvalRun(**values)
 
 

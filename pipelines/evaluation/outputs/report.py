@@ -391,7 +391,7 @@ succeeded and did not fail its own gate, or it is a pinned release).</p>
 {% if run_gate.reference_note %}<p>{% if run_gate.passed %}<span class="pass">PASSED</span>{% elif run_gate.passed is
 false %}<span class="fail">FAILED</span>{% else %}Not gated{% endif %}: the run passes only when it passes against its
 baseline (the previous accepted run, so sudden regressions fail) and against its reference (so slow drift fails too);
-{{ run_gate.reference_note }}.</p>{% endif %}
+{{ run_gate.reference_note }}; {{ run_gate.level }}.</p>{% endif %}
 {% for comparison, baseline_report in comparisons %}
 {% set gate, baseline = comparison.gate, comparison.against %}
 <h3>Against the {{ comparison.role }} {{ baseline.run_id }}</h3>

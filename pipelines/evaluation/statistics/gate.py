@@ -3,11 +3,15 @@
 A run is compared twice (README § Evaluating, "Statistics and the gate"):
 - with its **baseline**, the previous accepted run of its target (`ResultsStore.baseline_for`), or the run
   named by `baseline_run`: a sudden regression fails;
-- with its **reference**, the last release pinned with `ragwatch eval pin`, else the first accepted run of its
-  golden version (`ResultsStore.reference_for`), or the run named by `reference_run`: ten small drops that
-  each pass against the previous run add up and fail here.
-It passes only when it passes both. A run in which no gated metric was measured (every item failed or
-skipped, or the judge metrics switched off) is never chosen as a baseline while a measured one exists.
+- with its **reference**, the first release (`ragwatch eval pin`) on its golden version since the reference was
+  last moved (`eval pin --reference`, or pinning a run whose gate failed), else the first accepted run of its
+  golden version (`ResultsStore.reference_choice`), or the run named by `reference_run`: ten small drops that
+  each pass against the previous run add up and fail here, even when every release is pinned. A release that
+  measured no gated metric is never the reference (the note names it).
+It passes only when it passes both; the two share the gate's false-alarm level (gate_level.py), so an
+unchanged system fails the run's gate at most GATE_ALPHA of the time, not once per comparison. A run in which
+no gated metric was measured (every item failed or skipped, or the judge metrics switched off) is never chosen
+as a baseline while a measured one exists. A gated metric the earlier run measured and this run lacks fails.
 
 Across golden versions (a refresh retires stale items and adds new ones; item ids are content hashes) the
 runs are compared on the items both have, and the report says how many were retired and how many are new.
@@ -24,7 +28,8 @@ from typing import Any, Literal
 
 from pipelines.evaluation.outputs.summary import RunSummary
 from pipelines.evaluation.runs.params import GATED_METRICS
-from pipelines.evaluation.statistics.intervals import DEFAULT_MIN_PAIRS, GateResult, regression_gate
+from pipelines.evaluation.statistics.gate_level import level_note, split_alpha
+from pipelines.evaluation.statistics.intervals import DEFAULT_MIN_PAIRS, GATE_ALPHA, GateResult, regression_gate
 from pipelines.records import Score
 from pipelines.stores.results import EvalRun, ResultsStore
 
@@ -86,7 +91,9 @@ class RunGate:
     """The baseline comparison (none for the first run of a target given a `reference_run`), then the
     reference's when the reference is another run."""
     reference_note: str
-    """Which run is the reference and why, or why there is none."""
+    """Which run is the reference and why, or why there is none (and which empty releases were skipped)."""
+    alpha: float = GATE_ALPHA
+    """The family-wise level each comparison spent: GATE_ALPHA split over them (gate_level.py)."""
 
     @property
     def baseline(self) -> Comparison | None:
@@ -106,12 +113,17 @@ class RunGate:
         note = "" if self.reference else f"; {self.reference_note}"  # else the reference's comparison says it
         return f"{head}: " + "; ".join(c.summary() for c in self.comparisons) + note
 
+    @property
+    def level(self) -> str:
+        """How the run's false-alarm level is spent over its comparisons."""
+        return level_note(len(self.comparisons))
+
     def to_dict(self) -> dict[str, Any]:
         """What the results DB keeps: the baseline comparison's gate at the top (the shape older runs have),
         the combined verdict, and every comparison."""
         baseline, reference = self.baseline, self.reference
         top = baseline.gate.to_dict() if baseline and baseline.gate else {"metrics": []}
-        return {**top, "passed": self.passed, "summary": self.summary(),
+        return {**top, "passed": self.passed, "summary": self.summary(), "level": self.level,
                 "baseline": baseline.against.run_id if baseline else None,
                 "reference": reference.against.run_id if reference else None, "reference_note": self.reference_note,
                 "comparisons": [c.to_dict() for c in self.comparisons]}  # fmt: skip
@@ -133,23 +145,19 @@ def gate_against_baseline(store: ResultsStore, run: EvalRun, scores: Sequence[Sc
 
     `baseline_run` / `reference_run` name the runs instead (e.g. a candidate target against the accepted run
     of another). `min_pairs` (settings: `RAGWATCH_GATE_MIN_PAIRS`): fewest items ok in both runs for a metric
-    to be decided, and the fewest a run must score ok of a metric to count as having measured it."""
+    to be decided, and the fewest a run must score ok of a metric to count as having measured it.
+
+    The gate's α (GATE_ALPHA) is the promise of the whole run: an unchanged system fails it at most that often.
+    Two comparisons each spend half of it (`split_alpha`); one alone spends all of it."""
     wanted = measured_metrics(scores, min_ok=min_pairs)
     choice = dict(metrics=GATED_METRICS, min_ok=min_pairs, wanted=wanted)
     baseline = _named(store, run, baseline_run, "baseline_run") if baseline_run else store.baseline_for(run, **choice)
-    comparisons = []
-    if baseline is not None:
-        baseline_scores = store.scores(baseline.run_id)
-        chosen = "named by baseline_run" if baseline_run else _why_baseline(run, baseline, baseline_scores, min_pairs)
-        comparisons.append(compare_with(run, scores, baseline, baseline_scores, role="baseline", chosen=chosen,
-                                        min_pairs=min_pairs))  # fmt: skip
+    skipped: tuple[EvalRun, ...] = ()
     if reference_run:
         reference, why = _named(store, run, reference_run, "reference_run"), "named by reference_run"
     else:
-        reference = store.reference_for(run, **choice)
-        released = reference is not None and reference.pinned_at is not None
-        why = (f"the last release (pinned {reference.pinned_at:%Y-%m-%d})" if released
-               else f"the first accepted run on {run.dataset_version}")  # fmt: skip
+        picked = store.reference_choice(run, **choice)
+        reference, why, skipped = picked.run, picked.why, picked.skipped
     if reference is None:
         note = (f"no reference yet: no release pinned and no earlier accepted run on {run.dataset_version} "
                 f"(`ragwatch eval pin RUN_ID` pins one)")  # fmt: skip
@@ -157,21 +165,37 @@ def gate_against_baseline(store: ResultsStore, run: EvalRun, scores: Sequence[Sc
         note = f"the reference is the baseline ({why})"
     else:
         note = f"reference {reference.run_id}: {why}"
-        comparisons.append(compare_with(run, scores, reference, store.scores(reference.run_id), role="reference",
-                                        chosen=why, min_pairs=min_pairs))  # fmt: skip
-    return RunGate(comparisons=tuple(comparisons), reference_note=note) if comparisons else None
+    if skipped:
+        note += "; " + "; ".join(f"release {r.run_id} skipped: it measured no gated metric" for r in skipped)
+    planned = [("baseline", baseline)] if baseline is not None else []
+    if reference is not None and (baseline is None or reference.run_id != baseline.run_id):
+        planned.append(("reference", reference))
+    alpha = split_alpha(len(planned))
+    comparisons = []
+    for role, against in planned:
+        against_scores = store.scores(against.run_id)
+        if role == "baseline":
+            chosen = "named by baseline_run" if baseline_run else _why_baseline(run, against, against_scores, min_pairs)
+        else:
+            chosen = why
+        comparisons.append(compare_with(run, scores, against, against_scores, role=role, chosen=chosen,
+                                        min_pairs=min_pairs, alpha=alpha))  # fmt: skip
+    return RunGate(comparisons=tuple(comparisons), reference_note=note, alpha=alpha) if comparisons else None
 
 
 def compare_with(run: EvalRun, scores: Sequence[Score], baseline: EvalRun, baseline_scores: Sequence[Score], *,
-                 role: Role, chosen: str, min_pairs: int = DEFAULT_MIN_PAIRS) -> Comparison:  # fmt: skip
-    """`run` against `baseline` on the gated metrics the run scored, on the items both have.
+                 role: Role, chosen: str, min_pairs: int = DEFAULT_MIN_PAIRS,
+                 alpha: float = GATE_ALPHA) -> Comparison:  # fmt: skip
+    """`run` against `baseline` on the gated metrics the run scored or the baseline measured, on the items both
+    have, at family-wise `alpha` (the share of the run's α this comparison may spend).
 
     Offline items are paired by id; across golden versions only the shared items are compared
     (retired items are not missing, new items have nothing to be compared with)."""
-    # Every gated metric the candidate scored (any status) is listed: the gate decides on it where the baseline
-    # measured it and says "not gated" and why elsewhere. A metric with no score at all was switched off in
-    # this run's params, which is not a regression.
-    gated = [m for m in GATED_METRICS if m in {s.metric for s in scores}]
+    # Every gated metric either run has a score of is listed. One the baseline measured (scored ok) and the
+    # candidate has no score of at all fails (regression_gate's missing_metric): switched off or lost, it is a
+    # change the gate cannot vouch for, and leaving it out would pass the run on the metrics left.
+    present = {s.metric for s in scores} | {s.metric for s in baseline_scores if s.status == "ok"}
+    gated = [m for m in GATED_METRICS if m in present]
     if not gated or not {s.metric for s in baseline_scores} & set(gated):
         return Comparison(role=role, against=baseline, chosen=chosen, gate=None)
     items, baseline_items = {s.item_id for s in scores}, {s.item_id for s in baseline_scores}
@@ -196,7 +220,7 @@ def compare_with(run: EvalRun, scores: Sequence[Score], baseline: EvalRun, basel
         baseline_scores = [s for s in baseline_scores if s.item_id in items]
         scope = (f"compared on this run's subset: {len(shared)} of the {role}'s {len(baseline_items)} items; "
                  f"{len(baseline_items - items)} not drawn")  # fmt: skip
-    gate = regression_gate(scores, baseline_scores, gated, min_pairs=min_pairs)
+    gate = regression_gate(scores, baseline_scores, gated, min_pairs=min_pairs, alpha=alpha)
     return Comparison(role=role, against=baseline, chosen=chosen, gate=gate, scope=scope)
 
 

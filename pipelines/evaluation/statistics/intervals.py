@@ -1183,8 +1183,9 @@ class GateResult:
                 f"worsening must also be significant: the one-sided randomization tests of 'nothing changed' "
                 f"(whole items re-labelled between the runs, the same draws for every check) are corrected "
                 f"together by Westfall–Young's step-down maxT over the {self.family_size} check(s) that could move, "
-                f"at family-wise α = {self.alpha:g}: an unchanged system fails the whole gate at most "
-                f"{100 * self.alpha:g} % of the time. The noise band is the largest worsening its step does not call "
+                f"at family-wise α = {self.alpha:g}: an unchanged system fails this comparison at most "
+                f"{100 * self.alpha:g} % of the time (a run compared with its baseline and its reference spends half "
+                f"of the gate's {100 * GATE_ALPHA:g} % on each). The noise band is the largest worsening its step does not call "
                 f"significant. Intervals are two-sided {100 * self.confidence:g} %, unadjusted. 'Catches' is the "
                 f"smallest drop of a metric's mean that this gate fails at least 90 % of the time at its n and "
                 f"spread: what a pass can still hide.")  # fmt: skip
