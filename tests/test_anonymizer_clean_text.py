@@ -257,8 +257,8 @@ def test_what_an_unseen_corpus_tripped_stays(text):
     [
         # A threads FAQ answer: "in C." ends a sentence, the next starts with a name and a number ("C. Python 3"
         # read as a Colombian street); "Python 3.11" too.
-        "Judicious use of C extensions will also help: the extension can release the GIL while the thread of execution "
-        "is in C. Python 3 still runs one thread at a time, so start N worker threads and a queue.Queue for I/O.",
+        "Judicious use of C extensions will also help: an extension written in C. Python 3 still runs one thread at a "
+        "time, so start N worker threads and a queue.Queue for I/O-bound work.",
         "The threading module builds on the low-level _thread module, itself written in C. Python 3.11 added no new "
         "locking primitives; the main thread joins each worker in turn.",
         # GnuPG's manual (info): batch-file directives after a passphrase word hold no passphrase.

@@ -190,10 +190,10 @@ _ES_STREET_AT = re.compile(
     rf"(?!(?:de|del|la|las|los|el)\b){_ES_NAME})"
 )
 """A name in any case after these: "vivo en calle los olivos 5"."""
-_THE_C_LANGUAGE = "(?!(?:" + "|".join(rf"(?<=(?<![\w\-]){w}[ \t])" for w in (
-    "in of to into with and or than for from like as by on plain pure").split()) + r")C\.)"
-"""Not "C." after an English word: "written in C. Python 3 calls it" ends a sentence on the language (Spanish
-writes "en C. Mayor 5"); a numbered street after it ("in C. 45 # 12-30") is still one."""
+_C_LANGUAGE_BEFORE = ("written in|implemented in|coded in|programmed in|code in|extensions in|modules in|functions in"
+                      "|library in|rewritten in|in plain|in pure|in ANSI")
+_THE_C_LANGUAGE = "(?!(?:" + "|".join(rf"(?<=(?<![\w\-]){w}[ \t])" for w in _C_LANGUAGE_BEFORE.split("|")) + r")C\.)"
+"""Not "C." where it ends a sentence on the language ("written in C. Python 3 calls it"); "to C. Roca 4" is a street."""
 _ES_CAPITALISED_AT = re.compile(
     rf"{_THE_C_LANGUAGE}(?:{'|'.join(map(re.escape, _ES_CAPITALISED_TYPES))})\s+(?:(?i:de|del|la|las|los|d'|l')\s+)*"
     rf"(?!(?i:de|del|la|las|los|el)\b){_ES_NAME}"
