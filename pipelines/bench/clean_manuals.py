@@ -149,11 +149,10 @@ def main() -> None:
     anonymizer = Anonymizer(b"ragwatch-bench-key")
     quarantined, replaced, by_source = 0, Counter(), Counter(row["source"] for row in rows)
     for i, row in enumerate(rows):
-        counts: Counter = Counter()
         anonymized, counts = anonymizer.anonymize_trace(as_trace(row, i))
         replaced.update(counts)
-        fields = {name: reasons for name, text in zip(("question", "answer", *(f"contexts[{k}]" for k in range(len(row["contexts"])))),
-                                                      row_texts(anonymized)) if (reasons := residual_pii_reasons(text))}  # fmt: skip
+        names = ("question", "answer", *(f"contexts[{k}]" for k in range(len(row["contexts"]))), "metadata")
+        fields = {name: reasons for name, text in zip(names, row_texts(anonymized)) if (reasons := residual_pii_reasons(text))}
         if fields:
             quarantined += 1
             print(f"QUARANTINED {row['document']} ({row['source']}): {fields}")
