@@ -12,7 +12,6 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 SAMPLER_VERSION = "stratified-hash-1"
@@ -62,42 +61,49 @@ class Trace(BaseModel):
         return ts.replace(tzinfo=timezone.utc) if ts.tzinfo is None else ts.astimezone(timezone.utc)
 
 
-SAMPLED_TRACE_SCHEMA = pa.schema(
-    [
-        pa.field("trace_id", pa.string(), nullable=False),
-        pa.field("ts", pa.timestamp("us", tz="UTC"), nullable=False),
-        pa.field("question", pa.string(), nullable=False),
-        pa.field("answer", pa.string(), nullable=False),
-        pa.field(
-            "contexts",
-            pa.list_(pa.struct([("chunk_id", pa.string()), ("text", pa.string()), ("score", pa.float64())])),
-        ),
-        pa.field("tool_calls", pa.list_(pa.struct([("name", pa.string()), ("arguments", pa.string())]))),
-        pa.field("model", pa.string()),
-        pa.field("app", pa.string(), nullable=False),
-        pa.field("language", pa.string(), nullable=False),
-        pa.field("user_feedback", pa.int8()),
-        pa.field("latency_ms", pa.int64()),
-        pa.field("metadata", pa.string()),
-        pa.field("sample_rate", pa.float64(), nullable=False),
-        pa.field("sampler_version", pa.string(), nullable=False),
-        pa.field("anonymizer_version", pa.string(), nullable=False),
-        pa.field("pii_counts", pa.string(), nullable=False),
-    ]
-)
-"""Parquet schema of golden/traces/dt=YYYY-MM-DD. JSON-typed fields are JSON text."""
+def _sampled_trace_schema():
+    """Parquet schema of golden/traces/dt=YYYY-MM-DD. JSON-typed fields are JSON text."""
+    import pyarrow as pa
 
-QUARANTINE_SCHEMA = pa.schema(
-    [
-        pa.field("trace_id", pa.string(), nullable=False),
-        pa.field("reason", pa.string(), nullable=False),
-        pa.field("field", pa.string()),
-        pa.field("detail", pa.string(), nullable=False),
-        pa.field("raw", pa.string(), nullable=False),
-        pa.field("sampler_version", pa.string(), nullable=False),
-        pa.field("anonymizer_version", pa.string(), nullable=False),
-    ]
-)
+    return pa.schema(
+        [
+            pa.field("trace_id", pa.string(), nullable=False),
+            pa.field("ts", pa.timestamp("us", tz="UTC"), nullable=False),
+            pa.field("question", pa.string(), nullable=False),
+            pa.field("answer", pa.string(), nullable=False),
+            pa.field(
+                "contexts",
+                pa.list_(pa.struct([("chunk_id", pa.string()), ("text", pa.string()), ("score", pa.float64())])),
+            ),
+            pa.field("tool_calls", pa.list_(pa.struct([("name", pa.string()), ("arguments", pa.string())]))),
+            pa.field("model", pa.string()),
+            pa.field("app", pa.string(), nullable=False),
+            pa.field("language", pa.string(), nullable=False),
+            pa.field("user_feedback", pa.int8()),
+            pa.field("latency_ms", pa.int64()),
+            pa.field("metadata", pa.string()),
+            pa.field("sample_rate", pa.float64(), nullable=False),
+            pa.field("sampler_version", pa.string(), nullable=False),
+            pa.field("anonymizer_version", pa.string(), nullable=False),
+            pa.field("pii_counts", pa.string(), nullable=False),
+        ]
+    )
+
+
+def _quarantine_schema():
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            pa.field("trace_id", pa.string(), nullable=False),
+            pa.field("reason", pa.string(), nullable=False),
+            pa.field("field", pa.string()),
+            pa.field("detail", pa.string(), nullable=False),
+            pa.field("raw", pa.string(), nullable=False),
+            pa.field("sampler_version", pa.string(), nullable=False),
+            pa.field("anonymizer_version", pa.string(), nullable=False),
+        ]
+    )
 
 
 QType = Literal["single_hop", "multi_hop", "adversarial", "tool"]
@@ -134,28 +140,31 @@ class GoldenItem(BaseModel):
     """Logical date of the build that created the item (not wall-clock: rebuilds are reproducible)."""
 
 
-GOLDEN_SCHEMA = pa.schema(
-    [
-        pa.field("item_id", pa.string(), nullable=False),
-        pa.field("question", pa.string(), nullable=False),
-        pa.field("reference_answer", pa.string(), nullable=False),
-        pa.field("gold_chunk_ids", pa.list_(pa.string())),
-        pa.field("reference_contexts", pa.list_(pa.string())),
-        pa.field("qtype", pa.string(), nullable=False),
-        pa.field("variant", pa.string(), nullable=False),
-        pa.field("language", pa.string(), nullable=False),
-        pa.field("source", pa.string(), nullable=False),
-        pa.field("source_ref", pa.string(), nullable=False),
-        pa.field("expected_tool", pa.string()),
-        pa.field("expected_args", pa.string()),
-        pa.field("split", pa.string(), nullable=False),
-        pa.field("review", pa.string(), nullable=False),
-        pa.field("generator_model", pa.string(), nullable=False),
-        pa.field("corpus_version", pa.string(), nullable=False),
-        pa.field("created_at", pa.string(), nullable=False),
-    ]
-)
-"""Parquet schema of golden/datasets/<name>/items.parquet (expected_args as JSON text)."""
+def _golden_schema():
+    """Parquet schema of golden/datasets/<name>/items.parquet (expected_args as JSON text)."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            pa.field("item_id", pa.string(), nullable=False),
+            pa.field("question", pa.string(), nullable=False),
+            pa.field("reference_answer", pa.string(), nullable=False),
+            pa.field("gold_chunk_ids", pa.list_(pa.string())),
+            pa.field("reference_contexts", pa.list_(pa.string())),
+            pa.field("qtype", pa.string(), nullable=False),
+            pa.field("variant", pa.string(), nullable=False),
+            pa.field("language", pa.string(), nullable=False),
+            pa.field("source", pa.string(), nullable=False),
+            pa.field("source_ref", pa.string(), nullable=False),
+            pa.field("expected_tool", pa.string()),
+            pa.field("expected_args", pa.string()),
+            pa.field("split", pa.string(), nullable=False),
+            pa.field("review", pa.string(), nullable=False),
+            pa.field("generator_model", pa.string(), nullable=False),
+            pa.field("corpus_version", pa.string(), nullable=False),
+            pa.field("created_at", pa.string(), nullable=False),
+        ]
+    )
 
 
 ScoreStatus = Literal["ok", "failed", "skipped"]
@@ -256,3 +265,16 @@ def corpus_version(chunks: Iterable[Chunk]) -> str:
     """Content identity of a whole corpus: equal iff the same ids hold the same text."""
     lines = sorted(f"{chunk.chunk_id}\t{chunk.content_hash}" for chunk in chunks)
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
+
+
+_ARROW_SCHEMAS = {"SAMPLED_TRACE_SCHEMA": _sampled_trace_schema, "QUARANTINE_SCHEMA": _quarantine_schema,
+                  "GOLDEN_SCHEMA": _golden_schema}  # fmt: skip
+"""The Arrow schemas, built on first use: importing pyarrow costs a process ~80 MB of RSS, and the sampler's
+anonymizing workers (which need `Trace`, never a schema) are started once per CPU."""
+
+
+def __getattr__(name: str):
+    if name in _ARROW_SCHEMAS:
+        schema = globals()[name] = _ARROW_SCHEMAS[name]()
+        return schema
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

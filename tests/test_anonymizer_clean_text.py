@@ -252,6 +252,29 @@ def test_what_an_unseen_corpus_tripped_stays(text):
     _untouched(text)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        # A threads FAQ answer: "in C." ends a sentence, the next starts with a name and a number ("C. Python 3"
+        # read as a Colombian street); "Python 3.11" too.
+        "Judicious use of C extensions will also help: an extension written in C. Python 3 still runs one thread at a "
+        "time, so start N worker threads and a queue.Queue for I/O-bound work.",
+        "The threading module builds on the low-level _thread module, itself written in C. Python 3.11 added no new "
+        "locking primitives; the main thread joins each worker in turn.",
+        # GnuPG's manual (info): batch-file directives after a passphrase word hold no passphrase.
+        'See the previous subsection "Ephemeral home directories".\n\n%ask-passphrase\n%no-ask-passphrase\n'
+        "     This option is a no-op for GnuPG 2.1 and later.",
+        # Node.js's diagnostic report (API docs): byte counts under JSON keys that name them.
+        '"header": {\n    "total_memory": "17179869184",\n    "available_memory": "1598337024",\n'
+        '    "maxRss": "36624662528",\n    "constrained_memory": "36624662528",\n    "userCpuSeconds": 0.040072',
+    ],
+)
+def test_what_faqs_and_manuals_tripped_stays(text):
+    """Shapes from a corpus of FAQs and manuals (`pipelines.bench.clean_manuals`: /usr/share/doc FAQs and HTML,
+    GNU info, Perl's POD, the Rust book): the C language before a versioned name, directives, JSON byte counts."""
+    _untouched(text)
+
+
 LOOK_ALIKE_SEPARATORS = ["/", "_", " - ", " / ", " _ "]
 """Not dots or a lone blank or dash: sixteen digits in 4-4-4-4 groups so split are a mistyped card, replaced
 as `CREDIT_CARD_INVALID` (see `identifiers`)."""

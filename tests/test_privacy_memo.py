@@ -1,5 +1,6 @@
 """PII checks remembered per distinct retrieved context: same results as a fresh scan, pseudonyms still per trace."""
 
+import sys
 from collections import Counter
 
 from pipelines.privacy.anonymizer import Anonymizer
@@ -44,3 +45,15 @@ def test_a_caller_cannot_change_what_later_callers_get():
     found["contexts[0].text"].append("tampered")
     assert residual_pii_by_field(row) == {"contexts[0].text": ["at_sign_like"]}
     assert context_residual_reasons(leaked) == tuple(residual_pii_reasons(leaked)) == ("at_sign_like",)
+
+
+def test_a_remembered_context_is_not_kept():
+    """The memo keeps a digest of the text, not the text: 16,384 remembered chunks would otherwise stay in every
+    worker's memory (up to 64 MB per function)."""
+    fresh = "".join(chr(ord("a") + int(digit)) for digit in str(id(object())))  # a word no earlier test remembered
+    text = f"Los nodos de Qdrant replican cada colección en tres zonas ({fresh}). " * 8
+    held = sys.getrefcount(text)
+    assert context_residual_reasons(text) == context_residual_reasons(text) == ()
+    assert context_pii(text) == context_pii(text)
+    assert sys.getrefcount(text) == held
+    assert context_pii.cache_info().currsize >= 1

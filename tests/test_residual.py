@@ -50,6 +50,13 @@ from pipelines.privacy.residual import residual_pii_reasons
         ("Nos vemos en la ronda de Atocha 12, 3º", "address_like"),
         ("vivo en calle los olivos 5", "address_like"),
         ("at 221 Baker Street", "address_like"),
+        ("vivo en C. Mayor 5", "address_like"),  # "C." after a Spanish word is still a street
+        ("Ship it to C. Basilio Roca 4 Piso 9", "address_like"),  # the PII probe's form: not the C language
+        ("I live in C. Mayor 5", "address_like"),
+        ("My flat: C. Mayor 5, Madrid", "address_like"),
+        ("written in C. 45 # 12-30 is the office", "address_like"),  # a numbered street after "in C." too
+        ('{"phone": "612345678"}', "long_digit_run"),  # a JSON key that names no quantity
+        ("contraseña %abc-123", "password_next"),  # not a directive: it holds digits
         ("Hola, me llamo Xiomara", "name_after_cue"),
         ("Saludos,\nMarta Vilaró", "name_after_cue"),
         ('{"message": "Bearer wrJBzs2R8IoEcc6tSngySw\\nAccept"}', "auth_header"),  # JSON-escaped newline

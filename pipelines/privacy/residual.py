@@ -7,9 +7,8 @@ assignments whose value is not a pseudonym. Over anonymized text each hit means 
 survived; the row it sits in belongs in quarantine with the rule's name as its reason, and the rest
 of the day publishes.
 
-Broad means false alarms: a 10-digit constant (`2147483647`) or a MAC address trips a rule although
-the anonymizer rightly kept it. They cost a quarantined row, never a leak. Reasons name the rule,
-never the value, so they can be logged and published.
+Broad means false alarms: a 10-digit constant (`2147483647`) or a MAC address trips a rule although the anonymizer
+rightly kept it. They cost a quarantined row, never a leak. Reasons name the rule, never the value: publishable.
 
     >>> residual_pii_reasons("Llámame al 612 345 678 o escribe a juan at gmail dot com")
     ['long_digit_run', 'at_sign_like']
@@ -48,10 +47,10 @@ _TOKENISH = r"(?=[^\s\"',;]{8})[^\s\"',;][a-z._~\-]*[0-9+/=A-Z#$%&*@^][^\s\"',;]
 _WEBMAIL = r"(?:gmail|hotmail|outlook|yahoo|icloud|protonmail|proton|gmx|yandex|aol|live|msn|telefonica|movistar)"
 _NOT_A_FORMAT_SLOT = (
     r"(?![«\"“'‘`(\[<]?(?:%[\d$]*[\-+ #0]*\d*(?:\.\d+)?[hlLqjzt]*[diouxXeEfFgGcsSp]|%\(\w+\)[sd]|\{[\w.:!]*\})"
-    r"[»\"”'’`)\]>]?(?:[\s.,;:!?]|$))"
+    r"[»\"”'’`)\]>]?(?:[\s.,;:!?]|$)|%[a-z]+(?:-[a-z]+)+(?:\s|$))"
 )
-"""Not a printf or format slot, quoted or not ("contraseña «%s»", "password '{0}'"): a message catalog's
-template names where a value goes, it holds none."""
+"""Not a printf or format slot, quoted or not ("contraseña «%s»", "password '{0}'"), nor a directive
+("%no-ask-passphrase"): a template or a batch file names where a value goes or which option is set, it holds none."""
 
 
 class _Checked:
@@ -117,8 +116,7 @@ _CODE_VALUE = re.compile(
     r"|(?:~|\.{1,2})?(?:/(?:[a-z0-9_.\-]+|[A-Z][a-z0-9_.\-]*)){2,}/?"  # a path, its segments words, not base64
     r"|(?:~|\.{1,2})?/?(?:[a-z0-9_.\-]+|[A-Z][a-z0-9_.\-]*)\.(?:pem|key|pfx|p12|json|txt|crt|cer|der|jks|env|ya?ml)"
 )
-"""A value that is code, not a secret: a dotted name, a call or subscript, a variable passed on, a
-template slot."""
+"""A value that is code, not a secret: a dotted name, a call or subscript, a variable passed on, a template slot."""
 
 
 def _random_value(value: str) -> bool:
@@ -192,8 +190,12 @@ _ES_STREET_AT = re.compile(
     rf"(?!(?:de|del|la|las|los|el)\b){_ES_NAME})"
 )
 """A name in any case after these: "vivo en calle los olivos 5"."""
+_C_LANGUAGE_BEFORE = ("written in|implemented in|coded in|programmed in|code in|extensions in|modules in|functions in"
+                      "|library in|rewritten in|in plain|in pure|in ANSI")
+_THE_C_LANGUAGE = "(?!(?:" + "|".join(rf"(?<=(?<![\w\-]){w}[ \t])" for w in _C_LANGUAGE_BEFORE.split("|")) + r")C\.)"
+"""Not "C." where it ends a sentence on the language ("written in C. Python 3 calls it"); "to C. Roca 4" is a street."""
 _ES_CAPITALISED_AT = re.compile(
-    rf"(?:{'|'.join(map(re.escape, _ES_CAPITALISED_TYPES))})\s+(?:(?i:de|del|la|las|los|d'|l')\s+)*"
+    rf"{_THE_C_LANGUAGE}(?:{'|'.join(map(re.escape, _ES_CAPITALISED_TYPES))})\s+(?:(?i:de|del|la|las|los|d'|l')\s+)*"
     rf"(?!(?i:de|del|la|las|los|el)\b){_ES_NAME}"
 )
 _ES_NUMBERED_AT = re.compile(
@@ -219,9 +221,8 @@ _MILITARY = re.compile(r"[ADF]PO[ \t]+A[AEP][ \t]+\d{5}\b")
 
 
 def _spanish_address(text: str) -> re.Match[str] | None:
-    """A type of street, a name and a number, or a numbered street: tried only where a type stands
-    (found with `str.find`, far faster than an alternation of forty words scanned by the regex engine),
-    in any case or, for the everyday words, capitalised."""
+    """A type of street, a name and a number, or a numbered street: tried only where a type stands (found with
+    `str.find`, faster than a regex alternation of forty words), in any case or, for the everyday words, capitalised."""
     lowered = text.lower()
     for haystack, words, at in ((lowered, _ES_STREET_TYPES, _ES_STREET_AT), (text, _ES_CAPITALISED_TYPES, _ES_CAPITALISED_AT)):
         for word in words:
@@ -496,11 +497,12 @@ _REFERENCE_BEFORE = re.compile(
 )
 """A word that names what the number is: "project 32555940559", "pedido #612345678" are references."""
 _MEASURE_BEFORE = re.compile(
-    r"(?<![\w.])(?:[A-Za-z]+_)*(?i:total|used|free|available|avail|size|bytes|count|length|sent|recv|rss|vms|shared"
-    r"|buffers|cached|capacity|limit|offset|blocks|memory)(?:_[A-Za-z]+)*[ \t]*=[ \t]*\Z"
+    r"(?<![\w.])[\"']?(?:[A-Za-z]+_|[a-z]+(?=[A-Z]))*(?i:total|used|free|available|avail|size|bytes|count|length"
+    r"|sent|recv|rss|vms|shared|buffers|cached|capacity|limit|offset|blocks|memory)(?:_[A-Za-z]+)*[\"']?[ \t]*"
+    r"(?:=|(?<=[\"']):)[ \t]*[\"']?\Z"
 )
-"""A keyword argument that names a quantity, as a repr prints sizes and counters ("svmem(total=10367352832,
-available=6472179712", "read_bytes=18626220032"): bytes and counts, not anyone's number."""
+"""A keyword argument or a JSON key that names a quantity, as a repr or a report prints sizes and counters ("svmem(
+total=10367352832", "read_bytes=18626220032", "maxRss": "36624662528"): bytes and counts, not anyone's number."""
 
 
 def _balanced_parts(run: str) -> list[str]:
@@ -697,13 +699,11 @@ def _mod97(iban: str) -> bool:
 
 
 # -- screens: what a text must hold for a rule to have a chance -------------------------------------
-#
-# Most text trips no rule, and a rule's regex tries every position of it: scanning 5-10 KB traces was
-# most of the sampling step. Each screen below is a necessary condition of its rule, read off the
-# pattern (a character every match holds, a digit count, a keyword every alternative starts with), and
-# cheap: substring tests run in C at memory speed. A screen may pass text its rule then clears; it must
-# never fail text its rule would flag, so a rule's pattern and its screen change together.
-# tests/test_residual.py checks both agree on drawn and hand-made text.
+# Most text trips no rule, and a rule's regex tries every position of it: scanning 5-10 KB traces was most of the
+# sampling step. Each screen below is a necessary condition of its rule, read off the pattern (a character every match
+# holds, a digit count, a keyword every alternative starts with), and cheap: substring tests run in C at memory speed.
+# A screen may pass text its rule then clears; it must never fail text its rule would flag, so a rule's pattern and
+# its screen change together. tests/test_residual.py checks both agree on drawn and hand-made text.
 
 _DIGIT = re.compile(r"\d")
 _NINE_DIGITS_APART = re.compile(r"\d(?:[ .\-/()_]{0,4}\d){8}")

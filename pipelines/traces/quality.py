@@ -22,7 +22,8 @@ import pyarrow.parquet as pq
 from pipelines.batching import available_cpus, map_in_processes
 from pipelines.records import SAMPLED_TRACE_SCHEMA, SAMPLER_VERSION
 from pipelines.stores.partitions import count_rows, iter_part_batches, read_manifest
-from pipelines.traces.sampling import day_interval, describe_residual, residual_pii_by_field
+from pipelines.traces.residual_fields import residual_findings
+from pipelines.traces.sampling import day_interval
 from pipelines.validation import ValidationReport, run_expectations, run_expectations_in_batches
 from pipelines.workspace import PartitionPaths
 
@@ -31,8 +32,9 @@ RESIDUAL_COLUMN = "_residual_pii"
 """Per row, the residual rules its free-text fields trip ("answer: long_digit_run"), empty when clean."""
 
 
-VALIDATION_BATCH_ROWS = 1_000
-"""Rows the residual scan reads at a time; a few batches are in memory at once (read ahead for the workers)."""
+VALIDATION_BATCH_ROWS = 250
+"""Rows the residual scan reads at a time; a few batches are in memory at once (read ahead for the workers), as
+Python objects pickled to them: 250 rows of 5-10 KB are ~2 MB of text, 1,000 kept ~60 MB more in this process."""
 SUITE_BATCH_ROWS = 10_000
 """Rows the suite checks at a time. GX spends ~0.6 s of CPU per batch whatever its size, and a suite
 batch holds the long text columns as lengths only (`_suite_frame`): 10,000 rows are a few MB."""
@@ -105,14 +107,16 @@ def _row_batches(partition: PartitionPaths, start: datetime, end: datetime, work
     batches = iter_part_batches(parts, batch_size=batch_rows) if rows else [_written_schema(parts).empty_table()]
     waiting: deque[pd.DataFrame] = deque()
 
-    def texts() -> Iterator[pa.RecordBatch | pa.Table]:
+    def texts() -> Iterator[list[dict[str, Any]]]:
         for batch in batches:
             waiting.append(_suite_frame(batch))
-            yield batch.select(TEXT_COLUMNS)  # Arrow buffers to the workers: the text becomes Python objects there
+            # Python values, not Arrow buffers: a worker that unpickled a RecordBatch would import pyarrow (~80 MB
+            # of RSS each), and the residual rules read Python strings anyway.
+            yield batch.select(TEXT_COLUMNS).to_pylist()
 
     previous_id: str | None = None
     collected: list[pd.DataFrame] = []
-    for findings in map_in_processes(_residual_findings, texts(), workers=workers if rows > batch_rows else 1):
+    for findings in map_in_processes(residual_findings, texts(), workers=workers if rows > batch_rows else 1):
         frame = waiting.popleft()
         frame[RESIDUAL_COLUMN] = findings
         frame["_ts_in_interval"] = (frame["ts"] >= start) & (frame["ts"] < end) if len(frame) else []
@@ -147,11 +151,6 @@ def _suite_frame(batch: pa.RecordBatch | pa.Table) -> pd.DataFrame:
 
 TEXT_COLUMNS = ("question", "answer", "contexts", "tool_calls", "metadata")
 """The columns `free_text_fields` reads: all a worker needs of a row."""
-
-
-def _residual_findings(rows: pa.RecordBatch | pa.Table) -> list[str]:
-    """Per row: the residual rules its free-text fields trip, described without values ("" when clean)."""
-    return [describe_residual(residual_pii_by_field(row)) for row in rows.to_pylist()]
 
 
 def _rate_bounds(manifest: dict[str, Any]) -> tuple[float, float]:

@@ -13,7 +13,6 @@ row groups. How the selection is cut into parts and shared among tasks is `shard
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import uuid
@@ -24,28 +23,30 @@ from datetime import date, datetime, time, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from pipelines.privacy.anonymizer import Anonymizer, clip_outside_pseudonyms
-from pipelines.privacy.memo import per_distinct_context
-from pipelines.privacy.residual import residual_pii_reasons
-from pipelines.records import (
-    ANONYMIZER_VERSION,
-    QUARANTINE_SCHEMA,
-    SAMPLED_TRACE_SCHEMA,
-    SAMPLER_VERSION,
-    Trace,
-)
 from pipelines.batching import map_in_processes
+from pipelines.privacy.anonymizer import Anonymizer
+from pipelines.records import QUARANTINE_SCHEMA, SAMPLED_TRACE_SCHEMA
 from pipelines.stores.partitions import ParquetRowWriter
 from pipelines.stores.traces import TraceStore
-from pipelines.traces.parse import Rejection, parse_row
+from pipelines.traces.prepare import (  # noqa: F401 - the step's names, where callers and tests find them
+    CLIP_MARGIN_CHARS,
+    QUARANTINE_CLIP_CHARS,
+    RESIDUAL_PII,
+    PreparedRow,
+    _quarantine_row,
+    prepare_batch,
+    set_up_worker,
+)
+from pipelines.traces.residual_fields import (  # noqa: F401
+    context_residual_reasons,
+    describe_residual,
+    free_text_fields,
+    residual_pii_by_field,
+)
 from pipelines.traces.select import Selection, select_traces, selection_key_sql, stratum_target
 from pipelines.workspace import PartitionPaths
 
 log = logging.getLogger(__name__)
-QUARANTINE_CLIP_CHARS = 4_000
-CLIP_MARGIN_CHARS = 16_000
-RESIDUAL_PII = "residual_pii"
-"""The quarantine reason of a row the anonymizer passed but the residual check did not."""
 
 
 @dataclass
@@ -127,8 +128,8 @@ def write_parts(
             yield []  # the end of a part (an empty part, too, gets its files)
 
     prepared = map_in_processes(
-        _prepare_batch, batches(), workers=workers if rows > store.batch_size else 1,
-        initializer=_set_up_worker, initargs=(anonymizer, max_field_chars, rate),
+        prepare_batch, batches(), workers=workers if rows > store.batch_size else 1,
+        initializer=set_up_worker, initargs=(anonymizer, max_field_chars, rate),
     )  # fmt: skip
     done = 0
     part = None
@@ -187,43 +188,6 @@ class _PartFiles:
             temporary.unlink(missing_ok=True)
 
 
-@dataclass(frozen=True)
-class PreparedRow:
-    """One store row ready to write: a sampled row, or a quarantined one with its reason."""
-
-    row: dict[str, Any]
-    rejection: str | None
-    pii_counts: Counter
-
-
-_worker: dict[str, Any] = {}
-"""What each worker process needs, set once when it starts (the anonymizer holds the key)."""
-
-
-def _set_up_worker(anonymizer: Anonymizer, max_field_chars: int, rate: float) -> None:
-    _worker.update(anonymizer=anonymizer, max_field_chars=max_field_chars, rate=rate)
-
-
-def _prepare_batch(raws: list[dict[str, Any]]) -> list[PreparedRow]:
-    """Parse, anonymize and residual-check a batch of raw rows (runs in a worker process)."""
-    anonymizer, rate = _worker["anonymizer"], _worker["rate"]
-    prepared = []
-    for raw in raws:
-        parsed = parse_row(raw, max_field_chars=_worker["max_field_chars"])
-        if isinstance(parsed, Rejection):
-            # Quarantined text is anonymized too; the summary's PII counts are those of sampled rows.
-            prepared.append(PreparedRow(_quarantine_row(anonymizer, raw, parsed), parsed.reason, Counter()))
-        else:
-            clean, counts = anonymizer.anonymize_trace(parsed)
-            row = _sampled_row(clean, counts, rate)
-            residual = residual_pii_by_field(row)
-            if residual:
-                prepared.append(PreparedRow(_residual_quarantine_row(row, residual), RESIDUAL_PII, Counter()))
-            else:
-                prepared.append(PreparedRow(row, None, counts))
-    return prepared
-
-
 def _batched(rows: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
     batch: list[dict[str, Any]] = []
     for row in rows:
@@ -235,101 +199,3 @@ def _batched(rows: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[st
         yield batch
 
 
-def _sampled_row(trace: Trace, pii_counts: Counter, rate: float) -> dict[str, Any]:
-    row = trace.model_dump(mode="python")
-    row["tool_calls"] = [
-        {"name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False, sort_keys=True)}
-        for c in trace.tool_calls
-    ]
-    row["metadata"] = json.dumps(trace.metadata, ensure_ascii=False, sort_keys=True)
-    row.update(
-        sample_rate=rate,
-        sampler_version=SAMPLER_VERSION,
-        anonymizer_version=ANONYMIZER_VERSION,
-        pii_counts=json.dumps(dict(sorted(pii_counts.items()))),
-    )
-    return row
-
-
-def free_text_fields(row: dict[str, Any]) -> Iterator[tuple[str, str]]:
-    """(field, text) for every free-text field of a sampled row as it is written, so none escapes the PII checks."""
-    yield "question", row["question"] or ""
-    yield "answer", row["answer"] or ""
-    for i, context in enumerate(row["contexts"] if row["contexts"] is not None else []):
-        if context is not None:
-            yield f"contexts[{i}].text", context["text"] or ""
-    for i, call in enumerate(row["tool_calls"] if row["tool_calls"] is not None else []):
-        if call is not None:
-            yield f"tool_calls[{i}].arguments", call["arguments"] or ""
-    yield "metadata", row["metadata"] or ""
-
-
-def residual_pii_by_field(row: dict[str, Any]) -> dict[str, list[str]]:
-    """The residual rules each free-text field of a sampled row trips; empty when the row looks clean.
-
-    A context is checked once per process however many rows hold it (`context_residual_reasons`).
-    """
-    found = {}
-    for name, text in free_text_fields(row):
-        check = context_residual_reasons if name.startswith("contexts[") else residual_pii_reasons
-        if reasons := check(text):
-            found[name] = list(reasons)
-    return found
-
-
-@per_distinct_context
-def context_residual_reasons(text: str) -> tuple[str, ...]:
-    """`residual_pii_reasons` of a retrieved context as written, checked once per process (see `memo`)."""
-    return tuple(residual_pii_reasons(text))
-
-
-def describe_residual(residual: dict[str, list[str]]) -> str:
-    """"answer: long_digit_run; metadata: at_sign_like": fields and rule names, never a value."""
-    return "; ".join(f"{name}: {','.join(reasons)}" for name, reasons in residual.items())
-
-
-def _withheld(reasons: list[str]) -> str:
-    return f"[withheld by ragwatch: residual PII check ({','.join(reasons)})]"
-
-
-def _residual_quarantine_row(row: dict[str, Any], residual: dict[str, list[str]]) -> dict[str, Any]:
-    """The anonymized row's free text, the fields that tripped a rule withheld: a value the anonymizer
-    missed must not reach the quarantine partition either, which is published with the day."""
-    fields = {name: _withheld(residual[name]) if name in residual else text for name, text in free_text_fields(row)}
-    return {
-        "trace_id": row["trace_id"],
-        "reason": RESIDUAL_PII,
-        "field": next(iter(residual)),
-        "detail": describe_residual(residual),
-        "raw": json.dumps(fields, ensure_ascii=False, sort_keys=True),
-        "sampler_version": SAMPLER_VERSION,
-        "anonymizer_version": ANONYMIZER_VERSION,
-    }
-
-
-def _quarantine_row(anonymizer: Anonymizer, raw: dict[str, Any], rejection: Rejection) -> dict[str, Any]:
-    trace_id = str(raw.get("trace_id"))
-    counts: Counter = Counter()
-    fields = {}
-    for name, value in raw.items():
-        if value is None:
-            fields[name] = None
-            continue
-        text = str(value)
-        # Anonymize first, then clip: a value cut at the clip point ("juan.perez@gm") is no longer
-        # recognisable. The margin holds any value that straddles the clip point, a PEM key included.
-        anonymized = anonymizer.anonymize_text(text[: QUARANTINE_CLIP_CHARS + CLIP_MARGIN_CHARS], trace_id, counts)
-        clipped = clip_outside_pseudonyms(anonymized, QUARANTINE_CLIP_CHARS)
-        if clipped != anonymized or len(text) > QUARANTINE_CLIP_CHARS + CLIP_MARGIN_CHARS:
-            clipped += f"… [clipped by ragwatch: {len(text):,} characters in the store]"
-        reasons = residual_pii_reasons(clipped)
-        fields[name] = _withheld(reasons) if reasons else clipped
-    return {
-        "trace_id": trace_id,
-        "reason": rejection.reason,
-        "field": rejection.field,
-        "detail": anonymizer.anonymize_text(rejection.detail, trace_id, counts),
-        "raw": json.dumps(fields, ensure_ascii=False, sort_keys=True),
-        "sampler_version": SAMPLER_VERSION,
-        "anonymizer_version": ANONYMIZER_VERSION,
-    }
