@@ -8,22 +8,19 @@ from __future__ import annotations
 
 import gzip
 import json
-import logging
-import socket
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
-import boto3
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from moto.server import ThreadedMotoServer
 
 from pipelines.stores.partitions import read_parts
 from pipelines.stores.trace_sources import open_trace_source
 from pipelines.stores.trace_sources.spans import UnreadableSource
 from pipelines.traces import steps
 from pipelines.workspace import Workspace
+from tests.s3_server import s3_bucket
 
 DAY = date(2026, 11, 20)
 BUCKET = "langfuse-exports"
@@ -119,24 +116,8 @@ def test_a_local_export_is_sampled_like_the_sql_store(settings, tmp_path, file_f
 @pytest.fixture
 def s3(tmp_path, monkeypatch):
     """An S3 server in process, reached with the DVC remote's variables (AWS_*)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    endpoint = f"http://127.0.0.1:{port}"
-    env = {"AWS_ACCESS_KEY_ID": "langfuse-reader", "AWS_SECRET_ACCESS_KEY": "moto-secret", "AWS_DEFAULT_REGION": "us-east-1",
-           "AWS_ENDPOINT_URL_S3": endpoint, "AWS_CONFIG_FILE": str(tmp_path / "no-aws-config"),
-           "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-aws-credentials"), "AWS_EC2_METADATA_DISABLED": "true"}  # fmt: skip
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    client = boto3.client("s3", endpoint_url=endpoint)
-    client.create_bucket(Bucket=BUCKET)
-    try:
+    with s3_bucket(BUCKET, user="langfuse-reader", secret="moto-secret", tmp_path=tmp_path, monkeypatch=monkeypatch) as client:
         yield client
-    finally:
-        server.stop()
 
 
 def test_an_export_on_s3_is_read_with_the_dvc_remotes_credentials(settings, tmp_path, s3):

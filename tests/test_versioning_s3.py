@@ -4,12 +4,9 @@ Credentials and the endpoint come from the AWS_* environment, as in docker-compo
 """
 
 import logging
-import socket
 from datetime import date
 
-import boto3
 import pytest
-from moto.server import ThreadedMotoServer
 
 from pipelines.files import file_sha256
 from pipelines.golden import steps as golden_steps
@@ -17,6 +14,7 @@ from pipelines.golden.dataset import load_golden_items
 from pipelines.traces import steps as trace_steps
 from pipelines.versioning import git, restore_workspace
 from pipelines.workspace import Workspace
+from tests.s3_server import s3_bucket
 from tests.workspace_data import write_promoted_partition, write_staged_golden
 
 DAY = date(2026, 11, 20)
@@ -26,24 +24,8 @@ SECRET = "moto-secret-never-committed"
 
 @pytest.fixture
 def s3(tmp_path, monkeypatch):
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    endpoint = f"http://127.0.0.1:{port}"
-    env = {"AWS_ACCESS_KEY_ID": "ragwatch-dvc-user", "AWS_SECRET_ACCESS_KEY": SECRET, "AWS_DEFAULT_REGION": "us-east-1",
-           "AWS_ENDPOINT_URL_S3": endpoint, "AWS_CONFIG_FILE": str(tmp_path / "no-aws-config"),
-           "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-aws-credentials"), "AWS_EC2_METADATA_DISABLED": "true"}  # fmt: skip
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    client = boto3.client("s3", endpoint_url=endpoint)
-    client.create_bucket(Bucket=BUCKET)
-    try:
+    with s3_bucket(BUCKET, user="ragwatch-dvc-user", secret=SECRET, tmp_path=tmp_path, monkeypatch=monkeypatch) as client:
         yield client
-    finally:
-        server.stop()
 
 
 def _hashes(folder):
