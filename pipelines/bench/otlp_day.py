@@ -5,7 +5,7 @@ traces' spans a line, each trace a root, a GenAI `retrieval` span (query text, 5
 (input and output messages) and for one trace in five an `execute_tool` span, spread over the day, in files of
 100,000 traces. Then the `select` task (indexing the files' spans by trace, the day's selection) and the `shard`
 task (assembling and anonymizing the selected traces, one worker) each run in a fresh process, whose own peak RSS
-(getrusage) is reported. Writing the files is timed apart and is not part of the step.
+(peak_memory.py: VmHWM) is reported. Writing the files is timed apart and is not part of the step.
 
     python -m pipelines.bench.otlp_day --traces 1000000
 """
@@ -17,13 +17,14 @@ import hashlib
 import json
 import multiprocessing
 import random
-import resource
 import shutil
 import tempfile
 import time
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
+
+from pipelines.bench.peak_memory import own_peak_rss_mb
 
 DAY = date(2026, 11, 20)
 TRACES_PER_LINE = 128
@@ -114,7 +115,7 @@ def _run_step(step: str, settings_json: str, payload: Any, results) -> None:
     else:
         result = steps.write_trace_shard(settings, steps.PlannedShard.model_validate(payload)).model_dump(mode="json")
     results.put({"result": result, "seconds": round(time.perf_counter() - started, 1),
-                 "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)})  # fmt: skip
+                 "peak_rss_mb": round(own_peak_rss_mb())})  # fmt: skip
 
 
 def run_in_process(step: str, settings_json: str, payload: Any) -> dict[str, Any]:

@@ -38,6 +38,7 @@ import pyarrow.parquet as pq
 from rich.console import Console
 from rich.table import Table
 
+from pipelines.bench.peak_memory import own_peak_rss_mb
 from pipelines.bench.sample import _TreeRss, in_spawned_process
 from pipelines.demo.traces import generate_traces
 from pipelines.golden.plan import _interleave, _rank
@@ -138,7 +139,7 @@ def _run_read(loader: str, root: Path, days: int, n: int, results) -> None:
     picked = LOADERS[loader](Workspace(root), PLAN_DAY, days, n)
     read_s = time.perf_counter() - started
     tree.stop()
-    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    own = own_peak_rss_mb()
     cpu = resource.getrusage(resource.RUSAGE_SELF)
     results.put({"picked": len(picked), "picks_sha256": picks_digest(picked), "start_rss_mb": start_mb,
                  "read_s": read_s, "peak_rss_mb": own, "tree_peak_rss_mb": max(own, tree.peak_mb), "cpu_s": cpu.ru_utime + cpu.ru_stime})  # fmt: skip

@@ -39,6 +39,7 @@ import sqlalchemy as sa
 from rich.console import Console
 from rich.table import Table
 
+from pipelines.bench.peak_memory import own_peak_rss_mb
 from pipelines.bench.postgres import start_postgres
 from pipelines.bench.synthetic_corpus import chunk_texts
 from pipelines.demo.traces import generate_store_rows
@@ -163,7 +164,7 @@ def _run_task(name: str, settings: Settings, previous: dict | None, results) -> 
     else:
         result = steps.version_trace_sample(settings, steps.PromotedSample.model_validate(previous))
     tree.stop()
-    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    own = own_peak_rss_mb()
     # CPU seconds, the task's and its finished children's: on a shared machine the wall time says
     # how busy the machine was, CPU time what the task cost.
     cpu = sum(r.ru_utime + r.ru_stime for r in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)))
