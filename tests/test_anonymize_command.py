@@ -7,7 +7,7 @@ import sys
 
 from pipelines.privacy.anonymizer import Anonymizer
 from pipelines.traces.parse import Rejection
-from pipelines.traces.sampling import QUARANTINE_CLIP_CHARS, _quarantine_row
+from pipelines.traces.prepare import QUARANTINE_CLIP_CHARS, _quarantine_row
 from tests.conftest import ROOT
 
 TRACE = {

@@ -8,7 +8,7 @@ from pipelines.privacy.memo import REMEMBERED_MAX_CHARS
 from pipelines.privacy.recognizers import context_pii, find_pii
 from pipelines.privacy.residual import residual_pii_reasons
 from pipelines.records import Context, Trace
-from pipelines.traces.sampling import context_residual_reasons, residual_pii_by_field
+from pipelines.traces.residual_fields import context_residual_reasons, residual_pii_by_field
 
 CHUNK = ("Para cambiar la tarjeta, escribe a soporte.pagos@example.es o llama al 612 345 678. " * 6).strip()
 CLEAN = ("La réplica de Qdrant guarda sus copias durante treinta días en el almacenamiento compartido. " * 5).strip()

@@ -28,21 +28,7 @@ from pipelines.privacy.anonymizer import Anonymizer
 from pipelines.records import QUARANTINE_SCHEMA, SAMPLED_TRACE_SCHEMA
 from pipelines.stores.partitions import ParquetRowWriter
 from pipelines.stores.traces import TraceStore
-from pipelines.traces.prepare import (  # noqa: F401 - the step's names, where callers and tests find them
-    CLIP_MARGIN_CHARS,
-    QUARANTINE_CLIP_CHARS,
-    RESIDUAL_PII,
-    PreparedRow,
-    _quarantine_row,
-    prepare_batch,
-    set_up_worker,
-)
-from pipelines.traces.residual_fields import (  # noqa: F401
-    context_residual_reasons,
-    describe_residual,
-    free_text_fields,
-    residual_pii_by_field,
-)
+from pipelines.traces.prepare import prepare_batch, set_up_worker
 from pipelines.traces.select import Selection, select_traces, selection_key_sql, stratum_target
 from pipelines.workspace import PartitionPaths
 
