@@ -310,8 +310,8 @@ class ResultsStore:
         1. the first release on `run`'s golden version since the latest anchor (the anchor itself when it is on
            this version): pinning every weekly release keeps the reference where it was, so ten releases of
            −0.012 each add up against it instead of each becoming the next one's reference;
-        2. else, no release on this version yet (a golden refresh), the latest release of the set's older versions
-           (the one sharing most items);
+        2. else, no release on this version yet (a golden refresh), the latest release on an older version of the set
+           (the nearest version, the likeliest to share items);
         3. else, with no release at all, the first accepted run that measured a metric on `run`'s golden version
            (of those measuring most of `wanted`);
         else None."""
