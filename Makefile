@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.ragwatch-installed
 PYTEST_ARGS ?=
 
-.PHONY: demo test up down install system-deps real-model constraints clean
+.PHONY: demo test up down install system-deps real-model constraints docs clean
 
 demo: install
 	scripts/demo.sh
@@ -29,22 +29,27 @@ install: $(STAMP) system-deps
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -c constraints.txt -e '.[airflow,bench,dev]'
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[airflow,bench,dev,docs]'
 	$(BIN)/python -m pip check
 	touch $@
 
 system-deps:
 	scripts/system-deps.sh
 
-# The small real LLM of tests/test_real_model.py (docs/real-model.md): the llama-cpp-python wheel, built
+# The small real LLM of tests/test_real_model.py (docs/how-to/real-model.md): the llama-cpp-python wheel, built
 # once per machine into ~/.cache/ragwatch (only the first run pays), and the Gemma 3 270M GGUF.
 real-model: $(STAMP)
 	PYTHON=$(BIN)/python scripts/real-model.sh >/dev/null
 
+# The documentation site (mkdocs.yml) into .ragwatch/site. --strict: a broken link, or a setting or command without
+# its docstring or help, fails the build (the reference pages are generated from the code by docs/hooks/).
+docs: $(STAMP)
+	PYTHONPATH=$(CURDIR) NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 # Re-resolve the pinned set after changing dependencies in pyproject.toml (then run make test).
 constraints:
 	rm -rf /tmp/ragwatch-resolve && $(PYTHON) -m venv /tmp/ragwatch-resolve
-	/tmp/ragwatch-resolve/bin/pip install -q --upgrade pip && /tmp/ragwatch-resolve/bin/pip install -q '.[airflow,bench,dev]'
+	/tmp/ragwatch-resolve/bin/pip install -q --upgrade pip && /tmp/ragwatch-resolve/bin/pip install -q '.[airflow,bench,dev,docs]'
 	/tmp/ragwatch-resolve/bin/pip install -q --only-binary llama-cpp-python \
 		--find-links "$$(PYTHON=/tmp/ragwatch-resolve/bin/python scripts/real-model.sh --wheel)" '.[real-model]'
 	/tmp/ragwatch-resolve/bin/pip freeze --exclude ragwatch | grep -v '^-e' > constraints.txt
