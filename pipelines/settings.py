@@ -13,7 +13,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from pipelines import inputs
@@ -26,18 +26,33 @@ IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 class TraceColumns(BaseModel):
     """Column names of the production trace table; the defaults are the Trace contract."""
 
+    # Field docstrings are the configuration reference (docs/hooks/settings_reference.py reads them).
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     trace_id: str = "trace_id"
+    """Unique id of the trace; the sampling hash is computed from it."""
     ts: str = "ts"
+    """When the trace happened (UTC); the day's interval is selected on it."""
     question: str = "question"
+    """The user's question."""
     answer: str = "answer"
+    """The assistant's answer."""
     contexts: str = "contexts"
+    """Retrieved contexts, a JSON list of `{chunk_id, text, score}` in rank order."""
     tool_calls: str = "tool_calls"
+    """Agent tool calls, a JSON list of `{name, arguments}`."""
     model: str = "model"
+    """The model that answered."""
     app: str = "app"
+    """The application the trace came from (a stratum)."""
     language: str = "language"
+    """The question's language (a stratum)."""
     user_feedback: str = "user_feedback"
+    """The user's feedback: -1, 0, 1 or null (a stratum)."""
     latency_ms: str = "latency_ms"
+    """The answer's latency in milliseconds."""
     metadata: str = "metadata"
+    """Free-form JSON metadata (anonymized like every text field)."""
 
     @field_validator("*")
     @classmethod
@@ -50,13 +65,20 @@ class TraceColumns(BaseModel):
 class ModelEndpoint(BaseModel):
     """One OpenAI-compatible endpoint (vLLM serves `/v1/chat/completions` and `/v1/embeddings`)."""
 
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     base_url: str = Field(default="http://localhost:8000/v1", repr=False)
+    """The server's OpenAI-compatible base URL (ending in `/v1`)."""
     model: str
+    """The model name the server serves; each role's default is in `DEFAULT_MODELS`."""
     api_key: SecretStr = SecretStr("EMPTY")
+    """Sent as the bearer token; vLLM without `--api-key` accepts any."""
     max_concurrency: int = Field(default=8, ge=1)
     """Requests in flight at once; match the server's batch capacity."""
     timeout_s: float = Field(default=60.0, gt=0)
+    """Seconds one request may take before it is retried."""
     max_retries: int = Field(default=4, ge=0)
+    """Retries, with backoff, after a 429, a 5xx or a timeout."""
 
     def __repr_args__(self):
         yield "base_url", redact_url(self.base_url)
@@ -64,15 +86,18 @@ class ModelEndpoint(BaseModel):
 
 
 SELECTION_TIMEOUT_S = 10_800.0
-"""The selection's default statement timeout, 3 h: a 100 M-row day on a 2-core server, with a margin (README § Trace
-sampling has the arithmetic)."""
+"""The selection's default statement timeout, 3 h: a 100 M-row day on a 2-core server, with a margin
+(docs/explanation/sampling.md has the arithmetic)."""
 
 DEFAULT_MODELS = {"generator": "Qwen/Qwen2.5-7B-Instruct", "judge": "meta-llama/Llama-3.1-8B-Instruct",
                   "embeddings": "BAAI/bge-m3"}  # fmt: skip
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="ignore")
+    # Field docstrings are the configuration reference (docs/hooks/settings_reference.py reads them, and
+    # tests/test_docs.py fails on a field without one).
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="ignore",
+                                      use_attribute_docstrings=True)
 
     home: Path = Path(".ragwatch")
     """Root of all embedded state (SQLite files, Airflow home, DVC remote, keys)."""
@@ -80,12 +105,17 @@ class Settings(BaseSettings):
     trace_store_url: str | None = None
     """SQLAlchemy URL of the production trace store; SQLite under `home` when unset."""
     trace_table: str = "traces"
+    """The table of the trace store that holds the traces (a plain SQL identifier, in `trace_tables_allowed`)."""
     trace_tables_allowed: list[str] = Field(default_factory=lambda: ["traces"])
+    """The only tables ragwatch may read traces from, so a mistyped `trace_table` cannot point it at another table."""
     trace_columns: TraceColumns = Field(default_factory=TraceColumns)
+    """Column names of your trace table, where they differ from the Trace contract's (e.g.
+    `RAGWATCH_TRACE_COLUMNS__QUESTION=user_query`)."""
     trace_batch_size: int = Field(default=500, ge=1, le=100_000)
+    """Traces read from the trace store (or a file source) at a time: memory follows it, not the day."""
     trace_source: Literal["sql", "otlp", "openinference", "langfuse-export"] = "sql"
-    """Where production traces are read: the SQL trace store, or span exports (README § Pointing ragwatch at real
-    services, one subsection per source)."""
+    """Where production traces are read: the SQL trace store, or span exports (docs/how-to/trace-sources/, one
+    page per source)."""
     trace_source_path: str | None = None
     """The export a file source reads: a file or a folder (`otlp`, `openinference`), a folder or an `s3://` prefix
     (`langfuse-export`)."""
@@ -96,7 +126,7 @@ class Settings(BaseSettings):
     """PostgreSQL statement timeout of every trace-store query but the day's selection (reads by id are short)."""
     selection_statement_timeout_s: float = Field(default=SELECTION_TIMEOUT_S, gt=0)
     """Statement timeout of the day's selection, which counts and ranks every row of the day: it grows with the day
-    (README § Trace sampling has the arithmetic for 100 M rows)."""
+    (docs/explanation/sampling.md has the arithmetic for 100 M rows)."""
 
     workspace: Path | None = None
     """Data workspace: a git + DVC repository holding `golden/`; under `home` when unset."""
@@ -105,8 +135,11 @@ class Settings(BaseSettings):
     .dvc/config, so never with credentials: S3's come from the AWS_* environment variables."""
 
     sample_rate: float = Field(default=0.05, gt=0.0, le=1.0)
+    """Share of a day's traces the sampling keeps, per stratum; a higher rate selects a superset."""
     strata: list[str] = Field(default_factory=lambda: ["app", "language", "user_feedback"])
+    """Trace columns the sampling stratifies on."""
     min_per_stratum: int = Field(default=2, ge=0)
+    """Fewest traces each stratum keeps (all it has when fewer), so small strata are represented."""
     max_field_chars: int = Field(default=200_000, ge=1_000)
     """Longer text fields send their trace to quarantine (multi-MB answers are logging bugs)."""
     sample_workers: int = Field(default=0, ge=0, le=256)
@@ -124,8 +157,13 @@ class Settings(BaseSettings):
     # Models. "offline" is the deterministic backend (labelled as such in every output);
     # "openai" is any OpenAI-compatible server, e.g. vLLM.
     llm_backend: Literal["offline", "openai"] = "offline"
+    """"offline": the deterministic stand-in `ragwatch-offline-deterministic`, named in every output it produces;
+    "openai": the `generator` and `judge` endpoints (any OpenAI-compatible server, e.g. vLLM)."""
     generator: ModelEndpoint = Field(default_factory=lambda: ModelEndpoint(model=DEFAULT_MODELS["generator"]))
+    """The model that writes golden questions and reference answers, and answers as the reference RAG."""
     judge: ModelEndpoint = Field(default_factory=lambda: ModelEndpoint(model=DEFAULT_MODELS["judge"]))
+    """The model that filters golden items and judges the metrics; the same model as the generator logs a
+    self-preference warning."""
     llm_cache: bool = True
     """Content-addressed cache of model calls, so reruns and backfills cost no calls: SQLite under `home`, or
     `llm_cache_url`."""
@@ -141,24 +179,28 @@ class Settings(BaseSettings):
     or ragas' own metrics, one request per ragas call (the reference implementation). Same definitions."""
 
     embeddings_backend: Literal["local", "openai"] = "local"
+    """"local": all-MiniLM-L6-v2, shipped on PyPI and run in process; "openai": the `embeddings` endpoint."""
     embeddings: ModelEndpoint = Field(default_factory=lambda: ModelEndpoint(model=DEFAULT_MODELS["embeddings"]))
     """Used when embeddings_backend is "openai"; "local" is the all-MiniLM-L6-v2 model shipped on PyPI."""
 
     qdrant_url: str | None = None
     """Qdrant server URL; local mode under `home` when unset."""
     qdrant_api_key: SecretStr | None = None
+    """API key of the Qdrant server at `qdrant_url`, when it asks for one."""
     qdrant_path: Path | None = None
     """Qdrant local mode's folder, when qdrant_url is unset; under `home` when unset. Workers on one machine with
     homes of their own share the index by pointing this at one folder; workers on several machines need a server."""
     corpus_collection: str = "ragwatch_corpus"
+    """The Qdrant collection that holds the corpus index."""
     qdrant_local_lock_wait_s: float = Field(default=600.0, ge=0)
     """Local mode allows one process per path: how long a task waits for another to close it."""
 
     results_url: str | None = None
     """SQLAlchemy URL of the eval results DB (runs + scores); SQLite under `home` when unset."""
     online_target_url: str | None = None
-    """The production RAG service (README § System under test). When set, the online eval's noise arms call
-    it (metric `noise_delta_f`); unset, the reference generator answers them (`noise_delta_f_reference`)."""
+    """The production RAG service (docs/how-to/real-services.md, the system under test). When set, the online eval's
+    noise arms call it (metric `noise_delta_f`); unset, the reference generator answers them
+    (`noise_delta_f_reference`)."""
     online_max_traces: int = Field(default=2_000, ge=1)
     """Traces the daily online eval judges at most (of the day's sample), stratified by app and language
     (online_selection.py). Cost grows with this, not with the day's traffic."""
@@ -213,6 +255,7 @@ class Settings(BaseSettings):
     pushgateway_url: str | None = None
     """Prometheus Pushgateway, e.g. `http://pushgateway:9091`; a textfile under `home` when unset."""
     pushgateway_job: str = "ragwatch"
+    """The `job` label of every pushed group (the alert rules select `job="ragwatch"`)."""
     prometheus_url: str | None = None
     """The Prometheus that scrapes the Pushgateway, e.g. `http://prometheus:9090`: the demo reads the alerts it
     evaluates from its API; unset, no alert is read."""
@@ -224,8 +267,12 @@ class Settings(BaseSettings):
     """When set, the only hosts a target URL (from a DAG param or the CLI) may name; empty allows any."""
 
     airflow_api_url: str = "http://localhost:8080"
+    """Airflow's REST API, where `ragwatch corpus refresh --notify` posts the `ragwatch_corpus` asset event."""
     airflow_username: str | None = None
+    """The Airflow user whose token posts the asset event; unset, a token is asked for without credentials (which
+    only Airflow's simple auth manager with every user an admin hands out)."""
     airflow_password: SecretStr | None = None
+    """That user's password."""
 
     @field_validator("generator", "judge", "embeddings", mode="before")
     @classmethod
