@@ -5,7 +5,7 @@
 #     built once; it prints its ten slowest tests;
 #   - in the background, the real-model setup (scripts/real-model.sh: on a machine that never built
 #     llama-cpp-python, a 7-15 min build, at the lowest CPU priority so the tests keep their CPU),
-#     then the real-model tests (docs/real-model.md). Their output is printed after the main suite's.
+#     then the real-model tests (docs/how-to/real-model.md). Their output is printed after the main suite's.
 # Exit status: the first failing run's.
 #   scripts/test.sh [pytest args...]   e.g. scripts/test.sh tests/test_gate.py -x
 set -uo pipefail
