@@ -16,8 +16,8 @@ demo: install
 test: install
 	scripts/test.sh $(PYTEST_ARGS)
 
-# `make up EXECUTOR=celery WORKERS=2`: Redis and two Celery workers instead of the LocalExecutor (README § Running on
-# several machines); a later `make up` keeps the stack's executor, another one needs `make down` first.
+# `make up EXECUTOR=celery WORKERS=2`: Redis and two Celery workers instead of the LocalExecutor
+# (docs/how-to/several-machines.md); a later `make up` keeps the stack's executor, another one needs `make down` first.
 up: install
 	PYTHONPATH=$(CURDIR) $(BIN)/python deploy/local_stack.py up $(if $(EXECUTOR),--executor $(EXECUTOR)) $(if $(WORKERS),--workers $(WORKERS))
 
