@@ -106,7 +106,7 @@ def render(all_commands: list[Command]) -> str:
         "",
     ]
     for command in all_commands:
-        depth = min(command.path.count(" ") + 1, 6)
+        depth = min(command.path.count(" ") + 2, 6)  # the page title is the only H1
         lines += [
             f"{'#' * depth} `{command.path}`",
             "",

@@ -13,3 +13,8 @@ def cell(text: str) -> str:
 def code(text: str) -> str:
     """An inline code span that survives a `|` inside a table cell."""
     return "`" + text.replace("|", "\\|") + "`"
+
+
+def prose(text: str) -> str:
+    """A paragraph: one line, no raw HTML; `|` stays as is outside tables."""
+    return html.escape(" ".join(text.split()), quote=False)

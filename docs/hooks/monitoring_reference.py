@@ -10,7 +10,7 @@ import ast
 from pathlib import Path
 
 import yaml
-from markdown_text import cell
+from markdown_text import cell, prose
 
 GAUGES_PAGE, ALERTS_PAGE = "reference/gauges.md", "reference/alerts.md"
 
@@ -87,7 +87,7 @@ def render_alerts(rules: list[dict]) -> str:
         ]
         for key in ("summary", "description", "runbook"):
             if key in annotations:
-                lines += [f"**{key.capitalize()}**: {cell(str(annotations[key]))}", ""]
+                lines += [f"**{key.capitalize()}**: {prose(str(annotations[key]))}", ""]
     return "\n".join(lines)
 
 
