@@ -9,11 +9,14 @@ Artifacts (screenshots, the stack's logs when a test failed) go to `test-artifac
 
 from __future__ import annotations
 
+import re
 import shutil
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import quote
 
 import httpx
 import yaml
@@ -31,6 +34,28 @@ EXECUTOR, WORKERS = "celery", 2
 """The session's stack: compose's executor, two workers that share no local folder (the LocalExecutor is `make up`'s
 default; its plan is checked against compose in tests/test_stack.py, its tasks run by `airflow dags test` in
 tests/test_dags.py)."""
+
+
+_PATH_PARAMETER = re.compile(r"\{(\w+)(?::\w+)?\}")
+
+
+def plugin_routes(values: dict[str, str]) -> list[tuple[str, str]]:
+    """(method, path) of every route of the ragwatch plugin's app, read from the app `plugins/ragwatch_plugin.py`
+    registers (`create_app`), so that a route added later is requested by the auth tests too. `values` fills the
+    path parameters (`run_id`): one it lacks fails here, and a new parameter is given a value on purpose."""
+    if str(ROOT / "plugins") not in sys.path:
+        sys.path.insert(0, str(ROOT / "plugins"))  # where Airflow puts it: the plugin imports `ragwatch_airflow`
+    from fastapi.routing import APIRoute
+    from ragwatch_airflow.ui import create_app
+
+    app = create_app()
+    # A mount or a plain Starlette route would not show its paths here: the list would miss them.
+    assert app.routes and all(isinstance(route, APIRoute) for route in app.routes), app.routes
+    return sorted(
+        (method, _PATH_PARAMETER.sub(lambda m: quote(values[m.group(1)], safe=""), route.path))
+        for route in app.routes
+        for method in route.methods
+    )
 
 
 @dataclass
