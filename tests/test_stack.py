@@ -38,13 +38,14 @@ import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from urllib.parse import parse_qs
 
 import httpx
 import pytest
 import yaml
 
 from deploy import local_stack as ls
-from tests.stack import ARTIFACTS, ROOT, SEED_DAYS, StackSession
+from tests.stack import ARTIFACTS, ROOT, SEED_DAYS, StackSession, plugin_routes
 
 COMPOSE_SERVICES_RUN_HERE = {"postgres", "airflow-init", "pushgateway", "prometheus", "airflow-apiserver",
                              "airflow-scheduler", "airflow-dag-processor", "airflow-triggerer"}  # fmt: skip
@@ -654,13 +655,41 @@ def test_backfill_online_eval_through_the_rest_api(stack: StackSession):
     # The plugin is loaded by the api-server and guarded by Airflow's auth like /api/v2 is.
     plugins = stack.api("GET", "/api/v2/plugins").json()["plugins"]
     assert [v["href"] for p in plugins if p["name"] == "ragwatch" for v in p["external_views"]] == ["/ragwatch/"]
-    with httpx.Client(base_url=stack.base_url, timeout=30, headers={"Authorization": "Bearer not-a-jwt"}) as forged:
-        assert forged.get("/api/v2/dags").status_code in (401, 403)
-        assert forged.get("/ragwatch/api/latest").status_code in (401, 403)
     [online] = stack.api("GET", "/ragwatch/api/latest").json()["suites"]["online"]["runs"]
     assert online["logical_date"] == (today - timedelta(days=1)).isoformat()  # the newest, not a backfilled day
     report = stack.api("GET", online["report_url"])
     assert report.status_code == 200 and "sandbox" in report.headers["content-security-policy"]
+    assert_every_plugin_route_needs_airflow_auth(stack, online["run_id"])
+
+
+def assert_every_plugin_route_needs_airflow_auth(stack: StackSession, run_id: str) -> None:
+    """Airflow 3 serves a plugin's FastAPI app unguarded: the app's own hook must ask Airflow's auth manager. Every
+    route, read from the app: no credentials is 401, as on /api/v2 (the page sends a browser to Airflow's login
+    page instead), a forged token or session cookie 403 (Airflow's "Invalid JWT token"); the UI's session cookie
+    and an API token both get the route."""
+    token = stack.token()
+    session = {"Cookie": f"_token={token}"}  # the cookie the Airflow UI keeps its session in
+
+    def request(method: str, url: str, **headers: str) -> httpx.Response:
+        # One request each, no client: a cookie an answer sets must not reach the next request.
+        return httpx.request(method, f"{stack.base_url}{url}", headers=headers, timeout=60, follow_redirects=False)
+
+    assert request("GET", "/api/v2/dags").status_code == 401
+    assert request("GET", "/api/v2/dags", Authorization="Bearer not-a-jwt").status_code == 403
+    for method, path in plugin_routes({"run_id": run_id}):
+        url = f"/ragwatch{path}"
+        assert request(method, url).status_code == 401, url
+        for forged in ({"Authorization": "Bearer not-a-jwt"}, {"Cookie": "_token=not-a-jwt"}):
+            assert request(method, url, **forged).status_code == 403, (url, forged)
+        browser = request(method, url, Accept="text/html")
+        if path == "/":
+            assert browser.status_code == 307, browser.text
+            login, _, query = browser.headers["location"].partition("?")
+            assert login == "/auth/login" and parse_qs(query) == {"next": [f"{stack.base_url}/ragwatch/"]}
+        else:
+            assert browser.status_code == 401, url
+        for credentials in (session, {"Authorization": f"Bearer {token}"}):
+            assert request(method, url, **credentials).status_code == 200, (url, list(credentials))
 
 
 # --- 5c. Two Celery workers, one truth -------------------------------------------------------------------------
