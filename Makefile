@@ -1,5 +1,5 @@
 # Two entry points, each sets itself up: `make demo` and `make test`; `make up` / `make down` run
-# docker-compose.yml's stack on this machine without Docker (deploy/local_stack.py).
+# docker-compose.yml's stack on this machine without Docker (deploy/local_stack/).
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -19,10 +19,10 @@ test: install
 # `make up EXECUTOR=celery WORKERS=2`: Redis and two Celery workers instead of the LocalExecutor
 # (docs/how-to/several-machines.md); a later `make up` keeps the stack's executor, another one needs `make down` first.
 up: install
-	PYTHONPATH=$(CURDIR) $(BIN)/python deploy/local_stack.py up $(if $(EXECUTOR),--executor $(EXECUTOR)) $(if $(WORKERS),--workers $(WORKERS))
+	PYTHONPATH=$(CURDIR) $(BIN)/python -m deploy.local_stack up $(if $(EXECUTOR),--executor $(EXECUTOR)) $(if $(WORKERS),--workers $(WORKERS))
 
 down: install
-	PYTHONPATH=$(CURDIR) $(BIN)/python deploy/local_stack.py down
+	PYTHONPATH=$(CURDIR) $(BIN)/python -m deploy.local_stack down
 
 install: $(STAMP) system-deps
 

@@ -27,12 +27,12 @@ logs="$RAGWATCH_HOME/logs"
 mkdir -p "$logs"
 
 # Scores go to a real Pushgateway, scraped by a real Prometheus that evaluates the project's alert rules
-# (deploy/local_stack.py's own service definitions, on loopback, state under $RAGWATCH_HOME/demo-monitoring,
+# (deploy/local_stack's own service definitions, on loopback, state under $RAGWATCH_HOME/demo-monitoring,
 # stopped at the end). Only when no Pushgateway binary exists do scores go to textfiles.
 monitoring="$RAGWATCH_HOME/demo-monitoring"
 if command -v prometheus-pushgateway >/dev/null; then
-  trap 'PYTHONPATH="$root" python deploy/local_stack.py monitoring-down --home "$monitoring"' EXIT
-  PYTHONPATH="$root" python deploy/local_stack.py monitoring-up --home "$monitoring" >"$logs/monitoring.env"
+  trap 'PYTHONPATH="$root" python -m deploy.local_stack monitoring-down --home "$monitoring"' EXIT
+  PYTHONPATH="$root" python -m deploy.local_stack monitoring-up --home "$monitoring" >"$logs/monitoring.env"
   . "$logs/monitoring.env"
   echo "Pushgateway $RAGWATCH_PUSHGATEWAY_URL and Prometheus ${RAGWATCH_PROMETHEUS_URL:-(no prometheus binary: none)} started (logs: $monitoring/stack/logs)"
 else

@@ -1,5 +1,5 @@
 """The `make up` stack for the test session: started once by the `stack` fixture (tests/conftest.py)
-through the very code `make up EXECUTOR=celery WORKERS=2` runs (deploy/local_stack.py), on free ports,
+through the very code `make up EXECUTOR=celery WORKERS=2` runs (deploy/local_stack/), on free ports,
 in a throwaway home, with a small first-start seed (6 days x 120 traces), the small test corpus and a
 smaller golden set (GOLDEN_PARAMS, in the data workspace's params.yaml); stopped by the same code as
 `make down`, which must leave no process of it running. Every stack test runs on its two Celery workers.
@@ -9,16 +9,19 @@ Artifacts (screenshots, the stack's logs when a test failed) go to `test-artifac
 
 from __future__ import annotations
 
-import importlib.util
+import re
 import shutil
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import quote
 
 import httpx
 import yaml
+
+from deploy import local_stack
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
@@ -33,14 +36,26 @@ default; its plan is checked against compose in tests/test_stack.py, its tasks r
 tests/test_dags.py)."""
 
 
-def load_local_stack():
-    """deploy/local_stack.py as a module (deploy/ is not a package: it is what `make up` runs)."""
-    if "local_stack" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("local_stack", ROOT / "deploy" / "local_stack.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["local_stack"] = module
-        spec.loader.exec_module(module)
-    return sys.modules["local_stack"]
+_PATH_PARAMETER = re.compile(r"\{(\w+)(?::\w+)?\}")
+
+
+def plugin_routes(values: dict[str, str]) -> list[tuple[str, str]]:
+    """(method, path) of every route of the ragwatch plugin's app, read from the app `plugins/ragwatch_plugin.py`
+    registers (`create_app`), so that a route added later is requested by the auth tests too. `values` fills the
+    path parameters (`run_id`): one it lacks fails here, and a new parameter is given a value on purpose."""
+    if str(ROOT / "plugins") not in sys.path:
+        sys.path.insert(0, str(ROOT / "plugins"))  # where Airflow puts it: the plugin imports `ragwatch_airflow`
+    from fastapi.routing import APIRoute
+    from ragwatch_airflow.ui import create_app
+
+    app = create_app()
+    # A mount or a plain Starlette route would not show its paths here: the list would miss them.
+    assert app.routes and all(isinstance(route, APIRoute) for route in app.routes), app.routes
+    return sorted(
+        (method, _PATH_PARAMETER.sub(lambda m: quote(values[m.group(1)], safe=""), route.path))
+        for route in app.routes
+        for method in route.methods
+    )
 
 
 @dataclass
@@ -56,7 +71,7 @@ class StackSession:
 
     @property
     def ls(self):
-        return load_local_stack()
+        return local_stack
 
     @property
     def base_url(self) -> str:
@@ -120,7 +135,7 @@ class StackSession:
 
 
 def start_stack() -> StackSession:
-    ls = load_local_stack()
+    ls = local_stack
     # Not pytest's tmp_path: the PostgreSQL server runs as `postgres`, which cannot enter
     # /tmp/pytest-of-root (mode 700).
     home = Path(tempfile.mkdtemp(prefix="ragwatch-stack-"))
@@ -146,7 +161,7 @@ def start_stack() -> StackSession:
 
 
 def stop_stack(session: StackSession, *, failed: bool) -> list[tuple[int, str]]:
-    ls = load_local_stack()
+    ls = local_stack
     if failed:
         keep_logs(session.home)
     left = ls.down(session.home)

@@ -11,8 +11,12 @@ import string
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipelines.privacy import residual
-from pipelines.privacy.residual import RULES, SCREENS, residual_pii_reasons
+from pipelines.privacy.residual import residual_pii_reasons
+from pipelines.privacy.residual.digit_runs import long_digit_run
+from pipelines.privacy.residual.iban_like import iban_like
+from pipelines.privacy.residual.normalize import normalized
+from pipelines.privacy.residual.rules import RULES
+from pipelines.privacy.residual.screens import CASE_FOLDS, SCREENS
 
 FRAGMENTS = [
     # keywords and the shapes after them
@@ -60,10 +64,10 @@ def unscreened_reasons(text: str) -> list[str]:
     """The rules as they were before the screens: every rule over every text."""
     if not text:
         return []
-    text = residual._normalized(text)
-    reasons = ["long_digit_run"] if residual._long_digit_run(text) else []
+    text = normalized(text)
+    reasons = ["long_digit_run"] if long_digit_run(text) else []
     reasons += [name for name, rule in RULES.items() if rule.search(text)]
-    return reasons + (["iban_like"] if residual._iban_like(text) else [])
+    return reasons + (["iban_like"] if iban_like(text) else [])
 
 
 @settings(max_examples=3000)
@@ -88,4 +92,4 @@ def test_the_case_folds_are_all_that_ignorecase_adds_to_ascii_letters():
     everything = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000)
     for letter in string.ascii_lowercase:
         matched = {m.group() for m in re.finditer(letter, everything, re.IGNORECASE)}
-        assert {c for c in matched if c.translate(residual._CASE_FOLDS).lower() != letter} == set(), letter
+        assert {c for c in matched if c.translate(CASE_FOLDS).lower() != letter} == set(), letter

@@ -1,6 +1,6 @@
 """`make up`'s stack, for real, and held to docker-compose.yml.
 
-One stack for the whole session (the `stack` fixture: deploy/local_stack.py's `up`, the code
+One stack for the whole session (the `stack` fixture: deploy/local_stack's `up`, the code
 `make up` runs; `make down`'s code stops it and must leave nothing running). In order:
 
 1. what `make up` runs is what the compose file declares (commands, env names, ports inside), with
@@ -36,16 +36,16 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from urllib.parse import parse_qs
 
 import httpx
 import pytest
 import yaml
 
-from tests.stack import ARTIFACTS, ROOT, SEED_DAYS, StackSession, load_local_stack
-
-ls = load_local_stack()
+from deploy import local_stack as ls
+from tests.stack import ARTIFACTS, ROOT, SEED_DAYS, StackSession, plugin_routes
 
 COMPOSE_SERVICES_RUN_HERE = {"postgres", "airflow-init", "pushgateway", "prometheus", "airflow-apiserver",
                              "airflow-scheduler", "airflow-dag-processor", "airflow-triggerer"}  # fmt: skip
@@ -342,7 +342,7 @@ class Page:
 def test_backfill_two_days_from_the_ui_and_read_the_scores(stack: StackSession, browser):
     from selenium.webdriver.common.by import By
 
-    today = datetime.now(timezone.utc).date()
+    today = datetime.now(UTC).date()
     # The two days before yesterday: yesterday is the scheduled run's (started by the unpause).
     days = [today - timedelta(days=n) for n in range(BACKFILL_DAYS + 1, 1, -1)]
     assert days[0] >= today - timedelta(days=SEED_DAYS), "the demo traffic covers every backfilled day"
@@ -457,7 +457,7 @@ def trigger_second_offline_eval(stack: StackSession, scheduled: dict) -> dict:
     as soon as the first is done, so that it runs beside the rest; `gated_offline_run` waits for it."""
     week_end = scheduled["data_interval_end"]
     body = {"logical_date": week_end, "data_interval_start": week_end,
-            "data_interval_end": datetime.now(timezone.utc).isoformat(), "conf": {"limit": GATED_RUN_ITEMS}}  # fmt: skip
+            "data_interval_end": datetime.now(UTC).isoformat(), "conf": {"limit": GATED_RUN_ITEMS}}  # fmt: skip
     response = stack.api("POST", "/api/v2/dags/offline_eval/dagRuns", json=body)
     assert response.status_code == 200, response.text
     return response.json()
@@ -475,7 +475,7 @@ def gated_offline_run(stack: StackSession) -> dict:
 @pytest.mark.stack
 def test_the_schedules_run(stack: StackSession):
     runs = scheduled_evals(stack)
-    yesterday = datetime.now(timezone.utc).date() - timedelta(days=1)
+    yesterday = datetime.now(UTC).date() - timedelta(days=1)
     assert datetime.fromisoformat(runs["trace_sampling"]["logical_date"]).date() == yesterday
     assert datetime.fromisoformat(runs["online_eval"]["logical_date"]).date() == yesterday
     # The first golden set, built by a golden_build run when the stack first started.
@@ -617,7 +617,7 @@ def test_every_dashboard_and_alert_expression_returns_series(stack: StackSession
 def test_backfill_online_eval_through_the_rest_api(stack: StackSession):
     """`POST /api/v2/backfills` for the days the UI backfilled: one online run per day, no score twice,
     pushed to the Pushgateway, and the plugin behind Airflow's auth shows the newest."""
-    today = datetime.now(timezone.utc).date()
+    today = datetime.now(UTC).date()
     days = [today - timedelta(days=n) for n in range(BACKFILL_DAYS + 1, 1, -1)]
     workspace = Path(plan_env(stack)["RAGWATCH_WORKSPACE"])
     assert all((workspace / "golden" / "traces" / f"dt={d}" / "_manifest.json").exists() for d in days), \
@@ -655,13 +655,41 @@ def test_backfill_online_eval_through_the_rest_api(stack: StackSession):
     # The plugin is loaded by the api-server and guarded by Airflow's auth like /api/v2 is.
     plugins = stack.api("GET", "/api/v2/plugins").json()["plugins"]
     assert [v["href"] for p in plugins if p["name"] == "ragwatch" for v in p["external_views"]] == ["/ragwatch/"]
-    with httpx.Client(base_url=stack.base_url, timeout=30, headers={"Authorization": "Bearer not-a-jwt"}) as forged:
-        assert forged.get("/api/v2/dags").status_code in (401, 403)
-        assert forged.get("/ragwatch/api/latest").status_code in (401, 403)
     [online] = stack.api("GET", "/ragwatch/api/latest").json()["suites"]["online"]["runs"]
     assert online["logical_date"] == (today - timedelta(days=1)).isoformat()  # the newest, not a backfilled day
     report = stack.api("GET", online["report_url"])
     assert report.status_code == 200 and "sandbox" in report.headers["content-security-policy"]
+    assert_every_plugin_route_needs_airflow_auth(stack, online["run_id"])
+
+
+def assert_every_plugin_route_needs_airflow_auth(stack: StackSession, run_id: str) -> None:
+    """Airflow 3 serves a plugin's FastAPI app unguarded: the app's own hook must ask Airflow's auth manager. Every
+    route, read from the app: no credentials is 401, as on /api/v2 (the page sends a browser to Airflow's login
+    page instead), a forged token or session cookie 403 (Airflow's "Invalid JWT token"); the UI's session cookie
+    and an API token both get the route."""
+    token = stack.token()
+    session = {"Cookie": f"_token={token}"}  # the cookie the Airflow UI keeps its session in
+
+    def request(method: str, url: str, **headers: str) -> httpx.Response:
+        # One request each, no client: a cookie an answer sets must not reach the next request.
+        return httpx.request(method, f"{stack.base_url}{url}", headers=headers, timeout=60, follow_redirects=False)
+
+    assert request("GET", "/api/v2/dags").status_code == 401
+    assert request("GET", "/api/v2/dags", Authorization="Bearer not-a-jwt").status_code == 403
+    for method, path in plugin_routes({"run_id": run_id}):
+        url = f"/ragwatch{path}"
+        assert request(method, url).status_code == 401, url
+        for forged in ({"Authorization": "Bearer not-a-jwt"}, {"Cookie": "_token=not-a-jwt"}):
+            assert request(method, url, **forged).status_code == 403, (url, forged)
+        browser = request(method, url, Accept="text/html")
+        if path == "/":
+            assert browser.status_code == 307, browser.text
+            login, _, query = browser.headers["location"].partition("?")
+            assert login == "/auth/login" and parse_qs(query) == {"next": [f"{stack.base_url}/ragwatch/"]}
+        else:
+            assert browser.status_code == 401, url
+        for credentials in (session, {"Authorization": f"Bearer {token}"}):
+            assert request(method, url, **credentials).status_code == 200, (url, list(credentials))
 
 
 # --- 5c. Two Celery workers, one truth -------------------------------------------------------------------------
@@ -795,7 +823,7 @@ def test_two_celery_workers_publish_what_one_process_publishes(stack: StackSessi
     assert [f for f in files if (stack_partition / f).read_bytes() != (one_partition / f).read_bytes()] == []
 
     # offline_eval, scheduled then gated against it; online_eval for the scheduled day.
-    end = lambda run: datetime.fromisoformat(run["data_interval_end"]).date()  # noqa: E731 (the DAG's logical date)
+    end = lambda run: datetime.fromisoformat(run["data_interval_end"]).date()
     first, _ = run_offline_eval(settings, eval_params(settings), logical_date=end(scheduled["offline_eval"]))
     second, _ = run_offline_eval(settings, eval_params(settings, limit=GATED_RUN_ITEMS), logical_date=end(gated))
     online = run_online_eval(settings, day, online_params(settings), push=False)

@@ -11,12 +11,11 @@ import os
 import subprocess
 import sys
 from datetime import date, timedelta
+from urllib.parse import quote, unquote
 
 import pytest
 from fastapi import HTTPException, Request
 from fastapi.testclient import TestClient
-
-from urllib.parse import quote
 
 from pipelines.evaluation.outputs.report import render_report, write_report
 from pipelines.models.offline import OFFLINE_MODEL
@@ -25,6 +24,7 @@ from pipelines.settings import Settings
 from pipelines.stores.results import EvalRun, ResultsStore, run_id
 from pipelines.workspace import Workspace
 from tests.conftest import ROOT
+from tests.stack import plugin_routes
 
 sys.path.insert(0, str(ROOT / "plugins"))  # where Airflow puts it: the plugin imports `ragwatch_airflow`
 from ragwatch_airflow.ui import ActiveRun, create_app  # noqa: E402
@@ -217,12 +217,24 @@ def test_authorization_hook_guards_every_route_and_sends_people_to_login(setting
     async def deny(request: Request) -> None:
         raise HTTPException(401, "Not authenticated")
 
-    client = TestClient(create_app(lambda: settings, authorize=deny, login_url=lambda nxt: f"/login?next={nxt}"),
+    async def allow(request: Request) -> None:
+        allowed.append(request.url.path)
+
+    allowed: list[str] = []
+    denied = TestClient(create_app(lambda: settings, authorize=deny, login_url=lambda nxt: f"/login?next={nxt}"),
                         follow_redirects=False)  # fmt: skip
-    page = client.get("/", headers={"accept": "text/html"})
-    assert page.status_code == 307 and page.headers["location"].startswith("/login?next=http://testserver/")
-    assert client.get("/api/latest").status_code == 401
-    assert client.get(NEWER_URL).status_code == 401
+    let_in = TestClient(create_app(lambda: settings, authorize=allow), follow_redirects=False)
+    routes = plugin_routes({"run_id": NEWER_ID})
+    assert ("GET", NEWER_URL) in routes
+    for method, path in routes:
+        assert denied.request(method, path).status_code == 401, path
+        browser = denied.request(method, path, headers={"accept": "text/html"})
+        if path == "/":  # the page: a person without a session goes to the login page, then comes back
+            assert browser.status_code == 307 and browser.headers["location"] == "/login?next=http://testserver/"
+        else:
+            assert browser.status_code == 401, path
+        assert let_in.request(method, path).status_code == 200, path
+    assert allowed == [unquote(path) for _, path in routes]  # the hook ran once per request, before each route
 
 
 @pytest.mark.airflow

@@ -32,7 +32,7 @@ sys.exit(0 if sys.argv[1] in {u["username"] for u in json.load(sys.stdin)} else 
         --firstname ragwatch --lastname admin --email "${AIRFLOW_ADMIN_EMAIL:-admin@example.invalid}" >/dev/null
     fi
     ;;
-  *SimpleAuthManager)  # `make up` (deploy/local_stack.py): the simple auth manager's passwords file
+  *SimpleAuthManager)  # `make up` (deploy/local_stack/): the simple auth manager's passwords file
     [[ "${AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS:-}" == "$admin:admin" ]] \
       || { echo "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS must be $admin:admin" >&2; exit 1; }
     passwords=${AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE:?set the simple auth manager passwords file}

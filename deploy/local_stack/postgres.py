@@ -1,0 +1,99 @@
+"""PostgreSQL: a cluster of our own, initialised by deploy/postgres/init.sql."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+from datetime import UTC, datetime
+from glob import glob
+from pathlib import Path
+
+from deploy.local_stack.layout import INIT_SQL, INSTALL_HINT, LOOPBACK, MARKER, ROOT
+from deploy.local_stack.model import Plan, StackError
+from deploy.local_stack.state import _zombie
+
+
+def _pg_bin() -> Path:
+    found = sorted(glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(p.split("/")[4]))
+    if not found:
+        raise StackError(f"PostgreSQL server binaries not found; {INSTALL_HINT}")
+    return Path(found[-1]).parent
+
+
+def _as_postgres(cmd: list[str]) -> list[str]:
+    # PostgreSQL refuses to run as root; runuser keeps the environment (init.sql's \getenv reads it).
+    return ["runuser", "-u", "postgres", "--", *cmd] if os.geteuid() == 0 else cmd
+
+
+def _run(cmd: list[str], log: Path, env: dict[str, str] | None = None, stdin: str | None = None, timeout: float = 600):
+    with open(log, "ab") as out:
+        out.write(f"\n=== {datetime.now(UTC).isoformat()} {shlex.join(cmd)}\n".encode())
+        out.flush()
+        result = subprocess.run(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, timeout=timeout,
+                                input=stdin.encode() if stdin is not None else None,
+                                stdin=None if stdin is not None else subprocess.DEVNULL)  # fmt: skip
+    if result.returncode != 0:
+        tail = log.read_text(errors="replace")[-3000:]
+        raise StackError(f"`{shlex.join(cmd)}` failed ({result.returncode}); log {log}:\n{tail}")
+
+
+def postgres_pid(state: Path) -> int | None:
+    """The postmaster of this stack's cluster, if it runs (a zombie or a reused pid does not count)."""
+    data = state / "postgres-data"
+    try:
+        pid = int((data / "postmaster.pid").read_text().split()[0])
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except (OSError, ValueError, IndexError):
+        return None
+    return pid if str(data) in cmdline and not _zombie(pid) else None
+
+
+def ensure_postgres(plan: Plan) -> None:
+    pg_bin = _pg_bin()
+    data, sockets, log = plan.state / "postgres-data", plan.state / "postgres-run", plan.state / "logs" / "postgres.log"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "RAGWATCH_"))} | {MARKER: str(plan.state)}
+    done = data / "ragwatch-initialised"
+    if not done.exists():
+        # docker-entrypoint-initdb.d runs init.sql once, on an empty volume: a cluster whose init did
+        # not finish (a crash midway) holds nothing yet, so it is made again from scratch.
+        if postgres_pid(plan.state):
+            _run(_as_postgres([str(pg_bin / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"]), log, env)
+        shutil.rmtree(data, ignore_errors=True)
+        for path in (data, sockets):
+            path.mkdir(parents=True, exist_ok=True)
+            if os.geteuid() == 0:
+                shutil.chown(path, "postgres", "postgres")
+        data.chmod(0o700)
+        check = subprocess.run(_as_postgres(["test", "-w", str(data)]), capture_output=True)
+        if check.returncode != 0:
+            raise StackError(f"user postgres cannot write {data}: every folder above it must be searchable (o+x)")
+        _run(_as_postgres([str(pg_bin / "initdb"), "-D", str(data), "-U", "postgres", "--auth-local=trust",
+                           "--auth-host=scram-sha-256", "-E", "UTF8", "--locale=C.UTF-8"]), log, env)  # fmt: skip
+    if postgres_pid(plan.state) is None:
+        # No postmaster of this cluster runs: lock files left by a crash are stale. PostgreSQL would
+        # refuse to start while their pid still exists, which a not yet reaped zombie's does.
+        for stale in [data / "postmaster.pid", *sockets.glob(".s.PGSQL.*")]:
+            stale.unlink(missing_ok=True)
+        server_log = plan.state / "logs" / "postgres-server.log"
+        server_log.touch()
+        if os.geteuid() == 0:  # the server writes it as postgres
+            shutil.chown(server_log, "postgres", "postgres")
+        _run(_as_postgres([str(pg_bin / "pg_ctl"), "-D", str(data), "-l", str(server_log),
+                           "-w", "-t", "120", "-o",
+                           f"-p {plan.ports.postgres} -k {sockets} -c listen_addresses={LOOPBACK}", "start"]), log, env)  # fmt: skip
+    if not done.exists():
+        passwords = {k: plan.secrets[k] for k in ("AIRFLOW_DB_PASSWORD", "RESULTS_DB_PASSWORD", "TRACES_READER_PASSWORD",
+                                                  "TRACES_WRITER_PASSWORD")}  # fmt: skip
+        _run(_as_postgres([str(pg_bin / "psql"), "-h", str(sockets), "-p", str(plan.ports.postgres), "-U", "postgres",
+                           "-d", "postgres", "--no-psqlrc", "-v", "ON_ERROR_STOP=1", "-q", "-f", "-"]),
+             log, env | passwords, stdin=INIT_SQL.read_text())  # fmt: skip
+        done.write_text(datetime.now(UTC).isoformat() + "\n")
+
+
+def stop_postgres(state: Path) -> None:
+    data = state / "postgres-data"
+    if postgres_pid(state):
+        subprocess.run(_as_postgres([str(_pg_bin() / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "-t", "60", "stop"]),
+                       capture_output=True)  # fmt: skip
