@@ -263,6 +263,9 @@ def test_on_the_demos_traffic_a_quarter_moving_to_pip_drops_coverage_beyond_both
     after = measure_day_coverage(settings, write_day(workspace, DAY, shifted))
     assert before.status == after.status == "ok", (before.reason, after.reason)
     assert before.threshold.method == "calibrated" and before.threshold.auc >= 0.7
+    # English traffic: the embedding model reads it, and separates better than the shared n-grams.
+    lexical_auc = float(before.threshold.note.split("TF-IDF cosine: ROC AUC ")[1][:4])
+    assert before.threshold.signal == "embedding cosine" and lexical_auc < before.threshold.auc
     assert before.day.questions == len(set(day)) and before.day.traces == len(day)
     # No pip question passes for covered: the whole quarter of the traffic drops out of the covered share.
     assert after.day.covered_traces == before.day.covered_traces
@@ -274,8 +277,35 @@ def test_on_the_demos_traffic_a_quarter_moving_to_pip_drops_coverage_beyond_both
     assert after.topic_cut.calibrated_on == "user questions" and after.topic_cut.adjusted_rand > 0.2
     assert not any("pip" in r.question for c in before.clusters for r in c.representatives)
     print(f"\ndemo traffic: threshold {before.threshold.value:.3f} (TPR {before.threshold.tpr:.2f}, FPR "
-          f"{before.threshold.fpr:.2f}, AUC {before.threshold.auc:.2f}, {before.threshold.positives} user questions); "
+          f"{before.threshold.fpr:.2f}, AUC {before.threshold.auc:.2f}, {before.threshold.positives} user questions; "
+          f"lexical AUC {lexical_auc:.2f}); "
           f"day 1 {before.day.ratio:.3f} [{before.day.ci_low:.3f}, {before.day.ci_high:.3f}] n={before.day.questions}"
           f" ({before.day.traces} traces); day 2 {after.day.ratio:.3f} [{after.day.ci_low:.3f}, {after.day.ci_high:.3f}]"
           f" n={after.day.questions}; topics {[(c.language, c.questions, round(c.share, 3)) for c in after.clusters[:4]]}"
           f"; cut {after.topic_cut}")
+
+
+def test_the_lexical_signal_is_the_tf_idf_cosine_of_character_ngrams_within_a_language():
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    from pipelines.evaluation.coverage.lexical import NGRAMS, LexicalSpace, fold
+
+    passages = ["Pour installer les paquets Debian, utilisez apt ou dpkg.", "Le noyau Linux se compile avec make.",
+                "Pour installer les paquets Debian, utilisez apt ou dpkg.", "Das Paket wird mit dpkg installiert."]
+    languages = ["fr", "fr", "fr", "de"]
+    space = LexicalSpace(passages, languages)
+    questions = ["Comment installer un paquet ?", "Comment compiler le noyau ?", "Wie installiere ich Pakete?",
+                 "How do I install a package?"]  # fmt: skip
+    asked_in = ["fr", "fr", "de", "en"]
+    sims = space.vectors(questions, asked_in) @ space.vectors(passages, languages).T
+    # Within a language the dot product is the TF-IDF cosine itself (idf from that language's passages, the repeated
+    # passage counted twice), computed here without the projection.
+    french = TfidfVectorizer(analyzer="char_wb", ngram_range=NGRAMS, preprocessor=fold, sublinear_tf=True)
+    expected = (french.fit(passages[:3]).transform(questions[:2]) @ french.transform(passages[:3]).T).toarray()
+    np.testing.assert_allclose(sims[:2, :3], expected, atol=1e-9)
+    assert sims[0, 0] > sims[0, 1] and sims[1, 1] > sims[1, 0]  # "installer … paquet" vs "compiler … noyau"
+    assert 0 < sims[2, 3] < 1  # "installiere … Pakete" meets "Paket … installiert"
+    assert not sims[3].any()  # a language without golden passages matches nothing
+    # Case and accents are folded: a user types "pâquet" or "PAQUET" for "paquet".
+    typed = space.vectors(["Installer un PAQUET", "installér un pâquet"], ["fr", "fr"])
+    assert typed[0].any() and np.allclose(typed[0], typed[1])

@@ -1,6 +1,6 @@
 """The held-out check of golden coverage on real questions the project did not write: the Debian FAQ in French,
-Portuguese and Italian (tests/data/debian_faq.json.gz, cut by pipelines/bench/faq_questions.py; why the FAQ and not
-Spanish docs is said there), one chapter held back from the golden set.
+Portuguese, Italian, German and Dutch (tests/data/debian_faq.json.gz, cut by pipelines/bench/faq_questions.py; why
+the FAQ and not Spanish docs is said there), one chapter held back from the golden set.
 
 The FAQ's chapters are its subjects; its section headings are the questions users asked, each with the answer that
 follows as its passage. The golden set holds a passage for every entry of the other chapters: a generated question
@@ -9,19 +9,19 @@ every third — the user questions the threshold is calibrated on. The day's tra
 the covered chapters, each asked one to four times; the next day a quarter of the traffic moves to the held-back
 chapter's questions.
 
-What it shows with the shipped English-only model (all-MiniLM-L6-v2): a question's own passage does not stand out
-from other chapters' passages in these languages (ROC AUC about 0.6), so the threshold is left uncalibrated and
-coverage fails with that reason rather than print a number — the guard the issue saw never fire. With a threshold
-the user sets, coverage is measured and said to rest on their setting; the held-back chapter's share shows in
-the drop, but at this separation a 25 % shift moves coverage by less than the two intervals' width, and no cut
-groups these questions by chapter, so the topic cut falls back to its default and says so: the numbers are in the
-README.
+The shipped embedding model is English-only: its cosine does not tell a user question's own passage from other
+chapters' in these languages (ROC AUC 0.62, uncalibrated). The lexical signal (coverage/lexical.py) does better
+(0.72), and the coverage step calibrates on it: the shift drops coverage 0.580 → 0.470, each day outside the other
+day's interval, a significant drop. What it does not reach: the two intervals still overlap (by 0.010: the drop is
+0.110, the intervals' inner half-widths 0.120, which takes about 275 distinct questions a day at this separation;
+the FAQ has 233), and neither signal groups the questions by chapter, so the held-back chapter is not one topic.
 """
 
 from __future__ import annotations
 
 import gzip
 import json
+import math
 from datetime import date
 from pathlib import Path
 
@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from pipelines.evaluation.coverage import lexical
 from pipelines.evaluation.coverage.daily import measure_day_coverage
 from pipelines.golden.dataset import write_items
 from pipelines.records import GoldenItem
@@ -37,12 +38,17 @@ from pipelines.workspace import Workspace
 from tests.memo_embedder import memoized_coverage_embedder
 
 FAQ = Path(__file__).parent / "data" / "debian_faq.json.gz"
-PASSAGE_WORDS = 60
-"""The answers' first words kept as passages: the fixture keeps 120, half keeps the test's embedding to seconds."""
+PASSAGE_WORDS = 120
+"""The answers' first words kept as passages (a RAG chunk's size): 60 leaves the held-back chapter's questions
+passing for covered more often (0.24 against 0.18 of them in fr/pt/it)."""
+EVIDENCE_EVERY = 3
+"""Every third golden item is a real question imported by a person, the rest are generated."""
 HELD_BACK = 7
 """"Les bases du système de gestion des paquets Debian": the FAQ's largest chapter (15 questions a language)."""
+LANGUAGES = ("fr", "pt", "it", "de", "nl")
 TEMPLATE = {"fr": "Que dit la documentation sur « {} » ?", "pt": "O que diz a documentação sobre «{}»?",
-            "it": "Cosa dice la documentazione su «{}»?"}  # fmt: skip
+            "it": "Cosa dice la documentazione su «{}»?", "de": "Was sagt die Dokumentation über „{}“?",
+            "nl": "Wat zegt de documentatie over „{}”?"}  # fmt: skip
 DAY_1, DAY_2 = date(2026, 12, 1), date(2026, 12, 2)
 
 
@@ -55,7 +61,7 @@ def golden_items(entries: list[dict]) -> list[GoldenItem]:
     items = []
     for k, e in enumerate(entries):
         chunk_id = f"faq/ch{e['chapter']:02d}.{e['language']}#{e['section']}/0"
-        user = k % 3 == 0
+        user = k % EVIDENCE_EVERY == 0
         question = e["question"] if user else TEMPLATE[e["language"]].format(" ".join(e["answer"].split()[:6]))
         items.append(GoldenItem(item_id=f"{e['language']}-{e['section']}", question=question, reference_answer="…",
                                 qtype="single_hop", language=e["language"], source="human" if user else "corpus",
@@ -90,7 +96,7 @@ def faq_days(tmp_path_factory):
     write_items(paths.released_items, golden_items(covered))
     write_manifest(paths.released_manifest, {"name": "demo", "version": "v1"})
     # The covered chapters' questions no golden item asks, one to four times each.
-    asked = [e for k, e in enumerate(covered) if k % 3]
+    asked = [e for k, e in enumerate(covered) if k % EVIDENCE_EVERY]
     day_1 = [(e["language"], e["question"]) for k, e in enumerate(asked) for _ in range(1 + k % 4)]
     # A quarter of the next day's traffic asks the held-back chapter: a third as many traces as day 1 on top of it.
     extra = len(day_1) // 3
@@ -100,30 +106,50 @@ def faq_days(tmp_path_factory):
     patch.undo()
 
 
-def test_the_local_model_cannot_tell_a_users_passage_in_these_languages_so_coverage_says_so(faq_days):
+def test_the_lexical_signal_is_calibrated_where_the_english_model_is_not(faq_days):
     settings, day_1, _, counts = faq_days
     result = measure_day_coverage(settings, day_1)
     t = result.threshold
-    assert result.status == "failed" and t.method == "uncalibrated" and t.value is None
+    assert result.status == "ok", result.reason
     # Every third covered entry is a user question with its passage: all are evidence, each one a positive.
-    assert t.positives == t.evidence == len(range(0, counts["covered"], 3))
-    assert t.auc < 0.7 and "ROC AUC" in result.reason and "RAGWATCH_COVERAGE_THRESHOLD" in result.reason
-    assert not result.strata
+    assert t.positives == t.evidence == len(range(0, counts["covered"], EVIDENCE_EVERY))
+    assert t.method == "calibrated" and t.signal == lexical.SIGNAL and t.auc >= 0.7
+    # The embedding model's own figure is in the note, and it is the weaker one.
+    embedding_auc = float(t.note.split("embedding cosine: ROC AUC ")[1][:4])
+    assert embedding_auc < 0.7 <= t.auc
+    print(f"\nheld-out FAQ {'/'.join(LANGUAGES)}: {t.signal} threshold {t.value:.3f} (TPR {t.tpr:.2f}, FPR {t.fpr:.2f}, "
+          f"AUC {t.auc:.2f}; embedding cosine AUC {embedding_auc:.2f}) on {t.positives} user questions")
 
 
-def test_with_the_users_threshold_coverage_is_measured_on_distinct_questions_and_says_whose_threshold(faq_days):
-    settings, day_1, day_2, counts = faq_days
+def test_with_the_english_models_cosine_set_by_the_user_coverage_says_whose_threshold(faq_days):
+    settings, day_1, _, counts = faq_days
     mine = settings.model_copy(update={"coverage_threshold": 0.55})
-    before, after = measure_day_coverage(mine, day_1), measure_day_coverage(mine, day_2)
-    assert before.status == after.status == "ok" and before.threshold.method == "setting"
-    assert "not calibrated" in before.threshold.note
+    result = measure_day_coverage(mine, day_1)
+    assert result.status == "ok" and result.threshold.method == "setting"
+    assert result.threshold.signal == "embedding cosine" and "not calibrated" in result.threshold.note
+    assert result.threshold.auc < 0.7  # what the user's setting rests on, reported with it
     # n is the distinct questions; the traces are the volume.
-    assert (before.day.questions, before.day.traces) == (counts["asked"], counts["day_1"])
+    assert (result.day.questions, result.day.traces) == (counts["asked"], counts["day_1"])
+
+
+def test_a_quarter_of_the_traffic_moving_to_the_held_back_chapter_is_a_significant_drop(faq_days):
+    settings, day_1, day_2, counts = faq_days
+    before, after = measure_day_coverage(settings, day_1), measure_day_coverage(settings, day_2)
+    assert before.status == after.status == "ok"
     assert (after.day.questions, after.day.traces) == (counts["asked"] + counts["held"], counts["day_2"])
-    # The held-back chapter's traffic lowers coverage (its questions find no passage of their own).
-    assert after.day.ratio < before.day.ratio
-    # Nor does the model group these questions by chapter: the topic cut says so instead of pretending.
-    assert after.topic_cut.method == "default" and after.topic_cut.adjusted_rand < 0.1 and "rough" in after.topic_cut.note
-    print(f"\nheld-out FAQ at cosine 0.55: day 1 {before.day.ratio:.3f} [{before.day.ci_low:.3f}, {before.day.ci_high:.3f}]"
-          f" n={before.day.questions}; day 2 {after.day.ratio:.3f} [{after.day.ci_low:.3f}, {after.day.ci_high:.3f}]"
-          f" n={after.day.questions}; topics {[(c.language, c.questions) for c in after.clusters[:5]]}")
+    b, a = before.day, after.day
+    held = {e["question"] for e in faq_entries() if e["chapter"] == HELD_BACK}
+    print(f"\nheld-out FAQ: day 1 {b.ratio:.3f} [{b.ci_low:.3f}, {b.ci_high:.3f}] n={b.questions} ({b.traces} traces)"
+          f"; day 2 {a.ratio:.3f} [{a.ci_low:.3f}, {a.ci_high:.3f}] n={a.questions} ({a.traces} traces); topic cut "
+          f"{after.topic_cut.similarity} ({after.topic_cut.method}, ARI {after.topic_cut.adjusted_rand:.2f}); topics "
+          f"(language, questions, held-back representatives of 3): "
+          f"{[(c.language, c.questions, sum(r.question in held for r in c.representatives)) for c in after.clusters[:5]]}")
+    # Each day's coverage lies outside the other day's interval, and the drop is significant at 5 % (two-sample).
+    assert a.ratio < b.ci_low and b.ratio > a.ci_high
+    assert b.ratio - a.ratio > 1.96 * math.hypot((b.ci_high - b.ci_low) / 3.92, (a.ci_high - a.ci_low) / 3.92)
+    # The held-back chapter's questions are mostly the ones found uncovered: day 2 covers few more traces than day 1.
+    extra = counts["day_2"] - counts["day_1"]
+    assert a.covered_traces - b.covered_traces < 0.25 * extra
+    # Not reached on these 233 questions: the two intervals still overlap (a 0.11 drop against 0.12 of half-widths),
+    # and neither signal groups these questions by chapter, so the topic cut says its topics are rough.
+    assert after.topic_cut.method == "default" and "rough" in after.topic_cut.note

@@ -36,7 +36,9 @@ def cluster_uncovered(vectors: np.ndarray, rows: Sequence[dict], weights: np.nda
     languages = np.array([r["language"] for r in rows])
     clusters = []
     for language in np.unique(languages):
-        members = np.flatnonzero(languages == language)
+        # A question sharing nothing with the golden passages (the lexical signal: no n-gram in common) has no
+        # direction to group it by, and the cosine metric refuses a zero vector: it stays unclustered.
+        members = np.flatnonzero((languages == language) & (np.abs(vectors).sum(axis=1) > 0))
         scale = 1.0
         if len(members) > MAX_CLUSTERED:
             by_hash = sorted(members, key=lambda i: hashlib.sha256(rows[i]["trace_id"].encode()).digest())

@@ -2,8 +2,9 @@
 
 Reads the day's sampled (anonymized) questions — at most `coverage_max_questions` traces, stratified by
 app/language like the judged budget (a floor each, the rest in proportion, the smallest sampling keys, so a rerun
-embeds the same questions) — folds repeats into distinct questions, and embeds them and the released golden set's
-reference passages with the run's embedding model; calibrates the threshold on the golden set's user questions
+embeds the same questions) — folds repeats into distinct questions, and matches them to the released golden set's
+reference passages by the signal (the embedding cosine or the lexical one, signal.py) that best tells the golden
+set's user questions' own passages from others, the threshold calibrated on those questions
 (threshold.py), estimates coverage (estimate.py), calibrates the topic cut (topic_cut.py) and clusters the
 uncovered questions (clusters.py). The result goes to `coverage.json` in the run folder; finalize publishes it (run params,
 report, gauges) and queues the largest uncovered topics in the review inbox, which the next golden build's
@@ -14,7 +15,6 @@ trace questions start from. A coverage that cannot be measured (no released gold
 from __future__ import annotations
 
 import logging
-import time
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +22,8 @@ import numpy as np
 from pipelines.evaluation.coverage.clusters import cluster_uncovered
 from pipelines.evaluation.coverage.estimate import coverage_by_stratum, nearest_golden
 from pipelines.evaluation.coverage.result import GoldenCoverage
-from pipelines.evaluation.coverage.threshold import calibrate_threshold, document_of, evidence_items, golden_passages
+from pipelines.evaluation.coverage.signal import MatchSignal, choose_signal
+from pipelines.evaluation.coverage.threshold import document_of, evidence_items, golden_passages
 from pipelines.evaluation.coverage.topic_cut import MIN_USER_QUESTIONS, TopicCut, calibrate_topic_cut, subsample
 from pipelines.evaluation.runs.folder import read_meta
 from pipelines.evaluation.runs.online_selection import read_judged, select_budget, stratum_of
@@ -37,9 +38,6 @@ log = logging.getLogger(__name__)
 COLUMNS = ["trace_id", "app", "language", "question"]
 READ_ROWS = 8_192
 """Rows per record batch of the four short columns."""
-EMBED_ROWS = 256
-"""Questions per embedding call: the log says how far it got after each."""
-LOG_EVERY_S = 30.0
 
 
 def measure_online_coverage(settings: Settings, run_dir: Path) -> GoldenCoverage:
@@ -71,11 +69,9 @@ def measure_day_coverage(settings: Settings, parts: list[Path], *, golden: str |
         return GoldenCoverage(status="failed", reason=str(exc), **common)
     embedder = build_embedder(settings)
     passages = golden_passages(items)
-    passage_vectors = _embed(embedder, passages.texts, "golden passages")
     evidence = evidence_items(items)
-    evidence_vectors = _embed(embedder, [i.question for i in evidence], "golden user questions")
-    threshold = calibrate_threshold(evidence, evidence_vectors, passages, passage_vectors,
-                                    setting=settings.coverage_threshold)  # fmt: skip
+    signal = choose_signal(embedder, passages, evidence, settings.coverage_threshold)
+    threshold = signal.threshold
     common.update(golden_version=version, golden_questions=len(items), golden_passages=len(passages.texts),
                   threshold=threshold)  # fmt: skip
     if threshold.value is None:
@@ -83,8 +79,9 @@ def measure_day_coverage(settings: Settings, parts: list[Path], *, golden: str |
     selection = select_budget(parts, max_traces=settings.coverage_max_questions,
                               min_per_stratum=settings.online_min_per_stratum, noise_share=0.0)  # fmt: skip
     rows = distinct_questions(read_judged(parts, selection.judged, columns=COLUMNS, read_rows=READ_ROWS))
-    vectors = _embed(embedder, [r["question"] for r in rows], "the day's distinct questions")
-    matches = nearest_golden(vectors, [r["language"] for r in rows], passage_vectors, passages.languages)
+    languages = [r["language"] for r in rows]
+    vectors = signal.place([r["question"] for r in rows], languages, "the day's distinct questions")
+    matches = nearest_golden(vectors, languages, signal.passage_vectors, passages.languages)
     covered = matches.covered(threshold.value)
     strata = [stratum_of(r["app"], r["language"]) for r in rows]
     asked = np.array([r["traces"] for r in rows], dtype=np.int64)
@@ -92,7 +89,7 @@ def measure_day_coverage(settings: Settings, parts: list[Path], *, golden: str |
     by_stratum = coverage_by_stratum(strata, covered, day_traces, asked)
     embedded = {s.stratum: s.traces for s in by_stratum}
     weights = np.array([day_traces[s] / embedded[s] for s in strata]) * asked
-    topic_cut = _topic_cut(embedder, items, evidence, evidence_vectors)
+    topic_cut = _topic_cut(signal, items, evidence)
     uncovered = np.flatnonzero(~covered)
     clusters = cluster_uncovered(vectors[uncovered], [rows[i] for i in uncovered], weights[uncovered],
                                  similarity=topic_cut.similarity, day_traces=selection.counts.day_traces,
@@ -120,7 +117,7 @@ def _normalised(question: str) -> str:
     return " ".join(question.casefold().split()).strip(" ?¿!¡.,;:")
 
 
-def _topic_cut(embedder, items, evidence, evidence_vectors) -> TopicCut:
+def _topic_cut(signal: MatchSignal, items, evidence) -> TopicCut:
     """The topic cut on the user questions when there are enough of them, else on the golden set's questions."""
     def documents(pool):
         return [document_of(i.gold_chunk_ids[0] if i.gold_chunk_ids else i.source_ref) for i in pool]
@@ -128,24 +125,13 @@ def _topic_cut(embedder, items, evidence, evidence_vectors) -> TopicCut:
     answerable = [k for k, i in enumerate(evidence) if i.gold_chunk_ids]
     if len(answerable) >= MIN_USER_QUESTIONS:
         pool = [evidence[k] for k in answerable]
-        return calibrate_topic_cut(evidence_vectors[answerable], documents(pool), [i.language for i in pool],
+        return calibrate_topic_cut(signal.evidence_vectors[answerable], documents(pool), [i.language for i in pool],
                                    [i.item_id for i in pool], calibrated_on="user questions")  # fmt: skip
     pool = subsample([i for i in items if i.gold_chunk_ids and i.qtype in ("single_hop", "multi_hop")])
-    vectors = _embed(embedder, [i.question for i in pool], "golden questions")
+    vectors = signal.place([i.question for i in pool], [i.language for i in pool], "golden questions")
     return calibrate_topic_cut(vectors, documents(pool), [i.language for i in pool], [i.item_id for i in pool],
                                calibrated_on="generated questions")  # fmt: skip
 
 
 def read_coverage(run: RunPaths) -> GoldenCoverage | None:
     return GoldenCoverage.model_validate_json(run.coverage.read_text()) if run.coverage.exists() else None
-
-
-def _embed(embedder, texts: list[str], what: str) -> np.ndarray:
-    """Normalised vectors of `texts`, one row each, logging the count every LOG_EVERY_S seconds."""
-    vectors, logged = [], time.monotonic()
-    for start in range(0, len(texts), EMBED_ROWS):
-        vectors += embedder.embed(texts[start : start + EMBED_ROWS])
-        if time.monotonic() - logged > LOG_EVERY_S:
-            log.info("golden coverage: embedded %d of %d %s", len(vectors), len(texts), what)
-            logged = time.monotonic()
-    return np.asarray(vectors, dtype=np.float64).reshape(len(texts), -1) if texts else np.zeros((0, 1))

@@ -44,6 +44,8 @@ class CoverageThreshold(BaseModel):
     """Cosine (question vs golden passage) at or above which a question is covered; None: none calibrated nor set."""
     method: str
     """"calibrated" (Youden's J on user questions), "setting" (RAGWATCH_COVERAGE_THRESHOLD) or "uncalibrated"."""
+    signal: str = "embedding cosine"
+    """What the threshold is a similarity of: the embedding model's cosine, or lexical.SIGNAL (daily.py picks)."""
     evidence: int = 0
     """Golden items with a user's question (source trace or human) in a language with golden passages."""
     positives: int = 0
@@ -103,12 +105,14 @@ def evidence_items(items: Sequence[GoldenItem]) -> list[GoldenItem]:
 
 
 def calibrate_threshold(evidence: Sequence[GoldenItem], question_vectors: np.ndarray, passages: GoldenPassages,
-                        passage_vectors: np.ndarray, *, setting: float | None = None) -> CoverageThreshold:  # fmt: skip
-    """The threshold from the user questions `evidence` (normalised `question_vectors`, one row each) against the
-    golden `passages` (normalised `passage_vectors`)."""
+                        passage_vectors: np.ndarray, *, setting: float | None = None,
+                        signal: str = "embedding cosine") -> CoverageThreshold:  # fmt: skip
+    """The threshold from the user questions `evidence` (`question_vectors`, one row each) against the golden
+    `passages` (`passage_vectors`), their dot product being the `signal`'s similarity."""
     positives, negatives, used = _scores(evidence, question_vectors, passages, passage_vectors)
     measured = _roc(np.array(positives), np.array(negatives))
-    counts = dict(evidence=used, positives=len(positives), negatives=len(negatives), auc=measured.get("auc"))
+    counts = {"signal": signal, "evidence": used, "positives": len(positives), "negatives": len(negatives),
+              "auc": measured.get("auc")}
     if setting is not None:
         return CoverageThreshold(value=setting, method="setting", **counts,
                                  **_rates(np.array(positives), np.array(negatives), setting),
@@ -122,10 +126,11 @@ def calibrate_threshold(evidence: Sequence[GoldenItem], question_vectors: np.nda
                                       "questions, or set RAGWATCH_COVERAGE_THRESHOLD to a cosine you checked")  # fmt: skip
     if measured["auc"] < MIN_AUC:
         return CoverageThreshold(value=None, method="uncalibrated", **counts,
-                                 note=f"uncalibrated: the embedding model does not tell a user question's own "
-                                      f"passage from other documents' (ROC AUC {measured['auc']:.2f} < {MIN_AUC} on "
-                                      f"{len(positives)} user questions): set RAGWATCH_COVERAGE_THRESHOLD to a "
-                                      "cosine you checked, or use an embedding model made for this language")  # fmt: skip
+                                 note=f"uncalibrated: the {signal} does not tell a user question's own passage "
+                                      f"from other documents' (ROC AUC {measured['auc']:.2f} < {MIN_AUC} on "
+                                      f"{len(positives)} user questions): set RAGWATCH_COVERAGE_THRESHOLD to an "
+                                      "embedding cosine you checked, or use an embedding model made for this "
+                                      "language")  # fmt: skip
     return CoverageThreshold(value=measured["threshold"], method="calibrated", tpr=measured["tpr"],
                              fpr=measured["fpr"], **counts)  # fmt: skip
 

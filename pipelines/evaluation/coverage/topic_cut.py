@@ -66,7 +66,8 @@ def calibrate_topic_cut(vectors: np.ndarray, documents: Sequence[str], languages
     documents, languages = np.asarray(documents), np.asarray(languages)
     groups = []
     for language in np.unique(languages):
-        members = np.flatnonzero(languages == language)
+        # A zero vector (a question sharing no n-gram with the golden passages) has no cosine to cluster by.
+        members = np.flatnonzero((languages == language) & (np.abs(vectors).sum(axis=1) > 0))
         members = np.array(sorted(members, key=lambda i: hashlib.sha256(keys[i].encode()).digest())[:MAX_CALIBRATION])
         labels, counts = np.unique(documents[members], return_counts=True)
         if (counts >= 2).sum() >= 2:
@@ -89,7 +90,7 @@ def calibrate_topic_cut(vectors: np.ndarray, documents: Sequence[str], languages
     if scores[best] < MIN_ADJUSTED_RAND:
         return TopicCut(similarity=DEFAULT_SIMILARITY, method="default", **common,
                         note=f"no cut groups the golden set's {calibrated_on} by document (best adjusted Rand index "
-                             f"{scores[best]:.2f} < {MIN_ADJUSTED_RAND}): the embedding model does not tell their "
+                             f"{scores[best]:.2f} < {MIN_ADJUSTED_RAND}): the match signal does not tell their "
                              "subjects apart, and topics are rough")  # fmt: skip
     return TopicCut(similarity=CUTS[best], method="calibrated", **common)
 
