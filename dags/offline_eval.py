@@ -92,7 +92,7 @@ with DAG(
     @task(retries=0)
     def gate(summary: dict, _pushed: dict, params=None) -> dict:
         from pipelines.evaluation.outputs.summary import RunSummary
-        from pipelines.evaluation.statistics.gate import enforce_gate
+        from pipelines.evaluation.runs.offline import enforce_gate
 
         return enforce_gate(RunSummary.model_validate(summary), params["fail_on_gate"]).model_dump(mode="json")
 

@@ -10,8 +10,11 @@ from pydantic import BaseModel
 from pipelines.evaluation.coverage.result import GoldenCoverage
 from pipelines.evaluation.runs.cost import RunCost
 from pipelines.evaluation.runs.folder import RunHeader
+from pipelines.evaluation.statistics.aggregates import Aggregate, aggregate
 from pipelines.evaluation.statistics.diagnose import DEFAULT_MIN_N, DiagnosisCorrection, diagnose
-from pipelines.evaluation.statistics.intervals import BENJAMINI_HOCHBERG, GATED, OVERALL, WESTFALL_YOUNG, Aggregate, aggregate
+from pipelines.evaluation.statistics.gate.rule import GATED
+from pipelines.evaluation.statistics.multiplicity import BENJAMINI_HOCHBERG, WESTFALL_YOUNG
+from pipelines.evaluation.statistics.scores import OVERALL
 from pipelines.settings import Settings
 from pipelines.stores.results import EvalRun, ResultsStore
 
@@ -49,7 +52,7 @@ class GateRow(BaseModel):
     its worst case (tested where the baseline measured it) worsened."""
     status: str = GATED
     detectable_drop: float | None = None
-    """The smallest drop this gate catches 90 % of the time (statistics/gate_sensitivity.py); None for gates stored
+    """The smallest drop this gate catches 90 % of the time (statistics/gate/sensitivity.py); None for gates stored
     before it was computed, a metric not gated, or runs that share no items."""
 
 

@@ -11,7 +11,7 @@ batch gets its share again; what it finds in the LLM cache is free.
 
 Every score whose model call the budget refused is `skipped` with the reason "budget" (`BUDGET_REASON`), never
 dropped and never `failed`: the report and the summary count them, and the gate treats them as missing (a
-skipped score is not ok, intervals.regression_gate).
+skipped score is not ok, statistics/gate/rule.regression_gate).
 """
 
 from __future__ import annotations
