@@ -72,7 +72,7 @@ with DAG(
     def coverage(prepared: dict) -> dict:
         from pathlib import Path
 
-        from pipelines.evaluation.coverage.daily import measure_online_coverage
+        from pipelines.evaluation.runs.online import measure_online_coverage
 
         measured = measure_online_coverage(ragwatch_settings(), Path(prepared["run_dir"]))
         return {"status": measured.status, "reason": measured.reason, "topics": len(measured.clusters)}

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from pipelines.evaluation.coverage.daily import measure_online_coverage
+from pipelines.evaluation.runs.online import measure_online_coverage
 from pipelines.evaluation.outputs.push import build_registry
 from pipelines.evaluation.runs.budget import skipped_for_budget
 from pipelines.evaluation.runs.cost import read_usage

@@ -33,17 +33,17 @@ from prometheus_client.exposition import basic_auth_handler, default_handler
 from pydantic import BaseModel
 
 from pipelines import inputs
-from pipelines.evaluation.coverage.result import GoldenCoverage
 from pipelines.evaluation.outputs.summary import (
     JudgeNoiseRow,
     JudgeTrustRow,
     RunSummary,
     gate_rows,
-    golden_coverage,  # fmt: skip
+    golden_coverage,
     judge_noise_rows,
     judge_trust,
 )
-from pipelines.evaluation.runs.cost import RunCost
+from pipelines.evaluation.results.coverage import GoldenCoverage
+from pipelines.evaluation.results.run import RunCost
 from pipelines.evaluation.statistics.aggregates import Aggregate, aggregate
 from pipelines.evaluation.statistics.diagnose import CONTEXT_PRECISION as DIAGNOSED_PRECISION
 from pipelines.records import METRICS, gauge_name

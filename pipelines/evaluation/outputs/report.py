@@ -20,12 +20,12 @@ from typing import Any
 from jinja2 import Environment
 from markupsafe import Markup
 
-from pipelines.evaluation.coverage.result import GoldenCoverage
 from pipelines.evaluation.outputs.charts import Interval, histogram, interval_chart, line_chart
 from pipelines.evaluation.outputs.cost_trend import CostWeek
 from pipelines.evaluation.outputs.formatting import interval, number
 from pipelines.evaluation.outputs.summary import golden_coverage, judge_noise_rows, judge_trust, judged_strata
-from pipelines.evaluation.runs.cost import RunCost
+from pipelines.evaluation.results.coverage import GoldenCoverage
+from pipelines.evaluation.results.run import RunCost
 from pipelines.evaluation.statistics.aggregates import Aggregate, aggregate
 from pipelines.evaluation.statistics.diagnose import (
     ATTRIBUTIONS,

@@ -18,21 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from pydantic import BaseModel
-
+from pipelines.evaluation.results.run import RunBudget
 from pipelines.models.budget import BUDGET_REASON, TokenBudget, is_refusal
 from pipelines.records import Score
-
-
-class RunBudget(BaseModel):
-    """How a run's token budget was divided (run.json)."""
-
-    cap: int
-    """RAGWATCH_LLM_BUDGET_TOKENS when the run was prepared."""
-    prepare_tokens: int = 0
-    """Tokens the prepare step charged (the offline system under test's answers)."""
-    per_batch: int
-    """Each judge batch's share: (cap − prepare_tokens) // batches."""
 
 
 def divide_budget(cap: int | None, *, prepare_tokens: int, batches: int) -> RunBudget | None:

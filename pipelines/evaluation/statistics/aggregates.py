@@ -12,7 +12,6 @@ from scipy import stats as sps
 
 from pipelines.evaluation.statistics.intervals import (
     CONFIDENCE,
-    JEFFREYS,
     JEFFREYS_BOUNDED_MEAN,
     STUDENT_T,
     MeanDistribution,
@@ -81,8 +80,9 @@ def aggregate(
 ) -> list[Aggregate]:
     """Per metric and stratum, plus the pooled stratum `all`.
 
-    Intervals are closed-form (see the module docstring); `n_resamples=0` still skips them (cheap trend
-    lines), any other `n_resamples` and `seed` are accepted for callers of the bootstrap era and unused.
+    Intervals are closed-form (intervals.py; every figure: the statistics package docstring); `n_resamples=0`
+    still skips them (cheap trend lines), any other `n_resamples` and `seed` are accepted for callers of the
+    bootstrap era and unused.
     """
     del seed  # closed-form intervals draw nothing
     groups: dict[tuple[str, str], list[ScoreLike]] = defaultdict(list)

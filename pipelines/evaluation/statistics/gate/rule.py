@@ -232,7 +232,7 @@ def regression_gate(
     max_failure_rise: float = DEFAULT_MAX_FAILURE_RISE, alpha: float = GATE_ALPHA, draws: int | None = None,
     seed: int = SEED,
 ) -> GateResult:
-    """Pass when no metric fails (see the module docstring and `GateResult.rule` for the exact tests).
+    """Pass when no metric fails (the statistics package docstring and `GateResult.rule` state the exact tests).
 
     Per metric, where the baseline measured it (ok scores) and ≥ `min_pairs` items are ok in both runs
     (independent design: in each run), up to three checks; else the metric is "not gated" (it passes)
