@@ -58,7 +58,7 @@ with ragwatch_dag(
         prepared = prepare_offline_eval(ragwatch_settings(), eval_params(params), logical_date=data_interval_end.date())
         return prepared.model_dump(mode="json")
 
-    def judge_offline_batch(settings, run_dir, start, end):
+    def judge_offline_batch(settings, run_dir, start, end):  # imported when a batch runs: parsing stays light
         from pipelines.evaluation.runs.judge_batch import judge_offline_batch
 
         return judge_offline_batch(settings, run_dir, start, end)

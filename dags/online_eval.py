@@ -53,7 +53,7 @@ with ragwatch_dag(
         prepared = prepare_online_eval(settings, data_interval_start.date(), online_params(settings, **params))
         return prepared.model_dump(mode="json")
 
-    def judge_online_batch(settings, run_dir, start, end):
+    def judge_online_batch(settings, run_dir, start, end):  # imported when a batch runs: parsing stays light
         from pipelines.evaluation.runs.online import judge_online_batch
 
         return judge_online_batch(settings, run_dir, start, end)
