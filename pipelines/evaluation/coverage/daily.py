@@ -22,9 +22,9 @@ import numpy as np
 from pipelines.evaluation.coverage.clusters import cluster_uncovered
 from pipelines.evaluation.coverage.estimate import coverage_by_stratum, nearest_golden
 from pipelines.evaluation.coverage.threshold import calibrate_threshold, document_of, evidence_items, golden_passages
-from pipelines.evaluation.coverage.topic_cut import MIN_USER_QUESTIONS, TopicCut, calibrate_topic_cut, subsample
-from pipelines.evaluation.results.coverage import GoldenCoverage
+from pipelines.evaluation.coverage.topic_cut import MIN_USER_QUESTIONS, calibrate_topic_cut, subsample
 from pipelines.evaluation.online_selection import read_judged, select_budget, stratum_of
+from pipelines.evaluation.results.coverage import GoldenCoverage, TopicCut
 from pipelines.golden.dataset import default_golden_name, load_golden_items, released_version
 from pipelines.models.embeddings import build_embedder
 from pipelines.native_heap import return_freed_memory
