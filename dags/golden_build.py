@@ -7,10 +7,9 @@ so parsing this file stays fast.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-
-from airflow.sdk import DAG, Asset, AssetOrTimeSchedule, CronTriggerTimetable, Param, task
-from ragwatch_airflow.settings import DEFAULT_ARGS, DVC_POOL, LLM_POOL, ragwatch_settings
+from airflow.sdk import Asset, AssetOrTimeSchedule, CronTriggerTimetable, Param, task
+from ragwatch_airflow.dag_parts import ragwatch_dag
+from ragwatch_airflow.settings import DVC_POOL, LLM_POOL, ragwatch_settings
 
 from pipelines.inputs import GOLDEN_NAME_PATTERN
 
@@ -28,17 +27,14 @@ OVERRIDES = {
 }
 """The keys of params.yaml's `golden` section a run may override; pipelines.golden.params checks them again."""
 
-with DAG(
-    dag_id="golden_build",
+with ragwatch_dag(
+    "golden_build",
     description="Generate, filter, review-merge, split, validate (GX) and release (DVC + tag) the golden set.",
     schedule=AssetOrTimeSchedule(timetable=CronTriggerTimetable("0 3 * * 1", timezone="UTC"), assets=CORPUS),
-    start_date=datetime(2026, 1, 1, tzinfo=timezone.utc),
-    catchup=False,
-    max_active_runs=1,
-    default_args=DEFAULT_ARGS,
+    start=(2026, 1, 1),
+    tags=["golden"],
     params={"overrides": Param({}, type="object", description="Values that replace params.yaml's `golden` keys, e.g. {\"seeds\": 200}.",
                                properties=OVERRIDES, additionalProperties=False)},
-    tags=["ragwatch", "golden"],
 ) as dag:
 
     def golden_params(params):

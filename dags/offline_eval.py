@@ -6,24 +6,21 @@ bodies import `pipelines` themselves, so parsing this file stays fast (ragas is 
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-
-from airflow.sdk import DAG, Asset, CronDataIntervalTimetable, Param, task
-from ragwatch_airflow.settings import DEFAULT_ARGS, LLM_POOL, ragwatch_settings
+from airflow.sdk import Asset, CronDataIntervalTimetable, Param, task
+from ragwatch_airflow.dag_parts import judge_batches, push_summary, ragwatch_dag
+from ragwatch_airflow.settings import ragwatch_settings
 
 from pipelines.evaluation.runs.params import ALL_JUDGE_METRICS, DEFAULT_K, OFFLINE_RUN_ID_PATTERN, TARGET_URL_PATTERN
 from pipelines.inputs import GOLDEN_VERSION_PATTERN, K_MAX, TARGET_NAME_PATTERN
 
 OFFLINE_SCORES = Asset(name="ragwatch_offline_scores", uri="ragwatch://results/offline")
 
-with DAG(
-    dag_id="offline_eval",
+with ragwatch_dag(
+    "offline_eval",
     description="Golden test split -> system under test -> retrieval, ragas judge, noise ΔF, tools -> CIs, gate, report, Pushgateway.",
     schedule=CronDataIntervalTimetable("0 4 * * 1", timezone="UTC"),
-    start_date=datetime(2026, 1, 5, tzinfo=timezone.utc),
-    catchup=False,
-    max_active_runs=1,
-    default_args=DEFAULT_ARGS,
+    start=(2026, 1, 5),
+    tags=["eval"],
     params={
         "golden_version": Param(None, type=["null", "string"], pattern=GOLDEN_VERSION_PATTERN,
                                 description="e.g. v3; default: the latest published."),
@@ -47,7 +44,6 @@ with DAG(
                                            "release (`ragwatch eval pin`) since the reference last moved (`eval pin "
                                            "--reference`), else the first accepted run on the golden version."),
     },
-    tags=["ragwatch", "eval"],
 ) as dag:
 
     def eval_params(params):
@@ -62,17 +58,10 @@ with DAG(
         prepared = prepare_offline_eval(ragwatch_settings(), eval_params(params), logical_date=data_interval_end.date())
         return prepared.model_dump(mode="json")
 
-    @task
-    def batches(prepared: dict) -> list[dict]:
-        return [{"run_dir": prepared["run_dir"], "start": start, "end": end} for start, end in prepared["batches"]]
-
-    @task(pool=LLM_POOL)
-    def judge(batch: dict) -> dict:
-        from pathlib import Path
-
+    def judge_offline_batch(settings, run_dir, start, end):  # imported when a batch runs: parsing stays light
         from pipelines.evaluation.runs.judge_batch import judge_offline_batch
 
-        return judge_offline_batch(ragwatch_settings(), Path(batch["run_dir"]), batch["start"], batch["end"]).model_dump(mode="json")
+        return judge_offline_batch(settings, run_dir, start, end)
 
     @task
     def finalize(prepared: dict, _judged: list) -> dict:
@@ -82,20 +71,13 @@ with DAG(
 
         return finalize_offline_eval(ragwatch_settings(), Path(prepared["run_dir"])).model_dump(mode="json")
 
-    @task(outlets=[OFFLINE_SCORES])
-    def push(summary: dict) -> dict:
-        from pipelines.evaluation.outputs.push import push_run
-        from pipelines.evaluation.outputs.summary import RunSummary
-
-        return push_run(ragwatch_settings(), RunSummary.model_validate(summary)).model_dump(mode="json")
-
     @task(retries=0)
     def gate(summary: dict, _pushed: dict, params=None) -> dict:
         from pipelines.evaluation.outputs.summary import RunSummary
-        from pipelines.evaluation.statistics.gate import enforce_gate
+        from pipelines.evaluation.runs.offline import enforce_gate
 
         return enforce_gate(RunSummary.model_validate(summary), params["fail_on_gate"]).model_dump(mode="json")
 
     prepared = prepare()
-    summary = finalize(prepared, judge.expand(batch=batches(prepared)))
-    gate(summary, push(summary))
+    summary = finalize(prepared, judge_batches(prepared, judge_offline_batch))
+    gate(summary, push_summary(summary, OFFLINE_SCORES))

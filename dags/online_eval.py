@@ -9,21 +9,19 @@ trace id. Task bodies import `pipelines` themselves, so parsing this file stays 
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-
-from airflow.sdk import DAG, Asset, CronDataIntervalTimetable, Param, task
-from ragwatch_airflow.settings import DEFAULT_ARGS, LLM_POOL, ragwatch_settings
+from airflow.sdk import Asset, CronDataIntervalTimetable, Param, task
+from ragwatch_airflow.dag_parts import judge_batches, push_summary, ragwatch_dag
+from ragwatch_airflow.settings import ragwatch_settings
 
 ONLINE_SCORES = Asset(name="ragwatch_online_scores", uri="ragwatch://results/online")
 
-with DAG(
-    dag_id="online_eval",
+with ragwatch_dag(
+    "online_eval",
     description="Faithfulness, answer relevancy, online noise ΔF and tool-call validity of a budget of the day's sampled traces.",
     schedule=CronDataIntervalTimetable("0 0 * * *", timezone="UTC"),
-    start_date=datetime(2026, 1, 1, tzinfo=timezone.utc),
-    catchup=False,
+    start=(2026, 1, 1),
+    tags=["eval"],
     max_active_runs=4,
-    default_args=DEFAULT_ARGS,
     params={
         "max_traces": Param(None, type=["null", "integer"], minimum=1,
                             description="Traces judged at most, stratified by app and language; default: "
@@ -38,7 +36,6 @@ with DAG(
         "noise_mode": Param("hard", enum=["hard", "random"], description="Which irrelevant chunks to inject."),
         "noise_k": Param(2, type="integer", minimum=1, maximum=20, description="Chunks injected per trace."),
     },
-    tags=["ragwatch", "eval"],
 ) as dag:
 
     @task.sensor(poke_interval=300, timeout=12 * 3600, mode="reschedule")
@@ -56,23 +53,16 @@ with DAG(
         prepared = prepare_online_eval(settings, data_interval_start.date(), online_params(settings, **params))
         return prepared.model_dump(mode="json")
 
-    @task
-    def batches(prepared: dict) -> list[dict]:
-        return [{"run_dir": prepared["run_dir"], "start": start, "end": end} for start, end in prepared["batches"]]
-
-    @task(pool=LLM_POOL)
-    def judge(batch: dict) -> dict:
-        from pathlib import Path
-
+    def judge_online_batch(settings, run_dir, start, end):  # imported when a batch runs: parsing stays light
         from pipelines.evaluation.runs.online import judge_online_batch
 
-        return judge_online_batch(ragwatch_settings(), Path(batch["run_dir"]), batch["start"], batch["end"]).model_dump(mode="json")
+        return judge_online_batch(settings, run_dir, start, end)
 
     @task
     def coverage(prepared: dict) -> dict:
         from pathlib import Path
 
-        from pipelines.evaluation.coverage.daily import measure_online_coverage
+        from pipelines.evaluation.runs.online import measure_online_coverage
 
         measured = measure_online_coverage(ragwatch_settings(), Path(prepared["run_dir"]))
         return {"status": measured.status, "reason": measured.reason, "topics": len(measured.clusters)}
@@ -85,13 +75,6 @@ with DAG(
 
         return finalize_online_eval(ragwatch_settings(), Path(prepared["run_dir"])).model_dump(mode="json")
 
-    @task(outlets=[ONLINE_SCORES])
-    def push(summary: dict) -> dict:
-        from pipelines.evaluation.outputs.push import push_run
-        from pipelines.evaluation.outputs.summary import RunSummary
-
-        return push_run(ragwatch_settings(), RunSummary.model_validate(summary)).model_dump(mode="json")
-
     prepared = prepare()
     sampled_partition() >> prepared
-    push(finalize(prepared, judge.expand(batch=batches(prepared)), coverage(prepared)))
+    push_summary(finalize(prepared, judge_batches(prepared, judge_online_batch), coverage(prepared)), ONLINE_SCORES)

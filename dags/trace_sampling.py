@@ -9,23 +9,21 @@ Task bodies import `pipelines` themselves, so parsing this file stays fast.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-
-from airflow.sdk import DAG, Asset, CronDataIntervalTimetable, Param, task
-from ragwatch_airflow.settings import DEFAULT_ARGS, DVC_POOL, ragwatch_settings
+from airflow.sdk import Asset, CronDataIntervalTimetable, Param, task
+from ragwatch_airflow.dag_parts import ragwatch_dag
+from ragwatch_airflow.settings import DVC_POOL, ragwatch_settings
 
 from pipelines.inputs import STRATA
 
 SAMPLED_TRACES = Asset(name="ragwatch_sampled_traces", uri="ragwatch://golden/traces")
 
-with DAG(
-    dag_id="trace_sampling",
+with ragwatch_dag(
+    "trace_sampling",
     description="Sample, anonymize, validate (GX) and version (DVC) yesterday's production traces.",
     schedule=CronDataIntervalTimetable("0 0 * * *", timezone="UTC"),
-    start_date=datetime(2026, 1, 1, tzinfo=timezone.utc),
-    catchup=False,
+    start=(2026, 1, 1),
+    tags=["traces"],
     max_active_runs=4,
-    default_args=DEFAULT_ARGS,
     params={
         # null means "the setting" (RAGWATCH_SAMPLE_RATE, ...), read where the task runs: one source of defaults.
         "sample_rate": Param(None, type=["null", "number"], exclusiveMinimum=0, maximum=1,
@@ -35,7 +33,6 @@ with DAG(
         "min_per_stratum": Param(None, type=["null", "integer"], minimum=0,
                                  description="Floor so small strata are represented; default: RAGWATCH_MIN_PER_STRATUM."),
     },
-    tags=["ragwatch", "traces"],
 ) as dag:
 
     @task

@@ -243,7 +243,11 @@ def demo_drill(
 ) -> None:
     """The regression drill: a degraded candidate on the baseline's items, the paired differences, the gate, the alerts."""
     from pipelines.demo.drill import (
-        CANDIDATE_FAULTS, alerts_that_would_fire, prometheus_alerts, push_candidate, run_drill,
+        CANDIDATE_FAULTS,
+        alerts_that_would_fire,
+        prometheus_alerts,
+        push_candidate,
+        run_drill,
     )  # fmt: skip
 
     settings = _settings()
@@ -1096,7 +1100,7 @@ def eval_pin(
     its target is also gated against (slow drift fails, even when every release is pinned); `--reference` moves the
     reference to this release, and so does pinning a run whose own gate failed (the change was meant, and it is an
     accepted baseline). A run that measured no gated metric cannot be pinned."""
-    from pipelines.evaluation.runs.params import GATED_METRICS
+    from pipelines.evaluation.statistics.gate.gated_metrics import GATED_METRICS
     from pipelines.stores.results import ResultsStore, ResultsStoreError
 
     settings = _settings()
@@ -1269,7 +1273,11 @@ def bench_gate(
 ) -> None:
     """False alarms, power and interval coverage of the regression gate, simulated with the gate itself."""
     from pipelines.bench.gate_power import (
-        format_detectable_bench, format_gate_bench, format_target_bench, run_detectable_bench, run_gate_bench,
+        format_detectable_bench,
+        format_gate_bench,
+        format_target_bench,
+        run_detectable_bench,
+        run_gate_bench,
         run_target_bench,
     )  # fmt: skip
 
@@ -1283,7 +1291,10 @@ def bench_gate(
         _fail(f"--sizes is a comma-separated list of integers, not {escape(sizes)!r}")
     if whole or chain:
         from pipelines.bench.run_gate_power import (
-            format_chain_bench, format_whole_gate_bench, run_chain_bench, run_whole_gate_bench,
+            format_chain_bench,
+            format_whole_gate_bench,
+            run_chain_bench,
+            run_whole_gate_bench,
         )  # fmt: skip
 
         if chain:

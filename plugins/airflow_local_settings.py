@@ -30,7 +30,7 @@ TASK_MODULES = (
     "pipelines.evaluation.runs.finalize",
     "pipelines.evaluation.runs.online",
     "pipelines.evaluation.outputs.push",
-    "pipelines.evaluation.statistics.gate",
+    "pipelines.evaluation.runs.offline",
 )
 """What the DAGs' task callables import (dags/*.py): tests/test_architecture.py fails on one missing here."""
 

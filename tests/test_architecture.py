@@ -27,14 +27,28 @@ WORKSPACE_SEGMENTS = re.compile(r"""["'](golden|runs|inbox|\.staging|reports|dat
 
 
 def test_import_arrows_point_one_way():
-    """import-linter's contract in pyproject.toml: entry points -> stages -> stores -> models -> base,
-    stages side by side (evaluation reads golden sets through `pipelines.golden.dataset` only)."""
+    """import-linter's contracts in pyproject.toml: entry points -> stages -> stores -> models -> base,
+    stages side by side (evaluation reads golden sets through `pipelines.golden.dataset` only); inside the
+    evaluation, runs -> outputs -> coverage -> statistics -> metrics -> online_selection -> results, none ignored."""
     lint_imports = os.path.join(os.path.dirname(sys.executable), "lint-imports")
     lint = subprocess.run([lint_imports, "--config", "pyproject.toml", "--no-cache"], capture_output=True, text=True,
                           cwd=ROOT)  # fmt: skip
     assert lint.returncode == 0, lint.stdout[-4000:] + lint.stderr[-2000:]
-    assert "1 kept, 0 broken" in lint.stdout
+    assert "2 kept, 0 broken" in lint.stdout
 
+
+
+MAX_LINES = 700
+"""Issue 31: a module a newcomer can read; past this, split it along its seams (statistics/ was 1,511 lines)."""
+
+
+def test_no_evaluation_dag_or_plugin_module_runs_past_700_lines():
+    # The evaluation, the DAGs and the plugins today; the rest of pipelines/ joins as the CLI, the local stack and
+    # the residual-PII scan are split.
+    too_long = {str(path.relative_to(ROOT)): lines for folder in ("pipelines/evaluation", "dags", "plugins")
+                for path in sorted((ROOT / folder).rglob("*.py"))
+                if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES}  # fmt: skip
+    assert too_long == {}
 
 def test_only_the_workspace_joins_workspace_paths():
     offenders = []
@@ -70,6 +84,8 @@ def test_a_dag_file_parses_quickly_without_heavy_imports(dag_file):
     assert parsed["seconds"] < 30, parsed
 
 
+DAG_PARTS = ROOT / "plugins" / "ragwatch_airflow" / "dag_parts.py"
+"""The tasks every eval DAG shares (push): their imports are task imports too."""
 TASK_IMPORT = re.compile(r"^\s+from (pipelines[\w.]*) import (\w+)", re.MULTILINE)
 
 
@@ -85,7 +101,7 @@ def test_the_processes_that_fork_tasks_preload_every_module_a_task_imports():
     for argv in (["airflow", "api-server"], ["airflow", "dag-processor"], ["airflow", "dags", "test", "x"], ["pytest"]):
         assert not _task_forking_role(argv), argv
     imported = sorted({f"{module}.{name}" if (ROOT / module.replace(".", "/") / f"{name}.py").exists() else module
-                       for text in map(Path.read_text, (ROOT / "dags").glob("*.py"))
+                       for text in map(Path.read_text, [*(ROOT / "dags").glob("*.py"), DAG_PARTS])
                        for module, name in TASK_IMPORT.findall(text)})  # fmt: skip
     assert "pipelines.evaluation.runs.judge_batch" in imported and "pipelines.traces.steps" in imported
     code = (

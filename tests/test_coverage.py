@@ -177,9 +177,8 @@ def embedder_vectors():
 
 
 def test_the_gauges_carry_each_stratum_with_its_bounds_and_nothing_when_not_measured():
-    from pipelines.evaluation.coverage.result import GoldenCoverage
-    from pipelines.evaluation.coverage.threshold import CoverageThreshold
     from pipelines.evaluation.outputs.push import build_registry
+    from pipelines.evaluation.results.coverage import CoverageThreshold, GoldenCoverage
 
     covered = np.array([True] * 15 + [False] * 5)
     rows = coverage_by_stratum(["a/en"] * 10 + ["b/es"] * 10, covered, {"a/en": 50, "b/es": 50})

@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
-import numpy as np
-
 from pipelines.evaluation.metrics.retrieval import attribute
+from pipelines.evaluation.statistics.aggregates import Aggregate, aggregate
 from pipelines.evaluation.statistics.diagnose import (
-    ATTRIBUTIONS, CONTEXT_PRECISION, INCONCLUSIVE, NOT_ENOUGH_EVIDENCE, THRESHOLDS, Threshold, diagnose, ladder,
+    ATTRIBUTIONS,
+    CONTEXT_PRECISION,
+    INCONCLUSIVE,
+    NOT_ENOUGH_EVIDENCE,
+    THRESHOLDS,
+    Threshold,
+    diagnose,
+    ladder,
     summarize_attribution,
 )  # fmt: skip
-from pipelines.evaluation.statistics.intervals import Aggregate, aggregate, benjamini_hochberg, value_range
+from pipelines.evaluation.statistics.multiplicity import benjamini_hochberg
+from pipelines.evaluation.statistics.scores import value_range
 from pipelines.records import Score
 
 
@@ -277,7 +285,13 @@ def test_a_stratum_fifteen_points_worse_is_flagged_about_half_the_time_and_a_hea
     # `ragwatch bench diagnose` at 4,000 runs: with Benjamini–Hochberg flagged 46–50 % (before the claims stepped
     # down: 0.5–0.9 %, 98 % inconclusive), false flags 0.8–0.9 %; uncorrected (a claim exactly when the printed
     # interval clears 0.85) 62–63 %, false flags 2.0–2.4 %. 400 runs here: ±5 points at 95 %.
-    from pipelines.bench.diagnose_power import format_diagnose_bench, mixture_scores, run_diagnose_bench, scenarios, simulate
+    from pipelines.bench.diagnose_power import (
+        format_diagnose_bench,
+        mixture_scores,
+        run_diagnose_bench,
+        scenarios,
+        simulate,
+    )
 
     main = scenarios()[0]
     assert main.means[-1] == 0.74 and min(main.means[:-1]) == 0.88 and len(main.means) == 12

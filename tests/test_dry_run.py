@@ -11,7 +11,7 @@ from datetime import date
 import pytest
 
 from pipelines.evaluation.outputs.cost_trend import weekly_cost
-from pipelines.evaluation.runs.cost import RunCost
+from pipelines.evaluation.results.run import RunCost
 from pipelines.evaluation.runs.estimate import estimate_online
 from pipelines.evaluation.runs.online import run_online_eval
 from pipelines.evaluation.runs.params import online_params

@@ -18,11 +18,18 @@ from scipy import stats
 
 from pipelines.evaluation.outputs.report import render_report
 from pipelines.evaluation.outputs.summary import run_summary
-from pipelines.evaluation.statistics.gate import RunGate, gate_against_baseline
-from pipelines.evaluation.statistics.intervals import (
-    ALPHA, GATE_ALPHA, MOVER_INDEPENDENT, MOVER_PAIRED, NOT_IN_BASELINE, NOT_MEASURED, RECOVERY, WESTFALL_YOUNG, holm,
-    paired_comparison, paired_difference_interval, regression_gate, sign_flip_test,
-)  # fmt: skip
+from pipelines.evaluation.statistics.compare import paired_comparison
+from pipelines.evaluation.statistics.gate.rule import (
+    GATE_ALPHA,
+    NOT_IN_BASELINE,
+    NOT_MEASURED,
+    RECOVERY,
+    regression_gate,
+)
+from pipelines.evaluation.statistics.gate.run_gate import RunGate, gate_against_baseline
+from pipelines.evaluation.statistics.intervals import ALPHA, MOVER_INDEPENDENT, MOVER_PAIRED, paired_difference_interval
+from pipelines.evaluation.statistics.multiplicity import WESTFALL_YOUNG, holm
+from pipelines.evaluation.statistics.randomization import sign_flip_test
 from pipelines.records import Score
 from pipelines.stores.results import EvalRun, ResultsStore, run_id
 

@@ -17,10 +17,20 @@ from pathlib import Path
 
 import httpx
 import pytest
+from ragas.metrics.collections.faithfulness.util import (
+    StatementGeneratorInput,
+    StatementGeneratorOutput,
+    StatementGeneratorPrompt,
+)
 
 from pipelines.bench.eval import simulator_process
 from pipelines.demo.corpus import load_demo_chunks
-from pipelines.evaluation.metrics.correctness import AnswerCorrectnessPrompt, CorrectnessInput, correctness_input, correctness_score
+from pipelines.evaluation.metrics.correctness import (
+    AnswerCorrectnessPrompt,
+    CorrectnessInput,
+    correctness_input,
+    correctness_score,
+)
 from pipelines.evaluation.metrics.judge import JUDGE_METRICS, JudgeInput, judge_items, judge_items_sync
 from pipelines.evaluation.metrics.judge_prompts import QuestionsBack, QuestionsInput
 from pipelines.evaluation.metrics.noise import FRAGILE, NoisePool, delta_f, inject, is_fragile, noise_delta_f
@@ -32,9 +42,9 @@ from pipelines.evaluation.metrics.tools import (
     tool_call_validity,
     tool_selection_accuracy,
 )
-from pipelines.evaluation.runs.params import GATED_METRICS
 from pipelines.evaluation.runs.rag_prompt import Context, RagAnswerPrompt, RagInput
-from pipelines.evaluation.statistics.intervals import regression_gate
+from pipelines.evaluation.statistics.gate.gated_metrics import GATED_METRICS
+from pipelines.evaluation.statistics.gate.rule import regression_gate
 from pipelines.golden.prompts import ChunkQuestions, ChunkQuestionsInput, SeedChunk
 from pipelines.models.cache import LLMCache
 from pipelines.models.embeddings import LocalEmbedder
@@ -46,11 +56,6 @@ from pipelines.prompt_catalog import all_prompts
 from pipelines.records import GoldenItem, Score, ToolCall
 from pipelines.settings import ModelEndpoint
 from pipelines.text import abstains, sentences
-from ragas.metrics.collections.faithfulness.util import (
-    StatementGeneratorInput,
-    StatementGeneratorOutput,
-    StatementGeneratorPrompt,
-)
 
 RUN = {"run_id": "run-1", "suite": "offline", "dataset_version": "v1"}
 PORTS = "Qdrant listens on port 6333 for the REST API. The gRPC interface of Qdrant uses port 6334."

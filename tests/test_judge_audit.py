@@ -16,7 +16,7 @@ from pipelines.evaluation.outputs.push import build_registry
 from pipelines.evaluation.outputs.report import ItemView, render_report
 from pipelines.evaluation.outputs.summary import judge_trust, run_summary
 from pipelines.evaluation.runs.finalize import UNSUPPORTED_BELOW
-from pipelines.evaluation.statistics.intervals import aggregate
+from pipelines.evaluation.statistics.aggregates import aggregate
 from pipelines.evaluation.statistics.judge_agreement import agreement, calibrate
 from pipelines.evaluation.statistics.misclassification import label_weights
 from pipelines.files import FORMULA_START

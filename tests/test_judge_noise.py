@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from pipelines.evaluation.metrics.judge_retest import retested
-from pipelines.evaluation.statistics.intervals import aggregate
+from pipelines.evaluation.statistics.aggregates import aggregate
 from pipelines.evaluation.statistics.judge_noise import MIN_RETESTS, NOT_ENOUGH, judge_noise, run_judge_noise
 from pipelines.records import Score
 

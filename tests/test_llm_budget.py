@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from pipelines.evaluation.coverage.daily import measure_online_coverage
+from pipelines.evaluation.runs.online import measure_online_coverage
 from pipelines.evaluation.outputs.push import build_registry
 from pipelines.evaluation.runs.budget import skipped_for_budget
 from pipelines.evaluation.runs.cost import read_usage
@@ -16,7 +16,7 @@ from pipelines.evaluation.runs.folder import judge_part
 from pipelines.evaluation.runs.online import finalize_online_eval, judge_online_batch, prepare_online_eval
 from pipelines.evaluation.runs.params import online_params
 from pipelines.evaluation.runs.rag_prompt import Context, RagAnswerPrompt, RagInput
-from pipelines.evaluation.statistics.intervals import regression_gate
+from pipelines.evaluation.statistics.gate.rule import regression_gate
 from pipelines.files import read_jsonl
 from pipelines.models.budget import BUDGET_REASON, REFUSAL, estimated_tokens
 from pipelines.models.llm import OfflineLLM

@@ -3,12 +3,12 @@
 import html
 import json
 import shutil
+import threading
 from collections import Counter
 from contextlib import contextmanager
-import threading
 from datetime import date
-from pathlib import Path
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
@@ -17,10 +17,9 @@ from pipelines.evaluation.outputs.push import read_back
 from pipelines.evaluation.runs.finalize import finalize_offline_eval
 from pipelines.evaluation.runs.folder import judge_part
 from pipelines.evaluation.runs.judge_batch import judge_offline_batch
-from pipelines.evaluation.runs.offline import run_offline_eval
+from pipelines.evaluation.runs.offline import GateFailed, run_offline_eval
 from pipelines.evaluation.runs.params import eval_params
 from pipelines.evaluation.runs.prepare import prepare_offline_eval, stratified_subset
-from pipelines.evaluation.statistics.gate import GateFailed
 from pipelines.golden import steps
 from pipelines.golden.dataset import load_golden_items, released_version
 from pipelines.golden.params import load_golden_params

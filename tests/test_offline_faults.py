@@ -18,7 +18,8 @@ from pipelines.evaluation.metrics.judge import JudgeInput, judge_items
 from pipelines.evaluation.metrics.noise import CONTROL_METRIC, NoisePool, noise_delta_f
 from pipelines.evaluation.metrics.tools import ToolTurn, score_tool_turns, tool_selection_accuracy
 from pipelines.evaluation.runs.rag_prompt import Context, RagAnswerPrompt, RagInput
-from pipelines.evaluation.statistics.intervals import aggregate, proportion_ci
+from pipelines.evaluation.statistics.aggregates import aggregate
+from pipelines.evaluation.statistics.intervals import proportion_ci
 from pipelines.golden.prompts import SeedChunk, ToolQuestion, ToolTripleInput
 from pipelines.models.llm import OfflineLLM
 from pipelines.models.offline import OfflineFaults, choose_tool, configured_faults, offline_model_label

@@ -23,7 +23,7 @@ from pipelines.evaluation.runs.cost import read_usage
 from pipelines.evaluation.runs.folder import judge_part
 from pipelines.evaluation.runs.online import finalize_online_eval, judge_online_batch, prepare_online_eval, run_online_eval
 from pipelines.evaluation.runs.online import past_spread
-from pipelines.evaluation.runs.online_selection import (JUDGED_COLUMNS, SELECTION_COLUMNS, HalfWidthTarget, noise_count,
+from pipelines.evaluation.online_selection import (JUDGED_COLUMNS, SELECTION_COLUMNS, HalfWidthTarget, noise_count,
                                                         read_judged, select_budget)  # fmt: skip
 from pipelines.evaluation.runs.params import online_params
 from pipelines.handoff import IncompleteHandoff

@@ -9,7 +9,7 @@ import pytest
 
 from pipelines.evaluation.outputs.push import push_run, push_scores, read_back, textfile_path
 from pipelines.evaluation.outputs.summary import RunSummary
-from pipelines.evaluation.statistics.intervals import Aggregate
+from pipelines.evaluation.statistics.aggregates import Aggregate
 from pipelines.records import Score
 from pipelines.stores.results import EvalRun, ResultsStore, run_id
 from tests.services import free_port
@@ -161,7 +161,7 @@ def test_the_briefs_context_precision_is_the_judged_share_of_useful_chunks():
 
 
 def test_a_runs_model_usage_is_pushed_per_stage_and_metric(settings):
-    from pipelines.evaluation.runs.cost import RunCost
+    from pipelines.evaluation.results.run import RunCost
     from pipelines.models.usage import UsageRow
 
     cost = RunCost(items=10, rows=[

@@ -9,9 +9,16 @@ from datetime import date
 import pytest
 
 from pipelines import cli
-from pipelines.evaluation.outputs.report import ItemView, render_report, trend_from_store, write_metrics_json, write_report
+from pipelines.evaluation.outputs.report import (
+    ItemView,
+    render_report,
+    trend_from_store,
+    write_metrics_json,
+    write_report,
+)
 from pipelines.evaluation.outputs.summary import run_summary
-from pipelines.evaluation.statistics.intervals import aggregate, regression_gate
+from pipelines.evaluation.statistics.aggregates import aggregate
+from pipelines.evaluation.statistics.gate.rule import regression_gate
 from pipelines.records import Score
 from pipelines.stores.results import EvalRun, ResultsStore, run_id
 from pipelines.workspace import Workspace

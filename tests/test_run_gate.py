@@ -7,12 +7,16 @@ from __future__ import annotations
 import pytest
 
 from pipelines.bench.run_gate_power import (
-    format_chain_bench, format_whole_gate_bench, run_chain_bench, run_whole_gate_bench, whole_scenarios,
+    format_chain_bench,
+    format_whole_gate_bench,
+    run_chain_bench,
+    run_whole_gate_bench,
+    whole_scenarios,
 )  # fmt: skip
-from pipelines.evaluation.statistics.gate import compare_with
-from pipelines.evaluation.statistics.gate_level import split_alpha
-from pipelines.evaluation.statistics.intervals import GATE_ALPHA, MISSING_METRIC
-from pipelines.evaluation.runs.params import GATED_METRICS
+from pipelines.evaluation.statistics.gate.gated_metrics import GATED_METRICS
+from pipelines.evaluation.statistics.gate.level import split_alpha
+from pipelines.evaluation.statistics.gate.rule import GATE_ALPHA, MISSING_METRIC
+from pipelines.evaluation.statistics.gate.run_gate import compare_with
 from tests.test_gate import GOOD, drifted, offline_run, record, scored, store  # noqa: F401  (store: a fixture)
 
 

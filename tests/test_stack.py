@@ -797,7 +797,7 @@ def test_two_celery_workers_publish_what_one_process_publishes(stack: StackSessi
     from pipelines.evaluation.runs.offline import run_offline_eval
     from pipelines.evaluation.runs.online import run_online_eval
     from pipelines.evaluation.runs.params import eval_params, online_params
-    from pipelines.evaluation.statistics.intervals import SCORE_RESOLUTION
+    from pipelines.evaluation.statistics.scores import SCORE_RESOLUTION
     from pipelines.golden.params import load_golden_params
     from pipelines.golden.steps import build_golden
     from pipelines.traces.steps import run_trace_sampling

@@ -12,12 +12,23 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from pipelines.evaluation.statistics.aggregates import aggregate
+from pipelines.evaluation.statistics.bootstrap import bootstrap_ci
+from pipelines.evaluation.statistics.compare import compare_runs, paired_comparison
 from pipelines.evaluation.statistics.intervals import (
-    ADJUSTED_PAIRED, JEFFREYS, JEFFREYS_BOUNDED_MEAN, OVERALL, STUDENT_T, adjusted_paired_interval,
-    aggregate, benjamini_hochberg, bootstrap_ci, bounded_mean_interval, compare_runs, family_sign_flip_test, holm,
-    jeffreys_interval, paired_comparison, paired_difference_interval, permutation_test, proportion_ci, sign_flip_test,
-    value_range,
-)  # fmt: skip
+    ADJUSTED_PAIRED,
+    JEFFREYS,
+    JEFFREYS_BOUNDED_MEAN,
+    STUDENT_T,
+    adjusted_paired_interval,
+    bounded_mean_interval,
+    jeffreys_interval,
+    paired_difference_interval,
+    proportion_ci,
+)
+from pipelines.evaluation.statistics.multiplicity import benjamini_hochberg, holm
+from pipelines.evaluation.statistics.randomization import family_sign_flip_test, permutation_test, sign_flip_test
+from pipelines.evaluation.statistics.scores import OVERALL, value_range
 from pipelines.records import Score
 
 

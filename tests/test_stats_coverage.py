@@ -10,7 +10,12 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pipelines.evaluation.statistics.intervals import bootstrap_ci, bounded_mean_interval, jeffreys_interval, paired_difference_interval
+from pipelines.evaluation.statistics.bootstrap import bootstrap_ci
+from pipelines.evaluation.statistics.intervals import (
+    bounded_mean_interval,
+    jeffreys_interval,
+    paired_difference_interval,
+)
 
 SIZES = (10, 20, 50)
 REPS = 4_000

@@ -36,8 +36,10 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from pipelines.evaluation.statistics.aggregates import aggregate
 from pipelines.evaluation.statistics.diagnose import UNCORRECTED, diagnose
-from pipelines.evaluation.statistics.intervals import BENJAMINI_HOCHBERG, aggregate, proportion_ci
+from pipelines.evaluation.statistics.intervals import proportion_ci
+from pipelines.evaluation.statistics.multiplicity import BENJAMINI_HOCHBERG
 
 METRIC = "faithfulness"
 STRATA = 12

@@ -55,7 +55,7 @@ import numpy as np
 from scipy import special
 from scipy import stats as sps
 
-from pipelines.evaluation.statistics.intervals import GateResult, regression_gate
+from pipelines.evaluation.statistics.gate.rule import GateResult, regression_gate
 
 LOADING = 0.6
 """How much of an item's score comes from its latent difficulty (the rest is the metric's own)."""

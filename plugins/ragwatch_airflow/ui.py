@@ -13,7 +13,7 @@ the first hour of a new stack shows what is running instead of an empty page.
 It reads the results DB that the eval DAGs write through the results store
 (`pipelines.stores.results.ResultsStore`: RAGWATCH_RESULTS_URL, else SQLite under RAGWATCH_HOME)
 and never writes to it. Aggregates are computed and numbers formatted exactly as the HTML report
-does (`pipelines.evaluation.statistics.intervals.aggregate`, `pipelines.evaluation.outputs.formatting`), so the page and
+does (`pipelines.evaluation.statistics.aggregates.aggregate`, `pipelines.evaluation.outputs.formatting`), so the page and
 the report can never disagree. Every text is escaped (Jinja autoescape): targets,
 dataset versions and strata come from configuration and data a browser must not execute.
 
@@ -39,7 +39,8 @@ from jinja2 import Environment
 from sqlalchemy.engine import make_url
 
 from pipelines.evaluation.outputs.formatting import interval, number
-from pipelines.evaluation.statistics.intervals import LOWER_IS_BETTER, OVERALL, Aggregate, aggregate
+from pipelines.evaluation.statistics.aggregates import Aggregate, aggregate
+from pipelines.evaluation.statistics.scores import LOWER_IS_BETTER, OVERALL
 from pipelines.models.offline import OFFLINE_MODEL
 from pipelines.records import Suite
 from pipelines.settings import Settings, load_settings

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 from sklearn.cluster import AgglomerativeClustering
 
-from pipelines.evaluation.coverage.result import Representative, UncoveredCluster
+from pipelines.evaluation.results.coverage import Representative, UncoveredCluster
 
 REPRESENTATIVES = 3
 MAX_CLUSTERED = 3_000

@@ -21,40 +21,21 @@ import numpy as np
 
 from pipelines.evaluation.coverage.clusters import cluster_uncovered
 from pipelines.evaluation.coverage.estimate import coverage_by_stratum, nearest_golden
-from pipelines.evaluation.coverage.result import GoldenCoverage
 from pipelines.evaluation.coverage.signal import MatchSignal, choose_signal
 from pipelines.evaluation.coverage.threshold import document_of, evidence_items, golden_passages
-from pipelines.evaluation.coverage.topic_cut import MIN_USER_QUESTIONS, TopicCut, calibrate_topic_cut, subsample
-from pipelines.evaluation.runs.folder import read_meta
-from pipelines.evaluation.runs.online_selection import read_judged, select_budget, stratum_of
-from pipelines.files import atomic_write_text
+from pipelines.evaluation.coverage.topic_cut import MIN_USER_QUESTIONS, calibrate_topic_cut, subsample
+from pipelines.evaluation.online_selection import read_judged, select_budget, stratum_of
+from pipelines.evaluation.results.coverage import GoldenCoverage, TopicCut
 from pipelines.golden.dataset import default_golden_name, load_golden_items, released_version
 from pipelines.models.embeddings import build_embedder
 from pipelines.native_heap import return_freed_memory
 from pipelines.settings import Settings
-from pipelines.workspace import RunPaths, Workspace
+from pipelines.workspace import RunPaths
 
 log = logging.getLogger(__name__)
 COLUMNS = ["trace_id", "app", "language", "question"]
 READ_ROWS = 8_192
 """Rows per record batch of the four short columns."""
-
-
-def measure_online_coverage(settings: Settings, run_dir: Path) -> GoldenCoverage:
-    """Coverage of the run's day by the released golden set, written to the run folder's coverage.json."""
-    run = RunPaths(run_dir)
-    meta = read_meta(run)
-    parts = Workspace.from_settings(settings).traces_partition(meta.logical_date).parts
-    coverage = measure_day_coverage(settings, parts)
-    atomic_write_text(run.coverage, coverage.model_dump_json(indent=1))
-    day = coverage.day
-    if coverage.status == "ok" and day is not None and day.ratio is not None:
-        log.info("golden coverage of %s: %.3f [%.3f, %.3f] of %d distinct questions (%d traces), %d uncovered topics",
-                 meta.logical_date, day.ratio, day.ci_low, day.ci_high, day.questions, day.traces,
-                 len(coverage.clusters))  # fmt: skip
-    else:
-        log.info("golden coverage of %s: not measured: %s", meta.logical_date, coverage.reason)
-    return coverage
 
 
 def measure_day_coverage(settings: Settings, parts: list[Path], *, golden: str | None = None) -> GoldenCoverage:

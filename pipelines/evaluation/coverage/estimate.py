@@ -17,32 +17,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from pydantic import BaseModel
 
+from pipelines.evaluation.results.coverage import ALL, StratumCoverage
 from pipelines.evaluation.statistics.intervals import proportion_ci
 
-ALL = "all"
-"""The stratum label of the whole day."""
 BLOCK_ROWS = 2_048
 """Questions compared with the golden set per matrix product: 2,048 × 2,000 golden passages is 16 MB."""
-
-
-class StratumCoverage(BaseModel):
-    stratum: str
-    """`app/language`, or "all"."""
-    day_traces: int
-    """Traces of the day's sample in the stratum."""
-    questions: int
-    """Distinct questions embedded and matched: the n of the interval."""
-    covered: int
-    """Distinct questions covered."""
-    traces: int = 0
-    """The embedded traces those questions stand for (a question asked three times: three): the volume."""
-    covered_traces: int = 0
-    ratio: float | None
-    """Share of the traces whose question is covered."""
-    ci_low: float | None
-    ci_high: float | None
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from pydantic import BaseModel
 
+from pipelines.evaluation.results.coverage import CoverageThreshold
 from pipelines.records import GoldenItem
 
 MIN_POSITIVES = 10
@@ -37,28 +37,6 @@ MIN_AUC = 0.7
 """Below this ROC AUC a question's own passage does not stand out from other documents' passages."""
 EVIDENCE_SOURCES = ("trace", "human")
 """Golden items whose question a user asked: the only evidence of what a user's question looks like."""
-
-
-class CoverageThreshold(BaseModel):
-    value: float | None
-    """Cosine (question vs golden passage) at or above which a question is covered; None: none calibrated nor set."""
-    method: str
-    """"calibrated" (Youden's J on user questions), "setting" (RAGWATCH_COVERAGE_THRESHOLD) or "uncalibrated"."""
-    signal: str = "embedding cosine"
-    """What the threshold is a similarity of: the embedding model's cosine, or lexical.SIGNAL (daily.py picks)."""
-    evidence: int = 0
-    """Golden items with a user's question (source trace or human) in a language with golden passages."""
-    positives: int = 0
-    """Of them, answerable ones: their nearest golden passage is a positive."""
-    negatives: int = 0
-    """Their nearest other-document passages, plus the unanswerable traces' nearest passages."""
-    tpr: float | None = None
-    """Share of positives at or above the threshold: user questions the golden set answers, matched as covered."""
-    fpr: float | None = None
-    """Share of negatives at or above it: how often a question on a subject the golden set lacks passes for covered."""
-    auc: float | None = None
-    """P(a positive is more similar than a negative), ties half."""
-    note: str = ""
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,10 @@ import hashlib
 from collections.abc import Sequence
 
 import numpy as np
-from pydantic import BaseModel
 from sklearn.cluster import AgglomerativeClustering
 from sklearn.metrics import adjusted_rand_score
+
+from pipelines.evaluation.results.coverage import TopicCut
 
 CUTS = tuple(round(0.10 + 0.05 * k, 2) for k in range(17))
 """Candidate topic similarities, 0.10 to 0.90."""
@@ -32,20 +33,6 @@ DEFAULT_SIMILARITY = 0.5
 MIN_ADJUSTED_RAND = 0.1
 """Below this, no cut's clusters resemble the documents (the model does not group the language's questions by
 subject, e.g. the English-only local model on the French FAQ: 0.01): the cut is the default, and says so."""
-
-
-class TopicCut(BaseModel):
-    similarity: float
-    """Average cosine at which the uncovered questions' clustering is cut."""
-    method: str
-    """"calibrated" (best adjusted Rand index against the golden questions' documents) or "default"."""
-    calibrated_on: str = ""
-    """"user questions" (golden items from traces or people) or "generated questions"."""
-    questions: int = 0
-    documents: int = 0
-    adjusted_rand: float | None = None
-    """How well the cut's clusters of the golden questions match their documents (1: exactly, 0: chance)."""
-    note: str = ""
 
 
 def subsample(items: Sequence) -> list:

@@ -12,7 +12,7 @@ from datetime import date, timedelta
 
 from pydantic import BaseModel
 
-from pipelines.evaluation.runs.cost import RunCost
+from pipelines.evaluation.results.run import RunCost
 from pipelines.stores.results import ResultsStore
 
 TREND_WEEKS = 8

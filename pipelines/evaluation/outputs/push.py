@@ -26,7 +26,6 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
-
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from prometheus_client import CollectorRegistry, Gauge, push_to_gateway, write_to_textfile
@@ -34,12 +33,19 @@ from prometheus_client.exposition import basic_auth_handler, default_handler
 from pydantic import BaseModel
 
 from pipelines import inputs
-from pipelines.evaluation.coverage.result import GoldenCoverage
-from pipelines.evaluation.outputs.summary import (JudgeNoiseRow, JudgeTrustRow, RunSummary, gate_rows,
-                                                  golden_coverage, judge_noise_rows, judge_trust)  # fmt: skip
-from pipelines.evaluation.runs.cost import RunCost
+from pipelines.evaluation.outputs.summary import (
+    JudgeNoiseRow,
+    JudgeTrustRow,
+    RunSummary,
+    gate_rows,
+    golden_coverage,
+    judge_noise_rows,
+    judge_trust,
+)
+from pipelines.evaluation.results.coverage import GoldenCoverage
+from pipelines.evaluation.results.run import RunCost
+from pipelines.evaluation.statistics.aggregates import Aggregate, aggregate
 from pipelines.evaluation.statistics.diagnose import CONTEXT_PRECISION as DIAGNOSED_PRECISION
-from pipelines.evaluation.statistics.intervals import Aggregate, aggregate
 from pipelines.records import METRICS, gauge_name
 from pipelines.redact import redact_text, redact_url
 from pipelines.settings import Settings

@@ -20,20 +20,28 @@ from typing import Any
 from jinja2 import Environment
 from markupsafe import Markup
 
-from pipelines.evaluation.coverage.result import GoldenCoverage
 from pipelines.evaluation.outputs.charts import Interval, histogram, interval_chart, line_chart
 from pipelines.evaluation.outputs.cost_trend import CostWeek
 from pipelines.evaluation.outputs.formatting import interval, number
 from pipelines.evaluation.outputs.summary import golden_coverage, judge_noise_rows, judge_trust, judged_strata
-from pipelines.evaluation.runs.cost import RunCost
+from pipelines.evaluation.results.coverage import GoldenCoverage
+from pipelines.evaluation.results.run import RunCost
+from pipelines.evaluation.statistics.aggregates import Aggregate, aggregate
 from pipelines.evaluation.statistics.diagnose import (
-    ATTRIBUTIONS, DEFAULT_MIN_N, NOT_ENOUGH_EVIDENCE, DiagnosisCorrection, diagnose, summarize_attribution,
+    ATTRIBUTIONS,
+    DEFAULT_MIN_N,
+    NOT_ENOUGH_EVIDENCE,
+    DiagnosisCorrection,
+    diagnose,
+    summarize_attribution,
 )  # fmt: skip
-from pipelines.evaluation.statistics.gate import Comparison, RunGate
+from pipelines.evaluation.statistics.gate.rule import GateResult
+from pipelines.evaluation.statistics.gate.run_gate import Comparison, RunGate
+from pipelines.evaluation.statistics.intervals import CI_METHODS
 from pipelines.evaluation.statistics.judge_noise import MIN_RETESTS
-from pipelines.evaluation.statistics.intervals import (
-    BENJAMINI_HOCHBERG, CI_METHODS, LOWER_IS_BETTER, OVERALL, TEST_METHODS, Aggregate, GateResult, aggregate,
-)  # fmt: skip
+from pipelines.evaluation.statistics.multiplicity import BENJAMINI_HOCHBERG
+from pipelines.evaluation.statistics.randomization import TEST_METHODS
+from pipelines.evaluation.statistics.scores import LOWER_IS_BETTER, OVERALL
 from pipelines.files import atomic_write_text
 from pipelines.models.offline import OFFLINE_MODEL
 from pipelines.models.usage import STAGES

@@ -7,50 +7,28 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from pipelines.evaluation.coverage.result import GoldenCoverage
-from pipelines.evaluation.runs.cost import RunCost
-from pipelines.evaluation.runs.folder import RunHeader
+from pipelines.evaluation.results.coverage import GoldenCoverage
+from pipelines.evaluation.results.rows import row_model
+from pipelines.evaluation.results.run import RunCost, RunHeader
+from pipelines.evaluation.statistics.aggregates import Aggregate, aggregate
 from pipelines.evaluation.statistics.diagnose import DEFAULT_MIN_N, DiagnosisCorrection, diagnose
-from pipelines.evaluation.statistics.intervals import BENJAMINI_HOCHBERG, GATED, OVERALL, WESTFALL_YOUNG, Aggregate, aggregate
+from pipelines.evaluation.statistics.gate.rule import MetricGate
+from pipelines.evaluation.statistics.judge_noise import JudgeNoise
+from pipelines.evaluation.statistics.multiplicity import BENJAMINI_HOCHBERG, WESTFALL_YOUNG
+from pipelines.evaluation.statistics.scores import OVERALL
 from pipelines.settings import Settings
 from pipelines.stores.results import EvalRun, ResultsStore
 
-
-class MetricRow(BaseModel):
-    metric: str
-    n: int
-    n_failed: int
-    mean: float | None
-    ci_low: float | None
-    ci_high: float | None
-    ci_method: str | None = None
-    """How the interval was made (a `stats.CI_METHODS` key)."""
-
-
-class GateRow(BaseModel):
-    """One metric of the gate: the paired difference candidate − baseline and the verdict."""
-
-    metric: str
-    design: str
-    n_pairs: int
-    baseline_mean: float | None
-    candidate_mean: float | None
-    diff: float | None
-    ci_low: float | None
-    ci_high: float | None
-    ci_method: str | None
-    p_adjusted: float | None
-    """One-sided p-value of "nothing changed" against a worsening, adjusted over the gate's checks (Holm in
-    gates stored before issue 17, Westfall–Young maxT since)."""
-    passed: bool
-    reason: str
-    gated: bool = True
-    """False when the metric was listed but not tested (`status` says why); it passed unless its failures rose or
-    its worst case (tested where the baseline measured it) worsened."""
-    status: str = GATED
-    detectable_drop: float | None = None
-    """The smallest drop this gate catches 90 % of the time (statistics/gate_sensitivity.py); None for gates stored
-    before it was computed, a metric not gated, or runs that share no items."""
+MetricRow = row_model(
+    "MetricRow", Aggregate, ("metric", "n", "n_failed", "mean", "ci_low", "ci_high", "ci_method"), module=__name__,
+    doc="One metric over the whole run (the overall stratum's Aggregate); `ci_method` is a CI_METHODS key.")
+GateRow = row_model(
+    "GateRow", MetricGate, ("metric", "design", "n_pairs", "baseline_mean", "candidate_mean", "diff", "ci_low",
+                            "ci_high", "ci_method", "p_adjusted", "passed", "reason", "gated", "status",
+                            "detectable_drop"), module=__name__,
+    doc="One metric of a stored gate (MetricGate: the paired difference candidate − baseline and the verdict). "
+        "`p_adjusted` is Holm's in gates stored before the Westfall–Young family test; `detectable_drop` is None in "
+        "gates stored before it was computed.")  # fmt: skip
 
 
 class StratumJudged(BaseModel):
@@ -95,28 +73,12 @@ class JudgeTrustRow(BaseModel):
     verdict: str
 
 
-class JudgeNoiseRow(BaseModel):
-    """One retested metric of a run: how much of its interval is the judge's own noise (statistics/judge_noise.py)."""
-
-    metric: str
-    n_retested: int
-    """Items judged twice with both judgements ok."""
-    n_items: int
-    enough: bool
-    """False below MIN_RETESTS retested items: no figure is stated."""
-    icc: float | None = None
-    mean_abs_difference: float | None = None
-    kappa: float | None = None
-    verdict_agreement: float | None = None
-    judge_variance: float | None = None
-    total_variance: float | None = None
-    noise_share: float | None = None
-    half_width: float | None = None
-    ci_method: str | None = None
-    half_width_two_judgements: float | None = None
-    half_width_noiseless_judge: float | None = None
-    half_width_double_items: float | None = None
-    verdict: str
+JudgeNoiseRow = row_model(
+    "JudgeNoiseRow", JudgeNoise, ("metric", "n_retested", "n_items", "enough", "icc", "mean_abs_difference", "kappa",
+                                  "verdict_agreement", "judge_variance", "total_variance", "noise_share", "half_width",
+                                  "ci_method", "half_width_two_judgements", "half_width_noiseless_judge",
+                                  "half_width_double_items", "verdict"), module=__name__,
+    doc="One retested metric of a run: how much of its interval is the judge's own noise (statistics/judge_noise.py).")  # fmt: skip
 
 
 class RunSummary(RunHeader):
@@ -224,14 +186,9 @@ def judged_strata(selection: dict[str, Any] | None, aggregates: Sequence[Aggrega
 
 
 def gate_rows(gate: dict[str, Any] | None) -> list[GateRow]:
-    if not gate:
-        return []
-    return [GateRow(metric=m["metric"], design=m["design"], n_pairs=m["n_pairs"], baseline_mean=m["baseline_mean"],
-                    candidate_mean=m["candidate_mean"], diff=m["diff"], ci_low=m["ci_low"], ci_high=m["ci_high"],
-                    ci_method=m.get("ci_method"), p_adjusted=m.get("p_adjusted"), passed=m["passed"],
-                    reason=m["reason"], gated=m.get("gated", True), status=m.get("status", GATED),
-                    detectable_drop=m.get("detectable_drop"))
-            for m in gate.get("metrics", [])]  # fmt: skip
+    """The metrics of a gate the results DB stored (GateResult.to_dict), as summary rows."""
+    fields = set(GateRow.model_fields)
+    return [GateRow.model_validate({k: v for k, v in m.items() if k in fields}) for m in (gate or {}).get("metrics", [])]
 
 
 def _reference_gate(gate: dict[str, Any] | None) -> dict[str, Any] | None:

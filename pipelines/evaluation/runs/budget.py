@@ -11,28 +11,16 @@ batch gets its share again; what it finds in the LLM cache is free.
 
 Every score whose model call the budget refused is `skipped` with the reason "budget" (`BUDGET_REASON`), never
 dropped and never `failed`: the report and the summary count them, and the gate treats them as missing (a
-skipped score is not ok, intervals.regression_gate).
+skipped score is not ok, statistics/gate/rule.regression_gate).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from pydantic import BaseModel
-
+from pipelines.evaluation.results.run import RunBudget
 from pipelines.models.budget import BUDGET_REASON, TokenBudget, is_refusal
 from pipelines.records import Score
-
-
-class RunBudget(BaseModel):
-    """How a run's token budget was divided (run.json)."""
-
-    cap: int
-    """RAGWATCH_LLM_BUDGET_TOKENS when the run was prepared."""
-    prepare_tokens: int = 0
-    """Tokens the prepare step charged (the offline system under test's answers)."""
-    per_batch: int
-    """Each judge batch's share: (cap − prepare_tokens) // batches."""
 
 
 def divide_budget(cap: int | None, *, prepare_tokens: int, batches: int) -> RunBudget | None:

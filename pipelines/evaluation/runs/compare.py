@@ -15,7 +15,7 @@ from pipelines.evaluation.runs.folder import load_scores
 from pipelines.evaluation.runs.judge_batch import judge_offline_batch
 from pipelines.evaluation.runs.params import EvalParams, target_name_for, target_url
 from pipelines.evaluation.runs.prepare import prepare_offline_eval
-from pipelines.evaluation.statistics.intervals import compare_runs
+from pipelines.evaluation.statistics.compare import compare_runs
 from pipelines.records import Score
 from pipelines.settings import Settings
 from pipelines.workspace import RunPaths

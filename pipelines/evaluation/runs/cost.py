@@ -14,55 +14,16 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from pydantic import BaseModel
-
-from pipelines.evaluation.runs.budget import RunBudget
+from pipelines.evaluation.results.run import RunCost
 from pipelines.evaluation.runs.folder import judge_part
 from pipelines.files import atomic_write_text
 from pipelines.handoff import batch_label, check_parts
 from pipelines.models.llm import LLM
-from pipelines.models.usage import COUNTS, UsageRow, summed
+from pipelines.models.usage import UsageRow, summed
 from pipelines.workspace import RunPaths
 
 PREPARE_PART = "prepare"
 """The usage part of the offline prepare step (the system under test's generator)."""
-
-
-class RunCost(BaseModel):
-    """The usage of a whole run, and the items it evaluated (the per-item figures' denominator)."""
-
-    items: int
-    rows: list[UsageRow] = []
-    budget: RunBudget | None = None
-    """How RAGWATCH_LLM_BUDGET_TOKENS was divided among the run's steps (runs/budget.py); None: no cap."""
-    skipped_for_budget: int = 0
-    """Scores `skipped` with the reason "budget": their model call was not sent because the budget was spent."""
-
-    def total(self, count: str) -> float:
-        return sum(getattr(row, count) for row in self.rows)
-
-    @property
-    def totals(self) -> dict[str, float]:
-        return {count: round(self.total(count), 3) for count in COUNTS}
-
-    def per_item(self, count: str) -> float | None:
-        return self.total(count) / self.items if self.items else None
-
-    def by_stage(self) -> dict[str, dict[str, float]]:
-        """stage -> its counts summed over metrics and models, in the order the stages first appear."""
-        stages: dict[str, dict[str, float]] = {}
-        for row in self.rows:
-            counts = stages.setdefault(row.stage, dict.fromkeys(COUNTS, 0))
-            for count in COUNTS:
-                counts[count] += getattr(row, count)
-        return stages
-
-    def by_model(self) -> dict[str, int]:
-        """model -> requests sent: what each model's server should have seen."""
-        models: dict[str, int] = {}
-        for row in self.rows:
-            models[row.model] = models.get(row.model, 0) + row.requests
-        return models
 
 
 def write_usage(run: RunPaths, part: str, llms: Iterable[LLM | None]) -> list[UsageRow]:

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from sqlalchemy.engine import make_url
 
-from pipelines.evaluation.runs.cost import RunCost
+from pipelines.evaluation.results.run import RunCost
 from pipelines.models.offline import OFFLINE_MODEL
 from pipelines.models.usage import STAGES
 from pipelines.models.usage_estimate import RunEstimate, StageEstimate
@@ -168,7 +168,7 @@ def cache_answers(settings: Settings) -> bool:
 def estimate_online(settings: Settings, day: date, params) -> RunEstimate:
     """The online eval of `day` with `params`, before it runs: the selection it would judge and the rates."""
     from pipelines.evaluation.runs.online import SUITE, TARGET, past_spread
-    from pipelines.evaluation.runs.online_selection import select_budget
+    from pipelines.evaluation.online_selection import select_budget
     from pipelines.workspace import Workspace
 
     workspace = Workspace.from_settings(settings)

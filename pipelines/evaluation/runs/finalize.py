@@ -13,13 +13,19 @@ from pathlib import Path
 from pipelines.evaluation.metrics.retrieval import attribute
 from pipelines.evaluation.outputs.cost_trend import weekly_cost
 from pipelines.evaluation.outputs.judge_audit import JUDGE_AUDIT, audit_run
-from pipelines.evaluation.outputs.report import ItemView, render_report, trend_from_store, write_metrics_json, write_report
+from pipelines.evaluation.outputs.report import (
+    ItemView,
+    render_report,
+    trend_from_store,
+    write_metrics_json,
+    write_report,
+)
 from pipelines.evaluation.outputs.summary import RunSummary, run_summary
 from pipelines.evaluation.runs.budget import budget_skips
 from pipelines.evaluation.runs.cost import PREPARE_PART, run_cost
 from pipelines.evaluation.runs.folder import RETRIEVAL_TOOLS_PART, load_planned_retests, load_planned_scores, read_meta
-from pipelines.evaluation.statistics.gate import gate_against_baseline
-from pipelines.evaluation.statistics.intervals import aggregate
+from pipelines.evaluation.statistics.aggregates import aggregate
+from pipelines.evaluation.statistics.gate.run_gate import gate_against_baseline
 from pipelines.evaluation.statistics.judge_noise import run_judge_noise
 from pipelines.files import read_jsonl
 from pipelines.models.llm import build_llm

@@ -16,30 +16,18 @@ import itertools
 import json
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from datetime import date
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
-from pipelines.evaluation.runs.budget import RunBudget
+from pipelines.evaluation.results.run import RunBudget, RunHeader
 from pipelines.evaluation.runs.params import EvalParams, OnlineParams
 from pipelines.files import atomic_write_text, read_jsonl
 from pipelines.handoff import batch_label, check_parts
 from pipelines.native_heap import bound_native_heap, return_freed_memory
 from pipelines.records import GoldenItem, Score
 from pipelines.workspace import RunPaths
-
-
-class RunHeader(BaseModel):
-    """What names a run and what it evaluated: shared by its metadata and its summary."""
-
-    run_id: str
-    suite: str
-    logical_date: date
-    target: str
-    dataset_version: str
-    items: int
 
 
 class RunMeta(RunHeader):

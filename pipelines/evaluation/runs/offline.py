@@ -16,7 +16,6 @@ from pipelines.evaluation.runs.folder import run_steps
 from pipelines.evaluation.runs.judge_batch import judge_offline_batch
 from pipelines.evaluation.runs.params import EvalParams
 from pipelines.evaluation.runs.prepare import prepare_offline_eval
-from pipelines.evaluation.statistics.gate import enforce_gate
 from pipelines.settings import Settings
 
 
@@ -27,3 +26,15 @@ def run_offline_eval(settings: Settings, params: EvalParams, *, logical_date: da
     summary = run_steps(settings, prepared, judge_offline_batch, finalize_offline_eval, progress, in_flight=1)
     pushed = push_run(settings, summary)
     return enforce_gate(summary, params.fail_on_gate), pushed
+
+
+class GateFailed(RuntimeError):
+    """The run regressed beyond the tolerance its eval-set size allows (raised only when asked to)."""
+
+
+def enforce_gate(summary: RunSummary, fail_on_gate: bool) -> RunSummary:
+    """The run's summary, or GateFailed when its gate failed and the run was asked to fail with it
+    (`fail_on_gate`: the CLI's exit status, the DAG's last task)."""
+    if fail_on_gate and summary.gate_passed is False:
+        raise GateFailed(f"{summary.gate} (report: {summary.report})")
+    return summary

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.batching import batch_ranges
-from pipelines.evaluation.coverage.daily import measure_online_coverage, read_coverage
+from pipelines.evaluation.coverage.daily import measure_day_coverage, read_coverage
 from pipelines.evaluation.metrics.judge import JudgeInput, Outcome, judge_items
 from pipelines.evaluation.metrics.judge_retest import build_retest_judge, retest_items
 from pipelines.evaluation.metrics.noise import CONTROL_METRIC, METRIC, REFERENCE_METRIC, NoisePool, noise_delta_f
@@ -46,10 +46,11 @@ from pipelines.evaluation.runs.finalize import publish_run
 from pipelines.evaluation.runs.folder import (JudgedBatch, PreparedRun, RunMeta, judge_part, load_planned_retests,
                                               load_planned_scores, read_meta, read_rows, run_and_close, run_steps,
                                               write_meta)  # fmt: skip
-from pipelines.evaluation.runs.online_selection import HalfWidthTarget, read_judged, select_budget, stratum_of
+from pipelines.evaluation.results.coverage import GoldenCoverage
+from pipelines.evaluation.online_selection import HalfWidthTarget, read_judged, select_budget, stratum_of
 from pipelines.evaluation.runs.params import OnlineParams
 from pipelines.evaluation.runs.target import HTTPTarget, ReferenceRAG, generator_label
-from pipelines.files import read_jsonl, reset_dir, write_jsonl
+from pipelines.files import atomic_write_text, read_jsonl, reset_dir, write_jsonl
 from pipelines.handoff import IncompleteHandoff
 from pipelines.models.budget import REFUSAL, BudgetSpent
 from pipelines.models.embeddings import build_embedder
@@ -209,6 +210,23 @@ def judge_online_batch(settings: Settings, run_dir: Path, start: int, end: int) 
     generator.counters.log(log, f"online generator (noise) batch {start}-{end}")
     return JudgedBatch(batch=(start, end), scores=len(scores), failed=sum(s.status == "failed" for s in scores),
                        judge=judge.counters.summary(), generator=generator.counters.summary())  # fmt: skip
+
+
+def measure_online_coverage(settings: Settings, run_dir: Path) -> GoldenCoverage:
+    """Coverage of the run's day by the released golden set, written to the run folder's coverage.json."""
+    run = RunPaths(run_dir)
+    meta = read_meta(run)
+    parts = Workspace.from_settings(settings).traces_partition(meta.logical_date).parts
+    coverage = measure_day_coverage(settings, parts)
+    atomic_write_text(run.coverage, coverage.model_dump_json(indent=1))
+    day = coverage.day
+    if coverage.status == "ok" and day is not None and day.ratio is not None:
+        log.info("golden coverage of %s: %.3f [%.3f, %.3f] of %d distinct questions (%d traces), %d uncovered topics",
+                 meta.logical_date, day.ratio, day.ci_low, day.ci_high, day.questions, day.traces,
+                 len(coverage.clusters))  # fmt: skip
+    else:
+        log.info("golden coverage of %s: not measured: %s", meta.logical_date, coverage.reason)
+    return coverage
 
 
 def finalize_online_eval(settings: Settings, run_dir: Path) -> RunSummary:

@@ -16,10 +16,6 @@ from pipelines.redact import has_credentials, redact_text, redact_url
 
 ALL_JUDGE_METRICS = ["faithfulness", "answer_relevancy", "context_precision_ranked", "context_precision_share",
                      "context_recall", "ragas_noise_sensitivity"]  # fmt: skip
-GATED_METRICS = ["recall@5", "mrr", "faithfulness", "answer_relevancy", "context_precision_ranked", "context_recall",
-                 "answer_correctness", "tool_selection_accuracy", "tool_call_accuracy"]  # fmt: skip
-"""Metrics a run is gated on. The tool metrics are scored per tool item only (a question that expects no tool
-has no tool score), so the gate pairs them over the tool items both runs scored."""
 REFERENCE_TARGET = "reference-rag"
 DEFAULT_K = (1, 3, 5, 10)
 TARGET_URL_PATTERN = r"^https?://[^\s/@?#]+(/[^\s@]*)?$"
@@ -93,7 +89,7 @@ class EvalParams(BaseModel):
     target_name: Annotated[str, AfterValidator(inputs.target_name)] = REFERENCE_TARGET
     baseline_run: Annotated[str, AfterValidator(lambda rid: offline_run_id(rid))] | None = None
     """The run the gate compares with (a run id such as `offline/2026-11-30/reference-rag`); None: the
-    previous accepted run of the same target (gate.py)."""
+    previous accepted run of the same target (statistics/gate/run_gate.py)."""
     reference_run: Annotated[str, AfterValidator(lambda rid: offline_run_id(rid))] | None = None
     """The run the gate also compares with so slow drift fails; None: the first release (`ragwatch eval pin`) since
     the reference last moved (`eval pin --reference`), else the first accepted run on the golden version

@@ -35,7 +35,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 from pipelines.evaluation.metrics.retrieval import ATTRIBUTIONS
-from pipelines.evaluation.statistics.intervals import BENJAMINI_HOCHBERG, CONFIDENCE, OVERALL, Aggregate, benjamini_hochberg
+from pipelines.evaluation.statistics.aggregates import Aggregate
+from pipelines.evaluation.statistics.intervals import CONFIDENCE
+from pipelines.evaluation.statistics.multiplicity import BENJAMINI_HOCHBERG, benjamini_hochberg
+from pipelines.evaluation.statistics.scores import OVERALL
 
 UNCORRECTED = "none"
 """The diagnosis' other correction (`RAGWATCH_DIAGNOSIS_CORRECTION=none`): each claim stands when its own printed

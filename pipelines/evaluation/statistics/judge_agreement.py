@@ -25,7 +25,12 @@ import numpy as np
 from scipy.stats import norm
 
 from pipelines.evaluation.statistics.misclassification import (
-    covers_both_verdicts, error_rate_shift, error_rates, label_weights, labels_for_half_width, rogan_gladen,
+    covers_both_verdicts,
+    error_rate_shift,
+    error_rates,
+    label_weights,
+    labels_for_half_width,
+    rogan_gladen,
 )  # fmt: skip
 
 TRUSTED_FROM_KAPPA = 0.6

@@ -34,8 +34,9 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from pipelines.evaluation.metrics.verdicts import AUDITED
-from pipelines.evaluation.statistics.intervals import OVERALL, Aggregate
+from pipelines.evaluation.statistics.aggregates import Aggregate
 from pipelines.evaluation.statistics.judge_agreement import agreement
+from pipelines.evaluation.statistics.scores import OVERALL
 
 MIN_RETESTS = 10
 """Fewest items judged twice (both ok) for the figures to be stated; below, "not enough retests"."""

@@ -8,7 +8,7 @@ A run is compared twice (README § Evaluating, "Statistics and the gate"):
   golden version (`ResultsStore.reference_choice`), or the run named by `reference_run`: ten small drops that
   each pass against the previous run add up and fail here, even when every release is pinned. A release that
   measured no gated metric is never the reference (the note names it).
-It passes only when it passes both; the two share the gate's false-alarm level (gate_level.py), so an
+It passes only when it passes both; the two share the gate's false-alarm level (level.py), so an
 unchanged system fails the run's gate at most GATE_ALPHA of the time, not once per comparison. A run in which
 no gated metric was measured (every item failed or skipped, or the judge metrics switched off) is never chosen
 as a baseline while a measured one exists. A gated metric the earlier run measured and this run lacks fails.
@@ -26,20 +26,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pipelines.evaluation.outputs.summary import RunSummary
-from pipelines.evaluation.runs.params import GATED_METRICS
-from pipelines.evaluation.statistics.gate_level import level_note, split_alpha
-from pipelines.evaluation.statistics.intervals import DEFAULT_MIN_PAIRS, GATE_ALPHA, GateResult, regression_gate
+from pipelines.evaluation.statistics.gate.gated_metrics import GATED_METRICS
+from pipelines.evaluation.statistics.gate.level import level_note, split_alpha
+from pipelines.evaluation.statistics.gate.rule import DEFAULT_MIN_PAIRS, GATE_ALPHA, GateResult, regression_gate
 from pipelines.records import Score
 from pipelines.stores.results import EvalRun, ResultsStore
 
 Role = Literal["baseline", "reference"]
 CHOOSE_ANOTHER = ("pass --baseline-run / --reference-run (DAG params baseline_run / reference_run) to choose a "
                   "comparable run, or pin this run as a release (`ragwatch eval pin RUN_ID`) to start from it")
-
-
-class GateFailed(RuntimeError):
-    """The run regressed beyond the tolerance its eval-set size allows (raised only when asked to)."""
 
 
 @dataclass(frozen=True)
@@ -93,7 +88,7 @@ class RunGate:
     reference_note: str
     """Which run is the reference and why, or why there is none (and which empty releases were skipped)."""
     alpha: float = GATE_ALPHA
-    """The family-wise level each comparison spent: GATE_ALPHA split over them (gate_level.py)."""
+    """The family-wise level each comparison spent: GATE_ALPHA split over them (level.py)."""
 
     @property
     def baseline(self) -> Comparison | None:
@@ -243,9 +238,3 @@ def _why_baseline(run: EvalRun, baseline: EvalRun, baseline_scores: Sequence[Sco
     if baseline.dataset_version != run.dataset_version:
         chosen += f" (none yet on {run.dataset_version})"
     return chosen
-
-
-def enforce_gate(summary: RunSummary, fail_on_gate: bool) -> RunSummary:
-    if fail_on_gate and summary.gate_passed is False:
-        raise GateFailed(f"{summary.gate} (report: {summary.report})")
-    return summary

@@ -12,7 +12,7 @@ Bonferroni over the comparisons: each spends `alpha / k`. Why this and not the a
 - One Westfall–Young family over both comparisons would use their correlation (they share the candidate's
   noise; the two differences correlate about 0.5), which lowers the critical value: for two normal statistics
   at ρ = 0.5 the joint one-sided 5 % point is z ≈ 1.92 against Bonferroni's 1.96, about 2 % of a tolerance.
-  It needs a randomization of three runs per item (six label orders, not a sign flip) that `intervals.py` does
+  It needs a randomization of three runs per item (six label orders, not a sign flip) that `randomization.py` does
   not have; Bonferroni is valid whatever the dependence, and the bench measures what it costs
   (`ragwatch bench gate --whole`): a sudden drop is seen by both comparisons (the reference is an earlier run
   of the same system), so the whole gate catches more than either comparison alone; a 10-point drop at n = 100
@@ -22,7 +22,7 @@ Bonferroni over the comparisons: each spends `alpha / k`. Why this and not the a
 
 from __future__ import annotations
 
-from pipelines.evaluation.statistics.intervals import GATE_ALPHA
+from pipelines.evaluation.statistics.gate.rule import GATE_ALPHA
 
 
 def split_alpha(comparisons: int, alpha: float = GATE_ALPHA) -> float:

@@ -1,0 +1,114 @@
+"""What the coverage step found, as the run folder, the results DB's run params, the summary and the report hold it.
+
+Computed by coverage/ (estimate.py: StratumCoverage, threshold.py: CoverageThreshold, topic_cut.py: TopicCut,
+clusters.py: UncoveredCluster), read by the outputs: kept here, below both.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel
+
+ALL = "all"
+"""The stratum label of the whole day."""
+
+
+class StratumCoverage(BaseModel):
+    stratum: str
+    """`app/language`, or "all"."""
+    day_traces: int
+    """Traces of the day's sample in the stratum."""
+    questions: int
+    """Distinct questions embedded and matched: the n of the interval."""
+    covered: int
+    """Distinct questions covered."""
+    traces: int = 0
+    """The embedded traces those questions stand for (a question asked three times: three): the volume."""
+    covered_traces: int = 0
+    ratio: float | None
+    """Share of the traces whose question is covered."""
+    ci_low: float | None
+    ci_high: float | None
+
+
+class CoverageThreshold(BaseModel):
+    value: float | None
+    """Similarity (question vs golden passage) at or above which a question is covered; None: none calibrated nor set."""
+    method: str
+    """"calibrated" (Youden's J on user questions), "setting" (RAGWATCH_COVERAGE_THRESHOLD) or "uncalibrated"."""
+    signal: str = "embedding cosine"
+    """What the threshold is a similarity of: the embedding model's cosine, or coverage.lexical.SIGNAL."""
+    evidence: int = 0
+    """Golden items with a user's question (source trace or human) in a language with golden passages."""
+    positives: int = 0
+    """Of them, answerable ones: their nearest golden passage is a positive."""
+    negatives: int = 0
+    """Their nearest other-document passages, plus the unanswerable traces' nearest passages."""
+    tpr: float | None = None
+    """Share of positives at or above the threshold: user questions the golden set answers, matched as covered."""
+    fpr: float | None = None
+    """Share of negatives at or above it: how often a question on a subject the golden set lacks passes for covered."""
+    auc: float | None = None
+    """P(a positive is more similar than a negative), ties half."""
+    note: str = ""
+
+
+class TopicCut(BaseModel):
+    similarity: float
+    """Average cosine at which the uncovered questions' clustering is cut."""
+    method: str
+    """"calibrated" (best adjusted Rand index against the golden questions' documents) or "default"."""
+    calibrated_on: str = ""
+    """"user questions" (golden items from traces or people) or "generated questions"."""
+    questions: int = 0
+    documents: int = 0
+    adjusted_rand: float | None = None
+    """How well the cut's clusters of the golden questions match their documents (1: exactly, 0: chance)."""
+    note: str = ""
+
+
+class Representative(BaseModel):
+    trace_id: str
+    app: str
+    question: str
+
+
+class UncoveredCluster(BaseModel):
+    cluster_id: str
+    language: str
+    questions: int
+    """Distinct uncovered questions of the day's embedded sample in the cluster."""
+    traces: int = 0
+    """The embedded traces that asked them (the volume)."""
+    estimated_traces: float
+    """The day's sampled traces the cluster stands for (questions weighted by their stratum's sampling)."""
+    share: float
+    """estimated_traces / the day's sampled traces."""
+    representatives: list[Representative]
+
+
+class GoldenCoverage(BaseModel):
+    status: Literal["ok", "failed"]
+    reason: str = ""
+    golden: str
+    golden_version: str | None = None
+    golden_questions: int = 0
+    golden_passages: int = 0
+    """Distinct reference passages of the golden items: what a day's question is matched against."""
+    threshold: CoverageThreshold | None = None
+    topic_cut: TopicCut | None = None
+    max_questions: int
+    """The embedding budget: the day's questions embedded at most."""
+    strata: list[StratumCoverage] = []
+    """Per app/language, then "all" (the day, weighted by the strata's traces)."""
+    min_cluster_size: int = 0
+    """Fewest distinct uncovered questions that make a topic."""
+    clusters: list[UncoveredCluster] = []
+    """The uncovered questions' topics, largest first."""
+    unclustered: int = 0
+    """Distinct uncovered questions in no topic (in groups smaller than `min_cluster_size`: one-off questions)."""
+
+    @property
+    def day(self) -> StratumCoverage | None:
+        return next((s for s in self.strata if s.stratum == ALL), None)
