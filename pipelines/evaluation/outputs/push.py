@@ -145,7 +145,7 @@ def add_coverage_gauges(registry: CollectorRegistry, base: dict[str, str], cover
         return
     names = [*base, "stratum"]
     gauges = {"ratio": Gauge("rag_golden_coverage_ratio", "Share of the day's traffic whose question has a golden "
-                             f"passage that answers it (same language, cosine >= {_threshold_help(coverage)}); "
+                             f"passage that answers it (same language, {_threshold_help(coverage)}); "
                              "interval n = distinct questions", names, registry=registry),
               "ci_low": Gauge("rag_golden_coverage_ratio_ci_low", "Lower bound of its 95 % interval", names,
                               registry=registry),
@@ -161,10 +161,10 @@ def _threshold_help(coverage: GoldenCoverage) -> str:
     """Whose threshold the gauge rests on: one calibrated on user questions, or the user's own setting."""
     t = coverage.threshold
     if t is not None and t.method == "setting":
-        return f"{t.value:.3f}, the user's RAGWATCH_COVERAGE_THRESHOLD, not calibrated"
+        return f"{t.signal} >= {t.value:.3f}, the user's RAGWATCH_COVERAGE_THRESHOLD, not calibrated"
     if t is not None and t.method == "calibrated":
-        return f"{t.value:.3f}, calibrated on {t.positives} user questions of the golden set"
-    return "the threshold"
+        return f"{t.signal} >= {t.value:.3f}, calibrated on {t.positives} user questions of the golden set"
+    return "similarity >= the threshold"
 
 
 def add_judge_gauges(registry: CollectorRegistry, base: dict[str, str], rows: Iterable[JudgeTrustRow]) -> None:
