@@ -8,7 +8,8 @@ from datetime import date
 
 import pytest
 
-from pipelines import cli
+from pipelines.cli.render.console import console
+from pipelines.cli.render.evals import print_eval_summary
 from pipelines.evaluation.outputs.report import ItemView, render_report, trend_from_store, write_metrics_json, write_report
 from pipelines.evaluation.outputs.summary import run_summary
 from pipelines.evaluation.statistics.intervals import aggregate, regression_gate
@@ -127,6 +128,6 @@ def test_the_report_says_how_the_diagnosis_corrects_its_claims():
     # The CLI's summary says it too.
     summary = run_summary(run, aggregate(scores), items=12, correction="none")
     assert summary.diagnosis_correction == "none" and summary.diagnosis
-    with cli.console.capture() as printed:
-        cli.print_eval_summary(summary)
+    with console.capture() as printed:
+        print_eval_summary(summary)
     assert "diagnosis (bands need evidence; no correction: each claim on its own interval)" in printed.get()
