@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 from rich.markup import escape
-from rich.table import Table
 
 from pipelines import inputs
 from pipelines.cli.options import (
@@ -22,6 +21,7 @@ from pipelines.cli.options import (
 from pipelines.cli.render.console import console, fail, progress_bar
 from pipelines.cli.render.evals import print_estimate, print_eval_summary
 from pipelines.cli.render.gauges import print_gauges
+from pipelines.cli.render.tables import ReadableTable
 
 app = typer.Typer(help="Offline and online evals.", no_args_is_help=True)
 
@@ -132,10 +132,11 @@ def eval_online(
         except FileNotFoundError as exc:
             fail(str(exc))
     print_eval_summary(summary)
-    table = Table(title=escape(f"judged {summary.items} of the day's {summary.day_traces} sampled traces "
+    table = ReadableTable(title=escape(f"judged {summary.items} of the day's {summary.day_traces} sampled traces "
                                f"(budget {params.max_traces})"))  # fmt: skip
-    for column in ("stratum", "day's traces", "judged", "noise ΔF", "faithfulness n", "95 % CI ±"):
-        table.add_column(column, justify="left" if column == "stratum" else "right")
+    table.add_column("stratum", "name")
+    for column in ("day's traces", "judged", "noise ΔF", "faithfulness n", "95 % CI ±"):
+        table.add_column(column)
     for row in summary.judged_strata:
         table.add_row(escape(row.stratum), str(row.day_traces), str(row.judged), str(row.noise), str(row.faithfulness_n),
                       number(row.faithfulness_half_width))  # fmt: skip
@@ -168,11 +169,12 @@ def eval_cost(
         trend = weekly_cost(store, suite, name, until=until, weeks=weeks) if store.exists() else []
     finally:
         store.dispose()
-    table = Table(title=escape(f"{suite} runs of {name}, by ISO week: requests and prompt + completion tokens "
+    table = ReadableTable(title=escape(f"{suite} runs of {name}, by ISO week: requests and prompt + completion tokens "
                                f"(as the servers reported them)"))  # fmt: skip
-    table.add_column("week of", no_wrap=True, min_width=10)
-    for column in ("runs", "requests", "per run", "tokens", "per run", "per item", "cache hits"):
-        table.add_column(column, justify="right")
+    table.add_column("week of", "name")
+    table.add_column("runs", "text")  # "3 (+1 unrecorded)" may fold
+    for column in ("requests", "per run", "tokens", "per run", "per item", "cache hits"):
+        table.add_column(column)
     for week in trend:
         runs = f"{week.runs}" + (f" (+{week.unrecorded_runs} unrecorded)" if week.unrecorded_runs else "")
         if not week.runs:
@@ -265,9 +267,12 @@ def eval_compare(
         rows = compare(settings, base, a, b, logical_date=today())
     except ValueError as exc:
         fail(str(exc))
-    table = Table(title=escape(f"A = {a}   B = {b}   (paired on the same items)"))
-    for column in ("metric", "stratum", "pairs", "A", "B", "B − A", "95 % CI", "p (adjusted)", ""):
+    table = ReadableTable(title=escape(f"A = {a}   B = {b}   (paired on the same items)"))
+    for column in ("metric", "stratum"):
+        table.add_column(column, "name")
+    for column in ("pairs", "A", "B", "B − A", "95 % CI", "p (adjusted)"):
         table.add_column(column)
+    table.add_column("", "text")
     for r in rows:
         ci = "—" if r["ci_low"] is None else f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
         p_adjusted = "—" if r["p_adjusted"] is None else f"{r['p_adjusted']:.3f}"

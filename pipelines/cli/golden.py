@@ -11,7 +11,6 @@ from typing import Annotated
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 from pipelines import inputs
 from pipelines.cli.options import (
@@ -25,6 +24,7 @@ from pipelines.cli.options import (
 from pipelines.cli.render.console import console, fail, progress_bar
 from pipelines.cli.render.evals import print_estimate
 from pipelines.cli.render.golden import print_golden_summary
+from pipelines.cli.render.tables import ReadableTable
 
 app = typer.Typer(help="Golden datasets: build, import hand-written items, review, show.", no_args_is_help=True)
 stage_app = typer.Typer(help="One step of the golden build (what dvc.yaml's stages run).", no_args_is_help=True)
@@ -205,12 +205,15 @@ def golden_show(
         if shown[stratum] >= per_stratum:
             continue
         shown[stratum] += 1
-        table = Table(title=f"{item.qtype} · {item.language} · {item.variant} · {item.split} · {item.source}",
-                      show_header=False, title_justify="left", width=min(console.width, 110))  # fmt: skip
-        table.add_row("question", item.question)
-        table.add_row("reference", item.reference_answer)
+        table = ReadableTable(title=escape(f"{item.qtype} · {item.language} · {item.variant} · {item.split} · "
+                                           f"{item.source}"), show_header=False)  # fmt: skip
+        table.add_column("", "name")
+        table.add_column("", "text")
+        # Questions and passages are data, not Rich markup: a "[link]" in a document stays as written.
+        table.add_row("question", escape(item.question))
+        table.add_row("reference", escape(item.reference_answer))
         if item.expected_tool:
-            table.add_row("expected call", f"{item.expected_tool} {json.dumps(item.expected_args, ensure_ascii=False)}")
+            table.add_row("expected call", escape(f"{item.expected_tool} {json.dumps(item.expected_args, ensure_ascii=False)}"))
         for cid, text in zip(item.gold_chunk_ids, item.reference_contexts):
-            table.add_row(cid, text[:300] + ("…" if len(text) > 300 else ""))
+            table.add_row(escape(cid), escape(text[:300] + ("…" if len(text) > 300 else "")))
         console.print(table)

@@ -3,36 +3,39 @@
 from __future__ import annotations
 
 from rich.markup import escape
-from rich.table import Table
 
 from pipelines.cli.render.console import console
+from pipelines.cli.render.tables import ReadableTable
 
 
-def score_table(title: str, overall) -> Table:
+def score_table(title: str, overall) -> ReadableTable:
     from pipelines.evaluation.outputs.formatting import interval, number
 
-    table = Table(title=title)
-    for column in ("metric", "n", "failed", "mean", "95 % CI", "interval"):
-        table.add_column(column, justify="left" if column in ("metric", "interval") else "right")
+    table = ReadableTable(title=title)
+    table.add_column("metric", "name")
+    for column in ("n", "failed", "mean", "95 % CI"):
+        table.add_column(column)
+    table.add_column("interval", "text")
     for row in overall:
         table.add_row(row.metric, str(row.n), str(row.n_failed), number(row.mean), interval(row.ci_low, row.ci_high),
                       row.ci_method or "–")  # fmt: skip
     return table
 
 
-def gate_table(summary, role: str = "baseline", run_id: str | None = None, rows=None) -> Table:
+def gate_table(summary, role: str = "baseline", run_id: str | None = None, rows=None) -> ReadableTable:
     from pipelines.evaluation.outputs.formatting import interval, number
 
-    table = Table(title=escape(f"paired differences, {summary.target} − {role} {run_id or summary.baseline}"))
-    for column in ("metric", "pairs", role, "candidate", "difference", "95 % CI", f"p ({summary.gate_correction})",
-                   "catches", "verdict"):  # fmt: skip
-        table.add_column(column, justify="left" if column in ("metric", "verdict") else "right")
+    table = ReadableTable(title=escape(f"paired differences, {summary.target} − {role} {run_id or summary.baseline}"),
+                          caption="catches: the smallest drop of the mean this gate fails 90 % of the time at its n")
+    table.add_column("metric", "name")
+    for column in ("pairs", role, "candidate", "difference", "95 % CI", f"p ({summary.gate_correction})", "catches"):
+        table.add_column(column)
+    table.add_column("verdict", "text")
     for row in summary.gate_rows if rows is None else rows:
         table.add_row(row.metric, str(row.n_pairs), number(row.baseline_mean), number(row.candidate_mean),
                       "–" if row.diff is None else f"{row.diff:+.3f}", interval(row.ci_low, row.ci_high),
                       number(row.p_adjusted), number(row.detectable_drop, 2),
                       verdict_cell(row))  # fmt: skip
-    table.caption = "catches: the smallest drop of the mean this gate fails 90 % of the time at its n"
     return table
 
 
@@ -89,12 +92,12 @@ def print_coverage(coverage) -> None:
     t = coverage.threshold
     how = (f"calibrated on {t.positives} golden user questions: true matches {t.tpr:.0%}, false {t.fpr:.0%}, "
            f"AUC {t.auc:.2f}" if t.method == "calibrated" else t.note)  # fmt: skip
-    table = Table(title=escape(f"golden coverage of the day's traffic by {coverage.golden} {coverage.golden_version} "
+    table = ReadableTable(title=escape(f"golden coverage of the day's traffic by {coverage.golden} {coverage.golden_version} "
                                f"(nearest golden passage, same language, cosine ≥ {t.value:.3f}: {how})"))  # fmt: skip
-    # Fits 80 columns with the stratum whole: n is the distinct questions matched, of the day's traces.
-    table.add_column("stratum", no_wrap=True)
+    # n is the distinct questions matched, of the day's traces.
+    table.add_column("stratum", "name")
     for column in ("day's traces", "n", "covered", "coverage", "95 % CI"):
-        table.add_column(column, justify="right")
+        table.add_column(column)
     for row in coverage.strata:
         table.add_row(escape(row.stratum), str(row.day_traces), str(row.questions), str(row.covered),
                       number(row.ratio), interval(row.ci_low, row.ci_high, digits=2))  # fmt: skip
@@ -141,13 +144,14 @@ def judge_trust_line(row) -> str:
     return line
 
 
-def run_cost_table(cost) -> Table:
+def run_cost_table(cost) -> ReadableTable:
     """The run's model requests per stage and metric (pipelines.evaluation.runs.cost)."""
-    table = Table(title=f"cost of this run: {cost.total('requests'):,} requests for {cost.items} items "
+    table = ReadableTable(title=f"cost of this run: {cost.total('requests'):,} requests for {cost.items} items "
                         f"({cost.total('cache_hits'):,} from the LLM cache)")  # fmt: skip
-    for column in ("stage", "metric", "model", "requests", "per item", "cache hits", "prompt tokens",
-                   "completion tokens", "LLM-s"):  # fmt: skip
-        table.add_column(column, justify="left" if column in ("stage", "metric", "model") else "right")
+    for column in ("stage", "metric", "model"):
+        table.add_column(column, "name")
+    for column in ("requests", "per item", "cache hits", "prompt tokens", "completion tokens", "LLM-s"):
+        table.add_column(column)
     for row in cost.rows:
         table.add_row(row.stage, escape(row.metric), escape(row.model), f"{row.requests:,}",
                       f"{row.requests / cost.items:.2f}" if cost.items else "–", f"{row.cache_hits:,}",
@@ -164,10 +168,12 @@ def print_estimate(estimate) -> None:
     units = ", ".join(f"{n:,} {unit} ({estimate.cached_units.get(unit, 0):,} assumed cached)"
                       for unit, n in estimate.units.items())  # fmt: skip
     console.print(f"dry run of {escape(estimate.subject)}: {escape(units)}; nothing sent, nothing written")
-    # Narrow enough for an 80-column terminal: how each row was estimated follows the table, a line each.
-    table = Table()
-    for column in ("stage", "metric", "role", "requests", "cache hits", "prompt tokens", "completion tokens"):
-        table.add_column(column, justify="left" if column in ("stage", "metric", "role") else "right")
+    # How each row was estimated follows the table, a line each: the table stays narrow.
+    table = ReadableTable()
+    for column in ("stage", "metric", "role"):
+        table.add_column(column, "name")
+    for column in ("requests", "cache hits", "prompt tokens", "completion tokens"):
+        table.add_column(column)
     for row in estimate.rows:
         table.add_row(row.stage, escape(row.metric), row.role, shown(row.requests), shown(row.cache_hits),
                       shown(row.prompt_tokens), shown(row.completion_tokens))  # fmt: skip

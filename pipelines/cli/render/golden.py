@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from rich.table import Table
-
 from pipelines.cli.options import (
     current_settings,
 )
 from pipelines.cli.render.console import console
+from pipelines.cli.render.tables import ReadableTable
 
 
-def corpus_table(report: dict) -> Table:
-    table = Table(title="corpus index", show_header=False)
+def corpus_table(report: dict) -> ReadableTable:
+    table = ReadableTable(title="corpus index", show_header=False)
+    table.add_column("", "name")
+    table.add_column("", "text")
     for key, value in report.items():
         table.add_row(key.replace("_", " "), str(value))
     return table
@@ -22,7 +23,9 @@ def print_golden_summary(name: str) -> None:
     from pipelines.stores.partitions import read_manifest
 
     manifest = read_manifest(paths(current_settings(), name).released_manifest)
-    funnel = Table(title=f"golden set {name} — filter funnel", show_header=False)
+    funnel = ReadableTable(title=f"golden set {name} — filter funnel", show_header=False)
+    funnel.add_column("", "name")
+    funnel.add_column("")
     steps_in_order = ["failed_generation_jobs", "generated", "after_ambiguity_length", "after_closed_book",
                       "after_grounding", "after_near_duplicates", "kept"]  # fmt: skip
     for step in steps_in_order:
@@ -30,9 +33,10 @@ def print_golden_summary(name: str) -> None:
     for reason, n in manifest["funnel"].get("rejected_by_reason", {}).items():
         funnel.add_row(f"  rejected: {reason.replace('_', ' ')}", str(n))
     console.print(funnel)
-    strata = Table(title=f"golden/{name}/{manifest['version']} — {manifest['items']} items, corpus {manifest['corpus_version']}")
-    for column in ("split", "qtype", "language", "items"):
-        strata.add_column(column)
+    strata = ReadableTable(title=f"golden/{name}/{manifest['version']} — {manifest['items']} items, corpus {manifest['corpus_version']}")
+    for column in ("split", "qtype", "language"):
+        strata.add_column(column, "name")
+    strata.add_column("items")
     for row in manifest["strata"]:
         strata.add_row(row["split"], row["qtype"], row["language"], str(row["n"]))
     console.print(strata)
@@ -46,11 +50,11 @@ def print_golden_summary(name: str) -> None:
                   f"stale replaced: {len(manifest['stale'])} · human-rejected: {len(manifest['human_rejected_ids'])}")  # fmt: skip
 
 
-def golden_cost_table(cost: dict) -> Table:
-    table = Table(title=f"generation cost — {cost['generated']} generated, {cost['kept']} kept "
+def golden_cost_table(cost: dict) -> ReadableTable:
+    table = ReadableTable(title=f"generation cost — {cost['generated']} generated, {cost['kept']} kept "
                         "(requests sent: retries and repairs in, cache hits out)")  # fmt: skip
     for column in ("", "requests", "prompt tokens", "completion tokens"):
-        table.add_column(column, justify="right" if column else "left")
+        table.add_column(column, "number" if column else "name")
     keys = ("requests", "prompt_tokens", "completion_tokens")
     for label, row in (("generator", cost["generator"]), ("judge (filters)", cost["judge"]), ("total", cost["total"]),
                        ("per generated item", cost["per_generated_item"]), ("per kept item", cost["per_kept_item"])):

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rich.table import Table
-
 from pipelines.cli.render.console import console
+from pipelines.cli.render.tables import ReadableTable
 
 
 def print_sample_summary(counts, validation: str, partition: Path, dvc_md5: str | None, workspace_rev: str | None) -> None:
-    table = Table(title=f"trace_sampling — {counts.day}", show_header=False)
+    table = ReadableTable(title=f"trace_sampling — {counts.day}", show_header=False)
+    table.add_column("", "name")
+    table.add_column("", "text")
     table.add_row("traces in the interval", f"{counts.population:,}")
     table.add_row("selected", f"{counts.selected:,}")
     table.add_row("sampled", f"{counts.sampled:,}")
