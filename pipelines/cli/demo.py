@@ -14,6 +14,7 @@ from pipelines.cli.judge import judge_labels_import
 from pipelines.cli.options import (
     checked,
     current_settings,
+    today,
 )
 from pipelines.cli.render.console import console, fail, progress_bar
 from pipelines.cli.render.evals import print_eval_summary
@@ -69,6 +70,7 @@ def demo_drill(
         push_candidate,
         run_drill,
     )  # fmt: skip
+    from pipelines.demo.recap import DrillAlert, DrillAlerts, save_drill_alerts
 
     settings = current_settings()
     console.print(f"drill: the candidate's offline generator invents and garbles more sentences "
@@ -92,6 +94,8 @@ def demo_drill(
                           f"({alert.labels.get('severity', '')}): {escape(alert.summary)}")  # fmt: skip
         if not alerts:
             console.print("  none")
+        save_drill_alerts(settings, DrillAlerts(f"Prometheus at {settings.prometheus_url}, stopped with the demo",
+                                                [DrillAlert(a.alert, a.state, a.summary) for a in alerts]))  # fmt: skip
         return
     if not rules.exists():
         console.print(f"[yellow]no Prometheus and no alert rules at {rules}: no alert is evaluated")
@@ -102,6 +106,8 @@ def demo_drill(
     for alert in firing:
         when = f", after {alert.wait}" if alert.wait else ""
         console.print(f"  - [red]{alert.alert}[/red] ({alert.severity}{when}): {escape(alert.condition)}")
+    save_drill_alerts(settings, DrillAlerts(f"recomputed from {rules} (no Prometheus)",
+                                            [DrillAlert(a.alert, "would fire", a.condition) for a in firing]))  # fmt: skip
 
 
 
@@ -152,3 +158,19 @@ def demo_summary(day: Annotated[str | None, typer.Option("--date", help="Default
     md5 = workspace.dvc_md5(partition)
     rev = git("log", "-1", "--format=%h", "--", str(workspace.dvc_file(workspace.relative(partition))), cwd=workspace.root).strip() if md5 else None
     print_sample_summary(counts, "passed (published)", workspace.relative(partition), md5, rev)
+
+
+@app.command("recap")
+def demo_recap(
+    day: Annotated[str | None, typer.Option("--date", help="The day the online eval scored; default: yesterday "
+                                               "(UTC).", callback=checked(inputs.day))] = None,
+    log: Annotated[str | None, typer.Option(help="Where the demo wrote every table, to point to.")] = None,
+) -> None:
+    """One screen on what the demo did: the steps, the drill's verdict and why, coverage, judge trust, cost, and
+    where to click. `make demo` ends with it; the full tables are in its log and the reports."""
+    from pipelines.cli.render.recap import recap_lines
+    from pipelines.demo.recap import demo_recap as gather
+
+    the_day = date.fromisoformat(day) if day else today() - timedelta(days=1)
+    for line in recap_lines(gather(current_settings(), the_day, log=log)):
+        console.print(line, soft_wrap=True, highlight=False)
