@@ -21,7 +21,7 @@ from jinja2 import Environment
 from markupsafe import Markup
 
 from pipelines.evaluation.coverage.result import GoldenCoverage
-from pipelines.evaluation.outputs.charts import Interval, histogram, interval_chart, line_chart
+from pipelines.evaluation.outputs.charts import Interval, histogram, interval_chart, line_chart, value_range
 from pipelines.evaluation.outputs.cost_trend import CostWeek
 from pipelines.evaluation.outputs.formatting import interval, number
 from pipelines.evaluation.outputs.summary import golden_coverage, judge_noise_rows, judge_trust, judged_strata
@@ -100,13 +100,14 @@ def render_report(run: EvalRun, scores: Sequence[Score], *, aggregates: Sequence
     metrics = list(dict.fromkeys(a.metric for a in aggs))
     strata = [OVERALL, *sorted({a.stratum for a in aggs} - {OVERALL})]
     by_key = {(a.metric, a.stratum): a for a in aggs}
+    findings = diagnose(aggs, min_n=min_n, correction=correction)
     context = {
         "run": run,
         "offline": any(OFFLINE_MODEL in (name or "") for name in (run.judge_model, run.generator_model)),
         "params": json.dumps({k: v for k, v in (run.params or {}).items()
                              if k not in ("judge_audit", "judge_noise", "coverage")},
                              ensure_ascii=False, sort_keys=True, default=str),  # fmt: skip
-        "findings": diagnose(aggs, min_n=min_n, correction=correction),
+        "findings": findings,
         "min_n": min_n,
         "not_enough_evidence": NOT_ENOUGH_EVIDENCE,
         "corrected": correction == BENJAMINI_HOCHBERG,
@@ -120,7 +121,13 @@ def render_report(run: EvalRun, scores: Sequence[Score], *, aggregates: Sequence
         "comparisons": [(c, _relative_link(c.against.report_path, run.report_path)) for c in comparisons],
         "metrics": [(m, METRICS.get(m, _retrieval_help(m)), m in LOWER_IS_BETTER) for m in metrics],
         "table": [[by_key[(m, s)] for s in strata if (m, s) in by_key] for m in metrics],
-        "interval_charts": [Markup(_stratum_chart(s, metrics, by_key)) for s in strata],
+        # The verdict's chart: the gate's differences when a gate ran, else the run's means (then not repeated
+        # among the per-stratum charts).
+        "verdict_chart": Markup(_difference_chart(comparisons) if gates else _stratum_chart(OVERALL, metrics, by_key)),
+        "interval_charts": [Markup(_stratum_chart(s, metrics, by_key)) for s in strata if gates or s != OVERALL],
+        "failed_rows": [(c.role, m) for c in comparisons if c.gate is not None for m in c.gate.metrics
+                        if not m.passed],
+        "problems": [f for f in findings if f.severity == "problem"],
         "histograms": [Markup(_histogram(m, scores)) for m in metrics],
         "trend_charts": [Markup(c) for c in _trend_charts(run, metrics, by_key, trend)],
         "attribution": _attribution(scores, items),
@@ -190,6 +197,15 @@ def _stratum_chart(stratum: str, metrics: list[str], by_key: dict[tuple[str, str
         for m in metrics if (a := by_key.get((m, stratum)))
     ]  # fmt: skip
     return interval_chart(rows, title=f"{stratum}: mean and 95 % CI")
+
+
+def _difference_chart(comparisons: Sequence[Comparison]) -> str:
+    """Each gated metric's difference (this run − the run it was gated against) with its interval: the verdict's
+    why at a glance; a whisker left of 0 is a drop."""
+    rows = [Interval(f"{m.metric} vs {c.role}", m.diff, m.ci_low, m.ci_high, "FAIL" if not m.passed else "pass")
+            for c in comparisons if c.gate is not None for m in c.gate.metrics if m.diff is not None]  # fmt: skip
+    x_range = value_range([v for r in rows for v in (r.mean, r.low, r.high)], default=(-0.1, 0.1))
+    return interval_chart(rows, x_range=x_range, title="difference from the run gated against, 95 % CI")
 
 
 def _coverage_chart(coverage: GoldenCoverage) -> str:
@@ -289,10 +305,35 @@ th { background: #f5f7fa; font-weight: 600; } td.num { text-align: right; font-v
 .charts { display: flex; flex-wrap: wrap; gap: 12px; } svg.chart { font-size: 11px; background: #fff; }
 details { margin: 2px 0; } pre { white-space: pre-wrap; word-break: break-word; margin: 2px 0; font: inherit; }
 .item { border: 1px solid #e4e7eb; padding: 8px 12px; margin: 10px 0; }
+.verdict .lead { font-size: 16px; margin: 10px 0 6px; } details.method { margin: 12px 0; }
+details.method > summary { cursor: pointer; color: #52606d; }
 </style>
 </head>
 <body>
 <h1>ragwatch eval: {{ run.suite }} · {{ run.logical_date }} · {{ run.target }}</h1>
+<section class="verdict">
+{% if not comparisons %}
+<p class="lead">{% if run.suite == "online" %}Not gated: online runs are monitored by alerts.{% else
+%}Not gated: no earlier accepted run of {{ run.target }} to compare against; the gate starts with the next run.{%
+endif %}</p>
+{% elif run_gate.passed %}
+<p class="lead"><span class="pass">PASSED</span>: no gated metric of {{ run.target }} fell beyond its tolerance
+against {% for comparison, _ in comparisons %}{{ comparison.role }} {{ comparison.against.run_id }}{% if not loop.last
+%} and {% endif %}{% endfor %}.</p>
+{% else %}
+<p class="lead">{% if run_gate.passed is false %}<span class="fail">FAILED</span>{% else %}Not gated{% endif %}: {% if
+failed_rows %}{{ failed_rows|length }} check(s) failed.{% else %}no gated metric was scored in both runs.{% endif %}</p>
+{% if failed_rows %}<ul>{% for role, m in failed_rows %}
+<li><strong>{{ m.metric }}</strong> against the {{ role }}: {{ m.baseline_mean|num }} → {{ m.candidate_mean|num }}
+(difference {{ m.diff|num(4) }}, 95 % CI {{ ci(m.ci_low, m.ci_high) }}, p {{ m.p_adjusted|num(4) }}): {{ m.reason }}</li>
+{% endfor %}</ul>{% endif %}
+{% endif %}
+{% if problems %}<p>Problems the diagnosis establishes: {% for f in problems[:3] %}{{ f.metric }} on {{ f.stratum }} ({{
+f.mean|num }}: {{ f.users_see }}){% if not loop.last %}; {% endif %}{% endfor %}{% if problems|length > 3 %}; and {{
+problems|length - 3 }} more below{% endif %}.</p>{% endif %}
+{{ verdict_chart }}
+</section>
+<details class="method"><summary>Method: the run, its models and parameters</summary>
 <table class="meta">
 <tr><td>run id</td><td>{{ run.run_id }}</td></tr>
 <tr><td>status</td><td>{{ run.status }}</td></tr>
@@ -303,6 +344,9 @@ details { margin: 2px 0; } pre { white-space: pre-wrap; word-break: break-word; 
 <tr><td>finished</td><td>{{ run.finished_at or "–" }}</td></tr>
 <tr><td>params</td><td><code>{{ params }}</code></td></tr>
 </table>
+<p class="muted">Each section below says how its figures are computed; the longer explanations fold open like
+this one.</p>
+</details>
 {% if selection %}
 <h2>Judged traces</h2>
 <p>The day's sample held {{ selection.day_traces }} traces; {{ selection.judged }} were judged (budget {{
@@ -327,6 +371,7 @@ class="num">{{ row.wanted }}</td>{% endif %}<td class="num">{{ row.judged }}</td
 <h2>Does the golden set cover what users ask?</h2>
 {% if coverage.status == "ok" %}
 {% set t = coverage.threshold %}
+<details class="method"><summary>How coverage is measured</summary>
 <p>The day's questions (at most {{ coverage.max_questions }} traces, stratified by app/language like the judged
 traces; repeats folded into distinct questions) were each matched to the nearest reference passage of golden set
 <code>{{ coverage.golden }}</code> {{ coverage.golden_version }} ({{ coverage.golden_questions }} items, {{
@@ -342,6 +387,7 @@ and {{ (100 * t.fpr)|round|int }} % of other documents' (ROC AUC {{ t.auc|num }}
 the share of the traffic whose question is covered, with a Jeffreys 95 % interval per stratum whose n is the distinct
 questions; "all" weights each stratum by its share of the day's sample, its interval at the effective sample size
 (Korn–Graubard).</p>
+</details>
 <table>
 <tr><th>stratum</th><th>day's traces</th><th>traces matched</th><th>distinct questions</th><th>covered</th><th>coverage</th><th>95 % CI</th></tr>
 {% for row in coverage.strata %}
@@ -404,10 +450,12 @@ baseline (the previous accepted run, so sudden regressions fail) and against its
 {% if baseline %} against run {{ baseline.run_id }}{% if baseline_report %} (<a href="{{ baseline_report }}">its
 report</a>){% endif %}{% endif %}.
 {{ gate.rule }}</p>
+<details class="method"><summary>How the gate decides</summary>
 <p class="muted">Correction: {{ gate.correction }} over the {{ gate.family_size }} check(s) of this gate that could
 move ({{ gate.draws }} null draws; family-wise: one false alarm fails the gate). A metric not gated passes unless its
 share of failed, skipped or missing items rose or, where the baseline measured it, its worst case worsened. Each
 row's interval and test are named below the table.</p>
+</details>
 <table>
 <tr><th>metric</th><th>status</th><th>n</th><th>baseline</th><th>candidate</th><th>difference</th>
 <th>{{ (100 * gate.confidence)|round|int }} % CI</th><th>p (adjusted)</th><th>tolerance</th>
@@ -434,6 +482,7 @@ if m.worst_case_p_adjusted is not none %} (p {{ m.worst_case_p_adjusted|num(3) }
 {% endif %}
 
 <h2>Diagnosis</h2>
+<details class="method"><summary>How the diagnosis states a band</summary>
 <p class="muted">Retrieval first: low context precision degrades faithfulness downstream, so retrieval findings
 come before generation findings of the same severity. A band is stated only with evidence: at least {{ min_n }} ok
 scores and an interval that clears the band's edge {% if corrected %}after {{ bh }} over every band claim of this
@@ -443,6 +492,7 @@ A claim steps down to the strongest band its interval supports: "&lt; 0.85" (not
 below 0.75 but the interval does not establish it. The brief's context-precision band is read on
 context_precision_share (chunks given that the judge found useful / chunks given); the id-based precision@k and
 ragas' rank-weighted context_precision_ranked have no band.</p>
+</details>
 {% if findings %}
 <table>
 <tr><th>severity</th><th>metric</th><th>stratum</th><th>mean</th><th>95 % CI</th><th>n</th><th>band</th>
