@@ -133,3 +133,28 @@ def test_the_drill_alerts_outlive_prometheus(tmp_path, monkeypatch):
                          [DrillAlert("RagEvalGateFailed", "would fire", "rag_eval_gate_passed 0 == 0")])  # fmt: skip
     save_drill_alerts(settings, alerts)
     assert load_drill_alerts(settings) == alerts
+
+
+def test_the_recap_reads_the_runs_the_demo_left_in_the_results_db(tmp_path, monkeypatch):
+    from pipelines.demo.drill import CANDIDATE
+    from pipelines.demo.recap import demo_recap
+    from pipelines.evaluation.runs.params import REFERENCE_TARGET
+    from pipelines.records import Score
+    from pipelines.stores.results import EvalRun, ResultsStore, run_id
+
+    monkeypatch.setenv("RAGWATCH_HOME", str(tmp_path))
+    settings = load_settings()
+    assert demo_recap(settings, DAY).ran == []  # nothing ran yet: no results DB, no sample, no golden set
+    store = ResultsStore.from_settings(settings)
+    store.create()
+    for target, value in ((REFERENCE_TARGET, 0.9), (CANDIDATE, 0.6)):
+        run = EvalRun(run_id=run_id("offline", DAY, target), suite="offline", logical_date=DAY, target=target,
+                      dataset_version="v1", report_path=f"reports/{target}.html")  # fmt: skip
+        store.save_run(run, [Score(run_id=run.run_id, suite="offline", item_id=f"q{i}", stratum="single_hop/en",
+                                   metric="faithfulness", value=value, status="ok", dataset_version="v1")
+                             for i in range(5)])  # fmt: skip
+    store.dispose()
+    recap = demo_recap(settings, DAY, log="demo.log")
+    assert recap.ran == [f"offline_eval: {REFERENCE_TARGET} on 5 items of v1", f"regression drill: {CANDIDATE} on the same items"]
+    assert recap.drill.target == CANDIDATE and recap.baseline.target == REFERENCE_TARGET and recap.online is None
+    assert recap.drill.report == "reports/candidate-more-hallucination.html"
