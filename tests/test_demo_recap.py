@@ -64,7 +64,8 @@ def worst_case_recap() -> DemoRecap:
                     gate_passed=False, gate="FAILED on 7 metrics", gate_rows=[failing(m, -0.12) for m in METRICS],
                     judge_trust=[trust(m, 0.4 + 0.05 * i) for i, m in enumerate(METRICS)])  # fmt: skip
     return DemoRecap(
-        ran=["trace_sampling: 2026-12-03: 288 of 300 traces (4 quarantined); 2026-12-04: 290 of 300 traces",
+        ran=["trace_sampling for 2026-12-03: 288 of 300 traces sampled, 4 quarantined",
+             "trace_sampling for 2026-12-04: 290 of 300 traces sampled, 0 quarantined",
              "golden_build: golden set demo v1: 180 items", "offline_eval: reference-rag on 60 items of v1",
              "regression drill: candidate-more-hallucination on the same items",
              "online_eval: 240 of the day's 290 sampled traces judged"],
@@ -95,7 +96,8 @@ def test_the_recap_says_what_ran_the_verdict_and_why_the_three_figures_and_where
     text = "\n".join(lines)
     assert "offline_eval: reference-rag on 60 items of v1" in text and "golden_build" in text
     assert "FAILED: the candidate candidate-more-hallucination against offline/2026-12-04/reference-rag" in text
-    assert "  - faithfulness 0.910 → 0.790 (-0.120, 95 % CI" in text and "and 3 more metrics" in text
+    assert "  - faithfulness 0.910 → 0.790 (-0.120, 95 % CI [-0.160, -0.080], p 0.001)" in text
+    assert "and 3 more metrics" in text
     assert "alerts firing: RagFaithfulnessLow" in text
     one_line = {label: [line for line in lines if line.startswith(label)] for label in ("coverage:", "judge trust:",
                                                                                         "cost:")}  # fmt: skip
@@ -105,7 +107,7 @@ def test_the_recap_says_what_ran_the_verdict_and_why_the_three_figures_and_where
     trust = one_line["judge trust:"][0]
     assert trust.startswith("judge trust: 3/7 metrics trusted (κ ≥ 0.6, 20+ labels); not: faithfulness 0.40, ")
     assert trust.endswith(" more")  # the untrusted first, as many as fit, then how many more
-    assert one_line["cost:"][0] == "cost:        2,940 model requests (63 from cache), 1.03 M tokens; offline 980, drill 980, online 980"
+    assert one_line["cost:"][0] == "cost:        2,940 model requests (63 cached), 1.03 M tokens; offline 980, drill 980, online 980"
     assert f".ragwatch/workspace/reports/offline/{DAY}/candidate-more-hallucination.html" in text
     assert "http://127.0.0.1:8080/ragwatch/" in text and "demo.log" in text
 
@@ -116,6 +118,15 @@ def test_a_path_longer_than_the_screen_gets_a_line_of_its_own_and_is_never_cut()
     lines = screen(DemoRecap(ran=recap.ran, baseline=None, drill=recap.drill.model_copy(update={"report": long_path}),
                              online=None, alerts=None))  # fmt: skip
     assert f"    {long_path}" in lines and "  drill report:" in lines
+
+
+def test_the_cost_line_names_tokens_only_where_servers_reported_them():
+    recap = worst_case_recap()
+    no_tokens = RunCost(items=60, rows=[UsageRow(stage="judge", metric="faithfulness", role="judge", model="offline",
+                                                 requests=611)])  # fmt: skip
+    runs = {name: getattr(recap, name).model_copy(update={"cost": no_tokens}) for name in ("baseline", "drill", "online")}
+    lines = screen(DemoRecap(ran=[], alerts=None, **runs))
+    assert "cost:        1,833 model requests (0 cached), no tokens reported; offline 611, drill 611, online 611" in lines
 
 
 def test_without_runs_the_recap_says_so_instead_of_failing():

@@ -76,7 +76,8 @@ def _summary(settings: Settings, store: ResultsStore, suite: str, target: str | 
     if run is None:
         return None
     scores = store.scores(run.run_id)
-    return run_summary(run, aggregate(scores, n_resamples=0), items=len({s.item_id for s in scores}),
+    # The intervals are bootstrapped as `ragwatch eval summary` does: the diagnosis and the gate rows read them.
+    return run_summary(run, aggregate(scores), items=len({s.item_id for s in scores}),
                        baseline=(run.gate or {}).get("baseline"), min_n=settings.diagnosis_min_n,
                        correction=settings.diagnosis_correction)  # fmt: skip
 
@@ -88,7 +89,7 @@ def _sampled(settings: Settings, day: date) -> str | None:
         counts = published_counts(settings, day)
     except FileNotFoundError:
         return None
-    return f"{day}: {counts.sampled:,} of {counts.population:,} traces ({counts.quarantined} quarantined)"
+    return f"trace_sampling for {day}: {counts.sampled:,} of {counts.population:,} traces sampled, {counts.quarantined} quarantined"
 
 
 def _golden(settings: Settings) -> str | None:
@@ -108,8 +109,7 @@ def demo_recap(settings: Settings, day: date, *, log: str | None = None) -> Demo
     """The recap of a demo whose online eval scored `day` (yesterday, in `make demo`)."""
     ran = []
     sampled = [s for s in (_sampled(settings, day - timedelta(days=1)), _sampled(settings, day)) if s]
-    if sampled:
-        ran.append("trace_sampling: " + "; ".join(sampled))
+    ran += sampled
     if golden := _golden(settings):
         ran.append(f"golden_build: {golden}")
     store = ResultsStore.from_settings(settings)

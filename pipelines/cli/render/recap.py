@@ -45,7 +45,7 @@ def _shown_path(path: str) -> str:
 
 def _difference(row) -> str:
     ci = "" if row.ci_low is None else f", 95 % CI {interval(row.ci_low, row.ci_high)}"
-    p = "" if row.p_adjusted is None else f", p {number(row.p_adjusted)}"
+    p = "" if row.p_adjusted is None else ", p < 0.001" if row.p_adjusted < 0.001 else f", p {number(row.p_adjusted)}"
     if row.diff is None:
         return f"{row.metric}: {row.reason}"
     return (f"{row.metric} {number(row.baseline_mean)} → {number(row.candidate_mean)} "
@@ -111,7 +111,9 @@ def _cost_line(recap: DemoRecap) -> str:
     cached = sum(c.total("cache_hits") for _, c in runs)
     tokens = sum(c.total("prompt_tokens") + c.total("completion_tokens") for _, c in runs)
     each = ", ".join(f"{label} {c.total('requests'):,.0f}" for label, c in runs)
-    total = f"{requests:,.0f} model requests ({cached:,.0f} from cache), {tokens / 1e6:.2f} M tokens"
+    # The offline backend counts requests but no tokens: a token figure is shown only where servers reported one.
+    shown = f"{tokens / 1e6:.2f} M tokens" if tokens >= 1e6 else f"{tokens:,.0f} tokens" if tokens else "no tokens reported"
+    total = f"{requests:,.0f} model requests ({cached:,.0f} cached), {shown}"
     return _fit("cost:        ", [total, each])
 
 
