@@ -9,13 +9,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from pipelines.redact import redact_text
 
-# Rich writes plain text (no colour, no box drawing) when stdout is not a terminal: see tables.py.
+# Rich writes plain text (no colour, no box drawing) when stdout is not a terminal: see tables.py. The progress bar
+# is then left out: a log wants the result, not a bar redrawn.
 console = Console()
 
 
 def progress_bar() -> Progress:
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                    console=console, transient=False)  # fmt: skip
+                    console=console, transient=False, disable=not console.is_terminal)  # fmt: skip
 
 
 def fail(message: str) -> None:
