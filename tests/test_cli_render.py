@@ -66,6 +66,8 @@ def test_the_score_table_stays_a_grid_at_80_columns_and_the_cost_table_turns_ver
     assert "─" in scores  # the header rule of a grid
     cost = printed(cost_table(), 80, terminal=True)
     assert "─" not in cost and "  requests: 1,000 · per item: 16.70" in cost  # a block per row, `column: value`
+    blocks = [line.strip() for line in cost.splitlines() if line.startswith("  ")]
+    assert blocks and all(": " in pair for line in blocks for pair in line.split(" · "))  # no pair split over lines
 
 
 @pytest.mark.parametrize("make", [cost_table, score_table])

@@ -38,6 +38,17 @@ def _longest_word(cell: str) -> int:
     return max((len(word) for word in Text.from_markup(cell).plain.split()), default=0)
 
 
+def _packed(pairs: list[str], width: int) -> list[str]:
+    """`pairs` joined by " · " into lines of at most `width` cells; a pair wider than that has a line to itself."""
+    lines: list[str] = []
+    for pair in pairs:
+        if lines and Text.from_markup(f"{lines[-1]} · {pair}").cell_len <= width:
+            lines[-1] = f"{lines[-1]} · {pair}"
+        else:
+            lines.append(pair)
+    return lines
+
+
 class ReadableTable:
     """A drop-in for the CLI's `rich.table.Table`: `add_column(header, kind)`, `add_row(*cells)`, `console.print`.
 
@@ -100,9 +111,8 @@ class ReadableTable:
             yield Text.from_markup(" · ".join(row[i] for i in names if row[i]) or "–")
             pairs = [f"{c.header}: {row[i]}" if self.show_header else row[i]
                      for i, c in enumerate(self.columns) if i not in names and row[i]]  # fmt: skip
-            # Wrapped by hand, so that every line is indented and none is padded with spaces to the width.
-            for line in Text.from_markup(" · ".join(pairs)).wrap(console, max(width - 2, 20)) if pairs else ():
-                line.rstrip()
-                yield Text("  ") + line
+            # Packed by hand: every line indented, a `column: value` pair never split across lines.
+            for line in _packed(pairs, max(width - 2, 20)):
+                yield Text("  ") + Text.from_markup(line)
         if self.caption:
             yield Text.from_markup(self.caption, style="dim")
