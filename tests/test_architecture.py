@@ -42,13 +42,18 @@ MAX_LINES = 700
 """Issue 31: a module a newcomer can read; past this, split it along its seams (statistics/ was 1,511 lines)."""
 
 
-def test_no_evaluation_dag_or_plugin_module_runs_past_700_lines():
-    # The evaluation, the DAGs and the plugins today; the rest of pipelines/ joins as the CLI, the local stack and
-    # the residual-PII scan are split.
-    too_long = {str(path.relative_to(ROOT)): lines for folder in ("pipelines/evaluation", "dags", "plugins")
+TOO_LONG_ON_PURPOSE = {
+    "pipelines/bench/pii_cases.py": "test cases: the adversarial PII corpus, one literal per planted value",
+    "tests/integration/test_stack.py": "test cases around one running stack: a second file would start a second one",
+}
+
+
+def test_no_module_runs_past_700_lines():
+    too_long = {str(path.relative_to(ROOT)): lines for folder in ("pipelines", "dags", "plugins", "deploy", "docs", "tests")
                 for path in sorted((ROOT / folder).rglob("*.py"))
                 if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES}  # fmt: skip
-    assert too_long == {}
+    assert set(too_long) <= set(TOO_LONG_ON_PURPOSE), too_long
+
 
 def test_only_the_workspace_joins_workspace_paths():
     offenders = []

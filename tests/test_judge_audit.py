@@ -217,7 +217,7 @@ def test_labels_of_the_run_itself_give_a_corrected_mean_and_of_one_other_run_non
     [row] = judge_trust({"calibration": [same]})
     assert row.sensitivity == pytest.approx(sum(h and f for h, f in pairs) / sum(h for h, _ in pairs))
     assert row.specificity == pytest.approx(sum(not h and not f for h, f in pairs) / sum(not h for h, _ in pairs))
-    from pipelines.cli import _judge_trust_line
+    from pipelines.cli.render.evals import judge_trust_line as _judge_trust_line
 
     line = _judge_trust_line(row)
     assert "sensitivity" in line and "corrected for its errors" in line, line
@@ -267,7 +267,7 @@ def test_kappa_below_0_6_says_not_trustworthy_in_report_summary_and_gauge(settin
     # A judge this close to a coin cannot be corrected (dividing by sens + spec − 1 ≈ 0): no mean, and why.
     assert correctness.verdict.startswith("not trustworthy: κ") and correctness.corrected_ci is None
     assert "not shown better than a coin" in correctness.notes[-1]
-    from pipelines.cli import _judge_trust_line
+    from pipelines.cli.render.evals import judge_trust_line as _judge_trust_line
 
     line = _judge_trust_line(correctness)  # the CLI's run summary
     assert "not trustworthy: κ" in line and "no corrected mean: the judge is not shown better than a coin" in line

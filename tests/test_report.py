@@ -8,14 +8,9 @@ from datetime import date
 
 import pytest
 
-from pipelines import cli
-from pipelines.evaluation.outputs.report import (
-    ItemView,
-    render_report,
-    trend_from_store,
-    write_metrics_json,
-    write_report,
-)
+from pipelines.cli.render.console import console
+from pipelines.cli.render.evals import print_eval_summary
+from pipelines.evaluation.outputs.report import ItemView, render_report, trend_from_store, write_metrics_json, write_report
 from pipelines.evaluation.outputs.summary import run_summary
 from pipelines.evaluation.statistics.aggregates import aggregate
 from pipelines.evaluation.statistics.gate.rule import regression_gate
@@ -95,11 +90,12 @@ def test_report_has_header_gate_diagnosis_tables_charts_trend_and_worst_items(re
         assert text in html
     assert "FAILED" in html and "offline/2026-02-23/prod" in html  # gate against the previous run
     # Diagnosis: context precision (retrieval) before faithfulness, with the brief's wording.
-    assert html.index("contradictory answers") < html.index("made-up answers")
+    diagnosis = html[html.index("<h2>Diagnosis</h2>"):]
+    assert diagnosis.index("contradictory answers") < diagnosis.index("made-up answers")
     assert "tune reranker, lower k, similarity cut-off" in html
     for stratum in ("single_hop/es", "multi_hop/es"):
         assert f"<td>{stratum}</td>" in html
-    assert html.count("<svg") == 3 + 4 + 4  # CI charts (all + 2 strata), 4 histograms, 4 trends
+    assert html.count("<svg") == 1 + 3 + 4 + 4  # the verdict's differences, CI charts (all + 2 strata), 4 histograms, 4 trends
     assert "2026-02-16" in html  # trend reaches back to the first run
     worst = html[html.index("Worst items"):]
     assert worst.index("<b>q0</b>") < worst.index("<b>q3</b>")  # q0 scored lowest
@@ -134,6 +130,27 @@ def test_the_report_says_how_the_diagnosis_corrects_its_claims():
     # The CLI's summary says it too.
     summary = run_summary(run, aggregate(scores), items=12, correction="none")
     assert summary.diagnosis_correction == "none" and summary.diagnosis
-    with cli.console.capture() as printed:
-        cli.print_eval_summary(summary)
+    with console.capture() as printed:
+        print_eval_summary(summary)
     assert "diagnosis (bands need evidence; no correction: each claim on its own interval)" in printed.get()
+
+
+def test_the_report_opens_with_its_verdict_and_a_chart_and_folds_its_method(rendered):
+    html, _ = rendered
+    body = html[html.index("<body>"):]
+    verdict, method = body.index('<section class="verdict">'), body.index('<details class="method"><summary>Method')
+    assert body.index("<h1>") < verdict < body.index("<svg") < method < body.index("<h2>")
+    lead = body[verdict:method]
+    assert '<span class="fail">FAILED</span>' in lead and "<strong>faithfulness</strong> against the baseline" in lead
+    assert "difference from the run gated against" in lead  # the chart of the gate's differences
+    assert body.index("llama-70b-juez") > method  # the models and params sit in the folded method
+    assert body.count("<details") == body.count("</details>")
+
+
+def test_an_ungated_run_opens_with_why_and_the_run_means_drawn_once():
+    run = make_run(DAY)
+    html = render_report(run, make_scores(run, 0.7))
+    lead = html[html.index('<section class="verdict">'):html.index('<details class="method">')]
+    assert "Not gated: no earlier accepted run of prod" in lead and "all: mean and 95 % CI" in lead
+    assert html.count('aria-label="all: mean and 95 % CI"') == 1  # drawn once, in the verdict
+    assert html.count("<svg") == 1 + 2 + 4 + 4  # the verdict's, 2 strata, 4 histograms, 4 trends (this run alone)

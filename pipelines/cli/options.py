@@ -1,0 +1,82 @@
+"""What commands share: input checks as typer callbacks, common options, the settings."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+from typing import Annotated
+
+import typer
+
+from pipelines import inputs
+from pipelines.cli.render.console import fail
+from pipelines.settings import Settings, SettingsError, load_settings
+
+
+def checked(check):
+    """A typer callback running one of `pipelines.inputs`' checks: a refused value exits 2 with its reason."""
+
+    def callback(value):
+        if value is not None:
+            try:
+                check(value)
+            except ValueError as exc:
+                raise typer.BadParameter(str(exc)) from None
+        return value
+
+    return callback
+
+
+def valid_rate(value: float) -> None:
+    if not 0 < value <= 1:
+        raise ValueError(f"sample rate {value} is not in (0, 1]")
+
+
+def valid_target_url(value: str) -> None:
+    from pipelines.evaluation.runs.params import target_url
+
+    target_url(value)
+
+
+def valid_run_id(value: str) -> None:
+    from pipelines.evaluation.runs.params import offline_run_id
+
+    offline_run_id(value)
+
+
+def valid_metrics(value: str) -> None:
+    from pipelines.evaluation.runs.params import ALL_JUDGE_METRICS
+
+    unknown = [m for m in value.split(",") if m not in ALL_JUDGE_METRICS]
+    if unknown:
+        raise ValueError(f"unknown metrics {unknown}; choose from {ALL_JUDGE_METRICS}")
+
+
+DateOption = typer.Option("--date", help="YYYY-MM-DD (UTC).", callback=checked(inputs.day))
+SeedOption = typer.Option("--seed", help="Seed of the simulated draws: the same seed gives the same figures.")
+
+
+def current_settings() -> Settings:
+    """The settings, or one line per configuration problem naming the variable to set."""
+    try:
+        return load_settings()
+    except SettingsError as exc:
+        fail(f"invalid configuration:\n{exc}")
+
+
+
+NameOption = Annotated[str | None, typer.Option("--name", help="Golden set name; default from params.yaml.",
+                                                   callback=checked(inputs.golden_name))]
+
+
+def golden_params(name: str | None = None):
+    from pipelines.golden.params import load_golden_params
+
+    try:
+        return load_golden_params(current_settings(), name=name)
+    except ValueError as exc:
+        fail(str(exc))
+
+
+def today() -> date:
+    return datetime.now(UTC).date()
+
