@@ -36,7 +36,7 @@ $(STAMP): pyproject.toml constraints.txt
 system-deps:
 	scripts/system-deps.sh
 
-# The small real LLM of tests/test_real_model.py (docs/how-to/real-model.md): the llama-cpp-python wheel, built
+# The small real LLM of tests/integration/test_real_model.py (docs/how-to/real-model.md): the llama-cpp-python wheel, built
 # once per machine into ~/.cache/ragwatch (only the first run pays), and the Gemma 3 270M GGUF.
 real-model: $(STAMP)
 	PYTHON=$(BIN)/python scripts/real-model.sh >/dev/null

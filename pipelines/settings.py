@@ -95,7 +95,7 @@ DEFAULT_MODELS = {"generator": "Qwen/Qwen2.5-7B-Instruct", "judge": "meta-llama/
 
 class Settings(BaseSettings):
     # Field docstrings are the configuration reference (docs/hooks/settings_reference.py reads them, and
-    # tests/test_docs.py fails on a field without one).
+    # tests/unit/test_docs.py fails on a field without one).
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="ignore",
                                       use_attribute_docstrings=True)
 

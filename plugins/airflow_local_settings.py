@@ -32,7 +32,7 @@ TASK_MODULES = (
     "pipelines.evaluation.outputs.push",
     "pipelines.evaluation.runs.offline",
 )
-"""What the DAGs' task callables import (dags/*.py): tests/test_architecture.py fails on one missing here."""
+"""What the DAGs' task callables import (dags/*.py): tests/unit/test_architecture.py fails on one missing here."""
 
 
 def _task_forking_role(argv: list[str]) -> str | None:

@@ -76,7 +76,7 @@ run_dag() {  # run_dag DAG_ID DATE [CONF]: one real DAG run, its log kept under 
 # of the users started asking about packaging, which the online eval's coverage then finds missing.
 # Coverage calibrates its threshold on the golden set's user questions (trace or human items with a gold passage);
 # the offline backend answers too few of the demo's trace questions (1 of 10) for that, so the demo sets the
-# cosine that tests/test_coverage.py calibrates on 158 of the demo's user questions (0.60), and says it is a setting.
+# cosine that tests/unit/pipelines/evaluation/coverage/test_daily.py calibrates on 158 of the demo's user questions (0.60), and says it is a setting.
 export RAGWATCH_COVERAGE_THRESHOLD="${RAGWATCH_COVERAGE_THRESHOLD:-0.60}"
 run_dag trace_sampling "$yesterday"
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sets up the small real LLM that tests/test_real_model.py serves over the OpenAI protocol
+# Sets up the small real LLM that tests/integration/test_real_model.py serves over the OpenAI protocol
 # (docs/how-to/real-model.md):
 #   1. builds the llama-cpp-python wheel ONCE per machine and caches it outside the repo
 #      (llama-cpp-python ships no binary wheel; the build takes ~7-15 minutes on 2 cores),

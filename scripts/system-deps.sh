@@ -7,11 +7,11 @@ command -v prometheus-pushgateway >/dev/null || missing+=(prometheus-pushgateway
 command -v git >/dev/null || missing+=(git)
 # promtool (checks and unit-tests the alert rules) ships in Debian's prometheus package.
 command -v promtool >/dev/null || missing+=(prometheus)
-# `make up EXECUTOR=celery` (and tests/test_stack.py's session stack): the Celery broker.
+# `make up EXECUTOR=celery` (and tests/integration/test_stack.py's session stack): the Celery broker.
 command -v redis-server >/dev/null || missing+=(redis-server)
-# tests/test_compose.py validates docker-compose.yml with `docker-compose config`.
+# tests/integration/test_compose.py validates docker-compose.yml with `docker-compose config`.
 command -v docker-compose >/dev/null || missing+=(docker-compose)
-# tests/test_stack.py backfills from the Airflow UI in headless Chromium, driven by its Debian driver.
+# tests/integration/test_stack.py backfills from the Airflow UI in headless Chromium, driven by its Debian driver.
 command -v chromium >/dev/null || missing+=(chromium)
 command -v chromedriver >/dev/null || missing+=(chromium-driver)
 # `ragwatch bench anonymize` measures clean-text rates on this machine's documentation: Spanish man pages.

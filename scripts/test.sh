@@ -7,7 +7,7 @@
 #     llama-cpp-python, a 7-15 min build, at the lowest CPU priority so the tests keep their CPU),
 #     then the real-model tests (docs/how-to/real-model.md). Their output is printed after the main suite's.
 # Exit status: the first failing run's.
-#   scripts/test.sh [pytest args...]   e.g. scripts/test.sh tests/test_gate.py -x
+#   scripts/test.sh [pytest args...]   e.g. scripts/test.sh tests/unit/pipelines/evaluation/statistics/gate/test_rule.py -x
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH=$PWD
@@ -28,7 +28,7 @@ run_pytest() { .venv/bin/python -m pytest "$@"; local rc=$?; [ "$rc" -eq 5 ] && 
 ) >"$real_log" 2>&1 &
 real=$!
 
-# One worker more than the CPUs: the worker that holds tests/test_stack.py mostly waits on the stack's scheduler
+# One worker more than the CPUs: the worker that holds tests/integration/test_stack.py mostly waits on the stack's scheduler
 # (~10 of its ~11 minutes), and on 2 cores a third of the CPU sat idle with one worker per CPU.
 workers=${RAGWATCH_TEST_WORKERS:-$(($(nproc) + 1))}
 run_pytest -m "not real_model" -n "$workers" --dist loadfile --durations=10 "$@"

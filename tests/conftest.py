@@ -10,7 +10,7 @@ import pytest
 from hypothesis import settings as hypothesis_settings
 
 from pipelines.settings import Settings
-from tests.services import start_postgres, start_pushgateway
+from tests.support.services import start_postgres, start_pushgateway
 
 ROOT = Path(__file__).resolve().parent.parent
 # The suite runs on what it sets up itself, never on a developer's or CI machine's leftovers: a RAGWATCH_*
@@ -66,9 +66,9 @@ def pushgateway(pushgateway_server):
 
 @pytest.fixture(scope="session")
 def stack(request):
-    """The `make up` stack (tests/stack.py), started once per session and shared by the stack tests;
+    """The `make up` stack (tests/support/stack.py), started once per session and shared by the stack tests;
     `make down`'s code stops it at the end and must leave no process of it running."""
-    from tests.stack import start_stack, stop_stack
+    from tests.support.stack import start_stack, stop_stack
 
     session = start_stack()
     try:

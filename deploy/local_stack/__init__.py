@@ -11,7 +11,7 @@ the compose services (`api-server`, `scheduler`, `dag-processor`, `triggerer`, a
 `deploy/postgres/init.sql`, and Prometheus gets `monitoring/prometheus.yml` and its rules with
 only the scrape targets rewritten. What cannot be the same on one machine without Docker is
 listed in `ONE_MACHINE` with the reason (and in `LOCAL_EXECUTOR`, what the default executor leaves
-out), and tests/test_stack.py holds this package to the compose file: a difference that is not listed
+out), and tests/integration/test_stack.py holds this package to the compose file: a difference that is not listed
 fails the test.
 
 Two executors: LocalExecutor (the default: the scheduler runs the tasks) or, with `--executor celery`,

@@ -1,4 +1,4 @@
-"""What differs from docker-compose.yml on one machine, and why: tests/test_stack.py fails on a difference not listed here."""
+"""What differs from docker-compose.yml on one machine, and why: tests/integration/test_stack.py fails on a difference not listed here."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ ONE_MACHINE = {
                  "(<state>/redis.conf), not from the command line that `ps` shows",
     },
 }
-"""Read by tests/test_stack.py: any other difference from the compose file fails it."""
+"""Read by tests/integration/test_stack.py: any other difference from the compose file fails it."""
 
 LOCAL_EXECUTOR = {
     "services": {

@@ -2,7 +2,7 @@
 
 It walks `pipelines.cli:app` as Click sees it (`list_commands` / `get_command`, so a package of lazily
 imported command groups works as well as one module), at any depth. A command or an option without help
-is a build warning, hence an error under `mkdocs build --strict` (`make docs`, tests/test_docs.py).
+is a build warning, hence an error under `mkdocs build --strict` (`make docs`, tests/unit/test_docs.py).
 """
 
 from __future__ import annotations

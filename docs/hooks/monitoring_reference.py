@@ -65,7 +65,7 @@ def render_alerts(rules: list[dict]) -> str:
         "",
         (
             "Generated from `monitoring/rules/ragwatch.rules.yml` at build time; each rule has a firing and a quiet "
-            "case in the `promtool test rules` files beside it (tests/test_monitoring.py runs them). Score alerts "
+            "case in the `promtool test rules` files beside it (tests/unit/test_monitoring.py runs them). Score alerts "
             'read `stratum="all"` only and average over 30 minutes, so one odd scrape never pages.'
         ),
         "",

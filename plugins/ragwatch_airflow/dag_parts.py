@@ -2,7 +2,7 @@
 batches mapped in the LLM pool, and the push of an eval's summary.
 
 Task bodies import `pipelines` themselves (inside the task, not here), so a DAG file that uses these parts still
-parses without the heavy imports (tests/test_architecture.py).
+parses without the heavy imports (tests/unit/test_architecture.py).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@
   (noise.py) reuses the clean answer's and extracts only the noisy one's.
 - `ragas`: ragas' collections metrics on our model layer (`pipelines.models.ragas_adapter`), one
   ragas request per call — the reference implementation. Its metric definitions are the ones above;
-  `tests/test_judge.py` runs both paths on the same scripted verdicts and gets the same scores.
+  `tests/unit/pipelines/evaluation/metrics/test_judge.py` runs both paths on the same scripted verdicts and gets the same scores.
 
 Replies are checked, not trusted, on both paths: a verdict list that skips, repeats or invents a
 claim (or a context), or fewer relevancy questions than the N asked, fails the score with the reason

@@ -20,7 +20,7 @@ Which ir_measures measure (trec_eval's, through its `pytrec_eval` provider) each
 
 ir_measures' `R@k` (gold ids in the top k / all gold ids) is another measure, not computed here. One
 difference in aggregates: trec_eval leaves out a query whose run is empty; ragwatch counts it, every
-figure 0 (the target answered and found nothing). tests/test_retrieval.py checks the equalities.
+figure 0 (the target answered and found nothing). tests/unit/pipelines/evaluation/metrics/test_retrieval.py checks the equalities.
 """
 
 from __future__ import annotations

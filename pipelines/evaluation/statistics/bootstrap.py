@@ -18,7 +18,7 @@ def bootstrap_ci(
 ) -> tuple[float, float] | None:
     """Percentile bootstrap interval of the mean; None below two values. No printed figure uses it any more:
     it collapses to [1, 1] when every score is 1.0 and covers 0.65 at n = 10, p = 0.9 (see
-    tests/test_stats_coverage.py). Kept so that comparison can be rerun.
+    tests/unit/pipelines/evaluation/statistics/test_intervals_coverage.py). Kept so that comparison can be rerun.
     """
     data = np.sort(np.asarray(values, dtype=float))
     n = data.size

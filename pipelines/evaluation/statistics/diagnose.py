@@ -5,7 +5,7 @@ The operating thresholds are data (THRESHOLDS), copied from the product brief; r
 ordered so retrieval problems come before generation problems: low context precision
 degrades faithfulness downstream, so fixing the prompt first would treat a symptom.
 
-Each band sits on a figure that can land on either side of it (tests/test_diagnose.py walks every band
+Each band sits on a figure that can land on either side of it (tests/unit/pipelines/evaluation/statistics/test_diagnose.py walks every band
 against its metric's attainable values). The brief's context-precision band (< 0.60; its worked example:
 5 chunks given, 3 relevant → 0.60) sits on `context_precision_share`, the share of the chunks given to
 the generator that the judge found useful for the reference answer. Not on the id-based precision@k: an

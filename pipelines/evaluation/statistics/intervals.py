@@ -1,6 +1,6 @@
 """Intervals of a mean and of a mean difference that cover at small n, whatever the distribution of the scores.
 
-Why these intervals (tests/test_stats_coverage.py; study numbers in the docstrings of
+Why these intervals (tests/unit/pipelines/evaluation/statistics/test_intervals_coverage.py; study numbers in the docstrings of
 `jeffreys_interval`, `bounded_mean_interval`, `paired_difference_interval` and
 `adjusted_paired_interval`): the percentile
 bootstrap ragwatch printed before collapses to [1, 1] when every score is 1.0 and covers 0.65 at
@@ -175,7 +175,7 @@ def paired_difference_interval(candidate, baseline, value_range: tuple[float, fl
       with Agresti–Min's pseudo-pairs.
 
     Identical runs (every d = 0) get an interval of the width of "nothing discordant seen yet in n
-    pairs", not [0, 0]. Simulated coverage of the 95 % interval (tests/test_stats_coverage.py; `ragwatch
+    pairs", not [0, 0]. Simulated coverage of the 95 % interval (tests/unit/pipelines/evaluation/statistics/test_intervals_coverage.py; `ragwatch
     bench gate` for the nine gated metrics): see `adjusted_paired_interval`; on 0/1 scores with a drop of
     0.10, n = 10 / 20 / 50: 0.99 / 0.97 / 0.96 (paired t 0.77 / 0.92 / 0.93); 5 % of the pairs flipped
     1.00 / 1.00 / 0.97 (t 0.39 / 0.64 / 0.88). It is for showing the size of a change; the gate and `eval

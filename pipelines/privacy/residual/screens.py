@@ -13,7 +13,7 @@ from pipelines.privacy.residual.rules import WEBMAIL
 # sampling step. Each screen below is a necessary condition of its rule, read off the pattern (a character every match
 # holds, a digit count, a keyword every alternative starts with), and cheap: substring tests run in C at memory speed.
 # A screen may pass text its rule then clears; it must never fail text its rule would flag, so a rule's pattern and
-# its screen change together. tests/test_residual_screens.py checks both agree on drawn and hand-made text.
+# its screen change together. tests/unit/pipelines/privacy/residual/test_screens.py checks both agree on drawn and hand-made text.
 
 _DIGIT = re.compile(r"\d")
 NINE_DIGITS_APART = re.compile(r"\d(?:[ .\-/()_]{0,4}\d){8}")
