@@ -33,8 +33,15 @@ with ragwatch_dag(
     schedule=AssetOrTimeSchedule(timetable=CronTriggerTimetable("0 3 * * 1", timezone="UTC"), assets=CORPUS),
     start=(2026, 1, 1),
     tags=["golden"],
-    params={"overrides": Param({}, type="object", description="Values that replace params.yaml's `golden` keys, e.g. {\"seeds\": 200}.",
-                               properties=OVERRIDES, additionalProperties=False)},
+    params={
+        "overrides": Param(
+            {},
+            type="object",
+            description='Values that replace params.yaml\'s `golden` keys, e.g. {"seeds": 200}.',
+            properties=OVERRIDES,
+            additionalProperties=False,
+        )
+    },
 ) as dag:
 
     def golden_params(params):
@@ -54,7 +61,9 @@ with ragwatch_dag(
     def generate(batch: list, params=None) -> dict:
         from pipelines.golden import steps
 
-        return steps.generate_golden_batch(ragwatch_settings(), golden_params(params).name, *batch).model_dump(mode="json")
+        return steps.generate_golden_batch(ragwatch_settings(), golden_params(params).name, *batch).model_dump(
+            mode="json"
+        )
 
     @task(pool=LLM_POOL)
     def filter_candidates(_generated: list, params=None) -> dict:

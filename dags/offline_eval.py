@@ -22,27 +22,60 @@ with ragwatch_dag(
     start=(2026, 1, 5),
     tags=["eval"],
     params={
-        "golden_version": Param(None, type=["null", "string"], pattern=GOLDEN_VERSION_PATTERN,
-                                description="e.g. v3; default: the latest published."),
-        "k": Param(list(DEFAULT_K), type="array", items={"type": "integer", "minimum": 1, "maximum": K_MAX}, minItems=1,
-                   description="Cut-offs for recall@k and precision@k."),
-        "metrics": Param(ALL_JUDGE_METRICS, type="array", items={"type": "string", "enum": ALL_JUDGE_METRICS},
-                         description="Judge metrics to compute."),
-        "target_url": Param(None, type=["null", "string"], pattern=TARGET_URL_PATTERN,
-                            description="Your RAG service (README contract), without credentials (they come from the "
-                                        "ragwatch_target connection); default: the reference RAG."),
-        "target_name": Param(None, type=["null", "string"], pattern=TARGET_NAME_PATTERN,
-                             description="The target's name in runs, reports and gauges; default: from the URL."),
+        "golden_version": Param(
+            None,
+            type=["null", "string"],
+            pattern=GOLDEN_VERSION_PATTERN,
+            description="e.g. v3; default: the latest published.",
+        ),
+        "k": Param(
+            list(DEFAULT_K),
+            type="array",
+            items={"type": "integer", "minimum": 1, "maximum": K_MAX},
+            minItems=1,
+            description="Cut-offs for recall@k and precision@k.",
+        ),
+        "metrics": Param(
+            ALL_JUDGE_METRICS,
+            type="array",
+            items={"type": "string", "enum": ALL_JUDGE_METRICS},
+            description="Judge metrics to compute.",
+        ),
+        "target_url": Param(
+            None,
+            type=["null", "string"],
+            pattern=TARGET_URL_PATTERN,
+            description="Your RAG service (README contract), without credentials (they come from the "
+            "ragwatch_target connection); default: the reference RAG.",
+        ),
+        "target_name": Param(
+            None,
+            type=["null", "string"],
+            pattern=TARGET_NAME_PATTERN,
+            description="The target's name in runs, reports and gauges; default: from the URL.",
+        ),
         "fail_on_gate": Param(False, type="boolean", description="Fail the run when the regression gate fails."),
-        "limit": Param(None, type=["null", "integer"], minimum=1,
-                       description="Evaluate a stable subset of this many items, stratified by question type."),
-        "baseline_run": Param(None, type=["null", "string"], pattern=OFFLINE_RUN_ID_PATTERN,
-                              description="Gate against this run id (e.g. offline/2026-11-30/reference-rag); default: "
-                                          "the target's previous accepted run."),
-        "reference_run": Param(None, type=["null", "string"], pattern=OFFLINE_RUN_ID_PATTERN,
-                               description="Also gate against this run id, so slow drift fails; default: the first "
-                                           "release (`ragwatch eval pin`) since the reference last moved (`eval pin "
-                                           "--reference`), else the first accepted run on the golden version."),
+        "limit": Param(
+            None,
+            type=["null", "integer"],
+            minimum=1,
+            description="Evaluate a stable subset of this many items, stratified by question type.",
+        ),
+        "baseline_run": Param(
+            None,
+            type=["null", "string"],
+            pattern=OFFLINE_RUN_ID_PATTERN,
+            description="Gate against this run id (e.g. offline/2026-11-30/reference-rag); default: "
+            "the target's previous accepted run.",
+        ),
+        "reference_run": Param(
+            None,
+            type=["null", "string"],
+            pattern=OFFLINE_RUN_ID_PATTERN,
+            description="Also gate against this run id, so slow drift fails; default: the first "
+            "release (`ragwatch eval pin`) since the reference last moved (`eval pin "
+            "--reference`), else the first accepted run on the golden version.",
+        ),
     },
 ) as dag:
 

@@ -23,16 +23,30 @@ with ragwatch_dag(
     tags=["eval"],
     max_active_runs=4,
     params={
-        "max_traces": Param(None, type=["null", "integer"], minimum=1,
-                            description="Traces judged at most, stratified by app and language; default: "
-                                        "RAGWATCH_ONLINE_MAX_TRACES (2000)."),
-        "noise_share": Param(None, type=["null", "number"], minimum=0, maximum=1,
-                             description="Share of the judged traces that also get noise ΔF; default: "
-                                         "RAGWATCH_ONLINE_NOISE_SHARE (0.25)."),
-        "target_half_width": Param(None, type=["null", "number"], exclusiveMinimum=0, exclusiveMaximum=1,
-                                   description="Judge each stratum on as many traces as faithfulness' 95 % interval "
-                                               "needs to be about ± this (from the last runs' spread), max_traces "
-                                               "still capping; default: RAGWATCH_ONLINE_TARGET_HALF_WIDTH (none)."),
+        "max_traces": Param(
+            None,
+            type=["null", "integer"],
+            minimum=1,
+            description="Traces judged at most, stratified by app and language; default: "
+            "RAGWATCH_ONLINE_MAX_TRACES (2000).",
+        ),
+        "noise_share": Param(
+            None,
+            type=["null", "number"],
+            minimum=0,
+            maximum=1,
+            description="Share of the judged traces that also get noise ΔF; default: "
+            "RAGWATCH_ONLINE_NOISE_SHARE (0.25).",
+        ),
+        "target_half_width": Param(
+            None,
+            type=["null", "number"],
+            exclusiveMinimum=0,
+            exclusiveMaximum=1,
+            description="Judge each stratum on as many traces as faithfulness' 95 % interval "
+            "needs to be about ± this (from the last runs' spread), max_traces "
+            "still capping; default: RAGWATCH_ONLINE_TARGET_HALF_WIDTH (none).",
+        ),
         "noise_mode": Param("hard", enum=["hard", "random"], description="Which irrelevant chunks to inject."),
         "noise_k": Param(2, type="integer", minimum=1, maximum=20, description="Chunks injected per trace."),
     },

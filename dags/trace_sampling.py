@@ -26,12 +26,27 @@ with ragwatch_dag(
     max_active_runs=4,
     params={
         # null means "the setting" (RAGWATCH_SAMPLE_RATE, ...), read where the task runs: one source of defaults.
-        "sample_rate": Param(None, type=["null", "number"], exclusiveMinimum=0, maximum=1,
-                             description="Share of each stratum to sample; default: RAGWATCH_SAMPLE_RATE."),
-        "strata": Param(None, type=["null", "array"], items={"type": "string", "enum": list(STRATA)}, minItems=1,
-                        uniqueItems=True, description="Trace fields that define strata; default: RAGWATCH_STRATA."),
-        "min_per_stratum": Param(None, type=["null", "integer"], minimum=0,
-                                 description="Floor so small strata are represented; default: RAGWATCH_MIN_PER_STRATUM."),
+        "sample_rate": Param(
+            None,
+            type=["null", "number"],
+            exclusiveMinimum=0,
+            maximum=1,
+            description="Share of each stratum to sample; default: RAGWATCH_SAMPLE_RATE.",
+        ),
+        "strata": Param(
+            None,
+            type=["null", "array"],
+            items={"type": "string", "enum": list(STRATA)},
+            minItems=1,
+            uniqueItems=True,
+            description="Trace fields that define strata; default: RAGWATCH_STRATA.",
+        ),
+        "min_per_stratum": Param(
+            None,
+            type=["null", "integer"],
+            minimum=0,
+            description="Floor so small strata are represented; default: RAGWATCH_MIN_PER_STRATUM.",
+        ),
     },
 ) as dag:
 
@@ -40,15 +55,22 @@ with ragwatch_dag(
         """The day's selection, written to the workspace; the shards to map over."""
         from pipelines.traces import steps
 
-        planned = steps.select_trace_sample(ragwatch_settings(), data_interval_start.date(), rate=params["sample_rate"],
-                                            strata=params["strata"], min_per_stratum=params["min_per_stratum"])  # fmt: skip
+        planned = steps.select_trace_sample(
+            ragwatch_settings(),
+            data_interval_start.date(),
+            rate=params["sample_rate"],
+            strata=params["strata"],
+            min_per_stratum=params["min_per_stratum"],
+        )
         return [shard.model_dump(mode="json") for shard in planned]
 
     @task
     def shard(planned: dict) -> dict:
         from pipelines.traces import steps
 
-        return steps.write_trace_shard(ragwatch_settings(), steps.PlannedShard.model_validate(planned)).model_dump(mode="json")
+        return steps.write_trace_shard(ragwatch_settings(), steps.PlannedShard.model_validate(planned)).model_dump(
+            mode="json"
+        )
 
     @task
     def merge(planned: list, _written: list) -> dict:
@@ -67,13 +89,17 @@ with ragwatch_dag(
     def promote(staged: dict) -> dict:
         from pipelines.traces import steps
 
-        return steps.promote_trace_sample(ragwatch_settings(), steps.StagedSample.model_validate(staged)).model_dump(mode="json")
+        return steps.promote_trace_sample(ragwatch_settings(), steps.StagedSample.model_validate(staged)).model_dump(
+            mode="json"
+        )
 
     @task(pool=DVC_POOL, outlets=[SAMPLED_TRACES])
     def version(promoted: dict) -> dict:
         from pipelines.traces import steps
 
-        return steps.version_trace_sample(ragwatch_settings(), steps.PromotedSample.model_validate(promoted)).model_dump(mode="json")
+        return steps.version_trace_sample(
+            ragwatch_settings(), steps.PromotedSample.model_validate(promoted)
+        ).model_dump(mode="json")
 
     selected = select()
     staged = merge(selected, shard.expand(planned=selected))

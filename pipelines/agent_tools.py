@@ -60,12 +60,19 @@ TOOLS: list[dict] = [
 TOOL_NAMES = [t["function"]["name"] for t in TOOLS]
 
 TOOL_REQUESTS: dict[str, dict[str, str]] = {
-    "vector_search": {"en": "Search the docs: how does {term} work?", "es": "Busca en la documentación cómo funciona {term}."},
-    "sql_query": {"en": "How many tickets mentioning {term} were opened last week?",
-                  "es": "¿Cuántos tickets que mencionan {term} se abrieron la semana pasada?"},
-    "web_search": {"en": "What is the latest public news about {term}?",
-                   "es": "¿Cuáles son las últimas noticias públicas sobre {term}?"},
-}  # fmt: skip
+    "vector_search": {
+        "en": "Search the docs: how does {term} work?",
+        "es": "Busca en la documentación cómo funciona {term}.",
+    },
+    "sql_query": {
+        "en": "How many tickets mentioning {term} were opened last week?",
+        "es": "¿Cuántos tickets que mencionan {term} se abrieron la semana pasada?",
+    },
+    "web_search": {
+        "en": "What is the latest public news about {term}?",
+        "es": "¿Cuáles son las últimas noticias públicas sobre {term}?",
+    },
+}
 """A request for each tool about a term, per language: the offline golden generator's tool questions."""
 
 
@@ -74,10 +81,12 @@ def tool_arguments(tool: str, term: str) -> dict[str, Any] | None:
     it has no request for): a search for the term, a count of last week's tickets that mention it, its news."""
     arguments = {
         "vector_search": {"query": term},
-        "sql_query": {"query": f"SELECT count(*) FROM tickets WHERE body ILIKE '%{term}%' "
-                               "AND opened_at >= now() - interval '7 days'"},
+        "sql_query": {
+            "query": f"SELECT count(*) FROM tickets WHERE body ILIKE '%{term}%' "
+            "AND opened_at >= now() - interval '7 days'"
+        },
         "web_search": {"query": f"{term} news"},
-    }  # fmt: skip
+    }
     return arguments.get(tool)
 
 
@@ -91,5 +100,8 @@ def requested_term(question: str) -> str | None:
 
 @cache
 def _request_patterns() -> list[re.Pattern[str]]:
-    return [re.compile(re.escape(template).replace(re.escape("{term}"), "(?P<term>.+)"))
-            for by_language in TOOL_REQUESTS.values() for template in by_language.values()]  # fmt: skip
+    return [
+        re.compile(re.escape(template).replace(re.escape("{term}"), "(?P<term>.+)"))
+        for by_language in TOOL_REQUESTS.values()
+        for template in by_language.values()
+    ]

@@ -54,8 +54,14 @@ def _cgroup_quota(root: Path) -> float | None:
         return None
 
 
-def map_in_processes(function: Callable[[T], R], batches: Iterable[T], *, workers: int,
-                     initializer: Callable[..., None] | None = None, initargs: tuple = ()) -> Iterator[R]:
+def map_in_processes(
+    function: Callable[[T], R],
+    batches: Iterable[T],
+    *,
+    workers: int,
+    initializer: Callable[..., None] | None = None,
+    initargs: tuple = (),
+) -> Iterator[R]:
     """`function` over `batches` in `workers` fresh processes, results in input order, a few batches in flight.
 
     At most two batches per worker are read ahead, so memory holds a handful of batches whatever

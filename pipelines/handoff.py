@@ -33,8 +33,11 @@ def check_parts(what: str, planned: Mapping[Path, str], found: Iterable[Path], *
         lines.append(f"missing {len(missing)}: " + "; ".join(f"{batch} ({path.name})" for path, batch in missing))
         lines.append(f"{rerun} for each missing batch, then this step again")
     if extra:
-        lines.append(f"unexpected {len(extra)} the plan did not ask for: " + ", ".join(p.name for p in extra)
-                     + " (written by another plan: plan again, or remove them)")  # fmt: skip
+        lines.append(
+            f"unexpected {len(extra)} the plan did not ask for: "
+            + ", ".join(p.name for p in extra)
+            + " (written by another plan: plan again, or remove them)"
+        )
     lines.append(f"in {next(iter(planned), extra[0] if extra else Path('.')).parent}")
     raise IncompleteHandoff("\n".join(lines))
 

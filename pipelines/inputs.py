@@ -43,14 +43,22 @@ def _shown(value: object) -> str:
 
 def golden_name(value: object) -> str:
     """A golden set name: letters, digits, `_` and `-`, at most 64, starting with a letter or digit."""
-    return _matches("golden-set name", GOLDEN_NAME_PATTERN, value,
-                    "use letters, digits, '_' and '-' (at most 64, no dots or slashes)")  # fmt: skip
+    return _matches(
+        "golden-set name",
+        GOLDEN_NAME_PATTERN,
+        value,
+        "use letters, digits, '_' and '-' (at most 64, no dots or slashes)",
+    )
 
 
 def target_name(value: object) -> str:
     """A target name: letters, digits and `_ . : @ + -`, at most 128, never a path."""
-    name = _matches("target name", TARGET_NAME_PATTERN, value,
-                    "use letters, digits and '_.:@+-' (at most 128, no slashes or spaces)")  # fmt: skip
+    name = _matches(
+        "target name",
+        TARGET_NAME_PATTERN,
+        value,
+        "use letters, digits and '_.:@+-' (at most 128, no slashes or spaces)",
+    )
     if ".." in name:
         raise InvalidInput(f"target name {_shown(value)} is not allowed: no '..'")
     return name
@@ -92,8 +100,10 @@ def strata(value: str | Iterable[str]) -> list[str]:
         raise InvalidInput(f"strata {_shown(value)} are not allowed: give at least one of {list(STRATA)}")
     unknown = [n for n in names if n not in STRATA]
     if unknown:
-        raise InvalidInput(f"unknown strata {[n[:40] for n in unknown]}; choose from {list(STRATA)} "
-                           "(free-text fields would be published in the manifest)")  # fmt: skip
+        raise InvalidInput(
+            f"unknown strata {[n[:40] for n in unknown]}; choose from {list(STRATA)} "
+            "(free-text fields would be published in the manifest)"
+        )
     if len(set(names)) != len(names):
         raise InvalidInput(f"strata {names} name a field twice")
     return names
@@ -114,4 +124,3 @@ def _integer(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(value)
     return value
-

@@ -27,6 +27,13 @@ def all_prompts() -> PromptRegistry:
     # ragas is imported only here, when a registry is built: it is slow to import.
     from pipelines.models.ragas_adapter import ragas_prompts
 
-    golden = [ChunkQuestions(), MultiHopQuestion(), AdversarialQuestion(), AnswerFromContexts(), ToolQuestion(),
-              ClosedBookAnswer(), GroundingJudge()]  # fmt: skip
+    golden = [
+        ChunkQuestions(),
+        MultiHopQuestion(),
+        AdversarialQuestion(),
+        AnswerFromContexts(),
+        ToolQuestion(),
+        ClosedBookAnswer(),
+        GroundingJudge(),
+    ]
     return PromptRegistry([*golden, RagAnswerPrompt(), AnswerCorrectnessPrompt(), *judge_prompts(), *ragas_prompts()])

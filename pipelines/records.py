@@ -204,25 +204,25 @@ METRICS = {
     "faithfulness": "supported claims / all claims of the answer (ragas Faithfulness)",
     "answer_relevancy": "mean cosine between the question and questions generated back from the answer (ragas)",
     "context_precision": "the brief's context precision: context_precision_share under its gauge's name; < 0.60 means "
-                         "contradictory answers",
+    "contradictory answers",
     "context_precision_share": "chunks given to the generator that the judge found useful for the reference answer / "
-                               "chunks given: the brief's context precision, judged (pushed as context_precision); "
-                               "< 0.60 means contradictory answers",
+    "chunks given: the brief's context precision, judged (pushed as context_precision); "
+    "< 0.60 means contradictory answers",
     "context_precision_ranked": "ragas ContextPrecisionWithReference: rank-weighted average precision of the judge's "
-                                "relevance verdicts (not useful / given: that is context_precision_share)",
+    "relevance verdicts (not useful / given: that is context_precision_share)",
     "context_recall": "gold-answer claims attributable to the retrieved contexts / all gold-answer claims (ragas)",
     "noise_delta_f": "F(clean) − F(noisy) of the system under test, irrelevant chunks injected; > 0.15 means fragile",
     "noise_delta_f_reference": "F(clean) − F(noisy) of the reference generator answering both arms from production's "
-                               "contexts (online, no production endpoint); > 0.15 means fragile",
+    "contexts (online, no production endpoint); > 0.15 means fragile",
     "noise_delta_f_control": "F(clean) − F(clean again): the same arm answered twice, no noise; the spread of ΔF "
-                             "when noise changes nothing",
+    "when noise changes nothing",
     "ragas_noise_sensitivity": "ragas NoiseSensitivity (relevant mode): incorrect claims / all claims of the answer",
     "tool_selection_accuracy": "turns where the agent chose the expected tool / turns that expected a tool",
     "tool_call_accuracy": "ragas ToolCallAccuracy: expected tool and arguments matched",
     "tool_call_validity": "tool-call arguments valid against the tool's JSON schema (online)",
     "mrr": "1 / rank of the first gold chunk, 0 if absent",
     "answer_correctness": "1 if the judge finds the answer right against the reference answer (states its key facts, "
-                          "contradicts none; abstains exactly when the reference does), else 0",
+    "contradicts none; abstains exactly when the reference does), else 0",
 }
 """Judge and tool metrics by name (context_precision: the name a stored metric is pushed under,
 push.PUSHED_AS); retrieval adds recall@k and precision@k for each k."""
@@ -267,8 +267,11 @@ def corpus_version(chunks: Iterable[Chunk]) -> str:
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
 
 
-_ARROW_SCHEMAS = {"SAMPLED_TRACE_SCHEMA": _sampled_trace_schema, "QUARANTINE_SCHEMA": _quarantine_schema,
-                  "GOLDEN_SCHEMA": _golden_schema}  # fmt: skip
+_ARROW_SCHEMAS = {
+    "SAMPLED_TRACE_SCHEMA": _sampled_trace_schema,
+    "QUARANTINE_SCHEMA": _quarantine_schema,
+    "GOLDEN_SCHEMA": _golden_schema,
+}
 """The Arrow schemas, built on first use: importing pyarrow costs a process ~80 MB of RSS, and the sampler's
 anonymizing workers (which need `Trace`, never a schema) are started once per CPU."""
 

@@ -41,7 +41,9 @@ def has_credentials(url: str) -> bool:
         parts = urlsplit(url)
     except ValueError:
         return True  # unreadable: treat as unsafe rather than guess
-    return "@" in parts.netloc or any(SECRET_QUERY_KEY.search(k) for k, _ in parse_qsl(parts.query, keep_blank_values=True))
+    return "@" in parts.netloc or any(
+        SECRET_QUERY_KEY.search(k) for k, _ in parse_qsl(parts.query, keep_blank_values=True)
+    )
 
 
 def redact_text(text: str) -> str:

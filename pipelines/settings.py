@@ -89,15 +89,19 @@ SELECTION_TIMEOUT_S = 10_800.0
 """The selection's default statement timeout, 3 h: a 100 M-row day on a 2-core server, with a margin
 (docs/explanation/sampling.md has the arithmetic)."""
 
-DEFAULT_MODELS = {"generator": "Qwen/Qwen2.5-7B-Instruct", "judge": "meta-llama/Llama-3.1-8B-Instruct",
-                  "embeddings": "BAAI/bge-m3"}  # fmt: skip
+DEFAULT_MODELS = {
+    "generator": "Qwen/Qwen2.5-7B-Instruct",
+    "judge": "meta-llama/Llama-3.1-8B-Instruct",
+    "embeddings": "BAAI/bge-m3",
+}
 
 
 class Settings(BaseSettings):
     # Field docstrings are the configuration reference (docs/hooks/settings_reference.py reads them, and
     # tests/unit/test_docs.py fails on a field without one).
-    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="ignore",
-                                      use_attribute_docstrings=True)
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="ignore", use_attribute_docstrings=True
+    )
 
     home: Path = Path(".ragwatch")
     """Root of all embedded state (SQLite files, Airflow home, DVC remote, keys)."""
@@ -294,9 +298,11 @@ class Settings(BaseSettings):
     @classmethod
     def _remote_without_secrets(cls, url: str | None) -> str | None:
         if url is not None and redact_url(url) != url:
-            raise ValueError("the DVC remote's URL carries a password or token, which DVC would commit to the data workspace's "
-                             "git (.dvc/config): give it none and pass credentials through the environment (AWS_ACCESS_KEY_ID, "
-                             "AWS_SECRET_ACCESS_KEY for S3; README: DVC remote on S3)")
+            raise ValueError(
+                "the DVC remote's URL carries a password or token, which DVC would commit to the data workspace's "
+                "git (.dvc/config): give it none and pass credentials through the environment (AWS_ACCESS_KEY_ID, "
+                "AWS_SECRET_ACCESS_KEY for S3; README: DVC remote on S3)"
+            )
         return url
 
     @field_validator("strata")
@@ -357,7 +363,15 @@ def _local_key(path: Path) -> bytes:
     return path.read_text().strip().encode()
 
 
-_URL_FIELDS = ("trace_store_url", "results_url", "llm_cache_url", "qdrant_url", "pushgateway_url", "airflow_api_url", "dvc_remote")
+_URL_FIELDS = (
+    "trace_store_url",
+    "results_url",
+    "llm_cache_url",
+    "qdrant_url",
+    "pushgateway_url",
+    "airflow_api_url",
+    "dvc_remote",
+)
 
 
 class SettingsError(ValueError):

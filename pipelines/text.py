@@ -178,14 +178,26 @@ NOT_ENOUGH = {
     "es": "No hay suficiente información en la documentación para responder a esto.",
 }
 """What an assistant (and a golden reference) says when the contexts do not hold the answer."""
-ABSTENTIONS = tuple(fold(marker) for marker in (
-    "not enough information", "no hay suficiente información", "no tengo suficiente información",
-    "i don't know", "i do not know", "no lo sé", "i'm not sure", "no estoy seguro", "cannot answer",
-    "no puedo responder",
-))  # fmt: skip
+ABSTENTIONS = tuple(
+    fold(marker)
+    for marker in (
+        "not enough information",
+        "no hay suficiente información",
+        "no tengo suficiente información",
+        "i don't know",
+        "i do not know",
+        "no lo sé",
+        "i'm not sure",
+        "no estoy seguro",
+        "cannot answer",
+        "no puedo responder",
+    )
+)
 
 
-ABSTENTION_WORDS = frozenset(fold(word) for word in """
+ABSTENTION_WORDS = frozenset(
+    fold(word)
+    for word in """
     answer answers answering question questions information info documentation documents document docs
     context contexts passage passages source sources text texts provided given available enough sufficient
     sure certain know knowledge find found say tell determine based retrieved corpus data details detail
@@ -194,7 +206,8 @@ ABSTENTION_WORDS = frozenset(fold(word) for word in """
     contextos fragmentos fuentes texto proporcionado proporcionada disponible suficiente suficientes seguro
     segura saber decir determinar encontrar encontrado basado basada lamentablemente lamento siento puedo
     menciona mencionan datos detalles
-""".split())
+""".split()
+)
 """Words an abstention uses around its marker ("… in the provided documentation to answer this question"):
 they assert nothing about the subject."""
 
@@ -212,5 +225,7 @@ def abstains(answer: str | None, question: str | None = None) -> bool:
         folded = folded.replace(marker, " ")
     asked = set(content_tokens(question or ""))
     # A word of the question, inflected ("use" asked, "uses" in the answer), restates and asserts nothing.
-    return all(token in ABSTENTION_WORDS or any(token.startswith(q) or q.startswith(token) for q in asked)
-               for token in content_tokens(folded))  # fmt: skip
+    return all(
+        token in ABSTENTION_WORDS or any(token.startswith(q) or q.startswith(token) for q in asked)
+        for token in content_tokens(folded)
+    )

@@ -60,19 +60,23 @@ class ValidationReport:
     def passed_or_raise(self, kept_intact: str, staged: Path) -> ValidationPassed:
         """The passed result, or ValidationFailed naming the failures, what stayed intact and where the staged files are."""
         if not self.success:
-            raise ValidationFailed(f"{self.describe()}\nNothing was published; {kept_intact} is intact. "
-                                   f"The staged files stay in {staged} for inspection.")  # fmt: skip
+            raise ValidationFailed(
+                f"{self.describe()}\nNothing was published; {kept_intact} is intact. "
+                f"The staged files stay in {staged} for inspection."
+            )
         return ValidationPassed(suite=self.suite, expectations=len(self.checks))
 
 
-def run_expectations(name: str, frame: pd.DataFrame, expectations: list, *, index_column: str,
-                     sensitive: Collection[str] = ()) -> list[dict[str, Any]]:
+def run_expectations(
+    name: str, frame: pd.DataFrame, expectations: list, *, index_column: str, sensitive: Collection[str] = ()
+) -> list[dict[str, Any]]:
     """Validate `frame` against `expectations` in an ephemeral GX context; one check dict per expectation."""
     return run_expectations_in_batches(name, [frame], expectations, index_column=index_column, sensitive=sensitive)
 
 
-def run_expectations_in_batches(name: str, frames: Iterable[pd.DataFrame], expectations: list, *,
-                                index_column: str, sensitive: Collection[str] = ()) -> list[dict[str, Any]]:
+def run_expectations_in_batches(
+    name: str, frames: Iterable[pd.DataFrame], expectations: list, *, index_column: str, sensitive: Collection[str] = ()
+) -> list[dict[str, Any]]:
     """Validate each frame of `frames` against the same suite and merge the outcomes, one check per expectation.
 
     Only one frame lives at a time, so a file read in row groups is validated in bounded memory.
@@ -93,9 +97,12 @@ def run_expectations_in_batches(name: str, frames: Iterable[pd.DataFrame], expec
         index_columns = [index_column] if index_column in frame.columns else []
         result = batch_definition.get_batch(batch_parameters={"dataframe": frame}).validate(
             suite,
-            result_format={"result_format": "SUMMARY", "unexpected_index_column_names": index_columns,
-                           "partial_unexpected_count": PARTIAL_UNEXPECTED},
-        )  # fmt: skip
+            result_format={
+                "result_format": "SUMMARY",
+                "unexpected_index_column_names": index_columns,
+                "partial_unexpected_count": PARTIAL_UNEXPECTED,
+            },
+        )
         checks = [_check(r, index_column, sensitive) for r in result.results]
         merged = checks if merged is None else [_merge(a, b) for a, b in zip(merged, checks, strict=True)]
     if merged is None:
@@ -136,9 +143,17 @@ def _check(result, index_column: str, sensitive: Collection[str]) -> dict[str, A
     if result.exception_info and result.exception_info.get("raised_exception"):
         check["detail"] = f"could not run: {result.exception_info.get('exception_message')}"
     elif not result.success:
-        rows = [i[index_column] for i in details.get("partial_unexpected_index_list") or [] if isinstance(i, dict) and i.get(index_column)]
+        rows = [
+            i[index_column]
+            for i in details.get("partial_unexpected_index_list") or []
+            if isinstance(i, dict) and i.get(index_column)
+        ]
         sample = [] if column in sensitive else details.get("partial_unexpected_list") or []
         # Kept structured until every batch is merged; _finish writes it as JSON.
-        check["_failure"] = {"unexpected_count": details.get("unexpected_count"), "rows": rows,
-                             "examples": [str(v)[:80] for v in sample], "observed": details.get("observed_value")}
+        check["_failure"] = {
+            "unexpected_count": details.get("unexpected_count"),
+            "rows": rows,
+            "examples": [str(v)[:80] for v in sample],
+            "observed": details.get("observed_value"),
+        }
     return check

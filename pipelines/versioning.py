@@ -148,14 +148,17 @@ def _acquire(path: Path, wait_s: float) -> IO[str]:
         except OSError as exc:
             if exc.errno not in (errno.EAGAIN, errno.EWOULDBLOCK):
                 handle.close()
-                raise VersioningError(f"cannot lock {path} ({exc.strerror}): the data workspace must be on a filesystem "
-                                      "with working file locks (README: the workspace lock)") from None
+                raise VersioningError(
+                    f"cannot lock {path} ({exc.strerror}): the data workspace must be on a filesystem "
+                    "with working file locks (README: the workspace lock)"
+                ) from None
             holder = path.read_text().strip() or "another process"
             if time.monotonic() >= deadline:
                 handle.close()
                 raise VersioningError(
                     f"the data workspace {path.parent} stayed locked for {wait_s:.0f} s by {holder}, which is still "
-                    "versioning (a large `dvc push`?) or hangs: wait for it or stop it, then rerun this step") from None
+                    "versioning (a large `dvc push`?) or hangs: wait for it or stop it, then rerun this step"
+                ) from None
             if not waiting:
                 log.info("waiting for the data workspace lock, held by %s", holder)
                 waiting = True
@@ -201,10 +204,19 @@ def ensure_workspace(workspace: Workspace, remote: str) -> None:
         if configured is None:
             dvc("remote", "add", "-d", REMOTE, remote, cwd=root)
         elif configured != remote:
-            log.warning("DVC remote %r of %s moves from %s to %s (RAGWATCH_DVC_REMOTE)", REMOTE, root,
-                        redact_url(configured), redact_url(remote))  # fmt: skip
+            log.warning(
+                "DVC remote %r of %s moves from %s to %s (RAGWATCH_DVC_REMOTE)",
+                REMOTE,
+                root,
+                redact_url(configured),
+                redact_url(remote),
+            )
             dvc("remote", "modify", REMOTE, "url", remote, cwd=root)
-        _commit(root, "ragwatch: initialise data workspace", [".dvc", ".gitignore", ".dvcignore", *PIPELINE_FILES, *keep_files])
+        _commit(
+            root,
+            "ragwatch: initialise data workspace",
+            [".dvc", ".gitignore", ".dvcignore", *PIPELINE_FILES, *keep_files],
+        )
 
 
 def remote_url(workspace: Workspace) -> str | None:
@@ -249,8 +261,10 @@ def restore_workspace(workspace: Workspace, remote: str, source: str | None = No
     root = workspace.root
     if source is not None:
         if root.exists() and any(root.iterdir()):
-            raise VersioningError(f"{root} is not empty: clone the workspace into a new folder (RAGWATCH_WORKSPACE), "
-                                  "or leave out the source to fill this workspace from the remote")  # fmt: skip
+            raise VersioningError(
+                f"{root} is not empty: clone the workspace into a new folder (RAGWATCH_WORKSPACE), "
+                "or leave out the source to fill this workspace from the remote"
+            )
         root.parent.mkdir(parents=True, exist_ok=True)
         git("clone", "-q", source, str(root), cwd=root.parent)
     elif not (root / ".git").exists():
@@ -273,8 +287,8 @@ def _commit(root: Path, message: str, paths: list[str]) -> None:
 
 def latest_tag(workspace: Workspace, prefix: str) -> str | None:
     """Newest tag starting with `prefix` (tags are `<prefix><n>`; compared by n, not as text)."""
-    tags = [t for t in git("tag", "--list", f"{prefix}*", cwd=workspace.root).split() if t[len(prefix):].isdigit()]
-    return max(tags, key=lambda t: int(t[len(prefix):]), default=None)
+    tags = [t for t in git("tag", "--list", f"{prefix}*", cwd=workspace.root).split() if t[len(prefix) :].isdigit()]
+    return max(tags, key=lambda t: int(t[len(prefix) :]), default=None)
 
 
 def tag(workspace: Workspace, name: str, message: str) -> None:

@@ -305,7 +305,9 @@ class Workspace:
 
     def traces_selection(self, day: date, attempt: str) -> SelectionPaths:
         """The selection beside the staging folder of the same attempt (never inside it: it is not published)."""
-        return SelectionPaths(self.root / ".staging" / "traces" / f"dt={day.isoformat()}.{safe_name(attempt)}.selection")
+        return SelectionPaths(
+            self.root / ".staging" / "traces" / f"dt={day.isoformat()}.{safe_name(attempt)}.selection"
+        )
 
     # -- golden sets -----------------------------------------------------------------------------
 

@@ -56,10 +56,17 @@ def _preload() -> None:
         try:
             importlib.import_module(name)
         except Exception as error:  # the task imports it again and fails with the whole traceback
-            log.warning("ragwatch could not preload %s (%s: %s); its tasks will import it themselves",
-                        name, type(error).__name__, error)  # fmt: skip
-    log.warning("ragwatch preloaded its task modules in %.1f s for the task processes this %s forks",
-                time.monotonic() - began, role)
+            log.warning(
+                "ragwatch could not preload %s (%s: %s); its tasks will import it themselves",
+                name,
+                type(error).__name__,
+                error,
+            )
+    log.warning(
+        "ragwatch preloaded its task modules in %.1f s for the task processes this %s forks",
+        time.monotonic() - began,
+        role,
+    )
 
 
 _preload()

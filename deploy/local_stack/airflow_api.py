@@ -20,8 +20,9 @@ class Airflow:
     def login(self) -> str | None:
         user, password = self.plan.admin
         try:
-            response = httpx.post(f"{self.plan.airflow_url}/auth/token", json={"username": user, "password": password},
-                                  timeout=10)  # fmt: skip
+            response = httpx.post(
+                f"{self.plan.airflow_url}/auth/token", json={"username": user, "password": password}, timeout=10
+            )
         except httpx.HTTPError:
             return None
         if response.status_code == 201:
@@ -65,8 +66,10 @@ def _healthy(airflow: Airflow) -> bool:
         health = airflow.api("GET", "/api/v2/monitor/health").json()
     except (httpx.HTTPError, ValueError):
         return False
-    return all((health.get(part) or {}).get("status") == "healthy"
-               for part in ("metadatabase", "scheduler", "triggerer", "dag_processor"))  # fmt: skip
+    return all(
+        (health.get(part) or {}).get("status") == "healthy"
+        for part in ("metadatabase", "scheduler", "triggerer", "dag_processor")
+    )
 
 
 def _parsed(airflow: Airflow, dag_ids: list[str]) -> bool:
@@ -88,9 +91,14 @@ def _first_run(airflow: Airflow, dag_id: str, timeout: float) -> None:
     if response.status_code != 200:
         raise StackError(f"could not unpause {dag_id}: {response.status_code} {response.text}")
     if due and datetime.fromisoformat(due.replace("Z", "+00:00")) <= datetime.now(UTC):
-        run_id = wait_until(f"the scheduler to create {dag_id}'s scheduled run", lambda: next(
-            (r["dag_run_id"] for r in airflow.api("GET", f"/api/v2/dags/{dag_id}/dagRuns").json()["dag_runs"]), None),
-            120, airflow.plan)  # fmt: skip
+        run_id = wait_until(
+            f"the scheduler to create {dag_id}'s scheduled run",
+            lambda: next(
+                (r["dag_run_id"] for r in airflow.api("GET", f"/api/v2/dags/{dag_id}/dagRuns").json()["dag_runs"]), None
+            ),
+            120,
+            airflow.plan,
+        )
     else:
         response = airflow.api("POST", f"/api/v2/dags/{dag_id}/dagRuns", json={"logical_date": None})
         if response.status_code != 200:
@@ -105,7 +113,9 @@ def _first_run(airflow: Airflow, dag_id: str, timeout: float) -> None:
         except httpx.HTTPError:
             return None
         progress = task_progress(airflow, dag_id, run_id)
-        if progress != last["shown"] and time.monotonic() - last["at"] > 20:  # a line when it changes, at most every 20 s
+        if (
+            progress != last["shown"] and time.monotonic() - last["at"] > 20
+        ):  # a line when it changes, at most every 20 s
             print(f"  {datetime.now(UTC):%H:%M:%S} {dag_id}: {progress}", flush=True)
             last.update(shown=progress, at=time.monotonic())
         return state if state in ("success", "failed") else None
@@ -130,8 +140,11 @@ def task_progress(airflow: Airflow, dag_id: str, run_id: str) -> str:
         done, running = states.count("success"), sum(s in ("running", "queued", "scheduled") for s in states)
         failed = sum(s in ("failed", "up_for_retry", "upstream_failed") for s in states)
         mark = "✓" if done == len(states) else f"{done}/{len(states)}" if len(states) > 1 else "…"
-        parts.append(f"{task_id} {mark}" + (f" ({running} running)" if running and len(states) > 1 else "")
-                     + (f" ({failed} failed or retrying)" if failed else ""))  # fmt: skip
+        parts.append(
+            f"{task_id} {mark}"
+            + (f" ({running} running)" if running and len(states) > 1 else "")
+            + (f" ({failed} failed or retrying)" if failed else "")
+        )
     return " · ".join(parts) or "waiting for the scheduler"
 
 

@@ -73,7 +73,6 @@ def mounts(service: dict, state: Path) -> dict[str, str]:
     return found
 
 
-
 def parallelism(airflow_env: dict[str, str]) -> int:
     """Task slots: every LLM pool slot, plus one per core for the rest.
 
@@ -85,12 +84,13 @@ def parallelism(airflow_env: dict[str, str]) -> int:
     llm_slots = int(airflow_env.get("RAGWATCH_LLM_POOL_SLOTS") or 4)
     return llm_slots + max(2, available_cpus())
 
+
 def translate_path(word: str, paths: dict[str, str]) -> str:
     """Rewrite a container path (alone or after `--flag=`) to its local counterpart, longest prefix first."""
     flag, eq, value = word.partition("=") if word.startswith("--") else ("", "", word)
     for inside in sorted(paths, key=len, reverse=True):
         if value == inside or value.startswith(inside.rstrip("/") + "/"):
-            value = paths[inside] + value[len(inside.rstrip("/")):] if value != inside else paths[inside]
+            value = paths[inside] + value[len(inside.rstrip("/")) :] if value != inside else paths[inside]
             break
     return f"{flag}{eq}{value}"
 

@@ -21,21 +21,30 @@ ONE_MACHINE = {
             "AIRFLOW_ADMIN_PASSWORD log in, kept in step by deploy/airflow/init.sh",
         ),
         # {state}: the stack's state folder.
-        "RAGWATCH_DVC_REMOTE": ("{state}/dvc-remote", "a folder standing in for MinIO's bucket: every task pushes there"),
+        "RAGWATCH_DVC_REMOTE": (
+            "{state}/dvc-remote",
+            "a folder standing in for MinIO's bucket: every task pushes there",
+        ),
     },
     "env_dropped": {
         "RAGWATCH_QDRANT_URL": "Qdrant local mode",
         "RAGWATCH_QDRANT_API_KEY": "Qdrant local mode",
         "RAGWATCH_LLM_BACKEND": "the offline backend (the default) instead of vLLM",
-        "RAGWATCH_GENERATOR__BASE_URL": "no vLLM", "RAGWATCH_GENERATOR__MODEL": "no vLLM",
+        "RAGWATCH_GENERATOR__BASE_URL": "no vLLM",
+        "RAGWATCH_GENERATOR__MODEL": "no vLLM",
         "RAGWATCH_GENERATOR__API_KEY": "no vLLM",
-        "RAGWATCH_JUDGE__BASE_URL": "no vLLM", "RAGWATCH_JUDGE__MODEL": "no vLLM", "RAGWATCH_JUDGE__API_KEY": "no vLLM",
+        "RAGWATCH_JUDGE__BASE_URL": "no vLLM",
+        "RAGWATCH_JUDGE__MODEL": "no vLLM",
+        "RAGWATCH_JUDGE__API_KEY": "no vLLM",
         "RAGWATCH_EMBEDDINGS_BACKEND": "local embeddings (the default) instead of vLLM",
-        "RAGWATCH_EMBEDDINGS__BASE_URL": "no vLLM", "RAGWATCH_EMBEDDINGS__MODEL": "no vLLM",
+        "RAGWATCH_EMBEDDINGS__BASE_URL": "no vLLM",
+        "RAGWATCH_EMBEDDINGS__MODEL": "no vLLM",
         "RAGWATCH_EMBEDDINGS__API_KEY": "no vLLM",
-        "AWS_ACCESS_KEY_ID": "no MinIO", "AWS_SECRET_ACCESS_KEY": "no MinIO", "AWS_ENDPOINT_URL_S3": "no MinIO",
+        "AWS_ACCESS_KEY_ID": "no MinIO",
+        "AWS_SECRET_ACCESS_KEY": "no MinIO",
+        "AWS_ENDPOINT_URL_S3": "no MinIO",
         "AWS_DEFAULT_REGION": "no MinIO",
-    },  # fmt: skip
+    },
     "args_added": {
         # They would start Airflow's log server, which binds every interface (0.0.0.0:8793/8794, no
         # setting narrows it); the api-server reads task logs from the folder it shares with them.
@@ -45,7 +54,7 @@ ONE_MACHINE = {
     },
     "commands_replaced": {
         "redis": "redis-server reads its password, address and data folder from a 0600 config file "
-                 "(<state>/redis.conf), not from the command line that `ps` shows",
+        "(<state>/redis.conf), not from the command line that `ps` shows",
     },
 }
 """Read by tests/integration/test_stack.py: any other difference from the compose file fails it."""
@@ -55,7 +64,9 @@ LOCAL_EXECUTOR = {
         "airflow-worker": "LocalExecutor: the scheduler runs the tasks itself (`--executor celery` runs workers)",
         "redis": "the Celery broker; LocalExecutor needs none",
     },
-    "env_replaced": {"AIRFLOW__CORE__EXECUTOR": ("LocalExecutor", "the default on one machine (`--executor celery`: compose's)")},
+    "env_replaced": {
+        "AIRFLOW__CORE__EXECUTOR": ("LocalExecutor", "the default on one machine (`--executor celery`: compose's)")
+    },
     "env_dropped": {"AIRFLOW__CELERY__RESULT_BACKEND": "no Celery", "AIRFLOW__CELERY__BROKER_URL": "no Celery"},
 }
 """What the default executor leaves out on top of ONE_MACHINE; with `--executor celery`, compose's Celery runs."""
@@ -68,6 +79,7 @@ def differences(executor: str) -> dict[str, dict]:
         for key, value in LOCAL_EXECUTOR.items():
             found[key].update(value)
     return found
+
 
 # Settings a container gets from its image or its network that a process here must be given.
 AIRFLOW_LOCAL_ENV_DOC = {
@@ -87,7 +99,7 @@ AIRFLOW_LOCAL_ENV_DOC = {
     "AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_SERVER_HOST": "bind 127.0.0.1",
     "AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_SERVER_PORT": "this stack's port (8974 when free)",
     "RAGWATCH_QDRANT_PATH": "Qdrant local mode (no Qdrant server here) in one folder, <state>/qdrant-data, the "
-                            "qdrant service's volume: every process opens it in turn",
+    "qdrant service's volume: every process opens it in turn",
     "PYTHONPATH": "the image installs ragwatch; here the checkout is imported",
     "PATH": "the virtualenv's airflow, dvc and git",
     MARKER: "how `down` recognises this stack's processes",
@@ -98,10 +110,10 @@ WORKER_ENV_DOC = {
     "TMPDIR": "<state>/workers/<name>/tmp: each worker's own temp folder",
     "AIRFLOW_HOME": "<state>/workers/<name>/airflow: each worker's own; its working directory is <state>/workers/<name>",
     "AIRFLOW__CORE__HOSTNAME_CALLABLE": "the host name a task instance records: each container has its own; here the "
-                                        "workers share one machine's, so each names itself (deploy/airflow/worker_hostname.py)",
+    "workers share one machine's, so each names itself (deploy/airflow/worker_hostname.py)",
     "RAGWATCH_STACK_WORKER": "the name that callable returns: airflow-worker-<n>",
     "AIRFLOW__CELERY__WORKER_CONCURRENCY": "task processes per worker: the executor's slots (LLM pool + cores) "
-                                           "shared out between the workers (at least two each)",
+    "shared out between the workers (at least two each)",
 }
 """Set per Celery worker on top of the Airflow environment, with the reason. Shared with every other Airflow
 process, as on several machines: the services, the data workspace (RAGWATCH_WORKSPACE: a shared filesystem

@@ -16,8 +16,10 @@ BIN = Path(sys.executable).parent
 LOOPBACK = "127.0.0.1"
 MARKER = "RAGWATCH_STACK"
 """Every process of a stack carries MARKER=<its state dir> in its environment: `down` finds them by it."""
-INSTALL_HINT = ("run `make up` (scripts/system-deps.sh installs Debian's postgresql, prometheus, prometheus-pushgateway, "
-                "redis-server)")
+INSTALL_HINT = (
+    "run `make up` (scripts/system-deps.sh installs Debian's postgresql, prometheus, prometheus-pushgateway, "
+    "redis-server)"
+)
 EXECUTORS = {"local": "LocalExecutor", "celery": "CeleryExecutor"}
 DEFAULT_WORKERS = 2
 AIRFLOW_ORDER = ("airflow-apiserver", "airflow-scheduler", "airflow-dag-processor", "airflow-triggerer")

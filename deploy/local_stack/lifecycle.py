@@ -31,9 +31,17 @@ from deploy.local_stack.state import (
 )
 
 
-def up(home: Path | None = None, *, ports: dict[str, int] | None = None, seed_days: int | None = None,
-       seed_per_day: int | None = None, corpus: Path | None = None, timeout: float = 1800,
-       executor: str | None = None, workers: int | None = None) -> Plan:  # fmt: skip
+def up(
+    home: Path | None = None,
+    *,
+    ports: dict[str, int] | None = None,
+    seed_days: int | None = None,
+    seed_per_day: int | None = None,
+    corpus: Path | None = None,
+    timeout: float = 1800,
+    executor: str | None = None,
+    workers: int | None = None,
+) -> Plan:
     plan = plan_for(home, ports, executor, workers)
     for name in ("prometheus", "prometheus-pushgateway", "promtool", *(["redis-server"] if plan.workers else [])):
         if shutil.which(name) is None:
@@ -46,10 +54,16 @@ def up(home: Path | None = None, *, ports: dict[str, int] | None = None, seed_da
     _move_shared_folders(plan)
     logs = plan.state / "logs"
     if not (plan.state / "bootstrap" / "golden").exists():
-        print("first start: seeds demo traffic, indexes the corpus and builds a first golden set; about 3 minutes on "
-              "a 2-core machine (a later `make up` takes about a minute)", flush=True)  # fmt: skip
-    print(f"ragwatch stack: {EXECUTORS[plan.executor]}" + (f" with {len(plan.workers)} Celery workers" if plan.workers else "")
-          + f"; state and logs under {plan.state}")  # fmt: skip
+        print(
+            "first start: seeds demo traffic, indexes the corpus and builds a first golden set; about 3 minutes on "
+            "a 2-core machine (a later `make up` takes about a minute)",
+            flush=True,
+        )
+    print(
+        f"ragwatch stack: {EXECUTORS[plan.executor]}"
+        + (f" with {len(plan.workers)} Celery workers" if plan.workers else "")
+        + f"; state and logs under {plan.state}"
+    )
 
     ensure_postgres(plan)
     (plan.state / "prometheus.yml").write_text(plan.prometheus_config)
@@ -67,14 +81,28 @@ def up(home: Path | None = None, *, ports: dict[str, int] | None = None, seed_da
     bootstrap = plan.state / "bootstrap"
     setup: dict[str, subprocess.Popen] = {}
     cli = [sys.executable, "-m", "pipelines.cli"]
-    writer_env = plan.airflow_env | {"RAGWATCH_TRACE_STORE_URL": plan.postgres_url("traces_writer", "TRACES_WRITER_PASSWORD", "traces")}
-    seed_args = [*(["--days", str(seed_days)] if seed_days else []), *(["--per-day", str(seed_per_day)] if seed_per_day else [])]
-    for step, argv, env in (("seed", [*cli, "demo", "seed", *seed_args], writer_env),
-                            ("corpus-index", [*cli, "corpus", "index", *([str(corpus)] if corpus else [])], plan.airflow_env)):  # fmt: skip
+    writer_env = plan.airflow_env | {
+        "RAGWATCH_TRACE_STORE_URL": plan.postgres_url("traces_writer", "TRACES_WRITER_PASSWORD", "traces")
+    }
+    seed_args = [
+        *(["--days", str(seed_days)] if seed_days else []),
+        *(["--per-day", str(seed_per_day)] if seed_per_day else []),
+    ]
+    for step, argv, env in (
+        ("seed", [*cli, "demo", "seed", *seed_args], writer_env),
+        ("corpus-index", [*cli, "corpus", "index", *([str(corpus)] if corpus else [])], plan.airflow_env),
+    ):
         if not (bootstrap / step).exists():
             log = open(logs / f"{step}.log", "ab")
-            setup[step] = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                           stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+            setup[step] = subprocess.Popen(
+                argv,
+                cwd=ROOT,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
             log.close()
             print(f"first start: {step} (log {logs / f'{step}.log'})")
 
@@ -91,8 +119,10 @@ def up(home: Path | None = None, *, ports: dict[str, int] | None = None, seed_da
 def _move_shared_folders(plan: Plan) -> None:
     """A stack made before the Qdrant and DVC remote folders moved out of its RAGWATCH_HOME keeps them."""
     home = Path(plan.airflow_env["RAGWATCH_HOME"])
-    for old, new in ((home / "qdrant", plan.airflow_env["RAGWATCH_QDRANT_PATH"]),
-                     (home / "dvc-remote", plan.airflow_env["RAGWATCH_DVC_REMOTE"])):  # fmt: skip
+    for old, new in (
+        (home / "qdrant", plan.airflow_env["RAGWATCH_QDRANT_PATH"]),
+        (home / "dvc-remote", plan.airflow_env["RAGWATCH_DVC_REMOTE"]),
+    ):
         if old.is_dir() and not Path(new).exists():
             old.rename(new)
 
@@ -132,8 +162,11 @@ def _start_airflow(plan: Plan, setup: dict[str, subprocess.Popen], timeout: floa
         (bootstrap / step).write_text(datetime.now(UTC).isoformat() + "\n")
     if not (bootstrap / "golden").exists() and "golden_build" in dag_ids:
         # offline_eval needs a published golden set: build the first one before its schedule runs.
-        print("first start: a golden_build run, so that offline_eval has a golden set (under a minute with the offline "
-              "model on 2 cores; its tasks' states below)", flush=True)  # fmt: skip
+        print(
+            "first start: a golden_build run, so that offline_eval has a golden set (under a minute with the offline "
+            "model on 2 cores; its tasks' states below)",
+            flush=True,
+        )
         _first_run(airflow, "golden_build", timeout)
         (bootstrap / "golden").write_text(datetime.now(UTC).isoformat() + "\n")
 
@@ -148,15 +181,17 @@ def _start_airflow(plan: Plan, setup: dict[str, subprocess.Popen], timeout: floa
     user, password = plan.admin
     running = ("\n" + " " * 25).join(still_running(airflow, dag_ids)) or (
         "nothing yet: the scheduler starts the due runs (yesterday's trace_sampling, then online_eval) within a minute"
-        if first_start else "no run")
+        if first_start
+        else "no run"
+    )
     print(f"""
 ragwatch stack is up; everything listens on {LOOPBACK} only.
   Airflow UI, REST API   {plan.airflow_url}   user {user}, password {password}
-                         (AIRFLOW_ADMIN_PASSWORD in {plan.state / '.env'})
+                         (AIRFLOW_ADMIN_PASSWORD in {plan.state / ".env"})
   ragwatch page          {plan.airflow_url}/ragwatch/
   Prometheus (alerts)    {alerts_page(plan)}
   Pushgateway            {plan.pushgateway_url}
-  DAGs unpaused          {', '.join(dag_ids)}
+  DAGs unpaused          {", ".join(dag_ids)}
   executor               {EXECUTORS[plan.executor]}{workers_line(plan)}
   the CLI against it     set -a; . {cli_env}; set +a
   logs                   {logs}
@@ -169,9 +204,11 @@ def workers_line(plan: Plan) -> str:
     if not plan.workers:
         return ""
     first = plan.services[plan.workers[0]].env
-    return (f", {len(plan.workers)} Celery workers ({', '.join(plan.workers)}; each with its own RAGWATCH_HOME, TMPDIR "
-            f"and working directory under {plan.state / 'workers'}), broker Redis on {LOOPBACK}:{plan.ports.redis}\n"
-            f"                         shared: the data workspace {first['RAGWATCH_WORKSPACE']}")  # fmt: skip
+    return (
+        f", {len(plan.workers)} Celery workers ({', '.join(plan.workers)}; each with its own RAGWATCH_HOME, TMPDIR "
+        f"and working directory under {plan.state / 'workers'}), broker Redis on {LOOPBACK}:{plan.ports.redis}\n"
+        f"                         shared: the data workspace {first['RAGWATCH_WORKSPACE']}"
+    )
 
 
 def alerts_page(plan: Plan) -> str:

@@ -23,11 +23,22 @@ class Ports:
     redis: int
 
 
-DEFAULT_PORTS = {"airflow": 8080, "prometheus": 9090, "pushgateway": 9091, "postgres": 5432, "scheduler_health": 8974,
-                 "redis": 6379}  # fmt: skip
+DEFAULT_PORTS = {
+    "airflow": 8080,
+    "prometheus": 9090,
+    "pushgateway": 9091,
+    "postgres": 5432,
+    "scheduler_health": 8974,
+    "redis": 6379,
+}
 """The ports compose publishes (and PostgreSQL's, Redis' and the scheduler health check's own): used when free."""
-SERVICE_PORTS = {("airflow-apiserver", 8080): "airflow", ("prometheus", 9090): "prometheus",
-                 ("pushgateway", 9091): "pushgateway", ("postgres", 5432): "postgres", ("redis", 6379): "redis"}  # fmt: skip
+SERVICE_PORTS = {
+    ("airflow-apiserver", 8080): "airflow",
+    ("prometheus", 9090): "prometheus",
+    ("pushgateway", 9091): "pushgateway",
+    ("postgres", 5432): "postgres",
+    ("redis", 6379): "redis",
+}
 """Compose `host:port` addresses -> this stack's port (by Ports field)."""
 
 

@@ -25,8 +25,9 @@ from deploy.local_stack.model import Plan, Ports, Service, StackError
 from pipelines.batching import available_cpus
 
 
-def build_plan(state: Path, ports: Ports, secrets: dict[str, str], executor: str = "local",
-               workers: int = DEFAULT_WORKERS) -> Plan:  # fmt: skip
+def build_plan(
+    state: Path, ports: Ports, secrets: dict[str, str], executor: str = "local", workers: int = DEFAULT_WORKERS
+) -> Plan:
     if executor not in EXECUTORS:
         raise StackError(f"unknown executor {executor!r}: one of {', '.join(EXECUTORS)}")
     compose = compose_file()
@@ -46,31 +47,39 @@ def build_plan(state: Path, ports: Ports, secrets: dict[str, str], executor: str
             env[key] = rewrite_addresses(key, interpolate(str(value), secrets), ports, known)
         return env
 
-    airflow_paths = {**image_paths, **mounts(services["airflow-scheduler"], state), "/opt/airflow": str(state / "airflow")}
+    airflow_paths = {
+        **image_paths,
+        **mounts(services["airflow-scheduler"], state),
+        "/opt/airflow": str(state / "airflow"),
+    }
     airflow_env = service_env("airflow-init")  # the common block plus the admin login and pool size
     airflow_env.update({k: translate_path(v, airflow_paths) for k, v in image_env.items()})
     admin = airflow_env["AIRFLOW_ADMIN_USERNAME"]
-    airflow_env.update({
-        "AIRFLOW_HOME": str(state / "airflow"),
-        "AIRFLOW__CORE__DAGS_FOLDER": translate_path("/opt/airflow/dags", airflow_paths),
-        "AIRFLOW__CORE__PLUGINS_FOLDER": translate_path("/opt/airflow/plugins", airflow_paths),
-        "AIRFLOW__LOGGING__BASE_LOG_FOLDER": translate_path("/opt/airflow/logs", airflow_paths),
-        "AIRFLOW__LOGGING__COLORED_CONSOLE_LOG": "False",
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{admin}:admin",
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(state / "airflow" / "simple_auth_manager_passwords.json"),
-        "AIRFLOW__API__HOST": LOOPBACK,
-        "AIRFLOW__API__PORT": str(ports.airflow),
-        "AIRFLOW__API__BASE_URL": f"http://{LOOPBACK}:{ports.airflow}",
-        "AIRFLOW__API__WORKERS": str(max(1, available_cpus() // 2)),
-        "AIRFLOW__CORE__PARALLELISM": str(parallelism(airflow_env)),
-        "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "120",
-        "AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_SERVER_HOST": LOOPBACK,
-        "AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_SERVER_PORT": str(ports.scheduler_health),
-        "RAGWATCH_QDRANT_PATH": str(state / "qdrant-data"),
-        "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
-        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}",
-        MARKER: str(state),
-    })  # fmt: skip
+    airflow_env.update(
+        {
+            "AIRFLOW_HOME": str(state / "airflow"),
+            "AIRFLOW__CORE__DAGS_FOLDER": translate_path("/opt/airflow/dags", airflow_paths),
+            "AIRFLOW__CORE__PLUGINS_FOLDER": translate_path("/opt/airflow/plugins", airflow_paths),
+            "AIRFLOW__LOGGING__BASE_LOG_FOLDER": translate_path("/opt/airflow/logs", airflow_paths),
+            "AIRFLOW__LOGGING__COLORED_CONSOLE_LOG": "False",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{admin}:admin",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(
+                state / "airflow" / "simple_auth_manager_passwords.json"
+            ),
+            "AIRFLOW__API__HOST": LOOPBACK,
+            "AIRFLOW__API__PORT": str(ports.airflow),
+            "AIRFLOW__API__BASE_URL": f"http://{LOOPBACK}:{ports.airflow}",
+            "AIRFLOW__API__WORKERS": str(max(1, available_cpus() // 2)),
+            "AIRFLOW__CORE__PARALLELISM": str(parallelism(airflow_env)),
+            "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "120",
+            "AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_SERVER_HOST": LOOPBACK,
+            "AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_SERVER_PORT": str(ports.scheduler_health),
+            "RAGWATCH_QDRANT_PATH": str(state / "qdrant-data"),
+            "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
+            "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}",
+            MARKER: str(state),
+        }
+    )
     # The caller's own Airflow and ragwatch settings (a shell's, a test's) must not leak in.
     airflow_env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "RAGWATCH_"))} | airflow_env
     assert set(AIRFLOW_LOCAL_ENV_DOC) <= airflow_env.keys()
@@ -87,23 +96,32 @@ def build_plan(state: Path, ports: Ports, secrets: dict[str, str], executor: str
     if executor == "celery":
         plan.services.update(celery_services(plan, services, workers))
 
-    plain_env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "RAGWATCH_"))} | {MARKER: str(state)}
+    plain_env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "RAGWATCH_"))} | {
+        MARKER: str(state)
+    }
     pushgateway = services["pushgateway"]
     plan.services["pushgateway"] = Service(
         "pushgateway",
-        [binary("prometheus-pushgateway"), *(translate_path(interpolate(w, secrets), mounts(pushgateway, state))
-                                              for w in pushgateway["command"]),
-         f"--web.listen-address={LOOPBACK}:{ports.pushgateway}"],
-        plain_env, f"{plan.pushgateway_url}/-/healthy",
-    )  # fmt: skip
+        [
+            binary("prometheus-pushgateway"),
+            *(translate_path(interpolate(w, secrets), mounts(pushgateway, state)) for w in pushgateway["command"]),
+            f"--web.listen-address={LOOPBACK}:{ports.pushgateway}",
+        ],
+        plain_env,
+        f"{plan.pushgateway_url}/-/healthy",
+    )
     prometheus = services["prometheus"]
     prometheus_paths = mounts(prometheus, state) | {"/etc/prometheus/prometheus.yml": str(state / "prometheus.yml")}
     plan.services["prometheus"] = Service(
         "prometheus",
-        [binary("prometheus"), *(translate_path(interpolate(w, secrets), prometheus_paths) for w in prometheus["command"]),
-         f"--web.listen-address={LOOPBACK}:{ports.prometheus}"],
-        plain_env, f"{plan.prometheus_url}/-/healthy",
-    )  # fmt: skip
+        [
+            binary("prometheus"),
+            *(translate_path(interpolate(w, secrets), prometheus_paths) for w in prometheus["command"]),
+            f"--web.listen-address={LOOPBACK}:{ports.prometheus}",
+        ],
+        plain_env,
+        f"{plan.prometheus_url}/-/healthy",
+    )
     plan.prometheus_config = derived_prometheus_config(ports)
     return plan
 
@@ -112,8 +130,11 @@ def celery_services(plan: Plan, services: dict, workers: int) -> dict[str, Servi
     """Redis and the Celery workers, each worker set up as on a machine of its own (WORKER_ENV_DOC)."""
     if workers < 1:
         raise StackError(f"--workers {workers}: a Celery stack needs at least one worker")
-    found = {"redis": Service("redis", [binary("redis-server"), str(plan.state / "redis.conf")],
-                              {**_plain_env(), MARKER: str(plan.state)})}  # fmt: skip
+    found = {
+        "redis": Service(
+            "redis", [binary("redis-server"), str(plan.state / "redis.conf")], {**_plain_env(), MARKER: str(plan.state)}
+        )
+    }
     command = shlex.split(services["airflow-worker"]["command"])
     # Compose's worker adds DUMB_INIT_SETSID=0 only, for the image's init (there is none here): SIGTERM reaches
     # the worker's process group, which Celery takes as a warm shutdown.
@@ -128,22 +149,29 @@ def celery_services(plan: Plan, services: dict, workers: int) -> dict[str, Servi
             "RAGWATCH_STACK_WORKER": name,
             # The executor's slots, shared out: the LLM pool can never fill them all (see `parallelism`).
             "AIRFLOW__CELERY__WORKER_CONCURRENCY": str(max(2, -(-parallelism(plan.airflow_env) // workers))),
-        }  # fmt: skip
+        }
         # RAGWATCH_LLM_CACHE_URL comes with plan.airflow_env from compose: one PostgreSQL table for every
         # worker, so a batch retried or backfilled on another worker sends no request twice.
         assert env.get("RAGWATCH_LLM_CACHE_URL", "").startswith("postgresql"), "the workers must share the LLM cache"
         assert set(env) - set(plan.airflow_env) <= set(WORKER_ENV_DOC)
-        argv = [str(BIN / "airflow"), *command, *ONE_MACHINE["args_added"]["airflow-worker"],
-                "--celery-hostname", f"{name}@{socket.gethostname()}"]  # fmt: skip
+        argv = [
+            str(BIN / "airflow"),
+            *command,
+            *ONE_MACHINE["args_added"]["airflow-worker"],
+            "--celery-hostname",
+            f"{name}@{socket.gethostname()}",
+        ]
         found[name] = Service(name, argv, env, cwd=folder)
     return found
 
 
 def redis_config(plan: Plan) -> str:
     """redis.conf for the broker: compose's `--requirepass`, plus the loopback address and this stack's port."""
-    return (f"# Written by deploy/local_stack: the Celery broker of docker-compose.yml's redis service.\n"
-            f"bind {LOOPBACK}\nport {plan.ports.redis}\nrequirepass {plan.secrets['REDIS_PASSWORD']}\n"
-            f"dir {plan.state / 'redis-data'}\ndaemonize no\nlogfile \"\"\n")  # fmt: skip
+    return (
+        f"# Written by deploy/local_stack: the Celery broker of docker-compose.yml's redis service.\n"
+        f"bind {LOOPBACK}\nport {plan.ports.redis}\nrequirepass {plan.secrets['REDIS_PASSWORD']}\n"
+        f'dir {plan.state / "redis-data"}\ndaemonize no\nlogfile ""\n'
+    )
 
 
 def _plain_env() -> dict[str, str]:

@@ -31,9 +31,16 @@ def _run(cmd: list[str], log: Path, env: dict[str, str] | None = None, stdin: st
     with open(log, "ab") as out:
         out.write(f"\n=== {datetime.now(UTC).isoformat()} {shlex.join(cmd)}\n".encode())
         out.flush()
-        result = subprocess.run(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, timeout=timeout,
-                                input=stdin.encode() if stdin is not None else None,
-                                stdin=None if stdin is not None else subprocess.DEVNULL)  # fmt: skip
+        result = subprocess.run(
+            cmd,
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            timeout=timeout,
+            input=stdin.encode() if stdin is not None else None,
+            stdin=None if stdin is not None else subprocess.DEVNULL,
+        )
     if result.returncode != 0:
         tail = log.read_text(errors="replace")[-3000:]
         raise StackError(f"`{shlex.join(cmd)}` failed ({result.returncode}); log {log}:\n{tail}")
@@ -53,7 +60,9 @@ def postgres_pid(state: Path) -> int | None:
 def ensure_postgres(plan: Plan) -> None:
     pg_bin = _pg_bin()
     data, sockets, log = plan.state / "postgres-data", plan.state / "postgres-run", plan.state / "logs" / "postgres.log"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "RAGWATCH_"))} | {MARKER: str(plan.state)}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "RAGWATCH_"))} | {
+        MARKER: str(plan.state)
+    }
     done = data / "ragwatch-initialised"
     if not done.exists():
         # docker-entrypoint-initdb.d runs init.sql once, on an empty volume: a cluster whose init did
@@ -69,8 +78,24 @@ def ensure_postgres(plan: Plan) -> None:
         check = subprocess.run(_as_postgres(["test", "-w", str(data)]), capture_output=True)
         if check.returncode != 0:
             raise StackError(f"user postgres cannot write {data}: every folder above it must be searchable (o+x)")
-        _run(_as_postgres([str(pg_bin / "initdb"), "-D", str(data), "-U", "postgres", "--auth-local=trust",
-                           "--auth-host=scram-sha-256", "-E", "UTF8", "--locale=C.UTF-8"]), log, env)  # fmt: skip
+        _run(
+            _as_postgres(
+                [
+                    str(pg_bin / "initdb"),
+                    "-D",
+                    str(data),
+                    "-U",
+                    "postgres",
+                    "--auth-local=trust",
+                    "--auth-host=scram-sha-256",
+                    "-E",
+                    "UTF8",
+                    "--locale=C.UTF-8",
+                ]
+            ),
+            log,
+            env,
+        )
     if postgres_pid(plan.state) is None:
         # No postmaster of this cluster runs: lock files left by a crash are stale. PostgreSQL would
         # refuse to start while their pid still exists, which a not yet reaped zombie's does.
@@ -80,20 +105,61 @@ def ensure_postgres(plan: Plan) -> None:
         server_log.touch()
         if os.geteuid() == 0:  # the server writes it as postgres
             shutil.chown(server_log, "postgres", "postgres")
-        _run(_as_postgres([str(pg_bin / "pg_ctl"), "-D", str(data), "-l", str(server_log),
-                           "-w", "-t", "120", "-o",
-                           f"-p {plan.ports.postgres} -k {sockets} -c listen_addresses={LOOPBACK}", "start"]), log, env)  # fmt: skip
+        _run(
+            _as_postgres(
+                [
+                    str(pg_bin / "pg_ctl"),
+                    "-D",
+                    str(data),
+                    "-l",
+                    str(server_log),
+                    "-w",
+                    "-t",
+                    "120",
+                    "-o",
+                    f"-p {plan.ports.postgres} -k {sockets} -c listen_addresses={LOOPBACK}",
+                    "start",
+                ]
+            ),
+            log,
+            env,
+        )
     if not done.exists():
-        passwords = {k: plan.secrets[k] for k in ("AIRFLOW_DB_PASSWORD", "RESULTS_DB_PASSWORD", "TRACES_READER_PASSWORD",
-                                                  "TRACES_WRITER_PASSWORD")}  # fmt: skip
-        _run(_as_postgres([str(pg_bin / "psql"), "-h", str(sockets), "-p", str(plan.ports.postgres), "-U", "postgres",
-                           "-d", "postgres", "--no-psqlrc", "-v", "ON_ERROR_STOP=1", "-q", "-f", "-"]),
-             log, env | passwords, stdin=INIT_SQL.read_text())  # fmt: skip
+        passwords = {
+            k: plan.secrets[k]
+            for k in ("AIRFLOW_DB_PASSWORD", "RESULTS_DB_PASSWORD", "TRACES_READER_PASSWORD", "TRACES_WRITER_PASSWORD")
+        }
+        _run(
+            _as_postgres(
+                [
+                    str(pg_bin / "psql"),
+                    "-h",
+                    str(sockets),
+                    "-p",
+                    str(plan.ports.postgres),
+                    "-U",
+                    "postgres",
+                    "-d",
+                    "postgres",
+                    "--no-psqlrc",
+                    "-v",
+                    "ON_ERROR_STOP=1",
+                    "-q",
+                    "-f",
+                    "-",
+                ]
+            ),
+            log,
+            env | passwords,
+            stdin=INIT_SQL.read_text(),
+        )
         done.write_text(datetime.now(UTC).isoformat() + "\n")
 
 
 def stop_postgres(state: Path) -> None:
     data = state / "postgres-data"
     if postgres_pid(state):
-        subprocess.run(_as_postgres([str(_pg_bin() / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "-t", "60", "stop"]),
-                       capture_output=True)  # fmt: skip
+        subprocess.run(
+            _as_postgres([str(_pg_bin() / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "-t", "60", "stop"]),
+            capture_output=True,
+        )

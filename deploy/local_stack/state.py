@@ -79,8 +79,10 @@ def load_executor(state: Path, executor: str | None = None, workers: int | None 
         raise StackError(f"unknown executor {wanted['executor']!r}: one of {', '.join(EXECUTORS)}")
     if wanted != saved:
         if any(running_pid(state, name) for name in _service_names(state)):
-            raise StackError(f"this stack runs {_describe(saved['executor'], saved['workers'])}; `make down` first, "
-                             f"then `make up` with {_describe(wanted['executor'], wanted['workers'])}")  # fmt: skip
+            raise StackError(
+                f"this stack runs {_describe(saved['executor'], saved['workers'])}; `make down` first, "
+                f"then `make up` with {_describe(wanted['executor'], wanted['workers'])}"
+            )
         path.write_text(json.dumps(wanted) + "\n")
     return wanted["executor"], wanted["workers"]
 
@@ -89,8 +91,12 @@ def _describe(executor: str, workers: int) -> str:
     return f"EXECUTOR=celery WORKERS={workers}" if executor == "celery" else "EXECUTOR=local"
 
 
-def plan_for(home: Path | None = None, ports: dict[str, int] | None = None, executor: str | None = None,
-             workers: int | None = None) -> Plan:  # fmt: skip
+def plan_for(
+    home: Path | None = None,
+    ports: dict[str, int] | None = None,
+    executor: str | None = None,
+    workers: int | None = None,
+) -> Plan:
     state = state_dir(home)
     state.mkdir(parents=True, exist_ok=True)
     chosen, count = load_executor(state, executor, workers)
@@ -159,8 +165,15 @@ def start(plan: Plan, service: Service) -> int:
     with open(logs / f"{service.name}.log", "ab") as log:
         log.write(f"\n=== {datetime.now(UTC).isoformat()} {shlex.join(service.argv)}\n".encode())
         log.flush()
-        proc = subprocess.Popen(service.argv, cwd=service.cwd, env=service.env, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+        proc = subprocess.Popen(
+            service.argv,
+            cwd=service.cwd,
+            env=service.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     saved.write_text(json.dumps({"pid": proc.pid, "start": _start_time(proc.pid), "argv": service.argv}))
     return proc.pid
 

@@ -115,8 +115,11 @@ def render(all_commands: list[Command]) -> str:
 
 def problems(all_commands: list[Command]) -> list[str]:
     """One line per command or option without help."""
-    return [f"CLI reference: {entry!r} has no help text: give it a docstring or help="
-            for command in all_commands for entry in missing_help(command)]  # fmt: skip
+    return [
+        f"CLI reference: {entry!r} has no help text: give it a docstring or help="
+        for command in all_commands
+        for entry in missing_help(command)
+    ]
 
 
 def on_files(files, config):

@@ -116,8 +116,11 @@ def render(all_variables: list[Variable]) -> str:
 
 def problems(all_variables: list[Variable]) -> list[str]:
     """One line per setting without a docstring."""
-    return [f"configuration reference: {v.name} has no docstring in pipelines/settings.py"
-            for v in all_variables if not v.description.strip()]  # fmt: skip
+    return [
+        f"configuration reference: {v.name} has no docstring in pipelines/settings.py"
+        for v in all_variables
+        if not v.description.strip()
+    ]
 
 
 def on_files(files, config):

@@ -187,7 +187,9 @@ def _measure(progress: Progress, name: str, traces: list[Trace], languages: list
 
     def presidio(item: tuple[list[str], str]) -> list[list[tuple[int, str, int]]]:
         trace_strings, language = item
-        return [[(r.start, r.entity_type, r.end) for r in analyzer.analyze(t, language=language)] for t in trace_strings]
+        return [
+            [(r.start, r.entity_type, r.end) for r in analyzer.analyze(t, language=language)] for t in trace_strings
+        ]
 
     if isinstance(anonymize, Anonymizer):
         anonymize = (lambda anonymizer: lambda t: anonymizer.anonymize_trace(t)[0])(anonymize)
@@ -239,8 +241,10 @@ def _clean_rates(traces: list[Trace], anonymized: list[Trace], presidio_spans: l
     for language in LANGUAGES:
         picked = [i for i, trace in enumerate(traces) if trace.language == language]
         if not picked:
-            out[language] = {"failed": f"no {language} documentation on this machine"
-                             + (" (Debian: apt-get install manpages-es)" if language == "es" else "")}  # fmt: skip
+            out[language] = {
+                "failed": f"no {language} documentation on this machine"
+                + (" (Debian: apt-get install manpages-es)" if language == "es" else "")
+            }
             continue
         rules = [{r for text in row_texts(anonymized[i]) for r in residual_pii_reasons(text)} for i in picked]
         replaced = [set(counts[i]) for i in picked]
@@ -249,15 +253,19 @@ def _clean_rates(traces: list[Trace], anonymized: list[Trace], presidio_spans: l
             "traces": n,
             "quarantined": sum(bool(r) for r in rules) / n,
             "replaced": sum(bool(t) for t in replaced) / n,
-            "presidio_detected": sum(any(kind != "URL" for spans in presidio_spans[i] for _, kind, _ in spans) for i in picked) / n,
+            "presidio_detected": sum(
+                any(kind != "URL" for spans in presidio_spans[i] for _, kind, _ in spans) for i in picked
+            )
+            / n,
             "quarantined_by_rule": dict(Counter(rule for r in rules for rule in r)),
             "replaced_by_type": dict(Counter(entity for t in replaced for entity in t)),
         }
     return out
 
 
-def run_anonymize_bench(n_traces: int = 2000, seed: int = 11, clean: list[Trace] | None = None,
-                        clean_traces: int = CLEAN_TRACES) -> dict:  # fmt: skip
+def run_anonymize_bench(
+    n_traces: int = 2000, seed: int = 11, clean: list[Trace] | None = None, clean_traces: int = CLEAN_TRACES
+) -> dict:
     """Throughput and recall per entity type, ours and presidio's, on `n_traces` demo traces and as
     many adversarial traces; false positives on `clean` documentation traces (default: `clean_traces`
     cut from this machine's documentation with `seed`, see `clean_docs`)."""
@@ -275,8 +283,17 @@ def run_anonymize_bench(n_traces: int = 2000, seed: int = 11, clean: list[Trace]
         return trace.language if trace.language in LANGUAGES else "en"
 
     with Progress(transient=True) as progress:
-        on_demo = _measure(progress, "demo traces", [t.trace for t in demo], [language(t.trace) for t in demo], anonymizer, analyzer)
-        on_cases = _measure(progress, "adversarial cases", [c.trace for c in cases], [language(c.trace) for c in cases], anonymizer, analyzer)  # fmt: skip
+        on_demo = _measure(
+            progress, "demo traces", [t.trace for t in demo], [language(t.trace) for t in demo], anonymizer, analyzer
+        )
+        on_cases = _measure(
+            progress,
+            "adversarial cases",
+            [c.trace for c in cases],
+            [language(c.trace) for c in cases],
+            anonymizer,
+            analyzer,
+        )
         clean_counts: list[Counter] = []
 
         def counted(trace: Trace) -> Trace:
@@ -334,7 +351,9 @@ def run_anonymize_bench(n_traces: int = 2000, seed: int = 11, clean: list[Trace]
             "presidio_recall": _rates(case_presidio, case_planted),
             "residual_flags_raw": _rates(residual_raw, case_planted),
             "residual_flags_anonymized": residual_anonymized,
-            "forms_missed": {form: 1 - form_caught[form] / n for form, n in form_planted.items() if form_caught[form] < n},
+            "forms_missed": {
+                form: 1 - form_caught[form] / n for form, n in form_planted.items() if form_caught[form] < n
+            },
         },
         "clean": {**on_clean, "languages": clean_rates},
     }
@@ -367,13 +386,20 @@ def format_anonymize_bench(result: dict) -> str:
     demo, adversarial, clean = result["demo"], result["adversarial"], result["clean"]
     console = Console(file=io.StringIO(), width=80)
 
-    speed = Table(title=f"Throughput (CPU time), {result['n_traces']} traces per labelled corpus, {clean['traces']} clean, "
-                        f"seed {result['seed']}")  # fmt: skip
+    speed = Table(
+        title=f"Throughput (CPU time), {result['n_traces']} traces per labelled corpus, {clean['traces']} clean, "
+        f"seed {result['seed']}"
+    )
     for column in ("corpus", "MB", "ragwatch", "presidio (patterns only)", "speed ratio"):
         speed.add_column(column, justify="left" if column == "corpus" else "right")
     for label, measured in (("demo traces", demo), ("adversarial", adversarial), ("clean docs", clean)):
-        speed.add_row(label, f"{measured['megabytes']:.2f}", f"{measured['ours_mb_per_s']:.2f} MB/s",
-                      f"{measured['presidio_mb_per_s']:.2f} MB/s", f"{measured['speedup']:.1f}×")  # fmt: skip
+        speed.add_row(
+            label,
+            f"{measured['megabytes']:.2f}",
+            f"{measured['ours_mb_per_s']:.2f} MB/s",
+            f"{measured['presidio_mb_per_s']:.2f} MB/s",
+            f"{measured['speedup']:.1f}×",
+        )
     console.print(speed)
 
     for title, measured, residual in (
@@ -387,13 +413,17 @@ def format_anonymize_bench(result: dict) -> str:
         for entity in ENTITY_TYPES:
             if entity not in measured["planted"]:
                 continue
-            theirs = pct(measured["presidio_recall"][entity]) if base_type(entity) in PRESIDIO_ENTITIES else "no recognizer"
+            theirs = (
+                pct(measured["presidio_recall"][entity]) if base_type(entity) in PRESIDIO_ENTITIES else "no recognizer"
+            )
             row = [entity, str(measured["planted"][entity]), pct(measured["ours_recall"][entity]), theirs]
             table.add_row(*row, *([pct(measured["residual_flags_raw"][entity])] if residual else []))
         console.print(table)
     console.print(_clean_table(clean["languages"], pct))
     flagged = adversarial["residual_flags_anonymized"]
-    console.print(f"Residual check over the anonymized adversarial traces: {flagged} of {adversarial['traces']} flagged.")
+    console.print(
+        f"Residual check over the anonymized adversarial traces: {flagged} of {adversarial['traces']} flagged."
+    )
     missed = sorted(adversarial["forms_missed"].items(), key=lambda item: -item[1])
     if missed:
         console.print("Forms not fully caught: " + ", ".join(f"{form} ({rate:.0%} missed)" for form, rate in missed))
@@ -425,8 +455,19 @@ def _clean_table(languages: dict, pct: Callable[[float | None], str]) -> Table:
             failures.append(f"{language} failed: {measured['failed']}. ")
             continue
         n = measured["traces"]
-        table.add_row(language, str(n), pct(measured["quarantined"]), pct(measured["replaced"]), pct(measured["presidio_detected"]))
-        families += [f"{language} {entity} {pct(count / n)}" for entity, count in sorted(measured["replaced_by_type"].items())]
-        families += [f"{language} rule {rule} {pct(count / n)}" for rule, count in sorted(measured["quarantined_by_rule"].items())]
+        table.add_row(
+            language,
+            str(n),
+            pct(measured["quarantined"]),
+            pct(measured["replaced"]),
+            pct(measured["presidio_detected"]),
+        )
+        families += [
+            f"{language} {entity} {pct(count / n)}" for entity, count in sorted(measured["replaced_by_type"].items())
+        ]
+        families += [
+            f"{language} rule {rule} {pct(count / n)}"
+            for rule, count in sorted(measured["quarantined_by_rule"].items())
+        ]
     table.caption = "".join(failures) + "False positives by family: " + (", ".join(families) if families else "none")
     return table

@@ -105,8 +105,9 @@ def _rendered_man_page(path: Path) -> str:
     """The page as `man` prints it, without its header and footer lines and the sections on people."""
     env = {**os.environ, "MANWIDTH": MAN_WIDTH, "MAN_KEEP_FORMATTING": "", "GROFF_NO_SGR": "1", "LC_ALL": "C.UTF-8"}
     try:
-        rendered = subprocess.run(["man", "-E", "UTF-8", "-l", str(path)], capture_output=True, env=env, timeout=30,
-                                  check=False).stdout.decode("utf-8", "replace")  # fmt: skip
+        rendered = subprocess.run(
+            ["man", "-E", "UTF-8", "-l", str(path)], capture_output=True, env=env, timeout=30, check=False
+        ).stdout.decode("utf-8", "replace")
     except (OSError, subprocess.TimeoutExpired):
         return ""
     plain = re.sub(r".\x08", "", rendered)  # overstrike bold and underline
@@ -127,7 +128,9 @@ def _man_pages(language: str) -> Iterator[Document]:
         if folder.is_dir():
             for path in sorted(folder.iterdir()):
                 if path.is_file():
-                    yield Document(language, "man", f"man/{language}/{section}/{path.name}", lambda p=path: _rendered_man_page(p))
+                    yield Document(
+                        language, "man", f"man/{language}/{section}/{path.name}", lambda p=path: _rendered_man_page(p)
+                    )
 
 
 def installed_documents() -> dict[str, list[Document]]:
@@ -196,7 +199,10 @@ def build_clean_traces(n: int, *, seed: int, documents: dict[str, list[Document]
     documents = installed_documents() if documents is None else documents
     languages = [language for language in ("en", "es") if documents[language]]
     by_source = {
-        language: [[d for d in documents[language] if d.source == source] for source in sorted({d.source for d in documents[language]})]
+        language: [
+            [d for d in documents[language] if d.source == source]
+            for source in sorted({d.source for d in documents[language]})
+        ]
         for language in languages
     }
     rng = random.Random(seed)
@@ -216,8 +222,16 @@ def build_clean_traces(n: int, *, seed: int, documents: dict[str, list[Document]
         size = min(len(found), rng.randint(3, 5))
         first = rng.randint(0, len(found) - size)
         question, answer, *contexts = found[first : first + size]
-        traces.append({"language": language, "source": document.source, "document": document.name,
-                       "question": _question(question), "answer": answer, "contexts": contexts})  # fmt: skip
+        traces.append(
+            {
+                "language": language,
+                "source": document.source,
+                "document": document.name,
+                "question": _question(question),
+                "answer": answer,
+                "contexts": contexts,
+            }
+        )
     return traces
 
 
@@ -227,7 +241,9 @@ def as_trace(row: dict, index: int) -> Trace:
         ts=datetime(2026, 11, 28, tzinfo=UTC) + timedelta(seconds=index),
         question=row["question"],
         answer=row["answer"],
-        contexts=[Context(chunk_id=f"{row['document']}#{k}", text=text, score=0.5) for k, text in enumerate(row["contexts"])],
+        contexts=[
+            Context(chunk_id=f"{row['document']}#{k}", text=text, score=0.5) for k, text in enumerate(row["contexts"])
+        ],
         model="qwen2.5-7b-instruct",
         app="docs-assistant",
         language=row["language"],

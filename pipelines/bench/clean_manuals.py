@@ -30,8 +30,14 @@ from pipelines.bench.clean_docs import Document, as_trace, build_clean_traces
 _DOC = Path("/usr/share/doc")
 _INFO = Path("/usr/share/info")
 _PERL = (Path("/usr/share/perl"), Path("/usr/share/perl5"))
-_RUST_DOCS = ("book", "cargo", "edition-guide", "complement-lang-faq.html", "complement-design-faq.html",
-              "complement-project-faq.html")  # fmt: skip
+_RUST_DOCS = (
+    "book",
+    "cargo",
+    "edition-guide",
+    "complement-lang-faq.html",
+    "complement-design-faq.html",
+    "complement-project-faq.html",
+)
 """What of a Rust toolchain's documentation is prose for people; the API pages are generated listings."""
 _HTML_SKIPPED = ("libjs-", "libjs_")
 """JavaScript libraries' HTML is their demo pages: markup and lorem ipsum, not documentation."""
@@ -48,8 +54,31 @@ def _read(path: Path) -> str:
 class _HtmlText(HTMLParser):
     """The text a reader sees: blocks apart, `<pre>` kept line for line, scripts, styles and navigation out."""
 
-    _BLOCKS = frozenset(("p", "div", "li", "dt", "dd", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "table",
-                         "blockquote", "section", "br", "hr", "ul", "ol", "dl"))  # fmt: skip
+    _BLOCKS = frozenset(
+        (
+            "p",
+            "div",
+            "li",
+            "dt",
+            "dd",
+            "tr",
+            "h1",
+            "h2",
+            "h3",
+            "h4",
+            "h5",
+            "h6",
+            "pre",
+            "table",
+            "blockquote",
+            "section",
+            "br",
+            "hr",
+            "ul",
+            "ol",
+            "dl",
+        )
+    )
     _HIDDEN = frozenset(("script", "style", "nav", "head", "noscript"))
 
     def __init__(self):
@@ -92,7 +121,9 @@ def info_text(source: str) -> str:
     nodes = source.split("\x1f")
     kept = []
     for node in nodes:
-        lines = [line for line in node.split("\n") if not line.startswith(("File: ", "Tag Table:", "End Tag Table", "Ref:"))]
+        lines = [
+            line for line in node.split("\n") if not line.startswith(("File: ", "Tag Table:", "End Tag Table", "Ref:"))
+        ]
         kept.append("\n".join(lines))
     return "\n\n".join(kept)
 
@@ -104,7 +135,9 @@ def pod_text(source: str) -> str:
     """POD as perldoc shows it: headings and items as lines, formatting codes (`C<...>`) as their text."""
     out = []
     for line in source.split("\n"):
-        if line.startswith("=cut") or line.startswith(("=over", "=back", "=begin", "=end", "=for", "=pod", "=encoding")):
+        if line.startswith("=cut") or line.startswith(
+            ("=over", "=back", "=begin", "=end", "=for", "=pod", "=encoding")
+        ):
             continue
         if line.startswith(("=head", "=item")):
             line = line.split(None, 1)[1] if " " in line else ""
@@ -124,8 +157,12 @@ def manual_documents() -> dict[str, list[Document]]:
     """The corpus's documents, one source per kind of manual (each drawn as often as the others)."""
     faqs = (p for p in _DOC.rglob("*") if re.search(r"faq", p.name, re.I) and p.suffix in ("", ".gz", ".txt"))
     pages = (p for p in _DOC.rglob("*.html") if not any(s in str(p) for s in _HTML_SKIPPED))
-    rust = (p for root in Path.home().glob(".rustup/toolchains/*/share/doc/rust/html") for name in _RUST_DOCS
-            for p in ([root / name] if name.endswith(".html") else (root / name).rglob("*.html")))  # fmt: skip
+    rust = (
+        p
+        for root in Path.home().glob(".rustup/toolchains/*/share/doc/rust/html")
+        for name in _RUST_DOCS
+        for p in ([root / name] if name.endswith(".html") else (root / name).rglob("*.html"))
+    )
     documents = [
         *_documents(faqs, "faq", lambda text: text),
         *_documents(pages, "html", html_text),
@@ -152,12 +189,16 @@ def main() -> None:
         anonymized, counts = anonymizer.anonymize_trace(as_trace(row, i))
         replaced.update(counts)
         names = ("question", "answer", *(f"contexts[{k}]" for k in range(len(row["contexts"]))), "metadata")
-        fields = {name: reasons for name, text in zip(names, row_texts(anonymized)) if (reasons := residual_pii_reasons(text))}
+        fields = {
+            name: reasons for name, text in zip(names, row_texts(anonymized)) if (reasons := residual_pii_reasons(text))
+        }
         if fields:
             quarantined += 1
             print(f"QUARANTINED {row['document']} ({row['source']}): {fields}")
-    print(f"{len(rows)} traces {dict(by_source)}: {quarantined} quarantined ({quarantined / len(rows):.2%}); "
-          f"replacements by type {dict(replaced)}")
+    print(
+        f"{len(rows)} traces {dict(by_source)}: {quarantined} quarantined ({quarantined / len(rows):.2%}); "
+        f"replacements by type {dict(replaced)}"
+    )
 
 
 if __name__ == "__main__":

@@ -105,11 +105,16 @@ def simulate(model: ScoreModel, scenario: Scenario, *, reps: int, items: int = I
     worse = names[-1] if scenario.worse else None
     counts = {c: {"flagged": 0, "problem": 0, "inconclusive": 0, "false_flag": 0} for c in CORRECTIONS}
     for _ in range(reps):
-        scores = [_Score(f"{name}-{j}", name, METRIC, float(value), "ok") for name, mean in zip(names, scenario.means)
-                  for j, value in enumerate(model(rng, mean, items))]  # fmt: skip
+        scores = [
+            _Score(f"{name}-{j}", name, METRIC, float(value), "ok")
+            for name, mean in zip(names, scenario.means)
+            for j, value in enumerate(model(rng, mean, items))
+        ]
         aggregates = aggregate(scores)
         for correction, count in counts.items():
-            severity = {f.stratum: f.severity for f in diagnose(aggregates, correction=correction) if f.metric == METRIC}
+            severity = {
+                f.stratum: f.severity for f in diagnose(aggregates, correction=correction) if f.metric == METRIC
+            }
             if worse is not None:
                 count["flagged"] += severity.get(worse) in FLAGS
                 count["problem"] += severity.get(worse) == "problem"
@@ -118,8 +123,14 @@ def simulate(model: ScoreModel, scenario: Scenario, *, reps: int, items: int = I
     return counts
 
 
-def run_diagnose_bench(*, reps: int = 1000, seed: int = 17, items: int = ITEMS, strata: int = STRATA,
-                       models: tuple[str, ...] = tuple(MODELS)) -> dict:  # fmt: skip
+def run_diagnose_bench(
+    *,
+    reps: int = 1000,
+    seed: int = 17,
+    items: int = ITEMS,
+    strata: int = STRATA,
+    models: tuple[str, ...] = tuple(MODELS),
+) -> dict:
     """Every scenario under every score model, `reps` runs each (the same seed per cell)."""
     rows = []
     for model in models:
@@ -127,8 +138,17 @@ def run_diagnose_bench(*, reps: int = 1000, seed: int = 17, items: int = ITEMS, 
             started = time.perf_counter()
             counts = simulate(MODELS[model], scenario, reps=reps, items=items, seed=seed)
             seconds = time.perf_counter() - started
-            rows += [{"model": model, "scenario": scenario.name, "worse": scenario.worse, "correction": correction,
-                      **count, "seconds": seconds} for correction, count in counts.items()]  # fmt: skip
+            rows += [
+                {
+                    "model": model,
+                    "scenario": scenario.name,
+                    "worse": scenario.worse,
+                    "correction": correction,
+                    **count,
+                    "seconds": seconds,
+                }
+                for correction, count in counts.items()
+            ]
     return {"reps": reps, "seed": seed, "items": items, "strata": strata, "rows": rows}
 
 
@@ -143,18 +163,21 @@ def format_diagnose_bench(result: dict) -> str:
 
     console = Console(file=io.StringIO(), width=80)
     for correction in CORRECTIONS:
-        table = Table(title=f"Diagnosis ({correction}), {result['strata']} strata × {result['items']} items, "
-                            f"{reps} runs per row")  # fmt: skip
+        table = Table(
+            title=f"Diagnosis ({correction}), {result['strata']} strata × {result['items']} items, {reps} runs per row"
+        )
         for column in ("scores", "strata", "worse flagged", "as problem", "false flags"):
             table.add_column(column, justify="left" if column in ("scores", "strata") else "right")
         for row in (r for r in result["rows"] if r["correction"] == correction):
             worse = [rate(row[k]) for k in ("flagged", "problem")] if row["worse"] else ["—"] * 2
             table.add_row(row["model"], row["scenario"], *worse, rate(row["false_flag"]))
         console.print(table)
-    console.print("Both tables score the same simulated runs. Healthy strata's true means are spread over "
-                  "0.88–0.90 unless at the edge 0.85 (healthy). Worse flagged: the worse stratum's finding is a "
-                  "problem or a watch (the strongest band its interval establishes); false flags: runs in which "
-                  "any healthy stratum got one. Correction none: a claim stands exactly when its printed 95 % "
-                  "interval clears the edge (RAGWATCH_DIAGNOSIS_CORRECTION=none). ±: the wider side of the "
-                  "rate's 95 % Jeffreys interval.")  # fmt: skip
+    console.print(
+        "Both tables score the same simulated runs. Healthy strata's true means are spread over "
+        "0.88–0.90 unless at the edge 0.85 (healthy). Worse flagged: the worse stratum's finding is a "
+        "problem or a watch (the strongest band its interval establishes); false flags: runs in which "
+        "any healthy stratum got one. Correction none: a claim stands exactly when its printed 95 % "
+        "interval clears the edge (RAGWATCH_DIAGNOSIS_CORRECTION=none). ±: the wider side of the "
+        "rate's 95 % Jeffreys interval."
+    )
     return console.file.getvalue()

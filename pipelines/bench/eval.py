@@ -56,7 +56,7 @@ from pipelines.evaluation.metrics.judge import (  # sets RAGAS_DO_NOT_TRACK befo
 )
 from pipelines.models.cache import LLMCache
 from pipelines.models.embeddings import LocalEmbedder
-from pipelines.models.llm import OpenAICompatibleLLM
+from pipelines.models.openai_compatible import OpenAICompatibleLLM
 from pipelines.models.simulator import SimulatorKnobs, served_stats
 from pipelines.settings import ModelEndpoint
 from pipelines.text import sentences, words
@@ -109,8 +109,12 @@ def _prose(sentence: str) -> bool:
 
 
 @contextmanager
-def simulator_process(knobs: SimulatorKnobs, *, warm_embeddings: bool = False,
-                      program: Sequence[str] = (sys.executable, "-m", "pipelines.cli")) -> Iterator[str]:  # fmt: skip
+def simulator_process(
+    knobs: SimulatorKnobs,
+    *,
+    warm_embeddings: bool = False,
+    program: Sequence[str] = (sys.executable, "-m", "pipelines.cli"),
+) -> Iterator[str]:
     """`ragwatch simulate-llm` started in its own process with `knobs`; yields its base URL (ending in /v1).
     `warm_embeddings`: load the simulator's embedding model before yielding, so no clock pays for it.
     `program`: how to call ragwatch (the installed `ragwatch` script, as a user would, also works)."""
@@ -119,8 +123,12 @@ def simulator_process(knobs: SimulatorKnobs, *, warm_embeddings: bool = False,
         port = probe.getsockname()[1]
     base_url = f"http://127.0.0.1:{port}/v1"
     with tempfile.TemporaryFile("w+") as log:
-        server = subprocess.Popen([*program, "simulate-llm", "--port", str(port)],
-                                  stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        server = subprocess.Popen(
+            [*program, "simulate-llm", "--port", str(port)],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         try:
             deadline = time.monotonic() + 60
             while True:
@@ -135,8 +143,9 @@ def simulator_process(knobs: SimulatorKnobs, *, warm_embeddings: bool = False,
                 time.sleep(0.1)
             httpx.post(base_url.removesuffix("/v1") + "/admin/knobs", json=knobs.model_dump()).raise_for_status()
             if warm_embeddings:
-                httpx.post(f"{base_url}/embeddings", json={"model": EMBEDDING_MODEL, "input": ["warm up"]},
-                           timeout=120).raise_for_status()  # fmt: skip
+                httpx.post(
+                    f"{base_url}/embeddings", json={"model": EMBEDDING_MODEL, "input": ["warm up"]}, timeout=120
+                ).raise_for_status()
             yield base_url
         finally:
             server.terminate()
@@ -158,22 +167,31 @@ def _mean(values: list[float]) -> float | None:
 def _served(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     """What the simulator served between two snapshots of its stats (a warm-up request comes before)."""
     endpoints = {name: n - before["endpoints"].get(name, 0) for name, n in after["endpoints"].items()}
-    return {**{name: after[name] - before[name]
-               for name in ("requests", "prompt_tokens", "completion_tokens", "cached_prompt_tokens")},
-            "endpoints": {name: n for name, n in endpoints.items() if n}}  # fmt: skip
+    return {
+        **{
+            name: after[name] - before[name]
+            for name in ("requests", "prompt_tokens", "completion_tokens", "cached_prompt_tokens")
+        },
+        "endpoints": {name: n for name, n in endpoints.items() if n},
+    }
 
 
 def run_ragwatch(
-    items: list[JudgeInput], base_url: str, capacity: int, cache_dir: str, progress: Callable[[int, int], None],
+    items: list[JudgeInput],
+    base_url: str,
+    capacity: int,
+    cache_dir: str,
+    progress: Callable[[int, int], None],
     implementation: JudgeImplementation = "ragwatch",
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """One `judge_items` run over HTTP; wall time, requests the simulator received, our counters."""
     endpoint = ModelEndpoint(base_url=base_url, model=JUDGE_MODEL, max_concurrency=capacity)
     llm = OpenAICompatibleLLM(endpoint, LLMCache.in_directory(cache_dir))
     before = served_stats(base_url)
     started = time.perf_counter()
-    scores = judge_items_sync(items, list(METRICS), llm, LocalEmbedder(), progress=progress,
-                              implementation=implementation, **RUN)  # fmt: skip
+    scores = judge_items_sync(
+        items, list(METRICS), llm, LocalEmbedder(), progress=progress, implementation=implementation, **RUN
+    )
     wall = time.perf_counter() - started
     stats = served_stats(base_url)
     statuses = Counter(s.status for s in scores)
@@ -251,9 +269,11 @@ def _local_langchain_embeddings():
 
 
 def run_ragas(
-    items: list[JudgeInput], base_url: str, advance: Callable[[], None],
+    items: list[JudgeInput],
+    base_url: str,
+    advance: Callable[[], None],
     embeddings_from: Literal["simulator", "local"] = "simulator",
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """`ragas.evaluate()` with its defaults on the same items and metrics, through LangChain's OpenAI client."""
     from langchain_openai import ChatOpenAI, OpenAIEmbeddings
     from ragas import EvaluationDataset, evaluate
@@ -268,14 +288,17 @@ def run_ragas(
         # The context-length check tokenizes with tiktoken, whose encodings are downloaded on first use;
         # without it the texts are sent as they are, which is what the simulator expects anyway.
         if embeddings_from == "simulator":
-            backend = OpenAIEmbeddings(base_url=base_url, api_key="x", model=EMBEDDING_MODEL,
-                                       check_embedding_ctx_length=False)  # fmt: skip
+            backend = OpenAIEmbeddings(
+                base_url=base_url, api_key="x", model=EMBEDDING_MODEL, check_embedding_ctx_length=False
+            )
         else:
             backend = _local_langchain_embeddings()
         embeddings = LangchainEmbeddingsWrapper(backend)
     dataset = EvaluationDataset.from_list(
-        [{"user_input": i.question, "response": i.answer, "retrieved_contexts": i.contexts, "reference": i.reference}
-         for i in items]  # fmt: skip
+        [
+            {"user_input": i.question, "response": i.answer, "retrieved_contexts": i.contexts, "reference": i.reference}
+            for i in items
+        ]
     )
     metrics = [Faithfulness(), AnswerRelevancy(), ContextPrecision(), ContextRecall()]
     fewer = _FewerGenerations()
@@ -287,8 +310,14 @@ def run_ragas(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
             started = time.perf_counter()
-            result = evaluate(dataset, metrics=metrics, llm=llm, embeddings=embeddings,
-                              callbacks=[_ragas_progress_handler(advance)], show_progress=False)  # fmt: skip
+            result = evaluate(
+                dataset,
+                metrics=metrics,
+                llm=llm,
+                embeddings=embeddings,
+                callbacks=[_ragas_progress_handler(advance)],
+                show_progress=False,
+            )
             wall = time.perf_counter() - started
     finally:
         prompt_log.removeHandler(fewer)
@@ -310,9 +339,12 @@ def run_ragas(
 
 
 def run_eval_bench(
-    n_items: int = 200, latency_s: float = DEFAULT_LATENCY_S, capacity: int = 16, seed: int = 5,
+    n_items: int = 200,
+    latency_s: float = DEFAULT_LATENCY_S,
+    capacity: int = 16,
+    seed: int = 5,
     ragas_embeddings: Literal["simulator", "local"] = "simulator",
-) -> dict:  # fmt: skip
+) -> dict:
     """ragwatch's judge, its cached rerun and `ragas.evaluate()` on the same items, each path on a fresh
     simulator with the same knobs (latency and capacity, no faults). `ragas_embeddings`: where ragas'
     embeddings come from (ragwatch's always come from the local model, in-process)."""
@@ -344,7 +376,9 @@ def run_eval_bench(
         path["ideal_s"] = _ideal(path["requests"], latency_s, capacity)
         path["efficiency"] = path["ideal_s"] / path["wall_s"] if path["wall_s"] else None
         path["per_item"] = {name: path[name] / n_items for name in ("requests", "prompt_tokens", "completion_tokens")}
-        path["prefix_cached_share"] = path["cached_prompt_tokens"] / path["prompt_tokens"] if path["prompt_tokens"] else None
+        path["prefix_cached_share"] = (
+            path["cached_prompt_tokens"] / path["prompt_tokens"] if path["prompt_tokens"] else None
+        )
     return {
         "n_items": n_items,
         "latency_s": latency_s,
@@ -381,21 +415,34 @@ def format_eval_bench(result: dict) -> str:
         e = path["endpoints"]
         return f"{e.get('chat/completions', 0)} chat + {e.get('embeddings', 0)} emb."
 
-    title = (f"Judge benchmark: {result['n_items']} items × {len(result['metrics'])} metrics on the simulator "
-             f"(latency {result['latency_s']:g} s, capacity {result['capacity']})")  # fmt: skip
+    title = (
+        f"Judge benchmark: {result['n_items']} items × {len(result['metrics'])} metrics on the simulator "
+        f"(latency {result['latency_s']:g} s, capacity {result['capacity']})"
+    )
     table = Table(title=title)
     ragas_column = f"ragas ({theirs['embeddings']} emb.)"
     for column in ("", "ragwatch (local emb.)", "ragwatch rerun", ragas_column):
         table.add_column(column, justify="right" if column else "left")
     table.add_row("requests served", str(ours["requests"]), str(rerun["requests"]), str(theirs["requests"]))
     table.add_row("  of which", endpoints(ours), "", endpoints(theirs))
-    table.add_row("requests per item", f"{ours['per_item']['requests']:.2f}", "", f"{theirs['per_item']['requests']:.2f}")
-    table.add_row("prompt tokens per item", f"{ours['per_item']['prompt_tokens']:,.0f}", "",
-                  f"{theirs['per_item']['prompt_tokens']:,.0f}")  # fmt: skip
-    table.add_row("  of which a prefix cache holds", share(ours["prefix_cached_share"]), "",
-                  share(theirs["prefix_cached_share"]))  # fmt: skip
-    table.add_row("completion tokens per item", f"{ours['per_item']['completion_tokens']:,.0f}", "",
-                  f"{theirs['per_item']['completion_tokens']:,.0f}")  # fmt: skip
+    table.add_row(
+        "requests per item", f"{ours['per_item']['requests']:.2f}", "", f"{theirs['per_item']['requests']:.2f}"
+    )
+    table.add_row(
+        "prompt tokens per item",
+        f"{ours['per_item']['prompt_tokens']:,.0f}",
+        "",
+        f"{theirs['per_item']['prompt_tokens']:,.0f}",
+    )
+    table.add_row(
+        "  of which a prefix cache holds", share(ours["prefix_cached_share"]), "", share(theirs["prefix_cached_share"])
+    )
+    table.add_row(
+        "completion tokens per item",
+        f"{ours['per_item']['completion_tokens']:,.0f}",
+        "",
+        f"{theirs['per_item']['completion_tokens']:,.0f}",
+    )
     table.add_row("LLM calls (our counters)", str(ours["counters"]["calls"]), str(rerun["llm_calls"]), "")
     table.add_row("wall time", seconds(ours["wall_s"]), seconds(rerun["wall_s"]), seconds(theirs["wall_s"]))
     table.add_row("ideal: requests × latency ÷ capacity", seconds(ours["ideal_s"]), "", seconds(theirs["ideal_s"]))
@@ -413,8 +460,9 @@ def format_eval_bench(result: dict) -> str:
     table.add_section()
     table.add_row("wall ÷ ragas' wall", f"{result['ratio']:.2f}", "", "1.00")
     table.add_row("requests ÷ ragas' requests", f"{ours['requests'] / theirs['requests']:.2f}", "", "1.00")
-    table.add_row("prompt tokens ÷ ragas' prompt tokens", f"{ours['prompt_tokens'] / theirs['prompt_tokens']:.2f}", "",
-                  "1.00")  # fmt: skip
+    table.add_row(
+        "prompt tokens ÷ ragas' prompt tokens", f"{ours['prompt_tokens'] / theirs['prompt_tokens']:.2f}", "", "1.00"
+    )
     table.add_row("rerun wall ÷ first wall", "", f"{rerun['share']:.1%}", "")
     console = Console(file=io.StringIO(), width=110)
     console.print(table)

@@ -53,8 +53,14 @@ def faq_entries(text: str, language: str) -> list[dict]:
             while i < len(lines) and lines[i].strip() and not lines[i].startswith(" "):
                 heading.append(lines[i].strip())
                 i += 1
-            current = {"language": language, "chapter": int(section.group(1)), "chapter_title": chapter,
-                       "section": f"{section.group(1)}.{section.group(2)}", "question": " ".join(heading), "body": []}  # fmt: skip
+            current = {
+                "language": language,
+                "chapter": int(section.group(1)),
+                "chapter_title": chapter,
+                "section": f"{section.group(1)}.{section.group(2)}",
+                "question": " ".join(heading),
+                "body": [],
+            }
             entries.append(current)
             continue
         if chapter_line and not line.startswith(" ") and int(chapter_line.group(1)) <= 16 and line[0].isupper():

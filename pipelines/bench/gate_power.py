@@ -190,18 +190,28 @@ def _binary(p: float, flip: float) -> tuple[Callable, Callable, Callable]:
     return state, regress, observe
 
 
-METRICS: dict[str, SimMetric] = {m.name: m for m in [
-    SimMetric("recall@5", False, True, _rank_state, _rank_regress,
-              lambda rng, s: (_rank_observe(rng, s) < 5).astype(float), ("local",)),
-    SimMetric("mrr", False, False, _rank_state, _rank_regress, lambda rng, s: _RECIPROCAL[_rank_observe(rng, s)]),
-    SimMetric("faithfulness", True, False, _faithfulness_state, _score_regress, _faithfulness_observe),
-    SimMetric("answer_relevancy", True, False, _relevancy_state, _score_regress, _relevancy_observe),
-    SimMetric("context_precision_ranked", True, False, _precision_state, _verdicts_regress, _precision_observe),
-    SimMetric("context_recall", True, False, _recall_state, _recall_regress, _recall_observe),
-    SimMetric("answer_correctness", True, True, *_binary(0.75, 0.05), ("local",)),
-    SimMetric("tool_selection_accuracy", False, True, *_binary(0.90, 0.02), ("local",)),
-    SimMetric("tool_call_accuracy", False, True, *_binary(0.80, 0.03), ("local",)),
-]}  # fmt: skip
+METRICS: dict[str, SimMetric] = {
+    m.name: m
+    for m in [
+        SimMetric(
+            "recall@5",
+            False,
+            True,
+            _rank_state,
+            _rank_regress,
+            lambda rng, s: (_rank_observe(rng, s) < 5).astype(float),
+            ("local",),
+        ),
+        SimMetric("mrr", False, False, _rank_state, _rank_regress, lambda rng, s: _RECIPROCAL[_rank_observe(rng, s)]),
+        SimMetric("faithfulness", True, False, _faithfulness_state, _score_regress, _faithfulness_observe),
+        SimMetric("answer_relevancy", True, False, _relevancy_state, _score_regress, _relevancy_observe),
+        SimMetric("context_precision_ranked", True, False, _precision_state, _verdicts_regress, _precision_observe),
+        SimMetric("context_recall", True, False, _recall_state, _recall_regress, _recall_observe),
+        SimMetric("answer_correctness", True, True, *_binary(0.75, 0.05), ("local",)),
+        SimMetric("tool_selection_accuracy", False, True, *_binary(0.90, 0.02), ("local",)),
+        SimMetric("tool_call_accuracy", False, True, *_binary(0.80, 0.03), ("local",)),
+    ]
+}
 """The nine gated metrics of issue 17, each with its own model (see the module docstring)."""
 
 
@@ -228,13 +238,18 @@ class Scenario:
 NO_CHANGE = Scenario("no change (false alarms)")
 FLAKY_JUDGE = Scenario("no change, the judge failing 10 % of its scores", judge_failure=0.10)
 FAILURE_RISE = Scenario("target failures 2 % → 10 %", target_failure=0.10)
-HIDDEN_DROP = Scenario("faithfulness −10 local, half of the dropped answers failed instead", "faithfulness", "local",
-                       0.10, hidden=True)  # fmt: skip
+HIDDEN_DROP = Scenario(
+    "faithfulness −10 local, half of the dropped answers failed instead", "faithfulness", "local", 0.10, hidden=True
+)
 
 
 def drop_scenarios(drops: Sequence[float] = (0.05, 0.10)) -> list[Scenario]:
-    return [Scenario(f"{m.name} −{round(100 * d)} {kind}", m.name, kind, d)
-            for m in METRICS.values() for kind in m.kinds for d in drops]  # fmt: skip
+    return [
+        Scenario(f"{m.name} −{round(100 * d)} {kind}", m.name, kind, d)
+        for m in METRICS.values()
+        for kind in m.kinds
+        for d in drops
+    ]
 
 
 _CALIBRATED: dict[tuple[str, str, float], float] = {}
@@ -330,8 +345,9 @@ def _item_ids(n: int) -> tuple[str, ...]:
 
 def gate_run(runs: SimRuns, rep: int, gate: Callable | None = None, **options) -> GateResult:
     """Repetition `rep` of `runs` through `regression_gate` (or `gate`, a function of the same signature)."""
-    return (gate or regression_gate)(score_rows(runs, rep, "cand"), score_rows(runs, rep, "base"), list(METRICS),
-                                     **options)  # fmt: skip
+    return (gate or regression_gate)(
+        score_rows(runs, rep, "cand"), score_rows(runs, rep, "base"), list(METRICS), **options
+    )
 
 
 TARGETS = {"false_alarms": 0.05, "power_10_at_100": 0.90, "coverage": (0.94, 0.97)}
@@ -339,9 +355,16 @@ TARGETS = {"false_alarms": 0.05, "power_10_at_100": 0.90, "coverage": (0.94, 0.9
 coverage of the printed 95 % interval within 0.94–0.97 at n ≥ 30."""
 
 
-def run_gate_bench(*, sizes: Sequence[int] = (30, 60, 100), reps: int = 400, drops: Sequence[float] = (0.05, 0.10),
-                   seed: int = 17, draws: int | None = None, gate: Callable | None = None,
-                   progress: Callable[[str], None] | None = None) -> dict:  # fmt: skip
+def run_gate_bench(
+    *,
+    sizes: Sequence[int] = (30, 60, 100),
+    reps: int = 400,
+    drops: Sequence[float] = (0.05, 0.10),
+    seed: int = 17,
+    draws: int | None = None,
+    gate: Callable | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict:
     """Every scenario at every n, `reps` simulated baseline/candidate pairs each, through the gate.
 
     Per cell: `gate_failed` (the share of candidates the gate failed: the false-alarm rate when nothing
@@ -371,14 +394,29 @@ def run_gate_bench(*, sizes: Sequence[int] = (30, 60, 100), reps: int = 400, dro
                     truth = -scenario.drop if m.metric == scenario.metric else 0.0
                     covered[m.metric][0] += m.ci_low - 1e-12 <= truth <= m.ci_high + 1e-12
                     covered[m.metric][1] += 1
-            cells.append({"scenario": scenario.name, "metric": scenario.metric, "kind": scenario.kind,
-                          "drop": scenario.drop, "n": n, "reps": reps, "gate_failed": gate_failed / reps,
-                          "metric_failed": metric_failed / reps if scenario.metric else None,
-                          "coverage": {m: c for m, c in covered.items() if c[1]}})  # fmt: skip
+            cells.append(
+                {
+                    "scenario": scenario.name,
+                    "metric": scenario.metric,
+                    "kind": scenario.kind,
+                    "drop": scenario.drop,
+                    "n": n,
+                    "reps": reps,
+                    "gate_failed": gate_failed / reps,
+                    "metric_failed": metric_failed / reps if scenario.metric else None,
+                    "coverage": {m: c for m, c in covered.items() if c[1]},
+                }
+            )
             if progress:
                 progress(f"n = {n}: {scenario.name}: gate failed {gate_failed / reps:.3f}")
-    return {"sizes": list(sizes), "reps": reps, "draws": draws, "seed": seed, "cells": cells,
-            "seconds": time.perf_counter() - started}  # fmt: skip
+    return {
+        "sizes": list(sizes),
+        "reps": reps,
+        "draws": draws,
+        "seed": seed,
+        "cells": cells,
+        "seconds": time.perf_counter() - started,
+    }
 
 
 def _rate(value: float | None) -> str:
@@ -396,19 +434,32 @@ def format_gate_bench(result: dict) -> str:
             label = cell["scenario"]
         else:  # the drops of one metric and kind share a row: "0.36 / 0.89" for 5 / 10 points
             kind = f"{cell['kind']} " if len(METRICS[cell["metric"]].kinds) > 1 else ""  # 0/1: one kind of drop
-            label = f"{cell['metric']} {kind}drop of {' / '.join(f'{round(100 * d)}' for d in _drops(result, cell))} points"
+            label = (
+                f"{cell['metric']} {kind}drop of {' / '.join(f'{round(100 * d)}' for d in _drops(result, cell))} points"
+            )
         rate = cell["gate_failed"] if cell["metric"] is None else cell["metric_failed"]
         rates.setdefault(label, {}).setdefault(cell["n"], []).append(rate)
     order = [NO_CHANGE.name, FLAKY_JUDGE.name, FAILURE_RISE.name, HIDDEN_DROP.name]
     labels = sorted(rates, key=lambda label: order.index(label) if label in order else len(order))
-    lines = [f"How often the gate fails ({result['reps']} simulated pairs of runs per cell): for an unchanged system, "
-             f"any metric failing (a false alarm); for a regression, the regressed metric failing (the power).", "",
-             head, rule]  # fmt: skip
+    lines = [
+        f"How often the gate fails ({result['reps']} simulated pairs of runs per cell): for an unchanged system, "
+        f"any metric failing (a false alarm); for a regression, the regressed metric failing (the power).",
+        "",
+        head,
+        rule,
+    ]
     for label in labels:
-        lines.append(f"| {label} | " + " | ".join(" / ".join(_rate(r) for r in rates[label].get(n, []))
-                                                 for n in sizes) + " |")  # fmt: skip
-    lines += ["", "Coverage of the printed 95 % interval of each metric's paired difference (nothing changed / the "
-                  "metric's own drops):", "", head.replace("candidate", "metric", 1), rule]  # fmt: skip
+        lines.append(
+            f"| {label} | " + " | ".join(" / ".join(_rate(r) for r in rates[label].get(n, [])) for n in sizes) + " |"
+        )
+    lines += [
+        "",
+        "Coverage of the printed 95 % interval of each metric's paired difference (nothing changed / the "
+        "metric's own drops):",
+        "",
+        head.replace("candidate", "metric", 1),
+        rule,
+    ]
     for metric in METRICS:
         parts = []
         for n in sizes:
@@ -429,8 +480,13 @@ def format_gate_bench(result: dict) -> str:
 
 
 def _drops(result: dict, cell: dict) -> list[float]:
-    return sorted({c["drop"] for c in result["cells"] if c["metric"] == cell["metric"] and c["kind"] == cell["kind"]
-                   and c["scenario"] != HIDDEN_DROP.name})  # fmt: skip
+    return sorted(
+        {
+            c["drop"]
+            for c in result["cells"]
+            if c["metric"] == cell["metric"] and c["kind"] == cell["kind"] and c["scenario"] != HIDDEN_DROP.name
+        }
+    )
 
 
 # --- The nearest honest target: power per metric at n = 100 and beyond ----------------------------------------
@@ -441,8 +497,14 @@ interpolated between them."""
 TARGET_POWER = 0.90
 
 
-def run_target_bench(*, reps: int = 300, sizes: Sequence[int] = TARGET_SIZES, seed: int = 17,
-                     draws: int | None = None, progress: Callable[[str], None] | None = None) -> dict:  # fmt: skip
+def run_target_bench(
+    *,
+    reps: int = 300,
+    sizes: Sequence[int] = TARGET_SIZES,
+    seed: int = 17,
+    draws: int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict:
     """Per metric and kind of drop: the power for a 10-point drop at every n of `sizes`, for a 15-point drop at
     n = 100, and the false alarms (unchanged system, flaky judge) at every n: issue 17's ≥ 90 % at n = 100 next to
     what the gate reaches and the n it needs."""
@@ -454,12 +516,26 @@ def run_target_bench(*, reps: int = 300, sizes: Sequence[int] = TARGET_SIZES, se
         runs = simulate(scenario, n, reps, np.random.default_rng([seed, n, index]))
         results = [gate_run(runs, rep, **options) for rep in range(reps)]
         rate = np.mean([(scenario.metric in r.failed_metrics) if scenario.metric else not r.passed for r in results])
-        cells.append({"scenario": scenario.name, "metric": scenario.metric, "kind": scenario.kind,
-                      "drop": scenario.drop, "n": n, "rate": float(rate)})  # fmt: skip
+        cells.append(
+            {
+                "scenario": scenario.name,
+                "metric": scenario.metric,
+                "kind": scenario.kind,
+                "drop": scenario.drop,
+                "n": n,
+                "rate": float(rate),
+            }
+        )
         if progress:
             progress(f"n = {n}: {scenario.name}: {rate:.3f}")
-    return {"reps": reps, "sizes": list(sizes), "seed": seed, "draws": draws, "cells": cells,
-            "seconds": time.perf_counter() - started}  # fmt: skip
+    return {
+        "reps": reps,
+        "sizes": list(sizes),
+        "seed": seed,
+        "draws": draws,
+        "cells": cells,
+        "seconds": time.perf_counter() - started,
+    }
 
 
 def n_for_power(points: Sequence[tuple[int, float]], target: float = TARGET_POWER) -> str:
@@ -482,30 +558,47 @@ def format_target_bench(result: dict) -> str:
         return next((c["rate"] for c in cells if all(c[k] == v for k, v in key.items())), None)
 
     se = 0.5 / math.sqrt(reps)
-    lines = [f"Power of the gate per metric ({reps} simulated pairs of runs per cell, the regressed metric failing; "
-             f"± ≤ {200 * se:.0f} points at 95 %):", "",
-             "| metric, drop | −10 at n = 100 | −10 at n = 200 | −15 at n = 100 | n for 90 % at −10 |",
-             "|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        f"Power of the gate per metric ({reps} simulated pairs of runs per cell, the regressed metric failing; "
+        f"± ≤ {200 * se:.0f} points at 95 %):",
+        "",
+        "| metric, drop | −10 at n = 100 | −10 at n = 200 | −15 at n = 100 | n for 90 % at −10 |",
+        "|---|---|---|---|---|",
+    ]
     for scenario in drop_scenarios((0.10,)):
         kind = f" {scenario.kind}" if len(METRICS[scenario.metric].kinds) > 1 else ""
         curve = [(n, rate(scenario=scenario.name, n=n)) for n in sizes]
         fifteen = rate(metric=scenario.metric, kind=scenario.kind, drop=0.15, n=100)
-        lines.append(f"| {scenario.metric}{kind} | {_rate(rate(scenario=scenario.name, n=100))} | "
-                     f"{_rate(rate(scenario=scenario.name, n=200))} | {_rate(fifteen)} | {n_for_power(curve)} |")
-    alarms = " · ".join(f"n = {n}: {_rate(rate(scenario=NO_CHANGE.name, n=n))} "
-                        f"({_rate(rate(scenario=FLAKY_JUDGE.name, n=n))})" for n in sizes)
+        lines.append(
+            f"| {scenario.metric}{kind} | {_rate(rate(scenario=scenario.name, n=100))} | "
+            f"{_rate(rate(scenario=scenario.name, n=200))} | {_rate(fifteen)} | {n_for_power(curve)} |"
+        )
+    alarms = " · ".join(
+        f"n = {n}: {_rate(rate(scenario=NO_CHANGE.name, n=n))} ({_rate(rate(scenario=FLAKY_JUDGE.name, n=n))})"
+        for n in sizes
+    )
     draws = result["draws"] or "the gate's own"
-    lines += ["", f"False alarms (flaky judge): {alarms}.", "",
-              f"n for 90 %: linear between the sizes measured ({', '.join(map(str, sizes))}). {result['seconds']:.0f} s; "
-              f"null draws per family test: {draws}; seed {result['seed']}."]  # fmt: skip
+    lines += [
+        "",
+        f"False alarms (flaky judge): {alarms}.",
+        "",
+        f"n for 90 %: linear between the sizes measured ({', '.join(map(str, sizes))}). {result['seconds']:.0f} s; "
+        f"null draws per family test: {draws}; seed {result['seed']}.",
+    ]
     return "\n".join(lines)
 
 
 # --- What a pass vouches for: the drop the gate says it catches, and how often it does -----------------------
 
 
-def run_detectable_bench(*, sizes: Sequence[int] = (100,), reps: int = 200, seed: int = 17, draws: int | None = None,
-                         progress: Callable[[str], None] | None = None) -> dict:  # fmt: skip
+def run_detectable_bench(
+    *,
+    sizes: Sequence[int] = (100,),
+    reps: int = 200,
+    seed: int = 17,
+    draws: int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict:
     """Per n and metric: the drop the gate states it catches 90 % of the time (`MetricGate.detectable_drop`, its
     median and range over `reps` unchanged systems), then the power measured for a drop of that median size, each
     kind of drop: the statement holds where the power is ≥ 0.90."""
@@ -531,10 +624,12 @@ def run_detectable_bench(*, sizes: Sequence[int] = (100,), reps: int = 200, seed
                 except ValueError:  # e.g. every rank slipping by one cannot lower MRR by 0.38
                     power = None
                 else:
-                    power = float(np.mean([name in gate_run(regressed, rep, **options).failed_metrics
-                                           for rep in range(reps)]))  # fmt: skip
-                rows.append({"n": n, "metric": name, "kind": kind, "stated": drop, "low": low, "high": high,
-                             "power": power})  # fmt: skip
+                    power = float(
+                        np.mean([name in gate_run(regressed, rep, **options).failed_metrics for rep in range(reps)])
+                    )
+                rows.append(
+                    {"n": n, "metric": name, "kind": kind, "stated": drop, "low": low, "high": high, "power": power}
+                )
                 if progress:
                     progress(f"n = {n}: {name} {kind}: states {drop:.3f}, caught {_rate(power)}")
     return {"reps": reps, "sizes": list(sizes), "seed": seed, "rows": rows, "seconds": time.perf_counter() - started}
@@ -542,13 +637,19 @@ def run_detectable_bench(*, sizes: Sequence[int] = (100,), reps: int = 200, seed
 
 def format_detectable_bench(result: dict) -> str:
     """Markdown: per n and metric, the drop a pass states it would have caught, and the power measured there."""
-    lines = [f"What a pass vouches for ({result['reps']} unchanged systems per n give the stated drop, median "
-             f"[10th–90th percentile]; {result['reps']} regressed ones the power at the median):", "",
-             "| n | metric, drop | catches (90 %), as stated | power measured there |", "|---|---|---|---|"]  # fmt: skip
+    lines = [
+        f"What a pass vouches for ({result['reps']} unchanged systems per n give the stated drop, median "
+        f"[10th–90th percentile]; {result['reps']} regressed ones the power at the median):",
+        "",
+        "| n | metric, drop | catches (90 %), as stated | power measured there |",
+        "|---|---|---|---|",
+    ]
     for row in result["rows"]:
         kind = f" {row['kind']}" if len(METRICS[row["metric"]].kinds) > 1 else ""
         power = _rate(row["power"]) if row["power"] is not None else f"– (no {row['kind']} drop is this large)"
-        lines.append(f"| {row['n']} | {row['metric']}{kind} | {row['stated']:.3f} [{row['low']:.3f}–{row['high']:.3f}] "
-                     f"| {power} |")  # fmt: skip
+        lines.append(
+            f"| {row['n']} | {row['metric']}{kind} | {row['stated']:.3f} [{row['low']:.3f}–{row['high']:.3f}] "
+            f"| {power} |"
+        )
     lines += ["", f"{result['seconds']:.0f} s; seed {result['seed']}."]
     return "\n".join(lines)

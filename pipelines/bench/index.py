@@ -93,8 +93,14 @@ def _timed(call):
     return value, time.monotonic() - started
 
 
-def run_index_bench(chunks: int = 10_000, items: int = 1_000, seed: int = 11, embedder: str = "local",
-                    rule_sample: int = 50, progress=print) -> IndexBench:  # fmt: skip
+def run_index_bench(
+    chunks: int = 10_000,
+    items: int = 1_000,
+    seed: int = 11,
+    embedder: str = "local",
+    rule_sample: int = 50,
+    progress=print,
+) -> IndexBench:
     if embedder not in ("local", "hashing"):
         raise ValueError(f"embedder is local or hashing, not {embedder!r}")
     model: Embedder = LocalEmbedder() if embedder == "local" else HashingEmbedder()
@@ -130,12 +136,26 @@ def run_index_bench(chunks: int = 10_000, items: int = 1_000, seed: int = 11, em
         matcher = PassageMatcher(stored)
         agrees = by_rule == [matcher.match(p) for p in sample]
     return IndexBench(
-        embedder=model.name, documents=len(files), chunks=len(parsed), write_corpus_s=write_s, parse_s=parse_s,
-        index_s=index_s, embed_s=first["embed_seconds"], upsert_s=first["write_seconds"], reindex_s=reindex_s,
-        reindex_embedded=again["chunks_added"], items=items, imported=len(report.items),
-        import_problems=len(report.problems), import_s=import_s, rule_sample=len(sample), rule_s=rule_s,
-        rule_agrees=agrees, load_average=os.getloadavg()[0], cpus=available_cpus(),
-    )  # fmt: skip
+        embedder=model.name,
+        documents=len(files),
+        chunks=len(parsed),
+        write_corpus_s=write_s,
+        parse_s=parse_s,
+        index_s=index_s,
+        embed_s=first["embed_seconds"],
+        upsert_s=first["write_seconds"],
+        reindex_s=reindex_s,
+        reindex_embedded=again["chunks_added"],
+        items=items,
+        imported=len(report.items),
+        import_problems=len(report.problems),
+        import_s=import_s,
+        rule_sample=len(sample),
+        rule_s=rule_s,
+        rule_agrees=agrees,
+        load_average=os.getloadavg()[0],
+        cpus=available_cpus(),
+    )
 
 
 def _rate(n: int, seconds: float) -> str:
@@ -143,23 +163,44 @@ def _rate(n: int, seconds: float) -> str:
 
 
 def format_index_bench(result: IndexBench) -> Table:
-    table = Table(title=f"corpus of {result.chunks:,} chunks in {result.documents:,} files · embedder {result.embedder}")
+    table = Table(
+        title=f"corpus of {result.chunks:,} chunks in {result.documents:,} files · embedder {result.embedder}"
+    )
     for column in ("step", "seconds", "chunks/s", "note"):
         table.add_column(column)
     n = result.chunks
     scale = n / 10_000
     table.add_row("parse (Markdown + HTML -> chunks)", f"{result.parse_s:.1f}", _rate(n, result.parse_s), "")
-    embed_note = "windows of 254 word pieces, pooled" if result.embedder != HashingEmbedder.name else "stand-in, not the model"
+    embed_note = (
+        "windows of 254 word pieces, pooled" if result.embedder != HashingEmbedder.name else "stand-in, not the model"
+    )
     table.add_row("embed", f"{result.embed_s:.1f}", _rate(n, result.embed_s), embed_note)
     table.add_row("upsert (BM25 + Qdrant)", f"{result.upsert_s:.1f}", _rate(n, result.upsert_s), "Qdrant local mode")
-    table.add_row("index, all of it", f"{result.index_s:.1f}", _rate(n, result.index_s),
-                  f"target {TARGETS['index'] * scale:.0f} s at this size")  # fmt: skip
-    table.add_row("re-index, unchanged", f"{result.reindex_s:.1f}", _rate(n, result.reindex_s),
-                  f"{result.reindex_embedded} chunks embedded; target {TARGETS['reindex']:.0f} s at 10,000")  # fmt: skip
-    table.add_row(f"golden import of {result.items:,} items", f"{result.import_s:.1f}", "",
-                  f"{result.imported} imported, {result.import_problems} problems; target {TARGETS['import']:.0f} s")  # fmt: skip
-    table.add_row(f"one-by-one rule, {result.rule_sample} items", f"{result.rule_s:.1f}", "",
-                  f"~{result.import_rule_estimate_s:,.0f} s for {result.items:,}; same matches: {result.rule_agrees}")  # fmt: skip
-    table.caption = (f"{result.cpus} CPUs, load average {result.load_average:.1f} at the end (a shared machine "
-                     "slows every figure)")  # fmt: skip
+    table.add_row(
+        "index, all of it",
+        f"{result.index_s:.1f}",
+        _rate(n, result.index_s),
+        f"target {TARGETS['index'] * scale:.0f} s at this size",
+    )
+    table.add_row(
+        "re-index, unchanged",
+        f"{result.reindex_s:.1f}",
+        _rate(n, result.reindex_s),
+        f"{result.reindex_embedded} chunks embedded; target {TARGETS['reindex']:.0f} s at 10,000",
+    )
+    table.add_row(
+        f"golden import of {result.items:,} items",
+        f"{result.import_s:.1f}",
+        "",
+        f"{result.imported} imported, {result.import_problems} problems; target {TARGETS['import']:.0f} s",
+    )
+    table.add_row(
+        f"one-by-one rule, {result.rule_sample} items",
+        f"{result.rule_s:.1f}",
+        "",
+        f"~{result.import_rule_estimate_s:,.0f} s for {result.items:,}; same matches: {result.rule_agrees}",
+    )
+    table.caption = (
+        f"{result.cpus} CPUs, load average {result.load_average:.1f} at the end (a shared machine slows every figure)"
+    )
     return table

@@ -74,8 +74,9 @@ def _judge(rng: np.random.Generator, mean: float, rates: tuple[float, float], n:
     return truth, verdicts
 
 
-def one_run(rng: np.random.Generator, scenario: Scenario, *, judged: int = JUDGED,
-            per_verdict: int = PER_VERDICT) -> dict[str, tuple[float, float] | None]:  # fmt: skip
+def one_run(
+    rng: np.random.Generator, scenario: Scenario, *, judged: int = JUDGED, per_verdict: int = PER_VERDICT
+) -> dict[str, tuple[float, float] | None]:
     """Every estimator's interval for one simulated reported run, and its true mean under key "truth"."""
     human, verdicts, runs, shares = [], [], [], {}
     for r, (mean, rates) in enumerate(zip(scenario.labelled_means, scenario.labelled_rates)):
@@ -133,13 +134,15 @@ def _ppi_lambda_one(y: np.ndarray, f: np.ndarray, judged: np.ndarray) -> tuple[f
     with warnings.catch_warnings():
         from ppi_py import ppi_mean_ci
 
-        low, high = ppi_mean_ci(y.astype(float), f.astype(float), judged.astype(float), alpha=0.05,
-                                w=previous_weights(f, judged), lam=1.0)  # fmt: skip
+        low, high = ppi_mean_ci(
+            y.astype(float), f.astype(float), judged.astype(float), alpha=0.05, w=previous_weights(f, judged), lam=1.0
+        )
     return float(np.ravel(low)[0]), float(np.ravel(high)[0])
 
 
-def simulate(scenario: Scenario, *, reps: int, seed: int = 0, judged: int = JUDGED,
-             per_verdict: int = PER_VERDICT) -> dict[str, dict[str, float]]:  # fmt: skip
+def simulate(
+    scenario: Scenario, *, reps: int, seed: int = 0, judged: int = JUDGED, per_verdict: int = PER_VERDICT
+) -> dict[str, dict[str, float]]:
     """Per estimator: runs with an interval, coverage among them, mean half-width."""
     rng = np.random.default_rng(seed)
     tally = {name: {"given": 0, "covered": 0, "half_width": 0.0} for name in ESTIMATORS}
@@ -160,8 +163,9 @@ def simulate(scenario: Scenario, *, reps: int, seed: int = 0, judged: int = JUDG
     return {"estimators": tally, "tested": tested}
 
 
-def run_judge_shift_bench(*, reps: int = 1000, seed: int = 29, judged: int = JUDGED,
-                          per_verdict: int = PER_VERDICT) -> dict:  # fmt: skip
+def run_judge_shift_bench(
+    *, reps: int = 1000, seed: int = 29, judged: int = JUDGED, per_verdict: int = PER_VERDICT
+) -> dict:
     rows = []
     for scenario in scenarios():
         started = time.perf_counter()
@@ -173,8 +177,10 @@ def run_judge_shift_bench(*, reps: int = 1000, seed: int = 29, judged: int = JUD
 def format_judge_shift_bench(result: dict) -> str:
     reps = result["reps"]
     console = Console(file=io.StringIO(), width=80)
-    table = Table(title=f"The run's mean of a 0/1 metric: N = {result['judged']} judged, {result['labels']} labels "
-                        f"from {RUNS} earlier runs, {reps} runs per scenario")  # fmt: skip
+    table = Table(
+        title=f"The run's mean of a 0/1 metric: N = {result['judged']} judged, {result['labels']} labels "
+        f"from {RUNS} earlier runs, {reps} runs per scenario"
+    )
     for column in ("scenario", "interval", "given", "coverage", "± half"):
         table.add_column(column, justify="left" if column in ("scenario", "interval") else "right")
     for row in result["rows"]:
@@ -187,12 +193,19 @@ def format_judge_shift_bench(result: dict) -> str:
                 coverage = f"{share:.1%} ±{max(high - share, share - low) * 100:.1f}"
             else:
                 coverage = "—"
-            table.add_row(row["scenario"] if name == ESTIMATORS[0] else "", name, f"{given / reps:.0%}", coverage,
-                          f"{cell['half_width']:.3f}" if given else "—")  # fmt: skip
+            table.add_row(
+                row["scenario"] if name == ESTIMATORS[0] else "",
+                name,
+                f"{given / reps:.0%}",
+                coverage,
+                f"{cell['half_width']:.3f}" if given else "—",
+            )
         table.add_section()
     console.print(table)
-    console.print("Coverage: share of the runs given an interval whose 95 % interval holds the run's true mean (±: "
-                  "the wider side of its 95 % Jeffreys interval). Corrected: withheld when the earlier and later "
-                  "labelled runs' error rates differ (χ² test, p < 0.05) or the judge is not shown better than a "
-                  "coin. Human-only describes the labelled runs, not this one.")  # fmt: skip
+    console.print(
+        "Coverage: share of the runs given an interval whose 95 % interval holds the run's true mean (±: "
+        "the wider side of its 95 % Jeffreys interval). Corrected: withheld when the earlier and later "
+        "labelled runs' error rates differ (χ² test, p < 0.05) or the judge is not shown better than a "
+        "coin. Human-only describes the labelled runs, not this one."
+    )
     return console.file.getvalue()

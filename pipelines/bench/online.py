@@ -139,44 +139,73 @@ def eval_task(settings: Settings, day: date) -> dict[str, Any]:
     # No chunk of the pool was eligible as noise: the noisy arm is not asked for.
     no_noise = sum(1 for s in noise_scores if (s.error or "").startswith("no eligible"))
     statuses = Counter(s.status for s in scores)
-    return {"eval_s": eval_s, "run_id": summary.run_id, "items": summary.items,
-            "cost": summary.cost.model_dump() if summary.cost else None,
-            "judged": dict(sorted(Counter(judged.values()).items())), "noise": len(noise), "unclaimed": unclaimed, "no_noise": no_noise,
-            "scores": dict(statuses)}  # fmt: skip
+    return {
+        "eval_s": eval_s,
+        "run_id": summary.run_id,
+        "items": summary.items,
+        "cost": summary.cost.model_dump() if summary.cost else None,
+        "judged": dict(sorted(Counter(judged.values()).items())),
+        "noise": len(noise),
+        "unclaimed": unclaimed,
+        "no_noise": no_noise,
+        "scores": dict(statuses),
+    }
 
 
 # -- the benchmark -----------------------------------------------------------------------------
 
 
-def bench_settings(home: Path, base_url: str, capacity: int, max_traces: int | None, noise_share: float | None) -> Settings:
+def bench_settings(
+    home: Path, base_url: str, capacity: int, max_traces: int | None, noise_share: float | None
+) -> Settings:
     """Judge and generator on the simulator (each may fill its capacity), a fresh LLM cache, local embeddings. No judge
     retest: the bench checks the eval's requests per judged trace exactly, and the retest's share is a random draw."""
-    budget = {k: v for k, v in (("online_max_traces", max_traces), ("online_noise_share", noise_share)) if v is not None}
-    return Settings(home=home, anonymizer_key="ragwatch-bench-key", llm_backend="openai", llm_cache=True,
-                    judge_retest_share=0.0,
-                    judge=ModelEndpoint(base_url=base_url, model=JUDGE_MODEL, max_concurrency=capacity),
-                    generator=ModelEndpoint(base_url=base_url, model=GENERATOR_MODEL, max_concurrency=capacity),
-                    **budget)  # fmt: skip
+    budget = {
+        k: v for k, v in (("online_max_traces", max_traces), ("online_noise_share", noise_share)) if v is not None
+    }
+    return Settings(
+        home=home,
+        anonymizer_key="ragwatch-bench-key",
+        llm_backend="openai",
+        llm_cache=True,
+        judge_retest_share=0.0,
+        judge=ModelEndpoint(base_url=base_url, model=JUDGE_MODEL, max_concurrency=capacity),
+        generator=ModelEndpoint(base_url=base_url, model=GENERATOR_MODEL, max_concurrency=capacity),
+        **budget,
+    )
 
 
 def expected_requests(judged: int, noise: int, unclaimed: int = 0, no_noise: int = 0) -> dict[str, tuple[int, int]]:
     """(fewest, most) requests per model that `judged` judged traces send, `unclaimed` of them with an answer
     that abstains, `noise` of them given noise ΔF, `no_noise` of those with no eligible noise chunk."""
     judge = judged * JUDGE_PER_JUDGED_TRACE - unclaimed * CLAIMS_PER_TRACE
-    return {JUDGE_MODEL: (judge, judge + noise * NOISE_JUDGE_PER_TRACE_MAX),
-            GENERATOR_MODEL: (noise * GENERATOR_PER_NOISE_TRACE - no_noise,) * 2}  # fmt: skip
+    return {
+        JUDGE_MODEL: (judge, judge + noise * NOISE_JUDGE_PER_TRACE_MAX),
+        GENERATOR_MODEL: (noise * GENERATOR_PER_NOISE_TRACE - no_noise,) * 2,
+    }
 
 
 def expected_formula() -> str:
-    return (f"judge = judged × {JUDGE_PER_JUDGED_TRACE} − abstaining answers × {CLAIMS_PER_TRACE} + noise × "
-            f"0…{NOISE_JUDGE_PER_TRACE_MAX}; generator = noise × {GENERATOR_PER_NOISE_TRACE} − no-noise-chunk traces")  # fmt: skip
+    return (
+        f"judge = judged × {JUDGE_PER_JUDGED_TRACE} − abstaining answers × {CLAIMS_PER_TRACE} + noise × "
+        f"0…{NOISE_JUDGE_PER_TRACE_MAX}; generator = noise × {GENERATOR_PER_NOISE_TRACE} − no-noise-chunk traces"
+    )
 
 
-def run_online_bench(rows: int, *, latency_s: float = DEFAULT_LATENCY_S, capacity: int = DEFAULT_CAPACITY,
-                     max_traces: int | None = None, noise_share: float | None = None, seed: int = 11,
-                     whole_corpus: bool = True, pool_size: int = POOL_SIZE, fresh_processes: bool = True,
-                     home: Path | None = None,
-                     progress: Callable[[str], None] = lambda line: None) -> dict[str, Any]:  # fmt: skip
+def run_online_bench(
+    rows: int,
+    *,
+    latency_s: float = DEFAULT_LATENCY_S,
+    capacity: int = DEFAULT_CAPACITY,
+    max_traces: int | None = None,
+    noise_share: float | None = None,
+    seed: int = 11,
+    whole_corpus: bool = True,
+    pool_size: int = POOL_SIZE,
+    fresh_processes: bool = True,
+    home: Path | None = None,
+    progress: Callable[[str], None] = lambda line: None,
+) -> dict[str, Any]:
     """Build a day of `rows` sampled traces, run the online eval on it and rerun it cached; the figures.
     `whole_corpus`: index the whole demo corpus (else only the chunks the day's traces cite: a faster set-up);
     `pool_size`: demo traces the day's rows are drawn from (a small pool may lack the rarest strata);
@@ -207,49 +236,86 @@ def run_online_bench(rows: int, *, latency_s: float = DEFAULT_LATENCY_S, capacit
     recorded = RunCost.model_validate(first["cost"])
     rerun_cost = RunCost.model_validate(rerun["cost"])
     return {
-        "rows": rows, "latency_s": latency_s, "capacity": capacity, "seed": seed,
-        "max_traces": max_traces, "noise_share": noise_share,
+        "rows": rows,
+        "latency_s": latency_s,
+        "capacity": capacity,
+        "seed": seed,
+        "max_traces": max_traces,
+        "noise_share": noise_share,
         "build": built,
-        "judged_per_stratum": first["judged"], "judged": judged, "noise": first["noise"],
-        "abstaining_answers": first["unclaimed"], "no_noise_chunk": first["no_noise"],
+        "judged_per_stratum": first["judged"],
+        "judged": judged,
+        "noise": first["noise"],
+        "abstaining_answers": first["unclaimed"],
+        "no_noise_chunk": first["no_noise"],
         "scores": first["scores"],
-        "requests": served["requests"], "endpoints": served["endpoints"], "by_model": models,
-        "expected": expected, "distinct_requests": cached,
+        "requests": served["requests"],
+        "endpoints": served["endpoints"],
+        "by_model": models,
+        "expected": expected,
+        "distinct_requests": cached,
         "recorded": {stage: int(counts["requests"]) for stage, counts in recorded.by_stage().items()},
-        "recorded_by_model": recorded.by_model(), "recorded_requests": int(recorded.total("requests")),
+        "recorded_by_model": recorded.by_model(),
+        "recorded_requests": int(recorded.total("requests")),
         "recorded_cache_hits": int(recorded.total("cache_hits")),
-        "recorded_tokens": {"prompt": int(recorded.total("prompt_tokens")),
-                            "completion": int(recorded.total("completion_tokens"))},
+        "recorded_tokens": {
+            "prompt": int(recorded.total("prompt_tokens")),
+            "completion": int(recorded.total("completion_tokens")),
+        },
         "llm_seconds": recorded.total("llm_seconds"),
-        "prompt_tokens": served["prompt_tokens"], "completion_tokens": served["completion_tokens"],
+        "prompt_tokens": served["prompt_tokens"],
+        "completion_tokens": served["completion_tokens"],
         "max_concurrent": after["max_concurrent"],
-        "eval_s": first["eval_s"], "task_s": first["process_wall_s"], "ideal_s": ideal,
+        "eval_s": first["eval_s"],
+        "task_s": first["process_wall_s"],
+        "ideal_s": ideal,
         "efficiency": ideal / first["eval_s"] if first["eval_s"] else None,
-        "peak_rss_mb": first["peak_rss_mb"], "tree_peak_rss_mb": first["tree_peak_rss_mb"],
-        "rerun": {"requests": again["requests"] - after["requests"], "eval_s": rerun["eval_s"],
-                  "recorded_requests": int(rerun_cost.total("requests")),
-                  "recorded_cache_hits": int(rerun_cost.total("cache_hits")),
-                  "task_s": rerun["process_wall_s"], "judged": sum(rerun["judged"].values()),
-                  "peak_rss_mb": rerun["peak_rss_mb"], "tree_peak_rss_mb": rerun["tree_peak_rss_mb"]},
-    }  # fmt: skip
+        "peak_rss_mb": first["peak_rss_mb"],
+        "tree_peak_rss_mb": first["tree_peak_rss_mb"],
+        "rerun": {
+            "requests": again["requests"] - after["requests"],
+            "eval_s": rerun["eval_s"],
+            "recorded_requests": int(rerun_cost.total("requests")),
+            "recorded_cache_hits": int(rerun_cost.total("cache_hits")),
+            "task_s": rerun["process_wall_s"],
+            "judged": sum(rerun["judged"].values()),
+            "peak_rss_mb": rerun["peak_rss_mb"],
+            "tree_peak_rss_mb": rerun["tree_peak_rss_mb"],
+        },
+    }
 
 
 def format_online_bench(result: dict[str, Any]) -> str:
     """The figures as a rich table, as text."""
     build, rerun = result["build"], result["rerun"]
-    table = Table(title=(f"Online eval of a day of {result['rows']:,} sampled traces on the simulator "
-                         f"(latency {result['latency_s']:g} s, capacity {result['capacity']})"))  # fmt: skip
+    table = Table(
+        title=(
+            f"Online eval of a day of {result['rows']:,} sampled traces on the simulator "
+            f"(latency {result['latency_s']:g} s, capacity {result['capacity']})"
+        )
+    )
     table.add_column("", justify="left")
     table.add_column("value", justify="right")
     table.add_column("", justify="left")
-    table.add_row("rows in the partition", f"{result['rows']:,}", f"{build['bytes'] / 2**20:.0f} MB, "
-                  f"{len(build['per_stratum'])} strata drawn from {build['pool']:,} sampled demo traces")  # fmt: skip
+    table.add_row(
+        "rows in the partition",
+        f"{result['rows']:,}",
+        f"{build['bytes'] / 2**20:.0f} MB, "
+        f"{len(build['per_stratum'])} strata drawn from {build['pool']:,} sampled demo traces",
+    )
     for stratum, n in build["per_stratum"].items():
         table.add_row(f"  {stratum}", f"{n:,}", f"judged {result['judged_per_stratum'].get(stratum, 0):,}")
-    table.add_row("judged traces", f"{result['judged']:,}", f"{_budget(result)}; "
-                  f"{result['abstaining_answers']:,} logged answers abstain (no claim to check)")  # fmt: skip
-    table.add_row("noise ΔF traces", f"{result['noise']:,}", ("" if result["noise_share"] is None else
-                  f"share {result['noise_share']:g}; ") + f"{result['no_noise_chunk']:,} with no eligible noise chunk")  # fmt: skip
+    table.add_row(
+        "judged traces",
+        f"{result['judged']:,}",
+        f"{_budget(result)}; {result['abstaining_answers']:,} logged answers abstain (no claim to check)",
+    )
+    table.add_row(
+        "noise ΔF traces",
+        f"{result['noise']:,}",
+        ("" if result["noise_share"] is None else f"share {result['noise_share']:g}; ")
+        + f"{result['no_noise_chunk']:,} with no eligible noise chunk",
+    )
     table.add_section()
     judged, noise = result["judged"], result["noise"]
     for stage, n in result["recorded"].items():
@@ -258,38 +324,65 @@ def format_online_bench(result: dict[str, Any]) -> str:
             per += f", {n / noise:.3f} per noise trace"
         table.add_row(f"requests recorded by the run, {stage}", f"{n:,}", per)
     verdict = "equal" if recorded_equals_served(result) else "DIFFERENT"
-    table.add_row("requests recorded, all", f"{result['recorded_requests']:,}",
-                  f"{result['recorded_requests'] / judged:.3f} per judged trace; the simulator served "
-                  f"{result['requests']:,}: {verdict}" if judged else verdict)  # fmt: skip
+    table.add_row(
+        "requests recorded, all",
+        f"{result['recorded_requests']:,}",
+        f"{result['recorded_requests'] / judged:.3f} per judged trace; the simulator served "
+        f"{result['requests']:,}: {verdict}"
+        if judged
+        else verdict,
+    )
     for model, sent in sorted(result["by_model"].items()):
         mine = result["recorded_by_model"].get(model, 0)
         low, high = result["expected"].get(model, (None, None))
         bound = "" if low is None else f"; per trace expected {low:,}" + (f" … {high:,}" if high != low else "")
-        table.add_row(f"  {model}", f"{mine:,}", f"simulator {sent:,} ({'equal' if mine == sent else 'DIFFERENT'}){bound}")
-    table.add_row("tokens recorded (prompt + completion)", f"{result['recorded_tokens']['prompt']:,} + "
-                  f"{result['recorded_tokens']['completion']:,}", f"simulator {result['prompt_tokens']:,} + "
-                  f"{result['completion_tokens']:,}; {result['llm_seconds']:,.0f} LLM-seconds")  # fmt: skip
+        table.add_row(
+            f"  {model}", f"{mine:,}", f"simulator {sent:,} ({'equal' if mine == sent else 'DIFFERENT'}){bound}"
+        )
+    table.add_row(
+        "tokens recorded (prompt + completion)",
+        f"{result['recorded_tokens']['prompt']:,} + {result['recorded_tokens']['completion']:,}",
+        f"simulator {result['prompt_tokens']:,} + "
+        f"{result['completion_tokens']:,}; {result['llm_seconds']:,.0f} LLM-seconds",
+    )
     repeated = result["requests"] - result["distinct_requests"]
-    table.add_row("distinct requests (cache entries)", f"{result['distinct_requests']:,}",
-                  "equal to sent: none sent twice or retried" if not repeated else f"{repeated:,} sent twice or retried")  # fmt: skip
+    table.add_row(
+        "distinct requests (cache entries)",
+        f"{result['distinct_requests']:,}",
+        "equal to sent: none sent twice or retried" if not repeated else f"{repeated:,} sent twice or retried",
+    )
     extra = {m: n for m, n in result["by_model"].items() if m not in result["expected"]}
     if extra:
         table.add_row("  other models", str(extra), "")
     table.add_section()
-    table.add_row("eval wall (the call)", f"{result['eval_s']:.1f} s", f"task process {result['task_s']:.1f} s "
-                  "(with its imports)")  # fmt: skip
+    table.add_row(
+        "eval wall (the call)", f"{result['eval_s']:.1f} s", f"task process {result['task_s']:.1f} s (with its imports)"
+    )
     table.add_row("ideal: requests × latency ÷ capacity", f"{result['ideal_s']:.1f} s", "")
-    table.add_row("efficiency (ideal ÷ wall)", "—" if result["efficiency"] is None else f"{result['efficiency']:.0%}",
-                  f"most requests in flight {result['max_concurrent']}")  # fmt: skip
-    table.add_row("peak RSS, eval task", f"{result['peak_rss_mb']:.0f} MB",
-                  f"with its workers {result['tree_peak_rss_mb']:.0f} MB")  # fmt: skip
+    table.add_row(
+        "efficiency (ideal ÷ wall)",
+        "—" if result["efficiency"] is None else f"{result['efficiency']:.0%}",
+        f"most requests in flight {result['max_concurrent']}",
+    )
+    table.add_row(
+        "peak RSS, eval task",
+        f"{result['peak_rss_mb']:.0f} MB",
+        f"with its workers {result['tree_peak_rss_mb']:.0f} MB",
+    )
     table.add_section()
-    table.add_row("cached rerun: requests sent", f"{rerun['requests']:,}", f"recorded {rerun['recorded_requests']:,} "
-                  f"and {rerun['recorded_cache_hits']:,} cache hits; wall {rerun['eval_s']:.1f} s, "
-                  f"peak RSS {rerun['peak_rss_mb']:.0f} MB / with workers {rerun['tree_peak_rss_mb']:.0f} MB")  # fmt: skip
-    table.add_row("building the day (not the eval)", f"{build['wall_s']:.1f} s",
-                  f"peak RSS {build['peak_rss_mb']:.0f} MB / with workers {build['tree_peak_rss_mb']:.0f} MB; "
-                  f"{build['indexed']['chunks']} chunks indexed in {build['indexed']['index_s']:.0f} s")  # fmt: skip
+    table.add_row(
+        "cached rerun: requests sent",
+        f"{rerun['requests']:,}",
+        f"recorded {rerun['recorded_requests']:,} "
+        f"and {rerun['recorded_cache_hits']:,} cache hits; wall {rerun['eval_s']:.1f} s, "
+        f"peak RSS {rerun['peak_rss_mb']:.0f} MB / with workers {rerun['tree_peak_rss_mb']:.0f} MB",
+    )
+    table.add_row(
+        "building the day (not the eval)",
+        f"{build['wall_s']:.1f} s",
+        f"peak RSS {build['peak_rss_mb']:.0f} MB / with workers {build['tree_peak_rss_mb']:.0f} MB; "
+        f"{build['indexed']['chunks']} chunks indexed in {build['indexed']['index_s']:.0f} s",
+    )
     console = Console(file=io.StringIO(), width=130)
     console.print(table)
     return console.file.getvalue()

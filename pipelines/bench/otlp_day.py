@@ -48,38 +48,99 @@ def _value(value: Any) -> dict[str, Any]:
     return {"stringValue": str(value)}
 
 
-def _span(trace_id: str, span_id: str, parent: str, name: str, start: int, end: int, attributes: dict[str, Any]) -> dict:
-    return {"traceId": trace_id, "spanId": span_id, "parentSpanId": parent, "name": name, "kind": 1,
-            "startTimeUnixNano": str(start), "endTimeUnixNano": str(end),
-            "attributes": [{"key": k, "value": _value(v)} for k, v in attributes.items()], "status": {}}  # fmt: skip
+def _span(
+    trace_id: str, span_id: str, parent: str, name: str, start: int, end: int, attributes: dict[str, Any]
+) -> dict:
+    return {
+        "traceId": trace_id,
+        "spanId": span_id,
+        "parentSpanId": parent,
+        "name": name,
+        "kind": 1,
+        "startTimeUnixNano": str(start),
+        "endTimeUnixNano": str(end),
+        "attributes": [{"key": k, "value": _value(v)} for k, v in attributes.items()],
+        "status": {},
+    }
 
 
 def trace_spans(index: int, rng: random.Random) -> list[dict]:
     digest = hashlib.sha256(f"bench-otlp-{index}".encode()).hexdigest()
-    trace_id, ids = digest[:32], [digest[32 + 16 * k : 48 + 16 * k] for k in range(2)] + [hashlib.sha256(digest.encode()).hexdigest()[i:i + 16] for i in (0, 16)]  # fmt: skip
-    start = int((datetime.combine(DAY, datetime.min.time(), tzinfo=timezone.utc) + timedelta(seconds=rng.uniform(0, 86_399))).timestamp() * 1e9)
+    trace_id, ids = (
+        digest[:32],
+        [digest[32 + 16 * k : 48 + 16 * k] for k in range(2)]
+        + [hashlib.sha256(digest.encode()).hexdigest()[i : i + 16] for i in (0, 16)],
+    )
+    start = int(
+        (
+            datetime.combine(DAY, datetime.min.time(), tzinfo=timezone.utc) + timedelta(seconds=rng.uniform(0, 86_399))
+        ).timestamp()
+        * 1e9
+    )
     language, template = QUESTIONS[index % len(QUESTIONS)]
     question = template.format(n=rng.randint(1, 999))
     documents = [{"id": f"doc-{rng.randint(1, 20_000)}#{k}", "score": round(0.9 - 0.1 * k, 3)} for k in range(5)]
     root_attributes: dict[str, Any] = {"ragwatch.user_feedback": rng.choice((-1, 0, 1))}
     if index % 2:
         root_attributes["ragwatch.language"] = language
-    messages = [{"role": "system", "parts": [{"type": "text", "content": "Answer from the contexts only."}]},
-                {"role": "user", "parts": [{"type": "text", "content": question}]}]  # fmt: skip
-    output = [{"role": "assistant", "parts": [{"type": "text", "content": ANSWER.format(n=index % 97)}], "finish_reason": "stop"}]
+    messages = [
+        {"role": "system", "parts": [{"type": "text", "content": "Answer from the contexts only."}]},
+        {"role": "user", "parts": [{"type": "text", "content": question}]},
+    ]
+    output = [
+        {
+            "role": "assistant",
+            "parts": [{"type": "text", "content": ANSWER.format(n=index % 97)}],
+            "finish_reason": "stop",
+        }
+    ]
     spans = [
         _span(trace_id, ids[0], "", "rag.request", start, start + 900_000_000, root_attributes),
-        _span(trace_id, ids[1], ids[0], "retrieval docs", start + 1_000_000, start + 40_000_000,
-              {"gen_ai.operation.name": "retrieval", "gen_ai.retrieval.query.text": question,
-               "gen_ai.retrieval.documents": json.dumps(documents)}),
-        _span(trace_id, ids[2], ids[0], "chat gen-model", start + 41_000_000, start + 890_000_000,
-              {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gen-model", "gen_ai.response.model": "gen-model",
-               "gen_ai.input.messages": json.dumps(messages), "gen_ai.output.messages": json.dumps(output)}),
-    ]  # fmt: skip
+        _span(
+            trace_id,
+            ids[1],
+            ids[0],
+            "retrieval docs",
+            start + 1_000_000,
+            start + 40_000_000,
+            {
+                "gen_ai.operation.name": "retrieval",
+                "gen_ai.retrieval.query.text": question,
+                "gen_ai.retrieval.documents": json.dumps(documents),
+            },
+        ),
+        _span(
+            trace_id,
+            ids[2],
+            ids[0],
+            "chat gen-model",
+            start + 41_000_000,
+            start + 890_000_000,
+            {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.request.model": "gen-model",
+                "gen_ai.response.model": "gen-model",
+                "gen_ai.input.messages": json.dumps(messages),
+                "gen_ai.output.messages": json.dumps(output),
+            },
+        ),
+    ]
     if index % 5 == 0:
-        spans.append(_span(trace_id, ids[3], ids[0], "execute_tool vector_search", start + 500_000, start + 900_000,
-                           {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "vector_search",
-                            "gen_ai.tool.call.arguments": json.dumps({"query": question, "top_k": 5})}))  # fmt: skip
+        spans.append(
+            _span(
+                trace_id,
+                ids[3],
+                ids[0],
+                "execute_tool vector_search",
+                start + 500_000,
+                start + 900_000,
+                {
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": "vector_search",
+                    "gen_ai.tool.call.arguments": json.dumps({"query": question, "top_k": 5}),
+                },
+            )
+        )
     return spans
 
 
@@ -92,11 +153,20 @@ def write_day(folder: Path, traces: int, seed: int = 7) -> int:
         with open(folder / f"traces-{first_of_file // TRACES_PER_FILE:04d}.jsonl", "w", encoding="utf-8") as out:
             for first in range(first_of_file, min(traces, first_of_file + TRACES_PER_FILE), TRACES_PER_LINE):
                 app = ("docs-bot", "support-bot", "agent")[first // TRACES_PER_LINE % 3]
-                spans = [s for i in range(first, min(traces, first + TRACES_PER_LINE, first_of_file + TRACES_PER_FILE))
-                         for s in trace_spans(i, rng)]  # fmt: skip
+                spans = [
+                    s
+                    for i in range(first, min(traces, first + TRACES_PER_LINE, first_of_file + TRACES_PER_FILE))
+                    for s in trace_spans(i, rng)
+                ]
                 rng.shuffle(spans)
-                request = {"resourceSpans": [{"resource": {"attributes": [{"key": "service.name", "value": {"stringValue": app}}]},
-                                              "scopeSpans": [{"scope": {"name": "bench"}, "spans": spans}]}]}  # fmt: skip
+                request = {
+                    "resourceSpans": [
+                        {
+                            "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": app}}]},
+                            "scopeSpans": [{"scope": {"name": "bench"}, "spans": spans}],
+                        }
+                    ]
+                }
                 line = json.dumps(request, ensure_ascii=False, separators=(",", ":")) + "\n"
                 out.write(line)
                 written += len(line.encode())
@@ -114,8 +184,9 @@ def _run_step(step: str, settings_json: str, payload: Any, results) -> None:
         result = [s.model_dump(mode="json") for s in steps.select_trace_sample(settings, DAY, rate=payload)]
     else:
         result = steps.write_trace_shard(settings, steps.PlannedShard.model_validate(payload)).model_dump(mode="json")
-    results.put({"result": result, "seconds": round(time.perf_counter() - started, 1),
-                 "peak_rss_mb": round(own_peak_rss_mb())})  # fmt: skip
+    results.put(
+        {"result": result, "seconds": round(time.perf_counter() - started, 1), "peak_rss_mb": round(own_peak_rss_mb())}
+    )
 
 
 def run_in_process(step: str, settings_json: str, payload: Any) -> dict[str, Any]:
@@ -138,18 +209,33 @@ def bench_otlp_day(traces: int, *, rate: float = 0.05, scratch: Path | None = No
         started = time.perf_counter()
         size = write_day(root / "otlp", traces)
         writing = time.perf_counter() - started
-        settings = Settings(home=root / "home", anonymizer_key="bench-key", trace_source="otlp",
-                            trace_source_path=str(root / "otlp"), sample_workers=1)  # fmt: skip
+        settings = Settings(
+            home=root / "home",
+            anonymizer_key="bench-key",
+            trace_source="otlp",
+            trace_source_path=str(root / "otlp"),
+            sample_workers=1,
+        )
         select = run_in_process("select", settings.model_dump_json(), rate)
         shards = [run_in_process("shard", settings.model_dump_json(), shard) for shard in select["result"]]
         index_bytes = sum(p.stat().st_size for p in (root / "home" / "trace-index").glob("*.sqlite"))
         return {
-            "traces": traces, "files_mb": round(size / 2**20), "writing_s": round(writing, 1), "rate": rate,
+            "traces": traces,
+            "files_mb": round(size / 2**20),
+            "writing_s": round(writing, 1),
+            "rate": rate,
             "select": {"seconds": select["seconds"], "peak_rss_mb": select["peak_rss_mb"]},
-            "shards": [{"seconds": s["seconds"], "peak_rss_mb": s["peak_rss_mb"], "sampled": s["result"]["sampled"],
-                        "quarantined": s["result"]["quarantined"]} for s in shards],
+            "shards": [
+                {
+                    "seconds": s["seconds"],
+                    "peak_rss_mb": s["peak_rss_mb"],
+                    "sampled": s["result"]["sampled"],
+                    "quarantined": s["result"]["quarantined"],
+                }
+                for s in shards
+            ],
             "index_mb": round(index_bytes / 2**20),
-        }  # fmt: skip
+        }
     finally:
         if scratch is None:
             shutil.rmtree(root, ignore_errors=True)

@@ -96,8 +96,17 @@ class _Maker:
     def email_parts(self) -> tuple[str, str, str]:
         first, last = (_ascii(part).lower().replace(" ", "") for part in self.person())
         local = self.rng.choice((f"{first}.{last}", f"{first[0]}{last}", f"{first}{self.rng.randint(1, 99)}"))
-        domain, tld = self.rng.choice((("gmail", "com"), ("empresa", "es"), ("hotmail", "es"), ("acme", "io"),
-                                       ("outlook", "com"), ("correo", "es"), ("example", "co.uk")))  # fmt: skip
+        domain, tld = self.rng.choice(
+            (
+                ("gmail", "com"),
+                ("empresa", "es"),
+                ("hotmail", "es"),
+                ("acme", "io"),
+                ("outlook", "com"),
+                ("correo", "es"),
+                ("example", "co.uk"),
+            )
+        )
         return local, domain, tld
 
     def phone(self, region: str, kind=phonenumbers.PhoneNumberType.MOBILE) -> phonenumbers.PhoneNumber:
@@ -115,7 +124,9 @@ class _Maker:
                 f"{self.rng.choice(('Verano', 'Sunshine', 'Barcelona', 'Dragon', 'Qwerty'))}{self.rng.randint(1990, 2026)}"
                 f"{self.rng.choice('!#$*.')}",
                 self.token(self.rng.randint(10, 16), _ALNUM + "!@#$%&*-_"),
-                "".join(self.rng.choice(("correct", "horse", "battery", "staple", "luna", "gato", "mesa")) for _ in range(4)),
+                "".join(
+                    self.rng.choice(("correct", "horse", "battery", "staple", "luna", "gato", "mesa")) for _ in range(4)
+                ),
                 f"{self.token(5, string.ascii_lowercase)}{self.rng.randint(10, 999)}",
             )
         )
@@ -192,9 +203,18 @@ def _webmail_at(m: _Maker) -> _Value:
     return _Value("EMAIL", value, value, "email", short=True)
 
 
-_SEPARATORS = {"spaces": " ", "dots": ".", "dashes": "-", "en dash": "\u2013", "em dash": "\u2014",
-               "non-breaking hyphen": "\u2011", "nbsp": "\u00a0", "narrow nbsp": "\u202f", "slashes": "/",
-               "underscores": "_"}  # fmt: skip
+_SEPARATORS = {
+    "spaces": " ",
+    "dots": ".",
+    "dashes": "-",
+    "en dash": "\u2013",
+    "em dash": "\u2014",
+    "non-breaking hyphen": "\u2011",
+    "nbsp": "\u00a0",
+    "narrow nbsp": "\u202f",
+    "slashes": "/",
+    "underscores": "_",
+}
 _PUNCTUATION = ",;:|·•*~'’\\#=^`\"!?"
 """Any other punctuation a number can be split by: a phone only after a cue ("612,345,678 rows" is a count)."""
 
@@ -235,15 +255,19 @@ def _phone_forms() -> dict[str, Callable[[_Maker], _Value]]:
         return _Value("PHONE", value, value, "phone_cued", short=True)
 
     def trunk_in_parentheses(m: _Maker) -> _Value:
-        """"+44 (0)20 7946 0958": the national trunk prefix shown, not dialled."""
+        """ "+44 (0)20 7946 0958": the national trunk prefix shown, not dialled."""
         region = m.rng.choice(("GB", "DE", "FR", "NL", "BE", "CH", "AT", "IE"))
-        code, rest = phonenumbers.format_number(m.phone(region), phonenumbers.PhoneNumberFormat.INTERNATIONAL).split(" ", 1)
+        code, rest = phonenumbers.format_number(m.phone(region), phonenumbers.PhoneNumberFormat.INTERNATIONAL).split(
+            " ", 1
+        )
         value = f"{code} (0){m.rng.choice(('', ' '))}{rest}"
         return _Value("PHONE", value, value, "phone", short=True)
 
     def with_extension(m: _Maker) -> _Value:
-        text = phonenumbers.format_number(m.phone("US"), m.rng.choice((phonenumbers.PhoneNumberFormat.NATIONAL,
-                                                                        phonenumbers.PhoneNumberFormat.INTERNATIONAL)))
+        text = phonenumbers.format_number(
+            m.phone("US"),
+            m.rng.choice((phonenumbers.PhoneNumberFormat.NATIONAL, phonenumbers.PhoneNumberFormat.INTERNATIONAL)),
+        )
         value = text.replace(" ", m.rng.choice((" ", "-", "."))) if text.startswith("+") else text
         value += m.rng.choice(("x", " x", " ext. ", " ext ", "x")) + m.token(m.rng.randint(2, 5), string.digits)
         return _Value("PHONE", value, value, "phone", short=True)
@@ -279,7 +303,9 @@ def _plus34(m: _Maker, prefix: str, separator: str | None = None) -> _Value:
     if separator is not None:
         value = prefix + separator.join(_group(digits, (3, 3, 3)))
     else:
-        value = prefix + m.rng.choice((f"{digits[:3]} {digits[3:5]} {digits[5:7]} {digits[7:]}", f"{digits[:3]}-{digits[3:6]}-{digits[6:]}"))
+        value = prefix + m.rng.choice(
+            (f"{digits[:3]} {digits[3:5]} {digits[5:7]} {digits[7:]}", f"{digits[:3]}-{digits[3:6]}-{digits[6:]}")
+        )
     return _Value("PHONE", value, value, "phone", short=True)
 
 
@@ -360,9 +386,19 @@ def _network_forms() -> dict[str, Callable[[_Maker], _Value]]:
         "ip/v4 private": ip(lambda m: (v := fake(m).ipv4_private(), v)),
         "ip/v4 with port": ip(lambda m: (f"{(v := fake(m).ipv4_public())}:8080", v)),
         "ip/v6": ip(lambda m: (v := v6(m), v)),
-        "ip/v6 full": ip(lambda m: (v := ":".join([f"{m.rng.randint(0x2000, 0x3FFF):x}", *(m.token(4, hexdigits) for _ in range(7))]), v)),
+        "ip/v6 full": ip(
+            lambda m: (
+                v := ":".join([f"{m.rng.randint(0x2000, 0x3FFF):x}", *(m.token(4, hexdigits) for _ in range(7))]),
+                v,
+            )
+        ),
         "ip/v4-mapped v6": ip(lambda m: (v := f"::ffff:{fake(m).ipv4_private()}", v)),
-        "ip/v6 in brackets": ip(lambda m: (f"[{(v := v6(m).split(':')[0] + ':' + m.token(4, hexdigits) + '::' + m.token(4, hexdigits))}]:443", v)),
+        "ip/v6 in brackets": ip(
+            lambda m: (
+                f"[{(v := v6(m).split(':')[0] + ':' + m.token(4, hexdigits) + '::' + m.token(4, hexdigits))}]:443",
+                v,
+            )
+        ),
     }
 
 
@@ -385,7 +421,9 @@ def _national_id_forms() -> dict[str, Callable[[_Maker], _Value]]:
         return f"{number[:2]}/{number[2:10]}/{(int(number[10:]) + 1) % 97:02d}"
 
     def us_ssn(m: _Maker) -> str:
-        return _checked(lambda: f"{m.rng.randint(1, 899):03d}-{m.rng.randint(1, 99):02d}-{m.rng.randint(1, 9999):04d}", ssn)
+        return _checked(
+            lambda: f"{m.rng.randint(1, 899):03d}-{m.rng.randint(1, 99):02d}-{m.rng.randint(1, 9999):04d}", ssn
+        )
 
     return {
         "dni/plain": value_form("DNI", lambda m: _checked(es(m).nif, dni)),
@@ -404,7 +442,9 @@ def _national_id_forms() -> dict[str, Callable[[_Maker], _Value]]:
         "cif/dashes": value_form("CIF", lambda m: f"{(v := _checked(es(m).cif, cif))[0]}-{v[1:8]}-{v[8]}"),
         "ssn/dashes": value_form("SSN", us_ssn),
         "ssn/contiguous after a cue": value_form("SSN", lambda m: us_ssn(m).replace("-", ""), "ssn_cued"),
-        "ssn/impossible area": value_form("SSN_INVALID", lambda m: f"666-{m.rng.randint(10, 99)}-{m.rng.randint(1000, 9999)}"),
+        "ssn/impossible area": value_form(
+            "SSN_INVALID", lambda m: f"666-{m.rng.randint(10, 99)}-{m.rng.randint(1000, 9999)}"
+        ),
     }
 
 
@@ -442,11 +482,20 @@ def _secret_forms() -> dict[str, Callable[[_Maker], _Value]]:
         "secret/pem pkcs8": inline(lambda m: (v := _pem(m, "PRIVATE KEY"), v), templates="block"),
         "secret/openssh": inline(lambda m: (v := _pem(m, "OPENSSH PRIVATE KEY"), v), templates="block"),
         "secret/pem cut short": inline(lambda m: (v := _pem(m, "EC PRIVATE KEY", end=False), v), templates="block"),
-        "secret/authorization basic": inline(lambda m: (f"Authorization: Basic {(v := _basic(m))}", v), templates="header"),
-        "secret/authorization bearer": inline(lambda m: (f"Authorization: Bearer {(v := m.token(40, _ALNUM + '-._'))}", v), templates="header"),
+        "secret/authorization basic": inline(
+            lambda m: (f"Authorization: Basic {(v := _basic(m))}", v), templates="header"
+        ),
+        "secret/authorization bearer": inline(
+            lambda m: (f"Authorization: Bearer {(v := m.token(40, _ALNUM + '-._'))}", v), templates="header"
+        ),
         "secret/bare bearer": inline(lambda m: (f"Bearer {(v := m.token(32, _ALNUM))}", v), templates="header"),
-        "secret/cookie header": inline(lambda m: (f"Cookie: {(v := f'sessionid={m.token(32, _LOWER_ALNUM)}; csrftoken={m.token(32)}')}", v), templates="header"),
-        "secret/set-cookie": inline(lambda m: (f"Set-Cookie: {(v := f'session={m.token(24)}; Path=/; HttpOnly')}", v), templates="header"),
+        "secret/cookie header": inline(
+            lambda m: (f"Cookie: {(v := f'sessionid={m.token(32, _LOWER_ALNUM)}; csrftoken={m.token(32)}')}", v),
+            templates="header",
+        ),
+        "secret/set-cookie": inline(
+            lambda m: (f"Set-Cookie: {(v := f'session={m.token(24)}; Path=/; HttpOnly')}", v), templates="header"
+        ),
         "secret/session id": inline(lambda m: (f"PHPSESSID={(v := m.token(26, _LOWER_ALNUM))}", v)),
         "secret/openai": token("sk-proj-", 48, _ALNUM + "_-"),
         "secret/openai legacy": token("sk-", 48),
@@ -456,8 +505,15 @@ def _secret_forms() -> dict[str, Callable[[_Maker], _Value]]:
         "secret/github": token("ghp_", 36),
         "secret/github fine-grained": token("github_pat_", 82, _ALNUM + "_"),
         "secret/gitlab": token("glpat-", 20, _ALNUM + "_-"),
-        "secret/slack bot": inline(lambda m: (v := f"xoxb-{m.token(12, string.digits)}-{m.token(13, string.digits)}-{m.token(24)}", v)),
-        "secret/slack webhook": inline(lambda m: (f"https://hooks.slack.com/services/{(v := f'T{m.token(10, string.ascii_uppercase + string.digits)}/B{m.token(10, string.ascii_uppercase + string.digits)}/{m.token(24)}')}", v)),
+        "secret/slack bot": inline(
+            lambda m: (v := f"xoxb-{m.token(12, string.digits)}-{m.token(13, string.digits)}-{m.token(24)}", v)
+        ),
+        "secret/slack webhook": inline(
+            lambda m: (
+                f"https://hooks.slack.com/services/{(v := f'T{m.token(10, string.ascii_uppercase + string.digits)}/B{m.token(10, string.ascii_uppercase + string.digits)}/{m.token(24)}')}",
+                v,
+            )
+        ),
         "secret/stripe": token("sk_live_", 24),
         "secret/google api key": token("AIza", 35, _ALNUM + "_-"),
         "secret/google oauth": token("ya29.", 60, _ALNUM + "_-"),
@@ -466,12 +522,32 @@ def _secret_forms() -> dict[str, Callable[[_Maker], _Value]]:
         "secret/pypi": token("pypi-AgEIcHlwaS5vcmc", 60, _ALNUM + "_-"),
         "secret/sendgrid": inline(lambda m: (v := f"SG.{m.token(22, _ALNUM + '_-')}.{m.token(43, _ALNUM + '_-')}", v)),
         "secret/twilio": token("SK", 32, hexdigits),
-        "secret/azure ad client secret": inline(lambda m: (v := f"{m.token(3, _ALNUM)}8Q~{m.token(34, _ALNUM + '_-.~')}", v)),
-        "secret/azure storage key": inline(lambda m: (f"DefaultEndpointsProtocol=https;AccountName=acme;AccountKey={(v := m.token(86, _ALNUM + '+/') + '==')};EndpointSuffix=core.windows.net", v)),
+        "secret/azure ad client secret": inline(
+            lambda m: (v := f"{m.token(3, _ALNUM)}8Q~{m.token(34, _ALNUM + '_-.~')}", v)
+        ),
+        "secret/azure storage key": inline(
+            lambda m: (
+                f"DefaultEndpointsProtocol=https;AccountName=acme;AccountKey={(v := m.token(86, _ALNUM + '+/') + '==')};EndpointSuffix=core.windows.net",
+                v,
+            )
+        ),
         "secret/jwt": inline(lambda m: (v := _jwt(m), v)),
         "url/query token": inline(lambda m: _query(m), entity="URL_SECRET", templates="url"),
-        "url/fragment token": inline(lambda m: (f"https://app.acme.io/callback#access_token={(v := m.token(40))}&state=xyz", v), entity="URL_SECRET", templates="url"),
-        "url/credentials": inline(lambda m: (f"postgresql://{(v := f'{m.person()[0].lower()}:{m.password()}')}@db.internal:5432/app".replace(" ", ""), v.replace(" ", "")), entity="URL_SECRET", templates="url"),
+        "url/fragment token": inline(
+            lambda m: (f"https://app.acme.io/callback#access_token={(v := m.token(40))}&state=xyz", v),
+            entity="URL_SECRET",
+            templates="url",
+        ),
+        "url/credentials": inline(
+            lambda m: (
+                f"postgresql://{(v := f'{m.person()[0].lower()}:{m.password()}')}@db.internal:5432/app".replace(
+                    " ", ""
+                ),
+                v.replace(" ", ""),
+            ),
+            entity="URL_SECRET",
+            templates="url",
+        ),
     }
 
 
@@ -493,7 +569,9 @@ def _jwt(m: _Maker) -> str:
 
 
 def _query(m: _Maker) -> tuple[str, str]:
-    param = m.rng.choice(("token", "access_token", "api_key", "key", "sig", "code", "session", "X-Amz-Signature", "apikey"))
+    param = m.rng.choice(
+        ("token", "access_token", "api_key", "key", "sig", "code", "session", "X-Amz-Signature", "apikey")
+    )
     value = m.token(m.rng.randint(20, 40))
     return f"https://api.acme.io/v1/export?format=csv&{param}={value}&page=2", value
 
@@ -510,7 +588,9 @@ def _address_forms() -> dict[str, Callable[[_Maker], _Value]]:
         def build(m: _Maker) -> str:
             name = m.rng.choice(_CATALAN_STREETS if catalan else _SPANISH_STREETS)
             number = m.rng.randint(1, 250)
-            floor = m.rng.choice(("", f", {m.rng.randint(1, 9)}º {m.rng.choice('ABCD')}", " bajo", f", {m.rng.randint(1, 6)}º izda."))
+            floor = m.rng.choice(
+                ("", f", {m.rng.randint(1, 9)}º {m.rng.choice('ABCD')}", " bajo", f", {m.rng.randint(1, 6)}º izda.")
+            )
             city, postcode = m.rng.choice(_SPANISH_CITIES)
             return f"{street_type} {name}{m.rng.choice((' ', ', '))}{number}{floor}, {postcode}{m.rng.randint(0, 99):02d} {city}"
 
@@ -538,7 +618,15 @@ def _address_forms() -> dict[str, Callable[[_Maker], _Value]]:
         suffix = m.rng.choice(_usps_suffixes())
         fake = m.faker("en_US")
         street = f"{m.rng.randint(1, 99999)} {m.rng.choice((fake.first_name(), fake.last_name()))} {suffix}"
-        unit = m.rng.choice(("", "", f" Apt. {m.rng.randint(1, 999)}", f" Suite {m.rng.randint(100, 999)}", f", Unit {m.rng.randint(1, 99)}"))
+        unit = m.rng.choice(
+            (
+                "",
+                "",
+                f" Apt. {m.rng.randint(1, 999)}",
+                f" Suite {m.rng.randint(100, 999)}",
+                f", Unit {m.rng.randint(1, 99)}",
+            )
+        )
         city, state, zip_code = m.rng.choice(_US_CITIES)
         return f"{street}{unit}{m.rng.choice((', ', chr(10)))}{city}, {state} {zip_code}"
 
@@ -585,12 +673,29 @@ def _usps_suffixes() -> tuple[str, ...]:
     return tuple(sorted(set(names) | {abbreviation.capitalize() for abbreviation in USPS_STANDARD.values()}))
 
 
-_SPANISH_STREETS = ("Mayor", "de Alcalá", "de la Constitución", "Gran Vía", "de Serrano", "del Prado", "de Goya",
-                    "San Bernardo", "de la Paz", "Real", "de los Reyes Católicos", "del Doctor Fleming")  # fmt: skip
+_SPANISH_STREETS = (
+    "Mayor",
+    "de Alcalá",
+    "de la Constitución",
+    "Gran Vía",
+    "de Serrano",
+    "del Prado",
+    "de Goya",
+    "San Bernardo",
+    "de la Paz",
+    "Real",
+    "de los Reyes Católicos",
+    "del Doctor Fleming",
+)
 _CATALAN_STREETS = ("de Mallorca", "de Gràcia", "d'Aragó", "de Sant Joan", "del Born", "de la Diputació", "Balmes")
 _SPANISH_CITIES = (("Madrid", "280"), ("Barcelona", "080"), ("Sevilla", "410"), ("Valencia", "460"), ("Bilbao", "480"))
 _ENGLISH_STREETS = ("Baker", "Elm", "Maple", "Fifth", "Oak", "Amphitheatre", "Sunset", "Highland", "Church", "Victoria")
-_US_CITIES = (("Mountain View", "CA", "94043"), ("New York", "NY", "10118"), ("Austin", "TX", "78701"), ("Springfield", "IL", "62701"))
+_US_CITIES = (
+    ("Mountain View", "CA", "94043"),
+    ("New York", "NY", "10118"),
+    ("Austin", "TX", "78701"),
+    ("Springfield", "IL", "62701"),
+)
 _UK_CITIES = (("London", "NW1 6XE"), ("Manchester", "M1 1AE"), ("Leeds", "LS1 4AP"), ("Bristol", "BS1 5TR"))
 
 
@@ -623,15 +728,39 @@ def _name_forms() -> dict[str, Callable[[_Maker], _Value]]:
         "name/me llamo, unlisted": name(lambda m: (f"me llamo {(v := unlisted(m))}", v), "name_phrase"),
         "name/my name is, unlisted": name(lambda m: (f"my name is {(v := unlisted(m))}", v), "name_phrase"),
         "name/soy, unlisted": name(lambda m: (f"soy {(v := unlisted(m))}", v), "name_phrase"),
-        "name/a nombre de, unlisted": name(lambda m: (f"la reserva está a nombre de {(v := unlisted(m))}", v), "name_phrase"),
+        "name/a nombre de, unlisted": name(
+            lambda m: (f"la reserva está a nombre de {(v := unlisted(m))}", v), "name_phrase"
+        ),
         "name/for, unlisted": name(lambda m: (f"the booking for {(v := unlisted(m))}", v), "name_phrase"),
-        "name/lower case after a cue": name(lambda m: (f"{m.rng.choice(('me llamo', 'soy', 'hola, soy', 'my name is'))} {(v := lower(m))}", v), "name_phrase"),
-        "name/signature": name(lambda m: (f"{m.rng.choice(('Saludos', 'Un saludo', 'Atentamente', 'Regards', 'Best regards'))},\n{(v := catalan(m))}", v), "signature"),
+        "name/lower case after a cue": name(
+            lambda m: (f"{m.rng.choice(('me llamo', 'soy', 'hola, soy', 'my name is'))} {(v := lower(m))}", v),
+            "name_phrase",
+        ),
+        "name/signature": name(
+            lambda m: (
+                f"{m.rng.choice(('Saludos', 'Un saludo', 'Atentamente', 'Regards', 'Best regards'))},\n{(v := catalan(m))}",
+                v,
+            ),
+            "signature",
+        ),
         "name/catalan after a cue": name(lambda m: (f"me llamo {(v := catalan(m))}", v), "name_phrase"),
-        "name/hyphenated surname": name(lambda m: (f"soy {(v := f'{m.person()[0]} {m.person()[1]}-{m.person()[1]}')}", v), "name_phrase"),
-        "name/particles": name(lambda m: (v := f"{m.person(('es_ES',))[0]} {m.rng.choice(('de la', 'del', 'de'))} {m.rng.choice(('Fuente', 'Río', 'Torre', 'Vega', 'Cruz'))}", v)),
-        "name/title, unlisted": name(lambda m: (f"{m.rng.choice(('Sr.', 'Sra.', 'Dr.', 'Mr.', 'Ms.'))} {(v := m.unlisted_person()[1])}", v), "name_phrase"),
-        "name/greeting": name(lambda m: (f"{m.rng.choice(('Hola', 'Gracias,', 'Thanks', 'Hi'))} {(v := m.person()[0])}", v), "name_phrase"),
+        "name/hyphenated surname": name(
+            lambda m: (f"soy {(v := f'{m.person()[0]} {m.person()[1]}-{m.person()[1]}')}", v), "name_phrase"
+        ),
+        "name/particles": name(
+            lambda m: (
+                v
+                := f"{m.person(('es_ES',))[0]} {m.rng.choice(('de la', 'del', 'de'))} {m.rng.choice(('Fuente', 'Río', 'Torre', 'Vega', 'Cruz'))}",
+                v,
+            )
+        ),
+        "name/title, unlisted": name(
+            lambda m: (f"{m.rng.choice(('Sr.', 'Sra.', 'Dr.', 'Mr.', 'Ms.'))} {(v := m.unlisted_person()[1])}", v),
+            "name_phrase",
+        ),
+        "name/greeting": name(
+            lambda m: (f"{m.rng.choice(('Hola', 'Gracias,', 'Thanks', 'Hi'))} {(v := m.person()[0])}", v), "name_phrase"
+        ),
     }
 
 
@@ -650,38 +779,85 @@ FORMS: dict[str, Callable[[_Maker], _Value]] = {
 
 # --- sentences around a value ----------------------------------------------------------------------
 TEMPLATES = {
-    "email": {"es": ("Escríbeme a {v} cuando puedas.", "Mi correo es {v}", "Contacto: {v}"),
-              "en": ("You can reach me at {v}.", "My e-mail is {v}", "Contact: {v}")},
-    "phone": {"es": ("Llámame al {v} por la tarde.", "Mi móvil es el {v}.", "Estoy en el {v} hasta las 18:00.", "Tel. {v}"),
-              "en": ("Call me on {v}.", "My number is {v}.", "Phone: {v}", "The desk line {v} is open until 6pm.")},
+    "email": {
+        "es": ("Escríbeme a {v} cuando puedas.", "Mi correo es {v}", "Contacto: {v}"),
+        "en": ("You can reach me at {v}.", "My e-mail is {v}", "Contact: {v}"),
+    },
+    "phone": {
+        "es": ("Llámame al {v} por la tarde.", "Mi móvil es el {v}.", "Estoy en el {v} hasta las 18:00.", "Tel. {v}"),
+        "en": ("Call me on {v}.", "My number is {v}.", "Phone: {v}", "The desk line {v} is open until 6pm."),
+    },
     "phone_cued": {"es": ("Llámame al {v}.", "Mi teléfono: {v}"), "en": ("Call me on {v}.", "My phone number is {v}.")},
-    "iban": {"es": ("Para el reembolso, mi IBAN es {v}.", "Transferid a la cuenta {v} por favor."),
-             "en": ("For the refund my IBAN is {v}.", "Please wire it to {v}.")},
-    "card": {"es": ("Me cobraron dos veces en la tarjeta {v}.", "Tarjeta {v}, caduca 12/27."),
-             "en": ("I was charged twice on my card {v}.", "Card {v} expires 12/27.")},
-    "ip": {"es": ("Me bloquean desde la IP {v}.", "El cliente {v} no conecta."),
-           "en": ("Requests from {v} are being blocked.", "Client {v} times out.")},
-    "id": {"es": ("Mi documento es {v}, por si hay que verificar.", "Con el {v} no me deja completar el alta."),
-           "en": ("My ID number is {v}.", "The form rejects {v} as my document.")},
-    "nss_cued": {"es": ("Mi número de la Seguridad Social es {v}.", "NSS: {v}"), "en": ("My Spanish social security number (NSS) is {v}.",)},
+    "iban": {
+        "es": ("Para el reembolso, mi IBAN es {v}.", "Transferid a la cuenta {v} por favor."),
+        "en": ("For the refund my IBAN is {v}.", "Please wire it to {v}."),
+    },
+    "card": {
+        "es": ("Me cobraron dos veces en la tarjeta {v}.", "Tarjeta {v}, caduca 12/27."),
+        "en": ("I was charged twice on my card {v}.", "Card {v} expires 12/27."),
+    },
+    "ip": {
+        "es": ("Me bloquean desde la IP {v}.", "El cliente {v} no conecta."),
+        "en": ("Requests from {v} are being blocked.", "Client {v} times out."),
+    },
+    "id": {
+        "es": ("Mi documento es {v}, por si hay que verificar.", "Con el {v} no me deja completar el alta."),
+        "en": ("My ID number is {v}.", "The form rejects {v} as my document."),
+    },
+    "nss_cued": {
+        "es": ("Mi número de la Seguridad Social es {v}.", "NSS: {v}"),
+        "en": ("My Spanish social security number (NSS) is {v}.",),
+    },
     "ssn_cued": {"es": ("Mi SSN es {v}.",), "en": ("My SSN is {v}.", "Social security number: {v}")},
-    "password": {"es": ("No puedo entrar: {v}", "Esto es lo que tengo: {v}"), "en": ("I can't log in: {v}", "This is my config: {v}")},
-    "token": {"es": ("Estoy probando con la key {v} y da 401.", "El token {v} ya no vale."),
-              "en": ("I'm testing with the key {v} and get a 401.", "The token {v} stopped working.")},
-    "secret": {"es": ("Esta es la config: {v}", "Uso {v} en producción."), "en": ("Here is the config: {v}", "We use {v} in prod.")},
-    "header": {"es": ("Mando la cabecera {v} y falla.", "Petición:\n{v}\nAccept: */*"),
-               "en": ("I send the header {v} and it fails.", "Request:\n{v}\nAccept: */*")},
-    "block": {"es": ("Este es el fichero de la clave:\n{v}\n¿Por qué no carga?",), "en": ("Here is the key file:\n{v}\nWhy won't it load?",)},
-    "url": {"es": ("El enlace {v} devuelve 403.", "Conecto con {v} y no va."), "en": ("The link {v} returns 403.", "Connecting to {v} fails.")},
-    "address": {"es": ("Enviadlo a {v}, por favor.", "Mi dirección es {v}."), "en": ("Ship it to {v}, please.", "My address is {v}.")},
-    "name": {"es": ("Ayer hablé con {v} sobre el error.", "{v} dice que el despliegue falla."),
-             "en": ("Yesterday I talked to {v} about the bug.", "{v} says the deploy fails.")},
-    "name_phrase": {"es": ("Hola, {v}. Tengo una duda.", "Buenas, {v} y no me funciona."), "en": ("Hello, {v}. I have a question.", "Hi, {v} and it breaks.")},
+    "password": {
+        "es": ("No puedo entrar: {v}", "Esto es lo que tengo: {v}"),
+        "en": ("I can't log in: {v}", "This is my config: {v}"),
+    },
+    "token": {
+        "es": ("Estoy probando con la key {v} y da 401.", "El token {v} ya no vale."),
+        "en": ("I'm testing with the key {v} and get a 401.", "The token {v} stopped working."),
+    },
+    "secret": {
+        "es": ("Esta es la config: {v}", "Uso {v} en producción."),
+        "en": ("Here is the config: {v}", "We use {v} in prod."),
+    },
+    "header": {
+        "es": ("Mando la cabecera {v} y falla.", "Petición:\n{v}\nAccept: */*"),
+        "en": ("I send the header {v} and it fails.", "Request:\n{v}\nAccept: */*"),
+    },
+    "block": {
+        "es": ("Este es el fichero de la clave:\n{v}\n¿Por qué no carga?",),
+        "en": ("Here is the key file:\n{v}\nWhy won't it load?",),
+    },
+    "url": {
+        "es": ("El enlace {v} devuelve 403.", "Conecto con {v} y no va."),
+        "en": ("The link {v} returns 403.", "Connecting to {v} fails."),
+    },
+    "address": {
+        "es": ("Enviadlo a {v}, por favor.", "Mi dirección es {v}."),
+        "en": ("Ship it to {v}, please.", "My address is {v}."),
+    },
+    "name": {
+        "es": ("Ayer hablé con {v} sobre el error.", "{v} dice que el despliegue falla."),
+        "en": ("Yesterday I talked to {v} about the bug.", "{v} says the deploy fails."),
+    },
+    "name_phrase": {
+        "es": ("Hola, {v}. Tengo una duda.", "Buenas, {v} y no me funciona."),
+        "en": ("Hello, {v}. I have a question.", "Hi, {v} and it breaks."),
+    },
     "signature": {"es": ("Gracias por la ayuda.\n\n{v}",), "en": ("Thanks for the help.\n\n{v}",)},
 }
 QUESTIONS = {
-    "es": ("¿Cómo funciona la sentencia with en Python?", "¿Qué garantiza un bloque finally?", "No entiendo los generadores."),
-    "en": ("How does the with statement work in Python?", "What does a finally block guarantee?", "I don't get generators."),
+    "es": (
+        "¿Cómo funciona la sentencia with en Python?",
+        "¿Qué garantiza un bloque finally?",
+        "No entiendo los generadores.",
+    ),
+    "en": (
+        "How does the with statement work in Python?",
+        "What does a finally block guarantee?",
+        "I don't get generators.",
+    ),
 }
 ANSWERS = {
     "es": "Según la referencia, la sentencia with llama a __enter__ y __exit__.",
@@ -698,10 +874,16 @@ def _embed(place: str, sentence: str, snippet: str, value: str, lang: str, m: _M
     elif place == "answer":
         draft["answer"] = f"{sentence} {draft['answer']}"
     elif place == "context":
-        draft["contexts"].append(Context(chunk_id=f"tickets/{m.rng.randint(10000, 99999)}#0", text=f"Ticket: {sentence}", score=0.4))
+        draft["contexts"].append(
+            Context(chunk_id=f"tickets/{m.rng.randint(10000, 99999)}#0", text=f"Ticket: {sentence}", score=0.4)
+        )
     elif place == "tool_argument":
-        arguments = m.rng.choice(({"query": sentence}, {"filters": [{"note": sentence}], "top_k": 5}, {"body": {"text": sentence}}))
-        draft["tool_calls"].append(ToolCall(name=m.rng.choice(("web_search", "sql_query", "http_request")), arguments=arguments))
+        arguments = m.rng.choice(
+            ({"query": sentence}, {"filters": [{"note": sentence}], "top_k": 5}, {"body": {"text": sentence}})
+        )
+        draft["tool_calls"].append(
+            ToolCall(name=m.rng.choice(("web_search", "sql_query", "http_request")), arguments=arguments)
+        )
     elif place == "metadata_value":
         draft["metadata"][f"note_{len(draft['metadata'])}"] = sentence
     elif place == "metadata_key":
@@ -716,15 +898,26 @@ def _embed(place: str, sentence: str, snippet: str, value: str, lang: str, m: _M
 def _one_case(rng: random.Random, index: int, start: datetime) -> PiiCase:
     lang = rng.choice(LANGUAGES)
     m = _Maker(rng)
-    draft = {"question": rng.choice(QUESTIONS[lang]), "answer": ANSWERS[lang], "tool_calls": [], "metadata": {"channel": "web"},
-             "contexts": [Context(chunk_id="pydoc/with#0", text=CONTEXT, score=0.9)]}  # fmt: skip
+    draft = {
+        "question": rng.choice(QUESTIONS[lang]),
+        "answer": ANSWERS[lang],
+        "tool_calls": [],
+        "metadata": {"channel": "web"},
+        "contexts": [Context(chunk_id="pydoc/with#0", text=CONTEXT, score=0.9)],
+    }
     planted = []
     for _ in range(rng.choice((1, 2, 3, 4))):
         form = rng.choice(list(FORMS))
         value = FORMS[form](m)
-        places = [p for p in PLACES if p != "metadata_key" or (value.short and value.templates in _KEY_PLACES_TEMPLATES)]
+        places = [
+            p for p in PLACES if p != "metadata_key" or (value.short and value.templates in _KEY_PLACES_TEMPLATES)
+        ]
         place = rng.choice(places)
-        sentence = value.snippet if place == "metadata_key" else rng.choice(TEMPLATES[value.templates][lang]).format(v=value.snippet)
+        sentence = (
+            value.snippet
+            if place == "metadata_key"
+            else rng.choice(TEMPLATES[value.templates][lang]).format(v=value.snippet)
+        )
         as_written = _embed(place, sentence, value.snippet, value.value, lang, m, draft)
         planted.append(Planted(value.entity, form, as_written, place, lang))
     trace = Trace(

@@ -141,8 +141,17 @@ def _run_read(loader: str, root: Path, days: int, n: int, results) -> None:
     tree.stop()
     own = own_peak_rss_mb()
     cpu = resource.getrusage(resource.RUSAGE_SELF)
-    results.put({"picked": len(picked), "picks_sha256": picks_digest(picked), "start_rss_mb": start_mb,
-                 "read_s": read_s, "peak_rss_mb": own, "tree_peak_rss_mb": max(own, tree.peak_mb), "cpu_s": cpu.ru_utime + cpu.ru_stime})  # fmt: skip
+    results.put(
+        {
+            "picked": len(picked),
+            "picks_sha256": picks_digest(picked),
+            "start_rss_mb": start_mb,
+            "read_s": read_s,
+            "peak_rss_mb": own,
+            "tree_peak_rss_mb": max(own, tree.peak_mb),
+            "cpu_s": cpu.ru_utime + cpu.ru_stime,
+        }
+    )
 
 
 def picks_digest(picked: list[dict[str, Any]]) -> str:
@@ -160,8 +169,15 @@ def measure_read(loader: str, root: Path, days: int, n: int) -> dict[str, Any]:
 # -- the benchmark -----------------------------------------------------------------------------
 
 
-def run_plan_bench(rows: int = 1_000_000, *, days: int = DAYS, n: int = PICK, previous_rows: int = PREVIOUS_ROWS,
-                   seed: int = 11, home: Path | None = None) -> dict[str, Any]:
+def run_plan_bench(
+    rows: int = 1_000_000,
+    *,
+    days: int = DAYS,
+    n: int = PICK,
+    previous_rows: int = PREVIOUS_ROWS,
+    seed: int = 11,
+    home: Path | None = None,
+) -> dict[str, Any]:
     """Build `days` days of `rows` traces, run the plan's read on them, and the previous loader beside it."""
     home = Path(tempfile.mkdtemp(prefix="ragwatch-bench-plan-")) if home is None else home
     previous_rows = min(previous_rows, rows)
@@ -196,7 +212,8 @@ def _report(built: dict, build_s: float, n: int, previous_rows: int, bounded: di
         # Scaled by rows read: the previous loader holds every row as a dict, so its growth over the
         # interpreter's own size is proportional to them; its time too.
         "previous_scaled": {
-            "tree_peak_rss_mb": previous["start_rss_mb"] + (previous["tree_peak_rss_mb"] - previous["start_rss_mb"]) * scale,
+            "tree_peak_rss_mb": previous["start_rss_mb"]
+            + (previous["tree_peak_rss_mb"] - previous["start_rss_mb"]) * scale,
             "read_s": previous["read_s"] * scale,
         },
         "rows_per_s": rows * days / bounded["read_s"],
@@ -205,15 +222,35 @@ def _report(built: dict, build_s: float, n: int, previous_rows: int, bounded: di
 
 def format_plan_bench(result: dict[str, Any]) -> str:
     rows, days, small = result["rows"], result["days"], result["previous_rows"]
-    table = Table(title=(f"The golden plan's read of trace questions: {days} days × {rows:,} sampled traces "
-                         f"({result['strata']} strata, {result['pick']} picked)"))  # fmt: skip
-    for column in ("read", "days", "read time", "task wall", "CPU", "peak RSS (process)", "peak RSS (with children)", "picks"):
+    table = Table(
+        title=(
+            f"The golden plan's read of trace questions: {days} days × {rows:,} sampled traces "
+            f"({result['strata']} strata, {result['pick']} picked)"
+        )
+    )
+    for column in (
+        "read",
+        "days",
+        "read time",
+        "task wall",
+        "CPU",
+        "peak RSS (process)",
+        "peak RSS (with children)",
+        "picks",
+    ):
         table.add_column(column, justify="left" if column in ("read", "picks") else "right")
 
     def row(name: str, size: int, figures: dict[str, Any]) -> None:
-        table.add_row(name, f"{days} × {size:,}", f"{figures['read_s']:.1f} s", f"{figures['wall_s']:.1f} s", f"{figures['cpu_s']:.1f} s",
-                      f"{figures['peak_rss_mb']:.0f} MB", f"{figures['tree_peak_rss_mb']:.0f} MB",
-                      figures["picks_sha256"][:12])  # fmt: skip
+        table.add_row(
+            name,
+            f"{days} × {size:,}",
+            f"{figures['read_s']:.1f} s",
+            f"{figures['wall_s']:.1f} s",
+            f"{figures['cpu_s']:.1f} s",
+            f"{figures['peak_rss_mb']:.0f} MB",
+            f"{figures['tree_peak_rss_mb']:.0f} MB",
+            figures["picks_sha256"][:12],
+        )
 
     row("bounded (batches, a pick per stratum)", rows, result["bounded"])
     if small < rows:
@@ -221,13 +258,23 @@ def format_plan_bench(result: dict[str, Any]) -> str:
     row("previous (every row a dict)", small, result["same_days"]["previous"])
     if small < rows:
         scaled = result["previous_scaled"]
-        table.add_row(f"previous, scaled to {rows:,} a day", f"{days} × {rows:,}", f"≈ {scaled['read_s']:.0f} s", "", "",
-                      "", f"≈ {scaled['tree_peak_rss_mb']:,.0f} MB", "")  # fmt: skip
+        table.add_row(
+            f"previous, scaled to {rows:,} a day",
+            f"{days} × {rows:,}",
+            f"≈ {scaled['read_s']:.0f} s",
+            "",
+            "",
+            "",
+            f"≈ {scaled['tree_peak_rss_mb']:,.0f} MB",
+            "",
+        )
     console = Console(file=io.StringIO(), width=130)
     console.print(table)
     same = "the same questions" if result["same_picks"] else "DIFFERENT questions (a bug)"
-    console.print(f"On the same days both reads picked {same}. {result['rows_per_s']:,.0f} rows/s read; the days took "
-                  f"{result['build_s']:.1f} s to write ({result['bytes'] / 2**20:,.0f} MB, not part of the read). "
-                  f"The previous loader's figures at {rows:,} a day are its growth over the interpreter "
-                  f"({result['same_days']['previous']['start_rss_mb']:.0f} MB) scaled by rows read.")  # fmt: skip
+    console.print(
+        f"On the same days both reads picked {same}. {result['rows_per_s']:,.0f} rows/s read; the days took "
+        f"{result['build_s']:.1f} s to write ({result['bytes'] / 2**20:,.0f} MB, not part of the read). "
+        f"The previous loader's figures at {rows:,} a day are its growth over the interpreter "
+        f"({result['same_days']['previous']['start_rss_mb']:.0f} MB) scaled by rows read."
+    )
     return console.file.getvalue()

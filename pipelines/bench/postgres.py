@@ -40,14 +40,36 @@ class Postgres:
 
     def psql(self, sql: str, database: str = "postgres") -> None:
         subprocess.run(
-            as_service_user([str(self.bin_dir / "psql"), "-h", str(self.directory), "-p", str(self.port),
-                              "-U", "postgres", "-d", database, "-v", "ON_ERROR_STOP=1", "-q", "-c", sql]),
-            check=True, capture_output=True, text=True,
-        )  # fmt: skip
+            as_service_user(
+                [
+                    str(self.bin_dir / "psql"),
+                    "-h",
+                    str(self.directory),
+                    "-p",
+                    str(self.port),
+                    "-U",
+                    "postgres",
+                    "-d",
+                    database,
+                    "-v",
+                    "ON_ERROR_STOP=1",
+                    "-q",
+                    "-c",
+                    sql,
+                ]
+            ),
+            check=True,
+            capture_output=True,
+            text=True,
+        )
 
     def stop(self) -> None:
-        subprocess.run(as_service_user([str(self.bin_dir / "pg_ctl"), "-D", str(self.directory / "data"), "-m",
-                                         "immediate", "stop"]), capture_output=True)  # fmt: skip
+        subprocess.run(
+            as_service_user(
+                [str(self.bin_dir / "pg_ctl"), "-D", str(self.directory / "data"), "-m", "immediate", "stop"]
+            ),
+            capture_output=True,
+        )
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
@@ -61,8 +83,31 @@ def start_postgres() -> Postgres:
         shutil.chown(directory, "postgres", "postgres")
     port = free_port()
     run = lambda cmd: subprocess.run(as_service_user(cmd), check=True, capture_output=True, text=True)  # noqa: E731
-    run([str(bin_dir / "initdb"), "-D", str(directory / "data"), "-U", "postgres", "--auth-local=trust",
-         "--auth-host=scram-sha-256", "-E", "UTF8", "--locale=C.UTF-8"])  # fmt: skip
-    run([str(bin_dir / "pg_ctl"), "-D", str(directory / "data"), "-l", str(directory / "server.log"), "-w", "-o",
-         f"-p {port} -k {directory} -c listen_addresses=127.0.0.1 -c fsync=off", "start"])  # fmt: skip
+    run(
+        [
+            str(bin_dir / "initdb"),
+            "-D",
+            str(directory / "data"),
+            "-U",
+            "postgres",
+            "--auth-local=trust",
+            "--auth-host=scram-sha-256",
+            "-E",
+            "UTF8",
+            "--locale=C.UTF-8",
+        ]
+    )
+    run(
+        [
+            str(bin_dir / "pg_ctl"),
+            "-D",
+            str(directory / "data"),
+            "-l",
+            str(directory / "server.log"),
+            "-w",
+            "-o",
+            f"-p {port} -k {directory} -c listen_addresses=127.0.0.1 -c fsync=off",
+            "start",
+        ]
+    )
     return Postgres(directory=directory, port=port, bin_dir=bin_dir)

@@ -55,12 +55,20 @@ class WholeScenario:
 
 
 def whole_scenarios() -> list[WholeScenario]:
-    sudden = [WholeScenario(f"{m} −10 {kind}, sudden", candidate=Change(m, kind, 0.10))
-              for m, kind in (("faithfulness", "local"), ("recall@5", "local"), ("answer_correctness", "local"),
-                              ("context_recall", "shift"))]  # fmt: skip
-    drift = WholeScenario("faithfulness drifting −0.03 a week (baseline −0.03, candidate −0.06)",
-                          baseline=Change("faithfulness", "shift", 0.03),
-                          candidate=Change("faithfulness", "shift", 0.06))
+    sudden = [
+        WholeScenario(f"{m} −10 {kind}, sudden", candidate=Change(m, kind, 0.10))
+        for m, kind in (
+            ("faithfulness", "local"),
+            ("recall@5", "local"),
+            ("answer_correctness", "local"),
+            ("context_recall", "shift"),
+        )
+    ]
+    drift = WholeScenario(
+        "faithfulness drifting −0.03 a week (baseline −0.03, candidate −0.06)",
+        baseline=Change("faithfulness", "shift", 0.03),
+        candidate=Change("faithfulness", "shift", 0.06),
+    )
     return [WholeScenario("no change (false alarms)"), *sudden, drift]
 
 
@@ -87,16 +95,26 @@ class SystemModel:
             values = model.observe(rng, state).astype(float)
             ok = target_ok & (rng.random(self.n) >= JUDGE_FAILURE) if model.judged else target_ok
             for item, value, good in zip(self.item_ids, values.tolist(), ok.tolist()):
-                rows.append(Score(run_id=run.run_id, suite="offline", item_id=item, stratum="sim", metric=name,
-                                  value=value if good else None, status="ok" if good else "failed",
-                                  dataset_version=GOLDEN))  # fmt: skip
+                rows.append(
+                    Score(
+                        run_id=run.run_id,
+                        suite="offline",
+                        item_id=item,
+                        stratum="sim",
+                        metric=name,
+                        value=value if good else None,
+                        status="ok" if good else "failed",
+                        dataset_version=GOLDEN,
+                    )
+                )
         return rows
 
 
 def weekly_run(target: str, week: int) -> EvalRun:
     day = START + timedelta(weeks=week)
-    return EvalRun(run_id=run_id("offline", day, target), suite="offline", logical_date=day, target=target,
-                   dataset_version=GOLDEN)  # fmt: skip
+    return EvalRun(
+        run_id=run_id("offline", day, target), suite="offline", logical_date=day, target=target, dataset_version=GOLDEN
+    )
 
 
 def gate_and_save(store: ResultsStore, run: EvalRun, scores: list[Score]):
@@ -113,9 +131,14 @@ def _store(folder: str) -> ResultsStore:
     return store
 
 
-def run_whole_gate_bench(*, sizes: Sequence[int] = (100,), reps: int = 400, seed: int = 29,
-                         scenarios: Sequence[WholeScenario] | None = None,
-                         progress: Callable[[str], None] | None = None) -> dict:  # fmt: skip
+def run_whole_gate_bench(
+    *,
+    sizes: Sequence[int] = (100,),
+    reps: int = 400,
+    seed: int = 29,
+    scenarios: Sequence[WholeScenario] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict:
     """Per n and scenario, `reps` targets of three weekly runs each; how often the candidate's whole gate fails,
     and how often each comparison does. The reference and the baseline are saved as accepted (their own gates
     are not run: this bench measures one decision; `run_chain_bench` measures the sequence)."""
@@ -142,8 +165,9 @@ def run_whole_gate_bench(*, sizes: Sequence[int] = (100,), reps: int = 400, seed
                             comparison = getattr(gate, role)
                             failed[role] += comparison is not None and comparison.passed is False
                         failed["both compared"] += gate.reference is not None and gate.baseline is not None
-                    cells.append({"n": n, "scenario": scenario.name, "reps": reps,
-                                  **{k: v / reps for k, v in failed.items()}})  # fmt: skip
+                    cells.append(
+                        {"n": n, "scenario": scenario.name, "reps": reps, **{k: v / reps for k, v in failed.items()}}
+                    )
                     if progress:
                         progress(f"n = {n}: {scenario.name}: whole gate failed {failed['gate'] / reps:.3f}")
         finally:
@@ -152,21 +176,34 @@ def run_whole_gate_bench(*, sizes: Sequence[int] = (100,), reps: int = 400, seed
 
 
 def format_whole_gate_bench(result: dict) -> str:
-    lines = [f"The whole gate of a run (baseline and reference; {result['reps']} simulated targets per cell, three "
-             f"weekly runs each, saved in a SQLite results DB): how often it fails, and how often each comparison "
-             f"does.", "",
-             "| n | candidate | whole gate failed | against the baseline | against the reference | both compared |",
-             "|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        f"The whole gate of a run (baseline and reference; {result['reps']} simulated targets per cell, three "
+        f"weekly runs each, saved in a SQLite results DB): how often it fails, and how often each comparison "
+        f"does.",
+        "",
+        "| n | candidate | whole gate failed | against the baseline | against the reference | both compared |",
+        "|---|---|---|---|---|---|",
+    ]
     for c in result["cells"]:
-        lines.append(f"| {c['n']} | {c['scenario']} | {c['gate']:.3f} | {c['baseline']:.3f} | {c['reference']:.3f} "
-                     f"| {c['both compared']:.2f} |")  # fmt: skip
+        lines.append(
+            f"| {c['n']} | {c['scenario']} | {c['gate']:.3f} | {c['baseline']:.3f} | {c['reference']:.3f} "
+            f"| {c['both compared']:.2f} |"
+        )
     lines += ["", f"{result['seconds']:.0f} s; seed {result['seed']}."]
     return "\n".join(lines)
 
 
-def run_chain_bench(*, n: int = 100, weeks: int = 10, chains: int = 100, pin_releases: bool = False,
-                    drift: float = 0.0, drift_metric: str = "faithfulness", seed: int = 29,
-                    progress: Callable[[str], None] | None = None) -> dict:  # fmt: skip
+def run_chain_bench(
+    *,
+    n: int = 100,
+    weeks: int = 10,
+    chains: int = 100,
+    pin_releases: bool = False,
+    drift: float = 0.0,
+    drift_metric: str = "faithfulness",
+    seed: int = 29,
+    progress: Callable[[str], None] | None = None,
+) -> dict:
     """`chains` targets, each `weeks` weekly runs gated and saved in order; with `pin_releases`, every run whose
     gate passed is pinned as a release (a team shipping every week). `drift`: the system loses that much of
     `drift_metric`'s mean every week (a shift), so week k is k·drift below week 0; 0: unchanged.
@@ -201,27 +238,43 @@ def run_chain_bench(*, n: int = 100, weeks: int = 10, chains: int = 100, pin_rel
             store.dispose()
     per_week = [float(f / g) if g else None for f, g in zip(failed_per_week, gated_per_week)]
     gated = [r for r in per_week if r is not None]
-    return {"n": n, "weeks": weeks, "chains": chains, "pin_releases": pin_releases, "drift": drift,
-            "drift_metric": drift_metric, "seed": seed, "per_week": per_week,
-            "mean_per_run": float(np.mean(gated)) if gated else None, "worst_week": max(gated) if gated else None,
-            "any_week": sum(f is not None for f in first_failed) / chains, "first_failed": first_failed,
-            "seconds": time.perf_counter() - started}  # fmt: skip
+    return {
+        "n": n,
+        "weeks": weeks,
+        "chains": chains,
+        "pin_releases": pin_releases,
+        "drift": drift,
+        "drift_metric": drift_metric,
+        "seed": seed,
+        "per_week": per_week,
+        "mean_per_run": float(np.mean(gated)) if gated else None,
+        "worst_week": max(gated) if gated else None,
+        "any_week": sum(f is not None for f in first_failed) / chains,
+        "first_failed": first_failed,
+        "seconds": time.perf_counter() - started,
+    }
 
 
 def format_chain_bench(result: dict) -> str:
     pins = "every passing run pinned as a release" if result["pin_releases"] else "no release pinned"
-    system = (f"{result['drift_metric']} drifting −{result['drift']:g} a week" if result["drift"]
-              else "an unchanged system")
+    system = (
+        f"{result['drift_metric']} drifting −{result['drift']:g} a week" if result["drift"] else "an unchanged system"
+    )
     weeks = " · ".join(f"w{w}: {'–' if r is None else f'{r:.3f}'}" for w, r in enumerate(result["per_week"]))
-    lines = [f"{result['chains']} chains of {result['weeks']} weekly runs (n = {result['n']}), {system}, {pins}, "
-             f"each gated and saved in a SQLite results DB.", "",
-             f"Runs whose gate failed, per week: {weeks}.",
-             f"Per run: mean {result['mean_per_run']:.3f}, worst week {result['worst_week']:.3f}; chains with any "
-             f"failed week: {result['any_week']:.3f}."]  # fmt: skip
+    lines = [
+        f"{result['chains']} chains of {result['weeks']} weekly runs (n = {result['n']}), {system}, {pins}, "
+        f"each gated and saved in a SQLite results DB.",
+        "",
+        f"Runs whose gate failed, per week: {weeks}.",
+        f"Per run: mean {result['mean_per_run']:.3f}, worst week {result['worst_week']:.3f}; chains with any "
+        f"failed week: {result['any_week']:.3f}.",
+    ]
     if result["drift"]:
         caught = [w for w in result["first_failed"] if w is not None]
         median = f"week {int(np.median(caught))}" if caught else "never"
-        lines.append(f"Drift caught within the chain: {len(caught) / result['chains']:.3f} of chains; median first "
-                     f"failing week {median} (a total drop of {result['drift']:g} × that week).")
+        lines.append(
+            f"Drift caught within the chain: {len(caught) / result['chains']:.3f} of chains; median first "
+            f"failing week {median} (a total drop of {result['drift']:g} × that week)."
+        )
     lines += ["", f"{result['seconds']:.0f} s; seed {result['seed']}."]
     return "\n".join(lines)

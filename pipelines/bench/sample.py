@@ -62,9 +62,15 @@ STEPS = ("select", "shard", "merge", "validate", "promote", "version")
 def pool_rows(size: int, seed: int) -> list[dict[str, Any]]:
     """`size` raw store rows of the demo, padded with corpus chunks to 5–10 KB each."""
     rng = random.Random(seed)
-    rows = [r for r in generate_store_rows(days=1, per_day=size, end=DAY + timedelta(days=1), seed=seed)
-            if _row_bytes(r) <= MAX_POOL_ROW_BYTES]  # fmt: skip
-    corpus = [{"chunk_id": f"bench/{i:05d}", "text": text, "score": 0.5} for i, text in enumerate(chunk_texts(CORPUS_CHUNKS, seed))]
+    rows = [
+        r
+        for r in generate_store_rows(days=1, per_day=size, end=DAY + timedelta(days=1), seed=seed)
+        if _row_bytes(r) <= MAX_POOL_ROW_BYTES
+    ]
+    corpus = [
+        {"chunk_id": f"bench/{i:05d}", "text": text, "score": 0.5}
+        for i, text in enumerate(chunk_texts(CORPUS_CHUNKS, seed))
+    ]
     for row in rows:
         contexts = _contexts(row)
         if contexts is None:
@@ -106,26 +112,40 @@ def build_day(store: TraceStore, rows: int, seed: int) -> dict[str, Any]:
     used = pool[:rows]
     pooled = [_row_bytes(day_row(pool, n, rows)) for n in range(len(used))]
     contexts = [str(c.get("text")) if isinstance(c, dict) else str(c) for row in used for c in _contexts(row) or []]
-    return {"rows": rows, "mean_trace_bytes": sum(pooled) / len(pooled), "pool": len(pool),
-            "contexts": len(contexts), "distinct_contexts": len(set(contexts))}  # fmt: skip
+    return {
+        "rows": rows,
+        "mean_trace_bytes": sum(pooled) / len(pooled),
+        "pool": len(pool),
+        "contexts": len(contexts),
+        "distinct_contexts": len(set(contexts)),
+    }
 
 
 def _replicate_in_postgres(store: TraceStore, pool: list[dict[str, Any]], rows: int) -> None:
     """INSERT … SELECT from generate_series joined to the pool: the server copies, Python sends 2,000 rows."""
     table = store.table
-    pool_table = sa.Table("ragwatch_bench_pool", sa.MetaData(), sa.Column("n", sa.Integer, primary_key=True),
-                          *(sa.Column(f, c.type) for f, c in ((f, table.c[f]) for f in TRACE_FIELDS) if f not in ("trace_id", "ts")))  # fmt: skip
+    pool_table = sa.Table(
+        "ragwatch_bench_pool",
+        sa.MetaData(),
+        sa.Column("n", sa.Integer, primary_key=True),
+        *(sa.Column(f, c.type) for f, c in ((f, table.c[f]) for f in TRACE_FIELDS) if f not in ("trace_id", "ts")),
+    )
     copied = [f for f in TRACE_FIELDS if f not in ("trace_id", "ts")]
     with store.engine.begin() as conn:
         pool_table.create(conn)
         conn.execute(sa.insert(pool_table), [{"n": i, **{f: r.get(f) for f in copied}} for i, r in enumerate(pool)])
     start = datetime.combine(DAY, day_time(0), tzinfo=UTC)
-    g = sa.func.generate_series(sa.bindparam("lo", type_=sa.BigInteger), sa.bindparam("hi", type_=sa.BigInteger)).table_valued("n").render_derived(name="g")
+    g = (
+        sa.func.generate_series(sa.bindparam("lo", type_=sa.BigInteger), sa.bindparam("hi", type_=sa.BigInteger))
+        .table_valued("n")
+        .render_derived(name="g")
+    )
     select = sa.select(
         sa.literal("tr-bench-") + sa.func.lpad(sa.cast(g.c.n, sa.Text), 10, "0"),
-        sa.bindparam("start", start, type_=sa.DateTime(timezone=True)) + sa.func.make_interval(0, 0, 0, 0, 0, 0, g.c.n * (86_400.0 / rows)),
+        sa.bindparam("start", start, type_=sa.DateTime(timezone=True))
+        + sa.func.make_interval(0, 0, 0, 0, 0, 0, g.c.n * (86_400.0 / rows)),
         *(pool_table.c[f] for f in copied),
-    ).select_from(g.join(pool_table, pool_table.c.n == g.c.n % len(pool)))  # fmt: skip
+    ).select_from(g.join(pool_table, pool_table.c.n == g.c.n % len(pool)))
     insert = sa.insert(table).from_select(["trace_id", "ts", *copied], select)
     for lo in range(0, rows, INSERT_BATCH_ROWS):
         with store.engine.begin() as conn:
@@ -167,9 +187,17 @@ def _run_task(name: str, settings: Settings, previous: dict | None, results) -> 
     own = own_peak_rss_mb()
     # CPU seconds, the task's and its finished children's: on a shared machine the wall time says
     # how busy the machine was, CPU time what the task cost.
-    cpu = sum(r.ru_utime + r.ru_stime for r in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)))
-    results.put({"result": result.model_dump(mode="json"), "peak_rss_mb": own, "cpu_s": cpu,
-                 "tree_peak_rss_mb": max(own, tree.peak_mb)})  # fmt: skip
+    cpu = sum(
+        r.ru_utime + r.ru_stime for r in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    )
+    results.put(
+        {
+            "result": result.model_dump(mode="json"),
+            "peak_rss_mb": own,
+            "cpu_s": cpu,
+            "tree_peak_rss_mb": max(own, tree.peak_mb),
+        }
+    )
 
 
 class _TreeRss(threading.Thread):
@@ -261,19 +289,36 @@ def bench_store(store: Literal["sqlite", "postgres"], url: str | None, home: Pat
         postgres.stop()
 
 
-def run_sample_bench(rows: int, *, store: Literal["sqlite", "postgres"] = "sqlite", url: str | None = None,
-                     rate: float = 0.05, workers: int = 0, seed: int = 11, version: bool = True,
-                     one_process: bool = False, home: Path | None = None) -> dict[str, Any]:
+def run_sample_bench(
+    rows: int,
+    *,
+    store: Literal["sqlite", "postgres"] = "sqlite",
+    url: str | None = None,
+    rate: float = 0.05,
+    workers: int = 0,
+    seed: int = 11,
+    version: bool = True,
+    one_process: bool = False,
+    home: Path | None = None,
+) -> dict[str, Any]:
     """Build a day of `rows` traces, run the sampling step on it, and report its figures."""
     home = Path(tempfile.mkdtemp(prefix="ragwatch-bench-sample-")) if home is None else home
     try:
         with bench_store(store, url, home) as store_url:
-            settings = Settings(home=home, trace_store_url=store_url, trace_table=BENCH_TABLE,
-                                trace_tables_allowed=[BENCH_TABLE], anonymizer_key="ragwatch-bench-key",
-                                sample_rate=rate, sample_workers=workers)  # fmt: skip
+            settings = Settings(
+                home=home,
+                trace_store_url=store_url,
+                trace_table=BENCH_TABLE,
+                trace_tables_allowed=[BENCH_TABLE],
+                anonymizer_key="ragwatch-bench-key",
+                sample_rate=rate,
+                sample_workers=workers,
+            )
             writer = TraceStore.from_settings(settings, read_only=False)
             if sa.inspect(writer.engine).has_table(BENCH_TABLE):
-                raise RuntimeError(f"{BENCH_TABLE} already exists in the store: the bench only fills a table it creates")
+                raise RuntimeError(
+                    f"{BENCH_TABLE} already exists in the store: the bench only fills a table it creates"
+                )
             started = time.perf_counter()
             built = build_day(writer, rows, seed)
             build_s = time.perf_counter() - started
@@ -307,26 +352,44 @@ def _report(rows: int, store: str, rate: float, built: dict, build_s: float, tas
         "sampled_per_s": counts["selected"] / wall,
         "peak_rss_mb": max(t["peak_rss_mb"] for t in tasks.values()),
         "peak_tree_rss_mb": max(t["tree_peak_rss_mb"] for t in tasks.values()),
-        "tasks": {name: {k: t[k] for k in ("wall_s", "cpu_s", "peak_rss_mb", "tree_peak_rss_mb")} for name, t in tasks.items()},
+        "tasks": {
+            name: {k: t[k] for k in ("wall_s", "cpu_s", "peak_rss_mb", "tree_peak_rss_mb")} for name, t in tasks.items()
+        },
     }
 
 
 def format_sample_bench(result: dict[str, Any]) -> str:
-    table = Table(title=(f"Trace sampling step: a day of {result['rows']:,} traces ({result['mean_trace_bytes'] / 1000:.1f} KB "
-                         f"each on average) on {result['store']}, rate {result['rate']}"))  # fmt: skip
+    table = Table(
+        title=(
+            f"Trace sampling step: a day of {result['rows']:,} traces ({result['mean_trace_bytes'] / 1000:.1f} KB "
+            f"each on average) on {result['store']}, rate {result['rate']}"
+        )
+    )
     for column in ("task", "wall", "CPU", "peak RSS (task process)", "peak RSS (with its children, at most)"):
         table.add_column(column, justify="left" if column == "task" else "right")
     for name, task in result["tasks"].items():
-        table.add_row(name, f"{task['wall_s']:.1f} s", f"{task['cpu_s']:.1f} s", f"{task['peak_rss_mb']:.0f} MB",
-                      f"{task['tree_peak_rss_mb']:.0f} MB")  # fmt: skip
+        table.add_row(
+            name,
+            f"{task['wall_s']:.1f} s",
+            f"{task['cpu_s']:.1f} s",
+            f"{task['peak_rss_mb']:.0f} MB",
+            f"{task['tree_peak_rss_mb']:.0f} MB",
+        )
     table.add_section()
-    table.add_row("step", f"{result['wall_s']:.1f} s", f"{result['cpu_s']:.1f} s", f"{result['peak_rss_mb']:.0f} MB",
-                  f"{result['peak_tree_rss_mb']:.0f} MB")  # fmt: skip
+    table.add_row(
+        "step",
+        f"{result['wall_s']:.1f} s",
+        f"{result['cpu_s']:.1f} s",
+        f"{result['peak_rss_mb']:.0f} MB",
+        f"{result['peak_tree_rss_mb']:.0f} MB",
+    )
     console = Console(file=io.StringIO(), width=110)
     console.print(table)
-    console.print(f"{result['rows_per_s']:,.0f} day rows/s, {result['sampled_per_s']:,.0f} sampled rows/s; "
-                  f"{result['selected']:,} selected = {result['sampled']:,} sampled + {result['quarantined']:,} quarantined. "
-                  f"Building the day took {result['build_s']:.1f} s (not part of the step). Its traces repeat a pool of "
-                  f"{result['contexts']:,} retrieved contexts, {result['distinct_contexts']:,} distinct texts (chunks of a "
-                  f"{CORPUS_CHUNKS:,}-chunk corpus and the demo's own): the step checks each distinct one once per worker.")  # fmt: skip
+    console.print(
+        f"{result['rows_per_s']:,.0f} day rows/s, {result['sampled_per_s']:,.0f} sampled rows/s; "
+        f"{result['selected']:,} selected = {result['sampled']:,} sampled + {result['quarantined']:,} quarantined. "
+        f"Building the day took {result['build_s']:.1f} s (not part of the step). Its traces repeat a pool of "
+        f"{result['contexts']:,} retrieved contexts, {result['distinct_contexts']:,} distinct texts (chunks of a "
+        f"{CORPUS_CHUNKS:,}-chunk corpus and the demo's own): the step checks each distinct one once per worker."
+    )
     return console.file.getvalue()

@@ -67,9 +67,15 @@ def sampled_pool(settings: Settings, size: int, seed: int, day: date = DAY) -> p
 
     scratch = Path(tempfile.mkdtemp(prefix="ragwatch-bench-pool-"))
     try:
-        pool_settings = settings.model_copy(update={"home": scratch, "workspace": scratch / "workspace",
-                                                    "trace_store_url": f"sqlite:///{scratch / 'traces.db'}",
-                                                    "trace_table": "traces", "trace_tables_allowed": ["traces"]})  # fmt: skip
+        pool_settings = settings.model_copy(
+            update={
+                "home": scratch,
+                "workspace": scratch / "workspace",
+                "trace_store_url": f"sqlite:///{scratch / 'traces.db'}",
+                "trace_table": "traces",
+                "trace_tables_allowed": ["traces"],
+            }
+        )
         store = TraceStore.from_settings(pool_settings, read_only=False)
         store.create_table()
         store.insert_rows(generate_store_rows(days=1, per_day=size, end=day + timedelta(days=1), seed=seed))
@@ -80,8 +86,9 @@ def sampled_pool(settings: Settings, size: int, seed: int, day: date = DAY) -> p
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def write_sampled_day(settings: Settings, rows: int, *, pool: pa.Table, seed: int, rate: float = 0.05,
-                      day: date = DAY) -> dict[str, Any]:  # fmt: skip
+def write_sampled_day(
+    settings: Settings, rows: int, *, pool: pa.Table, seed: int, rate: float = 0.05, day: date = DAY
+) -> dict[str, Any]:
     """Publish a sampled partition of `rows` rows for `day` in the settings' workspace (replaced); its figures."""
     started = time.perf_counter()
     rng = np.random.default_rng(seed)
@@ -106,22 +113,46 @@ def write_sampled_day(settings: Settings, rows: int, *, pool: pa.Table, seed: in
             stratum = rng.choice(len(strata), size=n, p=shares)
             counts += np.bincount(stratum, minlength=len(strata))
             picked = flat[offsets[stratum] + (rng.random(n) * sizes[stratum]).astype(np.int64)]
-            writer.write_table(_rows(pool, picked, languages, bodies, first, rows, rng, start, rate),
-                               row_group_size=ROW_GROUP_SIZE)  # fmt: skip
+            writer.write_table(
+                _rows(pool, picked, languages, bodies, first, rows, rng, start, rate), row_group_size=ROW_GROUP_SIZE
+            )
     partition.quarantine_part(0).parent.mkdir()
-    pq.write_table(QUARANTINE_SCHEMA.empty_table(), partition.quarantine_part(0), compression="zstd")  # none: the pool's are left out
+    pq.write_table(
+        QUARANTINE_SCHEMA.empty_table(), partition.quarantine_part(0), compression="zstd"
+    )  # none: the pool's are left out
     per_stratum = {f"{app}/{language}": int(c) for (app, language), c in zip(strata, counts)}
     population = round(rows / rate)
-    write_manifest(partition.manifest, {
-        "dataset": "traces", "day": day.isoformat(), "population": population, "selected": rows, "sampled": rows,
-        "quarantined": 0, "quarantine_reasons": {}, "pii_counts": {}, "sample_rate": rate, "strata_keys": STRATA_KEYS,
-        "min_per_stratum": 0, "sampler_version": SAMPLER_VERSION, "anonymizer_version": ANONYMIZER_VERSION,
-        "strata": [{"stratum": {"app": app, "language": language}, "population": round(int(c) / rate), "selected": int(c)}
-                   for (app, language), c in zip(strata, counts)],
-        "bench": "ragwatch bench online: a synthetic day drawn from a sampled pool of demo traces",
-    })  # fmt: skip
-    return {"rows": rows, "per_stratum": per_stratum, "pool": pool.num_rows, "bytes": partition.part(0).stat().st_size,
-            "build_s": time.perf_counter() - started, "partition": str(partition.root)}  # fmt: skip
+    write_manifest(
+        partition.manifest,
+        {
+            "dataset": "traces",
+            "day": day.isoformat(),
+            "population": population,
+            "selected": rows,
+            "sampled": rows,
+            "quarantined": 0,
+            "quarantine_reasons": {},
+            "pii_counts": {},
+            "sample_rate": rate,
+            "strata_keys": STRATA_KEYS,
+            "min_per_stratum": 0,
+            "sampler_version": SAMPLER_VERSION,
+            "anonymizer_version": ANONYMIZER_VERSION,
+            "strata": [
+                {"stratum": {"app": app, "language": language}, "population": round(int(c) / rate), "selected": int(c)}
+                for (app, language), c in zip(strata, counts)
+            ],
+            "bench": "ragwatch bench online: a synthetic day drawn from a sampled pool of demo traces",
+        },
+    )
+    return {
+        "rows": rows,
+        "per_stratum": per_stratum,
+        "pool": pool.num_rows,
+        "bytes": partition.part(0).stat().st_size,
+        "build_s": time.perf_counter() - started,
+        "partition": str(partition.root),
+    }
 
 
 def _pool_by_stratum(pool: pa.Table) -> dict[tuple[str, str], np.ndarray]:
@@ -135,8 +166,17 @@ def _greeted_body(answer: str) -> str:
     return body[0].lower() + body[1:] if body[1:2].islower() else body
 
 
-def _rows(pool: pa.Table, picked: np.ndarray, languages: list[str], bodies: pa.Array, first: int, total: int,
-          rng: np.random.Generator, start: datetime, rate: float) -> pa.Table:  # fmt: skip
+def _rows(
+    pool: pa.Table,
+    picked: np.ndarray,
+    languages: list[str],
+    bodies: pa.Array,
+    first: int,
+    total: int,
+    rng: np.random.Generator,
+    start: datetime,
+    rate: float,
+) -> pa.Table:
     """Rows first … first + len(picked) of the day: the picked pool rows with their own id, time and user."""
     n = len(picked)
     table = pool.take(picked)
@@ -147,7 +187,9 @@ def _rows(pool: pa.Table, picked: np.ndarray, languages: list[str], bodies: pa.A
     language = [languages[i] for i in picked]
     intro = pa.array([_INTRO.get(lang, _INTRO["en"]).format(u) for lang, u in zip(language, users)], pa.string())
     greet = pa.array([_GREET.get(lang, _GREET["en"]).format(u) for lang, u in zip(language, users)], pa.string())
-    stamps = pa.array([start + timedelta(days=1) * ((first + i) / total) for i in range(n)], pa.timestamp("us", tz="UTC"))
+    stamps = pa.array(
+        [start + timedelta(days=1) * ((first + i) / total) for i in range(n)], pa.timestamp("us", tz="UTC")
+    )
     columns = {
         "trace_id": pa.array(ids, pa.string()),
         "ts": stamps,
@@ -155,7 +197,9 @@ def _rows(pool: pa.Table, picked: np.ndarray, languages: list[str], bodies: pa.A
         "answer": pc.binary_join_element_wise(greet, bodies.take(picked), ""),
         "sample_rate": pa.array(np.full(n, rate), pa.float64()),
     }
-    return pa.table([columns.get(f.name, table.column(f.name)) for f in SAMPLED_TRACE_SCHEMA], schema=SAMPLED_TRACE_SCHEMA)
+    return pa.table(
+        [columns.get(f.name, table.column(f.name)) for f in SAMPLED_TRACE_SCHEMA], schema=SAMPLED_TRACE_SCHEMA
+    )
 
 
 def cited_chunks(traces: pa.Table) -> list:

@@ -26,12 +26,35 @@ from pipelines.text import sentences
 SECTION_WORDS = (120, 280)
 SECTIONS_PER_DOCUMENT = (4, 8)
 
-_SERVICES = ("el indexador", "la API de búsqueda", "el generador", "el juez", "la cola de ingesta", "el balanceador",
-             "el servicio de facturación", "la réplica de Qdrant", "el planificador", "el servidor vLLM")  # fmt: skip
-_ACTIONS = ("reinicia sus réplicas", "vacía la caché", "rota las credenciales", "reduce el tamaño del lote",
-            "pasa a modo de solo lectura", "avisa a la persona de guardia", "escala a dos nodos más")  # fmt: skip
-_COMMANDS = ("ragwatch corpus index", "kubectl rollout restart", "helm upgrade --atomic", "dvc push",
-             "airflow dags trigger", "systemctl restart qdrant")  # fmt: skip
+_SERVICES = (
+    "el indexador",
+    "la API de búsqueda",
+    "el generador",
+    "el juez",
+    "la cola de ingesta",
+    "el balanceador",
+    "el servicio de facturación",
+    "la réplica de Qdrant",
+    "el planificador",
+    "el servidor vLLM",
+)
+_ACTIONS = (
+    "reinicia sus réplicas",
+    "vacía la caché",
+    "rota las credenciales",
+    "reduce el tamaño del lote",
+    "pasa a modo de solo lectura",
+    "avisa a la persona de guardia",
+    "escala a dos nodos más",
+)
+_COMMANDS = (
+    "ragwatch corpus index",
+    "kubectl rollout restart",
+    "helm upgrade --atomic",
+    "dvc push",
+    "airflow dags trigger",
+    "systemctl restart qdrant",
+)
 _TEMPLATES_ES = (
     "Cuando la latencia de {svc} supera los {n} milisegundos durante {m} minutos, el sistema {act}.",
     "La persona de guardia revisa {svc} cada {m} minutos y anota las incidencias en el canal del equipo.",
@@ -51,7 +74,9 @@ _TITLES_ES = ("Operación", "Configuración", "Límites", "Incidencias", "Recupe
 @functools.cache
 def _english_sentences() -> tuple[str, ...]:
     prose = re.compile(r"[{}()\[\]=<>|\\]|\.\.\.|\*\*")
-    return tuple(s for text in topics.values() for s in sentences(text) if 8 <= len(s.split()) <= 40 and not prose.search(s))
+    return tuple(
+        s for text in topics.values() for s in sentences(text) if 8 <= len(s.split()) <= 40 and not prose.search(s)
+    )
 
 
 @functools.cache
@@ -66,9 +91,13 @@ def _sentence(rng: random.Random, language: str) -> str:
     if rng.random() < 0.3:
         return rng.choice(_spanish_sentences())
     sentence = rng.choice(_TEMPLATES_ES).format(
-        svc=rng.choice(_SERVICES), act=rng.choice(_ACTIONS), cmd=rng.choice(_COMMANDS),
-        n=rng.randrange(50, 20_000), m=rng.randrange(2, 90), k=rng.randrange(0, 9),
-    )  # fmt: skip
+        svc=rng.choice(_SERVICES),
+        act=rng.choice(_ACTIONS),
+        cmd=rng.choice(_COMMANDS),
+        n=rng.randrange(50, 20_000),
+        m=rng.randrange(2, 90),
+        k=rng.randrange(0, 9),
+    )
     return sentence.replace(" de el ", " del ").replace("Para recuperar el", "Para recuperar al")
 
 
@@ -103,9 +132,11 @@ def _html(title: str, day: date, language: str, sections: list[tuple[str, list[s
     for heading, paragraphs in sections:
         body.append(f"<h2>{escape(heading)}</h2>")
         body += [f"<p>{escape(p)}</p>" for p in paragraphs]
-    return (f'<!DOCTYPE html>\n<html lang="{language}"><head><title>{escape(title)}</title>'
-            f'<meta name="date" content="{day.isoformat()}"><style>p {{ margin: 0 }}</style></head>\n'
-            f"<body><nav>Inicio · Home</nav><main>\n" + "\n".join(body) + "\n</main></body></html>\n")  # fmt: skip
+    return (
+        f'<!DOCTYPE html>\n<html lang="{language}"><head><title>{escape(title)}</title>'
+        f'<meta name="date" content="{day.isoformat()}"><style>p {{ margin: 0 }}</style></head>\n'
+        f"<body><nav>Inicio · Home</nav><main>\n" + "\n".join(body) + "\n</main></body></html>\n"
+    )
 
 
 def write_synthetic_corpus(folder: Path, chunks: int, seed: int = 11) -> list[Path]:
@@ -153,7 +184,10 @@ def golden_rows(chunk_texts: list[str], items: int, seed: int = 11) -> list[dict
             words = passage.split()
             rng.shuffle(words)
             passage = " ".join(words)
-        question = (f"¿Qué dice la guía sobre esto (caso {number})?" if spanish
-                    else f"What does the guide say about this (case {number})?")  # fmt: skip
+        question = (
+            f"¿Qué dice la guía sobre esto (caso {number})?"
+            if spanish
+            else f"What does the guide say about this (case {number})?"
+        )
         rows.append({"question": question, "reference_answer": passage, "gold_passages": passage, "split": ""})
     return rows

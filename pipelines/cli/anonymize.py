@@ -20,7 +20,9 @@ from pipelines.cli.render.console import console, progress_bar
 def anonymize(
     source: Annotated[Path, typer.Option("--in", exists=True, dir_okay=False, help="JSONL, one Trace per line.")],
     target: Annotated[Path, typer.Option("--out", help="JSONL written with the same fields, anonymized.")],
-    quarantine: Annotated[Path | None, typer.Option(help="Where unreadable lines go (anonymized, with a reason).")] = None,
+    quarantine: Annotated[
+        Path | None, typer.Option(help="Where unreadable lines go (anonymized, with a reason).")
+    ] = None,
 ) -> None:
     """Anonymize a JSONL file of traces for data teams (same fields out)."""
     from pipelines.privacy.anonymizer import Anonymizer
@@ -40,8 +42,12 @@ def anonymize(
 
     try:
         # Bytes in, so that one line in another encoding is that line's problem, not the file's.
-        with progress_bar() as bar, source.open("rb") as lines, tmp_out.open("w", encoding="utf-8") as out, \
-                tmp_bad.open("w", encoding="utf-8") as bad:  # fmt: skip
+        with (
+            progress_bar() as bar,
+            source.open("rb") as lines,
+            tmp_out.open("w", encoding="utf-8") as out,
+            tmp_bad.open("w", encoding="utf-8") as bad,
+        ):
             task = bar.add_task(f"anonymizing {source.name}", total=source.stat().st_size)
             for number, raw_line in enumerate(lines, start=1):
                 bar.advance(task, len(raw_line))
@@ -57,7 +63,11 @@ def anonymize(
                     trace = Trace.model_validate_json(line)
                 except ValidationError as exc:
                     error = exc.errors()[0]
-                    reject(number, f"line {number}: {'.'.join(map(str, error['loc'])) or 'line'}: {error['msg']}", line.rstrip("\r\n"))
+                    reject(
+                        number,
+                        f"line {number}: {'.'.join(map(str, error['loc'])) or 'line'}: {error['msg']}",
+                        line.rstrip("\r\n"),
+                    )
                     continue
                 clean, counts = anonymizer.anonymize_trace(trace)
                 totals.update(counts)
@@ -69,6 +79,8 @@ def anonymize(
     finally:  # whatever stopped the run, no half-written file is left behind
         tmp_out.unlink(missing_ok=True)
         tmp_bad.unlink(missing_ok=True)
-    console.print(f"{written:,} traces written to {target}; {rejected:,} lines quarantined"
-                  + (f" in {quarantine}" if rejected else ""))  # fmt: skip
+    console.print(
+        f"{written:,} traces written to {target}; {rejected:,} lines quarantined"
+        + (f" in {quarantine}" if rejected else "")
+    )
     console.print("PII replaced: " + (", ".join(f"{k}: {v}" for k, v in sorted(totals.items())) or "none"))

@@ -17,8 +17,9 @@ app = typer.Typer(help="Benchmarks measured side by side in one run.", no_args_i
 @app.command("anonymize")
 def bench_anonymize(
     traces: Annotated[int, typer.Option(help="Generated traces in the labelled set.")] = 2000,
-    clean_traces: Annotated[int, typer.Option(min=2, help="Clean traces cut from this machine's documentation "
-                                                            "(half per language).")] = 1000,
+    clean_traces: Annotated[
+        int, typer.Option(min=2, help="Clean traces cut from this machine's documentation (half per language).")
+    ] = 1000,
     seed: Annotated[int, SeedOption] = 11,
 ) -> None:
     """Throughput and recall of ragwatch's anonymizer against presidio-analyzer's pattern recognizers, and
@@ -32,7 +33,9 @@ def bench_anonymize(
 def bench_index(
     chunks: Annotated[int, typer.Option(min=1, help="Chunks in the generated corpus.")] = 10_000,
     items: Annotated[int, typer.Option(min=1, help="Hand-written items for `golden import`.")] = 1_000,
-    embedder: Annotated[str, typer.Option(help="local (the model) or hashing (a stand-in: all but the model).")] = "local",
+    embedder: Annotated[
+        str, typer.Option(help="local (the model) or hashing (a stand-in: all but the model).")
+    ] = "local",
     rule_sample: Annotated[int, typer.Option(min=1, help="Passages also matched by the one-by-one rule.")] = 50,
     seed: Annotated[int, SeedOption] = 11,
 ) -> None:
@@ -41,8 +44,9 @@ def bench_index(
         fail(f"--embedder is local or hashing, not {escape(embedder)!r}")
     from pipelines.bench.index import format_index_bench, run_index_bench
 
-    result = run_index_bench(chunks=chunks, items=items, seed=seed, embedder=embedder, rule_sample=rule_sample,
-                             progress=console.print)  # fmt: skip
+    result = run_index_bench(
+        chunks=chunks, items=items, seed=seed, embedder=embedder, rule_sample=rule_sample, progress=console.print
+    )
     console.print(format_index_bench(result))
 
 
@@ -59,8 +63,9 @@ def bench_eval(
         fail(f"--ragas-embeddings is simulator or local, not {escape(ragas_embeddings)!r}")
     from pipelines.bench.eval import format_eval_bench, run_eval_bench
 
-    result = run_eval_bench(n_items=items, latency_s=latency, capacity=capacity, seed=seed,
-                            ragas_embeddings=ragas_embeddings)  # fmt: skip
+    result = run_eval_bench(
+        n_items=items, latency_s=latency, capacity=capacity, seed=seed, ragas_embeddings=ragas_embeddings
+    )
     console.print(format_eval_bench(result))
 
 
@@ -86,27 +91,50 @@ def bench_judge_shift(
     """Coverage and width of the judge-only, human-only, previous PPI and corrected intervals when quality moves."""
     from pipelines.bench.judge_shift import format_judge_shift_bench, run_judge_shift_bench
 
-    typer.echo(format_judge_shift_bench(run_judge_shift_bench(reps=reps, seed=seed, judged=judged,
-                                                              per_verdict=per_verdict)))  # fmt: skip
+    typer.echo(
+        format_judge_shift_bench(run_judge_shift_bench(reps=reps, seed=seed, judged=judged, per_verdict=per_verdict))
+    )
 
 
 @app.command("gate")
 def bench_gate(
     reps: Annotated[int, typer.Option(min=1, help="Simulated baseline/candidate pairs per scenario and n.")] = 400,
     sizes: Annotated[str, typer.Option(help="Eval sizes n, comma-separated.")] = "30,60,100",
-    draws: Annotated[int | None, typer.Option(min=100, help="Null draws of the gate's family test (default: the gate's, 10,000).")] = None,
+    draws: Annotated[
+        int | None, typer.Option(min=100, help="Null draws of the gate's family test (default: the gate's, 10,000).")
+    ] = None,
     seed: Annotated[int, SeedOption] = 17,
-    targets: Annotated[bool, typer.Option(help="Instead: per metric, the power for a 10-point drop at n = 100 and "
-                                               "200, for 15 points at n = 100, and the n reaching 90 % (sizes "
-                                               "100–400; --sizes is not used).")] = False,
-    detectable: Annotated[bool, typer.Option(help="Instead: per n of --sizes and metric, the drop the gate states "
-                                                  "it catches 90 % of the time, and the power measured there.")] = False,
-    whole: Annotated[bool, typer.Option(help="Instead: the whole gate of a run (baseline and reference, chosen by "
-                                             "the gate from a SQLite results DB): false alarms and power per n of "
-                                             "--sizes, --reps targets per cell.")] = False,
-    chain: Annotated[bool, typer.Option(help="Instead: --reps chains of --weeks weekly runs (n = the first of "
-                                             "--sizes), each gated and saved: false alarms per week and over the "
-                                             "chain.")] = False,
+    targets: Annotated[
+        bool,
+        typer.Option(
+            help="Instead: per metric, the power for a 10-point drop at n = 100 and "
+            "200, for 15 points at n = 100, and the n reaching 90 % (sizes "
+            "100–400; --sizes is not used)."
+        ),
+    ] = False,
+    detectable: Annotated[
+        bool,
+        typer.Option(
+            help="Instead: per n of --sizes and metric, the drop the gate states "
+            "it catches 90 % of the time, and the power measured there."
+        ),
+    ] = False,
+    whole: Annotated[
+        bool,
+        typer.Option(
+            help="Instead: the whole gate of a run (baseline and reference, chosen by "
+            "the gate from a SQLite results DB): false alarms and power per n of "
+            "--sizes, --reps targets per cell."
+        ),
+    ] = False,
+    chain: Annotated[
+        bool,
+        typer.Option(
+            help="Instead: --reps chains of --weeks weekly runs (n = the first of "
+            "--sizes), each gated and saved: false alarms per week and over the "
+            "chain."
+        ),
+    ] = False,
     weeks: Annotated[int, typer.Option(min=2, help="--chain: weekly runs per chain.")] = 10,
     pin_releases: Annotated[bool, typer.Option(help="--chain: pin every run that passed as a release.")] = False,
     drift: Annotated[float, typer.Option(min=0.0, help="--chain: faithfulness lost every week (0: unchanged).")] = 0.0,
@@ -119,7 +147,7 @@ def bench_gate(
         run_detectable_bench,
         run_gate_bench,
         run_target_bench,
-    )  # fmt: skip
+    )
 
     progress = lambda line: console.print(escape(line))
     if targets:
@@ -135,18 +163,31 @@ def bench_gate(
             format_whole_gate_bench,
             run_chain_bench,
             run_whole_gate_bench,
-        )  # fmt: skip
+        )
 
         if chain:
-            typer.echo(format_chain_bench(run_chain_bench(n=ns[0], weeks=weeks, chains=reps, pin_releases=pin_releases,
-                                                          drift=drift, seed=seed, progress=progress)))  # fmt: skip
+            typer.echo(
+                format_chain_bench(
+                    run_chain_bench(
+                        n=ns[0],
+                        weeks=weeks,
+                        chains=reps,
+                        pin_releases=pin_releases,
+                        drift=drift,
+                        seed=seed,
+                        progress=progress,
+                    )
+                )
+            )
         else:
-            typer.echo(format_whole_gate_bench(run_whole_gate_bench(sizes=ns, reps=reps, seed=seed,
-                                                                    progress=progress)))  # fmt: skip
+            typer.echo(format_whole_gate_bench(run_whole_gate_bench(sizes=ns, reps=reps, seed=seed, progress=progress)))
         return
     if detectable:
-        typer.echo(format_detectable_bench(run_detectable_bench(sizes=ns, reps=reps, draws=draws, seed=seed,
-                                                                progress=progress)))  # fmt: skip
+        typer.echo(
+            format_detectable_bench(
+                run_detectable_bench(sizes=ns, reps=reps, draws=draws, seed=seed, progress=progress)
+            )
+        )
         return
     result = run_gate_bench(sizes=ns, reps=reps, draws=draws, seed=seed, progress=progress)
     typer.echo(format_gate_bench(result))
@@ -155,13 +196,22 @@ def bench_gate(
 @app.command("sample")
 def bench_sample(
     rows: Annotated[int, typer.Option(min=1, help="Traces in the synthetic day.")] = 100_000,
-    store: Annotated[str, typer.Option(help="sqlite, or postgres (a throwaway cluster unless --store-url).")] = "sqlite",
-    store_url: Annotated[str | None, typer.Option(help="A PostgreSQL database the bench may fill (one table it creates and drops).")] = None,
+    store: Annotated[
+        str, typer.Option(help="sqlite, or postgres (a throwaway cluster unless --store-url).")
+    ] = "sqlite",
+    store_url: Annotated[
+        str | None, typer.Option(help="A PostgreSQL database the bench may fill (one table it creates and drops).")
+    ] = None,
     rate: Annotated[float, typer.Option(min=0.0001, max=1.0, help="Sample rate.")] = 0.05,
     workers: Annotated[int, typer.Option(min=0, help="Anonymizing processes; 0 = one per CPU.")] = 0,
     version: Annotated[bool, typer.Option(help="Run the DVC version task too.")] = True,
-    one_process: Annotated[bool, typer.Option(help="Every step in one process, as `ragwatch traces sample` runs "
-                                                   "them, instead of one process per DAG task.")] = False,
+    one_process: Annotated[
+        bool,
+        typer.Option(
+            help="Every step in one process, as `ragwatch traces sample` runs "
+            "them, instead of one process per DAG task."
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
 ) -> None:
     """Wall time, rows/s and peak RSS of the whole trace-sampling step on a synthetic day of N traces."""
@@ -171,8 +221,9 @@ def bench_sample(
         fail("--store-url needs --store postgres")
     from pipelines.bench.sample import format_sample_bench, run_sample_bench
 
-    result = run_sample_bench(rows, store=store, url=store_url, rate=rate, workers=workers, version=version,
-                              one_process=one_process)
+    result = run_sample_bench(
+        rows, store=store, url=store_url, rate=rate, workers=workers, version=version, one_process=one_process
+    )
     if as_json:
         typer.echo(json.dumps(result, indent=2))
     else:
@@ -195,10 +246,17 @@ def bench_online(
     rows: Annotated[int, typer.Option(min=1, help="Sampled traces in the synthetic day's partition.")] = 1_000,
     latency: Annotated[float, typer.Option(min=0.0, help="Simulator latency per request, seconds.")] = 1.0,
     capacity: Annotated[int, typer.Option(min=1, help="Requests the simulator serves at once.")] = 16,
-    max_traces: Annotated[int | None, typer.Option(min=1, help="Traces judged (RAGWATCH_ONLINE_MAX_TRACES); "
-                                                                  "default: the eval's.")] = None,
-    noise_share: Annotated[float | None, typer.Option(min=0.0, max=1.0, help="Share of the judged traces given noise "
-                                                         "ΔF (RAGWATCH_ONLINE_NOISE_SHARE); default: the eval's.")] = None,
+    max_traces: Annotated[
+        int | None, typer.Option(min=1, help="Traces judged (RAGWATCH_ONLINE_MAX_TRACES); default: the eval's.")
+    ] = None,
+    noise_share: Annotated[
+        float | None,
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            help="Share of the judged traces given noise ΔF (RAGWATCH_ONLINE_NOISE_SHARE); default: the eval's.",
+        ),
+    ] = None,
     seed: Annotated[int, SeedOption] = 11,
     as_json: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
 ) -> None:
@@ -206,8 +264,15 @@ def bench_online(
     from pipelines.bench.online import format_online_bench, recorded_equals_served, run_online_bench
 
     try:
-        result = run_online_bench(rows, latency_s=latency, capacity=capacity, max_traces=max_traces,
-                                  noise_share=noise_share, seed=seed, progress=lambda line: console.print(escape(line)))  # fmt: skip
+        result = run_online_bench(
+            rows,
+            latency_s=latency,
+            capacity=capacity,
+            max_traces=max_traces,
+            noise_share=noise_share,
+            seed=seed,
+            progress=lambda line: console.print(escape(line)),
+        )
     except ValueError as exc:
         fail(str(exc))
     if as_json:
@@ -215,8 +280,10 @@ def bench_online(
     else:
         typer.echo(format_online_bench(result))
     if not recorded_equals_served(result):
-        fail(f"the run recorded {result['recorded_requests']:,} requests ({result['recorded_by_model']}) where the "
-              f"simulator served {result['requests']:,} ({result['by_model']}): the usage accounting missed some")
+        fail(
+            f"the run recorded {result['recorded_requests']:,} requests ({result['recorded_by_model']}) where the "
+            f"simulator served {result['requests']:,} ({result['by_model']}): the usage accounting missed some"
+        )
 
 
 @app.command("plan")
@@ -224,8 +291,10 @@ def bench_plan(
     rows: Annotated[int, typer.Option(min=1, help="Sampled traces in each day's partition.")] = 1_000_000,
     days: Annotated[int, typer.Option(min=1, help="Days the plan reads (the golden params' trace_days).")] = 14,
     pick: Annotated[int, typer.Option(min=0, help="Trace questions the plan takes.")] = 100,
-    previous_rows: Annotated[int, typer.Option(min=1, help="Rows per day the previous loader (every row a dict) "
-                                                           "is measured on, then scaled.")] = 100_000,
+    previous_rows: Annotated[
+        int,
+        typer.Option(min=1, help="Rows per day the previous loader (every row a dict) is measured on, then scaled."),
+    ] = 100_000,
     as_json: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
 ) -> None:
     """Peak RSS and wall time of the golden plan's read of trace questions over DAYS days of ROWS traces,

@@ -19,8 +19,12 @@ app = typer.Typer(help="The corpus index in Qdrant.", no_args_is_help=True)
 
 @app.command("index")
 def corpus_index(
-    path: Annotated[Path | None, typer.Argument(help="Folder of Markdown/HTML/text files; default: the demo corpus.")] = None,
-    rebuild: Annotated[bool, typer.Option(help="Drop the collection and embed every chunk again (a new embedder).")] = False,
+    path: Annotated[
+        Path | None, typer.Argument(help="Folder of Markdown/HTML/text files; default: the demo corpus.")
+    ] = None,
+    rebuild: Annotated[
+        bool, typer.Option(help="Drop the collection and embed every chunk again (a new embedder).")
+    ] = False,
 ) -> None:
     """Chunk a folder and (re-)index it in Qdrant: dense + BM25 sparse vectors, only changed documents."""
     from pipelines.corpus.steps import index_corpus
@@ -50,4 +54,3 @@ def corpus_refresh(
     if notify:
         event = notify_refresh(settings, report)
         console.print(f"asset event posted to {settings.airflow_api_url}: {event}")
-

@@ -42,24 +42,36 @@ def demo_seed(
             written = seed_demo_otlp(settings, days=days, per_day=per_day, seed=seed, replace=replace)
         except RuntimeError as exc:
             fail(str(exc))
-        console.print(f"wrote {written['traces']:,} traces as OTLP/JSON spans from {written['first_day']} to "
-                      f"{written['last_day']} into {written['path']} (left out: {written['left_out']} broken rows no span "
-                      "can carry, a timestamp or a context list that is not one)")  # fmt: skip
+        console.print(
+            f"wrote {written['traces']:,} traces as OTLP/JSON spans from {written['first_day']} to "
+            f"{written['last_day']} into {written['path']} (left out: {written['left_out']} broken rows no span "
+            "can carry, a timestamp or a context list that is not one)"
+        )
         return
     with progress_bar() as bar:
         task = bar.add_task("seeding traces", total=days * per_day)
         try:
-            counts = seed_demo_store(settings, days=days, per_day=per_day, seed=seed, replace=replace,
-                                     progress=lambda n: bar.update(task, completed=n))  # fmt: skip
+            counts = seed_demo_store(
+                settings,
+                days=days,
+                per_day=per_day,
+                seed=seed,
+                replace=replace,
+                progress=lambda n: bar.update(task, completed=n),
+            )
         except RuntimeError as exc:
             fail(str(exc))
-    console.print(f"seeded {counts['rows']:,} traces ({counts['broken']} broken on purpose) "
-                  f"from {counts['first_day']} to {counts['last_day']} into {counts['store']}")  # fmt: skip
+    console.print(
+        f"seeded {counts['rows']:,} traces ({counts['broken']} broken on purpose) "
+        f"from {counts['first_day']} to {counts['last_day']} into {counts['store']}"
+    )
 
 
 @app.command("drill")
 def demo_drill(
-    rules: Annotated[Path, typer.Option(help="Prometheus alert rules, read only when no Prometheus is configured.")] = Path("monitoring/rules/ragwatch.rules.yml"),
+    rules: Annotated[
+        Path, typer.Option(help="Prometheus alert rules, read only when no Prometheus is configured.")
+    ] = Path("monitoring/rules/ragwatch.rules.yml"),
     wait: Annotated[float, typer.Option(help="Seconds to wait for Prometheus to fire an alert.")] = 60.0,
 ) -> None:
     """The regression drill: a degraded candidate on the baseline's items, the paired differences, the gate, the alerts."""
@@ -69,12 +81,14 @@ def demo_drill(
         prometheus_alerts,
         push_candidate,
         run_drill,
-    )  # fmt: skip
+    )
     from pipelines.demo.recap import DrillAlert, DrillAlerts, save_drill_alerts
 
     settings = current_settings()
-    console.print(f"drill: the candidate's offline generator invents and garbles more sentences "
-                  f"({', '.join(f'{k}={v:g}' for k, v in CANDIDATE_FAULTS.items())}), same items as the baseline")  # fmt: skip
+    console.print(
+        f"drill: the candidate's offline generator invents and garbles more sentences "
+        f"({', '.join(f'{k}={v:g}' for k, v in CANDIDATE_FAULTS.items())}), same items as the baseline"
+    )
     try:
         summary, baseline, _ = run_drill(settings)
     except (LookupError, ValueError) as exc:
@@ -86,29 +100,45 @@ def demo_drill(
     if pushed.mode == "pushgateway":
         print_gauges(settings, suite="offline", app=summary.target)
     if settings.prometheus_url:
-        console.print(f"alerts Prometheus evaluates ({settings.prometheus_url}/api/v1/alerts, waiting up to {wait:g} s):")
+        console.print(
+            f"alerts Prometheus evaluates ({settings.prometheus_url}/api/v1/alerts, waiting up to {wait:g} s):"
+        )
         alerts = prometheus_alerts(settings.prometheus_url, app=summary.target, wait_s=wait)
         for alert in alerts:
             colour = "red" if alert.state == "firing" else "yellow"
-            console.print(f"  - [{colour}]{alert.alert} {alert.state.upper()}[/{colour}] "
-                          f"({alert.labels.get('severity', '')}): {escape(alert.summary)}")  # fmt: skip
+            console.print(
+                f"  - [{colour}]{alert.alert} {alert.state.upper()}[/{colour}] "
+                f"({alert.labels.get('severity', '')}): {escape(alert.summary)}"
+            )
         if not alerts:
             console.print("  none")
-        save_drill_alerts(settings, DrillAlerts(f"Prometheus at {settings.prometheus_url}, stopped with the demo",
-                                                [DrillAlert(a.alert, a.state, a.summary) for a in alerts]))  # fmt: skip
+        save_drill_alerts(
+            settings,
+            DrillAlerts(
+                f"Prometheus at {settings.prometheus_url}, stopped with the demo",
+                [DrillAlert(a.alert, a.state, a.summary) for a in alerts],
+            ),
+        )
         return
     if not rules.exists():
         console.print(f"[yellow]no Prometheus and no alert rules at {rules}: no alert is evaluated")
         return
     firing = alerts_that_would_fire(summary, rules)
-    console.print(f"no Prometheus configured (RAGWATCH_PROMETHEUS_URL): the rules of {rules} these scores would "
-                  "fire, recomputed here" if firing else f"no rule of {rules} would fire on these scores")  # fmt: skip
+    console.print(
+        f"no Prometheus configured (RAGWATCH_PROMETHEUS_URL): the rules of {rules} these scores would "
+        "fire, recomputed here"
+        if firing
+        else f"no rule of {rules} would fire on these scores"
+    )
     for alert in firing:
         when = f", after {alert.wait}" if alert.wait else ""
         console.print(f"  - [red]{alert.alert}[/red] ({alert.severity}{when}): {escape(alert.condition)}")
-    save_drill_alerts(settings, DrillAlerts(f"recomputed from {rules} (no Prometheus)",
-                                            [DrillAlert(a.alert, "would fire", a.condition) for a in firing]))  # fmt: skip
-
+    save_drill_alerts(
+        settings,
+        DrillAlerts(
+            f"recomputed from {rules} (no Prometheus)", [DrillAlert(a.alert, "would fire", a.condition) for a in firing]
+        ),
+    )
 
 
 @app.command("label-audit")
@@ -133,15 +163,20 @@ def demo_label_audit(
         labelled, path = plant_audit_labels(Workspace.from_settings(settings), suite, run.logical_date, run.target)
     except FileNotFoundError as exc:
         fail(str(exc))
-    console.print(f"planted {labelled} labels in {path}: a reviewer who says no to {FALSE_YES:.0%} of the judge's "
-                  f"yes verdicts and yes to {FALSE_NO:.0%} of its no verdicts (a real team fills the label column by "
-                  "hand); importing them:")  # fmt: skip
+    console.print(
+        f"planted {labelled} labels in {path}: a reviewer who says no to {FALSE_YES:.0%} of the judge's "
+        f"yes verdicts and yes to {FALSE_NO:.0%} of its no verdicts (a real team fills the label column by "
+        "hand); importing them:"
+    )
     judge_labels_import(path)
 
 
 @app.command("summary")
-def demo_summary(day: Annotated[str | None, typer.Option("--date", help="Default: yesterday (UTC).",
-                                                            callback=checked(inputs.day))] = None) -> None:
+def demo_summary(
+    day: Annotated[
+        str | None, typer.Option("--date", help="Default: yesterday (UTC).", callback=checked(inputs.day))
+    ] = None,
+) -> None:
     """Print the published trace sample of a day, from its manifest and the workspace."""
     from pipelines.traces.steps import published_counts
     from pipelines.versioning import git
@@ -156,14 +191,24 @@ def demo_summary(day: Annotated[str | None, typer.Option("--date", help="Default
     workspace = Workspace.from_settings(settings)
     partition = workspace.traces_partition(the_day).root
     md5 = workspace.dvc_md5(partition)
-    rev = git("log", "-1", "--format=%h", "--", str(workspace.dvc_file(workspace.relative(partition))), cwd=workspace.root).strip() if md5 else None
+    rev = (
+        git(
+            "log", "-1", "--format=%h", "--", str(workspace.dvc_file(workspace.relative(partition))), cwd=workspace.root
+        ).strip()
+        if md5
+        else None
+    )
     print_sample_summary(counts, "passed (published)", workspace.relative(partition), md5, rev)
 
 
 @app.command("recap")
 def demo_recap(
-    day: Annotated[str | None, typer.Option("--date", help="The day the online eval scored; default: yesterday "
-                                               "(UTC).", callback=checked(inputs.day))] = None,
+    day: Annotated[
+        str | None,
+        typer.Option(
+            "--date", help="The day the online eval scored; default: yesterday (UTC).", callback=checked(inputs.day)
+        ),
+    ] = None,
     log: Annotated[str | None, typer.Option(help="Where the demo wrote every table, to point to.")] = None,
 ) -> None:
     """One screen on what the demo did: the steps, the drill's verdict and why, coverage, judge trust, cost, and

@@ -28,27 +28,68 @@ app = typer.Typer(help="Offline and online evals.", no_args_is_help=True)
 
 @app.command("offline")
 def eval_offline(
-    day: Annotated[str | None, typer.Option("--date", help="Logical date of the run (default: today, UTC).",
-                                               callback=checked(inputs.day))] = None,
-    golden_version: Annotated[str | None, typer.Option(help="e.g. v2; default: the latest published.",
-                                                          callback=checked(inputs.golden_version))] = None,
-    target_url: Annotated[str | None, typer.Option(help="Your RAG service (see README; credentials go in RAGWATCH_TARGET_HEADERS); "
-                                                      "default: the reference RAG.", callback=checked(valid_target_url))] = None,
-    target_name: Annotated[str | None, typer.Option(help="Name of the target in runs, reports and gauges; default: from the URL.",
-                                                       callback=checked(inputs.target_name))] = None,
-    k: Annotated[str, typer.Option(help="Cut-offs for recall@k / precision@k.", callback=checked(inputs.cutoffs))] = "1,3,5,10",
-    metrics: Annotated[str | None, typer.Option(help="Comma-separated judge metrics; default: all.", callback=checked(valid_metrics))] = None,
-    limit: Annotated[int | None, typer.Option(help="Evaluate a stable subset of this many items, stratified by question type.", min=1)] = None,
+    day: Annotated[
+        str | None,
+        typer.Option("--date", help="Logical date of the run (default: today, UTC).", callback=checked(inputs.day)),
+    ] = None,
+    golden_version: Annotated[
+        str | None,
+        typer.Option(help="e.g. v2; default: the latest published.", callback=checked(inputs.golden_version)),
+    ] = None,
+    target_url: Annotated[
+        str | None,
+        typer.Option(
+            help="Your RAG service (see README; credentials go in RAGWATCH_TARGET_HEADERS); "
+            "default: the reference RAG.",
+            callback=checked(valid_target_url),
+        ),
+    ] = None,
+    target_name: Annotated[
+        str | None,
+        typer.Option(
+            help="Name of the target in runs, reports and gauges; default: from the URL.",
+            callback=checked(inputs.target_name),
+        ),
+    ] = None,
+    k: Annotated[
+        str, typer.Option(help="Cut-offs for recall@k / precision@k.", callback=checked(inputs.cutoffs))
+    ] = "1,3,5,10",
+    metrics: Annotated[
+        str | None, typer.Option(help="Comma-separated judge metrics; default: all.", callback=checked(valid_metrics))
+    ] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option(help="Evaluate a stable subset of this many items, stratified by question type.", min=1),
+    ] = None,
     fail_on_gate: Annotated[bool, typer.Option(help="Exit non-zero when the regression gate fails.")] = False,
-    retrieval_k: Annotated[int | None, typer.Option(help="Chunks the reference RAG hands its generator (default 5).", min=1)] = None,
-    baseline: Annotated[str | None, typer.Option("--baseline-run", "--baseline", callback=checked(valid_run_id),
-                                                    help="Gate against this run id instead of the target's previous "
-                                                         "accepted run.")] = None,
-    reference: Annotated[str | None, typer.Option("--reference-run", callback=checked(valid_run_id),
-                                                     help="Also gate against this run id instead of the last pinned "
-                                                          "release (or the first accepted run on the golden version).")] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Estimate the requests and tokens per stage from the "
-                                                            "last runs; send nothing, write nothing.")] = False,
+    retrieval_k: Annotated[
+        int | None, typer.Option(help="Chunks the reference RAG hands its generator (default 5).", min=1)
+    ] = None,
+    baseline: Annotated[
+        str | None,
+        typer.Option(
+            "--baseline-run",
+            "--baseline",
+            callback=checked(valid_run_id),
+            help="Gate against this run id instead of the target's previous accepted run.",
+        ),
+    ] = None,
+    reference: Annotated[
+        str | None,
+        typer.Option(
+            "--reference-run",
+            callback=checked(valid_run_id),
+            help="Also gate against this run id instead of the last pinned "
+            "release (or the first accepted run on the golden version).",
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Estimate the requests and tokens per stage from the last runs; send nothing, write nothing.",
+        ),
+    ] = False,
 ) -> None:
     """The weekly offline eval without Airflow: target, judge, CIs, gate, report, push."""
     from pipelines.evaluation.runs.offline import run_offline_eval
@@ -56,10 +97,19 @@ def eval_offline(
 
     settings = current_settings()
     try:
-        params = eval_params(settings, golden_version=golden_version, target_url=target_url, target_name=target_name,
-                             limit=limit, k=inputs.cutoffs(k), metrics=metrics.split(",") if metrics else None,
-                             fail_on_gate=fail_on_gate, retrieval_k=retrieval_k, baseline_run=baseline,
-                             reference_run=reference)  # fmt: skip
+        params = eval_params(
+            settings,
+            golden_version=golden_version,
+            target_url=target_url,
+            target_name=target_name,
+            limit=limit,
+            k=inputs.cutoffs(k),
+            metrics=metrics.split(",") if metrics else None,
+            fail_on_gate=fail_on_gate,
+            retrieval_k=retrieval_k,
+            baseline_run=baseline,
+            reference_run=reference,
+        )
     except ValueError as exc:
         fail(str(exc))
     if dry_run:
@@ -75,9 +125,12 @@ def eval_offline(
         task = bar.add_task("judging", total=None)
         try:
             # The gate is enforced below, after the summary is printed: a failing gate shows its reasons.
-            summary, _ = run_offline_eval(settings, params.model_copy(update={"fail_on_gate": False}),
-                                          logical_date=date.fromisoformat(day) if day else today(),
-                                          progress=lambda done, total: bar.update(task, completed=done, total=total))  # fmt: skip
+            summary, _ = run_offline_eval(
+                settings,
+                params.model_copy(update={"fail_on_gate": False}),
+                logical_date=date.fromisoformat(day) if day else today(),
+                progress=lambda done, total: bar.update(task, completed=done, total=total),
+            )
         except (FileNotFoundError, ValueError, RuntimeError) as exc:
             fail(f"{exc}")
     print_eval_summary(summary)
@@ -87,20 +140,44 @@ def eval_offline(
 
 @app.command("online")
 def eval_online(
-    day: Annotated[str | None, typer.Option("--date", help="Day whose sampled traces to score (default: yesterday, UTC).",
-                                               callback=checked(inputs.day))] = None,
+    day: Annotated[
+        str | None,
+        typer.Option(
+            "--date", help="Day whose sampled traces to score (default: yesterday, UTC).", callback=checked(inputs.day)
+        ),
+    ] = None,
     push: Annotated[bool, typer.Option(help="Push the scores to the Pushgateway (or its textfile).")] = True,
-    max_traces: Annotated[int | None, typer.Option(help="Traces judged at most, stratified by app and language "
-                                                           "(default: RAGWATCH_ONLINE_MAX_TRACES, 2000).", min=1)] = None,
-    noise_share: Annotated[float | None, typer.Option(help="Share of the judged traces that also get noise ΔF "
-                                                              "(default: RAGWATCH_ONLINE_NOISE_SHARE, 0.25).",
-                                                         min=0.0, max=1.0)] = None,
-    target_half_width: Annotated[float | None, typer.Option(help="Judge each stratum on as many traces as "
-                                                                    "faithfulness' 95 % interval needs to be about ± "
-                                                                    "this, from the last runs' spread (--max-traces "
-                                                                    "still caps).")] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Estimate the requests and tokens per stage from the "
-                                                            "last runs; send nothing, write nothing.")] = False,
+    max_traces: Annotated[
+        int | None,
+        typer.Option(
+            help="Traces judged at most, stratified by app and language (default: RAGWATCH_ONLINE_MAX_TRACES, 2000).",
+            min=1,
+        ),
+    ] = None,
+    noise_share: Annotated[
+        float | None,
+        typer.Option(
+            help="Share of the judged traces that also get noise ΔF (default: RAGWATCH_ONLINE_NOISE_SHARE, 0.25).",
+            min=0.0,
+            max=1.0,
+        ),
+    ] = None,
+    target_half_width: Annotated[
+        float | None,
+        typer.Option(
+            help="Judge each stratum on as many traces as "
+            "faithfulness' 95 % interval needs to be about ± "
+            "this, from the last runs' spread (--max-traces "
+            "still caps)."
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Estimate the requests and tokens per stage from the last runs; send nothing, write nothing.",
+        ),
+    ] = False,
 ) -> None:
     """The daily online eval without Airflow: judge a budget of the day's sampled traces, noise ΔF, tool-call validity."""
     from pipelines.evaluation.outputs.formatting import number
@@ -111,8 +188,9 @@ def eval_online(
     settings = current_settings()
     the_day = date.fromisoformat(day) if day else today() - timedelta(days=1)
     try:
-        params = online_params(settings, max_traces=max_traces, noise_share=noise_share,
-                               target_half_width=target_half_width)  # fmt: skip
+        params = online_params(
+            settings, max_traces=max_traces, noise_share=noise_share, target_half_width=target_half_width
+        )
     except ValidationError as exc:
         fail("; ".join(f"--{str(e['loc'][0]).replace('_', '-')}: {e['msg']}" for e in exc.errors(include_url=False)))
     if dry_run:
@@ -127,33 +205,56 @@ def eval_online(
     with progress_bar() as bar:
         task = bar.add_task("judging", total=None)
         try:
-            summary = run_online_eval(settings, the_day, params, push=push,
-                                      progress=lambda done, total: bar.update(task, completed=done, total=total))  # fmt: skip
+            summary = run_online_eval(
+                settings,
+                the_day,
+                params,
+                push=push,
+                progress=lambda done, total: bar.update(task, completed=done, total=total),
+            )
         except FileNotFoundError as exc:
             fail(str(exc))
     print_eval_summary(summary)
-    table = ReadableTable(title=escape(f"judged {summary.items} of the day's {summary.day_traces} sampled traces "
-                               f"(budget {params.max_traces})"))  # fmt: skip
+    table = ReadableTable(
+        title=escape(
+            f"judged {summary.items} of the day's {summary.day_traces} sampled traces (budget {params.max_traces})"
+        )
+    )
     table.add_column("stratum", "name")
     for column in ("day's traces", "judged", "noise ΔF", "faithfulness n", "95 % CI ±"):
         table.add_column(column)
     for row in summary.judged_strata:
-        table.add_row(escape(row.stratum), str(row.day_traces), str(row.judged), str(row.noise), str(row.faithfulness_n),
-                      number(row.faithfulness_half_width))  # fmt: skip
+        table.add_row(
+            escape(row.stratum),
+            str(row.day_traces),
+            str(row.judged),
+            str(row.noise),
+            str(row.faithfulness_n),
+            number(row.faithfulness_half_width),
+        )
     console.print(table)
     inbox = Workspace.from_settings(settings).review_candidates(the_day)
-    console.print(f"{summary.review_candidates} lowest-scoring traces queued for golden review in {inbox} "
-                  "(fill in the reference answer and gold passages, then `ragwatch golden import` it)")  # fmt: skip
+    console.print(
+        f"{summary.review_candidates} lowest-scoring traces queued for golden review in {inbox} "
+        "(fill in the reference answer and gold passages, then `ragwatch golden import` it)"
+    )
 
 
 @app.command("cost")
 def eval_cost(
     suite: Annotated[str, typer.Option(help="offline or online.", callback=checked(inputs.suite))] = "online",
-    target: Annotated[str | None, typer.Option(help="Target name (default: production online, reference-rag "
-                                                       "offline).", callback=checked(inputs.target_name))] = None,
+    target: Annotated[
+        str | None,
+        typer.Option(
+            help="Target name (default: production online, reference-rag offline).",
+            callback=checked(inputs.target_name),
+        ),
+    ] = None,
     weeks: Annotated[int, typer.Option(help="ISO weeks to show, up to the one of --date.", min=1, max=104)] = 8,
-    day: Annotated[str | None, typer.Option("--date", help="The last week's day (default: today, UTC).",
-                                               callback=checked(inputs.day))] = None,
+    day: Annotated[
+        str | None,
+        typer.Option("--date", help="The last week's day (default: today, UTC).", callback=checked(inputs.day)),
+    ] = None,
 ) -> None:
     """What a suite's runs cost week by week: requests and tokens per run and per item, from the results DB."""
     from pipelines.evaluation.outputs.cost_trend import weekly_cost
@@ -169,8 +270,12 @@ def eval_cost(
         trend = weekly_cost(store, suite, name, until=until, weeks=weeks) if store.exists() else []
     finally:
         store.dispose()
-    table = ReadableTable(title=escape(f"{suite} runs of {name}, by ISO week: requests and prompt + completion tokens "
-                               f"(as the servers reported them)"))  # fmt: skip
+    table = ReadableTable(
+        title=escape(
+            f"{suite} runs of {name}, by ISO week: requests and prompt + completion tokens "
+            f"(as the servers reported them)"
+        )
+    )
     table.add_column("week of", "name")
     table.add_column("runs", "text")  # "3 (+1 unrecorded)" may fold
     for column in ("requests", "per run", "tokens", "per run", "per item", "cache hits"):
@@ -180,13 +285,23 @@ def eval_cost(
         if not week.runs:
             table.add_row(str(week.week), runs, *[""] * 6)
             continue
-        table.add_row(str(week.week), runs, f"{week.requests:,}", shown(week.per_run("requests")), f"{week.tokens:,}",
-                      shown(week.per_run("tokens")), shown(week.per_item("tokens")), f"{week.cache_hits:,}")
+        table.add_row(
+            str(week.week),
+            runs,
+            f"{week.requests:,}",
+            shown(week.per_run("requests")),
+            f"{week.tokens:,}",
+            shown(week.per_run("tokens")),
+            shown(week.per_item("tokens")),
+            f"{week.cache_hits:,}",
+        )
     console.print(table)
 
 
 @app.command("summary")
-def eval_summary(suite: Annotated[str, typer.Option(help="offline or online.", callback=checked(inputs.suite))] = "offline") -> None:
+def eval_summary(
+    suite: Annotated[str, typer.Option(help="offline or online.", callback=checked(inputs.suite))] = "offline",
+) -> None:
     """The latest run of a suite from the results DB: scores with CIs, gate, diagnosis, report path."""
     from pipelines.evaluation.outputs.summary import latest_summary
     from pipelines.stores.results import ResultsStoreError
@@ -199,10 +314,17 @@ def eval_summary(suite: Annotated[str, typer.Option(help="offline or online.", c
 
 @app.command("pin")
 def eval_pin(
-    run: Annotated[str, typer.Argument(help="The run id, e.g. offline/2026-11-30/reference-rag.", callback=checked(valid_run_id))],
+    run: Annotated[
+        str, typer.Argument(help="The run id, e.g. offline/2026-11-30/reference-rag.", callback=checked(valid_run_id))
+    ],
     remove: Annotated[bool, typer.Option("--remove", help="Unpin: the run is no longer a release.")] = False,
-    reference: Annotated[bool, typer.Option("--reference", help="Also move the reference here: later runs are gated "
-                                                                "against this release (after an improvement).")] = False,
+    reference: Annotated[
+        bool,
+        typer.Option(
+            "--reference",
+            help="Also move the reference here: later runs are gated against this release (after an improvement).",
+        ),
+    ] = False,
 ) -> None:
     """Pin an offline run as a release. The first release of a golden version is the reference every later run of
     its target is also gated against (slow drift fails, even when every release is pinned); `--reference` moves the
@@ -217,8 +339,13 @@ def eval_pin(
         if not store.exists():
             fail("no results DB yet: run `ragwatch eval offline` first")
         store.create()  # adds the release columns to a results DB of an older version
-        pinned = store.pin(run, pinned=not remove, reference=reference and not remove, metrics=GATED_METRICS,
-                           min_ok=settings.gate_min_pairs)  # fmt: skip
+        pinned = store.pin(
+            run,
+            pinned=not remove,
+            reference=reference and not remove,
+            metrics=GATED_METRICS,
+            min_ok=settings.gate_min_pairs,
+        )
     except (LookupError, ValueError, ResultsStoreError) as exc:
         fail(str(exc))
     finally:
@@ -227,13 +354,17 @@ def eval_pin(
         console.print(f"{escape(pinned.run_id)} is no longer a release")
     elif reference or pinned.gate_passed is False:
         gate = "" if pinned.gate_passed is not False else " (its own gate failed: pinning accepts the change)"
-        console.print(f"{escape(pinned.run_id)} on {escape(pinned.dataset_version)} is the release later runs of "
-                      f"{escape(pinned.target)} are gated against{gate}")  # fmt: skip
+        console.print(
+            f"{escape(pinned.run_id)} on {escape(pinned.dataset_version)} is the release later runs of "
+            f"{escape(pinned.target)} are gated against{gate}"
+        )
     else:
-        console.print(f"{escape(pinned.run_id)} on {escape(pinned.dataset_version)} is a release of "
-                      f"{escape(pinned.target)}; later runs are gated against the first release on "
-                      f"{escape(pinned.dataset_version)} since the reference last moved (`--reference` moves it "
-                      f"here)")  # fmt: skip
+        console.print(
+            f"{escape(pinned.run_id)} on {escape(pinned.dataset_version)} is a release of "
+            f"{escape(pinned.target)}; later runs are gated against the first release on "
+            f"{escape(pinned.dataset_version)} since the reference last moved (`--reference` moves it "
+            f"here)"
+        )
 
 
 @app.command("gauges")
@@ -244,8 +375,10 @@ def eval_gauges(
     """Read a suite's gauges back from the Pushgateway (RAGWATCH_PUSHGATEWAY_URL)."""
     settings = current_settings()
     if not settings.pushgateway_url:
-        console.print(f"no Pushgateway configured (RAGWATCH_PUSHGATEWAY_URL): gauges are in textfiles under "
-                      f"{settings.home / 'metrics'}")  # fmt: skip
+        console.print(
+            f"no Pushgateway configured (RAGWATCH_PUSHGATEWAY_URL): gauges are in textfiles under "
+            f"{settings.home / 'metrics'}"
+        )
         return
     print_gauges(settings, suite=suite, app=app_name)
 
@@ -254,8 +387,12 @@ def eval_gauges(
 def eval_compare(
     a: Annotated[str, typer.Option("--a", help="Arm A, e.g. 'k=5,mode=hybrid' or 'url=http://old/rag'.")],
     b: Annotated[str, typer.Option("--b", help="Arm B, e.g. 'k=3,mode=dense' or 'url=http://new/rag'.")],
-    limit: Annotated[int | None, typer.Option(help="A stable subset of this many items, stratified by question type.", min=1)] = None,
-    metrics: Annotated[str | None, typer.Option(help="Comma-separated judge metrics; default: all.", callback=checked(valid_metrics))] = None,
+    limit: Annotated[
+        int | None, typer.Option(help="A stable subset of this many items, stratified by question type.", min=1)
+    ] = None,
+    metrics: Annotated[
+        str | None, typer.Option(help="Comma-separated judge metrics; default: all.", callback=checked(valid_metrics))
+    ] = None,
 ) -> None:
     """A/B: both configurations on the same items; paired differences B − A per metric and stratum with CIs."""
     from pipelines.evaluation.runs.compare import compare
@@ -276,10 +413,23 @@ def eval_compare(
     for r in rows:
         ci = "—" if r["ci_low"] is None else f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
         p_adjusted = "—" if r["p_adjusted"] is None else f"{r['p_adjusted']:.3f}"
-        table.add_row(r["metric"], escape(r["stratum"]), str(r["n_pairs"]), f"{r['a']:.3f}", f"{r['b']:.3f}",
-                      f"{r['diff']:+.3f}", ci, p_adjusted, "significant" if r["significant"] else "")  # fmt: skip
+        table.add_row(
+            r["metric"],
+            escape(r["stratum"]),
+            str(r["n_pairs"]),
+            f"{r['a']:.3f}",
+            f"{r['b']:.3f}",
+            f"{r['diff']:+.3f}",
+            ci,
+            p_adjusted,
+            "significant" if r["significant"] else "",
+        )
     console.print(table)
     if rows:
-        methods = ", ".join(dict.fromkeys(r["ci_method"] for r in rows if r["ci_method"]))  # 0/1 and other scores differ
-        console.print(f"CI: {methods}; p: paired sign-flip test, {rows[0]['correction']}-adjusted over "
-                      f"{len(rows)} rows (false discovery rate 0.05)")  # fmt: skip
+        methods = ", ".join(
+            dict.fromkeys(r["ci_method"] for r in rows if r["ci_method"])
+        )  # 0/1 and other scores differ
+        console.print(
+            f"CI: {methods}; p: paired sign-flip test, {rows[0]['correction']}-adjusted over "
+            f"{len(rows)} rows (false discovery rate 0.05)"
+        )

@@ -37,8 +37,13 @@ app.add_typer(review_app, name="review")
 def golden_build(
     name: NameOption = None,
     day: Annotated[str | None, DateOption] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Estimate the requests and tokens from the plan and the "
-                                                            "last build; send nothing, write nothing.")] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Estimate the requests and tokens from the plan and the last build; send nothing, write nothing.",
+        ),
+    ] = False,
 ) -> None:
     """Plan, generate, filter, split, validate and publish a golden set (what the golden_build DAG does)."""
     from pipelines.golden.steps import build_golden
@@ -56,12 +61,15 @@ def golden_build(
     with progress_bar() as bar:
         task = bar.add_task("generating", total=None)
         try:
-            result = build_golden(settings, params, logical_date=date.fromisoformat(day) if day else today(),
-                                  progress=lambda done, total: bar.update(task, completed=done, total=total))  # fmt: skip
+            result = build_golden(
+                settings,
+                params,
+                logical_date=date.fromisoformat(day) if day else today(),
+                progress=lambda done, total: bar.update(task, completed=done, total=total),
+            )
         except (RuntimeError, ValueError) as exc:  # ValidationFailed is a RuntimeError
             fail(str(exc))
     print_golden_summary(result.release.name)
-
 
 
 @app.command("summary")
@@ -78,7 +86,9 @@ def stage_plan(name: NameOption = None, day: Annotated[str | None, DateOption] =
     """Stage 1 of dvc.yaml: which chunks and trace questions the build uses, and its batches."""
     from pipelines.golden.steps import plan_golden
 
-    planned = plan_golden(current_settings(), golden_params(name), logical_date=date.fromisoformat(day) if day else today())
+    planned = plan_golden(
+        current_settings(), golden_params(name), logical_date=date.fromisoformat(day) if day else today()
+    )
     console.print_json(planned.model_dump_json())
 
 
@@ -91,7 +101,9 @@ def stage_generate(name: NameOption = None) -> None:
     batches = planned_batches(settings, params)
     with progress_bar() as bar:
         task = bar.add_task("generating", total=len(batches))
-        result = generate_golden(settings, params.name, batches, progress=lambda done, _: bar.update(task, completed=done))
+        result = generate_golden(
+            settings, params.name, batches, progress=lambda done, _: bar.update(task, completed=done)
+        )
     console.print_json(result.model_dump_json())
 
 
@@ -149,7 +161,14 @@ def golden_repro() -> None:
 
 @app.command("import")
 def golden_import(
-    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="CSV or JSONL: question, reference_answer, gold_chunk_ids or gold_passages, [split].")],
+    file: Annotated[
+        Path,
+        typer.Argument(
+            exists=True,
+            dir_okay=False,
+            help="CSV or JSONL: question, reference_answer, gold_chunk_ids or gold_passages, [split].",
+        ),
+    ],
     name: NameOption = None,
 ) -> None:
     """Add hand-written items (source=human): never regenerated or filtered; test split unless marked dev."""
@@ -158,8 +177,10 @@ def golden_import(
     result = import_human(current_settings(), golden_params(name).name, file)
     for problem in result.problems:
         console.print(f"[yellow]not imported:[/yellow] {escape(problem)}")
-    console.print(f"{result.imported} items imported into {result.path} ({result.total} hand-written items in all). "
-                  "They join the set at the next `ragwatch golden build`.")  # fmt: skip
+    console.print(
+        f"{result.imported} items imported into {result.path} ({result.total} hand-written items in all). "
+        "They join the set at the next `ragwatch golden build`."
+    )
     if result.problems:
         raise typer.Exit(code=2)
 
@@ -174,13 +195,17 @@ def review_export(
 
     params = golden_params(name)
     result = export_review(current_settings(), params.name, out, params.review_fraction)
-    console.print(f"{result.rows} items to review ({result.kept} kept, {result.rejected} filter rejects, unmarked): "
-                  f"{result.csv} and {result.jsonl}")  # fmt: skip
+    console.print(
+        f"{result.rows} items to review ({result.kept} kept, {result.rejected} filter rejects, unmarked): "
+        f"{result.csv} and {result.jsonl}"
+    )
 
 
 @review_app.command("import")
 def review_import(
-    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="The review CSV/JSONL with a decision column.")],
+    file: Annotated[
+        Path, typer.Argument(exists=True, dir_okay=False, help="The review CSV/JSONL with a decision column.")
+    ],
     name: NameOption = None,
 ) -> None:
     """Apply accept/reject/edit decisions (at the next build) and report agreement with the filters."""
@@ -197,8 +222,12 @@ def review_import(
 def golden_show(
     name: NameOption = None,
     per_stratum: Annotated[int, typer.Option(help="Items shown per (qtype, language) stratum.")] = 2,
-    version: Annotated[str | None, typer.Option(help="A published version such as v1; default: the latest.",
-                                                   callback=checked(inputs.golden_version))] = None,
+    version: Annotated[
+        str | None,
+        typer.Option(
+            help="A published version such as v1; default: the latest.", callback=checked(inputs.golden_version)
+        ),
+    ] = None,
 ) -> None:
     """A readable sample per stratum: question, reference answer and gold chunk excerpts."""
     from pipelines.golden.dataset import load_golden_items
@@ -210,15 +239,19 @@ def golden_show(
         if shown[stratum] >= per_stratum:
             continue
         shown[stratum] += 1
-        table = ReadableTable(title=escape(f"{item.qtype} · {item.language} · {item.variant} · {item.split} · "
-                                           f"{item.source}"), show_header=False)  # fmt: skip
+        table = ReadableTable(
+            title=escape(f"{item.qtype} · {item.language} · {item.variant} · {item.split} · {item.source}"),
+            show_header=False,
+        )
         table.add_column("", "name")
         table.add_column("", "text")
         # Questions and passages are data, not Rich markup: a "[link]" in a document stays as written.
         table.add_row("question", escape(item.question))
         table.add_row("reference", escape(item.reference_answer))
         if item.expected_tool:
-            table.add_row("expected call", escape(f"{item.expected_tool} {json.dumps(item.expected_args, ensure_ascii=False)}"))
+            table.add_row(
+                "expected call", escape(f"{item.expected_tool} {json.dumps(item.expected_args, ensure_ascii=False)}")
+            )
         for cid, text in zip(item.gold_chunk_ids, item.reference_contexts):
             table.add_row(escape(cid), escape(text[:300] + ("…" if len(text) > 300 else "")))
         console.print(table)

@@ -30,6 +30,8 @@ app.command("simulate-llm")(simulate_llm)
 
 @app.callback()
 def _setup(verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log each step.")] = False) -> None:
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
     for chatty in ("httpx", "great_expectations", "sentence_transformers"):  # one line per request / per step
         logging.getLogger(chatty).setLevel(logging.WARNING)

@@ -20,7 +20,10 @@ app = typer.Typer(help="Score your own runs.", no_args_is_help=True)
 
 @app.command("retrieval")
 def metrics_retrieval(
-    source: Annotated[Path, typer.Option("--in", exists=True, dir_okay=False, help='JSONL of {"query_id", "retrieved_ids", "gold_ids"}.')],
+    source: Annotated[
+        Path,
+        typer.Option("--in", exists=True, dir_okay=False, help='JSONL of {"query_id", "retrieved_ids", "gold_ids"}.'),
+    ],
     k: Annotated[str, typer.Option(help="Comma-separated cut-offs.", callback=checked(inputs.cutoffs))] = "1,3,5,10",
 ) -> None:
     """recall@k, precision@k and MRR of a run file, as one JSON object.
@@ -38,5 +41,8 @@ def metrics_retrieval(
     print(json.dumps(result))
     for cut in sorted(int(name.partition("@")[2]) for name in result if name.startswith("n_short@")):
         if result[f"n_short@{cut}"]:
-            print(f"k={cut}: {result[f'n_short@{cut}']} of {result['n']} queries retrieved fewer than {cut} distinct ids; "
-                  f"their missing ranks count as not relevant (precision@{cut} below 1 for them)", file=sys.stderr)  # fmt: skip
+            print(
+                f"k={cut}: {result[f'n_short@{cut}']} of {result['n']} queries retrieved fewer than {cut} distinct ids; "
+                f"their missing ranks count as not relevant (precision@{cut} below 1 for them)",
+                file=sys.stderr,
+            )

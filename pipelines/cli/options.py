@@ -63,9 +63,10 @@ def current_settings() -> Settings:
         fail(f"invalid configuration:\n{exc}")
 
 
-
-NameOption = Annotated[str | None, typer.Option("--name", help="Golden set name; default from params.yaml.",
-                                                   callback=checked(inputs.golden_name))]
+NameOption = Annotated[
+    str | None,
+    typer.Option("--name", help="Golden set name; default from params.yaml.", callback=checked(inputs.golden_name)),
+]
 
 
 def golden_params(name: str | None = None):
@@ -79,4 +80,3 @@ def golden_params(name: str | None = None):
 
 def today() -> date:
     return datetime.now(UTC).date()
-

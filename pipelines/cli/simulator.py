@@ -21,5 +21,14 @@ def simulate_llm(
     from pipelines.models.simulator import SimulatorKnobs, serve
     from pipelines.prompt_catalog import all_prompts
 
-    serve(all_prompts(), port, SimulatorKnobs(latency_s=latency_s, capacity=capacity, error_rate=error_rate,
-                                              malformed_rate=malformed_rate, timeout_rate=timeout_rate))  # fmt: skip
+    serve(
+        all_prompts(),
+        port,
+        SimulatorKnobs(
+            latency_s=latency_s,
+            capacity=capacity,
+            error_rate=error_rate,
+            malformed_rate=malformed_rate,
+            timeout_rate=timeout_rate,
+        ),
+    )

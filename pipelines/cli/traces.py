@@ -22,10 +22,19 @@ app = typer.Typer(help="Production traces: sample, anonymize, validate, version.
 @app.command("sample")
 def traces_sample(
     day: Annotated[str, typer.Option("--date", help="Day to sample (YYYY-MM-DD, UTC).", callback=checked(inputs.day))],
-    rate: Annotated[float | None, typer.Option(help="Sample rate in (0, 1]; default from settings.", callback=checked(valid_rate))] = None,
-    strata: Annotated[str | None, typer.Option(help=f"Comma-separated strata keys from {', '.join(inputs.STRATA)}; default from settings.",
-                                                  callback=checked(inputs.strata))] = None,
-    min_per_stratum: Annotated[int | None, typer.Option(help="Floor per stratum so small strata appear.", min=0)] = None,
+    rate: Annotated[
+        float | None, typer.Option(help="Sample rate in (0, 1]; default from settings.", callback=checked(valid_rate))
+    ] = None,
+    strata: Annotated[
+        str | None,
+        typer.Option(
+            help=f"Comma-separated strata keys from {', '.join(inputs.STRATA)}; default from settings.",
+            callback=checked(inputs.strata),
+        ),
+    ] = None,
+    min_per_stratum: Annotated[
+        int | None, typer.Option(help="Floor per stratum so small strata appear.", min=0)
+    ] = None,
     version: Annotated[bool, typer.Option(help="dvc add + push the published partition.")] = True,
 ) -> None:
     """Sample, anonymize, validate and publish one day's traces (what the DAG does)."""
@@ -38,12 +47,20 @@ def traces_sample(
         task = bar.add_task(f"sampling {day}", total=None)
         try:
             result = run_trace_sampling(
-                settings, date.fromisoformat(day), version=version, rate=rate,
-                strata=strata.split(",") if strata else None, min_per_stratum=min_per_stratum,
+                settings,
+                date.fromisoformat(day),
+                version=version,
+                rate=rate,
+                strata=strata.split(",") if strata else None,
+                min_per_stratum=min_per_stratum,
                 progress=lambda done, total: bar.update(task, completed=done, total=total),
-            )  # fmt: skip
+            )
         except (ValidationFailed, StoreError, ValueError) as exc:
             fail(str(exc))
-    print_sample_summary(result.counts, result.validation.describe(), result.partition,
-                         result.version.dvc_md5 if result.version else None,
-                         result.version.workspace_rev if result.version else None)  # fmt: skip
+    print_sample_summary(
+        result.counts,
+        result.validation.describe(),
+        result.partition,
+        result.version.dvc_md5 if result.version else None,
+        result.version.workspace_rev if result.version else None,
+    )

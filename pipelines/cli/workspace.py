@@ -15,8 +15,14 @@ app = typer.Typer(help="The data workspace (git + DVC) itself.", no_args_is_help
 
 
 @app.command("restore")
-def workspace_restore(source: Annotated[str | None, typer.Argument(help="The data workspace's git history (a path or git URL) "
-                                                            "to clone into RAGWATCH_WORKSPACE first.")] = None) -> None:
+def workspace_restore(
+    source: Annotated[
+        str | None,
+        typer.Argument(
+            help="The data workspace's git history (a path or git URL) to clone into RAGWATCH_WORKSPACE first."
+        ),
+    ] = None,
+) -> None:
     """Fetch every versioned trace partition and golden release of the data workspace from its DVC remote."""
     from pipelines.versioning import VersioningError, restore_workspace
     from pipelines.workspace import Workspace

@@ -188,10 +188,33 @@ class _HTMLSections(HTMLParser):
 
     HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
     BLOCKS = {
-        "p", "div", "li", "ul", "ol", "dl", "dt", "dd", "br", "tr", "table", "pre", "blockquote",
-        "section", "article", "header", "footer", "main", "aside", "figure", "figcaption", "hr",
-        "details", "summary", "form", "fieldset",
-    }  # fmt: skip
+        "p",
+        "div",
+        "li",
+        "ul",
+        "ol",
+        "dl",
+        "dt",
+        "dd",
+        "br",
+        "tr",
+        "table",
+        "pre",
+        "blockquote",
+        "section",
+        "article",
+        "header",
+        "footer",
+        "main",
+        "aside",
+        "figure",
+        "figcaption",
+        "hr",
+        "details",
+        "summary",
+        "form",
+        "fieldset",
+    }
     SKIPPED = {"script", "style", "noscript", "template", "svg", "nav", "head"}
     # Permalinks that documentation generators append to headings and definitions (Sphinx and MkDocs
     # "headerlink", Texinfo "copiable-anchor", GitHub "anchor"): a "¶" or "#" that is markup, not text.
@@ -269,4 +292,3 @@ class _HTMLSections(HTMLParser):
     def sections(self) -> list[Section]:
         self._end_paragraph()
         return [Section(title, tuple(paragraphs)) for title, paragraphs in self._sections]
-

@@ -35,8 +35,14 @@ def notify_corpus_refreshed(
     with httpx.Client(base_url=base_url, timeout=30.0) as client:
         headers = {"Authorization": f"Bearer {_token(client, settings)}"}
         asset_id = _asset_id(client, headers, asset_name, base_url)
-        response = _call(client, "POST", "/api/v2/assets/events", base_url, headers=headers,
-                         json={"asset_id": asset_id, "extra": dict(extra or {})})  # fmt: skip
+        response = _call(
+            client,
+            "POST",
+            "/api/v2/assets/events",
+            base_url,
+            headers=headers,
+            json={"asset_id": asset_id, "extra": dict(extra or {})},
+        )
         if response.is_error:
             raise AirflowNotificationError(
                 f"Airflow refused the asset event for {asset_name!r} (id {asset_id}): "
@@ -49,8 +55,9 @@ def _token(client: httpx.Client, settings: Settings) -> str:
     base_url = settings.airflow_api_url.rstrip("/")
     if settings.airflow_username:
         password = settings.airflow_password.get_secret_value() if settings.airflow_password else ""
-        response = _call(client, "POST", "/auth/token", base_url,
-                         json={"username": settings.airflow_username, "password": password})  # fmt: skip
+        response = _call(
+            client, "POST", "/auth/token", base_url, json={"username": settings.airflow_username, "password": password}
+        )
         who = f"user {settings.airflow_username!r} (RAGWATCH_AIRFLOW_USERNAME / RAGWATCH_AIRFLOW_PASSWORD)"
     else:
         # Simple auth manager with `simple_auth_manager_all_admins = True` hands out tokens freely.
@@ -74,8 +81,14 @@ def _asset_id(client: httpx.Client, headers: dict[str, str], name: str, base_url
     # name_pattern is a case-insensitive substring match where `_` is a wildcard: keep exact hits.
     offset = 0
     while True:
-        response = _call(client, "GET", "/api/v2/assets", base_url, headers=headers,
-                         params={"name_pattern": name, "limit": PAGE, "offset": offset})  # fmt: skip
+        response = _call(
+            client,
+            "GET",
+            "/api/v2/assets",
+            base_url,
+            headers=headers,
+            params={"name_pattern": name, "limit": PAGE, "offset": offset},
+        )
         if response.status_code in (401, 403):
             raise AirflowNotificationError(
                 f"the Airflow user may not read assets ({response.status_code}); grant it asset access"

@@ -19,7 +19,9 @@ from pipelines.versioning import ensure_workspace
 from pipelines.workspace import Workspace
 
 
-def index_corpus(settings: Settings, folder: Path, embedder: Embedder | None = None, rebuild: bool = False) -> dict[str, Any]:
+def index_corpus(
+    settings: Settings, folder: Path, embedder: Embedder | None = None, rebuild: bool = False
+) -> dict[str, Any]:
     """Make the index hold `folder`'s chunks; an unchanged folder is recognised by its fingerprint
     and neither parsed nor compared. `embedder`: the settings' one when None. `rebuild`: drop the
     collection and embed everything again (another embedder, or vectors from an older release)."""
@@ -35,8 +37,18 @@ def index_corpus(settings: Settings, folder: Path, embedder: Embedder | None = N
             report = index.index(chunks, rebuild=rebuild, source=source)
     workspace = Workspace.from_settings(settings)
     ensure_workspace(workspace, settings.resolved_dvc_remote)
-    workspace.corpus_record.write_text(json.dumps({"corpus_version": report.corpus_version, "chunks": report.chunks_total,
-                                                   "collection": settings.corpus_collection}, indent=1, sort_keys=True) + "\n")  # fmt: skip
+    workspace.corpus_record.write_text(
+        json.dumps(
+            {
+                "corpus_version": report.corpus_version,
+                "chunks": report.chunks_total,
+                "collection": settings.corpus_collection,
+            },
+            indent=1,
+            sort_keys=True,
+        )
+        + "\n"
+    )
     return {"folder": str(folder), **report.summary()}
 
 

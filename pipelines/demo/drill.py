@@ -42,7 +42,8 @@ CANDIDATE = "candidate-more-hallucination"
 CANDIDATE_FAULTS = {"made_up": 0.25, "swapped": 0.10}
 """The candidate's answer faults: a model that invents a quarter of its sentences and garbles a tenth."""
 SCORE_ALERT = re.compile(
-    r"^avg_over_time\((?P<gauge>rag_\w+_score)\{stratum=\"all\"\}\[[^\]]+\]\)\s*(?P<op>[<>]=?)\s*(?P<edge>[\d.]+)$")
+    r"^avg_over_time\((?P<gauge>rag_\w+_score)\{stratum=\"all\"\}\[[^\]]+\]\)\s*(?P<op>[<>]=?)\s*(?P<edge>[\d.]+)$"
+)
 GATE_ALERT = re.compile(r"^rag_eval_gate_passed\s*==\s*0$")
 
 
@@ -71,9 +72,16 @@ def candidate_params(baseline: EvalRun, target: str = CANDIDATE) -> EvalParams:
     """The baseline's parameters (same golden version, subset and cut-offs), as a candidate gated against it."""
     fields = {k: v for k, v in baseline.params.items() if k in EvalParams.model_fields}
     _, _, version = baseline.dataset_version.partition("@")
-    return EvalParams.model_validate({**fields, "golden_version": version or fields.get("golden_version"),
-                                      "target_name": target, "target_url": None, "baseline_run": baseline.run_id,
-                                      "fail_on_gate": False})  # fmt: skip
+    return EvalParams.model_validate(
+        {
+            **fields,
+            "golden_version": version or fields.get("golden_version"),
+            "target_name": target,
+            "target_url": None,
+            "baseline_run": baseline.run_id,
+            "fail_on_gate": False,
+        }
+    )
 
 
 @contextmanager
@@ -123,17 +131,26 @@ class PrometheusAlert:
     active_at: str | None
 
 
-def prometheus_alerts(prometheus_url: str, *, app: str | None = None, wait_s: float = 60.0,
-                      timeout_s: float = 5.0) -> list[PrometheusAlert]:  # fmt: skip
+def prometheus_alerts(
+    prometheus_url: str, *, app: str | None = None, wait_s: float = 60.0, timeout_s: float = 5.0
+) -> list[PrometheusAlert]:
     """The alerts Prometheus evaluates now, from its `/api/v1/alerts` (those of `app` only, when given), waiting
     up to `wait_s` for one to fire: Prometheus must scrape the pushed gauges and evaluate its rules first."""
     deadline = time.monotonic() + wait_s
     while True:
         with urllib.request.urlopen(f"{prometheus_url.rstrip('/')}/api/v1/alerts", timeout=timeout_s) as response:
             payload = json.load(response)
-        alerts = [PrometheusAlert(a["labels"].get("alertname", "?"), a["state"], a["labels"],
-                                  (a.get("annotations") or {}).get("summary", ""), a.get("activeAt"))
-                  for a in payload["data"]["alerts"] if app is None or a["labels"].get("app") == app]  # fmt: skip
+        alerts = [
+            PrometheusAlert(
+                a["labels"].get("alertname", "?"),
+                a["state"],
+                a["labels"],
+                (a.get("annotations") or {}).get("summary", ""),
+                a.get("activeAt"),
+            )
+            for a in payload["data"]["alerts"]
+            if app is None or a["labels"].get("app") == app
+        ]
         if any(a.state == "firing" for a in alerts) or time.monotonic() > deadline:
             return sorted(alerts, key=lambda a: (a.state != "firing", a.alert))
         time.sleep(1.0)
@@ -155,8 +172,11 @@ def alerts_that_would_fire(summary: RunSummary, rules_path: Path) -> list[WouldF
             if (score := SCORE_ALERT.match(expr)) and score["gauge"] in means:
                 value, edge, op = means[score["gauge"]], float(score["edge"]), score["op"]
                 if _compare(value, op, edge):
-                    firing.append(WouldFire(rule["alert"], severity, f"{score['gauge']} {value:.3f} {op} {edge:g}",
-                                            rule.get("for")))  # fmt: skip
+                    firing.append(
+                        WouldFire(
+                            rule["alert"], severity, f"{score['gauge']} {value:.3f} {op} {edge:g}", rule.get("for")
+                        )
+                    )
             elif GATE_ALERT.match(expr) and summary.gate_passed is False:
                 firing.append(WouldFire(rule["alert"], severity, "rag_eval_gate_passed 0 == 0", rule.get("for")))
     return firing

@@ -69,8 +69,9 @@ def write_otlp_traffic(rows: Iterable[dict[str, Any]], path: Path, *, max_field_
     """Append `rows` (the SQL demo's raw rows) to the OTLP/JSON file `path`; counts of traces written and left out."""
     ids = _DemoIds()
     provider = TracerProvider(resource=Resource.create({"service.name": "ragwatch-demo"}), id_generator=ids)
-    provider.add_span_processor(BatchSpanProcessor(OtlpJsonFileExporter(path), max_queue_size=FLUSH_EVERY * 8,
-                                                   max_export_batch_size=512))  # fmt: skip
+    provider.add_span_processor(
+        BatchSpanProcessor(OtlpJsonFileExporter(path), max_queue_size=FLUSH_EVERY * 8, max_export_batch_size=512)
+    )
     tracer = provider.get_tracer("ragwatch.demo")
     counts = {"traces": 0, "left_out": 0}
     try:
@@ -104,24 +105,52 @@ def _write_trace(tracer, trace: dict[str, Any], raw: dict[str, Any]) -> None:
         context = set_span_in_context(root)
         step = max(1, (end - start) // 8)
         for i, call in enumerate(trace.get("tool_calls") or []):
-            span = tracer.start_span(f"execute_tool {call['name']}", context=context, start_time=start + step // 4 + i, attributes={
-                "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": call["name"],
-                "gen_ai.tool.call.arguments": json.dumps(call.get("arguments") or {}, ensure_ascii=False)})  # fmt: skip
+            span = tracer.start_span(
+                f"execute_tool {call['name']}",
+                context=context,
+                start_time=start + step // 4 + i,
+                attributes={
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": call["name"],
+                    "gen_ai.tool.call.arguments": json.dumps(call.get("arguments") or {}, ensure_ascii=False),
+                },
+            )
             span.end(end_time=start + step // 2)
-        documents = [{"id": c["chunk_id"], "score": c.get("score"), "content": c["text"]} for c in trace.get("contexts") or []]
-        span = tracer.start_span("retrieval docs", context=context, start_time=start + step, attributes={
-            "gen_ai.operation.name": "retrieval", "gen_ai.retrieval.query.text": question,
-            "gen_ai.retrieval.documents": json.dumps(documents, ensure_ascii=False)})  # fmt: skip
+        documents = [
+            {"id": c["chunk_id"], "score": c.get("score"), "content": c["text"]} for c in trace.get("contexts") or []
+        ]
+        span = tracer.start_span(
+            "retrieval docs",
+            context=context,
+            start_time=start + step,
+            attributes={
+                "gen_ai.operation.name": "retrieval",
+                "gen_ai.retrieval.query.text": question,
+                "gen_ai.retrieval.documents": json.dumps(documents, ensure_ascii=False),
+            },
+        )
         span.end(end_time=start + 2 * step)
         chat: dict[str, Any] = {
             "gen_ai.operation.name": "chat",
-            "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [{"type": "text", "content": question}]}], ensure_ascii=False),
-            "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": trace.get("answer") or ""}],
-                                                   "finish_reason": "stop"}], ensure_ascii=False),
-        }  # fmt: skip
+            "gen_ai.input.messages": json.dumps(
+                [{"role": "user", "parts": [{"type": "text", "content": question}]}], ensure_ascii=False
+            ),
+            "gen_ai.output.messages": json.dumps(
+                [
+                    {
+                        "role": "assistant",
+                        "parts": [{"type": "text", "content": trace.get("answer") or ""}],
+                        "finish_reason": "stop",
+                    }
+                ],
+                ensure_ascii=False,
+            ),
+        }
         if trace.get("model"):
             chat["gen_ai.request.model"] = chat["gen_ai.response.model"] = trace["model"]
-        span = tracer.start_span(f"chat {trace.get('model') or ''}".strip(), context=context, start_time=start + 2 * step, attributes=chat)
+        span = tracer.start_span(
+            f"chat {trace.get('model') or ''}".strip(), context=context, start_time=start + 2 * step, attributes=chat
+        )
         span.end(end_time=end - 1)
     root.end(end_time=end)
 
@@ -138,8 +167,13 @@ def seed_demo_otlp(settings: Settings, *, days: int, per_day: int, seed: int, re
         raise RuntimeError(f"{path} already holds spans; pass --replace to rewrite it")
     path.unlink(missing_ok=True)
     today = datetime.now(timezone.utc).date()
-    rows = generate_store_rows(days=days, per_day=per_day, end=today, seed=seed, new_topic_days=NEW_TOPIC_DAYS,
-                               new_topic_share=NEW_TOPIC_SHARE)  # fmt: skip
+    rows = generate_store_rows(
+        days=days, per_day=per_day, end=today, seed=seed, new_topic_days=NEW_TOPIC_DAYS, new_topic_share=NEW_TOPIC_SHARE
+    )
     counts = write_otlp_traffic(rows, path, max_field_chars=settings.max_field_chars)
-    return {**counts, "first_day": (today - timedelta(days=days)).isoformat(),
-            "last_day": (today - timedelta(days=1)).isoformat(), "path": str(path)}  # fmt: skip
+    return {
+        **counts,
+        "first_day": (today - timedelta(days=days)).isoformat(),
+        "last_day": (today - timedelta(days=1)).isoformat(),
+        "path": str(path),
+    }

@@ -77,9 +77,14 @@ def _summary(settings: Settings, store: ResultsStore, suite: str, target: str | 
         return None
     scores = store.scores(run.run_id)
     # The intervals are bootstrapped as `ragwatch eval summary` does: the diagnosis and the gate rows read them.
-    return run_summary(run, aggregate(scores), items=len({s.item_id for s in scores}),
-                       baseline=(run.gate or {}).get("baseline"), min_n=settings.diagnosis_min_n,
-                       correction=settings.diagnosis_correction)  # fmt: skip
+    return run_summary(
+        run,
+        aggregate(scores),
+        items=len({s.item_id for s in scores}),
+        baseline=(run.gate or {}).get("baseline"),
+        min_n=settings.diagnosis_min_n,
+        correction=settings.diagnosis_correction,
+    )
 
 
 def _sampled(settings: Settings, day: date) -> str | None:
@@ -128,5 +133,6 @@ def demo_recap(settings: Settings, day: date, *, log: str | None = None) -> Demo
         ran.append(f"regression drill: {drill.target} on the same items")
     if online:
         ran.append(f"online_eval: {online.items:,} of the day's {online.day_traces or 0:,} sampled traces judged")
-    return DemoRecap(ran=ran, baseline=baseline, drill=drill, online=online, alerts=load_drill_alerts(settings),
-                     log=log)  # fmt: skip
+    return DemoRecap(
+        ran=ran, baseline=baseline, drill=drill, online=online, alerts=load_drill_alerts(settings), log=log
+    )

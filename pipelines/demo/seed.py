@@ -18,9 +18,14 @@ eval's coverage falls and shows the topic (demo/traces.NEW_TOPIC)."""
 
 
 def seed_demo_store(
-    settings: Settings, *, days: int, per_day: int, seed: int, replace: bool,
+    settings: Settings,
+    *,
+    days: int,
+    per_day: int,
+    seed: int,
+    replace: bool,
     progress: Callable[[int], None] | None = None,
-) -> dict:  # fmt: skip
+) -> dict:
     store = TraceStore.from_settings(settings, read_only=False)
     store.create_table()
     with store.engine.begin() as conn:
@@ -46,8 +51,9 @@ def seed_demo_store(
                 progress(n)
             yield row
 
-    rows = generate_store_rows(days=days, per_day=per_day, end=today, seed=seed, new_topic_days=NEW_TOPIC_DAYS,
-                               new_topic_share=NEW_TOPIC_SHARE)  # fmt: skip
+    rows = generate_store_rows(
+        days=days, per_day=per_day, end=today, seed=seed, new_topic_days=NEW_TOPIC_DAYS, new_topic_share=NEW_TOPIC_SHARE
+    )
     written = store.insert_rows(counted(rows))
     if progress:
         progress(written)
@@ -58,4 +64,3 @@ def seed_demo_store(
         "last_day": (today - timedelta(days=1)).isoformat(),
         "store": store.engine.url.render_as_string(hide_password=True),
     }
-

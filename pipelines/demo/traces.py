@@ -479,7 +479,7 @@ def _answer_faults(answer: str, question: str, gold: DemoChunk, contexts: list[C
         return NOT_ENOUGH[lang]
     evidence = "\n".join(c.text for c in contexts)
     lead = next((lead for lead in LEAD_INS[lang] if lead and answer.startswith(lead)), "")
-    body = answer[len(lead):]
+    body = answer[len(lead) :]
     others = [c for c in contexts if c.chunk_id != gold.chunk_id and not c.chunk_id.startswith("tickets/")]
     if others and draw("wrong_context", *seed) < ANSWER_FAULTS.wrong_context:
         distractor = others[int(draw("which", *seed) * len(others))]
@@ -498,8 +498,9 @@ def _invalid_arguments(draft: _Draft) -> None:
             draft.tool_calls[i] = ToolCall(name=call.name, arguments={**call.arguments, "top_k": top_k})
 
 
-def _one_trace(rng: random.Random, chunks: list[DemoChunk], start: datetime, end: datetime,
-               new_topic_share: float = 0.0) -> LabelledTrace:  # fmt: skip
+def _one_trace(
+    rng: random.Random, chunks: list[DemoChunk], start: datetime, end: datetime, new_topic_share: float = 0.0
+) -> LabelledTrace:
     spanish = rng.random() < SPANISH_SHARE
     lang = "es" if spanish else "en"
     foreign_customer = rng.random() < 0.15
@@ -559,8 +560,9 @@ def _one_trace(rng: random.Random, chunks: list[DemoChunk], start: datetime, end
     return LabelledTrace(trace, persona.planted)
 
 
-def generate_traces(n: int, *, seed: int, start: datetime, end: datetime,
-                    new_topic_share: float = 0.0) -> list[LabelledTrace]:  # fmt: skip
+def generate_traces(
+    n: int, *, seed: int, start: datetime, end: datetime, new_topic_share: float = 0.0
+) -> list[LabelledTrace]:
     """`n` traces with timestamps in [start, end), ordered by time; the same seed, the same traces. A
     `new_topic_share` of them ask about NEW_TOPIC instead of the corpus."""
     rng = random.Random(seed)
@@ -597,8 +599,9 @@ def _break(row: dict, kind: str, day: date) -> dict:
     return row
 
 
-def generate_store_rows(*, days: int, per_day: int, end: date, seed: int, new_topic_days: int = 0,
-                        new_topic_share: float = 0.0) -> Iterator[dict]:  # fmt: skip
+def generate_store_rows(
+    *, days: int, per_day: int, end: date, seed: int, new_topic_days: int = 0, new_topic_share: float = 0.0
+) -> Iterator[dict]:
     """Raw rows for the SQL trace store over the `days` days before `end`, about 1.5% broken; on the last
     `new_topic_days` days, `new_topic_share` of the traffic asks about NEW_TOPIC (a launch the golden set missed)."""
     for offset in range(days, 0, -1):
@@ -608,8 +611,9 @@ def generate_store_rows(*, days: int, per_day: int, end: date, seed: int, new_to
         day_start = datetime.combine(day, time.min, tzinfo=UTC)
         huge_allowed = day.toordinal() % 3 == 0  # at most one multi-MB row every three days
         share = new_topic_share if offset <= new_topic_days else 0.0
-        for labelled in generate_traces(per_day, seed=day_seed, start=day_start, end=day_start + timedelta(days=1),
-                                        new_topic_share=share):  # fmt: skip
+        for labelled in generate_traces(
+            per_day, seed=day_seed, start=day_start, end=day_start + timedelta(days=1), new_topic_share=share
+        ):
             row = _row(labelled.trace)
             if rng.random() < BROKEN_ROW_RATE:
                 kinds = ["missing_question", "bad_contexts", "bad_ts"] + (["huge_answer"] if huge_allowed else [])

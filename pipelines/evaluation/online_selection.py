@@ -55,7 +55,6 @@ JUDGED_READ_ROWS = 1_024
 """Rows per record batch of the judged columns (their text): a few MB, whatever the day's size."""
 
 
-
 Z95 = 1.959964
 """The normal quantile of a two-sided 95 % interval."""
 
@@ -119,8 +118,15 @@ def noise_count(judged: int, share: float) -> int:
     return min(judged, math.ceil(Decimal(repr(share)) * judged))
 
 
-def select_budget(parts: Sequence[Path], *, max_traces: int, min_per_stratum: int, noise_share: float,
-                  target: HalfWidthTarget | None = None, read_rows: int = READ_ROWS) -> OnlineSelection:  # fmt: skip
+def select_budget(
+    parts: Sequence[Path],
+    *,
+    max_traces: int,
+    min_per_stratum: int,
+    noise_share: float,
+    target: HalfWidthTarget | None = None,
+    read_rows: int = READ_ROWS,
+) -> OnlineSelection:
     """The traces of one day's partition (its part files, `PartitionPaths.parts`) to judge, and those to add noise to;
     with a `target`, each stratum sized for it, `max_traces` capping the total."""
     population: Counter[str] = Counter()
@@ -152,16 +158,35 @@ def select_budget(parts: Sequence[Path], *, max_traces: int, min_per_stratum: in
         share = noise_count(len(ranked), noise_share)
         judged.update(ranked)
         noise.update(ranked[:share])
-        strata.append(StratumBudget(stratum=stratum, day_traces=population[stratum], judged=len(ranked), noise=share,
-                                    wanted=wanted.get(stratum)))  # fmt: skip
-    counts = BudgetCounts(max_traces=max_traces, min_per_stratum=min_per_stratum, noise_share=noise_share,
-                          day_traces=sum(population.values()), judged=len(judged), noise=len(noise), strata=strata,
-                          target_half_width=target.half_width if target else None)  # fmt: skip
+        strata.append(
+            StratumBudget(
+                stratum=stratum,
+                day_traces=population[stratum],
+                judged=len(ranked),
+                noise=share,
+                wanted=wanted.get(stratum),
+            )
+        )
+    counts = BudgetCounts(
+        max_traces=max_traces,
+        min_per_stratum=min_per_stratum,
+        noise_share=noise_share,
+        day_traces=sum(population.values()),
+        judged=len(judged),
+        noise=len(noise),
+        strata=strata,
+        target_half_width=target.half_width if target else None,
+    )
     return OnlineSelection(counts=counts, judged=frozenset(judged), noise=frozenset(noise))
 
 
-def read_judged(parts: Sequence[Path], trace_ids: frozenset[str], *, columns: Sequence[str] = JUDGED_COLUMNS,
-                read_rows: int = JUDGED_READ_ROWS) -> Iterator[dict[str, Any]]:  # fmt: skip
+def read_judged(
+    parts: Sequence[Path],
+    trace_ids: frozenset[str],
+    *,
+    columns: Sequence[str] = JUDGED_COLUMNS,
+    read_rows: int = JUDGED_READ_ROWS,
+) -> Iterator[dict[str, Any]]:
     """The selected traces' `columns` in the partition's order (a rerun reads them in the same order), read batch by
     batch and filtered on the ids before any row becomes a Python object."""
     ids = pa.array(sorted(trace_ids), type=pa.string())

@@ -41,6 +41,9 @@ def budget_counts(plan_meta: dict[str, Any], failed_jobs: list[dict], rejected: 
     budget = plan_meta.get("budget")
     if budget is None:
         return None
-    return {"cap": budget["cap"], "per_generation_batch": budget["per_generation_batch"],
-            "generation_jobs_skipped": sum(job["error"] == BUDGET_REASON for job in failed_jobs),
-            "candidates_rejected": sum(item["reason"] == BUDGET_REASON for item in rejected)}  # fmt: skip
+    return {
+        "cap": budget["cap"],
+        "per_generation_batch": budget["per_generation_batch"],
+        "generation_jobs_skipped": sum(job["error"] == BUDGET_REASON for job in failed_jobs),
+        "candidates_rejected": sum(item["reason"] == BUDGET_REASON for item in rejected),
+    }

@@ -16,10 +16,13 @@ COUNTED = ("requests", "prompt_tokens", "completion_tokens", "cache_hits", "llm_
 
 def model_usage(counters: Mapping[str, Any]) -> dict[str, int]:
     """The part of an `LLMCounters.summary()` that costs something."""
-    return {"requests": int(counters.get("calls", 0)), "prompt_tokens": int(counters.get("prompt_tokens", 0)),
-            "completion_tokens": int(counters.get("completion_tokens", 0)),
-            "cache_hits": int(counters.get("cache_hits", 0)),
-            "llm_seconds": round(float(counters.get("llm_seconds", 0.0)), 3)}  # fmt: skip
+    return {
+        "requests": int(counters.get("calls", 0)),
+        "prompt_tokens": int(counters.get("prompt_tokens", 0)),
+        "completion_tokens": int(counters.get("completion_tokens", 0)),
+        "cache_hits": int(counters.get("cache_hits", 0)),
+        "llm_seconds": round(float(counters.get("llm_seconds", 0.0)), 3),
+    }
 
 
 def added(usages: Iterable[Mapping[str, int]]) -> dict[str, int]:
@@ -36,7 +39,16 @@ def build_cost(generator: Mapping[str, int], judge: Mapping[str, int], *, genera
     total = added([generator, judge])
 
     def per(n: int) -> dict[str, float | None]:
-        return {key: (round(total[key] / n, 2) if n else None) for key in ("requests", "prompt_tokens", "completion_tokens")}
+        return {
+            key: (round(total[key] / n, 2) if n else None) for key in ("requests", "prompt_tokens", "completion_tokens")
+        }
 
-    return {"generator": dict(generator), "judge": dict(judge), "total": total, "generated": generated, "kept": kept,
-            "per_generated_item": per(generated), "per_kept_item": per(kept)}  # fmt: skip
+    return {
+        "generator": dict(generator),
+        "judge": dict(judge),
+        "total": total,
+        "generated": generated,
+        "kept": kept,
+        "per_generated_item": per(generated),
+        "per_kept_item": per(kept),
+    }

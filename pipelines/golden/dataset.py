@@ -32,7 +32,9 @@ def write_items(path: Path, items: Sequence[GoldenItem]) -> None:
     rows = []
     for item in items:
         row = item.model_dump(mode="json")
-        row["expected_args"] = None if item.expected_args is None else json.dumps(item.expected_args, ensure_ascii=False, sort_keys=True)
+        row["expected_args"] = (
+            None if item.expected_args is None else json.dumps(item.expected_args, ensure_ascii=False, sort_keys=True)
+        )
         rows.append(row)
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(rows, schema=GOLDEN_SCHEMA), path, compression="zstd")
@@ -66,8 +68,16 @@ def load_golden_items(settings: Settings, name: str, version: str | None = None)
         return read_items(paths.released_items)
     with tempfile.TemporaryDirectory() as tmp:
         fetched = GoldenPaths(Path(tmp), name).released
-        dvc("get", str(workspace.root), str(workspace.relative(paths.released)), "--rev", paths.tag(version),
-            "-o", str(fetched), cwd=workspace.root)  # fmt: skip
+        dvc(
+            "get",
+            str(workspace.root),
+            str(workspace.relative(paths.released)),
+            "--rev",
+            paths.tag(version),
+            "-o",
+            str(fetched),
+            cwd=workspace.root,
+        )
         return read_items(GoldenPaths(Path(tmp), name).released_items)
 
 
@@ -79,7 +89,9 @@ def load_golden_dataset(settings: Settings, name: str, *, version: str | None = 
     for item in load_golden_items(settings, name, version):
         if split is None or item.split == split:
             row = item.model_dump(mode="json")
-            row["expected_args"] = None if item.expected_args is None else json.dumps(item.expected_args, ensure_ascii=False)
+            row["expected_args"] = (
+                None if item.expected_args is None else json.dumps(item.expected_args, ensure_ascii=False)
+            )
             rows.append(row)
     return Dataset.from_list(rows)
 
@@ -88,7 +100,13 @@ def to_ragas_dataset(dataset):
     """ragas `EvaluationDataset` (user_input, reference, reference_contexts) from a golden Dataset."""
     from ragas import EvaluationDataset
 
-    return EvaluationDataset.from_list([
-        {"user_input": row["question"], "reference": row["reference_answer"], "reference_contexts": row["reference_contexts"]}
-        for row in dataset
-    ])  # fmt: skip
+    return EvaluationDataset.from_list(
+        [
+            {
+                "user_input": row["question"],
+                "reference": row["reference_answer"],
+                "reference_contexts": row["reference_contexts"],
+            }
+            for row in dataset
+        ]
+    )

@@ -39,26 +39,50 @@ def estimate_build(settings: Settings, params: GoldenParams, *, logical_date: da
     rows = []
     for role, stage in ROLES.items():
         if not cost or not planned:
-            rows.append(StageEstimate(stage=stage, metric="all", role=role, unit=UNIT, units=len(jobs), requests=None,
-                                      cache_hits=None, prompt_tokens=None, completion_tokens=None,
-                                      basis="no released build of this set to measure rates on"))  # fmt: skip
+            rows.append(
+                StageEstimate(
+                    stage=stage,
+                    metric="all",
+                    role=role,
+                    unit=UNIT,
+                    units=len(jobs),
+                    requests=None,
+                    cache_hits=None,
+                    prompt_tokens=None,
+                    completion_tokens=None,
+                    basis="no released build of this set to measure rates on",
+                )
+            )
             continue
         used = cost[role]
         requests_per, hits_per = used["requests"] / planned, used["cache_hits"] / planned
-        per_request = {c: used[c] / used["requests"] if used["requests"] else 0.0
-                       for c in ("prompt_tokens", "completion_tokens")}  # fmt: skip
+        per_request = {
+            c: used[c] / used["requests"] if used["requests"] else 0.0 for c in ("prompt_tokens", "completion_tokens")
+        }
         requests = fresh * requests_per
-        rows.append(StageEstimate(
-            stage=stage, metric="all", role=role, unit=UNIT, units=len(jobs), requests=requests,
-            cache_hits=fresh * hits_per + cached * (requests_per + hits_per),
-            prompt_tokens=requests * per_request["prompt_tokens"],
-            completion_tokens=requests * per_request["completion_tokens"],
-            basis=f"{requests_per:.2f} requests per job, {per_request['prompt_tokens']:.0f} + "
-                  f"{per_request['completion_tokens']:.0f} tokens per request in {manifest.get('version')}",
-        ))  # fmt: skip
+        rows.append(
+            StageEstimate(
+                stage=stage,
+                metric="all",
+                role=role,
+                unit=UNIT,
+                units=len(jobs),
+                requests=requests,
+                cache_hits=fresh * hits_per + cached * (requests_per + hits_per),
+                prompt_tokens=requests * per_request["prompt_tokens"],
+                completion_tokens=requests * per_request["completion_tokens"],
+                basis=f"{requests_per:.2f} requests per job, {per_request['prompt_tokens']:.0f} + "
+                f"{per_request['completion_tokens']:.0f} tokens per request in {manifest.get('version')}",
+            )
+        )
     history = [f"golden/{params.name}/{manifest['version']}"] if cost and planned else []
-    return RunEstimate(subject=f"golden build {params.name}", units={UNIT: len(jobs)}, cached_units={UNIT: cached},
-                       history=history, rows=rows)  # fmt: skip
+    return RunEstimate(
+        subject=f"golden build {params.name}",
+        units={UNIT: len(jobs)},
+        cached_units={UNIT: cached},
+        history=history,
+        rows=rows,
+    )
 
 
 def _identity(job: dict) -> tuple[str, str]:

@@ -51,9 +51,7 @@ def ambiguity_reason(item: GoldenItem) -> str | None:
     return None
 
 
-def filter_items(
-    items: Sequence[GoldenItem], judge: LLM, embed, *, near_duplicate_cosine: float
-) -> FilterOutcome:
+def filter_items(items: Sequence[GoldenItem], judge: LLM, embed, *, near_duplicate_cosine: float) -> FilterOutcome:
     """`embed(texts) -> list[vector]`; `judge` answers closed-book and judges grounding."""
     outcome = FilterOutcome(kept=[])
     funnel = outcome.funnel
@@ -70,7 +68,9 @@ def filter_items(
 
     # Closed book: a question any model answers without the corpus measures nothing.
     answerable = [i for i in stage if i.qtype in ("single_hop", "multi_hop")]
-    closed = judge.run_many_sync(prompts.ClosedBookAnswer(), [prompts.QuestionInput(question=i.question) for i in answerable])
+    closed = judge.run_many_sync(
+        prompts.ClosedBookAnswer(), [prompts.QuestionInput(question=i.question) for i in answerable]
+    )
     trivial = {}
     for item, result in zip(answerable, closed):
         if not result.ok:
@@ -82,8 +82,10 @@ def filter_items(
 
     # Grounding: every claim of the reference must be supported by its gold chunks.
     grounded_needed = [i for i in stage if i.reference_contexts]
-    verdicts = judge.run_many_sync(prompts.GroundingJudge(), [
-        prompts.GroundingInput(answer=i.reference_answer, contexts=i.reference_contexts) for i in grounded_needed])  # fmt: skip
+    verdicts = judge.run_many_sync(
+        prompts.GroundingJudge(),
+        [prompts.GroundingInput(answer=i.reference_answer, contexts=i.reference_contexts) for i in grounded_needed],
+    )
     ungrounded = {}
     for item, result in zip(grounded_needed, verdicts):
         if not result.ok:
@@ -92,7 +94,10 @@ def filter_items(
         claims = result.value.claims
         supported = sum(c.supported for c in claims)
         if not claims or supported / len(claims) < GROUNDED_SHARE:
-            ungrounded[item.item_id] = ("reference_not_grounded", f"{supported}/{len(claims)} claims supported by the gold chunks")
+            ungrounded[item.item_id] = (
+                "reference_not_grounded",
+                f"{supported}/{len(claims)} claims supported by the gold chunks",
+            )
     stage = _apply(outcome, stage, ungrounded)
     funnel["after_grounding"] = len(stage)
 
@@ -107,7 +112,10 @@ def filter_items(
                 sims = vectors[keep] @ vectors[idx]
                 best = int(np.argmax(sims))
                 if sims[best] >= near_duplicate_cosine:
-                    duplicates[stage[idx].item_id] = ("near_duplicate", f"cosine {sims[best]:.3f} with {stage[keep[best]].item_id}")
+                    duplicates[stage[idx].item_id] = (
+                        "near_duplicate",
+                        f"cosine {sims[best]:.3f} with {stage[keep[best]].item_id}",
+                    )
                     continue
             keep.append(idx)
         stage = _apply(outcome, stage, duplicates)

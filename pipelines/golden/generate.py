@@ -23,51 +23,122 @@ def item_id(qtype: str, source_ref: str, question: str) -> str:
     return hashlib.sha256(f"{qtype}\x00{source_ref}\x00{question.strip()}".encode()).hexdigest()[:16]
 
 
-def _item(job: Job, *, qtype: str, question: str, answer: str, variant: str, language: str, gold: list[str],
-          contexts: list[str], meta: dict[str, Any], **extra) -> GoldenItem:  # fmt: skip
+def _item(
+    job: Job,
+    *,
+    qtype: str,
+    question: str,
+    answer: str,
+    variant: str,
+    language: str,
+    gold: list[str],
+    contexts: list[str],
+    meta: dict[str, Any],
+    **extra,
+) -> GoldenItem:
     return GoldenItem(
-        item_id=item_id(qtype, job.source_ref, question), question=question, reference_answer=answer,
-        gold_chunk_ids=gold, reference_contexts=contexts, qtype=qtype, variant=variant, language=language,
-        source="trace" if job.kind == "trace" else "corpus", source_ref=job.source_ref, **meta, **extra,
-    )  # fmt: skip
+        item_id=item_id(qtype, job.source_ref, question),
+        question=question,
+        reference_answer=answer,
+        gold_chunk_ids=gold,
+        reference_contexts=contexts,
+        qtype=qtype,
+        variant=variant,
+        language=language,
+        source="trace" if job.kind == "trace" else "corpus",
+        source_ref=job.source_ref,
+        **meta,
+        **extra,
+    )
 
 
 def _chunk_questions(job: Job, out: prompts.QAList, meta: dict) -> list[GoldenItem]:
     chunk = job.payload["chunk"]
     return [
-        _item(job, qtype="single_hop", question=qa.question, answer=qa.answer, variant=qa.variant,
-              language=chunk["language"], gold=[chunk["chunk_id"]], contexts=[chunk["text"]], meta=meta)
+        _item(
+            job,
+            qtype="single_hop",
+            question=qa.question,
+            answer=qa.answer,
+            variant=qa.variant,
+            language=chunk["language"],
+            gold=[chunk["chunk_id"]],
+            contexts=[chunk["text"]],
+            meta=meta,
+        )
         for qa in out.items
-    ]  # fmt: skip
+    ]
 
 
 def _multi_hop(job: Job, out: prompts.QA, meta: dict) -> list[GoldenItem]:
     chunks = job.payload["chunks"]
-    return [_item(job, qtype="multi_hop", question=out.question, answer=out.answer, variant=out.variant,
-                  language=chunks[0]["language"], gold=[c["chunk_id"] for c in chunks],
-                  contexts=[c["text"] for c in chunks], meta=meta)]  # fmt: skip
+    return [
+        _item(
+            job,
+            qtype="multi_hop",
+            question=out.question,
+            answer=out.answer,
+            variant=out.variant,
+            language=chunks[0]["language"],
+            gold=[c["chunk_id"] for c in chunks],
+            contexts=[c["text"] for c in chunks],
+            meta=meta,
+        )
+    ]
 
 
 def _adversarial(job: Job, out: prompts.QA, meta: dict) -> list[GoldenItem]:
-    return [_item(job, qtype="adversarial", question=out.question, answer=out.answer, variant=out.variant,
-                  language=job.payload["chunk"]["language"], gold=[], contexts=[], meta=meta)]  # fmt: skip
+    return [
+        _item(
+            job,
+            qtype="adversarial",
+            question=out.question,
+            answer=out.answer,
+            variant=out.variant,
+            language=job.payload["chunk"]["language"],
+            gold=[],
+            contexts=[],
+            meta=meta,
+        )
+    ]
 
 
 def _tool(job: Job, out: prompts.ToolTriple, meta: dict) -> list[GoldenItem]:
     call = f"{out.expected_tool}({json.dumps(out.expected_args, ensure_ascii=False, sort_keys=True)})"
-    return [_item(job, qtype="tool", question=out.question, answer=f"Call {call}", variant=out.expected_tool,
-                  language=job.payload["chunk"]["language"], gold=[], contexts=[], meta=meta,
-                  expected_tool=out.expected_tool, expected_args=out.expected_args)]  # fmt: skip
+    return [
+        _item(
+            job,
+            qtype="tool",
+            question=out.question,
+            answer=f"Call {call}",
+            variant=out.expected_tool,
+            language=job.payload["chunk"]["language"],
+            gold=[],
+            contexts=[],
+            meta=meta,
+            expected_tool=out.expected_tool,
+            expected_args=out.expected_args,
+        )
+    ]
 
 
 def _trace(job: Job, out: prompts.GroundedAnswer, meta: dict) -> list[GoldenItem]:
     by_id = {c["chunk_id"]: c["text"] for c in job.payload["contexts"]}
     gold = [cid for cid in out.supporting_chunk_ids if cid in by_id]
     answerable = bool(gold)
-    return [_item(job, qtype="single_hop" if answerable else "adversarial",
-                  variant="production" if answerable else "production_unanswerable",
-                  question=job.payload["question"], answer=out.answer, language=job.payload["language"],
-                  gold=gold, contexts=[by_id[c] for c in gold], meta=meta)]  # fmt: skip
+    return [
+        _item(
+            job,
+            qtype="single_hop" if answerable else "adversarial",
+            variant="production" if answerable else "production_unanswerable",
+            question=job.payload["question"],
+            answer=out.answer,
+            language=job.payload["language"],
+            gold=gold,
+            contexts=[by_id[c] for c in gold],
+            meta=meta,
+        )
+    ]
 
 
 HANDLERS: dict[str, tuple[type, Callable[[Job], Any], Callable]] = {
@@ -80,9 +151,13 @@ HANDLERS: dict[str, tuple[type, Callable[[Job], Any], Callable]] = {
 
 
 def generate_items(
-    llm: LLM, jobs: Sequence[Job], *, corpus_version: str, created_at: str,
+    llm: LLM,
+    jobs: Sequence[Job],
+    *,
+    corpus_version: str,
+    created_at: str,
     progress: Callable[[int], None] | None = None,
-) -> tuple[list[GoldenItem], list[dict[str, str]]]:  # fmt: skip
+) -> tuple[list[GoldenItem], list[dict[str, str]]]:
     """Candidate items, plus one failure record per job the model could not do (never dropped silently)."""
     meta = {"generator_model": llm.model, "corpus_version": corpus_version, "created_at": created_at}
     by_kind: dict[str, list[Job]] = defaultdict(list)

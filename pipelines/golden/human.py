@@ -91,10 +91,19 @@ def _item(row, where, path, number, matcher, by_id, corpus_version, created_at, 
     trace_id = (row.get("trace_id") or "").strip()
     source, source_ref = ("trace", trace_id) if trace_id else ("human", f"{path.name}:{number}")
     return GoldenItem(
-        item_id=item_id(qtype, source_ref if trace_id else f"human:{path.name}", question), question=question,
-        reference_answer=reference, gold_chunk_ids=gold, reference_contexts=[by_id[g].text for g in gold], qtype=qtype,
+        item_id=item_id(qtype, source_ref if trace_id else f"human:{path.name}", question),
+        question=question,
+        reference_answer=reference,
+        gold_chunk_ids=gold,
+        reference_contexts=[by_id[g].text for g in gold],
+        qtype=qtype,
         variant=row.get("variant") or ("production" if trace_id else "human"),
         language=row.get("language") or detect_language(question),
-        source=source, source_ref=source_ref, split=split, review="accepted",
-        generator_model="human", corpus_version=corpus_version, created_at=created_at,
-    )  # fmt: skip
+        source=source,
+        source_ref=source_ref,
+        split=split,
+        review="accepted",
+        generator_model="human",
+        corpus_version=corpus_version,
+        created_at=created_at,
+    )

@@ -36,10 +36,17 @@ class GoldenParams(BaseModel):
 
 def load_golden_params(settings: Settings, path: Path | None = None, **overrides: Any) -> GoldenParams:
     """params.yaml's `golden` section with `overrides` (None values ignored) replacing its keys."""
-    source = path or next(p for p in (Workspace.from_settings(settings).params_file, PROJECT_ROOT / "params.yaml") if p.exists())
-    values = {**(yaml.safe_load(source.read_text()) or {}).get("golden", {}), **{k: v for k, v in overrides.items() if v is not None}}
+    source = path or next(
+        p for p in (Workspace.from_settings(settings).params_file, PROJECT_ROOT / "params.yaml") if p.exists()
+    )
+    values = {
+        **(yaml.safe_load(source.read_text()) or {}).get("golden", {}),
+        **{k: v for k, v in overrides.items() if v is not None},
+    }
     try:
         return GoldenParams.model_validate(values)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'golden'}: {e['msg']}" for e in exc.errors(include_url=False))
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'golden'}: {e['msg']}" for e in exc.errors(include_url=False)
+        )
         raise ValueError(f"golden parameters ({source} and overrides) are invalid: {problems}") from None

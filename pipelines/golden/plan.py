@@ -81,8 +81,13 @@ def _interleave(lists: Iterable[list]) -> Iterable[list]:
 
 
 def seed_chunk(chunk: Any) -> SeedChunk:
-    return SeedChunk(chunk_id=chunk.chunk_id, document=chunk.document, section=chunk.section,
-                     language=chunk.language, text=chunk.text)  # fmt: skip
+    return SeedChunk(
+        chunk_id=chunk.chunk_id,
+        document=chunk.document,
+        section=chunk.section,
+        language=chunk.language,
+        text=chunk.text,
+    )
 
 
 def _job(kind: JobKind, source_ref: str, payload: dict) -> Job:
@@ -115,38 +120,69 @@ def plan_jobs(
     """
     ordered = sorted(chunks, key=lambda c: (c.document, c.section, getattr(c, "ordinal", 0)))
     jobs = [
-        _job("chunk_questions", position_key(c.chunk_id),
-             {"chunk": seed_chunk(c).model_dump(), "n": params.questions_per_seed})
+        _job(
+            "chunk_questions",
+            position_key(c.chunk_id),
+            {"chunk": seed_chunk(c).model_dump(), "n": params.questions_per_seed},
+        )
         for c in stratified_seeds(ordered, params.seeds, "single")
-    ]  # fmt: skip
+    ]
 
-    next_in_section = {a.chunk_id: b for a, b in zip(ordered, ordered[1:]) if (a.document, a.section) == (b.document, b.section)}
+    next_in_section = {
+        a.chunk_id: b for a, b in zip(ordered, ordered[1:]) if (a.document, a.section) == (b.document, b.section)
+    }
     for i, chunk in enumerate(stratified_seeds(ordered, params.multi_hop, "multi")):
         boundary = i % 2 == 1 and chunk.chunk_id in next_in_section
         partner = next_in_section[chunk.chunk_id] if boundary else related(chunk)
         if partner is None:
             continue
         pair = [chunk, partner]
-        jobs.append(_job("multi_hop", "+".join(position_key(c.chunk_id) for c in pair),
-                         {"chunks": [seed_chunk(c).model_dump() for c in pair], "variant": "boundary" if boundary else "bridge"}))  # fmt: skip
+        jobs.append(
+            _job(
+                "multi_hop",
+                "+".join(position_key(c.chunk_id) for c in pair),
+                {"chunks": [seed_chunk(c).model_dump() for c in pair], "variant": "boundary" if boundary else "bridge"},
+            )
+        )
 
     for i, chunk in enumerate(stratified_seeds(ordered, params.adversarial, "adversarial")):
         kind = ("false_premise", "not_in_corpus")[i % 2]
-        jobs.append(_job("adversarial", position_key(chunk.chunk_id), {"chunk": seed_chunk(chunk).model_dump(), "kind": kind}))
+        jobs.append(
+            _job("adversarial", position_key(chunk.chunk_id), {"chunk": seed_chunk(chunk).model_dump(), "kind": kind})
+        )
 
     wanted = tool_jobs(params, tool_test_floor)
     if wanted > params.tool_triples:
-        log.info("planning %d tool triples instead of %d, so that the test split can hold %d after rejects and "
-                 "the dev share (%.0f %%)", wanted, params.tool_triples, tool_test_floor, 100 * params.dev_fraction)  # fmt: skip
+        log.info(
+            "planning %d tool triples instead of %d, so that the test split can hold %d after rejects and "
+            "the dev share (%.0f %%)",
+            wanted,
+            params.tool_triples,
+            tool_test_floor,
+            100 * params.dev_fraction,
+        )
     for chunk, tool in tool_seeds(ordered, wanted):
-        jobs.append(_job("tool", f"{position_key(chunk.chunk_id)}@{tool}", {"chunk": seed_chunk(chunk).model_dump(), "tool": tool}))
+        jobs.append(
+            _job(
+                "tool",
+                f"{position_key(chunk.chunk_id)}@{tool}",
+                {"chunk": seed_chunk(chunk).model_dump(), "tool": tool},
+            )
+        )
 
     for trace in traces:
         contexts = trace_contexts(trace["question"]) if trace_contexts else []
-        jobs.append(_job("trace", trace["trace_id"], {
-            "question": trace["question"], "language": trace["language"],
-            "contexts": [{"chunk_id": c.chunk_id, "text": c.text} for c in contexts],
-        }))  # fmt: skip
+        jobs.append(
+            _job(
+                "trace",
+                trace["trace_id"],
+                {
+                    "question": trace["question"],
+                    "language": trace["language"],
+                    "contexts": [{"chunk_id": c.chunk_id, "text": c.text} for c in contexts],
+                },
+            )
+        )
     return jobs
 
 
@@ -155,11 +191,15 @@ def tool_seeds(ordered: Sequence[Any], n: int) -> list[tuple[Any, str]]:
     chunks than `n`, the same chunks again with the next tool each round (every pair distinct), at most
     three rounds. The first round is what a corpus with enough chunks gets, so its job ids never change."""
     seeds = stratified_seeds(ordered, n, "tool")
-    pairs = [(chunk, TOOLS_CYCLE[(i + round_) % len(TOOLS_CYCLE)])
-             for round_ in range(len(TOOLS_CYCLE)) for i, chunk in enumerate(seeds)][:n]  # fmt: skip
+    pairs = [
+        (chunk, TOOLS_CYCLE[(i + round_) % len(TOOLS_CYCLE)])
+        for round_ in range(len(TOOLS_CYCLE))
+        for i, chunk in enumerate(seeds)
+    ][:n]
     if len(pairs) < n:
-        log.warning("the corpus has %d chunks usable as tool seeds: %d tool triples planned, not %d",
-                    len(seeds), len(pairs), n)  # fmt: skip
+        log.warning(
+            "the corpus has %d chunks usable as tool seeds: %d tool triples planned, not %d", len(seeds), len(pairs), n
+        )
     return pairs
 
 
@@ -187,7 +227,9 @@ class TraceQuestionSample:
         self._limit: dict[tuple[str, str], bytes] = {}
         """stratum -> the n-th best digest once the stratum has been cut back: rows ranked after it never enter."""
 
-    def add(self, trace_ids: Sequence[str], apps: Sequence[str], languages: Sequence[str], questions: Sequence[str]) -> None:
+    def add(
+        self, trace_ids: Sequence[str], apps: Sequence[str], languages: Sequence[str], questions: Sequence[str]
+    ) -> None:
         """One batch of rows, as columns, in reading order."""
         if self.n == 0:
             return
@@ -212,9 +254,13 @@ class TraceQuestionSample:
         self._seen += len(trace_ids)
 
     def picked(self) -> list[dict[str, Any]]:
-        queues = [[{"trace_id": trace_id, "question": question, "app": stratum[0], "language": stratum[1]}
-                   for _, _, trace_id, question in sorted(self._kept[stratum])[: self.n]]
-                  for stratum in sorted(self._kept)]  # fmt: skip
+        queues = [
+            [
+                {"trace_id": trace_id, "question": question, "app": stratum[0], "language": stratum[1]}
+                for _, _, trace_id, question in sorted(self._kept[stratum])[: self.n]
+            ]
+            for stratum in sorted(self._kept)
+        ]
         picked = []
         for round_ in _interleave(queues):
             picked.extend(round_[: self.n - len(picked)])

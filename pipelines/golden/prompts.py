@@ -117,8 +117,9 @@ VERB_ENDINGS = ("ed", "ing", "ado", "ido", "ando", "iendo")
 # Adverbs say how, not what: "-ly" and "-mente" words are never the thing a question asks about, bar these nouns
 # and adjectives of schedules.
 ADVERB_ENDINGS = ("ly", "mente")
-NOT_ADVERBS = frozenset("anomaly assembly family supply apply reply multiply monopoly nightly weekly monthly daily "
-                        "hourly yearly".split())  # fmt: skip
+NOT_ADVERBS = frozenset(
+    "anomaly assembly family supply apply reply multiply monopoly nightly weekly monthly daily hourly yearly".split()
+)
 # Section numbering ("11.5. ", "2.1 ", "A.3 ", Texinfo's "1 " before a capital) is the document's layout, not the
 # topic's name.
 SECTION_NUMBER = re.compile(r"^\s*(?:\d+\.(?:\d+\.?)*|\d+(?:\.\d+)+|[A-Z](?:\.\d+)+\.?|\d+(?=\s+[A-Z]))\s+")
@@ -167,12 +168,16 @@ SINGLE_TEMPLATES = {
     ],
 }
 PARAPHRASE_TEMPLATES = {
-    "en": ["In practice, what is the rule for {term} in {section}?",
-           "I'm stuck with {term} in {section}: how does it behave?",
-           "Quick one on {section}: what's the deal with {term}?"],
-    "es": ["En la práctica, ¿cuál es la regla para {term} en {section}?",
-           "Me he atascado con {term} en {section}: ¿cómo se comporta?",
-           "Una duda rápida sobre {section}: ¿qué pasa con {term}?"],
+    "en": [
+        "In practice, what is the rule for {term} in {section}?",
+        "I'm stuck with {term} in {section}: how does it behave?",
+        "Quick one on {section}: what's the deal with {term}?",
+    ],
+    "es": [
+        "En la práctica, ¿cuál es la regla para {term} en {section}?",
+        "Me he atascado con {term} en {section}: ¿cómo se comporta?",
+        "Una duda rápida sobre {section}: ¿qué pasa con {term}?",
+    ],
 }
 MULTI_TEMPLATES = {
     "en": "How do {a} and {b} relate, according to the documentation?",
@@ -183,11 +188,15 @@ FALSE_PREMISE = {
     "es": "¿Por qué se eliminó {term} de {section} en la última versión?",
 }
 NOT_IN_CORPUS = {
-    "en": ["What is the monthly price of the enterprise plan for {section}?",
-           "Which Kubernetes autoscaling limits apply to {section} in production?"],
-    "es": ["¿Cuánto cuesta al mes el plan enterprise de {section}?",
-           "¿Qué límites de autoescalado de Kubernetes se aplican a {section} en producción?"],
-}  # fmt: skip
+    "en": [
+        "What is the monthly price of the enterprise plan for {section}?",
+        "Which Kubernetes autoscaling limits apply to {section} in production?",
+    ],
+    "es": [
+        "¿Cuánto cuesta al mes el plan enterprise de {section}?",
+        "¿Qué límites de autoescalado de Kubernetes se aplican a {section} en producción?",
+    ],
+}
 
 
 def _lang(language: str) -> str:
@@ -221,8 +230,13 @@ Never invent facts that are not in the chunk.
             term = key_term(sentence, chunk.topic)
             templates = PARAPHRASE_TEMPLATES[lang] if paraphrase else SINGLE_TEMPLATES[lang]
             template = _pick(templates, chunk.chunk_id, str(i))
-            items.append(QA(question=template.format(term=term, section=chunk.topic), answer=sentence,
-                            variant="paraphrase" if paraphrase else "plain"))  # fmt: skip
+            items.append(
+                QA(
+                    question=template.format(term=term, section=chunk.topic),
+                    answer=sentence,
+                    variant="paraphrase" if paraphrase else "plain",
+                )
+            )
         return QAList(items=items)
 
 

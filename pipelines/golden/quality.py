@@ -16,8 +16,12 @@ from pipelines.workspace import GoldenPaths
 
 log = logging.getLogger(__name__)
 QTYPES = ["single_hop", "multi_hop", "adversarial", "tool"]
-PLANNED_KIND_TO_QTYPE = {"chunk_questions": "single_hop", "multi_hop": "multi_hop", "adversarial": "adversarial",
-                         "tool": "tool"}  # fmt: skip
+PLANNED_KIND_TO_QTYPE = {
+    "chunk_questions": "single_hop",
+    "multi_hop": "multi_hop",
+    "adversarial": "adversarial",
+    "tool": "tool",
+}
 
 
 def validate_golden_dataset(paths: GoldenPaths) -> ValidationReport:
@@ -29,13 +33,31 @@ def validate_golden_dataset(paths: GoldenPaths) -> ValidationReport:
     frame = pq.read_table(paths.staged_items).to_pandas()
     frame["_gold_missing"] = frame["gold_chunk_ids"].map(lambda ids: sum(i not in current for i in ids))
     frame["_adversarial_with_gold"] = (frame["qtype"] == "adversarial") & frame["gold_chunk_ids"].map(len).gt(0)
-    frame["_tool_without_expectation"] = (frame["qtype"] == "tool") & (frame["expected_tool"].isna() | frame["expected_args"].isna())
+    frame["_tool_without_expectation"] = (frame["qtype"] == "tool") & (
+        frame["expected_tool"].isna() | frame["expected_args"].isna()
+    )
 
     E = gx.expectations
     row_checks = [
         E.ExpectColumnValuesToBeUnique(column="item_id"),
-        *(E.ExpectColumnValuesToNotBeNull(column=c) for c in ("item_id", "question", "reference_answer", "qtype", "language", "source", "split", "generator_model", "corpus_version")),
-        *(E.ExpectColumnValueLengthsToBeBetween(column=c, min_value=1) for c in ("question", "reference_answer", "language")),
+        *(
+            E.ExpectColumnValuesToNotBeNull(column=c)
+            for c in (
+                "item_id",
+                "question",
+                "reference_answer",
+                "qtype",
+                "language",
+                "source",
+                "split",
+                "generator_model",
+                "corpus_version",
+            )
+        ),
+        *(
+            E.ExpectColumnValueLengthsToBeBetween(column=c, min_value=1)
+            for c in ("question", "reference_answer", "language")
+        ),
         E.ExpectColumnValuesToBeInSet(column="qtype", value_set=QTYPES),
         E.ExpectColumnValuesToBeInSet(column="source", value_set=["corpus", "trace", "human"]),
         E.ExpectColumnValuesToBeInSet(column="split", value_set=["dev", "test"]),
@@ -43,7 +65,7 @@ def validate_golden_dataset(paths: GoldenPaths) -> ValidationReport:
         E.ExpectColumnValuesToBeInSet(column="_gold_missing", value_set=[0]),
         E.ExpectColumnValuesToBeInSet(column="_adversarial_with_gold", value_set=[False]),
         E.ExpectColumnValuesToBeInSet(column="_tool_without_expectation", value_set=[False]),
-    ]  # fmt: skip
+    ]
     summary = pd.DataFrame([_golden_summary(frame, manifest)])
     summary_checks = [E.ExpectTableRowCountToBeBetween(min_value=1, max_value=1)]
     for qtype, (low, high) in _qtype_bounds(manifest).items():
@@ -53,8 +75,9 @@ def validate_golden_dataset(paths: GoldenPaths) -> ValidationReport:
         E.ExpectColumnValuesToBeInSet(column="test_removed_not_stale", value_set=[0]),
         E.ExpectColumnValuesToBeInSet(column="test_added_not_replacement", value_set=[0]),
     ]
-    checks = (run_expectations("golden_items", frame, row_checks, index_column="item_id")
-              + run_expectations("golden_summary", summary, summary_checks, index_column="item_id"))
+    checks = run_expectations("golden_items", frame, row_checks, index_column="item_id") + run_expectations(
+        "golden_summary", summary, summary_checks, index_column="item_id"
+    )
     report = ValidationReport(suite="golden_dataset", success=all(c["success"] for c in checks), checks=checks)
     log.info(report.describe())
     return report
@@ -68,11 +91,16 @@ def _golden_summary(frame: pd.DataFrame, manifest: dict[str, Any]) -> dict[str, 
     stale = set(manifest["stale"])
     # Hand-imported items (people's own questions, reviewed candidates from traces) may join the test split,
     # and new items that fill a question type's floor (split.py).
-    allowed_new = (set(manifest["replacements"]) | set(frame.loc[frame["generator_model"] == "human", "item_id"])
-                   | set(manifest.get("test_floor_additions", [])))  # fmt: skip
+    allowed_new = (
+        set(manifest["replacements"])
+        | set(frame.loc[frame["generator_model"] == "human", "item_id"])
+        | set(manifest.get("test_floor_additions", []))
+    )
     human_rejected = set(manifest["human_rejected_ids"])
     row["test_removed_not_stale"] = len(baseline - test_now - stale - human_rejected)
-    row["test_added_not_replacement"] = len(test_now - baseline - allowed_new) if manifest["baseline_test_ids"] is not None else 0
+    row["test_added_not_replacement"] = (
+        len(test_now - baseline - allowed_new) if manifest["baseline_test_ids"] is not None else 0
+    )
     return row
 
 
@@ -83,12 +111,14 @@ def _qtype_bounds(manifest: dict[str, Any]) -> dict[str, tuple[float, float]]:
     so they widen both upper bounds; the bounds catch a collapsed stratum, not noise.
     """
     planned, params = manifest["planned"], manifest["params"]
-    least = Counter({
-        "single_hop": planned.get("chunk_questions", 0) * params["questions_per_seed"],
-        "multi_hop": planned.get("multi_hop", 0),
-        "adversarial": planned.get("adversarial", 0),
-        "tool": planned.get("tool", 0),
-    })  # fmt: skip
+    least = Counter(
+        {
+            "single_hop": planned.get("chunk_questions", 0) * params["questions_per_seed"],
+            "multi_hop": planned.get("multi_hop", 0),
+            "adversarial": planned.get("adversarial", 0),
+            "tool": planned.get("tool", 0),
+        }
+    )
     traces = planned.get("trace", 0)
     most = least + Counter({"single_hop": traces, "adversarial": traces})
     total = sum(least.values()) + traces

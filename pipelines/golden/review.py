@@ -18,8 +18,21 @@ from typing import Any
 from pipelines.files import write_filled_in_rows
 from pipelines.records import GoldenItem
 
-COLUMNS = ["item_id", "qtype", "variant", "language", "split", "question", "reference_answer", "gold_excerpt",
-           "decision", "edited_question", "edited_reference_answer", "reviewer", "notes"]  # fmt: skip
+COLUMNS = [
+    "item_id",
+    "qtype",
+    "variant",
+    "language",
+    "split",
+    "question",
+    "reference_answer",
+    "gold_excerpt",
+    "decision",
+    "edited_question",
+    "edited_reference_answer",
+    "reviewer",
+    "notes",
+]
 DECISIONS = {"accept", "reject", "edit"}
 
 
@@ -46,7 +59,9 @@ def review_sample(kept: Sequence[GoldenItem], rejected: Sequence[dict], fraction
 def _row(item: dict[str, Any], filter_verdict: str) -> dict[str, Any]:
     excerpt = " … ".join(c[:200] for c in item.get("reference_contexts") or [])
     row = {c: "" for c in COLUMNS}
-    row.update({k: item[k] for k in ("item_id", "qtype", "variant", "language", "split", "question", "reference_answer")})
+    row.update(
+        {k: item[k] for k in ("item_id", "qtype", "variant", "language", "split", "question", "reference_answer")}
+    )
     row["gold_excerpt"] = excerpt
     row["_filter"] = filter_verdict
     return row
@@ -55,9 +70,15 @@ def _row(item: dict[str, Any], filter_verdict: str) -> dict[str, Any]:
 def write_review_files(rows: Sequence[dict], out_dir: Path, name: str) -> tuple[Path, Path, Path]:
     """CSV and JSONL for reviewers; the filter verdicts go to a separate key file they don't see."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    csv_path, jsonl_path, key_path = out_dir / f"{name}-review.csv", out_dir / f"{name}-review.jsonl", out_dir / f"{name}-review.key.json"
+    csv_path, jsonl_path, key_path = (
+        out_dir / f"{name}-review.csv",
+        out_dir / f"{name}-review.jsonl",
+        out_dir / f"{name}-review.key.json",
+    )
     write_filled_in_rows(csv_path, COLUMNS, rows)  # generated text may start with "="
-    jsonl_path.write_text("".join(json.dumps({c: r[c] for c in COLUMNS}, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    jsonl_path.write_text(
+        "".join(json.dumps({c: r[c] for c in COLUMNS}, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8"
+    )
     key_path.write_text(json.dumps({r["item_id"]: r["_filter"] for r in rows}, indent=1, sort_keys=True))
     return csv_path, jsonl_path, key_path
 
@@ -93,7 +114,11 @@ def read_decisions(path: Path) -> tuple[list[Decision], list[str]]:
 
 def agreement(decisions: Sequence[Decision], filter_verdicts: dict[str, str]) -> dict[str, Any]:
     """Reviewer vs filters on the items both judged: raw agreement and Cohen's kappa."""
-    pairs = [(d.decision != "reject", filter_verdicts[d.item_id] == "kept") for d in decisions if d.item_id in filter_verdicts]
+    pairs = [
+        (d.decision != "reject", filter_verdicts[d.item_id] == "kept")
+        for d in decisions
+        if d.item_id in filter_verdicts
+    ]
     n = len(pairs)
     if not n:
         return {"n": 0, "agreement": None, "kappa": None}
@@ -102,21 +127,38 @@ def agreement(decisions: Sequence[Decision], filter_verdicts: dict[str, str]) ->
     expected = p_h * p_f + (1 - p_h) * (1 - p_f)
     kappa = None if expected == 1 else (observed - expected) / (1 - expected)
     both_reject = sum(not h and not f for h, f in pairs)
-    return {"n": n, "agreement": round(observed, 4), "kappa": None if kappa is None else round(kappa, 4),
-            "human_rejects_filter_kept": sum(not h and f for h, f in pairs),
-            "human_accepts_filter_rejected": sum(h and not f for h, f in pairs), "both_reject": both_reject}  # fmt: skip
+    return {
+        "n": n,
+        "agreement": round(observed, 4),
+        "kappa": None if kappa is None else round(kappa, 4),
+        "human_rejects_filter_kept": sum(not h and f for h, f in pairs),
+        "human_accepts_filter_rejected": sum(h and not f for h, f in pairs),
+        "both_reject": both_reject,
+    }
 
 
-def apply_decisions(items: Sequence[GoldenItem], decisions: Sequence[Decision], pending: set[str]) -> tuple[list[GoldenItem], list[dict]]:
+def apply_decisions(
+    items: Sequence[GoldenItem], decisions: Sequence[Decision], pending: set[str]
+) -> tuple[list[GoldenItem], list[dict]]:
     """Latest decision per item wins; rejected items leave the dataset (kept as rejections)."""
     latest = {d.item_id: d for d in decisions}
     kept, rejected = [], []
     for item in items:
         decision = latest.get(item.item_id)
         if decision is None:
-            kept.append(item.model_copy(update={"review": "pending"}) if item.item_id in pending and item.review == "unreviewed" else item)
+            kept.append(
+                item.model_copy(update={"review": "pending"})
+                if item.item_id in pending and item.review == "unreviewed"
+                else item
+            )
         elif decision.decision == "reject":
-            rejected.append({**item.model_dump(mode="json"), "reason": "human_rejected", "detail": f"rejected by {decision.reviewer or 'a reviewer'}"})
+            rejected.append(
+                {
+                    **item.model_dump(mode="json"),
+                    "reason": "human_rejected",
+                    "detail": f"rejected by {decision.reviewer or 'a reviewer'}",
+                }
+            )
         else:
             update = {"review": "accepted"}
             if decision.edited_question:

@@ -106,8 +106,10 @@ def _fill_test_floor(result: SplitResult, placed: set[str], min_test: int) -> Sp
     """Move items of `placed` from dev to test, per question type, until test holds `min_test` of the type
     or none is left to move; the highest hash buckets (the nearest to test) move first."""
     test = Counter(i.qtype for i in result.items if i.split == "test")
-    movable = sorted((i for i in result.items if i.item_id in placed and i.split == "dev"),
-                     key=lambda i: (-_bucket(i.item_id), i.item_id))  # fmt: skip
+    movable = sorted(
+        (i for i in result.items if i.item_id in placed and i.split == "dev"),
+        key=lambda i: (-_bucket(i.item_id), i.item_id),
+    )
     for item in movable:
         if test[item.qtype] < min_test:
             test[item.qtype] += 1
@@ -127,11 +129,16 @@ def floor_shortfalls(items: Sequence[GoldenItem], min_test: int, planned_tool: i
     lines = []
     for qtype in sorted(kept):
         if test[qtype] < min_test:
-            cost = ("tool selection and tool-call accuracy cannot be gated"
-                    if qtype == "tool" else "its stratum is too small to gate or diagnose alone")  # fmt: skip
+            cost = (
+                "tool selection and tool-call accuracy cannot be gated"
+                if qtype == "tool"
+                else "its stratum is too small to gate or diagnose alone"
+            )
             planned = f" of {planned_tool} planned" if qtype == "tool" else ""
-            lines.append(f"{qtype}: {test[qtype]} test item(s), fewer than {min_test} (the gate's min pairs); the "
-                         f"build kept {kept[qtype]}{planned}: {cost}")  # fmt: skip
+            lines.append(
+                f"{qtype}: {test[qtype]} test item(s), fewer than {min_test} (the gate's min pairs); the "
+                f"build kept {kept[qtype]}{planned}: {cost}"
+            )
     return lines
 
 

@@ -142,13 +142,18 @@ def plan_golden(settings: Settings, params: GoldenParams, *, logical_date: date)
     write_jsonl(p.plan, (j.model_dump() for j in jobs))
     by_kind = dict(sorted(Counter(j.kind for j in jobs).items()))
     batches = batch_ranges(len(jobs), params.batch_size)
-    meta = {"name": params.name, "corpus_version": corpus_version, "created_at": logical_date.isoformat(),
-            "jobs": len(jobs), "by_kind": by_kind, "current_chunk_ids": chunk_ids,
-            "budget": plan_budget(settings.llm_budget_tokens, len(batches))}  # fmt: skip
+    meta = {
+        "name": params.name,
+        "corpus_version": corpus_version,
+        "created_at": logical_date.isoformat(),
+        "jobs": len(jobs),
+        "by_kind": by_kind,
+        "current_chunk_ids": chunk_ids,
+        "budget": plan_budget(settings.llm_budget_tokens, len(batches)),
+    }
     p.plan_meta.write_text(json.dumps(meta, indent=1, sort_keys=True))
     log.info("planned %d jobs %s over corpus %s", len(jobs), by_kind, corpus_version)
-    return GoldenPlan(name=params.name, jobs=len(jobs), by_kind=by_kind, batches=batches,
-                      corpus_version=corpus_version)  # fmt: skip
+    return GoldenPlan(name=params.name, jobs=len(jobs), by_kind=by_kind, batches=batches, corpus_version=corpus_version)
 
 
 def planned_jobs(settings: Settings, params: GoldenParams, *, logical_date: date) -> tuple[list[Job], list[str], str]:
@@ -168,8 +173,14 @@ def planned_jobs(settings: Settings, params: GoldenParams, *, logical_date: date
                     return next(iter(index.get([hit.chunk_id])), None)
             return None
 
-        jobs = plan_jobs(chunks, params, related=related, traces=traces, tool_test_floor=settings.gate_min_pairs,
-                         trace_contexts=lambda q: index.get([h.chunk_id for h in index.search(q, k=5, mode="hybrid")]))  # fmt: skip
+        jobs = plan_jobs(
+            chunks,
+            params,
+            related=related,
+            traces=traces,
+            tool_test_floor=settings.gate_min_pairs,
+            trace_contexts=lambda q: index.get([h.chunk_id for h in index.search(q, k=5, mode="hybrid")]),
+        )
     return jobs, sorted(c.chunk_id for c in chunks), corpus_version
 
 
@@ -189,13 +200,16 @@ def generate_golden_batch(settings: Settings, name: str, start: int, end: int) -
     llm = build_llm(settings, "generator")
     llm.budget = generation_budget(meta)
     with scope(stage="golden_generate"):
-        items, failures = generate_items(llm, jobs, corpus_version=meta["corpus_version"], created_at=meta["created_at"])
+        items, failures = generate_items(
+            llm, jobs, corpus_version=meta["corpus_version"], created_at=meta["created_at"]
+        )
     failures = [{**f, "error": BUDGET_REASON} if is_refusal(f["error"]) else f for f in failures]
     write_jsonl(p.generated_part(start), (item.model_dump(mode="json") for item in items))
     write_jsonl(p.failed_part(start), failures)
     # budget_spent: the tokens charged to the budget (an estimate where the server reports none), for the filters.
-    p.cost_part(start).write_text(json.dumps({**model_usage(llm.counters.summary()), "budget_spent": llm.budget.spent},
-                                             sort_keys=True))  # fmt: skip
+    p.cost_part(start).write_text(
+        json.dumps({**model_usage(llm.counters.summary()), "budget_spent": llm.budget.spent}, sort_keys=True)
+    )
     llm.counters.log(log, f"generator batch {start}-{end}")
     return GeneratedBatch(batch=(start, end), items=len(items), failed_jobs=len(failures), llm=llm.counters.summary())
 
@@ -213,12 +227,19 @@ def generate_golden(settings: Settings, name: str, batches: list[tuple[int, int]
 def generated_parts(p: GoldenPaths, batches: list[tuple[int, int]]) -> list[int]:
     """The planned generation batches' starts, once every batch's three files (items, failed jobs, cost) are there:
     a lost part fails the build naming its batch instead of shrinking the golden set."""
-    planned = {path: batch_label(i, batch) for i, batch in enumerate(batches)
-               for path in (p.generated_part(batch[0]), p.failed_part(batch[0]), p.cost_part(batch[0]))}  # fmt: skip
+    planned = {
+        path: batch_label(i, batch)
+        for i, batch in enumerate(batches)
+        for path in (p.generated_part(batch[0]), p.failed_part(batch[0]), p.cost_part(batch[0]))
+    }
     found = p.parts.glob("*") if p.parts.is_dir() else []
-    check_parts(f"golden {p.build.name}: generated parts", planned, found,
-                rerun="rerun the golden_build `generate` task (clear it in the Airflow UI; outside Airflow, "
-                      "`ragwatch golden stage generate`)")  # fmt: skip
+    check_parts(
+        f"golden {p.build.name}: generated parts",
+        planned,
+        found,
+        rerun="rerun the golden_build `generate` task (clear it in the Airflow UI; outside Airflow, "
+        "`ragwatch golden stage generate`)",
+    )
     return [start for start, _ in batches]
 
 
@@ -237,20 +258,34 @@ def filter_golden(settings: Settings, params: GoldenParams) -> Filtered:
     embedder = build_embedder(settings)
     with scope(stage="golden_filter"):
         outcome = filter_items(candidates, judge, embedder.embed, near_duplicate_cosine=params.near_duplicate_cosine)
-    funnel = {"failed_generation_jobs": len(failed_jobs), **outcome.funnel,
-              "rejected_by_reason": dict(sorted(Counter(r["reason"] for r in outcome.rejected).items()))}  # fmt: skip
+    funnel = {
+        "failed_generation_jobs": len(failed_jobs),
+        **outcome.funnel,
+        "rejected_by_reason": dict(sorted(Counter(r["reason"] for r in outcome.rejected).items())),
+    }
     generation = added(parts)
-    cost = build_cost(generation, model_usage(judge.counters.summary()), generated=len(candidates), kept=len(outcome.kept))
+    cost = build_cost(
+        generation, model_usage(judge.counters.summary()), generated=len(candidates), kept=len(outcome.kept)
+    )
     if (budget := budget_counts(meta, failed_jobs, outcome.rejected)) is not None:
         cost["budget"] = budget
     reset_dir(p.filtered)
     write_jsonl(p.kept, (item.model_dump(mode="json") for item in outcome.kept))
     write_jsonl(p.filter_rejected, outcome.rejected)
-    p.funnel.write_text(json.dumps({"funnel": funnel, "judge_model": judge.model, "cost": cost}, indent=1, sort_keys=True))
+    p.funnel.write_text(
+        json.dumps({"funnel": funnel, "judge_model": judge.model, "cost": cost}, indent=1, sort_keys=True)
+    )
     judge.counters.log(log, "judge (filters)")
-    log.info("golden %s cost: %d requests (%s per kept item), %d prompt + %d completion tokens for %d kept of %d generated",
-             params.name, cost["total"]["requests"], cost["per_kept_item"]["requests"], cost["total"]["prompt_tokens"],
-             cost["total"]["completion_tokens"], cost["kept"], cost["generated"])  # fmt: skip
+    log.info(
+        "golden %s cost: %d requests (%s per kept item), %d prompt + %d completion tokens for %d kept of %d generated",
+        params.name,
+        cost["total"]["requests"],
+        cost["per_kept_item"]["requests"],
+        cost["total"]["prompt_tokens"],
+        cost["total"]["completion_tokens"],
+        cost["kept"],
+        cost["generated"],
+    )
     return Filtered(name=params.name, funnel=funnel, judge_model=judge.model, cost=cost)
 
 
@@ -263,8 +298,9 @@ def split_golden(settings: Settings, params: GoldenParams) -> StagedSet:
     baseline_manifest = read_manifest(p.released_manifest) if p.released_items.exists() else None
     baseline = read_items(p.released_items) if baseline_manifest else None
     current = set(meta["current_chunk_ids"])
-    result = assemble(kept, human, baseline, current, dev_fraction=params.dev_fraction,
-                      min_test=settings.gate_min_pairs)  # fmt: skip
+    result = assemble(
+        kept, human, baseline, current, dev_fraction=params.dev_fraction, min_test=settings.gate_min_pairs
+    )
 
     decisions = [d for path in p.decision_files for d in read_decisions(path)[0]]
     pending = set(json.loads(p.pending_review.read_text())) if p.pending_review.exists() else set()
@@ -280,24 +316,38 @@ def split_golden(settings: Settings, params: GoldenParams) -> StagedSet:
         log.warning("golden %s: %s", params.name, line)
     splits = dict(sorted(Counter(i.split for i in items).items()))
     manifest = {
-        "name": params.name, "corpus_version": meta["corpus_version"], "created_at": meta["created_at"],
-        "items": len(items), "splits": splits,
+        "name": params.name,
+        "corpus_version": meta["corpus_version"],
+        "created_at": meta["created_at"],
+        "items": len(items),
+        "splits": splits,
         "strata": [{"split": s, "qtype": q, "language": lang, "n": n} for (s, q, lang), n in sorted(strata.items())],
         "sources": dict(sorted(Counter(i.source for i in items).items())),
-        "funnel": filtered["funnel"], "judge_model": filtered["judge_model"], "cost": filtered.get("cost"), "human_rejected_ids": sorted(r["item_id"] for r in human_rejected),
+        "funnel": filtered["funnel"],
+        "judge_model": filtered["judge_model"],
+        "cost": filtered.get("cost"),
+        "human_rejected_ids": sorted(r["item_id"] for r in human_rejected),
         "generator_models": sorted({i.generator_model for i in items}),
         "baseline_version": baseline_manifest.get("version") if baseline_manifest else None,
         "baseline_test_ids": sorted(test_split_ids(baseline)) if baseline else None,
         "stale": sorted(i.item_id for i in result.stale),
         "replacements": dict(sorted(result.replacements.items())),
-        "test_floor": settings.gate_min_pairs, "test_floor_additions": sorted(result.floor_additions),
+        "test_floor": settings.gate_min_pairs,
+        "test_floor_additions": sorted(result.floor_additions),
         "test_shortfalls": shortfalls,
-        "planned": meta["by_kind"], "params": params.model_dump(),
-    }  # fmt: skip
+        "planned": meta["by_kind"],
+        "params": params.model_dump(),
+    }
     write_manifest(p.staged_manifest, manifest)
     p.staged_chunk_ids.write_text(json.dumps(meta["current_chunk_ids"]))
-    log.info("golden %s: %d items %s, %d stale replaced, %d human-rejected",
-             params.name, len(items), splits, len(result.stale), len(human_rejected))
+    log.info(
+        "golden %s: %d items %s, %d stale replaced, %d human-rejected",
+        params.name,
+        len(items),
+        splits,
+        len(result.stale),
+        len(human_rejected),
+    )
     return StagedSet(name=params.name, items=len(items), splits=splits, stale=len(result.stale), staged=p.staged)
 
 
@@ -325,14 +375,23 @@ def release_golden(settings: Settings, name: str) -> Release:
             version = f"v{int(current.removeprefix(p.tag_prefix)) + 1 if current else 1}"
             manifest = read_manifest(p.staged_manifest)
             p.staged_chunk_ids.unlink(missing_ok=True)
-            write_manifest(p.staged_manifest, {**{k: v for k, v in manifest.items() if k != "files"}, "version": version})
+            write_manifest(
+                p.staged_manifest, {**{k: v for k, v in manifest.items() if k != "files"}, "version": version}
+            )
             promote(p.staged, p.released)
             review_files = [p.pending_review, p.filter_verdicts, *p.decision_files]
-            data = version_directory(workspace, p.released, f"golden {name} {version}", extra_paths=[p.human, *review_files])
+            data = version_directory(
+                workspace, p.released, f"golden {name} {version}", extra_paths=[p.human, *review_files]
+            )
             tag(workspace, p.tag(version), f"golden set {name} {version} (md5 {data.md5})")
     manifest = read_manifest(p.released_manifest)
-    return Release(name=name, version=version, tag=p.tag(version), items=manifest["items"],
-                   corpus_version=manifest["corpus_version"])  # fmt: skip
+    return Release(
+        name=name,
+        version=version,
+        tag=p.tag(version),
+        items=manifest["items"],
+        corpus_version=manifest["corpus_version"],
+    )
 
 
 def build_golden(settings: Settings, params: GoldenParams, *, logical_date: date, progress=None) -> GoldenBuild:
@@ -343,7 +402,9 @@ def build_golden(settings: Settings, params: GoldenParams, *, logical_date: date
     staged = split_golden(settings, params)
     validation = validate_golden(settings, params.name)
     release = release_golden(settings, params.name)
-    return GoldenBuild(plan=plan, generated=generated, filtered=filtered, staged=staged, validation=validation, release=release)
+    return GoldenBuild(
+        plan=plan, generated=generated, filtered=filtered, staged=staged, validation=validation, release=release
+    )
 
 
 class HumanImport(BaseModel):
@@ -389,8 +450,13 @@ def export_review(settings: Settings, name: str, out_dir: Path, fraction: float)
     p.pending_review.write_text(json.dumps(sorted(verdicts), indent=1))
     p.filter_verdicts.write_text(json.dumps(verdicts, indent=1, sort_keys=True))
     key_path.unlink()  # reviewers must not see the filters' verdicts; ragwatch keeps them
-    return ReviewExport(rows=len(rows), kept=sum(v == "kept" for v in verdicts.values()),
-                        rejected=sum(v == "rejected" for v in verdicts.values()), csv=csv_path, jsonl=jsonl_path)  # fmt: skip
+    return ReviewExport(
+        rows=len(rows),
+        kept=sum(v == "kept" for v in verdicts.values()),
+        rejected=sum(v == "rejected" for v in verdicts.values()),
+        csv=csv_path,
+        jsonl=jsonl_path,
+    )
 
 
 class ReviewImport(BaseModel):
@@ -410,6 +476,9 @@ def import_review(settings: Settings, name: str, file: Path) -> ReviewImport:
     problems += [f"item {i} was not in the exported sample" for i in unknown]
     decisions = [d for d in decisions if d.item_id in verdicts]
     write_jsonl(p.decisions(len(p.decision_files) + 1), ({**d.__dict__} for d in decisions))
-    return ReviewImport(decisions=len(decisions), problems=problems,
-                        by_decision=dict(sorted(Counter(d.decision for d in decisions).items())),
-                        agreement=agreement(decisions, verdicts))  # fmt: skip
+    return ReviewImport(
+        decisions=len(decisions),
+        problems=problems,
+        by_decision=dict(sorted(Counter(d.decision for d in decisions).items())),
+        agreement=agreement(decisions, verdicts),
+    )

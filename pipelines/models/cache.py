@@ -42,7 +42,9 @@ def open_llm_cache(settings: Settings) -> ResponseCache | None:
     if not settings.llm_cache:
         return None
     if settings.llm_cache_url:
-        from pipelines.models.shared_cache import SharedLLMCache  # psycopg is loaded only where a shared cache is configured
+        from pipelines.models.shared_cache import (
+            SharedLLMCache,
+        )  # psycopg is loaded only where a shared cache is configured
 
         return SharedLLMCache(settings.llm_cache_url)
     return LLMCache.in_directory(settings.resolved_cache_dir)

@@ -38,8 +38,9 @@ def _background_thread() -> ThreadPoolExecutor:
     global _background
     with _background_lock:
         if _background is None:
-            _background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embedding-batches",
-                                             initializer=_lower_priority)  # fmt: skip
+            _background = ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix="embedding-batches", initializer=_lower_priority
+            )
         return _background
 
 

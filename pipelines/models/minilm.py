@@ -38,16 +38,21 @@ class MiniLM:
 
         config = json.loads((path / "config.json").read_text())
         if config.get("model_type") != "bert" or config.get("hidden_act") != "gelu":
-            raise ValueError(f"{path} holds a {config.get('model_type')} model with {config.get('hidden_act')}: "
-                             "this forward pass is BERT with erf GELU")  # fmt: skip
+            raise ValueError(
+                f"{path} holds a {config.get('model_type')} model with {config.get('hidden_act')}: "
+                "this forward pass is BERT with erf GELU"
+            )
         self.heads, self.layers = config["num_attention_heads"], config["num_hidden_layers"]
         self.eps = config["layer_norm_eps"]
         self.dim = config["hidden_size"]
         weights = load_file(str(path / "model.safetensors"))
         # Linear layers as (in, out) views of the stored (out, in): BLAS reads a transposed matrix as it is, no copy.
         linear = ("dense.weight", "query.weight", "key.weight", "value.weight")
-        self._w = {name: value.T if name.endswith(linear) else value for name, value in weights.items()
-                   if value.dtype == np.float32}  # fmt: skip
+        self._w = {
+            name: value.T if name.endswith(linear) else value
+            for name, value in weights.items()
+            if value.dtype == np.float32
+        }
         self.tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
         self.tokenizer.enable_truncation(MAX_SEQ_LENGTH)
         self.tokenizer.no_padding()
@@ -74,7 +79,9 @@ class MiniLM:
         batch, width = ids.shape
         tokens = batch * width
         # Hidden states as (tokens, dim): every linear layer is one 2-D matrix product (BLAS), never a loop of them.
-        x = (w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][:width]).reshape(tokens, self.dim)
+        x = (w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][:width]).reshape(
+            tokens, self.dim
+        )
         x = self._norm(x + w["embeddings.token_type_embeddings.weight"][0], "embeddings.LayerNorm")
         masked = ((1.0 - mask) * np.finfo(np.float32).min)[:, None, None, :]
         head = self.dim // self.heads
@@ -97,7 +104,9 @@ class MiniLM:
             x = self._norm(attended + x, f"{p}attention.output.LayerNorm")
             inner = x @ w[f"{p}intermediate.dense.weight"] + w[f"{p}intermediate.dense.bias"]
             inner *= np.float32(0.5) * (np.float32(1.0) + erf(inner * np.float32(1 / np.sqrt(2))))
-            x = self._norm(inner @ w[f"{p}output.dense.weight"] + w[f"{p}output.dense.bias"] + x, f"{p}output.LayerNorm")
+            x = self._norm(
+                inner @ w[f"{p}output.dense.weight"] + w[f"{p}output.dense.bias"] + x, f"{p}output.LayerNorm"
+            )
         x = x.reshape(batch, width, self.dim)
         pooled = (x * mask[:, :, None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
         return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)

@@ -91,8 +91,10 @@ def _faults_from(snapshot: tuple[tuple[str, str], ...]) -> OfflineFaults:  # the
     try:
         return OfflineFaults()
     except ValidationError as exc:
-        problems = "; ".join(f"{FAULTS_ENV_PREFIX}{'__'.join(map(str, e['loc'])).upper() or '*'}: {e['msg']}"
-                             for e in exc.errors(include_url=False))  # fmt: skip
+        problems = "; ".join(
+            f"{FAULTS_ENV_PREFIX}{'__'.join(map(str, e['loc'])).upper() or '*'}: {e['msg']}"
+            for e in exc.errors(include_url=False)
+        )
         raise ValueError(problems) from None
 
 
@@ -114,8 +116,20 @@ def _pick(options: list | tuple, *parts: object):
 
 # --- answers ---------------------------------------------------------------------------------------
 
-INVENTED_NAMES = ("Halvorsen", "Okonkwo", "Marquetti", "Valdivia", "Lindqvist", "Abernathy", "Szymanski",
-                  "Ferrante", "Oyelaran", "Kowalczyk", "Estrella", "Brannigan")  # fmt: skip
+INVENTED_NAMES = (
+    "Halvorsen",
+    "Okonkwo",
+    "Marquetti",
+    "Valdivia",
+    "Lindqvist",
+    "Abernathy",
+    "Szymanski",
+    "Ferrante",
+    "Oyelaran",
+    "Kowalczyk",
+    "Estrella",
+    "Brannigan",
+)
 """Names that no Python or operations document mentions: a claim carrying one is invented."""
 INVENTED = {
     "en": (
@@ -142,13 +156,20 @@ def invented_sentence(topic_text: str, language: str, evidence: str, *seed: obje
         name = _pick(INVENTED_NAMES, "name", attempt, *seed)
         other = _pick(INVENTED_NAMES, "other", attempt, *seed)
         values = {
-            "a": 4 + int(draw("a", attempt, *seed) * 6), "b": 10 + int(draw("b", attempt, *seed) * 80),
-            "n": 3 + int(draw("n", attempt, *seed) * 60), "year": 2031 + int(draw("y", attempt, *seed) * 9),
-        }  # fmt: skip
+            "a": 4 + int(draw("a", attempt, *seed) * 6),
+            "b": 10 + int(draw("b", attempt, *seed) * 80),
+            "n": 3 + int(draw("n", attempt, *seed) * 60),
+            "year": 2031 + int(draw("y", attempt, *seed) * 9),
+        }
         text = _pick(INVENTED[lang], "template", *seed).format(
-            Topic=topic[:1].upper() + topic[1:], topic=topic, Name=name, Other=other, **values)
-        if other != name and not set(numbers(text)) & known_numbers and fold_word(name) not in known_words \
-                and fold_word(other) not in known_words:  # fmt: skip
+            Topic=topic[:1].upper() + topic[1:], topic=topic, Name=name, Other=other, **values
+        )
+        if (
+            other != name
+            and not set(numbers(text)) & known_numbers
+            and fold_word(name) not in known_words
+            and fold_word(other) not in known_words
+        ):
             return text
     return text
 
@@ -195,8 +216,9 @@ def _shift_number(number: str, step: int) -> str:
     return f"{head}{int(last) + step}"
 
 
-def corrupt_sentences(parts: list[str], faults: OfflineFaults, *, topic: str, language: str, evidence: str,
-                      seed: tuple) -> list[str]:  # fmt: skip
+def corrupt_sentences(
+    parts: list[str], faults: OfflineFaults, *, topic: str, language: str, evidence: str, seed: tuple
+) -> list[str]:
     """Each sentence, independently: invented with probability `made_up`, a fact swapped with probability
     `swapped`, else kept."""
     out = []

@@ -7,8 +7,17 @@ a sharper rule (catching swapped numbers or entities, say) changes every path at
 
 from __future__ import annotations
 
-from pipelines.text import (STOPWORDS, abstains, content_tokens, coverage, detect_language, fold, missing_facts,
-                            sentences, words)
+from pipelines.text import (
+    STOPWORDS,
+    abstains,
+    content_tokens,
+    coverage,
+    detect_language,
+    fold,
+    missing_facts,
+    sentences,
+    words,
+)
 
 SUPPORTED = 0.6
 """Share of a claim's content words that must occur in the evidence for the claim to count as supported."""
@@ -42,11 +51,13 @@ def useful(context: str, reference: str) -> tuple[int, str]:
 
 
 QUESTION_TEMPLATES = {
-    "en": ["What does the documentation say about {terms}?", "How does {terms} work?",
-           "What should I know about {terms}?"],
-    "es": ["¿Qué dice la documentación sobre {terms}?", "¿Cómo funciona {terms}?",
-           "¿Qué hay que saber sobre {terms}?"],
-}  # fmt: skip
+    "en": [
+        "What does the documentation say about {terms}?",
+        "How does {terms} work?",
+        "What should I know about {terms}?",
+    ],
+    "es": ["¿Qué dice la documentación sobre {terms}?", "¿Cómo funciona {terms}?", "¿Qué hay que saber sobre {terms}?"],
+}
 QUESTION_TERMS = 8
 
 

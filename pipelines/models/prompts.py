@@ -51,7 +51,10 @@ class Prompt(Generic[In, Out]):
         payload = inputs.model_dump_json(indent=None)
         return [
             {"role": "system", "content": self.instructions.strip()},
-            {"role": "user", "content": f"<inputs>\n{payload}\n</inputs>\nAnswer with JSON only, following the schema."},
+            {
+                "role": "user",
+                "content": f"<inputs>\n{payload}\n</inputs>\nAnswer with JSON only, following the schema.",
+            },
         ]
 
     def json_schema(self) -> dict:

@@ -145,8 +145,11 @@ class RagasLLM(InstructorBaseRagasLLM):
     def exchanges_of(self, response_model: type[R]) -> list[tuple[dict[str, Any], R]]:
         """(the request's input object, the reply) for every reply of this model, in order: what a caller
         needs to check that a reply answers its request (one verdict per statement sent, say)."""
-        return [(last_input(prompt), reply) for prompt, reply in zip(self._prompts, self.replies)
-                if type(reply) is response_model]  # fmt: skip
+        return [
+            (last_input(prompt), reply)
+            for prompt, reply in zip(self._prompts, self.replies)
+            if type(reply) is response_model
+        ]
 
     def _request(self, prompt: str, response_model: type[BaseModel]) -> tuple[RagasPrompt, RagasRequest]:
         ours = prompt_for(response_model)
@@ -281,7 +284,6 @@ OFFLINE_JUDGEMENTS: dict[type[BaseModel], OfflineJudgement] = {
     noise_util.StatementFaithfulnessOutput: OfflineJudgement("claim verification", _statement_verdicts),
 }
 """The ragas response models of the metrics ragwatch computes, with their offline answers."""
-
 
 
 def ragas_prompts() -> list[RagasPrompt]:

@@ -56,7 +56,9 @@ class SharedLLMCache:
         return row[0] if row else None  # psycopg reads `json` into Python values
 
     def put(self, key: str, value: dict[str, Any]) -> None:
-        self._execute(_PUT, {"key": key, "value": json.dumps(value, sort_keys=True, ensure_ascii=False)}, lambda _: None)
+        self._execute(
+            _PUT, {"key": key, "value": json.dumps(value, sort_keys=True, ensure_ascii=False)}, lambda _: None
+        )
 
     def count(self) -> int:
         return self._execute(_COUNT, {}, psycopg.Cursor.fetchone)[0]
@@ -112,7 +114,9 @@ def _open(url: str) -> Engine:
         )
     connect_args = {} if "connect_timeout" in parsed.query else {"connect_timeout": CONNECT_TIMEOUT_S}
     # Autocommit: each statement is its own transaction, so a returned connection has nothing to roll back.
-    engine = sa.create_engine(parsed, isolation_level="AUTOCOMMIT", connect_args=connect_args, pool_reset_on_return=None)
+    engine = sa.create_engine(
+        parsed, isolation_level="AUTOCOMMIT", connect_args=connect_args, pool_reset_on_return=None
+    )
     try:
         with engine.connect() as conn:
             exists = lambda: conn.execute(sa.text("SELECT to_regclass(:t)"), {"t": TABLE}).scalar() is not None  # noqa: E731
@@ -122,8 +126,10 @@ def _open(url: str) -> Engine:
                 except sa.exc.DBAPIError as exc:
                     # IF NOT EXISTS does not see a table another session is creating: workers that start together
                     # collide on the catalog's unique index, and all but the first find the table made.
-                    if not (isinstance(exc.orig, (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateTable))
-                            and exists()):  # fmt: skip
+                    if not (
+                        isinstance(exc.orig, (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateTable))
+                        and exists()
+                    ):
                         raise
     except sa.exc.DBAPIError as exc:
         engine.dispose()

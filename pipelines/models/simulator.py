@@ -171,8 +171,12 @@ class _State:
         if number - self.knobs_since < knobs.fail_first_n:
             return "fail_first_n"
         draw = random.Random(f"{knobs.seed}:{number}").random()
-        for kind, rate in (("error", knobs.error_rate), ("rate_limit", knobs.rate_limit_rate),
-                           ("timeout", knobs.timeout_rate), ("malformed", knobs.malformed_rate)):  # fmt: skip
+        for kind, rate in (
+            ("error", knobs.error_rate),
+            ("rate_limit", knobs.rate_limit_rate),
+            ("timeout", knobs.timeout_rate),
+            ("malformed", knobs.malformed_rate),
+        ):
             if draw < rate:
                 return kind if kind != "malformed" or can_be_malformed else None
             draw -= rate
@@ -258,8 +262,10 @@ def create_simulator(prompts: PromptRegistry, knobs: SimulatorKnobs | None = Non
             choices = await answer()
             if malformed:
                 # A reply cut short, as with finish_reason "length": the commonest broken JSON.
-                choices = [{**m, "content": m["content"][: max(1, len(m["content"]) // 2)]} if m.get("content") else m
-                           for m in choices]  # fmt: skip
+                choices = [
+                    {**m, "content": m["content"][: max(1, len(m["content"]) // 2)]} if m.get("content") else m
+                    for m in choices
+                ]
             completion = _completion(body, choices)
             state.count_tokens(body.get("messages") or [], completion["usage"])
             return completion
@@ -329,25 +335,36 @@ def _chat_answer(body: dict, prompts: PromptRegistry, ignore_n: bool = False) ->
 
         async def tool_calls() -> list[dict]:
             calls = await asyncio.to_thread(choose_tool, messages, tools)
-            return [{
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {"id": f"call_{i}", "type": "function",
-                     "function": {"name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)}}
-                    for i, c in enumerate(calls)
-                ],
-            }]  # fmt: skip
+            return [
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": f"call_{i}",
+                            "type": "function",
+                            "function": {"name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)},
+                        }
+                        for i, c in enumerate(calls)
+                    ],
+                }
+            ]
 
         return tool_calls
     legacy = _legacy_ragas_answer(messages, int(body.get("n") or 1), prompts)
     if legacy is not None:
         return legacy
-    raise _Fault(400, "the simulator answers structured-output prompts (response_format json_schema), "
-                      "tool-calling requests (tools) and legacy ragas prompts only", kind="")  # fmt: skip
+    raise _Fault(
+        400,
+        "the simulator answers structured-output prompts (response_format json_schema), "
+        "tool-calling requests (tools) and legacy ragas prompts only",
+        kind="",
+    )
 
 
-def _legacy_ragas_answer(messages: list[dict], n: int, prompts: PromptRegistry) -> Callable[[], Awaitable[list[dict]]] | None:
+def _legacy_ragas_answer(
+    messages: list[dict], n: int, prompts: PromptRegistry
+) -> Callable[[], Awaitable[list[dict]]] | None:
     """A legacy ragas prompt asks for JSON in plain text and names its output model in the schema it
     shows; it is answered by that model's prompt, choice k as sample k (ragas asks for n choices where
     it wants n different samples, as answer relevance does). None when the prompt is not one."""
@@ -362,15 +379,20 @@ def _legacy_ragas_answer(messages: list[dict], n: int, prompts: PromptRegistry) 
     title = schema.get("title", "") if isinstance(schema, dict) else ""
     name = LEGACY_RAGAS_OUTPUTS.get(title, "")
     if name not in prompts:
-        raise _Fault(400, f"no offline judgement for the legacy ragas output model {title!r}: the simulator knows "
-                          f"{', '.join(sorted(LEGACY_RAGAS_OUTPUTS))} when its registry holds the ragas prompts",
-                     kind="")  # fmt: skip
+        raise _Fault(
+            400,
+            f"no offline judgement for the legacy ragas output model {title!r}: the simulator knows "
+            f"{', '.join(sorted(LEGACY_RAGAS_OUTPUTS))} when its registry holds the ragas prompts",
+            kind="",
+        )
     prompt = prompts.get(name)
     try:
         first = prompt.inputs_from_messages(messages)
         # A sample index gives each choice its own answer (ragas_adapter.RagasRequest has one).
-        requests = [first.model_copy(update={"sample": k}) if "sample" in type(first).model_fields else first
-                    for k in range(max(1, n))]  # fmt: skip
+        requests = [
+            first.model_copy(update={"sample": k}) if "sample" in type(first).model_fields else first
+            for k in range(max(1, n))
+        ]
     except ValueError as exc:
         raise _Fault(400, str(exc), kind="") from exc
 
@@ -403,10 +425,17 @@ def _completion(body: dict, messages: list[dict]) -> dict:
         "object": "chat.completion",
         "created": int(time.time()),
         "model": body.get("model") or DEFAULT_MODEL,
-        "choices": [{"index": i, "message": m, "logprobs": None,
-                     "finish_reason": "tool_calls" if m.get("tool_calls") else "stop"} for i, m in enumerate(messages)],
+        "choices": [
+            {
+                "index": i,
+                "message": m,
+                "logprobs": None,
+                "finish_reason": "tool_calls" if m.get("tool_calls") else "stop",
+            }
+            for i, m in enumerate(messages)
+        ],
         "usage": usage,
-    }  # fmt: skip
+    }
 
 
 def _embedding_list(body: dict, texts: list[str], vectors: list[list[float]]) -> dict:
@@ -416,8 +445,12 @@ def _embedding_list(body: dict, texts: list[str], vectors: list[list[float]]) ->
         encoded = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode() if base64_wanted else vector
         data.append({"object": "embedding", "index": i, "embedding": encoded})
     tokens = _usage(sum(len(t) for t in texts), 0)["prompt_tokens"]
-    return {"object": "list", "data": data, "model": body.get("model") or DEFAULT_MODEL,
-            "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}  # fmt: skip
+    return {
+        "object": "list",
+        "data": data,
+        "model": body.get("model") or DEFAULT_MODEL,
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+    }
 
 
 def _usage(prompt_chars: int, completion_chars: int) -> dict[str, int]:
@@ -471,8 +504,9 @@ def hashed_bag_of_words(texts: list[str]) -> list[list[float]]:
     return vectors
 
 
-def serve(prompts: PromptRegistry, port: int = 8000, knobs: SimulatorKnobs | None = None,
-          host: str = "127.0.0.1") -> None:
+def serve(
+    prompts: PromptRegistry, port: int = 8000, knobs: SimulatorKnobs | None = None, host: str = "127.0.0.1"
+) -> None:
     """Run the simulator in the foreground, answering the prompts of `prompts` by name."""
     uvicorn.run(create_simulator(prompts, knobs), host=host, port=port, log_level="warning")
 
@@ -491,7 +525,9 @@ def running_simulator(knobs: SimulatorKnobs | None = None, *, prompts: PromptReg
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))  # bound here and handed over, so no other process can take the port meanwhile
     port = sock.getsockname()[1]
-    config = uvicorn.Config(create_simulator(prompts, knobs), log_level="warning", lifespan="off", timeout_graceful_shutdown=1)
+    config = uvicorn.Config(
+        create_simulator(prompts, knobs), log_level="warning", lifespan="off", timeout_graceful_shutdown=1
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name=f"simulator-{port}", daemon=True)
     thread.start()

@@ -114,8 +114,10 @@ class UsageLedger:
 
     def rows(self, role: str, model: str) -> list[UsageRow]:
         with self._lock:
-            return [UsageRow(stage=stage, metric=metric, role=role, model=model, **_rounded(counts))
-                    for (stage, metric), counts in sorted(self._counts.items())]  # fmt: skip
+            return [
+                UsageRow(stage=stage, metric=metric, role=role, model=model, **_rounded(counts))
+                for (stage, metric), counts in sorted(self._counts.items())
+            ]
 
 
 def summed(rows: Iterable[UsageRow]) -> list[UsageRow]:

@@ -35,6 +35,7 @@ _UP = UPPERCASE_LETTERS
 _PUNCTUATION_AFTER = ("", ",", ".", ";", ":", '"', "'", ")", '",', '".', "),", ").", ".,", "\u201d", "\u2019")
 """What `str.split` leaves glued to a street word: "Street,", 'Street"' (a JSON value), "St.)"."""
 
+
 # --- Spanish --------------------------------------------------------------------------------------
 def _alternation(types: list[str]) -> str:
     two_words = {"gran": r"gran[ \t]+v[íi]a", "eje": r"eje[ \t]+vial"}
@@ -182,7 +183,9 @@ def _street_before_postcode(view: TextView) -> list[Span]:
     for hint in _POSTCODE_HINT.finditer(text):
         if hint.start() < end:
             continue
-        line = _EN_POSTCODE_LINE.search(text, max(0, hint.start() - _POSTCODE_REACH), min(len(text), hint.end() + _POSTCODE_REACH))
+        line = _EN_POSTCODE_LINE.search(
+            text, max(0, hint.start() - _POSTCODE_REACH), min(len(text), hint.end() + _POSTCODE_REACH)
+        )
         if line is None:
             continue
         end = line.end()

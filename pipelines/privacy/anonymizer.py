@@ -67,8 +67,14 @@ class Anonymizer:
         counts[entity_type] += 1
         return self.pseudonym(scope, entity_type, canonical)
 
-    def anonymize_value(self, value: Any, scope: str, counts: Counter, field: str | None = None,
-                        spans_of: Callable[[str], list[Span]] = find_pii) -> Any:  # fmt: skip
+    def anonymize_value(
+        self,
+        value: Any,
+        scope: str,
+        counts: Counter,
+        field: str | None = None,
+        spans_of: Callable[[str], list[Span]] = find_pii,
+    ) -> Any:
         """Every string inside a JSON-like value, keys included; `field` is the key `value` sits under.
 
         `spans_of` finds the PII of one string: `find_pii`, or a lookup of spans found beforehand.
@@ -84,7 +90,9 @@ class Anonymizer:
                 new_key = self._replaced(key, spans_of(key), scope, counts) if isinstance(key, str) else key
                 while new_key in out:  # two keys that were one value spelled two ways: keep both
                     new_key = f"{new_key}#"
-                out[new_key] = self.anonymize_value(item, scope, counts, key if isinstance(key, str) else field, spans_of)
+                out[new_key] = self.anonymize_value(
+                    item, scope, counts, key if isinstance(key, str) else field, spans_of
+                )
             return out
         if isinstance(value, (list, tuple)):
             return [self.anonymize_value(item, scope, counts, field, spans_of) for item in value]
@@ -115,7 +123,9 @@ class Anonymizer:
                 "contexts": [c.model_copy(update={"text": text(c.text)}) for c in trace.contexts],
                 "tool_calls": [
                     call.model_copy(
-                        update={"arguments": self.anonymize_value(call.arguments, scope, counts, spans_of=spans.__getitem__)}
+                        update={
+                            "arguments": self.anonymize_value(call.arguments, scope, counts, spans_of=spans.__getitem__)
+                        }
                     )
                     for call in trace.tool_calls
                 ],

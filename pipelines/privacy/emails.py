@@ -19,7 +19,9 @@ from collections.abc import Iterator
 from pipelines.privacy.spans import Span
 from pipelines.privacy.views import TextView
 
-EMAIL = r"(?<![\w.+%\-])[\w.+%\-]+(?:'[\w.+%\-]+)*@(?:[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?\.)+[A-Za-z]{2,24}(?![\w\-])"
+EMAIL = (
+    r"(?<![\w.+%\-])[\w.+%\-]+(?:'[\w.+%\-]+)*@(?:[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?\.)+[A-Za-z]{2,24}(?![\w\-])"
+)
 """A plain address as a regex, for validation suites; detection finds the same from each "@"."""
 
 
@@ -50,7 +52,9 @@ WEBMAIL = frozenset(
 )
 """Providers whose name after a spelled "at" is sign enough that an address follows."""
 WEBMAIL_PREFIXES = tuple(f"{name}." for name in WEBMAIL) + tuple(f"{name} " for name in WEBMAIL)
-TLDS = frozenset("com org net edu gov int mil info biz name pro dev app cat eus gal tech online xyz site cloud email mail".split())
+TLDS = frozenset(
+    "com org net edu gov int mil info biz name pro dev app cat eus gal tech online xyz site cloud email mail".split()
+)
 """Generic top-level domains; any two-letter one is a country's."""
 
 

@@ -21,20 +21,46 @@ _SECRET_WORDS = frozenset(
     authorization cookie cookies contraseña contrasena clave signature sig apikey privatekey secretkey accesskey
     accountkey auth jwt otp""".split()  # noqa: SIM905 - reads as prose
 )
-_KEY_OWNERS = frozenset("api access secret private account client signing encryption master license subscription auth shared".split())
+_KEY_OWNERS = frozenset(
+    "api access secret private account client signing encryption master license subscription auth shared".split()
+)
 _PERSON_OWNERS = frozenset(
     """full first last given family middle customer client contact user person sender recipient holder card owner
     patient employee author""".split()  # noqa: SIM905
 )
-_NAME_WORDS = frozenset("name names nombre nombres apellido apellidos surname fullname firstname lastname username".split())
+_NAME_WORDS = frozenset(
+    "name names nombre nombres apellido apellidos surname fullname firstname lastname username".split()
+)
 _TYPED_WORDS = {
     **dict.fromkeys(("email", "emails", "mail", "correo"), "EMAIL"),
-    **dict.fromkeys(("phone", "phones", "telephone", "tel", "telefono", "teléfono", "mobile", "movil", "móvil", "cell",
-                     "cellphone", "fax", "whatsapp"), "PHONE"),  # fmt: skip
+    **dict.fromkeys(
+        (
+            "phone",
+            "phones",
+            "telephone",
+            "tel",
+            "telefono",
+            "teléfono",
+            "mobile",
+            "movil",
+            "móvil",
+            "cell",
+            "cellphone",
+            "fax",
+            "whatsapp",
+        ),
+        "PHONE",
+    ),
     **dict.fromkeys(("address", "addresses", "direccion", "dirección", "domicilio", "street"), "ADDRESS"),
     **dict.fromkeys(("ip", "ipv4", "ipv6"), "IP_ADDRESS"),
-    "dni": "DNI", "nif": "DNI", "nie": "NIE", "cif": "CIF", "ssn": "SSN", "nss": "NSS", "iban": "IBAN",
-}  # fmt: skip
+    "dni": "DNI",
+    "nif": "DNI",
+    "nie": "NIE",
+    "cif": "CIF",
+    "ssn": "SSN",
+    "nss": "NSS",
+    "iban": "IBAN",
+}
 
 
 def words(name: str) -> list[str]:

@@ -74,7 +74,9 @@ _DNI_GROUPED = re.compile(r"\d(?<![\w\-./\\]\d)\d([ \-_])\d{3}\1\d{3}[ \-_]?[A-Z
 """A DNI's digits in the groups it is printed in, split by blanks, dashes or underscores ("12 345 678 Z",
 "12-345-678-Z"); with dots `_DNI` reads it. The letter is a capital: "12 345 678 a" is a count and a word."""
 _NIE = re.compile(r"[XYZxyz](?<![\w\-./\\][XYZxyz])[\-. ]?\d{7}[\-. ]?[A-Za-z](?![\w\-])")
-_CIF = re.compile(r"[A-HJNP-SUVWa-hjnp-suvw](?<![\w\-./\\][A-Za-z])[\-. ]?\d{2}[\-. ]?\d{5}[\-. ]?[0-9A-Ja-j](?![\w\-])")
+_CIF = re.compile(
+    r"[A-HJNP-SUVWa-hjnp-suvw](?<![\w\-./\\][A-Za-z])[\-. ]?\d{2}[\-. ]?\d{5}[\-. ]?[0-9A-Ja-j](?![\w\-])"
+)
 _SSN = re.compile(r"\d(?<![\w\-./\\]\d)\d{2}([\- ])\d{2}\1\d{4}(?![\w\-]|[.,]\d)")
 _SSN_SPELLED = re.compile(
     r"\d(?<![\w\-./\\]\d)\d{2}(?P<sep>[ \t]?[\-._/\u00b7][ \t]?)\d{2}(?P=sep)\d{4}(?![\w\-]|[.,/]\d)"
@@ -213,7 +215,9 @@ def detect_identifiers(view: TextView) -> list[Span]:
     if not _SSN_WORDS.isdisjoint(words):
         found += _confirmed_in_windows(_SSN_AFTER_CUE, view, _ssn, group=1, haystack=lower)
     if not _NSS_WORDS.isdisjoint(words):
-        found += _confirmed_in_windows(_NSS_AFTER_CUE, view, lambda value: _nss(value, cued=True), group=1, haystack=lower)
+        found += _confirmed_in_windows(
+            _NSS_AFTER_CUE, view, lambda value: _nss(value, cued=True), group=1, haystack=lower
+        )
     return [s for s in found if not _in_a_fingerprint(view.text, s)]
 
 
@@ -226,7 +230,9 @@ def _in_a_fingerprint(text: str, span: Span) -> bool:
 
 
 _SSN_WORDS = frozenset(w + tail for w in ("ssn", "security") for tail in ("", ":", ",", "#"))
-_NSS_WORDS = frozenset(w + tail for w in ("nss", "naf", "social", "afiliación", "afiliacion") for tail in ("", ":", ","))
+_NSS_WORDS = frozenset(
+    w + tail for w in ("nss", "naf", "social", "afiliación", "afiliacion") for tail in ("", ":", ",")
+)
 
 
 _NUMBER_DETECTORS = (

@@ -14,8 +14,17 @@ _GROUP = re.compile(r"[^\s\-]+")
 _MAX_GROUPS = 10
 
 
-def confirmed(regex: re.Pattern[str], text: str, confirm: Confirm, *, group: int = 0, haystack: str | None = None,
-              windowed: bool = False, pos: int = 0, endpos: int | None = None) -> Iterator[Span]:  # fmt: skip
+def confirmed(
+    regex: re.Pattern[str],
+    text: str,
+    confirm: Confirm,
+    *,
+    group: int = 0,
+    haystack: str | None = None,
+    windowed: bool = False,
+    pos: int = 0,
+    endpos: int | None = None,
+) -> Iterator[Span]:
     """Spans of `regex` over `haystack` (default `text`), from `pos` to `endpos`, that `confirm` accepts.
 
     `windowed`: retry whole digit groups inside a failed candidate, because greedy runs swallow
@@ -33,7 +42,9 @@ def confirmed(regex: re.Pattern[str], text: str, confirm: Confirm, *, group: int
             yield Span(start, end, verdict[0], text[start:end], verdict[1])
 
 
-def best_of_windows(confirm: Confirm, text: str, start: int, end: int, verdict: tuple[str, str] | None) -> Iterator[Span]:
+def best_of_windows(
+    confirm: Confirm, text: str, start: int, end: int, verdict: tuple[str, str] | None
+) -> Iterator[Span]:
     """The candidate text[start:end] if it confirms as valid; else the valid runs of whole groups inside
     it ("4111 1111 1111 1111 612 345 678" is a card and a phone, not one invalid card); else the
     candidate itself when it is at least shaped right."""

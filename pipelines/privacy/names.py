@@ -55,7 +55,6 @@ _NEVER_NAMES = TECHNICAL_WORDS | _FUNCTION_WORDS | {"\x00"}
 """Sentence openers and tools: a strong cue before them is a coincidence, not a name."""
 
 
-
 def _latin_letters(predicate) -> str:
     """Latin letters up to Latin Extended-B, for a regex class: "Ł", "Ø", "Ș" open names too."""
     return "".join(sorted(chr(c) for c in range(0x41, 0x250) if predicate(chr(c))))
@@ -78,9 +77,24 @@ _TOKEN = re.compile(rf"(?:[dDlL]['’])?[{_UP}]{_REST}")
 _PARTICLE_WORDS = frozenset("de del la las los dels della des y i e van von ter da das dos di du le der den".split())
 
 TITLES = (
-    "Sr", "Sra", "Srta", "Dr", "Dra", "Dña", "Don", "Doña", "don", "doña", "Prof", "Profa",
-    "Mr", "Mrs", "Ms", "Mx", "Miss",
-)  # fmt: skip
+    "Sr",
+    "Sra",
+    "Srta",
+    "Dr",
+    "Dra",
+    "Dña",
+    "Don",
+    "Doña",
+    "don",
+    "doña",
+    "Prof",
+    "Profa",
+    "Mr",
+    "Mrs",
+    "Ms",
+    "Mx",
+    "Miss",
+)
 STRONG_PHRASES = ("me llamo", "mi nombre es", "my name is", "a nombre de", "firmado", "signed by")
 """Strong cues: whatever name-like words follow are a name, known or not."""
 _MIDDLE_PHRASES = (
@@ -107,32 +121,141 @@ _CUE_WINDOW = 32
 _MAX_TOKENS = 5
 
 _CUE_WORDS = (
-    "sr", "sra", "srta", "dr", "dra", "dña", "don", "doña", "prof", "profa", "mr", "mrs", "ms", "mx", "miss",  # titles
-    "llamo", "nombre", "name", "firmado", "signed",  # strong
-    "soy", "i'm", "i’m", "am", "this", "aquí", "aqui", "contacta", "contactar", "contacte", "contact", "habla",
-    "hablar", "escribe", "pregunta", "ask", "parte", "behalf",  # middle
-    "for", "para", "cliente", "customer", "titular", "holder", "reserva", "booking",  # pair
-    "atentamente", "saludos", "saludo", "cordialmente", "regards", "best", "thanks", "thank", "gracias", "cheers",
-    "att", "atte", "--",  # closings
-    "hola", "hi", "hello", "hey", "dear", "estimado", "estimada", "querido", "querida", "buenos", "buenas",  # weak
-)  # fmt: skip
+    "sr",
+    "sra",
+    "srta",
+    "dr",
+    "dra",
+    "dña",
+    "don",
+    "doña",
+    "prof",
+    "profa",
+    "mr",
+    "mrs",
+    "ms",
+    "mx",
+    "miss",  # titles
+    "llamo",
+    "nombre",
+    "name",
+    "firmado",
+    "signed",  # strong
+    "soy",
+    "i'm",
+    "i’m",
+    "am",
+    "this",
+    "aquí",
+    "aqui",
+    "contacta",
+    "contactar",
+    "contacte",
+    "contact",
+    "habla",
+    "hablar",
+    "escribe",
+    "pregunta",
+    "ask",
+    "parte",
+    "behalf",  # middle
+    "for",
+    "para",
+    "cliente",
+    "customer",
+    "titular",
+    "holder",
+    "reserva",
+    "booking",  # pair
+    "atentamente",
+    "saludos",
+    "saludo",
+    "cordialmente",
+    "regards",
+    "best",
+    "thanks",
+    "thank",
+    "gracias",
+    "cheers",
+    "att",
+    "atte",
+    "--",  # closings
+    "hola",
+    "hi",
+    "hello",
+    "hey",
+    "dear",
+    "estimado",
+    "estimada",
+    "querido",
+    "querida",
+    "buenos",
+    "buenas",  # weak
+)
 """A word of every cue, lower-cased. The name detector works from their occurrences: testing every
 capitalised word of a long text for a cue before it costs more than the rest of the detector."""
-_CUE_WORD_FORMS = {head + word + tail: word for word in _CUE_WORDS
-                   for head in ("", "(", "¡", "¿", '"', "'") for tail in ("", ",", ":", "!", ".", ";")}  # fmt: skip
+_CUE_WORD_FORMS = {
+    head + word + tail: word
+    for word in _CUE_WORDS
+    for head in ("", "(", "¡", "¿", '"', "'")
+    for tail in ("", ",", ":", "!", ".", ";")
+}
 """The cue words as `str.split` leaves them, punctuation attached."""
 _CUE_WORD_SET = frozenset(_CUE_WORD_FORMS)
 _CONNECTORS = frozenset("a con with to por for de of is es am you la el the días dias tardes".split())
 """Words between a cue's word and the name: "escribe a", "my name is", "de parte de", "thank you"."""
-_NEEDS_CONNECTOR = {"nombre": ("es", "de"), "name": ("is",), "this": ("is",), "behalf": ("of",), "parte": ("de",),
-                    "escribe": ("a",), "pregunta": ("por",), "ask": ("for",), "thank": ("you",), "habla": ("con",),
-                    "hablar": ("con",), "buenos": ("días", "dias")}  # fmt: skip
+_NEEDS_CONNECTOR = {
+    "nombre": ("es", "de"),
+    "name": ("is",),
+    "this": ("is",),
+    "behalf": ("of",),
+    "parte": ("de",),
+    "escribe": ("a",),
+    "pregunta": ("por",),
+    "ask": ("for",),
+    "thank": ("you",),
+    "habla": ("con",),
+    "hablar": ("con",),
+    "buenos": ("días", "dias"),
+}
 """Cue words that are a cue only with the word after them ("my name is", not "the name of")."""
 _VOUCHING_WORDS = frozenset(
-    ("llamo", "nombre", "name", "firmado", "signed", "sr", "sra", "srta", "dr", "dra", "dña", "don", "doña", "prof",
-     "profa", "mr", "mrs", "ms", "mx", "miss", "atentamente", "saludos", "saludo", "cordialmente", "regards", "best",
-     "thanks", "thank", "gracias", "cheers", "att", "atte", "--")
-)  # fmt: skip
+    (
+        "llamo",
+        "nombre",
+        "name",
+        "firmado",
+        "signed",
+        "sr",
+        "sra",
+        "srta",
+        "dr",
+        "dra",
+        "dña",
+        "don",
+        "doña",
+        "prof",
+        "profa",
+        "mr",
+        "mrs",
+        "ms",
+        "mx",
+        "miss",
+        "atentamente",
+        "saludos",
+        "saludo",
+        "cordialmente",
+        "regards",
+        "best",
+        "thanks",
+        "thank",
+        "gracias",
+        "cheers",
+        "att",
+        "atte",
+        "--",
+    )
+)
 """Cue words that can vouch for a word no list knows (a strong cue, a title, a signature's closing)."""
 _CAPITALS_ONLY = frozenset("for para cliente customer titular holder reserva booking this ask pregunta escribe".split())
 """Cue words too common in prose to look for a lower-case name after them."""
@@ -172,7 +295,10 @@ def _gazetteer() -> _Gazetteer:
     last: set[str] = set()
     for locale in _FAKER_LOCALES:
         provider = importlib.import_module(f"faker.providers.person.{locale}").Provider
-        for target, groups in ((first, ("first_names_male", "first_names_female", "first_names")), (last, ("last_names",))):
+        for target, groups in (
+            (first, ("first_names_male", "first_names_female", "first_names")),
+            (last, ("last_names",)),
+        ):
             for group in groups:
                 entries = getattr(provider, group, ())
                 if isinstance(entries, (list, tuple, dict)):  # some locales compute it: skip those
@@ -208,10 +334,40 @@ def _known(key: str, names: frozenset[str]) -> bool:
 
 
 _WORD_ENDINGS = (
-    "tion", "tions", "sion", "sions", "ment", "ments", "ness", "ity", "ities", "ing", "ings", "able", "ible", "ism",
-    "isms", "ics", "ances", "ences", "ship", "ful", "less", "ize", "ized", "ation", "cion", "ciones", "siones",
-    "mente", "idad", "idades", "miento", "mientos", "ismo",
-)  # fmt: skip
+    "tion",
+    "tions",
+    "sion",
+    "sions",
+    "ment",
+    "ments",
+    "ness",
+    "ity",
+    "ities",
+    "ing",
+    "ings",
+    "able",
+    "ible",
+    "ism",
+    "isms",
+    "ics",
+    "ances",
+    "ences",
+    "ship",
+    "ful",
+    "less",
+    "ize",
+    "ized",
+    "ation",
+    "cion",
+    "ciones",
+    "siones",
+    "mente",
+    "idad",
+    "idades",
+    "miento",
+    "mientos",
+    "ismo",
+)
 """How English and Spanish common nouns and adjectives end and names rarely do ("Variable Annotations").
 Not "-ise", "-ence", "-ive": Françoise, Florence and Clive end that way."""
 
@@ -310,7 +466,11 @@ def _first_last_sequences(tokens: list[_Token]) -> list[tuple[int, int]]:
             if token.key in _NEVER_NAMES:
                 break
             # after a particle any capitalised word is a surname: "Victorino del Fuente"
-            if token.after_particle or _known(token.key, last) or (not _known(token.key, first) and _name_like(token.key)):
+            if (
+                token.after_particle
+                or _known(token.key, last)
+                or (not _known(token.key, first) and _name_like(token.key))
+            ):
                 end = j + 1
             elif not _known(token.key, first):
                 break

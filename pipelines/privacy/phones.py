@@ -111,12 +111,19 @@ def placeholder_digits(digits: str) -> bool:
 def confirm_phone(value: str, cued: bool = False) -> tuple[str, str] | None:
     """(PHONE or PHONE_INVALID, canonical) for a candidate, or None when it is not phone-like."""
     digits = _digits(value)
-    if not 8 <= len(digits) <= 15 or _DOTTED_QUAD.fullmatch(value) or _COLUMNS.search(value) or placeholder_digits(digits):
+    if (
+        not 8 <= len(digits) <= 15
+        or _DOTTED_QUAD.fullmatch(value)
+        or _COLUMNS.search(value)
+        or placeholder_digits(digits)
+    ):
         return None
     if not cued and (_ZIP_PLUS_FOUR.fullmatch(value) or _DECIMAL.fullmatch(value.strip("()"))):
         return None
     # "612_345_678", "612·345·678": libphonenumber reads blanks; "+44 (0)20": the trunk prefix is not dialled
-    value = _NOT_DIALLED.sub(" ", _TRUNK_IN_PARENTHESES.sub(" ", value) if value.startswith(("+", "(+")) else value).strip()
+    value = _NOT_DIALLED.sub(
+        " ", _TRUNK_IN_PARENTHESES.sub(" ", value) if value.startswith(("+", "(+")) else value
+    ).strip()
     digits = _digits(value)
     if not _phone_shaped(value):
         return None

@@ -29,15 +29,29 @@ from pipelines.privacy.views import TextView
 # --- provider tokens -------------------------------------------------------------------------------
 PROVIDER_TOKENS = {
     "openai/anthropic": [r"sk-(?:proj-|svcacct-|admin-|ant-(?:api|admin|sid)\d\d-|live-|test-)?[A-Za-z0-9_\-]{20,}"],
-    "stripe": [r"sk_(?:live|test)_[A-Za-z0-9]{16,}", r"rk_(?:live|test)_[A-Za-z0-9]{16,}",
-               r"pk_(?:live|test)_[A-Za-z0-9]{16,}", r"whsec_[A-Za-z0-9]{24,}"],
+    "stripe": [
+        r"sk_(?:live|test)_[A-Za-z0-9]{16,}",
+        r"rk_(?:live|test)_[A-Za-z0-9]{16,}",
+        r"pk_(?:live|test)_[A-Za-z0-9]{16,}",
+        r"whsec_[A-Za-z0-9]{24,}",
+    ],
     "aws access key id": [r"A(?:KIA|SIA|BIA|CCA|GPA|IDA|IPA|NPA|NVA|PKA|ROA|SCA)[0-9A-Z]{16}"],
     "github": [r"gh[pousr]_[A-Za-z0-9]{36,}", r"github_pat_[A-Za-z0-9_]{22,}"],
-    "gitlab": [r"gl(?:pat|dt|rt|ptt|ft|cbt|imt|oas|soat|ffct|agent)-[A-Za-z0-9_\-]{20,}", r"GR1348941[A-Za-z0-9_\-]{20,}"],
-    "slack": [r"xox[abposer]-[A-Za-z0-9\-]{10,}", r"xapp-\d-[A-Za-z0-9\-]{10,}",
-              r"T[A-Z0-9]{8,}/B[A-Z0-9]{8,}/[A-Za-z0-9]{20,}"],
-    "google": [r"AIza[0-9A-Za-z_\-]{35}", r"ya29\.[0-9A-Za-z_\-]{20,}", r"GOCSPX-[A-Za-z0-9_\-]{20,}",
-               r"1//0[A-Za-z0-9_\-]{40,}"],
+    "gitlab": [
+        r"gl(?:pat|dt|rt|ptt|ft|cbt|imt|oas|soat|ffct|agent)-[A-Za-z0-9_\-]{20,}",
+        r"GR1348941[A-Za-z0-9_\-]{20,}",
+    ],
+    "slack": [
+        r"xox[abposer]-[A-Za-z0-9\-]{10,}",
+        r"xapp-\d-[A-Za-z0-9\-]{10,}",
+        r"T[A-Z0-9]{8,}/B[A-Z0-9]{8,}/[A-Za-z0-9]{20,}",
+    ],
+    "google": [
+        r"AIza[0-9A-Za-z_\-]{35}",
+        r"ya29\.[0-9A-Za-z_\-]{20,}",
+        r"GOCSPX-[A-Za-z0-9_\-]{20,}",
+        r"1//0[A-Za-z0-9_\-]{40,}",
+    ],
     "hugging face": [r"hf_[A-Za-z0-9]{30,}", r"api_org_[A-Za-z0-9]{30,}"],
     "npm": [r"npm_[A-Za-z0-9]{36,}"],
     "pypi": [r"pypi-[A-Za-z0-9_\-]{50,}"],
@@ -69,7 +83,7 @@ PROVIDER_TOKENS = {
     "jwt": [r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"],
     # itsdangerous and Flask sessions: a base64url JSON payload, a timestamp perhaps, an HMAC signature.
     "signed payload": [r"eyJ[A-Za-z0-9_\-]{8,}(?:\.[A-Za-z0-9_\-]{4,}){0,1}\.[A-Za-z0-9_\-]{16,}"],
-}  # fmt: skip
+}
 """Published token formats by issuer, each opening with a literal character. Formats change: lengths
 are lower bounds."""
 UNPREFIXED_TOKENS = {
@@ -203,11 +217,33 @@ def _url_credentials(text: str) -> Iterator[Span]:
 # --- assignments, query strings, cookies and sentences ---------------------------------------------
 _PASSWORD_WORDS = ("password", "passwd", "passphrase", "passcode", "contraseña", "contrasena", "passwort")
 _PASSWORD_SEGMENTS = ("pass", "pwd", "pw", "pin")
-_SECRET_WORDS = ("secret", "token", "apikey", "accesskey", "secretkey", "privatekey", "accountkey", "credential",
-                 "credentials", "clientsecret", "connectionstring")  # fmt: skip
+_SECRET_WORDS = (
+    "secret",
+    "token",
+    "apikey",
+    "accesskey",
+    "secretkey",
+    "privatekey",
+    "accountkey",
+    "credential",
+    "credentials",
+    "clientsecret",
+    "connectionstring",
+)
 _SECRET_SEGMENTS = ("auth", "sig", "clave")
-_QUERY_SUFFIXES = ("token", "secret", "password", "passwd", "signature", "apikey", "credential", "credentials",
-                   "session", "sessionid", "sessid")  # fmt: skip
+_QUERY_SUFFIXES = (
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "signature",
+    "apikey",
+    "credential",
+    "credentials",
+    "session",
+    "sessionid",
+    "sessid",
+)
 _QUERY_SEGMENTS = ("key", "sig", "pwd", "pass", "code", "sid", "auth", "otp", "jwt", "ticket", "hash", "nonce")
 _NAME = r"[a-z0-9_\-.\[\]]"
 
@@ -278,7 +314,13 @@ _INNER_CAPITALS = re.compile(r"[a-z][A-Z].*[A-Z]|[A-Z]{2}.*[a-z].*[A-Z]")
 
 
 def _placeholder(value: str) -> bool:
-    return _PLACEHOLDER.fullmatch(value) is not None or value.lower() in ("none", "null", "nil", "undefined", "redacted")
+    return _PLACEHOLDER.fullmatch(value) is not None or value.lower() in (
+        "none",
+        "null",
+        "nil",
+        "undefined",
+        "redacted",
+    )
 
 
 _NAME_PART = r"(?:[a-z]+|[A-Z][a-z]+|[A-Z]+)\d*"
@@ -295,7 +337,9 @@ _CONTRACTION = re.compile(r"[A-Za-z]+['’](?:t|s|re|ve|ll|d|m)")
 _TYPE_NAME = re.compile(r"(?:[A-Z][a-z]+\d?){2,}")
 """"TextGenerationStreamOutputToken": a class's name is capitalised words run together."""
 _SEGMENT = r"(?:[a-z0-9_.\-]+|[A-Z][a-z0-9_.\-]*)"
-_PATH = re.compile(rf"(?:~|\.{{1,2}})?(?:/{_SEGMENT}){{2,}}/?|(?:~|\.{{1,2}})?/?{_SEGMENT}\.(?:pem|key|pfx|p12|json|txt|crt|cer|der|jks|env|ya?ml)")
+_PATH = re.compile(
+    rf"(?:~|\.{{1,2}})?(?:/{_SEGMENT}){{2,}}/?|(?:~|\.{{1,2}})?/?{_SEGMENT}\.(?:pem|key|pfx|p12|json|txt|crt|cer|der|jks|env|ya?ml)"
+)
 """"/home/user/me/my_key.pfx", "service-account.json": where a key is kept, not the key. Its segments are
 words: "/hTGHGNTR99FhRxQzzGndbzixH8K1s/jjg..." is a key in base64."""
 

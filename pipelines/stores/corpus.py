@@ -183,7 +183,9 @@ class CorpusIndex:
         self._upsert_payloads(to_repayload)
         self._write_documents({document: by_document[document] for document in added + updated})
         version = corpus_version(chunks)
-        self._write_corpus_info({"version": version, "source": source, "documents": len(by_document), "chunks": len(chunks)})
+        self._write_corpus_info(
+            {"version": version, "source": source, "documents": len(by_document), "chunks": len(chunks)}
+        )
         return IndexReport(
             corpus_version=version,
             previous_version=info.get("version") if info else None,
@@ -208,9 +210,14 @@ class CorpusIndex:
         if not info or info.get("source") != source or "chunks" not in info:
             return None
         self._check_compatible(info, rebuilding_hint=True)
-        return IndexReport(corpus_version=info["version"], previous_version=info["version"],
-                           documents_unchanged=info["documents"], chunks_unchanged=info["chunks"],
-                           chunks_total=info["chunks"], seconds=round(time.monotonic() - started, 3))  # fmt: skip
+        return IndexReport(
+            corpus_version=info["version"],
+            previous_version=info["version"],
+            documents_unchanged=info["documents"],
+            chunks_unchanged=info["chunks"],
+            chunks_total=info["chunks"],
+            seconds=round(time.monotonic() - started, 3),
+        )
 
     def drop(self) -> None:
         for name in (self.collection, self.manifest):
@@ -223,8 +230,9 @@ class CorpusIndex:
         """Top-k chunks for `query`. Hybrid fuses the dense and BM25 rankings with RRF."""
         return self.search_many([query], k, mode, filter)[0]
 
-    def search_many(self, queries: Sequence[str], k: int = 5, mode: SearchMode = "hybrid",
-                    filter: Filter = None) -> list[list[Hit]]:  # fmt: skip
+    def search_many(
+        self, queries: Sequence[str], k: int = 5, mode: SearchMode = "hybrid", filter: Filter = None
+    ) -> list[list[Hit]]:
         """`search` for each query, in order: the queries are embedded in one call and sent as batched
         queries (`SEARCH_BATCH` per request), not one round trip per query."""
         if mode not in ("hybrid", "dense", "sparse"):
@@ -236,30 +244,38 @@ class CorpusIndex:
         for indices, values in map(query_vector, queries):
             sparse = models.SparseVector(indices=indices, values=values)
             if mode == "sparse":
-                requests.append(models.QueryRequest(query=sparse, using=SPARSE, limit=k, filter=query_filter,
-                                                    with_payload=True) if indices else None)  # fmt: skip
+                requests.append(
+                    models.QueryRequest(query=sparse, using=SPARSE, limit=k, filter=query_filter, with_payload=True)
+                    if indices
+                    else None
+                )
             elif mode == "dense" or not indices:  # a query of stopwords only has no BM25 side
-                requests.append(models.QueryRequest(query=next(dense), using=DENSE, limit=k, filter=query_filter,
-                                                    with_payload=True))  # fmt: skip
+                requests.append(
+                    models.QueryRequest(query=next(dense), using=DENSE, limit=k, filter=query_filter, with_payload=True)
+                )
             else:
                 depth = max(k * PREFETCH_FACTOR, PREFETCH_MIN)
-                requests.append(models.QueryRequest(
-                    prefetch=[
-                        models.Prefetch(query=next(dense), using=DENSE, limit=depth, filter=query_filter),
-                        models.Prefetch(query=sparse, using=SPARSE, limit=depth, filter=query_filter),
-                    ],
-                    query=models.FusionQuery(fusion=models.Fusion.RRF),
-                    limit=k,
-                    filter=query_filter,
-                    with_payload=True,
-                ))  # fmt: skip
+                requests.append(
+                    models.QueryRequest(
+                        prefetch=[
+                            models.Prefetch(query=next(dense), using=DENSE, limit=depth, filter=query_filter),
+                            models.Prefetch(query=sparse, using=SPARSE, limit=depth, filter=query_filter),
+                        ],
+                        query=models.FusionQuery(fusion=models.Fusion.RRF),
+                        limit=k,
+                        filter=query_filter,
+                        with_payload=True,
+                    )
+                )
         sent = [request for request in requests if request is not None]
         responses = []
         for start in range(0, len(sent), SEARCH_BATCH):
             responses += self.client.query_batch_points(self.collection, sent[start : start + SEARCH_BATCH])
         answered = iter(responses)
-        return [[_hit(point.payload or {}, point.score) for point in next(answered).points]
-                if request is not None else [] for request in requests]  # fmt: skip
+        return [
+            [_hit(point.payload or {}, point.score) for point in next(answered).points] if request is not None else []
+            for request in requests
+        ]
 
     def chunks(self, filter: Filter = None, batch_size: int = 256) -> Iterator[Chunk]:
         """Every stored chunk (optionally filtered), in storage order."""
@@ -268,9 +284,13 @@ class CorpusIndex:
         offset = None
         while True:
             records, offset = self.client.scroll(
-                self.collection, scroll_filter=_as_filter(filter), limit=batch_size, offset=offset,
-                with_payload=True, with_vectors=False,
-            )  # fmt: skip
+                self.collection,
+                scroll_filter=_as_filter(filter),
+                limit=batch_size,
+                offset=offset,
+                with_payload=True,
+                with_vectors=False,
+            )
             yield from (Chunk.from_payload(record.payload or {}) for record in records)
             if offset is None:
                 return
@@ -347,8 +367,13 @@ class CorpusIndex:
 
     def _write_corpus_info(self, state: dict[str, Any]) -> None:
         """`state`: version, and source, documents and chunks when known; the embedder is this one."""
-        payload = {**state, "kind": "corpus", "embedder": self.embedder.name, "dim": self.embedder.dim,
-                   "sparse_scheme": SPARSE_SCHEME}  # fmt: skip
+        payload = {
+            **state,
+            "kind": "corpus",
+            "embedder": self.embedder.name,
+            "dim": self.embedder.dim,
+            "sparse_scheme": SPARSE_SCHEME,
+        }
         self.client.upsert(self.manifest, [models.PointStruct(id=point_id(_CORPUS_KEY), vector={}, payload=payload)])
 
     def _forget_documents(self, documents: Sequence[str]) -> None:
@@ -360,8 +385,12 @@ class CorpusIndex:
             models.PointStruct(
                 id=point_id(f"doc:{document}"),
                 vector={},
-                payload={"kind": "document", "document": document, "fingerprint": _fingerprint(chunks),
-                         "chunk_ids": [chunk.chunk_id for chunk in chunks]},  # fmt: skip
+                payload={
+                    "kind": "document",
+                    "document": document,
+                    "fingerprint": _fingerprint(chunks),
+                    "chunk_ids": [chunk.chunk_id for chunk in chunks],
+                },
             )
             for document, chunks in documents.items()
         ]
@@ -385,7 +414,9 @@ class CorpusIndex:
                     vectors: dict[str, Any] = {DENSE: vector}
                     if indices:
                         vectors[SPARSE] = models.SparseVector(indices=indices, values=values)
-                    points.append(models.PointStruct(id=point_id(chunk.chunk_id), vector=vectors, payload=chunk.payload()))
+                    points.append(
+                        models.PointStruct(id=point_id(chunk.chunk_id), vector=vectors, payload=chunk.payload())
+                    )
                 self.client.upsert(self.collection, points)
             write_s += time.monotonic() - began
         return embed_s, write_s

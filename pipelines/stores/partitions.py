@@ -58,7 +58,9 @@ class ParquetRowWriter:
         self.close()
 
 
-def iter_part_batches(parts: Sequence[Path], *, batch_size: int, columns: Sequence[str] | None = None) -> Iterator[pa.RecordBatch]:
+def iter_part_batches(
+    parts: Sequence[Path], *, batch_size: int, columns: Sequence[str] | None = None
+) -> Iterator[pa.RecordBatch]:
     """The record batches of a partition's part files (`PartitionPaths.parts`), in row order, one file open at a time.
 
     Streamed through a 1 MiB buffer, not the whole row group's column chunks at once: on a day of 200,000

@@ -148,8 +148,10 @@ class ResultsStore:
             for column in table.columns:
                 if column.name in self._columns(table):
                     continue
-                ddl = (f"ALTER TABLE {quote(table.name)} ADD COLUMN {quote(column.name)} "
-                       f"{column.type.compile(dialect=self.engine.dialect)}")  # fmt: skip
+                ddl = (
+                    f"ALTER TABLE {quote(table.name)} ADD COLUMN {quote(column.name)} "
+                    f"{column.type.compile(dialect=self.engine.dialect)}"
+                )
                 try:
                     with self.engine.begin() as conn:
                         conn.execute(sa.text(ddl))
@@ -198,8 +200,9 @@ class ResultsStore:
             same_run = sa.bindparam("run_id", run.run_id)
             row = _run_row(run)
             if row["pinned_at"] is None:  # a rerun of a release's date stays the release (and the reference)
-                kept = conn.execute(sa.select(eval_runs.c.pinned_at, eval_runs.c.reference_at)
-                                    .where(eval_runs.c.run_id == same_run)).first()  # fmt: skip
+                kept = conn.execute(
+                    sa.select(eval_runs.c.pinned_at, eval_runs.c.reference_at).where(eval_runs.c.run_id == same_run)
+                ).first()
                 if kept is not None:
                     row["pinned_at"], row["reference_at"] = kept.pinned_at, row["reference_at"] or kept.reference_at
             conn.execute(sa.delete(eval_scores).where(eval_scores.c.run_id == same_run))
@@ -209,29 +212,42 @@ class ResultsStore:
                 conn.execute(sa.insert(eval_scores), rows)
         return len(rows)
 
-    def latest_run(self, suite: str, target: str | None = None, before: date | None = None, *,
-                   successful_only: bool = False) -> EvalRun | None:  # fmt: skip
+    def latest_run(
+        self, suite: str, target: str | None = None, before: date | None = None, *, successful_only: bool = False
+    ) -> EvalRun | None:
         """The run with the latest logical date (strictly before `before` when given)."""
-        found = self._select_runs(suite, target=target, before=before, status="success" if successful_only else None,
-                                  limit=1)  # fmt: skip
+        found = self._select_runs(
+            suite, target=target, before=before, status="success" if successful_only else None, limit=1
+        )
         return found[0] if found else None
 
-    def runs(self, suite: str, limit: int = 30, *, target: str | None = None, before: date | None = None,
-             status: RunStatus | None = "success") -> list[EvalRun]:  # fmt: skip
+    def runs(
+        self,
+        suite: str,
+        limit: int = 30,
+        *,
+        target: str | None = None,
+        before: date | None = None,
+        status: RunStatus | None = "success",
+    ) -> list[EvalRun]:
         """The latest `limit` runs of a suite, oldest first (the order a trend is drawn in)."""
         return self._select_runs(suite, target=target, before=before, status=status, limit=limit)[::-1]
 
     def get_run(self, run_id: str) -> EvalRun | None:
         """The run saved under `run_id`, or None."""
         with self.engine.connect() as conn:
-            row = conn.execute(
-                sa.select(eval_runs).where(eval_runs.c.run_id == sa.bindparam("run_id", run_id))
-            ).mappings().first()  # fmt: skip
+            row = (
+                conn.execute(sa.select(eval_runs).where(eval_runs.c.run_id == sa.bindparam("run_id", run_id)))
+                .mappings()
+                .first()
+            )
         return _run_from_row(row) if row else None
 
     def latest_per_target(self) -> dict[str, list[EvalRun]]:
         """Per suite, the latest run of each target (any status: a failed latest run is news)."""
-        pairs = sa.select(eval_runs.c.suite, eval_runs.c.target).distinct().order_by(eval_runs.c.suite, eval_runs.c.target)
+        pairs = (
+            sa.select(eval_runs.c.suite, eval_runs.c.target).distinct().order_by(eval_runs.c.suite, eval_runs.c.target)
+        )
         with self.engine.connect() as conn:
             found = conn.execute(pairs).all()
         latest: dict[str, list[EvalRun]] = {}
@@ -241,8 +257,9 @@ class ResultsStore:
                 latest.setdefault(suite, []).append(run)
         return latest
 
-    def accepted_runs(self, run: EvalRun, *, metrics: Collection[str] | None = None,
-                      min_ok: int = 1) -> list[tuple[EvalRun, frozenset[str]]]:  # fmt: skip
+    def accepted_runs(
+        self, run: EvalRun, *, metrics: Collection[str] | None = None, min_ok: int = 1
+    ) -> list[tuple[EvalRun, frozenset[str]]]:
         """The runs a later run of the same suite and target may be compared with, latest first, each with the
         metrics it measured (of `metrics` when given: at least `min_ok` items scored ok).
 
@@ -257,10 +274,14 @@ class ResultsStore:
             & (eval_runs.c.logical_date < sa.bindparam("before", run.logical_date))
             & (eval_runs.c.status == "success")
         )
-        accepted = same & sa.or_(eval_runs.c.gate_passed.is_(None), eval_runs.c.gate_passed.is_(True),
-                                 eval_runs.c.pinned_at.is_not(None))  # fmt: skip
-        runs_query = sa.select(eval_runs).where(accepted).order_by(eval_runs.c.logical_date.desc(),
-                                                                   eval_runs.c.created_at.desc())  # fmt: skip
+        accepted = same & sa.or_(
+            eval_runs.c.gate_passed.is_(None), eval_runs.c.gate_passed.is_(True), eval_runs.c.pinned_at.is_not(None)
+        )
+        runs_query = (
+            sa.select(eval_runs)
+            .where(accepted)
+            .order_by(eval_runs.c.logical_date.desc(), eval_runs.c.created_at.desc())
+        )
         counts = (
             sa.select(eval_scores.c.run_id, eval_scores.c.metric, sa.func.count().label("n"))
             .join(eval_runs, eval_runs.c.run_id == eval_scores.c.run_id)
@@ -278,8 +299,14 @@ class ResultsStore:
         golden_set = golden_set_of(run)
         return [(r, frozenset(measured.get(r.run_id, ()))) for r in found if golden_set_of(r) == golden_set]
 
-    def baseline_for(self, run: EvalRun, *, metrics: Collection[str] | None = None, min_ok: int = 1,
-                     wanted: Collection[str] | None = None) -> EvalRun | None:  # fmt: skip
+    def baseline_for(
+        self,
+        run: EvalRun,
+        *,
+        metrics: Collection[str] | None = None,
+        min_ok: int = 1,
+        wanted: Collection[str] | None = None,
+    ) -> EvalRun | None:
         """The run `run` is gated against: the latest accepted run (`accepted_runs`) that measured a metric.
 
         Among those, the one that measured most of `wanted` (the metrics `run` measured; default: all) wins,
@@ -294,13 +321,25 @@ class ResultsStore:
         goal = set(wanted) if wanted is not None else set().union(*(m for _, m in measured))
         return max(measured, key=lambda pair: (len(pair[1] & goal), pair[0].dataset_version == run.dataset_version))[0]
 
-    def reference_for(self, run: EvalRun, *, metrics: Collection[str] | None = None, min_ok: int = 1,
-                      wanted: Collection[str] | None = None) -> EvalRun | None:  # fmt: skip
+    def reference_for(
+        self,
+        run: EvalRun,
+        *,
+        metrics: Collection[str] | None = None,
+        min_ok: int = 1,
+        wanted: Collection[str] | None = None,
+    ) -> EvalRun | None:
         """`reference_choice(...).run`."""
         return self.reference_choice(run, metrics=metrics, min_ok=min_ok, wanted=wanted).run
 
-    def reference_choice(self, run: EvalRun, *, metrics: Collection[str] | None = None, min_ok: int = 1,
-                         wanted: Collection[str] | None = None) -> ReferenceChoice:  # fmt: skip
+    def reference_choice(
+        self,
+        run: EvalRun,
+        *,
+        metrics: Collection[str] | None = None,
+        min_ok: int = 1,
+        wanted: Collection[str] | None = None,
+    ) -> ReferenceChoice:
         """The reference `run` is gated against besides its baseline, so slow drift fails too.
 
         Releases: runs before `run` pinned with `pin` that measured a metric (of `metrics`, ≥ `min_ok` items ok);
@@ -320,22 +359,30 @@ class ResultsStore:
         releases = [r for r, m in pinned if m]  # latest first
         skipped = tuple(r for r, m in pinned if not m)
         anchor = next((r for r in releases if r.reference_at is not None or r.gate_passed is False), None)
-        on_version = [r for r in releases if r.dataset_version == run.dataset_version
-                      and (anchor is None or r.logical_date >= anchor.logical_date)]  # fmt: skip
+        on_version = [
+            r
+            for r in releases
+            if r.dataset_version == run.dataset_version and (anchor is None or r.logical_date >= anchor.logical_date)
+        ]
         if on_version:
             first = on_version[-1]
             if first is anchor:
-                why = (f"the reference since {anchor.reference_at:%Y-%m-%d} (`eval pin --reference`)"
-                       if anchor.reference_at
-                       else "the release that accepted a change (pinned although its gate failed)")  # fmt: skip
+                why = (
+                    f"the reference since {anchor.reference_at:%Y-%m-%d} (`eval pin --reference`)"
+                    if anchor.reference_at
+                    else "the release that accepted a change (pinned although its gate failed)"
+                )
             else:
                 since = f" since {anchor.run_id} moved it" if anchor else ""
                 why = f"the first release on {run.dataset_version}{since}"
             return ReferenceChoice(first, f"{why}, pinned {first.pinned_at:%Y-%m-%d}", skipped)
         if releases:
             latest = releases[0]
-            return ReferenceChoice(latest, f"the latest release (pinned {latest.pinned_at:%Y-%m-%d}; none yet on "
-                                           f"{run.dataset_version})", skipped)  # fmt: skip
+            return ReferenceChoice(
+                latest,
+                f"the latest release (pinned {latest.pinned_at:%Y-%m-%d}; none yet on {run.dataset_version})",
+                skipped,
+            )
         same_version = [(r, m) for r, m in reversed(accepted) if m and r.dataset_version == run.dataset_version]
         if not same_version:
             return ReferenceChoice(None, None, skipped)
@@ -343,8 +390,15 @@ class ResultsStore:
         first = max(same_version, key=lambda pair: len(pair[1] & goal))[0]
         return ReferenceChoice(first, f"the first accepted run on {run.dataset_version}", skipped)
 
-    def pin(self, run_id: str, *, pinned: bool = True, reference: bool = False,
-            metrics: Collection[str] | None = None, min_ok: int = 1) -> EvalRun:  # fmt: skip
+    def pin(
+        self,
+        run_id: str,
+        *,
+        pinned: bool = True,
+        reference: bool = False,
+        metrics: Collection[str] | None = None,
+        min_ok: int = 1,
+    ) -> EvalRun:
         """Mark the run as a release (or, with `pinned=False`, no longer); returns the run as saved.
 
         `reference`: also make it the reference of later runs (`reference_choice`). With `metrics`, a run that
@@ -352,25 +406,34 @@ class ResultsStore:
         if pinned and metrics is not None:
             found = self.get_run(run_id)
             if found is not None and not self._measured(run_id, metrics, min_ok):
-                raise ValueError(f"run {run_id!r} measured no gated metric ({', '.join(sorted(metrics))}: none has "
-                                 f"{min_ok} items scored ok), so it cannot be a release: a reference that measured "
-                                 "nothing would pass every later run; pin a run that measured what it gates")
+                raise ValueError(
+                    f"run {run_id!r} measured no gated metric ({', '.join(sorted(metrics))}: none has "
+                    f"{min_ok} items scored ok), so it cannot be a release: a reference that measured "
+                    "nothing would pass every later run; pin a run that measured what it gates"
+                )
         stamp = _utcnow() if pinned else None
         values = {"pinned_at": stamp, "reference_at": stamp if reference else None}
         with self.engine.begin() as conn:
             found = conn.execute(
                 sa.update(eval_runs).where(eval_runs.c.run_id == sa.bindparam("run_id", run_id)).values(**values)
-            ).rowcount  # fmt: skip
+            ).rowcount
         if not found:
-            raise LookupError(f"run {run_id!r} is not in the results DB "
-                              "(run ids look like offline/2026-11-30/reference-rag)")
+            raise LookupError(
+                f"run {run_id!r} is not in the results DB (run ids look like offline/2026-11-30/reference-rag)"
+            )
         return self.get_run(run_id)
 
     def _measured(self, run_id: str, metrics: Collection[str], min_ok: int) -> bool:
-        counts = (sa.select(eval_scores.c.metric).where(
-            eval_scores.c.run_id == sa.bindparam("run_id", run_id), eval_scores.c.status == "ok",
-            eval_scores.c.metric.in_(sa.bindparam("metrics", sorted(metrics), expanding=True)))
-            .group_by(eval_scores.c.metric).having(sa.func.count() >= min_ok))  # fmt: skip
+        counts = (
+            sa.select(eval_scores.c.metric)
+            .where(
+                eval_scores.c.run_id == sa.bindparam("run_id", run_id),
+                eval_scores.c.status == "ok",
+                eval_scores.c.metric.in_(sa.bindparam("metrics", sorted(metrics), expanding=True)),
+            )
+            .group_by(eval_scores.c.metric)
+            .having(sa.func.count() >= min_ok)
+        )
         with self.engine.connect() as conn:
             return conn.execute(counts).first() is not None
 
@@ -384,8 +447,9 @@ class ResultsStore:
         with self.engine.connect() as conn:
             return [Score(**row) for row in conn.execute(query).mappings()]
 
-    def _select_runs(self, suite: str, *, target: str | None, before: date | None, status: str | None,
-                     limit: int) -> list[EvalRun]:  # fmt: skip
+    def _select_runs(
+        self, suite: str, *, target: str | None, before: date | None, status: str | None, limit: int
+    ) -> list[EvalRun]:
         query = sa.select(eval_runs).where(eval_runs.c.suite == sa.bindparam("suite", suite))
         if target is not None:
             query = query.where(eval_runs.c.target == sa.bindparam("target", target))
@@ -409,13 +473,24 @@ def _score_row(run: EvalRun, score: Score) -> dict[str, Any]:
 
 def _run_row(run: EvalRun) -> dict[str, Any]:
     return {
-        "run_id": run.run_id, "suite": run.suite, "logical_date": run.logical_date,
-        "target": run.target, "dataset_version": run.dataset_version, "judge_model": run.judge_model,
-        "generator_model": run.generator_model, "params": run.params, "status": run.status,
-        "gate_passed": run.gate_passed, "gate": run.gate, "report_path": run.report_path,
-        "created_at": _as_utc(run.created_at), "finished_at": _as_utc(run.finished_at),
-        "pinned_at": _as_utc(run.pinned_at), "cost": run.cost, "reference_at": _as_utc(run.reference_at),
-    }  # fmt: skip
+        "run_id": run.run_id,
+        "suite": run.suite,
+        "logical_date": run.logical_date,
+        "target": run.target,
+        "dataset_version": run.dataset_version,
+        "judge_model": run.judge_model,
+        "generator_model": run.generator_model,
+        "params": run.params,
+        "status": run.status,
+        "gate_passed": run.gate_passed,
+        "gate": run.gate,
+        "report_path": run.report_path,
+        "created_at": _as_utc(run.created_at),
+        "finished_at": _as_utc(run.finished_at),
+        "pinned_at": _as_utc(run.pinned_at),
+        "cost": run.cost,
+        "reference_at": _as_utc(run.reference_at),
+    }
 
 
 def _run_from_row(row: sa.RowMapping) -> EvalRun:
@@ -452,4 +527,3 @@ def _engine(url: str) -> Engine:
 
         return engine
     return sa.create_engine(parsed, pool_pre_ping=True)
-

@@ -79,16 +79,29 @@ def _sqlite_in_interval(ts, start: datetime, end: datetime):
 
     margin = timedelta(days=1)
     return sa.and_(
-        ts >= text(start - margin, "%Y-%m-%d"), ts < text(end + margin, "%Y-%m-%d"),
-        sa.or_(sa.and_(utc >= text(start), utc < text(end)),
-               sa.and_(utc.is_(None), ts >= text(start, "%Y-%m-%d"), ts < text(end, "%Y-%m-%d"))),
-    )  # fmt: skip
+        ts >= text(start - margin, "%Y-%m-%d"),
+        ts < text(end + margin, "%Y-%m-%d"),
+        sa.or_(
+            sa.and_(utc >= text(start), utc < text(end)),
+            sa.and_(utc.is_(None), ts >= text(start, "%Y-%m-%d"), ts < text(end, "%Y-%m-%d")),
+        ),
+    )
 
 
 TRACE_FIELDS = (
-    "trace_id", "ts", "question", "answer", "contexts", "tool_calls",
-    "model", "app", "language", "user_feedback", "latency_ms", "metadata",
-)  # fmt: skip
+    "trace_id",
+    "ts",
+    "question",
+    "answer",
+    "contexts",
+    "tool_calls",
+    "model",
+    "app",
+    "language",
+    "user_feedback",
+    "latency_ms",
+    "metadata",
+)
 
 
 QUERY_CANCELED = "57014"
@@ -96,9 +109,18 @@ QUERY_CANCELED = "57014"
 
 
 class TraceStore:
-    def __init__(self, url: str, table: str, columns: TraceColumns, *, allowed_tables: Sequence[str],
-                 batch_size: int = 500, statement_timeout_s: float = 60, read_only: bool = True,
-                 timeout_setting: str = "RAGWATCH_STATEMENT_TIMEOUT_S"):
+    def __init__(
+        self,
+        url: str,
+        table: str,
+        columns: TraceColumns,
+        *,
+        allowed_tables: Sequence[str],
+        batch_size: int = 500,
+        statement_timeout_s: float = 60,
+        read_only: bool = True,
+        timeout_setting: str = "RAGWATCH_STATEMENT_TIMEOUT_S",
+    ):
         if table not in allowed_tables:
             raise StoreError(
                 f"table {table!r} is not in the allow-list {list(allowed_tables)}; "
@@ -113,20 +135,30 @@ class TraceStore:
     def from_settings(cls, settings: Settings, *, read_only: bool = True, selection: bool = False) -> TraceStore:
         """`selection`: the store the day's selection reads through, under its own statement timeout (it reads every
         row of the day; the reads by id that follow are short and keep the general one)."""
-        timeout, setting = ((settings.selection_statement_timeout_s, "RAGWATCH_SELECTION_STATEMENT_TIMEOUT_S") if selection
-                            else (settings.statement_timeout_s, "RAGWATCH_STATEMENT_TIMEOUT_S"))  # fmt: skip
+        timeout, setting = (
+            (settings.selection_statement_timeout_s, "RAGWATCH_SELECTION_STATEMENT_TIMEOUT_S")
+            if selection
+            else (settings.statement_timeout_s, "RAGWATCH_STATEMENT_TIMEOUT_S")
+        )
         return cls(
-            settings.resolved_trace_store_url, settings.trace_table, settings.trace_columns,
-            allowed_tables=settings.trace_tables_allowed, batch_size=settings.trace_batch_size,
-            statement_timeout_s=timeout, read_only=read_only, timeout_setting=setting,
-        )  # fmt: skip
+            settings.resolved_trace_store_url,
+            settings.trace_table,
+            settings.trace_columns,
+            allowed_tables=settings.trace_tables_allowed,
+            batch_size=settings.trace_batch_size,
+            statement_timeout_s=timeout,
+            read_only=read_only,
+            timeout_setting=setting,
+        )
 
     def _in_interval(self, start: datetime, end: datetime):
         ts = self.table.c.ts
         if self.engine.dialect.name != "sqlite":
             # PostgreSQL compares in UTC: the session time zone is UTC (see _engine), so a
             # `timestamp without time zone` column reads as UTC whatever the server or role default.
-            return sa.and_(ts >= sa.bindparam("start", start, type_=ts.type), ts < sa.bindparam("end", end, type_=ts.type))
+            return sa.and_(
+                ts >= sa.bindparam("start", start, type_=ts.type), ts < sa.bindparam("end", end, type_=ts.type)
+            )
         return _sqlite_in_interval(ts, start, end)
 
     def count_by(self, start: datetime, end: datetime, keys: Sequence[str]) -> dict[tuple, int]:
@@ -147,8 +179,14 @@ class TraceStore:
         """Whether `iter_lowest` can rank rows in the server (PostgreSQL: window functions and sha256)."""
         return self.engine.dialect.name == "postgresql"
 
-    def iter_lowest(self, start: datetime, end: datetime, keys: Sequence[str], targets: dict[tuple, int],
-                    order: Callable[[sa.ColumnElement], sa.ColumnElement]) -> Iterator[tuple]:
+    def iter_lowest(
+        self,
+        start: datetime,
+        end: datetime,
+        keys: Sequence[str],
+        targets: dict[tuple, int],
+        order: Callable[[sa.ColumnElement], sa.ColumnElement],
+    ) -> Iterator[tuple]:
         """(trace_id, *keys) of the interval's rows that rank within their stratum's target, streamed.
 
         A stratum is a combination of `keys` values (NULL is a value); its rows are ranked by `order`
@@ -161,21 +199,32 @@ class TraceStore:
         t = self.table
         names = [f"k{i}" for i in range(len(keys))]  # labels: the user's column names may be anything
         rank = sa.func.row_number().over(
-            partition_by=[t.c[k] for k in keys] or None, order_by=[order(t.c.trace_id), t.c.trace_id.collate("C").desc()]
-        )  # fmt: skip
-        ranked = (sa.select(t.c.trace_id.label("trace_id"), *(t.c[k].label(n) for k, n in zip(keys, names)), rank.label("rank"))
-                  .where(self._in_interval(start, end)).subquery())  # fmt: skip
-        wanted = sa.values(*(sa.column(n, t.c[k].type) for k, n in zip(keys, names)), sa.column("target", sa.Integer),
-                           name="wanted").data(wanted_rows)  # fmt: skip
+            partition_by=[t.c[k] for k in keys] or None,
+            order_by=[order(t.c.trace_id), t.c.trace_id.collate("C").desc()],
+        )
+        ranked = (
+            sa.select(
+                t.c.trace_id.label("trace_id"), *(t.c[k].label(n) for k, n in zip(keys, names)), rank.label("rank")
+            )
+            .where(self._in_interval(start, end))
+            .subquery()
+        )
+        wanted = sa.values(
+            *(sa.column(n, t.c[k].type) for k, n in zip(keys, names)), sa.column("target", sa.Integer), name="wanted"
+        ).data(wanted_rows)
         # Cast: a VALUES column of NULLs only (a day without any user_feedback) would be text, not the column's type.
-        same_stratum = sa.and_(sa.true(), *(ranked.c[n].is_not_distinct_from(sa.cast(wanted.c[n], t.c[k].type))
-                                            for k, n in zip(keys, names)))  # fmt: skip
+        same_stratum = sa.and_(
+            sa.true(),
+            *(ranked.c[n].is_not_distinct_from(sa.cast(wanted.c[n], t.c[k].type)) for k, n in zip(keys, names)),
+        )
         # The largest target first, a constant: PostgreSQL stops ranking a stratum there (a window run condition) and
         # the join below, a nested loop (IS NOT DISTINCT FROM cannot hash), sees the selectable rows, not the day's.
         most = max(n for *_, n in wanted_rows)
-        query = (sa.select(ranked.c.trace_id, *(ranked.c[n] for n in names))
-                 .select_from(ranked.join(wanted, same_stratum))
-                 .where(ranked.c.rank <= sa.literal(most, sa.BigInteger), ranked.c.rank <= wanted.c.target))  # fmt: skip
+        query = (
+            sa.select(ranked.c.trace_id, *(ranked.c[n] for n in names))
+            .select_from(ranked.join(wanted, same_stratum))
+            .where(ranked.c.rank <= sa.literal(most, sa.BigInteger), ranked.c.rank <= wanted.c.target)
+        )
         yield from self._stream(query)
 
     def iter_rows(self, start: datetime, end: datetime, trace_ids: Iterable[str]) -> Iterator[dict[str, Any]]:
@@ -209,8 +258,10 @@ class TraceStore:
             raise self._timed_out() from exc
 
     def _timed_out(self) -> StoreError:
-        return StoreError(f"a trace-store query ran past its statement timeout ({self.statement_timeout_s:g} s) and was "
-                          f"cancelled: raise {self.timeout_setting} (README § Trace sampling sizes it for a day's rows)")  # fmt: skip
+        return StoreError(
+            f"a trace-store query ran past its statement timeout ({self.statement_timeout_s:g} s) and was "
+            f"cancelled: raise {self.timeout_setting} (README § Trace sampling sizes it for a day's rows)"
+        )
 
     def _connect(self):
         try:

@@ -33,7 +33,9 @@ def parse_row(raw: dict[str, Any], *, max_field_chars: int) -> Trace | Rejection
     for name in TEXT_FIELDS:
         value = raw.get(name)
         if isinstance(value, str) and len(value) > max_field_chars:
-            return Rejection("field_too_large", name, f"{name} has {len(value):,} characters (limit {max_field_chars:,})")
+            return Rejection(
+                "field_too_large", name, f"{name} has {len(value):,} characters (limit {max_field_chars:,})"
+            )
     question = raw.get("question")
     if question is not None and not isinstance(question, str):  # SQLite keeps whatever type was inserted
         return Rejection("invalid_value", "question", f"question is a {type(question).__name__}, not text")

@@ -61,8 +61,6 @@ def prepare_batch(raws: list[dict[str, Any]]) -> list[PreparedRow]:
     return prepared
 
 
-
-
 def _sampled_row(trace: Trace, pii_counts: Counter, rate: float) -> dict[str, Any]:
     row = trace.model_dump(mode="python")
     row["tool_calls"] = [

@@ -42,9 +42,13 @@ LONG_TEXT_COLUMNS = ("answer", "contexts", "tool_calls", "metadata")
 """Columns no row check reads beyond their presence and nullness; the residual scan reads their text."""
 
 
-def validate_trace_partition(partition: PartitionPaths, *, workers: int | None = None,
-                             batch_rows: int = VALIDATION_BATCH_ROWS,
-                             suite_rows: int = SUITE_BATCH_ROWS) -> ValidationReport:
+def validate_trace_partition(
+    partition: PartitionPaths,
+    *,
+    workers: int | None = None,
+    batch_rows: int = VALIDATION_BATCH_ROWS,
+    suite_rows: int = SUITE_BATCH_ROWS,
+) -> ValidationReport:
     """Validate a staged `golden/traces` partition against its manifest and the Trace contract.
 
     `workers`: processes looking for residual PII; one per CPU by default.
@@ -56,12 +60,14 @@ def validate_trace_partition(partition: PartitionPaths, *, workers: int | None =
     start, end = day_interval(date.fromisoformat(manifest["day"]))
     rate = manifest["sample_rate"]
     summary = pd.DataFrame(
-        [{
-            "effective_rate": manifest["selected"] / manifest["population"] if manifest["population"] else rate,
-            "accounted": manifest["sampled"] + manifest["quarantined"] - manifest["selected"],
-            "rows_vs_manifest": rows - manifest["sampled"],
-        }]
-    )  # fmt: skip
+        [
+            {
+                "effective_rate": manifest["selected"] / manifest["population"] if manifest["population"] else rate,
+                "accounted": manifest["sampled"] + manifest["quarantined"] - manifest["selected"],
+                "rows_vs_manifest": rows - manifest["sampled"],
+            }
+        ]
+    )
     low, high = _rate_bounds(manifest)
 
     E = gx.expectations
@@ -70,7 +76,10 @@ def validate_trace_partition(partition: PartitionPaths, *, workers: int | None =
         E.ExpectTableColumnsToMatchSet(column_set=SAMPLED_TRACE_SCHEMA.names + derived, exact_match=True),
         E.ExpectColumnValuesToBeUnique(column="trace_id"),
         E.ExpectColumnValuesToBeInSet(column="_id_ascending", value_set=[True]),
-        *(E.ExpectColumnValuesToNotBeNull(column=c) for c in ("trace_id", "ts", "question", "answer", "app", "language", "sample_rate", "pii_counts")),
+        *(
+            E.ExpectColumnValuesToNotBeNull(column=c)
+            for c in ("trace_id", "ts", "question", "answer", "app", "language", "sample_rate", "pii_counts")
+        ),
         E.ExpectColumnValueLengthsToBeBetween(column="question", min_value=1),
         E.ExpectColumnValuesToBeInSet(column="sample_rate", value_set=[rate]),
         E.ExpectColumnValuesToBeInSet(column="sampler_version", value_set=[SAMPLER_VERSION]),
@@ -80,22 +89,24 @@ def validate_trace_partition(partition: PartitionPaths, *, workers: int | None =
         # Staging already quarantined every row they flag, so a hit here means the partition did not come
         # from the sampling step as written: the day fails.
         E.ExpectColumnValuesToBeInSet(column=RESIDUAL_COLUMN, value_set=[""]),
-    ]  # fmt: skip
+    ]
     summary_checks = [
         E.ExpectColumnValuesToBeBetween(column="effective_rate", min_value=low, max_value=high),
         E.ExpectColumnValuesToBeInSet(column="accounted", value_set=[0]),
         E.ExpectColumnValuesToBeInSet(column="rows_vs_manifest", value_set=[0]),
     ]
     frames = _row_batches(partition, start, end, workers or available_cpus(), batch_rows, suite_rows)
-    checks = (run_expectations_in_batches("sampled_traces_rows", frames, row_checks, index_column="trace_id", sensitive={"question"})
-              + run_expectations("sampled_traces_summary", summary, summary_checks, index_column="trace_id"))
+    checks = run_expectations_in_batches(
+        "sampled_traces_rows", frames, row_checks, index_column="trace_id", sensitive={"question"}
+    ) + run_expectations("sampled_traces_summary", summary, summary_checks, index_column="trace_id")
     report = ValidationReport(suite="sampled_traces", success=all(c["success"] for c in checks), checks=checks)
     log.info(report.describe())
     return report
 
 
-def _row_batches(partition: PartitionPaths, start: datetime, end: datetime, workers: int,
-                 batch_rows: int, suite_rows: int) -> Iterator[pd.DataFrame]:
+def _row_batches(
+    partition: PartitionPaths, start: datetime, end: datetime, workers: int, batch_rows: int, suite_rows: int
+) -> Iterator[pd.DataFrame]:
     """The partition's rows as the row checks read them, `suite_rows` at a time.
 
     The residual-PII rules scan every free-text field, `batch_rows` rows at a time in `workers`
@@ -143,9 +154,10 @@ def _suite_frame(batch: pa.RecordBatch | pa.Table) -> pd.DataFrame:
     """The batch with each long text column as its length in characters or items, null where the value is."""
     columns = [
         (pc.list_value_length(column) if pa.types.is_list(column.type) else pc.utf8_length(column))
-        if name in LONG_TEXT_COLUMNS else column
+        if name in LONG_TEXT_COLUMNS
+        else column
         for name, column in zip(batch.schema.names, batch.columns)
-    ]  # fmt: skip
+    ]
     return pa.table(columns, names=batch.schema.names).to_pandas()
 
 

@@ -47,7 +47,7 @@ def context_residual_reasons(text: str) -> tuple[str, ...]:
 
 
 def describe_residual(residual: dict[str, list[str]]) -> str:
-    """"answer: long_digit_run; metadata: at_sign_like": fields and rule names, never a value."""
+    """ "answer: long_digit_run; metadata: at_sign_like": fields and rule names, never a value."""
     return "; ".join(f"{name}: {','.join(reasons)}" for name, reasons in residual.items())
 
 

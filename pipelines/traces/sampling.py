@@ -47,11 +47,14 @@ class SampleSummary:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "day": self.day, "population": self.population, "selected": self.selected,
-            "sampled": self.sampled, "quarantined": self.quarantined,
+            "day": self.day,
+            "population": self.population,
+            "selected": self.selected,
+            "sampled": self.sampled,
+            "quarantined": self.quarantined,
             "quarantine_reasons": dict(sorted(self.quarantine_reasons.items())),
             "pii_counts": dict(sorted(self.pii_counts.items())),
-        }  # fmt: skip
+        }
 
 
 def day_interval(day: date) -> tuple[datetime, datetime]:
@@ -69,7 +72,13 @@ def select_day(store: TraceStore, day: date, *, rate: float, strata: list[str], 
     else:
         keyed = store.iter_keys(start, end, strata)
     selection = select_traces(population, keyed, rate=rate, min_per_stratum=min_per_stratum)
-    log.info("%s: %d traces in the interval, %d selected at rate %s", day, selection.population, len(selection.trace_ids), rate)
+    log.info(
+        "%s: %d traces in the interval, %d selected at rate %s",
+        day,
+        selection.population,
+        len(selection.trace_ids),
+        rate,
+    )
     return selection
 
 
@@ -114,9 +123,12 @@ def write_parts(
             yield []  # the end of a part (an empty part, too, gets its files)
 
     prepared = map_in_processes(
-        prepare_batch, batches(), workers=workers if rows > store.batch_size else 1,
-        initializer=set_up_worker, initargs=(anonymizer, max_field_chars, rate),
-    )  # fmt: skip
+        prepare_batch,
+        batches(),
+        workers=workers if rows > store.batch_size else 1,
+        initializer=set_up_worker,
+        initargs=(anonymizer, max_field_chars, rate),
+    )
     done = 0
     part = None
     for batch in prepared:
@@ -128,7 +140,9 @@ def write_parts(
             if missing:
                 part.discard()
                 # The rows vanished between selection and read (deleted upstream): say so, do not guess.
-                raise RuntimeError(f"{missing} selected traces of {day} (part {index}) could not be read back; rerun the task")
+                raise RuntimeError(
+                    f"{missing} selected traces of {day} (part {index}) could not be read back; rerun the task"
+                )
             part.commit()
             part = None
             continue
@@ -183,5 +197,3 @@ def _batched(rows: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[st
             batch = []
     if batch:
         yield batch
-
-

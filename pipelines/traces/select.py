@@ -29,7 +29,9 @@ def selection_key(trace_id: str) -> int:
 def selection_key_sql(trace_id: sa.ColumnElement) -> sa.ColumnElement:
     """`selection_key` in PostgreSQL: the same SHA-256's first 8 bytes, which compare as bytes in the
     order of their unsigned big-endian value."""
-    message = sa.literal(f"{SAMPLER_VERSION}\x00".encode(), sa.LargeBinary).op("||")(sa.func.convert_to(trace_id, "UTF8"))
+    message = sa.literal(f"{SAMPLER_VERSION}\x00".encode(), sa.LargeBinary).op("||")(
+        sa.func.convert_to(trace_id, "UTF8")
+    )
     return sa.func.substr(sa.func.sha256(message), 1, 8)
 
 

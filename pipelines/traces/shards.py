@@ -26,8 +26,10 @@ from pipelines.traces.sampling import SampleSummary, WrittenCounts
 from pipelines.traces.select import Selection
 from pipelines.workspace import PartitionPaths, SelectionPaths
 
-RERUN_SHARD = ("rerun the trace_sampling `shard` task with that map index (clear it in the Airflow UI; outside Airflow, "
-               "`ragwatch traces sample` runs every shard)")  # fmt: skip
+RERUN_SHARD = (
+    "rerun the trace_sampling `shard` task with that map index (clear it in the Airflow UI; outside Airflow, "
+    "`ragwatch traces sample` runs every shard)"
+)
 
 
 class SamplePlan(BaseModel):
@@ -65,18 +67,36 @@ class ShardRecord(BaseModel):
     pii_counts: dict[str, int] = Field(default_factory=dict)
 
 
-def plan_sample(day: date, selection: Selection, *, rate: float, strata: list[str], min_per_stratum: int,
-                max_field_chars: int, part_rows: int, shards: int) -> SamplePlan:  # fmt: skip
+def plan_sample(
+    day: date,
+    selection: Selection,
+    *,
+    rate: float,
+    strata: list[str],
+    min_per_stratum: int,
+    max_field_chars: int,
+    part_rows: int,
+    shards: int,
+) -> SamplePlan:
     selected = len(selection.trace_ids)
     parts = batch_ranges(selected, part_rows) or [(0, 0)]
     n = min(shards, len(parts))
     return SamplePlan(
-        day=day, rate=rate, strata_keys=strata, min_per_stratum=min_per_stratum, max_field_chars=max_field_chars,
-        population=selection.population, selected=selected,
-        strata=[{"stratum": dict(zip(strata, s.stratum)), "population": s.population, "selected": s.selected}
-                for s in selection.strata],
-        part_rows=part_rows, parts=parts, shards=[(i * len(parts) // n, (i + 1) * len(parts) // n) for i in range(n)],
-    )  # fmt: skip
+        day=day,
+        rate=rate,
+        strata_keys=strata,
+        min_per_stratum=min_per_stratum,
+        max_field_chars=max_field_chars,
+        population=selection.population,
+        selected=selected,
+        strata=[
+            {"stratum": dict(zip(strata, s.stratum)), "population": s.population, "selected": s.selected}
+            for s in selection.strata
+        ],
+        part_rows=part_rows,
+        parts=parts,
+        shards=[(i * len(parts) // n, (i + 1) * len(parts) // n) for i in range(n)],
+    )
 
 
 def write_selection(paths: SelectionPaths, selection: Selection, plan: SamplePlan) -> None:
@@ -89,8 +109,10 @@ def write_selection(paths: SelectionPaths, selection: Selection, plan: SamplePla
 
 def read_plan(paths: SelectionPaths) -> SamplePlan:
     if not paths.plan.exists():
-        raise FileNotFoundError(f"no selection at {paths.root}: it was never written, or it was cleaned up once the "
-                                f"sample was promoted. Clear the trace_sampling `select` task and the tasks after it.")  # fmt: skip
+        raise FileNotFoundError(
+            f"no selection at {paths.root}: it was never written, or it was cleaned up once the "
+            f"sample was promoted. Clear the trace_sampling `select` task and the tasks after it."
+        )
     return SamplePlan.model_validate_json(paths.plan.read_text())
 
 
@@ -101,8 +123,10 @@ def part_ids(paths: SelectionPaths, plan: SamplePlan, index: int) -> list[str]:
     with pq.ParquetFile(paths.ids) as file:
         ids = file.read_row_group(index, columns=["trace_id"]).column(0).to_pylist()
     if len(ids) != end - start:
-        raise RuntimeError(f"{paths.ids}: part {index} holds {len(ids)} ids where its plan has {end - start}; "
-                           "clear the trace_sampling `select` task and the tasks after it")  # fmt: skip
+        raise RuntimeError(
+            f"{paths.ids}: part {index} holds {len(ids)} ids where its plan has {end - start}; "
+            "clear the trace_sampling `select` task and the tasks after it"
+        )
     return ids
 
 
@@ -112,9 +136,15 @@ def shard_label(plan: SamplePlan, index: int) -> str:
 
 
 def write_shard_record(paths: SelectionPaths, plan: SamplePlan, index: int, counts: WrittenCounts) -> ShardRecord:
-    record = ShardRecord(index=index, parts=plan.shards[index], selected=counts.selected, sampled=counts.sampled,
-                         quarantined=counts.quarantined, quarantine_reasons=dict(sorted(counts.quarantine_reasons.items())),
-                         pii_counts=dict(sorted(counts.pii_counts.items())))  # fmt: skip
+    record = ShardRecord(
+        index=index,
+        parts=plan.shards[index],
+        selected=counts.selected,
+        sampled=counts.sampled,
+        quarantined=counts.quarantined,
+        quarantine_reasons=dict(sorted(counts.quarantine_reasons.items())),
+        pii_counts=dict(sorted(counts.pii_counts.items())),
+    )
     atomic_write_text(paths.shard_record(index), record.model_dump_json() + "\n")
     return record
 
@@ -132,9 +162,11 @@ def check_shards(paths: SelectionPaths, out: PartitionPaths, plan: SamplePlan) -
     records = [ShardRecord.model_validate_json(paths.shard_record(i).read_text()) for i in range(len(plan.shards))]
     for record, rows in zip(records, map(plan.shard_rows, range(len(records)))):
         if record.selected != rows[1] - rows[0] or record.sampled + record.quarantined != record.selected:
-            raise RuntimeError(f"{shard_label(plan, record.index)} recorded {record.selected} rows "
-                               f"({record.sampled} sampled + {record.quarantined} quarantined) for {rows[1] - rows[0]} "
-                               f"selected: {RERUN_SHARD}")  # fmt: skip
+            raise RuntimeError(
+                f"{shard_label(plan, record.index)} recorded {record.selected} rows "
+                f"({record.sampled} sampled + {record.quarantined} quarantined) for {rows[1] - rows[0]} "
+                f"selected: {RERUN_SHARD}"
+            )
     return records
 
 

@@ -111,11 +111,19 @@ def select_trace_sample(
     shard_count = settings.sample_shards if shard_count is None else shard_count
     if shard_count < 1:
         raise ValueError(f"{shard_count} shards: a day needs at least one")
-    selection = select_day(open_trace_source(settings, selection=True), day, rate=rate, strata=strata,
-                           min_per_stratum=min_per_stratum)  # fmt: skip
-    plan = shards.plan_sample(day, selection, rate=rate, strata=strata, min_per_stratum=min_per_stratum,
-                              max_field_chars=settings.max_field_chars, part_rows=settings.sample_part_rows,
-                              shards=shard_count)  # fmt: skip
+    selection = select_day(
+        open_trace_source(settings, selection=True), day, rate=rate, strata=strata, min_per_stratum=min_per_stratum
+    )
+    plan = shards.plan_sample(
+        day,
+        selection,
+        rate=rate,
+        strata=strata,
+        min_per_stratum=min_per_stratum,
+        max_field_chars=settings.max_field_chars,
+        part_rows=settings.sample_part_rows,
+        shards=shard_count,
+    )
     attempt = uuid.uuid4().hex
     paths = Workspace.from_settings(settings).traces_selection(day, attempt)
     try:
@@ -123,18 +131,24 @@ def select_trace_sample(
     except BaseException:
         shutil.rmtree(paths.root, ignore_errors=True)
         raise
-    return [PlannedShard(day=day, attempt=attempt, index=i, parts=parts, rows=plan.shard_rows(i))
-            for i, parts in enumerate(plan.shards)]  # fmt: skip
+    return [
+        PlannedShard(day=day, attempt=attempt, index=i, parts=parts, rows=plan.shard_rows(i))
+        for i, parts in enumerate(plan.shards)
+    ]
 
 
-def write_trace_shard(settings: Settings, shard: PlannedShard, progress: Callable[[int, int], None] | None = None) -> shards.ShardRecord:
+def write_trace_shard(
+    settings: Settings, shard: PlannedShard, progress: Callable[[int, int], None] | None = None
+) -> shards.ShardRecord:
     """Anonymize and write the shard's parts into the staged partition; a rerun replaces them, and only them."""
     workspace = Workspace.from_settings(settings)
     paths = workspace.traces_selection(shard.day, shard.attempt)
     plan = shards.read_plan(paths)
     if shard.index >= len(plan.shards) or tuple(plan.shards[shard.index]) != tuple(shard.parts):
-        raise ValueError(f"shard {shard.index} (parts {shard.parts}) is not in the plan at {paths.plan}: clear the "
-                         "trace_sampling `select` task and the tasks after it")  # fmt: skip
+        raise ValueError(
+            f"shard {shard.index} (parts {shard.parts}) is not in the plan at {paths.plan}: clear the "
+            "trace_sampling `select` task and the tasks after it"
+        )
     first, end = shard.parts
     counts = write_parts(
         open_trace_source(settings),
@@ -161,8 +175,14 @@ def merge_trace_sample(settings: Settings, planned: list[PlannedShard]) -> Stage
     plan = shards.read_plan(paths)
     summary = shards.merged_summary(plan, shards.check_shards(paths, staged, plan))
     write_manifest(staged.manifest, shards.manifest(plan, summary))
-    log.info("%s: sampled %d, quarantined %d %s, PII replaced %s", day, summary.sampled, summary.quarantined,
-             dict(summary.quarantine_reasons), dict(summary.pii_counts))  # fmt: skip
+    log.info(
+        "%s: sampled %d, quarantined %d %s, PII replaced %s",
+        day,
+        summary.sampled,
+        summary.quarantined,
+        dict(summary.quarantine_reasons),
+        dict(summary.pii_counts),
+    )
     return StagedSample(counts=SampleCounts.model_validate(summary.as_dict()), staged=staged.root, attempt=attempt)
 
 
@@ -177,12 +197,15 @@ def stage_trace_sample(
     progress: Callable[[int, int], None] | None = None,
 ) -> StagedSample:
     """select, every shard and merge in this process (the CLI, the benches); a failure leaves no folder behind."""
-    planned = select_trace_sample(settings, day, rate=rate, strata=strata, min_per_stratum=min_per_stratum,
-                                  shard_count=shard_count)  # fmt: skip
+    planned = select_trace_sample(
+        settings, day, rate=rate, strata=strata, min_per_stratum=min_per_stratum, shard_count=shard_count
+    )
     try:
         for shard in planned:
             offset, total = shard.rows[0], planned[-1].rows[1]
-            write_trace_shard(settings, shard, None if progress is None else lambda done, _: progress(offset + done, total))
+            write_trace_shard(
+                settings, shard, None if progress is None else lambda done, _: progress(offset + done, total)
+            )
         return merge_trace_sample(settings, planned)
     except BaseException:
         discard_attempt(settings, day, planned[0].attempt, staged=True)
@@ -244,4 +267,3 @@ def run_trace_sampling(settings: Settings, day: date, *, version: bool = True, *
 def published_counts(settings: Settings, day: date) -> SampleCounts:
     """The counts of a day's promoted partition, from its manifest."""
     return SampleCounts.model_validate(read_manifest(Workspace.from_settings(settings).traces_partition(day).manifest))
-

@@ -21,13 +21,29 @@ JudgeBatch = Callable[[Any, Path, int, int], Any]
 runs/online.py)."""
 
 
-def ragwatch_dag(dag_id: str, *, description: str, schedule: Any, start: tuple[int, int, int], tags: list[str],
-                 params: dict | None = None, max_active_runs: int = 1) -> DAG:  # fmt: skip
+def ragwatch_dag(
+    dag_id: str,
+    *,
+    description: str,
+    schedule: Any,
+    start: tuple[int, int, int],
+    tags: list[str],
+    params: dict | None = None,
+    max_active_runs: int = 1,
+) -> DAG:
     """A ragwatch DAG: no catch-up (past intervals are backfilled on purpose, from the UI or the API), the retries
     every ragwatch task has (settings.DEFAULT_ARGS), tagged "ragwatch" and `tags`; `start` is a UTC date."""
-    return DAG(dag_id=dag_id, description=description, schedule=schedule,
-               start_date=datetime(*start, tzinfo=UTC), catchup=False, max_active_runs=max_active_runs,
-               default_args=DEFAULT_ARGS, params=params or {}, tags=["ragwatch", *tags])  # fmt: skip
+    return DAG(
+        dag_id=dag_id,
+        description=description,
+        schedule=schedule,
+        start_date=datetime(*start, tzinfo=UTC),
+        catchup=False,
+        max_active_runs=max_active_runs,
+        default_args=DEFAULT_ARGS,
+        params=params or {},
+        tags=["ragwatch", *tags],
+    )
 
 
 def judge_batches(prepared: Any, judge_batch: JudgeBatch) -> Any:

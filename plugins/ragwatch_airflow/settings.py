@@ -36,8 +36,9 @@ def sqlalchemy_url(conn) -> str:
         )
     if driver == "sqlite":
         return f"sqlite:///{conn.host}"
-    url = URL.create(driver, username=conn.login, password=conn.password, host=conn.host, port=conn.port,
-                     database=conn.schema)  # fmt: skip
+    url = URL.create(
+        driver, username=conn.login, password=conn.password, host=conn.host, port=conn.port, database=conn.schema
+    )
     return url.render_as_string(hide_password=False)
 
 
@@ -55,8 +56,10 @@ def trace_source_overrides(conn) -> dict[str, str]:
     extra = conn.extra_dejson
     path = extra.get("path") or conn.host
     if not path:
-        raise ValueError(f"connection {conn.conn_id!r} names the trace source {extra['source']!r} but no path: give its "
-                         'extra a "path" (a file, a folder or an s3:// prefix)')  # fmt: skip
+        raise ValueError(
+            f"connection {conn.conn_id!r} names the trace source {extra['source']!r} but no path: give its "
+            'extra a "path" (a file, a folder or an s3:// prefix)'
+        )
     return {"trace_source": extra["source"], "trace_source_path": path}
 
 

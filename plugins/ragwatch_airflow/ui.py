@@ -51,18 +51,18 @@ SUITES: tuple[str, ...] = get_args(Suite)
 
 NEXT_STEP = {
     "offline": "Run the offline eval DAG (`offline_eval`): it scores the golden test split that `golden_build` "
-               "published, e.g. `scripts/airflow.sh dags test offline_eval`.",
+    "published, e.g. `scripts/airflow.sh dags test offline_eval`.",
     "online": "Run `trace_sampling`, then the online eval DAG (`online_eval`) for the same day: it scores the "
-              "traces sampled that day, e.g. `scripts/airflow.sh dags test online_eval`.",
-}  # fmt: skip
+    "traces sampled that day, e.g. `scripts/airflow.sh dags test online_eval`.",
+}
 """What to run when a suite has no run yet: the page is often the first thing a new team opens."""
 
 NEXT_STEP_IN_AIRFLOW = {
     "offline": "Trigger `offline_eval` from the Dags page once `golden_build` has published a golden set: it "
-               "scores the golden test split.",
+    "scores the golden test split.",
     "online": "Trigger `trace_sampling`, then `online_eval` for the same day from the Dags page: it scores the "
-              "traces sampled that day.",
-}  # fmt: skip
+    "traces sampled that day.",
+}
 """The same advice where the page is served by Airflow itself: the DAGs are one click away."""
 
 SUITE_DAGS = {"offline": ("golden_build", "offline_eval"), "online": ("trace_sampling", "online_eval")}
@@ -95,9 +95,9 @@ REPORT_SECURITY_HEADERS = {
     # session cookie would let a script call the Airflow API: `sandbox` gives it an opaque origin
     # with scripts off, whatever a crafted file contains.
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src data:; sandbox; "
-                               "frame-ancestors 'self'",
+    "frame-ancestors 'self'",
     "X-Content-Type-Options": "nosniff",
-}  # fmt: skip
+}
 
 Authorize = Callable[[Request], Awaitable[None]]
 
@@ -182,8 +182,9 @@ def resolve_report(settings: Settings, stored: str) -> Path:
     return real
 
 
-def overview(reader: ResultsReader, settings: Settings, report_url: Callable[[str], str],
-             active_runs: ActiveRuns | None = None) -> dict[str, Any]:  # fmt: skip
+def overview(
+    reader: ResultsReader, settings: Settings, report_url: Callable[[str], str], active_runs: ActiveRuns | None = None
+) -> dict[str, Any]:
     """The JSON document of `/api/latest`; the HTML page renders the same document.
 
     `active_runs` (inside Airflow: `airflow_active_runs`) adds each suite's DAG runs in progress."""
@@ -199,8 +200,9 @@ def overview(reader: ResultsReader, settings: Settings, report_url: Callable[[st
     return {"suites": suites}
 
 
-def _run_view(run: EvalRun, aggs: list[Aggregate], settings: Settings,
-              report_url: Callable[[str], str]) -> dict[str, Any]:  # fmt: skip
+def _run_view(
+    run: EvalRun, aggs: list[Aggregate], settings: Settings, report_url: Callable[[str], str]
+) -> dict[str, Any]:
     gate = run.gate if isinstance(run.gate, dict) else {}
     return {
         "run_id": run.run_id,
@@ -223,10 +225,16 @@ def _run_view(run: EvalRun, aggs: list[Aggregate], settings: Settings,
 
 def _agg_view(agg: Aggregate) -> dict[str, Any]:
     return {
-        "metric": agg.metric, "stratum": agg.stratum, "higher_is_better": agg.metric not in LOWER_IS_BETTER,
-        "n": agg.n, "n_failed": agg.n_failed, "n_skipped": agg.n_skipped,
-        "mean": agg.mean, "ci_low": agg.ci_low, "ci_high": agg.ci_high,
-    }  # fmt: skip
+        "metric": agg.metric,
+        "stratum": agg.stratum,
+        "higher_is_better": agg.metric not in LOWER_IS_BETTER,
+        "n": agg.n,
+        "n_failed": agg.n_failed,
+        "n_skipped": agg.n_skipped,
+        "mean": agg.mean,
+        "ci_low": agg.ci_low,
+        "ci_high": agg.ci_high,
+    }
 
 
 def _has_report(settings: Settings, run: EvalRun) -> bool:
@@ -242,8 +250,13 @@ def _iso(value: date | datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
-def create_app(settings_factory: Callable[[], Settings] = load_settings, *, authorize: Authorize | None = None,
-               login_url: Callable[[str], str] | None = None, active_runs: ActiveRuns | None = None) -> FastAPI:  # fmt: skip
+def create_app(
+    settings_factory: Callable[[], Settings] = load_settings,
+    *,
+    authorize: Authorize | None = None,
+    login_url: Callable[[str], str] | None = None,
+    active_runs: ActiveRuns | None = None,
+) -> FastAPI:
     """The app. `authorize` guards every route and raises 401/403 (inside Airflow:
     `require_airflow_reader`); `login_url(next_url)` is where a browser without a session goes;
     `active_runs(dag_ids)` lists the DAG runs in progress (inside Airflow: `airflow_active_runs`)."""
@@ -263,8 +276,13 @@ def create_app(settings_factory: Callable[[], Settings] = load_settings, *, auth
                 raise HTTPException(307, "login required", headers={"Location": login_url(str(request.url))}) from None
             raise
 
-    app = FastAPI(title="ragwatch", description="Latest ragwatch eval scores and reports.", docs_url=None,
-                  redoc_url=None, openapi_url=None)  # fmt: skip
+    app = FastAPI(
+        title="ragwatch",
+        description="Latest ragwatch eval scores and reports.",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
     app.state.reader = reader
 
     def base_path(request: Request) -> str:
@@ -284,8 +302,15 @@ def create_app(settings_factory: Callable[[], Settings] = load_settings, *, auth
     @app.get("/", response_class=HTMLResponse, dependencies=[Depends(authorized_person)])
     def page(request: Request) -> HTMLResponse:
         doc = overview(reader, reader.settings(), report_url_for(request), active_runs)
-        html = _PAGE.render(doc=doc, suites=list(doc["suites"]), fmt=number, ci=interval, quote=quote,
-                            api_url=f"{base_path(request)}/api/latest", airflow_ui=_airflow_ui(request))  # fmt: skip
+        html = _PAGE.render(
+            doc=doc,
+            suites=list(doc["suites"]),
+            fmt=number,
+            ci=interval,
+            quote=quote,
+            api_url=f"{base_path(request)}/api/latest",
+            airflow_ui=_airflow_ui(request),
+        )
         return HTMLResponse(html, headers=PAGE_SECURITY_HEADERS)
 
     @app.get("/api/latest", dependencies=[Depends(authorized)])
@@ -349,7 +374,7 @@ def airflow_active_runs(dag_ids: tuple[str, ...]) -> list[ActiveRun]:
             select(TaskInstance.dag_id, TaskInstance.run_id, TaskInstance.task_id, TaskInstance.state, func.count())
             .where(and_(TaskInstance.dag_id.in_(dag_ids), TaskInstance.run_id.in_([r.run_id for r in runs])))
             .group_by(TaskInstance.dag_id, TaskInstance.run_id, TaskInstance.task_id, TaskInstance.state)
-        ).all()  # fmt: skip
+        ).all()
     states: dict[tuple[str, str], Counter] = {key: Counter() for key in keys}
     running: dict[tuple[str, str], list[str]] = {key: [] for key in keys}
     for dag_id, run_id, task_id, state, count in counted:
@@ -358,9 +383,18 @@ def airflow_active_runs(dag_ids: tuple[str, ...]) -> list[ActiveRun]:
         states[dag_id, run_id][str(state or "none")] += count
         if state == "running":
             running[dag_id, run_id].append(task_id if count == 1 else f"{task_id} ×{count}")
-    return [ActiveRun(dag_id=r.dag_id, run_id=r.run_id, logical_date=_iso(r.logical_date), state=str(r.state),
-                      started_at=_iso(r.start_date), task_states=dict(sorted(states[r.dag_id, r.run_id].items())),
-                      running_tasks=sorted(running[r.dag_id, r.run_id])) for r in runs]  # fmt: skip
+    return [
+        ActiveRun(
+            dag_id=r.dag_id,
+            run_id=r.run_id,
+            logical_date=_iso(r.logical_date),
+            state=str(r.state),
+            started_at=_iso(r.start_date),
+            task_states=dict(sorted(states[r.dag_id, r.run_id].items())),
+            running_tasks=sorted(running[r.dag_id, r.run_id]),
+        )
+        for r in runs
+    ]
 
 
 def airflow_login_url(next_url: str) -> str:

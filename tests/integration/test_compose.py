@@ -36,12 +36,27 @@ INSTALL_HINT = (
     "`docker-compose` package) or `apt-get install -y docker-compose`"
 )
 
-AIRFLOW_SERVICES = {"airflow-init", "airflow-apiserver", "airflow-scheduler", "airflow-dag-processor",
-                    "airflow-triggerer", "airflow-worker"}  # fmt: skip
+AIRFLOW_SERVICES = {
+    "airflow-init",
+    "airflow-apiserver",
+    "airflow-scheduler",
+    "airflow-dag-processor",
+    "airflow-triggerer",
+    "airflow-worker",
+}
 REQUIRED_SERVICES = AIRFLOW_SERVICES | {
-    "postgres", "redis", "qdrant", "vllm-generator", "vllm-judge", "vllm-embeddings",
-    "pushgateway", "prometheus", "grafana", "minio", "minio-init",
-}  # fmt: skip
+    "postgres",
+    "redis",
+    "qdrant",
+    "vllm-generator",
+    "vllm-judge",
+    "vllm-embeddings",
+    "pushgateway",
+    "prometheus",
+    "grafana",
+    "minio",
+    "minio-init",
+}
 ONE_SHOT = {"airflow-init", "minio-init"}
 SECRET_KEY = re.compile(r"PASSWORD|SECRET|TOKEN|API_KEY|FERNET|ANONYMIZER_KEY|ACCESS_KEY|REDISCLI_AUTH")
 
@@ -65,8 +80,15 @@ def docker_compose(*args: str, env_file: Path) -> subprocess.CompletedProcess:
         pytest.fail(INSTALL_HINT)
     # Variables from the caller's shell would win over the env file and hide a missing one.
     env = {k: v for k, v in os.environ.items() if k not in env_keys(ENV_EXAMPLE)}
-    return subprocess.run([binary, "-f", str(COMPOSE), "--env-file", str(env_file), *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    return subprocess.run(
+        [binary, "-f", str(COMPOSE), "--env-file", str(env_file), *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def resolved(env_file: Path = ENV_EXAMPLE) -> dict:
@@ -277,8 +299,12 @@ def test_image_extends_the_pinned_airflow():
 
 # --- The PostgreSQL init script, for real ----------------------------------------------------------
 
-PASSWORDS = {"AIRFLOW_DB_PASSWORD": "af-pw", "RESULTS_DB_PASSWORD": "res-pw",
-             "TRACES_READER_PASSWORD": "reader-pw", "TRACES_WRITER_PASSWORD": "writer-pw"}  # fmt: skip
+PASSWORDS = {
+    "AIRFLOW_DB_PASSWORD": "af-pw",
+    "RESULTS_DB_PASSWORD": "res-pw",
+    "TRACES_READER_PASSWORD": "reader-pw",
+    "TRACES_WRITER_PASSWORD": "writer-pw",
+}
 
 
 @pytest.fixture(scope="module")
@@ -293,8 +319,22 @@ def initialised_cluster():
 
 def run_init_sql(pg, passwords: dict[str, str]) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in PASSWORDS} | passwords
-    cmd = [str(pg.bin_dir / "psql"), "-h", str(pg.directory), "-p", str(pg.port), "-U", "postgres", "-d", "postgres",
-           "--no-psqlrc", "-v", "ON_ERROR_STOP=1", "-f", "-"]  # fmt: skip
+    cmd = [
+        str(pg.bin_dir / "psql"),
+        "-h",
+        str(pg.directory),
+        "-p",
+        str(pg.port),
+        "-U",
+        "postgres",
+        "-d",
+        "postgres",
+        "--no-psqlrc",
+        "-v",
+        "ON_ERROR_STOP=1",
+        "-f",
+        "-",
+    ]
     if os.geteuid() == 0:  # runuser keeps the environment, so \getenv sees the passwords
         cmd = as_service_user(cmd)
     return subprocess.run(
@@ -303,8 +343,9 @@ def run_init_sql(pg, passwords: dict[str, str]) -> subprocess.CompletedProcess:
 
 
 def connect(pg, user: str, database: str) -> sa.Engine:
-    password = {"airflow": "af-pw", "ragwatch": "res-pw", "ragwatch_reader": "reader-pw",
-                "traces_writer": "writer-pw"}[user]  # fmt: skip
+    password = {"airflow": "af-pw", "ragwatch": "res-pw", "ragwatch_reader": "reader-pw", "traces_writer": "writer-pw"}[
+        user
+    ]
     return sa.create_engine(pg.url(user, password, database))
 
 
@@ -315,8 +356,12 @@ def test_init_sql_creates_the_databases_and_a_read_only_trace_reader(initialised
 
     writer = connect(pg, "traces_writer", "traces")
     with writer.begin() as conn:
-        conn.execute(sa.text("INSERT INTO traces (trace_id, ts, question, answer, app, language) "
-                             "VALUES ('t1', now(), 'q', 'a', 'docs', 'es')"))  # fmt: skip
+        conn.execute(
+            sa.text(
+                "INSERT INTO traces (trace_id, ts, question, answer, app, language) "
+                "VALUES ('t1', now(), 'q', 'a', 'docs', 'es')"
+            )
+        )
     writer.dispose()
 
     reader = connect(pg, "ragwatch_reader", "traces")
@@ -324,15 +369,22 @@ def test_init_sql_creates_the_databases_and_a_read_only_trace_reader(initialised
         assert conn.execute(sa.text("SELECT trace_id FROM traces")).scalars().all() == ["t1"]
         assert conn.execute(sa.text("SHOW default_transaction_read_only")).scalar_one() == "on"
         assert conn.execute(sa.text("SHOW statement_timeout")).scalar_one() == "1min"
-    for statement in ("INSERT INTO traces (trace_id) VALUES ('t2')", "CREATE TABLE stolen (x int)",
-                      "SELECT * FROM pg_catalog.pg_authid"):  # fmt: skip
+    for statement in (
+        "INSERT INTO traces (trace_id) VALUES ('t2')",
+        "CREATE TABLE stolen (x int)",
+        "SELECT * FROM pg_catalog.pg_authid",
+    ):
         with reader.connect() as conn, pytest.raises(sa.exc.DBAPIError):
             conn.execute(sa.text(statement))
     reader.dispose()
 
     # Each role reaches its own database only.
-    for user, database in (("ragwatch_reader", "ragwatch_results"), ("ragwatch_reader", "airflow"),
-                           ("ragwatch", "airflow"), ("airflow", "traces")):  # fmt: skip
+    for user, database in (
+        ("ragwatch_reader", "ragwatch_results"),
+        ("ragwatch_reader", "airflow"),
+        ("ragwatch", "airflow"),
+        ("airflow", "traces"),
+    ):
         engine = connect(pg, user, database)
         with pytest.raises(sa.exc.OperationalError, match="permission denied"):
             engine.connect().close()

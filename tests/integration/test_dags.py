@@ -15,8 +15,9 @@ AIRFLOW = ROOT / "scripts" / "airflow.sh"
 
 
 def airflow_env(home):
-    return dict(os.environ, RAGWATCH_HOME=str(home), RAGWATCH_ANONYMIZER_KEY="dag-test-key",
-                AIRFLOW_HOME=str(home / "airflow"))  # fmt: skip
+    return dict(
+        os.environ, RAGWATCH_HOME=str(home), RAGWATCH_ANONYMIZER_KEY="dag-test-key", AIRFLOW_HOME=str(home / "airflow")
+    )
 
 
 def test_pipelines_never_imports_airflow():
@@ -47,8 +48,15 @@ def test_every_dag_imports_without_errors():
     # The online eval has the offline eval's shape: judge batches mapped in the LLM pool; the golden coverage of the
     # day's traffic beside them, which finalize publishes.
     online = bag.dags["online_eval"]
-    assert [t.task_id for t in online.topological_sort()] == ["sampled_partition", "prepare", "batches", "judge",
-                                                              "coverage", "finalize", "push"]  # fmt: skip
+    assert [t.task_id for t in online.topological_sort()] == [
+        "sampled_partition",
+        "prepare",
+        "batches",
+        "judge",
+        "coverage",
+        "finalize",
+        "push",
+    ]
     assert online.get_task("coverage").upstream_task_ids == {"prepare"}
     assert online.get_task("finalize").upstream_task_ids == {"prepare", "judge", "coverage"}
     assert online.get_task("judge").pool == "ragwatch_llm"
@@ -68,18 +76,25 @@ def home(tmp_path_factory):
     return tmp_path_factory.mktemp("stack")
 
 
-
 @pytest.mark.airflow
 def test_an_airflow_connection_points_every_worker_at_the_shared_llm_cache(monkeypatch):
     """Beside the DagBag test, which has imported Airflow in this process already."""
     sys.path.insert(0, str(ROOT / "plugins"))
     from ragwatch_airflow.settings import LLM_CACHE_CONN_ID, ragwatch_settings
 
-    connection = {"conn_type": "postgres", "host": "db.internal", "port": 5432, "schema": "ragwatch_results",
-                  "login": "ragwatch", "password": "cache-s3cret/@"}  # fmt: skip
+    connection = {
+        "conn_type": "postgres",
+        "host": "db.internal",
+        "port": 5432,
+        "schema": "ragwatch_results",
+        "login": "ragwatch",
+        "password": "cache-s3cret/@",
+    }
     monkeypatch.setenv(f"AIRFLOW_CONN_{LLM_CACHE_CONN_ID.upper()}", json.dumps(connection))
     settings = ragwatch_settings()
-    assert settings.llm_cache_url == "postgresql+psycopg://ragwatch:cache-s3cret%2F%40@db.internal:5432/ragwatch_results"
+    assert (
+        settings.llm_cache_url == "postgresql+psycopg://ragwatch:cache-s3cret%2F%40@db.internal:5432/ragwatch_results"
+    )
     assert "s3cret" not in repr(settings)
 
 
@@ -94,7 +109,9 @@ def test_the_trace_store_connection_can_name_a_span_export_instead(monkeypatch):
     assert (settings.trace_source, settings.trace_source_path) == ("langfuse-export", "s3://langfuse-exports/prod")
     assert settings.trace_store_url is None
 
-    monkeypatch.setenv(f"AIRFLOW_CONN_{TRACE_STORE_CONN_ID.upper()}", json.dumps({"conn_type": "generic", "extra": {"source": "otlp"}}))
+    monkeypatch.setenv(
+        f"AIRFLOW_CONN_{TRACE_STORE_CONN_ID.upper()}", json.dumps({"conn_type": "generic", "extra": {"source": "otlp"}})
+    )
     with pytest.raises(ValueError, match="no path"):
         ragwatch_settings()
 
@@ -103,13 +120,23 @@ def test_the_trace_store_connection_can_name_a_span_export_instead(monkeypatch):
 def test_airflow_dags_test_runs_trace_sampling_for_one_day(home):
     tmp_path = home
     env = airflow_env(tmp_path)
-    subprocess.run([sys.executable, "-m", "pipelines.cli", "demo", "seed", "--days", "2", "--per-day", "200"],
-                   env=env, check=True, capture_output=True, cwd=ROOT)  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-m", "pipelines.cli", "demo", "seed", "--days", "2", "--per-day", "200"],
+        env=env,
+        check=True,
+        capture_output=True,
+        cwd=ROOT,
+    )
     today = datetime.now(timezone.utc).date()
     # `dags test D` runs the data interval that ends at D, i.e. the day before D.
-    run = subprocess.run([str(AIRFLOW), "dags", "test", "trace_sampling", today.isoformat(),
-                          "--conf", json.dumps({"sample_rate": 0.1})],
-                         env=env, capture_output=True, text=True, cwd=ROOT, timeout=600)  # fmt: skip
+    run = subprocess.run(
+        [str(AIRFLOW), "dags", "test", "trace_sampling", today.isoformat(), "--conf", json.dumps({"sample_rate": 0.1})],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
     yesterday = today - timedelta(days=1)
     partition = tmp_path / "workspace" / "golden" / "traces" / f"dt={yesterday}"
@@ -117,31 +144,60 @@ def test_airflow_dags_test_runs_trace_sampling_for_one_day(home):
     assert manifest["sample_rate"] == 0.1 and manifest["day"] == yesterday.isoformat()
     assert manifest["sampled"] + manifest["quarantined"] == manifest["selected"] > 0
     assert (partition.parent / f"dt={yesterday}.dvc").exists()
-    summary = subprocess.run([sys.executable, "-m", "pipelines.cli", "demo", "summary", "--date", str(yesterday)],
-                             env=env, capture_output=True, text=True, cwd=ROOT)  # fmt: skip
+    summary = subprocess.run(
+        [sys.executable, "-m", "pipelines.cli", "demo", "summary", "--date", str(yesterday)],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert summary.returncode == 0 and "DVC version" in summary.stdout and "md5" in summary.stdout
 
 
 @pytest.mark.airflow
 def test_airflow_dags_test_runs_golden_build(home):
     env = airflow_env(home)
-    subprocess.run([sys.executable, "-m", "pipelines.cli", "corpus", "index", str(ROOT / "tests" / "data" / "corpus")],
-                   env=env, check=True, capture_output=True, cwd=ROOT)  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-m", "pipelines.cli", "corpus", "index", str(ROOT / "tests" / "data" / "corpus")],
+        env=env,
+        check=True,
+        capture_output=True,
+        cwd=ROOT,
+    )
     overrides = {"seeds": 6, "multi_hop": 3, "adversarial": 2, "tool_triples": 3, "from_traces": 4, "batch_size": 5}
     today = datetime.now(timezone.utc).date()
-    run = subprocess.run([str(AIRFLOW), "dags", "test", "golden_build", today.isoformat(),
-                          "--conf", json.dumps({"overrides": overrides})],
-                         env=env, capture_output=True, text=True, cwd=ROOT, timeout=600)  # fmt: skip
+    run = subprocess.run(
+        [
+            str(AIRFLOW),
+            "dags",
+            "test",
+            "golden_build",
+            today.isoformat(),
+            "--conf",
+            json.dumps({"overrides": overrides}),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
     assert "map_index=1" in run.stdout + run.stderr  # generation ran as mapped batches
     manifest = json.loads((home / "workspace" / "golden" / "datasets" / "demo" / "_manifest.json").read_text())
     assert manifest["version"] == "v1" and manifest["items"] > 10
     assert manifest["sources"].get("trace", 0) >= 1  # seeded from the partition trace_sampling published
-    summary = subprocess.run([sys.executable, "-m", "pipelines.cli", "golden", "summary"], env=env,
-                             capture_output=True, text=True, cwd=ROOT)  # fmt: skip
+    summary = subprocess.run(
+        [sys.executable, "-m", "pipelines.cli", "golden", "summary"], env=env, capture_output=True, text=True, cwd=ROOT
+    )
     assert summary.returncode == 0 and "filter funnel" in summary.stdout and "single_hop" in summary.stdout
-    show = subprocess.run([sys.executable, "-m", "pipelines.cli", "golden", "show", "--per-stratum", "1"], env=env,
-                          capture_output=True, text=True, cwd=ROOT)  # fmt: skip
+    show = subprocess.run(
+        [sys.executable, "-m", "pipelines.cli", "golden", "show", "--per-stratum", "1"],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert show.returncode == 0
     for stratum in ("single_hop", "multi_hop", "adversarial", "tool"):
         assert stratum in show.stdout
@@ -162,10 +218,12 @@ def results(home):
     engine = sa.create_engine(f"sqlite:///{home / 'results.db'}")
     with engine.connect() as conn:
         runs = conn.execute(sa.text("SELECT suite, logical_date, dataset_version, report_path FROM eval_runs")).all()
-        dupes = conn.execute(sa.text(
-            "SELECT count(*) - count(DISTINCT run_id || '|' || item_id || '|' || metric) FROM eval_scores")).scalar_one()
-        failed_nan = conn.execute(sa.text(
-            "SELECT count(*) FROM eval_scores WHERE status = 'ok' AND value IS NULL")).scalar_one()
+        dupes = conn.execute(
+            sa.text("SELECT count(*) - count(DISTINCT run_id || '|' || item_id || '|' || metric) FROM eval_scores")
+        ).scalar_one()
+        failed_nan = conn.execute(
+            sa.text("SELECT count(*) FROM eval_scores WHERE status = 'ok' AND value IS NULL")
+        ).scalar_one()
     engine.dispose()
     return runs, dupes, failed_nan
 
@@ -181,7 +239,9 @@ def test_airflow_dags_test_runs_offline_eval_then_online_eval(home):
         assert Path(run.report_path).exists()
     metrics = (home / "metrics").glob("ragwatch-*.prom")
     text = "".join(p.read_text() for p in metrics)
-    assert 'rag_faithfulness_score{job="ragwatch",stratum="all",suite="online"}' in text.replace(" ", "") or \
-        "rag_faithfulness_score" in text
+    assert (
+        'rag_faithfulness_score{job="ragwatch",stratum="all",suite="online"}' in text.replace(" ", "")
+        or "rag_faithfulness_score" in text
+    )
     # A rerun of the same date replaces the run's rows (tests/unit/pipelines/evaluation/runs/test_online.py reruns a whole day; the stores'
     # tests replace a run on SQLite and PostgreSQL): a second `dags test` here would only add its 47 s.

@@ -109,4 +109,3 @@ def test_a_bad_url_or_an_unreachable_server_names_the_setting_and_hides_the_pass
     owner.put("k", {"value": 1})
     user = SharedLLMCache(postgres.url("reader_writer", "rw-pw", database))
     assert user.get("k") == {"value": 1}
-

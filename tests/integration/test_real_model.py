@@ -34,7 +34,8 @@ from pipelines.golden.generate import generate_items
 from pipelines.golden.params import GoldenParams
 from pipelines.golden.plan import Job, plan_jobs, position_key
 from pipelines.models.embeddings import LocalEmbedder
-from pipelines.models.llm import LLM, LLMCounters, LLMResult, OpenAICompatibleLLM
+from pipelines.models.llm import LLM, LLMCounters, LLMResult
+from pipelines.models.openai_compatible import OpenAICompatibleLLM
 from pipelines.records import GoldenItem
 from pipelines.settings import ModelEndpoint
 from tests.support.llama_server import (
@@ -53,17 +54,32 @@ ROOT = Path(__file__).resolve().parents[2]
 SUMMARY_PATH = ROOT / ".ragwatch" / "real-model-smoke.json"
 SEED_POSITIONS = ("pydoc/break#0", "pydoc/continue#0", "pydoc/pass#0", "guias/guia-de-despliegue.md#reversion/0")
 """Short demo chunks (50-100 words), chosen by position so that a corpus refresh keeps them."""
-GOLDEN_PARAMS = GoldenParams(name="smoke", questions_per_seed=1, seeds=1, multi_hop=1, adversarial=1, tool_triples=1,
-                             from_traces=1, trace_days=0, dev_fraction=0.3, review_fraction=0.15,
-                             near_duplicate_cosine=0.95, batch_size=8)  # fmt: skip
+GOLDEN_PARAMS = GoldenParams(
+    name="smoke",
+    questions_per_seed=1,
+    seeds=1,
+    multi_hop=1,
+    adversarial=1,
+    tool_triples=1,
+    from_traces=1,
+    trace_days=0,
+    dev_fraction=0.3,
+    review_fraction=0.15,
+    near_duplicate_cosine=0.95,
+    batch_size=8,
+)
 """One job of each kind, plus one trace job: five model calls before repairs."""
 RUN = {"run_id": "real-model-smoke", "suite": "offline", "dataset_version": "smoke"}
 TOOLS_UNSUPPORTED = (
     "no tool call: llama-cpp-python's server constrains a reply to a tool only when tool_choice names it, "
     'ragwatch sends tool_choice "auto", and Gemma 3\'s chat template does not show the model the tools'
 )
-COLOUR = {"type": "object", "properties": {"colour": {"type": "string", "enum": ["blue", "grey"]}},
-          "required": ["colour"], "additionalProperties": False}  # fmt: skip
+COLOUR = {
+    "type": "object",
+    "properties": {"colour": {"type": "string", "enum": ["blue", "grey"]}},
+    "required": ["colour"],
+    "additionalProperties": False,
+}
 SUMMARY: dict[str, object] = {}
 
 
@@ -82,8 +98,9 @@ def llama() -> Iterator[LlamaServer]:
 def real_llm(server: LlamaServer) -> OpenAICompatibleLLM:
     # llama.cpp's server computes one request at a time: more in flight would only queue there while
     # the client's per-request timeout runs.
-    endpoint = ModelEndpoint(base_url=server.base_url, model=server.model, max_concurrency=1, timeout_s=300,
-                             max_retries=1)  # fmt: skip
+    endpoint = ModelEndpoint(
+        base_url=server.base_url, model=server.model, max_concurrency=1, timeout_s=300, max_retries=1
+    )
     return OpenAICompatibleLLM(endpoint, cache=None, backoff_s=0.2)
 
 
@@ -99,8 +116,12 @@ def json_stats(counters: LLMCounters) -> dict[str, object]:
     after_repair = sum(n for kind, n in s["failure_kinds"].items() if kind.endswith("after repair"))
     valid, invalid = s["items"] - s["failures"], s["repairs"] + after_repair
     replies = valid + invalid
-    return {**s, "valid_replies": valid, "invalid_replies": invalid,
-            "valid_json_rate": round(valid / replies, 3) if replies else None}  # fmt: skip
+    return {
+        **s,
+        "valid_replies": valid,
+        "invalid_replies": invalid,
+        "valid_json_rate": round(valid / replies, 3) if replies else None,
+    }
 
 
 def assert_counters_add_up(counters: LLMCounters, items: int) -> None:
@@ -172,8 +193,14 @@ def test_a_reply_that_fits_the_schema_but_cannot_make_an_item_fails_that_job_onl
     jobs = [Job(job_id="j", kind="adversarial", source_ref="doc#s/0", payload=payload)]
     items, failures = generate_items(EmptyQuestion(), jobs, corpus_version="v", created_at="c")
     assert items == []
-    assert failures == [{"job_id": "j", "kind": "adversarial", "source_ref": "doc#s/0",
-                         "error": "unusable reply: question: String should have at least 1 character"}]  # fmt: skip
+    assert failures == [
+        {
+            "job_id": "j",
+            "kind": "adversarial",
+            "source_ref": "doc#s/0",
+            "error": "unusable reply: question: String should have at least 1 character",
+        }
+    ]
 
 
 # --- the real model -------------------------------------------------------------------------------
@@ -182,12 +209,23 @@ def test_a_reply_that_fits_the_schema_but_cannot_make_an_item_fails_that_job_onl
 def test_the_server_speaks_the_openai_protocol_with_gemma3s_chat_template(llama):
     models = httpx.get(f"{llama.base_url}/models").json()
     assert [m["id"] for m in models["data"]] == [llama.model]
-    reply = httpx.post(f"{llama.base_url}/chat/completions", timeout=300, json={
-        "model": llama.model, "max_tokens": 16, "temperature": 0,
-        "messages": [{"role": "system", "content": "Answer with JSON."},
-                     {"role": "user", "content": "What colour is the sky on a clear day?"}],
-        "response_format": {"type": "json_schema", "json_schema": {"name": "colour", "strict": True, "schema": COLOUR}},
-    }).json()  # fmt: skip
+    reply = httpx.post(
+        f"{llama.base_url}/chat/completions",
+        timeout=300,
+        json={
+            "model": llama.model,
+            "max_tokens": 16,
+            "temperature": 0,
+            "messages": [
+                {"role": "system", "content": "Answer with JSON."},
+                {"role": "user", "content": "What colour is the sky on a clear day?"},
+            ],
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": "colour", "strict": True, "schema": COLOUR},
+            },
+        },
+    ).json()
     message = reply["choices"][0]["message"]
     assert message["role"] == "assistant"
     assert json.loads(message["content"])["colour"] in ("blue", "grey")  # the grammar held the reply to the schema
@@ -200,10 +238,18 @@ def test_golden_generation_reads_the_real_prompts(llama):
     chunks = seed_chunks()
     by_doc = {c.document: c for c in chunks}
     partner = {c.chunk_id: chunks[(i + 1) % len(chunks)] for i, c in enumerate(chunks)}
-    trace = {"trace_id": "trace-rollback", "question": "¿Cómo vuelvo a la versión anterior del asistente?",
-             "language": "es"}  # fmt: skip
-    jobs = plan_jobs(chunks, GOLDEN_PARAMS, related=lambda c: partner[c.chunk_id], traces=[trace],
-                     trace_contexts=lambda q: [by_doc["guias/guia-de-despliegue.md"]])  # fmt: skip
+    trace = {
+        "trace_id": "trace-rollback",
+        "question": "¿Cómo vuelvo a la versión anterior del asistente?",
+        "language": "es",
+    }
+    jobs = plan_jobs(
+        chunks,
+        GOLDEN_PARAMS,
+        related=lambda c: partner[c.chunk_id],
+        traces=[trace],
+        trace_contexts=lambda q: [by_doc["guias/guia-de-despliegue.md"]],
+    )
     kinds = ("chunk_questions", "multi_hop", "adversarial", "tool", "trace")
     assert Counter(j.kind for j in jobs) == dict.fromkeys(kinds, 1)
 
@@ -223,12 +269,16 @@ def test_golden_generation_reads_the_real_prompts(llama):
 
     failed_ids = {f["job_id"] for f in failures}
     SUMMARY["golden"] = {
-        "jobs": len(jobs), "failed_jobs": len(failures), "items": len(items),
+        "jobs": len(jobs),
+        "failed_jobs": len(failures),
+        "items": len(items),
         "ok_jobs_by_kind": dict(Counter(j.kind for j in jobs if j.job_id not in failed_ids)),
         "failure_reasons": [f"{f['kind']}: {f['error']}" for f in failures],
-        "questions": [item.question for item in items], "wall_s": round(wall_s, 1), "server_cpu_s": cpu_s,
+        "questions": [item.question for item in items],
+        "wall_s": round(wall_s, 1),
+        "server_cpu_s": cpu_s,
         "llm": json_stats(llm.counters),
-    }  # fmt: skip
+    }
 
 
 def test_every_judge_metric_on_the_real_model_gives_a_score_or_a_reason(llama):
@@ -243,17 +293,34 @@ def test_every_judge_metric_on_the_real_model_gives_a_score_or_a_reason(llama):
     answer = generator.run_sync(RagAnswerPrompt(), rag_input)
     assert answer.ok or answer.error.strip()
     assert_counters_add_up(generator.counters, items=1)
-    SUMMARY["rag_answer"] = {"ok": answer.ok, "answer": answer.value.answer if answer.ok else None,
-                             "error": answer.error, "wall_s": round(time.monotonic() - started, 1)}  # fmt: skip
+    SUMMARY["rag_answer"] = {
+        "ok": answer.ok,
+        "answer": answer.value.answer if answer.ok else None,
+        "error": answer.error,
+        "wall_s": round(time.monotonic() - started, 1),
+    }
 
     items = [
-        JudgeInput(item_id="break-en", stratum="single_hop/en", question=question, reference=reference,
-                   answer=answer.value.answer if answer.ok else None, contexts=[chunk.text],
-                   context_ids=[chunk.chunk_id], gold_chunk_ids=[chunk.chunk_id]),
+        JudgeInput(
+            item_id="break-en",
+            stratum="single_hop/en",
+            question=question,
+            reference=reference,
+            answer=answer.value.answer if answer.ok else None,
+            contexts=[chunk.text],
+            context_ids=[chunk.chunk_id],
+            gold_chunk_ids=[chunk.chunk_id],
+        ),
         # The system under test failed (no answer, no contexts): every metric is skipped, without a call.
-        JudgeInput(item_id="no-answer", stratum="single_hop/en", question=question, reference=reference,
-                   answer=None, contexts=[]),
-    ]  # fmt: skip
+        JudgeInput(
+            item_id="no-answer",
+            stratum="single_hop/en",
+            question=question,
+            reference=reference,
+            answer=None,
+            contexts=[],
+        ),
+    ]
     metrics = list(JUDGE_METRICS)
     judge, embedder = real_llm(llama), LocalEmbedder()
     started, cpu = time.monotonic(), llama.cpu_seconds()
@@ -278,12 +345,19 @@ def test_every_judge_metric_on_the_real_model_gives_a_score_or_a_reason(llama):
         mine = [s for s in scores if s.metric == metric]
         statuses = Counter(s.status for s in mine)
         per_metric[metric] = {
-            "ok": statuses["ok"], "failed": statuses["failed"], "skipped": statuses["skipped"],
+            "ok": statuses["ok"],
+            "failed": statuses["failed"],
+            "skipped": statuses["skipped"],
             "values": [round(s.value, 3) for s in mine if s.status == "ok"],
             "reasons": sorted({s.error for s in mine if s.status != "ok"}),
-        }  # fmt: skip
-    SUMMARY["judge"] = {"items": len(items), "metrics": per_metric, "wall_s": round(wall_s, 1),
-                        "server_cpu_s": cpu_s, "llm": json_stats(judge.counters)}  # fmt: skip
+        }
+    SUMMARY["judge"] = {
+        "items": len(items),
+        "metrics": per_metric,
+        "wall_s": round(wall_s, 1),
+        "server_cpu_s": cpu_s,
+        "llm": json_stats(judge.counters),
+    }
 
 
 def test_tool_calling_through_the_real_server_gives_no_call_and_says_why(llama):
@@ -306,9 +380,13 @@ def test_tool_calling_through_the_real_server_gives_no_call_and_says_why(llama):
     # ragwatch reads a chat without tool calls as "answered in text": no calls, no error. The tool
     # metrics then score the turn a wrong choice (tool_selection_accuracy 0), which is what happened.
     assert result.ok and result.value == []
-    SUMMARY["tools"] = {"status": "failed", "reason": TOOLS_UNSUPPORTED, "client_result": {"ok": result.ok,
-                        "calls": result.value, "error": result.error}, "wall_s": round(time.monotonic() - started, 1),
-                        "llm": llm.counters.summary()}  # fmt: skip
+    SUMMARY["tools"] = {
+        "status": "failed",
+        "reason": TOOLS_UNSUPPORTED,
+        "client_result": {"ok": result.ok, "calls": result.value, "error": result.error},
+        "wall_s": round(time.monotonic() - started, 1),
+        "llm": llm.counters.summary(),
+    }
 
 
 def _since(before: float | None, after: float | None) -> float | None:

@@ -54,9 +54,17 @@ EVAL_BUDGET_S = 1200
 GATED_RUN_ITEMS = 40
 """The scheduled evals on a loaded two-core machine: the offline one judges the whole test split."""
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--window-size=1400,1000"]  # fmt: skip
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--window-size=1400,1000",
+]
 BROWSER_HINT = "run `make test` (scripts/system-deps.sh installs Debian's chromium and chromium-driver)"
 SHOTS = ARTIFACTS / "browser"
 
@@ -107,9 +115,14 @@ def test_up_serves_the_stack_on_loopback_with_the_dags_unpaused(stack: StackSess
 
     pids = {pid for pid, _ in ls.stack_processes(plan.state)}
     listening = listening_addresses(pids)
-    assert {port for _, port in listening} >= {plan.ports.airflow, plan.ports.prometheus, plan.ports.pushgateway,
-                                               plan.ports.postgres, plan.ports.scheduler_health,
-                                               *([plan.ports.redis] if plan.workers else [])}  # fmt: skip
+    assert {port for _, port in listening} >= {
+        plan.ports.airflow,
+        plan.ports.prometheus,
+        plan.ports.pushgateway,
+        plan.ports.postgres,
+        plan.ports.scheduler_health,
+        *([plan.ports.redis] if plan.workers else []),
+    }
     assert {address for address, _ in listening} == {"127.0.0.1"}, listening
 
     # The login `make up` prints; a wrong password is refused.
@@ -135,7 +148,10 @@ def test_up_serves_the_stack_on_loopback_with_the_dags_unpaused(stack: StackSess
     assert plan.airflow_env["RAGWATCH_PUSHGATEWAY_URL"] == plan.pushgateway_url
     assert plan.airflow_env["RAGWATCH_RESULTS_URL"].endswith(f"@127.0.0.1:{plan.ports.postgres}/ragwatch_results")
     cli_env = (plan.state / "cli.env").read_text()
-    assert f"RAGWATCH_AIRFLOW_API_URL={plan.airflow_url}" in cli_env and oct((plan.state / "cli.env").stat().st_mode)[-3:] == "600"
+    assert (
+        f"RAGWATCH_AIRFLOW_API_URL={plan.airflow_url}" in cli_env
+        and oct((plan.state / "cli.env").stat().st_mode)[-3:] == "600"
+    )
 
     def scraped():
         targets = httpx.get(f"{plan.prometheus_url}/api/v1/targets", timeout=30).json()["data"]["activeTargets"]
@@ -180,7 +196,9 @@ def browser():
     shutil.rmtree(SHOTS, ignore_errors=True)
     SHOTS.mkdir(parents=True)
     # The Debian driver, named: Selenium Manager would otherwise try to download one.
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER, log_output=str(SHOTS / "chromedriver.log")), options=options)
+    driver = webdriver.Chrome(
+        service=Service(CHROMEDRIVER, log_output=str(SHOTS / "chromedriver.log")), options=options
+    )
     driver.set_page_load_timeout(120)
     try:
         yield driver
@@ -247,8 +265,10 @@ def test_backfill_two_days_from_the_ui_and_read_the_scores(stack: StackSession, 
     # The DAG's Trigger button opens the dialog; its Backfill card is the backfill form.
     page.find(By.CSS_SELECTOR, "[data-testid=trigger-dag-button]").click()
     page.find(By.XPATH, "//label[contains(., 'Run this Dag for a range of dates')]").click()
-    fields = page.wait.until(lambda d: (f := d.find_elements(By.CSS_SELECTOR, "[data-testid=datetime-input]"))
-                             and len(f) == 2 and f, "the From/To date fields never showed")  # fmt: skip
+    fields = page.wait.until(
+        lambda d: (f := d.find_elements(By.CSS_SELECTOR, "[data-testid=datetime-input]")) and len(f) == 2 and f,
+        "the From/To date fields never showed",
+    )
     for field, day in zip(fields, (days[0], days[-1])):
         field.click()  # a popover with a date and a time field (UTC)
         popover = "[data-scope=popover][data-part=content][data-state=open] "
@@ -267,8 +287,10 @@ def test_backfill_two_days_from_the_ui_and_read_the_scores(stack: StackSession, 
     page.text_appears("in progress")
     page.text_appears(days[0].isoformat())  # the backfill's first day, in the trace_sampling row
     in_progress = stack.api("GET", "/ragwatch/api/latest").json()["suites"]["online"]["in_progress"]
-    assert any(r["dag_id"] == "trace_sampling" and r["run_id"].startswith("backfill__") and r["task_states"]
-               for r in in_progress), in_progress  # fmt: skip
+    assert any(
+        r["dag_id"] == "trace_sampling" and r["run_id"].startswith("backfill__") and r["task_states"]
+        for r in in_progress
+    ), in_progress
     page.screenshot("ragwatch-page-in-progress")
     # Nothing to watch while the runs finish, and an open page keeps Chromium and the api-server busy (a core's
     # quarter on two cores): the person looks away.
@@ -342,8 +364,12 @@ def trigger_second_offline_eval(stack: StackSession, scheduled: dict) -> dict:
     gate, and the gate's gauge (a dashboard panel, an alert) would have nothing to show. Triggered
     as soon as the first is done, so that it runs beside the rest; `gated_offline_run` waits for it."""
     week_end = scheduled["data_interval_end"]
-    body = {"logical_date": week_end, "data_interval_start": week_end,
-            "data_interval_end": datetime.now(UTC).isoformat(), "conf": {"limit": GATED_RUN_ITEMS}}  # fmt: skip
+    body = {
+        "logical_date": week_end,
+        "data_interval_start": week_end,
+        "data_interval_end": datetime.now(UTC).isoformat(),
+        "conf": {"limit": GATED_RUN_ITEMS},
+    }
     response = stack.api("POST", "/api/v2/dags/offline_eval/dagRuns", json=body)
     assert response.status_code == 200, response.text
     return response.json()
@@ -430,8 +456,12 @@ def inner_selectors(expr: str) -> list[str]:
     if cut is None:
         return [expr]
     sides = [expr[: cut[0]], expr[cut[0] + cut[1] :]]
-    return [side.strip() for side in sides if re.search(r"[A-Za-z_:][\w:]*\s*(\{|$|\s|\))", side.replace("time()", ""))
-            and not re.fullmatch(r"[\d\s.*+/-]+", side.strip())]  # fmt: skip
+    return [
+        side.strip()
+        for side in sides
+        if re.search(r"[A-Za-z_:][\w:]*\s*(\{|$|\s|\))", side.replace("time()", ""))
+        and not re.fullmatch(r"[\d\s.*+/-]+", side.strip())
+    ]
 
 
 def test_inner_selectors_of_alert_conditions():
@@ -443,7 +473,8 @@ def test_inner_selectors_of_alert_conditions():
     ]
     assert inner_selectors('a{x=~"y"} / (b{stratum="all"} > 0) > 0.1') == ['a{x=~"y"} / (b{stratum="all"} > 0)']
     assert inner_selectors("push_failure_time_seconds > push_time_seconds") == [
-        "push_failure_time_seconds", "push_time_seconds"
+        "push_failure_time_seconds",
+        "push_time_seconds",
     ]
     assert inner_selectors('up{job="pushgateway"} == 0') == ['up{job="pushgateway"}']
 
@@ -469,7 +500,9 @@ def test_every_dashboard_and_alert_expression_returns_series(stack: StackSession
         if not stack.prometheus(f'push_time_seconds{{job="ragwatch",suite="offline"}} > {started}'):
             return False
         return {s["metric"].get("suite") for s in stack.prometheus('push_time_seconds{job="ragwatch"}')} >= {
-            "online", "offline"}  # fmt: skip
+            "online",
+            "offline",
+        }
 
     wait(both_suites_scraped, 180, "Prometheus to scrape both suites' pushes")
     expressions = [(t, e) for t, e in dashboard_expressions() if LABELLED_ONLY not in e and NEEDS_PARAPHRASES not in e]
@@ -506,12 +539,19 @@ def test_backfill_online_eval_through_the_rest_api(stack: StackSession):
     today = datetime.now(UTC).date()
     days = [today - timedelta(days=n) for n in range(BACKFILL_DAYS + 1, 1, -1)]
     workspace = Path(plan_env(stack)["RAGWATCH_WORKSPACE"])
-    assert all((workspace / "golden" / "traces" / f"dt={d}" / "_manifest.json").exists() for d in days), \
+    assert all((workspace / "golden" / "traces" / f"dt={d}" / "_manifest.json").exists() for d in days), (
         "the UI backfill promotes these days' partitions first"
+    )
     began, began_wall = time.monotonic(), time.time()
     # One day at a time: this stack has Qdrant in local mode, which one process may open at a time.
-    body = {"dag_id": "online_eval", "from_date": f"{days[0]}T00:00:00Z", "to_date": f"{days[-1]}T00:00:00Z",
-            "reprocess_behavior": "none", "max_active_runs": 1, "dag_run_conf": {}}  # fmt: skip
+    body = {
+        "dag_id": "online_eval",
+        "from_date": f"{days[0]}T00:00:00Z",
+        "to_date": f"{days[-1]}T00:00:00Z",
+        "reprocess_behavior": "none",
+        "max_active_runs": 1,
+        "dag_run_conf": {},
+    }
     response = stack.api("POST", "/api/v2/backfills", json=body)
     assert response.status_code == 200, response.text
     assert response.json()["dag_id"] == "online_eval" and response.json()["completed_at"] is None
@@ -525,10 +565,15 @@ def test_backfill_online_eval_through_the_rest_api(stack: StackSession):
 
     engine = sa.create_engine(plan_env(stack)["RAGWATCH_RESULTS_URL"])
     with engine.connect() as conn:
-        total, distinct = conn.execute(sa.text(
-            "SELECT count(*), count(DISTINCT (s.run_id, s.item_id, s.metric)) "
-            "FROM eval_scores s JOIN eval_runs r ON r.run_id = s.run_id WHERE r.suite = 'online'")).one()  # fmt: skip
-        online_days = {row[0] for row in conn.execute(sa.text("SELECT logical_date FROM eval_runs WHERE suite = 'online'"))}
+        total, distinct = conn.execute(
+            sa.text(
+                "SELECT count(*), count(DISTINCT (s.run_id, s.item_id, s.metric)) "
+                "FROM eval_scores s JOIN eval_runs r ON r.run_id = s.run_id WHERE r.suite = 'online'"
+            )
+        ).one()
+        online_days = {
+            row[0] for row in conn.execute(sa.text("SELECT logical_date FROM eval_runs WHERE suite = 'online'"))
+        }
     engine.dispose()
     assert total > 0 and total == distinct, f"{total} online score rows, {distinct} distinct (run, item, metric)"
     assert set(days) <= online_days
@@ -536,7 +581,9 @@ def test_backfill_online_eval_through_the_rest_api(stack: StackSession):
     # push tasks skip, so the online group was last pushed before this backfill began.
     pushed = httpx.get(f"{stack.plan.pushgateway_url}/api/v1/metrics", timeout=30).json()["data"]
     online_groups = [g for g in pushed if g["labels"].get("suite") == "online"]
-    assert online_groups and all(float(g["push_time_seconds"]["metrics"][0]["value"]) < began_wall for g in online_groups)
+    assert online_groups and all(
+        float(g["push_time_seconds"]["metrics"][0]["value"]) < began_wall for g in online_groups
+    )
 
     # The plugin is loaded by the api-server and guarded by Airflow's auth like /api/v2 is.
     plugins = stack.api("GET", "/api/v2/plugins").json()["plugins"]
@@ -587,8 +634,9 @@ def mapped_tasks_by_host(stack: StackSession) -> dict[str, list[str]]:
     for dag_id in ls.expected_dag_ids():
         offset = 0
         while True:  # pages of at most 100 (the api-server's maximum page size)
-            page = stack.api("GET", f"/api/v2/dags/{dag_id}/dagRuns/~/taskInstances",
-                             params={"limit": 100, "offset": offset}).json()["task_instances"]  # fmt: skip
+            page = stack.api(
+                "GET", f"/api/v2/dags/{dag_id}/dagRuns/~/taskInstances", params={"limit": 100, "offset": offset}
+            ).json()["task_instances"]
             for ti in page:
                 if ti["map_index"] >= 0 and ti["state"] == "success":
                     found.setdefault(ti["hostname"], []).append(f"{dag_id}.{ti['task_id']}[{ti['map_index']}]")
@@ -608,9 +656,15 @@ def one_process_settings(stack: StackSession, folder: Path):
     workspace.mkdir(parents=True)
     shutil.copyfile(Path(env["RAGWATCH_WORKSPACE"]) / "params.yaml", workspace / "params.yaml")
     shutil.copytree(env["RAGWATCH_QDRANT_PATH"], folder / "qdrant")  # the corpus refresh test edits the stack's later
-    return Settings(home=folder / "home", workspace=workspace, dvc_remote=str(folder / "dvc-remote"),
-                    qdrant_path=folder / "qdrant", trace_store_url=env["RAGWATCH_TRACE_STORE_URL"],
-                    results_url=f"sqlite:///{folder / 'results.db'}", anonymizer_key=env["RAGWATCH_ANONYMIZER_KEY"])  # fmt: skip
+    return Settings(
+        home=folder / "home",
+        workspace=workspace,
+        dvc_remote=str(folder / "dvc-remote"),
+        qdrant_path=folder / "qdrant",
+        trace_store_url=env["RAGWATCH_TRACE_STORE_URL"],
+        results_url=f"sqlite:///{folder / 'results.db'}",
+        anonymizer_key=env["RAGWATCH_ANONYMIZER_KEY"],
+    )
 
 
 def published_results(results_url: str, run_ids: list[str]) -> dict[str, dict]:
@@ -621,12 +675,22 @@ def published_results(results_url: str, run_ids: list[str]) -> dict[str, dict]:
     found = {}
     with engine.connect() as conn:
         for run_id in run_ids:
-            [(gate_passed, gate, version)] = conn.execute(sa.text(
-                "SELECT gate_passed, gate, dataset_version FROM eval_runs WHERE run_id = :r"), {"r": run_id}).all()  # fmt: skip
-            scores = conn.execute(sa.text("SELECT item_id, stratum, metric, value, status, error, judge_model, dataset_version "
-                                          "FROM eval_scores WHERE run_id = :r"), {"r": run_id}).all()  # fmt: skip
-            found[run_id] = {"gate_passed": gate_passed, "gate": json.loads(gate) if isinstance(gate, str) else gate,
-                             "dataset_version": version, "scores": {tuple(row[:3]): tuple(row[3:]) for row in scores}}  # fmt: skip
+            [(gate_passed, gate, version)] = conn.execute(
+                sa.text("SELECT gate_passed, gate, dataset_version FROM eval_runs WHERE run_id = :r"), {"r": run_id}
+            ).all()
+            scores = conn.execute(
+                sa.text(
+                    "SELECT item_id, stratum, metric, value, status, error, judge_model, dataset_version "
+                    "FROM eval_scores WHERE run_id = :r"
+                ),
+                {"r": run_id},
+            ).all()
+            found[run_id] = {
+                "gate_passed": gate_passed,
+                "gate": json.loads(gate) if isinstance(gate, str) else gate,
+                "dataset_version": version,
+                "scores": {tuple(row[:3]): tuple(row[3:]) for row in scores},
+            }
     engine.dispose()
     return found
 
@@ -678,7 +742,9 @@ def test_two_celery_workers_publish_what_one_process_publishes(stack: StackSessi
     assert sorted(by_host) == stack.plan.workers, {host: len(tasks) for host, tasks in by_host.items()}
     print(f"\nmapped task instances per worker: { {host: len(tasks) for host, tasks in by_host.items()} }")
     for name in stack.plan.workers:
-        assert any(Path(stack.plan.services[name].env["TMPDIR"]).iterdir()), f"{name}'s tasks left nothing in its TMPDIR"
+        assert any(Path(stack.plan.services[name].env["TMPDIR"]).iterdir()), (
+            f"{name}'s tasks left nothing in its TMPDIR"
+        )
 
     from pipelines.evaluation.runs.offline import run_offline_eval
     from pipelines.evaluation.runs.online import run_online_eval
@@ -703,7 +769,10 @@ def test_two_celery_workers_publish_what_one_process_publishes(stack: StackSessi
 
     # trace_sampling: the scheduled day's partition, byte for byte.
     run_trace_sampling(settings, day)  # versioned too: the online run names the partition by its DVC hash
-    stack_partition, one_partition = stack_workspace.traces_partition(day).root, one_workspace.traces_partition(day).root
+    stack_partition, one_partition = (
+        stack_workspace.traces_partition(day).root,
+        one_workspace.traces_partition(day).root,
+    )
     files = sorted(p.relative_to(stack_partition) for p in stack_partition.rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(one_partition) for p in one_partition.rglob("*") if p.is_file())
     assert [f for f in files if (stack_partition / f).read_bytes() != (one_partition / f).read_bytes()] == []
@@ -714,12 +783,20 @@ def test_two_celery_workers_publish_what_one_process_publishes(stack: StackSessi
     second, _ = run_offline_eval(settings, eval_params(settings, limit=GATED_RUN_ITEMS), logical_date=end(gated))
     online = run_online_eval(settings, day, online_params(settings), push=False)
     run_ids = [first.run_id, second.run_id, online.run_id]
-    ours, theirs = published_results(settings.resolved_results_url, run_ids), published_results(plan_env(stack)["RAGWATCH_RESULTS_URL"], run_ids)
+    ours, theirs = (
+        published_results(settings.resolved_results_url, run_ids),
+        published_results(plan_env(stack)["RAGWATCH_RESULTS_URL"], run_ids),
+    )
     for run_id in run_ids:
         assert ours[run_id]["scores"].keys() == theirs[run_id]["scores"].keys(), run_id
-        differ = {key: (mine, theirs[run_id]["scores"][key]) for key, mine in ours[run_id]["scores"].items()
-                  if not same_score(key[2], mine, theirs[run_id]["scores"][key], SCORE_RESOLUTION)}  # fmt: skip
-        assert ours[run_id]["scores"] and not differ, f"{run_id}: {len(differ)} scores differ, e.g. {sorted(differ.items())[:5]}"
+        differ = {
+            key: (mine, theirs[run_id]["scores"][key])
+            for key, mine in ours[run_id]["scores"].items()
+            if not same_score(key[2], mine, theirs[run_id]["scores"][key], SCORE_RESOLUTION)
+        }
+        assert ours[run_id]["scores"] and not differ, (
+            f"{run_id}: {len(differ)} scores differ, e.g. {sorted(differ.items())[:5]}"
+        )
         assert ours[run_id]["gate_passed"] == theirs[run_id]["gate_passed"], run_id
         assert same_within(ours[run_id], theirs[run_id], SCORE_RESOLUTION), run_id
     assert theirs[second.run_id]["gate_passed"] is not None  # the gated run did decide
@@ -739,12 +816,20 @@ def test_a_corpus_refresh_notifies_airflow_and_rebuilds_the_golden_set(stack: St
     corpus = tmp_path / "corpus"
     shutil.copytree(ROOT / "tests" / "data" / "corpus", corpus)
     edited = corpus / "guides" / "limits.md"
-    edited.write_text(edited.read_text().replace("twenty thousand requests per day", "thirty thousand requests per day"))
+    edited.write_text(
+        edited.read_text().replace("twenty thousand requests per day", "thirty thousand requests per day")
+    )
     triggered_before = len(stack.runs("golden_build", "asset_triggered"))
 
     env = {**os.environ, **stack.plan.cli_env()}
-    refresh = subprocess.run([sys.executable, "-m", "pipelines.cli", "corpus", "refresh", str(corpus), "--notify"],
-                             env=env, capture_output=True, text=True, cwd=ROOT, timeout=900)  # fmt: skip
+    refresh = subprocess.run(
+        [sys.executable, "-m", "pipelines.cli", "corpus", "refresh", str(corpus), "--notify"],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=900,
+    )
     assert refresh.returncode == 0, refresh.stdout[-3000:] + refresh.stderr[-3000:]
     assert "asset event posted" in refresh.stdout and "documents updated" in refresh.stdout
 
@@ -773,8 +858,12 @@ def test_up_again_changes_nothing_and_up_after_a_crash_recovers(stack: StackSess
             os.kill(pid, signal.SIGKILL)  # every process of the stack, PostgreSQL included: a power cut
         except ProcessLookupError:
             pass
-    wait(lambda: not ls.stack_processes(stack.plan.state) and not any(ls.status(stack.home).values()), 60,
-         "the killed processes to disappear", 0.5)  # fmt: skip
+    wait(
+        lambda: not ls.stack_processes(stack.plan.state) and not any(ls.status(stack.home).values()),
+        60,
+        "the killed processes to disappear",
+        0.5,
+    )
 
     began = time.monotonic()
     ls.up(stack.home)
@@ -785,4 +874,7 @@ def test_up_again_changes_nothing_and_up_after_a_crash_recovers(stack: StackSess
     dags = stack.api("GET", "/api/v2/dags", params={"limit": 100}).json()["dags"]
     assert all(not d["is_paused"] for d in dags) and len(dags) == 4
     assert len(stack.runs("trace_sampling", "backfill")) == BACKFILL_DAYS  # the metadata survived
-    print(f"\nstack timings: start {stack.startup_s:.0f} s, " + ", ".join(f"{k} {v:.0f} s" for k, v in stack.timings.items()))
+    print(
+        f"\nstack timings: start {stack.startup_s:.0f} s, "
+        + ", ".join(f"{k} {v:.0f} s" for k, v in stack.timings.items())
+    )

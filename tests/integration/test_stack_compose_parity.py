@@ -15,8 +15,16 @@ import yaml
 from deploy import local_stack as ls
 from tests.support.stack import ROOT
 
-COMPOSE_SERVICES_RUN_HERE = {"postgres", "airflow-init", "pushgateway", "prometheus", "airflow-apiserver",
-                             "airflow-scheduler", "airflow-dag-processor", "airflow-triggerer"}  # fmt: skip
+COMPOSE_SERVICES_RUN_HERE = {
+    "postgres",
+    "airflow-init",
+    "pushgateway",
+    "prometheus",
+    "airflow-apiserver",
+    "airflow-scheduler",
+    "airflow-dag-processor",
+    "airflow-triggerer",
+}
 CELERY_SERVICES = {"redis", "airflow-worker"}
 """Run only with `--executor celery`."""
 
@@ -38,7 +46,9 @@ def declared(command) -> list[str]:
 def test_make_up_runs_what_the_compose_file_declares(tmp_path, executor):
     services = ls.compose_file()["services"]
     secrets = example_secrets()
-    ports = ls.Ports(airflow=18080, prometheus=19090, pushgateway=19091, postgres=15432, scheduler_health=18974, redis=16379)
+    ports = ls.Ports(
+        airflow=18080, prometheus=19090, pushgateway=19091, postgres=15432, scheduler_health=18974, redis=16379
+    )
     plan = ls.build_plan(tmp_path / "stack", ports, secrets, executor, 2)
     differ = ls.differences(executor)
     added = differ["args_added"]
@@ -55,8 +65,13 @@ def test_make_up_runs_what_the_compose_file_declares(tmp_path, executor):
     for name, service in plan.services.items():
         compose_name = service.compose_service
         if name in plan.workers:
-            assert service.argv == [str(ls.BIN / "airflow"), *declared(services[compose_name]["command"]),
-                                    *added[compose_name], "--celery-hostname", f"{name}@{socket.gethostname()}"]  # fmt: skip
+            assert service.argv == [
+                str(ls.BIN / "airflow"),
+                *declared(services[compose_name]["command"]),
+                *added[compose_name],
+                "--celery-hostname",
+                f"{name}@{socket.gethostname()}",
+            ]
         elif name.startswith("airflow-"):
             assert service.argv == [str(ls.BIN / "airflow"), *declared(services[name]["command"]), *added.get(name, [])]
         elif name in differ["commands_replaced"]:  # redis: its settings in a config file
@@ -77,7 +92,8 @@ def test_make_up_runs_what_the_compose_file_declares(tmp_path, executor):
         service = plan.services[name]
         env = service.env
         assert {k: v for k, v in env.items() if k not in ls.WORKER_ENV_DOC} == {
-            k: v for k, v in plan.airflow_env.items() if k not in ls.WORKER_ENV_DOC}  # fmt: skip
+            k: v for k, v in plan.airflow_env.items() if k not in ls.WORKER_ENV_DOC
+        }
         own = [Path(env["RAGWATCH_HOME"]), Path(env["TMPDIR"]), Path(env["AIRFLOW_HOME"]), service.cwd]
         assert all(path.is_relative_to(plan.state / "workers" / name) for path in own)
         worker_folders.update(own)
@@ -92,7 +108,9 @@ def test_make_up_runs_what_the_compose_file_declares(tmp_path, executor):
     assert common.items() <= env.items()
     dropped, replaced = differ["env_dropped"], differ["env_replaced"]
     assert dropped.keys() | replaced.keys() <= env.keys(), "ONE_MACHINE names a variable compose no longer sets"
-    back = {f"127.0.0.1:{getattr(ports, field)}": f"{host}:{inside}" for (host, inside), field in ls.SERVICE_PORTS.items()}
+    back = {
+        f"127.0.0.1:{getattr(ports, field)}": f"{host}:{inside}" for (host, inside), field in ls.SERVICE_PORTS.items()
+    }
     for key, value in env.items():
         if key in dropped:
             assert key not in plan.airflow_env, key

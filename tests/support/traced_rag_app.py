@@ -66,9 +66,16 @@ class TracedRagApp:
         self.client = openai.OpenAI(base_url=simulator_url, api_key="not-needed", max_retries=0)
         self.qdrant = QdrantClient(path=str(qdrant_path))
         if not self.qdrant.collection_exists("docs"):
-            self.qdrant.create_collection("docs", vectors_config=models.VectorParams(size=DIMENSIONS, distance=models.Distance.COSINE))
-            self.qdrant.upsert("docs", [models.PointStruct(id=i, vector=embed(text), payload={"chunk_id": cid, "text": text})
-                                        for i, (cid, text) in enumerate(CHUNKS.items())])  # fmt: skip
+            self.qdrant.create_collection(
+                "docs", vectors_config=models.VectorParams(size=DIMENSIONS, distance=models.Distance.COSINE)
+            )
+            self.qdrant.upsert(
+                "docs",
+                [
+                    models.PointStruct(id=i, vector=embed(text), payload={"chunk_id": cid, "text": text})
+                    for i, (cid, text) in enumerate(CHUNKS.items())
+                ],
+            )
         self.provider = TracerProvider(resource=Resource.create({"service.name": app}))
         self.provider.add_span_processor(BatchSpanProcessor(OtlpJsonFileExporter(export_path), max_export_batch_size=7))
         self.tracer = self.provider.get_tracer("tests.support.traced_rag_app")
@@ -112,43 +119,64 @@ class TracedRagApp:
 
     def _retrieve(self, question: str, fault: str | None = None) -> list[models.ScoredPoint]:
         if self.style == "openinference":
-            with self.tracer.start_as_current_span("retrieve", attributes={"openinference.span.kind": "RETRIEVER",
-                                                                         "input.value": question}) as span:  # fmt: skip
+            with self.tracer.start_as_current_span(
+                "retrieve", attributes={"openinference.span.kind": "RETRIEVER", "input.value": question}
+            ) as span:
                 hits = self.qdrant.query_points("docs", query=embed(question), limit=3).points
                 for i, hit in enumerate(hits):
                     span.set_attribute(f"retrieval.documents.{i}.document.id", hit.payload["chunk_id"])
                     span.set_attribute(f"retrieval.documents.{i}.document.content", hit.payload["text"])
                     span.set_attribute(f"retrieval.documents.{i}.document.score", hit.score)
                 return hits
-        with self.tracer.start_as_current_span("retrieval docs", attributes={
-            "gen_ai.operation.name": "retrieval", "gen_ai.data_source.id": "docs", "gen_ai.retrieval.query.text": question,
-        }) as span:  # fmt: skip
+        with self.tracer.start_as_current_span(
+            "retrieval docs",
+            attributes={
+                "gen_ai.operation.name": "retrieval",
+                "gen_ai.data_source.id": "docs",
+                "gen_ai.retrieval.query.text": question,
+            },
+        ) as span:
             hits = self.qdrant.query_points("docs", query=embed(question), limit=3).points
             if fault == "documents_as_text":
                 span.set_attribute("gen_ai.retrieval.documents", ",".join(h.payload["chunk_id"] for h in hits))
             elif fault != "no_documents":
-                span.set_attribute("gen_ai.retrieval.documents",
-                                   json.dumps([{"id": h.payload["chunk_id"], "score": h.score} for h in hits]))
+                span.set_attribute(
+                    "gen_ai.retrieval.documents",
+                    json.dumps([{"id": h.payload["chunk_id"], "score": h.score} for h in hits]),
+                )
             return hits
 
     def _answer(self, question: str, language: str, hits: list[models.ScoredPoint]) -> str:
         prompt = RagAnswerPrompt()
-        inputs = RagInput(question=question, language=language,
-                          contexts=[Context(chunk_id=h.payload["chunk_id"], text=h.payload["text"]) for h in hits])
+        inputs = RagInput(
+            question=question,
+            language=language,
+            contexts=[Context(chunk_id=h.payload["chunk_id"], text=h.payload["text"]) for h in hits],
+        )
         messages = prompt.messages(inputs)
         if self.style != "genai":  # the instrumentation library records the call
             reply = self._chat(messages, response_format={"type": "json_schema", "json_schema": prompt.json_schema()})
             return json.loads(reply.choices[0].message.content)["answer"]
-        with self.tracer.start_as_current_span("chat gen-model", attributes={
-            "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "gen-model",
-            "gen_ai.input.messages": json.dumps([{"role": m["role"], "parts": [{"type": "text", "content": m["content"]}]}
-                                                 for m in messages]),
-        }) as span:  # fmt: skip
+        with self.tracer.start_as_current_span(
+            "chat gen-model",
+            attributes={
+                "gen_ai.operation.name": "chat",
+                "gen_ai.provider.name": "openai",
+                "gen_ai.request.model": "gen-model",
+                "gen_ai.input.messages": json.dumps(
+                    [{"role": m["role"], "parts": [{"type": "text", "content": m["content"]}]} for m in messages]
+                ),
+            },
+        ) as span:
             reply = self._chat(messages, response_format={"type": "json_schema", "json_schema": prompt.json_schema()})
             answer = json.loads(reply.choices[0].message.content)["answer"]
             span.set_attribute("gen_ai.response.model", reply.model)
-            span.set_attribute("gen_ai.output.messages", json.dumps([{
-                "role": "assistant", "parts": [{"type": "text", "content": answer}], "finish_reason": "stop"}]))
+            span.set_attribute(
+                "gen_ai.output.messages",
+                json.dumps(
+                    [{"role": "assistant", "parts": [{"type": "text", "content": answer}], "finish_reason": "stop"}]
+                ),
+            )
             return answer
 
     def _chat(self, messages: list[dict], **options: Any):
@@ -162,7 +190,11 @@ class TracedRagApp:
             if self.style == "openinference":
                 attributes = {"openinference.span.kind": "TOOL", "tool.name": name, "tool.parameters": arguments}
             else:
-                attributes = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
-                              "gen_ai.tool.call.id": call.id, "gen_ai.tool.call.arguments": arguments}  # fmt: skip
+                attributes = {
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": name,
+                    "gen_ai.tool.call.id": call.id,
+                    "gen_ai.tool.call.arguments": arguments,
+                }
             with self.tracer.start_as_current_span(f"execute_tool {name}", attributes=attributes):
                 pass

@@ -20,10 +20,22 @@ from pipelines.models.prompts import Prompt
 from pipelines.prompt_catalog import all_prompts
 from tests.conftest import ROOT
 
-HEAVY = ("ragas", "qdrant_client", "great_expectations", "torch", "sentence_transformers", "pandas", "pyarrow",
-         "openai", "datasets", "numpy")  # fmt: skip
+HEAVY = (
+    "ragas",
+    "qdrant_client",
+    "great_expectations",
+    "torch",
+    "sentence_transformers",
+    "pandas",
+    "pyarrow",
+    "openai",
+    "datasets",
+    "numpy",
+)
 """What a DAG file must not import at parse time: the scheduler and dag-processor parse it often."""
-WORKSPACE_SEGMENTS = re.compile(r"""["'](golden|runs|inbox|\.staging|reports|datasets|_manifest\.json|selected\.parquet|plan\.json|items\.parquet|run\.json)["']""")
+WORKSPACE_SEGMENTS = re.compile(
+    r"""["'](golden|runs|inbox|\.staging|reports|datasets|_manifest\.json|selected\.parquet|plan\.json|items\.parquet|run\.json)["']"""
+)
 
 
 def test_import_arrows_point_one_way():
@@ -31,11 +43,25 @@ def test_import_arrows_point_one_way():
     stages side by side (evaluation reads golden sets through `pipelines.golden.dataset` only); inside the
     evaluation, runs -> outputs -> coverage -> statistics -> metrics -> online_selection -> results, none ignored."""
     lint_imports = os.path.join(os.path.dirname(sys.executable), "lint-imports")
-    lint = subprocess.run([lint_imports, "--config", "pyproject.toml", "--no-cache"], capture_output=True, text=True,
-                          cwd=ROOT)  # fmt: skip
+    lint = subprocess.run(
+        [lint_imports, "--config", "pyproject.toml", "--no-cache"], capture_output=True, text=True, cwd=ROOT
+    )
     assert lint.returncode == 0, lint.stdout[-4000:] + lint.stderr[-2000:]
     assert "2 kept, 0 broken" in lint.stdout
 
+
+def test_the_code_keeps_its_formatting():
+    """`ruff format` at pyproject.toml's line length, with nothing skipped: a diff here is a file to reformat."""
+    ruff = os.path.join(os.path.dirname(sys.executable), "ruff")
+    check = subprocess.run([ruff, "format", "--check", "--diff", "."], capture_output=True, text=True, cwd=ROOT)
+    assert check.returncode == 0, f"run `.venv/bin/ruff format .`:\n{check.stdout[-4000:]}{check.stderr[-2000:]}"
+    skipped = subprocess.run(
+        ["git", "grep", "-n", "-E", "# fmt: (skip|off)", "--", "*.py"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert skipped.stdout == "", f"formatting switched off:\n{skipped.stdout[:2000]}"
 
 
 MAX_LINES = 700
@@ -49,9 +75,12 @@ TOO_LONG_ON_PURPOSE = {
 
 
 def test_no_module_runs_past_700_lines():
-    too_long = {str(path.relative_to(ROOT)): lines for folder in ("pipelines", "dags", "plugins", "deploy", "docs", "tests")
-                for path in sorted((ROOT / folder).rglob("*.py"))
-                if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES}  # fmt: skip
+    too_long = {
+        str(path.relative_to(ROOT)): lines
+        for folder in ("pipelines", "dags", "plugins", "deploy", "docs", "tests")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
     assert set(too_long) <= set(TOO_LONG_ON_PURPOSE), too_long
 
 
@@ -105,9 +134,13 @@ def test_the_processes_that_fork_tasks_preload_every_module_a_task_imports():
     assert _task_forking_role(["airflow", "celery", "worker", "-q", "x"])
     for argv in (["airflow", "api-server"], ["airflow", "dag-processor"], ["airflow", "dags", "test", "x"], ["pytest"]):
         assert not _task_forking_role(argv), argv
-    imported = sorted({f"{module}.{name}" if (ROOT / module.replace(".", "/") / f"{name}.py").exists() else module
-                       for text in map(Path.read_text, [*(ROOT / "dags").glob("*.py"), DAG_PARTS])
-                       for module, name in TASK_IMPORT.findall(text)})  # fmt: skip
+    imported = sorted(
+        {
+            f"{module}.{name}" if (ROOT / module.replace(".", "/") / f"{name}.py").exists() else module
+            for text in map(Path.read_text, [*(ROOT / "dags").glob("*.py"), DAG_PARTS])
+            for module, name in TASK_IMPORT.findall(text)
+        }
+    )
     assert "pipelines.evaluation.runs.judge_batch" in imported and "pipelines.traces.steps" in imported
     code = (
         "import json, sys\n"
@@ -115,8 +148,11 @@ def test_the_processes_that_fork_tasks_preload_every_module_a_task_imports():
         "import airflow_local_settings\n"
         f"print(json.dumps([m for m in {imported!r} if m not in sys.modules]))\n"
     )
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "plugins"), str(ROOT)]),
-               AIRFLOW__CORE__EXECUTOR="LocalExecutor")  # fmt: skip
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([str(ROOT / "plugins"), str(ROOT)]),
+        AIRFLOW__CORE__EXECUTOR="LocalExecutor",
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env)
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads(result.stdout.strip().splitlines()[-1]) == [], "add them to airflow_local_settings.TASK_MODULES"

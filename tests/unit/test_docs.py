@@ -119,8 +119,12 @@ def test_a_command_without_help_fails_the_strict_build(tmp_path):
 def test_readme_is_short_and_its_links_lead_somewhere():
     readme = (ROOT / "README.md").read_text()
     assert len(readme.splitlines()) <= 150
-    generated = {cli_reference.PAGE, settings_reference.PAGE, monitoring_reference.GAUGES_PAGE,
-                 monitoring_reference.ALERTS_PAGE}  # fmt: skip
+    generated = {
+        cli_reference.PAGE,
+        settings_reference.PAGE,
+        monitoring_reference.GAUGES_PAGE,
+        monitoring_reference.ALERTS_PAGE,
+    }
     targets = re.findall(r"\]\((docs/[^)#\s]+)", readme)
     assert "docs/tutorial/demo.md" in targets
     dead = [t for t in targets if not (ROOT / t).exists() and t.removeprefix("docs/") not in generated]

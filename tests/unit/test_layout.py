@@ -130,6 +130,7 @@ REASONS = {
     "pipelines/models/cache.py": "exercised by tests/integration/test_llm_cache.py, tests/unit/pipelines/evaluation/metrics/test_judge_simulator.py and 1 more",
     "pipelines/models/embedding_batches.py": "exercised by tests/unit/pipelines/models/test_embeddings.py",
     "pipelines/models/minilm.py": "reached through pipelines/models/embeddings.py",
+    "pipelines/models/openai_compatible.py": "exercised by tests/unit/pipelines/models/test_llm.py over HTTP against the simulator",
     "pipelines/models/offline_judge.py": "reached through pipelines/evaluation/metrics/correctness.py and others",
     "pipelines/models/prompts.py": "exercised by tests/unit/pipelines/models/test_embeddings.py, tests/unit/pipelines/models/test_llm.py and 1 more",
     "pipelines/models/ragas_adapter.py": "exercised by tests/unit/pipelines/evaluation/metrics/test_judge.py",

@@ -35,11 +35,22 @@ INSTALL_HINT = (
 )
 
 # The contract: what ragwatch pushes, plus what the Pushgateway adds to every group.
-EVAL_GAUGES = {"rag_eval_items", "rag_eval_failed_items", "rag_eval_gate_passed",
-               "rag_eval_last_success_timestamp_seconds", "rag_judge_trusted", "rag_judge_agreement_kappa",
-               "rag_judge_audit_labels", "rag_golden_coverage_ratio", "rag_golden_coverage_ratio_ci_low",
-               "rag_golden_coverage_ratio_ci_high", "rag_judge_noise_share", "rag_judge_retest_icc",
-               "rag_judge_retest_items", "rag_eval_gate_catches"}  # fmt: skip
+EVAL_GAUGES = {
+    "rag_eval_items",
+    "rag_eval_failed_items",
+    "rag_eval_gate_passed",
+    "rag_eval_last_success_timestamp_seconds",
+    "rag_judge_trusted",
+    "rag_judge_agreement_kappa",
+    "rag_judge_audit_labels",
+    "rag_golden_coverage_ratio",
+    "rag_golden_coverage_ratio_ci_low",
+    "rag_golden_coverage_ratio_ci_high",
+    "rag_judge_noise_share",
+    "rag_judge_retest_icc",
+    "rag_judge_retest_items",
+    "rag_eval_gate_catches",
+}
 PUSHGATEWAY_GAUGES = {"push_time_seconds", "push_failure_time_seconds"}
 SCORE_GAUGES = {gauge_name(PUSHED_AS.get(metric, metric)) for metric in METRICS}
 AT_K = re.compile(r"rag_(recall|precision)_at_\d+_score")
@@ -50,8 +61,21 @@ def in_contract(name: str) -> bool:
     return name in SCORE_GAUGES | EVAL_GAUGES | PUSHGATEWAY_GAUGES or bool(AT_K.fullmatch(name))
 
 
-_KEYWORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "bool", "offset", "and", "or", "unless",
-             "inf", "nan"}  # fmt: skip
+_KEYWORDS = {
+    "by",
+    "without",
+    "on",
+    "ignoring",
+    "group_left",
+    "group_right",
+    "bool",
+    "offset",
+    "and",
+    "or",
+    "unless",
+    "inf",
+    "nan",
+}
 
 
 def metric_names(expr: str) -> tuple[set[str], set[str]]:

@@ -17,25 +17,40 @@ def score_table(title: str, overall) -> ReadableTable:
         table.add_column(column)
     table.add_column("interval", "text")
     for row in overall:
-        table.add_row(row.metric, str(row.n), str(row.n_failed), number(row.mean), interval(row.ci_low, row.ci_high),
-                      row.ci_method or "–")  # fmt: skip
+        table.add_row(
+            row.metric,
+            str(row.n),
+            str(row.n_failed),
+            number(row.mean),
+            interval(row.ci_low, row.ci_high),
+            row.ci_method or "–",
+        )
     return table
 
 
 def gate_table(summary, role: str = "baseline", run_id: str | None = None, rows=None) -> ReadableTable:
     from pipelines.evaluation.outputs.formatting import interval, number
 
-    table = ReadableTable(title=escape(f"paired differences, {summary.target} − {role} {run_id or summary.baseline}"),
-                          caption="catches: the smallest drop of the mean this gate fails 90 % of the time at its n")
+    table = ReadableTable(
+        title=escape(f"paired differences, {summary.target} − {role} {run_id or summary.baseline}"),
+        caption="catches: the smallest drop of the mean this gate fails 90 % of the time at its n",
+    )
     table.add_column("metric", "name")
     for column in ("pairs", role, "candidate", "difference", "95 % CI", f"p ({summary.gate_correction})", "catches"):
         table.add_column(column)
     table.add_column("verdict", "text")
     for row in summary.gate_rows if rows is None else rows:
-        table.add_row(row.metric, str(row.n_pairs), number(row.baseline_mean), number(row.candidate_mean),
-                      "–" if row.diff is None else f"{row.diff:+.3f}", interval(row.ci_low, row.ci_high),
-                      number(row.p_adjusted), number(row.detectable_drop, 2),
-                      verdict_cell(row))  # fmt: skip
+        table.add_row(
+            row.metric,
+            str(row.n_pairs),
+            number(row.baseline_mean),
+            number(row.candidate_mean),
+            "–" if row.diff is None else f"{row.diff:+.3f}",
+            interval(row.ci_low, row.ci_high),
+            number(row.p_adjusted),
+            number(row.detectable_drop, 2),
+            verdict_cell(row),
+        )
     return table
 
 
@@ -47,8 +62,15 @@ def verdict_cell(row) -> str:
 def print_eval_summary(summary) -> None:
     from pipelines.evaluation.statistics.diagnose import UNCORRECTED
 
-    console.print(score_table(escape(f"{summary.suite} eval {summary.logical_date} — {summary.target} on "
-                                      f"{summary.dataset_version} ({summary.items} items)"), summary.overall))  # fmt: skip
+    console.print(
+        score_table(
+            escape(
+                f"{summary.suite} eval {summary.logical_date} — {summary.target} on "
+                f"{summary.dataset_version} ({summary.items} items)"
+            ),
+            summary.overall,
+        )
+    )
     if summary.generator_model:
         console.print(f"generator: {escape(summary.generator_model)}")
     if summary.gate_rows:
@@ -58,8 +80,11 @@ def print_eval_summary(summary) -> None:
     colour = "[green]" if summary.gate_passed else "[red]" if summary.gate_passed is False else ""
     console.print(f"gate: {colour}{escape(summary.gate)}")
     if summary.diagnosis:
-        correction = (f"{summary.diagnosis_correction} over every band claim" if summary.diagnosis_correction != UNCORRECTED
-                      else "no correction: each claim on its own interval")  # fmt: skip
+        correction = (
+            f"{summary.diagnosis_correction} over every band claim"
+            if summary.diagnosis_correction != UNCORRECTED
+            else "no correction: each claim on its own interval"
+        )
         console.print(f"diagnosis (bands need evidence; {correction}):")
     else:
         console.print("diagnosis: no metric with an operating threshold was scored")
@@ -70,13 +95,17 @@ def print_eval_summary(summary) -> None:
     for row in summary.judge_noise:
         console.print(judge_noise_line(row))
     if summary.judge_audit_queued:
-        console.print(f"{summary.judge_audit_queued} judged items queued for labelling in the inbox (judge-audit-*.csv); "
-                      "`ragwatch judge labels import FILE` takes them back")  # fmt: skip
+        console.print(
+            f"{summary.judge_audit_queued} judged items queued for labelling in the inbox (judge-audit-*.csv); "
+            "`ragwatch judge labels import FILE` takes them back"
+        )
     if summary.cost is not None:
         console.print(run_cost_table(summary.cost))
         if summary.cost.budget is not None:
-            console.print(f"token budget {summary.cost.budget.cap:,}: {summary.cost.skipped_for_budget:,} scores "
-                          f"skipped for the budget (reason \"budget\", missing to the gate)")  # fmt: skip
+            console.print(
+                f"token budget {summary.cost.budget.cap:,}: {summary.cost.skipped_for_budget:,} scores "
+                f'skipped for the budget (reason "budget", missing to the gate)'
+            )
     if summary.coverage is not None:
         print_coverage(summary.coverage)
     console.print(f"report: {summary.report}")
@@ -90,24 +119,42 @@ def print_coverage(coverage) -> None:
         console.print(f"golden coverage: [red]not measured[/] ({escape(coverage.reason)})")
         return
     t = coverage.threshold
-    how = (f"calibrated on {t.positives} golden user questions: true matches {t.tpr:.0%}, false {t.fpr:.0%}, "
-           f"AUC {t.auc:.2f}" if t.method == "calibrated" else t.note)  # fmt: skip
-    table = ReadableTable(title=escape(f"golden coverage of the day's traffic by {coverage.golden} {coverage.golden_version} "
-                               f"(nearest golden passage, same language, {t.signal} ≥ {t.value:.3f}: {how})"))  # fmt: skip
+    how = (
+        f"calibrated on {t.positives} golden user questions: true matches {t.tpr:.0%}, false {t.fpr:.0%}, "
+        f"AUC {t.auc:.2f}"
+        if t.method == "calibrated"
+        else t.note
+    )
+    table = ReadableTable(
+        title=escape(
+            f"golden coverage of the day's traffic by {coverage.golden} {coverage.golden_version} "
+            f"(nearest golden passage, same language, {t.signal} ≥ {t.value:.3f}: {how})"
+        )
+    )
     # n is the distinct questions matched, of the day's traces.
     table.add_column("stratum", "name")
     for column in ("day's traces", "n", "covered", "coverage", "95 % CI"):
         table.add_column(column)
     for row in coverage.strata:
-        table.add_row(escape(row.stratum), str(row.day_traces), str(row.questions), str(row.covered),
-                      number(row.ratio), interval(row.ci_low, row.ci_high, digits=2))  # fmt: skip
+        table.add_row(
+            escape(row.stratum),
+            str(row.day_traces),
+            str(row.questions),
+            str(row.covered),
+            number(row.ratio),
+            interval(row.ci_low, row.ci_high, digits=2),
+        )
     console.print(table)
     for c in coverage.clusters[:3]:
-        console.print(f"  uncovered topic {c.cluster_id} ({c.language}, {c.share:.1%} of the day): "
-                      + escape(" | ".join(r.question for r in c.representatives)))  # fmt: skip
+        console.print(
+            f"  uncovered topic {c.cluster_id} ({c.language}, {c.share:.1%} of the day): "
+            + escape(" | ".join(r.question for r in c.representatives))
+        )
     if coverage.clusters:
         n = len(coverage.clusters)
-        console.print(f"  {n} uncovered topic{'s' if n != 1 else ''}; the largest are queued in the inbox (uncovered-*.csv)")
+        console.print(
+            f"  {n} uncovered topic{'s' if n != 1 else ''}; the largest are queued in the inbox (uncovered-*.csv)"
+        )
 
 
 def judge_noise_line(row) -> str:
@@ -146,16 +193,26 @@ def judge_trust_line(row) -> str:
 
 def run_cost_table(cost) -> ReadableTable:
     """The run's model requests per stage and metric (pipelines.evaluation.runs.cost)."""
-    table = ReadableTable(title=f"cost of this run: {cost.total('requests'):,} requests for {cost.items} items "
-                        f"({cost.total('cache_hits'):,} from the LLM cache)")  # fmt: skip
+    table = ReadableTable(
+        title=f"cost of this run: {cost.total('requests'):,} requests for {cost.items} items "
+        f"({cost.total('cache_hits'):,} from the LLM cache)"
+    )
     for column in ("stage", "metric", "model"):
         table.add_column(column, "name")
     for column in ("requests", "per item", "cache hits", "prompt tokens", "completion tokens", "LLM-s"):
         table.add_column(column)
     for row in cost.rows:
-        table.add_row(row.stage, escape(row.metric), escape(row.model), f"{row.requests:,}",
-                      f"{row.requests / cost.items:.2f}" if cost.items else "–", f"{row.cache_hits:,}",
-                      f"{row.prompt_tokens:,}", f"{row.completion_tokens:,}", f"{row.llm_seconds:.1f}")  # fmt: skip
+        table.add_row(
+            row.stage,
+            escape(row.metric),
+            escape(row.model),
+            f"{row.requests:,}",
+            f"{row.requests / cost.items:.2f}" if cost.items else "–",
+            f"{row.cache_hits:,}",
+            f"{row.prompt_tokens:,}",
+            f"{row.completion_tokens:,}",
+            f"{row.llm_seconds:.1f}",
+        )
     return table
 
 
@@ -165,8 +222,9 @@ def print_estimate(estimate) -> None:
     def shown(value: float | None) -> str:
         return "–" if value is None else f"{round(value):,}"
 
-    units = ", ".join(f"{n:,} {unit} ({estimate.cached_units.get(unit, 0):,} assumed cached)"
-                      for unit, n in estimate.units.items())  # fmt: skip
+    units = ", ".join(
+        f"{n:,} {unit} ({estimate.cached_units.get(unit, 0):,} assumed cached)" for unit, n in estimate.units.items()
+    )
     console.print(f"dry run of {escape(estimate.subject)}: {escape(units)}; nothing sent, nothing written")
     # How each row was estimated follows the table, a line each: the table stays narrow.
     table = ReadableTable()
@@ -175,10 +233,21 @@ def print_estimate(estimate) -> None:
     for column in ("requests", "cache hits", "prompt tokens", "completion tokens"):
         table.add_column(column)
     for row in estimate.rows:
-        table.add_row(row.stage, escape(row.metric), row.role, shown(row.requests), shown(row.cache_hits),
-                      shown(row.prompt_tokens), shown(row.completion_tokens))  # fmt: skip
-    table.add_row("total", "", "", *(shown(estimate.total(c)) for c in ("requests", "cache_hits", "prompt_tokens",
-                                                                        "completion_tokens")))  # fmt: skip
+        table.add_row(
+            row.stage,
+            escape(row.metric),
+            row.role,
+            shown(row.requests),
+            shown(row.cache_hits),
+            shown(row.prompt_tokens),
+            shown(row.completion_tokens),
+        )
+    table.add_row(
+        "total",
+        "",
+        "",
+        *(shown(estimate.total(c)) for c in ("requests", "cache_hits", "prompt_tokens", "completion_tokens")),
+    )
     console.print(table)
     for row in estimate.rows:
         console.print(f"  {row.stage} · {escape(row.metric)}: {row.units:,} {row.unit}, {escape(row.basis)}")

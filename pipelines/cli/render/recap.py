@@ -48,16 +48,16 @@ def _difference(row) -> str:
     p = "" if row.p_adjusted is None else ", p < 0.001" if row.p_adjusted < 0.001 else f", p {number(row.p_adjusted)}"
     if row.diff is None:
         return f"{row.metric}: {row.reason}"
-    return (f"{row.metric} {number(row.baseline_mean)} → {number(row.candidate_mean)} "
-            f"({row.diff:+.3f}{ci}{p})")  # fmt: skip
+    return f"{row.metric} {number(row.baseline_mean)} → {number(row.candidate_mean)} ({row.diff:+.3f}{ci}{p})"
 
 
 def _drill_lines(recap: DemoRecap) -> list[str]:
     drill = recap.drill
     if drill is None:
         return ["[yellow]no drill run in the results DB[/]"]
-    verdict = ("[red]FAILED[/]" if drill.gate_passed is False else "[green]passed[/]" if drill.gate_passed
-               else "not gated")  # fmt: skip
+    verdict = (
+        "[red]FAILED[/]" if drill.gate_passed is False else "[green]passed[/]" if drill.gate_passed else "not gated"
+    )
     lines = [f"{verdict}: the candidate {escape(drill.target)} against {escape(drill.baseline or '–')}"]
     failed = [row for row in [*drill.gate_rows, *drill.reference_rows] if not row.passed]
     seen = set()
@@ -83,8 +83,10 @@ def _coverage_line(recap: DemoRecap) -> str:
         return f"coverage:    [red]not measured[/] ({escape(_clip(coverage.reason, 70))})"
     day = coverage.day
     topics = len(coverage.clusters)
-    line = (f"coverage:    {number(day.ratio)} {interval(day.ci_low, day.ci_high, digits=2)} of the day's questions; "
-            f"{topics} topic{'s' if topics != 1 else ''} missed")  # fmt: skip
+    line = (
+        f"coverage:    {number(day.ratio)} {interval(day.ci_low, day.ci_high, digits=2)} of the day's questions; "
+        f"{topics} topic{'s' if topics != 1 else ''} missed"
+    )
     largest = f", the largest {coverage.clusters[0].share:.0%} of the day" if coverage.clusters else ""
     return line + largest if Text.from_markup(line + largest).cell_len <= WIDTH else line
 
@@ -103,8 +105,11 @@ def _trust_line(recap: DemoRecap) -> str:
 
 
 def _cost_line(recap: DemoRecap) -> str:
-    runs = [(label, run.cost) for label, run in (("offline", recap.baseline), ("drill", recap.drill),
-                                                 ("online", recap.online)) if run is not None and run.cost is not None]
+    runs = [
+        (label, run.cost)
+        for label, run in (("offline", recap.baseline), ("drill", recap.drill), ("online", recap.online))
+        if run is not None and run.cost is not None
+    ]
     if not runs:
         return "cost:        not recorded"
     requests = sum(c.total("requests") for _, c in runs)
@@ -112,7 +117,9 @@ def _cost_line(recap: DemoRecap) -> str:
     tokens = sum(c.total("prompt_tokens") + c.total("completion_tokens") for _, c in runs)
     each = ", ".join(f"{label} {c.total('requests'):,.0f}" for label, c in runs)
     # The offline backend counts requests but no tokens: a token figure is shown only where servers reported one.
-    shown = f"{tokens / 1e6:.2f} M tokens" if tokens >= 1e6 else f"{tokens:,.0f} tokens" if tokens else "no tokens reported"
+    shown = (
+        f"{tokens / 1e6:.2f} M tokens" if tokens >= 1e6 else f"{tokens:,.0f} tokens" if tokens else "no tokens reported"
+    )
     total = f"{requests:,.0f} model requests ({cached:,.0f} cached), {shown}"
     return _fit("cost:        ", [total, each])
 

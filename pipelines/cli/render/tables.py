@@ -89,15 +89,26 @@ class ReadableTable:
             yield from self._vertical(console, options.max_width)
 
     def _grid(self, terminal: bool) -> Table:
-        table = Table(title=self.title, caption=self.caption, show_header=self.show_header,
-                      box=box.SIMPLE_HEAD if terminal else None, show_edge=False, pad_edge=False,
-                      title_justify="left", caption_justify="left")  # fmt: skip
+        table = Table(
+            title=self.title,
+            caption=self.caption,
+            show_header=self.show_header,
+            box=box.SIMPLE_HEAD if terminal else None,
+            show_edge=False,
+            pad_edge=False,
+            title_justify="left",
+            caption_justify="left",
+        )
         for column, min_width in zip(self.columns, self.min_widths()):
             if column.kind == "text":
                 table.add_column(column.header, overflow="fold", min_width=min_width)
             else:  # names and numbers are read whole or not at all
-                table.add_column(column.header, no_wrap=column.kind == "name", min_width=min_width,
-                                 justify="right" if column.kind == "number" else "left")  # fmt: skip
+                table.add_column(
+                    column.header,
+                    no_wrap=column.kind == "name",
+                    min_width=min_width,
+                    justify="right" if column.kind == "number" else "left",
+                )
         for row in self.rows:
             table.add_row(*row)
         return table
@@ -109,8 +120,11 @@ class ReadableTable:
         names = [i for i, c in enumerate(self.columns) if c.kind == "name"] or [0]
         for row in self.rows:
             yield Text.from_markup(" · ".join(row[i] for i in names if row[i]) or "–")
-            pairs = [f"{c.header}: {row[i]}" if self.show_header else row[i]
-                     for i, c in enumerate(self.columns) if i not in names and row[i]]  # fmt: skip
+            pairs = [
+                f"{c.header}: {row[i]}" if self.show_header else row[i]
+                for i, c in enumerate(self.columns)
+                if i not in names and row[i]
+            ]
             # Packed by hand: every line indented, a `column: value` pair never split across lines.
             for line in _packed(pairs, max(width - 2, 20)):
                 yield Text("  ") + Text.from_markup(line)

@@ -8,7 +8,9 @@ from pipelines.cli.render.console import console
 from pipelines.cli.render.tables import ReadableTable
 
 
-def print_sample_summary(counts, validation: str, partition: Path, dvc_md5: str | None, workspace_rev: str | None) -> None:
+def print_sample_summary(
+    counts, validation: str, partition: Path, dvc_md5: str | None, workspace_rev: str | None
+) -> None:
     table = ReadableTable(title=f"trace_sampling — {counts.day}", show_header=False)
     table.add_column("", "name")
     table.add_column("", "text")

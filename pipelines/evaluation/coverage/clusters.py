@@ -29,8 +29,15 @@ REPRESENTATIVES = 3
 MAX_CLUSTERED = 3_000
 
 
-def cluster_uncovered(vectors: np.ndarray, rows: Sequence[dict], weights: np.ndarray, *, similarity: float,
-                      day_traces: int, min_cluster_size: int) -> list[UncoveredCluster]:  # fmt: skip
+def cluster_uncovered(
+    vectors: np.ndarray,
+    rows: Sequence[dict],
+    weights: np.ndarray,
+    *,
+    similarity: float,
+    day_traces: int,
+    min_cluster_size: int,
+) -> list[UncoveredCluster]:
     """`rows` (trace_id, app, language, question, traces) of the distinct uncovered questions with their normalised
     `vectors` and `weights` (the day's traces each stands for): their topics, the largest (by traffic) first."""
     languages = np.array([r["language"] for r in rows])
@@ -46,8 +53,9 @@ def cluster_uncovered(vectors: np.ndarray, rows: Sequence[dict], weights: np.nda
             scale, members = weights[members].sum() / weights[kept].sum(), kept
         if len(members) < min_cluster_size:
             continue
-        labels = AgglomerativeClustering(n_clusters=None, metric="cosine", linkage="average",
-                                         distance_threshold=1.0 - similarity).fit_predict(vectors[members])  # fmt: skip
+        labels = AgglomerativeClustering(
+            n_clusters=None, metric="cosine", linkage="average", distance_threshold=1.0 - similarity
+        ).fit_predict(vectors[members])
         for label in np.unique(labels):
             chosen = members[labels == label]
             if len(chosen) >= min_cluster_size:
@@ -55,21 +63,28 @@ def cluster_uncovered(vectors: np.ndarray, rows: Sequence[dict], weights: np.nda
     return sorted(clusters, key=lambda c: (-c.estimated_traces, c.cluster_id))
 
 
-def _cluster(vectors: np.ndarray, rows: Sequence[dict], weights: np.ndarray, chosen: np.ndarray, language: str,
-             day_traces: int) -> UncoveredCluster:  # fmt: skip
+def _cluster(
+    vectors: np.ndarray, rows: Sequence[dict], weights: np.ndarray, chosen: np.ndarray, language: str, day_traces: int
+) -> UncoveredCluster:
     centroid = vectors[chosen].mean(axis=0)
     by_closeness = chosen[np.argsort(-(vectors[chosen] @ centroid), kind="stable")]
     representatives, seen = [], set()
     for i in by_closeness:
         if rows[i]["question"] not in seen:
             seen.add(rows[i]["question"])
-            representatives.append(Representative(trace_id=rows[i]["trace_id"], app=rows[i]["app"],
-                                                  question=rows[i]["question"]))  # fmt: skip
+            representatives.append(
+                Representative(trace_id=rows[i]["trace_id"], app=rows[i]["app"], question=rows[i]["question"])
+            )
         if len(representatives) == REPRESENTATIVES:
             break
     digest = hashlib.sha256("\n".join(sorted(rows[i]["trace_id"] for i in chosen)).encode()).hexdigest()
     estimated = float(weights[chosen].sum())
-    return UncoveredCluster(cluster_id=f"topic-{digest[:10]}", language=language, questions=len(chosen),
-                            traces=int(sum(rows[i].get("traces", 1) for i in chosen)), estimated_traces=estimated,
-                            share=estimated / day_traces if day_traces else 0.0,
-                            representatives=representatives)  # fmt: skip
+    return UncoveredCluster(
+        cluster_id=f"topic-{digest[:10]}",
+        language=language,
+        questions=len(chosen),
+        traces=int(sum(rows[i].get("traces", 1) for i in chosen)),
+        estimated_traces=estimated,
+        share=estimated / day_traces if day_traces else 0.0,
+        representatives=representatives,
+    )

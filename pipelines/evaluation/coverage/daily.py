@@ -41,8 +41,9 @@ READ_ROWS = 8_192
 def measure_day_coverage(settings: Settings, parts: list[Path], *, golden: str | None = None) -> GoldenCoverage:
     """Coverage of a day's partition (its part files) by the released golden set `golden` (default: params.yaml's)."""
     name = golden or default_golden_name(settings)
-    common = dict(golden=name, max_questions=settings.coverage_max_questions,
-                  min_cluster_size=settings.coverage_min_cluster_size)
+    common = dict(
+        golden=name, max_questions=settings.coverage_max_questions, min_cluster_size=settings.coverage_min_cluster_size
+    )
     try:
         version = released_version(settings, name)
         items = [i for i in load_golden_items(settings, name) if i.review != "rejected"]
@@ -53,12 +54,17 @@ def measure_day_coverage(settings: Settings, parts: list[Path], *, golden: str |
     evidence = evidence_items(items)
     signal = choose_signal(embedder, passages, evidence, settings.coverage_threshold)
     threshold = signal.threshold
-    common.update(golden_version=version, golden_questions=len(items), golden_passages=len(passages.texts),
-                  threshold=threshold)  # fmt: skip
+    common.update(
+        golden_version=version, golden_questions=len(items), golden_passages=len(passages.texts), threshold=threshold
+    )
     if threshold.value is None:
         return GoldenCoverage(status="failed", reason=threshold.note, **common)
-    selection = select_budget(parts, max_traces=settings.coverage_max_questions,
-                              min_per_stratum=settings.online_min_per_stratum, noise_share=0.0)  # fmt: skip
+    selection = select_budget(
+        parts,
+        max_traces=settings.coverage_max_questions,
+        min_per_stratum=settings.online_min_per_stratum,
+        noise_share=0.0,
+    )
     rows = distinct_questions(read_judged(parts, selection.judged, columns=COLUMNS, read_rows=READ_ROWS))
     languages = [r["language"] for r in rows]
     vectors = signal.place([r["question"] for r in rows], languages, "the day's distinct questions")
@@ -72,12 +78,23 @@ def measure_day_coverage(settings: Settings, parts: list[Path], *, golden: str |
     weights = np.array([day_traces[s] / embedded[s] for s in strata]) * asked
     topic_cut = _topic_cut(signal, items, evidence)
     uncovered = np.flatnonzero(~covered)
-    clusters = cluster_uncovered(vectors[uncovered], [rows[i] for i in uncovered], weights[uncovered],
-                                 similarity=topic_cut.similarity, day_traces=selection.counts.day_traces,
-                                 min_cluster_size=settings.coverage_min_cluster_size)  # fmt: skip
+    clusters = cluster_uncovered(
+        vectors[uncovered],
+        [rows[i] for i in uncovered],
+        weights[uncovered],
+        similarity=topic_cut.similarity,
+        day_traces=selection.counts.day_traces,
+        min_cluster_size=settings.coverage_min_cluster_size,
+    )
     return_freed_memory()
-    return GoldenCoverage(status="ok", **common, topic_cut=topic_cut, strata=by_stratum, clusters=clusters,
-                          unclustered=len(uncovered) - sum(c.questions for c in clusters))  # fmt: skip
+    return GoldenCoverage(
+        status="ok",
+        **common,
+        topic_cut=topic_cut,
+        strata=by_stratum,
+        clusters=clusters,
+        unclustered=len(uncovered) - sum(c.questions for c in clusters),
+    )
 
 
 def distinct_questions(rows) -> list[dict]:
@@ -100,18 +117,29 @@ def _normalised(question: str) -> str:
 
 def _topic_cut(signal: MatchSignal, items, evidence) -> TopicCut:
     """The topic cut on the user questions when there are enough of them, else on the golden set's questions."""
+
     def documents(pool):
         return [document_of(i.gold_chunk_ids[0] if i.gold_chunk_ids else i.source_ref) for i in pool]
 
     answerable = [k for k, i in enumerate(evidence) if i.gold_chunk_ids]
     if len(answerable) >= MIN_USER_QUESTIONS:
         pool = [evidence[k] for k in answerable]
-        return calibrate_topic_cut(signal.evidence_vectors[answerable], documents(pool), [i.language for i in pool],
-                                   [i.item_id for i in pool], calibrated_on="user questions")  # fmt: skip
+        return calibrate_topic_cut(
+            signal.evidence_vectors[answerable],
+            documents(pool),
+            [i.language for i in pool],
+            [i.item_id for i in pool],
+            calibrated_on="user questions",
+        )
     pool = subsample([i for i in items if i.gold_chunk_ids and i.qtype in ("single_hop", "multi_hop")])
     vectors = signal.place([i.question for i in pool], [i.language for i in pool], "golden questions")
-    return calibrate_topic_cut(vectors, documents(pool), [i.language for i in pool], [i.item_id for i in pool],
-                               calibrated_on="generated questions")  # fmt: skip
+    return calibrate_topic_cut(
+        vectors,
+        documents(pool),
+        [i.language for i in pool],
+        [i.item_id for i in pool],
+        calibrated_on="generated questions",
+    )
 
 
 def read_coverage(run: RunPaths) -> GoldenCoverage | None:

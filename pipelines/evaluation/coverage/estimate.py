@@ -36,8 +36,9 @@ class Matches:
         return self.similarity >= threshold
 
 
-def nearest_golden(vectors: np.ndarray, languages: Sequence[str], golden_vectors: np.ndarray,
-                   golden_languages: Sequence[str]) -> Matches:  # fmt: skip
+def nearest_golden(
+    vectors: np.ndarray, languages: Sequence[str], golden_vectors: np.ndarray, golden_languages: Sequence[str]
+) -> Matches:
     """Each question's nearest golden passage of its own language, in blocks (memory: BLOCK_ROWS × golden)."""
     similarity = np.full(len(vectors), -1.0)
     nearest = np.full(len(vectors), -1, dtype=np.int64)
@@ -55,8 +56,9 @@ def nearest_golden(vectors: np.ndarray, languages: Sequence[str], golden_vectors
     return Matches(similarity=similarity, nearest=nearest)
 
 
-def coverage_by_stratum(strata: Sequence[str], covered: np.ndarray, day_traces: dict[str, int],
-                        traces: np.ndarray | None = None) -> list[StratumCoverage]:  # fmt: skip
+def coverage_by_stratum(
+    strata: Sequence[str], covered: np.ndarray, day_traces: dict[str, int], traces: np.ndarray | None = None
+) -> list[StratumCoverage]:
     """Per stratum, then the day ("all", weighted by `day_traces`): the covered share of the traces, with its interval
     at n = the distinct questions. One row of `strata`/`covered` per distinct question, asked `traces` times (1)."""
     strata = np.asarray(strata)
@@ -68,18 +70,33 @@ def coverage_by_stratum(strata: Sequence[str], covered: np.ndarray, day_traces: 
         volume, covered_volume = int(traces[mask].sum()), int(traces[mask & covered].sum())
         ratio = covered_volume / volume if volume else None
         low, high = proportion_ci(ratio * n, n) if n else (None, None)
-        rows.append(StratumCoverage(stratum=stratum, day_traces=day_traces[stratum], questions=n, covered=hits,
-                                    traces=volume, covered_traces=covered_volume, ratio=ratio, ci_low=low,
-                                    ci_high=high))  # fmt: skip
+        rows.append(
+            StratumCoverage(
+                stratum=stratum,
+                day_traces=day_traces[stratum],
+                questions=n,
+                covered=hits,
+                traces=volume,
+                covered_traces=covered_volume,
+                ratio=ratio,
+                ci_low=low,
+                ci_high=high,
+            )
+        )
     return [*rows, _weighted_day(rows)]
 
 
 def _weighted_day(rows: list[StratumCoverage]) -> StratumCoverage:
     measured = [r for r in rows if r.questions]
     total = sum(r.day_traces for r in rows)
-    common = dict(stratum=ALL, day_traces=total, questions=sum(r.questions for r in rows),
-                  covered=sum(r.covered for r in rows), traces=sum(r.traces for r in rows),
-                  covered_traces=sum(r.covered_traces for r in rows))  # fmt: skip
+    common = dict(
+        stratum=ALL,
+        day_traces=total,
+        questions=sum(r.questions for r in rows),
+        covered=sum(r.covered for r in rows),
+        traces=sum(r.traces for r in rows),
+        covered_traces=sum(r.covered_traces for r in rows),
+    )
     weight = sum(r.day_traces for r in measured)
     if not weight:
         return StratumCoverage(**common, ratio=None, ci_low=None, ci_high=None)

@@ -45,8 +45,9 @@ class MatchSignal:
     """The user questions, placed."""
 
 
-def choose_signal(embedder, passages: GoldenPassages, evidence: Sequence[GoldenItem],
-                  setting: float | None) -> MatchSignal:  # fmt: skip
+def choose_signal(
+    embedder, passages: GoldenPassages, evidence: Sequence[GoldenItem], setting: float | None
+) -> MatchSignal:
     """The signal that best tells the user questions' (`evidence`) own passages from other documents'."""
 
     def embedded(texts, languages, what):
@@ -59,18 +60,24 @@ def choose_signal(embedder, passages: GoldenPassages, evidence: Sequence[GoldenI
     candidates = []
     for name, place in signals:
         passage_vectors = place(passages.texts, passages.languages, "golden passages")
-        evidence_vectors = place([i.question for i in evidence], [i.language for i in evidence],
-                                 "golden user questions")  # fmt: skip
-        threshold = calibrate_threshold(evidence, evidence_vectors, passages, passage_vectors, setting=setting,
-                                        signal=name)  # fmt: skip
+        evidence_vectors = place(
+            [i.question for i in evidence], [i.language for i in evidence], "golden user questions"
+        )
+        threshold = calibrate_threshold(
+            evidence, evidence_vectors, passages, passage_vectors, setting=setting, signal=name
+        )
         candidates.append(MatchSignal(threshold, place, passage_vectors, evidence_vectors))
     chosen = max(candidates, key=lambda c: (c.threshold.value is not None, c.threshold.auc or 0.0))
     others = [c.threshold for c in candidates if c is not chosen and c.threshold.auc is not None]
     if others:
         also = "; ".join(f"{t.signal}: ROC AUC {t.auc:.2f}" for t in others)
         note = f"{chosen.threshold.note} (also measured: {also})" if chosen.threshold.note else f"also measured: {also}"
-        chosen = MatchSignal(chosen.threshold.model_copy(update={"note": note}), chosen.place, chosen.passage_vectors,
-                             chosen.evidence_vectors)  # fmt: skip
+        chosen = MatchSignal(
+            chosen.threshold.model_copy(update={"note": note}),
+            chosen.place,
+            chosen.passage_vectors,
+            chosen.evidence_vectors,
+        )
     return chosen
 
 

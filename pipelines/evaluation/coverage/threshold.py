@@ -82,39 +82,64 @@ def evidence_items(items: Sequence[GoldenItem]) -> list[GoldenItem]:
     return [i for i in items if i.source in EVIDENCE_SOURCES and i.qtype != "tool"]
 
 
-def calibrate_threshold(evidence: Sequence[GoldenItem], question_vectors: np.ndarray, passages: GoldenPassages,
-                        passage_vectors: np.ndarray, *, setting: float | None = None,
-                        signal: str = "embedding cosine") -> CoverageThreshold:  # fmt: skip
+def calibrate_threshold(
+    evidence: Sequence[GoldenItem],
+    question_vectors: np.ndarray,
+    passages: GoldenPassages,
+    passage_vectors: np.ndarray,
+    *,
+    setting: float | None = None,
+    signal: str = "embedding cosine",
+) -> CoverageThreshold:
     """The threshold from the user questions `evidence` (`question_vectors`, one row each) against the golden
     `passages` (`passage_vectors`), their dot product being the `signal`'s similarity."""
     positives, negatives, used = _scores(evidence, question_vectors, passages, passage_vectors)
     measured = _roc(np.array(positives), np.array(negatives))
-    counts = {"signal": signal, "evidence": used, "positives": len(positives), "negatives": len(negatives),
-              "auc": measured.get("auc")}
+    counts = {
+        "signal": signal,
+        "evidence": used,
+        "positives": len(positives),
+        "negatives": len(negatives),
+        "auc": measured.get("auc"),
+    }
     if setting is not None:
-        return CoverageThreshold(value=setting, method="setting", **counts,
-                                 **_rates(np.array(positives), np.array(negatives), setting),
-                                 note="set by RAGWATCH_COVERAGE_THRESHOLD, not calibrated")  # fmt: skip
+        return CoverageThreshold(
+            value=setting,
+            method="setting",
+            **counts,
+            **_rates(np.array(positives), np.array(negatives), setting),
+            note="set by RAGWATCH_COVERAGE_THRESHOLD, not calibrated",
+        )
     if len(positives) < MIN_POSITIVES or not negatives:
-        return CoverageThreshold(value=None, method="uncalibrated", **counts,
-                                 note=f"uncalibrated: the golden set has {len(positives)} user questions (items from "
-                                      f"traces or imported by people) with a gold passage to calibrate on (need "
-                                      f"{MIN_POSITIVES}), and {len(negatives)} negatives (need 1); its generated "
-                                      "questions do not qualify. Build it with from_traces > 0, import reviewed "
-                                      "questions, or set RAGWATCH_COVERAGE_THRESHOLD to a cosine you checked")  # fmt: skip
+        return CoverageThreshold(
+            value=None,
+            method="uncalibrated",
+            **counts,
+            note=f"uncalibrated: the golden set has {len(positives)} user questions (items from "
+            f"traces or imported by people) with a gold passage to calibrate on (need "
+            f"{MIN_POSITIVES}), and {len(negatives)} negatives (need 1); its generated "
+            "questions do not qualify. Build it with from_traces > 0, import reviewed "
+            "questions, or set RAGWATCH_COVERAGE_THRESHOLD to a cosine you checked",
+        )
     if measured["auc"] < MIN_AUC:
-        return CoverageThreshold(value=None, method="uncalibrated", **counts,
-                                 note=f"uncalibrated: the {signal} does not tell a user question's own passage "
-                                      f"from other documents' (ROC AUC {measured['auc']:.2f} < {MIN_AUC} on "
-                                      f"{len(positives)} user questions): set RAGWATCH_COVERAGE_THRESHOLD to an "
-                                      "embedding cosine you checked, or use an embedding model made for this "
-                                      "language")  # fmt: skip
-    return CoverageThreshold(value=measured["threshold"], method="calibrated", tpr=measured["tpr"],
-                             fpr=measured["fpr"], **counts)  # fmt: skip
+        return CoverageThreshold(
+            value=None,
+            method="uncalibrated",
+            **counts,
+            note=f"uncalibrated: the {signal} does not tell a user question's own passage "
+            f"from other documents' (ROC AUC {measured['auc']:.2f} < {MIN_AUC} on "
+            f"{len(positives)} user questions): set RAGWATCH_COVERAGE_THRESHOLD to an "
+            "embedding cosine you checked, or use an embedding model made for this "
+            "language",
+        )
+    return CoverageThreshold(
+        value=measured["threshold"], method="calibrated", tpr=measured["tpr"], fpr=measured["fpr"], **counts
+    )
 
 
-def _scores(evidence: Sequence[GoldenItem], question_vectors: np.ndarray, passages: GoldenPassages,
-            passage_vectors: np.ndarray) -> tuple[list[float], list[float], int]:  # fmt: skip
+def _scores(
+    evidence: Sequence[GoldenItem], question_vectors: np.ndarray, passages: GoldenPassages, passage_vectors: np.ndarray
+) -> tuple[list[float], list[float], int]:
     languages, documents = np.asarray(passages.languages), np.asarray(passages.documents)
     positives, negatives, used = [], [], 0
     for k, item in enumerate(evidence):
@@ -137,8 +162,10 @@ def _scores(evidence: Sequence[GoldenItem], question_vectors: np.ndarray, passag
 
 
 def _rates(positives: np.ndarray, negatives: np.ndarray, threshold: float) -> dict[str, float | None]:
-    return {"tpr": float(np.mean(positives >= threshold)) if len(positives) else None,
-            "fpr": float(np.mean(negatives >= threshold)) if len(negatives) else None}  # fmt: skip
+    return {
+        "tpr": float(np.mean(positives >= threshold)) if len(positives) else None,
+        "fpr": float(np.mean(negatives >= threshold)) if len(negatives) else None,
+    }
 
 
 def _roc(positives: np.ndarray, negatives: np.ndarray) -> dict[str, float]:
@@ -148,6 +175,8 @@ def _roc(positives: np.ndarray, negatives: np.ndarray) -> dict[str, float]:
         return {}
     greater = (positives[:, None] > negatives[None, :]).mean()
     ties = (positives[:, None] == negatives[None, :]).mean()
-    best = max(np.unique(np.concatenate([positives, negatives])),
-               key=lambda t: (np.mean(positives >= t) - np.mean(negatives >= t), t))  # fmt: skip
+    best = max(
+        np.unique(np.concatenate([positives, negatives])),
+        key=lambda t: (np.mean(positives >= t) - np.mean(negatives >= t), t),
+    )
     return {"threshold": float(best), "auc": float(greater + ties / 2), **_rates(positives, negatives, float(best))}

@@ -46,8 +46,9 @@ def subsample(items: Sequence) -> list:
     return [i for kept in by_language.values() for i in kept]
 
 
-def calibrate_topic_cut(vectors: np.ndarray, documents: Sequence[str], languages: Sequence[str], keys: Sequence[str],
-                        *, calibrated_on: str) -> TopicCut:  # fmt: skip
+def calibrate_topic_cut(
+    vectors: np.ndarray, documents: Sequence[str], languages: Sequence[str], keys: Sequence[str], *, calibrated_on: str
+) -> TopicCut:
     """The cut whose clusters of golden questions (normalised `vectors`) best match their `documents`, pooled over
     languages (each language's adjusted Rand index weighted by its questions); `keys` (item ids) pick the subsample."""
     documents, languages = np.asarray(documents), np.asarray(languages)
@@ -60,25 +61,35 @@ def calibrate_topic_cut(vectors: np.ndarray, documents: Sequence[str], languages
         if (counts >= 2).sum() >= 2:
             groups.append(members)
     if not groups:
-        return TopicCut(similarity=DEFAULT_SIMILARITY, method="default",
-                        note="the golden set has no two documents with two questions each to calibrate on")  # fmt: skip
+        return TopicCut(
+            similarity=DEFAULT_SIMILARITY,
+            method="default",
+            note="the golden set has no two documents with two questions each to calibrate on",
+        )
     scores = []
     for cut in CUTS:
         total = 0.0
         for members in groups:
-            found = AgglomerativeClustering(n_clusters=None, metric="cosine", linkage="average",
-                                            distance_threshold=1.0 - cut).fit_predict(vectors[members])  # fmt: skip
+            found = AgglomerativeClustering(
+                n_clusters=None, metric="cosine", linkage="average", distance_threshold=1.0 - cut
+            ).fit_predict(vectors[members])
             total += len(members) * adjusted_rand_score(documents[members], found)
         scores.append(total / sum(len(m) for m in groups))
     best = int(np.argmax(scores))
     used = np.concatenate(groups)
-    common = dict(calibrated_on=calibrated_on, questions=len(used), documents=len(set(documents[used])),
-                  adjusted_rand=float(scores[best]))  # fmt: skip
+    common = dict(
+        calibrated_on=calibrated_on,
+        questions=len(used),
+        documents=len(set(documents[used])),
+        adjusted_rand=float(scores[best]),
+    )
     if scores[best] < MIN_ADJUSTED_RAND:
-        return TopicCut(similarity=DEFAULT_SIMILARITY, method="default", **common,
-                        note=f"no cut groups the golden set's {calibrated_on} by document (best adjusted Rand index "
-                             f"{scores[best]:.2f} < {MIN_ADJUSTED_RAND}): the match signal does not tell their "
-                             "subjects apart, and topics are rough")  # fmt: skip
+        return TopicCut(
+            similarity=DEFAULT_SIMILARITY,
+            method="default",
+            **common,
+            note=f"no cut groups the golden set's {calibrated_on} by document (best adjusted Rand index "
+            f"{scores[best]:.2f} < {MIN_ADJUSTED_RAND}): the match signal does not tell their "
+            "subjects apart, and topics are rough",
+        )
     return TopicCut(similarity=CUTS[best], method="calibrated", **common)
-
-

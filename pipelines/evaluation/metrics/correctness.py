@@ -70,8 +70,8 @@ reason.
         return CorrectnessVerdict(
             correct=share >= CORRECT_SHARE,
             reason=f"the answer states {len(stated)} of the reference's {len(reference_claims)} claim(s) "
-                   f"(offline rule: ≥ {CORRECT_SHARE:.0%})",
-        )  # fmt: skip
+            f"(offline rule: ≥ {CORRECT_SHARE:.0%})",
+        )
 
 
 def correctness_input(row: dict[str, Any]) -> CorrectnessInput | str:
@@ -86,8 +86,13 @@ def correctness_input(row: dict[str, Any]) -> CorrectnessInput | str:
     return CorrectnessInput(question=item.question, answer=row["answer"], reference=item.reference_answer)
 
 
-def correctness_score(item_id: str, stratum: str, graded: CorrectnessInput | str,
-                      verdict: LLMResult[CorrectnessVerdict] | None, **labels: Any) -> Score:  # fmt: skip
+def correctness_score(
+    item_id: str,
+    stratum: str,
+    graded: CorrectnessInput | str,
+    verdict: LLMResult[CorrectnessVerdict] | None,
+    **labels: Any,
+) -> Score:
     """`answer_correctness` of one item: 1.0 correct, 0.0 wrong; skipped (nothing to grade) or failed (the
     judge call failed) with the reason, never a 0."""
     common = dict(**labels, item_id=item_id, stratum=stratum, metric=CORRECTNESS)

@@ -142,11 +142,29 @@ class Outcome:
     def skipped(cls, reason: str) -> Outcome:
         return cls(None, "skipped", reason)
 
-    def score(self, *, run_id: str, suite: Suite, item_id: str, stratum: str, metric: str, dataset_version: str,
-              judge_model: str | None = None) -> Score:  # fmt: skip
-        return Score(run_id=run_id, suite=suite, item_id=item_id, stratum=stratum, metric=metric,
-                     value=self.value, status=self.status, error=self.error, judge_model=judge_model,
-                     dataset_version=dataset_version)  # fmt: skip
+    def score(
+        self,
+        *,
+        run_id: str,
+        suite: Suite,
+        item_id: str,
+        stratum: str,
+        metric: str,
+        dataset_version: str,
+        judge_model: str | None = None,
+    ) -> Score:
+        return Score(
+            run_id=run_id,
+            suite=suite,
+            item_id=item_id,
+            stratum=stratum,
+            metric=metric,
+            value=self.value,
+            status=self.status,
+            error=self.error,
+            judge_model=judge_model,
+            dataset_version=dataset_version,
+        )
 
 
 @dataclass(frozen=True)
@@ -248,8 +266,12 @@ JUDGE_METRICS: dict[str, JudgeMetric] = {
     "ragas_noise_sensitivity": JudgeMetric(
         needs=("answer", "reference", "contexts"),
         build=lambda llm, _: NoiseSensitivity(llm=llm, mode="relevant"),
-        arguments=lambda i: {"user_input": i.question, "response": i.answer, "reference": i.reference,
-                             "retrieved_contexts": i.contexts},  # fmt: skip
+        arguments=lambda i: {
+            "user_input": i.question,
+            "response": i.answer,
+            "reference": i.reference,
+            "retrieved_contexts": i.contexts,
+        },
         nothing_to_count="the judge found no claims in the answer",
         check=_verdicts_per_statement(StatementFaithfulnessOutput, "statements"),
     ),
@@ -281,9 +303,13 @@ def skip_reason(metric: str, item: JudgeInput) -> str | None:
 
 
 async def judge_metric(
-    metric: str, item: JudgeInput, llm: LLM, embeddings: Embedder | RagasEmbeddings | None = None,
-    *, implementation: JudgeImplementation | None = None,
-) -> Outcome:  # fmt: skip
+    metric: str,
+    item: JudgeInput,
+    llm: LLM,
+    embeddings: Embedder | RagasEmbeddings | None = None,
+    *,
+    implementation: JudgeImplementation | None = None,
+) -> Outcome:
     """One metric of one item; failures come back as the Outcome's reason. `judge_items` shares requests
     between the metrics of an item: prefer it for several metrics."""
     reason = skip_reason(metric, item)
@@ -336,7 +362,9 @@ class RagwatchJudge:
         self.llm, self.embedder = llm, embedder
         self._claims = _CLAIMS.setdefault(llm, OrderedDict())
         # Every item embeds its question and N questions back: one call for all that are waiting.
-        self._embeddings = EmbeddingBatches(lambda texts: embed_remembered(embedder, texts)) if embedder is not None else None
+        self._embeddings = (
+            EmbeddingBatches(lambda texts: embed_remembered(embedder, texts)) if embedder is not None else None
+        )
 
     async def judge(self, item: JudgeInput, metrics: Sequence[str]) -> dict[str, Outcome]:
         """An Outcome for each metric of one item."""
@@ -376,8 +404,10 @@ class RagwatchJudge:
         if not metrics:
             return {}
         outcomes: dict[str, Outcome] = {}
-        sides = {"answer": item.answer if any(m in metrics for m in ANSWER_CLAIM_METRICS) else None,
-                 "reference": item.reference if any(m in metrics for m in REFERENCE_CLAIM_METRICS) else None}  # fmt: skip
+        sides = {
+            "answer": item.answer if any(m in metrics for m in ANSWER_CLAIM_METRICS) else None,
+            "reference": item.reference if any(m in metrics for m in REFERENCE_CLAIM_METRICS) else None,
+        }
         texts = {side: text for side, text in sides.items() if text is not None}
         extracted = await self.claims(item.question, list(texts.values())) if texts else []
         if isinstance(extracted, str):
@@ -401,16 +431,18 @@ class RagwatchJudge:
             outcomes.update(part)
         return {m: outcomes[m] for m in metrics}
 
-    async def _verification(self, item: JudgeInput, metrics: list[str], answer_claims: list[str],
-                            reference_claims: list[str]) -> dict[str, Outcome]:  # fmt: skip
+    async def _verification(
+        self, item: JudgeInput, metrics: list[str], answer_claims: list[str], reference_claims: list[str]
+    ) -> dict[str, Outcome]:
         asked = {m for m in metrics if m in VERIFIED_METRICS}
         request = VerificationInput(
-            contexts=item.contexts, question=item.question,
+            contexts=item.contexts,
+            question=item.question,
             reference=item.reference if asked & {"context_recall", *CONTEXT_VERDICT_METRICS} else None,
             judge_contexts=bool(asked & set(CONTEXT_VERDICT_METRICS)),
             reference_claims=reference_claims if "context_recall" in asked else [],
             answer_claims=answer_claims if "faithfulness" in asked else [],
-        )  # fmt: skip
+        )
         result = await self.llm.run(ClaimVerification(), request)
         if not result.ok:
             return {m: Outcome.failed(f"judge claim verification failed: {result.error}") for m in asked}
@@ -428,10 +460,16 @@ class RagwatchJudge:
                     outcomes[metric] = Outcome.failed(str(problem))
         return outcomes
 
-    async def _noise_sensitivity(self, item: JudgeInput, answer_claims: list[str],
-                                 reference_claims: list[str]) -> dict[str, Outcome]:  # fmt: skip
-        request = SourcesInput(contexts=item.contexts, question=item.question, reference=item.reference or "",
-                               reference_claims=reference_claims, answer_claims=answer_claims)  # fmt: skip
+    async def _noise_sensitivity(
+        self, item: JudgeInput, answer_claims: list[str], reference_claims: list[str]
+    ) -> dict[str, Outcome]:
+        request = SourcesInput(
+            contexts=item.contexts,
+            question=item.question,
+            reference=item.reference or "",
+            reference_claims=reference_claims,
+            answer_claims=answer_claims,
+        )
         result = await self.llm.run(ClaimSources(), request)
         if not result.ok:
             return {"ragas_noise_sensitivity": Outcome.failed(f"judge claim sources failed: {result.error}")}
@@ -494,14 +532,17 @@ def answer_relevancy(question: Sequence[float], generated: Sequence[Sequence[flo
     return float(cosines.mean())
 
 
-def noise_sensitivity(reference_by_context: list[list[int]], answer_by_context: list[list[int]],
-                      answer_by_reference: list[int]) -> float:  # fmt: skip
+def noise_sensitivity(
+    reference_by_context: list[list[int]], answer_by_context: list[list[int]], answer_by_reference: list[int]
+) -> float:
     """ragas NoiseSensitivity, mode "relevant": the share of answer claims that the reference does not
     support (incorrect) yet a relevant context — one that supports a reference claim — does."""
     contexts = len(reference_by_context[0]) if reference_by_context else 0
     relevant = [any(row[c] for row in reference_by_context) for c in range(contexts)]
-    flagged = [not by_reference and any(relevant[c] and row[c] for c in range(contexts))
-               for row, by_reference in zip(answer_by_context, answer_by_reference)]  # fmt: skip
+    flagged = [
+        not by_reference and any(relevant[c] and row[c] for c in range(contexts))
+        for row, by_reference in zip(answer_by_context, answer_by_reference)
+    ]
     if not flagged:
         raise ReplyProblem("no answer claim to count")
     return sum(flagged) / len(flagged)
@@ -553,8 +594,15 @@ async def judge_items(
         if progress is not None:
             progress(done, total)
         return [
-            outcome.score(run_id=run_id, suite=suite, item_id=item.item_id, stratum=item.stratum, metric=metric,
-                          dataset_version=dataset_version, judge_model=llm.model)  # fmt: skip
+            outcome.score(
+                run_id=run_id,
+                suite=suite,
+                item_id=item.item_id,
+                stratum=item.stratum,
+                metric=metric,
+                dataset_version=dataset_version,
+                judge_model=llm.model,
+            )
             for metric, outcome in zip(metrics, outcomes)
         ]
 
@@ -563,8 +611,9 @@ async def judge_items(
     return scores
 
 
-def judge_items_sync(items: Sequence[JudgeInput], metrics: Sequence[str], llm: LLM, embedder: Embedder | None,
-                     **options: Any) -> list[Score]:  # fmt: skip
+def judge_items_sync(
+    items: Sequence[JudgeInput], metrics: Sequence[str], llm: LLM, embedder: Embedder | None, **options: Any
+) -> list[Score]:
     """`judge_items` from synchronous code (a DAG task, the CLI)."""
     # The layer's blocking helper also closes the HTTP client of the event loop it ran in.
     return llm._blocking(lambda: judge_items(items, metrics, llm, embedder, **options))

@@ -54,9 +54,11 @@ def by_number(numbers: Sequence[int], expected: int, what: str) -> list[int]:
     repeated = sorted(n for n, c in counts.items() if c > 1 and 1 <= n <= expected)
     unknown = sorted(n for n in counts if not 1 <= n <= expected)
     if missing or repeated or unknown:
-        problems = [f"missing {what} {_numbers(missing)}" if missing else "",
-                    f"{what} {_numbers(repeated)} judged more than once" if repeated else "",
-                    f"no {what} {_numbers(unknown)} was asked about" if unknown else ""]  # fmt: skip
+        problems = [
+            f"missing {what} {_numbers(missing)}" if missing else "",
+            f"{what} {_numbers(repeated)} judged more than once" if repeated else "",
+            f"no {what} {_numbers(unknown)} was asked about" if unknown else "",
+        ]
         detail = "; ".join(p for p in problems if p)
         raise ReplyProblem(f"the judge returned {len(numbers)} verdicts for {expected} {what}s ({detail})")
     position = {n: i for i, n in enumerate(numbers)}
@@ -186,12 +188,16 @@ class VerificationOutput(BaseModel):
     """1: the context was useful in arriving at the reference answer."""
 
     def answer_verdicts(self, expected: int) -> list[int]:
-        return [self.answer_claims[i].verdict for i in by_number([v.claim for v in self.answer_claims], expected,
-                                                                   "answer claim")]  # fmt: skip
+        return [
+            self.answer_claims[i].verdict
+            for i in by_number([v.claim for v in self.answer_claims], expected, "answer claim")
+        ]
 
     def reference_verdicts(self, expected: int) -> list[int]:
-        return [self.reference_claims[i].verdict
-                for i in by_number([v.claim for v in self.reference_claims], expected, "reference claim")]
+        return [
+            self.reference_claims[i].verdict
+            for i in by_number([v.claim for v in self.reference_claims], expected, "reference claim")
+        ]
 
     def context_verdicts(self, expected: int) -> list[int]:
         return [self.contexts[i].verdict for i in by_number([v.context for v in self.contexts], expected, "context")]
@@ -226,8 +232,11 @@ the input gets an empty list in the reply.
         if inputs.judge_contexts:
             judged = (useful(context, inputs.reference or "") for context in inputs.contexts)
             contexts = [ContextVerdict(context=n, reason=reason, verdict=v) for n, (v, reason) in enumerate(judged, 1)]
-        return VerificationOutput(answer_claims=verdicts(inputs.answer_claims),
-                                  reference_claims=verdicts(inputs.reference_claims), contexts=contexts)  # fmt: skip
+        return VerificationOutput(
+            answer_claims=verdicts(inputs.answer_claims),
+            reference_claims=verdicts(inputs.reference_claims),
+            contexts=contexts,
+        )
 
 
 # --- claim sources (ragas noise sensitivity) ----------------------------------------------------
@@ -264,13 +273,18 @@ class SourcesOutput(BaseModel):
     reference_claims: list[ReferenceClaimSources]
     answer_claims: list[AnswerClaimSources]
 
-    def matrices(self, n_reference: int, n_answer: int, n_contexts: int) -> tuple[list[list[int]], list[list[int]], list[int]]:
+    def matrices(
+        self, n_reference: int, n_answer: int, n_contexts: int
+    ) -> tuple[list[list[int]], list[list[int]], list[int]]:
         """(reference claim × context, answer claim × context, answer claim vs reference) as 0/1, in claim
         order; ReplyProblem for a missing, repeated or unknown claim, or a context that does not exist."""
-        reference = [self.reference_claims[i] for i in by_number([s.claim for s in self.reference_claims],
-                                                                  n_reference, "reference claim")]  # fmt: skip
-        answer = [self.answer_claims[i] for i in by_number([s.claim for s in self.answer_claims], n_answer,
-                                                           "answer claim")]  # fmt: skip
+        reference = [
+            self.reference_claims[i]
+            for i in by_number([s.claim for s in self.reference_claims], n_reference, "reference claim")
+        ]
+        answer = [
+            self.answer_claims[i] for i in by_number([s.claim for s in self.answer_claims], n_answer, "answer claim")
+        ]
         for sources in (*reference, *answer):
             unknown = sorted({c for c in sources.contexts if not 1 <= c <= n_contexts})
             if unknown:
@@ -305,8 +319,12 @@ Give an entry for every claim, with its number.
         answer = []
         for n, claim in enumerate(inputs.answer_claims, 1):
             by_reference, reason = support(claim, inputs.reference)
-            answer.append(AnswerClaimSources(claim=n, reason=reason, by_reference=by_reference, contexts=sources(claim)))
-        reference = [ReferenceClaimSources(claim=n, contexts=sources(c)) for n, c in enumerate(inputs.reference_claims, 1)]
+            answer.append(
+                AnswerClaimSources(claim=n, reason=reason, by_reference=by_reference, contexts=sources(claim))
+            )
+        reference = [
+            ReferenceClaimSources(claim=n, contexts=sources(c)) for n, c in enumerate(inputs.reference_claims, 1)
+        ]
         return SourcesOutput(reference_claims=reference, answer_claims=answer)
 
 

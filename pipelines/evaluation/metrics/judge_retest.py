@@ -53,12 +53,22 @@ def build_retest_judge(settings: Settings, budget: TokenBudget) -> LLM:
     return judge
 
 
-async def retest_items(items: Sequence[JudgeInput], metrics: Sequence[str], judge: LLM, embedder: Embedder | None, *,
-                       share: float, run_id: str, suite: Suite, dataset_version: str) -> list[Score]:  # fmt: skip
+async def retest_items(
+    items: Sequence[JudgeInput],
+    metrics: Sequence[str],
+    judge: LLM,
+    embedder: Embedder | None,
+    *,
+    share: float,
+    run_id: str,
+    suite: Suite,
+    dataset_version: str,
+) -> list[Score]:
     """The second judgement of the retested share of `items` (`judge` from build_retest_judge), as score rows."""
     chosen = [item for item in items if retested(run_id, item.item_id, share)]
     if not chosen or not metrics:
         return []
     with scope(stage=RETEST_STAGE):
-        return await judge_items(chosen, metrics, judge, embedder, run_id=run_id, suite=suite,
-                                 dataset_version=dataset_version)  # fmt: skip
+        return await judge_items(
+            chosen, metrics, judge, embedder, run_id=run_id, suite=suite, dataset_version=dataset_version
+        )

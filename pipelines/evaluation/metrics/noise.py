@@ -126,8 +126,13 @@ class NoisePool:
         known = sorted({cid for item in items for cid in (*item.gold_chunk_ids, *item.context_ids)} - ids)
         return cls(index.get(sorted(ids)), documents={c.chunk_id: c.document for c in index.get(known)})
 
-    def __init__(self, chunks: Iterable[NoiseChunk], embedder: Embedder | None = None, *,
-                 documents: Mapping[str, str] | None = None):  # fmt: skip
+    def __init__(
+        self,
+        chunks: Iterable[NoiseChunk],
+        embedder: Embedder | None = None,
+        *,
+        documents: Mapping[str, str] | None = None,
+    ):
         """`documents`: chunk id -> document of chunks that are not candidates (gold, retrieved)."""
         self.chunks = sorted(chunks, key=lambda c: c.chunk_id)  # a stable order keeps seeded picks reproducible
         self.embedder = embedder
@@ -188,9 +193,11 @@ class NoisePool:
         """Mask over the pool: not the item's gold or retrieved chunk, not a clean context's text, not an
         excluded document's."""
         mask = np.ones(len(self.chunks), dtype=bool)
-        for positions, keys in ((self._by_id, (*item.gold_chunk_ids, *item.context_ids)),
-                                (self._by_document, self.excluded_documents(item, mode)),
-                                (self._by_text, {text.strip() for text in item.contexts})):  # fmt: skip
+        for positions, keys in (
+            (self._by_id, (*item.gold_chunk_ids, *item.context_ids)),
+            (self._by_document, self.excluded_documents(item, mode)),
+            (self._by_text, {text.strip() for text in item.contexts}),
+        ):
             for key in keys:
                 if key in positions:
                     mask[positions[key]] = False
@@ -230,8 +237,10 @@ class NoisePool:
         with self._lock:
             if self._words is None:
                 vocabulary: dict[str, int] = {}
-                columns = [[vocabulary.setdefault(t, len(vocabulary)) for t in set(content_tokens(c.text))]
-                           for c in self.chunks]  # fmt: skip
+                columns = [
+                    [vocabulary.setdefault(t, len(vocabulary)) for t in set(content_tokens(c.text))]
+                    for c in self.chunks
+                ]
                 self._words = vocabulary, _incidence(columns, len(vocabulary)).T.tocsr()
             return self._words
 
@@ -341,13 +350,17 @@ async def noise_delta_f(
     async def one(item: JudgeInput, noise: list[NoiseChunk] | None) -> NoiseResult:
         nonlocal done
         outcome, control_outcome, details = await _one_item(
-            item, noise, answer_fn, llm, mode, (clean_scores or {}).get(item.item_id), metric, control, implementation)
+            item, noise, answer_fn, llm, mode, (clean_scores or {}).get(item.item_id), metric, control, implementation
+        )
         done += 1
         if progress is not None:
             progress(done, total)
         score = outcome.score(item_id=item.item_id, stratum=item.stratum, metric=metric, **labels)
-        control_score = control_outcome.score(item_id=item.item_id, stratum=item.stratum, metric=CONTROL_METRIC,
-                                              **labels) if control_outcome else None  # fmt: skip
+        control_score = (
+            control_outcome.score(item_id=item.item_id, stratum=item.stratum, metric=CONTROL_METRIC, **labels)
+            if control_outcome
+            else None
+        )
         return NoiseResult(score=score, mode=mode, control=control_score, **details)
 
     results = list(await asyncio.gather(*(one(i, n) for i, n in zip(items, noise))))
@@ -359,9 +372,17 @@ def _applicable(item: JudgeInput) -> bool:
     return bool(item.answer and item.answer.strip()) and any(c.strip() for c in item.contexts)
 
 
-async def _one_item(item: JudgeInput, noise: list[NoiseChunk] | None, answer_fn: AnswerFn, llm: LLM, mode: NoiseMode,
-                    clean_score: Score | None, metric: str, control: bool,
-                    implementation: JudgeImplementation | None) -> tuple[Outcome, Outcome | None, dict]:  # fmt: skip
+async def _one_item(
+    item: JudgeInput,
+    noise: list[NoiseChunk] | None,
+    answer_fn: AnswerFn,
+    llm: LLM,
+    mode: NoiseMode,
+    clean_score: Score | None,
+    metric: str,
+    control: bool,
+    implementation: JudgeImplementation | None,
+) -> tuple[Outcome, Outcome | None, dict]:
     """`noise`: the item's picks, None when the item has no answer or no contexts."""
     if noise is None:
         reason = Outcome.skipped(f"no answer or no retrieved contexts: {metric} needs both")
@@ -379,9 +400,13 @@ async def _one_item(item: JudgeInput, noise: list[NoiseChunk] | None, answer_fn:
     clean, noisy_answer, control_answer = await asyncio.gather(
         scoped(_clean_faithfulness(item, llm, clean_score, implementation), stage="noise_clean"),
         scoped(_answer(answer_fn, item.question, noisy_contexts), stage="noise_noisy") if noise else nothing(),
-        scoped(_answer(answer_fn, item.question, list(item.contexts), arm="the clean contexts again"),
-               stage="noise_control") if control else nothing(),
-    )  # fmt: skip
+        scoped(
+            _answer(answer_fn, item.question, list(item.contexts), arm="the clean contexts again"),
+            stage="noise_control",
+        )
+        if control
+        else nothing(),
+    )
     if isinstance(noisy_answer, str):
         details["noisy_answer"] = noisy_answer
     if isinstance(control_answer, str):
@@ -389,11 +414,13 @@ async def _one_item(item: JudgeInput, noise: list[NoiseChunk] | None, answer_fn:
     if clean.status == "ok":
         details["f_clean"] = clean.value
     (delta, f_noisy), (control_delta, f_control) = await asyncio.gather(
-        scoped(_delta(item, llm, clean, noisy_answer, "noisy", implementation), stage="noise_noisy") if noise
+        scoped(_delta(item, llm, clean, noisy_answer, "noisy", implementation), stage="noise_noisy")
+        if noise
         else _given(no_noise),
-        scoped(_delta(item, llm, clean, control_answer, "clean again", implementation), stage="noise_control") if control
+        scoped(_delta(item, llm, clean, control_answer, "clean again", implementation), stage="noise_control")
+        if control
         else _given(None),
-    )  # fmt: skip
+    )
     details.update({k: v for k, v in (("f_noisy", f_noisy), ("f_control", f_control)) if v is not None})
     return delta, control_delta, details
 
@@ -402,8 +429,14 @@ async def _given(outcome: Outcome | None) -> tuple[Outcome | None, None]:
     return outcome, None
 
 
-async def _delta(item: JudgeInput, llm: LLM, clean: Outcome, answer: str | Outcome, arm: str,
-                 implementation: JudgeImplementation | None) -> tuple[Outcome, float | None]:  # fmt: skip
+async def _delta(
+    item: JudgeInput,
+    llm: LLM,
+    clean: Outcome,
+    answer: str | Outcome,
+    arm: str,
+    implementation: JudgeImplementation | None,
+) -> tuple[Outcome, float | None]:
     """F(clean) − F(answer), the answer judged against the clean contexts (see the module docstring)."""
     if isinstance(answer, Outcome):
         return answer, None
@@ -411,8 +444,9 @@ async def _delta(item: JudgeInput, llm: LLM, clean: Outcome, answer: str | Outco
         return Outcome.skipped(f"F(clean) not applicable: {clean.error}"), None
     if clean.status != "ok":
         return Outcome.failed(f"F(clean) not available: {clean.error}"), None
-    other = await judge_metric("faithfulness", item.model_copy(update={"answer": answer}), llm,
-                                implementation=implementation)  # fmt: skip
+    other = await judge_metric(
+        "faithfulness", item.model_copy(update={"answer": answer}), llm, implementation=implementation
+    )
     if other.status == "skipped":
         # The system abstained in this arm: it lost the answer but asserted nothing unfaithful.
         return Outcome.skipped(f"F({arm}) not applicable: {other.error}"), None
@@ -421,14 +455,17 @@ async def _delta(item: JudgeInput, llm: LLM, clean: Outcome, answer: str | Outco
     return Outcome.ok(delta_f(clean.value, other.value)), other.value
 
 
-async def _clean_faithfulness(item: JudgeInput, llm: LLM, clean_score: Score | None,
-                              implementation: JudgeImplementation | None) -> Outcome:  # fmt: skip
+async def _clean_faithfulness(
+    item: JudgeInput, llm: LLM, clean_score: Score | None, implementation: JudgeImplementation | None
+) -> Outcome:
     if clean_score is not None:
         return Outcome(clean_score.value, clean_score.status, clean_score.error)
     return await judge_metric("faithfulness", item, llm, implementation=implementation)
 
 
-async def _answer(answer_fn: AnswerFn, question: str, contexts: list[str], arm: str = "noisy contexts") -> str | Outcome:
+async def _answer(
+    answer_fn: AnswerFn, question: str, contexts: list[str], arm: str = "noisy contexts"
+) -> str | Outcome:
     """The regenerated answer, or the failed Outcome saying why there is none."""
     try:
         if inspect.iscoroutinefunction(answer_fn):

@@ -92,13 +92,18 @@ def query_metrics(retrieved: Sequence[str], gold: Sequence[str], ks: Sequence[in
     return metrics
 
 
-ATTRIBUTIONS = ("ok", "retrieval_failure", "partial_retrieval_failure", "generation_failure", "unknown",
-                "not_applicable")  # fmt: skip
+ATTRIBUTIONS = (
+    "ok",
+    "retrieval_failure",
+    "partial_retrieval_failure",
+    "generation_failure",
+    "unknown",
+    "not_applicable",
+)
 """Per-item labels of `attribute`, in the order reports list them."""
 
 
-def attribute(contexts: Sequence[str], gold: Sequence[str], correct: bool | None,
-              supported: bool | None = None) -> str:  # fmt: skip
+def attribute(contexts: Sequence[str], gold: Sequence[str], correct: bool | None, supported: bool | None = None) -> str:
     """Why an item's answer failed, from the chunk ids the generator was given (`contexts`), the answer
     correctness judge's verdict (`correct`) and whether the answer was supported (faithfulness in a
     healthy band; None when not scored):
@@ -144,13 +149,15 @@ def score_run_file(path: Path, ks: Sequence[int] = DEFAULT_KS) -> dict[str, floa
             row = json.loads(line)
             query_id, retrieved, gold = str(row["query_id"]), row["retrieved_ids"], row["gold_ids"]
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise ValueError(f"{path}:{number}: expected {{\"query_id\", \"retrieved_ids\", \"gold_ids\"}} ({exc})") from exc
+            raise ValueError(f'{path}:{number}: expected {{"query_id", "retrieved_ids", "gold_ids"}} ({exc})') from exc
         if not isinstance(retrieved, list) or not isinstance(gold, list):
             raise ValueError(f"{path}:{number}: retrieved_ids and gold_ids must be lists of chunk ids")
         if query_id in seen:
             raise ValueError(f"{path}:{number}: query_id {query_id!r} appears twice")
         if not gold:
-            raise ValueError(f"{path}:{number}: query {query_id!r} has no gold_ids; retrieval metrics need at least one")
+            raise ValueError(
+                f"{path}:{number}: query {query_id!r} has no gold_ids; retrieval metrics need at least one"
+            )
         seen.add(query_id)
         retrieved = [str(r) for r in retrieved]
         for name, value in query_metrics(retrieved, [str(g) for g in gold], ks).items():

@@ -81,8 +81,9 @@ async def tool_call_accuracy(turn: ToolTurn) -> Outcome:
     expected = [RagasToolCall(name=turn.expected_tool, args=turn.expected_args)]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ragas warns on empty or extra calls; the score already says so
-        result = await ToolCallAccuracy().ascore(user_input=[HumanMessage(content=turn.question), called],
-                                                 reference_tool_calls=expected)  # fmt: skip
+        result = await ToolCallAccuracy().ascore(
+            user_input=[HumanMessage(content=turn.question), called], reference_tool_calls=expected
+        )
     value = float(result.value)
     return Outcome(value, "ok", call_differences(turn) if value < 1 else None)
 
@@ -94,9 +95,11 @@ def call_differences(turn: ToolTurn) -> str | None:
     if called != [turn.expected_tool]:
         return f"called {', '.join(called) or 'no tool'}; expected {turn.expected_tool} alone"
     arguments = turn.tool_calls[0].arguments
-    differences = [f"{name}: expected {_shown(value)}, got {_shown(arguments[name]) if name in arguments else 'nothing'}"
-                   for name, value in (turn.expected_args or {}).items()
-                   if name not in arguments or str(arguments[name]) != str(value)]  # fmt: skip
+    differences = [
+        f"{name}: expected {_shown(value)}, got {_shown(arguments[name]) if name in arguments else 'nothing'}"
+        for name, value in (turn.expected_args or {}).items()
+        if name not in arguments or str(arguments[name]) != str(value)
+    ]
     return "; ".join(differences) or None
 
 
@@ -121,8 +124,16 @@ async def score_tool_turns(
     scores = []
     for turn, accuracy in zip(turns, accuracies):
         for metric, outcome in (("tool_selection_accuracy", tool_selection(turn)), ("tool_call_accuracy", accuracy)):
-            scores.append(outcome.score(run_id=run_id, suite=suite, item_id=turn.item_id, stratum=turn.stratum,
-                                        metric=metric, dataset_version=dataset_version))  # fmt: skip
+            scores.append(
+                outcome.score(
+                    run_id=run_id,
+                    suite=suite,
+                    item_id=turn.item_id,
+                    stratum=turn.stratum,
+                    metric=metric,
+                    dataset_version=dataset_version,
+                )
+            )
     log_outcomes(scores, "tools")
     return scores
 

@@ -37,10 +37,16 @@ class BinaryForm:
 
 AUDITED: dict[str, BinaryForm] = {
     "answer_correctness": BinaryForm(
-        "answer_correctness", "answer correct", threshold=1.0,
+        "answer_correctness",
+        "answer correct",
+        threshold=1.0,
         ask="Is the answer right against the reference answer (states its key facts, contradicts none; abstains "
-            "exactly when the reference does)?"),
+        "exactly when the reference does)?",
+    ),
     "faithfulness": BinaryForm(
-        "faithfulness", f"answer supported (faithfulness ≥ {SUPPORTED_FROM})", threshold=SUPPORTED_FROM,
-        ask="Is the answer supported by the contexts shown (at least 3 of every 4 of its claims can be read there)?"),
-}  # fmt: skip
+        "faithfulness",
+        f"answer supported (faithfulness ≥ {SUPPORTED_FROM})",
+        threshold=SUPPORTED_FROM,
+        ask="Is the answer supported by the contexts shown (at least 3 of every 4 of its claims can be read there)?",
+    ),
+}

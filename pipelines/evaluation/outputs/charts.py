@@ -36,8 +36,15 @@ def value_range(values: Sequence[float | None], default: tuple[float, float] = (
     return (low, high) if high > low else (low - 0.5, high + 0.5)
 
 
-def interval_chart(rows: Sequence[Interval], *, x_range: tuple[float, float] | None = None, width: int = 560,
-                   label_width: int = 190, note_width: int = 70, title: str = "") -> str:  # fmt: skip
+def interval_chart(
+    rows: Sequence[Interval],
+    *,
+    x_range: tuple[float, float] | None = None,
+    width: int = 560,
+    label_width: int = 190,
+    note_width: int = 70,
+    title: str = "",
+) -> str:
     """One row per label: the mean as a dot, its confidence interval as a whisker."""
     row_h, top, axis_h = 22, 22 if title else 6, 24
     height = top + row_h * len(rows) + axis_h
@@ -52,11 +59,15 @@ def interval_chart(rows: Sequence[Interval], *, x_range: tuple[float, float] | N
         y = top + row_h * i + row_h / 2
         parts.append(_text(label_width - 6, y + 4, row.label, anchor="end"))
         if row.low is not None and row.high is not None:
-            parts.append(f'<line x1="{x(row.low):.1f}" y1="{y:.1f}" x2="{x(row.high):.1f}" y2="{y:.1f}" '
-                         f'stroke="{ACCENT}" stroke-width="2"/>')  # fmt: skip
+            parts.append(
+                f'<line x1="{x(row.low):.1f}" y1="{y:.1f}" x2="{x(row.high):.1f}" y2="{y:.1f}" '
+                f'stroke="{ACCENT}" stroke-width="2"/>'
+            )
             for end in (row.low, row.high):
-                parts.append(f'<line x1="{x(end):.1f}" y1="{y - 5:.1f}" x2="{x(end):.1f}" y2="{y + 5:.1f}" '
-                             f'stroke="{ACCENT}" stroke-width="1.5"/>')  # fmt: skip
+                parts.append(
+                    f'<line x1="{x(end):.1f}" y1="{y - 5:.1f}" x2="{x(end):.1f}" y2="{y + 5:.1f}" '
+                    f'stroke="{ACCENT}" stroke-width="1.5"/>'
+                )
         if row.mean is not None:
             parts.append(f'<circle cx="{x(row.mean):.1f}" cy="{y:.1f}" r="4" fill="{INK}"/>')
         else:
@@ -67,8 +78,15 @@ def interval_chart(rows: Sequence[Interval], *, x_range: tuple[float, float] | N
     return "".join(parts)
 
 
-def histogram(values: Sequence[float], *, bins: int = 10, x_range: tuple[float, float] | None = None,
-              width: int = 260, height: int = 130, title: str = "") -> str:  # fmt: skip
+def histogram(
+    values: Sequence[float],
+    *,
+    bins: int = 10,
+    x_range: tuple[float, float] | None = None,
+    width: int = 260,
+    height: int = 130,
+    title: str = "",
+) -> str:
     """Counts of ok scores per bin; an empty chart says so instead of drawing nothing."""
     lo, hi = x_range or value_range(values)
     top, bottom, left, right = 22, 22, 30, 8
@@ -82,19 +100,30 @@ def histogram(values: Sequence[float], *, bins: int = 10, x_range: tuple[float, 
     y = _scale(0, peak, height - bottom, top)
     for count, start, stop in zip(counts, edges[:-1], edges[1:]):
         if count:
-            parts.append(f'<rect x="{x(start) + 1:.1f}" y="{y(count):.1f}" width="{x(stop) - x(start) - 2:.1f}" '
-                         f'height="{y(0) - y(count):.1f}" fill="{ACCENT}"><title>{start:.2f}–{stop:.2f}: '
-                         f'{int(count)}</title></rect>')  # fmt: skip
+            parts.append(
+                f'<rect x="{x(start) + 1:.1f}" y="{y(count):.1f}" width="{x(stop) - x(start) - 2:.1f}" '
+                f'height="{y(0) - y(count):.1f}" fill="{ACCENT}"><title>{start:.2f}–{stop:.2f}: '
+                f"{int(count)}</title></rect>"
+            )
     parts.append(f'<line x1="{left}" y1="{y(0):.1f}" x2="{width - right}" y2="{y(0):.1f}" stroke="{MUTED}"/>')
-    parts += [_text(left, height - 6, f"{lo:g}", anchor="middle", fill=MUTED),
-              _text(width - right, height - 6, f"{hi:g}", anchor="middle", fill=MUTED),
-              _text(left - 4, y(peak) + 4, str(peak), anchor="end", fill=MUTED),
-              _text(left - 4, y(0) + 4, "0", anchor="end", fill=MUTED), "</svg>"]  # fmt: skip
+    parts += [
+        _text(left, height - 6, f"{lo:g}", anchor="middle", fill=MUTED),
+        _text(width - right, height - 6, f"{hi:g}", anchor="middle", fill=MUTED),
+        _text(left - 4, y(peak) + 4, str(peak), anchor="end", fill=MUTED),
+        _text(left - 4, y(0) + 4, "0", anchor="end", fill=MUTED),
+        "</svg>",
+    ]
     return "".join(parts)
 
 
-def line_chart(points: Sequence[tuple[str, float | None]], *, y_range: tuple[float, float] | None = None,
-               width: int = 260, height: int = 130, title: str = "") -> str:  # fmt: skip
+def line_chart(
+    points: Sequence[tuple[str, float | None]],
+    *,
+    y_range: tuple[float, float] | None = None,
+    width: int = 260,
+    height: int = 130,
+    title: str = "",
+) -> str:
     """Values over ordered labels (logical dates); a missing value breaks the line."""
     top, bottom, left, right = 22, 22, 34, 10
     lo, hi = y_range or value_range([v for _, v in points])
@@ -115,14 +144,18 @@ def line_chart(points: Sequence[tuple[str, float | None]], *, y_range: tuple[flo
             segment = []
             continue
         segment.append(f"{cx:.1f},{y(value):.1f}")
-        parts.append(f'<circle cx="{cx:.1f}" cy="{y(value):.1f}" r="3" fill="{INK}"><title>{escape(label)}: '
-                     f'{value:.3f}</title></circle>')  # fmt: skip
+        parts.append(
+            f'<circle cx="{cx:.1f}" cy="{y(value):.1f}" r="3" fill="{INK}"><title>{escape(label)}: '
+            f"{value:.3f}</title></circle>"
+        )
     parts.append(_polyline(segment))
     if len(points) == 1:
         parts.append(_text((left + width - right) / 2, height - 6, points[0][0], anchor="middle", fill=MUTED))
     else:
-        parts += [_text(left, height - 6, points[0][0], fill=MUTED),
-                  _text(width - right, height - 6, points[-1][0], anchor="end", fill=MUTED)]  # fmt: skip
+        parts += [
+            _text(left, height - 6, points[0][0], fill=MUTED),
+            _text(width - right, height - 6, points[-1][0], anchor="end", fill=MUTED),
+        ]
     parts.append("</svg>")
     return "".join(parts)
 
@@ -147,10 +180,14 @@ def _polyline(points: list[str]) -> str:
 
 
 def _svg_open(width: int, height: int, title: str) -> str:
-    return (f'<svg class="chart" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
-            f'aria-label="{escape(title)}">')  # fmt: skip
+    return (
+        f'<svg class="chart" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="{escape(title)}">'
+    )
 
 
 def _text(x: float, y: float, text: str, *, anchor: str = "start", fill: str = INK, weight: str = "400") -> str:
-    return (f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" fill="{fill}" font-weight="{weight}">'
-            f"{escape(text)}</text>")  # fmt: skip
+    return (
+        f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" fill="{fill}" font-weight="{weight}">'
+        f"{escape(text)}</text>"
+    )

@@ -47,8 +47,9 @@ def week_of(day: date) -> date:
     return day - timedelta(days=day.weekday())
 
 
-def weekly_cost(store: ResultsStore, suite: str, target: str, *, until: date,
-                weeks: int = TREND_WEEKS) -> list[CostWeek]:  # fmt: skip
+def weekly_cost(
+    store: ResultsStore, suite: str, target: str, *, until: date, weeks: int = TREND_WEEKS
+) -> list[CostWeek]:
     """The `weeks` ISO weeks up to the one holding `until` (oldest first), each with its runs' summed cost."""
     last = week_of(until)
     trend = {last - timedelta(weeks=n): CostWeek(week=last - timedelta(weeks=n)) for n in range(weeks - 1, -1, -1)}

@@ -39,8 +39,11 @@ HEX_SPAN_ID = re.compile(r"[0-9a-f]{16}")
 
 def evaluation_attributes(score: Score) -> dict[str, Any]:
     """The event's attributes for one score row."""
-    attributes: dict[str, Any] = {"gen_ai.evaluation.name": score.metric, "ragwatch.run_id": score.run_id,
-                                  "ragwatch.stratum": score.stratum}  # fmt: skip
+    attributes: dict[str, Any] = {
+        "gen_ai.evaluation.name": score.metric,
+        "ragwatch.run_id": score.run_id,
+        "ragwatch.stratum": score.stratum,
+    }
     if score.judge_model:
         attributes["gen_ai.request.model"] = score.judge_model
     if score.value is None:
@@ -51,7 +54,9 @@ def evaluation_attributes(score: Score) -> dict[str, Any]:
     band = next((t for t in THRESHOLDS if t.metric == score.metric and t.contains(score.value)), None)
     if band is not None:
         attributes["gen_ai.evaluation.score.label"] = band.severity
-        attributes["gen_ai.evaluation.explanation"] = f"{band.users_see} ({score.metric} {band.band}); first action: {band.first_action}"
+        attributes["gen_ai.evaluation.explanation"] = (
+            f"{band.users_see} ({score.metric} {band.band}); first action: {band.first_action}"
+        )
     return attributes
 
 
@@ -59,7 +64,9 @@ def trace_context(trace_id: str, span_id: str | None):
     """The evaluated span as the event's context, when both ids are OTLP ids."""
     if not (HEX_TRACE_ID.fullmatch(trace_id) and span_id and HEX_SPAN_ID.fullmatch(span_id)):
         return None
-    parent = SpanContext(int(trace_id, 16), int(span_id, 16), is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED))
+    parent = SpanContext(
+        int(trace_id, 16), int(span_id, 16), is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED)
+    )
     return trace.set_span_in_context(NonRecordingSpan(parent))
 
 
@@ -80,8 +87,9 @@ def root_span_ids(parts: Iterable[Path], trace_ids: set[str]) -> dict[str, str]:
     return found
 
 
-def emit_evaluation_events(endpoint: str, scores: Iterable[Score], span_ids: dict[str, str], *,
-                           timeout_s: float = 10.0) -> int:  # fmt: skip
+def emit_evaluation_events(
+    endpoint: str, scores: Iterable[Score], span_ids: dict[str, str], *, timeout_s: float = 10.0
+) -> int:
     """Send one event per score to `endpoint` (OTLP/HTTP, `/v1/logs` appended); returns how many were sent.
 
     `span_ids`: the evaluated span (the trace's root) of each trace id. Export errors fail the call, so a task that
@@ -99,15 +107,18 @@ def emit_evaluation_events(endpoint: str, scores: Iterable[Score], span_ids: dic
             attributes = evaluation_attributes(score)
             if context is None:
                 attributes["ragwatch.trace_id"] = score.item_id
-            logger.emit(event_name=EVENT_NAME, attributes=attributes, context=context,
-                        severity_number=SeverityNumber.INFO)  # fmt: skip
+            logger.emit(
+                event_name=EVENT_NAME, attributes=attributes, context=context, severity_number=SeverityNumber.INFO
+            )
             sent += 1
         provider.force_flush(int(timeout_s * 1000))
     finally:
         provider.shutdown()
     if failures.failed:
-        raise RuntimeError(f"{failures.failed} of {sent} gen_ai.evaluation.result events were not accepted by "
-                           f"{endpoint} (RAGWATCH_OTLP_ENDPOINT)")  # fmt: skip
+        raise RuntimeError(
+            f"{failures.failed} of {sent} gen_ai.evaluation.result events were not accepted by "
+            f"{endpoint} (RAGWATCH_OTLP_ENDPOINT)"
+        )
     log.info("sent %d evaluation events to %s", sent, endpoint)
     return sent
 

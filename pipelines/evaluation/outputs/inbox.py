@@ -21,12 +21,21 @@ from pipelines.workspace import Workspace
 CANDIDATES = 5
 """Lowest-scoring traces per day sent to the inbox."""
 RANKED_BY = ("faithfulness", "answer_relevancy")
-COLUMNS = ["trace_id", "question", "reference_answer", "gold_passages", "split", "production_answer", "mean_score",
-           "language"]  # fmt: skip
+COLUMNS = [
+    "trace_id",
+    "question",
+    "reference_answer",
+    "gold_passages",
+    "split",
+    "production_answer",
+    "mean_score",
+    "language",
+]
 
 
-def queue_candidates(workspace: Workspace, day: date, traces: Sequence[dict[str, Any]], scores: Sequence[Score],
-                     limit: int = CANDIDATES) -> tuple[int, Path]:  # fmt: skip
+def queue_candidates(
+    workspace: Workspace, day: date, traces: Sequence[dict[str, Any]], scores: Sequence[Score], limit: int = CANDIDATES
+) -> tuple[int, Path]:
     """Write the day's `limit` lowest-scoring traces to the inbox; returns (rows written, file)."""
     by_trace: dict[str, list[float]] = {}
     for score in scores:
@@ -35,15 +44,34 @@ def queue_candidates(workspace: Workspace, day: date, traces: Sequence[dict[str,
     ranked = sorted((sum(v) / len(v), trace_id) for trace_id, v in by_trace.items())[:limit]
     traces_by_id = {t["trace_id"]: t for t in traces}
     path = workspace.review_candidates(day)
-    rows = ({"trace_id": trace_id, "question": traces_by_id[trace_id]["question"], "reference_answer": "",
-             "gold_passages": "", "split": "", "production_answer": traces_by_id[trace_id]["answer"],
-             "mean_score": f"{mean:.3f}", "language": traces_by_id[trace_id]["language"]}
-            for mean, trace_id in ranked)  # fmt: skip
+    rows = (
+        {
+            "trace_id": trace_id,
+            "question": traces_by_id[trace_id]["question"],
+            "reference_answer": "",
+            "gold_passages": "",
+            "split": "",
+            "production_answer": traces_by_id[trace_id]["answer"],
+            "mean_score": f"{mean:.3f}",
+            "language": traces_by_id[trace_id]["language"],
+        }
+        for mean, trace_id in ranked
+    )
     return write_filled_in_rows(path, COLUMNS, rows), path
 
 
-UNCOVERED_COLUMNS = ["topic", "language", "day_share", "estimated_traces", "trace_id", "app", "question",
-                     "reference_answer", "gold_passages", "split"]  # fmt: skip
+UNCOVERED_COLUMNS = [
+    "topic",
+    "language",
+    "day_share",
+    "estimated_traces",
+    "trace_id",
+    "app",
+    "question",
+    "reference_answer",
+    "gold_passages",
+    "split",
+]
 """`ragwatch golden import` reads the last five: a reviewer writes an answer for a topic's question and imports it."""
 
 
@@ -51,10 +79,22 @@ def queue_uncovered_topics(workspace: Workspace, day: date, clusters: Sequence[A
     """Write the day's `limit` largest uncovered topics (coverage/clusters.py), three questions each; returns (topics
     written, file). The file is rewritten on a rerun: the same day gives the same topics."""
     chosen = list(clusters)[:limit]
-    rows = ({"topic": cluster.cluster_id, "language": cluster.language, "day_share": f"{cluster.share:.4f}",
-             "estimated_traces": f"{cluster.estimated_traces:.0f}", "trace_id": rep.trace_id, "app": rep.app,
-             "question": rep.question, "reference_answer": "", "gold_passages": "", "split": ""}
-            for cluster in chosen for rep in cluster.representatives)  # fmt: skip
+    rows = (
+        {
+            "topic": cluster.cluster_id,
+            "language": cluster.language,
+            "day_share": f"{cluster.share:.4f}",
+            "estimated_traces": f"{cluster.estimated_traces:.0f}",
+            "trace_id": rep.trace_id,
+            "app": rep.app,
+            "question": rep.question,
+            "reference_answer": "",
+            "gold_passages": "",
+            "split": "",
+        }
+        for cluster in chosen
+        for rep in cluster.representatives
+    )
     path = workspace.uncovered_topics(day)
     write_filled_in_rows(path, UNCOVERED_COLUMNS, rows)
     return len(chosen), path

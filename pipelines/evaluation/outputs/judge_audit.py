@@ -31,8 +31,18 @@ from pipelines.settings import Settings
 from pipelines.stores.results import EvalRun
 from pipelines.workspace import Workspace
 
-COLUMNS = ["audit_id", "metric", "ask", "question", "answer", "contexts", "reference_answer", "label", "labeller",
-           "notes"]  # fmt: skip
+COLUMNS = [
+    "audit_id",
+    "metric",
+    "ask",
+    "question",
+    "answer",
+    "contexts",
+    "reference_answer",
+    "label",
+    "labeller",
+    "notes",
+]
 YES, NO = {"yes", "y", "1", "true"}, {"no", "n", "0", "false"}
 CONTEXT_CHARS = 1500
 """Of each context shown to a labeller: enough to check a claim, short enough for a spreadsheet cell."""
@@ -53,7 +63,9 @@ def audit_sample(scores: Sequence[Score], per_day: int) -> list[tuple[Score, int
     for s in scores:
         if s.status == "ok" and s.metric in AUDITED:
             strata[(s.metric, AUDITED[s.metric].verdict(s.value))].append(s)
-    queues = [sorted(members, key=lambda s: audit_id(s.run_id, s.item_id, s.metric)) for _, members in sorted(strata.items())]
+    queues = [
+        sorted(members, key=lambda s: audit_id(s.run_id, s.item_id, s.metric)) for _, members in sorted(strata.items())
+    ]
     picked: list[tuple[Score, int]] = []
     while len(picked) < per_day and any(queues):
         for queue in queues:
@@ -63,8 +75,15 @@ def audit_sample(scores: Sequence[Score], per_day: int) -> list[tuple[Score, int
     return picked
 
 
-def queue_judge_audit(workspace: Workspace, suite: str, day: date, target: str, scores: Sequence[Score],
-                      items: Mapping[str, ItemView], per_day: int) -> tuple[int, Path | None]:  # fmt: skip
+def queue_judge_audit(
+    workspace: Workspace,
+    suite: str,
+    day: date,
+    target: str,
+    scores: Sequence[Score],
+    items: Mapping[str, ItemView],
+    per_day: int,
+) -> tuple[int, Path | None]:
     """Write the day's audit queue (CSV + JSONL in the inbox) and its key; (items queued, the CSV or None)."""
     picked = [(s, v) for s, v in audit_sample(scores, per_day) if s.item_id in items]
     if not picked:
@@ -78,12 +97,31 @@ def queue_judge_audit(workspace: Workspace, suite: str, day: date, target: str, 
     rows, key = [], {}
     for s, verdict in picked:
         item, aid = items[s.item_id], audit_id(s.run_id, s.item_id, s.metric)
-        rows.append({"audit_id": aid, "metric": s.metric, "ask": AUDITED[s.metric].ask, "question": item.question,
-                     "answer": item.answer, "contexts": "\n---\n".join(c[:CONTEXT_CHARS] for c in item.contexts),
-                     "reference_answer": item.reference_answer or "", "label": "", "labeller": "", "notes": ""})  # fmt: skip
-        key[aid] = {"run_id": s.run_id, "suite": s.suite, "item_id": s.item_id, "metric": s.metric,
-                    "judge_value": s.value, "judge_verdict": verdict, "day": day.isoformat(),
-                    "run_judged": len(judged[s.metric]), "run_judged_yes": sum(judged[s.metric])}  # fmt: skip
+        rows.append(
+            {
+                "audit_id": aid,
+                "metric": s.metric,
+                "ask": AUDITED[s.metric].ask,
+                "question": item.question,
+                "answer": item.answer,
+                "contexts": "\n---\n".join(c[:CONTEXT_CHARS] for c in item.contexts),
+                "reference_answer": item.reference_answer or "",
+                "label": "",
+                "labeller": "",
+                "notes": "",
+            }
+        )
+        key[aid] = {
+            "run_id": s.run_id,
+            "suite": s.suite,
+            "item_id": s.item_id,
+            "metric": s.metric,
+            "judge_value": s.value,
+            "judge_verdict": verdict,
+            "day": day.isoformat(),
+            "run_judged": len(judged[s.metric]),
+            "run_judged_yes": sum(judged[s.metric]),
+        }
     path = workspace.judge_audit_queue(suite, day, target)
     write_filled_in_rows(path, COLUMNS, rows)
     write_jsonl(path.with_suffix(".jsonl"), rows)
@@ -112,8 +150,10 @@ def read_label_file(workspace: Workspace, path: Path) -> list[dict[str, Any]]:
     file is listed in one LabelFileError, and then nothing is imported."""
     rows, keys = _read_rows(path), _keys(workspace)
     if rows and not {"audit_id", "label"} <= set(rows[0]):
-        raise LabelFileError(f"{path.name} has no audit_id and label columns: label a file from "
-                             f"{workspace.inbox}/judge-audit-*.csv and import that; nothing was imported")  # fmt: skip
+        raise LabelFileError(
+            f"{path.name} has no audit_id and label columns: label a file from "
+            f"{workspace.inbox}/judge-audit-*.csv and import that; nothing was imported"
+        )
     first = 2 if path.suffix.lower() == ".csv" else 1
     labels, problems, seen = [], [], {}
     for number, row in enumerate(rows, start=first):
@@ -123,18 +163,29 @@ def read_label_file(workspace: Workspace, path: Path) -> list[dict[str, Any]]:
         aid = str(row.get("audit_id") or "").strip()
         where = f"{path.name} row {number}"
         if aid not in keys:
-            problems.append(f"{where}: audit_id {aid!r} was never queued (is this a judge-audit file of this workspace?)")
+            problems.append(
+                f"{where}: audit_id {aid!r} was never queued (is this a judge-audit file of this workspace?)"
+            )
         elif text not in YES | NO:
             problems.append(f"{where}: label {row.get('label')!r} is not yes or no")
         elif seen.get(aid, text in YES) != (text in YES):
             problems.append(f"{where}: audit_id {aid} is labelled both yes and no")
         else:
             seen[aid] = text in YES
-            labels.append({**keys[aid], "audit_id": aid, "human": int(text in YES),
-                           "labeller": str(row.get("labeller") or "").strip(), "notes": str(row.get("notes") or "").strip()})  # fmt: skip
+            labels.append(
+                {
+                    **keys[aid],
+                    "audit_id": aid,
+                    "human": int(text in YES),
+                    "labeller": str(row.get("labeller") or "").strip(),
+                    "notes": str(row.get("notes") or "").strip(),
+                }
+            )
     if problems:
-        raise LabelFileError("; ".join(problems) + ". Fix these rows (label: yes or no, or leave it empty) and import "
-                             "the file again: nothing was imported.")  # fmt: skip
+        raise LabelFileError(
+            "; ".join(problems) + ". Fix these rows (label: yes or no, or leave it empty) and import "
+            "the file again: nothing was imported."
+        )
     return list({label["audit_id"]: label for label in labels}.values())
 
 
@@ -158,10 +209,14 @@ def import_labels(workspace: Workspace, path: Path) -> LabelImport:
     by_pair: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for label in all_labels(workspace).values():
         by_pair[(label["suite"], label["metric"])].append(label)
-    return LabelImport(imported=len(labels), path=stored,
-                       agreement={k: agreement([x["human"] for x in v], [x["judge_verdict"] for x in v])
-                                  for k, v in sorted(by_pair.items())},
-                       labels={k: len(v) for k, v in sorted(by_pair.items())})  # fmt: skip
+    return LabelImport(
+        imported=len(labels),
+        path=stored,
+        agreement={
+            k: agreement([x["human"] for x in v], [x["judge_verdict"] for x in v]) for k, v in sorted(by_pair.items())
+        },
+        labels={k: len(v) for k, v in sorted(by_pair.items())},
+    )
 
 
 def all_labels(workspace: Workspace) -> dict[str, dict[str, Any]]:
@@ -169,8 +224,9 @@ def all_labels(workspace: Workspace) -> dict[str, dict[str, Any]]:
     return {row["audit_id"]: row for path in workspace.judge_label_files for row in read_jsonl(path)}
 
 
-def calibrate_suite(workspace: Workspace, suite: str, scores: Sequence[Score], half_width: float,
-                    run: str = "") -> list[Calibration]:  # fmt: skip
+def calibrate_suite(
+    workspace: Workspace, suite: str, scores: Sequence[Score], half_width: float, run: str = ""
+) -> list[Calibration]:
     """Per audited metric the run scored: agreement over every label of the suite so far (any day, any target),
     and the run's mean of the metric's 0/1 form judge-only and corrected by the judge's error rates on those
     labels, each label standing for its own run's items (statistics/judge_agreement.py)."""
@@ -180,13 +236,26 @@ def calibrate_suite(workspace: Workspace, suite: str, scores: Sequence[Score], h
         judged = [form.verdict(s.value) for s in scores if s.metric == metric and s.status == "ok"]
         mine = [label for label in labels if label["metric"] == metric]
         if judged or mine:
-            shares = {label["run_id"]: label["run_judged_yes"] / label["run_judged"] for label in mine
-                      if label.get("run_judged")}  # fmt: skip
-            out.append(calibrate(suite, metric, form.meaning, human=[label["human"] for label in mine],
-                                 labelled_verdicts=[label["judge_verdict"] for label in mine],
-                                 labelled_runs=[label["run_id"] for label in mine],
-                                 labelled_days=[label.get("day") or _day_of(label["run_id"]) for label in mine],
-                                 run_yes_share=shares, judged_verdicts=judged, run=run, half_width=half_width))  # fmt: skip
+            shares = {
+                label["run_id"]: label["run_judged_yes"] / label["run_judged"]
+                for label in mine
+                if label.get("run_judged")
+            }
+            out.append(
+                calibrate(
+                    suite,
+                    metric,
+                    form.meaning,
+                    human=[label["human"] for label in mine],
+                    labelled_verdicts=[label["judge_verdict"] for label in mine],
+                    labelled_runs=[label["run_id"] for label in mine],
+                    labelled_days=[label.get("day") or _day_of(label["run_id"]) for label in mine],
+                    run_yes_share=shares,
+                    judged_verdicts=judged,
+                    run=run,
+                    half_width=half_width,
+                )
+            )
     return out
 
 
@@ -200,11 +269,17 @@ JUDGE_AUDIT = "judge_audit"
 """The run params key of the audit (queued items, calibration): the report, summary and push read it there."""
 
 
-def audit_run(settings: Settings, run: EvalRun, scores: Sequence[Score], items: Mapping[str, ItemView]) -> dict[str, Any]:
+def audit_run(
+    settings: Settings, run: EvalRun, scores: Sequence[Score], items: Mapping[str, ItemView]
+) -> dict[str, Any]:
     """The eval run's audit step: queue its items for labelling, calibrate its judge on every label so far."""
     workspace = Workspace.from_settings(settings)
-    queued, path = queue_judge_audit(workspace, run.suite, run.logical_date, run.target, scores, items,
-                                     settings.judge_audit_per_day)  # fmt: skip
+    queued, path = queue_judge_audit(
+        workspace, run.suite, run.logical_date, run.target, scores, items, settings.judge_audit_per_day
+    )
     calibration = calibrate_suite(workspace, run.suite, scores, settings.judge_audit_half_width, run=run.run_id)
-    return {"queued": queued, "queue": str(workspace.relative(path)) if path else None,
-            "calibration": [c.to_dict() for c in calibration]}  # fmt: skip
+    return {
+        "queued": queued,
+        "queue": str(workspace.relative(path)) if path else None,
+        "calibration": [c.to_dict() for c in calibration],
+    }

@@ -69,22 +69,40 @@ class PushResult:
 
 def grouping_key(suite: str, target: str | None = None, app: str | None = None) -> dict[str, str]:
     # Target names are checked names (pipelines.inputs): never a URL, so never a credential in a label.
-    return {"suite": suite, **({"target": inputs.target_name(target)} if target else {}), **({"app": app} if app else {})}
+    return {
+        "suite": suite,
+        **({"target": inputs.target_name(target)} if target else {}),
+        **({"app": app} if app else {}),
+    }
 
 
-def build_registry(aggregates: Iterable[Aggregate], *, suite: str, target: str | None = None, app: str | None = None,
-                   gate_passed: bool | None = None, gate_catches: Mapping[str, float] | None = None,
-                   succeeded_at: float | None = None, judge: Iterable[JudgeTrustRow] = (), cost: RunCost | None = None,
-                   judge_noise: Iterable[JudgeNoiseRow] = (),
-                   coverage: GoldenCoverage | None = None) -> CollectorRegistry:  # fmt: skip
+def build_registry(
+    aggregates: Iterable[Aggregate],
+    *,
+    suite: str,
+    target: str | None = None,
+    app: str | None = None,
+    gate_passed: bool | None = None,
+    gate_catches: Mapping[str, float] | None = None,
+    succeeded_at: float | None = None,
+    judge: Iterable[JudgeTrustRow] = (),
+    cost: RunCost | None = None,
+    judge_noise: Iterable[JudgeNoiseRow] = (),
+    coverage: GoldenCoverage | None = None,
+) -> CollectorRegistry:
     """The gauges of one run. Labels repeat the grouping key so a textfile reads the same as the gateway."""
     registry = CollectorRegistry()
     base = grouping_key(suite, target, app)
     names = list(base)
-    items = Gauge("rag_eval_items", "Items evaluated (ok + failed + skipped)", [*names, "stratum", "metric"],
-                  registry=registry)  # fmt: skip
-    failed = Gauge("rag_eval_failed_items", "Items whose score failed (not in the mean)",
-                   [*names, "stratum", "metric"], registry=registry)  # fmt: skip
+    items = Gauge(
+        "rag_eval_items", "Items evaluated (ok + failed + skipped)", [*names, "stratum", "metric"], registry=registry
+    )
+    failed = Gauge(
+        "rag_eval_failed_items",
+        "Items whose score failed (not in the mean)",
+        [*names, "stratum", "metric"],
+        registry=registry,
+    )
     scores: dict[str, Gauge] = {}
     for agg in aggregates:
         items.labels(**base, stratum=agg.stratum, metric=agg.metric).set(agg.n_items)
@@ -97,18 +115,27 @@ def build_registry(aggregates: Iterable[Aggregate], *, suite: str, target: str |
             scores[name] = Gauge(name, help_text, [*names, "stratum"], registry=registry)
         scores[name].labels(**base, stratum=agg.stratum).set(agg.mean)
     if gate_passed is not None:
-        Gauge("rag_eval_gate_passed", "1 when the run passed the regression gate", names,
-              registry=registry).labels(**base).set(int(gate_passed))  # fmt: skip
+        Gauge("rag_eval_gate_passed", "1 when the run passed the regression gate", names, registry=registry).labels(
+            **base
+        ).set(int(gate_passed))
     if gate_catches:
-        catches = Gauge("rag_eval_gate_catches", "The smallest drop of a gated metric's mean that the run's regression "
-                        "gate fails 90 % of the time at its n: what a pass can hide", [*names, "metric"],
-                        registry=registry)  # fmt: skip
+        catches = Gauge(
+            "rag_eval_gate_catches",
+            "The smallest drop of a gated metric's mean that the run's regression "
+            "gate fails 90 % of the time at its n: what a pass can hide",
+            [*names, "metric"],
+            registry=registry,
+        )
         for metric, drop in gate_catches.items():
             catches.labels(**base, metric=metric).set(drop)
     if cost is not None:
         _cost_gauges(cost, base, registry)
-    last_success = Gauge("rag_eval_last_success_timestamp_seconds",
-                         "When the last successful eval of this suite finished", names, registry=registry)
+    last_success = Gauge(
+        "rag_eval_last_success_timestamp_seconds",
+        "When the last successful eval of this suite finished",
+        names,
+        registry=registry,
+    )
     last_success.labels(**base).set(time.time() if succeeded_at is None else succeeded_at)
     add_judge_gauges(registry, base, judge)
     add_judge_noise_gauges(registry, base, judge_noise)
@@ -123,13 +150,25 @@ def add_judge_noise_gauges(registry: CollectorRegistry, base: dict[str, str], ro
     if not rows:
         return
     names = [*base, "metric"]
-    share = Gauge("rag_judge_noise_share", "Judge-noise variance (half the mean squared test-retest difference) / "
-                  "the per-item variance of the metric: the judge's share of the mean's interval", names,
-                  registry=registry)  # fmt: skip
-    icc = Gauge("rag_judge_retest_icc", "Intraclass correlation ICC(1,1) of the judge's two judgements of the "
-                "retested items", names, registry=registry)  # fmt: skip
-    retested = Gauge("rag_judge_retest_items", "Items judged twice (both judgements ok): the n of the retest gauges",
-                     names, registry=registry)  # fmt: skip
+    share = Gauge(
+        "rag_judge_noise_share",
+        "Judge-noise variance (half the mean squared test-retest difference) / "
+        "the per-item variance of the metric: the judge's share of the mean's interval",
+        names,
+        registry=registry,
+    )
+    icc = Gauge(
+        "rag_judge_retest_icc",
+        "Intraclass correlation ICC(1,1) of the judge's two judgements of the retested items",
+        names,
+        registry=registry,
+    )
+    retested = Gauge(
+        "rag_judge_retest_items",
+        "Items judged twice (both judgements ok): the n of the retest gauges",
+        names,
+        registry=registry,
+    )
     for row in rows:
         retested.labels(**base, metric=row.metric).set(row.n_retested)
         if row.noise_share is not None:
@@ -144,13 +183,22 @@ def add_coverage_gauges(registry: CollectorRegistry, base: dict[str, str], cover
     if coverage.status != "ok":
         return
     names = [*base, "stratum"]
-    gauges = {"ratio": Gauge("rag_golden_coverage_ratio", "Share of the day's traffic whose question has a golden "
-                             f"passage that answers it (same language, {_threshold_help(coverage)}); "
-                             "interval n = distinct questions", names, registry=registry),
-              "ci_low": Gauge("rag_golden_coverage_ratio_ci_low", "Lower bound of its 95 % interval", names,
-                              registry=registry),
-              "ci_high": Gauge("rag_golden_coverage_ratio_ci_high", "Upper bound of its 95 % interval", names,
-                               registry=registry)}  # fmt: skip
+    gauges = {
+        "ratio": Gauge(
+            "rag_golden_coverage_ratio",
+            "Share of the day's traffic whose question has a golden "
+            f"passage that answers it (same language, {_threshold_help(coverage)}); "
+            "interval n = distinct questions",
+            names,
+            registry=registry,
+        ),
+        "ci_low": Gauge(
+            "rag_golden_coverage_ratio_ci_low", "Lower bound of its 95 % interval", names, registry=registry
+        ),
+        "ci_high": Gauge(
+            "rag_golden_coverage_ratio_ci_high", "Upper bound of its 95 % interval", names, registry=registry
+        ),
+    }
     for row in coverage.strata:
         for field_name, gauge in gauges.items():
             if (value := getattr(row, field_name)) is not None:
@@ -173,11 +221,21 @@ def add_judge_gauges(registry: CollectorRegistry, base: dict[str, str], rows: It
     if not rows:
         return
     names = [*base, "metric"]
-    labels = Gauge("rag_judge_audit_labels", "Judged items people labelled so far (judge audit)", names, registry=registry)
-    kappa = Gauge("rag_judge_agreement_kappa", "Cohen's kappa of the judge's 0/1 verdicts vs people's labels", names,
-                  registry=registry)  # fmt: skip
-    trusted = Gauge("rag_judge_trusted", "1 when the judge is trustworthy for the metric (kappa >= 0.6 on >= 20 labels)",
-                    names, registry=registry)  # fmt: skip
+    labels = Gauge(
+        "rag_judge_audit_labels", "Judged items people labelled so far (judge audit)", names, registry=registry
+    )
+    kappa = Gauge(
+        "rag_judge_agreement_kappa",
+        "Cohen's kappa of the judge's 0/1 verdicts vs people's labels",
+        names,
+        registry=registry,
+    )
+    trusted = Gauge(
+        "rag_judge_trusted",
+        "1 when the judge is trustworthy for the metric (kappa >= 0.6 on >= 20 labels)",
+        names,
+        registry=registry,
+    )
     for row in rows:
         labels.labels(**base, metric=row.metric).set(row.labels)
         trusted.labels(**base, metric=row.metric).set(int(bool(row.trusted)))
@@ -189,23 +247,38 @@ def _cost_gauges(cost: RunCost, base: dict[str, str], registry: CollectorRegistr
     """The run's model usage per stage and metric (models added up: each stage × metric is served by one role).
     Stages and metrics are a handful of fixed names, so the series stay few."""
     names = [*base, "stage", "metric"]
-    requests = Gauge("rag_eval_llm_requests", "Requests the run sent to the model servers (every attempt)", names,
-                     registry=registry)  # fmt: skip
-    hits = Gauge("rag_eval_llm_cache_hits", "Model calls of the run the LLM cache answered (no request sent)", names,
-                 registry=registry)  # fmt: skip
-    tokens = Gauge("rag_eval_llm_tokens", "Tokens the model servers reported for the run's requests (`usage`)",
-                   [*names, "kind"], registry=registry)  # fmt: skip
-    seconds = Gauge("rag_eval_llm_seconds", "Summed wall time of the run's requests, sending to reply", names,
-                    registry=registry)  # fmt: skip
+    requests = Gauge(
+        "rag_eval_llm_requests", "Requests the run sent to the model servers (every attempt)", names, registry=registry
+    )
+    hits = Gauge(
+        "rag_eval_llm_cache_hits",
+        "Model calls of the run the LLM cache answered (no request sent)",
+        names,
+        registry=registry,
+    )
+    tokens = Gauge(
+        "rag_eval_llm_tokens",
+        "Tokens the model servers reported for the run's requests (`usage`)",
+        [*names, "kind"],
+        registry=registry,
+    )
+    seconds = Gauge(
+        "rag_eval_llm_seconds", "Summed wall time of the run's requests, sending to reply", names, registry=registry
+    )
     summed: dict[tuple[str, str], list[float]] = {}
     for row in cost.rows:
         counts = summed.setdefault((row.stage, row.metric), [0, 0, 0, 0, 0.0])
-        for i, value in enumerate((row.requests, row.cache_hits, row.prompt_tokens, row.completion_tokens,
-                                   row.llm_seconds)):  # fmt: skip
+        for i, value in enumerate(
+            (row.requests, row.cache_hits, row.prompt_tokens, row.completion_tokens, row.llm_seconds)
+        ):
             counts[i] += value
     if cost.budget is not None:
-        Gauge("rag_eval_llm_budget_skipped_scores", "Scores skipped because the run's token budget was spent",
-              list(base), registry=registry).labels(**base).set(cost.skipped_for_budget)  # fmt: skip
+        Gauge(
+            "rag_eval_llm_budget_skipped_scores",
+            "Scores skipped because the run's token budget was spent",
+            list(base),
+            registry=registry,
+        ).labels(**base).set(cost.skipped_for_budget)
     for (stage, metric), (sent, hit, prompt, completion, llm_s) in summed.items():
         labels = dict(base, stage=stage, metric=metric)
         requests.labels(**labels).set(sent)
@@ -215,18 +288,39 @@ def _cost_gauges(cost: RunCost, base: dict[str, str], registry: CollectorRegistr
         seconds.labels(**labels).set(llm_s)
 
 
-def push_scores(settings: Settings, aggregates: Iterable[Aggregate], *, suite: str, target: str | None = None,
-                app: str | None = None, gate_passed: bool | None = None, gate_catches: Mapping[str, float] | None = None,
-                succeeded_at: datetime | float | None = None, timeout_s: float = 10.0, judge: Iterable[JudgeTrustRow] = (),
-                cost: RunCost | None = None, judge_noise: Iterable[JudgeNoiseRow] = (),
-                coverage: GoldenCoverage | None = None) -> PushResult:  # fmt: skip
+def push_scores(
+    settings: Settings,
+    aggregates: Iterable[Aggregate],
+    *,
+    suite: str,
+    target: str | None = None,
+    app: str | None = None,
+    gate_passed: bool | None = None,
+    gate_catches: Mapping[str, float] | None = None,
+    succeeded_at: datetime | float | None = None,
+    timeout_s: float = 10.0,
+    judge: Iterable[JudgeTrustRow] = (),
+    cost: RunCost | None = None,
+    judge_noise: Iterable[JudgeNoiseRow] = (),
+    coverage: GoldenCoverage | None = None,
+) -> PushResult:
     """Replace the suite's (and target's) group on the configured Pushgateway, or write
     `metrics/<job>-<suite>-<target>.prom` under home."""
     if isinstance(succeeded_at, datetime):
         succeeded_at = succeeded_at.timestamp()
-    registry = build_registry(aggregates, suite=suite, target=target, app=app, gate_passed=gate_passed,
-                              gate_catches=gate_catches, succeeded_at=succeeded_at, judge=judge, cost=cost, judge_noise=judge_noise,
-                              coverage=coverage)  # fmt: skip
+    registry = build_registry(
+        aggregates,
+        suite=suite,
+        target=target,
+        app=app,
+        gate_passed=gate_passed,
+        gate_catches=gate_catches,
+        succeeded_at=succeeded_at,
+        judge=judge,
+        cost=cost,
+        judge_noise=judge_noise,
+        coverage=coverage,
+    )
     samples = sum(len(m.samples) for m in registry.collect())
     job, key = settings.pushgateway_job, grouping_key(suite, target, app)
     if settings.pushgateway_url:
@@ -325,13 +419,20 @@ def push_run(settings: Settings, summary: RunSummary, *, app: str | None = None)
     finally:
         store.dispose()
     catches = {row.metric: row.detectable_drop for row in gate_rows(latest.gate) if row.detectable_drop is not None}
-    result = push_scores(settings, aggregates, suite=summary.suite, target=summary.target, app=app,
-                         gate_passed=latest.gate_passed, gate_catches=catches,
-                         succeeded_at=latest.finished_at or datetime.now(timezone.utc),
-                         judge=judge_trust(latest.params.get("judge_audit")),
-                         judge_noise=judge_noise_rows(latest.params.get("judge_noise")),
-                         cost=RunCost.model_validate(latest.cost) if latest.cost else None,
-                         coverage=golden_coverage(latest.params))  # fmt: skip
+    result = push_scores(
+        settings,
+        aggregates,
+        suite=summary.suite,
+        target=summary.target,
+        app=app,
+        gate_passed=latest.gate_passed,
+        gate_catches=catches,
+        succeeded_at=latest.finished_at or datetime.now(timezone.utc),
+        judge=judge_trust(latest.params.get("judge_audit")),
+        judge_noise=judge_noise_rows(latest.params.get("judge_noise")),
+        cost=RunCost.model_validate(latest.cost) if latest.cost else None,
+        coverage=golden_coverage(latest.params),
+    )
     if not result.ok:
         raise RuntimeError(f"push failed: {result.error}. The scores are safe in the results DB; the task retries.")
     return PushedRun(destination=result.destination, mode=result.mode, samples=result.samples)

@@ -35,7 +35,7 @@ from pipelines.evaluation.statistics.diagnose import (
     DiagnosisCorrection,
     diagnose,
     summarize_attribution,
-)  # fmt: skip
+)
 from pipelines.evaluation.statistics.gate.rule import GateResult
 from pipelines.evaluation.statistics.gate.run_gate import Comparison, RunGate
 from pipelines.evaluation.statistics.intervals import CI_METHODS
@@ -88,12 +88,21 @@ def trend_from_store(store: ResultsStore, run: EvalRun, *, limit: int = TREND_RU
     return points
 
 
-def render_report(run: EvalRun, scores: Sequence[Score], *, aggregates: Sequence[Aggregate] | None = None,
-                  items: Mapping[str, ItemView] | None = None, trend: Sequence[TrendPoint] = (),
-                  gate: GateResult | None = None, baseline: EvalRun | None = None, run_gate: RunGate | None = None,
-                  worst: int = WORST_ITEMS, min_n: int = DEFAULT_MIN_N,
-                  correction: DiagnosisCorrection = BENJAMINI_HOCHBERG,
-                  cost_trend: Sequence[CostWeek] = ()) -> str:  # fmt: skip
+def render_report(
+    run: EvalRun,
+    scores: Sequence[Score],
+    *,
+    aggregates: Sequence[Aggregate] | None = None,
+    items: Mapping[str, ItemView] | None = None,
+    trend: Sequence[TrendPoint] = (),
+    gate: GateResult | None = None,
+    baseline: EvalRun | None = None,
+    run_gate: RunGate | None = None,
+    worst: int = WORST_ITEMS,
+    min_n: int = DEFAULT_MIN_N,
+    correction: DiagnosisCorrection = BENJAMINI_HOCHBERG,
+    cost_trend: Sequence[CostWeek] = (),
+) -> str:
     """The report of one run as an HTML string. `trend` holds past runs; this run is added to it. `cost_trend`: the
     suite's cost week by week (outputs/cost_trend.py), this run included. `min_n`
     (settings: `RAGWATCH_DIAGNOSIS_MIN_N`): fewest ok scores for the diagnosis to state a band; `correction`
@@ -113,19 +122,27 @@ def render_report(run: EvalRun, scores: Sequence[Score], *, aggregates: Sequence
     context = {
         "run": run,
         "offline": any(OFFLINE_MODEL in (name or "") for name in (run.judge_model, run.generator_model)),
-        "params": json.dumps({k: v for k, v in (run.params or {}).items()
-                             if k not in ("judge_audit", "judge_noise", "coverage")},
-                             ensure_ascii=False, sort_keys=True, default=str),  # fmt: skip
+        "params": json.dumps(
+            {k: v for k, v in (run.params or {}).items() if k not in ("judge_audit", "judge_noise", "coverage")},
+            ensure_ascii=False,
+            sort_keys=True,
+            default=str,
+        ),
         "findings": findings,
         "min_n": min_n,
         "not_enough_evidence": NOT_ENOUGH_EVIDENCE,
         "corrected": correction == BENJAMINI_HOCHBERG,
         "bh": BENJAMINI_HOCHBERG,
         "ci_methods": {m: CI_METHODS[m] for m in dict.fromkeys(a.ci_method for a in aggs) if m in CI_METHODS},
-        "gate_ci_methods": {m.ci_method: CI_METHODS[m.ci_method] for g in gates for m in g.metrics
-                            if m.ci_method in CI_METHODS},
-        "test_methods": {m.test_method: TEST_METHODS[m.test_method] for g in gates for m in g.metrics
-                         if m.test_method in TEST_METHODS},
+        "gate_ci_methods": {
+            m.ci_method: CI_METHODS[m.ci_method] for g in gates for m in g.metrics if m.ci_method in CI_METHODS
+        },
+        "test_methods": {
+            m.test_method: TEST_METHODS[m.test_method]
+            for g in gates
+            for m in g.metrics
+            if m.test_method in TEST_METHODS
+        },
         "run_gate": run_gate,
         "comparisons": [(c, _relative_link(c.against.report_path, run.report_path)) for c in comparisons],
         "metrics": [(m, METRICS.get(m, _retrieval_help(m)), m in LOWER_IS_BETTER) for m in metrics],
@@ -134,8 +151,7 @@ def render_report(run: EvalRun, scores: Sequence[Score], *, aggregates: Sequence
         # among the per-stratum charts).
         "verdict_chart": Markup(_difference_chart(comparisons) if gates else _stratum_chart(OVERALL, metrics, by_key)),
         "interval_charts": [Markup(_stratum_chart(s, metrics, by_key)) for s in strata if gates or s != OVERALL],
-        "failed_rows": [(c.role, m) for c in comparisons if c.gate is not None for m in c.gate.metrics
-                        if not m.passed],
+        "failed_rows": [(c.role, m) for c in comparisons if c.gate is not None for m in c.gate.metrics if not m.passed],
         "problems": [f for f in findings if f.severity == "problem"],
         "histograms": [Markup(_histogram(m, scores)) for m in metrics],
         "trend_charts": [Markup(c) for c in _trend_charts(run, metrics, by_key, trend)],
@@ -145,8 +161,12 @@ def render_report(run: EvalRun, scores: Sequence[Score], *, aggregates: Sequence
         "selection": (run.params or {}).get("selection"),
         "judged_strata": judged_strata((run.params or {}).get("selection"), aggs),
         "judge_audit": (run.params or {}).get("judge_audit"),
-        "judge_trust": list(zip(judge_trust((run.params or {}).get("judge_audit")),
-                                ((run.params or {}).get("judge_audit") or {}).get("calibration", []))),
+        "judge_trust": list(
+            zip(
+                judge_trust((run.params or {}).get("judge_audit")),
+                ((run.params or {}).get("judge_audit") or {}).get("calibration", []),
+            )
+        ),
         "judge_noise": (run.params or {}).get("judge_noise"),
         "judge_noise_rows": judge_noise_rows((run.params or {}).get("judge_noise")),
         "min_retests": MIN_RETESTS,
@@ -203,23 +223,33 @@ def _retrieval_help(metric: str) -> str:
 def _stratum_chart(stratum: str, metrics: list[str], by_key: dict[tuple[str, str], Aggregate]) -> str:
     rows = [
         Interval(m, a.mean, a.ci_low, a.ci_high, f"n={a.n}" + (f" ✗{a.n_failed}" if a.n_failed else ""))
-        for m in metrics if (a := by_key.get((m, stratum)))
-    ]  # fmt: skip
+        for m in metrics
+        if (a := by_key.get((m, stratum)))
+    ]
     return interval_chart(rows, title=f"{stratum}: mean and 95 % CI")
 
 
 def _difference_chart(comparisons: Sequence[Comparison]) -> str:
     """Each gated metric's difference (this run − the run it was gated against) with its interval: the verdict's
     why at a glance; a whisker left of 0 is a drop."""
-    rows = [Interval(f"{m.metric} vs {c.role}", m.diff, m.ci_low, m.ci_high, "FAIL" if not m.passed else "pass")
-            for c in comparisons if c.gate is not None for m in c.gate.metrics if m.diff is not None]  # fmt: skip
+    rows = [
+        Interval(f"{m.metric} vs {c.role}", m.diff, m.ci_low, m.ci_high, "FAIL" if not m.passed else "pass")
+        for c in comparisons
+        if c.gate is not None
+        for m in c.gate.metrics
+        if m.diff is not None
+    ]
     x_range = value_range([v for r in rows for v in (r.mean, r.low, r.high)], default=(-0.1, 0.1))
     return interval_chart(rows, x_range=x_range, title="difference from the run gated against, 95 % CI")
 
 
 def _coverage_chart(coverage: GoldenCoverage) -> str:
-    rows = [Interval(label=row.stratum, mean=row.ratio, low=row.ci_low, high=row.ci_high, note=f"n={row.questions} distinct")
-            for row in coverage.strata]  # fmt: skip
+    rows = [
+        Interval(
+            label=row.stratum, mean=row.ratio, low=row.ci_low, high=row.ci_high, note=f"n={row.questions} distinct"
+        )
+        for row in coverage.strata
+    ]
     return interval_chart(rows, x_range=(0.0, 1.0), title="golden coverage of the day's traffic, 95 % CI")
 
 
@@ -231,8 +261,9 @@ def _histogram(metric: str, scores: Sequence[Score]) -> str:
 def _trend_charts(run: EvalRun, metrics: list[str], by_key, trend: Sequence[TrendPoint]) -> list[str]:
     charts = []
     for metric in metrics:
-        past = sorted((p.logical_date, p.mean) for p in trend
-                      if p.metric == metric and p.logical_date < run.logical_date)  # fmt: skip
+        past = sorted(
+            (p.logical_date, p.mean) for p in trend if p.metric == metric and p.logical_date < run.logical_date
+        )
         current = by_key.get((metric, OVERALL))
         points = [(d.isoformat(), v) for d, v in past]
         points.append((run.logical_date.isoformat(), current.mean if current else None))
@@ -272,8 +303,15 @@ def _worst_items(scores: Sequence[Score], items: Mapping[str, ItemView], limit: 
     worst = []
     for rank_value, item_id in sorted(ranked)[:limit]:
         rows = sorted(per_item[item_id], key=lambda s: s.metric)
-        worst.append({"item_id": item_id, "stratum": rows[0].stratum, "rank_value": rank_value, "scores": rows,
-                      "view": items.get(item_id)})  # fmt: skip
+        worst.append(
+            {
+                "item_id": item_id,
+                "stratum": rows[0].stratum,
+                "rank_value": rank_value,
+                "scores": rows,
+                "view": items.get(item_id),
+            }
+        )
     return worst
 
 

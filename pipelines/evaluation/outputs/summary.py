@@ -20,15 +20,37 @@ from pipelines.settings import Settings
 from pipelines.stores.results import EvalRun, ResultsStore
 
 MetricRow = row_model(
-    "MetricRow", Aggregate, ("metric", "n", "n_failed", "mean", "ci_low", "ci_high", "ci_method"), module=__name__,
-    doc="One metric over the whole run (the overall stratum's Aggregate); `ci_method` is a CI_METHODS key.")
+    "MetricRow",
+    Aggregate,
+    ("metric", "n", "n_failed", "mean", "ci_low", "ci_high", "ci_method"),
+    module=__name__,
+    doc="One metric over the whole run (the overall stratum's Aggregate); `ci_method` is a CI_METHODS key.",
+)
 GateRow = row_model(
-    "GateRow", MetricGate, ("metric", "design", "n_pairs", "baseline_mean", "candidate_mean", "diff", "ci_low",
-                            "ci_high", "ci_method", "p_adjusted", "passed", "reason", "gated", "status",
-                            "detectable_drop"), module=__name__,
+    "GateRow",
+    MetricGate,
+    (
+        "metric",
+        "design",
+        "n_pairs",
+        "baseline_mean",
+        "candidate_mean",
+        "diff",
+        "ci_low",
+        "ci_high",
+        "ci_method",
+        "p_adjusted",
+        "passed",
+        "reason",
+        "gated",
+        "status",
+        "detectable_drop",
+    ),
+    module=__name__,
     doc="One metric of a stored gate (MetricGate: the paired difference candidate − baseline and the verdict). "
-        "`p_adjusted` is Holm's in gates stored before the Westfall–Young family test; `detectable_drop` is None in "
-        "gates stored before it was computed.")  # fmt: skip
+    "`p_adjusted` is Holm's in gates stored before the Westfall–Young family test; `detectable_drop` is None in "
+    "gates stored before it was computed.",
+)
 
 
 class StratumJudged(BaseModel):
@@ -74,11 +96,30 @@ class JudgeTrustRow(BaseModel):
 
 
 JudgeNoiseRow = row_model(
-    "JudgeNoiseRow", JudgeNoise, ("metric", "n_retested", "n_items", "enough", "icc", "mean_abs_difference", "kappa",
-                                  "verdict_agreement", "judge_variance", "total_variance", "noise_share", "half_width",
-                                  "ci_method", "half_width_two_judgements", "half_width_noiseless_judge",
-                                  "half_width_double_items", "verdict"), module=__name__,
-    doc="One retested metric of a run: how much of its interval is the judge's own noise (statistics/judge_noise.py).")  # fmt: skip
+    "JudgeNoiseRow",
+    JudgeNoise,
+    (
+        "metric",
+        "n_retested",
+        "n_items",
+        "enough",
+        "icc",
+        "mean_abs_difference",
+        "kappa",
+        "verdict_agreement",
+        "judge_variance",
+        "total_variance",
+        "noise_share",
+        "half_width",
+        "ci_method",
+        "half_width_two_judgements",
+        "half_width_noiseless_judge",
+        "half_width_double_items",
+        "verdict",
+    ),
+    module=__name__,
+    doc="One retested metric of a run: how much of its interval is the judge's own noise (statistics/judge_noise.py).",
+)
 
 
 class RunSummary(RunHeader):
@@ -117,25 +158,62 @@ class RunSummary(RunHeader):
     """Online only: how much of the day's traffic the golden set covers, and the topics it misses."""
 
 
-def run_summary(run: EvalRun, aggregates: Sequence[Aggregate], *, items: int, baseline: str | None = None,
-                min_n: int = DEFAULT_MIN_N, correction: DiagnosisCorrection = BENJAMINI_HOCHBERG) -> RunSummary:  # fmt: skip
+def run_summary(
+    run: EvalRun,
+    aggregates: Sequence[Aggregate],
+    *,
+    items: int,
+    baseline: str | None = None,
+    min_n: int = DEFAULT_MIN_N,
+    correction: DiagnosisCorrection = BENJAMINI_HOCHBERG,
+) -> RunSummary:
     """`min_n` (settings: `RAGWATCH_DIAGNOSIS_MIN_N`): fewest ok scores for the diagnosis to state a band;
     `correction` (`RAGWATCH_DIAGNOSIS_CORRECTION`): how its band claims are corrected for their number."""
-    gate = run.gate["summary"] if run.gate else (
-        "online runs are monitored by alerts, not gated" if run.suite == "online"
-        else "no baseline yet: the gate starts with the next run")  # fmt: skip
+    gate = (
+        run.gate["summary"]
+        if run.gate
+        else (
+            "online runs are monitored by alerts, not gated"
+            if run.suite == "online"
+            else "no baseline yet: the gate starts with the next run"
+        )
+    )
     findings = diagnose(aggregates, min_n=min_n, correction=correction)
     return RunSummary(
-        run_id=run.run_id, suite=run.suite, logical_date=run.logical_date, target=run.target,
-        dataset_version=run.dataset_version, items=items, report=run.report_path, gate_passed=run.gate_passed, gate=gate,
-        overall=[MetricRow(metric=a.metric, n=a.n, n_failed=a.n_failed, mean=a.mean, ci_low=a.ci_low, ci_high=a.ci_high,
-                           ci_method=a.ci_method) for a in aggregates if a.stratum == OVERALL],
-        diagnosis=[f"[{f.severity}] {f.metric} [{f.stratum}] {f.mean:.2f} ({f.band}): {f.users_see} → {f.first_action}"
-                   + (f" ({f.note})" if f.note else "") for f in findings],
-        baseline=baseline or (run.gate or {}).get("baseline"), gate_rows=gate_rows(run.gate),
-        reference=(run.gate or {}).get("reference"), reference_rows=gate_rows(_reference_gate(run.gate)),
+        run_id=run.run_id,
+        suite=run.suite,
+        logical_date=run.logical_date,
+        target=run.target,
+        dataset_version=run.dataset_version,
+        items=items,
+        report=run.report_path,
+        gate_passed=run.gate_passed,
+        gate=gate,
+        overall=[
+            MetricRow(
+                metric=a.metric,
+                n=a.n,
+                n_failed=a.n_failed,
+                mean=a.mean,
+                ci_low=a.ci_low,
+                ci_high=a.ci_high,
+                ci_method=a.ci_method,
+            )
+            for a in aggregates
+            if a.stratum == OVERALL
+        ],
+        diagnosis=[
+            f"[{f.severity}] {f.metric} [{f.stratum}] {f.mean:.2f} ({f.band}): {f.users_see} → {f.first_action}"
+            + (f" ({f.note})" if f.note else "")
+            for f in findings
+        ],
+        baseline=baseline or (run.gate or {}).get("baseline"),
+        gate_rows=gate_rows(run.gate),
+        reference=(run.gate or {}).get("reference"),
+        reference_rows=gate_rows(_reference_gate(run.gate)),
         generator_model=run.generator_model,
-        gate_correction=(run.gate or {}).get("correction", WESTFALL_YOUNG), diagnosis_correction=correction,
+        gate_correction=(run.gate or {}).get("correction", WESTFALL_YOUNG),
+        diagnosis_correction=correction,
         day_traces=(run.params.get("selection") or {}).get("day_traces"),
         judged_strata=judged_strata(run.params.get("selection"), aggregates),
         judge_audit_queued=(run.params.get("judge_audit") or {}).get("queued"),
@@ -143,7 +221,7 @@ def run_summary(run: EvalRun, aggregates: Sequence[Aggregate], *, items: int, ba
         judge_noise=judge_noise_rows(run.params.get("judge_noise")),
         cost=RunCost.model_validate(run.cost) if run.cost else None,
         coverage=golden_coverage(run.params),
-    )  # fmt: skip
+    )
 
 
 def golden_coverage(params: dict[str, Any] | None) -> GoldenCoverage | None:
@@ -157,20 +235,36 @@ def judge_trust(audit: dict[str, Any] | None) -> list[JudgeTrustRow]:
     rows = []
     for c in (audit or {}).get("calibration", []):
         agreed = c.get("agreement") or {}
-        rows.append(JudgeTrustRow(metric=c["metric"], meaning=c["meaning"], labels=c["labels"], kappa=agreed.get("kappa"),
-                                  accuracy=agreed.get("accuracy"), judge_mean=c["judge_mean"], judge_ci=c["judge_ci"],
-                                  sensitivity=c.get("sensitivity"), specificity=c.get("specificity"),
-                                  corrected_mean=c.get("corrected_mean"), corrected_ci=c.get("corrected_ci"),
-                                  more_labels=c["more_labels"], half_width=c["half_width"], trusted=c["trusted"],
-                                  verdict=c["verdict"], notes=c.get("notes") or []))  # fmt: skip
+        rows.append(
+            JudgeTrustRow(
+                metric=c["metric"],
+                meaning=c["meaning"],
+                labels=c["labels"],
+                kappa=agreed.get("kappa"),
+                accuracy=agreed.get("accuracy"),
+                judge_mean=c["judge_mean"],
+                judge_ci=c["judge_ci"],
+                sensitivity=c.get("sensitivity"),
+                specificity=c.get("specificity"),
+                corrected_mean=c.get("corrected_mean"),
+                corrected_ci=c.get("corrected_ci"),
+                more_labels=c["more_labels"],
+                half_width=c["half_width"],
+                trusted=c["trusted"],
+                verdict=c["verdict"],
+                notes=c.get("notes") or [],
+            )
+        )
     return rows
 
 
 def judge_noise_rows(noise: dict[str, Any] | None) -> list[JudgeNoiseRow]:
     """The judge-noise statistics an eval run stored in its params (runs/finalize.publish_run), as summary rows."""
     fields = set(JudgeNoiseRow.model_fields)
-    return [JudgeNoiseRow.model_validate({k: v for k, v in m.items() if k in fields})
-            for m in (noise or {}).get("metrics", [])]  # fmt: skip
+    return [
+        JudgeNoiseRow.model_validate({k: v for k, v in m.items() if k in fields})
+        for m in (noise or {}).get("metrics", [])
+    ]
 
 
 def judged_strata(selection: dict[str, Any] | None, aggregates: Sequence[Aggregate]) -> list[StratumJudged]:
@@ -188,7 +282,9 @@ def judged_strata(selection: dict[str, Any] | None, aggregates: Sequence[Aggrega
 def gate_rows(gate: dict[str, Any] | None) -> list[GateRow]:
     """The metrics of a gate the results DB stored (GateResult.to_dict), as summary rows."""
     fields = set(GateRow.model_fields)
-    return [GateRow.model_validate({k: v for k, v in m.items() if k in fields}) for m in (gate or {}).get("metrics", [])]
+    return [
+        GateRow.model_validate({k: v for k, v in m.items() if k in fields}) for m in (gate or {}).get("metrics", [])
+    ]
 
 
 def _reference_gate(gate: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -201,10 +297,18 @@ def latest_summary(settings: Settings, suite: str) -> RunSummary:
     try:
         run = store.latest_run(suite) if store.exists() else None
         if run is None:
-            raise LookupError(f"no {suite} run in the results DB yet: run `ragwatch eval {suite}` or the {suite}_eval DAG")
+            raise LookupError(
+                f"no {suite} run in the results DB yet: run `ragwatch eval {suite}` or the {suite}_eval DAG"
+            )
         scores = store.scores(run.run_id)
     finally:
         store.dispose()
     baseline = (run.gate or {}).get("baseline")
-    return run_summary(run, aggregate(scores), items=len({s.item_id for s in scores}), baseline=baseline,
-                       min_n=settings.diagnosis_min_n, correction=settings.diagnosis_correction)  # fmt: skip
+    return run_summary(
+        run,
+        aggregate(scores),
+        items=len({s.item_id for s in scores}),
+        baseline=baseline,
+        min_n=settings.diagnosis_min_n,
+        correction=settings.diagnosis_correction,
+    )

@@ -38,8 +38,12 @@ def batch_budget(run_budget: RunBudget | None) -> TokenBudget:
 
 def skipped_for_budget(scores: Iterable[Score]) -> list[Score]:
     """Scores whose failure is the budget's refusal, as `skipped` with the reason "budget"; the others as they are."""
-    return [score.model_copy(update={"status": "skipped", "error": BUDGET_REASON})
-            if score.status == "failed" and is_refusal(score.error) else score for score in scores]  # fmt: skip
+    return [
+        score.model_copy(update={"status": "skipped", "error": BUDGET_REASON})
+        if score.status == "failed" and is_refusal(score.error)
+        else score
+        for score in scores
+    ]
 
 
 def budget_skips(scores: Iterable[Score]) -> int:

@@ -48,6 +48,8 @@ def compare(settings: Settings, base: EvalParams, a: str, b: str, *, logical_dat
         config = parse_config(text)
         if config.get("target_url"):
             target_url(config["target_url"], settings.target_hosts_allowed)
-        params = EvalParams.model_validate({**base.model_dump(), **config, "target_name": target_name_for(f"{label}-{text}")})
+        params = EvalParams.model_validate(
+            {**base.model_dump(), **config, "target_name": target_name_for(f"{label}-{text}")}
+        )
         arms[label] = run_arm(settings, params, logical_date)
     return compare_runs(arms["B"], arms["A"])

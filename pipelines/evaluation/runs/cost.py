@@ -37,14 +37,25 @@ def read_usage(path) -> list[UsageRow]:
     return [UsageRow.model_validate(row) for row in json.loads(path.read_text())]
 
 
-def run_cost(run: RunPaths, batches: list[tuple[int, int]] | None, *, items: int, suite: str, run_id: str,
-             prepared: tuple[str, ...] = ()) -> RunCost:  # fmt: skip
+def run_cost(
+    run: RunPaths,
+    batches: list[tuple[int, int]] | None,
+    *,
+    items: int,
+    suite: str,
+    run_id: str,
+    prepared: tuple[str, ...] = (),
+) -> RunCost:
     """The run's usage: one file per planned judge batch and per `prepared` part, checked like the score files."""
     if batches is None:  # a run prepared before batches were recorded: what is there
         return RunCost(items=items, rows=summed(row for path in run.usage_files for row in read_usage(path)))
     planned = {run.usage(judge_part(batch[0])): batch_label(i, batch) for i, batch in enumerate(batches)}
     planned |= {run.usage(part): f"the prepare step's {part} usage" for part in prepared}
-    check_parts(f"{suite} eval {run_id}: usage files", planned, run.usage_files,
-                rerun=f"rerun the {suite}_eval `judge` task (clear that map index in the Airflow UI; a missing "
-                      f"prepare part: clear `prepare` and its downstream tasks)")  # fmt: skip
+    check_parts(
+        f"{suite} eval {run_id}: usage files",
+        planned,
+        run.usage_files,
+        rerun=f"rerun the {suite}_eval `judge` task (clear that map index in the Airflow UI; a missing "
+        f"prepare part: clear `prepare` and its downstream tasks)",
+    )
     return RunCost(items=items, rows=summed(row for path in planned for row in read_usage(path)))

@@ -41,10 +41,13 @@ HISTORY_RUNS = 3
 LOOK_BACK = 20
 """Past runs searched for `HISTORY_RUNS` that sent requests."""
 FALLBACK_PER_UNIT = {
-    ("judge", "faithfulness", "judge"): 2.0, ("judge", "answer_relevancy", "judge"): 1.0,
-    ("noise_clean", "answer", "generator"): 1.0, ("noise_clean", "faithfulness", "judge"): 2.0,
-    ("noise_noisy", "answer", "generator"): 1.0, ("noise_control", "answer", "generator"): 1.0,
-}  # fmt: skip
+    ("judge", "faithfulness", "judge"): 2.0,
+    ("judge", "answer_relevancy", "judge"): 1.0,
+    ("noise_clean", "answer", "generator"): 1.0,
+    ("noise_clean", "faithfulness", "judge"): 2.0,
+    ("noise_noisy", "answer", "generator"): 1.0,
+    ("noise_control", "answer", "generator"): 1.0,
+}
 """Online requests per unit without history, with ragwatch's consolidated judge prompts (`RAGWATCH_JUDGE_IMPLEMENTATION
 =ragas` sends more): faithfulness is a claim extraction and a verification, answer relevancy one request for all its
 generated questions, each noise arm an answer; the noisy and control arms' judgements are left out (they depend on
@@ -101,8 +104,14 @@ def seen_items(store: ResultsStore, suite: str, target: str, day: date, history:
     return {score.item_id for rid in runs for score in store.scores(rid)}
 
 
-def estimate(suite: str, rid: str, units: dict[str, int], cached: dict[str, int], history: list[EvalRun],
-             fallback: dict[tuple[str, str, str], float] | None = None) -> RunEstimate:  # fmt: skip
+def estimate(
+    suite: str,
+    rid: str,
+    units: dict[str, int],
+    cached: dict[str, int],
+    history: list[EvalRun],
+    fallback: dict[tuple[str, str, str], float] | None = None,
+) -> RunEstimate:
     """Rates from `history` applied to the run's units (see the module docstring)."""
     sums: dict[tuple[str, str, str], dict[str, float]] = {}
     past_units: dict[str, int] = {}
@@ -110,13 +119,16 @@ def estimate(suite: str, rid: str, units: dict[str, int], cached: dict[str, int]
         for unit, n in run_units(past).items():
             past_units[unit] = past_units.get(unit, 0) + n
         for row in RunCost.model_validate(past.cost).rows:
-            counts = sums.setdefault((row.stage, row.metric, row.role), dict.fromkeys(
-                ("requests", "cache_hits", "prompt_tokens", "completion_tokens"), 0.0))  # fmt: skip
+            counts = sums.setdefault(
+                (row.stage, row.metric, row.role),
+                dict.fromkeys(("requests", "cache_hits", "prompt_tokens", "completion_tokens"), 0.0),
+            )
             for count in counts:
                 counts[count] += getattr(row, count)
     rows = []
-    for key, counts in sorted(sums.items(), key=lambda kv: (list(STAGES).index(kv[0][0]) if kv[0][0] in STAGES
-                                                            else len(STAGES), kv[0])):  # fmt: skip
+    for key, counts in sorted(
+        sums.items(), key=lambda kv: (list(STAGES).index(kv[0][0]) if kv[0][0] in STAGES else len(STAGES), kv[0])
+    ):
         stage, metric, role = key
         unit = stage_unit(suite, stage)
         per = past_units.get(unit) or 0
@@ -125,27 +137,46 @@ def estimate(suite: str, rid: str, units: dict[str, int], cached: dict[str, int]
         requests_per, hits_per = counts["requests"] / per, counts["cache_hits"] / per
         fresh = units.get(unit, 0) - cached.get(unit, 0)
         requests = fresh * requests_per
-        per_request = {c: counts[c] / counts["requests"] if counts["requests"] else 0.0
-                       for c in ("prompt_tokens", "completion_tokens")}  # fmt: skip
-        rows.append(StageEstimate(
-            stage=stage, metric=metric, role=role, unit=unit, units=units.get(unit, 0), requests=requests,
-            cache_hits=fresh * hits_per + cached.get(unit, 0) * (requests_per + hits_per),
-            prompt_tokens=requests * per_request["prompt_tokens"],
-            completion_tokens=requests * per_request["completion_tokens"],
-            basis=f"{requests_per:.2f} requests per unit, {per_request['prompt_tokens']:.0f} + "
-                  f"{per_request['completion_tokens']:.0f} tokens per request over {len(history)} past run(s)",
-        ))  # fmt: skip
+        per_request = {
+            c: counts[c] / counts["requests"] if counts["requests"] else 0.0
+            for c in ("prompt_tokens", "completion_tokens")
+        }
+        rows.append(
+            StageEstimate(
+                stage=stage,
+                metric=metric,
+                role=role,
+                unit=unit,
+                units=units.get(unit, 0),
+                requests=requests,
+                cache_hits=fresh * hits_per + cached.get(unit, 0) * (requests_per + hits_per),
+                prompt_tokens=requests * per_request["prompt_tokens"],
+                completion_tokens=requests * per_request["completion_tokens"],
+                basis=f"{requests_per:.2f} requests per unit, {per_request['prompt_tokens']:.0f} + "
+                f"{per_request['completion_tokens']:.0f} tokens per request over {len(history)} past run(s)",
+            )
+        )
     if not history:
         for (stage, metric, role), requests_per in (fallback or {}).items():
             unit = stage_unit(suite, stage)
             fresh = units.get(unit, 0) - cached.get(unit, 0)
-            rows.append(StageEstimate(stage=stage, metric=metric, role=role, unit=unit, units=units.get(unit, 0),
-                                      requests=fresh * requests_per, cache_hits=None, prompt_tokens=None,
-                                      completion_tokens=None,
-                                      basis=f"no past run: {requests_per:g} per unit (the judge's fixed shape); "
-                                            f"tokens unknown"))  # fmt: skip
-    return RunEstimate(subject=rid, units=units, cached_units=cached,
-                       history=[past.run_id for past in history], rows=rows)  # fmt: skip
+            rows.append(
+                StageEstimate(
+                    stage=stage,
+                    metric=metric,
+                    role=role,
+                    unit=unit,
+                    units=units.get(unit, 0),
+                    requests=fresh * requests_per,
+                    cache_hits=None,
+                    prompt_tokens=None,
+                    completion_tokens=None,
+                    basis=f"no past run: {requests_per:g} per unit (the judge's fixed shape); tokens unknown",
+                )
+            )
+    return RunEstimate(
+        subject=rid, units=units, cached_units=cached, history=[past.run_id for past in history], rows=rows
+    )
 
 
 def past_runs(settings: Settings, suite: str, target: str, day: date) -> tuple[list[EvalRun], set[str]]:
@@ -174,11 +205,18 @@ def estimate_online(settings: Settings, day: date, params) -> RunEstimate:
     workspace = Workspace.from_settings(settings)
     if not workspace.has_traces(day):
         raise FileNotFoundError(f"no published sample for {day}: run trace_sampling for that day first")
-    target = past_spread(settings, day, params.target_half_width) if params.target_half_width and has_results(
-        settings) else None  # fmt: skip
-    selection = select_budget(workspace.traces_partition(day).parts, max_traces=params.max_traces,
-                              min_per_stratum=params.min_per_stratum, noise_share=params.noise_share,
-                              target=target)  # fmt: skip
+    target = (
+        past_spread(settings, day, params.target_half_width)
+        if params.target_half_width and has_results(settings)
+        else None
+    )
+    selection = select_budget(
+        workspace.traces_partition(day).parts,
+        max_traces=params.max_traces,
+        min_per_stratum=params.min_per_stratum,
+        noise_share=params.noise_share,
+        target=target,
+    )
     units = {"judged traces": len(selection.judged), "noise traces": len(selection.noise)}
     history, seen = past_runs(settings, SUITE, TARGET, day)
     cached = {"judged traces": len(seen & set(selection.judged)), "noise traces": len(seen & set(selection.noise))}
@@ -192,5 +230,6 @@ def estimate_offline(settings: Settings, params, *, logical_date: date) -> RunEs
     items, _, _ = planned_items(settings, params)
     ids = {item.item_id for item in items}
     history, seen = past_runs(settings, SUITE, params.target_name, logical_date)
-    return estimate(SUITE, run_id(SUITE, logical_date, params.target_name), {"items": len(ids)},
-                    {"items": len(seen & ids)}, history)  # fmt: skip
+    return estimate(
+        SUITE, run_id(SUITE, logical_date, params.target_name), {"items": len(ids)}, {"items": len(seen & ids)}, history
+    )

@@ -76,32 +76,62 @@ def finalize_offline_eval(settings: Settings, run_dir: Path) -> RunSummary:
         item = row["item"]
         verdict, item_scores = verdicts.get(item["item_id"], {}), by_item.get(item["item_id"], {})
         views[item["item_id"]] = ItemView(
-            item_id=item["item_id"], question=item["question"], answer=row["answer"] or f"(no answer: {row['error']})",
-            contexts=[f"{c['chunk_id']}: {c['text']}" for c in row["contexts"]], reference_answer=item["reference_answer"],
-            attribution=attribute([c["chunk_id"] for c in row["contexts"]], item["gold_chunk_ids"], correct(item_scores),
-                                  supported(item_scores)),
+            item_id=item["item_id"],
+            question=item["question"],
+            answer=row["answer"] or f"(no answer: {row['error']})",
+            contexts=[f"{c['chunk_id']}: {c['text']}" for c in row["contexts"]],
+            reference_answer=item["reference_answer"],
+            attribution=attribute(
+                [c["chunk_id"] for c in row["contexts"]],
+                item["gold_chunk_ids"],
+                correct(item_scores),
+                supported(item_scores),
+            ),
             correctness=verdict.get("reason"),
-        )  # fmt: skip
+        )
 
     store = ResultsStore.from_settings(settings)
     store.create()
     try:
-        run = EvalRun(run_id=meta.run_id, suite=meta.suite, logical_date=meta.logical_date, target=meta.target,
-                      dataset_version=meta.dataset_version, judge_model=build_llm(settings, "judge").model,
-                      generator_model=meta.generator_model,
-                      params={**meta.params.model_dump(mode="json"), "context_depth": meta.context_depth,
-                              **({"subset": meta.subset} if meta.subset else {})},
-                      finished_at=datetime.now(timezone.utc))  # fmt: skip
-        cost = run_cost(run_paths, meta.batches, items=meta.items, suite=meta.suite, run_id=meta.run_id,
-                        prepared=(PREPARE_PART,))  # fmt: skip
+        run = EvalRun(
+            run_id=meta.run_id,
+            suite=meta.suite,
+            logical_date=meta.logical_date,
+            target=meta.target,
+            dataset_version=meta.dataset_version,
+            judge_model=build_llm(settings, "judge").model,
+            generator_model=meta.generator_model,
+            params={
+                **meta.params.model_dump(mode="json"),
+                "context_depth": meta.context_depth,
+                **({"subset": meta.subset} if meta.subset else {}),
+            },
+            finished_at=datetime.now(timezone.utc),
+        )
+        cost = run_cost(
+            run_paths, meta.batches, items=meta.items, suite=meta.suite, run_id=meta.run_id, prepared=(PREPARE_PART,)
+        )
         spent = {"budget": meta.budget, "skipped_for_budget": budget_skips(scores)}
         run.cost = cost.model_copy(update=spent).model_dump()
-        gate = gate_against_baseline(store, run, scores, min_pairs=settings.gate_min_pairs,
-                                     baseline_run=meta.params.baseline_run,
-                                     reference_run=meta.params.reference_run)  # fmt: skip
+        gate = gate_against_baseline(
+            store,
+            run,
+            scores,
+            min_pairs=settings.gate_min_pairs,
+            baseline_run=meta.params.baseline_run,
+            reference_run=meta.params.reference_run,
+        )
         run.gate_passed, run.gate = (gate.passed, gate.to_dict()) if gate else (None, None)
-        summary = publish_run(settings, store, run, scores, views, items=meta.items, run_gate=gate,
-                              retests=load_planned_retests(run_paths, meta))  # fmt: skip
+        summary = publish_run(
+            settings,
+            store,
+            run,
+            scores,
+            views,
+            items=meta.items,
+            run_gate=gate,
+            retests=load_planned_retests(run_paths, meta),
+        )
     finally:
         store.dispose()
     log.info("offline eval %s: %s; report %s", run.run_id, summary.gate, summary.report)
@@ -113,9 +143,17 @@ JUDGE_NOISE = "judge_noise"
 them there."""
 
 
-def publish_run(settings: Settings, store: ResultsStore, run: EvalRun, scores: list[Score], views: dict[str, ItemView],
-                *, items: int, run_gate=None,
-                retests: tuple[list[Score], str | None] = ([], None)) -> RunSummary:  # fmt: skip
+def publish_run(
+    settings: Settings,
+    store: ResultsStore,
+    run: EvalRun,
+    scores: list[Score],
+    views: dict[str, ItemView],
+    *,
+    items: int,
+    run_gate=None,
+    retests: tuple[list[Score], str | None] = ([], None),
+) -> RunSummary:
     """Save the run and its scores to the results DB, write its report and metrics file; its summary. `retests`:
     the retested items' second judgements and a note on missing retest files (folder.load_planned_retests); they
     feed the judge-noise statistics only, never the aggregates, the gate or the results DB's scores."""
@@ -125,14 +163,28 @@ def publish_run(settings: Settings, store: ResultsStore, run: EvalRun, scores: l
     run.report_path = str(report)
     retest_rows, retest_note = retests
     noise = [n.to_dict() for n in run_judge_noise(scores, retest_rows, aggregates)]
-    run.params = {**run.params, JUDGE_AUDIT: audit_run(settings, run, scores, views),
-                  JUDGE_NOISE: {"retested_items": len({r.item_id for r in retest_rows}), "note": retest_note,
-                                "metrics": noise}}  # fmt: skip
+    run.params = {
+        **run.params,
+        JUDGE_AUDIT: audit_run(settings, run, scores, views),
+        JUDGE_NOISE: {"retested_items": len({r.item_id for r in retest_rows}), "note": retest_note, "metrics": noise},
+    }
     store.save_run(run, scores)
     cost_trend = weekly_cost(store, run.suite, run.target, until=run.logical_date)
-    write_report(report, render_report(run, scores, aggregates=aggregates, items=views, trend=trend_from_store(store, run),
-                                       run_gate=run_gate, min_n=settings.diagnosis_min_n,
-                                       correction=settings.diagnosis_correction, cost_trend=cost_trend))  # fmt: skip
+    write_report(
+        report,
+        render_report(
+            run,
+            scores,
+            aggregates=aggregates,
+            items=views,
+            trend=trend_from_store(store, run),
+            run_gate=run_gate,
+            min_n=settings.diagnosis_min_n,
+            correction=settings.diagnosis_correction,
+            cost_trend=cost_trend,
+        ),
+    )
     write_metrics_json(workspace.metrics_json(report), aggregates)
-    return run_summary(run, aggregates, items=items, min_n=settings.diagnosis_min_n,
-                       correction=settings.diagnosis_correction)  # fmt: skip
+    return run_summary(
+        run, aggregates, items=items, min_n=settings.diagnosis_min_n, correction=settings.diagnosis_correction
+    )

@@ -99,8 +99,15 @@ memory of four, where every batch thread holds its inputs and an embedding pass.
 process, as many at once as the `ragwatch_llm` pool has slots."""
 
 
-def run_steps(settings, prepared: PreparedRun, judge_batch: JudgeBatch, finalize: Callable[[Any, Path], Any],
-              progress: Callable[[int, int], None] | None = None, *, in_flight: int = BATCHES_IN_FLIGHT):  # fmt: skip
+def run_steps(
+    settings,
+    prepared: PreparedRun,
+    judge_batch: JudgeBatch,
+    finalize: Callable[[Any, Path], Any],
+    progress: Callable[[int, int], None] | None = None,
+    *,
+    in_flight: int = BATCHES_IN_FLIGHT,
+):
     """Every judge batch of a prepared run, `in_flight` at a time (threads, each with its own event loop), then
     finalize: the DAG's mapped tasks in one process. The first batch that fails fails the run."""
     # Threads that each allocate large buffers would otherwise keep a heap of their own (native_heap.py).
@@ -138,9 +145,13 @@ def load_planned_scores(run: RunPaths, meta: RunMeta, *, prepared: tuple[str, ..
         return load_scores(run)
     planned = {run.scores(judge_part(batch[0])): batch_label(i, batch) for i, batch in enumerate(meta.batches)}
     planned |= {run.scores(part): f"the prepare step's {part} scores" for part in prepared}
-    check_parts(f"{meta.suite} eval {meta.run_id}: score files", planned, run.score_files,
-                rerun=f"rerun the {meta.suite}_eval `judge` task (clear that map index in the Airflow UI; a missing "
-                      f"prepare part: clear `prepare` and its downstream tasks)")  # fmt: skip
+    check_parts(
+        f"{meta.suite} eval {meta.run_id}: score files",
+        planned,
+        run.score_files,
+        rerun=f"rerun the {meta.suite}_eval `judge` task (clear that map index in the Airflow UI; a missing "
+        f"prepare part: clear `prepare` and its downstream tasks)",
+    )
     return [Score.model_validate(row) for path in planned for row in read_jsonl(path)]
 
 
@@ -152,8 +163,9 @@ def load_planned_retests(run: RunPaths, meta: RunMeta) -> tuple[list[Score], str
         return [Score.model_validate(row) for path in run.retest_files for row in read_jsonl(path)], None
     planned = {run.retests(judge_part(batch[0])): batch_label(i, batch) for i, batch in enumerate(meta.batches)}
     missing = [label for path, label in planned.items() if not path.exists()]
-    note = f"no retest file from {len(missing)} of the {len(planned)} batches ({'; '.join(missing)})" \
-        if missing else None
+    note = (
+        f"no retest file from {len(missing)} of the {len(planned)} batches ({'; '.join(missing)})" if missing else None
+    )
     return [Score.model_validate(row) for path in planned if path.exists() for row in read_jsonl(path)], note
 
 

@@ -20,7 +20,13 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from pipelines.evaluation.metrics.correctness import CORRECTNESS, AnswerCorrectnessPrompt, CorrectnessInput, correctness_input, correctness_score
+from pipelines.evaluation.metrics.correctness import (
+    CORRECTNESS,
+    AnswerCorrectnessPrompt,
+    CorrectnessInput,
+    correctness_input,
+    correctness_score,
+)
 from pipelines.evaluation.metrics.judge import JudgeInput, judge_items
 from pipelines.evaluation.metrics.judge_retest import build_retest_judge, retest_items
 from pipelines.evaluation.metrics.noise import CONTROL_METRIC, METRIC, NoisePool, noise_delta_f
@@ -47,10 +53,17 @@ def judge_input(row: dict[str, Any]) -> JudgeInput:
     # An adversarial item's reference ("not enough information") has no claim a context could hold:
     # the reference-based metrics are skipped for it rather than scored 0.
     reference = item.reference_answer if item.gold_chunk_ids else None
-    return JudgeInput(item_id=item.item_id, stratum=stratum_of(item), question=item.question, answer=row["answer"],
-                      contexts=[c["text"] for c in row["contexts"]], reference=reference,
-                      reference_contexts=item.reference_contexts, context_ids=[c["chunk_id"] for c in row["contexts"]],
-                      gold_chunk_ids=item.gold_chunk_ids)  # fmt: skip
+    return JudgeInput(
+        item_id=item.item_id,
+        stratum=stratum_of(item),
+        question=item.question,
+        answer=row["answer"],
+        contexts=[c["text"] for c in row["contexts"]],
+        reference=reference,
+        reference_contexts=item.reference_contexts,
+        context_ids=[c["chunk_id"] for c in row["contexts"]],
+        gold_chunk_ids=item.gold_chunk_ids,
+    )
 
 
 def judge_offline_batch(settings: Settings, run_dir: Path, start: int, end: int) -> JudgedBatch:
@@ -66,9 +79,20 @@ def judge_offline_batch(settings: Settings, run_dir: Path, start: int, end: int)
     scores: list[Score] = []
     for row in rows:
         if row["error"] is not None:
-            scores += [Score(run_id=meta.run_id, suite=meta.suite, item_id=row["item"]["item_id"], stratum=judge_input(row).stratum,
-                             metric=m, value=None, status="failed", error=f"target failed: {row['error']}",
-                             dataset_version=meta.dataset_version) for m in [*params.metrics, METRIC, CONTROL_METRIC, CORRECTNESS]]  # fmt: skip
+            scores += [
+                Score(
+                    run_id=meta.run_id,
+                    suite=meta.suite,
+                    item_id=row["item"]["item_id"],
+                    stratum=judge_input(row).stratum,
+                    metric=m,
+                    value=None,
+                    status="failed",
+                    error=f"target failed: {row['error']}",
+                    dataset_version=meta.dataset_version,
+                )
+                for m in [*params.metrics, METRIC, CONTROL_METRIC, CORRECTNESS]
+            ]
     judged = [r for r in rows if r["error"] is None]
     inputs = [judge_input(r) for r in judged]
     labels = dict(run_id=meta.run_id, suite=meta.suite, dataset_version=meta.dataset_version)
@@ -86,16 +110,29 @@ def judge_offline_batch(settings: Settings, run_dir: Path, start: int, end: int)
             with scope(stage="judge"):
                 judged_scores, retests = await asyncio.gather(
                     judge_items(inputs, metric_keys, judge, embedder, **labels),
-                    retest_items(inputs, metric_keys, retest_judge, embedder, share=params.judge_retest_share,
-                                 **labels))  # fmt: skip
+                    retest_items(
+                        inputs, metric_keys, retest_judge, embedder, share=params.judge_retest_share, **labels
+                    ),
+                )
             judged_scores = [s.model_copy(update={"metric": reported_metric(s.metric)}) for s in judged_scores]
             retests = [s.model_copy(update={"metric": reported_metric(s.metric)}) for s in retests]
             clean = {s.item_id: s for s in judged_scores if s.metric == "faithfulness"}
             language = {r["item"]["question"]: r["item"]["language"] for r in judged}
-            noise = await noise_delta_f(
-                inputs, pool, lambda q, ctx: target.answer_with(q, language.get(q, "en"), ctx, sample=1), judge,
-                **labels, mode=params.noise_mode, k=params.noise_k, clean_scores=clean, control=True,
-            ) if inputs else []  # fmt: skip
+            noise = (
+                await noise_delta_f(
+                    inputs,
+                    pool,
+                    lambda q, ctx: target.answer_with(q, language.get(q, "en"), ctx, sample=1),
+                    judge,
+                    **labels,
+                    mode=params.noise_mode,
+                    k=params.noise_k,
+                    clean_scores=clean,
+                    control=True,
+                )
+                if inputs
+                else []
+            )
             with scope(stage="judge", metric=CORRECTNESS):
                 verdicts = await judge.run_many(AnswerCorrectnessPrompt(), [g for _, g in graded])
             return judged_scores + [s for n in noise for s in n.scores], verdicts, retests
@@ -103,17 +140,30 @@ def judge_offline_batch(settings: Settings, run_dir: Path, start: int, end: int)
         judged_scores, verdicts, retests = run_and_close(all_of_it(), getattr(target, "llm", None), judge, retest_judge)
         scores += judged_scores
     verdict_of = {i.item_id: v for (i, _), v in zip(graded, verdicts)}
-    scores += [correctness_score(i.item_id, i.stratum, g, verdict_of.get(i.item_id), **labels, judge_model=judge.model)
-               for i, g in zip(inputs, requests)]  # fmt: skip
+    scores += [
+        correctness_score(i.item_id, i.stratum, g, verdict_of.get(i.item_id), **labels, judge_model=judge.model)
+        for i, g in zip(inputs, requests)
+    ]
     scores = skipped_for_budget(scores)
     # Before the scores, as online: a batch with scores has its usage and its retests.
     write_usage(run, judge_part(start), (judge, retest_judge, getattr(target, "llm", None)))
     write_jsonl(run.retests(judge_part(start)), (s.model_dump() for s in retests))
     write_jsonl(run.scores(judge_part(start)), (s.model_dump() for s in scores))
-    write_jsonl(run.verdicts(judge_part(start)), (
-        {"item_id": i.item_id, "correct": v.value.correct if v.ok else None,
-         "reason": v.value.reason if v.ok else f"correctness judge failed: {v.error}"}
-        for (i, _), v in zip(graded, verdicts)))  # fmt: skip
+    write_jsonl(
+        run.verdicts(judge_part(start)),
+        (
+            {
+                "item_id": i.item_id,
+                "correct": v.value.correct if v.ok else None,
+                "reason": v.value.reason if v.ok else f"correctness judge failed: {v.error}",
+            }
+            for (i, _), v in zip(graded, verdicts)
+        ),
+    )
     judge.counters.log(log, f"judge batch {start}-{end}")
-    return JudgedBatch(batch=(start, end), scores=len(scores), failed=sum(s.status == "failed" for s in scores),
-                       judge=judge.counters.summary())  # fmt: skip
+    return JudgedBatch(
+        batch=(start, end),
+        scores=len(scores),
+        failed=sum(s.status == "failed" for s in scores),
+        judge=judge.counters.summary(),
+    )

@@ -19,8 +19,9 @@ from pipelines.evaluation.runs.prepare import prepare_offline_eval
 from pipelines.settings import Settings
 
 
-def run_offline_eval(settings: Settings, params: EvalParams, *, logical_date: date,
-                     progress=None) -> tuple[RunSummary, PushedRun]:  # fmt: skip
+def run_offline_eval(
+    settings: Settings, params: EvalParams, *, logical_date: date, progress=None
+) -> tuple[RunSummary, PushedRun]:
     prepared = prepare_offline_eval(settings, params, logical_date=logical_date)
     # One batch at a time: an offline batch holds the corpus index (its target), which local mode opens once.
     summary = run_steps(settings, prepared, judge_offline_batch, finalize_offline_eval, progress, in_flight=1)

@@ -43,9 +43,19 @@ from pipelines.evaluation.outputs.summary import RunSummary
 from pipelines.evaluation.runs.budget import batch_budget, budget_skips, divide_budget, skipped_for_budget
 from pipelines.evaluation.runs.cost import run_cost, write_usage
 from pipelines.evaluation.runs.finalize import publish_run
-from pipelines.evaluation.runs.folder import (JudgedBatch, PreparedRun, RunMeta, judge_part, load_planned_retests,
-                                              load_planned_scores, read_meta, read_rows, run_and_close, run_steps,
-                                              write_meta)  # fmt: skip
+from pipelines.evaluation.runs.folder import (
+    JudgedBatch,
+    PreparedRun,
+    RunMeta,
+    judge_part,
+    load_planned_retests,
+    load_planned_scores,
+    read_meta,
+    read_rows,
+    run_and_close,
+    run_steps,
+    write_meta,
+)
 from pipelines.evaluation.results.coverage import GoldenCoverage
 from pipelines.evaluation.online_selection import HalfWidthTarget, read_judged, select_budget, stratum_of
 from pipelines.evaluation.runs.params import OnlineParams
@@ -89,24 +99,48 @@ def prepare_online_eval(settings: Settings, day: date, params: OnlineParams) -> 
         raise FileNotFoundError(f"no published sample for {day}: run trace_sampling for that day first")
     parts = workspace.traces_partition(day).parts
     target = past_spread(settings, day, params.target_half_width) if params.target_half_width else None
-    selection = select_budget(parts, max_traces=params.max_traces, min_per_stratum=params.min_per_stratum,
-                              noise_share=params.noise_share, target=target)  # fmt: skip
+    selection = select_budget(
+        parts,
+        max_traces=params.max_traces,
+        min_per_stratum=params.min_per_stratum,
+        noise_share=params.noise_share,
+        target=target,
+    )
     run = workspace.run_folder(SUITE, day, TARGET)
     reset_dir(run.root)
-    judged = write_jsonl(run.traces, ({**row, "noise": row["trace_id"] in selection.noise}
-                                      for row in read_judged(parts, selection.judged)))  # fmt: skip
+    judged = write_jsonl(
+        run.traces,
+        ({**row, "noise": row["trace_id"] in selection.noise} for row in read_judged(parts, selection.judged)),
+    )
     rid, (arms_by, _) = run_id(SUITE, day, TARGET), _noise_arms(settings, build_llm(settings, "generator"))
     counts = selection.counts
     # A day with nothing to judge still has one (empty) batch, so the mapped judge task and finalize run.
     batches = batch_ranges(judged, params.batch_size) or [(0, 0)]
-    write_meta(run, RunMeta(run_id=rid, suite=SUITE, logical_date=day, target=TARGET,
-                            dataset_version=_dataset_version(workspace, day), items=judged, generator_model=arms_by,
-                            judge_model=build_llm(settings, "judge").model, params=params,
-                            selection=counts.model_dump(mode="json"), batches=batches,
-                            budget=divide_budget(settings.llm_budget_tokens, prepare_tokens=0,
-                                                 batches=len(batches))))  # fmt: skip
-    log.info("online eval %s: judging %d of the day's %d traces (%d with noise) in %d strata", rid, judged,
-             counts.day_traces, counts.noise, len(counts.strata))  # fmt: skip
+    write_meta(
+        run,
+        RunMeta(
+            run_id=rid,
+            suite=SUITE,
+            logical_date=day,
+            target=TARGET,
+            dataset_version=_dataset_version(workspace, day),
+            items=judged,
+            generator_model=arms_by,
+            judge_model=build_llm(settings, "judge").model,
+            params=params,
+            selection=counts.model_dump(mode="json"),
+            batches=batches,
+            budget=divide_budget(settings.llm_budget_tokens, prepare_tokens=0, batches=len(batches)),
+        ),
+    )
+    log.info(
+        "online eval %s: judging %d of the day's %d traces (%d with noise) in %d strata",
+        rid,
+        judged,
+        counts.day_traces,
+        counts.noise,
+        len(counts.strata),
+    )
     return PreparedRun(run_id=rid, run_dir=run.root, items=judged, batches=batches)
 
 
@@ -124,8 +158,12 @@ def past_spread(settings: Settings, day: date, half_width: float, runs: int = SP
         store.dispose()
     pooled = [v for vs in values.values() for v in vs]
     if len(pooled) < 2:
-        log.info("online eval %s: no faithfulness spread in the last %d runs to size ±%g by: the budget alone", day,
-                 runs, half_width)  # fmt: skip
+        log.info(
+            "online eval %s: no faithfulness spread in the last %d runs to size ±%g by: the budget alone",
+            day,
+            runs,
+            half_width,
+        )
         return None
     spread = {s: statistics.stdev(vs) for s, vs in values.items() if len(vs) >= 2}
     return HalfWidthTarget(half_width=half_width, spread=spread, pooled=statistics.stdev(pooled))
@@ -133,9 +171,14 @@ def past_spread(settings: Settings, day: date, half_width: float, runs: int = SP
 
 def judge_input(row: dict[str, Any]) -> JudgeInput:
     """What the judge sees of one judged trace (traces.jsonl)."""
-    return JudgeInput(item_id=row["trace_id"], stratum=stratum_of(row["app"], row["language"]), question=row["question"],
-                      answer=row["answer"], contexts=[c["text"] for c in row["contexts"]],
-                      context_ids=[c["chunk_id"] for c in row["contexts"]])  # fmt: skip
+    return JudgeInput(
+        item_id=row["trace_id"],
+        stratum=stratum_of(row["app"], row["language"]),
+        question=row["question"],
+        answer=row["answer"],
+        contexts=[c["text"] for c in row["contexts"]],
+        context_ids=[c["chunk_id"] for c in row["contexts"]],
+    )
 
 
 def judge_online_batch(settings: Settings, run_dir: Path, start: int, end: int) -> JudgedBatch:
@@ -150,11 +193,18 @@ def judge_online_batch(settings: Settings, run_dir: Path, start: int, end: int) 
     scores: list[Score] = []
     for row, item in zip(rows, inputs):
         calls = [ToolCall(name=c["name"], arguments=json.loads(c["arguments"] or "{}")) for c in row["tool_calls"]]
-        scores.append(tool_call_validity(calls).score(**labels, item_id=item.item_id, stratum=item.stratum,
-                                                      metric="tool_call_validity"))  # fmt: skip
+        scores.append(
+            tool_call_validity(calls).score(
+                **labels, item_id=item.item_id, stratum=item.stratum, metric="tool_call_validity"
+            )
+        )
     noisy = [item for row, item in zip(rows, inputs) if row["noise"]]
     check_models_differ(settings, log)
-    judge, generator, embedder = build_llm(settings, "judge"), build_llm(settings, "generator"), build_embedder(settings)
+    judge, generator, embedder = (
+        build_llm(settings, "judge"),
+        build_llm(settings, "generator"),
+        build_embedder(settings),
+    )
     judge.budget = generator.budget = batch_budget(meta.budget)  # one share for the batch, whoever spends it
     retest_judge = build_retest_judge(settings, judge.budget)
     with open_corpus_index(settings) as index:
@@ -184,20 +234,34 @@ def judge_online_batch(settings: Settings, run_dir: Path, start: int, end: int) 
         arms = [i.model_copy(update={"answer": a}) for i, a in zip(noisy, answers) if isinstance(a, str) and a]
         lost = [(i, a) for i, a in zip(noisy, answers) if not (isinstance(a, str) and a)]
         no_answer = f"{arms_by} gave no answer from the trace's clean contexts"
-        failed = [Outcome.failed(REFUSAL if isinstance(a, BudgetSpent) else no_answer).score(
-                      **labels, item_id=i.item_id, stratum=i.stratum, metric=m, judge_model=judge.model)
-                  for i, a in lost for m in (noise_metric, CONTROL_METRIC)]  # fmt: skip
-        results = await noise_delta_f(arms, pool, lambda q, ctx: answer(q, ctx, 1), judge, **labels,
-                                      mode=params.noise_mode, k=params.noise_k, metric=noise_metric, control=True)  # fmt: skip
+        failed = [
+            Outcome.failed(REFUSAL if isinstance(a, BudgetSpent) else no_answer).score(
+                **labels, item_id=i.item_id, stratum=i.stratum, metric=m, judge_model=judge.model
+            )
+            for i, a in lost
+            for m in (noise_metric, CONTROL_METRIC)
+        ]
+        results = await noise_delta_f(
+            arms,
+            pool,
+            lambda q, ctx: answer(q, ctx, 1),
+            judge,
+            **labels,
+            mode=params.noise_mode,
+            k=params.noise_k,
+            metric=noise_metric,
+            control=True,
+        )
         return failed + [s for n in results for s in n.scores]
 
     async def judged() -> tuple[list[Score], list[Score]]:
         # The noise arms do not wait for the clean scores (they judge their own answers), nor does the retest (its own
         # client): all keep the servers busy.
         clean, noisy_scores, retests = await asyncio.gather(
-            scoped(judge_items(inputs, METRICS, judge, embedder, **labels), stage="judge"), noise(),
-            retest_items(inputs, METRICS, retest_judge, embedder, share=params.judge_retest_share,
-                         **labels))  # fmt: skip
+            scoped(judge_items(inputs, METRICS, judge, embedder, **labels), stage="judge"),
+            noise(),
+            retest_items(inputs, METRICS, retest_judge, embedder, share=params.judge_retest_share, **labels),
+        )
         return clean + noisy_scores, retests
 
     judged_scores, retests = run_and_close(judged(), judge, generator, retest_judge)
@@ -208,8 +272,13 @@ def judge_online_batch(settings: Settings, run_dir: Path, start: int, end: int) 
     write_jsonl(run.scores(judge_part(start)), (s.model_dump() for s in scores))
     judge.counters.log(log, f"online judge batch {start}-{end}")
     generator.counters.log(log, f"online generator (noise) batch {start}-{end}")
-    return JudgedBatch(batch=(start, end), scores=len(scores), failed=sum(s.status == "failed" for s in scores),
-                       judge=judge.counters.summary(), generator=generator.counters.summary())  # fmt: skip
+    return JudgedBatch(
+        batch=(start, end),
+        scores=len(scores),
+        failed=sum(s.status == "failed" for s in scores),
+        judge=judge.counters.summary(),
+        generator=generator.counters.summary(),
+    )
 
 
 def measure_online_coverage(settings: Settings, run_dir: Path) -> GoldenCoverage:
@@ -221,9 +290,16 @@ def measure_online_coverage(settings: Settings, run_dir: Path) -> GoldenCoverage
     atomic_write_text(run.coverage, coverage.model_dump_json(indent=1))
     day = coverage.day
     if coverage.status == "ok" and day is not None and day.ratio is not None:
-        log.info("golden coverage of %s: %.3f [%.3f, %.3f] of %d distinct questions (%d traces), %d uncovered topics",
-                 meta.logical_date, day.ratio, day.ci_low, day.ci_high, day.questions, day.traces,
-                 len(coverage.clusters))  # fmt: skip
+        log.info(
+            "golden coverage of %s: %.3f [%.3f, %.3f] of %d distinct questions (%d traces), %d uncovered topics",
+            meta.logical_date,
+            day.ratio,
+            day.ci_low,
+            day.ci_high,
+            day.questions,
+            day.traces,
+            len(coverage.clusters),
+        )
     else:
         log.info("golden coverage of %s: not measured: %s", meta.logical_date, coverage.reason)
     return coverage
@@ -236,17 +312,32 @@ def finalize_online_eval(settings: Settings, run_dir: Path) -> RunSummary:
     meta = read_meta(run_paths)
     scores = load_planned_scores(run_paths, meta)
     traces = read_jsonl(run_paths.traces)  # the budget's rows: bounded by max_traces, not the day
-    views = {t["trace_id"]: ItemView(item_id=t["trace_id"], question=t["question"], answer=t["answer"],
-                                     contexts=[f"{c['chunk_id']}: {c['text']}" for c in t["contexts"]]) for t in traces}  # fmt: skip
-    run = EvalRun(run_id=meta.run_id, suite=SUITE, logical_date=meta.logical_date, target=TARGET,
-                  dataset_version=meta.dataset_version, judge_model=meta.judge_model,
-                  generator_model=meta.generator_model,
-                  params={**meta.params.model_dump(mode="json"), "selection": meta.selection},
-                  finished_at=datetime.now(timezone.utc))  # fmt: skip
+    views = {
+        t["trace_id"]: ItemView(
+            item_id=t["trace_id"],
+            question=t["question"],
+            answer=t["answer"],
+            contexts=[f"{c['chunk_id']}: {c['text']}" for c in t["contexts"]],
+        )
+        for t in traces
+    }
+    run = EvalRun(
+        run_id=meta.run_id,
+        suite=SUITE,
+        logical_date=meta.logical_date,
+        target=TARGET,
+        dataset_version=meta.dataset_version,
+        judge_model=meta.judge_model,
+        generator_model=meta.generator_model,
+        params={**meta.params.model_dump(mode="json"), "selection": meta.selection},
+        finished_at=datetime.now(timezone.utc),
+    )
     coverage = read_coverage(run_paths)
     if coverage is None:
-        raise IncompleteHandoff(f"the golden coverage of {meta.logical_date} is missing ({run_paths.coverage}): run the "
-                                "online eval's coverage task (`measure_online_coverage`) for this run, then finalize")
+        raise IncompleteHandoff(
+            f"the golden coverage of {meta.logical_date} is missing ({run_paths.coverage}): run the "
+            "online eval's coverage task (`measure_online_coverage`) for this run, then finalize"
+        )
     run.params["coverage"] = coverage.model_dump(mode="json")
     store = ResultsStore.from_settings(settings)
     store.create()
@@ -254,8 +345,9 @@ def finalize_online_eval(settings: Settings, run_dir: Path) -> RunSummary:
         cost = run_cost(run_paths, meta.batches, items=meta.items, suite=SUITE, run_id=meta.run_id)
         spent = {"budget": meta.budget, "skipped_for_budget": budget_skips(scores)}
         run.cost = cost.model_copy(update=spent).model_dump()
-        summary = publish_run(settings, store, run, scores, views, items=meta.items,
-                              retests=load_planned_retests(run_paths, meta))  # fmt: skip
+        summary = publish_run(
+            settings, store, run, scores, views, items=meta.items, retests=load_planned_retests(run_paths, meta)
+        )
     finally:
         store.dispose()
     workspace = Workspace.from_settings(settings)
@@ -263,15 +355,23 @@ def finalize_online_eval(settings: Settings, run_dir: Path) -> RunSummary:
         from pipelines.evaluation.outputs.evaluation_events import emit_evaluation_events, root_span_ids
 
         day = workspace.traces_partition(meta.logical_date)
-        emit_evaluation_events(settings.otlp_endpoint, scores, root_span_ids(day.parts, {t["trace_id"] for t in traces}))
+        emit_evaluation_events(
+            settings.otlp_endpoint, scores, root_span_ids(day.parts, {t["trace_id"] for t in traces})
+        )
     queued, _ = queue_candidates(workspace, run.logical_date, traces, scores)
     if coverage.status == "ok":
         queue_uncovered_topics(workspace, run.logical_date, coverage.clusters, settings.coverage_inbox_topics)
     return summary.model_copy(update={"review_candidates": queued})
 
 
-def run_online_eval(settings: Settings, day: date, params: OnlineParams, *, push: bool = True,
-                    progress: Callable[[int, int], None] | None = None) -> RunSummary:  # fmt: skip
+def run_online_eval(
+    settings: Settings,
+    day: date,
+    params: OnlineParams,
+    *,
+    push: bool = True,
+    progress: Callable[[int, int], None] | None = None,
+) -> RunSummary:
     """Every step of the online eval in one process (the CLI, `ragwatch bench online`): prepare, the golden coverage,
     each judge batch, finalize, and the push unless `push` is False."""
     prepared = prepare_online_eval(settings, day, params)

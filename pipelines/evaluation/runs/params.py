@@ -14,8 +14,14 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 from pipelines import inputs
 from pipelines.redact import has_credentials, redact_text, redact_url
 
-ALL_JUDGE_METRICS = ["faithfulness", "answer_relevancy", "context_precision_ranked", "context_precision_share",
-                     "context_recall", "ragas_noise_sensitivity"]  # fmt: skip
+ALL_JUDGE_METRICS = [
+    "faithfulness",
+    "answer_relevancy",
+    "context_precision_ranked",
+    "context_precision_share",
+    "context_recall",
+    "ragas_noise_sensitivity",
+]
 REFERENCE_TARGET = "reference-rag"
 DEFAULT_K = (1, 3, 5, 10)
 TARGET_URL_PATTERN = r"^https?://[^\s/@?#]+(/[^\s@]*)?$"
@@ -29,8 +35,10 @@ OFFLINE_RUN_ID_PATTERN = r"^offline/[0-9]{4}-[0-9]{2}-[0-9]{2}/[A-Za-z0-9][A-Za-
 def offline_run_id(value: str) -> str:
     """An offline run's id, as a baseline or reference: `offline/YYYY-MM-DD/<target name>`."""
     if not re.fullmatch(OFFLINE_RUN_ID_PATTERN, value):
-        raise ValueError(f"run id {value[:80]!r} is not an offline run id: use offline/YYYY-MM-DD/<target name>, "
-                         "e.g. offline/2026-11-30/reference-rag")  # fmt: skip
+        raise ValueError(
+            f"run id {value[:80]!r} is not an offline run id: use offline/YYYY-MM-DD/<target name>, "
+            "e.g. offline/2026-11-30/reference-rag"
+        )
     inputs.day(value.split("/")[1])
     inputs.target_name(value.split("/", 2)[2])
     return value
@@ -67,9 +75,9 @@ is reported as `context_precision_ranked`. The same verdicts counted unweighted 
 (the brief's figure, judged; the diagnosis' band), and the id-based precision@k counts gold ids."""
 AMBIGUOUS_METRICS = {
     "context_precision": "context_precision is ambiguous: ask for context_precision_share (judged useful chunks / "
-                         "chunks given) or context_precision_ranked (ragas' rank-weighted judge metric); the "
-                         "id-based precision@k is always computed for every k",
-}  # fmt: skip
+    "chunks given) or context_precision_ranked (ragas' rank-weighted judge metric); the "
+    "id-based precision@k is always computed for every k",
+}
 
 
 class EvalParams(BaseModel):
@@ -167,8 +175,12 @@ class OnlineParams(BaseModel):
 
 def online_params(settings, **overrides) -> OnlineParams:
     """The settings' budget, with every override that is not None."""
-    given = {"max_traces": settings.online_max_traces, "min_per_stratum": settings.online_min_per_stratum,
-             "noise_share": settings.online_noise_share, "target_half_width": settings.online_target_half_width,
-             "judge_retest_share": settings.judge_retest_share}  # fmt: skip
+    given = {
+        "max_traces": settings.online_max_traces,
+        "min_per_stratum": settings.online_min_per_stratum,
+        "noise_share": settings.online_noise_share,
+        "target_half_width": settings.online_target_half_width,
+        "judge_retest_share": settings.judge_retest_share,
+    }
     given.update({k: v for k, v in overrides.items() if v is not None})
     return OnlineParams.model_validate(given)

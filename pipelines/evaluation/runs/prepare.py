@@ -29,8 +29,14 @@ from pipelines.evaluation.metrics.retrieval import distinct, metric_names, query
 from pipelines.evaluation.metrics.tools import ToolTurn, score_tool_turns
 from pipelines.evaluation.runs.budget import divide_budget, skipped_for_budget
 from pipelines.evaluation.runs.cost import PREPARE_PART, write_usage
-from pipelines.evaluation.runs.folder import (RETRIEVAL_TOOLS_PART, PreparedRun, RunMeta, run_and_close, stratum_of,
-                                              write_meta)  # fmt: skip
+from pipelines.evaluation.runs.folder import (
+    RETRIEVAL_TOOLS_PART,
+    PreparedRun,
+    RunMeta,
+    run_and_close,
+    stratum_of,
+    write_meta,
+)
 from pipelines.evaluation.runs.params import EvalParams
 from pipelines.evaluation.runs.target import ReferenceRAG, TargetResponse, build_target, generator_label, respond_all
 from pipelines.files import reset_dir, write_jsonl
@@ -73,24 +79,44 @@ def prepare_offline_eval(settings: Settings, params: EvalParams, *, logical_date
     ks = sorted(set(params.k) | ({depth} if depth else set()))
     _log_short_lists(rid, [r.retrieved_ids for i, r in zip(items, responses) if _scored(i, r)], ks)
     scores = _retrieval_scores(items, responses, ks, rid, dataset_version)
-    turns = [ToolTurn(item_id=i.item_id, stratum=stratum_of(i), question=i.question, expected_tool=i.expected_tool,
-                      expected_args=i.expected_args, tool_calls=r.tool_calls, error=r.error)
-             for i, r in zip(items, responses) if i.qtype == "tool"]  # fmt: skip
+    turns = [
+        ToolTurn(
+            item_id=i.item_id,
+            stratum=stratum_of(i),
+            question=i.question,
+            expected_tool=i.expected_tool,
+            expected_args=i.expected_args,
+            tool_calls=r.tool_calls,
+            error=r.error,
+        )
+        for i, r in zip(items, responses)
+        if i.qtype == "tool"
+    ]
     scores += asyncio.run(score_tool_turns(turns, run_id=rid, suite=SUITE, dataset_version=dataset_version))
     scores = skipped_for_budget(scores)
     write_jsonl(run.scores(RETRIEVAL_TOOLS_PART), (s.model_dump() for s in scores))
     failed = sum(r.error is not None for r in responses)
     batches = batch_ranges(len(items), params.batch_size)
-    write_meta(run, RunMeta(run_id=rid, suite=SUITE, logical_date=logical_date, target=params.target_name,
-                            dataset_version=dataset_version, items=len(items), target_failures=failed,
-                            generator_model=generator_label(getattr(target, "llm", None)), params=params,
-                            context_depth=depth, subset=subset.model_dump() if subset else None,
-                            batches=batches,
-                            budget=divide_budget(spent.cap, prepare_tokens=spent.spent,
-                                                 batches=len(batches))))  # fmt: skip
+    write_meta(
+        run,
+        RunMeta(
+            run_id=rid,
+            suite=SUITE,
+            logical_date=logical_date,
+            target=params.target_name,
+            dataset_version=dataset_version,
+            items=len(items),
+            target_failures=failed,
+            generator_model=generator_label(getattr(target, "llm", None)),
+            params=params,
+            context_depth=depth,
+            subset=subset.model_dump() if subset else None,
+            batches=batches,
+            budget=divide_budget(spent.cap, prepare_tokens=spent.spent, batches=len(batches)),
+        ),
+    )
     log.info("offline eval %s: %d items on %s, %d target failures", rid, len(items), params.target_name, failed)
-    return PreparedRun(run_id=rid, run_dir=run.root, items=len(items), target_failures=failed,
-                       batches=batches)  # fmt: skip
+    return PreparedRun(run_id=rid, run_dir=run.root, items=len(items), target_failures=failed, batches=batches)
 
 
 def planned_items(settings: Settings, params: EvalParams) -> tuple[list[GoldenItem], Subset | None, str]:
@@ -116,8 +142,10 @@ class Subset(BaseModel):
 
     def line(self) -> str:
         counts = ", ".join(f"{q} {self.drawn[q]}/{self.available[q]}" for q in sorted(self.available))
-        return (f"a subset of {sum(self.drawn.values())} of {sum(self.available.values())}, stratified by question "
-                f"type (at least {self.floor} of each where available, the rest in proportion): {counts}")  # fmt: skip
+        return (
+            f"a subset of {sum(self.drawn.values())} of {sum(self.available.values())}, stratified by question "
+            f"type (at least {self.floor} of each where available, the rest in proportion): {counts}"
+        )
 
 
 def _hash_order(item: GoldenItem) -> str:
@@ -149,8 +177,10 @@ def _check_baseline(settings: Settings, baseline_run: str, role: str = "baseline
     finally:
         store.dispose()
     if not found:
-        raise ValueError(f"{role} run {baseline_run!r} is not in the results DB (run ids look like "
-                         f"offline/2026-11-30/reference-rag; `ragwatch eval summary` shows the latest)")  # fmt: skip
+        raise ValueError(
+            f"{role} run {baseline_run!r} is not in the results DB (run ids look like "
+            f"offline/2026-11-30/reference-rag; `ragwatch eval summary` shows the latest)"
+        )
 
 
 def context_depth(params: EvalParams, items: list[GoldenItem], responses: list[TargetResponse]) -> int | None:
@@ -170,9 +200,15 @@ def _scored(item: GoldenItem, response: TargetResponse) -> bool:
 
 
 def _response_row(item: GoldenItem, response: TargetResponse) -> dict[str, Any]:
-    return {"item": item.model_dump(mode="json"), "answer": response.answer, "contexts": response.contexts,
-            "ranking": response.retrieved_ids, "tool_calls": [c.model_dump() for c in response.tool_calls],
-            "error": response.error, "latency_s": round(response.latency_s, 4)}  # fmt: skip
+    return {
+        "item": item.model_dump(mode="json"),
+        "answer": response.answer,
+        "contexts": response.contexts,
+        "ranking": response.retrieved_ids,
+        "tool_calls": [c.model_dump() for c in response.tool_calls],
+        "error": response.error,
+        "latency_s": round(response.latency_s, 4),
+    }
 
 
 def _retrieval_scores(items, responses, ks, rid: str, dataset_version: str) -> list[Score]:
@@ -180,12 +216,15 @@ def _retrieval_scores(items, responses, ks, rid: str, dataset_version: str) -> l
     for item, response in zip(items, responses):
         if not item.gold_chunk_ids or item.qtype == "tool":
             continue  # retrieval metrics need gold chunks (adversarial items have none by design)
-        labels = dict(run_id=rid, suite=SUITE, item_id=item.item_id, stratum=stratum_of(item),
-                      dataset_version=dataset_version)  # fmt: skip
+        labels = dict(
+            run_id=rid, suite=SUITE, item_id=item.item_id, stratum=stratum_of(item), dataset_version=dataset_version
+        )
         # An answer the budget refused still had its chunks retrieved (free): those are scored.
         if response.error is not None and not (is_refusal(response.error) and response.ranking is not None):
-            scores += [Score(**labels, metric=m, value=None, status="failed", error=f"target failed: {response.error}")
-                       for m in metric_names(ks)]  # fmt: skip
+            scores += [
+                Score(**labels, metric=m, value=None, status="failed", error=f"target failed: {response.error}")
+                for m in metric_names(ks)
+            ]
             continue
         for metric, value in query_metrics(response.retrieved_ids, item.gold_chunk_ids, ks).items():
             scores.append(Score(**labels, metric=metric, value=value, status="ok"))
@@ -198,6 +237,13 @@ def _log_short_lists(rid: str, rankings: list[list[str]], ks: list[int]) -> None
     for k in ks:
         short = [d for d in depths if d < k]
         if short:
-            log.info("%s: %d of %d item(s) retrieved fewer than %d distinct chunks (%.1f on average): their "
-                     "missing ranks count as not relevant at @%d", rid, len(short), len(depths), k,
-                     sum(short) / len(short), k)  # fmt: skip
+            log.info(
+                "%s: %d of %d item(s) retrieved fewer than %d distinct chunks (%.1f on average): their "
+                "missing ranks count as not relevant at @%d",
+                rid,
+                len(short),
+                len(depths),
+                k,
+                sum(short) / len(short),
+                k,
+            )

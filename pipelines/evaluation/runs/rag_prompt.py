@@ -15,8 +15,12 @@ import re
 from pydantic import BaseModel, Field
 
 from pipelines.models.offline import (
-    OfflineFaults, configured_faults, corrupt_sentences, draw, join_sentences,
-)  # fmt: skip
+    OfflineFaults,
+    configured_faults,
+    corrupt_sentences,
+    draw,
+    join_sentences,
+)
 from pipelines.models.prompts import Prompt
 from pipelines.text import NOT_ENOUGH, coverage, sentences
 
@@ -97,8 +101,9 @@ class RagAnswerPrompt(Prompt[RagInput, RagAnswer]):
             distractor = next((s for _, s in by_context[least] if s not in chosen), None)
             if distractor:
                 chosen.append(distractor)
-        chosen = corrupt_sentences(chosen, faults, topic=inputs.question, language=lang, evidence="\n".join(texts),
-                                   seed=seed)  # fmt: skip
+        chosen = corrupt_sentences(
+            chosen, faults, topic=inputs.question, language=lang, evidence="\n".join(texts), seed=seed
+        )
         return RagAnswer(answer=join_sentences(chosen))
 
 

@@ -60,8 +60,9 @@ class Target(Protocol):
 
     async def respond(self, item: GoldenItem) -> TargetResponse: ...
 
-    async def answer_with(self, question: str, language: str, contexts: Sequence[str], *,
-                          sample: int = 0) -> str | None:  # fmt: skip
+    async def answer_with(
+        self, question: str, language: str, contexts: Sequence[str], *, sample: int = 0
+    ) -> str | None:
         """Answer again from given contexts (noise sensitivity); None when not supported. `sample` > 0 asks
         for an independent draw of the same request (the no-noise control)."""
 
@@ -73,8 +74,17 @@ class ReferenceRAG:
     the largest k a run asks for; the generator sees only the top k.
     """
 
-    def __init__(self, index, llm: LLM, *, k: int = 5, mode: str = "hybrid", prompt: str | None = None,
-                 name: str = "reference-rag", depth: int | None = None):  # fmt: skip
+    def __init__(
+        self,
+        index,
+        llm: LLM,
+        *,
+        k: int = 5,
+        mode: str = "hybrid",
+        prompt: str | None = None,
+        name: str = "reference-rag",
+        depth: int | None = None,
+    ):
         self.index, self.llm, self.k, self.mode, self.name = index, llm, k, mode, name
         self.depth = max(k, depth or k)
         self.prompt = RagAnswerPrompt(prompt)
@@ -93,19 +103,24 @@ class ReferenceRAG:
             result = await self.llm.chat_with_tools(messages, TOOLS)
             if not result.ok and not result.value:
                 return TargetResponse(answer=None, error=f"tool call failed: {result.error}")
-            return TargetResponse(answer="", tool_calls=list(result.value or []), latency_s=time.perf_counter() - started)
+            return TargetResponse(
+                answer="", tool_calls=list(result.value or []), latency_s=time.perf_counter() - started
+            )
         hits = self._hits.get(item.item_id) or self.index.search(item.question, k=self.depth, mode=self.mode)
         ranking = [h.chunk_id for h in hits]
         contexts = [{"chunk_id": h.chunk_id, "text": h.text, "score": h.score} for h in hits[: self.k]]
         answer = await self._generate(item.question, item.language, [c["text"] for c in contexts])
         if answer.error:
-            return TargetResponse(answer=None, contexts=contexts, error=f"generation failed: {answer.error}",
-                                  ranking=ranking)  # fmt: skip
-        return TargetResponse(answer=answer.value.answer, contexts=contexts, latency_s=time.perf_counter() - started,
-                              ranking=ranking)  # fmt: skip
+            return TargetResponse(
+                answer=None, contexts=contexts, error=f"generation failed: {answer.error}", ranking=ranking
+            )
+        return TargetResponse(
+            answer=answer.value.answer, contexts=contexts, latency_s=time.perf_counter() - started, ranking=ranking
+        )
 
-    async def answer_with(self, question: str, language: str, contexts: Sequence[str], *,
-                          sample: int = 0) -> str | None:  # fmt: skip
+    async def answer_with(
+        self, question: str, language: str, contexts: Sequence[str], *, sample: int = 0
+    ) -> str | None:
         result = await self._generate(question, language, list(contexts), sample=sample)
         if is_refusal(result.error):
             raise BudgetSpent()  # not "cannot answer": the arm's scores are skipped for the budget, not failed
@@ -113,8 +128,12 @@ class ReferenceRAG:
 
     async def _generate(self, question: str, language: str, texts: list[str], *, sample: int = 0):
         # Numbered by position, never by chunk id: a regeneration from the same texts is the same request.
-        inputs = RagInput(question=question, language=language, sample=sample,
-                          contexts=[Context(chunk_id=str(rank), text=t) for rank, t in enumerate(texts, start=1)])  # fmt: skip
+        inputs = RagInput(
+            question=question,
+            language=language,
+            sample=sample,
+            contexts=[Context(chunk_id=str(rank), text=t) for rank, t in enumerate(texts, start=1)],
+        )
         with scope(metric="answer"):
             return await self.llm.run(self.prompt, inputs)
 
@@ -122,8 +141,15 @@ class ReferenceRAG:
 class HTTPTarget:
     """The team's own RAG service, called once per item with bounded concurrency."""
 
-    def __init__(self, url: str, *, timeout_s: float = 60.0, max_concurrency: int = 8, headers: dict | None = None,
-                 name: str | None = None):  # fmt: skip
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout_s: float = 60.0,
+        max_concurrency: int = 8,
+        headers: dict | None = None,
+        name: str | None = None,
+    ):
         self.url, self.timeout_s, self.headers = url, timeout_s, headers or {}
         self.name = name or url
         self._limit = max_concurrency
@@ -131,8 +157,9 @@ class HTTPTarget:
     async def respond(self, item: GoldenItem) -> TargetResponse:
         return await self._post({"question": item.question, "language": item.language, "item_id": item.item_id})
 
-    async def answer_with(self, question: str, language: str, contexts: Sequence[str], *,
-                          sample: int = 0) -> str | None:  # fmt: skip
+    async def answer_with(
+        self, question: str, language: str, contexts: Sequence[str], *, sample: int = 0
+    ) -> str | None:
         # Every call to the service is an independent draw already: `sample` needs no marker.
         reply = await self._post({"question": question, "language": language, "contexts": list(contexts)})
         return reply.answer if reply.error is None else None
@@ -146,15 +173,22 @@ class HTTPTarget:
         except httpx.HTTPError as exc:
             return TargetResponse(answer=None, error=redact_text(f"target unreachable: {type(exc).__name__}: {exc}"))
         if response.status_code != 200:
-            return TargetResponse(answer=None, error=f"target answered HTTP {response.status_code}: {response.text[:200]}")
+            return TargetResponse(
+                answer=None, error=f"target answered HTTP {response.status_code}: {response.text[:200]}"
+            )
         try:
             data = response.json()
             return TargetResponse(
                 answer=str(data["answer"]),
-                contexts=[{"chunk_id": str(c["chunk_id"]), "text": str(c["text"]), "score": c.get("score")} for c in data.get("contexts", [])],
-                tool_calls=[ToolCall(name=t["name"], arguments=t.get("arguments") or {}) for t in data.get("tool_calls", [])],
+                contexts=[
+                    {"chunk_id": str(c["chunk_id"]), "text": str(c["text"]), "score": c.get("score")}
+                    for c in data.get("contexts", [])
+                ],
+                tool_calls=[
+                    ToolCall(name=t["name"], arguments=t.get("arguments") or {}) for t in data.get("tool_calls", [])
+                ],
                 latency_s=time.perf_counter() - started,
-            )  # fmt: skip
+            )
         except (ValueError, KeyError, TypeError) as exc:
             return TargetResponse(answer=None, error=f"target reply breaks the contract (see README): {exc!r}")
 
@@ -175,8 +209,15 @@ def build_target(settings: Settings, params: EvalParams, index) -> ReferenceRAG 
         # Credentials travel as headers from the settings (or the ragwatch_target connection), never in the URL.
         headers = {name: value.get_secret_value() for name, value in settings.target_headers.items()}
         return HTTPTarget(params.target_url, name=params.target_name, headers=headers)
-    return ReferenceRAG(index, build_llm(settings, "generator"), k=params.retrieval_k, mode=params.retrieval_mode,
-                        prompt=params.prompt, name=params.target_name, depth=max(params.k))  # fmt: skip
+    return ReferenceRAG(
+        index,
+        build_llm(settings, "generator"),
+        k=params.retrieval_k,
+        mode=params.retrieval_mode,
+        prompt=params.prompt,
+        name=params.target_name,
+        depth=max(params.k),
+    )
 
 
 def generator_label(llm: LLM | None) -> str | None:

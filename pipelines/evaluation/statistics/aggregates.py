@@ -63,8 +63,14 @@ class Aggregate:
             return None
         if self.beta_shape is not None and self.value_range is not None:
             lo, hi = self.value_range
-            return MeanDistribution(self.ci_method or JEFFREYS_BOUNDED_MEAN, self.mean, lo=lo, hi=hi,
-                                     a=self.beta_shape[0], b=self.beta_shape[1])  # fmt: skip
+            return MeanDistribution(
+                self.ci_method or JEFFREYS_BOUNDED_MEAN,
+                self.mean,
+                lo=lo,
+                hi=hi,
+                a=self.beta_shape[0],
+                b=self.beta_shape[1],
+            )
         if self.ci_method == STUDENT_T and self.std is not None and self.n >= 2:
             return MeanDistribution(STUDENT_T, self.mean, sd=self.std / math.sqrt(self.n), df=self.n - 1.0)
         if self.ci_low is not None and self.ci_high is not None:
@@ -75,7 +81,10 @@ class Aggregate:
 
 
 def aggregate(
-    scores: Iterable[ScoreLike], *, n_resamples: int | None = None, confidence: float = CONFIDENCE,
+    scores: Iterable[ScoreLike],
+    *,
+    n_resamples: int | None = None,
+    confidence: float = CONFIDENCE,
     seed: int | None = None,
 ) -> list[Aggregate]:
     """Per metric and stratum, plus the pooled stratum `all`.
@@ -97,20 +106,26 @@ def aggregate(
     return sorted(out, key=lambda a: (a.metric, a.stratum != OVERALL, a.stratum))
 
 
-def _aggregate_group(metric: str, stratum: str, rows: list[ScoreLike], *, confidence: float,
-                     with_ci: bool) -> Aggregate:  # fmt: skip
+def _aggregate_group(
+    metric: str, stratum: str, rows: list[ScoreLike], *, confidence: float, with_ci: bool
+) -> Aggregate:
     values = np.array(ok_values(rows), dtype=float)
     n = int(values.size)
     span = value_range(metric, values)
     dist = MeanDistribution.of(values, span) if with_ci else None
     low, high = dist.bounds((1.0 - confidence) / 2.0) if dist else (None, None)
     return Aggregate(
-        metric=metric, stratum=stratum, n=n,
+        metric=metric,
+        stratum=stratum,
+        n=n,
         n_failed=sum(1 for r in rows if r.status == "failed"),
         n_skipped=sum(1 for r in rows if r.status == "skipped"),
-        mean=float(values.mean()) if n else None, ci_low=low, ci_high=high,
+        mean=float(values.mean()) if n else None,
+        ci_low=low,
+        ci_high=high,
         std=float(values.std(ddof=1)) if n >= 2 else None,
-        ci_method=dist.method if dist else None, confidence=confidence,
+        ci_method=dist.method if dist else None,
+        confidence=confidence,
         value_range=span if dist and dist.a is not None else None,
         beta_shape=(dist.a, dist.b) if dist and dist.a is not None else None,
-    )  # fmt: skip
+    )

@@ -12,8 +12,12 @@ from pipelines.evaluation.statistics.randomization import MAX_CELLS, SEED
 N_RESAMPLES = 2_000
 """Bootstrap resamples of `bootstrap_ci` (the count of the study it was compared in)."""
 
+
 def bootstrap_ci(
-    values: Sequence[float] | np.ndarray, *, n_resamples: int = N_RESAMPLES, confidence: float = CONFIDENCE,
+    values: Sequence[float] | np.ndarray,
+    *,
+    n_resamples: int = N_RESAMPLES,
+    confidence: float = CONFIDENCE,
     seed: int = SEED,
 ) -> tuple[float, float] | None:
     """Percentile bootstrap interval of the mean; None below two values. No printed figure uses it any more:

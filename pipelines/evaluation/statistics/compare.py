@@ -43,7 +43,10 @@ class PairedComparison:
 
 
 def paired_comparison(
-    candidate_scores: Iterable[ScoreLike], baseline_scores: Iterable[ScoreLike], metric: str, *,
+    candidate_scores: Iterable[ScoreLike],
+    baseline_scores: Iterable[ScoreLike],
+    metric: str,
+    *,
     confidence: float = CONFIDENCE,
 ) -> PairedComparison:
     """Difference candidate − baseline over the items both runs scored ok: MOVER-Jeffreys interval, sign-flip p.
@@ -67,15 +70,23 @@ def _paired(candidate, baseline, metric: str, confidence: float) -> tuple[Paired
     diff, d = paired_difference(c, b, span), score_change(c, b)
     low, high = diff.bounds((1.0 - confidence) / 2.0) if diff.has_interval else (None, None)
     return PairedComparison(
-        metric=metric, n_pairs=len(shared), candidate_mean=float(c.mean()), baseline_mean=float(b.mean()),
-        mean_diff=diff.estimate, ci_low=low, ci_high=high,
+        metric=metric,
+        n_pairs=len(shared),
+        candidate_mean=float(c.mean()),
+        baseline_mean=float(b.mean()),
+        mean_diff=diff.estimate,
+        ci_low=low,
+        ci_high=high,
         sd_diff=float(d.std(ddof=1)) if len(shared) >= 2 else None,
-        ci_method=diff.method, p_value=sign_flip_test(d).p_two_sided(), confidence=confidence,
-    ), diff  # fmt: skip
+        ci_method=diff.method,
+        p_value=sign_flip_test(d).p_two_sided(),
+        confidence=confidence,
+    ), diff
 
 
-def compare_runs(arm_b: Sequence[ScoreLike], arm_a: Sequence[ScoreLike], *, confidence: float = CONFIDENCE,
-                 fdr: float = COMPARE_FDR) -> list[dict]:  # fmt: skip
+def compare_runs(
+    arm_b: Sequence[ScoreLike], arm_a: Sequence[ScoreLike], *, confidence: float = CONFIDENCE, fdr: float = COMPARE_FDR
+) -> list[dict]:
     """`eval compare`'s rows: paired difference B − A per metric (both arms measured) and stratum (`all`
     first, then A's strata), for every cell with at least one pair.
 
@@ -91,15 +102,26 @@ def compare_runs(arm_b: Sequence[ScoreLike], arm_a: Sequence[ScoreLike], *, conf
     rows = []
     for metric in metrics:
         for stratum in strata:
+
             def pick(scores, st=stratum):
                 return scores if st == OVERALL else [s for s in scores if s.stratum == st]
 
             result = paired_comparison(pick(arm_b), pick(arm_a), metric, confidence=confidence)
             if result.n_pairs:
-                rows.append({"metric": metric, "stratum": stratum, "n_pairs": result.n_pairs,
-                             "a": result.baseline_mean, "b": result.candidate_mean, "diff": result.mean_diff,
-                             "ci_low": result.ci_low, "ci_high": result.ci_high, "ci_method": result.ci_method,
-                             "p_value": result.p_value})  # fmt: skip
+                rows.append(
+                    {
+                        "metric": metric,
+                        "stratum": stratum,
+                        "n_pairs": result.n_pairs,
+                        "a": result.baseline_mean,
+                        "b": result.candidate_mean,
+                        "diff": result.mean_diff,
+                        "ci_low": result.ci_low,
+                        "ci_high": result.ci_high,
+                        "ci_method": result.ci_method,
+                        "p_value": result.p_value,
+                    }
+                )
     tested = [r for r in rows if r["p_value"] is not None]
     for row, adjusted in zip(tested, benjamini_hochberg([r["p_value"] for r in tested])):
         row["p_adjusted"] = adjusted

@@ -90,8 +90,9 @@ class Threshold:
 
 
 def _healthy(metric: str, stage: Stage, low: float, **kw) -> Threshold:
-    return Threshold(metric, stage, low, None, "no symptom from this metric", "watch drift", "healthy",
-                     source="ragwatch", **kw)  # fmt: skip
+    return Threshold(
+        metric, stage, low, None, "no symptom from this metric", "watch drift", "healthy", source="ragwatch", **kw
+    )
 
 
 CONTEXT_PRECISION = "context_precision_share"
@@ -99,39 +100,107 @@ CONTEXT_PRECISION = "context_precision_share"
 useful for the reference answer / chunks given (judge.py)."""
 
 THRESHOLDS: tuple[Threshold, ...] = (
-    Threshold(CONTEXT_PRECISION, "retrieval", None, 0.60, "contradictory answers",
-              "tune reranker, lower k, similarity cut-off", "problem"),
+    Threshold(
+        CONTEXT_PRECISION,
+        "retrieval",
+        None,
+        0.60,
+        "contradictory answers",
+        "tune reranker, lower k, similarity cut-off",
+        "problem",
+    ),
     _healthy(CONTEXT_PRECISION, "retrieval", 0.60),
-    Threshold("context_recall", "retrieval", None, 0.70, "multi-hop failures",
-              "revisit chunking, bigger chunks, metadata", "problem"),
+    Threshold(
+        "context_recall",
+        "retrieval",
+        None,
+        0.70,
+        "multi-hop failures",
+        "revisit chunking, bigger chunks, metadata",
+        "problem",
+    ),
     _healthy("context_recall", "retrieval", 0.70),
-    Threshold("faithfulness", "generation", None, 0.75, "made-up answers",
-              "tighten prompt, ask for citations, lower temperature", "problem"),
-    Threshold("faithfulness", "generation", 0.75, 0.85, "occasional hallucination", "raise context precision",
-              "watch"),
+    Threshold(
+        "faithfulness",
+        "generation",
+        None,
+        0.75,
+        "made-up answers",
+        "tighten prompt, ask for citations, lower temperature",
+        "problem",
+    ),
+    Threshold("faithfulness", "generation", 0.75, 0.85, "occasional hallucination", "raise context precision", "watch"),
     Threshold("faithfulness", "generation", 0.85, None, "healthy", "watch drift", "healthy"),
-    Threshold("answer_relevancy", "generation", None, 0.70, "correct but off-question", "revisit synthesis prompt",
-              "problem"),
+    Threshold(
+        "answer_relevancy", "generation", None, 0.70, "correct but off-question", "revisit synthesis prompt", "problem"
+    ),
     _healthy("answer_relevancy", "generation", 0.70),
-    Threshold("answer_correctness", "generation", None, 0.70, "wrong answers",
-              "read the attribution: retrieval failures vs generation failures", "problem", source="ragwatch"),
+    Threshold(
+        "answer_correctness",
+        "generation",
+        None,
+        0.70,
+        "wrong answers",
+        "read the attribution: retrieval failures vs generation failures",
+        "problem",
+        source="ragwatch",
+    ),
     _healthy("answer_correctness", "generation", 0.70),
-    Threshold("noise_delta_f", "robustness", 0.15, None,
-              "answers degrade when irrelevant chunks are retrieved (fragile prompt/model)",
-              "instruct the model to ignore irrelevant context; raise context precision", "problem",
-              low_inclusive=False),
-    Threshold("noise_delta_f", "robustness", None, 0.15, "no symptom from this metric", "watch drift", "healthy",
-              source="ragwatch", high_inclusive=True),
-    Threshold("noise_delta_f_reference", "robustness", 0.15, None,
-              "the reference generator's answers degrade when irrelevant chunks join production's contexts",
-              "expect production's model to be fragile too: set RAGWATCH_ONLINE_TARGET_URL to measure it; "
-              "raise context precision", "problem", low_inclusive=False, source="ragwatch"),
-    Threshold("noise_delta_f_reference", "robustness", None, 0.15, "no symptom from this metric", "watch drift",
-              "healthy", source="ragwatch", high_inclusive=True),
-    Threshold("tool_selection_accuracy", "tools", None, 0.85, "the agent calls the wrong tool",
-              "rewrite the tool descriptions", "problem"),
+    Threshold(
+        "noise_delta_f",
+        "robustness",
+        0.15,
+        None,
+        "answers degrade when irrelevant chunks are retrieved (fragile prompt/model)",
+        "instruct the model to ignore irrelevant context; raise context precision",
+        "problem",
+        low_inclusive=False,
+    ),
+    Threshold(
+        "noise_delta_f",
+        "robustness",
+        None,
+        0.15,
+        "no symptom from this metric",
+        "watch drift",
+        "healthy",
+        source="ragwatch",
+        high_inclusive=True,
+    ),
+    Threshold(
+        "noise_delta_f_reference",
+        "robustness",
+        0.15,
+        None,
+        "the reference generator's answers degrade when irrelevant chunks join production's contexts",
+        "expect production's model to be fragile too: set RAGWATCH_ONLINE_TARGET_URL to measure it; "
+        "raise context precision",
+        "problem",
+        low_inclusive=False,
+        source="ragwatch",
+    ),
+    Threshold(
+        "noise_delta_f_reference",
+        "robustness",
+        None,
+        0.15,
+        "no symptom from this metric",
+        "watch drift",
+        "healthy",
+        source="ragwatch",
+        high_inclusive=True,
+    ),
+    Threshold(
+        "tool_selection_accuracy",
+        "tools",
+        None,
+        0.85,
+        "the agent calls the wrong tool",
+        "rewrite the tool descriptions",
+        "problem",
+    ),
     _healthy("tool_selection_accuracy", "tools", 0.85),
-)  # fmt: skip
+)
 """The brief's operating thresholds, one healthy band per metric. `answer_correctness` (0/1 per item: the
 judge's verdict against the reference) is ragwatch's: its first action is the retrieval-vs-generation
 attribution, which says which stage the wrong answers come from. The id-based precision@k and ragas'
@@ -167,8 +236,9 @@ def ladder(rule: Threshold) -> list[Claim]:
     """The claims tested for an estimate in `rule`'s band: for the healthy band, that band; for a worse one,
     every band from the healthy band's neighbour out to `rule`, each claimed open outwards (faithfulness
     at 0.72: "< 0.85", then "< 0.75"). Each claim implies the ones before it, and its p-value is larger."""
-    bands = sorted((t for t in THRESHOLDS if t.metric == rule.metric),
-                   key=lambda t: float("-inf") if t.low is None else t.low)  # fmt: skip
+    bands = sorted(
+        (t for t in THRESHOLDS if t.metric == rule.metric), key=lambda t: float("-inf") if t.low is None else t.low
+    )
     healthy = next(i for i, t in enumerate(bands) if t.severity == "healthy")
     here = bands.index(rule)
     if here == healthy:
@@ -229,8 +299,13 @@ class _Verdict:
     p_adjusted: float | None = None
 
 
-def diagnose(aggregates: Iterable[Aggregate], *, min_n: int = DEFAULT_MIN_N, confidence: float = CONFIDENCE,
-             correction: DiagnosisCorrection = BENJAMINI_HOCHBERG) -> list[Finding]:  # fmt: skip
+def diagnose(
+    aggregates: Iterable[Aggregate],
+    *,
+    min_n: int = DEFAULT_MIN_N,
+    confidence: float = CONFIDENCE,
+    correction: DiagnosisCorrection = BENJAMINI_HOCHBERG,
+) -> list[Finding]:
     """Findings for the pooled stratum (every diagnosed metric) and for each stratum whose mean lies in a
     worse band than the pooled mean's.
 
@@ -273,10 +348,16 @@ def diagnose(aggregates: Iterable[Aggregate], *, min_n: int = DEFAULT_MIN_N, con
     """
     q = (1.0 - confidence) / 2.0
     aggregates = list(aggregates)
-    placed = {(a.metric, a.stratum): (a, rule) for a in aggregates
-              if a.mean is not None and (rule := _band(a.metric, a.mean)) is not None}  # fmt: skip
-    ladders = {key: ladder(rule) for key, (agg, rule) in placed.items()
-               if agg.n >= min_n and (key[1] == OVERALL or rule.severity != "healthy")}  # fmt: skip
+    placed = {
+        (a.metric, a.stratum): (a, rule)
+        for a in aggregates
+        if a.mean is not None and (rule := _band(a.metric, a.mean)) is not None
+    }
+    ladders = {
+        key: ladder(rule)
+        for key, (agg, rule) in placed.items()
+        if agg.n >= min_n and (key[1] == OVERALL or rule.severity != "healthy")
+    }
     p_values = {key: [claim.p_value(placed[key][0]) for claim in claims] for key, claims in ladders.items()}
     keys = list(ladders)
     firsts = [p_values[k][0] for k in keys]
@@ -298,19 +379,30 @@ def diagnose(aggregates: Iterable[Aggregate], *, min_n: int = DEFAULT_MIN_N, con
                 held += 1
         if not held:
             ci = f"[{agg.ci_low:.2f}, {agg.ci_high:.2f}]" if agg.ci_low is not None else "(none)"
-            evidence = (f"{NOT_ENOUGH_EVIDENCE}: the {confidence:.0%} CI {ci} does not clear band {claims[0].text}"
-                        f"{after} (p = {ps[0]:.3f}, adjusted {adjusted[key]:.3f})")  # fmt: skip
+            evidence = (
+                f"{NOT_ENOUGH_EVIDENCE}: the {confidence:.0%} CI {ci} does not clear band {claims[0].text}"
+                f"{after} (p = {ps[0]:.3f}, adjusted {adjusted[key]:.3f})"
+            )
             return _Verdict(rule, rule, rule.band, INCONCLUSIVE, evidence, p_value=ps[0], p_adjusted=adjusted[key])
         claim = claims[held - 1]
         stepped = ""
         if held < len(claims):
             ci = f"{agg.ci_low:.2f}, {agg.ci_high:.2f}" if agg.ci_low is not None else "none"
             stated = f"{'not healthy: ' if held == 1 else ''}{agg.metric} {claim.text}"
-            stepped = (f"{stated} is established ({confidence:.0%} CI [{ci}]); the estimate {agg.mean:.2f} lies in "
-                       f"\"{rule.users_see}\" ({claims[-1].text}), which the interval does not establish "
-                       f"(p = {ps[held]:.3f}; needs ≤ {level:.3f}{after})")  # fmt: skip
-        return _Verdict(rule, claim.rule, claim.text, claim.rule.severity, stepped=stepped, p_value=ps[held - 1],
-                        p_adjusted=adjusted[key])  # fmt: skip
+            stepped = (
+                f"{stated} is established ({confidence:.0%} CI [{ci}]); the estimate {agg.mean:.2f} lies in "
+                f'"{rule.users_see}" ({claims[-1].text}), which the interval does not establish '
+                f"(p = {ps[held]:.3f}; needs ≤ {level:.3f}{after})"
+            )
+        return _Verdict(
+            rule,
+            claim.rule,
+            claim.text,
+            claim.rule.severity,
+            stepped=stepped,
+            p_value=ps[held - 1],
+            p_adjusted=adjusted[key],
+        )
 
     pooled = {agg.metric: judged(agg, rule) for (_, stratum), (agg, rule) in placed.items() if stratum == OVERALL}
     findings = []
@@ -324,19 +416,43 @@ def diagnose(aggregates: Iterable[Aggregate], *, min_n: int = DEFAULT_MIN_N, con
                 continue  # the pooled finding already says it
             verdict = judged(agg, rule)
         note = "; ".join(filter(None, [verdict.evidence, verdict.stepped, _note(agg, verdict, pooled)]))
-        findings.append(Finding(
-            metric=agg.metric, stratum=agg.stratum, stage=rule.stage, band=verdict.band, severity=verdict.severity,
-            users_see=verdict.stated.users_see, first_action=verdict.stated.first_action, mean=agg.mean, n=agg.n,
-            n_failed=agg.n_failed, ci_low=agg.ci_low, ci_high=agg.ci_high, note=note, band_severity=rule.severity,
-            evidence=verdict.evidence, p_value=verdict.p_value, p_adjusted=verdict.p_adjusted, correction=correction,
-            ci_method=agg.ci_method,
-        ))  # fmt: skip
+        findings.append(
+            Finding(
+                metric=agg.metric,
+                stratum=agg.stratum,
+                stage=rule.stage,
+                band=verdict.band,
+                severity=verdict.severity,
+                users_see=verdict.stated.users_see,
+                first_action=verdict.stated.first_action,
+                mean=agg.mean,
+                n=agg.n,
+                n_failed=agg.n_failed,
+                ci_low=agg.ci_low,
+                ci_high=agg.ci_high,
+                note=note,
+                band_severity=rule.severity,
+                evidence=verdict.evidence,
+                p_value=verdict.p_value,
+                p_adjusted=verdict.p_adjusted,
+                correction=correction,
+                ci_method=agg.ci_method,
+            )
+        )
     findings.extend(_rank_gap_findings(aggregates, min_n=min_n))
     # The brief's reading order: worst band first, retrieval before generation. A finding sorts by the band
     # its mean lies in, established or not, so "retrieval first" holds and an inconclusive row never hides
     # below a healthy one; its severity and note say what the evidence establishes.
-    return sorted(findings, key=lambda f: (SEVERITY_ORDER[f.band_severity or f.severity], STAGE_ORDER[f.stage],
-                                           _metric_order(f.metric), f.stratum != OVERALL, f.stratum))  # fmt: skip
+    return sorted(
+        findings,
+        key=lambda f: (
+            SEVERITY_ORDER[f.band_severity or f.severity],
+            STAGE_ORDER[f.stage],
+            _metric_order(f.metric),
+            f.stratum != OVERALL,
+            f.stratum,
+        ),
+    )
 
 
 def _band(metric: str, mean: float) -> Threshold | None:
@@ -379,19 +495,31 @@ def _rank_gap_findings(aggregates: Iterable[Aggregate], *, min_n: int) -> list[F
         n = min(agg.n, mrr.n)
         evidence = f"{NOT_ENOUGH_EVIDENCE}: n = {n} < {min_n}" if n < min_n else ""
         gap_note = f"{metric} {agg.mean:.2f} vs MRR {mrr.mean:.2f}: gold chunks rank low"
-        findings.append(Finding(
-            metric=metric, stratum=OVERALL, stage="retrieval", band=f"{metric} − MRR > {RANK_GAP:.2f}",
-            severity=INCONCLUSIVE if evidence else "watch",
-            users_see="right documents found but ranked low, so cited late or not at all",
-            first_action="tune the reranker or the hybrid-search weights", mean=agg.mean, n=agg.n,
-            n_failed=agg.n_failed, ci_low=agg.ci_low, ci_high=agg.ci_high,
-            note="; ".join(filter(None, [evidence, gap_note])), band_severity="watch", evidence=evidence,
-            ci_method=agg.ci_method,
-        ))  # fmt: skip
+        findings.append(
+            Finding(
+                metric=metric,
+                stratum=OVERALL,
+                stage="retrieval",
+                band=f"{metric} − MRR > {RANK_GAP:.2f}",
+                severity=INCONCLUSIVE if evidence else "watch",
+                users_see="right documents found but ranked low, so cited late or not at all",
+                first_action="tune the reranker or the hybrid-search weights",
+                mean=agg.mean,
+                n=agg.n,
+                n_failed=agg.n_failed,
+                ci_low=agg.ci_low,
+                ci_high=agg.ci_high,
+                note="; ".join(filter(None, [evidence, gap_note])),
+                band_severity="watch",
+                evidence=evidence,
+                ci_method=agg.ci_method,
+            )
+        )
     return findings
 
 
 # --- Retrieval vs generation attribution ---------------------------------------------------
+
 
 @dataclass(frozen=True)
 class AttributionSummary:
@@ -420,8 +548,10 @@ def summarize_attribution(labels: Iterable[str]) -> AttributionSummary:
     elif retrieval > generation:
         verdict = f"retrieval: {retrieval} of {wrong} failures lacked gold chunks{missing}; fix retrieval first"
     elif generation > retrieval:
-        verdict = (f"generation: {generation} of {wrong} failures had every gold chunk in context or were "
-                   f"unsupported; fix the prompt/model")  # fmt: skip
+        verdict = (
+            f"generation: {generation} of {wrong} failures had every gold chunk in context or were "
+            f"unsupported; fix the prompt/model"
+        )
     else:
         verdict = f"even: {retrieval} retrieval{missing} and {generation} generation failures; fix retrieval first"
     return AttributionSummary(counts=full, wrong=wrong, verdict=verdict)

@@ -38,16 +38,16 @@ WELCH = "welch"
 CI_METHODS: dict[str, str] = {
     JEFFREYS: "Jeffreys interval for a proportion: Beta(x + ½, n − x + ½) quantiles",
     JEFFREYS_BOUNDED_MEAN: "Jeffreys-type interval for a bounded mean (pseudo-scores ½ at each end of the "
-                           "range, Beta matched to the Dirichlet posterior of the mean)",
+    "range, Beta matched to the Dirichlet posterior of the mean)",
     STUDENT_T: "Student t interval (range of the metric unknown)",
     MOVER_PAIRED: "MOVER over the positive and negative parts of the paired differences, each with a "
-                  "Jeffreys-type bounded-mean interval",
+    "Jeffreys-type bounded-mean interval",
     ADJUSTED_PAIRED: "Wald interval of the mean paired difference over the differences plus Agresti–Min's "
-                     "pseudo-pairs (+h and −h, weight ½ each, and 0, weight 1; h the largest difference seen)",
+    "pseudo-pairs (+h and −h, weight ½ each, and 0, weight 1; h the largest difference seen)",
     MOVER_INDEPENDENT: "MOVER over the two runs' Jeffreys-type bounded-mean intervals",
     STUDENT_T_PAIRED: "paired Student t interval (range of the metric unknown)",
     WELCH: "Welch interval for a difference of means (range of the metric unknown)",
-}  # fmt: skip
+}
 """`ci_method` labels and what each means, for reports."""
 
 # --- Interval building blocks (vectorised over rows) ------------------------------------------
@@ -100,8 +100,9 @@ def jeffreys_interval(successes, n, *, confidence: float = CONFIDENCE) -> tuple[
     return _beta_bounds(x + 0.5, size - x + 0.5, x / size, (1.0 - confidence) / 2.0)
 
 
-def bounded_mean_interval(values, value_range: tuple[float, float] = (0.0, 1.0), *,
-                          confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+def bounded_mean_interval(
+    values, value_range: tuple[float, float] = (0.0, 1.0), *, confidence: float = CONFIDENCE
+) -> tuple[np.ndarray, np.ndarray]:
     """Jeffreys-type equal-tailed interval for the mean of scores bounded in `value_range` (each row of a
     2-D array is one sample; n ≥ 1).
 
@@ -160,8 +161,9 @@ def _mover(est1, low1, high1, est2, low2, high2, r) -> tuple[np.ndarray, np.ndar
     return lower, upper
 
 
-def paired_difference_interval(candidate, baseline, value_range: tuple[float, float] = (0.0, 1.0), *,
-                               confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+def paired_difference_interval(
+    candidate, baseline, value_range: tuple[float, float] = (0.0, 1.0), *, confidence: float = CONFIDENCE
+) -> tuple[np.ndarray, np.ndarray]:
     """Equal-tailed interval of E[candidate − baseline] from paired scores in `value_range` (rows = samples).
 
     Two constructions, chosen per row from the scores:
@@ -197,8 +199,9 @@ def paired_difference_interval(candidate, baseline, value_range: tuple[float, fl
     return width * lower, width * upper
 
 
-def adjusted_paired_interval(differences, width: float = 1.0, *,
-                             confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+def adjusted_paired_interval(
+    differences, width: float = 1.0, *, confidence: float = CONFIDENCE
+) -> tuple[np.ndarray, np.ndarray]:
     """Wald interval of the mean of paired differences of scores on a range of `width`, the differences
     augmented with Agresti–Min's pseudo-pairs (rows = samples): +h and −h with weight ½ each and 0 with
     weight 1, so the centre is Σd / (n + 2) and SE² = (Σ(d − centre)² over the augmented sample) / (n + 2)².
@@ -368,6 +371,7 @@ class Difference:
         low, high = _mover(first.mean, l1, h1, second.mean, l2, h2, self.r)
         return self.scale * float(low), self.scale * float(high)
 
+
 def paired_difference(c: np.ndarray, b: np.ndarray, span: tuple[float, float] | None) -> Difference:
     d = score_change(c, b)
     if span is None:
@@ -379,9 +383,13 @@ def paired_difference(c: np.ndarray, b: np.ndarray, span: tuple[float, float] | 
         return Difference(ADJUSTED_PAIRED, float(d.mean()), scale=width, sd=float(se), center=float(center))
     gain, loss = np.maximum(d, 0.0) / width, np.maximum(-d, 0.0) / width
     unit = (0.0, 1.0)
-    return Difference(MOVER_PAIRED, float(d.mean()),
-                       parts=(MeanDistribution.of(gain, unit), MeanDistribution.of(loss, unit)),
-                       scale=width, r=float(_correlation(gain, loss)))  # fmt: skip
+    return Difference(
+        MOVER_PAIRED,
+        float(d.mean()),
+        parts=(MeanDistribution.of(gain, unit), MeanDistribution.of(loss, unit)),
+        scale=width,
+        r=float(_correlation(gain, loss)),
+    )
 
 
 def independent_difference(c: np.ndarray, b: np.ndarray, span: tuple[float, float] | None) -> Difference:
@@ -394,6 +402,7 @@ def independent_difference(c: np.ndarray, b: np.ndarray, span: tuple[float, floa
         df = (vc + vb) ** 2 / (vc**2 / (c.size - 1) + vb**2 / (b.size - 1)) if se > 0 else 1.0
         return Difference(WELCH, estimate, sd=se, df=df)
     return Difference(MOVER_INDEPENDENT, estimate, parts=(MeanDistribution.of(c, span), MeanDistribution.of(b, span)))
+
 
 def proportion_ci(successes: int, n: int, *, confidence: float = CONFIDENCE) -> tuple[float, float]:
     """Jeffreys interval of a count of successes (gate pass rates, share of items with a label)."""

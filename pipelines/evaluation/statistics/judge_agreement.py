@@ -31,7 +31,7 @@ from pipelines.evaluation.statistics.misclassification import (
     label_weights,
     labels_for_half_width,
     rogan_gladen,
-)  # fmt: skip
+)
 
 TRUSTED_FROM_KAPPA = 0.6
 """κ from which the judge is trustworthy for a metric ("substantial" agreement, Landis & Koch)."""
@@ -66,8 +66,11 @@ def agreement(human: Sequence[int], judge: Sequence[int], weights: Sequence[floa
     judge_yes, human_yes = table[0].sum(), table[:, 0].sum()
     expected = judge_yes * human_yes + (1 - judge_yes) * (1 - human_yes)
     kappa = None if math.isclose(expected, 1.0) else float((observed - expected) / (1 - expected))
-    counts = {f"judge_{j}_human_{h}": int(((f == jv) & (y == hv)).sum())
-              for j, jv in (("yes", 1), ("no", 0)) for h, hv in (("yes", 1), ("no", 0))}  # fmt: skip
+    counts = {
+        f"judge_{j}_human_{h}": int(((f == jv) & (y == hv)).sum())
+        for j, jv in (("yes", 1), ("no", 0))
+        for h, hv in (("yes", 1), ("no", 0))
+    }
     return Agreement(n=len(y), kappa=kappa, accuracy=float(observed), confusion=counts)
 
 
@@ -127,10 +130,21 @@ class Calibration:
         return {**asdict(self), "more_labels": self.more_labels, "trusted": self.trusted, "verdict": self.verdict}
 
 
-def calibrate(suite: str, metric: str, meaning: str, *, human: Sequence[int], labelled_verdicts: Sequence[int],
-              labelled_runs: Sequence[str], labelled_days: Sequence[str], run_yes_share: Mapping[str, float],
-              judged_verdicts: Sequence[int], run: str = "", half_width: float = 0.05,
-              confidence: float = CONFIDENCE) -> Calibration:  # fmt: skip
+def calibrate(
+    suite: str,
+    metric: str,
+    meaning: str,
+    *,
+    human: Sequence[int],
+    labelled_verdicts: Sequence[int],
+    labelled_runs: Sequence[str],
+    labelled_days: Sequence[str],
+    run_yes_share: Mapping[str, float],
+    judged_verdicts: Sequence[int],
+    run: str = "",
+    half_width: float = 0.05,
+    confidence: float = CONFIDENCE,
+) -> Calibration:
     """Agreement on the n labelled items (human label Y, judge verdict Ŷ, the run each was judged in and that
     run's date and judge-yes share) and the mean of the metric's 0/1 form over this run's N judged items (Ŷ):
     judge-only, and corrected by the judge's error rates (statistics/misclassification.py)."""
@@ -140,8 +154,16 @@ def calibrate(suite: str, metric: str, meaning: str, *, human: Sequence[int], la
     judge_mean = float(pop.mean()) if len(pop) else None
     judge_se = float(pop.std()) / math.sqrt(len(pop)) if len(pop) > 1 else None
     judge_ci = _clip(judge_mean - z * judge_se, judge_mean + z * judge_se) if judge_se is not None else None
-    base = dict(suite=suite, metric=metric, meaning=meaning, labels=len(y), judged=len(pop), judge_mean=judge_mean,
-                judge_ci=judge_ci, half_width=half_width)  # fmt: skip
+    base = dict(
+        suite=suite,
+        metric=metric,
+        meaning=meaning,
+        labels=len(y),
+        judged=len(pop),
+        judge_mean=judge_mean,
+        judge_ci=judge_ci,
+        half_width=half_width,
+    )
     if not len(y):
         return Calibration(**base, agreement=None)
     shares = {str(k): float(v) for k, v in run_yes_share.items()}
@@ -155,9 +177,11 @@ def calibrate(suite: str, metric: str, meaning: str, *, human: Sequence[int], la
     if known.any():
         usable[known] = covers_both_verdicts(f[known], runs[known], shares)
     notes = []
-    if (left := len(y) - int(usable.sum())):
-        notes.append(f"{left} labels left out of the correction: their run's verdict mix is unknown, or only one "
-                     "of its verdicts was labelled")  # fmt: skip
+    if left := len(y) - int(usable.sum()):
+        notes.append(
+            f"{left} labels left out of the correction: their run's verdict mix is unknown, or only one "
+            "of its verdicts was labelled"
+        )
     y, f, runs, days = y[usable], f[usable], runs[usable], days[usable]
     if len(y) < MIN_LABELS or len(pop) < 2:
         notes.append(f"the corrected interval needs at least {MIN_LABELS} usable labels and 2 judged items")
@@ -169,25 +193,31 @@ def calibrate(suite: str, metric: str, meaning: str, *, human: Sequence[int], la
     rated = dict(base, agreement=agreed, sensitivity=rates.sens, specificity=rates.spec)
     corrected = rogan_gladen(judge_mean, len(pop), rates, confidence)
     if corrected is None:
-        notes.append("the judge is not shown better than a coin (sensitivity + specificity − 1 may be 0): "
-                     "no correction")  # fmt: skip
+        notes.append(
+            "the judge is not shown better than a coin (sensitivity + specificity − 1 may be 0): no correction"
+        )
         return Calibration(**rated, notes=notes)
     # Halves cut between runs in date order; two runs of one day (two targets) are ordered by their ids.
     shift = error_rate_shift(y, f, runs, np.char.add(np.char.add(days, "\x00"), runs), shares)
     rated["shift_p_value"] = shift.p_value
     if shift.moved:
-        notes.append(f"the judge's error rates moved between the earlier and later labelled runs (p = "
-                     f"{shift.p_value:.3f}): the labels describe another judge; label this run's items")  # fmt: skip
+        notes.append(
+            f"the judge's error rates moved between the earlier and later labelled runs (p = "
+            f"{shift.p_value:.3f}): the labels describe another judge; label this run's items"
+        )
         return Calibration(**rated, notes=notes)
     if shift.p_value is None and set(runs.tolist()) != {run}:
-        notes.append(f"the judge's error rates are untested across runs ({shift.earlier} earlier, {shift.later} "
-                     f"later labels; 10 each needed, from 2 runs at least): no correction yet")  # fmt: skip
+        notes.append(
+            f"the judge's error rates are untested across runs ({shift.earlier} earlier, {shift.later} "
+            f"later labels; 10 each needed, from 2 runs at least): no correction yet"
+        )
         return Calibration(**rated, notes=notes)
     needed = labels_for_half_width(half_width, corrected, len(y), confidence)
     if needed is None:
         notes.append(f"±{half_width} is out of reach with {len(pop)} judged items: judge more")
-    return Calibration(**rated, corrected_mean=corrected.mean, corrected_ci=corrected.ci, labels_needed=needed,
-                       notes=notes)  # fmt: skip
+    return Calibration(
+        **rated, corrected_mean=corrected.mean, corrected_ci=corrected.ci, labels_needed=needed, notes=notes
+    )
 
 
 def _clip(low: float, high: float) -> tuple[float, float]:

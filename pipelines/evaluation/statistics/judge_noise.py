@@ -85,17 +85,24 @@ class JudgeNoise:
         if self.noise_share is None or self.half_width is None:
             return "no spread to compare the judge's noise with" if self.noise_share is None else "no interval"
         if self.noise_share == 0:
-            return (f"the judge gave the same score twice on all {self.n_retested} retested items: its noise adds "
-                    f"nothing to ±{self.half_width:.3f}; only more items tighten it (twice the items: "
-                    f"±{self.half_width_double_items:.3f})")  # fmt: skip
-        who = "the judge's noise is most of it: a steadier judge" if self.noise_share >= JUDGE_DOMINATES_FROM else \
-            "item sampling dominates: more items"
+            return (
+                f"the judge gave the same score twice on all {self.n_retested} retested items: its noise adds "
+                f"nothing to ±{self.half_width:.3f}; only more items tighten it (twice the items: "
+                f"±{self.half_width_double_items:.3f})"
+            )
+        who = (
+            "the judge's noise is most of it: a steadier judge"
+            if self.noise_share >= JUDGE_DOMINATES_FROM
+            else "item sampling dominates: more items"
+        )
         if self.noise_share == 1:
             # σ²_judge ≥ σ²_total: the items' own spread is lost in the judge's at this n, not measured as 0.
             who = "the judge's noise is at least the whole per-item variance (share capped at 1): a steadier judge"
-        return (f"{who} tightens it most; averaging 2 judgements per item would shrink ±{self.half_width:.3f} to "
-                f"±{self.half_width_two_judgements:.3f}, a noiseless judge to ±{self.half_width_noiseless_judge:.3f}, "
-                f"twice the items to ±{self.half_width_double_items:.3f}")  # fmt: skip
+        return (
+            f"{who} tightens it most; averaging 2 judgements per item would shrink ±{self.half_width:.3f} to "
+            f"±{self.half_width_two_judgements:.3f}, a noiseless judge to ±{self.half_width_noiseless_judge:.3f}, "
+            f"twice the items to ±{self.half_width_double_items:.3f}"
+        )
 
     def to_dict(self) -> dict:
         return {**asdict(self), "enough": self.enough, "verdict": self.verdict}
@@ -112,8 +119,13 @@ def intraclass_correlation(first: np.ndarray, second: np.ndarray) -> float | Non
     return (between - within) / (between + within)
 
 
-def judge_noise(metric: str, first: Sequence[float], second: Sequence[float], all_first: Sequence[float],
-                aggregate: Aggregate | None) -> JudgeNoise:  # fmt: skip
+def judge_noise(
+    metric: str,
+    first: Sequence[float],
+    second: Sequence[float],
+    all_first: Sequence[float],
+    aggregate: Aggregate | None,
+) -> JudgeNoise:
     """The figures of one metric from its retested pairs (first[i], second[i]), the first judgements of every item
     scored ok (`all_first`) and the metric's overall Aggregate (its interval)."""
     x1, x2 = np.asarray(first, dtype=float), np.asarray(second, dtype=float)
@@ -121,8 +133,7 @@ def judge_noise(metric: str, first: Sequence[float], second: Sequence[float], al
         raise ValueError("judge noise needs as many retests as first judgements")
     everyone = np.asarray(all_first, dtype=float)
     form = AUDITED.get(metric)
-    base = dict(metric=metric, n_retested=len(x1), n_items=len(everyone),
-                binary_form=form.meaning if form else None)  # fmt: skip
+    base = dict(metric=metric, n_retested=len(x1), n_items=len(everyone), binary_form=form.meaning if form else None)
     if len(x1) < MIN_RETESTS:
         return JudgeNoise(**base)
     difference = x1 - x2
@@ -142,13 +153,24 @@ def judge_noise(metric: str, first: Sequence[float], second: Sequence[float], al
         half_width, ci_method = (aggregate.ci_high - aggregate.ci_low) / 2, aggregate.ci_method
     projections = {}
     if half_width is not None and share is not None:
-        projections = dict(half_width_two_judgements=half_width * math.sqrt(1 - share / 2),
-                           half_width_noiseless_judge=half_width * math.sqrt(1 - share),
-                           half_width_double_items=half_width / math.sqrt(2))  # fmt: skip
-    return JudgeNoise(**base, mean_abs_difference=float(np.abs(difference).mean()), icc=intraclass_correlation(x1, x2),
-                      kappa=kappa, verdict_agreement=verdict_agreement, judge_variance=judge_variance,
-                      total_variance=total_variance, noise_share=share, half_width=half_width, ci_method=ci_method,
-                      **projections)  # fmt: skip
+        projections = dict(
+            half_width_two_judgements=half_width * math.sqrt(1 - share / 2),
+            half_width_noiseless_judge=half_width * math.sqrt(1 - share),
+            half_width_double_items=half_width / math.sqrt(2),
+        )
+    return JudgeNoise(
+        **base,
+        mean_abs_difference=float(np.abs(difference).mean()),
+        icc=intraclass_correlation(x1, x2),
+        kappa=kappa,
+        verdict_agreement=verdict_agreement,
+        judge_variance=judge_variance,
+        total_variance=total_variance,
+        noise_share=share,
+        half_width=half_width,
+        ci_method=ci_method,
+        **projections,
+    )
 
 
 def run_judge_noise(scores: Sequence, retests: Sequence, aggregates: Sequence[Aggregate]) -> list[JudgeNoise]:
@@ -157,8 +179,11 @@ def run_judge_noise(scores: Sequence, retests: Sequence, aggregates: Sequence[Ag
     overall = {a.metric: a for a in aggregates if a.stratum == OVERALL}
     out = []
     for metric in dict.fromkeys(r.metric for r in retests):
-        pairs = [(first[(metric, r.item_id)], r.value) for r in retests
-                 if r.metric == metric and r.status == "ok" and (metric, r.item_id) in first]  # fmt: skip
+        pairs = [
+            (first[(metric, r.item_id)], r.value)
+            for r in retests
+            if r.metric == metric and r.status == "ok" and (metric, r.item_id) in first
+        ]
         everyone = [value for (m, _), value in first.items() if m == metric]
         out.append(judge_noise(metric, [a for a, _ in pairs], [b for _, b in pairs], everyone, overall.get(metric)))
     return out

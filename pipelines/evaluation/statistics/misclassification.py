@@ -75,8 +75,9 @@ def covers_both_verdicts(verdicts: Sequence[int], runs: Sequence[Hashable], run_
     return keep
 
 
-def error_rates(human: Sequence[int], verdicts: Sequence[int], runs: Sequence[Hashable],
-                run_yes_share: dict) -> ErrorRates | None:  # fmt: skip
+def error_rates(
+    human: Sequence[int], verdicts: Sequence[int], runs: Sequence[Hashable], run_yes_share: dict
+) -> ErrorRates | None:
     """Weighted sens and spec over the labels (see label_weights), with their covariance; None when the labels
     hold no truth-yes or no truth-no item."""
     y, f = np.asarray(human, dtype=int), np.asarray(verdicts, dtype=int)
@@ -147,12 +148,17 @@ def rogan_gladen(judge_mean: float, judged: int, rates: ErrorRates, confidence: 
     label_var = float(g @ rates.cov @ g)
     run_var = q * (1 - q) / max(judged, 1) / youden**2
     se = math.sqrt(label_var + run_var)
-    return Corrected(mean=min(1.0, max(0.0, p)), ci=(max(0.0, p - z * se), min(1.0, p + z * se)), se=se,
-                     youden=youden, label_variance=label_var, run_variance=run_var)  # fmt: skip
+    return Corrected(
+        mean=min(1.0, max(0.0, p)),
+        ci=(max(0.0, p - z * se), min(1.0, p + z * se)),
+        se=se,
+        youden=youden,
+        label_variance=label_var,
+        run_variance=run_var,
+    )
 
 
-def labels_for_half_width(half_width: float, corrected: Corrected, labels: int,
-                          confidence: float = 0.95) -> int | None:  # fmt: skip
+def labels_for_half_width(half_width: float, corrected: Corrected, labels: int, confidence: float = 0.95) -> int | None:
     """Labels for an interval of ±half_width: the label part of the variance shrinks as 1/n, the run's part does
     not, so n = label_variance·labels / ((h/z)² − run_variance); None when the run's N alone leaves more."""
     z = norm.ppf(0.5 + confidence / 2)
@@ -176,8 +182,14 @@ class ShiftTest:
         return self.p_value is not None and self.p_value < SHIFT_ALPHA
 
 
-def error_rate_shift(human: Sequence[int], verdicts: Sequence[int], runs: Sequence[Hashable], order: Sequence,
-                     run_yes_share: dict, min_labels: int = 10) -> ShiftTest:  # fmt: skip
+def error_rate_shift(
+    human: Sequence[int],
+    verdicts: Sequence[int],
+    runs: Sequence[Hashable],
+    order: Sequence,
+    run_yes_share: dict,
+    min_labels: int = 10,
+) -> ShiftTest:
     """Wald χ² (2 df) of the earlier labelled runs' (sens, spec) against the later ones'. The halves are cut
     between runs, by `order` (a sortable key per label, its run's date), as near half the labels as a run
     boundary allows. Untested (p_value None) with one labelled run, or fewer than `min_labels` in a half."""

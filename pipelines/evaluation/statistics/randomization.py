@@ -26,11 +26,11 @@ SIGN_FLIP_MONTE_CARLO = "sign-flip-monte-carlo"
 PERMUTATION_MONTE_CARLO = "permutation-monte-carlo"
 TEST_METHODS: dict[str, str] = {
     SIGN_FLIP_EXACT: "paired sign-flip randomization test, all 2^m sign patterns of the m items that moved, the same "
-                     "pattern for every check of the gate (McNemar's exact test on 0/1)",
+    "pattern for every check of the gate (McNemar's exact test on 0/1)",
     SIGN_FLIP_MONTE_CARLO: "paired sign-flip randomization test, seeded random sign patterns of whole items plus the "
-                           "observed one, the same for every check of the gate",
+    "observed one, the same for every check of the gate",
     PERMUTATION_MONTE_CARLO: "two-sample permutation test, seeded random deals of the items between the runs plus "
-                             "the observed one",
+    "the observed one",
 }
 """`test_method` labels of the gate's score tests."""
 
@@ -186,8 +186,9 @@ class FamilyTest:
         return int(np.sum(self.scale > 0))
 
 
-def family_sign_flip_test(contributions, sizes, *, alpha: float, draws: int | None = None,
-                          seed: int = SEED) -> FamilyTest:  # fmt: skip
+def family_sign_flip_test(
+    contributions, sizes, *, alpha: float, draws: int | None = None, seed: int = SEED
+) -> FamilyTest:
     """Paired design: statistic k = Σᵢ D[i, k] / sizes[k], D[i, k] item i's worsening on statistic k (0 when
     the item is not in it). A null draw flips the sign of whole rows of D (item i's two runs swapped on
     every statistic at once). All 2^m patterns of the m rows that are not all zero when m ≤
@@ -237,8 +238,9 @@ def _cached_sign_patterns(width: int, draws: int, seed: int) -> np.ndarray:
     return patterns
 
 
-def family_permutation_test(values, masks, in_candidate, directions, *, alpha: float, draws: int | None = None,
-                            seed: int = SEED) -> FamilyTest:  # fmt: skip
+def family_permutation_test(
+    values, masks, in_candidate, directions, *, alpha: float, draws: int | None = None, seed: int = SEED
+) -> FamilyTest:
     """Independent design (the runs share no item): statistic k = directions[k] · (mean of values[:, k] over
     the candidate's items in masks[:, k] − the same over the baseline's). A null draw deals the pooled
     items out to the two runs at random, keeping each run's number of items; `draws` (default
@@ -293,6 +295,14 @@ def _family(observed, scale, active, observed_z, null_z, *, alpha: float, exact:
         p_adjusted[active] = unsorted_adjusted
         bands[active] = unsorted_band * scale[active]
     critical = float(band_z[0]) if observed_z.size else 0.0
-    return FamilyTest(observed=observed, scale=np.where(active, scale, 0.0), p_values=p_values, p_adjusted=p_adjusted,
-                      bands=bands, exact=exact, draws=int(null_z.shape[0]) if observed_z.size else 0,
-                      alpha=alpha, critical=critical)  # fmt: skip
+    return FamilyTest(
+        observed=observed,
+        scale=np.where(active, scale, 0.0),
+        p_values=p_values,
+        p_adjusted=p_adjusted,
+        bands=bands,
+        exact=exact,
+        draws=int(null_z.shape[0]) if observed_z.size else 0,
+        alpha=alpha,
+        critical=critical,
+    )

@@ -42,6 +42,7 @@ METRIC_RANGES: dict[str, tuple[float, float]] = {
 its nominal range (a cosine below 0 in answer relevancy) widens the range to include it."""
 _RETRIEVAL_AT_K = re.compile(r"^(recall|precision)@\d+$")
 
+
 class ScoreLike(Protocol):
     item_id: str
     stratum: str
@@ -63,10 +64,12 @@ def value_range(metric: str, values: Sequence[float] | np.ndarray = ()) -> tuple
         return nominal
     return min(nominal[0], float(data.min())), max(nominal[1], float(data.max()))
 
+
 def score_change(candidate, baseline) -> np.ndarray:
     """candidate − baseline, item by item, 0 where it is within SCORE_RESOLUTION."""
     d = np.asarray(candidate, dtype=float) - np.asarray(baseline, dtype=float)
     return np.where(np.abs(d) > SCORE_RESOLUTION, d, 0.0)
+
 
 def ok_values(rows: Iterable[ScoreLike]) -> list[float]:
     return [ok_value(r) for r in rows if r.status == "ok"]

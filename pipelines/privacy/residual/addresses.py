@@ -5,18 +5,98 @@ from __future__ import annotations
 import re
 
 ES_STREET_TYPES = (
-    "calle", "c/", "avda", "avenida", "av.", "plaza", "pza", "paseo", "carrer", "passeig", "rambla", "ronda", "camino",
-    "carretera", "travesía", "glorieta", "gran vía", "callejón", "pasaje", "pasadizo", "urbanización", "bulevar",
-    "alameda", "costanilla", "cañada", "cra.", "ctra", "crta", "carr.", "urb", "camí", "cami", "cno", "trav", "travesia",
-    "trva", "gta", "glta", "rbla", "rda", "pso", "po", "p.o", "pg", "polígono", "poligono", "pol", "callejon", "cjón",
-    "cjon", "blvd", "plaça", "placa", "avinguda", "avgda",
-)  # fmt: skip
+    "calle",
+    "c/",
+    "avda",
+    "avenida",
+    "av.",
+    "plaza",
+    "pza",
+    "paseo",
+    "carrer",
+    "passeig",
+    "rambla",
+    "ronda",
+    "camino",
+    "carretera",
+    "travesía",
+    "glorieta",
+    "gran vía",
+    "callejón",
+    "pasaje",
+    "pasadizo",
+    "urbanización",
+    "bulevar",
+    "alameda",
+    "costanilla",
+    "cañada",
+    "cra.",
+    "ctra",
+    "crta",
+    "carr.",
+    "urb",
+    "camí",
+    "cami",
+    "cno",
+    "trav",
+    "travesia",
+    "trva",
+    "gta",
+    "glta",
+    "rbla",
+    "rda",
+    "pso",
+    "po",
+    "p.o",
+    "pg",
+    "polígono",
+    "poligono",
+    "pol",
+    "callejon",
+    "cjón",
+    "cjon",
+    "blvd",
+    "plaça",
+    "placa",
+    "avinguda",
+    "avgda",
+)
 """In any case; each may take a dot ("Avda.", "Pza."). The text is NFKC-folded first: "Pº" reads "Po"."""
 ES_CAPITALISED_TYPES = (
-    "Cuesta", "Carrera", "Diagonal", "Transversal", "Calzada", "Privada", "Circuito", "Retorno", "Prolongación", "Vial",
-    "Acceso", "Ampliación", "Andador", "Cerrada", "Circunvalación", "Continuación", "Corredor", "Eje vial", "Periférico",
-    "Peatonal", "Viaducto", "Via", "Vía", "Boulevard", "Blv.", "Diag.", "Psje.", "C.", "Cl.", "Cr.", "Dg.", "Tr.", "Urb.",
-)  # fmt: skip
+    "Cuesta",
+    "Carrera",
+    "Diagonal",
+    "Transversal",
+    "Calzada",
+    "Privada",
+    "Circuito",
+    "Retorno",
+    "Prolongación",
+    "Vial",
+    "Acceso",
+    "Ampliación",
+    "Andador",
+    "Cerrada",
+    "Circunvalación",
+    "Continuación",
+    "Corredor",
+    "Eje vial",
+    "Periférico",
+    "Peatonal",
+    "Viaducto",
+    "Via",
+    "Vía",
+    "Boulevard",
+    "Blv.",
+    "Diag.",
+    "Psje.",
+    "C.",
+    "Cl.",
+    "Cr.",
+    "Dg.",
+    "Tr.",
+    "Urb.",
+)
 """Types of street that are everyday words too ("clave privada RSA 2048"): only capitalised."""
 _US_STATES = (
     "AL|AK|AZ|AR|CA|CO|CT|DE|DC|FL|GA|HI|ID|IL|IN|IA|KS|KY|LA|ME|MD|MA|MI|MN|MS|MO|MT|NE|NV|NH|NJ|NM|NY|NC|ND|OH|OK|OR"
@@ -44,8 +124,10 @@ _ES_STREET_AT = re.compile(
     rf"(?!(?:de|del|la|las|los|el)\b){_ES_NAME})"
 )
 """A name in any case after these: "vivo en calle los olivos 5"."""
-_C_LANGUAGE_BEFORE = ("written in|implemented in|coded in|programmed in|code in|extensions in|modules in|functions in"
-                      "|library in|rewritten in|in plain|in pure|in ANSI")
+_C_LANGUAGE_BEFORE = (
+    "written in|implemented in|coded in|programmed in|code in|extensions in|modules in|functions in"
+    "|library in|rewritten in|in plain|in pure|in ANSI"
+)
 _THE_C_LANGUAGE = "(?!(?:" + "|".join(rf"(?<=(?<![\w\-]){w}[ \t])" for w in _C_LANGUAGE_BEFORE.split("|")) + r")C\.)"
 """Not "C." where it ends a sentence on the language ("written in C. Python 3 calls it"); "to C. Roca 4" is a street."""
 _ES_CAPITALISED_AT = re.compile(
@@ -78,7 +160,10 @@ def _spanish_address(text: str) -> re.Match[str] | None:
     """A type of street, a name and a number, or a numbered street: tried only where a type stands (found with
     `str.find`, faster than a regex alternation of forty words), in any case or, for the everyday words, capitalised."""
     lowered = text.lower()
-    for haystack, words, at in ((lowered, ES_STREET_TYPES, _ES_STREET_AT), (text, ES_CAPITALISED_TYPES, _ES_CAPITALISED_AT)):
+    for haystack, words, at in (
+        (lowered, ES_STREET_TYPES, _ES_STREET_AT),
+        (text, ES_CAPITALISED_TYPES, _ES_CAPITALISED_AT),
+    ):
         for word in words:
             i = haystack.find(word)
             while i != -1:

@@ -85,15 +85,32 @@ def long_digit_run(text: str) -> bool:
                 return True
     if ODD_BETWEEN_DIGITS.search(text) is None:
         return False
-    numbers = _CUED_PUNCTUATED.findall(text) + [n for n in _SELF_EVIDENT_PUNCTUATED.findall(text) if not _THOUSANDS.search(n)]
+    numbers = _CUED_PUNCTUATED.findall(text) + [
+        n for n in _SELF_EVIDENT_PUNCTUATED.findall(text) if not _THOUSANDS.search(n)
+    ]
     return any(
         sum(c.isdigit() for c in number) >= 9 and not _nobody_s("".join(c for c in number if c.isdigit()))
         for number in numbers
     )
 
 
-PHONE_CUE_WORDS = ("tel", "tlf", "tfno", "móvil", "movil", "celular", "phone", "mobile", "cell", "call", "llám", "llam",
-                    "whatsapp", "fax", "sms")  # fmt: skip
+PHONE_CUE_WORDS = (
+    "tel",
+    "tlf",
+    "tfno",
+    "móvil",
+    "movil",
+    "celular",
+    "phone",
+    "mobile",
+    "cell",
+    "call",
+    "llám",
+    "llam",
+    "whatsapp",
+    "fax",
+    "sms",
+)
 _CUED_PUNCTUATED = re.compile(
     rf"\b(?i:{'|'.join(PHONE_CUE_WORDS)})\w*[^\d\n]{{0,24}}(\+?\(?\d{{1,5}}\)?(?:[ \t]?[^\w\s][ \t]?\(?\d{{1,5}}\)?){{1,7}})"
 )
@@ -269,4 +286,9 @@ def _identifier_length(digits: str, ssn_cued: bool = False) -> bool:
         return True
     if 14 <= n <= 19:
         return digits.startswith("00") or luhn.is_valid(digits) or n == 16
-    return (n == 9 and digits[0] in "6789") or 11 <= n <= 12 or (n == 10 and digits[0] in "06789") or (n == 13 and digits[0] != "1")
+    return (
+        (n == 9 and digits[0] in "6789")
+        or 11 <= n <= 12
+        or (n == 10 and digits[0] in "06789")
+        or (n == 13 and digits[0] != "1")
+    )

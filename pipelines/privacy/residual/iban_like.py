@@ -62,4 +62,3 @@ of a fingerprint."""
 
 _IBAN_START = re.compile(r"(?<![\w\-])([A-Z]{2}|[a-z]{2})\d{2}(?=[ \-_]?[A-Za-z0-9])")
 """Not inside a dashed token: "fd4618de-ad91-0f51-..." is a UUID."""
-

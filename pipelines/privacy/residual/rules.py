@@ -59,6 +59,7 @@ def _reaches_someone(m: re.Match[str]) -> bool:
         return False  # "a[::2]", "1::2": slicing in code
     return not (address == "::1" or address.startswith(("2001:db8:", "2001:0db8:", "ff")))
 
+
 _PREFIX = re.compile(r"/(\d{1,2})(?!\d)")
 
 
@@ -133,12 +134,15 @@ RULES: dict[str, re.Pattern[str] | _Checked | _Search] = {
         rf"|\s(?:at|arroba)\s+{WEBMAIL}\s*\.",
         re.IGNORECASE,
     ),
-    "key_like_prefix": _Checked(re.compile(
-        r"(?<![\w\-])(?:sk-|sk_live_|sk_test_|rk_live_|pk_live_|whsec_|gh[pousr]_|github_pat_|gl(?:pat|dt|rt)-|xox[abposer]-"
-        r"|xapp-|AKIA|ASIA|AIza|ya29\.|GOCSPX-|hf_|api_org_|npm_|pypi-AgE|SG\.|glsa_|sntry[su]_|hv[sb]\.|shp(?:at|ss)_"
-        r"|do[opr]_v1_|ATATT|AGE-SECRET-KEY|xai-|gsk_|pplx-|r8_|dapi|eyJ)[\w\-.+/=]{8,}"
-        rf"|(?<![\w\-])(?:SK|AC)[0-9a-f]{{32}}(?![\w])|Q~[\w.\-~]{{20,}}|hooks\.slack\.com/services/{NOT_MASK}\w"
-    ), _random_after_prefix),
+    "key_like_prefix": _Checked(
+        re.compile(
+            r"(?<![\w\-])(?:sk-|sk_live_|sk_test_|rk_live_|pk_live_|whsec_|gh[pousr]_|github_pat_|gl(?:pat|dt|rt)-|xox[abposer]-"
+            r"|xapp-|AKIA|ASIA|AIza|ya29\.|GOCSPX-|hf_|api_org_|npm_|pypi-AgE|SG\.|glsa_|sntry[su]_|hv[sb]\.|shp(?:at|ss)_"
+            r"|do[opr]_v1_|ATATT|AGE-SECRET-KEY|xai-|gsk_|pplx-|r8_|dapi|eyJ)[\w\-.+/=]{8,}"
+            rf"|(?<![\w\-])(?:SK|AC)[0-9a-f]{{32}}(?![\w])|Q~[\w.\-~]{{20,}}|hooks\.slack\.com/services/{NOT_MASK}\w"
+        ),
+        _random_after_prefix,
+    ),
     "pem_marker": re.compile(r"-----(?:BEGIN|END) [A-Z0-9 ]*PRIVATE KEY|PuTTY-User-Key-File|Private-Lines:"),
     "credential_assignment": _Checked(
         re.compile(

@@ -38,11 +38,53 @@ _ID_DIGITS = re.compile(r"\d(?:\d{6}|[ .\-_]\d{3}[ .\-_]\d|\d\d[ \t]?[\-._/·][ 
 between an SSN's groups): what each national id holds."""
 _DIGIT_BLANK = re.compile(r"\d[A-Za-z]?\s", re.IGNORECASE)
 _KEY_PREFIXES = (
-    "sk-", "sk_live_", "sk_test_", "rk_live_", "pk_live_", "whsec_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_",
-    "github_pat_", "glpat-", "gldt-", "glrt-", "xox", "xapp-", "AKIA", "ASIA", "AIza", "ya29.", "GOCSPX-", "hf_",
-    "api_org_", "npm_", "pypi-", "SG.", "glsa_", "sntry", "hvs.", "hvb.", "shpat_", "shpss_", "_v1_", "ATATT",
-    "AGE-SECRET-KEY", "xai-", "gsk_", "pplx-", "r8_", "dapi", "eyJ", "SK", "AC", "Q~", "hooks.slack.com/services/",
-)  # fmt: skip
+    "sk-",
+    "sk_live_",
+    "sk_test_",
+    "rk_live_",
+    "pk_live_",
+    "whsec_",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "glpat-",
+    "gldt-",
+    "glrt-",
+    "xox",
+    "xapp-",
+    "AKIA",
+    "ASIA",
+    "AIza",
+    "ya29.",
+    "GOCSPX-",
+    "hf_",
+    "api_org_",
+    "npm_",
+    "pypi-",
+    "SG.",
+    "glsa_",
+    "sntry",
+    "hvs.",
+    "hvb.",
+    "shpat_",
+    "shpss_",
+    "_v1_",
+    "ATATT",
+    "AGE-SECRET-KEY",
+    "xai-",
+    "gsk_",
+    "pplx-",
+    "r8_",
+    "dapi",
+    "eyJ",
+    "SK",
+    "AC",
+    "Q~",
+    "hooks.slack.com/services/",
+)
 """A literal every alternative of the key rule holds (case-sensitive, as the rule is)."""
 
 
@@ -89,9 +131,18 @@ _ES_TYPE_SCREEN = ES_STREET_TYPES
 _ES_CAPITALISED_SCREEN = ES_CAPITALISED_TYPES
 SCREENS: dict[str, Callable[[ScreenedText], bool]] = {
     # "@", "%40", "&#64;", "&commat;"; else " at " with "(at)", a spelled-out dot or a webmail after it.
-    "at_sign_like": lambda t: "@" in t.text or "%40" in t.text or "&" in t.text or bool(
-        (t.has("dot", "punto") or _BRACKETED_AT.search(t.text) or (t.has(*_WEBMAILS) and _AT_WEBMAIL.search(t.text)))
-        and _AT_WORD.search(t.text)
+    "at_sign_like": lambda t: (
+        "@" in t.text
+        or "%40" in t.text
+        or "&" in t.text
+        or bool(
+            (
+                t.has("dot", "punto")
+                or _BRACKETED_AT.search(t.text)
+                or (t.has(*_WEBMAILS) and _AT_WEBMAIL.search(t.text))
+            )
+            and _AT_WORD.search(t.text)
+        )
     ),
     "key_like_prefix": lambda t: t.holds(_KEY_PREFIXES),
     "pem_marker": lambda t: "-----" in t.text or "PuTTY" in t.text or "Private-Lines:" in t.text,
@@ -99,20 +150,29 @@ SCREENS: dict[str, Callable[[ScreenedText], bool]] = {
     "password_sentence": lambda t: t.has("pass", "contrase", "mi clave", "my pin", "mi pin"),
     "password_next": lambda t: t.has("pass", "contrase"),
     "auth_header": lambda t: "earer" in t.text or "asic" in t.text or t.has("authori"),
-    "cookie_like": lambda t: "=" in t.text
-    and t.has("cookie", "sid=", "sessionid=", "session=", "csrftoken=", "xsrf-token="),
+    "cookie_like": lambda t: (
+        "=" in t.text and t.has("cookie", "sid=", "sessionid=", "session=", "csrftoken=", "xsrf-token=")
+    ),
     "url_credentials": lambda t: "://" in t.text,
     "url_secret_param": lambda t: "=" in t.text,
-    "ip_address_like": lambda t: (t.digits >= 4 and bool(_IPV4_DIGITS.search(t.text))) or ("::" in t.text and bool(_IPV6_ELIDED.search(t.text)))
-    or (t.text.count(":") >= 7 and bool(_IPV6_COLON.search(t.text))),
-    "national_id_like": lambda t: t.digits >= 7 and bool(_ID_DIGITS.search(t.text)),
-    "address_like": lambda t: (t.digits >= 1 or "s/n" in t.lowered) and (  # a number, or "sin número"
-        bool(_DIGIT_BLANK.search(t.text))
-        or t.has(*_ES_TYPE_SCREEN)
-        or t.holds(_ES_CAPITALISED_SCREEN)
-        or "PO A" in t.text
+    "ip_address_like": lambda t: (
+        (t.digits >= 4 and bool(_IPV4_DIGITS.search(t.text)))
+        or ("::" in t.text and bool(_IPV6_ELIDED.search(t.text)))
+        or (t.text.count(":") >= 7 and bool(_IPV6_COLON.search(t.text)))
     ),
-    "name_after_cue": lambda t: t.has("me llamo", "mi nombre es", "my name is", "a nombre de", "firmado por")
-    or ("\n" in t.text and t.has("saludo", "atentamente", "cordialmente", "regards")),
+    "national_id_like": lambda t: t.digits >= 7 and bool(_ID_DIGITS.search(t.text)),
+    "address_like": lambda t: (
+        (t.digits >= 1 or "s/n" in t.lowered)
+        and (  # a number, or "sin número"
+            bool(_DIGIT_BLANK.search(t.text))
+            or t.has(*_ES_TYPE_SCREEN)
+            or t.holds(_ES_CAPITALISED_SCREEN)
+            or "PO A" in t.text
+        )
+    ),
+    "name_after_cue": lambda t: (
+        t.has("me llamo", "mi nombre es", "my name is", "a nombre de", "firmado por")
+        or ("\n" in t.text and t.has("saludo", "atentamente", "cordialmente", "regards"))
+    ),
 }
 """Per rule, a necessary condition of a match (see above)."""

@@ -21,8 +21,10 @@ def open_trace_source(settings: Settings, *, selection: bool = False) -> TraceSt
     if settings.trace_source == "sql":
         return TraceStore.from_settings(settings, selection=selection)
     if not settings.trace_source_path:
-        raise UnreadableSource(f"RAGWATCH_TRACE_SOURCE={settings.trace_source} reads files: set RAGWATCH_TRACE_SOURCE_PATH "
-                               "to the export's file or folder")  # fmt: skip
+        raise UnreadableSource(
+            f"RAGWATCH_TRACE_SOURCE={settings.trace_source} reads files: set RAGWATCH_TRACE_SOURCE_PATH "
+            "to the export's file or folder"
+        )
     index_dir = (settings.home / "trace-index").resolve()
     if settings.trace_source in SPAN_FILE_SOURCES:
         root = Path(settings.trace_source_path)
@@ -30,8 +32,13 @@ def open_trace_source(settings: Settings, *, selection: bool = False) -> TraceSt
         def read(name: str):
             return _span_reader(settings.trace_source, Path(name))(Path(name))
 
-        return FileTraceStore(settings.trace_source, lambda: file_fingerprints(otlp_json_files(root)), read, index_dir,
-                              batch_size=settings.trace_batch_size)  # fmt: skip
+        return FileTraceStore(
+            settings.trace_source,
+            lambda: file_fingerprints(otlp_json_files(root)),
+            read,
+            index_dir,
+            batch_size=settings.trace_batch_size,
+        )
     from pipelines.stores.trace_sources.langfuse_export import langfuse_export_store
 
     return langfuse_export_store(settings, index_dir)

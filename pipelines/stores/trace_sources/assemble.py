@@ -53,7 +53,9 @@ def span_role(span: Span) -> str | None:
         return "llm"
     if operation == "execute_tool":
         return "tool"
-    if "llm.request.type" in attributes or any(k.startswith(("gen_ai.prompt.", "gen_ai.completion.")) for k in attributes):
+    if "llm.request.type" in attributes or any(
+        k.startswith(("gen_ai.prompt.", "gen_ai.completion.")) for k in attributes
+    ):
         return "llm"
     if attributes.get("traceloop.span.kind") == "tool":
         return "tool"
@@ -79,12 +81,17 @@ def assemble_trace(spans: list[Span], *, source: str) -> dict[str, Any]:
     row: dict[str, Any] = {
         "trace_id": root.trace_id,
         "ts": utc_from_ns(root.start_ns) if root.start_ns else None,
-        "question": None, "answer": None, "contexts": [], "tool_calls": [], "model": None,
+        "question": None,
+        "answer": None,
+        "contexts": [],
+        "tool_calls": [],
+        "model": None,
         "app": _first(root, APP_ATTRIBUTES) or root.resource.get("service.name") or "default",
-        "language": None, "user_feedback": None,
+        "language": None,
+        "user_feedback": None,
         "latency_ms": max(0, (root.end_ns - root.start_ns) // 1_000_000) if root.end_ns else None,
         "metadata": _metadata(root, spans, source),
-    }  # fmt: skip
+    }
     try:
         row["question"] = _question(root, by_role)
         row["answer"] = _answer(root, by_role["llm"])
@@ -98,11 +105,17 @@ def assemble_trace(spans: list[Span], *, source: str) -> dict[str, Any]:
         return {**row, SOURCE_REJECTION: ("unknown_attribute_shape", exc.attribute, str(exc)[:300])}
     missing_documents = [s for s in by_role["retrieval"] if not _has_documents(s)]
     if not row["question"]:
-        rejection = ("no_question", "question", f"no span of the tree (root {root.name!r}, {len(spans)} spans) "
-                     "holds the user's question")  # fmt: skip
+        rejection = (
+            "no_question",
+            "question",
+            f"no span of the tree (root {root.name!r}, {len(spans)} spans) holds the user's question",
+        )
     elif missing_documents:
-        rejection = ("retrieval_without_documents", "contexts",
-                     f"retrieval span {missing_documents[0].name!r} ({missing_documents[0].span_id}) has no documents")
+        rejection = (
+            "retrieval_without_documents",
+            "contexts",
+            f"retrieval span {missing_documents[0].name!r} ({missing_documents[0].span_id}) has no documents",
+        )
     elif row["answer"] is None:
         rejection = ("no_answer", "answer", f"no span of the tree (root {root.name!r}) holds the answer")
     else:
@@ -116,7 +129,12 @@ def _first(span: Span, names: tuple[str, ...]) -> Any:
 
 def _metadata(root: Span, spans: list[Span], source: str) -> dict[str, Any]:
     # The root's span id lets the online eval tie its scores to the span it judged (gen_ai.evaluation.result).
-    metadata: dict[str, Any] = {"trace_source": source, "root_span": root.name, "span_id": root.span_id, "spans": len(spans)}
+    metadata: dict[str, Any] = {
+        "trace_source": source,
+        "root_span": root.name,
+        "span_id": root.span_id,
+        "spans": len(spans),
+    }
     if conversation := _first(root, CONVERSATION_ATTRIBUTES):
         metadata["conversation_id"] = str(conversation)
     return metadata
@@ -224,15 +242,27 @@ def _messages(span: Span, structured: str, indexed_prefixes: tuple[str, ...]) ->
         messages = _json(attributes[structured], structured)
         if not isinstance(messages, list):
             raise ShapeError(structured, f"is a {type(messages).__name__}, not a list of messages")
-        return [{"role": m.get("role") if isinstance(m, dict) else None, "content": _message_text(m, structured),
-                 "tool_calls": _part_tool_calls(m, structured)} for m in messages]  # fmt: skip
+        return [
+            {
+                "role": m.get("role") if isinstance(m, dict) else None,
+                "content": _message_text(m, structured),
+                "tool_calls": _part_tool_calls(m, structured),
+            }
+            for m in messages
+        ]
     for prefix in indexed_prefixes:
         items = indexed(attributes, prefix)
         if not items:
             continue
         inner = "message." if prefix.startswith("llm.") else ""  # OpenInference nests each under `message.`
-        return [{"role": item.get(inner + "role"), "content": item.get(inner + "content"),
-                 "tool_calls": _indexed_tool_calls(item, inner, f"{prefix}.{i}")} for i, item in enumerate(items)]  # fmt: skip
+        return [
+            {
+                "role": item.get(inner + "role"),
+                "content": item.get(inner + "content"),
+                "tool_calls": _indexed_tool_calls(item, inner, f"{prefix}.{i}"),
+            }
+            for i, item in enumerate(items)
+        ]
     return []
 
 
@@ -256,8 +286,11 @@ def _arguments(value: Any, attribute: str) -> dict[str, Any]:
 def _part_tool_calls(message: Any, attribute: str) -> list[dict[str, Any]]:
     if not isinstance(message, dict) or not isinstance(message.get("parts"), list):
         return []
-    return [{"name": str(p.get("name")), "arguments": _arguments(p.get("arguments"), attribute)}
-            for p in message["parts"] if isinstance(p, dict) and p.get("type") == "tool_call"]  # fmt: skip
+    return [
+        {"name": str(p.get("name")), "arguments": _arguments(p.get("arguments"), attribute)}
+        for p in message["parts"]
+        if isinstance(p, dict) and p.get("type") == "tool_call"
+    ]
 
 
 def _indexed_tool_calls(item: dict[str, Any], inner: str, where: str) -> list[dict[str, Any]]:
@@ -291,7 +324,9 @@ def _documents(span: Span) -> list[dict[str, Any]]:
     attribute = "gen_ai.retrieval.documents"
     if attribute in span.attributes:
         documents = _json(span.attributes[attribute], attribute)
-        if not isinstance(documents, list) or not all(isinstance(d, dict) and d.get("id") not in (None, "") for d in documents):
+        if not isinstance(documents, list) or not all(
+            isinstance(d, dict) and d.get("id") not in (None, "") for d in documents
+        ):
             raise ShapeError(attribute, "is not a list of {id, score} objects")
         # The convention records ids and scores only; a text is kept when the instrumentation adds one.
         return [_document(d.get("id"), d.get("content", d.get("text")), d.get("score"), attribute) for d in documents]
@@ -300,7 +335,9 @@ def _documents(span: Span) -> list[dict[str, Any]]:
         where = f"retrieval.documents.{i}.document"
         if item.get("document.id") in (None, ""):
             raise ShapeError(where + ".id", "a retrieved document has no id")
-        documents.append(_document(item["document.id"], item.get("document.content"), item.get("document.score"), where))
+        documents.append(
+            _document(item["document.id"], item.get("document.content"), item.get("document.score"), where)
+        )
     return documents
 
 

@@ -34,8 +34,15 @@ INDEX_VERSION = "spans-2"
 class FileTraceStore:
     ranks_in_sql = False
 
-    def __init__(self, source: str, files: Callable[[], list[tuple[str, int, Any]]],
-                 read_file: Callable[[str], Iterable[Span | Damage]], index_dir: Path, *, batch_size: int = 500):  # fmt: skip
+    def __init__(
+        self,
+        source: str,
+        files: Callable[[], list[tuple[str, int, Any]]],
+        read_file: Callable[[str], Iterable[Span | Damage]],
+        index_dir: Path,
+        *,
+        batch_size: int = 500,
+    ):
         """`files`: (name, size, modification) of every file the source holds now, the modification time in
         nanoseconds where the storage has one; `read_file`: the spans of one of them."""
         self.source, self.files, self.read_file = source, files, read_file
@@ -49,8 +56,9 @@ class FileTraceStore:
         # rotating its files leaves weeks of them in the folder; a day reads only those written since (an hour's
         # margin for the clocks of the apps and of the Collector's host).
         files = [f for f in self.files() if not isinstance(f[2], int) or f[2] >= _ns(start) - CLOCK_SKEW_NS]
-        fingerprint = hashlib.sha256(json.dumps([INDEX_VERSION, self.source, start.isoformat(), end.isoformat(), files])
-                                     .encode()).hexdigest()[:20]  # fmt: skip
+        fingerprint = hashlib.sha256(
+            json.dumps([INDEX_VERSION, self.source, start.isoformat(), end.isoformat(), files]).encode()
+        ).hexdigest()[:20]
         path = self.index_dir / f"{self.source}-{start:%Y-%m-%d}-{fingerprint}.sqlite"
         if not path.exists():
             log.info("%s: indexing the spans of %d files for %s", self.source, len(files), start.date())

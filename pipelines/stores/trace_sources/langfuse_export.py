@@ -51,15 +51,23 @@ def langfuse_export_store(settings: Settings, index_dir) -> FileTraceStore:
             if table and path.endswith((".parquet", ".jsonl", ".jsonl.gz")):
                 found.append((path, table))
         if not found:
-            raise UnreadableSource(f"{url}: no Langfuse export files (.parquet or .jsonl under {', '.join(TABLES)}/); "
-                                   "check RAGWATCH_TRACE_SOURCE_PATH")  # fmt: skip
+            raise UnreadableSource(
+                f"{url}: no Langfuse export files (.parquet or .jsonl under {', '.join(TABLES)}/); "
+                "check RAGWATCH_TRACE_SOURCE_PATH"
+            )
         return found
 
     def fingerprints() -> list[tuple[str, int, Any]]:
         result = []
         for path, _ in files():
             info = fs.info(path)
-            result.append((path, int(info.get("size") or 0), str(info.get("ETag") or info.get("mtime") or info.get("LastModified"))))
+            result.append(
+                (
+                    path,
+                    int(info.get("size") or 0),
+                    str(info.get("ETag") or info.get("mtime") or info.get("LastModified")),
+                )
+            )
         return result
 
     def read(path: str) -> Iterator[Span | Damage]:
@@ -85,8 +93,13 @@ def read_export_file(fs, path: str, table: str) -> Iterator[Span | Damage]:
         try:
             span = _span(row, table)
         except (KeyError, TypeError, ValueError) as exc:
-            yield Damage(path, decoded, "unknown_attribute_shape", f"{PurePosixPath(path).name} row {decoded}: {exc}",
-                         {str(row.get("trace_id") or row.get("id")): None} if isinstance(row, dict) else {})  # fmt: skip
+            yield Damage(
+                path,
+                decoded,
+                "unknown_attribute_shape",
+                f"{PurePosixPath(path).name} row {decoded}: {exc}",
+                {str(row.get("trace_id") or row.get("id")): None} if isinstance(row, dict) else {},
+            )
             continue
         if span is not None:
             yield span
@@ -102,7 +115,9 @@ def _parquet_rows(fs, path: str) -> Iterator[dict[str, Any]]:
                 yield from batch.to_pylist()
     except Exception as exc:  # pyarrow raises several kinds for a file that is no Parquet (ArrowInvalid, OSError)
         if type(exc).__name__ in ("ArrowInvalid", "ArrowIOError", "OSError"):
-            raise UnreadableSource(f"{path}: not a readable Parquet file ({exc}); check RAGWATCH_TRACE_SOURCE_PATH") from exc
+            raise UnreadableSource(
+                f"{path}: not a readable Parquet file ({exc}); check RAGWATCH_TRACE_SOURCE_PATH"
+            ) from exc
         raise
 
 
@@ -122,12 +137,16 @@ def _jsonl_rows(fs, path: str) -> Iterator[dict[str, Any] | Damage]:
                 text = line.decode("utf-8", errors="replace")
                 reason = "truncated_file" if not raw.endswith(b"\n") else "unreadable_line"
                 starts = {m.group(1): _first_time(text) for m in _TRACE_ID_IN_TEXT.finditer(text)}
-                yield Damage(path, number, reason, f"{PurePosixPath(path).name} line {number}: {str(exc)[:160]}", starts)
+                yield Damage(
+                    path, number, reason, f"{PurePosixPath(path).name} line {number}: {str(exc)[:160]}", starts
+                )
                 continue
             decoded += 1
             yield row
     if damaged and not decoded:
-        raise UnreadableSource(f"{path}: no line is a JSON object of a Langfuse export; check RAGWATCH_TRACE_SOURCE_PATH")
+        raise UnreadableSource(
+            f"{path}: no line is a JSON object of a Langfuse export; check RAGWATCH_TRACE_SOURCE_PATH"
+        )
 
 
 def _first_time(text: str) -> int | None:
@@ -163,8 +182,16 @@ def _span(row: dict[str, Any], table: str) -> Span | None:
         return _score_span(row)
     if table == "traces":
         start = _ns(row["timestamp"])
-        return Span(str(row["id"]), f"trace:{row['id']}", "", str(row.get("name") or "trace"), start, start,
-                    _root_attributes(row, row.get("name")), {})  # fmt: skip
+        return Span(
+            str(row["id"]),
+            f"trace:{row['id']}",
+            "",
+            str(row.get("name") or "trace"),
+            start,
+            start,
+            _root_attributes(row, row.get("name")),
+            {},
+        )
     start = _ns(row["start_time"])
     end = _ns(row["end_time"]) if row.get("end_time") else start
     parent = row.get("parent_observation_id") or ""
@@ -174,14 +201,24 @@ def _span(row: dict[str, Any], table: str) -> Span | None:
     attributes = _observation_attributes(row, kind)
     if not parent:
         attributes.update(_root_attributes(row, row.get("trace_name")))
-    return Span(str(row["trace_id"]), str(row["id"]), str(parent), str(row.get("name") or kind.lower()), start, end,
-                attributes, {})  # fmt: skip
+    return Span(
+        str(row["trace_id"]),
+        str(row["id"]),
+        str(parent),
+        str(row.get("name") or kind.lower()),
+        start,
+        end,
+        attributes,
+        {},
+    )
 
 
 def _root_attributes(row: dict[str, Any], name: Any) -> dict[str, Any]:
     metadata = _loads(row.get("metadata")) or {}
     metadata = metadata if isinstance(metadata, dict) else {}
-    attributes: dict[str, Any] = {"ragwatch.app": str(metadata.get("app") or name or row.get("environment") or "default")}
+    attributes: dict[str, Any] = {
+        "ragwatch.app": str(metadata.get("app") or name or row.get("environment") or "default")
+    }
     if isinstance(metadata.get("language"), str):
         attributes["ragwatch.language"] = metadata["language"]
     if row.get("session_id"):
@@ -207,8 +244,11 @@ def _text_of(value: Any) -> str | None:
 
 def _observation_attributes(row: dict[str, Any], kind: str) -> dict[str, Any]:
     if kind == "GENERATION":
-        attributes = {"gen_ai.operation.name": "chat", "gen_ai.input.messages": json.dumps(_messages(_loads(row.get("input")))),
-                      "gen_ai.output.messages": json.dumps(_messages(_loads(row.get("output")), role="assistant"))}  # fmt: skip
+        attributes = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.input.messages": json.dumps(_messages(_loads(row.get("input")))),
+            "gen_ai.output.messages": json.dumps(_messages(_loads(row.get("output")), role="assistant")),
+        }
         model = row.get("provided_model_name") or row.get("model")
         if model:
             attributes["gen_ai.response.model"] = str(model)
@@ -224,8 +264,13 @@ def _observation_attributes(row: dict[str, Any], kind: str) -> dict[str, Any]:
         return attributes
     if kind == "TOOL":
         arguments = _loads(row.get("input"))
-        return {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": str(row.get("name") or "tool"),
-                "gen_ai.tool.call.arguments": json.dumps(arguments) if isinstance(arguments, dict) else str(arguments or "")}  # fmt: skip
+        return {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": str(row.get("name") or "tool"),
+            "gen_ai.tool.call.arguments": json.dumps(arguments)
+            if isinstance(arguments, dict)
+            else str(arguments or ""),
+        }
     return {}
 
 
@@ -252,8 +297,13 @@ def _documents(output: Any) -> Any:
             return output
         metadata = document.get("metadata") if isinstance(document.get("metadata"), dict) else {}
         chunk_id = document.get("id") or metadata.get("chunk_id") or metadata.get("id")
-        result.append({"id": chunk_id, "content": document.get("content", document.get("page_content")),
-                       "score": document.get("score", metadata.get("score"))})  # fmt: skip
+        result.append(
+            {
+                "id": chunk_id,
+                "content": document.get("content", document.get("page_content")),
+                "score": document.get("score", metadata.get("score")),
+            }
+        )
     return result
 
 
@@ -265,5 +315,13 @@ def _score_span(row: dict[str, Any]) -> Span | None:
         value = 1 if value else -1
     feedback: Any = int(value) if value in (-1, 0, 1) else value  # another scale: the assembler names the shape
     start = _ns(row["timestamp"])
-    return Span(str(row["trace_id"]), f"score:{row.get('id')}", SCORE_PARENT, "score", start, start,
-                {"ragwatch.user_feedback": feedback}, {})  # fmt: skip
+    return Span(
+        str(row["trace_id"]),
+        f"score:{row.get('id')}",
+        SCORE_PARENT,
+        "score",
+        start,
+        start,
+        {"ragwatch.user_feedback": feedback},
+        {},
+    )

@@ -32,8 +32,9 @@ def read_phoenix_parquet(path: Path) -> Iterator[Span | Damage]:
     try:
         file = pq.ParquetFile(path)
     except Exception as exc:  # pyarrow's ArrowInvalid or OSError for a file that is not Parquet
-        raise UnreadableSource(f"{path}: not a readable Parquet file ({exc}); point RAGWATCH_TRACE_SOURCE_PATH at "
-                               "Phoenix's span export") from exc  # fmt: skip
+        raise UnreadableSource(
+            f"{path}: not a readable Parquet file ({exc}); point RAGWATCH_TRACE_SOURCE_PATH at Phoenix's span export"
+        ) from exc
     missing = {"context.trace_id", "context.span_id", "start_time"} - set(file.schema_arrow.names)
     if missing:
         raise UnreadableSource(f"{path}: not a Phoenix span export (no {sorted(missing)} columns)")
@@ -44,8 +45,13 @@ def read_phoenix_parquet(path: Path) -> Iterator[Span | Damage]:
                     yield phoenix_span(row, service=path.stem)
                 except (TypeError, ValueError) as exc:
                     where = number * BATCH_ROWS + offset + 1
-                    yield Damage(str(path), where, "unknown_attribute_shape", f"{path.name} row {where}: {exc}",
-                                 {str(row.get("context.trace_id")): None})  # fmt: skip
+                    yield Damage(
+                        str(path),
+                        where,
+                        "unknown_attribute_shape",
+                        f"{path.name} row {where}: {exc}",
+                        {str(row.get("context.trace_id")): None},
+                    )
 
 
 def phoenix_span(row: dict[str, Any], *, service: str) -> Span:
@@ -56,9 +62,16 @@ def phoenix_span(row: dict[str, Any], *, service: str) -> Span:
     if row.get("span_kind") and "openinference.span.kind" not in attributes:
         attributes["openinference.span.kind"] = str(row["span_kind"])
     start = _ns(row["start_time"])
-    return Span(str(row["context.trace_id"]), str(row["context.span_id"]), str(row.get("parent_id") or ""),
-                str(row.get("name") or ""), start, _ns(row["end_time"]) if row.get("end_time") else start, attributes,
-                {"service.name": service})  # fmt: skip
+    return Span(
+        str(row["context.trace_id"]),
+        str(row["context.span_id"]),
+        str(row.get("parent_id") or ""),
+        str(row.get("name") or ""),
+        start,
+        _ns(row["end_time"]) if row.get("end_time") else start,
+        attributes,
+        {"service.name": service},
+    )
 
 
 def _flatten(name: str, value: Any, into: dict[str, Any]) -> None:

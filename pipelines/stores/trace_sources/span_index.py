@@ -44,7 +44,9 @@ def _ns(value: datetime) -> int:
     return (value - EPOCH) // timedelta(microseconds=1) * 1_000
 
 
-def build_span_index(path: Path, items: Iterable[Span | Damage], start: datetime, end: datetime, *, source: str) -> Counter:
+def build_span_index(
+    path: Path, items: Iterable[Span | Damage], start: datetime, end: datetime, *, source: str
+) -> Counter:
     """Write the index of the traces whose root span starts in [start, end) to `path` (atomically); the counts."""
     path.parent.mkdir(parents=True, exist_ok=True)
     scratch = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
@@ -69,11 +71,16 @@ def _load(db: sqlite3.Connection, items: Iterable[Span | Damage], low: int, high
     for item in items:
         if isinstance(item, Damage):
             counts[f"lines_{item.reason}"] += 1
-            log.warning("trace source: %s (%s); its %d traces are quarantined", item.detail, item.reason, len(item.trace_starts))
+            log.warning(
+                "trace source: %s (%s); its %d traces are quarantined", item.detail, item.reason, len(item.trace_starts)
+            )
             for trace_id, start_ns in item.trace_starts.items():
                 if start_ns is None or low <= start_ns < high:
                     # The first damage seen names the trace's reason; its surviving spans are kept for the record.
-                    db.execute("INSERT OR IGNORE INTO damage VALUES (?, ?, ?, ?)", (trace_id, start_ns, item.reason, item.detail))
+                    db.execute(
+                        "INSERT OR IGNORE INTO damage VALUES (?, ?, ?, ?)",
+                        (trace_id, start_ns, item.reason, item.detail),
+                    )
             continue
         counts["spans_read"] += 1
         if not low <= item.start_ns < high:
@@ -126,7 +133,9 @@ class SpanIndex:
 
     def count_by(self, keys: list[str]) -> dict[tuple, int]:
         columns = _columns(keys)
-        query = f"SELECT {', '.join(columns) or '1'}, count(*) FROM traces" + (f" GROUP BY {', '.join(columns)}" if columns else "")
+        query = f"SELECT {', '.join(columns) or '1'}, count(*) FROM traces" + (
+            f" GROUP BY {', '.join(columns)}" if columns else ""
+        )
         return {tuple(row[:-1]) if columns else (): row[-1] for row in self.db.execute(query)}
 
     def iter_keys(self, keys: list[str]) -> Iterator[tuple]:
@@ -136,11 +145,21 @@ class SpanIndex:
     def iter_rows(self, trace_ids: list[str]) -> Iterator[dict[str, Any]]:
         """The assembled rows of these traces of the day (those it holds), in trace-id order."""
         marks = ",".join("?" * len(trace_ids))
-        known = {row[0]: row[1:] for row in self.db.execute(
-            f"SELECT t.trace_id, t.ts_ns, t.rejection, d.detail FROM traces t LEFT JOIN damage d USING (trace_id) "
-            f"WHERE t.trace_id IN ({marks})", trace_ids)}  # fmt: skip
-        spans = self.db.execute(f"SELECT trace_id, body FROM spans WHERE trace_id IN ({marks}) ORDER BY trace_id", trace_ids)
-        grouped = {trace_id: [Span.from_json(body) for _, body in group] for trace_id, group in groupby(spans, key=lambda r: r[0])}
+        known = {
+            row[0]: row[1:]
+            for row in self.db.execute(
+                f"SELECT t.trace_id, t.ts_ns, t.rejection, d.detail FROM traces t LEFT JOIN damage d USING (trace_id) "
+                f"WHERE t.trace_id IN ({marks})",
+                trace_ids,
+            )
+        }
+        spans = self.db.execute(
+            f"SELECT trace_id, body FROM spans WHERE trace_id IN ({marks}) ORDER BY trace_id", trace_ids
+        )
+        grouped = {
+            trace_id: [Span.from_json(body) for _, body in group]
+            for trace_id, group in groupby(spans, key=lambda r: r[0])
+        }
         for trace_id in sorted(known):
             ts_ns, rejection, damage_detail = known[trace_id]
             if trace_id in grouped:

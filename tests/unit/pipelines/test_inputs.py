@@ -25,22 +25,47 @@ HOSTILE_NAMES = ["..", "../..", "/etc", "a/b", ".hidden", "", "x" * 65, "na\x00m
 HOSTILE_DATES = ["../2026-01-01", "2026-13-01", "2026-02-30", "2026-01-01/..", "yesterday", "2026-1-1", ""]
 HOSTILE_STRATA = ["question", "answer", "app,question", "metadata", "app,app", "", "trace_id"]
 HOSTILE_K = ["0", "-1", "abc", "1,../2", "101", ""]
-HOSTILE_RUN_IDS = ["../x", "online/2026-01-01/prod", "offline/2026-01-01/a/b", "offline/2026-01-01/..",
-                   "offline/2026-13-01/prod", "offline/2026-01-01/x y", ""]  # fmt: skip
+HOSTILE_RUN_IDS = [
+    "../x",
+    "online/2026-01-01/prod",
+    "offline/2026-01-01/a/b",
+    "offline/2026-01-01/..",
+    "offline/2026-13-01/prod",
+    "offline/2026-01-01/x y",
+    "",
+]
 SECRET = "s3cret-pw"
-HOSTILE_URLS = [f"http://user:{SECRET}@rag.internal/ask", f"http://rag.internal/ask?token={SECRET}",
-                f"http://rag.internal/ask?api_key={SECRET}&x=1", "file:///etc/passwd", "ftp://rag.internal/x",
-                "javascript:alert(1)", "http://rag internal/x"]  # fmt: skip
+HOSTILE_URLS = [
+    f"http://user:{SECRET}@rag.internal/ask",
+    f"http://rag.internal/ask?token={SECRET}",
+    f"http://rag.internal/ask?api_key={SECRET}&x=1",
+    "file:///etc/passwd",
+    "ftp://rag.internal/x",
+    "javascript:alert(1)",
+    "http://rag internal/x",
+]
 
 
 def cli_cases(csv_file: Path) -> list[list[str]]:
-    golden_commands = [["golden", "build"], ["golden", "summary"], ["golden", "release"], ["golden", "show"],
-                       ["golden", "import", str(csv_file)], ["golden", "review", "export"],
-                       ["golden", "review", "import", str(csv_file)]]  # fmt: skip
+    golden_commands = [
+        ["golden", "build"],
+        ["golden", "summary"],
+        ["golden", "release"],
+        ["golden", "show"],
+        ["golden", "import", str(csv_file)],
+        ["golden", "review", "export"],
+        ["golden", "review", "import", str(csv_file)],
+    ]
     golden_commands += [["golden", "stage", step] for step in ("plan", "generate", "filter", "split", "validate")]
     cases = [[*command, "--name", name] for command in golden_commands for name in HOSTILE_NAMES]
-    dated = [["traces", "sample"], ["demo", "summary"], ["golden", "build"], ["golden", "stage", "plan"],
-             ["eval", "offline"], ["eval", "online"]]  # fmt: skip
+    dated = [
+        ["traces", "sample"],
+        ["demo", "summary"],
+        ["golden", "build"],
+        ["golden", "stage", "plan"],
+        ["eval", "offline"],
+        ["eval", "online"],
+    ]
     cases += [[*command, "--date", day] for command in dated for day in HOSTILE_DATES]
     cases += [["traces", "sample", "--date", "2026-01-01", "--strata", strata] for strata in HOSTILE_STRATA]
     cases += [["traces", "sample", "--date", "2026-01-01", "--rate", rate] for rate in ("0", "1.5", "-1")]
@@ -54,15 +79,20 @@ def cli_cases(csv_file: Path) -> list[list[str]]:
     cases += [["eval", "compare", "--a", f"url={url}", "--b", "k=3"] for url in HOSTILE_URLS[:3]]
     cases += [["golden", "show", "--version", v] for v in ("../v1", "v1/../..")]
     cases += [["eval", "summary", "--suite", suite] for suite in ("../offline", "all", "")]
-    cases += [[*command, run] for command in (["eval", "offline", "--baseline-run"], ["eval", "offline", "--reference-run"],
-                                              ["eval", "pin"]) for run in HOSTILE_RUN_IDS]  # fmt: skip
+    cases += [
+        [*command, run]
+        for command in (["eval", "offline", "--baseline-run"], ["eval", "offline", "--reference-run"], ["eval", "pin"])
+        for run in HOSTILE_RUN_IDS
+    ]
     return cases
 
 
 def snapshot(folder: Path) -> dict[str, str]:
     """Every file and folder under `folder`, with a content hash: what a hostile value must leave alone."""
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir"
-            for p in sorted(folder.rglob("*"))}  # fmt: skip
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir"
+        for p in sorted(folder.rglob("*"))
+    }
 
 
 @pytest.fixture

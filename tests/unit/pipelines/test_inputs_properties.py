@@ -47,7 +47,10 @@ def test_a_golden_set_name_is_refused_or_one_folder_under_golden(text):
 def test_a_target_name_is_refused_or_one_file_under_the_suites_folders(text, suite):
     workspace = Workspace(ROOT)
     try:
-        run, report = workspace.run_folder(suite, date(2026, 3, 1), text), workspace.report(suite, date(2026, 3, 1), text)
+        run, report = (
+            workspace.run_folder(suite, date(2026, 3, 1), text),
+            workspace.report(suite, date(2026, 3, 1), text),
+        )
     except inputs.InvalidInput as exc:
         assert "target name" in str(exc) or "report" in str(exc)
         return
@@ -66,7 +69,9 @@ def test_a_date_is_refused_or_the_calendar_day_it_spells(text):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.one_of(ANY_TEXT, st.lists(st.sampled_from([*inputs.STRATA, "question", "answer", ""]), max_size=6).map(",".join)))
+@given(
+    st.one_of(ANY_TEXT, st.lists(st.sampled_from([*inputs.STRATA, "question", "answer", ""]), max_size=6).map(",".join))
+)
 def test_strata_are_refused_or_only_categorical_fields(text):
     try:
         strata = inputs.strata(text)

@@ -57,8 +57,12 @@ def test_runs_the_inbox_and_staging_are_never_versioned(settings, tmp_path, capl
     assert remote_url(workspace) == str(tmp_path / "moved") and "RAGWATCH_DVC_REMOTE" in caplog.text
     assert f"url = {tmp_path / 'moved'}" in git("show", "HEAD:.dvc/config", cwd=workspace.root)
     day = DAY
-    for path in (workspace.review_candidates(day), workspace.run_folder("online", day, "production").meta,
-                 workspace.traces_staging(day).part(0), workspace.traces_selection(day, "attempt").ids):
+    for path in (
+        workspace.review_candidates(day),
+        workspace.run_folder("online", day, "production").meta,
+        workspace.traces_staging(day).part(0),
+        workspace.traces_selection(day, "attempt").ids,
+    ):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("unreviewed production text")
         relative = str(workspace.relative(path))

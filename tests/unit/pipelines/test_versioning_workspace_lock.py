@@ -46,8 +46,10 @@ def test_first_runs_started_at_once_on_a_fresh_workspace_all_version_without_a_r
     assert not (workspace.root / ".git").exists()
     context = multiprocessing.get_context("fork")  # how Airflow's executors start task processes
     start, results = context.Barrier(len(DAYS)), context.Queue()
-    runs = [context.Process(target=_first_run, args=(str(settings.home), str(remote), day, partitions[day], start, results))
-            for day in DAYS]  # fmt: skip
+    runs = [
+        context.Process(target=_first_run, args=(str(settings.home), str(remote), day, partitions[day], start, results))
+        for day in DAYS
+    ]
     for run in runs:
         run.start()
     outcomes = [results.get(timeout=300) for _ in runs]
@@ -62,7 +64,11 @@ def test_first_runs_started_at_once_on_a_fresh_workspace_all_version_without_a_r
     subjects = git("log", "--format=%s", cwd=workspace.root).splitlines()
     assert sorted(subjects) == ["ragwatch: initialise data workspace", *(f"traces: sample of {day}" for day in DAYS)]
     config = (workspace.root / ".dvc" / "config").read_text()
-    assert config.count("['remote ") == 1 and config.count("remote = storage") == 1 and remote_url(workspace) == str(remote)
+    assert (
+        config.count("['remote ") == 1
+        and config.count("remote = storage") == 1
+        and remote_url(workspace) == str(remote)
+    )
     assert git("status", "--porcelain", "--ignored=no", cwd=workspace.root) == ""
     for day in DAYS:
         md5 = workspace.dvc_md5(workspace.traces_partition(day).root)

@@ -35,7 +35,11 @@ def split_alpha(comparisons: int, alpha: float = GATE_ALPHA) -> float:
 def level_note(comparisons: int, alpha: float = GATE_ALPHA) -> str:
     """The rule in one sentence, for the gate's summary and report."""
     if comparisons <= 1:
-        return f"one comparison at family-wise α = {alpha:g}: an unchanged system fails this gate at most " \
-               f"{100 * alpha:g} % of the time"
-    return (f"{comparisons} comparisons at α = {split_alpha(comparisons, alpha):g} each (Bonferroni): an unchanged "
-            f"system fails this run's gate at most {100 * alpha:g} % of the time")
+        return (
+            f"one comparison at family-wise α = {alpha:g}: an unchanged system fails this gate at most "
+            f"{100 * alpha:g} % of the time"
+        )
+    return (
+        f"{comparisons} comparisons at α = {split_alpha(comparisons, alpha):g} each (Bonferroni): an unchanged "
+        f"system fails this run's gate at most {100 * alpha:g} % of the time"
+    )

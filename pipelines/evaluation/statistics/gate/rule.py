@@ -162,24 +162,26 @@ class GateResult:
     @property
     def rule(self) -> str:
         """The decision rule in one paragraph, for the report."""
-        return (f"A metric is gated where the baseline measured it and at least {self.min_pairs} items are scored ok "
-                f"in both runs; otherwise it is listed 'not gated' with the reason and its observed change. A gated "
-                f"metric fails when its mean over the items ok in both runs worsens by more than "
-                f"max({self.min_tolerance:g}, noise band), or when the same worsening with every failed, skipped or "
-                f"missing item counted at the worst end of the range (the worst case) does; the worst case is also "
-                f"tested where failures leave fewer pairs, when the baseline scored at least {self.min_pairs} items "
-                f"ok. Any metric fails when its share of failed, skipped or missing items rises by more than "
-                f"{self.max_failure_rise:g}, and "
-                f"when the baseline measured it and the candidate has no score of it at all. Each "
-                f"worsening must also be significant: the one-sided randomization tests of 'nothing changed' "
-                f"(whole items re-labelled between the runs, the same draws for every check) are corrected "
-                f"together by Westfall–Young's step-down maxT over the {self.family_size} check(s) that could move, "
-                f"at family-wise α = {self.alpha:g}: an unchanged system fails this comparison at most "
-                f"{100 * self.alpha:g} % of the time (a run compared with its baseline and its reference spends half "
-                f"of the gate's {100 * GATE_ALPHA:g} % on each). The noise band is the largest worsening its step does not call "
-                f"significant. Intervals are two-sided {100 * self.confidence:g} %, unadjusted. 'Catches' is the "
-                f"smallest drop of a metric's mean that this gate fails at least 90 % of the time at its n and "
-                f"spread: what a pass can still hide.")  # fmt: skip
+        return (
+            f"A metric is gated where the baseline measured it and at least {self.min_pairs} items are scored ok "
+            f"in both runs; otherwise it is listed 'not gated' with the reason and its observed change. A gated "
+            f"metric fails when its mean over the items ok in both runs worsens by more than "
+            f"max({self.min_tolerance:g}, noise band), or when the same worsening with every failed, skipped or "
+            f"missing item counted at the worst end of the range (the worst case) does; the worst case is also "
+            f"tested where failures leave fewer pairs, when the baseline scored at least {self.min_pairs} items "
+            f"ok. Any metric fails when its share of failed, skipped or missing items rises by more than "
+            f"{self.max_failure_rise:g}, and "
+            f"when the baseline measured it and the candidate has no score of it at all. Each "
+            f"worsening must also be significant: the one-sided randomization tests of 'nothing changed' "
+            f"(whole items re-labelled between the runs, the same draws for every check) are corrected "
+            f"together by Westfall–Young's step-down maxT over the {self.family_size} check(s) that could move, "
+            f"at family-wise α = {self.alpha:g}: an unchanged system fails this comparison at most "
+            f"{100 * self.alpha:g} % of the time (a run compared with its baseline and its reference spends half "
+            f"of the gate's {100 * GATE_ALPHA:g} % on each). The noise band is the largest worsening its step does not call "
+            f"significant. Intervals are two-sided {100 * self.confidence:g} %, unadjusted. 'Catches' is the "
+            f"smallest drop of a metric's mean that this gate fails at least 90 % of the time at its n and "
+            f"spread: what a pass can still hide."
+        )
 
     def summary(self) -> str:
         if not self.passed:
@@ -227,9 +229,15 @@ class _Check:
 
 
 def regression_gate(
-    candidate: Sequence[ScoreLike], baseline: Sequence[ScoreLike], metrics: Iterable[str], *,
-    min_tolerance: float = DEFAULT_MIN_TOLERANCE, min_pairs: int = DEFAULT_MIN_PAIRS,
-    max_failure_rise: float = DEFAULT_MAX_FAILURE_RISE, alpha: float = GATE_ALPHA, draws: int | None = None,
+    candidate: Sequence[ScoreLike],
+    baseline: Sequence[ScoreLike],
+    metrics: Iterable[str],
+    *,
+    min_tolerance: float = DEFAULT_MIN_TOLERANCE,
+    min_pairs: int = DEFAULT_MIN_PAIRS,
+    max_failure_rise: float = DEFAULT_MAX_FAILURE_RISE,
+    alpha: float = GATE_ALPHA,
+    draws: int | None = None,
     seed: int = SEED,
 ) -> GateResult:
     """Pass when no metric fails (the statistics package docstring and `GateResult.rule` state the exact tests).
@@ -267,17 +275,38 @@ def regression_gate(
     cand_rows, base_rows = _rows_by_metric(candidate, gated), _rows_by_metric(baseline, gated)
     shared = any(cand_rows[m].keys() & base_rows[m].keys() for m in gated)
     design = "paired" if shared else "independent"
-    drafts = [_gate_draft(metric, cand_rows[metric], base_rows[metric], design=design, min_pairs=min_pairs,
-                          min_tolerance=min_tolerance, max_failure_rise=max_failure_rise, alpha=alpha)
-              for metric in gated]  # fmt: skip
+    drafts = [
+        _gate_draft(
+            metric,
+            cand_rows[metric],
+            base_rows[metric],
+            design=design,
+            min_pairs=min_pairs,
+            min_tolerance=min_tolerance,
+            max_failure_rise=max_failure_rise,
+            alpha=alpha,
+        )
+        for metric in gated
+    ]
     checks = [check for draft in drafts for check in draft["checks"].values()]
     family = _test_family(checks, design, cand_rows, alpha=alpha, draws=draws, seed=seed)
-    method = PERMUTATION_MONTE_CARLO if design == "independent" else (
-        SIGN_FLIP_EXACT if family.exact else SIGN_FLIP_MONTE_CARLO)  # fmt: skip
+    method = (
+        PERMUTATION_MONTE_CARLO
+        if design == "independent"
+        else (SIGN_FLIP_EXACT if family.exact else SIGN_FLIP_MONTE_CARLO)
+    )
     results = [_gate_verdict(draft, method=method, alpha=alpha, critical=family.critical) for draft in drafts]
-    return GateResult(passed=all(r.passed for r in results), metrics=results, min_tolerance=min_tolerance,
-                      alpha=alpha, min_pairs=min_pairs, max_failure_rise=max_failure_rise, confidence=1.0 - alpha,
-                      family_size=family.size, draws=family.draws)  # fmt: skip
+    return GateResult(
+        passed=all(r.passed for r in results),
+        metrics=results,
+        min_tolerance=min_tolerance,
+        alpha=alpha,
+        min_pairs=min_pairs,
+        max_failure_rise=max_failure_rise,
+        confidence=1.0 - alpha,
+        family_size=family.size,
+        draws=family.draws,
+    )
 
 
 def _rows_by_metric(scores: Iterable[ScoreLike], metrics: list[str]) -> dict[str, dict[str, ScoreLike]]:
@@ -292,25 +321,51 @@ def _rows_by_metric(scores: Iterable[ScoreLike], metrics: list[str]) -> dict[str
     return rows
 
 
-def _gate_draft(metric: str, cand_rows: dict[str, ScoreLike], base_rows: dict[str, ScoreLike], *, design: str,
-                min_pairs: int, min_tolerance: float, max_failure_rise: float, alpha: float) -> dict:  # fmt: skip
+def _gate_draft(
+    metric: str,
+    cand_rows: dict[str, ScoreLike],
+    base_rows: dict[str, ScoreLike],
+    *,
+    design: str,
+    min_pairs: int,
+    min_tolerance: float,
+    max_failure_rise: float,
+    alpha: float,
+) -> dict:
     """Every figure of one metric's gate, and its checks for the family test."""
     higher = metric not in LOWER_IS_BETTER
     cand = {i: ok_value(s) for i, s in cand_rows.items() if s.status == "ok"}
     base = {i: ok_value(s) for i, s in base_rows.items() if s.status == "ok"}
-    draft: dict = dict(metric=metric, design=design, higher_is_better=higher, n_pairs=0, n_candidate=len(cand),
-                       n_baseline=len(base), n_candidate_items=len(cand_rows), n_baseline_items=len(base_rows),
-                       candidate_mean=None, baseline_mean=None, diff=None, standard_error=None, ci_low=None,
-                       ci_high=None, ci_method=None, checks={})  # fmt: skip
+    draft: dict = dict(
+        metric=metric,
+        design=design,
+        higher_is_better=higher,
+        n_pairs=0,
+        n_candidate=len(cand),
+        n_baseline=len(base),
+        n_candidate_items=len(cand_rows),
+        n_baseline_items=len(base_rows),
+        candidate_mean=None,
+        baseline_mean=None,
+        diff=None,
+        standard_error=None,
+        ci_low=None,
+        ci_high=None,
+        ci_method=None,
+        checks={},
+    )
     if not base:
-        draft.update(design="none", status=RECOVERY if base_rows and cand else
-                     NOT_IN_BASELINE if cand else NOT_MEASURED)  # fmt: skip
+        draft.update(
+            design="none", status=RECOVERY if base_rows and cand else NOT_IN_BASELINE if cand else NOT_MEASURED
+        )
         if cand:
             draft["candidate_mean"] = float(np.mean(list(cand.values())))
         return draft
     if not cand_rows:
-        draft.update(status=f"not gated: the candidate has no score of it (the baseline measured {len(base)} items)",
-                     missing_metric=True)  # fmt: skip
+        draft.update(
+            status=f"not gated: the candidate has no score of it (the baseline measured {len(base)} items)",
+            missing_metric=True,
+        )
         return draft
     sign = 1.0 if higher else -1.0  # worsening = sign · (baseline − candidate)
     if design == "paired":
@@ -320,13 +375,17 @@ def _gate_draft(metric: str, cand_rows: dict[str, ScoreLike], base_rows: dict[st
         rise = {i: float(cand_lost[i]) - float(base_lost[i]) for i in items if cand_lost[i] != base_lost[i]}
         draft["checks"][FAILURE_RISE] = _Check(FAILURE_RISE, max_failure_rise, contributions=rise, size=len(items))
         shared = [i for i in items if i in base and i in cand]
-        draft.update(n_pairs=len(shared), n_missing=sum(i not in cand_rows for i in items),
-                     candidate_not_ok_share=sum(cand_lost.values()) / len(items),
-                     baseline_not_ok_share=sum(base_lost.values()) / len(items))  # fmt: skip
+        draft.update(
+            n_pairs=len(shared),
+            n_missing=sum(i not in cand_rows for i in items),
+            candidate_not_ok_share=sum(cand_lost.values()) / len(items),
+            baseline_not_ok_share=sum(base_lost.values()) / len(items),
+        )
         enough = len(shared) >= min_pairs
         c, b = np.array([cand[i] for i in shared]), np.array([base[i] for i in shared])
-        span = value_range(metric, np.concatenate([c, b, [base[i] for i in items if i in base],
-                                                   [cand[i] for i in items if i in cand]]))  # fmt: skip
+        span = value_range(
+            metric, np.concatenate([c, b, [base[i] for i in items if i in base], [cand[i] for i in items if i in cand]])
+        )
         if shared:
             difference = paired_difference(c, b, span)
             se = float((c - b).std(ddof=1) / math.sqrt(c.size)) if c.size >= 2 else None
@@ -340,12 +399,18 @@ def _gate_draft(metric: str, cand_rows: dict[str, ScoreLike], base_rows: dict[st
         # score drop untestable. With nothing lost the worst case is the score drop itself.
         if len(base) >= min_pairs and span is not None and n_lost:
             worst = span[0] if higher else span[1]
-            imputed = dict(zip(items, (-sign * score_change([cand.get(i, worst) for i in items],
-                                                       [base.get(i, worst) for i in items])).tolist()))
-            draft["checks"][WORST_CASE_DROP] = _Check(WORST_CASE_DROP, min_tolerance, contributions=imputed,
-                                                      size=len(items))  # fmt: skip
-            draft.update(worst_case_diff=-sign * float(np.mean(list(imputed.values()))), worst=worst,
-                         n_lost=n_lost)  # fmt: skip
+            imputed = dict(
+                zip(
+                    items,
+                    (
+                        -sign * score_change([cand.get(i, worst) for i in items], [base.get(i, worst) for i in items])
+                    ).tolist(),
+                )
+            )
+            draft["checks"][WORST_CASE_DROP] = _Check(
+                WORST_CASE_DROP, min_tolerance, contributions=imputed, size=len(items)
+            )
+            draft.update(worst_case_diff=-sign * float(np.mean(list(imputed.values()))), worst=worst, n_lost=n_lost)
         not_gated_text = f"only {len(shared)} items scored ok in both runs (need ≥ {min_pairs})"
         n_compared = len(shared)
     else:
@@ -353,41 +418,57 @@ def _gate_draft(metric: str, cand_rows: dict[str, ScoreLike], base_rows: dict[st
         base_lost = {i: s.status != "ok" for i, s in base_rows.items()}
         lost = {i: float(v) for i, v in (cand_lost | base_lost).items()}
         draft["checks"][FAILURE_RISE] = _Check(FAILURE_RISE, max_failure_rise, values=lost, direction=1.0)
-        draft.update(candidate_not_ok_share=float(np.mean(list(cand_lost.values()))) if cand_lost else 1.0,
-                     baseline_not_ok_share=float(np.mean(list(base_lost.values()))))  # fmt: skip
+        draft.update(
+            candidate_not_ok_share=float(np.mean(list(cand_lost.values()))) if cand_lost else 1.0,
+            baseline_not_ok_share=float(np.mean(list(base_lost.values()))),
+        )
         enough = len(cand) >= min_pairs and len(base) >= min_pairs
         c, b = np.array(list(cand.values())), np.array(list(base.values()))
         span = value_range(metric, np.concatenate([c, b]))
         if cand:
             difference = independent_difference(c, b, span)
-            se = (math.sqrt(c.var(ddof=1) / c.size + b.var(ddof=1) / b.size)
-                  if c.size >= 2 and b.size >= 2 else None)  # fmt: skip
+            se = math.sqrt(c.var(ddof=1) / c.size + b.var(ddof=1) / b.size) if c.size >= 2 and b.size >= 2 else None
         if enough:
             draft["checks"][SCORE_DROP] = _Check(SCORE_DROP, min_tolerance, values=cand | base, direction=-sign)
         n_lost = sum(cand_lost.values()) + sum(base_lost.values())
         if len(base) >= min_pairs and span is not None and n_lost:  # as paired: the baseline measured it
             worst = span[0] if higher else span[1]
             imputed = {i: cand.get(i, worst) for i in cand_rows} | {i: base.get(i, worst) for i in base_rows}
-            draft["checks"][WORST_CASE_DROP] = _Check(WORST_CASE_DROP, min_tolerance, values=imputed,
-                                                      direction=-sign)  # fmt: skip
-            draft.update(worst_case_diff=float(np.mean([imputed[i] for i in cand_rows])
-                                               - np.mean([imputed[i] for i in base_rows])), worst=worst,
-                         n_lost=n_lost)  # fmt: skip
+            draft["checks"][WORST_CASE_DROP] = _Check(WORST_CASE_DROP, min_tolerance, values=imputed, direction=-sign)
+            draft.update(
+                worst_case_diff=float(
+                    np.mean([imputed[i] for i in cand_rows]) - np.mean([imputed[i] for i in base_rows])
+                ),
+                worst=worst,
+                n_lost=n_lost,
+            )
         not_gated_text = f"only {len(cand)} candidate and {len(base)} baseline ok scores (need ≥ {min_pairs} each)"
         n_compared = min(len(cand), len(base))
     draft["failure_rise"] = draft["candidate_not_ok_share"] - draft["baseline_not_ok_share"]
     draft["status"] = GATED if enough else f"not gated: n = {n_compared} < {min_pairs}"
     draft["not_gated_text"] = not_gated_text
     if c.size and b.size:
-        draft.update(candidate_mean=float(c.mean()), baseline_mean=float(b.mean()), diff=difference.estimate,
-                     standard_error=se, ci_method=difference.method)  # fmt: skip
+        draft.update(
+            candidate_mean=float(c.mean()),
+            baseline_mean=float(b.mean()),
+            diff=difference.estimate,
+            standard_error=se,
+            ci_method=difference.method,
+        )
         if difference.has_interval:
             draft["ci_low"], draft["ci_high"] = difference.bounds(alpha / 2.0)
     return draft
 
 
-def _test_family(checks: list[_Check], design: str, cand_rows: dict[str, dict[str, ScoreLike]], *, alpha: float,
-                 draws: int | None, seed: int) -> FamilyTest:  # fmt: skip
+def _test_family(
+    checks: list[_Check],
+    design: str,
+    cand_rows: dict[str, dict[str, ScoreLike]],
+    *,
+    alpha: float,
+    draws: int | None,
+    seed: int,
+) -> FamilyTest:
     """Run the family test over every check and write each one's result back into it."""
     if not checks:
         empty = np.zeros(0)
@@ -434,24 +515,41 @@ def _gate_verdict(draft: dict, *, method: str, alpha: float, critical: float) ->
 
     score, worst_case, rise = checks.get(SCORE_DROP), checks.get(WORST_CASE_DROP), checks.get(FAILURE_RISE)
     if score is not None:
-        sizes = f"{draft['n_pairs']} pairs" if draft["design"] == "paired" else \
-            f"{draft['n_candidate']} vs {draft['n_baseline']} items"  # fmt: skip
-        texts.append((f"{change(score.observed)} {'exceeds' if score.failed(alpha) else 'within'} tolerance "
-                      f"{score.tolerance:.4f} ({draft['design']}, {sizes}, {p_text(score)})",
-                      SCORE_DROP if score.failed(alpha) else None))  # fmt: skip
+        sizes = (
+            f"{draft['n_pairs']} pairs"
+            if draft["design"] == "paired"
+            else f"{draft['n_candidate']} vs {draft['n_baseline']} items"
+        )
+        texts.append(
+            (
+                f"{change(score.observed)} {'exceeds' if score.failed(alpha) else 'within'} tolerance "
+                f"{score.tolerance:.4f} ({draft['design']}, {sizes}, {p_text(score)})",
+                SCORE_DROP if score.failed(alpha) else None,
+            )
+        )
     elif draft["diff"] is not None and not_gated_text:
         texts.append((f"not gated: {not_gated_text}; observed change {draft['diff']:+.4f}", None))
     elif not texts:
         texts.append((draft["status"] if not not_gated_text else f"not gated: {not_gated_text}", None))
     if worst_case is not None:
-        texts.append((f"worst case ({n_lost} failed, skipped or missing at {worst:g}): {change(worst_case.observed)} "
-                      f"{'exceeds' if worst_case.failed(alpha) else 'within'} tolerance {worst_case.tolerance:.4f} "
-                      f"({p_text(worst_case)})", WORST_CASE_DROP if worst_case.failed(alpha) else None))  # fmt: skip
+        texts.append(
+            (
+                f"worst case ({n_lost} failed, skipped or missing at {worst:g}): {change(worst_case.observed)} "
+                f"{'exceeds' if worst_case.failed(alpha) else 'within'} tolerance {worst_case.tolerance:.4f} "
+                f"({p_text(worst_case)})",
+                WORST_CASE_DROP if worst_case.failed(alpha) else None,
+            )
+        )
     if rise is not None and rise.failed(alpha):
         missing = f", {draft['n_missing']} missing" if draft.get("n_missing") else ""
-        texts.append((f"failed, skipped or missing share rose from {draft['baseline_not_ok_share']:.2f} to "
-                      f"{draft['candidate_not_ok_share']:.2f} (+{rise.observed:.2f} > {rise.threshold:.2f}{missing}, "
-                      f"{p_text(rise)})", FAILURE_RISE))  # fmt: skip
+        texts.append(
+            (
+                f"failed, skipped or missing share rose from {draft['baseline_not_ok_share']:.2f} to "
+                f"{draft['candidate_not_ok_share']:.2f} (+{rise.observed:.2f} > {rise.threshold:.2f}{missing}, "
+                f"{p_text(rise)})",
+                FAILURE_RISE,
+            )
+        )
     failed = tuple(check for _, check in texts if check)
     reason = "; ".join([text for text, check in texts if check] + [text for text, check in texts if not check])
     detectable = None
@@ -459,19 +557,26 @@ def _gate_verdict(draft: dict, *, method: str, alpha: float, critical: float) ->
         mean_square = sum(v * v for v in score.contributions.values()) / score.size
         detectable = detectable_drop(mean_square, score.size, width, critical, score.threshold)
     return MetricGate(
-        **draft, tolerance=score.tolerance if score else None, passed=not failed, reason=reason,
-        test_method=method if checks else None, p_value=score.p_value if score else None,
-        p_adjusted=score.p_adjusted if score else None, gated=draft["status"] == GATED,
-        failure_rise_p_value=rise.p_value if rise else None, failure_rise_p_adjusted=rise.p_adjusted if rise else None,
+        **draft,
+        tolerance=score.tolerance if score else None,
+        passed=not failed,
+        reason=reason,
+        test_method=method if checks else None,
+        p_value=score.p_value if score else None,
+        p_adjusted=score.p_adjusted if score else None,
+        gated=draft["status"] == GATED,
+        failure_rise_p_value=rise.p_value if rise else None,
+        failure_rise_p_adjusted=rise.p_adjusted if rise else None,
         worst_case_p_value=worst_case.p_value if worst_case else None,
         worst_case_p_adjusted=worst_case.p_adjusted if worst_case else None,
-        worst_case_tolerance=worst_case.tolerance if worst_case else None, checks_failed=failed,
+        worst_case_tolerance=worst_case.tolerance if worst_case else None,
+        checks_failed=failed,
         detectable_drop=detectable,
-    )  # fmt: skip
+    )
 
 
 def _fmt_p(p: float | None) -> str:
-    """"= 0.012" or "< 0.001", to follow a "p"."""
+    """ "= 0.012" or "< 0.001", to follow a "p"."""
     if p is None:
         return "= —"
     return "< 0.001" if p < 0.001 else f"= {p:.3f}"

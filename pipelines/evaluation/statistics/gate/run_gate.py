@@ -33,8 +33,10 @@ from pipelines.records import Score
 from pipelines.stores.results import EvalRun, ResultsStore
 
 Role = Literal["baseline", "reference"]
-CHOOSE_ANOTHER = ("pass --baseline-run / --reference-run (DAG params baseline_run / reference_run) to choose a "
-                  "comparable run, or pin this run as a release (`ragwatch eval pin RUN_ID`) to start from it")
+CHOOSE_ANOTHER = (
+    "pass --baseline-run / --reference-run (DAG params baseline_run / reference_run) to choose a "
+    "comparable run, or pin this run as a release (`ragwatch eval pin RUN_ID`) to start from it"
+)
 
 
 @dataclass(frozen=True)
@@ -73,9 +75,17 @@ class Comparison:
         return f"against the {self.role} {self.against.run_id}{scope}: {self.verdict}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"role": self.role, "run_id": self.against.run_id, "dataset_version": self.against.dataset_version,
-                "chosen": self.chosen, "passed": self.passed, "summary": self.summary(), "scope": self.scope,
-                "not_comparable": self.not_comparable, "gate": self.gate.to_dict() if self.gate else None}  # fmt: skip
+        return {
+            "role": self.role,
+            "run_id": self.against.run_id,
+            "dataset_version": self.against.dataset_version,
+            "chosen": self.chosen,
+            "passed": self.passed,
+            "summary": self.summary(),
+            "scope": self.scope,
+            "not_comparable": self.not_comparable,
+            "gate": self.gate.to_dict() if self.gate else None,
+        }
 
 
 @dataclass(frozen=True)
@@ -118,10 +128,16 @@ class RunGate:
         the combined verdict, and every comparison."""
         baseline, reference = self.baseline, self.reference
         top = baseline.gate.to_dict() if baseline and baseline.gate else {"metrics": []}
-        return {**top, "passed": self.passed, "summary": self.summary(), "level": self.level,
-                "baseline": baseline.against.run_id if baseline else None,
-                "reference": reference.against.run_id if reference else None, "reference_note": self.reference_note,
-                "comparisons": [c.to_dict() for c in self.comparisons]}  # fmt: skip
+        return {
+            **top,
+            "passed": self.passed,
+            "summary": self.summary(),
+            "level": self.level,
+            "baseline": baseline.against.run_id if baseline else None,
+            "reference": reference.against.run_id if reference else None,
+            "reference_note": self.reference_note,
+            "comparisons": [c.to_dict() for c in self.comparisons],
+        }
 
 
 def measured_metrics(scores: Sequence[Score], *, min_ok: int) -> set[str]:
@@ -133,9 +149,15 @@ def measured_metrics(scores: Sequence[Score], *, min_ok: int) -> set[str]:
     return {m for m, n in counts.items() if n >= min_ok}
 
 
-def gate_against_baseline(store: ResultsStore, run: EvalRun, scores: Sequence[Score], *,
-                          min_pairs: int = DEFAULT_MIN_PAIRS, baseline_run: str | None = None,
-                          reference_run: str | None = None) -> RunGate | None:  # fmt: skip
+def gate_against_baseline(
+    store: ResultsStore,
+    run: EvalRun,
+    scores: Sequence[Score],
+    *,
+    min_pairs: int = DEFAULT_MIN_PAIRS,
+    baseline_run: str | None = None,
+    reference_run: str | None = None,
+) -> RunGate | None:
     """Gate `run` against its baseline and its reference (module docstring); None when there is no baseline.
 
     `baseline_run` / `reference_run` name the runs instead (e.g. a candidate target against the accepted run
@@ -154,8 +176,10 @@ def gate_against_baseline(store: ResultsStore, run: EvalRun, scores: Sequence[Sc
         picked = store.reference_choice(run, **choice)
         reference, why, skipped = picked.run, picked.why, picked.skipped
     if reference is None:
-        note = (f"no reference yet: no release pinned and no earlier accepted run on {run.dataset_version} "
-                f"(`ragwatch eval pin RUN_ID` pins one)")  # fmt: skip
+        note = (
+            f"no reference yet: no release pinned and no earlier accepted run on {run.dataset_version} "
+            f"(`ragwatch eval pin RUN_ID` pins one)"
+        )
     elif baseline is not None and reference.run_id == baseline.run_id:
         note = f"the reference is the baseline ({why})"
     else:
@@ -173,14 +197,25 @@ def gate_against_baseline(store: ResultsStore, run: EvalRun, scores: Sequence[Sc
             chosen = "named by baseline_run" if baseline_run else _why_baseline(run, against, against_scores, min_pairs)
         else:
             chosen = why
-        comparisons.append(compare_with(run, scores, against, against_scores, role=role, chosen=chosen,
-                                        min_pairs=min_pairs, alpha=alpha))  # fmt: skip
+        comparisons.append(
+            compare_with(
+                run, scores, against, against_scores, role=role, chosen=chosen, min_pairs=min_pairs, alpha=alpha
+            )
+        )
     return RunGate(comparisons=tuple(comparisons), reference_note=note, alpha=alpha) if comparisons else None
 
 
-def compare_with(run: EvalRun, scores: Sequence[Score], baseline: EvalRun, baseline_scores: Sequence[Score], *,
-                 role: Role, chosen: str, min_pairs: int = DEFAULT_MIN_PAIRS,
-                 alpha: float = GATE_ALPHA) -> Comparison:  # fmt: skip
+def compare_with(
+    run: EvalRun,
+    scores: Sequence[Score],
+    baseline: EvalRun,
+    baseline_scores: Sequence[Score],
+    *,
+    role: Role,
+    chosen: str,
+    min_pairs: int = DEFAULT_MIN_PAIRS,
+    alpha: float = GATE_ALPHA,
+) -> Comparison:
     """`run` against `baseline` on the gated metrics the run scored or the baseline measured, on the items both
     have, at family-wise `alpha` (the share of the run's α this comparison may spend).
 
@@ -197,24 +232,32 @@ def compare_with(run: EvalRun, scores: Sequence[Score], baseline: EvalRun, basel
     shared = items & baseline_items
     same_version = baseline.dataset_version == run.dataset_version
     if run.suite == "offline" and len(shared) < min_pairs:
-        cause = (f"the same golden version {run.dataset_version} with other item ids: renamed ids or another subset"
-                 if same_version else f"{baseline.dataset_version} and {run.dataset_version} are a different golden "
-                                      f"set or renamed ids")  # fmt: skip
-        problem = (f"candidate and {role} share {len(shared)} of {len(baseline_items)} item ids (need ≥ {min_pairs} "
-                   f"to pair them): {cause}; {CHOOSE_ANOTHER}")  # fmt: skip
+        cause = (
+            f"the same golden version {run.dataset_version} with other item ids: renamed ids or another subset"
+            if same_version
+            else f"{baseline.dataset_version} and {run.dataset_version} are a different golden set or renamed ids"
+        )
+        problem = (
+            f"candidate and {role} share {len(shared)} of {len(baseline_items)} item ids (need ≥ {min_pairs} "
+            f"to pair them): {cause}; {CHOOSE_ANOTHER}"
+        )
         return Comparison(role=role, against=baseline, chosen=chosen, gate=None, not_comparable=problem)
     scope = None
     if run.suite == "offline" and not same_version:
         scores = [s for s in scores if s.item_id in shared]
         baseline_scores = [s for s in baseline_scores if s.item_id in shared]
-        scope = (f"compared on the {len(shared)} items {baseline.dataset_version} and {run.dataset_version} share; "
-                 f"{len(baseline_items - shared)} retired, {len(items - shared)} new not gated")  # fmt: skip
+        scope = (
+            f"compared on the {len(shared)} items {baseline.dataset_version} and {run.dataset_version} share; "
+            f"{len(baseline_items - shared)} retired, {len(items - shared)} new not gated"
+        )
     elif run.suite == "offline" and run.params.get("subset") and baseline_items - items:
         # A `limit` run evaluates the subset it drew (every drawn item has a score row, failed ones too): the
         # baseline's other items were not asked for, so they are not missing ones.
         baseline_scores = [s for s in baseline_scores if s.item_id in items]
-        scope = (f"compared on this run's subset: {len(shared)} of the {role}'s {len(baseline_items)} items; "
-                 f"{len(baseline_items - items)} not drawn")  # fmt: skip
+        scope = (
+            f"compared on this run's subset: {len(shared)} of the {role}'s {len(baseline_items)} items; "
+            f"{len(baseline_items - items)} not drawn"
+        )
     gate = regression_gate(scores, baseline_scores, gated, min_pairs=min_pairs, alpha=alpha)
     return Comparison(role=role, against=baseline, chosen=chosen, gate=gate, scope=scope)
 
@@ -232,8 +275,7 @@ def _named(store: ResultsStore, run: EvalRun, run_id: str, param: str) -> EvalRu
 
 def _why_baseline(run: EvalRun, baseline: EvalRun, baseline_scores: Sequence[Score], min_pairs: int) -> str:
     if not measured_metrics(baseline_scores, min_ok=min_pairs):
-        return ("the latest accepted run, although it measured no gated metric: no run of this target measured "
-                "one yet")  # fmt: skip
+        return "the latest accepted run, although it measured no gated metric: no run of this target measured one yet"
     chosen = "the previous accepted run of this target"
     if baseline.dataset_version != run.dataset_version:
         chosen += f" (none yet on {run.dataset_version})"

@@ -29,8 +29,9 @@ DETECTABLE_POWER = 0.90
 _BISECTIONS = 40
 
 
-def detectable_drop(mean_square: float, n: int, width: float, critical_z: float, tolerance: float, *,
-                    power: float = DETECTABLE_POWER) -> float | None:  # fmt: skip
+def detectable_drop(
+    mean_square: float, n: int, width: float, critical_z: float, tolerance: float, *, power: float = DETECTABLE_POWER
+) -> float | None:
     """The smallest worsening of the mean that the score-drop check fails with probability ≥ `power` (module
     docstring); None when even a drop of the whole range would not be caught that often."""
     if n < 1 or width <= 0:
@@ -40,7 +41,8 @@ def detectable_drop(mean_square: float, n: int, width: float, critical_z: float,
     def caught(drop: float) -> bool:
         spread = mean_square + drop * width
         return drop - z_power * math.sqrt(max(spread - drop**2, 0.0) / n) >= max(
-            tolerance, critical_z * math.sqrt(spread / n))
+            tolerance, critical_z * math.sqrt(spread / n)
+        )
 
     if not caught(width):
         return None

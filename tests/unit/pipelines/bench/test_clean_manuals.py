@@ -4,9 +4,11 @@ from pipelines.bench.clean_manuals import html_text, info_text, pod_text
 
 
 def test_html_keeps_preformatted_lines_and_drops_scripts_and_navigation():
-    page = ("<html><head><title>t</title><script>var x = 612345678;</script></head><body><nav>Home | Next</nav>"
-            "<h2>How do I parcel out work?</h2><p>Use the   <code>queue</code>\nmodule.</p>"
-            "<pre>for i in range(5):\n    t.start()</pre><p>A &amp; B</p></body></html>")  # fmt: skip
+    page = (
+        "<html><head><title>t</title><script>var x = 612345678;</script></head><body><nav>Home | Next</nav>"
+        "<h2>How do I parcel out work?</h2><p>Use the   <code>queue</code>\nmodule.</p>"
+        "<pre>for i in range(5):\n    t.start()</pre><p>A &amp; B</p></body></html>"
+    )
     text = html_text(page)
     assert "612345678" not in text and "Home | Next" not in text
     assert "How do I parcel out work?\n\nUse the queue module." in text

@@ -91,8 +91,16 @@ def test_bench_runs_offline_and_a_cached_rerun_sends_nothing(no_network) -> None
     assert result["ratio"] == pytest.approx(ours["wall_s"] / theirs["wall_s"])
 
     table = format_eval_bench(result)
-    for row in ("requests served", "requests per item", "prompt tokens per item", "wall time", "efficiency",
-                "failed scores", "rerun wall ÷ first wall", "prompt tokens ÷ ragas' prompt tokens"):
+    for row in (
+        "requests served",
+        "requests per item",
+        "prompt tokens per item",
+        "wall time",
+        "efficiency",
+        "failed scores",
+        "rerun wall ÷ first wall",
+        "prompt tokens ÷ ragas' prompt tokens",
+    ):
         assert row in table
 
 
@@ -119,8 +127,10 @@ def test_simulator_answers_ragas_legacy_prompts_with_one_choice_per_n() -> None:
 
     answer = "Qdrant listens on port 6333 for the REST API. The gRPC interface uses port 6334."
     relevance = _legacy_prompt(ResponseRelevancePrompt, ResponseRelevanceInput(response=answer))
-    precision = _legacy_prompt(ContextPrecisionPrompt, QAC(question="Which port?", context="Snapshots are files.",
-                                                           answer="The REST API listens on port 6333."))  # fmt: skip
+    precision = _legacy_prompt(
+        ContextPrecisionPrompt,
+        QAC(question="Which port?", context="Snapshots are files.", answer="The REST API listens on port 6333."),
+    )
     with running_simulator(prompts=all_prompts()) as url:
 
         def ask(prompt: str, **extra) -> httpx.Response:
@@ -140,8 +150,13 @@ def test_simulator_answers_ragas_legacy_prompts_with_one_choice_per_n() -> None:
 
 def test_cli_prints_the_table() -> None:
     def ragwatch(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "pipelines.cli", "bench", "eval", *args], capture_output=True,
-                              text=True, cwd=ROOT, env={**os.environ, "COLUMNS": "140"})  # fmt: skip
+        return subprocess.run(
+            [sys.executable, "-m", "pipelines.cli", "bench", "eval", *args],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env={**os.environ, "COLUMNS": "140"},
+        )
 
     shown = ragwatch("--items", "4", "--latency", "0.01", "--capacity", "4", "--ragas-embeddings", "local")
     assert shown.returncode == 0, shown.stderr

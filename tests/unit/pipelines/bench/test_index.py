@@ -15,7 +15,12 @@ def test_the_generated_corpus_is_bilingual_html_and_markdown_with_one_chunk_per_
     files = write_synthetic_corpus(tmp_path, chunks=60, seed=3)
     chunks = load_chunks(tmp_path)
     assert len(chunks) == 60 and len({c.chunk_id for c in chunks}) == 60
-    assert set(Counter((c.language, c.type) for c in chunks)) == {("en", "md"), ("en", "html"), ("es", "md"), ("es", "html")}
+    assert set(Counter((c.language, c.type) for c in chunks)) == {
+        ("en", "md"),
+        ("en", "html"),
+        ("es", "md"),
+        ("es", "html"),
+    }
     assert all(120 <= len(c.text.split()) <= 300 for c in chunks[:-1])
     assert [p.read_bytes() for p in write_synthetic_corpus(tmp_path / "again", chunks=60, seed=3)] == [
         p.read_bytes() for p in files

@@ -51,17 +51,27 @@ def test_the_bench_counts_add_up_and_a_cached_rerun_sends_nothing(bench) -> None
     # What the run recorded, stage by stage, is what the simulator served: in all and per model.
     assert bench["recorded_requests"] == sum(bench["recorded"].values()) == bench["requests"]
     assert bench["recorded_by_model"] == sent and recorded_equals_served(bench)
-    assert set(bench["recorded"]) <= {"judge", "noise_clean", "noise_noisy", "noise_control"} and bench["recorded"]["judge"] > 0
+    assert (
+        set(bench["recorded"]) <= {"judge", "noise_clean", "noise_noisy", "noise_control"}
+        and bench["recorded"]["judge"] > 0
+    )
     assert bench["recorded_tokens"] == {"prompt": bench["prompt_tokens"], "completion": bench["completion_tokens"]}
 
     assert bench["ideal_s"] == pytest.approx(bench["requests"] * 0.02 / 4)
     assert 0 < bench["efficiency"] <= 1.05 and bench["max_concurrent"] <= 4
     assert bench["tree_peak_rss_mb"] >= bench["peak_rss_mb"] > 0
-    assert bench["rerun"]["requests"] == bench["rerun"]["recorded_requests"] == 0 and bench["rerun"]["judged"] == bench["judged"]
+    assert (
+        bench["rerun"]["requests"] == bench["rerun"]["recorded_requests"] == 0
+        and bench["rerun"]["judged"] == bench["judged"]
+    )
     assert bench["rerun"]["recorded_cache_hits"] == bench["recorded_requests"] + bench["recorded_cache_hits"]
 
     text = format_online_bench(bench)
-    assert "cached rerun: requests sent" in text and "DIFFERENT" not in text and "requests recorded by the run, judge" in text
+    assert (
+        "cached rerun: requests sent" in text
+        and "DIFFERENT" not in text
+        and "requests recorded by the run, judge" in text
+    )
     json.dumps(bench)  # the --json output
 
 
@@ -75,12 +85,18 @@ def test_the_day_has_the_published_schema_distinct_traces_and_skewed_strata(tmp_
     assert pq.ParquetFile(partition.part(0)).metadata.num_row_groups == 3  # streamed in the sampler's row groups
     for column in ("trace_id", "question", "answer"):  # every row is a trace of its own: no judge cache hit
         assert len(set(table.column(column).to_pylist())) == 5_000, column
-    strata = Counter(f"{a}/{lang}" for a, lang in zip(table.column("app").to_pylist(), table.column("language").to_pylist()))
+    strata = Counter(
+        f"{a}/{lang}" for a, lang in zip(table.column("app").to_pylist(), table.column("language").to_pylist())
+    )
     assert strata == Counter(built["per_stratum"]) and "docs-assistant/es" in strata
     assert strata.most_common(1)[0][1] > 10 * min(strata.values())  # skewed
     assert set(strata) <= {f"{a}/{lang}" for a, lang in STRATA}
     manifest = json.loads(partition.manifest.read_text())
-    assert manifest["sampled"] == 5_000 and manifest["population"] == 100_000 and Workspace.from_settings(settings).has_traces(DAY)
+    assert (
+        manifest["sampled"] == 5_000
+        and manifest["population"] == 100_000
+        and Workspace.from_settings(settings).has_traces(DAY)
+    )
     assert any(row for row in table.column("tool_calls").to_pylist())
 
 

@@ -31,8 +31,13 @@ def test_ragwatch_bench_otlp_prints_the_figures():
 
     from tests.conftest import ROOT
 
-    run = subprocess.run([sys.executable, "-m", "pipelines.cli", "bench", "otlp", "--traces", "300"], capture_output=True,
-                         text=True, cwd=ROOT, timeout=600)  # fmt: skip
+    run = subprocess.run(
+        [sys.executable, "-m", "pipelines.cli", "bench", "otlp", "--traces", "300"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     figures = json.loads(run.stdout)
     assert figures["traces"] == 300 and figures["select"]["peak_rss_mb"] > 0 and len(figures["shards"]) == 1

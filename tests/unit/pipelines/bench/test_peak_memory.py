@@ -13,7 +13,7 @@ def _report(results) -> None:
 
 def test_a_spawned_process_does_not_inherit_its_parents_peak():
     ballast = bytearray(400 * 2**20)
-    ballast[:: 4096] = b"\x01" * len(ballast[:: 4096])  # touch every page: the parent's peak is now > 400 MB
+    ballast[::4096] = b"\x01" * len(ballast[::4096])  # touch every page: the parent's peak is now > 400 MB
     assert own_peak_rss_mb() > 400
     context = multiprocessing.get_context("spawn")
     results = context.Queue()

@@ -34,27 +34,41 @@ def test_a_tiny_bench_reports_every_task_and_counts_that_add_up(tmp_path):
 
 
 def test_one_process_runs_every_step_as_the_command_line_does(tmp_path):
-    result = run_sample_bench(300, store="sqlite", rate=0.1, workers=2, version=False, one_process=True, home=tmp_path / "bench")
+    result = run_sample_bench(
+        300, store="sqlite", rate=0.1, workers=2, version=False, one_process=True, home=tmp_path / "bench"
+    )
     assert list(result["tasks"]) == ["cli"]
     assert result["sampled"] + result["quarantined"] == result["selected"] > 0
     cli = result["tasks"]["cli"]
-    assert cli["wall_s"] == result["wall_s"] and 30 < cli["peak_rss_mb"] <= cli["tree_peak_rss_mb"] == result["peak_tree_rss_mb"]
+    assert (
+        cli["wall_s"] == result["wall_s"]
+        and 30 < cli["peak_rss_mb"] <= cli["tree_peak_rss_mb"] == result["peak_tree_rss_mb"]
+    )
     assert not (tmp_path / "bench").exists()
 
 
 def test_a_postgres_day_is_built_in_the_server_with_unique_ids_inside_the_day(postgres, tmp_path):
     postgres.psql("CREATE ROLE bench_owner LOGIN PASSWORD 'owner-pw'")
     postgres.psql("CREATE DATABASE bench_day OWNER bench_owner")
-    settings = Settings(home=tmp_path, trace_store_url=postgres.url("bench_owner", "owner-pw", "bench_day"),
-                        trace_table=BENCH_TABLE, trace_tables_allowed=[BENCH_TABLE])  # fmt: skip
+    settings = Settings(
+        home=tmp_path,
+        trace_store_url=postgres.url("bench_owner", "owner-pw", "bench_day"),
+        trace_table=BENCH_TABLE,
+        trace_tables_allowed=[BENCH_TABLE],
+    )
     store = TraceStore.from_settings(settings, read_only=False)
     built = build_day(store, 2_500, seed=3)
     assert built["pool"] < 2_500  # replicated from the pool, not sent row by row
     table = store.table
     with store.engine.connect() as conn:
         count, distinct, first, last = conn.execute(
-            sa.select(sa.func.count(), sa.func.count(sa.distinct(table.c.trace_id)), sa.func.min(table.c.ts), sa.func.max(table.c.ts))
-        ).one()  # fmt: skip
+            sa.select(
+                sa.func.count(),
+                sa.func.count(sa.distinct(table.c.trace_id)),
+                sa.func.min(table.c.ts),
+                sa.func.max(table.c.ts),
+            )
+        ).one()
         apps = conn.execute(sa.select(sa.func.count(sa.distinct(table.c.app)))).scalar()
         sizes = conn.execute(sa.select(sa.func.avg(sa.func.length(table.c.contexts)))).scalar()
     start, end = day_interval(DAY)

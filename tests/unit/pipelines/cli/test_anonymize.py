@@ -23,8 +23,9 @@ TRACE = {
 
 def anonymize(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "RAGWATCH_ANONYMIZER_KEY": "k", "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "pipelines.cli", "anonymize", *args], capture_output=True,
-                          text=True, cwd=ROOT, env=env)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "pipelines.cli", "anonymize", *args], capture_output=True, text=True, cwd=ROOT, env=env
+    )
 
 
 def line(n: int) -> bytes:
@@ -50,8 +51,14 @@ def test_a_line_in_another_encoding_is_quarantined_with_its_number_and_the_rest_
 def test_a_run_that_fails_leaves_no_partial_files(tmp_path):
     source = tmp_path / "traces.jsonl"
     source.write_bytes(line(1))
-    result = anonymize("--in", str(source), "--out", str(tmp_path / "anon.jsonl"),
-                       "--quarantine", str(tmp_path / "missing-dir" / "q.jsonl"))  # fmt: skip
+    result = anonymize(
+        "--in",
+        str(source),
+        "--out",
+        str(tmp_path / "anon.jsonl"),
+        "--quarantine",
+        str(tmp_path / "missing-dir" / "q.jsonl"),
+    )
     assert result.returncode != 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["traces.jsonl"]
 

@@ -11,13 +11,20 @@ from tests.conftest import ROOT
 
 
 def ragwatch(*args, env=None, check=True):
-    return subprocess.run([sys.executable, "-m", "pipelines.cli", *args], capture_output=True, text=True, cwd=ROOT,
-                          env={**os.environ, **(env or {})}, check=check)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "pipelines.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+        check=check,
+    )
 
 
 def test_anonymize_a_jsonl_file_keeps_fields_and_quarantines_bad_lines(tmp_path):
-    labelled = generate_traces(40, seed=2, start=datetime(2026, 11, 1, tzinfo=timezone.utc),
-                               end=datetime(2026, 11, 2, tzinfo=timezone.utc))  # fmt: skip
+    labelled = generate_traces(
+        40, seed=2, start=datetime(2026, 11, 1, tzinfo=timezone.utc), end=datetime(2026, 11, 2, tzinfo=timezone.utc)
+    )
     source = tmp_path / "traces.jsonl"
     lines = [lt.trace.model_dump_json() for lt in labelled]
     lines.insert(3, '{"trace_id": "broken", "question": "mi correo es ana.lopez@example.es"}')
@@ -47,13 +54,21 @@ def test_a_role_setting_given_alone_keeps_the_role_defaults(monkeypatch):
 
     monkeypatch.setenv("RAGWATCH_GENERATOR__BASE_URL", "http://vllm-gen:8000/v1")
     settings = load_settings()
-    assert (settings.generator.base_url, settings.generator.model) == ("http://vllm-gen:8000/v1", "Qwen/Qwen2.5-7B-Instruct")
+    assert (settings.generator.base_url, settings.generator.model) == (
+        "http://vllm-gen:8000/v1",
+        "Qwen/Qwen2.5-7B-Instruct",
+    )
     assert settings.judge.base_url == "http://localhost:8000/v1"
 
 
 def test_a_bad_setting_is_one_line_naming_the_variable_never_a_traceback(tmp_path):
-    env = {"RAGWATCH_HOME": str(tmp_path), "RAGWATCH_SAMPLE_RATE": "2", "RAGWATCH_JUDGE__MAX_CONCURRENCY": "0",
-           "RAGWATCH_STRATA": '["question"]', "RAGWATCH_PUSHGATEWAY_URL": "http://user:s3cret-pw@gateway:9091"}
+    env = {
+        "RAGWATCH_HOME": str(tmp_path),
+        "RAGWATCH_SAMPLE_RATE": "2",
+        "RAGWATCH_JUDGE__MAX_CONCURRENCY": "0",
+        "RAGWATCH_STRATA": '["question"]',
+        "RAGWATCH_PUSHGATEWAY_URL": "http://user:s3cret-pw@gateway:9091",
+    }
     result = ragwatch("eval", "summary", env=env, check=False)
     assert result.returncode == 1
     said = result.stdout + result.stderr

@@ -16,8 +16,20 @@ from pipelines.traces.parse import Rejection, parse_row
 from pipelines.workspace import Workspace
 
 DAY = date(2026, 11, 20)
-SPAN_FIELDS = ("trace_id", "ts", "question", "answer", "contexts", "tool_calls", "model", "app", "language",
-               "user_feedback", "latency_ms", "sample_rate")  # fmt: skip
+SPAN_FIELDS = (
+    "trace_id",
+    "ts",
+    "question",
+    "answer",
+    "contexts",
+    "tool_calls",
+    "model",
+    "app",
+    "language",
+    "user_feedback",
+    "latency_ms",
+    "sample_rate",
+)
 """What both paths must agree on: everything the evals read. `metadata` (and the PII counted in it) is the app's
 own in the SQL store and the span tree's in an export."""
 
@@ -40,20 +52,29 @@ def test_the_demo_traffic_as_otlp_files_samples_like_the_sql_store(settings, tmp
     store = TraceStore.from_settings(sql, read_only=False)
     store.create_table()
     store.insert_rows(rows)
-    otlp = settings.model_copy(update={"home": tmp_path / "otlp-home", "trace_source": "otlp",
-                                       "trace_source_path": str(tmp_path / "otlp")})  # fmt: skip
+    otlp = settings.model_copy(
+        update={"home": tmp_path / "otlp-home", "trace_source": "otlp", "trace_source_path": str(tmp_path / "otlp")}
+    )
     written = write_otlp_traffic(rows, tmp_path / "otlp" / "traces.jsonl", max_field_chars=settings.max_field_chars)
     assert written == {"traces": len(rows), "left_out": 0}
-    assert {s.trace_id for s in read_otlp_json(tmp_path / "otlp" / "traces.jsonl") if isinstance(s, Span)} == {r["trace_id"] for r in rows}
+    assert {s.trace_id for s in read_otlp_json(tmp_path / "otlp" / "traces.jsonl") if isinstance(s, Span)} == {
+        r["trace_id"] for r in rows
+    }
 
     results = {}
     for name, configured in (("sql", sql), ("otlp", otlp)):
         steps.run_trace_sampling(configured, DAY, version=False, rate=0.3)
         paths = Workspace.from_settings(configured).traces_partition(DAY)
-        results[name] = (read_manifest(paths.manifest), read_parts(paths.parts).to_pylist(),
-                         read_parts(paths.quarantine_parts).to_pylist())  # fmt: skip
+        results[name] = (
+            read_manifest(paths.manifest),
+            read_parts(paths.parts).to_pylist(),
+            read_parts(paths.quarantine_parts).to_pylist(),
+        )
 
-    (sql_manifest, sql_rows, sql_quarantine), (otlp_manifest, otlp_rows, otlp_quarantine) = results["sql"], results["otlp"]
+    (sql_manifest, sql_rows, sql_quarantine), (otlp_manifest, otlp_rows, otlp_quarantine) = (
+        results["sql"],
+        results["otlp"],
+    )
     for key in ("population", "selected", "sampled", "quarantined", "strata"):
         assert sql_manifest[key] == otlp_manifest[key], key
     assert sql_manifest["selected"] > 100 and sql_manifest["quarantined"] >= 1
@@ -61,7 +82,11 @@ def test_the_demo_traffic_as_otlp_files_samples_like_the_sql_store(settings, tmp
     assert [r["trace_id"] for r in sql_quarantine] == [r["trace_id"] for r in otlp_quarantine]
     # The same trace, quarantined for the same fault, in each path's words.
     reasons = {(a["reason"], b["reason"]) for a, b in zip(sql_quarantine, otlp_quarantine)}
-    assert reasons <= {("missing_field", "no_question"), ("field_too_large", "field_too_large"), ("residual_pii", "residual_pii")}
+    assert reasons <= {
+        ("missing_field", "no_question"),
+        ("field_too_large", "field_too_large"),
+        ("residual_pii", "residual_pii"),
+    }
     assert all(json.loads(r["metadata"])["trace_source"] == "otlp" for r in otlp_rows)
 
 
@@ -72,12 +97,22 @@ def test_a_trace_belongs_to_the_utc_day_its_root_span_starts_in(settings, tmp_pa
 
     from pipelines.stores.trace_sources import open_trace_source
 
-    base = {"answer": "Restart it.", "contexts": [{"chunk_id": "ops#1", "text": "Restart the pod.", "score": 0.8}],
-            "tool_calls": [], "model": "m", "app": "docs", "language": "en", "user_feedback": None, "metadata": {}}  # fmt: skip
+    base = {
+        "answer": "Restart it.",
+        "contexts": [{"chunk_id": "ops#1", "text": "Restart the pod.", "score": 0.8}],
+        "tool_calls": [],
+        "model": "m",
+        "app": "docs",
+        "language": "en",
+        "user_feedback": None,
+        "metadata": {},
+    }
     late = datetime(2026, 11, 20, 23, 59, 59, 900_000, tzinfo=timezone.utc)
     early = datetime.fromisoformat("2026-11-21T02:00:00.050+02:00")
-    rows = [{**base, "trace_id": "tr-" + "a" * 32, "ts": late, "question": "How do I restart it?", "latency_ms": 800},
-            {**base, "trace_id": "tr-" + "b" * 32, "ts": early, "question": "How do I stop it?", "latency_ms": 800}]
+    rows = [
+        {**base, "trace_id": "tr-" + "a" * 32, "ts": late, "question": "How do I restart it?", "latency_ms": 800},
+        {**base, "trace_id": "tr-" + "b" * 32, "ts": early, "question": "How do I stop it?", "latency_ms": 800},
+    ]
     write_otlp_traffic(rows, tmp_path / "otlp" / "traces.jsonl", max_field_chars=settings.max_field_chars)
     configured = settings.model_copy(update={"trace_source": "otlp", "trace_source_path": str(tmp_path / "otlp")})
     # An index of a day sampled three days ago is dropped when a new one is built: each is as large as its day.
@@ -103,12 +138,23 @@ def test_demo_seed_writes_otlp_files_that_ragwatch_samples_from_the_command_line
 
     from tests.conftest import ROOT
 
-    env = {**os.environ, "RAGWATCH_HOME": str(tmp_path / "home"), "RAGWATCH_TRACE_SOURCE": "otlp",
-           "RAGWATCH_TRACE_SOURCE_PATH": str(tmp_path / "otlp"), "RAGWATCH_ANONYMIZER_KEY": "k"}  # fmt: skip
+    env = {
+        **os.environ,
+        "RAGWATCH_HOME": str(tmp_path / "home"),
+        "RAGWATCH_TRACE_SOURCE": "otlp",
+        "RAGWATCH_TRACE_SOURCE_PATH": str(tmp_path / "otlp"),
+        "RAGWATCH_ANONYMIZER_KEY": "k",
+    }
 
     def ragwatch(*args):
-        return subprocess.run([sys.executable, "-m", "pipelines.cli", *args], capture_output=True, text=True, cwd=ROOT,
-                              env=env, timeout=600)  # fmt: skip
+        return subprocess.run(
+            [sys.executable, "-m", "pipelines.cli", *args],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env=env,
+            timeout=600,
+        )
 
     seeded = ragwatch("demo", "seed", "--days", "1", "--per-day", "60")
     assert seeded.returncode == 0, seeded.stdout + seeded.stderr
@@ -116,5 +162,7 @@ def test_demo_seed_writes_otlp_files_that_ragwatch_samples_from_the_command_line
     yesterday = datetime.now(timezone.utc).date() - timedelta(days=1)
     sampled = ragwatch("traces", "sample", "--date", yesterday.isoformat(), "--rate", "1.0", "--no-version")
     assert sampled.returncode == 0, sampled.stdout[-3000:] + sampled.stderr[-3000:]
-    manifest = json.loads((tmp_path / "home" / "workspace" / "golden" / "traces" / f"dt={yesterday}" / "_manifest.json").read_text())
+    manifest = json.loads(
+        (tmp_path / "home" / "workspace" / "golden" / "traces" / f"dt={yesterday}" / "_manifest.json").read_text()
+    )
     assert manifest["population"] >= 55 and manifest["sampled"] + manifest["quarantined"] == manifest["selected"]

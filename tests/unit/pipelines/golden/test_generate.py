@@ -32,9 +32,20 @@ def chunks():
 
 @pytest.fixture(scope="module")
 def items(chunks):
-    params = GoldenParams(name="html", seeds=len(chunks), questions_per_seed=3, multi_hop=20, adversarial=20,
-                          tool_triples=9, from_traces=0, trace_days=0, dev_fraction=0.2, review_fraction=0.1,
-                          near_duplicate_cosine=0.95, batch_size=8)  # fmt: skip
+    params = GoldenParams(
+        name="html",
+        seeds=len(chunks),
+        questions_per_seed=3,
+        multi_hop=20,
+        adversarial=20,
+        tool_triples=9,
+        from_traces=0,
+        trace_days=0,
+        dev_fraction=0.2,
+        review_fraction=0.1,
+        near_duplicate_cosine=0.95,
+        batch_size=8,
+    )
     jobs = plan_jobs(chunks, params, related=lambda chunk: None)
     generated, failures = generate_items(OfflineLLM(), jobs, corpus_version="html", created_at="2026-12-05T00:00:00Z")
     assert not failures
@@ -65,12 +76,15 @@ def test_questions_have_no_markup_no_section_numbers_and_name_content_words(item
             assert fold(term) not in FILLER_WORDS, (term, sentence)
 
 
-@pytest.mark.parametrize(("sentence", "term"), [
-    ("Nevertheless, the interpreter releases the lock periodically.", "interpreter"),
-    ("Sin embargo, normalmente la configuración se recarga automáticamente.", "configuración"),
-    ("Pass flags, e.g. on Windows, and/or set the environment.", "environment"),
-    ("Use os.path to build the file names.", "os.path"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("sentence", "term"),
+    [
+        ("Nevertheless, the interpreter releases the lock periodically.", "interpreter"),
+        ("Sin embargo, normalmente la configuración se recarga automáticamente.", "configuración"),
+        ("Pass flags, e.g. on Windows, and/or set the environment.", "environment"),
+        ("Use os.path to build the file names.", "os.path"),
+    ],
+)
 def test_key_term_skips_fillers_adverbs_and_abbreviations(sentence, term):
     assert key_term(sentence, "fallback") == term
 
@@ -80,11 +94,14 @@ def test_content_words():
     assert is_content_word("assembly") and is_content_word("nightly") and is_content_word("threads")
 
 
-@pytest.mark.parametrize(("html", "title"), [
-    ('<h2>Setup<a class="headerlink" href="#setup">¶</a></h2><p>x y z</p>', "Setup"),
-    ('<h2>Setup<a href="#setup">¶</a></h2><p>x y z</p>', "Setup"),
-    ('<h2>Vec&lt;T&gt; <a class="anchor" href="#v"><span>#</span></a></h2><p>x y z</p>', "Vec<T>"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("html", "title"),
+    [
+        ('<h2>Setup<a class="headerlink" href="#setup">¶</a></h2><p>x y z</p>', "Setup"),
+        ('<h2>Setup<a href="#setup">¶</a></h2><p>x y z</p>', "Setup"),
+        ('<h2>Vec&lt;T&gt; <a class="anchor" href="#v"><span>#</span></a></h2><p>x y z</p>', "Vec<T>"),
+    ],
+)
 def test_html_headings_lose_their_permalinks(html, title):
     from datetime import date
 
@@ -95,6 +112,7 @@ def test_html_headings_lose_their_permalinks(html, title):
 def test_markdown_headings_lose_attribute_lists_and_inline_anchors():
     from datetime import date
 
-    document = parse_document('# Guide\n\n## <a name="s"></a>Setup {#setup}\n\ntext here\n', "a.md", "md",
-                              date(2026, 1, 1))  # fmt: skip
+    document = parse_document(
+        '# Guide\n\n## <a name="s"></a>Setup {#setup}\n\ntext here\n', "a.md", "md", date(2026, 1, 1)
+    )
     assert [s.title for s in document.sections] == ["Setup"]

@@ -22,19 +22,54 @@ from pipelines.records import Chunk, content_hash
 
 SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 CHUNKS = [
-    Chunk(chunk_id=f"doc#{i}", document="doc", section="s", ordinal=i, type="md", date="2026-11-01", language="en",
-          text=text, content_hash=content_hash(text))
+    Chunk(
+        chunk_id=f"doc#{i}",
+        document="doc",
+        section="s",
+        ordinal=i,
+        type="md",
+        date="2026-11-01",
+        language="en",
+        text=text,
+        content_hash=content_hash(text),
+    )
     for i, text in enumerate(["Airflow pools limit concurrency of tasks.", "DVC pushes data to a remote."])
-]  # fmt: skip
-COLUMNS = ("question", "reference_answer", "gold_chunk_ids", "gold_passages", "qtype", "split", "language", "variant", "trace_id")
+]
+COLUMNS = (
+    "question",
+    "reference_answer",
+    "gold_chunk_ids",
+    "gold_passages",
+    "qtype",
+    "split",
+    "language",
+    "variant",
+    "trace_id",
+)
 
 # Text a file can hold: no lone surrogates (not encodable), no NUL or CR (csv rewrites line ends).
 file_text = st.text(st.characters(codec="utf-8", exclude_characters="\x00\r"), max_size=30)
 cell = st.one_of(
     file_text,
-    st.sampled_from(["", "doc#0", "doc#1", "doc#0|doc#1", '["doc#0"]', "[doc#0", "[1, 2]", "single_hop", "tool",
-                     "nonsense", "dev", "test", "Airflow pools limit concurrency", "DVC pushes data"]),
-)  # fmt: skip
+    st.sampled_from(
+        [
+            "",
+            "doc#0",
+            "doc#1",
+            "doc#0|doc#1",
+            '["doc#0"]',
+            "[doc#0",
+            "[1, 2]",
+            "single_hop",
+            "tool",
+            "nonsense",
+            "dev",
+            "test",
+            "Airflow pools limit concurrency",
+            "DVC pushes data",
+        ]
+    ),
+)
 rows = st.lists(st.fixed_dictionaries({}, optional={column: cell for column in COLUMNS}), min_size=1, max_size=5)
 
 
@@ -54,16 +89,19 @@ def test_any_golden_file_imports_row_by_row_and_csv_reads_as_jsonl(tmp_path_fact
     tmp_path = tmp_path_factory.mktemp("golden")
     # A CSV row holds "" where a JSON object has no key: compare like with like.
     rows = [{column: row.get(column, "") for column in COLUMNS} for row in rows]
-    reports = [import_human_items(path, CHUNKS, corpus_version="v1", created_at="2026-11-30")
-               for path in write_both(tmp_path, "items", rows)]  # fmt: skip
+    reports = [
+        import_human_items(path, CHUNKS, corpus_version="v1", created_at="2026-11-30")
+        for path in write_both(tmp_path, "items", rows)
+    ]
     for report in reports:
         assert len(report.items) <= len(rows)
         rows_with_problems = {problem.split(":")[0] for problem in report.problems}
         assert len(report.items) + len(rows_with_problems) == len(rows)
         assert all(set(item.gold_chunk_ids) <= {"doc#0", "doc#1"} for item in report.items)
     from_csv, from_jsonl = reports
-    assert [i.model_dump(exclude={"source_ref", "item_id"}) for i in from_csv.items] == \
-           [i.model_dump(exclude={"source_ref", "item_id"}) for i in from_jsonl.items]  # fmt: skip
+    assert [i.model_dump(exclude={"source_ref", "item_id"}) for i in from_csv.items] == [
+        i.model_dump(exclude={"source_ref", "item_id"}) for i in from_jsonl.items
+    ]
 
 
 TRACE = {"trace_id": "t", "ts": "2026-11-29T10:00:00Z", "question": "q", "answer": "a"}
@@ -71,11 +109,14 @@ PLANTED = "lucia.fernandez@gmail.com"
 lines = st.lists(
     st.one_of(
         st.binary(max_size=60),
-        st.builds(lambda q: json.dumps({**TRACE, "question": f"{q} {PLANTED}"}, ensure_ascii=False).encode(), file_text),
+        st.builds(
+            lambda q: json.dumps({**TRACE, "question": f"{q} {PLANTED}"}, ensure_ascii=False).encode(), file_text
+        ),
         st.builds(lambda junk: junk + PLANTED.encode() + b"\xff", st.binary(max_size=20)),
     ).map(lambda line: line.replace(b"\n", b" ").replace(b"\r", b" ")),
-    min_size=1, max_size=6,
-)  # fmt: skip
+    min_size=1,
+    max_size=6,
+)
 """Lines of a JSONL file as they come: well-formed traces, broken JSON, other encodings, bare bytes."""
 
 

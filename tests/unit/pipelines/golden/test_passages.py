@@ -47,9 +47,13 @@ def test_matcher_follows_the_rule(passage: str, expected: str | None) -> None:
 
 def test_matcher_agrees_with_the_rule_on_random_passages() -> None:
     rng = random.Random(7)
-    vocabulary = ("cola lenta réplica índice quota burst rollback cuota servidor latencia bucket refill "
-                  "snapshot instantánea minuto segundo días treinta five cinco reinicia restart").split()  # fmt: skip
-    chunks = [Piece(f"doc{i}#0", " ".join(rng.choice(vocabulary) for _ in range(rng.randint(5, 40)))) for i in range(60)]
+    vocabulary = (
+        "cola lenta réplica índice quota burst rollback cuota servidor latencia bucket refill "
+        "snapshot instantánea minuto segundo días treinta five cinco reinicia restart"
+    ).split()
+    chunks = [
+        Piece(f"doc{i}#0", " ".join(rng.choice(vocabulary) for _ in range(rng.randint(5, 40)))) for i in range(60)
+    ]
     passages = []
     for _ in range(400):
         source = rng.choice(chunks).text.split()

@@ -32,8 +32,15 @@ from tests.support.simulated import on_simulator
 
 CORPUS = ROOT / "tests" / "data" / "corpus"
 DAY = date(2026, 11, 30)
-SMALL = {"seeds": 8, "questions_per_seed": 2, "multi_hop": 4, "adversarial": 4, "tool_triples": 3, "from_traces": 0,
-         "batch_size": 8}  # fmt: skip
+SMALL = {
+    "seeds": 8,
+    "questions_per_seed": 2,
+    "multi_hop": 4,
+    "adversarial": 4,
+    "tool_triples": 3,
+    "from_traces": 0,
+    "batch_size": 8,
+}
 
 
 @pytest.fixture
@@ -68,7 +75,11 @@ def test_a_build_covers_every_stratum_in_the_chunks_language(built):
         if item.qtype in ("single_hop", "multi_hop"):
             assert item.gold_chunk_ids and len(item.reference_contexts) == len(item.gold_chunk_ids)
         if item.qtype == "adversarial":
-            assert not item.gold_chunk_ids and "información" in item.reference_answer or "information" in item.reference_answer
+            assert (
+                not item.gold_chunk_ids
+                and "información" in item.reference_answer
+                or "information" in item.reference_answer
+            )
         if item.qtype == "tool":
             assert item.expected_tool in ("vector_search", "sql_query", "web_search") and item.expected_args
     multi = [i for i in items if i.qtype == "multi_hop"]
@@ -116,7 +127,9 @@ def test_a_corpus_change_regenerates_only_stale_items_and_keeps_the_test_split(b
             assert after[item_id] == item  # kept verbatim, split included
     for new_id, old_id in manifest["replacements"].items():
         assert after[new_id].split == before[old_id].split
-    new_test = {i for i, it in after.items() if it.split == "test"} - {i for i, it in before.items() if it.split == "test"}
+    new_test = {i for i, it in after.items() if it.split == "test"} - {
+        i for i, it in before.items() if it.split == "test"
+    }
     assert new_test <= set(manifest["replacements"])
 
 
@@ -144,12 +157,30 @@ def test_hand_written_items_are_matched_imported_and_never_filtered(built, tmp_p
     with sheet.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=["question", "reference_answer", "gold_passages", "split"])
         writer.writeheader()
-        writer.writerow({"question": "¿Cuánto dura una instantánea de Qdrant?", "reference_answer": "Treinta días.",
-                         "gold_passages": "se guardan durante treinta días", "split": ""})
-        writer.writerow({"question": "What is the burst refill rate?", "reference_answer": "Five requests per second.",
-                         "gold_passages": "The burst bucket refills at five requests per second", "split": "dev"})
-        writer.writerow({"question": "Who wrote this?", "reference_answer": "Nobody",
-                         "gold_passages": "this passage is in no document at all", "split": ""})  # fmt: skip
+        writer.writerow(
+            {
+                "question": "¿Cuánto dura una instantánea de Qdrant?",
+                "reference_answer": "Treinta días.",
+                "gold_passages": "se guardan durante treinta días",
+                "split": "",
+            }
+        )
+        writer.writerow(
+            {
+                "question": "What is the burst refill rate?",
+                "reference_answer": "Five requests per second.",
+                "gold_passages": "The burst bucket refills at five requests per second",
+                "split": "dev",
+            }
+        )
+        writer.writerow(
+            {
+                "question": "Who wrote this?",
+                "reference_answer": "Nobody",
+                "gold_passages": "this passage is in no document at all",
+                "split": "",
+            }
+        )
     result = steps.import_human(settings, params.name, sheet)
     assert result.imported == 2 and len(result.problems) == 1 and "no chunk contains" in result.problems[0]
     steps.build_golden(settings, params, logical_date=DAY)
@@ -211,13 +242,19 @@ def test_dvc_repro_rebuilds_the_set_outside_airflow(settings, corpus):
     params = yaml.safe_load(params_file.read_text())
     params["golden"].update(SMALL)
     params_file.write_text(yaml.safe_dump(params))
-    env = {**os.environ, "RAGWATCH_HOME": str(settings.home.resolve()), "RAGWATCH_WORKSPACE": str(workspace),
-           "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}  # fmt: skip
+    env = {
+        **os.environ,
+        "RAGWATCH_HOME": str(settings.home.resolve()),
+        "RAGWATCH_WORKSPACE": str(workspace),
+        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+    }
     run = subprocess.run([sys.executable, "-m", "dvc", "repro"], cwd=workspace, env=env, capture_output=True, text=True)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert (workspace / "golden" / "build" / "demo" / "staged" / "items.parquet").exists()
     assert (workspace / "dvc.lock").exists()
-    again = subprocess.run([sys.executable, "-m", "dvc", "repro"], cwd=workspace, env=env, capture_output=True, text=True)
+    again = subprocess.run(
+        [sys.executable, "-m", "dvc", "repro"], cwd=workspace, env=env, capture_output=True, text=True
+    )
     assert "didn't change, skipping" in again.stdout or "up to date" in again.stdout
 
 
@@ -231,11 +268,13 @@ def test_generation_through_the_real_client_over_http_costs_no_calls_on_a_rerun(
     knobs = SimulatorKnobs(latency_s=0.01, capacity=8, error_rate=0.1, malformed_rate=0.1, seed=3)
     with running_simulator(knobs, prompts=all_prompts()) as url:
         endpoint = {"base_url": url, "max_retries": 6, "timeout_s": 10}
-        online = settings.model_copy(update={
-            "llm_backend": "openai",
-            "generator": settings.generator.model_copy(update={**endpoint, "model": "gen-model"}),
-            "judge": settings.judge.model_copy(update={**endpoint, "model": "judge-model"}),
-        })  # fmt: skip
+        online = settings.model_copy(
+            update={
+                "llm_backend": "openai",
+                "generator": settings.generator.model_copy(update={**endpoint, "model": "gen-model"}),
+                "judge": settings.judge.model_copy(update={**endpoint, "model": "judge-model"}),
+            }
+        )
         plan = steps.plan_golden(online, params, logical_date=DAY)
         first = steps.generate_golden_batch(online, params.name, 0, plan.jobs)
         assert first.failed_jobs == 0 and first.llm["calls"] >= plan.jobs and first.llm["retries"] > 0
@@ -281,7 +320,9 @@ def test_the_build_cost_counts_every_request_the_server_saw(settings, corpus):
         filtered = steps.filter_golden(online, params)
         served = served_stats(url)
     cost = filtered.cost
-    assert served["faults"] and cost["total"]["requests"] == served["requests"] == served["endpoints"]["chat/completions"]
+    assert (
+        served["faults"] and cost["total"]["requests"] == served["requests"] == served["endpoints"]["chat/completions"]
+    )
     assert cost["total"]["prompt_tokens"] > 0 and cost["total"]["completion_tokens"] > 0
     kept, generated = filtered.funnel["kept"], filtered.funnel["generated"]
     assert (cost["kept"], cost["generated"]) == (kept, generated) and kept > 0
@@ -304,9 +345,19 @@ class _Chunk:
 
 
 def _golden(item_id: str, qtype: str, split: str = "test") -> GoldenItem:
-    return GoldenItem(item_id=item_id, question=f"q {item_id}", reference_answer="a", qtype=qtype, language="en",
-                      source="corpus", source_ref=f"doc#s/{item_id}", split=split, generator_model="m",
-                      corpus_version="c", created_at="2026-11-30")  # fmt: skip
+    return GoldenItem(
+        item_id=item_id,
+        question=f"q {item_id}",
+        reference_answer="a",
+        qtype=qtype,
+        language="en",
+        source="corpus",
+        source_ref=f"doc#s/{item_id}",
+        split=split,
+        generator_model="m",
+        corpus_version="c",
+        created_at="2026-11-30",
+    )
 
 
 def test_the_plan_asks_for_the_tool_triples_a_gate_needs_and_lends_chunks_to_more_tools(settings, caplog):
@@ -323,7 +374,9 @@ def test_the_plan_asks_for_the_tool_triples_a_gate_needs_and_lends_chunks_to_mor
 
 
 def test_the_test_split_holds_a_floor_of_each_question_type_and_says_when_it_cannot():
-    generated = [_golden(f"tool-{n}", "tool") for n in range(14)] + [_golden(f"single-{n}", "single_hop") for n in range(40)]
+    generated = [_golden(f"tool-{n}", "tool") for n in range(14)] + [
+        _golden(f"single-{n}", "single_hop") for n in range(40)
+    ]
     fresh = assemble(generated, [], None, set(), dev_fraction=0.6, min_test=10)
     test = Counter(i.qtype for i in fresh.items if i.split == "test")
     assert test["tool"] == 10 and test["single_hop"] >= 10 and fresh.floor_additions
@@ -341,5 +394,7 @@ def test_the_test_split_holds_a_floor_of_each_question_type_and_says_when_it_can
     assert floor_shortfalls(grown.items, 10, planned_tool=13) == []
     short = floor_shortfalls(released + [_golden("adv", "adversarial")], 10, planned_tool=18)
     assert len(short) == 2 and short[0].startswith("adversarial: 1 test item(s), fewer than 10")
-    assert short[1] == ("tool: 3 test item(s), fewer than 10 (the gate's min pairs); the build kept 5 of 18 planned: "
-                        "tool selection and tool-call accuracy cannot be gated")  # fmt: skip
+    assert short[1] == (
+        "tool: 3 test item(s), fewer than 10 (the gate's min pairs); the build kept 5 of 18 planned: "
+        "tool selection and tool-call accuracy cannot be gated"
+    )

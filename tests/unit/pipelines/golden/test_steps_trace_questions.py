@@ -24,13 +24,15 @@ def question(draw) -> str:
     return "".join(w + draw(st.sampled_from(SPACES)) for w in words) or draw(st.sampled_from(["", " "]))
 
 
-ROW = st.fixed_dictionaries({
-    # Few ids: the same trace id (the same rank) comes back in a stratum and across strata and days.
-    "trace_id": st.integers(0, 40).map(lambda i: f"tr-{i}"),
-    "app": st.sampled_from(["docs-assistant", "support-bot", "internal-search"]),
-    "language": st.sampled_from(["es", "en", "und"]),
-    "question": question(),
-})  # fmt: skip
+ROW = st.fixed_dictionaries(
+    {
+        # Few ids: the same trace id (the same rank) comes back in a stratum and across strata and days.
+        "trace_id": st.integers(0, 40).map(lambda i: f"tr-{i}"),
+        "app": st.sampled_from(["docs-assistant", "support-bot", "internal-search"]),
+        "language": st.sampled_from(["es", "en", "und"]),
+        "question": question(),
+    }
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -52,7 +54,12 @@ def test_memory_grows_with_strata_times_n_not_with_the_rows():
     sample = TraceQuestionSample(n)
     for start in range(0, rows, 1_000):
         ids = [f"tr-{i}" for i in range(start, start + 1_000)]
-        sample.add(ids, ["app"] * 1_000, [("es", "en")[i % 2] for i in range(start, start + 1_000)], ["how do I rotate keys"] * 1_000)
+        sample.add(
+            ids,
+            ["app"] * 1_000,
+            [("es", "en")[i % 2] for i in range(start, start + 1_000)],
+            ["how do I rotate keys"] * 1_000,
+        )
         assert all(len(kept) < PRUNE_FACTOR * n for kept in sample._kept.values())
     assert len(sample.picked()) == n
 
@@ -68,15 +75,28 @@ def _write_day(workspace: Workspace, day: date, rows: list[dict]) -> None:
 def test_the_plans_read_of_a_workspace_equals_the_previous_loader(tmp_path, monkeypatch):
     workspace, until = Workspace(tmp_path), date(2026, 11, 21)
     apps, languages = ["docs-assistant", "support-bot"], ["es", "en"]
-    questions = ["¿cómo roto las claves del clúster?", "hola", "how do I rebuild the index after a refresh",
-                 " ".join(["why"] * 61), "¿qué\u00a0significa  el error 42 en la réplica?"]  # fmt: skip
+    questions = [
+        "¿cómo roto las claves del clúster?",
+        "hola",
+        "how do I rebuild the index after a refresh",
+        " ".join(["why"] * 61),
+        "¿qué\u00a0significa  el error 42 en la réplica?",
+    ]
     for offset in (0, 1, 2, 4, 5):  # day 3 has no partition; day 0 is the plan's own day and day 5 too old
         day = until - timedelta(days=offset)
-        _write_day(workspace, day, [
-            {"trace_id": f"tr-{(i * 7 + offset) % 23}" if i % 5 else f"tr-{day}-{i}",  # ids repeat across days
-             "app": apps[i % 2], "language": languages[(i // 2) % 2], "question": questions[i % len(questions)]}
-            for i in range(40)
-        ])  # fmt: skip
+        _write_day(
+            workspace,
+            day,
+            [
+                {
+                    "trace_id": f"tr-{(i * 7 + offset) % 23}" if i % 5 else f"tr-{day}-{i}",  # ids repeat across days
+                    "app": apps[i % 2],
+                    "language": languages[(i // 2) % 2],
+                    "question": questions[i % len(questions)],
+                }
+                for i in range(40)
+            ],
+        )
     monkeypatch.setattr(steps, "TRACE_READ_BATCH_ROWS", 7)
     for n in (0, 1, 6, 30, 500):
         picked = recent_trace_questions(workspace, until, 4, n)
@@ -84,7 +104,8 @@ def test_the_plans_read_of_a_workspace_equals_the_previous_loader(tmp_path, monk
     # All of days 1, 2 and 4 that the filter keeps (3 questions of 5), nothing of days 0 and 5.
     assert len(picked) == 3 * 24
     assert {p["trace_id"] for p in picked if p["trace_id"].startswith("tr-2026")} == {
-        f"tr-{until - timedelta(days=offset)}-{i}" for offset in (1, 2, 4) for i in range(0, 40, 5)}
+        f"tr-{until - timedelta(days=offset)}-{i}" for offset in (1, 2, 4) for i in range(0, 40, 5)
+    }
     assert recent_trace_questions(workspace, until, 0, 10) == []
 
 

@@ -51,8 +51,9 @@ def test_a_spent_budget_sends_nothing_more_and_skips_the_rest_for_budget(indexed
     one_at_a_time = {"max_concurrency": 1}
     with running_simulator(SimulatorKnobs(capacity=8), prompts=all_prompts()) as url:
         plain = on_simulator(settings, url, cache=False)
-        plain = plain.model_copy(update={role: getattr(plain, role).model_copy(update=one_at_a_time)
-                                         for role in ("generator", "judge")})  # fmt: skip
+        plain = plain.model_copy(
+            update={role: getattr(plain, role).model_copy(update=one_at_a_time) for role in ("generator", "judge")}
+        )
         _, full = run_day(plain)
         full_tokens, full_requests = tokens(full.cost.rows), full.cost.total("requests")
         largest = 2_000
@@ -72,8 +73,11 @@ def test_a_spent_budget_sends_nothing_more_and_skips_the_rest_for_budget(indexed
     assert meta["budget"] == {"cap": cap, "prepare_tokens": 0, "per_batch": cap // 3}
     per_batch = [read_usage(run.usage(judge_part(start))) for start, _ in prepared.batches]
     # What the servers saw is what the run recorded, and each batch stopped at its share (+ two requests at most).
-    assert after["prompt_tokens"] + after["completion_tokens"] - before["prompt_tokens"] - before["completion_tokens"] \
-        == tokens(summary.cost.rows) == sum(tokens(rows) for rows in per_batch)  # fmt: skip
+    assert (
+        after["prompt_tokens"] + after["completion_tokens"] - before["prompt_tokens"] - before["completion_tokens"]
+        == tokens(summary.cost.rows)
+        == sum(tokens(rows) for rows in per_batch)
+    )
     assert all(cap // 3 <= tokens(rows) <= cap // 3 + 2 * largest for rows in per_batch)
     assert summary.cost.total("requests") < full_requests
 
@@ -92,15 +96,23 @@ def test_a_spent_budget_sends_nothing_more_and_skips_the_rest_for_budget(indexed
     report = open(summary.report, encoding="utf-8").read()
     assert f"{skipped:,} scores skipped\nfor the budget" in report
     registry = build_registry([], suite="online", target="production", cost=summary.cost)
-    assert registry.get_sample_value("rag_eval_llm_budget_skipped_scores",
-                                     {"suite": "online", "target": "production"}) == skipped  # fmt: skip
+    assert (
+        registry.get_sample_value("rag_eval_llm_budget_skipped_scores", {"suite": "online", "target": "production"})
+        == skipped
+    )
 
 
 def test_the_offline_backend_is_charged_its_characters_and_refuses_past_the_cap():
     prompt = RagAnswerPrompt()
-    inputs = [RagInput(question=f"How do I restart pod {i}?", language="en", sample=0,
-                       contexts=[Context(chunk_id="1", text="Restart it with kubectl rollout restart.")])
-              for i in range(3)]  # fmt: skip
+    inputs = [
+        RagInput(
+            question=f"How do I restart pod {i}?",
+            language="en",
+            sample=0,
+            contexts=[Context(chunk_id="1", text="Restart it with kubectl rollout restart.")],
+        )
+        for i in range(3)
+    ]
     llm = OfflineLLM()
     first = llm.run_sync(prompt, inputs[0])
     charge = estimated_tokens(json.dumps(prompt.messages(inputs[0]), ensure_ascii=False), first.value.model_dump_json())
@@ -115,10 +127,17 @@ def test_the_offline_backend_is_charged_its_characters_and_refuses_past_the_cap(
 
 def test_the_gate_counts_scores_skipped_for_the_budget_as_missing():
     def recall(item: int, run: str, status: str = "ok") -> Score:
-        return Score(run_id=run, suite="offline", item_id=f"q{item}", stratum="single_hop/en", metric="recall@5",
-                     value=1.0 if status == "ok" else None, status=status,
-                     error=None if status == "ok" else f"target failed: generation failed: {REFUSAL}",
-                     dataset_version="v1")  # fmt: skip
+        return Score(
+            run_id=run,
+            suite="offline",
+            item_id=f"q{item}",
+            stratum="single_hop/en",
+            metric="recall@5",
+            value=1.0 if status == "ok" else None,
+            status=status,
+            error=None if status == "ok" else f"target failed: generation failed: {REFUSAL}",
+            dataset_version="v1",
+        )
 
     baseline = [recall(i, "base") for i in range(40)]
     kept = [recall(i, "cand") for i in range(30)]

@@ -8,7 +8,14 @@ import math
 import pytest
 
 from pipelines.models.embedding_batches import EmbeddingBatches
-from pipelines.models.embeddings import EmbeddingError, LocalEmbedder, OpenAIEmbedder, build_embedder, embed_texts, windows
+from pipelines.models.embeddings import (
+    EmbeddingError,
+    LocalEmbedder,
+    OpenAIEmbedder,
+    build_embedder,
+    embed_texts,
+    windows,
+)
 from pipelines.models.prompts import PromptRegistry
 from pipelines.models.simulator import SimulatorKnobs, running_simulator
 from pipelines.settings import ModelEndpoint, Settings
@@ -43,7 +50,8 @@ def test_the_numpy_forward_pass_gives_sentence_transformers_vectors() -> None:
     chunks = [c.text[:900] for c in demo_corpus_chunks()[:6]]  # under 254 word pieces: one window, as ST reads them
     texts = [*TEXTS, "", "¿Cómo reinicio el pod con kubectl rollout restart?", *chunks, *(c[:40] for c in chunks[:3])]
     reference = SentenceTransformer(str(get_model_path()), device="cpu", local_files_only=True).encode(
-        texts, batch_size=8, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)  # fmt: skip
+        texts, batch_size=8, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+    )
     assert max(len(p) for p in windows(texts, 254)[0]) and len(windows(texts, 254)[0]) == len(texts)
     ours = np.asarray(LocalEmbedder().embed(texts))
     assert ours.shape == reference.shape == (len(texts), 384)

@@ -15,10 +15,11 @@ import pytest
 from pydantic import BaseModel
 
 from pipelines.models.cache import LLMCache, cache_key
-from pipelines.models.llm import OfflineLLM, OpenAICompatibleLLM, build_llm, check_models_differ
+from pipelines.models.llm import OfflineLLM, build_llm, check_models_differ
 from pipelines.models.offline import OFFLINE_MODEL
-from pipelines.models.simulator import SimulatorKnobs, hashed_bag_of_words, running_simulator
+from pipelines.models.openai_compatible import OpenAICompatibleLLM
 from pipelines.models.prompts import Prompt, PromptRegistry
+from pipelines.models.simulator import SimulatorKnobs, hashed_bag_of_words, running_simulator
 from pipelines.settings import ModelEndpoint, Settings
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -116,7 +117,9 @@ def test_client_limit_is_shared_by_every_instance_of_an_endpoint(sim):
     first, second = sim.llm(max_concurrency=3), sim.llm(max_concurrency=3)
 
     async def both():
-        return await asyncio.gather(first.run_many(ShoutPrompt(), phrases(6)), second.run_many(ShoutPrompt(), phrases(6)))
+        return await asyncio.gather(
+            first.run_many(ShoutPrompt(), phrases(6)), second.run_many(ShoutPrompt(), phrases(6))
+        )
 
     asyncio.run(both())
     assert sim.stats()["max_concurrent"] == 3
@@ -279,8 +282,12 @@ def test_build_llm_follows_the_backend_setting(tmp_path):
 
 
 def test_same_generator_and_judge_model_warns(tmp_path, caplog):
-    same = Settings(home=tmp_path, llm_backend="openai", generator=ModelEndpoint(model="Qwen/Qwen2.5-7B-Instruct"),
-                    judge=ModelEndpoint(model="qwen/qwen2.5-7b-instruct"))  # fmt: skip
+    same = Settings(
+        home=tmp_path,
+        llm_backend="openai",
+        generator=ModelEndpoint(model="Qwen/Qwen2.5-7B-Instruct"),
+        judge=ModelEndpoint(model="qwen/qwen2.5-7b-instruct"),
+    )
     with caplog.at_level(logging.WARNING):
         assert check_models_differ(same, logging.getLogger("ragwatch.test")) is False
     assert "self-preference bias" in caplog.text

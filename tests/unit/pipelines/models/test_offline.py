@@ -47,8 +47,12 @@ def questions(n: int) -> list[tuple[str, str, list[str], list[str]]]:
 
 
 def answer(prompt: RagAnswerPrompt, question: str, contexts: list[str], sample: int = 0) -> str:
-    inputs = RagInput(question=question, language="en", sample=sample,
-                      contexts=[Context(chunk_id=str(k), text=t) for k, t in enumerate(contexts, start=1)])  # fmt: skip
+    inputs = RagInput(
+        question=question,
+        language="en",
+        sample=sample,
+        contexts=[Context(chunk_id=str(k), text=t) for k, t in enumerate(contexts, start=1)],
+    )
     return prompt.offline(inputs).answer
 
 
@@ -61,8 +65,10 @@ def faithfulness_of(answers: dict[str, tuple[str, str, list[str]]]) -> dict[str,
 
 @pytest.mark.parametrize(("made_up", "swapped"), [(0.0, 0.0), (0.15, 0.10), (0.3, 0.0)])
 def test_planted_unsupported_sentences_are_recovered_by_faithfulness(made_up, swapped):
-    faulty, clean = RagAnswerPrompt(faults=OfflineFaults(made_up=made_up, swapped=swapped)), RagAnswerPrompt(
-        faults=OfflineFaults())
+    faulty, clean = (
+        RagAnswerPrompt(faults=OfflineFaults(made_up=made_up, swapped=swapped)),
+        RagAnswerPrompt(faults=OfflineFaults()),
+    )
     asked = questions(100)
     answers = {i: (q, answer(faulty, q, c), c) for i, q, c, _ in asked}
     measured = faithfulness_of(answers)
@@ -90,7 +96,9 @@ def test_planted_unsupported_sentences_are_recovered_by_faithfulness(made_up, sw
 def _scores(values: dict[str, float]):
     from pipelines.records import Score
 
-    return (Score(**RUN, item_id=i, stratum="s", metric="faithfulness", value=v, status="ok") for i, v in values.items())
+    return (
+        Score(**RUN, item_id=i, stratum="s", metric="faithfulness", value=v, status="ok") for i, v in values.items()
+    )
 
 
 def test_raising_a_rate_only_adds_faults():
@@ -114,15 +122,24 @@ DOCS = "How does {} work?"
 
 def test_planted_wrong_tool_rate_is_recovered_by_tsa():
     topics = sorted({c.topic for c in CHUNKS})
-    asked = [template.format(f"{topic} ({n})") for n in range(20) for topic in topics for template in (COUNTING, NEWS, DOCS)]
+    asked = [
+        template.format(f"{topic} ({n})") for n in range(20) for topic in topics for template in (COUNTING, NEWS, DOCS)
+    ]
     asked = asked[:300]
     planted_rate = 0.2
 
     def turns(faults: OfflineFaults) -> list[ToolTurn]:
         expected = [choose_tool([{"role": "user", "content": q}], TOOLS, OfflineFaults())[0].name for q in asked]
-        return [ToolTurn(item_id=str(i), stratum="tool", question=q, expected_tool=e,
-                         tool_calls=choose_tool([{"role": "user", "content": q}], TOOLS, faults))
-                for i, (q, e) in enumerate(zip(asked, expected))]  # fmt: skip
+        return [
+            ToolTurn(
+                item_id=str(i),
+                stratum="tool",
+                question=q,
+                expected_tool=e,
+                tool_calls=choose_tool([{"role": "user", "content": q}], TOOLS, faults),
+            )
+            for i, (q, e) in enumerate(zip(asked, expected))
+        ]
 
     assert tool_selection_accuracy(turns(OfflineFaults())) == 1.0
     faulty = turns(OfflineFaults(wrong_tool=planted_rate))
@@ -139,18 +156,26 @@ def test_planted_wrong_arguments_rate_is_recovered_by_tool_call_accuracy():
     `wrong_arguments` the score drops on those turns only, each saying which argument differs."""
     triples = {}
     for chunk in CHUNKS[:120]:
-        seed = SeedChunk(chunk_id=chunk.chunk_id, document=chunk.topic, section=chunk.section, language="en",
-                         text=chunk.text)  # fmt: skip
+        seed = SeedChunk(
+            chunk_id=chunk.chunk_id, document=chunk.topic, section=chunk.section, language="en", text=chunk.text
+        )
         for tool in TOOL_NAMES:
             triple = ToolQuestion().offline(ToolTripleInput(chunk=seed, tool=tool))
             triples.setdefault(triple.question, triple)
     assert len(triples) >= 150
 
     def scored(faults: OfflineFaults) -> dict[str, tuple[float, str | None]]:
-        turns = [ToolTurn(item_id=str(i), stratum="tool/en", question=t.question, expected_tool=t.expected_tool,
-                          expected_args=t.expected_args,
-                          tool_calls=choose_tool([{"role": "user", "content": t.question}], TOOLS, faults))
-                 for i, t in enumerate(triples.values())]  # fmt: skip
+        turns = [
+            ToolTurn(
+                item_id=str(i),
+                stratum="tool/en",
+                question=t.question,
+                expected_tool=t.expected_tool,
+                expected_args=t.expected_args,
+                tool_calls=choose_tool([{"role": "user", "content": t.question}], TOOLS, faults),
+            )
+            for i, t in enumerate(triples.values())
+        ]
         scores = asyncio.run(score_tool_turns(turns, **RUN))
         return {s.item_id: (s.value, s.error) for s in scores if s.metric == "tool_call_accuracy"}
 
@@ -176,11 +201,23 @@ def test_noise_susceptibility_shows_in_delta_f_and_the_control_does_not():
 
     def run(faults: OfflineFaults):
         prompt = RagAnswerPrompt(faults=faults)
-        items = [JudgeInput(item_id=i, stratum="s", question=q, answer=answer(prompt, q, c), contexts=c,
-                            context_ids=ids) for i, q, c, ids in asked]  # fmt: skip
+        items = [
+            JudgeInput(item_id=i, stratum="s", question=q, answer=answer(prompt, q, c), contexts=c, context_ids=ids)
+            for i, q, c, ids in asked
+        ]
         fn = {q: c for _, q, c, _ in asked}
-        results = asyncio.run(noise_delta_f(items, pool, lambda q, ctx: answer(prompt, q, ctx, sample=1), OfflineLLM(),
-                                            mode="random", k=2, control=True, **RUN))  # fmt: skip
+        results = asyncio.run(
+            noise_delta_f(
+                items,
+                pool,
+                lambda q, ctx: answer(prompt, q, ctx, sample=1),
+                OfflineLLM(),
+                mode="random",
+                k=2,
+                control=True,
+                **RUN,
+            )
+        )
         assert fn and all(r.control is not None and r.control.metric == CONTROL_METRIC for r in results)
         delta = [r.score.value for r in results if r.score.status == "ok"]
         control = [r.control.value for r in results if r.control.status == "ok"]
@@ -212,20 +249,31 @@ def test_fault_rates_come_from_the_environment_and_are_named_in_reports(monkeypa
         configured_faults()
 
 
-@pytest.mark.parametrize(("answer_text", "correct"), [
-    ("Qdrant listens on port 6333 for the REST API.", True),                 # the reference's claim, reworded order
-    ("The REST API of Qdrant listens on port 6334.", False),                 # a swapped number
-    ("There is not enough information in the provided contexts.", False),   # a wrong abstention
-    ("Snapshots are written to the snapshots directory.", False),           # true, but another question's answer
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("answer_text", "correct"),
+    [
+        ("Qdrant listens on port 6333 for the REST API.", True),  # the reference's claim, reworded order
+        ("The REST API of Qdrant listens on port 6334.", False),  # a swapped number
+        ("There is not enough information in the provided contexts.", False),  # a wrong abstention
+        ("Snapshots are written to the snapshots directory.", False),  # true, but another question's answer
+    ],
+)
 def test_the_offline_correctness_judge_grades_against_the_reference(answer_text, correct):
     from pipelines.evaluation.metrics.correctness import AnswerCorrectnessPrompt, CorrectnessInput
 
-    verdict = AnswerCorrectnessPrompt().offline(CorrectnessInput(
-        question="Which port does the Qdrant REST API listen on?", answer=answer_text,
-        reference="The Qdrant REST API listens on port 6333."))  # fmt: skip
+    verdict = AnswerCorrectnessPrompt().offline(
+        CorrectnessInput(
+            question="Which port does the Qdrant REST API listen on?",
+            answer=answer_text,
+            reference="The Qdrant REST API listens on port 6333.",
+        )
+    )
     assert verdict.correct is correct, verdict.reason
-    abstain = AnswerCorrectnessPrompt().offline(CorrectnessInput(
-        question="Who wrote Qdrant in Haskell?", answer="There is not enough information to answer.",
-        reference="There is not enough information: the corpus does not say."))  # fmt: skip
+    abstain = AnswerCorrectnessPrompt().offline(
+        CorrectnessInput(
+            question="Who wrote Qdrant in Haskell?",
+            answer="There is not enough information to answer.",
+            reference="There is not enough information: the corpus does not say.",
+        )
+    )
     assert abstain.correct, abstain.reason

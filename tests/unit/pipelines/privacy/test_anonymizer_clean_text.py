@@ -69,10 +69,12 @@ def test_few_clean_traces_lose_a_word(clean_run):
 def test_traces_are_cut_from_consecutive_passages_of_one_document_the_same_way_each_time(tmp_path):
     paragraphs = [f"Paragraph {i}: the option --size={i * 1024} sets the buffer, see section {i}." for i in range(12)]
     documents = {
-        language: [Document(language, source, f"{language}/{source}", lambda: "\n\n".join(paragraphs))
-                   for source in ("man", "reference")]
+        language: [
+            Document(language, source, f"{language}/{source}", lambda: "\n\n".join(paragraphs))
+            for source in ("man", "reference")
+        ]
         for language in ("en", "es")
-    }  # fmt: skip
+    }
     rows = build_clean_traces(6, seed=5, documents=documents)
     assert rows == build_clean_traces(6, seed=5, documents=documents)
     assert [row["language"] for row in rows] == ["en", "es"] * 3
@@ -106,15 +108,19 @@ def _untouched(text: str) -> None:
 floats = st.one_of(
     st.floats(allow_nan=False, allow_infinity=False).map(repr),
     st.builds(lambda i, f: f"{i}.{f}", st.integers(0, 999), st.text("0123456789", min_size=1, max_size=20)),
-    st.builds(lambda i, f, e: f"{i}.{f}e{e}", st.integers(0, 9), st.text("0123456789", min_size=8, max_size=17),
-              st.integers(-308, 308)),  # fmt: skip
+    st.builds(
+        lambda i, f, e: f"{i}.{f}e{e}",
+        st.integers(0, 9),
+        st.text("0123456789", min_size=8, max_size=17),
+        st.integers(-308, 308),
+    ),
 )
 
 
 @SETTINGS
 @given(floats, contexts)
 def test_floats_are_left_alone(value, context):
-    """"3.1415926535897931" was once an invalid card; a float's digits are never an identifier."""
+    """ "3.1415926535897931" was once an invalid card; a float's digits are never an identifier."""
     _untouched(context.format(v=value))
 
 
@@ -143,7 +149,9 @@ def test_version_strings_are_left_alone(value, context):
 hex_digits = "0123456789abcdef"
 escapes = st.one_of(
     st.text(hex_digits + "ABCDEF", min_size=8, max_size=8).map(lambda h: f"\\U{h}"),
-    st.lists(st.text(hex_digits, min_size=2, max_size=2).map(lambda h: f"\\x{h}"), min_size=1, max_size=12).map("".join),
+    st.lists(st.text(hex_digits, min_size=2, max_size=2).map(lambda h: f"\\x{h}"), min_size=1, max_size=12).map(
+        "".join
+    ),
     st.text(hex_digits, min_size=4, max_size=4).map(lambda h: f"\\u{h}"),
     st.sampled_from(["\\N{GREEK CAPITAL LETTER DELTA}", "\\N{EM DASH}"]),
 )
@@ -152,7 +160,7 @@ escapes = st.one_of(
 @SETTINGS
 @given(escapes, contexts)
 def test_escapes_are_left_alone(value, context):
-    """"\\U00000394" (a Greek delta) was once an invalid CIF."""
+    """ "\\U00000394" (a Greek delta) was once an invalid CIF."""
     _untouched(context.format(v=value))
 
 
@@ -160,7 +168,9 @@ def test_the_escape_that_was_a_cif():
     _untouched("'\\U00000394' is GREEK CAPITAL LETTER DELTA; s = \"\\U0001F600\\U00000394\"")
 
 
-digests = st.builds(lambda data, name: hashlib.new(name, data).hexdigest(), st.binary(), st.sampled_from(["md5", "sha1", "sha256"]))
+digests = st.builds(
+    lambda data, name: hashlib.new(name, data).hexdigest(), st.binary(), st.sampled_from(["md5", "sha1", "sha256"])
+)
 """Hex as hash functions write it: uniformly random, so drawn through a real digest, not digit by digit."""
 hashes = st.one_of(
     digests,
@@ -185,7 +195,15 @@ documentation_v6 = st.builds(
     st.sampled_from(["compressed", "exploded"]),
 )
 around_an_address = st.sampled_from(
-    ["connect to {v}", "{v}:8080", "[{v}]:443", "route {v}/24", "listen {v} port 53", "desde {v} me bloquean", "ping {v}"]
+    [
+        "connect to {v}",
+        "{v}:8080",
+        "[{v}]:443",
+        "route {v}/24",
+        "listen {v} port 53",
+        "desde {v} me bloquean",
+        "ping {v}",
+    ]
 )
 
 
@@ -293,7 +311,9 @@ def test_numbers_only_shaped_like_a_card_or_an_ssn_are_left_alone(separator, tem
         assert find_pii(template.format(v=value)) == [], value
 
 
-@pytest.mark.parametrize("word", ["LangChain", "argument", "interoperability", "autopkgtests", "JavaScript", "TypeScript"])
+@pytest.mark.parametrize(
+    "word", ["LangChain", "argument", "interoperability", "autopkgtests", "JavaScript", "TypeScript"]
+)
 @pytest.mark.parametrize("template", ["for {b} {w} usage", "({b} {w} validation)", "Soporte {b} de {w}."])
 @pytest.mark.parametrize("basic", ["basic", "Basic"])
 def test_basic_before_a_word_is_no_authorization_header(word, template, basic):
@@ -302,7 +322,9 @@ def test_basic_before_a_word_is_no_authorization_header(word, template, basic):
     assert "auth_header" not in residual_pii_reasons(template.format(b=basic, w=word))
 
 
-@pytest.mark.parametrize("key", ["total", "available", "used", "free", "read_bytes", "bytes_sent", "write_count", "size"])
+@pytest.mark.parametrize(
+    "key", ["total", "available", "used", "free", "read_bytes", "bytes_sent", "write_count", "size"]
+)
 @pytest.mark.parametrize("value", ["10367352832", "6472179712", "21378641920", "18626220032", "2181107712"])
 @pytest.mark.parametrize("layout", ["svmem({k}={v}, percent=37.6)", ">>> f({k}={v})", "{k}={v}, x=1"])
 def test_sizes_and_counters_under_a_key_that_names_them_stay(key, value, layout):
@@ -311,7 +333,9 @@ def test_sizes_and_counters_under_a_key_that_names_them_stay(key, value, layout)
 
 
 @SETTINGS
-@given(st.lists(st.integers(-100, 100), min_size=12, max_size=40), st.sampled_from(["{v}", "data:\n{v}\n", "Datos: {v}"]))
+@given(
+    st.lists(st.integers(-100, 100), min_size=12, max_size=40), st.sampled_from(["{v}", "data:\n{v}\n", "Datos: {v}"])
+)
 def test_a_table_of_signed_integers_stays(numbers, template):
     """Rows of small signed integers, as test data files hold them ("26 -60 -34 11 -27 47 -100")."""
     assert "long_digit_run" not in residual_pii_reasons(template.format(v=" ".join(map(str, numbers))))

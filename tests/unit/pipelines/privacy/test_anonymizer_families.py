@@ -53,7 +53,9 @@ def _grouped(digits: str, sizes: tuple[int, ...], separator: str) -> str:
 
 
 spanish_numbers = st.builds(
-    _spanish_number, st.integers(0, 2**32), st.sampled_from([phonenumbers.PhoneNumberType.MOBILE, phonenumbers.PhoneNumberType.FIXED_LINE])
+    _spanish_number,
+    st.integers(0, 2**32),
+    st.sampled_from([phonenumbers.PhoneNumberType.MOBILE, phonenumbers.PhoneNumberType.FIXED_LINE]),
 )
 groupings = st.sampled_from([(3, 3, 3), (3, 2, 2, 2), (2, 3, 2, 2), (9,)])
 PLAIN_SEPARATORS = [" ", "-", ".", "/", "_", "\u2013", "\u2014", "\u2011", "\u00a0", "\u202f"]
@@ -63,7 +65,13 @@ UNCUED = ["Estoy en el {v} hasta las 18:00.", "The desk line {v} is open until 6
 
 
 @SETTINGS
-@given(spanish_numbers, groupings, st.sampled_from(PLAIN_SEPARATORS), st.sampled_from(COUNTRY_CODES), st.sampled_from(UNCUED))
+@given(
+    spanish_numbers,
+    groupings,
+    st.sampled_from(PLAIN_SEPARATORS),
+    st.sampled_from(COUNTRY_CODES),
+    st.sampled_from(UNCUED),
+)
 def test_a_spanish_number_split_by_any_separator(digits, grouping, separator, country, template):
     value = country + _grouped(digits, grouping, separator)
     _replaced_and_flagged(template.format(v=value), value)
@@ -130,7 +138,10 @@ US_CITIES = [("Mountain View", "CA", "94043"), ("Austin", "TX", "78701"), ("Port
 NAMES = ["Willow", "Maple", "Regina", "Figueroa", "Baker", "Johnson", "Cedar", "Lincoln"]
 
 
-@pytest.mark.parametrize("layout", ["{street}, {city}, {state} {zip}", "{street}\n{city}, {state} {zip}", "{street} Apt. 12, {city}, {state} {zip}"])
+@pytest.mark.parametrize(
+    "layout",
+    ["{street}, {city}, {state} {zip}", "{street}\n{city}, {state} {zip}", "{street} Apt. 12, {city}, {state} {zip}"],
+)
 def test_every_usps_suffix_makes_an_address(layout):
     rng = random.Random(layout)
     for suffix in _usps_suffixes():
@@ -148,13 +159,20 @@ def test_every_usps_suffix_makes_a_street_after_an_address_cue():
         assert not _leaked(value, f"My address is {value}.", after), after
 
 
-@pytest.mark.parametrize("layout", ["{type} {name} {number}, {postcode} {city}", "{type} de {name} {number}\n{city}, {postcode}"])
+@pytest.mark.parametrize(
+    "layout", ["{type} {name} {number}, {postcode} {city}", "{type} de {name} {number}\n{city}, {postcode}"]
+)
 def test_every_spanish_type_of_street_makes_an_address(layout):
     rng = random.Random(layout)
     for street_type in _spanish_types():
         name = rng.choice(["Juan Pérez", "Alcalá", "la Constitución", "Eufemia Bastida", "Mayor"])
-        value = layout.format(type=street_type, name=name, number=rng.randint(1, 999), postcode=f"{rng.randint(1, 52):02d}{rng.randint(0, 999):03d}",
-                              city=rng.choice(["Madrid", "Sevilla", "Vitoria-Gasteiz"]))  # fmt: skip
+        value = layout.format(
+            type=street_type,
+            name=name,
+            number=rng.randint(1, 999),
+            postcode=f"{rng.randint(1, 52):02d}{rng.randint(0, 999):03d}",
+            city=rng.choice(["Madrid", "Sevilla", "Vitoria-Gasteiz"]),
+        )
         _replaced_and_flagged(f"Mi dirección es {value}, gracias.", value)
 
 
@@ -182,10 +200,17 @@ SPELLED_COUNTRY_CODES = ["+34 ", "+34", "0034 ", "(+34) ", "(+34)", "0034"]
 
 
 @SETTINGS
-@given(spanish_numbers, groupings.filter(lambda g: len(g) > 1), st.sampled_from(ODD_PUNCTUATION),
-       st.sampled_from(SPELLED_COUNTRY_CODES), st.sampled_from(UNCUED))  # fmt: skip
-def test_with_its_country_code_any_punctuation_splits_a_number_without_a_cue(digits, grouping, separator, country, template):
-    """"+34|612|345|678" is a phone however it is split: no count or table opens with a country code."""
+@given(
+    spanish_numbers,
+    groupings.filter(lambda g: len(g) > 1),
+    st.sampled_from(ODD_PUNCTUATION),
+    st.sampled_from(SPELLED_COUNTRY_CODES),
+    st.sampled_from(UNCUED),
+)
+def test_with_its_country_code_any_punctuation_splits_a_number_without_a_cue(
+    digits, grouping, separator, country, template
+):
+    """ "+34|612|345|678" is a phone however it is split: no count or table opens with a country code."""
     value = country + _grouped(digits, grouping, separator)
     _replaced_and_flagged(template.format(v=value), value)
 
@@ -217,8 +242,12 @@ def test_a_dni_printed_in_groups_with_any_separator(separator, before_letter, te
 @pytest.mark.parametrize("layout", ["{cc} {rest}", "{cc}{rest_underscored}", "{cc}{rest_spaced}"])
 def test_an_iban_split_by_underscores_or_with_a_blank_after_its_country(iban, layout):
     groups = [iban[2:4]] + [iban[i : i + 4] for i in range(4, len(iban), 4)]
-    value = layout.format(cc=iban[:2], rest=" ".join(groups), rest_underscored="_".join(groups),
-                          rest_spaced=groups[0] + " " + " ".join(groups[1:]))  # fmt: skip
+    value = layout.format(
+        cc=iban[:2],
+        rest=" ".join(groups),
+        rest_underscored="_".join(groups),
+        rest_spaced=groups[0] + " " + " ".join(groups[1:]),
+    )
     _replaced_and_flagged(f"Transfiere a {value} antes del lunes.", value)
 
 
@@ -252,7 +281,10 @@ SSN_SEPARATORS = ["-", " ", ".", "_", "/", "\u00b7", " - ", " . ", " / ", "\u201
 
 
 @pytest.mark.parametrize("separator", SSN_SEPARATORS)
-@pytest.mark.parametrize("template", ["Mi SSN es {v}, gracias.", "Customer record: {v} (verified).", "Su número {v} figura en el W-2.", "{v}"])
+@pytest.mark.parametrize(
+    "template",
+    ["Mi SSN es {v}, gracias.", "Customer record: {v} (verified).", "Su número {v} figura en el W-2.", "{v}"],
+)
 def test_a_us_ssn_split_by_any_separator(separator, template):
     for ssn_value in SSNS:
         value = ssn_value.replace("-", separator)
@@ -260,17 +292,57 @@ def test_a_us_ssn_split_by_any_separator(separator, template):
 
 
 # --- Spanish addresses: every common type of street with every way of numbering and a floor after it --
-SPANISH_TYPES = ["Calle", "C/", "Ctra.", "Carretera", "Urb.", "Urbanización", "Camí", "Camino", "Pza.", "Plaza", "Avda.",
-                 "Avenida", "Pº", "Paseo", "Ronda", "Travesía", "Trav.", "Glorieta", "Rambla", "Vía", "Cuesta", "Callejón",
-                 "Bulevar", "Polígono", "Carrer", "Passeig"]  # fmt: skip
-SPANISH_NUMBERS = ["12", "nº 12", "km 7", "Km. 7,5", "s/n", "57 - 3º Izq", "nº 12, 2º B", "parcela 14", "12, 5ª planta",
-                   "12, bajo", "45, 3º-2ª", "8 - 1º dcha.", "nave 3"]  # fmt: skip
+SPANISH_TYPES = [
+    "Calle",
+    "C/",
+    "Ctra.",
+    "Carretera",
+    "Urb.",
+    "Urbanización",
+    "Camí",
+    "Camino",
+    "Pza.",
+    "Plaza",
+    "Avda.",
+    "Avenida",
+    "Pº",
+    "Paseo",
+    "Ronda",
+    "Travesía",
+    "Trav.",
+    "Glorieta",
+    "Rambla",
+    "Vía",
+    "Cuesta",
+    "Callejón",
+    "Bulevar",
+    "Polígono",
+    "Carrer",
+    "Passeig",
+]
+SPANISH_NUMBERS = [
+    "12",
+    "nº 12",
+    "km 7",
+    "Km. 7,5",
+    "s/n",
+    "57 - 3º Izq",
+    "nº 12, 2º B",
+    "parcela 14",
+    "12, 5ª planta",
+    "12, bajo",
+    "45, 3º-2ª",
+    "8 - 1º dcha.",
+    "nave 3",
+]
 """A number, a road's kilometre point, a plot ("parcela") or a unit ("nave"), then the floor and door after a
 comma or a dash ("57 - 3º Izq")."""
 
 
 @pytest.mark.parametrize("number", SPANISH_NUMBERS)
-@pytest.mark.parametrize("template", ["Envíalo a {v}, por favor.", "El cliente vive en {v} desde enero.", "Dirección: {v}"])
+@pytest.mark.parametrize(
+    "template", ["Envíalo a {v}, por favor.", "El cliente vive en {v} desde enero.", "Dirección: {v}"]
+)
 def test_every_spanish_type_of_street_with_any_number_and_floor(number, template):
     rng = random.Random(number + template)
     for street_type in SPANISH_TYPES:
@@ -280,7 +352,9 @@ def test_every_spanish_type_of_street_with_any_number_and_floor(number, template
 
 
 @pytest.mark.parametrize("make", ["URLSafeSerializer", "URLSafeTimedSerializer"])
-@pytest.mark.parametrize("payload", [{"id": 5, "name": "itsdangerous"}, {"user_id": 42}, {"_fresh": True, "csrf_token": "x"}])
+@pytest.mark.parametrize(
+    "payload", [{"id": 5, "name": "itsdangerous"}, {"user_id": 42}, {"_fresh": True, "csrf_token": "x"}]
+)
 @pytest.mark.parametrize("template", ["token = '{v}'", "# {v}\ndata = auth_s.loads(token)", "La cookie vale {v}."])
 def test_a_signed_payload_is_a_secret(make, payload, template):
     """itsdangerous and Flask sessions sign a base64url JSON object ("eyJ..."): whoever holds it is let in, example or

@@ -118,8 +118,12 @@ def test_names_survive_rarely(adversarial):
 
 
 def test_the_residual_check_passes_what_the_anonymizer_wrote_and_flags_raw_values(adversarial):
-    flagged = [(reasons, text) for _, anonymized in adversarial for text in trace_texts(anonymized)
-               if (reasons := residual_pii_reasons(text))]  # fmt: skip
+    flagged = [
+        (reasons, text)
+        for _, anonymized in adversarial
+        for text in trace_texts(anonymized)
+        if (reasons := residual_pii_reasons(text))
+    ]
     assert flagged == []
     missed = [
         (p.form, p.value)

@@ -99,8 +99,12 @@ def test_one_value_has_one_pseudonym_within_a_trace_and_another_across_traces(pl
     form, _, sentence, value = planted
     first, _ = ANONYMIZER.anonymize_trace(_trace("tr-1", sentence))
     second, _ = ANONYMIZER.anonymize_trace(_trace("tr-2", sentence))
-    fields = [first.question.removeprefix("Hola. "), first.contexts[0].text.removeprefix("Ticket: "),
-              first.tool_calls[0].arguments["query"], first.metadata["note"]]  # fmt: skip
+    fields = [
+        first.question.removeprefix("Hola. "),
+        first.contexts[0].text.removeprefix("Ticket: "),
+        first.tool_calls[0].arguments["query"],
+        first.metadata["note"],
+    ]
     assert len(set(fields)) == 1, form  # every field anonymized the same way
     if fields[0] != sentence:  # something was replaced: keyed by trace, so another trace reads otherwise
         assert second.metadata["note"] != fields[0], form

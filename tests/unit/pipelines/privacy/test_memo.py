@@ -15,9 +15,15 @@ CLEAN = ("La réplica de Qdrant guarda sus copias durante treinta días en el al
 
 
 def trace(trace_id: str) -> Trace:
-    return Trace(trace_id=trace_id, ts="2026-11-20T10:00:00+00:00", question="¿Cómo cambio la tarjeta?",
-                 answer="Escribe a soporte.", contexts=[Context(chunk_id="c1", text=CHUNK), Context(chunk_id="c2", text=CLEAN)],
-                 app="pagos", language="es")  # fmt: skip
+    return Trace(
+        trace_id=trace_id,
+        ts="2026-11-20T10:00:00+00:00",
+        question="¿Cómo cambio la tarjeta?",
+        answer="Escribe a soporte.",
+        contexts=[Context(chunk_id="c1", text=CHUNK), Context(chunk_id="c2", text=CLEAN)],
+        app="pagos",
+        language="es",
+    )
 
 
 def test_a_context_is_scanned_once_and_found_the_same():
@@ -39,7 +45,13 @@ def test_pseudonyms_stay_per_trace_when_the_context_is_remembered():
 
 def test_a_caller_cannot_change_what_later_callers_get():
     leaked = CHUNK.replace("612 345 678", "[PHONE_0a1b2c3d]")
-    row = {"question": "q", "answer": "a", "contexts": [{"text": leaked}, {"text": CLEAN}], "tool_calls": [], "metadata": "{}"}
+    row = {
+        "question": "q",
+        "answer": "a",
+        "contexts": [{"text": leaked}, {"text": CLEAN}],
+        "tool_calls": [],
+        "metadata": "{}",
+    }
     found = residual_pii_by_field(row)
     assert found == {"contexts[0].text": ["at_sign_like"]}
     found["contexts[0].text"].append("tampered")

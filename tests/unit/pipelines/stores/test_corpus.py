@@ -235,8 +235,9 @@ def test_search_modes_filters_and_reads(demo_index: CorpusIndex) -> None:
     assert demo_index.version() == corpus_version(demo_subset())
 
 
-def test_search_many_answers_each_query_as_search_does_in_batched_requests(demo_index: CorpusIndex,
-                                                                          monkeypatch) -> None:  # fmt: skip
+def test_search_many_answers_each_query_as_search_does_in_batched_requests(
+    demo_index: CorpusIndex, monkeypatch
+) -> None:
     queries = ["How do I write a small anonymous function inline?", "¿Cuándo llega la factura mensual?", "de la que"]
     found = {}
     for mode in ("hybrid", "dense", "sparse"):
@@ -251,11 +252,16 @@ def test_search_many_answers_each_query_as_search_does_in_batched_requests(demo_
     # The noise pool's candidates: every question's dense neighbours, in one batched request.
     requests: list[int] = []
     send = demo_index.client.query_batch_points
-    monkeypatch.setattr(demo_index.client, "query_batch_points",
-                        lambda name, batch, **kw: requests.append(len(batch)) or send(name, batch, **kw))  # fmt: skip
+    monkeypatch.setattr(
+        demo_index.client,
+        "query_batch_points",
+        lambda name, batch, **kw: requests.append(len(batch)) or send(name, batch, **kw),
+    )
     gold = "pydoc/lambda#0-nope"  # a gold chunk the index lacks: its document is read from the id
-    items = [JudgeInput(item_id=f"q{n}", stratum="s", question=q, answer="a", gold_chunk_ids=[gold])
-             for n, q in enumerate([*queries, queries[0]])]  # fmt: skip
+    items = [
+        JudgeInput(item_id=f"q{n}", stratum="s", question=q, answer="a", gold_chunk_ids=[gold])
+        for n, q in enumerate([*queries, queries[0]])
+    ]
     pool = NoisePool.from_index(demo_index, items)
     assert requests == [len(queries)]  # the repeated question is searched once
     assert {c.chunk_id for c in pool.chunks} == {h.chunk_id for hits in found["dense"] for h in hits}
@@ -310,7 +316,11 @@ def test_an_unchanged_folder_is_recognised_without_parsing_and_any_change_is_see
         patch.setattr("pipelines.corpus.steps.load_chunks", no_parsing)
         again = index_corpus(settings, corpus)
     assert again["corpus_version"] == again["previous_version"] == first["corpus_version"]
-    assert (again["chunks_added"], again["chunks_unchanged"], again["documents_unchanged"]) == (0, first["chunks_total"], 2)
+    assert (again["chunks_added"], again["chunks_unchanged"], again["documents_unchanged"]) == (
+        0,
+        first["chunks_total"],
+        2,
+    )
 
     write(corpus, "notes.md", "# Notes\n\nThe rollback takes three minutes.\n")
     edited = index_corpus(settings, corpus)
@@ -436,8 +446,12 @@ class _AirflowHandler(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def fake_airflow() -> Iterator[FakeAirflow]:
-    server = FakeAirflow([{"id": 3, "name": "ragwatch_corpus_v2", "uri": "ragwatch_corpus_v2"},
-                          {"id": 7, "name": "ragwatch_corpus", "uri": "ragwatch_corpus"}])  # fmt: skip
+    server = FakeAirflow(
+        [
+            {"id": 3, "name": "ragwatch_corpus_v2", "uri": "ragwatch_corpus_v2"},
+            {"id": 7, "name": "ragwatch_corpus", "uri": "ragwatch_corpus"},
+        ]
+    )
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -448,8 +462,9 @@ def fake_airflow() -> Iterator[FakeAirflow]:
 
 
 def test_refresh_posts_an_asset_event(fake_airflow: FakeAirflow, tmp_path: Path) -> None:
-    settings = Settings(home=tmp_path, airflow_api_url=fake_airflow.url, airflow_username="admin",
-                        airflow_password="s3cret")  # fmt: skip
+    settings = Settings(
+        home=tmp_path, airflow_api_url=fake_airflow.url, airflow_username="admin", airflow_password="s3cret"
+    )
     extra = {"corpus_version": "abc123", "documents_added": 2, "documents_removed": 1}
     event = notify_corpus_refreshed(settings, extra=extra)
     assert event["asset_id"] == 7 and event["extra"]["corpus_version"] == "abc123"
@@ -460,12 +475,12 @@ def test_refresh_posts_an_asset_event(fake_airflow: FakeAirflow, tmp_path: Path)
 
 
 def test_refresh_errors_say_what_to_fix(fake_airflow: FakeAirflow, tmp_path: Path) -> None:
-    wrong = Settings(home=tmp_path, airflow_api_url=fake_airflow.url, airflow_username="admin",
-                     airflow_password="nope")  # fmt: skip
+    wrong = Settings(home=tmp_path, airflow_api_url=fake_airflow.url, airflow_username="admin", airflow_password="nope")
     with pytest.raises(AirflowNotificationError, match="RAGWATCH_AIRFLOW_PASSWORD"):
         notify_corpus_refreshed(wrong)
-    right = Settings(home=tmp_path, airflow_api_url=fake_airflow.url, airflow_username="admin",
-                     airflow_password="s3cret")  # fmt: skip
+    right = Settings(
+        home=tmp_path, airflow_api_url=fake_airflow.url, airflow_username="admin", airflow_password="s3cret"
+    )
     with pytest.raises(AirflowNotificationError, match="no asset named 'golden_sets'"):
         notify_corpus_refreshed(right, asset_name="golden_sets")
     closed = Settings(home=tmp_path, airflow_api_url="http://127.0.0.1:9", airflow_username="admin")

@@ -32,22 +32,51 @@ def store(request, tmp_path):
 
 
 def make_run(day: date = DAY, *, target: str = "prod", suite: str = "offline", **kw) -> EvalRun:
-    return EvalRun(run_id=run_id(suite, day, target), suite=suite, logical_date=day, target=target,
-                   dataset_version="golden-v3", judge_model="judge-70b", generator_model="gen-8b",
-                   params={"k": 5, "nota": "índice re-creado"}, finished_at=datetime(2026, 3, 3, 6, 0, tzinfo=timezone.utc),
-                   **kw)  # fmt: skip
+    return EvalRun(
+        run_id=run_id(suite, day, target),
+        suite=suite,
+        logical_date=day,
+        target=target,
+        dataset_version="golden-v3",
+        judge_model="judge-70b",
+        generator_model="gen-8b",
+        params={"k": 5, "nota": "índice re-creado"},
+        finished_at=datetime(2026, 3, 3, 6, 0, tzinfo=timezone.utc),
+        **kw,
+    )
 
 
 def make_scores(run: EvalRun, items: list[str], value: float = 0.8) -> list[Score]:
     out = []
     for item in items:
         for metric in ("faithfulness", "recall@5"):
-            out.append(Score(run_id=run.run_id, suite=run.suite, item_id=item, stratum="single_hop/es", metric=metric,
-                             value=value, status="ok", judge_model=run.judge_model,
-                             dataset_version=run.dataset_version))  # fmt: skip
-    out.append(Score(run_id=run.run_id, suite=run.suite, item_id=items[0], stratum="single_hop/es",
-                     metric="context_recall", value=None, status="failed", error="el juez no respondió (timeout)",
-                     judge_model=run.judge_model, dataset_version=run.dataset_version))  # fmt: skip
+            out.append(
+                Score(
+                    run_id=run.run_id,
+                    suite=run.suite,
+                    item_id=item,
+                    stratum="single_hop/es",
+                    metric=metric,
+                    value=value,
+                    status="ok",
+                    judge_model=run.judge_model,
+                    dataset_version=run.dataset_version,
+                )
+            )
+    out.append(
+        Score(
+            run_id=run.run_id,
+            suite=run.suite,
+            item_id=items[0],
+            stratum="single_hop/es",
+            metric="context_recall",
+            value=None,
+            status="failed",
+            error="el juez no respondió (timeout)",
+            judge_model=run.judge_model,
+            dataset_version=run.dataset_version,
+        )
+    )
     return out
 
 
@@ -126,15 +155,21 @@ def test_baseline_is_the_previous_successful_run_that_did_not_fail_its_gate(stor
     assert store.baseline_for(make_run(date(2026, 2, 23))) is None
     # Trends: successful runs only, the latest N, oldest first.
     assert [day(r) for r in store.runs("offline", 3, target="prod")] == ["2026-02-24", "2026-02-25", "2026-03-09"]
-    assert [day(r) for r in store.runs("offline", 10, target="prod", before=DAY)] == ["2026-02-23", "2026-02-24", "2026-02-25"]
+    assert [day(r) for r in store.runs("offline", 10, target="prod", before=DAY)] == [
+        "2026-02-23",
+        "2026-02-24",
+        "2026-02-25",
+    ]
     assert [day(r) for r in store.runs("offline", 10, target="prod", status=None)][-2:] == ["2026-02-26", "2026-03-09"]
 
 
 def test_a_run_that_measured_nothing_is_a_baseline_only_when_no_run_measured_anything(store):
     def failed_run(day: date) -> tuple[EvalRun, list[Score]]:  # every item failed: nothing measured
         run = make_run(day)
-        return run, [s.model_copy(update={"status": "failed", "value": None, "error": "HTTP 503"})
-                     for s in make_scores(run, ["a", "b"])]  # fmt: skip
+        return run, [
+            s.model_copy(update={"status": "failed", "value": None, "error": "HTTP 503"})
+            for s in make_scores(run, ["a", "b"])
+        ]
 
     store.save_run(*failed_run(date(2026, 2, 16)))
     day = lambda r: r.logical_date.isoformat()  # noqa: E731
@@ -150,8 +185,11 @@ def test_a_run_that_measured_nothing_is_a_baseline_only_when_no_run_measured_any
     assert day(store.baseline_for(make_run(), **choose, wanted={"recall@5"})) == "2026-02-25"
     # A run that measured nothing is never the reference either.
     assert [(day(r), sorted(m)) for r, m in store.accepted_runs(make_run(), **choose)] == [
-        ("2026-02-25", ["recall@5"]), ("2026-02-24", []), ("2026-02-23", ["faithfulness", "recall@5"]),
-        ("2026-02-16", [])]  # fmt: skip
+        ("2026-02-25", ["recall@5"]),
+        ("2026-02-24", []),
+        ("2026-02-23", ["faithfulness", "recall@5"]),
+        ("2026-02-16", []),
+    ]
     assert day(store.reference_for(make_run(), **choose, wanted={"recall@5"})) == "2026-02-23"
 
 
@@ -172,8 +210,11 @@ def test_the_baseline_stays_on_the_golden_set_and_prefers_the_runs_own_version(s
 
 
 def test_a_pinned_release_is_the_reference_and_an_accepted_baseline_and_survives_a_rerun(store):
-    runs = [make_run(date(2026, 2, 9)), make_run(date(2026, 2, 16), gate_passed=True),
-            make_run(date(2026, 2, 23), gate_passed=False)]  # fmt: skip
+    runs = [
+        make_run(date(2026, 2, 9)),
+        make_run(date(2026, 2, 16), gate_passed=True),
+        make_run(date(2026, 2, 23), gate_passed=False),
+    ]
     for run in runs:
         store.save_run(run, make_scores(run, ["a", "b"]))
     assert store.reference_for(make_run()).run_id == runs[0].run_id  # no release: the first accepted run
@@ -231,7 +272,10 @@ def test_ragwatch_eval_pin_marks_a_release_and_unpins_it(tmp_path, monkeypatch):
     passed = make_run(date(2026, 3, 9), gate_passed=True)
     results.save_run(passed, make_scores(passed, [f"q{i}" for i in range(10)]))
     plain = " ".join(runner.invoke(app, ["eval", "pin", passed.run_id]).output.split())
-    assert "later runs are gated against the first release" in plain and results.get_run(passed.run_id).reference_at is None
+    assert (
+        "later runs are gated against the first release" in plain
+        and results.get_run(passed.run_id).reference_at is None
+    )
     moved = " ".join(runner.invoke(app, ["eval", "pin", passed.run_id, "--reference"]).output.split())
     assert "is the release later runs of prod are gated against" in moved
     assert results.get_run(passed.run_id).reference_at is not None

@@ -54,8 +54,12 @@ def test_sqlite_reads_are_read_only_and_interval_bound(settings):
 
 
 def test_custom_table_and_column_names(tmp_path):
-    settings = Settings(home=tmp_path, trace_table="rag_logs", trace_tables_allowed=["rag_logs"],
-                        trace_columns={"question": "user_query", "ts": "created_at"})  # fmt: skip
+    settings = Settings(
+        home=tmp_path,
+        trace_table="rag_logs",
+        trace_tables_allowed=["rag_logs"],
+        trace_columns={"question": "user_query", "ts": "created_at"},
+    )
     writer = TraceStore.from_settings(settings, read_only=False)
     writer.create_table()
     writer.insert_rows(rows())
@@ -77,11 +81,15 @@ def test_postgres_reader_role_reads_one_interval_and_cannot_write(postgres, sett
     writer.create_table()
     all_rows = [r for r in rows() if isinstance(r["ts"], datetime)]  # PostgreSQL rejects malformed timestamps itself
     writer.insert_rows(all_rows)
-    postgres.psql("REVOKE ALL ON SCHEMA public FROM PUBLIC; GRANT USAGE ON SCHEMA public TO rw_reader;"
-                  "GRANT SELECT ON traces TO rw_reader;", database="prod_traces")  # fmt: skip
+    postgres.psql(
+        "REVOKE ALL ON SCHEMA public FROM PUBLIC; GRANT USAGE ON SCHEMA public TO rw_reader;"
+        "GRANT SELECT ON traces TO rw_reader;",
+        database="prod_traces",
+    )
 
-    reader = TraceStore.from_settings(settings.model_copy(
-        update={"trace_store_url": postgres.url("rw_reader", "reader-pw", "prod_traces")}))  # fmt: skip
+    reader = TraceStore.from_settings(
+        settings.model_copy(update={"trace_store_url": postgres.url("rw_reader", "reader-pw", "prod_traces")})
+    )
     day = date(2026, 11, 21)
     start, end = day_interval(day)
     ids = sorted(r[0] for r in reader.iter_keys(start, end, ["app", "language"]))
@@ -105,9 +113,20 @@ def test_a_wrong_password_says_what_to_check(postgres, settings):
 
 
 def plain_row(trace_id: str, ts) -> dict:
-    return {"trace_id": trace_id, "ts": ts, "question": "¿Cuál es el límite?", "answer": "100 por minuto.",
-            "contexts": [{"chunk_id": "c1", "text": "El límite es 100 por minuto.", "score": 0.9}], "tool_calls": [],
-            "model": "m", "app": "docs", "language": "es", "user_feedback": None, "latency_ms": 10, "metadata": {}}  # fmt: skip
+    return {
+        "trace_id": trace_id,
+        "ts": ts,
+        "question": "¿Cuál es el límite?",
+        "answer": "100 por minuto.",
+        "contexts": [{"chunk_id": "c1", "text": "El límite es 100 por minuto.", "score": 0.9}],
+        "tool_calls": [],
+        "model": "m",
+        "app": "docs",
+        "language": "es",
+        "user_feedback": None,
+        "latency_ms": 10,
+        "metadata": {},
+    }
 
 
 OFFSET_ROWS = {  # SQLite text as apps write it, and the UTC day each instant belongs to
@@ -127,8 +146,9 @@ def test_sqlite_text_with_an_offset_lands_in_its_utc_day_and_a_malformed_one_is_
 
     writer = TraceStore.from_settings(settings, read_only=False)
     writer.create_table()
-    writer.insert_rows([plain_row(tid, ts) for tid, (ts, _) in OFFSET_ROWS.items()]
-                       + [plain_row("broken-hour", "2026-03-01 25:00:00")])  # fmt: skip
+    writer.insert_rows(
+        [plain_row(tid, ts) for tid, (ts, _) in OFFSET_ROWS.items()] + [plain_row("broken-hour", "2026-03-01 25:00:00")]
+    )
     reader = TraceStore.from_settings(settings)
     for day in (date(2026, 3, 1), date(2026, 3, 2)):
         ids = {r[0] for r in reader.iter_keys(*day_interval(day), ["app"])}
@@ -152,14 +172,18 @@ def test_postgres_naive_timestamps_read_as_utc_in_a_session_of_another_zone(post
         "INSERT INTO traces (trace_id, ts, question, answer, app, language) VALUES"
         " ('utc-late', '2026-03-01 23:30:00', 'q', 'a', 'docs', 'es'),"
         " ('utc-early', '2026-03-02 00:30:00', 'q', 'a', 'docs', 'es');"
-        "GRANT SELECT ON traces TO tz_reader;", database="tz_traces")  # fmt: skip
+        "GRANT SELECT ON traces TO tz_reader;",
+        database="tz_traces",
+    )
     url = postgres.url("tz_reader", "tz-pw", "tz_traces")
     day = date(2026, 3, 1)
     start, end = day_interval(day)
     # Without ragwatch's session settings, Tokyo time shifts the day by nine hours: the bug this guards.
     plain = sa.create_engine(url)
     with plain.connect() as conn:
-        shifted = conn.execute(sa.text("SELECT trace_id FROM traces WHERE ts >= :s AND ts < :e"), {"s": start, "e": end})
+        shifted = conn.execute(
+            sa.text("SELECT trace_id FROM traces WHERE ts >= :s AND ts < :e"), {"s": start, "e": end}
+        )
         assert {r[0] for r in shifted} == {"utc-late", "utc-early"}
     plain.dispose()
     reader = TraceStore.from_settings(settings.model_copy(update={"trace_store_url": url}))
@@ -184,10 +208,18 @@ def test_postgres_ranks_the_selection_in_the_server_as_python_does(postgres, set
     store.create_table()
     rng = random.Random(7)
     start, end = day_interval(DAY)
-    store.insert_rows({"trace_id": f"tr-{i:05d}{rng.choice(['', '-ñ', '-日本'])}", "ts": start + (end - start) * rng.random(),
-                       "question": "q", "answer": "a", "app": rng.choice(["docs", "soporte", "pagos"]),
-                       "language": rng.choice(["es", "en"]), "user_feedback": rng.choice([-1, 0, 1, None])}
-                      for i in range(3_000))  # fmt: skip
+    store.insert_rows(
+        {
+            "trace_id": f"tr-{i:05d}{rng.choice(['', '-ñ', '-日本'])}",
+            "ts": start + (end - start) * rng.random(),
+            "question": "q",
+            "answer": "a",
+            "app": rng.choice(["docs", "soporte", "pagos"]),
+            "language": rng.choice(["es", "en"]),
+            "user_feedback": rng.choice([-1, 0, 1, None]),
+        }
+        for i in range(3_000)
+    )
     strata = ["app", "language", "user_feedback"]
     population = store.count_by(start, end, strata)
     assert (("docs", "es", None) in population) and len(population) == 24
@@ -200,13 +232,19 @@ def test_postgres_ranks_the_selection_in_the_server_as_python_does(postgres, set
         assert in_server == in_python
     unstratified = store.count_by(start, end, [])
     targets = {(): stratum_target(unstratified[()], 0.1, 0)}
-    in_server = select_traces(unstratified, store.iter_lowest(start, end, [], targets, selection_key_sql), rate=0.1, min_per_stratum=0)
+    in_server = select_traces(
+        unstratified, store.iter_lowest(start, end, [], targets, selection_key_sql), rate=0.1, min_per_stratum=0
+    )
     assert in_server == select_traces(unstratified, store.iter_keys(start, end, []), rate=0.1, min_per_stratum=0)
     assert len(in_server.trace_ids) == 300
     assert list(store.iter_lowest(start, end, strata, {}, selection_key_sql)) == []  # an empty day selects nothing
     with store.engine.connect() as conn:
         ids = [row[0] for row in conn.execute(sa.select(store.table.c.trace_id).limit(50))]
-        keys = conn.execute(sa.select(store.table.c.trace_id, selection_key_sql(store.table.c.trace_id)).where(store.table.c.trace_id.in_(ids)))
+        keys = conn.execute(
+            sa.select(store.table.c.trace_id, selection_key_sql(store.table.c.trace_id)).where(
+                store.table.c.trace_id.in_(ids)
+            )
+        )
         assert {trace_id: int.from_bytes(key, "big") for trace_id, key in keys} == {i: selection_key(i) for i in ids}
     store.engine.dispose()
 
@@ -222,21 +260,29 @@ def test_the_selection_has_its_own_statement_timeout_and_names_it_when_it_runs_o
     writer = TraceStore.from_settings(owner, read_only=False)
     writer.create_table()
     with writer.engine.begin() as conn:  # 5,000 traces of the day, built in the server; no user_feedback at all
-        conn.execute(sa.text(
-            "INSERT INTO traces (trace_id, ts, question, answer, app, language, user_feedback) "
-            "SELECT 'tr-' || md5(g::text), :start + make_interval(secs => g * 17.28), 'q', 'a', "
-            "(ARRAY['docs','soporte'])[1 + g % 2], 'es', NULL FROM generate_series(0, 4999) AS g"), {"start": day_interval(DAY)[0]})
+        conn.execute(
+            sa.text(
+                "INSERT INTO traces (trace_id, ts, question, answer, app, language, user_feedback) "
+                "SELECT 'tr-' || md5(g::text), :start + make_interval(secs => g * 17.28), 'q', 'a', "
+                "(ARRAY['docs','soporte'])[1 + g % 2], 'es', NULL FROM generate_series(0, 4999) AS g"
+            ),
+            {"start": day_interval(DAY)[0]},
+        )
     writer.engine.dispose()
 
     for selection, shown in ((True, "1500ms"), (False, "1min")):  # reads by id keep RAGWATCH_STATEMENT_TIMEOUT_S (60 s)
-        store = TraceStore.from_settings(owner.model_copy(update={"selection_statement_timeout_s": 1.5}), selection=selection)
+        store = TraceStore.from_settings(
+            owner.model_copy(update={"selection_statement_timeout_s": 1.5}), selection=selection
+        )
         with store.engine.connect() as conn:
             assert conn.execute(sa.text("SHOW statement_timeout")).scalar() == shown
         store.engine.dispose()
     tight = owner.model_copy(update={"selection_statement_timeout_s": 0.001})
     with pytest.raises(StoreError) as raised:
         steps.select_trace_sample(tight, DAY, rate=0.05)
-    assert "statement timeout (0.001 s)" in str(raised.value) and "raise RAGWATCH_SELECTION_STATEMENT_TIMEOUT_S" in str(raised.value)
+    assert "statement timeout (0.001 s)" in str(raised.value) and "raise RAGWATCH_SELECTION_STATEMENT_TIMEOUT_S" in str(
+        raised.value
+    )
     staging = Workspace.from_settings(owner).root / ".staging"
     assert not staging.exists() or not any(staging.rglob("*.parquet"))  # a failed selection leaves nothing
     planned = steps.select_trace_sample(owner, DAY, rate=0.05)  # the default timeout: the day fits

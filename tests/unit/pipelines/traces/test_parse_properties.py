@@ -20,8 +20,20 @@ from pipelines.traces.parse import Rejection, parse_row
 
 SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=300)
 REASONS = {"missing_field", "invalid_json", "field_too_large", "bad_timestamp", "invalid_value"}
-FIELDS = ("trace_id", "ts", "question", "answer", "contexts", "tool_calls", "model", "app", "language",
-          "user_feedback", "latency_ms", "metadata")  # fmt: skip
+FIELDS = (
+    "trace_id",
+    "ts",
+    "question",
+    "answer",
+    "contexts",
+    "tool_calls",
+    "model",
+    "app",
+    "language",
+    "user_feedback",
+    "latency_ms",
+    "metadata",
+)
 
 # Any character a database can hold: every category but lone surrogates, which no UTF-8 text column stores
 # (and which pydantic refuses before a Trace exists).
@@ -32,14 +44,22 @@ json_values = st.recursive(
     max_leaves=8,
 )
 timestamps = st.datetimes(
-    min_value=datetime(1970, 1, 2), max_value=datetime(2100, 1, 1),
+    min_value=datetime(1970, 1, 2),
+    max_value=datetime(2100, 1, 1),
     # ISO 8601 offsets are whole minutes (Python 3.11's fromisoformat silently drops a sub-second offset part).
-    timezones=st.none() | st.builds(timezone, st.integers(-23 * 60, 23 * 60).map(lambda minutes: timedelta(minutes=minutes))),
-)  # fmt: skip
+    timezones=st.none()
+    | st.builds(timezone, st.integers(-23 * 60, 23 * 60).map(lambda minutes: timedelta(minutes=minutes))),
+)
 cell = st.one_of(
-    st.none(), text, st.integers(), st.floats(), timestamps, timestamps.map(str), timestamps.map(datetime.isoformat),
+    st.none(),
+    text,
+    st.integers(),
+    st.floats(),
+    timestamps,
+    timestamps.map(str),
+    timestamps.map(datetime.isoformat),
     json_values.map(lambda value: json.dumps(value, ensure_ascii=False)),
-)  # fmt: skip
+)
 """What a column of a trace store may hold: nothing, text, numbers, timestamps, JSON of any shape."""
 
 
@@ -55,13 +75,24 @@ def test_any_row_parses_or_is_rejected_for_a_known_reason(row):
 
 
 contexts = st.lists(st.builds(Context, chunk_id=text.filter(bool), text=text, score=st.floats(-1, 1)), max_size=3)
-tool_calls = st.lists(st.builds(ToolCall, name=text.filter(bool), arguments=st.dictionaries(text, json_values, max_size=3)), max_size=2)
+tool_calls = st.lists(
+    st.builds(ToolCall, name=text.filter(bool), arguments=st.dictionaries(text, json_values, max_size=3)), max_size=2
+)
 traces = st.builds(
-    Trace, trace_id=text.filter(bool), ts=timestamps.filter(lambda ts: ts.tzinfo is not None),
-    question=text.filter(str.strip), answer=text, contexts=contexts, tool_calls=tool_calls, model=st.none() | text,
-    app=text, language=text, user_feedback=st.sampled_from([None, -1, 0, 1]), latency_ms=st.none() | st.integers(0, 10**6),
+    Trace,
+    trace_id=text.filter(bool),
+    ts=timestamps.filter(lambda ts: ts.tzinfo is not None),
+    question=text.filter(str.strip),
+    answer=text,
+    contexts=contexts,
+    tool_calls=tool_calls,
+    model=st.none() | text,
+    app=text,
+    language=text,
+    user_feedback=st.sampled_from([None, -1, 0, 1]),
+    latency_ms=st.none() | st.integers(0, 10**6),
     metadata=st.dictionaries(text, json_values, max_size=3),
-)  # fmt: skip
+)
 
 
 def as_store_row(trace: Trace) -> dict:

@@ -28,18 +28,39 @@ CUSTOMER_NUMBER = "987654321012"
 def crafted_rows():
     at = datetime(2026, 11, 20, 9, 30, tzinfo=timezone.utc)
     contexts = json.dumps([{"chunk_id": "kb/ticket#1", "text": f"Ticket de {EMAIL}, DNI {DNI}", "score": 0.9}])
-    base = {"answer": "ok", "contexts": contexts, "tool_calls": "[]", "model": "m", "app": "support-bot",
-            "language": "es", "user_feedback": None, "latency_ms": 100, "metadata": "{}"}  # fmt: skip
+    base = {
+        "answer": "ok",
+        "contexts": contexts,
+        "tool_calls": "[]",
+        "model": "m",
+        "app": "support-bot",
+        "language": "es",
+        "user_feedback": None,
+        "latency_ms": 100,
+        "metadata": "{}",
+    }
     return [
-        {**base, "trace_id": "zz-pii", "ts": at, "question": f"Soy Lucía Fernández, mi correo es {EMAIL}",
-         "tool_calls": json.dumps([{"name": "sql_query", "arguments": {"query": f"SELECT * FROM users WHERE email = '{EMAIL}'"}}])},
+        {
+            **base,
+            "trace_id": "zz-pii",
+            "ts": at,
+            "question": f"Soy Lucía Fernández, mi correo es {EMAIL}",
+            "tool_calls": json.dumps(
+                [{"name": "sql_query", "arguments": {"query": f"SELECT * FROM users WHERE email = '{EMAIL}'"}}]
+            ),
+        },
         {**base, "trace_id": "zz-noquestion", "ts": at, "question": None},
         {**base, "trace_id": "zz-badjson", "ts": at, "question": "q", "contexts": f'[{{"text": "{EMAIL}'},
         {**base, "trace_id": "zz-huge", "ts": at, "question": "q", "answer": f"{EMAIL} " + "lorem " * 500_000},
         {**base, "trace_id": "zz-badts", "ts": "2026-11-20 25:61:00", "question": "q"},
-        {**base, "trace_id": "zz-residual", "ts": at, "question": f"Mi referencia es {CUSTOMER_NUMBER}, escribe a {EMAIL}",
-         "answer": "Gracias, lo reviso."},
-    ]  # fmt: skip
+        {
+            **base,
+            "trace_id": "zz-residual",
+            "ts": at,
+            "question": f"Mi referencia es {CUSTOMER_NUMBER}, escribe a {EMAIL}",
+            "answer": "Gracias, lo reviso.",
+        },
+    ]
 
 
 @pytest.fixture
@@ -93,7 +114,9 @@ def test_selected_equals_sampled_plus_quarantined_with_reasons(store_settings, c
 def test_a_row_the_residual_check_flags_is_quarantined_and_the_rest_of_the_day_publishes(store_settings):
     from pipelines.privacy.anonymizer import Anonymizer
 
-    leaked = Anonymizer(store_settings.pseudonym_key).anonymize_text(f"Mi referencia es {CUSTOMER_NUMBER}", "t", Counter())
+    leaked = Anonymizer(store_settings.pseudonym_key).anonymize_text(
+        f"Mi referencia es {CUSTOMER_NUMBER}", "t", Counter()
+    )
     assert CUSTOMER_NUMBER in leaked  # the premise: a value the anonymizer's detectors do not know
 
     # In parts written by two shards: validation reads them as one dataset (ids ascend across part boundaries).
@@ -231,7 +254,10 @@ def test_one_two_or_four_shards_publish_the_same_bytes(small_day):
     parts = -(-counts.selected // 20)
     assert [p.name for p in paths.parts] == [f"part-{i:05d}.parquet" for i in range(parts)]
     assert [p.name for p in paths.quarantine_parts] == [p.name for p in paths.parts]
-    assert read_parts(paths.parts).num_rows == counts.sampled and read_parts(paths.quarantine_parts).num_rows == counts.quarantined
+    assert (
+        read_parts(paths.parts).num_rows == counts.sampled
+        and read_parts(paths.quarantine_parts).num_rows == counts.quarantined
+    )
     assert len(single) == 1 and single[0].parts == (0, parts)
 
     for shard_count in (2, 4):
@@ -265,7 +291,10 @@ def test_a_retried_shard_replaces_only_its_parts_and_a_lost_one_fails_the_merge_
         steps.merge_trace_sample(small_day, planned)
     first, end = retried.parts
     message = str(raised.value)
-    assert f"missing 1: shard 1 (parts {first}-{end - 1}): batch {retried.rows[0]}-{retried.rows[1] - 1} (map index 1) ({lost.name})" in message
+    assert (
+        f"missing 1: shard 1 (parts {first}-{end - 1}): batch {retried.rows[0]}-{retried.rows[1] - 1} (map index 1) ({lost.name})"
+        in message
+    )
     assert "rerun the trace_sampling `shard` task with that map index" in message
     assert not staged.manifest.exists()  # no manifest for a partial sample
     steps.write_trace_shard(small_day, retried)

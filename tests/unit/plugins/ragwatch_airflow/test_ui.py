@@ -43,9 +43,18 @@ def make_scores(run: EvalRun, faithfulness: float) -> list[Score]:
     """Ten items in two strata (one with a hostile name); faithfulness averages exactly `faithfulness`."""
 
     def score(item: str, stratum: str, metric: str, value: float | None, status: str = "ok", error: str | None = None):
-        return Score(run_id=run.run_id, suite=run.suite, item_id=item, stratum=stratum, metric=metric, value=value,
-                     status=status, error=error, judge_model=run.judge_model,
-                     dataset_version=run.dataset_version)  # fmt: skip
+        return Score(
+            run_id=run.run_id,
+            suite=run.suite,
+            item_id=item,
+            stratum=stratum,
+            metric=metric,
+            value=value,
+            status=status,
+            error=error,
+            judge_model=run.judge_model,
+            dataset_version=run.dataset_version,
+        )
 
     out = []
     for i in range(10):
@@ -61,13 +70,26 @@ def make_scores(run: EvalRun, faithfulness: float) -> list[Score]:
 def seed_two_runs(store: ResultsStore, settings: Settings) -> tuple[EvalRun, EvalRun]:
     """Two offline runs of target `prod` on consecutive days, each with its HTML report written."""
     store.create()
-    older = EvalRun(run_id=run_id("offline", DAY - timedelta(days=1), "prod"), suite="offline",
-                    logical_date=DAY - timedelta(days=1), target="prod", dataset_version="golden/demo/v1",
-                    judge_model=OFFLINE_MODEL, generator_model=OFFLINE_MODEL)  # fmt: skip
-    newer = EvalRun(run_id=NEWER_ID, suite="offline", logical_date=DAY, target="prod",
-                    dataset_version=f"golden/demo/v2 {HOSTILE}", judge_model=OFFLINE_MODEL,
-                    generator_model=OFFLINE_MODEL, gate_passed=False,
-                    gate={"summary": f"gate failed: faithfulness: dropped {HOSTILE}"})  # fmt: skip
+    older = EvalRun(
+        run_id=run_id("offline", DAY - timedelta(days=1), "prod"),
+        suite="offline",
+        logical_date=DAY - timedelta(days=1),
+        target="prod",
+        dataset_version="golden/demo/v1",
+        judge_model=OFFLINE_MODEL,
+        generator_model=OFFLINE_MODEL,
+    )
+    newer = EvalRun(
+        run_id=NEWER_ID,
+        suite="offline",
+        logical_date=DAY,
+        target="prod",
+        dataset_version=f"golden/demo/v2 {HOSTILE}",
+        judge_model=OFFLINE_MODEL,
+        generator_model=OFFLINE_MODEL,
+        gate_passed=False,
+        gate={"summary": f"gate failed: faithfulness: dropped {HOSTILE}"},
+    )
     for run, faithfulness in ((older, 0.9), (newer, 0.7)):
         scores = make_scores(run, faithfulness)
         report = Workspace.from_settings(settings).report(run.suite, run.logical_date, run.target)
@@ -90,8 +112,14 @@ def client(settings):
 
 
 def add_run(store: ResultsStore, target: str, report: str | None) -> EvalRun:
-    run = EvalRun(run_id=run_id("online", DAY, target), suite="online", logical_date=DAY, target=target,
-                  dataset_version="traces/dt=2026-03-02", report_path=report)  # fmt: skip
+    run = EvalRun(
+        run_id=run_id("online", DAY, target),
+        suite="online",
+        logical_date=DAY,
+        target=target,
+        dataset_version="traces/dt=2026-03-02",
+        report_path=report,
+    )
     store.save_run(run, [])
     return run
 
@@ -107,13 +135,18 @@ def test_no_run_yet_says_what_to_run_and_creates_nothing(client, settings):
     assert not (settings.home / "results.db").exists()  # a read-only page must not create the DB
 
 
-
 def test_inside_airflow_the_empty_page_shows_the_runs_in_progress(settings):
     """The first hour of a new stack: the first scheduled runs are still going, so the page lists them
     (linked to Airflow's run page) instead of advice to run a DAG elsewhere."""
-    backfill = ActiveRun(dag_id="offline_eval", run_id="backfill__2026-03-01T00:00:00+00:00",
-                         logical_date="2026-03-01T00:00:00+00:00", state="running", started_at=None,
-                         task_states={"none": 3, "running": 2, "success": 2}, running_tasks=["judge ×2"])  # fmt: skip
+    backfill = ActiveRun(
+        dag_id="offline_eval",
+        run_id="backfill__2026-03-01T00:00:00+00:00",
+        logical_date="2026-03-01T00:00:00+00:00",
+        state="running",
+        started_at=None,
+        task_states={"none": 3, "running": 2, "success": 2},
+        running_tasks=["judge ×2"],
+    )
     asked = []
 
     def active_runs(dag_ids):
@@ -131,6 +164,7 @@ def test_inside_airflow_the_empty_page_shows_the_runs_in_progress(settings):
     latest = client.get("/api/latest").json()["suites"]
     assert latest["offline"]["in_progress"][0]["running_tasks"] == ["judge ×2"]
     assert latest["offline"]["next_step"] is None and latest["online"]["in_progress"] == []
+
 
 def test_latest_run_per_suite_and_target_with_ci_and_counts(client, seeded):
     _, _, newer = seeded
@@ -221,8 +255,9 @@ def test_authorization_hook_guards_every_route_and_sends_people_to_login(setting
         allowed.append(request.url.path)
 
     allowed: list[str] = []
-    denied = TestClient(create_app(lambda: settings, authorize=deny, login_url=lambda nxt: f"/login?next={nxt}"),
-                        follow_redirects=False)  # fmt: skip
+    denied = TestClient(
+        create_app(lambda: settings, authorize=deny, login_url=lambda nxt: f"/login?next={nxt}"), follow_redirects=False
+    )
     let_in = TestClient(create_app(lambda: settings, authorize=allow), follow_redirects=False)
     routes = plugin_routes({"run_id": NEWER_ID})
     assert ("GET", NEWER_URL) in routes

@@ -13,8 +13,14 @@ from rich.console import Console
 from pipelines.cli.render.tables import ReadableTable
 from tests.conftest import ROOT
 
-METRICS = ["answer_correctness", "context_precision_share", "faithfulness", "noise_sensitivity_relevant",
-           "tool_call_validity", "recall@5"]  # fmt: skip
+METRICS = [
+    "answer_correctness",
+    "context_precision_share",
+    "faithfulness",
+    "noise_sensitivity_relevant",
+    "tool_call_validity",
+    "recall@5",
+]
 BOX = set("─━│┃┏┓┗┛╭╮╰╯┡┩├┤┼╇")
 
 
@@ -26,8 +32,9 @@ def cost_table() -> ReadableTable:
     for column in ("requests", "per item", "cache hits", "prompt tokens", "completion tokens", "LLM-s"):
         table.add_column(column)
     for i, metric in enumerate(METRICS):
-        table.add_row("judge", metric, "Qwen/Qwen2.5-7B-Instruct", f"{1000 + i:,}", "16.70", "12", "1,234,567",
-                      "234,567", "123.4")  # fmt: skip
+        table.add_row(
+            "judge", metric, "Qwen/Qwen2.5-7B-Instruct", f"{1000 + i:,}", "16.70", "12", "1,234,567", "234,567", "123.4"
+        )
     return table
 
 
@@ -44,8 +51,13 @@ def score_table() -> ReadableTable:
 
 def printed(renderable, width: int, terminal: bool) -> str:
     out = StringIO()
-    Console(file=out, width=width, force_terminal=terminal, color_system="truecolor" if terminal else None,
-            legacy_windows=False).print(renderable)  # fmt: skip
+    Console(
+        file=out,
+        width=width,
+        force_terminal=terminal,
+        color_system="truecolor" if terminal else None,
+        legacy_windows=False,
+    ).print(renderable)
     return out.getvalue()
 
 
@@ -84,6 +96,9 @@ def test_importing_the_cli_loads_no_data_library():
     """`ragwatch --help` answers at once: the commands import pandas, SQLAlchemy and ragas only when they run."""
     heavy = ("pandas", "pyarrow", "numpy", "sqlalchemy", "ragas", "torch", "qdrant_client", "great_expectations")
     code = "import sys, pipelines.cli; print(' '.join(sorted({m.split('.')[0] for m in sys.modules})))"
-    loaded = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
-                                check=True).stdout.split())  # fmt: skip
+    loaded = set(
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
+        ).stdout.split()
+    )
     assert "typer" in loaded and not loaded & set(heavy), loaded & set(heavy)

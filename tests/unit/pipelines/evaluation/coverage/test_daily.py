@@ -28,25 +28,46 @@ from tests.support.workspace_data import PASSAGES, golden_set, release_golden
 
 # What users ask on a normal day: the golden topics in their own words.
 TRAFFIC = [
-    "how can I revert my deployment to the previous version", "rollback the last release please",
-    "how many pods does a rolling update replace at a time", "set an environment variable on my service",
-    "where do I configure env vars", "when do you send the monthly invoice", "download my invoice pdf",
-    "refund for a double charge", "how long until my refund arrives", "upgrade free plan to team plan",
-    "price of the team plan per user", "what's the api rate limit", "I keep hitting the rate limit, what happens",
-    "max storage for a project", "increase my project's storage quota", "enable SSO with Okta",
-    "which SSO providers do you support", "rotate my api token", "how long is an api token valid",
+    "how can I revert my deployment to the previous version",
+    "rollback the last release please",
+    "how many pods does a rolling update replace at a time",
+    "set an environment variable on my service",
+    "where do I configure env vars",
+    "when do you send the monthly invoice",
+    "download my invoice pdf",
+    "refund for a double charge",
+    "how long until my refund arrives",
+    "upgrade free plan to team plan",
+    "price of the team plan per user",
+    "what's the api rate limit",
+    "I keep hitting the rate limit, what happens",
+    "max storage for a project",
+    "increase my project's storage quota",
+    "enable SSO with Okta",
+    "which SSO providers do you support",
+    "rotate my api token",
+    "how long is an api token valid",
     "turn on 2FA for my account",
-]  # fmt: skip
-TRAFFIC_ES = ["¿cómo vuelvo a la versión anterior del despliegue?", "reembolso de un cobro duplicado",
-              "¿cuánto tarda el reembolso?", "deshacer el último despliegue"]  # fmt: skip
+]
+TRAFFIC_ES = [
+    "¿cómo vuelvo a la versión anterior del despliegue?",
+    "reembolso de un cobro duplicado",
+    "¿cuánto tarda el reembolso?",
+    "deshacer el último despliegue",
+]
 # A topic the golden set has never heard of.
 UNSEEN = [
-    "how do I request more GPU quota for my training jobs", "my GPU training job is stuck waiting for a GPU",
-    "which GPU types can I use for model training", "can I get an A100 GPU for fine-tuning my model",
-    "GPU quota exceeded error when starting a training run", "how much does an hour of GPU training cost",
-    "my GPU job ran out of GPU memory during training", "how many GPUs can one training job use",
-    "does the GPU training cluster support multi-node jobs", "GPU utilisation of my training job is low, why",
-]  # fmt: skip
+    "how do I request more GPU quota for my training jobs",
+    "my GPU training job is stuck waiting for a GPU",
+    "which GPU types can I use for model training",
+    "can I get an A100 GPU for fine-tuning my model",
+    "GPU quota exceeded error when starting a training run",
+    "how much does an hour of GPU training cost",
+    "my GPU job ran out of GPU memory during training",
+    "how many GPUs can one training job use",
+    "does the GPU training cluster support multi-node jobs",
+    "GPU utilisation of my training job is low, why",
+]
 DAY_BEFORE, DAY = date(2026, 11, 29), date(2026, 11, 30)
 
 
@@ -54,8 +75,12 @@ def write_day(workspace: Workspace, day: date, questions: list[tuple[str, str, s
     """(app, language, question) rows as the day's promoted partition; its part files."""
     paths = workspace.traces_partition(day)
     paths.part(0).parent.mkdir(parents=True, exist_ok=True)
-    rows = {"trace_id": [f"{day}-{i}" for i in range(len(questions))], "app": [q[0] for q in questions],
-            "language": [q[1] for q in questions], "question": [q[2] for q in questions]}  # fmt: skip
+    rows = {
+        "trace_id": [f"{day}-{i}" for i in range(len(questions))],
+        "app": [q[0] for q in questions],
+        "language": [q[1] for q in questions],
+        "question": [q[2] for q in questions],
+    }
     pq.write_table(pa.table(rows), paths.part(0))
     return paths.parts
 
@@ -172,8 +197,12 @@ def embedder_vectors():
     items = golden_set()
     passages = golden_passages(items)
     embedder = LocalEmbedder()
-    return (items, np.asarray(embedder.embed([i.question for i in items])), passages,
-            np.asarray(embedder.embed(passages.texts)))
+    return (
+        items,
+        np.asarray(embedder.embed([i.question for i in items])),
+        passages,
+        np.asarray(embedder.embed(passages.texts)),
+    )
 
 
 def test_the_gauges_carry_each_stratum_with_its_bounds_and_nothing_when_not_measured():
@@ -183,19 +212,26 @@ def test_the_gauges_carry_each_stratum_with_its_bounds_and_nothing_when_not_meas
     covered = np.array([True] * 15 + [False] * 5)
     rows = coverage_by_stratum(["a/en"] * 10 + ["b/es"] * 10, covered, {"a/en": 50, "b/es": 50})
     measured = GoldenCoverage(status="ok", golden="demo", max_questions=100, strata=rows)
-    samples = {(s.name, s.labels["stratum"]): s.value for m in build_registry([], suite="online", target="production",
-                                                                             coverage=measured).collect()
-               for s in m.samples if s.name.startswith("rag_golden_coverage")}  # fmt: skip
+    samples = {
+        (s.name, s.labels["stratum"]): s.value
+        for m in build_registry([], suite="online", target="production", coverage=measured).collect()
+        for s in m.samples
+        if s.name.startswith("rag_golden_coverage")
+    }
     ratio = "rag_golden_coverage_ratio"
     assert samples[(ratio, "all")] == pytest.approx(0.75)
     assert samples[(ratio, "a/en")] == 1.0 and samples[(ratio, "b/es")] == 0.5
     assert samples[(f"{ratio}_ci_low", "all")] < 0.75 < samples[(f"{ratio}_ci_high", "all")]
-    helps = {m.name: m.documentation for m in build_registry([], suite="online", target="production",
-                                                             coverage=measured).collect()}  # fmt: skip
+    helps = {
+        m.name: m.documentation
+        for m in build_registry([], suite="online", target="production", coverage=measured).collect()
+    }
     assert "threshold" in helps["rag_golden_coverage_ratio"] and "calibrated" not in helps["rag_golden_coverage_ratio"]
     mine = measured.model_copy(update={"threshold": CoverageThreshold(value=0.4, method="setting")})
-    helps = {m.name: m.documentation for m in build_registry([], suite="online", target="production",
-                                                             coverage=mine).collect()}  # fmt: skip
+    helps = {
+        m.name: m.documentation
+        for m in build_registry([], suite="online", target="production", coverage=mine).collect()
+    }
     assert "the user's RAGWATCH_COVERAGE_THRESHOLD, not calibrated" in helps["rag_golden_coverage_ratio"]
     failed = GoldenCoverage(status="failed", reason="no golden set", golden="demo", max_questions=100)
     registry = build_registry([], suite="online", target="production", coverage=failed)
@@ -223,12 +259,23 @@ def demo_golden_and_days(topics: int = 16, styles: tuple[str, ...] = ("en",)) ->
                 plural = "n" if chunk.subject_es.startswith(("los ", "las ")) else ""
                 question = template.format(s=chunk.subject_es, e=chunk.subject_en, n=plural)
                 if k < 2 and style != "mixed":
-                    items.append(GoldenItem(item_id=f"{chunk.chunk_id}-{style}-{k}", question=question,
-                                            reference_answer="…", qtype="single_hop", variant="production",
-                                            language=language, source="trace", source_ref=f"tr-{chunk.topic}-{k}",
-                                            gold_chunk_ids=[chunk.chunk_id], reference_contexts=[chunk.text],
-                                            generator_model="offline", corpus_version="demo",
-                                            created_at="2026-11-01"))  # fmt: skip
+                    items.append(
+                        GoldenItem(
+                            item_id=f"{chunk.chunk_id}-{style}-{k}",
+                            question=question,
+                            reference_answer="…",
+                            qtype="single_hop",
+                            variant="production",
+                            language=language,
+                            source="trace",
+                            source_ref=f"tr-{chunk.topic}-{k}",
+                            gold_chunk_ids=[chunk.chunk_id],
+                            reference_contexts=[chunk.text],
+                            generator_model="offline",
+                            corpus_version="demo",
+                            created_at="2026-11-01",
+                        )
+                    )
                 else:
                     day += [("docs-assistant", language, question)] * 2
     # A quarter of the next day's traffic asks about pip instead: a third as many traces as the normal day, on top.
@@ -244,8 +291,12 @@ def test_the_demos_spanish_questions_on_its_english_corpus_leave_the_local_model
     items, _, _ = demo_golden_and_days(styles=("es",))
     passages, model = golden_passages(items), LocalEmbedder()
     evidence = evidence_items(items)
-    threshold = calibrate_threshold(evidence, np.asarray(model.embed([i.question for i in evidence])), passages,
-                                    np.asarray(model.embed(passages.texts)))  # fmt: skip
+    threshold = calibrate_threshold(
+        evidence,
+        np.asarray(model.embed([i.question for i in evidence])),
+        passages,
+        np.asarray(model.embed(passages.texts)),
+    )
     assert threshold.method == "uncalibrated" and threshold.positives == 32 and threshold.auc < 0.7
 
 
@@ -275,13 +326,15 @@ def test_on_the_demos_traffic_a_quarter_moving_to_pip_drops_coverage_beyond_both
     assert top.questions == 5 and top.traces == len(shifted) - len(day)
     assert after.topic_cut.calibrated_on == "user questions" and after.topic_cut.adjusted_rand > 0.2
     assert not any("pip" in r.question for c in before.clusters for r in c.representatives)
-    print(f"\ndemo traffic: threshold {before.threshold.value:.3f} (TPR {before.threshold.tpr:.2f}, FPR "
-          f"{before.threshold.fpr:.2f}, AUC {before.threshold.auc:.2f}, {before.threshold.positives} user questions; "
-          f"lexical AUC {lexical_auc:.2f}); "
-          f"day 1 {before.day.ratio:.3f} [{before.day.ci_low:.3f}, {before.day.ci_high:.3f}] n={before.day.questions}"
-          f" ({before.day.traces} traces); day 2 {after.day.ratio:.3f} [{after.day.ci_low:.3f}, {after.day.ci_high:.3f}]"
-          f" n={after.day.questions}; topics {[(c.language, c.questions, round(c.share, 3)) for c in after.clusters[:4]]}"
-          f"; cut {after.topic_cut}")
+    print(
+        f"\ndemo traffic: threshold {before.threshold.value:.3f} (TPR {before.threshold.tpr:.2f}, FPR "
+        f"{before.threshold.fpr:.2f}, AUC {before.threshold.auc:.2f}, {before.threshold.positives} user questions; "
+        f"lexical AUC {lexical_auc:.2f}); "
+        f"day 1 {before.day.ratio:.3f} [{before.day.ci_low:.3f}, {before.day.ci_high:.3f}] n={before.day.questions}"
+        f" ({before.day.traces} traces); day 2 {after.day.ratio:.3f} [{after.day.ci_low:.3f}, {after.day.ci_high:.3f}]"
+        f" n={after.day.questions}; topics {[(c.language, c.questions, round(c.share, 3)) for c in after.clusters[:4]]}"
+        f"; cut {after.topic_cut}"
+    )
 
 
 def test_the_lexical_signal_is_the_tf_idf_cosine_of_character_ngrams_within_a_language():
@@ -289,12 +342,20 @@ def test_the_lexical_signal_is_the_tf_idf_cosine_of_character_ngrams_within_a_la
 
     from pipelines.evaluation.coverage.lexical import NGRAMS, LexicalSpace, fold
 
-    passages = ["Pour installer les paquets Debian, utilisez apt ou dpkg.", "Le noyau Linux se compile avec make.",
-                "Pour installer les paquets Debian, utilisez apt ou dpkg.", "Das Paket wird mit dpkg installiert."]
+    passages = [
+        "Pour installer les paquets Debian, utilisez apt ou dpkg.",
+        "Le noyau Linux se compile avec make.",
+        "Pour installer les paquets Debian, utilisez apt ou dpkg.",
+        "Das Paket wird mit dpkg installiert.",
+    ]
     languages = ["fr", "fr", "fr", "de"]
     space = LexicalSpace(passages, languages)
-    questions = ["Comment installer un paquet ?", "Comment compiler le noyau ?", "Wie installiere ich Pakete?",
-                 "How do I install a package?"]  # fmt: skip
+    questions = [
+        "Comment installer un paquet ?",
+        "Comment compiler le noyau ?",
+        "Wie installiere ich Pakete?",
+        "How do I install a package?",
+    ]
     asked_in = ["fr", "fr", "de", "en"]
     sims = space.vectors(questions, asked_in) @ space.vectors(passages, languages).T
     # Within a language the dot product is the TF-IDF cosine itself (idf from that language's passages, the repeated

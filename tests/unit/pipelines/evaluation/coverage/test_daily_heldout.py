@@ -46,9 +46,13 @@ EVIDENCE_EVERY = 3
 HELD_BACK = 7
 """"Les bases du système de gestion des paquets Debian": the FAQ's largest chapter (15 questions a language)."""
 LANGUAGES = ("fr", "pt", "it", "de", "nl")
-TEMPLATE = {"fr": "Que dit la documentation sur « {} » ?", "pt": "O que diz a documentação sobre «{}»?",
-            "it": "Cosa dice la documentazione su «{}»?", "de": "Was sagt die Dokumentation über „{}“?",
-            "nl": "Wat zegt de documentatie over „{}”?"}  # fmt: skip
+TEMPLATE = {
+    "fr": "Que dit la documentation sur « {} » ?",
+    "pt": "O que diz a documentação sobre «{}»?",
+    "it": "Cosa dice la documentazione su «{}»?",
+    "de": "Was sagt die Dokumentation über „{}“?",
+    "nl": "Wat zegt de documentatie over „{}”?",
+}
 DAY_1, DAY_2 = date(2026, 12, 1), date(2026, 12, 2)
 
 
@@ -63,19 +67,39 @@ def golden_items(entries: list[dict]) -> list[GoldenItem]:
         chunk_id = f"faq/ch{e['chapter']:02d}.{e['language']}#{e['section']}/0"
         user = k % EVIDENCE_EVERY == 0
         question = e["question"] if user else TEMPLATE[e["language"]].format(" ".join(e["answer"].split()[:6]))
-        items.append(GoldenItem(item_id=f"{e['language']}-{e['section']}", question=question, reference_answer="…",
-                                qtype="single_hop", language=e["language"], source="human" if user else "corpus",
-                                source_ref=f"faq.csv:{k}" if user else chunk_id, gold_chunk_ids=[chunk_id],
-                                reference_contexts=[e["answer"]], generator_model="template", corpus_version="faq",
-                                created_at="2026-11-30"))  # fmt: skip
+        items.append(
+            GoldenItem(
+                item_id=f"{e['language']}-{e['section']}",
+                question=question,
+                reference_answer="…",
+                qtype="single_hop",
+                language=e["language"],
+                source="human" if user else "corpus",
+                source_ref=f"faq.csv:{k}" if user else chunk_id,
+                gold_chunk_ids=[chunk_id],
+                reference_contexts=[e["answer"]],
+                generator_model="template",
+                corpus_version="faq",
+                created_at="2026-11-30",
+            )
+        )
     return items
 
 
 def write_day(workspace: Workspace, day: date, rows: list[tuple[str, str]]) -> list[Path]:
     paths = workspace.traces_partition(day)
     paths.part(0).parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.table({"trace_id": [f"{day}-{i:04d}" for i in range(len(rows))], "app": ["faq"] * len(rows),
-                             "language": [r[0] for r in rows], "question": [r[1] for r in rows]}), paths.part(0))  # fmt: skip
+    pq.write_table(
+        pa.table(
+            {
+                "trace_id": [f"{day}-{i:04d}" for i in range(len(rows))],
+                "app": ["faq"] * len(rows),
+                "language": [r[0] for r in rows],
+                "question": [r[1] for r in rows],
+            }
+        ),
+        paths.part(0),
+    )
     return paths.parts
 
 
@@ -117,8 +141,10 @@ def test_the_lexical_signal_is_calibrated_where_the_english_model_is_not(faq_day
     # The embedding model's own figure is in the note, and it is the weaker one.
     embedding_auc = float(t.note.split("embedding cosine: ROC AUC ")[1][:4])
     assert embedding_auc < 0.7 <= t.auc
-    print(f"\nheld-out FAQ {'/'.join(LANGUAGES)}: {t.signal} threshold {t.value:.3f} (TPR {t.tpr:.2f}, FPR {t.fpr:.2f}, "
-          f"AUC {t.auc:.2f}; embedding cosine AUC {embedding_auc:.2f}) on {t.positives} user questions")
+    print(
+        f"\nheld-out FAQ {'/'.join(LANGUAGES)}: {t.signal} threshold {t.value:.3f} (TPR {t.tpr:.2f}, FPR {t.fpr:.2f}, "
+        f"AUC {t.auc:.2f}; embedding cosine AUC {embedding_auc:.2f}) on {t.positives} user questions"
+    )
 
 
 def test_with_the_english_models_cosine_set_by_the_user_coverage_says_whose_threshold(faq_days):
@@ -139,11 +165,13 @@ def test_a_quarter_of_the_traffic_moving_to_the_held_back_chapter_is_a_significa
     assert (after.day.questions, after.day.traces) == (counts["asked"] + counts["held"], counts["day_2"])
     b, a = before.day, after.day
     held = {e["question"] for e in faq_entries() if e["chapter"] == HELD_BACK}
-    print(f"\nheld-out FAQ: day 1 {b.ratio:.3f} [{b.ci_low:.3f}, {b.ci_high:.3f}] n={b.questions} ({b.traces} traces)"
-          f"; day 2 {a.ratio:.3f} [{a.ci_low:.3f}, {a.ci_high:.3f}] n={a.questions} ({a.traces} traces); topic cut "
-          f"{after.topic_cut.similarity} ({after.topic_cut.method}, ARI {after.topic_cut.adjusted_rand:.2f}); topics "
-          f"(language, questions, held-back representatives of 3): "
-          f"{[(c.language, c.questions, sum(r.question in held for r in c.representatives)) for c in after.clusters[:5]]}")
+    print(
+        f"\nheld-out FAQ: day 1 {b.ratio:.3f} [{b.ci_low:.3f}, {b.ci_high:.3f}] n={b.questions} ({b.traces} traces)"
+        f"; day 2 {a.ratio:.3f} [{a.ci_low:.3f}, {a.ci_high:.3f}] n={a.questions} ({a.traces} traces); topic cut "
+        f"{after.topic_cut.similarity} ({after.topic_cut.method}, ARI {after.topic_cut.adjusted_rand:.2f}); topics "
+        f"(language, questions, held-back representatives of 3): "
+        f"{[(c.language, c.questions, sum(r.question in held for r in c.representatives)) for c in after.clusters[:5]]}"
+    )
     # Each day's coverage lies outside the other day's interval, and the drop is significant at 5 % (two-sample).
     assert a.ratio < b.ci_low and b.ratio > a.ci_high
     assert b.ratio - a.ratio > 1.96 * math.hypot((b.ci_high - b.ci_low) / 3.92, (a.ci_high - a.ci_low) / 3.92)

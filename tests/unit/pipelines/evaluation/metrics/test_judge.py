@@ -31,10 +31,22 @@ QUESTION = "Which port does the Qdrant REST API listen on?"
 REFERENCE = "The Qdrant REST API listens on port 6333."
 
 
-def item(item_id: str, answer: str | None, *, reference: str | None = REFERENCE, contexts=(PORTS, SNAPSHOTS),
-         question: str = QUESTION) -> JudgeInput:  # fmt: skip
-    return JudgeInput(item_id=item_id, stratum="single_hop/en", question=question, answer=answer,
-                      contexts=list(contexts), reference=reference)  # fmt: skip
+def item(
+    item_id: str,
+    answer: str | None,
+    *,
+    reference: str | None = REFERENCE,
+    contexts=(PORTS, SNAPSHOTS),
+    question: str = QUESTION,
+) -> JudgeInput:
+    return JudgeInput(
+        item_id=item_id,
+        stratum="single_hop/en",
+        question=question,
+        answer=answer,
+        contexts=list(contexts),
+        reference=reference,
+    )
 
 
 def by(scores: list[Score], metric: str) -> dict[str, Score]:
@@ -96,33 +108,54 @@ class ScriptedJudge(LLM):
             if name == "ragas_StatementGeneratorOutput":
                 return {"statements": script.claims[payload.get("answer", payload.get("text"))]}
             if name in ("ragas_NLIStatementOutput", "ragas_StatementFaithfulnessOutput"):
-                return {"statements": [{"statement": c, "reason": "-", "verdict": supported(c, context)}
-                                       for c in payload["statements"]]}  # fmt: skip
+                return {
+                    "statements": [
+                        {"statement": c, "reason": "-", "verdict": supported(c, context)} for c in payload["statements"]
+                    ]
+                }
             if name == "ragas_AnswerRelevanceOutput":
                 return {"question": script.questions[inputs.sample], "noncommittal": script.noncommittal[inputs.sample]}
             if name == "ragas_ContextPrecisionOutput":
                 return {"reason": "-", "verdict": script.useful[context]}
             if name == "ragas_ContextRecallOutput":
-                return {"classifications": [{"statement": c, "reason": "-", "attributed": supported(c, context)}
-                                            for c in script.claims[payload["answer"]]]}  # fmt: skip
+                return {
+                    "classifications": [
+                        {"statement": c, "reason": "-", "attributed": supported(c, context)}
+                        for c in script.claims[payload["answer"]]
+                    ]
+                }
         together = "\n".join(getattr(inputs, "contexts", []))
         if name == "judge_claims":
             return {"texts": [{"text": n, "claims": script.claims[t]} for n, t in enumerate(inputs.texts, 1)]}
         if name == "judge_verification":
+
             def verdicts(claims):
                 return [{"claim": n, "reason": "-", "verdict": supported(c, together)} for n, c in enumerate(claims, 1)]
 
-            contexts = [{"context": n, "reason": "-", "verdict": script.useful[c]}
-                        for n, c in enumerate(inputs.contexts, 1)] if inputs.judge_contexts else []  # fmt: skip
-            return {"answer_claims": verdicts(inputs.answer_claims), "reference_claims": verdicts(inputs.reference_claims),
-                    "contexts": contexts}  # fmt: skip
+            contexts = (
+                [{"context": n, "reason": "-", "verdict": script.useful[c]} for n, c in enumerate(inputs.contexts, 1)]
+                if inputs.judge_contexts
+                else []
+            )
+            return {
+                "answer_claims": verdicts(inputs.answer_claims),
+                "reference_claims": verdicts(inputs.reference_claims),
+                "contexts": contexts,
+            }
         if name == "judge_claim_sources":
+
             def sources(claim):
                 return [n for n, c in enumerate(inputs.contexts, 1) if supported(claim, c)]
 
-            return {"reference_claims": [{"claim": n, "contexts": sources(c)} for n, c in enumerate(inputs.reference_claims, 1)],
-                    "answer_claims": [{"claim": n, "reason": "-", "by_reference": supported(c, inputs.reference),
-                                       "contexts": sources(c)} for n, c in enumerate(inputs.answer_claims, 1)]}  # fmt: skip
+            return {
+                "reference_claims": [
+                    {"claim": n, "contexts": sources(c)} for n, c in enumerate(inputs.reference_claims, 1)
+                ],
+                "answer_claims": [
+                    {"claim": n, "reason": "-", "by_reference": supported(c, inputs.reference), "contexts": sources(c)}
+                    for n, c in enumerate(inputs.answer_claims, 1)
+                ],
+            }
         raise AssertionError(f"unexpected prompt {name}")
 
     async def _chat_with_tools(self, messages, tools):
@@ -162,11 +195,16 @@ WORKED = Script(
 @pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
 def test_worked_example(implementation) -> None:
     """The brief's test vector, on both implementations."""
-    example = JudgeInput(item_id="x", stratum="s", question="q?", answer="a.", contexts=["c1", "c2", "c3", "c4", "c5"],
-                         reference="r.")  # fmt: skip
+    example = JudgeInput(
+        item_id="x", stratum="s", question="q?", answer="a.", contexts=["c1", "c2", "c3", "c4", "c5"], reference="r."
+    )
     metrics = ["faithfulness", "answer_relevancy", "context_recall", "context_precision", "context_precision_share"]
-    scores = {s.metric: s.value for s in judge_items_sync([example], metrics, ScriptedJudge(WORKED), FixedEmbedder(),
-                                                          implementation=implementation, **RUN)}  # fmt: skip
+    scores = {
+        s.metric: s.value
+        for s in judge_items_sync(
+            [example], metrics, ScriptedJudge(WORKED), FixedEmbedder(), implementation=implementation, **RUN
+        )
+    }
     assert scores["faithfulness"] == 0.75  # 3 of 4 claims supported
     assert scores["answer_relevancy"] == pytest.approx((0.91 + 0.74 + 0.52) / 3)
     assert round(scores["answer_relevancy"], 2) == 0.72
@@ -182,15 +220,26 @@ def random_script(rng: random.Random) -> tuple[Script, JudgeInput, FixedEmbedder
     texts = [*contexts, "the reference"]
     supports = {(claim, text) for claim in answer + reference for text in texts if rng.random() < 0.4}
     noncommittal = rng.choice([(0, 0, 0), (1, 0, 1), (1, 1, 1)])
-    script = Script(claims={"the answer": answer, "the reference": reference}, supports=supports,
-                    useful={c: rng.randint(0, 1) for c in contexts}, noncommittal=noncommittal)  # fmt: skip
-    item = JudgeInput(item_id="x", stratum="s", question="q?", answer="the answer", contexts=contexts,
-                      reference="the reference")  # fmt: skip
+    script = Script(
+        claims={"the answer": answer, "the reference": reference},
+        supports=supports,
+        useful={c: rng.randint(0, 1) for c in contexts},
+        noncommittal=noncommittal,
+    )
+    item = JudgeInput(
+        item_id="x", stratum="s", question="q?", answer="the answer", contexts=contexts, reference="the reference"
+    )
     return script, item, FixedEmbedder(tuple(rng.uniform(-0.5, 1.0) for _ in range(3)))
 
 
-PARITY_METRICS = ["faithfulness", "answer_relevancy", "context_precision", "context_precision_share", "context_recall",
-                  "ragas_noise_sensitivity"]  # fmt: skip
+PARITY_METRICS = [
+    "faithfulness",
+    "answer_relevancy",
+    "context_precision",
+    "context_precision_share",
+    "context_recall",
+    "ragas_noise_sensitivity",
+]
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -200,8 +249,9 @@ def test_parity_with_ragas_on_the_same_scripted_verdicts(seed) -> None:
     script, example, embedder = random_script(random.Random(seed))
     scores = {}
     for implementation in IMPLEMENTATIONS:
-        judged = judge_items_sync([example], PARITY_METRICS, ScriptedJudge(script), embedder,
-                                  implementation=implementation, **RUN)  # fmt: skip
+        judged = judge_items_sync(
+            [example], PARITY_METRICS, ScriptedJudge(script), embedder, implementation=implementation, **RUN
+        )
         scores[implementation] = {s.metric: (s.status, s.value) for s in judged}
     assert all(status == "ok" for status, _ in scores["ragas"].values()), scores["ragas"]
     for metric in PARITY_METRICS:
@@ -210,8 +260,9 @@ def test_parity_with_ragas_on_the_same_scripted_verdicts(seed) -> None:
 
 
 def test_ragwatch_sends_three_requests_per_item_where_ragas_sends_twelve() -> None:
-    example = JudgeInput(item_id="x", stratum="s", question="q?", answer="a.", contexts=["c1", "c2", "c3"],
-                         reference="r.")  # fmt: skip
+    example = JudgeInput(
+        item_id="x", stratum="s", question="q?", answer="a.", contexts=["c1", "c2", "c3"], reference="r."
+    )
     metrics = ["faithfulness", "answer_relevancy", "context_precision", "context_precision_share", "context_recall"]
     sent = {}
     for implementation in IMPLEMENTATIONS:
@@ -225,15 +276,18 @@ def test_ragwatch_sends_three_requests_per_item_where_ragas_sends_twelve() -> No
 
 # --- replies are checked, not trusted -------------------------------------------------------------
 
-FOUR_CLAIMS = Script(claims={"a.": ["s1", "s2", "s3", "s4"], "r.": ["g1", "g2", "g3"]},
-                     supports={("s1", "c1"), ("s2", "c1"), ("g1", "c1"), ("g2", "c2"), ("s1", "r."), ("s3", "c2")},
-                     useful={"c1": 1, "c2": 0, "c3": 1})  # fmt: skip
+FOUR_CLAIMS = Script(
+    claims={"a.": ["s1", "s2", "s3", "s4"], "r.": ["g1", "g2", "g3"]},
+    supports={("s1", "c1"), ("s2", "c1"), ("g1", "c1"), ("g2", "c2"), ("s1", "r."), ("s3", "c2")},
+    useful={"c1": 1, "c2": 0, "c3": 1},
+)
 CHECKED = JudgeInput(item_id="x", stratum="s", question="q?", answer="a.", contexts=["c1", "c2", "c3"], reference="r.")
 
 
 def scored(metric: str, implementation: str, tamper: dict, script: Script = FOUR_CLAIMS) -> Score:
-    [score] = judge_items_sync([CHECKED], [metric], ScriptedJudge(script, tamper), FixedEmbedder(),
-                               implementation=implementation, **RUN)  # fmt: skip
+    [score] = judge_items_sync(
+        [CHECKED], [metric], ScriptedJudge(script, tamper), FixedEmbedder(), implementation=implementation, **RUN
+    )
     return score
 
 
@@ -249,17 +303,32 @@ def reversed_(field: str) -> Callable[[dict], dict]:
     return lambda reply: {**reply, field: reply[field][::-1]}
 
 
-@pytest.mark.parametrize("implementation, tamper, reason", [
-    ("ragwatch", {"judge_verification": first(2, "answer_claims")},
-     "the judge returned 2 verdicts for 4 answer claims (missing answer claim 3, 4)"),
-    ("ragas", {"ragas_NLIStatementOutput": first(2, "statements")}, "the judge returned 2 verdicts for 4 claims"),
-    ("ragwatch", {"judge_verification": extra("answer_claims", {"claim": 5, "reason": "-", "verdict": 1})},
-     "the judge returned 5 verdicts for 4 answer claims (no answer claim 5 was asked about)"),
-    ("ragwatch", {"judge_verification": extra("answer_claims", {"claim": 2, "reason": "-", "verdict": 1})},
-     "answer claim 2 judged more than once"),
-    ("ragas", {"ragas_NLIStatementOutput": extra("statements", {"statement": "s5", "reason": "-", "verdict": 1})},
-     "the judge returned 5 verdicts for 4 claims"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "implementation, tamper, reason",
+    [
+        (
+            "ragwatch",
+            {"judge_verification": first(2, "answer_claims")},
+            "the judge returned 2 verdicts for 4 answer claims (missing answer claim 3, 4)",
+        ),
+        ("ragas", {"ragas_NLIStatementOutput": first(2, "statements")}, "the judge returned 2 verdicts for 4 claims"),
+        (
+            "ragwatch",
+            {"judge_verification": extra("answer_claims", {"claim": 5, "reason": "-", "verdict": 1})},
+            "the judge returned 5 verdicts for 4 answer claims (no answer claim 5 was asked about)",
+        ),
+        (
+            "ragwatch",
+            {"judge_verification": extra("answer_claims", {"claim": 2, "reason": "-", "verdict": 1})},
+            "answer claim 2 judged more than once",
+        ),
+        (
+            "ragas",
+            {"ragas_NLIStatementOutput": extra("statements", {"statement": "s5", "reason": "-", "verdict": 1})},
+            "the judge returned 5 verdicts for 4 claims",
+        ),
+    ],
+)
 def test_faithfulness_fails_when_the_verdicts_do_not_cover_the_claims(implementation, tamper, reason) -> None:
     """4 claims and 2 verdicts used to score 2/2 = 1.0."""
     assert_failed(scored("faithfulness", implementation, tamper), reason)
@@ -281,32 +350,80 @@ def test_reordered_noise_sensitivity_verdicts_are_read_by_number_or_refused() ->
     assert_failed(refused, "in another order than the claims")
 
 
-@pytest.mark.parametrize("implementation, metric, tamper, reason", [
-    ("ragwatch", "context_recall", {"judge_verification": first(1, "reference_claims")},
-     "the judge returned 1 verdicts for 3 reference claims (missing reference claim 2, 3)"),
-    ("ragwatch", "context_precision", {"judge_verification": first(2, "contexts")},
-     "the judge returned 2 verdicts for 3 contexts (missing context 3)"),
-    ("ragwatch", "ragas_noise_sensitivity", {"judge_claim_sources": first(3, "answer_claims")},
-     "missing answer claim 4"),
-    ("ragwatch", "ragas_noise_sensitivity",
-     {"judge_claim_sources": lambda r: {**r, "reference_claims": [{"claim": 1, "contexts": [7]}, *r["reference_claims"][1:]]}},
-     "the judge cited context 7 of 3 contexts"),
-    ("ragas", "ragas_noise_sensitivity", {"ragas_StatementFaithfulnessOutput": first(1, "statements")},
-     "the judge returned 1 verdicts for"),
-    ("ragwatch", "faithfulness", {"judge_claims": lambda r: {"texts": []}},
-     "judge claim extraction: the judge returned 0 verdicts for 1 texts (missing text 1)"),
-    ("ragas", "context_recall", {"ragas_ContextRecallOutput": lambda r: {"classifications": [
-        {"statement": " ", "reason": "-", "attributed": 1}]}}, "without naming it"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "implementation, metric, tamper, reason",
+    [
+        (
+            "ragwatch",
+            "context_recall",
+            {"judge_verification": first(1, "reference_claims")},
+            "the judge returned 1 verdicts for 3 reference claims (missing reference claim 2, 3)",
+        ),
+        (
+            "ragwatch",
+            "context_precision",
+            {"judge_verification": first(2, "contexts")},
+            "the judge returned 2 verdicts for 3 contexts (missing context 3)",
+        ),
+        (
+            "ragwatch",
+            "ragas_noise_sensitivity",
+            {"judge_claim_sources": first(3, "answer_claims")},
+            "missing answer claim 4",
+        ),
+        (
+            "ragwatch",
+            "ragas_noise_sensitivity",
+            {
+                "judge_claim_sources": lambda r: {
+                    **r,
+                    "reference_claims": [{"claim": 1, "contexts": [7]}, *r["reference_claims"][1:]],
+                }
+            },
+            "the judge cited context 7 of 3 contexts",
+        ),
+        (
+            "ragas",
+            "ragas_noise_sensitivity",
+            {"ragas_StatementFaithfulnessOutput": first(1, "statements")},
+            "the judge returned 1 verdicts for",
+        ),
+        (
+            "ragwatch",
+            "faithfulness",
+            {"judge_claims": lambda r: {"texts": []}},
+            "judge claim extraction: the judge returned 0 verdicts for 1 texts (missing text 1)",
+        ),
+        (
+            "ragas",
+            "context_recall",
+            {
+                "ragas_ContextRecallOutput": lambda r: {
+                    "classifications": [{"statement": " ", "reason": "-", "attributed": 1}]
+                }
+            },
+            "without naming it",
+        ),
+    ],
+)
 def test_every_reference_claim_context_and_claim_source_must_be_judged(implementation, metric, tamper, reason) -> None:
     assert_failed(scored(metric, implementation, tamper), reason)
 
 
-@pytest.mark.parametrize("implementation, tamper", [
-    ("ragwatch", {"judge_question_back": lambda replies: replies[:1]}),
-    ("ragwatch", {"judge_question_back": lambda replies: [{**r, "question": ""} if i else r for i, r in enumerate(replies)]}),
-    ("ragas", {"ragas_AnswerRelevanceOutput": lambda r: r if r["question"] == "generated 0" else {**r, "question": " "}}),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "implementation, tamper",
+    [
+        ("ragwatch", {"judge_question_back": lambda replies: replies[:1]}),
+        (
+            "ragwatch",
+            {"judge_question_back": lambda replies: [{**r, "question": ""} if i else r for i, r in enumerate(replies)]},
+        ),
+        (
+            "ragas",
+            {"ragas_AnswerRelevanceOutput": lambda r: r if r["question"] == "generated 0" else {**r, "question": " "}},
+        ),
+    ],
+)
 def test_answer_relevancy_fails_on_fewer_questions_than_n(implementation, tamper) -> None:
     """1 of 3 questions used to score as the mean over N = 1."""
     assert_failed(scored("answer_relevancy", implementation, tamper), "the judge generated 1 of the 3 questions asked")
@@ -315,19 +432,34 @@ def test_answer_relevancy_fails_on_fewer_questions_than_n(implementation, tamper
 # --- abstentions ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("answer, question, expected", [
-    ("There is not enough information in the documentation to answer this.", None, True),
-    ("I don't know.", None, True),
-    ("I'm not sure; the provided context does not say.", None, True),
-    ("There is not enough information to say which port the REST API uses.", "Which port does the REST API use?", True),
-    ("I'm not sure, but Qdrant was written in Haskell at CERN.", None, False),
-    ("There is not enough information, but the REST API uses port 6333.", "Which port does the REST API use?", False),
-    ("No hay suficiente información en la documentación para responder a esto.", None, True),
-    ("No lo sé.", None, True),
-    ("No estoy seguro, pero Qdrant fue escrito en Haskell en el CERN.", None, False),
-    ("No tengo suficiente información; la API REST escucha en el puerto 6333.", "¿En qué puerto escucha la API REST?", False),
-    ("Qdrant listens on port 6333.", None, False),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "answer, question, expected",
+    [
+        ("There is not enough information in the documentation to answer this.", None, True),
+        ("I don't know.", None, True),
+        ("I'm not sure; the provided context does not say.", None, True),
+        (
+            "There is not enough information to say which port the REST API uses.",
+            "Which port does the REST API use?",
+            True,
+        ),
+        ("I'm not sure, but Qdrant was written in Haskell at CERN.", None, False),
+        (
+            "There is not enough information, but the REST API uses port 6333.",
+            "Which port does the REST API use?",
+            False,
+        ),
+        ("No hay suficiente información en la documentación para responder a esto.", None, True),
+        ("No lo sé.", None, True),
+        ("No estoy seguro, pero Qdrant fue escrito en Haskell en el CERN.", None, False),
+        (
+            "No tengo suficiente información; la API REST escucha en el puerto 6333.",
+            "¿En qué puerto escucha la API REST?",
+            False,
+        ),
+        ("Qdrant listens on port 6333.", None, False),
+    ],
+)
 def test_an_abstention_asserts_nothing_else(answer, question, expected) -> None:
     assert abstains(answer, question) is expected
 
@@ -337,8 +469,12 @@ def test_a_hedged_claim_is_judged_and_only_a_real_abstention_skipped(implementat
     hedged = item("hedged", "I'm not sure, but Qdrant was written in Haskell at CERN.")
     hedged_es = item("hedged-es", "No estoy seguro, pero Qdrant fue escrito en Haskell en el CERN.")
     real = item("real", "No hay suficiente información en la documentación para responder a esto.")
-    scores = by(judge_items_sync([hedged, hedged_es, real], ["faithfulness"], OfflineLLM(), None,
-                                 implementation=implementation, **RUN), "faithfulness")  # fmt: skip
+    scores = by(
+        judge_items_sync(
+            [hedged, hedged_es, real], ["faithfulness"], OfflineLLM(), None, implementation=implementation, **RUN
+        ),
+        "faithfulness",
+    )
     assert (scores["hedged"].status, scores["hedged"].value) == ("ok", 0.0)  # the invented claim counts
     assert (scores["hedged-es"].status, scores["hedged-es"].value) == ("ok", 0.0)
     assert scores["real"].status == "skipped" and "abstains" in scores["real"].error

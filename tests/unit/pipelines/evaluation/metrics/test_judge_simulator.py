@@ -38,8 +38,9 @@ from pipelines.evaluation.statistics.gate.rule import regression_gate
 from pipelines.golden.prompts import ChunkQuestions, ChunkQuestionsInput, SeedChunk
 from pipelines.models.cache import LLMCache
 from pipelines.models.embeddings import LocalEmbedder
-from pipelines.models.llm import LLM, OfflineLLM, OpenAICompatibleLLM
+from pipelines.models.llm import LLM, OfflineLLM
 from pipelines.models.offline import OfflineFaults
+from pipelines.models.openai_compatible import OpenAICompatibleLLM
 from pipelines.models.simulator import SimulatorKnobs, running_simulator
 from pipelines.prompt_catalog import all_prompts
 from pipelines.records import GoldenItem, Score, ToolCall
@@ -53,10 +54,22 @@ QUESTION = "Which port does the Qdrant REST API listen on?"
 REFERENCE = "The Qdrant REST API listens on port 6333."
 
 
-def item(item_id: str, answer: str | None, *, reference: str | None = REFERENCE, contexts=(PORTS, SNAPSHOTS),
-         question: str = QUESTION) -> JudgeInput:  # fmt: skip
-    return JudgeInput(item_id=item_id, stratum="single_hop/en", question=question, answer=answer,
-                      contexts=list(contexts), reference=reference)  # fmt: skip
+def item(
+    item_id: str,
+    answer: str | None,
+    *,
+    reference: str | None = REFERENCE,
+    contexts=(PORTS, SNAPSHOTS),
+    question: str = QUESTION,
+) -> JudgeInput:
+    return JudgeInput(
+        item_id=item_id,
+        stratum="single_hop/en",
+        question=question,
+        answer=answer,
+        contexts=list(contexts),
+        reference=reference,
+    )
 
 
 SUPPORTED = item("supported", "Qdrant listens on port 6333 for the REST API.")
@@ -139,10 +152,24 @@ class ScriptingCounter(OfflineLLM):
 def test_pure_aggregations() -> None:
     assert delta_f(0.9, 0.6) == pytest.approx(0.3) and is_fragile(0.3) and not is_fragile(FRAGILE)
     assert delta_f(0.8, 0.9) == pytest.approx(-0.1)  # noise can help; ΔF stays signed
-    turns = [ToolTurn(item_id=str(i), stratum="tool", question="q", expected_tool=expected,
-                      tool_calls=[ToolCall(name=n) for n in called]) for i, (expected, called) in enumerate([
-        ("sql_query", ["sql_query"]), ("web_search", ["web_search", "vector_search"]),
-        ("vector_search", ["vector_search"]), ("sql_query", []), (None, ["web_search"])])]  # fmt: skip
+    turns = [
+        ToolTurn(
+            item_id=str(i),
+            stratum="tool",
+            question="q",
+            expected_tool=expected,
+            tool_calls=[ToolCall(name=n) for n in called],
+        )
+        for i, (expected, called) in enumerate(
+            [
+                ("sql_query", ["sql_query"]),
+                ("web_search", ["web_search", "vector_search"]),
+                ("vector_search", ["vector_search"]),
+                ("sql_query", []),
+                (None, ["web_search"]),
+            ]
+        )
+    ]
     assert tool_selection_accuracy(turns) == 0.75 < TSA_THRESHOLD  # 3 of the 4 turns that expected a tool
     assert tool_selection_accuracy(turns[-1:]) is None
 
@@ -155,8 +182,14 @@ def test_metrics_through_the_simulator_are_sensible(sim, embedder, implementatio
     no_reference = item("online", SUPPORTED.answer, reference=None)
     unclaimed = item("no-claims", "It is so.")
     llm = sim.llm()
-    scores = judge_items_sync([SUPPORTED, INVENTED, OFF_TOPIC, no_reference, unclaimed], list(JUDGE_METRICS),
-                              llm, embedder, implementation=implementation, **RUN)  # fmt: skip
+    scores = judge_items_sync(
+        [SUPPORTED, INVENTED, OFF_TOPIC, no_reference, unclaimed],
+        list(JUDGE_METRICS),
+        llm,
+        embedder,
+        implementation=implementation,
+        **RUN,
+    )
     faithfulness, relevancy = by(scores, "faithfulness"), by(scores, "answer_relevancy")
     assert faithfulness["supported"].value == 1.0 and faithfulness["invented"].value == 0.5
     assert faithfulness["off-topic"].value == 0.0  # a real 0: one claim, unsupported
@@ -183,8 +216,9 @@ def test_the_simulator_started_as_a_user_would_answers_every_prompt_ragwatch_sen
         assert len(scores) == 2 * len(JUDGE_METRICS)
         assert [s for s in scores if s.status != "ok"] == []
         assert by(scores, "faithfulness")["invented"].value == 0.5
-        answer = llm.run_sync(RagAnswerPrompt(), RagInput(question=QUESTION, language="en",
-                                                          contexts=[Context(chunk_id="c1", text=PORTS)]))  # fmt: skip
+        answer = llm.run_sync(
+            RagAnswerPrompt(), RagInput(question=QUESTION, language="en", contexts=[Context(chunk_id="c1", text=PORTS)])
+        )
         assert answer.ok and "6333" in answer.value.answer
         chunk = SeedChunk(chunk_id="ops.md#ports/0-0", document="ops.md", section="Ports", language="en", text=PORTS)
         generated = llm.run_sync(ChunkQuestions(), ChunkQuestionsInput(chunk=chunk, n=1))
@@ -192,14 +226,19 @@ def test_the_simulator_started_as_a_user_would_answers_every_prompt_ragwatch_sen
 
 
 @pytest.mark.parametrize("implementation, requests_per_answer", [("ragwatch", 1), ("ragas", 3)])
-def test_sampled_questions_differ_and_answer_an_abstention_with_zero(sim, embedder, implementation,
-                                                                     requests_per_answer) -> None:  # fmt: skip
+def test_sampled_questions_differ_and_answer_an_abstention_with_zero(
+    sim, embedder, implementation, requests_per_answer
+) -> None:
     two_facts = item("two", f"{SUPPORTED.answer} Snapshots are restored through the recover endpoint.")
     abstains = item("abstains", "There is not enough information in the documentation to answer this.")
     llm = sim.llm()
     before = sim.requests()
-    scores = by(judge_items_sync([two_facts, abstains], ["answer_relevancy"], llm, embedder,
-                                 implementation=implementation, **RUN), "answer_relevancy")  # fmt: skip
+    scores = by(
+        judge_items_sync(
+            [two_facts, abstains], ["answer_relevancy"], llm, embedder, implementation=implementation, **RUN
+        ),
+        "answer_relevancy",
+    )
     # N = 3 samples per answer: one request with n = 3 (ragwatch) or 3 distinct requests (ragas).
     assert sim.requests() - before == 2 * requests_per_answer
     assert 0 < scores["two"].value < 1
@@ -253,10 +292,13 @@ def test_timeouts_fail_with_the_attempts(sim) -> None:
         assert_failed(score, "judge claim extraction failed: timeout after 3 attempts (0.25 s each)")
 
 
-@pytest.mark.parametrize("implementation, per_item", [
-    ("ragwatch", 3),  # claim extraction, the N questions (n = 3), one verification
-    ("ragas", 2 + 3 + 2),  # 2 faithfulness, 3 relevancy, 1 per context for precision
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "implementation, per_item",
+    [
+        ("ragwatch", 3),  # claim extraction, the N questions (n = 3), one verification
+        ("ragas", 2 + 3 + 2),  # 2 faithfulness, 3 relevancy, 1 per context for precision
+    ],
+)
 def test_a_rerun_is_served_from_the_cache(sim, embedder, tmp_path, implementation, per_item) -> None:
     cache = LLMCache(tmp_path / "responses.sqlite")
     items, metrics = [SUPPORTED, INVENTED], ["faithfulness", "answer_relevancy", "context_precision"]
@@ -332,8 +374,15 @@ def noisy_item(item_id: str, answer_fn) -> JudgeInput:
     clean = [PORTS, SNAPSHOTS]
     answer = answer_fn(QUESTION, clean)
     answer = answer if isinstance(answer, str) else asyncio.run(answer)
-    return JudgeInput(item_id=item_id, stratum="s", question=QUESTION, answer=answer, contexts=clean,
-                      context_ids=["ports#0", "snap#0"], gold_chunk_ids=["ports#0"])  # fmt: skip
+    return JudgeInput(
+        item_id=item_id,
+        stratum="s",
+        question=QUESTION,
+        answer=answer,
+        contexts=clean,
+        context_ids=["ports#0", "snap#0"],
+        gold_chunk_ids=["ports#0"],
+    )
 
 
 def test_noise_picks_are_seeded_and_never_gold_retrieved_or_same_document(embedder) -> None:
@@ -350,7 +399,11 @@ def test_noise_picks_are_seeded_and_never_gold_retrieved_or_same_document(embedd
     # The retrieved snapshots chunk is excluded by id; its document may still give hard noise when gold is
     # known (only the gold documents hold the answer). Online, with no gold, every retrieved document is out.
     online = target.model_copy(update={"gold_chunk_ids": []})
-    assert {c.split("#")[0] for c in (x.chunk_id for x in pool.pick(online, "hard", 5))} <= {"billing", "kafka", "deploy"}
+    assert {c.split("#")[0] for c in (x.chunk_id for x in pool.pick(online, "hard", 5))} <= {
+        "billing",
+        "kafka",
+        "deploy",
+    }
     assert len(pool.pick(target, "random", 10)) == 3
     noisy = inject(target.contexts, ["N1", "N2"], "n1")
     assert sorted(noisy) == sorted([*target.contexts, "N1", "N2"])
@@ -363,8 +416,10 @@ def test_noise_delta_f_flags_a_fragile_answerer_not_a_robust_one() -> None:
     robust_items = [noisy_item(f"r{n}", best_sentence) for n in range(3)]
 
     async def both():
-        return (await noise_delta_f(fragile_items, pool, first_sentences, llm, mode="random", k=2, **RUN),
-                await noise_delta_f(robust_items, pool, best_sentence, llm, mode="random", k=2, **RUN))  # fmt: skip
+        return (
+            await noise_delta_f(fragile_items, pool, first_sentences, llm, mode="random", k=2, **RUN),
+            await noise_delta_f(robust_items, pool, best_sentence, llm, mode="random", k=2, **RUN),
+        )
 
     fragile, robust = asyncio.run(both())
     for result in fragile:
@@ -383,11 +438,20 @@ def test_noise_failures_are_reasons_not_zeros(sim) -> None:
 
     results = asyncio.run(noise_delta_f([target], pool, broken, OfflineLLM(), **RUN))
     assert_failed(results[0].score, "answer from noisy contexts failed: RuntimeError: target returned HTTP 502")
-    assert asyncio.run(noise_delta_f([target], pool, lambda q, c: None, OfflineLLM(), **RUN))[0].score.error == \
-        "the system under test cannot answer from given contexts"  # fmt: skip
+    assert (
+        asyncio.run(noise_delta_f([target], pool, lambda q, c: None, OfflineLLM(), **RUN))[0].score.error
+        == "the system under test cannot answer from given contexts"
+    )
 
-    clean_failed = Score(**RUN, item_id="x", stratum="s", metric="faithfulness", value=None, status="failed",
-                         error="judge claim extraction failed: HTTP 500 after 3 attempts")  # fmt: skip
+    clean_failed = Score(
+        **RUN,
+        item_id="x",
+        stratum="s",
+        metric="faithfulness",
+        value=None,
+        status="failed",
+        error="judge claim extraction failed: HTTP 500 after 3 attempts",
+    )
     noise = noise_delta_f([target], pool, first_sentences, OfflineLLM(), clean_scores={"x": clean_failed}, **RUN)
     results = asyncio.run(noise)
     assert_failed(results[0].score, "F(clean) not available: judge claim extraction failed: HTTP 500")
@@ -400,11 +464,21 @@ def test_noise_failures_are_reasons_not_zeros(sim) -> None:
 # --- answer correctness ----------------------------------------------------------------------------
 
 
-def response_row(item_id: str, answer: str, reference: str, *, qtype: str = "single_hop",
-                 question: str = QUESTION) -> dict:  # fmt: skip
-    golden = GoldenItem(item_id=item_id, question=question, reference_answer=reference, qtype=qtype, language="en",
-                        source="corpus", source_ref=item_id, generator_model="m", corpus_version="c",
-                        created_at="2026-11-30")  # fmt: skip
+def response_row(
+    item_id: str, answer: str, reference: str, *, qtype: str = "single_hop", question: str = QUESTION
+) -> dict:
+    golden = GoldenItem(
+        item_id=item_id,
+        question=question,
+        reference_answer=reference,
+        qtype=qtype,
+        language="en",
+        source="corpus",
+        source_ref=item_id,
+        generator_model="m",
+        corpus_version="c",
+        created_at="2026-11-30",
+    )
     return {"item": golden.model_dump(mode="json"), "answer": answer, "contexts": [], "error": None}
 
 
@@ -413,9 +487,16 @@ def correctness_scores(rows: list[dict], judge: LLM) -> list[Score]:
     requests = [correctness_input(row) for row in rows]
     graded = [g for g in requests if isinstance(g, CorrectnessInput)]
     verdicts = iter(judge.run_many_sync(AnswerCorrectnessPrompt(), graded))
-    return [correctness_score(row["item"]["item_id"], "single_hop/en", g,
-                              next(verdicts) if isinstance(g, CorrectnessInput) else None, **RUN)
-            for row, g in zip(rows, requests)]  # fmt: skip
+    return [
+        correctness_score(
+            row["item"]["item_id"],
+            "single_hop/en",
+            g,
+            next(verdicts) if isinstance(g, CorrectnessInput) else None,
+            **RUN,
+        )
+        for row, g in zip(rows, requests)
+    ]
 
 
 def test_answer_correctness_is_a_0_1_score_skipped_or_failed_with_its_reason(sim) -> None:
@@ -432,7 +513,12 @@ def test_answer_correctness_is_a_0_1_score_skipped_or_failed_with_its_reason(sim
     ]
     scores = by(correctness_scores(rows, OfflineLLM()), "answer_correctness")
     assert {i: scores[i].value for i in ("right", "swapped", "cut", "abstains", "made-up")} == {
-        "right": 1.0, "swapped": 0.0, "cut": 0.0, "abstains": 1.0, "made-up": 0.0}
+        "right": 1.0,
+        "swapped": 0.0,
+        "cut": 0.0,
+        "abstains": 1.0,
+        "made-up": 0.0,
+    }
     assert all(scores[i].status == "ok" for i in ("right", "swapped", "cut", "abstains", "made-up"))
     assert (scores["silent"].status, scores["silent"].error) == ("skipped", "the target returned no answer to grade")
     assert scores["no-reference"].status == "skipped" and "no reference answer" in scores["no-reference"].error
@@ -448,8 +534,9 @@ def test_half_the_answers_cut_to_five_words_fail_the_gate_on_answer_correctness(
     chunks = sorted(load_demo_chunks(), key=lambda c: hashlib.sha256(c.chunk_id.encode()).hexdigest())
     rag, rows = RagAnswerPrompt(faults=OfflineFaults()), []
     for chunk, distractor in zip(chunks, reversed(chunks)):
-        seed = SeedChunk(chunk_id=chunk.chunk_id, document=chunk.topic, section=chunk.section, language="en",
-                         text=chunk.text)  # fmt: skip
+        seed = SeedChunk(
+            chunk_id=chunk.chunk_id, document=chunk.topic, section=chunk.section, language="en", text=chunk.text
+        )
         qa = next(iter(ChunkQuestions().offline(ChunkQuestionsInput(chunk=seed, n=1)).items), None)
         if qa is None:
             continue

@@ -52,9 +52,10 @@ def reference_pick(pool: NoisePool, item: JudgeInput, mode: str, k: int, embedde
     excluded_documents = pool.excluded_documents(item, mode)
     clean_texts = {text.strip() for text in item.contexts}
     eligible = [
-        i for i, c in enumerate(pool.chunks)
+        i
+        for i, c in enumerate(pool.chunks)
         if c.chunk_id not in excluded_ids and c.text.strip() not in clean_texts and c.document not in excluded_documents
-    ]  # fmt: skip
+    ]
     if mode == "random":
         picked = random.Random(f"noise:{item.item_id}").sample(eligible, min(k, len(eligible)))
     else:
@@ -86,9 +87,17 @@ def random_case(seed: int) -> tuple[list[Chunk], list[JudgeInput], dict[str, str
         gold += draw.sample([*outside, *orphans], 1)
         question = " ".join(draw.choices([*WORDS, "zebra", "the", "of"], k=draw.randint(1, 5)))
         contexts = [f"  {c.text}\n" for c in retrieved]  # a pool text with other spacing is still the context's
-        items.append(JudgeInput(item_id=f"i{n}", stratum="s", question=question, answer="a", contexts=contexts,
-                                context_ids=[c.chunk_id for c in retrieved],
-                                gold_chunk_ids=gold if n % 4 else []))  # every fourth item is online: no gold
+        items.append(
+            JudgeInput(
+                item_id=f"i{n}",
+                stratum="s",
+                question=question,
+                answer="a",
+                contexts=contexts,
+                context_ids=[c.chunk_id for c in retrieved],
+                gold_chunk_ids=gold if n % 4 else [],
+            )
+        )  # every fourth item is online: no gold
     return chunks, items, outside
 
 
@@ -119,8 +128,10 @@ def test_noise_delta_f_picks_once_per_batch_and_keeps_each_items_noise() -> None
     chunks, items, outside = random_case(seed=7)
     embedder = DyadicEmbedder()
     pool = NoisePool(chunks, embedder, documents=outside)
-    items = [i.model_copy(update={"answer": f"{i.question} {w}", "contexts": i.contexts or [WORDS[n]]})
-             for n, (i, w) in enumerate(zip(items[:8], WORDS))]  # fmt: skip
+    items = [
+        i.model_copy(update={"answer": f"{i.question} {w}", "contexts": i.contexts or [WORDS[n]]})
+        for n, (i, w) in enumerate(zip(items[:8], WORDS))
+    ]
     items[3] = items[3].model_copy(update={"answer": " "})  # no answer: skipped, and no pick
     results = asyncio.run(noise_delta_f(items, pool, lambda q, ctx: ctx[0], OfflineLLM(), mode="hard", k=2, **RUN))
     assert embedder.calls == [len(chunks), len({i.question for n, i in enumerate(items) if n != 3})]

@@ -7,9 +7,16 @@ import pytest
 from ir_measures import RR, P, Success
 
 from pipelines.evaluation.metrics.retrieval import (
-    attribute, check_ks, depth, metric_names, precision_at_k, query_metrics, recall_at_k, reciprocal_rank,
+    attribute,
+    check_ks,
+    depth,
+    metric_names,
+    precision_at_k,
+    query_metrics,
+    recall_at_k,
+    reciprocal_rank,
     score_run_file,
-)  # fmt: skip
+)
 from tests.conftest import ROOT
 
 RETRIEVED = ["c9", "c2", "c7", "c1", "c5"]
@@ -50,8 +57,13 @@ def test_a_list_shorter_than_k_is_measured_with_its_missing_ranks_not_relevant()
     assert [metrics[f"recall@{k}"] for k in (1, 3, 5, 10)] == [1.0, 1.0, 1.0, 1.0]
     assert [metrics[f"precision@{k}"] for k in (1, 3, 5, 10)] == pytest.approx([1.0, 1 / 3, 1 / 5, 1 / 10])
     # Nothing returned: every figure 0, never left out.
-    assert query_metrics([], ["c1"], [1, 5]) == {"recall@1": 0.0, "precision@1": 0.0, "recall@5": 0.0,
-                                                "precision@5": 0.0, "mrr": 0.0}  # fmt: skip
+    assert query_metrics([], ["c1"], [1, 5]) == {
+        "recall@1": 0.0,
+        "precision@1": 0.0,
+        "recall@5": 0.0,
+        "precision@5": 0.0,
+        "mrr": 0.0,
+    }
 
 
 # Lists shorter than, equal to and longer than the cut-offs, duplicates, several gold ids, no hit.
@@ -72,8 +84,10 @@ def test_every_figure_equals_ir_measures_on_lists_shorter_and_longer_than_k():
     ks = [1, 3, 5, 10]
     qrels = {q: {g: 1 for g in gold} for q, (_, gold) in AGAINST_TREC_EVAL.items()}
     # A run is scored documents: a falling score per distinct id keeps our rank order (no ties to break).
-    run = {q: {cid: float(100 - rank) for rank, cid in enumerate(dict.fromkeys(retrieved))}
-           for q, (retrieved, _) in AGAINST_TREC_EVAL.items()}  # fmt: skip
+    run = {
+        q: {cid: float(100 - rank) for rank, cid in enumerate(dict.fromkeys(retrieved))}
+        for q, (retrieved, _) in AGAINST_TREC_EVAL.items()
+    }
     ours_of = {"Success": "recall", "P": "precision"}
     measures = [Success @ k for k in ks] + [P @ k for k in ks] + [RR]
     theirs = {(m.query_id, str(m.measure)): m.value for m in ir_measures.pytrec_eval.iter_calc(measures, qrels, run)}
@@ -94,16 +108,19 @@ def test_k_below_one_or_not_an_integer_is_an_error(bad):
         recall_at_k(RETRIEVED, GOLD, bad)
 
 
-@pytest.mark.parametrize(("contexts", "gold", "correct", "supported", "label"), [
-    (["a", "b"], [], True, True, "not_applicable"),           # no gold chunks: nothing to attribute
-    (["a", "b"], ["g"], None, None, "unknown"),                # no correctness verdict
-    (["a", "b"], ["g"], True, True, "ok"),                     # right without the gold chunk: not a retrieval failure
-    (["a", "b"], ["g"], True, None, "ok"),                     # right; faithfulness not scored
-    (["a", "b"], ["g"], True, False, "generation_failure"),    # right but unsupported by its contexts
-    (["a", "b"], ["g"], False, True, "retrieval_failure"),     # wrong, gold never reached the generator
-    (["g1", "b"], ["g1", "g2"], False, True, "partial_retrieval_failure"),  # multi-hop: one of two gold chunks
-    (["g1", "g2"], ["g1", "g2"], False, True, "generation_failure"),        # wrong with every gold chunk in context
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("contexts", "gold", "correct", "supported", "label"),
+    [
+        (["a", "b"], [], True, True, "not_applicable"),  # no gold chunks: nothing to attribute
+        (["a", "b"], ["g"], None, None, "unknown"),  # no correctness verdict
+        (["a", "b"], ["g"], True, True, "ok"),  # right without the gold chunk: not a retrieval failure
+        (["a", "b"], ["g"], True, None, "ok"),  # right; faithfulness not scored
+        (["a", "b"], ["g"], True, False, "generation_failure"),  # right but unsupported by its contexts
+        (["a", "b"], ["g"], False, True, "retrieval_failure"),  # wrong, gold never reached the generator
+        (["g1", "b"], ["g1", "g2"], False, True, "partial_retrieval_failure"),  # multi-hop: one of two gold chunks
+        (["g1", "g2"], ["g1", "g2"], False, True, "generation_failure"),  # wrong with every gold chunk in context
+    ],
+)
 def test_attribution_follows_the_correctness_verdict_and_every_gold_chunk(contexts, gold, correct, supported, label):
     assert attribute(contexts, gold, correct, supported) == label
 
@@ -119,9 +136,17 @@ def test_cli_scores_a_run_file_and_names_bad_lines(tmp_path):
     out = subprocess.run([*cli, "--k", "1,5"], capture_output=True, text=True, check=True, cwd=ROOT)
     # By hand, over both queries: @1 c9 miss, c1 hit; @5 q1 hits 2 of 5, q2 (2 distinct ids) hits 1 of 5 (ranks
     # 3-5 not relevant): recall 1, precision (2/5 + 1/5) / 2; MRR (1/3 + 1) / 2.
-    assert json.loads(out.stdout) == {"recall@1": 0.5, "precision@1": 0.5, "recall@5": 1.0, "precision@5": 0.3,
-                                      "mrr": pytest.approx(2 / 3, abs=1e-6), "n_short@1": 0, "n_short@5": 1,
-                                      "mean_depth": 3.5, "n": 2}  # fmt: skip
+    assert json.loads(out.stdout) == {
+        "recall@1": 0.5,
+        "precision@1": 0.5,
+        "recall@5": 1.0,
+        "precision@5": 0.3,
+        "mrr": pytest.approx(2 / 3, abs=1e-6),
+        "n_short@1": 0,
+        "n_short@5": 1,
+        "mean_depth": 3.5,
+        "n": 2,
+    }
     assert "k=5: 1 of 2 queries retrieved fewer than 5 distinct ids" in out.stderr
 
     zero = subprocess.run([*cli, "--k", "0,5"], capture_output=True, text=True, cwd=ROOT)

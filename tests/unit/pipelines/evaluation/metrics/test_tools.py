@@ -29,9 +29,15 @@ def assert_failed(score: Score, reason: str) -> None:
 
 def test_tool_turn_scores() -> None:
     def turn(item_id, calls, expected_tool="vector_search", expected_args=None, error=None) -> ToolTurn:
-        return ToolTurn(item_id=item_id, stratum="tool", question="How does the recover endpoint work?",
-                        expected_tool=expected_tool, expected_args=expected_args or {"query": "recover", "top_k": 5},
-                        tool_calls=calls, error=error)  # fmt: skip
+        return ToolTurn(
+            item_id=item_id,
+            stratum="tool",
+            question="How does the recover endpoint work?",
+            expected_tool=expected_tool,
+            expected_args=expected_args or {"query": "recover", "top_k": 5},
+            tool_calls=calls,
+            error=error,
+        )
 
     turns = [
         turn("exact", [ToolCall(name="vector_search", arguments={"query": "recover", "top_k": 5})]),

@@ -52,8 +52,18 @@ def otlp_log_receiver(status: int = 200) -> Iterator[tuple[str, list[ExportLogsS
 
 
 def score(item_id: str, metric: str, value: float | None, status: str = "ok", error: str | None = None) -> Score:
-    return Score(run_id="online-2026-12-04", suite="online", item_id=item_id, stratum="docs-bot/en", metric=metric,
-                 value=value, status=status, error=error, judge_model="judge-model", dataset_version="traces/dt=2026-12-04")  # fmt: skip
+    return Score(
+        run_id="online-2026-12-04",
+        suite="online",
+        item_id=item_id,
+        stratum="docs-bot/en",
+        metric=metric,
+        value=value,
+        status=status,
+        error=error,
+        judge_model="judge-model",
+        dataset_version="traces/dt=2026-12-04",
+    )
 
 
 def records(received: list[ExportLogsServiceRequest]) -> list:
@@ -67,9 +77,12 @@ def attributes(record) -> dict:
 
 
 def test_each_online_score_arrives_as_an_evaluation_event_on_its_trace_and_span():
-    scores = [score(TRACE, "faithfulness", 0.5), score(TRACE, "answer_relevancy", 0.92),
-              score(TRACE, "noise_delta_f_reference", None, "failed", "the judge's reply was not JSON"),
-              score("tr-sql-store-id", "faithfulness", 0.9)]  # fmt: skip
+    scores = [
+        score(TRACE, "faithfulness", 0.5),
+        score(TRACE, "answer_relevancy", 0.92),
+        score(TRACE, "noise_delta_f_reference", None, "failed", "the judge's reply was not JSON"),
+        score("tr-sql-store-id", "faithfulness", 0.9),
+    ]
     with otlp_log_receiver() as (url, received):
         assert emit_evaluation_events(url, scores, {TRACE: SPAN}) == 4
     got = records(received)
@@ -136,8 +149,12 @@ def test_the_online_eval_sends_every_score_of_its_run_on_its_trace(tmp_path):
     release_golden(Workspace.from_settings(settings))
 
     with otlp_log_receiver() as (url, received):
-        summary = run_online_eval(settings.model_copy(update={"otlp_endpoint": url}), day,
-                                  online_params(settings, max_traces=6, min_per_stratum=3, batch_size=3), push=False)  # fmt: skip
+        summary = run_online_eval(
+            settings.model_copy(update={"otlp_endpoint": url}),
+            day,
+            online_params(settings, max_traces=6, min_per_stratum=3, batch_size=3),
+            push=False,
+        )
     store = ResultsStore.from_settings(settings)
     stored = store.scores(summary.run_id)
     store.dispose()
@@ -145,5 +162,7 @@ def test_the_online_eval_sends_every_score_of_its_run_on_its_trace(tmp_path):
     assert len(got) == len(stored) > 6
     assert Counter(attributes(r)["gen_ai.evaluation.name"] for r in got) == Counter(s.metric for s in stored)
     tied = [r for r in got if r.trace_id]
-    assert {r.trace_id.hex() for r in tied} == set(span_ids) and all(span_ids[r.trace_id.hex()] == r.span_id.hex() for r in tied)
+    assert {r.trace_id.hex() for r in tied} == set(span_ids) and all(
+        span_ids[r.trace_id.hex()] == r.span_id.hex() for r in tied
+    )
     assert {attributes(r)["ragwatch.trace_id"] for r in got if not r.trace_id} == {rows[-1]["trace_id"]}

@@ -35,8 +35,12 @@ def test_kappa_accuracy_and_confusion_on_a_worked_example():
     judge = [1] * 25 + [0] * 25
     agreed = agreement(human, judge)
     assert agreed.kappa == pytest.approx(0.40) and agreed.accuracy == pytest.approx(0.70) and agreed.n == 50
-    assert agreed.confusion == {"judge_yes_human_yes": 20, "judge_yes_human_no": 5, "judge_no_human_yes": 10,
-                                "judge_no_human_no": 15}  # fmt: skip
+    assert agreed.confusion == {
+        "judge_yes_human_yes": 20,
+        "judge_yes_human_no": 5,
+        "judge_no_human_yes": 10,
+        "judge_no_human_no": 15,
+    }
     # A queue with as many items per verdict as its run's 80 % judge-yes: weights 0.8/0.5 and 0.2/0.5; another
     # run's labels (2 yes, 1 no, of a run judging 50 % yes) are weighted to that run's own mix: 0.5/(2/3), 0.5/(1/3).
     weights = label_weights(judge + [1, 1, 0], ["a"] * 50 + ["b"] * 3, {"a": 0.8, "b": 0.5})
@@ -131,11 +135,18 @@ def _scores(n: int = 40) -> tuple[list[Score], dict[str, ItemView]]:
     scores, views = [], {}
     for i in range(n):
         item = f"it{i:03d}"
-        scores += [Score(**base, item_id=item, metric="answer_correctness", value=float(i % 2)),
-                   Score(**base, item_id=item, metric="faithfulness", value=0.9 if i % 4 < 2 else 0.4),
-                   Score(**base, item_id=item, metric="answer_relevancy", value=0.8)]  # fmt: skip
-        views[item] = ItemView(item_id=item, question=f'=HYPERLINK("http://x/?{i}")', answer=f"+{i} cmd",
-                               contexts=[f"c{i}: @SUM(A1)"], reference_answer="-1")  # fmt: skip
+        scores += [
+            Score(**base, item_id=item, metric="answer_correctness", value=float(i % 2)),
+            Score(**base, item_id=item, metric="faithfulness", value=0.9 if i % 4 < 2 else 0.4),
+            Score(**base, item_id=item, metric="answer_relevancy", value=0.8),
+        ]
+        views[item] = ItemView(
+            item_id=item,
+            question=f'=HYPERLINK("http://x/?{i}")',
+            answer=f"+{i} cmd",
+            contexts=[f"c{i}: @SUM(A1)"],
+            reference_answer="-1",
+        )
     return scores, views
 
 
@@ -205,7 +216,10 @@ def test_labels_of_the_run_itself_give_a_corrected_mean_and_of_one_other_run_non
     workspace = Workspace.from_settings(settings)
     verdicts = json.loads(workspace.judge_audit_key("offline", DAY, "prod").read_text())
     # People agree with the judge on all but every sixth item.
-    labels = {aid: ("yes" if v["judge_verdict"] == (i % 6 > 0) else "no") for i, (aid, v) in enumerate(sorted(verdicts.items()))}
+    labels = {
+        aid: ("yes" if v["judge_verdict"] == (i % 6 > 0) else "no")
+        for i, (aid, v) in enumerate(sorted(verdicts.items()))
+    }
     labelled, _ = _label_file(workspace.judge_audit_queue("offline", DAY, "prod"), labels)
     assert _import(settings, monkeypatch, labelled).exit_code == 0
     same = {c["metric"]: c for c in audit_run(settings, _run(), scores, views)["calibration"]}["answer_correctness"]
@@ -213,7 +227,9 @@ def test_labels_of_the_run_itself_give_a_corrected_mean_and_of_one_other_run_non
     assert same["corrected_ci"][0] <= same["corrected_mean"] <= same["corrected_ci"][1]
     # The judge's error rates, as the summary line states them: 12 labels per verdict of a run judging 50 % yes
     # weigh alike, so they are plain shares of the labels.
-    pairs = [(labels[aid] == "yes", v["judge_verdict"]) for aid, v in verdicts.items() if v["metric"] == "answer_correctness"]
+    pairs = [
+        (labels[aid] == "yes", v["judge_verdict"]) for aid, v in verdicts.items() if v["metric"] == "answer_correctness"
+    ]
     [row] = judge_trust({"calibration": [same]})
     assert row.sensitivity == pytest.approx(sum(h and f for h, f in pairs) / sum(h for h, _ in pairs))
     assert row.specificity == pytest.approx(sum(not h and not f for h, f in pairs) / sum(not h for h, _ in pairs))
@@ -223,8 +239,13 @@ def test_labels_of_the_run_itself_give_a_corrected_mean_and_of_one_other_run_non
     assert "sensitivity" in line and "corrected for its errors" in line, line
     # The next day's run has only that one earlier run's labels: whether the judge errs alike is untested.
     later = date(2026, 3, 2)
-    run = EvalRun(run_id=run_id("offline", later, "prod"), suite="offline", logical_date=later, target="prod",
-                  dataset_version="demo@v1")  # fmt: skip
+    run = EvalRun(
+        run_id=run_id("offline", later, "prod"),
+        suite="offline",
+        logical_date=later,
+        target="prod",
+        dataset_version="demo@v1",
+    )
     moved = [s.model_copy(update={"run_id": run.run_id}) for s in scores]
     other = {c["metric"]: c for c in audit_run(settings, run, moved, views)["calibration"]}["answer_correctness"]
     assert other["corrected_ci"] is None and "untested" in other["notes"][-1]
@@ -255,7 +276,10 @@ def test_kappa_below_0_6_says_not_trustworthy_in_report_summary_and_gauge(settin
     audit_run(settings, _run(), scores, views)
     verdicts = json.loads(Workspace.from_settings(settings).judge_audit_key("offline", DAY, "prod").read_text())
     # People agree with the judge on only 3 of every 5 items: κ about 0.2.
-    labels = {aid: ("yes" if v["judge_verdict"] == (i % 5 < 3) else "no") for i, (aid, v) in enumerate(sorted(verdicts.items()))}
+    labels = {
+        aid: ("yes" if v["judge_verdict"] == (i % 5 < 3) else "no")
+        for i, (aid, v) in enumerate(sorted(verdicts.items()))
+    }
     labelled, _ = _label_file(Workspace.from_settings(settings).judge_audit_queue("offline", DAY, "prod"), labels)
     assert _import(settings, monkeypatch, labelled).exit_code == 0
     run = _run()

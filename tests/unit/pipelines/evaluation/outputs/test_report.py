@@ -10,7 +10,13 @@ import pytest
 
 from pipelines.cli.render.console import console
 from pipelines.cli.render.evals import print_eval_summary
-from pipelines.evaluation.outputs.report import ItemView, render_report, trend_from_store, write_metrics_json, write_report
+from pipelines.evaluation.outputs.report import (
+    ItemView,
+    render_report,
+    trend_from_store,
+    write_metrics_json,
+    write_report,
+)
 from pipelines.evaluation.outputs.summary import run_summary
 from pipelines.evaluation.statistics.aggregates import aggregate
 from pipelines.evaluation.statistics.gate.rule import regression_gate
@@ -23,14 +29,31 @@ HOSTILE = '<script>alert("x")</script> Reinicia el nodo con <b>systemctl</b> & e
 
 
 def make_run(day: date) -> EvalRun:
-    return EvalRun(run_id=run_id("offline", day, "prod"), suite="offline", logical_date=day, target="prod", dataset_version="golden-v3",
-                   judge_model="llama-70b-juez", generator_model="qwen-7b", params={"k": [5], "context_depth": 5})  # fmt: skip
+    return EvalRun(
+        run_id=run_id("offline", day, "prod"),
+        suite="offline",
+        logical_date=day,
+        target="prod",
+        dataset_version="golden-v3",
+        judge_model="llama-70b-juez",
+        generator_model="qwen-7b",
+        params={"k": [5], "context_depth": 5},
+    )
 
 
 def make_scores(run: EvalRun, faithfulness: float) -> list[Score]:
     def s(item, stratum, metric, value, status="ok", error=None):
-        return Score(run_id=run.run_id, suite="offline", item_id=item, stratum=stratum, metric=metric, value=value,
-                     status=status, error=error, dataset_version=run.dataset_version)  # fmt: skip
+        return Score(
+            run_id=run.run_id,
+            suite="offline",
+            item_id=item,
+            stratum=stratum,
+            metric=metric,
+            value=value,
+            status=status,
+            error=error,
+            dataset_version=run.dataset_version,
+        )
 
     out = []
     for i in range(12):
@@ -54,13 +77,17 @@ def rendered(tmp_path):
     baseline = store.baseline_for(run)
     gate = regression_gate(scores, store.scores(baseline.run_id), ["faithfulness", "recall@5"])
     items = {
-        "q0": ItemView("q0", "¿Cómo reinicio el nodo de Qdrant sin perder datos?", HOSTILE,
-                       ["chunk-1: Para reiniciar, ejecuta «systemctl restart qdrant».", "chunk-2: <i>ruido</i>"],
-                       reference_answer="Con systemctl; los datos persisten en /var/lib/qdrant.",
-                       attribution="generation_failure"),
+        "q0": ItemView(
+            "q0",
+            "¿Cómo reinicio el nodo de Qdrant sin perder datos?",
+            HOSTILE,
+            ["chunk-1: Para reiniciar, ejecuta «systemctl restart qdrant».", "chunk-2: <i>ruido</i>"],
+            reference_answer="Con systemctl; los datos persisten en /var/lib/qdrant.",
+            attribution="generation_failure",
+        ),
         "q3": ItemView("q3", "¿Qué puerto usa?", "6333", attribution="retrieval_failure"),
         "q1": ItemView("q1", "¿Dónde están los logs?", "En journald.", attribution="ok"),
-    }  # fmt: skip
+    }
     html = render_report(run, scores, items=items, trend=trend_from_store(store, run), gate=gate, baseline=baseline)
     store.dispose()
     return html, scores
@@ -90,17 +117,19 @@ def test_report_has_header_gate_diagnosis_tables_charts_trend_and_worst_items(re
         assert text in html
     assert "FAILED" in html and "offline/2026-02-23/prod" in html  # gate against the previous run
     # Diagnosis: context precision (retrieval) before faithfulness, with the brief's wording.
-    diagnosis = html[html.index("<h2>Diagnosis</h2>"):]
+    diagnosis = html[html.index("<h2>Diagnosis</h2>") :]
     assert diagnosis.index("contradictory answers") < diagnosis.index("made-up answers")
     assert "tune reranker, lower k, similarity cut-off" in html
     for stratum in ("single_hop/es", "multi_hop/es"):
         assert f"<td>{stratum}</td>" in html
-    assert html.count("<svg") == 1 + 3 + 4 + 4  # the verdict's differences, CI charts (all + 2 strata), 4 histograms, 4 trends
+    assert (
+        html.count("<svg") == 1 + 3 + 4 + 4
+    )  # the verdict's differences, CI charts (all + 2 strata), 4 histograms, 4 trends
     assert "2026-02-16" in html  # trend reaches back to the first run
-    worst = html[html.index("Worst items"):]
+    worst = html[html.index("Worst items") :]
     assert worst.index("<b>q0</b>") < worst.index("<b>q3</b>")  # q0 scored lowest
     assert "generation_failure" in html and "retrieval_failure" in html
-    failures = html[html.index("Scores that failed"):]
+    failures = html[html.index("Scores that failed") :]
     assert "context_recall" in failures and "q0" in failures
 
 
@@ -137,7 +166,7 @@ def test_the_report_says_how_the_diagnosis_corrects_its_claims():
 
 def test_the_report_opens_with_its_verdict_and_a_chart_and_folds_its_method(rendered):
     html, _ = rendered
-    body = html[html.index("<body>"):]
+    body = html[html.index("<body>") :]
     verdict, method = body.index('<section class="verdict">'), body.index('<details class="method"><summary>Method')
     assert body.index("<h1>") < verdict < body.index("<svg") < method < body.index("<h2>")
     lead = body[verdict:method]
@@ -150,7 +179,7 @@ def test_the_report_opens_with_its_verdict_and_a_chart_and_folds_its_method(rend
 def test_an_ungated_run_opens_with_why_and_the_run_means_drawn_once():
     run = make_run(DAY)
     html = render_report(run, make_scores(run, 0.7))
-    lead = html[html.index('<section class="verdict">'):html.index('<details class="method">')]
+    lead = html[html.index('<section class="verdict">') : html.index('<details class="method">')]
     assert "Not gated: no earlier accepted run of prod" in lead and "all: mean and 95 % CI" in lead
     assert html.count('aria-label="all: mean and 95 % CI"') == 1  # drawn once, in the verdict
     assert html.count("<svg") == 1 + 2 + 4 + 4  # the verdict's, 2 strata, 4 histograms, 4 trends (this run alone)

@@ -17,11 +17,24 @@ from pipelines.records import Score
 
 
 def scores(values: dict[str, float], metric: str = "faithfulness") -> list[Score]:
-    return [Score(run_id="r", suite="offline", dataset_version="v1", item_id=item, stratum="s", metric=metric, value=v,
-                  status="ok") for item, v in values.items()]  # fmt: skip
+    return [
+        Score(
+            run_id="r",
+            suite="offline",
+            dataset_version="v1",
+            item_id=item,
+            stratum="s",
+            metric=metric,
+            value=v,
+            status="ok",
+        )
+        for item, v in values.items()
+    ]
 
 
-@pytest.mark.parametrize(("row", "source"), [(MetricRow, Aggregate), (GateRow, MetricGate), (JudgeNoiseRow, JudgeNoise)])
+@pytest.mark.parametrize(
+    ("row", "source"), [(MetricRow, Aggregate), (GateRow, MetricGate), (JudgeNoiseRow, JudgeNoise)]
+)
 def test_every_row_field_has_its_result_field_type(row, source):
     hints = typing.get_type_hints(source)
     declared = {f.name for f in dataclasses.fields(source)}

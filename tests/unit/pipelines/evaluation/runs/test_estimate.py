@@ -30,8 +30,15 @@ PARAMS = dict(max_traces=24, min_per_stratum=4, noise_share=0.25, batch_size=8)
 def publish(settings, chunks, day: date) -> None:
     """A day of traces of its own: ids, questions and answers name the day, so no request repeats another day's
     (answer relevancy asks about the answer alone: a repeated answer would be a cache hit)."""
-    rows = [{**row, "trace_id": f"{day}-{row['trace_id']}", "question": f"{row['question']} ({day})",
-             "answer": f"{row['answer']} ({day})"} for row in trace_rows(SIZES, chunks)]  # fmt: skip
+    rows = [
+        {
+            **row,
+            "trace_id": f"{day}-{row['trace_id']}",
+            "question": f"{row['question']} ({day})",
+            "answer": f"{row['answer']} ({day})",
+        }
+        for row in trace_rows(SIZES, chunks)
+    ]
     partition = Workspace.from_settings(settings).traces_partition(day)
     write_partition(partition.part(0), rows)
     partition.manifest.write_text(json.dumps({"day": day.isoformat()}))
@@ -45,8 +52,10 @@ def near(estimated: float, recorded: float) -> bool:
     return recorded > 0 and abs(estimated - recorded) <= 0.2 * recorded
 
 
-def test_a_dry_run_estimates_the_next_day_within_20_percent_and_sends_and_writes_nothing(indexed,  # noqa: F811
-                                                                                        monkeypatch):  # fmt: skip
+def test_a_dry_run_estimates_the_next_day_within_20_percent_and_sends_and_writes_nothing(
+    indexed,  # noqa: F811
+    monkeypatch,
+):
     from typer.testing import CliRunner
 
     from pipelines.cli import app
@@ -67,15 +76,19 @@ def test_a_dry_run_estimates_the_next_day_within_20_percent_and_sends_and_writes
 
         before, served = files(settings.home), served_stats(url)["requests"]
         estimate = estimate_online(online, SECOND, params)
-        for name, value in {"RAGWATCH_HOME": str(settings.home), "RAGWATCH_ANONYMIZER_KEY": "k",
-                            "RAGWATCH_LLM_BACKEND": "openai",
-                            "RAGWATCH_ONLINE_MIN_PER_STRATUM": str(PARAMS["min_per_stratum"])}.items():  # fmt: skip
+        for name, value in {
+            "RAGWATCH_HOME": str(settings.home),
+            "RAGWATCH_ANONYMIZER_KEY": "k",
+            "RAGWATCH_LLM_BACKEND": "openai",
+            "RAGWATCH_ONLINE_MIN_PER_STRATUM": str(PARAMS["min_per_stratum"]),
+        }.items():
             monkeypatch.setenv(name, value)
         for role, model in (("GENERATOR", "gen-model"), ("JUDGE", "judge-model")):
             monkeypatch.setenv(f"RAGWATCH_{role}__BASE_URL", url)
             monkeypatch.setenv(f"RAGWATCH_{role}__MODEL", model)
-        shown = CliRunner().invoke(app, ["eval", "online", "--date", str(SECOND), "--max-traces", "24",
-                                         "--dry-run"], terminal_width=250)  # fmt: skip
+        shown = CliRunner().invoke(
+            app, ["eval", "online", "--date", str(SECOND), "--max-traces", "24", "--dry-run"], terminal_width=250
+        )
         # Nothing sent, nothing written.
         assert served_stats(url)["requests"] == served and files(settings.home) == before
 
@@ -87,7 +100,7 @@ def test_a_dry_run_estimates_the_next_day_within_20_percent_and_sends_and_writes
     # Not a terminal: the table is plain text, a grid or (narrower than its columns) one block per row.
     lines = shown.output.splitlines()
     at = next(i for i, line in enumerate(lines) if line.split()[:1] == ["total"])
-    total = " ".join(lines[at:at + 2]).replace("requests:", "").split()  # the row, or its block's first line
+    total = " ".join(lines[at : at + 2]).replace("requests:", "").split()  # the row, or its block's first line
     assert "nothing sent, nothing written" in printed and f"{round(estimate.total('requests')):,}" in total, printed
     assert not set("│─┃━") & set(shown.output)
     assert estimate.history == [f"online/{FIRST}/production"] and estimate.units["judged traces"] == summary.items
@@ -109,7 +122,7 @@ def test_a_dry_run_estimates_the_next_day_within_20_percent_and_sends_and_writes
     assert week.requests == first_cost.total("requests") + 0 and week.items == 2 * summary.items
     assert week.tokens == first_cost.total("prompt_tokens") + first_cost.total("completion_tokens")
     report = open(again.report, encoding="utf-8").read()
-    assert "Cost week by week" in report and "<td>2026-03-30</td><td class=\"num\">2</td>" in report
+    assert "Cost week by week" in report and '<td>2026-03-30</td><td class="num">2</td>' in report
     shown = CliRunner().invoke(app, ["eval", "cost", "--date", str(SECOND), "--weeks", "2"], terminal_width=200)
     assert shown.exit_code == 0 and "2026-03-30" in shown.output and f"{week.requests:,}" in shown.output, shown.output
 

@@ -32,8 +32,15 @@ from tests.conftest import ROOT
 from tests.support.simulated import on_simulator
 
 # The plan raises the 3 tool triples asked for to what the gate's 10 pairs need (chunks lend several tools).
-SMALL = {"seeds": 8, "questions_per_seed": 2, "multi_hop": 3, "adversarial": 2, "tool_triples": 3, "from_traces": 0,
-         "batch_size": 8}  # fmt: skip
+SMALL = {
+    "seeds": 8,
+    "questions_per_seed": 2,
+    "multi_hop": 3,
+    "adversarial": 2,
+    "tool_triples": 3,
+    "from_traces": 0,
+    "batch_size": 8,
+}
 TOOL_METRICS = ("tool_selection_accuracy", "tool_call_accuracy")
 FAST = {"metrics": ["faithfulness", "context_recall"], "batch_size": 10}
 
@@ -96,7 +103,9 @@ def test_a_rerun_of_the_same_date_replaces_its_rows_and_the_gate_catches_a_regre
     # Gated against the previous run and against the reference, the first accepted run of the golden version.
     degraded_run = next(r for r in runs if r.logical_date == date(2026, 11, 16))
     assert [(c["role"], c["run_id"], c["passed"]) for c in degraded_run.gate["comparisons"]] == [
-        ("baseline", same.run_id, False), ("reference", first.run_id, False)]
+        ("baseline", same.run_id, False),
+        ("reference", first.run_id, False),
+    ]
     # Its agent searches the docs with the whole question for every request: every tool call differs from the
     # expected one and fails the gate; the wrong tool choices (TSA 1 -> 0.25) are not caught at this n.
     verdicts = {m["metric"]: m for m in max(runs, key=lambda r: r.logical_date).gate["metrics"]}
@@ -105,7 +114,11 @@ def test_a_rerun_of_the_same_date_replaces_its_rows_and_the_gate_catches_a_regre
     workspace = Workspace.from_settings(settings)
     report = workspace.report("offline", date(2026, 11, 16), "reference-rag")
     html = report.read_text(encoding="utf-8")
-    assert "recall@5" in html and f"Against the baseline {same.run_id}" in html and f"Against the reference {first.run_id}" in html
+    assert (
+        "recall@5" in html
+        and f"Against the baseline {same.run_id}" in html
+        and f"Against the reference {first.run_id}" in html
+    )
     metrics_json = json.loads(workspace.metrics_json(report).read_text())
     assert "all" in metrics_json["recall@5"]
 
@@ -120,7 +133,9 @@ def test_the_push_reaches_a_real_pushgateway_and_reads_back(built, pushgateway):
     recall = group["metrics"]["rag_recall_at_5_score"]
     assert any(s["labels"]["stratum"] == "all" for s in recall)
     # The run's model usage too, per stage and metric: the target's answers and the judge's requests.
-    requests = {(s["labels"]["stage"], s["labels"]["metric"]): s["value"] for s in group["metrics"]["rag_eval_llm_requests"]}
+    requests = {
+        (s["labels"]["stage"], s["labels"]["metric"]): s["value"] for s in group["metrics"]["rag_eval_llm_requests"]
+    }
     assert requests[("target", "answer")] > 0 and requests[("judge", "answer_correctness")] > 0
     # A backfilled past date must not overwrite the newest run's gauges.
     _, past = run_offline_eval(settings, eval_params(settings, **FAST), logical_date=date(2026, 10, 26))
@@ -144,9 +159,14 @@ def test_an_offline_run_on_the_simulator_records_what_the_server_saw_and_a_cache
         assert cost.total("requests") == served["requests"] > 0 and cost.by_model() == served["models"]
         assert {"target", "judge"} <= set(cost.by_stage()) and cost.items == summary.items == 6
         assert cost.total("prompt_tokens") == served["prompt_tokens"] and cost.total("llm_seconds") > 0
-        run = RunPaths(Workspace.from_settings(settings).run_folder("offline", date(2026, 11, 16), "reference-rag").root)
-        assert {p.name for p in run.usage_files} == {"usage-prepare.json", f"usage-{judge_part(0)}.json",
-                                                     f"usage-{judge_part(3)}.json"}  # fmt: skip
+        run = RunPaths(
+            Workspace.from_settings(settings).run_folder("offline", date(2026, 11, 16), "reference-rag").root
+        )
+        assert {p.name for p in run.usage_files} == {
+            "usage-prepare.json",
+            f"usage-{judge_part(0)}.json",
+            f"usage-{judge_part(3)}.json",
+        }
         assert sum(r.requests for p in run.usage_files for r in read_usage(p)) == served["requests"]
         # A dry run of next week: the same items, every call of which the cache now holds (nothing sent).
         later = estimate_offline(settings, params, logical_date=date(2026, 11, 23))
@@ -167,8 +187,12 @@ def test_an_offline_run_over_its_token_budget_skips_the_rest_for_budget_and_scor
     with running_simulator(SimulatorKnobs(capacity=8), prompts=all_prompts()) as url:
         settings = on_simulator(built, url, cache=False)
         # One request in flight per endpoint: a step overshoots its share by two requests at most.
-        settings = settings.model_copy(update={role: getattr(settings, role).model_copy(update={"max_concurrency": 1})
-                                               for role in ("generator", "judge")})  # fmt: skip
+        settings = settings.model_copy(
+            update={
+                role: getattr(settings, role).model_copy(update={"max_concurrency": 1})
+                for role in ("generator", "judge")
+            }
+        )
         params = eval_params(settings, **{**FAST, "limit": 12, "batch_size": 6})
         full, _ = run_offline_eval(settings, params, logical_date=date(2026, 11, 2))
         spent = full.cost.total("prompt_tokens") + full.cost.total("completion_tokens")
@@ -176,8 +200,9 @@ def test_an_offline_run_over_its_token_budget_skips_the_rest_for_budget_and_scor
         summary, _ = run_offline_eval(capped, params, logical_date=date(2026, 11, 9))
         served = served_stats(url)
         # A budget of one token: the system under test's first answer is sent, then nothing.
-        starved, _ = run_offline_eval(settings.model_copy(update={"llm_budget_tokens": 1}), params,
-                                      logical_date=date(2026, 10, 26))  # fmt: skip
+        starved, _ = run_offline_eval(
+            settings.model_copy(update={"llm_budget_tokens": 1}), params, logical_date=date(2026, 10, 26)
+        )
         sent = served_stats(url)["requests"] - served["requests"]
         assert sent == 1 == starved.cost.total("requests")
     tokens = summary.cost.total("prompt_tokens") + summary.cost.total("completion_tokens")
@@ -218,9 +243,14 @@ class _Service(BaseHTTPRequestHandler):
             self.wfile.write(b"overloaded")
             return
         # Its 2 best passages, like a service with a similarity cut-off: measured at every k all the same.
-        contexts = [{"chunk_id": f"nope#x/{n}-00000000", "text": body["question"], "score": 1.0 - n / 10} for n in range(2)]
-        reply = {"answer": f"Echo: {body['question']}", "contexts": contexts,
-                 "tool_calls": [{"name": "vector_search", "arguments": {"query": body["question"]}}]}  # fmt: skip
+        contexts = [
+            {"chunk_id": f"nope#x/{n}-00000000", "text": body["question"], "score": 1.0 - n / 10} for n in range(2)
+        ]
+        reply = {
+            "answer": f"Echo: {body['question']}",
+            "contexts": contexts,
+            "tool_calls": [{"name": "vector_search", "arguments": {"query": body["question"]}}],
+        }
         data = json.dumps(reply).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -267,10 +297,22 @@ def test_an_http_target_follows_the_contract_and_its_failures_fail_the_metrics(b
 
 
 def _items(counts: dict[str, int]) -> list[GoldenItem]:
-    return [GoldenItem(item_id=f"{qtype}-{n}", question=f"q {qtype} {n}", reference_answer="a", qtype=qtype,
-                       language="en", source="corpus", source_ref=f"{qtype}/{n}", generator_model="m",
-                       corpus_version="c", created_at="2026-11-30")
-            for qtype, n_items in counts.items() for n in range(n_items)]  # fmt: skip
+    return [
+        GoldenItem(
+            item_id=f"{qtype}-{n}",
+            question=f"q {qtype} {n}",
+            reference_answer="a",
+            qtype=qtype,
+            language="en",
+            source="corpus",
+            source_ref=f"{qtype}/{n}",
+            generator_model="m",
+            corpus_version="c",
+            created_at="2026-11-30",
+        )
+        for qtype, n_items in counts.items()
+        for n in range(n_items)
+    ]
 
 
 def test_a_limit_draws_a_stratified_nested_subset_with_a_floor_per_question_type():
@@ -289,12 +331,22 @@ def test_a_limit_draws_a_stratified_nested_subset_with_a_floor_per_question_type
         assert len(ids) == min(limit, len(items)) and previous <= ids
         previous = ids
     # Without a floor the draw is proportional; floors compete in proportion when the limit is below their sum.
-    assert stratified_subset(items, 33, floor=0)[1].drawn == {"adversarial": 5, "multi_hop": 5, "single_hop": 21,
-                                                              "tool": 2}  # fmt: skip
-    assert stratified_subset(items, 8, floor=10)[1].drawn == {"adversarial": 2, "multi_hop": 2, "single_hop": 2,
-                                                             "tool": 2}  # fmt: skip
-    assert stratified_subset(_items({"single_hop": 30, "tool": 3}), 20, floor=10)[1].drawn == {"single_hop": 17,
-                                                                                             "tool": 3}  # fmt: skip
+    assert stratified_subset(items, 33, floor=0)[1].drawn == {
+        "adversarial": 5,
+        "multi_hop": 5,
+        "single_hop": 21,
+        "tool": 2,
+    }
+    assert stratified_subset(items, 8, floor=10)[1].drawn == {
+        "adversarial": 2,
+        "multi_hop": 2,
+        "single_hop": 2,
+        "tool": 2,
+    }
+    assert stratified_subset(_items({"single_hop": 30, "tool": 3}), 20, floor=10)[1].drawn == {
+        "single_hop": 17,
+        "tool": 3,
+    }
 
 
 def test_a_limited_run_evaluates_the_stratified_subset_and_says_how_it_was_drawn(built):
@@ -304,7 +356,11 @@ def test_a_limited_run_evaluates_the_stratified_subset_and_says_how_it_was_drawn
     run = store.get_run(summary.run_id)
     scored = {s.item_id for s in store.scores(summary.run_id)}
     store.dispose()
-    test_split = [i for i in load_golden_items(built, params.golden_name, released_version(built, params.golden_name)) if i.split == "test"]
+    test_split = [
+        i
+        for i in load_golden_items(built, params.golden_name, released_version(built, params.golden_name))
+        if i.split == "test"
+    ]
     chosen, subset = stratified_subset(test_split, 12, floor=built.gate_min_pairs)
     assert summary.items == 12 and scored == {i.item_id for i in chosen}
     assert run.params["subset"] == subset.model_dump() and min(subset.drawn.values()) >= 2  # every type, not 3 of 4
@@ -351,6 +407,7 @@ def test_a_lost_score_file_fails_finalize_naming_its_batch(built):
 def test_the_judge_retest_leaves_the_scores_and_the_gate_as_they_were(built):
     """The same candidate gated against the same baseline, without and then with every item judged twice: the
     scores in the results DB and every figure of the gate are the same; the retest shows only as judge noise."""
+
     def params(share: float):
         return eval_params(built, **FAST, target_name="retest-gate", judge_retest_share=share)
 

@@ -21,10 +21,21 @@ from pipelines.allocation import allocate
 from pipelines.corpus.steps import index_corpus
 from pipelines.evaluation.runs.cost import read_usage
 from pipelines.evaluation.runs.folder import judge_part
-from pipelines.evaluation.runs.online import finalize_online_eval, judge_online_batch, prepare_online_eval, run_online_eval
+from pipelines.evaluation.runs.online import (
+    finalize_online_eval,
+    judge_online_batch,
+    prepare_online_eval,
+    run_online_eval,
+)
 from pipelines.evaluation.runs.online import past_spread
-from pipelines.evaluation.online_selection import (JUDGED_COLUMNS, SELECTION_COLUMNS, HalfWidthTarget, noise_count,
-                                                        read_judged, select_budget)  # fmt: skip
+from pipelines.evaluation.online_selection import (
+    JUDGED_COLUMNS,
+    SELECTION_COLUMNS,
+    HalfWidthTarget,
+    noise_count,
+    read_judged,
+    select_budget,
+)
 from pipelines.evaluation.runs.params import online_params
 from pipelines.handoff import IncompleteHandoff
 from pipelines.models.shared_cache import SharedLLMCache
@@ -48,22 +59,39 @@ def trace_rows(sizes, chunks=(("docs#a/1", "Restart the pod with kubectl rollout
     for (app, language), n in sizes.items():
         for i in range(n):
             chunk_id, text = chunks[i % len(chunks)]
-            rows.append({
-                "trace_id": f"{app}-{language}-{i:04d}", "ts": datetime(2026, 3, 1, tzinfo=timezone.utc),
-                "question": f"How do I restart service {i} of {app}?", "answer": f"{text} Then check service {i}.",
-                "contexts": [{"chunk_id": chunk_id, "text": text, "score": 0.9}],
-                "tool_calls": [{"name": "vector_search", "arguments": json.dumps({"query": "restart"})}] if i % 4 == 0 else [],
-                "model": "prod", "app": app, "language": language, "user_feedback": None, "latency_ms": 100,
-                "metadata": "{}", "sample_rate": 0.05, "sampler_version": "v", "anonymizer_version": "a",
-                "pii_counts": "{}",
-            })  # fmt: skip
+            rows.append(
+                {
+                    "trace_id": f"{app}-{language}-{i:04d}",
+                    "ts": datetime(2026, 3, 1, tzinfo=timezone.utc),
+                    "question": f"How do I restart service {i} of {app}?",
+                    "answer": f"{text} Then check service {i}.",
+                    "contexts": [{"chunk_id": chunk_id, "text": text, "score": 0.9}],
+                    "tool_calls": [{"name": "vector_search", "arguments": json.dumps({"query": "restart"})}]
+                    if i % 4 == 0
+                    else [],
+                    "model": "prod",
+                    "app": app,
+                    "language": language,
+                    "user_feedback": None,
+                    "latency_ms": 100,
+                    "metadata": "{}",
+                    "sample_rate": 0.05,
+                    "sampler_version": "v",
+                    "anonymizer_version": "a",
+                    "pii_counts": "{}",
+                }
+            )
     return sorted(rows, key=lambda r: r["trace_id"])
 
 
 def write_partition(path, rows, row_group_size=50):
     path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows, schema=SAMPLED_TRACE_SCHEMA), path, row_group_size=row_group_size,
-                   use_dictionary=False)  # fmt: skip
+    pq.write_table(
+        pa.Table.from_pylist(rows, schema=SAMPLED_TRACE_SCHEMA),
+        path,
+        row_group_size=row_group_size,
+        use_dictionary=False,
+    )
     return path
 
 
@@ -79,8 +107,9 @@ def select(partition, max_traces, floor=5, share=0.25, **kw):
 # --- the allocation both suites share -----------------------------------------------------------------------
 
 
-@given(st.dictionaries(st.sampled_from("abcdefg"), st.integers(0, 60), min_size=1), st.integers(0, 200),
-       st.integers(0, 12))  # fmt: skip
+@given(
+    st.dictionaries(st.sampled_from("abcdefg"), st.integers(0, 60), min_size=1), st.integers(0, 200), st.integers(0, 12)
+)
 def test_allocation_spends_the_budget_respects_floors_and_only_grows_with_it(available, budget, floor):
     drawn = allocate(available, budget, floor=floor)
     assert sum(drawn.values()) == min(budget, sum(available.values()))
@@ -131,7 +160,11 @@ def test_a_target_half_width_sizes_each_stratum_from_its_spread_and_the_budget_s
     sized = select(partition, 500, floor=5, target=target)
     # n = ceil((1.96 sd / h)²): 35 for sd 0.3, 4 -> the floor 5 for sd 0.1, 16 (pooled) capped by the day's 9 and 3.
     assert {s.stratum: (s.wanted, s.judged) for s in sized.counts.strata} == {
-        "docs/en": (35, 35), "docs/es": (5, 5), "billing/es": (16, 9), "agent/en": (16, 3)}
+        "docs/en": (35, 35),
+        "docs/es": (5, 5),
+        "billing/es": (16, 9),
+        "agent/en": (16, 3),
+    }
     assert sized.counts.target_half_width == 0.1 and sized.counts.judged == 52
     capped = select(partition, 30, floor=5, target=target)
     assert capped.counts.judged == 30 and capped.judged <= sized.judged
@@ -154,7 +187,7 @@ def test_the_selection_reads_only_three_columns_and_the_judged_rows_by_id(partit
             column = metadata.row_group(g).column(c)
             if column.path_in_schema.split(".")[0] not in SELECTION_COLUMNS:
                 start = column.dictionary_page_offset or column.data_page_offset
-                data[start:start + column.total_compressed_size] = b"\xff" * column.total_compressed_size
+                data[start : start + column.total_compressed_size] = b"\xff" * column.total_compressed_size
     broken.write_bytes(bytes(data))
     with pytest.raises(OSError):
         pq.read_table(broken)
@@ -198,7 +231,10 @@ def test_the_online_eval_judges_its_budget_in_batches_and_reports_it(indexed):
     assert summary.items == 12 and summary.day_traces == 22
     strata = {s.stratum: s for s in summary.judged_strata}
     assert {s: (r.day_traces, r.judged, r.noise) for s, r in strata.items()} == {
-        "billing/es": (2, 2, 1), "docs/en": (14, 7, 2), "docs/es": (6, 3, 1)}
+        "billing/es": (2, 2, 1),
+        "docs/en": (14, 7, 2),
+        "docs/es": (6, 3, 1),
+    }
     assert all(r.faithfulness_n == r.judged and r.faithfulness_half_width > 0 for r in strata.values())
     run = RunPaths(Workspace.from_settings(settings).run_folder("online", DAY, "production").root)
     assert [p.name for p in run.score_files] == [f"scores-{judge_part(s)}.jsonl" for s in (0, 5, 10)]
@@ -214,7 +250,11 @@ def test_the_online_eval_judges_its_budget_in_batches_and_reports_it(indexed):
     assert "Judged traces" in report and "sample held 22 traces; 12 were judged" in report
     # The offline backend's calls are counted as requests too (no tokens: it reports no usage).
     assert stored_run.cost == summary.cost.model_dump() and summary.cost.items == 12
-    assert summary.cost.by_stage()["judge"]["requests"] == sum(r.requests for r in summary.cost.rows if r.stage == "judge") > 0
+    assert (
+        summary.cost.by_stage()["judge"]["requests"]
+        == sum(r.requests for r in summary.cost.rows if r.stage == "judge")
+        > 0
+    )
     assert "Cost of this run" in report and f"{summary.cost.total('requests'):,} requests sent" in report
     # The golden coverage of the whole day (not only the judged budget), stored with the run and in the report.
     coverage = summary.coverage
@@ -245,8 +285,9 @@ def test_a_cleared_batch_rerun_with_the_cache_on_sends_no_request(indexed):
     publish_day(settings, chunks, SMALL_DAY)
     # No retest: this test counts the eval's own stages exactly (a rerun replays the retest too: see
     # test_the_retest_is_sent_past_the_cache_and_changes_no_score).
-    params = online_params(settings, max_traces=8, min_per_stratum=2, noise_share=0.5, batch_size=4,
-                           judge_retest_share=0)  # fmt: skip
+    params = online_params(
+        settings, max_traces=8, min_per_stratum=2, noise_share=0.5, batch_size=4, judge_retest_share=0
+    )
     with running_simulator(SimulatorKnobs(capacity=8), prompts=all_prompts()) as url:
         online = on_simulator(settings, url)
 
@@ -268,11 +309,20 @@ def test_a_cleared_batch_rerun_with_the_cache_on_sends_no_request(indexed):
         rows = [row for batch in recorded for row in batch]
         assert sum(row.requests for row in rows) == sent
         arms = ("noise_clean", "noise_noisy", "noise_control")
-        always = {("judge", "faithfulness", "judge"), ("judge", "answer_relevancy", "judge"),
-                  *((arm, "answer", "generator") for arm in arms)}  # fmt: skip
+        always = {
+            ("judge", "faithfulness", "judge"),
+            ("judge", "answer_relevancy", "judge"),
+            *((arm, "answer", "generator") for arm in arms),
+        }
         # An arm's answer is judged unless it abstains (the simulator's do here: nothing to check).
-        assert always <= {(r.stage, r.metric, r.role) for r in rows} <= always | {(arm, "faithfulness", "judge") for arm in arms}
-        assert {m: sum(r.requests for r in rows if r.model == m) for m in ("judge-model", "gen-model")} == stats()["models"]
+        assert (
+            always
+            <= {(r.stage, r.metric, r.role) for r in rows}
+            <= always | {(arm, "faithfulness", "judge") for arm in arms}
+        )
+        assert {m: sum(r.requests for r in rows if r.model == m) for m in ("judge-model", "gen-model")} == stats()[
+            "models"
+        ]
         assert sum(r.prompt_tokens for r in rows) == stats()["prompt_tokens"]
         assert sum(r.completion_tokens for r in rows) == stats()["completion_tokens"]
         assert all(r.llm_seconds > 0 for r in rows if r.requests)
@@ -285,8 +335,9 @@ def test_a_cleared_batch_rerun_with_the_cache_on_sends_no_request(indexed):
         rerun = read_usage(run.usage(judge_part(4)))  # replaced: what the rerun sent (nothing) and found in the cache
         # (A call the first run found in the cache already, an arm's request that another arm had just sent, is a
         # hit both times: calls = requests + hits, none retried.)
-        assert [(r.key, r.requests, r.cache_hits) for r in rerun] == [(r.key, 0, r.requests + r.cache_hits)
-                                                                     for r in recorded[1]]  # fmt: skip
+        assert [(r.key, r.requests, r.cache_hits) for r in rerun] == [
+            (r.key, 0, r.requests + r.cache_hits) for r in recorded[1]
+        ]
         # The whole day again, prepare included: the same traces, nothing sent, every call a cache hit.
         summary = run_online_eval(online, DAY, params, push=False)
         assert requests() == sent and summary.items == 8
@@ -311,15 +362,17 @@ def test_a_batch_judged_on_one_worker_and_rerun_on_another_sends_no_request(inde
     settings, chunks = indexed
     day = date(2026, 3, 7)
     publish_day(settings, chunks, SMALL_DAY, day)
-    params = online_params(settings, max_traces=6, min_per_stratum=2, noise_share=0.5, batch_size=3,
-                           judge_retest_share=0)  # counts the eval's own requests per batch  # fmt: skip
+    params = online_params(
+        settings, max_traces=6, min_per_stratum=2, noise_share=0.5, batch_size=3, judge_retest_share=0
+    )  # counts the eval's own requests per batch
     cache_url = fresh_database(postgres, "llm_cache")
     shutil.copytree(settings.resolved_qdrant_path, tmp_path / "b" / "qdrant")
     with running_simulator(SimulatorKnobs(capacity=8), prompts=all_prompts()) as url:
         shared = {"llm_cache_url": cache_url, "workspace": settings.resolved_workspace, "anonymizer_key": "k"}
         worker_a = on_simulator(settings, url, **shared)
-        worker_b = on_simulator(Settings(home=tmp_path / "b", generator=settings.generator, judge=settings.judge), url,
-                                **shared)  # fmt: skip
+        worker_b = on_simulator(
+            Settings(home=tmp_path / "b", generator=settings.generator, judge=settings.judge), url, **shared
+        )
 
         def requests() -> int:
             return served_stats(url)["requests"]
@@ -368,8 +421,11 @@ def test_the_cli_judges_the_budget_it_is_given_and_refuses_a_bad_one(indexed, mo
     monkeypatch.setenv("RAGWATCH_HOME", str(settings.home))
     monkeypatch.setenv("RAGWATCH_ANONYMIZER_KEY", "k")
     monkeypatch.setenv("RAGWATCH_JUDGE_RETEST_SHARE", "1")
-    run = CliRunner().invoke(app, ["eval", "online", "--date", str(DAY), "--max-traces", "6", "--noise-share", "0.5",
-                                   "--no-push"], terminal_width=200)  # fmt: skip
+    run = CliRunner().invoke(
+        app,
+        ["eval", "online", "--date", str(DAY), "--max-traces", "6", "--noise-share", "0.5", "--no-push"],
+        terminal_width=200,
+    )
     assert run.exit_code == 0, run.output
     assert "judged 6 of the day's 22 sampled traces (budget 6)" in run.output and "docs/en" in run.output
     # Every trace retested, but 6 are too few for a figure: the summary says so instead of printing numbers.
@@ -416,8 +472,9 @@ def test_the_retest_is_sent_past_the_cache_and_changes_no_score(indexed):
     assert stored_scores(retested.run_id) == plain_scores and retested.overall == plain.overall
     run = RunPaths(Workspace.from_settings(online).run_folder("online", day, "production").root)
     second = [json.loads(line) for path in run.retest_files for line in path.read_text().splitlines()]
-    assert {(r["item_id"], r["metric"]) for r in second} == {(i, m) for i, m, *_ in plain_scores
-                                                             if m in ("faithfulness", "answer_relevancy")}  # fmt: skip
+    assert {(r["item_id"], r["metric"]) for r in second} == {
+        (i, m) for i, m, *_ in plain_scores if m in ("faithfulness", "answer_relevancy")
+    }
     noise = {row.metric: row for row in retested.judge_noise}
     faithfulness, relevancy = noise["faithfulness"], noise["answer_relevancy"]
     ok = Counter(m for _, m, status, _ in plain_scores if status == "ok")

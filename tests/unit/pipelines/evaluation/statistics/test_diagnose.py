@@ -17,7 +17,7 @@ from pipelines.evaluation.statistics.diagnose import (
     diagnose,
     ladder,
     summarize_attribution,
-)  # fmt: skip
+)
 from pipelines.evaluation.statistics.multiplicity import benjamini_hochberg
 from pipelines.evaluation.statistics.scores import value_range
 from pipelines.records import Score
@@ -31,18 +31,31 @@ def agg(metric: str, mean: float, stratum: str = "all", n: int = 200, half_width
 
 def faithfulness_scores(rng, strata: dict[str, int], healthy_share: float = 0.75) -> list[Score]:
     """Faithfulness-like scores: `healthy_share` of the answers fully supported (1.0), the rest Beta(1.5, 1.5)."""
-    return [Score(run_id="r", suite="offline", item_id=f"{stratum}-{i}", stratum=stratum, metric="faithfulness",
-                  value=1.0 if rng.random() < healthy_share else float(rng.beta(1.5, 1.5)), status="ok",
-                  dataset_version="v1")
-            for stratum, n in strata.items() for i in range(n)]  # fmt: skip
+    return [
+        Score(
+            run_id="r",
+            suite="offline",
+            item_id=f"{stratum}-{i}",
+            stratum=stratum,
+            metric="faithfulness",
+            value=1.0 if rng.random() < healthy_share else float(rng.beta(1.5, 1.5)),
+            status="ok",
+            dataset_version="v1",
+        )
+        for stratum, n in strata.items()
+        for i in range(n)
+    ]
 
 
-@pytest.mark.parametrize(("mean", "users_see", "action", "severity"), [
-    (0.74, "made-up answers", "tighten prompt, ask for citations, lower temperature", "problem"),
-    (0.75, "occasional hallucination", "raise context precision", "watch"),
-    (0.849, "occasional hallucination", "raise context precision", "watch"),
-    (0.85, "healthy", "watch drift", "healthy"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("mean", "users_see", "action", "severity"),
+    [
+        (0.74, "made-up answers", "tighten prompt, ask for citations, lower temperature", "problem"),
+        (0.75, "occasional hallucination", "raise context precision", "watch"),
+        (0.849, "occasional hallucination", "raise context precision", "watch"),
+        (0.85, "healthy", "watch drift", "healthy"),
+    ],
+)
 def test_faithfulness_bands_follow_the_brief(mean, users_see, action, severity):
     [finding] = diagnose([agg("faithfulness", mean)])
     assert (finding.users_see, finding.first_action, finding.band_severity) == (users_see, action, severity)
@@ -72,9 +85,11 @@ def test_a_claim_steps_down_to_the_strongest_band_its_interval_supports():
     assert (finding.severity, finding.band, finding.band_severity) == ("watch", "< 0.85", "problem")
     assert (finding.users_see, finding.first_action) == ("occasional hallucination", "raise context precision")
     assert finding.established and finding.p_value == pytest.approx(0.0103, abs=2e-4)  # z = 0.13 / (0.11 / 1.96)
-    assert finding.note == ('not healthy: faithfulness < 0.85 is established (95% CI [0.61, 0.83]); the estimate 0.72 '
-                            'lies in "made-up answers" (< 0.75), which the interval does not establish (p = 0.296; '
-                            'needs ≤ 0.025)')  # fmt: skip
+    assert finding.note == (
+        "not healthy: faithfulness < 0.85 is established (95% CI [0.61, 0.83]); the estimate 0.72 "
+        'lies in "made-up answers" (< 0.75), which the interval does not establish (p = 0.296; '
+        "needs ≤ 0.025)"
+    )
     # Straddling 0.75 is the same step: 0.745 ± 0.01 is surely below 0.85, not surely below 0.75.
     [finding] = diagnose([agg("faithfulness", 0.745)])
     assert (finding.severity, finding.band_severity) == ("watch", "problem")
@@ -132,25 +147,43 @@ def test_no_band_is_structurally_unreachable():
 
 
 def test_retrieval_problems_are_listed_before_generation_problems():
-    findings = diagnose([agg("faithfulness", 0.70), agg("answer_relevancy", 0.65), agg(CONTEXT_PRECISION, 0.55),
-                         agg("context_recall", 0.9), agg("noise_delta_f", 0.2), agg("tool_selection_accuracy", 0.8),
-                         agg("answer_correctness", 0.6)])  # fmt: skip
+    findings = diagnose(
+        [
+            agg("faithfulness", 0.70),
+            agg("answer_relevancy", 0.65),
+            agg(CONTEXT_PRECISION, 0.55),
+            agg("context_recall", 0.9),
+            agg("noise_delta_f", 0.2),
+            agg("tool_selection_accuracy", 0.8),
+            agg("answer_correctness", 0.6),
+        ]
+    )
     order = [(f.metric, f.severity) for f in findings]
-    assert order == [(CONTEXT_PRECISION, "problem"), ("faithfulness", "problem"), ("answer_relevancy", "problem"),
-                     ("answer_correctness", "problem"), ("noise_delta_f", "problem"),
-                     ("tool_selection_accuracy", "problem"), ("context_recall", "healthy")]  # fmt: skip
+    assert order == [
+        (CONTEXT_PRECISION, "problem"),
+        ("faithfulness", "problem"),
+        ("answer_relevancy", "problem"),
+        ("answer_correctness", "problem"),
+        ("noise_delta_f", "problem"),
+        ("tool_selection_accuracy", "problem"),
+        ("context_recall", "healthy"),
+    ]
     assert findings[0].users_see == "contradictory answers"
     assert f"{CONTEXT_PRECISION} also low: fix retrieval first" in findings[1].note
     correctness = findings[3]
     assert (correctness.users_see, correctness.first_action) == (
-        "wrong answers", "read the attribution: retrieval failures vs generation failures")
+        "wrong answers",
+        "read the attribution: retrieval failures vs generation failures",
+    )
 
 
 def test_an_inconclusive_retrieval_finding_still_comes_first():
     # Context precision 0.56 ± 0.1 may be below 0.60 or not; faithfulness 0.55 ± 0.02 is surely below 0.75.
     findings = diagnose([agg("faithfulness", 0.55, half_width=0.02), agg(CONTEXT_PRECISION, 0.56, half_width=0.1)])
-    assert [(f.metric, f.severity) for f in findings] == [(CONTEXT_PRECISION, INCONCLUSIVE),
-                                                           ("faithfulness", "problem")]  # fmt: skip
+    assert [(f.metric, f.severity) for f in findings] == [
+        (CONTEXT_PRECISION, INCONCLUSIVE),
+        ("faithfulness", "problem"),
+    ]
     assert f"{CONTEXT_PRECISION} may also be low (not enough evidence): check retrieval first" in findings[1].note
 
 
@@ -164,10 +197,17 @@ def test_the_context_precision_band_is_read_on_the_judged_share_of_useful_chunks
 
 
 def test_a_stratum_is_reported_only_when_worse_than_the_pooled_band():
-    findings = diagnose([agg("context_recall", 0.8), agg("context_recall", 0.5, "multi_hop/es", n=30),
-                         agg("context_recall", 0.9, "single_hop/es")])  # fmt: skip
+    findings = diagnose(
+        [
+            agg("context_recall", 0.8),
+            agg("context_recall", 0.5, "multi_hop/es", n=30),
+            agg("context_recall", 0.9, "single_hop/es"),
+        ]
+    )
     assert [(f.stratum, f.severity, f.users_see) for f in findings] == [
-        ("multi_hop/es", "problem", "multi-hop failures"), ("all", "healthy", "no symptom from this metric")]
+        ("multi_hop/es", "problem", "multi-hop failures"),
+        ("all", "healthy", "no symptom from this metric"),
+    ]
 
 
 def test_a_small_stratum_says_not_enough_evidence():
@@ -193,8 +233,12 @@ def test_band_claims_are_corrected_with_benjamini_hochberg():
     # A stratum whose estimate is in the healthy band is never reported, so it claims nothing: the family
     # stays at 2 claims.
     healthy_stratum = agg("context_recall", 0.95, "single_hop/en", n=30)
-    assert diagnose([agg("faithfulness", 0.80, half_width=0.049), agg("context_recall", 0.68, half_width=0.1),
-                     healthy_stratum]) == findings  # fmt: skip
+    assert (
+        diagnose(
+            [agg("faithfulness", 0.80, half_width=0.049), agg("context_recall", 0.68, half_width=0.1), healthy_stratum]
+        )
+        == findings
+    )
 
 
 def test_without_correction_every_claim_is_its_own_printed_interval():
@@ -206,8 +250,11 @@ def test_without_correction_every_claim_is_its_own_printed_interval():
     assert "Benjamini" not in faithfulness.note
     # A stronger rung needs its own p ≤ 0.025, not a level the family stopped at: 0.70 ± 0.048 is below 0.75
     # with p = 0.020, which BH over three claims with two established (level 0.017) did not allow.
-    aggs = [agg("faithfulness", 0.70, half_width=0.048), agg("context_recall", 0.5),
-            agg("answer_relevancy", 0.68, half_width=0.1)]  # fmt: skip
+    aggs = [
+        agg("faithfulness", 0.70, half_width=0.048),
+        agg("context_recall", 0.5),
+        agg("answer_relevancy", 0.68, half_width=0.1),
+    ]
     faithfulness = next(f for f in diagnose(aggs, correction="none") if f.metric == "faithfulness")
     assert (faithfulness.severity, faithfulness.band) == ("problem", "< 0.75")
     # And nothing its interval does not support: 0.80 ± 0.051 reaches 0.851.
@@ -217,8 +264,11 @@ def test_without_correction_every_claim_is_its_own_printed_interval():
 def test_stronger_rungs_are_tested_at_the_level_the_family_stopped_at():
     # Two established first rungs of three claims: BH's level is 0.025 · 2 / 3 = 0.0167. Faithfulness 0.70 ±
     # 0.048 is below 0.85 for sure and below 0.75 with p = 0.020 (z = 0.05 / 0.0245): it stays a watch.
-    aggs = [agg("faithfulness", 0.70, half_width=0.048), agg("context_recall", 0.5),
-            agg("answer_relevancy", 0.68, half_width=0.1)]  # fmt: skip
+    aggs = [
+        agg("faithfulness", 0.70, half_width=0.048),
+        agg("context_recall", 0.5),
+        agg("answer_relevancy", 0.68, half_width=0.1),
+    ]
     faithfulness = next(f for f in diagnose(aggs) if f.metric == "faithfulness")
     assert (faithfulness.severity, faithfulness.band) == ("watch", "< 0.85")
     assert "needs ≤ 0.017 after Benjamini–Hochberg over 3 band claims" in faithfulness.note
@@ -234,8 +284,11 @@ def test_twelve_strata_from_one_healthy_distribution_raise_no_finding():
     # in a worse band by chance (s03 at 0.70 in "made-up answers"): what ragwatch flagged before.
     scores = faithfulness_scores(np.random.default_rng(13), {f"s{i:02d}": 12 for i in range(12)})
     aggs = aggregate(scores)
-    by_band = {a.stratum: next(t for t in THRESHOLDS if t.metric == "faithfulness" and t.contains(a.mean)).severity
-               for a in aggs if a.stratum != "all"}  # fmt: skip
+    by_band = {
+        a.stratum: next(t for t in THRESHOLDS if t.metric == "faithfulness" and t.contains(a.mean)).severity
+        for a in aggs
+        if a.stratum != "all"
+    }
     assert sorted(s for s, band in by_band.items() if band != "healthy") == ["s03", "s04", "s09"]
     assert by_band["s03"] == "problem"
     for min_n in (20, 10):  # 12 < 20: not enough scores; 12 ≥ 10: the interval and BH decide
@@ -263,8 +316,14 @@ def test_a_large_recall_mrr_gap_says_gold_chunks_rank_low():
 
 def test_attribution_labels_are_counted_and_name_the_stage_to_fix():
     summary = summarize_attribution(["ok"] * 5 + ["retrieval_failure"] * 3 + ["generation_failure", "not_applicable"])
-    assert summary.counts == {"ok": 5, "retrieval_failure": 3, "partial_retrieval_failure": 0,
-                              "generation_failure": 1, "unknown": 0, "not_applicable": 1}  # fmt: skip
+    assert summary.counts == {
+        "ok": 5,
+        "retrieval_failure": 3,
+        "partial_retrieval_failure": 0,
+        "generation_failure": 1,
+        "unknown": 0,
+        "not_applicable": 1,
+    }
     assert summary.wrong == 4 and summary.share("retrieval_failure") == 0.75
     assert summary.verdict.startswith("retrieval: 3 of 4")
     assert summarize_attribution(["generation_failure"]).verdict.startswith("generation: 1 of 1")
@@ -275,9 +334,14 @@ def test_attribution_labels_are_counted_and_name_the_stage_to_fix():
 
 def test_the_labels_are_those_retrieval_attribute_produces():
     gold = ["c1"]
-    produced = {attribute(["c1"], gold, True), attribute(["c2"], gold, False), attribute(["c1"], gold, False),
-                attribute(["c1"], gold, None), attribute(["c1"], [], True),
-                attribute(["c1"], ["c1", "c3"], False)}  # fmt: skip
+    produced = {
+        attribute(["c1"], gold, True),
+        attribute(["c2"], gold, False),
+        attribute(["c1"], gold, False),
+        attribute(["c1"], gold, None),
+        attribute(["c1"], [], True),
+        attribute(["c1"], ["c1", "c3"], False),
+    }
     assert produced == set(ATTRIBUTIONS)
 
 

@@ -32,10 +32,26 @@ from pipelines.evaluation.statistics.scores import OVERALL, value_range
 from pipelines.records import Score
 
 
-def score(item: str, metric: str, value: float | None, *, stratum: str = "single_hop/es", status: str = "ok",
-          run_id: str = "run") -> Score:  # fmt: skip
-    return Score(run_id=run_id, suite="offline", item_id=item, stratum=stratum, metric=metric, value=value,
-                 status=status, error=None if status == "ok" else "judge timed out", dataset_version="v1")  # fmt: skip
+def score(
+    item: str,
+    metric: str,
+    value: float | None,
+    *,
+    stratum: str = "single_hop/es",
+    status: str = "ok",
+    run_id: str = "run",
+) -> Score:
+    return Score(
+        run_id=run_id,
+        suite="offline",
+        item_id=item,
+        stratum=stratum,
+        metric=metric,
+        value=value,
+        status=status,
+        error=None if status == "ok" else "judge timed out",
+        dataset_version="v1",
+    )
 
 
 def by_stratum(aggs):
@@ -47,11 +63,12 @@ def by_stratum(aggs):
 
 def test_failed_and_skipped_are_counted_never_averaged():
     scores = [
-        score("a", "faithfulness", 0.5), score("b", "faithfulness", 1.0),
+        score("a", "faithfulness", 0.5),
+        score("b", "faithfulness", 1.0),
         score("c", "faithfulness", None, status="failed"),
         score("d", "faithfulness", 0.25, stratum="multi_hop/en"),
         score("e", "faithfulness", None, stratum="multi_hop/en", status="skipped"),
-    ]  # fmt: skip
+    ]
     aggs = by_stratum(aggregate(scores))
     es = aggs[("faithfulness", "single_hop/es")]
     # (0.5 + 1.0) / 2; averaging the failure as 0 would give 0.5.
@@ -135,7 +152,9 @@ def test_noise_delta_f_lives_on_minus_one_to_one():
     assert (low, high) == pytest.approx((2 * unit_low - 1, 2 * unit_high - 1))
     agg = by_stratum(aggregate([score(f"q{i}", "noise_delta_f", v) for i, v in enumerate(values)]))
     assert agg[("noise_delta_f", OVERALL)].value_range == (-1.0, 1.0)
-    assert (agg[("noise_delta_f", OVERALL)].ci_low, agg[("noise_delta_f", OVERALL)].ci_high) == pytest.approx((low, high))
+    assert (agg[("noise_delta_f", OVERALL)].ci_low, agg[("noise_delta_f", OVERALL)].ci_high) == pytest.approx(
+        (low, high)
+    )
 
 
 def test_value_range_is_the_nominal_one_widened_to_the_data_or_unknown():
@@ -165,8 +184,12 @@ def test_one_sided_p_values_agree_with_the_interval():
 
 
 def test_paired_comparison_uses_only_items_both_runs_scored_ok():
-    candidate = [score("a", "faithfulness", 0.8), score("b", "faithfulness", 0.6), score("c", "faithfulness", 0.9),
-                 score("d", "faithfulness", None, status="failed")]  # fmt: skip
+    candidate = [
+        score("a", "faithfulness", 0.8),
+        score("b", "faithfulness", 0.6),
+        score("c", "faithfulness", 0.9),
+        score("d", "faithfulness", None, status="failed"),
+    ]
     baseline = [score(i, "faithfulness", v) for i, v in (("a", 0.7), ("b", 0.7), ("c", 0.6), ("d", 0.5), ("e", 0.9))]
     result = paired_comparison(candidate, baseline, "faithfulness")
     # Pairs a, b, c: differences 0.1, −0.1, 0.3 -> mean 0.1, sample sd 0.2.
@@ -201,8 +224,9 @@ def test_adjusted_paired_interval_computed_by_hand():
     centre, h = d.sum() / 42, 0.3 + 0.7 / 16
     spread = ((d - centre) ** 2).sum() + 0.5 * (h - centre) ** 2 + 0.5 * (h + centre) ** 2 + centre**2
     low, high = adjusted_paired_interval(d)
-    assert (low, high) == pytest.approx((centre - 1.959964 * math.sqrt(spread) / 42,
-                                         centre + 1.959964 * math.sqrt(spread) / 42), abs=1e-6)  # fmt: skip
+    assert (low, high) == pytest.approx(
+        (centre - 1.959964 * math.sqrt(spread) / 42, centre + 1.959964 * math.sqrt(spread) / 42), abs=1e-6
+    )
     # Scores on [0, 1] that are not all 0/1 take this interval; 0/1 scores keep MOVER-Jeffreys (below).
     cand, base = np.array([0.5] * 20 + [1.0] * 20), np.array([0.75] * 20 + [1.0] * 20)
     assert paired_difference_interval(cand, base) == pytest.approx(adjusted_paired_interval(cand - base))
@@ -275,8 +299,11 @@ def test_compare_runs_adjusts_p_values_with_benjamini_hochberg():
         arm_b.append(score(f"q{i}", "faithfulness", 0.9, stratum=stratum))
     rows = compare_runs(arm_b, arm_a)
     assert [(r["metric"], r["stratum"]) for r in rows][:4] == [
-        ("faithfulness", OVERALL), ("faithfulness", "adversarial/es"), ("faithfulness", "multi_hop/es"),
-        ("faithfulness", "single_hop/es")]  # fmt: skip
+        ("faithfulness", OVERALL),
+        ("faithfulness", "adversarial/es"),
+        ("faithfulness", "multi_hop/es"),
+        ("faithfulness", "single_hop/es"),
+    ]
     assert [r["p_adjusted"] for r in rows] == pytest.approx(benjamini_hochberg([r["p_value"] for r in rows]))
     assert all(r["correction"] == "benjamini-hochberg" for r in rows)
     significant = {(r["metric"], r["stratum"]) for r in rows if r["significant"]}

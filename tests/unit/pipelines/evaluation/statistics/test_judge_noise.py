@@ -23,8 +23,19 @@ def judgements(n: int, seed: int = 7) -> tuple[np.ndarray, np.ndarray, np.ndarra
 
 
 def scores(values, metric: str = "answer_relevancy") -> list[Score]:
-    return [Score(run_id="r", suite="offline", item_id=f"i{k}", stratum="s", metric=metric, value=float(v), status="ok",
-                  dataset_version="v") for k, v in enumerate(values)]  # fmt: skip
+    return [
+        Score(
+            run_id="r",
+            suite="offline",
+            item_id=f"i{k}",
+            stratum="s",
+            metric=metric,
+            value=float(v),
+            status="ok",
+            dataset_version="v",
+        )
+        for k, v in enumerate(values)
+    ]
 
 
 def test_the_judge_noise_variance_its_share_and_the_icc_come_out_as_simulated():

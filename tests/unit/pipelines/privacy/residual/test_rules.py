@@ -127,7 +127,9 @@ def test_it_shares_no_code_with_the_detectors():
     for module in _residual_modules():
         source = inspect.getsource(module)
         imports = [line for line in source.splitlines() if line.startswith(("import ", "from "))]
-        outside = [line for line in imports if "pipelines" in line and not line.startswith("from pipelines.privacy.residual")]
+        outside = [
+            line for line in imports if "pipelines" in line and not line.startswith("from pipelines.privacy.residual")
+        ]
         assert outside == [], module.__name__
 
 

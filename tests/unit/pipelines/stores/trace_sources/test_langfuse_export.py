@@ -27,33 +27,85 @@ BUCKET = "langfuse-exports"
 
 
 def stamp(minutes: float) -> str:
-    return (datetime(2026, 11, 20, 9, 0, tzinfo=timezone.utc) + timedelta(minutes=minutes)).strftime("%Y-%m-%d %H:%M:%S.%f")
+    return (datetime(2026, 11, 20, 9, 0, tzinfo=timezone.utc) + timedelta(minutes=minutes)).strftime(
+        "%Y-%m-%d %H:%M:%S.%f"
+    )
 
 
 def observation(trace: str, oid: str, kind: str, parent: str | None, minute: float, **fields) -> dict:
-    return {"id": oid, "trace_id": trace, "project_id": "p1", "environment": "production", "type": kind,
-            "parent_observation_id": parent, "start_time": stamp(minute), "end_time": stamp(minute + 0.01),
-            "name": fields.pop("name", kind.lower()), "metadata": json.dumps(fields.pop("metadata", {})),
-            "input": fields.pop("input", None), "output": fields.pop("output", None), "level": "DEFAULT",
-            "provided_model_name": fields.pop("model", None), "user_id": "u-1", "session_id": "s-1",
-            "trace_name": "support-bot", **fields}  # fmt: skip
+    return {
+        "id": oid,
+        "trace_id": trace,
+        "project_id": "p1",
+        "environment": "production",
+        "type": kind,
+        "parent_observation_id": parent,
+        "start_time": stamp(minute),
+        "end_time": stamp(minute + 0.01),
+        "name": fields.pop("name", kind.lower()),
+        "metadata": json.dumps(fields.pop("metadata", {})),
+        "input": fields.pop("input", None),
+        "output": fields.pop("output", None),
+        "level": "DEFAULT",
+        "provided_model_name": fields.pop("model", None),
+        "user_id": "u-1",
+        "session_id": "s-1",
+        "trace_name": "support-bot",
+        **fields,
+    }
 
 
-def rag_trace(trace: str, minute: float, question: str, answer: str, *, language: str | None = None,
-              documents=None) -> list[dict]:  # fmt: skip
-    documents = documents if documents is not None else [
-        {"page_content": "Backups run every night at 02:00 UTC.", "metadata": {"chunk_id": "ops-backups#2", "score": 0.81}},
-        {"page_content": "Snapshots are written to the snapshots folder.", "metadata": {"chunk_id": "ops-snapshots#1", "score": 0.42}},
-    ]  # fmt: skip
+def rag_trace(
+    trace: str, minute: float, question: str, answer: str, *, language: str | None = None, documents=None
+) -> list[dict]:
+    documents = (
+        documents
+        if documents is not None
+        else [
+            {
+                "page_content": "Backups run every night at 02:00 UTC.",
+                "metadata": {"chunk_id": "ops-backups#2", "score": 0.81},
+            },
+            {
+                "page_content": "Snapshots are written to the snapshots folder.",
+                "metadata": {"chunk_id": "ops-snapshots#1", "score": 0.42},
+            },
+        ]
+    )
     return [
-        observation(trace, f"{trace}-root", "SPAN", None, minute, name="rag", input=json.dumps({"question": question}),
-                    output=json.dumps({"answer": answer}), metadata={"language": language} if language else {}),
-        observation(trace, f"{trace}-ret", "RETRIEVER", f"{trace}-root", minute + 0.1, input=question,
-                    output=json.dumps(documents)),
-        observation(trace, f"{trace}-gen", "GENERATION", f"{trace}-root", minute + 0.2, model="gen-model",
-                    input=json.dumps([{"role": "system", "content": "Answer from the contexts."}, {"role": "user", "content": question}]),
-                    output=json.dumps({"role": "assistant", "content": answer})),
-    ]  # fmt: skip
+        observation(
+            trace,
+            f"{trace}-root",
+            "SPAN",
+            None,
+            minute,
+            name="rag",
+            input=json.dumps({"question": question}),
+            output=json.dumps({"answer": answer}),
+            metadata={"language": language} if language else {},
+        ),
+        observation(
+            trace,
+            f"{trace}-ret",
+            "RETRIEVER",
+            f"{trace}-root",
+            minute + 0.1,
+            input=question,
+            output=json.dumps(documents),
+        ),
+        observation(
+            trace,
+            f"{trace}-gen",
+            "GENERATION",
+            f"{trace}-root",
+            minute + 0.2,
+            model="gen-model",
+            input=json.dumps(
+                [{"role": "system", "content": "Answer from the contexts."}, {"role": "user", "content": question}]
+            ),
+            output=json.dumps({"role": "assistant", "content": answer}),
+        ),
+    ]
 
 
 def export_rows() -> tuple[list[dict], list[dict]]:
@@ -64,12 +116,38 @@ def export_rows() -> tuple[list[dict], list[dict]]:
         observation("lf-4", "lf-4-root", "SPAN", None, 4, name="health-check"),
         *rag_trace("lf-late", 60 * 24, "When do backups run?", "Every night."),  # tomorrow: another day's trace
     ]
-    scores = [{"id": "sc-1", "trace_id": "lf-1", "observation_id": None, "name": "user_feedback", "value": 1.0,
-               "data_type": "BOOLEAN", "timestamp": stamp(30), "source": "API"},
-              {"id": "sc-2", "trace_id": "lf-2", "observation_id": None, "name": "user_feedback", "value": 0.0,
-               "data_type": "BOOLEAN", "timestamp": stamp(31), "source": "API"},
-              {"id": "sc-3", "trace_id": "lf-1", "observation_id": None, "name": "helpfulness", "value": 0.3,
-               "data_type": "NUMERIC", "timestamp": stamp(32), "source": "EVAL"}]  # fmt: skip
+    scores = [
+        {
+            "id": "sc-1",
+            "trace_id": "lf-1",
+            "observation_id": None,
+            "name": "user_feedback",
+            "value": 1.0,
+            "data_type": "BOOLEAN",
+            "timestamp": stamp(30),
+            "source": "API",
+        },
+        {
+            "id": "sc-2",
+            "trace_id": "lf-2",
+            "observation_id": None,
+            "name": "user_feedback",
+            "value": 0.0,
+            "data_type": "BOOLEAN",
+            "timestamp": stamp(31),
+            "source": "API",
+        },
+        {
+            "id": "sc-3",
+            "trace_id": "lf-1",
+            "observation_id": None,
+            "name": "helpfulness",
+            "value": 0.3,
+            "data_type": "NUMERIC",
+            "timestamp": stamp(32),
+            "source": "EVAL",
+        },
+    ]
     return observations, scores
 
 
@@ -98,9 +176,15 @@ def expect_day(settings) -> None:
     paths = Workspace.from_settings(settings).traces_partition(DAY)
     rows = {row["trace_id"]: row for row in read_parts(paths.parts).to_pylist()}
     assert rows["lf-1"]["question"] == "When do backups run?" and rows["lf-1"]["answer"] == "Every night at 02:00 UTC."
-    assert [(c["chunk_id"], c["score"]) for c in rows["lf-1"]["contexts"]] == [("ops-backups#2", 0.81), ("ops-snapshots#1", 0.42)]
+    assert [(c["chunk_id"], c["score"]) for c in rows["lf-1"]["contexts"]] == [
+        ("ops-backups#2", 0.81),
+        ("ops-snapshots#1", 0.42),
+    ]
     assert rows["lf-1"]["contexts"][0]["text"] == "Backups run every night at 02:00 UTC."
-    assert (rows["lf-1"]["user_feedback"], rows["lf-2"]["user_feedback"]) == (1, -1)  # the helpfulness score is not feedback
+    assert (rows["lf-1"]["user_feedback"], rows["lf-2"]["user_feedback"]) == (
+        1,
+        -1,
+    )  # the helpfulness score is not feedback
     assert (rows["lf-1"]["language"], rows["lf-2"]["language"]) == ("en", "es")  # from metadata, then detected
     assert rows["lf-1"]["app"] == "support-bot" and rows["lf-1"]["model"] == "gen-model"
     quarantined = {row["trace_id"]: row["reason"] for row in read_parts(paths.quarantine_parts).to_pylist()}
@@ -116,7 +200,9 @@ def test_a_local_export_is_sampled_like_the_sql_store(settings, tmp_path, file_f
 @pytest.fixture
 def s3(tmp_path, monkeypatch):
     """An S3 server in process, reached with the DVC remote's variables (AWS_*)."""
-    with s3_bucket(BUCKET, user="langfuse-reader", secret="moto-secret", tmp_path=tmp_path, monkeypatch=monkeypatch) as client:
+    with s3_bucket(
+        BUCKET, user="langfuse-reader", secret="moto-secret", tmp_path=tmp_path, monkeypatch=monkeypatch
+    ) as client:
         yield client
 
 
@@ -140,8 +226,14 @@ def test_a_jsonl_file_cut_short_quarantines_the_trace_it_cut(settings, tmp_path)
     write_export(tmp_path / "export", "jsonl")
     root, retriever, _ = rag_trace("lf-5", 5, "When do backups run?", "Every night.")
     cut = json.dumps(retriever)
-    (tmp_path / "export" / "observations_v2" / "2026-11-20T01-00-00.jsonl").write_text(json.dumps(root) + "\n" + cut[: len(cut) // 2])
-    counts = steps.run_trace_sampling(configured(settings, str(tmp_path / "export")), DAY, version=False, rate=1.0).counts
+    (tmp_path / "export" / "observations_v2" / "2026-11-20T01-00-00.jsonl").write_text(
+        json.dumps(root) + "\n" + cut[: len(cut) // 2]
+    )
+    counts = steps.run_trace_sampling(
+        configured(settings, str(tmp_path / "export")), DAY, version=False, rate=1.0
+    ).counts
     assert counts.population == 5 and counts.quarantine_reasons["truncated_file"] == 1
     paths = Workspace.from_settings(settings).traces_partition(DAY)
-    assert {r["trace_id"] for r in read_parts(paths.quarantine_parts).to_pylist() if r["reason"] == "truncated_file"} == {"lf-5"}
+    assert {
+        r["trace_id"] for r in read_parts(paths.quarantine_parts).to_pylist() if r["reason"] == "truncated_file"
+    } == {"lf-5"}

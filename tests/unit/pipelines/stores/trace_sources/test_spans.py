@@ -62,15 +62,22 @@ def day_of(folder: Path) -> date:
 
 
 def source_settings(settings, style: str, folder: Path):
-    return settings.model_copy(update={"trace_source": "openinference" if style == "openinference" else "otlp",
-                                       "trace_source_path": str(folder)})  # fmt: skip
+    return settings.model_copy(
+        update={
+            "trace_source": "openinference" if style == "openinference" else "otlp",
+            "trace_source_path": str(folder),
+        }
+    )
 
 
 @pytest.mark.parametrize("style", STYLES)
 def test_each_instrumentation_assembles_into_the_trace_contract(exports, settings, style):
     root, made = exports
     folder = root / style
-    assert all(len(line) > 0 and json.loads(line)["resourceSpans"] for line in (folder / "traces.jsonl").read_text().splitlines())
+    assert all(
+        len(line) > 0 and json.loads(line)["resourceSpans"]
+        for line in (folder / "traces.jsonl").read_text().splitlines()
+    )
     day = day_of(folder)
     store = open_trace_source(source_settings(settings, style, folder))
     start = datetime.combine(day, datetime.min.time(), tzinfo=timezone.utc)
@@ -86,7 +93,12 @@ def test_each_instrumentation_assembles_into_the_trace_contract(exports, setting
         assert answer in row["answer"]  # OpenLLMetry records the model's structured reply, `{"answer": ...}`
         assert row["app"] == "docs-bot" and row["user_feedback"] == turn.feedback
         assert row["language"] == ("es" if "¿" in turn.question else "en")  # recorded, or detected when absent
-        assert [c["chunk_id"] for c in row["contexts"]][:1] in (["ops-ports#1"], ["es-puertos#1"], ["ops-backups#2"], ["es-copias#1"])
+        assert [c["chunk_id"] for c in row["contexts"]][:1] in (
+            ["ops-ports#1"],
+            ["es-puertos#1"],
+            ["ops-backups#2"],
+            ["es-copias#1"],
+        )
         assert all(isinstance(c["score"], float) and 0 < c["score"] <= 1 for c in row["contexts"])
         if style == "openinference":  # OpenInference records each document's text; the GenAI convention ids and scores
             assert all(c["text"] for c in row["contexts"])
@@ -106,8 +118,12 @@ def test_broken_span_trees_are_rejected_with_their_reason(exports, settings):
     start = datetime.combine(day, datetime.min.time(), tzinfo=timezone.utc)
     rows = {row["trace_id"]: row for row in store.iter_rows(start, start + timedelta(days=1), made["genai"])}
     reasons = {made["genai"][t][0].fault: row.get("source_rejection", (None,))[0] for t, row in rows.items()}
-    assert reasons == {None: None, "cache_hit": "no_question", "no_documents": "retrieval_without_documents",
-                       "documents_as_text": "unknown_attribute_shape"}  # fmt: skip
+    assert reasons == {
+        None: None,
+        "cache_hit": "no_question",
+        "no_documents": "retrieval_without_documents",
+        "documents_as_text": "unknown_attribute_shape",
+    }
 
 
 def test_a_day_of_spans_is_sampled_like_the_sql_store(exports, settings):
@@ -130,15 +146,24 @@ def test_a_day_of_spans_is_sampled_like_the_sql_store(exports, settings):
     counts = steps.run_trace_sampling(configured, day, version=False, rate=1.0).counts
     assert counts.population == counts.selected == len(TURNS) + len(BROKEN) + len(present)
     assert counts.sampled == len(TURNS) + len(present - cut)
-    assert counts.quarantine_reasons == {"no_question": 1, "retrieval_without_documents": 1,
-                                         "unknown_attribute_shape": 1, "truncated_file": len(cut)}  # fmt: skip
+    assert counts.quarantine_reasons == {
+        "no_question": 1,
+        "retrieval_without_documents": 1,
+        "unknown_attribute_shape": 1,
+        "truncated_file": len(cut),
+    }
     paths = Workspace.from_settings(configured).traces_partition(day)
     quarantined = {row["trace_id"]: row["reason"] for row in read_parts(paths.quarantine_parts).to_pylist()}
     assert {t for t, reason in quarantined.items() if reason == "truncated_file"} == cut
     sampled = read_parts(paths.parts).to_pylist()
     assert {row["language"] for row in sampled} == {"en", "es"} and all(row["sample_rate"] == 1.0 for row in sampled)
     # The root span's id survives anonymization: the online eval's events are tied to it.
-    roots = {s.trace_id: s.span_id for path in folder.glob("*.jsonl") for s in read_otlp_json(path) if isinstance(s, Span) and not s.parent_span_id}
+    roots = {
+        s.trace_id: s.span_id
+        for path in folder.glob("*.jsonl")
+        for s in read_otlp_json(path)
+        if isinstance(s, Span) and not s.parent_span_id
+    }
     assert all(json.loads(row["metadata"])["span_id"] == roots[row["trace_id"]] for row in sampled)
 
     before = {p.name: file_sha256(p) for p in sorted(paths.root.rglob("*.parquet"))}
@@ -160,7 +185,9 @@ def test_spans_of_one_trace_in_several_files_and_lines_are_assembled_once(export
     folder = settings.home.parent / "split"
     folder.mkdir(parents=True)
     lines = (root / "openinference" / "traces.jsonl").read_text().splitlines()
-    spans_per_line = [sum(len(s["spans"]) for r in json.loads(line)["resourceSpans"] for s in r["scopeSpans"]) for line in lines]
+    spans_per_line = [
+        sum(len(s["spans"]) for r in json.loads(line)["resourceSpans"] for s in r["scopeSpans"]) for line in lines
+    ]
     assert len(lines) > 1 and max(spans_per_line) <= 7  # the batch processor cut the traces across lines
     for i, line in enumerate(reversed(lines)):  # newest file first in name order: arrival order must not matter
         (folder / f"part-{i:02d}.jsonl").write_text(line + "\n")
@@ -189,18 +216,27 @@ def phoenix_frame(spans: list[Span]) -> list[dict]:
             if index is None:
                 out[key] = value
             else:
-                lists.setdefault(".".join(parts[:index]), {}).setdefault(int(parts[index]), {})[".".join(parts[index + 1 :])] = value
+                lists.setdefault(".".join(parts[:index]), {}).setdefault(int(parts[index]), {})[
+                    ".".join(parts[index + 1 :])
+                ] = value
         for name, items in lists.items():
             out[name] = [nest(items[i]) for i in sorted(items)]
         return out
 
     rows = []
     for span in spans:
-        row = {"context.trace_id": span.trace_id, "context.span_id": span.span_id, "parent_id": span.parent_span_id or None,
-               "name": span.name, "span_kind": span.attributes.get("openinference.span.kind", "UNKNOWN"),
-               "start_time": datetime.fromtimestamp(span.start_ns / 1e9, tz=timezone.utc),
-               "end_time": datetime.fromtimestamp(span.end_ns / 1e9, tz=timezone.utc)}  # fmt: skip
-        row.update({f"attributes.{k}": json.dumps(v) if isinstance(v, list) else v for k, v in nest(span.attributes).items()})
+        row = {
+            "context.trace_id": span.trace_id,
+            "context.span_id": span.span_id,
+            "parent_id": span.parent_span_id or None,
+            "name": span.name,
+            "span_kind": span.attributes.get("openinference.span.kind", "UNKNOWN"),
+            "start_time": datetime.fromtimestamp(span.start_ns / 1e9, tz=timezone.utc),
+            "end_time": datetime.fromtimestamp(span.end_ns / 1e9, tz=timezone.utc),
+        }
+        row.update(
+            {f"attributes.{k}": json.dumps(v) if isinstance(v, list) else v for k, v in nest(span.attributes).items()}
+        )
         rows.append(row)
     return rows
 
@@ -212,15 +248,19 @@ def test_spans_exported_from_phoenix_as_a_dataframe_assemble_like_its_otlp_spans
     spans = [s for s in read_otlp_json(root / "openinference" / "traces.jsonl") if isinstance(s, Span)]
     frame = pd.DataFrame(phoenix_frame(spans))
     for column in frame.columns:  # the nested lists as Phoenix returns them, not as JSON text
-        if column.startswith("attributes.") and frame[column].map(lambda v: isinstance(v, str) and v.startswith("[{")).any():
+        if (
+            column.startswith("attributes.")
+            and frame[column].map(lambda v: isinstance(v, str) and v.startswith("[{")).any()
+        ):
             frame[column] = frame[column].map(lambda v: json.loads(v) if isinstance(v, str) else v)
     (tmp_path / "phoenix").mkdir()
     frame.to_parquet(tmp_path / "phoenix" / "docs-bot.parquet")  # a project's export, named after it
     day = day_of(root / "openinference")
     start = datetime.combine(day, datetime.min.time(), tzinfo=timezone.utc)
     from_otlp = open_trace_source(source_settings(settings, "openinference", root / "openinference"))
-    from_phoenix = open_trace_source(source_settings(settings.model_copy(update={"home": tmp_path / "h2"}), "openinference",
-                                                     tmp_path / "phoenix"))  # fmt: skip
+    from_phoenix = open_trace_source(
+        source_settings(settings.model_copy(update={"home": tmp_path / "h2"}), "openinference", tmp_path / "phoenix")
+    )
     expected = list(from_otlp.iter_rows(start, start + timedelta(days=1), made["openinference"]))
     got = list(from_phoenix.iter_rows(start, start + timedelta(days=1), made["openinference"]))
     assert len(got) == len(made["openinference"]) and all("source_rejection" not in r for r in got)
@@ -234,13 +274,35 @@ def test_a_frameworks_json_payload_on_the_root_gives_the_question_and_the_answer
     """LangChain under OpenInference records the chain's input and output as JSON payloads, not as the text."""
     from pipelines.stores.trace_sources.assemble import assemble_trace
 
-    root = Span("a" * 32, "1" * 16, "", "RetrievalQA", 1_000, 9_000, {
-        "openinference.span.kind": "CHAIN", "input.mime_type": "application/json", "output.mime_type": "application/json",
-        "input.value": json.dumps({"input": "How do I restart the pod?", "chat_history": []}),
-        "output.value": json.dumps({"output": "Run kubectl rollout restart."})})  # fmt: skip
-    retriever = Span("a" * 32, "2" * 16, "1" * 16, "retrieve", 2_000, 3_000, {
-        "openinference.span.kind": "RETRIEVER", "retrieval.documents.0.document.id": "ops#1",
-        "retrieval.documents.0.document.content": "Restart with kubectl rollout restart.", "retrieval.documents.0.document.score": 0.7})  # fmt: skip
+    root = Span(
+        "a" * 32,
+        "1" * 16,
+        "",
+        "RetrievalQA",
+        1_000,
+        9_000,
+        {
+            "openinference.span.kind": "CHAIN",
+            "input.mime_type": "application/json",
+            "output.mime_type": "application/json",
+            "input.value": json.dumps({"input": "How do I restart the pod?", "chat_history": []}),
+            "output.value": json.dumps({"output": "Run kubectl rollout restart."}),
+        },
+    )
+    retriever = Span(
+        "a" * 32,
+        "2" * 16,
+        "1" * 16,
+        "retrieve",
+        2_000,
+        3_000,
+        {
+            "openinference.span.kind": "RETRIEVER",
+            "retrieval.documents.0.document.id": "ops#1",
+            "retrieval.documents.0.document.content": "Restart with kubectl rollout restart.",
+            "retrieval.documents.0.document.score": 0.7,
+        },
+    )
     row = assemble_trace([retriever, root], source="openinference")
     assert "source_rejection" not in row
     assert (row["question"], row["answer"]) == ("How do I restart the pod?", "Run kubectl rollout restart.")
@@ -260,7 +322,9 @@ def test_a_file_last_written_before_the_day_began_is_not_read(exports, settings)
     day = day_of(folder / "today")
     start = datetime.combine(day, datetime.min.time(), tzinfo=timezone.utc)
     store = open_trace_source(source_settings(settings, "genai", folder))
-    assert sum(store.count_by(start, start + timedelta(days=1), []).values()) == len(made["genai"]) + len(made["openinference"])
+    assert sum(store.count_by(start, start + timedelta(days=1), []).values()) == len(made["genai"]) + len(
+        made["openinference"]
+    )
     old = folder / "old" / "traces.jsonl"
     before = (start - timedelta(hours=2)).timestamp()
     os.utime(old, (before, before))  # as if rotated out two hours before midnight: its spans cannot be this day's

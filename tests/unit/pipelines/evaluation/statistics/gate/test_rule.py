@@ -35,8 +35,17 @@ from pipelines.stores.results import EvalRun, ResultsStore, run_id
 
 
 def score(item: str, metric: str, value: float | None, *, status: str = "ok", run_id: str = "run") -> Score:
-    return Score(run_id=run_id, suite="offline", item_id=item, stratum="single_hop/es", metric=metric, value=value,
-                 status=status, error=None if status == "ok" else "judge timed out", dataset_version="v1")  # fmt: skip
+    return Score(
+        run_id=run_id,
+        suite="offline",
+        item_id=item,
+        stratum="single_hop/es",
+        metric=metric,
+        value=value,
+        status=status,
+        error=None if status == "ok" else "judge timed out",
+        dataset_version="v1",
+    )
 
 
 def failed(item: str, metric: str) -> Score:
@@ -74,8 +83,9 @@ def test_a_candidate_that_failed_48_of_50_items_fails_the_gate():
 
 
 def test_a_candidate_that_failed_exactly_the_items_the_baseline_got_wrong_fails_the_gate():
-    candidate = [failed(s.item_id, "recall@5") if s.value == 0.0 else s.model_copy(update={"run_id": "cand"})
-                 for s in BASELINE]  # fmt: skip
+    candidate = [
+        failed(s.item_id, "recall@5") if s.value == 0.0 else s.model_copy(update={"run_id": "cand"}) for s in BASELINE
+    ]
     paired = paired_comparison(candidate, BASELINE, "recall@5")
     assert (paired.n_pairs, paired.mean_diff) == (40, 0.0)  # what the old gate decided on: no drop
     gate = regression_gate(candidate, BASELINE, ["recall@5"])
@@ -109,8 +119,10 @@ def test_failed_items_cannot_hide_a_drop():
     # all got worse: p = 2⁻⁶, and the checks it competes with (pairs: 3 items; failures: 3 items) reach at most
     # z = √3, below the worst case's z = 3.6/√2.7, so its adjusted p is 2⁻⁶ too.
     base = [score(f"q{i}", "faithfulness", 0.9, run_id="base") for i in range(60)]
-    cand = [failed(f"q{i}", "faithfulness") if i < 3 else score(f"q{i}", "faithfulness", 0.6 if i < 6 else 0.9)
-            for i in range(60)]  # fmt: skip
+    cand = [
+        failed(f"q{i}", "faithfulness") if i < 3 else score(f"q{i}", "faithfulness", 0.6 if i < 6 else 0.9)
+        for i in range(60)
+    ]
     metric = regression_gate(cand, base, ["faithfulness"]).metrics[0]
     assert metric.diff == pytest.approx(-0.9 / 57) and metric.p_value == pytest.approx(1 / 8)
     assert metric.worst_case_diff == pytest.approx(-0.06) and metric.worst_case_p_adjusted == pytest.approx(2**-6)
@@ -125,8 +137,12 @@ def test_failures_that_leave_too_few_pairs_cannot_hide_a_drop():
     # "not gated: n = 9 < 10". The baseline measured 12 items: the worst case over them (the 3 failed at 0) is a
     # drop of 1.0 on 12 items that all got worse, p = 2⁻¹², and fails the metric although it stays "not gated".
     base = [score(f"t{i}", "tool_selection_accuracy", 1.0, run_id="base") for i in range(12)]
-    cand = [failed(f"t{i}", "tool_selection_accuracy") if i < 3 else
-            score(f"t{i}", "tool_selection_accuracy", 0.0, run_id="cand") for i in range(12)]  # fmt: skip
+    cand = [
+        failed(f"t{i}", "tool_selection_accuracy")
+        if i < 3
+        else score(f"t{i}", "tool_selection_accuracy", 0.0, run_id="cand")
+        for i in range(12)
+    ]
     gate = regression_gate(cand, base, ["tool_selection_accuracy"])
     [metric] = gate.metrics
     assert not gate.passed and not metric.gated and metric.status == "not gated: n = 9 < 10"
@@ -165,8 +181,10 @@ def test_a_failure_rise_within_tolerance_passes():
 def test_a_failure_rise_must_be_material_and_significant():
     def gate(n: int, extra_failures: int):
         base = [score(f"q{i}", "faithfulness", 0.9, run_id="base") for i in range(n)]
-        cand = [failed(f"q{i}", "faithfulness") if i < extra_failures else score(f"q{i}", "faithfulness", 0.9)
-                for i in range(n)]  # fmt: skip
+        cand = [
+            failed(f"q{i}", "faithfulness") if i < extra_failures else score(f"q{i}", "faithfulness", 0.9)
+            for i in range(n)
+        ]
         return regression_gate(cand, base, ["faithfulness"]).metrics[0]
 
     # k items newly failed and none recovered: McNemar's exact one-sided p = 2⁻ᵏ.
@@ -179,8 +197,10 @@ def test_a_failure_rise_must_be_material_and_significant():
     assert six.failure_rise_p_value == pytest.approx(1 / 64) and six.failure_rise_p_adjusted == pytest.approx(1 / 64)
     # Skipped scores count too: a candidate that abstains where the baseline answered loses items the same way.
     base = [score(f"q{i}", "faithfulness", 0.9, run_id="base") for i in range(50)]
-    skipping = [score(f"q{i}", "faithfulness", None, status="skipped") if i < 10 else score(f"q{i}", "faithfulness", 0.9)
-                for i in range(50)]  # fmt: skip
+    skipping = [
+        score(f"q{i}", "faithfulness", None, status="skipped") if i < 10 else score(f"q{i}", "faithfulness", 0.9)
+        for i in range(50)
+    ]
     assert "failure_rise" in regression_gate(skipping, base, ["faithfulness"]).metrics[0].checks_failed
 
 
@@ -237,13 +257,23 @@ def test_westfall_young_over_the_gated_metrics():
     metrics = ("recall@5", "mrr", "faithfulness")
 
     def runs(mrr_moves: bool) -> tuple[list, list]:
-        base = [score(f"q{i}", m, 0.5 if m == "mrr" and mrr_moves and 13 <= i < 16 else 1.0, run_id="base")
-                for i in range(100) for m in metrics]  # fmt: skip
+        base = [
+            score(f"q{i}", m, 0.5 if m == "mrr" and mrr_moves and 13 <= i < 16 else 1.0, run_id="base")
+            for i in range(100)
+            for m in metrics
+        ]
         # recall: 6 drops of 100, nothing gained (one-sided p = 2⁻⁶); mrr, when it moves: 6 other items, 3 down by
         # 0.5 and 3 up by 0.5, as exchangeable as can be.
-        cand = [score(f"q{i}", m, 0.0 if m == "recall@5" and i < 6 else
-                      0.5 if m == "mrr" and mrr_moves and 10 <= i < 13 else 1.0, run_id="cand")
-                for i in range(100) for m in metrics]  # fmt: skip
+        cand = [
+            score(
+                f"q{i}",
+                m,
+                0.0 if m == "recall@5" and i < 6 else 0.5 if m == "mrr" and mrr_moves and 10 <= i < 13 else 1.0,
+                run_id="cand",
+            )
+            for i in range(100)
+            for m in metrics
+        ]
         return cand, base
 
     alone = regression_gate(*runs(False), ["recall@5"]).metrics[0]
@@ -267,19 +297,25 @@ def test_float_rounding_of_unchanged_scores_is_no_change():
     the same texts score ±1e-7 apart in two runs. The gate treats that as no change (SCORE_RESOLUTION), so its
     p-values and intervals do not depend on how requests were batched."""
     rng = np.random.default_rng(3)
-    base = [score(f"q{i}", "answer_relevancy", float(v), run_id="base") for i, v in enumerate(rng.uniform(0.3, 0.9, 60))]
+    base = [
+        score(f"q{i}", "answer_relevancy", float(v), run_id="base") for i, v in enumerate(rng.uniform(0.3, 0.9, 60))
+    ]
     # Eight items really drop by 0.3; the other 52 are the same texts, embedded in other batches.
     exact = [s.model_copy(update={"run_id": "cand", "value": s.value - 0.3 * (i < 8)}) for i, s in enumerate(base)]
-    rounded = [s.model_copy(update={"value": s.value + (0.0 if i < 8 else float(rng.choice([-1, 1])) * 1e-7)})
-               for i, s in enumerate(exact)]  # fmt: skip
+    rounded = [
+        s.model_copy(update={"value": s.value + (0.0 if i < 8 else float(rng.choice([-1, 1])) * 1e-7)})
+        for i, s in enumerate(exact)
+    ]
     [as_exact], [as_rounded] = (regression_gate(c, base, ["answer_relevancy"]).metrics for c in (exact, rounded))
     assert as_exact.test_method == as_rounded.test_method == "sign-flip-exact"  # 8 moves: all 2^8 patterns
     assert as_rounded.p_value == as_exact.p_value == pytest.approx(1 / 256)
     assert (as_rounded.passed, as_rounded.checks_failed) == (as_exact.passed, as_exact.checks_failed)
     # The paired interval's pseudo-pairs are sized by the largest difference seen: 1e-7 is none.
     unchanged = [s.model_copy(update={"run_id": "cand", "value": s.value + 1e-7}) for s in base]
-    [same], [rounding] = (regression_gate(c, base, ["answer_relevancy"]).metrics
-                          for c in ([s.model_copy(update={"run_id": "cand"}) for s in base], unchanged))  # fmt: skip
+    [same], [rounding] = (
+        regression_gate(c, base, ["answer_relevancy"]).metrics
+        for c in ([s.model_copy(update={"run_id": "cand"}) for s in base], unchanged)
+    )
     assert (rounding.ci_low, rounding.ci_high, rounding.p_value) == (same.ci_low, same.ci_high, same.p_value)
 
 
@@ -355,8 +391,10 @@ def test_the_printed_interval_uses_the_callers_alpha():
     rng = np.random.default_rng(11)
     base = rng.beta(4, 2, 60)
     cand = np.clip(base + rng.normal(-0.03, 0.1, 60), 0, 1)
-    runs = ([score(f"q{i}", "faithfulness", float(v)) for i, v in enumerate(cand)],
-            [score(f"q{i}", "faithfulness", float(v)) for i, v in enumerate(base)])  # fmt: skip
+    runs = (
+        [score(f"q{i}", "faithfulness", float(v)) for i, v in enumerate(cand)],
+        [score(f"q{i}", "faithfulness", float(v)) for i, v in enumerate(base)],
+    )
     for alpha in (0.05, 0.01):
         gate = regression_gate(*runs, ["faithfulness"], alpha=alpha)
         metric = gate.metrics[0]
@@ -377,9 +415,12 @@ def test_the_gate_uses_the_vectorised_paired_interval():
     rng = np.random.default_rng(3)
     base = rng.beta(4, 2, 40)
     cand = np.clip(base + rng.normal(-0.05, 0.1, 40), 0, 1)
-    metric = regression_gate([score(f"q{i}", "faithfulness", float(v)) for i, v in enumerate(cand)],
-                             [score(f"q{i}", "faithfulness", float(v)) for i, v in enumerate(base)],
-                             ["faithfulness"], min_pairs=10).metrics[0]  # fmt: skip
+    metric = regression_gate(
+        [score(f"q{i}", "faithfulness", float(v)) for i, v in enumerate(cand)],
+        [score(f"q{i}", "faithfulness", float(v)) for i, v in enumerate(base)],
+        ["faithfulness"],
+        min_pairs=10,
+    ).metrics[0]
     assert (metric.ci_low, metric.ci_high) == pytest.approx(paired_difference_interval(cand, base))
 
 
@@ -447,15 +488,27 @@ def store(tmp_path):
 
 def offline_run(week: int, *, version: str = "golden@v3", target: str = "prod") -> EvalRun:
     day = DAY0 + timedelta(weeks=week)
-    return EvalRun(run_id=run_id("offline", day, target), suite="offline", logical_date=day, target=target,
-                   dataset_version=version)  # fmt: skip
+    return EvalRun(
+        run_id=run_id("offline", day, target), suite="offline", logical_date=day, target=target, dataset_version=version
+    )
 
 
 def scored(run: EvalRun, values: dict[str, float | None], metric: str = "faithfulness") -> list[Score]:
     """One score per item; None is a skipped one."""
-    return [Score(run_id=run.run_id, suite="offline", item_id=item, stratum="single_hop/es", metric=metric, value=v,
-                  status="ok" if v is not None else "skipped", error=None if v is not None else "no contexts",
-                  dataset_version=run.dataset_version) for item, v in values.items()]  # fmt: skip
+    return [
+        Score(
+            run_id=run.run_id,
+            suite="offline",
+            item_id=item,
+            stratum="single_hop/es",
+            metric=metric,
+            value=v,
+            status="ok" if v is not None else "skipped",
+            error=None if v is not None else "no contexts",
+            dataset_version=run.dataset_version,
+        )
+        for item, v in values.items()
+    ]
 
 
 def record(store: ResultsStore, run: EvalRun, scores: list[Score], **named) -> RunGate | None:
@@ -502,8 +555,10 @@ def test_ten_small_drops_that_each_pass_against_the_previous_run_fail_against_th
     # The ratchet of hole (b): each release compared with the one before passes (a drop of 0.012 is within
     # the 0.02 tolerance); the reference, the first accepted run of the golden version, sees −0.12.
     record(store, *drifted(0, "ratchet"))
-    gates = [record(store, *drifted(week, "ratchet"), baseline_run=offline_run(week - 1, target="ratchet").run_id)
-             for week in range(1, 11)]  # fmt: skip
+    gates = [
+        record(store, *drifted(week, "ratchet"), baseline_run=offline_run(week - 1, target="ratchet").run_id)
+        for week in range(1, 11)
+    ]
     assert all(g.baseline.passed for g in gates)
     assert {g.reference.against.run_id for g in gates[1:]} == {offline_run(0, target="ratchet").run_id}
     assert gates[0].reference is None and "the reference is the baseline" in gates[0].reference_note
@@ -553,8 +608,10 @@ def test_renamed_item_ids_fail_as_not_comparable_instead_of_an_unpaired_comparis
     assert unpaired.metrics[0].design == "independent"
     gate = record(store, candidate, scored(candidate, easier))
     assert gate.passed is False and gate.baseline.gate is None
-    assert ("candidate and baseline share 0 of 60 item ids (need ≥ 10 to pair them): the same golden version golden@v3 "
-            "with other item ids: renamed ids or another subset; pass --baseline-run") in gate.summary()
+    assert (
+        "candidate and baseline share 0 of 60 item ids (need ≥ 10 to pair them): the same golden version golden@v3 "
+        "with other item ids: renamed ids or another subset; pass --baseline-run"
+    ) in gate.summary()
     other_set = offline_run(2, version="golden@v4")
     gate = record(store, other_set, scored(other_set, easier))
     assert "golden@v3 and golden@v4 are a different golden set or renamed ids" in gate.baseline.not_comparable

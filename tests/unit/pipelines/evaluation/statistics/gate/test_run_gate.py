@@ -12,7 +12,7 @@ from pipelines.bench.run_gate_power import (
     run_chain_bench,
     run_whole_gate_bench,
     whole_scenarios,
-)  # fmt: skip
+)
 from pipelines.evaluation.statistics.gate.gated_metrics import GATED_METRICS
 from pipelines.evaluation.statistics.gate.level import split_alpha
 from pipelines.evaluation.statistics.gate.rule import GATE_ALPHA, MISSING_METRIC
@@ -117,6 +117,7 @@ def test_ragwatch_bench_gate_prints_the_whole_gate_and_the_chain(tmp_path, monke
     runner = CliRunner()
     whole = runner.invoke(app, ["bench", "gate", "--whole", "--reps", "1", "--sizes", "30"])
     assert whole.exit_code == 0 and "| 30 | no change (false alarms) |" in whole.output, whole.output
-    chain = runner.invoke(app, ["bench", "gate", "--chain", "--reps", "1", "--weeks", "2", "--sizes", "30",
-                                "--pin-releases"])  # fmt: skip
+    chain = runner.invoke(
+        app, ["bench", "gate", "--chain", "--reps", "1", "--weeks", "2", "--sizes", "30", "--pin-releases"]
+    )
     assert chain.exit_code == 0 and "every passing run pinned as a release" in " ".join(chain.output.split())

@@ -27,8 +27,19 @@ def test_the_stated_drop_is_where_the_check_clears_its_bound_with_ninety_percent
 
 def test_a_gate_states_what_it_catches_for_each_gated_metric_only():
     def run(values, run_id):
-        return [Score(run_id=run_id, suite="offline", item_id=f"q{i}", stratum="s", metric="faithfulness", value=v,
-                      status="ok", dataset_version="v1") for i, v in enumerate(values)]  # fmt: skip
+        return [
+            Score(
+                run_id=run_id,
+                suite="offline",
+                item_id=f"q{i}",
+                stratum="s",
+                metric="faithfulness",
+                value=v,
+                status="ok",
+                dataset_version="v1",
+            )
+            for i, v in enumerate(values)
+        ]
 
     base = [0.5 + 0.5 * (i % 10) / 9 for i in range(100)]
     noisy = [min(1.0, v + (0.05 if i % 3 == 0 else -0.05 if i % 3 == 1 else 0.0)) for i, v in enumerate(base)]
@@ -46,8 +57,16 @@ def test_the_gate_catches_the_drops_it_states_at_least_ninety_percent_of_the_tim
     # 40 runs per cell here: every metric and kind of drop, n = 100, the power at least 0.80 (≥ 0.90 ± sampling).
     result = run_detectable_bench(sizes=(100,), reps=40, seed=5)
     assert {row["metric"] for row in result["rows"]} == {
-        "recall@5", "mrr", "faithfulness", "answer_relevancy", "context_precision_ranked", "context_recall",
-        "answer_correctness", "tool_selection_accuracy", "tool_call_accuracy"}  # fmt: skip
+        "recall@5",
+        "mrr",
+        "faithfulness",
+        "answer_relevancy",
+        "context_precision_ranked",
+        "context_recall",
+        "answer_correctness",
+        "tool_selection_accuracy",
+        "tool_call_accuracy",
+    }
     for row in result["rows"]:
         assert 0.05 < row["stated"] < 0.35 and row["power"] is not None and row["power"] >= 0.80, row
     assert "| 100 | answer_correctness |" in format_detectable_bench(result)
