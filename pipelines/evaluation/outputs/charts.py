@@ -36,20 +36,28 @@ def value_range(values: Sequence[float | None], default: tuple[float, float] = (
     return (low, high) if high > low else (low - 0.5, high + 0.5)
 
 
+LABEL_CHAR_PX = 7
+"""An upper bound on a character's width in the charts' 11-12 px sans-serif: labels are sized, never clipped."""
+
+
 def interval_chart(
     rows: Sequence[Interval],
     *,
     x_range: tuple[float, float] | None = None,
-    width: int = 560,
-    label_width: int = 190,
+    plot_width: int = 300,
+    label_width: int | None = None,
     note_width: int = 70,
     title: str = "",
 ) -> str:
-    """One row per label: the mean as a dot, its confidence interval as a whisker."""
+    """One row per label: the mean as a dot, its confidence interval as a whisker. The label column is as wide as
+    the longest label needs, so no metric name is cut."""
     row_h, top, axis_h = 22, 22 if title else 6, 24
     height = top + row_h * len(rows) + axis_h
     lo, hi = x_range or value_range([v for r in rows for v in (r.mean, r.low, r.high)])
-    plot_w = width - label_width - note_width
+    if label_width is None:
+        label_width = max(120, LABEL_CHAR_PX * max((len(r.label) for r in rows), default=0) + 12)
+    plot_w = plot_width
+    width = label_width + plot_w + note_width
     x = _scale(lo, hi, label_width, label_width + plot_w)
     parts = [_svg_open(width, height, title)]
     if title:
