@@ -301,7 +301,7 @@ class Settings(BaseSettings):
             raise ValueError(
                 "the DVC remote's URL carries a password or token, which DVC would commit to the data workspace's "
                 "git (.dvc/config): give it none and pass credentials through the environment (AWS_ACCESS_KEY_ID, "
-                "AWS_SECRET_ACCESS_KEY for S3; README: DVC remote on S3)"
+                "AWS_SECRET_ACCESS_KEY for S3; docs/how-to/s3.md)"
             )
         return url
 

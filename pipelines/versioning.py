@@ -4,7 +4,7 @@ Every step that changes the workspace's git or DVC state (first-use initialisati
 `dvc add`, `dvc push` and commit, a release's tag) holds the workspace lock (`workspace_lock`): an
 exclusive `flock` on a file in the workspace root. It serialises the processes of one machine, and
 of several when the workspace is on a shared filesystem whose locks reach every client (NFSv4,
-CephFS; not an object-store FUSE mount: README). Without it two first runs both find no remote and
+CephFS; not an object-store FUSE mount: docs/how-to/several-machines.md). Without it two first runs both find no remote and
 both add one, or two commits collide on git's index. Airflow also runs the versioning tasks in a one-slot pool, so a queued task
 waits in the scheduler instead of holding a worker slot while it waits for the lock. DVC refuses to
 run while another DVC process holds its own repository lock: a short retry here covers a DVC
@@ -150,7 +150,7 @@ def _acquire(path: Path, wait_s: float) -> IO[str]:
                 handle.close()
                 raise VersioningError(
                     f"cannot lock {path} ({exc.strerror}): the data workspace must be on a filesystem "
-                    "with working file locks (README: the workspace lock)"
+                    "with working file locks (docs/how-to/several-machines.md: the workspace lock)"
                 ) from None
             holder = path.read_text().strip() or "another process"
             if time.monotonic() >= deadline:

@@ -10,7 +10,7 @@ export RAGWATCH_HOME="${RAGWATCH_HOME:-$root/.ragwatch}"
 export PATH="$root/.venv/bin:$PATH"
 # This checkout's code, whichever checkout the virtualenv was installed from (its `ragwatch` and Airflow's tasks import `pipelines`).
 export PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}"
-# The offline model errs like a real one, at known rates (README § The offline backend), so scores spread.
+# The offline model errs like a real one, at known rates (docs/tutorial/demo.md), so scores spread.
 export RAGWATCH_OFFLINE_FAULTS__MADE_UP="${RAGWATCH_OFFLINE_FAULTS__MADE_UP:-0.06}"
 export RAGWATCH_OFFLINE_FAULTS__SWAPPED="${RAGWATCH_OFFLINE_FAULTS__SWAPPED:-0.04}"
 export RAGWATCH_OFFLINE_FAULTS__WRONG_ABSTENTION="${RAGWATCH_OFFLINE_FAULTS__WRONG_ABSTENTION:-0.04}"

@@ -46,10 +46,10 @@ from pipelines.records import Trace
 
 LANGUAGES = ("en", "es")
 TARGETS = {"structured_recall": 1.0, "name_recall": 0.97, "speedup": 10.0}
-"""What issue 10 asks on the adversarial corpus: every structured value and secret, 97 % of names, and
+"""The target on the adversarial corpus: every structured value and secret, 97 % of names, and
 ten times presidio's pattern recognizers on a day of traffic (the demo traces)."""
 CEILINGS = {"clean_quarantined": 0.002}
-"""What issue 17 asks on clean documentation, in each language: at most 0.2 % of traces quarantined."""
+"""The target on clean documentation, in each language: at most 0.2 % of traces quarantined."""
 CLEAN_TRACES = 1000
 
 

@@ -32,12 +32,12 @@ chunk or attributed claim is lost with a small probability). On 0/1 scores a shi
 those metrics have one row. The share, δ or probability is found by bisection on 200,000 simulated
 items so that the expected drop is exactly 5 or 10 points. Three more candidates: the same
 system under a flaky judge (10 % of judged scores failed in each run: the failure-rise checks of the
-gate before issue 17, one uncorrected test per metric, raised false alarms there), the target's
+earlier gate, one uncorrected test per metric, raised false alarms there), the target's
 failure rate rising from 2 % to 10 %, and a 10-point local faithfulness drop in which half of the
 dropped answers fail to be judged instead of scoring low (the drop the gate used to lose behind
 failures).
 
-`run_target_bench` (`ragwatch bench gate --targets`) measures issue 17's power target per metric: a
+`run_target_bench` (`ragwatch bench gate --targets`) measures the asked power target (≥ 90 % for a 10-point drop at n = 100) per metric: a
 10-point drop at n = 100, 150, 200, 300 and 400, a 15-point drop at n = 100, and the n at which the
 10-point drop is caught 90 % of the time, with the false alarms at every n beside them.
 """
@@ -212,7 +212,7 @@ METRICS: dict[str, SimMetric] = {
         SimMetric("tool_call_accuracy", False, True, *_binary(0.80, 0.03), ("local",)),
     ]
 }
-"""The nine gated metrics of issue 17, each with its own model (see the module docstring)."""
+"""The nine gated metrics, each with its own model (see the module docstring)."""
 
 
 # --- Scenarios -------------------------------------------------------------------------------------------
@@ -506,7 +506,7 @@ def run_target_bench(
     progress: Callable[[str], None] | None = None,
 ) -> dict:
     """Per metric and kind of drop: the power for a 10-point drop at every n of `sizes`, for a 15-point drop at
-    n = 100, and the false alarms (unchanged system, flaky judge) at every n: issue 17's ≥ 90 % at n = 100 next to
+    n = 100, and the false alarms (unchanged system, flaky judge) at every n: the asked ≥ 90 % at n = 100 next to
     what the gate reaches and the n it needs."""
     started, cells = time.perf_counter(), []
     options = {} if draws is None else {"draws": draws}

@@ -41,7 +41,7 @@ from pipelines.versioning import ensure_workspace
 from pipelines.workspace import Workspace
 
 TARGETS = {"index": 300.0, "reindex": 5.0, "import": 30.0}
-"""Seconds, for 10,000 chunks and 1,000 items on the project's 2-core machine (issue 11)."""
+"""Seconds, for 10,000 chunks and 1,000 items on the project's 2-core machine (the indexing target)."""
 
 
 class HashingEmbedder:

@@ -8,7 +8,7 @@ over `reps` simulated runs, each 95 % interval's coverage of that true mean and 
 
 - judge-only: the run's verdicts taken as truth;
 - human-only: the labels' own mean, each weighted to its run's verdict mix — it describes the labelled runs;
-- PPI λ = 1, verdict-weighted (the code before issue 29 part 4): ppi_py's `ppi_mean_ci` on the earlier labels,
+- PPI λ = 1, verdict-weighted (the estimator this one replaced): ppi_py's `ppi_mean_ci` on the earlier labels,
   weighted to this run's verdict mix;
 - corrected (statistics/misclassification.py): Rogan–Gladen with sens and spec from the earlier labels, and the
   error-rate shift test between the earlier and later labelled runs; withheld when the test rejects or the

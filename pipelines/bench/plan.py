@@ -98,7 +98,7 @@ def build_days(workspace: Workspace, rows: int, *, days: int = DAYS, seed: int =
 
 
 def previous_pick(workspace: Workspace, until: date, days: int, n: int) -> list[dict[str, Any]]:
-    """The plan's trace questions as read before issue 18: every row of every day as a dict, then the pick."""
+    """The plan's trace questions as read before the bounded pick: every row of every day as a dict, then the pick."""
     rows = []
     for offset in range(1, days + 1):
         parts = workspace.traces_partition(until - timedelta(days=offset)).parts
@@ -108,7 +108,7 @@ def previous_pick(workspace: Workspace, until: date, days: int, n: int) -> list[
 
 
 def previous_pick_trace_questions(rows: Sequence[dict[str, Any]], n: int) -> list[dict[str, Any]]:
-    """`pick_trace_questions` before issue 18, verbatim: the reference the bounded pick must equal."""
+    """`pick_trace_questions` before the bounded pick, verbatim: the reference the bounded pick must equal."""
     by_stratum: dict[tuple, list] = defaultdict(list)
     for row in rows:
         if 4 <= len(row["question"].split()) <= 60:

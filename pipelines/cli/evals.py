@@ -39,7 +39,7 @@ def eval_offline(
     target_url: Annotated[
         str | None,
         typer.Option(
-            help="Your RAG service (see README; credentials go in RAGWATCH_TARGET_HEADERS); "
+            help="Your RAG service (docs/how-to/real-services.md; credentials go in RAGWATCH_TARGET_HEADERS); "
             "default: the reference RAG.",
             callback=checked(valid_target_url),
         ),

@@ -260,7 +260,7 @@ class TraceStore:
     def _timed_out(self) -> StoreError:
         return StoreError(
             f"a trace-store query ran past its statement timeout ({self.statement_timeout_s:g} s) and was "
-            f"cancelled: raise {self.timeout_setting} (README § Trace sampling sizes it for a day's rows)"
+            f"cancelled: raise {self.timeout_setting} (docs/how-to/sizing.md sizes it for a day's rows)"
         )
 
     def _connect(self):

@@ -1,4 +1,4 @@
-"""ragwatch against a small real model over the OpenAI protocol (issue 12, item 7).
+"""ragwatch against a small real model over the OpenAI protocol (docs/how-to/real-model.md).
 
 The simulator answers only prompts it recognises; here Gemma 3 270M, served by llama-cpp-python's
 OpenAI-compatible server (tests/support/llama_server.py), reads ragwatch's real prompts: golden generation,

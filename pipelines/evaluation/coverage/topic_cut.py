@@ -7,7 +7,7 @@ traces or human imports) are used when there are at least MIN_USER_QUESTIONS of 
 questions otherwise (their wording shared with their passage makes same-document questions look closer than a
 user's would; the report says which it was). When no cut recovers the documents (adjusted Rand index below
 MIN_ADJUSTED_RAND) the cut is a default and the report says the topics are rough. The old cut, halfway between "the same question" and "another
-document's question", split one subject into many topics (issue 29: 16 questions on extending Python in C
+document's question", split one subject into many topics (on 29 Python-docs pages: 16 questions on extending Python in C
 became 14 topics).
 """
 

@@ -1,4 +1,4 @@
-"""Retrieval metrics from chunk ids, per query and aggregated (BRIEF.md § Metrics, exactly).
+"""Retrieval metrics from chunk ids, per query and aggregated (docs/reference/metrics.md states each definition).
 
 recall@k and precision@k are reported separately, never blended; a gap between recall@5 and MRR
 means gold chunks are found but rank low.

@@ -93,7 +93,7 @@ class EvalParams(BaseModel):
     all the same, its missing ranks counting as not relevant (trec_eval, ir_measures)."""
     metrics: list[str] = Field(default_factory=lambda: list(ALL_JUDGE_METRICS))
     target_url: Annotated[str, AfterValidator(lambda url: target_url(url))] | None = None
-    """The team's RAG service (README § System under test); None runs the reference RAG."""
+    """The team's RAG service (docs/how-to/real-services.md, "Your own RAG service as the system under test"); None runs the reference RAG."""
     target_name: Annotated[str, AfterValidator(inputs.target_name)] = REFERENCE_TARGET
     baseline_run: Annotated[str, AfterValidator(lambda rid: offline_run_id(rid))] | None = None
     """The run the gate compares with (a run id such as `offline/2026-11-30/reference-rag`); None: the

@@ -1,6 +1,6 @@
 """The system under test: the built-in reference RAG, or the team's own service over HTTP.
 
-HTTP contract (README § System under test): POST {"question", "language", "item_id"} to the
+HTTP contract (docs/how-to/real-services.md, "Your own RAG service as the system under test"): POST {"question", "language", "item_id"} to the
 target URL; the reply is {"answer": str, "contexts": [{"chunk_id", "text", "score"}], "tool_calls":
 [{"name", "arguments"}]} with contexts in rank order. A failed call is recorded with its reason;
 the item's metrics become `failed`, never 0.
@@ -190,7 +190,9 @@ class HTTPTarget:
                 latency_s=time.perf_counter() - started,
             )
         except (ValueError, KeyError, TypeError) as exc:
-            return TargetResponse(answer=None, error=f"target reply breaks the contract (see README): {exc!r}")
+            return TargetResponse(
+                answer=None, error=f"target reply breaks the contract (docs/how-to/real-services.md): {exc!r}"
+            )
 
 
 _SEMAPHORES: dict[tuple, asyncio.Semaphore] = {}

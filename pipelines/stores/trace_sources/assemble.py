@@ -1,7 +1,7 @@
 """One Trace of the contract from the spans of one trace: the root span and its retrieval, LLM and tool spans.
 
-Three span vocabularies are read, each as its own instrumentations write it (README § Pointing ragwatch at real
-services has the exporter configurations):
+Three span vocabularies are read, each as its own instrumentations write it (docs/how-to/trace-sources/ has the
+exporter configurations):
 - OpenTelemetry GenAI, current: `gen_ai.operation.name` = `retrieval` (documents in `gen_ai.retrieval.documents`
   as `[{id, score}]`, the question in the opt-in `gen_ai.retrieval.query.text`), `chat` (`gen_ai.input.messages`,
   `gen_ai.output.messages`) and `execute_tool` (`gen_ai.tool.name`, `gen_ai.tool.call.arguments`);

@@ -13,7 +13,7 @@ the vocabulary the assembler reads, so a Langfuse trace is assembled by the same
 A score named like user feedback (`FEEDBACK_SCORES`) becomes the trace's `user_feedback` (a BOOLEAN score: 1 is
 thumbs up, 0 thumbs down). App and language come from the trace's metadata (`app`, `language`), else the trace name.
 On S3 (`s3://bucket/prefix`) the files are read with the credentials and endpoint of the DVC remote: the standard
-`AWS_*` variables (README § The DVC remote on S3 or MinIO).
+`AWS_*` variables (docs/how-to/s3.md).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A run fails its gate when any comparison fails, so the level the user is promised (GATE_ALPHA: an unchanged
 system fails a run's gate at most 5 % of the time) must cover the comparisons together. Each comparison at the
 full 5 % let the pair fail an unchanged system 7.5 % (n = 100) to 8.8 % (n = 30) of the time, and 8.3 % of the runs
-of a weekly chain (`ragwatch bench gate --whole` / `--chain`, 1,000 targets / 200 chains; README).
+of a weekly chain (`ragwatch bench gate --whole` / `--chain`, 1,000 targets / 200 chains; docs/explanation/statistics.md).
 
 Bonferroni over the comparisons: each spends `alpha / k`. Why this and not the alternatives:
 - Holm across the two comparisons rejects the first at α/2 and then the second at α; but the run already fails

@@ -1,6 +1,6 @@
 """The regression gate of an offline run: against which runs, on which items and metrics, and what failing does.
 
-A run is compared twice (README § Evaluating, "Statistics and the gate"):
+A run is compared twice (docs/explanation/statistics.md):
 - with its **baseline**, the previous accepted run of its target (`ResultsStore.baseline_for`), or the run
   named by `baseline_run`: a sudden regression fails;
 - with its **reference**, the first release (`ragwatch eval pin`) on its golden version since the reference was

@@ -17,7 +17,7 @@ smallest δ with
 by bisection. z* is the first step of Westfall–Young's maxT: the (1 − α) quantile of the null maximum over
 every check of the gate, the bound a lone regressed metric faces (later steps are lower). Both choices make
 the figure conservative; the normal approximation is the rest. `ragwatch bench gate --detectable` measures
-the power the gate reaches at the drops it states (README § How the gate decides).
+the power the gate reaches at the drops it states (docs/explanation/statistics.md).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The gate's error rates on the simulated eval of `ragwatch bench gate`, reduced to a few hundred gates.
 
-The bench runs 400 pairs of runs per scenario and n (README, "Statistics and the gate"); here each rate
+The bench runs 400 pairs of runs per scenario and n (docs/explanation/statistics.md); here each rate
 comes from 80–120 seeded pairs at n = 100, so the bounds allow about two standard errors of slack.
 """
 
@@ -30,7 +30,7 @@ def gate_failures(scenario: Scenario, reps: int, seed: int) -> tuple[float, floa
 def test_an_unchanged_system_fails_the_gate_at_most_five_percent_of_the_time():
     # Nine metrics, judge noise, 0/1 flips, target and judge failures in both runs: every check of every metric
     # (score drops, worst cases, failure rises) competes for the one family-wise α = 0.05. Holm at α = 0.025 per
-    # side with an uncorrected failure-rise check per metric gave 1.5–2.4 % plus 5–10 % (issue 17).
+    # side with an uncorrected failure-rise check per metric gave 1.5–2.4 % plus 5–10 % (the earlier gate).
     false_alarms, _ = gate_failures(NO_CHANGE, reps=120, seed=1)
     assert false_alarms <= 0.05 + 0.04  # 120 gates: SE 0.02
 
@@ -70,7 +70,7 @@ def test_the_printed_interval_covers_a_ten_point_drop_95_percent_of_the_time(met
 
 @pytest.mark.parametrize("metric", ["recall@5", "answer_correctness", "tool_selection_accuracy", "tool_call_accuracy"])
 def test_no_five_percent_test_sees_a_ten_point_drop_of_a_0_1_metric_at_100_items_90_percent_of_the_time(metric):
-    # README (gate): why issue 17's ≥ 90 % at n = 100 cannot hold for 0/1 metrics under the bench's noise. One exact
+    # docs/explanation/statistics.md: why the asked ≥ 90 % at n = 100 cannot hold for 0/1 metrics under the bench's noise. One exact
     # one-sided McNemar test at 5 %, no correction at all, catches the drop 67–84 % of the time (SE 0.008 here);
     # the gate shares 5 % among every check of nine metrics. At n = 200 the same single test reaches 0.94–0.99.
     from scipy import stats as sps

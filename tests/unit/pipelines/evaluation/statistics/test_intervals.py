@@ -333,6 +333,6 @@ def test_benjamini_hochberg_by_hand():
 
 
 def test_the_percentile_bootstrap_collapses_on_perfect_scores():
-    # What issue 9 reported: 52 of 52 successes printed as [1.000, 1.000].
+    # A report once printed 52 of 52 successes printed as [1.000, 1.000].
     assert bootstrap_ci([1.0] * 52) == (1.0, 1.0)
     assert bootstrap_ci([0.4]) is None

@@ -153,7 +153,7 @@ FRAGMENTS = [
     "(555) 123-4567",
     "29/11/2026",
     "2026-11-29",
-    # shapes of issue 17: punctuated phones after a cue, trunks, numbered and capitalised streets, postcode lines
+    # shapes once missed: punctuated phones after a cue, trunks, numbered and capitalised streets, postcode lines
     "612_345_678",
     "612,345,678",
     "612·345·678",

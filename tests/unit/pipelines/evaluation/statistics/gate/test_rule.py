@@ -115,7 +115,7 @@ def test_missing_items_count_as_failed_and_a_few_do_not_fail_the_gate_alone():
 def test_failed_items_cannot_hide_a_drop():
     # 60 answers at 0.9. The candidate cannot be judged on 3 of them (a rise of 0.05, not above the 0.05 tolerated)
     # and loses 0.3 on 3 others: 0.9/57 = 0.016 on the pairs, within min_tolerance 0.02, p = 1/8. The gate before
-    # issue 17 passed it. With the 3 failed answers at 0 (the worst case) the drop is 3.6/60 = 0.06 on 6 items that
+    # the earlier gate passed it. With the 3 failed answers at 0 (the worst case) the drop is 3.6/60 = 0.06 on 6 items that
     # all got worse: p = 2⁻⁶, and the checks it competes with (pairs: 3 items; failures: 3 items) reach at most
     # z = √3, below the worst case's z = 3.6/√2.7, so its adjusted p is 2⁻⁶ too.
     base = [score(f"q{i}", "faithfulness", 0.9, run_id="base") for i in range(60)]
@@ -526,7 +526,7 @@ GOOD = {f"g{i:02d}": 0.5 + 0.4 * i / 59 for i in range(60)}
 def test_a_run_that_measured_no_gated_metric_never_becomes_the_baseline(store):
     assert record(store, offline_run(0), scored(offline_run(0), GOOD)) is None  # the first run: nothing to compare
     judge_off = record(store, offline_run(1), scored(offline_run(1), GOOD, metric="precision@3"))
-    # The judge switched off: the baseline measured faithfulness and this run has none, so it fails (issue 29).
+    # The judge switched off: the baseline measured faithfulness and this run has none, so it fails.
     assert judge_off.passed is False and "the candidate has no score of it" in judge_off.summary()
     all_skipped = offline_run(2)
     record(store, all_skipped, scored(all_skipped, dict.fromkeys(GOOD)))

@@ -1,6 +1,6 @@
-"""The promise of a run's whole gate (issue 29 part 3): baseline and reference together keep the false-alarm
+"""The promise of a run's whole gate : baseline and reference together keep the false-alarm
 level, a reference has measured what it gates, drift fails even when every release is pinned, a lost metric
-fails every comparison. The simulated rates themselves: `ragwatch bench gate --whole` / `--chain` (README)."""
+fails every comparison. The simulated rates themselves: `ragwatch bench gate --whole` / `--chain` (docs/explanation/statistics.md)."""
 
 from __future__ import annotations
 

@@ -53,7 +53,7 @@ def test_a_gate_states_what_it_catches_for_each_gated_metric_only():
 
 
 def test_the_gate_catches_the_drops_it_states_at_least_ninety_percent_of_the_time():
-    # `ragwatch bench gate --detectable --sizes 30,100,300 --reps 300`: power 0.93–1.00 at the stated drops (README).
+    # `ragwatch bench gate --detectable --sizes 30,100,300 --reps 300`: power 0.93–1.00 at the stated drops (docs/explanation/statistics.md).
     # 40 runs per cell here: every metric and kind of drop, n = 100, the power at least 0.80 (≥ 0.90 ± sampling).
     result = run_detectable_bench(sizes=(100,), reps=40, seed=5)
     assert {row["metric"] for row in result["rows"]} == {
