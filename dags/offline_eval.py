@@ -45,7 +45,7 @@ with ragwatch_dag(
             None,
             type=["null", "string"],
             pattern=TARGET_URL_PATTERN,
-            description="Your RAG service (docs/how-to/real-services.md, "Your own RAG service"), without credentials (they come from the "
+            description="Your RAG service (see docs/how-to/real-services.md), without credentials (they come from the "
             "ragwatch_target connection); default: the reference RAG.",
         ),
         "target_name": Param(
