@@ -11,6 +11,7 @@ from rich.markup import escape
 
 from pipelines import inputs
 from pipelines.cli.options import (
+    DryRunOption,
     checked,
     current_settings,
     today,
@@ -83,13 +84,7 @@ def eval_offline(
             "release (or the first accepted run on the golden version).",
         ),
     ] = None,
-    dry_run: Annotated[
-        bool,
-        typer.Option(
-            "--dry-run",
-            help="Estimate the requests and tokens per stage from the last runs; send nothing, write nothing.",
-        ),
-    ] = False,
+    dry_run: DryRunOption = False,
 ) -> None:
     """The weekly offline eval without Airflow: target, judge, CIs, gate, report, push."""
     from pipelines.evaluation.runs.offline import run_offline_eval
@@ -171,13 +166,7 @@ def eval_online(
             "still caps)."
         ),
     ] = None,
-    dry_run: Annotated[
-        bool,
-        typer.Option(
-            "--dry-run",
-            help="Estimate the requests and tokens per stage from the last runs; send nothing, write nothing.",
-        ),
-    ] = False,
+    dry_run: DryRunOption = False,
 ) -> None:
     """The daily online eval without Airflow: judge a budget of the day's sampled traces, noise ΔF, tool-call validity."""
     from pipelines.evaluation.outputs.formatting import number

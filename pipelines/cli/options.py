@@ -52,6 +52,12 @@ def valid_metrics(value: str) -> None:
 
 
 DateOption = typer.Option("--date", help="YYYY-MM-DD (UTC).", callback=checked(inputs.day))
+DryRunOption = Annotated[
+    bool,
+    typer.Option(
+        "--dry-run", help="Estimate the requests and tokens per stage from the last runs; send nothing, write nothing."
+    ),
+]
 SeedOption = typer.Option("--seed", help="Seed of the simulated draws: the same seed gives the same figures.")
 
 
