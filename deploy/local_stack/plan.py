@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import ast
 import os
-import re
 import shlex
 import shutil
 import socket
@@ -182,9 +182,18 @@ def binary(name: str) -> str:
     return shutil.which(name) or f"/usr/bin/{name}"
 
 
+DAG_FACTORIES = {"DAG", "dag", "ragwatch_dag"}
+"""What a DAG file calls with its id: Airflow's own, or plugins/ragwatch_airflow/dag_parts.py's wrapper."""
+
+
 def expected_dag_ids() -> list[str]:
     """The DAG ids of dags/*.py, read from the files (the DAGs must show up in the UI under these)."""
     found = []
     for path in sorted(DAGS.glob("*.py")):
-        found += re.findall(r"""dag_id\s*=\s*["']([^"']+)["']""", path.read_text(encoding="utf-8"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) in DAG_FACTORIES:
+                named = [k.value for k in node.keywords if k.arg == "dag_id"]
+                first = named[0] if named else (node.args[0] if node.args else None)
+                if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                    found.append(first.value)
     return found

@@ -41,6 +41,10 @@ def test_every_dag_imports_without_errors():
     bag = DagBag(dag_folder=str(ROOT / "dags"))
     assert bag.import_errors == {}
     assert set(bag.dags) == {"trace_sampling", "golden_build", "offline_eval", "online_eval"}
+    # `make up` unpauses and waits for the ids it reads from the files: they must be the ones Airflow parses.
+    from deploy.local_stack import expected_dag_ids
+
+    assert sorted(expected_dag_ids()) == sorted(bag.dags)
     for dag_id in ("trace_sampling", "offline_eval", "online_eval"):  # time schedules: backfillable
         assert type(bag.dags[dag_id].timetable).__name__ == "CronDataIntervalTimetable"
     assert bag.dags["offline_eval"].get_task("judge").pool == "ragwatch_llm"
