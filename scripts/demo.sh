@@ -63,7 +63,7 @@ step "seeding 14 days of demo traffic" ragwatch demo seed
 
 run_dag() {  # run_dag DAG_ID DATE [CONF]: one real DAG run, its log kept under .ragwatch/logs
   local log="$logs/$1-$2.log"
-  echo "- DAG $1 for $2 (airflow dags test; log: ${log#"$root"/})"
+  echo "- DAG $1 for $2, by airflow dags test (log: ${log#"$root"/})"
   if ! scripts/airflow.sh dags test "$1" "$2" ${3:+--conf "$3"} >"$log" 2>&1; then
     tail -n 40 "$log"
     echo "$1 failed; the whole log is $log" >&2

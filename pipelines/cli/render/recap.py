@@ -84,11 +84,17 @@ def _coverage_line(recap: DemoRecap) -> str:
     day = coverage.day
     topics = len(coverage.clusters)
     line = (
-        f"coverage:    {number(day.ratio)} {interval(day.ci_low, day.ci_high, digits=2)} of the day's questions; "
-        f"{topics} topic{'s' if topics != 1 else ''} missed"
+        f"coverage:    {number(day.ratio)} {interval(day.ci_low, day.ci_high)} of {day.questions} questions"
+        f"{_threshold_note(coverage)}; {topics} topic{'s' if topics != 1 else ''} missed"
     )
     largest = f", the largest {coverage.clusters[0].share:.0%} of the day" if coverage.clusters else ""
     return line + largest if Text.from_markup(line + largest).cell_len <= WIDTH else line
+
+
+def _threshold_note(coverage) -> str:
+    """A threshold the user set is said to be a setting: its level is theirs, not calibrated."""
+    t = coverage.threshold
+    return " (threshold: your setting)" if t is not None and t.method == "setting" else ""
 
 
 def _trust_line(recap: DemoRecap) -> str:

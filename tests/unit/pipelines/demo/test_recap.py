@@ -181,7 +181,7 @@ def test_the_recap_says_what_ran_the_verdict_and_why_the_three_figures_and_where
     }
     assert all(len(found) == 1 for found in one_line.values()), one_line
     assert one_line["coverage:"][0] == (
-        "coverage:    0.667 [0.59, 0.74] of the day's questions; 12 topics missed, the largest 10% of the day"
+        "coverage:    0.667 [0.590, 0.740] of 180 questions; 12 topics missed, the largest 10% of the day"
     )
     trust = one_line["judge trust:"][0]
     assert trust.startswith("judge trust: 3/7 metrics trusted (κ ≥ 0.6, 20+ labels); not: faithfulness 0.40, ")
