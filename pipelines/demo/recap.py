@@ -13,7 +13,6 @@ from datetime import date, timedelta
 from pipelines.demo.drill import CANDIDATE
 from pipelines.evaluation.outputs.summary import RunSummary
 from pipelines.evaluation.runs.params import REFERENCE_TARGET
-from pipelines.evaluation.statistics.aggregates import aggregate
 from pipelines.files import atomic_write_text
 from pipelines.settings import Settings
 from pipelines.stores.results import ResultsStore
@@ -70,21 +69,10 @@ def load_drill_alerts(settings: Settings) -> DrillAlerts | None:
 
 
 def _summary(settings: Settings, store: ResultsStore, suite: str, target: str | None) -> RunSummary | None:
-    from pipelines.evaluation.outputs.summary import run_summary
+    from pipelines.evaluation.outputs.summary import stored_summary
 
     run = store.latest_run(suite, target=target)
-    if run is None:
-        return None
-    scores = store.scores(run.run_id)
-    # The intervals are bootstrapped as `ragwatch eval summary` does: the diagnosis and the gate rows read them.
-    return run_summary(
-        run,
-        aggregate(scores),
-        items=len({s.item_id for s in scores}),
-        baseline=(run.gate or {}).get("baseline"),
-        min_n=settings.diagnosis_min_n,
-        correction=settings.diagnosis_correction,
-    )
+    return stored_summary(settings, store, run) if run else None
 
 
 def _sampled(settings: Settings, day: date) -> str | None:

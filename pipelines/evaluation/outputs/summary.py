@@ -300,15 +300,19 @@ def latest_summary(settings: Settings, suite: str) -> RunSummary:
             raise LookupError(
                 f"no {suite} run in the results DB yet: run `ragwatch eval {suite}` or the {suite}_eval DAG"
             )
-        scores = store.scores(run.run_id)
+        return stored_summary(settings, store, run)
     finally:
         store.dispose()
-    baseline = (run.gate or {}).get("baseline")
+
+
+def stored_summary(settings: Settings, store: ResultsStore, run: EvalRun) -> RunSummary:
+    """A stored run's summary, its intervals recomputed from its scores (the diagnosis and the gate rows read them)."""
+    scores = store.scores(run.run_id)
     return run_summary(
         run,
         aggregate(scores),
         items=len({s.item_id for s in scores}),
-        baseline=baseline,
+        baseline=(run.gate or {}).get("baseline"),
         min_n=settings.diagnosis_min_n,
         correction=settings.diagnosis_correction,
     )
