@@ -38,6 +38,7 @@ REASONS = {
     "pipelines/bench/clean_docs.py": "exercised by tests/unit/pipelines/bench/test_anonymize.py, tests/unit/pipelines/privacy/test_anonymizer_clean_text.py",
     "pipelines/bench/diagnose_power.py": "exercised by tests/unit/pipelines/evaluation/statistics/test_diagnose.py",
     "pipelines/bench/faq_questions.py": "run by hand once: cut tests/data/debian_faq.json.gz, which tests/unit/pipelines/evaluation/coverage/test_daily_heldout.py reads",
+    "pipelines/bench/help_questions.py": "run by hand once: cut tests/data/gnome_help.json.gz, which tests/unit/pipelines/evaluation/coverage/test_daily_heldout_help.py reads",
     "pipelines/bench/judge_shift.py": "exercised by tests/unit/pipelines/evaluation/outputs/test_judge_audit.py",
     "pipelines/bench/pii_cases.py": "exercised by tests/unit/pipelines/privacy/test_anonymizer_leak.py, tests/unit/pipelines/privacy/test_anonymizer_properties.py and 1 more",
     "pipelines/bench/plan.py": "exercised by tests/unit/pipelines/golden/test_steps_trace_questions.py",

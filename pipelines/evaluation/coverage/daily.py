@@ -79,7 +79,7 @@ def measure_day_coverage(settings: Settings, parts: list[Path], *, golden: str |
     topic_cut = _topic_cut(signal, items, evidence)
     uncovered = np.flatnonzero(~covered)
     clusters = cluster_uncovered(
-        vectors[uncovered],
+        signal.describe([rows[i]["question"] for i in uncovered], [languages[i] for i in uncovered], "uncovered"),
         [rows[i] for i in uncovered],
         weights[uncovered],
         similarity=topic_cut.similarity,
@@ -125,14 +125,14 @@ def _topic_cut(signal: MatchSignal, items, evidence) -> TopicCut:
     if len(answerable) >= MIN_USER_QUESTIONS:
         pool = [evidence[k] for k in answerable]
         return calibrate_topic_cut(
-            signal.evidence_vectors[answerable],
+            signal.evidence_topic_vectors[answerable],
             documents(pool),
             [i.language for i in pool],
             [i.item_id for i in pool],
             calibrated_on="user questions",
         )
     pool = subsample([i for i in items if i.gold_chunk_ids and i.qtype in ("single_hop", "multi_hop")])
-    vectors = signal.place([i.question for i in pool], [i.language for i in pool], "golden questions")
+    vectors = signal.describe([i.question for i in pool], [i.language for i in pool], "golden questions")
     return calibrate_topic_cut(
         vectors,
         documents(pool),

@@ -12,9 +12,10 @@ chapter's questions.
 The shipped embedding model is English-only: its cosine does not tell a user question's own passage from other
 chapters' in these languages (ROC AUC 0.62, uncalibrated). The lexical signal (coverage/lexical.py) does better
 (0.72), and the coverage step calibrates on it: the shift drops coverage 0.580 → 0.470, each day outside the other
-day's interval, a significant drop. What it does not reach: the two intervals still overlap (by 0.010: the drop is
-0.110, the intervals' inner half-widths 0.120, which takes about 275 distinct questions a day at this separation;
-the FAQ has 233), and neither signal groups the questions by chapter, so the held-back chapter is not one topic.
+day's interval, a significant drop, and the largest uncovered topic is the held-back chapter (topics are cut on
+both signals side by side, signal.py). What it does not reach: the two intervals still overlap (by 0.010: the drop
+is 0.110, the intervals' inner half-widths 0.120, which takes about 275 distinct questions a day at this
+separation; the FAQ has 233). GNOME Help, a larger manual, clears them (test_daily_heldout_help.py).
 """
 
 from __future__ import annotations
@@ -178,6 +179,8 @@ def test_a_quarter_of_the_traffic_moving_to_the_held_back_chapter_is_a_significa
     # The held-back chapter's questions are mostly the ones found uncovered: day 2 covers few more traces than day 1.
     extra = counts["day_2"] - counts["day_1"]
     assert a.covered_traces - b.covered_traces < 0.25 * extra
-    # Not reached on these 233 questions: the two intervals still overlap (a 0.11 drop against 0.12 of half-widths),
-    # and neither signal groups these questions by chapter, so the topic cut says its topics are rough.
+    # No cut groups the golden set's user questions by chapter, so the topic cut says its topics are rough; still, the
+    # largest uncovered topic is the held-back chapter: most of the questions nearest its centre.
     assert after.topic_cut.method == "default" and "rough" in after.topic_cut.note
+    assert sum(r.question in held for r in after.clusters[0].representatives) >= 2
+    # Not reached on these 233 questions: the two intervals still overlap (a 0.11 drop against 0.12 of half-widths).
