@@ -79,7 +79,6 @@ REASONS = {
     "pipelines/evaluation/coverage/clusters.py": "reached through pipelines/evaluation/coverage/daily.py",
     "pipelines/evaluation/coverage/estimate.py": "exercised by tests/unit/pipelines/evaluation/coverage/test_daily.py",
     "pipelines/evaluation/coverage/lexical.py": "exercised by tests/unit/pipelines/evaluation/coverage/test_daily.py, tests/unit/pipelines/evaluation/coverage/test_daily_heldout.py",
-    "pipelines/evaluation/coverage/signal.py": "reached through pipelines/evaluation/coverage/daily.py",
     "pipelines/evaluation/coverage/threshold.py": "exercised by tests/unit/pipelines/evaluation/coverage/test_daily.py",
     "pipelines/evaluation/coverage/topic_cut.py": "reached through pipelines/evaluation/coverage/daily.py",
     "pipelines/evaluation/metrics/correctness.py": "exercised by tests/unit/pipelines/evaluation/metrics/test_judge_simulator.py, tests/unit/pipelines/models/test_offline.py",

@@ -79,7 +79,12 @@ def measure_day_coverage(settings: Settings, parts: list[Path], *, golden: str |
     topic_cut = _topic_cut(signal, items, evidence)
     uncovered = np.flatnonzero(~covered)
     clusters = cluster_uncovered(
-        signal.describe([rows[i]["question"] for i in uncovered], [languages[i] for i in uncovered], "uncovered"),
+        signal.describe(
+            [rows[i]["question"] for i in uncovered],
+            [languages[i] for i in uncovered],
+            "uncovered questions",
+            placed=vectors[uncovered],
+        ),
         [rows[i] for i in uncovered],
         weights[uncovered],
         similarity=topic_cut.similarity,

@@ -12,7 +12,7 @@ yet on the FAQ a quarter of the traffic moving to the held-back chapter moved co
 half of the small test's GPU questions passed for covered: the user questions' other-document passages are easier
 negatives than an unseen subject's questions.)
 
-Topics are cut on both signals side by side (`describe`): each question's vectors of each signal normalised and
+Topics are cut on both signals side by side (`MatchSignal.describe`): each question's vectors of each signal normalised and
 concatenated, so two questions' cosine is the mean of their cosines in each. On GNOME Help that makes the held-back
 subject the largest uncovered topic for each of 7 subjects held back in turn, and on the FAQ the five largest
 topics are the held-back chapter in each language; in the lexical vectors alone the FAQ's largest topic was not.
@@ -51,10 +51,17 @@ class MatchSignal:
     passage_vectors: np.ndarray
     evidence_vectors: np.ndarray
     """The user questions, placed."""
-    describe: Place
-    """Texts as the vectors topics are cut in (clusters.py, topic_cut.py): every signal's vectors side by side."""
+    places: tuple[Place, ...]
+    """Every signal measured, this one among them."""
     evidence_topic_vectors: np.ndarray
     """The user questions, described."""
+
+    def describe(self, texts: Sequence[str], languages: Sequence[str], what: str, placed: np.ndarray | None = None):
+        """Texts as the vectors topics are cut in (clusters.py, topic_cut.py): every signal's vectors side by side;
+        `placed`, the texts already placed by this signal, saves placing them twice."""
+        return side_by_side(
+            [placed if placed is not None and p is self.place else p(texts, languages, what) for p in self.places]
+        )
 
 
 def choose_signal(
@@ -80,9 +87,6 @@ def choose_signal(
         for name, place in signals
     ]
 
-    def describe(texts, languages, what):
-        return side_by_side([place(texts, languages, what) for _, place in signals])
-
     evidence_topic_vectors = side_by_side([e for *_, e in placed])
     candidates = [
         MatchSignal(
@@ -90,7 +94,7 @@ def choose_signal(
             place,
             p,
             e,
-            describe,
+            tuple(place for _, place in signals),
             evidence_topic_vectors,
         )
         for name, place, p, e in placed
