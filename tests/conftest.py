@@ -81,7 +81,14 @@ def stack(request):
 # The files that take longest start first (`make test` runs one file per pytest-xdist worker at a time): the
 # `make up` stack and the embedded Airflow runs wait on real schedulers for minutes, and started last they
 # would leave the other worker idle at the end.
-SLOW_FIRST = ("test_stack.py", "test_dags.py", "test_golden.py", "test_offline_eval.py", "test_bench_eval.py")
+SLOW_FIRST = (
+    "test_stack.py",
+    "test_dags.py",
+    "test_daily_heldout_help.py",
+    "test_golden.py",
+    "test_offline_eval.py",
+    "test_bench_eval.py",
+)
 
 
 def pytest_collection_modifyitems(items):
