@@ -3,11 +3,8 @@ Portuguese, Italian, German and Dutch (tests/data/debian_faq.json.gz, cut by pip
 the FAQ and not Spanish docs is said there), one chapter held back from the golden set.
 
 The FAQ's chapters are its subjects; its section headings are the questions users asked, each with the answer that
-follows as its passage. The golden set holds a passage for every entry of the other chapters: a generated question
-for two of three (a template, as the offline backend writes), and the real question, imported by a person, for
-every third — the user questions the threshold is calibrated on. The day's traffic is the other real questions of
-the covered chapters, each asked one to four times; the next day a quarter of the traffic moves to the held-back
-chapter's questions.
+follows as its passage. The golden set and the two days are built as tests/support/heldout.py says: a quarter of
+day 2's traffic moves to the held-back chapter's questions.
 
 The shipped embedding model is English-only: its cosine does not tell a user question's own passage from other
 chapters' in these languages (ROC AUC 0.62, uncalibrated). The lexical signal (coverage/lexical.py) does better
@@ -23,27 +20,20 @@ from __future__ import annotations
 import gzip
 import json
 import math
-from datetime import date
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from pipelines.evaluation.coverage import lexical
 from pipelines.evaluation.coverage.daily import measure_day_coverage
-from pipelines.golden.dataset import write_items
-from pipelines.records import GoldenItem
-from pipelines.stores.partitions import write_manifest
 from pipelines.workspace import Workspace
+from tests.support.heldout import DAY_1, DAY_2, EVIDENCE_EVERY, release_golden, traffic, write_day
 from tests.support.memo_embedder import memoized_coverage_embedder
 
 FAQ = Path(__file__).resolve().parents[4] / "data" / "debian_faq.json.gz"
 PASSAGE_WORDS = 120
 """The answers' first words kept as passages (a RAG chunk's size): 60 leaves the held-back chapter's questions
 passing for covered more often (0.24 against 0.18 of them in fr/pt/it)."""
-EVIDENCE_EVERY = 3
-"""Every third golden item is a real question imported by a person, the rest are generated."""
 HELD_BACK = 7
 """"Les bases du système de gestion des paquets Debian": the FAQ's largest chapter (15 questions a language)."""
 LANGUAGES = ("fr", "pt", "it", "de", "nl")
@@ -54,54 +44,11 @@ TEMPLATE = {
     "de": "Was sagt die Dokumentation über „{}“?",
     "nl": "Wat zegt de documentatie over „{}”?",
 }
-DAY_1, DAY_2 = date(2026, 12, 1), date(2026, 12, 2)
 
 
 def faq_entries() -> list[dict]:
     with gzip.open(FAQ, "rt", encoding="utf-8") as fh:
         return [{**e, "answer": " ".join(e["answer"].split()[:PASSAGE_WORDS])} for e in json.load(fh)]
-
-
-def golden_items(entries: list[dict]) -> list[GoldenItem]:
-    items = []
-    for k, e in enumerate(entries):
-        chunk_id = f"faq/ch{e['chapter']:02d}.{e['language']}#{e['section']}/0"
-        user = k % EVIDENCE_EVERY == 0
-        question = e["question"] if user else TEMPLATE[e["language"]].format(" ".join(e["answer"].split()[:6]))
-        items.append(
-            GoldenItem(
-                item_id=f"{e['language']}-{e['section']}",
-                question=question,
-                reference_answer="…",
-                qtype="single_hop",
-                language=e["language"],
-                source="human" if user else "corpus",
-                source_ref=f"faq.csv:{k}" if user else chunk_id,
-                gold_chunk_ids=[chunk_id],
-                reference_contexts=[e["answer"]],
-                generator_model="template",
-                corpus_version="faq",
-                created_at="2026-11-30",
-            )
-        )
-    return items
-
-
-def write_day(workspace: Workspace, day: date, rows: list[tuple[str, str]]) -> list[Path]:
-    paths = workspace.traces_partition(day)
-    paths.part(0).parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(
-        pa.table(
-            {
-                "trace_id": [f"{day}-{i:04d}" for i in range(len(rows))],
-                "app": ["faq"] * len(rows),
-                "language": [r[0] for r in rows],
-                "question": [r[1] for r in rows],
-            }
-        ),
-        paths.part(0),
-    )
-    return paths.parts
 
 
 @pytest.fixture(scope="module")
@@ -117,16 +64,21 @@ def faq_days(tmp_path_factory):
     covered = [e for e in entries if e["chapter"] != HELD_BACK]
     held = [e for e in entries if e["chapter"] == HELD_BACK]
     workspace = Workspace.from_settings(settings)
-    paths = workspace.golden("demo")
-    write_items(paths.released_items, golden_items(covered))
-    write_manifest(paths.released_manifest, {"name": "demo", "version": "v1"})
-    # The covered chapters' questions no golden item asks, one to four times each.
-    asked = [e for k, e in enumerate(covered) if k % EVIDENCE_EVERY]
-    day_1 = [(e["language"], e["question"]) for k, e in enumerate(asked) for _ in range(1 + k % 4)]
-    # A quarter of the next day's traffic asks the held-back chapter: a third as many traces as day 1 on top of it.
-    extra = len(day_1) // 3
-    day_2 = day_1 + [(held[k % len(held)]["language"], held[k % len(held)]["question"]) for k in range(extra)]
-    counts = {"covered": len(covered), "asked": len(asked), "held": len(held), "day_1": len(day_1), "day_2": len(day_2)}
+    release_golden(
+        workspace,
+        "demo",
+        covered,
+        chunk_id=lambda e: f"faq/ch{e['chapter']:02d}.{e['language']}#{e['section']}/0",
+        template=TEMPLATE,
+    )
+    day_1, day_2 = traffic(covered, held)
+    counts = {
+        "covered": len(covered),
+        "asked": len(set(day_1)),
+        "held": len(held),
+        "day_1": len(day_1),
+        "day_2": len(day_2),
+    }
     yield settings, write_day(workspace, DAY_1, day_1), write_day(workspace, DAY_2, day_2), counts
     patch.undo()
 

@@ -3,11 +3,8 @@ Italian, Portuguese and German (tests/data/gnome_help.json.gz, cut by pipelines/
 subject of at least MIN_PAGES pages held back from the golden set in turn.
 
 A page's title is the question a user asks, its body's first 120 words the passage that answers it, its guide the
-subject (power, color, printing…). The golden set holds a passage for every page of the other subjects: a
-generated question for two of three (a template, as the offline backend writes), the page's real title, imported
-by a person, for every third — the user questions the threshold is calibrated on. Day 1's traffic is the other
-titles of the kept subjects, each asked one to four times; on day 2 a quarter of the traffic moves to the
-held-back subject's titles.
+subject (power, color, printing…). The golden set and the two days are built as tests/support/heldout.py says: a
+quarter of day 2's traffic moves to the held-back subject's titles.
 
 Measured (the lexical signal chosen every time, AUC 0.84-0.87 against the embedding's 0.74-0.75; every day-1
 question is answerable, so its true coverage is 1 and the level, about the signal's TPR, is biased low: read the
@@ -42,12 +39,9 @@ from pathlib import Path
 import pytest
 
 from pipelines.evaluation.coverage.daily import measure_day_coverage
-from pipelines.golden.dataset import write_items
-from pipelines.records import GoldenItem
-from pipelines.stores.partitions import write_manifest
 from pipelines.workspace import Workspace
+from tests.support.heldout import DAY_1, DAY_2, release_golden, traffic, write_day
 from tests.support.memo_embedder import memoized_coverage_embedder
-from tests.unit.pipelines.evaluation.coverage.test_daily_heldout import DAY_1, DAY_2, EVIDENCE_EVERY, write_day
 
 HELP = Path(__file__).resolve().parents[4] / "data" / "gnome_help.json.gz"
 TEMPLATE = {
@@ -71,31 +65,6 @@ def subjects() -> list[str]:
     return sorted(s for s, n in pages.items() if n >= MIN_PAGES)
 
 
-def golden_items(entries: list[dict]) -> list[GoldenItem]:
-    items = []
-    for k, e in enumerate(entries):
-        chunk_id = f"help/{e['subject']}.{e['language']}#{e['page']}/0"
-        user = k % EVIDENCE_EVERY == 0
-        question = e["question"] if user else TEMPLATE[e["language"]].format(" ".join(e["answer"].split()[:6]))
-        items.append(
-            GoldenItem(
-                item_id=f"{e['language']}-{e['page']}",
-                question=question,
-                reference_answer="…",
-                qtype="single_hop",
-                language=e["language"],
-                source="human" if user else "corpus",
-                source_ref=f"help.csv:{k}" if user else chunk_id,
-                gold_chunk_ids=[chunk_id],
-                reference_contexts=[e["answer"]],
-                generator_model="template",
-                corpus_version="help",
-                created_at="2026-11-30",
-            )
-        )
-    return items
-
-
 @pytest.fixture(scope="module")
 def embedder():
     patch = pytest.MonkeyPatch()
@@ -105,6 +74,7 @@ def embedder():
 
 
 def shift(tmp_path, subject: str):
+    """`subject` held back from the golden set: day 1's coverage, day 2's, and the held-back questions."""
     from pipelines.settings import Settings
 
     settings = Settings(home=tmp_path / subject, anonymizer_key="k")
@@ -112,13 +82,14 @@ def shift(tmp_path, subject: str):
     covered = [e for e in entries if e["subject"] != subject]
     held = [e for e in entries if e["subject"] == subject]
     workspace = Workspace.from_settings(settings)
-    paths = workspace.golden("help")
-    write_items(paths.released_items, golden_items(covered))
-    write_manifest(paths.released_manifest, {"name": "help", "version": "v1"})
-    asked = [e for k, e in enumerate(covered) if k % EVIDENCE_EVERY]
-    day_1 = [(e["language"], e["question"]) for k, e in enumerate(asked) for _ in range(1 + k % 4)]
-    extra = len(day_1) // 3
-    day_2 = day_1 + [(held[k % len(held)]["language"], held[k % len(held)]["question"]) for k in range(extra)]
+    release_golden(
+        workspace,
+        "help",
+        covered,
+        chunk_id=lambda e: f"help/{e['subject']}.{e['language']}#{e['page']}/0",
+        template=TEMPLATE,
+    )
+    day_1, day_2 = traffic(covered, held)
     before = measure_day_coverage(settings, write_day(workspace, DAY_1, day_1), golden="help")
     after = measure_day_coverage(settings, write_day(workspace, DAY_2, day_2), golden="help")
     return before, after, {e["question"] for e in held}
