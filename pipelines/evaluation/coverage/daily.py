@@ -4,12 +4,12 @@ Reads the day's sampled (anonymized) questions — at most `coverage_max_questio
 app/language like the judged budget (a floor each, the rest in proportion, the smallest sampling keys, so a rerun
 embeds the same questions) — folds repeats into distinct questions, and matches them to the released golden set's
 reference passages by the signal (the embedding cosine or the lexical one, signal.py) that best tells the golden
-set's user questions' own passages from others, the threshold calibrated on those questions
-(threshold.py), estimates coverage (estimate.py), calibrates the topic cut (topic_cut.py) and clusters the
-uncovered questions (clusters.py). The result goes to `coverage.json` in the run folder; finalize publishes it (run params,
-report, gauges) and queues the largest uncovered topics in the review inbox, which the next golden build's
-trace questions start from. A coverage that cannot be measured (no released golden set, no calibrated or set threshold) is
-`failed` with the reason, and the eval goes on.
+set's user questions' own passages from others, the threshold calibrated on those questions (threshold.py),
+estimates coverage (estimate.py), calibrates the topic cut (topic_cut.py) and clusters the uncovered questions
+(clusters.py), both on the two signals side by side. The result goes to `coverage.json` in the run folder; finalize
+publishes it (run params, report, gauges) and queues the largest uncovered topics in the review inbox, which the
+next golden build's trace questions start from. A coverage that cannot be measured (no released golden set, no
+calibrated or set threshold) is `failed` with the reason, and the eval goes on.
 """
 
 from __future__ import annotations

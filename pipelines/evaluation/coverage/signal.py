@@ -12,10 +12,11 @@ yet on the FAQ a quarter of the traffic moving to the held-back chapter moved co
 half of the small test's GPU questions passed for covered: the user questions' other-document passages are easier
 negatives than an unseen subject's questions.)
 
-Topics are cut on both signals side by side (`MatchSignal.describe`): each question's vectors of each signal normalised and
-concatenated, so two questions' cosine is the mean of their cosines in each. On GNOME Help that makes the held-back
-subject the largest uncovered topic for each of 7 subjects held back in turn, and on the FAQ the five largest
-topics are the held-back chapter in each language; in the lexical vectors alone the FAQ's largest topic was not.
+Topics are cut on both signals side by side (`MatchSignal.describe`): each question's vectors of each signal
+normalised and concatenated, so two questions' cosine is the mean of their cosines in each. On GNOME Help that makes
+the held-back subject the largest uncovered topic for each of 7 subjects held back in turn (6 of 7 in the lexical
+vectors alone), and on the FAQ the five largest topics are the held-back chapter, one per language (in the lexical
+vectors alone the largest held none of it).
 """
 
 from __future__ import annotations
@@ -86,7 +87,6 @@ def choose_signal(
         )
         for name, place in signals
     ]
-
     evidence_topic_vectors = side_by_side([e for *_, e in placed])
     candidates = [
         MatchSignal(
