@@ -16,24 +16,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipelines.records import Context, ToolCall, Trace
+from pipelines.stores.traces import TRACE_FIELDS as FIELDS
 from pipelines.traces.parse import Rejection, parse_row
 
 SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=300)
 REASONS = {"missing_field", "invalid_json", "field_too_large", "bad_timestamp", "invalid_value"}
-FIELDS = (
-    "trace_id",
-    "ts",
-    "question",
-    "answer",
-    "contexts",
-    "tool_calls",
-    "model",
-    "app",
-    "language",
-    "user_feedback",
-    "latency_ms",
-    "metadata",
-)
 
 # Any character a database can hold: every category but lone surrogates, which no UTF-8 text column stores
 # (and which pydantic refuses before a Trace exists).

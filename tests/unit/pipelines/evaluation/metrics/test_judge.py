@@ -23,39 +23,7 @@ from pipelines.models.llm import LLM, LLMResult, OfflineLLM
 from pipelines.models.ragas_adapter import RagasRequest, last_input, prompt_for
 from pipelines.records import Score
 from pipelines.text import abstains
-
-RUN = {"run_id": "run-1", "suite": "offline", "dataset_version": "v1"}
-PORTS = "Qdrant listens on port 6333 for the REST API. The gRPC interface of Qdrant uses port 6334."
-SNAPSHOTS = "Snapshots are written to the snapshots directory. A snapshot is restored through the recover endpoint."
-QUESTION = "Which port does the Qdrant REST API listen on?"
-REFERENCE = "The Qdrant REST API listens on port 6333."
-
-
-def item(
-    item_id: str,
-    answer: str | None,
-    *,
-    reference: str | None = REFERENCE,
-    contexts=(PORTS, SNAPSHOTS),
-    question: str = QUESTION,
-) -> JudgeInput:
-    return JudgeInput(
-        item_id=item_id,
-        stratum="single_hop/en",
-        question=question,
-        answer=answer,
-        contexts=list(contexts),
-        reference=reference,
-    )
-
-
-def by(scores: list[Score], metric: str) -> dict[str, Score]:
-    return {s.item_id: s for s in scores if s.metric == metric}
-
-
-def assert_failed(score: Score, reason: str) -> None:
-    assert score.status == "failed" and score.value is None and reason in (score.error or ""), score
-
+from tests.support.judged_items import RUN, assert_failed, by, item
 
 # --- one scripted judge for both implementations --------------------------------------------------
 

@@ -46,31 +46,7 @@ from pipelines.prompt_catalog import all_prompts
 from pipelines.records import GoldenItem, Score, ToolCall
 from pipelines.settings import ModelEndpoint
 from pipelines.text import sentences
-
-RUN = {"run_id": "run-1", "suite": "offline", "dataset_version": "v1"}
-PORTS = "Qdrant listens on port 6333 for the REST API. The gRPC interface of Qdrant uses port 6334."
-SNAPSHOTS = "Snapshots are written to the snapshots directory. A snapshot is restored through the recover endpoint."
-QUESTION = "Which port does the Qdrant REST API listen on?"
-REFERENCE = "The Qdrant REST API listens on port 6333."
-
-
-def item(
-    item_id: str,
-    answer: str | None,
-    *,
-    reference: str | None = REFERENCE,
-    contexts=(PORTS, SNAPSHOTS),
-    question: str = QUESTION,
-) -> JudgeInput:
-    return JudgeInput(
-        item_id=item_id,
-        stratum="single_hop/en",
-        question=question,
-        answer=answer,
-        contexts=list(contexts),
-        reference=reference,
-    )
-
+from tests.support.judged_items import PORTS, QUESTION, REFERENCE, RUN, SNAPSHOTS, assert_failed, by, item
 
 SUPPORTED = item("supported", "Qdrant listens on port 6333 for the REST API.")
 INVENTED = item("invented", "Qdrant listens on port 6333 for the REST API. Qdrant was written in Haskell at CERN.")
@@ -109,14 +85,6 @@ def simulator() -> Iterator[Simulator]:
 def sim(simulator: Simulator) -> Simulator:
     simulator.set()  # every test starts from a well-behaved server
     return simulator
-
-
-def by(scores: list[Score], metric: str) -> dict[str, Score]:
-    return {s.item_id: s for s in scores if s.metric == metric}
-
-
-def assert_failed(score: Score, reason: str) -> None:
-    assert score.status == "failed" and score.value is None and reason in (score.error or ""), score
 
 
 # --- claims extracted once, reused ----------------------------------------------------------------

@@ -11,18 +11,8 @@ from pipelines.evaluation.metrics.tools import (
     tool_call_validity,
     tool_selection_accuracy,
 )
-from pipelines.records import Score, ToolCall
-
-RUN = {"run_id": "run-1", "suite": "offline", "dataset_version": "v1"}
-
-
-def by(scores: list[Score], metric: str) -> dict[str, Score]:
-    return {s.item_id: s for s in scores if s.metric == metric}
-
-
-def assert_failed(score: Score, reason: str) -> None:
-    assert score.status == "failed" and score.value is None and reason in (score.error or ""), score
-
+from pipelines.records import ToolCall
+from tests.support.judged_items import RUN, assert_failed, by
 
 # --- tools -----------------------------------------------------------------------------------
 
