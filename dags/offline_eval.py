@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from airflow.sdk import Asset, CronDataIntervalTimetable, Param, task
 from ragwatch_airflow.dag_parts import judge_batches, push_summary, ragwatch_dag
+from ragwatch_airflow.intervals import current_interval
 from ragwatch_airflow.settings import ragwatch_settings
 
 from pipelines.evaluation.runs.params import ALL_JUDGE_METRICS, DEFAULT_K, OFFLINE_RUN_ID_PATTERN, TARGET_URL_PATTERN
@@ -85,10 +86,11 @@ with ragwatch_dag(
         return eval_params(ragwatch_settings(), **params)
 
     @task
-    def prepare(params=None, data_interval_end=None) -> dict:
+    def prepare(params=None) -> dict:
         from pipelines.evaluation.runs.prepare import prepare_offline_eval
 
-        prepared = prepare_offline_eval(ragwatch_settings(), eval_params(params), logical_date=data_interval_end.date())
+        week_end = current_interval().end.date()
+        prepared = prepare_offline_eval(ragwatch_settings(), eval_params(params), logical_date=week_end)
         return prepared.model_dump(mode="json")
 
     def judge_offline_batch(settings, run_dir, start, end):  # imported when a batch runs: parsing stays light

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from airflow.sdk import Asset, CronDataIntervalTimetable, Param, task
 from ragwatch_airflow.dag_parts import judge_batches, push_summary, ragwatch_dag
+from ragwatch_airflow.intervals import current_interval
 from ragwatch_airflow.settings import ragwatch_settings
 
 ONLINE_SCORES = Asset(name="ragwatch_online_scores", uri="ragwatch://results/online")
@@ -53,18 +54,18 @@ with ragwatch_dag(
 ) as dag:
 
     @task.sensor(poke_interval=300, timeout=12 * 3600, mode="reschedule")
-    def sampled_partition(data_interval_start=None) -> bool:
+    def sampled_partition() -> bool:
         from pipelines.workspace import Workspace
 
-        return Workspace.from_settings(ragwatch_settings()).has_traces(data_interval_start.date())
+        return Workspace.from_settings(ragwatch_settings()).has_traces(current_interval().start.date())
 
     @task
-    def prepare(params=None, data_interval_start=None) -> dict:
+    def prepare(params=None) -> dict:
         from pipelines.evaluation.runs.online import prepare_online_eval
         from pipelines.evaluation.runs.params import online_params
 
         settings = ragwatch_settings()
-        prepared = prepare_online_eval(settings, data_interval_start.date(), online_params(settings, **params))
+        prepared = prepare_online_eval(settings, current_interval().start.date(), online_params(settings, **params))
         return prepared.model_dump(mode="json")
 
     def judge_online_batch(settings, run_dir, start, end):  # imported when a batch runs: parsing stays light

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from airflow.sdk import Asset, CronDataIntervalTimetable, Param, task
 from ragwatch_airflow.dag_parts import ragwatch_dag
+from ragwatch_airflow.intervals import current_interval
 from ragwatch_airflow.settings import DVC_POOL, ragwatch_settings
 
 from pipelines.inputs import STRATA
@@ -51,13 +52,13 @@ with ragwatch_dag(
 ) as dag:
 
     @task
-    def select(params=None, data_interval_start=None) -> list[dict]:
+    def select(params=None) -> list[dict]:
         """The day's selection, written to the workspace; the shards to map over."""
         from pipelines.traces import steps
 
         planned = steps.select_trace_sample(
             ragwatch_settings(),
-            data_interval_start.date(),
+            current_interval().start.date(),
             rate=params["sample_rate"],
             strata=params["strata"],
             min_per_stratum=params["min_per_stratum"],

@@ -3,6 +3,7 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from pipelines.settings import Settings
 from tests.support.services import start_postgres, start_pushgateway
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "plugins"))  # where Airflow puts it: tests import `ragwatch_airflow` as tasks do
 # The suite runs on what it sets up itself, never on a developer's or CI machine's leftovers: a RAGWATCH_*
 # variable exported for `make up` (a Pushgateway, a vLLM URL) would redirect the tests' settings there.
 for _name in [n for n in os.environ if n.startswith("RAGWATCH_")]:

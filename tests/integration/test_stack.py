@@ -36,7 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from urllib.parse import parse_qs
 
@@ -45,6 +45,7 @@ import pytest
 import yaml
 
 from deploy import local_stack as ls
+from tests.support.schedule import first_interval, following_interval, previous_days
 from tests.support.stack import ARTIFACTS, ROOT, SEED_DAYS, StackSession, plugin_routes
 
 DASHBOARD = ROOT / "monitoring" / "grafana" / "dashboards" / "ragwatch.json"
@@ -246,10 +247,11 @@ class Page:
 def test_backfill_two_days_from_the_ui_and_read_the_scores(stack: StackSession, browser):
     from selenium.webdriver.common.by import By
 
-    today = datetime.now(UTC).date()
-    # The two days before yesterday: yesterday is the scheduled run's (started by the unpause).
-    days = [today - timedelta(days=n) for n in range(BACKFILL_DAYS + 1, 1, -1)]
-    assert days[0] >= today - timedelta(days=SEED_DAYS), "the demo traffic covers every backfilled day"
+    # The days before the scheduled run's (the latest complete day when the unpause started it).
+    days = previous_days(scheduled_day(stack), BACKFILL_DAYS)
+    assert days[0] >= scheduled_day(stack) - timedelta(days=SEED_DAYS - 1), (
+        "the demo traffic covers every backfilled day"
+    )
     page = Page(browser, stack.base_url)
     began = time.monotonic()
 
@@ -342,6 +344,18 @@ def test_backfill_two_days_from_the_ui_and_read_the_scores(stack: StackSession, 
 # --- 4. The schedules run ----------------------------------------------------------------------------------------
 
 
+def scheduled_day(stack: StackSession):
+    """The day trace_sampling's scheduled run samples (and online_eval's evaluates), as soon as the unpause
+    created it: the demo traffic's last day."""
+    deadline = time.monotonic() + 300
+    while not (runs := stack.runs("trace_sampling", "scheduled")):
+        assert time.monotonic() < deadline, (
+            f"no scheduled trace_sampling run 5 min after the unpause\n{stack.diagnostics()}"
+        )
+        time.sleep(2)
+    return datetime.fromisoformat(min(r["logical_date"] for r in runs)).date()
+
+
 def scheduled_evals(stack: StackSession) -> dict[str, dict]:
     """The first scheduled run of each eval DAG and of trace_sampling, once they succeeded."""
     if stack.scheduled is not None:
@@ -360,14 +374,14 @@ def scheduled_evals(stack: StackSession) -> dict[str, dict]:
 
 
 def trigger_second_offline_eval(stack: StackSession, scheduled: dict) -> dict:
-    """A second offline eval, as next week's would be: the first has no baseline, hence no regression
+    """A second offline eval, next week's on the schedule: the first has no baseline, hence no regression
     gate, and the gate's gauge (a dashboard panel, an alert) would have nothing to show. Triggered
     as soon as the first is done, so that it runs beside the rest; `gated_offline_run` waits for it."""
-    week_end = scheduled["data_interval_end"]
+    next_week = following_interval("offline_eval", datetime.fromisoformat(scheduled["data_interval_end"]))
     body = {
-        "logical_date": week_end,
-        "data_interval_start": week_end,
-        "data_interval_end": datetime.now(UTC).isoformat(),
+        "logical_date": next_week.start.isoformat(),
+        "data_interval_start": next_week.start.isoformat(),
+        "data_interval_end": next_week.end.isoformat(),
         "conf": {"limit": GATED_RUN_ITEMS},
     }
     response = stack.api("POST", "/api/v2/dags/offline_eval/dagRuns", json=body)
@@ -387,8 +401,11 @@ def gated_offline_run(stack: StackSession) -> dict:
 @pytest.mark.stack
 def test_the_schedules_run(stack: StackSession):
     runs = scheduled_evals(stack)
-    yesterday = datetime.now(UTC).date() - timedelta(days=1)
-    assert datetime.fromisoformat(runs["trace_sampling"]["logical_date"]).date() == yesterday
+    # Each ran the latest interval of its schedule complete when the unpause created it.
+    for dag_id in ("trace_sampling", "online_eval", "offline_eval"):
+        expected = first_interval(dag_id, datetime.fromisoformat(runs[dag_id]["queued_at"]))
+        assert [datetime.fromisoformat(runs[dag_id][f"data_interval_{e}"]) for e in ("start", "end")] == list(expected)
+    yesterday = scheduled_day(stack)
     assert datetime.fromisoformat(runs["online_eval"]["logical_date"]).date() == yesterday
     # The first golden set, built by a golden_build run when the stack first started.
     assert [r["state"] for r in stack.runs("golden_build")][:1] == ["success"]
@@ -536,8 +553,7 @@ def test_every_dashboard_and_alert_expression_returns_series(stack: StackSession
 def test_backfill_online_eval_through_the_rest_api(stack: StackSession):
     """`POST /api/v2/backfills` for the days the UI backfilled: one online run per day, no score twice,
     pushed to the Pushgateway, and the plugin behind Airflow's auth shows the newest."""
-    today = datetime.now(UTC).date()
-    days = [today - timedelta(days=n) for n in range(BACKFILL_DAYS + 1, 1, -1)]
+    days = previous_days(scheduled_day(stack), BACKFILL_DAYS)
     workspace = Path(plan_env(stack)["RAGWATCH_WORKSPACE"])
     assert all((workspace / "golden" / "traces" / f"dt={d}" / "_manifest.json").exists() for d in days), (
         "the UI backfill promotes these days' partitions first"
@@ -589,7 +605,7 @@ def test_backfill_online_eval_through_the_rest_api(stack: StackSession):
     plugins = stack.api("GET", "/api/v2/plugins").json()["plugins"]
     assert [v["href"] for p in plugins if p["name"] == "ragwatch" for v in p["external_views"]] == ["/ragwatch/"]
     [online] = stack.api("GET", "/ragwatch/api/latest").json()["suites"]["online"]["runs"]
-    assert online["logical_date"] == (today - timedelta(days=1)).isoformat()  # the newest, not a backfilled day
+    assert online["logical_date"] == scheduled_day(stack).isoformat()  # the newest, not a backfilled day
     report = stack.api("GET", online["report_url"])
     assert report.status_code == 200 and "sandbox" in report.headers["content-security-policy"]
     assert_every_plugin_route_needs_airflow_auth(stack, online["run_id"])

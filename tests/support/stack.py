@@ -15,6 +15,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import quote
 
@@ -142,6 +143,7 @@ class StackSession:
 
 def start_stack() -> StackSession:
     ls = local_stack
+    wait_for_quiet_schedules()
     # Not pytest's tmp_path: the PostgreSQL server runs as `postgres`, which cannot enter
     # /tmp/pytest-of-root (mode 700).
     home = Path(tempfile.mkdtemp(prefix="ragwatch-stack-"))
@@ -173,6 +175,23 @@ def start_stack() -> StackSession:
             f"logs copied to {ARTIFACTS / 'stack-logs'}"
         ) from exc
     return StackSession(home=home, plan=plan, startup_s=time.monotonic() - began)
+
+
+def wait_for_quiet_schedules() -> None:
+    """Start only when no DAG's schedule fires during the session: a run the scheduler starts mid-session
+    (midnight's trace_sampling on a day the demo traffic lacks, Monday's golden_build) changes what the tests read."""
+    from tests.support.schedule import STACK_SESSION, next_fire, quiet_start
+
+    now = datetime.now(UTC)
+    start = quiet_start(now)
+    if start > now:
+        fire, dag_id = next_fire(now)
+        print(
+            f"\nthe stack waits {(start - now).total_seconds():.0f} s: {dag_id}'s schedule fires at {fire:%H:%M} UTC, "
+            f"within the {STACK_SESSION} the stack tests take",
+            flush=True,
+        )
+        time.sleep((start - now).total_seconds())
 
 
 def stop_stack(session: StackSession, *, failed: bool) -> list[tuple[int, str]]:
