@@ -18,6 +18,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from pipelines import inputs
 from pipelines.redact import redact_url
+from pipelines.user_question import QuestionRule
 
 ENV_PREFIX = "RAGWATCH_"
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
@@ -123,6 +124,12 @@ class Settings(BaseSettings):
     trace_source_path: str | None = None
     """The export a file source reads: a file or a folder (`otlp`, `openinference`), a folder or an `s3://` prefix
     (`langfuse-export`)."""
+    question_attribute: str | None = None
+    """A span attribute that holds the user's question in your traces (read before the retrieval query, the root's
+    input and the last user message); for span sources."""
+    question_pattern: str | None = None
+    """A regular expression whose group `question` (else its first group) extracts the user's question from the
+    prompt your app sends (e.g. `Question:\\s*(?P<question>.+?)\\s*Answer:`); every source."""
     otlp_endpoint: str | None = None
     """OTLP/HTTP endpoint (e.g. http://otel-collector:4318) each online score is sent to as a gen_ai.evaluation.result
     event; unset, none is sent."""
@@ -286,6 +293,23 @@ class Settings(BaseSettings):
         if isinstance(value, dict) and "model" not in value:
             return {**value, "model": DEFAULT_MODELS[info.field_name]}
         return value
+
+    @field_validator("question_pattern")
+    @classmethod
+    def _pattern_with_group(cls, pattern: str | None) -> str | None:
+        if pattern is None:
+            return None
+        try:
+            compiled = re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"RAGWATCH_QUESTION_PATTERN is not a regular expression: {exc}") from exc
+        if not compiled.groups:
+            raise ValueError("RAGWATCH_QUESTION_PATTERN needs a group, (?P<question>...), around the question")
+        return pattern
+
+    @property
+    def question_rule(self) -> QuestionRule:
+        return QuestionRule.of(self.question_attribute, self.question_pattern)
 
     @field_validator("trace_table")
     @classmethod

@@ -7,7 +7,9 @@ prompt of that name in the `PromptRegistry` the simulator was created with (the 
 from the user messages, and the prompt's `offline` output is the reply. A request with `tools` is
 answered by the offline backend's tool choice. A plain prompt from ragas' legacy metrics (the ones
 `ragas.evaluate()` runs), which asks for JSON in the text, is answered by the prompt of the output
-model it names (`LEGACY_RAGAS_OUTPUTS`). Either kind gets one choice per requested `n`, choice k
+model it names (`LEGACY_RAGAS_OUTPUTS`). Any other chat (an app's own RAG template in free text, as the
+trace-source docs' snippets send) is answered extractively: the sentence of the last user message that covers its
+last line (the question) best. Each kind gets one choice per requested `n`, choice k
 being the prompt's offline sample k (as vLLM samples n completions of one prompt); a request that samples
 (temperature > 0) with OpenAI's `seed` s gets samples s + k instead, so a distinct seed draws other samples, as
 vLLM's seeded sampling does, and the same seed the same ones. Knobs add
@@ -40,6 +42,7 @@ from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from pipelines.models.offline import choose_tool
 from pipelines.models.prompts import PromptRegistry, UnknownPrompt, is_repair_request, sample_index
+from pipelines.text import coverage, sentences
 
 DEFAULT_MODEL = "ragwatch-simulator"
 HANG_S = 3600.0
@@ -354,12 +357,23 @@ def _chat_answer(body: dict, prompts: PromptRegistry, ignore_n: bool = False) ->
     legacy = _legacy_ragas_answer(messages, int(body.get("n") or 1), prompts)
     if legacy is not None:
         return legacy
-    raise _Fault(
-        400,
-        "the simulator answers structured-output prompts (response_format json_schema), "
-        "tool-calling requests (tools) and legacy ragas prompts only",
-        kind="",
-    )
+    user = next((m.get("content") for m in reversed(messages) if m.get("role") == "user"), None)
+    if not isinstance(user, str) or not user.strip():
+        raise _Fault(400, "the simulator answers a chat whose last user message is text", kind="")
+
+    async def extractive() -> list[dict]:
+        return [{"role": "assistant", "content": _extractive_reply(user)}] * max(1, int(body.get("n") or 1))
+
+    return extractive
+
+
+def _extractive_reply(prompt: str) -> str:
+    """The sentence above the prompt's last line that covers that line (the question) best; the first on a tie."""
+    *context, question = [line for line in prompt.splitlines() if line.strip()] or [prompt]
+    candidates = [sentence for line in context for sentence in sentences(line)]
+    if not candidates:
+        return "There is not enough information to answer."
+    return max(candidates, key=lambda s: (coverage(question, s), -candidates.index(s)))
 
 
 def _legacy_ragas_answer(

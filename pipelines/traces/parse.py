@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from pipelines.records import Trace
 from pipelines.stores.trace_sources.assemble import SOURCE_REJECTION
+from pipelines.user_question import NO_RULE, QuestionRule, choose_question
 
 JSON_FIELDS = ("contexts", "tool_calls", "metadata")
 TEXT_FIELDS = ("question", "answer", "contexts", "tool_calls", "metadata")
@@ -20,13 +21,13 @@ TEXT_FIELDS = ("question", "answer", "contexts", "tool_calls", "metadata")
 class Rejection:
     reason: str
     """Stable machine-readable cause: missing_field, invalid_json, field_too_large, bad_timestamp, invalid_value; from
-    span exports also no_question, no_answer, retrieval_without_documents, unknown_attribute_shape, truncated_file,
-    unreadable_line."""
+    question_is_prompt (the question holds the prompt built around it); from span exports also no_question, no_answer,
+    unknown_attribute_shape, truncated_file, unreadable_line."""
     field: str | None
     detail: str
 
 
-def parse_row(raw: dict[str, Any], *, max_field_chars: int) -> Trace | Rejection:
+def parse_row(raw: dict[str, Any], *, max_field_chars: int, question_rule: QuestionRule = NO_RULE) -> Trace | Rejection:
     if (rejected := raw.get(SOURCE_REJECTION)) is not None:  # a span tree the file source could not assemble
         reason, field, detail = rejected
         return Rejection(reason, field, detail)
@@ -61,11 +62,16 @@ def parse_row(raw: dict[str, Any], *, max_field_chars: int) -> Trace | Rejection
                 return Rejection("invalid_json", name, f"{name} is not valid JSON: {exc.msg} at char {exc.pos}")
     fields = {k: v for k, v in fields.items() if v is not None or k in ("model", "user_feedback", "latency_ms")}
     try:
-        return Trace.model_validate(fields)
+        trace = Trace.model_validate(fields)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or None
         return Rejection("invalid_value", where, f"{where}: {first['msg']}")
+    # Whatever the source, a question that is the prompt built around it is not the user's question.
+    chosen = choose_question([("question", trace.question)], [c.text for c in trace.contexts if c.text], question_rule)
+    if chosen.rejection is not None:
+        return Rejection(*chosen.rejection)
+    return trace if chosen.question == trace.question else trace.model_copy(update={"question": chosen.question})
 
 
 def parse_timestamp(value: Any) -> datetime | None:

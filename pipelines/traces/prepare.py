@@ -17,6 +17,7 @@ from pipelines.privacy.residual import residual_pii_reasons
 from pipelines.records import ANONYMIZER_VERSION, SAMPLER_VERSION, Trace
 from pipelines.traces.parse import Rejection, parse_row
 from pipelines.traces.residual_fields import describe_residual, free_text_fields, residual_pii_by_field
+from pipelines.user_question import QuestionRule
 
 QUARANTINE_CLIP_CHARS = 4_000
 CLIP_MARGIN_CHARS = 16_000
@@ -37,8 +38,8 @@ _worker: dict[str, Any] = {}
 """What each worker process needs, set once when it starts (the anonymizer holds the key)."""
 
 
-def set_up_worker(anonymizer: Anonymizer, max_field_chars: int, rate: float) -> None:
-    _worker.update(anonymizer=anonymizer, max_field_chars=max_field_chars, rate=rate)
+def set_up_worker(anonymizer: Anonymizer, max_field_chars: int, rate: float, question_rule: QuestionRule) -> None:
+    _worker.update(anonymizer=anonymizer, max_field_chars=max_field_chars, rate=rate, question_rule=question_rule)
 
 
 def prepare_batch(raws: list[dict[str, Any]]) -> list[PreparedRow]:
@@ -46,7 +47,7 @@ def prepare_batch(raws: list[dict[str, Any]]) -> list[PreparedRow]:
     anonymizer, rate = _worker["anonymizer"], _worker["rate"]
     prepared = []
     for raw in raws:
-        parsed = parse_row(raw, max_field_chars=_worker["max_field_chars"])
+        parsed = parse_row(raw, max_field_chars=_worker["max_field_chars"], question_rule=_worker["question_rule"])
         if isinstance(parsed, Rejection):
             # Quarantined text is anonymized too; the summary's PII counts are those of sampled rows.
             prepared.append(PreparedRow(_quarantine_row(anonymizer, raw, parsed), parsed.reason, Counter()))

@@ -30,6 +30,7 @@ from pipelines.stores.partitions import ParquetRowWriter
 from pipelines.stores.traces import TraceStore
 from pipelines.traces.prepare import prepare_batch, set_up_worker
 from pipelines.traces.select import Selection, select_traces, selection_key_sql, stratum_target
+from pipelines.user_question import NO_RULE, QuestionRule
 from pipelines.workspace import PartitionPaths
 
 log = logging.getLogger(__name__)
@@ -104,6 +105,7 @@ def write_parts(
     rows: int,
     rate: float,
     max_field_chars: int,
+    question_rule: QuestionRule = NO_RULE,
     workers: int = 1,
     progress: Callable[[int, int], None] | None = None,
 ) -> WrittenCounts:
@@ -127,7 +129,7 @@ def write_parts(
         batches(),
         workers=workers if rows > store.batch_size else 1,
         initializer=set_up_worker,
-        initargs=(anonymizer, max_field_chars, rate),
+        initargs=(anonymizer, max_field_chars, rate, question_rule),
     )
     done = 0
     part = None

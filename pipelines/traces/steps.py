@@ -160,6 +160,7 @@ def write_trace_shard(
         rows=shard.rows[1] - shard.rows[0],
         rate=plan.rate,
         max_field_chars=plan.max_field_chars,
+        question_rule=settings.question_rule,
         workers=settings.sample_workers or available_cpus(),
         progress=progress,
     )

@@ -160,7 +160,6 @@ REASONS = {
     "pipelines/redact.py": "reached through pipelines/cli/render/console.py and others",
     "pipelines/settings.py": "exercised by tests/integration/test_compose.py, tests/integration/test_llm_cache.py and 20 more",
     "pipelines/stores/bm25.py": "exercised by tests/unit/pipelines/stores/test_corpus.py",
-    "pipelines/stores/trace_sources/assemble.py": "exercised by tests/unit/pipelines/stores/trace_sources/test_spans.py",
     "pipelines/stores/trace_sources/file_store.py": "reached through pipelines/stores/trace_sources/__init__.py and others",
     "pipelines/stores/trace_sources/otlp_file_exporter.py": "reached through pipelines/demo/otlp_traffic.py",
     "pipelines/stores/trace_sources/phoenix_spans.py": "reached through pipelines/stores/trace_sources/__init__.py",

@@ -38,6 +38,7 @@ def open_trace_source(settings: Settings, *, selection: bool = False) -> TraceSt
             read,
             index_dir,
             batch_size=settings.trace_batch_size,
+            question_rule=settings.question_rule,
         )
     from pipelines.stores.trace_sources.langfuse_export import langfuse_export_store
 

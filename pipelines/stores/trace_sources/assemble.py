@@ -19,10 +19,12 @@ whatever could be read, anonymized like every quarantined row.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from pipelines.stores.trace_sources.spans import Span, utc_from_ns
 from pipelines.text import detect_language
+from pipelines.user_question import NO_RULE, QuestionRule, choose_question
 
 SOURCE_REJECTION = "source_rejection"
 """The key of an assembled row that cannot be used: (reason, field, detail), read by the sampling's parser."""
@@ -70,7 +72,7 @@ def root_span(spans: list[Span]) -> Span:
     return min(orphans or spans, key=lambda s: (bool(s.parent_span_id), s.start_ns, s.span_id))
 
 
-def assemble_trace(spans: list[Span], *, source: str) -> dict[str, Any]:
+def assemble_trace(spans: list[Span], *, source: str, question_rule: QuestionRule = NO_RULE) -> dict[str, Any]:
     """The trace's row in the contract's fields, with `source_rejection` set when it cannot be used."""
     spans = sorted(spans, key=lambda s: (s.start_ns, s.span_id))
     root = root_span(spans)
@@ -86,41 +88,50 @@ def assemble_trace(spans: list[Span], *, source: str) -> dict[str, Any]:
         "contexts": [],
         "tool_calls": [],
         "model": None,
-        "app": _first(root, APP_ATTRIBUTES) or root.resource.get("service.name") or "default",
+        "app": _app(root),
         "language": None,
         "user_feedback": None,
         "latency_ms": max(0, (root.end_ns - root.start_ns) // 1_000_000) if root.end_ns else None,
         "metadata": _metadata(root, spans, source),
     }
+    prompt_rejection = None
     try:
-        row["question"] = _question(root, by_role)
-        row["answer"] = _answer(root, by_role["llm"])
         row["contexts"] = _contexts(by_role["retrieval"])
+        documents = [c["text"] for c in row["contexts"] if c["text"]]
+        chosen = choose_question(_question_candidates(root, spans, by_role, question_rule), documents, question_rule)
+        row["question"], prompt_rejection = chosen.question, chosen.rejection
+        row["answer"], answered_by = _answer(root, by_role["llm"])
         row["tool_calls"] = _tool_calls(by_role["tool"], by_role["llm"])
         row["model"] = _model(by_role["llm"])
         row["user_feedback"] = _feedback(root, spans)
         row["language"] = _language(root, spans, row["question"])
+        row["metadata"].update(_evaluated_span(answered_by))
     except ShapeError as exc:
         row["language"] = row["language"] or "und"
         return {**row, SOURCE_REJECTION: ("unknown_attribute_shape", exc.attribute, str(exc)[:300])}
-    missing_documents = [s for s in by_role["retrieval"] if not _has_documents(s)]
-    if not row["question"]:
+    # A retrieval that found nothing is sampled with no contexts, as from every source: it is a failure to see.
+    if prompt_rejection is not None:
+        rejection = prompt_rejection
+    elif not row["question"]:
         rejection = (
             "no_question",
             "question",
             f"no span of the tree (root {root.name!r}, {len(spans)} spans) holds the user's question",
-        )
-    elif missing_documents:
-        rejection = (
-            "retrieval_without_documents",
-            "contexts",
-            f"retrieval span {missing_documents[0].name!r} ({missing_documents[0].span_id}) has no documents",
         )
     elif row["answer"] is None:
         rejection = ("no_answer", "answer", f"no span of the tree (root {root.name!r}) holds the answer")
     else:
         return row
     return {**row, SOURCE_REJECTION: rejection}
+
+
+def _app(root: Span) -> str:
+    """The app the root names, else the resource's service (not the SDK's `unknown_service` placeholder), else the
+    Phoenix project the spans were registered under."""
+    service = str(root.resource.get("service.name") or "")
+    if service.startswith("unknown_service"):
+        service = ""
+    return str(_first(root, APP_ATTRIBUTES) or service or root.resource.get("openinference.project.name") or "default")
 
 
 def _first(span: Span, names: tuple[str, ...]) -> Any:
@@ -140,19 +151,25 @@ def _metadata(root: Span, spans: list[Span], source: str) -> dict[str, Any]:
     return metadata
 
 
-def _question(root: Span, by_role: dict[str, list[Span]]) -> str | None:
-    """The user's words: the root's input, else the retrieval query, else the last user message sent to the model."""
-    if (value := _plain_input(root)) is not None:
-        return value
+def _question_candidates(
+    root: Span, spans: list[Span], by_role: dict[str, list[Span]], rule: QuestionRule
+) -> Iterator[tuple[str, str | None]]:
+    """Where the user's words may be, most explicit first: the team's own attribute, the retrieval query, the root's
+    input, the last user message sent to the model (in a RAG app often the whole prompt, which the caller refuses)."""
+    if rule.attribute:
+        for span in [root, *spans]:
+            if span.attributes.get(rule.attribute) not in (None, ""):
+                yield rule.attribute, _text(span.attributes[rule.attribute], rule.attribute)
     for span in by_role["retrieval"]:
-        query = span.attributes.get("gen_ai.retrieval.query.text") or _plain_input(span)
-        if query:
-            return _text(query, "gen_ai.retrieval.query.text")
+        if query := span.attributes.get("gen_ai.retrieval.query.text"):
+            yield "gen_ai.retrieval.query.text", _text(query, "gen_ai.retrieval.query.text")
+        yield "the retrieval span's input.value", _plain_input(span)
+    yield "the root span's input", _plain_input(root)
     for span in reversed(by_role["llm"]):
         users = [m for m in _input_messages(span) if m["role"] == "user" and m["content"]]
         if users:
-            return users[-1]["content"]
-    return None
+            yield "the last user message", users[-1]["content"]
+            return
 
 
 QUESTION_KEYS = ("question", "query", "input")
@@ -180,15 +197,30 @@ def _payload_text(span: Span, kind: str, keys: tuple[str, ...]) -> str | None:
     return None
 
 
-def _answer(root: Span, llm_spans: list[Span]) -> str | None:
-    """What the user saw: the root's output when it records one, else the last model reply."""
+def _answer(root: Span, llm_spans: list[Span]) -> tuple[str | None, Span | None]:
+    """What the user saw, and the model span that wrote it: the root's output when it records one, else the last
+    model reply."""
+    last_llm = max(llm_spans, key=lambda s: (s.end_ns, s.span_id), default=None)
     if (output := _payload_text(root, "output", ANSWER_KEYS)) is not None:
-        return output
+        return output, last_llm
     for span in sorted(llm_spans, key=lambda s: (s.end_ns, s.span_id), reverse=True):
         replies = [m["content"] for m in _output_messages(span) if m["content"] is not None]
         if replies:
-            return replies[-1]
-    return None
+            return replies[-1], span
+    return None, None
+
+
+RESPONSE_ID_ATTRIBUTES = ("gen_ai.response.id", "llm.response.id")
+
+
+def _evaluated_span(span: Span | None) -> dict[str, str]:
+    """The model span an evaluation of the answer judges, and its response id: the online eval's events name them."""
+    if span is None:
+        return {}
+    evaluated = {"evaluated_span_id": span.span_id}
+    if response_id := _first(span, RESPONSE_ID_ATTRIBUTES):
+        evaluated["response_id"] = str(response_id)[:200]
+    return evaluated
 
 
 def _text(value: Any, attribute: str) -> str:
@@ -304,10 +336,6 @@ def _indexed_tool_calls(item: dict[str, Any], inner: str, where: str) -> list[di
     return result
 
 
-def _has_documents(span: Span) -> bool:
-    return "gen_ai.retrieval.documents" in span.attributes or bool(indexed(span.attributes, "retrieval.documents"))
-
-
 def _contexts(retrieval_spans: list[Span]) -> list[dict[str, Any]]:
     """Every retrieval span's documents in rank order, span after span; a chunk retrieved twice counts once."""
     contexts: list[dict[str, Any]] = []
@@ -351,19 +379,40 @@ def _document(chunk_id: Any, text: Any, score: Any, attribute: str) -> dict[str,
 
 def _tool_calls(tool_spans: list[Span], llm_spans: list[Span]) -> list[dict[str, Any]]:
     """The tools executed (tool spans); without tool spans, the calls the model asked for."""
-    calls = []
-    for span in tool_spans:
-        attributes = span.attributes
-        name = attributes.get("gen_ai.tool.name") or attributes.get("tool.name") or span.name
-        for attribute in ("gen_ai.tool.call.arguments", "tool.parameters"):
-            if attribute in attributes:
-                calls.append({"name": str(name), "arguments": _arguments(attributes[attribute], attribute)})
-                break
-        else:
-            calls.append({"name": str(name), "arguments": _arguments(_json_input(span), "input.value")})
+    calls = [_tool_call(span) for span in tool_spans]
     if calls:
         return calls
     return [call for span in llm_spans for message in _output_messages(span) for call in message["tool_calls"]]
+
+
+def _tool_call(span: Span) -> dict[str, Any]:
+    """One executed tool's name and arguments, in the span's vocabulary: GenAI (`gen_ai.tool.name`,
+    `gen_ai.tool.call.arguments`), OpenInference (`tool.name`, `tool.parameters`), OpenLLMetry's @tool decorator
+    (`traceloop.entity.name`, `traceloop.entity.input` = `{"args": [...], "kwargs": {...}}`)."""
+    attributes = span.attributes
+    name = (
+        attributes.get("gen_ai.tool.name")
+        or attributes.get("tool.name")
+        or attributes.get("traceloop.entity.name")
+        or span.name.removeprefix("execute_tool ")  # the GenAI convention's span name, `execute_tool {tool name}`
+    )
+    for attribute in ("gen_ai.tool.call.arguments", "tool.parameters"):
+        if attribute in attributes:
+            return {"name": str(name), "arguments": _arguments(attributes[attribute], attribute)}
+    if "traceloop.entity.input" in attributes:
+        return {"name": str(name), "arguments": _decorator_arguments(attributes["traceloop.entity.input"])}
+    return {"name": str(name), "arguments": _arguments(_json_input(span), "input.value")}
+
+
+def _decorator_arguments(value: Any) -> dict[str, Any]:
+    """OpenLLMetry records a decorated function's call as `{"args": [...], "kwargs": {...}}`: the keyword arguments
+    are the tool's arguments; positional ones, whose names the span does not carry, are kept under `args`."""
+    attribute = "traceloop.entity.input"
+    payload = _arguments(value, attribute)
+    args, kwargs = payload.get("args") or [], payload.get("kwargs") or {}
+    if not isinstance(args, list) or not isinstance(kwargs, dict) or set(payload) - {"args", "kwargs"}:
+        raise ShapeError(attribute, "is not the decorator's {args, kwargs} object")
+    return {**kwargs, "args": args} if args else dict(kwargs)
 
 
 def _json_input(span: Span) -> Any:

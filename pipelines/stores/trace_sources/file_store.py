@@ -14,20 +14,21 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import chain
 from datetime import datetime
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
 from pipelines.stores.trace_sources.span_index import SpanIndex, build_span_index
 from pipelines.stores.trace_sources.spans import Damage, Span
+from pipelines.user_question import NO_RULE, QuestionRule
 
 log = logging.getLogger(__name__)
 INDEX_KEEP_S = 2 * 86_400
 CLOCK_SKEW_NS = 3_600 * 10**9
 MAX_IDS_PER_QUERY = 10_000
 """Ids bound in one query of the index: SQLite refuses more than 32,766 parameters."""
-INDEX_VERSION = "spans-2"
+INDEX_VERSION = "spans-3"
 """Part of every index's name: bump it when assembly changes, so no index built by older rules is reused."""
 
 
@@ -42,11 +43,12 @@ class FileTraceStore:
         index_dir: Path,
         *,
         batch_size: int = 500,
+        question_rule: QuestionRule = NO_RULE,
     ):
         """`files`: (name, size, modification) of every file the source holds now, the modification time in
         nanoseconds where the storage has one; `read_file`: the spans of one of them."""
         self.source, self.files, self.read_file = source, files, read_file
-        self.index_dir, self.batch_size = index_dir, batch_size
+        self.index_dir, self.batch_size, self.question_rule = index_dir, batch_size, question_rule
         self._open: dict[tuple[datetime, datetime], SpanIndex] = {}
 
     def index(self, start: datetime, end: datetime) -> SpanIndex:
@@ -57,17 +59,24 @@ class FileTraceStore:
         # margin for the clocks of the apps and of the Collector's host).
         files = [f for f in self.files() if not isinstance(f[2], int) or f[2] >= _ns(start) - CLOCK_SKEW_NS]
         fingerprint = hashlib.sha256(
-            json.dumps([INDEX_VERSION, self.source, start.isoformat(), end.isoformat(), files]).encode()
+            json.dumps(
+                [INDEX_VERSION, self.source, start.isoformat(), end.isoformat(), files, self._rule_key()]
+            ).encode()
         ).hexdigest()[:20]
         path = self.index_dir / f"{self.source}-{start:%Y-%m-%d}-{fingerprint}.sqlite"
         if not path.exists():
             log.info("%s: indexing the spans of %d files for %s", self.source, len(files), start.date())
             spans = chain.from_iterable(self.read_file(name) for name, *_ in files)
-            counts = build_span_index(path, spans, start, end, source=self.source)
+            counts = build_span_index(path, spans, start, end, source=self.source, question_rule=self.question_rule)
             log.info("%s: %s", self.source, dict(sorted(counts.items())))
             self._remove_stale(path, start)
-        self._open[(start, end)] = SpanIndex(path, source=self.source)
+        self._open[(start, end)] = SpanIndex(path, source=self.source, question_rule=self.question_rule)
         return self._open[(start, end)]
+
+    def _rule_key(self) -> list[str | None]:
+        # The rule decides which traces are rejected: an index built under another rule is not this one.
+        rule = self.question_rule
+        return [rule.attribute, rule.pattern.pattern if rule.pattern else None]
 
     def _remove_stale(self, built: Path, start: datetime) -> None:
         """An index is as large as the day's files: drop the same day's from older files, and every day's older than

@@ -73,7 +73,14 @@ def langfuse_export_store(settings: Settings, index_dir) -> FileTraceStore:
     def read(path: str) -> Iterator[Span | Damage]:
         return read_export_file(fs, path, _table(path))
 
-    return FileTraceStore("langfuse-export", fingerprints, read, index_dir, batch_size=settings.trace_batch_size)
+    return FileTraceStore(
+        "langfuse-export",
+        fingerprints,
+        read,
+        index_dir,
+        batch_size=settings.trace_batch_size,
+        question_rule=settings.question_rule,
+    )
 
 
 def _table(path: str) -> str | None:

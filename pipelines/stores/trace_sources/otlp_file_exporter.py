@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from google.protobuf.json_format import MessageToDict
+from google.protobuf.message import Message
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
@@ -26,9 +27,14 @@ ID_FIELDS = ("traceId", "spanId", "parentSpanId")
 
 def otlp_json(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
     """The ExportTraceServiceRequest of `spans` in the OTLP/JSON encoding."""
-    request = MessageToDict(encode_spans(spans), use_integers_for_enums=True)
-    _hex_ids(request)
-    return request
+    return request_json(encode_spans(spans))
+
+
+def request_json(request: Message) -> dict[str, Any]:
+    """An OTLP request message (as an OTLP/HTTP endpoint receives it) in the OTLP/JSON encoding."""
+    encoded = MessageToDict(request, use_integers_for_enums=True)
+    _hex_ids(encoded)
+    return encoded
 
 
 def _hex_ids(value: Any) -> None:

@@ -23,6 +23,7 @@ from typing import Any
 
 from pipelines.stores.trace_sources.assemble import SOURCE_REJECTION, assemble_trace
 from pipelines.stores.trace_sources.spans import Damage, Span, utc_from_ns
+from pipelines.user_question import NO_RULE, QuestionRule
 
 log = logging.getLogger(__name__)
 SPAN_MARGIN = timedelta(days=1)
@@ -45,7 +46,13 @@ def _ns(value: datetime) -> int:
 
 
 def build_span_index(
-    path: Path, items: Iterable[Span | Damage], start: datetime, end: datetime, *, source: str
+    path: Path,
+    items: Iterable[Span | Damage],
+    start: datetime,
+    end: datetime,
+    *,
+    source: str,
+    question_rule: QuestionRule = NO_RULE,
 ) -> Counter:
     """Write the index of the traces whose root span starts in [start, end) to `path` (atomically); the counts."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -57,7 +64,7 @@ def build_span_index(
             db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA temp_store=FILE;" + SCHEMA)
             _load(db, items, low, high, counts)
             db.execute("CREATE INDEX spans_by_trace ON spans (trace_id)")
-            _summarise(db, _ns(start), _ns(end), source, counts)
+            _summarise(db, _ns(start), _ns(end), source, question_rule, counts)
             db.executemany("INSERT INTO counts VALUES (?, ?)", sorted(counts.items()))
         db.close()
         os.replace(scratch, path)
@@ -94,13 +101,15 @@ def _load(db: sqlite3.Connection, items: Iterable[Span | Damage], low: int, high
     counts["spans_kept"] += len(rows)
 
 
-def _summarise(db: sqlite3.Connection, start_ns: int, end_ns: int, source: str, counts: Counter) -> None:
+def _summarise(
+    db: sqlite3.Connection, start_ns: int, end_ns: int, source: str, question_rule: QuestionRule, counts: Counter
+) -> None:
     """One row of selection keys per trace of the day, assembled a trace at a time in trace-id order."""
     pending: list[tuple] = []
     damaged = {row[0]: row[1:] for row in db.execute("SELECT trace_id, start_ns, reason FROM damage")}
     cursor = db.execute("SELECT trace_id, body FROM spans ORDER BY trace_id")
     for trace_id, group in groupby(cursor, key=lambda row: row[0]):
-        row = assemble_trace([Span.from_json(body) for _, body in group], source=source)
+        row = assemble_trace([Span.from_json(body) for _, body in group], source=source, question_rule=question_rule)
         damage = damaged.pop(trace_id, None)
         rejection = damage[1] if damage else (row.get(SOURCE_REJECTION) or (None,))[0]
         ts_ns = _ns(row["ts"]) if row["ts"] else (damage[0] if damage else None)
@@ -124,8 +133,8 @@ def _summarise(db: sqlite3.Connection, start_ns: int, end_ns: int, source: str, 
 class SpanIndex:
     """Read access to a built index: the selection's keys and the assembled rows of chosen traces."""
 
-    def __init__(self, path: Path, *, source: str):
-        self.path, self.source = path, source
+    def __init__(self, path: Path, *, source: str, question_rule: QuestionRule = NO_RULE):
+        self.path, self.source, self.question_rule = path, source, question_rule
         self.db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
 
     def counts(self) -> dict[str, int]:
@@ -163,7 +172,7 @@ class SpanIndex:
         for trace_id in sorted(known):
             ts_ns, rejection, damage_detail = known[trace_id]
             if trace_id in grouped:
-                row = assemble_trace(grouped.pop(trace_id), source=self.source)
+                row = assemble_trace(grouped.pop(trace_id), source=self.source, question_rule=self.question_rule)
             else:
                 row = {"trace_id": trace_id, "ts": None}
             if damage_detail is not None:

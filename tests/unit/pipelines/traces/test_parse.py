@@ -47,3 +47,19 @@ def test_bad_rows_are_rejected_with_the_field_and_reason(change, reason, field):
     assert isinstance(rejection, Rejection)
     assert (rejection.reason, rejection.field) == (reason, field)
     assert rejection.detail
+
+
+def test_a_question_that_is_the_prompt_is_quarantined_from_any_source():
+    """The SQL store's question column too: an app that logged its filled template instead of the user's words."""
+    context = "La sentencia assert comprueba una condición y lanza AssertionError si es falsa."
+    prompt = f"Contexto:\n{context}\n\nPregunta: ¿Qué hace la sentencia assert?\nRespuesta:"
+    row = {**GOOD, "question": prompt, "contexts": json.dumps([{"chunk_id": "pydoc/assert#0", "text": context}])}
+    rejection = parse_row(row, max_field_chars=10_000)
+    assert isinstance(rejection, Rejection) and (rejection.reason, rejection.field) == (
+        "question_is_prompt",
+        "question",
+    )
+    from pipelines.user_question import QuestionRule
+
+    rule = QuestionRule.of(None, r"Pregunta:\s*(?P<question>.+?)\s*Respuesta:")
+    assert parse_row(row, max_field_chars=10_000, question_rule=rule).question == "¿Qué hace la sentencia assert?"

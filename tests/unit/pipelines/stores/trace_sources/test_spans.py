@@ -121,9 +121,11 @@ def test_broken_span_trees_are_rejected_with_their_reason(exports, settings):
     assert reasons == {
         None: None,
         "cache_hit": "no_question",
-        "no_documents": "retrieval_without_documents",
+        "no_documents": None,  # a retrieval that found nothing is a failure to evaluate, not a broken tree
         "documents_as_text": "unknown_attribute_shape",
     }
+    empty = next(row for t, row in rows.items() if made["genai"][t][0].fault == "no_documents")
+    assert empty["contexts"] == [] and empty["question"] == "Where are snapshots written?" and empty["answer"]
 
 
 def test_a_day_of_spans_is_sampled_like_the_sql_store(exports, settings):
@@ -145,10 +147,9 @@ def test_a_day_of_spans_is_sampled_like_the_sql_store(exports, settings):
 
     counts = steps.run_trace_sampling(configured, day, version=False, rate=1.0).counts
     assert counts.population == counts.selected == len(TURNS) + len(BROKEN) + len(present)
-    assert counts.sampled == len(TURNS) + len(present - cut)
+    assert counts.sampled == len(TURNS) + 1 + len(present - cut)  # the empty retrieval is sampled
     assert counts.quarantine_reasons == {
         "no_question": 1,
-        "retrieval_without_documents": 1,
         "unknown_attribute_shape": 1,
         "truncated_file": len(cut),
     }
