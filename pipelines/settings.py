@@ -132,7 +132,7 @@ class Settings(BaseSettings):
     prompt your app sends (e.g. `Question:\\s*(?P<question>.+?)\\s*Answer:`); every source."""
     otlp_endpoint: str | None = None
     """OTLP/HTTP endpoint (e.g. http://otel-collector:4318) each online score is sent to as a gen_ai.evaluation.result
-    event; unset, none is sent."""
+    event on the span it judged (not-applicable scores are not sent); unset, none is sent."""
     statement_timeout_s: int = Field(default=60, ge=1)
     """PostgreSQL statement timeout of every trace-store query but the day's selection (reads by id are short)."""
     selection_statement_timeout_s: float = Field(default=SELECTION_TIMEOUT_S, gt=0)

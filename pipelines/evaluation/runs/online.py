@@ -351,13 +351,12 @@ def finalize_online_eval(settings: Settings, run_dir: Path) -> RunSummary:
     finally:
         store.dispose()
     workspace = Workspace.from_settings(settings)
-    if settings.otlp_endpoint:  # each score back on the trace it judged, where the team looks at its traces
-        from pipelines.evaluation.outputs.evaluation_events import emit_evaluation_events, root_span_ids
+    if settings.otlp_endpoint:  # each score back on the span it judged, where the team looks at its traces
+        from pipelines.evaluation.outputs.evaluation_events import emit_evaluation_events, evaluated_operations
 
         day = workspace.traces_partition(meta.logical_date)
-        emit_evaluation_events(
-            settings.otlp_endpoint, scores, root_span_ids(day.parts, {t["trace_id"] for t in traces})
-        )
+        operations = evaluated_operations(day.parts, {t["trace_id"] for t in traces})
+        emit_evaluation_events(settings.otlp_endpoint, scores, operations)
     queued, _ = queue_candidates(workspace, run.logical_date, traces, scores)
     if coverage.status == "ok":
         queue_uncovered_topics(workspace, run.logical_date, coverage.clusters, settings.coverage_inbox_topics)
