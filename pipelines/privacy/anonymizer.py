@@ -20,6 +20,7 @@ from pipelines.privacy.fields import field_entity, whole_value_type
 from pipelines.privacy.names import fold
 from pipelines.privacy.recognizers import context_pii, find_pii, find_pii_many
 from pipelines.privacy.spans import PSEUDONYM, Span
+from pipelines.privacy.trace_context import span_ids, without_span_ids
 from pipelines.records import Trace
 
 
@@ -109,7 +110,7 @@ class Anonymizer:
         strings = [trace.question, trace.answer]
         for call in trace.tool_calls:
             strings += _strings(call.arguments)
-        strings += _strings(trace.metadata)
+        strings += _strings(without_span_ids(trace.metadata))
         spans = dict(zip(strings, find_pii_many(strings)))
         spans.update((c.text, list(context_pii(c.text))) for c in trace.contexts)
 
@@ -129,7 +130,10 @@ class Anonymizer:
                     )
                     for call in trace.tool_calls
                 ],
-                "metadata": self.anonymize_value(trace.metadata, scope, counts, spans_of=spans.__getitem__),
+                "metadata": {
+                    **self.anonymize_value(without_span_ids(trace.metadata), scope, counts, spans_of=spans.__getitem__),
+                    **span_ids(trace.metadata),
+                },
             }
         )
         return anonymized, counts

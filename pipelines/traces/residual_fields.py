@@ -7,11 +7,13 @@ worker that unpickles `residual_findings` loads neither pyarrow nor pandas (~130
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
 from pipelines.privacy.memo import per_distinct_context
 from pipelines.privacy.residual import residual_pii_reasons
+from pipelines.privacy.trace_context import span_ids, without_span_ids
 
 
 def free_text_fields(row: dict[str, Any]) -> Iterator[tuple[str, str]]:
@@ -24,7 +26,20 @@ def free_text_fields(row: dict[str, Any]) -> Iterator[tuple[str, str]]:
     for i, call in enumerate(row["tool_calls"] if row["tool_calls"] is not None else []):
         if call is not None:
             yield f"tool_calls[{i}].arguments", call["arguments"] or ""
-    yield "metadata", row["metadata"] or ""
+    yield "metadata", _metadata_text(row["metadata"])
+
+
+def _metadata_text(metadata: str | None) -> str:
+    """The metadata as written, less the span ids the evaluation events need (`privacy.trace_context`)."""
+    if not metadata:
+        return ""
+    try:
+        parsed = json.loads(metadata)
+    except json.JSONDecodeError:
+        return metadata
+    if not isinstance(parsed, dict) or not span_ids(parsed):
+        return metadata
+    return json.dumps(without_span_ids(parsed), ensure_ascii=False, sort_keys=True)
 
 
 def residual_pii_by_field(row: dict[str, Any]) -> dict[str, list[str]]:
