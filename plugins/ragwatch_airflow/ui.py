@@ -28,7 +28,7 @@ import threading
 from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any, get_args
 from urllib.parse import quote
@@ -78,6 +78,9 @@ class ActiveRun:
     logical_date: str | None
     state: str
     started_at: str | None
+    covers: str | None = None
+    """The days the run evaluates (its data interval; for a run triggered without a logical date, the interval its
+    schedule infers), which is not the run's own date: a daily eval run on the 7th covers the 6th."""
     task_states: dict[str, int] = field(default_factory=dict)
     """Task instances (mapped ones each count) per state; `none` = not yet scheduled."""
     running_tasks: list[str] = field(default_factory=list)
@@ -234,7 +237,26 @@ def _agg_view(agg: Aggregate) -> dict[str, Any]:
         "mean": agg.mean,
         "ci_low": agg.ci_low,
         "ci_high": agg.ci_high,
+        # The method and level as computed for this metric, so the page cannot name another.
+        "ci_method": agg.ci_method,
+        "confidence": agg.confidence,
     }
+
+
+def _covered_days(dag_id: str, start: datetime | None, end: datetime | None, run_after: datetime | None) -> str | None:
+    """'2026-12-06', or '2026-11-30 – 2026-12-06' for a longer interval (its end is exclusive)."""
+    if start is None or end is None:
+        from airflow.models.serialized_dag import SerializedDagModel
+
+        dag = SerializedDagModel.get_dag(dag_id)
+        if dag is None or run_after is None:
+            return None
+        try:  # what the run covers (plugins/ragwatch_airflow/intervals.py): the schedule's latest complete interval
+            start, end = dag.timetable.infer_manual_data_interval(run_after=run_after)
+        except (AttributeError, TypeError, ValueError):
+            return None
+    last = end - timedelta(microseconds=1) if end > start else end
+    return start.date().isoformat() if last.date() == start.date() else f"{start.date()} – {last.date()}"
 
 
 def _has_report(settings: Settings, run: EvalRun) -> bool:
@@ -363,7 +385,16 @@ def airflow_active_runs(dag_ids: tuple[str, ...]) -> list[ActiveRun]:
 
     with create_session() as session:
         runs = session.execute(
-            select(DagRun.dag_id, DagRun.run_id, DagRun.logical_date, DagRun.state, DagRun.start_date)
+            select(
+                DagRun.dag_id,
+                DagRun.run_id,
+                DagRun.logical_date,
+                DagRun.state,
+                DagRun.start_date,
+                DagRun.data_interval_start,
+                DagRun.data_interval_end,
+                DagRun.run_after,
+            )
             .where(DagRun.dag_id.in_(dag_ids), DagRun.state.in_(("queued", "running")))
             .order_by(DagRun.logical_date, DagRun.dag_id)
         ).all()
@@ -390,6 +421,7 @@ def airflow_active_runs(dag_ids: tuple[str, ...]) -> list[ActiveRun]:
             logical_date=_iso(r.logical_date),
             state=str(r.state),
             started_at=_iso(r.start_date),
+            covers=_covered_days(r.dag_id, r.data_interval_start, r.data_interval_end, r.run_after),
             task_states=dict(sorted(states[r.dag_id, r.run_id].items())),
             running_tasks=sorted(running[r.dag_id, r.run_id]),
         )
@@ -426,16 +458,17 @@ th { background: #f5f7fa; font-weight: 600; } td.num { text-align: right; font-v
 <body>
 <h1>ragwatch: latest eval runs</h1>
 <p class="muted">Means are over ok scores only; failed and skipped scores are counted, never averaged as 0.
-Intervals: percentile bootstrap, 95 %. JSON: <a href="{{ api_url }}">{{ api_url }}</a></p>
+Each interval is named with its level and method as computed for that metric. JSON: <a href="{{ api_url }}">{{ api_url
+}}</a></p>
 {% for suite in suites %}
 {% set section = doc.suites[suite] %}
 <h2>{{ suite }} suite</h2>
 {% if section.in_progress %}
 <table class="progress">
-<tr><th>in progress</th><th>date</th><th>state</th><th>tasks</th><th>running now</th></tr>
+<tr><th>in progress</th><th>evaluates</th><th>state</th><th>tasks</th><th>running now</th></tr>
 {% for active in section.in_progress %}
 <tr><td><a href="{{ airflow_ui }}/dags/{{ quote(active.dag_id, safe='') }}/runs/{{ quote(active.run_id, safe='')
-}}" target="_top">{{ active.dag_id }}</a></td><td>{{ (active.logical_date or "–")[:10] }}</td><td>{{ active.state
+}}" target="_top">{{ active.dag_id }}</a></td><td>{{ active.covers or "–" }}</td><td>{{ active.state
 }}</td><td>{% for state, count in active.task_states.items() %}{{ count }} {{ state }}{% if not loop.last %}, {%
 endif %}{% endfor %}</td><td>{{ active.running_tasks | join(", ") or "–" }}</td></tr>
 {% endfor %}
@@ -460,10 +493,12 @@ assistant.</div>
 {% endif %}
 {% if run.metrics %}
 <table>
-<tr><th>metric</th><th>mean</th><th>95 % CI</th><th>n</th><th>failed</th><th>skipped</th></tr>
+<tr><th>metric</th><th>mean</th><th>interval</th><th>level, method</th><th>n</th><th>failed</th><th>skipped</th></tr>
 {% for m in run.metrics %}
 <tr><td>{{ m.metric }}{% if not m.higher_is_better %} <span class="muted">(lower is better)</span>{% endif %}</td>
-<td class="num">{{ fmt(m.mean) }}</td><td class="num">{{ ci(m.ci_low, m.ci_high) }}</td><td class="num">{{ m.n }}</td>
+<td class="num">{{ fmt(m.mean) }}</td><td class="num">{{ ci(m.ci_low, m.ci_high) }}</td><td class="muted">{% if
+m.ci_method %}{{ (m.confidence * 100) | round | int }} %, {{ m.ci_method }}{% else %}–{% endif %}</td><td class="num">{{ m.n
+}}</td>
 <td class="num">{% if m.n_failed %}<span class="fail">{{ m.n_failed }}</span>{% else %}0{% endif %}</td>
 <td class="num">{{ m.n_skipped }}</td></tr>
 {% endfor %}

@@ -144,6 +144,7 @@ def test_inside_airflow_the_empty_page_shows_the_runs_in_progress(settings):
         logical_date="2026-03-01T00:00:00+00:00",
         state="running",
         started_at=None,
+        covers="2026-03-01 – 2026-03-07",
         task_states={"none": 3, "running": 2, "success": 2},
         running_tasks=["judge ×2"],
     )
@@ -158,7 +159,7 @@ def test_inside_airflow_the_empty_page_shows_the_runs_in_progress(settings):
     assert asked == [("golden_build", "offline_eval"), ("trace_sampling", "online_eval")]
     assert "No offline run yet. Its first scores appear here when the runs in" in page
     assert 'href="/dags/offline_eval/runs/backfill__2026-03-01T00%3A00%3A00%2B00%3A00"' in page
-    assert "3 none, 2 running, 2 success" in page and "judge ×2" in page and "2026-03-01" in page
+    assert "3 none, 2 running, 2 success" in page and "judge ×2" in page and "2026-03-01 – 2026-03-07" in page
     # Where nothing runs, the advice names the Airflow UI, not the embedded `scripts/airflow.sh`.
     assert "Trigger `trace_sampling`" in page and "scripts/airflow.sh" not in page
     latest = client.get("/api/latest").json()["suites"]
@@ -192,6 +193,9 @@ def test_latest_run_per_suite_and_target_with_ci_and_counts(client, seeded):
     text = page.text
     assert DAY.isoformat() in text and "golden/demo/v2" in text and ">failed<" in text
     assert "0.700" in text and "[0.587, 0.770]" in text  # mean and its interval (jeffreys-bounded-mean)
+    # Each interval names its own level and method, from the field that made it; no page-wide claim.
+    assert faith["ci_method"] == "jeffreys-bounded-mean" and "95 %, jeffreys-bounded-mean" in text
+    assert "bootstrap" not in text
     assert f'href="{NEWER_URL}"' in text
     assert "offline deterministic backend" in text
     assert "No online run yet" in text
@@ -293,3 +297,15 @@ def test_airflow_loads_the_plugin_with_valid_views():
     assert loaded["apps"] == ["/ragwatch"]
     [view] = loaded["views"]
     assert (view["href"], view["destination"], view["url_route"]) == ("/ragwatch/", "nav", "ragwatch")
+
+
+def test_a_run_in_progress_shows_the_days_it_evaluates_not_its_own_date():
+    from datetime import datetime, timezone
+
+    from ragwatch_airflow.ui import _covered_days
+
+    def at(day: int) -> datetime:
+        return datetime(2026, 12, day, tzinfo=timezone.utc)
+
+    assert _covered_days("online_eval", at(6), at(7), at(7)) == "2026-12-06"  # the daily eval run on the 7th
+    assert _covered_days("offline_eval", at(1), at(8), at(8)) == "2026-12-01 – 2026-12-07"
