@@ -8,7 +8,7 @@ so parsing this file stays fast.
 from __future__ import annotations
 
 from airflow.sdk import Asset, AssetOrTimeSchedule, CronTriggerTimetable, Param, task
-from ragwatch_airflow.dag_parts import ragwatch_dag
+from ragwatch_airflow.dag_parts import fail_now_on, ragwatch_dag
 from ragwatch_airflow.settings import DVC_POOL, LLM_POOL, ragwatch_settings
 
 from pipelines.inputs import GOLDEN_NAME_PATTERN
@@ -77,11 +77,13 @@ with ragwatch_dag(
 
         return steps.split_golden(ragwatch_settings(), golden_params(params)).model_dump(mode="json")
 
-    @task(retries=0)  # a failed expectation fails again on retry
+    @task
     def validate(staged: dict) -> dict:
         from pipelines.golden import steps
+        from pipelines.validation import ValidationFailed
 
-        return steps.validate_golden(ragwatch_settings(), staged["name"]).model_dump(mode="json")
+        with fail_now_on(ValidationFailed):
+            return steps.validate_golden(ragwatch_settings(), staged["name"]).model_dump(mode="json")
 
     @task(pool=DVC_POOL, outlets=[GOLDEN_SET])
     def release(staged: dict) -> dict:

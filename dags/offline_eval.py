@@ -7,7 +7,7 @@ bodies import `pipelines` themselves, so parsing this file stays fast (ragas is 
 from __future__ import annotations
 
 from airflow.sdk import Asset, CronDataIntervalTimetable, Param, task
-from ragwatch_airflow.dag_parts import judge_batches, push_summary, ragwatch_dag
+from ragwatch_airflow.dag_parts import fail_now_on, judge_batches, push_summary, ragwatch_dag
 from ragwatch_airflow.intervals import current_interval
 from ragwatch_airflow.settings import ragwatch_settings
 
@@ -106,12 +106,14 @@ with ragwatch_dag(
 
         return finalize_offline_eval(ragwatch_settings(), Path(prepared["run_dir"])).model_dump(mode="json")
 
-    @task(retries=0)
+    @task
     def gate(summary: dict, _pushed: dict, params=None) -> dict:
         from pipelines.evaluation.outputs.summary import RunSummary
-        from pipelines.evaluation.runs.offline import enforce_gate
+        from pipelines.evaluation.runs.offline import GateFailed, enforce_gate
 
-        return enforce_gate(RunSummary.model_validate(summary), params["fail_on_gate"]).model_dump(mode="json")
+        with fail_now_on(GateFailed):
+            summary = enforce_gate(RunSummary.model_validate(summary), params["fail_on_gate"])
+        return summary.model_dump(mode="json")
 
     prepared = prepare()
     summary = finalize(prepared, judge_batches(prepared, judge_offline_batch))

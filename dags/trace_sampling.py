@@ -10,7 +10,7 @@ Task bodies import `pipelines` themselves, so parsing this file stays fast.
 from __future__ import annotations
 
 from airflow.sdk import Asset, CronDataIntervalTimetable, Param, task
-from ragwatch_airflow.dag_parts import ragwatch_dag
+from ragwatch_airflow.dag_parts import fail_now_on, ragwatch_dag
 from ragwatch_airflow.intervals import current_interval
 from ragwatch_airflow.settings import DVC_POOL, ragwatch_settings
 
@@ -80,11 +80,13 @@ with ragwatch_dag(
         shards = [steps.PlannedShard.model_validate(s) for s in planned]
         return steps.merge_trace_sample(ragwatch_settings(), shards).model_dump(mode="json")
 
-    @task(retries=0)  # a failed expectation fails again on retry: report it once
+    @task
     def validate(staged: dict) -> dict:
         from pipelines.traces import steps
+        from pipelines.validation import ValidationFailed
 
-        return steps.validate_trace_sample(steps.StagedSample.model_validate(staged)).model_dump(mode="json")
+        with fail_now_on(ValidationFailed):
+            return steps.validate_trace_sample(steps.StagedSample.model_validate(staged)).model_dump(mode="json")
 
     @task
     def promote(staged: dict) -> dict:

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from deploy.local_stack.airflow_api import Airflow, _first_run, _healthy, _ok, _parsed, _tail, still_running, wait_until
-from deploy.local_stack.layout import AIRFLOW_ORDER, EXECUTORS, INSTALL_HINT, LOOPBACK, ROOT
+from deploy.local_stack.layout import AIRFLOW_ORDER, CLI_STACK, EXECUTORS, INSTALL_HINT, LOOPBACK, ROOT
 from deploy.local_stack.model import Plan, StackError
 from deploy.local_stack.plan import expected_dag_ids, redis_config
 from deploy.local_stack.postgres import _run, ensure_postgres, postgres_pid, stop_postgres
@@ -42,6 +42,8 @@ def up(
     executor: str | None = None,
     workers: int | None = None,
 ) -> Plan:
+    if home is None and os.environ.get(CLI_STACK):
+        print(f"this shell sourced the cli.env of the stack at {os.environ[CLI_STACK]}: acting on that stack")
     plan = plan_for(home, ports, executor, workers)
     for name in ("prometheus", "prometheus-pushgateway", "promtool", *(["redis-server"] if plan.workers else [])):
         if shutil.which(name) is None:

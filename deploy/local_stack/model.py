@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from deploy.local_stack.layout import LOOPBACK, ROOT
+from deploy.local_stack.layout import CLI_STACK, LOOPBACK, MARKER, ROOT
 
 
 class StackError(RuntimeError):
@@ -94,7 +94,12 @@ class Plan:
 
     def cli_env(self) -> dict[str, str]:
         """What the `ragwatch` CLI needs to work against this stack (also written to cli.env)."""
-        env = {k: v for k, v in self.airflow_env.items() if k.startswith(("RAGWATCH_", "GX_", "DVC_", "RAGAS_"))}
+        env = {
+            k: v
+            for k, v in self.airflow_env.items()
+            if k.startswith(("RAGWATCH_", "GX_", "DVC_", "RAGAS_")) and k != MARKER
+        }
+        env[CLI_STACK] = str(self.state)
         env["RAGWATCH_TRACE_STORE_URL"] = self.postgres_url("ragwatch_reader", "TRACES_READER_PASSWORD", "traces")
         env["RAGWATCH_AIRFLOW_API_URL"] = self.airflow_url
         env["RAGWATCH_AIRFLOW_USERNAME"], env["RAGWATCH_AIRFLOW_PASSWORD"] = self.admin

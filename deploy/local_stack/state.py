@@ -12,12 +12,25 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from deploy.local_stack.layout import AIRFLOW_ORDER, DEFAULT_WORKERS, EXECUTORS, LOOPBACK, MAKE_ENV, MARKER, ROOT
+from deploy.local_stack.layout import (
+    AIRFLOW_ORDER,
+    CLI_STACK,
+    DEFAULT_WORKERS,
+    EXECUTORS,
+    LOOPBACK,
+    MAKE_ENV,
+    MARKER,
+    ROOT,
+)
 from deploy.local_stack.model import DEFAULT_PORTS, Plan, Ports, Service, StackError
 from deploy.local_stack.plan import build_plan
 
 
 def state_dir(home: Path | None = None) -> Path:
+    """The stack's state folder: under `home`; else the stack whose cli.env this shell sourced; else under
+    RAGWATCH_HOME or .ragwatch."""
+    if home is None and os.environ.get(CLI_STACK):
+        return Path(os.environ[CLI_STACK]).resolve()
     home = home or Path(os.environ.get("RAGWATCH_HOME") or ROOT / ".ragwatch")
     return (home / "stack").resolve()
 

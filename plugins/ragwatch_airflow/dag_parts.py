@@ -7,12 +7,14 @@ parses without the heavy imports (tests/unit/test_architecture.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from airflow.sdk import DAG, Asset, task
+from airflow.sdk.exceptions import AirflowFailException
 
 from ragwatch_airflow.settings import DEFAULT_ARGS, LLM_POOL, ragwatch_settings
 
@@ -44,6 +46,16 @@ def ragwatch_dag(
         params=params or {},
         tags=["ragwatch", *tags],
     )
+
+
+@contextmanager
+def fail_now_on(*verdicts: type[Exception]) -> Iterator[None]:
+    """A failure that is a verdict (a broken expectation, a failed gate) fails the task at once: a retry would reach
+    the same verdict. Anything else, a lost worker included, is retried like every ragwatch task."""
+    try:
+        yield
+    except verdicts as exc:
+        raise AirflowFailException(str(exc)) from exc
 
 
 def judge_batches(prepared: Any, judge_batch: JudgeBatch) -> Any:

@@ -21,8 +21,9 @@ TARGET_CONN_ID = "ragwatch_target"
 """The system under test's credentials: extra {"headers": {...}}, or a password sent as a bearer token."""
 DVC_POOL = "ragwatch_dvc"
 LLM_POOL = "ragwatch_llm"
-DEFAULT_ARGS = {"retries": 2, "retry_delay": timedelta(minutes=2), "retry_exponential_backoff": True}
-"""Every ragwatch task retries transient failures (a busy model server, a locked store) with backoff."""
+DEFAULT_ARGS = {"retries": 2, "retry_delay": timedelta(seconds=20), "retry_exponential_backoff": True}
+"""Every ragwatch task retries transient failures (a busy model server, a locked store, a lost worker) with backoff:
+20-40 s, then 40-80 s. Every step is idempotent, so a retry is safe; a verdict is not retried (`fail_now_on`)."""
 
 _DRIVERS = {"postgres": "postgresql+psycopg", "postgresql": "postgresql+psycopg", "mysql": "mysql", "sqlite": "sqlite"}
 

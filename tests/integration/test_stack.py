@@ -153,6 +153,28 @@ def test_up_serves_the_stack_on_loopback_with_the_dags_unpaused(stack: StackSess
         f"RAGWATCH_AIRFLOW_API_URL={plan.airflow_url}" in cli_env
         and oct((plan.state / "cli.env").stat().st_mode)[-3:] == "600"
     )
+    # A shell that sourced cli.env is not one of the stack's processes (`make down` leaves it alone), and `make up`
+    # or `make down` from it act on this stack, not on one nested under the stack's RAGWATCH_HOME.
+    sourced = f"set -a; . {shlex.quote(str(plan.state / 'cli.env'))}; set +a"
+    shell = subprocess.Popen(["bash", "-c", f"{sourced}; exec sleep 120"])
+    try:
+        wait(lambda: b"RAGWATCH_CLI_STACK" in Path(f"/proc/{shell.pid}/environ").read_bytes(), 10, "the shell", 0.1)
+        assert shell.pid not in {pid for pid, _ in ls.stack_processes(plan.state)}
+    finally:
+        shell.kill()
+    where = subprocess.run(
+        [
+            "bash",
+            "-c",
+            f"{sourced}; {shlex.quote(sys.executable)} -c 'from deploy.local_stack import state_dir; "
+            "print(state_dir())'",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=True,
+    )
+    assert where.stdout.strip() == str(plan.state)
 
     def scraped():
         targets = httpx.get(f"{plan.prometheus_url}/api/v1/targets", timeout=30).json()["data"]["activeTargets"]

@@ -172,7 +172,6 @@ REASONS = {
     "pipelines/validation.py": "exercised by tests/unit/pipelines/golden/test_steps.py, tests/unit/pipelines/traces/test_sampling.py",
     "pipelines/workspace.py": "exercised by tests/integration/test_stack.py, tests/integration/test_versioning_s3.py and 24 more",
     "plugins/airflow_local_settings.py": "run by the stack: tests/integration/test_stack.py",
-    "plugins/ragwatch_airflow/dag_parts.py": "reached through dags/golden_build.py and others",
     "plugins/ragwatch_airflow/settings.py": "exercised by tests/integration/test_dags.py",
     "plugins/ragwatch_plugin.py": "loaded by Airflow from plugins/: tests/integration/test_stack.py serves its page",
 }
