@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from pipelines import inputs
+from pipelines.language import DEFAULT_LANGUAGES, UNDETERMINED
 from pipelines.redact import redact_url
 from pipelines.user_question import QuestionRule
 
@@ -149,6 +150,10 @@ class Settings(BaseSettings):
     """Share of a day's traces the sampling keeps, per stratum; a higher rate selects a superset."""
     strata: list[str] = Field(default_factory=lambda: ["app", "language", "user_feedback"])
     """Trace columns the sampling stratifies on."""
+    languages: list[str] = Field(default_factory=lambda: list(DEFAULT_LANGUAGES), min_length=1)
+    """Languages a question or passage is told apart in (ISO 639-1 codes, e.g. `["es","ca","en","pt","fr","de",
+    "it"]`; pipelines/language.py): text in none of them, or too short to tell, is `und`. Add each language your
+    users write in: an Italian question is otherwise `und`, or filed under the nearest language listed."""
     min_per_stratum: int = Field(default=2, ge=0)
     """Fewest traces each stratum keeps (all it has when fewer), so small strata are represented."""
     max_field_chars: int = Field(default=200_000, ge=1_000)
@@ -328,6 +333,15 @@ class Settings(BaseSettings):
                 "AWS_SECRET_ACCESS_KEY for S3; docs/how-to/s3.md)"
             )
         return url
+
+    @field_validator("languages")
+    @classmethod
+    def _language_codes(cls, codes: list[str]) -> list[str]:
+        codes = list(dict.fromkeys(code.strip().lower() for code in codes))
+        wrong = [code for code in codes if not re.fullmatch(r"[a-z]{2,3}", code) or code == UNDETERMINED]
+        if wrong:
+            raise ValueError(f"{wrong} are not ISO 639 language codes of a language (`und` is what none gives)")
+        return codes
 
     @field_validator("strata")
     @classmethod

@@ -1,7 +1,7 @@
-"""Spanish/English text helpers without a model: accent folding, stopwords, language, overlap.
+"""Spanish/English text helpers without a model: accent folding, stopwords, overlap, abstentions.
 
-The BM25 tokenizer, the language detector, the offline backend and the filters all need the
-same folding and stopword lists, so they live here once.
+The BM25 tokenizer, the offline backend and the filters all need the same folding and stopword
+lists, so they live here once. The language a text is written in is pipelines/language.py's.
 """
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from __future__ import annotations
 import re
 import unicodedata
 from functools import lru_cache
-from typing import Literal
 
-Language = Literal["es", "en"]
+# Trace assembly imports the detector from here.
+from pipelines.language import detect_language  # noqa: F401
 
 STOPWORDS_EN = frozenset(
     """a about above after again against all am an and any are as at be because been before being
@@ -57,13 +57,6 @@ FILLER_WORDS = frozenset(
 """Accent-folded words that carry no topic: discourse markers, quantifiers and adverbs a question never asks
 about ("nevertheless", "sin embargo", "por ejemplo")."""
 
-# Words that are stopwords in both languages ("a", "no", "me", "he"...) say nothing about which
-# language a text is in.
-_EN_ONLY = STOPWORDS_EN - STOPWORDS_ES
-_ES_ONLY = STOPWORDS_ES - STOPWORDS_EN
-_WORD = re.compile(r"[^\W\d_]+")
-_SPANISH_LETTERS = re.compile(r"[ñ¿¡áéíóú]", re.I)
-
 
 def fold(text: str) -> str:
     """Lowercase and strip accents: 'Configuración' -> 'configuracion' (ñ becomes n too)."""
@@ -75,16 +68,6 @@ def fold(text: str) -> str:
     for mark in [ch for ch in set(decomposed) if unicodedata.combining(ch)]:
         decomposed = decomposed.replace(mark, "")
     return decomposed
-
-
-def detect_language(text: str, default: Language = "en") -> Language:
-    """'es' or 'en' by counting language-specific stopwords; Spanish letters break ties."""
-    words = _WORD.findall(fold(text))
-    es = sum(word in _ES_ONLY for word in words)
-    en = sum(word in _EN_ONLY for word in words)
-    if es == en:
-        return "es" if _SPANISH_LETTERS.search(text) else default
-    return "es" if es > en else "en"
 
 
 WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*", re.UNICODE)

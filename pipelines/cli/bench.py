@@ -230,6 +230,30 @@ def bench_sample(
         console.print(format_sample_bench(result))
 
 
+@app.command("language")
+def bench_language(
+    per_language: Annotated[
+        int, typer.Option(min=1, help="Texts per language from this machine's gettext catalogs.")
+    ] = 300,
+    detectors: Annotated[
+        str, typer.Option(help="Comma-separated: ragwatch, py3langid, lingua, lingua-low, previous.")
+    ] = "ragwatch,py3langid,lingua,lingua-low,previous",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
+) -> None:
+    """Language detectors on short texts this machine holds in each language: accuracy per language, `und`,
+    load time, memory and cost per text."""
+    from pipelines.bench.language import DETECTORS, format_language_bench, run_language_bench
+    from pipelines.language import configured_languages
+
+    chosen = [name.strip() for name in detectors.split(",") if name.strip()]
+    if unknown := [name for name in chosen if name not in DETECTORS]:
+        fail(f"--detectors: {escape(', '.join(unknown))} unknown; one of {', '.join(DETECTORS)}")
+    result = run_language_bench(
+        configured_languages(), per_language, chosen, progress=lambda line: console.print(escape(line))
+    )
+    typer.echo(json.dumps(result, indent=1) if as_json else format_language_bench(result))
+
+
 @app.command("otlp")
 def bench_otlp(
     traces: Annotated[int, typer.Option(min=1, help="Traces in the synthetic day of OTLP/JSON span files.")] = 100_000,

@@ -3,26 +3,29 @@
 Re-indexing an unchanged 10,000-chunk folder used to parse every file and compare every document
 with the index: seconds of work to learn that nothing changed. The fingerprint covers what a chunk
 is made of: each supported file's path, bytes and modification day (the default date of a file
-without front matter), the chunk size, and the code that turns files into chunks; if any of them
-changes, the folder is parsed and compared as before.
+without front matter), the chunk size, the code that turns files into chunks, and the languages
+told apart with the detector's release; if any of them changes, the folder is parsed and compared
+as before.
 """
 
 from __future__ import annotations
 
 import hashlib
 from datetime import UTC, datetime
+from importlib.metadata import version
 from pathlib import Path
 
-from pipelines import records, text
+from pipelines import language, records, text
 from pipelines.corpus import chunking, documents
 from pipelines.corpus.documents import SUFFIX_TYPES, supported_files
 
-_PARSER_SOURCES = tuple(Path(module.__file__) for module in (documents, chunking, text, records))
+_PARSER_SOURCES = tuple(Path(module.__file__) for module in (documents, chunking, text, language, records))
 """Parsing, chunking, language detection and chunk ids: a new release of any re-parses once."""
 
 
 def folder_fingerprint(folder: Path, max_words: int = chunking.MAX_WORDS) -> str:
-    digest = hashlib.sha256(f"max_words={max_words}\n".encode())
+    detector = f"languages={','.join(language.configured_languages())} py3langid={version('py3langid')}"
+    digest = hashlib.sha256(f"max_words={max_words}\n{detector}\n".encode())
     for source in _PARSER_SOURCES:
         digest.update(source.read_bytes())
     for path, name in supported_files(folder):

@@ -19,8 +19,8 @@ from pydantic import ValidationError
 from pipelines.files import read_filled_in_rows
 from pipelines.golden.generate import item_id
 from pipelines.golden.passages import PassageMatcher
+from pipelines.language import detect_language
 from pipelines.records import GoldenItem
-from pipelines.text import detect_language
 
 
 @dataclass

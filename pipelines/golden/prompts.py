@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from pipelines.agent_tools import TOOL_REQUESTS, tool_arguments
+from pipelines.language import template_language
 from pipelines.models.prompts import Prompt
 from pipelines.text import FILLER_WORDS, NOT_ENOUGH, content_tokens, coverage, fold, sentences, words
 
@@ -200,7 +201,9 @@ NOT_IN_CORPUS = {
 
 
 def _lang(language: str) -> str:
-    return "es" if language == "es" else "en"
+    """The offline templates' language: the chunk's, or English where they have none in it (the item keeps the
+    chunk's language as its own)."""
+    return template_language(language, SINGLE_TEMPLATES)
 
 
 # --- tasks -----------------------------------------------------------------------------------

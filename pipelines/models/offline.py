@@ -26,6 +26,7 @@ from pydantic import Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from pipelines.agent_tools import requested_term, tool_arguments
+from pipelines.language import template_language
 from pipelines.models.prompts import user_texts
 from pipelines.records import ToolCall
 from pipelines.text import content_tokens, fold_word, missing_facts, named_entities, numbers, sentences, words
@@ -144,11 +145,12 @@ INVENTED = {
     ),
 }
 TOPIC_FALLBACK = {"en": "this feature", "es": "esta función"}
+SINCE_VERSION = {"en": "since version", "es": "desde la versión"}
 
 
 def invented_sentence(topic_text: str, language: str, evidence: str, *seed: object) -> str:
     """A fluent, topical sentence whose numbers and names appear nowhere in `evidence`."""
-    lang = "es" if language == "es" else "en"
+    lang = template_language(language, INVENTED)
     terms = sorted(set(content_tokens(topic_text)), key=lambda t: (-len(t), t))
     topic = _pick(terms[:3], "topic", *seed) if terms else TOPIC_FALLBACK[lang]
     known_numbers, known_words = set(numbers(evidence)), {fold_word(w) for w in words(evidence)}
@@ -182,7 +184,7 @@ def swap_fact(sentence: str, evidence: str, language: str, *seed: object) -> str
         if missing_facts(candidate, evidence):
             return candidate
     known_numbers = set(numbers(evidence))
-    since = "desde la versión" if language == "es" else "since version"
+    since = SINCE_VERSION[template_language(language, SINCE_VERSION)]
     for attempt in range(40):
         version = f"{4 + int(draw('a', attempt, *seed) * 6)}.{10 + int(draw('b', attempt, *seed) * 80)}"
         if version not in known_numbers:

@@ -7,12 +7,12 @@ a sharper rule (catching swapped numbers or entities, say) changes every path at
 
 from __future__ import annotations
 
+from pipelines.language import detect_language, template_language
 from pipelines.text import (
     STOPWORDS,
     abstains,
     content_tokens,
     coverage,
-    detect_language,
     fold,
     missing_facts,
     sentences,
@@ -58,6 +58,7 @@ QUESTION_TEMPLATES = {
     ],
     "es": ["¿Qué dice la documentación sobre {terms}?", "¿Cómo funciona {terms}?", "¿Qué hay que saber sobre {terms}?"],
 }
+"""Per language; a response in another (or `und`) is asked back in English (`template_language`)."""
 QUESTION_TERMS = 8
 
 
@@ -67,6 +68,6 @@ def question_back(response: str, sample: int) -> tuple[str, int]:
     parts = claims(response) or [response]
     part = parts[sample % len(parts)]
     terms = list(dict.fromkeys(w for w in words(part) if len(fold(w)) > 2 and fold(w) not in STOPWORDS))
-    templates = QUESTION_TEMPLATES[detect_language(response)]
+    templates = QUESTION_TEMPLATES[template_language(detect_language(response), QUESTION_TEMPLATES)]
     question = templates[sample % len(templates)].format(terms=" ".join(terms[:QUESTION_TERMS]) or part)
     return question, int(abstains(response))

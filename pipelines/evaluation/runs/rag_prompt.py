@@ -14,6 +14,7 @@ import re
 
 from pydantic import BaseModel, Field
 
+from pipelines.language import template_language
 from pipelines.models.offline import (
     OfflineFaults,
     configured_faults,
@@ -80,7 +81,7 @@ class RagAnswerPrompt(Prompt[RagInput, RagAnswer]):
         """Extractive: the two context sentences that cover the question best, in rank order; then the
         configured faults, drawn from the question and the sample number."""
         faults = self.faults if self.faults is not None else configured_faults()
-        lang = "es" if inputs.language == "es" else "en"
+        lang = template_language(inputs.language, NOT_ENOUGH)
         seed = (inputs.question, inputs.sample)
         texts = [c.text for c in inputs.contexts]
         by_context = [[(coverage(inputs.question, s), s) for s in sentences(text)] for text in texts]

@@ -8,18 +8,19 @@ after their definitions. Every question the offline backend writes from every ch
 from __future__ import annotations
 
 import re
+from datetime import date
 from pathlib import Path
 
 import pytest
 
-from pipelines.corpus.chunking import load_chunks
+from pipelines.corpus.chunking import chunk_document, load_chunks
 from pipelines.corpus.documents import parse_document
 from pipelines.golden.generate import generate_items
 from pipelines.golden.params import GoldenParams
 from pipelines.golden.plan import plan_jobs
 from pipelines.golden.prompts import SECTION_NUMBER, is_content_word, key_term
 from pipelines.models.llm import OfflineLLM
-from pipelines.text import FILLER_WORDS, fold
+from pipelines.text import FILLER_WORDS, NOT_ENOUGH, fold
 
 HTML_DOCS = Path(__file__).resolve().parents[3] / "data" / "html_docs"
 MARKUP = re.compile(r"[¶§]|</?[a-z]+[ >]|\{#|&[a-z]+;|headerlink")
@@ -116,3 +117,40 @@ def test_markdown_headings_lose_attribute_lists_and_inline_anchors():
         '# Guide\n\n## <a name="s"></a>Setup {#setup}\n\ntext here\n', "a.md", "md", date(2026, 1, 1)
     )
     assert [s.title for s in document.sections] == ["Setup"]
+
+
+GERMAN_PAGE = """\
+# Sicherung
+
+Die Sicherung des Index läuft jede Nacht um zwei Uhr und dauert etwa zwanzig Minuten. Während sie läuft, bleibt
+die Suche verfügbar, aber neue Dokumente werden erst danach aufgenommen.
+
+Eine Sicherung wird dreißig Tage lang aufbewahrt. Danach löscht der Dienst sie automatisch aus dem Speicher.
+"""
+
+
+def test_items_keep_their_chunks_language_where_the_offline_templates_have_none() -> None:
+    """The offline backend has English and Spanish wording only: a German chunk's items are worded in English, and
+    stay German items (their stratum), never relabelled."""
+    chunks = chunk_document(parse_document(GERMAN_PAGE, "sicherung.md", "md", default_date=date(2026, 12, 1)))
+    assert {c.language for c in chunks} == {"de"}
+    params = GoldenParams(
+        name="de",
+        seeds=len(chunks),
+        questions_per_seed=2,
+        multi_hop=0,
+        adversarial=2,
+        tool_triples=1,
+        from_traces=0,
+        trace_days=0,
+        dev_fraction=0.2,
+        review_fraction=0.1,
+        near_duplicate_cosine=0.95,
+        batch_size=8,
+    )
+    jobs = plan_jobs(chunks, params, related=lambda chunk: None)
+    items, failures = generate_items(OfflineLLM(), jobs, corpus_version="de", created_at="2026-12-05T00:00:00Z")
+    assert not failures and {i.qtype for i in items} >= {"single_hop", "adversarial", "tool"}
+    assert {i.language for i in items} == {"de"}
+    adversarial = [i for i in items if i.qtype == "adversarial"]
+    assert {i.reference_answer for i in adversarial} == {NOT_ENOUGH["en"]}

@@ -22,12 +22,12 @@ from pipelines.demo.corpus_files import demo_corpus_chunks, write_demo_corpus
 from pipelines.demo.guides_es import GUIDES_ES
 from pipelines.evaluation.metrics.judge import JudgeInput
 from pipelines.evaluation.metrics.noise import NEIGHBOURS, NoisePool
+from pipelines.language import detect_language
 from pipelines.models.embeddings import LocalEmbedder
 from pipelines.records import corpus_version
 from pipelines.settings import Settings
 from pipelines.stores.bm25 import document_vector, query_vector, term_index, tokenize
 from pipelines.stores.corpus import CorpusIndex, CorpusIndexError
-from pipelines.text import detect_language
 
 # A small, bilingual slice of the demo corpus keeps the real model's embedding time to seconds.
 PYDOC_TOPICS = {"assert", "lambda", "nonlocal", "global", "try", "continue", "break", "for", "while", "with"}
@@ -142,12 +142,27 @@ def test_long_sections_split_in_balanced_chunks_on_paragraph_boundaries() -> Non
         ("La reversión tarda unos dos minutos y no borra el índice", "es"),
         ("How is the cost of each query computed on the invoice?", "en"),
         ("The with statement is used to wrap the execution of a block", "en"),
-        ("Configuración", "es"),
-        ("x = 1", "en"),
+        ("Com es calcula el cost de cada consulta a la factura?", "ca"),
+        ("Wie wird der Preis jeder Anfrage auf der Rechnung berechnet?", "de"),
+        ("Configuración", "es"),  # one word, but only Spanish spells it so (configuració, configuração)
+        ("Factura", "und"),  # Spanish, Catalan and Portuguese alike
+        ("x = 1", "und"),
     ],
 )
 def test_detect_language(text: str, language: str) -> None:
     assert detect_language(text) == language
+
+
+def test_a_chunk_takes_its_own_language_else_its_documents() -> None:
+    german = (
+        "# Sicherung\n\nDie Sicherung des Index läuft jede Nacht und dauert etwa zwanzig Minuten. Während sie "
+        "läuft, bleibt die Suche verfügbar, aber neue Dokumente werden erst danach aufgenommen.\n\n"
+        "# Befehle\n\n`qdrant-backup --all` `qdrant-restore --latest`\n"
+    )
+    chunks = chunk_document(parse_document(german, "sicherung.md", "md", default_date=date(2024, 1, 1)))
+    assert [c.language for c in chunks] == ["de", "de"]  # the commands alone are no language: the document's
+    declared = parse_document("---\nlang: it\n---\n" + german, "s.md", "md", default_date=date(2024, 1, 1))
+    assert {c.language for c in chunk_document(declared)} == {"it"}  # declared by the document: kept as is
 
 
 def test_demo_corpus_is_bilingual_and_keeps_demo_ids(tmp_path: Path) -> None:
