@@ -1,211 +1,278 @@
-"""Is the judge-corrected mean right when quality moves? Coverage and width of each interval, simulated.
+"""Is the judge-corrected mean right, and never worse than the labels alone? Coverage and width, simulated.
 
-A judge that says yes to a truly-yes item with probability sens and no to a truly-no one with probability
-spec. Every run judges N items (2,000 by default); each of the earlier labelled runs (5) queues as many items
-per verdict for people to label (15 + 15: 150 labels), as the audit queue does; the run being reported has no
-label yet (its queue is labelled days later). Its true mean is the mean of its N items' truth. Per scenario,
-over `reps` simulated runs, each 95 % interval's coverage of that true mean and its mean half-width:
+A judge says yes to a truly-yes item with probability sens and no to a truly-no one with probability spec.
+Every run judges N items; its true mean is the mean of its N items' truth. Labels come, as the audit queue
+draws them, in equal numbers per verdict, either of the run's own items (same day) or of 5 earlier runs (the
+run's own queue is labelled days later). All 1,000 runs of a cell are drawn at once (numpy): the (verdict,
+truth) counts of a run are one multinomial draw and each stratum's labelled truth one hypergeometric draw.
 
+Intervals, 95 %:
 - judge-only: the run's verdicts taken as truth;
-- human-only: the labels' own mean, each weighted to its run's verdict mix — it describes the labelled runs;
-- PPI λ = 1, verdict-weighted (the estimator this one replaced): ppi_py's `ppi_mean_ci` on the earlier labels,
-  weighted to this run's verdict mix;
-- corrected (statistics/misclassification.py): Rogan–Gladen with sens and spec from the earlier labels, and the
-  error-rate shift test between the earlier and later labelled runs; withheld when the test rejects or the
-  judge is not shown better than a coin. Its coverage counts the runs it gave an interval; "given" says how many.
-
-Scenarios: no shift (true mean 0.7 on every run); a quality shift (0.7 on the labelled runs, 0.5 or 0.9 on
-this one, the judge unchanged); a judge whose error rates moved between labelled runs (sens 0.95 → 0.75 from
-the third labelled run on, and on this run; 0.7 → 0.5); a judge that changed on this run only (no label of it
-yet: the stated limit of the method).
+- labels-only: the labels weighted to their runs' verdict mixes (stratified score interval) — of the run
+  itself on the same day; of the labelled runs, not this one, on an earlier day;
+- corrected (statistics/misclassification.py), as the product computes it: the same-day labels' stratified
+  mean; Rogan–Gladen from earlier days' labels, withheld when the judge is not shown better than a coin or
+  the error-rate shift test rejects. Its coverage counts the runs it gave an interval; "given" says how many.
 """
 
 from __future__ import annotations
 
 import io
 import time
-import warnings
 from typing import NamedTuple
 
 import numpy as np
 from rich.console import Console
 from rich.table import Table
-from scipy.stats import norm
+from scipy.stats import chi2, norm
 
 from pipelines.evaluation.statistics.intervals import proportion_ci
-from pipelines.evaluation.statistics.misclassification import error_rate_shift, error_rates, label_weights, rogan_gladen
+from pipelines.evaluation.statistics.misclassification import (
+    COIN_ALPHA,
+    SHIFT_ALPHA,
+    Strata,
+    _rates,
+    judge_beats_coin,
+    labels_for_half_width,
+    own_labels,
+    rogan_gladen,
+)
+from pipelines.evaluation.statistics.stratified import score_interval
 
 JUDGED = 2000
-RUNS = 5
-PER_VERDICT = 15
-SENS, SPEC = 0.95, 0.85
-"""The judge of the existing test: 5 % false negatives, 15 % false positives."""
-ESTIMATORS = ("judge-only", "human-only", "PPI λ=1 (before)", "corrected")
-"""The intervals compared; "corrected" is the product's (judge_agreement.calibrate)."""
+EARLIER_RUNS = 5
+SENS, SPEC = 0.9, 0.9
+MEANS = (0.1, 0.3, 0.5, 0.7, 0.9)
+LABELS = (30, 60, 150)
+ORIGINS = ("same day", "earlier days")
+ESTIMATORS = ("judge-only", "labels-only", "corrected")
 Z = norm.ppf(0.975)
 
 
-class Scenario(NamedTuple):
+class Cell(NamedTuple):
     name: str
-    labelled_means: tuple[float, ...]
-    """True mean of each earlier labelled run, oldest first."""
-    labelled_rates: tuple[tuple[float, float], ...]
-    """(sens, spec) of the judge on each earlier labelled run."""
+    origin: str
+    labels: int
     mean: float
     rates: tuple[float, float]
-    """The reported run's true mean and its judge's (sens, spec)."""
+    labelled_means: tuple[float, ...] = ()
+    labelled_rates: tuple[tuple[float, float], ...] = ()
 
 
-def scenarios(runs: int = RUNS, sens: float = SENS, spec: float = SPEC) -> list[Scenario]:
-    same, moved = ((sens, spec),) * runs, ((sens, spec),) * 2 + ((sens - 0.2, spec),) * (runs - 2)
+def grid(sens: float = SENS, spec: float = SPEC) -> list[Cell]:
     return [
-        Scenario("no shift (0.7)", (0.7,) * runs, same, 0.7, (sens, spec)),
-        Scenario("quality 0.7 → 0.5", (0.7,) * runs, same, 0.5, (sens, spec)),
-        Scenario("quality 0.7 → 0.9", (0.7,) * runs, same, 0.9, (sens, spec)),
-        Scenario("judge moved on the labelled runs, 0.7 → 0.5", (0.7,) * runs, moved, 0.5, (sens - 0.2, spec)),
-        Scenario("judge moved on this run only, 0.7 → 0.5", (0.7,) * runs, same, 0.5, (sens - 0.2, spec)),
+        Cell(f"p {p}", origin, n, p, (sens, spec), (p,) * EARLIER_RUNS, ((sens, spec),) * EARLIER_RUNS)
+        for origin in ORIGINS
+        for n in LABELS
+        for p in MEANS
     ]
 
 
-def _judge(rng: np.random.Generator, mean: float, rates: tuple[float, float], n: int) -> tuple[np.ndarray, np.ndarray]:
-    truth = (rng.random(n) < mean).astype(int)
+def shifts(labels: int = 150, sens: float = 0.95, spec: float = 0.85) -> list[Cell]:
+    """Earlier days' labels when quality or the judge moves (a judge with 5 % false negatives, 15 % false
+    positives; the earlier runs at 0.7)."""
+    same, moved = ((sens, spec),) * EARLIER_RUNS, ((sens, spec),) * 2 + ((sens - 0.2, spec),) * (EARLIER_RUNS - 2)
+    early = (0.7,) * EARLIER_RUNS
+    return [
+        Cell("no shift, 0.7", "earlier days", labels, 0.7, (sens, spec), early, same),
+        Cell("quality 0.7 → 0.5", "earlier days", labels, 0.5, (sens, spec), early, same),
+        Cell("quality 0.7 → 0.9", "earlier days", labels, 0.9, (sens, spec), early, same),
+        Cell(
+            "sens 0.95 → 0.75 from the 3rd labelled run", "earlier days", labels, 0.5, (sens - 0.2, spec), early, moved
+        ),
+        Cell("sens 0.95 → 0.75 on this run only", "earlier days", labels, 0.5, (sens - 0.2, spec), early, same),
+    ]
+
+
+def _judge(rng, reps: int, mean: float, rates: tuple[float, float], judged: int):
+    """Per run, (judged, truly yes) per verdict (no, yes), and the run's true mean."""
     sens, spec = rates
-    verdicts = np.where(truth == 1, rng.random(n) < sens, rng.random(n) >= spec).astype(int)
-    return truth, verdicts
+    cells = rng.multinomial(judged, [mean * sens, (1 - mean) * (1 - spec), mean * (1 - sens), (1 - mean) * spec], reps)
+    yes_yes, yes_no, no_yes, no_no = cells.T
+    per_verdict = np.stack([no_yes + no_no, yes_yes + yes_no], -1)
+    truly_yes = np.stack([no_yes, yes_yes], -1)
+    return per_verdict, truly_yes, (yes_yes + no_yes) / judged
 
 
-def one_run(
-    rng: np.random.Generator, scenario: Scenario, *, judged: int = JUDGED, per_verdict: int = PER_VERDICT
-) -> dict[str, tuple[float, float] | None]:
-    """Every estimator's interval for one simulated reported run, and its true mean under key "truth"."""
-    human, verdicts, runs, shares = [], [], [], {}
-    for r, (mean, rates) in enumerate(zip(scenario.labelled_means, scenario.labelled_rates)):
-        truth, said = _judge(rng, mean, rates, judged)
-        shares[f"r{r}"] = float(said.mean())
-        for v in (0, 1):
-            picked = rng.choice(np.flatnonzero(said == v), min(per_verdict, int((said == v).sum())), replace=False)
-            human += truth[picked].tolist()
-            verdicts += [v] * len(picked)
-            runs += [f"r{r}"] * len(picked)
-    truth, said = _judge(rng, scenario.mean, scenario.rates, judged)
-    y, f = np.asarray(human), np.asarray(verdicts)
-    q = float(said.mean())
-    out: dict = {"truth": (float(truth.mean()),) * 2}
+def _label(rng, per_verdict, truly_yes, each: int):
+    labelled = np.minimum(each, per_verdict)
+    return rng.hypergeometric(truly_yes, per_verdict - truly_yes, labelled), labelled
+
+
+def _earlier(rng, cell: Cell, reps: int, judged: int):
+    """Strata (run, verdict) of the earlier runs' labels, shape (reps, 2·runs), and the runs' judged counts."""
+    each = max(1, cell.labels // (2 * len(cell.labelled_means)))
+    columns = []
+    for mean, rates in zip(cell.labelled_means, cell.labelled_rates):
+        per_verdict, truly_yes, _ = _judge(rng, reps, mean, rates, judged)
+        yes, labelled = _label(rng, per_verdict, truly_yes, each)
+        columns.append((yes, labelled, per_verdict))
+    yes, labelled, per_verdict = (np.concatenate(c, -1) for c in zip(*columns))
+    runs = len(cell.labelled_means)
+    run_labels = np.repeat(labelled.reshape(reps, runs, 2).sum(-1), 2, -1)
+    strata = Strata(
+        yes=yes.astype(float),
+        labelled=labelled.astype(float),
+        share=per_verdict / judged,
+        verdict=np.tile([0.0, 1.0], runs),
+        run_labels=run_labels.astype(float),
+    )
+    return strata, per_verdict
+
+
+def _subset(strata: Strata, columns: slice) -> Strata:
+    return Strata(*(getattr(strata, f)[..., columns] for f in ("yes", "labelled", "share", "verdict", "run_labels")))
+
+
+def _shift_moved(strata: Strata) -> np.ndarray:
+    """True where the corrected mean is withheld for the error-rate shift test (misclassification.error_rate_shift
+    over equal runs: the halves cut at the
+    run boundary nearest half the labels (the first of two as near)."""
+    runs = strata.yes.shape[-1] // 2
+    cut = min(range(1, runs), key=lambda k: abs(k - runs / 2))
+    early, late = _rates(_subset(strata, slice(0, 2 * cut))), _rates(_subset(strata, slice(2 * cut, None)))
+    diff = np.stack([early.sens - late.sens, early.spec - late.spec], -1)
+    cov = early.cov + late.cov
+    # A half with no truly-yes or no truly-no label cannot be compared: untested, and the product withholds.
+    tested = np.isfinite(diff).all(-1) & np.isfinite(cov).all((-2, -1))
+    cov, diff = np.where(tested[..., None, None], cov, np.eye(2)), np.where(tested[..., None], diff, 0.0)
+    statistic = np.einsum("...i,...ij,...j->...", diff, np.linalg.pinv(cov), diff)
+    return ~tested | (chi2.sf(statistic, 2) < SHIFT_ALPHA)
+
+
+def simulate(cell: Cell, *, reps: int, rng: np.random.Generator, judged: int = JUDGED) -> dict:
+    """Every estimator's interval for `reps` simulated runs of the cell, and the runs' true means."""
+    per_verdict, truly_yes, truth = _judge(rng, reps, cell.mean, cell.rates, judged)
+    q = per_verdict[:, 1] / judged
     half = Z * np.sqrt(q * (1 - q) / judged)
-    out["judge-only"] = (q - half, q + half)
-    out["human-only"] = _human_only(y, f, runs, shares)
-    out["PPI λ=1 (before)"] = _ppi_lambda_one(y, f, said)
-    rates = error_rates(y, f, runs, shares)
-    shift = error_rate_shift(y, f, runs, runs, shares)
-    corrected = rogan_gladen(q, judged, rates) if rates is not None and not shift.moved else None
-    out["corrected"] = corrected.ci if corrected is not None else None
-    out["shift tested"] = (float(shift.p_value is not None),) * 2
+    out = {"truth": truth, "judge-only": (q - half, q + half)}
+    if cell.origin == "same day":
+        yes, labelled = _label(rng, per_verdict, truly_yes, cell.labels // 2)
+        corrected = own_labels(yes, labelled, per_verdict)
+        out["labels-only"] = corrected.ci
+        out["corrected"] = corrected.ci
+        out["given"] = np.ones(reps, dtype=bool)
+        out["model"] = corrected
+        return out
+    strata, earlier_judged = _earlier(rng, cell, reps, judged)
+    runs = len(cell.labelled_means)
+    _, low, high = score_interval(strata.yes, strata.labelled, strata.share / runs, earlier_judged)
+    out["labels-only"] = (low, high)
+    corrected = rogan_gladen(q, judged, _rates(strata))
+    given = (judge_beats_coin(strata) < COIN_ALPHA) & ~_shift_moved(strata) & np.isfinite(corrected.ci[0])
+    out["corrected"], out["given"], out["model"] = corrected.ci, given, corrected
     return out
 
 
-def _human_only(y: np.ndarray, f: np.ndarray, runs: list[str], shares: dict[str, float]) -> tuple[float, float]:
-    """The weighted mean of the labels, stratified (run, verdict) variance."""
-    w = label_weights(f, runs, shares)
-    mean = float((w * y).sum() / w.sum())
-    groups, variance = np.asarray(runs), 0.0
-    for run in set(runs):
-        for v in (0, 1):
-            s = (groups == run) & (f == v)
-            if s.sum() > 1:
-                variance += s.sum() * (w[s][0] / w.sum()) ** 2 * y[s].var(ddof=1)
-    half = Z * np.sqrt(variance)
-    return mean - half, mean + half
+def tally(out: dict) -> dict[str, dict[str, float]]:
+    truth, rows = out["truth"], {}
+    reference = out["labels-only"][1] - out["labels-only"][0]
+    for name in ESTIMATORS:
+        low, high = (np.clip(np.asarray(b, dtype=float), 0, 1) for b in out[name])
+        given = out["given"] if name == "corrected" else np.ones(len(truth), dtype=bool)
+        covered = (low <= truth) & (truth <= high)
+        rows[name] = {
+            "given": int(given.sum()),
+            "covered": int((covered & given).sum()),
+            "half_width": float(((high - low) / 2)[given].mean()) if given.any() else float("nan"),
+            "not_wider": int(((high - low) <= reference + 1e-9)[given].sum()),
+        }
+    return rows
 
 
-def previous_weights(labelled_verdicts: np.ndarray, judged_verdicts: np.ndarray) -> np.ndarray:
-    """The previous code's weights (its judge_agreement.verdict_weights): every label, whatever its run, weighted
-    by this run's share of its verdict / its share among the labels — P(truth | verdict) carried over."""
-    weights = np.ones(len(labelled_verdicts))
-    for v in (0, 1):
-        in_sample = (labelled_verdicts == v).mean()
-        if in_sample > 0:
-            weights[labelled_verdicts == v] = (judged_verdicts == v).mean() / in_sample
-    return weights
-
-
-def _ppi_lambda_one(y: np.ndarray, f: np.ndarray, judged: np.ndarray) -> tuple[float, float]:
-    """The previous calibrate's interval, exactly: ppi_py with λ = 1, labels weighted to this run's verdict mix."""
-    # ppi_py's import calls warnings.simplefilter("ignore"): contained, as the previous calibrate did.
-    with warnings.catch_warnings():
-        from ppi_py import ppi_mean_ci
-
-        low, high = ppi_mean_ci(
-            y.astype(float), f.astype(float), judged.astype(float), alpha=0.05, w=previous_weights(f, judged), lam=1.0
-        )
-    return float(np.ravel(low)[0]), float(np.ravel(high)[0])
-
-
-def simulate(
-    scenario: Scenario, *, reps: int, seed: int = 0, judged: int = JUDGED, per_verdict: int = PER_VERDICT
-) -> dict[str, dict[str, float]]:
-    """Per estimator: runs with an interval, coverage among them, mean half-width."""
-    rng = np.random.default_rng(seed)
-    tally = {name: {"given": 0, "covered": 0, "half_width": 0.0} for name in ESTIMATORS}
-    tested = 0
-    for _ in range(reps):
-        out = one_run(rng, scenario, judged=judged, per_verdict=per_verdict)
-        truth = out["truth"][0]
-        tested += out["shift tested"][0] > 0
-        for name in ESTIMATORS:
-            if out[name] is None:
-                continue
-            low, high = max(0.0, out[name][0]), min(1.0, out[name][1])
-            tally[name]["given"] += 1
-            tally[name]["covered"] += low <= truth <= high
-            tally[name]["half_width"] += (high - low) / 2
-    for row in tally.values():
-        row["half_width"] = row["half_width"] / row["given"] if row["given"] else float("nan")
-    return {"estimators": tally, "tested": tested}
-
-
-def run_judge_shift_bench(
-    *, reps: int = 1000, seed: int = 29, judged: int = JUDGED, per_verdict: int = PER_VERDICT
+def labels_needed_check(
+    rng, *, reps: int, origin: str, mean: float = 0.5, judged: int = 500, pilot: int = 30, half_width: float = 0.05
 ) -> dict:
-    rows = []
-    for scenario in scenarios():
-        started = time.perf_counter()
-        result = simulate(scenario, reps=reps, seed=seed, judged=judged, per_verdict=per_verdict)
-        rows.append({"scenario": scenario.name, **result, "seconds": time.perf_counter() - started})
-    return {"reps": reps, "seed": seed, "judged": judged, "labels": RUNS * 2 * per_verdict, "rows": rows}
+    """The count labels_for_half_width names after a pilot of `pilot` labels (median over runs), against the
+    count that gives ±half_width on average in simulation (bisection over counts, `reps` runs each)."""
+    cell = Cell("check", origin, pilot, mean, (SENS, SPEC), (mean,) * EARLIER_RUNS, ((SENS, SPEC),) * EARLIER_RUNS)
+    model = simulate(cell, reps=reps, rng=rng, judged=judged)["model"]
+    named = [
+        labels_for_half_width(half_width, _row(model, i), pilot)
+        for i in range(reps)
+        if np.isfinite(np.asarray(model.label_variance)[i])
+    ]
+    named = int(np.median([n if n is not None else np.inf for n in named]))
+
+    def mean_half(labels: int) -> float:
+        c = cell._replace(labels=int(labels))
+        out = simulate(c, reps=reps, rng=rng, judged=judged)
+        low, high = (np.clip(b, 0, 1) for b in out["corrected"])
+        return float(((high - low) / 2)[out["given"]].mean())
+
+    low, high = 2, 20 * named
+    while high - low > max(2, low // 100):
+        middle = (low + high) // 2
+        low, high = (middle, high) if mean_half(middle) > half_width else (low, middle)
+    return {"origin": origin, "named": named, "simulated": high, "half_at_named": mean_half(named)}
+
+
+def _row(model, i: int):
+    from dataclasses import replace
+
+    def pick(v):
+        return np.asarray(v)[i] if np.ndim(v) else v
+
+    return replace(model, label_variance=pick(model.label_variance), fixed_variance=pick(model.fixed_variance))
+
+
+def run_judge_shift_bench(*, reps: int = 1000, seed: int = 29, judged: int = JUDGED) -> dict:
+    rng = np.random.default_rng(seed)
+    sections = {}
+    for title, cells in (("grid", grid()), ("shifts", shifts())):
+        rows = []
+        for cell in cells:
+            started = time.perf_counter()
+            result = tally(simulate(cell, reps=reps, rng=rng, judged=judged))
+            rows.append({"cell": cell, "estimators": result, "seconds": time.perf_counter() - started})
+        sections[title] = rows
+    checks = [labels_needed_check(rng, reps=reps, origin=origin) for origin in ORIGINS]
+    return {"reps": reps, "seed": seed, "judged": judged, "sections": sections, "labels_needed": checks}
+
+
+def _coverage(covered: int, given: int) -> str:
+    if not given:
+        return "—"
+    low, high = proportion_ci(covered, given)
+    share = covered / given
+    return f"{share:.1%} ±{max(high - share, share - low) * 100:.1f}"
 
 
 def format_judge_shift_bench(result: dict) -> str:
     reps = result["reps"]
-    console = Console(file=io.StringIO(), width=80)
-    table = Table(
-        title=f"The run's mean of a 0/1 metric: N = {result['judged']} judged, {result['labels']} labels "
-        f"from {RUNS} earlier runs, {reps} runs per scenario"
-    )
-    for column in ("scenario", "interval", "given", "coverage", "± half"):
-        table.add_column(column, justify="left" if column in ("scenario", "interval") else "right")
-    for row in result["rows"]:
-        for name in ESTIMATORS:
-            cell = row["estimators"][name]
-            given = cell["given"]
-            if given:
-                low, high = proportion_ci(cell["covered"], given)
-                share = cell["covered"] / given
-                coverage = f"{share:.1%} ±{max(high - share, share - low) * 100:.1f}"
-            else:
-                coverage = "—"
+    console = Console(file=io.StringIO(), width=120)
+    titles = {
+        "grid": f"Judge sens = spec = {SENS}: N = {result['judged']} judged a run, {reps} runs a cell",
+        "shifts": f"Quality or judge moves, 150 labels of {EARLIER_RUNS} earlier runs at 0.7, {reps} runs a row",
+    }
+    for section, rows in result["sections"].items():
+        table = Table(title=titles[section])
+        for column in ("labels", "cell", "judge-only", "labels-only", "corrected", "given", "≤ labels-only"):
+            table.add_column(column, justify="left" if column in ("labels", "cell") else "right")
+        for row in rows:
+            cell, est = row["cell"], row["estimators"]
+            corrected = est["corrected"]
             table.add_row(
-                row["scenario"] if name == ESTIMATORS[0] else "",
-                name,
-                f"{given / reps:.0%}",
-                coverage,
-                f"{cell['half_width']:.3f}" if given else "—",
+                f"{cell.labels}, {cell.origin}",
+                cell.name,
+                *(
+                    f"{_coverage(est[name]['covered'], est[name]['given'])}, ±{est[name]['half_width']:.3f}"
+                    for name in ESTIMATORS
+                ),
+                f"{corrected['given'] / reps:.1%}",
+                f"{corrected['not_wider'] / max(corrected['given'], 1):.1%}",
             )
-        table.add_section()
-    console.print(table)
+        console.print(table)
+    for check in result["labels_needed"]:
+        console.print(
+            f"labels for ±0.05 at p 0.5, N 500, {check['origin']}: named {check['named']} (median after 30 labels; "
+            f"±{check['half_at_named']:.3f} on average with them), simulated {check['simulated']} "
+            f"({check['named'] / check['simulated'] - 1:+.0%})"
+        )
     console.print(
-        "Coverage: share of the runs given an interval whose 95 % interval holds the run's true mean (±: "
-        "the wider side of its 95 % Jeffreys interval). Corrected: withheld when the earlier and later "
-        "labelled runs' error rates differ (χ² test, p < 0.05) or the judge is not shown better than a "
-        "coin. Human-only describes the labelled runs, not this one."
+        "Coverage: the share of runs given an interval whose 95 % interval holds the run's true mean (±: the wider "
+        "side of its 95 % Jeffreys interval), then the mean half-width. Corrected on earlier days: withheld when "
+        "the judge is not shown better than a coin or the labelled runs' error rates differ (χ², p < 0.05). "
+        "Labels-only on earlier days describes the labelled runs, not this one."
     )
     return console.file.getvalue()

@@ -83,17 +83,14 @@ def bench_diagnose(
 
 @app.command("judge-shift")
 def bench_judge_shift(
-    reps: Annotated[int, typer.Option(min=1, help="Simulated runs per scenario.")] = 1000,
+    reps: Annotated[int, typer.Option(min=1, help="Simulated runs per cell.")] = 1000,
     judged: Annotated[int, typer.Option(min=2, help="Judged items per run (N).")] = 2000,
-    per_verdict: Annotated[int, typer.Option(min=1, help="Labels per verdict on each of the 5 earlier runs.")] = 15,
     seed: Annotated[int, SeedOption] = 29,
 ) -> None:
-    """Coverage and width of the judge-only, human-only, previous PPI and corrected intervals when quality moves."""
+    """Coverage and width of the judge-only, labels-only and corrected means (p × labels × their origin)."""
     from pipelines.bench.judge_shift import format_judge_shift_bench, run_judge_shift_bench
 
-    typer.echo(
-        format_judge_shift_bench(run_judge_shift_bench(reps=reps, seed=seed, judged=judged, per_verdict=per_verdict))
-    )
+    typer.echo(format_judge_shift_bench(run_judge_shift_bench(reps=reps, seed=seed, judged=judged)))
 
 
 @app.command("gate")

@@ -111,7 +111,6 @@ REASONS = {
     "pipelines/evaluation/statistics/gate/gated_metrics.py": "exercised by tests/unit/pipelines/evaluation/metrics/test_judge_simulator.py, tests/unit/pipelines/evaluation/statistics/gate/test_run_gate.py",
     "pipelines/evaluation/statistics/gate/level.py": "exercised by tests/unit/pipelines/evaluation/statistics/gate/test_run_gate.py",
     "pipelines/evaluation/statistics/judge_agreement.py": "exercised by tests/unit/pipelines/evaluation/outputs/test_judge_audit.py",
-    "pipelines/evaluation/statistics/misclassification.py": "exercised by tests/unit/pipelines/evaluation/outputs/test_judge_audit.py",
     "pipelines/evaluation/statistics/multiplicity.py": "exercised by tests/unit/pipelines/evaluation/statistics/gate/test_rule.py, tests/unit/pipelines/evaluation/statistics/test_diagnose.py and 1 more",
     "pipelines/evaluation/statistics/randomization.py": "exercised by tests/unit/pipelines/evaluation/statistics/gate/test_rule.py, tests/unit/pipelines/evaluation/statistics/test_intervals.py",
     "pipelines/evaluation/statistics/scores.py": "exercised by tests/integration/test_stack.py, tests/unit/pipelines/evaluation/statistics/test_diagnose.py and 1 more",

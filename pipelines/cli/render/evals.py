@@ -184,6 +184,7 @@ def judge_trust_line(row) -> str:
         line += f"; judge-only mean {number(row.judge_mean)} {interval(*row.judge_ci)}"
     if row.corrected_ci:
         line += f", corrected for its errors {number(row.corrected_mean)} {interval(*row.corrected_ci)}"
+        line += f" ({escape(row.corrected_method)})" if row.corrected_method else ""
     elif row.labels and row.notes:
         line += f"; no corrected mean: {escape(row.notes[-1])}"
     if row.more_labels is not None:

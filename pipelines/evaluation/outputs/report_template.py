@@ -250,7 +250,8 @@ yet, no corrected mean is given and the last column says why. The judge-only int
 <td class="num">{{ c.agreement.confusion.judge_yes_human_no if c.agreement else "–" }}</td>
 <td class="num">{{ c.agreement.confusion.judge_no_human_yes if c.agreement else "–" }}</td>
 <td class="num">{{ row.judge_mean|num }} {{ ci(*row.judge_ci) if row.judge_ci else "" }}</td>
-<td class="num">{{ row.corrected_mean|num }} {{ ci(*row.corrected_ci) if row.corrected_ci else "" }}{% if row.sensitivity
+<td class="num">{{ row.corrected_mean|num }} {{ ci(*row.corrected_ci) if row.corrected_ci else "" }}{% if row.corrected_method
+%}<br><span class="muted">{{ row.corrected_method }}</span>{% endif %}{% if row.sensitivity
 is not none %}<br><span class="muted">sensitivity {{ row.sensitivity|num }}, specificity {{ row.specificity|num }}</span>{% endif %}</td>
 <td class="num">{% if row.more_labels is not none %}{{ row.more_labels }} (±{{ row.half_width }}){% endif %}
 {{ row.notes|join("; ") if row.notes or row.more_labels is not none else "–" }}</td>

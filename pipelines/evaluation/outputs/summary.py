@@ -86,6 +86,8 @@ class JudgeTrustRow(BaseModel):
     corrected_mean: float | None = None
     corrected_ci: tuple[float, float] | None = None
     """Corrected by the judge's error rates on the labels (statistics/misclassification.py); None when withheld."""
+    corrected_method: str | None = None
+    """How that interval was computed, worded (misclassification.METHODS)."""
     more_labels: int | None = None
     """More labelled items for a corrected interval of ±half_width; None when unknown or out of reach."""
     notes: list[str] = []
@@ -248,6 +250,7 @@ def judge_trust(audit: dict[str, Any] | None) -> list[JudgeTrustRow]:
                 specificity=c.get("specificity"),
                 corrected_mean=c.get("corrected_mean"),
                 corrected_ci=c.get("corrected_ci"),
+                corrected_method=c.get("corrected_method"),
                 more_labels=c["more_labels"],
                 half_width=c["half_width"],
                 trusted=c["trusted"],

@@ -8,11 +8,11 @@ judged items, not the queue. The confusion matrix shows the raw counts.
 
 The run's mean of the metric's 0/1 form, beside the judge-only one (the verdicts taken as truth: narrow and,
 when the judge errs one way more than the other, wrong): the judge-corrected mean of
-statistics/misclassification.py, Rogan–Gladen with the judge's sensitivity and specificity from the labels of
-earlier runs. Not prediction-powered inference: PPI needs labels drawn from this run's own items, and ours
-come from earlier runs, whose true mean may differ; the judge's error rates are what carries over. That they
-do is an assumption the error-rate shift test checks between the labelled runs; the interval is given only
-when it was tested and not rejected, or when every label is of this run's own items.
+statistics/misclassification.py, by where the labels come from: this run's own labels weighted to its verdict
+mix (the labels alone, which no correction can beat), Rogan–Gladen with the judge's error rates from earlier
+runs' labels, or both mixed by their inverse variances. Earlier runs' labels carry over only through the
+judge's error rates, an assumption the error-rate shift test checks between those runs: Rogan–Gladen is given
+only when that test ran and did not reject, and the judge is shown better than a coin.
 """
 
 from __future__ import annotations
@@ -25,11 +25,17 @@ import numpy as np
 from scipy.stats import norm
 
 from pipelines.evaluation.statistics.misclassification import (
+    COIN_ALPHA,
+    Strata,
+    combine,
     covers_both_verdicts,
+    describe,
     error_rate_shift,
     error_rates,
+    judge_beats_coin,
     label_weights,
     labels_for_half_width,
+    own_labels,
     rogan_gladen,
 )
 
@@ -90,10 +96,15 @@ class Calibration:
     """The judge-only interval: the verdicts taken as truth (normal approximation)."""
     corrected_mean: float | None = None
     corrected_ci: tuple[float, float] | None = None
-    """The judge-corrected mean (Rogan–Gladen); None when withheld (the notes say why)."""
+    """The judge-corrected mean; None when withheld (the notes say why)."""
+    corrected_method: str | None = None
+    """How the corrected interval was computed (misclassification.METHODS), as every surface prints it."""
     sensitivity: float | None = None
     specificity: float | None = None
     """The judge's error rates over the labelled runs: P(yes | truly yes), P(no | truly no)."""
+    sensitivity_ci: tuple[float, float] | None = None
+    specificity_ci: tuple[float, float] | None = None
+    """Their Jeffreys 95 % intervals."""
     shift_p_value: float | None = None
     """The error-rate shift test between earlier and later labelled runs; None when untested."""
     half_width: float = 0.05
@@ -183,41 +194,94 @@ def calibrate(
             "of its verdicts was labelled"
         )
     y, f, runs, days = y[usable], f[usable], runs[usable], days[usable]
-    if len(y) < MIN_LABELS or len(pop) < 2:
-        notes.append(f"the corrected interval needs at least {MIN_LABELS} usable labels and 2 judged items")
+    if len(pop) < 2:
+        notes.append("the corrected interval needs 2 judged items")
         return Calibration(**base, agreement=agreed, notes=notes)
-    rates = error_rates(y, f, runs, shares)
-    if rates is None:
-        notes.append("the labels hold only one truth (all yes or all no): the judge's error rates are unknown")
-        return Calibration(**base, agreement=agreed, notes=notes)
-    rated = dict(base, agreement=agreed, sensitivity=rates.sens, specificity=rates.spec)
-    corrected = rogan_gladen(judge_mean, len(pop), rates, confidence)
-    if corrected is None:
-        notes.append(
-            "the judge is not shown better than a coin (sensitivity + specificity − 1 may be 0): no correction"
+    rated = dict(base, agreement=agreed)
+    if (rates := error_rates(y, f, runs, shares)) is not None:
+        rated.update(
+            sensitivity=rates.sens, specificity=rates.spec, sensitivity_ci=rates.sens_ci, specificity_ci=rates.spec_ci
         )
-        return Calibration(**rated, notes=notes)
-    # Halves cut between runs in date order; two runs of one day (two targets) are ordered by their ids.
-    shift = error_rate_shift(y, f, runs, np.char.add(np.char.add(days, "\x00"), runs), shares)
-    rated["shift_p_value"] = shift.p_value
-    if shift.moved:
-        notes.append(
-            f"the judge's error rates moved between the earlier and later labelled runs (p = "
-            f"{shift.p_value:.3f}): the labels describe another judge; label this run's items"
-        )
-        return Calibration(**rated, notes=notes)
-    if shift.p_value is None and set(runs.tolist()) != {run}:
-        notes.append(
-            f"the judge's error rates are untested across runs ({shift.earlier} earlier, {shift.later} "
-            f"later labels; 10 each needed, from 2 runs at least): no correction yet"
-        )
-        return Calibration(**rated, notes=notes)
-    needed = labels_for_half_width(half_width, corrected, len(y), confidence)
+    own = runs == run
+    judged = np.array([(pop == 0).sum(), (pop == 1).sum()])
+    labelled = np.array([(f[own] == 0).sum(), (f[own] == 1).sum()])
+    mine = None
+    if own.any() and ((labelled > 0) | (judged == 0)).all():
+        mine = own_labels(np.array([y[own & (f == 0)].sum(), y[own & (f == 1)].sum()]), labelled, judged, confidence)
+    earlier, why = _from_earlier_runs(
+        y[~own], f[~own], runs[~own], days[~own], shares, judge_mean, len(pop), confidence
+    )
+    rated["shift_p_value"] = why.pop("shift_p_value", None)
+    if mine is None and earlier is None:
+        return Calibration(**rated, notes=notes + why["notes"])
+    if earlier is not None and mine is not None:
+        corrected = combine(mine, earlier, confidence)
+    else:
+        corrected = mine or earlier
+    own_count, other_count = int(own.sum()), int((~own).sum())
+    method = describe(
+        corrected.method,
+        own=own_count,
+        other=other_count,
+        weight=None if corrected.own_weight is None else float(corrected.own_weight),
+    )
+    if mine is not None and earlier is None and other_count:
+        notes += [f"{other_count} labels of earlier runs not used: {why['notes'][-1]}"] if why["notes"] else []
+    needed = labels_for_half_width(half_width, corrected, own_count if mine is not None else other_count, confidence)
     if needed is None:
         notes.append(f"±{half_width} is out of reach with {len(pop)} judged items: judge more")
     return Calibration(
-        **rated, corrected_mean=corrected.mean, corrected_ci=corrected.ci, labels_needed=needed, notes=notes
+        **rated,
+        corrected_mean=float(corrected.mean),
+        corrected_ci=(float(corrected.ci[0]), float(corrected.ci[1])),
+        corrected_method=method,
+        labels_needed=needed,
+        notes=notes,
     )
+
+
+def _from_earlier_runs(y, f, runs, days, shares, judge_mean, judged, confidence):
+    """Rogan–Gladen from labels of other runs, or None and why not."""
+    if not len(y):
+        return None, {"notes": []}
+    if len(y) < MIN_LABELS:
+        return None, {"notes": [f"Rogan–Gladen needs at least {MIN_LABELS} labels of earlier runs, {len(y)} so far"]}
+    rates = error_rates(y, f, runs, shares)
+    if rates is None:
+        return None, {
+            "notes": ["the labels hold only one truth (all yes or all no): the judge's error rates are unknown"]
+        }
+    if float(judge_beats_coin(Strata.from_labels(y, f, runs, shares))) >= COIN_ALPHA:
+        return None, {
+            "notes": [
+                (
+                    "the judge is not shown better than a coin (its yes verdicts are not shown truly yes more "
+                    "often than its no verdicts; Fisher's exact test): no correction"
+                )
+            ]
+        }
+    # Halves cut between runs in date order; two runs of one day (two targets) are ordered by their ids.
+    shift = error_rate_shift(y, f, runs, np.char.add(np.char.add(days, "\x00"), runs), shares)
+    if shift.moved:
+        return None, {
+            "shift_p_value": shift.p_value,
+            "notes": [
+                (
+                    f"the judge's error rates moved between the earlier and later labelled runs (p = "
+                    f"{shift.p_value:.3f}): the labels describe another judge; label this run's items"
+                )
+            ],
+        }
+    if shift.p_value is None:
+        return None, {
+            "notes": [
+                (
+                    f"the judge's error rates are untested across runs ({shift.earlier} earlier, {shift.later} "
+                    f"later labels; 10 each needed, from 2 runs at least): label this run's items"
+                )
+            ]
+        }
+    return rogan_gladen(judge_mean, judged, rates, confidence), {"shift_p_value": shift.p_value, "notes": []}
 
 
 def _clip(low: float, high: float) -> tuple[float, float]:
