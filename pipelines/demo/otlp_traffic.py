@@ -8,8 +8,8 @@ The SDK writes them through `OtlpJsonFileExporter`, with the trace's own timesta
 `tr-<uuid>` ids become the uuid's 32 hex digits, a valid OTLP trace id.
 
 Rows the SQL demo breaks on purpose are written as far as spans can carry them: a missing question is a root with
-none (quarantined as `no_question`); a context list that is not JSON or a timestamp that is not one cannot exist
-in a span and is left out.
+none (quarantined as `missing_field`, as the SQL row is); a context list that is not JSON or a timestamp that is
+not one cannot exist in a span and is left out.
 """
 
 from __future__ import annotations
@@ -95,8 +95,8 @@ def _write_trace(tracer, trace: dict[str, Any], raw: dict[str, Any]) -> None:
     start = _ns(trace["ts"]) if isinstance(trace["ts"], datetime) else _ns(datetime.fromisoformat(str(raw["ts"])))
     end = start + int(trace.get("latency_ms") or 1) * 1_000_000
     root_attributes: dict[str, Any] = {"ragwatch.app": trace.get("app") or "default"}
-    if trace.get("language"):
-        root_attributes["ragwatch.language"] = trace["language"]
+    if raw.get("language"):  # what the app recorded: a null stays unrecorded, as in the SQL row
+        root_attributes["ragwatch.language"] = raw["language"]
     if trace.get("user_feedback") is not None:
         root_attributes["ragwatch.user_feedback"] = trace["user_feedback"]
     root = tracer.start_span("rag.request", start_time=start, attributes=root_attributes)

@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from pipelines.records import Trace
 from pipelines.stores.trace_sources.assemble import SOURCE_REJECTION
+from pipelines.text import detect_language
 from pipelines.user_question import NO_RULE, QuestionRule, choose_question
 
 JSON_FIELDS = ("contexts", "tool_calls", "metadata")
@@ -20,9 +21,9 @@ TEXT_FIELDS = ("question", "answer", "contexts", "tool_calls", "metadata")
 @dataclass(frozen=True)
 class Rejection:
     reason: str
-    """Stable machine-readable cause: missing_field, invalid_json, field_too_large, bad_timestamp, invalid_value; from
-    question_is_prompt (the question holds the prompt built around it); from span exports also no_question, no_answer,
-    unknown_attribute_shape, truncated_file, unreadable_line."""
+    """Stable machine-readable cause, the same for a trace whatever its source: missing_field (no question or no
+    answer), invalid_json, field_too_large, bad_timestamp, invalid_value, question_is_prompt (the question holds the
+    prompt built around it); from span exports also unknown_attribute_shape, truncated_file, unreadable_line."""
     field: str | None
     detail: str
 
@@ -71,7 +72,12 @@ def parse_row(raw: dict[str, Any], *, max_field_chars: int, question_rule: Quest
     chosen = choose_question([("question", trace.question)], [c.text for c in trace.contexts if c.text], question_rule)
     if chosen.rejection is not None:
         return Rejection(*chosen.rejection)
-    return trace if chosen.question == trace.question else trace.model_copy(update={"question": chosen.question})
+    update: dict[str, Any] = {}
+    if chosen.question != trace.question:
+        update["question"] = chosen.question
+    if raw.get("language") is None:  # not recorded, in a SQL column or on a span: the question's language
+        update["language"] = detect_language(chosen.question)
+    return trace.model_copy(update=update) if update else trace
 
 
 def parse_timestamp(value: Any) -> datetime | None:

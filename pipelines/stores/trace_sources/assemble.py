@@ -9,7 +9,7 @@ exporter configurations):
   `gen_ai.completion.{i}.content`, `gen_ai.completion.{i}.tool_calls.{j}.name/arguments`;
 - OpenInference (Phoenix): `openinference.span.kind` RETRIEVER / LLM / TOOL / CHAIN, with
   `retrieval.documents.{i}.document.{id,content,score}`, `llm.input_messages.{i}.message.*`, `input.value`,
-  `output.value`, `tool.name`, `tool.parameters`.
+  `output.value`, `tool.name` and the call's JSON `input.value` (`tool.parameters` when it is no schema).
 
 The row this returns is what the SQL store would return for the trace (JSON fields as Python values), plus
 `source_rejection` when the trace cannot be used: then the sampling step quarantines it under that reason, with
@@ -23,7 +23,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from pipelines.stores.trace_sources.spans import Span, utc_from_ns
-from pipelines.text import detect_language
 from pipelines.user_question import NO_RULE, QuestionRule, choose_question
 
 SOURCE_REJECTION = "source_rejection"
@@ -104,22 +103,23 @@ def assemble_trace(spans: list[Span], *, source: str, question_rule: QuestionRul
         row["tool_calls"] = _tool_calls(by_role["tool"], by_role["llm"])
         row["model"] = _model(by_role["llm"])
         row["user_feedback"] = _feedback(root, spans)
-        row["language"] = _language(root, spans, row["question"])
+        row["language"] = _language(root, spans)
         row["metadata"].update(_evaluated_span(answered_by))
     except ShapeError as exc:
         row["language"] = row["language"] or "und"
         return {**row, SOURCE_REJECTION: ("unknown_attribute_shape", exc.attribute, str(exc)[:300])}
     # A retrieval that found nothing is sampled with no contexts, as from every source: it is a failure to see.
-    if prompt_rejection is not None:
-        rejection = prompt_rejection
-    elif not row["question"]:
+    # The reasons, and their order, are the SQL store's (`parse_row`): a trace is quarantined alike from any source.
+    if not row["question"] and prompt_rejection is None:
         rejection = (
-            "no_question",
+            "missing_field",
             "question",
             f"no span of the tree (root {root.name!r}, {len(spans)} spans) holds the user's question",
         )
     elif row["answer"] is None:
-        rejection = ("no_answer", "answer", f"no span of the tree (root {root.name!r}) holds the answer")
+        rejection = ("missing_field", "answer", f"no span of the tree (root {root.name!r}) holds the answer")
+    elif prompt_rejection is not None:
+        rejection = prompt_rejection
     else:
         return row
     return {**row, SOURCE_REJECTION: rejection}
@@ -387,21 +387,35 @@ def _tool_calls(tool_spans: list[Span], llm_spans: list[Span]) -> list[dict[str,
 
 def _tool_call(span: Span) -> dict[str, Any]:
     """One executed tool's name and arguments, in the span's vocabulary: GenAI (`gen_ai.tool.name`,
-    `gen_ai.tool.call.arguments`), OpenInference (`tool.name`, `tool.parameters`), OpenLLMetry's @tool decorator
-    (`traceloop.entity.name`, `traceloop.entity.input` = `{"args": [...], "kwargs": {...}}`)."""
+    `gen_ai.tool.call.arguments`), OpenInference (`tool.name`; the call's arguments as the JSON `input.value`, as its
+    `@tracer.tool` records them, else `tool.parameters` unless that is the tool's JSON schema, which the same decorator
+    writes there), OpenLLMetry's @tool decorator (`traceloop.entity.name`, `traceloop.entity.input` = `{"args": [...],
+    "kwargs": {...}}`)."""
     attributes = span.attributes
-    name = (
+    name = str(
         attributes.get("gen_ai.tool.name")
         or attributes.get("tool.name")
         or attributes.get("traceloop.entity.name")
         or span.name.removeprefix("execute_tool ")  # the GenAI convention's span name, `execute_tool {tool name}`
     )
-    for attribute in ("gen_ai.tool.call.arguments", "tool.parameters"):
-        if attribute in attributes:
-            return {"name": str(name), "arguments": _arguments(attributes[attribute], attribute)}
+    if "gen_ai.tool.call.arguments" in attributes:
+        return {
+            "name": name,
+            "arguments": _arguments(attributes["gen_ai.tool.call.arguments"], "gen_ai.tool.call.arguments"),
+        }
+    if (payload := _json_input(span)) is not None:
+        return {"name": name, "arguments": _arguments(payload, "input.value")}
+    if "tool.parameters" in attributes:
+        parameters = _arguments(attributes["tool.parameters"], "tool.parameters")
+        return {"name": name, "arguments": {} if _is_json_schema(parameters) else parameters}
     if "traceloop.entity.input" in attributes:
-        return {"name": str(name), "arguments": _decorator_arguments(attributes["traceloop.entity.input"])}
-    return {"name": str(name), "arguments": _arguments(_json_input(span), "input.value")}
+        return {"name": name, "arguments": _decorator_arguments(attributes["traceloop.entity.input"])}
+    return {"name": name, "arguments": {}}
+
+
+def _is_json_schema(value: dict[str, Any]) -> bool:
+    """A tool's parameter schema (`{"type": "object", "properties": {...}}`), not the values of a call."""
+    return value.get("type") == "object" and isinstance(value.get("properties"), dict)
 
 
 def _decorator_arguments(value: Any) -> dict[str, Any]:
@@ -439,12 +453,13 @@ def _feedback(root: Span, spans: list[Span]) -> int | None:
     return None
 
 
-def _language(root: Span, spans: list[Span], question: str | None) -> str:
-    """The language the app recorded, else the one the question is written in."""
+def _language(root: Span, spans: list[Span]) -> str | None:
+    """The language the app recorded; None, like a SQL store's null, when it recorded none: the day is stratified by
+    what the app recorded, and the sampled row gets the question's language (`parse_row`), whatever the source."""
     for span in [root, *spans]:
         value = _first(span, LANGUAGE_ATTRIBUTES)
         if value is not None:
             if not isinstance(value, str) or not 0 < len(value) <= 16:
                 raise ShapeError("language", "is not a short language code")
             return value
-    return detect_language(question) if question else "und"
+    return None

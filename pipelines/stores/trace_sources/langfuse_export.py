@@ -10,6 +10,9 @@ the vocabulary the assembler reads, so a Langfuse trace is assembled by the same
 - TOOL: its name and `input` arguments;
 - the trace's root (a legacy `traces/` row, else the observation without a parent): `input` and `output` as the
   question and the answer.
+An input recorded by Langfuse's `@observe` decorator, `{"args": [...], "kwargs": {...}}`, stands for its text
+keyword argument or its one positional text (a root's or a retriever's question), or its keyword arguments (a
+tool's).
 A score named like user feedback (`FEEDBACK_SCORES`) becomes the trace's `user_feedback` (a BOOLEAN score: 1 is
 thumbs up, 0 thumbs down). App and language come from the trace's metadata (`app`, `language`), else the trace name.
 On S3 (`s3://bucket/prefix`) the files are read with the credentials and endpoint of the DVC remote: the standard
@@ -239,14 +242,37 @@ def _root_attributes(row: dict[str, Any], name: Any) -> dict[str, Any]:
 
 
 def _text_of(value: Any) -> str | None:
-    """The text a root's input or output stands for: itself, or the usual field of a framework's payload."""
+    """The text an input or output stands for: itself, the usual field of a framework's payload, or the call an
+    `@observe`d function records (`{"args": [...], "kwargs": {...}}`): its text keyword argument, else its one
+    positional argument when that is a text (of several, which one is the question cannot be told)."""
     if isinstance(value, str):
         return value
+    if _is_decorated_call(value):
+        args = value["args"]
+        return _text_of(value["kwargs"]) or (args[0] if len(args) == 1 and isinstance(args[0], str) else None)
     if isinstance(value, dict):
         for key in ("question", "query", "input", "answer", "output", "content", "text"):
             if isinstance(value.get(key), str):
                 return value[key]
     return None
+
+
+def _is_decorated_call(value: Any) -> bool:
+    return (
+        isinstance(value, dict)
+        and set(value) == {"args", "kwargs"}
+        and isinstance(value["args"], list)
+        and isinstance(value["kwargs"], dict)
+    )
+
+
+def _tool_arguments(value: Any) -> str:
+    """A TOOL's `input` as the call's arguments: an `@observe`d tool's keyword arguments (its positional ones, whose
+    names the export does not carry, kept under `args`), or the object the app recorded."""
+    if _is_decorated_call(value):
+        args, kwargs = value["args"], value["kwargs"]
+        value = {**kwargs, "args": args} if args else kwargs
+    return json.dumps(value) if isinstance(value, dict) else str(value or "")
 
 
 def _observation_attributes(row: dict[str, Any], kind: str) -> dict[str, Any]:
@@ -270,13 +296,10 @@ def _observation_attributes(row: dict[str, Any], kind: str) -> dict[str, Any]:
             attributes["gen_ai.retrieval.documents"] = json.dumps(_documents(output))
         return attributes
     if kind == "TOOL":
-        arguments = _loads(row.get("input"))
         return {
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.name": str(row.get("name") or "tool"),
-            "gen_ai.tool.call.arguments": json.dumps(arguments)
-            if isinstance(arguments, dict)
-            else str(arguments or ""),
+            "gen_ai.tool.call.arguments": _tool_arguments(_loads(row.get("input"))),
         }
     return {}
 

@@ -63,3 +63,17 @@ def test_a_question_that_is_the_prompt_is_quarantined_from_any_source():
 
     rule = QuestionRule.of(None, r"Pregunta:\s*(?P<question>.+?)\s*Respuesta:")
     assert parse_row(row, max_field_chars=10_000, question_rule=rule).question == "¿Qué hace la sentencia assert?"
+
+
+@pytest.mark.parametrize(
+    ("recorded", "expected"),
+    [(None, "es"), ("es", "es"), ("pt", "pt")],
+    ids=["not recorded", "recorded", "recorded, another"],
+)
+def test_a_language_not_recorded_is_the_questions_from_any_source(recorded, expected):
+    """A SQL null or a span tree without a language attribute: the row gets the language its question is written in,
+    never `und` from one source and the detected one from another."""
+    trace = parse_row({**GOOD, "language": recorded}, max_field_chars=10_000)
+    assert isinstance(trace, Trace) and trace.language == expected
+    english = parse_row({**GOOD, "language": None, "question": "What does assert do?"}, max_field_chars=10_000)
+    assert english.language == "en"

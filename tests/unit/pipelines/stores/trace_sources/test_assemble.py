@@ -169,3 +169,68 @@ def test_the_metadata_names_the_model_span_that_wrote_the_answer_and_its_respons
     assert row["metadata"]["span_id"] == "1" * 16  # the root
     assert row["metadata"]["evaluated_span_id"] == "3" * 16
     assert row["metadata"]["response_id"] == "chatcmpl-42"
+
+
+def without_answer(spans: list[Span]) -> list[Span]:
+    del spans[-1].attributes["gen_ai.output.messages"]  # the model call failed: nothing came back
+    return spans
+
+
+@pytest.mark.parametrize(
+    "spans, expected",
+    [
+        (genai_trace()[:1], ("missing_field", "question")),
+        (without_answer(genai_trace(query=QUESTION)), ("missing_field", "answer")),
+        (without_answer(genai_trace()), ("missing_field", "answer")),  # a prompt for question, and no answer
+        (genai_trace(), ("question_is_prompt", "question")),
+    ],
+    ids=["no question", "no answer", "prompt and no answer", "prompt"],
+)
+def test_a_trace_is_quarantined_under_the_sql_stores_reason_in_its_order(spans, expected):
+    """A SQL row without a question or an answer is `missing_field`, checked before the question is refused as a
+    prompt: a span tree missing the same is quarantined the same."""
+    assert assemble_trace(spans, source="otlp")[SOURCE_REJECTION][:2] == expected
+
+
+def test_an_unrecorded_language_is_left_to_the_parser_like_a_sql_null():
+    row = assemble_trace(genai_trace(query="¿En qué puerto escucha la API REST?"), source="otlp")
+    assert row["language"] is None
+    spans = genai_trace(query=QUESTION)
+    spans[0].attributes["ragwatch.language"] = "en"
+    assert assemble_trace(spans, source="otlp")["language"] == "en"
+
+
+def test_an_openinference_tool_decorators_call_gives_its_arguments_not_its_schema():
+    """OpenInference's `@tracer.tool` records the tool's JSON schema as `tool.parameters` and the call's arguments as
+    `input.value`: the spans come from the real decorator, through the SDK and the OTLP/JSON encoding."""
+    from openinference.instrumentation import OITracer, TraceConfig
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from pipelines.stores.trace_sources.otlp_file_exporter import otlp_json
+    from pipelines.stores.trace_sources.spans import request_spans
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = OITracer(provider.get_tracer("test"), TraceConfig())
+
+    @tracer.tool
+    def vector_search(query: str, top_k: int = 5) -> list[str]:
+        """Search the documentation."""
+        return ["ops-ports#1"]
+
+    @tracer.chain
+    def answer(question: str) -> str:
+        vector_search(query="REST port", top_k=3)
+        return "Port 6333."
+
+    answer(QUESTION)
+    spans = list(request_spans(otlp_json(exporter.get_finished_spans())))
+    tool = next(s for s in spans if s.attributes.get("openinference.span.kind") == "TOOL")
+    assert json.loads(tool.attributes["tool.parameters"])["type"] == "object"  # the schema, as the decorator writes it
+    row = assemble_trace(spans, source="openinference")
+    assert row["tool_calls"] == [{"name": "vector_search", "arguments": {"query": "REST port", "top_k": 3}}]
+    del tool.attributes["input.value"]  # a schema alone says nothing of the call
+    assert assemble_trace(spans, source="openinference")["tool_calls"] == [{"name": "vector_search", "arguments": {}}]

@@ -172,7 +172,7 @@ def expect_day(settings) -> None:
     counts = steps.run_trace_sampling(settings, DAY, version=False, rate=1.0).counts
     assert counts.population == 4  # lf-late starts the next day
     assert counts.sampled == 2
-    assert counts.quarantine_reasons == {"no_question": 1, "unknown_attribute_shape": 1}
+    assert counts.quarantine_reasons == {"missing_field": 1, "unknown_attribute_shape": 1}
     paths = Workspace.from_settings(settings).traces_partition(DAY)
     rows = {row["trace_id"]: row for row in read_parts(paths.parts).to_pylist()}
     assert rows["lf-1"]["question"] == "When do backups run?" and rows["lf-1"]["answer"] == "Every night at 02:00 UTC."
@@ -188,7 +188,7 @@ def expect_day(settings) -> None:
     assert (rows["lf-1"]["language"], rows["lf-2"]["language"]) == ("en", "es")  # from metadata, then detected
     assert rows["lf-1"]["app"] == "support-bot" and rows["lf-1"]["model"] == "gen-model"
     quarantined = {row["trace_id"]: row["reason"] for row in read_parts(paths.quarantine_parts).to_pylist()}
-    assert quarantined == {"lf-3": "unknown_attribute_shape", "lf-4": "no_question"}
+    assert quarantined == {"lf-3": "unknown_attribute_shape", "lf-4": "missing_field"}
 
 
 @pytest.mark.parametrize("file_format", ["parquet", "jsonl", "jsonl.gz"])
@@ -237,3 +237,39 @@ def test_a_jsonl_file_cut_short_quarantines_the_trace_it_cut(settings, tmp_path)
     assert {
         r["trace_id"] for r in read_parts(paths.quarantine_parts).to_pylist() if r["reason"] == "truncated_file"
     } == {"lf-5"}
+
+
+def test_inputs_recorded_by_the_observe_decorator_give_the_question_and_the_tools_arguments(settings, tmp_path):
+    """Langfuse's `@observe` records a call as `{"args": [...], "kwargs": {...}}` and a text result as JSON text."""
+
+    def call(*args, **kwargs) -> str:
+        return json.dumps({"args": list(args), "kwargs": kwargs})
+
+    question = "When do backups run?"
+    root, retriever, generation = rag_trace("lf-6", 6, question, "Every night.")
+    root.update(input=call(question), output=json.dumps("Every night at 02:00 UTC."))
+    retriever["input"] = None  # the root's call alone holds the question
+    generation["input"] = json.dumps(
+        [{"role": "user", "content": f"Context:\nBackups run at 02:00.\n\nQuestion: {question}"}]
+    )
+    tools = [
+        observation(
+            "lf-6", "lf-6-tool", "TOOL", "lf-6-root", 6.05, name="vector_search", input=call(query="backups", top_k=3)
+        ),
+        observation(
+            "lf-6", "lf-6-fetch", "TOOL", "lf-6-root", 6.06, name="fetch", input=call("https://example.org", timeout=3)
+        ),
+    ]
+    (tmp_path / "export" / "observations_v2").mkdir(parents=True)
+    (tmp_path / "export" / "observations_v2" / "2026-11-20T00-00-00.jsonl").write_text(
+        "".join(json.dumps(row) + "\n" for row in [root, retriever, generation, *tools])
+    )
+    store = open_trace_source(configured(settings, str(tmp_path / "export")))
+    start = datetime(2026, 11, 20, tzinfo=timezone.utc)
+    (row,) = store.iter_rows(start, start + timedelta(days=1), ["lf-6"])
+    assert "source_rejection" not in row
+    assert (row["question"], row["answer"]) == (question, "Every night at 02:00 UTC.")
+    assert [(c["name"], c["arguments"]) for c in row["tool_calls"]] == [
+        ("vector_search", {"query": "backups", "top_k": 3}),
+        ("fetch", {"timeout": 3, "args": ["https://example.org"]}),
+    ]

@@ -24,6 +24,7 @@ from pipelines.stores.trace_sources import open_trace_source
 from pipelines.stores.trace_sources.spans import Span, UnreadableSource, read_otlp_json
 from pipelines.traces import steps
 from pipelines.workspace import Workspace
+from tests.support.one_traffic import phoenix_frame
 from tests.support.traced_rag_app import TracedRagApp, Turn
 
 TURNS = [
@@ -92,7 +93,7 @@ def test_each_instrumentation_assembles_into_the_trace_contract(exports, setting
         assert row["question"] == turn.question
         assert answer in row["answer"]  # OpenLLMetry records the model's structured reply, `{"answer": ...}`
         assert row["app"] == "docs-bot" and row["user_feedback"] == turn.feedback
-        assert row["language"] == ("es" if "¿" in turn.question else "en")  # recorded, or detected when absent
+        assert row["language"] == turn.language  # as recorded; when absent, the sampled row gets the detected one
         assert [c["chunk_id"] for c in row["contexts"]][:1] in (
             ["ops-ports#1"],
             ["es-puertos#1"],
@@ -120,7 +121,7 @@ def test_broken_span_trees_are_rejected_with_their_reason(exports, settings):
     reasons = {made["genai"][t][0].fault: row.get("source_rejection", (None,))[0] for t, row in rows.items()}
     assert reasons == {
         None: None,
-        "cache_hit": "no_question",
+        "cache_hit": "missing_field",
         "no_documents": None,  # a retrieval that found nothing is a failure to evaluate, not a broken tree
         "documents_as_text": "unknown_attribute_shape",
     }
@@ -149,7 +150,7 @@ def test_a_day_of_spans_is_sampled_like_the_sql_store(exports, settings):
     assert counts.population == counts.selected == len(TURNS) + len(BROKEN) + len(present)
     assert counts.sampled == len(TURNS) + 1 + len(present - cut)  # the empty retrieval is sampled
     assert counts.quarantine_reasons == {
-        "no_question": 1,
+        "missing_field": 1,
         "unknown_attribute_shape": 1,
         "truncated_file": len(cut),
     }
@@ -204,56 +205,12 @@ def test_spans_of_one_trace_in_several_files_and_lines_are_assembled_once(export
     assert max(per_trace.values()) >= 3
 
 
-def phoenix_frame(spans: list[Span]) -> list[dict]:
-    """Spans as Phoenix's get_spans_dataframe() lays them out: context.* columns, span_kind, and one attributes.*
-    column per attribute with the indexed ones nested back into lists of dicts."""
-
-    def nest(flat: dict) -> dict:
-        out: dict = {}
-        lists: dict = {}
-        for key, value in flat.items():
-            parts = key.split(".")
-            index = next((i for i, p in enumerate(parts) if p.isdigit()), None)
-            if index is None:
-                out[key] = value
-            else:
-                lists.setdefault(".".join(parts[:index]), {}).setdefault(int(parts[index]), {})[
-                    ".".join(parts[index + 1 :])
-                ] = value
-        for name, items in lists.items():
-            out[name] = [nest(items[i]) for i in sorted(items)]
-        return out
-
-    rows = []
-    for span in spans:
-        row = {
-            "context.trace_id": span.trace_id,
-            "context.span_id": span.span_id,
-            "parent_id": span.parent_span_id or None,
-            "name": span.name,
-            "span_kind": span.attributes.get("openinference.span.kind", "UNKNOWN"),
-            "start_time": datetime.fromtimestamp(span.start_ns / 1e9, tz=timezone.utc),
-            "end_time": datetime.fromtimestamp(span.end_ns / 1e9, tz=timezone.utc),
-        }
-        row.update(
-            {f"attributes.{k}": json.dumps(v) if isinstance(v, list) else v for k, v in nest(span.attributes).items()}
-        )
-        rows.append(row)
-    return rows
-
-
 def test_spans_exported_from_phoenix_as_a_dataframe_assemble_like_its_otlp_spans(exports, settings, tmp_path):
     import pandas as pd
 
     root, made = exports
     spans = [s for s in read_otlp_json(root / "openinference" / "traces.jsonl") if isinstance(s, Span)]
     frame = pd.DataFrame(phoenix_frame(spans))
-    for column in frame.columns:  # the nested lists as Phoenix returns them, not as JSON text
-        if (
-            column.startswith("attributes.")
-            and frame[column].map(lambda v: isinstance(v, str) and v.startswith("[{")).any()
-        ):
-            frame[column] = frame[column].map(lambda v: json.loads(v) if isinstance(v, str) else v)
     (tmp_path / "phoenix").mkdir()
     frame.to_parquet(tmp_path / "phoenix" / "docs-bot.parquet")  # a project's export, named after it
     day = day_of(root / "openinference")
