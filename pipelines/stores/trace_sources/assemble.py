@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from pipelines.stores.trace_sources.spans import Span, utc_from_ns
+from pipelines.text import detect_language
 from pipelines.user_question import NO_RULE, QuestionRule, choose_question
 
 SOURCE_REJECTION = "source_rejection"
@@ -103,7 +104,7 @@ def assemble_trace(spans: list[Span], *, source: str, question_rule: QuestionRul
         row["tool_calls"] = _tool_calls(by_role["tool"], by_role["llm"])
         row["model"] = _model(by_role["llm"])
         row["user_feedback"] = _feedback(root, spans)
-        row["language"] = _language(root, spans)
+        row["language"] = _language(root, spans, row["question"])
         row["metadata"].update(_evaluated_span(answered_by))
     except ShapeError as exc:
         row["language"] = row["language"] or "und"
@@ -453,13 +454,13 @@ def _feedback(root: Span, spans: list[Span]) -> int | None:
     return None
 
 
-def _language(root: Span, spans: list[Span]) -> str | None:
-    """The language the app recorded; None, like a SQL store's null, when it recorded none: the day is stratified by
-    what the app recorded, and the sampled row gets the question's language (`parse_row`), whatever the source."""
+def _language(root: Span, spans: list[Span], question: str | None) -> str:
+    """The language the app recorded, else the question's: span exports seldom carry one, and the day is stratified
+    by it (a SQL store stratifies by its column, where a null is not recorded)."""
     for span in [root, *spans]:
         value = _first(span, LANGUAGE_ATTRIBUTES)
         if value is not None:
             if not isinstance(value, str) or not 0 < len(value) <= 16:
                 raise ShapeError("language", "is not a short language code")
             return value
-    return None
+    return detect_language(question) if question else "und"

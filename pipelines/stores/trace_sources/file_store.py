@@ -28,7 +28,7 @@ INDEX_KEEP_S = 2 * 86_400
 CLOCK_SKEW_NS = 3_600 * 10**9
 MAX_IDS_PER_QUERY = 10_000
 """Ids bound in one query of the index: SQLite refuses more than 32,766 parameters."""
-INDEX_VERSION = "spans-3"
+INDEX_VERSION = "spans-4"
 """Part of every index's name: bump it when assembly changes, so no index built by older rules is reused."""
 
 
