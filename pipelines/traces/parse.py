@@ -21,7 +21,7 @@ class Rejection:
     reason: str
     """Stable machine-readable cause: missing_field, invalid_json, field_too_large, bad_timestamp, invalid_value; from
     span exports also no_question, no_answer, retrieval_without_documents, unknown_attribute_shape, truncated_file,
-    unreadable_line."""
+    unreadable_line, incomplete_trace."""
     field: str | None
     detail: str
 

@@ -14,20 +14,21 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import chain
 from datetime import datetime
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from pipelines.stores.trace_sources.span_index import SpanIndex, build_span_index
-from pipelines.stores.trace_sources.spans import Damage, Span
+from pipelines.batching import available_cpus
+from pipelines.stores.trace_sources.span_index import SpanIndex, SpanItem, build_span_index
 
 log = logging.getLogger(__name__)
 INDEX_KEEP_S = 2 * 86_400
 CLOCK_SKEW_NS = 3_600 * 10**9
 MAX_IDS_PER_QUERY = 10_000
 """Ids bound in one query of the index: SQLite refuses more than 32,766 parameters."""
-INDEX_VERSION = "spans-2"
+PARALLEL_FROM_BYTES = 64 << 20
+INDEX_VERSION = "spans-3"
 """Part of every index's name: bump it when assembly changes, so no index built by older rules is reused."""
 
 
@@ -38,7 +39,7 @@ class FileTraceStore:
         self,
         source: str,
         files: Callable[[], list[tuple[str, int, Any]]],
-        read_file: Callable[[str], Iterable[Span | Damage]],
+        read_file: Callable[[str], Iterable[SpanItem]],
         index_dir: Path,
         *,
         batch_size: int = 500,
@@ -61,9 +62,17 @@ class FileTraceStore:
         ).hexdigest()[:20]
         path = self.index_dir / f"{self.source}-{start:%Y-%m-%d}-{fingerprint}.sqlite"
         if not path.exists():
-            log.info("%s: indexing the spans of %d files for %s", self.source, len(files), start.date())
+            # A day of many megabytes is assembled by every CPU the task has; a small one here, without starting any.
+            workers = available_cpus() if sum(f[1] for f in files) >= PARALLEL_FROM_BYTES else 1
+            log.info(
+                "%s: indexing the spans of %d files for %s (%d processes)",
+                self.source,
+                len(files),
+                start.date(),
+                workers,
+            )
             spans = chain.from_iterable(self.read_file(name) for name, *_ in files)
-            counts = build_span_index(path, spans, start, end, source=self.source)
+            counts = build_span_index(path, spans, start, end, source=self.source, workers=workers)
             log.info("%s: %s", self.source, dict(sorted(counts.items())))
             self._remove_stale(path, start)
         self._open[(start, end)] = SpanIndex(path, source=self.source)
