@@ -78,7 +78,7 @@ def build_span_index(
     counts: Counter = Counter()
     low, high = _ns(start - SPAN_MARGIN), _ns(end + SPAN_MARGIN)
     try:
-        with sqlite3.connect(scratch) as db:
+        with sqlite3.connect(scratch, timeout=LOCK_WAIT_S) as db:
             db.executescript(
                 "PRAGMA page_size=16384; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA temp_store=FILE;"
                 f"PRAGMA cache_size=-{CACHE_KB};" + SCHEMA
@@ -195,6 +195,7 @@ def _summarise(
         _summarise_buckets, tasks, workers=workers, initializer=_set_up_summary, initargs=setup
     ):
         db.executemany("INSERT INTO traces VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        db.commit()  # a task's rows at a time: a long write would lock the workers' reads out
         found |= damaged_found
         counts.update(task_counts)
     # Traces every span of which was in a damaged line: known by id and start only, placed by that start.
@@ -209,6 +210,8 @@ def _summarise(
 
 
 BUCKETS_PER_TASK = 8
+LOCK_WAIT_S = 600
+"""How long a reader waits for the writer's commit, and the writer for the readers: seconds on a busy machine."""
 _summary_setup: tuple = ()
 
 
@@ -221,7 +224,7 @@ def _summarise_buckets(buckets: range) -> tuple[list[tuple], set[str], Counter]:
     """The key rows of the day's traces in these buckets, the damaged traces met there, and the counts."""
     scratch, (start_ns, end_ns), source, damaged, lost = _summary_setup
     rows, found, counts = [], set(), Counter()
-    db = sqlite3.connect(f"file:{scratch}?mode=ro", uri=True)
+    db = sqlite3.connect(f"file:{scratch}?mode=ro", uri=True, timeout=LOCK_WAIT_S)
     try:
         for b in buckets:
             spans_of_bucket = db.execute(f"SELECT trace_id, body FROM spans_{b:02x}").fetchall()
