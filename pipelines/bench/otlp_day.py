@@ -16,7 +16,9 @@ import argparse
 import hashlib
 import json
 import multiprocessing
+import queue
 import random
+import resource
 import shutil
 import tempfile
 import time
@@ -184,8 +186,19 @@ def _run_step(step: str, settings_json: str, payload: Any, results) -> None:
         result = [s.model_dump(mode="json") for s in steps.select_trace_sample(settings, DAY, rate=payload)]
     else:
         result = steps.write_trace_shard(settings, steps.PlannedShard.model_validate(payload)).model_dump(mode="json")
+    # CPU seconds beside the wall time: on a machine shared with other jobs the wall time says more about them.
+    cpu = sum(
+        getattr(resource.getrusage(who), field)
+        for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+        for field in ("ru_utime", "ru_stime")
+    )
     results.put(
-        {"result": result, "seconds": round(time.perf_counter() - started, 1), "peak_rss_mb": round(own_peak_rss_mb())}
+        {
+            "result": result,
+            "seconds": round(time.perf_counter() - started, 1),
+            "cpu_s": round(cpu, 1),
+            "peak_rss_mb": round(own_peak_rss_mb()),
+        }
     )
 
 
@@ -194,7 +207,13 @@ def run_in_process(step: str, settings_json: str, payload: Any) -> dict[str, Any
     results = context.Queue()
     process = context.Process(target=_run_step, args=(step, settings_json, payload, results))
     process.start()
-    outcome = results.get()
+    while True:  # a task that dies without its result (its traceback is on stderr) must not hang the bench
+        try:
+            outcome = results.get(timeout=5)
+            break
+        except queue.Empty:
+            if not process.is_alive():
+                raise RuntimeError(f"the {step} task failed with exit code {process.exitcode}") from None
     process.join()
     if process.exitcode:
         raise RuntimeError(f"the {step} task failed with exit code {process.exitcode}")
@@ -224,10 +243,16 @@ def bench_otlp_day(traces: int, *, rate: float = 0.05, scratch: Path | None = No
             "files_mb": round(size / 2**20),
             "writing_s": round(writing, 1),
             "rate": rate,
-            "select": {"seconds": select["seconds"], "peak_rss_mb": select["peak_rss_mb"]},
+            "select": {
+                "seconds": select["seconds"],
+                "cpu_s": select["cpu_s"],
+                "mb_per_s": round(size / 2**20 / select["seconds"], 1),
+                "peak_rss_mb": select["peak_rss_mb"],
+            },
             "shards": [
                 {
                     "seconds": s["seconds"],
+                    "cpu_s": s["cpu_s"],
                     "peak_rss_mb": s["peak_rss_mb"],
                     "sampled": s["result"]["sampled"],
                     "quarantined": s["result"]["quarantined"],

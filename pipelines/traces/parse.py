@@ -23,7 +23,8 @@ class Rejection:
     reason: str
     """Stable machine-readable cause, the same for a trace whatever its source: missing_field (no question or no
     answer), invalid_json, field_too_large, bad_timestamp, invalid_value, question_is_prompt (the question holds the
-    prompt built around it); from span exports also unknown_attribute_shape, truncated_file, unreadable_line."""
+    prompt built around it); from span exports also unknown_attribute_shape, truncated_file, unreadable_line,
+    incomplete_trace."""
     field: str | None
     detail: str
 

@@ -45,6 +45,9 @@ class SampleSummary:
     quarantined: int = 0
     quarantine_reasons: Counter = field(default_factory=Counter)
     pii_counts: Counter = field(default_factory=Counter)
+    source_counts: dict[str, int] = field(default_factory=dict)
+    """What a span-file source found in the whole day (spans lost to damaged lines, traces quarantined per
+    reason, selected or not); empty for the SQL store."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -55,6 +58,7 @@ class SampleSummary:
             "quarantined": self.quarantined,
             "quarantine_reasons": dict(sorted(self.quarantine_reasons.items())),
             "pii_counts": dict(sorted(self.pii_counts.items())),
+            **({"source_counts": dict(sorted(self.source_counts.items()))} if self.source_counts else {}),
         }
 
 

@@ -49,6 +49,8 @@ class SamplePlan(BaseModel):
     """Each part's range of selected rows."""
     shards: list[tuple[int, int]]
     """Each shard's range of parts: shard `i` is the `shard` task's map index `i`."""
+    source_counts: dict[str, int] = Field(default_factory=dict)
+    """A span-file source's counts of the day (`FileTraceStore.source_counts`), published in the manifest."""
 
     def shard_rows(self, index: int) -> tuple[int, int]:
         first, end = self.shards[index]
@@ -77,6 +79,7 @@ def plan_sample(
     max_field_chars: int,
     part_rows: int,
     shards: int,
+    source_counts: dict[str, int] | None = None,
 ) -> SamplePlan:
     selected = len(selection.trace_ids)
     parts = batch_ranges(selected, part_rows) or [(0, 0)]
@@ -96,6 +99,7 @@ def plan_sample(
         part_rows=part_rows,
         parts=parts,
         shards=[(i * len(parts) // n, (i + 1) * len(parts) // n) for i in range(n)],
+        source_counts=source_counts or {},
     )
 
 
@@ -171,7 +175,12 @@ def check_shards(paths: SelectionPaths, out: PartitionPaths, plan: SamplePlan) -
 
 
 def merged_summary(plan: SamplePlan, records: list[ShardRecord]) -> SampleSummary:
-    summary = SampleSummary(day=plan.day.isoformat(), population=plan.population, selected=plan.selected)
+    summary = SampleSummary(
+        day=plan.day.isoformat(),
+        population=plan.population,
+        selected=plan.selected,
+        source_counts=plan.source_counts,
+    )
     for record in records:
         summary.sampled += record.sampled
         summary.quarantined += record.quarantined

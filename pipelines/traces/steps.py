@@ -26,12 +26,21 @@ from pipelines.privacy.anonymizer import Anonymizer
 from pipelines.settings import Settings
 from pipelines.stores.partitions import promote, read_manifest, write_manifest
 from pipelines.stores.trace_sources import open_trace_source
+from pipelines.stores.trace_sources.file_store import FileTraceStore
 from pipelines.traces import shards
-from pipelines.traces.sampling import select_day, write_parts
+from pipelines.traces.sampling import day_interval, select_day, write_parts
 from pipelines.validation import ValidationPassed
 from pipelines.workspace import PartitionPaths, Workspace
 
 log = logging.getLogger(__name__)
+DAMAGE_COUNTS = (
+    "lines_truncated_file",
+    "lines_unreadable_line",
+    "spans_lost",
+    "rejected_truncated_file",
+    "rejected_unreadable_line",
+    "rejected_incomplete_trace",
+)
 
 
 class SampleCounts(BaseModel):
@@ -44,6 +53,8 @@ class SampleCounts(BaseModel):
     quarantined: int
     quarantine_reasons: dict[str, int] = Field(default_factory=dict)
     pii_counts: dict[str, int] = Field(default_factory=dict)
+    source_counts: dict[str, int] = Field(default_factory=dict)
+    """From a span-file source: spans read, kept and lost, damaged lines, and the day's traces per outcome."""
 
 
 class PlannedShard(BaseModel):
@@ -111,9 +122,9 @@ def select_trace_sample(
     shard_count = settings.sample_shards if shard_count is None else shard_count
     if shard_count < 1:
         raise ValueError(f"{shard_count} shards: a day needs at least one")
-    selection = select_day(
-        open_trace_source(settings, selection=True), day, rate=rate, strata=strata, min_per_stratum=min_per_stratum
-    )
+    store = open_trace_source(settings, selection=True)
+    selection = select_day(store, day, rate=rate, strata=strata, min_per_stratum=min_per_stratum)
+    source_counts = store.source_counts(*day_interval(day)) if isinstance(store, FileTraceStore) else {}
     plan = shards.plan_sample(
         day,
         selection,
@@ -123,6 +134,7 @@ def select_trace_sample(
         max_field_chars=settings.max_field_chars,
         part_rows=settings.sample_part_rows,
         shards=shard_count,
+        source_counts=source_counts,
     )
     attempt = uuid.uuid4().hex
     paths = Workspace.from_settings(settings).traces_selection(day, attempt)
@@ -184,6 +196,8 @@ def merge_trace_sample(settings: Settings, planned: list[PlannedShard]) -> Stage
         dict(summary.quarantine_reasons),
         dict(summary.pii_counts),
     )
+    if lost := {k: v for k, v in summary.source_counts.items() if k in DAMAGE_COUNTS and v}:
+        log.warning("%s: the trace source's files were damaged: %s", day, lost)
     return StagedSample(counts=SampleCounts.model_validate(summary.as_dict()), staged=staged.root, attempt=attempt)
 
 

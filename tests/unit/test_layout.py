@@ -162,7 +162,6 @@ REASONS = {
     "pipelines/stores/trace_sources/file_store.py": "reached through pipelines/stores/trace_sources/__init__.py and others",
     "pipelines/stores/trace_sources/otlp_file_exporter.py": "reached through pipelines/demo/otlp_traffic.py",
     "pipelines/stores/trace_sources/phoenix_spans.py": "reached through pipelines/stores/trace_sources/__init__.py",
-    "pipelines/stores/trace_sources/span_index.py": "reached through pipelines/stores/trace_sources/file_store.py",
     "pipelines/traces/prepare.py": "exercised by tests/unit/pipelines/cli/test_anonymize.py",
     "pipelines/traces/quality.py": "exercised by tests/unit/pipelines/traces/test_sampling.py",
     "pipelines/traces/residual_fields.py": "exercised by tests/unit/pipelines/privacy/test_memo.py",

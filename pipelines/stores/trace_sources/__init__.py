@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pipelines.settings import Settings
 from pipelines.stores.trace_sources.file_store import FileTraceStore, file_fingerprints
-from pipelines.stores.trace_sources.spans import UnreadableSource, otlp_json_files, read_otlp_json
+from pipelines.stores.trace_sources.spans import UnreadableSource, otlp_json_files, read_otlp_lines
 from pipelines.stores.traces import TraceStore
 
 SPAN_FILE_SOURCES = ("otlp", "openinference")
@@ -46,9 +46,10 @@ def open_trace_source(settings: Settings, *, selection: bool = False) -> TraceSt
 
 
 def _span_reader(source: str, path: Path):
-    """Phoenix exports its spans as a dataframe's Parquet file; every other span file is OTLP/JSON lines."""
+    """Phoenix exports its spans as a dataframe's Parquet file; every other span file is OTLP/JSON lines (plain, gzip
+    or zstd)."""
     if source == "openinference" and path.suffix == ".parquet":
         from pipelines.stores.trace_sources.phoenix_spans import read_phoenix_parquet
 
         return read_phoenix_parquet
-    return read_otlp_json
+    return read_otlp_lines

@@ -19,8 +19,8 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from pipelines.stores.trace_sources.span_index import SpanIndex, build_span_index
-from pipelines.stores.trace_sources.spans import Damage, Span
+from pipelines.batching import available_cpus
+from pipelines.stores.trace_sources.span_index import SpanIndex, SpanItem, build_span_index
 from pipelines.user_question import NO_RULE, QuestionRule
 
 log = logging.getLogger(__name__)
@@ -28,7 +28,8 @@ INDEX_KEEP_S = 2 * 86_400
 CLOCK_SKEW_NS = 3_600 * 10**9
 MAX_IDS_PER_QUERY = 10_000
 """Ids bound in one query of the index: SQLite refuses more than 32,766 parameters."""
-INDEX_VERSION = "spans-4"
+PARALLEL_FROM_BYTES = 64 << 20
+INDEX_VERSION = "spans-5"
 """Part of every index's name: bump it when assembly changes, so no index built by older rules is reused."""
 
 
@@ -39,7 +40,7 @@ class FileTraceStore:
         self,
         source: str,
         files: Callable[[], list[tuple[str, int, Any]]],
-        read_file: Callable[[str], Iterable[Span | Damage]],
+        read_file: Callable[[str], Iterable[SpanItem]],
         index_dir: Path,
         *,
         batch_size: int = 500,
@@ -65,9 +66,19 @@ class FileTraceStore:
         ).hexdigest()[:20]
         path = self.index_dir / f"{self.source}-{start:%Y-%m-%d}-{fingerprint}.sqlite"
         if not path.exists():
-            log.info("%s: indexing the spans of %d files for %s", self.source, len(files), start.date())
+            # A day of many megabytes is assembled by every CPU the task has; a small one here, without starting any.
+            workers = available_cpus() if sum(f[1] for f in files) >= PARALLEL_FROM_BYTES else 1
+            log.info(
+                "%s: indexing the spans of %d files for %s (%d processes)",
+                self.source,
+                len(files),
+                start.date(),
+                workers,
+            )
             spans = chain.from_iterable(self.read_file(name) for name, *_ in files)
-            counts = build_span_index(path, spans, start, end, source=self.source, question_rule=self.question_rule)
+            counts = build_span_index(
+                path, spans, start, end, source=self.source, workers=workers, question_rule=self.question_rule
+            )
             log.info("%s: %s", self.source, dict(sorted(counts.items())))
             self._remove_stale(path, start)
         self._open[(start, end)] = SpanIndex(path, source=self.source, question_rule=self.question_rule)

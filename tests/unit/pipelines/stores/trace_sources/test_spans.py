@@ -131,32 +131,43 @@ def test_broken_span_trees_are_rejected_with_their_reason(exports, settings):
 
 def test_a_day_of_spans_is_sampled_like_the_sql_store(exports, settings):
     """The product's own path: selection, anonymization, quarantine per reason with the trace id, validation, and a
-    rerun that writes the same bytes. A truncated file quarantines the traces it cut as truncated_file."""
+    rerun that writes the same bytes. A truncated file quarantines the traces it names as truncated_file, and every
+    trace that may have lost a span in the cut as incomplete_trace: none is sampled as if whole."""
     root, made = exports
     folder = settings.home.parent / "otlp"
     shutil.copytree(root / "genai", folder)
     day = day_of(folder)
-    # The Collector was killed mid-write: the last line of a second file is cut in half.
-    whole = (root / "openllmetry" / "traces.jsonl").read_text().splitlines()
+    # The Collector was killed mid-write: the last line of a second file, an hour apart, is cut in half.
+    shift = 3_600 * 10**9 * (-1 if datetime.now(timezone.utc).hour >= 12 else 1)
+    whole = [
+        re.sub(r'(TimeUnixNano":")(\d+)', lambda m: m.group(1) + str(int(m.group(2)) + shift), line)
+        for line in (root / "openllmetry" / "traces.jsonl").read_text().splitlines()
+    ]
     half = whole[-1][: len(whole[-1]) // 2]
     (folder / "traces-2.jsonl").write_text("\n".join(whole[:-1]) + "\n" + half)
     cut = set(re.findall(r'"traceId":"([0-9a-f]{32})"', half))
     # A trace all of whose spans were in the lost half leaves no trace id behind: it cannot be counted anywhere.
     present = cut | {t for t in made["openllmetry"] if any(t in line for line in whole[:-1])}
+    lost_elsewhere = {t for t in re.findall(r'"traceId":"([0-9a-f]{32})"', whole[-1][len(half) :])} & present - cut
     assert cut, "the cut line holds spans of some trace"
     configured = source_settings(settings, "genai", folder)
 
     counts = steps.run_trace_sampling(configured, day, version=False, rate=1.0).counts
     assert counts.population == counts.selected == len(TURNS) + len(BROKEN) + len(present)
-    assert counts.sampled == len(TURNS) + 1 + len(present - cut)  # the empty retrieval is sampled
+    # The genai traces, an hour from the cut, are whole; the empty retrieval among them is sampled.
+    assert counts.sampled == len(TURNS) + 1
     assert counts.quarantine_reasons == {
         "missing_field": 1,
         "unknown_attribute_shape": 1,
         "truncated_file": len(cut),
+        "incomplete_trace": len(present - cut),  # all within seconds of the cut
     }
+    assert counts.source_counts["spans_lost"] == half.count('"spanId"')
+    assert counts.source_counts["rejected_incomplete_trace"] == len(present - cut)
     paths = Workspace.from_settings(configured).traces_partition(day)
     quarantined = {row["trace_id"]: row["reason"] for row in read_parts(paths.quarantine_parts).to_pylist()}
     assert {t for t, reason in quarantined.items() if reason == "truncated_file"} == cut
+    assert lost_elsewhere <= {t for t, reason in quarantined.items() if reason == "incomplete_trace"}
     sampled = read_parts(paths.parts).to_pylist()
     assert {row["language"] for row in sampled} == {"en", "es"} and all(row["sample_rate"] == 1.0 for row in sampled)
     # The root span's id survives anonymization: the online eval's events are tied to it.
