@@ -192,12 +192,16 @@ def test_a_trace_is_quarantined_under_the_sql_stores_reason_in_its_order(spans, 
     assert assemble_trace(spans, source="otlp")[SOURCE_REJECTION][:2] == expected
 
 
-def test_an_unrecorded_language_is_left_to_the_parser_like_a_sql_null():
+def test_an_unrecorded_language_is_the_questions_and_a_recorded_one_wins():
+    """Span exports seldom carry a language: the day is stratified by the question's, never filed under another."""
     row = assemble_trace(genai_trace(query="¿En qué puerto escucha la API REST?"), source="otlp")
-    assert row["language"] is None
-    spans = genai_trace(query=QUESTION)
-    spans[0].attributes["ragwatch.language"] = "en"
-    assert assemble_trace(spans, source="otlp")["language"] == "en"
+    assert row["language"] == "es"
+    assert (
+        assemble_trace(genai_trace(query="Auf welchem Port lauscht die REST-API?"), source="otlp")["language"] == "de"
+    )
+    spans = genai_trace(query="¿En qué puerto escucha la API REST?")
+    spans[0].attributes["ragwatch.language"] = "ca"
+    assert assemble_trace(spans, source="otlp")["language"] == "ca"
 
 
 def test_an_openinference_tool_decorators_call_gives_its_arguments_not_its_schema():
@@ -227,7 +231,7 @@ def test_an_openinference_tool_decorators_call_gives_its_arguments_not_its_schem
         return "Port 6333."
 
     answer(QUESTION)
-    spans = list(request_spans(otlp_json(exporter.get_finished_spans())))
+    spans = list(request_spans(json.dumps(otlp_json(exporter.get_finished_spans()))))
     tool = next(s for s in spans if s.attributes.get("openinference.span.kind") == "TOOL")
     assert json.loads(tool.attributes["tool.parameters"])["type"] == "object"  # the schema, as the decorator writes it
     row = assemble_trace(spans, source="openinference")
