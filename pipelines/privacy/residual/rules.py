@@ -101,6 +101,11 @@ def _random_value(value: str) -> bool:
     return bool(re.search(r"\d|[a-z][A-Z]|[A-Z][a-z]*[A-Z]", value)) or len(value.strip(",)")) >= 16
 
 
+_CALL = re.compile(r"[A-Za-z_][\w.]*\([^()]*\)\)*,?")
+"""A value that calls a constructor or function ("session=requests.Session())"): code builds the object a keyword
+argument passes; a session id is a token, never a call."""
+
+
 def _secret_valued(m: re.Match[str]) -> bool:
     value = m.group("value")
     return not (_CODE_VALUE.fullmatch(value) or _CODE_VALUE.fullmatch(value.rstrip(")]}>")))
@@ -211,7 +216,9 @@ RULES: dict[str, re.Pattern[str] | _Checked | _Search] = {
             rf"|(?:sessid|sessionid|session|sid|csrftoken|xsrf-token)=[\"']?{NOT_MASK}(?P<value>[^;\s&\"']{{8,}})",
             re.IGNORECASE,
         ),
-        lambda m: m.group("value") is None or _random_value(m.group("value")),
+        lambda m: (
+            m.group("value") is None or (_random_value(m.group("value")) and not _CALL.fullmatch(m.group("value")))
+        ),
     ),
     "url_credentials": re.compile(rf"://{NOT_MASK}[^\s/@:{MASK}]+:{NOT_MASK}[^\s/@{MASK}]+@"),
     "url_secret_param": re.compile(

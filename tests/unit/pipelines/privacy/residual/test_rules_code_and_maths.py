@@ -1,8 +1,8 @@
 """Code, maths and manual text the residual rules once quarantined, each beside the PII shape that must still trip
 the same rule: a condition that clears the first may not clear the second.
 
-The clean lines are quoted from documentation installed on the project's machine (man pages, package code and
-docstrings) where the clean corpora turned them up.
+The clean lines are quoted from documentation installed on the project's machine (man pages, package code,
+docstrings and READMEs) where the clean corpora turned them up.
 """
 
 import pytest
@@ -32,6 +32,8 @@ CASES = [
         'region = re.sub(r".*Credential=[^/]+/[^/]+/([^/]+)/.*", r"\\1", auth)',
         "Credential=AKIAEXAMPLE7/20260101",
     ),
+    ("cookie_like", "exporter = OTLPSpanExporter(session=requests.Session())", "sessionid=aB3dE5fG7hJ9k"),
+    ("cookie_like", "exporter = OTLPSpanExporter(session=requests.Session())", "session=Abc(12345678)x"),
     ("at_sign_like", "the @hydra.main() function, or individual plugins", "escribe a juan@gmail.com(personal)"),
     ("at_sign_like", "the @hydra.main() function", "juan @ gmail.com(x)"),
     ("at_sign_like", "in pytest tests decorated with @pytest.mark.langsmith.", "escribe a juan @gmail.com"),
