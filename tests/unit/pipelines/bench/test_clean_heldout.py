@@ -1,10 +1,13 @@
 import gzip
 from pathlib import Path
 
+from babel.messages.catalog import Catalog
+from babel.messages.mofile import write_mo
 from scipy.stats import binomtest
 
 from pipelines.bench.clean_heldout import (
     HALVES,
+    catalog_messages,
     half_of,
     heldout_documents,
     package_description,
@@ -73,3 +76,14 @@ def test_rates_carry_scipy_s_exact_and_wilson_intervals():
 def test_the_tripping_line_is_the_one_to_read():
     text = "def f():\n    return 1\nllámame al 612 345 678\nfin"
     assert tripping_line(text, "long_digit_run") == "llámame al 612 345 678"
+
+
+def test_a_catalog_gives_its_messages_and_not_its_header(tmp_path):
+    catalog = Catalog(locale="es", last_translator="Ana Pérez <ana@example.org>")
+    catalog.add("No such file", "No existe el archivo «%s»")
+    catalog.add(("%d file", "%d files"), ("%d archivo", "%d archivos"))
+    with (tmp_path / "prog.mo").open("wb") as mo:
+        write_mo(mo, catalog)
+    text = catalog_messages(tmp_path / "prog.mo")
+    assert "No existe el archivo «%s»" in text and "%d archivos" in text
+    assert "Ana" not in text and "@" not in text
