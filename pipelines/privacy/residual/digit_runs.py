@@ -33,6 +33,9 @@ commits and messages ("Sat Apr 13 17:52:12 2013 -0700"): the seconds, year and o
 of anyone's. An offset is at most 14 hours in quarters, so no phone passes for one."""
 _DOI = re.compile(r"\b10\.\d{4,9}/[^\s\"'<>{}]+")
 """A DOI ("10.1145/210089.210111") names a paper."""
+_FLOAT = re.compile(r"(?<![\w.])\d\.\d{5,}(?![\d.])")
+"""One digit, a point and five or more: a float as programs print it ("[1.  0.66666667 0.66666667 1.]"); phones
+and cards written with points group their digits by two to four ("06.12.34.56.78", "4111.1111.1111.1111")."""
 UUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
 """A UUID, whose hex groups may all be digits ("96982221-3754-4521-...")."""
 _TRUNK_AFTER_CODE = re.compile(r"(\+\d{1,3})[ \t]?\(0\)[ \t]?")
@@ -62,6 +65,8 @@ def long_digit_run(text: str) -> bool:
             text = UUID.sub(_DATE_MASK, text)
         if "10." in text:
             text = _DOI.sub(_DATE_MASK, text)
+        if "." in text:
+            text = _FLOAT.sub(_DATE_MASK, text)
     if ":" in text:
         text = _CLOCK.sub(_DATE_MASK, text)
     if "(0)" in text:
