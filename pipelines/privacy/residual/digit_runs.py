@@ -35,7 +35,20 @@ _DOI = re.compile(r"\b10\.\d{4,9}/[^\s\"'<>{}]+")
 """A DOI ("10.1145/210089.210111") names a paper."""
 _FLOAT = re.compile(r"(?<![\w.])\d\.\d{5,}(?![\d.])")
 """One digit, a point and five or more: a float as programs print it ("[1.  0.66666667 0.66666667 1.]"); phones
-and cards written with points group their digits by two to four ("06.12.34.56.78", "4111.1111.1111.1111")."""
+and cards written with points group their digits by two to four ("06.12.34.56.78", "4111.1111.1111.1111"),
+except a mobile after its country code or a phone cue ("+31 6.12660487")."""
+_COUNTRY_CODE_BEFORE = re.compile(r"(?:\+|\b00)\d{1,3}[ \t]*(?:\(0\)[ \t]*)?\Z")
+
+
+def _dialled_before(m: re.Match[str]) -> bool:
+    """A country code or a phone cue right before `m`: the digits after it are dialled."""
+    before = max(0, m.start() - 40)
+    return bool(
+        _COUNTRY_CODE_BEFORE.search(m.string, before, m.start())
+        or _PHONE_CUE_BEFORE.search(m.string, before, m.start())
+    )
+
+
 UUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
 """A UUID, whose hex groups may all be digits ("96982221-3754-4521-...")."""
 _TRUNK_AFTER_CODE = re.compile(r"(\+\d{1,3})[ \t]?\(0\)[ \t]?")
@@ -66,7 +79,7 @@ def long_digit_run(text: str) -> bool:
         if "10." in text:
             text = _DOI.sub(_DATE_MASK, text)
         if "." in text:
-            text = _FLOAT.sub(_DATE_MASK, text)
+            text = _FLOAT.sub(lambda m: m.group() if _dialled_before(m) else _DATE_MASK, text)
     if ":" in text:
         text = _CLOCK.sub(_DATE_MASK, text)
     if "(0)" in text:

@@ -28,6 +28,7 @@ CASES = [
     ("long_digit_run", "    (2152302898747, (2, 3, 5, 7, 11)),", "mi número (612345678)"),
     ("long_digit_run", "[1.         0.66666667 0.66666667 1.        ]", "[0.5 0.66666667 612 345 678]"),
     ("long_digit_run", "e, pi = 2.71828183 3.14159265", "06.12.34.56.78 o 612.345.678"),
+    ("long_digit_run", "[1.         0.66666667 0.66666667 1.        ]", "Call me on +31 6.12660487 tomorrow."),
     ("credential_assignment", "client_request_token=client_request_token,", "client_request_token=xK9fQ2mP7rT4"),
     (
         "credential_assignment",
