@@ -112,14 +112,14 @@ def _fresh_documents() -> dict[str, list[Document]]:
     return {"en": english, "es": spanish}
 
 
-def heldout_documents(half: str, man_es: Path, site_packages: Path) -> dict[str, list[Document]]:
+def heldout_documents(which: str, man_es: Path, site_packages: Path) -> dict[str, list[Document]]:
     """The documents of one set: `man_es` is the extracted Spanish manual tree (its `man1` ... `man8`)."""
-    if half == "fresh":
+    if which == "fresh":
         return _fresh_documents()
-    english = [d for d in _package_readmes(site_packages) if half_of(d.name) == half]
-    if half == "tune":
+    english = [d for d in _package_readmes(site_packages) if half_of(d.name) == which]
+    if which == "tune":
         english += _man_pages(Path("/usr/share/man"), ("man2", "man3"), "en")
-    spanish = [d for d in _man_pages(man_es, _SECTIONS, "es") if half_of(d.name.rsplit("/", 1)[1]) == half]
+    spanish = [d for d in _man_pages(man_es, _SECTIONS, "es") if half_of(d.name.rsplit("/", 1)[1]) == which]
     return {"en": english, "es": spanish}
 
 
