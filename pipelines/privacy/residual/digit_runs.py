@@ -69,7 +69,8 @@ def long_digit_run(text: str) -> bool:
     one has: a placeholder ("123-456-789", "987654321", "600 000 000"), a binary number ("11100010
     10001001"), a book's ISBN or a paper's DOI, a number its word names ("project 32555940559", "pedido
     612345678"), a path's segments ("20126/41483022/"), a calendar's or table's row ("11 12 13 14 15 16
-    17"), two numbers side by side ("1024-65535", "294880 8192").
+    17"), two numbers side by side ("1024-65535", "294880 8192"), printed floats ("0.66666667"), and numbers code
+    counts in a unit, multiplies or passes alone to a function ("300-1200-150-110 baud", "58977084786*y").
     After a phone cue, digits split by any punctuation count too ("llámame al 612,345,678").
     """
     if "/" in text or "-" in text or "." in text or "_" in text:
