@@ -47,6 +47,8 @@ _DROPPED_SECTIONS = re.compile(
 )
 """Man-page sections that name people (authors, translators, maintainers) rather than document."""
 _PERSONAL = re.compile(r"@|\b(?:copyright|author|autor|written by|escrito por|maintainer|contributed by|\(c\))", re.I)
+AUTHOR_LINES = re.compile(_PERSONAL.pattern.removeprefix("@|"), re.IGNORECASE)
+"""The same without "@": for a corpus that keeps decorators, matrix products and `git@host` to test the at-sign rule."""
 _PII_PACKAGES = frozenset(("faker", "phonenumbers", "stdnum", "presidio_analyzer", "presidio_anonymizer", "mimesis"))
 """Packages whose data and examples are PII on purpose (fake names, example phones, valid ids)."""
 _SECTION_HEADING = re.compile(r"^[A-ZÁÉÍÓÚÑ][A-ZÁÉÍÓÚÑ0-9 ,/\-]+$")
@@ -101,7 +103,7 @@ def _python_modules() -> Iterator[Document]:
         yield Document("en", "code", str(path), lambda path=path: _code(path))
 
 
-def _rendered_man_page(path: Path) -> str:
+def rendered_man_page(path: Path) -> str:
     """The page as `man` prints it, without its header and footer lines and the sections on people."""
     env = {**os.environ, "MANWIDTH": MAN_WIDTH, "MAN_KEEP_FORMATTING": "", "GROFF_NO_SGR": "1", "LC_ALL": "C.UTF-8"}
     try:
@@ -129,7 +131,7 @@ def _man_pages(language: str) -> Iterator[Document]:
             for path in sorted(folder.iterdir()):
                 if path.is_file():
                     yield Document(
-                        language, "man", f"man/{language}/{section}/{path.name}", lambda p=path: _rendered_man_page(p)
+                        language, "man", f"man/{language}/{section}/{path.name}", lambda p=path: rendered_man_page(p)
                     )
 
 
@@ -140,9 +142,9 @@ def installed_documents() -> dict[str, list[Document]]:
 
 
 # --- passages and traces ---------------------------------------------------------------------------
-def passages(text: str) -> list[str]:
+def passages(text: str, personal: re.Pattern[str] = _PERSONAL) -> list[str]:
     """`text` cut into passages of whole blank-line-separated blocks, common indentation removed;
-    a passage that names a person (an e-mail, an author or copyright line) is dropped."""
+    a passage that names a person (by default an e-mail, an author or copyright line: `personal`) is dropped."""
     blocks = [_dedented(b) for b in re.split(r"\n[ \t]*\n", text.replace("\r\n", "\n")) if b.strip()]
     out, current = [], ""
     for block in blocks:
@@ -156,7 +158,7 @@ def passages(text: str) -> list[str]:
                 current = ""
     if current:
         out.append(current)
-    return [p for p in out if len(p) >= 40 and not _PERSONAL.search(p)]
+    return [p for p in out if len(p) >= 40 and not personal.search(p)]
 
 
 def _dedented(block: str) -> str:
@@ -189,12 +191,14 @@ def _question(passage: str) -> str:
     return passage[: cut if cut > 40 else QUESTION_CHARS]
 
 
-def build_clean_traces(n: int, *, seed: int, documents: dict[str, list[Document]] | None = None) -> list[dict]:
+def build_clean_traces(
+    n: int, *, seed: int, documents: dict[str, list[Document]] | None = None, personal: re.Pattern[str] = _PERSONAL
+) -> list[dict]:
     """`n` traces as plain dicts, half in each language that has documents, drawn with `seed`; within a
     language each source (reference, docstrings, code, man pages) is as likely.
 
     Documents are drawn at random and rendered only when drawn, so a thousand traces read a few
-    hundred pages, not every page on the machine.
+    hundred pages, not every page on the machine. `personal`: what drops a passage (see `passages`).
     """
     documents = installed_documents() if documents is None else documents
     languages = [language for language in ("en", "es") if documents[language]]
@@ -213,7 +217,7 @@ def build_clean_traces(n: int, *, seed: int, documents: dict[str, list[Document]
         for _attempt in range(200):
             document = rng.choice(rng.choice(by_source[language]))
             if document.name not in rendered:
-                rendered[document.name] = passages(document.text())
+                rendered[document.name] = passages(document.text(), personal)
             found = rendered[document.name]
             if len(found) >= 3:
                 break

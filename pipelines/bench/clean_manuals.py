@@ -43,7 +43,8 @@ _HTML_SKIPPED = ("libjs-", "libjs_")
 """JavaScript libraries' HTML is their demo pages: markup and lorem ipsum, not documentation."""
 
 
-def _read(path: Path) -> str:
+def read_text(path: Path) -> str:
+    """A documentation file's text, gunzipped where it is compressed; empty where it cannot be read."""
     try:
         raw = gzip.open(path).read() if path.suffix == ".gz" else path.read_bytes()
     except (OSError, EOFError):
@@ -150,7 +151,7 @@ def pod_text(source: str) -> str:
 def _documents(paths: Iterator[Path], source: str, convert) -> Iterator[Document]:
     for path in sorted(set(paths)):
         if path.is_file():
-            yield Document("en", source, str(path), lambda path=path: convert(_read(path)))
+            yield Document("en", source, str(path), lambda path=path: convert(read_text(path)))
 
 
 def manual_documents() -> dict[str, list[Document]]:

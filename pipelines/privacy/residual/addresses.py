@@ -120,8 +120,9 @@ _ES_NAME = (
 """A street's name and its number, on one line: "nº 12" (NFKC reads "no 12"), a road's "km 7", a plot, "s/n"."""
 _ES_STREET_AT = re.compile(
     rf"(?i:(?:{'|'.join(map(re.escape, ES_STREET_TYPES))})\.?\s+(?:(?:de|del|la|las|los|d'|l')\s+)*"
-    # The name is a word other than an article: "ronda los 5470 euros" is a sum ("is about"), not a street.
-    rf"(?!(?:de|del|la|las|los|el)\b){_ES_NAME})"
+    # The name is a word other than an article: "ronda los 5470 euros" is a sum ("is about"), not a street; nor one
+    # lower-case letter, Perl's repetition after a list ("[qw/b a d c/ x 50]"): a lettered street is capitalised.
+    rf"(?!(?:de|del|la|las|los|el)\b|(?-i:[a-z])[ \t]){_ES_NAME})"
 )
 """A name in any case after these: "vivo en calle los olivos 5"."""
 _C_LANGUAGE_BEFORE = (

@@ -33,6 +33,22 @@ commits and messages ("Sat Apr 13 17:52:12 2013 -0700"): the seconds, year and o
 of anyone's. An offset is at most 14 hours in quarters, so no phone passes for one."""
 _DOI = re.compile(r"\b10\.\d{4,9}/[^\s\"'<>{}]+")
 """A DOI ("10.1145/210089.210111") names a paper."""
+_FLOAT = re.compile(r"(?<![\w.])\d\.\d{5,}(?![\d.])")
+"""One digit, a point and five or more: a float as programs print it ("[1.  0.66666667 0.66666667 1.]"); phones
+and cards written with points group their digits by two to four ("06.12.34.56.78", "4111.1111.1111.1111"),
+except a mobile after its country code or a phone cue ("+31 6.12660487")."""
+_COUNTRY_CODE_BEFORE = re.compile(r"(?:\+|\b00)\d{1,3}[ \t]*(?:\(0\)[ \t]*)?\Z")
+
+
+def _dialled_before(m: re.Match[str]) -> bool:
+    """A country code or a phone cue right before `m`: the digits after it are dialled."""
+    before = max(0, m.start() - 40)
+    return bool(
+        _COUNTRY_CODE_BEFORE.search(m.string, before, m.start())
+        or _PHONE_CUE_BEFORE.search(m.string, before, m.start())
+    )
+
+
 UUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
 """A UUID, whose hex groups may all be digits ("96982221-3754-4521-...")."""
 _TRUNK_AFTER_CODE = re.compile(r"(\+\d{1,3})[ \t]?\(0\)[ \t]?")
@@ -53,7 +69,8 @@ def long_digit_run(text: str) -> bool:
     one has: a placeholder ("123-456-789", "987654321", "600 000 000"), a binary number ("11100010
     10001001"), a book's ISBN or a paper's DOI, a number its word names ("project 32555940559", "pedido
     612345678"), a path's segments ("20126/41483022/"), a calendar's or table's row ("11 12 13 14 15 16
-    17"), two numbers side by side ("1024-65535", "294880 8192").
+    17"), two numbers side by side ("1024-65535", "294880 8192"), printed floats ("0.66666667"), and numbers code
+    counts in a unit, multiplies or passes alone to a function ("300-1200-150-110 baud", "58977084786*y").
     After a phone cue, digits split by any punctuation count too ("llámame al 612,345,678").
     """
     if "/" in text or "-" in text or "." in text or "_" in text:
@@ -62,6 +79,8 @@ def long_digit_run(text: str) -> bool:
             text = UUID.sub(_DATE_MASK, text)
         if "10." in text:
             text = _DOI.sub(_DATE_MASK, text)
+        if "." in text:
+            text = _FLOAT.sub(lambda m: m.group() if _dialled_before(m) else _DATE_MASK, text)
     if ":" in text:
         text = _CLOCK.sub(_DATE_MASK, text)
     if "(0)" in text:
@@ -74,11 +93,16 @@ def long_digit_run(text: str) -> bool:
     for m in _DIGIT_RUN.finditer(text):
         if text.startswith("/", m.end()):
             continue  # "20126/41483022/SI-Brochure-9.pdf": the segments of a path, not a number
+        cursor = m.start()
         for run in _balanced_parts(m.group()):
+            at = text.find(run, cursor, m.end()) if run else -1
+            start, end = (at, at + len(run)) if at != -1 else (m.start(), m.end())  # the part's own place
+            cursor = max(cursor, end)
             if (
                 _is_long_digit_run(run, ssn_cued)
                 and not _REFERENCE_BEFORE.search(text, max(0, m.start() - 32), m.start())
                 and not _MEASURE_BEFORE.search(text, max(0, m.start() - 32), m.start())
+                and not _a_quantity_in_code(text, start, end)
                 and not _among_hex_groups(text, m.start(), m.end())
                 and not _in_a_literal_collection(text, m.start(), m.end())
             ):
@@ -115,12 +139,14 @@ _CUED_PUNCTUATED = re.compile(
     rf"\b(?i:{'|'.join(PHONE_CUE_WORDS)})\w*[^\d\n]{{0,24}}(\+?\(?\d{{1,5}}\)?(?:[ \t]?[^\w\s][ \t]?\(?\d{{1,5}}\)?){{1,7}})"
 )
 """After a phone cue, digit groups split by any punctuation ("llámame al 612,345,678")."""
+_PHONE_CUE_BEFORE = re.compile(rf"\b(?i:{'|'.join(PHONE_CUE_WORDS)})\w*[^\d\n]{{0,24}}\Z")
 _SELF_EVIDENT_PUNCTUATED = re.compile(
-    r"(?<![\w+])(?:(?:\+|\(\+|00)\d{1,7}\)?(?:(?:[ \t]?[^\w\s:][ \t]?|[ \t])\(?\d{1,5}\)?){2,7}"
+    r"(?<![\w+])(?:(?:\+|\(\+|(?<!\\)00)\d{1,7}\)?(?:(?:[ \t]?[^\w\s:][ \t]?|[ \t])\(?\d{1,5}\)?){2,7}"
     r"|\d{1,5}(?:·\d{1,5}){2,6}(?![\d·]))"
 )
 """Without a cue, digit groups split by any punctuation after a country code ("+34|612|345|678"), or by
-middle dots ("612·345·678"); not by colons, which split a MAC address ("00:50:56:12:34:56") or a time."""
+middle dots ("612·345·678"); not by colons, which split a MAC address ("00:50:56:12:34:56") or a time. A "00"
+after a backslash is an octal escape ("\\370\\001\\001\\242", bytes in code), not the prefix that dials abroad."""
 _THOUSANDS = re.compile(r"\d[,'][ \t]?\d")
 """A count's thousands separators ("+12,345,678 lines"), not a phone's."""
 ODD_BETWEEN_DIGITS = re.compile(r"\d[ \t]?[^\w\s.\-/()][ \t]?\d")
@@ -146,6 +172,8 @@ _COMMA_AFTER = re.compile(r"[ \t]*,")
 def _in_a_literal_collection(text: str, start: int, end: int) -> bool:
     """A number between brackets and commas with a comma on one side: a member of a tuple or list in
     code ("(26214400, 32768000000)"); "(612345678)" or "al 612345678, gracias" is not."""
+    start += text.startswith("(", start)  # a run may take its parentheses in: "(2152302898747, (2, 3))"
+    end -= text[end - 1 : end] == ")"
     before = _COLLECTION_BEFORE.search(text, max(0, start - 3), start)
     after = _COLLECTION_AFTER.match(text, end)
     return bool(before and after) and bool(
@@ -156,9 +184,11 @@ def _in_a_literal_collection(text: str, start: int, end: int) -> bool:
 _SSN_CUE = re.compile(r"(?i:ssn|social security|seguridad social)")
 _REFERENCE_BEFORE = re.compile(
     r"\b(?i:project|proyecto|order|pedido|ticket|build|job|issue|invoice|factura|instance|cluster|commit|pipeline"
-    r"|workflow|run)(?:[ \t]+(?i:number|id|no\.?|n[º°]|número|numero))?[ \t]*[:#=]?[ \t]*[\"'`]?\Z"
+    r"|workflow|run|revision|revisión)"
+    r"(?:[ \t]+(?i:number|id|no\.?|n[º°]|número|numero))?[ \t]*[:#=]?[ \t]*[\"'`]?\Z"
 )
-"""A word that names what the number is: "project 32555940559", "pedido #612345678" are references."""
+"""A word that names what the number is: "project 32555940559", "pedido #612345678", a migration's "Revision ID:
+686269002441" are references."""
 _MEASURE_BEFORE = re.compile(
     r"(?<![\w.])[\"']?(?:[A-Za-z]+_|[a-z]+(?=[A-Z]))*(?i:total|used|free|available|avail|size|bytes|count|length"
     r"|sent|recv|rss|vms|shared|buffers|cached|capacity|limit|offset|blocks|memory)(?:_[A-Za-z]+)*[\"']?[ \t]*"
@@ -166,6 +196,40 @@ _MEASURE_BEFORE = re.compile(
 )
 """A keyword argument or a JSON key that names a quantity, as a repr or a report prints sizes and counters ("svmem(
 total=10367352832", "read_bytes=18626220032", "maxRss": "36624662528"): bytes and counts, not anyone's number."""
+
+
+def _a_quantity_in_code(text: str, start: int, end: int) -> bool:
+    """Digits counted in a unit, multiplied or raised, or passed alone to a function: what code and maths do with
+    numbers, not with phones; unless a phone cue comes right before ("llámame al 612 345 678 ms" is a phone)."""
+    if _PHONE_CUE_BEFORE.search(text, max(0, start - 40), start):
+        return False
+    return bool(
+        _UNIT_AFTER.match(text, end)
+        or _ARITHMETIC_BEFORE.search(text, max(0, start - 4), start)
+        or _ARITHMETIC_AFTER.match(text, end)
+        or _sole_argument(text, start, end)
+    )
+
+
+_UNIT_AFTER = re.compile(r"[ \t]?(?:baud|bps|bits?|bytes?|[KMGT]i?B|[kMG]?Hz|ms|µs|ns|rpm|dpi|px)\b")
+"""A unit right after the digits: "cycle through 300-1200-150-110 baud" lists rates; no one's number is counted
+in baud."""
+_ARITHMETIC_BEFORE = re.compile(r"[\w)][ \t]?(?:\*\*?|\^)[ \t]?\Z")
+_ARITHMETIC_AFTER = re.compile(r"[ \t]?(?:\*\*?|\^)[ \t]?[\w(]")
+"""An operand of a product or a power ("-58977084786*sqrt(5)", "2^1279"): a quantity in maths; no one multiplies a
+phone. A "*" with no operand on its other side is a footnote's mark or a mask ("612345678*", "612***678")."""
+_CALL_BEFORE = re.compile(r"(?<![\w.])[A-Za-z_][\w.]*\Z")
+
+
+def _sole_argument(text: str, start: int, end: int) -> bool:
+    """The digits are all a call passes, a function's name touching its "(": "sqrt(405639795226)" (prose opens
+    a blank before "(": "mi número (612345678)")."""
+    opening = start if text.startswith("(", start) else start - 1  # the run may take either parenthesis in
+    return (
+        text[opening : opening + 1] == "("
+        and (text[end - 1] == ")" or text.startswith(")", end))
+        and _CALL_BEFORE.search(text, max(0, opening - 64), opening) is not None
+    )
 
 
 def _balanced_parts(run: str) -> list[str]:

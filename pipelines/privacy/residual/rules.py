@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Callable
 
@@ -46,7 +47,7 @@ def _random_after_prefix(m: re.Match[str]) -> bool:
 def _reaches_someone(m: re.Match[str]) -> bool:
     """An IP address that may be someone's: not a documentation range (RFC 5737: 192.0.2.0/24,
     198.51.100.0/24, 203.0.113.0/24; RFC 3849: 2001:db8::/32), loopback, unspecified, multicast,
-    reserved (240.0.0.0/4: netmasks, the broadcast address) or an IPv4 network ("10.20.0.0/16")."""
+    reserved (240.0.0.0/4: netmasks, the broadcast address) or an IPv4 network ("10.20.0.0/16"), however written."""
     address = m.group().lower()
     if "." in address and ":" not in address:
         first = int(address.split(".", 1)[0])
@@ -57,7 +58,14 @@ def _reaches_someone(m: re.Match[str]) -> bool:
     groups = [group for group in address.split(":") if group]
     if len(groups) < 2 or sum(map(len, groups)) < 4:
         return False  # "a[::2]", "1::2": slicing in code
-    return not (address == "::1" or address.startswith(("2001:db8:", "2001:0db8:", "ff")))
+    try:  # read as the stdlib reads it, so every spelling of one address is judged alike: "0:0:0:0:0:0:0:1" is "::1"
+        ip = ipaddress.IPv6Address(address)
+    except ValueError:  # the shape allows what no address is ("1:::2"): judged by its first groups, as it reads
+        return not address.startswith(("2001:db8:", "2001:0db8:", "ff"))
+    return not (ip.is_loopback or ip.is_unspecified or ip.is_multicast or ip in _IPV6_DOCUMENTATION)
+
+
+_IPV6_DOCUMENTATION = ipaddress.IPv6Network("2001:db8::/32")
 
 
 _PREFIX = re.compile(r"/(\d{1,2})(?!\d)")
@@ -75,12 +83,13 @@ _CODE_VALUE = re.compile(
     r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+.*"  # creds.refresh_token, click.prompt("Password"
     r"|[A-Za-z_]\w*[(\[].*"  # Optional[Credential], get_token()
     r"|[A-Za-z]*_[\w]*\).*"  # unk_token) : an argument passed on
-    r"|(?i:[a-z]*_?(?:token|key|secret|pass\w*|pwd|credentials?)(?:_?[a-z]+)*)"  # bod_token, userPassword: a variable
+    r"|(?i:(?:[a-z]+_)*[a-z]*_?(?:token|key|secret|pass\w*|pwd|credentials?)(?:_?[a-z]+)*)"  # client_request_token
     r"|<[^>]*>.*|\$\{[A-Za-z_]\w*\}.*|\$[A-Z_][A-Z0-9_]*|\{\{.*|%\(\w+\)s.*"  # <token>, ${api_key}, $API_KEY, {{ x }}
     r"|(?i:your|my)[\-_][\w\-]+|[\w\-]+[\-_](?i:here)|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+"  # your-api-key, YOUR_API_KEY
     r"|\*{3,}|x{3,}|X{3,}|•{3,}|\.{3,}"  # Password: ******** (a mask)
     r"|(?:[A-Z][a-z]+\d?){2,}"  # token: TextGenerationStreamOutputToken (a class)
     r"|(?:~|\.{1,2})?(?:/(?:[a-z0-9_.\-]+|[A-Z][a-z0-9_.\-]*)){2,}/?"  # a path, its segments words, not base64
+    r"|.*\[\^[^\]]*\][+*?{].*"  # Credential=[^/]+/([^/]+)/.* : a regular expression, a negated class repeated
     r"|(?:~|\.{1,2})?/?(?:[a-z0-9_.\-]+|[A-Z][a-z0-9_.\-]*)\.(?:pem|key|pfx|p12|json|txt|crt|cer|der|jks|env|ya?ml)"
 )
 """A value that is code, not a secret: a dotted name, a call or subscript, a variable passed on, a template slot."""
@@ -90,6 +99,11 @@ def _random_value(value: str) -> bool:
     """A session id is random: a digit, capitals among lower case, or sixteen characters;
     "session=session," passes an argument on."""
     return bool(re.search(r"\d|[a-z][A-Z]|[A-Z][a-z]*[A-Z]", value)) or len(value.strip(",)")) >= 16
+
+
+_CALL = re.compile(r"[A-Za-z_][\w.]*\([^()]*\)\)*,?")
+"""A value that calls a constructor or function ("session=requests.Session())"): code builds the object a keyword
+argument passes; a session id is a token, never a call."""
 
 
 def _secret_valued(m: re.Match[str]) -> bool:
@@ -117,6 +131,21 @@ def _name_like(m: re.Match[str]) -> bool:
     return word is None or word[0].isupper() or word.lower() not in _everyday_words()
 
 
+_OPENS_A_WORD = re.compile(rf"@(?!{WEBMAIL}\b)[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+_SENTENCE_AFTER = re.compile(r"\.\s+[A-Z][a-z]\Z")
+
+
+def _code_or_prose_at(m: re.Match[str]) -> bool:
+    """An "@" after a blank that is no address's: one that opens a dotted name, a decorator ("decorated with
+    @pytest.mark.langsmith", "the @hydra.main() function"), unless a webmail follows ("juan @gmail.com"); or one
+    standing alone before a sentence's end ("an @ character.  For example"). An address's "@" touches both
+    parts ("juan@gmail.com"), or has a blank on both sides, and its top-level domain is written in one case."""
+    at = m.string.find("@", m.start(), m.end())
+    if at < 1 or not m.string[at - 1].isspace():
+        return False
+    return _OPENS_A_WORD.match(m.string, at) is not None or _SENTENCE_AFTER.search(m.group()) is not None
+
+
 class _Search:
     """A rule searched by a function rather than by one regex: `search` as `re.Pattern.search` has it."""
 
@@ -127,12 +156,17 @@ class _Search:
 
 
 RULES: dict[str, re.Pattern[str] | _Checked | _Search] = {
-    "at_sign_like": re.compile(
-        r"[\w.+\-'][ \t]{0,2}(?:@|%40|&#0*64;|&commat;|[(\[{<][ \t]*(?:at|arroba)[ \t]*[)\]}>])[ \t]{0,2}[\w\-]+"
-        r"\s*(?:\.|[(\[{<]\s*(?:dot|punto)\s*[)\]}>]|\s(?:dot|punto)\s)\s*[a-z]{2}"
-        r"|\b[\w.+\-]+\s+(?:at|arroba)\s+[\w\-]+\s*(?:[(\[{<]\s*(?:dot|punto)\s*[)\]}>]|\s(?:dot|punto)\s)\s*[a-z]{2,}"
-        rf"|\s(?:at|arroba)\s+{WEBMAIL}\s*\.",
-        re.IGNORECASE,
+    "at_sign_like": _Checked(
+        re.compile(
+            # A domain's labels are letters, digits and hyphens (RFC 1123): "foo@VER_1. If" is a symbol's version.
+            r"[\w.+\-'][ \t]{0,2}(?:@|%40|&#0*64;|&commat;|[(\[{<][ \t]*(?:at|arroba)[ \t]*[)\]}>])[ \t]{0,2}"
+            r"[^\W_]+(?:-+[^\W_]+)*"
+            r"\s*(?:\.|[(\[{<]\s*(?:dot|punto)\s*[)\]}>]|\s(?:dot|punto)\s)\s*[a-z]{2}"
+            r"|\b[\w.+\-]+\s+(?:at|arroba)\s+[\w\-]+\s*(?:[(\[{<]\s*(?:dot|punto)\s*[)\]}>]|\s(?:dot|punto)\s)\s*[a-z]{2,}"
+            rf"|\s(?:at|arroba)\s+{WEBMAIL}\s*\.",
+            re.IGNORECASE,
+        ),
+        lambda m: not _code_or_prose_at(m),
     ),
     "key_like_prefix": _Checked(
         re.compile(
@@ -182,7 +216,9 @@ RULES: dict[str, re.Pattern[str] | _Checked | _Search] = {
             rf"|(?:sessid|sessionid|session|sid|csrftoken|xsrf-token)=[\"']?{NOT_MASK}(?P<value>[^;\s&\"']{{8,}})",
             re.IGNORECASE,
         ),
-        lambda m: m.group("value") is None or _random_value(m.group("value")),
+        lambda m: (
+            m.group("value") is None or (_random_value(m.group("value")) and not _CALL.fullmatch(m.group("value")))
+        ),
     ),
     "url_credentials": re.compile(rf"://{NOT_MASK}[^\s/@:{MASK}]+:{NOT_MASK}[^\s/@{MASK}]+@"),
     "url_secret_param": re.compile(
