@@ -28,6 +28,7 @@ from pipelines.stores.partitions import promote, read_manifest, write_manifest
 from pipelines.stores.trace_sources import open_trace_source
 from pipelines.traces import shards
 from pipelines.traces.sampling import select_day, write_parts
+from pipelines.traces.stale_attempts import remove_stale_attempts
 from pipelines.validation import ValidationPassed
 from pipelines.workspace import PartitionPaths, StaleVersion, Workspace
 
@@ -98,7 +99,8 @@ def select_trace_sample(
     shard_count: int | None = None,
 ) -> list[PlannedShard]:
     """Select the day's traces (once, under `RAGWATCH_SELECTION_STATEMENT_TIMEOUT_S`), write the ids and the plan to
-    the workspace, and return the shards to map over (`RAGWATCH_SAMPLE_SHARDS`, at most one per part)."""
+    the workspace, and return the shards to map over (`RAGWATCH_SAMPLE_SHARDS`, at most one per part). Attempts
+    that killed runs left in the staging folder go first (`stale_attempts`)."""
     # A value left out (None) is the setting; a given one is checked the same way, whatever the entry point:
     # strata values are published in the manifest, so only the categorical fields may define strata.
     rate = settings.sample_rate if rate is None else rate
@@ -111,6 +113,7 @@ def select_trace_sample(
     shard_count = settings.sample_shards if shard_count is None else shard_count
     if shard_count < 1:
         raise ValueError(f"{shard_count} shards: a day needs at least one")
+    remove_stale_attempts(Workspace.from_settings(settings))
     selection = select_day(
         open_trace_source(settings, selection=True), day, rate=rate, strata=strata, min_per_stratum=min_per_stratum
     )
