@@ -367,7 +367,7 @@ def release_golden(settings: Settings, name: str) -> Release:
     `.dvc` file names the previous one: readers refuse it (`released_version`), and the next release completes it
     first, under the version its manifest names, before it compares the staged set with it.
     """
-    from pipelines.versioning import ensure_workspace, latest_tag, tag, version_directory, workspace_lock
+    from pipelines.versioning import ensure_workspace, has_tag, latest_tag, tag, version_directory, workspace_lock
 
     workspace = Workspace.from_settings(settings)
     p = workspace.golden(name)
@@ -379,7 +379,8 @@ def release_golden(settings: Settings, name: str) -> Release:
             data = version_directory(
                 workspace, p.released, f"golden {name} {unfinished}", extra_paths=_release_inputs(p)
             )
-            tag(workspace, p.tag(unfinished), f"golden set {name} {unfinished} (md5 {data.md5})")
+            if not has_tag(workspace, p.tag(unfinished)):  # tagged before: a `.dvc` file older than its record
+                tag(workspace, p.tag(unfinished), f"golden set {name} {unfinished} (md5 {data.md5})")
         current = latest_tag(workspace, p.tag_prefix)
         staged_sha = file_sha256(p.staged_items) if p.staged_items.exists() else None
         if current and p.released_items.exists() and staged_sha in (None, file_sha256(p.released_items)):
