@@ -5,6 +5,9 @@ The kill is reproduced by the state it leaves: a promotion with no version step 
 a bare `dvc add` (killed right after it), or a version step whose `dvc push` fails.
 """
 
+import os
+import subprocess
+import sys
 from datetime import date, timedelta
 
 import pyarrow as pa
@@ -19,6 +22,7 @@ from pipelines.stores.partitions import promote, write_manifest
 from pipelines.traces import steps
 from pipelines.versioning import VersioningError, dvc, git, has_tag
 from pipelines.workspace import PartitionPaths, StaleVersion, Workspace
+from tests.conftest import ROOT
 from tests.support.workspace_data import write_promoted_partition, write_staged_golden
 
 DAY = date(2026, 11, 20)
@@ -92,12 +96,21 @@ def test_a_resample_killed_before_or_inside_its_version_step_is_refused_until_th
     assert steps.unfinished_versions(workspace) == []
 
 
-def test_a_day_promoted_but_never_versioned_reads_as_unversioned_and_the_sensor_waits(settings):
+def test_a_day_promoted_but_never_versioned_reads_as_unversioned_until_the_command_the_errors_name_versions_it(
+    settings, tmp_path
+):
     workspace = Workspace.from_settings(settings)
     write_promoted_partition(workspace, DAY)
-    assert workspace.has_traces(DAY) and not workspace.has_traces(DAY, versioned=True)
+    assert workspace.has_traces(DAY) and not workspace.has_traces(DAY, versioned=True)  # the sensor waits
     assert workspace.traces_version(DAY) is None  # no .dvc file: no version to contradict
     assert _dataset_version(workspace, DAY) == f"traces/dt={DAY}"
+
+    env = {**os.environ, "RAGWATCH_HOME": str(settings.home), "RAGWATCH_DVC_REMOTE": str(tmp_path / "remote")}
+    command = [sys.executable, "-m", "pipelines.cli", "traces", "version", "--date", str(DAY)]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env, check=False)
+    md5 = workspace.traces_version(DAY)
+    assert done.returncode == 0 and md5 is not None and md5 in done.stdout, done.stdout + done.stderr
+    assert workspace.has_traces(DAY, versioned=True)
 
 
 def test_a_release_killed_after_its_promotion_is_refused_then_completed_under_its_own_version(settings, tmp_path):
