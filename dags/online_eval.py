@@ -57,7 +57,8 @@ with ragwatch_dag(
     def sampled_partition() -> bool:
         from pipelines.workspace import Workspace
 
-        return Workspace.from_settings(ragwatch_settings()).has_traces(current_interval().start.date())
+        # versioned: trace_sampling's `version` task, not its `promote`, publishes the day (docs/explanation/sampling.md)
+        return Workspace.from_settings(ragwatch_settings()).has_traces(current_interval().start.date(), versioned=True)
 
     @task
     def prepare(params=None) -> dict:

@@ -34,12 +34,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Iterator
 
+import yaml
+
+from pipelines.files import atomic_write_text
 from pipelines.redact import redact_url
-from pipelines.workspace import UNVERSIONED, Workspace
+from pipelines.workspace import MANIFEST_RECORD, UNVERSIONED, Workspace, manifest_sha256
 
 log = logging.getLogger(__name__)
 GIT_IDENTITY = ["-c", "user.name=ragwatch", "-c", "user.email=ragwatch@localhost"]
 LOCK_RETRIES = 5
+ADD_ATTEMPTS = 3
 REMOTE = "storage"
 LOCK_WAIT_S = 1800.0
 """How long a step waits for another to finish versioning (a large `dvc push` takes minutes) before it fails."""
@@ -235,13 +239,29 @@ def _ensure_lines(path: Path, lines: tuple[str, ...]) -> None:
 
 
 def version_directory(workspace: Workspace, folder: Path, message: str, extra_paths: list[Path] = ()) -> DataVersion:
-    """`dvc add` + `dvc push` one folder of the workspace, then commit its .dvc file (and small text inputs) in git."""
+    """`dvc add` + `dvc push` one folder of the workspace, record its manifest's hash in the .dvc file, then commit
+    the .dvc file (and small text inputs) in git.
+
+    The manifest's hash is recorded last, after the push: until then readers refuse the folder (`StaleVersion`),
+    so a step killed anywhere here leaves a folder that no reader takes for its old version, and that the next
+    call completes. Another run of the same day may promote its own folder while `dvc add` reads this one: the
+    manifest is hashed before and after, and a folder that changed underneath is added again.
+    """
     root, relative = workspace.root, workspace.relative(folder)
+    dvc_file = workspace.dvc_file(relative)
     with workspace_lock(workspace):
-        # Not -q: a failure (an S3 credential refused) would then raise with nothing said.
-        dvc("add", str(relative), cwd=root)
-        dvc_file = workspace.dvc_file(relative)
+        for _ in range(ADD_ATTEMPTS):
+            before = manifest_sha256(root / relative)
+            # Not -q: a failure (an S3 credential refused) would then raise with nothing said.
+            dvc("add", str(relative), cwd=root)
+            if manifest_sha256(root / relative) == before:
+                break
+            log.warning("%s was replaced while `dvc add` read it: adding it again", relative)
+        else:
+            raise VersioningError(f"{relative} kept changing while it was versioned: rerun this step")
         dvc("push", "-r", REMOTE, str(dvc_file), cwd=root)
+        if before is not None:
+            _record_manifest(root / dvc_file, before)
         extras = [str(workspace.relative(p)) for p in extra_paths]
         _commit(root, message, [str(dvc_file), str(relative.parent / ".gitignore"), *extras])
         rev = git("rev-parse", "--short=12", "HEAD", cwd=root).strip()
@@ -249,6 +269,28 @@ def version_directory(workspace: Workspace, folder: Path, message: str, extra_pa
     remote = redact_url(remote_url(workspace) or "")
     log.info("versioned %s: md5 %s, workspace commit %s, pushed to %s", relative, md5, rev, remote)
     return DataVersion(path=str(relative), md5=md5, git_rev=rev, remote=remote)
+
+
+def uncommitted_dvc_files(workspace: Workspace, folder: Path) -> set[Path]:
+    """The `.dvc` files under `folder` that differ from the workspace's last commit, or were never committed."""
+    status = git(
+        "status",
+        "--porcelain",
+        "-z",
+        "--untracked-files=all",
+        "--",
+        str(workspace.relative(folder)),
+        cwd=workspace.root,
+    )
+    paths = (entry[3:] for entry in status.split("\0") if entry)
+    return {workspace.root / path for path in paths if path.endswith(".dvc")}
+
+
+def _record_manifest(dvc_file: Path, sha256: str) -> None:
+    # DVC keeps a .dvc file's `meta` through later `dvc add`s: an old record stays until this step replaces it.
+    body = yaml.safe_load(dvc_file.read_text()) or {}
+    body["meta"] = {**(body.get("meta") or {}), MANIFEST_RECORD: sha256}
+    atomic_write_text(dvc_file, yaml.safe_dump(body, sort_keys=False, allow_unicode=True))
 
 
 def restore_workspace(workspace: Workspace, remote: str, source: str | None = None) -> list[str]:
@@ -289,6 +331,10 @@ def latest_tag(workspace: Workspace, prefix: str) -> str | None:
     """Newest tag starting with `prefix` (tags are `<prefix><n>`; compared by n, not as text)."""
     tags = [t for t in git("tag", "--list", f"{prefix}*", cwd=workspace.root).split() if t[len(prefix) :].isdigit()]
     return max(tags, key=lambda t: int(t[len(prefix) :]), default=None)
+
+
+def has_tag(workspace: Workspace, name: str) -> bool:
+    return git("tag", "--list", name, cwd=workspace.root).strip() == name
 
 
 def tag(workspace: Workspace, name: str, message: str) -> None:

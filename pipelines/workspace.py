@@ -19,10 +19,20 @@ The workspace is a git + DVC repository (`RAGWATCH_WORKSPACE`, default `.ragwatc
 
 Nothing else in ragwatch joins paths under the workspace: steps ask this object. `runs/`, `inbox/`,
 `.staging/` and the lock file are ignored by git and DVC, so releasing a golden set never versions them.
+
+A versioned folder's `.dvc` file names the folder's content twice: DVC's md5 of the whole folder, and (under
+`meta`) the SHA-256 of the folder's manifest when that md5 was taken. Promoting a folder and versioning it are two
+steps, and a run can die between them or inside `dvc add`: the folder then holds a new sample while its `.dvc`
+file still names the old one. Readers ask `data_version`, which compares the recorded manifest hash with the
+manifest in the folder (a small file: no data is read) and raises `StaleVersion` on a mismatch, so nothing is
+stamped with a version its data is not; the next versioning run completes what the dead one left
+(pipelines.traces.steps, pipelines.golden.steps).
 """
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import re
 from dataclasses import dataclass
 from datetime import date
@@ -32,10 +42,29 @@ import yaml
 
 from pipelines import inputs
 
+log = logging.getLogger(__name__)
 LOCK_FILE = ".workspace.lock"
+MANIFEST_RECORD = "manifest_sha256"
+"""The key, under a `.dvc` file's `meta`, of the SHA-256 of the folder's manifest that DVC's md5 was taken of."""
 UNVERSIONED = ("/.staging/", "/runs/", "/inbox/", f"/{LOCK_FILE}")
 """Workspace paths neither git nor DVC ever track (written to .gitignore and .dvcignore)."""
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+class StaleVersion(RuntimeError):
+    """A folder's `.dvc` file does not name what the folder holds: a versioning step stopped half-way."""
+
+
+def manifest_sha256(folder: Path) -> str | None:
+    manifest = folder / "_manifest.json"
+    return hashlib.sha256(manifest.read_bytes()).hexdigest() if manifest.exists() else None
+
+
+def release_remedy(name: str) -> str:
+    return (
+        f"run `ragwatch golden release --name {name}` or clear the golden_build DAG's `release` task: it versions the "
+        "promoted release before anything else"
+    )
 
 
 def safe_name(name: str) -> str:
@@ -291,25 +320,57 @@ class Workspace:
 
     # -- trace partitions ------------------------------------------------------------------------
 
-    def traces_partition(self, day: date) -> PartitionPaths:
-        return PartitionPaths(self.root / "golden" / "traces" / f"dt={day.isoformat()}")
+    @property
+    def traces_root(self) -> Path:
+        return self.root / "golden" / "traces"
 
-    def has_traces(self, day: date) -> bool:
-        """Has this day's sampled partition been promoted (what the online eval waits for)?"""
-        return self.traces_partition(day).manifest.exists()
+    def traces_partition(self, day: date) -> PartitionPaths:
+        return PartitionPaths(self.traces_root / f"dt={day.isoformat()}")
+
+    def has_traces(self, day: date, *, versioned: bool = False) -> bool:
+        """Has this day's sampled partition been promoted, and does its `.dvc` file, if any, name it? With
+        `versioned` (the online eval's sensor), it must have one: a DAG run's data is versioned before it is read."""
+        if not self.traces_partition(day).manifest.exists():
+            return False
+        try:
+            md5 = self.traces_version(day)
+        except StaleVersion as exc:
+            log.warning("%s", exc)
+            return False
+        return md5 is not None or not versioned
+
+    def traces_version(self, day: date) -> str | None:
+        """DVC's md5 of the day's partition; None if it was never versioned. StaleVersion if it names another."""
+        return self.data_version(
+            self.traces_partition(day).root,
+            f"version it: clear the `version` task of the trace_sampling run for {day} (any later run of "
+            f"trace_sampling versions it too), or run `ragwatch traces version --date {day}`",
+        )
+
+    def promoted_trace_days(self) -> list[date]:
+        """Every day with a promoted partition (a manifest), oldest first."""
+        folders = self.traces_root.glob("dt=*/_manifest.json")
+        return sorted(date.fromisoformat(path.parent.name.removeprefix("dt=")) for path in folders)
+
+    @property
+    def traces_staging_root(self) -> Path:
+        """Every attempt's staging and selection folders (`traces_staging`, `traces_selection`) of every day."""
+        return self.root / ".staging" / "traces"
 
     def traces_staging(self, day: date, attempt: str = "") -> PartitionPaths:
         """A private staging folder per day (and per attempt), so concurrent runs never share one."""
         suffix = f".{safe_name(attempt)}" if attempt else ""
-        return PartitionPaths(self.root / ".staging" / "traces" / f"dt={day.isoformat()}{suffix}")
+        return PartitionPaths(self.traces_staging_root / f"dt={day.isoformat()}{suffix}")
 
     def traces_selection(self, day: date, attempt: str) -> SelectionPaths:
         """The selection beside the staging folder of the same attempt (never inside it: it is not published)."""
-        return SelectionPaths(
-            self.root / ".staging" / "traces" / f"dt={day.isoformat()}.{safe_name(attempt)}.selection"
-        )
+        return SelectionPaths(self.traces_staging_root / f"dt={day.isoformat()}.{safe_name(attempt)}.selection")
 
     # -- golden sets -----------------------------------------------------------------------------
+
+    def release_version(self, name: str) -> str | None:
+        """DVC's md5 of a golden set's release; None if it has none. StaleVersion if its `.dvc` file names another."""
+        return self.data_version(self.golden(name).released, release_remedy(name))
 
     def golden(self, name: str) -> GoldenPaths:
         # The name becomes a folder that builds reset: a hostile one ("../..") must never get here.
@@ -394,6 +455,22 @@ class Workspace:
     @staticmethod
     def dvc_file(path: Path) -> Path:
         return path.with_name(path.name + ".dvc")
+
+    def data_version(self, folder: Path, remedy: str) -> str | None:
+        """DVC's md5 of a promoted folder (one with a manifest) whose `.dvc` file was written for the folder as it is
+        now; None if there is no folder or no `.dvc` file. StaleVersion, saying `remedy`, if the `.dvc` file names
+        other content, or records no manifest (a `dvc add` that has not finished its step)."""
+        current = manifest_sha256(folder)
+        dvc_file = self.dvc_file(folder)
+        if current is None or not dvc_file.exists():
+            return None
+        body = yaml.safe_load(dvc_file.read_text()) or {}
+        if (body.get("meta") or {}).get(MANIFEST_RECORD) != current:
+            raise StaleVersion(
+                f"{self.relative(folder)} is not the data its {dvc_file.name} names (the run that promoted it "
+                f"stopped before it was versioned): {remedy}"
+            )
+        return ((body.get("outs") or [{}])[0]).get("md5")
 
     def dvc_md5(self, path: Path) -> str | None:
         """DVC's content hash of a versioned folder or file (from its `.dvc` file), or None if unversioned."""

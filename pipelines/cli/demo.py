@@ -180,7 +180,7 @@ def demo_summary(
     """Print the published trace sample of a day, from its manifest and the workspace."""
     from pipelines.traces.steps import published_counts
     from pipelines.versioning import git
-    from pipelines.workspace import Workspace
+    from pipelines.workspace import StaleVersion, Workspace
 
     settings = current_settings()
     the_day = date.fromisoformat(day) if day else datetime.now(UTC).date() - timedelta(days=1)
@@ -190,7 +190,10 @@ def demo_summary(
         fail(f"{exc}. Run `ragwatch traces sample --date {the_day}` or the trace_sampling DAG first.")
     workspace = Workspace.from_settings(settings)
     partition = workspace.traces_partition(the_day).root
-    md5 = workspace.dvc_md5(partition)
+    try:
+        md5 = workspace.traces_version(the_day)
+    except StaleVersion as exc:
+        fail(str(exc))
     rev = (
         git(
             "log", "-1", "--format=%h", "--", str(workspace.dvc_file(workspace.relative(partition))), cwd=workspace.root

@@ -172,7 +172,7 @@ def eval_online(
     from pipelines.evaluation.outputs.formatting import number
     from pipelines.evaluation.runs.online import run_online_eval
     from pipelines.evaluation.runs.params import online_params
-    from pipelines.workspace import Workspace
+    from pipelines.workspace import StaleVersion, Workspace
 
     settings = current_settings()
     the_day = date.fromisoformat(day) if day else today() - timedelta(days=1)
@@ -201,7 +201,7 @@ def eval_online(
                 push=push,
                 progress=lambda done, total: bar.update(task, completed=done, total=total),
             )
-        except FileNotFoundError as exc:
+        except (FileNotFoundError, StaleVersion) as exc:
             fail(str(exc))
     print_eval_summary(summary)
     table = ReadableTable(

@@ -13,7 +13,7 @@ from pipelines.cli.options import (
     current_settings,
     valid_rate,
 )
-from pipelines.cli.render.console import fail, progress_bar
+from pipelines.cli.render.console import console, fail, progress_bar
 from pipelines.cli.render.traces import print_sample_summary
 
 app = typer.Typer(help="Production traces: sample, anonymize, validate, version.", no_args_is_help=True)
@@ -64,3 +64,21 @@ def traces_sample(
         result.version.dvc_md5 if result.version else None,
         result.version.workspace_rev if result.version else None,
     )
+
+
+@app.command("version")
+def traces_version(
+    day: Annotated[
+        str, typer.Option("--date", help="Promoted day to version (YYYY-MM-DD).", callback=checked(inputs.day))
+    ],
+) -> None:
+    """dvc add + push a promoted day and commit it, after any other day a stopped run left unversioned."""
+    from pipelines.traces.steps import promoted_sample, version_trace_sample
+    from pipelines.versioning import VersioningError
+
+    settings = current_settings()
+    try:
+        version = version_trace_sample(settings, promoted_sample(settings, date.fromisoformat(day)))
+    except (FileNotFoundError, VersioningError) as exc:
+        fail(str(exc))
+    console.print(f"dt={day}: md5 {version.dvc_md5} (workspace commit {version.workspace_rev})")

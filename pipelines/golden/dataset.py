@@ -19,7 +19,7 @@ from pipelines.golden.params import load_golden_params
 from pipelines.records import GOLDEN_SCHEMA, GoldenItem
 from pipelines.settings import Settings
 from pipelines.stores.partitions import read_manifest
-from pipelines.workspace import GoldenPaths, Workspace
+from pipelines.workspace import GoldenPaths, StaleVersion, Workspace, release_remedy
 
 
 def default_golden_name(settings: Settings) -> str:
@@ -49,11 +49,18 @@ def read_items(path: Path) -> list[GoldenItem]:
 
 
 def released_version(settings: Settings, name: str) -> str:
-    """The version (`vN`) of the latest release of a golden set."""
-    paths = Workspace.from_settings(settings).golden(name)
+    """The version (`vN`) of the latest release of a golden set; StaleVersion if its `.dvc` file names other data,
+    or its version was never tagged: a release that stopped after its promotion."""
+    from pipelines.versioning import has_tag
+
+    workspace = Workspace.from_settings(settings)
+    paths = workspace.golden(name)
     if not paths.released_items.exists():
         raise FileNotFoundError(f"golden set {name!r} is not released yet: run `ragwatch golden build` first")
-    return read_manifest(paths.released_manifest)["version"]
+    version = read_manifest(paths.released_manifest)["version"]
+    if workspace.release_version(name) is not None and not has_tag(workspace, paths.tag(version)):
+        raise StaleVersion(f"golden set {name!r} {version} was versioned but never tagged: {release_remedy(name)}")
+    return version
 
 
 def load_golden_items(settings: Settings, name: str, version: str | None = None) -> list[GoldenItem]:

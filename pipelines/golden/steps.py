@@ -36,7 +36,7 @@ from pipelines.stores.corpus import open_corpus_index
 from pipelines.stores.partitions import iter_part_batches, promote, read_manifest, write_manifest
 from pipelines.text import sentences
 from pipelines.validation import ValidationPassed
-from pipelines.workspace import GoldenPaths, Workspace
+from pipelines.workspace import GoldenPaths, StaleVersion, Workspace
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +114,9 @@ def recent_trace_questions(workspace: Workspace, until: date, days: int, n: int)
     first = uncovered_topic_questions(workspace, until, days)[:n]
     sample = TraceQuestionSample(n)
     for offset in range(1, days + 1):
-        parts = workspace.traces_partition(until - timedelta(days=offset)).parts  # none: the day was not sampled
+        day = until - timedelta(days=offset)
+        workspace.traces_version(day)  # a golden set never learns from a sample its .dvc file does not name
+        parts = workspace.traces_partition(day).parts  # none: the day was not sampled
         for batch in iter_part_batches(parts, batch_size=TRACE_READ_BATCH_ROWS, columns=TRACE_QUESTION_COLUMNS):
             sample.add(*(batch.column(name).to_pylist() for name in TRACE_QUESTION_COLUMNS))
     taken = {row["trace_id"] for row in first}
@@ -359,16 +361,30 @@ def validate_golden(settings: Settings, name: str) -> ValidationPassed:
 
 
 def release_golden(settings: Settings, name: str) -> Release:
-    """Promote the staged set into place, `dvc add` + `dvc push` it and tag `golden/<name>/vN` in the workspace."""
-    from pipelines.versioning import ensure_workspace, latest_tag, tag, version_directory, workspace_lock
+    """Promote the staged set into place, `dvc add` + `dvc push` it and tag `golden/<name>/vN` in the workspace.
+
+    A release killed after its promotion leaves a released set whose manifest names a version with no tag, and whose
+    `.dvc` file names the previous one: readers refuse it (`released_version`), and the next release completes it
+    first, under the version its manifest names, before it compares the staged set with it.
+    """
+    from pipelines.versioning import ensure_workspace, has_tag, latest_tag, tag, version_directory, workspace_lock
 
     workspace = Workspace.from_settings(settings)
     p = workspace.golden(name)
     ensure_workspace(workspace, settings.resolved_dvc_remote)
-    staged_sha = file_sha256(p.staged_items)
     with workspace_lock(workspace):  # from reading the latest tag to writing the next: two releases never both take vN
+        unfinished = unfinished_release(workspace, name)
+        if unfinished:
+            log.warning("golden %s %s was promoted by a release that stopped: versioning it now", name, unfinished)
+            data = version_directory(
+                workspace, p.released, f"golden {name} {unfinished}", extra_paths=_release_inputs(p)
+            )
+            if not has_tag(workspace, p.tag(unfinished)):  # tagged before: a `.dvc` file older than its record
+                tag(workspace, p.tag(unfinished), f"golden set {name} {unfinished} (md5 {data.md5})")
         current = latest_tag(workspace, p.tag_prefix)
-        if current and p.released_items.exists() and file_sha256(p.released_items) == staged_sha:
+        staged_sha = file_sha256(p.staged_items) if p.staged_items.exists() else None
+        if current and p.released_items.exists() and staged_sha in (None, file_sha256(p.released_items)):
+            # None: the staged set was promoted by a release that stopped after it (a retried task)
             log.info("golden %s unchanged since %s: nothing to release", name, current)
             version = current.rsplit("/", 1)[-1]
         else:
@@ -379,10 +395,7 @@ def release_golden(settings: Settings, name: str) -> Release:
                 p.staged_manifest, {**{k: v for k, v in manifest.items() if k != "files"}, "version": version}
             )
             promote(p.staged, p.released)
-            review_files = [p.pending_review, p.filter_verdicts, *p.decision_files]
-            data = version_directory(
-                workspace, p.released, f"golden {name} {version}", extra_paths=[p.human, *review_files]
-            )
+            data = version_directory(workspace, p.released, f"golden {name} {version}", extra_paths=_release_inputs(p))
             tag(workspace, p.tag(version), f"golden set {name} {version} (md5 {data.md5})")
     manifest = read_manifest(p.released_manifest)
     return Release(
@@ -392,6 +405,27 @@ def release_golden(settings: Settings, name: str) -> Release:
         items=manifest["items"],
         corpus_version=manifest["corpus_version"],
     )
+
+
+def _release_inputs(p: GoldenPaths) -> list[Path]:
+    """The small text inputs committed with a release: hand-written items and the review's files."""
+    return [p.human, p.pending_review, p.filter_verdicts, *p.decision_files]
+
+
+def unfinished_release(workspace: Workspace, name: str) -> str | None:
+    """The version a promoted release's manifest names when its versioning did not finish (no tag, or a `.dvc` file
+    that names other data); None when the release is complete or there is none."""
+    from pipelines.versioning import has_tag
+
+    p = workspace.golden(name)
+    if not p.released_manifest.exists():
+        return None
+    version = read_manifest(p.released_manifest)["version"]
+    try:
+        versioned = workspace.release_version(name) is not None
+    except StaleVersion:
+        versioned = False
+    return None if versioned and has_tag(workspace, p.tag(version)) else version
 
 
 def build_golden(settings: Settings, params: GoldenParams, *, logical_date: date, progress=None) -> GoldenBuild:

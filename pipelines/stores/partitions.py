@@ -117,7 +117,11 @@ def promote(staged: Path, final: Path) -> None:
             if not final.exists():
                 raise
     if _exchange(staged, final):
-        shutil.rmtree(staged)  # now holds the previous version
+        # `staged` now holds the previous version: renamed first, so a death during the removal leaves a `.old`
+        # folder, never a whole older version where a rerun looks for what it staged.
+        parked = staged.with_name(f"{staged.name}.{os.getpid()}.old")
+        os.rename(staged, parked)
+        shutil.rmtree(parked)
         return
     parked = final.with_name(f".{final.name}.{os.getpid()}.old")
     if parked.exists():

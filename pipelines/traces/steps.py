@@ -29,8 +29,9 @@ from pipelines.stores.trace_sources import open_trace_source
 from pipelines.stores.trace_sources.file_store import FileTraceStore
 from pipelines.traces import shards
 from pipelines.traces.sampling import day_interval, select_day, write_parts
+from pipelines.traces.stale_attempts import remove_stale_attempts
 from pipelines.validation import ValidationPassed
-from pipelines.workspace import PartitionPaths, Workspace
+from pipelines.workspace import PartitionPaths, StaleVersion, Workspace
 
 log = logging.getLogger(__name__)
 DAMAGE_COUNTS = (
@@ -109,7 +110,8 @@ def select_trace_sample(
     shard_count: int | None = None,
 ) -> list[PlannedShard]:
     """Select the day's traces (once, under `RAGWATCH_SELECTION_STATEMENT_TIMEOUT_S`), write the ids and the plan to
-    the workspace, and return the shards to map over (`RAGWATCH_SAMPLE_SHARDS`, at most one per part)."""
+    the workspace, and return the shards to map over (`RAGWATCH_SAMPLE_SHARDS`, at most one per part). Attempts
+    that killed runs left in the staging folder go first (`stale_attempts`)."""
     # A value left out (None) is the setting; a given one is checked the same way, whatever the entry point:
     # strata values are published in the manifest, so only the categorical fields may define strata.
     rate = settings.sample_rate if rate is None else rate
@@ -122,6 +124,7 @@ def select_trace_sample(
     shard_count = settings.sample_shards if shard_count is None else shard_count
     if shard_count < 1:
         raise ValueError(f"{shard_count} shards: a day needs at least one")
+    remove_stale_attempts(Workspace.from_settings(settings))
     store = open_trace_source(settings, selection=True)
     selection = select_day(store, day, rate=rate, strata=strata, min_per_stratum=min_per_stratum)
     source_counts = store.source_counts(*day_interval(day)) if isinstance(store, FileTraceStore) else {}
@@ -252,13 +255,52 @@ def promote_trace_sample(settings: Settings, staged: StagedSample) -> PromotedSa
     return PromotedSample(day=staged.counts.day, partition=workspace.relative(final.root))
 
 
+def promoted_sample(settings: Settings, day: date) -> PromotedSample:
+    """The day's promoted partition, for a version step run on its own (`ragwatch traces version`)."""
+    workspace = Workspace.from_settings(settings)
+    partition = workspace.traces_partition(day)
+    if not partition.manifest.exists():
+        raise FileNotFoundError(f"no promoted sample for {day}: run `ragwatch traces sample --date {day}`")
+    return PromotedSample(day=day, partition=workspace.relative(partition.root))
+
+
 def version_trace_sample(settings: Settings, promoted: PromotedSample) -> SampleVersion:
-    from pipelines.versioning import ensure_workspace, version_directory
+    """Version the promoted partition, after completing any other that a stopped run left unversioned.
+
+    Promotion and versioning are separate tasks (versioning waits in the one-slot DVC pool), so a run killed between
+    them, or inside `dvc add`, leaves a promoted partition whose `.dvc` file is missing, names the previous sample or
+    is not committed. Readers refuse such a partition (`Workspace.data_version`); this step, in a rerun of that day
+    or in the next run of any day, versions it.
+    """
+    from pipelines.versioning import ensure_workspace, version_directory, workspace_lock
 
     workspace = Workspace.from_settings(settings)
     ensure_workspace(workspace, settings.resolved_dvc_remote)
-    version = version_directory(workspace, workspace.root / promoted.partition, f"traces: sample of {promoted.day}")
+    with workspace_lock(workspace):
+        for day in unfinished_versions(workspace):
+            if day != promoted.day:
+                # Its run may be waiting for this lock, or dead: versioning what is promoted is right either way.
+                log.info("dt=%s is promoted but not versioned (by a run still queued, or stopped): versioning it", day)
+                version_directory(workspace, workspace.traces_partition(day).root, f"traces: sample of {day}")
+        version = version_directory(workspace, workspace.root / promoted.partition, f"traces: sample of {promoted.day}")
     return SampleVersion(dvc_md5=version.md5, workspace_rev=version.git_rev, remote=version.remote)
+
+
+def unfinished_versions(workspace: Workspace) -> list[date]:
+    """Promoted days whose `.dvc` file is missing, names other data, or is not committed in the workspace."""
+    from pipelines.versioning import uncommitted_dvc_files
+
+    uncommitted = uncommitted_dvc_files(workspace, workspace.traces_root)
+    unfinished = []
+    for day in workspace.promoted_trace_days():
+        partition = workspace.traces_partition(day).root
+        try:
+            versioned = workspace.traces_version(day) is not None
+        except StaleVersion:
+            versioned = False
+        if not versioned or workspace.dvc_file(partition) in uncommitted:
+            unfinished.append(day)
+    return unfinished
 
 
 def run_trace_sampling(settings: Settings, day: date, *, version: bool = True, **sample_options) -> TraceSampling:

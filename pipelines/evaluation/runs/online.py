@@ -81,7 +81,7 @@ SPREAD_RUNS = 3
 
 
 def _dataset_version(workspace: Workspace, day: date) -> str:
-    md5 = workspace.dvc_md5(workspace.traces_partition(day).root)
+    md5 = workspace.traces_version(day)  # StaleVersion when the .dvc file names another sample of the day
     return f"traces/dt={day}" + (f"@{md5[:12]}" if md5 else "")
 
 
@@ -95,6 +95,7 @@ def _noise_arms(settings: Settings, generator) -> tuple[str, str]:
 def prepare_online_eval(settings: Settings, day: date, params: OnlineParams) -> PreparedRun:
     """Choose the day's budget of traces, write them and run.json (with the selection's counts) to the run folder."""
     workspace = Workspace.from_settings(settings)
+    dataset_version = _dataset_version(workspace, day)
     if not workspace.has_traces(day):
         raise FileNotFoundError(f"no published sample for {day}: run trace_sampling for that day first")
     parts = workspace.traces_partition(day).parts
@@ -123,7 +124,7 @@ def prepare_online_eval(settings: Settings, day: date, params: OnlineParams) -> 
             suite=SUITE,
             logical_date=day,
             target=TARGET,
-            dataset_version=_dataset_version(workspace, day),
+            dataset_version=dataset_version,
             items=judged,
             generator_model=arms_by,
             judge_model=build_llm(settings, "judge").model,
