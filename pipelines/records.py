@@ -203,10 +203,10 @@ class Score(BaseModel):
 METRICS = {
     "faithfulness": "supported claims / all claims of the answer (ragas Faithfulness)",
     "answer_relevancy": "mean cosine between the question and questions generated back from the answer (ragas)",
-    "context_precision": "the brief's context precision: context_precision_share under its gauge's name; < 0.60 means "
+    "context_precision": "the operating context precision: context_precision_share under its gauge's name; < 0.60 means "
     "contradictory answers",
     "context_precision_share": "chunks given to the generator that the judge found useful for the reference answer / "
-    "chunks given: the brief's context precision, judged (pushed as context_precision); "
+    "chunks given: the operating context precision, judged (pushed as context_precision); "
     "< 0.60 means contradictory answers",
     "context_precision_ranked": "ragas ContextPrecisionWithReference: rank-weighted average precision of the judge's "
     "relevance verdicts (not useful / given: that is context_precision_share)",

@@ -223,7 +223,7 @@ class Settings(BaseSettings):
     online_min_per_stratum: int = Field(default=30, ge=0)
     """Judged traces each app/language stratum gets first (all it has when fewer), before the rest of the budget
     goes in proportion: at 30, a faithfulness mean's 95 % interval is about ±0.09 for a typical spread (sd 0.25),
-    tight enough to tell the brief's bands apart, and 3× the diagnosis' `diagnosis_min_n`."""
+    tight enough to tell the operating bands apart, and 3× the diagnosis' `diagnosis_min_n`."""
     online_noise_share: float = Field(default=0.25, ge=0.0, le=1.0)
     """Share of the judged traces (per stratum, at least one) that also get noise sensitivity. A trace's clean scores
     cost 3 requests (faithfulness 2, answer relevancy 1), its noise ΔF about 5 more (the clean, noisy and control

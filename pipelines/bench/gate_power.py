@@ -351,7 +351,7 @@ def gate_run(runs: SimRuns, rep: int, gate: Callable | None = None, **options) -
 
 
 TARGETS = {"false_alarms": 0.05, "power_10_at_100": 0.90, "coverage": (0.94, 0.97)}
-"""Issue 17: false alarms ≤ 5 % per gate, ≥ 90 % power for a 10-point drop of any gated metric at n = 100,
+"""The gate's targets: false alarms ≤ 5 % per gate, ≥ 90 % power for a 10-point drop of any gated metric at n = 100,
 coverage of the printed 95 % interval within 0.94–0.97 at n ≥ 30."""
 
 

@@ -65,7 +65,7 @@ def test_the_code_keeps_its_formatting():
 
 
 MAX_LINES = 700
-"""Issue 31: a module a newcomer can read; past this, split it along its seams (statistics/ was 1,511 lines)."""
+"""A module a newcomer can read; past this, split it along its seams (statistics/ was 1,511 lines)."""
 
 
 TOO_LONG_ON_PURPOSE = {

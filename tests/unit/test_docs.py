@@ -129,3 +129,19 @@ def test_readme_is_short_and_its_links_lead_somewhere():
     assert "docs/tutorial/demo.md" in targets
     dead = [t for t in targets if not (ROOT / t).exists() and t.removeprefix("docs/") not in generated]
     assert not dead, f"README links to pages that are neither in docs/ nor generated: {dead}"
+
+
+HISTORY = re.compile(r"\bbrief\b|\bissue #?\d+|\bold code\b", re.IGNORECASE)
+"""Words that date product text: what a team reads describes the product as it is, its figures in the benchmarks."""
+
+
+def test_product_text_carries_no_history():
+    roots = [ROOT / name for name in ("pipelines", "plugins", "dags", "monitoring", "docs", "deploy")]
+    files = [p for root in roots for p in root.rglob("*") if p.suffix in {".py", ".md", ".yml", ".yaml", ".json"}]
+    dated = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in [*files, ROOT / "README.md"]
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1)
+        if HISTORY.search(line)
+    ]
+    assert not dated, dated

@@ -37,7 +37,7 @@ faithfulness of an answer that only abstains, is `skipped` with the reason. Neve
 Note on context precision: ragas' judge version is rank-weighted (average precision over the
 verdicts of each retrieved context, in rank order), so 3 useful chunks of 5 score between 0.48 and
 1.0 depending on their ranks, and one useful chunk followed by four useless ones scores 1.0.
-`context_precision_share` counts the same verdicts unweighted, 3/5 = 0.60: the brief's context precision,
+`context_precision_share` counts the same verdicts unweighted, 3/5 = 0.60: the operating table's context precision,
 judged, which the diagnosis' < 0.60 band reads (the id-based precision@5 of retrieval.py counts gold ids
 only, at most 1/5 with one gold chunk).
 """

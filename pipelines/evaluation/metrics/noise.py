@@ -68,7 +68,7 @@ REFERENCE_METRIC = "noise_delta_f_reference"
 CONTROL_METRIC = "noise_delta_f_control"
 """F(clean) − F(clean again): the same arm twice, no noise; the spread ΔF has when noise changes nothing."""
 FRAGILE = 0.15
-"""ΔF above this means the prompt or model is fragile (brief § Metrics)."""
+"""ΔF above this means the prompt or model is fragile (the operating thresholds, statistics/diagnose.py)."""
 DEFAULT_K = 2
 NoiseMode = Literal["random", "hard"]
 AnswerFn = Callable[[str, list[str]], Awaitable[str | None] | str | None]

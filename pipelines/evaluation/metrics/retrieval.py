@@ -14,7 +14,7 @@ Which ir_measures measure (trec_eval's, through its `pytrec_eval` provider) each
 
 | ragwatch | ir_measures | trec_eval |
 |---|---|---|
-| `recall@k` (the brief's: 1 if any gold id is in the top k) | `Success@k` | `success_k` |
+| `recall@k` (ragwatch's: 1 if any gold id is in the top k) | `Success@k` | `success_k` |
 | `precision@k` | `P@k` | `P_k` |
 | `mrr` (per query: 1 / rank of the first gold id) | `RR` | `recip_rank` |
 

@@ -38,7 +38,7 @@ from ragas.metrics.collections import ToolCallAccuracy
 # isort: on
 
 TSA_THRESHOLD = 0.85
-"""TSA below this means the tool descriptions need work (brief § Metrics)."""
+"""TSA below this means the tool descriptions need work (the operating thresholds, statistics/diagnose.py)."""
 
 
 class ToolTurn(BaseModel):

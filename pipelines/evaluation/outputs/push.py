@@ -387,7 +387,7 @@ def read_back(gateway_url: str, *, timeout_s: float = 5.0) -> list[dict]:
 CONTEXT_PRECISION = "context_precision"
 PUSHED_AS = {DIAGNOSED_PRECISION: CONTEXT_PRECISION}
 """Stored metrics pushed under another name. The judged share of the chunks given that are useful
-(`context_precision_share`) is the brief's context precision: `rag_context_precision_score`, the gauge of the
+(`context_precision_share`) is the operating context precision: `rag_context_precision_score`, the gauge of the
 alert `RagContextPrecisionLow` (< 0.60), as in the diagnosis. Never the id-based precision@k (one gold chunk
 caps it at 1/k: the alert would always fire) nor ragas' rank-weighted `context_precision_ranked` (its own
 gauge). Online traces have no reference answer: no judged context precision, no gauge."""

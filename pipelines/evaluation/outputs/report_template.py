@@ -210,7 +210,7 @@ scores and an interval that clears the band's edge {% if corrected %}after {{ bh
 run{% else %}on its own (correction: none, so each claim is false at most 2.5 % of the time but the report's share
 of false claims is not bounded){% endif %}; otherwise the finding is <span class="inconclusive">inconclusive</span> ({{ not_enough_evidence }}).
 A claim steps down to the strongest band its interval supports: "&lt; 0.85" (not healthy) when the estimate lies
-below 0.75 but the interval does not establish it. The brief's context-precision band is read on
+below 0.75 but the interval does not establish it. The context-precision band is read on
 context_precision_share (chunks given that the judge found useful / chunks given); the id-based precision@k and
 ragas' rank-weighted context_precision_ranked have no band.</p>
 </details>

@@ -36,7 +36,7 @@ from pipelines.workspace import RunPaths, Workspace
 
 log = logging.getLogger(__name__)
 UNSUPPORTED_BELOW = 0.75
-"""Faithfulness below this is the brief's "made-up answers" band: a correct answer this poorly supported is
+"""Faithfulness below this is the "made-up answers" band: a correct answer this poorly supported is
 still a generation failure."""
 
 

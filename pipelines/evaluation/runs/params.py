@@ -70,9 +70,9 @@ def target_name_for(text: str) -> str:
 
 JUDGE_METRIC_KEYS = {"context_precision_ranked": "context_precision"}
 """Reported name -> the judge's metric key, where they differ. ragas' ContextPrecisionWithReference is a
-rank-weighted average precision of judged verdicts, not the brief's "relevant chunks in the top k / k": it
+rank-weighted average precision of judged verdicts, not the operating "relevant chunks in the top k / k": it
 is reported as `context_precision_ranked`. The same verdicts counted unweighted are `context_precision_share`
-(the brief's figure, judged; the diagnosis' band), and the id-based precision@k counts gold ids."""
+(the operating figure, judged; the diagnosis' band), and the id-based precision@k counts gold ids."""
 AMBIGUOUS_METRICS = {
     "context_precision": "context_precision is ambiguous: ask for context_precision_share (judged useful chunks / "
     "chunks given) or context_precision_ranked (ragas' rank-weighted judge metric); the "
@@ -103,7 +103,7 @@ class EvalParams(BaseModel):
     the reference last moved (`eval pin --reference`), else the first accepted run on the golden version
     (`ResultsStore.reference_choice`)."""
     retrieval_k: int = Field(default=5, ge=1)
-    """Chunks the reference RAG hands its generator: the retrieval depth the brief's context-precision
+    """Chunks the reference RAG hands its generator: the retrieval depth the context-precision
     band is read at (precision@retrieval_k)."""
     retrieval_mode: Literal["hybrid", "dense", "sparse"] = "hybrid"
     prompt: str | None = None

@@ -1,12 +1,12 @@
 """From aggregates to a diagnosis: which band each metric is in, what users see, what to do first.
 
-The operating thresholds are data (THRESHOLDS), copied from the product brief; rows marked
-`source="ragwatch"` fill in what the brief implies but does not spell out. Findings are
+The operating thresholds are data (THRESHOLDS), the operating table users read in docs/reference/metrics.md; rows
+marked `source="ragwatch"` are ragwatch's own where that table is silent. Findings are
 ordered so retrieval problems come before generation problems: low context precision
 degrades faithfulness downstream, so fixing the prompt first would treat a symptom.
 
 Each band sits on a figure that can land on either side of it (tests/unit/pipelines/evaluation/statistics/test_diagnose.py walks every band
-against its metric's attainable values). The brief's context-precision band (< 0.60; its worked example:
+against its metric's attainable values). The context-precision band (< 0.60; its worked example:
 5 chunks given, 3 relevant → 0.60) sits on `context_precision_share`, the share of the chunks given to
 the generator that the judge found useful for the reference answer. Not on the id-based precision@k: an
 item with one gold chunk scores at most 1/k there (0.20 at k = 5), so the band would always be met;
@@ -74,7 +74,7 @@ class Threshold:
     severity: Severity
     low_inclusive: bool = True
     high_inclusive: bool = False
-    source: Literal["brief", "ragwatch"] = "brief"
+    source: Literal["operating", "ragwatch"] = "operating"
 
     def contains(self, value: float) -> bool:
         above = self.low is None or (value >= self.low if self.low_inclusive else value > self.low)
@@ -96,7 +96,7 @@ def _healthy(metric: str, stage: Stage, low: float, **kw) -> Threshold:
 
 
 CONTEXT_PRECISION = "context_precision_share"
-"""The figure of the brief's context-precision band: chunks given to the generator that the judge found
+"""The figure of the context-precision band: chunks given to the generator that the judge found
 useful for the reference answer / chunks given (judge.py)."""
 
 THRESHOLDS: tuple[Threshold, ...] = (
@@ -201,14 +201,14 @@ THRESHOLDS: tuple[Threshold, ...] = (
     ),
     _healthy("tool_selection_accuracy", "tools", 0.85),
 )
-"""The brief's operating thresholds, one healthy band per metric. `answer_correctness` (0/1 per item: the
+"""The operating thresholds, one healthy band per metric. `answer_correctness` (0/1 per item: the
 judge's verdict against the reference) is ragwatch's: its first action is the retrieval-vs-generation
 attribution, which says which stage the wrong answers come from. The id-based precision@k and ragas'
 `context_precision_ranked` have no band (module docstring)."""
 
 RANK_GAP = 0.20
-"""recall@k − MRR above this means gold chunks are found but ranked low (ragwatch's choice; the brief
-asks only that the gap be shown)."""
+"""recall@k − MRR above this means gold chunks are found but ranked low (ragwatch's choice; the operating
+table asks only that the gap be shown)."""
 
 
 @dataclass(frozen=True)
@@ -440,7 +440,7 @@ def diagnose(
             )
         )
     findings.extend(_rank_gap_findings(aggregates, min_n=min_n))
-    # The brief's reading order: worst band first, retrieval before generation. A finding sorts by the band
+    # The reading order: worst band first, retrieval before generation. A finding sorts by the band
     # its mean lies in, established or not, so "retrieval first" holds and an inconclusive row never hides
     # below a healthy one; its severity and note say what the evidence establishes.
     return sorted(

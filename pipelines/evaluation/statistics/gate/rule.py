@@ -39,7 +39,7 @@ GATE_ALPHA = 0.05
 """Family-wise one-sided level of the gate: the chance that an unchanged system fails it, over every check
 of every metric together."""
 DEFAULT_MIN_TOLERANCE = 0.02
-"""Smallest worsening of a mean that fails the gate however significant (the brief's "e.g. 0.02 recall"):
+"""Smallest worsening of a mean that fails the gate however significant ("e.g. 0.02 recall"):
 past a few hundred items the noise band falls below it, and a drop of 0.01 is not worth a page."""
 SCORE_DROP, WORST_CASE_DROP, FAILURE_RISE = "score_drop", "worst_case_drop", "failure_rise"
 MISSING_METRIC = "missing_metric"

@@ -37,7 +37,7 @@ def test_an_unchanged_system_fails_the_gate_at_most_five_percent_of_the_time():
 
 @pytest.mark.parametrize("kind", ["local", "shift"])
 def test_a_ten_point_faithfulness_drop_at_100_items_is_caught(kind):
-    # Issue 17 measured 78 % (local) and 89 % (shift) for the gate it reviewed.
+    # An earlier gate measured 78 % (local) and 89 % (shift) here.
     _, power = gate_failures(Scenario(f"faithfulness −10 {kind}", "faithfulness", kind, 0.10), reps=80, seed=2)
     assert power >= 0.90 - 0.07  # 80 gates: SE 0.035
 
@@ -60,7 +60,7 @@ def test_the_drop_of_a_scenario_is_the_drop_of_the_observed_mean():
 )
 def test_the_printed_interval_covers_a_ten_point_drop_95_percent_of_the_time(metric, kind, n):
     # The gate prints `paired_difference_interval` (tests/unit/pipelines/evaluation/statistics/gate/test_rule.py); 2,000 simulated runs per cell, SE 0.005.
-    # Issue 17 asks 0.94–0.97 at n ≥ 30; MOVER-Jeffreys covered 0.98–1.00 on judge scores at n ≤ 60.
+    # The target is 0.94–0.97 at n ≥ 30; MOVER-Jeffreys covered 0.98–1.00 on judge scores at n ≤ 60.
     runs = simulate(Scenario("drop", metric, kind, 0.10), n, 2_000, np.random.default_rng([4, n]))
     low, high = paired_difference_interval(runs.cand[metric], runs.base[metric])
     coverage = float(np.mean((low <= -0.10 + 1e-12) & (-0.10 - 1e-12 <= high)))

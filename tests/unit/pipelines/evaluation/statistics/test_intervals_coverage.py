@@ -51,7 +51,7 @@ def test_the_percentile_bootstrap_it_replaces_did_not():
         bounds = [bootstrap_ci([1.0] * k + [0.0] * (n - k)) or (k / n, k / n) for k in x]
         return np.array([b[0] for b in bounds]), np.array([b[1] for b in bounds])
 
-    # Issue 9 measured 0.64 at n = 10, p = 0.9: 9/10 gives [0.7, 1.0] and 10/10 gives [1, 1].
+    # At n = 10, p = 0.9 the coverage was once 0.64: 9/10 gives [0.7, 1.0] and 10/10 gives [1, 1].
     assert exact_binomial_coverage(percentile_bootstrap, 10, 0.9) < 0.70
 
 
