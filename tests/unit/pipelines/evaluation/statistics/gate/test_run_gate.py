@@ -4,6 +4,8 @@ fails every comparison. The simulated rates themselves: `ragwatch bench gate --w
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from pipelines.bench.run_gate_power import (
@@ -67,7 +69,7 @@ def test_pinning_every_release_keeps_the_reference_so_drift_still_fails(store): 
             store.pin(run.run_id, metrics=GATED_METRICS, min_ok=10)  # a team pinning every weekly release
     # Before: the reference was the latest release, i.e. the baseline, and every week passed.
     assert gates[2].reference.against.run_id == offline_run(0).run_id
-    assert "the first release on golden@v3" in gates[2].reference_note
+    assert "the first release, on golden@v3" in gates[2].reference_note
     assert gates[2].baseline.passed and gates[2].passed is False
     assert all(g.passed is False for g in gates[2:])
 
@@ -121,3 +123,72 @@ def test_ragwatch_bench_gate_prints_the_whole_gate_and_the_chain(tmp_path, monke
         app, ["bench", "gate", "--chain", "--reps", "1", "--weeks", "2", "--sizes", "30", "--pin-releases"]
     )
     assert chain.exit_code == 0 and "every passing run pinned as a release" in " ".join(chain.output.split())
+
+
+RECALL = {item: float(n % 5 != 0) for n, item in enumerate(GOOD)}
+
+
+def test_a_judge_off_first_release_leaves_faithfulness_to_the_first_release_that_measured_it(store):  # noqa: F811
+    gates = []
+    for week in range(0, 11):
+        run, faithfulness = drifted(week, "prod")  # −0.012 a release
+        recall = scored(run, RECALL, metric="recall@5")
+        gates.append(record(store, run, recall if week == 0 else faithfulness + recall))
+        if run.gate_passed is not False:
+            store.pin(run.run_id, metrics=GATED_METRICS, min_ok=10, partial=week == 0)  # week 0: the judge off
+    # Before: the judge-off release was the reference of every metric; faithfulness "not gated: the baseline did
+    # not measure it" there, and ten releases passed at −0.12.
+    third = gates[3]
+    assert [(c.against.run_id, c.gate.gated_metrics) for c in third.references] == [
+        (offline_run(0).run_id, ["recall@5"]),
+        (offline_run(1).run_id, ["faithfulness"]),
+    ]
+    assert third.alpha == GATE_ALPHA / 3 and "3 comparisons at α = 0.0166667 each" in third.level
+    assert third.baseline.passed and third.passed is False  # −0.024 against release 1, −0.012 against the baseline
+    assert "the reference of faithfulness" in third.reference_note
+    assert all(g.passed is False for g in gates[3:])
+
+
+def test_a_golden_refresh_keeps_the_reference_so_the_drift_so_far_still_counts(store):  # noqa: F811
+    # −0.006 a release; every third release a refresh retires 5 items and adds 5 new ones.
+    def items(version: int) -> dict[str, float]:
+        kept = dict(list(GOOD.items())[5 * version :])
+        return kept | {f"new{v}-{j}": 0.7 + 0.02 * j for v in range(1, version + 1) for j in range(5)}
+
+    gates = []
+    for week in range(0, 16):
+        run = offline_run(week, version=f"golden@v{week // 3}")
+        values = {
+            item: v - 0.006 * week + 0.003 * math.sin(7 * n + 3 * week)
+            for n, (item, v) in enumerate(items(week // 3).items())
+        }
+        gates.append(record(store, run, scored(run, values)))
+        if run.gate_passed is not False:
+            store.pin(run.run_id, metrics=GATED_METRICS, min_ok=10)
+    # Before: the first release on each new version became the reference; fifteen releases passed at −0.09.
+    assert all(g.passed for g in gates[1:4]) and all(g.passed is False for g in gates[4:])
+    last = gates[-1]
+    assert last.reference.against.run_id == offline_run(0).run_id
+    assert (
+        last.reference.scope == "compared on the 35 items golden@v0 and golden@v5 share; 25 retired, 25 new not gated"
+    )
+    assert last.reference.gate.metrics[0].diff == pytest.approx(-0.09, abs=0.004)
+
+
+def test_a_reference_refreshes_retired_is_passed_over_and_the_note_says_so(store):  # noqa: F811
+    originals = list(GOOD.items())
+    plan = [
+        dict(originals),
+        dict(originals[:10]) | {f"b{j}": 0.6 for j in range(20)},
+        dict(originals[:5]) | {f"b{j}": 0.6 for j in range(20)} | {f"c{j}": 0.6 for j in range(10)},
+    ]
+    for week, values in enumerate(plan):
+        run = offline_run(week, version=f"golden@v{week}")
+        gate = record(store, run, scored(run, values))
+        store.pin(run.run_id, metrics=GATED_METRICS, min_ok=10)
+    assert gate.reference is None and gate.baseline.against.run_id == offline_run(1).run_id
+    assert f"the reference is the baseline (the first release, on golden@v1, pinned " in gate.reference_note
+    assert (
+        f"{offline_run(0).run_id} (golden@v0) shares only 5 of this run's items, golden refreshes retired the rest: "
+        f"drift before {offline_run(1).run_id} is not gated"
+    ) in gate.reference_note
