@@ -302,7 +302,7 @@ def test_ragwatch_eval_pin_marks_a_release_and_unpins_it(tmp_path, monkeypatch):
 
 def test_a_partial_run_is_pinned_only_when_told_and_each_metric_keeps_a_reference_that_measured_it(store):
     items = [f"q{i}" for i in range(10)]
-    gated = dict(metrics=GATED_METRICS, min_ok=10)
+    gated = {"metrics": GATED_METRICS, "min_ok": 10}
 
     def scores(run: EvalRun, metrics=("faithfulness", "recall@5")) -> list[Score]:
         return [s for s in make_scores(run, items) if s.metric in metrics]

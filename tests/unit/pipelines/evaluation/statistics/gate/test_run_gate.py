@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from pipelines.bench.run_gate_power import (
+    SystemModel,
     format_chain_bench,
     format_whole_gate_bench,
+    monte_carlo_error,
     run_chain_bench,
     run_whole_gate_bench,
     whole_scenarios,
@@ -110,6 +113,23 @@ def test_a_weekly_chain_is_gated_and_saved_week_after_week_and_catches_drift_wit
     assert "Drift caught within the chain" in format_chain_bench(drifting)
 
 
+def test_a_chain_can_start_with_a_partial_release_and_refresh_its_golden_set():
+    system = SystemModel(30, np.random.default_rng(3))
+    before = list(system.item_ids)
+    system.refresh(0.2, "sim@v2")
+    assert system.version == "sim@v2" and len(set(before) - set(system.item_ids)) == 6 and len(system.item_ids) == 30
+    result = run_chain_bench(
+        n=30, weeks=5, chains=2, pin_releases=True, drift=0.05, first_partial=True, refresh_every=2, until_caught=True
+    )
+    assert result["caught_by"][-1] == result["any_week"] == 1.0  # −0.05 a week: caught by week 4 across refreshes
+    said = format_chain_bench(result)
+    assert "week 0 with the judge off, pinned as a partial release" in said
+    assert "a golden refresh every 2 weeks retiring 20% of the items" in said and "Caught by week" in said
+    assert monte_carlo_error(0.5, 100) == pytest.approx(0.098) and monte_carlo_error(1.0, 100) == pytest.approx(
+        0.0195, abs=1e-4
+    )
+
+
 def test_ragwatch_bench_gate_prints_the_whole_gate_and_the_chain(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
@@ -130,7 +150,7 @@ RECALL = {item: float(n % 5 != 0) for n, item in enumerate(GOOD)}
 
 def test_a_judge_off_first_release_leaves_faithfulness_to_the_first_release_that_measured_it(store):  # noqa: F811
     gates = []
-    for week in range(0, 11):
+    for week in range(11):
         run, faithfulness = drifted(week, "prod")  # −0.012 a release
         recall = scored(run, RECALL, metric="recall@5")
         gates.append(record(store, run, recall if week == 0 else faithfulness + recall))
@@ -156,7 +176,7 @@ def test_a_golden_refresh_keeps_the_reference_so_the_drift_so_far_still_counts(s
         return kept | {f"new{v}-{j}": 0.7 + 0.02 * j for v in range(1, version + 1) for j in range(5)}
 
     gates = []
-    for week in range(0, 16):
+    for week in range(16):
         run = offline_run(week, version=f"golden@v{week // 3}")
         values = {
             item: v - 0.006 * week + 0.003 * math.sin(7 * n + 3 * week)
@@ -187,7 +207,7 @@ def test_a_reference_refreshes_retired_is_passed_over_and_the_note_says_so(store
         gate = record(store, run, scored(run, values))
         store.pin(run.run_id, metrics=GATED_METRICS, min_ok=10)
     assert gate.reference is None and gate.baseline.against.run_id == offline_run(1).run_id
-    assert f"the reference is the baseline (the first release, on golden@v1, pinned " in gate.reference_note
+    assert "the reference is the baseline (the first release, on golden@v1, pinned " in gate.reference_note
     assert (
         f"{offline_run(0).run_id} (golden@v0) shares only 5 of this run's items, golden refreshes retired the rest: "
         f"drift before {offline_run(1).run_id} is not gated"
