@@ -18,6 +18,7 @@ from pipelines.bench.run_gate_power import (
     run_whole_gate_bench,
     whole_scenarios,
 )
+from pipelines.evaluation.outputs.summary import run_summary
 from pipelines.evaluation.statistics.gate.gated_metrics import GATED_METRICS
 from pipelines.evaluation.statistics.gate.level import split_alpha
 from pipelines.evaluation.statistics.gate.rule import GATE_ALPHA, MISSING_METRIC
@@ -167,6 +168,9 @@ def test_a_judge_off_first_release_leaves_faithfulness_to_the_first_release_that
     assert third.baseline.passed and third.passed is False  # −0.024 against release 1, −0.012 against the baseline
     assert "the reference of faithfulness" in third.reference_note
     assert all(g.passed is False for g in gates[3:])
+    summary = run_summary(store.get_run(offline_run(3).run_id), [], items=60)  # `ragwatch eval summary`
+    assert summary.reference == f"{offline_run(0).run_id}, {offline_run(1).run_id}"
+    assert {r.metric: r.passed for r in summary.reference_rows} == {"recall@5": True, "faithfulness": False}
 
 
 def test_a_golden_refresh_keeps_the_reference_so_the_drift_so_far_still_counts(store):  # noqa: F811
