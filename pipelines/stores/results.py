@@ -378,7 +378,15 @@ class ResultsStore:
         A pin that measured no gated metric is never a reference (`skipped` names it)."""
         accepted = self.accepted_runs(run, metrics=metrics, min_ok=min_ok)[::-1]  # oldest first
         skipped = tuple(r for r, m in accepted[::-1] if r.pinned_at is not None and not m)
-        shared = self._shared_items(run, [r for r, m in accepted if m], items) if items is not None else None
+        shared: dict[str, int] = {}
+
+        def shares_enough(candidate: EvalRun) -> bool:
+            if items is None or candidate.dataset_version == run.dataset_version:
+                return True  # on its own version a run holds every item, or draws a subset of them
+            if candidate.run_id not in shared:
+                shared[candidate.run_id] = len(set(items) & self._item_ids(candidate.run_id))
+            return shared[candidate.run_id] >= min_ok
+
         chosen: dict[str, tuple[EvalRun, str]] = {}
         for metric in sorted(set().union(*(m for _, m in accepted))):
             measured = [r for r, m in accepted if metric in m]
@@ -388,12 +396,11 @@ class ResultsStore:
                 candidates = [r for r in releases if r.logical_date >= anchors[-1].logical_date]
             else:
                 candidates = releases or measured
-            usable = [r for r in candidates if shared is None or shared[r.run_id] >= min_ok]
-            if not usable:
+            first = next((r for r in candidates if shares_enough(r)), None)
+            if first is None:
                 continue
-            first = usable[0]
             why = _why_reference(first, anchors[-1] if anchors else None, released=bool(releases))
-            if usable[0] is not candidates[0]:
+            if first is not candidates[0]:
                 retired = candidates[0]
                 why += (
                     f"; {retired.run_id} ({retired.dataset_version}) shares only {shared[retired.run_id]} of this "
@@ -413,16 +420,6 @@ class ResultsStore:
                 why = f"{why}; the reference of {', '.join(names)}"
             choices.append(ReferenceChoice(ref, why, skipped, frozenset(names)))
         return choices
-
-    def _shared_items(self, run: EvalRun, candidates: list[EvalRun], items: Collection[str]) -> dict[str, int]:
-        """Per candidate run, how many of `items` it has a score row of (only runs on another golden version are
-        counted: on the run's own version every item is shared, or the run is a subset of it)."""
-        wanted = set(items)
-        counts = {r.run_id: len(wanted) for r in candidates}
-        for r in candidates:
-            if r.dataset_version != run.dataset_version:
-                counts[r.run_id] = len(wanted & self._item_ids(r.run_id))
-        return counts
 
     def _item_ids(self, run_id: str) -> set[str]:
         query = (
