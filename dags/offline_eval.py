@@ -73,9 +73,9 @@ with ragwatch_dag(
             None,
             type=["null", "string"],
             pattern=OFFLINE_RUN_ID_PATTERN,
-            description="Also gate against this run id, so slow drift fails; default: the first "
-            "release (`ragwatch eval pin`) since the reference last moved (`eval pin "
-            "--reference`), else the first accepted run on the golden version.",
+            description="Also gate against this run id, so slow drift fails; default, per metric: the "
+            "first release (`ragwatch eval pin`) that measured it since the reference last moved "
+            "(`eval pin --reference`), else the first accepted run that measured it, across golden refreshes.",
         ),
     },
 ) as dag:

@@ -19,6 +19,7 @@ Two benches:
 
 from __future__ import annotations
 
+import math
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -76,18 +77,34 @@ class SystemModel:
     """One simulated golden set of n items: each item's true state per metric, drawn once; runs observe it."""
 
     def __init__(self, n: int, rng: np.random.Generator):
-        self.n, self.rng = n, rng
+        self.n, self.rng, self.version = n, rng, GOLDEN
         z = rng.standard_normal(n)
         self.state = {name: model.true_state(rng, z) for name, model in METRICS.items()}
         # One uniform draw per item and metric, shared by every regression: a larger drop contains a smaller one.
         self.u = {name: rng.random((n, 5)) for name in METRICS}
         self.item_ids = [f"q{i}" for i in range(n)]
+        self._next_id = n
 
-    def run_scores(self, run: EvalRun, change: Change) -> list[Score]:
-        """One run's score rows: every metric observed afresh (judge and retrieval noise), failures included."""
+    def refresh(self, share: float, version: str) -> None:
+        """A golden refresh to `version`: `share` of the items retired at random, as many new ones drawn in their
+        place (new ids, new true states)."""
+        retired = self.rng.choice(self.n, round(share * self.n), replace=False)
+        z = self.rng.standard_normal(retired.size)
+        for name, model in METRICS.items():
+            self.state[name][retired] = model.true_state(self.rng, z)
+            self.u[name][retired] = self.rng.random((retired.size, 5))
+        for index in retired.tolist():
+            self.item_ids[index], self._next_id = f"q{self._next_id}", self._next_id + 1
+        self.version = version
+
+    def run_scores(self, run: EvalRun, change: Change, *, judged: bool = True) -> list[Score]:
+        """One run's score rows: every metric observed afresh (judge and retrieval noise), failures included;
+        without `judged`, only the metrics no judge scores (a run with the judge off)."""
         rng, rows = self.rng, []
         target_ok = rng.random(self.n) >= TARGET_FAILURE
         for name, model in METRICS.items():
+            if model.judged and not judged:
+                continue
             state = self.state[name]
             if change.metric == name and change.drop > 0:
                 amount = calibrated_amount(name, change.kind, change.drop)
@@ -104,16 +121,16 @@ class SystemModel:
                         metric=name,
                         value=value if good else None,
                         status="ok" if good else "failed",
-                        dataset_version=GOLDEN,
+                        dataset_version=self.version,
                     )
                 )
         return rows
 
 
-def weekly_run(target: str, week: int) -> EvalRun:
+def weekly_run(target: str, week: int, version: str = GOLDEN) -> EvalRun:
     day = START + timedelta(weeks=week)
     return EvalRun(
-        run_id=run_id("offline", day, target), suite="offline", logical_date=day, target=target, dataset_version=GOLDEN
+        run_id=run_id("offline", day, target), suite="offline", logical_date=day, target=target, dataset_version=version
     )
 
 
@@ -201,35 +218,51 @@ def run_chain_bench(
     pin_releases: bool = False,
     drift: float = 0.0,
     drift_metric: str = "faithfulness",
+    first_partial: bool = False,
+    refresh_every: int = 0,
+    turnover: float = 0.2,
+    until_caught: bool = False,
     seed: int = 29,
     progress: Callable[[str], None] | None = None,
 ) -> dict:
     """`chains` targets, each `weeks` weekly runs gated and saved in order; with `pin_releases`, every run whose
     gate passed is pinned as a release (a team shipping every week). `drift`: the system loses that much of
     `drift_metric`'s mean every week (a shift), so week k is k·drift below week 0; 0: unchanged.
+    `first_partial`: week 0 runs with the judge off (only the metrics no judge scores) and is pinned all the same
+    (`eval pin --partial`). `refresh_every`: every that many weeks a golden refresh (`sim@v2`, ...) retires
+    `turnover` of the items and adds as many new ones. `until_caught`: a chain stops at its first failed week (the
+    week its drift is caught; the later weeks' rates then stand on the chains not caught yet).
 
     Returns per week the share of chains whose run failed its gate (week 0 has no gate), the share of chains
-    with any failed week, and with a drift, per chain the first week whose gate failed."""
+    with any failed week, per week the share of chains caught by then, and per chain the first week whose gate
+    failed."""
     started = time.perf_counter()
     failed_per_week = np.zeros(weeks)
     gated_per_week = np.zeros(weeks)
     first_failed: list[int | None] = []
+    variant = [int(first_partial)] if first_partial else []
+    variant += [refresh_every, round(turnover * 100)] if refresh_every else []
     with tempfile.TemporaryDirectory(prefix="ragwatch-chain-bench-") as folder:
         store = _store(folder)
         try:
-            rng = np.random.default_rng([seed, n, weeks, int(pin_releases), round(drift * 1e4)])
+            rng = np.random.default_rng([seed, n, weeks, int(pin_releases), round(drift * 1e4), *variant])
             for chain in range(chains):
                 target, system, first = f"chain-{chain}", SystemModel(n, rng), None
                 for week in range(weeks):
-                    run = weekly_run(target, week)
+                    if refresh_every and week and week % refresh_every == 0:
+                        system.refresh(turnover, f"sim@v{week // refresh_every + 1}")
+                    run = weekly_run(target, week, system.version)
                     change = Change(drift_metric, "shift", drift * week) if drift else Change()
-                    gate = gate_and_save(store, run, system.run_scores(run, change))
+                    judged = not (first_partial and week == 0)
+                    gate = gate_and_save(store, run, system.run_scores(run, change, judged=judged))
                     if gate is not None and gate.passed is not None:
                         gated_per_week[week] += 1
                         failed_per_week[week] += not gate.passed
                         if not gate.passed and first is None:
                             first = week
-                    if pin_releases and run.gate_passed is not False:
+                    if until_caught and first is not None:
+                        break
+                    if (pin_releases or not judged) and run.gate_passed is not False:
                         store.pin(run.run_id)
                 first_failed.append(first)
                 if progress and (chain + 1) % max(1, chains // 10) == 0:
@@ -245,36 +278,62 @@ def run_chain_bench(
         "pin_releases": pin_releases,
         "drift": drift,
         "drift_metric": drift_metric,
+        "first_partial": first_partial,
+        "refresh_every": refresh_every,
+        "turnover": turnover,
+        "until_caught": until_caught,
         "seed": seed,
         "per_week": per_week,
         "mean_per_run": float(np.mean(gated)) if gated else None,
         "worst_week": max(gated) if gated else None,
         "any_week": sum(f is not None for f in first_failed) / chains,
+        "caught_by": [sum(f is not None and f <= w for f in first_failed) / chains for w in range(weeks)],
         "first_failed": first_failed,
         "seconds": time.perf_counter() - started,
     }
 
 
+def monte_carlo_error(share: float, draws: int) -> float:
+    """Half-width of the 95 % normal interval of a simulated share: 1.96 √(p (1 − p) / draws), at least that of
+    one draw in `draws` (a share of 0 or 1 is not exact)."""
+    p = min(max(share, 1 / draws), 1 - 1 / draws)
+    return 1.96 * math.sqrt(p * (1 - p) / draws)
+
+
 def format_chain_bench(result: dict) -> str:
     pins = "every passing run pinned as a release" if result["pin_releases"] else "no release pinned"
+    if result.get("first_partial"):
+        pins += "; week 0 with the judge off, pinned as a partial release"
+    if result.get("refresh_every"):
+        pins += (
+            f"; a golden refresh every {result['refresh_every']} weeks retiring {result['turnover']:.0%} of the items"
+        )
+    if result.get("until_caught"):
+        pins += "; each chain stopped at its first failed week"
     system = (
         f"{result['drift_metric']} drifting −{result['drift']:g} a week" if result["drift"] else "an unchanged system"
     )
     weeks = " · ".join(f"w{w}: {'–' if r is None else f'{r:.3f}'}" for w, r in enumerate(result["per_week"]))
+    chains = result["chains"]
+    any_week = result["any_week"]
     lines = [
-        f"{result['chains']} chains of {result['weeks']} weekly runs (n = {result['n']}), {system}, {pins}, "
+        f"{chains} chains of {result['weeks']} weekly runs (n = {result['n']}), {system}, {pins}, "
         f"each gated and saved in a SQLite results DB.",
         "",
         f"Runs whose gate failed, per week: {weeks}.",
         f"Per run: mean {result['mean_per_run']:.3f}, worst week {result['worst_week']:.3f}; chains with any "
-        f"failed week: {result['any_week']:.3f}.",
+        f"failed week: {any_week:.3f} ± {monte_carlo_error(any_week, chains):.3f} (95 %, Monte Carlo).",
     ]
     if result["drift"]:
         caught = [w for w in result["first_failed"] if w is not None]
         median = f"week {int(np.median(caught))}" if caught else "never"
-        lines.append(
-            f"Drift caught within the chain: {len(caught) / result['chains']:.3f} of chains; median first "
-            f"failing week {median} (a total drop of {result['drift']:g} × that week)."
-        )
+        by_week = " · ".join(f"w{w}: {share:.2f}" for w, share in enumerate(result["caught_by"]) if w)
+        lines += [
+            (
+                f"Drift caught within the chain: {len(caught) / chains:.3f} of chains; median first "
+                f"failing week {median} (a total drop of {result['drift']:g} × that week)."
+            ),
+            f"Caught by week (share of chains, ± ≤ {monte_carlo_error(0.5, chains):.2f}): {by_week}.",
+        ]
     lines += ["", f"{result['seconds']:.0f} s; seed {result['seed']}."]
     return "\n".join(lines)

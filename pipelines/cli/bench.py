@@ -135,6 +135,16 @@ def bench_gate(
     weeks: Annotated[int, typer.Option(min=2, help="--chain: weekly runs per chain.")] = 10,
     pin_releases: Annotated[bool, typer.Option(help="--chain: pin every run that passed as a release.")] = False,
     drift: Annotated[float, typer.Option(min=0.0, help="--chain: faithfulness lost every week (0: unchanged).")] = 0.0,
+    first_partial: Annotated[
+        bool, typer.Option(help="--chain: week 0 runs with the judge off and is pinned as a partial release.")
+    ] = False,
+    refresh_every: Annotated[
+        int, typer.Option(min=0, help="--chain: a golden refresh every that many weeks (0: none).")
+    ] = 0,
+    turnover: Annotated[
+        float, typer.Option(min=0.0, max=1.0, help="--chain: share of the items a refresh retires and replaces.")
+    ] = 0.2,
+    until_caught: Annotated[bool, typer.Option(help="--chain: stop each chain at its first failed week.")] = False,
 ) -> None:
     """False alarms, power and interval coverage of the regression gate, simulated with the gate itself."""
     from pipelines.bench.gate_power import (
@@ -171,6 +181,10 @@ def bench_gate(
                         chains=reps,
                         pin_releases=pin_releases,
                         drift=drift,
+                        first_partial=first_partial,
+                        refresh_every=refresh_every,
+                        turnover=turnover,
+                        until_caught=until_caught,
                         seed=seed,
                         progress=progress,
                     )

@@ -314,12 +314,21 @@ def eval_pin(
             help="Also move the reference here: later runs are gated against this release (after an improvement).",
         ),
     ] = False,
+    partial: Annotated[
+        bool,
+        typer.Option(
+            "--partial",
+            help="Pin a run that lacks a gated metric (the judge off): it becomes the reference of what it measured "
+            "only; each metric it lacks keeps the earliest release that measured it.",
+        ),
+    ] = False,
 ) -> None:
-    """Pin an offline run as a release. The first release of a golden version is the reference every later run of
+    """Pin an offline run as a release. The first release of a golden set is the reference every later run of
     its target is also gated against (slow drift fails, even when every release is pinned); `--reference` moves the
     reference to this release, and so does pinning a run whose own gate failed (the change was meant, and it is an
-    accepted baseline). A run that measured no gated metric cannot be pinned."""
-    from pipelines.evaluation.statistics.gate.gated_metrics import GATED_METRICS
+    accepted baseline). A run that measured no gated metric cannot be pinned; one that lacks a gated metric a full
+    eval scores (or another run of its target measured) only with `--partial`."""
+    from pipelines.evaluation.statistics.gate.gated_metrics import FULL_EVAL_METRICS, GATED_METRICS
     from pipelines.stores.results import ResultsStore, ResultsStoreError
 
     settings = current_settings()
@@ -334,6 +343,8 @@ def eval_pin(
             reference=reference and not remove,
             metrics=GATED_METRICS,
             min_ok=settings.gate_min_pairs,
+            expected=FULL_EVAL_METRICS,
+            partial=partial,
         )
     except (LookupError, ValueError, ResultsStoreError) as exc:
         fail(str(exc))
@@ -350,9 +361,8 @@ def eval_pin(
     else:
         console.print(
             f"{escape(pinned.run_id)} on {escape(pinned.dataset_version)} is a release of "
-            f"{escape(pinned.target)}; later runs are gated against the first release on "
-            f"{escape(pinned.dataset_version)} since the reference last moved (`--reference` moves it "
-            f"here)"
+            f"{escape(pinned.target)}; later runs are gated, metric by metric, against the first release that "
+            f"measured it since the reference last moved (`--reference` moves it here)"
         )
 
 

@@ -119,12 +119,15 @@ eval_scores = sa.Table(
 
 @dataclass(frozen=True)
 class ReferenceChoice:
-    """The reference `ResultsStore.reference_choice` chose, why, and the releases it skipped as empty."""
+    """A reference `ResultsStore.references` chose, why, the gated metrics it is the reference of, and the
+    releases it skipped as empty."""
 
     run: EvalRun | None
     why: str | None
     skipped: tuple[EvalRun, ...] = ()
     """Pinned releases that measured no gated metric: never a reference (the gate's note names them)."""
+    metrics: frozenset[str] = frozenset()
+    """The gated metrics this run is the reference of: each metric's reference measured it."""
 
 
 class ResultsStore:
@@ -327,10 +330,10 @@ class ResultsStore:
         *,
         metrics: Collection[str] | None = None,
         min_ok: int = 1,
-        wanted: Collection[str] | None = None,
+        items: Collection[str] | None = None,
     ) -> EvalRun | None:
         """`reference_choice(...).run`."""
-        return self.reference_choice(run, metrics=metrics, min_ok=min_ok, wanted=wanted).run
+        return self.reference_choice(run, metrics=metrics, min_ok=min_ok, items=items).run
 
     def reference_choice(
         self,
@@ -338,57 +341,92 @@ class ResultsStore:
         *,
         metrics: Collection[str] | None = None,
         min_ok: int = 1,
-        wanted: Collection[str] | None = None,
+        items: Collection[str] | None = None,
     ) -> ReferenceChoice:
-        """The reference `run` is gated against besides its baseline, so slow drift fails too.
+        """The first of `references`: the reference of most gated metrics (the earliest when they tie); an empty
+        choice when there is none."""
+        found = self.references(run, metrics=metrics, min_ok=min_ok, items=items)
+        if not found:
+            pinned = self.accepted_runs(run, metrics=metrics, min_ok=min_ok)
+            return ReferenceChoice(None, None, tuple(r for r, m in pinned if r.pinned_at is not None and not m))
+        return max(found, key=lambda choice: len(choice.metrics))
 
-        Releases: runs before `run` pinned with `pin` that measured a metric (of `metrics`, ≥ `min_ok` items ok);
-        an empty pin is skipped (a reference that measured nothing would pass any run vacuously). An *anchor* is
-        a release that moved the reference: pinned with `reference=True`, or pinned although its own gate failed
-        (accepting a change; else every later run would fail against the old level). The reference is:
-        1. the first release on `run`'s golden version since the latest anchor (the anchor itself when it is on
-           this version): pinning every weekly release keeps the reference where it was, so ten releases of
-           −0.012 each add up against it instead of each becoming the next one's reference;
-        2. else, no release on this version yet (a golden refresh), the latest release on an older version of the set
-           (the nearest version, the likeliest to share items);
-        3. else, with no release at all, the first accepted run that measured a metric on `run`'s golden version
-           (of those measuring most of `wanted`);
-        else None."""
-        accepted = self.accepted_runs(run, metrics=metrics, min_ok=min_ok)
-        pinned = [(r, m) for r, m in accepted if r.pinned_at is not None]
-        releases = [r for r, m in pinned if m]  # latest first
-        skipped = tuple(r for r, m in pinned if not m)
-        anchor = next((r for r in releases if r.reference_at is not None or r.gate_passed is False), None)
-        on_version = [
-            r
-            for r in releases
-            if r.dataset_version == run.dataset_version and (anchor is None or r.logical_date >= anchor.logical_date)
-        ]
-        if on_version:
-            first = on_version[-1]
-            if first is anchor:
-                why = (
-                    f"the reference since {anchor.reference_at:%Y-%m-%d} (`eval pin --reference`)"
-                    if anchor.reference_at
-                    else "the release that accepted a change (pinned although its gate failed)"
-                )
+    def references(
+        self,
+        run: EvalRun,
+        *,
+        metrics: Collection[str] | None = None,
+        min_ok: int = 1,
+        items: Collection[str] | None = None,
+    ) -> list[ReferenceChoice]:
+        """Each gated metric's reference, so slow drift fails too: one choice per reference run, oldest first, each
+        with the metrics it is the reference of.
+
+        A metric's reference measured that metric (≥ `min_ok` items ok; of `metrics`). Among the releases (runs before
+        `run` pinned with `pin`) that measured it, the latest *anchor* is one that moved the reference: pinned with
+        `reference=True`, or pinned although its own gate failed (accepting a change; else every later run would fail
+        against the old level). The reference is:
+        1. the first release that measured the metric since its latest anchor (the anchor itself, if any): pinning
+           every weekly release keeps the reference where it was, so ten releases of −0.012 each add up against it
+           instead of each becoming the next one's reference; a release pinned without a metric (`--partial`, the
+           judge off) leaves that metric to the first release that measured it;
+        2. with no release that measured it, the first accepted run that measured it.
+        Any golden version of the set: a golden refresh does not move the reference, the gate compares the two
+        runs on the items both versions hold. With `items` (the run's item ids), a reference must share at least
+        `min_ok` of them; one that refreshes retired is passed over for the next, and the note says the drift
+        before that one is not gated.
+        A pin that measured no gated metric is never a reference (`skipped` names it)."""
+        accepted = self.accepted_runs(run, metrics=metrics, min_ok=min_ok)[::-1]  # oldest first
+        skipped = tuple(r for r, m in accepted[::-1] if r.pinned_at is not None and not m)
+        shared: dict[str, int] = {}
+
+        def shares_enough(candidate: EvalRun) -> bool:
+            if items is None or candidate.dataset_version == run.dataset_version:
+                return True  # on its own version a run holds every item, or draws a subset of them
+            if candidate.run_id not in shared:
+                shared[candidate.run_id] = len(set(items) & self._item_ids(candidate.run_id))
+            return shared[candidate.run_id] >= min_ok
+
+        chosen: dict[str, tuple[EvalRun, str]] = {}
+        for metric in sorted(set().union(*(m for _, m in accepted))):
+            measured = [r for r, m in accepted if metric in m]
+            releases = [r for r in measured if r.pinned_at is not None]
+            anchors = [r for r in releases if r.reference_at is not None or r.gate_passed is False]
+            if anchors:
+                candidates = [r for r in releases if r.logical_date >= anchors[-1].logical_date]
             else:
-                since = f" since {anchor.run_id} moved it" if anchor else ""
-                why = f"the first release on {run.dataset_version}{since}"
-            return ReferenceChoice(first, f"{why}, pinned {first.pinned_at:%Y-%m-%d}", skipped)
-        if releases:
-            latest = releases[0]
-            return ReferenceChoice(
-                latest,
-                f"the latest release (pinned {latest.pinned_at:%Y-%m-%d}; none yet on {run.dataset_version})",
-                skipped,
-            )
-        same_version = [(r, m) for r, m in reversed(accepted) if m and r.dataset_version == run.dataset_version]
-        if not same_version:
-            return ReferenceChoice(None, None, skipped)
-        goal = set(wanted) if wanted is not None else set().union(*(m for _, m in same_version))
-        first = max(same_version, key=lambda pair: len(pair[1] & goal))[0]
-        return ReferenceChoice(first, f"the first accepted run on {run.dataset_version}", skipped)
+                candidates = releases or measured
+            first = next((r for r in candidates if shares_enough(r)), None)
+            if first is None:
+                continue
+            why = _why_reference(first, anchors[-1] if anchors else None, released=bool(releases))
+            if first is not candidates[0]:
+                retired = candidates[0]
+                why += (
+                    f"; {retired.run_id} ({retired.dataset_version}) shares only {shared[retired.run_id]} of this "
+                    f"run's items, golden refreshes retired the rest: drift before {first.run_id} is not gated"
+                )
+            chosen[metric] = (first, why)
+        by_run: dict[str, list[str]] = {}
+        for metric, (ref, _) in chosen.items():
+            by_run.setdefault(ref.run_id, []).append(metric)
+        choices = []
+        for ref, _ in accepted:
+            if ref.run_id not in by_run:
+                continue
+            names = by_run[ref.run_id]
+            why = chosen[names[0]][1]
+            if len(by_run) > 1:
+                why = f"{why}; the reference of {', '.join(names)}"
+            choices.append(ReferenceChoice(ref, why, skipped, frozenset(names)))
+        return choices
+
+    def _item_ids(self, run_id: str) -> set[str]:
+        query = (
+            sa.select(eval_scores.c.item_id).distinct().where(eval_scores.c.run_id == sa.bindparam("run_id", run_id))
+        )
+        with self.engine.connect() as conn:
+            return set(conn.execute(query).scalars())
 
     def pin(
         self,
@@ -398,19 +436,21 @@ class ResultsStore:
         reference: bool = False,
         metrics: Collection[str] | None = None,
         min_ok: int = 1,
+        expected: Collection[str] = (),
+        partial: bool = False,
     ) -> EvalRun:
         """Mark the run as a release (or, with `pinned=False`, no longer); returns the run as saved.
 
-        `reference`: also make it the reference of later runs (`reference_choice`). With `metrics`, a run that
-        measured none of them (≥ `min_ok` items ok) is refused: it cannot vouch for anything as a reference."""
+        `reference`: also make it the reference of later runs (`references`). With `metrics` (the gated ones), a
+        run that measured none of them (≥ `min_ok` items ok) is refused: it cannot vouch for anything as a
+        reference. So is a *partial* run, one that lacks a gated metric it should hold, unless `partial`: one of
+        `expected` (what a full eval measures), one it has score rows of (all failed or skipped), or one another
+        successful run of its target and golden set measured. Pinned with `partial`, each metric it lacks keeps
+        the earliest release that measured it as its reference."""
         if pinned and metrics is not None:
             found = self.get_run(run_id)
-            if found is not None and not self._measured(run_id, metrics, min_ok):
-                raise ValueError(
-                    f"run {run_id!r} measured no gated metric ({', '.join(sorted(metrics))}: none has "
-                    f"{min_ok} items scored ok), so it cannot be a release: a reference that measured "
-                    "nothing would pass every later run; pin a run that measured what it gates"
-                )
+            if found is not None:
+                self._refuse_partial(found, set(metrics), min_ok, set(expected), partial)
         stamp = _utcnow() if pinned else None
         values = {"pinned_at": stamp, "reference_at": stamp if reference else None}
         with self.engine.begin() as conn:
@@ -423,7 +463,26 @@ class ResultsStore:
             )
         return self.get_run(run_id)
 
-    def _measured(self, run_id: str, metrics: Collection[str], min_ok: int) -> bool:
+    def _refuse_partial(self, run: EvalRun, metrics: set[str], min_ok: int, expected: set[str], partial: bool) -> None:
+        measured = self._measured(run.run_id, metrics, min_ok)
+        if not measured:
+            raise ValueError(
+                f"run {run.run_id!r} measured no gated metric ({', '.join(sorted(metrics))}: none has "
+                f"{min_ok} items scored ok), so it cannot be a release: a reference that measured "
+                "nothing would pass every later run; pin a run that measured what it gates"
+            )
+        others = self._measured_by_siblings(run, metrics, min_ok)
+        missing = ((expected | self._scored(run.run_id) | others) & metrics) - measured
+        if missing and not partial:
+            raise ValueError(
+                f"run {run.run_id!r} lacks {', '.join(sorted(missing))} (fewer than {min_ok} items scored ok): "
+                f"as a release it would vouch only for {', '.join(sorted(measured))}. Pin a full run, or pass "
+                "--partial to pin it all the same: each metric it lacks then keeps the earliest release that "
+                "measured it as its reference"
+            )
+
+    def _measured(self, run_id: str, metrics: Collection[str], min_ok: int) -> set[str]:
+        """The metrics of `metrics` the run scored ok on at least `min_ok` items."""
         counts = (
             sa.select(eval_scores.c.metric)
             .where(
@@ -435,7 +494,34 @@ class ResultsStore:
             .having(sa.func.count() >= min_ok)
         )
         with self.engine.connect() as conn:
-            return conn.execute(counts).first() is not None
+            return set(conn.execute(counts).scalars())
+
+    def _measured_by_siblings(self, run: EvalRun, metrics: Collection[str], min_ok: int) -> set[str]:
+        """The metrics of `metrics` any other successful run of the target and golden set measured (any date)."""
+        counts = (
+            sa.select(eval_runs.c.dataset_version, eval_scores.c.metric)
+            .join(eval_runs, eval_runs.c.run_id == eval_scores.c.run_id)
+            .where(
+                eval_runs.c.suite == sa.bindparam("suite", run.suite),
+                eval_runs.c.target == sa.bindparam("target", run.target),
+                eval_runs.c.run_id != sa.bindparam("run_id", run.run_id),
+                eval_runs.c.status == "success",
+                eval_scores.c.status == "ok",
+                eval_scores.c.metric.in_(sa.bindparam("metrics", sorted(metrics), expanding=True)),
+            )
+            .group_by(eval_scores.c.run_id, eval_runs.c.dataset_version, eval_scores.c.metric)
+            .having(sa.func.count() >= min_ok)
+        )
+        with self.engine.connect() as conn:
+            found = conn.execute(counts).all()
+        golden_set = golden_set_of(run)
+        return {metric for version, metric in found if version.partition("@")[0] == golden_set}
+
+    def _scored(self, run_id: str) -> set[str]:
+        """The metrics the run has a score row of, whatever its status."""
+        query = sa.select(eval_scores.c.metric).distinct().where(eval_scores.c.run_id == sa.bindparam("run_id", run_id))
+        with self.engine.connect() as conn:
+            return set(conn.execute(query).scalars())
 
     def scores(self, run_id: str) -> list[Score]:
         query = (
@@ -500,6 +586,21 @@ def _run_from_row(row: sa.RowMapping) -> EvalRun:
     values["pinned_at"] = _as_utc(values["pinned_at"])
     values["reference_at"] = _as_utc(values["reference_at"])
     return EvalRun(**values)
+
+
+def _why_reference(first: EvalRun, anchor: EvalRun | None, *, released: bool) -> str:
+    if not released:
+        return f"the first accepted run of {golden_set_of(first)} ({first.dataset_version})"
+    if first is anchor:
+        why = (
+            f"the reference since {anchor.reference_at:%Y-%m-%d} (`eval pin --reference`)"
+            if anchor.reference_at
+            else "the release that accepted a change (pinned although its gate failed)"
+        )
+    else:
+        since = f" since {anchor.run_id} moved it" if anchor else ""
+        why = f"the first release{since}"
+    return f"{why}, on {first.dataset_version}, pinned {first.pinned_at:%Y-%m-%d}"
 
 
 def golden_set_of(run: EvalRun) -> str:

@@ -136,7 +136,7 @@ class RunSummary(RunHeader):
     gate_rows: list[GateRow] = []
     """The comparison with the baseline."""
     reference: str | None = None
-    """The pinned reference run the gate also compared against, when it is not the baseline."""
+    """The pinned reference run(s) the gate also compared against, when not the baseline, comma-separated."""
     reference_rows: list[GateRow] = []
     gate_correction: str = WESTFALL_YOUNG
     diagnosis_correction: str = BENJAMINI_HOCHBERG
@@ -211,7 +211,7 @@ def run_summary(
         ],
         baseline=baseline or (run.gate or {}).get("baseline"),
         gate_rows=gate_rows(run.gate),
-        reference=(run.gate or {}).get("reference"),
+        reference=_references(run.gate),
         reference_rows=gate_rows(_reference_gate(run.gate)),
         generator_model=run.generator_model,
         gate_correction=(run.gate or {}).get("correction", WESTFALL_YOUNG),
@@ -291,8 +291,16 @@ def gate_rows(gate: dict[str, Any] | None) -> list[GateRow]:
 
 
 def _reference_gate(gate: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The stored gate of the comparison with the reference (runs saved before references have none)."""
-    return next((c["gate"] for c in (gate or {}).get("comparisons", []) if c["role"] == "reference"), None)
+    """The stored gate of the comparisons with the references, their metrics together: a partial release is the
+    reference of some metrics, a later release of the others (runs saved before references have none)."""
+    gates = [c["gate"] for c in (gate or {}).get("comparisons", []) if c["role"] == "reference" and c["gate"]]
+    return {"metrics": [m for g in gates for m in g.get("metrics", [])]} if gates else None
+
+
+def _references(gate: dict[str, Any] | None) -> str | None:
+    """The reference run ids, comma-separated (one unless a partial release left some metrics to another)."""
+    ids = (gate or {}).get("references") or ([gate["reference"]] if (gate or {}).get("reference") else [])
+    return ", ".join(ids) or None
 
 
 def latest_summary(settings: Settings, suite: str) -> RunSummary:

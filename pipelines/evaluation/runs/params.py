@@ -99,9 +99,9 @@ class EvalParams(BaseModel):
     """The run the gate compares with (a run id such as `offline/2026-11-30/reference-rag`); None: the
     previous accepted run of the same target (statistics/gate/run_gate.py)."""
     reference_run: Annotated[str, AfterValidator(lambda rid: offline_run_id(rid))] | None = None
-    """The run the gate also compares with so slow drift fails; None: the first release (`ragwatch eval pin`) since
-    the reference last moved (`eval pin --reference`), else the first accepted run on the golden version
-    (`ResultsStore.reference_choice`)."""
+    """The run the gate also compares with so slow drift fails; None, per metric: the first release (`ragwatch eval
+    pin`) that measured it since the reference last moved (`eval pin --reference`), else the first accepted run that
+    measured it, across golden refreshes (`ResultsStore.references`)."""
     retrieval_k: int = Field(default=5, ge=1)
     """Chunks the reference RAG hands its generator: the retrieval depth the context-precision
     band is read at (precision@retrieval_k)."""

@@ -17,7 +17,8 @@ Bonferroni over the comparisons: each spends `alpha / k`. Why this and not the a
   (`ragwatch bench gate --whole`): a sudden drop is seen by both comparisons (the reference is an earlier run
   of the same system), so the whole gate catches more than either comparison alone; a 10-point drop at n = 100
   is caught 2.5–11.5 points less often than with 5 % per comparison, whose power came with 7.5–8.8 % false alarms.
-- When the reference is the baseline, or there is none, the one comparison keeps the full α.
+- When the reference is the baseline, or there is none, the one comparison keeps the full α. A partial release
+  (`eval pin --partial`) adds a comparison for the metrics it lacks: three at α / 3 each.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from pipelines.evaluation.statistics.gate.rule import GATE_ALPHA
 def split_alpha(comparisons: int, alpha: float = GATE_ALPHA) -> float:
     """The family-wise level of each of `comparisons` comparisons so that the run's gate as a whole keeps `alpha`."""
     if comparisons < 0:
-        raise ValueError(f"a run makes 0, 1 or 2 comparisons, not {comparisons}")
+        raise ValueError(f"a run makes no comparison or some, not {comparisons}")
     return alpha / max(comparisons, 1)
 
 

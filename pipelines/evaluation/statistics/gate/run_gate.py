@@ -3,18 +3,22 @@
 A run is compared twice (docs/explanation/statistics.md):
 - with its **baseline**, the previous accepted run of its target (`ResultsStore.baseline_for`), or the run
   named by `baseline_run`: a sudden regression fails;
-- with its **reference**, the first release (`ragwatch eval pin`) on its golden version since the reference was
-  last moved (`eval pin --reference`, or pinning a run whose gate failed), else the first accepted run of its
-  golden version (`ResultsStore.reference_choice`), or the run named by `reference_run`: ten small drops that
-  each pass against the previous run add up and fail here, even when every release is pinned. A release that
-  measured no gated metric is never the reference (the note names it).
-It passes only when it passes both; the two share the gate's false-alarm level (level.py), so an
+- with its **reference** (`ResultsStore.references`), per gated metric the first release (`ragwatch eval pin`)
+  that measured it since the reference was last moved (`eval pin --reference`, or pinning a run whose gate
+  failed), else the first accepted run that measured it, on any golden version of the set; or the run named
+  by `reference_run`: ten small drops that each pass against the previous run add up and fail here, even when
+  every release is pinned. A release that measured no gated metric is never a reference (the note names it); a
+  partial one (`eval pin --partial`, the judge off) is the reference of what it measured only, and a metric it
+  lacks is compared with the first release that measured it: one more comparison.
+It passes only when it passes every comparison; they share the gate's false-alarm level (level.py), so an
 unchanged system fails the run's gate at most GATE_ALPHA of the time, not once per comparison. A run in which
 no gated metric was measured (every item failed or skipped, or the judge metrics switched off) is never chosen
 as a baseline while a measured one exists. A gated metric the earlier run measured and this run lacks fails.
 
 Across golden versions (a refresh retires stale items and adds new ones; item ids are content hashes) the
-runs are compared on the items both have, and the report says how many were retired and how many are new.
+runs are compared on the items both have, and the report says how many were retired and how many are new. A
+refresh does not move the reference: its level is carried across on the shared items, the interval as wide as
+their number makes it, until refreshes leave it fewer than `min_pairs` of the run's items (the note says so).
 Offline runs of one golden set pair their items by id: when the two runs share fewer than `min_pairs` ids
 the comparison fails as not comparable instead of silently becoming an unpaired one. A `limit` run is compared on
 the subset it drew: the baseline's items it did not draw are not missing.
@@ -30,7 +34,7 @@ from pipelines.evaluation.statistics.gate.gated_metrics import GATED_METRICS
 from pipelines.evaluation.statistics.gate.level import level_note, split_alpha
 from pipelines.evaluation.statistics.gate.rule import DEFAULT_MIN_PAIRS, GATE_ALPHA, GateResult, regression_gate
 from pipelines.records import Score
-from pipelines.stores.results import EvalRun, ResultsStore
+from pipelines.stores.results import EvalRun, ReferenceChoice, ResultsStore, golden_set_of
 
 Role = Literal["baseline", "reference"]
 CHOOSE_ANOTHER = (
@@ -106,7 +110,12 @@ class RunGate:
 
     @property
     def reference(self) -> Comparison | None:
+        """The first reference comparison (the only one unless a partial release left some metrics to another)."""
         return next((c for c in self.comparisons if c.role == "reference"), None)
+
+    @property
+    def references(self) -> list[Comparison]:
+        return [c for c in self.comparisons if c.role == "reference"]
 
     @property
     def passed(self) -> bool | None:
@@ -135,6 +144,7 @@ class RunGate:
             "level": self.level,
             "baseline": baseline.against.run_id if baseline else None,
             "reference": reference.against.run_id if reference else None,
+            "references": [c.against.run_id for c in self.references],
             "reference_note": self.reference_note,
             "comparisons": [c.to_dict() for c in self.comparisons],
         }
@@ -165,44 +175,78 @@ def gate_against_baseline(
     to be decided, and the fewest a run must score ok of a metric to count as having measured it.
 
     The gate's α (GATE_ALPHA) is the promise of the whole run: an unchanged system fails it at most that often.
-    Two comparisons each spend half of it (`split_alpha`); one alone spends all of it."""
+    k comparisons each spend α / k of it (`split_alpha`): two (baseline and reference) half, one alone all of it."""
     wanted = measured_metrics(scores, min_ok=min_pairs)
-    choice = dict(metrics=GATED_METRICS, min_ok=min_pairs, wanted=wanted)
-    baseline = _named(store, run, baseline_run, "baseline_run") if baseline_run else store.baseline_for(run, **choice)
+    baseline = (
+        _named(store, run, baseline_run, "baseline_run")
+        if baseline_run
+        else store.baseline_for(run, metrics=GATED_METRICS, min_ok=min_pairs, wanted=wanted)
+    )
     skipped: tuple[EvalRun, ...] = ()
     if reference_run:
-        reference, why = _named(store, run, reference_run, "reference_run"), "named by reference_run"
+        references = [ReferenceChoice(_named(store, run, reference_run, "reference_run"), "named by reference_run")]
     else:
-        picked = store.reference_choice(run, **choice)
-        reference, why, skipped = picked.run, picked.why, picked.skipped
-    if reference is None:
-        note = (
-            f"no reference yet: no release pinned and no earlier accepted run on {run.dataset_version} "
-            f"(`ragwatch eval pin RUN_ID` pins one)"
+        items = {s.item_id for s in scores} if run.suite == "offline" else None
+        references = store.references(run, metrics=GATED_METRICS, min_ok=min_pairs, items=items)
+        skipped = (
+            references[0].skipped
+            if references
+            else store.reference_choice(run, metrics=GATED_METRICS, min_ok=min_pairs).skipped
         )
-    elif baseline is not None and reference.run_id == baseline.run_id:
-        note = f"the reference is the baseline ({why})"
-    else:
-        note = f"reference {reference.run_id}: {why}"
-    if skipped:
-        note += "; " + "; ".join(f"release {r.run_id} skipped: it measured no gated metric" for r in skipped)
-    planned = [("baseline", baseline)] if baseline is not None else []
-    if reference is not None and (baseline is None or reference.run_id != baseline.run_id):
-        planned.append(("reference", reference))
+    note = _reference_note(run, baseline, references, skipped)
+    planned: list[tuple[Role, EvalRun, str | None, frozenset[str]]] = []
+    if baseline is not None:
+        planned.append(("baseline", baseline, None, frozenset()))
+    # A reference that is the baseline adds nothing: the baseline comparison gates every metric already.
+    planned += [
+        ("reference", r.run, r.why, r.metrics)
+        for r in references
+        if baseline is None or r.run.run_id != baseline.run_id
+    ]
     alpha = split_alpha(len(planned))
+    # Each reference gates the metrics it is the reference of; a metric no reference measured goes with the first,
+    # where it is listed "not gated: the baseline did not measure it".
+    claimed = set().union(*(r.metrics for r in references))
     comparisons = []
-    for role, against in planned:
+    for index, (role, against, why, metrics) in enumerate(planned):
         against_scores = store.scores(against.run_id)
+        own_scores = scores
         if role == "baseline":
             chosen = "named by baseline_run" if baseline_run else _why_baseline(run, against, against_scores, min_pairs)
         else:
             chosen = why
+            if len(planned) - (baseline is not None) > 1:
+                first_reference = index == (baseline is not None)
+                keep = metrics | (set(GATED_METRICS) - claimed if first_reference else set())
+                own_scores = [s for s in scores if s.metric in keep]
+                against_scores = [s for s in against_scores if s.metric in metrics]
         comparisons.append(
             compare_with(
-                run, scores, against, against_scores, role=role, chosen=chosen, min_pairs=min_pairs, alpha=alpha
+                run, own_scores, against, against_scores, role=role, chosen=chosen, min_pairs=min_pairs, alpha=alpha
             )
         )
     return RunGate(comparisons=tuple(comparisons), reference_note=note, alpha=alpha) if comparisons else None
+
+
+def _reference_note(
+    run: EvalRun, baseline: EvalRun | None, references: Sequence[ReferenceChoice], skipped: Sequence[EvalRun]
+) -> str:
+    if not references:
+        note = (
+            f"no reference yet: no release pinned and no earlier accepted run of {golden_set_of(run)} that shares "
+            f"this run's items (`ragwatch eval pin RUN_ID` pins one)"
+        )
+    else:
+        notes = []
+        for r in references:
+            if baseline is not None and r.run.run_id == baseline.run_id:
+                notes.append(f"the reference is the baseline ({r.why})")
+            else:
+                notes.append(f"reference {r.run.run_id}: {r.why}")
+        note = "; ".join(notes)
+    if skipped:
+        note += "; " + "; ".join(f"release {r.run_id} skipped: it measured no gated metric" for r in skipped)
+    return note
 
 
 def compare_with(

@@ -9,6 +9,7 @@ from datetime import date, datetime, timezone
 import pytest
 import sqlalchemy as sa
 
+from pipelines.evaluation.statistics.gate.gated_metrics import FULL_EVAL_METRICS, GATED_METRICS
 from pipelines.records import Score
 from pipelines.stores.results import EvalRun, ResultsStore, ResultsStoreError, eval_runs, eval_scores, run_id
 
@@ -190,7 +191,7 @@ def test_a_run_that_measured_nothing_is_a_baseline_only_when_no_run_measured_any
         ("2026-02-23", ["faithfulness", "recall@5"]),
         ("2026-02-16", []),
     ]
-    assert day(store.reference_for(make_run(), **choose, wanted={"recall@5"})) == "2026-02-23"
+    assert day(store.reference_for(make_run(), **choose)) == "2026-02-23"
 
 
 def test_the_baseline_stays_on_the_golden_set_and_prefers_the_runs_own_version(store):
@@ -205,8 +206,10 @@ def test_the_baseline_stays_on_the_golden_set_and_prefers_the_runs_own_version(s
     assert store.baseline_for(on("golden@v5")).run_id == v4.run_id  # a new version: the latest of the set
     assert store.baseline_for(on("other@v2")).run_id == other.run_id
     assert store.baseline_for(on("new-set@v1")) is None  # another golden set starts over
-    assert store.reference_for(on("golden@v4")).run_id == v4.run_id
-    assert store.reference_for(on("golden@v5")) is None  # no release, nothing accepted on v5 yet
+    # A refresh does not move the reference: the first accepted run of the set, while it shares the run's items.
+    assert store.reference_for(on("golden@v4")).run_id == store.reference_for(on("golden@v5")).run_id == v3.run_id
+    assert store.reference_for(on("golden@v5"), items=["a", "z"]).run_id == v3.run_id
+    assert store.reference_for(on("golden@v5"), items=["a", "z"], min_ok=2) is None  # refreshes retired the rest
 
 
 def test_a_pinned_release_is_the_reference_and_an_accepted_baseline_and_survives_a_rerun(store):
@@ -246,6 +249,16 @@ def test_a_results_db_of_the_previous_schema_gains_the_release_column_and_keeps_
     upgraded.dispose()
 
 
+def full_scores(run: EvalRun, items: list[str]) -> list[Score]:
+    """Every gated metric a full eval scores, 0.8 on every item."""
+    return [
+        s.model_copy(update={"metric": metric})
+        for metric in FULL_EVAL_METRICS
+        for s in make_scores(run, items)
+        if s.metric == "recall@5"
+    ]
+
+
 def test_ragwatch_eval_pin_marks_a_release_and_unpins_it(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
@@ -262,18 +275,21 @@ def test_ragwatch_eval_pin_marks_a_release_and_unpins_it(tmp_path, monkeypatch):
     empty = runner.invoke(app, ["eval", "pin", run.run_id])
     said = " ".join(empty.output.split())
     assert empty.exit_code == 1 and "measured no gated metric" in said and results.get_run(run.run_id).pinned_at is None
-    results.save_run(run, make_scores(run, [f"q{i}" for i in range(10)]))
-    pinned = runner.invoke(app, ["eval", "pin", run.run_id])
+    results.save_run(run, make_scores(run, [f"q{i}" for i in range(10)]))  # faithfulness and recall@5 only
+    partial = " ".join(runner.invoke(app, ["eval", "pin", run.run_id]).output.split())
+    assert "lacks answer_correctness, answer_relevancy, context_precision_ranked, context_recall, mrr" in partial
+    assert "pass --partial" in partial and results.get_run(run.run_id).pinned_at is None
+    pinned = runner.invoke(app, ["eval", "pin", run.run_id, "--partial"])
     said = " ".join(pinned.output.split())  # the console wraps long lines
     assert pinned.exit_code == 0 and "is the release later runs of prod are gated against" in said
     assert "its own gate failed" in said and results.get_run(run.run_id).pinned_at is not None
     assert runner.invoke(app, ["eval", "pin", run.run_id, "--remove"]).exit_code == 0
     assert results.get_run(run.run_id).pinned_at is None
     passed = make_run(date(2026, 3, 9), gate_passed=True)
-    results.save_run(passed, make_scores(passed, [f"q{i}" for i in range(10)]))
+    results.save_run(passed, full_scores(passed, [f"q{i}" for i in range(10)]))
     plain = " ".join(runner.invoke(app, ["eval", "pin", passed.run_id]).output.split())
     assert (
-        "later runs are gated against the first release" in plain
+        "later runs are gated, metric by metric, against the first release that measured it" in plain
         and results.get_run(passed.run_id).reference_at is None
     )
     moved = " ".join(runner.invoke(app, ["eval", "pin", passed.run_id, "--reference"]).output.split())
@@ -282,3 +298,47 @@ def test_ragwatch_eval_pin_marks_a_release_and_unpins_it(tmp_path, monkeypatch):
     missing = runner.invoke(app, ["eval", "pin", "offline/2026-03-16/prod"])
     assert missing.exit_code == 1 and "not in the results DB" in missing.output
     results.dispose()
+
+
+def test_a_partial_run_is_pinned_only_when_told_and_each_metric_keeps_a_reference_that_measured_it(store):
+    items = [f"q{i}" for i in range(10)]
+    gated = {"metrics": GATED_METRICS, "min_ok": 10}
+
+    def scores(run: EvalRun, metrics=("faithfulness", "recall@5")) -> list[Score]:
+        return [s for s in make_scores(run, items) if s.metric in metrics]
+
+    judge_off = make_run(date(2026, 2, 2))
+    store.save_run(judge_off, scores(judge_off, ["recall@5"]))
+    with pytest.raises(ValueError, match="lacks answer_correctness, .*faithfulness, mrr .*pass --partial"):
+        store.pin(judge_off.run_id, **gated, expected=FULL_EVAL_METRICS)
+    store.pin(judge_off.run_id, **gated)  # nothing says it lacks anything: no full eval asked, no other run
+    store.pin(judge_off.run_id, pinned=False)
+    judged = [make_run(date(2026, 2, 9), gate_passed=True), make_run(date(2026, 2, 16), gate_passed=True)]
+    for run in judged:
+        store.save_run(run, scores(run))
+    # Another run of the target measured faithfulness: this one lacks it.
+    with pytest.raises(ValueError, match="lacks faithfulness"):
+        store.pin(judge_off.run_id, **gated)
+    skipped = make_run(date(2026, 2, 3))  # faithfulness asked and every item skipped: it lacks it too
+    store.save_run(
+        skipped,
+        scores(skipped, ["recall@5"])
+        + [s.model_copy(update={"status": "skipped", "value": None}) for s in scores(skipped, ["faithfulness"])],
+    )
+    with pytest.raises(ValueError, match="lacks faithfulness"):
+        store.pin(skipped.run_id, metrics=["recall@5", "faithfulness"], min_ok=10)
+    assert store.pin(judge_off.run_id, **gated, partial=True).pinned_at is not None
+    for run in judged:
+        store.pin(run.run_id, **gated)
+    # Before: the judge-off release was the reference of every metric, faithfulness "not in the baseline".
+    choices = store.references(make_run(), **gated)
+    assert [(c.run.run_id, sorted(c.metrics)) for c in choices] == [
+        (judge_off.run_id, ["recall@5"]),
+        (judged[0].run_id, ["faithfulness"]),  # the earliest release that measured it, not the latest
+    ]
+    assert "the reference of faithfulness" in choices[1].why
+    assert store.reference_choice(make_run(), **gated).run.run_id == judge_off.run_id
+    store.pin(judged[1].run_id, **gated, reference=True)  # moved: a full release is every metric's reference
+    assert [(c.run.run_id, sorted(c.metrics)) for c in store.references(make_run(), **gated)] == [
+        (judged[1].run_id, ["faithfulness", "recall@5"])
+    ]

@@ -651,8 +651,12 @@ def test_a_golden_refresh_compares_the_items_both_versions_share_and_says_so(sto
     assert gate.passed and gate.baseline.gate.metrics[0].n_pairs == 50 and not gate.baseline.gate.metrics[0].n_missing
     assert gate.baseline.scope == "compared on the 50 items golden@v3 and golden@v4 share; 10 retired, 15 new not gated"
     assert "(none yet on golden@v4)" in gate.baseline.chosen and "compared on the 50 items" in gate.summary()
-    assert "no earlier accepted run on golden@v4" in gate.reference_note
+    assert "the reference is the baseline (the first accepted run of golden (golden@v3))" in gate.reference_note
     worse = offline_run(2, version="golden@v4")
     gate = record(store, worse, scored(worse, {i: v - 0.2 for i, v in refreshed.items()}))
     assert gate.baseline.against.run_id == first_v4.run_id and gate.baseline.scope is None and not gate.passed
-    assert "the reference is the baseline (the first accepted run on golden@v4)" in gate.reference_note
+    # The refresh did not move the reference: v3's run, on the 50 items the versions share.
+    assert gate.reference.against.run_id == v3.run_id and not gate.reference.passed
+    assert (
+        gate.reference.scope == "compared on the 50 items golden@v3 and golden@v4 share; 10 retired, 15 new not gated"
+    )
