@@ -145,7 +145,12 @@ def test_simulator_answers_ragas_legacy_prompts_with_one_choice_per_n() -> None:
         unknown = precision.replace('"title": "Verification"', '"title": "SomethingElse"')
         refused = ask(unknown)
         assert refused.status_code == 400 and "SomethingElse" in refused.json()["error"]["message"]
-        assert ask("Say hello.").status_code == 400  # a plain chat is still not something it answers
+        # An app's own free-text RAG prompt is answered extractively: the context sentence that covers the question.
+        rag = ask(
+            "Context:\nBackups run every night at 02:00 UTC. The console uses port 9090.\n\nQuestion: When do backups run?"
+        )
+        assert rag.json()["choices"][0]["message"]["content"] == "Backups run every night at 02:00 UTC."
+        assert ask("").status_code == 400  # no text to answer
 
 
 def test_cli_prints_the_table() -> None:
