@@ -36,7 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import parse_qs
 
@@ -880,6 +880,54 @@ def test_a_corpus_refresh_notifies_airflow_and_rebuilds_the_golden_set(stack: St
     assert after["corpus_version"] != before["corpus_version"]
     assert after["stale"], "items citing the edited chunk must be flagged stale and replaced"
     assert all(after_id not in after["stale"] for after_id in after["replacements"])
+
+
+@pytest.mark.stack
+def test_a_worker_killed_mid_task_has_its_task_retried_on_the_other_within_two_minutes(stack: StackSession):
+    """`kill -9` of a Celery worker (its whole process group: the task's process too) while it runs a task: the
+    scheduler fails the task once its heartbeat is 60 s late and retries it 20-40 s later on the worker still up."""
+    week = first_interval("offline_eval", datetime.now(UTC))
+    logical = (week.start - timedelta(weeks=3)).isoformat()  # a week no other test runs
+    run_id = "worker-killed"
+    triggered = stack.api(
+        "POST",
+        "/api/v2/dags/offline_eval/dagRuns",
+        json={"dag_run_id": run_id, "logical_date": logical, "conf": {"limit": 40}},
+    )
+    assert triggered.status_code == 200, triggered.text
+
+    def instances() -> list[dict]:
+        path = f"/api/v2/dags/offline_eval/dagRuns/{run_id}/taskInstances"
+        return stack.api("GET", path, params={"limit": 500}).json()["task_instances"]
+
+    def running_on_a_worker() -> list[dict]:
+        return [t for t in instances() if t["state"] == "running" and t.get("hostname") in stack.plan.workers]
+
+    running = wait(running_on_a_worker, 600, "a task of the run to start on a worker", 0.3)
+    victim = running[0]["hostname"]
+    hit = {(t["task_id"], t["map_index"]): t["try_number"] for t in running if t["hostname"] == victim}
+    os.killpg(ls.running_pid(stack.plan.state, victim), signal.SIGKILL)
+    killed = time.monotonic()
+
+    def retried() -> dict | None:
+        now = {(t["task_id"], t["map_index"]): t for t in instances()}
+        back = {
+            key: t
+            for key, t in now.items()
+            if key in hit and t["try_number"] > hit[key] and t["state"] in ("running", "success")
+        }
+        finished = {
+            key for key, t in now.items() if key in hit and t["state"] == "success" and t["try_number"] == hit[key]
+        }
+        return back if back and set(back) | finished == set(hit) else None
+
+    back = wait(retried, 300, "the killed worker's tasks to run again", 0.5)
+    recovered = time.monotonic() - killed
+    stack.timings["a killed worker's task running again"] = recovered
+    assert recovered <= 120, recovered
+    assert {t["hostname"] for t in back.values()} == set(stack.plan.workers) - {victim}
+    ls.up(stack.home)  # the lost worker back, as `make up` brings back what died
+    assert all(ls.status(stack.home).values())
 
 
 @pytest.mark.stack
