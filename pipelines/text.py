@@ -10,9 +10,6 @@ import re
 import unicodedata
 from functools import lru_cache
 
-# Trace assembly imports the detector from here.
-from pipelines.language import detect_language  # noqa: F401
-
 STOPWORDS_EN = frozenset(
     """a about above after again against all am an and any are as at be because been before being
     below between both but by can could did do does doing down during each few for from further had

@@ -373,7 +373,7 @@ def _extractive_reply(prompt: str) -> str:
     candidates = [sentence for line in context for sentence in sentences(line)]
     if not candidates:
         return "There is not enough information to answer."
-    return max(candidates, key=lambda s: (coverage(question, s), -candidates.index(s)))
+    return max(candidates, key=lambda s: coverage(question, s))  # max keeps the first of equals
 
 
 def _legacy_ragas_answer(

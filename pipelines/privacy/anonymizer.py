@@ -110,7 +110,9 @@ class Anonymizer:
         strings = [trace.question, trace.answer]
         for call in trace.tool_calls:
             strings += _strings(call.arguments)
-        strings += _strings(without_span_ids(trace.metadata))
+        # Span ids are kept as they are (privacy/trace_context.py); the rest of the metadata is scanned.
+        metadata, kept_ids = without_span_ids(trace.metadata), span_ids(trace.metadata)
+        strings += _strings(metadata)
         spans = dict(zip(strings, find_pii_many(strings)))
         spans.update((c.text, list(context_pii(c.text))) for c in trace.contexts)
 
@@ -131,8 +133,8 @@ class Anonymizer:
                     for call in trace.tool_calls
                 ],
                 "metadata": {
-                    **self.anonymize_value(without_span_ids(trace.metadata), scope, counts, spans_of=spans.__getitem__),
-                    **span_ids(trace.metadata),
+                    **self.anonymize_value(metadata, scope, counts, spans_of=spans.__getitem__),
+                    **kept_ids,
                 },
             }
         )

@@ -9,9 +9,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from pipelines.language import detect_language
 from pipelines.records import Trace
 from pipelines.stores.trace_sources.assemble import SOURCE_REJECTION
-from pipelines.text import detect_language
 from pipelines.user_question import NO_RULE, QuestionRule, choose_question
 
 JSON_FIELDS = ("contexts", "tool_calls", "metadata")

@@ -22,8 +22,8 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from pipelines.language import detect_language
 from pipelines.stores.trace_sources.spans import Span, utc_from_ns
-from pipelines.text import detect_language
 from pipelines.user_question import NO_RULE, QuestionRule, choose_question
 
 SOURCE_REJECTION = "source_rejection"
