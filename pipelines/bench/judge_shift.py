@@ -11,14 +11,15 @@ Intervals, 95 %:
 - labels-only: the labels weighted to their runs' verdict mixes (stratified score interval) — of the run
   itself on the same day; of the labelled runs, not this one, on an earlier day;
 - corrected (statistics/misclassification.py), as the product computes it: the same-day labels' stratified
-  mean; Rogan–Gladen from earlier days' labels, withheld when the judge is not shown better than a coin or
-  the error-rate shift test rejects. Its coverage counts the runs it gave an interval; "given" says how many.
+  mean; Rogan–Gladen from earlier days' labels (the later labelled runs' only when the error-rate shift test
+  rejects), withheld when the judge is not shown better than a coin or the test cannot run. Its coverage counts the runs it gave an interval; "given" says how many.
 """
 
 from __future__ import annotations
 
 import io
 import time
+from dataclasses import replace
 from typing import NamedTuple
 
 import numpy as np
@@ -124,10 +125,9 @@ def _subset(strata: Strata, columns: slice) -> Strata:
     return Strata(*(getattr(strata, f)[..., columns] for f in ("yes", "labelled", "share", "verdict", "run_labels")))
 
 
-def _shift_moved(strata: Strata) -> np.ndarray:
-    """True where the corrected mean is withheld for the error-rate shift test (misclassification.error_rate_shift
-    over equal runs: the halves cut at the
-    run boundary nearest half the labels (the first of two as near)."""
+def _shift_test(strata: Strata) -> tuple[np.ndarray, np.ndarray, slice]:
+    """(tested, moved, the later half's columns): misclassification.error_rate_shift over equal runs, the halves
+    cut at the run boundary nearest half the labels (the first of two as near)."""
     runs = strata.yes.shape[-1] // 2
     cut = min(range(1, runs), key=lambda k: abs(k - runs / 2))
     early, late = _rates(_subset(strata, slice(0, 2 * cut))), _rates(_subset(strata, slice(2 * cut, None)))
@@ -137,7 +137,7 @@ def _shift_moved(strata: Strata) -> np.ndarray:
     tested = np.isfinite(diff).all(-1) & np.isfinite(cov).all((-2, -1))
     cov, diff = np.where(tested[..., None, None], cov, np.eye(2)), np.where(tested[..., None], diff, 0.0)
     statistic = np.einsum("...i,...ij,...j->...", diff, np.linalg.pinv(cov), diff)
-    return ~tested | (chi2.sf(statistic, 2) < SHIFT_ALPHA)
+    return tested, tested & (chi2.sf(statistic, 2) < SHIFT_ALPHA), slice(2 * cut, None)
 
 
 def simulate(cell: Cell, *, reps: int, rng: np.random.Generator, judged: int = JUDGED) -> dict:
@@ -158,10 +158,24 @@ def simulate(cell: Cell, *, reps: int, rng: np.random.Generator, judged: int = J
     runs = len(cell.labelled_means)
     _, low, high = score_interval(strata.yes, strata.labelled, strata.share / runs, earlier_judged)
     out["labels-only"] = (low, high)
-    corrected = rogan_gladen(q, judged, _rates(strata))
-    given = (judge_beats_coin(strata) < COIN_ALPHA) & ~_shift_moved(strata) & np.isfinite(corrected.ci[0])
-    out["corrected"], out["given"], out["model"] = corrected.ci, given, corrected
+    tested, moved, later_columns = _shift_test(strata)
+    later = _subset(strata, later_columns)
+    every, recent = rogan_gladen(q, judged, _rates(strata)), rogan_gladen(q, judged, _rates(later))
+    beats_coin = np.where(moved, judge_beats_coin(later), judge_beats_coin(strata)) < COIN_ALPHA
+    low, high = (np.where(moved, b, a) for a, b in zip(every.ci, recent.ci))
+    given = tested & beats_coin & np.isfinite(low) & np.isfinite(high)
+    corrected = _pick(moved, recent, every)
+    out["corrected"], out["given"], out["model"] = (low, high), given, corrected
     return out
+
+
+def _pick(where: np.ndarray, chosen, otherwise):
+    """Per run, the variance parts of `chosen` where `where`, else those of `otherwise` (for labels_needed)."""
+    return replace(
+        otherwise,
+        label_variance=np.where(where, chosen.label_variance, otherwise.label_variance),
+        fixed_variance=np.where(where, chosen.fixed_variance, otherwise.fixed_variance),
+    )
 
 
 def tally(out: dict) -> dict[str, dict[str, float]]:
@@ -208,8 +222,6 @@ def labels_needed_check(
 
 
 def _row(model, i: int):
-    from dataclasses import replace
-
     def pick(v):
         return np.asarray(v)[i] if np.ndim(v) else v
 
@@ -271,8 +283,9 @@ def format_judge_shift_bench(result: dict) -> str:
         )
     console.print(
         "Coverage: the share of runs given an interval whose 95 % interval holds the run's true mean (±: the wider "
-        "side of its 95 % Jeffreys interval), then the mean half-width. Corrected on earlier days: withheld when "
-        "the judge is not shown better than a coin or the labelled runs' error rates differ (χ², p < 0.05). "
+        "side of its 95 % Jeffreys interval), then the mean half-width. Corrected on earlier days: from the later "
+        "labelled runs only when their error rates differ from the earlier ones' (χ², p < 0.05); withheld when the "
+        "judge is not shown better than a coin or the rates cannot be compared. "
         "Labels-only on earlier days describes the labelled runs, not this one."
     )
     return console.file.getvalue()

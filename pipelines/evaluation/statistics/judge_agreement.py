@@ -219,6 +219,9 @@ def calibrate(
     else:
         corrected = mine or earlier
     own_count, other_count = int(own.sum()), int((~own).sum())
+    if earlier is not None:
+        notes += why["notes"]
+        other_count = why["used"]
     method = describe(
         corrected.method,
         own=own_count,
@@ -241,37 +244,16 @@ def calibrate(
 
 
 def _from_earlier_runs(y, f, runs, days, shares, judge_mean, judged, confidence):
-    """Rogan–Gladen from labels of other runs, or None and why not."""
+    """Rogan–Gladen from labels of other runs, or None and why not. When the judge's error rates moved between
+    the earlier and later labelled runs, the later runs' labels alone give them."""
     if not len(y):
         return None, {"notes": []}
     if len(y) < MIN_LABELS:
         return None, {"notes": [f"Rogan–Gladen needs at least {MIN_LABELS} labels of earlier runs, {len(y)} so far"]}
-    rates = error_rates(y, f, runs, shares)
-    if rates is None:
-        return None, {
-            "notes": ["the labels hold only one truth (all yes or all no): the judge's error rates are unknown"]
-        }
-    if float(judge_beats_coin(Strata.from_labels(y, f, runs, shares))) >= COIN_ALPHA:
-        return None, {
-            "notes": [
-                (
-                    "the judge is not shown better than a coin (its yes verdicts are not shown truly yes more "
-                    "often than its no verdicts; Fisher's exact test): no correction"
-                )
-            ]
-        }
+    if (refused := _not_rated(y, f, runs, shares)) is not None:
+        return None, {"notes": [refused]}
     # Halves cut between runs in date order; two runs of one day (two targets) are ordered by their ids.
     shift = error_rate_shift(y, f, runs, np.char.add(np.char.add(days, "\x00"), runs), shares)
-    if shift.moved:
-        return None, {
-            "shift_p_value": shift.p_value,
-            "notes": [
-                (
-                    f"the judge's error rates moved between the earlier and later labelled runs (p = "
-                    f"{shift.p_value:.3f}): the labels describe another judge; label this run's items"
-                )
-            ],
-        }
     if shift.p_value is None:
         return None, {
             "notes": [
@@ -281,7 +263,29 @@ def _from_earlier_runs(y, f, runs, days, shares, judge_mean, judged, confidence)
                 )
             ]
         }
-    return rogan_gladen(judge_mean, judged, rates, confidence), {"shift_p_value": shift.p_value, "notes": []}
+    notes = []
+    if shift.moved:
+        moved = f"the judge's error rates moved between the earlier and later labelled runs (p = {shift.p_value:.3f})"
+        later = shift.later_mask
+        if (refused := _not_rated(y[later], f[later], runs[later], shares)) is not None:
+            return None, {"shift_p_value": shift.p_value, "notes": [f"{moved}; the later ones alone: {refused}"]}
+        y, f, runs = y[later], f[later], runs[later]
+        notes.append(f"{moved}: corrected with the {len(y)} labels of the later runs only")
+    rates = error_rates(y, f, runs, shares)
+    corrected = rogan_gladen(judge_mean, judged, rates, confidence)
+    return corrected, {"shift_p_value": shift.p_value, "notes": notes, "used": len(y)}
+
+
+def _not_rated(y, f, runs, shares) -> str | None:
+    """Why these labels cannot give the judge's error rates, or None when they can."""
+    if error_rates(y, f, runs, shares) is None:
+        return "the labels hold only one truth (all yes or all no): the judge's error rates are unknown"
+    if float(judge_beats_coin(Strata.from_labels(y, f, runs, shares))) >= COIN_ALPHA:
+        return (
+            "the judge is not shown better than a coin (its yes verdicts are not shown truly yes more often than "
+            "its no verdicts; Fisher's exact test): no correction"
+        )
+    return None
 
 
 def _clip(low: float, high: float) -> tuple[float, float]:

@@ -94,6 +94,13 @@ def test_labels_for_half_width_reproduces_its_own_interval():
     assert labels_for_half_width(half, own, 30) == pytest.approx(30, abs=1)
     # Half the width takes about four times the labels, fewer with the finite population correction.
     assert 100 <= labels_for_half_width(half / 2, own, 30) <= 120
+    # After a pilot of 30 labels at p = 0.5, the count named for ±0.05 gives ±0.05 when its labels come in (the
+    # pilot's shares scaled up); the score interval of the pilot itself is wider, and scaling its width named 40 %
+    # more (the label count check of `ragwatch bench judge-shift`).
+    pilot = own_labels(np.array([2.0, 13.0]), np.array([15.0, 15.0]), np.array([250.0, 250.0]))
+    named = labels_for_half_width(0.05, pilot, 30)
+    scaled = own_labels(np.array([2.0, 13.0]) * named / 30, np.array([1.0, 1.0]) * named / 2, np.array([250.0, 250.0]))
+    assert float(scaled.ci[1] - scaled.ci[0]) / 2 == pytest.approx(0.05, rel=0.1)
     # Earlier runs' labels cannot shrink the run's own part: a width below it is out of reach.
     rates = _two_runs()
     assert labels_for_half_width(0.001, rogan_gladen(0.8, 2000, rates), 60) is None
