@@ -28,7 +28,7 @@ from pipelines.golden.review import apply_decisions, read_decisions
 from pipelines.golden.split import assemble, floor_shortfalls, test_split_ids
 from pipelines.handoff import batch_label, check_parts
 from pipelines.models.budget import BUDGET_REASON, is_refusal
-from pipelines.models.llm import build_llm, check_models_differ
+from pipelines.models.backends import build_llm, check_models_differ
 from pipelines.models.usage import scope
 from pipelines.records import GoldenItem
 from pipelines.settings import Settings

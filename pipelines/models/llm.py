@@ -22,22 +22,20 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
 from pipelines.models.budget import REFUSAL, TokenBudget, estimated_tokens
-from pipelines.models.cache import ResponseCache, cache_key, open_llm_cache
+from pipelines.models.cache import ResponseCache, cache_key
 from pipelines.models.offline import OFFLINE_MODEL, choose_tool
 from pipelines.models.prompts import In, Out, Prompt
 from pipelines.models.usage import UsageLedger, UsageRow, current, default_metric
 from pipelines.records import ToolCall
-from pipelines.settings import Settings
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-SELF_PREFERENCE = "self-preference bias: the judge favours its own generations; use a different judge model"
 ERROR_DETAIL_CHARS = 300
 Progress = Callable[[int, int], None]
 """Called with (done, total) each time an item of `run_many` finishes."""
@@ -386,31 +384,3 @@ class OfflineLLM(LLM):
             return await asyncio.to_thread(answer)
         finally:
             self.counters.add(llm_seconds=time.monotonic() - started)
-
-
-def build_llm(settings: Settings, role: Literal["generator", "judge"]) -> LLM:
-    """The configured backend for a role. The offline backend gets no cache: its code can change
-    under the same model name, and a cached offline answer would then be stale."""
-    if role not in ("generator", "judge"):
-        raise ValueError(f"unknown model role {role!r}; expected 'generator' or 'judge'")
-    if settings.llm_backend == "offline":
-        llm = OfflineLLM()
-        llm.role = role
-        return llm
-    from pipelines.models.openai_compatible import OpenAICompatibleLLM  # the HTTP client's modules only when used
-
-    llm = OpenAICompatibleLLM(getattr(settings, role), open_llm_cache(settings))
-    llm.role = role
-    return llm
-
-
-def check_models_differ(settings: Settings, logger: logging.Logger = log) -> bool:
-    """Warn when the judge is the generator's model; False then. The offline backend's judgements are
-    lexical rules, not a model grading its own text, so it is not flagged."""
-    if settings.llm_backend == "offline":
-        return True
-    generator, judge = settings.generator.model, settings.judge.model
-    if generator.strip().lower() != judge.strip().lower():
-        return True
-    logger.warning("generator and judge are the same model (%s): %s", generator, SELF_PREFERENCE)
-    return False

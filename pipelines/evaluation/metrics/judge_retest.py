@@ -26,7 +26,8 @@ from collections.abc import Sequence
 from pipelines.evaluation.metrics.judge import JudgeInput, judge_items
 from pipelines.models.budget import TokenBudget
 from pipelines.models.embeddings import Embedder
-from pipelines.models.llm import LLM, build_llm
+from pipelines.models.backends import build_llm
+from pipelines.models.llm import LLM
 from pipelines.models.usage import scope
 from pipelines.records import Score, Suite
 from pipelines.settings import Settings

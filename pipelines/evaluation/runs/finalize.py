@@ -28,7 +28,7 @@ from pipelines.evaluation.statistics.aggregates import aggregate
 from pipelines.evaluation.statistics.gate.run_gate import gate_against_baseline
 from pipelines.evaluation.statistics.judge_noise import run_judge_noise
 from pipelines.files import read_jsonl
-from pipelines.models.llm import build_llm
+from pipelines.models.backends import build_llm
 from pipelines.records import Score
 from pipelines.settings import Settings
 from pipelines.stores.results import EvalRun, ResultsStore

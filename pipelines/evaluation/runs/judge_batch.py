@@ -37,7 +37,7 @@ from pipelines.evaluation.runs.params import judge_metric_key, reported_metric
 from pipelines.evaluation.runs.target import build_target
 from pipelines.files import write_jsonl
 from pipelines.models.embeddings import build_embedder
-from pipelines.models.llm import build_llm, check_models_differ
+from pipelines.models.backends import build_llm, check_models_differ
 from pipelines.models.usage import scope
 from pipelines.records import GoldenItem, Score
 from pipelines.settings import Settings

@@ -64,7 +64,7 @@ from pipelines.files import atomic_write_text, read_jsonl, reset_dir, write_json
 from pipelines.handoff import IncompleteHandoff
 from pipelines.models.budget import REFUSAL, BudgetSpent
 from pipelines.models.embeddings import build_embedder
-from pipelines.models.llm import build_llm, check_models_differ
+from pipelines.models.backends import build_llm, check_models_differ
 from pipelines.models.usage import scope, scoped
 from pipelines.records import Score, ToolCall
 from pipelines.settings import Settings

@@ -25,7 +25,8 @@ from pipelines.agent_tools import TOOLS
 from pipelines.evaluation.runs.params import EvalParams
 from pipelines.evaluation.runs.rag_prompt import Context, RagAnswerPrompt, RagInput
 from pipelines.models.budget import BudgetSpent, is_refusal
-from pipelines.models.llm import LLM, build_llm
+from pipelines.models.backends import build_llm
+from pipelines.models.llm import LLM
 from pipelines.models.offline import OFFLINE_MODEL, offline_model_label
 from pipelines.models.usage import scope
 from pipelines.records import GoldenItem, ToolCall

@@ -15,7 +15,8 @@ import pytest
 from pydantic import BaseModel
 
 from pipelines.models.cache import LLMCache, cache_key
-from pipelines.models.llm import OfflineLLM, build_llm, check_models_differ
+from pipelines.models.backends import build_llm, check_models_differ
+from pipelines.models.llm import OfflineLLM
 from pipelines.models.offline import OFFLINE_MODEL
 from pipelines.models.openai_compatible import OpenAICompatibleLLM
 from pipelines.models.prompts import Prompt, PromptRegistry
