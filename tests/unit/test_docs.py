@@ -127,8 +127,11 @@ def test_readme_is_short_and_its_links_lead_somewhere():
     }
     targets = re.findall(r"\]\((docs/[^)#\s]+)", readme)
     assert "docs/tutorial/demo.md" in targets
-    dead = [t for t in targets if not (ROOT / t).exists() and t.removeprefix("docs/") not in generated]
-    assert not dead, f"README links to pages that are neither in docs/ nor generated: {dead}"
+    # On a code host a link to a generated page is dead: the README names where the built site holds it instead.
+    dead = [t for t in targets if not (ROOT / t).exists()]
+    assert not dead, f"README links to files that are not in docs/ (a generated page exists only once built): {dead}"
+    for page in generated:
+        assert f"{Path(page).stem}/" in readme, f"the README does not say where the built {page} is"
 
 
 HISTORY = re.compile(r"\bbrief\b|\bissue #?\d+|\bold code\b", re.IGNORECASE)
