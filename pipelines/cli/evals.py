@@ -382,6 +382,25 @@ def eval_gauges(
     print_gauges(settings, suite=suite, app=app_name)
 
 
+@app.command("push")
+def eval_push(
+    run: Annotated[str, typer.Option("--run", help="The saved run's id, e.g. offline/2026-03-02/reference-rag.")],
+    app_name: Annotated[str | None, typer.Option("--app", help="The group's app label, if any.")] = None,
+) -> None:
+    """Push a saved run's gauges again from the results DB, e.g. after the Pushgateway was down during its eval."""
+    from pipelines.evaluation.outputs.push import push_stored_run
+    from pipelines.stores.results import ResultsStoreError
+
+    try:
+        pushed = push_stored_run(current_settings(), run, app=app_name)
+    except (LookupError, RuntimeError, ResultsStoreError) as exc:
+        fail(str(exc))
+    if pushed.skipped:
+        console.print(f"not pushed: {escape(pushed.skipped)}")
+    else:
+        console.print(f"{pushed.samples} samples pushed ({pushed.mode}): {escape(pushed.destination or '')}")
+
+
 @app.command("compare")
 def eval_compare(
     a: Annotated[str, typer.Option("--a", help="Arm A, e.g. 'k=5,mode=hybrid' or 'url=http://old/rag'.")],

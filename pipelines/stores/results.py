@@ -192,11 +192,20 @@ class ResultsStore:
         """Replace the run with this run_id and its scores by `run` and `scores`; returns scores written."""
         rows = [_score_row(run, s) for s in scores]
         try:
-            return self._replace(run, rows)
-        except sa.exc.IntegrityError:
-            # Two attempts of the same logical date raced between delete and insert: the other
-            # one committed first, so replacing it again is exactly the rerun semantics we want.
-            return self._replace(run, rows)
+            try:
+                return self._replace(run, rows)
+            except sa.exc.IntegrityError:
+                # Two attempts of the same logical date raced between delete and insert: the other
+                # one committed first, so replacing it again is exactly the rerun semantics we want.
+                return self._replace(run, rows)
+        except sa.exc.DBAPIError as exc:
+            # A server killed or restarted mid-write: the transaction is rolled back whole.
+            raise ResultsStoreError(
+                f"could not save run {run.run_id} to the results DB "
+                f"{self.engine.url.render_as_string(hide_password=True)}: {str(exc.orig).strip()}. Nothing of this "
+                f"attempt was kept (one transaction). Once the DB answers, rerun it: `ragwatch eval {run.suite} --date {run.logical_date}` with the "
+                "same options (in Airflow, clear the run's `finalize` task)."
+            ) from None
 
     def _replace(self, run: EvalRun, rows: list[dict[str, Any]]) -> int:
         with self.engine.begin() as conn:

@@ -29,7 +29,7 @@ from pipelines.stores.trace_sources import open_trace_source
 from pipelines.stores.trace_sources.file_store import FileTraceStore
 from pipelines.traces import shards
 from pipelines.traces.sampling import day_interval, select_day, write_parts
-from pipelines.traces.stale_attempts import remove_stale_attempts
+from pipelines.traces.stale_attempts import own_attempt, remove_stale_attempts
 from pipelines.validation import ValidationPassed
 from pipelines.workspace import PartitionPaths, StaleVersion, Workspace
 
@@ -108,10 +108,12 @@ def select_trace_sample(
     strata: list[str] | None = None,
     min_per_stratum: int | None = None,
     shard_count: int | None = None,
+    attempt: str | None = None,
 ) -> list[PlannedShard]:
     """Select the day's traces (once, under `RAGWATCH_SELECTION_STATEMENT_TIMEOUT_S`), write the ids and the plan to
     the workspace, and return the shards to map over (`RAGWATCH_SAMPLE_SHARDS`, at most one per part). Attempts
-    that killed runs left in the staging folder go first (`stale_attempts`)."""
+    that killed runs left in the staging folder go first (`stale_attempts`). `attempt`: the id of an attempt this
+    process owns (`own_attempt`); default, a new one."""
     # A value left out (None) is the setting; a given one is checked the same way, whatever the entry point:
     # strata values are published in the manifest, so only the categorical fields may define strata.
     rate = settings.sample_rate if rate is None else rate
@@ -139,7 +141,7 @@ def select_trace_sample(
         shards=shard_count,
         source_counts=source_counts,
     )
-    attempt = uuid.uuid4().hex
+    attempt = attempt or uuid.uuid4().hex
     paths = Workspace.from_settings(settings).traces_selection(day, attempt)
     try:
         shards.write_selection(paths, selection, plan)
@@ -213,10 +215,17 @@ def stage_trace_sample(
     min_per_stratum: int | None = None,
     shard_count: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    attempt: str | None = None,
 ) -> StagedSample:
     """select, every shard and merge in this process (the CLI, the benches); a failure leaves no folder behind."""
     planned = select_trace_sample(
-        settings, day, rate=rate, strata=strata, min_per_stratum=min_per_stratum, shard_count=shard_count
+        settings,
+        day,
+        rate=rate,
+        strata=strata,
+        min_per_stratum=min_per_stratum,
+        shard_count=shard_count,
+        attempt=attempt,
     )
     try:
         for shard in planned:
@@ -312,11 +321,14 @@ def run_trace_sampling(settings: Settings, day: date, *, version: bool = True, *
     511 MB and the tree's from 961 to 936 MB (2 CPUs: each validation worker then added ~200 MB, 70-95 MB since
     the workers import only what their work needs: `traces/prepare.py`).
     """
-    staged = stage_trace_sample(settings, day, **sample_options)
-    return_freed_memory()
-    validation = validate_trace_sample(staged)
-    return_freed_memory()
-    promoted = promote_trace_sample(settings, staged)
+    attempt = uuid.uuid4().hex
+    # Owned until promotion: if this process is killed, the next run removes what it staged at once.
+    with own_attempt(Workspace.from_settings(settings), day, attempt):
+        staged = stage_trace_sample(settings, day, attempt=attempt, **sample_options)
+        return_freed_memory()
+        validation = validate_trace_sample(staged)
+        return_freed_memory()
+        promoted = promote_trace_sample(settings, staged)
     versioned = version_trace_sample(settings, promoted) if version else None
     return TraceSampling(counts=staged.counts, validation=validation, partition=promoted.partition, version=versioned)
 

@@ -26,6 +26,7 @@ PUSHGATEWAY_BIN = Path("/usr/bin/prometheus-pushgateway")
 @dataclass
 class Pushgateway:
     url: str
+    port: int
     process: subprocess.Popen
     directory: Path
 
@@ -46,23 +47,27 @@ class Pushgateway:
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
-def start_pushgateway(timeout_s: float = 20.0) -> Pushgateway:
-    """A Pushgateway without persistence (no --persistence.file): every session starts empty; the admin
-    API lets each test start from an empty gateway too (`Pushgateway.wipe`)."""
+def start_pushgateway(
+    timeout_s: float = 20.0, *, persistence: Path | None = None, port: int | None = None
+) -> Pushgateway:
+    """A Pushgateway, by default without persistence: every session starts empty; the admin API lets each test
+    start from an empty gateway too (`Pushgateway.wipe`). `persistence`: a file kept as docker-compose.yml keeps it
+    (written once a minute); `port`: where a killed gateway ran, to restart it at the same URL."""
     binary = shutil.which("prometheus-pushgateway") or (str(PUSHGATEWAY_BIN) if PUSHGATEWAY_BIN.exists() else None)
     if binary is None:
         raise RuntimeError(f"prometheus-pushgateway not found; {INSTALL_HINT}")
     directory = Path(tempfile.mkdtemp(prefix="ragwatch-pushgateway-"))
-    port = free_port()
+    port = port or free_port()
     log = open(directory / "pushgateway.log", "wb")
+    persisted = [f"--persistence.file={persistence}", "--persistence.interval=1m"] if persistence else []
     process = subprocess.Popen(
-        [binary, f"--web.listen-address=127.0.0.1:{port}", "--web.enable-admin-api"],
+        [binary, f"--web.listen-address=127.0.0.1:{port}", "--web.enable-admin-api", *persisted],
         cwd=directory,
         stdout=log,
         stderr=subprocess.STDOUT,
     )
     log.close()
-    gateway = Pushgateway(url=f"http://127.0.0.1:{port}", process=process, directory=directory)
+    gateway = Pushgateway(url=f"http://127.0.0.1:{port}", port=port, process=process, directory=directory)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:

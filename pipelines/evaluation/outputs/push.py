@@ -10,7 +10,7 @@ never holds a run id: the Pushgateway keeps every group forever, so per-run grou
 up and Prometheus would see stale runs as current.
 
 `push_scores` does not raise when the push fails: it returns a PushResult saying why (and logs
-it); `push_run`, the step a task calls, raises then so Airflow retries. Prometheus should alert on `push_time_seconds`
+it); `push_run`, the step a task calls, raises then so Airflow retries, and says how to push again by hand. Prometheus should alert on `push_time_seconds`
 staleness, which catches a pipeline that stopped pushing for any reason.
 """
 
@@ -409,21 +409,30 @@ class PushedRun(BaseModel):
 
 def push_run(settings: Settings, summary: RunSummary, *, app: str | None = None) -> PushedRun:
     """Push a saved run's aggregates (re-read from the results DB), if it is the newest run of its target."""
+    return push_stored_run(settings, summary.run_id, app=app)
+
+
+def push_stored_run(settings: Settings, run_id: str, *, app: str | None = None) -> PushedRun:
+    """Push the run saved under `run_id` (`ragwatch eval push`), if it is the newest run of its target; LookupError
+    when the results DB has no such run."""
     store = ResultsStore.from_settings(settings)
     try:
-        latest = store.latest_run(summary.suite, summary.target)
-        if latest is None or latest.run_id != summary.run_id:
+        run = store.get_run(run_id)
+        if run is None:
+            raise LookupError(f"no run {run_id} in the results DB")
+        latest = store.latest_run(run.suite, run.target)
+        if latest is None or latest.run_id != run_id:
             newer = latest.logical_date.isoformat() if latest else "none"
-            return PushedRun(skipped=f"a newer {summary.suite} run ({newer}) owns the gauges")
-        aggregates = as_pushed(aggregate(store.scores(summary.run_id)))
+            return PushedRun(skipped=f"a newer {run.suite} run ({newer}) owns the gauges")
+        aggregates = as_pushed(aggregate(store.scores(run_id)))
     finally:
         store.dispose()
     catches = {row.metric: row.detectable_drop for row in gate_rows(latest.gate) if row.detectable_drop is not None}
     result = push_scores(
         settings,
         aggregates,
-        suite=summary.suite,
-        target=summary.target,
+        suite=run.suite,
+        target=run.target,
         app=app,
         gate_passed=latest.gate_passed,
         gate_catches=catches,
@@ -434,5 +443,8 @@ def push_run(settings: Settings, summary: RunSummary, *, app: str | None = None)
         coverage=golden_coverage(latest.params),
     )
     if not result.ok:
-        raise RuntimeError(f"push failed: {result.error}. The scores are safe in the results DB; the task retries.")
+        raise RuntimeError(
+            f"push failed: {result.error}. The scores are safe in the results DB: `ragwatch eval push --run "
+            f"{run_id}{f' --app {app}' if app else ''}` pushes them again (an Airflow push task retries by itself)."
+        )
     return PushedRun(destination=result.destination, mode=result.mode, samples=result.samples)

@@ -1,6 +1,9 @@
 """Staging left by killed runs: the next run removes it, and never an attempt that is still writing."""
 
 import os
+import signal
+import subprocess
+import sys
 import time
 from datetime import date, timedelta
 
@@ -11,6 +14,7 @@ from pipelines.stores.traces import TraceStore
 from pipelines.traces import steps
 from pipelines.traces.stale_attempts import STALE_AFTER, remove_stale_attempts
 from pipelines.workspace import Workspace
+from tests.conftest import ROOT
 
 DAY = date(2026, 11, 20)
 
@@ -69,3 +73,26 @@ def test_a_rerun_removes_what_a_killed_run_staged_and_leaves_a_concurrent_attemp
     assert not any(folder.exists() for folder in killed_folders)
     for attempt in (concurrent[0].attempt, rerun[0].attempt):
         assert workspace.traces_selection(DAY, attempt).plan.exists()
+
+
+def test_an_attempt_is_removed_at_once_when_its_owner_process_died_and_never_while_it_lives(tmp_path):
+    workspace = Workspace(tmp_path / "workspace")
+    for folder in attempt_folders(workspace, DAY, "owned"):
+        folder.mkdir(parents=True)
+    hold = (
+        "import sys, time; from datetime import date; from pipelines.workspace import Workspace; "
+        "from pipelines.traces.stale_attempts import own_attempt; from pathlib import Path\n"
+        f"with own_attempt(Workspace(Path({str(workspace.root)!r})), date.fromisoformat({str(DAY)!r}), 'owned'):\n"
+        "    print('held', flush=True); time.sleep(60)"
+    )
+    owner = subprocess.Popen([sys.executable, "-c", hold], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        assert owner.stdout.readline().strip() == "held"
+        assert remove_stale_attempts(workspace) == []  # fresh folders, and their owner alive
+        owner.send_signal(signal.SIGKILL)
+        owner.wait()
+        assert remove_stale_attempts(workspace) == ["dt=2026-11-20.owned", "dt=2026-11-20.owned.selection"]
+        assert not any(workspace.traces_staging_root.iterdir())  # the owner file too
+    finally:
+        owner.kill()
+        owner.wait()
