@@ -57,6 +57,8 @@ APP = "docs-bot"
 MODEL = "gen-model"
 SYSTEM = "Answer from the contexts only. Say so when they do not hold the answer."
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+# The attributes Phoenix parses from JSON strings into objects when it ingests a span (its JSON_STRING_ATTRIBUTES).
+PHOENIX_JSON_STRING_ATTRIBUTES = ("document.metadata", "llm.prompt_template.variables", "metadata", "tool.parameters")
 
 
 @dataclass(frozen=True)
@@ -519,7 +521,15 @@ def write_phoenix_parquet(otlp_path: Path, parquet_path: Path) -> None:
 
 def phoenix_frame(spans: list[Span]) -> list[dict]:
     """Spans as Phoenix's get_spans_dataframe() lays them out: context.* columns, span_kind, and one attributes.*
-    column per attribute, the indexed ones nested back into lists of dicts."""
+    column per attribute, the indexed ones nested back into lists of dicts, the JSON-string ones parsed to objects."""
+
+    def parsed(key: str, value: Any) -> Any:
+        if key.endswith(PHOENIX_JSON_STRING_ATTRIBUTES) and isinstance(value, str):
+            try:
+                return json.loads(value)
+            except ValueError:
+                return value
+        return value
 
     def nest(flat: dict) -> dict:
         out: dict = {}
@@ -528,7 +538,7 @@ def phoenix_frame(spans: list[Span]) -> list[dict]:
             parts = key.split(".")
             index = next((i for i, p in enumerate(parts) if p.isdigit()), None)
             if index is None:
-                out[key] = value
+                out[key] = parsed(key, value)
             else:
                 lists.setdefault(".".join(parts[:index]), {}).setdefault(int(parts[index]), {})[
                     ".".join(parts[index + 1 :])
