@@ -57,7 +57,6 @@ APP = "docs-bot"
 MODEL = "gen-model"
 SYSTEM = "Answer from the contexts only. Say so when they do not hold the answer."
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-# The attributes Phoenix parses from JSON strings into objects when it ingests a span (its JSON_STRING_ATTRIBUTES).
 PHOENIX_JSON_STRING_ATTRIBUTES = ("document.metadata", "llm.prompt_template.variables", "metadata", "tool.parameters")
 
 
@@ -521,15 +520,8 @@ def write_phoenix_parquet(otlp_path: Path, parquet_path: Path) -> None:
 
 def phoenix_frame(spans: list[Span]) -> list[dict]:
     """Spans as Phoenix's get_spans_dataframe() lays them out: context.* columns, span_kind, and one attributes.*
-    column per attribute, the indexed ones nested back into lists of dicts, the JSON-string ones parsed to objects."""
-
-    def parsed(key: str, value: Any) -> Any:
-        if key.endswith(PHOENIX_JSON_STRING_ATTRIBUTES) and isinstance(value, str):
-            try:
-                return json.loads(value)
-            except ValueError:
-                return value
-        return value
+    column per attribute, the indexed ones nested back into lists of dicts, the ones Phoenix's ingestion takes for JSON
+    strings (PHOENIX_JSON_STRING_ATTRIBUTES) parsed to objects."""
 
     def nest(flat: dict) -> dict:
         out: dict = {}
@@ -538,7 +530,8 @@ def phoenix_frame(spans: list[Span]) -> list[dict]:
             parts = key.split(".")
             index = next((i for i, p in enumerate(parts) if p.isdigit()), None)
             if index is None:
-                out[key] = parsed(key, value)
+                json_object = key.endswith(PHOENIX_JSON_STRING_ATTRIBUTES) and str(value).startswith("{")
+                out[key] = json.loads(value) if json_object else value
             else:
                 lists.setdefault(".".join(parts[:index]), {}).setdefault(int(parts[index]), {})[
                     ".".join(parts[index + 1 :])
