@@ -57,6 +57,7 @@ APP = "docs-bot"
 MODEL = "gen-model"
 SYSTEM = "Answer from the contexts only. Say so when they do not hold the answer."
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+PHOENIX_JSON_STRING_ATTRIBUTES = ("document.metadata", "llm.prompt_template.variables", "metadata", "tool.parameters")
 
 
 @dataclass(frozen=True)
@@ -519,7 +520,8 @@ def write_phoenix_parquet(otlp_path: Path, parquet_path: Path) -> None:
 
 def phoenix_frame(spans: list[Span]) -> list[dict]:
     """Spans as Phoenix's get_spans_dataframe() lays them out: context.* columns, span_kind, and one attributes.*
-    column per attribute, the indexed ones nested back into lists of dicts."""
+    column per attribute, the indexed ones nested back into lists of dicts, the ones Phoenix's ingestion takes for JSON
+    strings (PHOENIX_JSON_STRING_ATTRIBUTES) parsed to objects."""
 
     def nest(flat: dict) -> dict:
         out: dict = {}
@@ -528,7 +530,8 @@ def phoenix_frame(spans: list[Span]) -> list[dict]:
             parts = key.split(".")
             index = next((i for i, p in enumerate(parts) if p.isdigit()), None)
             if index is None:
-                out[key] = value
+                json_object = key.endswith(PHOENIX_JSON_STRING_ATTRIBUTES) and str(value).startswith("{")
+                out[key] = json.loads(value) if json_object else value
             else:
                 lists.setdefault(".".join(parts[:index]), {}).setdefault(int(parts[index]), {})[
                     ".".join(parts[index + 1 :])

@@ -7,7 +7,8 @@ collection (hashed bag-of-words vectors: no model to download). Three instrument
   under a hand-made GenAI retrieval span;
 - `openinference`: OpenInference's OpenAI instrumentation, with RETRIEVER, TOOL and CHAIN spans built with its
   semantic conventions, as Phoenix users write them.
-Spans go through the SDK's BatchSpanProcessor into `OtlpJsonFileExporter`.
+Spans go through the SDK's BatchSpanProcessor into `OtlpJsonFileExporter`, unless the app is handed a tracer provider
+its setup made (Phoenix's `register`, which also instruments the OpenAI client).
 """
 
 from __future__ import annotations
@@ -61,7 +62,16 @@ class Turn:
 
 
 class TracedRagApp:
-    def __init__(self, simulator_url: str, qdrant_path: Path, export_path: Path, *, style: str, app: str = "docs-bot"):
+    def __init__(
+        self,
+        simulator_url: str,
+        qdrant_path: Path,
+        export_path: Path | None,
+        *,
+        style: str,
+        app: str = "docs-bot",
+        tracer_provider: TracerProvider | None = None,
+    ):
         self.style = style
         self.client = openai.OpenAI(base_url=simulator_url, api_key="not-needed", max_retries=0)
         self.qdrant = QdrantClient(path=str(qdrant_path))
@@ -76,10 +86,14 @@ class TracedRagApp:
                     for i, (cid, text) in enumerate(CHUNKS.items())
                 ],
             )
+        self.instrumentor: Any = None
+        if tracer_provider is not None:  # set up and instrumented by the caller
+            self.provider = tracer_provider
+            self.tracer = self.provider.get_tracer("tests.support.traced_rag_app")
+            return
         self.provider = TracerProvider(resource=Resource.create({"service.name": app}))
         self.provider.add_span_processor(BatchSpanProcessor(OtlpJsonFileExporter(export_path), max_export_batch_size=7))
         self.tracer = self.provider.get_tracer("tests.support.traced_rag_app")
-        self.instrumentor: Any = None
         if style == "openllmetry":
             from opentelemetry.instrumentation.openai import OpenAIInstrumentor
 

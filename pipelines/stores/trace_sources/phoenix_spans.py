@@ -6,12 +6,17 @@ indexed attributes come back nested: `attributes.retrieval.documents` is a list 
 "document.content", "document.score"}`, `attributes.llm.input_messages` a list of `{"message.role",
 "message.content"}`. Each row is flattened back to the attribute names OpenInference spans carry
 (`retrieval.documents.0.document.id`), so these spans assemble by the same rules as the OTLP files of the
-`openinference` source. The dataframe has no resource attributes: the file's name stands for the service, so export
-each Phoenix project to `<project>.parquet` (the app of its traces, unless a span sets `ragwatch.app`).
+`openinference` source. Phoenix parses the attributes OpenInference defines as JSON strings (`tool.parameters`,
+`metadata`, `document.metadata`, `llm.prompt_template.variables`) into objects, which Parquet stores as structs whose
+fields are the union over the column: they are written back as JSON, without the null fields that union adds (so a
+tool argument sent as null is read as absent). The dataframe has no resource attributes: the file's name stands for
+the service, so export each Phoenix project to `<project>.parquet` (the app of its traces, unless a span sets
+`ragwatch.app`).
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
@@ -22,6 +27,7 @@ from pipelines.stores.trace_sources.spans import Damage, Span, UnreadableSource
 
 BATCH_ROWS = 2_000
 ATTRIBUTE_PREFIX = "attributes."
+JSON_STRING_ATTRIBUTES = ("document.metadata", "llm.prompt_template.variables", "metadata", "tool.parameters")
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
@@ -78,7 +84,9 @@ def _flatten(name: str, value: Any, into: dict[str, Any]) -> None:
     """Nested values back to OpenInference's flat names; nulls (a column another span kind fills) are dropped."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return
-    if isinstance(value, dict):
+    if isinstance(value, dict) and name.endswith(JSON_STRING_ATTRIBUTES):  # the suffix rule Phoenix parses them by
+        into[name] = json.dumps(_without_nulls(value), ensure_ascii=False)
+    elif isinstance(value, dict):
         for key, inner in value.items():
             _flatten(f"{name}.{key}", inner, into)
     elif isinstance(value, list) and any(isinstance(v, dict) for v in value):
@@ -86,6 +94,14 @@ def _flatten(name: str, value: Any, into: dict[str, Any]) -> None:
             _flatten(f"{name}.{index}", inner, into)
     else:
         into[name] = value
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _without_nulls(inner) for key, inner in value.items() if inner is not None}
+    if isinstance(value, list):
+        return [_without_nulls(inner) for inner in value]
+    return value
 
 
 def _ns(value: Any) -> int:

@@ -239,6 +239,32 @@ def test_spans_exported_from_phoenix_as_a_dataframe_assemble_like_its_otlp_spans
     assert any(r["tool_calls"] for r in got) and all(c["text"] for r in got for c in r["contexts"])
 
 
+def test_tool_arguments_phoenix_parsed_into_objects_come_back_as_each_calls_own_json(tmp_path):
+    """Parquet stores the objects of one column as a struct of every key the column holds: a call's arguments must not
+    gain the other calls' keys as nulls."""
+    import pandas as pd
+
+    from pipelines.stores.trace_sources.phoenix_spans import read_phoenix_parquet
+
+    calls = [("vector_search", {"query": "¿En qué puerto escucha?", "top_k": 3}), ("sql_query", {"query": "SELECT 1"})]
+    frame = pd.DataFrame(
+        [
+            {
+                "context.trace_id": "a" * 32,
+                "context.span_id": f"{i + 1:016x}",
+                "span_kind": "TOOL",
+                "start_time": datetime(2026, 11, 18, 9, tzinfo=timezone.utc),
+                "attributes.tool.name": name,
+                "attributes.tool.parameters": arguments,
+            }
+            for i, (name, arguments) in enumerate(calls)
+        ]
+    )
+    frame.to_parquet(tmp_path / "docs-bot.parquet")
+    spans = list(read_phoenix_parquet(tmp_path / "docs-bot.parquet"))
+    assert [(s.attributes["tool.name"], json.loads(s.attributes["tool.parameters"])) for s in spans] == calls
+
+
 def test_a_frameworks_json_payload_on_the_root_gives_the_question_and_the_answer():
     """LangChain under OpenInference records the chain's input and output as JSON payloads, not as the text."""
     from pipelines.stores.trace_sources.assemble import assemble_trace
