@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from pipelines.evaluation.coverage.threshold import MIN_POSITIVES
 from pipelines.evaluation.results.coverage import CoverageThreshold, StratumCoverage
 from pipelines.evaluation.statistics.intervals import proportion_ci
 from pipelines.evaluation.statistics.misclassification import ErrorRates, rogan_gladen
@@ -48,10 +49,10 @@ def matcher_error_rates(threshold: CoverageThreshold) -> ErrorRates | None:
 
 def uncorrectable(threshold: CoverageThreshold) -> str:
     """Why the matched share cannot be corrected into a level (empty when it can)."""
-    if matcher_error_rates(threshold) is None:
+    if matcher_error_rates(threshold) is None or threshold.positives < MIN_POSITIVES:
         return (
-            "the matcher's error rates are unknown: the golden set has no user questions (items from traces or "
-            "imported by people) to measure them on"
+            f"the matcher's error rates are unknown: the golden set has {threshold.positives} user questions (items "
+            f"from traces or imported by people) with a gold passage to measure them on (need {MIN_POSITIVES})"
         )
     if threshold.tpr <= threshold.fpr:
         return (

@@ -57,7 +57,8 @@ def test_without_the_rates_or_with_a_matcher_no_better_than_chance_the_level_is_
     covered = np.array([True] * 5 + [False] * 5)
     unknown = CoverageThreshold(value=0.6, method="setting")
     assert all(r.ratio is None and r.matched == 0.5 for r in corrected(day(covered), unknown))
-    assert "no user questions" in uncorrectable(unknown)
+    assert "0 user questions" in uncorrectable(unknown)
+    assert "9 user questions" in uncorrectable(threshold(0.7, 0.2, positives=9))
     assert "does not tell" in uncorrectable(threshold(0.3, 0.4))
     assert corrected(day(covered), threshold(0.3, 0.4))[-1].ratio is None
     assert uncorrectable(threshold(0.7, 0.2)) == ""
