@@ -6,7 +6,8 @@ Each entry is a dict with `language`, `question` (a real question: a FAQ heading
 question for two of three (a template, as the offline backend writes), and the real question, imported by a
 person, for every third — the user questions the threshold is calibrated on. Day 1's traffic is the kept entries'
 other real questions, each asked one to four times; on day 2 a quarter of the traffic moves to the held-back
-entries' questions.
+entries' questions. The true coverage of a day is known: the share of its distinct questions whose answering passage
+(the entry's own) is a golden item's source passage.
 """
 
 from __future__ import annotations
@@ -90,3 +91,10 @@ def write_day(workspace: Workspace, day: date, rows: list[tuple[str, str]]) -> l
         paths.part(0),
     )
     return paths.parts
+
+
+def true_coverage(rows: list[tuple[str, str]], kept: list[dict]) -> float:
+    """The share of the distinct (language, question) `rows` whose entry is `kept`: its passage is in the golden set."""
+    golden = {(e["language"], e["question"]) for e in kept}
+    distinct = set(rows)
+    return sum(row in golden for row in distinct) / len(distinct)

@@ -128,23 +128,28 @@ def print_coverage(coverage) -> None:
     table = ReadableTable(
         title=escape(
             f"golden coverage of the day's traffic by {coverage.golden} {coverage.golden_version} "
-            f"(nearest golden passage, same language, {t.signal} ≥ {t.value:.3f}: {how})"
+            f"(nearest golden passage, same language, {t.signal} ≥ {t.value:.3f}: {how}; coverage = "
+            "(matched − false) / (true − false))"
         )
     )
-    # n is the distinct questions matched, of the day's traces.
+    # n is the distinct questions matched, of the day's traces; coverage is the matched share corrected for the
+    # matcher's error rates, its day interval from the day's questions, its level interval with the rates' too.
     table.add_column("stratum", "name")
-    for column in ("day's traces", "n", "covered", "coverage", "95 % CI"):
+    for column in ("day's traces", "n", "matched", "coverage", "day 95 % CI", "level 95 % CI"):
         table.add_column(column)
     for row in coverage.strata:
         table.add_row(
             escape(row.stratum),
             str(row.day_traces),
             str(row.questions),
-            str(row.covered),
+            number(row.matched),
             number(row.ratio),
             interval(row.ci_low, row.ci_high, digits=2),
+            interval(row.level_ci_low, row.level_ci_high, digits=2),
         )
     console.print(table)
+    if coverage.level_note:
+        console.print(f"  coverage not estimated: {escape(coverage.level_note)} (the matched share counts its errors)")
     for c in coverage.clusters[:3]:
         console.print(
             f"  uncovered topic {c.cluster_id} ({c.language}, {c.share:.1%} of the day): "

@@ -83,8 +83,13 @@ def _coverage_line(recap: DemoRecap) -> str:
         return f"coverage:    [red]not measured[/] ({escape(_clip(coverage.reason, 70))})"
     day = coverage.day
     topics = len(coverage.clusters)
+    level = (
+        f"{number(day.ratio)} {interval(day.level_ci_low, day.level_ci_high)}"
+        if day.ratio is not None
+        else f"matched {number(day.matched)}, not corrected (the matcher's error rates are unknown)"
+    )
     line = (
-        f"coverage:    {number(day.ratio)} {interval(day.ci_low, day.ci_high)} of {day.questions} questions"
+        f"coverage:    {level} of {day.questions} questions"
         f"{_threshold_note(coverage)}; {topics} topic{'s' if topics != 1 else ''} missed"
     )
     largest = f", the largest {coverage.clusters[0].share:.0%} of the day" if coverage.clusters else ""

@@ -5,7 +5,8 @@ app/language like the judged budget (a floor each, the rest in proportion, the s
 embeds the same questions) — folds repeats into distinct questions, and matches them to the released golden set's
 reference passages by the signal (the embedding cosine or the lexical one, signal.py) that best tells the golden
 set's user questions' own passages from others, the threshold calibrated on those questions (threshold.py),
-estimates coverage (estimate.py), calibrates the topic cut (topic_cut.py) and clusters the uncovered questions
+estimates the matched share (estimate.py) and corrects it for the matcher's error rates on those questions into the
+share covered (correction.py), calibrates the topic cut (topic_cut.py) and clusters the uncovered questions
 (clusters.py), both on the two signals side by side. The result goes to `coverage.json` in the run folder; finalize
 publishes it (run params, report, gauges) and queues the largest uncovered topics in the review inbox, which the
 next golden build's trace questions start from. A coverage that cannot be measured (no released golden set, no
@@ -20,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from pipelines.evaluation.coverage.clusters import cluster_uncovered
+from pipelines.evaluation.coverage.correction import corrected, uncorrectable
 from pipelines.evaluation.coverage.estimate import coverage_by_stratum, nearest_golden
 from pipelines.evaluation.coverage.signal import MatchSignal, choose_signal
 from pipelines.evaluation.coverage.threshold import document_of, evidence_items, golden_passages
@@ -73,7 +75,7 @@ def measure_day_coverage(settings: Settings, parts: list[Path], *, golden: str |
     strata = [stratum_of(r["app"], r["language"]) for r in rows]
     asked = np.array([r["traces"] for r in rows], dtype=np.int64)
     day_traces = {s.stratum: s.day_traces for s in selection.counts.strata}
-    by_stratum = coverage_by_stratum(strata, covered, day_traces, asked)
+    by_stratum = corrected(coverage_by_stratum(strata, covered, day_traces, asked), threshold)
     embedded = {s.stratum: s.traces for s in by_stratum}
     weights = np.array([day_traces[s] / embedded[s] for s in strata]) * asked
     topic_cut = _topic_cut(signal, items, evidence)
@@ -97,6 +99,7 @@ def measure_day_coverage(settings: Settings, parts: list[Path], *, golden: str |
         **common,
         topic_cut=topic_cut,
         strata=by_stratum,
+        level_note=uncorrectable(threshold),
         clusters=clusters,
         unclustered=len(uncovered) - sum(c.questions for c in clusters),
     )

@@ -1,14 +1,14 @@
-"""Coverage of a day's questions by the golden set: the nearest golden passage, and the share covered, per stratum.
+"""Coverage of a day's questions by the golden set: the nearest golden passage, and the share matched, per stratum.
 
-A question is covered when its nearest golden passage (a golden item's reference passage, same language) is at
-least the threshold's cosine (threshold.py): the golden set holds what answers it. A language the golden set has
-no passage in is uncovered. The unit is the distinct question: a question asked six times is one piece of
-evidence about the golden set, not six. Coverage of an app/language stratum is the share of its traffic (the
-embedded traces) whose question is covered, with a Jeffreys 95 % interval whose n is the stratum's distinct
-questions. The day's coverage weights each stratum by its share of the day's sample (`day_traces`),
-p = Σ W_h p_h, so a stratum embedded at its floor counts for its traffic, not its floor; its interval is the
-Jeffreys interval at the effective sample size n_eff = p(1 − p) / Σ W_h² p_h(1 − p_h) / n_h (Korn & Graubard
-1998), n_eff being the distinct questions an unweighted sample would need for the same variance.
+A question is matched as covered when its nearest golden passage (a golden item's reference passage, same
+language) is at least the threshold's similarity (threshold.py). A language the golden set has no passage in is
+uncovered. The unit is the distinct question: a question asked six times is one piece of evidence about the golden
+set, not six. The matched share of an app/language stratum is the share of its traffic (the embedded traces) whose
+question is matched, its n the stratum's distinct questions. The day's weights each stratum by its share of the
+day's sample (`day_traces`), p = Σ W_h p_h, so a stratum embedded at its floor counts for its traffic, not its
+floor; its n is the effective sample size n_eff = p(1 − p) / Σ W_h² p_h(1 − p_h) / n_h (Korn & Graubard 1998),
+the distinct questions an unweighted sample would need for the same variance. correction.py turns each matched
+share into the level, the share covered, with its interval.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipelines.evaluation.results.coverage import ALL, StratumCoverage
-from pipelines.evaluation.statistics.intervals import proportion_ci
 
 BLOCK_ROWS = 2_048
 """Questions compared with the golden set per matrix product: 2,048 × 2,000 golden passages is 16 MB."""
@@ -59,8 +58,8 @@ def nearest_golden(
 def coverage_by_stratum(
     strata: Sequence[str], covered: np.ndarray, day_traces: dict[str, int], traces: np.ndarray | None = None
 ) -> list[StratumCoverage]:
-    """Per stratum, then the day ("all", weighted by `day_traces`): the covered share of the traces, with its interval
-    at n = the distinct questions. One row of `strata`/`covered` per distinct question, asked `traces` times (1)."""
+    """Per stratum, then the day ("all", weighted by `day_traces`): the matched share of the traces, at n = the
+    distinct questions. One row of `strata`/`covered` per distinct question, asked `traces` times (1)."""
     strata = np.asarray(strata)
     traces = np.ones(len(strata), dtype=np.int64) if traces is None else np.asarray(traces)
     rows = []
@@ -68,8 +67,6 @@ def coverage_by_stratum(
         mask = strata == stratum
         n, hits = int(mask.sum()), int(covered[mask].sum())
         volume, covered_volume = int(traces[mask].sum()), int(traces[mask & covered].sum())
-        ratio = covered_volume / volume if volume else None
-        low, high = proportion_ci(ratio * n, n) if n else (None, None)
         rows.append(
             StratumCoverage(
                 stratum=stratum,
@@ -78,9 +75,11 @@ def coverage_by_stratum(
                 covered=hits,
                 traces=volume,
                 covered_traces=covered_volume,
-                ratio=ratio,
-                ci_low=low,
-                ci_high=high,
+                matched=covered_volume / volume if volume else None,
+                effective_questions=n,
+                ratio=None,
+                ci_low=None,
+                ci_high=None,
             )
         )
     return [*rows, _weighted_day(rows)]
@@ -98,15 +97,15 @@ def _weighted_day(rows: list[StratumCoverage]) -> StratumCoverage:
         covered_traces=sum(r.covered_traces for r in rows),
     )
     weight = sum(r.day_traces for r in measured)
+    empty = {"ratio": None, "ci_low": None, "ci_high": None}
     if not weight:
-        return StratumCoverage(**common, ratio=None, ci_low=None, ci_high=None)
+        return StratumCoverage(**common, **empty)
     w = np.array([r.day_traces / weight for r in measured])
-    p_h = np.array([r.ratio for r in measured])
+    p_h = np.array([r.matched for r in measured])
     n_h = np.array([r.questions for r in measured])
     p = float(w @ p_h)
     variance = float(np.sum(w**2 * p_h * (1 - p_h) / n_h))
     # All strata at 0 % or 100 % have no sampling variance to speak of: the plain count is the interval's n then.
     n_eff = p * (1 - p) / variance if variance > 0 else float(n_h.sum())
     n_eff = min(max(n_eff, 1.0), float(n_h.sum()))
-    low, high = proportion_ci(p * n_eff, n_eff)
-    return StratumCoverage(**common, ratio=p, ci_low=low, ci_high=high)
+    return StratumCoverage(**common, matched=p, effective_questions=n_eff, **empty)

@@ -187,16 +187,22 @@ def add_coverage_gauges(registry: CollectorRegistry, base: dict[str, str], cover
         "ratio": Gauge(
             "rag_golden_coverage_ratio",
             "Share of the day's traffic whose question has a golden "
-            f"passage that answers it (same language, {_threshold_help(coverage)}); "
-            "interval n = distinct questions",
+            f"passage that answers it: the share matched (same language, {_threshold_help(coverage)}) "
+            "corrected for the matcher's true- and false-match rates; interval n = distinct questions",
             names,
             registry=registry,
         ),
         "ci_low": Gauge(
-            "rag_golden_coverage_ratio_ci_low", "Lower bound of its 95 % interval", names, registry=registry
+            "rag_golden_coverage_ratio_ci_low",
+            "Lower bound of its 95 % interval from the day's questions (the rates as calibrated)",
+            names,
+            registry=registry,
         ),
         "ci_high": Gauge(
-            "rag_golden_coverage_ratio_ci_high", "Upper bound of its 95 % interval", names, registry=registry
+            "rag_golden_coverage_ratio_ci_high",
+            "Upper bound of its 95 % interval from the day's questions (the rates as calibrated)",
+            names,
+            registry=registry,
         ),
     }
     for row in coverage.strata:

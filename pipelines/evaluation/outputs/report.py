@@ -246,11 +246,17 @@ def _difference_chart(comparisons: Sequence[Comparison]) -> str:
 def _coverage_chart(coverage: GoldenCoverage) -> str:
     rows = [
         Interval(
-            label=row.stratum, mean=row.ratio, low=row.ci_low, high=row.ci_high, note=f"n={row.questions} distinct"
+            label=row.stratum,
+            mean=row.ratio,
+            low=row.level_ci_low,
+            high=row.level_ci_high,
+            note=f"n={row.questions} distinct",
         )
         for row in coverage.strata
+        if row.ratio is not None
     ]
-    return interval_chart(rows, x_range=(0.0, 1.0), title="golden coverage of the day's traffic, 95 % CI")
+    title = "golden coverage of the day's traffic, 95 % CI with the matcher's error rates' uncertainty"
+    return interval_chart(rows, x_range=(0.0, 1.0), title=title) if rows else ""
 
 
 def _histogram(metric: str, scores: Sequence[Score]) -> str:

@@ -104,17 +104,24 @@ t.tpr)|round|int }} % of them are that close to a golden passage (true matches),
 their nearest passages of another document are too (false matches; {{ t.negatives }} negatives); ROC AUC {{ t.auc|num
 }}.{% else %}That threshold is the user's setting (RAGWATCH_COVERAGE_THRESHOLD), not calibrated{% if t.auc is not none
 %}; on the golden set's {{ t.positives }} user questions it matches {{ (100 * t.tpr)|round|int }} % of true passages
-and {{ (100 * t.fpr)|round|int }} % of other documents' (ROC AUC {{ t.auc|num }}){% endif %}.{% endif %} Coverage is
-the share of the traffic whose question is covered, with a Jeffreys 95 % interval per stratum whose n is the distinct
-questions; "all" weights each stratum by its share of the day's sample, its interval at the effective sample size
-(Korn–Graubard).</p>
+and {{ (100 * t.fpr)|round|int }} % of other documents' (ROC AUC {{ t.auc|num }}){% endif %}.{% endif %} Matching
+errs both ways, so the share of the traffic matched is about TPR × coverage + FPR × the rest: <strong>coverage</strong>
+is that share corrected for the two rates, (matched − FPR) / (TPR − FPR) (Rogan–Gladen), the share of the traffic
+whose question the golden set covers. Its "day" interval is the matched share's Jeffreys 95 % interval, n the
+distinct questions, through the same correction: days measured against one golden set are compared by it. Its
+"level" interval adds the rates' own uncertainty (delta method): how well the level itself is known. "all" weights
+each stratum by its share of the day's sample, at the effective sample size (Korn–Graubard).</p>
 </details>
+{% if coverage.level_note %}<p><strong>Coverage not estimated</strong>: {{ coverage.level_note }}. The matched share
+is shown as it is: it counts the matcher's errors too.</p>{% endif %}
 <table>
-<tr><th>stratum</th><th>day's traces</th><th>traces matched</th><th>distinct questions</th><th>covered</th><th>coverage</th><th>95 % CI</th></tr>
+<tr><th>stratum</th><th>day's traces</th><th>traces matched</th><th>distinct questions</th><th>matched as covered</th><th>matched share</th><th>coverage</th><th>day 95 % CI</th><th>level 95 % CI</th></tr>
 {% for row in coverage.strata %}
 <tr><td>{{ row.stratum }}</td><td class="num">{{ row.day_traces }}</td><td class="num">{{ row.traces }}</td>
-<td class="num">{{ row.questions }}</td><td class="num">{{ row.covered }}</td><td class="num">{{ row.ratio|num }}</td>
-<td class="num">{% if row.ci_low is not none %}[{{ row.ci_low|num }}, {{ row.ci_high|num }}]{% else %}–{% endif %}</td></tr>
+<td class="num">{{ row.questions }}</td><td class="num">{{ row.covered }}</td><td class="num">{{ row.matched|num }}</td>
+<td class="num">{{ row.ratio|num }}</td>
+<td class="num">{% if row.ci_low is not none %}[{{ row.ci_low|num }}, {{ row.ci_high|num }}]{% else %}–{% endif %}</td>
+<td class="num">{% if row.level_ci_low is not none %}[{{ row.level_ci_low|num }}, {{ row.level_ci_high|num }}]{% else %}–{% endif %}</td></tr>
 {% endfor %}
 </table>
 {{ coverage_chart }}

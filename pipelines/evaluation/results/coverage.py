@@ -22,14 +22,25 @@ class StratumCoverage(BaseModel):
     questions: int
     """Distinct questions embedded and matched: the n of the interval."""
     covered: int
-    """Distinct questions covered."""
+    """Distinct questions matched as covered."""
     traces: int = 0
     """The embedded traces those questions stand for (a question asked three times: three): the volume."""
     covered_traces: int = 0
+    matched: float | None = None
+    """Share of the traces whose question was matched as covered: the matcher's verdicts, errors included."""
+    effective_questions: float | None = None
+    """The n behind `matched`: the distinct questions, for the day their effective number (Korn–Graubard)."""
     ratio: float | None
-    """Share of the traces whose question is covered."""
+    """Share of the traces whose question is covered: `matched` corrected for the matcher's error rates
+    (coverage/correction.py); None where they are unknown."""
     ci_low: float | None
     ci_high: float | None
+    """Its 95 % interval from the day's questions, the matcher's rates held at their calibration: what two days
+    measured against one golden set are compared by."""
+    level_ci_low: float | None = None
+    level_ci_high: float | None = None
+    """Its 95 % interval with the rates' own uncertainty added (they rest on the golden set's user questions): how
+    well the level itself is known."""
 
 
 class CoverageThreshold(BaseModel):
@@ -102,6 +113,8 @@ class GoldenCoverage(BaseModel):
     """The embedding budget: the day's questions embedded at most."""
     strata: list[StratumCoverage] = []
     """Per app/language, then "all" (the day, weighted by the strata's traces)."""
+    level_note: str = ""
+    """Why the strata's levels are None (the matched shares could not be corrected); empty when they are not."""
     min_cluster_size: int = 0
     """Fewest distinct uncovered questions that make a topic."""
     clusters: list[UncoveredCluster] = []

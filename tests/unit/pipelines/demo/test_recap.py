@@ -110,7 +110,16 @@ def worst_case_recap() -> DemoRecap:
         max_questions=2000,
         strata=[
             StratumCoverage(
-                stratum="all", day_traces=300, questions=180, covered=120, ratio=0.667, ci_low=0.59, ci_high=0.74
+                stratum="all",
+                day_traces=300,
+                questions=180,
+                covered=120,
+                matched=0.6,
+                ratio=0.667,
+                ci_low=0.62,
+                ci_high=0.71,
+                level_ci_low=0.59,
+                level_ci_high=0.74,
             )
         ],
         clusters=[

@@ -15,10 +15,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from pipelines.evaluation.coverage.correction import corrected
 from pipelines.evaluation.coverage.daily import measure_day_coverage
 from pipelines.evaluation.coverage.estimate import coverage_by_stratum
 from pipelines.evaluation.coverage.threshold import calibrate_threshold, evidence_items, golden_passages
 from pipelines.evaluation.outputs.inbox import queue_uncovered_topics
+from pipelines.evaluation.results.coverage import CoverageThreshold
 from pipelines.golden.dataset import write_items
 from pipelines.golden.steps import recent_trace_questions
 from pipelines.stores.partitions import write_manifest
@@ -164,6 +166,10 @@ def test_a_day_that_moves_to_an_unseen_topic_loses_coverage_and_the_topic_surfac
     assert again.model_dump() == after.model_dump()
 
 
+EXACT = CoverageThreshold(value=0.5, method="calibrated", tpr=1.0, fpr=0.0, positives=1_000, negatives=1_000)
+"""A matcher that never errs: its level is the matched share, its day's interval the Jeffreys one."""
+
+
 def test_coverage_without_a_released_golden_set_fails_with_the_reason(settings):
     parts = write_day(Workspace.from_settings(settings), DAY, repeated(TRAFFIC, 1))
     result = measure_day_coverage(settings, parts)
@@ -173,8 +179,9 @@ def test_coverage_without_a_released_golden_set_fails_with_the_reason(settings):
 def test_the_day_weights_each_stratum_by_its_traffic_not_its_embedded_floor():
     strata = ["big/en"] * 100 + ["small/en"] * 30
     covered = np.array([True] * 90 + [False] * 10 + [False] * 30)
-    rows = {r.stratum: r for r in coverage_by_stratum(strata, covered, {"big/en": 9_000, "small/en": 1_000})}
-    assert rows["big/en"].ratio == 0.9 and rows["small/en"].ratio == 0.0
+    day_traces = {"big/en": 9_000, "small/en": 1_000}
+    rows = {r.stratum: r for r in corrected(coverage_by_stratum(strata, covered, day_traces), EXACT)}
+    assert rows["big/en"].matched == 0.9 and rows["small/en"].matched == 0.0
     assert rows["all"].ratio == pytest.approx(0.81) and rows["all"].day_traces == 10_000
     assert rows["all"].ci_low < 0.81 < rows["all"].ci_high and rows["all"].ci_high - rows["all"].ci_low < 0.15
 
@@ -183,10 +190,12 @@ def test_a_question_asked_many_times_weighs_its_traffic_but_counts_once_in_the_i
     # 10 distinct questions, one of them (uncovered) asked 91 times: 9 of 100 traces covered, n = 10, not 100.
     covered = np.array([True] * 9 + [False])
     asked = np.array([1] * 9 + [91])
-    row = coverage_by_stratum(["a/en"] * 10, covered, {"a/en": 100}, asked)[0]
+    row = corrected(coverage_by_stratum(["a/en"] * 10, covered, {"a/en": 100}, asked), EXACT)[0]
     assert (row.questions, row.covered, row.traces, row.covered_traces) == (10, 9, 100, 9)
     assert row.ratio == pytest.approx(0.09)
-    as_traces = coverage_by_stratum(["a/en"] * 100, np.array([True] * 9 + [False] * 91), {"a/en": 100})[0]
+    as_traces = corrected(
+        coverage_by_stratum(["a/en"] * 100, np.array([True] * 9 + [False] * 91), {"a/en": 100}), EXACT
+    )[0]
     assert row.ci_high - row.ci_low > 2 * (as_traces.ci_high - as_traces.ci_low)
 
 
@@ -210,7 +219,7 @@ def test_the_gauges_carry_each_stratum_with_its_bounds_and_nothing_when_not_meas
     from pipelines.evaluation.results.coverage import CoverageThreshold, GoldenCoverage
 
     covered = np.array([True] * 15 + [False] * 5)
-    rows = coverage_by_stratum(["a/en"] * 10 + ["b/es"] * 10, covered, {"a/en": 50, "b/es": 50})
+    rows = corrected(coverage_by_stratum(["a/en"] * 10 + ["b/es"] * 10, covered, {"a/en": 50, "b/es": 50}), EXACT)
     measured = GoldenCoverage(status="ok", golden="demo", max_questions=100, strata=rows)
     samples = {
         (s.name, s.labels["stratum"]): s.value
