@@ -19,10 +19,11 @@ One stack for the whole session (the `stack` fixture: deploy/local_stack's `up`,
 7. the two Celery workers publish what one process running the same steps publishes;
 8. a backfill of eight weeks of offline_eval, its runs side by side on the two workers, gates each
    week against the week before it;
-9. `ragwatch corpus refresh --notify` posts the asset event and the asset-triggered golden_build
+9. faults mid-run, each against an undisturbed control (a backfilled week: the same items, golden
+   version and corpus): the scheduler killed, a worker killed, the PostgreSQL server (Airflow's
+   metadata and the results) killed;
+10. `ragwatch corpus refresh --notify` posts the asset event and the asset-triggered golden_build
    releases a new version with the stale items replaced;
-10. faults mid-run, each against an undisturbed control: the scheduler killed, a worker killed,
-   the PostgreSQL server (Airflow's metadata and the results) killed;
 11. `up` again is a no-op, and `up` after every process of the stack was killed recovers it.
 
 Each test that runs offline_eval runs its own weeks (`OFFLINE_WEEKS`), counted from the scheduled run's.
@@ -998,53 +999,12 @@ def test_a_backfill_of_eight_weeks_on_two_workers_gates_each_week_against_the_we
     assert_gauges_equal_the_store(stack)
 
 
-# --- 9. A corpus refresh, as a data team triggers it --------------------------------------------------------
-
-
-@pytest.mark.stack
-def test_a_corpus_refresh_notifies_airflow_and_rebuilds_the_golden_set(stack: StackSession, tmp_path):
-    """`ragwatch corpus refresh PATH --notify` re-indexes an edited corpus and posts the asset event; the
-    asset-triggered golden_build releases a new version whose items citing the edited chunks are stale."""
-    workspace = Path(plan_env(stack)["RAGWATCH_WORKSPACE"])
-    released = workspace / "golden" / "datasets" / "demo" / "_manifest.json"
-    before = json.loads(released.read_text())
-    corpus = tmp_path / "corpus"
-    shutil.copytree(ROOT / "tests" / "data" / "corpus", corpus)
-    edited = corpus / "guides" / "limits.md"
-    edited.write_text(
-        edited.read_text().replace("twenty thousand requests per day", "thirty thousand requests per day")
-    )
-    triggered_before = len(stack.runs("golden_build", "asset_triggered"))
-
-    env = {**os.environ, **stack.plan.cli_env()}
-    refresh = subprocess.run(
-        [sys.executable, "-m", "pipelines.cli", "corpus", "refresh", str(corpus), "--notify"],
-        env=env,
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=900,
-    )
-    assert refresh.returncode == 0, refresh.stdout[-3000:] + refresh.stderr[-3000:]
-    assert "asset event posted" in refresh.stdout and "documents updated" in refresh.stdout
-
-    began = time.monotonic()
-    runs = stack.wait_for_runs("golden_build", "asset_triggered", triggered_before + 1, EVAL_BUDGET_S)
-    assert runs[0]["state"] == "success", runs
-    stack.timings["golden_build after a corpus refresh"] = time.monotonic() - began
-    after = json.loads(released.read_text())
-    assert int(after["version"][1:]) > int(before["version"][1:])
-    assert after["corpus_version"] != before["corpus_version"]
-    assert after["stale"], "items citing the edited chunk must be flagged stale and replaced"
-    assert all(after_id not in after["stale"] for after_id in after["replacements"])
-
-
-# --- 10. Faults mid-run, each against an undisturbed control --------------------------------------------------
+# --- 9. Faults mid-run, each against an undisturbed control ---------------------------------------------------
 
 
 def undisturbed_control(stack: StackSession) -> dict:
-    """The last backfilled week's run: the items, golden version and target a run under a fault evaluates, run on
-    the same two workers with nothing killed."""
+    """The last backfilled week's run: the items, golden version, target and corpus (the corpus refresh test edits it
+    later) a run under a fault evaluates, run on the same two workers with nothing killed."""
     week = offline_week(stack, OFFLINE_WEEKS["backfill"][-1])
     found = stored_offline_runs(stack, [week])[week]
     assert found, "the eight-week backfill runs first: its weeks are the control of the runs under a fault"
@@ -1093,6 +1053,7 @@ def assert_as_undisturbed(stack: StackSession, week: datetime, control: dict) ->
     """The run of `week` that went through a fault is one row, its scores its control's, gated against the run the
     results DB holds before it (what an undisturbed run is gated against), and the gauges are still the store's."""
     from pipelines.evaluation.statistics.gate.gated_metrics import GATED_METRICS
+    from pipelines.evaluation.statistics.gate.rule import DEFAULT_MIN_PAIRS
     from pipelines.evaluation.statistics.gate.run_gate import measured_metrics
     from pipelines.stores.results import ResultsStore
 
@@ -1101,14 +1062,15 @@ def assert_as_undisturbed(stack: StackSession, week: datetime, control: dict) ->
     assert_same_scores(stack, run["run_id"], control["run_id"])
     store = ResultsStore(plan_env(stack)["RAGWATCH_RESULTS_URL"])
     try:
-        measured = measured_metrics(store.scores(run["run_id"]), min_ok=FAULT_RUN_ITEMS)
+        # As the gate chooses it (run_gate.gate_against_baseline); the stack keeps the default gate_min_pairs.
+        measured = measured_metrics(store.scores(run["run_id"]), min_ok=DEFAULT_MIN_PAIRS)
         expected = store.baseline_for(
-            store.get_run(run["run_id"]), metrics=GATED_METRICS, min_ok=FAULT_RUN_ITEMS, wanted=measured
+            store.get_run(run["run_id"]), metrics=GATED_METRICS, min_ok=DEFAULT_MIN_PAIRS, wanted=measured
         )
     finally:
         store.dispose()
     assert expected is not None and run["gate"]["baseline"] == expected.run_id, run["gate"]["summary"]
-    assert run["gate_passed"] is True, run["gate"]["summary"]
+    assert measured and run["gate"]["gated_metrics"] and run["gate_passed"] is True, run["gate"]["summary"]
     assert_gauges_equal_the_store(stack)
 
 
@@ -1206,6 +1168,47 @@ def test_postgres_killed_mid_run_the_run_finishes_as_undisturbed(stack: StackSes
     print(f"\nPostgreSQL killed: its run finished {recovered:.0f} s after the kill")
     assert recovered <= 120, recovered
     assert_as_undisturbed(stack, week, control)
+
+
+# --- 10. A corpus refresh, as a data team triggers it --------------------------------------------------------
+
+
+@pytest.mark.stack
+def test_a_corpus_refresh_notifies_airflow_and_rebuilds_the_golden_set(stack: StackSession, tmp_path):
+    """`ragwatch corpus refresh PATH --notify` re-indexes an edited corpus and posts the asset event; the
+    asset-triggered golden_build releases a new version whose items citing the edited chunks are stale."""
+    workspace = Path(plan_env(stack)["RAGWATCH_WORKSPACE"])
+    released = workspace / "golden" / "datasets" / "demo" / "_manifest.json"
+    before = json.loads(released.read_text())
+    corpus = tmp_path / "corpus"
+    shutil.copytree(ROOT / "tests" / "data" / "corpus", corpus)
+    edited = corpus / "guides" / "limits.md"
+    edited.write_text(
+        edited.read_text().replace("twenty thousand requests per day", "thirty thousand requests per day")
+    )
+    triggered_before = len(stack.runs("golden_build", "asset_triggered"))
+
+    env = {**os.environ, **stack.plan.cli_env()}
+    refresh = subprocess.run(
+        [sys.executable, "-m", "pipelines.cli", "corpus", "refresh", str(corpus), "--notify"],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=900,
+    )
+    assert refresh.returncode == 0, refresh.stdout[-3000:] + refresh.stderr[-3000:]
+    assert "asset event posted" in refresh.stdout and "documents updated" in refresh.stdout
+
+    began = time.monotonic()
+    runs = stack.wait_for_runs("golden_build", "asset_triggered", triggered_before + 1, EVAL_BUDGET_S)
+    assert runs[0]["state"] == "success", runs
+    stack.timings["golden_build after a corpus refresh"] = time.monotonic() - began
+    after = json.loads(released.read_text())
+    assert int(after["version"][1:]) > int(before["version"][1:])
+    assert after["corpus_version"] != before["corpus_version"]
+    assert after["stale"], "items citing the edited chunk must be flagged stale and replaced"
+    assert all(after_id not in after["stale"] for after_id in after["replacements"])
 
 
 # --- 11. Idempotent, and recovers from a crash -------------------------------------------------------------------
