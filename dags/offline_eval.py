@@ -98,7 +98,9 @@ with ragwatch_dag(
 
         return judge_offline_batch(settings, run_dir, start, end)
 
-    @task
+    # The gate reads the previous week's result: a backfill's weeks run side by side (its own max_active_runs, not the
+    # DAG's), so each week's finalize waits for the week before it and the weeks are gated in order.
+    @task(depends_on_past=True)
     def finalize(prepared: dict, _judged: list) -> dict:
         from pathlib import Path
 

@@ -48,6 +48,9 @@ def test_every_dag_imports_without_errors():
     for dag_id in ("trace_sampling", "offline_eval", "online_eval"):  # time schedules: backfillable
         assert type(bag.dags[dag_id].timetable).__name__ == "CronDataIntervalTimetable"
     assert bag.dags["offline_eval"].get_task("judge").pool == "ragwatch_llm"
+    # Backfilled weeks run side by side: each week's gate (in finalize) waits for the week before's.
+    offline = bag.dags["offline_eval"]
+    assert [t.task_id for t in offline.tasks if t.depends_on_past] == ["finalize"]
     assert bag.dags["online_eval"].get_task("sampled_partition").mode == "reschedule"
     # The online eval has the offline eval's shape: judge batches mapped in the LLM pool; the golden coverage of the
     # day's traffic beside them, which finalize publishes.
