@@ -34,10 +34,14 @@ class Airflow:
         return httpx.request(method, f"{self.plan.airflow_url}{path}", headers=headers, timeout=30, **kwargs)
 
 
-def wait_until(what: str, probe, timeout: float, plan: Plan, interval: float = 2.0):
+def wait_until(what: str, probe, timeout: float, plan: Plan, interval: float = 2.0, restart=None):
+    """Poll `probe` until it returns something true. A service of the stack that exits meanwhile fails the wait,
+    unless `restart(name)` starts it again and says so (True)."""
     deadline = time.monotonic() + timeout
     while True:
         dead = [name for name in plan.services if running_pid(plan.state, name) is None]
+        if restart is not None:
+            dead = [name for name in dead if not restart(name)]
         if dead:
             logs = "\n".join(_tail(plan.state / "logs" / f"{name}.log") for name in dead)
             raise StackError(f"{', '.join(dead)} exited while waiting for {what}\n{logs}")

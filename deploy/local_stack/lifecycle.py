@@ -129,6 +129,10 @@ def _move_shared_folders(plan: Plan) -> None:
             old.rename(new)
 
 
+RESTARTS = 3
+"""Restarts of one service within one `up` before its exit fails the start."""
+
+
 def _start_airflow(plan: Plan, setup: dict[str, subprocess.Popen], timeout: float) -> None:
     logs, bootstrap = plan.state / "logs", plan.state / "bootstrap"
     first_start = not (bootstrap / "golden").exists()
@@ -149,14 +153,29 @@ def _start_airflow(plan: Plan, setup: dict[str, subprocess.Popen], timeout: floa
         print("Airflow already running")
 
     airflow = Airflow(plan)
+    restarts: dict[str, int] = {}
+
+    def restart(name: str) -> bool:
+        # Compose restarts a service that exits (`restart: unless-stopped`). An Airflow process that lost its
+        # database (PostgreSQL killed and recovering) exits once it reconnects too early: start it again, a few
+        # times at most, so that a crash loop still fails with its log.
+        if restarts.get(name, 0) >= RESTARTS:
+            return False
+        restarts[name] = restarts.get(name, 0) + 1
+        print(f"{name} exited while the stack started: restarted ({restarts[name]} of {RESTARTS})", flush=True)
+        start(plan, plan.services[name])
+        return True
+
     for name in ("pushgateway", "prometheus"):
-        wait_until(f"{name} to be healthy", lambda n=name: _ok(plan.services[n].ready_url), 120, plan)
-    wait_until("the api-server to log the admin in", airflow.login, 300, plan)
-    wait_until("scheduler, triggerer and dag-processor to report healthy", lambda: _healthy(airflow), 300, plan)
+        wait_until(f"{name} to be healthy", lambda n=name: _ok(plan.services[n].ready_url), 120, plan, restart=restart)
+    wait_until("the api-server to log the admin in", airflow.login, 300, plan, restart=restart)
+    healthy = "scheduler, triggerer and dag-processor to report healthy"
+    wait_until(healthy, lambda: _healthy(airflow), 300, plan, restart=restart)
     for name in plan.workers:
-        wait_until(f"Celery worker {name} to be ready", lambda n=name: _worker_ready(plan, n), 300, plan)
+        ready = f"Celery worker {name} to be ready"
+        wait_until(ready, lambda n=name: _worker_ready(plan, n), 300, plan, restart=restart)
     dag_ids = expected_dag_ids()
-    wait_until(f"the dag-processor to parse {dag_ids}", lambda: _parsed(airflow, dag_ids), 300, plan)
+    wait_until(f"the dag-processor to parse {dag_ids}", lambda: _parsed(airflow, dag_ids), 300, plan, restart=restart)
 
     for step, proc in setup.items():
         if proc.wait(timeout=timeout) != 0:
