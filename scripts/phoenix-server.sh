@@ -8,6 +8,9 @@
 #   PYTHON          the interpreter the venv is made from (default .venv/bin/python)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Its own venv sees nothing of the checkout: `make test` exports PYTHONPATH=<repo>, whose ragwatch.egg-info would
+# make pip check the venv against ragwatch's requirements.
+unset PYTHONPATH
 
 PYTHON=${PYTHON:-.venv/bin/python}
 CACHE=${RAGWATCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ragwatch}

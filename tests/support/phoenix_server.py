@@ -47,7 +47,7 @@ def running_phoenix(working_dir: Path, python: str) -> Iterator[str]:
     working_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     env = {
-        **os.environ,
+        **{k: v for k, v in os.environ.items() if k != "PYTHONPATH"},  # the server's venv, not the checkout
         "PHOENIX_WORKING_DIR": str(working_dir),
         "PHOENIX_HOST": "127.0.0.1",
         "PHOENIX_PORT": str(port),
