@@ -50,6 +50,23 @@ def open_llm_cache(settings: Settings) -> ResponseCache | None:
     return LLMCache.in_directory(settings.resolved_cache_dir)
 
 
+def _use_wal(db: sqlite3.Connection) -> None:
+    """Switch the file to WAL, a property of the file that every later connection inherits.
+
+    The switch takes an exclusive lock without calling SQLite's busy handler, so processes that open a new cache at
+    the same instant (a DAG's parallel tasks) get "database is locked" at once: wait for the lock as `timeout` would.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
 class LLMCache:
     """The local cache: one SQLite file per machine."""
 
@@ -58,8 +75,7 @@ class LLMCache:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._connections: dict[tuple[int, int], sqlite3.Connection] = {}
         with self._connect() as db:
-            # WAL is a property of the file: set once, every later connection inherits it.
-            db.execute("PRAGMA journal_mode=WAL")
+            _use_wal(db)
             db.execute(
                 "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL, stored_at REAL)"
             )

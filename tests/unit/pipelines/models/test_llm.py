@@ -332,12 +332,18 @@ def test_offline_backend_can_use_the_cache(tmp_path):
 
 
 def test_cache_is_shared_safely_by_several_processes(tmp_path):
+    # The processes open the new cache at one instant, as a DAG's parallel tasks do: its first opening switches the
+    # file to WAL, which failed with "database is locked" in about one start in six.
     writer = (
-        "import sys; from pathlib import Path; from pipelines.models.cache import LLMCache\n"
+        "import sys, time; from pathlib import Path; from pipelines.models.cache import LLMCache\n"
+        "time.sleep(max(0.0, float(sys.argv[3]) - time.time()))\n"
         "cache = LLMCache.in_directory(Path(sys.argv[1]))\n"
         "for i in range(100): cache.put(f'{sys.argv[2]}-{i}', {'i': i})\n"
     )
-    processes = [subprocess.Popen([sys.executable, "-c", writer, str(tmp_path), name], cwd=ROOT) for name in "abc"]
+    start = str(time.time() + 2)
+    processes = [
+        subprocess.Popen([sys.executable, "-c", writer, str(tmp_path), name, start], cwd=ROOT) for name in "abc"
+    ]
     assert [p.wait(timeout=30) for p in processes] == [0, 0, 0]
     cache = LLMCache.in_directory(tmp_path)
     assert cache.count() == 300 and cache.get("b-99") == {"i": 99}
