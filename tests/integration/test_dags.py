@@ -51,7 +51,11 @@ def test_every_dag_imports_without_errors():
     # Backfilled weeks run side by side: each week's gate (in finalize) waits for the week before's.
     offline = bag.dags["offline_eval"]
     assert [t.task_id for t in offline.tasks if t.depends_on_past] == ["finalize"]
-    assert bag.dags["online_eval"].get_task("sampled_partition").mode == "reschedule"
+    sensor = bag.dags["online_eval"].get_task("sampled_partition")
+    assert sensor.mode == "reschedule"
+    # It looks again soon (the day's sample lands within a minute on a small day), then ever less often.
+    waits = [sensor._get_next_poke_interval(0.0, lambda s=s: s, 0) for s in (0.0, 60.0, 9000.0)]  # s since it began
+    assert 15 <= waits[0] <= 30 and waits[1] > 30 and waits[2] == 300, waits
     # The online eval has the offline eval's shape: judge batches mapped in the LLM pool; the golden coverage of the
     # day's traffic beside them, which finalize publishes.
     online = bag.dags["online_eval"]
