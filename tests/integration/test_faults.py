@@ -51,6 +51,7 @@ from pipelines.versioning import git
 from pipelines.workspace import Workspace
 from tests.conftest import ROOT
 from tests.support.services import fresh_database, start_postgres, start_pushgateway
+from tests.unit.pipelines.evaluation.runs.test_offline import SMALL as GOLDEN
 
 pytestmark = pytest.mark.services
 
@@ -60,15 +61,6 @@ EVAL_RUN = run_id("offline", EVAL_DAY, "reference-rag")
 # One judge metric keeps each eval near ten seconds; its 30 test items make two judge batches of 25 and 5.
 EVAL = ["eval", "offline", "--date", str(EVAL_DAY), "--metrics", "faithfulness"]
 SAMPLE = ["traces", "sample", "--date", str(SAMPLE_DAY), "--rate", "1.0"]
-GOLDEN = {
-    "seeds": 8,
-    "questions_per_seed": 2,
-    "multi_hop": 3,
-    "adversarial": 2,
-    "tool_triples": 3,
-    "from_traces": 0,
-    "batch_size": 8,
-}
 
 
 @pytest.fixture(scope="module")
