@@ -28,12 +28,15 @@ USER airflow
 WORKDIR /opt/ragwatch/src
 COPY --chown=airflow:0 pyproject.toml README.md constraints.txt ./
 COPY --chown=airflow:0 pipelines ./pipelines
+# The harness, for `ragwatch demo seed` (deploy/README.md: the stand-in trace store filled with demo
+# traffic); it adds no dependency of its own.
+COPY --chown=airflow:0 harness ./harness
 # The tested dependency set (constraints.txt) on top of the image's Airflow, which stays at
 # exactly ${AIRFLOW_VERSION} (Airflow's advice: name it so pip never up- or downgrades it).
 # ragwatch's dependencies include dvc-s3, the DVC remote driver for MinIO/S3. `pip check` fails the
 # build if our pins break one of the image's providers, rather than letting a worker find out at run time.
 RUN pip install --no-cache-dir --extra-index-url "${TORCH_INDEX_URL}" -c constraints.txt \
-        "apache-airflow==${AIRFLOW_VERSION}" ".[airflow]" \
+        "apache-airflow==${AIRFLOW_VERSION}" ".[airflow]" ./harness \
  && pip check \
  && git --version && dvc version >/dev/null
 

@@ -26,10 +26,12 @@ down: install
 
 install: $(STAMP) system-deps
 
-$(STAMP): pyproject.toml constraints.txt
+# The harness (harness/: benchmarks, the demo) is a distribution of its own, installed beside the product: its entry
+# points add `ragwatch bench` and `ragwatch demo`.
+$(STAMP): pyproject.toml harness/pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -c constraints.txt -e '.[airflow,bench,dev,docs]'
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[airflow,bench,dev,docs]' -e ./harness
 	$(BIN)/python -m pip check
 	touch $@
 
@@ -44,15 +46,15 @@ real-model: $(STAMP)
 # The documentation site (mkdocs.yml) into .ragwatch/site. --strict: a broken link, or a setting or command without
 # its docstring or help, fails the build (the reference pages are generated from the code by docs/hooks/).
 docs: $(STAMP)
-	PYTHONPATH=$(CURDIR) NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+	PYTHONPATH=$(CURDIR):$(CURDIR)/harness NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 # Re-resolve the pinned set after changing dependencies in pyproject.toml (then run make test).
 constraints:
 	rm -rf /tmp/ragwatch-resolve && $(PYTHON) -m venv /tmp/ragwatch-resolve
-	/tmp/ragwatch-resolve/bin/pip install -q --upgrade pip && /tmp/ragwatch-resolve/bin/pip install -q '.[airflow,bench,dev,docs]'
+	/tmp/ragwatch-resolve/bin/pip install -q --upgrade pip && /tmp/ragwatch-resolve/bin/pip install -q '.[airflow,bench,dev,docs]' ./harness
 	/tmp/ragwatch-resolve/bin/pip install -q --only-binary llama-cpp-python \
 		--find-links "$$(PYTHON=/tmp/ragwatch-resolve/bin/python scripts/real-model.sh --wheel)" '.[real-model]'
-	/tmp/ragwatch-resolve/bin/pip freeze --exclude ragwatch | grep -v '^-e' > constraints.txt
+	/tmp/ragwatch-resolve/bin/pip freeze --exclude ragwatch --exclude ragwatch-harness | grep -v '^-e' > constraints.txt
 
 clean:
 	rm -rf .ragwatch

@@ -80,7 +80,7 @@ run_dag() {  # run_dag DAG_ID DATE [CONF]: one real DAG run, its log kept under 
 export RAGWATCH_COVERAGE_THRESHOLD="${RAGWATCH_COVERAGE_THRESHOLD:-0.60}"
 run_dag trace_sampling "$yesterday"
 
-step "indexing the demo corpus (Python docs + Spanish guides) in Qdrant local mode" ragwatch corpus index
+step "indexing the demo corpus (Python docs + Spanish guides) in Qdrant local mode" ragwatch demo corpus
 run_dag golden_build "$today"
 step "golden set summary" ragwatch golden summary
 

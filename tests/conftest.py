@@ -15,6 +15,9 @@ from tests.support.services import start_postgres, start_pushgateway
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "plugins"))  # where Airflow puts it: tests import `ragwatch_airflow` as tasks do
+# The checkout's harness (harness/, a distribution of its own) for the commands the tests start too, as pytest's
+# `pythonpath` gives it to this process: `python -m pipelines.cli bench ...` runs this checkout's, not an installed one.
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(ROOT / "harness")]))
 # The suite runs on what it sets up itself, never on a developer's or CI machine's leftovers: a RAGWATCH_*
 # variable exported for `make up` (a Pushgateway, a vLLM URL) would redirect the tests' settings there.
 for _name in [n for n in os.environ if n.startswith("RAGWATCH_")]:

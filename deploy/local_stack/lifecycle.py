@@ -92,7 +92,11 @@ def up(
     ]
     for step, argv, env in (
         ("seed", [*cli, "demo", "seed", *seed_args], writer_env),
-        ("corpus-index", [*cli, "corpus", "index", *([str(corpus)] if corpus else [])], plan.airflow_env),
+        (
+            "corpus-index",
+            [*cli, "corpus", "index", str(corpus)] if corpus else [*cli, "demo", "corpus"],
+            plan.airflow_env,
+        ),
     ):
         if not (bootstrap / step).exists():
             log = open(logs / f"{step}.log", "ab")

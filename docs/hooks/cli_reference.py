@@ -3,17 +3,21 @@
 It walks `pipelines.cli:app` as Click sees it (`list_commands` / `get_command`, so a package of lazily
 imported command groups works as well as one module), at any depth. A command or an option without help
 is a build warning, hence an error under `mkdocs build --strict` (`make docs`, tests/unit/test_docs.py).
+So is a group of the harness (harness/pyproject.toml's entry points) that the app lacks: the harness is not installed.
 """
 
 from __future__ import annotations
 
 import logging
+import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from markdown_text import cell, code
 
 PAGE = "reference/cli.md"
+HARNESS = Path(__file__).resolve().parents[2] / "harness" / "pyproject.toml"
 log = logging.getLogger("mkdocs.plugins.ragwatch.cli_reference")
 
 
@@ -113,12 +117,25 @@ def render(all_commands: list[Command]) -> str:
     return "\n".join(lines)
 
 
+def harness_groups() -> list[str]:
+    """The command groups the harness registers: the names of its `ragwatch.commands` entry points."""
+    from pipelines.cli.main import COMMANDS
+
+    with HARNESS.open("rb") as file:
+        return sorted(tomllib.load(file)["project"]["entry-points"][COMMANDS])
+
+
 def problems(all_commands: list[Command]) -> list[str]:
-    """One line per command or option without help."""
+    """One line per command or option without help, and per harness group the app lacks."""
+    paths = {command.path for command in all_commands}
     return [
         f"CLI reference: {entry!r} has no help text: give it a docstring or help="
         for command in all_commands
         for entry in missing_help(command)
+    ] + [
+        f"CLI reference: `ragwatch {group}` is missing: install the harness (`make install`), whose entry points add it"
+        for group in harness_groups()
+        if f"ragwatch {group}" not in paths
     ]
 
 

@@ -1,4 +1,4 @@
-"""`ragwatch ...`: one subcommand per step, plus the demo and the benchmarks (`pipelines.cli:app`)."""
+"""`ragwatch ...`: one subcommand per step (`pipelines.cli:app`), plus the groups other packages register."""
 
 from pipelines.cli.main import app
 

@@ -7,21 +7,16 @@ from typing import Annotated
 
 import typer
 
-from pipelines.cli.options import (
-    current_settings,
-)
+from pipelines.cli.options import current_settings
 from pipelines.cli.render.console import console
 from pipelines.cli.render.golden import corpus_table
-from pipelines.settings import Settings
 
 app = typer.Typer(help="The corpus index in Qdrant.", no_args_is_help=True)
 
 
 @app.command("index")
 def corpus_index(
-    path: Annotated[
-        Path | None, typer.Argument(help="Folder of Markdown/HTML/text files; default: the demo corpus.")
-    ] = None,
+    path: Annotated[Path, typer.Argument(help="Folder of Markdown/HTML/text files.")],
     rebuild: Annotated[
         bool, typer.Option(help="Drop the collection and embed every chunk again (a new embedder).")
     ] = False,
@@ -30,26 +25,20 @@ def corpus_index(
     from pipelines.corpus.steps import index_corpus
 
     settings = current_settings()
-    report = index_corpus(settings, path or demo_corpus(settings), rebuild=rebuild)
+    report = index_corpus(settings, path, rebuild=rebuild)
     console.print(corpus_table(report))
-
-
-def demo_corpus(settings: Settings) -> Path:
-    from pipelines.demo.corpus_files import demo_corpus_folder
-
-    return demo_corpus_folder(settings.home)
 
 
 @app.command("refresh")
 def corpus_refresh(
-    path: Annotated[Path | None, typer.Argument(help="Folder to re-index; default: the demo corpus.")] = None,
+    path: Annotated[Path, typer.Argument(help="Folder to re-index.")],
     notify: Annotated[bool, typer.Option(help="Post a `ragwatch_corpus` asset event to Airflow's REST API.")] = False,
 ) -> None:
     """Re-index, then (with --notify) tell Airflow so the golden set is rebuilt against the new corpus."""
     from pipelines.corpus.steps import index_corpus, notify_refresh
 
     settings = current_settings()
-    report = index_corpus(settings, path or demo_corpus(settings))
+    report = index_corpus(settings, path)
     console.print(corpus_table(report))
     if notify:
         event = notify_refresh(settings, report)

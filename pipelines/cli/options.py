@@ -58,7 +58,6 @@ DryRunOption = Annotated[
         "--dry-run", help="Estimate the requests and tokens per stage from the last runs; send nothing, write nothing."
     ),
 ]
-SeedOption = typer.Option("--seed", help="Seed of the simulated draws: the same seed gives the same figures.")
 
 
 def current_settings() -> Settings:

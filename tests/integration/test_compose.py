@@ -21,9 +21,9 @@ import pytest
 import sqlalchemy as sa
 import yaml
 
-from pipelines.bench.postgres import as_service_user
 from pipelines.models.shared_cache import SharedLLMCache
 from pipelines.settings import ModelEndpoint, Settings
+from ragwatch_harness.bench.postgres import as_service_user
 from tests.support.services import start_postgres
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -36,7 +36,6 @@ import pytest
 import sqlalchemy as sa
 
 from pipelines.corpus.steps import index_corpus
-from pipelines.demo.traces import generate_store_rows
 from pipelines.evaluation.outputs.push import as_pushed, gauge_name, read_back
 from pipelines.evaluation.runs.offline import run_offline_eval
 from pipelines.evaluation.runs.params import eval_params
@@ -49,6 +48,7 @@ from pipelines.stores.traces import TraceStore
 from pipelines.traces.steps import run_trace_sampling
 from pipelines.versioning import git
 from pipelines.workspace import Workspace
+from ragwatch_harness.demo.traces import generate_store_rows
 from tests.conftest import ROOT
 from tests.support.services import fresh_database, start_postgres, start_pushgateway
 from tests.unit.pipelines.evaluation.runs.test_offline import SMALL as GOLDEN
@@ -300,7 +300,7 @@ def kill_cluster(pg) -> None:
 
 
 def restart_cluster(pg) -> None:
-    from pipelines.bench.postgres import as_service_user
+    from ragwatch_harness.bench.postgres import as_service_user
 
     (pg.directory / "data" / "postmaster.pid").unlink(missing_ok=True)
     subprocess.run(

@@ -27,7 +27,6 @@ import httpx
 import pytest
 
 from pipelines.agent_tools import TOOLS
-from pipelines.demo.corpus_files import demo_corpus_chunks
 from pipelines.evaluation.metrics.judge import JUDGE_METRICS, JudgeInput, judge_items
 from pipelines.evaluation.runs.rag_prompt import Context, RagAnswerPrompt, RagInput
 from pipelines.golden.generate import generate_items
@@ -38,6 +37,7 @@ from pipelines.models.llm import LLM, LLMCounters, LLMResult
 from pipelines.models.openai_compatible import OpenAICompatibleLLM
 from pipelines.records import GoldenItem
 from pipelines.settings import ModelEndpoint
+from ragwatch_harness.demo.corpus_files import demo_corpus_chunks
 from tests.support.llama_server import (
     GEMMA3_STOP_TOKEN_IDS,
     MAX_REPLY_TOKENS,

@@ -15,7 +15,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipelines.bench.postgres import INSTALL_HINT, Postgres, free_port, start_postgres
+from ragwatch_harness.bench.postgres import INSTALL_HINT, Postgres, free_port, start_postgres
 
 __all__ = ["Postgres", "Pushgateway", "free_port", "fresh_database", "start_postgres", "start_pushgateway"]
 

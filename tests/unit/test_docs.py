@@ -34,7 +34,7 @@ def _text(page: Path) -> str:
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
     site_dir = tmp_path_factory.mktemp("site")
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_MKDOCS_2_WARNING": "1"}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "harness")]), "NO_MKDOCS_2_WARNING": "1"}
     built = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site_dir)],
         cwd=ROOT,
@@ -54,8 +54,9 @@ def test_every_cli_command_has_its_reference_entry(site):
     assert len(commands) > 40 and commands[0].path == "ragwatch"
     absent = [c.path for c in commands if c.path not in page]
     assert not absent, f"commands missing from the CLI reference: {absent}"
-    # Nested groups are walked to their leaves, not only the top level.
+    # Nested groups are walked to their leaves, not only the top level; the harness's groups are there too.
     assert any(c.path == "ragwatch judge labels import" for c in commands)
+    assert {"ragwatch bench gate", "ragwatch demo drill"} <= {c.path for c in commands}
 
 
 def test_every_setting_has_its_reference_entry(site):
@@ -117,6 +118,22 @@ def test_a_command_without_help_fails_the_strict_build(tmp_path):
             build(load_config(str(ROOT / "mkdocs.yml"), site_dir=str(tmp_path)))
     finally:
         app.registered_commands[:] = registered
+
+
+def test_a_harness_group_the_app_lacks_is_named():
+    """Without the harness installed the CLI has no `bench` or `demo`: the reference would drop them silently."""
+    from pipelines.cli import app
+
+    registered = list(app.registered_groups)
+    app.registered_groups[:] = [group for group in registered if group.name != "bench"]
+    try:
+        problems = cli_reference.problems(list(cli_reference.commands()))
+    finally:
+        app.registered_groups[:] = registered
+    assert cli_reference.harness_groups() == ["bench", "demo"]
+    assert [p for p in problems if "is missing" in p] == [
+        "CLI reference: `ragwatch bench` is missing: install the harness (`make install`), whose entry points add it"
+    ]
 
 
 def test_readme_is_short_and_its_links_lead_somewhere():

@@ -14,7 +14,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 TESTS = ROOT / "tests"
-CODE_ROOTS = ("pipelines", "deploy", "plugins", "dags")
+CODE_ROOTS = ("pipelines", "harness", "deploy", "plugins", "dags")
+IMPORT_ROOTS = ("plugins", "harness")
+"""Folders whose modules import without the folder's name: Airflow puts plugins/ on its path, and harness/ is the
+harness's own distribution (`ragwatch_harness`)."""
 HOUSE = {"unit/test_architecture.py", "unit/test_docs.py", "unit/test_layout.py", "unit/test_monitoring.py"}
 """Whole-house checks: they test no one module."""
 
@@ -36,9 +39,9 @@ def mirrored_tests(module: str) -> list[Path]:
 
 
 def dotted(module: str) -> str:
-    """The name a module is imported by: plugins/ is on Airflow's path, so its modules import without the folder."""
+    """The name a module is imported by: without the folder for those of IMPORT_ROOTS."""
     parts = list(Path(module).with_suffix("").parts)
-    parts = parts[1:] if parts[0] == "plugins" else parts
+    parts = parts[1:] if parts[0] in IMPORT_ROOTS else parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 

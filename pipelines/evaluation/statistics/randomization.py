@@ -9,7 +9,7 @@ still reaches above 0. Under that null the gate fails at most α = 5 % of unchan
 of every metric counted: Westfall–Young's maxT draws the checks together, so the failure rises of a
 target failure (every metric of an item fails) count about once, and a check that cannot reach
 significance (three discordant pairs) takes no share of α. `ragwatch bench gate` simulates the whole
-gate on nine metrics (docs/explanation/statistics.md: false alarms, power per drop and n, coverage; tests/unit/pipelines/bench/test_gate_power.py).
+gate on nine metrics (docs/explanation/statistics.md: false alarms, power per drop and n, coverage; tests/unit/harness/ragwatch_harness/bench/test_gate_power.py).
 """
 
 from __future__ import annotations

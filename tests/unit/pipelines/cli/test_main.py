@@ -5,8 +5,15 @@ import os
 import subprocess
 import sys
 from datetime import datetime, timezone
+from importlib.metadata import EntryPoint, entry_points
 
-from pipelines.demo.traces import generate_traces
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from pipelines.cli import app
+from pipelines.cli.main import COMMANDS, add_command_groups
+from ragwatch_harness.demo.traces import generate_traces
 from tests.conftest import ROOT
 
 
@@ -43,10 +50,24 @@ def test_anonymize_a_jsonl_file_keeps_fields_and_quarantines_bad_lines(tmp_path)
     assert "40 traces written" in said and "1 lines quarantined" in said and "PII replaced" in said
 
 
-def test_bench_anonymize_reports_throughput_ratio_and_recall_side_by_side():
-    result = ragwatch("bench", "anonymize", "--traces", "150", "--clean-traces", "40")
-    assert "presidio" in result.stdout.lower() and "MB/s" in result.stdout and "EMAIL" in result.stdout
-    assert "clean" in result.stdout.lower()
+def test_command_groups_of_other_packages_hang_on_the_root_by_their_entry_point_names():
+    root = typer.Typer()
+    root.add_typer(typer.Typer(help="product"), name="traces")
+    probe = EntryPoint("probe", "ragwatch_harness.cli.demo:app", COMMANDS)
+    assert add_command_groups(root, [probe]) == ["probe"]
+    assert [group.name for group in root.registered_groups] == ["traces", "probe"]
+    listed = CliRunner().invoke(root, ["probe", "--help"], terminal_width=120)
+    assert listed.exit_code == 0 and "seed" in listed.output and "drill" in listed.output
+    # An installed package cannot take a product command's name.
+    with pytest.raises(RuntimeError, match="reuses the command name 'traces'"):
+        add_command_groups(root, [EntryPoint("traces", "ragwatch_harness.cli.bench:app", COMMANDS)])
+
+
+def test_the_installed_harness_adds_bench_and_demo():
+    """harness/pyproject.toml's entry points, as installing the harness records them (`make install`)."""
+    assert {"bench", "demo"} <= {entry.name for entry in entry_points(group=COMMANDS)}
+    assert {"bench", "demo"} <= {group.name for group in app.registered_groups}
+    assert "Benchmarks measured side by side" in ragwatch("--help").stdout
 
 
 def test_a_role_setting_given_alone_keeps_the_role_defaults(monkeypatch):

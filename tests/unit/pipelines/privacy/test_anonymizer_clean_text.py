@@ -2,7 +2,7 @@
 
 Two kinds of evidence:
 - a thousand clean traces cut from installed documentation (Python's in English, man pages in Spanish;
-  `tests/data/clean_docs.jsonl.gz`, built by `pipelines.bench.clean_docs`): at most 0.2 % of each
+  `tests/data/clean_docs.jsonl.gz`, built by `ragwatch_harness.bench.clean_docs`): at most 0.2 % of each
   language's traces quarantined, and few replaced at all;
 - the shapes that used to be taken for PII, as families hypothesis draws from: floats of any length,
   version strings, escapes, hashes, RFC 5737 and RFC 3849 documentation addresses, in code and prose
@@ -19,11 +19,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipelines.bench.anonymize import row_texts
-from pipelines.bench.clean_docs import Document, build_clean_traces, load_clean_traces, passages, write_clean_traces
 from pipelines.privacy.anonymizer import Anonymizer
 from pipelines.privacy.recognizers import find_pii
 from pipelines.privacy.residual import residual_pii_reasons
+from ragwatch_harness.bench.anonymize import row_texts
+from ragwatch_harness.bench.clean_docs import (
+    Document,
+    build_clean_traces,
+    load_clean_traces,
+    passages,
+    write_clean_traces,
+)
 
 FIXTURE = Path(__file__).resolve().parents[3] / "data" / "clean_docs.jsonl.gz"
 SETTINGS = settings(deadline=None, max_examples=300, suppress_health_check=[HealthCheck.too_slow])
@@ -288,7 +294,7 @@ def test_what_an_unseen_corpus_tripped_stays(text):
     ],
 )
 def test_what_faqs_and_manuals_tripped_stays(text):
-    """Shapes from a corpus of FAQs and manuals (`pipelines.bench.clean_manuals`: /usr/share/doc FAQs and HTML,
+    """Shapes from a corpus of FAQs and manuals (`ragwatch_harness.bench.clean_manuals`: /usr/share/doc FAQs and HTML,
     GNU info, Perl's POD, the Rust book): the C language before a versioned name, directives, JSON byte counts."""
     _untouched(text)
 

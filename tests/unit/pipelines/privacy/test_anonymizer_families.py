@@ -20,10 +20,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipelines.bench.anonymize import _leaked
 from pipelines.privacy.anonymizer import Anonymizer
 from pipelines.privacy.residual import residual_pii_reasons
 from pipelines.privacy.street_types import USPS_STANDARD
+from ragwatch_harness.bench.anonymize import _leaked
 
 ANONYMIZER = Anonymizer(b"families-key")
 SETTINGS = settings(deadline=None, max_examples=300, suppress_health_check=[HealthCheck.too_slow])

@@ -18,12 +18,12 @@ from datetime import UTC, datetime
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipelines.bench.anonymize import _leaked, trace_texts
-from pipelines.bench.pii_cases import FORMS, TEMPLATES, _Maker
 from pipelines.privacy.anonymizer import Anonymizer
 from pipelines.privacy.recognizers import find_pii, find_pii_many
 from pipelines.privacy.residual import residual_pii_reasons
 from pipelines.records import Context, ToolCall, Trace
+from ragwatch_harness.bench.anonymize import _leaked, trace_texts
+from ragwatch_harness.bench.pii_cases import FORMS, TEMPLATES, _Maker
 
 ANONYMIZER = Anonymizer(b"property-key")
 SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -4,9 +4,9 @@ import doctest
 
 import pytest
 
-from pipelines.demo.corpus import load_demo_chunks
 from pipelines.privacy.names import TECHNICAL_WORDS, _gazetteer, fold
 from pipelines.privacy.recognizers import find_pii
+from ragwatch_harness.demo.corpus import load_demo_chunks
 
 
 def detected(text: str) -> list[tuple[str, str]]:
@@ -318,9 +318,9 @@ def test_the_nss_module_checks_like_python_stdnum():
 
 
 def test_scanning_many_strings_at_once_finds_what_scanning_each_finds():
-    from pipelines.bench.anonymize import trace_texts
-    from pipelines.bench.pii_cases import generate_pii_cases
     from pipelines.privacy.recognizers import find_pii_many
+    from ragwatch_harness.bench.anonymize import trace_texts
+    from ragwatch_harness.bench.pii_cases import generate_pii_cases
 
     for case in generate_pii_cases(150, seed=3):
         texts = trace_texts(case.trace)

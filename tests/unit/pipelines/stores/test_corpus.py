@@ -18,8 +18,6 @@ from pipelines.corpus.chunking import chunk_document, load_chunks, pack
 from pipelines.corpus.documents import parse_document
 from pipelines.corpus.refresh import AirflowNotificationError, notify_corpus_refreshed
 from pipelines.corpus.steps import index_corpus
-from pipelines.demo.corpus_files import demo_corpus_chunks, write_demo_corpus
-from pipelines.demo.guides_es import GUIDES_ES
 from pipelines.evaluation.metrics.judge import JudgeInput
 from pipelines.evaluation.metrics.noise import NEIGHBOURS, NoisePool
 from pipelines.language import detect_language
@@ -28,6 +26,8 @@ from pipelines.records import corpus_version
 from pipelines.settings import Settings
 from pipelines.stores.bm25 import document_vector, query_vector, term_index, tokenize
 from pipelines.stores.corpus import CorpusIndex, CorpusIndexError
+from ragwatch_harness.demo.corpus_files import demo_corpus_chunks, write_demo_corpus
+from ragwatch_harness.demo.guides_es import GUIDES_ES
 
 # A small, bilingual slice of the demo corpus keeps the real model's embedding time to seconds.
 PYDOC_TOPICS = {"assert", "lambda", "nonlocal", "global", "try", "continue", "break", "for", "while", "with"}

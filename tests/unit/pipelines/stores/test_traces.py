@@ -5,10 +5,10 @@ from datetime import date, datetime, timedelta, timezone
 import pytest
 import sqlalchemy as sa
 
-from pipelines.demo.traces import generate_store_rows
 from pipelines.settings import Settings
 from pipelines.stores.traces import StoreError, TraceStore
 from pipelines.traces.sampling import day_interval
+from ragwatch_harness.demo.traces import generate_store_rows
 
 DAY = date(2026, 11, 20)
 END = date(2026, 11, 22)
@@ -290,7 +290,7 @@ def test_the_selection_has_its_own_statement_timeout_and_names_it_when_it_runs_o
 
 
 def test_the_demo_plants_its_new_topic_on_the_last_days_only_and_changes_nothing_else():
-    from pipelines.demo.traces import NEW_TOPIC
+    from ragwatch_harness.demo.traces import NEW_TOPIC
 
     plain = list(generate_store_rows(days=2, per_day=60, end=END, seed=3))
     planted = list(generate_store_rows(days=2, per_day=60, end=END, seed=3, new_topic_days=1, new_topic_share=0.3))

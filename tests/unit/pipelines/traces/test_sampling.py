@@ -9,7 +9,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.demo.traces import generate_store_rows
 from pipelines.files import file_sha256
 from pipelines.stores.partitions import read_parts
 from pipelines.stores.traces import TraceStore
@@ -17,6 +16,7 @@ from pipelines.traces import steps
 from pipelines.traces.select import stratum_target
 from pipelines.validation import ValidationFailed
 from pipelines.workspace import PartitionPaths, Workspace
+from ragwatch_harness.demo.traces import generate_store_rows
 
 DAY = date(2026, 11, 20)
 EMAIL = "lucia.fernandez@correo-ejemplo.es"

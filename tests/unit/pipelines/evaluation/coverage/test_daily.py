@@ -248,13 +248,13 @@ def test_the_gauges_carry_each_stratum_with_its_bounds_and_nothing_when_not_meas
 
 
 def demo_golden_and_days(topics: int = 16, styles: tuple[str, ...] = ("en",)) -> tuple[list, list[tuple], list[tuple]]:
-    """The demo's traffic (pipelines/demo/traces.py): its question templates (`styles`: en, es, mixed) about the demo
+    """The demo's traffic (harness/ragwatch_harness/demo/traces.py): its question templates (`styles`: en, es, mixed) about the demo
     corpus's topics, and its planted new topic (pip, NEW_TOPIC) that the corpus never covers. The golden set holds
     the first passage of every `topics`-th topic; two templates a language make its trace questions (the user
     questions it calibrates on), the other templates are the day's traffic, each asked twice."""
-    from pipelines.demo.corpus import load_demo_chunks
-    from pipelines.demo.traces import NEW_TOPIC, QUESTIONS
     from pipelines.records import GoldenItem
+    from ragwatch_harness.demo.corpus import load_demo_chunks
+    from ragwatch_harness.demo.traces import NEW_TOPIC, QUESTIONS
 
     firsts = {}
     for chunk in load_demo_chunks():

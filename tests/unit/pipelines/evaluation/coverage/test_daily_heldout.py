@@ -1,5 +1,5 @@
 """The held-out check of golden coverage on real questions the project did not write: the Debian FAQ in French,
-Portuguese, Italian, German and Dutch (tests/data/debian_faq.json.gz, cut by pipelines/bench/faq_questions.py; why
+Portuguese, Italian, German and Dutch (tests/data/debian_faq.json.gz, cut by harness/ragwatch_harness/bench/faq_questions.py; why
 the FAQ and not Spanish docs is said there), one chapter held back from the golden set.
 
 The FAQ's chapters are its subjects; its section headings are the questions users asked, each with the answer that

@@ -1,5 +1,5 @@
 """The held-out check of golden coverage on a manual the project did not write: GNOME Help in Spanish, French,
-Italian, Portuguese and German (tests/data/gnome_help.json.gz, cut by pipelines/bench/help_questions.py), each
+Italian, Portuguese and German (tests/data/gnome_help.json.gz, cut by harness/ragwatch_harness/bench/help_questions.py), each
 subject of at least MIN_PAGES pages held back from the golden set in turn.
 
 A page's title is the question a user asks, its body's first 120 words the passage that answers it, its guide the

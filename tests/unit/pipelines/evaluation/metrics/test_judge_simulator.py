@@ -16,8 +16,6 @@ from pathlib import Path
 import httpx
 import pytest
 
-from pipelines.bench.eval import simulator_process
-from pipelines.demo.corpus import load_demo_chunks
 from pipelines.evaluation.metrics.correctness import (
     AnswerCorrectnessPrompt,
     CorrectnessInput,
@@ -46,6 +44,8 @@ from pipelines.prompt_catalog import all_prompts
 from pipelines.records import GoldenItem, Score, ToolCall
 from pipelines.settings import ModelEndpoint
 from pipelines.text import sentences
+from ragwatch_harness.bench.eval import simulator_process
+from ragwatch_harness.demo.corpus import load_demo_chunks
 from tests.support.judged_items import PORTS, QUESTION, REFERENCE, RUN, SNAPSHOTS, assert_failed, by, item
 
 SUPPORTED = item("supported", "Qdrant listens on port 6333 for the REST API.")

@@ -322,9 +322,9 @@ def test_kappa_below_0_6_says_not_trustworthy_in_report_summary_and_gauge(settin
 
 
 def test_the_demo_reviewer_labels_every_queued_item_at_its_planted_error_rates(settings, monkeypatch):
-    from pipelines.demo.audit_labels import FALSE_NO, FALSE_YES, LABELLER, plant_audit_labels
     from pipelines.files import read_filled_in_rows
     from pipelines.models.offline import draw
+    from ragwatch_harness.demo.audit_labels import FALSE_NO, FALSE_YES, LABELLER, plant_audit_labels
 
     settings = settings.model_copy(update={"judge_audit_per_day": 8})
     scores, views = _scores()
@@ -345,8 +345,8 @@ def test_the_demo_reviewer_labels_every_queued_item_at_its_planted_error_rates(s
 def test_bench_judge_shift_prints_every_interval_side_by_side():
     from typer.testing import CliRunner
 
-    from pipelines.bench.judge_shift import ESTIMATORS
     from pipelines.cli import app
+    from ragwatch_harness.bench.judge_shift import ESTIMATORS
 
     result = CliRunner().invoke(app, ["bench", "judge-shift", "--reps", "20"], terminal_width=120)
     assert result.exit_code == 0, result.output
@@ -355,7 +355,7 @@ def test_bench_judge_shift_prints_every_interval_side_by_side():
 
 
 def test_the_bench_draws_its_runs_as_the_product_sees_them():
-    from pipelines.bench.judge_shift import Cell, shifts, simulate, tally
+    from ragwatch_harness.bench.judge_shift import Cell, shifts, simulate, tally
 
     rng = np.random.default_rng(5)
     rows = {c.name: tally(simulate(c, reps=200, rng=rng)) for c in shifts()}

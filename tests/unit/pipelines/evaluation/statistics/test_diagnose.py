@@ -349,7 +349,7 @@ def test_a_stratum_fifteen_points_worse_is_flagged_about_half_the_time_and_a_hea
     # `ragwatch bench diagnose` at 4,000 runs: with Benjamini–Hochberg flagged 46–50 % (before the claims stepped
     # down: 0.5–0.9 %, 98 % inconclusive), false flags 0.8–0.9 %; uncorrected (a claim exactly when the printed
     # interval clears 0.85) 62–63 %, false flags 2.0–2.4 %. 400 runs here: ±5 points at 95 %.
-    from pipelines.bench.diagnose_power import (
+    from ragwatch_harness.bench.diagnose_power import (
         format_diagnose_bench,
         mixture_scores,
         run_diagnose_bench,

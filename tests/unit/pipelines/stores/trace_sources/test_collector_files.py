@@ -10,8 +10,8 @@ import subprocess
 import pytest
 import zstandard
 
-from pipelines.bench.otlp_day import trace_spans
 from pipelines.stores.trace_sources.collector_files import collector_lines
+from ragwatch_harness.bench.otlp_day import trace_spans
 
 
 def requests(n: int = 3) -> list[bytes]:

@@ -10,9 +10,9 @@ from itertools import chain
 
 import pytest
 
-from pipelines.bench.otlp_day import trace_spans
 from pipelines.stores.trace_sources.span_index import SpanIndex, build_span_index
 from pipelines.stores.trace_sources.spans import read_otlp_lines
+from ragwatch_harness.bench.otlp_day import trace_spans
 from tests.unit.pipelines.stores.trace_sources.test_collector_files import zstd_length_prefixed
 
 DAY = datetime(2026, 11, 20, tzinfo=timezone.utc)

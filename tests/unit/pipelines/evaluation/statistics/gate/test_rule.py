@@ -3,7 +3,7 @@ Westfall–Young correction over every check; against which runs it compares (th
 reference), across golden versions and renamed item ids.
 
 Decisions are checked against values computed by hand (exact sign-flip distributions, Jeffreys bounds
-combined by MOVER) and against simulated error rates (tests/unit/pipelines/bench/test_gate_power.py).
+combined by MOVER) and against simulated error rates (tests/unit/harness/ragwatch_harness/bench/test_gate_power.py).
 """
 
 from __future__ import annotations

@@ -9,7 +9,12 @@ import math
 import numpy as np
 import pytest
 
-from pipelines.bench.run_gate_power import (
+from pipelines.evaluation.outputs.summary import run_summary
+from pipelines.evaluation.statistics.gate.gated_metrics import GATED_METRICS
+from pipelines.evaluation.statistics.gate.level import split_alpha
+from pipelines.evaluation.statistics.gate.rule import GATE_ALPHA, MISSING_METRIC
+from pipelines.evaluation.statistics.gate.run_gate import compare_with
+from ragwatch_harness.bench.run_gate_power import (
     SystemModel,
     format_chain_bench,
     format_whole_gate_bench,
@@ -18,11 +23,6 @@ from pipelines.bench.run_gate_power import (
     run_whole_gate_bench,
     whole_scenarios,
 )
-from pipelines.evaluation.outputs.summary import run_summary
-from pipelines.evaluation.statistics.gate.gated_metrics import GATED_METRICS
-from pipelines.evaluation.statistics.gate.level import split_alpha
-from pipelines.evaluation.statistics.gate.rule import GATE_ALPHA, MISSING_METRIC
-from pipelines.evaluation.statistics.gate.run_gate import compare_with
 from tests.unit.pipelines.evaluation.statistics.gate.test_rule import GOOD, drifted, offline_run, record, scored, store  # noqa: F401  (store: a fixture)
 
 

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from pipelines.bench.gate_power import format_detectable_bench, run_detectable_bench
+from ragwatch_harness.bench.gate_power import format_detectable_bench, run_detectable_bench
 from pipelines.evaluation.statistics.gate.sensitivity import detectable_drop
 from pipelines.evaluation.statistics.gate.rule import regression_gate
 from pipelines.records import Score

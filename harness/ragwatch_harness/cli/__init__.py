@@ -1,0 +1,1 @@
+"""`ragwatch bench …` and `ragwatch demo …`: command groups the product CLI finds by their entry points."""

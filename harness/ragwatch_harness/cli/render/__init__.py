@@ -1,0 +1,1 @@
+"""What the harness's commands print: the demo's closing screen."""
