@@ -28,7 +28,8 @@ Everything binds to 127.0.0.1; state and logs live under `<RAGWATCH_HOME or .rag
 database is initialised again); `down` stops every process the stack started, including
 stragglers found by the `RAGWATCH_STACK` marker in their environment.
 
-It imports no Airflow and, of `pipelines`, only `available_cpus`: it runs them as processes.
+It imports no Airflow and, of `pipelines`, only `available_cpus`: it runs them as processes. Its
+PostgreSQL commands are the harness's launcher's (`ragwatch_harness.postgres`), as the tests' clusters are.
 
 The modules follow the order a stack comes up in: `layout` (where the inputs are), `differences`
 (from compose, with their reasons), `model` (ports, services, the plan), `compose` (reading the

@@ -1,4 +1,7 @@
-"""PostgreSQL: a cluster of our own, initialised by deploy/postgres/init.sql."""
+"""PostgreSQL: a cluster of our own, initialised by deploy/postgres/init.sql, kept between starts.
+
+The commands themselves are the harness's launcher's (`ragwatch_harness.postgres.Cluster`), as the tests' and the
+benchmarks' throwaway clusters run them; here they are logged to the stack's postgres.log."""
 
 from __future__ import annotations
 
@@ -7,24 +10,20 @@ import shlex
 import shutil
 import subprocess
 from datetime import UTC, datetime
-from glob import glob
 from pathlib import Path
 
-from deploy.local_stack.layout import INIT_SQL, INSTALL_HINT, LOOPBACK, MARKER, ROOT
+from deploy.local_stack.layout import INIT_SQL, MARKER, ROOT
 from deploy.local_stack.model import Plan, StackError
 from deploy.local_stack.state import _zombie
+from ragwatch_harness.postgres import Cluster, as_service_user, server_binaries
 
 
-def _pg_bin() -> Path:
-    found = sorted(glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(p.split("/")[4]))
-    if not found:
-        raise StackError(f"PostgreSQL server binaries not found; {INSTALL_HINT}")
-    return Path(found[-1]).parent
-
-
-def _as_postgres(cmd: list[str]) -> list[str]:
-    # PostgreSQL refuses to run as root; runuser keeps the environment (init.sql's \getenv reads it).
-    return ["runuser", "-u", "postgres", "--", *cmd] if os.geteuid() == 0 else cmd
+def _cluster(state: Path, port: int) -> Cluster:
+    try:
+        bin_dir = server_binaries()
+    except FileNotFoundError as exc:
+        raise StackError(str(exc)) from exc
+    return Cluster(data=state / "postgres-data", sockets=state / "postgres-run", port=port, bin_dir=bin_dir)
 
 
 def _run(cmd: list[str], log: Path, env: dict[str, str] | None = None, stdin: str | None = None, timeout: float = 600):
@@ -58,8 +57,8 @@ def postgres_pid(state: Path) -> int | None:
 
 
 def ensure_postgres(plan: Plan) -> None:
-    pg_bin = _pg_bin()
-    data, sockets, log = plan.state / "postgres-data", plan.state / "postgres-run", plan.state / "logs" / "postgres.log"
+    cluster = _cluster(plan.state, plan.ports.postgres)
+    data, log = cluster.data, plan.state / "logs" / "postgres.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "RAGWATCH_"))} | {
         MARKER: str(plan.state)
     }
@@ -68,98 +67,37 @@ def ensure_postgres(plan: Plan) -> None:
         # docker-entrypoint-initdb.d runs init.sql once, on an empty volume: a cluster whose init did
         # not finish (a crash midway) holds nothing yet, so it is made again from scratch.
         if postgres_pid(plan.state):
-            _run(_as_postgres([str(pg_bin / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"]), log, env)
+            _run(cluster.stop("immediate"), log, env)
         shutil.rmtree(data, ignore_errors=True)
-        for path in (data, sockets):
+        for path in (data, cluster.sockets):
             path.mkdir(parents=True, exist_ok=True)
             if os.geteuid() == 0:
                 shutil.chown(path, "postgres", "postgres")
         data.chmod(0o700)
-        check = subprocess.run(_as_postgres(["test", "-w", str(data)]), capture_output=True)
+        check = subprocess.run(as_service_user(["test", "-w", str(data)]), capture_output=True)
         if check.returncode != 0:
             raise StackError(f"user postgres cannot write {data}: every folder above it must be searchable (o+x)")
-        _run(
-            _as_postgres(
-                [
-                    str(pg_bin / "initdb"),
-                    "-D",
-                    str(data),
-                    "-U",
-                    "postgres",
-                    "--auth-local=trust",
-                    "--auth-host=scram-sha-256",
-                    "-E",
-                    "UTF8",
-                    "--locale=C.UTF-8",
-                ]
-            ),
-            log,
-            env,
-        )
+        _run(cluster.initdb(), log, env)
     if postgres_pid(plan.state) is None:
         # No postmaster of this cluster runs: lock files left by a crash are stale. PostgreSQL would
         # refuse to start while their pid still exists, which a not yet reaped zombie's does.
-        for stale in [data / "postmaster.pid", *sockets.glob(".s.PGSQL.*")]:
+        for stale in [data / "postmaster.pid", *cluster.sockets.glob(".s.PGSQL.*")]:
             stale.unlink(missing_ok=True)
         server_log = plan.state / "logs" / "postgres-server.log"
         server_log.touch()
         if os.geteuid() == 0:  # the server writes it as postgres
             shutil.chown(server_log, "postgres", "postgres")
-        _run(
-            _as_postgres(
-                [
-                    str(pg_bin / "pg_ctl"),
-                    "-D",
-                    str(data),
-                    "-l",
-                    str(server_log),
-                    "-w",
-                    "-t",
-                    "120",
-                    "-o",
-                    f"-p {plan.ports.postgres} -k {sockets} -c listen_addresses={LOOPBACK}",
-                    "start",
-                ]
-            ),
-            log,
-            env,
-        )
+        _run(cluster.start(server_log, wait_s=120), log, env)
     if not done.exists():
         passwords = {
             k: plan.secrets[k]
             for k in ("AIRFLOW_DB_PASSWORD", "RESULTS_DB_PASSWORD", "TRACES_READER_PASSWORD", "TRACES_WRITER_PASSWORD")
         }
-        _run(
-            _as_postgres(
-                [
-                    str(pg_bin / "psql"),
-                    "-h",
-                    str(sockets),
-                    "-p",
-                    str(plan.ports.postgres),
-                    "-U",
-                    "postgres",
-                    "-d",
-                    "postgres",
-                    "--no-psqlrc",
-                    "-v",
-                    "ON_ERROR_STOP=1",
-                    "-q",
-                    "-f",
-                    "-",
-                ]
-            ),
-            log,
-            env | passwords,
-            stdin=INIT_SQL.read_text(),
-        )
+        _run(cluster.psql("-q", "-f", "-"), log, env | passwords, stdin=INIT_SQL.read_text())
         done.write_text(datetime.now(UTC).isoformat() + "\n")
 
 
 def stop_postgres(state: Path) -> None:
-    data = state / "postgres-data"
     if postgres_pid(state):
-        subprocess.run(
-            _as_postgres([str(_pg_bin() / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "-t", "60", "stop"]),
-            capture_output=True,
-        )
+        # The port is only needed to connect: stopping goes through the data folder.
+        subprocess.run(_cluster(state, port=0).stop("fast"), capture_output=True)

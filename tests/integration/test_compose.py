@@ -23,7 +23,6 @@ import yaml
 
 from pipelines.models.shared_cache import SharedLLMCache
 from pipelines.settings import ModelEndpoint, Settings
-from ragwatch_harness.bench.postgres import as_service_user
 from tests.support.services import start_postgres
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -318,27 +317,9 @@ def initialised_cluster():
 
 
 def run_init_sql(pg, passwords: dict[str, str]) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in PASSWORDS} | passwords
-    cmd = [
-        str(pg.bin_dir / "psql"),
-        "-h",
-        str(pg.directory),
-        "-p",
-        str(pg.port),
-        "-U",
-        "postgres",
-        "-d",
-        "postgres",
-        "--no-psqlrc",
-        "-v",
-        "ON_ERROR_STOP=1",
-        "-f",
-        "-",
-    ]
-    if os.geteuid() == 0:  # runuser keeps the environment, so \getenv sees the passwords
-        cmd = as_service_user(cmd)
+    env = {k: v for k, v in os.environ.items() if k not in PASSWORDS} | passwords  # \getenv reads them
     return subprocess.run(
-        cmd, input=INIT_SQL.read_text(), env=env, capture_output=True, text=True, timeout=60, check=False
+        pg.cluster.psql("-f", "-"), input=INIT_SQL.read_text(), env=env, capture_output=True, text=True, timeout=60
     )
 
 

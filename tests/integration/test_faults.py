@@ -293,33 +293,10 @@ def test_an_eval_killed_while_judging_and_after_saving_then_rerun_matches_the_co
 
 def kill_cluster(pg) -> None:
     """SIGKILL the postmaster and every backend, as the machine's OOM killer or a lost node would."""
-    postmaster = psutil.Process(int((pg.directory / "data" / "postmaster.pid").read_text().split()[0]))
+    postmaster = psutil.Process(int((pg.cluster.data / "postmaster.pid").read_text().split()[0]))
     for process in [postmaster, *postmaster.children(recursive=True)]:
         process.kill()
     psutil.wait_procs([postmaster], timeout=10)
-
-
-def restart_cluster(pg) -> None:
-    from ragwatch_harness.bench.postgres import as_service_user
-
-    (pg.directory / "data" / "postmaster.pid").unlink(missing_ok=True)
-    subprocess.run(
-        as_service_user(
-            [
-                str(pg.bin_dir / "pg_ctl"),
-                "-D",
-                str(pg.directory / "data"),
-                "-l",
-                str(pg.directory / "server.log"),
-                "-w",
-                "-o",
-                f"-p {pg.port} -k {pg.directory} -c listen_addresses=127.0.0.1 -c fsync=off",
-                "start",
-            ]
-        ),
-        check=True,
-        capture_output=True,
-    )
 
 
 def copy_baseline(source: Settings, target: Settings) -> None:
@@ -360,7 +337,7 @@ def test_the_results_postgres_killed_mid_write_loses_nothing_and_the_rerun_match
         assert f"ragwatch eval offline --date {EVAL_DAY}" in output, output
 
         started = time.monotonic()
-        restart_cluster(pg)
+        pg.start()
         completed(faulted, *EVAL, RAGWATCH_RESULTS_URL=url)
         after = stored(settings)
         assert {k: after[k] for k in ("rows", "digest", "baseline")} == {

@@ -15,12 +15,13 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from ragwatch_harness.bench.postgres import INSTALL_HINT, Postgres, free_port, start_postgres
+from ragwatch_harness.postgres import Postgres, free_port, start_postgres
 
 __all__ = ["Postgres", "Pushgateway", "free_port", "fresh_database", "start_postgres", "start_pushgateway"]
 
 
 PUSHGATEWAY_BIN = Path("/usr/bin/prometheus-pushgateway")
+INSTALL_HINT = "run `make test` (it installs Debian's postgresql and prometheus-pushgateway)"
 
 
 @dataclass

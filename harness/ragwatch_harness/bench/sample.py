@@ -29,22 +29,23 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, date, datetime, time as day_time, timedelta
+from datetime import UTC, date, datetime, timedelta
+from datetime import time as day_time
 from pathlib import Path
 from typing import Any, Literal
 
 import psutil
-from pydantic import BaseModel
 import sqlalchemy as sa
+from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 
-from ragwatch_harness.bench.peak_memory import own_peak_rss_mb
-from ragwatch_harness.bench.postgres import start_postgres
-from ragwatch_harness.bench.synthetic_corpus import chunk_texts
-from ragwatch_harness.demo.traces import generate_store_rows
 from pipelines.settings import Settings
 from pipelines.stores.traces import TRACE_FIELDS, TraceStore
+from ragwatch_harness.bench.peak_memory import own_peak_rss_mb
+from ragwatch_harness.bench.synthetic_corpus import chunk_texts
+from ragwatch_harness.demo.traces import generate_store_rows
+from ragwatch_harness.postgres import start_postgres
 
 DAY = date(2026, 11, 20)
 POOL_SIZE = 2_000
