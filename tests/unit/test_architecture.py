@@ -72,7 +72,6 @@ MAX_LINES = 700
 
 
 TOO_LONG_ON_PURPOSE = {
-    "harness/ragwatch_harness/bench/pii_cases.py": "test cases: the adversarial PII corpus, one literal per planted value",
     "tests/integration/test_stack.py": "test cases around one running stack: a second file would start a second one",
 }
 

@@ -2,7 +2,7 @@
 
 - demo traces: engineers asking about the demo corpus, PII planted where users put it (realistic mix:
   mostly documentation text, some PII). Throughput here is what a day of traffic costs.
-- adversarial cases (`pii_cases`): every trace holds PII in one of its forms written to dodge
+- adversarial cases (`pii`): every trace holds PII in one of its forms written to dodge
   filters, in every place a trace carries text. Recall here is what the anonymizer is worth.
 - clean documentation traces (`clean_docs`): Python's documentation and code in English, man pages in
   Spanish, as installed on this machine, with no PII at all. What is replaced there, and what the
@@ -41,7 +41,7 @@ from pipelines.privacy.residual import residual_pii_reasons
 from pipelines.privacy.spans import base_type
 from pipelines.records import Trace
 from ragwatch_harness.bench.clean_docs import as_trace, build_clean_traces
-from ragwatch_harness.bench.pii_cases import generate_pii_cases
+from ragwatch_harness.bench.pii import generate_pii_cases
 from ragwatch_harness.demo.traces import generate_traces
 
 LANGUAGES = ("en", "es")

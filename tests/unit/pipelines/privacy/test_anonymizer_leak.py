@@ -13,7 +13,7 @@ from pipelines.privacy.residual import residual_pii_reasons
 from pipelines.privacy.spans import base_type
 from pipelines.records import Trace
 from ragwatch_harness.bench.anonymize import _leaked, trace_texts
-from ragwatch_harness.bench.pii_cases import PLACES, generate_pii_cases
+from ragwatch_harness.bench.pii import PLACES, generate_pii_cases
 from ragwatch_harness.demo.traces import generate_traces
 
 START, END = datetime(2026, 11, 1, tzinfo=UTC), datetime(2026, 11, 29, tzinfo=UTC)

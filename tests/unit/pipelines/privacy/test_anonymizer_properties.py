@@ -23,7 +23,7 @@ from pipelines.privacy.recognizers import find_pii, find_pii_many
 from pipelines.privacy.residual import residual_pii_reasons
 from pipelines.records import Context, ToolCall, Trace
 from ragwatch_harness.bench.anonymize import _leaked, trace_texts
-from ragwatch_harness.bench.pii_cases import FORMS, TEMPLATES, _Maker
+from ragwatch_harness.bench.pii import FORMS, TEMPLATES, Maker
 
 ANONYMIZER = Anonymizer(b"property-key")
 SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -46,7 +46,7 @@ OTHER_FORMS = sorted(form for form in FORMS if not form.startswith("name/"))
 def planted_sentences(draw, forms=tuple(sorted(FORMS))):
     """A sentence holding one value of a random form, as the generator writes it, and the value."""
     form = draw(st.sampled_from(forms))
-    value = FORMS[form](_Maker(random.Random(draw(st.integers(0, 2**32)))))
+    value = FORMS[form](Maker(random.Random(draw(st.integers(0, 2**32)))))
     template = draw(st.sampled_from(TEMPLATES[value.templates][draw(st.sampled_from(["es", "en"]))]))
     return form, value.entity, template.format(v=value.snippet), value.value
 

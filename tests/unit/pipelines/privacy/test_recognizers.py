@@ -320,7 +320,7 @@ def test_the_nss_module_checks_like_python_stdnum():
 def test_scanning_many_strings_at_once_finds_what_scanning_each_finds():
     from pipelines.privacy.recognizers import find_pii_many
     from ragwatch_harness.bench.anonymize import trace_texts
-    from ragwatch_harness.bench.pii_cases import generate_pii_cases
+    from ragwatch_harness.bench.pii import generate_pii_cases
 
     for case in generate_pii_cases(150, seed=3):
         texts = trace_texts(case.trace)
