@@ -1,11 +1,10 @@
 """`ragwatch bench anonymize` on a small run: every corpus measured, presidio really run, targets judged."""
 
-from pathlib import Path
-
 import pytest
 
 pytest.importorskip("presidio_analyzer")
 
+from pipelines.privacy.anonymizer import Anonymizer  # noqa: E402
 from ragwatch_harness.bench.anonymize import (  # noqa: E402
     CEILINGS,
     _clean_rates,
@@ -15,9 +14,9 @@ from ragwatch_harness.bench.anonymize import (  # noqa: E402
     target_verdicts,
 )
 from ragwatch_harness.bench.clean_docs import load_clean_traces  # noqa: E402
-from pipelines.privacy.anonymizer import Anonymizer  # noqa: E402
+from tests.conftest import ROOT  # noqa: E402
 
-CLEAN = load_clean_traces(Path(__file__).resolve().parents[3] / "data" / "clean_docs.jsonl.gz")
+CLEAN = load_clean_traces(ROOT / "tests" / "data" / "clean_docs.jsonl.gz")
 
 
 @pytest.fixture(scope="module")
