@@ -1,5 +1,6 @@
 """What both held-out coverage checks share: real questions with their passages, one subject held back from the
-golden set, and two days of traffic (tests/unit/pipelines/evaluation/coverage/test_daily_heldout*.py).
+golden set, two days of traffic, and the release that adds the held-back subject back
+(tests/unit/pipelines/evaluation/coverage/test_daily_heldout*.py).
 
 Each entry is a dict with `language`, `question` (a real question: a FAQ heading, a help page's title) and
 `answer` (the passage that answers it). The golden set holds a passage for every entry it keeps: a generated
@@ -7,12 +8,13 @@ question for two of three (a template, as the offline backend writes), and the r
 person, for every third — the user questions the threshold is calibrated on. Day 1's traffic is the kept entries'
 other real questions, each asked one to four times; on day 2 a quarter of the traffic moves to the held-back
 entries' questions. The true coverage of a day is known: the share of its distinct questions whose answering passage
-(the entry's own) is a golden item's source passage.
+(the entry's own) is a golden item's source passage. A later release may add entries a corpus refresh brought in:
+a generated question each, no one's real question, as a build seeds them from new chunks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import date
 from pathlib import Path
 
@@ -26,7 +28,7 @@ from pipelines.workspace import Workspace
 
 EVIDENCE_EVERY = 3
 """Every third golden item is a real question imported by a person, the rest are generated."""
-DAY_1, DAY_2 = date(2026, 12, 1), date(2026, 12, 2)
+DAY_1, DAY_2, DAY_3 = date(2026, 12, 1), date(2026, 12, 2), date(2026, 12, 3)
 
 
 def release_golden(
@@ -36,13 +38,16 @@ def release_golden(
     *,
     chunk_id: Callable[[dict], str],
     template: dict[str, str],
+    added: Sequence[dict] = (),
+    version: str = "v1",
 ) -> None:
-    """The golden set `name` over the `kept` entries, released. `chunk_id` names an entry's passage (its document
-    before the "#"); `template` per language writes the generated questions from the passage's first six words."""
+    """The golden set `name` over the `kept` entries, released as `version`. `chunk_id` names an entry's passage (its
+    document before the "#"); `template` per language writes the generated questions from the passage's first six
+    words. The `added` entries, new in the corpus, each get a generated question only."""
     items = []
-    for k, e in enumerate(kept):
+    for k, e in enumerate([*kept, *added]):
         chunk = chunk_id(e)
-        user = k % EVIDENCE_EVERY == 0
+        user = k < len(kept) and k % EVIDENCE_EVERY == 0
         question = e["question"] if user else template[e["language"]].format(" ".join(e["answer"].split()[:6]))
         items.append(
             GoldenItem(
@@ -62,7 +67,7 @@ def release_golden(
         )
     paths = workspace.golden(name)
     write_items(paths.released_items, items)
-    write_manifest(paths.released_manifest, {"name": name, "version": "v1"})
+    write_manifest(paths.released_manifest, {"name": name, "version": version})
 
 
 def traffic(kept: list[dict], held: list[dict]) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
