@@ -12,7 +12,7 @@ from ragwatch_airflow.intervals import current_interval
 from ragwatch_airflow.settings import ragwatch_settings
 
 from pipelines.evaluation.runs.params import ALL_JUDGE_METRICS, DEFAULT_K, OFFLINE_RUN_ID_PATTERN, TARGET_URL_PATTERN
-from pipelines.inputs import GOLDEN_VERSION_PATTERN, K_MAX, TARGET_NAME_PATTERN
+from pipelines.core.inputs import GOLDEN_VERSION_PATTERN, K_MAX, TARGET_NAME_PATTERN
 
 OFFLINE_SCORES = Asset(name="ragwatch_offline_scores", uri="ragwatch://results/offline")
 

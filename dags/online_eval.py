@@ -55,7 +55,7 @@ with ragwatch_dag(
 
     @task.sensor(poke_interval=300, timeout=12 * 3600, mode="reschedule")
     def sampled_partition() -> bool:
-        from pipelines.workspace import Workspace
+        from pipelines.core.workspace import Workspace
 
         # versioned: trace_sampling's `version` task, not its `promote`, publishes the day (docs/explanation/sampling.md)
         return Workspace.from_settings(ragwatch_settings()).has_traces(current_interval().start.date(), versioned=True)

@@ -42,7 +42,7 @@ from pipelines.privacy.anonymizer import Anonymizer
 from pipelines.privacy.recognizers import ENTITY_TYPES
 from pipelines.privacy.residual import residual_pii_reasons
 from pipelines.privacy.spans import base_type
-from pipelines.records import Trace
+from pipelines.core.records import Trace
 
 LANGUAGES = ("en", "es")
 TARGETS = {"structured_recall": 1.0, "name_recall": 0.97, "speedup": 10.0}

@@ -58,8 +58,8 @@ from pipelines.models.cache import LLMCache
 from pipelines.models.embeddings import LocalEmbedder
 from pipelines.models.openai_compatible import OpenAICompatibleLLM
 from pipelines.models.simulator import SimulatorKnobs, served_stats
-from pipelines.settings import ModelEndpoint
-from pipelines.text import sentences, words
+from pipelines.core.settings import ModelEndpoint
+from pipelines.core.text import sentences, words
 
 METRICS = ("faithfulness", "answer_relevancy", "context_precision", "context_recall")
 JUDGE_MODEL = "sim-judge"

@@ -42,9 +42,9 @@ from pipelines.bench.sampled_day import DAY, POOL_SIZE, cited_chunks, index_demo
 from pipelines.evaluation.results.run import RunCost
 from pipelines.models.cache import LLMCache
 from pipelines.models.simulator import SimulatorKnobs, served_stats
-from pipelines.settings import ModelEndpoint, Settings
+from pipelines.core.settings import ModelEndpoint, Settings
 from pipelines.stores.partitions import read_parts
-from pipelines.workspace import Workspace
+from pipelines.core.workspace import Workspace
 
 JUDGE_MODEL = "sim-judge"
 GENERATOR_MODEL = "sim-generator"

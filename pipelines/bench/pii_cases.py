@@ -32,7 +32,7 @@ from stdnum.es import cif, dni, nie
 from stdnum.us import ssn
 
 from pipelines.privacy import es_nss
-from pipelines.records import Context, ToolCall, Trace
+from pipelines.core.records import Context, ToolCall, Trace
 
 PLACES = ("question", "answer", "context", "tool_argument", "metadata_value", "metadata_key", "json_escaped")
 LANGUAGES = ("es", "en")

@@ -44,7 +44,7 @@ from pipelines.demo.traces import generate_traces
 from pipelines.golden.plan import _interleave, _rank
 from pipelines.golden.steps import recent_trace_questions
 from pipelines.stores.partitions import ROW_GROUP_SIZE, read_parts
-from pipelines.workspace import Workspace
+from pipelines.core.workspace import Workspace
 
 PLAN_DAY = date(2026, 11, 21)
 """The plan's logical date: it reads the `days` days before it."""

@@ -43,7 +43,7 @@ from pipelines.bench.peak_memory import own_peak_rss_mb
 from pipelines.bench.postgres import start_postgres
 from pipelines.bench.synthetic_corpus import chunk_texts
 from pipelines.demo.traces import generate_store_rows
-from pipelines.settings import Settings
+from pipelines.core.settings import Settings
 from pipelines.stores.traces import TRACE_FIELDS, TraceStore
 
 DAY = date(2026, 11, 20)

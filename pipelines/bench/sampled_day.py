@@ -34,11 +34,11 @@ import pyarrow.parquet as pq
 
 from pipelines.demo.corpus_files import demo_corpus_chunks
 from pipelines.demo.traces import generate_store_rows
-from pipelines.records import ANONYMIZER_VERSION, QUARANTINE_SCHEMA, SAMPLED_TRACE_SCHEMA, SAMPLER_VERSION
-from pipelines.settings import Settings
+from pipelines.core.records import ANONYMIZER_VERSION, QUARANTINE_SCHEMA, SAMPLED_TRACE_SCHEMA, SAMPLER_VERSION
+from pipelines.core.settings import Settings
 from pipelines.stores.partitions import ROW_GROUP_SIZE, read_parts, write_manifest
 from pipelines.stores.traces import TraceStore
-from pipelines.workspace import PartitionPaths, Workspace
+from pipelines.core.workspace import PartitionPaths, Workspace
 
 DAY = date(2026, 11, 20)
 POOL_SIZE = 2_000

@@ -21,7 +21,7 @@ from pathlib import Path
 from pydoc_data.topics import topics
 
 from pipelines.demo.guides_es import GUIDES_ES
-from pipelines.text import sentences
+from pipelines.core.text import sentences
 
 SECTION_WORDS = (120, 280)
 SECTIONS_PER_DOCUMENT = (4, 8)

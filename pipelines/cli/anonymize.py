@@ -26,7 +26,7 @@ def anonymize(
 ) -> None:
     """Anonymize a JSONL file of traces for data teams (same fields out)."""
     from pipelines.privacy.anonymizer import Anonymizer
-    from pipelines.records import Trace
+    from pipelines.core.records import Trace
 
     anonymizer = Anonymizer(current_settings().pseudonym_key)
     quarantine = quarantine or target.with_suffix(".quarantine.jsonl")

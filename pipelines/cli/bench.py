@@ -254,7 +254,7 @@ def bench_language(
     """Language detectors on short texts this machine holds in each language: accuracy per language, `und`,
     load time, memory and cost per text."""
     from pipelines.bench.language import DETECTORS, format_language_bench, run_language_bench
-    from pipelines.language import configured_languages
+    from pipelines.core.language import configured_languages
 
     chosen = [name.strip() for name in detectors.split(",") if name.strip()]
     if unknown := [name for name in chosen if name not in DETECTORS]:

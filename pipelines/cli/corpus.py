@@ -12,7 +12,7 @@ from pipelines.cli.options import (
 )
 from pipelines.cli.render.console import console
 from pipelines.cli.render.golden import corpus_table
-from pipelines.settings import Settings
+from pipelines.core.settings import Settings
 
 app = typer.Typer(help="The corpus index in Qdrant.", no_args_is_help=True)
 

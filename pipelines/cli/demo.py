@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from pipelines import inputs
+from pipelines.core import inputs
 from pipelines.cli.judge import judge_labels_import
 from pipelines.cli.options import (
     checked,
@@ -149,7 +149,7 @@ def demo_label_audit(
     then import them as `ragwatch judge labels import` does: the next run reports κ and the judge-corrected mean."""
     from pipelines.demo.audit_labels import FALSE_NO, FALSE_YES, plant_audit_labels
     from pipelines.stores.results import ResultsStore
-    from pipelines.workspace import Workspace
+    from pipelines.core.workspace import Workspace
 
     settings = current_settings()
     store = ResultsStore.from_settings(settings)
@@ -179,8 +179,8 @@ def demo_summary(
 ) -> None:
     """Print the published trace sample of a day, from its manifest and the workspace."""
     from pipelines.traces.steps import published_counts
-    from pipelines.versioning import git
-    from pipelines.workspace import StaleVersion, Workspace
+    from pipelines.core.versioning import git
+    from pipelines.core.workspace import StaleVersion, Workspace
 
     settings = current_settings()
     the_day = date.fromisoformat(day) if day else datetime.now(UTC).date() - timedelta(days=1)

@@ -9,7 +9,7 @@ import typer
 from pydantic import ValidationError
 from rich.markup import escape
 
-from pipelines import inputs
+from pipelines.core import inputs
 from pipelines.cli.options import (
     DryRunOption,
     checked,
@@ -172,7 +172,7 @@ def eval_online(
     from pipelines.evaluation.outputs.formatting import number
     from pipelines.evaluation.runs.online import run_online_eval
     from pipelines.evaluation.runs.params import online_params
-    from pipelines.workspace import StaleVersion, Workspace
+    from pipelines.core.workspace import StaleVersion, Workspace
 
     settings = current_settings()
     the_day = date.fromisoformat(day) if day else today() - timedelta(days=1)

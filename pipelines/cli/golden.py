@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from pipelines import inputs
+from pipelines.core import inputs
 from pipelines.cli.options import (
     DateOption,
     NameOption,
@@ -127,7 +127,7 @@ def stage_split(name: NameOption = None) -> None:
 def stage_validate(name: NameOption = None) -> None:
     """Stage 5: the Great Expectations suite over the staged set; a failure publishes nothing."""
     from pipelines.golden.steps import validate_golden
-    from pipelines.validation import ValidationFailed
+    from pipelines.core.validation import ValidationFailed
 
     try:
         console.print_json(validate_golden(current_settings(), golden_params(name).name).model_dump_json())
@@ -149,8 +149,8 @@ def golden_repro() -> None:
     import os
     import subprocess
 
-    from pipelines.versioning import ensure_workspace
-    from pipelines.workspace import Workspace
+    from pipelines.core.versioning import ensure_workspace
+    from pipelines.core.workspace import Workspace
 
     settings = current_settings()
     workspace = Workspace.from_settings(settings)

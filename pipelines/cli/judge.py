@@ -35,7 +35,7 @@ def judge_labels_import(
     from pipelines.evaluation.outputs.formatting import number
     from pipelines.evaluation.outputs.judge_audit import LabelFileError, import_labels
     from pipelines.evaluation.statistics.judge_agreement import trustworthy
-    from pipelines.workspace import Workspace
+    from pipelines.core.workspace import Workspace
 
     try:
         result = import_labels(Workspace.from_settings(current_settings()), file)

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from pipelines import inputs
+from pipelines.core import inputs
 from pipelines.cli.options import (
     checked,
 )

@@ -19,7 +19,7 @@ def simulate_llm(
 
     It answers every prompt ragwatch sends (golden generation, the reference RAG, the ragas judge)."""
     from pipelines.models.simulator import SimulatorKnobs, serve
-    from pipelines.prompt_catalog import all_prompts
+    from pipelines.cli.prompt_catalog import all_prompts
 
     serve(
         all_prompts(),

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from pipelines import inputs
+from pipelines.core import inputs
 from pipelines.cli.options import (
     checked,
     current_settings,
@@ -40,7 +40,7 @@ def traces_sample(
     """Sample, anonymize, validate and publish one day's traces (what the DAG does)."""
     from pipelines.stores.traces import StoreError
     from pipelines.traces.steps import run_trace_sampling
-    from pipelines.validation import ValidationFailed
+    from pipelines.core.validation import ValidationFailed
 
     settings = current_settings()
     with progress_bar() as bar:
@@ -74,7 +74,7 @@ def traces_version(
 ) -> None:
     """dvc add + push a promoted day and commit it, after any other day a stopped run left unversioned."""
     from pipelines.traces.steps import promoted_sample, version_trace_sample
-    from pipelines.versioning import VersioningError
+    from pipelines.core.versioning import VersioningError
 
     settings = current_settings()
     try:

@@ -34,8 +34,8 @@ from pipelines.evaluation.runs.judge_batch import judge_offline_batch
 from pipelines.evaluation.runs.params import REFERENCE_TARGET, EvalParams
 from pipelines.evaluation.runs.prepare import prepare_offline_eval
 from pipelines.models.offline import FAULTS_ENV_PREFIX, OfflineFaults, configured_faults
-from pipelines.records import gauge_name
-from pipelines.settings import Settings
+from pipelines.core.records import gauge_name
+from pipelines.core.settings import Settings
 from pipelines.stores.results import EvalRun, ResultsStore
 
 CANDIDATE = "candidate-more-hallucination"

@@ -13,8 +13,8 @@ from datetime import date, timedelta
 from pipelines.demo.drill import CANDIDATE
 from pipelines.evaluation.outputs.summary import RunSummary
 from pipelines.evaluation.runs.params import REFERENCE_TARGET
-from pipelines.files import atomic_write_text
-from pipelines.settings import Settings
+from pipelines.core.files import atomic_write_text
+from pipelines.core.settings import Settings
 from pipelines.stores.results import ResultsStore
 
 PAGE_URL = "http://127.0.0.1:8080/ragwatch/"

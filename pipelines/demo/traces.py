@@ -35,8 +35,8 @@ from stdnum.es import dni, nie
 
 from pipelines.demo.corpus import DemoChunk, load_demo_chunks
 from pipelines.models.offline import OfflineFaults, corrupt_sentences, draw, join_sentences
-from pipelines.records import Context, ToolCall, Trace
-from pipelines.text import NOT_ENOUGH, sentences
+from pipelines.core.records import Context, ToolCall, Trace
+from pipelines.core.text import NOT_ENOUGH, sentences
 
 SPANISH_SHARE = 0.55
 MIXED_SHARE = 0.2

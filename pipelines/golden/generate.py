@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from pipelines.golden import prompts
 from pipelines.golden.plan import Job
 from pipelines.models.llm import LLM
-from pipelines.records import GoldenItem
+from pipelines.core.records import GoldenItem
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from pipelines.golden.plan import position_key
-from pipelines.records import GoldenItem
+from pipelines.core.records import GoldenItem
 
 
 def _bucket(item_id: str) -> float:

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pipelines.models.cache import open_llm_cache
 from pipelines.models.llm import LLM, OfflineLLM
-from pipelines.settings import Settings
+from pipelines.core.settings import Settings
 
 log = logging.getLogger(__name__)
 SELF_PREFERENCE = "self-preference bias: the judge favours its own generations; use a different judge model"

@@ -21,7 +21,7 @@ from pipelines.privacy.names import fold
 from pipelines.privacy.recognizers import context_pii, find_pii, find_pii_many
 from pipelines.privacy.spans import PSEUDONYM, Span
 from pipelines.privacy.trace_context import span_ids, without_span_ids
-from pipelines.records import Trace
+from pipelines.core.records import Trace
 
 
 class Anonymizer:

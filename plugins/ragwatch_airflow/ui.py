@@ -42,10 +42,10 @@ from pipelines.evaluation.outputs.formatting import interval, number
 from pipelines.evaluation.statistics.aggregates import Aggregate, aggregate
 from pipelines.evaluation.statistics.scores import LOWER_IS_BETTER, OVERALL
 from pipelines.models.offline import OFFLINE_MODEL
-from pipelines.records import Suite
-from pipelines.settings import Settings, load_settings
+from pipelines.core.records import Suite
+from pipelines.core.settings import Settings, load_settings
 from pipelines.stores.results import EvalRun, ResultsStore
-from pipelines.workspace import Workspace
+from pipelines.core.workspace import Workspace
 
 SUITES: tuple[str, ...] = get_args(Suite)
 

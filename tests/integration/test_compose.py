@@ -23,7 +23,7 @@ import yaml
 
 from pipelines.bench.postgres import as_service_user
 from pipelines.models.shared_cache import SharedLLMCache
-from pipelines.settings import ModelEndpoint, Settings
+from pipelines.core.settings import ModelEndpoint, Settings
 from tests.support.services import start_postgres
 
 ROOT = Path(__file__).resolve().parents[2]

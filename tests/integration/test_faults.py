@@ -43,12 +43,12 @@ from pipelines.evaluation.runs.params import eval_params
 from pipelines.evaluation.statistics.aggregates import aggregate
 from pipelines.golden import steps as golden_steps
 from pipelines.golden.params import load_golden_params
-from pipelines.settings import Settings
+from pipelines.core.settings import Settings
 from pipelines.stores.results import ResultsStore, run_id
 from pipelines.stores.traces import TraceStore
 from pipelines.traces.steps import run_trace_sampling
-from pipelines.versioning import git
-from pipelines.workspace import Workspace
+from pipelines.core.versioning import git
+from pipelines.core.workspace import Workspace
 from tests.conftest import ROOT
 from tests.support.services import fresh_database, start_postgres, start_pushgateway
 

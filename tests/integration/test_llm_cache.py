@@ -14,7 +14,7 @@ import pytest
 
 from pipelines.models.cache import LLMCache, open_llm_cache
 from pipelines.models.shared_cache import _CREATE, TABLE, LLMCacheError, SharedLLMCache
-from pipelines.settings import Settings
+from pipelines.core.settings import Settings
 from tests.support.services import fresh_database
 
 pytestmark = pytest.mark.services

@@ -10,7 +10,7 @@ import pytest
 from pipelines.evaluation.outputs.push import push_run, push_scores, read_back, textfile_path
 from pipelines.evaluation.outputs.summary import RunSummary
 from pipelines.evaluation.statistics.aggregates import Aggregate
-from pipelines.records import Score
+from pipelines.core.records import Score
 from pipelines.stores.results import EvalRun, ResultsStore, run_id
 from tests.support.services import free_port
 

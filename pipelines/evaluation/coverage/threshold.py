@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipelines.evaluation.results.coverage import CoverageThreshold
-from pipelines.records import GoldenItem
+from pipelines.core.records import GoldenItem
 
 MIN_POSITIVES = 10
 """Fewest user questions with a gold passage for a calibrated threshold."""

@@ -18,8 +18,8 @@ from pydantic import BaseModel
 from pipelines.models.llm import LLMResult
 from pipelines.models.offline_judge import claims, support
 from pipelines.models.prompts import Prompt
-from pipelines.records import GoldenItem, Score
-from pipelines.text import abstains
+from pipelines.core.records import GoldenItem, Score
+from pipelines.core.text import abstains
 
 CORRECTNESS = "answer_correctness"
 CORRECT_SHARE = 0.5

@@ -59,8 +59,8 @@ from pipelines.evaluation.metrics.judge import JudgeImplementation, JudgeInput, 
 from pipelines.models.embeddings import Embedder
 from pipelines.models.llm import LLM, Progress
 from pipelines.models.usage import scoped
-from pipelines.records import Score, Suite
-from pipelines.text import content_tokens
+from pipelines.core.records import Score, Suite
+from pipelines.core.text import content_tokens
 
 METRIC = "noise_delta_f"
 REFERENCE_METRIC = "noise_delta_f_reference"

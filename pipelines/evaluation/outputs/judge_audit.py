@@ -25,11 +25,11 @@ from typing import Any
 from pipelines.evaluation.metrics.verdicts import AUDITED
 from pipelines.evaluation.outputs.report import ItemView
 from pipelines.evaluation.statistics.judge_agreement import Calibration, agreement, calibrate
-from pipelines.files import read_filled_in_rows, read_jsonl, write_filled_in_rows, write_jsonl
-from pipelines.records import Score
-from pipelines.settings import Settings
+from pipelines.core.files import read_filled_in_rows, read_jsonl, write_filled_in_rows, write_jsonl
+from pipelines.core.records import Score
+from pipelines.core.settings import Settings
 from pipelines.stores.results import EvalRun
-from pipelines.workspace import Workspace
+from pipelines.core.workspace import Workspace
 
 COLUMNS = [
     "audit_id",

@@ -43,10 +43,10 @@ from pipelines.evaluation.statistics.judge_noise import MIN_RETESTS
 from pipelines.evaluation.statistics.multiplicity import BENJAMINI_HOCHBERG
 from pipelines.evaluation.statistics.randomization import TEST_METHODS
 from pipelines.evaluation.statistics.scores import LOWER_IS_BETTER, OVERALL
-from pipelines.files import atomic_write_text
+from pipelines.core.files import atomic_write_text
 from pipelines.models.offline import OFFLINE_MODEL
 from pipelines.models.usage import STAGES
-from pipelines.records import METRICS, Score
+from pipelines.core.records import METRICS, Score
 from pipelines.stores.results import EvalRun, ResultsStore
 
 WORST_ITEMS = 10

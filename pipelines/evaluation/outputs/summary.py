@@ -16,7 +16,7 @@ from pipelines.evaluation.statistics.gate.rule import MetricGate
 from pipelines.evaluation.statistics.judge_noise import JudgeNoise
 from pipelines.evaluation.statistics.multiplicity import BENJAMINI_HOCHBERG, WESTFALL_YOUNG
 from pipelines.evaluation.statistics.scores import OVERALL
-from pipelines.settings import Settings
+from pipelines.core.settings import Settings
 from pipelines.stores.results import EvalRun, ResultsStore
 
 MetricRow = row_model(

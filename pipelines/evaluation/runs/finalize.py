@@ -27,12 +27,12 @@ from pipelines.evaluation.runs.folder import RETRIEVAL_TOOLS_PART, load_planned_
 from pipelines.evaluation.statistics.aggregates import aggregate
 from pipelines.evaluation.statistics.gate.run_gate import gate_against_baseline
 from pipelines.evaluation.statistics.judge_noise import run_judge_noise
-from pipelines.files import read_jsonl
+from pipelines.core.files import read_jsonl
 from pipelines.models.backends import build_llm
-from pipelines.records import Score
-from pipelines.settings import Settings
+from pipelines.core.records import Score
+from pipelines.core.settings import Settings
 from pipelines.stores.results import EvalRun, ResultsStore
-from pipelines.workspace import RunPaths, Workspace
+from pipelines.core.workspace import RunPaths, Workspace
 
 log = logging.getLogger(__name__)
 UNSUPPORTED_BELOW = 0.75

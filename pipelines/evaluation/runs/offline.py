@@ -16,7 +16,7 @@ from pipelines.evaluation.runs.folder import run_steps
 from pipelines.evaluation.runs.judge_batch import judge_offline_batch
 from pipelines.evaluation.runs.params import EvalParams
 from pipelines.evaluation.runs.prepare import prepare_offline_eval
-from pipelines.settings import Settings
+from pipelines.core.settings import Settings
 
 
 def run_offline_eval(

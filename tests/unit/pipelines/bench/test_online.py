@@ -19,10 +19,10 @@ from pipelines.bench.online import (
     run_online_bench,
 )
 from pipelines.bench.sampled_day import DAY, STRATA, sampled_pool, write_sampled_day
-from pipelines.records import SAMPLED_TRACE_SCHEMA
-from pipelines.settings import Settings
+from pipelines.core.records import SAMPLED_TRACE_SCHEMA
+from pipelines.core.settings import Settings
 from pipelines.stores.partitions import read_parts
-from pipelines.workspace import Workspace
+from pipelines.core.workspace import Workspace
 
 ROWS = 12
 

@@ -6,7 +6,7 @@ import pytest
 import sqlalchemy as sa
 
 from pipelines.bench.sample import BENCH_TABLE, DAY, STEPS, TRACE_BYTES, build_day, run_sample_bench
-from pipelines.settings import Settings
+from pipelines.core.settings import Settings
 from pipelines.stores.traces import TraceStore
 from pipelines.traces.sampling import day_interval
 from pipelines.traces.select import stratum_target

@@ -13,7 +13,7 @@ from pipelines.stores.trace_sources.spans import Span, read_otlp_json
 from pipelines.stores.traces import TraceStore
 from pipelines.traces import steps
 from pipelines.traces.parse import Rejection, parse_row
-from pipelines.workspace import Workspace
+from pipelines.core.workspace import Workspace
 
 DAY = date(2026, 11, 20)
 SPAN_FIELDS = (

@@ -18,7 +18,7 @@ from pipelines.models.embeddings import (
 )
 from pipelines.models.prompts import PromptRegistry
 from pipelines.models.simulator import SimulatorKnobs, running_simulator
-from pipelines.settings import ModelEndpoint, Settings
+from pipelines.core.settings import ModelEndpoint, Settings
 
 TEXTS = ["la factura se emite el día 1", "the with statement", "lambda", "rollback del despliegue", "assert"]
 

@@ -22,10 +22,10 @@ from pipelines.demo.corpus_files import demo_corpus_chunks, write_demo_corpus
 from pipelines.demo.guides_es import GUIDES_ES
 from pipelines.evaluation.metrics.judge import JudgeInput
 from pipelines.evaluation.metrics.noise import NEIGHBOURS, NoisePool
-from pipelines.language import detect_language
+from pipelines.core.language import detect_language
 from pipelines.models.embeddings import LocalEmbedder
-from pipelines.records import corpus_version
-from pipelines.settings import Settings
+from pipelines.core.records import corpus_version
+from pipelines.core.settings import Settings
 from pipelines.stores.bm25 import document_vector, query_vector, term_index, tokenize
 from pipelines.stores.corpus import CorpusIndex, CorpusIndexError
 

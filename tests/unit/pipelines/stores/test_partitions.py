@@ -7,7 +7,7 @@ import threading
 from datetime import date
 
 from pipelines.stores.partitions import promote
-from pipelines.workspace import Workspace
+from pipelines.core.workspace import Workspace
 
 DAY = date(2026, 3, 1)
 

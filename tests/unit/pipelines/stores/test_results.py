@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from pipelines.evaluation.statistics.gate.gated_metrics import FULL_EVAL_METRICS, GATED_METRICS
-from pipelines.records import Score
+from pipelines.core.records import Score
 from pipelines.stores.results import EvalRun, ResultsStore, ResultsStoreError, eval_runs, eval_scores, run_id
 
 DAY = date(2026, 3, 2)

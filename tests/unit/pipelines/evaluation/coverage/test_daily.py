@@ -24,7 +24,7 @@ from pipelines.evaluation.results.coverage import CoverageThreshold
 from pipelines.golden.dataset import write_items
 from pipelines.golden.steps import recent_trace_questions
 from pipelines.stores.partitions import write_manifest
-from pipelines.workspace import Workspace
+from pipelines.core.workspace import Workspace
 from tests.support.memo_embedder import memoized_coverage_embedder
 from tests.support.workspace_data import PASSAGES, golden_set, release_golden
 
@@ -254,7 +254,7 @@ def demo_golden_and_days(topics: int = 16, styles: tuple[str, ...] = ("en",)) ->
     questions it calibrates on), the other templates are the day's traffic, each asked twice."""
     from pipelines.demo.corpus import load_demo_chunks
     from pipelines.demo.traces import NEW_TOPIC, QUESTIONS
-    from pipelines.records import GoldenItem
+    from pipelines.core.records import GoldenItem
 
     firsts = {}
     for chunk in load_demo_chunks():

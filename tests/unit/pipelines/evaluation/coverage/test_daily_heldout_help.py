@@ -40,7 +40,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.evaluation.coverage.daily import measure_day_coverage
-from pipelines.workspace import Workspace
+from pipelines.core.workspace import Workspace
 from tests.support.heldout import DAY_1, DAY_2, release_golden, traffic, true_coverage, write_day
 from tests.support.memo_embedder import memoized_coverage_embedder
 
@@ -77,7 +77,7 @@ def embedder():
 def shift(tmp_path, subject: str):
     """`subject` held back from the golden set: day 1's coverage, day 2's, the held-back questions, and the two days'
     true coverage."""
-    from pipelines.settings import Settings
+    from pipelines.core.settings import Settings
 
     settings = Settings(home=tmp_path / subject, anonymizer_key="k")
     entries = help_entries()

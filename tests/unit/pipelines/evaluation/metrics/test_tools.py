@@ -11,7 +11,7 @@ from pipelines.evaluation.metrics.tools import (
     tool_call_validity,
     tool_selection_accuracy,
 )
-from pipelines.records import ToolCall
+from pipelines.core.records import ToolCall
 from tests.support.judged_items import RUN, assert_failed, by
 
 # --- tools -----------------------------------------------------------------------------------

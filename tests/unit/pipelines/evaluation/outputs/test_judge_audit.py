@@ -19,10 +19,10 @@ from pipelines.evaluation.runs.finalize import UNSUPPORTED_BELOW
 from pipelines.evaluation.statistics.aggregates import aggregate
 from pipelines.evaluation.statistics.judge_agreement import agreement, calibrate
 from pipelines.evaluation.statistics.misclassification import label_weights
-from pipelines.files import FORMULA_START
-from pipelines.records import Score
+from pipelines.core.files import FORMULA_START
+from pipelines.core.records import Score
 from pipelines.stores.results import EvalRun, run_id
-from pipelines.workspace import Workspace
+from pipelines.core.workspace import Workspace
 
 DAY = date(2026, 3, 1)
 RUN = run_id("offline", DAY, "prod")
@@ -323,7 +323,7 @@ def test_kappa_below_0_6_says_not_trustworthy_in_report_summary_and_gauge(settin
 
 def test_the_demo_reviewer_labels_every_queued_item_at_its_planted_error_rates(settings, monkeypatch):
     from pipelines.demo.audit_labels import FALSE_NO, FALSE_YES, LABELLER, plant_audit_labels
-    from pipelines.files import read_filled_in_rows
+    from pipelines.core.files import read_filled_in_rows
     from pipelines.models.offline import draw
 
     settings = settings.model_copy(update={"judge_audit_per_day": 8})

@@ -20,9 +20,9 @@ from pipelines.evaluation.outputs.report import (
 from pipelines.evaluation.outputs.summary import run_summary
 from pipelines.evaluation.statistics.aggregates import aggregate
 from pipelines.evaluation.statistics.gate.rule import regression_gate
-from pipelines.records import Score
+from pipelines.core.records import Score
 from pipelines.stores.results import EvalRun, ResultsStore, run_id
-from pipelines.workspace import Workspace
+from pipelines.core.workspace import Workspace
 
 DAY = date(2026, 3, 2)
 HOSTILE = '<script>alert("x")</script> Reinicia el nodo con <b>systemctl</b> & espera'

@@ -20,7 +20,7 @@ from pipelines.evaluation.statistics.diagnose import (
 )
 from pipelines.evaluation.statistics.multiplicity import benjamini_hochberg
 from pipelines.evaluation.statistics.scores import value_range
-from pipelines.records import Score
+from pipelines.core.records import Score
 
 
 def agg(metric: str, mean: float, stratum: str = "all", n: int = 200, half_width: float = 0.01) -> Aggregate:

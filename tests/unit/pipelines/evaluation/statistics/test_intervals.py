@@ -29,7 +29,7 @@ from pipelines.evaluation.statistics.intervals import (
 from pipelines.evaluation.statistics.multiplicity import benjamini_hochberg, holm
 from pipelines.evaluation.statistics.randomization import family_sign_flip_test, permutation_test, sign_flip_test
 from pipelines.evaluation.statistics.scores import OVERALL, value_range
-from pipelines.records import Score
+from pipelines.core.records import Score
 
 
 def score(

@@ -19,7 +19,7 @@ from pipelines.stores.partitions import read_parts
 from pipelines.stores.trace_sources import open_trace_source
 from pipelines.stores.trace_sources.spans import UnreadableSource
 from pipelines.traces import steps
-from pipelines.workspace import Workspace
+from pipelines.core.workspace import Workspace
 from tests.support.s3_server import s3_bucket
 
 DAY = date(2026, 11, 20)

@@ -20,8 +20,8 @@ from pipelines.golden.dataset import load_golden_items, released_version
 from pipelines.golden.steps import recent_trace_questions, release_golden
 from pipelines.stores.partitions import promote, write_manifest
 from pipelines.traces import steps
-from pipelines.versioning import VersioningError, dvc, git, has_tag
-from pipelines.workspace import PartitionPaths, StaleVersion, Workspace
+from pipelines.core.versioning import VersioningError, dvc, git, has_tag
+from pipelines.core.workspace import PartitionPaths, StaleVersion, Workspace
 from tests.conftest import ROOT
 from tests.support.workspace_data import write_promoted_partition, write_staged_golden
 
