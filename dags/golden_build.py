@@ -79,8 +79,8 @@ with ragwatch_dag(
 
     @task
     def validate(staged: dict) -> dict:
-        from pipelines.golden import steps
         from pipelines.core.validation import ValidationFailed
+        from pipelines.golden import steps
 
         with fail_now_on(ValidationFailed):
             return steps.validate_golden(ragwatch_settings(), staged["name"]).model_dump(mode="json")

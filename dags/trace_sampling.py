@@ -82,8 +82,8 @@ with ragwatch_dag(
 
     @task
     def validate(staged: dict) -> dict:
-        from pipelines.traces import steps
         from pipelines.core.validation import ValidationFailed
+        from pipelines.traces import steps
 
         with fail_now_on(ValidationFailed):
             return steps.validate_trace_sample(steps.StagedSample.model_validate(staged)).model_dump(mode="json")

@@ -37,12 +37,12 @@ from rich.table import Table
 
 from pipelines.bench.clean_docs import as_trace, build_clean_traces
 from pipelines.bench.pii_cases import generate_pii_cases
+from pipelines.core.records import Trace
 from pipelines.demo.traces import generate_traces
 from pipelines.privacy.anonymizer import Anonymizer
 from pipelines.privacy.recognizers import ENTITY_TYPES
 from pipelines.privacy.residual import residual_pii_reasons
 from pipelines.privacy.spans import base_type
-from pipelines.core.records import Trace
 
 LANGUAGES = ("en", "es")
 TARGETS = {"structured_recall": 1.0, "name_recall": 0.97, "speedup": 10.0}

@@ -28,17 +28,17 @@ from pathlib import Path
 import numpy as np
 from rich.table import Table
 
-from pipelines.core.batching import available_cpus
 from pipelines.bench.synthetic_corpus import golden_rows, write_synthetic_corpus
+from pipelines.core.batching import available_cpus
+from pipelines.core.settings import Settings
+from pipelines.core.versioning import ensure_workspace
+from pipelines.core.workspace import Workspace
 from pipelines.corpus.chunking import load_chunks
 from pipelines.corpus.steps import index_corpus
 from pipelines.golden.human import import_human_items
 from pipelines.golden.passages import PassageMatcher, match_passage
 from pipelines.models.embeddings import Embedder, LocalEmbedder
-from pipelines.core.settings import Settings
 from pipelines.stores.corpus import open_corpus_index
-from pipelines.core.versioning import ensure_workspace
-from pipelines.core.workspace import Workspace
 
 TARGETS = {"index": 300.0, "reindex": 5.0, "import": 30.0}
 """Seconds, for 10,000 chunks and 1,000 items on the project's 2-core machine (the indexing target)."""

@@ -39,12 +39,12 @@ from rich.table import Table
 from pipelines.bench.eval import _ideal, _served, simulator_process
 from pipelines.bench.sample import _TreeRss, in_spawned_process
 from pipelines.bench.sampled_day import DAY, POOL_SIZE, cited_chunks, index_demo_corpus, sampled_pool, write_sampled_day
+from pipelines.core.settings import ModelEndpoint, Settings
+from pipelines.core.workspace import Workspace
 from pipelines.evaluation.results.run import RunCost
 from pipelines.models.cache import LLMCache
 from pipelines.models.simulator import SimulatorKnobs, served_stats
-from pipelines.core.settings import ModelEndpoint, Settings
 from pipelines.stores.partitions import read_parts
-from pipelines.core.workspace import Workspace
 
 JUDGE_MODEL = "sim-judge"
 GENERATOR_MODEL = "sim-generator"

@@ -31,8 +31,8 @@ from stdnum import iban, luhn
 from stdnum.es import cif, dni, nie
 from stdnum.us import ssn
 
-from pipelines.privacy import es_nss
 from pipelines.core.records import Context, ToolCall, Trace
+from pipelines.privacy import es_nss
 
 PLACES = ("question", "answer", "context", "tool_argument", "metadata_value", "metadata_key", "json_escaped")
 LANGUAGES = ("es", "en")

@@ -40,11 +40,11 @@ from rich.table import Table
 
 from pipelines.bench.peak_memory import own_peak_rss_mb
 from pipelines.bench.sample import _TreeRss, in_spawned_process
+from pipelines.core.workspace import Workspace
 from pipelines.demo.traces import generate_traces
 from pipelines.golden.plan import _interleave, _rank
 from pipelines.golden.steps import recent_trace_questions
 from pipelines.stores.partitions import ROW_GROUP_SIZE, read_parts
-from pipelines.core.workspace import Workspace
 
 PLAN_DAY = date(2026, 11, 21)
 """The plan's logical date: it reads the `days` days before it."""

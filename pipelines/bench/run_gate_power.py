@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 
 from pipelines.bench.gate_power import JUDGE_FAILURE, METRICS, TARGET_FAILURE, calibrated_amount
-from pipelines.evaluation.statistics.gate.run_gate import gate_against_baseline
 from pipelines.core.records import Score
+from pipelines.evaluation.statistics.gate.run_gate import gate_against_baseline
 from pipelines.stores.results import EvalRun, ResultsStore, run_id
 
 GOLDEN = "sim@v1"

@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from pipelines.core import inputs
 from pipelines.cli.render.console import fail
+from pipelines.core import inputs
 from pipelines.core.settings import Settings, SettingsError, load_settings
 
 

@@ -10,11 +10,11 @@ import json
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
+from pipelines.core.files import atomic_write_text
+from pipelines.core.settings import Settings
 from pipelines.demo.drill import CANDIDATE
 from pipelines.evaluation.outputs.summary import RunSummary
 from pipelines.evaluation.runs.params import REFERENCE_TARGET
-from pipelines.core.files import atomic_write_text
-from pipelines.core.settings import Settings
 from pipelines.stores.results import ResultsStore
 
 PAGE_URL = "http://127.0.0.1:8080/ragwatch/"

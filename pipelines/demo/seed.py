@@ -7,8 +7,8 @@ from datetime import datetime, timedelta, timezone
 
 import sqlalchemy as sa
 
-from pipelines.demo.traces import generate_store_rows
 from pipelines.core.settings import Settings
+from pipelines.demo.traces import generate_store_rows
 from pipelines.stores.traces import TraceStore
 from pipelines.traces.parse import Rejection, parse_row
 

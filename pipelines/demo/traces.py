@@ -33,10 +33,10 @@ from faker import Faker
 from stdnum import iban, luhn
 from stdnum.es import dni, nie
 
-from pipelines.demo.corpus import DemoChunk, load_demo_chunks
-from pipelines.models.offline import OfflineFaults, corrupt_sentences, draw, join_sentences
 from pipelines.core.records import Context, ToolCall, Trace
 from pipelines.core.text import NOT_ENOUGH, sentences
+from pipelines.demo.corpus import DemoChunk, load_demo_chunks
+from pipelines.models.offline import OfflineFaults, corrupt_sentences, draw, join_sentences
 
 SPANISH_SHARE = 0.55
 MIXED_SHARE = 0.2

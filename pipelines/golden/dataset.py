@@ -15,11 +15,11 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipelines.golden.params import load_golden_params
 from pipelines.core.records import GOLDEN_SCHEMA, GoldenItem
 from pipelines.core.settings import Settings
-from pipelines.stores.partitions import read_manifest
 from pipelines.core.workspace import GoldenPaths, StaleVersion, Workspace, release_remedy
+from pipelines.golden.params import load_golden_params
+from pipelines.stores.partitions import read_manifest
 
 
 def default_golden_name(settings: Settings) -> str:

@@ -15,8 +15,8 @@ from pydantic import BaseModel, Field
 
 from pipelines.core.agent_tools import TOOL_REQUESTS, tool_arguments
 from pipelines.core.language import template_language
-from pipelines.models.prompts import Prompt
 from pipelines.core.text import FILLER_WORDS, NOT_ENOUGH, content_tokens, coverage, fold, sentences, words
+from pipelines.models.prompts import Prompt
 
 ENGINEER_VOICE = (
     "Write like an engineer looking for an operational fact in this documentation. "

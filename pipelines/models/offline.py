@@ -27,9 +27,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from pipelines.core.agent_tools import requested_term, tool_arguments
 from pipelines.core.language import template_language
-from pipelines.models.prompts import user_texts
 from pipelines.core.records import ToolCall
 from pipelines.core.text import content_tokens, fold_word, missing_facts, named_entities, numbers, sentences, words
+from pipelines.models.prompts import user_texts
 
 OFFLINE_MODEL = "ragwatch-offline-deterministic"
 

@@ -40,9 +40,9 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
+from pipelines.core.text import coverage, sentences
 from pipelines.models.offline import choose_tool
 from pipelines.models.prompts import PromptRegistry, UnknownPrompt, is_repair_request, sample_index
-from pipelines.core.text import coverage, sentences
 
 DEFAULT_MODEL = "ragwatch-simulator"
 HANG_S = 3600.0

@@ -11,8 +11,8 @@ from pydantic import ValidationError
 
 from pipelines.core.language import detect_language
 from pipelines.core.records import Trace
-from pipelines.stores.trace_sources.assemble import SOURCE_REJECTION
 from pipelines.core.user_question import NO_RULE, QuestionRule, choose_question
+from pipelines.stores.trace_sources.assemble import SOURCE_REJECTION
 
 JSON_FIELDS = ("contexts", "tool_calls", "metadata")
 TEXT_FIELDS = ("question", "answer", "contexts", "tool_calls", "metadata")

@@ -24,14 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.core.batching import map_in_processes
-from pipelines.privacy.anonymizer import Anonymizer
 from pipelines.core.records import QUARANTINE_SCHEMA, SAMPLED_TRACE_SCHEMA
+from pipelines.core.user_question import NO_RULE, QuestionRule
+from pipelines.core.workspace import PartitionPaths
+from pipelines.privacy.anonymizer import Anonymizer
 from pipelines.stores.partitions import ParquetRowWriter
 from pipelines.stores.traces import TraceStore
 from pipelines.traces.prepare import prepare_batch, set_up_worker
 from pipelines.traces.select import Selection, select_traces, selection_key_sql, stratum_target
-from pipelines.core.user_question import NO_RULE, QuestionRule
-from pipelines.core.workspace import PartitionPaths
 
 log = logging.getLogger(__name__)
 

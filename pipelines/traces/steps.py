@@ -22,16 +22,16 @@ from pydantic import BaseModel, Field
 from pipelines.core import inputs
 from pipelines.core.batching import available_cpus
 from pipelines.core.native_heap import return_freed_memory
-from pipelines.privacy.anonymizer import Anonymizer
 from pipelines.core.settings import Settings
+from pipelines.core.validation import ValidationPassed
+from pipelines.core.workspace import PartitionPaths, StaleVersion, Workspace
+from pipelines.privacy.anonymizer import Anonymizer
 from pipelines.stores.partitions import promote, read_manifest, write_manifest
 from pipelines.stores.trace_sources import open_trace_source
 from pipelines.stores.trace_sources.file_store import FileTraceStore
 from pipelines.traces import shards
 from pipelines.traces.sampling import day_interval, select_day, write_parts
 from pipelines.traces.stale_attempts import own_attempt, remove_stale_attempts
-from pipelines.core.validation import ValidationPassed
-from pipelines.core.workspace import PartitionPaths, StaleVersion, Workspace
 
 log = logging.getLogger(__name__)
 DAMAGE_COUNTS = (

@@ -22,8 +22,8 @@ import sqlalchemy as sa
 import yaml
 
 from pipelines.bench.postgres import as_service_user
-from pipelines.models.shared_cache import SharedLLMCache
 from pipelines.core.settings import ModelEndpoint, Settings
+from pipelines.models.shared_cache import SharedLLMCache
 from tests.support.services import start_postgres
 
 ROOT = Path(__file__).resolve().parents[2]

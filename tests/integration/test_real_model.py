@@ -27,6 +27,8 @@ import httpx
 import pytest
 
 from pipelines.core.agent_tools import TOOLS
+from pipelines.core.records import GoldenItem
+from pipelines.core.settings import ModelEndpoint
 from pipelines.demo.corpus_files import demo_corpus_chunks
 from pipelines.evaluation.metrics.judge import JUDGE_METRICS, JudgeInput, judge_items
 from pipelines.evaluation.runs.rag_prompt import Context, RagAnswerPrompt, RagInput
@@ -36,8 +38,6 @@ from pipelines.golden.plan import Job, plan_jobs, position_key
 from pipelines.models.embeddings import LocalEmbedder
 from pipelines.models.llm import LLM, LLMCounters, LLMResult
 from pipelines.models.openai_compatible import OpenAICompatibleLLM
-from pipelines.core.records import GoldenItem
-from pipelines.core.settings import ModelEndpoint
 from tests.support.llama_server import (
     GEMMA3_STOP_TOKEN_IDS,
     MAX_REPLY_TOKENS,

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 import pipelines
-from pipelines.models.prompts import Prompt
 from pipelines.cli.prompt_catalog import all_prompts
+from pipelines.models.prompts import Prompt
 from tests.conftest import ROOT
 
 HEAVY = (

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipelines.evaluation.outputs.push import PUSHED_AS
 from pipelines.core.records import METRICS, gauge_name
+from pipelines.evaluation.outputs.push import PUSHED_AS
 
 ROOT = Path(__file__).resolve().parents[2]
 MONITORING = ROOT / "monitoring"

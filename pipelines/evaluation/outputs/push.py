@@ -33,6 +33,9 @@ from prometheus_client.exposition import basic_auth_handler, default_handler
 from pydantic import BaseModel
 
 from pipelines.core import inputs
+from pipelines.core.records import METRICS, gauge_name
+from pipelines.core.redact import redact_text, redact_url
+from pipelines.core.settings import Settings
 from pipelines.evaluation.outputs.summary import (
     JudgeNoiseRow,
     JudgeTrustRow,
@@ -46,9 +49,6 @@ from pipelines.evaluation.results.coverage import GoldenCoverage
 from pipelines.evaluation.results.run import RunCost
 from pipelines.evaluation.statistics.aggregates import Aggregate, aggregate
 from pipelines.evaluation.statistics.diagnose import CONTEXT_PRECISION as DIAGNOSED_PRECISION
-from pipelines.core.records import METRICS, gauge_name
-from pipelines.core.redact import redact_text, redact_url
-from pipelines.core.settings import Settings
 from pipelines.stores.results import ResultsStore
 
 log = logging.getLogger(__name__)

@@ -33,9 +33,9 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
+from pipelines.core.user_question import NO_RULE, QuestionRule
 from pipelines.stores.trace_sources.assemble import SOURCE_REJECTION, assemble_trace
 from pipelines.stores.trace_sources.spans import Damage, Span, utc_from_ns
-from pipelines.core.user_question import NO_RULE, QuestionRule
 
 log = logging.getLogger(__name__)
 SPAN_MARGIN = timedelta(days=1)

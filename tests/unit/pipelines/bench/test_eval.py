@@ -14,9 +14,9 @@ import httpx
 import pytest
 
 from pipelines.bench.eval import METRICS, bench_items, format_eval_bench, run_eval_bench
-from pipelines.models.simulator import running_simulator
 from pipelines.cli.prompt_catalog import all_prompts
 from pipelines.core.text import sentences
+from pipelines.models.simulator import running_simulator
 from tests.conftest import ROOT
 
 SMALL = {"n_items": 12, "latency_s": 0.05, "capacity": 4}

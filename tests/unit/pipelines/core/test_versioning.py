@@ -6,11 +6,11 @@ from datetime import date, timedelta
 import pytest
 import yaml
 
-from pipelines.demo.traces import generate_store_rows
 from pipelines.core.settings import SettingsError, load_settings
+from pipelines.core.versioning import dvc, git
+from pipelines.demo.traces import generate_store_rows
 from pipelines.stores.traces import TraceStore
 from pipelines.traces import steps
-from pipelines.core.versioning import dvc, git
 
 DAY = date(2026, 11, 20)
 

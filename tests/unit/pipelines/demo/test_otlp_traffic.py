@@ -6,6 +6,7 @@ import json
 import os
 from datetime import date, timedelta
 
+from pipelines.core.workspace import Workspace
 from pipelines.demo.otlp_traffic import otlp_trace_id, write_otlp_traffic
 from pipelines.demo.traces import generate_store_rows
 from pipelines.stores.partitions import read_manifest, read_parts
@@ -13,7 +14,6 @@ from pipelines.stores.trace_sources.spans import Span, read_otlp_json
 from pipelines.stores.traces import TraceStore
 from pipelines.traces import steps
 from pipelines.traces.parse import Rejection, parse_row
-from pipelines.core.workspace import Workspace
 
 DAY = date(2026, 11, 20)
 SPAN_FIELDS = (

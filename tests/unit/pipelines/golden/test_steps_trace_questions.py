@@ -9,10 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipelines.bench.plan import previous_pick, previous_pick_trace_questions, run_plan_bench
+from pipelines.core.workspace import Workspace
 from pipelines.golden import steps
 from pipelines.golden.plan import PRUNE_FACTOR, TraceQuestionSample, pick_trace_questions
 from pipelines.golden.steps import recent_trace_questions
-from pipelines.core.workspace import Workspace
 
 WORDS = ["cómo", "configuro", "el", "índice", "how", "do", "I", "rotate", "keys", "?"]
 SPACES = [" ", "  ", "\t", "\n", "\u00a0", "\u2003"]  # str.split() splits on each: the filter counts words the same

@@ -13,6 +13,7 @@ import asyncio
 import pytest
 
 from pipelines.core.agent_tools import TOOL_NAMES, TOOLS
+from pipelines.core.text import sentences
 from pipelines.demo.corpus import load_demo_chunks
 from pipelines.evaluation.metrics.judge import JudgeInput, judge_items
 from pipelines.evaluation.metrics.noise import CONTROL_METRIC, NoisePool, noise_delta_f
@@ -23,7 +24,6 @@ from pipelines.evaluation.statistics.intervals import proportion_ci
 from pipelines.golden.prompts import SeedChunk, ToolQuestion, ToolTripleInput
 from pipelines.models.llm import OfflineLLM
 from pipelines.models.offline import OfflineFaults, choose_tool, configured_faults, offline_model_label
-from pipelines.core.text import sentences
 
 RUN = {"run_id": "run-1", "suite": "offline", "dataset_version": "v1"}
 CHUNKS = load_demo_chunks()

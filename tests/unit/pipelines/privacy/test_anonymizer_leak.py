@@ -9,12 +9,12 @@ import pytest
 
 from pipelines.bench.anonymize import _leaked, trace_texts
 from pipelines.bench.pii_cases import PLACES, generate_pii_cases
+from pipelines.core.records import Trace
 from pipelines.demo.traces import generate_traces
 from pipelines.privacy.anonymizer import Anonymizer
 from pipelines.privacy.recognizers import ENTITY_TYPES
 from pipelines.privacy.residual import residual_pii_reasons
 from pipelines.privacy.spans import base_type
-from pipelines.core.records import Trace
 
 START, END = datetime(2026, 11, 1, tzinfo=UTC), datetime(2026, 11, 29, tzinfo=UTC)
 HARD_NEGATIVES = re.compile(  # UUIDs, order codes, ISO and Spanish dates

@@ -20,10 +20,10 @@ from hypothesis import strategies as st
 
 from pipelines.bench.anonymize import _leaked, trace_texts
 from pipelines.bench.pii_cases import FORMS, TEMPLATES, _Maker
+from pipelines.core.records import Context, ToolCall, Trace
 from pipelines.privacy.anonymizer import Anonymizer
 from pipelines.privacy.recognizers import find_pii, find_pii_many
 from pipelines.privacy.residual import residual_pii_reasons
-from pipelines.core.records import Context, ToolCall, Trace
 
 ANONYMIZER = Anonymizer(b"property-key")
 SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -14,6 +14,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from pipelines.core.language import detect_language
+from pipelines.core.records import corpus_version
+from pipelines.core.settings import Settings
 from pipelines.corpus.chunking import chunk_document, load_chunks, pack
 from pipelines.corpus.documents import parse_document
 from pipelines.corpus.refresh import AirflowNotificationError, notify_corpus_refreshed
@@ -22,10 +25,7 @@ from pipelines.demo.corpus_files import demo_corpus_chunks, write_demo_corpus
 from pipelines.demo.guides_es import GUIDES_ES
 from pipelines.evaluation.metrics.judge import JudgeInput
 from pipelines.evaluation.metrics.noise import NEIGHBOURS, NoisePool
-from pipelines.core.language import detect_language
 from pipelines.models.embeddings import LocalEmbedder
-from pipelines.core.records import corpus_version
-from pipelines.core.settings import Settings
 from pipelines.stores.bm25 import document_vector, query_vector, term_index, tokenize
 from pipelines.stores.corpus import CorpusIndex, CorpusIndexError
 

@@ -9,14 +9,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.demo.traces import generate_store_rows
 from pipelines.core.files import file_sha256
+from pipelines.core.validation import ValidationFailed
+from pipelines.core.workspace import PartitionPaths, Workspace
+from pipelines.demo.traces import generate_store_rows
 from pipelines.stores.partitions import read_parts
 from pipelines.stores.traces import TraceStore
 from pipelines.traces import steps
 from pipelines.traces.select import stratum_target
-from pipelines.core.validation import ValidationFailed
-from pipelines.core.workspace import PartitionPaths, Workspace
 
 DAY = date(2026, 11, 20)
 EMAIL = "lucia.fernandez@correo-ejemplo.es"

@@ -9,11 +9,11 @@ from datetime import date, timedelta
 
 import pytest
 
+from pipelines.core.workspace import Workspace
 from pipelines.demo.traces import generate_store_rows
 from pipelines.stores.traces import TraceStore
 from pipelines.traces import steps
 from pipelines.traces.stale_attempts import STALE_AFTER, remove_stale_attempts
-from pipelines.core.workspace import Workspace
 from tests.conftest import ROOT
 
 DAY = date(2026, 11, 20)

@@ -39,8 +39,8 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.evaluation.coverage.daily import measure_day_coverage
 from pipelines.core.workspace import Workspace
+from pipelines.evaluation.coverage.daily import measure_day_coverage
 from tests.support.heldout import DAY_1, DAY_2, release_golden, traffic, true_coverage, write_day
 from tests.support.memo_embedder import memoized_coverage_embedder
 

@@ -17,6 +17,10 @@ import httpx
 import pytest
 
 from pipelines.bench.eval import simulator_process
+from pipelines.cli.prompt_catalog import all_prompts
+from pipelines.core.records import GoldenItem, Score, ToolCall
+from pipelines.core.settings import ModelEndpoint
+from pipelines.core.text import sentences
 from pipelines.demo.corpus import load_demo_chunks
 from pipelines.evaluation.metrics.correctness import (
     AnswerCorrectnessPrompt,
@@ -42,10 +46,6 @@ from pipelines.models.llm import LLM, OfflineLLM
 from pipelines.models.offline import OfflineFaults
 from pipelines.models.openai_compatible import OpenAICompatibleLLM
 from pipelines.models.simulator import SimulatorKnobs, running_simulator
-from pipelines.cli.prompt_catalog import all_prompts
-from pipelines.core.records import GoldenItem, Score, ToolCall
-from pipelines.core.settings import ModelEndpoint
-from pipelines.core.text import sentences
 from tests.support.judged_items import PORTS, QUESTION, REFERENCE, RUN, SNAPSHOTS, assert_failed, by, item
 
 SUPPORTED = item("supported", "Qdrant listens on port 6333 for the REST API.")
