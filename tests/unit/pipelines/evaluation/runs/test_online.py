@@ -13,11 +13,8 @@ from datetime import date, datetime, timezone
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 from markupsafe import escape
 
-from pipelines.evaluation.allocation import allocate
 from pipelines.corpus.steps import index_corpus
 from pipelines.evaluation.runs.cost import read_usage
 from pipelines.evaluation.runs.folder import judge_part
@@ -102,22 +99,6 @@ def partition(tmp_path_factory):
 
 def select(partition, max_traces, floor=5, share=0.25, **kw):
     return select_budget([partition], max_traces=max_traces, min_per_stratum=floor, noise_share=share, **kw)
-
-
-# --- the allocation both suites share -----------------------------------------------------------------------
-
-
-@given(
-    st.dictionaries(st.sampled_from("abcdefg"), st.integers(0, 60), min_size=1), st.integers(0, 200), st.integers(0, 12)
-)
-def test_allocation_spends_the_budget_respects_floors_and_only_grows_with_it(available, budget, floor):
-    drawn = allocate(available, budget, floor=floor)
-    assert sum(drawn.values()) == min(budget, sum(available.values()))
-    assert all(0 <= drawn[s] <= available[s] for s in available)
-    larger = allocate(available, budget + 7, floor=floor)
-    assert all(larger[s] >= drawn[s] for s in available)  # house monotone: no stratum loses with a larger budget
-    if budget >= floor * len(available):
-        assert all(drawn[s] >= min(floor, available[s]) for s in available)
 
 
 # --- the budget of one day ------------------------------------------------------------------------------
