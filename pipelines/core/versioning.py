@@ -174,7 +174,7 @@ def _acquire(path: Path, wait_s: float) -> IO[str]:
     return handle
 
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 PIPELINE_FILES = ("dvc.yaml", "params.yaml")
 
 
