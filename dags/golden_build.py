@@ -11,7 +11,7 @@ from airflow.sdk import Asset, AssetOrTimeSchedule, CronTriggerTimetable, Param,
 from ragwatch_airflow.dag_parts import fail_now_on, ragwatch_dag
 from ragwatch_airflow.settings import DVC_POOL, LLM_POOL, ragwatch_settings
 
-from pipelines.inputs import GOLDEN_NAME_PATTERN
+from pipelines.core.inputs import GOLDEN_NAME_PATTERN
 
 CORPUS = Asset(name="ragwatch_corpus", uri="ragwatch://corpus")
 GOLDEN_SET = Asset(name="ragwatch_golden_set", uri="ragwatch://golden/datasets")
@@ -79,8 +79,8 @@ with ragwatch_dag(
 
     @task
     def validate(staged: dict) -> dict:
+        from pipelines.core.validation import ValidationFailed
         from pipelines.golden import steps
-        from pipelines.validation import ValidationFailed
 
         with fail_now_on(ValidationFailed):
             return steps.validate_golden(ragwatch_settings(), staged["name"]).model_dump(mode="json")

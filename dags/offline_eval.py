@@ -11,8 +11,8 @@ from ragwatch_airflow.dag_parts import fail_now_on, judge_batches, push_summary,
 from ragwatch_airflow.intervals import current_interval
 from ragwatch_airflow.settings import ragwatch_settings
 
+from pipelines.core.inputs import GOLDEN_VERSION_PATTERN, K_MAX, TARGET_NAME_PATTERN
 from pipelines.evaluation.runs.params import ALL_JUDGE_METRICS, DEFAULT_K, OFFLINE_RUN_ID_PATTERN, TARGET_URL_PATTERN
-from pipelines.inputs import GOLDEN_VERSION_PATTERN, K_MAX, TARGET_NAME_PATTERN
 
 OFFLINE_SCORES = Asset(name="ragwatch_offline_scores", uri="ragwatch://results/offline")
 

@@ -64,7 +64,7 @@ with ragwatch_dag(
         mode="reschedule",
     )
     def sampled_partition() -> bool:
-        from pipelines.workspace import Workspace
+        from pipelines.core.workspace import Workspace
 
         # versioned: trace_sampling's `version` task, not its `promote`, publishes the day (docs/explanation/sampling.md)
         return Workspace.from_settings(ragwatch_settings()).has_traces(current_interval().start.date(), versioned=True)

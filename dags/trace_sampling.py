@@ -14,7 +14,7 @@ from ragwatch_airflow.dag_parts import fail_now_on, ragwatch_dag
 from ragwatch_airflow.intervals import current_interval
 from ragwatch_airflow.settings import DVC_POOL, ragwatch_settings
 
-from pipelines.inputs import STRATA
+from pipelines.core.inputs import STRATA
 
 SAMPLED_TRACES = Asset(name="ragwatch_sampled_traces", uri="ragwatch://golden/traces")
 
@@ -82,8 +82,8 @@ with ragwatch_dag(
 
     @task
     def validate(staged: dict) -> dict:
+        from pipelines.core.validation import ValidationFailed
         from pipelines.traces import steps
-        from pipelines.validation import ValidationFailed
 
         with fail_now_on(ValidationFailed):
             return steps.validate_trace_sample(steps.StagedSample.model_validate(staged)).model_dump(mode="json")

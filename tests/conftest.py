@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings as hypothesis_settings
 
-from pipelines.settings import Settings
+from pipelines.core.settings import Settings
 from tests.support.services import start_postgres, start_pushgateway
 
 ROOT = Path(__file__).resolve().parent.parent

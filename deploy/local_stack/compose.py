@@ -11,7 +11,7 @@ import yaml
 
 from deploy.local_stack.layout import COMPOSE, DOCKERFILE, LOOPBACK, PROMETHEUS_CONFIG, ROOT
 from deploy.local_stack.model import SERVICE_PORTS, Ports
-from pipelines.batching import available_cpus
+from pipelines.core.batching import available_cpus
 
 _VARIABLE = re.compile(r"\$(?:(?P<dollar>\$)|\{(?P<braced>[^}]*)\}|(?P<plain>[A-Za-z_][A-Za-z0-9_]*))")
 _BRACED = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:(?P<op>:?[-?])(?P<arg>.*))?$", re.DOTALL)

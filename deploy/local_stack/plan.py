@@ -22,7 +22,7 @@ from deploy.local_stack.compose import (
 from deploy.local_stack.differences import AIRFLOW_LOCAL_ENV_DOC, ONE_MACHINE, WORKER_ENV_DOC, differences
 from deploy.local_stack.layout import AIRFLOW_ORDER, BIN, DAGS, DEFAULT_WORKERS, EXECUTORS, LOOPBACK, MARKER, ROOT
 from deploy.local_stack.model import Plan, Ports, Service, StackError
-from pipelines.batching import available_cpus
+from pipelines.core.batching import available_cpus
 
 
 def build_plan(

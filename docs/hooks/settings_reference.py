@@ -1,6 +1,6 @@
 """The configuration reference page (reference/configuration.md), generated at build time from `Settings`.
 
-Each row is a field of `pipelines.settings.Settings` (and of its nested models, as `PARENT__FIELD` variables): the
+Each row is a field of `pipelines.core.settings.Settings` (and of its nested models, as `PARENT__FIELD` variables): the
 environment variable, its type, its default and the field's docstring, which pydantic keeps as its description
 (`use_attribute_docstrings=True`). A field without one is a build warning, hence an error under `--strict`.
 """
@@ -32,7 +32,7 @@ def variables() -> Iterator[Variable]:
     """Every setting as the environment variable that sets it, top-level ones first."""
     from pydantic import BaseModel
 
-    from pipelines.settings import ENV_PREFIX, Settings
+    from pipelines.core.settings import ENV_PREFIX, Settings
 
     nested = []
     for name, field in Settings.model_fields.items():
@@ -93,7 +93,7 @@ def render(all_variables: list[Variable]) -> str:
         "# Configuration",
         "",
         (
-            "Generated from `pipelines.settings.Settings` at build time. Every entry point (CLI, DAG tasks, dvc "
+            "Generated from `pipelines.core.settings.Settings` at build time. Every entry point (CLI, DAG tasks, dvc "
             "stages, tests) reads these environment variables; unset, the defaults keep all state under "
             "`.ragwatch/`. Nested settings take `__` (`RAGWATCH_JUDGE__BASE_URL`); lists and mappings are JSON "
             '(`RAGWATCH_STRATA=\'["app","language"]\'`). An invalid value stops the command with one line per '
@@ -117,7 +117,7 @@ def render(all_variables: list[Variable]) -> str:
 def problems(all_variables: list[Variable]) -> list[str]:
     """One line per setting without a docstring."""
     return [
-        f"configuration reference: {v.name} has no docstring in pipelines/settings.py"
+        f"configuration reference: {v.name} has no docstring in pipelines/core/settings.py"
         for v in all_variables
         if not v.description.strip()
     ]

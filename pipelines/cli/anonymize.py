@@ -25,8 +25,8 @@ def anonymize(
     ] = None,
 ) -> None:
     """Anonymize a JSONL file of traces for data teams (same fields out)."""
+    from pipelines.core.records import Trace
     from pipelines.privacy.anonymizer import Anonymizer
-    from pipelines.records import Trace
 
     anonymizer = Anonymizer(current_settings().pseudonym_key)
     quarantine = quarantine or target.with_suffix(".quarantine.jsonl")

@@ -9,7 +9,6 @@ import typer
 from pydantic import ValidationError
 from rich.markup import escape
 
-from pipelines import inputs
 from pipelines.cli.options import (
     DryRunOption,
     checked,
@@ -23,6 +22,7 @@ from pipelines.cli.render.console import console, fail, progress_bar
 from pipelines.cli.render.evals import print_estimate, print_eval_summary
 from pipelines.cli.render.gauges import print_gauges
 from pipelines.cli.render.tables import ReadableTable
+from pipelines.core import inputs
 
 app = typer.Typer(help="Offline and online evals.", no_args_is_help=True)
 
@@ -169,10 +169,10 @@ def eval_online(
     dry_run: DryRunOption = False,
 ) -> None:
     """The daily online eval without Airflow: judge a budget of the day's sampled traces, noise ΔF, tool-call validity."""
+    from pipelines.core.workspace import StaleVersion, Workspace
     from pipelines.evaluation.outputs.formatting import number
     from pipelines.evaluation.runs.online import run_online_eval
     from pipelines.evaluation.runs.params import online_params
-    from pipelines.workspace import StaleVersion, Workspace
 
     settings = current_settings()
     the_day = date.fromisoformat(day) if day else today() - timedelta(days=1)

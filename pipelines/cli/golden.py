@@ -12,7 +12,6 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from pipelines import inputs
 from pipelines.cli.options import (
     DateOption,
     NameOption,
@@ -25,6 +24,7 @@ from pipelines.cli.render.console import console, fail, progress_bar
 from pipelines.cli.render.evals import print_estimate
 from pipelines.cli.render.golden import print_golden_summary
 from pipelines.cli.render.tables import ReadableTable
+from pipelines.core import inputs
 
 app = typer.Typer(help="Golden datasets: build, import hand-written items, review, show.", no_args_is_help=True)
 stage_app = typer.Typer(help="One step of the golden build (what dvc.yaml's stages run).", no_args_is_help=True)
@@ -126,8 +126,8 @@ def stage_split(name: NameOption = None) -> None:
 @stage_app.command("validate")
 def stage_validate(name: NameOption = None) -> None:
     """Stage 5: the Great Expectations suite over the staged set; a failure publishes nothing."""
+    from pipelines.core.validation import ValidationFailed
     from pipelines.golden.steps import validate_golden
-    from pipelines.validation import ValidationFailed
 
     try:
         console.print_json(validate_golden(current_settings(), golden_params(name).name).model_dump_json())
@@ -149,8 +149,8 @@ def golden_repro() -> None:
     import os
     import subprocess
 
-    from pipelines.versioning import ensure_workspace
-    from pipelines.workspace import Workspace
+    from pipelines.core.versioning import ensure_workspace
+    from pipelines.core.workspace import Workspace
 
     settings = current_settings()
     workspace = Workspace.from_settings(settings)

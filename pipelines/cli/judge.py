@@ -32,10 +32,10 @@ def judge_labels_import(
     ],
 ) -> None:
     """Check a labelled judge-audit file and store its labels; every next eval run calibrates its judge on them."""
+    from pipelines.core.workspace import Workspace
     from pipelines.evaluation.outputs.formatting import number
     from pipelines.evaluation.outputs.judge_audit import LabelFileError, import_labels
     from pipelines.evaluation.statistics.judge_agreement import trustworthy
-    from pipelines.workspace import Workspace
 
     try:
         result = import_labels(Workspace.from_settings(current_settings()), file)

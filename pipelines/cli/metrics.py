@@ -9,11 +9,11 @@ from typing import Annotated
 
 import typer
 
-from pipelines import inputs
 from pipelines.cli.options import (
     checked,
 )
 from pipelines.cli.render.console import fail
+from pipelines.core import inputs
 
 app = typer.Typer(help="Score your own runs.", no_args_is_help=True)
 

@@ -7,13 +7,13 @@ from typing import Annotated
 
 import typer
 
-from pipelines import inputs
 from pipelines.cli.render.console import fail
-from pipelines.settings import Settings, SettingsError, load_settings
+from pipelines.core import inputs
+from pipelines.core.settings import Settings, SettingsError, load_settings
 
 
 def checked(check):
-    """A typer callback running one of `pipelines.inputs`' checks: a refused value exits 2 with its reason."""
+    """A typer callback running one of `pipelines.core.inputs`' checks: a refused value exits 2 with its reason."""
 
     def callback(value):
         if value is not None:

@@ -18,8 +18,8 @@ def simulate_llm(
     """Serve the OpenAI-compatible API (chat with json_schema and tools, embeddings, models) from the offline backend.
 
     It answers every prompt ragwatch sends (golden generation, the reference RAG, the ragas judge)."""
+    from pipelines.cli.prompt_catalog import all_prompts
     from pipelines.models.simulator import SimulatorKnobs, serve
-    from pipelines.prompt_catalog import all_prompts
 
     serve(
         all_prompts(),

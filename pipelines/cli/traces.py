@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 
-from pipelines import inputs
 from pipelines.cli.options import (
     checked,
     current_settings,
@@ -15,6 +14,7 @@ from pipelines.cli.options import (
 )
 from pipelines.cli.render.console import console, fail, progress_bar
 from pipelines.cli.render.traces import print_sample_summary
+from pipelines.core import inputs
 
 app = typer.Typer(help="Production traces: sample, anonymize, validate, version.", no_args_is_help=True)
 
@@ -38,9 +38,9 @@ def traces_sample(
     version: Annotated[bool, typer.Option(help="dvc add + push the published partition.")] = True,
 ) -> None:
     """Sample, anonymize, validate and publish one day's traces (what the DAG does)."""
+    from pipelines.core.validation import ValidationFailed
     from pipelines.stores.traces import StoreError
     from pipelines.traces.steps import run_trace_sampling
-    from pipelines.validation import ValidationFailed
 
     settings = current_settings()
     with progress_bar() as bar:
@@ -73,8 +73,8 @@ def traces_version(
     ],
 ) -> None:
     """dvc add + push a promoted day and commit it, after any other day a stopped run left unversioned."""
+    from pipelines.core.versioning import VersioningError
     from pipelines.traces.steps import promoted_sample, version_trace_sample
-    from pipelines.versioning import VersioningError
 
     settings = current_settings()
     try:

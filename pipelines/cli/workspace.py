@@ -24,8 +24,8 @@ def workspace_restore(
     ] = None,
 ) -> None:
     """Fetch every versioned trace partition and golden release of the data workspace from its DVC remote."""
-    from pipelines.versioning import VersioningError, restore_workspace
-    from pipelines.workspace import Workspace
+    from pipelines.core.versioning import VersioningError, restore_workspace
+    from pipelines.core.workspace import Workspace
 
     settings = current_settings()
     try:

@@ -13,10 +13,10 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from pipelines.core.language import detect_language
+from pipelines.core.records import Chunk, content_hash
+from pipelines.core.text import fold
 from pipelines.corpus.documents import Document, iter_documents
-from pipelines.language import detect_language
-from pipelines.records import Chunk, content_hash
-from pipelines.text import fold
 
 MAX_WORDS = 300
 """Upper bound per chunk; sections are split into near-equal chunks under it (~200-300 words)."""

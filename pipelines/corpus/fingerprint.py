@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
 
-from pipelines import language, records, text
+from pipelines.core import language, records, text
 from pipelines.corpus import chunking, documents
 from pipelines.corpus.documents import SUFFIX_TYPES, supported_files
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from pipelines.settings import Settings
+from pipelines.core.settings import Settings
 
 ASSET_NAME = "ragwatch_corpus"
 PAGE = 100

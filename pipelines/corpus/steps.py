@@ -10,13 +10,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pipelines.core.settings import Settings
+from pipelines.core.versioning import ensure_workspace
+from pipelines.core.workspace import Workspace
 from pipelines.corpus.chunking import load_chunks
 from pipelines.corpus.fingerprint import folder_fingerprint
 from pipelines.models.embeddings import Embedder
-from pipelines.settings import Settings
 from pipelines.stores.corpus import open_corpus_index
-from pipelines.versioning import ensure_workspace
-from pipelines.workspace import Workspace
 
 
 def index_corpus(

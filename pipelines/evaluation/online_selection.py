@@ -41,7 +41,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import BaseModel
 
-from pipelines.allocation import allocate
+from pipelines.evaluation.allocation import allocate
 from pipelines.stores.partitions import iter_part_batches
 from pipelines.traces.select import selection_key
 

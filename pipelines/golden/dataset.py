@@ -15,11 +15,11 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipelines.core.records import GOLDEN_SCHEMA, GoldenItem
+from pipelines.core.settings import Settings
+from pipelines.core.workspace import GoldenPaths, StaleVersion, Workspace, release_remedy
 from pipelines.golden.params import load_golden_params
-from pipelines.records import GOLDEN_SCHEMA, GoldenItem
-from pipelines.settings import Settings
 from pipelines.stores.partitions import read_manifest
-from pipelines.workspace import GoldenPaths, StaleVersion, Workspace, release_remedy
 
 
 def default_golden_name(settings: Settings) -> str:
@@ -51,7 +51,7 @@ def read_items(path: Path) -> list[GoldenItem]:
 def released_version(settings: Settings, name: str) -> str:
     """The version (`vN`) of the latest release of a golden set; StaleVersion if its `.dvc` file names other data,
     or its version was never tagged: a release that stopped after its promotion."""
-    from pipelines.versioning import has_tag
+    from pipelines.core.versioning import has_tag
 
     workspace = Workspace.from_settings(settings)
     paths = workspace.golden(name)
@@ -65,7 +65,7 @@ def released_version(settings: Settings, name: str) -> str:
 
 def load_golden_items(settings: Settings, name: str, version: str | None = None) -> list[GoldenItem]:
     """The released items; with `version` (e.g. "v2"), that tag's data, fetched from DVC."""
-    from pipelines.versioning import dvc
+    from pipelines.core.versioning import dvc
 
     workspace = Workspace.from_settings(settings)
     paths = workspace.golden(name)

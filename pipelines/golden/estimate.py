@@ -15,10 +15,10 @@ from __future__ import annotations
 import json
 from datetime import date
 
-from pipelines.files import read_jsonl
+from pipelines.core.files import read_jsonl
+from pipelines.core.settings import Settings
 from pipelines.golden.params import GoldenParams
 from pipelines.models.usage_estimate import RunEstimate, StageEstimate
-from pipelines.settings import Settings
 from pipelines.stores.partitions import read_manifest
 
 UNIT = "generation jobs"

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pipelines.core.records import GoldenItem
+from pipelines.core.text import token_f1, words
 from pipelines.golden import prompts
 from pipelines.models.budget import BUDGET_REASON, is_refusal
 from pipelines.models.llm import LLM, LLMResult
-from pipelines.records import GoldenItem
-from pipelines.text import token_f1, words
 
 log = logging.getLogger(__name__)
 MIN_WORDS, MAX_WORDS = 4, 60

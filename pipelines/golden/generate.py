@@ -11,10 +11,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from pipelines.core.records import GoldenItem
 from pipelines.golden import prompts
 from pipelines.golden.plan import Job
 from pipelines.models.llm import LLM
-from pipelines.records import GoldenItem
 
 log = logging.getLogger(__name__)
 

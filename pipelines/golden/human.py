@@ -16,11 +16,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from pipelines.files import read_filled_in_rows
+from pipelines.core.files import read_filled_in_rows
+from pipelines.core.language import detect_language
+from pipelines.core.records import GoldenItem
 from pipelines.golden.generate import item_id
 from pipelines.golden.passages import PassageMatcher
-from pipelines.language import detect_language
-from pipelines.records import GoldenItem
 
 
 @dataclass

@@ -8,9 +8,9 @@ from typing import Annotated, Any
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
-from pipelines import inputs
-from pipelines.settings import Settings
-from pipelines.workspace import Workspace
+from pipelines.core import inputs
+from pipelines.core.settings import Settings
+from pipelines.core.workspace import Workspace
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 

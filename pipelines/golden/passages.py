@@ -15,7 +15,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from pipelines.text import STOPWORDS, content_tokens, coverage, fold_word, words
+from pipelines.core.text import STOPWORDS, content_tokens, coverage, fold_word, words
 
 PASSAGE_COVERAGE = 0.9
 

@@ -13,10 +13,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from pipelines.agent_tools import TOOL_REQUESTS, tool_arguments
-from pipelines.language import template_language
+from pipelines.core.agent_tools import TOOL_REQUESTS, tool_arguments
+from pipelines.core.language import template_language
+from pipelines.core.text import FILLER_WORDS, NOT_ENOUGH, content_tokens, coverage, fold, sentences, words
 from pipelines.models.prompts import Prompt
-from pipelines.text import FILLER_WORDS, NOT_ENOUGH, content_tokens, coverage, fold, sentences, words
 
 ENGINEER_VOICE = (
     "Write like an engineer looking for an operational fact in this documentation. "

@@ -10,9 +10,9 @@ from typing import Any
 import pandas as pd
 import pyarrow.parquet as pq
 
+from pipelines.core.validation import ValidationReport, run_expectations
+from pipelines.core.workspace import GoldenPaths
 from pipelines.stores.partitions import read_manifest
-from pipelines.validation import ValidationReport, run_expectations
-from pipelines.workspace import GoldenPaths
 
 log = logging.getLogger(__name__)
 QTYPES = ["single_hop", "multi_hop", "adversarial", "tool"]

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipelines.files import write_filled_in_rows
-from pipelines.records import GoldenItem
+from pipelines.core.files import write_filled_in_rows
+from pipelines.core.records import GoldenItem
 
 COLUMNS = [
     "item_id",
@@ -93,7 +93,7 @@ class Decision:
 
 
 def read_decisions(path: Path) -> tuple[list[Decision], list[str]]:
-    from pipelines.files import read_filled_in_rows
+    from pipelines.core.files import read_filled_in_rows
 
     decisions, problems = [], []
     for number, row in enumerate(read_filled_in_rows(path), start=2 if path.suffix.lower() == ".csv" else 1):

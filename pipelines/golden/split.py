@@ -18,8 +18,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from pipelines.core.records import GoldenItem
 from pipelines.golden.plan import position_key
-from pipelines.records import GoldenItem
 
 
 def _bucket(item_id: str) -> float:

@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from pipelines.batching import batch_ranges
-from pipelines.files import file_sha256, read_filled_in_rows, read_jsonl, reset_dir, write_jsonl
+from pipelines.core.batching import batch_ranges
+from pipelines.core.files import file_sha256, read_filled_in_rows, read_jsonl, reset_dir, write_jsonl
 from pipelines.golden.budget import budget_counts, filter_budget, generation_budget, plan_budget
 from pipelines.golden.cost import added, build_cost, model_usage
 from pipelines.golden.dataset import read_items, write_items
@@ -26,17 +26,17 @@ from pipelines.golden.params import GoldenParams
 from pipelines.golden.plan import Job, TraceQuestionSample, plan_jobs, position_key
 from pipelines.golden.review import apply_decisions, read_decisions
 from pipelines.golden.split import assemble, floor_shortfalls, test_split_ids
-from pipelines.handoff import batch_label, check_parts
+from pipelines.core.handoff import batch_label, check_parts
 from pipelines.models.budget import BUDGET_REASON, is_refusal
 from pipelines.models.backends import build_llm, check_models_differ
 from pipelines.models.usage import scope
-from pipelines.records import GoldenItem
-from pipelines.settings import Settings
+from pipelines.core.records import GoldenItem
+from pipelines.core.settings import Settings
 from pipelines.stores.corpus import open_corpus_index
 from pipelines.stores.partitions import iter_part_batches, promote, read_manifest, write_manifest
-from pipelines.text import sentences
-from pipelines.validation import ValidationPassed
-from pipelines.workspace import GoldenPaths, StaleVersion, Workspace
+from pipelines.core.text import sentences
+from pipelines.core.validation import ValidationPassed
+from pipelines.core.workspace import GoldenPaths, StaleVersion, Workspace
 
 log = logging.getLogger(__name__)
 
@@ -367,7 +367,7 @@ def release_golden(settings: Settings, name: str) -> Release:
     `.dvc` file names the previous one: readers refuse it (`released_version`), and the next release completes it
     first, under the version its manifest names, before it compares the staged set with it.
     """
-    from pipelines.versioning import ensure_workspace, has_tag, latest_tag, tag, version_directory, workspace_lock
+    from pipelines.core.versioning import ensure_workspace, has_tag, latest_tag, tag, version_directory, workspace_lock
 
     workspace = Workspace.from_settings(settings)
     p = workspace.golden(name)
@@ -415,7 +415,7 @@ def _release_inputs(p: GoldenPaths) -> list[Path]:
 def unfinished_release(workspace: Workspace, name: str) -> str | None:
     """The version a promoted release's manifest names when its versioning did not finish (no tag, or a `.dvc` file
     that names other data); None when the release is complete or there is none."""
-    from pipelines.versioning import has_tag
+    from pipelines.core.versioning import has_tag
 
     p = workspace.golden(name)
     if not p.released_manifest.exists():

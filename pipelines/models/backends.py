@@ -8,9 +8,9 @@ from __future__ import annotations
 import logging
 from typing import Literal
 
+from pipelines.core.settings import Settings
 from pipelines.models.cache import open_llm_cache
 from pipelines.models.llm import LLM, OfflineLLM
-from pipelines.settings import Settings
 
 log = logging.getLogger(__name__)
 SELF_PREFERENCE = "self-preference bias: the judge favours its own generations; use a different judge model"

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from pipelines.settings import Settings
+    from pipelines.core.settings import Settings
 
 BUSY_TIMEOUT_S = 30.0
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 import httpx
 import numpy as np
 
-from pipelines.settings import ModelEndpoint, Settings
+from pipelines.core.settings import ModelEndpoint, Settings
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer

@@ -26,12 +26,12 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
+from pipelines.core.records import ToolCall
 from pipelines.models.budget import REFUSAL, TokenBudget, estimated_tokens
 from pipelines.models.cache import ResponseCache, cache_key
 from pipelines.models.offline import OFFLINE_MODEL, choose_tool
 from pipelines.models.prompts import In, Out, Prompt
 from pipelines.models.usage import UsageLedger, UsageRow, current, default_metric
-from pipelines.records import ToolCall
 
 log = logging.getLogger(__name__)
 

@@ -25,11 +25,11 @@ from functools import lru_cache
 from pydantic import Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from pipelines.agent_tools import requested_term, tool_arguments
-from pipelines.language import template_language
+from pipelines.core.agent_tools import requested_term, tool_arguments
+from pipelines.core.language import template_language
+from pipelines.core.records import ToolCall
+from pipelines.core.text import content_tokens, fold_word, missing_facts, named_entities, numbers, sentences, words
 from pipelines.models.prompts import user_texts
-from pipelines.records import ToolCall
-from pipelines.text import content_tokens, fold_word, missing_facts, named_entities, numbers, sentences, words
 
 OFFLINE_MODEL = "ragwatch-offline-deterministic"
 

@@ -7,8 +7,8 @@ a sharper rule (catching swapped numbers or entities, say) changes every path at
 
 from __future__ import annotations
 
-from pipelines.language import detect_language, template_language
-from pipelines.text import (
+from pipelines.core.language import detect_language, template_language
+from pipelines.core.text import (
     STOPWORDS,
     abstains,
     content_tokens,

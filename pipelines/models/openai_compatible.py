@@ -24,8 +24,8 @@ from pydantic import BaseModel, ValidationError
 from pipelines.models.budget import REFUSAL, estimated_tokens
 from pipelines.models.cache import ResponseCache
 from pipelines.models.prompts import SAMPLE_NOTE, In, Out, Prompt, repair_messages
-from pipelines.records import ToolCall
-from pipelines.settings import ModelEndpoint
+from pipelines.core.records import ToolCall
+from pipelines.core.settings import ModelEndpoint
 
 from pipelines.models.llm import ERROR_DETAIL_CHARS, LLM, LLMResult, ToolCallResult, prompt_params, tool_params
 

@@ -7,7 +7,7 @@ receives the messages over HTTP, looks the prompt up by the schema's name in the
 it was given, recovers the inputs from the user messages and answers with `offline` — so the real
 client is tested end to end without a real model.
 
-The registry is filled explicitly (`pipelines.prompt_catalog.all_prompts()` lists every prompt
+The registry is filled explicitly (`pipelines.cli.prompt_catalog.all_prompts()` lists every prompt
 ragwatch sends), never by the side effect of importing a module.
 
 The repair request sent after an invalid reply is a conversation format every backend must agree

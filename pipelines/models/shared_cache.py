@@ -21,7 +21,7 @@ import psycopg
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine, make_url
 
-from pipelines.redact import redact_text
+from pipelines.core.redact import redact_text
 
 TABLE = "ragwatch_llm_cache"
 SETTING = "RAGWATCH_LLM_CACHE_URL"

@@ -3,7 +3,7 @@
 The real client (`OpenAICompatibleLLM`) is tested and benchmarked over HTTP against it. A chat
 completion with a `json_schema` response format is dispatched on the schema's `name` to the
 prompt of that name in the `PromptRegistry` the simulator was created with (the CLI passes
-`pipelines.prompt_catalog.all_prompts()`, every prompt ragwatch sends), its inputs are recovered
+`pipelines.cli.prompt_catalog.all_prompts()`, every prompt ragwatch sends), its inputs are recovered
 from the user messages, and the prompt's `offline` output is the reply. A request with `tools` is
 answered by the offline backend's tool choice. A plain prompt from ragas' legacy metrics (the ones
 `ragas.evaluate()` runs), which asks for JSON in the text, is answered by the prompt of the output
@@ -40,9 +40,9 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
+from pipelines.core.text import coverage, sentences
 from pipelines.models.offline import choose_tool
 from pipelines.models.prompts import PromptRegistry, UnknownPrompt, is_repair_request, sample_index
-from pipelines.text import coverage, sentences
 
 DEFAULT_MODEL = "ragwatch-simulator"
 HANG_S = 3600.0

@@ -16,12 +16,12 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from pipelines.core.records import Trace
 from pipelines.privacy.fields import field_entity, whole_value_type
 from pipelines.privacy.names import fold
 from pipelines.privacy.recognizers import context_pii, find_pii, find_pii_many
 from pipelines.privacy.spans import PSEUDONYM, Span
 from pipelines.privacy.trace_context import span_ids, without_span_ids
-from pipelines.records import Trace
 
 
 class Anonymizer:

@@ -11,7 +11,7 @@ import hashlib
 import re
 from collections import Counter
 
-from pipelines.text import STOPWORDS, fold
+from pipelines.core.text import STOPWORDS, fold
 
 K1 = 1.2
 B = 0.75

@@ -26,9 +26,9 @@ from typing import Any, Literal
 
 from qdrant_client import QdrantClient, models
 
+from pipelines.core.records import Chunk, corpus_version
+from pipelines.core.settings import Settings
 from pipelines.models.embeddings import Embedder, build_embedder
-from pipelines.records import Chunk, corpus_version
-from pipelines.settings import Settings
 from pipelines.stores.bm25 import document_vector, query_vector
 
 SearchMode = Literal["hybrid", "dense", "sparse"]

@@ -20,7 +20,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipelines.files import file_sha256
+from pipelines.core.files import file_sha256
 
 ROW_GROUP_SIZE = 2_000
 

@@ -18,8 +18,8 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Engine, make_url
 
-from pipelines.records import Score
-from pipelines.settings import Settings
+from pipelines.core.records import Score
+from pipelines.core.settings import Settings
 
 RunStatus = Literal["running", "success", "failed"]
 

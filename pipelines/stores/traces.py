@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.types import TypeDecorator
 
-from pipelines.settings import Settings, TraceColumns
+from pipelines.core.settings import Settings, TraceColumns
 
 
 class StoreError(RuntimeError):

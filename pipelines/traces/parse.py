@@ -9,10 +9,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from pipelines.language import detect_language
-from pipelines.records import Trace
+from pipelines.core.language import detect_language
+from pipelines.core.records import Trace
+from pipelines.core.user_question import NO_RULE, QuestionRule, choose_question
 from pipelines.stores.trace_sources.assemble import SOURCE_REJECTION
-from pipelines.user_question import NO_RULE, QuestionRule, choose_question
 
 JSON_FIELDS = ("contexts", "tool_calls", "metadata")
 TEXT_FIELDS = ("question", "answer", "contexts", "tool_calls", "metadata")

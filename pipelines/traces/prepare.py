@@ -12,12 +12,12 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from pipelines.core.records import ANONYMIZER_VERSION, SAMPLER_VERSION, Trace
+from pipelines.core.user_question import QuestionRule
 from pipelines.privacy.anonymizer import Anonymizer, clip_outside_pseudonyms
 from pipelines.privacy.residual import residual_pii_reasons
-from pipelines.records import ANONYMIZER_VERSION, SAMPLER_VERSION, Trace
 from pipelines.traces.parse import Rejection, parse_row
 from pipelines.traces.residual_fields import describe_residual, free_text_fields, residual_pii_by_field
-from pipelines.user_question import QuestionRule
 
 QUARANTINE_CLIP_CHARS = 4_000
 CLIP_MARGIN_CHARS = 16_000

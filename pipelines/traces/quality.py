@@ -19,13 +19,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pipelines.batching import available_cpus, map_in_processes
-from pipelines.records import SAMPLED_TRACE_SCHEMA, SAMPLER_VERSION
+from pipelines.core.batching import available_cpus, map_in_processes
+from pipelines.core.records import SAMPLED_TRACE_SCHEMA, SAMPLER_VERSION
+from pipelines.core.validation import ValidationReport, run_expectations, run_expectations_in_batches
+from pipelines.core.workspace import PartitionPaths
 from pipelines.stores.partitions import count_rows, iter_part_batches, read_manifest
 from pipelines.traces.residual_fields import residual_findings
 from pipelines.traces.sampling import day_interval
-from pipelines.validation import ValidationReport, run_expectations, run_expectations_in_batches
-from pipelines.workspace import PartitionPaths
 
 log = logging.getLogger(__name__)
 RESIDUAL_COLUMN = "_residual_pii"

@@ -23,15 +23,15 @@ from datetime import date, datetime, time, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from pipelines.batching import map_in_processes
+from pipelines.core.batching import map_in_processes
+from pipelines.core.records import QUARANTINE_SCHEMA, SAMPLED_TRACE_SCHEMA
+from pipelines.core.user_question import NO_RULE, QuestionRule
+from pipelines.core.workspace import PartitionPaths
 from pipelines.privacy.anonymizer import Anonymizer
-from pipelines.records import QUARANTINE_SCHEMA, SAMPLED_TRACE_SCHEMA
 from pipelines.stores.partitions import ParquetRowWriter
 from pipelines.stores.traces import TraceStore
 from pipelines.traces.prepare import prepare_batch, set_up_worker
 from pipelines.traces.select import Selection, select_traces, selection_key_sql, stratum_target
-from pipelines.user_question import NO_RULE, QuestionRule
-from pipelines.workspace import PartitionPaths
 
 log = logging.getLogger(__name__)
 

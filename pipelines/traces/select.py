@@ -18,7 +18,7 @@ from decimal import ROUND_HALF_UP, Decimal
 
 import sqlalchemy as sa
 
-from pipelines.records import SAMPLER_VERSION
+from pipelines.core.records import SAMPLER_VERSION
 
 
 def selection_key(trace_id: str) -> int:

@@ -18,13 +18,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel, Field
 
-from pipelines.batching import batch_ranges
-from pipelines.files import atomic_write_text, reset_dir
-from pipelines.handoff import batch_label, check_parts
-from pipelines.records import ANONYMIZER_VERSION, SAMPLER_VERSION
+from pipelines.core.batching import batch_ranges
+from pipelines.core.files import atomic_write_text, reset_dir
+from pipelines.core.handoff import batch_label, check_parts
+from pipelines.core.records import ANONYMIZER_VERSION, SAMPLER_VERSION
+from pipelines.core.workspace import PartitionPaths, SelectionPaths
 from pipelines.traces.sampling import SampleSummary, WrittenCounts
 from pipelines.traces.select import Selection
-from pipelines.workspace import PartitionPaths, SelectionPaths
 
 RERUN_SHARD = (
     "rerun the trace_sampling `shard` task with that map index (clear it in the Airflow UI; outside Airflow, "

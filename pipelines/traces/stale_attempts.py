@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from datetime import date, timedelta
 from pathlib import Path
 
-from pipelines.workspace import Workspace
+from pipelines.core.workspace import Workspace
 
 log = logging.getLogger(__name__)
 STALE_AFTER = timedelta(hours=24)

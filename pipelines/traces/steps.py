@@ -19,19 +19,19 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from pipelines import inputs
-from pipelines.batching import available_cpus
-from pipelines.native_heap import return_freed_memory
+from pipelines.core import inputs
+from pipelines.core.batching import available_cpus
+from pipelines.core.native_heap import return_freed_memory
+from pipelines.core.settings import Settings
+from pipelines.core.validation import ValidationPassed
+from pipelines.core.workspace import PartitionPaths, StaleVersion, Workspace
 from pipelines.privacy.anonymizer import Anonymizer
-from pipelines.settings import Settings
 from pipelines.stores.partitions import promote, read_manifest, write_manifest
 from pipelines.stores.trace_sources import open_trace_source
 from pipelines.stores.trace_sources.file_store import FileTraceStore
 from pipelines.traces import shards
 from pipelines.traces.sampling import day_interval, select_day, write_parts
 from pipelines.traces.stale_attempts import own_attempt, remove_stale_attempts
-from pipelines.validation import ValidationPassed
-from pipelines.workspace import PartitionPaths, StaleVersion, Workspace
 
 log = logging.getLogger(__name__)
 DAMAGE_COUNTS = (
@@ -281,7 +281,7 @@ def version_trace_sample(settings: Settings, promoted: PromotedSample) -> Sample
     is not committed. Readers refuse such a partition (`Workspace.data_version`); this step, in a rerun of that day
     or in the next run of any day, versions it.
     """
-    from pipelines.versioning import ensure_workspace, version_directory, workspace_lock
+    from pipelines.core.versioning import ensure_workspace, version_directory, workspace_lock
 
     workspace = Workspace.from_settings(settings)
     ensure_workspace(workspace, settings.resolved_dvc_remote)
@@ -297,7 +297,7 @@ def version_trace_sample(settings: Settings, promoted: PromotedSample) -> Sample
 
 def unfinished_versions(workspace: Workspace) -> list[date]:
     """Promoted days whose `.dvc` file is missing, names other data, or is not committed in the workspace."""
-    from pipelines.versioning import uncommitted_dvc_files
+    from pipelines.core.versioning import uncommitted_dvc_files
 
     uncommitted = uncommitted_dvc_files(workspace, workspace.traces_root)
     unfinished = []

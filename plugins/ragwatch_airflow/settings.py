@@ -12,7 +12,7 @@ from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowNotFoundException
 from sqlalchemy.engine import URL
 
-from pipelines.settings import Settings, load_settings
+from pipelines.core.settings import Settings, load_settings
 
 TRACE_STORE_CONN_ID = "ragwatch_trace_store"
 LLM_CACHE_CONN_ID = "ragwatch_llm_cache"

@@ -38,14 +38,14 @@ from fastapi.responses import FileResponse, HTMLResponse
 from jinja2 import Environment
 from sqlalchemy.engine import make_url
 
+from pipelines.core.records import Suite
+from pipelines.core.settings import Settings, load_settings
+from pipelines.core.workspace import Workspace
 from pipelines.evaluation.outputs.formatting import interval, number
 from pipelines.evaluation.statistics.aggregates import Aggregate, aggregate
 from pipelines.evaluation.statistics.scores import LOWER_IS_BETTER, OVERALL
 from pipelines.models.offline import OFFLINE_MODEL
-from pipelines.records import Suite
-from pipelines.settings import Settings, load_settings
 from pipelines.stores.results import EvalRun, ResultsStore
-from pipelines.workspace import Workspace
 
 SUITES: tuple[str, ...] = get_args(Suite)
 

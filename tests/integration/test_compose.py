@@ -21,8 +21,8 @@ import pytest
 import sqlalchemy as sa
 import yaml
 
+from pipelines.core.settings import ModelEndpoint, Settings
 from pipelines.models.shared_cache import SharedLLMCache
-from pipelines.settings import ModelEndpoint, Settings
 from tests.support.services import start_postgres
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -35,6 +35,9 @@ import psutil
 import pytest
 import sqlalchemy as sa
 
+from pipelines.core.settings import Settings
+from pipelines.core.versioning import git
+from pipelines.core.workspace import Workspace
 from pipelines.corpus.steps import index_corpus
 from pipelines.evaluation.outputs.push import as_pushed, gauge_name, read_back
 from pipelines.evaluation.runs.offline import run_offline_eval
@@ -42,12 +45,9 @@ from pipelines.evaluation.runs.params import eval_params
 from pipelines.evaluation.statistics.aggregates import aggregate
 from pipelines.golden import steps as golden_steps
 from pipelines.golden.params import load_golden_params
-from pipelines.settings import Settings
 from pipelines.stores.results import ResultsStore, run_id
 from pipelines.stores.traces import TraceStore
 from pipelines.traces.steps import run_trace_sampling
-from pipelines.versioning import git
-from pipelines.workspace import Workspace
 from ragwatch_harness.demo.traces import generate_store_rows
 from tests.conftest import ROOT
 from tests.support.services import fresh_database, start_postgres, start_pushgateway

@@ -12,9 +12,9 @@ import time
 import psycopg
 import pytest
 
+from pipelines.core.settings import Settings
 from pipelines.models.cache import LLMCache, open_llm_cache
 from pipelines.models.shared_cache import _CREATE, TABLE, LLMCacheError, SharedLLMCache
-from pipelines.settings import Settings
 from tests.support.services import fresh_database
 
 pytestmark = pytest.mark.services

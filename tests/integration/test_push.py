@@ -7,10 +7,10 @@ from datetime import date, datetime, timezone
 
 import pytest
 
+from pipelines.core.records import Score
 from pipelines.evaluation.outputs.push import push_run, push_scores, read_back, textfile_path
 from pipelines.evaluation.outputs.summary import RunSummary
 from pipelines.evaluation.statistics.aggregates import Aggregate
-from pipelines.records import Score
 from pipelines.stores.results import EvalRun, ResultsStore, run_id
 from tests.support.services import free_port
 

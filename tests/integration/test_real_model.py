@@ -26,7 +26,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from pipelines.agent_tools import TOOLS
+from pipelines.core.agent_tools import TOOLS
+from pipelines.core.records import GoldenItem
+from pipelines.core.settings import ModelEndpoint
 from pipelines.evaluation.metrics.judge import JUDGE_METRICS, JudgeInput, judge_items
 from pipelines.evaluation.runs.rag_prompt import Context, RagAnswerPrompt, RagInput
 from pipelines.golden.generate import generate_items
@@ -35,8 +37,6 @@ from pipelines.golden.plan import Job, plan_jobs, position_key
 from pipelines.models.embeddings import LocalEmbedder
 from pipelines.models.llm import LLM, LLMCounters, LLMResult
 from pipelines.models.openai_compatible import OpenAICompatibleLLM
-from pipelines.records import GoldenItem
-from pipelines.settings import ModelEndpoint
 from ragwatch_harness.demo.corpus_files import demo_corpus_chunks
 from tests.support.llama_server import (
     GEMMA3_STOP_TOKEN_IDS,

@@ -707,7 +707,7 @@ def mapped_tasks_by_host(stack: StackSession) -> dict[str, list[str]]:
 def one_process_settings(stack: StackSession, folder: Path):
     """Settings for the same runs on one machine in one process: the stack's inputs (its trace store through the
     read-only role, a copy of its corpus index, its golden params and pseudonym key), everything else apart."""
-    from pipelines.settings import Settings
+    from pipelines.core.settings import Settings
 
     env = stack.plan.cli_env()
     workspace = folder / "workspace"
@@ -804,6 +804,7 @@ def test_two_celery_workers_publish_what_one_process_publishes(stack: StackSessi
             f"{name}'s tasks left nothing in its TMPDIR"
         )
 
+    from pipelines.core.workspace import Workspace
     from pipelines.evaluation.runs.offline import run_offline_eval
     from pipelines.evaluation.runs.online import run_online_eval
     from pipelines.evaluation.runs.params import eval_params, online_params
@@ -811,7 +812,6 @@ def test_two_celery_workers_publish_what_one_process_publishes(stack: StackSessi
     from pipelines.golden.params import load_golden_params
     from pipelines.golden.steps import build_golden
     from pipelines.traces.steps import run_trace_sampling
-    from pipelines.workspace import Workspace
 
     settings = one_process_settings(stack, tmp_path / "one-process")
     stack_workspace = Workspace(Path(plan_env(stack)["RAGWATCH_WORKSPACE"]))
@@ -905,9 +905,9 @@ def assert_same_scores(stack: StackSession, run_id: str, control_id: str) -> Non
 def assert_gauges_equal_the_store(stack: StackSession) -> None:
     """The offline gauges on the Pushgateway are the newest offline run's aggregates in the results DB, item counts
     included: a past week's run never pushed over them, and the newest run's push lost nothing."""
+    from pipelines.core.records import gauge_name
     from pipelines.evaluation.outputs.push import as_pushed, read_back
     from pipelines.evaluation.statistics.aggregates import aggregate
-    from pipelines.records import gauge_name
     from pipelines.stores.results import ResultsStore
 
     store = ResultsStore(plan_env(stack)["RAGWATCH_RESULTS_URL"])

@@ -25,12 +25,12 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from pipelines.cli.prompt_catalog import all_prompts
+from pipelines.core.workspace import Workspace
 from pipelines.models.simulator import running_simulator
-from pipelines.prompt_catalog import all_prompts
 from pipelines.stores.partitions import read_parts
 from pipelines.stores.trace_sources.spans import Span, otlp_json_files, read_otlp_json
 from pipelines.traces import steps
-from pipelines.workspace import Workspace
 from tests.support.otlp_receiver import otlp_receiver
 from tests.support.phoenix_server import phoenix_python, running_phoenix
 from tests.support.traced_rag_app import Turn

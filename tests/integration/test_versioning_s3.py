@@ -8,12 +8,12 @@ from datetime import date
 
 import pytest
 
-from pipelines.files import file_sha256
+from pipelines.core.files import file_sha256
+from pipelines.core.versioning import git, restore_workspace
+from pipelines.core.workspace import Workspace
 from pipelines.golden import steps as golden_steps
 from pipelines.golden.dataset import load_golden_items
 from pipelines.traces import steps as trace_steps
-from pipelines.versioning import git, restore_workspace
-from pipelines.workspace import Workspace
 from tests.support.s3_server import s3_bucket
 from tests.support.workspace_data import write_promoted_partition, write_staged_golden
 

@@ -21,10 +21,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipelines.core.records import GoldenItem
+from pipelines.core.workspace import Workspace
 from pipelines.golden.dataset import write_items
-from pipelines.records import GoldenItem
 from pipelines.stores.partitions import write_manifest
-from pipelines.workspace import Workspace
 
 EVIDENCE_EVERY = 3
 """Every third golden item is a real question imported by a person, the rest are generated."""

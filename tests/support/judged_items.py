@@ -3,8 +3,8 @@ them, and helpers to read the scores back (tests/unit/pipelines/evaluation/metri
 
 from __future__ import annotations
 
+from pipelines.core.records import Score
 from pipelines.evaluation.metrics.judge import JudgeInput
-from pipelines.records import Score
 
 RUN = {"run_id": "run-1", "suite": "offline", "dataset_version": "v1"}
 PORTS = "Qdrant listens on port 6333 for the REST API. The gRPC interface of Qdrant uses port 6334."

@@ -42,7 +42,7 @@ from pathlib import Path
 
 import httpx
 
-from pipelines.batching import available_cpus
+from pipelines.core.batching import available_cpus
 from tests.support.services import free_port
 
 ROOT = Path(__file__).resolve().parents[2]

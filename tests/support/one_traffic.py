@@ -46,8 +46,8 @@ from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as ge
 from opentelemetry.semconv_ai import LLMRequestTypeValues, SpanAttributes, TraceloopSpanKindValues
 from opentelemetry.trace import SpanKind, Status, StatusCode, set_span_in_context
 
-from pipelines.agent_tools import TOOLS
-from pipelines.settings import Settings
+from pipelines.core.agent_tools import TOOLS
+from pipelines.core.settings import Settings
 from pipelines.stores.trace_sources.otlp_file_exporter import OtlpJsonFileExporter
 from pipelines.stores.trace_sources.spans import Span, read_otlp_json
 from pipelines.stores.traces import TraceStore

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipelines.settings import Settings
+from pipelines.core.settings import Settings
 
 
 def on_simulator(settings: Settings, url: str, *, cache: bool = True, max_retries: int = 2, **more: Any) -> Settings:

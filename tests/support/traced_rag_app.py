@@ -26,7 +26,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from qdrant_client import QdrantClient, models
 
-from pipelines.agent_tools import TOOLS
+from pipelines.core.agent_tools import TOOLS
 from pipelines.evaluation.runs.rag_prompt import Context, RagAnswerPrompt, RagInput
 from pipelines.stores.trace_sources.otlp_file_exporter import OtlpJsonFileExporter
 

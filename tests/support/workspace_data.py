@@ -9,10 +9,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipelines.core.records import GoldenItem
+from pipelines.core.workspace import Workspace
 from pipelines.golden.dataset import write_items
-from pipelines.records import GoldenItem
 from pipelines.stores.partitions import write_manifest
-from pipelines.workspace import Workspace
 
 
 def write_promoted_partition(workspace: Workspace, day: date, rows: int = 20) -> Path:

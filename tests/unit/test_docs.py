@@ -81,7 +81,7 @@ def test_every_alert_and_gauge_has_its_reference_entry(site):
 
 def test_every_setting_has_a_docstring():
     undocumented = [v.name for v in settings_reference.variables() if not v.description.strip()]
-    assert not undocumented, f"give these fields a docstring in pipelines/settings.py: {undocumented}"
+    assert not undocumented, f"give these fields a docstring in pipelines/core/settings.py: {undocumented}"
 
 
 def test_every_command_and_option_has_help():
@@ -90,11 +90,11 @@ def test_every_command_and_option_has_help():
 
 
 def test_a_setting_without_docstring_is_named(monkeypatch):
-    from pipelines.settings import Settings
+    from pipelines.core.settings import Settings
 
     monkeypatch.setattr(Settings.model_fields["sample_rate"], "description", None)
     problems = settings_reference.problems(list(settings_reference.variables()))
-    assert problems == ["configuration reference: RAGWATCH_SAMPLE_RATE has no docstring in pipelines/settings.py"]
+    assert problems == ["configuration reference: RAGWATCH_SAMPLE_RATE has no docstring in pipelines/core/settings.py"]
 
 
 def test_a_command_without_help_fails_the_strict_build(tmp_path):

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from pipelines.core.records import METRICS, gauge_name
 from pipelines.evaluation.outputs.push import PUSHED_AS
-from pipelines.records import METRICS, gauge_name
 
 ROOT = Path(__file__).resolve().parents[2]
 MONITORING = ROOT / "monitoring"

@@ -35,11 +35,11 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from pipelines.core.records import Trace
 from pipelines.privacy.anonymizer import Anonymizer
 from pipelines.privacy.recognizers import ENTITY_TYPES
 from pipelines.privacy.residual import residual_pii_reasons
 from pipelines.privacy.spans import base_type
-from pipelines.records import Trace
 from ragwatch_harness.bench.clean_docs import as_trace, build_clean_traces
 from ragwatch_harness.bench.pii import generate_pii_cases
 from ragwatch_harness.demo.traces import generate_traces

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from pipelines.records import Context, Trace
+from pipelines.core.records import Context, Trace
 
 PASSAGE_CHARS = (160, 900)
 """A passage gathers whole blocks (blank-line separated) up to the upper bound; shorter ones merge on."""

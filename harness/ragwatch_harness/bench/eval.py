@@ -48,6 +48,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from pipelines.core.settings import ModelEndpoint
+from pipelines.core.text import sentences, words
 from pipelines.evaluation.metrics.judge import (  # sets RAGAS_DO_NOT_TRACK before ragas loads
     JudgeImplementation,
     JudgeInput,
@@ -57,8 +59,6 @@ from pipelines.models.cache import LLMCache
 from pipelines.models.embeddings import LocalEmbedder
 from pipelines.models.openai_compatible import OpenAICompatibleLLM
 from pipelines.models.simulator import SimulatorKnobs, served_stats
-from pipelines.settings import ModelEndpoint
-from pipelines.text import sentences, words
 from ragwatch_harness.demo.corpus import load_demo_chunks
 
 METRICS = ("faithfulness", "answer_relevancy", "context_precision", "context_recall")

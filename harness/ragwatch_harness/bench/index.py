@@ -28,16 +28,16 @@ from pathlib import Path
 import numpy as np
 from rich.table import Table
 
-from pipelines.batching import available_cpus
+from pipelines.core.batching import available_cpus
+from pipelines.core.settings import Settings
+from pipelines.core.versioning import ensure_workspace
+from pipelines.core.workspace import Workspace
 from pipelines.corpus.chunking import load_chunks
 from pipelines.corpus.steps import index_corpus
 from pipelines.golden.human import import_human_items
 from pipelines.golden.passages import PassageMatcher, match_passage
 from pipelines.models.embeddings import Embedder, LocalEmbedder
-from pipelines.settings import Settings
 from pipelines.stores.corpus import open_corpus_index
-from pipelines.versioning import ensure_workspace
-from pipelines.workspace import Workspace
 from ragwatch_harness.bench.synthetic_corpus import golden_rows, write_synthetic_corpus
 
 TARGETS = {"index": 300.0, "reindex": 5.0, "import": 30.0}

@@ -4,7 +4,7 @@ Each detector runs in a fresh process (as a task would load it) and reports its 
 memory it adds over an interpreter that already holds numpy (every ragwatch task does), and its cost per text over
 all the items (repeated to at least two seconds), in CPU time: on a machine shared with other jobs the wall time
 measures the neighbours too. Every detector chooses among the configured languages only:
-- `ragwatch`: `pipelines.language.detect_language`, what the pipelines use: py3langid over all its languages,
+- `ragwatch`: `pipelines.core.language.detect_language`, what the pipelines use: py3langid over all its languages,
   `und` below the two thresholds (MIN_IN_SET, MIN_CONFIDENCE);
 - `py3langid`: py3langid restricted to the configured languages, its own choice and confidence;
 - `lingua` / `lingua-low`: lingua-language-detector, high- and low-accuracy mode (measured where installed: it is
@@ -24,7 +24,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 
-from pipelines.language import MIN_CONFIDENCE, MIN_IN_SET, UNDETERMINED
+from pipelines.core.language import MIN_CONFIDENCE, MIN_IN_SET, UNDETERMINED
 from ragwatch_harness.bench.language_texts import LanguageText, language_texts
 from ragwatch_harness.bench.peak_memory import own_peak_rss_mb
 
@@ -47,7 +47,7 @@ def _previous(text: str) -> Prediction:
     """The stopword count ragwatch used before (English or Spanish only)."""
     import re
 
-    from pipelines.text import STOPWORDS_EN, STOPWORDS_ES, fold
+    from pipelines.core.text import STOPWORDS_EN, STOPWORDS_ES, fold
 
     words = re.findall(r"[^\W\d_]+", fold(text))
     es = sum(w in STOPWORDS_ES - STOPWORDS_EN for w in words)
@@ -59,7 +59,7 @@ def _previous(text: str) -> Prediction:
 
 def _loaded(name: str, languages: Sequence[str]) -> Classify:
     if name == "ragwatch":
-        from pipelines.language import guess_language
+        from pipelines.core.language import guess_language
 
         def guess(text: str) -> Prediction:
             found = guess_language(text, languages)

@@ -36,12 +36,12 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from pipelines.core.settings import ModelEndpoint, Settings
+from pipelines.core.workspace import Workspace
 from pipelines.evaluation.results.run import RunCost
 from pipelines.models.cache import LLMCache
 from pipelines.models.simulator import SimulatorKnobs, served_stats
-from pipelines.settings import ModelEndpoint, Settings
 from pipelines.stores.partitions import read_parts
-from pipelines.workspace import Workspace
 from ragwatch_harness.bench.eval import _ideal, _served, simulator_process
 from ragwatch_harness.bench.sample import _TreeRss, in_spawned_process
 from ragwatch_harness.bench.sampled_day import (

@@ -177,7 +177,7 @@ def write_day(folder: Path, traces: int, seed: int = 7) -> int:
 
 def _run_step(step: str, settings_json: str, payload: Any, results) -> None:
     """One task in a fresh process, as Airflow runs it: its result, wall time and peak RSS."""
-    from pipelines.settings import Settings
+    from pipelines.core.settings import Settings
     from pipelines.traces import steps
 
     settings = Settings.model_validate_json(settings_json)
@@ -221,7 +221,7 @@ def run_in_process(step: str, settings_json: str, payload: Any) -> dict[str, Any
 
 
 def bench_otlp_day(traces: int, *, rate: float = 0.05, scratch: Path | None = None) -> dict[str, Any]:
-    from pipelines.settings import Settings
+    from pipelines.core.settings import Settings
 
     root = Path(scratch or tempfile.mkdtemp(prefix="ragwatch-otlp-bench-"))
     try:

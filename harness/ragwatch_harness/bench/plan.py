@@ -38,10 +38,10 @@ import pyarrow.parquet as pq
 from rich.console import Console
 from rich.table import Table
 
+from pipelines.core.workspace import Workspace
 from pipelines.golden.plan import _interleave, _rank
 from pipelines.golden.steps import recent_trace_questions
 from pipelines.stores.partitions import ROW_GROUP_SIZE, read_parts
-from pipelines.workspace import Workspace
 from ragwatch_harness.bench.peak_memory import own_peak_rss_mb
 from ragwatch_harness.bench.sample import _TreeRss, in_spawned_process
 from ragwatch_harness.demo.traces import generate_traces

@@ -29,8 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
+from pipelines.core.records import Score
 from pipelines.evaluation.statistics.gate.run_gate import gate_against_baseline
-from pipelines.records import Score
 from pipelines.stores.results import EvalRun, ResultsStore, run_id
 from ragwatch_harness.bench.gate_power import JUDGE_FAILURE, METRICS, TARGET_FAILURE, calibrated_amount
 

@@ -40,7 +40,7 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 
-from pipelines.settings import Settings
+from pipelines.core.settings import Settings
 from pipelines.stores.traces import TRACE_FIELDS, TraceStore
 from ragwatch_harness.bench.peak_memory import own_peak_rss_mb
 from ragwatch_harness.bench.synthetic_corpus import chunk_texts

@@ -23,7 +23,8 @@ import shutil
 import tempfile
 import time
 import uuid
-from datetime import UTC, date, datetime, time as day_time, timedelta
+from datetime import UTC, date, datetime, timedelta
+from datetime import time as day_time
 from pathlib import Path
 from typing import Any
 
@@ -32,13 +33,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ragwatch_harness.demo.corpus_files import demo_corpus_chunks
-from ragwatch_harness.demo.traces import generate_store_rows
-from pipelines.records import ANONYMIZER_VERSION, QUARANTINE_SCHEMA, SAMPLED_TRACE_SCHEMA, SAMPLER_VERSION
-from pipelines.settings import Settings
+from pipelines.core.records import ANONYMIZER_VERSION, QUARANTINE_SCHEMA, SAMPLED_TRACE_SCHEMA, SAMPLER_VERSION
+from pipelines.core.settings import Settings
+from pipelines.core.workspace import PartitionPaths, Workspace
 from pipelines.stores.partitions import ROW_GROUP_SIZE, read_parts, write_manifest
 from pipelines.stores.traces import TraceStore
-from pipelines.workspace import PartitionPaths, Workspace
+from ragwatch_harness.demo.corpus_files import demo_corpus_chunks
+from ragwatch_harness.demo.traces import generate_store_rows
 
 DAY = date(2026, 11, 20)
 POOL_SIZE = 2_000

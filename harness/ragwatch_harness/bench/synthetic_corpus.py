@@ -17,11 +17,10 @@ import re
 from datetime import date, timedelta
 from html import escape
 from pathlib import Path
-
 from pydoc_data.topics import topics
 
+from pipelines.core.text import sentences
 from ragwatch_harness.demo.guides_es import GUIDES_ES
-from pipelines.text import sentences
 
 SECTION_WORDS = (120, 280)
 SECTIONS_PER_DOCUMENT = (4, 8)

@@ -253,7 +253,7 @@ def bench_language(
 ) -> None:
     """Language detectors on short texts this machine holds in each language: accuracy per language, `und`,
     load time, memory and cost per text."""
-    from pipelines.language import configured_languages
+    from pipelines.core.language import configured_languages
     from ragwatch_harness.bench.language import DETECTORS, format_language_bench, run_language_bench
 
     chosen = [name.strip() for name in detectors.split(",") if name.strip()]

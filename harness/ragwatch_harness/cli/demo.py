@@ -9,7 +9,6 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from pipelines import inputs
 from pipelines.cli.judge import judge_labels_import
 from pipelines.cli.options import (
     checked,
@@ -20,6 +19,7 @@ from pipelines.cli.render.console import console, fail, progress_bar
 from pipelines.cli.render.evals import print_eval_summary
 from pipelines.cli.render.gauges import print_gauges
 from pipelines.cli.render.traces import print_sample_summary
+from pipelines.core import inputs
 
 app = typer.Typer(help="The embedded demo: seed data and print summaries.", no_args_is_help=True)
 
@@ -163,8 +163,8 @@ def demo_label_audit(
 ) -> None:
     """Plant a reviewer's labels on the latest run's judge-audit queue (the judge's verdicts, flipped at known rates),
     then import them as `ragwatch judge labels import` does: the next run reports κ and the judge-corrected mean."""
+    from pipelines.core.workspace import Workspace
     from pipelines.stores.results import ResultsStore
-    from pipelines.workspace import Workspace
     from ragwatch_harness.demo.audit_labels import FALSE_NO, FALSE_YES, plant_audit_labels
 
     settings = current_settings()
@@ -194,9 +194,9 @@ def demo_summary(
     ] = None,
 ) -> None:
     """Print the published trace sample of a day, from its manifest and the workspace."""
+    from pipelines.core.versioning import git
+    from pipelines.core.workspace import StaleVersion, Workspace
     from pipelines.traces.steps import published_counts
-    from pipelines.versioning import git
-    from pipelines.workspace import StaleVersion, Workspace
 
     settings = current_settings()
     the_day = date.fromisoformat(day) if day else datetime.now(UTC).date() - timedelta(days=1)

@@ -13,10 +13,10 @@ import json
 from datetime import date
 from pathlib import Path
 
+from pipelines.core.files import read_filled_in_rows, write_filled_in_rows
+from pipelines.core.workspace import Workspace
 from pipelines.evaluation.outputs.judge_audit import COLUMNS
-from pipelines.files import read_filled_in_rows, write_filled_in_rows
 from pipelines.models.offline import draw
-from pipelines.workspace import Workspace
 
 FALSE_YES, FALSE_NO = 0.15, 0.05
 """The planted reviewer says "no" to 15 % of the judge's "yes" verdicts and "yes" to 5 % of its "no" ones."""

@@ -27,6 +27,8 @@ from pathlib import Path
 
 import yaml
 
+from pipelines.core.records import gauge_name
+from pipelines.core.settings import Settings
 from pipelines.evaluation.outputs.push import PushedRun, push_run
 from pipelines.evaluation.outputs.summary import RunSummary
 from pipelines.evaluation.runs.finalize import finalize_offline_eval
@@ -34,8 +36,6 @@ from pipelines.evaluation.runs.judge_batch import judge_offline_batch
 from pipelines.evaluation.runs.params import REFERENCE_TARGET, EvalParams
 from pipelines.evaluation.runs.prepare import prepare_offline_eval
 from pipelines.models.offline import FAULTS_ENV_PREFIX, OfflineFaults, configured_faults
-from pipelines.records import gauge_name
-from pipelines.settings import Settings
 from pipelines.stores.results import EvalRun, ResultsStore
 
 CANDIDATE = "candidate-more-hallucination"

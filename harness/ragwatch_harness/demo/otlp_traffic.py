@@ -28,7 +28,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.trace import set_span_in_context
 
-from pipelines.settings import Settings
+from pipelines.core.settings import Settings
 from pipelines.stores.trace_sources.otlp_file_exporter import OtlpJsonFileExporter
 from pipelines.traces.parse import Rejection, parse_row
 from ragwatch_harness.demo.traces import generate_store_rows

@@ -10,10 +10,10 @@ import json
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
+from pipelines.core.files import atomic_write_text
+from pipelines.core.settings import Settings
 from pipelines.evaluation.outputs.summary import RunSummary
 from pipelines.evaluation.runs.params import REFERENCE_TARGET
-from pipelines.files import atomic_write_text
-from pipelines.settings import Settings
 from pipelines.stores.results import ResultsStore
 from ragwatch_harness.demo.drill import CANDIDATE
 

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 import sqlalchemy as sa
 
-from pipelines.settings import Settings
+from pipelines.core.settings import Settings
 from pipelines.stores.traces import TraceStore
 from pipelines.traces.parse import Rejection, parse_row
 from ragwatch_harness.demo.traces import generate_store_rows

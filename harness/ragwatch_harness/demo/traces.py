@@ -33,9 +33,9 @@ from faker import Faker
 from stdnum import iban, luhn
 from stdnum.es import dni, nie
 
+from pipelines.core.records import Context, ToolCall, Trace
+from pipelines.core.text import NOT_ENOUGH, sentences
 from pipelines.models.offline import OfflineFaults, corrupt_sentences, draw, join_sentences
-from pipelines.records import Context, ToolCall, Trace
-from pipelines.text import NOT_ENOUGH, sentences
 from ragwatch_harness.demo.corpus import DemoChunk, load_demo_chunks
 
 SPANISH_SHARE = 0.55

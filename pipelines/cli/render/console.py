@@ -7,7 +7,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from pipelines.redact import redact_text
+from pipelines.core.redact import redact_text
 
 # Rich writes plain text (no colour, no box drawing) when stdout is not a terminal: see tables.py. The progress bar
 # is then left out: a log wants the result, not a bar redrawn.

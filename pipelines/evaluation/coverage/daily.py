@@ -20,6 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
+from pipelines.core.native_heap import return_freed_memory
+from pipelines.core.settings import Settings
+from pipelines.core.workspace import RunPaths
 from pipelines.evaluation.coverage.clusters import cluster_uncovered
 from pipelines.evaluation.coverage.correction import corrected, uncorrectable
 from pipelines.evaluation.coverage.estimate import coverage_by_stratum, nearest_golden
@@ -30,9 +33,6 @@ from pipelines.evaluation.online_selection import read_judged, select_budget, st
 from pipelines.evaluation.results.coverage import GoldenCoverage, TopicCut
 from pipelines.golden.dataset import default_golden_name, load_golden_items, released_version
 from pipelines.models.embeddings import build_embedder
-from pipelines.native_heap import return_freed_memory
-from pipelines.settings import Settings
-from pipelines.workspace import RunPaths
 
 log = logging.getLogger(__name__)
 COLUMNS = ["trace_id", "app", "language", "question"]

@@ -29,10 +29,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pipelines.core.records import GoldenItem
 from pipelines.evaluation.coverage import lexical
 from pipelines.evaluation.coverage.lexical import LexicalSpace
 from pipelines.evaluation.coverage.threshold import CoverageThreshold, GoldenPassages, calibrate_threshold
-from pipelines.records import GoldenItem
 
 log = logging.getLogger(__name__)
 EMBEDDING = "embedding cosine"

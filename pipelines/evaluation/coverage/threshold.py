@@ -28,8 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pipelines.core.records import GoldenItem
 from pipelines.evaluation.results.coverage import CoverageThreshold
-from pipelines.records import GoldenItem
 
 MIN_POSITIVES = 10
 """Fewest user questions with a gold passage for a calibrated threshold."""

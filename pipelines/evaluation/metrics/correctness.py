@@ -15,11 +15,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from pipelines.core.records import GoldenItem, Score
+from pipelines.core.text import abstains
 from pipelines.models.llm import LLMResult
 from pipelines.models.offline_judge import claims, support
 from pipelines.models.prompts import Prompt
-from pipelines.records import GoldenItem, Score
-from pipelines.text import abstains
 
 CORRECTNESS = "answer_correctness"
 CORRECT_SHARE = 0.5

@@ -71,9 +71,9 @@ from pipelines.models.embedding_batches import EmbeddingBatches
 from pipelines.models.embeddings import Embedder
 from pipelines.models.llm import LLM, Progress
 from pipelines.models.usage import scope, scoped
-from pipelines.records import Score, ScoreStatus, Suite
-from pipelines.settings import load_settings
-from pipelines.text import abstains
+from pipelines.core.records import Score, ScoreStatus, Suite
+from pipelines.core.settings import load_settings
+from pipelines.core.text import abstains
 
 # isort: off  (ragas_adapter sets RAGAS_DO_NOT_TRACK, which must precede the first ragas import)
 from pipelines.models.ragas_adapter import JudgeCallError, RagasEmbeddings, RagasLLM, embed_remembered

@@ -29,8 +29,8 @@ from pipelines.models.embeddings import Embedder
 from pipelines.models.backends import build_llm
 from pipelines.models.llm import LLM
 from pipelines.models.usage import scope
-from pipelines.records import Score, Suite
-from pipelines.settings import Settings
+from pipelines.core.records import Score, Suite
+from pipelines.core.settings import Settings
 
 RETEST_STAGE = "judge_retest"
 RETEST_SEED = 1

@@ -55,12 +55,12 @@ from typing import Literal, Protocol
 import numpy as np
 from scipy import sparse
 
+from pipelines.core.records import Score, Suite
+from pipelines.core.text import content_tokens
 from pipelines.evaluation.metrics.judge import JudgeImplementation, JudgeInput, Outcome, judge_metric, log_outcomes
 from pipelines.models.embeddings import Embedder
 from pipelines.models.llm import LLM, Progress
 from pipelines.models.usage import scoped
-from pipelines.records import Score, Suite
-from pipelines.text import content_tokens
 
 METRIC = "noise_delta_f"
 REFERENCE_METRIC = "noise_delta_f_reference"

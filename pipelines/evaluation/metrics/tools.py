@@ -26,8 +26,8 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 from pydantic import BaseModel, ConfigDict, Field
 
-from pipelines.agent_tools import TOOLS
-from pipelines.records import Score, Suite, ToolCall
+from pipelines.core.agent_tools import TOOLS
+from pipelines.core.records import Score, Suite, ToolCall
 
 # isort: off  (judge imports ragas_adapter, which sets RAGAS_DO_NOT_TRACK before the first ragas import)
 from pipelines.evaluation.metrics.judge import Outcome, log_outcomes

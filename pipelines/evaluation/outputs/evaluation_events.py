@@ -33,8 +33,8 @@ from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
+from pipelines.core.records import Score
 from pipelines.evaluation.statistics.diagnose import THRESHOLDS
-from pipelines.records import Score
 from pipelines.stores.partitions import iter_part_batches
 
 log = logging.getLogger(__name__)

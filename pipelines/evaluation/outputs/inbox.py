@@ -14,9 +14,9 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from pipelines.files import write_filled_in_rows
-from pipelines.records import Score
-from pipelines.workspace import Workspace
+from pipelines.core.files import write_filled_in_rows
+from pipelines.core.records import Score
+from pipelines.core.workspace import Workspace
 
 CANDIDATES = 5
 """Lowest-scoring traces per day sent to the inbox."""

@@ -22,14 +22,14 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from pipelines.core.files import read_filled_in_rows, read_jsonl, write_filled_in_rows, write_jsonl
+from pipelines.core.records import Score
+from pipelines.core.settings import Settings
+from pipelines.core.workspace import Workspace
 from pipelines.evaluation.metrics.verdicts import AUDITED
 from pipelines.evaluation.outputs.report import ItemView
 from pipelines.evaluation.statistics.judge_agreement import Calibration, agreement, calibrate
-from pipelines.files import read_filled_in_rows, read_jsonl, write_filled_in_rows, write_jsonl
-from pipelines.records import Score
-from pipelines.settings import Settings
 from pipelines.stores.results import EvalRun
-from pipelines.workspace import Workspace
 
 COLUMNS = [
     "audit_id",

@@ -32,7 +32,10 @@ from prometheus_client import CollectorRegistry, Gauge, push_to_gateway, write_t
 from prometheus_client.exposition import basic_auth_handler, default_handler
 from pydantic import BaseModel
 
-from pipelines import inputs
+from pipelines.core import inputs
+from pipelines.core.records import METRICS, gauge_name
+from pipelines.core.redact import redact_text, redact_url
+from pipelines.core.settings import Settings
 from pipelines.evaluation.outputs.summary import (
     JudgeNoiseRow,
     JudgeTrustRow,
@@ -46,9 +49,6 @@ from pipelines.evaluation.results.coverage import GoldenCoverage
 from pipelines.evaluation.results.run import RunCost
 from pipelines.evaluation.statistics.aggregates import Aggregate, aggregate
 from pipelines.evaluation.statistics.diagnose import CONTEXT_PRECISION as DIAGNOSED_PRECISION
-from pipelines.records import METRICS, gauge_name
-from pipelines.redact import redact_text, redact_url
-from pipelines.settings import Settings
 from pipelines.stores.results import ResultsStore
 
 log = logging.getLogger(__name__)
@@ -68,7 +68,7 @@ class PushResult:
 
 
 def grouping_key(suite: str, target: str | None = None, app: str | None = None) -> dict[str, str]:
-    # Target names are checked names (pipelines.inputs): never a URL, so never a credential in a label.
+    # Target names are checked names (pipelines.core.inputs): never a URL, so never a credential in a label.
     return {
         "suite": suite,
         **({"target": inputs.target_name(target)} if target else {}),

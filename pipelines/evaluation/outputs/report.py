@@ -20,6 +20,8 @@ from typing import Any
 from jinja2 import Environment
 from markupsafe import Markup
 
+from pipelines.core.files import atomic_write_text
+from pipelines.core.records import METRICS, Score
 from pipelines.evaluation.outputs.charts import Interval, histogram, interval_chart, line_chart, value_range
 from pipelines.evaluation.outputs.cost_trend import CostWeek
 from pipelines.evaluation.outputs.formatting import interval, number
@@ -43,10 +45,8 @@ from pipelines.evaluation.statistics.judge_noise import MIN_RETESTS
 from pipelines.evaluation.statistics.multiplicity import BENJAMINI_HOCHBERG
 from pipelines.evaluation.statistics.randomization import TEST_METHODS
 from pipelines.evaluation.statistics.scores import LOWER_IS_BETTER, OVERALL
-from pipelines.files import atomic_write_text
 from pipelines.models.offline import OFFLINE_MODEL
 from pipelines.models.usage import STAGES
-from pipelines.records import METRICS, Score
 from pipelines.stores.results import EvalRun, ResultsStore
 
 WORST_ITEMS = 10

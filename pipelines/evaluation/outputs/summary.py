@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from pipelines.core.settings import Settings
 from pipelines.evaluation.results.coverage import GoldenCoverage
 from pipelines.evaluation.results.rows import row_model
 from pipelines.evaluation.results.run import RunCost, RunHeader
@@ -16,7 +17,6 @@ from pipelines.evaluation.statistics.gate.rule import MetricGate
 from pipelines.evaluation.statistics.judge_noise import JudgeNoise
 from pipelines.evaluation.statistics.multiplicity import BENJAMINI_HOCHBERG, WESTFALL_YOUNG
 from pipelines.evaluation.statistics.scores import OVERALL
-from pipelines.settings import Settings
 from pipelines.stores.results import EvalRun, ResultsStore
 
 MetricRow = row_model(

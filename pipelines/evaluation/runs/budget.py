@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from pipelines.core.records import Score
 from pipelines.evaluation.results.run import RunBudget
 from pipelines.models.budget import BUDGET_REASON, TokenBudget, is_refusal
-from pipelines.records import Score
 
 
 def divide_budget(cap: int | None, *, prepare_tokens: int, batches: int) -> RunBudget | None:

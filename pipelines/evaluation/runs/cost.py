@@ -14,13 +14,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
+from pipelines.core.files import atomic_write_text
+from pipelines.core.handoff import batch_label, check_parts
+from pipelines.core.workspace import RunPaths
 from pipelines.evaluation.results.run import RunCost
 from pipelines.evaluation.runs.folder import judge_part
-from pipelines.files import atomic_write_text
-from pipelines.handoff import batch_label, check_parts
 from pipelines.models.llm import LLM
 from pipelines.models.usage import UsageRow, summed
-from pipelines.workspace import RunPaths
 
 PREPARE_PART = "prepare"
 """The usage part of the offline prepare step (the system under test's generator)."""

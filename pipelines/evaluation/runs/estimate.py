@@ -33,7 +33,7 @@ from pipelines.evaluation.results.run import RunCost
 from pipelines.models.offline import OFFLINE_MODEL
 from pipelines.models.usage import STAGES
 from pipelines.models.usage_estimate import RunEstimate, StageEstimate
-from pipelines.settings import Settings
+from pipelines.core.settings import Settings
 from pipelines.stores.results import EvalRun, ResultsStore, run_id
 
 HISTORY_RUNS = 3
@@ -200,7 +200,7 @@ def estimate_online(settings: Settings, day: date, params) -> RunEstimate:
     """The online eval of `day` with `params`, before it runs: the selection it would judge and the rates."""
     from pipelines.evaluation.runs.online import SUITE, TARGET, past_spread
     from pipelines.evaluation.online_selection import select_budget
-    from pipelines.workspace import Workspace
+    from pipelines.core.workspace import Workspace
 
     workspace = Workspace.from_settings(settings)
     if not workspace.has_traces(day):

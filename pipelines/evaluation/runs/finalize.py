@@ -10,6 +10,10 @@ import logging
 from datetime import datetime, timezone
 from pathlib import Path
 
+from pipelines.core.files import read_jsonl
+from pipelines.core.records import Score
+from pipelines.core.settings import Settings
+from pipelines.core.workspace import RunPaths, Workspace
 from pipelines.evaluation.metrics.retrieval import attribute
 from pipelines.evaluation.outputs.cost_trend import weekly_cost
 from pipelines.evaluation.outputs.judge_audit import JUDGE_AUDIT, audit_run
@@ -27,12 +31,8 @@ from pipelines.evaluation.runs.folder import RETRIEVAL_TOOLS_PART, load_planned_
 from pipelines.evaluation.statistics.aggregates import aggregate
 from pipelines.evaluation.statistics.gate.run_gate import gate_against_baseline
 from pipelines.evaluation.statistics.judge_noise import run_judge_noise
-from pipelines.files import read_jsonl
 from pipelines.models.backends import build_llm
-from pipelines.records import Score
-from pipelines.settings import Settings
 from pipelines.stores.results import EvalRun, ResultsStore
-from pipelines.workspace import RunPaths, Workspace
 
 log = logging.getLogger(__name__)
 UNSUPPORTED_BELOW = 0.75

@@ -21,13 +21,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from pipelines.core.files import atomic_write_text, read_jsonl
+from pipelines.core.handoff import batch_label, check_parts
+from pipelines.core.native_heap import bound_native_heap, return_freed_memory
+from pipelines.core.records import GoldenItem, Score
+from pipelines.core.workspace import RunPaths
 from pipelines.evaluation.results.run import RunBudget, RunHeader
 from pipelines.evaluation.runs.params import EvalParams, OnlineParams
-from pipelines.files import atomic_write_text, read_jsonl
-from pipelines.handoff import batch_label, check_parts
-from pipelines.native_heap import bound_native_heap, return_freed_memory
-from pipelines.records import GoldenItem, Score
-from pipelines.workspace import RunPaths
 
 
 class RunMeta(RunHeader):

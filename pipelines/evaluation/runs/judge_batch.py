@@ -35,14 +35,14 @@ from pipelines.evaluation.runs.cost import write_usage
 from pipelines.evaluation.runs.folder import JudgedBatch, judge_part, read_meta, read_rows, run_and_close, stratum_of
 from pipelines.evaluation.runs.params import judge_metric_key, reported_metric
 from pipelines.evaluation.runs.target import build_target
-from pipelines.files import write_jsonl
+from pipelines.core.files import write_jsonl
 from pipelines.models.embeddings import build_embedder
 from pipelines.models.backends import build_llm, check_models_differ
 from pipelines.models.usage import scope
-from pipelines.records import GoldenItem, Score
-from pipelines.settings import Settings
+from pipelines.core.records import GoldenItem, Score
+from pipelines.core.settings import Settings
 from pipelines.stores.corpus import open_corpus_index
-from pipelines.workspace import RunPaths
+from pipelines.core.workspace import RunPaths
 
 log = logging.getLogger(__name__)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import date
 
+from pipelines.core.settings import Settings
 from pipelines.evaluation.outputs.push import PushedRun, push_run
 from pipelines.evaluation.outputs.summary import RunSummary
 from pipelines.evaluation.runs.finalize import finalize_offline_eval
@@ -16,7 +17,6 @@ from pipelines.evaluation.runs.folder import run_steps
 from pipelines.evaluation.runs.judge_batch import judge_offline_batch
 from pipelines.evaluation.runs.params import EvalParams
 from pipelines.evaluation.runs.prepare import prepare_offline_eval
-from pipelines.settings import Settings
 
 
 def run_offline_eval(

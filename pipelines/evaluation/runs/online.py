@@ -30,7 +30,7 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pipelines.batching import batch_ranges
+from pipelines.core.batching import batch_ranges
 from pipelines.evaluation.coverage.daily import measure_day_coverage, read_coverage
 from pipelines.evaluation.metrics.judge import JudgeInput, Outcome, judge_items
 from pipelines.evaluation.metrics.judge_retest import build_retest_judge, retest_items
@@ -60,17 +60,17 @@ from pipelines.evaluation.results.coverage import GoldenCoverage
 from pipelines.evaluation.online_selection import HalfWidthTarget, read_judged, select_budget, stratum_of
 from pipelines.evaluation.runs.params import OnlineParams
 from pipelines.evaluation.runs.target import HTTPTarget, ReferenceRAG, generator_label
-from pipelines.files import atomic_write_text, read_jsonl, reset_dir, write_jsonl
-from pipelines.handoff import IncompleteHandoff
+from pipelines.core.files import atomic_write_text, read_jsonl, reset_dir, write_jsonl
+from pipelines.core.handoff import IncompleteHandoff
 from pipelines.models.budget import REFUSAL, BudgetSpent
 from pipelines.models.embeddings import build_embedder
 from pipelines.models.backends import build_llm, check_models_differ
 from pipelines.models.usage import scope, scoped
-from pipelines.records import Score, ToolCall
-from pipelines.settings import Settings
+from pipelines.core.records import Score, ToolCall
+from pipelines.core.settings import Settings
 from pipelines.stores.corpus import open_corpus_index
 from pipelines.stores.results import EvalRun, ResultsStore, run_id
-from pipelines.workspace import RunPaths, Workspace
+from pipelines.core.workspace import RunPaths, Workspace
 
 log = logging.getLogger(__name__)
 SUITE = "online"

@@ -11,8 +11,8 @@ from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
-from pipelines import inputs
-from pipelines.redact import has_credentials, redact_text, redact_url
+from pipelines.core import inputs
+from pipelines.core.redact import has_credentials, redact_text, redact_url
 
 ALL_JUDGE_METRICS = [
     "faithfulness",

@@ -23,8 +23,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from pipelines.allocation import allocate
-from pipelines.batching import batch_ranges
+from pipelines.evaluation.allocation import allocate
+from pipelines.core.batching import batch_ranges
 from pipelines.evaluation.metrics.retrieval import distinct, metric_names, query_metrics
 from pipelines.evaluation.metrics.tools import ToolTurn, score_tool_turns
 from pipelines.evaluation.runs.budget import divide_budget, skipped_for_budget
@@ -39,15 +39,15 @@ from pipelines.evaluation.runs.folder import (
 )
 from pipelines.evaluation.runs.params import EvalParams
 from pipelines.evaluation.runs.target import ReferenceRAG, TargetResponse, build_target, generator_label, respond_all
-from pipelines.files import reset_dir, write_jsonl
+from pipelines.core.files import reset_dir, write_jsonl
 from pipelines.models.budget import TokenBudget, is_refusal
 from pipelines.models.usage import scope
 from pipelines.golden.dataset import load_golden_items, released_version
-from pipelines.records import GoldenItem, Score
-from pipelines.settings import Settings
+from pipelines.core.records import GoldenItem, Score
+from pipelines.core.settings import Settings
 from pipelines.stores.corpus import open_corpus_index
 from pipelines.stores.results import ResultsStore, run_id
-from pipelines.workspace import Workspace
+from pipelines.core.workspace import Workspace
 
 log = logging.getLogger(__name__)
 SUITE = "offline"

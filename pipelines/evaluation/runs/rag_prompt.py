@@ -14,7 +14,8 @@ import re
 
 from pydantic import BaseModel, Field
 
-from pipelines.language import template_language
+from pipelines.core.language import template_language
+from pipelines.core.text import NOT_ENOUGH, coverage, sentences
 from pipelines.models.offline import (
     OfflineFaults,
     configured_faults,
@@ -23,7 +24,6 @@ from pipelines.models.offline import (
     join_sentences,
 )
 from pipelines.models.prompts import Prompt
-from pipelines.text import NOT_ENOUGH, coverage, sentences
 
 DEFAULT_RAG_PROMPT = """
 You are a documentation assistant. Answer the question using only the numbered contexts, in

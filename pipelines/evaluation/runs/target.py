@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 import httpx
 
-from pipelines.agent_tools import TOOLS
+from pipelines.core.agent_tools import TOOLS
 from pipelines.evaluation.runs.params import EvalParams
 from pipelines.evaluation.runs.rag_prompt import Context, RagAnswerPrompt, RagInput
 from pipelines.models.budget import BudgetSpent, is_refusal
@@ -29,9 +29,9 @@ from pipelines.models.backends import build_llm
 from pipelines.models.llm import LLM
 from pipelines.models.offline import OFFLINE_MODEL, offline_model_label
 from pipelines.models.usage import scope
-from pipelines.records import GoldenItem, ToolCall
-from pipelines.redact import redact_text
-from pipelines.settings import Settings
+from pipelines.core.records import GoldenItem, ToolCall
+from pipelines.core.redact import redact_text
+from pipelines.core.settings import Settings
 
 
 @dataclass

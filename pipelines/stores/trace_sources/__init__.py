@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipelines.settings import Settings
+from pipelines.core.settings import Settings
 from pipelines.stores.trace_sources.file_store import FileTraceStore, file_fingerprints
 from pipelines.stores.trace_sources.spans import UnreadableSource, otlp_json_files, read_otlp_lines
 from pipelines.stores.traces import TraceStore

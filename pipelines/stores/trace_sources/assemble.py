@@ -22,9 +22,9 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from pipelines.language import detect_language
+from pipelines.core.language import detect_language
+from pipelines.core.user_question import NO_RULE, QuestionRule, choose_question
 from pipelines.stores.trace_sources.spans import Span, utc_from_ns
-from pipelines.user_question import NO_RULE, QuestionRule, choose_question
 
 SOURCE_REJECTION = "source_rejection"
 """The key of an assembled row that cannot be used: (reason, field, detail), read by the sampling's parser."""

@@ -19,9 +19,9 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from pipelines.batching import available_cpus
+from pipelines.core.batching import available_cpus
+from pipelines.core.user_question import NO_RULE, QuestionRule
 from pipelines.stores.trace_sources.span_index import SpanIndex, SpanItem, build_span_index
-from pipelines.user_question import NO_RULE, QuestionRule
 
 log = logging.getLogger(__name__)
 INDEX_KEEP_S = 2 * 86_400

@@ -28,7 +28,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import PurePosixPath
 from typing import Any
 
-from pipelines.settings import Settings
+from pipelines.core.settings import Settings
 from pipelines.stores.trace_sources.file_store import FileTraceStore
 from pipelines.stores.trace_sources.spans import Damage, Span, UnreadableSource
 

@@ -33,9 +33,9 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
+from pipelines.core.user_question import NO_RULE, QuestionRule
 from pipelines.stores.trace_sources.assemble import SOURCE_REJECTION, assemble_trace
 from pipelines.stores.trace_sources.spans import Damage, Span, utc_from_ns
-from pipelines.user_question import NO_RULE, QuestionRule
 
 log = logging.getLogger(__name__)
 SPAN_MARGIN = timedelta(days=1)
@@ -192,7 +192,7 @@ def _summarise(
 ) -> None:
     """One row of selection keys per trace of the day, each trace assembled once: `BUCKETS_PER_TASK` buckets a
     task, in `workers` processes that read the scratch file (the assembly is most of the index's work)."""
-    from pipelines.batching import map_in_processes
+    from pipelines.core.batching import map_in_processes
 
     damaged = {row[0]: row[1:] for row in db.execute("SELECT trace_id, start_ns, reason, detail FROM damage")}
     db.commit()  # what the workers read

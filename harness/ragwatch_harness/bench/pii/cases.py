@@ -15,7 +15,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from pipelines.records import Context, ToolCall, Trace
+from pipelines.core.records import Context, ToolCall, Trace
 from ragwatch_harness.bench.pii.forms import FORMS
 from ragwatch_harness.bench.pii.phrases import ANSWERS, CONTEXT, QUESTIONS, TEMPLATES
 from ragwatch_harness.bench.pii.values import Maker

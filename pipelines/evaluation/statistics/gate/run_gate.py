@@ -30,10 +30,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from pipelines.core.records import Score
 from pipelines.evaluation.statistics.gate.gated_metrics import GATED_METRICS
 from pipelines.evaluation.statistics.gate.level import level_note, split_alpha
 from pipelines.evaluation.statistics.gate.rule import DEFAULT_MIN_PAIRS, GATE_ALPHA, GateResult, regression_gate
-from pipelines.records import Score
 from pipelines.stores.results import EvalRun, ReferenceChoice, ResultsStore, golden_set_of
 
 Role = Literal["baseline", "reference"]

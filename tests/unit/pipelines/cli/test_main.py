@@ -71,7 +71,7 @@ def test_the_installed_harness_adds_bench_and_demo():
 
 
 def test_a_role_setting_given_alone_keeps_the_role_defaults(monkeypatch):
-    from pipelines.settings import load_settings
+    from pipelines.core.settings import load_settings
 
     monkeypatch.setenv("RAGWATCH_GENERATOR__BASE_URL", "http://vllm-gen:8000/v1")
     settings = load_settings()

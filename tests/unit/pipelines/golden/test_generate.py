@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from pipelines.core.text import FILLER_WORDS, NOT_ENOUGH, fold
 from pipelines.corpus.chunking import chunk_document, load_chunks
 from pipelines.corpus.documents import parse_document
 from pipelines.golden.generate import generate_items
@@ -20,7 +21,6 @@ from pipelines.golden.params import GoldenParams
 from pipelines.golden.plan import plan_jobs
 from pipelines.golden.prompts import SECTION_NUMBER, is_content_word, key_term
 from pipelines.models.llm import OfflineLLM
-from pipelines.text import FILLER_WORDS, NOT_ENOUGH, fold
 
 HTML_DOCS = Path(__file__).resolve().parents[3] / "data" / "html_docs"
 MARKUP = re.compile(r"[¶§]|</?[a-z]+[ >]|\{#|&[a-z]+;|headerlink")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+from pipelines.core.records import Chunk, content_hash
 from pipelines.golden.human import import_human_items
-from pipelines.records import Chunk, content_hash
 
 TEXT = "Die Sicherung des Index läuft jede Nacht um zwei Uhr und wird dreißig Tage lang aufbewahrt."
 CHUNK = Chunk(

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from pipelines.cli import app
+from pipelines.core.records import Chunk, content_hash
 from pipelines.golden.human import import_human_items
-from pipelines.records import Chunk, content_hash
 
 SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 CHUNKS = [

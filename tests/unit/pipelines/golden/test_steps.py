@@ -21,12 +21,12 @@ from pipelines.golden.dataset import load_golden_dataset, read_items, to_ragas_d
 from pipelines.golden.params import load_golden_params
 from pipelines.golden.plan import tool_jobs, tool_seeds
 from pipelines.golden.split import assemble, floor_shortfalls, hash_split
-from pipelines.handoff import IncompleteHandoff
-from pipelines.records import GoldenItem
-from pipelines.files import file_sha256
+from pipelines.core.handoff import IncompleteHandoff
+from pipelines.core.records import GoldenItem
+from pipelines.core.files import file_sha256
 from pipelines.stores.partitions import read_manifest
-from pipelines.validation import ValidationFailed
-from pipelines.versioning import git
+from pipelines.core.validation import ValidationFailed
+from pipelines.core.versioning import git
 from tests.conftest import ROOT
 from tests.support.simulated import on_simulator
 
@@ -260,7 +260,7 @@ def test_dvc_repro_rebuilds_the_set_outside_airflow(settings, corpus):
 
 def test_generation_through_the_real_client_over_http_costs_no_calls_on_a_rerun(settings, corpus):
     from pipelines.models.simulator import SimulatorKnobs, running_simulator
-    from pipelines.prompt_catalog import all_prompts
+    from pipelines.cli.prompt_catalog import all_prompts
 
     index_corpus(settings, corpus)
     # One batch for the whole plan: the rerun below is that batch's mapped task run again.
@@ -307,7 +307,7 @@ def test_a_lost_generated_part_fails_the_filter_naming_its_batch(settings, corpu
 def test_the_build_cost_counts_every_request_the_server_saw(settings, corpus):
 
     from pipelines.models.simulator import SimulatorKnobs, running_simulator, served_stats
-    from pipelines.prompt_catalog import all_prompts
+    from pipelines.cli.prompt_catalog import all_prompts
 
     index_corpus(settings, corpus)
     params = load_golden_params(settings, **SMALL)

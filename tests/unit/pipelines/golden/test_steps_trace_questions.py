@@ -8,10 +8,10 @@ import pyarrow.parquet as pq
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pipelines.core.workspace import Workspace
 from pipelines.golden import steps
 from pipelines.golden.plan import PRUNE_FACTOR, TraceQuestionSample, pick_trace_questions
 from pipelines.golden.steps import recent_trace_questions
-from pipelines.workspace import Workspace
 from ragwatch_harness.bench.plan import previous_pick, previous_pick_trace_questions, run_plan_bench
 
 WORDS = ["cómo", "configuro", "el", "índice", "how", "do", "I", "rotate", "keys", "?"]

@@ -17,14 +17,14 @@ from pipelines.evaluation.runs.online import finalize_online_eval, judge_online_
 from pipelines.evaluation.runs.params import online_params
 from pipelines.evaluation.runs.rag_prompt import Context, RagAnswerPrompt, RagInput
 from pipelines.evaluation.statistics.gate.rule import regression_gate
-from pipelines.files import read_jsonl
+from pipelines.core.files import read_jsonl
 from pipelines.models.budget import BUDGET_REASON, REFUSAL, estimated_tokens
 from pipelines.models.llm import OfflineLLM
 from pipelines.models.simulator import SimulatorKnobs, running_simulator, served_stats
-from pipelines.prompt_catalog import all_prompts
-from pipelines.records import Score
+from pipelines.cli.prompt_catalog import all_prompts
+from pipelines.core.records import Score
 from pipelines.stores.results import ResultsStore
-from pipelines.workspace import RunPaths
+from pipelines.core.workspace import RunPaths
 from tests.support.simulated import on_simulator
 from tests.unit.pipelines.evaluation.runs.test_online import DAY, SMALL_DAY, indexed, publish_day  # noqa: F401 (a fixture)
 

@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from pipelines.core.settings import ModelEndpoint, Settings
 from pipelines.models.embedding_batches import EmbeddingBatches
 from pipelines.models.embeddings import (
     EmbeddingError,
@@ -18,7 +19,6 @@ from pipelines.models.embeddings import (
 )
 from pipelines.models.prompts import PromptRegistry
 from pipelines.models.simulator import SimulatorKnobs, running_simulator
-from pipelines.settings import ModelEndpoint, Settings
 
 TEXTS = ["la factura se emite el día 1", "the with statement", "lambda", "rollback del despliegue", "assert"]
 

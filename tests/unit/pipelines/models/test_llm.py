@@ -21,7 +21,7 @@ from pipelines.models.offline import OFFLINE_MODEL
 from pipelines.models.openai_compatible import OpenAICompatibleLLM
 from pipelines.models.prompts import Prompt, PromptRegistry
 from pipelines.models.simulator import SimulatorKnobs, hashed_bag_of_words, running_simulator
-from pipelines.settings import ModelEndpoint, Settings
+from pipelines.core.settings import ModelEndpoint, Settings
 
 ROOT = Path(__file__).resolve().parents[4]
 TOOLS = [

@@ -12,7 +12,8 @@ import asyncio
 
 import pytest
 
-from pipelines.agent_tools import TOOL_NAMES, TOOLS
+from pipelines.core.agent_tools import TOOL_NAMES, TOOLS
+from pipelines.core.text import sentences
 from pipelines.evaluation.metrics.judge import JudgeInput, judge_items
 from pipelines.evaluation.metrics.noise import CONTROL_METRIC, NoisePool, noise_delta_f
 from pipelines.evaluation.metrics.tools import ToolTurn, score_tool_turns, tool_selection_accuracy
@@ -22,7 +23,6 @@ from pipelines.evaluation.statistics.intervals import proportion_ci
 from pipelines.golden.prompts import SeedChunk, ToolQuestion, ToolTripleInput
 from pipelines.models.llm import OfflineLLM
 from pipelines.models.offline import OfflineFaults, choose_tool, configured_faults, offline_model_label
-from pipelines.text import sentences
 from ragwatch_harness.demo.corpus import load_demo_chunks
 
 RUN = {"run_id": "run-1", "suite": "offline", "dataset_version": "v1"}
@@ -94,7 +94,7 @@ def test_planted_unsupported_sentences_are_recovered_by_faithfulness(made_up, sw
 
 
 def _scores(values: dict[str, float]):
-    from pipelines.records import Score
+    from pipelines.core.records import Score
 
     return (
         Score(**RUN, item_id=i, stratum="s", metric="faithfulness", value=v, status="ok") for i, v in values.items()

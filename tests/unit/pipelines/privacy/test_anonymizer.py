@@ -4,9 +4,9 @@ import json
 from collections import Counter
 from datetime import UTC, datetime
 
+from pipelines.core.records import Context, ToolCall, Trace
 from pipelines.privacy.anonymizer import Anonymizer, clip_outside_pseudonyms
 from pipelines.privacy.recognizers import PSEUDONYM, find_pii
-from pipelines.records import Context, ToolCall, Trace
 
 KEY = b"test-key"
 

@@ -7,11 +7,11 @@ from datetime import UTC, datetime
 
 import pytest
 
+from pipelines.core.records import Trace
 from pipelines.privacy.anonymizer import Anonymizer
 from pipelines.privacy.recognizers import ENTITY_TYPES
 from pipelines.privacy.residual import residual_pii_reasons
 from pipelines.privacy.spans import base_type
-from pipelines.records import Trace
 from ragwatch_harness.bench.anonymize import _leaked, trace_texts
 from ragwatch_harness.bench.pii import PLACES, generate_pii_cases
 from ragwatch_harness.demo.traces import generate_traces

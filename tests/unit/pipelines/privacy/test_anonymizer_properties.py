@@ -18,10 +18,10 @@ from datetime import UTC, datetime
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pipelines.core.records import Context, ToolCall, Trace
 from pipelines.privacy.anonymizer import Anonymizer
 from pipelines.privacy.recognizers import find_pii, find_pii_many
 from pipelines.privacy.residual import residual_pii_reasons
-from pipelines.records import Context, ToolCall, Trace
 from ragwatch_harness.bench.anonymize import _leaked, trace_texts
 from ragwatch_harness.bench.pii import FORMS, TEMPLATES, Maker
 

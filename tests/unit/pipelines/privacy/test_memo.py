@@ -3,11 +3,11 @@
 import sys
 from collections import Counter
 
+from pipelines.core.records import Context, Trace
 from pipelines.privacy.anonymizer import Anonymizer
 from pipelines.privacy.memo import REMEMBERED_MAX_CHARS
 from pipelines.privacy.recognizers import context_pii, find_pii
 from pipelines.privacy.residual import residual_pii_reasons
-from pipelines.records import Context, Trace
 from pipelines.traces.residual_fields import context_residual_reasons, residual_pii_by_field
 
 CHUNK = ("Para cambiar la tarjeta, escribe a soporte.pagos@example.es o llama al 612 345 678. " * 6).strip()

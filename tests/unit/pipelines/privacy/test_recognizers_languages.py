@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.language import detect_language
+from pipelines.core.language import detect_language
 from pipelines.privacy.recognizers import find_pii
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 
+from pipelines.core.records import Trace
 from pipelines.privacy.anonymizer import Anonymizer
-from pipelines.records import Trace
 from pipelines.traces.prepare import _sampled_row
 from pipelines.traces.residual_fields import residual_pii_by_field
 

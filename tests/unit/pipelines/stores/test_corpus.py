@@ -14,16 +14,16 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from pipelines.core.language import detect_language
+from pipelines.core.records import corpus_version
+from pipelines.core.settings import Settings
 from pipelines.corpus.chunking import chunk_document, load_chunks, pack
 from pipelines.corpus.documents import parse_document
 from pipelines.corpus.refresh import AirflowNotificationError, notify_corpus_refreshed
 from pipelines.corpus.steps import index_corpus
 from pipelines.evaluation.metrics.judge import JudgeInput
 from pipelines.evaluation.metrics.noise import NEIGHBOURS, NoisePool
-from pipelines.language import detect_language
 from pipelines.models.embeddings import LocalEmbedder
-from pipelines.records import corpus_version
-from pipelines.settings import Settings
 from pipelines.stores.bm25 import document_vector, query_vector, term_index, tokenize
 from pipelines.stores.corpus import CorpusIndex, CorpusIndexError
 from ragwatch_harness.demo.corpus_files import demo_corpus_chunks, write_demo_corpus

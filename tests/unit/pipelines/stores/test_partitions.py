@@ -6,8 +6,8 @@ from __future__ import annotations
 import threading
 from datetime import date
 
+from pipelines.core.workspace import Workspace
 from pipelines.stores.partitions import promote
-from pipelines.workspace import Workspace
 
 DAY = date(2026, 3, 1)
 

@@ -9,8 +9,8 @@ from datetime import date, datetime, timezone
 import pytest
 import sqlalchemy as sa
 
+from pipelines.core.records import Score
 from pipelines.evaluation.statistics.gate.gated_metrics import FULL_EVAL_METRICS, GATED_METRICS
-from pipelines.records import Score
 from pipelines.stores.results import EvalRun, ResultsStore, ResultsStoreError, eval_runs, eval_scores, run_id
 
 DAY = date(2026, 3, 2)

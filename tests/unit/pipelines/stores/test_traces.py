@@ -5,7 +5,7 @@ from datetime import date, datetime, timedelta, timezone
 import pytest
 import sqlalchemy as sa
 
-from pipelines.settings import Settings
+from pipelines.core.settings import Settings
 from pipelines.stores.traces import StoreError, TraceStore
 from pipelines.traces.sampling import day_interval
 from ragwatch_harness.demo.traces import generate_store_rows
@@ -140,9 +140,9 @@ OFFSET_ROWS = {  # SQLite text as apps write it, and the UTC day each instant be
 
 
 def test_sqlite_text_with_an_offset_lands_in_its_utc_day_and_a_malformed_one_is_quarantined(settings):
+    from pipelines.core.workspace import PartitionPaths
     from pipelines.stores.partitions import read_manifest
     from pipelines.traces.steps import stage_trace_sample
-    from pipelines.workspace import PartitionPaths
 
     writer = TraceStore.from_settings(settings, read_only=False)
     writer.create_table()
@@ -251,8 +251,8 @@ def test_postgres_ranks_the_selection_in_the_server_as_python_does(postgres, set
 
 @pytest.mark.services
 def test_the_selection_has_its_own_statement_timeout_and_names_it_when_it_runs_out(postgres, settings):
+    from pipelines.core.workspace import Workspace
     from pipelines.traces import steps
-    from pipelines.workspace import Workspace
 
     postgres.psql("CREATE ROLE sel_owner LOGIN PASSWORD 'sel-pw';")
     postgres.psql("CREATE DATABASE selected_traces OWNER sel_owner;")

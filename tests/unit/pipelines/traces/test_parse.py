@@ -3,7 +3,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from pipelines.records import Trace
+from pipelines.core.records import Trace
 from pipelines.traces.parse import Rejection, parse_row
 
 GOOD = {
@@ -59,7 +59,7 @@ def test_a_question_that_is_the_prompt_is_quarantined_from_any_source():
         "question_is_prompt",
         "question",
     )
-    from pipelines.user_question import QuestionRule
+    from pipelines.core.user_question import QuestionRule
 
     rule = QuestionRule.of(None, r"Pregunta:\s*(?P<question>.+?)\s*Respuesta:")
     assert parse_row(row, max_field_chars=10_000, question_rule=rule).question == "¿Qué hace la sentencia assert?"

@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipelines.records import Context, ToolCall, Trace
+from pipelines.core.records import Context, ToolCall, Trace
 from pipelines.stores.traces import TRACE_FIELDS as FIELDS
 from pipelines.traces.parse import Rejection, parse_row
 

@@ -9,13 +9,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.files import file_sha256
+from pipelines.core.files import file_sha256
+from pipelines.core.validation import ValidationFailed
+from pipelines.core.workspace import PartitionPaths, Workspace
 from pipelines.stores.partitions import read_parts
 from pipelines.stores.traces import TraceStore
 from pipelines.traces import steps
 from pipelines.traces.select import stratum_target
-from pipelines.validation import ValidationFailed
-from pipelines.workspace import PartitionPaths, Workspace
 from ragwatch_harness.demo.traces import generate_store_rows
 
 DAY = date(2026, 11, 20)
@@ -271,7 +271,7 @@ def test_one_two_or_four_shards_publish_the_same_bytes(small_day):
 
 
 def test_a_retried_shard_replaces_only_its_parts_and_a_lost_one_fails_the_merge_naming_it(small_day):
-    from pipelines.handoff import IncompleteHandoff
+    from pipelines.core.handoff import IncompleteHandoff
 
     planned = steps.select_trace_sample(small_day, DAY, rate=1.0, shard_count=3)
     for shard in planned:

@@ -9,10 +9,10 @@ from datetime import date, timedelta
 
 import pytest
 
+from pipelines.core.workspace import Workspace
 from pipelines.stores.traces import TraceStore
 from pipelines.traces import steps
 from pipelines.traces.stale_attempts import STALE_AFTER, remove_stale_attempts
-from pipelines.workspace import Workspace
 from ragwatch_harness.demo.traces import generate_store_rows
 from tests.conftest import ROOT
 
@@ -80,7 +80,7 @@ def test_an_attempt_is_removed_at_once_when_its_owner_process_died_and_never_whi
     for folder in attempt_folders(workspace, DAY, "owned"):
         folder.mkdir(parents=True)
     hold = (
-        "import sys, time; from datetime import date; from pipelines.workspace import Workspace; "
+        "import sys, time; from datetime import date; from pipelines.core.workspace import Workspace; "
         "from pipelines.traces.stale_attempts import own_attempt; from pathlib import Path\n"
         f"with own_attempt(Workspace(Path({str(workspace.root)!r})), date.fromisoformat({str(DAY)!r}), 'owned'):\n"
         "    print('held', flush=True); time.sleep(60)"

@@ -9,7 +9,7 @@ import yaml
 from airflow.sdk.exceptions import AirflowFailException
 from ragwatch_airflow.dag_parts import fail_now_on
 
-from pipelines.validation import ValidationFailed
+from pipelines.core.validation import ValidationFailed
 from tests.support.schedule import schedules
 from tests.support.stack import ROOT
 

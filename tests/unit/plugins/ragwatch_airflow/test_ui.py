@@ -17,12 +17,12 @@ import pytest
 from fastapi import HTTPException, Request
 from fastapi.testclient import TestClient
 
+from pipelines.core.records import Score
+from pipelines.core.settings import Settings
+from pipelines.core.workspace import Workspace
 from pipelines.evaluation.outputs.report import render_report, write_report
 from pipelines.models.offline import OFFLINE_MODEL
-from pipelines.records import Score
-from pipelines.settings import Settings
 from pipelines.stores.results import EvalRun, ResultsStore, run_id
-from pipelines.workspace import Workspace
 from tests.conftest import ROOT
 from tests.support.stack import plugin_routes
 

@@ -13,9 +13,9 @@ import warnings
 import httpx
 import pytest
 
+from pipelines.cli.prompt_catalog import all_prompts
+from pipelines.core.text import sentences
 from pipelines.models.simulator import running_simulator
-from pipelines.prompt_catalog import all_prompts
-from pipelines.text import sentences
 from ragwatch_harness.bench.eval import METRICS, bench_items, format_eval_bench, run_eval_bench
 from tests.conftest import ROOT
 

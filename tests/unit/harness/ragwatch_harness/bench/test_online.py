@@ -8,21 +8,21 @@ from collections import Counter
 import pyarrow.parquet as pq
 import pytest
 
+from pipelines.core.records import SAMPLED_TRACE_SCHEMA
+from pipelines.core.settings import Settings
+from pipelines.core.workspace import Workspace
+from pipelines.stores.partitions import read_parts
 from ragwatch_harness.bench.online import (
+    CLAIMS_PER_TRACE,
     GENERATOR_MODEL,
     JUDGE_MODEL,
-    CLAIMS_PER_TRACE,
     JUDGE_PER_JUDGED_TRACE,
     format_online_bench,
-    recorded_equals_served,
     in_fresh_process,
+    recorded_equals_served,
     run_online_bench,
 )
 from ragwatch_harness.bench.sampled_day import DAY, STRATA, sampled_pool, write_sampled_day
-from pipelines.records import SAMPLED_TRACE_SCHEMA
-from pipelines.settings import Settings
-from pipelines.stores.partitions import read_parts
-from pipelines.workspace import Workspace
 
 ROWS = 12
 

@@ -5,7 +5,7 @@ from datetime import timedelta
 import pytest
 import sqlalchemy as sa
 
-from pipelines.settings import Settings
+from pipelines.core.settings import Settings
 from pipelines.stores.traces import TraceStore
 from pipelines.traces.sampling import day_interval
 from pipelines.traces.select import stratum_target

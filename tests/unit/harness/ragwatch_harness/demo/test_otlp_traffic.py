@@ -6,12 +6,12 @@ import json
 import os
 from datetime import date, timedelta
 
+from pipelines.core.workspace import Workspace
 from pipelines.stores.partitions import read_manifest, read_parts
 from pipelines.stores.trace_sources.spans import Span, read_otlp_json
 from pipelines.stores.traces import TraceStore
 from pipelines.traces import steps
 from pipelines.traces.parse import Rejection, parse_row
-from pipelines.workspace import Workspace
 from ragwatch_harness.demo.otlp_traffic import otlp_trace_id, write_otlp_traffic
 from ragwatch_harness.demo.traces import generate_store_rows
 

@@ -17,7 +17,7 @@ from pipelines.evaluation.results.coverage import GoldenCoverage, Representative
 from pipelines.evaluation.outputs.summary import GateRow, JudgeTrustRow, RunSummary
 from pipelines.evaluation.results.run import RunCost
 from pipelines.models.usage import UsageRow
-from pipelines.settings import load_settings
+from pipelines.core.settings import load_settings
 
 DAY = date(2026, 12, 4)
 # Where `make demo` writes them: below the folder it runs in, so the screen shows them relative to it.
@@ -255,7 +255,7 @@ def test_the_recap_reads_the_runs_the_demo_left_in_the_results_db(tmp_path, monk
     from ragwatch_harness.demo.drill import CANDIDATE
     from ragwatch_harness.demo.recap import demo_recap
     from pipelines.evaluation.runs.params import REFERENCE_TARGET
-    from pipelines.records import Score
+    from pipelines.core.records import Score
     from pipelines.stores.results import EvalRun, ResultsStore, run_id
 
     monkeypatch.setenv("RAGWATCH_HOME", str(tmp_path))

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from pipelines.core.workspace import Workspace
 from pipelines.evaluation.coverage.correction import corrected
 from pipelines.evaluation.coverage.daily import measure_day_coverage
 from pipelines.evaluation.coverage.estimate import coverage_by_stratum
@@ -24,7 +25,6 @@ from pipelines.evaluation.results.coverage import CoverageThreshold
 from pipelines.golden.dataset import write_items
 from pipelines.golden.steps import recent_trace_questions
 from pipelines.stores.partitions import write_manifest
-from pipelines.workspace import Workspace
 from tests.support.memo_embedder import memoized_coverage_embedder
 from tests.support.workspace_data import PASSAGES, golden_set, release_golden
 
@@ -252,7 +252,7 @@ def demo_golden_and_days(topics: int = 16, styles: tuple[str, ...] = ("en",)) ->
     corpus's topics, and its planted new topic (pip, NEW_TOPIC) that the corpus never covers. The golden set holds
     the first passage of every `topics`-th topic; two templates a language make its trace questions (the user
     questions it calibrates on), the other templates are the day's traffic, each asked twice."""
-    from pipelines.records import GoldenItem
+    from pipelines.core.records import GoldenItem
     from ragwatch_harness.demo.corpus import load_demo_chunks
     from ragwatch_harness.demo.traces import NEW_TOPIC, QUESTIONS
 

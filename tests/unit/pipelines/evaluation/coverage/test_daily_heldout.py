@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pytest
 
+from pipelines.core.workspace import Workspace
 from pipelines.evaluation.coverage import lexical
 from pipelines.evaluation.coverage.daily import measure_day_coverage
-from pipelines.workspace import Workspace
 from tests.support.heldout import DAY_1, DAY_2, EVIDENCE_EVERY, release_golden, traffic, true_coverage, write_day
 from tests.support.memo_embedder import memoized_coverage_embedder
 
@@ -54,7 +54,7 @@ def faq_entries() -> list[dict]:
 @pytest.fixture(scope="module")
 def faq_days(tmp_path_factory):
     """The golden set released, and the two days' partitions: (settings, day 1 parts, day 2 parts, counts)."""
-    from pipelines.settings import Settings
+    from pipelines.core.settings import Settings
 
     patch = pytest.MonkeyPatch()
     memoized_coverage_embedder(patch)

@@ -41,10 +41,10 @@ from typing import NamedTuple
 
 import pytest
 
+from pipelines.core.settings import Settings
+from pipelines.core.workspace import Workspace
 from pipelines.evaluation.coverage.daily import measure_day_coverage
 from pipelines.evaluation.results.coverage import GoldenCoverage
-from pipelines.settings import Settings
-from pipelines.workspace import Workspace
 from tests.support.heldout import DAY_1, DAY_2, DAY_3, release_golden, traffic, true_coverage, write_day
 from tests.support.memo_embedder import memoized_coverage_embedder
 

@@ -18,11 +18,11 @@ from ragas.metrics.collections.faithfulness.util import (
     StatementGeneratorPrompt,
 )
 
+from pipelines.core.records import Score
+from pipelines.core.text import abstains
 from pipelines.evaluation.metrics.judge import JudgeInput, judge_items_sync
 from pipelines.models.llm import LLM, LLMResult, OfflineLLM
 from pipelines.models.ragas_adapter import RagasRequest, last_input, prompt_for
-from pipelines.records import Score
-from pipelines.text import abstains
 from tests.support.judged_items import RUN, assert_failed, by, item
 
 # --- one scripted judge for both implementations --------------------------------------------------

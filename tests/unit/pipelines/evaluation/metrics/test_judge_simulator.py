@@ -16,6 +16,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from pipelines.cli.prompt_catalog import all_prompts
+from pipelines.core.records import GoldenItem, Score, ToolCall
+from pipelines.core.settings import ModelEndpoint
+from pipelines.core.text import sentences
 from pipelines.evaluation.metrics.correctness import (
     AnswerCorrectnessPrompt,
     CorrectnessInput,
@@ -40,10 +44,6 @@ from pipelines.models.llm import LLM, OfflineLLM
 from pipelines.models.offline import OfflineFaults
 from pipelines.models.openai_compatible import OpenAICompatibleLLM
 from pipelines.models.simulator import SimulatorKnobs, running_simulator
-from pipelines.prompt_catalog import all_prompts
-from pipelines.records import GoldenItem, Score, ToolCall
-from pipelines.settings import ModelEndpoint
-from pipelines.text import sentences
 from ragwatch_harness.bench.eval import simulator_process
 from ragwatch_harness.demo.corpus import load_demo_chunks
 from tests.support.judged_items import PORTS, QUESTION, REFERENCE, RUN, SNAPSHOTS, assert_failed, by, item

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 
 import pytest
 
+from pipelines.core.text import content_tokens
 from pipelines.evaluation.metrics import noise
 from pipelines.evaluation.metrics.judge import JudgeInput
 from pipelines.evaluation.metrics.noise import NoisePool, noise_delta_f
 from pipelines.models.llm import OfflineLLM
-from pipelines.text import content_tokens
 
 RUN = {"run_id": "run-1", "suite": "offline", "dataset_version": "v1"}
 WORDS = "kafka broker port snapshot billing invoice deploy rollback latency replica shard token".split()

@@ -150,7 +150,7 @@ def test_cli_scores_a_run_file_and_names_bad_lines(tmp_path):
     assert "k=5: 1 of 2 queries retrieved fewer than 5 distinct ids" in out.stderr
 
     zero = subprocess.run([*cli, "--k", "0,5"], capture_output=True, text=True, cwd=ROOT)
-    # Refused by the CLI's one check of cut-offs (pipelines/inputs.py), as a usage error.
+    # Refused by the CLI's one check of cut-offs (pipelines/core/inputs.py), as a usage error.
     assert zero.returncode == 2 and "cut-offs k '0,5' are not allowed" in " ".join(zero.stderr.split())
 
     run.write_text('{"query_id": "q1", "retrieved_ids": ["a"]}\n')

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+from pipelines.core.records import ToolCall
 from pipelines.evaluation.metrics.tools import (
     ToolTurn,
     score_tool_turns,
@@ -11,7 +12,6 @@ from pipelines.evaluation.metrics.tools import (
     tool_call_validity,
     tool_selection_accuracy,
 )
-from pipelines.records import ToolCall
 from tests.support.judged_items import RUN, assert_failed, by
 
 # --- tools -----------------------------------------------------------------------------------

@@ -14,9 +14,9 @@ import pytest
 import yaml
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest, ExportLogsServiceResponse
 
+from pipelines.core.records import Score
 from pipelines.evaluation.outputs.evaluation_events import EvaluatedOperation, emit_evaluation_events
 from pipelines.evaluation.statistics.diagnose import THRESHOLDS
-from pipelines.records import Score
 from tests.conftest import ROOT
 
 TRACE = "5b8efff798038103d269b633813fc60c"
@@ -281,13 +281,13 @@ def test_the_online_eval_sends_every_applicable_score_on_the_span_it_judged(tmp_
     from collections import Counter
     from datetime import date
 
+    from pipelines.core.settings import Settings
+    from pipelines.core.workspace import Workspace
     from pipelines.corpus.steps import index_corpus
     from pipelines.evaluation.runs.online import run_online_eval
     from pipelines.evaluation.runs.params import online_params
-    from pipelines.settings import Settings
     from pipelines.stores.corpus import open_corpus_index
     from pipelines.stores.results import ResultsStore
-    from pipelines.workspace import Workspace
     from tests.support.workspace_data import release_golden
     from tests.unit.pipelines.evaluation.runs.test_online import trace_rows, write_partition
 

@@ -10,6 +10,9 @@ from datetime import date
 import numpy as np
 import pytest
 
+from pipelines.core.files import FORMULA_START
+from pipelines.core.records import Score
+from pipelines.core.workspace import Workspace
 from pipelines.evaluation.metrics.verdicts import AUDITED, SUPPORTED_FROM
 from pipelines.evaluation.outputs.judge_audit import JUDGE_AUDIT, audit_run
 from pipelines.evaluation.outputs.push import build_registry
@@ -19,10 +22,7 @@ from pipelines.evaluation.runs.finalize import UNSUPPORTED_BELOW
 from pipelines.evaluation.statistics.aggregates import aggregate
 from pipelines.evaluation.statistics.judge_agreement import agreement, calibrate
 from pipelines.evaluation.statistics.misclassification import label_weights
-from pipelines.files import FORMULA_START
-from pipelines.records import Score
 from pipelines.stores.results import EvalRun, run_id
-from pipelines.workspace import Workspace
 
 DAY = date(2026, 3, 1)
 RUN = run_id("offline", DAY, "prod")
@@ -322,7 +322,7 @@ def test_kappa_below_0_6_says_not_trustworthy_in_report_summary_and_gauge(settin
 
 
 def test_the_demo_reviewer_labels_every_queued_item_at_its_planted_error_rates(settings, monkeypatch):
-    from pipelines.files import read_filled_in_rows
+    from pipelines.core.files import read_filled_in_rows
     from pipelines.models.offline import draw
     from ragwatch_harness.demo.audit_labels import FALSE_NO, FALSE_YES, LABELLER, plant_audit_labels
 

@@ -10,6 +10,8 @@ import pytest
 
 from pipelines.cli.render.console import console
 from pipelines.cli.render.evals import print_eval_summary
+from pipelines.core.records import Score
+from pipelines.core.workspace import Workspace
 from pipelines.evaluation.outputs.report import (
     ItemView,
     render_report,
@@ -20,9 +22,7 @@ from pipelines.evaluation.outputs.report import (
 from pipelines.evaluation.outputs.summary import run_summary
 from pipelines.evaluation.statistics.aggregates import aggregate
 from pipelines.evaluation.statistics.gate.rule import regression_gate
-from pipelines.records import Score
 from pipelines.stores.results import EvalRun, ResultsStore, run_id
-from pipelines.workspace import Workspace
 
 DAY = date(2026, 3, 2)
 HOSTILE = '<script>alert("x")</script> Reinicia el nodo con <b>systemctl</b> & espera'

@@ -8,12 +8,12 @@ import typing
 
 import pytest
 
+from pipelines.core.records import Score
 from pipelines.evaluation.outputs.summary import GateRow, JudgeNoiseRow, MetricRow, gate_rows, judge_noise_rows
 from pipelines.evaluation.results.rows import row_model
 from pipelines.evaluation.statistics.aggregates import Aggregate, aggregate
 from pipelines.evaluation.statistics.gate.rule import MetricGate, regression_gate
 from pipelines.evaluation.statistics.judge_noise import JudgeNoise, judge_noise
-from pipelines.records import Score
 
 
 def scores(values: dict[str, float], metric: str = "faithfulness") -> list[Score]:

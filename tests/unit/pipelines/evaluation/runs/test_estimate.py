@@ -10,15 +10,15 @@ from datetime import date
 
 import pytest
 
+from pipelines.cli.prompt_catalog import all_prompts
+from pipelines.core.workspace import Workspace
 from pipelines.evaluation.outputs.cost_trend import weekly_cost
 from pipelines.evaluation.results.run import RunCost
 from pipelines.evaluation.runs.estimate import estimate_online
 from pipelines.evaluation.runs.online import run_online_eval
 from pipelines.evaluation.runs.params import online_params
 from pipelines.models.simulator import SimulatorKnobs, running_simulator, served_stats
-from pipelines.prompt_catalog import all_prompts
 from pipelines.stores.results import ResultsStore
-from pipelines.workspace import Workspace
 from tests.support.simulated import on_simulator
 from tests.unit.pipelines.evaluation.runs.test_online import indexed, trace_rows, write_partition  # noqa: F401 (a fixture)
 

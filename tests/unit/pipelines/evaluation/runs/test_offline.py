@@ -12,6 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from pipelines.core.handoff import IncompleteHandoff
+from pipelines.core.records import GoldenItem
+from pipelines.core.settings import Settings
+from pipelines.core.workspace import RunPaths, Workspace
 from pipelines.corpus.steps import index_corpus
 from pipelines.evaluation.outputs.push import read_back
 from pipelines.evaluation.runs.finalize import finalize_offline_eval
@@ -23,11 +27,7 @@ from pipelines.evaluation.runs.prepare import prepare_offline_eval, stratified_s
 from pipelines.golden import steps
 from pipelines.golden.dataset import load_golden_items, released_version
 from pipelines.golden.params import load_golden_params
-from pipelines.handoff import IncompleteHandoff
-from pipelines.records import GoldenItem
-from pipelines.settings import Settings
 from pipelines.stores.results import ResultsStore
-from pipelines.workspace import RunPaths, Workspace
 from tests.conftest import ROOT
 from tests.support.simulated import on_simulator
 
@@ -144,10 +144,10 @@ def test_the_push_reaches_a_real_pushgateway_and_reads_back(built, pushgateway):
 
 def test_an_offline_run_on_the_simulator_records_what_the_server_saw_and_a_cached_rerun_nothing(built):
 
+    from pipelines.cli.prompt_catalog import all_prompts
     from pipelines.evaluation.runs.cost import read_usage
     from pipelines.evaluation.runs.estimate import estimate_offline
     from pipelines.models.simulator import SimulatorKnobs, running_simulator, served_stats
-    from pipelines.prompt_catalog import all_prompts
 
     with running_simulator(SimulatorKnobs(capacity=8), prompts=all_prompts()) as url:
         settings = on_simulator(built, url)
@@ -180,9 +180,9 @@ def test_an_offline_run_on_the_simulator_records_what_the_server_saw_and_a_cache
 
 
 def test_an_offline_run_over_its_token_budget_skips_the_rest_for_budget_and_scores_retrieval_anyway(built):
+    from pipelines.cli.prompt_catalog import all_prompts
     from pipelines.models.budget import BUDGET_REASON
     from pipelines.models.simulator import SimulatorKnobs, running_simulator, served_stats
-    from pipelines.prompt_catalog import all_prompts
 
     with running_simulator(SimulatorKnobs(capacity=8), prompts=all_prompts()) as url:
         settings = on_simulator(built, url, cache=False)

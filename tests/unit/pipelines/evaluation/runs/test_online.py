@@ -13,11 +13,8 @@ from datetime import date, datetime, timezone
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 from markupsafe import escape
 
-from pipelines.allocation import allocate
 from pipelines.corpus.steps import index_corpus
 from pipelines.evaluation.runs.cost import read_usage
 from pipelines.evaluation.runs.folder import judge_part
@@ -37,14 +34,14 @@ from pipelines.evaluation.online_selection import (
     select_budget,
 )
 from pipelines.evaluation.runs.params import online_params
-from pipelines.handoff import IncompleteHandoff
+from pipelines.core.handoff import IncompleteHandoff
 from pipelines.models.shared_cache import SharedLLMCache
-from pipelines.records import SAMPLED_TRACE_SCHEMA
-from pipelines.settings import Settings
+from pipelines.core.records import SAMPLED_TRACE_SCHEMA
+from pipelines.core.settings import Settings
 from pipelines.stores.corpus import open_corpus_index
 from pipelines.stores.results import ResultsStore
 from pipelines.traces.select import selection_key
-from pipelines.workspace import RunPaths, Workspace
+from pipelines.core.workspace import RunPaths, Workspace
 from tests.conftest import ROOT
 from tests.support.simulated import on_simulator
 from tests.support.services import fresh_database
@@ -102,22 +99,6 @@ def partition(tmp_path_factory):
 
 def select(partition, max_traces, floor=5, share=0.25, **kw):
     return select_budget([partition], max_traces=max_traces, min_per_stratum=floor, noise_share=share, **kw)
-
-
-# --- the allocation both suites share -----------------------------------------------------------------------
-
-
-@given(
-    st.dictionaries(st.sampled_from("abcdefg"), st.integers(0, 60), min_size=1), st.integers(0, 200), st.integers(0, 12)
-)
-def test_allocation_spends_the_budget_respects_floors_and_only_grows_with_it(available, budget, floor):
-    drawn = allocate(available, budget, floor=floor)
-    assert sum(drawn.values()) == min(budget, sum(available.values()))
-    assert all(0 <= drawn[s] <= available[s] for s in available)
-    larger = allocate(available, budget + 7, floor=floor)
-    assert all(larger[s] >= drawn[s] for s in available)  # house monotone: no stratum loses with a larger budget
-    if budget >= floor * len(available):
-        assert all(drawn[s] >= min(floor, available[s]) for s in available)
 
 
 # --- the budget of one day ------------------------------------------------------------------------------
@@ -279,7 +260,7 @@ def test_the_online_eval_judges_its_budget_in_batches_and_reports_it(indexed):
 
 def test_a_cleared_batch_rerun_with_the_cache_on_sends_no_request(indexed):
     from pipelines.models.simulator import SimulatorKnobs, running_simulator, served_stats
-    from pipelines.prompt_catalog import all_prompts
+    from pipelines.cli.prompt_catalog import all_prompts
 
     settings, chunks = indexed
     publish_day(settings, chunks, SMALL_DAY)
@@ -357,7 +338,7 @@ def test_a_batch_judged_on_one_worker_and_rerun_on_another_sends_no_request(inde
     """Two workers: their own RAGWATCH_HOME each, one data workspace and one LLM cache (RAGWATCH_LLM_CACHE_URL).
     Worker B's Qdrant is a copy of A's, standing in for the Qdrant server a deployment shares."""
     from pipelines.models.simulator import SimulatorKnobs, running_simulator, served_stats
-    from pipelines.prompt_catalog import all_prompts
+    from pipelines.cli.prompt_catalog import all_prompts
 
     settings, chunks = indexed
     day = date(2026, 3, 7)
@@ -441,7 +422,7 @@ def test_the_retest_is_sent_past_the_cache_and_changes_no_score(indexed):
     `judge_retest`, and no score, aggregate or interval moves; the second judgements land in the retest files only; a
     rerun replays the retest."""
     from pipelines.models.simulator import SimulatorKnobs, running_simulator, served_stats
-    from pipelines.prompt_catalog import all_prompts
+    from pipelines.cli.prompt_catalog import all_prompts
 
     settings, chunks = indexed
     day = date(2026, 3, 9)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from pipelines.core.records import Score
 from pipelines.evaluation.metrics.retrieval import attribute
 from pipelines.evaluation.statistics.aggregates import Aggregate, aggregate
 from pipelines.evaluation.statistics.diagnose import (
@@ -20,7 +21,6 @@ from pipelines.evaluation.statistics.diagnose import (
 )
 from pipelines.evaluation.statistics.multiplicity import benjamini_hochberg
 from pipelines.evaluation.statistics.scores import value_range
-from pipelines.records import Score
 
 
 def agg(metric: str, mean: float, stratum: str = "all", n: int = 200, half_width: float = 0.01) -> Aggregate:

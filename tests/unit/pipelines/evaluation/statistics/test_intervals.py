@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from pipelines.core.records import Score
 from pipelines.evaluation.statistics.aggregates import aggregate
 from pipelines.evaluation.statistics.bootstrap import bootstrap_ci
 from pipelines.evaluation.statistics.compare import compare_runs, paired_comparison
@@ -29,7 +30,6 @@ from pipelines.evaluation.statistics.intervals import (
 from pipelines.evaluation.statistics.multiplicity import benjamini_hochberg, holm
 from pipelines.evaluation.statistics.randomization import family_sign_flip_test, permutation_test, sign_flip_test
 from pipelines.evaluation.statistics.scores import OVERALL, value_range
-from pipelines.records import Score
 
 
 def score(

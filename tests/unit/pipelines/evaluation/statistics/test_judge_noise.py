@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pytest
 
+from pipelines.core.records import Score
 from pipelines.evaluation.metrics.judge_retest import retested
 from pipelines.evaluation.statistics.aggregates import aggregate
 from pipelines.evaluation.statistics.judge_noise import MIN_RETESTS, NOT_ENOUGH, judge_noise, run_judge_noise
-from pipelines.records import Score
 
 JUDGE_SD = 0.1
 """The synthetic judge's noise: each judgement is the item's true score + N(0, 0.1²), so σ²_judge = 0.01."""

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
+from pipelines.core.user_question import QuestionRule
 from pipelines.stores.trace_sources.assemble import SOURCE_REJECTION, assemble_trace
 from pipelines.stores.trace_sources.spans import Span
-from pipelines.user_question import QuestionRule
 
 TRACE = "c" * 32
 QUESTION = "Which port does the REST API use?"

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from pipelines.settings import Settings
+from pipelines.core.settings import Settings
+from pipelines.core.workspace import Workspace
 from pipelines.stores.partitions import read_manifest, read_parts
 from pipelines.traces import steps
-from pipelines.workspace import Workspace
 from tests.support import one_traffic
 from tests.support.one_traffic import APP, DAY, MODEL, TURNS
 

@@ -15,11 +15,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from pipelines.core.workspace import Workspace
 from pipelines.stores.partitions import read_parts
 from pipelines.stores.trace_sources import open_trace_source
 from pipelines.stores.trace_sources.spans import UnreadableSource
 from pipelines.traces import steps
-from pipelines.workspace import Workspace
 from tests.support.s3_server import s3_bucket
 
 DAY = date(2026, 11, 20)

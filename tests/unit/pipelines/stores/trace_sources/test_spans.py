@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.files import file_sha256
+from pipelines.core.files import file_sha256
 from pipelines.models.simulator import running_simulator
-from pipelines.prompt_catalog import all_prompts
+from pipelines.cli.prompt_catalog import all_prompts
 from pipelines.stores.partitions import read_parts
 from pipelines.stores.trace_sources import open_trace_source
 from pipelines.stores.trace_sources.spans import Span, UnreadableSource, read_otlp_json
 from pipelines.traces import steps
-from pipelines.workspace import Workspace
+from pipelines.core.workspace import Workspace
 from tests.support.one_traffic import phoenix_frame
 from tests.support.traced_rag_app import TracedRagApp, Turn
 

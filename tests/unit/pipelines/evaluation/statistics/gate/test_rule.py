@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from pipelines.core.records import Score
 from pipelines.evaluation.outputs.report import render_report
 from pipelines.evaluation.outputs.summary import run_summary
 from pipelines.evaluation.statistics.compare import paired_comparison
@@ -30,7 +31,6 @@ from pipelines.evaluation.statistics.gate.run_gate import RunGate, gate_against_
 from pipelines.evaluation.statistics.intervals import ALPHA, MOVER_INDEPENDENT, MOVER_PAIRED, paired_difference_interval
 from pipelines.evaluation.statistics.multiplicity import WESTFALL_YOUNG, holm
 from pipelines.evaluation.statistics.randomization import sign_flip_test
-from pipelines.records import Score
 from pipelines.stores.results import EvalRun, ResultsStore, run_id
 
 

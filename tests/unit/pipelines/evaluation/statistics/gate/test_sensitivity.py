@@ -10,7 +10,7 @@ import pytest
 from ragwatch_harness.bench.gate_power import format_detectable_bench, run_detectable_bench
 from pipelines.evaluation.statistics.gate.sensitivity import detectable_drop
 from pipelines.evaluation.statistics.gate.rule import regression_gate
-from pipelines.records import Score
+from pipelines.core.records import Score
 
 
 def test_the_stated_drop_is_where_the_check_clears_its_bound_with_ninety_percent():

@@ -1,7 +1,7 @@
 """Spanish/English text helpers without a model: accent folding, stopwords, overlap, abstentions.
 
 The BM25 tokenizer, the offline backend and the filters all need the same folding and stopword
-lists, so they live here once. The language a text is written in is pipelines/language.py's.
+lists, so they live here once. The language a text is written in is pipelines/core/language.py's.
 """
 
 from __future__ import annotations

@@ -36,9 +36,9 @@ from typing import IO, Iterator
 
 import yaml
 
-from pipelines.files import atomic_write_text
-from pipelines.redact import redact_url
-from pipelines.workspace import MANIFEST_RECORD, UNVERSIONED, Workspace, manifest_sha256
+from pipelines.core.files import atomic_write_text
+from pipelines.core.redact import redact_url
+from pipelines.core.workspace import MANIFEST_RECORD, UNVERSIONED, Workspace, manifest_sha256
 
 log = logging.getLogger(__name__)
 GIT_IDENTITY = ["-c", "user.name=ragwatch", "-c", "user.email=ragwatch@localhost"]
@@ -174,7 +174,7 @@ def _acquire(path: Path, wait_s: float) -> IO[str]:
     return handle
 
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 PIPELINE_FILES = ("dvc.yaml", "params.yaml")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.language import (
+from pipelines.core.language import (
     DEFAULT_LANGUAGES,
     FALLBACK,
     UNDETERMINED,
@@ -13,7 +13,7 @@ from pipelines.language import (
     detect_language,
     template_language,
 )
-from pipelines.settings import SettingsError, load_settings
+from pipelines.core.settings import SettingsError, load_settings
 
 QUESTIONS = {
     "es": ["¿Cómo cambio la contraseña de mi cuenta?", "¿Qué límite de memoria tiene el nodo por defecto?"],

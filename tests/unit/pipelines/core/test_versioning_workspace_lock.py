@@ -11,10 +11,10 @@ from datetime import date, timedelta
 
 import pytest
 
-from pipelines.settings import Settings
+from pipelines.core.settings import Settings
+from pipelines.core.versioning import VersioningError, git, remote_url, workspace_lock
+from pipelines.core.workspace import Workspace
 from pipelines.traces import steps
-from pipelines.versioning import VersioningError, git, remote_url, workspace_lock
-from pipelines.workspace import Workspace
 from tests.support.workspace_data import write_promoted_partition
 
 DAYS = [date(2026, 11, 18) + timedelta(days=i) for i in range(3)]  # the first scheduled run and a two-day backfill

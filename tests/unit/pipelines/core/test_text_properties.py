@@ -6,7 +6,7 @@ import unicodedata
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipelines.text import fold
+from pipelines.core.text import fold
 
 
 @settings(max_examples=500, deadline=None)

@@ -14,14 +14,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from pipelines.core.versioning import VersioningError, dvc, git, has_tag
+from pipelines.core.workspace import PartitionPaths, StaleVersion, Workspace
 from pipelines.evaluation.runs.online import _dataset_version, prepare_online_eval
 from pipelines.evaluation.runs.params import online_params
 from pipelines.golden.dataset import load_golden_items, released_version
 from pipelines.golden.steps import recent_trace_questions, release_golden
 from pipelines.stores.partitions import promote, write_manifest
 from pipelines.traces import steps
-from pipelines.versioning import VersioningError, dvc, git, has_tag
-from pipelines.workspace import PartitionPaths, StaleVersion, Workspace
 from tests.conftest import ROOT
 from tests.support.workspace_data import write_promoted_partition, write_staged_golden
 

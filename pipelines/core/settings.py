@@ -16,10 +16,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from pipelines import inputs
-from pipelines.language import DEFAULT_LANGUAGES, UNDETERMINED
-from pipelines.redact import redact_url
-from pipelines.user_question import QuestionRule
+from pipelines.core import inputs
+from pipelines.core.language import DEFAULT_LANGUAGES, UNDETERMINED
+from pipelines.core.redact import redact_url
+from pipelines.core.user_question import QuestionRule
 
 ENV_PREFIX = "RAGWATCH_"
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
@@ -152,7 +152,7 @@ class Settings(BaseSettings):
     """Trace columns the sampling stratifies on."""
     languages: list[str] = Field(default_factory=lambda: list(DEFAULT_LANGUAGES), min_length=1)
     """Languages a question or passage is told apart in (ISO 639-1 codes, e.g. `["es","ca","en","pt","fr","de",
-    "it"]`; pipelines/language.py): text in none of them, or too short to tell, is `und`. Add each language your
+    "it"]`; pipelines/core/language.py): text in none of them, or too short to tell, is `und`. Add each language your
     users write in: an Italian question is otherwise `und`, or filed under the nearest language listed."""
     min_per_stratum: int = Field(default=2, ge=0)
     """Fewest traces each stratum keeps (all it has when fewer), so small strata are represented."""

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from pipelines import inputs
 from pipelines.cli import app
+from pipelines.core import inputs
+from pipelines.core.settings import SettingsError, load_settings
+from pipelines.core.workspace import Workspace
 from pipelines.evaluation.runs.params import eval_params
 from pipelines.golden.params import load_golden_params
-from pipelines.settings import SettingsError, load_settings
 from pipelines.traces.steps import stage_trace_sample
-from pipelines.workspace import Workspace
 from tests.conftest import ROOT
 
 HOSTILE_NAMES = ["..", "../..", "/etc", "a/b", ".hidden", "", "x" * 65, "na\x00me", "demo;rm -rf ~", "demo\n"]

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from pipelines.batching import available_cpus
+from pipelines.core.batching import available_cpus
 
 AFFINITY = len(os.sched_getaffinity(0))
 

@@ -40,7 +40,7 @@ from pathlib import Path
 
 import yaml
 
-from pipelines import inputs
+from pipelines.core import inputs
 
 log = logging.getLogger(__name__)
 LOCK_FILE = ".workspace.lock"
@@ -446,7 +446,7 @@ class Workspace:
 
     @property
     def lock_file(self) -> Path:
-        """The file whose lock serialises changes to the workspace's git and DVC state (pipelines.versioning)."""
+        """The file whose lock serialises changes to the workspace's git and DVC state (pipelines.core.versioning)."""
         return self.root / LOCK_FILE
 
     def relative(self, path: Path) -> Path:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow  # noqa: F401 - imported by return_freed_memory: loaded before RSS is read
 
-from pipelines.native_heap import bound_native_heap, return_freed_memory
+from pipelines.core.native_heap import bound_native_heap, return_freed_memory
 
 
 def _rss_mb() -> float:

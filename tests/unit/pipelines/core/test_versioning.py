@@ -6,10 +6,10 @@ from datetime import date, timedelta
 import pytest
 import yaml
 
-from pipelines.settings import SettingsError, load_settings
+from pipelines.core.settings import SettingsError, load_settings
+from pipelines.core.versioning import dvc, git
 from pipelines.stores.traces import TraceStore
 from pipelines.traces import steps
-from pipelines.versioning import dvc, git
 from ragwatch_harness.demo.traces import generate_store_rows
 
 DAY = date(2026, 11, 20)
@@ -47,8 +47,8 @@ def test_a_published_partition_is_pushed_to_the_remote_and_reruns_add_no_commit(
 
 
 def test_runs_the_inbox_and_staging_are_never_versioned(settings, tmp_path, caplog):
-    from pipelines.versioning import ensure_workspace, remote_url
-    from pipelines.workspace import Workspace
+    from pipelines.core.versioning import ensure_workspace, remote_url
+    from pipelines.core.workspace import Workspace
 
     workspace = Workspace.from_settings(settings)
     ensure_workspace(workspace, str(tmp_path / "remote"))

