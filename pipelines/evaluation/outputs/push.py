@@ -84,7 +84,7 @@ def build_registry(
     app: str | None = None,
     gate_passed: bool | None = None,
     gate_catches: Mapping[str, float] | None = None,
-    succeeded_at: float | None = None,
+    succeeded_at: datetime | float | None = None,
     judge: Iterable[JudgeTrustRow] = (),
     cost: RunCost | None = None,
     judge_noise: Iterable[JudgeNoiseRow] = (),
@@ -136,6 +136,8 @@ def build_registry(
         names,
         registry=registry,
     )
+    if isinstance(succeeded_at, datetime):
+        succeeded_at = succeeded_at.timestamp()
     last_success.labels(**base).set(time.time() if succeeded_at is None else succeeded_at)
     add_judge_gauges(registry, base, judge)
     add_judge_noise_gauges(registry, base, judge_noise)
@@ -301,32 +303,13 @@ def push_scores(
     suite: str,
     target: str | None = None,
     app: str | None = None,
-    gate_passed: bool | None = None,
-    gate_catches: Mapping[str, float] | None = None,
-    succeeded_at: datetime | float | None = None,
     timeout_s: float = 10.0,
-    judge: Iterable[JudgeTrustRow] = (),
-    cost: RunCost | None = None,
-    judge_noise: Iterable[JudgeNoiseRow] = (),
-    coverage: GoldenCoverage | None = None,
+    **gauges,
 ) -> PushResult:
     """Replace the suite's (and target's) group on the configured Pushgateway, or write
-    `metrics/<job>-<suite>-<target>.prom` under home."""
-    if isinstance(succeeded_at, datetime):
-        succeeded_at = succeeded_at.timestamp()
-    registry = build_registry(
-        aggregates,
-        suite=suite,
-        target=target,
-        app=app,
-        gate_passed=gate_passed,
-        gate_catches=gate_catches,
-        succeeded_at=succeeded_at,
-        judge=judge,
-        cost=cost,
-        judge_noise=judge_noise,
-        coverage=coverage,
-    )
+    `metrics/<job>-<suite>-<target>.prom` under home. `gauges` are `build_registry`'s other keywords: the gate,
+    the judge's trust and noise, the cost, the coverage, when the run succeeded."""
+    registry = build_registry(aggregates, suite=suite, target=target, app=app, **gauges)
     samples = sum(len(m.samples) for m in registry.collect())
     job, key = settings.pushgateway_job, grouping_key(suite, target, app)
     if settings.pushgateway_url:
