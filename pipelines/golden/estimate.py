@@ -39,7 +39,7 @@ def estimate_build(settings: Settings, params: GoldenParams, *, logical_date: da
     for role, stage in ROLES.items():
         if not cost or not planned:
             basis = "no released build of this set to measure rates on"
-            rows.append(StageEstimate(stage=stage, metric="all", role=role, unit=UNIT, units=len(jobs), basis=basis))
+            rows.append(StageEstimate.for_stage((stage, "all", role), UNIT, units=len(jobs), basis=basis))
             continue
         rows.append(
             StageEstimate.at_past_rates(

@@ -21,13 +21,41 @@ class StageEstimate(BaseModel):
     unit: str
     """What the stage's requests grow with: judged traces, noise traces, items, generation jobs."""
     units: int
-    requests: float | None = None
+    requests: float | None
     """Requests the servers would see (None: unknown)."""
-    cache_hits: float | None = None
-    prompt_tokens: float | None = None
-    completion_tokens: float | None = None
+    cache_hits: float | None
+    prompt_tokens: float | None
+    completion_tokens: float | None
     basis: str
     """Where the rates come from, in words."""
+
+    @classmethod
+    def for_stage(
+        cls,
+        key: tuple[str, str, str],
+        unit: str,
+        *,
+        units: int,
+        basis: str,
+        requests: float | None = None,
+        cache_hits: float | None = None,
+        prompt_tokens: float | None = None,
+        completion_tokens: float | None = None,
+    ) -> StageEstimate:
+        """The row of the usage key `key` (stage, metric, role); a count not given is unknown."""
+        stage, metric, role = key
+        return cls(
+            stage=stage,
+            metric=metric,
+            role=role,
+            unit=unit,
+            units=units,
+            requests=requests,
+            cache_hits=cache_hits,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            basis=basis,
+        )
 
     @classmethod
     def at_past_rates(
@@ -51,12 +79,9 @@ class StageEstimate(BaseModel):
         }
         fresh = units - cached
         requests = fresh * requests_per
-        stage, metric, role = key
-        return cls(
-            stage=stage,
-            metric=metric,
-            role=role,
-            unit=unit,
+        return cls.for_stage(
+            key,
+            unit,
             units=units,
             requests=requests,
             cache_hits=fresh * hits_per + cached * (requests_per + hits_per),

@@ -146,15 +146,13 @@ def estimate(
             )
         )
     if not history:
-        for (stage, metric, role), requests_per in (fallback or {}).items():
-            unit = stage_unit(suite, stage)
+        for key, requests_per in (fallback or {}).items():
+            unit = stage_unit(suite, key[0])
             fresh = units.get(unit, 0) - cached.get(unit, 0)
             rows.append(
-                StageEstimate(
-                    stage=stage,
-                    metric=metric,
-                    role=role,
-                    unit=unit,
+                StageEstimate.for_stage(
+                    key,
+                    unit,
                     units=units.get(unit, 0),
                     requests=fresh * requests_per,
                     basis=f"no past run: {requests_per:g} per unit (the judge's fixed shape); tokens unknown",
