@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from markdown_text import cell, code
+from reference_page import add_page
 
 PAGE = "reference/cli.md"
 log = logging.getLogger("mkdocs.plugins.ragwatch.cli_reference")
@@ -123,10 +124,5 @@ def problems(all_commands: list[Command]) -> list[str]:
 
 
 def on_files(files, config):
-    from mkdocs.structure.files import File
-
     all_commands = list(commands())
-    for problem in problems(all_commands):
-        log.warning(problem)
-    files.append(File.generated(config, PAGE, content=render(all_commands)))
-    return files
+    return add_page(files, config, PAGE, render(all_commands), problems(all_commands), log)
