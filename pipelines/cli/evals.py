@@ -19,7 +19,7 @@ from pipelines.cli.options import (
     valid_run_id,
     valid_target_url,
 )
-from pipelines.cli.render.console import console, fail, progress_bar
+from pipelines.cli.render.console import console, fail, progress_of
 from pipelines.cli.render.evals import print_estimate, print_eval_summary
 from pipelines.cli.render.gauges import print_gauges
 from pipelines.cli.render.tables import ReadableTable
@@ -116,15 +116,14 @@ def eval_offline(
             fail(f"{exc}")
         print_estimate(estimate)
         return
-    with progress_bar() as bar:
-        task = bar.add_task("judging", total=None)
+    with progress_of("judging") as progress:
         try:
             # The gate is enforced below, after the summary is printed: a failing gate shows its reasons.
             summary, _ = run_offline_eval(
                 settings,
                 params.model_copy(update={"fail_on_gate": False}),
                 logical_date=date.fromisoformat(day) if day else today(),
-                progress=lambda done, total: bar.update(task, completed=done, total=total),
+                progress=progress,
             )
         except (FileNotFoundError, ValueError, RuntimeError) as exc:
             fail(f"{exc}")
@@ -191,16 +190,9 @@ def eval_online(
             fail(str(exc))
         print_estimate(estimate)
         return
-    with progress_bar() as bar:
-        task = bar.add_task("judging", total=None)
+    with progress_of("judging") as progress:
         try:
-            summary = run_online_eval(
-                settings,
-                the_day,
-                params,
-                push=push,
-                progress=lambda done, total: bar.update(task, completed=done, total=total),
-            )
+            summary = run_online_eval(settings, the_day, params, push=push, progress=progress)
         except (FileNotFoundError, StaleVersion) as exc:
             fail(str(exc))
     print_eval_summary(summary)

@@ -13,7 +13,7 @@ from pipelines.cli.options import (
     current_settings,
     valid_rate,
 )
-from pipelines.cli.render.console import console, fail, progress_bar
+from pipelines.cli.render.console import console, fail, progress_of
 from pipelines.cli.render.traces import print_sample_summary
 
 app = typer.Typer(help="Production traces: sample, anonymize, validate, version.", no_args_is_help=True)
@@ -43,8 +43,7 @@ def traces_sample(
     from pipelines.validation import ValidationFailed
 
     settings = current_settings()
-    with progress_bar() as bar:
-        task = bar.add_task(f"sampling {day}", total=None)
+    with progress_of(f"sampling {day}") as progress:
         try:
             result = run_trace_sampling(
                 settings,
@@ -53,7 +52,7 @@ def traces_sample(
                 rate=rate,
                 strata=strata.split(",") if strata else None,
                 min_per_stratum=min_per_stratum,
-                progress=lambda done, total: bar.update(task, completed=done, total=total),
+                progress=progress,
             )
         except (ValidationFailed, StoreError, ValueError) as exc:
             fail(str(exc))
