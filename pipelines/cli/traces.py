@@ -11,6 +11,7 @@ from pipelines import inputs
 from pipelines.cli.options import (
     checked,
     current_settings,
+    date_option,
     valid_rate,
 )
 from pipelines.cli.render.console import console, fail, progress_of
@@ -21,7 +22,7 @@ app = typer.Typer(help="Production traces: sample, anonymize, validate, version.
 
 @app.command("sample")
 def traces_sample(
-    day: Annotated[str, typer.Option("--date", help="Day to sample (YYYY-MM-DD, UTC).", callback=checked(inputs.day))],
+    day: Annotated[str, date_option("Day to sample (YYYY-MM-DD, UTC).")],
     rate: Annotated[
         float | None, typer.Option(help="Sample rate in (0, 1]; default from settings.", callback=checked(valid_rate))
     ] = None,
@@ -67,9 +68,7 @@ def traces_sample(
 
 @app.command("version")
 def traces_version(
-    day: Annotated[
-        str, typer.Option("--date", help="Promoted day to version (YYYY-MM-DD).", callback=checked(inputs.day))
-    ],
+    day: Annotated[str, date_option("Promoted day to version (YYYY-MM-DD).")],
 ) -> None:
     """dvc add + push a promoted day and commit it, after any other day a stopped run left unversioned."""
     from pipelines.traces.steps import promoted_sample, version_trace_sample
