@@ -222,16 +222,13 @@ def _gazetteer() -> _Gazetteer:
     return _Gazetteer(frozenset(first), frozenset(last), known, frozenset(common - known), frozenset(english))
 
 
-_KEYS: dict[str, str] = {}
+_REMEMBERED_WORDS = 1 << 16
+"""Distinct words each per-word function below keeps: the words of a day's traces repeat."""
 
 
+@functools.lru_cache(maxsize=_REMEMBERED_WORDS)
 def _key(word: str) -> str:
-    key = _KEYS.get(word)
-    if key is None:
-        if len(_KEYS) > 1 << 16:
-            _KEYS.clear()
-        key = _KEYS[word] = fold(word)
-    return key
+    return fold(word)
 
 
 def _known(key: str, names: frozenset[str]) -> bool:
@@ -277,24 +274,17 @@ _WORD_ENDINGS = (
 Not "-ise", "-ence", "-ive": Françoise, Florence and Clive end that way."""
 
 
-_NAME_LIKE: dict[str, bool] = {}
-
-
+@functools.lru_cache(maxsize=_REMEMBERED_WORDS)
 def _name_like(key: str) -> bool:
     """An unknown capitalised word that may be a name: not a tool, a function word or an everyday word."""
-    verdict = _NAME_LIKE.get(key)
-    if verdict is None:
-        if len(_NAME_LIKE) > 1 << 16:
-            _NAME_LIKE.clear()
-        bare = key.split("'")[-1]
-        verdict = _NAME_LIKE[key] = (
-            len(bare) > 1
-            and bare not in _gazetteer().common
-            and bare not in _NEVER_NAMES
-            and not bare.endswith(_WORD_ENDINGS)
-            and not any(c.isdigit() for c in bare)
-        )
-    return verdict
+    bare = key.split("'")[-1]
+    return (
+        len(bare) > 1
+        and bare not in _gazetteer().common
+        and bare not in _NEVER_NAMES
+        and not bare.endswith(_WORD_ENDINGS)
+        and not any(c.isdigit() for c in bare)
+    )
 
 
 _ACRONYM = re.compile(r"[A-Z]{2,3}s?|[A-Z]+(?:-[A-Z]+)+")
