@@ -55,18 +55,8 @@ def _item(
 def _qa_item(
     job: Job, qa: prompts.QA, meta: dict, *, qtype: str, language: str, gold: list[str], contexts: list[str]
 ) -> GoldenItem:
-    """The item of a generated question with its reference answer."""
-    return _item(
-        job,
-        qtype=qtype,
-        question=qa.question,
-        answer=qa.answer,
-        variant=qa.variant,
-        language=language,
-        gold=gold,
-        contexts=contexts,
-        meta=meta,
-    )
+    """The item of a generated question: the reply's fields are its question, reference answer and variant."""
+    return _item(job, qtype=qtype, language=language, gold=gold, contexts=contexts, meta=meta, **qa.model_dump())
 
 
 def _chunk_questions(job: Job, out: prompts.QAList, meta: dict) -> list[GoldenItem]:
