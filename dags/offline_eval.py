@@ -7,7 +7,7 @@ bodies import `pipelines` themselves, so parsing this file stays fast (ragas is 
 from __future__ import annotations
 
 from airflow.sdk import Asset, CronDataIntervalTimetable, Param, task
-from ragwatch_airflow.dag_parts import fail_now_on, judge_batches, push_summary, ragwatch_dag
+from ragwatch_airflow.dag_parts import fail_now_on, judge_batches, optional_param, push_summary, ragwatch_dag
 from ragwatch_airflow.intervals import current_interval
 from ragwatch_airflow.settings import ragwatch_settings
 
@@ -23,9 +23,8 @@ with ragwatch_dag(
     start=(2026, 1, 5),
     tags=["eval"],
     params={
-        "golden_version": Param(
-            None,
-            type=["null", "string"],
+        "golden_version": optional_param(
+            "string",
             pattern=GOLDEN_VERSION_PATTERN,
             description="e.g. v3; default: the latest published.",
         ),
@@ -42,36 +41,31 @@ with ragwatch_dag(
             items={"type": "string", "enum": ALL_JUDGE_METRICS},
             description="Judge metrics to compute.",
         ),
-        "target_url": Param(
-            None,
-            type=["null", "string"],
+        "target_url": optional_param(
+            "string",
             pattern=TARGET_URL_PATTERN,
             description="Your RAG service (see docs/how-to/real-services.md), without credentials (they come from the "
             "ragwatch_target connection); default: the reference RAG.",
         ),
-        "target_name": Param(
-            None,
-            type=["null", "string"],
+        "target_name": optional_param(
+            "string",
             pattern=TARGET_NAME_PATTERN,
             description="The target's name in runs, reports and gauges; default: from the URL.",
         ),
         "fail_on_gate": Param(False, type="boolean", description="Fail the run when the regression gate fails."),
-        "limit": Param(
-            None,
-            type=["null", "integer"],
+        "limit": optional_param(
+            "integer",
             minimum=1,
             description="Evaluate a stable subset of this many items, stratified by question type.",
         ),
-        "baseline_run": Param(
-            None,
-            type=["null", "string"],
+        "baseline_run": optional_param(
+            "string",
             pattern=OFFLINE_RUN_ID_PATTERN,
             description="Gate against this run id (e.g. offline/2026-11-30/reference-rag); default: "
             "the target's previous accepted run.",
         ),
-        "reference_run": Param(
-            None,
-            type=["null", "string"],
+        "reference_run": optional_param(
+            "string",
             pattern=OFFLINE_RUN_ID_PATTERN,
             description="Also gate against this run id, so slow drift fails; default, per metric: the "
             "first release (`ragwatch eval pin`) that measured it since the reference last moved "

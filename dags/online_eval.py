@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from airflow.sdk import Asset, CronDataIntervalTimetable, Param, task
-from ragwatch_airflow.dag_parts import judge_batches, push_summary, ragwatch_dag
+from ragwatch_airflow.dag_parts import judge_batches, optional_param, push_summary, ragwatch_dag
 from ragwatch_airflow.intervals import current_interval
 from ragwatch_airflow.settings import ragwatch_settings
 
@@ -26,24 +26,21 @@ with ragwatch_dag(
     tags=["eval"],
     max_active_runs=4,
     params={
-        "max_traces": Param(
-            None,
-            type=["null", "integer"],
+        "max_traces": optional_param(
+            "integer",
             minimum=1,
             description="Traces judged at most, stratified by app and language; default: "
             "RAGWATCH_ONLINE_MAX_TRACES (2000).",
         ),
-        "noise_share": Param(
-            None,
-            type=["null", "number"],
+        "noise_share": optional_param(
+            "number",
             minimum=0,
             maximum=1,
             description="Share of the judged traces that also get noise ΔF; default: "
             "RAGWATCH_ONLINE_NOISE_SHARE (0.25).",
         ),
-        "target_half_width": Param(
-            None,
-            type=["null", "number"],
+        "target_half_width": optional_param(
+            "number",
             exclusiveMinimum=0,
             exclusiveMaximum=1,
             description="Judge each stratum on as many traces as faithfulness' 95 % interval "

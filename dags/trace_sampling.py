@@ -9,8 +9,8 @@ Task bodies import `pipelines` themselves, so parsing this file stays fast.
 
 from __future__ import annotations
 
-from airflow.sdk import Asset, CronDataIntervalTimetable, Param, task
-from ragwatch_airflow.dag_parts import fail_now_on, ragwatch_dag
+from airflow.sdk import Asset, CronDataIntervalTimetable, task
+from ragwatch_airflow.dag_parts import fail_now_on, optional_param, ragwatch_dag
 from ragwatch_airflow.intervals import current_interval
 from ragwatch_airflow.settings import DVC_POOL, ragwatch_settings
 
@@ -26,25 +26,21 @@ with ragwatch_dag(
     tags=["traces"],
     max_active_runs=4,
     params={
-        # null means "the setting" (RAGWATCH_SAMPLE_RATE, ...), read where the task runs: one source of defaults.
-        "sample_rate": Param(
-            None,
-            type=["null", "number"],
+        "sample_rate": optional_param(
+            "number",
             exclusiveMinimum=0,
             maximum=1,
             description="Share of each stratum to sample; default: RAGWATCH_SAMPLE_RATE.",
         ),
-        "strata": Param(
-            None,
-            type=["null", "array"],
+        "strata": optional_param(
+            "array",
             items={"type": "string", "enum": list(STRATA)},
             minItems=1,
             uniqueItems=True,
             description="Trace fields that define strata; default: RAGWATCH_STRATA.",
         ),
-        "min_per_stratum": Param(
-            None,
-            type=["null", "integer"],
+        "min_per_stratum": optional_param(
+            "integer",
             minimum=0,
             description="Floor so small strata are represented; default: RAGWATCH_MIN_PER_STRATUM.",
         ),

@@ -10,14 +10,13 @@ export RAGWATCH_HOME="${RAGWATCH_HOME:-$root/.ragwatch}"
 export PATH="$root/.venv/bin:$PATH"
 # This checkout's code, whichever checkout the virtualenv was installed from (its `ragwatch` and Airflow's tasks import `pipelines`).
 export PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}"
-# The offline model errs like a real one, at known rates (docs/tutorial/demo.md), so scores spread.
-export RAGWATCH_OFFLINE_FAULTS__MADE_UP="${RAGWATCH_OFFLINE_FAULTS__MADE_UP:-0.06}"
-export RAGWATCH_OFFLINE_FAULTS__SWAPPED="${RAGWATCH_OFFLINE_FAULTS__SWAPPED:-0.04}"
-export RAGWATCH_OFFLINE_FAULTS__WRONG_ABSTENTION="${RAGWATCH_OFFLINE_FAULTS__WRONG_ABSTENTION:-0.04}"
-export RAGWATCH_OFFLINE_FAULTS__WRONG_CONTEXT="${RAGWATCH_OFFLINE_FAULTS__WRONG_CONTEXT:-0.05}"
-export RAGWATCH_OFFLINE_FAULTS__WRONG_TOOL="${RAGWATCH_OFFLINE_FAULTS__WRONG_TOOL:-0.1}"
-export RAGWATCH_OFFLINE_FAULTS__WRONG_ARGUMENTS="${RAGWATCH_OFFLINE_FAULTS__WRONG_ARGUMENTS:-0.1}"
-export RAGWATCH_OFFLINE_FAULTS__NOISE_SUSCEPTIBILITY="${RAGWATCH_OFFLINE_FAULTS__NOISE_SUSCEPTIBILITY:-0.3}"
+# The offline model errs like a real one, at known rates (docs/tutorial/demo.md), so scores spread; a rate the
+# environment sets wins.
+for fault in MADE_UP=0.06 SWAPPED=0.04 WRONG_ABSTENTION=0.04 WRONG_CONTEXT=0.05 WRONG_TOOL=0.1 WRONG_ARGUMENTS=0.1 \
+  NOISE_SUSCEPTIBILITY=0.3; do
+  name="RAGWATCH_OFFLINE_FAULTS__${fault%%=*}"
+  export "$name=${!name:-${fault#*=}}"
+done
 # Enough judged items queued for labelling that each audited metric gets the 20 labels a κ verdict needs.
 export RAGWATCH_JUDGE_AUDIT_PER_DAY="${RAGWATCH_JUDGE_AUDIT_PER_DAY:-60}"
 # Enough items judged twice (of the 60) for the test-retest figures: 10 per metric at least.

@@ -25,6 +25,7 @@ from deploy.local_stack.state import (
     load_executor,
     plan_for,
     running_pid,
+    spawn_detached,
     stack_processes,
     start,
     state_dir,
@@ -100,15 +101,7 @@ def up(
     ):
         if not (bootstrap / step).exists():
             log = open(logs / f"{step}.log", "ab")
-            setup[step] = subprocess.Popen(
-                argv,
-                cwd=ROOT,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
+            setup[step] = spawn_detached(argv, log, cwd=ROOT, env=env)
             log.close()
             print(f"first start: {step} (log {logs / f'{step}.log'})")
 

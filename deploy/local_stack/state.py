@@ -169,6 +169,13 @@ def _saved(path: Path) -> dict | None:
         return None
 
 
+def spawn_detached(argv: list[str], log, *, cwd: Path | str | None, env: dict[str, str]) -> subprocess.Popen:
+    """`argv` in a session of its own, so that stopping it signals its whole group; its output goes to `log`."""
+    return subprocess.Popen(
+        argv, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+    )
+
+
 def start(plan: Plan, service: Service) -> int:
     saved = _pidfile(plan.state, service.name)
     old = _saved(saved)
@@ -178,15 +185,7 @@ def start(plan: Plan, service: Service) -> int:
     with open(logs / f"{service.name}.log", "ab") as log:
         log.write(f"\n=== {datetime.now(UTC).isoformat()} {shlex.join(service.argv)}\n".encode())
         log.flush()
-        proc = subprocess.Popen(
-            service.argv,
-            cwd=service.cwd,
-            env=service.env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+        proc = spawn_detached(service.argv, log, cwd=service.cwd, env=service.env)
     saved.write_text(json.dumps({"pid": proc.pid, "start": _start_time(proc.pid), "argv": service.argv}))
     return proc.pid
 

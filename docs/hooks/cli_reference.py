@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from markdown_text import cell, code
+from reference_page import add_page
 
 PAGE = "reference/cli.md"
 HARNESS = Path(__file__).resolve().parents[2] / "harness" / "pyproject.toml"
@@ -140,10 +141,5 @@ def problems(all_commands: list[Command]) -> list[str]:
 
 
 def on_files(files, config):
-    from mkdocs.structure.files import File
-
     all_commands = list(commands())
-    for problem in problems(all_commands):
-        log.warning(problem)
-    files.append(File.generated(config, PAGE, content=render(all_commands)))
-    return files
+    return add_page(files, config, PAGE, render(all_commands), problems(all_commands), log)

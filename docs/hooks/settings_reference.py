@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from markdown_text import cell, code
+from reference_page import add_page
 
 PAGE = "reference/configuration.md"
 log = logging.getLogger("mkdocs.plugins.ragwatch.settings_reference")
@@ -124,10 +125,5 @@ def problems(all_variables: list[Variable]) -> list[str]:
 
 
 def on_files(files, config):
-    from mkdocs.structure.files import File
-
     all_variables = list(variables())
-    for problem in problems(all_variables):
-        log.warning(problem)
-    files.append(File.generated(config, PAGE, content=render(all_variables)))
-    return files
+    return add_page(files, config, PAGE, render(all_variables), problems(all_variables), log)

@@ -13,12 +13,14 @@ from pipelines.cli.options import (
     DryRunOption,
     checked,
     current_settings,
+    date_option,
+    target_name_option,
     today,
     valid_metrics,
     valid_run_id,
     valid_target_url,
 )
-from pipelines.cli.render.console import console, fail, progress_bar
+from pipelines.cli.render.console import console, fail, progress_of
 from pipelines.cli.render.evals import print_estimate, print_eval_summary
 from pipelines.cli.render.gauges import print_gauges
 from pipelines.cli.render.tables import ReadableTable
@@ -29,10 +31,7 @@ app = typer.Typer(help="Offline and online evals.", no_args_is_help=True)
 
 @app.command("offline")
 def eval_offline(
-    day: Annotated[
-        str | None,
-        typer.Option("--date", help="Logical date of the run (default: today, UTC).", callback=checked(inputs.day)),
-    ] = None,
+    day: Annotated[str | None, date_option("Logical date of the run (default: today, UTC).")] = None,
     golden_version: Annotated[
         str | None,
         typer.Option(help="e.g. v2; default: the latest published.", callback=checked(inputs.golden_version)),
@@ -46,11 +45,7 @@ def eval_offline(
         ),
     ] = None,
     target_name: Annotated[
-        str | None,
-        typer.Option(
-            help="Name of the target in runs, reports and gauges; default: from the URL.",
-            callback=checked(inputs.target_name),
-        ),
+        str | None, target_name_option("Name of the target in runs, reports and gauges; default: from the URL.")
     ] = None,
     k: Annotated[
         str, typer.Option(help="Cut-offs for recall@k / precision@k.", callback=checked(inputs.cutoffs))
@@ -116,15 +111,14 @@ def eval_offline(
             fail(f"{exc}")
         print_estimate(estimate)
         return
-    with progress_bar() as bar:
-        task = bar.add_task("judging", total=None)
+    with progress_of("judging") as progress:
         try:
             # The gate is enforced below, after the summary is printed: a failing gate shows its reasons.
             summary, _ = run_offline_eval(
                 settings,
                 params.model_copy(update={"fail_on_gate": False}),
                 logical_date=date.fromisoformat(day) if day else today(),
-                progress=lambda done, total: bar.update(task, completed=done, total=total),
+                progress=progress,
             )
         except (FileNotFoundError, ValueError, RuntimeError) as exc:
             fail(f"{exc}")
@@ -135,12 +129,7 @@ def eval_offline(
 
 @app.command("online")
 def eval_online(
-    day: Annotated[
-        str | None,
-        typer.Option(
-            "--date", help="Day whose sampled traces to score (default: yesterday, UTC).", callback=checked(inputs.day)
-        ),
-    ] = None,
+    day: Annotated[str | None, date_option("Day whose sampled traces to score (default: yesterday, UTC).")] = None,
     push: Annotated[bool, typer.Option(help="Push the scores to the Pushgateway (or its textfile).")] = True,
     max_traces: Annotated[
         int | None,
@@ -191,16 +180,9 @@ def eval_online(
             fail(str(exc))
         print_estimate(estimate)
         return
-    with progress_bar() as bar:
-        task = bar.add_task("judging", total=None)
+    with progress_of("judging") as progress:
         try:
-            summary = run_online_eval(
-                settings,
-                the_day,
-                params,
-                push=push,
-                progress=lambda done, total: bar.update(task, completed=done, total=total),
-            )
+            summary = run_online_eval(settings, the_day, params, push=push, progress=progress)
         except (FileNotFoundError, StaleVersion) as exc:
             fail(str(exc))
     print_eval_summary(summary)
@@ -233,17 +215,10 @@ def eval_online(
 def eval_cost(
     suite: Annotated[str, typer.Option(help="offline or online.", callback=checked(inputs.suite))] = "online",
     target: Annotated[
-        str | None,
-        typer.Option(
-            help="Target name (default: production online, reference-rag offline).",
-            callback=checked(inputs.target_name),
-        ),
+        str | None, target_name_option("Target name (default: production online, reference-rag offline).")
     ] = None,
     weeks: Annotated[int, typer.Option(help="ISO weeks to show, up to the one of --date.", min=1, max=104)] = 8,
-    day: Annotated[
-        str | None,
-        typer.Option("--date", help="The last week's day (default: today, UTC).", callback=checked(inputs.day)),
-    ] = None,
+    day: Annotated[str | None, date_option("The last week's day (default: today, UTC).")] = None,
 ) -> None:
     """What a suite's runs cost week by week: requests and tokens per run and per item, from the results DB."""
     from pipelines.evaluation.outputs.cost_trend import weekly_cost

@@ -20,7 +20,7 @@ from pipelines.cli.options import (
     golden_params,
     today,
 )
-from pipelines.cli.render.console import console, fail, progress_bar
+from pipelines.cli.render.console import console, fail, progress_bar, progress_of
 from pipelines.cli.render.evals import print_estimate
 from pipelines.cli.render.golden import print_golden_summary
 from pipelines.cli.render.tables import ReadableTable
@@ -49,24 +49,19 @@ def golden_build(
     from pipelines.golden.steps import build_golden
 
     settings, params = current_settings(), golden_params(name)
+    logical_date = date.fromisoformat(day) if day else today()
     if dry_run:
         from pipelines.golden.estimate import estimate_build
 
         try:
-            estimate = estimate_build(settings, params, logical_date=date.fromisoformat(day) if day else today())
+            estimate = estimate_build(settings, params, logical_date=logical_date)
         except (RuntimeError, ValueError) as exc:
             fail(str(exc))
         print_estimate(estimate)
         return
-    with progress_bar() as bar:
-        task = bar.add_task("generating", total=None)
+    with progress_of("generating") as progress:
         try:
-            result = build_golden(
-                settings,
-                params,
-                logical_date=date.fromisoformat(day) if day else today(),
-                progress=lambda done, total: bar.update(task, completed=done, total=total),
-            )
+            result = build_golden(settings, params, logical_date=logical_date, progress=progress)
         except (RuntimeError, ValueError) as exc:  # ValidationFailed is a RuntimeError
             fail(str(exc))
     print_golden_summary(result.release.name)

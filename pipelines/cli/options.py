@@ -51,7 +51,17 @@ def valid_metrics(value: str) -> None:
         raise ValueError(f"unknown metrics {unknown}; choose from {ALL_JUDGE_METRICS}")
 
 
-DateOption = typer.Option("--date", help="YYYY-MM-DD (UTC).", callback=checked(inputs.day))
+def date_option(help: str):
+    """`--date`, a YYYY-MM-DD day checked as every date is; `help` says which day and its default."""
+    return typer.Option("--date", help=help, callback=checked(inputs.day))
+
+
+def target_name_option(help: str):
+    """A target's name, checked as every target name is; `help` says what it names and its default."""
+    return typer.Option(help=help, callback=checked(inputs.target_name))
+
+
+DateOption = date_option("YYYY-MM-DD (UTC).")
 DryRunOption = Annotated[
     bool,
     typer.Option(

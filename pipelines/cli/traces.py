@@ -10,9 +10,10 @@ import typer
 from pipelines.cli.options import (
     checked,
     current_settings,
+    date_option,
     valid_rate,
 )
-from pipelines.cli.render.console import console, fail, progress_bar
+from pipelines.cli.render.console import console, fail, progress_of
 from pipelines.cli.render.traces import print_sample_summary
 from pipelines.core import inputs
 
@@ -21,7 +22,7 @@ app = typer.Typer(help="Production traces: sample, anonymize, validate, version.
 
 @app.command("sample")
 def traces_sample(
-    day: Annotated[str, typer.Option("--date", help="Day to sample (YYYY-MM-DD, UTC).", callback=checked(inputs.day))],
+    day: Annotated[str, date_option("Day to sample (YYYY-MM-DD, UTC).")],
     rate: Annotated[
         float | None, typer.Option(help="Sample rate in (0, 1]; default from settings.", callback=checked(valid_rate))
     ] = None,
@@ -43,8 +44,7 @@ def traces_sample(
     from pipelines.traces.steps import run_trace_sampling
 
     settings = current_settings()
-    with progress_bar() as bar:
-        task = bar.add_task(f"sampling {day}", total=None)
+    with progress_of(f"sampling {day}") as progress:
         try:
             result = run_trace_sampling(
                 settings,
@@ -53,7 +53,7 @@ def traces_sample(
                 rate=rate,
                 strata=strata.split(",") if strata else None,
                 min_per_stratum=min_per_stratum,
-                progress=lambda done, total: bar.update(task, completed=done, total=total),
+                progress=progress,
             )
         except (ValidationFailed, StoreError, ValueError) as exc:
             fail(str(exc))
@@ -68,9 +68,7 @@ def traces_sample(
 
 @app.command("version")
 def traces_version(
-    day: Annotated[
-        str, typer.Option("--date", help="Promoted day to version (YYYY-MM-DD).", callback=checked(inputs.day))
-    ],
+    day: Annotated[str, date_option("Promoted day to version (YYYY-MM-DD).")],
 ) -> None:
     """dvc add + push a promoted day and commit it, after any other day a stopped run left unversioned."""
     from pipelines.core.versioning import VersioningError

@@ -33,46 +33,24 @@ def estimate_build(settings: Settings, params: GoldenParams, *, logical_date: da
     last_plan = {_identity(row) for row in read_jsonl(p.plan)} if p.plan.exists() else set()
     caches = settings.llm_cache and settings.llm_backend != "offline"
     cached = sum(_identity(job.model_dump()) in last_plan for job in jobs) if caches else 0
-    fresh = len(jobs) - cached
     manifest = read_manifest(p.released_manifest) if p.released_manifest.exists() else None
     cost, planned = (manifest or {}).get("cost"), sum(((manifest or {}).get("planned") or {}).values())
     rows = []
     for role, stage in ROLES.items():
         if not cost or not planned:
-            rows.append(
-                StageEstimate(
-                    stage=stage,
-                    metric="all",
-                    role=role,
-                    unit=UNIT,
-                    units=len(jobs),
-                    requests=None,
-                    cache_hits=None,
-                    prompt_tokens=None,
-                    completion_tokens=None,
-                    basis="no released build of this set to measure rates on",
-                )
-            )
+            basis = "no released build of this set to measure rates on"
+            rows.append(StageEstimate.for_stage((stage, "all", role), UNIT, units=len(jobs), basis=basis))
             continue
-        used = cost[role]
-        requests_per, hits_per = used["requests"] / planned, used["cache_hits"] / planned
-        per_request = {
-            c: used[c] / used["requests"] if used["requests"] else 0.0 for c in ("prompt_tokens", "completion_tokens")
-        }
-        requests = fresh * requests_per
         rows.append(
-            StageEstimate(
-                stage=stage,
-                metric="all",
-                role=role,
-                unit=UNIT,
+            StageEstimate.at_past_rates(
+                (stage, "all", role),
+                UNIT,
                 units=len(jobs),
-                requests=requests,
-                cache_hits=fresh * hits_per + cached * (requests_per + hits_per),
-                prompt_tokens=requests * per_request["prompt_tokens"],
-                completion_tokens=requests * per_request["completion_tokens"],
-                basis=f"{requests_per:.2f} requests per job, {per_request['prompt_tokens']:.0f} + "
-                f"{per_request['completion_tokens']:.0f} tokens per request in {manifest.get('version')}",
+                cached=cached,
+                used=cost[role],
+                per=planned,
+                rate_unit="job",
+                source=f"in {manifest.get('version')}",
             )
         )
     history = [f"golden/{params.name}/{manifest['version']}"] if cost and planned else []

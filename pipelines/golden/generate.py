@@ -52,55 +52,31 @@ def _item(
     )
 
 
+def _qa_item(
+    job: Job, qa: prompts.QA, meta: dict, *, qtype: str, language: str, gold: list[str], contexts: list[str]
+) -> GoldenItem:
+    """The item of a generated question: the reply's fields are its question, reference answer and variant."""
+    return _item(job, qtype=qtype, language=language, gold=gold, contexts=contexts, meta=meta, **qa.model_dump())
+
+
 def _chunk_questions(job: Job, out: prompts.QAList, meta: dict) -> list[GoldenItem]:
     chunk = job.payload["chunk"]
+    gold, contexts = [chunk["chunk_id"]], [chunk["text"]]
     return [
-        _item(
-            job,
-            qtype="single_hop",
-            question=qa.question,
-            answer=qa.answer,
-            variant=qa.variant,
-            language=chunk["language"],
-            gold=[chunk["chunk_id"]],
-            contexts=[chunk["text"]],
-            meta=meta,
-        )
+        _qa_item(job, qa, meta, qtype="single_hop", language=chunk["language"], gold=gold, contexts=contexts)
         for qa in out.items
     ]
 
 
 def _multi_hop(job: Job, out: prompts.QA, meta: dict) -> list[GoldenItem]:
     chunks = job.payload["chunks"]
-    return [
-        _item(
-            job,
-            qtype="multi_hop",
-            question=out.question,
-            answer=out.answer,
-            variant=out.variant,
-            language=chunks[0]["language"],
-            gold=[c["chunk_id"] for c in chunks],
-            contexts=[c["text"] for c in chunks],
-            meta=meta,
-        )
-    ]
+    gold, contexts = [c["chunk_id"] for c in chunks], [c["text"] for c in chunks]
+    return [_qa_item(job, out, meta, qtype="multi_hop", language=chunks[0]["language"], gold=gold, contexts=contexts)]
 
 
 def _adversarial(job: Job, out: prompts.QA, meta: dict) -> list[GoldenItem]:
-    return [
-        _item(
-            job,
-            qtype="adversarial",
-            question=out.question,
-            answer=out.answer,
-            variant=out.variant,
-            language=job.payload["chunk"]["language"],
-            gold=[],
-            contexts=[],
-            meta=meta,
-        )
-    ]
+    language = job.payload["chunk"]["language"]
+    return [_qa_item(job, out, meta, qtype="adversarial", language=language, gold=[], contexts=[])]
 
 
 def _tool(job: Job, out: prompts.ToolTriple, meta: dict) -> list[GoldenItem]:

@@ -120,78 +120,19 @@ _CUE_BEFORE = re.compile(
 _CUE_WINDOW = 32
 _MAX_TOKENS = 5
 
-_CUE_WORDS = (
-    "sr",
-    "sra",
-    "srta",
-    "dr",
-    "dra",
-    "dña",
-    "don",
-    "doña",
-    "prof",
-    "profa",
-    "mr",
-    "mrs",
-    "ms",
-    "mx",
-    "miss",  # titles
-    "llamo",
-    "nombre",
-    "name",
-    "firmado",
-    "signed",  # strong
-    "soy",
-    "i'm",
-    "i’m",
-    "am",
-    "this",
-    "aquí",
-    "aqui",
-    "contacta",
-    "contactar",
-    "contacte",
-    "contact",
-    "habla",
-    "hablar",
-    "escribe",
-    "pregunta",
-    "ask",
-    "parte",
-    "behalf",  # middle
-    "for",
-    "para",
-    "cliente",
-    "customer",
-    "titular",
-    "holder",
-    "reserva",
-    "booking",  # pair
-    "atentamente",
-    "saludos",
-    "saludo",
-    "cordialmente",
-    "regards",
-    "best",
-    "thanks",
-    "thank",
-    "gracias",
-    "cheers",
-    "att",
-    "atte",
-    "--",  # closings
-    "hola",
-    "hi",
-    "hello",
-    "hey",
-    "dear",
-    "estimado",
-    "estimada",
-    "querido",
-    "querida",
-    "buenos",
-    "buenas",  # weak
+_TITLE_WORDS = tuple(dict.fromkeys(title.lower() for title in TITLES))
+_STRONG_WORDS = tuple("llamo nombre name firmado signed".split())
+_MIDDLE_WORDS = tuple(
+    """soy i'm i’m am this aquí aqui contacta contactar contacte contact habla hablar
+    escribe pregunta ask parte behalf""".split()
 )
+_PAIR_WORDS = tuple("for para cliente customer titular holder reserva booking".split())
+_CLOSING_WORDS = tuple(
+    """atentamente saludos saludo cordialmente regards best thanks thank gracias cheers
+    att atte --""".split()
+)
+_WEAK_WORDS = tuple("hola hi hello hey dear estimado estimada querido querida buenos buenas".split())
+_CUE_WORDS = _TITLE_WORDS + _STRONG_WORDS + _MIDDLE_WORDS + _PAIR_WORDS + _CLOSING_WORDS + _WEAK_WORDS
 """A word of every cue, lower-cased. The name detector works from their occurrences: testing every
 capitalised word of a long text for a cue before it costs more than the rest of the detector."""
 _CUE_WORD_FORMS = {
@@ -219,43 +160,7 @@ _NEEDS_CONNECTOR = {
     "buenos": ("días", "dias"),
 }
 """Cue words that are a cue only with the word after them ("my name is", not "the name of")."""
-_VOUCHING_WORDS = frozenset(
-    (
-        "llamo",
-        "nombre",
-        "name",
-        "firmado",
-        "signed",
-        "sr",
-        "sra",
-        "srta",
-        "dr",
-        "dra",
-        "dña",
-        "don",
-        "doña",
-        "prof",
-        "profa",
-        "mr",
-        "mrs",
-        "ms",
-        "mx",
-        "miss",
-        "atentamente",
-        "saludos",
-        "saludo",
-        "cordialmente",
-        "regards",
-        "best",
-        "thanks",
-        "thank",
-        "gracias",
-        "cheers",
-        "att",
-        "atte",
-        "--",
-    )
-)
+_VOUCHING_WORDS = frozenset(_STRONG_WORDS + _TITLE_WORDS + _CLOSING_WORDS)
 """Cue words that can vouch for a word no list knows (a strong cue, a title, a signature's closing)."""
 _CAPITALS_ONLY = frozenset("for para cliente customer titular holder reserva booking this ask pregunta escribe".split())
 """Cue words too common in prose to look for a lower-case name after them."""
@@ -317,16 +222,13 @@ def _gazetteer() -> _Gazetteer:
     return _Gazetteer(frozenset(first), frozenset(last), known, frozenset(common - known), frozenset(english))
 
 
-_KEYS: dict[str, str] = {}
+_REMEMBERED_WORDS = 1 << 16
+"""Distinct words each per-word function below keeps: the words of a day's traces repeat."""
 
 
+@functools.lru_cache(maxsize=_REMEMBERED_WORDS)
 def _key(word: str) -> str:
-    key = _KEYS.get(word)
-    if key is None:
-        if len(_KEYS) > 1 << 16:
-            _KEYS.clear()
-        key = _KEYS[word] = fold(word)
-    return key
+    return fold(word)
 
 
 def _known(key: str, names: frozenset[str]) -> bool:
@@ -372,24 +274,17 @@ _WORD_ENDINGS = (
 Not "-ise", "-ence", "-ive": Françoise, Florence and Clive end that way."""
 
 
-_NAME_LIKE: dict[str, bool] = {}
-
-
+@functools.lru_cache(maxsize=_REMEMBERED_WORDS)
 def _name_like(key: str) -> bool:
     """An unknown capitalised word that may be a name: not a tool, a function word or an everyday word."""
-    verdict = _NAME_LIKE.get(key)
-    if verdict is None:
-        if len(_NAME_LIKE) > 1 << 16:
-            _NAME_LIKE.clear()
-        bare = key.split("'")[-1]
-        verdict = _NAME_LIKE[key] = (
-            len(bare) > 1
-            and bare not in _gazetteer().common
-            and bare not in _NEVER_NAMES
-            and not bare.endswith(_WORD_ENDINGS)
-            and not any(c.isdigit() for c in bare)
-        )
-    return verdict
+    bare = key.split("'")[-1]
+    return (
+        len(bare) > 1
+        and bare not in _gazetteer().common
+        and bare not in _NEVER_NAMES
+        and not bare.endswith(_WORD_ENDINGS)
+        and not any(c.isdigit() for c in bare)
+    )
 
 
 _ACRONYM = re.compile(r"[A-Z]{2,3}s?|[A-Z]+(?:-[A-Z]+)+")

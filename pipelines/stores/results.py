@@ -333,16 +333,9 @@ class ResultsStore:
         goal = set(wanted) if wanted is not None else set().union(*(m for _, m in measured))
         return max(measured, key=lambda pair: (len(pair[1] & goal), pair[0].dataset_version == run.dataset_version))[0]
 
-    def reference_for(
-        self,
-        run: EvalRun,
-        *,
-        metrics: Collection[str] | None = None,
-        min_ok: int = 1,
-        items: Collection[str] | None = None,
-    ) -> EvalRun | None:
-        """`reference_choice(...).run`."""
-        return self.reference_choice(run, metrics=metrics, min_ok=min_ok, items=items).run
+    def reference_for(self, run: EvalRun, **options) -> EvalRun | None:
+        """`reference_choice(run, **options).run`."""
+        return self.reference_choice(run, **options).run
 
     def reference_choice(
         self,

@@ -207,26 +207,11 @@ def merge_trace_sample(settings: Settings, planned: list[PlannedShard]) -> Stage
 
 
 def stage_trace_sample(
-    settings: Settings,
-    day: date,
-    *,
-    rate: float | None = None,
-    strata: list[str] | None = None,
-    min_per_stratum: int | None = None,
-    shard_count: int | None = None,
-    progress: Callable[[int, int], None] | None = None,
-    attempt: str | None = None,
+    settings: Settings, day: date, *, progress: Callable[[int, int], None] | None = None, **select_options
 ) -> StagedSample:
-    """select, every shard and merge in this process (the CLI, the benches); a failure leaves no folder behind."""
-    planned = select_trace_sample(
-        settings,
-        day,
-        rate=rate,
-        strata=strata,
-        min_per_stratum=min_per_stratum,
-        shard_count=shard_count,
-        attempt=attempt,
-    )
+    """select, every shard and merge in this process (the CLI, the benches); a failure leaves no folder behind.
+    `select_options` are `select_trace_sample`'s keywords (rate, strata, min_per_stratum, shard_count, attempt)."""
+    planned = select_trace_sample(settings, day, **select_options)
     try:
         for shard in planned:
             offset, total = shard.rows[0], planned[-1].rows[1]

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from airflow.sdk import DAG, Asset, task
+from airflow.sdk import DAG, Asset, Param, task
 from airflow.sdk.exceptions import AirflowFailException
 
 from ragwatch_airflow.settings import DEFAULT_ARGS, LLM_POOL, ragwatch_settings
@@ -46,6 +46,12 @@ def ragwatch_dag(
         params=params or {},
         tags=["ragwatch", *tags],
     )
+
+
+def optional_param(kind: str, *, description: str, **schema: Any) -> Param:
+    """A run parameter that may be left null: the task then uses the default its description names (a setting, the
+    latest release), worked out where the task runs, so every default has one source."""
+    return Param(None, type=["null", kind], description=description, **schema)
 
 
 @contextmanager

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -24,6 +27,14 @@ def progress_bar() -> Progress:
         transient=False,
         disable=not console.is_terminal,
     )
+
+
+@contextmanager
+def progress_of(description: str) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar of one task, and the `progress(done, total)` callback a step calls to advance it."""
+    with progress_bar() as bar:
+        task = bar.add_task(description, total=None)
+        yield lambda done, total: bar.update(task, completed=done, total=total)
 
 
 def fail(message: str) -> None:

@@ -574,6 +574,7 @@ async def judge_items(
     ours = RagwatchJudge(llm, embedder)
     embeddings = RagasEmbeddings(embedder) if embedder is not None else None
     done, total = 0, len(items)
+    labels = {"run_id": run_id, "suite": suite, "dataset_version": dataset_version, "judge_model": llm.model}
 
     async def through_ragas(metric: str, item: JudgeInput) -> Outcome:
         reason = skip_reason(metric, item)
@@ -594,15 +595,7 @@ async def judge_items(
         if progress is not None:
             progress(done, total)
         return [
-            outcome.score(
-                run_id=run_id,
-                suite=suite,
-                item_id=item.item_id,
-                stratum=item.stratum,
-                metric=metric,
-                dataset_version=dataset_version,
-                judge_model=llm.model,
-            )
+            outcome.score(item_id=item.item_id, stratum=item.stratum, metric=metric, **labels)
             for metric, outcome in zip(metrics, outcomes)
         ]
 

@@ -121,19 +121,11 @@ async def score_tool_turns(
 ) -> list[Score]:
     """`tool_selection_accuracy` and `tool_call_accuracy` Scores per turn, in input order."""
     accuracies = await asyncio.gather(*(tool_call_accuracy(t) for t in turns))
+    labels = {"run_id": run_id, "suite": suite, "dataset_version": dataset_version}
     scores = []
     for turn, accuracy in zip(turns, accuracies):
         for metric, outcome in (("tool_selection_accuracy", tool_selection(turn)), ("tool_call_accuracy", accuracy)):
-            scores.append(
-                outcome.score(
-                    run_id=run_id,
-                    suite=suite,
-                    item_id=turn.item_id,
-                    stratum=turn.stratum,
-                    metric=metric,
-                    dataset_version=dataset_version,
-                )
-            )
+            scores.append(outcome.score(item_id=turn.item_id, stratum=turn.stratum, metric=metric, **labels))
     log_outcomes(scores, "tools")
     return scores
 

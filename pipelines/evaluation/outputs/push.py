@@ -21,11 +21,12 @@ import logging
 import re
 import time
 import urllib.request
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
+from operator import attrgetter
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from prometheus_client import CollectorRegistry, Gauge, push_to_gateway, write_to_textfile
@@ -84,7 +85,7 @@ def build_registry(
     app: str | None = None,
     gate_passed: bool | None = None,
     gate_catches: Mapping[str, float] | None = None,
-    succeeded_at: float | None = None,
+    succeeded_at: datetime | float | None = None,
     judge: Iterable[JudgeTrustRow] = (),
     cost: RunCost | None = None,
     judge_noise: Iterable[JudgeNoiseRow] = (),
@@ -136,6 +137,8 @@ def build_registry(
         names,
         registry=registry,
     )
+    if isinstance(succeeded_at, datetime):
+        succeeded_at = succeeded_at.timestamp()
     last_success.labels(**base).set(time.time() if succeeded_at is None else succeeded_at)
     add_judge_gauges(registry, base, judge)
     add_judge_noise_gauges(registry, base, judge_noise)
@@ -149,32 +152,39 @@ def add_judge_noise_gauges(registry: CollectorRegistry, base: dict[str, str], ro
     rows = [r for r in rows if r.enough]
     if not rows:
         return
-    names = [*base, "metric"]
-    share = Gauge(
-        "rag_judge_noise_share",
-        "Judge-noise variance (half the mean squared test-retest difference) / "
-        "the per-item variance of the metric: the judge's share of the mean's interval",
-        names,
-        registry=registry,
-    )
-    icc = Gauge(
-        "rag_judge_retest_icc",
-        "Intraclass correlation ICC(1,1) of the judge's two judgements of the retested items",
-        names,
-        registry=registry,
-    )
-    retested = Gauge(
-        "rag_judge_retest_items",
-        "Items judged twice (both judgements ok): the n of the retest gauges",
-        names,
-        registry=registry,
-    )
-    for row in rows:
-        retested.labels(**base, metric=row.metric).set(row.n_retested)
-        if row.noise_share is not None:
-            share.labels(**base, metric=row.metric).set(row.noise_share)
-        if row.icc is not None:
-            icc.labels(**base, metric=row.metric).set(row.icc)
+    gauges = {
+        "rag_judge_noise_share": (
+            "Judge-noise variance (half the mean squared test-retest difference) / "
+            "the per-item variance of the metric: the judge's share of the mean's interval",
+            attrgetter("noise_share"),
+        ),
+        "rag_judge_retest_icc": (
+            "Intraclass correlation ICC(1,1) of the judge's two judgements of the retested items",
+            attrgetter("icc"),
+        ),
+        "rag_judge_retest_items": (
+            "Items judged twice (both judgements ok): the n of the retest gauges",
+            attrgetter("n_retested"),
+        ),
+    }
+    _gauges_per_row(registry, base, rows, "metric", gauges)
+
+
+def _gauges_per_row(
+    registry: CollectorRegistry,
+    base: dict[str, str],
+    rows: list,
+    label: str,
+    gauges: dict[str, tuple[str, Callable[[Any], float | None]]],
+) -> None:
+    """One gauge per entry (name: help, value of a row), a series per row labelled by the row's `label` field; a
+    row whose value is None has no series (absent, never 0)."""
+    names = [*base, label]
+    for name, (help_text, value_of) in gauges.items():
+        gauge = Gauge(name, help_text, names, registry=registry)
+        for row in rows:
+            if (value := value_of(row)) is not None:
+                gauge.labels(**base, **{label: getattr(row, label)}).set(value)
 
 
 def add_coverage_gauges(registry: CollectorRegistry, base: dict[str, str], coverage: GoldenCoverage) -> None:
@@ -182,33 +192,23 @@ def add_coverage_gauges(registry: CollectorRegistry, base: dict[str, str], cover
     absent (never 0) when it could not be measured."""
     if coverage.status != "ok":
         return
-    names = [*base, "stratum"]
     gauges = {
-        "ratio": Gauge(
-            "rag_golden_coverage_ratio",
+        "rag_golden_coverage_ratio": (
             "Share of the day's traffic whose question has a golden "
             f"passage that answers it: the share matched (same language, {_threshold_help(coverage)}) "
             "corrected for the matcher's true- and false-match rates; interval n = distinct questions",
-            names,
-            registry=registry,
+            attrgetter("ratio"),
         ),
-        "ci_low": Gauge(
-            "rag_golden_coverage_ratio_ci_low",
+        "rag_golden_coverage_ratio_ci_low": (
             "Lower bound of its 95 % interval from the day's questions (the rates as calibrated)",
-            names,
-            registry=registry,
+            attrgetter("ci_low"),
         ),
-        "ci_high": Gauge(
-            "rag_golden_coverage_ratio_ci_high",
+        "rag_golden_coverage_ratio_ci_high": (
             "Upper bound of its 95 % interval from the day's questions (the rates as calibrated)",
-            names,
-            registry=registry,
+            attrgetter("ci_high"),
         ),
     }
-    for row in coverage.strata:
-        for field_name, gauge in gauges.items():
-            if (value := getattr(row, field_name)) is not None:
-                gauge.labels(**base, stratum=row.stratum).set(value)
+    _gauges_per_row(registry, base, coverage.strata, "stratum", gauges)
 
 
 def _threshold_help(coverage: GoldenCoverage) -> str:
@@ -226,27 +226,18 @@ def add_judge_gauges(registry: CollectorRegistry, base: dict[str, str], rows: It
     rows = [r for r in rows if r.labels]
     if not rows:
         return
-    names = [*base, "metric"]
-    labels = Gauge(
-        "rag_judge_audit_labels", "Judged items people labelled so far (judge audit)", names, registry=registry
-    )
-    kappa = Gauge(
-        "rag_judge_agreement_kappa",
-        "Cohen's kappa of the judge's 0/1 verdicts vs people's labels",
-        names,
-        registry=registry,
-    )
-    trusted = Gauge(
-        "rag_judge_trusted",
-        "1 when the judge is trustworthy for the metric (kappa >= 0.6 on >= 20 labels)",
-        names,
-        registry=registry,
-    )
-    for row in rows:
-        labels.labels(**base, metric=row.metric).set(row.labels)
-        trusted.labels(**base, metric=row.metric).set(int(bool(row.trusted)))
-        if row.kappa is not None:
-            kappa.labels(**base, metric=row.metric).set(row.kappa)
+    gauges = {
+        "rag_judge_audit_labels": ("Judged items people labelled so far (judge audit)", attrgetter("labels")),
+        "rag_judge_agreement_kappa": (
+            "Cohen's kappa of the judge's 0/1 verdicts vs people's labels",
+            attrgetter("kappa"),
+        ),
+        "rag_judge_trusted": (
+            "1 when the judge is trustworthy for the metric (kappa >= 0.6 on >= 20 labels)",
+            lambda row: int(bool(row.trusted)),
+        ),
+    }
+    _gauges_per_row(registry, base, rows, "metric", gauges)
 
 
 def _cost_gauges(cost: RunCost, base: dict[str, str], registry: CollectorRegistry) -> None:
@@ -301,32 +292,13 @@ def push_scores(
     suite: str,
     target: str | None = None,
     app: str | None = None,
-    gate_passed: bool | None = None,
-    gate_catches: Mapping[str, float] | None = None,
-    succeeded_at: datetime | float | None = None,
     timeout_s: float = 10.0,
-    judge: Iterable[JudgeTrustRow] = (),
-    cost: RunCost | None = None,
-    judge_noise: Iterable[JudgeNoiseRow] = (),
-    coverage: GoldenCoverage | None = None,
+    **gauges,
 ) -> PushResult:
     """Replace the suite's (and target's) group on the configured Pushgateway, or write
-    `metrics/<job>-<suite>-<target>.prom` under home."""
-    if isinstance(succeeded_at, datetime):
-        succeeded_at = succeeded_at.timestamp()
-    registry = build_registry(
-        aggregates,
-        suite=suite,
-        target=target,
-        app=app,
-        gate_passed=gate_passed,
-        gate_catches=gate_catches,
-        succeeded_at=succeeded_at,
-        judge=judge,
-        cost=cost,
-        judge_noise=judge_noise,
-        coverage=coverage,
-    )
+    `metrics/<job>-<suite>-<target>.prom` under home. `gauges` are `build_registry`'s other keywords: the gate,
+    the judge's trust and noise, the cost, the coverage, when the run succeeded."""
+    registry = build_registry(aggregates, suite=suite, target=target, app=app, **gauges)
     samples = sum(len(m.samples) for m in registry.collect())
     job, key = settings.pushgateway_job, grouping_key(suite, target, app)
     if settings.pushgateway_url:

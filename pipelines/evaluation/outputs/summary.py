@@ -9,7 +9,7 @@ from pydantic import BaseModel
 
 from pipelines.core.settings import Settings
 from pipelines.evaluation.results.coverage import GoldenCoverage
-from pipelines.evaluation.results.rows import row_model
+from pipelines.evaluation.results.rows import row_from, row_model
 from pipelines.evaluation.results.run import RunCost, RunHeader
 from pipelines.evaluation.statistics.aggregates import Aggregate, aggregate
 from pipelines.evaluation.statistics.diagnose import DEFAULT_MIN_N, DiagnosisCorrection, diagnose
@@ -191,19 +191,7 @@ def run_summary(
         report=run.report_path,
         gate_passed=run.gate_passed,
         gate=gate,
-        overall=[
-            MetricRow(
-                metric=a.metric,
-                n=a.n,
-                n_failed=a.n_failed,
-                mean=a.mean,
-                ci_low=a.ci_low,
-                ci_high=a.ci_high,
-                ci_method=a.ci_method,
-            )
-            for a in aggregates
-            if a.stratum == OVERALL
-        ],
+        overall=[row_from(MetricRow, a) for a in aggregates if a.stratum == OVERALL],
         diagnosis=[
             f"[{f.severity}] {f.metric} [{f.stratum}] {f.mean:.2f} ({f.band}): {f.users_see} → {f.first_action}"
             + (f" ({f.note})" if f.note else "")

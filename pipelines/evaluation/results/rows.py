@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field, create_model
+
+RowT = TypeVar("RowT", bound=BaseModel)
 
 
 def row_model(name: str, source: type, fields: tuple[str, ...], *, doc: str, module: str) -> type[BaseModel]:
@@ -29,6 +31,11 @@ def row_model(name: str, source: type, fields: tuple[str, ...], *, doc: str, mod
         else:
             raise AttributeError(f"{source.__name__} has no field or property {field!r}")
     return create_model(name, __doc__=doc, __module__=module, **definitions)
+
+
+def row_from(model: type[RowT], result: Any) -> RowT:
+    """The row `model` (made by `row_model`) of one result object: each of its fields read from `result`."""
+    return model(**{field: getattr(result, field) for field in model.model_fields})
 
 
 def _default(field: dataclasses.Field) -> Any:

@@ -15,10 +15,9 @@ import json
 from collections.abc import Iterable
 
 from pipelines.core.files import atomic_write_text
-from pipelines.core.handoff import batch_label, check_parts
 from pipelines.core.workspace import RunPaths
 from pipelines.evaluation.results.run import RunCost
-from pipelines.evaluation.runs.folder import judge_part
+from pipelines.evaluation.runs.folder import checked_parts
 from pipelines.models.llm import LLM
 from pipelines.models.usage import UsageRow, summed
 
@@ -49,13 +48,5 @@ def run_cost(
     """The run's usage: one file per planned judge batch and per `prepared` part, checked like the score files."""
     if batches is None:  # a run prepared before batches were recorded: what is there
         return RunCost(items=items, rows=summed(row for path in run.usage_files for row in read_usage(path)))
-    planned = {run.usage(judge_part(batch[0])): batch_label(i, batch) for i, batch in enumerate(batches)}
-    planned |= {run.usage(part): f"the prepare step's {part} usage" for part in prepared}
-    check_parts(
-        f"{suite} eval {run_id}: usage files",
-        planned,
-        run.usage_files,
-        rerun=f"rerun the {suite}_eval `judge` task (clear that map index in the Airflow UI; a missing "
-        f"prepare part: clear `prepare` and its downstream tasks)",
-    )
+    planned = checked_parts("usage", run.usage, run.usage_files, batches, prepared, suite=suite, run_id=run_id)
     return RunCost(items=items, rows=summed(row for path in planned for row in read_usage(path)))

@@ -29,11 +29,11 @@ from pathlib import Path
 
 from sqlalchemy.engine import make_url
 
+from pipelines.core.settings import Settings
 from pipelines.evaluation.results.run import RunCost
 from pipelines.models.offline import OFFLINE_MODEL
 from pipelines.models.usage import STAGES
-from pipelines.models.usage_estimate import RunEstimate, StageEstimate
-from pipelines.core.settings import Settings
+from pipelines.models.usage_estimate import USAGE_COUNTS, RunEstimate, StageEstimate
 from pipelines.stores.results import EvalRun, ResultsStore, run_id
 
 HISTORY_RUNS = 3
@@ -121,7 +121,7 @@ def estimate(
         for row in RunCost.model_validate(past.cost).rows:
             counts = sums.setdefault(
                 (row.stage, row.metric, row.role),
-                dict.fromkeys(("requests", "cache_hits", "prompt_tokens", "completion_tokens"), 0.0),
+                dict.fromkeys(USAGE_COUNTS, 0.0),
             )
             for count in counts:
                 counts[count] += getattr(row, count)
@@ -129,48 +129,32 @@ def estimate(
     for key, counts in sorted(
         sums.items(), key=lambda kv: (list(STAGES).index(kv[0][0]) if kv[0][0] in STAGES else len(STAGES), kv[0])
     ):
-        stage, metric, role = key
-        unit = stage_unit(suite, stage)
+        unit = stage_unit(suite, key[0])
         per = past_units.get(unit) or 0
         if not per:
             continue
-        requests_per, hits_per = counts["requests"] / per, counts["cache_hits"] / per
-        fresh = units.get(unit, 0) - cached.get(unit, 0)
-        requests = fresh * requests_per
-        per_request = {
-            c: counts[c] / counts["requests"] if counts["requests"] else 0.0
-            for c in ("prompt_tokens", "completion_tokens")
-        }
         rows.append(
-            StageEstimate(
-                stage=stage,
-                metric=metric,
-                role=role,
-                unit=unit,
+            StageEstimate.at_past_rates(
+                key,
+                unit,
                 units=units.get(unit, 0),
-                requests=requests,
-                cache_hits=fresh * hits_per + cached.get(unit, 0) * (requests_per + hits_per),
-                prompt_tokens=requests * per_request["prompt_tokens"],
-                completion_tokens=requests * per_request["completion_tokens"],
-                basis=f"{requests_per:.2f} requests per unit, {per_request['prompt_tokens']:.0f} + "
-                f"{per_request['completion_tokens']:.0f} tokens per request over {len(history)} past run(s)",
+                cached=cached.get(unit, 0),
+                used=counts,
+                per=per,
+                rate_unit="unit",
+                source=f"over {len(history)} past run(s)",
             )
         )
     if not history:
-        for (stage, metric, role), requests_per in (fallback or {}).items():
-            unit = stage_unit(suite, stage)
+        for key, requests_per in (fallback or {}).items():
+            unit = stage_unit(suite, key[0])
             fresh = units.get(unit, 0) - cached.get(unit, 0)
             rows.append(
-                StageEstimate(
-                    stage=stage,
-                    metric=metric,
-                    role=role,
-                    unit=unit,
+                StageEstimate.for_stage(
+                    key,
+                    unit,
                     units=units.get(unit, 0),
                     requests=fresh * requests_per,
-                    cache_hits=None,
-                    prompt_tokens=None,
-                    completion_tokens=None,
                     basis=f"no past run: {requests_per:g} per unit (the judge's fixed shape); tokens unknown",
                 )
             )
@@ -198,9 +182,9 @@ def cache_answers(settings: Settings) -> bool:
 
 def estimate_online(settings: Settings, day: date, params) -> RunEstimate:
     """The online eval of `day` with `params`, before it runs: the selection it would judge and the rates."""
-    from pipelines.evaluation.runs.online import SUITE, TARGET, past_spread
-    from pipelines.evaluation.online_selection import select_budget
     from pipelines.core.workspace import Workspace
+    from pipelines.evaluation.online_selection import select_budget
+    from pipelines.evaluation.runs.online import SUITE, TARGET, past_spread
 
     workspace = Workspace.from_settings(settings)
     if not workspace.has_traces(day):

@@ -73,6 +73,17 @@ class JudgedBatch(BaseModel):
     generator: dict[str, Any] | None = None
     """The generator's, where the batch had it answer (the online noise arms)."""
 
+    @classmethod
+    def of(cls, batch: tuple[int, int], scores: list, judge: Any, generator: Any = None) -> JudgedBatch:
+        """The result of the batch of rows `batch`: its scores counted, its LLM clients' counters."""
+        return cls(
+            batch=batch,
+            scores=len(scores),
+            failed=sum(s.status == "failed" for s in scores),
+            judge=judge.counters.summary(),
+            generator=None if generator is None else generator.counters.summary(),
+        )
+
 
 RETRIEVAL_TOOLS_PART = "retrieval-tools"
 """The score file the offline prepare step writes itself (retrieval metrics and tool calls, no judge)."""
@@ -143,16 +154,34 @@ def load_planned_scores(run: RunPaths, meta: RunMeta, *, prepared: tuple[str, ..
     fails finalize naming its batch, never shrinks the gate's pairs."""
     if meta.batches is None:
         return load_scores(run)
-    planned = {run.scores(judge_part(batch[0])): batch_label(i, batch) for i, batch in enumerate(meta.batches)}
-    planned |= {run.scores(part): f"the prepare step's {part} scores" for part in prepared}
-    check_parts(
-        f"{meta.suite} eval {meta.run_id}: score files",
-        planned,
-        run.score_files,
-        rerun=f"rerun the {meta.suite}_eval `judge` task (clear that map index in the Airflow UI; a missing "
-        f"prepare part: clear `prepare` and its downstream tasks)",
+    planned = checked_parts(
+        "scores", run.scores, run.score_files, meta.batches, prepared, suite=meta.suite, run_id=meta.run_id
     )
     return [Score.model_validate(row) for path in planned for row in read_jsonl(path)]
+
+
+def checked_parts(
+    kind: str,
+    path: Callable[[str], Path],
+    found: list[Path],
+    batches: list[tuple[int, int]],
+    prepared: tuple[str, ...],
+    *,
+    suite: str,
+    run_id: str,
+) -> dict[Path, str]:
+    """The `kind` files (scores, usage) of every planned judge batch and `prepared` part, each with what writes it,
+    after checking that `found` holds them all and nothing else."""
+    planned = {path(judge_part(batch[0])): batch_label(i, batch) for i, batch in enumerate(batches)}
+    planned |= {path(part): f"the prepare step's {part} {kind}" for part in prepared}
+    check_parts(
+        f"{suite} eval {run_id}: {'score' if kind == 'scores' else kind} files",
+        planned,
+        found,
+        rerun=f"rerun the {suite}_eval `judge` task (clear that map index in the Airflow UI; a missing "
+        f"prepare part: clear `prepare` and its downstream tasks)",
+    )
+    return planned
 
 
 def load_planned_retests(run: RunPaths, meta: RunMeta) -> tuple[list[Score], str | None]:

@@ -161,9 +161,4 @@ def judge_offline_batch(settings: Settings, run_dir: Path, start: int, end: int)
         ),
     )
     judge.counters.log(log, f"judge batch {start}-{end}")
-    return JudgedBatch(
-        batch=(start, end),
-        scores=len(scores),
-        failed=sum(s.status == "failed" for s in scores),
-        judge=judge.counters.summary(),
-    )
+    return JudgedBatch.of((start, end), scores, judge)

@@ -273,13 +273,7 @@ def judge_online_batch(settings: Settings, run_dir: Path, start: int, end: int) 
     write_jsonl(run.scores(judge_part(start)), (s.model_dump() for s in scores))
     judge.counters.log(log, f"online judge batch {start}-{end}")
     generator.counters.log(log, f"online generator (noise) batch {start}-{end}")
-    return JudgedBatch(
-        batch=(start, end),
-        scores=len(scores),
-        failed=sum(s.status == "failed" for s in scores),
-        judge=judge.counters.summary(),
-        generator=generator.counters.summary(),
-    )
+    return JudgedBatch.of((start, end), scores, judge, generator)
 
 
 def measure_online_coverage(settings: Settings, run_dir: Path) -> GoldenCoverage:

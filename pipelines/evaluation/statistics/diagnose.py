@@ -89,9 +89,9 @@ class Threshold:
         return f"{self.low:.2f}–{self.high:.2f}"
 
 
-def _healthy(metric: str, stage: Stage, low: float, **kw) -> Threshold:
+def _healthy(metric: str, stage: Stage, low: float | None, high: float | None = None, **kw) -> Threshold:
     return Threshold(
-        metric, stage, low, None, "no symptom from this metric", "watch drift", "healthy", source="ragwatch", **kw
+        metric, stage, low, high, "no symptom from this metric", "watch drift", "healthy", source="ragwatch", **kw
     )
 
 
@@ -156,17 +156,7 @@ THRESHOLDS: tuple[Threshold, ...] = (
         "problem",
         low_inclusive=False,
     ),
-    Threshold(
-        "noise_delta_f",
-        "robustness",
-        None,
-        0.15,
-        "no symptom from this metric",
-        "watch drift",
-        "healthy",
-        source="ragwatch",
-        high_inclusive=True,
-    ),
+    _healthy("noise_delta_f", "robustness", None, 0.15, high_inclusive=True),
     Threshold(
         "noise_delta_f_reference",
         "robustness",
@@ -179,17 +169,7 @@ THRESHOLDS: tuple[Threshold, ...] = (
         low_inclusive=False,
         source="ragwatch",
     ),
-    Threshold(
-        "noise_delta_f_reference",
-        "robustness",
-        None,
-        0.15,
-        "no symptom from this metric",
-        "watch drift",
-        "healthy",
-        source="ragwatch",
-        high_inclusive=True,
-    ),
+    _healthy("noise_delta_f_reference", "robustness", None, 0.15, high_inclusive=True),
     Threshold(
         "tool_selection_accuracy",
         "tools",

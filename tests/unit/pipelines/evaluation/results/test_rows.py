@@ -10,7 +10,7 @@ import pytest
 
 from pipelines.core.records import Score
 from pipelines.evaluation.outputs.summary import GateRow, JudgeNoiseRow, MetricRow, gate_rows, judge_noise_rows
-from pipelines.evaluation.results.rows import row_model
+from pipelines.evaluation.results.rows import row_from, row_model
 from pipelines.evaluation.statistics.aggregates import Aggregate, aggregate
 from pipelines.evaluation.statistics.gate.rule import MetricGate, regression_gate
 from pipelines.evaluation.statistics.judge_noise import JudgeNoise, judge_noise
@@ -55,7 +55,7 @@ def test_a_stored_gate_reads_back_as_the_rows_of_its_metrics():
 
 def test_an_overall_aggregate_is_its_metric_row():
     [overall] = [a for a in aggregate(scores({f"q{i}": i / 10 for i in range(11)})) if a.stratum == "all"]
-    row = MetricRow.model_validate({name: getattr(overall, name) for name in MetricRow.model_fields})
+    row = row_from(MetricRow, overall)
     assert (row.n, row.mean, row.ci_method) == (11, pytest.approx(0.5), "jeffreys-bounded-mean")
     assert row.ci_low < row.mean < row.ci_high
 
