@@ -7,12 +7,23 @@ bodies import `pipelines` themselves, so parsing this file stays fast (ragas is 
 from __future__ import annotations
 
 from airflow.sdk import Asset, CronDataIntervalTimetable, Param, task
-from ragwatch_airflow.dag_parts import fail_now_on, judge_batches, optional_param, push_summary, ragwatch_dag
+from ragwatch_airflow.dag_parts import (
+    fail_now_on,
+    judge_batches,
+    optional_param,
+    push_summary,
+    ragwatch_dag,
+)
 from ragwatch_airflow.intervals import current_interval
 from ragwatch_airflow.settings import ragwatch_settings
 
 from pipelines.core.inputs import GOLDEN_VERSION_PATTERN, K_MAX, TARGET_NAME_PATTERN
-from pipelines.evaluation.runs.params import ALL_JUDGE_METRICS, DEFAULT_K, OFFLINE_RUN_ID_PATTERN, TARGET_URL_PATTERN
+from pipelines.evaluation.runs.params import (
+    ALL_JUDGE_METRICS,
+    DEFAULT_K,
+    OFFLINE_RUN_ID_PATTERN,
+    TARGET_URL_PATTERN,
+)
 
 OFFLINE_SCORES = Asset(name="ragwatch_offline_scores", uri="ragwatch://results/offline")
 
@@ -52,7 +63,9 @@ with ragwatch_dag(
             pattern=TARGET_NAME_PATTERN,
             description="The target's name in runs, reports and gauges; default: from the URL.",
         ),
-        "fail_on_gate": Param(False, type="boolean", description="Fail the run when the regression gate fails."),
+        "fail_on_gate": Param(
+            False, type="boolean", description="Fail the run when the regression gate fails."
+        ),
         "limit": optional_param(
             "integer",
             minimum=1,
@@ -84,23 +97,30 @@ with ragwatch_dag(
         from pipelines.evaluation.runs.prepare import prepare_offline_eval
 
         week_end = current_interval().end.date()
-        prepared = prepare_offline_eval(ragwatch_settings(), eval_params(params), logical_date=week_end)
+        prepared = prepare_offline_eval(
+            ragwatch_settings(), eval_params(params), logical_date=week_end
+        )
         return prepared.model_dump(mode="json")
 
-    def judge_offline_batch(settings, run_dir, start, end):  # imported when a batch runs: parsing stays light
+    def judge_offline_batch(
+        settings, run_dir, start, end
+    ):  # imported when a batch runs: parsing stays light
         from pipelines.evaluation.runs.judge_batch import judge_offline_batch
 
         return judge_offline_batch(settings, run_dir, start, end)
 
-    # The gate reads the previous week's result: a backfill's weeks run side by side (its own max_active_runs, not the
-    # DAG's), so each week's finalize waits for the week before it and the weeks are gated in order.
+    # The gate reads the previous week's result: a backfill's weeks run side by side (its own
+    # max_active_runs, not the DAG's), so each week's finalize waits for the week before it and the
+    # weeks are gated in order.
     @task(depends_on_past=True)
     def finalize(prepared: dict, _judged: list) -> dict:
         from pathlib import Path
 
         from pipelines.evaluation.runs.finalize import finalize_offline_eval
 
-        return finalize_offline_eval(ragwatch_settings(), Path(prepared["run_dir"])).model_dump(mode="json")
+        return finalize_offline_eval(ragwatch_settings(), Path(prepared["run_dir"])).model_dump(
+            mode="json"
+        )
 
     @task
     def gate(summary: dict, _pushed: dict, params=None) -> dict:

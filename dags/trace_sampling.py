@@ -1,10 +1,11 @@
-"""Daily: select, anonymize (in mapped shards), merge, validate, promote and version one day of production traces.
+"""Daily: select, anonymize (in mapped shards), merge, validate, promote and version one day of
+production traces.
 
-Each run processes its own data interval (the previous UTC day), so backfills of past days
-from the UI or `POST /api/v2/backfills` write exactly those days' partitions. `select` runs the
-selection once and writes the ids to the workspace; `shard` is mapped over contiguous ranges of the
-partition's parts (RAGWATCH_SAMPLE_SHARDS), on any worker; `merge` checks every shard wrote its parts.
-Task bodies import `pipelines` themselves, so parsing this file stays fast.
+Each run processes its own data interval (the previous UTC day), so backfills of past days from the
+UI or `POST /api/v2/backfills` write exactly those days' partitions. `select` runs the selection
+once and writes the ids to the workspace; `shard` is mapped over contiguous ranges of the
+partition's parts (RAGWATCH_SAMPLE_SHARDS), on any worker; `merge` checks every shard wrote its
+parts. Task bodies import `pipelines` themselves, so parsing this file stays fast.
 """
 
 from __future__ import annotations
@@ -65,9 +66,9 @@ with ragwatch_dag(
     def shard(planned: dict) -> dict:
         from pipelines.traces import steps
 
-        return steps.write_trace_shard(ragwatch_settings(), steps.PlannedShard.model_validate(planned)).model_dump(
-            mode="json"
-        )
+        return steps.write_trace_shard(
+            ragwatch_settings(), steps.PlannedShard.model_validate(planned)
+        ).model_dump(mode="json")
 
     @task
     def merge(planned: list, _written: list) -> dict:
@@ -82,15 +83,17 @@ with ragwatch_dag(
         from pipelines.traces import steps
 
         with fail_now_on(ValidationFailed):
-            return steps.validate_trace_sample(steps.StagedSample.model_validate(staged)).model_dump(mode="json")
+            return steps.validate_trace_sample(
+                steps.StagedSample.model_validate(staged)
+            ).model_dump(mode="json")
 
     @task
     def promote(staged: dict) -> dict:
         from pipelines.traces import steps
 
-        return steps.promote_trace_sample(ragwatch_settings(), steps.StagedSample.model_validate(staged)).model_dump(
-            mode="json"
-        )
+        return steps.promote_trace_sample(
+            ragwatch_settings(), steps.StagedSample.model_validate(staged)
+        ).model_dump(mode="json")
 
     @task(pool=DVC_POOL, outlets=[SAMPLED_TRACES])
     def version(promoted: dict) -> dict:

@@ -7,7 +7,12 @@ The app lives in `ragwatch_airflow.ui`, testable without Airflow running.
 from __future__ import annotations
 
 from airflow.plugins_manager import AirflowPlugin
-from ragwatch_airflow.ui import airflow_active_runs, airflow_login_url, create_app, require_airflow_reader
+from ragwatch_airflow.ui import (
+    airflow_active_runs,
+    airflow_login_url,
+    create_app,
+    require_airflow_reader,
+)
 
 ragwatch_app = create_app(
     authorize=require_airflow_reader, login_url=airflow_login_url, active_runs=airflow_active_runs

@@ -1,4 +1,5 @@
-"""`python -m deploy.local_stack up|down|status|env|monitoring-up|monitoring-down` (what `make up`/`make down` run)."""
+"""`python -m deploy.local_stack up|down|status|env|monitoring-up|monitoring-down` (what `make
+up`/`make down` run)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,9 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m deploy.local_stack", description=local_stack.__doc__.split("\n\n")[0]
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    up_parser = sub.add_parser("up", help="start (or repair) the stack; first start seeds, indexes, builds gold")
+    up_parser = sub.add_parser(
+        "up", help="start (or repair) the stack; first start seeds, indexes, builds gold"
+    )
     up_parser.add_argument(
         "--executor",
         choices=list(EXECUTORS),
@@ -28,16 +31,25 @@ def main(argv: list[str] | None = None) -> int:
         "(default: the stack's last one)",
     )
     up_parser.add_argument(
-        "--workers", type=int, help=f"Celery workers (default {DEFAULT_WORKERS}, or the stack's last count)"
+        "--workers",
+        type=int,
+        help=f"Celery workers (default {DEFAULT_WORKERS}, or the stack's last count)",
     )
-    up_parser.add_argument("--seed-days", type=int, help="first start: days of demo traffic (default: the demo's)")
+    up_parser.add_argument(
+        "--seed-days", type=int, help="first start: days of demo traffic (default: the demo's)"
+    )
     up_parser.add_argument("--seed-per-day", type=int, help="first start: demo traces per day")
-    up_parser.add_argument("--corpus", type=Path, help="first start: folder to index (default: the demo corpus)")
+    up_parser.add_argument(
+        "--corpus", type=Path, help="first start: folder to index (default: the demo corpus)"
+    )
     sub.add_parser("down", help="stop every process of the stack")
     sub.add_parser("status", help="which processes run")
     sub.add_parser("env", help="print the variables that point the ragwatch CLI at the stack")
     for name, text in (
-        ("monitoring-up", "start only a fresh Pushgateway and Prometheus (make demo); print their URLs"),
+        (
+            "monitoring-up",
+            "start only a fresh Pushgateway and Prometheus (make demo); print their URLs",
+        ),
         ("monitoring-down", "stop what monitoring-up started"),
     ):
         sub.add_parser(name, help=text).add_argument(
@@ -67,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
             )
         except StackError as failed:
             print(
-                f"{failed}\n`make up` again retries what failed; `make down` stops what has started.", file=sys.stderr
+                f"{failed}\n`make up` again retries what failed; `make down` stops what has started.",
+                file=sys.stderr,
             )
             return 1
     elif args.command == "down":

@@ -21,7 +21,9 @@ class Airflow:
         user, password = self.plan.admin
         try:
             response = httpx.post(
-                f"{self.plan.airflow_url}/auth/token", json={"username": user, "password": password}, timeout=10
+                f"{self.plan.airflow_url}/auth/token",
+                json={"username": user, "password": password},
+                timeout=10,
             )
         except httpx.HTTPError:
             return None
@@ -31,12 +33,14 @@ class Airflow:
 
     def api(self, method: str, path: str, **kwargs) -> httpx.Response:
         headers = {"Authorization": f"Bearer {self.token}"}
-        return httpx.request(method, f"{self.plan.airflow_url}{path}", headers=headers, timeout=30, **kwargs)
+        return httpx.request(
+            method, f"{self.plan.airflow_url}{path}", headers=headers, timeout=30, **kwargs
+        )
 
 
 def wait_until(what: str, probe, timeout: float, plan: Plan, interval: float = 2.0, restart=None):
-    """Poll `probe` until it returns something true. A service of the stack that exits meanwhile fails the wait,
-    unless `restart(name)` starts it again and says so (True)."""
+    """Poll `probe` until it returns something true. A service of the stack that exits meanwhile
+    fails the wait, unless `restart(name)` starts it again and says so (True)."""
     deadline = time.monotonic() + timeout
     while True:
         dead = [name for name in plan.services if running_pid(plan.state, name) is None]
@@ -49,7 +53,9 @@ def wait_until(what: str, probe, timeout: float, plan: Plan, interval: float = 2
         if result:
             return result
         if time.monotonic() > deadline:
-            raise StackError(f"gave up after {timeout:.0f} s waiting for {what}; logs under {plan.state / 'logs'}")
+            raise StackError(
+                f"gave up after {timeout:.0f} s waiting for {what}; logs under {plan.state / 'logs'}"
+            )
         time.sleep(interval)
 
 
@@ -82,8 +88,13 @@ def _parsed(airflow: Airflow, dag_ids: list[str]) -> bool:
     except httpx.HTTPError:
         return False
     if errors.get("total_entries"):
-        raise StackError("DAG import errors:\n" + "\n".join(e["stack_trace"][-2000:] for e in errors["import_errors"]))
-    return all(airflow.api("GET", f"/api/v2/dags/{dag_id}").status_code == 200 for dag_id in dag_ids)
+        raise StackError(
+            "DAG import errors:\n"
+            + "\n".join(e["stack_trace"][-2000:] for e in errors["import_errors"])
+        )
+    return all(
+        airflow.api("GET", f"/api/v2/dags/{dag_id}").status_code == 200 for dag_id in dag_ids
+    )
 
 
 def _first_run(airflow: Airflow, dag_id: str, timeout: float) -> None:
@@ -98,13 +109,19 @@ def _first_run(airflow: Airflow, dag_id: str, timeout: float) -> None:
         run_id = wait_until(
             f"the scheduler to create {dag_id}'s scheduled run",
             lambda: next(
-                (r["dag_run_id"] for r in airflow.api("GET", f"/api/v2/dags/{dag_id}/dagRuns").json()["dag_runs"]), None
+                (
+                    r["dag_run_id"]
+                    for r in airflow.api("GET", f"/api/v2/dags/{dag_id}/dagRuns").json()["dag_runs"]
+                ),
+                None,
             ),
             120,
             airflow.plan,
         )
     else:
-        response = airflow.api("POST", f"/api/v2/dags/{dag_id}/dagRuns", json={"logical_date": None})
+        response = airflow.api(
+            "POST", f"/api/v2/dags/{dag_id}/dagRuns", json={"logical_date": None}
+        )
         if response.status_code != 200:
             raise StackError(f"could not trigger {dag_id}: {response.status_code} {response.text}")
         run_id = response.json()["dag_run_id"]
@@ -127,21 +144,31 @@ def _first_run(airflow: Airflow, dag_id: str, timeout: float) -> None:
     state = wait_until(f"{dag_id} run {run_id}", finished, timeout, airflow.plan, interval=5)
     if state != "success":
         logs = airflow.plan.airflow_env["AIRFLOW__LOGGING__BASE_LOG_FOLDER"]
-        raise StackError(f"{dag_id} run {run_id} {state}: task logs under {logs}/dag_id={dag_id}/run_id={run_id}")
+        raise StackError(
+            f"{dag_id} run {run_id} {state}: task logs under {logs}/dag_id={dag_id}/run_id={run_id}"
+        )
 
 
 def task_progress(airflow: Airflow, dag_id: str, run_id: str) -> str:
-    """One line of a run's task states, in the DAG's order: `plan ✓ · generate 2/4 (1 running) · filter_candidates …`."""
+    """One line of a run's task states, in the DAG's order: `plan ✓ · generate 2/4 (1 running) ·
+    filter_candidates …`."""
     try:
-        tis = airflow.api("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances", params={"limit": 1000}).json()
+        tis = airflow.api(
+            "GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances", params={"limit": 1000}
+        ).json()
     except (httpx.HTTPError, ValueError):
         return "(task states not available)"
     tasks: dict[str, list[str | None]] = {}
-    for ti in sorted(tis.get("task_instances", []), key=lambda t: (t.get("start_date") or "~", t["map_index"])):
+    for ti in sorted(
+        tis.get("task_instances", []), key=lambda t: (t.get("start_date") or "~", t["map_index"])
+    ):
         tasks.setdefault(ti["task_id"], []).append(ti["state"])
     parts = []
     for task_id, states in tasks.items():
-        done, running = states.count("success"), sum(s in ("running", "queued", "scheduled") for s in states)
+        done, running = (
+            states.count("success"),
+            sum(s in ("running", "queued", "scheduled") for s in states),
+        )
         failed = sum(s in ("failed", "up_for_retry", "upstream_failed") for s in states)
         mark = "✓" if done == len(states) else f"{done}/{len(states)}" if len(states) > 1 else "…"
         parts.append(
@@ -153,11 +180,14 @@ def task_progress(airflow: Airflow, dag_id: str, run_id: str) -> str:
 
 
 def still_running(airflow: Airflow, dag_ids: list[str]) -> list[str]:
-    """The runs not finished yet, e.g. `trace_sampling scheduled__2026-12-01T00:00:00+00:00 (running)`."""
+    """The runs not finished yet, e.g. `trace_sampling scheduled__2026-12-01T00:00:00+00:00
+    (running)`."""
     found = []
     for dag_id in dag_ids:
         try:
-            runs = airflow.api("GET", f"/api/v2/dags/{dag_id}/dagRuns", params={"state": ["queued", "running"]}).json()
+            runs = airflow.api(
+                "GET", f"/api/v2/dags/{dag_id}/dagRuns", params={"state": ["queued", "running"]}
+            ).json()
         except (httpx.HTTPError, ValueError):
             continue
         found += [f"{dag_id} {r['dag_run_id']} ({r['state']})" for r in runs.get("dag_runs", [])]

@@ -1,4 +1,5 @@
-"""Reading docker-compose.yml and the Dockerfile: interpolation, mounts, addresses rewritten to loopback."""
+"""Reading docker-compose.yml and the Dockerfile: interpolation, mounts, addresses rewritten to
+loopback."""
 
 from __future__ import annotations
 
@@ -13,12 +14,15 @@ from deploy.local_stack.layout import COMPOSE, DOCKERFILE, LOOPBACK, PROMETHEUS_
 from deploy.local_stack.model import SERVICE_PORTS, Ports
 from pipelines.core.batching import available_cpus
 
-_VARIABLE = re.compile(r"\$(?:(?P<dollar>\$)|\{(?P<braced>[^}]*)\}|(?P<plain>[A-Za-z_][A-Za-z0-9_]*))")
+_VARIABLE = re.compile(
+    r"\$(?:(?P<dollar>\$)|\{(?P<braced>[^}]*)\}|(?P<plain>[A-Za-z_][A-Za-z0-9_]*))"
+)
 _BRACED = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:(?P<op>:?[-?])(?P<arg>.*))?$", re.DOTALL)
 
 
 def interpolate(value: str, variables: dict[str, str]) -> str:
-    """Compose's variable interpolation: $VAR, ${VAR}, ${VAR:-default}, ${VAR-default}, ${VAR:?error}, $$."""
+    """Compose's variable interpolation: $VAR, ${VAR}, ${VAR:-default}, ${VAR-default},
+    ${VAR:?error}, $$."""
 
     def substitute(match: re.Match) -> str:
         if match.group("dollar"):
@@ -46,7 +50,8 @@ def compose_file() -> dict:
 
 
 def dockerfile_paths() -> tuple[dict[str, str], dict[str, str]]:
-    """The image's (ENV name -> value) and (path in the image -> path in the checkout, from COPY)."""
+    """The image's (ENV name -> value) and (path in the image -> path in the checkout, from
+    COPY)."""
     text = DOCKERFILE.read_text(encoding="utf-8").replace("\\\n", " ")
     env: dict[str, str] = {}
     copies: dict[str, str] = {}
@@ -86,24 +91,32 @@ def parallelism(airflow_env: dict[str, str]) -> int:
 
 
 def translate_path(word: str, paths: dict[str, str]) -> str:
-    """Rewrite a container path (alone or after `--flag=`) to its local counterpart, longest prefix first."""
+    """Rewrite a container path (alone or after `--flag=`) to its local counterpart, longest prefix
+    first."""
     flag, eq, value = word.partition("=") if word.startswith("--") else ("", "", word)
     for inside in sorted(paths, key=len, reverse=True):
         if value == inside or value.startswith(inside.rstrip("/") + "/"):
-            value = paths[inside] + value[len(inside.rstrip("/")) :] if value != inside else paths[inside]
+            value = (
+                paths[inside] + value[len(inside.rstrip("/")) :]
+                if value != inside
+                else paths[inside]
+            )
             break
     return f"{flag}{eq}{value}"
 
 
 def rewrite_addresses(key: str, value: str, ports: Ports, known_services: set[str]) -> str:
-    """Compose host names -> 127.0.0.1 and this stack's ports; a compose host this stack does not run is an error."""
+    """Compose host names -> 127.0.0.1 and this stack's ports; a compose host this stack does not
+    run is an error."""
     if key.startswith("AIRFLOW_CONN_") and value.lstrip().startswith("{"):
         conn = json.loads(value)
         if (conn.get("host"), int(conn.get("port") or 0)) in SERVICE_PORTS:
             conn["port"] = getattr(ports, SERVICE_PORTS[(conn["host"], int(conn["port"]))])
             conn["host"] = LOOPBACK
         elif conn.get("host") in known_services:
-            raise ValueError(f"{key} points at compose service {conn['host']!r}, which this stack does not run")
+            raise ValueError(
+                f"{key} points at compose service {conn['host']!r}, which this stack does not run"
+            )
         return json.dumps(conn)
 
     def replace(match: re.Match) -> str:
@@ -111,19 +124,26 @@ def rewrite_addresses(key: str, value: str, ports: Ports, known_services: set[st
         if (host, port) in SERVICE_PORTS:
             return f"{LOOPBACK}:{getattr(ports, SERVICE_PORTS[(host, port)])}"
         if host in known_services:
-            raise ValueError(f"{key} points at compose service {host!r}, which this stack does not run")
+            raise ValueError(
+                f"{key} points at compose service {host!r}, which this stack does not run"
+            )
         return match.group(0)
 
     return re.sub(r"(?<=[/@])(?P<host>[A-Za-z][A-Za-z0-9-]*):(?P<port>\d+)(?!\w)", replace, value)
 
 
 def derived_prometheus_config(ports: Ports, interval: str | None = None) -> str:
-    """monitoring/prometheus.yml with the scrape targets pointed at this stack and the rule files made absolute;
-    with `interval`, the scrape and evaluation intervals too (the demo's short-lived Prometheus)."""
+    """monitoring/prometheus.yml with the scrape targets pointed at this stack and the rule files
+    made absolute; with `interval`, the scrape and evaluation intervals too (the demo's short-lived
+    Prometheus)."""
     config = yaml.safe_load(PROMETHEUS_CONFIG.read_text(encoding="utf-8"))
     if interval:
-        config.setdefault("global", {}).update(scrape_interval=interval, evaluation_interval=interval)
-    config["rule_files"] = [str((PROMETHEUS_CONFIG.parent / f).resolve()) for f in config.get("rule_files", [])]
+        config.setdefault("global", {}).update(
+            scrape_interval=interval, evaluation_interval=interval
+        )
+    config["rule_files"] = [
+        str((PROMETHEUS_CONFIG.parent / f).resolve()) for f in config.get("rule_files", [])
+    ]
     for job in config.get("scrape_configs", []):
         for static in job.get("static_configs", []):
             targets = []
@@ -131,7 +151,9 @@ def derived_prometheus_config(ports: Ports, interval: str | None = None) -> str:
                 host, _, port = target.rpartition(":")
                 key = ("prometheus", int(port)) if host == "localhost" else (host, int(port))
                 if key not in SERVICE_PORTS:
-                    raise ValueError(f"{PROMETHEUS_CONFIG}: scrape target {target!r} is not a service this stack runs")
+                    raise ValueError(
+                        f"{PROMETHEUS_CONFIG}: scrape target {target!r} is not a service this stack runs"
+                    )
                 targets.append(f"{LOOPBACK}:{getattr(ports, SERVICE_PORTS[key])}")
             static["targets"] = targets
     differ = "targets, rule paths and intervals" if interval else "targets and rule paths"

@@ -1,4 +1,5 @@
-"""What differs from docker-compose.yml on one machine, and why: tests/integration/test_stack.py fails on a difference not listed here."""
+"""What differs from docker-compose.yml on one machine, and why: tests/integration/test_stack.py
+fails on a difference not listed here."""
 
 from __future__ import annotations
 
@@ -50,7 +51,9 @@ ONE_MACHINE = {
         # setting narrows it); the api-server reads task logs from the folder it shares with them.
         "airflow-scheduler": ["--skip-serve-logs"],
         "airflow-triggerer": ["--skip-serve-logs"],
-        "airflow-worker": ["--skip-serve-logs"],  # and `--celery-hostname worker-N@host`: see WORKER_ENV_DOC
+        "airflow-worker": [
+            "--skip-serve-logs"
+        ],  # and `--celery-hostname worker-N@host`: see WORKER_ENV_DOC
     },
     "commands_replaced": {
         "redis": "redis-server reads its password, address and data folder from a 0600 config file "
@@ -65,11 +68,18 @@ LOCAL_EXECUTOR = {
         "redis": "the Celery broker; LocalExecutor needs none",
     },
     "env_replaced": {
-        "AIRFLOW__CORE__EXECUTOR": ("LocalExecutor", "the default on one machine (`--executor celery`: compose's)")
+        "AIRFLOW__CORE__EXECUTOR": (
+            "LocalExecutor",
+            "the default on one machine (`--executor celery`: compose's)",
+        )
     },
-    "env_dropped": {"AIRFLOW__CELERY__RESULT_BACKEND": "no Celery", "AIRFLOW__CELERY__BROKER_URL": "no Celery"},
+    "env_dropped": {
+        "AIRFLOW__CELERY__RESULT_BACKEND": "no Celery",
+        "AIRFLOW__CELERY__BROKER_URL": "no Celery",
+    },
 }
-"""What the default executor leaves out on top of ONE_MACHINE; with `--executor celery`, compose's Celery runs."""
+"""What the default executor leaves out on top of ONE_MACHINE; with `--executor celery`, compose's
+Celery runs."""
 
 
 def differences(executor: str) -> dict[str, dict]:
@@ -115,7 +125,8 @@ WORKER_ENV_DOC = {
     "AIRFLOW__CELERY__WORKER_CONCURRENCY": "task processes per worker: the executor's slots (LLM pool + cores) "
     "shared out between the workers (at least two each)",
 }
-"""Set per Celery worker on top of the Airflow environment, with the reason. Shared with every other Airflow
-process, as on several machines: the services, the data workspace (RAGWATCH_WORKSPACE: a shared filesystem
-mount there), the folders standing in for the Qdrant and MinIO services, and the task log folder (compose's
-airflow-logs volume: the workers skip Airflow's log server, which binds every interface)."""
+"""Set per Celery worker on top of the Airflow environment, with the reason. Shared with every other
+Airflow process, as on several machines: the services, the data workspace (RAGWATCH_WORKSPACE: a
+shared filesystem mount there), the folders standing in for the Qdrant and MinIO services, and the
+task log folder (compose's airflow-logs volume: the workers skip Airflow's log server, which binds
+every interface)."""

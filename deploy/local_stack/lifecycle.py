@@ -13,8 +13,24 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from deploy.local_stack.airflow_api import Airflow, _first_run, _healthy, _ok, _parsed, _tail, still_running, wait_until
-from deploy.local_stack.layout import AIRFLOW_ORDER, CLI_STACK, EXECUTORS, INSTALL_HINT, LOOPBACK, ROOT
+from deploy.local_stack.airflow_api import (
+    Airflow,
+    _first_run,
+    _healthy,
+    _ok,
+    _parsed,
+    _tail,
+    still_running,
+    wait_until,
+)
+from deploy.local_stack.layout import (
+    AIRFLOW_ORDER,
+    CLI_STACK,
+    EXECUTORS,
+    INSTALL_HINT,
+    LOOPBACK,
+    ROOT,
+)
 from deploy.local_stack.model import Plan, StackError
 from deploy.local_stack.plan import expected_dag_ids, redis_config
 from deploy.local_stack.postgres import _run, ensure_postgres, postgres_pid, stop_postgres
@@ -44,12 +60,27 @@ def up(
     workers: int | None = None,
 ) -> Plan:
     if home is None and os.environ.get(CLI_STACK):
-        print(f"this shell sourced the cli.env of the stack at {os.environ[CLI_STACK]}: acting on that stack")
+        print(
+            f"this shell sourced the cli.env of the stack at {os.environ[CLI_STACK]}: acting on that stack"
+        )
     plan = plan_for(home, ports, executor, workers)
-    for name in ("prometheus", "prometheus-pushgateway", "promtool", *(["redis-server"] if plan.workers else [])):
+    for name in (
+        "prometheus",
+        "prometheus-pushgateway",
+        "promtool",
+        *(["redis-server"] if plan.workers else []),
+    ):
         if shutil.which(name) is None:
             raise StackError(f"{name} not found; {INSTALL_HINT}")
-    for sub in ("logs", "run", "bootstrap", "airflow", "pushgateway-data", "prometheus-data", "redis-data"):
+    for sub in (
+        "logs",
+        "run",
+        "bootstrap",
+        "airflow",
+        "pushgateway-data",
+        "prometheus-data",
+        "redis-data",
+    ):
         (plan.state / sub).mkdir(parents=True, exist_ok=True)
     for name in plan.workers:
         for sub in ("home", "tmp", "airflow"):
@@ -85,7 +116,9 @@ def up(
     setup: dict[str, subprocess.Popen] = {}
     cli = [sys.executable, "-m", "pipelines.cli"]
     writer_env = plan.airflow_env | {
-        "RAGWATCH_TRACE_STORE_URL": plan.postgres_url("traces_writer", "TRACES_WRITER_PASSWORD", "traces")
+        "RAGWATCH_TRACE_STORE_URL": plan.postgres_url(
+            "traces_writer", "TRACES_WRITER_PASSWORD", "traces"
+        )
     }
     seed_args = [
         *(["--days", str(seed_days)] if seed_days else []),
@@ -116,7 +149,8 @@ def up(
 
 
 def _move_shared_folders(plan: Plan) -> None:
-    """A stack made before the Qdrant and DVC remote folders moved out of its RAGWATCH_HOME keeps them."""
+    """A stack made before the Qdrant and DVC remote folders moved out of its RAGWATCH_HOME keeps
+    them."""
     home = Path(plan.airflow_env["RAGWATCH_HOME"])
     for old, new in (
         (home / "qdrant", plan.airflow_env["RAGWATCH_QDRANT_PATH"]),
@@ -134,11 +168,15 @@ def _start_airflow(plan: Plan, setup: dict[str, subprocess.Popen], timeout: floa
     logs, bootstrap = plan.state / "logs", plan.state / "bootstrap"
     first_start = not (bootstrap / "golden").exists()
     deadline = time.monotonic() + 60
-    while plan.workers and not _redis_ready(plan):  # the scheduler and the workers connect to the broker at start
+    while plan.workers and not _redis_ready(
+        plan
+    ):  # the scheduler and the workers connect to the broker at start
         if running_pid(plan.state, "redis") is None or time.monotonic() > deadline:
             raise StackError(f"redis did not answer\n{_tail(logs / 'redis.log')}")
         time.sleep(0.3)
-    missing = [name for name in (*AIRFLOW_ORDER, *plan.workers) if running_pid(plan.state, name) is None]
+    missing = [
+        name for name in (*AIRFLOW_ORDER, *plan.workers) if running_pid(plan.state, name) is None
+    ]
     if missing:
         # Compose runs airflow-init on every `up` before any other Airflow service; so does this.
         print("airflow-init: deploy/airflow/init.sh (migrate, admin login, pools)")
@@ -153,18 +191,27 @@ def _start_airflow(plan: Plan, setup: dict[str, subprocess.Popen], timeout: floa
     restarts: dict[str, int] = {}
 
     def restart(name: str) -> bool:
-        # Compose restarts a service that exits (`restart: unless-stopped`). An Airflow process that lost its
-        # database (PostgreSQL killed and recovering) exits once it reconnects too early: start it again, a few
-        # times at most, so that a crash loop still fails with its log.
+        # Compose restarts a service that exits (`restart: unless-stopped`). An Airflow process that
+        # lost its database (PostgreSQL killed and recovering) exits once it reconnects too early:
+        # start it again, a few times at most, so that a crash loop still fails with its log.
         if restarts.get(name, 0) >= RESTARTS:
             return False
         restarts[name] = restarts.get(name, 0) + 1
-        print(f"{name} exited while the stack started: restarted ({restarts[name]} of {RESTARTS})", flush=True)
+        print(
+            f"{name} exited while the stack started: restarted ({restarts[name]} of {RESTARTS})",
+            flush=True,
+        )
         start(plan, plan.services[name])
         return True
 
     for name in ("pushgateway", "prometheus"):
-        wait_until(f"{name} to be healthy", lambda n=name: _ok(plan.services[n].ready_url), 120, plan, restart=restart)
+        wait_until(
+            f"{name} to be healthy",
+            lambda n=name: _ok(plan.services[n].ready_url),
+            120,
+            plan,
+            restart=restart,
+        )
     wait_until("the api-server to log the admin in", airflow.login, 300, plan, restart=restart)
     healthy = "scheduler, triggerer and dag-processor to report healthy"
     wait_until(healthy, lambda: _healthy(airflow), 300, plan, restart=restart)
@@ -172,7 +219,13 @@ def _start_airflow(plan: Plan, setup: dict[str, subprocess.Popen], timeout: floa
         ready = f"Celery worker {name} to be ready"
         wait_until(ready, lambda n=name: _worker_ready(plan, n), 300, plan, restart=restart)
     dag_ids = expected_dag_ids()
-    wait_until(f"the dag-processor to parse {dag_ids}", lambda: _parsed(airflow, dag_ids), 300, plan, restart=restart)
+    wait_until(
+        f"the dag-processor to parse {dag_ids}",
+        lambda: _parsed(airflow, dag_ids),
+        300,
+        plan,
+        restart=restart,
+    )
 
     for step, proc in setup.items():
         if proc.wait(timeout=timeout) != 0:
@@ -194,7 +247,9 @@ def _start_airflow(plan: Plan, setup: dict[str, subprocess.Popen], timeout: floa
             raise StackError(f"could not unpause {dag_id}: {response.status_code} {response.text}")
 
     cli_env = plan.state / "cli.env"
-    cli_env.write_text("".join(f"{k}={shlex.quote(v)}\n" for k, v in sorted(plan.cli_env().items())))
+    cli_env.write_text(
+        "".join(f"{k}={shlex.quote(v)}\n" for k, v in sorted(plan.cli_env().items()))
+    )
     cli_env.chmod(0o600)
     user, password = plan.admin
     running = ("\n" + " " * 25).join(still_running(airflow, dag_ids)) or (
@@ -230,8 +285,8 @@ def workers_line(plan: Plan) -> str:
 
 
 def alerts_page(plan: Plan) -> str:
-    """Prometheus' alerts page: `/alerts` from 3.0 on (compose's image), `/classic/alerts` on the 2.x Debian
-    installs, whose `/alerts` is a 404 without the new web UI."""
+    """Prometheus' alerts page: `/alerts` from 3.0 on (compose's image), `/classic/alerts` on the
+    2.x Debian installs, whose `/alerts` is a 404 without the new web UI."""
     for path in ("/alerts", "/classic/alerts"):
         if _ok(plan.prometheus_url + path):
             return plan.prometheus_url + path
@@ -254,7 +309,8 @@ def _redis_ready(plan: Plan) -> bool:
 
 
 def _worker_ready(plan: Plan, name: str) -> bool:
-    """Celery logs `<node> ready.` once it consumes from the broker (checked since the worker's last start)."""
+    """Celery logs `<node> ready.` once it consumes from the broker (checked since the worker's last
+    start)."""
     log = plan.state / "logs" / f"{name}.log"
     text = log.read_text(errors="replace") if log.exists() else ""
     return f"{name}@" in text and " ready." in text.rsplit("\n=== ", 1)[-1]
@@ -265,7 +321,9 @@ def down(home: Path | None = None, timeout: float = 30) -> list[tuple[int, str]]
     state = state_dir(home)
     _stop_services(state, _service_names(state), timeout)
     stop_postgres(state)
-    for pid, _ in stack_processes(state):  # stragglers that left their group (or a crashed leader's)
+    for pid, _ in stack_processes(
+        state
+    ):  # stragglers that left their group (or a crashed leader's)
         try:
             os.kill(pid, signal.SIGTERM)
         except ProcessLookupError:
@@ -289,7 +347,14 @@ def down(home: Path | None = None, timeout: float = 30) -> list[tuple[int, str]]
 def status(home: Path | None = None) -> dict[str, int | None]:
     state = state_dir(home)
     executor, workers = load_executor(state)
-    celery = ["redis", *(f"airflow-worker-{n}" for n in range(1, workers + 1))] if executor == "celery" else []
-    found = {name: running_pid(state, name) for name in ("pushgateway", "prometheus", *AIRFLOW_ORDER, *celery)}
+    celery = (
+        ["redis", *(f"airflow-worker-{n}" for n in range(1, workers + 1))]
+        if executor == "celery"
+        else []
+    )
+    found = {
+        name: running_pid(state, name)
+        for name in ("pushgateway", "prometheus", *AIRFLOW_ORDER, *celery)
+    }
     found["postgres"] = postgres_pid(state)
     return found

@@ -31,7 +31,8 @@ DEFAULT_PORTS = {
     "scheduler_health": 8974,
     "redis": 6379,
 }
-"""The ports compose publishes (and PostgreSQL's, Redis' and the scheduler health check's own): used when free."""
+"""The ports compose publishes (and PostgreSQL's, Redis' and the scheduler health check's own): used
+when free."""
 SERVICE_PORTS = {
     ("airflow-apiserver", 8080): "airflow",
     ("prometheus", 9090): "prometheus",
@@ -45,7 +46,8 @@ SERVICE_PORTS = {
 @dataclass
 class Service:
     name: str
-    """The compose service it stands for (a Celery worker: airflow-worker-<n>, one replica of airflow-worker)."""
+    """The compose service it stands for (a Celery worker: airflow-worker-<n>, one replica of
+    airflow-worker)."""
     argv: list[str]
     env: dict[str, str]
     ready_url: str | None = None
@@ -53,7 +55,11 @@ class Service:
 
     @property
     def compose_service(self) -> str:
-        return re.sub(r"-\d+$", "", self.name) if self.name.startswith("airflow-worker-") else self.name
+        return (
+            re.sub(r"-\d+$", "", self.name)
+            if self.name.startswith("airflow-worker-")
+            else self.name
+        )
 
 
 @dataclass
@@ -100,7 +106,9 @@ class Plan:
             if k.startswith(("RAGWATCH_", "GX_", "DVC_", "RAGAS_")) and k != MARKER
         }
         env[CLI_STACK] = str(self.state)
-        env["RAGWATCH_TRACE_STORE_URL"] = self.postgres_url("ragwatch_reader", "TRACES_READER_PASSWORD", "traces")
+        env["RAGWATCH_TRACE_STORE_URL"] = self.postgres_url(
+            "ragwatch_reader", "TRACES_READER_PASSWORD", "traces"
+        )
         env["RAGWATCH_AIRFLOW_API_URL"] = self.airflow_url
         env["RAGWATCH_AIRFLOW_USERNAME"], env["RAGWATCH_AIRFLOW_PASSWORD"] = self.admin
         return env

@@ -19,14 +19,32 @@ from deploy.local_stack.compose import (
     rewrite_addresses,
     translate_path,
 )
-from deploy.local_stack.differences import AIRFLOW_LOCAL_ENV_DOC, ONE_MACHINE, WORKER_ENV_DOC, differences
-from deploy.local_stack.layout import AIRFLOW_ORDER, BIN, DAGS, DEFAULT_WORKERS, EXECUTORS, LOOPBACK, MARKER, ROOT
+from deploy.local_stack.differences import (
+    AIRFLOW_LOCAL_ENV_DOC,
+    ONE_MACHINE,
+    WORKER_ENV_DOC,
+    differences,
+)
+from deploy.local_stack.layout import (
+    AIRFLOW_ORDER,
+    BIN,
+    DAGS,
+    DEFAULT_WORKERS,
+    EXECUTORS,
+    LOOPBACK,
+    MARKER,
+    ROOT,
+)
 from deploy.local_stack.model import Plan, Ports, Service, StackError
 from pipelines.core.batching import available_cpus
 
 
 def build_plan(
-    state: Path, ports: Ports, secrets: dict[str, str], executor: str = "local", workers: int = DEFAULT_WORKERS
+    state: Path,
+    ports: Ports,
+    secrets: dict[str, str],
+    executor: str = "local",
+    workers: int = DEFAULT_WORKERS,
 ) -> Plan:
     if executor not in EXECUTORS:
         raise StackError(f"unknown executor {executor!r}: one of {', '.join(EXECUTORS)}")
@@ -75,48 +93,71 @@ def build_plan(
             "AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_SERVER_HOST": LOOPBACK,
             "AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_SERVER_PORT": str(ports.scheduler_health),
             "RAGWATCH_QDRANT_PATH": str(state / "qdrant-data"),
-            "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
+            "PYTHONPATH": os.pathsep.join(
+                [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+            ),
             "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}",
             MARKER: str(state),
         }
     )
     # The caller's own Airflow and ragwatch settings (a shell's, a test's) must not leak in.
-    airflow_env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "RAGWATCH_"))} | airflow_env
+    airflow_env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "RAGWATCH_"))
+    } | airflow_env
     assert set(AIRFLOW_LOCAL_ENV_DOC) <= airflow_env.keys()
 
-    plan = Plan(state=state, ports=ports, secrets=secrets, airflow_env=airflow_env, init_argv=[], executor=executor)
+    plan = Plan(
+        state=state,
+        ports=ports,
+        secrets=secrets,
+        airflow_env=airflow_env,
+        init_argv=[],
+        executor=executor,
+    )
     plan.init_argv = [translate_path(w, airflow_paths) for w in services["airflow-init"]["command"]]
     health = {
         "airflow-apiserver": f"{plan.airflow_url}/api/v2/version",
         "airflow-scheduler": f"http://{LOOPBACK}:{ports.scheduler_health}/health",
     }
     for name in AIRFLOW_ORDER:
-        argv = [str(BIN / "airflow"), *shlex.split(services[name]["command"]), *differ["args_added"].get(name, [])]
+        argv = [
+            str(BIN / "airflow"),
+            *shlex.split(services[name]["command"]),
+            *differ["args_added"].get(name, []),
+        ]
         plan.services[name] = Service(name, argv, airflow_env, health.get(name))
     if executor == "celery":
         plan.services.update(celery_services(plan, services, workers))
 
-    plain_env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "RAGWATCH_"))} | {
-        MARKER: str(state)
-    }
+    plain_env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "RAGWATCH_"))
+    } | {MARKER: str(state)}
     pushgateway = services["pushgateway"]
     plan.services["pushgateway"] = Service(
         "pushgateway",
         [
             binary("prometheus-pushgateway"),
-            *(translate_path(interpolate(w, secrets), mounts(pushgateway, state)) for w in pushgateway["command"]),
+            *(
+                translate_path(interpolate(w, secrets), mounts(pushgateway, state))
+                for w in pushgateway["command"]
+            ),
             f"--web.listen-address={LOOPBACK}:{ports.pushgateway}",
         ],
         plain_env,
         f"{plan.pushgateway_url}/-/healthy",
     )
     prometheus = services["prometheus"]
-    prometheus_paths = mounts(prometheus, state) | {"/etc/prometheus/prometheus.yml": str(state / "prometheus.yml")}
+    prometheus_paths = mounts(prometheus, state) | {
+        "/etc/prometheus/prometheus.yml": str(state / "prometheus.yml")
+    }
     plan.services["prometheus"] = Service(
         "prometheus",
         [
             binary("prometheus"),
-            *(translate_path(interpolate(w, secrets), prometheus_paths) for w in prometheus["command"]),
+            *(
+                translate_path(interpolate(w, secrets), prometheus_paths)
+                for w in prometheus["command"]
+            ),
             f"--web.listen-address={LOOPBACK}:{ports.prometheus}",
         ],
         plain_env,
@@ -127,17 +168,20 @@ def build_plan(
 
 
 def celery_services(plan: Plan, services: dict, workers: int) -> dict[str, Service]:
-    """Redis and the Celery workers, each worker set up as on a machine of its own (WORKER_ENV_DOC)."""
+    """Redis and the Celery workers, each worker set up as on a machine of its own
+    (WORKER_ENV_DOC)."""
     if workers < 1:
         raise StackError(f"--workers {workers}: a Celery stack needs at least one worker")
     found = {
         "redis": Service(
-            "redis", [binary("redis-server"), str(plan.state / "redis.conf")], {**_plain_env(), MARKER: str(plan.state)}
+            "redis",
+            [binary("redis-server"), str(plan.state / "redis.conf")],
+            {**_plain_env(), MARKER: str(plan.state)},
         )
     }
     command = shlex.split(services["airflow-worker"]["command"])
-    # Compose's worker adds DUMB_INIT_SETSID=0 only, for the image's init (there is none here): SIGTERM reaches
-    # the worker's process group, which Celery takes as a warm shutdown.
+    # Compose's worker adds DUMB_INIT_SETSID=0 only, for the image's init (there is none here):
+    # SIGTERM reaches the worker's process group, which Celery takes as a warm shutdown.
     for n in range(1, workers + 1):
         name = f"airflow-worker-{n}"
         folder = plan.state / "workers" / name
@@ -147,12 +191,17 @@ def celery_services(plan: Plan, services: dict, workers: int) -> dict[str, Servi
             "AIRFLOW_HOME": str(folder / "airflow"),
             "AIRFLOW__CORE__HOSTNAME_CALLABLE": "deploy.airflow.worker_hostname.hostname",
             "RAGWATCH_STACK_WORKER": name,
-            # The executor's slots, shared out: the LLM pool can never fill them all (see `parallelism`).
-            "AIRFLOW__CELERY__WORKER_CONCURRENCY": str(max(2, -(-parallelism(plan.airflow_env) // workers))),
+            # The executor's slots, shared out: the LLM pool can never fill them all (see
+            # `parallelism`).
+            "AIRFLOW__CELERY__WORKER_CONCURRENCY": str(
+                max(2, -(-parallelism(plan.airflow_env) // workers))
+            ),
         }
-        # RAGWATCH_LLM_CACHE_URL comes with plan.airflow_env from compose: one PostgreSQL table for every
-        # worker, so a batch retried or backfilled on another worker sends no request twice.
-        assert env.get("RAGWATCH_LLM_CACHE_URL", "").startswith("postgresql"), "the workers must share the LLM cache"
+        # RAGWATCH_LLM_CACHE_URL comes with plan.airflow_env from compose: one PostgreSQL table for
+        # every worker, so a batch retried or backfilled on another worker sends no request twice.
+        assert env.get("RAGWATCH_LLM_CACHE_URL", "").startswith("postgresql"), (
+            "the workers must share the LLM cache"
+        )
         assert set(env) - set(plan.airflow_env) <= set(WORKER_ENV_DOC)
         argv = [
             str(BIN / "airflow"),
@@ -166,7 +215,8 @@ def celery_services(plan: Plan, services: dict, workers: int) -> dict[str, Servi
 
 
 def redis_config(plan: Plan) -> str:
-    """redis.conf for the broker: compose's `--requirepass`, plus the loopback address and this stack's port."""
+    """redis.conf for the broker: compose's `--requirepass`, plus the loopback address and this
+    stack's port."""
     return (
         f"# Written by deploy/local_stack: the Celery broker of docker-compose.yml's redis service.\n"
         f"bind {LOOPBACK}\nport {plan.ports.redis}\nrequirepass {plan.secrets['REDIS_PASSWORD']}\n"
@@ -183,11 +233,13 @@ def binary(name: str) -> str:
 
 
 DAG_FACTORIES = {"DAG", "dag", "ragwatch_dag"}
-"""What a DAG file calls with its id: Airflow's own, or plugins/ragwatch_airflow/dag_parts.py's wrapper."""
+"""What a DAG file calls with its id: Airflow's own, or plugins/ragwatch_airflow/dag_parts.py's
+wrapper."""
 
 
 def expected_dag_ids() -> list[str]:
-    """The DAG ids of dags/*.py, read from the files (the DAGs must show up in the UI under these)."""
+    """The DAG ids of dags/*.py, read from the files (the DAGs must show up in the UI under
+    these)."""
     found = []
     for path in sorted(DAGS.glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

@@ -1,7 +1,8 @@
 """PostgreSQL: a cluster of our own, initialised by deploy/postgres/init.sql, kept between starts.
 
-The commands themselves are the harness's launcher's (`ragwatch_harness.postgres.Cluster`), as the tests' and the
-benchmarks' throwaway clusters run them; here they are logged to the stack's postgres.log."""
+The commands themselves are the harness's launcher's (`ragwatch_harness.postgres.Cluster`), as the
+tests' and the benchmarks' throwaway clusters run them; here they are logged to the stack's
+postgres.log."""
 
 from __future__ import annotations
 
@@ -23,10 +24,18 @@ def _cluster(state: Path, port: int) -> Cluster:
         bin_dir = server_binaries()
     except FileNotFoundError as exc:
         raise StackError(str(exc)) from exc
-    return Cluster(data=state / "postgres-data", sockets=state / "postgres-run", port=port, bin_dir=bin_dir)
+    return Cluster(
+        data=state / "postgres-data", sockets=state / "postgres-run", port=port, bin_dir=bin_dir
+    )
 
 
-def _run(cmd: list[str], log: Path, env: dict[str, str] | None = None, stdin: str | None = None, timeout: float = 600):
+def _run(
+    cmd: list[str],
+    log: Path,
+    env: dict[str, str] | None = None,
+    stdin: str | None = None,
+    timeout: float = 600,
+):
     with open(log, "ab") as out:
         out.write(f"\n=== {datetime.now(UTC).isoformat()} {shlex.join(cmd)}\n".encode())
         out.flush()
@@ -46,7 +55,8 @@ def _run(cmd: list[str], log: Path, env: dict[str, str] | None = None, stdin: st
 
 
 def postgres_pid(state: Path) -> int | None:
-    """The postmaster of this stack's cluster, if it runs (a zombie or a reused pid does not count)."""
+    """The postmaster of this stack's cluster, if it runs (a zombie or a reused pid does not
+    count)."""
     data = state / "postgres-data"
     try:
         pid = int((data / "postmaster.pid").read_text().split()[0])
@@ -64,8 +74,8 @@ def ensure_postgres(plan: Plan) -> None:
     }
     done = data / "ragwatch-initialised"
     if not done.exists():
-        # docker-entrypoint-initdb.d runs init.sql once, on an empty volume: a cluster whose init did
-        # not finish (a crash midway) holds nothing yet, so it is made again from scratch.
+        # docker-entrypoint-initdb.d runs init.sql once, on an empty volume: a cluster whose init
+        # did not finish (a crash midway) holds nothing yet, so it is made again from scratch.
         if postgres_pid(plan.state):
             _run(cluster.stop("immediate"), log, env)
         shutil.rmtree(data, ignore_errors=True)
@@ -76,7 +86,9 @@ def ensure_postgres(plan: Plan) -> None:
         data.chmod(0o700)
         check = subprocess.run(as_service_user(["test", "-w", str(data)]), capture_output=True)
         if check.returncode != 0:
-            raise StackError(f"user postgres cannot write {data}: every folder above it must be searchable (o+x)")
+            raise StackError(
+                f"user postgres cannot write {data}: every folder above it must be searchable (o+x)"
+            )
         _run(cluster.initdb(), log, env)
     if postgres_pid(plan.state) is None:
         # No postmaster of this cluster runs: lock files left by a crash are stale. PostgreSQL would
@@ -91,7 +103,12 @@ def ensure_postgres(plan: Plan) -> None:
     if not done.exists():
         passwords = {
             k: plan.secrets[k]
-            for k in ("AIRFLOW_DB_PASSWORD", "RESULTS_DB_PASSWORD", "TRACES_READER_PASSWORD", "TRACES_WRITER_PASSWORD")
+            for k in (
+                "AIRFLOW_DB_PASSWORD",
+                "RESULTS_DB_PASSWORD",
+                "TRACES_READER_PASSWORD",
+                "TRACES_WRITER_PASSWORD",
+            )
         }
         _run(cluster.psql("-q", "-f", "-"), log, env | passwords, stdin=INIT_SQL.read_text())
         done.write_text(datetime.now(UTC).isoformat() + "\n")

@@ -27,8 +27,8 @@ from deploy.local_stack.plan import build_plan
 
 
 def state_dir(home: Path | None = None) -> Path:
-    """The stack's state folder: under `home`; else the stack whose cli.env this shell sourced; else under
-    RAGWATCH_HOME or .ragwatch."""
+    """The stack's state folder: under `home`; else the stack whose cli.env this shell sourced; else
+    under RAGWATCH_HOME or .ragwatch."""
     if home is None and os.environ.get(CLI_STACK):
         return Path(os.environ[CLI_STACK]).resolve()
     home = home or Path(os.environ.get("RAGWATCH_HOME") or ROOT / ".ragwatch")
@@ -56,12 +56,18 @@ def load_ports(state: Path, requested: dict[str, int] | None = None) -> Ports:
     path = state / "ports.json"
     saved = json.loads(path.read_text()) if path.exists() else {}
     if saved and requested and {k: saved.get(k, v) for k, v in requested.items()} != requested:
-        raise StackError(f"{path} holds other ports than requested ({saved}); `down`, delete it, then `up` again")
+        raise StackError(
+            f"{path} holds other ports than requested ({saved}); `down`, delete it, then `up` again"
+        )
     if saved.keys() >= DEFAULT_PORTS.keys():
         return Ports(**{k: saved[k] for k in DEFAULT_PORTS})
-    chosen = dict(saved)  # a stack made before a service was added keeps its ports and gets one for it
+    chosen = dict(
+        saved
+    )  # a stack made before a service was added keeps its ports and gets one for it
     for name, default in ((n, d) for n, d in DEFAULT_PORTS.items() if n not in saved):
-        wanted = (requested or {}).get(name) or int(os.environ.get(f"RAGWATCH_STACK_{name.upper()}_PORT", default))
+        wanted = (requested or {}).get(name) or int(
+            os.environ.get(f"RAGWATCH_STACK_{name.upper()}_PORT", default)
+        )
         chosen[name] = wanted if port_free(wanted) or (requested or {}).get(name) else free_port()
         if chosen[name] != wanted:
             print(f"port {wanted} is taken: {name} gets {chosen[name]}")
@@ -73,20 +79,33 @@ def load_secrets(state: Path) -> dict[str, str]:
     """The stack's .env: deploy/make-env.sh's output (every change-me a fresh secret), made once."""
     path = state / ".env"
     if not path.exists():
-        made = subprocess.run(["bash", str(MAKE_ENV)], capture_output=True, text=True, check=True).stdout
+        made = subprocess.run(
+            ["bash", str(MAKE_ENV)], capture_output=True, text=True, check=True
+        ).stdout
         tmp = path.with_suffix(".tmp")
         tmp.write_text(made)
         tmp.chmod(0o600)
         tmp.replace(path)
-    pairs = (line.split("=", 1) for line in path.read_text().splitlines() if "=" in line and not line.startswith("#"))
+    pairs = (
+        line.split("=", 1)
+        for line in path.read_text().splitlines()
+        if "=" in line and not line.startswith("#")
+    )
     return {k.strip(): v.strip() for k, v in pairs}
 
 
-def load_executor(state: Path, executor: str | None = None, workers: int | None = None) -> tuple[str, int]:
-    """The stack's executor and worker count: the ones asked for, else those of its last `up`, else the
-    LocalExecutor. Kept in executor.json; another one than the running stack's needs a `down` first."""
+def load_executor(
+    state: Path, executor: str | None = None, workers: int | None = None
+) -> tuple[str, int]:
+    """The stack's executor and worker count: the ones asked for, else those of its last `up`, else
+    the LocalExecutor. Kept in executor.json; another one than the running stack's needs a `down`
+    first."""
     path = state / "executor.json"
-    saved = json.loads(path.read_text()) if path.exists() else {"executor": "local", "workers": DEFAULT_WORKERS}
+    saved = (
+        json.loads(path.read_text())
+        if path.exists()
+        else {"executor": "local", "workers": DEFAULT_WORKERS}
+    )
     wanted = {"executor": executor or saved["executor"], "workers": workers or saved["workers"]}
     if wanted["executor"] not in EXECUTORS:
         raise StackError(f"unknown executor {wanted['executor']!r}: one of {', '.join(EXECUTORS)}")
@@ -169,24 +188,37 @@ def _saved(path: Path) -> dict | None:
         return None
 
 
-def spawn_detached(argv: list[str], log, *, cwd: Path | str | None, env: dict[str, str]) -> subprocess.Popen:
-    """`argv` in a session of its own, so that stopping it signals its whole group; its output goes to `log`."""
+def spawn_detached(
+    argv: list[str], log, *, cwd: Path | str | None, env: dict[str, str]
+) -> subprocess.Popen:
+    """`argv` in a session of its own, so that stopping it signals its whole group; its output goes
+    to `log`."""
     return subprocess.Popen(
-        argv, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        argv,
+        cwd=cwd,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
     )
 
 
 def start(plan: Plan, service: Service) -> int:
     saved = _pidfile(plan.state, service.name)
     old = _saved(saved)
-    if old and _ours(old):  # a crashed leader may have left its group behind (workers holding the port)
+    if old and _ours(
+        old
+    ):  # a crashed leader may have left its group behind (workers holding the port)
         _signal_group(old["pid"], signal.SIGKILL)
     logs = plan.state / "logs"
     with open(logs / f"{service.name}.log", "ab") as log:
         log.write(f"\n=== {datetime.now(UTC).isoformat()} {shlex.join(service.argv)}\n".encode())
         log.flush()
         proc = spawn_detached(service.argv, log, cwd=service.cwd, env=service.env)
-    saved.write_text(json.dumps({"pid": proc.pid, "start": _start_time(proc.pid), "argv": service.argv}))
+    saved.write_text(
+        json.dumps({"pid": proc.pid, "start": _start_time(proc.pid), "argv": service.argv})
+    )
     return proc.pid
 
 
@@ -208,8 +240,16 @@ def stack_processes(state: Path) -> list[tuple[int, str]]:
             continue
         try:
             member = _session_id((entry / "stat").read_text()) in sessions
-            if (member or wanted in (entry / "environ").read_bytes().split(b"\0")) and not _zombie(int(entry.name)):
-                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+            if (member or wanted in (entry / "environ").read_bytes().split(b"\0")) and not _zombie(
+                int(entry.name)
+            ):
+                cmdline = (
+                    (entry / "cmdline")
+                    .read_bytes()
+                    .replace(b"\0", b" ")
+                    .decode(errors="replace")
+                    .strip()
+                )
                 found.append((int(entry.name), cmdline))
         except OSError:
             continue
@@ -217,14 +257,15 @@ def stack_processes(state: Path) -> list[tuple[int, str]]:
 
 
 def _service_names(state: Path) -> list[str]:
-    """The services `down` stops, in order: the Celery workers a pid file names, Airflow, then the rest."""
+    """The services `down` stops, in order: the Celery workers a pid file names, Airflow, then the
+    rest."""
     workers = sorted(p.stem for p in (state / "run").glob("airflow-worker-*.pid"))
     return [*workers, *reversed(AIRFLOW_ORDER), "redis", "prometheus", "pushgateway"]
 
 
 def _stop_services(state: Path, names, timeout: float) -> list[str]:
-    """SIGTERM each running service's process group, wait up to `timeout`, then SIGKILL whatever of a
-    group outlived its leader; returns the services that were running."""
+    """SIGTERM each running service's process group, wait up to `timeout`, then SIGKILL whatever of
+    a group outlived its leader; returns the services that were running."""
     pids = {name: pid for name in names if (pid := running_pid(state, name))}
     for pid in pids.values():
         _signal_group(pid, signal.SIGTERM)

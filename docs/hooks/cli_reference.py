@@ -1,9 +1,11 @@
-"""The CLI reference page (reference/cli.md), generated at build time from the Typer app's command tree.
+"""The CLI reference page (reference/cli.md), generated at build time from the Typer app's command
+tree.
 
-It walks `pipelines.cli:app` as Click sees it (`list_commands` / `get_command`, so a package of lazily
-imported command groups works as well as one module), at any depth. A command or an option without help
-is a build warning, hence an error under `mkdocs build --strict` (`make docs`, tests/unit/test_docs.py).
-So is a group of the harness (harness/pyproject.toml's entry points) that the app lacks: the harness is not installed.
+It walks `pipelines.cli:app` as Click sees it (`list_commands` / `get_command`, so a package of
+lazily imported command groups works as well as one module), at any depth. A command or an option
+without help is a build warning, hence an error under `mkdocs build --strict` (`make docs`,
+tests/unit/test_docs.py). So is a group of the harness (harness/pyproject.toml's entry points) that
+the app lacks: the harness is not installed.
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ class Command:
 
 
 def commands() -> Iterator[Command]:
-    """Every command and group of the ragwatch CLI, depth first, in the order `--help` lists them."""
+    """Every command and group of the ragwatch CLI, depth first, in the order `--help` lists
+    them."""
     import typer
 
     from pipelines.cli import app
@@ -79,7 +82,9 @@ def _parameters(command, ctx) -> Iterator[Parameter]:
 def missing_help(command: Command) -> list[str]:
     """The entries of one command that lack help: the command path itself, or `path --option`."""
     missing = [] if command.help else [command.path]
-    missing += [f"{command.path} {p.names.split()[0].rstrip(',')}" for p in command.parameters if not p.help]
+    missing += [
+        f"{command.path} {p.names.split()[0].rstrip(',')}" for p in command.parameters if not p.help
+    ]
     return missing
 
 
@@ -107,7 +112,10 @@ def render(all_commands: list[Command]) -> str:
             "",
         ]
         if command.subcommands:
-            lines += ["Commands: " + ", ".join(f"`{name}`" for name in command.subcommands) + ".", ""]
+            lines += [
+                "Commands: " + ", ".join(f"`{name}`" for name in command.subcommands) + ".",
+                "",
+            ]
         if command.parameters:
             lines += ["| parameter | help |", "|---|---|"]
             lines += [
@@ -119,7 +127,8 @@ def render(all_commands: list[Command]) -> str:
 
 
 def harness_groups() -> list[str]:
-    """The command groups the harness registers: the names of its `ragwatch.commands` entry points."""
+    """The command groups the harness registers: the names of its `ragwatch.commands` entry
+    points."""
     from pipelines.cli.main import COMMANDS
 
     with HARNESS.open("rb") as file:

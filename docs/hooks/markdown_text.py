@@ -1,4 +1,5 @@
-"""Plain text from code (help strings, docstrings, rule annotations) made safe inside Markdown tables."""
+"""Plain text from code (help strings, docstrings, rule annotations) made safe inside Markdown
+tables."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import html
 
 
 def cell(text: str) -> str:
-    """One table cell: no line breaks, no raw HTML (`<day>` would vanish as a tag), no column breaks."""
+    """One table cell: no line breaks, no raw HTML (`<day>` would vanish as a tag), no column
+    breaks."""
     return html.escape(" ".join(text.split()), quote=False).replace("|", "\\|")
 
 

@@ -1,7 +1,8 @@
 """The gauges and alerts reference pages, generated at build time from the code that defines them.
 
-Gauges: every `Gauge("rag_…", "help", …)` in pipelines/ (read with `ast`, so nothing is imported or pushed).
-Alerts: every rule of monitoring/rules/ragwatch.rules.yml with its expression, wait, severity and annotations.
+Gauges: every `Gauge("rag_…", "help", …)` in pipelines/ (read with `ast`, so nothing is imported or
+pushed). Alerts: every rule of monitoring/rules/ragwatch.rules.yml with its expression, wait,
+severity and annotations.
 """
 
 from __future__ import annotations
@@ -32,7 +33,12 @@ def gauges(root: Path) -> list[tuple[str, str, str]]:
 
 def alerts(root: Path) -> list[dict]:
     groups = yaml.safe_load((root / "monitoring/rules/ragwatch.rules.yml").read_text())["groups"]
-    return [{"group": group["name"], **rule} for group in groups for rule in group["rules"] if "alert" in rule]
+    return [
+        {"group": group["name"], **rule}
+        for group in groups
+        for rule in group["rules"]
+        if "alert" in rule
+    ]
 
 
 def render_gauges(rows: list[tuple[str, str, str]]) -> str:

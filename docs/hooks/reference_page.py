@@ -1,4 +1,5 @@
-"""A reference page generated from the code, added to the site's files; what the code lacks for it is warned about."""
+"""A reference page generated from the code, added to the site's files; what the code lacks for it
+is warned about."""
 
 from __future__ import annotations
 

@@ -1,8 +1,10 @@
-"""The configuration reference page (reference/configuration.md), generated at build time from `Settings`.
+"""The configuration reference page (reference/configuration.md), generated at build time from
+`Settings`.
 
-Each row is a field of `pipelines.core.settings.Settings` (and of its nested models, as `PARENT__FIELD` variables): the
-environment variable, its type, its default and the field's docstring, which pydantic keeps as its description
-(`use_attribute_docstrings=True`). A field without one is a build warning, hence an error under `--strict`.
+Each row is a field of `pipelines.core.settings.Settings` (and of its nested models, as
+`PARENT__FIELD` variables): the environment variable, its type, its default and the field's
+docstring, which pydantic keeps as its description (`use_attribute_docstrings=True`). A field
+without one is a build warning, hence an error under `--strict`.
 """
 
 from __future__ import annotations
@@ -39,7 +41,9 @@ def variables() -> Iterator[Variable]:
     for name, field in Settings.model_fields.items():
         variable = ENV_PREFIX + name.upper()
         model = (
-            field.annotation if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel) else None
+            field.annotation
+            if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel)
+            else None
         )
         yield Variable(
             variable,
@@ -86,7 +90,9 @@ def _default(field) -> str:
         return "(secret)"
     if value is None:
         return "unset"
-    return code(str(value) if not isinstance(value, (list, dict)) else __import__("json").dumps(value))
+    return code(
+        str(value) if not isinstance(value, (list, dict)) else __import__("json").dumps(value)
+    )
 
 
 def render(all_variables: list[Variable]) -> str:
@@ -107,7 +113,13 @@ def render(all_variables: list[Variable]) -> str:
         if variable.section != section:
             section = variable.section
             title = "Settings" if not section else f"`{section}__*`"
-            lines += ["", f"## {title}", "", "| variable | type | default | meaning |", "|---|---|---|---|"]
+            lines += [
+                "",
+                f"## {title}",
+                "",
+                "| variable | type | default | meaning |",
+                "|---|---|---|---|",
+            ]
         lines.append(
             f"| `{variable.name}` | {variable.type} | {variable.default} | "
             f"{cell(variable.description) or '*(undocumented)*'} |"

@@ -1,10 +1,11 @@
-"""PostgreSQL clusters from Debian's server binaries: the one launcher of the tests, the benchmarks and `make up`.
+"""PostgreSQL clusters from Debian's server binaries: the one launcher of the tests, the benchmarks
+and `make up`.
 
-`Cluster` builds the commands (`initdb`, `pg_ctl start` / `stop`, `psql`) for one data folder; who runs them
-decides what happens to their output. `start_postgres()` is a throwaway cluster on a free port (tests,
-benchmarks): fsync off, deleted when stopped, since it measures ragwatch and not the disk. The `make up` stack
-keeps its cluster between starts (deploy/local_stack/postgres.py). PostgreSQL refuses to run as root, so as root
-every command runs as Debian's `postgres` user.
+`Cluster` builds the commands (`initdb`, `pg_ctl start` / `stop`, `psql`) for one data folder; who
+runs them decides what happens to their output. `start_postgres()` is a throwaway cluster on a free
+port (tests, benchmarks): fsync off, deleted when stopped, since it measures ragwatch and not the
+disk. The `make up` stack keeps its cluster between starts (deploy/local_stack/postgres.py).
+PostgreSQL refuses to run as root, so as root every command runs as Debian's `postgres` user.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from dataclasses import dataclass
 from glob import glob
 from pathlib import Path
 
-INSTALL_HINT = "scripts/system-deps.sh installs Debian's postgresql (`make test` and `make up` run it)"
+INSTALL_HINT = (
+    "scripts/system-deps.sh installs Debian's postgresql (`make test` and `make up` run it)"
+)
 LOOPBACK = "127.0.0.1"
 
 
@@ -43,8 +46,8 @@ def server_binaries() -> Path:
 
 @dataclass(frozen=True)
 class Cluster:
-    """One cluster: its data folder, the folder of its Unix socket, its port and the server binaries.
-    Each method returns a command, run as the service user when this process is root."""
+    """One cluster: its data folder, the folder of its Unix socket, its port and the server
+    binaries. Each method returns a command, run as the service user when this process is root."""
 
     data: Path
     sockets: Path
@@ -68,19 +71,43 @@ class Cluster:
         )
 
     def start(self, log: Path, *settings: str, wait_s: int = 60) -> list[str]:
-        """`pg_ctl start`, waiting until the server accepts connections; `settings`: extra `name=value`."""
+        """`pg_ctl start`, waiting until the server accepts connections; `settings`: extra
+        `name=value`."""
         options = [f"-p {self.port}", f"-k {self.sockets}", f"-c listen_addresses={LOOPBACK}"]
         options += [f"-c {setting}" for setting in settings]
-        pg_ctl = [str(self.bin_dir / "pg_ctl"), "-D", str(self.data), "-l", str(log), "-w", "-t", str(wait_s)]
+        pg_ctl = [
+            str(self.bin_dir / "pg_ctl"),
+            "-D",
+            str(self.data),
+            "-l",
+            str(log),
+            "-w",
+            "-t",
+            str(wait_s),
+        ]
         return as_service_user([*pg_ctl, "-o", " ".join(options), "start"])
 
     def stop(self, mode: str = "fast") -> list[str]:
-        return as_service_user([str(self.bin_dir / "pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "stop"])
+        return as_service_user(
+            [str(self.bin_dir / "pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "stop"]
+        )
 
     def psql(self, *args: str, database: str = "postgres") -> list[str]:
-        """psql as the superuser over the Unix socket, stopping at the first error; `args`: -c SQL, -f FILE..."""
-        connection = ["-h", str(self.sockets), "-p", str(self.port), "-U", "postgres", "-d", database]
-        return as_service_user([str(self.bin_dir / "psql"), *connection, "--no-psqlrc", "-v", "ON_ERROR_STOP=1", *args])
+        """psql as the superuser over the Unix socket, stopping at the first error; `args`: -c SQL,
+        -f FILE..."""
+        connection = [
+            "-h",
+            str(self.sockets),
+            "-p",
+            str(self.port),
+            "-U",
+            "postgres",
+            "-d",
+            database,
+        ]
+        return as_service_user(
+            [str(self.bin_dir / "psql"), *connection, "--no-psqlrc", "-v", "ON_ERROR_STOP=1", *args]
+        )
 
     def url(self, user: str, password: str, database: str) -> str:
         return f"postgresql+psycopg://{user}:{password}@{LOOPBACK}:{self.port}/{database}"
@@ -104,7 +131,8 @@ class Postgres:
         _run(self.cluster.psql("-q", "-c", sql, database=database))
 
     def start(self) -> None:
-        """Start the server, again after a kill too: the kill's stale postmaster.pid is removed first."""
+        """Start the server, again after a kill too: the kill's stale postmaster.pid is removed
+        first."""
         (self.cluster.data / "postmaster.pid").unlink(missing_ok=True)
         _run(self.cluster.start(self.directory / "server.log", "fsync=off"))
 

@@ -1,4 +1,5 @@
-"""`ragwatch ...`: one subcommand per step (`pipelines.cli:app`), plus the groups other packages register."""
+"""`ragwatch ...`: one subcommand per step (`pipelines.cli:app`), plus the groups other packages
+register."""
 
 from pipelines.cli.main import app
 

@@ -18,8 +18,12 @@ from pipelines.cli.render.console import console, progress_bar
 
 
 def anonymize(
-    source: Annotated[Path, typer.Option("--in", exists=True, dir_okay=False, help="JSONL, one Trace per line.")],
-    target: Annotated[Path, typer.Option("--out", help="JSONL written with the same fields, anonymized.")],
+    source: Annotated[
+        Path, typer.Option("--in", exists=True, dir_okay=False, help="JSONL, one Trace per line.")
+    ],
+    target: Annotated[
+        Path, typer.Option("--out", help="JSONL written with the same fields, anonymized.")
+    ],
     quarantine: Annotated[
         Path | None, typer.Option(help="Where unreadable lines go (anonymized, with a reason).")
     ] = None,
@@ -36,7 +40,9 @@ def anonymize(
     def reject(number: int, reason: str, raw: str) -> None:
         nonlocal rejected
         text = anonymizer.anonymize_text(raw, f"line-{number}", Counter())
-        bad.write(json.dumps({"line": number, "reason": reason, "raw": text}, ensure_ascii=False) + "\n")
+        bad.write(
+            json.dumps({"line": number, "reason": reason, "raw": text}, ensure_ascii=False) + "\n"
+        )
         console.print(f"[yellow]quarantined[/yellow] {escape(reason)}")
         rejected += 1
 
@@ -83,4 +89,6 @@ def anonymize(
         f"{written:,} traces written to {target}; {rejected:,} lines quarantined"
         + (f" in {quarantine}" if rejected else "")
     )
-    console.print("PII replaced: " + (", ".join(f"{k}: {v}" for k, v in sorted(totals.items())) or "none"))
+    console.print(
+        "PII replaced: " + (", ".join(f"{k}: {v}" for k, v in sorted(totals.items())) or "none")
+    )

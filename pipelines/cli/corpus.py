@@ -21,7 +21,8 @@ def corpus_index(
         bool, typer.Option(help="Drop the collection and embed every chunk again (a new embedder).")
     ] = False,
 ) -> None:
-    """Chunk a folder and (re-)index it in Qdrant: dense + BM25 sparse vectors, only changed documents."""
+    """Chunk a folder and (re-)index it in Qdrant: dense + BM25 sparse vectors, only changed
+    documents."""
     from pipelines.corpus.steps import index_corpus
 
     settings = current_settings()
@@ -32,9 +33,12 @@ def corpus_index(
 @app.command("refresh")
 def corpus_refresh(
     path: Annotated[Path, typer.Argument(help="Folder to re-index.")],
-    notify: Annotated[bool, typer.Option(help="Post a `ragwatch_corpus` asset event to Airflow's REST API.")] = False,
+    notify: Annotated[
+        bool, typer.Option(help="Post a `ragwatch_corpus` asset event to Airflow's REST API.")
+    ] = False,
 ) -> None:
-    """Re-index, then (with --notify) tell Airflow so the golden set is rebuilt against the new corpus."""
+    """Re-index, then (with --notify) tell Airflow so the golden set is rebuilt against the new
+    corpus."""
     from pipelines.corpus.steps import index_corpus, notify_refresh
 
     settings = current_settings()

@@ -1,4 +1,5 @@
-"""`ragwatch eval ...`: offline and online evals, their cost, releases, gauges and A/B comparisons."""
+"""`ragwatch eval ...`: offline and online evals, their cost, releases, gauges and A/B
+comparisons."""
 
 from __future__ import annotations
 
@@ -31,10 +32,14 @@ app = typer.Typer(help="Offline and online evals.", no_args_is_help=True)
 
 @app.command("offline")
 def eval_offline(
-    day: Annotated[str | None, date_option("Logical date of the run (default: today, UTC).")] = None,
+    day: Annotated[
+        str | None, date_option("Logical date of the run (default: today, UTC).")
+    ] = None,
     golden_version: Annotated[
         str | None,
-        typer.Option(help="e.g. v2; default: the latest published.", callback=checked(inputs.golden_version)),
+        typer.Option(
+            help="e.g. v2; default: the latest published.", callback=checked(inputs.golden_version)
+        ),
     ] = None,
     target_url: Annotated[
         str | None,
@@ -45,21 +50,33 @@ def eval_offline(
         ),
     ] = None,
     target_name: Annotated[
-        str | None, target_name_option("Name of the target in runs, reports and gauges; default: from the URL.")
+        str | None,
+        target_name_option(
+            "Name of the target in runs, reports and gauges; default: from the URL."
+        ),
     ] = None,
     k: Annotated[
-        str, typer.Option(help="Cut-offs for recall@k / precision@k.", callback=checked(inputs.cutoffs))
+        str,
+        typer.Option(help="Cut-offs for recall@k / precision@k.", callback=checked(inputs.cutoffs)),
     ] = "1,3,5,10",
     metrics: Annotated[
-        str | None, typer.Option(help="Comma-separated judge metrics; default: all.", callback=checked(valid_metrics))
+        str | None,
+        typer.Option(
+            help="Comma-separated judge metrics; default: all.", callback=checked(valid_metrics)
+        ),
     ] = None,
     limit: Annotated[
         int | None,
-        typer.Option(help="Evaluate a stable subset of this many items, stratified by question type.", min=1),
+        typer.Option(
+            help="Evaluate a stable subset of this many items, stratified by question type.", min=1
+        ),
     ] = None,
-    fail_on_gate: Annotated[bool, typer.Option(help="Exit non-zero when the regression gate fails.")] = False,
+    fail_on_gate: Annotated[
+        bool, typer.Option(help="Exit non-zero when the regression gate fails.")
+    ] = False,
     retrieval_k: Annotated[
-        int | None, typer.Option(help="Chunks the reference RAG hands its generator (default 5).", min=1)
+        int | None,
+        typer.Option(help="Chunks the reference RAG hands its generator (default 5).", min=1),
     ] = None,
     baseline: Annotated[
         str | None,
@@ -106,14 +123,17 @@ def eval_offline(
         from pipelines.evaluation.runs.estimate import estimate_offline
 
         try:
-            estimate = estimate_offline(settings, params, logical_date=date.fromisoformat(day) if day else today())
+            estimate = estimate_offline(
+                settings, params, logical_date=date.fromisoformat(day) if day else today()
+            )
         except (FileNotFoundError, ValueError) as exc:
             fail(f"{exc}")
         print_estimate(estimate)
         return
     with progress_of("judging") as progress:
         try:
-            # The gate is enforced below, after the summary is printed: a failing gate shows its reasons.
+            # The gate is enforced below, after the summary is printed: a failing gate shows its
+            # reasons.
             summary, _ = run_offline_eval(
                 settings,
                 params.model_copy(update={"fail_on_gate": False}),
@@ -129,8 +149,12 @@ def eval_offline(
 
 @app.command("online")
 def eval_online(
-    day: Annotated[str | None, date_option("Day whose sampled traces to score (default: yesterday, UTC).")] = None,
-    push: Annotated[bool, typer.Option(help="Push the scores to the Pushgateway (or its textfile).")] = True,
+    day: Annotated[
+        str | None, date_option("Day whose sampled traces to score (default: yesterday, UTC).")
+    ] = None,
+    push: Annotated[
+        bool, typer.Option(help="Push the scores to the Pushgateway (or its textfile).")
+    ] = True,
     max_traces: Annotated[
         int | None,
         typer.Option(
@@ -157,7 +181,8 @@ def eval_online(
     ] = None,
     dry_run: DryRunOption = False,
 ) -> None:
-    """The daily online eval without Airflow: judge a budget of the day's sampled traces, noise ΔF, tool-call validity."""
+    """The daily online eval without Airflow: judge a budget of the day's sampled traces, noise ΔF,
+    tool-call validity."""
     from pipelines.core.workspace import StaleVersion, Workspace
     from pipelines.evaluation.outputs.formatting import number
     from pipelines.evaluation.runs.online import run_online_eval
@@ -167,10 +192,18 @@ def eval_online(
     the_day = date.fromisoformat(day) if day else today() - timedelta(days=1)
     try:
         params = online_params(
-            settings, max_traces=max_traces, noise_share=noise_share, target_half_width=target_half_width
+            settings,
+            max_traces=max_traces,
+            noise_share=noise_share,
+            target_half_width=target_half_width,
         )
     except ValidationError as exc:
-        fail("; ".join(f"--{str(e['loc'][0]).replace('_', '-')}: {e['msg']}" for e in exc.errors(include_url=False)))
+        fail(
+            "; ".join(
+                f"--{str(e['loc'][0]).replace('_', '-')}: {e['msg']}"
+                for e in exc.errors(include_url=False)
+            )
+        )
     if dry_run:
         from pipelines.evaluation.runs.estimate import estimate_online
 
@@ -213,14 +246,20 @@ def eval_online(
 
 @app.command("cost")
 def eval_cost(
-    suite: Annotated[str, typer.Option(help="offline or online.", callback=checked(inputs.suite))] = "online",
+    suite: Annotated[
+        str, typer.Option(help="offline or online.", callback=checked(inputs.suite))
+    ] = "online",
     target: Annotated[
-        str | None, target_name_option("Target name (default: production online, reference-rag offline).")
+        str | None,
+        target_name_option("Target name (default: production online, reference-rag offline)."),
     ] = None,
-    weeks: Annotated[int, typer.Option(help="ISO weeks to show, up to the one of --date.", min=1, max=104)] = 8,
+    weeks: Annotated[
+        int, typer.Option(help="ISO weeks to show, up to the one of --date.", min=1, max=104)
+    ] = 8,
     day: Annotated[str | None, date_option("The last week's day (default: today, UTC).")] = None,
 ) -> None:
-    """What a suite's runs cost week by week: requests and tokens per run and per item, from the results DB."""
+    """What a suite's runs cost week by week: requests and tokens per run and per item, from the
+    results DB."""
     from pipelines.evaluation.outputs.cost_trend import weekly_cost
     from pipelines.stores.results import ResultsStore
 
@@ -245,7 +284,9 @@ def eval_cost(
     for column in ("requests", "per run", "tokens", "per run", "per item", "cache hits"):
         table.add_column(column)
     for week in trend:
-        runs = f"{week.runs}" + (f" (+{week.unrecorded_runs} unrecorded)" if week.unrecorded_runs else "")
+        runs = f"{week.runs}" + (
+            f" (+{week.unrecorded_runs} unrecorded)" if week.unrecorded_runs else ""
+        )
         if not week.runs:
             table.add_row(str(week.week), runs, *[""] * 6)
             continue
@@ -264,9 +305,12 @@ def eval_cost(
 
 @app.command("summary")
 def eval_summary(
-    suite: Annotated[str, typer.Option(help="offline or online.", callback=checked(inputs.suite))] = "offline",
+    suite: Annotated[
+        str, typer.Option(help="offline or online.", callback=checked(inputs.suite))
+    ] = "offline",
 ) -> None:
-    """The latest run of a suite from the results DB: scores with CIs, gate, diagnosis, report path."""
+    """The latest run of a suite from the results DB: scores with CIs, gate, diagnosis, report
+    path."""
     from pipelines.evaluation.outputs.summary import latest_summary
     from pipelines.stores.results import ResultsStoreError
 
@@ -279,9 +323,15 @@ def eval_summary(
 @app.command("pin")
 def eval_pin(
     run: Annotated[
-        str, typer.Argument(help="The run id, e.g. offline/2026-11-30/reference-rag.", callback=checked(valid_run_id))
+        str,
+        typer.Argument(
+            help="The run id, e.g. offline/2026-11-30/reference-rag.",
+            callback=checked(valid_run_id),
+        ),
     ],
-    remove: Annotated[bool, typer.Option("--remove", help="Unpin: the run is no longer a release.")] = False,
+    remove: Annotated[
+        bool, typer.Option("--remove", help="Unpin: the run is no longer a release.")
+    ] = False,
     reference: Annotated[
         bool,
         typer.Option(
@@ -298,11 +348,12 @@ def eval_pin(
         ),
     ] = False,
 ) -> None:
-    """Pin an offline run as a release. The first release of a golden set is the reference every later run of
-    its target is also gated against (slow drift fails, even when every release is pinned); `--reference` moves the
-    reference to this release, and so does pinning a run whose own gate failed (the change was meant, and it is an
-    accepted baseline). A run that measured no gated metric cannot be pinned; one that lacks a gated metric a full
-    eval scores (or another run of its target measured) only with `--partial`."""
+    """Pin an offline run as a release. The first release of a golden set is the reference every
+    later run of its target is also gated against (slow drift fails, even when every release is
+    pinned); `--reference` moves the reference to this release, and so does pinning a run whose own
+    gate failed (the change was meant, and it is an accepted baseline). A run that measured no gated
+    metric cannot be pinned; one that lacks a gated metric a full eval scores (or another run of its
+    target measured) only with `--partial`."""
     from pipelines.evaluation.statistics.gate.gated_metrics import FULL_EVAL_METRICS, GATED_METRICS
     from pipelines.stores.results import ResultsStore, ResultsStoreError
 
@@ -328,7 +379,11 @@ def eval_pin(
     if remove:
         console.print(f"{escape(pinned.run_id)} is no longer a release")
     elif reference or pinned.gate_passed is False:
-        gate = "" if pinned.gate_passed is not False else " (its own gate failed: pinning accepts the change)"
+        gate = (
+            ""
+            if pinned.gate_passed is not False
+            else " (its own gate failed: pinning accepts the change)"
+        )
         console.print(
             f"{escape(pinned.run_id)} on {escape(pinned.dataset_version)} is the release later runs of "
             f"{escape(pinned.target)} are gated against{gate}"
@@ -344,7 +399,9 @@ def eval_pin(
 @app.command("gauges")
 def eval_gauges(
     suite: Annotated[str, typer.Option(help="offline or online")] = "offline",
-    app_name: Annotated[str | None, typer.Option("--app", help="The group's app label, if any.")] = None,
+    app_name: Annotated[
+        str | None, typer.Option("--app", help="The group's app label, if any.")
+    ] = None,
 ) -> None:
     """Read a suite's gauges back from the Pushgateway (RAGWATCH_PUSHGATEWAY_URL)."""
     settings = current_settings()
@@ -359,10 +416,16 @@ def eval_gauges(
 
 @app.command("push")
 def eval_push(
-    run: Annotated[str, typer.Option("--run", help="The saved run's id, e.g. offline/2026-03-02/reference-rag.")],
-    app_name: Annotated[str | None, typer.Option("--app", help="The group's app label, if any.")] = None,
+    run: Annotated[
+        str,
+        typer.Option("--run", help="The saved run's id, e.g. offline/2026-03-02/reference-rag."),
+    ],
+    app_name: Annotated[
+        str | None, typer.Option("--app", help="The group's app label, if any.")
+    ] = None,
 ) -> None:
-    """Push a saved run's gauges again from the results DB, e.g. after the Pushgateway was down during its eval."""
+    """Push a saved run's gauges again from the results DB, e.g. after the Pushgateway was down
+    during its eval."""
     from pipelines.evaluation.outputs.push import push_stored_run
     from pipelines.stores.results import ResultsStoreError
 
@@ -373,21 +436,34 @@ def eval_push(
     if pushed.skipped:
         console.print(f"not pushed: {escape(pushed.skipped)}")
     else:
-        console.print(f"{pushed.samples} samples pushed ({pushed.mode}): {escape(pushed.destination or '')}")
+        console.print(
+            f"{pushed.samples} samples pushed ({pushed.mode}): {escape(pushed.destination or '')}"
+        )
 
 
 @app.command("compare")
 def eval_compare(
-    a: Annotated[str, typer.Option("--a", help="Arm A, e.g. 'k=5,mode=hybrid' or 'url=http://old/rag'.")],
-    b: Annotated[str, typer.Option("--b", help="Arm B, e.g. 'k=3,mode=dense' or 'url=http://new/rag'.")],
+    a: Annotated[
+        str, typer.Option("--a", help="Arm A, e.g. 'k=5,mode=hybrid' or 'url=http://old/rag'.")
+    ],
+    b: Annotated[
+        str, typer.Option("--b", help="Arm B, e.g. 'k=3,mode=dense' or 'url=http://new/rag'.")
+    ],
     limit: Annotated[
-        int | None, typer.Option(help="A stable subset of this many items, stratified by question type.", min=1)
+        int | None,
+        typer.Option(
+            help="A stable subset of this many items, stratified by question type.", min=1
+        ),
     ] = None,
     metrics: Annotated[
-        str | None, typer.Option(help="Comma-separated judge metrics; default: all.", callback=checked(valid_metrics))
+        str | None,
+        typer.Option(
+            help="Comma-separated judge metrics; default: all.", callback=checked(valid_metrics)
+        ),
     ] = None,
 ) -> None:
-    """A/B: both configurations on the same items; paired differences B − A per metric and stratum with CIs."""
+    """A/B: both configurations on the same items; paired differences B − A per metric and stratum
+    with CIs."""
     from pipelines.evaluation.runs.compare import compare
     from pipelines.evaluation.runs.params import eval_params
 

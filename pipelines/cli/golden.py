@@ -1,4 +1,5 @@
-"""`ragwatch golden ...`: golden sets built, imported, reviewed, shown; each build stage on its own."""
+"""`ragwatch golden ...`: golden sets built, imported, reviewed, shown; each build stage on its
+own."""
 
 from __future__ import annotations
 
@@ -26,8 +27,12 @@ from pipelines.cli.render.golden import print_golden_summary
 from pipelines.cli.render.tables import ReadableTable
 from pipelines.core import inputs
 
-app = typer.Typer(help="Golden datasets: build, import hand-written items, review, show.", no_args_is_help=True)
-stage_app = typer.Typer(help="One step of the golden build (what dvc.yaml's stages run).", no_args_is_help=True)
+app = typer.Typer(
+    help="Golden datasets: build, import hand-written items, review, show.", no_args_is_help=True
+)
+stage_app = typer.Typer(
+    help="One step of the golden build (what dvc.yaml's stages run).", no_args_is_help=True
+)
 review_app = typer.Typer(help="Human review of a stratified sample.", no_args_is_help=True)
 app.add_typer(stage_app, name="stage")
 app.add_typer(review_app, name="review")
@@ -45,7 +50,8 @@ def golden_build(
         ),
     ] = False,
 ) -> None:
-    """Plan, generate, filter, split, validate and publish a golden set (what the golden_build DAG does)."""
+    """Plan, generate, filter, split, validate and publish a golden set (what the golden_build DAG
+    does)."""
     from pipelines.golden.steps import build_golden
 
     settings, params = current_settings(), golden_params(name)
@@ -82,14 +88,17 @@ def stage_plan(name: NameOption = None, day: Annotated[str | None, DateOption] =
     from pipelines.golden.steps import plan_golden
 
     planned = plan_golden(
-        current_settings(), golden_params(name), logical_date=date.fromisoformat(day) if day else today()
+        current_settings(),
+        golden_params(name),
+        logical_date=date.fromisoformat(day) if day else today(),
     )
     console.print_json(planned.model_dump_json())
 
 
 @stage_app.command("generate")
 def stage_generate(name: NameOption = None) -> None:
-    """Stage 2: the planned batches' question/answer candidates from the generator model (cached, budgeted)."""
+    """Stage 2: the planned batches' question/answer candidates from the generator model (cached,
+    budgeted)."""
     from pipelines.golden.steps import generate_golden, planned_batches
 
     settings, params = current_settings(), golden_params(name)
@@ -97,14 +106,18 @@ def stage_generate(name: NameOption = None) -> None:
     with progress_bar() as bar:
         task = bar.add_task("generating", total=len(batches))
         result = generate_golden(
-            settings, params.name, batches, progress=lambda done, _: bar.update(task, completed=done)
+            settings,
+            params.name,
+            batches,
+            progress=lambda done, _: bar.update(task, completed=done),
         )
     console.print_json(result.model_dump_json())
 
 
 @stage_app.command("filter")
 def stage_filter(name: NameOption = None) -> None:
-    """Stage 3: reject candidates that would make the golden set lie (rules, then model checks), each with its reason."""
+    """Stage 3: reject candidates that would make the golden set lie (rules, then model checks),
+    each with its reason."""
     from pipelines.golden.steps import filter_golden
 
     console.print_json(filter_golden(current_settings(), golden_params(name)).model_dump_json())
@@ -112,7 +125,8 @@ def stage_filter(name: NameOption = None) -> None:
 
 @stage_app.command("split")
 def stage_split(name: NameOption = None) -> None:
-    """Stage 4: assemble the dataset: dev/test by stable hash, the released test split kept, stale items replaced."""
+    """Stage 4: assemble the dataset: dev/test by stable hash, the released test split kept, stale
+    items replaced."""
     from pipelines.golden.steps import split_golden
 
     console.print_json(split_golden(current_settings(), golden_params(name)).model_dump_json())
@@ -125,22 +139,28 @@ def stage_validate(name: NameOption = None) -> None:
     from pipelines.golden.steps import validate_golden
 
     try:
-        console.print_json(validate_golden(current_settings(), golden_params(name).name).model_dump_json())
+        console.print_json(
+            validate_golden(current_settings(), golden_params(name).name).model_dump_json()
+        )
     except ValidationFailed as exc:
         fail(str(exc))
 
 
 @app.command("release")
 def golden_release(name: NameOption = None) -> None:
-    """Promote the validated set, dvc add + push it and tag it `golden/<name>/vN` in the data workspace."""
+    """Promote the validated set, dvc add + push it and tag it `golden/<name>/vN` in the data
+    workspace."""
     from pipelines.golden.steps import release_golden
 
-    console.print_json(release_golden(current_settings(), golden_params(name).name).model_dump_json())
+    console.print_json(
+        release_golden(current_settings(), golden_params(name).name).model_dump_json()
+    )
 
 
 @app.command("repro")
 def golden_repro() -> None:
-    """Run `dvc repro` in the data workspace (the same steps, driven by its dvc.yaml and params.yaml)."""
+    """Run `dvc repro` in the data workspace (the same steps, driven by its dvc.yaml and
+    params.yaml)."""
     import os
     import subprocess
 
@@ -150,8 +170,14 @@ def golden_repro() -> None:
     settings = current_settings()
     workspace = Workspace.from_settings(settings)
     ensure_workspace(workspace, settings.resolved_dvc_remote)
-    env = dict(os.environ, RAGWATCH_HOME=str(settings.home.resolve()), RAGWATCH_WORKSPACE=str(workspace.root))
-    raise typer.Exit(subprocess.call([sys.executable, "-m", "dvc", "repro"], cwd=workspace.root, env=env))
+    env = dict(
+        os.environ,
+        RAGWATCH_HOME=str(settings.home.resolve()),
+        RAGWATCH_WORKSPACE=str(workspace.root),
+    )
+    raise typer.Exit(
+        subprocess.call([sys.executable, "-m", "dvc", "repro"], cwd=workspace.root, env=env)
+    )
 
 
 @app.command("import")
@@ -166,7 +192,8 @@ def golden_import(
     ],
     name: NameOption = None,
 ) -> None:
-    """Add hand-written items (source=human): never regenerated or filtered; test split unless marked dev."""
+    """Add hand-written items (source=human): never regenerated or filtered; test split unless
+    marked dev."""
     from pipelines.golden.steps import import_human
 
     result = import_human(current_settings(), golden_params(name).name, file)
@@ -185,7 +212,8 @@ def review_export(
     out: Annotated[Path, typer.Option(help="Folder for the CSV and JSONL files.")] = Path("review"),
     name: NameOption = None,
 ) -> None:
-    """Write a stratified 10–20 % sample of the published set (plus some filter rejects, unmarked) for reviewers."""
+    """Write a stratified 10–20 % sample of the published set (plus some filter rejects, unmarked)
+    for reviewers."""
     from pipelines.golden.steps import export_review
 
     params = golden_params(name)
@@ -199,11 +227,15 @@ def review_export(
 @review_app.command("import")
 def review_import(
     file: Annotated[
-        Path, typer.Argument(exists=True, dir_okay=False, help="The review CSV/JSONL with a decision column.")
+        Path,
+        typer.Argument(
+            exists=True, dir_okay=False, help="The review CSV/JSONL with a decision column."
+        ),
     ],
     name: NameOption = None,
 ) -> None:
-    """Apply accept/reject/edit decisions (at the next build) and report agreement with the filters."""
+    """Apply accept/reject/edit decisions (at the next build) and report agreement with the
+    filters."""
     from pipelines.golden.steps import import_review
 
     result = import_review(current_settings(), golden_params(name).name, file)
@@ -216,11 +248,14 @@ def review_import(
 @app.command("show")
 def golden_show(
     name: NameOption = None,
-    per_stratum: Annotated[int, typer.Option(help="Items shown per (qtype, language) stratum.")] = 2,
+    per_stratum: Annotated[
+        int, typer.Option(help="Items shown per (qtype, language) stratum.")
+    ] = 2,
     version: Annotated[
         str | None,
         typer.Option(
-            help="A published version such as v1; default: the latest.", callback=checked(inputs.golden_version)
+            help="A published version such as v1; default: the latest.",
+            callback=checked(inputs.golden_version),
         ),
     ] = None,
 ) -> None:
@@ -235,17 +270,23 @@ def golden_show(
             continue
         shown[stratum] += 1
         table = ReadableTable(
-            title=escape(f"{item.qtype} · {item.language} · {item.variant} · {item.split} · {item.source}"),
+            title=escape(
+                f"{item.qtype} · {item.language} · {item.variant} · {item.split} · {item.source}"
+            ),
             show_header=False,
         )
         table.add_column("", "name")
         table.add_column("", "text")
-        # Questions and passages are data, not Rich markup: a "[link]" in a document stays as written.
+        # Questions and passages are data, not Rich markup: a "[link]" in a document stays as
+        # written.
         table.add_row("question", escape(item.question))
         table.add_row("reference", escape(item.reference_answer))
         if item.expected_tool:
             table.add_row(
-                "expected call", escape(f"{item.expected_tool} {json.dumps(item.expected_args, ensure_ascii=False)}")
+                "expected call",
+                escape(
+                    f"{item.expected_tool} {json.dumps(item.expected_args, ensure_ascii=False)}"
+                ),
             )
         for cid, text in zip(item.gold_chunk_ids, item.reference_contexts):
             table.add_row(escape(cid), escape(text[:300] + ("…" if len(text) > 300 else "")))

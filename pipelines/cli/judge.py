@@ -1,4 +1,5 @@
-"""`ragwatch judge ...`: people's labels of the judge-audit queue, and how far the judge can be trusted."""
+"""`ragwatch judge ...`: people's labels of the judge-audit queue, and how far the judge can be
+trusted."""
 
 from __future__ import annotations
 
@@ -14,9 +15,12 @@ from pipelines.cli.options import (
 from pipelines.cli.render.console import console, fail
 
 app = typer.Typer(
-    help="How far the judge can be trusted: people's labels of the daily audit queue.", no_args_is_help=True
+    help="How far the judge can be trusted: people's labels of the daily audit queue.",
+    no_args_is_help=True,
 )
-labels_app = typer.Typer(help="Labels of the judge-audit queue (inbox/judge-audit-*.csv).", no_args_is_help=True)
+labels_app = typer.Typer(
+    help="Labels of the judge-audit queue (inbox/judge-audit-*.csv).", no_args_is_help=True
+)
 app.add_typer(labels_app, name="labels")
 
 
@@ -31,7 +35,8 @@ def judge_labels_import(
         ),
     ],
 ) -> None:
-    """Check a labelled judge-audit file and store its labels; every next eval run calibrates its judge on them."""
+    """Check a labelled judge-audit file and store its labels; every next eval run calibrates its
+    judge on them."""
     from pipelines.core.workspace import Workspace
     from pipelines.evaluation.outputs.formatting import number
     from pipelines.evaluation.outputs.judge_audit import LabelFileError, import_labels

@@ -22,15 +22,23 @@ app = typer.Typer(help="Score your own runs.", no_args_is_help=True)
 def metrics_retrieval(
     source: Annotated[
         Path,
-        typer.Option("--in", exists=True, dir_okay=False, help='JSONL of {"query_id", "retrieved_ids", "gold_ids"}.'),
+        typer.Option(
+            "--in",
+            exists=True,
+            dir_okay=False,
+            help='JSONL of {"query_id", "retrieved_ids", "gold_ids"}.',
+        ),
     ],
-    k: Annotated[str, typer.Option(help="Comma-separated cut-offs.", callback=checked(inputs.cutoffs))] = "1,3,5,10",
+    k: Annotated[
+        str, typer.Option(help="Comma-separated cut-offs.", callback=checked(inputs.cutoffs))
+    ] = "1,3,5,10",
 ) -> None:
     """recall@k, precision@k and MRR of a run file, as one JSON object.
 
-    Duplicate ids in a retrieved list count once. @k is measured the standard way (trec_eval, ir_measures)
-    over every query: a list shorter than k counts its missing ranks as not relevant; `n_short@k` says how
-    many queries retrieved fewer than k distinct ids, `mean_depth` how many they retrieved on average."""
+    Duplicate ids in a retrieved list count once. @k is measured the standard way (trec_eval,
+    ir_measures) over every query: a list shorter than k counts its missing ranks as not relevant;
+    `n_short@k` says how many queries retrieved fewer than k distinct ids, `mean_depth` how many
+    they retrieved on average."""
     from pipelines.evaluation.metrics.retrieval import score_run_file
 
     try:
@@ -39,7 +47,9 @@ def metrics_retrieval(
     except ValueError as exc:
         fail(str(exc))
     print(json.dumps(result))
-    for cut in sorted(int(name.partition("@")[2]) for name in result if name.startswith("n_short@")):
+    for cut in sorted(
+        int(name.partition("@")[2]) for name in result if name.startswith("n_short@")
+    ):
         if result[f"n_short@{cut}"]:
             print(
                 f"k={cut}: {result[f'n_short@{cut}']} of {result['n']} queries retrieved fewer than {cut} distinct ids; "

@@ -13,7 +13,8 @@ from pipelines.core.settings import Settings, SettingsError, load_settings
 
 
 def checked(check):
-    """A typer callback running one of `pipelines.core.inputs`' checks: a refused value exits 2 with its reason."""
+    """A typer callback running one of `pipelines.core.inputs`' checks: a refused value exits 2 with
+    its reason."""
 
     def callback(value):
         if value is not None:
@@ -52,12 +53,14 @@ def valid_metrics(value: str) -> None:
 
 
 def date_option(help: str):
-    """`--date`, a YYYY-MM-DD day checked as every date is; `help` says which day and its default."""
+    """`--date`, a YYYY-MM-DD day checked as every date is; `help` says which day and its
+    default."""
     return typer.Option("--date", help=help, callback=checked(inputs.day))
 
 
 def target_name_option(help: str):
-    """A target's name, checked as every target name is; `help` says what it names and its default."""
+    """A target's name, checked as every target name is; `help` says what it names and its
+    default."""
     return typer.Option(help=help, callback=checked(inputs.target_name))
 
 
@@ -65,7 +68,8 @@ DateOption = date_option("YYYY-MM-DD (UTC).")
 DryRunOption = Annotated[
     bool,
     typer.Option(
-        "--dry-run", help="Estimate the requests and tokens per stage from the last runs; send nothing, write nothing."
+        "--dry-run",
+        help="Estimate the requests and tokens per stage from the last runs; send nothing, write nothing.",
     ),
 ]
 
@@ -80,7 +84,11 @@ def current_settings() -> Settings:
 
 NameOption = Annotated[
     str | None,
-    typer.Option("--name", help="Golden set name; default from params.yaml.", callback=checked(inputs.golden_name)),
+    typer.Option(
+        "--name",
+        help="Golden set name; default from params.yaml.",
+        callback=checked(inputs.golden_name),
+    ),
 ]
 
 

@@ -36,4 +36,6 @@ def all_prompts() -> PromptRegistry:
         ClosedBookAnswer(),
         GroundingJudge(),
     ]
-    return PromptRegistry([*golden, RagAnswerPrompt(), AnswerCorrectnessPrompt(), *judge_prompts(), *ragas_prompts()])
+    return PromptRegistry(
+        [*golden, RagAnswerPrompt(), AnswerCorrectnessPrompt(), *judge_prompts(), *ragas_prompts()]
+    )

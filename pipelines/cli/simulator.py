@@ -11,13 +11,21 @@ def simulate_llm(
     port: Annotated[int, typer.Option(help="Port on 127.0.0.1.")] = 8000,
     latency_s: Annotated[float, typer.Option(help="Seconds each request takes.")] = 0.0,
     capacity: Annotated[int, typer.Option(help="Requests served at once; the rest queue.")] = 16,
-    error_rate: Annotated[float, typer.Option(help="Share of requests answered with HTTP 500.")] = 0.0,
-    malformed_rate: Annotated[float, typer.Option(help="Share of replies that are not valid JSON.")] = 0.0,
-    timeout_rate: Annotated[float, typer.Option(help="Share of requests that never answer in time.")] = 0.0,
+    error_rate: Annotated[
+        float, typer.Option(help="Share of requests answered with HTTP 500.")
+    ] = 0.0,
+    malformed_rate: Annotated[
+        float, typer.Option(help="Share of replies that are not valid JSON.")
+    ] = 0.0,
+    timeout_rate: Annotated[
+        float, typer.Option(help="Share of requests that never answer in time.")
+    ] = 0.0,
 ) -> None:
-    """Serve the OpenAI-compatible API (chat with json_schema and tools, embeddings, models) from the offline backend.
+    """Serve the OpenAI-compatible API (chat with json_schema and tools, embeddings, models) from
+    the offline backend.
 
-    It answers every prompt ragwatch sends (golden generation, the reference RAG, the ragas judge)."""
+    It answers every prompt ragwatch sends (golden generation, the reference RAG, the ragas
+    judge)."""
     from pipelines.cli.prompt_catalog import all_prompts
     from pipelines.models.simulator import SimulatorKnobs, serve
 

@@ -1,4 +1,5 @@
-"""`ragwatch traces ...`: one day's production traces sampled, anonymized, validated and versioned."""
+"""`ragwatch traces ...`: one day's production traces sampled, anonymized, validated and
+versioned."""
 
 from __future__ import annotations
 
@@ -17,14 +18,19 @@ from pipelines.cli.render.console import console, fail, progress_of
 from pipelines.cli.render.traces import print_sample_summary
 from pipelines.core import inputs
 
-app = typer.Typer(help="Production traces: sample, anonymize, validate, version.", no_args_is_help=True)
+app = typer.Typer(
+    help="Production traces: sample, anonymize, validate, version.", no_args_is_help=True
+)
 
 
 @app.command("sample")
 def traces_sample(
     day: Annotated[str, date_option("Day to sample (YYYY-MM-DD, UTC).")],
     rate: Annotated[
-        float | None, typer.Option(help="Sample rate in (0, 1]; default from settings.", callback=checked(valid_rate))
+        float | None,
+        typer.Option(
+            help="Sample rate in (0, 1]; default from settings.", callback=checked(valid_rate)
+        ),
     ] = None,
     strata: Annotated[
         str | None,
@@ -70,7 +76,8 @@ def traces_sample(
 def traces_version(
     day: Annotated[str, date_option("Promoted day to version (YYYY-MM-DD).")],
 ) -> None:
-    """dvc add + push a promoted day and commit it, after any other day a stopped run left unversioned."""
+    """dvc add + push a promoted day and commit it, after any other day a stopped run left
+    unversioned."""
     from pipelines.core.versioning import VersioningError
     from pipelines.traces.steps import promoted_sample, version_trace_sample
 

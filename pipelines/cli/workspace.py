@@ -23,13 +23,16 @@ def workspace_restore(
         ),
     ] = None,
 ) -> None:
-    """Fetch every versioned trace partition and golden release of the data workspace from its DVC remote."""
+    """Fetch every versioned trace partition and golden release of the data workspace from its DVC
+    remote."""
     from pipelines.core.versioning import VersioningError, restore_workspace
     from pipelines.core.workspace import Workspace
 
     settings = current_settings()
     try:
-        restored = restore_workspace(Workspace.from_settings(settings), settings.resolved_dvc_remote, source)
+        restored = restore_workspace(
+            Workspace.from_settings(settings), settings.resolved_dvc_remote, source
+        )
     except VersioningError as exc:
         fail(str(exc))
     console.print(f"restored {len(restored)} versioned folders into {settings.resolved_workspace}")

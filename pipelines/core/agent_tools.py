@@ -1,10 +1,12 @@
-"""The agent tools golden tool-selection triples are written for and evaluation checks calls against, as OpenAI
-tool specs, with the requests the offline golden generator writes for each and the arguments their right call takes.
+"""The agent tools golden tool-selection triples are written for and evaluation checks calls
+against, as OpenAI tool specs, with the requests the offline golden generator writes for each and
+the arguments their right call takes.
 
-The offline backend is both the golden generator and the reference agent of the demo: the generator writes a
-request about a term from `TOOL_REQUESTS` and expects `tool_arguments(tool, term)`; the agent reads the term back
-(`requested_term`) and calls with the same arguments. Both read this one table, so a golden triple and the
-agent's call can only differ where the agent is made to err (`OfflineFaults.wrong_arguments`, `wrong_tool`).
+The offline backend is both the golden generator and the reference agent of the demo: the generator
+writes a request about a term from `TOOL_REQUESTS` and expects `tool_arguments(tool, term)`; the
+agent reads the term back (`requested_term`) and calls with the same arguments. Both read this one
+table, so a golden triple and the agent's call can only differ where the agent is made to err
+(`OfflineFaults.wrong_arguments`, `wrong_tool`).
 """
 
 from __future__ import annotations
@@ -22,7 +24,10 @@ TOOLS: list[dict] = [
             "parameters": {
                 "type": "object",
                 "properties": {
-                    "query": {"type": "string", "description": "What to look for, in the user's language."},
+                    "query": {
+                        "type": "string",
+                        "description": "What to look for, in the user's language.",
+                    },
                     "top_k": {"type": "integer", "minimum": 1, "maximum": 50, "default": 5},
                 },
                 "required": ["query"],
@@ -73,12 +78,14 @@ TOOL_REQUESTS: dict[str, dict[str, str]] = {
         "es": "¿Cuáles son las últimas noticias públicas sobre {term}?",
     },
 }
-"""A request for each tool about a term, per language: the offline golden generator's tool questions."""
+"""A request for each tool about a term, per language: the offline golden generator's tool
+questions."""
 
 
 def tool_arguments(tool: str, term: str) -> dict[str, Any] | None:
-    """The arguments of the right call of `tool` for a request of `TOOL_REQUESTS` about `term` (None for a tool
-    it has no request for): a search for the term, a count of last week's tickets that mention it, its news."""
+    """The arguments of the right call of `tool` for a request of `TOOL_REQUESTS` about `term` (None
+    for a tool it has no request for): a search for the term, a count of last week's tickets that
+    mention it, its news."""
     arguments = {
         "vector_search": {"query": term},
         "sql_query": {

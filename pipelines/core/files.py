@@ -44,11 +44,14 @@ def read_jsonl(path: Path) -> list[dict]:
     """The objects of a JSON Lines file; a missing file reads as empty."""
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [
+        json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
 
 
 def atomic_write_text(path: Path, text: str) -> Path:
-    """Write through a temporary file and a rename: readers see the old or the new file, never half."""
+    """Write through a temporary file and a rename: readers see the old or the new file, never
+    half."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -78,8 +81,9 @@ def reset_dir(path: Path) -> Path:
 
 
 def write_filled_in_rows(path: Path, columns: Sequence[str], rows: Iterable[dict[str, Any]]) -> int:
-    """A CSV for people to fill in, which `read_filled_in_rows` reads back: user and model text is in it, so every
-    cell is `spreadsheet_safe` ("=HYPERLINK(...)" stays text); keys beyond `columns` are left out. Rows written."""
+    """A CSV for people to fill in, which `read_filled_in_rows` reads back: user and model text is
+    in it, so every cell is `spreadsheet_safe` ("=HYPERLINK(...)" stays text); keys beyond `columns`
+    are left out. Rows written."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(columns), extrasaction="ignore")
@@ -93,8 +97,8 @@ def write_filled_in_rows(path: Path, columns: Sequence[str], rows: Iterable[dict
 
 def read_filled_in_rows(path: Path) -> list[dict[str, Any]]:
     """The rows of a file people filled in: a CSV (as a spreadsheet saves it) or JSON lines."""
-    # utf-8-sig: spreadsheets save CSV with a byte-order mark, which would otherwise rename the first
-    # column ("\ufefftrace_id") and silently drop the link to the trace.
+    # utf-8-sig: spreadsheets save CSV with a byte-order mark, which would otherwise rename the
+    # first column ("\ufefftrace_id") and silently drop the link to the trace.
     if path.suffix.lower() == ".csv":
         with path.open(newline="", encoding="utf-8-sig") as fh:
             return [{k: from_spreadsheet(v) for k, v in row.items()} for row in csv.DictReader(fh)]

@@ -1,4 +1,5 @@
-"""What a person or a DAG run may hand ragwatch: one check per kind of value, used by every entry point.
+"""What a person or a DAG run may hand ragwatch: one check per kind of value, used by every entry
+point.
 
 The CLI (typer callbacks), the DAG `Param`s (the JSON-schema patterns below), the settings and the
 steps themselves call these, so a value refused in one place is refused everywhere. Names become
@@ -21,8 +22,8 @@ REPORT_NAME_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}_[A-Za-z0-9][A-Za-z0-9_.:@+-]
 DATE_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
 GOLDEN_VERSION_PATTERN = r"^v[0-9]{1,6}$"
 STRATA = ("app", "language", "user_feedback", "model")
-"""Trace fields a sample may be stratified by: short categorical values, never free text, because the
-partition's manifest (published and versioned) lists every stratum's values."""
+"""Trace fields a sample may be stratified by: short categorical values, never free text, because
+the partition's manifest (published and versioned) lists every stratum's values."""
 SUITES = ("offline", "online")
 K_MAX = 100
 
@@ -42,7 +43,8 @@ def _shown(value: object) -> str:
 
 
 def golden_name(value: object) -> str:
-    """A golden set name: letters, digits, `_` and `-`, at most 64, starting with a letter or digit."""
+    """A golden set name: letters, digits, `_` and `-`, at most 64, starting with a letter or
+    digit."""
     return _matches(
         "golden-set name",
         GOLDEN_NAME_PATTERN,
@@ -94,10 +96,13 @@ def suite(value: object) -> str:
 
 
 def strata(value: str | Iterable[str]) -> list[str]:
-    """Strata keys, as a list or comma-separated text: known trace fields, each once, at least one."""
+    """Strata keys, as a list or comma-separated text: known trace fields, each once, at least
+    one."""
     names = [v.strip() for v in value.split(",")] if isinstance(value, str) else list(value)
     if not names or any(not isinstance(n, str) for n in names):
-        raise InvalidInput(f"strata {_shown(value)} are not allowed: give at least one of {list(STRATA)}")
+        raise InvalidInput(
+            f"strata {_shown(value)} are not allowed: give at least one of {list(STRATA)}"
+        )
     unknown = [n for n in names if n not in STRATA]
     if unknown:
         raise InvalidInput(
@@ -110,13 +115,20 @@ def strata(value: str | Iterable[str]) -> list[str]:
 
 
 def cutoffs(value: str | Iterable[int]) -> list[int]:
-    """Cut-offs k of recall@k and precision@k, as a list or comma-separated text: 1..100, at least one."""
+    """Cut-offs k of recall@k and precision@k, as a list or comma-separated text: 1..100, at least
+    one."""
     try:
-        ks = [int(v) for v in value.split(",") if v.strip()] if isinstance(value, str) else [_integer(v) for v in value]
+        ks = (
+            [int(v) for v in value.split(",") if v.strip()]
+            if isinstance(value, str)
+            else [_integer(v) for v in value]
+        )
     except (TypeError, ValueError):
         raise InvalidInput(f"cut-offs k {_shown(value)} are not whole numbers") from None
     if not ks or any(not 1 <= k <= K_MAX for k in ks):
-        raise InvalidInput(f"cut-offs k {_shown(value)} are not allowed: give numbers from 1 to {K_MAX}")
+        raise InvalidInput(
+            f"cut-offs k {_shown(value)} are not allowed: give numbers from 1 to {K_MAX}"
+        )
     return sorted(set(ks))
 
 

@@ -16,8 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 SAMPLER_VERSION = "stratified-hash-1"
 ANONYMIZER_VERSION = "rules-hmac-2"
-"""Bumped whenever what the anonymizer replaces changes (2: clean technical text left alone, phone and
-address families), so a partition says which rules wrote it."""
+"""Bumped whenever what the anonymizer replaces changes (2: clean technical text left alone, phone
+and address families), so a partition says which rules wrote it."""
 
 
 class Context(BaseModel):
@@ -73,9 +73,16 @@ def _sampled_trace_schema():
             pa.field("answer", pa.string(), nullable=False),
             pa.field(
                 "contexts",
-                pa.list_(pa.struct([("chunk_id", pa.string()), ("text", pa.string()), ("score", pa.float64())])),
+                pa.list_(
+                    pa.struct(
+                        [("chunk_id", pa.string()), ("text", pa.string()), ("score", pa.float64())]
+                    )
+                ),
             ),
-            pa.field("tool_calls", pa.list_(pa.struct([("name", pa.string()), ("arguments", pa.string())]))),
+            pa.field(
+                "tool_calls",
+                pa.list_(pa.struct([("name", pa.string()), ("arguments", pa.string())])),
+            ),
             pa.field("model", pa.string()),
             pa.field("app", pa.string(), nullable=False),
             pa.field("language", pa.string(), nullable=False),
@@ -137,7 +144,8 @@ class GoldenItem(BaseModel):
     generator_model: str
     corpus_version: str
     created_at: str
-    """Logical date of the build that created the item (not wall-clock: rebuilds are reproducible)."""
+    """Logical date of the build that created the item (not wall-clock: rebuilds are
+    reproducible)."""
 
 
 def _golden_schema():
@@ -172,7 +180,8 @@ Suite = Literal["offline", "online"]
 
 
 class Score(BaseModel):
-    """One metric of one item in one run. A failed score has value None and says why, never 0 or NaN."""
+    """One metric of one item in one run. A failed score has value None and says why, never 0 or
+    NaN."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -196,7 +205,9 @@ class Score(BaseModel):
         import math
 
         if value is not None and not math.isfinite(value):
-            raise ValueError("a score is a finite number or None (failed/skipped), never NaN or inf")
+            raise ValueError(
+                "a score is a finite number or None (failed/skipped), never NaN or inf"
+            )
         return value
 
 
@@ -235,7 +246,8 @@ def gauge_name(metric: str) -> str:
 
 @dataclass(frozen=True)
 class Chunk:
-    """One passage of the indexed corpus, with an id that survives re-indexing (see corpus.chunking)."""
+    """One passage of the indexed corpus, with an id that survives re-indexing (see
+    corpus.chunking)."""
 
     chunk_id: str
     document: str
@@ -272,8 +284,8 @@ _ARROW_SCHEMAS = {
     "QUARANTINE_SCHEMA": _quarantine_schema,
     "GOLDEN_SCHEMA": _golden_schema,
 }
-"""The Arrow schemas, built on first use: importing pyarrow costs a process ~80 MB of RSS, and the sampler's
-anonymizing workers (which need `Trace`, never a schema) are started once per CPU."""
+"""The Arrow schemas, built on first use: importing pyarrow costs a process ~80 MB of RSS, and the
+sampler's anonymizing workers (which need `Trace`, never a schema) are started once per CPU."""
 
 
 def __getattr__(name: str):

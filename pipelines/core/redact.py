@@ -12,14 +12,17 @@ from urllib.parse import parse_qsl, urlsplit
 
 MASK = "***"
 SECRET_QUERY_KEY = re.compile(
-    r"(token|key|secret|pass|pwd|auth|sig|session|sid|code|credential|jwt|bearer|cookie)", re.IGNORECASE
+    r"(token|key|secret|pass|pwd|auth|sig|session|sid|code|credential|jwt|bearer|cookie)",
+    re.IGNORECASE,
 )
-"""Query parameters whose value is treated as a secret: token, api_key, X-Amz-Signature, code, session…"""
+"""Query parameters whose value is treated as a secret: token, api_key, X-Amz-Signature, code,
+session…"""
 _URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
 
 
 def redact_url(url: str) -> str:
-    """`url` with its password and token-like query values replaced by `***` (the user name is kept)."""
+    """`url` with its password and token-like query values replaced by `***` (the user name is
+    kept)."""
     try:
         netloc = urlsplit(url).netloc
     except ValueError:
@@ -28,10 +31,14 @@ def redact_url(url: str) -> str:
     if "@" in netloc:
         userinfo, _, host = netloc.rpartition("@")
         user, has_password, _ = userinfo.partition(":")
-        head = head.replace(f"//{netloc}", f"//{user}:{MASK}@{host}" if has_password else f"//{MASK}@{host}", 1)
+        head = head.replace(
+            f"//{netloc}", f"//{user}:{MASK}@{host}" if has_password else f"//{MASK}@{host}", 1
+        )
     query, hash_sign, fragment = rest.partition("#")
     pairs = [pair.partition("=") for pair in query.split("&")] if query else []
-    query = "&".join(f"{k}={MASK}" if SECRET_QUERY_KEY.search(k) and eq else k + eq + v for k, eq, v in pairs)
+    query = "&".join(
+        f"{k}={MASK}" if SECRET_QUERY_KEY.search(k) and eq else k + eq + v for k, eq, v in pairs
+    )
     return head + question + query + hash_sign + fragment
 
 

@@ -28,7 +28,8 @@ IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 class TraceColumns(BaseModel):
     """Column names of the production trace table; the defaults are the Trace contract."""
 
-    # Field docstrings are the configuration reference (docs/hooks/settings_reference.py reads them).
+    # Field docstrings are the configuration reference (docs/hooks/settings_reference.py reads
+    # them).
     model_config = ConfigDict(use_attribute_docstrings=True)
 
     trace_id: str = "trace_id"
@@ -99,10 +100,13 @@ DEFAULT_MODELS = {
 
 
 class Settings(BaseSettings):
-    # Field docstrings are the configuration reference (docs/hooks/settings_reference.py reads them, and
-    # tests/unit/test_docs.py fails on a field without one).
+    # Field docstrings are the configuration reference (docs/hooks/settings_reference.py reads them,
+    # and tests/unit/test_docs.py fails on a field without one).
     model_config = SettingsConfigDict(
-        env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="ignore", use_attribute_docstrings=True
+        env_prefix=ENV_PREFIX,
+        env_nested_delimiter="__",
+        extra="ignore",
+        use_attribute_docstrings=True,
     )
 
     home: Path = Path(".ragwatch")
@@ -111,61 +115,71 @@ class Settings(BaseSettings):
     trace_store_url: str | None = None
     """SQLAlchemy URL of the production trace store; SQLite under `home` when unset."""
     trace_table: str = "traces"
-    """The table of the trace store that holds the traces (a plain SQL identifier, in `trace_tables_allowed`)."""
+    """The table of the trace store that holds the traces (a plain SQL identifier, in
+    `trace_tables_allowed`)."""
     trace_tables_allowed: list[str] = Field(default_factory=lambda: ["traces"])
-    """The only tables ragwatch may read traces from, so a mistyped `trace_table` cannot point it at another table."""
+    """The only tables ragwatch may read traces from, so a mistyped `trace_table` cannot point it at
+    another table."""
     trace_columns: TraceColumns = Field(default_factory=TraceColumns)
     """Column names of your trace table, where they differ from the Trace contract's (e.g.
     `RAGWATCH_TRACE_COLUMNS__QUESTION=user_query`)."""
     trace_batch_size: int = Field(default=500, ge=1, le=100_000)
-    """Traces read from the trace store (or a file source) at a time: memory follows it, not the day."""
+    """Traces read from the trace store (or a file source) at a time: memory follows it, not the
+    day."""
     trace_source: Literal["sql", "otlp", "openinference", "langfuse-export"] = "sql"
-    """Where production traces are read: the SQL trace store, or span exports (docs/how-to/trace-sources/, one
-    page per source)."""
+    """Where production traces are read: the SQL trace store, or span exports
+    (docs/how-to/trace-sources/, one page per source)."""
     trace_source_path: str | None = None
-    """The export a file source reads: a file or a folder (`otlp`, `openinference`), a folder or an `s3://` prefix
-    (`langfuse-export`)."""
+    """The export a file source reads: a file or a folder (`otlp`, `openinference`), a folder or an
+    `s3://` prefix (`langfuse-export`)."""
     question_attribute: str | None = None
-    """A span attribute that holds the user's question in your traces (read before the retrieval query, the root's
-    input and the last user message); for span sources."""
+    """A span attribute that holds the user's question in your traces (read before the retrieval
+    query, the root's input and the last user message); for span sources."""
     question_pattern: str | None = None
-    """A regular expression whose group `question` (else its first group) extracts the user's question from the
-    prompt your app sends (e.g. `Question:\\s*(?P<question>.+?)\\s*Answer:`); every source."""
+    """A regular expression whose group `question` (else its first group) extracts the user's
+    question from the prompt your app sends (e.g. `Question:\\s*(?P<question>.+?)\\s*Answer:`);
+    every source."""
     otlp_endpoint: str | None = None
-    """OTLP/HTTP endpoint (e.g. http://otel-collector:4318) each online score is sent to as a gen_ai.evaluation.result
-    event on the span it judged (not-applicable scores are not sent); unset, none is sent."""
+    """OTLP/HTTP endpoint (e.g. http://otel-collector:4318) each online score is sent to as a
+    gen_ai.evaluation.result event on the span it judged (not-applicable scores are not sent);
+    unset, none is sent."""
     statement_timeout_s: int = Field(default=60, ge=1)
-    """PostgreSQL statement timeout of every trace-store query but the day's selection (reads by id are short)."""
+    """PostgreSQL statement timeout of every trace-store query but the day's selection (reads by id
+    are short)."""
     selection_statement_timeout_s: float = Field(default=SELECTION_TIMEOUT_S, gt=0)
-    """Statement timeout of the day's selection, which counts and ranks every row of the day: it grows with the day
-    (docs/explanation/sampling.md has the arithmetic for 100 M rows)."""
+    """Statement timeout of the day's selection, which counts and ranks every row of the day: it
+    grows with the day (docs/explanation/sampling.md has the arithmetic for 100 M rows)."""
 
     workspace: Path | None = None
     """Data workspace: a git + DVC repository holding `golden/`; under `home` when unset."""
     dvc_remote: str | None = None
-    """DVC remote URL (local path, s3://...); a directory under `home` when unset. Committed in the workspace's
-    .dvc/config, so never with credentials: S3's come from the AWS_* environment variables."""
+    """DVC remote URL (local path, s3://...); a directory under `home` when unset. Committed in the
+    workspace's .dvc/config, so never with credentials: S3's come from the AWS_* environment
+    variables."""
 
     sample_rate: float = Field(default=0.05, gt=0.0, le=1.0)
     """Share of a day's traces the sampling keeps, per stratum; a higher rate selects a superset."""
     strata: list[str] = Field(default_factory=lambda: ["app", "language", "user_feedback"])
     """Trace columns the sampling stratifies on."""
     languages: list[str] = Field(default_factory=lambda: list(DEFAULT_LANGUAGES), min_length=1)
-    """Languages a question or passage is told apart in (ISO 639-1 codes, e.g. `["es","ca","en","pt","fr","de",
-    "it"]`; pipelines/core/language.py): text in none of them, or too short to tell, is `und`. Add each language your
-    users write in: an Italian question is otherwise `und`, or filed under the nearest language listed."""
+    """Languages a question or passage is told apart in (ISO 639-1 codes, e.g.
+    `["es","ca","en","pt","fr","de", "it"]`; pipelines/core/language.py): text in none of them, or
+    too short to tell, is `und`. Add each language your users write in: an Italian question is
+    otherwise `und`, or filed under the nearest language listed."""
     min_per_stratum: int = Field(default=2, ge=0)
     """Fewest traces each stratum keeps (all it has when fewer), so small strata are represented."""
     max_field_chars: int = Field(default=200_000, ge=1_000)
     """Longer text fields send their trace to quarantine (multi-MB answers are logging bugs)."""
     sample_workers: int = Field(default=0, ge=0, le=256)
-    """Processes that anonymize a day's sample in each shard; 0 = one per CPU, 1 = the task's own process only."""
+    """Processes that anonymize a day's sample in each shard; 0 = one per CPU, 1 = the task's own
+    process only."""
     sample_shards: int = Field(default=1, ge=1, le=256)
-    """Mapped tasks that anonymize and write a day's sample, each a contiguous range of its parts (at most one per
-    part). They change which task writes a part, never its bytes."""
+    """Mapped tasks that anonymize and write a day's sample, each a contiguous range of its parts
+    (at most one per part). They change which task writes a part, never its bytes."""
     sample_part_rows: int = Field(default=50_000, ge=1, le=1_000_000)
-    """Selected traces per part file of a sampled partition (the last part holds the rest). It sets the published
-    layout, hence the DVC hash: change it and every day you resample gets new files."""
+    """Selected traces per part file of a sampled partition (the last part holds the rest). It sets
+    the published layout, hence the DVC hash: change it and every day you resample gets new
+    files."""
 
     anonymizer_key: SecretStr | None = None
     """HMAC key for pseudonyms; generated once under `home` when unset."""
@@ -173,39 +187,53 @@ class Settings(BaseSettings):
     # Models. "offline" is the deterministic backend (labelled as such in every output);
     # "openai" is any OpenAI-compatible server, e.g. vLLM.
     llm_backend: Literal["offline", "openai"] = "offline"
-    """"offline": the deterministic stand-in `ragwatch-offline-deterministic`, named in every output it produces;
-    "openai": the `generator` and `judge` endpoints (any OpenAI-compatible server, e.g. vLLM)."""
-    generator: ModelEndpoint = Field(default_factory=lambda: ModelEndpoint(model=DEFAULT_MODELS["generator"]))
-    """The model that writes golden questions and reference answers, and answers as the reference RAG."""
-    judge: ModelEndpoint = Field(default_factory=lambda: ModelEndpoint(model=DEFAULT_MODELS["judge"]))
-    """The model that filters golden items and judges the metrics; the same model as the generator logs a
-    self-preference warning."""
+    """"offline": the deterministic stand-in `ragwatch-offline-deterministic`, named in every output
+    it produces; "openai": the `generator` and `judge` endpoints (any OpenAI-compatible server, e.g.
+    vLLM)."""
+    generator: ModelEndpoint = Field(
+        default_factory=lambda: ModelEndpoint(model=DEFAULT_MODELS["generator"])
+    )
+    """The model that writes golden questions and reference answers, and answers as the reference
+    RAG."""
+    judge: ModelEndpoint = Field(
+        default_factory=lambda: ModelEndpoint(model=DEFAULT_MODELS["judge"])
+    )
+    """The model that filters golden items and judges the metrics; the same model as the generator
+    logs a self-preference warning."""
     llm_cache: bool = True
-    """Content-addressed cache of model calls, so reruns and backfills cost no calls: SQLite under `home`, or
-    `llm_cache_url`."""
+    """Content-addressed cache of model calls, so reruns and backfills cost no calls: SQLite under
+    `home`, or `llm_cache_url`."""
     llm_cache_url: str | None = None
-    """SQLAlchemy URL of a PostgreSQL database holding the LLM cache (table `ragwatch_llm_cache`) that every worker
-    shares: a batch retried on another machine sends no request again. Unset, each machine keeps its own under `home`."""
+    """SQLAlchemy URL of a PostgreSQL database holding the LLM cache (table `ragwatch_llm_cache`)
+    that every worker shares: a batch retried on another machine sends no request again. Unset, each
+    machine keeps its own under `home`."""
     llm_budget_tokens: int | None = Field(default=None, ge=0)
-    """Prompt + completion tokens one eval run (or golden build) may spend; unset, no cap. Once spent, no request is
-    sent and each score that needed one is `skipped` with the reason "budget" (models/budget.py,
-    evaluation/runs/budget.py say how it is counted and shared between batches)."""
+    """Prompt + completion tokens one eval run (or golden build) may spend; unset, no cap. Once
+    spent, no request is sent and each score that needed one is `skipped` with the reason "budget"
+    (models/budget.py, evaluation/runs/budget.py say how it is counted and shared between
+    batches)."""
     judge_implementation: Literal["ragwatch", "ragas"] = "ragwatch"
-    """Who asks the judge: ragwatch's consolidated prompts (3 requests per item for the four main metrics),
-    or ragas' own metrics, one request per ragas call (the reference implementation). Same definitions."""
+    """Who asks the judge: ragwatch's consolidated prompts (3 requests per item for the four main
+    metrics), or ragas' own metrics, one request per ragas call (the reference implementation). Same
+    definitions."""
 
     embeddings_backend: Literal["local", "openai"] = "local"
-    """"local": all-MiniLM-L6-v2, shipped on PyPI and run in process; "openai": the `embeddings` endpoint."""
-    embeddings: ModelEndpoint = Field(default_factory=lambda: ModelEndpoint(model=DEFAULT_MODELS["embeddings"]))
-    """Used when embeddings_backend is "openai"; "local" is the all-MiniLM-L6-v2 model shipped on PyPI."""
+    """"local": all-MiniLM-L6-v2, shipped on PyPI and run in process; "openai": the `embeddings`
+    endpoint."""
+    embeddings: ModelEndpoint = Field(
+        default_factory=lambda: ModelEndpoint(model=DEFAULT_MODELS["embeddings"])
+    )
+    """Used when embeddings_backend is "openai"; "local" is the all-MiniLM-L6-v2 model shipped on
+    PyPI."""
 
     qdrant_url: str | None = None
     """Qdrant server URL; local mode under `home` when unset."""
     qdrant_api_key: SecretStr | None = None
     """API key of the Qdrant server at `qdrant_url`, when it asks for one."""
     qdrant_path: Path | None = None
-    """Qdrant local mode's folder, when qdrant_url is unset; under `home` when unset. Workers on one machine with
-    homes of their own share the index by pointing this at one folder; workers on several machines need a server."""
+    """Qdrant local mode's folder, when qdrant_url is unset; under `home` when unset. Workers on one
+    machine with homes of their own share the index by pointing this at one folder; workers on
+    several machines need a server."""
     corpus_collection: str = "ragwatch_corpus"
     """The Qdrant collection that holds the corpus index."""
     qdrant_local_lock_wait_s: float = Field(default=600.0, ge=0)
@@ -214,79 +242,90 @@ class Settings(BaseSettings):
     results_url: str | None = None
     """SQLAlchemy URL of the eval results DB (runs + scores); SQLite under `home` when unset."""
     online_target_url: str | None = None
-    """The production RAG service (docs/how-to/real-services.md, the system under test). When set, the online eval's
-    noise arms call it (metric `noise_delta_f`); unset, the reference generator answers them
-    (`noise_delta_f_reference`)."""
+    """The production RAG service (docs/how-to/real-services.md, the system under test). When set,
+    the online eval's noise arms call it (metric `noise_delta_f`); unset, the reference generator
+    answers them (`noise_delta_f_reference`)."""
     online_max_traces: int = Field(default=2_000, ge=1)
-    """Traces the daily online eval judges at most (of the day's sample), stratified by app and language
-    (online_selection.py). Cost grows with this, not with the day's traffic."""
+    """Traces the daily online eval judges at most (of the day's sample), stratified by app and
+    language (online_selection.py). Cost grows with this, not with the day's traffic."""
     online_min_per_stratum: int = Field(default=30, ge=0)
-    """Judged traces each app/language stratum gets first (all it has when fewer), before the rest of the budget
-    goes in proportion: at 30, a faithfulness mean's 95 % interval is about ±0.09 for a typical spread (sd 0.25),
-    tight enough to tell the operating bands apart, and 3× the diagnosis' `diagnosis_min_n`."""
+    """Judged traces each app/language stratum gets first (all it has when fewer), before the rest
+    of the budget goes in proportion: at 30, a faithfulness mean's 95 % interval is about ±0.09 for
+    a typical spread (sd 0.25), tight enough to tell the operating bands apart, and 3× the
+    diagnosis' `diagnosis_min_n`."""
     online_noise_share: float = Field(default=0.25, ge=0.0, le=1.0)
-    """Share of the judged traces (per stratum, at least one) that also get noise sensitivity. A trace's clean scores
-    cost 3 requests (faithfulness 2, answer relevancy 1), its noise ΔF about 5 more (the clean, noisy and control
-    arms answered again, and judged): at 0.25 a judged trace costs about 4.3 requests instead of 8, and ΔF still rests
-    on 500 traces a day at the default budget."""
+    """Share of the judged traces (per stratum, at least one) that also get noise sensitivity. A
+    trace's clean scores cost 3 requests (faithfulness 2, answer relevancy 1), its noise ΔF about 5
+    more (the clean, noisy and control arms answered again, and judged): at 0.25 a judged trace
+    costs about 4.3 requests instead of 8, and ΔF still rests on 500 traces a day at the default
+    budget."""
     online_target_half_width: float | None = Field(default=None, gt=0.0, lt=1.0)
-    """When set (e.g. 0.03), each stratum is judged on as many traces as its faithfulness interval needs to be about
-    ±this wide, from the spread of the last online runs; `online_max_traces` still caps the day."""
+    """When set (e.g. 0.03), each stratum is judged on as many traces as its faithfulness interval
+    needs to be about ±this wide, from the spread of the last online runs; `online_max_traces` still
+    caps the day."""
     coverage_max_questions: int = Field(default=5_000, ge=1)
-    """The day's traces whose questions the online eval's golden-coverage step reads at most, stratified by
-    app/language like the judged budget (pipelines/evaluation/coverage); repeats are folded into distinct questions
-    before embedding. The local model embeds ~70 short questions a second on 2 cores, so ~70 s a day at most (plus
-    the golden set's passages and user questions), whatever the day's size."""
+    """The day's traces whose questions the online eval's golden-coverage step reads at most,
+    stratified by app/language like the judged budget (pipelines/evaluation/coverage); repeats are
+    folded into distinct questions before embedding. The local model embeds ~70 short questions a
+    second on 2 cores, so ~70 s a day at most (plus the golden set's passages and user questions),
+    whatever the day's size."""
     coverage_threshold: float | None = Field(default=None, gt=-1.0, le=1.0)
-    """Question-to-passage cosine at or above which a day's question counts as covered by its nearest golden reference
-    passage. Unset: calibrated on the golden set's user questions (items from traces or imported by people, never its
-    generated ones; coverage/threshold.py), and coverage fails with the reason ("uncalibrated") when there are fewer
-    than 10 or the model does not separate them (ROC AUC < 0.7). Set: used as is, and the report, CLI and gauge say
-    it is this setting, not a calibrated value."""
+    """Question-to-passage cosine at or above which a day's question counts as covered by its
+    nearest golden reference passage. Unset: calibrated on the golden set's user questions (items
+    from traces or imported by people, never its generated ones; coverage/threshold.py), and
+    coverage fails with the reason ("uncalibrated") when there are fewer than 10 or the model does
+    not separate them (ROC AUC < 0.7). Set: used as is, and the report, CLI and gauge say it is this
+    setting, not a calibrated value."""
     coverage_min_cluster_size: int = Field(default=5, ge=2)
-    """Fewest distinct uncovered questions of a day that make a topic (coverage/clusters.py; a question asked many
-    times counts once); smaller groups are one-offs."""
+    """Fewest distinct uncovered questions of a day that make a topic (coverage/clusters.py; a
+    question asked many times counts once); smaller groups are one-offs."""
     coverage_inbox_topics: int = Field(default=5, ge=0)
-    """Largest uncovered topics queued in the review inbox each day (three questions each); the next golden build's
-    trace questions start from them."""
+    """Largest uncovered topics queued in the review inbox each day (three questions each); the next
+    golden build's trace questions start from them."""
     gate_min_pairs: int = Field(default=10, ge=2)
     """Fewest items scored ok in both runs for the regression gate to decide on a metric."""
     diagnosis_min_n: int = Field(default=10, ge=1)
     """Fewest ok scores for the diagnosis to state a band for a metric in a stratum."""
     diagnosis_correction: Literal["benjamini-hochberg", "none"] = "benjamini-hochberg"
-    """How the diagnosis corrects its band claims for their number: Benjamini–Hochberg bounds the share of false
-    claims a report makes; "none" states each claim its own printed 95 % interval supports, which finds a stratum
-    15 points worse more often (62–63 % of runs against 46–50 % at 30 items) but lets false claims grow with the
-    number of strata near a band's edge (statistics/diagnose.py, `ragwatch bench diagnose`)."""
+    """How the diagnosis corrects its band claims for their number: Benjamini–Hochberg bounds the
+    share of false claims a report makes; "none" states each claim its own printed 95 % interval
+    supports, which finds a stratum 15 points worse more often (62–63 % of runs against 46–50 % at
+    30 items) but lets false claims grow with the number of strata near a band's edge
+    (statistics/diagnose.py, `ragwatch bench diagnose`)."""
     judge_audit_per_day: int = Field(default=20, ge=0)
-    """Judged items each eval run queues for people to label yes/no (inbox/judge-audit-*.csv), spread over the
-    (metric, judge verdict) strata of the metrics with a 0/1 form; 0 queues none."""
+    """Judged items each eval run queues for people to label yes/no (inbox/judge-audit-*.csv),
+    spread over the (metric, judge verdict) strata of the metrics with a 0/1 form; 0 queues none."""
     judge_audit_half_width: float = Field(default=0.05, gt=0.0, lt=1.0)
-    """The half-width of the corrected (judge-error-rate) interval the report counts the labels needed for."""
+    """The half-width of the corrected (judge-error-rate) interval the report counts the labels
+    needed for."""
     judge_retest_share: float = Field(default=0.1, ge=0.0, le=1.0)
-    """Share of the judged items judged a second time, by requests that bypass the LLM cache (with a distinct seed
-    where the judge samples), to measure the judge's own noise (statistics/judge_noise.py); 0 retests none. Which
-    items: those whose hash of (run, item) falls in the lowest `share` of the hash space, so a rerun retests the
-    same ones. Costs about `share` × the judge's requests."""
+    """Share of the judged items judged a second time, by requests that bypass the LLM cache (with a
+    distinct seed where the judge samples), to measure the judge's own noise
+    (statistics/judge_noise.py); 0 retests none. Which items: those whose hash of (run, item) falls
+    in the lowest `share` of the hash space, so a rerun retests the same ones. Costs about `share` ×
+    the judge's requests."""
     pushgateway_url: str | None = None
-    """Prometheus Pushgateway, e.g. `http://pushgateway:9091`; a textfile under `home` when unset."""
+    """Prometheus Pushgateway, e.g. `http://pushgateway:9091`; a textfile under `home` when
+    unset."""
     pushgateway_job: str = "ragwatch"
     """The `job` label of every pushed group (the alert rules select `job="ragwatch"`)."""
     prometheus_url: str | None = None
-    """The Prometheus that scrapes the Pushgateway, e.g. `http://prometheus:9090`: the demo reads the alerts it
-    evaluates from its API; unset, no alert is read."""
+    """The Prometheus that scrapes the Pushgateway, e.g. `http://prometheus:9090`: the demo reads
+    the alerts it evaluates from its API; unset, no alert is read."""
 
     target_headers: dict[str, SecretStr] = Field(default_factory=dict)
-    """HTTP headers sent to the system under test (e.g. {"Authorization": "Bearer …"}): credentials never go in
-    its URL. The Airflow connection `ragwatch_target` overrides them inside tasks."""
+    """HTTP headers sent to the system under test (e.g. {"Authorization": "Bearer …"}): credentials
+    never go in its URL. The Airflow connection `ragwatch_target` overrides them inside tasks."""
     target_hosts_allowed: list[str] = Field(default_factory=list)
-    """When set, the only hosts a target URL (from a DAG param or the CLI) may name; empty allows any."""
+    """When set, the only hosts a target URL (from a DAG param or the CLI) may name; empty allows
+    any."""
 
     airflow_api_url: str = "http://localhost:8080"
-    """Airflow's REST API, where `ragwatch corpus refresh --notify` posts the `ragwatch_corpus` asset event."""
+    """Airflow's REST API, where `ragwatch corpus refresh --notify` posts the `ragwatch_corpus`
+    asset event."""
     airflow_username: str | None = None
-    """The Airflow user whose token posts the asset event; unset, a token is asked for without credentials (which
-    only Airflow's simple auth manager with every user an admin hands out)."""
+    """The Airflow user whose token posts the asset event; unset, a token is asked for without
+    credentials (which only Airflow's simple auth manager with every user an admin hands out)."""
     airflow_password: SecretStr | None = None
     """That user's password."""
 
@@ -307,9 +346,13 @@ class Settings(BaseSettings):
         try:
             compiled = re.compile(pattern)
         except re.error as exc:
-            raise ValueError(f"RAGWATCH_QUESTION_PATTERN is not a regular expression: {exc}") from exc
+            raise ValueError(
+                f"RAGWATCH_QUESTION_PATTERN is not a regular expression: {exc}"
+            ) from exc
         if not compiled.groups:
-            raise ValueError("RAGWATCH_QUESTION_PATTERN needs a group, (?P<question>...), around the question")
+            raise ValueError(
+                "RAGWATCH_QUESTION_PATTERN needs a group, (?P<question>...), around the question"
+            )
         return pattern
 
     @property
@@ -338,9 +381,13 @@ class Settings(BaseSettings):
     @classmethod
     def _language_codes(cls, codes: list[str]) -> list[str]:
         codes = list(dict.fromkeys(code.strip().lower() for code in codes))
-        wrong = [code for code in codes if not re.fullmatch(r"[a-z]{2,3}", code) or code == UNDETERMINED]
+        wrong = [
+            code for code in codes if not re.fullmatch(r"[a-z]{2,3}", code) or code == UNDETERMINED
+        ]
         if wrong:
-            raise ValueError(f"{wrong} are not ISO 639 language codes of a language (`und` is what none gives)")
+            raise ValueError(
+                f"{wrong} are not ISO 639 language codes of a language (`und` is what none gives)"
+            )
         return codes
 
     @field_validator("strata")
@@ -351,7 +398,10 @@ class Settings(BaseSettings):
     def __repr_args__(self):
         # URLs may carry a password or a token: a repr (in a log, a traceback) shows them redacted.
         for name, value in super().__repr_args__():
-            yield name, redact_url(value) if name in _URL_FIELDS and isinstance(value, str) else value
+            yield (
+                name,
+                redact_url(value) if name in _URL_FIELDS and isinstance(value, str) else value,
+            )
 
     @property
     def resolved_trace_store_url(self) -> str:
@@ -393,7 +443,9 @@ def _local_key(path: Path) -> bytes:
         with os.fdopen(fd, "w") as fh:
             fh.write(secrets.token_hex(32))
         try:
-            os.link(candidate, path)  # atomic and exclusive: the first task to finish wins, others read its key
+            os.link(
+                candidate, path
+            )  # atomic and exclusive: the first task to finish wins, others read its key
         except FileExistsError:
             pass
         finally:
@@ -417,11 +469,14 @@ class SettingsError(ValueError):
 
 
 def load_settings(**overrides) -> Settings:
-    """The settings from the environment (and `overrides`), or a SettingsError that says what to fix."""
+    """The settings from the environment (and `overrides`), or a SettingsError that says what to
+    fix."""
     try:
         return Settings(**overrides)
     except ValidationError as exc:
-        raise SettingsError("\n".join(_problem(error) for error in exc.errors(include_url=False))) from None
+        raise SettingsError(
+            "\n".join(_problem(error) for error in exc.errors(include_url=False))
+        ) from None
 
 
 def _problem(error: dict) -> str:

@@ -51,8 +51,8 @@ FILLER_WORDS = frozenset(
     pues quiza quizas respecto segun siempre siguiente siguientes solo tampoco tanto tarde temprano todavia
     traves ultimo varias varios veces""".split()
 )
-"""Accent-folded words that carry no topic: discourse markers, quantifiers and adverbs a question never asks
-about ("nevertheless", "sin embargo", "por ejemplo")."""
+"""Accent-folded words that carry no topic: discourse markers, quantifiers and adverbs a question
+never asks about ("nevertheless", "sin embargo", "por ejemplo")."""
 
 
 def fold(text: str) -> str:
@@ -109,9 +109,9 @@ def numbers(text: str) -> list[str]:
 
 
 def named_entities(text: str) -> list[str]:
-    """Capitalised words that do not open a sentence (or follow a colon, quote or bracket) and are not
-    stopwords: the names a claim stands on (Python, CPython, Qdrant, PEP, Madrid). A lexical stand-in for
-    a named-entity recogniser, for the offline backend."""
+    """Capitalised words that do not open a sentence (or follow a colon, quote or bracket) and are
+    not stopwords: the names a claim stands on (Python, CPython, Qdrant, PEP, Madrid). A lexical
+    stand-in for a named-entity recogniser, for the offline backend."""
     found = []
     for match in WORD.finditer(text):
         word = match.group(0)
@@ -124,7 +124,8 @@ def named_entities(text: str) -> list[str]:
 
 
 PSEUDONYM = re.compile(r"\[[A-Z][A-Z_]*_[0-9a-f]{8}\]")
-"""The anonymizer's placeholder (`[PERSON_3f9a2c1d]`): a stand-in for a value, not a name or number itself."""
+"""The anonymizer's placeholder (`[PERSON_3f9a2c1d]`): a stand-in for a value, not a name or number
+itself."""
 
 
 def missing_facts(claim: str, evidence: str) -> list[str]:
@@ -135,7 +136,11 @@ def missing_facts(claim: str, evidence: str) -> list[str]:
     evidence_numbers = set(numbers(evidence))
     evidence_numbers |= {n.replace(",", "") for n in evidence_numbers}
     evidence_words = {fold_word(w) for w in words(evidence)}
-    missing = [n for n in numbers(claim) if n not in evidence_numbers and n.replace(",", "") not in evidence_numbers]
+    missing = [
+        n
+        for n in numbers(claim)
+        if n not in evidence_numbers and n.replace(",", "") not in evidence_numbers
+    ]
     missing += [e for e in named_entities(claim) if fold_word(e) not in evidence_words]
     return missing
 
@@ -188,14 +193,15 @@ ABSTENTION_WORDS = frozenset(
     menciona mencionan datos detalles
 """.split()
 )
-"""Words an abstention uses around its marker ("… in the provided documentation to answer this question"):
-they assert nothing about the subject."""
+"""Words an abstention uses around its marker ("… in the provided documentation to answer this
+question"): they assert nothing about the subject."""
 
 
 def abstains(answer: str | None, question: str | None = None) -> bool:
     """True when the answer declines to answer (says there is not enough information) and asserts
     nothing else: beyond the abstention phrase, its words are an abstention's own or the question's.
-    "I'm not sure, but Qdrant was written in Haskell at CERN" makes a claim, so it is not an abstention."""
+    "I'm not sure, but Qdrant was written in Haskell at CERN" makes a claim, so it is not an
+    abstention."""
     if not answer:
         return False
     folded = fold(answer)
@@ -204,7 +210,8 @@ def abstains(answer: str | None, question: str | None = None) -> bool:
     for marker in ABSTENTIONS:
         folded = folded.replace(marker, " ")
     asked = set(content_tokens(question or ""))
-    # A word of the question, inflected ("use" asked, "uses" in the answer), restates and asserts nothing.
+    # A word of the question, inflected ("use" asked, "uses" in the answer), restates and asserts
+    # nothing.
     return all(
         token in ABSTENTION_WORDS or any(token.startswith(q) or q.startswith(token) for q in asked)
         for token in content_tokens(folded)

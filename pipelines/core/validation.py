@@ -24,7 +24,8 @@ PARTIAL_UNEXPECTED = 5
 
 
 class ValidationFailed(RuntimeError):
-    """Staged data broke an expectation; nothing was published and the previous version is intact."""
+    """Staged data broke an expectation; nothing was published and the previous version is
+    intact."""
 
 
 class ValidationPassed(BaseModel):
@@ -51,14 +52,17 @@ class ValidationReport:
         if self.success:
             return f"{self.suite}: all {len(self.checks)} expectations passed"
         lines = [f"{self.suite}: {len(self.failures)} of {len(self.checks)} expectations failed"]
-        lines += [f"  - {c['expectation']}({c.get('column') or ''}): {c['detail']}" for c in self.failures]
+        lines += [
+            f"  - {c['expectation']}({c.get('column') or ''}): {c['detail']}" for c in self.failures
+        ]
         return "\n".join(lines)
 
     def as_dict(self) -> dict[str, Any]:
         return {"suite": self.suite, "success": self.success, "checks": self.checks}
 
     def passed_or_raise(self, kept_intact: str, staged: Path) -> ValidationPassed:
-        """The passed result, or ValidationFailed naming the failures, what stayed intact and where the staged files are."""
+        """The passed result, or ValidationFailed naming the failures, what stayed intact and where
+        the staged files are."""
         if not self.success:
             raise ValidationFailed(
                 f"{self.describe()}\nNothing was published; {kept_intact} is intact. "
@@ -68,16 +72,30 @@ class ValidationReport:
 
 
 def run_expectations(
-    name: str, frame: pd.DataFrame, expectations: list, *, index_column: str, sensitive: Collection[str] = ()
+    name: str,
+    frame: pd.DataFrame,
+    expectations: list,
+    *,
+    index_column: str,
+    sensitive: Collection[str] = (),
 ) -> list[dict[str, Any]]:
-    """Validate `frame` against `expectations` in an ephemeral GX context; one check dict per expectation."""
-    return run_expectations_in_batches(name, [frame], expectations, index_column=index_column, sensitive=sensitive)
+    """Validate `frame` against `expectations` in an ephemeral GX context; one check dict per
+    expectation."""
+    return run_expectations_in_batches(
+        name, [frame], expectations, index_column=index_column, sensitive=sensitive
+    )
 
 
 def run_expectations_in_batches(
-    name: str, frames: Iterable[pd.DataFrame], expectations: list, *, index_column: str, sensitive: Collection[str] = ()
+    name: str,
+    frames: Iterable[pd.DataFrame],
+    expectations: list,
+    *,
+    index_column: str,
+    sensitive: Collection[str] = (),
 ) -> list[dict[str, Any]]:
-    """Validate each frame of `frames` against the same suite and merge the outcomes, one check per expectation.
+    """Validate each frame of `frames` against the same suite and merge the outcomes, one check per
+    expectation.
 
     Only one frame lives at a time, so a file read in row groups is validated in bounded memory.
     Expectations that compare rows with each other (uniqueness) see one batch only: give them a
@@ -89,7 +107,9 @@ def run_expectations_in_batches(
     context = gx.get_context(mode="ephemeral")
     context.variables.progress_bars = ProgressBarsConfig(globally=False)
     batch_definition = (
-        context.data_sources.add_pandas(name).add_dataframe_asset(name).add_batch_definition_whole_dataframe(name)
+        context.data_sources.add_pandas(name)
+        .add_dataframe_asset(name)
+        .add_batch_definition_whole_dataframe(name)
     )
     suite = context.suites.add(gx.ExpectationSuite(name=name, expectations=expectations))
     merged: list[dict[str, Any]] | None = None
@@ -104,14 +124,19 @@ def run_expectations_in_batches(
             },
         )
         checks = [_check(r, index_column, sensitive) for r in result.results]
-        merged = checks if merged is None else [_merge(a, b) for a, b in zip(merged, checks, strict=True)]
+        merged = (
+            checks
+            if merged is None
+            else [_merge(a, b) for a, b in zip(merged, checks, strict=True)]
+        )
     if merged is None:
         raise ValueError(f"{name}: no frame to validate (an empty table is one empty frame)")
     return [_finish(c) for c in merged]
 
 
 def _merge(first: dict[str, Any], later: dict[str, Any]) -> dict[str, Any]:
-    """One expectation's outcome over two batches: failed if either failed, counts added, rows kept up to 5."""
+    """One expectation's outcome over two batches: failed if either failed, counts added, rows kept
+    up to 5."""
     if later["success"]:
         return first
     if first["success"]:

@@ -1,14 +1,15 @@
 """Version published data with the `dvc` CLI inside a data workspace (a git + DVC repository).
 
-Every step that changes the workspace's git or DVC state (first-use initialisation, a version's
-`dvc add`, `dvc push` and commit, a release's tag) holds the workspace lock (`workspace_lock`): an
+Every step that changes the workspace's git or DVC state (first-use initialisation, a version's `dvc
+add`, `dvc push` and commit, a release's tag) holds the workspace lock (`workspace_lock`): an
 exclusive `flock` on a file in the workspace root. It serialises the processes of one machine, and
 of several when the workspace is on a shared filesystem whose locks reach every client (NFSv4,
-CephFS; not an object-store FUSE mount: docs/how-to/several-machines.md). Without it two first runs both find no remote and
-both add one, or two commits collide on git's index. Airflow also runs the versioning tasks in a one-slot pool, so a queued task
-waits in the scheduler instead of holding a worker slot while it waits for the lock. DVC refuses to
-run while another DVC process holds its own repository lock: a short retry here covers a DVC
-command ragwatch did not start (a person's `dvc status` in the workspace).
+CephFS; not an object-store FUSE mount: docs/how-to/several-machines.md). Without it two first runs
+both find no remote and both add one, or two commits collide on git's index. Airflow also runs the
+versioning tasks in a one-slot pool, so a queued task waits in the scheduler instead of holding a
+worker slot while it waits for the lock. DVC refuses to run while another DVC process holds its own
+repository lock: a short retry here covers a DVC command ragwatch did not start (a person's `dvc
+status` in the workspace).
 
 The remote's URL is committed in the workspace's `.dvc/config`; its credentials and endpoint never
 are: DVC's S3 driver reads the standard AWS variables (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
@@ -46,7 +47,8 @@ LOCK_RETRIES = 5
 ADD_ATTEMPTS = 3
 REMOTE = "storage"
 LOCK_WAIT_S = 1800.0
-"""How long a step waits for another to finish versioning (a large `dvc push` takes minutes) before it fails."""
+"""How long a step waits for another to finish versioning (a large `dvc push` takes minutes) before
+it fails."""
 
 
 class VersioningError(RuntimeError):
@@ -71,7 +73,9 @@ def _run(cmd: list[str], cwd: Path) -> str:
     proc = subprocess.run(cmd, cwd=cwd, env=_env(), capture_output=True, text=True)
     if proc.returncode != 0:
         said = "\n".join(part.strip() for part in (proc.stdout, proc.stderr) if part.strip())
-        raise VersioningError(f"`{' '.join(cmd[2:] if cmd[0] == sys.executable else cmd)}` failed in {cwd}:\n{said}")
+        raise VersioningError(
+            f"`{' '.join(cmd[2:] if cmd[0] == sys.executable else cmd)}` failed in {cwd}:\n{said}"
+        )
     return proc.stdout
 
 
@@ -93,7 +97,8 @@ def git(*args: str, cwd: Path) -> str:
 
 @dataclass
 class _ProcessHold:
-    """This process's hold on one workspace lock: threads queue on `mutex`, nested holds only count."""
+    """This process's hold on one workspace lock: threads queue on `mutex`, nested holds only
+    count."""
 
     mutex: threading.RLock = field(default_factory=threading.RLock)
     depth: int = 0
@@ -105,8 +110,9 @@ _holds_guard = threading.Lock()
 
 
 def _forget_holds_in_child() -> None:
-    # A forked child is a process of its own: it takes the lock itself rather than think it holds its parent's.
-    # Closing its copy of the descriptor leaves the parent's lock held: flock ends with the last descriptor.
+    # A forked child is a process of its own: it takes the lock itself rather than think it holds
+    # its parent's. Closing its copy of the descriptor leaves the parent's lock held: flock ends
+    # with the last descriptor.
     global _holds_guard
     for hold in _holds.values():
         if hold.file is not None:
@@ -120,7 +126,8 @@ os.register_at_fork(after_in_child=_forget_holds_in_child)
 
 @contextmanager
 def workspace_lock(workspace: Workspace, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
-    """Hold the workspace's exclusive lock: one holder across processes (and machines sharing the folder).
+    """Hold the workspace's exclusive lock: one holder across processes (and machines sharing the
+    folder).
 
     Re-entrant within a process, so a step that holds it may call others that take it: a second
     `flock` on a new descriptor of the same file would wait for the first one, in the same process.
@@ -137,7 +144,8 @@ def workspace_lock(workspace: Workspace, wait_s: float = LOCK_WAIT_S) -> Iterato
         finally:
             hold.depth -= 1
             if hold.depth == 0:
-                hold.file.close()  # closing the descriptor releases the lock; so does the process's death
+                # closing the descriptor releases the lock; so does the process's death
+                hold.file.close()
                 hold.file = None
 
 
@@ -169,7 +177,9 @@ def _acquire(path: Path, wait_s: float) -> IO[str]:
             time.sleep(0.2)
     handle.seek(0)
     handle.truncate()
-    handle.write(f"pid {os.getpid()} on {socket.gethostname()} since {datetime.now(timezone.utc):%Y-%m-%dT%H:%M:%SZ}\n")
+    handle.write(
+        f"pid {os.getpid()} on {socket.gethostname()} since {datetime.now(timezone.utc):%Y-%m-%dT%H:%M:%SZ}\n"
+    )
     handle.flush()
     return handle
 
@@ -179,7 +189,8 @@ PIPELINE_FILES = ("dvc.yaml", "params.yaml")
 
 
 def ensure_workspace(workspace: Workspace, remote: str) -> None:
-    """Create the data workspace on first use: git repo, DVC repo, default remote, the golden pipeline.
+    """Create the data workspace on first use: git repo, DVC repo, default remote, the golden
+    pipeline.
 
     Safe to call from any number of tasks at once (under the workspace lock), and cheap once the
     workspace exists: no dvc process starts unless something is missing. A changed
@@ -224,10 +235,13 @@ def ensure_workspace(workspace: Workspace, remote: str) -> None:
 
 
 def remote_url(workspace: Workspace) -> str | None:
-    """The URL of the workspace's remote, read from DVC's config files (the repo's, then the untracked local one)."""
+    """The URL of the workspace's remote, read from DVC's config files (the repo's, then the
+    untracked local one)."""
     config = configparser.ConfigParser(interpolation=None, strict=False)
     config.read([workspace.root / ".dvc" / "config", workspace.root / ".dvc" / "config.local"])
-    return config.get(f"'remote \"{REMOTE}\"'", "url", fallback=None)  # DVC writes the section as ['remote "storage"']
+    return config.get(
+        f"'remote \"{REMOTE}\"'", "url", fallback=None
+    )  # DVC writes the section as ['remote "storage"']
 
 
 def _ensure_lines(path: Path, lines: tuple[str, ...]) -> None:
@@ -238,14 +252,17 @@ def _ensure_lines(path: Path, lines: tuple[str, ...]) -> None:
             fh.write("".join(f"{line}\n" for line in missing))
 
 
-def version_directory(workspace: Workspace, folder: Path, message: str, extra_paths: list[Path] = ()) -> DataVersion:
-    """`dvc add` + `dvc push` one folder of the workspace, record its manifest's hash in the .dvc file, then commit
-    the .dvc file (and small text inputs) in git.
+def version_directory(
+    workspace: Workspace, folder: Path, message: str, extra_paths: list[Path] = ()
+) -> DataVersion:
+    """`dvc add` + `dvc push` one folder of the workspace, record its manifest's hash in the .dvc
+    file, then commit the .dvc file (and small text inputs) in git.
 
-    The manifest's hash is recorded last, after the push: until then readers refuse the folder (`StaleVersion`),
-    so a step killed anywhere here leaves a folder that no reader takes for its old version, and that the next
-    call completes. Another run of the same day may promote its own folder while `dvc add` reads this one: the
-    manifest is hashed before and after, and a folder that changed underneath is added again.
+    The manifest's hash is recorded last, after the push: until then readers refuse the folder
+    (`StaleVersion`), so a step killed anywhere here leaves a folder that no reader takes for its
+    old version, and that the next call completes. Another run of the same day may promote its own
+    folder while `dvc add` reads this one: the manifest is hashed before and after, and a folder
+    that changed underneath is added again.
     """
     root, relative = workspace.root, workspace.relative(folder)
     dvc_file = workspace.dvc_file(relative)
@@ -258,7 +275,9 @@ def version_directory(workspace: Workspace, folder: Path, message: str, extra_pa
                 break
             log.warning("%s was replaced while `dvc add` read it: adding it again", relative)
         else:
-            raise VersioningError(f"{relative} kept changing while it was versioned: rerun this step")
+            raise VersioningError(
+                f"{relative} kept changing while it was versioned: rerun this step"
+            )
         dvc("push", "-r", REMOTE, str(dvc_file), cwd=root)
         if before is not None:
             _record_manifest(root / dvc_file, before)
@@ -272,7 +291,8 @@ def version_directory(workspace: Workspace, folder: Path, message: str, extra_pa
 
 
 def uncommitted_dvc_files(workspace: Workspace, folder: Path) -> set[Path]:
-    """The `.dvc` files under `folder` that differ from the workspace's last commit, or were never committed."""
+    """The `.dvc` files under `folder` that differ from the workspace's last commit, or were never
+    committed."""
     status = git(
         "status",
         "--porcelain",
@@ -287,18 +307,21 @@ def uncommitted_dvc_files(workspace: Workspace, folder: Path) -> set[Path]:
 
 
 def _record_manifest(dvc_file: Path, sha256: str) -> None:
-    # DVC keeps a .dvc file's `meta` through later `dvc add`s: an old record stays until this step replaces it.
+    # DVC keeps a .dvc file's `meta` through later `dvc add`s: an old record stays until this step
+    # replaces it.
     body = yaml.safe_load(dvc_file.read_text()) or {}
     body["meta"] = {**(body.get("meta") or {}), MANIFEST_RECORD: sha256}
     atomic_write_text(dvc_file, yaml.safe_dump(body, sort_keys=False, allow_unicode=True))
 
 
 def restore_workspace(workspace: Workspace, remote: str, source: str | None = None) -> list[str]:
-    """Fill the workspace with every versioned folder (trace partitions, golden releases) from the DVC remote.
+    """Fill the workspace with every versioned folder (trace partitions, golden releases) from the
+    DVC remote.
 
-    `source`: the workspace's git history (a path or git URL) to clone first into a folder that does not
-    exist yet, e.g. on a new machine. The remote is the setting's, like every step's. A bare `dvc pull`
-    would also ask for the golden pipeline's stage outputs (dvc.yaml), which ragwatch never pushes, and fail.
+    `source`: the workspace's git history (a path or git URL) to clone first into a folder that does
+    not exist yet, e.g. on a new machine. The remote is the setting's, like every step's. A bare
+    `dvc pull` would also ask for the golden pipeline's stage outputs (dvc.yaml), which ragwatch
+    never pushes, and fail.
     """
     root = workspace.root
     if source is not None:
@@ -310,7 +333,9 @@ def restore_workspace(workspace: Workspace, remote: str, source: str | None = No
         root.parent.mkdir(parents=True, exist_ok=True)
         git("clone", "-q", source, str(root), cwd=root.parent)
     elif not (root / ".git").exists():
-        raise VersioningError(f"{root} is not a data workspace yet: give the git history to clone from (a path or URL)")
+        raise VersioningError(
+            f"{root} is not a data workspace yet: give the git history to clone from (a path or URL)"
+        )
     ensure_workspace(workspace, remote)
     with workspace_lock(workspace):
         tracked = git("ls-files", "-z", "--", "*.dvc", cwd=root).split("\0")[:-1]
@@ -329,7 +354,11 @@ def _commit(root: Path, message: str, paths: list[str]) -> None:
 
 def latest_tag(workspace: Workspace, prefix: str) -> str | None:
     """Newest tag starting with `prefix` (tags are `<prefix><n>`; compared by n, not as text)."""
-    tags = [t for t in git("tag", "--list", f"{prefix}*", cwd=workspace.root).split() if t[len(prefix) :].isdigit()]
+    tags = [
+        t
+        for t in git("tag", "--list", f"{prefix}*", cwd=workspace.root).split()
+        if t[len(prefix) :].isdigit()
+    ]
     return max(tags, key=lambda t: int(t[len(prefix) :]), default=None)
 
 

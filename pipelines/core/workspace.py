@@ -2,31 +2,33 @@
 
 The workspace is a git + DVC repository (`RAGWATCH_WORKSPACE`, default `.ragwatch/workspace`):
 
-    golden/traces/dt=YYYY-MM-DD/            a day's sampled traces (PartitionPaths: part files), versioned by DVC
-    golden/datasets/<name>/                 a released golden set (items.parquet, rejected.jsonl, _manifest.json)
-    golden/build/<name>/                    a golden build in progress: plan, generated parts, filtered, staged
-    golden/human/<name>.jsonl               hand-written items (versioned with each release)
-    golden/reviews/<name>/                  review decisions (versioned with each release)
-    golden/judge_audit/keys/, labels/       the judge audit's verdicts per queued item, and people's labels
-    golden/reports/<suite>/<day>_<target>.html   eval reports (+ .metrics.json for `dvc metrics diff`)
-    golden/corpus.json                      the indexed corpus version the golden pipeline depends on
-    runs/<suite>/<day>_<target>/            an eval run's working files (responses, scores)
-    inbox/                                  golden candidates from the online eval and the judge-audit queue,
-                                            for people to fill in
-    .staging/                               partitions being written, swapped in when validated, and the
-                                            selection their shards write from (SelectionPaths)
-    .workspace.lock                         held by whoever changes the workspace's git or DVC state
+    golden/traces/dt=YYYY-MM-DD/   a day's sampled traces (PartitionPaths: part files), in DVC
+    golden/datasets/<name>/        a released golden set (items.parquet, rejected.jsonl, manifest)
+    golden/build/<name>/           a golden build in progress: plan, generated, filtered, staged
+    golden/human/<name>.jsonl      hand-written items (versioned with each release)
+    golden/reviews/<name>/         review decisions (versioned with each release)
+    golden/judge_audit/keys/, labels/   the judge audit's verdicts per queued item, people's labels
+    golden/reports/<suite>/<day>_<target>.html   eval reports (+ .metrics.json: `dvc metrics diff`)
+    golden/corpus.json             the indexed corpus version the golden pipeline depends on
+    runs/<suite>/<day>_<target>/   an eval run's working files (responses, scores)
+    inbox/                         golden candidates from the online eval and the judge-audit queue,
+                                   for people to fill in
+    .staging/                      partitions being written, swapped in when validated, and the
+                                   selection their shards write from (SelectionPaths)
+    .workspace.lock                held by whoever changes the workspace's git or DVC state
 
 Nothing else in ragwatch joins paths under the workspace: steps ask this object. `runs/`, `inbox/`,
-`.staging/` and the lock file are ignored by git and DVC, so releasing a golden set never versions them.
+`.staging/` and the lock file are ignored by git and DVC, so releasing a golden set never versions
+them.
 
-A versioned folder's `.dvc` file names the folder's content twice: DVC's md5 of the whole folder, and (under
-`meta`) the SHA-256 of the folder's manifest when that md5 was taken. Promoting a folder and versioning it are two
-steps, and a run can die between them or inside `dvc add`: the folder then holds a new sample while its `.dvc`
-file still names the old one. Readers ask `data_version`, which compares the recorded manifest hash with the
-manifest in the folder (a small file: no data is read) and raises `StaleVersion` on a mismatch, so nothing is
-stamped with a version its data is not; the next versioning run completes what the dead one left
-(pipelines.traces.steps, pipelines.golden.steps).
+A versioned folder's `.dvc` file names the folder's content twice: DVC's md5 of the whole folder,
+and (under `meta`) the SHA-256 of the folder's manifest when that md5 was taken. Promoting a folder
+and versioning it are two steps, and a run can die between them or inside `dvc add`: the folder then
+holds a new sample while its `.dvc` file still names the old one. Readers ask `data_version`, which
+compares the recorded manifest hash with the manifest in the folder (a small file: no data is read)
+and raises `StaleVersion` on a mismatch, so nothing is stamped with a version its data is not; the
+next versioning run completes what the dead one left (pipelines.traces.steps,
+pipelines.golden.steps).
 """
 
 from __future__ import annotations
@@ -45,14 +47,16 @@ from pipelines.core import inputs
 log = logging.getLogger(__name__)
 LOCK_FILE = ".workspace.lock"
 MANIFEST_RECORD = "manifest_sha256"
-"""The key, under a `.dvc` file's `meta`, of the SHA-256 of the folder's manifest that DVC's md5 was taken of."""
+"""The key, under a `.dvc` file's `meta`, of the SHA-256 of the folder's manifest that DVC's md5 was
+taken of."""
 UNVERSIONED = ("/.staging/", "/runs/", "/inbox/", f"/{LOCK_FILE}")
 """Workspace paths neither git nor DVC ever track (written to .gitignore and .dvcignore)."""
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]")
 
 
 class StaleVersion(RuntimeError):
-    """A folder's `.dvc` file does not name what the folder holds: a versioning step stopped half-way."""
+    """A folder's `.dvc` file does not name what the folder holds: a versioning step stopped
+    half-way."""
 
 
 def manifest_sha256(folder: Path) -> str | None:
@@ -68,17 +72,20 @@ def release_remedy(name: str) -> str:
 
 
 def safe_name(name: str) -> str:
-    """A name usable as one path component: anything but letters, digits, `_`, `-` and `.` becomes `_`."""
+    """A name usable as one path component: anything but letters, digits, `_`, `-` and `.` becomes
+    `_`."""
     return _UNSAFE_NAME.sub("_", name).lstrip(".") or "_"
 
 
 @dataclass(frozen=True)
 class PartitionPaths:
-    """One day partition: sampled rows and quarantined rows in numbered part files, and the manifest.
+    """One day partition: sampled rows and quarantined rows in numbered part files, and the
+    manifest.
 
-    Part `i` is `part-<i>.parquet` with its quarantined rows in `_quarantine/part-<i>.parquet` (zero-padded,
-    so name order is row order). Names starting with `_` are skipped by pyarrow's dataset discovery, so
-    the partitions of a dataset read as a hive-partitioned dataset of sampled rows only.
+    Part `i` is `part-<i>.parquet` with its quarantined rows in `_quarantine/part-<i>.parquet`
+    (zero-padded, so name order is row order). Names starting with `_` are skipped by pyarrow's
+    dataset discovery, so the partitions of a dataset read as a hive-partitioned dataset of sampled
+    rows only.
     """
 
     root: Path
@@ -105,8 +112,9 @@ class PartitionPaths:
 
 @dataclass(frozen=True)
 class SelectionPaths:
-    """A day's selection while its shards write the staged partition: the selected ids (row group `i` holds part
-    `i`'s ids), the plan, one record per finished shard, and a scratch folder for parts being written."""
+    """A day's selection while its shards write the staged partition: the selected ids (row group
+    `i` holds part `i`'s ids), the plan, one record per finished shard, and a scratch folder for
+    parts being written."""
 
     root: Path
 
@@ -127,8 +135,9 @@ class SelectionPaths:
 
     @property
     def scratch(self) -> Path:
-        """Parts are written here and renamed into the staged partition (same filesystem), so a part is whole or
-        absent there, and a shard that dies leaves nothing the partition would publish."""
+        """Parts are written here and renamed into the staged partition (same filesystem), so a part
+        is whole or absent there, and a shard that dies leaves nothing the partition would
+        publish."""
         return self.root / "tmp"
 
 
@@ -200,7 +209,8 @@ class GoldenPaths:
 
     @property
     def staged_chunk_ids(self) -> Path:
-        """The index's chunk ids when the set was staged; validation checks gold ids against them."""
+        """The index's chunk ids when the set was staged; validation checks gold ids against
+        them."""
         return self.staged / "_current_chunk_ids.json"
 
     @property
@@ -252,8 +262,8 @@ class GoldenPaths:
 
 @dataclass(frozen=True)
 class RunPaths:
-    """One eval run's working files: its parameters, the target's responses (online: the judged traces), the score
-    batches."""
+    """One eval run's working files: its parameters, the target's responses (online: the judged
+    traces), the score batches."""
 
     root: Path
 
@@ -283,8 +293,8 @@ class RunPaths:
         return sorted(self.root.glob("scores-*.jsonl"))
 
     def usage(self, part: str) -> Path:
-        """What one step's model requests cost (the judge batch's, or the offline prepare's target), per stage and
-        metric: `pipelines.evaluation.runs.cost`."""
+        """What one step's model requests cost (the judge batch's, or the offline prepare's target),
+        per stage and metric: `pipelines.evaluation.runs.cost`."""
         return self.root / f"usage-{part}.json"
 
     @property
@@ -292,8 +302,8 @@ class RunPaths:
         return sorted(self.root.glob("usage-*.json"))
 
     def verdicts(self, part: str) -> Path:
-        """Per-item answer-correctness verdicts of one judge batch with the judge's reasons, which the report shows
-        (the verdicts themselves are the `answer_correctness` scores)."""
+        """Per-item answer-correctness verdicts of one judge batch with the judge's reasons, which
+        the report shows (the verdicts themselves are the `answer_correctness` scores)."""
         return self.root / f"verdicts-{part}.jsonl"
 
     @property
@@ -301,8 +311,9 @@ class RunPaths:
         return sorted(self.root.glob("verdicts-*.jsonl"))
 
     def retests(self, part: str) -> Path:
-        """The second judgements of one judge batch's retested items (metrics/judge_retest.py): score rows that the
-        aggregates, the gate and the results DB never read, only the judge-noise statistics."""
+        """The second judgements of one judge batch's retested items (metrics/judge_retest.py):
+        score rows that the aggregates, the gate and the results DB never read, only the judge-noise
+        statistics."""
         return self.root / f"retests-{part}.jsonl"
 
     @property
@@ -328,8 +339,9 @@ class Workspace:
         return PartitionPaths(self.traces_root / f"dt={day.isoformat()}")
 
     def has_traces(self, day: date, *, versioned: bool = False) -> bool:
-        """Has this day's sampled partition been promoted, and does its `.dvc` file, if any, name it? With
-        `versioned` (the online eval's sensor), it must have one: a DAG run's data is versioned before it is read."""
+        """Has this day's sampled partition been promoted, and does its `.dvc` file, if any, name
+        it? With `versioned` (the online eval's sensor), it must have one: a DAG run's data is
+        versioned before it is read."""
         if not self.traces_partition(day).manifest.exists():
             return False
         try:
@@ -340,7 +352,8 @@ class Workspace:
         return md5 is not None or not versioned
 
     def traces_version(self, day: date) -> str | None:
-        """DVC's md5 of the day's partition; None if it was never versioned. StaleVersion if it names another."""
+        """DVC's md5 of the day's partition; None if it was never versioned. StaleVersion if it
+        names another."""
         return self.data_version(
             self.traces_partition(day).root,
             f"version it: clear the `version` task of the trace_sampling run for {day} (any later run of "
@@ -354,22 +367,28 @@ class Workspace:
 
     @property
     def traces_staging_root(self) -> Path:
-        """Every attempt's staging and selection folders (`traces_staging`, `traces_selection`) of every day."""
+        """Every attempt's staging and selection folders (`traces_staging`, `traces_selection`) of
+        every day."""
         return self.root / ".staging" / "traces"
 
     def traces_staging(self, day: date, attempt: str = "") -> PartitionPaths:
-        """A private staging folder per day (and per attempt), so concurrent runs never share one."""
+        """A private staging folder per day (and per attempt), so concurrent runs never share
+        one."""
         suffix = f".{safe_name(attempt)}" if attempt else ""
         return PartitionPaths(self.traces_staging_root / f"dt={day.isoformat()}{suffix}")
 
     def traces_selection(self, day: date, attempt: str) -> SelectionPaths:
-        """The selection beside the staging folder of the same attempt (never inside it: it is not published)."""
-        return SelectionPaths(self.traces_staging_root / f"dt={day.isoformat()}.{safe_name(attempt)}.selection")
+        """The selection beside the staging folder of the same attempt (never inside it: it is not
+        published)."""
+        return SelectionPaths(
+            self.traces_staging_root / f"dt={day.isoformat()}.{safe_name(attempt)}.selection"
+        )
 
     # -- golden sets -----------------------------------------------------------------------------
 
     def release_version(self, name: str) -> str | None:
-        """DVC's md5 of a golden set's release; None if it has none. StaleVersion if its `.dvc` file names another."""
+        """DVC's md5 of a golden set's release; None if it has none. StaleVersion if its `.dvc` file
+        names another."""
         return self.data_version(self.golden(name).released, release_remedy(name))
 
     def golden(self, name: str) -> GoldenPaths:
@@ -418,13 +437,16 @@ class Workspace:
         return self.inbox / f"candidates-{day.isoformat()}.csv"
 
     def uncovered_topics(self, day: date) -> Path:
-        """The day's largest traffic topics the golden set does not cover, three questions each: for people to
-        review, and the first trace questions of the next golden builds."""
+        """The day's largest traffic topics the golden set does not cover, three questions each: for
+        people to review, and the first trace questions of the next golden builds."""
         return self.inbox / f"uncovered-{day.isoformat()}.csv"
 
     def judge_audit_queue(self, suite: str, day: date, target: str) -> Path:
-        """`inbox/judge-audit-<suite>-<day>_<target>.csv` (+ `.jsonl`): judged items for people to label yes/no."""
-        return self.inbox / f"judge-audit-{inputs.suite(suite)}-{self._report_name(day, target)}.csv"
+        """`inbox/judge-audit-<suite>-<day>_<target>.csv` (+ `.jsonl`): judged items for people to
+        label yes/no."""
+        return (
+            self.inbox / f"judge-audit-{inputs.suite(suite)}-{self._report_name(day, target)}.csv"
+        )
 
     @property
     def judge_audit_keys(self) -> Path:
@@ -432,7 +454,9 @@ class Workspace:
 
     def judge_audit_key(self, suite: str, day: date, target: str) -> Path:
         """The judge's verdict of each queued item, kept out of the labellers' file."""
-        return self.judge_audit_keys / f"{inputs.suite(suite)}-{self._report_name(day, target)}.json"
+        return (
+            self.judge_audit_keys / f"{inputs.suite(suite)}-{self._report_name(day, target)}.json"
+        )
 
     def judge_labels(self, number: int) -> Path:
         return self.root / "golden" / "judge_audit" / "labels" / f"labels-{number:04d}.jsonl"
@@ -446,7 +470,8 @@ class Workspace:
 
     @property
     def lock_file(self) -> Path:
-        """The file whose lock serialises changes to the workspace's git and DVC state (pipelines.core.versioning)."""
+        """The file whose lock serialises changes to the workspace's git and DVC state
+        (pipelines.core.versioning)."""
         return self.root / LOCK_FILE
 
     def relative(self, path: Path) -> Path:
@@ -457,9 +482,10 @@ class Workspace:
         return path.with_name(path.name + ".dvc")
 
     def data_version(self, folder: Path, remedy: str) -> str | None:
-        """DVC's md5 of a promoted folder (one with a manifest) whose `.dvc` file was written for the folder as it is
-        now; None if there is no folder or no `.dvc` file. StaleVersion, saying `remedy`, if the `.dvc` file names
-        other content, or records no manifest (a `dvc add` that has not finished its step)."""
+        """DVC's md5 of a promoted folder (one with a manifest) whose `.dvc` file was written for
+        the folder as it is now; None if there is no folder or no `.dvc` file. StaleVersion, saying
+        `remedy`, if the `.dvc` file names other content, or records no manifest (a `dvc add` that
+        has not finished its step)."""
         current = manifest_sha256(folder)
         dvc_file = self.dvc_file(folder)
         if current is None or not dvc_file.exists():
@@ -473,7 +499,8 @@ class Workspace:
         return ((body.get("outs") or [{}])[0]).get("md5")
 
     def dvc_md5(self, path: Path) -> str | None:
-        """DVC's content hash of a versioned folder or file (from its `.dvc` file), or None if unversioned."""
+        """DVC's content hash of a versioned folder or file (from its `.dvc` file), or None if
+        unversioned."""
         dvc_file = self.dvc_file(path)
         if not dvc_file.exists():
             return None

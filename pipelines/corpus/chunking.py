@@ -30,7 +30,11 @@ def slugify(title: str) -> str:
 
 def load_chunks(folder: Path, max_words: int = MAX_WORDS) -> list[Chunk]:
     """Every chunk of every Markdown, HTML and text file under `folder`, in document order."""
-    return [chunk for document in iter_documents(folder) for chunk in chunk_document(document, max_words)]
+    return [
+        chunk
+        for document in iter_documents(folder)
+        for chunk in chunk_document(document, max_words)
+    ]
 
 
 def chunk_document(document: Document, max_words: int = MAX_WORDS) -> list[Chunk]:
@@ -55,7 +59,8 @@ def chunk_document(document: Document, max_words: int = MAX_WORDS) -> list[Chunk
                     ordinal=ordinal,
                     type=document.type,
                     date=document.date,
-                    language=document.language or detect_language(f"{section.title}\n{text}", default=doc_language),
+                    language=document.language
+                    or detect_language(f"{section.title}\n{text}", default=doc_language),
                     text=text,
                     content_hash=digest,
                 )
@@ -96,17 +101,23 @@ def _fit(paragraph: str, max_words: int) -> list[str]:
     by_line = ("\n", str.splitlines)
     by_sentence = (" ", _SENTENCE_END.split)
     # Code keeps its lines; prose wrapped at 72 columns is better cut at a sentence end.
-    for separator, splitter in (by_line, by_sentence) if _looks_like_code(paragraph) else (by_sentence, by_line):
+    for separator, splitter in (
+        (by_line, by_sentence) if _looks_like_code(paragraph) else (by_sentence, by_line)
+    ):
         units = [unit for unit in splitter(paragraph) if unit.strip()]
         if len(units) > 1:
-            return _greedy([piece for unit in units for piece in _fit(unit, max_words)], max_words, separator)
+            return _greedy(
+                [piece for unit in units for piece in _fit(unit, max_words)], max_words, separator
+            )
     words = paragraph.split()
     return [" ".join(words[i : i + max_words]) for i in range(0, len(words), max_words)]
 
 
 def _looks_like_code(paragraph: str) -> bool:
     lines = [line for line in paragraph.splitlines() if line.strip()]
-    return paragraph.lstrip().startswith(("```", "~~~")) or all(line[:1].isspace() for line in lines)
+    return paragraph.lstrip().startswith(("```", "~~~")) or all(
+        line[:1].isspace() for line in lines
+    )
 
 
 def _greedy(units: list[str], max_words: int, separator: str) -> list[str]:

@@ -26,9 +26,9 @@ _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 # libyaml's loader parses front matter several times faster than the pure-Python one, same result.
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S)
-# Heading markup that is not the heading's text: attribute lists ("Setup {#setup}", Pandoc and MkDocs) and a
-# permalink sign left at the end ("Setup¶"); in Markdown also inline HTML ("<a name=x></a>Setup"), which
-# CommonMark renders as tags, not text.
+# Heading markup that is not the heading's text: attribute lists ("Setup {#setup}", Pandoc and
+# MkDocs) and a permalink sign left at the end ("Setup¶"); in Markdown also inline HTML ("<a
+# name=x></a>Setup"), which CommonMark renders as tags, not text.
 _HEADING_SUFFIX = re.compile(r"\s*\{[#.][^}]*\}\s*$|\s*[¶§]\s*$")
 _INLINE_TAG = re.compile(r"</?[A-Za-z][^<>]*>")
 
@@ -87,7 +87,11 @@ def parse_document(raw: str, name: str, doc_type: str, default_date: date) -> Do
     else:
         meta, body = _front_matter(raw)
         title = str(meta.get("title") or "") or fallback_title
-        sections = _markdown_sections(body) if doc_type == "md" else [Section("", tuple(_paragraphs(body)))]
+        sections = (
+            _markdown_sections(body)
+            if doc_type == "md"
+            else [Section("", tuple(_paragraphs(body)))]
+        )
         if doc_type == "md" and not meta.get("title"):
             title = next((s.title for s in sections if s.title), title)
     titled = tuple(Section(s.title or title, s.paragraphs) for s in sections if s.paragraphs)
@@ -180,7 +184,9 @@ def _markdown_sections(body: str) -> list[Section]:
         else:
             paragraph.append(line)
     flush()
-    return [Section(title, tuple(p for p in paragraphs if p.strip())) for title, paragraphs in sections]
+    return [
+        Section(title, tuple(p for p in paragraphs if p.strip())) for title, paragraphs in sections
+    ]
 
 
 class _HTMLSections(HTMLParser):
@@ -217,8 +223,16 @@ class _HTMLSections(HTMLParser):
     }
     SKIPPED = {"script", "style", "noscript", "template", "svg", "nav", "head"}
     # Permalinks that documentation generators append to headings and definitions (Sphinx and MkDocs
-    # "headerlink", Texinfo "copiable-anchor", GitHub "anchor"): a "¶" or "#" that is markup, not text.
-    PERMALINK_CLASSES = {"headerlink", "copiable-anchor", "anchor", "permalink", "header-anchor", "anchorjs-link"}
+    # "headerlink", Texinfo "copiable-anchor", GitHub "anchor"): a "¶" or "#" that is markup, not
+    # text.
+    PERMALINK_CLASSES = {
+        "headerlink",
+        "copiable-anchor",
+        "anchor",
+        "permalink",
+        "header-anchor",
+        "anchorjs-link",
+    }
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)

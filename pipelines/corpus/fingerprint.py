@@ -19,12 +19,16 @@ from pipelines.core import language, records, text
 from pipelines.corpus import chunking, documents
 from pipelines.corpus.documents import SUFFIX_TYPES, supported_files
 
-_PARSER_SOURCES = tuple(Path(module.__file__) for module in (documents, chunking, text, language, records))
+_PARSER_SOURCES = tuple(
+    Path(module.__file__) for module in (documents, chunking, text, language, records)
+)
 """Parsing, chunking, language detection and chunk ids: a new release of any re-parses once."""
 
 
 def folder_fingerprint(folder: Path, max_words: int = chunking.MAX_WORDS) -> str:
-    detector = f"languages={','.join(language.configured_languages())} py3langid={version('py3langid')}"
+    detector = (
+        f"languages={','.join(language.configured_languages())} py3langid={version('py3langid')}"
+    )
     digest = hashlib.sha256(f"max_words={max_words}\n{detector}\n".encode())
     for source in _PARSER_SOURCES:
         digest.update(source.read_bytes())

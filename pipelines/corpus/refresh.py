@@ -56,7 +56,11 @@ def _token(client: httpx.Client, settings: Settings) -> str:
     if settings.airflow_username:
         password = settings.airflow_password.get_secret_value() if settings.airflow_password else ""
         response = _call(
-            client, "POST", "/auth/token", base_url, json={"username": settings.airflow_username, "password": password}
+            client,
+            "POST",
+            "/auth/token",
+            base_url,
+            json={"username": settings.airflow_username, "password": password},
         )
         who = f"user {settings.airflow_username!r} (RAGWATCH_AIRFLOW_USERNAME / RAGWATCH_AIRFLOW_PASSWORD)"
     else:
@@ -94,7 +98,9 @@ def _asset_id(client: httpx.Client, headers: dict[str, str], name: str, base_url
                 f"the Airflow user may not read assets ({response.status_code}); grant it asset access"
             )
         if response.is_error:
-            raise AirflowNotificationError(f"listing assets failed: {response.status_code} {response.text[:200]}")
+            raise AirflowNotificationError(
+                f"listing assets failed: {response.status_code} {response.text[:200]}"
+            )
         body = response.json()
         assets = body.get("assets", [])
         for asset in assets:
@@ -108,7 +114,9 @@ def _asset_id(client: httpx.Client, headers: dict[str, str], name: str, base_url
             )
 
 
-def _call(client: httpx.Client, method: str, path: str, base_url: str, **kwargs: Any) -> httpx.Response:
+def _call(
+    client: httpx.Client, method: str, path: str, base_url: str, **kwargs: Any
+) -> httpx.Response:
     try:
         return client.request(method, path, **kwargs)
     except httpx.TransportError as error:

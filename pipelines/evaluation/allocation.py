@@ -13,10 +13,11 @@ from collections.abc import Mapping
 
 
 def allocate(available: Mapping[str, int], budget: int, *, floor: int) -> dict[str, int]:
-    """How many of each stratum to draw: `budget` units (or all there are), one at a time, each to the stratum
-    with the strongest claim: below min(`floor`, its size) with the fewest drawn first, so floors are shared
-    evenly when the budget is below their sum; then the largest size / (drawn + ½) (Webster's divisor
-    method); ties to the first stratum by name. Every stratum named in `available` is in the result."""
+    """How many of each stratum to draw: `budget` units (or all there are), one at a time, each to
+    the stratum with the strongest claim: below min(`floor`, its size) with the fewest drawn first,
+    so floors are shared evenly when the budget is below their sum; then the largest size / (drawn +
+    ½) (Webster's divisor method); ties to the first stratum by name. Every stratum named in
+    `available` is in the result."""
     names = sorted(available)
     drawn = dict.fromkeys(names, 0)
 
@@ -25,7 +26,8 @@ def allocate(available: Mapping[str, int], budget: int, *, floor: int) -> dict[s
         below = drawn[name] < min(floor, available[name])
         return not below, drawn[name] if below else 0, -available[name] / (drawn[name] + 0.5)
 
-    # Only the stratum that just drew changes its claim, so a heap keeps this O(budget · log strata).
+    # Only the stratum that just drew changes its claim, so a heap keeps this O(budget · log
+    # strata).
     heap = [(priority(name), i) for i, name in enumerate(names) if available[name] > 0]
     heapq.heapify(heap)
     for _ in range(min(budget, sum(available.values()))):

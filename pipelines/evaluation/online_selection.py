@@ -1,29 +1,31 @@
-"""Which of a day's sampled traces the online eval judges: a budget, stratified, stable under rerun and growth.
+"""Which of a day's sampled traces the online eval judges: a budget, stratified, stable under rerun
+and growth.
 
-The day's sample (`golden/traces/dt=…`) can hold tens of thousands of traces; the online eval judges at
-most `max_traces` of them. The budget is divided among the app/language strata by `allocation.allocate`
-(a floor of `min_per_stratum` each, the rest in proportion to the stratum's size), and each stratum
-keeps the traces with the smallest `selection_key`: the sampling's own hash family, so
+The day's sample (`golden/traces/dt=…`) can hold tens of thousands of traces; the online eval judges
+at most `max_traces` of them. The budget is divided among the app/language strata by
+`allocation.allocate` (a floor of `min_per_stratum` each, the rest in proportion to the stratum's
+size), and each stratum keeps the traces with the smallest `selection_key`: the sampling's own hash
+family, so
 
 - a rerun of the same day judges the same traces (and hits the LLM cache),
-- a larger budget judges a superset of a smaller one (allocate never lowers a stratum's count, and the
-  smallest keys of a stratum are a prefix of its larger smallest-keys set),
+- a larger budget judges a superset of a smaller one (allocate never lowers a stratum's count, and
+  the smallest keys of a stratum are a prefix of its larger smallest-keys set),
 - which traces are judged does not depend on the order the partition stores them in.
 
 Noise sensitivity costs about twice the clean scores, so it runs on a smaller share: within each
-stratum, the `ceil(noise_share × judged)` judged traces with the smallest keys — at least one where the
-stratum has any judged trace and the share is above 0, so every stratum has a ΔF row to read, and again a
-prefix, so superset-stable too.
+stratum, the `ceil(noise_share × judged)` judged traces with the smallest keys — at least one where
+the stratum has any judged trace and the share is above 0, so every stratum has a ΔF row to read,
+and again a prefix, so superset-stable too.
 
-A budget may also be given as a target half-width (`HalfWidthTarget`): each stratum then asks for the
-traces its faithfulness interval needs to be about ±h wide, n = ⌈(1.96 · sd / h)²⌉, with sd the
+A budget may also be given as a target half-width (`HalfWidthTarget`): each stratum then asks for
+the traces its faithfulness interval needs to be about ±h wide, n = ⌈(1.96 · sd / h)²⌉, with sd the
 stratum's spread in the last runs (the pooled spread for a stratum they did not have), at least the
-floor and at most what the day has; `max_traces` still caps the total, shared in proportion to what the
-strata asked for.
+floor and at most what the day has; `max_traces` still caps the total, shared in proportion to what
+the strata asked for.
 
-Memory is bounded by the budget, not the day: the selection reads only the trace id, app and language
-columns, in record batches, and keeps per stratum a heap of its target size; the judged rows' other
-columns are then read batch by batch, filtered on the selected ids.
+Memory is bounded by the budget, not the day: the selection reads only the trace id, app and
+language columns, in record batches, and keeps per stratum a heap of its target size; the judged
+rows' other columns are then read batch by batch, filtered on the selected ids.
 """
 
 from __future__ import annotations
@@ -68,7 +70,8 @@ class StratumBudget(BaseModel):
     noise: int
     """Judged traces that also get noise sensitivity."""
     wanted: int | None = None
-    """With a target half-width: the traces the stratum asked for (before the day's size and the budget)."""
+    """With a target half-width: the traces the stratum asked for (before the day's size and the
+    budget)."""
 
 
 class BudgetCounts(BaseModel):
@@ -87,7 +90,8 @@ class BudgetCounts(BaseModel):
 
 @dataclass(frozen=True)
 class HalfWidthTarget:
-    """Judged traces per stratum for faithfulness' 95 % interval to be about ±`half_width`, from past spread."""
+    """Judged traces per stratum for faithfulness' 95 % interval to be about ±`half_width`, from
+    past spread."""
 
     half_width: float
     spread: dict[str, float]
@@ -113,8 +117,8 @@ def stratum_of(app: str, language: str) -> str:
 
 
 def noise_count(judged: int, share: float) -> int:
-    """Noise traces of a stratum with `judged` judged traces: ceil(share × judged), exact in decimal (0.1 × 30 is
-    3, not 4), so at least one wherever share > 0 and judged > 0."""
+    """Noise traces of a stratum with `judged` judged traces: ceil(share × judged), exact in decimal
+    (0.1 × 30 is 3, not 4), so at least one wherever share > 0 and judged > 0."""
     return min(judged, math.ceil(Decimal(repr(share)) * judged))
 
 
@@ -127,16 +131,21 @@ def select_budget(
     target: HalfWidthTarget | None = None,
     read_rows: int = READ_ROWS,
 ) -> OnlineSelection:
-    """The traces of one day's partition (its part files, `PartitionPaths.parts`) to judge, and those to add noise to;
-    with a `target`, each stratum sized for it, `max_traces` capping the total."""
+    """The traces of one day's partition (its part files, `PartitionPaths.parts`) to judge, and
+    those to add noise to; with a `target`, each stratum sized for it, `max_traces` capping the
+    total."""
     population: Counter[str] = Counter()
     for batch in iter_part_batches(parts, batch_size=read_rows, columns=SELECTION_COLUMNS[1:]):
-        population.update(map(stratum_of, batch.column("app").to_pylist(), batch.column("language").to_pylist()))
+        population.update(
+            map(stratum_of, batch.column("app").to_pylist(), batch.column("language").to_pylist())
+        )
     wanted = {s: target.wanted(s, min_per_stratum) for s in population} if target else {}
-    # allocate never gives a stratum more than it is offered: the day's traces, or as many as the target asks.
+    # allocate never gives a stratum more than it is offered: the day's traces, or as many as the
+    # target asks.
     offered = {s: min(n, wanted.get(s, n)) for s, n in population.items()}
     targets = allocate(offered, max_traces, floor=min_per_stratum)
-    # Max-heaps (negated keys) of each stratum's `targets[stratum]` smallest (key, trace id) seen so far.
+    # Max-heaps (negated keys) of each stratum's `targets[stratum]` smallest (key, trace id) seen so
+    # far.
     kept: dict[str, list[tuple[int, str]]] = {s: [] for s in targets}
     for batch in iter_part_batches(parts, batch_size=read_rows, columns=SELECTION_COLUMNS):
         columns = (batch.column(name).to_pylist() for name in SELECTION_COLUMNS)
@@ -154,7 +163,9 @@ def select_budget(
     noise: set[str] = set()
     strata = []
     for stratum in sorted(kept):
-        ranked = [trace_id for _, trace_id in sorted(kept[stratum], reverse=True)]  # smallest key first
+        ranked = [
+            trace_id for _, trace_id in sorted(kept[stratum], reverse=True)
+        ]  # smallest key first
         share = noise_count(len(ranked), noise_share)
         judged.update(ranked)
         noise.update(ranked[:share])
@@ -187,8 +198,8 @@ def read_judged(
     columns: Sequence[str] = JUDGED_COLUMNS,
     read_rows: int = JUDGED_READ_ROWS,
 ) -> Iterator[dict[str, Any]]:
-    """The selected traces' `columns` in the partition's order (a rerun reads them in the same order), read batch by
-    batch and filtered on the ids before any row becomes a Python object."""
+    """The selected traces' `columns` in the partition's order (a rerun reads them in the same
+    order), read batch by batch and filtered on the ids before any row becomes a Python object."""
     ids = pa.array(sorted(trace_ids), type=pa.string())
     for batch in iter_part_batches(parts, batch_size=read_rows, columns=columns):
         chosen = batch.filter(pc.is_in(batch.column("trace_id"), value_set=ids))

@@ -1,12 +1,14 @@
-"""The golden build's share of `RAGWATCH_LLM_BUDGET_TOKENS` (models/budget.py says how tokens are counted).
+"""The golden build's share of `RAGWATCH_LLM_BUDGET_TOKENS` (models/budget.py says how tokens are
+counted).
 
-Half of the budget goes to generation, in equal shares per mapped generation batch (fixed at plan time, as the
-eval's judge batches are: batches are separate processes); the filters get what generation left. Filtering a
-candidate costs about what generating it did (a closed-book answer and a grounding judgement), so a build cut
-short by the budget keeps about as many checked items as it generated, rather than generating many that no
-filter could check. A generation job the budget refused is a failed job with the error "budget"; a candidate
-whose filter call was refused is rejected with the reason "budget", never kept unchecked. The funnel and the
-manifest's `cost.budget` count both.
+Half of the budget goes to generation, in equal shares per mapped generation batch (fixed at plan
+time, as the eval's judge batches are: batches are separate processes); the filters get what
+generation left. Filtering a candidate costs about what generating it did (a closed-book answer and
+a grounding judgement), so a build cut short by the budget keeps about as many checked items as it
+generated, rather than generating many that no filter could check. A generation job the budget
+refused is a failed job with the error "budget"; a candidate whose filter call was refused is
+rejected with the reason "budget", never kept unchecked. The funnel and the manifest's `cost.budget`
+count both.
 """
 
 from __future__ import annotations
@@ -36,8 +38,11 @@ def filter_budget(plan_meta: dict[str, Any], generation_spent: int) -> TokenBudg
     return TokenBudget(max(0, budget["cap"] - generation_spent) if budget else None)
 
 
-def budget_counts(plan_meta: dict[str, Any], failed_jobs: list[dict], rejected: list[dict]) -> dict[str, int] | None:
-    """The manifest's `cost.budget`: the cap, generation jobs not run and candidates not checked for it."""
+def budget_counts(
+    plan_meta: dict[str, Any], failed_jobs: list[dict], rejected: list[dict]
+) -> dict[str, int] | None:
+    """The manifest's `cost.budget`: the cap, generation jobs not run and candidates not checked for
+    it."""
     budget = plan_meta.get("budget")
     if budget is None:
         return None

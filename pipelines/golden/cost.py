@@ -2,8 +2,9 @@
 
 Requests are the HTTP requests sent (retries and repair rounds included, cache hits excluded), the
 number a vLLM operator sees; tokens are what the server reported in `usage` (the offline backend
-reports none); LLM-seconds the requests' summed wall time from sending to reply. Generation runs in mapped batches, so each batch leaves its counters next to its
-items and the filter step, which knows how many items survived, adds them up.
+reports none); LLM-seconds the requests' summed wall time from sending to reply. Generation runs in
+mapped batches, so each batch leaves its counters next to its items and the filter step, which knows
+how many items survived, adds them up.
 """
 
 from __future__ import annotations
@@ -34,13 +35,16 @@ def added(usages: Iterable[Mapping[str, int]]) -> dict[str, int]:
     return total
 
 
-def build_cost(generator: Mapping[str, int], judge: Mapping[str, int], *, generated: int, kept: int) -> dict[str, Any]:
+def build_cost(
+    generator: Mapping[str, int], judge: Mapping[str, int], *, generated: int, kept: int
+) -> dict[str, Any]:
     """Totals by role and for the build, and the build's totals per generated and per kept item."""
     total = added([generator, judge])
 
     def per(n: int) -> dict[str, float | None]:
         return {
-            key: (round(total[key] / n, 2) if n else None) for key in ("requests", "prompt_tokens", "completion_tokens")
+            key: (round(total[key] / n, 2) if n else None)
+            for key in ("requests", "prompt_tokens", "completion_tokens")
         }
 
     return {

@@ -33,7 +33,9 @@ def write_items(path: Path, items: Sequence[GoldenItem]) -> None:
     for item in items:
         row = item.model_dump(mode="json")
         row["expected_args"] = (
-            None if item.expected_args is None else json.dumps(item.expected_args, ensure_ascii=False, sort_keys=True)
+            None
+            if item.expected_args is None
+            else json.dumps(item.expected_args, ensure_ascii=False, sort_keys=True)
         )
         rows.append(row)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -43,27 +45,36 @@ def write_items(path: Path, items: Sequence[GoldenItem]) -> None:
 def read_items(path: Path) -> list[GoldenItem]:
     items = []
     for row in pq.read_table(path).to_pylist():
-        row["expected_args"] = None if row["expected_args"] is None else json.loads(row["expected_args"])
+        row["expected_args"] = (
+            None if row["expected_args"] is None else json.loads(row["expected_args"])
+        )
         items.append(GoldenItem.model_validate(row))
     return items
 
 
 def released_version(settings: Settings, name: str) -> str:
-    """The version (`vN`) of the latest release of a golden set; StaleVersion if its `.dvc` file names other data,
-    or its version was never tagged: a release that stopped after its promotion."""
+    """The version (`vN`) of the latest release of a golden set; StaleVersion if its `.dvc` file
+    names other data, or its version was never tagged: a release that stopped after its
+    promotion."""
     from pipelines.core.versioning import has_tag
 
     workspace = Workspace.from_settings(settings)
     paths = workspace.golden(name)
     if not paths.released_items.exists():
-        raise FileNotFoundError(f"golden set {name!r} is not released yet: run `ragwatch golden build` first")
+        raise FileNotFoundError(
+            f"golden set {name!r} is not released yet: run `ragwatch golden build` first"
+        )
     version = read_manifest(paths.released_manifest)["version"]
     if workspace.release_version(name) is not None and not has_tag(workspace, paths.tag(version)):
-        raise StaleVersion(f"golden set {name!r} {version} was versioned but never tagged: {release_remedy(name)}")
+        raise StaleVersion(
+            f"golden set {name!r} {version} was versioned but never tagged: {release_remedy(name)}"
+        )
     return version
 
 
-def load_golden_items(settings: Settings, name: str, version: str | None = None) -> list[GoldenItem]:
+def load_golden_items(
+    settings: Settings, name: str, version: str | None = None
+) -> list[GoldenItem]:
     """The released items; with `version` (e.g. "v2"), that tag's data, fetched from DVC."""
     from pipelines.core.versioning import dvc
 
@@ -71,7 +82,9 @@ def load_golden_items(settings: Settings, name: str, version: str | None = None)
     paths = workspace.golden(name)
     if version is None:
         if not paths.released_items.exists():
-            raise FileNotFoundError(f"golden set {name!r} is not released yet: run `ragwatch golden build` first")
+            raise FileNotFoundError(
+                f"golden set {name!r} is not released yet: run `ragwatch golden build` first"
+            )
         return read_items(paths.released_items)
     with tempfile.TemporaryDirectory() as tmp:
         fetched = GoldenPaths(Path(tmp), name).released
@@ -88,8 +101,11 @@ def load_golden_items(settings: Settings, name: str, version: str | None = None)
         return read_items(GoldenPaths(Path(tmp), name).released_items)
 
 
-def load_golden_dataset(settings: Settings, name: str, *, version: str | None = None, split: str | None = "test"):
-    """One call from a released version to a `datasets.Dataset` (expected_args stays a JSON string)."""
+def load_golden_dataset(
+    settings: Settings, name: str, *, version: str | None = None, split: str | None = "test"
+):
+    """One call from a released version to a `datasets.Dataset` (expected_args stays a JSON
+    string)."""
     from datasets import Dataset
 
     rows = []
@@ -97,14 +113,17 @@ def load_golden_dataset(settings: Settings, name: str, *, version: str | None = 
         if split is None or item.split == split:
             row = item.model_dump(mode="json")
             row["expected_args"] = (
-                None if item.expected_args is None else json.dumps(item.expected_args, ensure_ascii=False)
+                None
+                if item.expected_args is None
+                else json.dumps(item.expected_args, ensure_ascii=False)
             )
             rows.append(row)
     return Dataset.from_list(rows)
 
 
 def to_ragas_dataset(dataset):
-    """ragas `EvaluationDataset` (user_input, reference, reference_contexts) from a golden Dataset."""
+    """ragas `EvaluationDataset` (user_input, reference, reference_contexts) from a golden
+    Dataset."""
     from ragas import EvaluationDataset
 
     return EvaluationDataset.from_list(

@@ -1,13 +1,15 @@
-"""What a golden build would cost before it runs (`ragwatch golden build --dry-run`); sends nothing, writes nothing.
+"""What a golden build would cost before it runs (`ragwatch golden build --dry-run`); sends nothing,
+writes nothing.
 
-Units: the generation jobs the plan would make now (the plan is computed, not written). Rates: from the last
-released build of the set (its manifest keeps `planned`, the jobs per kind, and `cost`, per role): generator and
-filter-judge requests and cache hits per planned job, prompt and completion tokens per request. The filters'
-calls are counted per job too: a job yields a stable number of candidates, each checked by the same filters.
-Cache: with the LLM cache on and a model server (the offline backend caches nothing), a job identical to one
-of the last plan's (`build/plan.jsonl`: same kind, source and prompt inputs) is assumed answered by the cache,
-and so are its candidates' filter calls (they ask about the same candidates); the cache itself is not read.
-Without a released build there is no rate to apply: the jobs are shown and the requests and tokens are unknown.
+Units: the generation jobs the plan would make now (the plan is computed, not written). Rates: from
+the last released build of the set (its manifest keeps `planned`, the jobs per kind, and `cost`, per
+role): generator and filter-judge requests and cache hits per planned job, prompt and completion
+tokens per request. The filters' calls are counted per job too: a job yields a stable number of
+candidates, each checked by the same filters. Cache: with the LLM cache on and a model server (the
+offline backend caches nothing), a job identical to one of the last plan's (`build/plan.jsonl`: same
+kind, source and prompt inputs) is assumed answered by the cache, and so are its candidates' filter
+calls (they ask about the same candidates); the cache itself is not read. Without a released build
+there is no rate to apply: the jobs are shown and the requests and tokens are unknown.
 """
 
 from __future__ import annotations
@@ -34,12 +36,17 @@ def estimate_build(settings: Settings, params: GoldenParams, *, logical_date: da
     caches = settings.llm_cache and settings.llm_backend != "offline"
     cached = sum(_identity(job.model_dump()) in last_plan for job in jobs) if caches else 0
     manifest = read_manifest(p.released_manifest) if p.released_manifest.exists() else None
-    cost, planned = (manifest or {}).get("cost"), sum(((manifest or {}).get("planned") or {}).values())
+    cost, planned = (
+        (manifest or {}).get("cost"),
+        sum(((manifest or {}).get("planned") or {}).values()),
+    )
     rows = []
     for role, stage in ROLES.items():
         if not cost or not planned:
             basis = "no released build of this set to measure rates on"
-            rows.append(StageEstimate.for_stage((stage, "all", role), UNIT, units=len(jobs), basis=basis))
+            rows.append(
+                StageEstimate.for_stage((stage, "all", role), UNIT, units=len(jobs), basis=basis)
+            )
             continue
         rows.append(
             StageEstimate.at_past_rates(

@@ -24,7 +24,9 @@ MIN_WORDS, MAX_WORDS = 4, 60
 TRIVIAL_F1 = 0.5
 GROUNDED_SHARE = 1.0
 VAGUE_START = re.compile(r"^\s*(¿\s*)?(it|this|that|they|these|esto|eso|ello|esta|este)\b", re.I)
-INTERROGATIVE = re.compile(r"\?|^\s*(what|how|why|when|where|which|who|can|does|is|are|search|busca)\b", re.I)
+INTERROGATIVE = re.compile(
+    r"\?|^\s*(what|how|why|when|where|which|who|can|does|is|are|search|busca)\b", re.I
+)
 
 
 @dataclass
@@ -51,7 +53,9 @@ def ambiguity_reason(item: GoldenItem) -> str | None:
     return None
 
 
-def filter_items(items: Sequence[GoldenItem], judge: LLM, embed, *, near_duplicate_cosine: float) -> FilterOutcome:
+def filter_items(
+    items: Sequence[GoldenItem], judge: LLM, embed, *, near_duplicate_cosine: float
+) -> FilterOutcome:
     """`embed(texts) -> list[vector]`; `judge` answers closed-book and judges grounding."""
     outcome = FilterOutcome(kept=[])
     funnel = outcome.funnel
@@ -76,7 +80,10 @@ def filter_items(items: Sequence[GoldenItem], judge: LLM, embed, *, near_duplica
         if not result.ok:
             trivial[item.item_id] = _judge_failed(result, "closed-book check")
         elif (f1 := token_f1(result.value.answer, item.reference_answer)) >= TRIVIAL_F1:
-            trivial[item.item_id] = ("trivial_closed_book", f"answered without context (token F1 {f1:.2f})")
+            trivial[item.item_id] = (
+                "trivial_closed_book",
+                f"answered without context (token F1 {f1:.2f})",
+            )
     stage = _apply(outcome, stage, trivial)
     funnel["after_closed_book"] = len(stage)
 
@@ -84,7 +91,10 @@ def filter_items(items: Sequence[GoldenItem], judge: LLM, embed, *, near_duplica
     grounded_needed = [i for i in stage if i.reference_contexts]
     verdicts = judge.run_many_sync(
         prompts.GroundingJudge(),
-        [prompts.GroundingInput(answer=i.reference_answer, contexts=i.reference_contexts) for i in grounded_needed],
+        [
+            prompts.GroundingInput(answer=i.reference_answer, contexts=i.reference_contexts)
+            for i in grounded_needed
+        ],
     )
     ungrounded = {}
     for item, result in zip(grounded_needed, verdicts):
@@ -127,12 +137,15 @@ def filter_items(items: Sequence[GoldenItem], judge: LLM, embed, *, near_duplica
 
 
 def _judge_failed(result: LLMResult, check: str) -> tuple[str, str]:
-    """The rejection of an item a check could not judge: "budget" when the token budget refused the call."""
+    """The rejection of an item a check could not judge: "budget" when the token budget refused the
+    call."""
     reason = BUDGET_REASON if is_refusal(result.error) else "judge_failed"
     return reason, f"{check} failed: {result.error}"
 
 
-def _apply(outcome: FilterOutcome, stage: list[GoldenItem], verdicts: dict[str, tuple[str, str]]) -> list[GoldenItem]:
+def _apply(
+    outcome: FilterOutcome, stage: list[GoldenItem], verdicts: dict[str, tuple[str, str]]
+) -> list[GoldenItem]:
     for item in stage:
         if item.item_id in verdicts:
             _reject(outcome, item, *verdicts[item.item_id])

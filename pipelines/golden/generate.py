@@ -20,7 +20,9 @@ log = logging.getLogger(__name__)
 
 
 def item_id(qtype: str, source_ref: str, question: str) -> str:
-    return hashlib.sha256(f"{qtype}\x00{source_ref}\x00{question.strip()}".encode()).hexdigest()[:16]
+    return hashlib.sha256(f"{qtype}\x00{source_ref}\x00{question.strip()}".encode()).hexdigest()[
+        :16
+    ]
 
 
 def _item(
@@ -53,17 +55,41 @@ def _item(
 
 
 def _qa_item(
-    job: Job, qa: prompts.QA, meta: dict, *, qtype: str, language: str, gold: list[str], contexts: list[str]
+    job: Job,
+    qa: prompts.QA,
+    meta: dict,
+    *,
+    qtype: str,
+    language: str,
+    gold: list[str],
+    contexts: list[str],
 ) -> GoldenItem:
-    """The item of a generated question: the reply's fields are its question, reference answer and variant."""
-    return _item(job, qtype=qtype, language=language, gold=gold, contexts=contexts, meta=meta, **qa.model_dump())
+    """The item of a generated question: the reply's fields are its question, reference answer and
+    variant."""
+    return _item(
+        job,
+        qtype=qtype,
+        language=language,
+        gold=gold,
+        contexts=contexts,
+        meta=meta,
+        **qa.model_dump(),
+    )
 
 
 def _chunk_questions(job: Job, out: prompts.QAList, meta: dict) -> list[GoldenItem]:
     chunk = job.payload["chunk"]
     gold, contexts = [chunk["chunk_id"]], [chunk["text"]]
     return [
-        _qa_item(job, qa, meta, qtype="single_hop", language=chunk["language"], gold=gold, contexts=contexts)
+        _qa_item(
+            job,
+            qa,
+            meta,
+            qtype="single_hop",
+            language=chunk["language"],
+            gold=gold,
+            contexts=contexts,
+        )
         for qa in out.items
     ]
 
@@ -71,7 +97,17 @@ def _chunk_questions(job: Job, out: prompts.QAList, meta: dict) -> list[GoldenIt
 def _multi_hop(job: Job, out: prompts.QA, meta: dict) -> list[GoldenItem]:
     chunks = job.payload["chunks"]
     gold, contexts = [c["chunk_id"] for c in chunks], [c["text"] for c in chunks]
-    return [_qa_item(job, out, meta, qtype="multi_hop", language=chunks[0]["language"], gold=gold, contexts=contexts)]
+    return [
+        _qa_item(
+            job,
+            out,
+            meta,
+            qtype="multi_hop",
+            language=chunks[0]["language"],
+            gold=gold,
+            contexts=contexts,
+        )
+    ]
 
 
 def _adversarial(job: Job, out: prompts.QA, meta: dict) -> list[GoldenItem]:
@@ -80,7 +116,9 @@ def _adversarial(job: Job, out: prompts.QA, meta: dict) -> list[GoldenItem]:
 
 
 def _tool(job: Job, out: prompts.ToolTriple, meta: dict) -> list[GoldenItem]:
-    call = f"{out.expected_tool}({json.dumps(out.expected_args, ensure_ascii=False, sort_keys=True)})"
+    call = (
+        f"{out.expected_tool}({json.dumps(out.expected_args, ensure_ascii=False, sort_keys=True)})"
+    )
     return [
         _item(
             job,
@@ -118,9 +156,21 @@ def _trace(job: Job, out: prompts.GroundedAnswer, meta: dict) -> list[GoldenItem
 
 
 HANDLERS: dict[str, tuple[type, Callable[[Job], Any], Callable]] = {
-    "chunk_questions": (prompts.ChunkQuestions, lambda j: prompts.ChunkQuestionsInput(**j.payload), _chunk_questions),
-    "multi_hop": (prompts.MultiHopQuestion, lambda j: prompts.MultiHopInput(**j.payload), _multi_hop),
-    "adversarial": (prompts.AdversarialQuestion, lambda j: prompts.AdversarialInput(**j.payload), _adversarial),
+    "chunk_questions": (
+        prompts.ChunkQuestions,
+        lambda j: prompts.ChunkQuestionsInput(**j.payload),
+        _chunk_questions,
+    ),
+    "multi_hop": (
+        prompts.MultiHopQuestion,
+        lambda j: prompts.MultiHopInput(**j.payload),
+        _multi_hop,
+    ),
+    "adversarial": (
+        prompts.AdversarialQuestion,
+        lambda j: prompts.AdversarialInput(**j.payload),
+        _adversarial,
+    ),
     "tool": (prompts.ToolQuestion, lambda j: prompts.ToolTripleInput(**j.payload), _tool),
     "trace": (prompts.AnswerFromContexts, lambda j: prompts.AnswerInput(**j.payload), _trace),
 }
@@ -134,8 +184,13 @@ def generate_items(
     created_at: str,
     progress: Callable[[int], None] | None = None,
 ) -> tuple[list[GoldenItem], list[dict[str, str]]]:
-    """Candidate items, plus one failure record per job the model could not do (never dropped silently)."""
-    meta = {"generator_model": llm.model, "corpus_version": corpus_version, "created_at": created_at}
+    """Candidate items, plus one failure record per job the model could not do (never dropped
+    silently)."""
+    meta = {
+        "generator_model": llm.model,
+        "corpus_version": corpus_version,
+        "created_at": created_at,
+    }
     by_kind: dict[str, list[Job]] = defaultdict(list)
     for job in jobs:
         by_kind[job.kind].append(job)
@@ -151,13 +206,24 @@ def generate_items(
                     items.extend(to_items(job, result.value, meta))
                     continue
                 except ValidationError as exc:
-                    # A real model's reply can fit the task's schema and still break the item contract (the
-                    # schema allows an empty question): that job fails with the reason, the batch goes on.
+                    # A real model's reply can fit the task's schema and still break the item
+                    # contract (the schema allows an empty question): that job fails with the
+                    # reason, the batch goes on.
                     problem = exc.errors(include_url=False)[0]
-                    error = f"unusable reply: {'.'.join(map(str, problem['loc']))}: {problem['msg']}"
-            failures.append({"job_id": job.job_id, "kind": kind, "source_ref": job.source_ref, "error": error})
+                    error = (
+                        f"unusable reply: {'.'.join(map(str, problem['loc']))}: {problem['msg']}"
+                    )
+            failures.append(
+                {"job_id": job.job_id, "kind": kind, "source_ref": job.source_ref, "error": error}
+            )
         done += len(batch)
         if progress:
             progress(done)
-        log.info("generated %s: %d jobs, %d failed so far; %s", kind, len(batch), len(failures), llm.counters.summary())
+        log.info(
+            "generated %s: %d jobs, %d failed so far; %s",
+            kind,
+            len(batch),
+            len(failures),
+            llm.counters.summary(),
+        )
     return items, failures

@@ -40,15 +40,25 @@ def _list(value: Any) -> list[str]:
     return [v.strip() for v in text.split("|") if v.strip()]
 
 
-def import_human_items(path: Path, chunks: Sequence[Any], *, corpus_version: str, created_at: str) -> ImportReport:
+def import_human_items(
+    path: Path, chunks: Sequence[Any], *, corpus_version: str, created_at: str
+) -> ImportReport:
     report = ImportReport()
     by_id = {c.chunk_id: c for c in chunks}
     matcher = PassageMatcher(chunks)
-    for number, row in enumerate(read_filled_in_rows(path), start=2 if path.suffix.lower() == ".csv" else 1):
+    for number, row in enumerate(
+        read_filled_in_rows(path), start=2 if path.suffix.lower() == ".csv" else 1
+    ):
         where = f"{path.name} row {number}"
         try:
-            item = _item(row, where, path, number, matcher, by_id, corpus_version, created_at, report)
-        except (ValueError, TypeError, AttributeError) as exc:  # pydantic's ValidationError is a ValueError
+            item = _item(
+                row, where, path, number, matcher, by_id, corpus_version, created_at, report
+            )
+        except (
+            ValueError,
+            TypeError,
+            AttributeError,
+        ) as exc:  # pydantic's ValidationError is a ValueError
             report.problems.append(f"{where}: {_first_error(exc)}")
             continue
         if item is not None:
@@ -65,8 +75,11 @@ def _first_error(exc: Exception) -> str:
     return f"unreadable row ({type(exc).__name__})"
 
 
-def _item(row, where, path, number, matcher, by_id, corpus_version, created_at, report) -> GoldenItem | None:
-    """The item of one row, or None with its problems added to `report`; raises on a malformed row."""
+def _item(
+    row, where, path, number, matcher, by_id, corpus_version, created_at, report
+) -> GoldenItem | None:
+    """The item of one row, or None with its problems added to `report`; raises on a malformed
+    row."""
     question = (row.get("question") or "").strip()
     reference = (row.get("reference_answer") or row.get("reference") or "").strip()
     if not question or not reference:
@@ -82,10 +95,14 @@ def _item(row, where, path, number, matcher, by_id, corpus_version, created_at, 
         elif matched not in gold:
             gold.append(matched)
     if unknown or unmatched:
-        report.problems += [f"{where}: gold chunk id {g!r} is not in the current index" for g in unknown]
+        report.problems += [
+            f"{where}: gold chunk id {g!r} is not in the current index" for g in unknown
+        ]
         report.problems += [f"{where}: no chunk contains the passage {p!r}…" for p in unmatched]
         return None
-    qtype = row.get("qtype") or ("single_hop" if len(gold) == 1 else "multi_hop" if gold else "adversarial")
+    qtype = row.get("qtype") or (
+        "single_hop" if len(gold) == 1 else "multi_hop" if gold else "adversarial"
+    )
     split = "dev" if str(row.get("split", "")).strip().lower() == "dev" else "test"
     # Rows of an online-eval candidates file keep their trace: real phrasing, reviewed by a person.
     trace_id = (row.get("trace_id") or "").strip()

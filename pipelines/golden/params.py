@@ -34,10 +34,14 @@ class GoldenParams(BaseModel):
     batch_size: int = Field(ge=1)
 
 
-def load_golden_params(settings: Settings, path: Path | None = None, **overrides: Any) -> GoldenParams:
+def load_golden_params(
+    settings: Settings, path: Path | None = None, **overrides: Any
+) -> GoldenParams:
     """params.yaml's `golden` section with `overrides` (None values ignored) replacing its keys."""
     source = path or next(
-        p for p in (Workspace.from_settings(settings).params_file, PROJECT_ROOT / "params.yaml") if p.exists()
+        p
+        for p in (Workspace.from_settings(settings).params_file, PROJECT_ROOT / "params.yaml")
+        if p.exists()
     )
     values = {
         **(yaml.safe_load(source.read_text()) or {}).get("golden", {}),
@@ -47,6 +51,9 @@ def load_golden_params(settings: Settings, path: Path | None = None, **overrides
         return GoldenParams.model_validate(values)
     except ValidationError as exc:
         problems = "; ".join(
-            f"{'.'.join(map(str, e['loc'])) or 'golden'}: {e['msg']}" for e in exc.errors(include_url=False)
+            f"{'.'.join(map(str, e['loc'])) or 'golden'}: {e['msg']}"
+            for e in exc.errors(include_url=False)
         )
-        raise ValueError(f"golden parameters ({source} and overrides) are invalid: {problems}") from None
+        raise ValueError(
+            f"golden parameters ({source} and overrides) are invalid: {problems}"
+        ) from None

@@ -43,13 +43,15 @@ class PassageMatcher:
     def __init__(self, chunks: Sequence[Any]):
         self.chunk_ids = [chunk.chunk_id for chunk in chunks]
         self._normals: list[str] = []
-        # Containment index: the space-separated pieces of each normalised text. Inside a match, every
-        # piece of the passage but the first and the last is a whole piece of the chunk.
+        # Containment index: the space-separated pieces of each normalised text. Inside a match,
+        # every piece of the passage but the first and the last is a whole piece of the chunk.
         self._pieces: dict[str, list[int]] = defaultdict(list)
         # Coverage index: content tokens (the words `coverage` counts) -> chunks that hold them.
         self._tokens: dict[str, list[int]] = defaultdict(list)
         for position, chunk in enumerate(chunks):
-            folded = [fold_word(w) for w in words(chunk.text)]  # once: `normal` and `content_tokens` share it
+            folded = [
+                fold_word(w) for w in words(chunk.text)
+            ]  # once: `normal` and `content_tokens` share it
             text = " ".join(folded)
             self._normals.append(text)
             for piece in set(text.split(" ")):

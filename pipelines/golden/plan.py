@@ -28,7 +28,8 @@ log = logging.getLogger(__name__)
 JobKind = Literal["chunk_questions", "multi_hop", "adversarial", "tool", "trace"]
 TOOLS_CYCLE = ("vector_search", "sql_query", "web_search")
 TOOL_REJECT_ALLOWANCE = 0.2
-"""Share of planned tool triples the plan allows the filters to reject (ambiguous, near-duplicate)."""
+"""Share of planned tool triples the plan allows the filters to reject (ambiguous,
+near-duplicate)."""
 
 
 class Job(BaseModel):
@@ -61,7 +62,9 @@ def stratified_seeds(chunks: Sequence[Any], n: int, salt: str = "seeds") -> list
     queues = []
     for stratum in sorted(by_stratum, key=lambda s: _rank(repr(s), salt)):
         by_section: dict[str, list] = defaultdict(list)
-        for chunk in sorted(by_stratum[stratum], key=lambda c: _rank(position_key(c.chunk_id), salt)):
+        for chunk in sorted(
+            by_stratum[stratum], key=lambda c: _rank(position_key(c.chunk_id), salt)
+        ):
             by_section[chunk.section].append(chunk)
         sections = sorted(by_section.values(), key=lambda cs: _rank(cs[0].section, salt))
         queues.append([c for round_ in _interleave(sections) for c in round_])
@@ -91,15 +94,23 @@ def seed_chunk(chunk: Any) -> SeedChunk:
 
 
 def _job(kind: JobKind, source_ref: str, payload: dict) -> Job:
-    return Job(job_id=_rank(f"{kind}|{source_ref}", "job")[:16], kind=kind, source_ref=source_ref, payload=payload)
+    return Job(
+        job_id=_rank(f"{kind}|{source_ref}", "job")[:16],
+        kind=kind,
+        source_ref=source_ref,
+        payload=payload,
+    )
 
 
 def tool_jobs(params: GoldenParams, test_floor: int) -> int:
-    """Tool triples to plan: `params.tool_triples`, raised so that `test_floor` of them can reach the test
-    split after `TOOL_REJECT_ALLOWANCE` rejects and the dev share; 0 stays 0 (a service without an agent)."""
+    """Tool triples to plan: `params.tool_triples`, raised so that `test_floor` of them can reach
+    the test split after `TOOL_REJECT_ALLOWANCE` rejects and the dev share; 0 stays 0 (a service
+    without an agent)."""
     if not params.tool_triples or params.dev_fraction >= 1:
         return params.tool_triples
-    needed = math.ceil(round(test_floor / (1 - params.dev_fraction) / (1 - TOOL_REJECT_ALLOWANCE), 9))
+    needed = math.ceil(
+        round(test_floor / (1 - params.dev_fraction) / (1 - TOOL_REJECT_ALLOWANCE), 9)
+    )
     return max(params.tool_triples, needed)
 
 
@@ -129,7 +140,9 @@ def plan_jobs(
     ]
 
     next_in_section = {
-        a.chunk_id: b for a, b in zip(ordered, ordered[1:]) if (a.document, a.section) == (b.document, b.section)
+        a.chunk_id: b
+        for a, b in zip(ordered, ordered[1:])
+        if (a.document, a.section) == (b.document, b.section)
     }
     for i, chunk in enumerate(stratified_seeds(ordered, params.multi_hop, "multi")):
         boundary = i % 2 == 1 and chunk.chunk_id in next_in_section
@@ -141,14 +154,21 @@ def plan_jobs(
             _job(
                 "multi_hop",
                 "+".join(position_key(c.chunk_id) for c in pair),
-                {"chunks": [seed_chunk(c).model_dump() for c in pair], "variant": "boundary" if boundary else "bridge"},
+                {
+                    "chunks": [seed_chunk(c).model_dump() for c in pair],
+                    "variant": "boundary" if boundary else "bridge",
+                },
             )
         )
 
     for i, chunk in enumerate(stratified_seeds(ordered, params.adversarial, "adversarial")):
         kind = ("false_premise", "not_in_corpus")[i % 2]
         jobs.append(
-            _job("adversarial", position_key(chunk.chunk_id), {"chunk": seed_chunk(chunk).model_dump(), "kind": kind})
+            _job(
+                "adversarial",
+                position_key(chunk.chunk_id),
+                {"chunk": seed_chunk(chunk).model_dump(), "kind": kind},
+            )
         )
 
     wanted = tool_jobs(params, tool_test_floor)
@@ -187,9 +207,10 @@ def plan_jobs(
 
 
 def tool_seeds(ordered: Sequence[Any], n: int) -> list[tuple[Any, str]]:
-    """`n` (chunk, tool) pairs: stratified seed chunks with the tools in turn; when the corpus has fewer usable
-    chunks than `n`, the same chunks again with the next tool each round (every pair distinct), at most
-    three rounds. The first round is what a corpus with enough chunks gets, so its job ids never change."""
+    """`n` (chunk, tool) pairs: stratified seed chunks with the tools in turn; when the corpus has
+    fewer usable chunks than `n`, the same chunks again with the next tool each round (every pair
+    distinct), at most three rounds. The first round is what a corpus with enough chunks gets, so
+    its job ids never change."""
     seeds = stratified_seeds(ordered, n, "tool")
     pairs = [
         (chunk, TOOLS_CYCLE[(i + round_) % len(TOOLS_CYCLE)])
@@ -198,37 +219,49 @@ def tool_seeds(ordered: Sequence[Any], n: int) -> list[tuple[Any, str]]:
     ][:n]
     if len(pairs) < n:
         log.warning(
-            "the corpus has %d chunks usable as tool seeds: %d tool triples planned, not %d", len(seeds), len(pairs), n
+            "the corpus has %d chunks usable as tool seeds: %d tool triples planned, not %d",
+            len(seeds),
+            len(pairs),
+            n,
         )
     return pairs
 
 
 TRACE_SALT = b"trace\x00"
-"""`_rank(trace_id, "trace")` is sha256 of this prefix and the id: trace questions are ranked by it."""
+"""`_rank(trace_id, "trace")` is sha256 of this prefix and the id: trace questions are ranked by
+it."""
 PRUNE_FACTOR = 2
-"""A stratum's kept candidates are cut back to `n` when they reach `PRUNE_FACTOR × n` (amortized sorting)."""
+"""A stratum's kept candidates are cut back to `n` when they reach `PRUNE_FACTOR × n` (amortized
+sorting)."""
 
 
 class TraceQuestionSample:
     """The trace questions a plan takes, picked while the days' rows stream by.
 
     The picks are stratified by (app, language), hash-ordered within a stratum (`_rank(trace_id,
-    "trace")`, ties in reading order), questions of 4–60 words only, taken in rounds across the strata
-    (the first of each stratum, then the second…) until `n`. A round takes at most one row per stratum,
-    so no stratum gives more than its `n` best rows: only those are kept, and memory grows with
-    strata × n, not with the days' rows (14 days of 1 M traces read in batches, ~100 picked).
+    "trace")`, ties in reading order), questions of 4–60 words only, taken in rounds across the
+    strata (the first of each stratum, then the second…) until `n`. A round takes at most one row
+    per stratum, so no stratum gives more than its `n` best rows: only those are kept, and memory
+    grows with strata × n, not with the days' rows (14 days of 1 M traces read in batches, ~100
+    picked).
     """
 
     def __init__(self, n: int):
         self.n = n
         self._seen = 0
         self._kept: dict[tuple[str, str], list[tuple[bytes, int, str, str]]] = {}
-        """stratum -> candidates (digest, reading order, trace id, question), at most PRUNE_FACTOR × n."""
+        """stratum -> candidates (digest, reading order, trace id, question), at most PRUNE_FACTOR ×
+        n."""
         self._limit: dict[tuple[str, str], bytes] = {}
-        """stratum -> the n-th best digest once the stratum has been cut back: rows ranked after it never enter."""
+        """stratum -> the n-th best digest once the stratum has been cut back: rows ranked after it
+        never enter."""
 
     def add(
-        self, trace_ids: Sequence[str], apps: Sequence[str], languages: Sequence[str], questions: Sequence[str]
+        self,
+        trace_ids: Sequence[str],
+        apps: Sequence[str],
+        languages: Sequence[str],
+        questions: Sequence[str],
     ) -> None:
         """One batch of rows, as columns, in reading order."""
         if self.n == 0:
@@ -256,7 +289,12 @@ class TraceQuestionSample:
     def picked(self) -> list[dict[str, Any]]:
         queues = [
             [
-                {"trace_id": trace_id, "question": question, "app": stratum[0], "language": stratum[1]}
+                {
+                    "trace_id": trace_id,
+                    "question": question,
+                    "app": stratum[0],
+                    "language": stratum[1],
+                }
                 for _, _, trace_id, question in sorted(self._kept[stratum])[: self.n]
             ]
             for stratum in sorted(self._kept)
@@ -270,7 +308,8 @@ class TraceQuestionSample:
 
 
 def pick_trace_questions(rows: Iterable[dict[str, Any]], n: int) -> list[dict[str, Any]]:
-    """Stratified by (app, language), hash-ordered: real phrasing from production, already anonymized.
+    """Stratified by (app, language), hash-ordered: real phrasing from production, already
+    anonymized.
 
     Rows may stream (a generator): only the candidates `TraceQuestionSample` keeps stay in memory.
     """

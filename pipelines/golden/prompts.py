@@ -15,7 +15,15 @@ from pydantic import BaseModel, Field
 
 from pipelines.core.agent_tools import TOOL_REQUESTS, tool_arguments
 from pipelines.core.language import template_language
-from pipelines.core.text import FILLER_WORDS, NOT_ENOUGH, content_tokens, coverage, fold, sentences, words
+from pipelines.core.text import (
+    FILLER_WORDS,
+    NOT_ENOUGH,
+    content_tokens,
+    coverage,
+    fold,
+    sentences,
+    words,
+)
 from pipelines.models.prompts import Prompt
 
 ENGINEER_VOICE = (
@@ -113,17 +121,21 @@ class ClaimVerdicts(BaseModel):
 
 # --- offline helpers -------------------------------------------------------------------------
 
-CODE_TERM = re.compile(r"`([^`]{2,40})`|\b([A-Za-z_]\w*(?:[./][A-Za-z_]\w*)+|\w+\(\)|[a-z]+_[a-z_]+)\b")
+CODE_TERM = re.compile(
+    r"`([^`]{2,40})`|\b([A-Za-z_]\w*(?:[./][A-Za-z_]\w*)+|\w+\(\)|[a-z]+_[a-z_]+)\b"
+)
 VERB_ENDINGS = ("ed", "ing", "ado", "ido", "ando", "iendo")
-# Adverbs say how, not what: "-ly" and "-mente" words are never the thing a question asks about, bar these nouns
-# and adjectives of schedules.
+# Adverbs say how, not what: "-ly" and "-mente" words are never the thing a question asks about, bar
+# these nouns and adjectives of schedules.
 ADVERB_ENDINGS = ("ly", "mente")
 NOT_ADVERBS = frozenset(
     "anomaly assembly family supply apply reply multiply monopoly nightly weekly monthly daily hourly yearly".split()
 )
-# Section numbering ("11.5. ", "2.1 ", "A.3 ", Texinfo's "1 " before a capital) is the document's layout, not the
-# topic's name.
-SECTION_NUMBER = re.compile(r"^\s*(?:\d+\.(?:\d+\.?)*|\d+(?:\.\d+)+|[A-Z](?:\.\d+)+\.?|\d+(?=\s+[A-Z]))\s+")
+# Section numbering ("11.5. ", "2.1 ", "A.3 ", Texinfo's "1 " before a capital) is the document's
+# layout, not the topic's name.
+SECTION_NUMBER = re.compile(
+    r"^\s*(?:\d+\.(?:\d+\.?)*|\d+(?:\.\d+)+|[A-Z](?:\.\d+)+\.?|\d+(?=\s+[A-Z]))\s+"
+)
 
 
 def _pick(options: list[str], *keys: str) -> str:
@@ -132,13 +144,18 @@ def _pick(options: list[str], *keys: str) -> str:
 
 
 def key_term(sentence: str, fallback: str) -> str:
-    """What a question about `sentence` names: its first code term, else its longest content word."""
+    """What a question about `sentence` names: its first code term, else its longest content
+    word."""
     for match in CODE_TERM.finditer(sentence):
         term = match.group(1) or match.group(2)
         parts = [fold(p) for p in re.split(r"[./_()]+", term) if p]
-        if any(content_tokens(p) and p not in FILLER_WORDS for p in parts):  # "e.g", "and/or" are not code
+        if any(
+            content_tokens(p) and p not in FILLER_WORDS for p in parts
+        ):  # "e.g", "and/or" are not code
             return term
-    candidates = [w for w in words(sentence) if is_content_word(w) and not w.lower().endswith(VERB_ENDINGS)]
+    candidates = [
+        w for w in words(sentence) if is_content_word(w) and not w.lower().endswith(VERB_ENDINGS)
+    ]
     return max(candidates, key=len) if candidates else fallback
 
 
@@ -201,8 +218,8 @@ NOT_IN_CORPUS = {
 
 
 def _lang(language: str) -> str:
-    """The offline templates' language: the chunk's, or English where they have none in it (the item keeps the
-    chunk's language as its own)."""
+    """The offline templates' language: the chunk's, or English where they have none in it (the item
+    keeps the chunk's language as its own)."""
     return template_language(language, SINGLE_TEMPLATES)
 
 
@@ -228,7 +245,9 @@ Never invent facts that are not in the chunk.
         answerable = answerable_sentences(chunk.text)[: inputs.n]
         for i, sentence in enumerate(answerable):
             paraphrase = i == inputs.n - 1 and inputs.n > 1
-            if paraphrase:  # the first question again, in a user's words: the same term, section and answer
+            if (
+                paraphrase
+            ):  # the first question again, in a user's words: the same term, section and answer
                 sentence = answerable[0]
             term = key_term(sentence, chunk.topic)
             templates = PARAPHRASE_TEMPLATES[lang] if paraphrase else SINGLE_TEMPLATES[lang]
@@ -257,7 +276,9 @@ every given chunk together; the reference answer combines them and adds nothing 
         facts = [s[0] for s in picked if s]
         terms = [key_term(f, c.topic) for f, c in zip(facts, inputs.chunks)]
         lang = _lang(inputs.chunks[0].language)
-        question = MULTI_TEMPLATES[lang].format(a=terms[0], b=terms[-1] if len(terms) > 1 else inputs.chunks[-1].topic)
+        question = MULTI_TEMPLATES[lang].format(
+            a=terms[0], b=terms[-1] if len(terms) > 1 else inputs.chunks[-1].topic
+        )
         return QA(question=question, answer=" ".join(facts), variant=inputs.variant)
 
 
@@ -293,11 +314,17 @@ enough information and list no ids.
 
     def offline(self, inputs: AnswerInput) -> GroundedAnswer:
         best = max(
-            ((coverage(inputs.question, s), c.chunk_id, s) for c in inputs.contexts for s in sentences(c.text)),
+            (
+                (coverage(inputs.question, s), c.chunk_id, s)
+                for c in inputs.contexts
+                for s in sentences(c.text)
+            ),
             default=(0.0, None, None),
         )
         if best[0] < 0.34:
-            return GroundedAnswer(answer=NOT_ENOUGH[_lang(inputs.language)], supporting_chunk_ids=[])
+            return GroundedAnswer(
+                answer=NOT_ENOUGH[_lang(inputs.language)], supporting_chunk_ids=[]
+            )
         return GroundedAnswer(answer=best[2], supporting_chunk_ids=[best[1]])
 
 
@@ -315,13 +342,19 @@ expected arguments. Use the chunk's topic and language.
         chunk, lang = inputs.chunk, _lang(inputs.chunk.language)
         term = key_term(next(iter(answerable_sentences(chunk.text)), chunk.topic), chunk.topic)
         question = TOOL_REQUESTS[inputs.tool][lang].format(term=term)
-        return ToolTriple(question=question, expected_tool=inputs.tool, expected_args=tool_arguments(inputs.tool, term))
+        return ToolTriple(
+            question=question,
+            expected_tool=inputs.tool,
+            expected_args=tool_arguments(inputs.tool, term),
+        )
 
 
 class ClosedBookAnswer(Prompt[QuestionInput, FreeAnswer]):
     name = "golden_closed_book_answer"
     input_model, output_model = QuestionInput, FreeAnswer
-    instructions = "Answer the question from general knowledge only, briefly. If you do not know, say so."
+    instructions = (
+        "Answer the question from general knowledge only, briefly. If you do not know, say so."
+    )
 
     def offline(self, inputs: QuestionInput) -> FreeAnswer:
         # Knows nothing beyond the question itself: a question that leaks its answer is trivial.
@@ -339,4 +372,6 @@ support it (true) or not (false). Judge only against the contexts, not your own 
     def offline(self, inputs: GroundingInput) -> ClaimVerdicts:
         context = "\n".join(inputs.contexts)
         claims = sentences(inputs.answer) or [inputs.answer]
-        return ClaimVerdicts(claims=[Claim(claim=c, supported=coverage(c, context) >= 0.6) for c in claims])
+        return ClaimVerdicts(
+            claims=[Claim(claim=c, supported=coverage(c, context) >= 0.6) for c in claims]
+        )

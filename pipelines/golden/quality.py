@@ -1,4 +1,5 @@
-"""The Great Expectations suite of a staged golden set: contract, index coverage, strata, frozen test split."""
+"""The Great Expectations suite of a staged golden set: contract, index coverage, strata, frozen
+test split."""
 
 from __future__ import annotations
 
@@ -31,8 +32,12 @@ def validate_golden_dataset(paths: GoldenPaths) -> ValidationReport:
     manifest = read_manifest(paths.staged_manifest)
     current = set(json.loads(paths.staged_chunk_ids.read_text()))
     frame = pq.read_table(paths.staged_items).to_pandas()
-    frame["_gold_missing"] = frame["gold_chunk_ids"].map(lambda ids: sum(i not in current for i in ids))
-    frame["_adversarial_with_gold"] = (frame["qtype"] == "adversarial") & frame["gold_chunk_ids"].map(len).gt(0)
+    frame["_gold_missing"] = frame["gold_chunk_ids"].map(
+        lambda ids: sum(i not in current for i in ids)
+    )
+    frame["_adversarial_with_gold"] = (frame["qtype"] == "adversarial") & frame[
+        "gold_chunk_ids"
+    ].map(len).gt(0)
     frame["_tool_without_expectation"] = (frame["qtype"] == "tool") & (
         frame["expected_tool"].isna() | frame["expected_args"].isna()
     )
@@ -61,7 +66,9 @@ def validate_golden_dataset(paths: GoldenPaths) -> ValidationReport:
         E.ExpectColumnValuesToBeInSet(column="qtype", value_set=QTYPES),
         E.ExpectColumnValuesToBeInSet(column="source", value_set=["corpus", "trace", "human"]),
         E.ExpectColumnValuesToBeInSet(column="split", value_set=["dev", "test"]),
-        E.ExpectColumnValuesToBeInSet(column="review", value_set=["unreviewed", "pending", "accepted", "rejected"]),
+        E.ExpectColumnValuesToBeInSet(
+            column="review", value_set=["unreviewed", "pending", "accepted", "rejected"]
+        ),
         E.ExpectColumnValuesToBeInSet(column="_gold_missing", value_set=[0]),
         E.ExpectColumnValuesToBeInSet(column="_adversarial_with_gold", value_set=[False]),
         E.ExpectColumnValuesToBeInSet(column="_tool_without_expectation", value_set=[False]),
@@ -69,16 +76,20 @@ def validate_golden_dataset(paths: GoldenPaths) -> ValidationReport:
     summary = pd.DataFrame([_golden_summary(frame, manifest)])
     summary_checks = [E.ExpectTableRowCountToBeBetween(min_value=1, max_value=1)]
     for qtype, (low, high) in _qtype_bounds(manifest).items():
-        summary_checks.append(E.ExpectColumnValuesToBeBetween(column=f"share_{qtype}", min_value=low, max_value=high))
+        summary_checks.append(
+            E.ExpectColumnValuesToBeBetween(column=f"share_{qtype}", min_value=low, max_value=high)
+        )
     summary_checks += [
         E.ExpectColumnValuesToBeBetween(column="items", min_value=1),
         E.ExpectColumnValuesToBeInSet(column="test_removed_not_stale", value_set=[0]),
         E.ExpectColumnValuesToBeInSet(column="test_added_not_replacement", value_set=[0]),
     ]
-    checks = run_expectations("golden_items", frame, row_checks, index_column="item_id") + run_expectations(
-        "golden_summary", summary, summary_checks, index_column="item_id"
+    checks = run_expectations(
+        "golden_items", frame, row_checks, index_column="item_id"
+    ) + run_expectations("golden_summary", summary, summary_checks, index_column="item_id")
+    report = ValidationReport(
+        suite="golden_dataset", success=all(c["success"] for c in checks), checks=checks
     )
-    report = ValidationReport(suite="golden_dataset", success=all(c["success"] for c in checks), checks=checks)
     log.info(report.describe())
     return report
 
@@ -89,8 +100,8 @@ def _golden_summary(frame: pd.DataFrame, manifest: dict[str, Any]) -> dict[str, 
     test_now = set(frame.loc[frame["split"] == "test", "item_id"])
     baseline = set(manifest["baseline_test_ids"] or [])
     stale = set(manifest["stale"])
-    # Hand-imported items (people's own questions, reviewed candidates from traces) may join the test split,
-    # and new items that fill a question type's floor (split.py).
+    # Hand-imported items (people's own questions, reviewed candidates from traces) may join the
+    # test split, and new items that fill a question type's floor (split.py).
     allowed_new = (
         set(manifest["replacements"])
         | set(frame.loc[frame["generator_model"] == "human", "item_id"])

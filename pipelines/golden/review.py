@@ -40,8 +40,11 @@ def _order(item_id: str) -> str:
     return hashlib.sha256(f"review\x00{item_id}".encode()).hexdigest()
 
 
-def review_sample(kept: Sequence[GoldenItem], rejected: Sequence[dict], fraction: float) -> list[dict[str, Any]]:
-    """At least one item per (qtype, language) stratum, ~`fraction` overall, plus ~1/4 as many filter rejects."""
+def review_sample(
+    kept: Sequence[GoldenItem], rejected: Sequence[dict], fraction: float
+) -> list[dict[str, Any]]:
+    """At least one item per (qtype, language) stratum, ~`fraction` overall, plus ~1/4 as many
+    filter rejects."""
     strata: dict[tuple, list[GoldenItem]] = defaultdict(list)
     for item in kept:
         if item.source != "human":
@@ -49,7 +52,10 @@ def review_sample(kept: Sequence[GoldenItem], rejected: Sequence[dict], fraction
     picked: list[dict] = []
     for stratum in sorted(strata):
         members = sorted(strata[stratum], key=lambda i: _order(i.item_id))
-        picked += [_row(i.model_dump(mode="json"), "kept") for i in members[: max(1, round(fraction * len(members)))]]
+        picked += [
+            _row(i.model_dump(mode="json"), "kept")
+            for i in members[: max(1, round(fraction * len(members)))]
+        ]
     n_rejects = max(1, len(picked) // 4) if rejected else 0
     for row in sorted(rejected, key=lambda r: _order(r["item_id"]))[:n_rejects]:
         picked.append(_row(row, "rejected"))
@@ -60,7 +66,18 @@ def _row(item: dict[str, Any], filter_verdict: str) -> dict[str, Any]:
     excerpt = " … ".join(c[:200] for c in item.get("reference_contexts") or [])
     row = {c: "" for c in COLUMNS}
     row.update(
-        {k: item[k] for k in ("item_id", "qtype", "variant", "language", "split", "question", "reference_answer")}
+        {
+            k: item[k]
+            for k in (
+                "item_id",
+                "qtype",
+                "variant",
+                "language",
+                "split",
+                "question",
+                "reference_answer",
+            )
+        }
     )
     row["gold_excerpt"] = excerpt
     row["_filter"] = filter_verdict
@@ -77,9 +94,12 @@ def write_review_files(rows: Sequence[dict], out_dir: Path, name: str) -> tuple[
     )
     write_filled_in_rows(csv_path, COLUMNS, rows)  # generated text may start with "="
     jsonl_path.write_text(
-        "".join(json.dumps({c: r[c] for c in COLUMNS}, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8"
+        "".join(json.dumps({c: r[c] for c in COLUMNS}, ensure_ascii=False) + "\n" for r in rows),
+        encoding="utf-8",
     )
-    key_path.write_text(json.dumps({r["item_id"]: r["_filter"] for r in rows}, indent=1, sort_keys=True))
+    key_path.write_text(
+        json.dumps({r["item_id"]: r["_filter"] for r in rows}, indent=1, sort_keys=True)
+    )
     return csv_path, jsonl_path, key_path
 
 
@@ -96,19 +116,29 @@ def read_decisions(path: Path) -> tuple[list[Decision], list[str]]:
     from pipelines.core.files import read_filled_in_rows
 
     decisions, problems = [], []
-    for number, row in enumerate(read_filled_in_rows(path), start=2 if path.suffix.lower() == ".csv" else 1):
+    for number, row in enumerate(
+        read_filled_in_rows(path), start=2 if path.suffix.lower() == ".csv" else 1
+    ):
         decision = (row.get("decision") or "").strip().lower()
         if not decision:
             continue  # not reviewed yet
         if decision not in DECISIONS:
-            problems.append(f"{path.name} row {number}: decision {decision!r} is not one of {sorted(DECISIONS)}")
+            problems.append(
+                f"{path.name} row {number}: decision {decision!r} is not one of {sorted(DECISIONS)}"
+            )
             continue
         edited_q = (row.get("edited_question") or "").strip() or None
         edited_a = (row.get("edited_reference_answer") or "").strip() or None
         if decision == "edit" and not (edited_q or edited_a):
-            problems.append(f"{path.name} row {number}: decision 'edit' without an edited question or answer")
+            problems.append(
+                f"{path.name} row {number}: decision 'edit' without an edited question or answer"
+            )
             continue
-        decisions.append(Decision(row["item_id"], decision, edited_q, edited_a, (row.get("reviewer") or "").strip()))
+        decisions.append(
+            Decision(
+                row["item_id"], decision, edited_q, edited_a, (row.get("reviewer") or "").strip()
+            )
+        )
     return decisions, problems
 
 

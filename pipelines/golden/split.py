@@ -7,8 +7,8 @@ Other new items go to dev, so the test split only ever changes where the corpus 
 
 One exception on both paths: each question type gets at least `min_test` test items where the build
 has them (the gate's min pairs, so that tool metrics can be gated and every type diagnosed): the new
-items of a type short of it move from dev to test, those whose hash lies nearest the test side first.
-Items already released keep their split.
+items of a type short of it move from dev to test, those whose hash lies nearest the test side
+first. Items already released keep their split.
 """
 
 from __future__ import annotations
@@ -61,7 +61,9 @@ def assemble(
 ) -> SplitResult:
     result = SplitResult(items=[])
     taken: set[str] = set()
-    placed: set[str] = set()  # items whose split this build chose: not hand-written, not released before
+    placed: set[str] = (
+        set()
+    )  # items whose split this build chose: not hand-written, not released before
 
     def add(item: GoldenItem, *, chosen: bool = False) -> None:
         if item.item_id not in taken:
@@ -76,7 +78,10 @@ def assemble(
 
     if baseline is None:
         for item in generated:
-            add(item.model_copy(update={"split": hash_split(item.item_id, dev_fraction)}), chosen=True)
+            add(
+                item.model_copy(update={"split": hash_split(item.item_id, dev_fraction)}),
+                chosen=True,
+            )
         return _sorted(_fill_test_floor(result, placed, min_test))
 
     baseline_ids = {i.item_id for i in baseline}
@@ -103,8 +108,8 @@ def assemble(
 
 
 def _fill_test_floor(result: SplitResult, placed: set[str], min_test: int) -> SplitResult:
-    """Move items of `placed` from dev to test, per question type, until test holds `min_test` of the type
-    or none is left to move; the highest hash buckets (the nearest to test) move first."""
+    """Move items of `placed` from dev to test, per question type, until test holds `min_test` of
+    the type or none is left to move; the highest hash buckets (the nearest to test) move first."""
     test = Counter(i.qtype for i in result.items if i.split == "test")
     movable = sorted(
         (i for i in result.items if i.item_id in placed and i.split == "dev"),
@@ -115,13 +120,15 @@ def _fill_test_floor(result: SplitResult, placed: set[str], min_test: int) -> Sp
             test[item.qtype] += 1
             result.floor_additions.append(item.item_id)
     moving = set(result.floor_additions)
-    result.items = [i.model_copy(update={"split": "test"}) if i.item_id in moving else i for i in result.items]
+    result.items = [
+        i.model_copy(update={"split": "test"}) if i.item_id in moving else i for i in result.items
+    ]
     return result
 
 
 def floor_shortfalls(items: Sequence[GoldenItem], min_test: int, planned_tool: int) -> list[str]:
-    """One line per question type whose test split holds fewer than `min_test` items (tool: when triples were
-    planned), saying what it costs."""
+    """One line per question type whose test split holds fewer than `min_test` items (tool: when
+    triples were planned), saying what it costs."""
     kept = Counter(i.qtype for i in items)
     test = Counter(i.qtype for i in items if i.split == "test")
     if planned_tool:

@@ -16,7 +16,13 @@ from typing import Any
 from pydantic import BaseModel
 
 from pipelines.core.batching import batch_ranges
-from pipelines.core.files import file_sha256, read_filled_in_rows, read_jsonl, reset_dir, write_jsonl
+from pipelines.core.files import (
+    file_sha256,
+    read_filled_in_rows,
+    read_jsonl,
+    reset_dir,
+    write_jsonl,
+)
 from pipelines.golden.budget import budget_counts, filter_budget, generation_budget, plan_budget
 from pipelines.golden.cost import added, build_cost, model_usage
 from pipelines.golden.dataset import read_items, write_items
@@ -68,7 +74,8 @@ class Filtered(BaseModel):
     funnel: dict[str, Any]
     judge_model: str
     cost: dict[str, Any]
-    """Requests and tokens of generation and filtering, per generated and per kept item (golden/cost.py)."""
+    """Requests and tokens of generation and filtering, per generated and per kept item
+    (golden/cost.py)."""
 
 
 class StagedSet(BaseModel):
@@ -104,29 +111,40 @@ TRACE_QUESTION_COLUMNS = ["trace_id", "app", "language", "question"]
 TRACE_READ_BATCH_ROWS = 65_536
 
 
-def recent_trace_questions(workspace: Workspace, until: date, days: int, n: int) -> list[dict[str, Any]]:
-    """`n` questions of the sampled (anonymized) traces of the `days` days before `until`: real phrasing.
+def recent_trace_questions(
+    workspace: Workspace, until: date, days: int, n: int
+) -> list[dict[str, Any]]:
+    """`n` questions of the sampled (anonymized) traces of the `days` days before `until`: real
+    phrasing.
 
-    First one question of each topic the golden set missed (`uncovered_topic_questions`), then the hash-ordered
-    stratified pick. Each day's partition is read in batches of the four columns the pick needs, and only the
-    candidates `TraceQuestionSample` keeps stay in memory: 14 days of 1 M traces cost what one batch costs.
+    First one question of each topic the golden set missed (`uncovered_topic_questions`), then the
+    hash-ordered stratified pick. Each day's partition is read in batches of the four columns the
+    pick needs, and only the candidates `TraceQuestionSample` keeps stay in memory: 14 days of 1 M
+    traces cost what one batch costs.
     """
     first = uncovered_topic_questions(workspace, until, days)[:n]
     sample = TraceQuestionSample(n)
     for offset in range(1, days + 1):
         day = until - timedelta(days=offset)
-        workspace.traces_version(day)  # a golden set never learns from a sample its .dvc file does not name
+        workspace.traces_version(
+            day
+        )  # a golden set never learns from a sample its .dvc file does not name
         parts = workspace.traces_partition(day).parts  # none: the day was not sampled
-        for batch in iter_part_batches(parts, batch_size=TRACE_READ_BATCH_ROWS, columns=TRACE_QUESTION_COLUMNS):
+        for batch in iter_part_batches(
+            parts, batch_size=TRACE_READ_BATCH_ROWS, columns=TRACE_QUESTION_COLUMNS
+        ):
             sample.add(*(batch.column(name).to_pylist() for name in TRACE_QUESTION_COLUMNS))
     taken = {row["trace_id"] for row in first}
-    return first + [row for row in sample.picked() if row["trace_id"] not in taken][: n - len(first)]
+    return (
+        first + [row for row in sample.picked() if row["trace_id"] not in taken][: n - len(first)]
+    )
 
 
 def uncovered_topic_questions(workspace: Workspace, until: date, days: int) -> list[dict[str, Any]]:
-    """The first question of each topic of the day's traffic the golden set did not cover, as the online eval queued
-    them (`inbox/uncovered-<day>.csv`, largest topic first) over the `days` days before `until`, newest day first:
-    the next build asks about what users ask and the golden set lacks."""
+    """The first question of each topic of the day's traffic the golden set did not cover, as the
+    online eval queued them (`inbox/uncovered-<day>.csv`, largest topic first) over the `days` days
+    before `until`, newest day first: the next build asks about what users ask and the golden set
+    lacks."""
     picked, topics = [], set()
     for offset in range(1, days + 1):
         path = workspace.uncovered_topics(until - timedelta(days=offset))
@@ -155,11 +173,20 @@ def plan_golden(settings: Settings, params: GoldenParams, *, logical_date: date)
     }
     p.plan_meta.write_text(json.dumps(meta, indent=1, sort_keys=True))
     log.info("planned %d jobs %s over corpus %s", len(jobs), by_kind, corpus_version)
-    return GoldenPlan(name=params.name, jobs=len(jobs), by_kind=by_kind, batches=batches, corpus_version=corpus_version)
+    return GoldenPlan(
+        name=params.name,
+        jobs=len(jobs),
+        by_kind=by_kind,
+        batches=batches,
+        corpus_version=corpus_version,
+    )
 
 
-def planned_jobs(settings: Settings, params: GoldenParams, *, logical_date: date) -> tuple[list[Job], list[str], str]:
-    """The generation jobs a build would run, the current chunk ids and the corpus version; reads, writes nothing."""
+def planned_jobs(
+    settings: Settings, params: GoldenParams, *, logical_date: date
+) -> tuple[list[Job], list[str], str]:
+    """The generation jobs a build would run, the current chunk ids and the corpus version; reads,
+    writes nothing."""
     workspace = Workspace.from_settings(settings)
     traces = recent_trace_questions(workspace, logical_date, params.trace_days, params.from_traces)
     with open_corpus_index(settings) as index:
@@ -181,7 +208,9 @@ def planned_jobs(settings: Settings, params: GoldenParams, *, logical_date: date
             related=related,
             traces=traces,
             tool_test_floor=settings.gate_min_pairs,
-            trace_contexts=lambda q: index.get([h.chunk_id for h in index.search(q, k=5, mode="hybrid")]),
+            trace_contexts=lambda q: index.get(
+                [h.chunk_id for h in index.search(q, k=5, mode="hybrid")]
+            ),
         )
     return jobs, sorted(c.chunk_id for c in chunks), corpus_version
 
@@ -208,15 +237,23 @@ def generate_golden_batch(settings: Settings, name: str, start: int, end: int) -
     failures = [{**f, "error": BUDGET_REASON} if is_refusal(f["error"]) else f for f in failures]
     write_jsonl(p.generated_part(start), (item.model_dump(mode="json") for item in items))
     write_jsonl(p.failed_part(start), failures)
-    # budget_spent: the tokens charged to the budget (an estimate where the server reports none), for the filters.
+    # budget_spent: the tokens charged to the budget (an estimate where the server reports none),
+    # for the filters.
     p.cost_part(start).write_text(
-        json.dumps({**model_usage(llm.counters.summary()), "budget_spent": llm.budget.spent}, sort_keys=True)
+        json.dumps(
+            {**model_usage(llm.counters.summary()), "budget_spent": llm.budget.spent},
+            sort_keys=True,
+        )
     )
     llm.counters.log(log, f"generator batch {start}-{end}")
-    return GeneratedBatch(batch=(start, end), items=len(items), failed_jobs=len(failures), llm=llm.counters.summary())
+    return GeneratedBatch(
+        batch=(start, end), items=len(items), failed_jobs=len(failures), llm=llm.counters.summary()
+    )
 
 
-def generate_golden(settings: Settings, name: str, batches: list[tuple[int, int]], progress=None) -> Generated:
+def generate_golden(
+    settings: Settings, name: str, batches: list[tuple[int, int]], progress=None
+) -> Generated:
     totals = Counter()
     for i, (start, end) in enumerate(batches, start=1):
         result = generate_golden_batch(settings, name, start, end)
@@ -227,8 +264,9 @@ def generate_golden(settings: Settings, name: str, batches: list[tuple[int, int]
 
 
 def generated_parts(p: GoldenPaths, batches: list[tuple[int, int]]) -> list[int]:
-    """The planned generation batches' starts, once every batch's three files (items, failed jobs, cost) are there:
-    a lost part fails the build naming its batch instead of shrinking the golden set."""
+    """The planned generation batches' starts, once every batch's three files (items, failed jobs,
+    cost) are there: a lost part fails the build naming its batch instead of shrinking the golden
+    set."""
     planned = {
         path: batch_label(i, batch)
         for i, batch in enumerate(batches)
@@ -250,7 +288,11 @@ def filter_golden(settings: Settings, params: GoldenParams) -> Filtered:
 
     p = paths(settings, params.name)
     starts = generated_parts(p, planned_batches(settings, params))
-    candidates = [GoldenItem.model_validate(r) for start in starts for r in read_jsonl(p.generated_part(start))]
+    candidates = [
+        GoldenItem.model_validate(r)
+        for start in starts
+        for r in read_jsonl(p.generated_part(start))
+    ]
     failed_jobs = [r for start in starts for r in read_jsonl(p.failed_part(start))]
     check_models_differ(settings, log)
     judge = build_llm(settings, "judge")
@@ -259,7 +301,9 @@ def filter_golden(settings: Settings, params: GoldenParams) -> Filtered:
     judge.budget = filter_budget(meta, sum(part.get("budget_spent", 0) for part in parts))
     embedder = build_embedder(settings)
     with scope(stage="golden_filter"):
-        outcome = filter_items(candidates, judge, embedder.embed, near_duplicate_cosine=params.near_duplicate_cosine)
+        outcome = filter_items(
+            candidates, judge, embedder.embed, near_duplicate_cosine=params.near_duplicate_cosine
+        )
     funnel = {
         "failed_generation_jobs": len(failed_jobs),
         **outcome.funnel,
@@ -267,7 +311,10 @@ def filter_golden(settings: Settings, params: GoldenParams) -> Filtered:
     }
     generation = added(parts)
     cost = build_cost(
-        generation, model_usage(judge.counters.summary()), generated=len(candidates), kept=len(outcome.kept)
+        generation,
+        model_usage(judge.counters.summary()),
+        generated=len(candidates),
+        kept=len(outcome.kept),
     )
     if (budget := budget_counts(meta, failed_jobs, outcome.rejected)) is not None:
         cost["budget"] = budget
@@ -275,7 +322,9 @@ def filter_golden(settings: Settings, params: GoldenParams) -> Filtered:
     write_jsonl(p.kept, (item.model_dump(mode="json") for item in outcome.kept))
     write_jsonl(p.filter_rejected, outcome.rejected)
     p.funnel.write_text(
-        json.dumps({"funnel": funnel, "judge_model": judge.model, "cost": cost}, indent=1, sort_keys=True)
+        json.dumps(
+            {"funnel": funnel, "judge_model": judge.model, "cost": cost}, indent=1, sort_keys=True
+        )
     )
     judge.counters.log(log, "judge (filters)")
     log.info(
@@ -301,7 +350,12 @@ def split_golden(settings: Settings, params: GoldenParams) -> StagedSet:
     baseline = read_items(p.released_items) if baseline_manifest else None
     current = set(meta["current_chunk_ids"])
     result = assemble(
-        kept, human, baseline, current, dev_fraction=params.dev_fraction, min_test=settings.gate_min_pairs
+        kept,
+        human,
+        baseline,
+        current,
+        dev_fraction=params.dev_fraction,
+        min_test=settings.gate_min_pairs,
     )
 
     decisions = [d for path in p.decision_files for d in read_decisions(path)[0]]
@@ -323,7 +377,10 @@ def split_golden(settings: Settings, params: GoldenParams) -> StagedSet:
         "created_at": meta["created_at"],
         "items": len(items),
         "splits": splits,
-        "strata": [{"split": s, "qtype": q, "language": lang, "n": n} for (s, q, lang), n in sorted(strata.items())],
+        "strata": [
+            {"split": s, "qtype": q, "language": lang, "n": n}
+            for (s, q, lang), n in sorted(strata.items())
+        ],
         "sources": dict(sorted(Counter(i.source for i in items).items())),
         "funnel": filtered["funnel"],
         "judge_model": filtered["judge_model"],
@@ -350,40 +407,67 @@ def split_golden(settings: Settings, params: GoldenParams) -> StagedSet:
         len(result.stale),
         len(human_rejected),
     )
-    return StagedSet(name=params.name, items=len(items), splits=splits, stale=len(result.stale), staged=p.staged)
+    return StagedSet(
+        name=params.name, items=len(items), splits=splits, stale=len(result.stale), staged=p.staged
+    )
 
 
 def validate_golden(settings: Settings, name: str) -> ValidationPassed:
     from pipelines.golden.quality import validate_golden_dataset
 
     p = paths(settings, name)
-    return validate_golden_dataset(p).passed_or_raise(f"the released version of golden set {name!r}", p.staged)
+    return validate_golden_dataset(p).passed_or_raise(
+        f"the released version of golden set {name!r}", p.staged
+    )
 
 
 def release_golden(settings: Settings, name: str) -> Release:
-    """Promote the staged set into place, `dvc add` + `dvc push` it and tag `golden/<name>/vN` in the workspace.
+    """Promote the staged set into place, `dvc add` + `dvc push` it and tag `golden/<name>/vN` in
+    the workspace.
 
-    A release killed after its promotion leaves a released set whose manifest names a version with no tag, and whose
-    `.dvc` file names the previous one: readers refuse it (`released_version`), and the next release completes it
-    first, under the version its manifest names, before it compares the staged set with it.
+    A release killed after its promotion leaves a released set whose manifest names a version with
+    no tag, and whose `.dvc` file names the previous one: readers refuse it (`released_version`),
+    and the next release completes it first, under the version its manifest names, before it
+    compares the staged set with it.
     """
-    from pipelines.core.versioning import ensure_workspace, has_tag, latest_tag, tag, version_directory, workspace_lock
+    from pipelines.core.versioning import (
+        ensure_workspace,
+        has_tag,
+        latest_tag,
+        tag,
+        version_directory,
+        workspace_lock,
+    )
 
     workspace = Workspace.from_settings(settings)
     p = workspace.golden(name)
     ensure_workspace(workspace, settings.resolved_dvc_remote)
-    with workspace_lock(workspace):  # from reading the latest tag to writing the next: two releases never both take vN
+    with workspace_lock(
+        workspace
+    ):  # from reading the latest tag to writing the next: two releases never both take vN
         unfinished = unfinished_release(workspace, name)
         if unfinished:
-            log.warning("golden %s %s was promoted by a release that stopped: versioning it now", name, unfinished)
+            log.warning(
+                "golden %s %s was promoted by a release that stopped: versioning it now",
+                name,
+                unfinished,
+            )
             data = version_directory(
                 workspace, p.released, f"golden {name} {unfinished}", extra_paths=_release_inputs(p)
             )
-            if not has_tag(workspace, p.tag(unfinished)):  # tagged before: a `.dvc` file older than its record
-                tag(workspace, p.tag(unfinished), f"golden set {name} {unfinished} (md5 {data.md5})")
+            if not has_tag(
+                workspace, p.tag(unfinished)
+            ):  # tagged before: a `.dvc` file older than its record
+                tag(
+                    workspace, p.tag(unfinished), f"golden set {name} {unfinished} (md5 {data.md5})"
+                )
         current = latest_tag(workspace, p.tag_prefix)
         staged_sha = file_sha256(p.staged_items) if p.staged_items.exists() else None
-        if current and p.released_items.exists() and staged_sha in (None, file_sha256(p.released_items)):
+        if (
+            current
+            and p.released_items.exists()
+            and staged_sha in (None, file_sha256(p.released_items))
+        ):
             # None: the staged set was promoted by a release that stopped after it (a retried task)
             log.info("golden %s unchanged since %s: nothing to release", name, current)
             version = current.rsplit("/", 1)[-1]
@@ -392,10 +476,13 @@ def release_golden(settings: Settings, name: str) -> Release:
             manifest = read_manifest(p.staged_manifest)
             p.staged_chunk_ids.unlink(missing_ok=True)
             write_manifest(
-                p.staged_manifest, {**{k: v for k, v in manifest.items() if k != "files"}, "version": version}
+                p.staged_manifest,
+                {**{k: v for k, v in manifest.items() if k != "files"}, "version": version},
             )
             promote(p.staged, p.released)
-            data = version_directory(workspace, p.released, f"golden {name} {version}", extra_paths=_release_inputs(p))
+            data = version_directory(
+                workspace, p.released, f"golden {name} {version}", extra_paths=_release_inputs(p)
+            )
             tag(workspace, p.tag(version), f"golden set {name} {version} (md5 {data.md5})")
     manifest = read_manifest(p.released_manifest)
     return Release(
@@ -413,8 +500,8 @@ def _release_inputs(p: GoldenPaths) -> list[Path]:
 
 
 def unfinished_release(workspace: Workspace, name: str) -> str | None:
-    """The version a promoted release's manifest names when its versioning did not finish (no tag, or a `.dvc` file
-    that names other data); None when the release is complete or there is none."""
+    """The version a promoted release's manifest names when its versioning did not finish (no tag,
+    or a `.dvc` file that names other data); None when the release is complete or there is none."""
     from pipelines.core.versioning import has_tag
 
     p = workspace.golden(name)
@@ -428,7 +515,9 @@ def unfinished_release(workspace: Workspace, name: str) -> str | None:
     return None if versioned and has_tag(workspace, p.tag(version)) else version
 
 
-def build_golden(settings: Settings, params: GoldenParams, *, logical_date: date, progress=None) -> GoldenBuild:
+def build_golden(
+    settings: Settings, params: GoldenParams, *, logical_date: date, progress=None
+) -> GoldenBuild:
     """Every step in order, without Airflow (`ragwatch golden build`)."""
     plan = plan_golden(settings, params, logical_date=logical_date)
     generated = generate_golden(settings, params.name, plan.batches, progress=progress)
@@ -437,7 +526,12 @@ def build_golden(settings: Settings, params: GoldenParams, *, logical_date: date
     validation = validate_golden(settings, params.name)
     release = release_golden(settings, params.name)
     return GoldenBuild(
-        plan=plan, generated=generated, filtered=filtered, staged=staged, validation=validation, release=release
+        plan=plan,
+        generated=generated,
+        filtered=filtered,
+        staged=staged,
+        validation=validation,
+        release=release,
     )
 
 
@@ -449,18 +543,25 @@ class HumanImport(BaseModel):
 
 
 def import_human(settings: Settings, name: str, file: Path) -> HumanImport:
-    """Validate a hand-written file against the current index and merge it into golden/human/<name>.jsonl."""
+    """Validate a hand-written file against the current index and merge it into
+    golden/human/<name>.jsonl."""
     from pipelines.golden.human import import_human_items
 
     p = paths(settings, name)
     with open_corpus_index(settings) as index:
-        chunks = list(index.chunks(batch_size=4096))  # local mode scans the collection once per page
+        chunks = list(
+            index.chunks(batch_size=4096)
+        )  # local mode scans the collection once per page
         corpus_version = index.version()
-    report = import_human_items(file, chunks, corpus_version=corpus_version, created_at=date.today().isoformat())
+    report = import_human_items(
+        file, chunks, corpus_version=corpus_version, created_at=date.today().isoformat()
+    )
     merged = {r["item_id"]: r for r in read_jsonl(p.human)}
     merged.update({i.item_id: i.model_dump(mode="json") for i in report.items})
     write_jsonl(p.human, (merged[k] for k in sorted(merged)))
-    return HumanImport(imported=len(report.items), problems=report.problems, total=len(merged), path=p.human)
+    return HumanImport(
+        imported=len(report.items), problems=report.problems, total=len(merged), path=p.human
+    )
 
 
 class ReviewExport(BaseModel):

@@ -13,7 +13,9 @@ from pipelines.models.cache import open_llm_cache
 from pipelines.models.llm import LLM, OfflineLLM
 
 log = logging.getLogger(__name__)
-SELF_PREFERENCE = "self-preference bias: the judge favours its own generations; use a different judge model"
+SELF_PREFERENCE = (
+    "self-preference bias: the judge favours its own generations; use a different judge model"
+)
 
 
 def build_llm(settings: Settings, role: Literal["generator", "judge"]) -> LLM:
@@ -25,7 +27,9 @@ def build_llm(settings: Settings, role: Literal["generator", "judge"]) -> LLM:
         llm = OfflineLLM()
         llm.role = role
         return llm
-    from pipelines.models.openai_compatible import OpenAICompatibleLLM  # the HTTP client's modules only when used
+    from pipelines.models.openai_compatible import (
+        OpenAICompatibleLLM,
+    )  # the HTTP client's modules only when used
 
     llm = OpenAICompatibleLLM(getattr(settings, role), open_llm_cache(settings))
     llm.role = role
@@ -33,8 +37,8 @@ def build_llm(settings: Settings, role: Literal["generator", "judge"]) -> LLM:
 
 
 def check_models_differ(settings: Settings, logger: logging.Logger = log) -> bool:
-    """Warn when the judge is the generator's model; False then. The offline backend's judgements are
-    lexical rules, not a model grading its own text, so it is not flagged."""
+    """Warn when the judge is the generator's model; False then. The offline backend's judgements
+    are lexical rules, not a model grading its own text, so it is not flagged."""
     if settings.llm_backend == "offline":
         return True
     generator, judge = settings.generator.model, settings.judge.model

@@ -5,8 +5,8 @@ tools, sampling parameters) in canonical JSON; the value is the validated reply 
 SQLite file in WAL mode: readers never block, and several processes (DAG tasks running in
 parallel) can share it. Failed calls are never stored, so a rerun retries them.
 
-Workers on several machines share one PostgreSQL table instead (`RAGWATCH_LLM_CACHE_URL`, shared_cache.py):
-`open_llm_cache` picks the one the settings name.
+Workers on several machines share one PostgreSQL table instead (`RAGWATCH_LLM_CACHE_URL`,
+shared_cache.py): `open_llm_cache` picks the one the settings name.
 """
 
 from __future__ import annotations
@@ -27,7 +27,9 @@ BUSY_TIMEOUT_S = 30.0
 
 
 def cache_key(**parts: Any) -> str:
-    canonical = json.dumps(parts, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    canonical = json.dumps(
+        parts, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
+    )
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
@@ -38,7 +40,8 @@ class ResponseCache(Protocol):
 
 
 def open_llm_cache(settings: Settings) -> ResponseCache | None:
-    """The cache the settings name: none, the shared PostgreSQL table, or the SQLite file under RAGWATCH_HOME."""
+    """The cache the settings name: none, the shared PostgreSQL table, or the SQLite file under
+    RAGWATCH_HOME."""
     if not settings.llm_cache:
         return None
     if settings.llm_cache_url:
@@ -53,8 +56,9 @@ def open_llm_cache(settings: Settings) -> ResponseCache | None:
 def _use_wal(db: sqlite3.Connection) -> None:
     """Switch the file to WAL, a property of the file that every later connection inherits.
 
-    The switch takes an exclusive lock without calling SQLite's busy handler, so processes that open a new cache at
-    the same instant (a DAG's parallel tasks) get "database is locked" at once: wait for the lock as `timeout` would.
+    The switch takes an exclusive lock without calling SQLite's busy handler, so processes that open
+    a new cache at the same instant (a DAG's parallel tasks) get "database is locked" at once: wait
+    for the lock as `timeout` would.
     """
     deadline = time.monotonic() + BUSY_TIMEOUT_S
     while True:
@@ -85,7 +89,9 @@ class LLMCache:
         return cls(Path(cache_dir) / "llm" / "responses.sqlite")
 
     def get(self, key: str) -> dict[str, Any] | None:
-        row = self._connect().execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+        row = (
+            self._connect().execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+        )
         return json.loads(row[0]) if row else None
 
     def put(self, key: str, value: dict[str, Any]) -> None:

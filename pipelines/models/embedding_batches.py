@@ -1,4 +1,5 @@
-"""Concurrent embedding requests of one event loop, coalesced into one call of the embedder at a time.
+"""Concurrent embedding requests of one event loop, coalesced into one call of the embedder at a
+time.
 
 A local model pays a fixed cost per call (tokenizer, a forward pass) that dwarfs the cost per text
 when a call carries a handful of texts: on 2 cores all-MiniLM-L6-v2 spends about three times the CPU
@@ -21,20 +22,23 @@ EMBEDDING_NICENESS = 10
 """Nice value of the thread that embeds. Its work is off the critical path (items wait on the model
 server for most of their time) but costs whole seconds of CPU, and on a small machine it competed
 with the event loop that reads replies and sends the next requests: `ragwatch bench eval` on 2 cores
-went from 89-90 % to 90-91 % efficiency once it yields. A thread the loop starves still gets its share."""
+went from 89-90 % to 90-91 % efficiency once it yields. A thread the loop starves still gets its
+share."""
 _background: ThreadPoolExecutor | None = None
 _background_lock = threading.Lock()
 
 
 def _lower_priority() -> None:
-    # Linux schedules each thread by its own nice value (elsewhere it would apply to the whole process);
-    # threads this one starts inherit it, a pool the model started earlier from another thread does not.
+    # Linux schedules each thread by its own nice value (elsewhere it would apply to the whole
+    # process); threads this one starts inherit it, a pool the model started earlier from another
+    # thread does not.
     if sys.platform == "linux":
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), EMBEDDING_NICENESS)
 
 
 def _background_thread() -> ThreadPoolExecutor:
-    """One thread for every `EmbeddingBatches` of the process: the calls are CPU-bound and serialised anyway."""
+    """One thread for every `EmbeddingBatches` of the process: the calls are CPU-bound and
+    serialised anyway."""
     global _background
     with _background_lock:
         if _background is None:
@@ -53,9 +57,9 @@ os.register_at_fork(after_in_child=_forget_background_thread)
 
 
 class EmbeddingBatches:
-    """`await batches.embed(texts)`: the vectors of `texts`, computed in a call shared with the other
-    requests pending at that moment. Bound to the event loop of its first request; an error of the
-    shared call is raised in every request it carried."""
+    """`await batches.embed(texts)`: the vectors of `texts`, computed in a call shared with the
+    other requests pending at that moment. Bound to the event loop of its first request; an error of
+    the shared call is raised in every request it carried."""
 
     def __init__(self, embed: Callable[[list[str]], list[list[float]]]):
         self._embed = embed
@@ -76,7 +80,9 @@ class EmbeddingBatches:
             batch, self._pending = self._pending, []
             texts = [text for request, _ in batch for text in request]
             try:
-                vectors = await asyncio.get_running_loop().run_in_executor(_background_thread(), self._embed, texts)
+                vectors = await asyncio.get_running_loop().run_in_executor(
+                    _background_thread(), self._embed, texts
+                )
             except Exception as error:  # the caller turns it into its own failure reason
                 for _, future in batch:
                     if not future.done():

@@ -28,8 +28,8 @@ LOCAL_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 MAX_SEQ_LENGTH = 256
 """Word pieces the local model reads, [CLS] and [SEP] included."""
 LOCAL_BATCH_SIZE = 8
-"""Texts per forward pass of the local model. Its activations grow with the batch (at 256 word pieces, 32 texts
-held ~280 MB at once, 8 hold ~80 MB); on a CPU larger batches buy little speed."""
+"""Texts per forward pass of the local model. Its activations grow with the batch (at 256 word
+pieces, 32 texts held ~280 MB at once, 8 hold ~80 MB); on a CPU larger batches buy little speed."""
 REMOTE_BATCH_SIZE = 64
 _RETRYABLE = {408, 409, 429, 500, 502, 503, 504}
 
@@ -70,12 +70,16 @@ class LocalEmbedder:
         if not texts:
             return []
         model = _local_model()
-        pieces, owners, weights = windows(list(texts), MAX_SEQ_LENGTH - 2)  # [CLS] and [SEP] take two
+        pieces, owners, weights = windows(
+            list(texts), MAX_SEQ_LENGTH - 2
+        )  # [CLS] and [SEP] take two
         vectors = model.encode(pieces, batch_size=LOCAL_BATCH_SIZE)
         if len(pieces) == len(texts):
             return vectors.tolist()
         pooled = np.zeros((len(texts), vectors.shape[1]), dtype=np.float64)
-        np.add.at(pooled, np.asarray(owners), vectors * np.asarray(weights, dtype=np.float64)[:, None])
+        np.add.at(
+            pooled, np.asarray(owners), vectors * np.asarray(weights, dtype=np.float64)[:, None]
+        )
         pooled /= np.linalg.norm(pooled, axis=1, keepdims=True) + 1e-12
         return pooled.astype(np.float32).tolist()
 
@@ -89,7 +93,9 @@ def windows(texts: list[str], max_tokens: int) -> tuple[list[str], list[int], li
     pieces: list[str] = []
     owners: list[int] = []
     weights: list[int] = []
-    for owner, (text, encoding) in enumerate(zip(texts, tokenizer.encode_batch(texts, add_special_tokens=False))):
+    for owner, (text, encoding) in enumerate(
+        zip(texts, tokenizer.encode_batch(texts, add_special_tokens=False))
+    ):
         n = len(encoding.ids)
         if n <= max_tokens:
             pieces.append(text)
@@ -100,7 +106,11 @@ def windows(texts: list[str], max_tokens: int) -> tuple[list[str], list[int], li
         start = 0
         while start < n:
             end = min(start + max_tokens, n)
-            while start + 1 < end < n and word_ids[end] is not None and word_ids[end] == word_ids[end - 1]:
+            while (
+                start + 1 < end < n
+                and word_ids[end] is not None
+                and word_ids[end] == word_ids[end - 1]
+            ):
                 end -= 1  # back off to the start of the word that would be split
             pieces.append(text[offsets[start][0] : offsets[end - 1][1]])
             owners.append(owner)
@@ -130,8 +140,9 @@ def _local_tokenizer() -> Tokenizer:
 
 
 def _local_model() -> MiniLM:
-    """The model, loaded once per process: numpy's forward pass of it (minilm.py), not sentence-transformers (which
-    imports torch and transformers: ~460 MB more in every process that embeds), with the same vectors."""
+    """The model, loaded once per process: numpy's forward pass of it (minilm.py), not
+    sentence-transformers (which imports torch and transformers: ~460 MB more in every process that
+    embeds), with the same vectors."""
     global _model
     with _model_lock:
         if _model is None:
@@ -148,7 +159,9 @@ def _local_model() -> MiniLM:
             try:
                 _model = MiniLM(path)
             except (OSError, ValueError, KeyError) as error:
-                raise EmbeddingError(f"cannot load the local embedding model from {path}: {error}") from error
+                raise EmbeddingError(
+                    f"cannot load the local embedding model from {path}: {error}"
+                ) from error
         return _model
 
 
@@ -170,10 +183,14 @@ class OpenAIEmbedder:
         return len(self._post(["dimension probe"])[0])
 
     def embed(self, texts: list[str]) -> list[list[float]]:
-        batches = [list(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
+        batches = [
+            list(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)
+        ]
         if len(batches) <= 1:
             return [v for batch in batches for v in self._post(batch)]
-        with ThreadPoolExecutor(max_workers=min(self.endpoint.max_concurrency, len(batches))) as pool:
+        with ThreadPoolExecutor(
+            max_workers=min(self.endpoint.max_concurrency, len(batches))
+        ) as pool:
             return [vector for vectors in pool.map(self._post, batches) for vector in vectors]
 
     def close(self) -> None:
@@ -184,10 +201,14 @@ class OpenAIEmbedder:
         for attempt in range(self.endpoint.max_retries + 1):
             last = attempt == self.endpoint.max_retries
             try:
-                response = self._client.post("embeddings", json={"model": self.name, "input": batch})
+                response = self._client.post(
+                    "embeddings", json={"model": self.name, "input": batch}
+                )
             except httpx.TransportError as error:
                 if last:
-                    raise EmbeddingError(f"embeddings endpoint {url} unreachable: {error}") from error
+                    raise EmbeddingError(
+                        f"embeddings endpoint {url} unreachable: {error}"
+                    ) from error
                 _sleep_backoff(attempt, None)
                 continue
             if response.status_code in _RETRYABLE and not last:
@@ -205,7 +226,9 @@ class OpenAIEmbedder:
 def _vectors(body: dict, expected: int, url: str) -> list[list[float]]:
     data = sorted(body.get("data") or [], key=lambda item: item.get("index", 0))
     if len(data) != expected:
-        raise EmbeddingError(f"embeddings endpoint {url} returned {len(data)} vectors for {expected} texts")
+        raise EmbeddingError(
+            f"embeddings endpoint {url} returned {len(data)} vectors for {expected} texts"
+        )
     return [_normalised(item["embedding"]) for item in data]
 
 

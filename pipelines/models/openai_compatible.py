@@ -1,5 +1,5 @@
-"""`OpenAICompatibleLLM`: vLLM or any OpenAI-compatible server behind `LLM` (bounded concurrency per endpoint,
-retries with backoff, structured outputs validated by pydantic and one repair round)."""
+"""`OpenAICompatibleLLM`: vLLM or any OpenAI-compatible server behind `LLM` (bounded concurrency per
+endpoint, retries with backoff, structured outputs validated by pydantic and one repair round)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,14 @@ from pipelines.models.prompts import SAMPLE_NOTE, In, Out, Prompt, repair_messag
 from pipelines.core.records import ToolCall
 from pipelines.core.settings import ModelEndpoint
 
-from pipelines.models.llm import ERROR_DETAIL_CHARS, LLM, LLMResult, ToolCallResult, prompt_params, tool_params
+from pipelines.models.llm import (
+    ERROR_DETAIL_CHARS,
+    LLM,
+    LLMResult,
+    ToolCallResult,
+    prompt_params,
+    tool_params,
+)
 
 log = logging.getLogger(__name__)
 
@@ -58,8 +65,9 @@ class OpenAICompatibleLLM(LLM):
 
     Requests are JSON bodies posted with aiohttp, not the `openai` SDK nor httpx: the SDK's request
     transform and response models, and httpx's connection-pool bookkeeping, cost milliseconds of CPU
-    per request (httpx about 3 ms, aiohttp under 1 ms), which at a few dozen requests in flight leaves
-    the server's slots idle while the event loop is busy (`ragwatch bench eval` measures it)."""
+    per request (httpx about 3 ms, aiohttp under 1 ms), which at a few dozen requests in flight
+    leaves the server's slots idle while the event loop is busy (`ragwatch bench eval` measures
+    it)."""
 
     def __init__(
         self,
@@ -87,14 +95,18 @@ class OpenAICompatibleLLM(LLM):
         first = await self._complete(messages, params)
         if first.error is not None:
             return LLMResult(None, first.error, self.model, **_usage([first]))
-        value, problem, repairs = await self._validated(prompt.output_model, messages, params, first.contents[0])
+        value, problem, repairs = await self._validated(
+            prompt.output_model, messages, params, first.contents[0]
+        )
         usage = _usage([first, *repairs])
         if problem is not None:
             return LLMResult(None, problem, self.model, **usage)
         self._remember_value(key, value)
         return LLMResult(value, None, self.model, **usage)
 
-    async def _run_samples(self, prompt: Prompt[In, Out], inputs: In, n: int) -> LLMResult[list[Out]]:
+    async def _run_samples(
+        self, prompt: Prompt[In, Out], inputs: In, n: int
+    ) -> LLMResult[list[Out]]:
         messages, params = prompt.messages(inputs), prompt_params(prompt, n, self.seed)
         key = self._prompt_key(prompt, messages, n)
         if (hit := self._cached_values(key, prompt)) is not None:
@@ -104,27 +116,40 @@ class OpenAICompatibleLLM(LLM):
         if replies[0].error is not None:
             return LLMResult(None, replies[0].error, self.model, **_usage(replies))
         contents = replies[0].contents[:n]
-        # A server that ignores `n` (llama.cpp's does) sends one choice: the others are asked for one by
-        # one, each under a note naming its sample, so that they stay independent samples.
+        # A server that ignores `n` (llama.cpp's does) sends one choice: the others are asked for
+        # one by one, each under a note naming its sample, so that they stay independent samples.
         for k in range(len(contents), n):
             noted = [{"role": "system", "content": SAMPLE_NOTE.format(number=k + 1)}, *messages]
             self.counters.add(sample_requests=1)
             replies.append(await self._complete(noted, one))
             if replies[-1].error is not None:
-                return LLMResult(None, f"sample {k + 1} of {n}: {replies[-1].error}", self.model, **_usage(replies))
+                return LLMResult(
+                    None,
+                    f"sample {k + 1} of {n}: {replies[-1].error}",
+                    self.model,
+                    **_usage(replies),
+                )
             contents.append(replies[-1].contents[0])
         values = []
         for k, content in enumerate(contents):
-            value, problem, repairs = await self._validated(prompt.output_model, messages, one, content)
+            value, problem, repairs = await self._validated(
+                prompt.output_model, messages, one, content
+            )
             replies += repairs
             if problem is not None:
-                return LLMResult(None, f"sample {k + 1} of {n}: {problem}", self.model, **_usage(replies))
+                return LLMResult(
+                    None, f"sample {k + 1} of {n}: {problem}", self.model, **_usage(replies)
+                )
             values.append(value)
         self._remember_values(key, values)
         return LLMResult(values, None, self.model, **_usage(replies))
 
     async def _validated(
-        self, output_model: type[Out], messages: list[dict], params: dict[str, Any], content: str | None
+        self,
+        output_model: type[Out],
+        messages: list[dict],
+        params: dict[str, Any],
+        content: str | None,
     ) -> tuple[Out | None, str | None, list[_Reply]]:
         """The reply's value, or why there is none; an invalid reply is shown to the model with the
         error, once. Also returns the repair request's reply, when one was sent."""
@@ -167,7 +192,10 @@ class OpenAICompatibleLLM(LLM):
         if unreadable:
             # The chosen tool names still come back: tool selection is scored on them.
             return LLMResult(
-                calls, f"invalid tool arguments: not a JSON object for {', '.join(unreadable)}", self.model, **usage
+                calls,
+                f"invalid tool arguments: not a JSON object for {', '.join(unreadable)}",
+                self.model,
+                **usage,
             )
         self._remember_tool_calls(key, calls)
         return LLMResult(calls, None, self.model, **usage)
@@ -179,23 +207,28 @@ class OpenAICompatibleLLM(LLM):
             await client.close()
 
     async def _complete(self, messages: list[dict], params: dict[str, Any]) -> _Reply:
-        """One chat completion with retries; the endpoint's limit is held only while a request is in flight."""
+        """One chat completion with retries; the endpoint's limit is held only while a request is in
+        flight."""
         client, limit = self._client(), _endpoint_limit(self.endpoint)
-        body = json.dumps({"model": self.model, "messages": messages, **params}, ensure_ascii=False).encode()
+        body = json.dumps(
+            {"model": self.model, "messages": messages, **params}, ensure_ascii=False
+        ).encode()
         attempts = 0
         while True:
             attempts += 1
             retry_after = None
             try:
                 async with limit:
-                    # Checked once a slot is free: the cap may have been reached while this request waited.
+                    # Checked once a slot is free: the cap may have been reached while this request
+                    # waited.
                     if not self.budget.allows():
                         return _Reply(None, REFUSAL, attempts - 1)
                     self.counters.add(calls=1)
                     sent = time.monotonic()
                     try:
-                        # The client's own timeout bounds each socket read, not the whole request: a server
-                        # trickling bytes could hold it for ever, so the request as a whole is bounded too.
+                        # The client's own timeout bounds each socket read, not the whole request: a
+                        # server trickling bytes could hold it for ever, so the request as a whole
+                        # is bounded too.
                         async with asyncio.timeout(self.endpoint.timeout_s):
                             async with client.post(self._url, data=body) as response:
                                 reply = _HTTPReply(
@@ -216,7 +249,9 @@ class OpenAICompatibleLLM(LLM):
             except TimeoutError:  # aiohttp's socket timeouts are TimeoutErrors too
                 problem = f"timeout after {attempts} attempts ({self.endpoint.timeout_s:g} s each)"
             except aiohttp.ClientError as exc:
-                problem = f"connection error after {attempts} attempts: {str(exc) or type(exc).__name__}"
+                problem = (
+                    f"connection error after {attempts} attempts: {str(exc) or type(exc).__name__}"
+                )
             if attempts > self.endpoint.max_retries:
                 return _Reply(None, problem, attempts)
             self.counters.add(retries=1)
@@ -228,11 +263,19 @@ class OpenAICompatibleLLM(LLM):
         except ValueError:
             completion = None
         if not isinstance(completion, dict):
-            return _Reply(None, f"unreadable reply: not a JSON object: {response.text[:ERROR_DETAIL_CHARS]}", attempts)
+            return _Reply(
+                None,
+                f"unreadable reply: not a JSON object: {response.text[:ERROR_DETAIL_CHARS]}",
+                attempts,
+            )
         usage = completion.get("usage") or {}
-        prompt_tokens, completion_tokens = usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0
+        prompt_tokens, completion_tokens = (
+            usage.get("prompt_tokens") or 0,
+            usage.get("completion_tokens") or 0,
+        )
         self.counters.add(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
-        # A server that reports no usage is charged an estimate, so that a cap still holds (models/budget.py).
+        # A server that reports no usage is charged an estimate, so that a cap still holds
+        # (models/budget.py).
         reported = "prompt_tokens" in usage or "completion_tokens" in usage
         self.budget.charge(
             prompt_tokens + completion_tokens
@@ -269,8 +312,11 @@ class OpenAICompatibleLLM(LLM):
                         "Authorization": f"Bearer {self.endpoint.api_key.get_secret_value()}",
                         "Content-Type": "application/json",
                     },
-                    # Each connect and socket read is bounded, as httpx's timeout did; `_complete` bounds the whole.
-                    timeout=aiohttp.ClientTimeout(total=None, sock_connect=timeout, sock_read=timeout),
+                    # Each connect and socket read is bounded, as httpx's timeout did; `_complete`
+                    # bounds the whole.
+                    timeout=aiohttp.ClientTimeout(
+                        total=None, sock_connect=timeout, sock_read=timeout
+                    ),
                     # The endpoint's limit bounds what is in flight, not the pool.
                     connector=aiohttp.TCPConnector(limit=0, ssl=self._tls),
                     trust_env=True,  # proxy variables, as httpx honoured them
@@ -278,7 +324,9 @@ class OpenAICompatibleLLM(LLM):
             return self._clients[loop]
 
 
-def _parse(output_model: type[BaseModel], content: str | None) -> tuple[BaseModel | None, str | None]:
+def _parse(
+    output_model: type[BaseModel], content: str | None
+) -> tuple[BaseModel | None, str | None]:
     """The validated value of a reply's text, or why there is none ("<kind>: <detail>")."""
     if not content:
         return None, "invalid JSON: empty reply"
@@ -286,7 +334,11 @@ def _parse(output_model: type[BaseModel], content: str | None) -> tuple[BaseMode
         return output_model.model_validate_json(_strip_code_fence(content)), None
     except ValidationError as exc:
         errors = exc.errors(include_url=False)
-        kind = "invalid JSON" if any(e["type"] == "json_invalid" for e in errors) else "schema mismatch"
+        kind = (
+            "invalid JSON"
+            if any(e["type"] == "json_invalid" for e in errors)
+            else "schema mismatch"
+        )
         detail = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'reply'}: {e['msg']}" for e in errors)
         return None, f"{kind}: {detail[:ERROR_DETAIL_CHARS]}"
 
@@ -312,7 +364,8 @@ class _HTTPReply:
 
 
 def _server_message(response: _HTTPReply) -> str:
-    """The server's own words: OpenAI-style servers (vLLM, the simulator) send {"error": {"message": ...}}."""
+    """The server's own words: OpenAI-style servers (vLLM, the simulator) send
+    {"error": {"message": ...}}."""
     try:
         body = json.loads(response.body)
     except ValueError:
@@ -332,8 +385,8 @@ def _retry_after(response: _HTTPReply) -> float | None:
 
 @functools.cache
 def _tls_context() -> ssl.SSLContext:
-    # Loading the CA bundle takes tens of milliseconds: once per process, when the first LLM is built,
-    # rather than in every client (one per event loop) on its first request.
+    # Loading the CA bundle takes tens of milliseconds: once per process, when the first LLM is
+    # built, rather than in every client (one per event loop) on its first request.
     return httpx.create_ssl_context()
 
 

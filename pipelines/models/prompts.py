@@ -1,4 +1,5 @@
-"""What a model is asked to do, as typed prompts that every backend can run, and the registry of them.
+"""What a model is asked to do, as typed prompts that every backend can run, and the registry of
+them.
 
 A `Prompt` names its input and output models, renders chat messages for a real LLM, and has a
 deterministic `offline` answer. The OpenAI-compatible client sends the messages with the output's
@@ -30,9 +31,9 @@ Out = TypeVar("Out", bound=BaseModel)
 INPUT_FENCE = re.compile(r"<inputs>\s*(\{.*\})\s*</inputs>", re.S)
 REPAIR_REQUEST = "Your previous reply is not valid for the required JSON schema."
 SAMPLE_NOTE = "Independent sample {number} of this request."
-"""A system message set before a prompt's messages when one of several samples is asked for on its own
-(a server that ignores OpenAI's `n`, ragas asking N times): no cache then collapses the samples into one,
-and an offline answer knows which sample to give (`sample_index`)."""
+"""A system message set before a prompt's messages when one of several samples is asked for on its
+own (a server that ignores OpenAI's `n`, ragas asking N times): no cache then collapses the samples
+into one, and an offline answer knows which sample to give (`sample_index`)."""
 SAMPLE_NOTE_PATTERN = re.compile(r"^Independent sample (\d+) of this request\.$")
 
 
@@ -64,13 +65,15 @@ class Prompt(Generic[In, Out]):
         raise NotImplementedError
 
     def offline_sample(self, inputs: In, index: int) -> Out:
-        """Sample `index` of several asked for at once (`LLM.run_samples`, OpenAI's `n`). A prompt whose
-        samples should differ offline overrides this; by default every sample is the one answer."""
+        """Sample `index` of several asked for at once (`LLM.run_samples`, OpenAI's `n`). A prompt
+        whose samples should differ offline overrides this; by default every sample is the one
+        answer."""
         return self.offline(inputs)
 
     def inputs_from_messages(self, messages: list[dict]) -> In:
         """Recover the inputs from the messages `messages()` rendered (the simulator's side of the
-        contract). Override together with `messages` when a prompt renders its inputs differently."""
+        contract). Override together with `messages` when a prompt renders its inputs
+        differently."""
         for text in user_texts(messages):
             match = INPUT_FENCE.search(text)
             if match:
@@ -80,7 +83,8 @@ class Prompt(Generic[In, Out]):
 
 @lru_cache(maxsize=None)
 def _schema_of(model: type[BaseModel]) -> dict:
-    """pydantic rebuilds a schema on every call; a request needs it several times (body, cache key)."""
+    """pydantic rebuilds a schema on every call; a request needs it several times (body, cache
+    key)."""
     return model.model_json_schema()
 
 
@@ -98,7 +102,11 @@ class PromptRegistry:
 
     def add(self, prompt: Prompt) -> None:
         known = self._prompts.get(prompt.name)
-        if known is not None and type(known) is not type(prompt) and known.output_model is not prompt.output_model:
+        if (
+            known is not None
+            and type(known) is not type(prompt)
+            and known.output_model is not prompt.output_model
+        ):
             raise ValueError(f"two different prompts are named {prompt.name!r}")
         self._prompts.setdefault(prompt.name, prompt)
 
@@ -106,7 +114,9 @@ class PromptRegistry:
         try:
             return self._prompts[name]
         except KeyError:
-            raise UnknownPrompt(f"unknown prompt {name!r}; known: {', '.join(self.names) or 'none'}") from None
+            raise UnknownPrompt(
+                f"unknown prompt {name!r}; known: {', '.join(self.names) or 'none'}"
+            ) from None
 
     def __contains__(self, name: str) -> bool:
         return name in self._prompts
@@ -119,7 +129,9 @@ class PromptRegistry:
 def sample_index(messages: list[dict]) -> int:
     """The 0-based sample a conversation asks for (its SAMPLE_NOTE), 0 when it names none."""
     for message in messages:
-        if message.get("role") == "system" and (note := SAMPLE_NOTE_PATTERN.match(str(message.get("content") or ""))):
+        if message.get("role") == "system" and (
+            note := SAMPLE_NOTE_PATTERN.match(str(message.get("content") or ""))
+        ):
             return int(note.group(1)) - 1
     return 0
 
@@ -129,7 +141,10 @@ def repair_messages(messages: list[dict], reply: str, error: str) -> list[dict]:
     return [
         *messages,
         {"role": "assistant", "content": reply},
-        {"role": "user", "content": f"{REPAIR_REQUEST}\nError: {error}\nReply again with the corrected JSON only."},
+        {
+            "role": "user",
+            "content": f"{REPAIR_REQUEST}\nError: {error}\nReply again with the corrected JSON only.",
+        },
     ]
 
 
@@ -143,4 +158,8 @@ def user_texts(messages: list[dict]) -> Iterator[str]:
     for message in reversed(messages):
         if message.get("role") == "user":
             content = message.get("content")
-            yield content if isinstance(content, str) else " ".join(p.get("text", "") for p in content or [])
+            yield (
+                content
+                if isinstance(content, str)
+                else " ".join(p.get("text", "") for p in content or [])
+            )

@@ -69,7 +69,8 @@ class RagasRequest(BaseModel):
 
 
 class RagasPrompt(Prompt[RagasRequest, BaseModel]):
-    """One ragas response model as a prompt of our layer; `offline` answers from `OFFLINE_JUDGEMENTS`."""
+    """One ragas response model as a prompt of our layer; `offline` answers from
+    `OFFLINE_JUDGEMENTS`."""
 
     input_model = RagasRequest
     instructions = ""  # ragas' prompt carries its own instruction, schema and examples
@@ -89,7 +90,11 @@ class RagasPrompt(Prompt[RagasRequest, BaseModel]):
 
     def inputs_from_messages(self, messages: list[dict]) -> RagasRequest:
         # The first user message is the prompt; later ones are repair requests.
-        prompts = [m["content"] for m in messages if m.get("role") == "user" and isinstance(m.get("content"), str)]
+        prompts = [
+            m["content"]
+            for m in messages
+            if m.get("role") == "user" and isinstance(m.get("content"), str)
+        ]
         prompts = [p for p in prompts if not p.startswith(REPAIR_REQUEST)]
         if not prompts:
             raise ValueError(f"no ragas prompt text for {self.name!r} in the user messages")
@@ -101,12 +106,15 @@ class RagasPrompt(Prompt[RagasRequest, BaseModel]):
                 f"no offline judgement for the ragas response model {self.output_model.__name__}; "
                 "add one to OFFLINE_JUDGEMENTS in pipelines.models.ragas_adapter"
             )
-        return self.output_model.model_validate(self._answer(last_input(inputs.prompt), inputs.sample))
+        return self.output_model.model_validate(
+            self._answer(last_input(inputs.prompt), inputs.sample)
+        )
 
 
 def prompt_name(response_model: type[BaseModel]) -> str:
-    """`ragas_<ModelName>`. Models that share a class name across ragas metrics (StatementGeneratorOutput)
-    share the name and the offline judgement; their schemas still give them separate cache entries."""
+    """`ragas_<ModelName>`. Models that share a class name across ragas metrics
+    (StatementGeneratorOutput) share the name and the offline judgement; their schemas still give
+    them separate cache entries."""
     return f"ragas_{response_model.__name__}"
 
 
@@ -143,15 +151,18 @@ class RagasLLM(InstructorBaseRagasLLM):
         return [reply for reply in self.replies if type(reply) is response_model]
 
     def exchanges_of(self, response_model: type[R]) -> list[tuple[dict[str, Any], R]]:
-        """(the request's input object, the reply) for every reply of this model, in order: what a caller
-        needs to check that a reply answers its request (one verdict per statement sent, say)."""
+        """(the request's input object, the reply) for every reply of this model, in order: what a
+        caller needs to check that a reply answers its request (one verdict per statement sent,
+        say)."""
         return [
             (last_input(prompt), reply)
             for prompt, reply in zip(self._prompts, self.replies)
             if type(reply) is response_model
         ]
 
-    def _request(self, prompt: str, response_model: type[BaseModel]) -> tuple[RagasPrompt, RagasRequest]:
+    def _request(
+        self, prompt: str, response_model: type[BaseModel]
+    ) -> tuple[RagasPrompt, RagasRequest]:
         ours = prompt_for(response_model)
         sample = self._repeats[response_model, prompt]
         self._repeats[response_model, prompt] += 1
@@ -222,7 +233,9 @@ def last_input(prompt: str) -> dict[str, Any]:
     """The JSON object of the last `input:` line of a ragas prompt (its examples come before it);
     else the last JSON object that starts a line."""
     decoder = json.JSONDecoder()
-    starts = [m.end() for m in INPUT_MARK.finditer(prompt)] or [m.start() for m in JSON_LINE_START.finditer(prompt)]
+    starts = [m.end() for m in INPUT_MARK.finditer(prompt)] or [
+        m.start() for m in JSON_LINE_START.finditer(prompt)
+    ]
     for start in reversed(starts):
         try:
             value, _ = decoder.raw_decode(prompt, start)
@@ -281,11 +294,14 @@ OFFLINE_JUDGEMENTS: dict[type[BaseModel], OfflineJudgement] = {
     ContextPrecisionOutput: OfflineJudgement("context usefulness verdict", _context_useful),
     ContextRecallOutput: OfflineJudgement("reference claim attribution", _reference_attribution),
     noise_util.StatementGeneratorOutput: OfflineJudgement("claim extraction", _statements),
-    noise_util.StatementFaithfulnessOutput: OfflineJudgement("claim verification", _statement_verdicts),
+    noise_util.StatementFaithfulnessOutput: OfflineJudgement(
+        "claim verification", _statement_verdicts
+    ),
 }
 """The ragas response models of the metrics ragwatch computes, with their offline answers."""
 
 
 def ragas_prompts() -> list[RagasPrompt]:
-    """The ragas requests of the metrics ragwatch computes, as prompts a registry can answer by name."""
+    """The ragas requests of the metrics ragwatch computes, as prompts a registry can answer by
+    name."""
     return [prompt_for(model) for model in OFFLINE_JUDGEMENTS]

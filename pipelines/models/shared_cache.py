@@ -7,7 +7,8 @@ table every worker reads: a batch judged on one worker and rerun on another send
 
 Every call runs synchronously inside the LLM client's event loop, so each is one autocommit round
 trip on a pooled connection (no BEGIN/COMMIT, no ping). One engine per URL and process; a forked
-child (Airflow and Celery fork their task processes) drops the parent's pool untouched and opens its own.
+child (Airflow and Celery fork their task processes) drops the parent's pool untouched and opens its
+own.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ _GET = f"SELECT value FROM {TABLE} WHERE key = %(key)s"
 # Content-addressed: a key already stored holds an equally valid reply, so the first writer wins.
 _PUT = f"INSERT INTO {TABLE} (key, value) VALUES (%(key)s, %(value)s::json) ON CONFLICT (key) DO NOTHING"
 _COUNT = f"SELECT count(*) FROM {TABLE}"
-# `json`, not `jsonb`: it keeps the text as written and accepts \u0000, which a model's reply may hold.
+# `json`, not `jsonb`: it keeps the text as written and accepts \u0000, which a model's reply may
+# hold.
 _CREATE = sa.text(
     f"CREATE TABLE IF NOT EXISTS {TABLE} (key text PRIMARY KEY, value json NOT NULL, "
     "stored_at timestamptz NOT NULL DEFAULT now())"
@@ -41,7 +43,8 @@ _CREATE = sa.text(
 
 
 class LLMCacheError(RuntimeError):
-    """The shared LLM cache is misconfigured or unreachable; the message says what to fix (never the password)."""
+    """The shared LLM cache is misconfigured or unreachable; the message says what to fix (never the
+    password)."""
 
 
 class SharedLLMCache:
@@ -57,18 +60,20 @@ class SharedLLMCache:
 
     def put(self, key: str, value: dict[str, Any]) -> None:
         self._execute(
-            _PUT, {"key": key, "value": json.dumps(value, sort_keys=True, ensure_ascii=False)}, lambda _: None
+            _PUT,
+            {"key": key, "value": json.dumps(value, sort_keys=True, ensure_ascii=False)},
+            lambda _: None,
         )
 
     def count(self) -> int:
         return self._execute(_COUNT, {}, psycopg.Cursor.fetchone)[0]
 
     def _execute(self, sql: str, params: dict[str, Any], read: Callable[[psycopg.Cursor], T]) -> T:
-        # psycopg on the pool's connection, past SQLAlchemy's statement layer: a hit costs the event loop about half
-        # the client CPU (0.25-0.3 ms against 0.5-0.6 ms, measured here), and psycopg prepares the three statements
-        # on each connection after a few uses.
-        # A connection the server dropped (a restart, an idle timeout) is thrown away and the call retried once on a
-        # fresh one, instead of a ping before every call.
+        # psycopg on the pool's connection, past SQLAlchemy's statement layer: a hit costs the event
+        # loop about half the client CPU (0.25-0.3 ms against 0.5-0.6 ms, measured here), and
+        # psycopg prepares the three statements on each connection after a few uses. A connection
+        # the server dropped (a restart, an idle timeout) is thrown away and the call retried once
+        # on a fresh one, instead of a ping before every call.
         for attempt in (1, 2):
             pooled = self.engine.raw_connection()
             try:
@@ -101,7 +106,8 @@ def _open(url: str) -> Engine:
     try:
         parsed = make_url(url)
     except (sa.exc.ArgumentError, ValueError):
-        # Neither the value nor SQLAlchemy's message (it repeats the value) is shown: either may hold the password.
+        # Neither the value nor SQLAlchemy's message (it repeats the value) is shown: either may
+        # hold the password.
         raise LLMCacheError(
             f"{SETTING} is not a SQLAlchemy URL (its value is not shown: it may hold a password); write it as "
             f"postgresql+psycopg://user:password@host:5432/database, or {_OR_LOCAL}"
@@ -112,22 +118,31 @@ def _open(url: str) -> Engine:
             f"{SETTING}={where}: the shared LLM cache needs PostgreSQL (postgresql+psycopg://user:password@host/db); "
             f"{_OR_LOCAL}"
         )
-    connect_args = {} if "connect_timeout" in parsed.query else {"connect_timeout": CONNECT_TIMEOUT_S}
-    # Autocommit: each statement is its own transaction, so a returned connection has nothing to roll back.
+    connect_args = (
+        {} if "connect_timeout" in parsed.query else {"connect_timeout": CONNECT_TIMEOUT_S}
+    )
+    # Autocommit: each statement is its own transaction, so a returned connection has nothing to
+    # roll back.
     engine = sa.create_engine(
         parsed, isolation_level="AUTOCOMMIT", connect_args=connect_args, pool_reset_on_return=None
     )
     try:
         with engine.connect() as conn:
-            exists = lambda: conn.execute(sa.text("SELECT to_regclass(:t)"), {"t": TABLE}).scalar() is not None  # noqa: E731
+            exists = lambda: (
+                conn.execute(sa.text("SELECT to_regclass(:t)"), {"t": TABLE}).scalar() is not None
+            )  # noqa: E731
             if not exists():
                 try:
                     conn.execute(_CREATE)
                 except sa.exc.DBAPIError as exc:
-                    # IF NOT EXISTS does not see a table another session is creating: workers that start together
-                    # collide on the catalog's unique index, and all but the first find the table made.
+                    # IF NOT EXISTS does not see a table another session is creating: workers that
+                    # start together collide on the catalog's unique index, and all but the first
+                    # find the table made.
                     if not (
-                        isinstance(exc.orig, (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateTable))
+                        isinstance(
+                            exc.orig,
+                            (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateTable),
+                        )
                         and exists()
                     ):
                         raise
@@ -147,9 +162,10 @@ def _problem(where: str, exc: Exception) -> str:
 
 
 def _forget_parent_pools() -> None:
-    # A forked child must not use or close the parent's connections (they share its sockets): drop the pools without
-    # touching them, and each engine opens fresh connections in the child. The lock may have been held by another
-    # thread of the parent at the fork: the child takes a new one.
+    # A forked child must not use or close the parent's connections (they share its sockets): drop
+    # the pools without touching them, and each engine opens fresh connections in the child. The
+    # lock may have been held by another thread of the parent at the fork: the child takes a new
+    # one.
     global _ENGINES_LOCK
     _ENGINES_LOCK = threading.Lock()
     for engine in _ENGINES.values():

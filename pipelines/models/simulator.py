@@ -1,20 +1,20 @@
 """An OpenAI-compatible server answered by the offline backend, with the faults of a real one.
 
 The real client (`OpenAICompatibleLLM`) is tested and benchmarked over HTTP against it. A chat
-completion with a `json_schema` response format is dispatched on the schema's `name` to the
-prompt of that name in the `PromptRegistry` the simulator was created with (the CLI passes
+completion with a `json_schema` response format is dispatched on the schema's `name` to the prompt
+of that name in the `PromptRegistry` the simulator was created with (the CLI passes
 `pipelines.cli.prompt_catalog.all_prompts()`, every prompt ragwatch sends), its inputs are recovered
 from the user messages, and the prompt's `offline` output is the reply. A request with `tools` is
 answered by the offline backend's tool choice. A plain prompt from ragas' legacy metrics (the ones
 `ragas.evaluate()` runs), which asks for JSON in the text, is answered by the prompt of the output
-model it names (`LEGACY_RAGAS_OUTPUTS`). Any other chat (an app's own RAG template in free text, as the
-trace-source docs' snippets send) is answered extractively: the sentence of the last user message that covers its
-last line (the question) best. Each kind gets one choice per requested `n`, choice k
-being the prompt's offline sample k (as vLLM samples n completions of one prompt); a request that samples
-(temperature > 0) with OpenAI's `seed` s gets samples s + k instead, so a distinct seed draws other samples, as
-vLLM's seeded sampling does, and the same seed the same ones. Knobs add
-latency, a capacity beyond which requests queue, and injected faults (500, 429, malformed JSON,
-hangs) decided by a seeded draw per request.
+model it names (`LEGACY_RAGAS_OUTPUTS`). Any other chat (an app's own RAG template in free text, as
+the trace-source docs' snippets send) is answered extractively: the sentence of the last user
+message that covers its last line (the question) best. Each kind gets one choice per requested `n`,
+choice k being the prompt's offline sample k (as vLLM samples n completions of one prompt); a
+request that samples (temperature > 0) with OpenAI's `seed` s gets samples s + k instead, so a
+distinct seed draws other samples, as vLLM's seeded sampling does, and the same seed the same ones.
+Knobs add latency, a capacity beyond which requests queue, and injected faults (500, 429, malformed
+JSON, hangs) decided by a seeded draw per request.
 """
 
 from __future__ import annotations
@@ -46,15 +46,18 @@ from pipelines.models.prompts import PromptRegistry, UnknownPrompt, is_repair_re
 
 DEFAULT_MODEL = "ragwatch-simulator"
 HANG_S = 3600.0
-"""A hung request lasts this long unless the client goes away first (far beyond any client timeout)."""
+"""A hung request lasts this long unless the client goes away first (far beyond any client
+timeout)."""
 FALLBACK_DIMENSIONS = 384
 CHARS_PER_TOKEN = 4
 PREFIX_BLOCK_TOKENS = 16
-"""vLLM's KV-cache block size: its automatic prefix cache reuses whole blocks of a prompt's prefix."""
+"""vLLM's KV-cache block size: its automatic prefix cache reuses whole blocks of a prompt's
+prefix."""
 PREFIX_CACHE_BLOCKS = 100_000
 """Blocks the simulated prefix cache holds (1.6 M tokens), least recently used dropped first."""
 LEGACY_SCHEMA_MARK = "as specified in JSON Schema:"
-"""Where a legacy ragas prompt (ragas.prompt.PydanticPrompt) gives its output model's JSON schema."""
+"""Where a legacy ragas prompt (ragas.prompt.PydanticPrompt) gives its output model's JSON
+schema."""
 LEGACY_RAGAS_OUTPUTS = {
     "StatementGeneratorOutput": "ragas_StatementGeneratorOutput",
     "NLIStatementOutput": "ragas_NLIStatementOutput",
@@ -63,7 +66,8 @@ LEGACY_RAGAS_OUTPUTS = {
     "ContextRecallClassifications": "ragas_ContextRecallOutput",
 }
 """Legacy ragas output model (the schema's title) -> the prompt of its collections twin, listed by
-pipelines.models.ragas_adapter: same inputs in the prompt's last `input:` block, same reply fields."""
+pipelines.models.ragas_adapter: same inputs in the prompt's last `input:` block, same reply
+fields."""
 
 
 class SimulatorKnobs(BaseModel):
@@ -82,13 +86,16 @@ class SimulatorKnobs(BaseModel):
     malformed_repairs: bool = False
     """Whether repair requests may be malformed too; by default they are answered correctly."""
     ignore_n: bool = False
-    """Answer a structured prompt with one choice whatever `n` asks for, as llama.cpp's server does."""
+    """Answer a structured prompt with one choice whatever `n` asks for, as llama.cpp's server
+    does."""
 
     @model_validator(mode="after")
     def _rates_fit(self) -> SimulatorKnobs:
         total = self.error_rate + self.rate_limit_rate + self.malformed_rate + self.timeout_rate
         if total > 1.0 + 1e-9:
-            raise ValueError(f"fault rates add up to {total:g}; they are shares of requests and must be ≤ 1")
+            raise ValueError(
+                f"fault rates add up to {total:g}; they are shares of requests and must be ≤ 1"
+            )
         return self
 
 
@@ -113,18 +120,23 @@ class _State:
         self.faults: Counter[str] = Counter()
         self.models_seen: set[str] = set()
         self.models: Counter[str] = Counter()
-        """Requests per model named in them: a judge and a generator sharing one server are counted apart."""
+        """Requests per model named in them: a judge and a generator sharing one server are counted
+        apart."""
         self.prompt_tokens = self.completion_tokens = self.cached_prompt_tokens = 0
         self._prefix_blocks: OrderedDict[bytes, None] = OrderedDict()
         self._gate: asyncio.Condition | None = None
 
     def count_tokens(self, messages: list[dict], usage: dict[str, Any]) -> None:
-        """Token totals of served chat completions, and the prompt tokens an automatic prefix cache (vLLM's)
-        would have held: the prompt in blocks of `PREFIX_BLOCK_TOKENS`, each keyed by everything before it,
-        in an LRU of `PREFIX_CACHE_BLOCKS`. A prompt's leading blocks seen before are cached tokens."""
+        """Token totals of served chat completions, and the prompt tokens an automatic prefix cache
+        (vLLM's) would have held: the prompt in blocks of `PREFIX_BLOCK_TOKENS`, each keyed by
+        everything before it, in an LRU of `PREFIX_CACHE_BLOCKS`. A prompt's leading blocks seen
+        before are cached tokens."""
         self.prompt_tokens += usage["prompt_tokens"]
         self.completion_tokens += usage["completion_tokens"]
-        rendered = "".join(f"<|{m.get('role')}|>{json.dumps(m.get('content'), ensure_ascii=False)}" for m in messages)
+        rendered = "".join(
+            f"<|{m.get('role')}|>{json.dumps(m.get('content'), ensure_ascii=False)}"
+            for m in messages
+        )
         block_chars = PREFIX_BLOCK_TOKENS * CHARS_PER_TOKEN
         key, hits, missed = hashlib.blake2b(digest_size=16), 0, False
         for start in range(0, len(rendered) - block_chars + 1, block_chars):
@@ -230,14 +242,16 @@ def create_simulator(prompts: PromptRegistry, knobs: SimulatorKnobs | None = Non
                     state.faults[fault] += 1
                     await _hang(request)
                     return _error(504, "the simulated request hung", state)
-                # The reply is worked out while the latency runs: a request holds its slot for latency_s, as
-                # the knob says, not for latency_s plus the simulator's own CPU time on a busy machine.
+                # The reply is worked out while the latency runs: a request holds its slot for
+                # latency_s, as the knob says, not for latency_s plus the simulator's own CPU time
+                # on a busy machine.
                 answering = asyncio.ensure_future(answer(fault == "malformed"))
                 try:
                     await asyncio.sleep(state.knobs.latency_s)
                     payload = await answering
                 finally:
-                    answering.cancel()  # no-op once it is done; stops it when the request is abandoned
+                    # no-op once it is done; stops it when the request is abandoned
+                    answering.cancel()
             if fault == "malformed":
                 state.faults[fault] += 1
             state.statuses[200] += 1
@@ -250,7 +264,10 @@ def create_simulator(prompts: PromptRegistry, knobs: SimulatorKnobs | None = Non
     @app.get("/v1/models")
     async def models() -> dict:
         names = sorted({DEFAULT_MODEL, *state.models_seen})
-        return {"object": "list", "data": [{"id": n, "object": "model", "owned_by": "ragwatch"} for n in names]}
+        return {
+            "object": "list",
+            "data": [{"id": n, "object": "model", "owned_by": "ragwatch"} for n in names],
+        }
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> JSONResponse:
@@ -266,7 +283,9 @@ def create_simulator(prompts: PromptRegistry, knobs: SimulatorKnobs | None = Non
             if malformed:
                 # A reply cut short, as with finish_reason "length": the commonest broken JSON.
                 choices = [
-                    {**m, "content": m["content"][: max(1, len(m["content"]) // 2)]} if m.get("content") else m
+                    {**m, "content": m["content"][: max(1, len(m["content"]) // 2)]}
+                    if m.get("content")
+                    else m
                     for m in choices
                 ]
             completion = _completion(body, choices)
@@ -282,7 +301,11 @@ def create_simulator(prompts: PromptRegistry, knobs: SimulatorKnobs | None = Non
         texts = [texts] if isinstance(texts, str) else texts
         if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
             state.requests += 1
-            return _error(400, "input must be a string or a list of strings (token ids are not supported)", state)
+            return _error(
+                400,
+                "input must be a string or a list of strings (token ids are not supported)",
+                state,
+            )
 
         async def respond(_malformed: bool) -> dict:
             vectors = await asyncio.to_thread(embed, texts)
@@ -306,7 +329,9 @@ def create_simulator(prompts: PromptRegistry, knobs: SimulatorKnobs | None = Non
     return app
 
 
-def _chat_answer(body: dict, prompts: PromptRegistry, ignore_n: bool = False) -> Callable[[], Awaitable[list[dict]]]:
+def _chat_answer(
+    body: dict, prompts: PromptRegistry, ignore_n: bool = False
+) -> Callable[[], Awaitable[list[dict]]]:
     """What the request asks for, as a coroutine factory producing the assistant messages (one per
     choice); 400 if unanswerable."""
     messages = body.get("messages") or []
@@ -329,7 +354,9 @@ def _chat_answer(body: dict, prompts: PromptRegistry, ignore_n: bool = False) ->
             if asked == 1 and first == 0:
                 values = [await asyncio.to_thread(prompt.offline, inputs)]
             else:
-                values = await asyncio.to_thread(lambda: [prompt.offline_sample(inputs, first + k) for k in range(n)])
+                values = await asyncio.to_thread(
+                    lambda: [prompt.offline_sample(inputs, first + k) for k in range(n)]
+                )
             return [{"role": "assistant", "content": value.model_dump_json()} for value in values]
 
         return structured
@@ -346,7 +373,10 @@ def _chat_answer(body: dict, prompts: PromptRegistry, ignore_n: bool = False) ->
                         {
                             "id": f"call_{i}",
                             "type": "function",
-                            "function": {"name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)},
+                            "function": {
+                                "name": c.name,
+                                "arguments": json.dumps(c.arguments, ensure_ascii=False),
+                            },
                         }
                         for i, c in enumerate(calls)
                     ],
@@ -362,13 +392,16 @@ def _chat_answer(body: dict, prompts: PromptRegistry, ignore_n: bool = False) ->
         raise _Fault(400, "the simulator answers a chat whose last user message is text", kind="")
 
     async def extractive() -> list[dict]:
-        return [{"role": "assistant", "content": _extractive_reply(user)}] * max(1, int(body.get("n") or 1))
+        return [{"role": "assistant", "content": _extractive_reply(user)}] * max(
+            1, int(body.get("n") or 1)
+        )
 
     return extractive
 
 
 def _extractive_reply(prompt: str) -> str:
-    """The sentence above the prompt's last line that covers that line (the question) best; the first on a tie."""
+    """The sentence above the prompt's last line that covers that line (the question) best; the
+    first on a tie."""
     *context, question = [line for line in prompt.splitlines() if line.strip()] or [prompt]
     candidates = [sentence for line in context for sentence in sentences(line)]
     if not candidates:
@@ -380,9 +413,17 @@ def _legacy_ragas_answer(
     messages: list[dict], n: int, prompts: PromptRegistry
 ) -> Callable[[], Awaitable[list[dict]]] | None:
     """A legacy ragas prompt asks for JSON in plain text and names its output model in the schema it
-    shows; it is answered by that model's prompt, choice k as sample k (ragas asks for n choices where
-    it wants n different samples, as answer relevance does). None when the prompt is not one."""
-    prompt = next((m["content"] for m in messages if m.get("role") == "user" and isinstance(m.get("content"), str)), "")
+    shows; it is answered by that model's prompt, choice k as sample k (ragas asks for n choices
+    where it wants n different samples, as answer relevance does). None when the prompt is not
+    one."""
+    prompt = next(
+        (
+            m["content"]
+            for m in messages
+            if m.get("role") == "user" and isinstance(m.get("content"), str)
+        ),
+        "",
+    )
     mark = prompt.find(LEGACY_SCHEMA_MARK)
     if mark < 0:
         return None
@@ -404,7 +445,9 @@ def _legacy_ragas_answer(
         first = prompt.inputs_from_messages(messages)
         # A sample index gives each choice its own answer (ragas_adapter.RagasRequest has one).
         requests = [
-            first.model_copy(update={"sample": k}) if "sample" in type(first).model_fields else first
+            first.model_copy(update={"sample": k})
+            if "sample" in type(first).model_fields
+            else first
             for k in range(max(1, n))
         ]
     except ValueError as exc:
@@ -431,8 +474,12 @@ async def _hang(request: Request) -> None:
 
 
 def _completion(body: dict, messages: list[dict]) -> dict:
-    prompt_chars = sum(len(json.dumps(m.get("content"), ensure_ascii=False)) for m in body.get("messages") or [])
-    completion_chars = sum(len(m.get("content") or json.dumps(m.get("tool_calls") or [])) for m in messages)
+    prompt_chars = sum(
+        len(json.dumps(m.get("content"), ensure_ascii=False)) for m in body.get("messages") or []
+    )
+    completion_chars = sum(
+        len(m.get("content") or json.dumps(m.get("tool_calls") or [])) for m in messages
+    )
     usage = _usage(prompt_chars, completion_chars)
     return {
         "id": f"chatcmpl-sim-{hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]}",
@@ -453,10 +500,16 @@ def _completion(body: dict, messages: list[dict]) -> dict:
 
 
 def _embedding_list(body: dict, texts: list[str], vectors: list[list[float]]) -> dict:
-    base64_wanted = body.get("encoding_format") == "base64"  # the openai client asks for base64 by default
+    base64_wanted = (
+        body.get("encoding_format") == "base64"
+    )  # the openai client asks for base64 by default
     data = []
     for i, vector in enumerate(vectors):
-        encoded = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode() if base64_wanted else vector
+        encoded = (
+            base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
+            if base64_wanted
+            else vector
+        )
         data.append({"object": "embedding", "index": i, "embedding": encoded})
     tokens = _usage(sum(len(t) for t in texts), 0)["prompt_tokens"]
     return {
@@ -468,14 +521,23 @@ def _embedding_list(body: dict, texts: list[str], vectors: list[list[float]]) ->
 
 
 def _usage(prompt_chars: int, completion_chars: int) -> dict[str, int]:
-    prompt, completion = math.ceil(prompt_chars / CHARS_PER_TOKEN), math.ceil(completion_chars / CHARS_PER_TOKEN)
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    prompt, completion = (
+        math.ceil(prompt_chars / CHARS_PER_TOKEN),
+        math.ceil(completion_chars / CHARS_PER_TOKEN),
+    )
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
 
 
 def _error(status: int, message: str, state: _State) -> JSONResponse:
     state.statuses[status] += 1
     kind = "invalid_request_error" if status == 400 else "server_error"
-    return JSONResponse({"error": {"message": message, "type": kind, "code": status}}, status_code=status)
+    return JSONResponse(
+        {"error": {"message": message, "type": kind, "code": status}}, status_code=status
+    )
 
 
 class _Embeddings:
@@ -505,7 +567,8 @@ class _Embeddings:
 
 
 def hashed_bag_of_words(texts: list[str]) -> list[list[float]]:
-    """Deterministic unit vectors from hashed words: texts sharing words are close, and no model is needed."""
+    """Deterministic unit vectors from hashed words: texts sharing words are close, and no model is
+    needed."""
     vectors = []
     for text in texts:
         vector = [0.0] * FALLBACK_DIMENSIONS
@@ -519,31 +582,45 @@ def hashed_bag_of_words(texts: list[str]) -> list[list[float]]:
 
 
 def serve(
-    prompts: PromptRegistry, port: int = 8000, knobs: SimulatorKnobs | None = None, host: str = "127.0.0.1"
+    prompts: PromptRegistry,
+    port: int = 8000,
+    knobs: SimulatorKnobs | None = None,
+    host: str = "127.0.0.1",
 ) -> None:
     """Run the simulator in the foreground, answering the prompts of `prompts` by name."""
     uvicorn.run(create_simulator(prompts, knobs), host=host, port=port, log_level="warning")
 
 
 def served_stats(base_url: str) -> dict:
-    """What a running simulator has served so far (`/admin/stats`: requests, per model, tokens, peak concurrency)."""
+    """What a running simulator has served so far (`/admin/stats`: requests, per model, tokens, peak
+    concurrency)."""
     import httpx
 
     return httpx.get(base_url.removesuffix("/v1") + "/admin/stats", timeout=30).json()
 
 
 @contextmanager
-def running_simulator(knobs: SimulatorKnobs | None = None, *, prompts: PromptRegistry) -> Iterator[str]:
-    """A simulator on a free loopback port in a background thread; yields its base URL (ending in /v1)."""
+def running_simulator(
+    knobs: SimulatorKnobs | None = None, *, prompts: PromptRegistry
+) -> Iterator[str]:
+    """A simulator on a free loopback port in a background thread; yields its base URL (ending in
+    /v1)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))  # bound here and handed over, so no other process can take the port meanwhile
+    sock.bind(
+        ("127.0.0.1", 0)
+    )  # bound here and handed over, so no other process can take the port meanwhile
     port = sock.getsockname()[1]
     config = uvicorn.Config(
-        create_simulator(prompts, knobs), log_level="warning", lifespan="off", timeout_graceful_shutdown=1
+        create_simulator(prompts, knobs),
+        log_level="warning",
+        lifespan="off",
+        timeout_graceful_shutdown=1,
     )
     server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name=f"simulator-{port}", daemon=True)
+    thread = threading.Thread(
+        target=server.run, kwargs={"sockets": [sock]}, name=f"simulator-{port}", daemon=True
+    )
     thread.start()
     deadline = time.monotonic() + 10
     while not server.started:

@@ -1,18 +1,19 @@
 """What model requests cost, per stage and metric: requests sent, cache hits, tokens, LLM-seconds.
 
-The LLM client counts where it happens (llm.py): a request each time one is sent to the server (every
-attempt, retries and repair rounds included, as the server counts them), a cache hit each time the cache
-answers instead, tokens from the reply's `usage` (what the server says it processed; the offline backend
-and a server that sends no `usage` report 0), and LLM-seconds as the wall time from sending a request to
-its reply (waiting for a free slot of the endpoint's limit excluded).
+The LLM client counts where it happens (llm.py): a request each time one is sent to the server
+(every attempt, retries and repair rounds included, as the server counts them), a cache hit each
+time the cache answers instead, tokens from the reply's `usage` (what the server says it processed;
+the offline backend and a server that sends no `usage` report 0), and LLM-seconds as the wall time
+from sending a request to its reply (waiting for a free slot of the endpoint's limit excluded).
 
-Who asked is said by the calling code with `scope(stage=..., metric=...)`: a context variable, so each
-asyncio task (and `asyncio.to_thread`) carries the scope it was created in, and concurrent items never mix
-their counts. `stage` is a step of a run (STAGES); `metric` what the request computes: a judge metric
-("faithfulness"; "faithfulness+context_recall" for a request that serves several), "answer" for a generated
-answer, "tool_call" for a tool choice; unset, the prompt's name. The rows (`UsageRow`) are what a run
-records per batch and sums in finalize (`pipelines.evaluation.runs.cost`), and what a later estimate of a
-run's cost can be computed from (tokens per request per stage and metric).
+Who asked is said by the calling code with `scope(stage=..., metric=...)`: a context variable, so
+each asyncio task (and `asyncio.to_thread`) carries the scope it was created in, and concurrent
+items never mix their counts. `stage` is a step of a run (STAGES); `metric` what the request
+computes: a judge metric ("faithfulness"; "faithfulness+context_recall" for a request that serves
+several), "answer" for a generated answer, "tool_call" for a tool choice; unset, the prompt's name.
+The rows (`UsageRow`) are what a run records per batch and sums in finalize
+(`pipelines.evaluation.runs.cost`), and what a later estimate of a run's cost can be computed from
+(tokens per request per stage and metric).
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ STAGES = {
     "golden_filter": "the golden build's filters (closed-book answer, grounding judge)",
 }
 UNSCOPED = "other"
-"""The stage of a request sent outside any `scope` (a notebook, a benchmark calling the client directly)."""
+"""The stage of a request sent outside any `scope` (a notebook, a benchmark calling the client
+directly)."""
 COUNTS = ("requests", "cache_hits", "prompt_tokens", "completion_tokens", "llm_seconds", "failures")
 
 _STAGE: ContextVar[str | None] = ContextVar("ragwatch_llm_stage", default=None)
@@ -46,11 +48,15 @@ _METRIC: ContextVar[str | None] = ContextVar("ragwatch_llm_metric", default=None
 
 @contextmanager
 def scope(*, stage: str | None = None, metric: str | None = None) -> Iterator[None]:
-    """Requests sent in this block (and in the tasks it creates) count under `stage` and `metric`; None keeps
-    the enclosing one."""
+    """Requests sent in this block (and in the tasks it creates) count under `stage` and `metric`;
+    None keeps the enclosing one."""
     if stage is not None and stage not in STAGES:
         raise ValueError(f"unknown stage {stage!r}; choose from {sorted(STAGES)}")
-    tokens = [(var, var.set(value)) for var, value in ((_STAGE, stage), (_METRIC, metric)) if value is not None]
+    tokens = [
+        (var, var.set(value))
+        for var, value in ((_STAGE, stage), (_METRIC, metric))
+        if value is not None
+    ]
     try:
         yield
     finally:
@@ -58,7 +64,9 @@ def scope(*, stage: str | None = None, metric: str | None = None) -> Iterator[No
             var.reset(token)
 
 
-async def scoped(awaitable: Awaitable[T], *, stage: str | None = None, metric: str | None = None) -> T:
+async def scoped(
+    awaitable: Awaitable[T], *, stage: str | None = None, metric: str | None = None
+) -> T:
     """`await awaitable` under `scope(...)`: for a coroutine handed to `asyncio.gather`."""
     with scope(stage=stage, metric=metric):
         return await awaitable
@@ -66,7 +74,8 @@ async def scoped(awaitable: Awaitable[T], *, stage: str | None = None, metric: s
 
 @contextmanager
 def default_metric(metric: str) -> Iterator[None]:
-    """`scope(metric=metric)` unless an enclosing scope named the metric already (the LLM client names the prompt)."""
+    """`scope(metric=metric)` unless an enclosing scope named the metric already (the LLM client
+    names the prompt)."""
     with scope(metric=None if _METRIC.get() else metric):
         yield
 
@@ -92,7 +101,8 @@ class UsageRow(BaseModel):
     llm_seconds: float = 0.0
     """Summed wall time of the requests, from sending to the reply (concurrent requests overlap)."""
     failures: int = 0
-    """Calls that ended without a value (after their retries), calls the token budget refused included."""
+    """Calls that ended without a value (after their retries), calls the token budget refused
+    included."""
 
     @property
     def key(self) -> tuple[str, str, str, str]:
@@ -126,11 +136,16 @@ def summed(rows: Iterable[UsageRow]) -> list[UsageRow]:
     for row in rows:
         if row.key in total:
             kept = total[row.key]
-            total[row.key] = kept.model_copy(update=_rounded({c: getattr(kept, c) + getattr(row, c) for c in COUNTS}))
+            total[row.key] = kept.model_copy(
+                update=_rounded({c: getattr(kept, c) + getattr(row, c) for c in COUNTS})
+            )
         else:
             total[row.key] = row
     return [total[key] for key in sorted(total)]
 
 
 def _rounded(counts: dict[str, float]) -> dict[str, float]:
-    return {name: round(value, 3) if name == "llm_seconds" else int(value) for name, value in counts.items()}
+    return {
+        name: round(value, 3) if name == "llm_seconds" else int(value)
+        for name, value in counts.items()
+    }

@@ -1,8 +1,9 @@
-"""What a run would cost before it runs (`--dry-run`): the records the eval and golden estimates fill in.
+"""What a run would cost before it runs (`--dry-run`): the records the eval and golden estimates
+fill in.
 
-The rows mirror the usage rows a run records (usage.py: stage × metric × role), so an estimate can be compared
-with what the run then records. How each estimate is computed is said where it is (evaluation/runs/estimate.py,
-golden/estimate.py).
+The rows mirror the usage rows a run records (usage.py: stage × metric × role), so an estimate can
+be compared with what the run then records. How each estimate is computed is said where it is
+(evaluation/runs/estimate.py, golden/estimate.py).
 """
 
 from __future__ import annotations
@@ -70,12 +71,14 @@ class StageEstimate(BaseModel):
         rate_unit: str,
         source: str,
     ) -> StageEstimate:
-        """The stage `key` (stage, metric, role) at the rates of the past: `used` counts what `per` past units
-        cost (USAGE_COUNTS). The fresh units send requests at the past rate; a cached unit's requests, and the
-        hits it had, all come back from the cache as hits. `source` says where the rates come from."""
+        """The stage `key` (stage, metric, role) at the rates of the past: `used` counts what `per`
+        past units cost (USAGE_COUNTS). The fresh units send requests at the past rate; a cached
+        unit's requests, and the hits it had, all come back from the cache as hits. `source` says
+        where the rates come from."""
         requests_per, hits_per = used["requests"] / per, used["cache_hits"] / per
         per_request = {
-            c: used[c] / used["requests"] if used["requests"] else 0.0 for c in ("prompt_tokens", "completion_tokens")
+            c: used[c] / used["requests"] if used["requests"] else 0.0
+            for c in ("prompt_tokens", "completion_tokens")
         }
         fresh = units - cached
         requests = fresh * requests_per

@@ -31,8 +31,8 @@ class Anonymizer:
         self._key = key
 
     def pseudonym(self, scope: str, entity_type: str, canonical: str) -> str:
-        # A separator keeps ("ab", "c") and ("a", "bc") from sharing a message; lone surrogates (from
-        # JSON such as "\ud800") are encoded as they are rather than crash the run.
+        # A separator keeps ("ab", "c") and ("a", "bc") from sharing a message; lone surrogates
+        # (from JSON such as "\ud800") are encoded as they are rather than crash the run.
         message = f"{scope}\x1f{entity_type}\x1f{canonical}".encode("utf-8", "surrogatepass")
         return f"[{entity_type}_{hmac.new(self._key, message, hashlib.sha256).hexdigest()[:8]}]"
 
@@ -50,7 +50,9 @@ class Anonymizer:
         parts.append(text[cursor:])
         return "".join(parts)
 
-    def _anonymize_field(self, value: str, spans: list[Span], entity: str, scope: str, counts: Counter) -> str:
+    def _anonymize_field(
+        self, value: str, spans: list[Span], entity: str, scope: str, counts: Counter
+    ) -> str:
         """A string under a key that names its content: replaced whole when detection finds nothing
         in it (or always, for a secret), so "sunshine" under `password` does not survive."""
         if PSEUDONYM.fullmatch(value.strip()):
@@ -64,7 +66,11 @@ class Anonymizer:
         if entity_type is None:
             counts.update(found)
             return anonymized
-        canonical = " ".join(fold(value).split()) if entity in ("PERSON", "ADDRESS", "EMAIL") else value.strip()
+        canonical = (
+            " ".join(fold(value).split())
+            if entity in ("PERSON", "ADDRESS", "EMAIL")
+            else value.strip()
+        )
         counts[entity_type] += 1
         return self.pseudonym(scope, entity_type, canonical)
 
@@ -76,7 +82,8 @@ class Anonymizer:
         field: str | None = None,
         spans_of: Callable[[str], list[Span]] = find_pii,
     ) -> Any:
-        """Every string inside a JSON-like value, keys included; `field` is the key `value` sits under.
+        """Every string inside a JSON-like value, keys included; `field` is the key `value` sits
+        under.
 
         `spans_of` finds the PII of one string: `find_pii`, or a lookup of spans found beforehand.
         """
@@ -88,7 +95,11 @@ class Anonymizer:
         if isinstance(value, dict):
             out: dict = {}
             for key, item in value.items():
-                new_key = self._replaced(key, spans_of(key), scope, counts) if isinstance(key, str) else key
+                new_key = (
+                    self._replaced(key, spans_of(key), scope, counts)
+                    if isinstance(key, str)
+                    else key
+                )
                 while new_key in out:  # two keys that were one value spelled two ways: keep both
                     new_key = f"{new_key}#"
                 out[new_key] = self.anonymize_value(
@@ -110,7 +121,8 @@ class Anonymizer:
         strings = [trace.question, trace.answer]
         for call in trace.tool_calls:
             strings += _strings(call.arguments)
-        # Span ids are kept as they are (privacy/trace_context.py); the rest of the metadata is scanned.
+        # Span ids are kept as they are (privacy/trace_context.py); the rest of the metadata is
+        # scanned.
         metadata, kept_ids = without_span_ids(trace.metadata), span_ids(trace.metadata)
         strings += _strings(metadata)
         spans = dict(zip(strings, find_pii_many(strings)))
@@ -127,7 +139,9 @@ class Anonymizer:
                 "tool_calls": [
                     call.model_copy(
                         update={
-                            "arguments": self.anonymize_value(call.arguments, scope, counts, spans_of=spans.__getitem__)
+                            "arguments": self.anonymize_value(
+                                call.arguments, scope, counts, spans_of=spans.__getitem__
+                            )
                         }
                     )
                     for call in trace.tool_calls
@@ -146,7 +160,11 @@ def _strings(value: Any) -> list[str]:
     if isinstance(value, str):
         return [value]
     if isinstance(value, dict):
-        return [s for key, item in value.items() for s in (*([key] if isinstance(key, str) else []), *_strings(item))]
+        return [
+            s
+            for key, item in value.items()
+            for s in (*([key] if isinstance(key, str) else []), *_strings(item))
+        ]
     if isinstance(value, (list, tuple)):
         return [s for item in value for s in _strings(item)]
     return []

@@ -1,11 +1,11 @@
 """E-mail addresses, including the ones written to get past filters.
 
 Plain addresses match a permissive pattern (a mistyped address is still someone's). Obfuscated ones
-spell the `@` or the dots: "juan at gmail dot com", "juan (at) gmail (dot) com", "juan [at] gmail.com",
-"juan arroba gmail punto com", "juan at gmail.com", "juan%40gmail.com", "juan&#64;gmail.com",
-"juan @ gmail.com", "juan@gmail dot com"; the
-full-width "juan＠gmail．com" arrives here already plain (see `views`). Every spelling of one address
-has the same canonical value, so it gets the same pseudonym.
+spell the `@` or the dots: "juan at gmail dot com", "juan (at) gmail (dot) com", "juan [at]
+gmail.com", "juan arroba gmail punto com", "juan at gmail.com", "juan%40gmail.com",
+"juan&#64;gmail.com", "juan @ gmail.com", "juan@gmail dot com"; the full-width "juan＠gmail．com"
+arrives here already plain (see `views`). Every spelling of one address has the same canonical
+value, so it gets the same pseudonym.
 
 A bare " at " is everywhere in English ("see the docs at docs.python.org"), so an address spelled
 with it needs a second sign: a spelled dot ("dot", "punto") or a webmail domain ("at gmail.com").
@@ -19,9 +19,7 @@ from collections.abc import Iterator
 from pipelines.privacy.spans import Span
 from pipelines.privacy.views import TextView
 
-EMAIL = (
-    r"(?<![\w.+%\-])[\w.+%\-]+(?:'[\w.+%\-]+)*@(?:[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?\.)+[A-Za-z]{2,24}(?![\w\-])"
-)
+EMAIL = r"(?<![\w.+%\-])[\w.+%\-]+(?:'[\w.+%\-]+)*@(?:[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?\.)+[A-Za-z]{2,24}(?![\w\-])"
 """A plain address as a regex, for validation suites; detection finds the same from each "@"."""
 
 
@@ -33,10 +31,15 @@ _AT_ENTITIES = (re.compile("%40"), re.compile(r"&(?:#0*64;|commat;)"))
 """Each opens with a literal, which the regex engine finds at memchr speed."""
 _AT_BRACKETED = re.compile(r"[(\[{<][ \t]*(?:at|arroba)[ \t]*[)\]}>]")
 _AT_BRACKET_CLOSE = re.compile(r"at[ \t]*[)\]}>]")
-"""The end of "(at)", "[ at ]": opens with a literal, so the engine skips to candidates at memchr speed."""
-_DOT_TOKEN = _bracketed("(?:dot|punto)") + r"|[ \t]+(?:dot|punto)[ \t]+|[ \t]?\.[ \t]?|&#0*46;|&period;"
+"""The end of "(at)", "[ at ]": opens with a literal, so the engine skips to candidates at memchr
+speed."""
+_DOT_TOKEN = (
+    _bracketed("(?:dot|punto)") + r"|[ \t]+(?:dot|punto)[ \t]+|[ \t]?\.[ \t]?|&#0*46;|&period;"
+)
 _LABEL = r"[a-z0-9](?:[a-z0-9\-]{0,61}[a-z0-9])?"
-_DOMAIN = re.compile(rf"{_LABEL}(?:(?:{_DOT_TOKEN}){_LABEL})*?(?:{_DOT_TOKEN})([a-z]{{2,24}})(?![\w\-])")
+_DOMAIN = re.compile(
+    rf"{_LABEL}(?:(?:{_DOT_TOKEN}){_LABEL})*?(?:{_DOT_TOKEN})([a-z]{{2,24}})(?![\w\-])"
+)
 _NEXT_LABEL = re.compile(rf"(?:{_DOT_TOKEN})([a-z]{{2,24}})(?![\w\-])")
 _DOT_SPLIT = re.compile(_DOT_TOKEN)
 _LOCAL_BEFORE = re.compile(r"(?<![\w.+%\-])[\w.+%\-]+(?:'[\w.+%\-]+)*\Z")
@@ -80,7 +83,8 @@ def _positions(text: str, needle: str) -> Iterator[int]:
 
 
 def _at_tokens(lower: str) -> Iterator[tuple[int, int, str]]:
-    """(start, end, kind) of each way of writing "@": plain, symbol (spaced or encoded), bracketed, spelled."""
+    """(start, end, kind) of each way of writing "@": plain, symbol (spaced or encoded), bracketed,
+    spelled."""
     for i in _positions(lower, "@"):
         start, end = _widened(lower, i, i + 1)
         yield start, end, "plain" if (start, end) == (i, i + 1) else "symbol"
@@ -132,7 +136,9 @@ def _obfuscated(view: TextView) -> Iterator[Span]:
             elif kind == "spelled":
                 accepted = tld_ok and (odd_dot or webmail)
             else:
-                accepted = tld_ok or webmail  # "a @ b.conj" is matrix multiplication, "juan @ gmail.com" is not
+                accepted = (
+                    tld_ok or webmail
+                )  # "a @ b.conj" is matrix multiplication, "juan @ gmail.com" is not
             if not accepted:
                 continue
         else:

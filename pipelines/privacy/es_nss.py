@@ -21,11 +21,18 @@ stdnum.exceptions.InvalidChecksum: ...
 
 from __future__ import annotations
 
-from stdnum.exceptions import InvalidChecksum, InvalidComponent, InvalidFormat, InvalidLength, ValidationError
+from stdnum.exceptions import (
+    InvalidChecksum,
+    InvalidComponent,
+    InvalidFormat,
+    InvalidLength,
+    ValidationError,
+)
 from stdnum.util import clean, isdigits
 
 PROVINCES = frozenset(f"{code:02d}" for code in (*range(1, 54), 66))
-"""INE province codes (01-52), 53 for numbers issued to people living abroad, 66 for older special cases."""
+"""INE province codes (01-52), 53 for numbers issued to people living abroad, 66 for older special
+cases."""
 
 
 def compact(number: str) -> str:

@@ -28,11 +28,13 @@ _NUMBER = re.compile(rf"[0-9](?:(?:[^\w\n]|_){{0,3}}[0-9]){{{NUMBER_DIGITS - 1}}
 
 _WINDOW_BEFORE = 40
 _WINDOW_AFTER = 48
-"""Enough for any id around its seventh digit: an IBAN's country, a `(+34) ` prefix, 34 characters."""
+"""Enough for any id around its seventh digit: an IBAN's country, a `(+34) ` prefix, 34
+characters."""
 
 
 def number_windows(view: TextView) -> list[tuple[int, int]]:
-    """Stretches of `view.text` around its dense digit runs, cut at whitespace, merged when they meet.
+    """Stretches of `view.text` around its dense digit runs, cut at whitespace, merged when they
+    meet.
 
     Digit-led detectors scan these alone: a long text with two numbers costs two short scans. A
     window ends on whitespace, so a lookahead at its end sees what it would see in the whole text.
@@ -51,7 +53,9 @@ def _number_windows(view: TextView) -> list[tuple[int, int]]:
             start = max(0, m.start() - _WINDOW_BEFORE)
             start = max(text.rfind(" ", 0, start), text.rfind("\n", 0, start)) + 1
         end = min(len(text), m.end() + _WINDOW_AFTER)
-        end = min((i for i in (text.find(" ", end), text.find("\n", end)) if i != -1), default=len(text))
+        end = min(
+            (i for i in (text.find(" ", end), text.find("\n", end)) if i != -1), default=len(text)
+        )
         windows.append((start, end))
     return windows
 
@@ -60,7 +64,9 @@ def has_number(view: TextView) -> bool:
     return bool(number_windows(view))
 
 
-def in_windows(regex: re.Pattern[str], text: str, windows: list[tuple[int, int]], haystack: str | None = None):
+def in_windows(
+    regex: re.Pattern[str], text: str, windows: list[tuple[int, int]], haystack: str | None = None
+):
     """`regex.finditer` over each window of `text` (or of `haystack`, its lowercase twin)."""
     for start, end in windows:
         yield from regex.finditer(text if haystack is None else haystack, start, end)
@@ -69,10 +75,13 @@ def in_windows(regex: re.Pattern[str], text: str, windows: list[tuple[int, int]]
 # The patterns open with a character class and check their left boundary right after it: the regex
 # engine then skips to candidates at C speed instead of trying every position. A backslash before a
 # value makes it an escape in code ("\\U00000394" is a Greek delta, not a CIF).
-_DNI = re.compile(r"\d(?<![\w\-./\\]\d)(?:\d{7}|\d\.\d{3}\.\d{3})(?:[\-.]?[A-Za-z]|[ ][A-Z])(?![\w\-])")
+_DNI = re.compile(
+    r"\d(?<![\w\-./\\]\d)(?:\d{7}|\d\.\d{3}\.\d{3})(?:[\-.]?[A-Za-z]|[ ][A-Z])(?![\w\-])"
+)
 _DNI_GROUPED = re.compile(r"\d(?<![\w\-./\\]\d)\d([ \-_])\d{3}\1\d{3}[ \-_]?[A-Z](?![\w\-])")
-"""A DNI's digits in the groups it is printed in, split by blanks, dashes or underscores ("12 345 678 Z",
-"12-345-678-Z"); with dots `_DNI` reads it. The letter is a capital: "12 345 678 a" is a count and a word."""
+"""A DNI's digits in the groups it is printed in, split by blanks, dashes or underscores ("12 345
+678 Z", "12-345-678-Z"); with dots `_DNI` reads it. The letter is a capital: "12 345 678 a" is a
+count and a word."""
 _NIE = re.compile(r"[XYZxyz](?<![\w\-./\\][XYZxyz])[\-. ]?\d{7}[\-. ]?[A-Za-z](?![\w\-])")
 _CIF = re.compile(
     r"[A-HJNP-SUVWa-hjnp-suvw](?<![\w\-./\\][A-Za-z])[\-. ]?\d{2}[\-. ]?\d{5}[\-. ]?[0-9A-Ja-j](?![\w\-])"
@@ -81,9 +90,10 @@ _SSN = re.compile(r"\d(?<![\w\-./\\]\d)\d{2}([\- ])\d{2}\1\d{4}(?![\w\-]|[.,]\d)
 _SSN_SPELLED = re.compile(
     r"\d(?<![\w\-./\\]\d)\d{2}(?P<sep>[ \t]?[\-._/\u00b7][ \t]?)\d{2}(?P=sep)\d{4}(?![\w\-]|[.,/]\d)"
 )
-"""An SSN in its 3-2-4 groups split by any other punctuation, blanks around it or not ("536.90.4399",
-"536_90_4399", "536 / 90 / 4399"); only one the Social Security numbering rules allow is taken
-(`stdnum.us.ssn`: no area 000, 666 or 9xx, no group 00, no serial 0000), so "900.12.3456" stays."""
+"""An SSN in its 3-2-4 groups split by any other punctuation, blanks around it or not
+("536.90.4399", "536_90_4399", "536 / 90 / 4399"); only one the Social Security numbering rules
+allow is taken (`stdnum.us.ssn`: no area 000, 666 or 9xx, no group 00, no serial 0000), so
+"900.12.3456" stays."""
 _SSN_AFTER_CUE = re.compile(
     r"(?:\bssn|social security(?: number| no\.?)?)(?:[\s:#.]|\bis\b|\bes\b){0,6}(\d{3}[\- ]?\d{2}[\- ]?\d{4})(?!\w)"
 )
@@ -91,9 +101,11 @@ _NSS = re.compile(r"\d(?<![\w\-./\\]\d)\d([ /\-.]?)\d{7,8}\1\d{2}(?![\w\-]|[.,]\
 _NSS_AFTER_CUE = re.compile(
     r"(?:\bnss|\bnaf|seguridad social|afiliaci[oó]n)[^\d\n]{0,24}(\d{2}[ /\-.]?\d{7,8}[ /\-.]?\d{2})(?![\w\-])"
 )
-_IBAN = re.compile(r"[A-Za-z](?<![\w\\][A-Za-z])(?:[A-Za-z]|(?<=[A-Z])[A-Z] )\d{2}(?:[ \-._]?[A-Za-z0-9]){10,30}")
-"""A country, its check digits (a blank may part them, the country in capitals: "ES 91 2100 ..."; "es 91"
-is a verb and a number), then groups split by blanks, dashes, dots or underscores."""
+_IBAN = re.compile(
+    r"[A-Za-z](?<![\w\\][A-Za-z])(?:[A-Za-z]|(?<=[A-Z])[A-Z] )\d{2}(?:[ \-._]?[A-Za-z0-9]){10,30}"
+)
+"""A country, its check digits (a blank may part them, the country in capitals: "ES 91 2100 ...";
+"es 91" is a verb and a number), then groups split by blanks, dashes, dots or underscores."""
 _CARD = re.compile(r"\d(?<![\w\-.\\+]\d)(?:[ \-.]?\d){12,18}(?![\w]|[\-.]\d)")
 _SEPARATORS = re.compile(r"[ \-./]")
 _SPELLED_SEPARATOR = r"(?:[ \t]?[\-/_.][ \t]?|[ \t])"
@@ -101,9 +113,10 @@ _CARD_SPELLED = re.compile(
     rf"\d(?<![\w\-.\\+/]\d)\d{{3}}(?P<sep>{_SPELLED_SEPARATOR})(?:\d{{4}}(?P=sep)\d{{4}}(?P=sep)\d{{1,4}}|\d{{6}}(?P=sep)\d{{4,5}})"
     r"(?![\w]|[\-./]\d)"
 )
-"""A card in its printed groups (4-4-4-4, Amex 4-6-5) split the same way throughout by any separator,
-blanks around it or not ("4111 - 1111 - 1111 - 1111", "4111/1111/1111/1111", "4111_1111_..."). Only a
-number that passes Luhn from a card issuer's range is one: "2024 / 0101 / 1200 / 0001" is not."""
+"""A card in its printed groups (4-4-4-4, Amex 4-6-5) split the same way throughout by any
+separator, blanks around it or not ("4111 - 1111 - 1111 - 1111", "4111/1111/1111/1111",
+"4111_1111_..."). Only a number that passes Luhn from a card issuer's range is one: "2024 / 0101 /
+1200 / 0001" is not."""
 
 
 def _dni(value: str) -> tuple[str, str]:
@@ -144,7 +157,8 @@ def _nss(value: str, *, cued: bool = False) -> tuple[str, str] | None:
 
 
 def _card_grouped(groups: list[int]) -> bool:
-    """Digit groups as cards are printed: 4-4-4-4(-1..4), Amex 4-6-5, Diners 4-6-4, or one run of 16."""
+    """Digit groups as cards are printed: 4-4-4-4(-1..4), Amex 4-6-5, Diners 4-6-4, or one run of
+    16."""
     if groups == [16] or groups in ([4, 6, 5], [4, 6, 4]):
         return True
     return len(groups) >= 4 and all(g == 4 for g in groups[:-1]) and 1 <= groups[-1] <= 4
@@ -153,14 +167,29 @@ def _card_grouped(groups: list[int]) -> bool:
 def _card(value: str) -> tuple[str, str] | None:
     groups = [len(g) for g in _SEPARATORS.split(value)]
     digits = _SEPARATORS.sub("", value)
-    if not 13 <= len(digits) <= 19 or ("." in value and not _card_grouped(groups)) or len(digits.strip("0")) <= 3:
-        return None  # "3.1415926535897931" is a float, whatever Luhn says of its digits; "0000 0000 0000 0001" no one's
-    plausible_issuer = digits[0] in "3456" or "2221" <= digits[:4] <= "2720" or digits[:4] in ("2131", "1800")
-    printed = len(groups) == 1 or groups[0] == 4  # cards are printed in one run or from a group of four
+    if (
+        not 13 <= len(digits) <= 19
+        or ("." in value and not _card_grouped(groups))
+        or len(digits.strip("0")) <= 3
+    ):
+        # "3.1415926535897931" is a float, whatever Luhn says of its digits; "0000 0000 0000 0001"
+        # no one's
+        return None
+    plausible_issuer = (
+        digits[0] in "3456" or "2221" <= digits[:4] <= "2720" or digits[:4] in ("2131", "1800")
+    )
+    printed = (
+        len(groups) == 1 or groups[0] == 4
+    )  # cards are printed in one run or from a group of four
     if plausible_issuer and printed and luhn.is_valid(digits):
         return "CREDIT_CARD", digits
-    # Sixteen digits in a row are a mistyped card, unless they are a constant: "1125899906842624" is 2**50.
-    return (invalid("CREDIT_CARD"), digits) if _card_grouped(groups) and not power_of_two(int(digits)) else None
+    # Sixteen digits in a row are a mistyped card, unless they are a constant: "1125899906842624" is
+    # 2**50.
+    return (
+        (invalid("CREDIT_CARD"), digits)
+        if _card_grouped(groups) and not power_of_two(int(digits))
+        else None
+    )
 
 
 def _card_spelled(value: str) -> tuple[str, str] | None:
@@ -170,7 +199,8 @@ def _card_spelled(value: str) -> tuple[str, str] | None:
 
 
 def power_of_two(n: int) -> bool:
-    """2**k or 2**k - 1: tables of sizes and limits ("2^50 = 1125899906842624", 9007199254740991)."""
+    """2**k or 2**k - 1: tables of sizes and limits ("2^50 = 1125899906842624",
+    9007199254740991)."""
     return n > 0 and (n & (n - 1) == 0 or n & (n + 1) == 0)
 
 
@@ -222,16 +252,20 @@ def detect_identifiers(view: TextView) -> list[Span]:
 
 
 def _in_a_fingerprint(text: str, span: Span) -> bool:
-    """A card number between hex groups, or an IBAN whose check fails next to a group of four, is part
-    of a key's fingerprint ("5FEF DCB1 ... AD30 7142 3153 0CAD E164 E107")."""
+    """A card number between hex groups, or an IBAN whose check fails next to a group of four, is
+    part of a key's fingerprint ("5FEF DCB1 ... AD30 7142 3153 0CAD E164 E107")."""
     if span.type.startswith("CREDIT_CARD"):
         return among_hex_groups(text, span.start, span.end)
-    return span.type == invalid("IBAN") and among_hex_groups(text, span.start, span.end, letters=False)
+    return span.type == invalid("IBAN") and among_hex_groups(
+        text, span.start, span.end, letters=False
+    )
 
 
 _SSN_WORDS = frozenset(w + tail for w in ("ssn", "security") for tail in ("", ":", ",", "#"))
 _NSS_WORDS = frozenset(
-    w + tail for w in ("nss", "naf", "social", "afiliación", "afiliacion") for tail in ("", ":", ",")
+    w + tail
+    for w in ("nss", "naf", "social", "afiliación", "afiliacion")
+    for tail in ("", ":", ",")
 )
 
 

@@ -25,7 +25,8 @@ def confirmed(
     pos: int = 0,
     endpos: int | None = None,
 ) -> Iterator[Span]:
-    """Spans of `regex` over `haystack` (default `text`), from `pos` to `endpos`, that `confirm` accepts.
+    """Spans of `regex` over `haystack` (default `text`), from `pos` to `endpos`, that `confirm`
+    accepts.
 
     `windowed`: retry whole digit groups inside a failed candidate, because greedy runs swallow
     neighbouring numbers ("pedido 48213 612 345 678").
@@ -45,13 +46,15 @@ def confirmed(
 def best_of_windows(
     confirm: Confirm, text: str, start: int, end: int, verdict: tuple[str, str] | None
 ) -> Iterator[Span]:
-    """The candidate text[start:end] if it confirms as valid; else the valid runs of whole groups inside
-    it ("4111 1111 1111 1111 612 345 678" is a card and a phone, not one invalid card); else the
-    candidate itself when it is at least shaped right."""
+    """The candidate text[start:end] if it confirms as valid; else the valid runs of whole groups
+    inside it ("4111 1111 1111 1111 612 345 678" is a card and a phone, not one invalid card); else
+    the candidate itself when it is at least shaped right."""
     if verdict is not None and not verdict[0].endswith(INVALID):
         yield Span(start, end, verdict[0], text[start:end], verdict[1])
         return
-    groups = [(g.start(), g.start() + len(_trimmed(g.group()))) for g in _GROUP.finditer(text, start, end)]
+    groups = [
+        (g.start(), g.start() + len(_trimmed(g.group()))) for g in _GROUP.finditer(text, start, end)
+    ]
     groups = [(a, b) for a, b in groups if b > a]
     if 1 < len(groups) <= _MAX_GROUPS:
         valid = list(_windows(_valid_only(confirm), text, groups, whole_tried=True))
@@ -63,7 +66,8 @@ def best_of_windows(
 
 
 def _trimmed(group: str) -> str:
-    """A group without the punctuation that ends a sentence around it: "678." or "678.)", not "(415)"."""
+    """A group without the punctuation that ends a sentence around it: "678." or "678.)", not
+    "(415)"."""
     while group and (group[-1] in ".,;:!?" or (group[-1] == ")" and "(" not in group)):
         group = group[:-1]
     return group
@@ -77,7 +81,9 @@ def _valid_only(confirm: Confirm) -> Confirm:
     return strict
 
 
-def _windows(confirm: Confirm, text: str, groups: list[tuple[int, int]], whole_tried: bool = False) -> Iterator[Span]:
+def _windows(
+    confirm: Confirm, text: str, groups: list[tuple[int, int]], whole_tried: bool = False
+) -> Iterator[Span]:
     """The longest, leftmost run of whole groups that confirms; then the same on either side."""
     for size in range(len(groups) - whole_tried, 0, -1):
         for i in range(len(groups) - size + 1):
@@ -102,7 +108,9 @@ def among_hex_groups(text: str, start: int, end: int, *, letters: bool = True) -
     """Whether text[start:end] sits next to a group of four hex characters with a letter among them
     ("68C8 0230 4919 0278 6BEE"): digits of a key's fingerprint, not a number of anyone's. Without
     `letters`, any group of four will do: an IBAN never runs on into one."""
-    before, after = (_HEX_GROUP_BEFORE, _HEX_GROUP_AFTER) if letters else (_GROUP_BEFORE, _GROUP_AFTER)
+    before, after = (
+        (_HEX_GROUP_BEFORE, _HEX_GROUP_AFTER) if letters else (_GROUP_BEFORE, _GROUP_AFTER)
+    )
     return bool(before.search(text, max(0, start - 5), start) or after.match(text, end))
 
 

@@ -1,4 +1,5 @@
-"""PII checks remembered per distinct retrieved context: the texts that repeat across a day's traces.
+"""PII checks remembered per distinct retrieved context: the texts that repeat across a day's
+traces.
 
 A trace's retrieved contexts are chunks of the team's corpus, and they are most of its bytes (85 %
 of a 5-10 KB production trace). Over a day's sample the same chunks come back again and again: a
@@ -28,8 +29,8 @@ CacheInfo = namedtuple("CacheInfo", "hits misses maxsize currsize")
 REMEMBERED_TEXTS = 16_384
 """Distinct contexts each function keeps per process, least recently used out first."""
 REMEMBERED_MAX_CHARS = 4_096
-"""Longer texts are checked every time: a chunk of 300 words is about 2,000 characters, and a longer text
-is rarely a chunk that repeats."""
+"""Longer texts are checked every time: a chunk of 300 words is about 2,000 characters, and a longer
+text is rarely a chunk that repeats."""
 
 
 def _digest(text: str) -> bytes:
@@ -38,10 +39,12 @@ def _digest(text: str) -> bytes:
 
 
 def per_distinct_context(function: Callable[[str], T]) -> Callable[[str], T]:
-    """`function`, its result for a chunk-sized text computed once and reused. `function` must be pure
-    and its result immutable (a tuple): every caller of the same text gets the same object."""
+    """`function`, its result for a chunk-sized text computed once and reused. `function` must be
+    pure and its result immutable (a tuple): every caller of the same text gets the same object."""
     remembered: OrderedDict[bytes, T] = OrderedDict()
-    lock = threading.Lock()  # the judge's threads may share a process: the LRU's two steps stay together
+    lock = (
+        threading.Lock()
+    )  # the judge's threads may share a process: the LRU's two steps stay together
     counts = {"hits": 0, "misses": 0}
 
     @functools.wraps(function)

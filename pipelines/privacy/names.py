@@ -6,10 +6,11 @@ cue vouches for depends on the cue:
 - strong ("me llamo", "my name is", "a nombre de", "Dr.", a closing such as "Saludos," followed by a
   line break, i.e. a signature): whatever name-like words follow, known or not, capitalised or not;
 - middle ("soy", "I'm", "for", "para", "contacta con"): a known name, or capitalised words that are
-  not everyday words, tools or nationalities ("for Xiomara Quintero", not "for Python" or "I'm Spanish");
-- weak ("hola", "gracias", "thanks"): only a known first name or surname ("Gracias, Rosa").
-Once a name has started, the capitalised words that follow belong to it ("Marta Vilaró i Puig",
-"Juan de la Fuente", "Lorca García-Lorca"), as do lower-case known names after a cue ("soy juan garcía").
+  not everyday words, tools or nationalities ("for Xiomara Quintero", not "for Python" or "I'm
+  Spanish");
+- weak ("hola", "gracias", "thanks"): only a known first name or surname ("Gracias, Rosa"). Once a
+  name has started, the capitalised words that follow belong to it ("Marta Vilaró i Puig", "Juan de
+  la Fuente", "Lorca García-Lorca"), as do lower-case known names after a cue ("soy juan garcía").
 """
 
 from __future__ import annotations
@@ -72,9 +73,13 @@ _PARTICLE = (
     r"(?:de(?:l|[ \t]+la|[ \t]+las|[ \t]+los|[ \t]+l['’])?|dels|della|des|y|i|e|van(?:[ \t]+der|[ \t]+den|[ \t]+de)?|von|ter"
     r"|da|das|dos|di|du|le)"
 )
-_RUN = re.compile(rf"(?P<first>{_CAP})(?:[ \t]+(?:{_PARTICLE}[ \t]+)?(?:[dDlL]['’])?[{_UP}]{_REST})*")
+_RUN = re.compile(
+    rf"(?P<first>{_CAP})(?:[ \t]+(?:{_PARTICLE}[ \t]+)?(?:[dDlL]['’])?[{_UP}]{_REST})*"
+)
 _TOKEN = re.compile(rf"(?:[dDlL]['’])?[{_UP}]{_REST}")
-_PARTICLE_WORDS = frozenset("de del la las los dels della des y i e van von ter da das dos di du le der den".split())
+_PARTICLE_WORDS = frozenset(
+    "de del la las los dels della des y i e van von ter da das dos di du le der den".split()
+)
 
 TITLES = (
     "Sr",
@@ -103,13 +108,16 @@ _MIDDLE_PHRASES = (
 )
 """Middle cues: a known name, or a capitalised word that is no everyday word ("soy Xiomara")."""
 _PAIR_PHRASES = r"for|para|cliente|customer|titular|holder|reserva|booking"
-"""Middle cues too common to vouch for one unknown word ("for Loop"): two are needed ("for Xiomara Quintero")."""
+"""Middle cues too common to vouch for one unknown word ("for Loop"): two are needed ("for Xiomara
+Quintero")."""
 _CLOSINGS = (
     r"atentamente|saludos|un\s+saludo|cordialmente|regards|best\s+regards|kind\s+regards|best|thanks|thank\s+you"
     r"|gracias|cheers|signed|att|atte|--"
 )
 """Closings: weak on the same line ("Gracias, Rosa"), strong before a line break (a signature)."""
-_WEAK_PHRASES = r"hola|hi|hello|hey|dear|estimad[oa]|querid[oa]|buenos\s+d[ií]as|buenas(?:\s+tardes)?"
+_WEAK_PHRASES = (
+    r"hola|hi|hello|hey|dear|estimad[oa]|querid[oa]|buenos\s+d[ií]as|buenas(?:\s+tardes)?"
+)
 _STRONG = "|".join(r"\s+".join(map(re.escape, phrase.split())) for phrase in STRONG_PHRASES)
 _CUE_BEFORE = re.compile(
     rf"(?:(?P<strong>\b(?i:{_STRONG})|\b(?:{'|'.join(TITLES)})\.?)|(?P<middle>\b(?i:{_MIDDLE_PHRASES}))"
@@ -131,8 +139,12 @@ _CLOSING_WORDS = tuple(
     """atentamente saludos saludo cordialmente regards best thanks thank gracias cheers
     att atte --""".split()
 )
-_WEAK_WORDS = tuple("hola hi hello hey dear estimado estimada querido querida buenos buenas".split())
-_CUE_WORDS = _TITLE_WORDS + _STRONG_WORDS + _MIDDLE_WORDS + _PAIR_WORDS + _CLOSING_WORDS + _WEAK_WORDS
+_WEAK_WORDS = tuple(
+    "hola hi hello hey dear estimado estimada querido querida buenos buenas".split()
+)
+_CUE_WORDS = (
+    _TITLE_WORDS + _STRONG_WORDS + _MIDDLE_WORDS + _PAIR_WORDS + _CLOSING_WORDS + _WEAK_WORDS
+)
 """A word of every cue, lower-cased. The name detector works from their occurrences: testing every
 capitalised word of a long text for a cue before it costs more than the rest of the detector."""
 _CUE_WORD_FORMS = {
@@ -143,8 +155,11 @@ _CUE_WORD_FORMS = {
 }
 """The cue words as `str.split` leaves them, punctuation attached."""
 _CUE_WORD_SET = frozenset(_CUE_WORD_FORMS)
-_CONNECTORS = frozenset("a con with to por for de of is es am you la el the días dias tardes".split())
-"""Words between a cue's word and the name: "escribe a", "my name is", "de parte de", "thank you"."""
+_CONNECTORS = frozenset(
+    "a con with to por for de of is es am you la el the días dias tardes".split()
+)
+"""Words between a cue's word and the name: "escribe a", "my name is", "de parte de", "thank
+you"."""
 _NEEDS_CONNECTOR = {
     "nombre": ("es", "de"),
     "name": ("is",),
@@ -161,8 +176,11 @@ _NEEDS_CONNECTOR = {
 }
 """Cue words that are a cue only with the word after them ("my name is", not "the name of")."""
 _VOUCHING_WORDS = frozenset(_STRONG_WORDS + _TITLE_WORDS + _CLOSING_WORDS)
-"""Cue words that can vouch for a word no list knows (a strong cue, a title, a signature's closing)."""
-_CAPITALS_ONLY = frozenset("for para cliente customer titular holder reserva booking this ask pregunta escribe".split())
+"""Cue words that can vouch for a word no list knows (a strong cue, a title, a signature's
+closing)."""
+_CAPITALS_ONLY = frozenset(
+    "for para cliente customer titular holder reserva booking this ask pregunta escribe".split()
+)
 """Cue words too common in prose to look for a lower-case name after them."""
 _GAP = re.compile(r"\.?[ \t]*[,:]?[ \t]*\n?\s*")
 _NEXT_WORD = re.compile(r"[^\W\d_]+['’]?[ \t]+")
@@ -209,17 +227,42 @@ def _gazetteer() -> _Gazetteer:
                 if isinstance(entries, (list, tuple, dict)):  # some locales compute it: skip those
                     for entry in entries:
                         target.update(w for w in fold(entry).split() if len(w) > 1)
-    particles = {"de", "del", "la", "las", "los", "y", "van", "der", "den", "von", "da", "das", "dos", "di", "du"}
-    excluded = particles | _NEVER_NAMES  # not months and peoples: Julio, Abril, Germán and June are names
+    particles = {
+        "de",
+        "del",
+        "la",
+        "las",
+        "los",
+        "y",
+        "van",
+        "der",
+        "den",
+        "von",
+        "da",
+        "das",
+        "dos",
+        "di",
+        "du",
+    }
+    excluded = (
+        particles | _NEVER_NAMES
+    )  # not months and peoples: Julio, Abril, Germán and June are names
     first -= excluded
     last -= excluded
     common = set(_CALENDAR_AND_PEOPLES | _NEVER_NAMES)
     for locale in _COMMON_WORD_LOCALES:
-        common.update(fold(w) for w in importlib.import_module(f"faker.providers.lorem.{locale}").Provider.word_list)
+        common.update(
+            fold(w)
+            for w in importlib.import_module(f"faker.providers.lorem.{locale}").Provider.word_list
+        )
     known = frozenset(first | last)
     # English everyday words only: Faker's Spanish word list holds names ("juan", "maría") as words.
-    english = {fold(w) for w in importlib.import_module("faker.providers.lorem.en_US").Provider.word_list}
-    return _Gazetteer(frozenset(first), frozenset(last), known, frozenset(common - known), frozenset(english))
+    english = {
+        fold(w) for w in importlib.import_module("faker.providers.lorem.en_US").Provider.word_list
+    }
+    return _Gazetteer(
+        frozenset(first), frozenset(last), known, frozenset(common - known), frozenset(english)
+    )
 
 
 _REMEMBERED_WORDS = 1 << 16
@@ -270,13 +313,14 @@ _WORD_ENDINGS = (
     "mientos",
     "ismo",
 )
-"""How English and Spanish common nouns and adjectives end and names rarely do ("Variable Annotations").
-Not "-ise", "-ence", "-ive": Françoise, Florence and Clive end that way."""
+"""How English and Spanish common nouns and adjectives end and names rarely do ("Variable
+Annotations"). Not "-ise", "-ence", "-ive": Françoise, Florence and Clive end that way."""
 
 
 @functools.lru_cache(maxsize=_REMEMBERED_WORDS)
 def _name_like(key: str) -> bool:
-    """An unknown capitalised word that may be a name: not a tool, a function word or an everyday word."""
+    """An unknown capitalised word that may be a name: not a tool, a function word or an everyday
+    word."""
     bare = key.split("'")[-1]
     return (
         len(bare) > 1
@@ -288,8 +332,8 @@ def _name_like(key: str) -> bool:
 
 
 _ACRONYM = re.compile(r"[A-Z]{2,3}s?|[A-Z]+(?:-[A-Z]+)+")
-"""Capitals of three letters or fewer, or joined by hyphens: "AI", "VPC", "TPUs", "MS-DOS", "SARA AA" of a
-character table. Such a word is a name only if it is a known one ("ANA")."""
+"""Capitals of three letters or fewer, or joined by hyphens: "AI", "VPC", "TPUs", "MS-DOS", "SARA
+AA" of a character table. Such a word is a name only if it is a known one ("ANA")."""
 _NOT_A_NAME = "\x00"
 """The key of a token that can be no part of a name (see `_NEVER_NAMES`)."""
 
@@ -316,7 +360,8 @@ def _continuation(tokens: list[_Token], everyday_words: bool = False) -> int:
     count = 1
     for i, token in enumerate(tokens[1:_MAX_TOKENS], start=1):
         if token.key in _PARTICLE_WORDS and i + 1 < len(tokens):
-            continue  # "Susanne De Oliveira": a capitalised particle belongs to the name if a name follows
+            # "Susanne De Oliveira": a capitalised particle belongs to the name if a name follows
+            continue
         if token.key in _NEVER_NAMES:
             break
         if not (everyday_words or _known(token.key, known) or _name_like(token.key)):
@@ -333,7 +378,9 @@ def _after_cue(tokens: list[_Token], strength: str) -> int:
     first_known = _known(tokens[0].key, known)
     if strength != "strong" and tokens[0].key in _CALENDAR_AND_PEOPLES and len(tokens) == 1:
         return 0  # "I'm German", "thanks, May": a name only with a surname after it
-    if strength == "strong":  # "me llamo Abril Morata": after it even a month or a common word is a name
+    if (
+        strength == "strong"
+    ):  # "me llamo Abril Morata": after it even a month or a common word is a name
         return _continuation(tokens, everyday_words=True)
     if first_known:
         return _continuation(tokens, everyday_words=strength != "weak")
@@ -395,7 +442,8 @@ _MULTI_RUN = re.compile(rf"{_CAP}(?:[ \t]+(?:{_PARTICLE}[ \t]+)?(?:[dDlL]['’])
 
 
 def _unprompted_names(text: str) -> list[tuple[int, int]]:
-    """Known first names followed by surnames, wherever they stand: "ping Juan de la Torre about it"."""
+    """Known first names followed by surnames, wherever they stand: "ping Juan de la Torre about
+    it"."""
     found = []
     for run in _MULTI_RUN.finditer(text):
         tokens = _tokens(text, run.start(), run.end())
@@ -415,8 +463,15 @@ def _after_cue_words(text: str, lower: str, words: set[str]) -> dict[int, str]:
             if (i and lower[i - 1].isalnum()) or (j < n and lower[j].isalnum()):
                 i = lower.find(word, j)
                 continue
-            if word in _CAPITALS_ONLY and not needs and lower[j : j + 1] == " " and not text[j + 1 : j + 2].isupper():
-                i = lower.find(word, j)  # "for the", "para el": the common case, decided without a regex
+            if (
+                word in _CAPITALS_ONLY
+                and not needs
+                and lower[j : j + 1] == " "
+                and not text[j + 1 : j + 2].isupper()
+            ):
+                i = lower.find(
+                    word, j
+                )  # "for the", "para el": the common case, decided without a regex
                 continue
             k = _GAP.match(lower, j).end()
             for step in range(3):
@@ -428,7 +483,11 @@ def _after_cue_words(text: str, lower: str, words: set[str]) -> dict[int, str]:
                     positions.setdefault(k, word)
                 elif following not in needs:
                     break
-                if connector is None or following not in _CONNECTORS and following not in _PARTICLE_WORDS:
+                if (
+                    connector is None
+                    or following not in _CONNECTORS
+                    and following not in _PARTICLE_WORDS
+                ):
                     break
                 k = connector.end()
             i = lower.find(word, j)
@@ -449,12 +508,18 @@ def _cue_led_names(text: str, lower: str, words: set[str]) -> list[tuple[int, in
             if not tokens or tokens[0].key in _NEVER_NAMES:
                 continue
             if not (vouching or _known(tokens[0].key, known) or _name_like(tokens[0].key)):
-                continue  # "for Example": only a strong cue, a title or a signature could vouch for it
+                # "for Example": only a strong cue, a title or a signature could vouch for it
+                continue
             cue = _CUE_BEFORE.search(text, max(0, start - _CUE_WINDOW), start)
             count = cue and _after_cue(tokens, _strength(cue))
             if count:
                 # "Sra. van Dijk": the particle between the cue and the name is the name's
-                found.append((cue.start("particle") if cue.group("particle") else start, tokens[count - 1].end))
+                found.append(
+                    (
+                        cue.start("particle") if cue.group("particle") else start,
+                        tokens[count - 1].end,
+                    )
+                )
         elif text[start].islower():
             found.extend(_lowercase_name(text, lower, start, vouching))
     return found
@@ -469,7 +534,8 @@ def _lowercase_name(text: str, lower: str, start: int, vouching: bool) -> list[t
         return []
     key = _key(first.group())
     if not _known(key, gazetteer.known) and not (vouching and _name_like(key)):
-        return []  # "for the", "this is": no cue here can make these words a name; spare the cue regex
+        # "for the", "this is": no cue here can make these words a name; spare the cue regex
+        return []
     cue = _CUE_BEFORE.search(lower, max(0, start - _CUE_WINDOW), start)
     if cue is None or cue.group("pair") is not None:
         return []
@@ -484,7 +550,12 @@ def _lowercase_name(text: str, lower: str, start: int, vouching: bool) -> list[t
             break
     taken = 0
     for i, (_, _, key) in enumerate(words):
-        if key in _LOWER_PARTICLES and i + 1 < len(words) and _known(words[i + 1][2], gazetteer.known) and taken:
+        if (
+            key in _LOWER_PARTICLES
+            and i + 1 < len(words)
+            and _known(words[i + 1][2], gazetteer.known)
+            and taken
+        ):
             continue
         if _known(key, gazetteer.known) and (strong or key not in gazetteer.everyday):
             taken = i + 1
@@ -495,12 +566,16 @@ def _lowercase_name(text: str, lower: str, start: int, vouching: bool) -> list[t
     return [(words[0][0], words[taken - 1][1])] if taken else []
 
 
-def find_names(text: str, lower: str | None = None, words: set[str] | None = None) -> list[tuple[int, int, str]]:
+def find_names(
+    text: str, lower: str | None = None, words: set[str] | None = None
+) -> list[tuple[int, int, str]]:
     """Candidate person names as (start, end, canonical); may overlap, the caller resolves.
 
     `lower` is `text` lowercased with the same length and `words` is `set(lower.split())`, when the
     caller already has them.
     """
     lower = text.lower() if lower is None else lower
-    found = _unprompted_names(text) + _cue_led_names(text, lower, set(lower.split()) if words is None else words)
+    found = _unprompted_names(text) + _cue_led_names(
+        text, lower, set(lower.split()) if words is None else words
+    )
     return [(start, end, " ".join(fold(text[start:end]).split())) for start, end in found]

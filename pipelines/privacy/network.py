@@ -1,4 +1,5 @@
-"""IP addresses, v4 and v6, including IPv4-mapped IPv6 (`::ffff:10.0.0.1`), confirmed by `ipaddress`.
+"""IP addresses, v4 and v6, including IPv4-mapped IPv6 (`::ffff:10.0.0.1`), confirmed by
+`ipaddress`.
 
 Addresses that reach no one are left alone: the documentation ranges (RFC 5737's 192.0.2.0/24,
 198.51.100.0/24 and 203.0.113.0/24, RFC 3849's 2001:db8::/32), loopback (127.0.0.1, ::1), the
@@ -17,8 +18,9 @@ from pipelines.privacy.spans import Span
 from pipelines.privacy.views import TextView
 
 _IPV4 = re.compile(r"\d(?<![\w.]\d)\d{0,2}(?:\.\d{1,3}){3}(?!\w|\.\d|-\d(?!\d{0,2}\.\d)|[~+]\w)")
-"""Four dotted numbers, not a version with its package revision or pre-release ("alsa-lib (1.2.1.2-2)",
-"8.6.11.1-1ubuntu1", "4.5.0.2~rc1"): a dash after an address opens a range only to another address."""
+"""Four dotted numbers, not a version with its package revision or pre-release ("alsa-lib
+(1.2.1.2-2)", "8.6.11.1-1ubuntu1", "4.5.0.2~rc1"): a dash after an address opens a range only to
+another address."""
 _IPV6 = re.compile(
     r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:(?:\d{1,3}\.){3}\d{1,3}|[0-9A-Fa-f]{1,4})?(?:%[\w.]+)?(?![\w:]|\.\d)"
 )
@@ -27,7 +29,8 @@ _V6_HINT = re.compile(r":[0-9A-Fa-f]{0,4}:[0-9A-Fa-f]")
 
 
 DOCUMENTATION_NETWORKS = tuple(
-    ipaddress.ip_network(n) for n in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32")
+    ipaddress.ip_network(n)
+    for n in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32")
 )
 
 
@@ -40,7 +43,11 @@ def reaches_no_one(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bo
         or address.is_unspecified
         or address.is_multicast
         or (address.version == 4 and address.is_reserved)
-        or any(address in network for network in DOCUMENTATION_NETWORKS if network.version == address.version)
+        or any(
+            address in network
+            for network in DOCUMENTATION_NETWORKS
+            if network.version == address.version
+        )
     )
 
 
@@ -59,8 +66,8 @@ _PREFIX_LENGTH = re.compile(r"/(\d{1,3})(?!\d)")
 
 
 def _network(text: str, span: Span) -> bool:
-    """Whether the address is the network of the prefix after it ("10.20.0.0/16", "2001:db8::/48"): a
-    block of addresses in a configuration, not one machine. A /31 or /32 (/127, /128) is one."""
+    """Whether the address is the network of the prefix after it ("10.20.0.0/16", "2001:db8::/48"):
+    a block of addresses in a configuration, not one machine. A /31 or /32 (/127, /128) is one."""
     prefix = _PREFIX_LENGTH.match(text, span.end)
     if prefix is None:
         return False

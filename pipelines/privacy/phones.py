@@ -15,9 +15,9 @@ more often constants, ids and timestamps than North American phones. Nor are pla
 decimal number.
 
 Separators are whatever people type. Spaces, dashes, dots, slashes, underscores and parentheses
-anywhere (`TextView` has already turned every dash and odd space into `-` and ` `); after a cue,
-any punctuation at all (`612,345,678`, `612|345|678`, `612·345·678`): without one, "612,345,678 rows"
-is a count. An extension (`x151`, `ext. 12`) belongs to the number it follows.
+anywhere (`TextView` has already turned every dash and odd space into `-` and ` `); after a cue, any
+punctuation at all (`612,345,678`, `612|345|678`, `612·345·678`): without one, "612,345,678 rows" is
+a count. An extension (`x151`, `ext. 12`) belongs to the number it follows.
 """
 
 from __future__ import annotations
@@ -33,8 +33,26 @@ from pipelines.privacy.spans import Span, invalid
 from pipelines.privacy.views import TextView
 
 DEFAULT_REGION = "ES"
-NATIONAL_REGIONS = ("GB", "FR", "DE", "IT", "PT", "NL", "BE", "CH", "IE", "AT", "MX", "AR", "CO", "CL", "PE", "BR")
-"""Tried, in this order, for a national number that is not Spanish; the first that accepts it wins."""
+NATIONAL_REGIONS = (
+    "GB",
+    "FR",
+    "DE",
+    "IT",
+    "PT",
+    "NL",
+    "BE",
+    "CH",
+    "IE",
+    "AT",
+    "MX",
+    "AR",
+    "CO",
+    "CL",
+    "PE",
+    "BR",
+)
+"""Tried, in this order, for a national number that is not Spanish; the first that accepts it
+wins."""
 
 _EXTENSION = re.compile(r"[ \t]*(?:x|ext\.?|extension|extn\.?)[ \t]*\d{1,6}(?!\w)", re.IGNORECASE)
 _BEFORE_EXTENSION = r"(?=[ \t]*(?i:x|ext\.?|extension|extn\.?)[ \t]*\d)"
@@ -45,8 +63,8 @@ _PUNCTUATED = re.compile(
     r"[+(\d](?<![\w+\-./:@#\\][+(\d])\(?\+?\d{1,7}\)?(?:(?:[ \t]?[^\w\s][ \t]?|[ \t])\(?\d{1,5}\)?){1,7}"
     rf"(?:{_BEFORE_EXTENSION}|(?![\w]|[^\w\s]\d))"
 )
-"""Digit groups split by any punctuation (the first may hold the country code too: "0034616!604!876"): a phone
-after a cue, or one that is self-evident (see `_self_evident`)."""
+"""Digit groups split by any punctuation (the first may hold the country code too:
+"0034616!604!876"): a phone after a cue, or one that is self-evident (see `_self_evident`)."""
 _ODD_SEPARATOR = re.compile(r"[^\d\s\-.()/+_]")
 _NOT_DIALLED = re.compile(r"[^\d+()]+")
 _TRUNK_IN_PARENTHESES = re.compile(r"\(0\)")
@@ -60,8 +78,8 @@ _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 _DOTTED_QUAD = re.compile(rf"{_OCTET}(?:\.{_OCTET}){{3}}")
 _ZIP_PLUS_FOUR = re.compile(r"\d{5}-\d{4}")
 _DECIMAL = re.compile(r"(?:[1-9]\d*|0)\.\d+")
-"""One dot: a decimal number ("61.2345678", a latitude), not a phone, unless a cue says it is; "0034.616604876"
-is dialled abroad, no decimal has its zeros."""
+"""One dot: a decimal number ("61.2345678", a latitude), not a phone, unless a cue says it is;
+"0034.616604876" is dialled abroad, no decimal has its zeros."""
 _NANP_GROUPS = re.compile(r"(?:\+?1[ \-.]?)?(?:\(\d{3}\)[ \-.]?|\d{3}[\-. ])\d{3}[\-. ]\d{4}")
 _INTERNATIONAL = re.compile(r"\(?(?:\+|00)")
 _COLUMNS = re.compile(r"\s{2,}|[./]{2,}")
@@ -77,7 +95,9 @@ def _phone_shaped(value: str) -> bool:
     groups = value.split()
     country = ("+", "(+", "00", "(00")
     return all(
-        len(group.strip("()+")) > 1 or group.startswith(country) or (i and groups[i - 1].startswith(country))
+        len(group.strip("()+")) > 1
+        or group.startswith(country)
+        or (i and groups[i - 1].startswith(country))
         for i, group in enumerate(groups)
     )
 
@@ -102,10 +122,15 @@ _ASCENDING, _DESCENDING = "0123456789" * 2, "9876543210" * 2
 
 
 def placeholder_digits(digits: str) -> bool:
-    """Digits nobody is reached at: a run up or down the keypad ("123456789", "987654321"), one digit
-    repeated, or a few digits among zeros ("600000000", "000000012"), as documentation and forms write
-    examples."""
-    return digits in _ASCENDING or digits in _DESCENDING or len(set(digits)) == 1 or len(digits.strip("0")) <= 3
+    """Digits nobody is reached at: a run up or down the keypad ("123456789", "987654321"), one
+    digit repeated, or a few digits among zeros ("600000000", "000000012"), as documentation and
+    forms write examples."""
+    return (
+        digits in _ASCENDING
+        or digits in _DESCENDING
+        or len(set(digits)) == 1
+        or len(digits.strip("0")) <= 3
+    )
 
 
 def confirm_phone(value: str, cued: bool = False) -> tuple[str, str] | None:
@@ -120,7 +145,8 @@ def confirm_phone(value: str, cued: bool = False) -> tuple[str, str] | None:
         return None
     if not cued and (_ZIP_PLUS_FOUR.fullmatch(value) or _DECIMAL.fullmatch(value.strip("()"))):
         return None
-    # "612_345_678", "612·345·678": libphonenumber reads blanks; "+44 (0)20": the trunk prefix is not dialled
+    # "612_345_678", "612·345·678": libphonenumber reads blanks; "+44 (0)20": the trunk prefix is
+    # not dialled
     value = _NOT_DIALLED.sub(
         " ", _TRUNK_IN_PARENTHESES.sub(" ", value) if value.startswith(("+", "(+")) else value
     ).strip()
@@ -178,7 +204,9 @@ def detect_phones(view: TextView) -> list[Span]:
             else:
                 continue
             if verdict is not None:
-                found += _with_extension(text, [Span(start, end, verdict[0], text[start:end], verdict[1])])
+                found += _with_extension(
+                    text, [Span(start, end, verdict[0], text[start:end], verdict[1])]
+                )
     return [span for span in found if not among_hex_groups(text, span.start, span.end)]
 
 
@@ -188,14 +216,17 @@ _ODD_BUT_A_MIDDLE_DOT = re.compile(r"[^\d\s\-.()/+_·]")
 
 def _self_evident(candidate: str) -> bool:
     """Digit groups split by odd punctuation that read as a phone with no cue: the number opens with
-    its country code ("+34|612|345|678", "0034·612·345·678"), or its only odd separator is a middle dot
-    ("612·345·678"), a typographic dot no count, ratio or table puts between digit groups. Thousands
-    separators ("+12,345,678 lines") are a count's and colons a MAC address's or a time's ("00:50:56:12:34:56"),
-    whatever comes first; libphonenumber must still find the number valid."""
+    its country code ("+34|612|345|678", "0034·612·345·678"), or its only odd separator is a middle
+    dot ("612·345·678"), a typographic dot no count, ratio or table puts between digit groups.
+    Thousands separators ("+12,345,678 lines") are a count's and colons a MAC address's or a time's
+    ("00:50:56:12:34:56"), whatever comes first; libphonenumber must still find the number valid."""
     if _THOUSANDS.search(candidate) or ":" in candidate:
         return False
     # "((+34) 616!604!876)": the match may open with the bracket the number stands in.
-    return _INTERNATIONAL.match(candidate.lstrip("(")) is not None or _ODD_BUT_A_MIDDLE_DOT.search(candidate) is None
+    return (
+        _INTERNATIONAL.match(candidate.lstrip("(")) is not None
+        or _ODD_BUT_A_MIDDLE_DOT.search(candidate) is None
+    )
 
 
 def _with_extension(text: str, spans) -> list[Span]:

@@ -5,12 +5,14 @@ ASCII) and their spans are mapped back onto the original text. Each is gated by 
 character-class search, so ordinary prose costs a few C-level scans.
 
 Entity types (a pseudonym is `[TYPE_xxxxxxxx]`):
-- SECRET: passwords, API and provider tokens, private keys, Authorization and Cookie values, session ids
+- SECRET: passwords, API and provider tokens, private keys, Authorization and Cookie values, session
+  ids
 - URL_SECRET: `user:password@` in a URL, token-like query and fragment values
 - EMAIL, PHONE, IP_ADDRESS, ADDRESS (postal), PERSON
 - IBAN, CREDIT_CARD, DNI, NIE, CIF, NSS (Spanish social security), SSN (US)
 - <TYPE>_INVALID for each checked type (IBAN, CREDIT_CARD, DNI, NIE, CIF, NSS, SSN, PHONE): the
-  shape matched, the checksum or numbering plan did not; replaced all the same (see `spans.INVALID`).
+  shape matched, the checksum or numbering plan did not; replaced all the same (see
+  `spans.INVALID`).
 """
 
 from __future__ import annotations
@@ -91,7 +93,9 @@ def _resolve(candidates: list[Span], protected: list[tuple[int, int]]) -> list[S
     chosen: list[Span] = []
     taken = list(protected)
     for span in sorted(candidates, key=lambda s: (PRIORITY[s.type], s.start - s.end, s.start)):
-        overlapping = [(start, end) for start, end in taken if span.start < end and start < span.end]
+        overlapping = [
+            (start, end) for start, end in taken if span.start < end and start < span.end
+        ]
         if overlapping and span.type in _TRIMMABLE:
             span = _longest_part_outside(span, overlapping)
             overlapping = [] if span is not None else overlapping
@@ -104,7 +108,12 @@ def _resolve(candidates: list[Span], protected: list[tuple[int, int]]) -> list[S
 def _longest_part_outside(span: Span, taken: list[tuple[int, int]]) -> Span | None:
     parts = [(span.start, span.end)]
     for start, end in taken:
-        parts = [piece for a, b in parts for piece in ((a, min(b, start)), (max(a, end), b)) if piece[1] - piece[0] > 0]
+        parts = [
+            piece
+            for a, b in parts
+            for piece in ((a, min(b, start)), (max(a, end), b))
+            if piece[1] - piece[0] > 0
+        ]
     a, b = max(parts, key=lambda piece: piece[1] - piece[0], default=(0, 0))
     if b - a < 3:
         return None
@@ -112,7 +121,8 @@ def _longest_part_outside(span: Span, taken: list[tuple[int, int]]) -> Span | No
 
 
 MIN_PII_CHARS = 6
-"""No PII fits in fewer characters ("a@b.co"); shorter strings (metadata flags, channels) skip the scan."""
+"""No PII fits in fewer characters ("a@b.co"); shorter strings (metadata flags, channels) skip the
+scan."""
 MIN_TOKEN_CHARS = 20
 _PLAIN_WORD = re.compile(r"[A-Za-z]+(?:_[A-Za-z]+)*")
 """One word of letters, or snake_case (a JSON key such as "user_agent"): no detector can match it
@@ -120,7 +130,9 @@ alone, short of a provider token, and those are twenty characters or more."""
 
 
 def _nothing_to_find(text: str) -> bool:
-    return len(text) < MIN_PII_CHARS or (len(text) < MIN_TOKEN_CHARS and _PLAIN_WORD.fullmatch(text) is not None)
+    return len(text) < MIN_PII_CHARS or (
+        len(text) < MIN_TOKEN_CHARS and _PLAIN_WORD.fullmatch(text) is not None
+    )
 
 
 FIELD_SEPARATOR = "\n\x00\n"
@@ -157,7 +169,8 @@ def context_pii(text: str) -> tuple[Span, ...]:
 
 
 def find_pii(text: str) -> list[Span]:
-    """Confirmed PII spans in `text`, non-overlapping, in text order; offsets index `text` itself."""
+    """Confirmed PII spans in `text`, non-overlapping, in text order; offsets index `text`
+    itself."""
     if _nothing_to_find(text):
         return []
     view = TextView.of(text)
@@ -166,7 +179,9 @@ def find_pii(text: str) -> list[Span]:
         candidates += detect(view)
     if not candidates:
         return []
-    if view.text is not text:  # escapes decoded or look-alikes mapped: back to the original's offsets
+    if (
+        view.text is not text
+    ):  # escapes decoded or look-alikes mapped: back to the original's offsets
         candidates = [
             span._replace(start=start, end=end, value=text[start:end])
             for span in candidates

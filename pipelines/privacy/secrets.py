@@ -5,7 +5,8 @@
 - private-key blocks (PEM, OpenSSH, PGP, PuTTY), whole, even when cut short;
 - HTTP credentials: `Authorization:` headers (Basic, Bearer, Digest...), a bare `Bearer <token>` or
   `Basic <base64 of user:password>`, `Cookie:`/`Set-Cookie:` headers, session cookies;
-- URLs: `user:password@` and token-like query or fragment values (`?token=`, `&sig=`, `#access_token=`);
+- URLs: `user:password@` and token-like query or fragment values (`?token=`, `&sig=`,
+  `#access_token=`);
 - assignments (`password=`, `"api_key": "..."`, `DB_PASS: ...`) and sentences ("my password is",
   "mi contraseña es").
 
@@ -26,9 +27,12 @@ from pipelines.privacy.matching import confirmed
 from pipelines.privacy.spans import Span
 from pipelines.privacy.views import TextView
 
-# --- provider tokens -------------------------------------------------------------------------------
+# --- provider tokens
+# -------------------------------------------------------------------------------
 PROVIDER_TOKENS = {
-    "openai/anthropic": [r"sk-(?:proj-|svcacct-|admin-|ant-(?:api|admin|sid)\d\d-|live-|test-)?[A-Za-z0-9_\-]{20,}"],
+    "openai/anthropic": [
+        r"sk-(?:proj-|svcacct-|admin-|ant-(?:api|admin|sid)\d\d-|live-|test-)?[A-Za-z0-9_\-]{20,}"
+    ],
     "stripe": [
         r"sk_(?:live|test)_[A-Za-z0-9]{16,}",
         r"rk_(?:live|test)_[A-Za-z0-9]{16,}",
@@ -81,7 +85,8 @@ PROVIDER_TOKENS = {
     "doppler": [r"dp\.(?:st|ct|sa|scim)\.[A-Za-z0-9_\-]{40,}"],
     "pulumi": [r"pul-[a-f0-9]{40}"],
     "jwt": [r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"],
-    # itsdangerous and Flask sessions: a base64url JSON payload, a timestamp perhaps, an HMAC signature.
+    # itsdangerous and Flask sessions: a base64url JSON payload, a timestamp perhaps, an HMAC
+    # signature.
     "signed payload": [r"eyJ[A-Za-z0-9_\-]{8,}(?:\.[A-Za-z0-9_\-]{4,}){0,1}\.[A-Za-z0-9_\-]{16,}"],
 }
 """Published token formats by issuer, each opening with a literal character. Formats change: lengths
@@ -95,7 +100,9 @@ UNPREFIXED_TOKENS = {
 
 
 _PROVIDER_TOKEN = re.compile(
-    "(?:" + "|".join(p for patterns in PROVIDER_TOKENS.values() for p in patterns) + r")(?![A-Za-z0-9_\-])"
+    "(?:"
+    + "|".join(p for patterns in PROVIDER_TOKENS.values() for p in patterns)
+    + r")(?![A-Za-z0-9_\-])"
 )
 _UNPREFIXED_TOKENS = [
     (literal, re.compile(rf"(?<![A-Za-z0-9_\-])(?:{pattern})(?![A-Za-z0-9_\-])"))
@@ -116,7 +123,8 @@ def _provider_tokens(view: TextView) -> Iterator[Span]:
     if not words or len(max(words, key=len)) < _MIN_TOKEN:
         return
     text, lower = view.text, view.lower
-    # Longest first, in C: the loop below sees only the long words, however many short ones there are.
+    # Longest first, in C: the loop below sees only the long words, however many short ones there
+    # are.
     for word in sorted(words, key=len, reverse=True):
         if len(word) < _MIN_TOKEN:
             break
@@ -136,13 +144,16 @@ def _provider_tokens(view: TextView) -> Iterator[Span]:
             start = lower.find(word, end)
 
 
-# --- private keys ----------------------------------------------------------------------------------
+# --- private keys
+# ----------------------------------------------------------------------------------
 _PEM_BEGIN = re.compile(r"-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----")
 _PEM_BODY = re.compile(
     r"(?:\s+(?:[A-Za-z0-9+/=]*[0-9+/=][A-Za-z0-9+/=]*|[A-Za-z0-9+/=]{16,}|[A-Za-z\-]+:|[\w\-]+,[\w\-]+))*"
 )
 """What follows a header that lost its END line: base64 and `Proc-Type:`/`DEK-Info:` fields."""
-_PUTTY_PRIVATE = re.compile(r"Private-Lines:[ \t]*\d+((?:\s+[A-Za-z0-9+/=]{8,})+)(?:\s+Private-MAC:[ \t]*[0-9a-f]+)?")
+_PUTTY_PRIVATE = re.compile(
+    r"Private-Lines:[ \t]*\d+((?:\s+[A-Za-z0-9+/=]{8,})+)(?:\s+Private-MAC:[ \t]*[0-9a-f]+)?"
+)
 
 
 def _private_keys(text: str) -> Iterator[Span]:
@@ -156,20 +167,33 @@ def _private_keys(text: str) -> Iterator[Span]:
             yield Span(begin.start(), end, "SECRET", block, " ".join(block.split()))
     if "Private-Lines:" in text:
         for m in _PUTTY_PRIVATE.finditer(text):
-            yield Span(m.start(1), m.end(), "SECRET", text[m.start(1) : m.end()], " ".join(m.group(1).split()))
+            yield Span(
+                m.start(1),
+                m.end(),
+                "SECRET",
+                text[m.start(1) : m.end()],
+                " ".join(m.group(1).split()),
+            )
 
 
-# --- HTTP credentials ------------------------------------------------------------------------------
-# Each scan opens with a literal, which the regex engine finds at memchr speed.
+# --- HTTP credentials
+# ------------------------------------------------------------------------------ Each scan opens
+# with a literal, which the regex engine finds at memchr speed.
 _AUTH_HEADER = re.compile(
     r"authori[sz]ation[\"']?[ \t]*[:=][ \t]*[\"']?"
     r"(?:(basic|bearer|token|digest|negotiate|ntlm|apikey|api-key|key|sharedaccesssignature|sharedkey|hmac|dpop|mac|jwt"
     r"|aws4-hmac-sha256|splunk|sso-key)[ \t]+)?([^\s\"'][^\n\"']*)"
 )
 _REST_OF_LINE_SCHEMES = ("digest", "aws4-hmac-sha256", "hmac", "sharedaccesssignature", "mac")
-_COOKIE_HEADER = re.compile(r"cookie(?<![a-z0-9_]cookie)[\"']?[ \t]*:[ \t]*[\"']?([^\s\"'][^\n\"']*)")
-_BEARER = re.compile(r"earer(?<![^\W_][Bb]earer)(?<=[Bb]earer)[ \t]+([A-Za-z0-9\-._~+/]{8,}=*)(?![\w\-.~+/])")
-_BASIC = re.compile(r"asic(?<![^\W_][Bb]asic)(?<=[Bb]asic)[ \t]+([A-Za-z0-9+/]{6,}={0,2})(?![\w+/=])")
+_COOKIE_HEADER = re.compile(
+    r"cookie(?<![a-z0-9_]cookie)[\"']?[ \t]*:[ \t]*[\"']?([^\s\"'][^\n\"']*)"
+)
+_BEARER = re.compile(
+    r"earer(?<![^\W_][Bb]earer)(?<=[Bb]earer)[ \t]+([A-Za-z0-9\-._~+/]{8,}=*)(?![\w\-.~+/])"
+)
+_BASIC = re.compile(
+    r"asic(?<![^\W_][Bb]asic)(?<=[Bb]asic)[ \t]+([A-Za-z0-9+/]{6,}={0,2})(?![\w+/=])"
+)
 _TRAILING = " \t,;"
 
 
@@ -199,10 +223,13 @@ def _http_credentials(view: TextView) -> Iterator[Span]:
     if "earer" in text:
         yield from confirmed(_BEARER, text, _random_enough, group=1)
     if "asic" in text:
-        yield from confirmed(_BASIC, text, lambda v: ("SECRET", v) if _basic_credentials(v) else None, group=1)
+        yield from confirmed(
+            _BASIC, text, lambda v: ("SECRET", v) if _basic_credentials(v) else None, group=1
+        )
 
 
-# --- URLs ------------------------------------------------------------------------------------------
+# --- URLs
+# ------------------------------------------------------------------------------------------
 URL_CREDENTIALS = r"(?i:\b[a-z][a-z0-9+.\-]*://)([^\s/@:\[\]]+:[^\s/\[\]]+)@"
 """`scheme://user:password@`, as a regex for validation suites; detection anchors on the `://`."""
 # The password may hold "@" itself: the credentials run to the last "@" before the host.
@@ -214,8 +241,17 @@ def _url_credentials(text: str) -> Iterator[Span]:
         yield Span(m.start(1), m.end(1), "URL_SECRET", m.group(1), m.group(1))
 
 
-# --- assignments, query strings, cookies and sentences ---------------------------------------------
-_PASSWORD_WORDS = ("password", "passwd", "passphrase", "passcode", "contraseña", "contrasena", "passwort")
+# --- assignments, query strings, cookies and sentences
+# ---------------------------------------------
+_PASSWORD_WORDS = (
+    "password",
+    "passwd",
+    "passphrase",
+    "passcode",
+    "contraseña",
+    "contrasena",
+    "passwort",
+)
 _PASSWORD_SEGMENTS = ("pass", "pwd", "pw", "pin")
 _SECRET_WORDS = (
     "secret",
@@ -244,7 +280,20 @@ _QUERY_SUFFIXES = (
     "sessionid",
     "sessid",
 )
-_QUERY_SEGMENTS = ("key", "sig", "pwd", "pass", "code", "sid", "auth", "otp", "jwt", "ticket", "hash", "nonce")
+_QUERY_SEGMENTS = (
+    "key",
+    "sig",
+    "pwd",
+    "pass",
+    "code",
+    "sid",
+    "auth",
+    "otp",
+    "jwt",
+    "ticket",
+    "hash",
+    "nonce",
+)
 _NAME = r"[a-z0-9_\-.\[\]]"
 
 
@@ -297,16 +346,20 @@ PROSE_WORDS = frozenset(
     given cleared removed deleted updated compared entered typed sensitive usada usado bloqueada bloqueado necesaria
     guardada cifrada enviada pedida solicitada""".split()  # noqa: SIM905 - reads as prose
 )
-"""Words that follow "password:" or "my password is" in documentation and complaints, not secrets."""
+"""Words that follow "password:" or "my password is" in documentation and complaints, not
+secrets."""
 _PLACEHOLDER = re.compile(
     r"\*+|x{3,}|X{3,}|\.{2,}|…|<[^>]*>|\$\{[\w.]+\}|\$[A-Z_][A-Z0-9_]*|\$[a-z_][a-z0-9_.]*|\{\{.*\}\}|\{[\w.]*\}"
-    r"|%\(?\w*\)?[sd]|[#?_\-]+"  # ${DB_PASS}, $DB_PASS, $db_pass: a variable; "$fQhYhCLb" is a password
+    # ${DB_PASS}, $DB_PASS, $db_pass: a variable; "$fQhYhCLb" is a password
+    r"|%\(?\w*\)?[sd]|[#?_\-]+"
     r"|[A-Z][A-Z]*(?:_[A-Z]+)*"  # NAME, DB_PASSWORD: a template slot or an environment variable
-    r"|[a-z_][a-z_]*(?:\.[a-z_][a-z0-9_]*)+\(?|[a-z_][a-z0-9_]*\("  # self.password, os.environ, getpass(
+    # self.password, os.environ, getpass(
+    r"|[a-z_][a-z_]*(?:\.[a-z_][a-z0-9_]*)+\(?|[a-z_][a-z0-9_]*\("
     r"|[a-z]+(?:_[a-z]+)+"  # db_password: a variable
     r"|(?i:your|my)[\-_ ][a-z][\w\-]*|[a-z][\w\-]*[\-_](?i:here)"  # your-api-key, token_goes_here
     r"|\[[A-Z][A-Z_]*_[0-9a-f]{8}\]"  # a pseudonym
-    r"|\[[^\W\d_]+(?:[\- .|][^\W\d_]+)*\]"  # [opciones], [OPTIONS]: an optional argument in a usage line
+    # [opciones], [OPTIONS]: an optional argument in a usage line
+    r"|\[[^\W\d_]+(?:[\- .|][^\W\d_]+)*\]"
 )
 _SYMBOL_OR_DIGIT = re.compile(r"[^A-Za-zÀ-ÿ]")
 _INNER_CAPITALS = re.compile(r"[a-z][A-Z].*[A-Z]|[A-Z]{2}.*[a-z].*[A-Z]")
@@ -324,7 +377,9 @@ def _placeholder(value: str) -> bool:
 
 
 _NAME_PART = r"(?:[a-z]+|[A-Z][a-z]+|[A-Z]+)\d*"
-_CODE_NAME = re.compile(rf"_*{_NAME_PART}(?:_+(?:{_NAME_PART}|\d+))*(?:\._*{_NAME_PART}(?:_+(?:{_NAME_PART}|\d+))*)*")
+_CODE_NAME = re.compile(
+    rf"_*{_NAME_PART}(?:_+(?:{_NAME_PART}|\d+))*(?:\._*{_NAME_PART}(?:_+(?:{_NAME_PART}|\d+))*)*"
+)
 """A name in code, dotted or not ("_first_rev_token", "nn.Parameter"): after a weak keyword
 ("first_token = _first_rev_token(rev)"), a variable, not a value. Its parts are words (lower case,
 capitalised or capitals, a number after them): "ll6tMMAJUs_d" and "AKIA..." stay secrets."""
@@ -340,8 +395,8 @@ _SEGMENT = r"(?:[a-z0-9_.\-]+|[A-Z][a-z0-9_.\-]*)"
 _PATH = re.compile(
     rf"(?:~|\.{{1,2}})?(?:/{_SEGMENT}){{2,}}/?|(?:~|\.{{1,2}})?/?{_SEGMENT}\.(?:pem|key|pfx|p12|json|txt|crt|cer|der|jks|env|ya?ml)"
 )
-""""/home/user/me/my_key.pfx", "service-account.json": where a key is kept, not the key. Its segments are
-words: "/hTGHGNTR99FhRxQzzGndbzixH8K1s/jjg..." is a key in base64."""
+""""/home/user/me/my_key.pfx", "service-account.json": where a key is kept, not the key. Its
+segments are words: "/hTGHGNTR99FhRxQzzGndbzixH8K1s/jjg..." is a key in base64."""
 
 
 def _code_name(value: str) -> bool:
@@ -365,7 +420,9 @@ def _random_enough(value: str) -> tuple[str, str] | None:
         return None
     # "frase contraseña -¡esto es...": the punctuation that opens an aside is not part of a value.
     word = value.lstrip(_ASIDE_OPENERS) or value
-    random_looking = _SYMBOL_OR_DIGIT.search(word) or _INNER_CAPITALS.search(word) or len(word) >= 16
+    random_looking = (
+        _SYMBOL_OR_DIGIT.search(word) or _INNER_CAPITALS.search(word) or len(word) >= 16
+    )
     return ("SECRET", value) if random_looking else None
 
 
@@ -373,14 +430,20 @@ def _password(value: str) -> tuple[str, str] | None:
     """A value after a password keyword: anything but a placeholder, a word of prose or the keyword
     itself (`password=password`: an argument passed on in code)."""
     value = value.rstrip(".,;:)?")
-    if len(value) < 3 or _placeholder(value) or value.lower() in PROSE_WORDS or value.lower() in _PASSWORD_WORDS:
+    if (
+        len(value) < 3
+        or _placeholder(value)
+        or value.lower() in PROSE_WORDS
+        or value.lower() in _PASSWORD_WORDS
+    ):
         return None
     return "SECRET", value
 
 
 def _in_field_list(text: str, key_start: int) -> bool:
-    """Whether the key at `key_start` is a field of a colon-separated format ("nombre:contraseña:GID"),
-    as man pages describe /etc/passwd and /etc/group: a colon before the key names no value after it."""
+    """Whether the key at `key_start` is a field of a colon-separated format
+    ("nombre:contraseña:GID"), as man pages describe /etc/passwd and /etc/group: a colon before the
+    key names no value after it."""
     return key_start > 1 and text[key_start - 1] == ":" and text[key_start - 2].isalnum()
 
 
@@ -395,7 +458,11 @@ def _value_span(text: str, m: re.Match[str], groups: tuple[int, ...]) -> tuple[i
 
 def _assignments(view: TextView) -> Iterator[Span]:
     text = view.text
-    scans = [regex for separator, regex in (("=", _EQUALS_REVERSED), (":", _COLON_REVERSED)) if separator in text]
+    scans = [
+        regex
+        for separator, regex in (("=", _EQUALS_REVERSED), (":", _COLON_REVERSED))
+        if separator in text
+    ]
     if not scans:
         return
     reversed_lower = view.memo("reversed_lower", lambda v: v.lower[::-1])
@@ -406,7 +473,9 @@ def _assignments(view: TextView) -> Iterator[Span]:
             if m.group("query") if regex is _EQUALS_REVERSED else None:
                 value = _QUERY_VALUE.match(text, after)
                 if value and len(value.group()) >= 4 and not _placeholder(value.group()):
-                    yield Span(value.start(), value.end(), "URL_SECRET", value.group(), value.group())
+                    yield Span(
+                        value.start(), value.end(), "URL_SECRET", value.group(), value.group()
+                    )
                 continue
             if m.group("cookie") if regex is _EQUALS_REVERSED else None:
                 value = _COOKIE_VALUE.match(text, after)
@@ -422,7 +491,11 @@ def _assignments(view: TextView) -> Iterator[Span]:
             start, end = span
             if m.group("password") == "nip" and not any(c.isdigit() for c in text[start:end]):
                 continue  # a PIN is digits; "Pin: release a=experimental" pins a package
-            verdict = _password(text[start:end]) if m.group("password") else _random_enough(text[start:end])
+            verdict = (
+                _password(text[start:end])
+                if m.group("password")
+                else _random_enough(text[start:end])
+            )
             if verdict is not None:
                 yield Span(start, end, "SECRET", text[start:end], verdict[1])
 
@@ -443,17 +516,30 @@ def _sentences(view: TextView) -> Iterator[Span]:
 _PEM_WORDS = frozenset(("-----begin", "private-lines:"))
 _SENTENCE_WORDS = frozenset(
     head + word + tail
-    for word in ("password", "passwd", "passphrase", "passcode", "contraseña", "contrasena", "clave")
+    for word in (
+        "password",
+        "passwd",
+        "passphrase",
+        "passcode",
+        "contraseña",
+        "contrasena",
+        "clave",
+    )
     for head in ("", '"', "'", "(", "¿", "¡")
     for tail in ("", ",", ":", ".")
 )
 """A password sentence holds one of these as a word: "my password is", "con la contraseña X"."""
-_SHORT_PASSWORD_SENTENCES = (re.compile(r"pass (?:is|es|was|era) "), re.compile(r"pin (?:is|es|was|era) "))
-""""my pass is", "mi pin es": "pass" and "pin" alone are everywhere in code, so the sentence is sought."""
+_SHORT_PASSWORD_SENTENCES = (
+    re.compile(r"pass (?:is|es|was|era) "),
+    re.compile(r"pin (?:is|es|was|era) "),
+)
+""""my pass is", "mi pin es": "pass" and "pin" alone are everywhere in code, so the sentence is
+sought."""
 
 
 def detect_secrets(view: TextView) -> list[Span]:
-    """Every secret in `view`; each family behind a cheap test of the literal or word it cannot do without."""
+    """Every secret in `view`; each family behind a cheap test of the literal or word it cannot do
+    without."""
     text, lower, words = view.text, view.lower, view.word_set
     found = list(_provider_tokens(view))
     if not _PEM_WORDS.isdisjoint(words) or "-----BEGIN" in text:
@@ -465,7 +551,8 @@ def detect_secrets(view: TextView) -> list[Span]:
     if "=" in text or ":" in text:
         found += _assignments(view)
     if not _SENTENCE_WORDS.isdisjoint(words) or (
-        ("pass" in words or "pin" in words) and any(sentence.search(lower) for sentence in _SHORT_PASSWORD_SENTENCES)
+        ("pass" in words or "pin" in words)
+        and any(sentence.search(lower) for sentence in _SHORT_PASSWORD_SENTENCES)
     ):
         found += _sentences(view)
     return found

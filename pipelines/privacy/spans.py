@@ -1,4 +1,5 @@
-"""What a detector reports: a typed span of text and the canonical value its pseudonym is keyed on."""
+"""What a detector reports: a typed span of text and the canonical value its pseudonym is keyed
+on."""
 
 from __future__ import annotations
 

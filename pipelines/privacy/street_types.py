@@ -1,16 +1,17 @@
-"""Street words: every USPS street suffix (Publication 28, Appendix C1) and the Spanish types of street.
+"""Street words: every USPS street suffix (Publication 28, Appendix C1) and the Spanish types of
+street.
 
-An English address ends its street with a suffix ("Willow Bend", "Harbor Pkwy"); a Spanish one opens it
-with a type ("Calle", "Cuesta de", "Cra."). The lists are the families, not examples: every primary
-name of USPS C1 with the spellings USPS lists as commonly used and its standard abbreviation, a few
-British ones, and the types of street of Spain's Catastro and of Latin American addresses, full and
-abbreviated.
+An English address ends its street with a suffix ("Willow Bend", "Harbor Pkwy"); a Spanish one opens
+it with a type ("Calle", "Cuesta de", "Cra."). The lists are the families, not examples: every
+primary name of USPS C1 with the spellings USPS lists as commonly used and its standard
+abbreviation, a few British ones, and the types of street of Spain's Catastro and of Latin American
+addresses, full and abbreviated.
 
-Many USPS suffixes are everyday words too ("Park", "Key", "View", "Station", "Run"): "Chapter 3 Event
-Loop" is no address. Those (`EN_WORD_SUFFIXES`) make an address only with more around them: a unit, a
-city with a state and ZIP or a postcode, or an address cue before the number ("ship to", "my address
-is"). The other suffixes (`EN_STREET_SUFFIXES`) are street words wherever they follow a number and
-capitalised words, as "Street" and "Ave" always were.
+Many USPS suffixes are everyday words too ("Park", "Key", "View", "Station", "Run"): "Chapter 3
+Event Loop" is no address. Those (`EN_WORD_SUFFIXES`) make an address only with more around them: a
+unit, a city with a state and ZIP or a postcode, or an address cue before the number ("ship to", "my
+address is"). The other suffixes (`EN_STREET_SUFFIXES`) are street words wherever they follow a
+number and capitalised words, as "Street" and "Ave" always were.
 """
 
 from __future__ import annotations
@@ -51,15 +52,19 @@ turnpike tpke: trnpk turnpk | underpass upas | union un | unions uns | valley vl
 viaduct via: vdct viadct | view vw | views vws | village vlg: vill villag villg villiage | villages vlgs | ville vl
 vista vis: vist vst vsta | walk walk | walks walk | wall wall | way way: wy | ways ways | well wl | wells wls
 """
-"""USPS Publication 28, Appendix C1: each primary suffix name, its standard abbreviation, then the other
-spellings USPS lists as commonly used."""
+"""USPS Publication 28, Appendix C1: each primary suffix name, its standard abbreviation, then the
+other spellings USPS lists as commonly used."""
 
 BRITISH_SUFFIXES = "close mews gardens grove walk row crescent rise vale quay parade wharf yard gate embankment approach drove wynd chase"
 """Street words of British addresses that USPS does not list."""
 
 
 def _c1_entries() -> list[list[str]]:
-    return [entry.replace(":", " ").split() for entry in USPS_C1.replace("\n", " | ").split("|") if entry.strip()]
+    return [
+        entry.replace(":", " ").split()
+        for entry in USPS_C1.replace("\n", " | ").split("|")
+        if entry.strip()
+    ]
 
 
 def _c1_words() -> frozenset[str]:
@@ -102,9 +107,9 @@ circunvalación circunvalacion diagonal transversal privada prolongación prolon
 periferico andador ampliación ampliacion continuación continuacion corredor peatonal autopista autovía autovia ruta
 carrera eje vía via vial
 """
-"""Types that are everyday words too ("clave privada RSA 2048", "la cuesta Abajo", "via UTF-8"): a street only when
-written capitalised, as addresses write them ("Privada Cepeda 628", "Cuesta de Eufemia Bastida 507");
-"eje" stands for Mexico's "Eje vial"."""
+"""Types that are everyday words too ("clave privada RSA 2048", "la cuesta Abajo", "via UTF-8"): a
+street only when written capitalised, as addresses write them ("Privada Cepeda 628", "Cuesta de
+Eufemia Bastida 507"); "eje" stands for Mexico's "Eje vial"."""
 ES_NUMBERED_TYPES = "c. cr. tr. tv. dg. diag. col."
 """Abbreviations too short to open a named street ("C. Python 3"): only a numbered one follows them,
 as Colombia writes it ("Cr. 7 # 45-10", "Dg. 166W # 39-67")."""

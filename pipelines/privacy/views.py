@@ -1,11 +1,11 @@
 """The text detectors read: PII written to dodge filters, brought back to plain form, offsets kept.
 
 Real traffic hides values in three ways that plain regexes miss:
-- JSON-escaped text inside a string (`Jos\\u00e9`, `\\"password\\": \\"...\\"`), as in a raw line or a
-  metadata value that was serialized twice;
+- JSON-escaped text inside a string (`Jos\\u00e9`, `\\"password\\": \\"...\\"`), as in a raw line or
+  a metadata value that was serialized twice;
 - invisible characters inside a value (zero-width space, soft hyphen, word joiner);
-- look-alike characters: full-width `＠`, every kind of dash (en, em, U+2011, minus sign), non-breaking
-  and thin spaces.
+- look-alike characters: full-width `＠`, every kind of dash (en, em, U+2011, minus sign),
+  non-breaking and thin spaces.
 
 `TextView` is the text with escapes decoded, invisible characters dropped and look-alikes mapped to
 ASCII, plus the offset of each of its characters in the original, so a span found in the view maps
@@ -18,10 +18,20 @@ import bisect
 import functools
 import re
 
-_JSON_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "/": "/", "\\": "\\", '"': '"'}
+_JSON_ESCAPES = {
+    "n": "\n",
+    "t": "\t",
+    "r": "\r",
+    "b": "\b",
+    "f": "\f",
+    "/": "/",
+    "\\": "\\",
+    '"': '"',
+}
 _HIDDEN = "\u00ad\u180e\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff"
 _ESCAPED_OR_HIDDEN = re.compile(
-    r"\\(?:u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|[nrtbf/\\\"])" f"|[{_HIDDEN}]"
+    r"\\(?:u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|[nrtbf/\\\"])"
+    f"|[{_HIDDEN}]"
 )
 
 _LOOKALIKES = {
@@ -53,11 +63,17 @@ class TextView:
 
     __slots__ = ("original", "text", "_breaks", "_cache")
 
-    def __init__(self, original: str, text: str, breaks: tuple[tuple[int, ...], tuple[int, ...]] | None = None):
+    def __init__(
+        self,
+        original: str,
+        text: str,
+        breaks: tuple[tuple[int, ...], tuple[int, ...]] | None = None,
+    ):
         self.original = original
         self.text = text
         self._breaks = breaks
-        """(view offsets, original offsets) where the two stop moving together; None when they never do."""
+        """(view offsets, original offsets) where the two stop moving together; None when they never
+        do."""
         self._cache: dict = {}
 
     @classmethod
@@ -68,7 +84,9 @@ class TextView:
             return cls(original, original)
         text, breaks = _unescape(original)
         if _LOOKALIKE.search(text):
-            text = _LOOKALIKE.sub(lambda m: _LOOKALIKES[m.group()], text)  # one for one: offsets hold
+            text = _LOOKALIKE.sub(
+                lambda m: _LOOKALIKES[m.group()], text
+            )  # one for one: offsets hold
         return cls(original, text, breaks)
 
     def to_original(self, start: int, end: int) -> tuple[int, int]:
@@ -91,7 +109,8 @@ class TextView:
 
     @property
     def words(self) -> list[str]:
-        """`lower.split()`: its words sit at the same offsets in `text`, lower-casing keeps lengths."""
+        """`lower.split()`: its words sit at the same offsets in `text`, lower-casing keeps
+        lengths."""
         words = self._cache.get("words")
         if words is None:
             words = self._cache["words"] = self.lower.split()
@@ -148,6 +167,7 @@ def _lower_char(c: str) -> str:
 
 
 def lowercase(text: str) -> str:
-    """`text.lower()`, except characters that lowercase to two ("İ") stay, so offsets still line up."""
+    """`text.lower()`, except characters that lowercase to two ("İ") stay, so offsets still line
+    up."""
     lower = text.lower()
     return lower if len(lower) == len(text) else "".join(map(_lower_char, text))

@@ -9,8 +9,8 @@ writes the new one after them, so a crash halfway is repaired by the next run. T
 keeps the fingerprint of the folder last indexed (withdrawn while a run is under way): an unchanged
 folder is recognised without parsing it.
 
-Local mode (`path=`) locks the folder for one process: use `with open_corpus_index(settings) as index:`
-and keep it short-lived, or point `RAGWATCH_QDRANT_URL` at a server.
+Local mode (`path=`) locks the folder for one process: use `with open_corpus_index(settings) as
+index:` and keep it short-lived, or point `RAGWATCH_QDRANT_URL` at a server.
 """
 
 from __future__ import annotations
@@ -50,7 +50,8 @@ _CORPUS_KEY = "__corpus__"
 class Hit:
     chunk_id: str
     score: float
-    """Cosine (dense), BM25 (sparse) or reciprocal-rank fusion (hybrid): compare within one mode only."""
+    """Cosine (dense), BM25 (sparse) or reciprocal-rank fusion (hybrid): compare within one mode
+    only."""
     text: str
     metadata: dict[str, Any]
     """Every payload field but `chunk_id` and `text`: document, section, type, date, language..."""
@@ -130,7 +131,9 @@ class CorpusIndex:
 
     # -- indexing -------------------------------------------------------------------------------
 
-    def index(self, chunks: Iterable[Chunk], rebuild: bool = False, source: str | None = None) -> IndexReport:
+    def index(
+        self, chunks: Iterable[Chunk], rebuild: bool = False, source: str | None = None
+    ) -> IndexReport:
         """Make the index hold exactly `chunks`, touching only documents that changed.
 
         `source`: the fingerprint of the folder the chunks were parsed from, kept so that the next
@@ -148,7 +151,9 @@ class CorpusIndex:
             if info.get("source"):
                 # Withdraw the claim before touching any point: a run that dies halfway must not
                 # leave a fingerprint saying the index matches a folder.
-                self._write_corpus_info({key: value for key, value in info.items() if key != "source"})
+                self._write_corpus_info(
+                    {key: value for key, value in info.items() if key != "source"}
+                )
         stored = self._documents()
 
         removed = sorted(set(stored) - set(by_document))
@@ -184,7 +189,12 @@ class CorpusIndex:
         self._write_documents({document: by_document[document] for document in added + updated})
         version = corpus_version(chunks)
         self._write_corpus_info(
-            {"version": version, "source": source, "documents": len(by_document), "chunks": len(chunks)}
+            {
+                "version": version,
+                "source": source,
+                "documents": len(by_document),
+                "chunks": len(chunks),
+            }
         )
         return IndexReport(
             corpus_version=version,
@@ -226,15 +236,17 @@ class CorpusIndex:
 
     # -- reading --------------------------------------------------------------------------------
 
-    def search(self, query: str, k: int = 5, mode: SearchMode = "hybrid", filter: Filter = None) -> list[Hit]:
+    def search(
+        self, query: str, k: int = 5, mode: SearchMode = "hybrid", filter: Filter = None
+    ) -> list[Hit]:
         """Top-k chunks for `query`. Hybrid fuses the dense and BM25 rankings with RRF."""
         return self.search_many([query], k, mode, filter)[0]
 
     def search_many(
         self, queries: Sequence[str], k: int = 5, mode: SearchMode = "hybrid", filter: Filter = None
     ) -> list[list[Hit]]:
-        """`search` for each query, in order: the queries are embedded in one call and sent as batched
-        queries (`SEARCH_BATCH` per request), not one round trip per query."""
+        """`search` for each query, in order: the queries are embedded in one call and sent as
+        batched queries (`SEARCH_BATCH` per request), not one round trip per query."""
         if mode not in ("hybrid", "dense", "sparse"):
             raise ValueError(f"unknown search mode {mode!r}; use hybrid, dense or sparse")
         self._require_index()
@@ -245,21 +257,33 @@ class CorpusIndex:
             sparse = models.SparseVector(indices=indices, values=values)
             if mode == "sparse":
                 requests.append(
-                    models.QueryRequest(query=sparse, using=SPARSE, limit=k, filter=query_filter, with_payload=True)
+                    models.QueryRequest(
+                        query=sparse, using=SPARSE, limit=k, filter=query_filter, with_payload=True
+                    )
                     if indices
                     else None
                 )
             elif mode == "dense" or not indices:  # a query of stopwords only has no BM25 side
                 requests.append(
-                    models.QueryRequest(query=next(dense), using=DENSE, limit=k, filter=query_filter, with_payload=True)
+                    models.QueryRequest(
+                        query=next(dense),
+                        using=DENSE,
+                        limit=k,
+                        filter=query_filter,
+                        with_payload=True,
+                    )
                 )
             else:
                 depth = max(k * PREFETCH_FACTOR, PREFETCH_MIN)
                 requests.append(
                     models.QueryRequest(
                         prefetch=[
-                            models.Prefetch(query=next(dense), using=DENSE, limit=depth, filter=query_filter),
-                            models.Prefetch(query=sparse, using=SPARSE, limit=depth, filter=query_filter),
+                            models.Prefetch(
+                                query=next(dense), using=DENSE, limit=depth, filter=query_filter
+                            ),
+                            models.Prefetch(
+                                query=sparse, using=SPARSE, limit=depth, filter=query_filter
+                            ),
                         ],
                         query=models.FusionQuery(fusion=models.Fusion.RRF),
                         limit=k,
@@ -270,10 +294,14 @@ class CorpusIndex:
         sent = [request for request in requests if request is not None]
         responses = []
         for start in range(0, len(sent), SEARCH_BATCH):
-            responses += self.client.query_batch_points(self.collection, sent[start : start + SEARCH_BATCH])
+            responses += self.client.query_batch_points(
+                self.collection, sent[start : start + SEARCH_BATCH]
+            )
         answered = iter(responses)
         return [
-            [_hit(point.payload or {}, point.score) for point in next(answered).points] if request is not None else []
+            [_hit(point.payload or {}, point.score) for point in next(answered).points]
+            if request is not None
+            else []
             for request in requests
         ]
 
@@ -299,8 +327,14 @@ class CorpusIndex:
         """The stored chunks among `chunk_ids`, in the order asked; unknown ids are left out."""
         if not chunk_ids or not self.client.collection_exists(self.collection):
             return []
-        records = self.client.retrieve(self.collection, ids=[point_id(cid) for cid in chunk_ids], with_payload=True)
-        found = {record.payload["chunk_id"]: Chunk.from_payload(record.payload) for record in records if record.payload}
+        records = self.client.retrieve(
+            self.collection, ids=[point_id(cid) for cid in chunk_ids], with_payload=True
+        )
+        found = {
+            record.payload["chunk_id"]: Chunk.from_payload(record.payload)
+            for record in records
+            if record.payload
+        }
         return [found[cid] for cid in chunk_ids if cid in found]
 
     def count(self, filter: Filter = None) -> int:
@@ -337,12 +371,20 @@ class CorpusIndex:
         if not self.client.collection_exists(self.collection):
             self.client.create_collection(
                 self.collection,
-                vectors_config={DENSE: models.VectorParams(size=self.embedder.dim, distance=models.Distance.COSINE)},
-                sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+                vectors_config={
+                    DENSE: models.VectorParams(
+                        size=self.embedder.dim, distance=models.Distance.COSINE
+                    )
+                },
+                sparse_vectors_config={
+                    SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)
+                },
             )
             if self.settings.qdrant_url:  # local mode has no payload indexes and warns about them
                 for key in ("document", "type", "language", "date"):
-                    self.client.create_payload_index(self.collection, key, models.PayloadSchemaType.KEYWORD)
+                    self.client.create_payload_index(
+                        self.collection, key, models.PayloadSchemaType.KEYWORD
+                    )
         if not self.client.collection_exists(self.manifest):
             self.client.create_collection(self.manifest, vectors_config={})
         _relax_local_durability(self.client, (self.collection, self.manifest))
@@ -353,7 +395,11 @@ class CorpusIndex:
         only_documents = models.Filter(must=[_match("kind", "document")])
         while True:
             records, offset = self.client.scroll(
-                self.manifest, scroll_filter=only_documents, limit=512, offset=offset, with_payload=True
+                self.manifest,
+                scroll_filter=only_documents,
+                limit=512,
+                offset=offset,
+                with_payload=True,
             )
             documents.update({r.payload["document"]: r.payload for r in records if r.payload})
             if offset is None:
@@ -362,11 +408,14 @@ class CorpusIndex:
     def _corpus_info(self) -> dict[str, Any] | None:
         if not self.client.collection_exists(self.manifest):
             return None
-        records = self.client.retrieve(self.manifest, ids=[point_id(_CORPUS_KEY)], with_payload=True)
+        records = self.client.retrieve(
+            self.manifest, ids=[point_id(_CORPUS_KEY)], with_payload=True
+        )
         return records[0].payload if records else None
 
     def _write_corpus_info(self, state: dict[str, Any]) -> None:
-        """`state`: version, and source, documents and chunks when known; the embedder is this one."""
+        """`state`: version, and source, documents and chunks when known; the embedder is this
+        one."""
         payload = {
             **state,
             "kind": "corpus",
@@ -374,11 +423,16 @@ class CorpusIndex:
             "dim": self.embedder.dim,
             "sparse_scheme": SPARSE_SCHEME,
         }
-        self.client.upsert(self.manifest, [models.PointStruct(id=point_id(_CORPUS_KEY), vector={}, payload=payload)])
+        self.client.upsert(
+            self.manifest,
+            [models.PointStruct(id=point_id(_CORPUS_KEY), vector={}, payload=payload)],
+        )
 
     def _forget_documents(self, documents: Sequence[str]) -> None:
         if documents:
-            self.client.delete(self.manifest, models.PointIdsList(points=[point_id(f"doc:{d}") for d in documents]))
+            self.client.delete(
+                self.manifest, models.PointIdsList(points=[point_id(f"doc:{d}") for d in documents])
+            )
 
     def _write_documents(self, documents: Mapping[str, list[Chunk]]) -> None:
         points = [
@@ -409,13 +463,17 @@ class CorpusIndex:
             began = time.monotonic()
             for offset in range(0, len(group), UPSERT_BATCH):
                 points = []
-                for chunk, vector in zip(group[offset : offset + UPSERT_BATCH], dense[offset : offset + UPSERT_BATCH]):
+                for chunk, vector in zip(
+                    group[offset : offset + UPSERT_BATCH], dense[offset : offset + UPSERT_BATCH]
+                ):
                     indices, values = document_vector(_indexed_text(chunk))
                     vectors: dict[str, Any] = {DENSE: vector}
                     if indices:
                         vectors[SPARSE] = models.SparseVector(indices=indices, values=values)
                     points.append(
-                        models.PointStruct(id=point_id(chunk.chunk_id), vector=vectors, payload=chunk.payload())
+                        models.PointStruct(
+                            id=point_id(chunk.chunk_id), vector=vectors, payload=chunk.payload()
+                        )
                     )
                 self.client.upsert(self.collection, points)
             write_s += time.monotonic() - began
@@ -424,7 +482,9 @@ class CorpusIndex:
     def _upsert_payloads(self, chunks: list[Chunk]) -> None:
         # Same id means same text: keep the vectors, refresh metadata such as the date.
         for chunk in chunks:
-            self.client.overwrite_payload(self.collection, chunk.payload(), points=[point_id(chunk.chunk_id)])
+            self.client.overwrite_payload(
+                self.collection, chunk.payload(), points=[point_id(chunk.chunk_id)]
+            )
 
     def _delete_points(self, chunk_ids: Sequence[str]) -> None:
         for start in range(0, len(chunk_ids), UPSERT_BATCH):
@@ -437,7 +497,8 @@ class CorpusIndex:
 
 
 def open_corpus_index(settings: Settings, embedder: Embedder | None = None) -> CorpusIndex:
-    """The configured index; use it as a context manager (local mode locks its folder per process)."""
+    """The configured index; use it as a context manager (local mode locks its folder per
+    process)."""
     return CorpusIndex(settings, embedder)
 
 
@@ -486,7 +547,9 @@ def _group(chunks: list[Chunk]) -> dict[str, list[Chunk]]:
     seen: set[str] = set()
     for chunk in chunks:
         if chunk.chunk_id in seen:
-            raise CorpusIndexError(f"duplicate chunk id {chunk.chunk_id!r}: two chunks would overwrite one point")
+            raise CorpusIndexError(
+                f"duplicate chunk id {chunk.chunk_id!r}: two chunks would overwrite one point"
+            )
         seen.add(chunk.chunk_id)
         by_document[chunk.document].append(chunk)
     return dict(by_document)
@@ -501,13 +564,19 @@ def _fingerprint(chunks: list[Chunk]) -> str:
 
 
 def _indexed_text(chunk: Chunk) -> str:
-    # The heading names the topic that a chunk's body often leaves implicit ("it", "this statement").
+    # The heading names the topic that a chunk's body often leaves implicit ("it", "this
+    # statement").
     return f"{chunk.section}\n\n{chunk.text}" if chunk.section else chunk.text
 
 
 def _hit(payload: dict[str, Any], score: float) -> Hit:
     metadata = {key: value for key, value in payload.items() if key not in ("chunk_id", "text")}
-    return Hit(chunk_id=payload["chunk_id"], score=float(score), text=payload.get("text", ""), metadata=metadata)
+    return Hit(
+        chunk_id=payload["chunk_id"],
+        score=float(score),
+        text=payload.get("text", ""),
+        metadata=metadata,
+    )
 
 
 def _match(key: str, value: Any) -> models.FieldCondition:
@@ -520,4 +589,8 @@ def _as_filter(filter: Filter) -> models.Filter | None:
     """A Qdrant filter, or a mapping of payload field -> value (or list of values), all required."""
     if filter is None or isinstance(filter, models.Filter):
         return filter
-    return models.Filter(must=[_match(key, value) for key, value in filter.items()]) if filter else None
+    return (
+        models.Filter(must=[_match(key, value) for key, value in filter.items()])
+        if filter
+        else None
+    )

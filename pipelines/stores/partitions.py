@@ -1,9 +1,9 @@
 """Folders of parquet files with a manifest, staged then promoted into place with a directory swap.
 
 A partition (`PartitionPaths`) holds the rows and the quarantined rows in part files, and a manifest
-(counts and content hashes). Files hold no timestamps or paths, so a rerun with the same inputs writes
-the same bytes. Writing is streamed in fixed-size row groups, reading in record batches one part file
-at a time: memory does not grow with the rows.
+(counts and content hashes). Files hold no timestamps or paths, so a rerun with the same inputs
+writes the same bytes. Writing is streamed in fixed-size row groups, reading in record batches one
+part file at a time: memory does not grow with the rows.
 """
 
 from __future__ import annotations
@@ -61,10 +61,12 @@ class ParquetRowWriter:
 def iter_part_batches(
     parts: Sequence[Path], *, batch_size: int, columns: Sequence[str] | None = None
 ) -> Iterator[pa.RecordBatch]:
-    """The record batches of a partition's part files (`PartitionPaths.parts`), in row order, one file open at a time.
+    """The record batches of a partition's part files (`PartitionPaths.parts`), in row order, one
+    file open at a time.
 
-    Streamed through a 1 MiB buffer, not the whole row group's column chunks at once: on a day of 200,000
-    traces, reading the online eval's judged rows peaks at 180 MB instead of 530 MB, and is faster.
+    Streamed through a 1 MiB buffer, not the whole row group's column chunks at once: on a day of
+    200,000 traces, reading the online eval's judged rows peaks at 180 MB instead of 530 MB, and is
+    faster.
     """
     for path in parts:
         with pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20) as file:
@@ -72,8 +74,8 @@ def iter_part_batches(
 
 
 def read_parts(parts: Sequence[Path], *, columns: Sequence[str] | None = None) -> pa.Table:
-    """A partition's part files as one table, for what fits in memory (benches, tests). No `dt` column: the folder's
-    name is not read as a hive partition, as `pq.read_table` would."""
+    """A partition's part files as one table, for what fits in memory (benches, tests). No `dt`
+    column: the folder's name is not read as a hive partition, as `pq.read_table` would."""
     return pq.read_table(list(parts), columns=columns, partitioning=None)
 
 
@@ -96,12 +98,15 @@ def write_manifest(path: Path, manifest: dict[str, Any]) -> None:
 
 def read_manifest(path: Path) -> dict[str, Any]:
     if not path.exists():
-        raise FileNotFoundError(f"{path.parent} has no {path.name}: it was never staged or released completely")
+        raise FileNotFoundError(
+            f"{path.parent} has no {path.name}: it was never staged or released completely"
+        )
     return json.loads(path.read_text())
 
 
 def promote(staged: Path, final: Path) -> None:
-    """Replace the folder `final` by `staged` atomically: readers see the old or the new folder, never none.
+    """Replace the folder `final` by `staged` atomically: readers see the old or the new folder,
+    never none.
 
     On Linux the two folders are exchanged in one `renameat2(RENAME_EXCHANGE)` call, so there is no
     moment without a partition even while another run of the same day promotes its own. Elsewhere it
@@ -113,12 +118,15 @@ def promote(staged: Path, final: Path) -> None:
         try:
             os.rename(staged, final)
             return
-        except OSError:  # another run promoted the same partition meanwhile: exchange with it instead
+        except (
+            OSError
+        ):  # another run promoted the same partition meanwhile: exchange with it instead
             if not final.exists():
                 raise
     if _exchange(staged, final):
-        # `staged` now holds the previous version: renamed first, so a death during the removal leaves a `.old`
-        # folder, never a whole older version where a rerun looks for what it staged.
+        # `staged` now holds the previous version: renamed first, so a death during the removal
+        # leaves a `.old` folder, never a whole older version where a rerun looks for what it
+        # staged.
         parked = staged.with_name(f"{staged.name}.{os.getpid()}.old")
         os.rename(staged, parked)
         shutil.rmtree(parked)
@@ -136,7 +144,8 @@ _AT_FDCWD = -100
 
 
 def _exchange(a: Path, b: Path) -> bool:
-    """Swap two paths atomically (Linux renameat2); False where the platform or filesystem cannot."""
+    """Swap two paths atomically (Linux renameat2); False where the platform or filesystem
+    cannot."""
     if sys.platform != "linux":
         return False
     try:
@@ -144,7 +153,13 @@ def _exchange(a: Path, b: Path) -> bool:
         renameat2 = libc.renameat2
     except (OSError, AttributeError):  # glibc < 2.28
         return False
-    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    renameat2.argtypes = [
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_uint,
+    ]
     if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
         return True
     errno = ctypes.get_errno()

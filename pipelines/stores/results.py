@@ -59,14 +59,16 @@ class EvalRun:
     created_at: datetime = field(default_factory=_utcnow)
     finished_at: datetime | None = None
     cost: dict[str, Any] | None = None
-    """What the run's model requests cost per stage and metric (`pipelines.evaluation.runs.cost.RunCost`); None for
-    runs saved before it was recorded."""
+    """What the run's model requests cost per stage and metric
+    (`pipelines.evaluation.runs.cost.RunCost`); None for runs saved before it was recorded."""
     pinned_at: datetime | None = None
-    """When the run was pinned as a release (`ragwatch eval pin`): the reference later runs of its target are
-    also gated against, and an accepted baseline even if its own gate failed. A rerun of the date keeps it."""
+    """When the run was pinned as a release (`ragwatch eval pin`): the reference later runs of its
+    target are also gated against, and an accepted baseline even if its own gate failed. A rerun of
+    the date keeps it."""
     reference_at: datetime | None = None
-    """When `ragwatch eval pin RUN_ID --reference` made this release the reference (`reference_choice`): pinning
-    alone records a release without moving the reference. A rerun of the date keeps it."""
+    """When `ragwatch eval pin RUN_ID --reference` made this release the reference
+    (`reference_choice`): pinning alone records a release without moving the reference. A rerun of
+    the date keeps it."""
 
     def __post_init__(self) -> None:
         expected = run_id(self.suite, self.logical_date, self.target)
@@ -94,7 +96,8 @@ eval_runs = sa.Table(
     sa.Column("report_path", sa.Text),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("finished_at", sa.DateTime(timezone=True)),
-    # Added after the first release: nullable without a default, so `create()` adds it to an existing table.
+    # Added after the first release: nullable without a default, so `create()` adds it to an
+    # existing table.
     sa.Column("pinned_at", sa.DateTime(timezone=True)),
     sa.Column("cost", _json),
     sa.Column("reference_at", sa.DateTime(timezone=True)),
@@ -104,7 +107,12 @@ eval_runs = sa.Table(
 eval_scores = sa.Table(
     "eval_scores",
     metadata,
-    sa.Column("run_id", sa.String(500), sa.ForeignKey("eval_runs.run_id", ondelete="CASCADE"), nullable=False),
+    sa.Column(
+        "run_id",
+        sa.String(500),
+        sa.ForeignKey("eval_runs.run_id", ondelete="CASCADE"),
+        nullable=False,
+    ),
     sa.Column("item_id", sa.String(200), nullable=False),
     sa.Column("stratum", sa.String(200), nullable=False),
     sa.Column("metric", sa.String(100), nullable=False),
@@ -119,13 +127,14 @@ eval_scores = sa.Table(
 
 @dataclass(frozen=True)
 class ReferenceChoice:
-    """A reference `ResultsStore.references` chose, why, the gated metrics it is the reference of, and the
-    releases it skipped as empty."""
+    """A reference `ResultsStore.references` chose, why, the gated metrics it is the reference of,
+    and the releases it skipped as empty."""
 
     run: EvalRun | None
     why: str | None
     skipped: tuple[EvalRun, ...] = ()
-    """Pinned releases that measured no gated metric: never a reference (the gate's note names them)."""
+    """Pinned releases that measured no gated metric: never a reference (the gate's note names
+    them)."""
     metrics: frozenset[str] = frozenset()
     """The gated metrics this run is the reference of: each metric's reference measured it."""
 
@@ -139,13 +148,15 @@ class ResultsStore:
         return cls(settings.resolved_results_url)
 
     def create(self) -> None:
-        """Create the tables if missing and add the columns a newer version introduced (idempotent)."""
+        """Create the tables if missing and add the columns a newer version introduced
+        (idempotent)."""
         self._refuse_legacy_schema()
         metadata.create_all(self.engine)
         self._add_missing_columns()
 
     def _add_missing_columns(self) -> None:
-        """ALTER TABLE ... ADD COLUMN for every column of `metadata` an older DB lacks; rows read it as NULL."""
+        """ALTER TABLE ... ADD COLUMN for every column of `metadata` an older DB lacks; rows read it
+        as NULL."""
         quote = self.engine.dialect.identifier_preparer.quote
         for table in metadata.sorted_tables:
             for column in table.columns:
@@ -159,7 +170,9 @@ class ResultsStore:
                     with self.engine.begin() as conn:
                         conn.execute(sa.text(ddl))
                 except sa.exc.DBAPIError:
-                    if column.name not in self._columns(table):  # else another process added it meanwhile
+                    if column.name not in self._columns(
+                        table
+                    ):  # else another process added it meanwhile
                         raise
 
     def _columns(self, table: sa.Table) -> set[str]:
@@ -170,14 +183,17 @@ class ResultsStore:
         try:
             return sa.inspect(self.engine).has_table(eval_runs.name)
         except sa.exc.DBAPIError as exc:
-            # The driver's message, never SQLAlchemy's (it may quote the URL); the URL with its password masked.
+            # The driver's message, never SQLAlchemy's (it may quote the URL); the URL with its
+            # password masked.
             raise ResultsStoreError(
                 f"cannot open the results DB {self.engine.url.render_as_string(hide_password=True)}: "
                 f"{str(exc.orig).strip()}. Check RAGWATCH_RESULTS_URL."
             ) from None
 
     def _refuse_legacy_schema(self) -> None:
-        if self.exists() and "run_key" in {c["name"] for c in sa.inspect(self.engine).get_columns(eval_runs.name)}:
+        if self.exists() and "run_key" in {
+            c["name"] for c in sa.inspect(self.engine).get_columns(eval_runs.name)
+        }:
             raise ResultsStoreError(
                 f"the results DB {self.engine.url.render_as_string(hide_password=True)} was written by ragwatch 0.1, "
                 "which gave each run two ids; this version names a run by run_id = suite/date/target alone. "
@@ -189,7 +205,8 @@ class ResultsStore:
         self.engine.dispose()
 
     def save_run(self, run: EvalRun, scores: Iterable[Score]) -> int:
-        """Replace the run with this run_id and its scores by `run` and `scores`; returns scores written."""
+        """Replace the run with this run_id and its scores by `run` and `scores`; returns scores
+        written."""
         rows = [_score_row(run, s) for s in scores]
         try:
             try:
@@ -211,12 +228,19 @@ class ResultsStore:
         with self.engine.begin() as conn:
             same_run = sa.bindparam("run_id", run.run_id)
             row = _run_row(run)
-            if row["pinned_at"] is None:  # a rerun of a release's date stays the release (and the reference)
+            if (
+                row["pinned_at"] is None
+            ):  # a rerun of a release's date stays the release (and the reference)
                 kept = conn.execute(
-                    sa.select(eval_runs.c.pinned_at, eval_runs.c.reference_at).where(eval_runs.c.run_id == same_run)
+                    sa.select(eval_runs.c.pinned_at, eval_runs.c.reference_at).where(
+                        eval_runs.c.run_id == same_run
+                    )
                 ).first()
                 if kept is not None:
-                    row["pinned_at"], row["reference_at"] = kept.pinned_at, row["reference_at"] or kept.reference_at
+                    row["pinned_at"], row["reference_at"] = (
+                        kept.pinned_at,
+                        row["reference_at"] or kept.reference_at,
+                    )
             conn.execute(sa.delete(eval_scores).where(eval_scores.c.run_id == same_run))
             conn.execute(sa.delete(eval_runs).where(eval_runs.c.run_id == same_run))
             conn.execute(sa.insert(eval_runs), [row])
@@ -225,11 +249,20 @@ class ResultsStore:
         return len(rows)
 
     def latest_run(
-        self, suite: str, target: str | None = None, before: date | None = None, *, successful_only: bool = False
+        self,
+        suite: str,
+        target: str | None = None,
+        before: date | None = None,
+        *,
+        successful_only: bool = False,
     ) -> EvalRun | None:
         """The run with the latest logical date (strictly before `before` when given)."""
         found = self._select_runs(
-            suite, target=target, before=before, status="success" if successful_only else None, limit=1
+            suite,
+            target=target,
+            before=before,
+            status="success" if successful_only else None,
+            limit=1,
         )
         return found[0] if found else None
 
@@ -243,13 +276,17 @@ class ResultsStore:
         status: RunStatus | None = "success",
     ) -> list[EvalRun]:
         """The latest `limit` runs of a suite, oldest first (the order a trend is drawn in)."""
-        return self._select_runs(suite, target=target, before=before, status=status, limit=limit)[::-1]
+        return self._select_runs(suite, target=target, before=before, status=status, limit=limit)[
+            ::-1
+        ]
 
     def get_run(self, run_id: str) -> EvalRun | None:
         """The run saved under `run_id`, or None."""
         with self.engine.connect() as conn:
             row = (
-                conn.execute(sa.select(eval_runs).where(eval_runs.c.run_id == sa.bindparam("run_id", run_id)))
+                conn.execute(
+                    sa.select(eval_runs).where(eval_runs.c.run_id == sa.bindparam("run_id", run_id))
+                )
                 .mappings()
                 .first()
             )
@@ -258,7 +295,9 @@ class ResultsStore:
     def latest_per_target(self) -> dict[str, list[EvalRun]]:
         """Per suite, the latest run of each target (any status: a failed latest run is news)."""
         pairs = (
-            sa.select(eval_runs.c.suite, eval_runs.c.target).distinct().order_by(eval_runs.c.suite, eval_runs.c.target)
+            sa.select(eval_runs.c.suite, eval_runs.c.target)
+            .distinct()
+            .order_by(eval_runs.c.suite, eval_runs.c.target)
         )
         with self.engine.connect() as conn:
             found = conn.execute(pairs).all()
@@ -272,13 +311,15 @@ class ResultsStore:
     def accepted_runs(
         self, run: EvalRun, *, metrics: Collection[str] | None = None, min_ok: int = 1
     ) -> list[tuple[EvalRun, frozenset[str]]]:
-        """The runs a later run of the same suite and target may be compared with, latest first, each with the
-        metrics it measured (of `metrics` when given: at least `min_ok` items scored ok).
+        """The runs a later run of the same suite and target may be compared with, latest first,
+        each with the metrics it measured (of `metrics` when given: at least `min_ok` items scored
+        ok).
 
-        Accepted: successful, on the same golden set (the name before `@` in `dataset_version`; any version),
-        before `run`'s logical date, and not failed by its own gate, unless pinned as a release. A gate-failed
-        run is never a baseline on its own: comparing against it would let a regression become the new normal
-        one tolerance at a time; pinning it says the change was meant.
+        Accepted: successful, on the same golden set (the name before `@` in `dataset_version`; any
+        version), before `run`'s logical date, and not failed by its own gate, unless pinned as a
+        release. A gate-failed run is never a baseline on its own: comparing against it would let a
+        regression become the new normal one tolerance at a time; pinning it says the change was
+        meant.
         """
         same = (
             (eval_runs.c.suite == sa.bindparam("suite", run.suite))
@@ -287,7 +328,9 @@ class ResultsStore:
             & (eval_runs.c.status == "success")
         )
         accepted = same & sa.or_(
-            eval_runs.c.gate_passed.is_(None), eval_runs.c.gate_passed.is_(True), eval_runs.c.pinned_at.is_not(None)
+            eval_runs.c.gate_passed.is_(None),
+            eval_runs.c.gate_passed.is_(True),
+            eval_runs.c.pinned_at.is_not(None),
         )
         runs_query = (
             sa.select(eval_runs)
@@ -301,7 +344,9 @@ class ResultsStore:
             .group_by(eval_scores.c.run_id, eval_scores.c.metric)
         )
         if metrics is not None:
-            counts = counts.where(eval_scores.c.metric.in_(sa.bindparam("metrics", sorted(metrics), expanding=True)))
+            counts = counts.where(
+                eval_scores.c.metric.in_(sa.bindparam("metrics", sorted(metrics), expanding=True))
+            )
         with self.engine.connect() as conn:
             found = [_run_from_row(row) for row in conn.execute(runs_query).mappings()]
             measured: dict[str, set[str]] = {}
@@ -309,7 +354,11 @@ class ResultsStore:
                 if row.n >= min_ok:
                     measured.setdefault(row.run_id, set()).add(row.metric)
         golden_set = golden_set_of(run)
-        return [(r, frozenset(measured.get(r.run_id, ()))) for r in found if golden_set_of(r) == golden_set]
+        return [
+            (r, frozenset(measured.get(r.run_id, ())))
+            for r in found
+            if golden_set_of(r) == golden_set
+        ]
 
     def baseline_for(
         self,
@@ -319,19 +368,24 @@ class ResultsStore:
         min_ok: int = 1,
         wanted: Collection[str] | None = None,
     ) -> EvalRun | None:
-        """The run `run` is gated against: the latest accepted run (`accepted_runs`) that measured a metric.
+        """The run `run` is gated against: the latest accepted run (`accepted_runs`) that measured a
+        metric.
 
-        Among those, the one that measured most of `wanted` (the metrics `run` measured; default: all) wins,
-        then one on `run`'s own golden version, then the latest: a quick run without the judge never becomes
-        the baseline of a full one. A run that measured nothing (every item failed, or no metric of `metrics`
-        scored) is the baseline only when no accepted run measured anything: the gate then says it recovers.
+        Among those, the one that measured most of `wanted` (the metrics `run` measured; default:
+        all) wins, then one on `run`'s own golden version, then the latest: a quick run without the
+        judge never becomes the baseline of a full one. A run that measured nothing (every item
+        failed, or no metric of `metrics` scored) is the baseline only when no accepted run measured
+        anything: the gate then says it recovers.
         """
         accepted = self.accepted_runs(run, metrics=metrics, min_ok=min_ok)
         measured = [(r, m) for r, m in accepted if m]
         if not measured:
             return accepted[0][0] if accepted else None
         goal = set(wanted) if wanted is not None else set().union(*(m for _, m in measured))
-        return max(measured, key=lambda pair: (len(pair[1] & goal), pair[0].dataset_version == run.dataset_version))[0]
+        return max(
+            measured,
+            key=lambda pair: (len(pair[1] & goal), pair[0].dataset_version == run.dataset_version),
+        )[0]
 
     def reference_for(self, run: EvalRun, **options) -> EvalRun | None:
         """`reference_choice(run, **options).run`."""
@@ -345,12 +399,14 @@ class ResultsStore:
         min_ok: int = 1,
         items: Collection[str] | None = None,
     ) -> ReferenceChoice:
-        """The first of `references`: the reference of most gated metrics (the earliest when they tie); an empty
-        choice when there is none."""
+        """The first of `references`: the reference of most gated metrics (the earliest when they
+        tie); an empty choice when there is none."""
         found = self.references(run, metrics=metrics, min_ok=min_ok, items=items)
         if not found:
             pinned = self.accepted_runs(run, metrics=metrics, min_ok=min_ok)
-            return ReferenceChoice(None, None, tuple(r for r, m in pinned if r.pinned_at is not None and not m))
+            return ReferenceChoice(
+                None, None, tuple(r for r, m in pinned if r.pinned_at is not None and not m)
+            )
         return max(found, key=lambda choice: len(choice.metrics))
 
     def references(
@@ -361,23 +417,25 @@ class ResultsStore:
         min_ok: int = 1,
         items: Collection[str] | None = None,
     ) -> list[ReferenceChoice]:
-        """Each gated metric's reference, so slow drift fails too: one choice per reference run, oldest first, each
-        with the metrics it is the reference of.
+        """Each gated metric's reference, so slow drift fails too: one choice per reference run,
+        oldest first, each with the metrics it is the reference of.
 
-        A metric's reference measured that metric (≥ `min_ok` items ok; of `metrics`). Among the releases (runs before
-        `run` pinned with `pin`) that measured it, the latest *anchor* is one that moved the reference: pinned with
-        `reference=True`, or pinned although its own gate failed (accepting a change; else every later run would fail
-        against the old level). The reference is:
-        1. the first release that measured the metric since its latest anchor (the anchor itself, if any): pinning
-           every weekly release keeps the reference where it was, so ten releases of −0.012 each add up against it
-           instead of each becoming the next one's reference; a release pinned without a metric (`--partial`, the
-           judge off) leaves that metric to the first release that measured it;
-        2. with no release that measured it, the first accepted run that measured it.
-        Any golden version of the set: a golden refresh does not move the reference, the gate compares the two
-        runs on the items both versions hold. With `items` (the run's item ids), a reference must share at least
-        `min_ok` of them; one that refreshes retired is passed over for the next, and the note says the drift
-        before that one is not gated.
-        A pin that measured no gated metric is never a reference (`skipped` names it)."""
+        A metric's reference measured that metric (≥ `min_ok` items ok; of `metrics`). Among the
+        releases (runs before `run` pinned with `pin`) that measured it, the latest *anchor* is one
+        that moved the reference: pinned with `reference=True`, or pinned although its own gate
+        failed (accepting a change; else every later run would fail against the old level). The
+        reference is:
+        1. the first release that measured the metric since its latest anchor (the anchor itself, if
+           any): pinning every weekly release keeps the reference where it was, so ten releases of
+           −0.012 each add up against it instead of each becoming the next one's reference; a
+           release pinned without a metric (`--partial`, the judge off) leaves that metric to the
+           first release that measured it;
+        2. with no release that measured it, the first accepted run that measured it. Any golden
+           version of the set: a golden refresh does not move the reference, the gate compares the
+           two runs on the items both versions hold. With `items` (the run's item ids), a reference
+           must share at least `min_ok` of them; one that refreshes retired is passed over for the
+           next, and the note says the drift before that one is not gated. A pin that measured no
+           gated metric is never a reference (`skipped` names it)."""
         accepted = self.accepted_runs(run, metrics=metrics, min_ok=min_ok)[::-1]  # oldest first
         skipped = tuple(r for r, m in accepted[::-1] if r.pinned_at is not None and not m)
         shared: dict[str, int] = {}
@@ -425,7 +483,9 @@ class ResultsStore:
 
     def _item_ids(self, run_id: str) -> set[str]:
         query = (
-            sa.select(eval_scores.c.item_id).distinct().where(eval_scores.c.run_id == sa.bindparam("run_id", run_id))
+            sa.select(eval_scores.c.item_id)
+            .distinct()
+            .where(eval_scores.c.run_id == sa.bindparam("run_id", run_id))
         )
         with self.engine.connect() as conn:
             return set(conn.execute(query).scalars())
@@ -443,12 +503,13 @@ class ResultsStore:
     ) -> EvalRun:
         """Mark the run as a release (or, with `pinned=False`, no longer); returns the run as saved.
 
-        `reference`: also make it the reference of later runs (`references`). With `metrics` (the gated ones), a
-        run that measured none of them (≥ `min_ok` items ok) is refused: it cannot vouch for anything as a
-        reference. So is a *partial* run, one that lacks a gated metric it should hold, unless `partial`: one of
-        `expected` (what a full eval measures), one it has score rows of (all failed or skipped), or one another
-        successful run of its target and golden set measured. Pinned with `partial`, each metric it lacks keeps
-        the earliest release that measured it as its reference."""
+        `reference`: also make it the reference of later runs (`references`). With `metrics` (the
+        gated ones), a run that measured none of them (≥ `min_ok` items ok) is refused: it cannot
+        vouch for anything as a reference. So is a *partial* run, one that lacks a gated metric it
+        should hold, unless `partial`: one of `expected` (what a full eval measures), one it has
+        score rows of (all failed or skipped), or one another successful run of its target and
+        golden set measured. Pinned with `partial`, each metric it lacks keeps the earliest release
+        that measured it as its reference."""
         if pinned and metrics is not None:
             found = self.get_run(run_id)
             if found is not None:
@@ -457,7 +518,9 @@ class ResultsStore:
         values = {"pinned_at": stamp, "reference_at": stamp if reference else None}
         with self.engine.begin() as conn:
             found = conn.execute(
-                sa.update(eval_runs).where(eval_runs.c.run_id == sa.bindparam("run_id", run_id)).values(**values)
+                sa.update(eval_runs)
+                .where(eval_runs.c.run_id == sa.bindparam("run_id", run_id))
+                .values(**values)
             ).rowcount
         if not found:
             raise LookupError(
@@ -465,7 +528,9 @@ class ResultsStore:
             )
         return self.get_run(run_id)
 
-    def _refuse_partial(self, run: EvalRun, metrics: set[str], min_ok: int, expected: set[str], partial: bool) -> None:
+    def _refuse_partial(
+        self, run: EvalRun, metrics: set[str], min_ok: int, expected: set[str], partial: bool
+    ) -> None:
         measured = self._measured(run.run_id, metrics, min_ok)
         if not measured:
             raise ValueError(
@@ -498,8 +563,11 @@ class ResultsStore:
         with self.engine.connect() as conn:
             return set(conn.execute(counts).scalars())
 
-    def _measured_by_siblings(self, run: EvalRun, metrics: Collection[str], min_ok: int) -> set[str]:
-        """The metrics of `metrics` any other successful run of the target and golden set measured (any date)."""
+    def _measured_by_siblings(
+        self, run: EvalRun, metrics: Collection[str], min_ok: int
+    ) -> set[str]:
+        """The metrics of `metrics` any other successful run of the target and golden set measured
+        (any date)."""
         counts = (
             sa.select(eval_runs.c.dataset_version, eval_scores.c.metric)
             .join(eval_runs, eval_runs.c.run_id == eval_scores.c.run_id)
@@ -521,7 +589,11 @@ class ResultsStore:
 
     def _scored(self, run_id: str) -> set[str]:
         """The metrics the run has a score row of, whatever its status."""
-        query = sa.select(eval_scores.c.metric).distinct().where(eval_scores.c.run_id == sa.bindparam("run_id", run_id))
+        query = (
+            sa.select(eval_scores.c.metric)
+            .distinct()
+            .where(eval_scores.c.run_id == sa.bindparam("run_id", run_id))
+        )
         with self.engine.connect() as conn:
             return set(conn.execute(query).scalars())
 
@@ -545,7 +617,9 @@ class ResultsStore:
             query = query.where(eval_runs.c.logical_date < sa.bindparam("before", before))
         if status is not None:
             query = query.where(eval_runs.c.status == sa.bindparam("status", status))
-        query = query.order_by(eval_runs.c.logical_date.desc(), eval_runs.c.created_at.desc()).limit(limit)
+        query = query.order_by(
+            eval_runs.c.logical_date.desc(), eval_runs.c.created_at.desc()
+        ).limit(limit)
         with self.engine.connect() as conn:
             return [_run_from_row(row) for row in conn.execute(query).mappings()]
 
@@ -625,7 +699,9 @@ def _engine(url: str) -> Engine:
         engine = sa.create_engine(parsed)
 
         @sa.event.listens_for(engine, "connect")
-        def _foreign_keys(dbapi_connection, _record):  # SQLite ignores FOREIGN KEY clauses unless asked
+        def _foreign_keys(
+            dbapi_connection, _record
+        ):  # SQLite ignores FOREIGN KEY clauses unless asked
             dbapi_connection.execute("PRAGMA foreign_keys=ON")
 
         return engine

@@ -66,15 +66,18 @@ def trace_table(name: str, columns: TraceColumns) -> sa.Table:
 
 
 def _sqlite_in_interval(ts, start: datetime, end: datetime):
-    """SQLite keeps timestamps as text, possibly with an offset (`…T01:30:00+02:00`): its strftime turns
-    them into UTC, so a trace lands in its UTC day. The raw-text range, a day wider on each side, keeps
-    the index on ts useful; a value strftime cannot read is kept when its text starts with the day, so
-    parsing quarantines it with its reason instead of it silently vanishing from every day."""
+    """SQLite keeps timestamps as text, possibly with an offset (`…T01:30:00+02:00`): its strftime
+    turns them into UTC, so a trace lands in its UTC day. The raw-text range, a day wider on each
+    side, keeps the index on ts useful; a value strftime cannot read is kept when its text starts
+    with the day, so parsing quarantines it with its reason instead of it silently vanishing from
+    every day."""
     utc = sa.func.strftime("%Y-%m-%d %H:%M:%f", ts)
 
     def text(value: datetime, pattern: str = "%Y-%m-%d %H:%M:%S") -> sa.BindParameter:
         value = value.astimezone(timezone.utc)
-        shown = value.strftime(pattern) + (f".{value.microsecond // 1000:03d}" if "%S" in pattern else "")
+        shown = value.strftime(pattern) + (
+            f".{value.microsecond // 1000:03d}" if "%S" in pattern else ""
+        )
         return sa.bindparam(None, shown, type_=sa.String)
 
     margin = timedelta(days=1)
@@ -132,9 +135,12 @@ class TraceStore:
         self.engine = _engine(url, read_only=read_only, statement_timeout_s=statement_timeout_s)
 
     @classmethod
-    def from_settings(cls, settings: Settings, *, read_only: bool = True, selection: bool = False) -> TraceStore:
-        """`selection`: the store the day's selection reads through, under its own statement timeout (it reads every
-        row of the day; the reads by id that follow are short and keep the general one)."""
+    def from_settings(
+        cls, settings: Settings, *, read_only: bool = True, selection: bool = False
+    ) -> TraceStore:
+        """`selection`: the store the day's selection reads through, under its own statement timeout
+        (it reads every row of the day; the reads by id that follow are short and keep the general
+        one)."""
         timeout, setting = (
             (settings.selection_statement_timeout_s, "RAGWATCH_SELECTION_STATEMENT_TIMEOUT_S")
             if selection
@@ -157,14 +163,17 @@ class TraceStore:
             # PostgreSQL compares in UTC: the session time zone is UTC (see _engine), so a
             # `timestamp without time zone` column reads as UTC whatever the server or role default.
             return sa.and_(
-                ts >= sa.bindparam("start", start, type_=ts.type), ts < sa.bindparam("end", end, type_=ts.type)
+                ts >= sa.bindparam("start", start, type_=ts.type),
+                ts < sa.bindparam("end", end, type_=ts.type),
             )
         return _sqlite_in_interval(ts, start, end)
 
     def count_by(self, start: datetime, end: datetime, keys: Sequence[str]) -> dict[tuple, int]:
         """Row counts per combination of `keys` for traces whose ts falls in [start, end)."""
         cols = [self.table.c[k] for k in keys]
-        query = sa.select(*cols, sa.func.count()).where(self._in_interval(start, end)).group_by(*cols)
+        query = (
+            sa.select(*cols, sa.func.count()).where(self._in_interval(start, end)).group_by(*cols)
+        )
         with self._timeout_named(), self._connect() as conn:
             return {tuple(row[:-1]): row[-1] for row in conn.execute(query)}
 
@@ -176,7 +185,8 @@ class TraceStore:
 
     @property
     def ranks_in_sql(self) -> bool:
-        """Whether `iter_lowest` can rank rows in the server (PostgreSQL: window functions and sha256)."""
+        """Whether `iter_lowest` can rank rows in the server (PostgreSQL: window functions and
+        sha256)."""
         return self.engine.dialect.name == "postgresql"
 
     def iter_lowest(
@@ -187,47 +197,63 @@ class TraceStore:
         targets: dict[tuple, int],
         order: Callable[[sa.ColumnElement], sa.ColumnElement],
     ) -> Iterator[tuple]:
-        """(trace_id, *keys) of the interval's rows that rank within their stratum's target, streamed.
+        """(trace_id, *keys) of the interval's rows that rank within their stratum's target,
+        streamed.
 
-        A stratum is a combination of `keys` values (NULL is a value); its rows are ranked by `order`
-        (an SQL expression of the trace_id column), then by trace_id, highest first; those ranked
-        above `targets[stratum]` stay in the server. PostgreSQL only (`ranks_in_sql`).
+        A stratum is a combination of `keys` values (NULL is a value); its rows are ranked by
+        `order` (an SQL expression of the trace_id column), then by trace_id, highest first; those
+        ranked above `targets[stratum]` stay in the server. PostgreSQL only (`ranks_in_sql`).
         """
         wanted_rows = [(*stratum, n) for stratum, n in targets.items() if n > 0]
         if not wanted_rows:  # an empty day, or a rate that selects nothing: VALUES needs a row
             return
         t = self.table
-        names = [f"k{i}" for i in range(len(keys))]  # labels: the user's column names may be anything
+        names = [
+            f"k{i}" for i in range(len(keys))
+        ]  # labels: the user's column names may be anything
         rank = sa.func.row_number().over(
             partition_by=[t.c[k] for k in keys] or None,
             order_by=[order(t.c.trace_id), t.c.trace_id.collate("C").desc()],
         )
         ranked = (
             sa.select(
-                t.c.trace_id.label("trace_id"), *(t.c[k].label(n) for k, n in zip(keys, names)), rank.label("rank")
+                t.c.trace_id.label("trace_id"),
+                *(t.c[k].label(n) for k, n in zip(keys, names)),
+                rank.label("rank"),
             )
             .where(self._in_interval(start, end))
             .subquery()
         )
         wanted = sa.values(
-            *(sa.column(n, t.c[k].type) for k, n in zip(keys, names)), sa.column("target", sa.Integer), name="wanted"
+            *(sa.column(n, t.c[k].type) for k, n in zip(keys, names)),
+            sa.column("target", sa.Integer),
+            name="wanted",
         ).data(wanted_rows)
-        # Cast: a VALUES column of NULLs only (a day without any user_feedback) would be text, not the column's type.
+        # Cast: a VALUES column of NULLs only (a day without any user_feedback) would be text, not
+        # the column's type.
         same_stratum = sa.and_(
             sa.true(),
-            *(ranked.c[n].is_not_distinct_from(sa.cast(wanted.c[n], t.c[k].type)) for k, n in zip(keys, names)),
+            *(
+                ranked.c[n].is_not_distinct_from(sa.cast(wanted.c[n], t.c[k].type))
+                for k, n in zip(keys, names)
+            ),
         )
-        # The largest target first, a constant: PostgreSQL stops ranking a stratum there (a window run condition) and
-        # the join below, a nested loop (IS NOT DISTINCT FROM cannot hash), sees the selectable rows, not the day's.
+        # The largest target first, a constant: PostgreSQL stops ranking a stratum there (a window
+        # run condition) and the join below, a nested loop (IS NOT DISTINCT FROM cannot hash), sees
+        # the selectable rows, not the day's.
         most = max(n for *_, n in wanted_rows)
         query = (
             sa.select(ranked.c.trace_id, *(ranked.c[n] for n in names))
             .select_from(ranked.join(wanted, same_stratum))
-            .where(ranked.c.rank <= sa.literal(most, sa.BigInteger), ranked.c.rank <= wanted.c.target)
+            .where(
+                ranked.c.rank <= sa.literal(most, sa.BigInteger), ranked.c.rank <= wanted.c.target
+            )
         )
         yield from self._stream(query)
 
-    def iter_rows(self, start: datetime, end: datetime, trace_ids: Iterable[str]) -> Iterator[dict[str, Any]]:
+    def iter_rows(
+        self, start: datetime, end: datetime, trace_ids: Iterable[str]
+    ) -> Iterator[dict[str, Any]]:
         """Full raw rows for the given ids of the interval, in trace_id order, batch by batch."""
         ordered = sorted(set(trace_ids))
         for i in range(0, len(ordered), self.batch_size):
@@ -243,13 +269,16 @@ class TraceStore:
 
     def _stream(self, query) -> Iterator[tuple]:
         with self._timeout_named(), self._connect() as conn:
-            result = conn.execution_options(stream_results=True, yield_per=self.batch_size).execute(query)
+            result = conn.execution_options(stream_results=True, yield_per=self.batch_size).execute(
+                query
+            )
             for partition in result.partitions():
                 yield from (tuple(r) for r in partition)
 
     @contextmanager
     def _timeout_named(self) -> Iterator[None]:
-        """A statement the server cancelled for its timeout fails naming the setting that sets it."""
+        """A statement the server cancelled for its timeout fails naming the setting that sets
+        it."""
         try:
             yield
         except sa.exc.OperationalError as exc:
@@ -267,7 +296,9 @@ class TraceStore:
         try:
             return self.engine.connect()
         except sa.exc.OperationalError as exc:
-            if getattr(exc.orig, "sqlstate", None) == QUERY_CANCELED:  # the first connection's own queries
+            if (
+                getattr(exc.orig, "sqlstate", None) == QUERY_CANCELED
+            ):  # the first connection's own queries
                 raise self._timed_out() from exc
             raise StoreError(
                 f"cannot open the trace store {self.engine.url.render_as_string(hide_password=True)}: "
@@ -294,7 +325,9 @@ class TraceStore:
 
 
 def _as_text(field: str, value: Any) -> Any:
-    if field in ("contexts", "tool_calls", "metadata") and not (value is None or isinstance(value, str)):
+    if field in ("contexts", "tool_calls", "metadata") and not (
+        value is None or isinstance(value, str)
+    ):
         return json.dumps(value, ensure_ascii=False)
     return value
 
@@ -314,8 +347,11 @@ def _engine(url: str, *, read_only: bool, statement_timeout_s: float) -> Engine:
         # SQLite enforces read-only itself when opened as a URI with mode=ro.
         return sa.create_engine(f"sqlite:///file:{path}?mode=ro&uri=true")
     if parsed.get_backend_name() == "postgresql":
-        # timezone=UTC: naive `timestamp` columns read as UTC, whatever the server's or the role's default zone.
-        options = f"-c statement_timeout={max(1, round(statement_timeout_s * 1000))} -c timezone=UTC"
+        # timezone=UTC: naive `timestamp` columns read as UTC, whatever the server's or the role's
+        # default zone.
+        options = (
+            f"-c statement_timeout={max(1, round(statement_timeout_s * 1000))} -c timezone=UTC"
+        )
         if read_only:
             options += " -c default_transaction_read_only=on"
         return sa.create_engine(parsed, connect_args={"options": options}, pool_pre_ping=True)

@@ -1,8 +1,10 @@
-"""A batch of raw store rows made ready to write, in a worker process: parsed, anonymized, residual-checked.
+"""A batch of raw store rows made ready to write, in a worker process: parsed, anonymized,
+residual-checked.
 
-Sampling reads rows in the parent and writes them there; this is the work between, run in spawned workers
-(`batching.map_in_processes`). It imports only what that work needs: a spawned worker loads the module of
-the function it runs, and pyarrow and SQLAlchemy, the parent's, would cost every worker ~100 MB of RSS.
+Sampling reads rows in the parent and writes them there; this is the work between, run in spawned
+workers (`batching.map_in_processes`). It imports only what that work needs: a spawned worker loads
+the module of the function it runs, and pyarrow and SQLAlchemy, the parent's, would cost every
+worker ~100 MB of RSS.
 """
 
 from __future__ import annotations
@@ -17,7 +19,11 @@ from pipelines.core.user_question import QuestionRule
 from pipelines.privacy.anonymizer import Anonymizer, clip_outside_pseudonyms
 from pipelines.privacy.residual import residual_pii_reasons
 from pipelines.traces.parse import Rejection, parse_row
-from pipelines.traces.residual_fields import describe_residual, free_text_fields, residual_pii_by_field
+from pipelines.traces.residual_fields import (
+    describe_residual,
+    free_text_fields,
+    residual_pii_by_field,
+)
 
 QUARANTINE_CLIP_CHARS = 4_000
 CLIP_MARGIN_CHARS = 16_000
@@ -38,8 +44,15 @@ _worker: dict[str, Any] = {}
 """What each worker process needs, set once when it starts (the anonymizer holds the key)."""
 
 
-def set_up_worker(anonymizer: Anonymizer, max_field_chars: int, rate: float, question_rule: QuestionRule) -> None:
-    _worker.update(anonymizer=anonymizer, max_field_chars=max_field_chars, rate=rate, question_rule=question_rule)
+def set_up_worker(
+    anonymizer: Anonymizer, max_field_chars: int, rate: float, question_rule: QuestionRule
+) -> None:
+    _worker.update(
+        anonymizer=anonymizer,
+        max_field_chars=max_field_chars,
+        rate=rate,
+        question_rule=question_rule,
+    )
 
 
 def prepare_batch(raws: list[dict[str, Any]]) -> list[PreparedRow]:
@@ -47,16 +60,23 @@ def prepare_batch(raws: list[dict[str, Any]]) -> list[PreparedRow]:
     anonymizer, rate = _worker["anonymizer"], _worker["rate"]
     prepared = []
     for raw in raws:
-        parsed = parse_row(raw, max_field_chars=_worker["max_field_chars"], question_rule=_worker["question_rule"])
+        parsed = parse_row(
+            raw, max_field_chars=_worker["max_field_chars"], question_rule=_worker["question_rule"]
+        )
         if isinstance(parsed, Rejection):
-            # Quarantined text is anonymized too; the summary's PII counts are those of sampled rows.
-            prepared.append(PreparedRow(_quarantine_row(anonymizer, raw, parsed), parsed.reason, Counter()))
+            # Quarantined text is anonymized too; the summary's PII counts are those of sampled
+            # rows.
+            prepared.append(
+                PreparedRow(_quarantine_row(anonymizer, raw, parsed), parsed.reason, Counter())
+            )
         else:
             clean, counts = anonymizer.anonymize_trace(parsed)
             row = _sampled_row(clean, counts, rate)
             residual = residual_pii_by_field(row)
             if residual:
-                prepared.append(PreparedRow(_residual_quarantine_row(row, residual), RESIDUAL_PII, Counter()))
+                prepared.append(
+                    PreparedRow(_residual_quarantine_row(row, residual), RESIDUAL_PII, Counter())
+                )
             else:
                 prepared.append(PreparedRow(row, None, counts))
     return prepared
@@ -83,9 +103,13 @@ def _withheld(reasons: list[str]) -> str:
 
 
 def _residual_quarantine_row(row: dict[str, Any], residual: dict[str, list[str]]) -> dict[str, Any]:
-    """The anonymized row's free text, the fields that tripped a rule withheld: a value the anonymizer
-    missed must not reach the quarantine partition either, which is published with the day."""
-    fields = {name: _withheld(residual[name]) if name in residual else text for name, text in free_text_fields(row)}
+    """The anonymized row's free text, the fields that tripped a rule withheld: a value the
+    anonymizer missed must not reach the quarantine partition either, which is published with the
+    day."""
+    fields = {
+        name: _withheld(residual[name]) if name in residual else text
+        for name, text in free_text_fields(row)
+    }
     return {
         "trace_id": row["trace_id"],
         "reason": RESIDUAL_PII,
@@ -97,7 +121,9 @@ def _residual_quarantine_row(row: dict[str, Any], residual: dict[str, list[str]]
     }
 
 
-def _quarantine_row(anonymizer: Anonymizer, raw: dict[str, Any], rejection: Rejection) -> dict[str, Any]:
+def _quarantine_row(
+    anonymizer: Anonymizer, raw: dict[str, Any], rejection: Rejection
+) -> dict[str, Any]:
     trace_id = str(raw.get("trace_id"))
     counts: Counter = Counter()
     fields = {}
@@ -107,8 +133,11 @@ def _quarantine_row(anonymizer: Anonymizer, raw: dict[str, Any], rejection: Reje
             continue
         text = str(value)
         # Anonymize first, then clip: a value cut at the clip point ("juan.perez@gm") is no longer
-        # recognisable. The margin holds any value that straddles the clip point, a PEM key included.
-        anonymized = anonymizer.anonymize_text(text[: QUARANTINE_CLIP_CHARS + CLIP_MARGIN_CHARS], trace_id, counts)
+        # recognisable. The margin holds any value that straddles the clip point, a PEM key
+        # included.
+        anonymized = anonymizer.anonymize_text(
+            text[: QUARANTINE_CLIP_CHARS + CLIP_MARGIN_CHARS], trace_id, counts
+        )
         clipped = clip_outside_pseudonyms(anonymized, QUARANTINE_CLIP_CHARS)
         if clipped != anonymized or len(text) > QUARANTINE_CLIP_CHARS + CLIP_MARGIN_CHARS:
             clipped += f"… [clipped by ragwatch: {len(text):,} characters in the store]"

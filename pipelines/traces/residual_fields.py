@@ -1,8 +1,10 @@
-"""The residual PII check of a sampled row as it is written: every free-text field, by the rules of `privacy.residual`.
+"""The residual PII check of a sampled row as it is written: every free-text field, by the rules of
+`privacy.residual`.
 
-Staging runs it on each anonymized row (a row that trips a rule is quarantined) and validation runs it again
-on the written partition. Both run it in worker processes, so this module imports only the rules: a spawned
-worker that unpickles `residual_findings` loads neither pyarrow nor pandas (~130 MB of RSS per worker).
+Staging runs it on each anonymized row (a row that trips a rule is quarantined) and validation runs
+it again on the written partition. Both run it in worker processes, so this module imports only the
+rules: a spawned worker that unpickles `residual_findings` loads neither pyarrow nor pandas (~130 MB
+of RSS per worker).
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from pipelines.privacy.trace_context import span_ids, without_span_ids
 
 
 def free_text_fields(row: dict[str, Any]) -> Iterator[tuple[str, str]]:
-    """(field, text) for every free-text field of a sampled row as it is written, so none escapes the PII checks."""
+    """(field, text) for every free-text field of a sampled row as it is written, so none escapes
+    the PII checks."""
     yield "question", row["question"] or ""
     yield "answer", row["answer"] or ""
     for i, context in enumerate(row["contexts"] if row["contexts"] is not None else []):
@@ -30,7 +33,8 @@ def free_text_fields(row: dict[str, Any]) -> Iterator[tuple[str, str]]:
 
 
 def _metadata_text(metadata: str | None) -> str:
-    """The metadata as written, less the span ids the evaluation events need (`privacy.trace_context`)."""
+    """The metadata as written, less the span ids the evaluation events need
+    (`privacy.trace_context`)."""
     if not metadata:
         return ""
     try:
@@ -43,7 +47,8 @@ def _metadata_text(metadata: str | None) -> str:
 
 
 def residual_pii_by_field(row: dict[str, Any]) -> dict[str, list[str]]:
-    """The residual rules each free-text field of a sampled row trips; empty when the row looks clean.
+    """The residual rules each free-text field of a sampled row trips; empty when the row looks
+    clean.
 
     A context is checked once per process however many rows hold it (`context_residual_reasons`).
     """
@@ -57,7 +62,8 @@ def residual_pii_by_field(row: dict[str, Any]) -> dict[str, list[str]]:
 
 @per_distinct_context
 def context_residual_reasons(text: str) -> tuple[str, ...]:
-    """`residual_pii_reasons` of a retrieved context as written, checked once per process (see `memo`)."""
+    """`residual_pii_reasons` of a retrieved context as written, checked once per process (see
+    `memo`)."""
     return tuple(residual_pii_reasons(text))
 
 
@@ -67,6 +73,6 @@ def describe_residual(residual: dict[str, list[str]]) -> str:
 
 
 def residual_findings(rows: list[dict[str, Any]]) -> list[str]:
-    """Per written row (its free-text columns as Python values): the residual rules its fields trip, described
-    without values ("" when clean)."""
+    """Per written row (its free-text columns as Python values): the residual rules its fields trip,
+    described without values ("" when clean)."""
     return [describe_residual(residual_pii_by_field(row)) for row in rows]

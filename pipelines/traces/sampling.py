@@ -1,4 +1,5 @@
-"""One day's sample: select it, then read, anonymize, quarantine and write its parts into a staged partition.
+"""One day's sample: select it, then read, anonymize, quarantine and write its parts into a staged
+partition.
 
 Nothing reaches disk before anonymization: quarantined rows are anonymized as text too. After
 anonymization every free-text field goes through the independent residual check
@@ -46,8 +47,8 @@ class SampleSummary:
     quarantine_reasons: Counter = field(default_factory=Counter)
     pii_counts: Counter = field(default_factory=Counter)
     source_counts: dict[str, int] = field(default_factory=dict)
-    """What a span-file source found in the whole day (spans lost to damaged lines, traces quarantined per
-    reason, selected or not); empty for the SQL store."""
+    """What a span-file source found in the whole day (spans lost to damaged lines, traces
+    quarantined per reason, selected or not); empty for the SQL store."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -58,7 +59,11 @@ class SampleSummary:
             "quarantined": self.quarantined,
             "quarantine_reasons": dict(sorted(self.quarantine_reasons.items())),
             "pii_counts": dict(sorted(self.pii_counts.items())),
-            **({"source_counts": dict(sorted(self.source_counts.items()))} if self.source_counts else {}),
+            **(
+                {"source_counts": dict(sorted(self.source_counts.items()))}
+                if self.source_counts
+                else {}
+            ),
         }
 
 
@@ -67,12 +72,17 @@ def day_interval(day: date) -> tuple[datetime, datetime]:
     return start, start + timedelta(days=1)
 
 
-def select_day(store: TraceStore, day: date, *, rate: float, strata: list[str], min_per_stratum: int) -> Selection:
-    """The day's selected trace ids (sorted) and its strata: the one query that reads every row of the day."""
+def select_day(
+    store: TraceStore, day: date, *, rate: float, strata: list[str], min_per_stratum: int
+) -> Selection:
+    """The day's selected trace ids (sorted) and its strata: the one query that reads every row of
+    the day."""
     start, end = day_interval(day)
     population = store.count_by(start, end, strata)
     if store.ranks_in_sql:  # a million rows' keys stay in the server: it sends the selectable ones
-        targets = {stratum: stratum_target(n, rate, min_per_stratum) for stratum, n in population.items()}
+        targets = {
+            stratum: stratum_target(n, rate, min_per_stratum) for stratum, n in population.items()
+        }
         keyed = store.iter_lowest(start, end, strata, targets, selection_key_sql)
     else:
         keyed = store.iter_keys(start, end, strata)
@@ -89,7 +99,8 @@ def select_day(store: TraceStore, day: date, *, rate: float, strata: list[str], 
 
 @dataclass
 class WrittenCounts:
-    """What some parts of a day's sample hold: rows selected, sampled, quarantined by reason, PII replaced."""
+    """What some parts of a day's sample hold: rows selected, sampled, quarantined by reason, PII
+    replaced."""
 
     selected: int = 0
     sampled: int = 0
@@ -113,10 +124,12 @@ def write_parts(
     workers: int = 1,
     progress: Callable[[int, int], None] | None = None,
 ) -> WrittenCounts:
-    """Read, anonymize and write each `(part, selected ids)`: `out.part(part)` and `out.quarantine_part(part)`.
+    """Read, anonymize and write each `(part, selected ids)`: `out.part(part)` and
+    `out.quarantine_part(part)`.
 
-    `rows` is the number of ids in `parts`. Each file is written in `scratch` and renamed into `out` when the part
-    is complete, so a retried shard replaces its parts whole and a failed one leaves none half-written.
+    `rows` is the number of ids in `parts`. Each file is written in `scratch` and renamed into `out`
+    when the part is complete, so a retried shard replaces its parts whole and a failed one leaves
+    none half-written.
     """
     start, end = day_interval(day)
     counts = WrittenCounts(selected=rows)
@@ -145,7 +158,8 @@ def write_parts(
             missing = expected - part.rows
             if missing:
                 part.discard()
-                # The rows vanished between selection and read (deleted upstream): say so, do not guess.
+                # The rows vanished between selection and read (deleted upstream): say so, do not
+                # guess.
                 raise RuntimeError(
                     f"{missing} selected traces of {day} (part {index}) could not be read back; rerun the task"
                 )
@@ -170,7 +184,8 @@ def write_parts(
 
 
 class _PartFiles:
-    """The two files of one part, written in the scratch folder and renamed into the partition when complete."""
+    """The two files of one part, written in the scratch folder and renamed into the partition when
+    complete."""
 
     def __init__(self, out: PartitionPaths, scratch: Path, index: int):
         self.final = (out.part(index), out.quarantine_part(index))

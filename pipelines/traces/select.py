@@ -27,8 +27,8 @@ def selection_key(trace_id: str) -> int:
 
 
 def selection_key_sql(trace_id: sa.ColumnElement) -> sa.ColumnElement:
-    """`selection_key` in PostgreSQL: the same SHA-256's first 8 bytes, which compare as bytes in the
-    order of their unsigned big-endian value."""
+    """`selection_key` in PostgreSQL: the same SHA-256's first 8 bytes, which compare as bytes in
+    the order of their unsigned big-endian value."""
     message = sa.literal(f"{SAMPLER_VERSION}\x00".encode(), sa.LargeBinary).op("||")(
         sa.func.convert_to(trace_id, "UTF8")
     )
@@ -66,7 +66,9 @@ def select_traces(
     min_per_stratum: int,
 ) -> Selection:
     """Pick trace ids from `(trace_id, *stratum values)` rows, given each stratum's size."""
-    targets = {s: stratum_target(n, rate, min_per_stratum) for s, n in population_by_stratum.items()}
+    targets = {
+        s: stratum_target(n, rate, min_per_stratum) for s, n in population_by_stratum.items()
+    }
     # Max-heaps (negated keys) holding each stratum's `target` smallest keys seen so far.
     kept: dict[tuple, list[tuple[int, str]]] = {s: [] for s in targets}
     for trace_id, *values in keyed_rows:

@@ -1,12 +1,14 @@
-"""A day's sample in parts and shards: the selection is written once, mapped tasks write the parts, one step merges.
+"""A day's sample in parts and shards: the selection is written once, mapped tasks write the parts,
+one step merges.
 
-The selected trace ids, sorted, are cut into parts of `RAGWATCH_SAMPLE_PART_ROWS` ids (the last one holds the
-rest; an empty day has one empty part). Part `i` becomes `part-<i>.parquet` and `_quarantine/part-<i>.parquet`
-of the partition, so the published files depend on the day, the sampling parameters and the part size only.
-The shards (`RAGWATCH_SAMPLE_SHARDS` mapped tasks, never more than there are parts) each take a contiguous
-range of parts: which task writes a part never changes its bytes, so a day sampled by 1, 2 or 4 shards
-publishes the same files, manifest and DVC hash. Each shard records its counts when its parts are in place;
-the merge checks every planned shard's record and parts are there and writes the manifest.
+The selected trace ids, sorted, are cut into parts of `RAGWATCH_SAMPLE_PART_ROWS` ids (the last one
+holds the rest; an empty day has one empty part). Part `i` becomes `part-<i>.parquet` and
+`_quarantine/part-<i>.parquet` of the partition, so the published files depend on the day, the
+sampling parameters and the part size only. The shards (`RAGWATCH_SAMPLE_SHARDS` mapped tasks, never
+more than there are parts) each take a contiguous range of parts: which task writes a part never
+changes its bytes, so a day sampled by 1, 2 or 4 shards publishes the same files, manifest and DVC
+hash. Each shard records its counts when its parts are in place; the merge checks every planned
+shard's record and parts are there and writes the manifest.
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ RERUN_SHARD = (
 
 
 class SamplePlan(BaseModel):
-    """What the selection decided, written beside the selected ids: every shard and the merge read it."""
+    """What the selection decided, written beside the selected ids: every shard and the merge read
+    it."""
 
     day: date
     rate: float
@@ -50,7 +53,8 @@ class SamplePlan(BaseModel):
     shards: list[tuple[int, int]]
     """Each shard's range of parts: shard `i` is the `shard` task's map index `i`."""
     source_counts: dict[str, int] = Field(default_factory=dict)
-    """A span-file source's counts of the day (`FileTraceStore.source_counts`), published in the manifest."""
+    """A span-file source's counts of the day (`FileTraceStore.source_counts`), published in the
+    manifest."""
 
     def shard_rows(self, index: int) -> tuple[int, int]:
         first, end = self.shards[index]
@@ -93,7 +97,11 @@ def plan_sample(
         population=selection.population,
         selected=selected,
         strata=[
-            {"stratum": dict(zip(strata, s.stratum)), "population": s.population, "selected": s.selected}
+            {
+                "stratum": dict(zip(strata, s.stratum)),
+                "population": s.population,
+                "selected": s.selected,
+            }
             for s in selection.strata
         ],
         part_rows=part_rows,
@@ -104,7 +112,8 @@ def plan_sample(
 
 
 def write_selection(paths: SelectionPaths, selection: Selection, plan: SamplePlan) -> None:
-    """The sorted ids, one parquet row group per part (a shard reads only its own), and the plan, written last."""
+    """The sorted ids, one parquet row group per part (a shard reads only its own), and the plan,
+    written last."""
     reset_dir(paths.root)
     ids = pa.table({"trace_id": pa.array(selection.trace_ids, pa.string())})
     pq.write_table(ids, paths.ids, row_group_size=plan.part_rows, compression="zstd")
@@ -139,7 +148,9 @@ def shard_label(plan: SamplePlan, index: int) -> str:
     return f"shard {index} (parts {first}-{end - 1}): " + batch_label(index, plan.shard_rows(index))
 
 
-def write_shard_record(paths: SelectionPaths, plan: SamplePlan, index: int, counts: WrittenCounts) -> ShardRecord:
+def write_shard_record(
+    paths: SelectionPaths, plan: SamplePlan, index: int, counts: WrittenCounts
+) -> ShardRecord:
     record = ShardRecord(
         index=index,
         parts=plan.shards[index],
@@ -154,7 +165,8 @@ def write_shard_record(paths: SelectionPaths, plan: SamplePlan, index: int, coun
 
 
 def check_shards(paths: SelectionPaths, out: PartitionPaths, plan: SamplePlan) -> list[ShardRecord]:
-    """Every planned shard's record and part files, and nothing else, or IncompleteHandoff naming the shards."""
+    """Every planned shard's record and part files, and nothing else, or IncompleteHandoff naming
+    the shards."""
     planned = {}
     for index, (first, end) in enumerate(plan.shards):
         label = shard_label(plan, index)
@@ -163,9 +175,15 @@ def check_shards(paths: SelectionPaths, out: PartitionPaths, plan: SamplePlan) -
             planned[out.part(part)] = planned[out.quarantine_part(part)] = label
     found = [*paths.shard_records, *out.parts, *out.quarantine_parts]
     check_parts(f"trace sample of {plan.day}: shard outputs", planned, found, rerun=RERUN_SHARD)
-    records = [ShardRecord.model_validate_json(paths.shard_record(i).read_text()) for i in range(len(plan.shards))]
+    records = [
+        ShardRecord.model_validate_json(paths.shard_record(i).read_text())
+        for i in range(len(plan.shards))
+    ]
     for record, rows in zip(records, map(plan.shard_rows, range(len(records)))):
-        if record.selected != rows[1] - rows[0] or record.sampled + record.quarantined != record.selected:
+        if (
+            record.selected != rows[1] - rows[0]
+            or record.sampled + record.quarantined != record.selected
+        ):
             raise RuntimeError(
                 f"{shard_label(plan, record.index)} recorded {record.selected} rows "
                 f"({record.sampled} sampled + {record.quarantined} quarantined) for {rows[1] - rows[0]} "

@@ -1,11 +1,11 @@
 """The trace-sampling stage as steps with explicit inputs and outputs.
 
-select (the day's ids, written to the workspace once, and the shards' plan) -> shard × N (read, anonymize,
-quarantine and write a contiguous range of the staged partition's parts) -> merge (check every planned shard
-wrote its parts, write the manifest) -> validate (GX) -> promote (swap the staged partition into place) ->
-version (dvc add + push, git commit). Each step is what one Airflow task calls and returns a small typed
-result that travels through XCom as JSON; `stage_trace_sample` runs the first three in one process and
-`run_trace_sampling` chains them all for the CLI.
+select (the day's ids, written to the workspace once, and the shards' plan) -> shard × N (read,
+anonymize, quarantine and write a contiguous range of the staged partition's parts) -> merge (check
+every planned shard wrote its parts, write the manifest) -> validate (GX) -> promote (swap the
+staged partition into place) -> version (dvc add + push, git commit). Each step is what one Airflow
+task calls and returns a small typed result that travels through XCom as JSON; `stage_trace_sample`
+runs the first three in one process and `run_trace_sampling` chains them all for the CLI.
 """
 
 from __future__ import annotations
@@ -55,15 +55,18 @@ class SampleCounts(BaseModel):
     quarantine_reasons: dict[str, int] = Field(default_factory=dict)
     pii_counts: dict[str, int] = Field(default_factory=dict)
     source_counts: dict[str, int] = Field(default_factory=dict)
-    """From a span-file source: spans read, kept and lost, damaged lines, and the day's traces per outcome."""
+    """From a span-file source: spans read, kept and lost, damaged lines, and the day's traces per
+    outcome."""
 
 
 class PlannedShard(BaseModel):
-    """One `shard` task's work: which selection (day and attempt) and which of its parts and rows."""
+    """One `shard` task's work: which selection (day and attempt) and which of its parts and
+    rows."""
 
     day: date
     attempt: str
-    """The run's own staging folders: two runs of the same day (a retry racing a backfill) never share one."""
+    """The run's own staging folders: two runs of the same day (a retry racing a backfill) never
+    share one."""
     index: int
     """The shard's number, and the `shard` task's map index."""
     parts: tuple[int, int]
@@ -74,7 +77,8 @@ class PlannedShard(BaseModel):
 class StagedSample(BaseModel):
     counts: SampleCounts
     staged: Path
-    """The staged partition folder, handed from task to task (shared storage with several workers)."""
+    """The staged partition folder, handed from task to task (shared storage with several
+    workers)."""
     attempt: str = ""
     """The attempt whose selection promotion cleans up."""
 
@@ -110,12 +114,14 @@ def select_trace_sample(
     shard_count: int | None = None,
     attempt: str | None = None,
 ) -> list[PlannedShard]:
-    """Select the day's traces (once, under `RAGWATCH_SELECTION_STATEMENT_TIMEOUT_S`), write the ids and the plan to
-    the workspace, and return the shards to map over (`RAGWATCH_SAMPLE_SHARDS`, at most one per part). Attempts
-    that killed runs left in the staging folder go first (`stale_attempts`). `attempt`: the id of an attempt this
-    process owns (`own_attempt`); default, a new one."""
-    # A value left out (None) is the setting; a given one is checked the same way, whatever the entry point:
-    # strata values are published in the manifest, so only the categorical fields may define strata.
+    """Select the day's traces (once, under `RAGWATCH_SELECTION_STATEMENT_TIMEOUT_S`), write the ids
+    and the plan to the workspace, and return the shards to map over (`RAGWATCH_SAMPLE_SHARDS`, at
+    most one per part). Attempts that killed runs left in the staging folder go first
+    (`stale_attempts`). `attempt`: the id of an attempt this process owns (`own_attempt`); default,
+    a new one."""
+    # A value left out (None) is the setting; a given one is checked the same way, whatever the
+    # entry point: strata values are published in the manifest, so only the categorical fields may
+    # define strata.
     rate = settings.sample_rate if rate is None else rate
     if not 0 < rate <= 1:
         raise ValueError(f"sample rate {rate} is not in (0, 1]")
@@ -129,7 +135,9 @@ def select_trace_sample(
     remove_stale_attempts(Workspace.from_settings(settings))
     store = open_trace_source(settings, selection=True)
     selection = select_day(store, day, rate=rate, strata=strata, min_per_stratum=min_per_stratum)
-    source_counts = store.source_counts(*day_interval(day)) if isinstance(store, FileTraceStore) else {}
+    source_counts = (
+        store.source_counts(*day_interval(day)) if isinstance(store, FileTraceStore) else {}
+    )
     plan = shards.plan_sample(
         day,
         selection,
@@ -157,7 +165,8 @@ def select_trace_sample(
 def write_trace_shard(
     settings: Settings, shard: PlannedShard, progress: Callable[[int, int], None] | None = None
 ) -> shards.ShardRecord:
-    """Anonymize and write the shard's parts into the staged partition; a rerun replaces them, and only them."""
+    """Anonymize and write the shard's parts into the staged partition; a rerun replaces them, and
+    only them."""
     workspace = Workspace.from_settings(settings)
     paths = workspace.traces_selection(shard.day, shard.attempt)
     plan = shards.read_plan(paths)
@@ -185,8 +194,8 @@ def write_trace_shard(
 
 
 def merge_trace_sample(settings: Settings, planned: list[PlannedShard]) -> StagedSample:
-    """Check every planned shard wrote its record and parts (IncompleteHandoff names the missing ones), then write
-    the staged partition's manifest."""
+    """Check every planned shard wrote its record and parts (IncompleteHandoff names the missing
+    ones), then write the staged partition's manifest."""
     day, attempt = planned[0].day, planned[0].attempt
     workspace = Workspace.from_settings(settings)
     paths, staged = workspace.traces_selection(day, attempt), workspace.traces_staging(day, attempt)
@@ -203,20 +212,29 @@ def merge_trace_sample(settings: Settings, planned: list[PlannedShard]) -> Stage
     )
     if lost := {k: v for k, v in summary.source_counts.items() if k in DAMAGE_COUNTS and v}:
         log.warning("%s: the trace source's files were damaged: %s", day, lost)
-    return StagedSample(counts=SampleCounts.model_validate(summary.as_dict()), staged=staged.root, attempt=attempt)
+    return StagedSample(
+        counts=SampleCounts.model_validate(summary.as_dict()), staged=staged.root, attempt=attempt
+    )
 
 
 def stage_trace_sample(
-    settings: Settings, day: date, *, progress: Callable[[int, int], None] | None = None, **select_options
+    settings: Settings,
+    day: date,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    **select_options,
 ) -> StagedSample:
-    """select, every shard and merge in this process (the CLI, the benches); a failure leaves no folder behind.
-    `select_options` are `select_trace_sample`'s keywords (rate, strata, min_per_stratum, shard_count, attempt)."""
+    """select, every shard and merge in this process (the CLI, the benches); a failure leaves no
+    folder behind. `select_options` are `select_trace_sample`'s keywords (rate, strata,
+    min_per_stratum, shard_count, attempt)."""
     planned = select_trace_sample(settings, day, **select_options)
     try:
         for shard in planned:
             offset, total = shard.rows[0], planned[-1].rows[1]
             write_trace_shard(
-                settings, shard, None if progress is None else lambda done, _: progress(offset + done, total)
+                settings,
+                shard,
+                None if progress is None else lambda done, _: progress(offset + done, total),
             )
         return merge_trace_sample(settings, planned)
     except BaseException:
@@ -250,21 +268,26 @@ def promote_trace_sample(settings: Settings, staged: StagedSample) -> PromotedSa
 
 
 def promoted_sample(settings: Settings, day: date) -> PromotedSample:
-    """The day's promoted partition, for a version step run on its own (`ragwatch traces version`)."""
+    """The day's promoted partition, for a version step run on its own (`ragwatch traces
+    version`)."""
     workspace = Workspace.from_settings(settings)
     partition = workspace.traces_partition(day)
     if not partition.manifest.exists():
-        raise FileNotFoundError(f"no promoted sample for {day}: run `ragwatch traces sample --date {day}`")
+        raise FileNotFoundError(
+            f"no promoted sample for {day}: run `ragwatch traces sample --date {day}`"
+        )
     return PromotedSample(day=day, partition=workspace.relative(partition.root))
 
 
 def version_trace_sample(settings: Settings, promoted: PromotedSample) -> SampleVersion:
-    """Version the promoted partition, after completing any other that a stopped run left unversioned.
+    """Version the promoted partition, after completing any other that a stopped run left
+    unversioned.
 
-    Promotion and versioning are separate tasks (versioning waits in the one-slot DVC pool), so a run killed between
-    them, or inside `dvc add`, leaves a promoted partition whose `.dvc` file is missing, names the previous sample or
-    is not committed. Readers refuse such a partition (`Workspace.data_version`); this step, in a rerun of that day
-    or in the next run of any day, versions it.
+    Promotion and versioning are separate tasks (versioning waits in the one-slot DVC pool), so a
+    run killed between them, or inside `dvc add`, leaves a promoted partition whose `.dvc` file is
+    missing, names the previous sample or is not committed. Readers refuse such a partition
+    (`Workspace.data_version`); this step, in a rerun of that day or in the next run of any day,
+    versions it.
     """
     from pipelines.core.versioning import ensure_workspace, version_directory, workspace_lock
 
@@ -273,15 +296,24 @@ def version_trace_sample(settings: Settings, promoted: PromotedSample) -> Sample
     with workspace_lock(workspace):
         for day in unfinished_versions(workspace):
             if day != promoted.day:
-                # Its run may be waiting for this lock, or dead: versioning what is promoted is right either way.
-                log.info("dt=%s is promoted but not versioned (by a run still queued, or stopped): versioning it", day)
-                version_directory(workspace, workspace.traces_partition(day).root, f"traces: sample of {day}")
-        version = version_directory(workspace, workspace.root / promoted.partition, f"traces: sample of {promoted.day}")
+                # Its run may be waiting for this lock, or dead: versioning what is promoted is
+                # right either way.
+                log.info(
+                    "dt=%s is promoted but not versioned (by a run still queued, or stopped): versioning it",
+                    day,
+                )
+                version_directory(
+                    workspace, workspace.traces_partition(day).root, f"traces: sample of {day}"
+                )
+        version = version_directory(
+            workspace, workspace.root / promoted.partition, f"traces: sample of {promoted.day}"
+        )
     return SampleVersion(dvc_md5=version.md5, workspace_rev=version.git_rev, remote=version.remote)
 
 
 def unfinished_versions(workspace: Workspace) -> list[date]:
-    """Promoted days whose `.dvc` file is missing, names other data, or is not committed in the workspace."""
+    """Promoted days whose `.dvc` file is missing, names other data, or is not committed in the
+    workspace."""
     from pipelines.core.versioning import uncommitted_dvc_files
 
     uncommitted = uncommitted_dvc_files(workspace, workspace.traces_root)
@@ -297,14 +329,17 @@ def unfinished_versions(workspace: Workspace) -> list[date]:
     return unfinished
 
 
-def run_trace_sampling(settings: Settings, day: date, *, version: bool = True, **sample_options) -> TraceSampling:
+def run_trace_sampling(
+    settings: Settings, day: date, *, version: bool = True, **sample_options
+) -> TraceSampling:
     """Every step in one process (`ragwatch traces sample`), its memory returned between the steps.
 
-    Each Airflow task is a process of its own and gives its memory back when it ends. Here the stage's
-    freed heap would stay with the process while validation imports Great Expectations and starts its
-    workers, when the run peaks: on a 1 M-trace day, returning it lowers the process's peak from 552 to
-    511 MB and the tree's from 961 to 936 MB (2 CPUs: each validation worker then added ~200 MB, 70-95 MB since
-    the workers import only what their work needs: `traces/prepare.py`).
+    Each Airflow task is a process of its own and gives its memory back when it ends. Here the
+    stage's freed heap would stay with the process while validation imports Great Expectations and
+    starts its workers, when the run peaks: on a 1 M-trace day, returning it lowers the process's
+    peak from 552 to 511 MB and the tree's from 961 to 936 MB (2 CPUs: each validation worker then
+    added ~200 MB, 70-95 MB since the workers import only what their work needs:
+    `traces/prepare.py`).
     """
     attempt = uuid.uuid4().hex
     # Owned until promotion: if this process is killed, the next run removes what it staged at once.
@@ -315,9 +350,13 @@ def run_trace_sampling(settings: Settings, day: date, *, version: bool = True, *
         return_freed_memory()
         promoted = promote_trace_sample(settings, staged)
     versioned = version_trace_sample(settings, promoted) if version else None
-    return TraceSampling(counts=staged.counts, validation=validation, partition=promoted.partition, version=versioned)
+    return TraceSampling(
+        counts=staged.counts, validation=validation, partition=promoted.partition, version=versioned
+    )
 
 
 def published_counts(settings: Settings, day: date) -> SampleCounts:
     """The counts of a day's promoted partition, from its manifest."""
-    return SampleCounts.model_validate(read_manifest(Workspace.from_settings(settings).traces_partition(day).manifest))
+    return SampleCounts.model_validate(
+        read_manifest(Workspace.from_settings(settings).traces_partition(day).manifest)
+    )

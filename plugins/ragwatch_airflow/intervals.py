@@ -22,23 +22,29 @@ class Interval(NamedTuple):
 
 
 def latest_complete_interval(expression: str, timezone: str, at: datetime) -> Interval:
-    """The last interval of the cron schedule `expression` (in `timezone`) that ended at or before `at`."""
+    """The last interval of the cron schedule `expression` (in `timezone`) that ended at or before
+    `at`."""
     tz = pendulum.timezone(timezone)
     local = pendulum.instance(at).in_timezone(tz).naive()
-    # croniter's get_prev is strictly before its start: a microsecond on, `at` on a boundary ends the interval.
+    # croniter's get_prev is strictly before its start: a microsecond on, `at` on a boundary ends
+    # the interval.
     end = croniter(expression, start_time=local + timedelta(microseconds=1)).get_prev(datetime)
     start = croniter(expression, start_time=end).get_prev(datetime)
     return Interval(_aware(start, tz), _aware(end, tz))
 
 
 def covered_interval(context: dict) -> Interval:
-    """The interval the running task's DAG run covers: its data interval, or for a run triggered without a
-    logical date, the latest complete interval of the DAG's schedule when the run was triggered."""
+    """The interval the running task's DAG run covers: its data interval, or for a run triggered
+    without a logical date, the latest complete interval of the DAG's schedule when the run was
+    triggered."""
     start, end = context.get("data_interval_start"), context.get("data_interval_end")
     if start is not None and end is not None:
         return Interval(start, end)
     timetable = context["dag"].timetable
-    expression, timezone = getattr(timetable, "expression", None), getattr(timetable, "timezone", None)
+    expression, timezone = (
+        getattr(timetable, "expression", None),
+        getattr(timetable, "timezone", None),
+    )
     if expression is None:
         raise ValueError(
             f"this run of {context['dag'].dag_id} has no logical date and its schedule has no intervals: "

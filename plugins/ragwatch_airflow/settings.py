@@ -18,14 +18,25 @@ TRACE_STORE_CONN_ID = "ragwatch_trace_store"
 LLM_CACHE_CONN_ID = "ragwatch_llm_cache"
 """The PostgreSQL database of the LLM cache every worker shares (RAGWATCH_LLM_CACHE_URL)."""
 TARGET_CONN_ID = "ragwatch_target"
-"""The system under test's credentials: extra {"headers": {...}}, or a password sent as a bearer token."""
+"""The system under test's credentials: extra {"headers": {...}}, or a password sent as a bearer
+token."""
 DVC_POOL = "ragwatch_dvc"
 LLM_POOL = "ragwatch_llm"
-DEFAULT_ARGS = {"retries": 2, "retry_delay": timedelta(seconds=20), "retry_exponential_backoff": True}
-"""Every ragwatch task retries transient failures (a busy model server, a locked store, a lost worker) with backoff:
-20-40 s, then 40-80 s. Every step is idempotent, so a retry is safe; a verdict is not retried (`fail_now_on`)."""
+DEFAULT_ARGS = {
+    "retries": 2,
+    "retry_delay": timedelta(seconds=20),
+    "retry_exponential_backoff": True,
+}
+"""Every ragwatch task retries transient failures (a busy model server, a locked store, a lost
+worker) with backoff: 20-40 s, then 40-80 s. Every step is idempotent, so a retry is safe; a verdict
+is not retried (`fail_now_on`)."""
 
-_DRIVERS = {"postgres": "postgresql+psycopg", "postgresql": "postgresql+psycopg", "mysql": "mysql", "sqlite": "sqlite"}
+_DRIVERS = {
+    "postgres": "postgresql+psycopg",
+    "postgresql": "postgresql+psycopg",
+    "mysql": "mysql",
+    "sqlite": "sqlite",
+}
 
 
 def sqlalchemy_url(conn) -> str:
@@ -38,13 +49,19 @@ def sqlalchemy_url(conn) -> str:
     if driver == "sqlite":
         return f"sqlite:///{conn.host}"
     url = URL.create(
-        driver, username=conn.login, password=conn.password, host=conn.host, port=conn.port, database=conn.schema
+        driver,
+        username=conn.login,
+        password=conn.password,
+        host=conn.host,
+        port=conn.port,
+        database=conn.schema,
     )
     return url.render_as_string(hide_password=False)
 
 
 def target_headers(conn) -> dict[str, str]:
-    """HTTP headers for the system under test from its Airflow Connection (never from the target URL)."""
+    """HTTP headers for the system under test from its Airflow Connection (never from the target
+    URL)."""
     headers = dict(conn.extra_dejson.get("headers") or {})
     if conn.password and not any(h.lower() == "authorization" for h in headers):
         headers["Authorization"] = f"Bearer {conn.password}"
@@ -52,8 +69,9 @@ def target_headers(conn) -> dict[str, str]:
 
 
 def trace_source_overrides(conn) -> dict[str, str]:
-    """A span-export source from the trace store's connection: extra {"source": "otlp" | "openinference" |
-    "langfuse-export", "path": the file, folder or s3:// prefix} (RAGWATCH_TRACE_SOURCE and _PATH); any type."""
+    """A span-export source from the trace store's connection: extra {"source": "otlp" |
+    "openinference" | "langfuse-export", "path": the file, folder or s3:// prefix}
+    (RAGWATCH_TRACE_SOURCE and _PATH); any type."""
     extra = conn.extra_dejson
     path = extra.get("path") or conn.host
     if not path:

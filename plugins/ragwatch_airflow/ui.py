@@ -11,10 +11,10 @@ Inside Airflow the page also lists the ragwatch DAG runs still in progress (thei
 the first hour of a new stack shows what is running instead of an empty page.
 
 It reads the results DB that the eval DAGs write through the results store
-(`pipelines.stores.results.ResultsStore`: RAGWATCH_RESULTS_URL, else SQLite under RAGWATCH_HOME)
-and never writes to it. Aggregates are computed and numbers formatted exactly as the HTML report
-does (`pipelines.evaluation.statistics.aggregates.aggregate`, `pipelines.evaluation.outputs.formatting`), so the page and
-the report can never disagree. Every text is escaped (Jinja autoescape): targets,
+(`pipelines.stores.results.ResultsStore`: RAGWATCH_RESULTS_URL, else SQLite under RAGWATCH_HOME) and
+never writes to it. Aggregates are computed and numbers formatted exactly as the HTML report does
+(`pipelines.evaluation.statistics.aggregates.aggregate`, `pipelines.evaluation.outputs.formatting`),
+so the page and the report can never disagree. Every text is escaped (Jinja autoescape): targets,
 dataset versions and strata come from configuration and data a browser must not execute.
 
 Every Airflow component imports the plugins folder (scheduler, dag-processor, each task
@@ -65,7 +65,10 @@ NEXT_STEP_IN_AIRFLOW = {
 }
 """The same advice where the page is served by Airflow itself: the DAGs are one click away."""
 
-SUITE_DAGS = {"offline": ("golden_build", "offline_eval"), "online": ("trace_sampling", "online_eval")}
+SUITE_DAGS = {
+    "offline": ("golden_build", "offline_eval"),
+    "online": ("trace_sampling", "online_eval"),
+}
 """The DAGs whose runs lead to a suite's first scores, in the order they run."""
 
 
@@ -79,8 +82,9 @@ class ActiveRun:
     state: str
     started_at: str | None
     covers: str | None = None
-    """The days the run evaluates (its data interval; for a run triggered without a logical date, the interval its
-    schedule infers), which is not the run's own date: a daily eval run on the 7th covers the 6th."""
+    """The days the run evaluates (its data interval; for a run triggered without a logical date,
+    the interval its schedule infers), which is not the run's own date: a daily eval run on the 7th
+    covers the 6th."""
     task_states: dict[str, int] = field(default_factory=dict)
     """Task instances (mapped ones each count) per state; `none` = not yet scheduled."""
     running_tasks: list[str] = field(default_factory=list)
@@ -113,7 +117,9 @@ class ResultsReader:
     (a rerun replaces it under a new `created_at`).
     """
 
-    def __init__(self, settings_factory: Callable[[], Settings] = load_settings, *, cached_runs: int = 64):
+    def __init__(
+        self, settings_factory: Callable[[], Settings] = load_settings, *, cached_runs: int = 64
+    ):
         self.settings_factory = settings_factory
         self._stores: dict[str, ResultsStore] = {}
         self._aggregates: OrderedDict[tuple[str, str, str], list[Aggregate]] = OrderedDict()
@@ -168,7 +174,8 @@ class OutsideReportsDir(ValueError):
 
 
 def resolve_report(settings: Settings, stored: str) -> Path:
-    """The report file a run row points at, refusing anything outside the workspace's reports folder.
+    """The report file a run row points at, refusing anything outside the workspace's reports
+    folder.
 
     Relative paths are taken from the data workspace (the way partitions are recorded). The path
     is resolved first, so `..` segments and symlinks that leave the reports directory are refused
@@ -186,7 +193,10 @@ def resolve_report(settings: Settings, stored: str) -> Path:
 
 
 def overview(
-    reader: ResultsReader, settings: Settings, report_url: Callable[[str], str], active_runs: ActiveRuns | None = None
+    reader: ResultsReader,
+    settings: Settings,
+    report_url: Callable[[str], str],
+    active_runs: ActiveRuns | None = None,
 ) -> dict[str, Any]:
     """The JSON document of `/api/latest`; the HTML page renders the same document.
 
@@ -196,9 +206,14 @@ def overview(
     for suite, runs in reader.latest_runs(settings).items():
         in_progress = active_runs(SUITE_DAGS.get(suite, ())) if active_runs is not None else []
         suites[suite] = {
-            "runs": [_run_view(run, reader.aggregates(settings, run), settings, report_url) for run in runs],
+            "runs": [
+                _run_view(run, reader.aggregates(settings, run), settings, report_url)
+                for run in runs
+            ],
             "in_progress": [asdict(run) for run in in_progress],
-            "next_step": None if runs or in_progress else advice.get(suite, f"Run an eval of suite {suite!r}."),
+            "next_step": None
+            if runs or in_progress
+            else advice.get(suite, f"Run an eval of suite {suite!r}."),
         }
     return {"suites": suites}
 
@@ -214,7 +229,9 @@ def _run_view(
         "logical_date": run.logical_date.isoformat(),
         "dataset_version": run.dataset_version,
         "status": run.status,
-        "gate": "no gate" if run.gate_passed is None else ("passed" if run.gate_passed else "failed"),
+        "gate": "no gate"
+        if run.gate_passed is None
+        else ("passed" if run.gate_passed else "failed"),
         "gate_summary": gate.get("summary"),
         "judge_model": run.judge_model,
         "generator_model": run.generator_model,
@@ -243,7 +260,9 @@ def _agg_view(agg: Aggregate) -> dict[str, Any]:
     }
 
 
-def _covered_days(dag_id: str, start: datetime | None, end: datetime | None, run_after: datetime | None) -> str | None:
+def _covered_days(
+    dag_id: str, start: datetime | None, end: datetime | None, run_after: datetime | None
+) -> str | None:
     """'2026-12-06', or '2026-11-30 – 2026-12-06' for a longer interval (its end is exclusive)."""
     if start is None or end is None:
         from airflow.models.serialized_dag import SerializedDagModel
@@ -251,12 +270,18 @@ def _covered_days(dag_id: str, start: datetime | None, end: datetime | None, run
         dag = SerializedDagModel.get_dag(dag_id)
         if dag is None or run_after is None:
             return None
-        try:  # what the run covers (plugins/ragwatch_airflow/intervals.py): the schedule's latest complete interval
+        # what the run covers (plugins/ragwatch_airflow/intervals.py): the schedule's latest
+        # complete interval
+        try:
             start, end = dag.timetable.infer_manual_data_interval(run_after=run_after)
         except (AttributeError, TypeError, ValueError):
             return None
     last = end - timedelta(microseconds=1) if end > start else end
-    return start.date().isoformat() if last.date() == start.date() else f"{start.date()} – {last.date()}"
+    return (
+        start.date().isoformat()
+        if last.date() == start.date()
+        else f"{start.date()} – {last.date()}"
+    )
 
 
 def _has_report(settings: Settings, run: EvalRun) -> bool:
@@ -281,7 +306,8 @@ def create_app(
 ) -> FastAPI:
     """The app. `authorize` guards every route and raises 401/403 (inside Airflow:
     `require_airflow_reader`); `login_url(next_url)` is where a browser without a session goes;
-    `active_runs(dag_ids)` lists the DAG runs in progress (inside Airflow: `airflow_active_runs`)."""
+    `active_runs(dag_ids)` lists the DAG runs in progress (inside Airflow:
+    `airflow_active_runs`)."""
     reader = ResultsReader(settings_factory)
 
     async def authorized(request: Request) -> None:
@@ -294,8 +320,14 @@ def create_app(
         try:
             await authorized(request)
         except HTTPException as exc:
-            if exc.status_code == 401 and login_url is not None and "text/html" in request.headers.get("accept", ""):
-                raise HTTPException(307, "login required", headers={"Location": login_url(str(request.url))}) from None
+            if (
+                exc.status_code == 401
+                and login_url is not None
+                and "text/html" in request.headers.get("accept", "")
+            ):
+                raise HTTPException(
+                    307, "login required", headers={"Location": login_url(str(request.url))}
+                ) from None
             raise
 
     app = FastAPI(
@@ -308,7 +340,8 @@ def create_app(
     app.state.reader = reader
 
     def base_path(request: Request) -> str:
-        # root_path is the mount prefix (plus Airflow's own base path), so links work mounted or not.
+        # root_path is the mount prefix (plus Airflow's own base path), so links work mounted or
+        # not.
         return request.scope.get("root_path", "").rstrip("/")
 
     def _airflow_ui(request: Request) -> str:
@@ -350,11 +383,17 @@ def create_app(
         try:
             path = resolve_report(settings, run.report_path)
         except OutsideReportsDir:
-            raise HTTPException(403, f"the report of run {run_id!r} is outside the reports directory; not served")
+            raise HTTPException(
+                403, f"the report of run {run_id!r} is outside the reports directory; not served"
+            )
         if not path.is_file():
             # No path in the answer: readers of the page need not learn the server's file layout.
-            raise HTTPException(404, f"the report of run {run_id!r} is missing from the reports directory")
-        return FileResponse(path, media_type="text/html; charset=utf-8", headers=REPORT_SECURITY_HEADERS)
+            raise HTTPException(
+                404, f"the report of run {run_id!r} is missing from the reports directory"
+            )
+        return FileResponse(
+            path, media_type="text/html; charset=utf-8", headers=REPORT_SECURITY_HEADERS
+        )
 
     return app
 
@@ -370,14 +409,19 @@ async def require_airflow_reader(request: Request) -> None:
     from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
     from airflow.api_fastapi.core_api.security import bearer_scheme, get_user
 
-    user = await get_user(request=request, _oauth_token=None, bearer_credentials=await bearer_scheme(request))
-    if not get_auth_manager().is_authorized_dag(method="GET", access_entity=DagAccessEntity.RUN, user=user):
+    user = await get_user(
+        request=request, _oauth_token=None, bearer_credentials=await bearer_scheme(request)
+    )
+    if not get_auth_manager().is_authorized_dag(
+        method="GET", access_entity=DagAccessEntity.RUN, user=user
+    ):
         raise HTTPException(403, "reading ragwatch results needs read access to DAG runs")
 
 
 def airflow_active_runs(dag_ids: tuple[str, ...]) -> list[ActiveRun]:
     """Inside the api-server: the queued and running runs of `dag_ids`, oldest first, with their
-    task instances counted per state, read from Airflow's metadata DB (the api-server's own session)."""
+    task instances counted per state, read from Airflow's metadata DB (the api-server's own
+    session)."""
     from airflow.models.dagrun import DagRun
     from airflow.models.taskinstance import TaskInstance
     from airflow.utils.session import create_session
@@ -402,9 +446,22 @@ def airflow_active_runs(dag_ids: tuple[str, ...]) -> list[ActiveRun]:
             return []
         keys = [(r.dag_id, r.run_id) for r in runs]
         counted = session.execute(
-            select(TaskInstance.dag_id, TaskInstance.run_id, TaskInstance.task_id, TaskInstance.state, func.count())
-            .where(and_(TaskInstance.dag_id.in_(dag_ids), TaskInstance.run_id.in_([r.run_id for r in runs])))
-            .group_by(TaskInstance.dag_id, TaskInstance.run_id, TaskInstance.task_id, TaskInstance.state)
+            select(
+                TaskInstance.dag_id,
+                TaskInstance.run_id,
+                TaskInstance.task_id,
+                TaskInstance.state,
+                func.count(),
+            )
+            .where(
+                and_(
+                    TaskInstance.dag_id.in_(dag_ids),
+                    TaskInstance.run_id.in_([r.run_id for r in runs]),
+                )
+            )
+            .group_by(
+                TaskInstance.dag_id, TaskInstance.run_id, TaskInstance.task_id, TaskInstance.state
+            )
         ).all()
     states: dict[tuple[str, str], Counter] = {key: Counter() for key in keys}
     running: dict[tuple[str, str], list[str]] = {key: [] for key in keys}

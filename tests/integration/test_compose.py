@@ -57,7 +57,9 @@ REQUIRED_SERVICES = AIRFLOW_SERVICES | {
     "minio-init",
 }
 ONE_SHOT = {"airflow-init", "minio-init"}
-SECRET_KEY = re.compile(r"PASSWORD|SECRET|TOKEN|API_KEY|FERNET|ANONYMIZER_KEY|ACCESS_KEY|REDISCLI_AUTH")
+SECRET_KEY = re.compile(
+    r"PASSWORD|SECRET|TOKEN|API_KEY|FERNET|ANONYMIZER_KEY|ACCESS_KEY|REDISCLI_AUTH"
+)
 
 
 def compose() -> dict:
@@ -69,7 +71,11 @@ def services() -> dict[str, dict]:
 
 
 def env_keys(path: Path) -> dict[str, str]:
-    pairs = (line.split("=", 1) for line in path.read_text().splitlines() if line and not line.startswith("#"))
+    pairs = (
+        line.split("=", 1)
+        for line in path.read_text().splitlines()
+        if line and not line.startswith("#")
+    )
     return {key: value for key, value in pairs}
 
 
@@ -113,7 +119,9 @@ def test_compose_refuses_to_start_without_secrets(tmp_path):
 
 
 def test_make_env_replaces_every_placeholder(tmp_path):
-    out = subprocess.run([str(ROOT / "deploy" / "make-env.sh")], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [str(ROOT / "deploy" / "make-env.sh")], capture_output=True, text=True, check=True
+    ).stdout
     generated = tmp_path / ".env"
     generated.write_text(out)
     values = env_keys(generated)
@@ -169,7 +177,10 @@ def test_start_order_uses_conditions_on_existing_services():
                 assert spec == {"condition": "service_healthy"}, (name, target)
                 assert "healthcheck" in all_services[target], (name, target)
     for name in AIRFLOW_SERVICES - {"airflow-init"}:
-        assert all_services[name]["depends_on"]["airflow-init"]["condition"] == "service_completed_successfully"
+        assert (
+            all_services[name]["depends_on"]["airflow-init"]["condition"]
+            == "service_completed_successfully"
+        )
 
 
 def test_volumes_are_declared_and_bind_mounts_exist():
@@ -199,11 +210,15 @@ def test_no_literal_secrets():
         for key, value in env.items():
             value = str(value)
             if SECRET_KEY.search(key):
-                assert value.startswith("${") and value.endswith("}"), f"{name}: {key} must come from .env"
+                assert value.startswith("${") and value.endswith("}"), (
+                    f"{name}: {key} must come from .env"
+                )
             assert literal_secrets(value) == [], f"{name}: {key} holds a credential"
         command = service.get("command", [])
         text = " ".join(command) if isinstance(command, list) else str(command)
-        assert not re.search(r"--(api-key|password)[= ]", text), f"{name}: a secret on the command line"
+        assert not re.search(r"--(api-key|password)[= ]", text), (
+            f"{name}: a secret on the command line"
+        )
     text = COMPOSE.read_text(encoding="utf-8")
     assert "change-me" not in text
 
@@ -214,7 +229,9 @@ def test_every_required_variable_is_in_the_example_env():
     optional = set(re.findall(r"\$\{([A-Z0-9_]+):-", text))
     example = env_keys(ENV_EXAMPLE)
     assert required - set(example) == set()
-    assert set(example) - required - optional == set(), "variables in .env.example that compose never reads"
+    assert set(example) - required - optional == set(), (
+        "variables in .env.example that compose never reads"
+    )
     placeholders = {k for k, v in example.items() if v == "change-me"}
     # An access key id is a user name, not a secret: it keeps a readable default.
     secrets = {k for k in required if SECRET_KEY.search(k) and not k.endswith("_ACCESS_KEY")}
@@ -231,7 +248,9 @@ def test_generator_and_judge_are_different_models_on_gpus():
         (device,) = service["deploy"]["resources"]["reservations"]["devices"]
         assert device["driver"] == "nvidia" and device["capabilities"] == ["gpu"], name
         assert "VLLM_API_KEY" in service["environment"], name
-    assert models["vllm-generator"] != models["vllm-judge"], "the judge must not grade its own generator"
+    assert models["vllm-generator"] != models["vllm-judge"], (
+        "the judge must not grade its own generator"
+    )
     assert "--runner=pooling" in config["vllm-embeddings"]["command"]
     env = config["airflow-worker"]["environment"]
     assert env["RAGWATCH_GENERATOR__MODEL"] == models["vllm-generator"]
@@ -244,9 +263,14 @@ def test_airflow_is_wired_for_ragwatch():
     env = config["airflow-worker"]["environment"]
     assert env["AIRFLOW__CORE__EXECUTOR"] == "CeleryExecutor"
     conn = json.loads(env["AIRFLOW_CONN_RAGWATCH_TRACE_STORE"])
-    assert (conn["conn_type"], conn["login"], conn["schema"]) == ("postgres", "ragwatch_reader", "traces")
+    assert (conn["conn_type"], conn["login"], conn["schema"]) == (
+        "postgres",
+        "ragwatch_reader",
+        "traces",
+    )
     assert conn["extra"]["table"] == "traces"
-    # Workers on several machines share one LLM cache: the results database, through the results role.
+    # Workers on several machines share one LLM cache: the results database, through the results
+    # role.
     assert env["RAGWATCH_LLM_CACHE_URL"].startswith("postgresql+psycopg://ragwatch:")
     assert env["RAGWATCH_LLM_CACHE_URL"].endswith("@postgres:5432/ragwatch_results")
     # Every RAGWATCH_* variable names a real setting (a typo would be silently ignored).
@@ -270,33 +294,56 @@ def test_airflow_init_creates_the_plugins_pools():
     assert f"airflow pools set {dvc_pool} 1 " in init
     assert f'airflow pools set {llm_pool} "${{RAGWATCH_LLM_POOL_SLOTS:-4}}"' in init
     assert f"AIRFLOW_CONN_{conn_id.upper()}" in COMPOSE.read_text()
-    assert resolved()["services"]["airflow-init"]["command"] == ["bash", "/opt/ragwatch/airflow-init.sh"]
-    assert subprocess.run(["bash", "-n", str(ROOT / "deploy" / "airflow" / "init.sh")], check=False).returncode == 0
+    assert resolved()["services"]["airflow-init"]["command"] == [
+        "bash",
+        "/opt/ragwatch/airflow-init.sh",
+    ]
+    assert (
+        subprocess.run(
+            ["bash", "-n", str(ROOT / "deploy" / "airflow" / "init.sh")], check=False
+        ).returncode
+        == 0
+    )
 
 
 def test_monitoring_mounts_match_the_provisioning():
     config = services()
-    assert "./monitoring/prometheus.yml:/etc/prometheus/prometheus.yml:ro" in config["prometheus"]["volumes"]
+    assert (
+        "./monitoring/prometheus.yml:/etc/prometheus/prometheus.yml:ro"
+        in config["prometheus"]["volumes"]
+    )
     assert "./monitoring/rules:/etc/prometheus/rules:ro" in config["prometheus"]["volumes"]
-    provider = yaml.safe_load((ROOT / "monitoring/grafana/provisioning/dashboards/ragwatch.yml").read_text())
+    provider = yaml.safe_load(
+        (ROOT / "monitoring/grafana/provisioning/dashboards/ragwatch.yml").read_text()
+    )
     path = provider["providers"][0]["options"]["path"]
     assert f"./monitoring/grafana/dashboards:{path}:ro" in config["grafana"]["volumes"]
-    assert "./monitoring/grafana/provisioning:/etc/grafana/provisioning:ro" in config["grafana"]["volumes"]
+    assert (
+        "./monitoring/grafana/provisioning:/etc/grafana/provisioning:ro"
+        in config["grafana"]["volumes"]
+    )
     assert "--persistence.file=/pushgateway/pushgateway.db" in config["pushgateway"]["command"]
 
 
 def test_image_extends_the_pinned_airflow():
     dockerfile = (ROOT / "Dockerfile").read_text()
-    pinned = re.search(r"^apache-airflow==(\S+)$", (ROOT / "constraints.txt").read_text(), flags=re.MULTILINE).group(1)
+    pinned = re.search(
+        r"^apache-airflow==(\S+)$", (ROOT / "constraints.txt").read_text(), flags=re.MULTILINE
+    ).group(1)
     assert f"ARG AIRFLOW_VERSION={pinned}\n" in dockerfile
     assert "FROM apache/airflow:${AIRFLOW_VERSION}-python3.11" in dockerfile
     assert "-c constraints.txt" in dockerfile and "pip check" in dockerfile
     for source in ("dags", "plugins", "pipelines", "deploy/airflow/init.sh"):
-        assert f" {source} " in dockerfile or f" {source}\n" in dockerfile or f" ./{source}" in dockerfile
+        assert (
+            f" {source} " in dockerfile
+            or f" {source}\n" in dockerfile
+            or f" ./{source}" in dockerfile
+        )
     assert ".env" in (ROOT / ".dockerignore").read_text().split()
 
 
-# --- The PostgreSQL init script, for real ----------------------------------------------------------
+# --- The PostgreSQL init script, for real
+# ----------------------------------------------------------
 
 PASSWORDS = {
     "AIRFLOW_DB_PASSWORD": "af-pw",
@@ -317,16 +364,26 @@ def initialised_cluster():
 
 
 def run_init_sql(pg, passwords: dict[str, str]) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in PASSWORDS} | passwords  # \getenv reads them
+    env = {
+        k: v for k, v in os.environ.items() if k not in PASSWORDS
+    } | passwords  # \getenv reads them
     return subprocess.run(
-        pg.cluster.psql("-f", "-"), input=INIT_SQL.read_text(), env=env, capture_output=True, text=True, timeout=60
+        pg.cluster.psql("-f", "-"),
+        input=INIT_SQL.read_text(),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 
 def connect(pg, user: str, database: str) -> sa.Engine:
-    password = {"airflow": "af-pw", "ragwatch": "res-pw", "ragwatch_reader": "reader-pw", "traces_writer": "writer-pw"}[
-        user
-    ]
+    password = {
+        "airflow": "af-pw",
+        "ragwatch": "res-pw",
+        "ragwatch_reader": "reader-pw",
+        "traces_writer": "writer-pw",
+    }[user]
     return sa.create_engine(pg.url(user, password, database))
 
 
@@ -385,7 +442,9 @@ def test_init_sql_creates_the_databases_and_a_read_only_trace_reader(initialised
 def test_init_sql_stops_when_a_password_is_missing():
     pg = start_postgres()
     try:
-        result = run_init_sql(pg, {k: v for k, v in PASSWORDS.items() if k != "TRACES_READER_PASSWORD"})
+        result = run_init_sql(
+            pg, {k: v for k, v in PASSWORDS.items() if k != "TRACES_READER_PASSWORD"}
+        )
         assert result.returncode != 0
         assert "TRACES_READER_PASSWORD is not set" in result.stderr
     finally:

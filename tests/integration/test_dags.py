@@ -16,7 +16,10 @@ AIRFLOW = ROOT / "scripts" / "airflow.sh"
 
 def airflow_env(home):
     return dict(
-        os.environ, RAGWATCH_HOME=str(home), RAGWATCH_ANONYMIZER_KEY="dag-test-key", AIRFLOW_HOME=str(home / "airflow")
+        os.environ,
+        RAGWATCH_HOME=str(home),
+        RAGWATCH_ANONYMIZER_KEY="dag-test-key",
+        AIRFLOW_HOME=str(home / "airflow"),
     )
 
 
@@ -41,7 +44,8 @@ def test_every_dag_imports_without_errors():
     bag = DagBag(dag_folder=str(ROOT / "dags"))
     assert bag.import_errors == {}
     assert set(bag.dags) == {"trace_sampling", "golden_build", "offline_eval", "online_eval"}
-    # `make up` unpauses and waits for the ids it reads from the files: they must be the ones Airflow parses.
+    # `make up` unpauses and waits for the ids it reads from the files: they must be the ones
+    # Airflow parses.
     from deploy.local_stack import expected_dag_ids
 
     assert sorted(expected_dag_ids()) == sorted(bag.dags)
@@ -53,11 +57,14 @@ def test_every_dag_imports_without_errors():
     assert [t.task_id for t in offline.tasks if t.depends_on_past] == ["finalize"]
     sensor = bag.dags["online_eval"].get_task("sampled_partition")
     assert sensor.mode == "reschedule"
-    # It looks again soon (the day's sample lands within a minute on a small day), then ever less often.
-    waits = [sensor._get_next_poke_interval(0.0, lambda s=s: s, 0) for s in (0.0, 60.0, 9000.0)]  # s since it began
+    # It looks again soon (the day's sample lands within a minute on a small day), then ever less
+    # often.
+    waits = [
+        sensor._get_next_poke_interval(0.0, lambda s=s: s, 0) for s in (0.0, 60.0, 9000.0)
+    ]  # s since it began
     assert 15 <= waits[0] <= 30 and waits[1] > 30 and waits[2] == 300, waits
-    # The online eval has the offline eval's shape: judge batches mapped in the LLM pool; the golden coverage of the
-    # day's traffic beside them, which finalize publishes.
+    # The online eval has the offline eval's shape: judge batches mapped in the LLM pool; the golden
+    # coverage of the day's traffic beside them, which finalize publishes.
     online = bag.dags["online_eval"]
     assert [t.task_id for t in online.topological_sort()] == [
         "sampled_partition",
@@ -73,8 +80,17 @@ def test_every_dag_imports_without_errors():
     assert online.get_task("judge").pool == "ragwatch_llm"
     assert {"max_traces", "noise_share", "noise_mode", "noise_k"} <= set(online.params.keys())
     dag = bag.dags["trace_sampling"]
-    assert [t.task_id for t in dag.topological_sort()] == ["select", "shard", "merge", "validate", "promote", "version"]
-    assert type(dag.get_task("shard")).__name__.endswith("MappedOperator")  # one task per shard of the selection
+    assert [t.task_id for t in dag.topological_sort()] == [
+        "select",
+        "shard",
+        "merge",
+        "validate",
+        "promote",
+        "version",
+    ]
+    assert type(dag.get_task("shard")).__name__.endswith(
+        "MappedOperator"
+    )  # one task per shard of the selection
     assert dag.get_task("version").pool == "ragwatch_dvc"
     assert dag.get_task("version").outlets[0].name == "ragwatch_sampled_traces"
     assert set(dag.params.keys()) == {"sample_rate", "strata", "min_per_stratum"}
@@ -104,7 +120,8 @@ def test_an_airflow_connection_points_every_worker_at_the_shared_llm_cache(monke
     monkeypatch.setenv(f"AIRFLOW_CONN_{LLM_CACHE_CONN_ID.upper()}", json.dumps(connection))
     settings = ragwatch_settings()
     assert (
-        settings.llm_cache_url == "postgresql+psycopg://ragwatch:cache-s3cret%2F%40@db.internal:5432/ragwatch_results"
+        settings.llm_cache_url
+        == "postgresql+psycopg://ragwatch:cache-s3cret%2F%40@db.internal:5432/ragwatch_results"
     )
     assert "s3cret" not in repr(settings)
 
@@ -114,14 +131,21 @@ def test_the_trace_store_connection_can_name_a_span_export_instead(monkeypatch):
     sys.path.insert(0, str(ROOT / "plugins"))
     from ragwatch_airflow.settings import TRACE_STORE_CONN_ID, ragwatch_settings
 
-    connection = {"conn_type": "generic", "extra": {"source": "langfuse-export", "path": "s3://langfuse-exports/prod"}}
+    connection = {
+        "conn_type": "generic",
+        "extra": {"source": "langfuse-export", "path": "s3://langfuse-exports/prod"},
+    }
     monkeypatch.setenv(f"AIRFLOW_CONN_{TRACE_STORE_CONN_ID.upper()}", json.dumps(connection))
     settings = ragwatch_settings()
-    assert (settings.trace_source, settings.trace_source_path) == ("langfuse-export", "s3://langfuse-exports/prod")
+    assert (settings.trace_source, settings.trace_source_path) == (
+        "langfuse-export",
+        "s3://langfuse-exports/prod",
+    )
     assert settings.trace_store_url is None
 
     monkeypatch.setenv(
-        f"AIRFLOW_CONN_{TRACE_STORE_CONN_ID.upper()}", json.dumps({"conn_type": "generic", "extra": {"source": "otlp"}})
+        f"AIRFLOW_CONN_{TRACE_STORE_CONN_ID.upper()}",
+        json.dumps({"conn_type": "generic", "extra": {"source": "otlp"}}),
     )
     with pytest.raises(ValueError, match="no path"):
         ragwatch_settings()
@@ -141,7 +165,15 @@ def test_airflow_dags_test_runs_trace_sampling_for_one_day(home):
     today = datetime.now(timezone.utc).date()
     # `dags test D` runs the data interval that ends at D, i.e. the day before D.
     run = subprocess.run(
-        [str(AIRFLOW), "dags", "test", "trace_sampling", today.isoformat(), "--conf", json.dumps({"sample_rate": 0.1})],
+        [
+            str(AIRFLOW),
+            "dags",
+            "test",
+            "trace_sampling",
+            today.isoformat(),
+            "--conf",
+            json.dumps({"sample_rate": 0.1}),
+        ],
         env=env,
         capture_output=True,
         text=True,
@@ -169,13 +201,27 @@ def test_airflow_dags_test_runs_trace_sampling_for_one_day(home):
 def test_airflow_dags_test_runs_golden_build(home):
     env = airflow_env(home)
     subprocess.run(
-        [sys.executable, "-m", "pipelines.cli", "corpus", "index", str(ROOT / "tests" / "data" / "corpus")],
+        [
+            sys.executable,
+            "-m",
+            "pipelines.cli",
+            "corpus",
+            "index",
+            str(ROOT / "tests" / "data" / "corpus"),
+        ],
         env=env,
         check=True,
         capture_output=True,
         cwd=ROOT,
     )
-    overrides = {"seeds": 6, "multi_hop": 3, "adversarial": 2, "tool_triples": 3, "from_traces": 4, "batch_size": 5}
+    overrides = {
+        "seeds": 6,
+        "multi_hop": 3,
+        "adversarial": 2,
+        "tool_triples": 3,
+        "from_traces": 4,
+        "batch_size": 5,
+    }
     today = datetime.now(timezone.utc).date()
     run = subprocess.run(
         [
@@ -195,13 +241,25 @@ def test_airflow_dags_test_runs_golden_build(home):
     )
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
     assert "map_index=1" in run.stdout + run.stderr  # generation ran as mapped batches
-    manifest = json.loads((home / "workspace" / "golden" / "datasets" / "demo" / "_manifest.json").read_text())
-    assert manifest["version"] == "v1" and manifest["items"] > 10
-    assert manifest["sources"].get("trace", 0) >= 1  # seeded from the partition trace_sampling published
-    summary = subprocess.run(
-        [sys.executable, "-m", "pipelines.cli", "golden", "summary"], env=env, capture_output=True, text=True, cwd=ROOT
+    manifest = json.loads(
+        (home / "workspace" / "golden" / "datasets" / "demo" / "_manifest.json").read_text()
     )
-    assert summary.returncode == 0 and "filter funnel" in summary.stdout and "single_hop" in summary.stdout
+    assert manifest["version"] == "v1" and manifest["items"] > 10
+    assert (
+        manifest["sources"].get("trace", 0) >= 1
+    )  # seeded from the partition trace_sampling published
+    summary = subprocess.run(
+        [sys.executable, "-m", "pipelines.cli", "golden", "summary"],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert (
+        summary.returncode == 0
+        and "filter funnel" in summary.stdout
+        and "single_hop" in summary.stdout
+    )
     show = subprocess.run(
         [sys.executable, "-m", "pipelines.cli", "golden", "show", "--per-stratum", "1"],
         env=env,
@@ -212,13 +270,19 @@ def test_airflow_dags_test_runs_golden_build(home):
     assert show.returncode == 0
     for stratum in ("single_hop", "multi_hop", "adversarial", "tool"):
         assert stratum in show.stdout
-    assert "question" in show.stdout and "reference" in show.stdout and "expected call" in show.stdout
+    assert (
+        "question" in show.stdout and "reference" in show.stdout and "expected call" in show.stdout
+    )
 
 
 def airflow_run(home, dag_id, conf=None):
     today = datetime.now(timezone.utc).date()
-    command = [str(AIRFLOW), "dags", "test", dag_id, today.isoformat()] + (["--conf", json.dumps(conf)] if conf else [])
-    run = subprocess.run(command, env=airflow_env(home), capture_output=True, text=True, cwd=ROOT, timeout=600)
+    command = [str(AIRFLOW), "dags", "test", dag_id, today.isoformat()] + (
+        ["--conf", json.dumps(conf)] if conf else []
+    )
+    run = subprocess.run(
+        command, env=airflow_env(home), capture_output=True, text=True, cwd=ROOT, timeout=600
+    )
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
     return run.stdout + run.stderr
 
@@ -228,9 +292,13 @@ def results(home):
 
     engine = sa.create_engine(f"sqlite:///{home / 'results.db'}")
     with engine.connect() as conn:
-        runs = conn.execute(sa.text("SELECT suite, logical_date, dataset_version, report_path FROM eval_runs")).all()
+        runs = conn.execute(
+            sa.text("SELECT suite, logical_date, dataset_version, report_path FROM eval_runs")
+        ).all()
         dupes = conn.execute(
-            sa.text("SELECT count(*) - count(DISTINCT run_id || '|' || item_id || '|' || metric) FROM eval_scores")
+            sa.text(
+                "SELECT count(*) - count(DISTINCT run_id || '|' || item_id || '|' || metric) FROM eval_scores"
+            )
         ).scalar_one()
         failed_nan = conn.execute(
             sa.text("SELECT count(*) FROM eval_scores WHERE status = 'ok' AND value IS NULL")
@@ -241,7 +309,9 @@ def results(home):
 
 @pytest.mark.airflow
 def test_airflow_dags_test_runs_offline_eval_then_online_eval(home):
-    out = airflow_run(home, "offline_eval", {"limit": 12, "metrics": ["faithfulness", "context_recall"]})
+    out = airflow_run(
+        home, "offline_eval", {"limit": 12, "metrics": ["faithfulness", "context_recall"]}
+    )
     assert "map_index=" in out  # judge batches are mapped
     airflow_run(home, "online_eval")
     runs, dupes, ok_without_value = results(home)
@@ -251,8 +321,10 @@ def test_airflow_dags_test_runs_offline_eval_then_online_eval(home):
     metrics = (home / "metrics").glob("ragwatch-*.prom")
     text = "".join(p.read_text() for p in metrics)
     assert (
-        'rag_faithfulness_score{job="ragwatch",stratum="all",suite="online"}' in text.replace(" ", "")
+        'rag_faithfulness_score{job="ragwatch",stratum="all",suite="online"}'
+        in text.replace(" ", "")
         or "rag_faithfulness_score" in text
     )
-    # A rerun of the same date replaces the run's rows (tests/unit/pipelines/evaluation/runs/test_online.py reruns a whole day; the stores'
-    # tests replace a run on SQLite and PostgreSQL): a second `dags test` here would only add its 47 s.
+    # A rerun of the same date replaces the run's rows
+    # (tests/unit/pipelines/evaluation/runs/test_online.py reruns a whole day; the stores' tests
+    # replace a run on SQLite and PostgreSQL): a second `dags test` here would only add its 47 s.

@@ -24,12 +24,17 @@ def test_the_shared_cache_round_trips_keeps_the_first_reply_and_survives_a_fork(
     url = fresh_database(postgres, "llm_cache")
     cache = SharedLLMCache(url)
     assert cache.get("k") is None and cache.count() == 0
-    reply = {"value": {"text": "¿Reinicio el clúster? \u0000 ok", "score": 0.5, "claims": ["a", "b"]}}
+    reply = {
+        "value": {"text": "¿Reinicio el clúster? \u0000 ok", "score": 0.5, "claims": ["a", "b"]}
+    }
     cache.put("k", reply)
-    cache.put("k", {"value": {"text": "another sample of the same request"}})  # content-addressed: the first stays
+    cache.put(
+        "k", {"value": {"text": "another sample of the same request"}}
+    )  # content-addressed: the first stays
     assert SharedLLMCache(url).get("k") == reply and cache.count() == 1
 
-    # Airflow and Celery fork task processes: the child opens its own connection, the parent's keeps working.
+    # Airflow and Celery fork task processes: the child opens its own connection, the parent's keeps
+    # working.
     child = os.fork()
     if child == 0:
         try:
@@ -41,7 +46,9 @@ def test_the_shared_cache_round_trips_keeps_the_first_reply_and_survives_a_fork(
     assert cache.get("from-the-child") == {"value": 1} and cache.count() == 2
 
     home = Settings(home=tmp_path, llm_cache_url=url)
-    assert isinstance(open_llm_cache(home), SharedLLMCache) and open_llm_cache(home).get("k") == reply
+    assert (
+        isinstance(open_llm_cache(home), SharedLLMCache) and open_llm_cache(home).get("k") == reply
+    )
     assert isinstance(open_llm_cache(Settings(home=tmp_path)), LLMCache)
     assert open_llm_cache(home.model_copy(update={"llm_cache": False})) is None
     assert "pw" not in repr(home) and "llm_cache_url='postgresql+psycopg://llm_cache_" in repr(home)
@@ -55,11 +62,15 @@ def _first_use(url: str, name: str) -> None:
 
 
 def test_workers_starting_together_create_the_table_once(postgres):
-    """Three workers' first use waits on a fourth session that is creating the table; it commits, and none fails.
+    """Three workers' first use waits on a fourth session that is creating the table; it commits,
+    and none fails.
 
-    The collision is held open on purpose (left to chance, a barrier hit it about one run in three)."""
+    The collision is held open on purpose (left to chance, a barrier hit it about one run in
+    three)."""
     url = fresh_database(postgres, "llm_cache")
-    first = psycopg.connect(url.replace("+psycopg", ""))  # a transaction: the table stays invisible until the commit
+    first = psycopg.connect(
+        url.replace("+psycopg", "")
+    )  # a transaction: the table stays invisible until the commit
     first.execute(_CREATE.text)
     fork = multiprocessing.get_context("fork")
     workers = [fork.Process(target=_first_use, args=(url, f"worker{n}")) for n in range(3)]
@@ -70,7 +81,9 @@ def test_workers_starting_together_create_the_table_once(postgres):
     waiting = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
     while watch.execute(waiting).fetchone()[0] < 3 and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert watch.execute(waiting).fetchone()[0] == 3  # all three are inside CREATE TABLE, behind the first session
+    assert (
+        watch.execute(waiting).fetchone()[0] == 3
+    )  # all three are inside CREATE TABLE, behind the first session
     first.commit()
     for worker in workers:
         worker.join(30)

@@ -39,43 +39,66 @@ def gateway_settings(settings, pushgateway):
 
 
 def groups_of(settings) -> list[dict]:
-    return [g for g in read_back(settings.pushgateway_url) if g["labels"]["job"] == settings.pushgateway_job]
+    return [
+        g
+        for g in read_back(settings.pushgateway_url)
+        if g["labels"]["job"] == settings.pushgateway_job
+    ]
 
 
 def samples(group: dict, name: str) -> dict[tuple, float]:
     return {
-        tuple(sorted((k, v) for k, v in m["labels"].items() if k not in ("job", "instance"))): m["value"]
+        tuple(sorted((k, v) for k, v in m["labels"].items() if k not in ("job", "instance"))): m[
+            "value"
+        ]
         for m in group["metrics"].get(name, [])
     }
 
 
 def test_push_sends_gauges_per_suite_and_stratum_without_a_run_id(gateway_settings):
-    result = push_scores(gateway_settings, AGGREGATES, suite="offline", gate_passed=True, succeeded_at=WHEN)
+    result = push_scores(
+        gateway_settings, AGGREGATES, suite="offline", gate_passed=True, succeeded_at=WHEN
+    )
     assert result.ok and result.mode == "pushgateway" and result.error is None
     assert result.grouping_key == {"suite": "offline"}
     [group] = groups_of(gateway_settings)
-    assert group["labels"] == {"job": gateway_settings.pushgateway_job, "suite": "offline"}  # job + suite, no run id
+    assert group["labels"] == {
+        "job": gateway_settings.pushgateway_job,
+        "suite": "offline",
+    }  # job + suite, no run id
     assert samples(group, "rag_faithfulness_score") == {
         (("stratum", "all"), ("suite", "offline")): 0.82,
         (("stratum", "single_hop/es"), ("suite", "offline")): 0.9,
     }
-    assert samples(group, "rag_recall_at_5_score") == {(("stratum", "all"), ("suite", "offline")): 0.7}
+    assert samples(group, "rag_recall_at_5_score") == {
+        (("stratum", "all"), ("suite", "offline")): 0.7
+    }
     assert "rag_context_recall_score" not in group["metrics"]  # no ok score: absent, never 0
     items, failed = samples(group, "rag_eval_items"), samples(group, "rag_eval_failed_items")
     key = (("metric", "context_recall"), ("stratum", "all"), ("suite", "offline"))
     assert items[key] == 40 and failed[key] == 40
     assert items[(("metric", "faithfulness"), ("stratum", "all"), ("suite", "offline"))] == 42
     assert samples(group, "rag_eval_gate_passed") == {(("suite", "offline"),): 1.0}
-    assert samples(group, "rag_eval_last_success_timestamp_seconds") == {(("suite", "offline"),): WHEN.timestamp()}
+    assert samples(group, "rag_eval_last_success_timestamp_seconds") == {
+        (("suite", "offline"),): WHEN.timestamp()
+    }
     assert not any(
-        "run" in label for m in group["metrics"].values() if isinstance(m, list) for s in m for label in s["labels"]
+        "run" in label
+        for m in group["metrics"].values()
+        if isinstance(m, list)
+        for s in m
+        for label in s["labels"]
     )
 
 
 def test_a_second_push_of_the_same_suite_replaces_the_whole_group(gateway_settings):
     push_scores(gateway_settings, AGGREGATES, suite="offline", gate_passed=True, succeeded_at=WHEN)
-    push_scores(gateway_settings, [agg("faithfulness", "all", 0.7)], suite="offline", gate_passed=False)
-    push_scores(gateway_settings, [agg("faithfulness", "all", 0.95)], suite="online", app="docs-assistant")
+    push_scores(
+        gateway_settings, [agg("faithfulness", "all", 0.7)], suite="offline", gate_passed=False
+    )
+    push_scores(
+        gateway_settings, [agg("faithfulness", "all", 0.95)], suite="online", app="docs-assistant"
+    )
     groups = {tuple(sorted(g["labels"].items())): g for g in groups_of(gateway_settings)}
     job = gateway_settings.pushgateway_job
     assert set(groups) == {
@@ -84,7 +107,9 @@ def test_a_second_push_of_the_same_suite_replaces_the_whole_group(gateway_settin
     }
     offline = groups[(("job", job), ("suite", "offline"))]
     # The stratum and the metrics the new run lacks are gone, not left stale.
-    assert samples(offline, "rag_faithfulness_score") == {(("stratum", "all"), ("suite", "offline")): 0.7}
+    assert samples(offline, "rag_faithfulness_score") == {
+        (("stratum", "all"), ("suite", "offline")): 0.7
+    }
     assert "rag_recall_at_5_score" not in offline["metrics"]
     assert samples(offline, "rag_eval_gate_passed") == {(("suite", "offline"),): 0.0}
     online = groups[(("app", "docs-assistant"), ("job", job), ("suite", "online"))]
@@ -109,7 +134,9 @@ def test_without_a_gateway_the_same_exposition_goes_to_a_textfile(settings):
     assert path == settings.home.resolve() / "metrics" / "ragwatch-offline.prom"
     text = path.read_text()
     assert 'rag_faithfulness_score{stratum="single_hop/es",suite="offline"} 0.9' in text
-    assert 'rag_eval_failed_items{metric="context_recall",stratum="all",suite="offline"} 40.0' in text
+    assert (
+        'rag_eval_failed_items{metric="context_recall",stratum="all",suite="offline"} 40.0' in text
+    )
     assert 'rag_eval_gate_passed{suite="offline"} 1.0' in text
     assert "rag_context_recall_score" not in text
     assert not list(path.parent.glob("*.tmp*"))
@@ -157,7 +184,9 @@ def saved_run(settings, day: date, target: str, faithfulness: float) -> RunSumma
     )
 
 
-def test_a_backfill_or_another_target_never_overwrites_the_newest_gauges_of_a_target(gateway_settings):
+def test_a_backfill_or_another_target_never_overwrites_the_newest_gauges_of_a_target(
+    gateway_settings,
+):
     february = saved_run(gateway_settings, date(2026, 2, 2), "reference-rag", 0.9)
     assert push_run(gateway_settings, february).samples > 0
     # A January run of a candidate URL, then a January backfill of the reference itself.
@@ -182,7 +211,9 @@ def test_a_backfill_or_another_target_never_overwrites_the_newest_gauges_of_a_ta
 
 
 def test_a_gateway_url_with_credentials_never_reaches_the_result_or_the_log(settings, caplog):
-    down = settings.model_copy(update={"pushgateway_url": f"http://ops:gw-s3cret@127.0.0.1:{free_port()}"})
+    down = settings.model_copy(
+        update={"pushgateway_url": f"http://ops:gw-s3cret@127.0.0.1:{free_port()}"}
+    )
     result = push_scores(down, AGGREGATES, suite="offline", target="reference-rag", timeout_s=2)
     assert not result.ok and "refused" in result.error.lower()
     assert "gw-s3cret" not in result.destination + result.error + caplog.text
@@ -193,8 +224,8 @@ def test_the_briefs_context_precision_is_the_judged_share_of_useful_chunks():
     from pipelines.evaluation.outputs.push import CONTEXT_PRECISION, as_pushed
 
     # The judged share of useful chunks given is the brief's context precision, pushed as
-    # rag_context_precision_score (alert < 0.60); id-based precision@k and ragas' rank-weighted metric keep
-    # their own names.
+    # rag_context_precision_score (alert < 0.60); id-based precision@k and ragas' rank-weighted
+    # metric keep their own names.
     aggregates = [
         agg("precision@5", "all", 0.2),
         agg("context_precision_share", "all", 0.4),
@@ -243,8 +274,14 @@ def test_a_runs_model_usage_is_pushed_per_stage_and_metric(settings):
     text = textfile_path(settings.home, "ragwatch", "online").read_text()
     assert 'rag_eval_llm_requests{metric="faithfulness",stage="judge",suite="online"} 20.0' in text
     assert 'rag_eval_llm_cache_hits{metric="faithfulness",stage="judge",suite="online"} 3.0' in text
-    assert 'rag_eval_llm_tokens{kind="prompt",metric="answer",stage="noise_noisy",suite="online"} 800.0' in text
-    assert 'rag_eval_llm_tokens{kind="completion",metric="faithfulness",stage="judge",suite="online"} 400.0' in text
+    assert (
+        'rag_eval_llm_tokens{kind="prompt",metric="answer",stage="noise_noisy",suite="online"} 800.0'
+        in text
+    )
+    assert (
+        'rag_eval_llm_tokens{kind="completion",metric="faithfulness",stage="judge",suite="online"} 400.0'
+        in text
+    )
     assert 'rag_eval_llm_seconds{metric="answer",stage="noise_noisy",suite="online"} 2.0' in text
 
 
@@ -261,7 +298,13 @@ def test_judge_noise_is_pushed_per_metric_and_absent_with_too_few_retests(settin
             noise_share=0.25,
             verdict="item sampling dominates",
         ),
-        JudgeNoiseRow(metric="faithfulness", n_retested=6, n_items=400, enough=False, verdict="not enough retests"),
+        JudgeNoiseRow(
+            metric="faithfulness",
+            n_retested=6,
+            n_items=400,
+            enough=False,
+            verdict="not enough retests",
+        ),
         JudgeNoiseRow(
             metric="context_recall",
             n_retested=40,
@@ -272,14 +315,20 @@ def test_judge_noise_is_pushed_per_metric_and_absent_with_too_few_retests(settin
             verdict="the judge gave the same score twice",
         ),
     ]
-    assert push_scores(settings, AGGREGATES, suite="offline", succeeded_at=WHEN, judge_noise=rows).ok
+    assert push_scores(
+        settings, AGGREGATES, suite="offline", succeeded_at=WHEN, judge_noise=rows
+    ).ok
     text = textfile_path(settings.home, "ragwatch", "offline").read_text()
     assert 'rag_judge_noise_share{metric="answer_relevancy",suite="offline"} 0.25' in text
     assert 'rag_judge_retest_icc{metric="answer_relevancy",suite="offline"} 0.71' in text
     assert 'rag_judge_retest_items{metric="answer_relevancy",suite="offline"} 40.0' in text
     assert 'rag_judge_noise_share{metric="context_recall",suite="offline"} 0.0' in text
     # 6 retests: no figure, never a 0.
-    assert not [line for line in text.splitlines() if line.startswith("rag_judge_") and 'metric="faithfulness"' in line]
+    assert not [
+        line
+        for line in text.splitlines()
+        if line.startswith("rag_judge_") and 'metric="faithfulness"' in line
+    ]
     assert 'rag_judge_retest_icc{metric="context_recall"' not in text  # ICC undefined: absent
 
 

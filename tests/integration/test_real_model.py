@@ -1,10 +1,11 @@
 """ragwatch against a small real model over the OpenAI protocol (docs/how-to/real-model.md).
 
 The simulator answers only prompts it recognises; here Gemma 3 270M, served by llama-cpp-python's
-OpenAI-compatible server (tests/support/llama_server.py), reads ragwatch's real prompts: golden generation,
-the reference RAG's answer prompt, every judge metric through ragas, and a tool-calling chat, all
-over HTTP with the task's JSON schema as `response_format` and Gemma 3's chat template. ragwatch's
-requests are sent as they are in production; the server caps each reply (see tests/support/llama_server.py).
+OpenAI-compatible server (tests/support/llama_server.py), reads ragwatch's real prompts: golden
+generation, the reference RAG's answer prompt, every judge metric through ragas, and a tool-calling
+chat, all over HTTP with the task's JSON schema as `response_format` and Gemma 3's chat template.
+ragwatch's requests are sent as they are in production; the server caps each reply (see
+tests/support/llama_server.py).
 
 A 270M base model answers poorly, so these tests assert robustness, not quality: no crash, every
 failure carries a reason, no NaN, every score is ok (with a value in range), failed or skipped,
@@ -52,7 +53,12 @@ pytestmark = pytest.mark.real_model
 
 ROOT = Path(__file__).resolve().parents[2]
 SUMMARY_PATH = ROOT / ".ragwatch" / "real-model-smoke.json"
-SEED_POSITIONS = ("pydoc/break#0", "pydoc/continue#0", "pydoc/pass#0", "guias/guia-de-despliegue.md#reversion/0")
+SEED_POSITIONS = (
+    "pydoc/break#0",
+    "pydoc/continue#0",
+    "pydoc/pass#0",
+    "guias/guia-de-despliegue.md#reversion/0",
+)
 """Short demo chunks (50-100 words), chosen by position so that a corpus refresh keeps them."""
 GOLDEN_PARAMS = GoldenParams(
     name="smoke",
@@ -87,7 +93,10 @@ SUMMARY: dict[str, object] = {}
 def llama() -> Iterator[LlamaServer]:
     started = time.monotonic()
     with running_llama_server() as server:
-        SUMMARY["server"] = {"start_s": round(time.monotonic() - started, 1), "max_reply_tokens": MAX_REPLY_TOKENS}
+        SUMMARY["server"] = {
+            "start_s": round(time.monotonic() - started, 1),
+            "max_reply_tokens": MAX_REPLY_TOKENS,
+        }
         yield server
         # Wall times depend on what else the machine runs; the server's CPU time does not.
         SUMMARY["server"]["cpu_s"] = server.cpu_seconds()
@@ -99,7 +108,11 @@ def real_llm(server: LlamaServer) -> OpenAICompatibleLLM:
     # llama.cpp's server computes one request at a time: more in flight would only queue there while
     # the client's per-request timeout runs.
     endpoint = ModelEndpoint(
-        base_url=server.base_url, model=server.model, max_concurrency=1, timeout_s=300, max_retries=1
+        base_url=server.base_url,
+        model=server.model,
+        max_concurrency=1,
+        timeout_s=300,
+        max_retries=1,
     )
     return OpenAICompatibleLLM(endpoint, cache=None, backoff_s=0.2)
 
@@ -111,7 +124,8 @@ def seed_chunks() -> list:
 
 def json_stats(counters: LLMCounters) -> dict[str, object]:
     """How many of the model's replies were valid for their schema. Without a cache each item is one
-    request, plus a repair request when its first reply was invalid, plus retries of failed requests."""
+    request, plus a repair request when its first reply was invalid, plus retries of failed
+    requests."""
     s = counters.summary()
     after_repair = sum(n for kind, n in s["failure_kinds"].items() if kind.endswith("after repair"))
     valid, invalid = s["items"] - s["failures"], s["repairs"] + after_repair
@@ -127,49 +141,72 @@ def json_stats(counters: LLMCounters) -> dict[str, object]:
 def assert_counters_add_up(counters: LLMCounters, items: int) -> None:
     s = counters.summary()
     assert s["items"] == items and s["cache_hits"] == 0
-    # Every request is an item's first request, a retry, a repair request, or a sample asked for alone
-    # (llama.cpp's server ignores OpenAI's `n` and sends one choice).
+    # Every request is an item's first request, a retry, a repair request, or a sample asked for
+    # alone (llama.cpp's server ignores OpenAI's `n` and sends one choice).
     assert s["calls"] == s["items"] + s["retries"] + s["repairs"] + s["sample_requests"]
     assert s["prompt_tokens"] > 0 and s["completion_tokens"] > 0
     assert sum(s["failure_kinds"].values()) == s["failures"]
 
 
-# --- why tests/support/llama_server.py adds what it adds (no server needed) ------------------------------
+# --- why tests/support/llama_server.py adds what it adds (no server needed)
+# ------------------------------
 
 
 def test_llama_cpp_server_takes_structured_outputs_only_in_its_own_dialect():
-    """When the first assertion fails, the server has learnt OpenAI's json_schema form: drop the rewrite."""
+    """When the first assertion fails, the server has learnt OpenAI's json_schema form: drop the
+    rewrite."""
     from llama_cpp.server.types import CreateChatCompletionRequest
     from pydantic import ValidationError
 
     messages = [{"role": "user", "content": "hi"}]
-    standard = {"type": "json_schema", "json_schema": {"name": "colour", "strict": True, "schema": COLOUR}}
+    standard = {
+        "type": "json_schema",
+        "json_schema": {"name": "colour", "strict": True, "schema": COLOUR},
+    }
     with pytest.raises(ValidationError, match="json_object"):
-        CreateChatCompletionRequest.model_validate({"messages": messages, "response_format": standard})
+        CreateChatCompletionRequest.model_validate(
+            {"messages": messages, "response_format": standard}
+        )
     own = {"type": "json_object", "schema": COLOUR}
-    accepted = CreateChatCompletionRequest.model_validate({"messages": messages, "response_format": own})
+    accepted = CreateChatCompletionRequest.model_validate(
+        {"messages": messages, "response_format": own}
+    )
     assert accepted.response_format == own
 
-    adapted = json.loads(adapt_request(json.dumps({"messages": messages, "response_format": standard}).encode(), 64))
+    adapted = json.loads(
+        adapt_request(json.dumps({"messages": messages, "response_format": standard}).encode(), 64)
+    )
     assert adapted == {"messages": messages, "response_format": own, "max_tokens": 64}
     assert json.loads(adapt_request(b'{"max_tokens": 500}', 64))["max_tokens"] == 64
-    assert json.loads(adapt_request(b'{"max_tokens": 0}', 64))["max_tokens"] == 64  # 0 means "no limit" there
-    for untouched in (b'{"response_format": {"type": "json_object"}, "max_tokens": 8}', b"[]", b"not json"):
+    assert (
+        json.loads(adapt_request(b'{"max_tokens": 0}', 64))["max_tokens"] == 64
+    )  # 0 means "no limit" there
+    for untouched in (
+        b'{"response_format": {"type": "json_object"}, "max_tokens": 8}',
+        b"[]",
+        b"not json",
+    ):
         assert adapt_request(untouched, 64) == untouched
 
 
 def test_the_pypi_gguf_brings_no_chat_template_so_the_server_gets_gemma3s():
-    """Without the `gemma3` format the server falls back to Llama 2's [INST] format, and llama-cpp-python's
-    own `gemma` format drops system messages, where ragwatch's task instructions are."""
+    """Without the `gemma3` format the server falls back to Llama 2's [INST] format, and
+    llama-cpp-python's own `gemma` format drops system messages, where ragwatch's task instructions
+    are."""
     import llama_cpp
     from llama_cpp.llama_chat_format import format_gemma
 
     vocab = llama_cpp.Llama(model_path=str(ensure_model()), vocab_only=True, verbose=False)
     assert vocab.metadata["general.architecture"] == "gemma3"
     assert "tokenizer.chat_template" not in vocab.metadata
-    stop_ids = [vocab.tokenize(t.encode(), add_bos=False, special=True) for t in ("<eos>", "<end_of_turn>")]
+    stop_ids = [
+        vocab.tokenize(t.encode(), add_bos=False, special=True) for t in ("<eos>", "<end_of_turn>")
+    ]
     assert stop_ids == [[token] for token in GEMMA3_STOP_TOKEN_IDS]
-    messages = [{"role": "system", "content": "Answer with JSON."}, {"role": "user", "content": "Hi"}]
+    messages = [
+        {"role": "system", "content": "Answer with JSON."},
+        {"role": "user", "content": "Hi"},
+    ]
     assert "Answer with JSON." not in format_gemma(messages).prompt
     assert gemma3_chat_formatter()(messages=messages).prompt == (
         "<bos><start_of_turn>user\nAnswer with JSON.\n\nHi<end_of_turn>\n<start_of_turn>model\n"
@@ -188,7 +225,13 @@ def test_a_reply_that_fits_the_schema_but_cannot_make_an_item_fails_that_job_onl
         async def _chat_with_tools(self, messages, tools):
             raise NotImplementedError
 
-    chunk = {"chunk_id": "doc#s/0-ab", "document": "doc", "section": "s", "language": "en", "text": "Some text."}
+    chunk = {
+        "chunk_id": "doc#s/0-ab",
+        "document": "doc",
+        "section": "s",
+        "language": "en",
+        "text": "Some text.",
+    }
     payload = {"chunk": chunk, "kind": "false_premise"}
     jobs = [Job(job_id="j", kind="adversarial", source_ref="doc#s/0", payload=payload)]
     items, failures = generate_items(EmptyQuestion(), jobs, corpus_version="v", created_at="c")
@@ -228,8 +271,12 @@ def test_the_server_speaks_the_openai_protocol_with_gemma3s_chat_template(llama)
     ).json()
     message = reply["choices"][0]["message"]
     assert message["role"] == "assistant"
-    assert json.loads(message["content"])["colour"] in ("blue", "grey")  # the grammar held the reply to the schema
-    # <bos>, the turn markers and the system text folded into the user turn: Gemma 3's template at work.
+    assert json.loads(message["content"])["colour"] in (
+        "blue",
+        "grey",
+    )  # the grammar held the reply to the schema
+    # <bos>, the turn markers and the system text folded into the user turn: Gemma 3's template at
+    # work.
     assert reply["usage"]["prompt_tokens"] > 20
 
 
@@ -265,7 +312,9 @@ def test_golden_generation_reads_the_real_prompts(llama):
     assert len({f["job_id"] for f in failures}) == len(failures)  # one record per failed job
     assert_counters_add_up(llm.counters, items=len(jobs))
     # Failed calls, plus replies that fit the schema but could not make an item ("unusable reply").
-    assert llm.counters.failures == sum(not f["error"].startswith("unusable reply") for f in failures)
+    assert llm.counters.failures == sum(
+        not f["error"].startswith("unusable reply") for f in failures
+    )
 
     failed_ids = {f["job_id"] for f in failures}
     SUMMARY["golden"] = {
@@ -284,12 +333,18 @@ def test_golden_generation_reads_the_real_prompts(llama):
 def test_every_judge_metric_on_the_real_model_gives_a_score_or_a_reason(llama):
     chunk = next(c for c in seed_chunks() if c.document == "pydoc/break")
     question = "What does the break statement do inside a loop?"
-    reference = 'break terminates the nearest enclosing loop, skipping the loop\'s optional "else" clause.'
+    reference = (
+        'break terminates the nearest enclosing loop, skipping the loop\'s optional "else" clause.'
+    )
 
     # The system under test's answer: the reference RAG's prompt, through the model.
     generator = real_llm(llama)
     started = time.monotonic()
-    rag_input = RagInput(question=question, language="en", contexts=[Context(chunk_id=chunk.chunk_id, text=chunk.text)])
+    rag_input = RagInput(
+        question=question,
+        language="en",
+        contexts=[Context(chunk_id=chunk.chunk_id, text=chunk.text)],
+    )
     answer = generator.run_sync(RagAnswerPrompt(), rag_input)
     assert answer.ok or answer.error.strip()
     assert_counters_add_up(generator.counters, items=1)
@@ -311,7 +366,8 @@ def test_every_judge_metric_on_the_real_model_gives_a_score_or_a_reason(llama):
             context_ids=[chunk.chunk_id],
             gold_chunk_ids=[chunk.chunk_id],
         ),
-        # The system under test failed (no answer, no contexts): every metric is skipped, without a call.
+        # The system under test failed (no answer, no contexts): every metric is skipped, without a
+        # call.
         JudgeInput(
             item_id="no-answer",
             stratum="single_hop/en",
@@ -327,17 +383,25 @@ def test_every_judge_metric_on_the_real_model_gives_a_score_or_a_reason(llama):
     scores = asyncio.run(judge_items(items, metrics, judge, embedder, **RUN))
     wall_s, cpu_s = time.monotonic() - started, _since(cpu, llama.cpu_seconds())
 
-    assert {(s.item_id, s.metric) for s in scores} == {(i.item_id, m) for i in items for m in metrics}
+    assert {(s.item_id, s.metric) for s in scores} == {
+        (i.item_id, m) for i in items for m in metrics
+    }
     assert len(scores) == len(items) * len(metrics)
     for score in scores:
         assert score.status in ("ok", "failed", "skipped"), score
         assert score.judge_model == judge.model
         if score.status == "ok":
-            assert score.value is not None and math.isfinite(score.value) and 0.0 <= score.value <= 1.0, score
+            assert (
+                score.value is not None and math.isfinite(score.value) and 0.0 <= score.value <= 1.0
+            ), score
         else:
             assert score.value is None and score.error and score.error.strip(), score
-    assert {s.metric for s in scores if s.item_id == "no-answer" and s.status == "skipped"} == set(metrics)
-    assert judge.counters.items > 0  # context precision and recall need no answer: some judging always happens
+    assert {s.metric for s in scores if s.item_id == "no-answer" and s.status == "skipped"} == set(
+        metrics
+    )
+    assert (
+        judge.counters.items > 0
+    )  # context precision and recall need no answer: some judging always happens
     assert_counters_add_up(judge.counters, items=judge.counters.items)
 
     per_metric = {}
@@ -366,7 +430,13 @@ def test_tool_calling_through_the_real_server_gives_no_call_and_says_why(llama):
 
     # The server never shows the model the tools: the prompt is the same with and without them.
     def prompt_tokens(**extra) -> int:
-        body = {"model": llama.model, "messages": messages, "max_tokens": 1, "temperature": 0, **extra}
+        body = {
+            "model": llama.model,
+            "messages": messages,
+            "max_tokens": 1,
+            "temperature": 0,
+            **extra,
+        }
         reply = httpx.post(f"{llama.base_url}/chat/completions", json=body, timeout=300).json()
         assert not reply["choices"][0]["message"].get("tool_calls")
         return reply["usage"]["prompt_tokens"]
@@ -378,7 +448,8 @@ def test_tool_calling_through_the_real_server_gives_no_call_and_says_why(llama):
     result = asyncio.run(llm.chat_with_tools(messages, TOOLS))
     assert_counters_add_up(llm.counters, items=1)
     # ragwatch reads a chat without tool calls as "answered in text": no calls, no error. The tool
-    # metrics then score the turn a wrong choice (tool_selection_accuracy 0), which is what happened.
+    # metrics then score the turn a wrong choice (tool_selection_accuracy 0), which is what
+    # happened.
     assert result.ok and result.value == []
     SUMMARY["tools"] = {
         "status": "failed",

@@ -1,14 +1,15 @@
-"""What both held-out coverage checks share: real questions with their passages, one subject held back from the
-golden set, two days of traffic, and the release that adds the held-back subject back
+"""What both held-out coverage checks share: real questions with their passages, one subject held
+back from the golden set, two days of traffic, and the release that adds the held-back subject back
 (tests/unit/pipelines/evaluation/coverage/test_daily_heldout*.py).
 
-Each entry is a dict with `language`, `question` (a real question: a FAQ heading, a help page's title) and
-`answer` (the passage that answers it). The golden set holds a passage for every entry it keeps: a generated
-question for two of three (a template, as the offline backend writes), and the real question, imported by a
-person, for every third — the user questions the threshold is calibrated on. Day 1's traffic is the kept entries'
-other real questions, each asked one to four times; on day 2 a quarter of the traffic moves to the held-back
-entries' questions. The true coverage of a day is known: the share of its distinct questions whose answering passage
-(the entry's own) is a golden item's source passage. A later release may add entries a corpus refresh brought in:
+Each entry is a dict with `language`, `question` (a real question: a FAQ heading, a help page's
+title) and `answer` (the passage that answers it). The golden set holds a passage for every entry it
+keeps: a generated question for two of three (a template, as the offline backend writes), and the
+real question, imported by a person, for every third — the user questions the threshold is
+calibrated on. Day 1's traffic is the kept entries' other real questions, each asked one to four
+times; on day 2 a quarter of the traffic moves to the held-back entries' questions. The true
+coverage of a day is known: the share of its distinct questions whose answering passage (the entry's
+own) is a golden item's source passage. A later release may add entries a corpus refresh brought in:
 a generated question each, no one's real question, as a build seeds them from new chunks.
 """
 
@@ -41,14 +42,19 @@ def release_golden(
     added: Sequence[dict] = (),
     version: str = "v1",
 ) -> None:
-    """The golden set `name` over the `kept` entries, released as `version`. `chunk_id` names an entry's passage (its
-    document before the "#"); `template` per language writes the generated questions from the passage's first six
-    words. The `added` entries, new in the corpus, each get a generated question only."""
+    """The golden set `name` over the `kept` entries, released as `version`. `chunk_id` names an
+    entry's passage (its document before the "#"); `template` per language writes the generated
+    questions from the passage's first six words. The `added` entries, new in the corpus, each get a
+    generated question only."""
     items = []
     for k, e in enumerate([*kept, *added]):
         chunk = chunk_id(e)
         user = k < len(kept) and k % EVIDENCE_EVERY == 0
-        question = e["question"] if user else template[e["language"]].format(" ".join(e["answer"].split()[:6]))
+        question = (
+            e["question"]
+            if user
+            else template[e["language"]].format(" ".join(e["answer"].split()[:6]))
+        )
         items.append(
             GoldenItem(
                 item_id=f"{e['language']}-{chunk}",
@@ -70,13 +76,18 @@ def release_golden(
     write_manifest(paths.released_manifest, {"name": name, "version": version})
 
 
-def traffic(kept: list[dict], held: list[dict]) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """Day 1's and day 2's (language, question) rows: the kept entries no golden item asks, one to four times each;
-    then a third as many traces again on the held-back entries, a quarter of day 2."""
+def traffic(
+    kept: list[dict], held: list[dict]
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """Day 1's and day 2's (language, question) rows: the kept entries no golden item asks, one to
+    four times each; then a third as many traces again on the held-back entries, a quarter of day
+    2."""
     asked = [e for k, e in enumerate(kept) if k % EVIDENCE_EVERY]
     day_1 = [(e["language"], e["question"]) for k, e in enumerate(asked) for _ in range(1 + k % 4)]
     extra = len(day_1) // 3
-    day_2 = day_1 + [(held[k % len(held)]["language"], held[k % len(held)]["question"]) for k in range(extra)]
+    day_2 = day_1 + [
+        (held[k % len(held)]["language"], held[k % len(held)]["question"]) for k in range(extra)
+    ]
     return day_1, day_2
 
 
@@ -99,7 +110,8 @@ def write_day(workspace: Workspace, day: date, rows: list[tuple[str, str]]) -> l
 
 
 def true_coverage(rows: list[tuple[str, str]], kept: list[dict]) -> float:
-    """The share of the distinct (language, question) `rows` whose entry is `kept`: its passage is in the golden set."""
+    """The share of the distinct (language, question) `rows` whose entry is `kept`: its passage is
+    in the golden set."""
     golden = {(e["language"], e["question"]) for e in kept}
     distinct = set(rows)
     return sum(row in golden for row in distinct) / len(distinct)

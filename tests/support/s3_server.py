@@ -1,4 +1,5 @@
-"""An S3-compatible server in process (moto), reached through the AWS_* variables the DVC remote reads."""
+"""An S3-compatible server in process (moto), reached through the AWS_* variables the DVC remote
+reads."""
 
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ from moto.server import ThreadedMotoServer
 
 
 @contextmanager
-def s3_bucket(bucket: str, *, user: str, secret: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator:
-    """A boto3 client of a fresh server on a free loopback port holding `bucket`; the environment points at it
-    (no config file, credentials file or instance metadata of the machine is read)."""
+def s3_bucket(
+    bucket: str, *, user: str, secret: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator:
+    """A boto3 client of a fresh server on a free loopback port holding `bucket`; the environment
+    points at it (no config file, credentials file or instance metadata of the machine is read)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]

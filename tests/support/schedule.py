@@ -19,7 +19,8 @@ from ragwatch_airflow.intervals import Interval, latest_complete_interval
 from tests.support.stack import ROOT
 
 STACK_SESSION = timedelta(minutes=20)
-"""How long the stack tests run on a loaded two-core machine, with margin: no schedule may fire inside."""
+"""How long the stack tests run on a loaded two-core machine, with margin: no schedule may fire
+inside."""
 
 
 @cache
@@ -38,7 +39,8 @@ def schedules() -> dict[str, tuple[str, str]]:
 
 
 def first_interval(dag_id: str, unpaused_at: datetime) -> Interval:
-    """The interval the scheduler runs first for `dag_id` unpaused at `unpaused_at` (catchup off)."""
+    """The interval the scheduler runs first for `dag_id` unpaused at `unpaused_at` (catchup
+    off)."""
     return latest_complete_interval(*schedules()[dag_id], unpaused_at)
 
 
@@ -49,18 +51,23 @@ def following_interval(dag_id: str, end: datetime) -> Interval:
 
 
 def previous_days(day, count: int) -> list:
-    """The `count` days before `day`, oldest first: a backfill of the days before the scheduled one."""
+    """The `count` days before `day`, oldest first: a backfill of the days before the scheduled
+    one."""
     return [day - timedelta(days=n) for n in range(count, 0, -1)]
 
 
 def next_fire(after: datetime) -> tuple[datetime, str]:
     """The first moment after `after` at which some DAG's schedule fires, and that DAG."""
-    return min((_next_fire(expression, tz, after), dag_id) for dag_id, (expression, tz) in schedules().items())
+    return min(
+        (_next_fire(expression, tz, after), dag_id)
+        for dag_id, (expression, tz) in schedules().items()
+    )
 
 
 def quiet_start(now: datetime, window: timedelta = STACK_SESSION) -> datetime:
-    """The earliest moment from `now` on after which no schedule fires for `window`: a scheduled run that
-    starts mid-session (midnight's trace_sampling, Monday's golden_build) would change what the tests read."""
+    """The earliest moment from `now` on after which no schedule fires for `window`: a scheduled run
+    that starts mid-session (midnight's trace_sampling, Monday's golden_build) would change what the
+    tests read."""
     start = now
     while (fire := next_fire(start)[0]) <= start + window:
         start = fire + timedelta(seconds=30)  # the scheduler has created that run by then
@@ -70,4 +77,6 @@ def quiet_start(now: datetime, window: timedelta = STACK_SESSION) -> datetime:
 def _next_fire(expression: str, timezone: str, after: datetime) -> datetime:
     tz = pendulum.timezone(timezone)
     local = pendulum.instance(after).in_timezone(tz).naive()
-    return pendulum.instance(croniter(expression, start_time=local).get_next(datetime), tz=tz).in_timezone("UTC")
+    return pendulum.instance(
+        croniter(expression, start_time=local).get_next(datetime), tz=tz
+    ).in_timezone("UTC")

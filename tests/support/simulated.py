@@ -1,4 +1,5 @@
-"""Settings that send every model call over HTTP to a running simulator (pipelines.models.simulator)."""
+"""Settings that send every model call over HTTP to a running simulator
+(pipelines.models.simulator)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ from typing import Any
 from pipelines.core.settings import Settings
 
 
-def on_simulator(settings: Settings, url: str, *, cache: bool = True, max_retries: int = 2, **more: Any) -> Settings:
-    """`settings` with the generator (model `gen-model`) and the judge (`judge-model`) served by the simulator at `url`;
-    `more` updates any other setting (a shared cache URL, a workspace)."""
+def on_simulator(
+    settings: Settings, url: str, *, cache: bool = True, max_retries: int = 2, **more: Any
+) -> Settings:
+    """`settings` with the generator (model `gen-model`) and the judge (`judge-model`) served by the
+    simulator at `url`; `more` updates any other setting (a shared cache URL, a workspace)."""
     endpoint = {"base_url": url, "max_retries": max_retries, "timeout_s": 10}
     return settings.model_copy(
         update={

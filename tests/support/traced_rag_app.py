@@ -1,14 +1,17 @@
-"""A tiny RAG assistant, instrumented the ways teams instrument theirs, whose spans are exported to OTLP/JSON files.
+"""A tiny RAG assistant, instrumented the ways teams instrument theirs, whose spans are exported to
+OTLP/JSON files.
 
-The model is the project's simulator over HTTP (the OpenAI client, as against vLLM), the retriever a Qdrant local
-collection (hashed bag-of-words vectors: no model to download). Three instrumentations, one per span vocabulary:
-- `genai`: the OpenTelemetry API by hand, with the current GenAI semantic conventions (retrieval, chat, execute_tool);
-- `openllmetry`: OpenLLMetry's OpenAI instrumentation (the older indexed gen_ai.prompt.{i} / gen_ai.completion.{i})
-  under a hand-made GenAI retrieval span;
-- `openinference`: OpenInference's OpenAI instrumentation, with RETRIEVER, TOOL and CHAIN spans built with its
-  semantic conventions, as Phoenix users write them.
-Spans go through the SDK's BatchSpanProcessor into `OtlpJsonFileExporter`, unless the app is handed a tracer provider
-its setup made (Phoenix's `register`, which also instruments the OpenAI client).
+The model is the project's simulator over HTTP (the OpenAI client, as against vLLM), the retriever a
+Qdrant local collection (hashed bag-of-words vectors: no model to download). Three instrumentations,
+one per span vocabulary:
+- `genai`: the OpenTelemetry API by hand, with the current GenAI semantic conventions (retrieval,
+  chat, execute_tool);
+- `openllmetry`: OpenLLMetry's OpenAI instrumentation (the older indexed gen_ai.prompt.{i} /
+  gen_ai.completion.{i}) under a hand-made GenAI retrieval span;
+- `openinference`: OpenInference's OpenAI instrumentation, with RETRIEVER, TOOL and CHAIN spans
+  built with its semantic conventions, as Phoenix users write them. Spans go through the SDK's
+  BatchSpanProcessor into `OtlpJsonFileExporter`, unless the app is handed a tracer provider its
+  setup made (Phoenix's `register`, which also instruments the OpenAI client).
 """
 
 from __future__ import annotations
@@ -56,9 +59,9 @@ class Turn:
     agent: bool = False
     """Ask the model for a tool call first (function calling), then answer."""
     fault: str | None = None
-    """What goes wrong in the app: "cache_hit" (an answer from a cache, only the root span, no question recorded),
-    "no_documents" (the retrieval span never gets its documents), "documents_as_text" (they are written as a comma
-    list, not the convention's JSON)."""
+    """What goes wrong in the app: "cache_hit" (an answer from a cache, only the root span, no
+    question recorded), "no_documents" (the retrieval span never gets its documents),
+    "documents_as_text" (they are written as a comma list, not the convention's JSON)."""
 
 
 class TracedRagApp:
@@ -77,12 +80,17 @@ class TracedRagApp:
         self.qdrant = QdrantClient(path=str(qdrant_path))
         if not self.qdrant.collection_exists("docs"):
             self.qdrant.create_collection(
-                "docs", vectors_config=models.VectorParams(size=DIMENSIONS, distance=models.Distance.COSINE)
+                "docs",
+                vectors_config=models.VectorParams(
+                    size=DIMENSIONS, distance=models.Distance.COSINE
+                ),
             )
             self.qdrant.upsert(
                 "docs",
                 [
-                    models.PointStruct(id=i, vector=embed(text), payload={"chunk_id": cid, "text": text})
+                    models.PointStruct(
+                        id=i, vector=embed(text), payload={"chunk_id": cid, "text": text}
+                    )
                     for i, (cid, text) in enumerate(CHUNKS.items())
                 ],
             )
@@ -92,7 +100,9 @@ class TracedRagApp:
             self.tracer = self.provider.get_tracer("tests.support.traced_rag_app")
             return
         self.provider = TracerProvider(resource=Resource.create({"service.name": app}))
-        self.provider.add_span_processor(BatchSpanProcessor(OtlpJsonFileExporter(export_path), max_export_batch_size=7))
+        self.provider.add_span_processor(
+            BatchSpanProcessor(OtlpJsonFileExporter(export_path), max_export_batch_size=7)
+        )
         self.tracer = self.provider.get_tracer("tests.support.traced_rag_app")
         if style == "openllmetry":
             from opentelemetry.instrumentation.openai import OpenAIInstrumentor
@@ -119,7 +129,9 @@ class TracedRagApp:
         if turn.feedback is not None:
             root_attributes["ragwatch.user_feedback"] = turn.feedback
         if self.style == "openinference":
-            root_attributes.update({"openinference.span.kind": "CHAIN", "input.value": turn.question})
+            root_attributes.update(
+                {"openinference.span.kind": "CHAIN", "input.value": turn.question}
+            )
         with self.tracer.start_as_current_span("rag.request", attributes=root_attributes) as root:
             if turn.fault == "cache_hit":
                 return format(root.get_span_context().trace_id, "032x"), ""
@@ -134,12 +146,17 @@ class TracedRagApp:
     def _retrieve(self, question: str, fault: str | None = None) -> list[models.ScoredPoint]:
         if self.style == "openinference":
             with self.tracer.start_as_current_span(
-                "retrieve", attributes={"openinference.span.kind": "RETRIEVER", "input.value": question}
+                "retrieve",
+                attributes={"openinference.span.kind": "RETRIEVER", "input.value": question},
             ) as span:
                 hits = self.qdrant.query_points("docs", query=embed(question), limit=3).points
                 for i, hit in enumerate(hits):
-                    span.set_attribute(f"retrieval.documents.{i}.document.id", hit.payload["chunk_id"])
-                    span.set_attribute(f"retrieval.documents.{i}.document.content", hit.payload["text"])
+                    span.set_attribute(
+                        f"retrieval.documents.{i}.document.id", hit.payload["chunk_id"]
+                    )
+                    span.set_attribute(
+                        f"retrieval.documents.{i}.document.content", hit.payload["text"]
+                    )
                     span.set_attribute(f"retrieval.documents.{i}.document.score", hit.score)
                 return hits
         with self.tracer.start_as_current_span(
@@ -152,7 +169,9 @@ class TracedRagApp:
         ) as span:
             hits = self.qdrant.query_points("docs", query=embed(question), limit=3).points
             if fault == "documents_as_text":
-                span.set_attribute("gen_ai.retrieval.documents", ",".join(h.payload["chunk_id"] for h in hits))
+                span.set_attribute(
+                    "gen_ai.retrieval.documents", ",".join(h.payload["chunk_id"] for h in hits)
+                )
             elif fault != "no_documents":
                 span.set_attribute(
                     "gen_ai.retrieval.documents",
@@ -165,11 +184,16 @@ class TracedRagApp:
         inputs = RagInput(
             question=question,
             language=language,
-            contexts=[Context(chunk_id=h.payload["chunk_id"], text=h.payload["text"]) for h in hits],
+            contexts=[
+                Context(chunk_id=h.payload["chunk_id"], text=h.payload["text"]) for h in hits
+            ],
         )
         messages = prompt.messages(inputs)
         if self.style != "genai":  # the instrumentation library records the call
-            reply = self._chat(messages, response_format={"type": "json_schema", "json_schema": prompt.json_schema()})
+            reply = self._chat(
+                messages,
+                response_format={"type": "json_schema", "json_schema": prompt.json_schema()},
+            )
             return json.loads(reply.choices[0].message.content)["answer"]
         with self.tracer.start_as_current_span(
             "chat gen-model",
@@ -178,17 +202,29 @@ class TracedRagApp:
                 "gen_ai.provider.name": "openai",
                 "gen_ai.request.model": "gen-model",
                 "gen_ai.input.messages": json.dumps(
-                    [{"role": m["role"], "parts": [{"type": "text", "content": m["content"]}]} for m in messages]
+                    [
+                        {"role": m["role"], "parts": [{"type": "text", "content": m["content"]}]}
+                        for m in messages
+                    ]
                 ),
             },
         ) as span:
-            reply = self._chat(messages, response_format={"type": "json_schema", "json_schema": prompt.json_schema()})
+            reply = self._chat(
+                messages,
+                response_format={"type": "json_schema", "json_schema": prompt.json_schema()},
+            )
             answer = json.loads(reply.choices[0].message.content)["answer"]
             span.set_attribute("gen_ai.response.model", reply.model)
             span.set_attribute(
                 "gen_ai.output.messages",
                 json.dumps(
-                    [{"role": "assistant", "parts": [{"type": "text", "content": answer}], "finish_reason": "stop"}]
+                    [
+                        {
+                            "role": "assistant",
+                            "parts": [{"type": "text", "content": answer}],
+                            "finish_reason": "stop",
+                        }
+                    ]
                 ),
             )
             return answer
@@ -197,12 +233,17 @@ class TracedRagApp:
         return self.client.chat.completions.create(model="gen-model", messages=messages, **options)
 
     def _tool_turn(self, question: str) -> None:
-        """The agent's first step: the model picks a tool, the app runs it (a stub that returns nothing)."""
+        """The agent's first step: the model picks a tool, the app runs it (a stub that returns
+        nothing)."""
         reply = self._chat([{"role": "user", "content": question}], tools=TOOLS)
         for call in reply.choices[0].message.tool_calls or []:
             name, arguments = call.function.name, call.function.arguments
             if self.style == "openinference":
-                attributes = {"openinference.span.kind": "TOOL", "tool.name": name, "tool.parameters": arguments}
+                attributes = {
+                    "openinference.span.kind": "TOOL",
+                    "tool.name": name,
+                    "tool.parameters": arguments,
+                }
             else:
                 attributes = {
                     "gen_ai.operation.name": "execute_tool",

@@ -1,5 +1,5 @@
-"""Small published data for the tests: a day's trace partition, a staged golden set, a released one with its passages
-and a person's questions, in their real formats."""
+"""Small published data for the tests: a day's trace partition, a staged golden set, a released one
+with its passages and a person's questions, in their real formats."""
 
 from __future__ import annotations
 
@@ -16,14 +16,21 @@ from pipelines.stores.partitions import write_manifest
 
 
 def write_promoted_partition(workspace: Workspace, day: date, rows: int = 20) -> Path:
-    """A promoted partition of `day` (what `promote_trace_sample` leaves), relative to the workspace."""
+    """A promoted partition of `day` (what `promote_trace_sample` leaves), relative to the
+    workspace."""
     paths = workspace.traces_partition(day)
     paths.quarantine_part(0).parent.mkdir(parents=True)
     table = pa.table(
-        {"trace_id": [f"{day}-{i}" for i in range(rows)], "question": [f"question {i} of {day}?" for i in range(rows)]}
+        {
+            "trace_id": [f"{day}-{i}" for i in range(rows)],
+            "question": [f"question {i} of {day}?" for i in range(rows)],
+        }
     )
     pq.write_table(table, paths.part(0))
-    pq.write_table(table.slice(0, 0).append_column("reason", pa.array([], pa.string())), paths.quarantine_part(0))
+    pq.write_table(
+        table.slice(0, 0).append_column("reason", pa.array([], pa.string())),
+        paths.quarantine_part(0),
+    )
     write_manifest(paths.manifest, {"day": day.isoformat(), "sampled": rows, "quarantined": 0})
     return workspace.relative(paths.root)
 
@@ -193,8 +200,9 @@ PASSAGE_TEXTS = {
 
 
 def golden_set(*, with_users: bool = True) -> list[GoldenItem]:
-    """The seed passages' two generated questions each (source corpus) and, `with_users`, the third — a person's
-    wording — as an imported item (source human): the user questions the threshold is calibrated on."""
+    """The seed passages' two generated questions each (source corpus) and, `with_users`, the third
+    — a person's wording — as an imported item (source human): the user questions the threshold is
+    calibrated on."""
     items = []
     for ref, (language, questions) in PASSAGES.items():
         for i, question in enumerate(questions if with_users else questions[:2]):

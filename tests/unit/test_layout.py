@@ -1,9 +1,10 @@
-"""Tests mirror the code: each module has tests/unit/<its path>/test_<module>[_<aspect>].py, or is of a kind that
-needs none, decided by the rule below (no hand-kept list of modules).
+"""Tests mirror the code: each module has tests/unit/<its path>/test_<module>[_<aspect>].py, or is
+of a kind that needs none, decided by the rule below (no hand-kept list of modules).
 
-Placing a new test: beside the module it mainly tests (tests/unit/pipelines/privacy/test_residual.py for
-pipelines/privacy/residual.py; a feature-named file is test_<module>_<aspect>.py), in tests/integration/ if it needs
-services, the stack, the browser or the real model, and shared helpers in tests/support/.
+Placing a new test: beside the module it mainly tests (tests/unit/pipelines/privacy/test_residual.py
+for pipelines/privacy/residual.py; a feature-named file is test_<module>_<aspect>.py), in
+tests/integration/ if it needs services, the stack, the browser or the real model, and shared
+helpers in tests/support/.
 """
 
 from __future__ import annotations
@@ -16,15 +17,23 @@ ROOT = Path(__file__).resolve().parents[2]
 TESTS = ROOT / "tests"
 CODE_ROOTS = ("pipelines", "harness", "deploy", "plugins", "dags")
 IMPORT_ROOTS = ("plugins", "harness")
-"""Folders whose modules import without the folder's name: Airflow puts plugins/ on its path, and harness/ is the
-harness's own distribution (`ragwatch_harness`)."""
-HOUSE = {"unit/test_architecture.py", "unit/test_docs.py", "unit/test_layout.py", "unit/test_monitoring.py"}
+"""Folders whose modules import without the folder's name: Airflow puts plugins/ on its path, and
+harness/ is the harness's own distribution (`ragwatch_harness`)."""
+HOUSE = {
+    "unit/test_architecture.py",
+    "unit/test_docs.py",
+    "unit/test_layout.py",
+    "unit/test_monitoring.py",
+}
 """Whole-house checks: they test no one module."""
 
 
 def modules() -> list[str]:
     return sorted(
-        str(p.relative_to(ROOT)) for r in CODE_ROOTS for p in (ROOT / r).rglob("*.py") if p.name != "__init__.py"
+        str(p.relative_to(ROOT))
+        for r in CODE_ROOTS
+        for p in (ROOT / r).rglob("*.py")
+        if p.name != "__init__.py"
     )
 
 
@@ -47,7 +56,8 @@ def dotted(module: str) -> str:
 
 @cache
 def imported(file: Path) -> set[str]:
-    """Every module name `file` imports (relative imports resolved), `from a import b` counted as a and a.b."""
+    """Every module name `file` imports (relative imports resolved), `from a import b` counted as a
+    and a.b."""
     package = dotted(str(file.relative_to(ROOT))).split(".")
     package = package if file.name == "__init__.py" else package[:-1]
     names = set()
@@ -55,7 +65,9 @@ def imported(file: Path) -> set[str]:
         if isinstance(node, ast.Import):
             names |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
-            base = ".".join([*package[: len(package) - node.level + 1], *([node.module] if node.module else [])])
+            base = ".".join(
+                [*package[: len(package) - node.level + 1], *([node.module] if node.module else [])]
+            )
             base = base if node.level else node.module
             names |= {base} | {f"{base}.{alias.name}" for alias in node.names}
     return names
@@ -64,15 +76,21 @@ def imported(file: Path) -> set[str]:
 @cache
 def by_name() -> dict[str, str]:
     return {
-        dotted(str(p.relative_to(ROOT))): str(p.relative_to(ROOT)) for r in CODE_ROOTS for p in (ROOT / r).rglob("*.py")
+        dotted(str(p.relative_to(ROOT))): str(p.relative_to(ROOT))
+        for r in CODE_ROOTS
+        for p in (ROOT / r).rglob("*.py")
     }
 
 
 @cache
 def named_by_tests() -> set[str]:
-    """Modules a test file or a test helper imports, runs (`python -m name`) or loads by path (a DAG folder, a
-    plugin file, a hostname callable in the stack's configuration)."""
-    files = [t for t in TESTS.rglob("*.py") if "data" not in t.relative_to(TESTS).parts and t != Path(__file__)]
+    """Modules a test file or a test helper imports, runs (`python -m name`) or loads by path (a DAG
+    folder, a plugin file, a hostname callable in the stack's configuration)."""
+    files = [
+        t
+        for t in TESTS.rglob("*.py")
+        if "data" not in t.relative_to(TESTS).parts and t != Path(__file__)
+    ]
     text = "\n".join(t.read_text() for t in files)
     named = {by_name()[n] for t in files for n in imported(t) if n in by_name()}
     return named | {m for m in modules() if dotted(m) in text or m in text}
@@ -80,8 +98,9 @@ def named_by_tests() -> set[str]:
 
 @cache
 def reached_through() -> dict[str, str]:
-    """Each module the tested modules reach, with the tested module it is reached from: a module with its own test
-    file or named by a test, then whatever those import or name (a callable in a configuration), and so on."""
+    """Each module the tested modules reach, with the tested module it is reached from: a module
+    with its own test file or named by a test, then whatever those import or name (a callable in a
+    configuration), and so on."""
     start = sorted(m for m in by_name().values() if mirrored_tests(m) or m in named_by_tests())
     reached, frontier = dict.fromkeys(start, ""), start
     while frontier:
@@ -89,7 +108,11 @@ def reached_through() -> dict[str, str]:
         for source in frontier:
             text, names = (ROOT / source).read_text(), imported(ROOT / source)
             for name, module in by_name().items():
-                if module not in reached and module not in found and (name in names or name in text):
+                if (
+                    module not in reached
+                    and module not in found
+                    and (name in names or name in text)
+                ):
                     found[module] = reached[source] or source
         reached.update(found)
         frontier = sorted(found)
@@ -98,10 +121,11 @@ def reached_through() -> dict[str, str]:
 
 def exercised_through(module: str) -> str | None:
     """Why a module without its own test file needs none, or None when it does:
-    - an entry point: `__main__.py`, or a DAG file (every file in dags/ is parsed and run by test_dags.py);
+    - an entry point: `__main__.py`, or a DAG file (every file in dags/ is parsed and run by
+      test_dags.py);
     - named by a test: imported, run or loaded by a test file or helper;
-    - a part of a tested module: imported or named (a callable in a configuration) by a module that has its own
-      test file or that a test names, directly or through other such parts."""
+    - a part of a tested module: imported or named (a callable in a configuration) by a module that
+      has its own test file or that a test names, directly or through other such parts."""
     if Path(module).name == "__main__.py" or module.startswith("dags/"):
         return "an entry point"
     if module in named_by_tests():

@@ -23,9 +23,11 @@ ROOT = Path(__file__).resolve().parents[2]
 MONITORING = ROOT / "monitoring"
 PROMETHEUS_CONFIG = MONITORING / "prometheus.yml"
 RULES = MONITORING / "rules" / "ragwatch.rules.yml"
-RULE_TESTS = [MONITORING / "rules" / f"ragwatch.rules{scale}.test.yml" for scale in ("", ".long", ".week")]
-"""The minute-scale cases, the day-scale ones (evaluated every 5 minutes) and the week-scale ones (every hour): see
-each file's header."""
+RULE_TESTS = [
+    MONITORING / "rules" / f"ragwatch.rules{scale}.test.yml" for scale in ("", ".long", ".week")
+]
+"""The minute-scale cases, the day-scale ones (evaluated every 5 minutes) and the week-scale ones
+(every hour): see each file's header."""
 DASHBOARD = MONITORING / "grafana" / "dashboards" / "ragwatch.json"
 PROVISIONING = MONITORING / "grafana" / "provisioning"
 
@@ -97,7 +99,9 @@ def promtool(*args: str) -> str:
     binary = shutil.which("promtool")
     if binary is None:
         pytest.fail(INSTALL_HINT)
-    result = subprocess.run([binary, *args], cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    result = subprocess.run(
+        [binary, *args], cwd=ROOT, capture_output=True, text=True, timeout=600, check=False
+    )
     output = result.stdout + result.stderr
     assert result.returncode == 0, f"promtool {' '.join(args)} failed:\n{output}"
     return output
@@ -108,7 +112,9 @@ def load_yaml(path: Path):
 
 
 def alert_rules() -> list[dict]:
-    return [rule for group in load_yaml(RULES)["groups"] for rule in group["rules"] if "alert" in rule]
+    return [
+        rule for group in load_yaml(RULES)["groups"] for rule in group["rules"] if "alert" in rule
+    ]
 
 
 def rule(name: str) -> dict:
@@ -142,7 +148,9 @@ def test_prometheus_keeps_the_pushed_labels_and_loads_the_rules():
     assert jobs["pushgateway"]["honor_labels"] is True
     assert jobs["pushgateway"]["static_configs"][0]["targets"] == ["pushgateway:9091"]
     assert "prometheus" in jobs
-    assert [(PROMETHEUS_CONFIG.parent / path).resolve() for path in config["rule_files"]] == [RULES.resolve()]
+    assert [(PROMETHEUS_CONFIG.parent / path).resolve() for path in config["rule_files"]] == [
+        RULES.resolve()
+    ]
 
 
 def test_every_alert_has_a_firing_and_a_quiet_unit_test():
@@ -283,7 +291,11 @@ def thresholds(panel: dict) -> list[float]:
     ],
 )
 def test_score_panels_draw_the_briefs_bands(gauge, bands):
-    (panel,) = [p for p in data_panels() if any(e.startswith(gauge + "{") for e in exprs(p)) and len(exprs(p)) == 1]
+    (panel,) = [
+        p
+        for p in data_panels()
+        if any(e.startswith(gauge + "{") for e in exprs(p)) and len(exprs(p)) == 1
+    ]
     assert thresholds(panel) == bands
     assert panel["fieldConfig"]["defaults"]["custom"]["thresholdsStyle"]["mode"] != "off"
 
@@ -295,7 +307,10 @@ def test_health_panels_show_gate_ages_and_failed_items():
     assert all(e.startswith("time() - rag_eval_last_success_timestamp_seconds") for e in exprs(age))
     # The same staleness bands as the alerts: 26 h online, 8 days offline.
     assert thresholds(age) == [26 * 3600]
-    assert age["fieldConfig"]["overrides"][0]["properties"][0]["value"]["steps"][1]["value"] == 8 * 86400
+    assert (
+        age["fieldConfig"]["overrides"][0]["properties"][0]["value"]["steps"][1]["value"]
+        == 8 * 86400
+    )
     ratio = by_title["Failed-item ratio"]
     assert "rag_eval_failed_items" in exprs(ratio)[0] and "/ (rag_eval_items" in exprs(ratio)[0]
     assert thresholds(ratio) == [0.1]
@@ -306,7 +321,9 @@ def test_dashboard_panels_do_not_overlap():
     for panel in dashboard()["panels"]:
         g = panel["gridPos"]
         assert g["x"] + g["w"] <= 24, panel["title"]
-        cells = {(x, y) for x in range(g["x"], g["x"] + g["w"]) for y in range(g["y"], g["y"] + g["h"])}
+        cells = {
+            (x, y) for x in range(g["x"], g["x"] + g["w"]) for y in range(g["y"], g["y"] + g["h"])
+        }
         assert not cells & taken, panel["title"]
         taken |= cells
     assert len({p["id"] for p in dashboard()["panels"]}) == len(dashboard()["panels"])

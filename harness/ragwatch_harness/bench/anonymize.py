@@ -1,11 +1,12 @@
-"""Our anonymizer against presidio-analyzer, side by side in one run, on two labelled corpora and a clean one.
+"""Our anonymizer against presidio-analyzer, side by side in one run, on two labelled corpora and a
+clean one.
 
-- demo traces: engineers asking about the demo corpus, PII planted where users put it (realistic mix:
-  mostly documentation text, some PII). Throughput here is what a day of traffic costs.
+- demo traces: engineers asking about the demo corpus, PII planted where users put it (realistic
+  mix: mostly documentation text, some PII). Throughput here is what a day of traffic costs.
 - adversarial cases (`pii`): every trace holds PII in one of its forms written to dodge
   filters, in every place a trace carries text. Recall here is what the anonymizer is worth.
-- clean documentation traces (`clean_docs`): Python's documentation and code in English, man pages in
-  Spanish, as installed on this machine, with no PII at all. What is replaced there, and what the
+- clean documentation traces (`clean_docs`): Python's documentation and code in English, man pages
+  in Spanish, as installed on this machine, with no PII at all. What is replaced there, and what the
   residual check quarantines, is the price of recall: rows thrown away, words lost.
 
 Presidio runs with its predefined pattern recognizers only (email, phone, credit card, IBAN, IP,
@@ -15,8 +16,8 @@ number, and more regions would only slow it down. Both sides read the same strin
 and are timed in CPU seconds.
 
 Recall: a planted value is caught when it is gone from the anonymized trace and so is every word of
-it that the rest of the trace does not also hold ("Marta Vilaró i Puig" with only "Marta" replaced is
-a miss). For presidio, when every occurrence lies inside a span of a recognizer for its type.
+it that the rest of the trace does not also hold ("Marta Vilaró i Puig" with only "Marta" replaced
+is a miss). For presidio, when every occurrence lies inside a span of a recognizer for its type.
 """
 
 from __future__ import annotations
@@ -78,7 +79,8 @@ def trace_texts(trace: Trace) -> list[str]:
 
 
 def _presidio_analyzer():
-    """Presidio's predefined pattern recognizers for en and es over an NLP engine that loads no model."""
+    """Presidio's predefined pattern recognizers for en and es over an NLP engine that loads no
+    model."""
     import tldextract.tldextract
     from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
     from presidio_analyzer.nlp_engine import NoOpNlpEngine
@@ -109,11 +111,17 @@ def _presidio_analyzer():
         UsSsnRecognizer,
     )
     recognizers = [cls(supported_language=lang) for lang in LANGUAGES for cls in pattern_classes]
-    recognizers += [PhoneRecognizer(supported_language=lang, supported_regions=("ES",)) for lang in LANGUAGES]
-    nlp_engine = NoOpNlpEngine(models=[{"lang_code": lang, "model_name": "none"} for lang in LANGUAGES])
+    recognizers += [
+        PhoneRecognizer(supported_language=lang, supported_regions=("ES",)) for lang in LANGUAGES
+    ]
+    nlp_engine = NoOpNlpEngine(
+        models=[{"lang_code": lang, "model_name": "none"} for lang in LANGUAGES]
+    )
     nlp_engine.load()
     registry = RecognizerRegistry(recognizers=recognizers, supported_languages=list(LANGUAGES))
-    return AnalyzerEngine(registry=registry, nlp_engine=nlp_engine, supported_languages=list(LANGUAGES))
+    return AnalyzerEngine(
+        registry=registry, nlp_engine=nlp_engine, supported_languages=list(LANGUAGES)
+    )
 
 
 PRESIDIO_ENTITIES = {
@@ -134,7 +142,8 @@ _WORD = re.compile(r"[^\W_]{3,}")
 
 
 def _leaked(value: str, before: str, after: str) -> bool:
-    """`value` or a word of it (three characters or more) survives in `after`, the anonymized `before`."""
+    """`value` or a word of it (three characters or more) survives in `after`, the anonymized
+    `before`."""
     if value in after:
         return True
     elsewhere = set(_WORD.findall(before.replace(value, " ")))
@@ -152,7 +161,9 @@ def _covered(value: str, text: str, spans: list[tuple[int, int]]) -> bool:
     return True
 
 
-def _timed(progress: Progress, label: str, items: list, work: Callable[[Any], Any]) -> tuple[list, float]:
+def _timed(
+    progress: Progress, label: str, items: list, work: Callable[[Any], Any]
+) -> tuple[list, float]:
     """The results of `work` on every item and the CPU seconds it took.
 
     CPU time is steadier than wall time on a shared machine; the garbage collector is paused, as
@@ -180,21 +191,28 @@ def _as_dumped(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)[1:-1]
 
 
-def _measure(progress: Progress, name: str, traces: list[Trace], languages: list[str], anonymize, analyzer) -> dict:
+def _measure(
+    progress: Progress, name: str, traces: list[Trace], languages: list[str], anonymize, analyzer
+) -> dict:
     """`anonymize` turns a trace into its anonymized copy (an `Anonymizer` is called for that)."""
     texts = [trace_texts(trace) for trace in traces]
-    megabytes = sum(len(text.encode("utf-8", "surrogatepass")) for trace in texts for text in trace) / 1e6
+    megabytes = (
+        sum(len(text.encode("utf-8", "surrogatepass")) for trace in texts for text in trace) / 1e6
+    )
 
     def presidio(item: tuple[list[str], str]) -> list[list[tuple[int, str, int]]]:
         trace_strings, language = item
         return [
-            [(r.start, r.entity_type, r.end) for r in analyzer.analyze(t, language=language)] for t in trace_strings
+            [(r.start, r.entity_type, r.end) for r in analyzer.analyze(t, language=language)]
+            for t in trace_strings
         ]
 
     if isinstance(anonymize, Anonymizer):
         anonymize = (lambda anonymizer: lambda t: anonymizer.anonymize_trace(t)[0])(anonymize)
     anonymized, ours_s = _timed(progress, f"ragwatch, {name}", traces, anonymize)
-    presidio_spans, presidio_s = _timed(progress, f"presidio, {name}", list(zip(texts, languages)), presidio)
+    presidio_spans, presidio_s = _timed(
+        progress, f"presidio, {name}", list(zip(texts, languages)), presidio
+    )
     return {
         "traces": len(traces),
         "megabytes": megabytes,
@@ -209,7 +227,9 @@ def _measure(progress: Progress, name: str, traces: list[Trace], languages: list
     }
 
 
-def _presidio_caught(entity: str, value: str, texts: list[str], spans: list[list[tuple[int, str, int]]]) -> bool:
+def _presidio_caught(
+    entity: str, value: str, texts: list[str], spans: list[list[tuple[int, str, int]]]
+) -> bool:
     wanted = PRESIDIO_ENTITIES.get(base_type(entity))
     holding = [(text, s) for text, s in zip(texts, spans) if value in text]
     return bool(wanted and holding) and all(
@@ -228,15 +248,20 @@ def row_texts(trace: Trace) -> list[str]:
         trace.question,
         trace.answer,
         *(c.text for c in trace.contexts),
-        *(json.dumps(call.arguments, ensure_ascii=False, sort_keys=True) for call in trace.tool_calls),
+        *(
+            json.dumps(call.arguments, ensure_ascii=False, sort_keys=True)
+            for call in trace.tool_calls
+        ),
         json.dumps(trace.metadata, ensure_ascii=False, sort_keys=True),
     ]
 
 
-def _clean_rates(traces: list[Trace], anonymized: list[Trace], presidio_spans: list, counts: list[Counter]) -> dict:
-    """Per language: traces, the share the residual check quarantines, the share with any replacement
-    (ours) or any detection (presidio's, URLs aside: a link is no PII), and the false positives by type
-    and by residual rule."""
+def _clean_rates(
+    traces: list[Trace], anonymized: list[Trace], presidio_spans: list, counts: list[Counter]
+) -> dict:
+    """Per language: traces, the share the residual check quarantines, the share with any
+    replacement (ours) or any detection (presidio's, URLs aside: a link is no PII), and the false
+    positives by type and by residual rule."""
     out: dict = {}
     for language in LANGUAGES:
         picked = [i for i, trace in enumerate(traces) if trace.language == language]
@@ -246,7 +271,10 @@ def _clean_rates(traces: list[Trace], anonymized: list[Trace], presidio_spans: l
                 + (" (Debian: apt-get install manpages-es)" if language == "es" else "")
             }
             continue
-        rules = [{r for text in row_texts(anonymized[i]) for r in residual_pii_reasons(text)} for i in picked]
+        rules = [
+            {r for text in row_texts(anonymized[i]) for r in residual_pii_reasons(text)}
+            for i in picked
+        ]
         replaced = [set(counts[i]) for i in picked]
         n = len(picked)
         out[language] = {
@@ -254,7 +282,8 @@ def _clean_rates(traces: list[Trace], anonymized: list[Trace], presidio_spans: l
             "quarantined": sum(bool(r) for r in rules) / n,
             "replaced": sum(bool(t) for t in replaced) / n,
             "presidio_detected": sum(
-                any(kind != "URL" for spans in presidio_spans[i] for _, kind, _ in spans) for i in picked
+                any(kind != "URL" for spans in presidio_spans[i] for _, kind, _ in spans)
+                for i in picked
             )
             / n,
             "quarantined_by_rule": dict(Counter(rule for r in rules for rule in r)),
@@ -264,16 +293,21 @@ def _clean_rates(traces: list[Trace], anonymized: list[Trace], presidio_spans: l
 
 
 def run_anonymize_bench(
-    n_traces: int = 2000, seed: int = 11, clean: list[Trace] | None = None, clean_traces: int = CLEAN_TRACES
+    n_traces: int = 2000,
+    seed: int = 11,
+    clean: list[Trace] | None = None,
+    clean_traces: int = CLEAN_TRACES,
 ) -> dict:
     """Throughput and recall per entity type, ours and presidio's, on `n_traces` demo traces and as
-    many adversarial traces; false positives on `clean` documentation traces (default: `clean_traces`
-    cut from this machine's documentation with `seed`, see `clean_docs`)."""
+    many adversarial traces; false positives on `clean` documentation traces (default:
+    `clean_traces` cut from this machine's documentation with `seed`, see `clean_docs`)."""
     end = datetime(2026, 11, 29, tzinfo=UTC)
     demo = generate_traces(n_traces, seed=seed, start=end - timedelta(days=7), end=end)
     cases = generate_pii_cases(n_traces, seed=seed)
     if clean is None:
-        clean = [as_trace(row, i) for i, row in enumerate(build_clean_traces(clean_traces, seed=seed))]
+        clean = [
+            as_trace(row, i) for i, row in enumerate(build_clean_traces(clean_traces, seed=seed))
+        ]
     anonymizer = Anonymizer(b"ragwatch-bench-key")
     analyzer = _presidio_analyzer()
     analyzer.analyze("warm up", language="en")
@@ -284,7 +318,12 @@ def run_anonymize_bench(
 
     with Progress(transient=True) as progress:
         on_demo = _measure(
-            progress, "demo traces", [t.trace for t in demo], [language(t.trace) for t in demo], anonymizer, analyzer
+            progress,
+            "demo traces",
+            [t.trace for t in demo],
+            [language(t.trace) for t in demo],
+            anonymizer,
+            analyzer,
         )
         on_cases = _measure(
             progress,
@@ -301,8 +340,12 @@ def run_anonymize_bench(
             clean_counts.append(counts)
             return anonymized
 
-        on_clean = _measure(progress, "clean documentation", clean, [language(t) for t in clean], counted, analyzer)
-    clean_rates = _clean_rates(clean, on_clean["anonymized"], on_clean["presidio_spans"], clean_counts)
+        on_clean = _measure(
+            progress, "clean documentation", clean, [language(t) for t in clean], counted, analyzer
+        )
+    clean_rates = _clean_rates(
+        clean, on_clean["anonymized"], on_clean["presidio_spans"], clean_counts
+    )
 
     demo_planted = Counter(entity for labelled in demo for entity, _ in labelled.planted)
     demo_ours = Counter(
@@ -317,10 +360,17 @@ def run_anonymize_bench(
         for entity, value in labelled.planted
         if _presidio_caught(entity, value, texts, spans)
     )
-    case_planted, case_ours, case_presidio, residual_raw = Counter(), Counter(), Counter(), Counter()
+    case_planted, case_ours, case_presidio, residual_raw = (
+        Counter(),
+        Counter(),
+        Counter(),
+        Counter(),
+    )
     form_planted, form_caught = Counter(), Counter()
     residual_anonymized = 0
-    for case, texts, output, spans in zip(cases, on_cases["texts"], on_cases["anonymized"], on_cases["presidio_spans"]):
+    for case, texts, output, spans in zip(
+        cases, on_cases["texts"], on_cases["anonymized"], on_cases["presidio_spans"]
+    ):
         before, after = _dumped(case.trace), _dumped(output)
         residual_anonymized += any(residual_pii_reasons(text) for text in trace_texts(output))
         for planted in case.planted:
@@ -329,8 +379,12 @@ def run_anonymize_bench(
             if not _leaked(_as_dumped(planted.value), before, after):
                 case_ours[planted.entity] += 1
                 form_caught[planted.form] += 1
-            case_presidio[planted.entity] += _presidio_caught(planted.entity, planted.value, texts, spans)
-            residual_raw[planted.entity] += any(residual_pii_reasons(text) for text in texts if planted.value in text)
+            case_presidio[planted.entity] += _presidio_caught(
+                planted.entity, planted.value, texts, spans
+            )
+            residual_raw[planted.entity] += any(
+                residual_pii_reasons(text) for text in texts if planted.value in text
+            )
     for measured in (on_demo, on_cases, on_clean):
         for bulky in ("texts", "anonymized", "presidio_spans"):
             measured.pop(bulky)
@@ -352,7 +406,9 @@ def run_anonymize_bench(
             "residual_flags_raw": _rates(residual_raw, case_planted),
             "residual_flags_anonymized": residual_anonymized,
             "forms_missed": {
-                form: 1 - form_caught[form] / n for form, n in form_planted.items() if form_caught[form] < n
+                form: 1 - form_caught[form] / n
+                for form, n in form_planted.items()
+                if form_caught[form] < n
             },
         },
         "clean": {**on_clean, "languages": clean_rates},
@@ -361,18 +417,24 @@ def run_anonymize_bench(
 
 def target_verdicts(result: dict) -> dict[str, tuple[float | None, bool]]:
     """Each target of `TARGETS` and `CEILINGS`, the measured value and whether it is met. The clean
-    quarantine rate is the worst language's; a language without documentation fails it (value None)."""
+    quarantine rate is the worst language's; a language without documentation fails it (value
+    None)."""
     recall = result["adversarial"]["ours_recall"]
     structured = min(rate for entity, rate in recall.items() if base_type(entity) != "PERSON")
     names = recall.get("PERSON", 1.0)
     speedup = result["demo"]["speedup"]
     languages = result["clean"]["languages"].values()
-    quarantined = None if any("failed" in m for m in languages) else max(m["quarantined"] for m in languages)
+    quarantined = (
+        None if any("failed" in m for m in languages) else max(m["quarantined"] for m in languages)
+    )
     return {
         "structured_recall": (structured, structured >= TARGETS["structured_recall"]),
         "name_recall": (names, names >= TARGETS["name_recall"]),
         "speedup": (speedup, speedup >= TARGETS["speedup"]),
-        "clean_quarantined": (quarantined, quarantined is not None and quarantined <= CEILINGS["clean_quarantined"]),
+        "clean_quarantined": (
+            quarantined,
+            quarantined is not None and quarantined <= CEILINGS["clean_quarantined"],
+        ),
     }
 
 
@@ -392,7 +454,11 @@ def format_anonymize_bench(result: dict) -> str:
     )
     for column in ("corpus", "MB", "ragwatch", "presidio (patterns only)", "speed ratio"):
         speed.add_column(column, justify="left" if column == "corpus" else "right")
-    for label, measured in (("demo traces", demo), ("adversarial", adversarial), ("clean docs", clean)):
+    for label, measured in (
+        ("demo traces", demo),
+        ("adversarial", adversarial),
+        ("clean docs", clean),
+    ):
         speed.add_row(
             label,
             f"{measured['megabytes']:.2f}",
@@ -407,17 +473,28 @@ def format_anonymize_bench(result: dict) -> str:
         (f"Recall on adversarial cases ({adversarial['forms']} forms)", adversarial, True),
     ):
         table = Table(title=title)
-        columns = ["", "planted", "ragwatch", "presidio"] + (["residual flags raw"] if residual else [])
+        columns = ["", "planted", "ragwatch", "presidio"] + (
+            ["residual flags raw"] if residual else []
+        )
         for column in columns:
             table.add_column(column, justify="right" if column else "left")
         for entity in ENTITY_TYPES:
             if entity not in measured["planted"]:
                 continue
             theirs = (
-                pct(measured["presidio_recall"][entity]) if base_type(entity) in PRESIDIO_ENTITIES else "no recognizer"
+                pct(measured["presidio_recall"][entity])
+                if base_type(entity) in PRESIDIO_ENTITIES
+                else "no recognizer"
             )
-            row = [entity, str(measured["planted"][entity]), pct(measured["ours_recall"][entity]), theirs]
-            table.add_row(*row, *([pct(measured["residual_flags_raw"][entity])] if residual else []))
+            row = [
+                entity,
+                str(measured["planted"][entity]),
+                pct(measured["ours_recall"][entity]),
+                theirs,
+            ]
+            table.add_row(
+                *row, *([pct(measured["residual_flags_raw"][entity])] if residual else [])
+            )
         console.print(table)
     console.print(_clean_table(clean["languages"], pct))
     flagged = adversarial["residual_flags_anonymized"]
@@ -426,7 +503,10 @@ def format_anonymize_bench(result: dict) -> str:
     )
     missed = sorted(adversarial["forms_missed"].items(), key=lambda item: -item[1])
     if missed:
-        console.print("Forms not fully caught: " + ", ".join(f"{form} ({rate:.0%} missed)" for form, rate in missed))
+        console.print(
+            "Forms not fully caught: "
+            + ", ".join(f"{form} ({rate:.0%} missed)" for form, rate in missed)
+        )
     verdicts = target_verdicts(result)
     (structured, s_ok), (names, n_ok), (speedup, x_ok), (quarantined, q_ok) = (
         verdicts[k] for k in ("structured_recall", "name_recall", "speedup", "clean_quarantined")
@@ -443,8 +523,9 @@ def format_anonymize_bench(result: dict) -> str:
 
 
 def _clean_table(languages: dict, pct: Callable[[float | None], str]) -> Table:
-    """Per language: quarantined and replaced shares, presidio's detections, then each false positive
-    family (a type replaced, a residual rule tripped) with the share of traces it touched."""
+    """Per language: quarantined and replaced shares, presidio's detections, then each false
+    positive family (a type replaced, a residual rule tripped) with the share of traces it
+    touched."""
     table = Table(title="Clean documentation traces, no PII planted: false positives")
     for column in ("", "traces", "quarantined", "any replacement", "presidio: any but URLs"):
         table.add_column(column, justify="right" if column else "left")
@@ -463,11 +544,16 @@ def _clean_table(languages: dict, pct: Callable[[float | None], str]) -> Table:
             pct(measured["presidio_detected"]),
         )
         families += [
-            f"{language} {entity} {pct(count / n)}" for entity, count in sorted(measured["replaced_by_type"].items())
+            f"{language} {entity} {pct(count / n)}"
+            for entity, count in sorted(measured["replaced_by_type"].items())
         ]
         families += [
             f"{language} rule {rule} {pct(count / n)}"
             for rule, count in sorted(measured["quarantined_by_rule"].items())
         ]
-    table.caption = "".join(failures) + "False positives by family: " + (", ".join(families) if families else "none")
+    table.caption = (
+        "".join(failures)
+        + "False positives by family: "
+        + (", ".join(families) if families else "none")
+    )
     return table

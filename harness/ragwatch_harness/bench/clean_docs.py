@@ -1,20 +1,23 @@
-"""Clean technical traffic: traces cut from the documentation installed on this machine, no PII planted.
+"""Clean technical traffic: traces cut from the documentation installed on this machine, no PII
+planted.
 
-What an engineer pastes into a question and what a RAG assistant retrieves for it, in both languages:
+What an engineer pastes into a question and what a RAG assistant retrieves for it, in both
+languages:
 - English: Python's language reference (`pydoc_data`, on every machine), the docstrings and the code
   of the installed Python modules (stdlib and site-packages), and English man pages;
 - Spanish: the Spanish man pages (Debian's `manpages-es`, `man` renders them).
 
-Floats, version strings, escapes, hashes, documentation addresses (RFC 5737, RFC 3849), digit runs in
-code and `Authorization:` examples are all in there, as they are in real technical questions. Anything
-that does name a person is left out at the source: man-page sections on authors, translators,
-copyright and bug reports, and any passage with an e-mail-like "@" or an author or copyright line.
-What remains is a false-positive corpus: every replacement the anonymizer makes in it and every
-trace the residual check quarantines is a false alarm.
+Floats, version strings, escapes, hashes, documentation addresses (RFC 5737, RFC 3849), digit runs
+in code and `Authorization:` examples are all in there, as they are in real technical questions.
+Anything that does name a person is left out at the source: man-page sections on authors,
+translators, copyright and bug reports, and any passage with an e-mail-like "@" or an author or
+copyright line. What remains is a false-positive corpus: every replacement the anonymizer makes in
+it and every trace the residual check quarantines is a false alarm.
 
 A trace takes consecutive passages of one document: the first as the question, the next as the
 answer, one to three more as retrieved contexts. Same machine, same seed, same traces; the test
-fixture `tests/data/clean_docs.jsonl.gz` was built once with `python -m ragwatch_harness.bench.clean_docs`.
+fixture `tests/data/clean_docs.jsonl.gz` was built once with `python -m
+ragwatch_harness.bench.clean_docs`.
 """
 
 from __future__ import annotations
@@ -36,7 +39,8 @@ from pathlib import Path
 from pipelines.core.records import Context, Trace
 
 PASSAGE_CHARS = (160, 900)
-"""A passage gathers whole blocks (blank-line separated) up to the upper bound; shorter ones merge on."""
+"""A passage gathers whole blocks (blank-line separated) up to the upper bound; shorter ones merge
+on."""
 QUESTION_CHARS = 500
 MAN_WIDTH = "80"
 _MAN_DIRS = {"en": Path("/usr/share/man"), "es": Path("/usr/share/man/es")}
@@ -46,10 +50,15 @@ _DROPPED_SECTIONS = re.compile(
     r"|INFORMAR (?:DE|SOBRE) (?:ERRORES|FALLOS)|REPORTING BUGS|BUGS|ERRORES|HISTORIA|HISTORY)\b.*"
 )
 """Man-page sections that name people (authors, translators, maintainers) rather than document."""
-_PERSONAL = re.compile(r"@|\b(?:copyright|author|autor|written by|escrito por|maintainer|contributed by|\(c\))", re.I)
+_PERSONAL = re.compile(
+    r"@|\b(?:copyright|author|autor|written by|escrito por|maintainer|contributed by|\(c\))", re.I
+)
 AUTHOR_LINES = re.compile(_PERSONAL.pattern.removeprefix("@|"), re.IGNORECASE)
-"""The same without "@": for a corpus that keeps decorators, matrix products and `git@host` to test the at-sign rule."""
-_PII_PACKAGES = frozenset(("faker", "phonenumbers", "stdnum", "presidio_analyzer", "presidio_anonymizer", "mimesis"))
+"""The same without "@": for a corpus that keeps decorators, matrix products and `git@host` to test
+the at-sign rule."""
+_PII_PACKAGES = frozenset(
+    ("faker", "phonenumbers", "stdnum", "presidio_analyzer", "presidio_anonymizer", "mimesis")
+)
 """Packages whose data and examples are PII on purpose (fake names, example phones, valid ids)."""
 _SECTION_HEADING = re.compile(r"^[A-ZÁÉÍÓÚÑ][A-ZÁÉÍÓÚÑ0-9 ,/\-]+$")
 
@@ -63,7 +72,8 @@ class Document:
     text: Callable[[], str]
 
 
-# --- documents -------------------------------------------------------------------------------------
+# --- documents
+# -------------------------------------------------------------------------------------
 def _reference() -> Iterator[Document]:
     from pydoc_data.topics import topics
 
@@ -86,7 +96,14 @@ def _docstrings(path: Path) -> str:
         tree = ast.parse(path.read_text(encoding="utf-8"))
     except (SyntaxError, UnicodeDecodeError, ValueError, OSError):
         return ""
-    nodes = [tree, *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))]
+    nodes = [
+        tree,
+        *(
+            n
+            for n in ast.walk(tree)
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        ),
+    ]
     return "\n\n".join(doc for node in nodes if (doc := ast.get_docstring(node)))
 
 
@@ -104,11 +121,22 @@ def _python_modules() -> Iterator[Document]:
 
 
 def rendered_man_page(path: Path) -> str:
-    """The page as `man` prints it, without its header and footer lines and the sections on people."""
-    env = {**os.environ, "MANWIDTH": MAN_WIDTH, "MAN_KEEP_FORMATTING": "", "GROFF_NO_SGR": "1", "LC_ALL": "C.UTF-8"}
+    """The page as `man` prints it, without its header and footer lines and the sections on
+    people."""
+    env = {
+        **os.environ,
+        "MANWIDTH": MAN_WIDTH,
+        "MAN_KEEP_FORMATTING": "",
+        "GROFF_NO_SGR": "1",
+        "LC_ALL": "C.UTF-8",
+    }
     try:
         rendered = subprocess.run(
-            ["man", "-E", "UTF-8", "-l", str(path)], capture_output=True, env=env, timeout=30, check=False
+            ["man", "-E", "UTF-8", "-l", str(path)],
+            capture_output=True,
+            env=env,
+            timeout=30,
+            check=False,
         ).stdout.decode("utf-8", "replace")
     except (OSError, subprocess.TimeoutExpired):
         return ""
@@ -131,7 +159,10 @@ def _man_pages(language: str) -> Iterator[Document]:
             for path in sorted(folder.iterdir()):
                 if path.is_file():
                     yield Document(
-                        language, "man", f"man/{language}/{section}/{path.name}", lambda p=path: rendered_man_page(p)
+                        language,
+                        "man",
+                        f"man/{language}/{section}/{path.name}",
+                        lambda p=path: rendered_man_page(p),
                     )
 
 
@@ -141,11 +172,15 @@ def installed_documents() -> dict[str, list[Document]]:
     return {language: [d for d in documents if d.language == language] for language in ("en", "es")}
 
 
-# --- passages and traces ---------------------------------------------------------------------------
+# --- passages and traces
+# ---------------------------------------------------------------------------
 def passages(text: str, personal: re.Pattern[str] = _PERSONAL) -> list[str]:
-    """`text` cut into passages of whole blank-line-separated blocks, common indentation removed;
-    a passage that names a person (by default an e-mail, an author or copyright line: `personal`) is dropped."""
-    blocks = [_dedented(b) for b in re.split(r"\n[ \t]*\n", text.replace("\r\n", "\n")) if b.strip()]
+    """`text` cut into passages of whole blank-line-separated blocks, common indentation removed; a
+    passage that names a person (by default an e-mail, an author or copyright line: `personal`) is
+    dropped."""
+    blocks = [
+        _dedented(b) for b in re.split(r"\n[ \t]*\n", text.replace("\r\n", "\n")) if b.strip()
+    ]
     out, current = [], ""
     for block in blocks:
         for piece in _pieces(block, PASSAGE_CHARS[1]):
@@ -170,7 +205,8 @@ def _dedented(block: str) -> str:
 
 
 def _pieces(block: str, limit: int) -> Iterator[str]:
-    """A block longer than `limit` cut at line ends (a line longer than `limit` is cut where it must)."""
+    """A block longer than `limit` cut at line ends (a line longer than `limit` is cut where it
+    must)."""
     current = ""
     for line in block.split("\n"):
         while len(line) > limit:
@@ -192,10 +228,14 @@ def _question(passage: str) -> str:
 
 
 def build_clean_traces(
-    n: int, *, seed: int, documents: dict[str, list[Document]] | None = None, personal: re.Pattern[str] = _PERSONAL
+    n: int,
+    *,
+    seed: int,
+    documents: dict[str, list[Document]] | None = None,
+    personal: re.Pattern[str] = _PERSONAL,
 ) -> list[dict]:
-    """`n` traces as plain dicts, half in each language that has documents, drawn with `seed`; within a
-    language each source (reference, docstrings, code, man pages) is as likely.
+    """`n` traces as plain dicts, half in each language that has documents, drawn with `seed`;
+    within a language each source (reference, docstrings, code, man pages) is as likely.
 
     Documents are drawn at random and rendered only when drawn, so a thousand traces read a few
     hundred pages, not every page on the machine. `personal`: what drops a passage (see `passages`).
@@ -246,7 +286,8 @@ def as_trace(row: dict, index: int) -> Trace:
         question=row["question"],
         answer=row["answer"],
         contexts=[
-            Context(chunk_id=f"{row['document']}#{k}", text=text, score=0.5) for k, text in enumerate(row["contexts"])
+            Context(chunk_id=f"{row['document']}#{k}", text=text, score=0.5)
+            for k, text in enumerate(row["contexts"])
         ],
         model="qwen2.5-7b-instruct",
         app="docs-assistant",
@@ -262,7 +303,8 @@ def load_clean_traces(path: Path) -> list[Trace]:
 
 
 def write_clean_traces(rows: list[dict], path: Path) -> None:
-    # mtime=0: the same traces give the same bytes, so a rebuild that changes nothing changes no file.
+    # mtime=0: the same traces give the same bytes, so a rebuild that changes nothing changes no
+    # file.
     with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as packed:
         for row in rows:
             packed.write((json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8"))

@@ -1,17 +1,21 @@
-"""A second clean corpus, read from manuals the clean-docs bench never samples: FAQs, GNU info, HTML guides.
+"""A second clean corpus, read from manuals the clean-docs bench never samples: FAQs, GNU info, HTML
+guides.
 
-`clean_docs` cuts its traces from Python's reference, module docstrings and code, and man pages; the rules
-were tuned on what it turned up, so it no longer measures them. Users meet other text: FAQ pages ("How do I
-parcel out work among a bunch of worker threads?"), tutorials with numbered steps and sample output. This
-corpus is what else the machine holds of that kind, none of it written by this project:
-- the FAQ files and HTML manuals under /usr/share/doc (valgrind, libxslt, libffi, nodejs's API, ...);
+`clean_docs` cuts its traces from Python's reference, module docstrings and code, and man pages; the
+rules were tuned on what it turned up, so it no longer measures them. Users meet other text: FAQ
+pages ("How do I parcel out work among a bunch of worker threads?"), tutorials with numbered steps
+and sample output. This corpus is what else the machine holds of that kind, none of it written by
+this project:
+- the FAQ files and HTML manuals under /usr/share/doc (valgrind, libxslt, libffi, nodejs's API,
+  ...);
 - the GNU info manuals under /usr/share/info (coreutils, grep, sed, wget, gnupg, ...);
-- Perl's bundled POD guides (/usr/share/perl*), and the Rust book, cargo book and FAQs when a Rust toolchain
-  installed its documentation (~/.rustup).
-It is English only. Traces are cut as `clean_docs` cuts them (the same passages, with the same filter on
-passages that name a person), so each quarantine or replacement is a false alarm.
+- Perl's bundled POD guides (/usr/share/perl*), and the Rust book, cargo book and FAQs when a Rust
+  toolchain installed its documentation (~/.rustup). It is English only. Traces are cut as
+  `clean_docs` cuts them (the same passages, with the same filter on passages that name a person),
+  so each quarantine or replacement is a false alarm.
 
-    python -m ragwatch_harness.bench.clean_manuals --traces 1200 --seed 5   # every quarantined trace, its rules
+    # every quarantined trace, with its rules:
+    python -m ragwatch_harness.bench.clean_manuals --traces 1200 --seed 5
 """
 
 from __future__ import annotations
@@ -38,13 +42,15 @@ _RUST_DOCS = (
     "complement-design-faq.html",
     "complement-project-faq.html",
 )
-"""What of a Rust toolchain's documentation is prose for people; the API pages are generated listings."""
+"""What of a Rust toolchain's documentation is prose for people; the API pages are generated
+listings."""
 _HTML_SKIPPED = ("libjs-", "libjs_")
 """JavaScript libraries' HTML is their demo pages: markup and lorem ipsum, not documentation."""
 
 
 def read_text(path: Path) -> str:
-    """A documentation file's text, gunzipped where it is compressed; empty where it cannot be read."""
+    """A documentation file's text, gunzipped where it is compressed; empty where it cannot be
+    read."""
     try:
         raw = gzip.open(path).read() if path.suffix == ".gz" else path.read_bytes()
     except (OSError, EOFError):
@@ -53,7 +59,8 @@ def read_text(path: Path) -> str:
 
 
 class _HtmlText(HTMLParser):
-    """The text a reader sees: blocks apart, `<pre>` kept line for line, scripts, styles and navigation out."""
+    """The text a reader sees: blocks apart, `<pre>` kept line for line, scripts, styles and
+    navigation out."""
 
     _BLOCKS = frozenset(
         (
@@ -123,7 +130,9 @@ def info_text(source: str) -> str:
     kept = []
     for node in nodes:
         lines = [
-            line for line in node.split("\n") if not line.startswith(("File: ", "Tag Table:", "End Tag Table", "Ref:"))
+            line
+            for line in node.split("\n")
+            if not line.startswith(("File: ", "Tag Table:", "End Tag Table", "Ref:"))
         ]
         kept.append("\n".join(lines))
     return "\n\n".join(kept)
@@ -133,7 +142,8 @@ _POD_CODE = re.compile(r"[A-Z]<<+\s(.*?)\s>>+|[A-Z]<([^<>]*)>")
 
 
 def pod_text(source: str) -> str:
-    """POD as perldoc shows it: headings and items as lines, formatting codes (`C<...>`) as their text."""
+    """POD as perldoc shows it: headings and items as lines, formatting codes (`C<...>`) as their
+    text."""
     out = []
     for line in source.split("\n"):
         if line.startswith("=cut") or line.startswith(
@@ -156,7 +166,11 @@ def _documents(paths: Iterator[Path], source: str, convert) -> Iterator[Document
 
 def manual_documents() -> dict[str, list[Document]]:
     """The corpus's documents, one source per kind of manual (each drawn as often as the others)."""
-    faqs = (p for p in _DOC.rglob("*") if re.search(r"faq", p.name, re.I) and p.suffix in ("", ".gz", ".txt"))
+    faqs = (
+        p
+        for p in _DOC.rglob("*")
+        if re.search(r"faq", p.name, re.I) and p.suffix in ("", ".gz", ".txt")
+    )
     pages = (p for p in _DOC.rglob("*.html") if not any(s in str(p) for s in _HTML_SKIPPED))
     rust = (
         p
@@ -168,7 +182,9 @@ def manual_documents() -> dict[str, list[Document]]:
         *_documents(faqs, "faq", lambda text: text),
         *_documents(pages, "html", html_text),
         *_documents((p for p in _INFO.glob("*.info*.gz")), "info", info_text),
-        *_documents((p for root in _PERL if root.is_dir() for p in root.rglob("*.pod")), "pod", pod_text),
+        *_documents(
+            (p for root in _PERL if root.is_dir() for p in root.rglob("*.pod")), "pod", pod_text
+        ),
         *_documents(rust, "rust", html_text),
     ]
     return {"en": documents, "es": []}
@@ -189,9 +205,16 @@ def main() -> None:
     for i, row in enumerate(rows):
         anonymized, counts = anonymizer.anonymize_trace(as_trace(row, i))
         replaced.update(counts)
-        names = ("question", "answer", *(f"contexts[{k}]" for k in range(len(row["contexts"]))), "metadata")
+        names = (
+            "question",
+            "answer",
+            *(f"contexts[{k}]" for k in range(len(row["contexts"]))),
+            "metadata",
+        )
         fields = {
-            name: reasons for name, text in zip(names, row_texts(anonymized)) if (reasons := residual_pii_reasons(text))
+            name: reasons
+            for name, text in zip(names, row_texts(anonymized))
+            if (reasons := residual_pii_reasons(text))
         }
         if fields:
             quarantined += 1

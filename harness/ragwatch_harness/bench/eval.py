@@ -8,8 +8,8 @@ compete for the interpreter lock with the client being measured.
 
 - ragwatch: `judge_items` over `OpenAICompatibleLLM` (endpoint concurrency = the capacity, a fresh
   cache) and the local embedding model, with ragwatch's consolidated judge (`implementation=
-  "ragwatch"`: 3 requests per item, see pipelines.evaluation.metrics.judge); then once more on the same
-  cache, which should cost no request at all.
+  "ragwatch"`: 3 requests per item, see pipelines.evaluation.metrics.judge); then once more on the
+  same cache, which should cost no request at all.
 - ragas: `evaluate()` with its defaults (default RunConfig: 16 workers, no batching) and its legacy
   metric classes, on `ChatOpenAI` pointed at the simulator. Its embeddings are `OpenAIEmbeddings`
   on the simulator's `/v1/embeddings` (same local model behind it), or with `ragas_embeddings=
@@ -105,7 +105,11 @@ def bench_items(n_items: int, seed: int) -> list[JudgeInput]:
 
 
 def _prose(sentence: str) -> bool:
-    return sentence[0].isupper() and sentence[-1] in ".!?" and PROSE_WORDS[0] <= len(words(sentence)) <= PROSE_WORDS[1]
+    return (
+        sentence[0].isupper()
+        and sentence[-1] in ".!?"
+        and PROSE_WORDS[0] <= len(words(sentence)) <= PROSE_WORDS[1]
+    )
 
 
 @contextmanager
@@ -115,9 +119,10 @@ def simulator_process(
     warm_embeddings: bool = False,
     program: Sequence[str] = (sys.executable, "-m", "pipelines.cli"),
 ) -> Iterator[str]:
-    """`ragwatch simulate-llm` started in its own process with `knobs`; yields its base URL (ending in /v1).
-    `warm_embeddings`: load the simulator's embedding model before yielding, so no clock pays for it.
-    `program`: how to call ragwatch (the installed `ragwatch` script, as a user would, also works)."""
+    """`ragwatch simulate-llm` started in its own process with `knobs`; yields its base URL (ending
+    in /v1). `warm_embeddings`: load the simulator's embedding model before yielding, so no clock
+    pays for it. `program`: how to call ragwatch (the installed `ragwatch` script, as a user would,
+    also works)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -139,12 +144,18 @@ def simulator_process(
                     pass
                 if server.poll() is not None or time.monotonic() > deadline:
                     log.seek(0)
-                    raise RuntimeError(f"the model simulator did not start on 127.0.0.1:{port}:\n{log.read()[-2000:]}")
+                    raise RuntimeError(
+                        f"the model simulator did not start on 127.0.0.1:{port}:\n{log.read()[-2000:]}"
+                    )
                 time.sleep(0.1)
-            httpx.post(base_url.removesuffix("/v1") + "/admin/knobs", json=knobs.model_dump()).raise_for_status()
+            httpx.post(
+                base_url.removesuffix("/v1") + "/admin/knobs", json=knobs.model_dump()
+            ).raise_for_status()
             if warm_embeddings:
                 httpx.post(
-                    f"{base_url}/embeddings", json={"model": EMBEDDING_MODEL, "input": ["warm up"]}, timeout=120
+                    f"{base_url}/embeddings",
+                    json={"model": EMBEDDING_MODEL, "input": ["warm up"]},
+                    timeout=120,
                 ).raise_for_status()
             yield base_url
         finally:
@@ -165,8 +176,11 @@ def _mean(values: list[float]) -> float | None:
 
 
 def _served(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
-    """What the simulator served between two snapshots of its stats (a warm-up request comes before)."""
-    endpoints = {name: n - before["endpoints"].get(name, 0) for name, n in after["endpoints"].items()}
+    """What the simulator served between two snapshots of its stats (a warm-up request comes
+    before)."""
+    endpoints = {
+        name: n - before["endpoints"].get(name, 0) for name, n in after["endpoints"].items()
+    }
     return {
         **{
             name: after[name] - before[name]
@@ -190,7 +204,13 @@ def run_ragwatch(
     before = served_stats(base_url)
     started = time.perf_counter()
     scores = judge_items_sync(
-        items, list(METRICS), llm, LocalEmbedder(), progress=progress, implementation=implementation, **RUN
+        items,
+        list(METRICS),
+        llm,
+        LocalEmbedder(),
+        progress=progress,
+        implementation=implementation,
+        **RUN,
     )
     wall = time.perf_counter() - started
     stats = served_stats(base_url)
@@ -204,7 +224,10 @@ def run_ragwatch(
         "scored": statuses["ok"],
         "failed": statuses["failed"],
         "skipped": statuses["skipped"],
-        "means": {m: _mean([s.value for s in scores if s.metric == m and s.value is not None]) for m in METRICS},
+        "means": {
+            m: _mean([s.value for s in scores if s.metric == m and s.value is not None])
+            for m in METRICS
+        },
     }
 
 
@@ -255,7 +278,8 @@ class _FewerGenerations(logging.Handler):
 
 
 def _local_langchain_embeddings():
-    """LangChain's embeddings interface on ragwatch's local model (the vectors the simulator serves)."""
+    """LangChain's embeddings interface on ragwatch's local model (the vectors the simulator
+    serves)."""
     from langchain_core.embeddings import Embeddings
 
     class LocalEmbeddings(Embeddings):
@@ -274,29 +298,41 @@ def run_ragas(
     advance: Callable[[], None],
     embeddings_from: Literal["simulator", "local"] = "simulator",
 ) -> dict[str, Any]:
-    """`ragas.evaluate()` with its defaults on the same items and metrics, through LangChain's OpenAI client."""
+    """`ragas.evaluate()` with its defaults on the same items and metrics, through LangChain's
+    OpenAI client."""
     from langchain_openai import ChatOpenAI, OpenAIEmbeddings
     from ragas import EvaluationDataset, evaluate
     from ragas.embeddings import LangchainEmbeddingsWrapper
     from ragas.llms import LangchainLLMWrapper
 
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # the legacy classes are what evaluate() runs
+        warnings.simplefilter(
+            "ignore", DeprecationWarning
+        )  # the legacy classes are what evaluate() runs
         from ragas.metrics import AnswerRelevancy, ContextPrecision, ContextRecall, Faithfulness
 
         llm = LangchainLLMWrapper(ChatOpenAI(base_url=base_url, api_key="x", model=JUDGE_MODEL))
-        # The context-length check tokenizes with tiktoken, whose encodings are downloaded on first use;
-        # without it the texts are sent as they are, which is what the simulator expects anyway.
+        # The context-length check tokenizes with tiktoken, whose encodings are downloaded on first
+        # use; without it the texts are sent as they are, which is what the simulator expects
+        # anyway.
         if embeddings_from == "simulator":
             backend = OpenAIEmbeddings(
-                base_url=base_url, api_key="x", model=EMBEDDING_MODEL, check_embedding_ctx_length=False
+                base_url=base_url,
+                api_key="x",
+                model=EMBEDDING_MODEL,
+                check_embedding_ctx_length=False,
             )
         else:
             backend = _local_langchain_embeddings()
         embeddings = LangchainEmbeddingsWrapper(backend)
     dataset = EvaluationDataset.from_list(
         [
-            {"user_input": i.question, "response": i.answer, "retrieved_contexts": i.contexts, "reference": i.reference}
+            {
+                "user_input": i.question,
+                "response": i.answer,
+                "retrieved_contexts": i.contexts,
+                "reference": i.reference,
+            }
             for i in items
         ]
     )
@@ -304,7 +340,9 @@ def run_ragas(
     fewer = _FewerGenerations()
     prompt_log = logging.getLogger("ragas.prompt.pydantic_prompt")
     prompt_log.addHandler(fewer)
-    prompt_log.propagate = False  # counted and reported; one warning line each would break the progress display
+    prompt_log.propagate = (
+        False  # counted and reported; one warning line each would break the progress display
+    )
     before = served_stats(base_url)
     try:
         with warnings.catch_warnings():
@@ -334,7 +372,9 @@ def run_ragas(
         "nan": nan,
         "nan_total": sum(nan.values()),
         "fewer_generations": fewer.count,
-        "means": {name: _mean([v for v in column if math.isfinite(v)]) for name, column in values.items()},
+        "means": {
+            name: _mean([v for v in column if math.isfinite(v)]) for name, column in values.items()
+        },
     }
 
 
@@ -345,9 +385,9 @@ def run_eval_bench(
     seed: int = 5,
     ragas_embeddings: Literal["simulator", "local"] = "simulator",
 ) -> dict:
-    """ragwatch's judge, its cached rerun and `ragas.evaluate()` on the same items, each path on a fresh
-    simulator with the same knobs (latency and capacity, no faults). `ragas_embeddings`: where ragas'
-    embeddings come from (ragwatch's always come from the local model, in-process)."""
+    """ragwatch's judge, its cached rerun and `ragas.evaluate()` on the same items, each path on a
+    fresh simulator with the same knobs (latency and capacity, no faults). `ragas_embeddings`: where
+    ragas' embeddings come from (ragwatch's always come from the local model, in-process)."""
     if ragas_embeddings not in ("simulator", "local"):
         raise ValueError(f"ragas_embeddings is 'simulator' or 'local', not {ragas_embeddings!r}")
     items = bench_items(n_items, seed)
@@ -355,9 +395,15 @@ def run_eval_bench(
     # Load the embedding model (ours here, the simulator's in its process) before any clock starts.
     LocalEmbedder().embed(["warm up"])
     cache_dir = tempfile.mkdtemp(prefix="ragwatch-bench-eval-")
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
     try:
-        # Twice a second: each refresh renders on this process's CPU, which the judge being measured needs.
+        # Twice a second: each refresh renders on this process's CPU, which the judge being measured
+        # needs.
         with Progress(*columns, transient=True, refresh_per_second=2) as bar:
 
             def items_bar(label: str) -> Callable[[int, int], None]:
@@ -365,17 +411,26 @@ def run_eval_bench(
                 return lambda done, total: bar.update(task, completed=done, total=total)
 
             with simulator_process(knobs) as url:
-                ours = run_ragwatch(items, url, capacity, cache_dir, items_bar("ragwatch judge (items)"))
-                rerun = run_ragwatch(items, url, capacity, cache_dir, items_bar("ragwatch rerun, cached (items)"))
+                ours = run_ragwatch(
+                    items, url, capacity, cache_dir, items_bar("ragwatch judge (items)")
+                )
+                rerun = run_ragwatch(
+                    items, url, capacity, cache_dir, items_bar("ragwatch rerun, cached (items)")
+                )
             with simulator_process(knobs, warm_embeddings=ragas_embeddings == "simulator") as url:
-                jobs = bar.add_task("ragas evaluate() ((item, metric) jobs)", total=n_items * len(METRICS))
+                jobs = bar.add_task(
+                    "ragas evaluate() ((item, metric) jobs)", total=n_items * len(METRICS)
+                )
                 theirs = run_ragas(items, url, lambda: bar.advance(jobs), ragas_embeddings)
     finally:
         shutil.rmtree(cache_dir, ignore_errors=True)
     for path in (ours, theirs):
         path["ideal_s"] = _ideal(path["requests"], latency_s, capacity)
         path["efficiency"] = path["ideal_s"] / path["wall_s"] if path["wall_s"] else None
-        path["per_item"] = {name: path[name] / n_items for name in ("requests", "prompt_tokens", "completion_tokens")}
+        path["per_item"] = {
+            name: path[name] / n_items
+            for name in ("requests", "prompt_tokens", "completion_tokens")
+        }
         path["prefix_cached_share"] = (
             path["cached_prompt_tokens"] / path["prompt_tokens"] if path["prompt_tokens"] else None
         )
@@ -423,10 +478,15 @@ def format_eval_bench(result: dict) -> str:
     ragas_column = f"ragas ({theirs['embeddings']} emb.)"
     for column in ("", "ragwatch (local emb.)", "ragwatch rerun", ragas_column):
         table.add_column(column, justify="right" if column else "left")
-    table.add_row("requests served", str(ours["requests"]), str(rerun["requests"]), str(theirs["requests"]))
+    table.add_row(
+        "requests served", str(ours["requests"]), str(rerun["requests"]), str(theirs["requests"])
+    )
     table.add_row("  of which", endpoints(ours), "", endpoints(theirs))
     table.add_row(
-        "requests per item", f"{ours['per_item']['requests']:.2f}", "", f"{theirs['per_item']['requests']:.2f}"
+        "requests per item",
+        f"{ours['per_item']['requests']:.2f}",
+        "",
+        f"{theirs['per_item']['requests']:.2f}",
     )
     table.add_row(
         "prompt tokens per item",
@@ -435,7 +495,10 @@ def format_eval_bench(result: dict) -> str:
         f"{theirs['per_item']['prompt_tokens']:,.0f}",
     )
     table.add_row(
-        "  of which a prefix cache holds", share(ours["prefix_cached_share"]), "", share(theirs["prefix_cached_share"])
+        "  of which a prefix cache holds",
+        share(ours["prefix_cached_share"]),
+        "",
+        share(theirs["prefix_cached_share"]),
     )
     table.add_row(
         "completion tokens per item",
@@ -443,25 +506,47 @@ def format_eval_bench(result: dict) -> str:
         "",
         f"{theirs['per_item']['completion_tokens']:,.0f}",
     )
-    table.add_row("LLM calls (our counters)", str(ours["counters"]["calls"]), str(rerun["llm_calls"]), "")
-    table.add_row("wall time", seconds(ours["wall_s"]), seconds(rerun["wall_s"]), seconds(theirs["wall_s"]))
-    table.add_row("ideal: requests × latency ÷ capacity", seconds(ours["ideal_s"]), "", seconds(theirs["ideal_s"]))
-    table.add_row("efficiency (ideal ÷ wall)", f"{ours['efficiency']:.0%}", "", f"{theirs['efficiency']:.0%}")
-    table.add_row("most requests in flight", str(ours["max_concurrent"]), "", str(theirs["max_concurrent"]))
-    # Legacy answer relevancy embeds synchronously on ragas' event loop: each embedding request stalls
-    # every job for its whole latency, so these seconds are spent one after the other.
+    table.add_row(
+        "LLM calls (our counters)", str(ours["counters"]["calls"]), str(rerun["llm_calls"]), ""
+    )
+    table.add_row(
+        "wall time", seconds(ours["wall_s"]), seconds(rerun["wall_s"]), seconds(theirs["wall_s"])
+    )
+    table.add_row(
+        "ideal: requests × latency ÷ capacity",
+        seconds(ours["ideal_s"]),
+        "",
+        seconds(theirs["ideal_s"]),
+    )
+    table.add_row(
+        "efficiency (ideal ÷ wall)", f"{ours['efficiency']:.0%}", "", f"{theirs['efficiency']:.0%}"
+    )
+    table.add_row(
+        "most requests in flight", str(ours["max_concurrent"]), "", str(theirs["max_concurrent"])
+    )
+    # Legacy answer relevancy embeds synchronously on ragas' event loop: each embedding request
+    # stalls every job for its whole latency, so these seconds are spent one after the other.
     stall = theirs["endpoints"].get("embeddings", 0) * result["latency_s"]
     table.add_row("ragas' loop stalled on embeddings (≥)", "", "", seconds(stall) if stall else "—")
     table.add_section()
     table.add_row("failed scores", str(ours["failed"]), "", f"{theirs['nan_total']} NaN")
-    table.add_row("relevancy on fewer questions than asked", "0", "", str(theirs["fewer_generations"]))
+    table.add_row(
+        "relevancy on fewer questions than asked", "0", "", str(theirs["fewer_generations"])
+    )
     for metric in result["metrics"]:
-        table.add_row(f"mean {metric}", score(ours["means"][metric]), "", score(theirs["means"].get(metric)))
+        table.add_row(
+            f"mean {metric}", score(ours["means"][metric]), "", score(theirs["means"].get(metric))
+        )
     table.add_section()
     table.add_row("wall ÷ ragas' wall", f"{result['ratio']:.2f}", "", "1.00")
-    table.add_row("requests ÷ ragas' requests", f"{ours['requests'] / theirs['requests']:.2f}", "", "1.00")
     table.add_row(
-        "prompt tokens ÷ ragas' prompt tokens", f"{ours['prompt_tokens'] / theirs['prompt_tokens']:.2f}", "", "1.00"
+        "requests ÷ ragas' requests", f"{ours['requests'] / theirs['requests']:.2f}", "", "1.00"
+    )
+    table.add_row(
+        "prompt tokens ÷ ragas' prompt tokens",
+        f"{ours['prompt_tokens'] / theirs['prompt_tokens']:.2f}",
+        "",
+        "1.00",
     )
     table.add_row("rerun wall ÷ first wall", "", f"{rerun['share']:.1%}", "")
     console = Console(file=io.StringIO(), width=110)

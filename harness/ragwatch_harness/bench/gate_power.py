@@ -1,4 +1,5 @@
-"""The regression gate's error rates, simulated with the gate itself: false alarms, power, interval coverage.
+"""The regression gate's error rates, simulated with the gate itself: false alarms, power, interval
+coverage.
 
 An eval of n golden items is simulated for the nine gated metrics, twice: a baseline run and a
 candidate run of either the same system (false alarms) or a regressed one (power). Each pair goes
@@ -20,26 +21,27 @@ each metric loading 0.6 on it, so hard items are hard for every metric):
 | tool_call_accuracy | tool and arguments right with p 0.80 (0/1) | flips with p 0.03 |
 
 Failures: the target fails an item (every metric of it `failed`) with p 0.02 per run, and the judge
-fails a judged metric (faithfulness, answer relevancy, both context metrics, answer correctness) with
-p 0.02 per item and run, independently. Every item carries every metric (in a golden set only the
-tool items carry the tool metrics: their n is the number of tool items).
+fails a judged metric (faithfulness, answer relevancy, both context metrics, answer correctness)
+with p 0.02 per item and run, independently. Every item carries every metric (in a golden set only
+the tool items carry the tool metrics: their n is the number of tool items).
 
-Regressions, each of one metric, sized on the metric's mean as the gate sees it (the observed scores):
-*local*, a share of the items drops a lot (a 0/1 score to 0; a gold chunk no longer retrieved; an
-answer's faithfulness or relevancy to a quarter; every chunk judged irrelevant, no claim attributed);
-*shift*, every item drops a little (a judge score by δ; a gold chunk slips one rank; each relevant
-chunk or attributed claim is lost with a small probability). On 0/1 scores a shift is a local drop, so
-those metrics have one row. The share, δ or probability is found by bisection on 200,000 simulated
-items so that the expected drop is exactly 5 or 10 points. Three more candidates: the same
-system under a flaky judge (10 % of judged scores failed in each run: the failure-rise checks of the
-earlier gate, one uncorrected test per metric, raised false alarms there), the target's
-failure rate rising from 2 % to 10 %, and a 10-point local faithfulness drop in which half of the
-dropped answers fail to be judged instead of scoring low (the drop the gate used to lose behind
-failures).
+Regressions, each of one metric, sized on the metric's mean as the gate sees it (the observed
+scores): *local*, a share of the items drops a lot (a 0/1 score to 0; a gold chunk no longer
+retrieved; an answer's faithfulness or relevancy to a quarter; every chunk judged irrelevant, no
+claim attributed); *shift*, every item drops a little (a judge score by δ; a gold chunk slips one
+rank; each relevant chunk or attributed claim is lost with a small probability). On 0/1 scores a
+shift is a local drop, so those metrics have one row. The share, δ or probability is found by
+bisection on 200,000 simulated items so that the expected drop is exactly 5 or 10 points. Three more
+candidates: the same system under a flaky judge (10 % of judged scores failed in each run: the
+failure-rise checks of the earlier gate, one uncorrected test per metric, raised false alarms
+there), the target's failure rate rising from 2 % to 10 %, and a 10-point local faithfulness drop in
+which half of the dropped answers fail to be judged instead of scoring low (the drop the gate used
+to lose behind failures).
 
-`run_target_bench` (`ragwatch bench gate --targets`) measures the asked power target (≥ 90 % for a 10-point drop at n = 100) per metric: a
-10-point drop at n = 100, 150, 200, 300 and 400, a 15-point drop at n = 100, and the n at which the
-10-point drop is caught 90 % of the time, with the false alarms at every n beside them.
+`run_target_bench` (`ragwatch bench gate --targets`) measures the asked power target (≥ 90 % for a
+10-point drop at n = 100) per metric: a 10-point drop at n = 100, 150, 200, 300 and 400, a 15-point
+drop at n = 100, and the n at which the 10-point drop is caught 90 % of the time, with the false
+alarms at every n beside them.
 """
 
 from __future__ import annotations
@@ -89,26 +91,34 @@ class SimMetric:
     kinds: tuple[str, ...] = ("local", "shift")
 
 
-# --- Rank metrics: recall@5 and mrr -----------------------------------------------------------------
+# --- Rank metrics: recall@5 and mrr
+# -----------------------------------------------------------------
 
 
 def _rank_state(rng, z):
-    return np.searchsorted(np.cumsum(RANK_P), 1.0 - _latent(rng, z), side="right").clip(0, _NOT_RETRIEVED)
+    return np.searchsorted(np.cumsum(RANK_P), 1.0 - _latent(rng, z), side="right").clip(
+        0, _NOT_RETRIEVED
+    )
 
 
 def _rank_regress(state, kind, amount, u):
     if kind == "local":  # the gold chunk is no longer retrieved
         return np.where(u[..., 0] < amount, _NOT_RETRIEVED, state)
-    return np.where(u[..., 0] < amount, np.minimum(state + 1, _NOT_RETRIEVED), state)  # slips one rank
+    return np.where(
+        u[..., 0] < amount, np.minimum(state + 1, _NOT_RETRIEVED), state
+    )  # slips one rank
 
 
 def _rank_observe(rng, state):
     redraw = rng.random(state.shape) < 0.05
-    fresh = np.searchsorted(np.cumsum(RANK_P), rng.random(state.shape), side="right").clip(0, _NOT_RETRIEVED)
+    fresh = np.searchsorted(np.cumsum(RANK_P), rng.random(state.shape), side="right").clip(
+        0, _NOT_RETRIEVED
+    )
     return np.where(redraw, fresh, state)
 
 
-# --- Judge scores on [0, 1] ------------------------------------------------------------------------
+# --- Judge scores on [0, 1]
+# ------------------------------------------------------------------------
 
 
 def _faithfulness_state(rng, z):
@@ -174,7 +184,8 @@ def _recall_observe(rng, state):
     return seen.sum(axis=-1) / present.sum(axis=-1)
 
 
-# --- 0/1 scores --------------------------------------------------------------------------------------
+# --- 0/1 scores
+# --------------------------------------------------------------------------------------
 
 
 def _binary(p: float, flip: float) -> tuple[Callable, Callable, Callable]:
@@ -202,10 +213,28 @@ METRICS: dict[str, SimMetric] = {
             lambda rng, s: (_rank_observe(rng, s) < 5).astype(float),
             ("local",),
         ),
-        SimMetric("mrr", False, False, _rank_state, _rank_regress, lambda rng, s: _RECIPROCAL[_rank_observe(rng, s)]),
-        SimMetric("faithfulness", True, False, _faithfulness_state, _score_regress, _faithfulness_observe),
-        SimMetric("answer_relevancy", True, False, _relevancy_state, _score_regress, _relevancy_observe),
-        SimMetric("context_precision_ranked", True, False, _precision_state, _verdicts_regress, _precision_observe),
+        SimMetric(
+            "mrr",
+            False,
+            False,
+            _rank_state,
+            _rank_regress,
+            lambda rng, s: _RECIPROCAL[_rank_observe(rng, s)],
+        ),
+        SimMetric(
+            "faithfulness", True, False, _faithfulness_state, _score_regress, _faithfulness_observe
+        ),
+        SimMetric(
+            "answer_relevancy", True, False, _relevancy_state, _score_regress, _relevancy_observe
+        ),
+        SimMetric(
+            "context_precision_ranked",
+            True,
+            False,
+            _precision_state,
+            _verdicts_regress,
+            _precision_observe,
+        ),
         SimMetric("context_recall", True, False, _recall_state, _recall_regress, _recall_observe),
         SimMetric("answer_correctness", True, True, *_binary(0.75, 0.05), ("local",)),
         SimMetric("tool_selection_accuracy", False, True, *_binary(0.90, 0.02), ("local",)),
@@ -215,7 +244,8 @@ METRICS: dict[str, SimMetric] = {
 """The nine gated metrics, each with its own model (see the module docstring)."""
 
 
-# --- Scenarios -------------------------------------------------------------------------------------------
+# --- Scenarios
+# -------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -239,7 +269,11 @@ NO_CHANGE = Scenario("no change (false alarms)")
 FLAKY_JUDGE = Scenario("no change, the judge failing 10 % of its scores", judge_failure=0.10)
 FAILURE_RISE = Scenario("target failures 2 % → 10 %", target_failure=0.10)
 HIDDEN_DROP = Scenario(
-    "faithfulness −10 local, half of the dropped answers failed instead", "faithfulness", "local", 0.10, hidden=True
+    "faithfulness −10 local, half of the dropped answers failed instead",
+    "faithfulness",
+    "local",
+    0.10,
+    hidden=True,
 )
 
 
@@ -256,8 +290,9 @@ _CALIBRATED: dict[tuple[str, str, float], float] = {}
 
 
 def calibrated_amount(metric: str, kind: str, drop: float) -> float:
-    """The share (local), probability or δ (shift) that lowers `metric`'s expected observed mean by `drop`,
-    by bisection on CALIBRATION_ITEMS items with common random numbers (the mean is monotone in it)."""
+    """The share (local), probability or δ (shift) that lowers `metric`'s expected observed mean by
+    `drop`, by bisection on CALIBRATION_ITEMS items with common random numbers (the mean is monotone
+    in it)."""
     key = (metric, kind, drop)
     if key not in _CALIBRATED:
         model = METRICS[metric]
@@ -315,11 +350,13 @@ def simulate(scenario: Scenario, n: int, reps: int, rng: np.random.Generator) ->
     return runs
 
 
-# --- Running the gate on simulated runs --------------------------------------------------------------------
+# --- Running the gate on simulated runs
+# --------------------------------------------------------------------
 
 
 class SimScore(NamedTuple):
-    """A score row as `regression_gate` reads it (`stats.ScoreLike`); a tuple: a bench builds millions."""
+    """A score row as `regression_gate` reads it (`stats.ScoreLike`); a tuple: a bench builds
+    millions."""
 
     item_id: str
     stratum: str
@@ -333,8 +370,12 @@ def score_rows(runs: SimRuns, rep: int, side: str) -> list[SimScore]:
     values, ok = (runs.base, runs.base_ok) if side == "base" else (runs.cand, runs.cand_ok)
     rows = []
     for metric, matrix in values.items():
-        for item, value, good in zip(_item_ids(matrix.shape[1]), matrix[rep].tolist(), ok[metric][rep].tolist()):
-            rows.append(SimScore(item, "sim", metric, value if good else None, "ok" if good else "failed"))
+        for item, value, good in zip(
+            _item_ids(matrix.shape[1]), matrix[rep].tolist(), ok[metric][rep].tolist()
+        ):
+            rows.append(
+                SimScore(item, "sim", metric, value if good else None, "ok" if good else "failed")
+            )
     return rows
 
 
@@ -344,15 +385,16 @@ def _item_ids(n: int) -> tuple[str, ...]:
 
 
 def gate_run(runs: SimRuns, rep: int, gate: Callable | None = None, **options) -> GateResult:
-    """Repetition `rep` of `runs` through `regression_gate` (or `gate`, a function of the same signature)."""
+    """Repetition `rep` of `runs` through `regression_gate` (or `gate`, a function of the same
+    signature)."""
     return (gate or regression_gate)(
         score_rows(runs, rep, "cand"), score_rows(runs, rep, "base"), list(METRICS), **options
     )
 
 
 TARGETS = {"false_alarms": 0.05, "power_10_at_100": 0.90, "coverage": (0.94, 0.97)}
-"""The gate's targets: false alarms ≤ 5 % per gate, ≥ 90 % power for a 10-point drop of any gated metric at n = 100,
-coverage of the printed 95 % interval within 0.94–0.97 at n ≥ 30."""
+"""The gate's targets: false alarms ≤ 5 % per gate, ≥ 90 % power for a 10-point drop of any gated
+metric at n = 100, coverage of the printed 95 % interval within 0.94–0.97 at n ≥ 30."""
 
 
 def run_gate_bench(
@@ -367,11 +409,12 @@ def run_gate_bench(
 ) -> dict:
     """Every scenario at every n, `reps` simulated baseline/candidate pairs each, through the gate.
 
-    Per cell: `gate_failed` (the share of candidates the gate failed: the false-alarm rate when nothing
-    changed), `metric_failed` (the share where the regressed metric itself failed: the power), and per
-    metric the share of its printed interval covering the true difference (0, or minus the drop for the
-    regressed metric; skipped for the hidden drop, whose failed items are not missing at random).
-    `gate`: another gate function of the same signature (the one an earlier version shipped).
+    Per cell: `gate_failed` (the share of candidates the gate failed: the false-alarm rate when
+    nothing changed), `metric_failed` (the share where the regressed metric itself failed: the
+    power), and per metric the share of its printed interval covering the true difference (0, or
+    minus the drop for the regressed metric; skipped for the hidden drop, whose failed items are not
+    missing at random). `gate`: another gate function of the same signature (the one an earlier
+    version shipped).
     """
     # The flaky judge came last: each scenario's seed is its place in this list.
     scenarios = [NO_CHANGE, FAILURE_RISE, HIDDEN_DROP, *drop_scenarios(drops), FLAKY_JUDGE]
@@ -424,7 +467,8 @@ def _rate(value: float | None) -> str:
 
 
 def format_gate_bench(result: dict) -> str:
-    """Markdown tables: how often the gate fails per candidate and n, then the printed intervals' coverage."""
+    """Markdown tables: how often the gate fails per candidate and n, then the printed intervals'
+    coverage."""
     sizes = result["sizes"]
     head = "| candidate | " + " | ".join(f"n = {n}" for n in sizes) + " |"
     rule = "|---" * (len(sizes) + 1) + "|"
@@ -433,10 +477,10 @@ def format_gate_bench(result: dict) -> str:
         if cell["metric"] is None or cell["scenario"] == HIDDEN_DROP.name:
             label = cell["scenario"]
         else:  # the drops of one metric and kind share a row: "0.36 / 0.89" for 5 / 10 points
-            kind = f"{cell['kind']} " if len(METRICS[cell["metric"]].kinds) > 1 else ""  # 0/1: one kind of drop
-            label = (
-                f"{cell['metric']} {kind}drop of {' / '.join(f'{round(100 * d)}' for d in _drops(result, cell))} points"
-            )
+            kind = (
+                f"{cell['kind']} " if len(METRICS[cell["metric"]].kinds) > 1 else ""
+            )  # 0/1: one kind of drop
+            label = f"{cell['metric']} {kind}drop of {' / '.join(f'{round(100 * d)}' for d in _drops(result, cell))} points"
         rate = cell["gate_failed"] if cell["metric"] is None else cell["metric_failed"]
         rates.setdefault(label, {}).setdefault(cell["n"], []).append(rate)
     order = [NO_CHANGE.name, FLAKY_JUDGE.name, FAILURE_RISE.name, HIDDEN_DROP.name]
@@ -450,7 +494,9 @@ def format_gate_bench(result: dict) -> str:
     ]
     for label in labels:
         lines.append(
-            f"| {label} | " + " | ".join(" / ".join(_rate(r) for r in rates[label].get(n, [])) for n in sizes) + " |"
+            f"| {label} | "
+            + " | ".join(" / ".join(_rate(r) for r in rates[label].get(n, [])) for n in sizes)
+            + " |"
         )
     lines += [
         "",
@@ -467,15 +513,26 @@ def format_gate_bench(result: dict) -> str:
             for cell in result["cells"]:
                 if cell["n"] != n:
                     continue
-                target = still if cell["scenario"] == NO_CHANGE.name else moved if cell["metric"] == metric else None
+                target = (
+                    still
+                    if cell["scenario"] == NO_CHANGE.name
+                    else moved
+                    if cell["metric"] == metric
+                    else None
+                )
                 if target is not None:
                     hit, total = cell["coverage"].get(metric, (0, 0))
                     target[0] += hit
                     target[1] += total
-            parts.append(" / ".join(_rate(hit / total if total else None) for hit, total in (still, moved)))
+            parts.append(
+                " / ".join(_rate(hit / total if total else None) for hit, total in (still, moved))
+            )
         lines.append(f"| {metric} | " + " | ".join(parts) + " |")
     draws = result["draws"] or "the gate's own"
-    lines += ["", f"{result['seconds']:.0f} s; null draws per family test: {draws}; seed {result['seed']}."]
+    lines += [
+        "",
+        f"{result['seconds']:.0f} s; null draws per family test: {draws}; seed {result['seed']}.",
+    ]
     return "\n".join(lines)
 
 
@@ -484,16 +541,19 @@ def _drops(result: dict, cell: dict) -> list[float]:
         {
             c["drop"]
             for c in result["cells"]
-            if c["metric"] == cell["metric"] and c["kind"] == cell["kind"] and c["scenario"] != HIDDEN_DROP.name
+            if c["metric"] == cell["metric"]
+            and c["kind"] == cell["kind"]
+            and c["scenario"] != HIDDEN_DROP.name
         }
     )
 
 
-# --- The nearest honest target: power per metric at n = 100 and beyond ----------------------------------------
+# --- The nearest honest target: power per metric at n = 100 and beyond
+# ----------------------------------------
 
 TARGET_SIZES = (100, 150, 200, 300, 400)
-"""Eval sizes at which `run_target_bench` measures each metric's 10-point drop; the n reaching 90 % is
-interpolated between them."""
+"""Eval sizes at which `run_target_bench` measures each metric's 10-point drop; the n reaching 90 %
+is interpolated between them."""
 TARGET_POWER = 0.90
 
 
@@ -505,9 +565,9 @@ def run_target_bench(
     draws: int | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> dict:
-    """Per metric and kind of drop: the power for a 10-point drop at every n of `sizes`, for a 15-point drop at
-    n = 100, and the false alarms (unchanged system, flaky judge) at every n: the asked ≥ 90 % at n = 100 next to
-    what the gate reaches and the n it needs."""
+    """Per metric and kind of drop: the power for a 10-point drop at every n of `sizes`, for a
+    15-point drop at n = 100, and the false alarms (unchanged system, flaky judge) at every n: the
+    asked ≥ 90 % at n = 100 next to what the gate reaches and the n it needs."""
     started, cells = time.perf_counter(), []
     options = {} if draws is None else {"draws": draws}
     plan = [(s, n) for n in sizes for s in (NO_CHANGE, FLAKY_JUDGE, *drop_scenarios((0.10,)))]
@@ -515,7 +575,12 @@ def run_target_bench(
     for index, (scenario, n) in enumerate(plan):
         runs = simulate(scenario, n, reps, np.random.default_rng([seed, n, index]))
         results = [gate_run(runs, rep, **options) for rep in range(reps)]
-        rate = np.mean([(scenario.metric in r.failed_metrics) if scenario.metric else not r.passed for r in results])
+        rate = np.mean(
+            [
+                (scenario.metric in r.failed_metrics) if scenario.metric else not r.passed
+                for r in results
+            ]
+        )
         cells.append(
             {
                 "scenario": scenario.name,
@@ -539,7 +604,8 @@ def run_target_bench(
 
 
 def n_for_power(points: Sequence[tuple[int, float]], target: float = TARGET_POWER) -> str:
-    """The n at which power first reaches `target`, linear between the measured sizes: "≈ 170", "≤ 100", "> 400"."""
+    """The n at which power first reaches `target`, linear between the measured sizes: "≈ 170", "≤
+    100", "> 400"."""
     points = sorted(points)
     if points[0][1] >= target:
         return f"≤ {points[0][0]}"
@@ -550,7 +616,8 @@ def n_for_power(points: Sequence[tuple[int, float]], target: float = TARGET_POWE
 
 
 def format_target_bench(result: dict) -> str:
-    """Markdown: per metric, power for 10 points at n = 100 and 200, for 15 points at n = 100, the n reaching 90 %."""
+    """Markdown: per metric, power for 10 points at n = 100 and 200, for 15 points at n = 100, the n
+    reaching 90 %."""
     cells, reps = result["cells"], result["reps"]
     sizes = result["sizes"]
 
@@ -588,7 +655,8 @@ def format_target_bench(result: dict) -> str:
     return "\n".join(lines)
 
 
-# --- What a pass vouches for: the drop the gate says it catches, and how often it does -----------------------
+# --- What a pass vouches for: the drop the gate says it catches, and how often it does
+# -----------------------
 
 
 def run_detectable_bench(
@@ -599,9 +667,10 @@ def run_detectable_bench(
     draws: int | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> dict:
-    """Per n and metric: the drop the gate states it catches 90 % of the time (`MetricGate.detectable_drop`, its
-    median and range over `reps` unchanged systems), then the power measured for a drop of that median size, each
-    kind of drop: the statement holds where the power is ≥ 0.90."""
+    """Per n and metric: the drop the gate states it catches 90 % of the time
+    (`MetricGate.detectable_drop`, its median and range over `reps` unchanged systems), then the
+    power measured for a drop of that median size, each kind of drop: the statement holds where the
+    power is ≥ 0.90."""
     started, rows = time.perf_counter(), []
     options = {} if draws is None else {"draws": draws}
     for n in sizes:
@@ -620,23 +689,45 @@ def run_detectable_bench(
             for kind in model.kinds:
                 scenario = Scenario(f"{name} −{drop:.3f} {kind}", name, kind, drop)
                 try:
-                    regressed = simulate(scenario, n, reps, np.random.default_rng([seed, n, index, len(kind)]))
+                    regressed = simulate(
+                        scenario, n, reps, np.random.default_rng([seed, n, index, len(kind)])
+                    )
                 except ValueError:  # e.g. every rank slipping by one cannot lower MRR by 0.38
                     power = None
                 else:
                     power = float(
-                        np.mean([name in gate_run(regressed, rep, **options).failed_metrics for rep in range(reps)])
+                        np.mean(
+                            [
+                                name in gate_run(regressed, rep, **options).failed_metrics
+                                for rep in range(reps)
+                            ]
+                        )
                     )
                 rows.append(
-                    {"n": n, "metric": name, "kind": kind, "stated": drop, "low": low, "high": high, "power": power}
+                    {
+                        "n": n,
+                        "metric": name,
+                        "kind": kind,
+                        "stated": drop,
+                        "low": low,
+                        "high": high,
+                        "power": power,
+                    }
                 )
                 if progress:
                     progress(f"n = {n}: {name} {kind}: states {drop:.3f}, caught {_rate(power)}")
-    return {"reps": reps, "sizes": list(sizes), "seed": seed, "rows": rows, "seconds": time.perf_counter() - started}
+    return {
+        "reps": reps,
+        "sizes": list(sizes),
+        "seed": seed,
+        "rows": rows,
+        "seconds": time.perf_counter() - started,
+    }
 
 
 def format_detectable_bench(result: dict) -> str:
-    """Markdown: per n and metric, the drop a pass states it would have caught, and the power measured there."""
+    """Markdown: per n and metric, the drop a pass states it would have caught, and the power
+    measured there."""
     lines = [
         f"What a pass vouches for ({result['reps']} unchanged systems per n give the stated drop, median "
         f"[10th–90th percentile]; {result['reps']} regressed ones the power at the median):",
@@ -646,7 +737,11 @@ def format_detectable_bench(result: dict) -> str:
     ]
     for row in result["rows"]:
         kind = f" {row['kind']}" if len(METRICS[row["metric"]].kinds) > 1 else ""
-        power = _rate(row["power"]) if row["power"] is not None else f"– (no {row['kind']} drop is this large)"
+        power = (
+            _rate(row["power"])
+            if row["power"] is not None
+            else f"– (no {row['kind']} drop is this large)"
+        )
         lines.append(
             f"| {row['n']} | {row['metric']}{kind} | {row['stated']:.3f} [{row['low']:.3f}–{row['high']:.3f}] "
             f"| {power} |"

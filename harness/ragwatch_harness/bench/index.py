@@ -2,8 +2,8 @@
 
 One run, in a temporary folder with Qdrant local mode:
 1. write a synthetic corpus of N chunks (Markdown and HTML, Spanish and English) and parse it;
-2. index it as `ragwatch corpus index` does (fingerprint, parse, compare, embed, write), embedding and
-   writing (BM25 vectors + Qdrant upserts) timed apart;
+2. index it as `ragwatch corpus index` does (fingerprint, parse, compare, embed, write), embedding
+   and writing (BM25 vectors + Qdrant upserts) timed apart;
 3. index the unchanged folder again, as `ragwatch corpus index` would: its fingerprint matches the
    index's, so nothing is parsed, compared or embedded;
 4. import M hand-written items whose gold passages come from the corpus, against the chunks read
@@ -41,11 +41,13 @@ from pipelines.stores.corpus import open_corpus_index
 from ragwatch_harness.bench.synthetic_corpus import golden_rows, write_synthetic_corpus
 
 TARGETS = {"index": 300.0, "reindex": 5.0, "import": 30.0}
-"""Seconds, for 10,000 chunks and 1,000 items on the project's 2-core machine (the indexing target)."""
+"""Seconds, for 10,000 chunks and 1,000 items on the project's 2-core machine (the indexing
+target)."""
 
 
 class HashingEmbedder:
-    """A stand-in with no model: a unit vector seeded by the text's hash (see the module docstring)."""
+    """A stand-in with no model: a unit vector seeded by the text's hash (see the module
+    docstring)."""
 
     name = "bench/hashing-stand-in"
     dim = 384
@@ -112,9 +114,12 @@ def run_index_bench(
         parsed, parse_s = _timed(lambda: load_chunks(root / "corpus"))
         if embedder == "local":
             model.embed(["warm-up: load the model before the clock starts"])
-        ensure_workspace(Workspace.from_settings(settings), settings.resolved_dvc_remote)  # first use only
+        ensure_workspace(
+            Workspace.from_settings(settings), settings.resolved_dvc_remote
+        )  # first use only
         progress(f"indexing {len(parsed):,} chunks with {model.name}")
-        # As `ragwatch corpus index` and the corpus DAG run it: fingerprint, parse, compare, embed, write.
+        # As `ragwatch corpus index` and the corpus DAG run it: fingerprint, parse, compare, embed,
+        # write.
         first, index_s = _timed(lambda: index_corpus(settings, root / "corpus", model))
         progress("indexing the unchanged folder again")
         again, reindex_s = _timed(lambda: index_corpus(settings, root / "corpus", model))
@@ -122,7 +127,9 @@ def run_index_bench(
         progress(f"importing {items:,} hand-written items")
         sheet = root / "human.jsonl"
         rows = golden_rows([c.text for c in parsed], items, seed)
-        sheet.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+        sheet.write_text(
+            "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8"
+        )
         started = time.monotonic()
         with open_corpus_index(settings, model) as index:
             stored = list(index.chunks(batch_size=4096))  # as `golden import` reads them
@@ -170,12 +177,21 @@ def format_index_bench(result: IndexBench) -> Table:
         table.add_column(column)
     n = result.chunks
     scale = n / 10_000
-    table.add_row("parse (Markdown + HTML -> chunks)", f"{result.parse_s:.1f}", _rate(n, result.parse_s), "")
+    table.add_row(
+        "parse (Markdown + HTML -> chunks)", f"{result.parse_s:.1f}", _rate(n, result.parse_s), ""
+    )
     embed_note = (
-        "windows of 254 word pieces, pooled" if result.embedder != HashingEmbedder.name else "stand-in, not the model"
+        "windows of 254 word pieces, pooled"
+        if result.embedder != HashingEmbedder.name
+        else "stand-in, not the model"
     )
     table.add_row("embed", f"{result.embed_s:.1f}", _rate(n, result.embed_s), embed_note)
-    table.add_row("upsert (BM25 + Qdrant)", f"{result.upsert_s:.1f}", _rate(n, result.upsert_s), "Qdrant local mode")
+    table.add_row(
+        "upsert (BM25 + Qdrant)",
+        f"{result.upsert_s:.1f}",
+        _rate(n, result.upsert_s),
+        "Qdrant local mode",
+    )
     table.add_row(
         "index, all of it",
         f"{result.index_s:.1f}",
@@ -200,7 +216,5 @@ def format_index_bench(result: IndexBench) -> Table:
         "",
         f"~{result.import_rule_estimate_s:,.0f} s for {result.items:,}; same matches: {result.rule_agrees}",
     )
-    table.caption = (
-        f"{result.cpus} CPUs, load average {result.load_average:.1f} at the end (a shared machine slows every figure)"
-    )
+    table.caption = f"{result.cpus} CPUs, load average {result.load_average:.1f} at the end (a shared machine slows every figure)"
     return table

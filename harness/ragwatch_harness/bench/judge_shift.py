@@ -1,18 +1,21 @@
-"""Is the judge-corrected mean right, and never worse than the labels alone? Coverage and width, simulated.
+"""Is the judge-corrected mean right, and never worse than the labels alone? Coverage and width,
+simulated.
 
-A judge says yes to a truly-yes item with probability sens and no to a truly-no one with probability spec.
-Every run judges N items; its true mean is the mean of its N items' truth. Labels come, as the audit queue
-draws them, in equal numbers per verdict, either of the run's own items (same day) or of 5 earlier runs (the
-run's own queue is labelled days later). All 1,000 runs of a cell are drawn at once (numpy): the (verdict,
-truth) counts of a run are one multinomial draw and each stratum's labelled truth one hypergeometric draw.
+A judge says yes to a truly-yes item with probability sens and no to a truly-no one with probability
+spec. Every run judges N items; its true mean is the mean of its N items' truth. Labels come, as the
+audit queue draws them, in equal numbers per verdict, either of the run's own items (same day) or of
+5 earlier runs (the run's own queue is labelled days later). All 1,000 runs of a cell are drawn at
+once (numpy): the (verdict, truth) counts of a run are one multinomial draw and each stratum's
+labelled truth one hypergeometric draw.
 
 Intervals, 95 %:
 - judge-only: the run's verdicts taken as truth;
-- labels-only: the labels weighted to their runs' verdict mixes (stratified score interval) — of the run
-  itself on the same day; of the labelled runs, not this one, on an earlier day;
-- corrected (statistics/misclassification.py), as the product computes it: the same-day labels' stratified
-  mean; Rogan–Gladen from earlier days' labels (the later labelled runs' only when the error-rate shift test
-  rejects), withheld when the judge is not shown better than a coin or the test cannot run. Its coverage counts the runs it gave an interval; "given" says how many.
+- labels-only: the labels weighted to their runs' verdict mixes (stratified score interval) — of the
+  run itself on the same day; of the labelled runs, not this one, on an earlier day;
+- corrected (statistics/misclassification.py), as the product computes it: the same-day labels'
+  stratified mean; Rogan–Gladen from earlier days' labels (the later labelled runs' only when the
+  error-rate shift test rejects), withheld when the judge is not shown better than a coin or the
+  test cannot run. Its coverage counts the runs it gave an interval; "given" says how many.
 """
 
 from __future__ import annotations
@@ -62,7 +65,15 @@ class Cell(NamedTuple):
 
 def grid(sens: float = SENS, spec: float = SPEC) -> list[Cell]:
     return [
-        Cell(f"p {p}", origin, n, p, (sens, spec), (p,) * EARLIER_RUNS, ((sens, spec),) * EARLIER_RUNS)
+        Cell(
+            f"p {p}",
+            origin,
+            n,
+            p,
+            (sens, spec),
+            (p,) * EARLIER_RUNS,
+            ((sens, spec),) * EARLIER_RUNS,
+        )
         for origin in ORIGINS
         for n in LABELS
         for p in MEANS
@@ -70,25 +81,44 @@ def grid(sens: float = SENS, spec: float = SPEC) -> list[Cell]:
 
 
 def shifts(labels: int = 150, sens: float = 0.95, spec: float = 0.85) -> list[Cell]:
-    """Earlier days' labels when quality or the judge moves (a judge with 5 % false negatives, 15 % false
-    positives; the earlier runs at 0.7)."""
-    same, moved = ((sens, spec),) * EARLIER_RUNS, ((sens, spec),) * 2 + ((sens - 0.2, spec),) * (EARLIER_RUNS - 2)
+    """Earlier days' labels when quality or the judge moves (a judge with 5 % false negatives, 15 %
+    false positives; the earlier runs at 0.7)."""
+    same, moved = (
+        ((sens, spec),) * EARLIER_RUNS,
+        ((sens, spec),) * 2 + ((sens - 0.2, spec),) * (EARLIER_RUNS - 2),
+    )
     early = (0.7,) * EARLIER_RUNS
     return [
         Cell("no shift, 0.7", "earlier days", labels, 0.7, (sens, spec), early, same),
         Cell("quality 0.7 → 0.5", "earlier days", labels, 0.5, (sens, spec), early, same),
         Cell("quality 0.7 → 0.9", "earlier days", labels, 0.9, (sens, spec), early, same),
         Cell(
-            "sens 0.95 → 0.75 from the 3rd labelled run", "earlier days", labels, 0.5, (sens - 0.2, spec), early, moved
+            "sens 0.95 → 0.75 from the 3rd labelled run",
+            "earlier days",
+            labels,
+            0.5,
+            (sens - 0.2, spec),
+            early,
+            moved,
         ),
-        Cell("sens 0.95 → 0.75 on this run only", "earlier days", labels, 0.5, (sens - 0.2, spec), early, same),
+        Cell(
+            "sens 0.95 → 0.75 on this run only",
+            "earlier days",
+            labels,
+            0.5,
+            (sens - 0.2, spec),
+            early,
+            same,
+        ),
     ]
 
 
 def _judge(rng, reps: int, mean: float, rates: tuple[float, float], judged: int):
     """Per run, (judged, truly yes) per verdict (no, yes), and the run's true mean."""
     sens, spec = rates
-    cells = rng.multinomial(judged, [mean * sens, (1 - mean) * (1 - spec), mean * (1 - sens), (1 - mean) * spec], reps)
+    cells = rng.multinomial(
+        judged, [mean * sens, (1 - mean) * (1 - spec), mean * (1 - sens), (1 - mean) * spec], reps
+    )
     yes_yes, yes_no, no_yes, no_no = cells.T
     per_verdict = np.stack([no_yes + no_no, yes_yes + yes_no], -1)
     truly_yes = np.stack([no_yes, yes_yes], -1)
@@ -101,7 +131,8 @@ def _label(rng, per_verdict, truly_yes, each: int):
 
 
 def _earlier(rng, cell: Cell, reps: int, judged: int):
-    """Strata (run, verdict) of the earlier runs' labels, shape (reps, 2·runs), and the runs' judged counts."""
+    """Strata (run, verdict) of the earlier runs' labels, shape (reps, 2·runs), and the runs' judged
+    counts."""
     each = max(1, cell.labels // (2 * len(cell.labelled_means)))
     columns = []
     for mean, rates in zip(cell.labelled_means, cell.labelled_rates):
@@ -122,26 +153,39 @@ def _earlier(rng, cell: Cell, reps: int, judged: int):
 
 
 def _subset(strata: Strata, columns: slice) -> Strata:
-    return Strata(*(getattr(strata, f)[..., columns] for f in ("yes", "labelled", "share", "verdict", "run_labels")))
+    return Strata(
+        *(
+            getattr(strata, f)[..., columns]
+            for f in ("yes", "labelled", "share", "verdict", "run_labels")
+        )
+    )
 
 
 def _shift_test(strata: Strata) -> tuple[np.ndarray, np.ndarray, slice]:
-    """(tested, moved, the later half's columns): misclassification.error_rate_shift over equal runs, the halves
-    cut at the run boundary nearest half the labels (the first of two as near)."""
+    """(tested, moved, the later half's columns): misclassification.error_rate_shift over equal
+    runs, the halves cut at the run boundary nearest half the labels (the first of two as near)."""
     runs = strata.yes.shape[-1] // 2
     cut = min(range(1, runs), key=lambda k: abs(k - runs / 2))
-    early, late = _rates(_subset(strata, slice(0, 2 * cut))), _rates(_subset(strata, slice(2 * cut, None)))
+    early, late = (
+        _rates(_subset(strata, slice(0, 2 * cut))),
+        _rates(_subset(strata, slice(2 * cut, None))),
+    )
     diff = np.stack([early.sens - late.sens, early.spec - late.spec], -1)
     cov = early.cov + late.cov
-    # A half with no truly-yes or no truly-no label cannot be compared: untested, and the product withholds.
+    # A half with no truly-yes or no truly-no label cannot be compared: untested, and the product
+    # withholds.
     tested = np.isfinite(diff).all(-1) & np.isfinite(cov).all((-2, -1))
-    cov, diff = np.where(tested[..., None, None], cov, np.eye(2)), np.where(tested[..., None], diff, 0.0)
+    cov, diff = (
+        np.where(tested[..., None, None], cov, np.eye(2)),
+        np.where(tested[..., None], diff, 0.0),
+    )
     statistic = np.einsum("...i,...ij,...j->...", diff, np.linalg.pinv(cov), diff)
     return tested, tested & (chi2.sf(statistic, 2) < SHIFT_ALPHA), slice(2 * cut, None)
 
 
 def simulate(cell: Cell, *, reps: int, rng: np.random.Generator, judged: int = JUDGED) -> dict:
-    """Every estimator's interval for `reps` simulated runs of the cell, and the runs' true means."""
+    """Every estimator's interval for `reps` simulated runs of the cell, and the runs' true
+    means."""
     per_verdict, truly_yes, truth = _judge(rng, reps, cell.mean, cell.rates, judged)
     q = per_verdict[:, 1] / judged
     half = Z * np.sqrt(q * (1 - q) / judged)
@@ -170,7 +214,8 @@ def simulate(cell: Cell, *, reps: int, rng: np.random.Generator, judged: int = J
 
 
 def _pick(where: np.ndarray, chosen, otherwise):
-    """Per run, the variance parts of `chosen` where `where`, else those of `otherwise` (for labels_needed)."""
+    """Per run, the variance parts of `chosen` where `where`, else those of `otherwise` (for
+    labels_needed)."""
     return replace(
         otherwise,
         label_variance=np.where(where, chosen.label_variance, otherwise.label_variance),
@@ -195,11 +240,27 @@ def tally(out: dict) -> dict[str, dict[str, float]]:
 
 
 def labels_needed_check(
-    rng, *, reps: int, origin: str, mean: float = 0.5, judged: int = 500, pilot: int = 30, half_width: float = 0.05
+    rng,
+    *,
+    reps: int,
+    origin: str,
+    mean: float = 0.5,
+    judged: int = 500,
+    pilot: int = 30,
+    half_width: float = 0.05,
 ) -> dict:
-    """The count labels_for_half_width names after a pilot of `pilot` labels (median over runs), against the
-    count that gives ±half_width on average in simulation (bisection over counts, `reps` runs each)."""
-    cell = Cell("check", origin, pilot, mean, (SENS, SPEC), (mean,) * EARLIER_RUNS, ((SENS, SPEC),) * EARLIER_RUNS)
+    """The count labels_for_half_width names after a pilot of `pilot` labels (median over runs),
+    against the count that gives ±half_width on average in simulation (bisection over counts, `reps`
+    runs each)."""
+    cell = Cell(
+        "check",
+        origin,
+        pilot,
+        mean,
+        (SENS, SPEC),
+        (mean,) * EARLIER_RUNS,
+        ((SENS, SPEC),) * EARLIER_RUNS,
+    )
     model = simulate(cell, reps=reps, rng=rng, judged=judged)["model"]
     named = [
         labels_for_half_width(half_width, _row(model, i), pilot)
@@ -225,7 +286,9 @@ def _row(model, i: int):
     def pick(v):
         return np.asarray(v)[i] if np.ndim(v) else v
 
-    return replace(model, label_variance=pick(model.label_variance), fixed_variance=pick(model.fixed_variance))
+    return replace(
+        model, label_variance=pick(model.label_variance), fixed_variance=pick(model.fixed_variance)
+    )
 
 
 def run_judge_shift_bench(*, reps: int = 1000, seed: int = 29, judged: int = JUDGED) -> dict:
@@ -236,10 +299,18 @@ def run_judge_shift_bench(*, reps: int = 1000, seed: int = 29, judged: int = JUD
         for cell in cells:
             started = time.perf_counter()
             result = tally(simulate(cell, reps=reps, rng=rng, judged=judged))
-            rows.append({"cell": cell, "estimators": result, "seconds": time.perf_counter() - started})
+            rows.append(
+                {"cell": cell, "estimators": result, "seconds": time.perf_counter() - started}
+            )
         sections[title] = rows
     checks = [labels_needed_check(rng, reps=reps, origin=origin) for origin in ORIGINS]
-    return {"reps": reps, "seed": seed, "judged": judged, "sections": sections, "labels_needed": checks}
+    return {
+        "reps": reps,
+        "seed": seed,
+        "judged": judged,
+        "sections": sections,
+        "labels_needed": checks,
+    }
 
 
 def _coverage(covered: int, given: int) -> str:
@@ -259,7 +330,15 @@ def format_judge_shift_bench(result: dict) -> str:
     }
     for section, rows in result["sections"].items():
         table = Table(title=titles[section])
-        for column in ("labels", "cell", "judge-only", "labels-only", "corrected", "given", "≤ labels-only"):
+        for column in (
+            "labels",
+            "cell",
+            "judge-only",
+            "labels-only",
+            "corrected",
+            "given",
+            "≤ labels-only",
+        ):
             table.add_column(column, justify="left" if column in ("labels", "cell") else "right")
         for row in rows:
             cell, est = row["cell"], row["estimators"]

@@ -1,20 +1,22 @@
-"""Language detectors side by side on short texts this machine holds in each language (language_texts.py).
+"""Language detectors side by side on short texts this machine holds in each language
+(language_texts.py).
 
-Each detector runs in a fresh process (as a task would load it) and reports its import and load time, the resident
-memory it adds over an interpreter that already holds numpy (every ragwatch task does), and its cost per text over
-all the items (repeated to at least two seconds), in CPU time: on a machine shared with other jobs the wall time
-measures the neighbours too. Every detector chooses among the configured languages only:
-- `ragwatch`: `pipelines.core.language.detect_language`, what the pipelines use: py3langid over all its languages,
-  `und` below the two thresholds (MIN_IN_SET, MIN_CONFIDENCE);
+Each detector runs in a fresh process (as a task would load it) and reports its import and load
+time, the resident memory it adds over an interpreter that already holds numpy (every ragwatch task
+does), and its cost per text over all the items (repeated to at least two seconds), in CPU time: on
+a machine shared with other jobs the wall time measures the neighbours too. Every detector chooses
+among the configured languages only:
+- `ragwatch`: `pipelines.core.language.detect_language`, what the pipelines use: py3langid over all
+  its languages, `und` below the two thresholds (MIN_IN_SET, MIN_CONFIDENCE);
 - `py3langid`: py3langid restricted to the configured languages, its own choice and confidence;
-- `lingua` / `lingua-low`: lingua-language-detector, high- and low-accuracy mode (measured where installed: it is
-  not a ragwatch dependency; `pip install lingua-language-detector`);
+- `lingua` / `lingua-low`: lingua-language-detector, high- and low-accuracy mode (measured where
+  installed: it is not a ragwatch dependency; `pip install lingua-language-detector`);
 - `previous`: the English/Spanish stopword count ragwatch used before.
 
-Per language and source: n, the share detected right, `und`, and wrong. A text in a language outside the set
-(Italian, Dutch, Japanese, Russian here) is right only as `und`. The sweep gives, per threshold (and for ragwatch
-per share of probability in the set), the mean over the configured languages of those shares and how often an
-outside language is forced into the set.
+Per language and source: n, the share detected right, `und`, and wrong. A text in a language outside
+the set (Italian, Dutch, Japanese, Russian here) is right only as `und`. The sweep gives, per
+threshold (and for ragwatch per share of probability in the set), the mean over the configured
+languages of those shares and how often an outside language is forced into the set.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ IN_SET_THRESHOLDS = (0.0, 0.05, 0.1, 0.2, 0.3)
 MIN_TIMED_S = 2.0
 
 Prediction = tuple[str, float, float]
-"""(language, confidence among the configured languages, their probability over all languages; 1 when unknown)."""
+"""(language, confidence among the configured languages, their probability over all languages; 1
+when unknown)."""
 Classify = Callable[[str], Prediction]
 
 
@@ -76,7 +79,10 @@ def _loaded(name: str, languages: Sequence[str]) -> Classify:
         from lingua import IsoCode639_1, Language, LanguageDetectorBuilder
 
         builder = LanguageDetectorBuilder.from_languages(
-            *(Language.from_iso_code_639_1(getattr(IsoCode639_1, code.upper())) for code in languages)
+            *(
+                Language.from_iso_code_639_1(getattr(IsoCode639_1, code.upper()))
+                for code in languages
+            )
         )
         if name == "lingua-low":
             builder = builder.with_low_accuracy_mode()
@@ -97,7 +103,8 @@ def _loaded(name: str, languages: Sequence[str]) -> Classify:
 def measure_detector(
     name: str, languages: Sequence[str], texts: Sequence[str], min_timed_s: float = MIN_TIMED_S
 ) -> dict:
-    """In this process: load the detector, classify every text (CPU time, over at least `min_timed_s`)."""
+    """In this process: load the detector, classify every text (CPU time, over at least
+    `min_timed_s`)."""
     import numpy  # noqa: F401  (every task has it: the detector's own memory is what comes on top)
 
     before = _rss_mb()
@@ -122,15 +129,21 @@ def measure_detector(
         "peak_rss_mb": round(own_peak_rss_mb(), 1),
         "per_text_us": round(per_text_s * 1e6, 2),
         "texts_per_s": round(1 / per_text_s),
-        "predictions": [(label, round(float(c), 4), round(float(s), 4)) for label, c, s in predictions],
+        "predictions": [
+            (label, round(float(c), 4), round(float(s), 4)) for label, c, s in predictions
+        ],
     }
 
 
 def shares(
-    items: Sequence[LanguageText], predictions: Sequence[Prediction], threshold: float = 0.0, in_set: float = 0.0
+    items: Sequence[LanguageText],
+    predictions: Sequence[Prediction],
+    threshold: float = 0.0,
+    in_set: float = 0.0,
 ) -> dict[tuple[str, str], dict]:
-    """Per (language, source) and (language, "all"): n and the shares right, `und` and wrong. A prediction below
-    `threshold` confidence, or `in_set` probability in the configured languages, counts as `und`."""
+    """Per (language, source) and (language, "all"): n and the shares right, `und` and wrong. A
+    prediction below `threshold` confidence, or `in_set` probability in the configured languages,
+    counts as `und`."""
     counts: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0, 0])
     for item, (label, confidence, probability_in_set) in zip(items, predictions, strict=True):
         label = label if confidence >= threshold and probability_in_set >= in_set else UNDETERMINED
@@ -145,9 +158,12 @@ def shares(
 
 
 def outside_right(items: Sequence[LanguageText], languages: Sequence[str]) -> list[LanguageText]:
-    """Items in a language outside the set are right only as `und`: relabelled so `shares` counts them so."""
+    """Items in a language outside the set are right only as `und`: relabelled so `shares` counts
+    them so."""
     return [
-        item if item.language in languages else LanguageText(UNDETERMINED, f"{item.language}:{item.source}", item.text)
+        item
+        if item.language in languages
+        else LanguageText(UNDETERMINED, f"{item.language}:{item.source}", item.text)
         for item in items
     ]
 
@@ -158,7 +174,8 @@ def sweep(
     languages: Sequence[str],
     in_set_thresholds: Sequence[float] = (0.0,),
 ) -> list:
-    """Per threshold: mean over the configured languages of right, und and wrong; outside languages forced in."""
+    """Per threshold: mean over the configured languages of right, und and wrong; outside languages
+    forced in."""
     rows = []
     for in_set, threshold in ((i, t) for i in in_set_thresholds for t in THRESHOLDS):
         by = shares(items, predictions, threshold, in_set)
@@ -200,7 +217,9 @@ def run_language_bench(
     for name in detectors:
         progress(f"{name}: {len(texts):,} texts in a fresh process")
         with context.Pool(1) as pool:
-            measured = pool.apply(measure_detector, (name, list(languages), [t.text for t in texts], min_timed_s))
+            measured = pool.apply(
+                measure_detector, (name, list(languages), [t.text for t in texts], min_timed_s)
+            )
         if "failed" not in measured:
             predictions = measured.pop("predictions")
             chosen = (MIN_CONFIDENCE, MIN_IN_SET) if name == "ragwatch" else (0.0, 0.0)
@@ -208,7 +227,10 @@ def run_language_bench(
             measured["shares"] = {f"{lang}:{source}": v for (lang, source), v in by.items()}
             if name != "previous":
                 measured["sweep"] = sweep(
-                    items, predictions, languages, IN_SET_THRESHOLDS if name == "ragwatch" else (0.0,)
+                    items,
+                    predictions,
+                    languages,
+                    IN_SET_THRESHOLDS if name == "ragwatch" else (0.0,),
                 )
         out["detectors"][name] = measured
     return out
@@ -217,7 +239,9 @@ def run_language_bench(
 def format_language_bench(result: dict) -> str:
     languages, detectors = result["languages"], result["detectors"]
     outside = sorted({key.split(":")[0] for key in result["n"]} - set(languages))
-    head = "| detector | " + " | ".join(languages) + " | outside → und (" + ", ".join(outside) + ") |"
+    head = (
+        "| detector | " + " | ".join(languages) + " | outside → und (" + ", ".join(outside) + ") |"
+    )
     lines = [
         "Right share per language (n), all sources; `und` and wrong in brackets:",
         "",
@@ -231,9 +255,17 @@ def format_language_bench(result: dict) -> str:
         cells = []
         for key in [*(f"{lang}:all" for lang in languages), f"{UNDETERMINED}:all"]:
             s = measured["shares"].get(key)
-            cells.append("—" if s is None else f"{s['right']:.1%} ({s['und']:.0%} und, {s['wrong']:.0%} wrong)")
+            cells.append(
+                "—"
+                if s is None
+                else f"{s['right']:.1%} ({s['und']:.0%} und, {s['wrong']:.0%} wrong)"
+            )
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    lines += ["", "n per language and source: " + ", ".join(f"{k} {v}" for k, v in sorted(result["n"].items()))]
+    lines += [
+        "",
+        "n per language and source: "
+        + ", ".join(f"{k} {v}" for k, v in sorted(result["n"].items())),
+    ]
     lines += [
         "",
         "| detector | import + load (CPU) | memory added | CPU per text | texts/s | 1 M texts (CPU) |",
@@ -248,13 +280,18 @@ def format_language_bench(result: dict) -> str:
             )
     for name, measured in detectors.items():
         if "sweep" in measured:
-            lines += ["", f"{name}: `und` below the thresholds (mean over {', '.join(languages)}; outside forced in):"]
+            lines += [
+                "",
+                f"{name}: `und` below the thresholds (mean over {', '.join(languages)}; outside forced in):",
+            ]
             lines += [
                 "| in set ≥ | confidence ≥ | right | und | wrong | outside forced in |",
                 "|---|---|---|---|---|---|",
             ]
             for row in measured["sweep"]:
-                shares_ = " | ".join(_pct(row[k]) for k in ("right", "und", "wrong", "outside_forced"))
+                shares_ = " | ".join(
+                    _pct(row[k]) for k in ("right", "und", "wrong", "outside_forced")
+                )
                 lines.append(f"| {row['in_set']:.2f} | {row['threshold']:.1f} | {shares_} |")
     lines.append(f"\nragwatch: in set ≥ {result['in_set']}, confidence ≥ {result['threshold']}.")
     return "\n".join(lines)

@@ -1,18 +1,20 @@
-"""Short texts people wrote in each language, read from this machine at run time: the language bench's items.
+"""Short texts people wrote in each language, read from this machine at run time: the language
+bench's items.
 
-- gettext catalogs (`/usr/share/locale/<lang>/LC_MESSAGES/*.mo`): programs' messages as their translators wrote
-  them ("Voleu continuar?", "Soll die neue Rolle Datenbanken erzeugen dürfen?"), English from the messages' own
-  ids. Kept: one line, at most MAX_WORDS words and 160 characters, at least three words (eight letters in
-  Japanese or Chinese, written without spaces), no format directives, markup, paths or URLs, and translated (not
-  the English id again). The catalogs of names (iso-codes' languages and countries, keyboard layouts) are left
-  out: "Cocama-Cocamilla" and "Iran, Islamic Republic of" are no one's sentence.
-  Questions (ending in "?") come first, then sentences, each in the order of the sha256 of its text, so a rerun on
-  the same machine reads the same items.
-- GNOME Help page titles and Debian FAQ questions, where the checkout has the test fixtures cut from them
-  (tests/data/SOURCES.md): questions and tasks as a manual's authors phrased them for users.
+- gettext catalogs (`/usr/share/locale/<lang>/LC_MESSAGES/*.mo`): programs' messages as their
+  translators wrote them ("Voleu continuar?", "Soll die neue Rolle Datenbanken erzeugen dürfen?"),
+  English from the messages' own ids. Kept: one line, at most MAX_WORDS words and 160 characters, at
+  least three words (eight letters in Japanese or Chinese, written without spaces), no format
+  directives, markup, paths or URLs, and translated (not the English id again). The catalogs of
+  names (iso-codes' languages and countries, keyboard layouts) are left out: "Cocama-Cocamilla" and
+  "Iran, Islamic Republic of" are no one's sentence. Questions (ending in "?") come first, then
+  sentences, each in the order of the sha256 of its text, so a rerun on the same machine reads the
+  same items.
+- GNOME Help page titles and Debian FAQ questions, where the checkout has the test fixtures cut from
+  them (tests/data/SOURCES.md): questions and tasks as a manual's authors phrased them for users.
 
-Nothing here is committed: a machine without a language's catalogs gives that language no items, and the bench
-says so.
+Nothing here is committed: a machine without a language's catalogs gives that language no items, and
+the bench says so.
 """
 
 from __future__ import annotations
@@ -83,7 +85,9 @@ def catalog_messages(path: Path) -> Iterator[tuple[str, str]]:
     """(message id, translation) of one compiled catalog; nothing from an unreadable one."""
     try:
         with path.open("rb") as handle:
-            catalog = gettext.GNUTranslations(handle)._catalog  # the parsed .mo: {id or (id, n): text}
+            catalog = gettext.GNUTranslations(
+                handle
+            )._catalog  # the parsed .mo: {id or (id, n): text}
     except (OSError, ValueError, struct.error):  # not a catalog, or not one in UTF-8
         return
     for key, translation in catalog.items():
@@ -131,9 +135,14 @@ def fixture_texts(folder: Path = FIXTURES) -> list[LanguageText]:
     for source, name in FIXTURE_SOURCES.items():
         if (folder / name).exists():
             with gzip.open(folder / name, "rt", encoding="utf-8") as handle:
-                out += [LanguageText(e["language"], source, " ".join(e["question"].split())) for e in json.load(handle)]
+                out += [
+                    LanguageText(e["language"], source, " ".join(e["question"].split()))
+                    for e in json.load(handle)
+                ]
     return out
 
 
-def language_texts(per_language: int, locale: Path = LOCALE, fixtures: Path = FIXTURES) -> list[LanguageText]:
+def language_texts(
+    per_language: int, locale: Path = LOCALE, fixtures: Path = FIXTURES
+) -> list[LanguageText]:
     return catalog_texts(per_language, locale) + fixture_texts(fixtures)

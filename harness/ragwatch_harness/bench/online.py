@@ -1,4 +1,5 @@
-"""The daily online eval on a day of N sampled traces, against the model simulator: cost, time, memory.
+"""The daily online eval on a day of N sampled traces, against the model simulator: cost, time,
+memory.
 
 A sampled partition of N realistic rows is published in a scratch workspace (`sampled_day`), the
 demo corpus is indexed in local Qdrant, and the online eval runs once as an Airflow task would: in
@@ -8,11 +9,12 @@ it runs once more on the same LLM cache, which should send no request at all.
 
 What it reports:
 - the rows of the day per stratum, the traces judged per stratum and the traces given noise ΔF;
-- the requests the run recorded per stage (its usage files, `pipelines.evaluation.runs.cost`), their sum and
-  per model against what the simulator served (`/admin/stats`): equal, exactly; per judged trace per stage;
-  against what the eval's code sends per trace (`JUDGE_PER_JUDGED_TRACE`, `GENERATOR_PER_NOISE_TRACE`,
-  `NOISE_JUDGE_PER_TRACE_MAX`: the judge's noise part is a bound), and against the distinct requests the fresh
-  LLM cache holds after the run: equal means none was sent twice or retried;
+- the requests the run recorded per stage (its usage files, `pipelines.evaluation.runs.cost`), their
+  sum and per model against what the simulator served (`/admin/stats`): equal, exactly; per judged
+  trace per stage; against what the eval's code sends per trace (`JUDGE_PER_JUDGED_TRACE`,
+  `GENERATOR_PER_NOISE_TRACE`, `NOISE_JUDGE_PER_TRACE_MAX`: the judge's noise part is a bound), and
+  against the distinct requests the fresh LLM cache holds after the run: equal means none was sent
+  twice or retried;
 - the eval's wall time against the ideal requests × latency ÷ capacity (every slot of the server
   busy all the time), efficiency = ideal ÷ wall;
 - peak RSS of the task process (getrusage) and of the task with its workers (sampled every 0.2 s,
@@ -57,31 +59,36 @@ JUDGE_MODEL = "sim-judge"
 GENERATOR_MODEL = "sim-generator"
 DEFAULT_LATENCY_S = 1.0
 DEFAULT_CAPACITY = 16
-"""A judge on a GPU server: about a second per request of ~1,500 prompt tokens, 16 at once. Faster knobs ask
-more of this machine's 2 cores than of the eval: with the client and the simulator on them, a request costs
-~25 ms of CPU between the two (100 traces with no latency: 17 s), so at 0.2 s and 16 (80 requests/s)
-the CPU, not the server, would set the pace."""
+"""A judge on a GPU server: about a second per request of ~1,500 prompt tokens, 16 at once. Faster
+knobs ask more of this machine's 2 cores than of the eval: with the client and the simulator on
+them, a request costs ~25 ms of CPU between the two (100 traces with no latency: 17 s), so at 0.2 s
+and 16 (80 requests/s) the CPU, not the server, would set the pace."""
 JUDGE_PER_JUDGED_TRACE = 3
-"""Judge requests per judged trace (faithfulness and answer relevancy through ragwatch's judge, `judge.py`):
-the claim extraction, the claim verification, and the relevancy questions back (n = 3 in one request). Every
-row of the bench's day has its own question and answer, so none of them is shared with another trace."""
+"""Judge requests per judged trace (faithfulness and answer relevancy through ragwatch's judge,
+`judge.py`): the claim extraction, the claim verification, and the relevancy questions back (n = 3
+in one request). Every row of the bench's day has its own question and answer, so none of them is
+shared with another trace."""
 CLAIMS_PER_TRACE = 2
-"""Of those, the claim requests: a trace whose answer abstains has its faithfulness skipped without them."""
+"""Of those, the claim requests: a trace whose answer abstains has its faithfulness skipped without
+them."""
 GENERATOR_PER_NOISE_TRACE = 3
-"""Generator requests per trace given noise ΔF (`online.py`, `noise.py`): the three arms answered from the
-trace's question and contexts, the clean contexts (sample 0), the noisy ones and the clean ones again (the
-control, sample 1); 2 when no chunk of the pool is eligible as noise. The trace's logged answer is not an arm."""
+"""Generator requests per trace given noise ΔF (`online.py`, `noise.py`): the three arms answered
+from the trace's question and contexts, the clean contexts (sample 0), the noisy ones and the clean
+ones again (the control, sample 1); 2 when no chunk of the pool is eligible as noise. The trace's
+logged answer is not an arm."""
 NOISE_JUDGE_PER_TRACE_MAX = 6
-"""Judge requests per noise trace, at most: each arm's answer judged for faithfulness (claim extraction +
-verification). Fewer when an arm abstains (nothing to judge; the other arms are then not judged either when
-it is the clean one) or repeats another arm's answer (its claims and verdicts are reused): the offline
-generator answers every arm alike when the noise changes nothing, and abstains on most Spanish questions
-about the English pydoc chunks, as the demo does. So this part is a bound, the rest is exact."""
+"""Judge requests per noise trace, at most: each arm's answer judged for faithfulness (claim
+extraction + verification). Fewer when an arm abstains (nothing to judge; the other arms are then
+not judged either when it is the clean one) or repeats another arm's answer (its claims and verdicts
+are reused): the offline generator answers every arm alike when the noise changes nothing, and
+abstains on most Spanish questions about the English pydoc chunks, as the demo does. So this part is
+a bound, the rest is exact."""
 
 
 def online_eval_once(settings: Settings, day: date) -> Any:
-    """The online eval of `day`, prepare to finalize, as the CLI runs it (the budget from the settings the bench
-    builds); returns its RunSummary. No push: the bench measures the eval, not the Pushgateway."""
+    """The online eval of `day`, prepare to finalize, as the CLI runs it (the budget from the
+    settings the bench builds); returns its RunSummary. No push: the bench measures the eval, not
+    the Pushgateway."""
     from pipelines.evaluation.runs.online import run_online_eval
     from pipelines.evaluation.runs.params import online_params
 
@@ -100,7 +107,9 @@ def _run_measured(target: Callable[..., dict[str, Any]], args: tuple, results) -
     wall = time.perf_counter() - started
     tree.stop()
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    results.put({**result, "wall_s": wall, "peak_rss_mb": own, "tree_peak_rss_mb": max(own, tree.peak_mb)})
+    results.put(
+        {**result, "wall_s": wall, "peak_rss_mb": own, "tree_peak_rss_mb": max(own, tree.peak_mb)}
+    )
 
 
 def in_fresh_process(target: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
@@ -110,15 +119,17 @@ def in_fresh_process(target: Callable[..., dict[str, Any]], *args: Any) -> dict[
 
 
 def in_this_process(target: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
-    """`target(*args)` here, with the same figures (this process's RSS, whatever it held before): for tests,
-    where a fresh interpreter per task costs more than the task."""
+    """`target(*args)` here, with the same figures (this process's RSS, whatever it held before):
+    for tests, where a fresh interpreter per task costs more than the task."""
     results: queue.Queue = queue.Queue()
     started = time.perf_counter()
     _run_measured(target, args, results)
     return dict(results.get(), process_wall_s=time.perf_counter() - started)
 
 
-def build_day(settings: Settings, rows: int, seed: int, whole_corpus: bool, pool_size: int) -> dict[str, Any]:
+def build_day(
+    settings: Settings, rows: int, seed: int, whole_corpus: bool, pool_size: int
+) -> dict[str, Any]:
     """The day's partition and the corpus index (a task of its own: it is not part of the eval)."""
     pool = sampled_pool(settings, pool_size, seed)
     day = write_sampled_day(settings, rows, pool=pool, seed=seed)
@@ -139,9 +150,14 @@ def eval_task(settings: Settings, day: date) -> dict[str, Any]:
     scores = store.scores(summary.run_id)
     store.dispose()
     judged = {s.item_id: s.stratum for s in scores if s.metric == "faithfulness"}
-    # An answer that abstains (or lacks what faithfulness needs) is skipped before any claim is extracted.
+    # An answer that abstains (or lacks what faithfulness needs) is skipped before any claim is
+    # extracted.
     unclaimed = sum(1 for s in scores if s.metric == "faithfulness" and s.status == "skipped")
-    noise_scores = [s for s in scores if s.metric.startswith("noise_delta_f") and s.metric != "noise_delta_f_control"]
+    noise_scores = [
+        s
+        for s in scores
+        if s.metric.startswith("noise_delta_f") and s.metric != "noise_delta_f_control"
+    ]
     noise = {s.item_id for s in noise_scores}
     # No chunk of the pool was eligible as noise: the noisy arm is not asked for.
     no_noise = sum(1 for s in noise_scores if (s.error or "").startswith("no eligible"))
@@ -165,10 +181,13 @@ def eval_task(settings: Settings, day: date) -> dict[str, Any]:
 def bench_settings(
     home: Path, base_url: str, capacity: int, max_traces: int | None, noise_share: float | None
 ) -> Settings:
-    """Judge and generator on the simulator (each may fill its capacity), a fresh LLM cache, local embeddings. No judge
-    retest: the bench checks the eval's requests per judged trace exactly, and the retest's share is a random draw."""
+    """Judge and generator on the simulator (each may fill its capacity), a fresh LLM cache, local
+    embeddings. No judge retest: the bench checks the eval's requests per judged trace exactly, and
+    the retest's share is a random draw."""
     budget = {
-        k: v for k, v in (("online_max_traces", max_traces), ("online_noise_share", noise_share)) if v is not None
+        k: v
+        for k, v in (("online_max_traces", max_traces), ("online_noise_share", noise_share))
+        if v is not None
     }
     return Settings(
         home=home,
@@ -182,9 +201,12 @@ def bench_settings(
     )
 
 
-def expected_requests(judged: int, noise: int, unclaimed: int = 0, no_noise: int = 0) -> dict[str, tuple[int, int]]:
-    """(fewest, most) requests per model that `judged` judged traces send, `unclaimed` of them with an answer
-    that abstains, `noise` of them given noise ΔF, `no_noise` of those with no eligible noise chunk."""
+def expected_requests(
+    judged: int, noise: int, unclaimed: int = 0, no_noise: int = 0
+) -> dict[str, tuple[int, int]]:
+    """(fewest, most) requests per model that `judged` judged traces send, `unclaimed` of them with
+    an answer that abstains, `noise` of them given noise ΔF, `no_noise` of those with no eligible
+    noise chunk."""
     judge = judged * JUDGE_PER_JUDGED_TRACE - unclaimed * CLAIMS_PER_TRACE
     return {
         JUDGE_MODEL: (judge, judge + noise * NOISE_JUDGE_PER_TRACE_MAX),
@@ -213,10 +235,11 @@ def run_online_bench(
     home: Path | None = None,
     progress: Callable[[str], None] = lambda line: None,
 ) -> dict[str, Any]:
-    """Build a day of `rows` sampled traces, run the online eval on it and rerun it cached; the figures.
-    `whole_corpus`: index the whole demo corpus (else only the chunks the day's traces cite: a faster set-up);
-    `pool_size`: demo traces the day's rows are drawn from (a small pool may lack the rarest strata);
-    `fresh_processes`: each task in a fresh process as Airflow runs it (False: in this one, for tests)."""
+    """Build a day of `rows` sampled traces, run the online eval on it and rerun it cached; the
+    figures. `whole_corpus`: index the whole demo corpus (else only the chunks the day's traces
+    cite: a faster set-up); `pool_size`: demo traces the day's rows are drawn from (a small pool may
+    lack the rarest strata); `fresh_processes`: each task in a fresh process as Airflow runs it
+    (False: in this one, for tests)."""
     home = Path(tempfile.mkdtemp(prefix="ragwatch-bench-online-")) if home is None else home
     knobs = SimulatorKnobs(latency_s=latency_s, capacity=capacity)
     task = in_fresh_process if fresh_processes else in_this_process
@@ -261,7 +284,9 @@ def run_online_bench(
         "by_model": models,
         "expected": expected,
         "distinct_requests": cached,
-        "recorded": {stage: int(counts["requests"]) for stage, counts in recorded.by_stage().items()},
+        "recorded": {
+            stage: int(counts["requests"]) for stage, counts in recorded.by_stage().items()
+        },
         "recorded_by_model": recorded.by_model(),
         "recorded_requests": int(recorded.total("requests")),
         "recorded_cache_hits": int(recorded.total("cache_hits")),
@@ -311,7 +336,9 @@ def format_online_bench(result: dict[str, Any]) -> str:
         f"{len(build['per_stratum'])} strata drawn from {build['pool']:,} sampled demo traces",
     )
     for stratum, n in build["per_stratum"].items():
-        table.add_row(f"  {stratum}", f"{n:,}", f"judged {result['judged_per_stratum'].get(stratum, 0):,}")
+        table.add_row(
+            f"  {stratum}", f"{n:,}", f"judged {result['judged_per_stratum'].get(stratum, 0):,}"
+        )
     table.add_row(
         "judged traces",
         f"{result['judged']:,}",
@@ -342,9 +369,15 @@ def format_online_bench(result: dict[str, Any]) -> str:
     for model, sent in sorted(result["by_model"].items()):
         mine = result["recorded_by_model"].get(model, 0)
         low, high = result["expected"].get(model, (None, None))
-        bound = "" if low is None else f"; per trace expected {low:,}" + (f" … {high:,}" if high != low else "")
+        bound = (
+            ""
+            if low is None
+            else f"; per trace expected {low:,}" + (f" … {high:,}" if high != low else "")
+        )
         table.add_row(
-            f"  {model}", f"{mine:,}", f"simulator {sent:,} ({'equal' if mine == sent else 'DIFFERENT'}){bound}"
+            f"  {model}",
+            f"{mine:,}",
+            f"simulator {sent:,} ({'equal' if mine == sent else 'DIFFERENT'}){bound}",
         )
     table.add_row(
         "tokens recorded (prompt + completion)",
@@ -356,14 +389,18 @@ def format_online_bench(result: dict[str, Any]) -> str:
     table.add_row(
         "distinct requests (cache entries)",
         f"{result['distinct_requests']:,}",
-        "equal to sent: none sent twice or retried" if not repeated else f"{repeated:,} sent twice or retried",
+        "equal to sent: none sent twice or retried"
+        if not repeated
+        else f"{repeated:,} sent twice or retried",
     )
     extra = {m: n for m, n in result["by_model"].items() if m not in result["expected"]}
     if extra:
         table.add_row("  other models", str(extra), "")
     table.add_section()
     table.add_row(
-        "eval wall (the call)", f"{result['eval_s']:.1f} s", f"task process {result['task_s']:.1f} s (with its imports)"
+        "eval wall (the call)",
+        f"{result['eval_s']:.1f} s",
+        f"task process {result['task_s']:.1f} s (with its imports)",
     )
     table.add_row("ideal: requests × latency ÷ capacity", f"{result['ideal_s']:.1f} s", "")
     table.add_row(
@@ -396,8 +433,12 @@ def format_online_bench(result: dict[str, Any]) -> str:
 
 
 def recorded_equals_served(result: dict[str, Any]) -> bool:
-    """Whether the run's own usage records add up to what the simulator served, in all and per model."""
-    return result["recorded_requests"] == result["requests"] and result["recorded_by_model"] == result["by_model"]
+    """Whether the run's own usage records add up to what the simulator served, in all and per
+    model."""
+    return (
+        result["recorded_requests"] == result["requests"]
+        and result["recorded_by_model"] == result["by_model"]
+    )
 
 
 def _budget(result: dict[str, Any]) -> str:

@@ -1,10 +1,12 @@
-"""A day of N traces in OTLP/JSON files, sampled from the files as Airflow runs the step: memory and time.
+"""A day of N traces in OTLP/JSON files, sampled from the files as Airflow runs the step: memory and
+time.
 
-The day is written as the Collector's file exporter writes it: JSON lines of ExportTraceServiceRequest, 128
-traces' spans a line, each trace a root, a GenAI `retrieval` span (query text, 5 documents), a `chat` span
-(input and output messages) and for one trace in five an `execute_tool` span, spread over the day, in files of
-100,000 traces. Then the `select` task (indexing the files' spans by trace, the day's selection) and the `shard`
-task (assembling and anonymizing the selected traces, one worker) each run in a fresh process, whose own peak RSS
+The day is written as the Collector's file exporter writes it: JSON lines of
+ExportTraceServiceRequest, 128 traces' spans a line, each trace a root, a GenAI `retrieval` span
+(query text, 5 documents), a `chat` span (input and output messages) and for one trace in five an
+`execute_tool` span, spread over the day, in files of 100,000 traces. Then the `select` task
+(indexing the files' spans by trace, the day's selection) and the `shard` task (assembling and
+anonymizing the selected traces, one worker) each run in a fresh process, whose own peak RSS
 (peak_memory.py: VmHWM) is reported. Writing the files is timed apart and is not part of the step.
 
     python -m ragwatch_harness.bench.otlp_day --traces 1000000
@@ -51,7 +53,13 @@ def _value(value: Any) -> dict[str, Any]:
 
 
 def _span(
-    trace_id: str, span_id: str, parent: str, name: str, start: int, end: int, attributes: dict[str, Any]
+    trace_id: str,
+    span_id: str,
+    parent: str,
+    name: str,
+    start: int,
+    end: int,
+    attributes: dict[str, Any],
 ) -> dict:
     return {
         "traceId": trace_id,
@@ -75,18 +83,25 @@ def trace_spans(index: int, rng: random.Random) -> list[dict]:
     )
     start = int(
         (
-            datetime.combine(DAY, datetime.min.time(), tzinfo=timezone.utc) + timedelta(seconds=rng.uniform(0, 86_399))
+            datetime.combine(DAY, datetime.min.time(), tzinfo=timezone.utc)
+            + timedelta(seconds=rng.uniform(0, 86_399))
         ).timestamp()
         * 1e9
     )
     language, template = QUESTIONS[index % len(QUESTIONS)]
     question = template.format(n=rng.randint(1, 999))
-    documents = [{"id": f"doc-{rng.randint(1, 20_000)}#{k}", "score": round(0.9 - 0.1 * k, 3)} for k in range(5)]
+    documents = [
+        {"id": f"doc-{rng.randint(1, 20_000)}#{k}", "score": round(0.9 - 0.1 * k, 3)}
+        for k in range(5)
+    ]
     root_attributes: dict[str, Any] = {"ragwatch.user_feedback": rng.choice((-1, 0, 1))}
     if index % 2:
         root_attributes["ragwatch.language"] = language
     messages = [
-        {"role": "system", "parts": [{"type": "text", "content": "Answer from the contexts only."}]},
+        {
+            "role": "system",
+            "parts": [{"type": "text", "content": "Answer from the contexts only."}],
+        },
         {"role": "user", "parts": [{"type": "text", "content": question}]},
     ]
     output = [
@@ -147,24 +162,35 @@ def trace_spans(index: int, rng: random.Random) -> list[dict]:
 
 
 def write_day(folder: Path, traces: int, seed: int = 7) -> int:
-    """The day's files; returns their bytes. Each line holds one app's spans, spans of a line in shuffled order."""
+    """The day's files; returns their bytes. Each line holds one app's spans, spans of a line in
+    shuffled order."""
     rng = random.Random(seed)
     folder.mkdir(parents=True, exist_ok=True)
     written = 0
     for first_of_file in range(0, traces, TRACES_PER_FILE):
-        with open(folder / f"traces-{first_of_file // TRACES_PER_FILE:04d}.jsonl", "w", encoding="utf-8") as out:
-            for first in range(first_of_file, min(traces, first_of_file + TRACES_PER_FILE), TRACES_PER_LINE):
+        with open(
+            folder / f"traces-{first_of_file // TRACES_PER_FILE:04d}.jsonl", "w", encoding="utf-8"
+        ) as out:
+            for first in range(
+                first_of_file, min(traces, first_of_file + TRACES_PER_FILE), TRACES_PER_LINE
+            ):
                 app = ("docs-bot", "support-bot", "agent")[first // TRACES_PER_LINE % 3]
                 spans = [
                     s
-                    for i in range(first, min(traces, first + TRACES_PER_LINE, first_of_file + TRACES_PER_FILE))
+                    for i in range(
+                        first, min(traces, first + TRACES_PER_LINE, first_of_file + TRACES_PER_FILE)
+                    )
                     for s in trace_spans(i, rng)
                 ]
                 rng.shuffle(spans)
                 request = {
                     "resourceSpans": [
                         {
-                            "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": app}}]},
+                            "resource": {
+                                "attributes": [
+                                    {"key": "service.name", "value": {"stringValue": app}}
+                                ]
+                            },
                             "scopeSpans": [{"scope": {"name": "bench"}, "spans": spans}],
                         }
                     ]
@@ -183,10 +209,16 @@ def _run_step(step: str, settings_json: str, payload: Any, results) -> None:
     settings = Settings.model_validate_json(settings_json)
     started = time.perf_counter()
     if step == "select":
-        result = [s.model_dump(mode="json") for s in steps.select_trace_sample(settings, DAY, rate=payload)]
+        result = [
+            s.model_dump(mode="json")
+            for s in steps.select_trace_sample(settings, DAY, rate=payload)
+        ]
     else:
-        result = steps.write_trace_shard(settings, steps.PlannedShard.model_validate(payload)).model_dump(mode="json")
-    # CPU seconds beside the wall time: on a machine shared with other jobs the wall time says more about them.
+        result = steps.write_trace_shard(
+            settings, steps.PlannedShard.model_validate(payload)
+        ).model_dump(mode="json")
+    # CPU seconds beside the wall time: on a machine shared with other jobs the wall time says more
+    # about them.
     cpu = sum(
         getattr(resource.getrusage(who), field)
         for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
@@ -207,20 +239,26 @@ def run_in_process(step: str, settings_json: str, payload: Any) -> dict[str, Any
     results = context.Queue()
     process = context.Process(target=_run_step, args=(step, settings_json, payload, results))
     process.start()
-    while True:  # a task that dies without its result (its traceback is on stderr) must not hang the bench
+    while (
+        True
+    ):  # a task that dies without its result (its traceback is on stderr) must not hang the bench
         try:
             outcome = results.get(timeout=5)
             break
         except queue.Empty:
             if not process.is_alive():
-                raise RuntimeError(f"the {step} task failed with exit code {process.exitcode}") from None
+                raise RuntimeError(
+                    f"the {step} task failed with exit code {process.exitcode}"
+                ) from None
     process.join()
     if process.exitcode:
         raise RuntimeError(f"the {step} task failed with exit code {process.exitcode}")
     return outcome
 
 
-def bench_otlp_day(traces: int, *, rate: float = 0.05, scratch: Path | None = None) -> dict[str, Any]:
+def bench_otlp_day(
+    traces: int, *, rate: float = 0.05, scratch: Path | None = None
+) -> dict[str, Any]:
     from pipelines.core.settings import Settings
 
     root = Path(scratch or tempfile.mkdtemp(prefix="ragwatch-otlp-bench-"))
@@ -236,8 +274,12 @@ def bench_otlp_day(traces: int, *, rate: float = 0.05, scratch: Path | None = No
             sample_workers=1,
         )
         select = run_in_process("select", settings.model_dump_json(), rate)
-        shards = [run_in_process("shard", settings.model_dump_json(), shard) for shard in select["result"]]
-        index_bytes = sum(p.stat().st_size for p in (root / "home" / "trace-index").glob("*.sqlite"))
+        shards = [
+            run_in_process("shard", settings.model_dump_json(), shard) for shard in select["result"]
+        ]
+        index_bytes = sum(
+            p.stat().st_size for p in (root / "home" / "trace-index").glob("*.sqlite")
+        )
         return {
             "traces": traces,
             "files_mb": round(size / 2**20),

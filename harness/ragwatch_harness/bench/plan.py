@@ -55,16 +55,21 @@ PICK = 100
 PREVIOUS_ROWS = 100_000
 """Rows per day the previous loader is measured on: 14 days of them fit in memory on any machine."""
 SHORT_EVERY, LONG_EVERY = 50, 200
-"""Every 50th pool question is cut to two words, every 200th repeated past 60: the filter has work."""
+"""Every 50th pool question is cut to two words, every 200th repeated past 60: the filter has
+work."""
 
 
 # -- the days ----------------------------------------------------------------------------------
 
 
 def pool_table(size: int, seed: int) -> pa.Table:
-    """`size` demo traces (question, app, language), a few made too short or too long for the plan."""
+    """`size` demo traces (question, app, language), a few made too short or too long for the
+    plan."""
     start = datetime.combine(PLAN_DAY - timedelta(days=1), datetime.min.time(), tzinfo=UTC)
-    traces = [t.trace for t in generate_traces(size, seed=seed, start=start, end=start + timedelta(days=1))]
+    traces = [
+        t.trace
+        for t in generate_traces(size, seed=seed, start=start, end=start + timedelta(days=1))
+    ]
     questions = []
     for i, trace in enumerate(traces):
         words = trace.question.split()
@@ -73,22 +78,36 @@ def pool_table(size: int, seed: int) -> pa.Table:
         elif i % LONG_EVERY == LONG_EVERY - 2:
             words = words * (61 // len(words) + 1)
         questions.append(" ".join(words))
-    return pa.table({"question": questions, "app": [t.app for t in traces], "language": [t.language for t in traces]})
+    return pa.table(
+        {
+            "question": questions,
+            "app": [t.app for t in traces],
+            "language": [t.language for t in traces],
+        }
+    )
 
 
-def build_days(workspace: Workspace, rows: int, *, days: int = DAYS, seed: int = 11) -> dict[str, Any]:
+def build_days(
+    workspace: Workspace, rows: int, *, days: int = DAYS, seed: int = 11
+) -> dict[str, Any]:
     """`days` partitions of `rows` traces before `PLAN_DAY`; what was built."""
     pool = pool_table(min(rows, POOL_SIZE), seed)
     one_day = pool.take(pa.array(np.arange(rows) % pool.num_rows))
-    ordinals = pc.utf8_lpad(pc.cast(pa.array(np.arange(rows)), pa.string()), width=len(str(rows)), padding="0")
+    ordinals = pc.utf8_lpad(
+        pc.cast(pa.array(np.arange(rows)), pa.string()), width=len(str(rows)), padding="0"
+    )
     written = 0
     for offset in range(1, days + 1):
         day = PLAN_DAY - timedelta(days=offset)
         ids = pc.binary_join_element_wise(f"tr-{day:%Y%m%d}-", ordinals, "")
-        table = pa.table({"trace_id": ids, **{c: one_day[c] for c in ("question", "app", "language")}})
+        table = pa.table(
+            {"trace_id": ids, **{c: one_day[c] for c in ("question", "app", "language")}}
+        )
         data = workspace.traces_partition(day).part(0)
         data.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(table, data, row_group_size=ROW_GROUP_SIZE, compression="zstd", use_dictionary=True)
+        pq.write_table(
+            table, data, row_group_size=ROW_GROUP_SIZE, compression="zstd", use_dictionary=True
+        )
         written += data.stat().st_size
     strata = set(zip(pool["app"].to_pylist(), pool["language"].to_pylist()))
     return {"rows": rows, "days": days, "bytes": written, "strata": len(strata)}
@@ -98,22 +117,29 @@ def build_days(workspace: Workspace, rows: int, *, days: int = DAYS, seed: int =
 
 
 def previous_pick(workspace: Workspace, until: date, days: int, n: int) -> list[dict[str, Any]]:
-    """The plan's trace questions as read before the bounded pick: every row of every day as a dict, then the pick."""
+    """The plan's trace questions as read before the bounded pick: every row of every day as a dict,
+    then the pick."""
     rows = []
     for offset in range(1, days + 1):
         parts = workspace.traces_partition(until - timedelta(days=offset)).parts
         if parts:
-            rows += read_parts(parts, columns=["trace_id", "question", "app", "language"]).to_pylist()
+            rows += read_parts(
+                parts, columns=["trace_id", "question", "app", "language"]
+            ).to_pylist()
     return previous_pick_trace_questions(rows, n)
 
 
 def previous_pick_trace_questions(rows: Sequence[dict[str, Any]], n: int) -> list[dict[str, Any]]:
-    """`pick_trace_questions` before the bounded pick, verbatim: the reference the bounded pick must equal."""
+    """`pick_trace_questions` before the bounded pick, verbatim: the reference the bounded pick must
+    equal."""
     by_stratum: dict[tuple, list] = defaultdict(list)
     for row in rows:
         if 4 <= len(row["question"].split()) <= 60:
             by_stratum[(row["app"], row["language"])].append(row)
-    queues = [sorted(by_stratum[s], key=lambda r: _rank(r["trace_id"], "trace")) for s in sorted(by_stratum)]
+    queues = [
+        sorted(by_stratum[s], key=lambda r: _rank(r["trace_id"], "trace"))
+        for s in sorted(by_stratum)
+    ]
     picked = []
     for round_ in _interleave(queues):
         picked.extend(round_[: n - len(picked)])
@@ -178,7 +204,8 @@ def run_plan_bench(
     seed: int = 11,
     home: Path | None = None,
 ) -> dict[str, Any]:
-    """Build `days` days of `rows` traces, run the plan's read on them, and the previous loader beside it."""
+    """Build `days` days of `rows` traces, run the plan's read on them, and the previous loader
+    beside it."""
     home = Path(tempfile.mkdtemp(prefix="ragwatch-bench-plan-")) if home is None else home
     previous_rows = min(previous_rows, rows)
     try:
@@ -189,15 +216,22 @@ def run_plan_bench(
         bounded = measure_read("bounded", big.root, days, n)
         if previous_rows < rows:
             build_days(small, previous_rows, days=days, seed=seed)
-            same_days = {name: measure_read(name, small.root, days, n) for name in ("bounded", "previous")}
+            same_days = {
+                name: measure_read(name, small.root, days, n) for name in ("bounded", "previous")
+            }
         else:
-            same_days = {"bounded": bounded, "previous": measure_read("previous", big.root, days, n)}
+            same_days = {
+                "bounded": bounded,
+                "previous": measure_read("previous", big.root, days, n),
+            }
     finally:
         shutil.rmtree(home, ignore_errors=True)
     return _report(built, build_s, n, previous_rows, bounded, same_days)
 
 
-def _report(built: dict, build_s: float, n: int, previous_rows: int, bounded: dict, same_days: dict) -> dict[str, Any]:
+def _report(
+    built: dict, build_s: float, n: int, previous_rows: int, bounded: dict, same_days: dict
+) -> dict[str, Any]:
     rows, days = built["rows"], built["days"]
     previous = same_days["previous"]
     scale = rows / previous_rows

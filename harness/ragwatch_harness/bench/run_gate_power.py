@@ -1,20 +1,22 @@
-"""The whole gate of a run simulated through the results store: `RunGate` (baseline and reference), not one comparison.
+"""The whole gate of a run simulated through the results store: `RunGate` (baseline and reference),
+not one comparison.
 
-`gate_power.py` measures one comparison (`regression_gate`). A run's gate (`gate_against_baseline`) makes two, the
-baseline and the reference, and fails when either fails; what a user sees is that verdict, week after week. This
-bench saves simulated runs (the same nine-metric item model as `gate_power.py`) in a real `ResultsStore` (SQLite)
-and lets the gate choose its baseline and reference as it does in production.
+`gate_power.py` measures one comparison (`regression_gate`). A run's gate (`gate_against_baseline`)
+makes two, the baseline and the reference, and fails when either fails; what a user sees is that
+verdict, week after week. This bench saves simulated runs (the same nine-metric item model as
+`gate_power.py`) in a real `ResultsStore` (SQLite) and lets the gate choose its baseline and
+reference as it does in production.
 
 Two benches:
 
-- `run_whole_gate_bench`: per n, three runs per simulated target, the reference (week 1), the baseline (week 2,
-  accepted) and the candidate (week 3), of the same system (false alarms of the whole gate) or with the candidate
-  regressed (a sudden drop: power of the whole gate) or drifting (week 2 lower than week 1 by a step, the
-  candidate by two).
-- `run_chain_bench`: chains of weekly runs of one target, each gated as `eval offline` gates it and saved with its
-  verdict (a run whose gate failed is not accepted), optionally pinning every release (every run that passed).
-  Per week, how often an unchanged system fails its gate, and how often any week of the chain fails; for a system
-  drifting a little every week, the week its drift is caught.
+- `run_whole_gate_bench`: per n, three runs per simulated target, the reference (week 1), the
+  baseline (week 2, accepted) and the candidate (week 3), of the same system (false alarms of the
+  whole gate) or with the candidate regressed (a sudden drop: power of the whole gate) or drifting
+  (week 2 lower than week 1 by a step, the candidate by two).
+- `run_chain_bench`: chains of weekly runs of one target, each gated as `eval offline` gates it and
+  saved with its verdict (a run whose gate failed is not accepted), optionally pinning every release
+  (every run that passed). Per week, how often an unchanged system fails its gate, and how often any
+  week of the chain fails; for a system drifting a little every week, the week its drift is caught.
 """
 
 from __future__ import annotations
@@ -32,7 +34,12 @@ import numpy as np
 from pipelines.core.records import Score
 from pipelines.evaluation.statistics.gate.run_gate import gate_against_baseline
 from pipelines.stores.results import EvalRun, ResultsStore, run_id
-from ragwatch_harness.bench.gate_power import JUDGE_FAILURE, METRICS, TARGET_FAILURE, calibrated_amount
+from ragwatch_harness.bench.gate_power import (
+    JUDGE_FAILURE,
+    METRICS,
+    TARGET_FAILURE,
+    calibrated_amount,
+)
 
 GOLDEN = "sim@v1"
 START = date(2026, 1, 5)  # a Monday: the weekly runs' first logical date
@@ -40,7 +47,8 @@ START = date(2026, 1, 5)  # a Monday: the weekly runs' first logical date
 
 @dataclass(frozen=True)
 class Change:
-    """How one run's system differs from week 1's: a drop of one metric's observed mean (0: unchanged)."""
+    """How one run's system differs from week 1's: a drop of one metric's observed mean (0:
+    unchanged)."""
 
     metric: str | None = None
     kind: str = "local"
@@ -74,20 +82,22 @@ def whole_scenarios() -> list[WholeScenario]:
 
 
 class SystemModel:
-    """One simulated golden set of n items: each item's true state per metric, drawn once; runs observe it."""
+    """One simulated golden set of n items: each item's true state per metric, drawn once; runs
+    observe it."""
 
     def __init__(self, n: int, rng: np.random.Generator):
         self.n, self.rng, self.version = n, rng, GOLDEN
         z = rng.standard_normal(n)
         self.state = {name: model.true_state(rng, z) for name, model in METRICS.items()}
-        # One uniform draw per item and metric, shared by every regression: a larger drop contains a smaller one.
+        # One uniform draw per item and metric, shared by every regression: a larger drop contains a
+        # smaller one.
         self.u = {name: rng.random((n, 5)) for name in METRICS}
         self.item_ids = [f"q{i}" for i in range(n)]
         self._next_id = n
 
     def refresh(self, share: float, version: str) -> None:
-        """A golden refresh to `version`: `share` of the items retired at random, as many new ones drawn in their
-        place (new ids, new true states)."""
+        """A golden refresh to `version`: `share` of the items retired at random, as many new ones
+        drawn in their place (new ids, new true states)."""
         retired = self.rng.choice(self.n, round(share * self.n), replace=False)
         z = self.rng.standard_normal(retired.size)
         for name, model in METRICS.items():
@@ -98,8 +108,8 @@ class SystemModel:
         self.version = version
 
     def run_scores(self, run: EvalRun, change: Change, *, judged: bool = True) -> list[Score]:
-        """One run's score rows: every metric observed afresh (judge and retrieval noise), failures included;
-        without `judged`, only the metrics no judge scores (a run with the judge off)."""
+        """One run's score rows: every metric observed afresh (judge and retrieval noise), failures
+        included; without `judged`, only the metrics no judge scores (a run with the judge off)."""
         rng, rows = self.rng, []
         target_ok = rng.random(self.n) >= TARGET_FAILURE
         for name, model in METRICS.items():
@@ -130,12 +140,17 @@ class SystemModel:
 def weekly_run(target: str, week: int, version: str = GOLDEN) -> EvalRun:
     day = START + timedelta(weeks=week)
     return EvalRun(
-        run_id=run_id("offline", day, target), suite="offline", logical_date=day, target=target, dataset_version=version
+        run_id=run_id("offline", day, target),
+        suite="offline",
+        logical_date=day,
+        target=target,
+        dataset_version=version,
     )
 
 
 def gate_and_save(store: ResultsStore, run: EvalRun, scores: list[Score]):
-    """What `eval offline` does with a finished run: gate it against the store, save it with the verdict."""
+    """What `eval offline` does with a finished run: gate it against the store, save it with the
+    verdict."""
     gate = gate_against_baseline(store, run, scores)
     run.gate_passed, run.gate = (gate.passed, gate.to_dict()) if gate else (None, None)
     store.save_run(run, scores)
@@ -156,9 +171,10 @@ def run_whole_gate_bench(
     scenarios: Sequence[WholeScenario] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> dict:
-    """Per n and scenario, `reps` targets of three weekly runs each; how often the candidate's whole gate fails,
-    and how often each comparison does. The reference and the baseline are saved as accepted (their own gates
-    are not run: this bench measures one decision; `run_chain_bench` measures the sequence)."""
+    """Per n and scenario, `reps` targets of three weekly runs each; how often the candidate's whole
+    gate fails, and how often each comparison does. The reference and the baseline are saved as
+    accepted (their own gates are not run: this bench measures one decision; `run_chain_bench`
+    measures the sequence)."""
     scenarios = list(scenarios or whole_scenarios())
     started, cells = time.perf_counter(), []
     with tempfile.TemporaryDirectory(prefix="ragwatch-gate-bench-") as folder:
@@ -173,23 +189,42 @@ def run_whole_gate_bench(
                         system = SystemModel(n, rng)
                         for week, change in ((0, Change()), (1, scenario.baseline)):
                             run = weekly_run(target, week)
-                            run.gate_passed = True  # accepted, whatever its own gate would have said
+                            run.gate_passed = (
+                                True  # accepted, whatever its own gate would have said
+                            )
                             store.save_run(run, system.run_scores(run, change))
                         candidate = weekly_run(target, 2)
-                        gate = gate_against_baseline(store, candidate, system.run_scores(candidate, scenario.candidate))
+                        gate = gate_against_baseline(
+                            store, candidate, system.run_scores(candidate, scenario.candidate)
+                        )
                         failed["gate"] += gate.passed is False
                         for role in ("baseline", "reference"):
                             comparison = getattr(gate, role)
                             failed[role] += comparison is not None and comparison.passed is False
-                        failed["both compared"] += gate.reference is not None and gate.baseline is not None
+                        failed["both compared"] += (
+                            gate.reference is not None and gate.baseline is not None
+                        )
                     cells.append(
-                        {"n": n, "scenario": scenario.name, "reps": reps, **{k: v / reps for k, v in failed.items()}}
+                        {
+                            "n": n,
+                            "scenario": scenario.name,
+                            "reps": reps,
+                            **{k: v / reps for k, v in failed.items()},
+                        }
                     )
                     if progress:
-                        progress(f"n = {n}: {scenario.name}: whole gate failed {failed['gate'] / reps:.3f}")
+                        progress(
+                            f"n = {n}: {scenario.name}: whole gate failed {failed['gate'] / reps:.3f}"
+                        )
         finally:
             store.dispose()
-    return {"sizes": list(sizes), "reps": reps, "seed": seed, "cells": cells, "seconds": time.perf_counter() - started}
+    return {
+        "sizes": list(sizes),
+        "reps": reps,
+        "seed": seed,
+        "cells": cells,
+        "seconds": time.perf_counter() - started,
+    }
 
 
 def format_whole_gate_bench(result: dict) -> str:
@@ -225,17 +260,18 @@ def run_chain_bench(
     seed: int = 29,
     progress: Callable[[str], None] | None = None,
 ) -> dict:
-    """`chains` targets, each `weeks` weekly runs gated and saved in order; with `pin_releases`, every run whose
-    gate passed is pinned as a release (a team shipping every week). `drift`: the system loses that much of
-    `drift_metric`'s mean every week (a shift), so week k is k·drift below week 0; 0: unchanged.
-    `first_partial`: week 0 runs with the judge off (only the metrics no judge scores) and is pinned all the same
-    (`eval pin --partial`). `refresh_every`: every that many weeks a golden refresh (`sim@v2`, ...) retires
-    `turnover` of the items and adds as many new ones. `until_caught`: a chain stops at its first failed week (the
-    week its drift is caught; the later weeks' rates then stand on the chains not caught yet).
+    """`chains` targets, each `weeks` weekly runs gated and saved in order; with `pin_releases`,
+    every run whose gate passed is pinned as a release (a team shipping every week). `drift`: the
+    system loses that much of `drift_metric`'s mean every week (a shift), so week k is k·drift below
+    week 0; 0: unchanged. `first_partial`: week 0 runs with the judge off (only the metrics no judge
+    scores) and is pinned all the same (`eval pin --partial`). `refresh_every`: every that many
+    weeks a golden refresh (`sim@v2`, ...) retires `turnover` of the items and adds as many new
+    ones. `until_caught`: a chain stops at its first failed week (the week its drift is caught; the
+    later weeks' rates then stand on the chains not caught yet).
 
-    Returns per week the share of chains whose run failed its gate (week 0 has no gate), the share of chains
-    with any failed week, per week the share of chains caught by then, and per chain the first week whose gate
-    failed."""
+    Returns per week the share of chains whose run failed its gate (week 0 has no gate), the share
+    of chains with any failed week, per week the share of chains caught by then, and per chain the
+    first week whose gate failed."""
     started = time.perf_counter()
     failed_per_week = np.zeros(weeks)
     gated_per_week = np.zeros(weeks)
@@ -245,7 +281,9 @@ def run_chain_bench(
     with tempfile.TemporaryDirectory(prefix="ragwatch-chain-bench-") as folder:
         store = _store(folder)
         try:
-            rng = np.random.default_rng([seed, n, weeks, int(pin_releases), round(drift * 1e4), *variant])
+            rng = np.random.default_rng(
+                [seed, n, weeks, int(pin_releases), round(drift * 1e4), *variant]
+            )
             for chain in range(chains):
                 target, system, first = f"chain-{chain}", SystemModel(n, rng), None
                 for week in range(weeks):
@@ -287,33 +325,39 @@ def run_chain_bench(
         "mean_per_run": float(np.mean(gated)) if gated else None,
         "worst_week": max(gated) if gated else None,
         "any_week": sum(f is not None for f in first_failed) / chains,
-        "caught_by": [sum(f is not None and f <= w for f in first_failed) / chains for w in range(weeks)],
+        "caught_by": [
+            sum(f is not None and f <= w for f in first_failed) / chains for w in range(weeks)
+        ],
         "first_failed": first_failed,
         "seconds": time.perf_counter() - started,
     }
 
 
 def monte_carlo_error(share: float, draws: int) -> float:
-    """Half-width of the 95 % normal interval of a simulated share: 1.96 √(p (1 − p) / draws), at least that of
-    one draw in `draws` (a share of 0 or 1 is not exact)."""
+    """Half-width of the 95 % normal interval of a simulated share: 1.96 √(p (1 − p) / draws), at
+    least that of one draw in `draws` (a share of 0 or 1 is not exact)."""
     p = min(max(share, 1 / draws), 1 - 1 / draws)
     return 1.96 * math.sqrt(p * (1 - p) / draws)
 
 
 def format_chain_bench(result: dict) -> str:
-    pins = "every passing run pinned as a release" if result["pin_releases"] else "no release pinned"
+    pins = (
+        "every passing run pinned as a release" if result["pin_releases"] else "no release pinned"
+    )
     if result.get("first_partial"):
         pins += "; week 0 with the judge off, pinned as a partial release"
     if result.get("refresh_every"):
-        pins += (
-            f"; a golden refresh every {result['refresh_every']} weeks retiring {result['turnover']:.0%} of the items"
-        )
+        pins += f"; a golden refresh every {result['refresh_every']} weeks retiring {result['turnover']:.0%} of the items"
     if result.get("until_caught"):
         pins += "; each chain stopped at its first failed week"
     system = (
-        f"{result['drift_metric']} drifting −{result['drift']:g} a week" if result["drift"] else "an unchanged system"
+        f"{result['drift_metric']} drifting −{result['drift']:g} a week"
+        if result["drift"]
+        else "an unchanged system"
     )
-    weeks = " · ".join(f"w{w}: {'–' if r is None else f'{r:.3f}'}" for w, r in enumerate(result["per_week"]))
+    weeks = " · ".join(
+        f"w{w}: {'–' if r is None else f'{r:.3f}'}" for w, r in enumerate(result["per_week"])
+    )
     chains = result["chains"]
     any_week = result["any_week"]
     lines = [
@@ -327,7 +371,9 @@ def format_chain_bench(result: dict) -> str:
     if result["drift"]:
         caught = [w for w in result["first_failed"] if w is not None]
         median = f"week {int(np.median(caught))}" if caught else "never"
-        by_week = " · ".join(f"w{w}: {share:.2f}" for w, share in enumerate(result["caught_by"]) if w)
+        by_week = " · ".join(
+            f"w{w}: {share:.2f}" for w, share in enumerate(result["caught_by"]) if w
+        )
         lines += [
             (
                 f"Drift caught within the chain: {len(caught) / chains:.3f} of chains; median first "

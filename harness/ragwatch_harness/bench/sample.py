@@ -3,16 +3,16 @@
 The day is built from a pool of realistic demo traces (Spanish and English, PII planted, about 1.5 %
 broken rows), each padded with more retrieved contexts to 5–10 KB as production traces are, then
 replicated under new trace ids and timestamps spread over the day. The padding is drawn from a
-corpus of `CORPUS_CHUNKS` chunks (the indexing bench's generated prose): the contexts of a production
-day are chunks of the team's corpus, and how many distinct ones a day holds is what the step's
-per-context memory (`privacy.memo`) gains on, so the report counts them. On PostgreSQL the replication
-runs in the server (generate_series); on SQLite rows are inserted in batches.
+corpus of `CORPUS_CHUNKS` chunks (the indexing bench's generated prose): the contexts of a
+production day are chunks of the team's corpus, and how many distinct ones a day holds is what the
+step's per-context memory (`privacy.memo`) gains on, so the report counts them. On PostgreSQL the
+replication runs in the server (generate_series); on SQLite rows are inserted in batches.
 
 The step then runs as Airflow runs it: sample, validate, promote and version, each task in a fresh
-process of its own. Each task's peak RSS is its process's own high-water mark (getrusage); the
-tree figure is the peak of its process and its workers together, sampled every 0.2 s. Its CPU time (its own and its workers') is reported next to the wall time: on a shared
-machine the wall time also measures the neighbours. Building the day is timed apart and is not
-part of the step.
+process of its own. Each task's peak RSS is its process's own high-water mark (getrusage); the tree
+figure is the peak of its process and its workers together, sampled every 0.2 s. Its CPU time (its
+own and its workers') is reported next to the wall time: on a shared machine the wall time also
+measures the neighbours. Building the day is timed apart and is not part of the step.
 """
 
 from __future__ import annotations
@@ -49,12 +49,14 @@ from ragwatch_harness.postgres import start_postgres
 
 DAY = date(2026, 11, 20)
 POOL_SIZE = 2_000
-"""Distinct traces the day is replicated from: enough variety for the anonymizer's work to be typical."""
+"""Distinct traces the day is replicated from: enough variety for the anonymizer's work to be
+typical."""
 TRACE_BYTES = (5_000, 10_000)
 CORPUS_CHUNKS = 10_000
 """The corpus the padding contexts come from: the size the indexing bench's targets are set for."""
 MAX_POOL_ROW_BYTES = 20_000
-"""The demo's multi-MB logging-bug rows stay out of the pool: replicated, they would be most of the day."""
+"""The demo's multi-MB logging-bug rows stay out of the pool: replicated, they would be most of the
+day."""
 INSERT_BATCH_ROWS = 100_000
 BENCH_TABLE = "ragwatch_bench_traces"
 STEPS = ("select", "shard", "merge", "validate", "promote", "version")
@@ -98,7 +100,11 @@ def _row_bytes(row: dict[str, Any]) -> int:
 def day_row(pool: list[dict[str, Any]], n: int, rows: int) -> dict[str, Any]:
     """Row `n` of a day of `rows`: a pool row under a new id, its timestamp spread over the day."""
     start = datetime.combine(DAY, day_time(0), tzinfo=UTC)
-    return dict(pool[n % len(pool)], trace_id=f"tr-bench-{n:010d}", ts=start + timedelta(days=1) * (n / rows))
+    return dict(
+        pool[n % len(pool)],
+        trace_id=f"tr-bench-{n:010d}",
+        ts=start + timedelta(days=1) * (n / rows),
+    )
 
 
 def build_day(store: TraceStore, rows: int, seed: int) -> dict[str, Any]:
@@ -109,10 +115,16 @@ def build_day(store: TraceStore, rows: int, seed: int) -> dict[str, Any]:
         _replicate_in_postgres(store, pool, rows)
     else:
         for start in range(0, rows, INSERT_BATCH_ROWS):
-            store.insert_rows(day_row(pool, n, rows) for n in range(start, min(rows, start + INSERT_BATCH_ROWS)))
+            store.insert_rows(
+                day_row(pool, n, rows) for n in range(start, min(rows, start + INSERT_BATCH_ROWS))
+            )
     used = pool[:rows]
     pooled = [_row_bytes(day_row(pool, n, rows)) for n in range(len(used))]
-    contexts = [str(c.get("text")) if isinstance(c, dict) else str(c) for row in used for c in _contexts(row) or []]
+    contexts = [
+        str(c.get("text")) if isinstance(c, dict) else str(c)
+        for row in used
+        for c in _contexts(row) or []
+    ]
     return {
         "rows": rows,
         "mean_trace_bytes": sum(pooled) / len(pooled),
@@ -123,21 +135,31 @@ def build_day(store: TraceStore, rows: int, seed: int) -> dict[str, Any]:
 
 
 def _replicate_in_postgres(store: TraceStore, pool: list[dict[str, Any]], rows: int) -> None:
-    """INSERT … SELECT from generate_series joined to the pool: the server copies, Python sends 2,000 rows."""
+    """INSERT … SELECT from generate_series joined to the pool: the server copies, Python sends
+    2,000 rows."""
     table = store.table
     pool_table = sa.Table(
         "ragwatch_bench_pool",
         sa.MetaData(),
         sa.Column("n", sa.Integer, primary_key=True),
-        *(sa.Column(f, c.type) for f, c in ((f, table.c[f]) for f in TRACE_FIELDS) if f not in ("trace_id", "ts")),
+        *(
+            sa.Column(f, c.type)
+            for f, c in ((f, table.c[f]) for f in TRACE_FIELDS)
+            if f not in ("trace_id", "ts")
+        ),
     )
     copied = [f for f in TRACE_FIELDS if f not in ("trace_id", "ts")]
     with store.engine.begin() as conn:
         pool_table.create(conn)
-        conn.execute(sa.insert(pool_table), [{"n": i, **{f: r.get(f) for f in copied}} for i, r in enumerate(pool)])
+        conn.execute(
+            sa.insert(pool_table),
+            [{"n": i, **{f: r.get(f) for f in copied}} for i, r in enumerate(pool)],
+        )
     start = datetime.combine(DAY, day_time(0), tzinfo=UTC)
     g = (
-        sa.func.generate_series(sa.bindparam("lo", type_=sa.BigInteger), sa.bindparam("hi", type_=sa.BigInteger))
+        sa.func.generate_series(
+            sa.bindparam("lo", type_=sa.BigInteger), sa.bindparam("hi", type_=sa.BigInteger)
+        )
         .table_valued("n")
         .render_derived(name="g")
     )
@@ -177,7 +199,9 @@ def _run_task(name: str, settings: Settings, previous: dict | None, results) -> 
     elif name.startswith("shard"):
         result = steps.write_trace_shard(settings, steps.PlannedShard.model_validate(previous))
     elif name == "merge":
-        result = steps.merge_trace_sample(settings, [steps.PlannedShard.model_validate(s) for s in previous["shards"]])
+        result = steps.merge_trace_sample(
+            settings, [steps.PlannedShard.model_validate(s) for s in previous["shards"]]
+        )
     elif name == "validate":
         result = steps.validate_trace_sample(steps.StagedSample.model_validate(previous))
     elif name == "promote":
@@ -189,7 +213,8 @@ def _run_task(name: str, settings: Settings, previous: dict | None, results) -> 
     # CPU seconds, the task's and its finished children's: on a shared machine the wall time says
     # how busy the machine was, CPU time what the task cost.
     cpu = sum(
-        r.ru_utime + r.ru_stime for r in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+        r.ru_utime + r.ru_stime
+        for r in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
     )
     results.put(
         {
@@ -202,7 +227,8 @@ def _run_task(name: str, settings: Settings, previous: dict | None, results) -> 
 
 
 class _TreeRss(threading.Thread):
-    """Samples the RSS of this process and its descendants (the workers) every 0.2 s; keeps the peak.
+    """Samples the RSS of this process and its descendants (the workers) every 0.2 s; keeps the
+    peak.
 
     getrusage cannot give it: it knows the largest child only, and counts a spawned worker at the
     size of the process it was forked from, before it became a fresh interpreter.
@@ -229,8 +255,9 @@ class _TreeRss(threading.Thread):
 
 
 def in_spawned_process(target: Callable[..., None], args: tuple, label: str) -> tuple[Any, float]:
-    """`target(*args, results)` in a fresh spawned process, as Airflow runs a task: what it put on `results`, and
-    the wall time as Airflow would see it (a fresh interpreter and its imports included)."""
+    """`target(*args, results)` in a fresh spawned process, as Airflow runs a task: what it put on
+    `results`, and the wall time as Airflow would see it (a fresh interpreter and its imports
+    included)."""
     context = multiprocessing.get_context("spawn")
     results = context.Queue()
     started = time.perf_counter()
@@ -242,7 +269,9 @@ def in_spawned_process(target: Callable[..., None], args: tuple, label: str) -> 
             outcome = results.get(timeout=1)
         except queue.Empty:
             if not process.is_alive():
-                raise RuntimeError(f"{label} exited with {process.exitcode} (see its log above)") from None
+                raise RuntimeError(
+                    f"{label} exited with {process.exitcode} (see its log above)"
+                ) from None
     process.join()
     return outcome, time.perf_counter() - started
 
@@ -252,18 +281,25 @@ def run_task_in_process(name: str, settings: Settings, previous: dict | None) ->
     return dict(outcome, wall_s=wall)
 
 
-def run_step(settings: Settings, *, version: bool = True, one_process: bool = False) -> dict[str, Any]:
-    """Every task of the trace-sampling DAG in order, each in a fresh process, with its figures; or, with
-    `one_process`, every step in one fresh process as the command line runs them (one figure: "cli")."""
+def run_step(
+    settings: Settings, *, version: bool = True, one_process: bool = False
+) -> dict[str, Any]:
+    """Every task of the trace-sampling DAG in order, each in a fresh process, with its figures; or,
+    with `one_process`, every step in one fresh process as the command line runs them (one figure:
+    "cli")."""
     if one_process:
         return {"cli": run_task_in_process("cli", settings, {"version": version})}
     tasks: dict[str, dict[str, Any]] = {}
     planned = tasks.setdefault("select", run_task_in_process("select", settings, None))["result"]
     for shard in planned["shards"]:  # one after the other: the figures are each task's own
-        tasks[f"shard {shard['index']}"] = run_task_in_process(f"shard {shard['index']}", settings, shard)
+        tasks[f"shard {shard['index']}"] = run_task_in_process(
+            f"shard {shard['index']}", settings, shard
+        )
     staged = tasks.setdefault("merge", run_task_in_process("merge", settings, planned))["result"]
     tasks["validate"] = run_task_in_process("validate", settings, staged)
-    promoted = tasks.setdefault("promote", run_task_in_process("promote", settings, staged))["result"]
+    promoted = tasks.setdefault("promote", run_task_in_process("promote", settings, staged))[
+        "result"
+    ]
     if version:
         tasks["version"] = run_task_in_process("version", settings, promoted)
     return tasks
@@ -274,7 +310,8 @@ def run_step(settings: Settings, *, version: bool = True, one_process: bool = Fa
 
 @contextmanager
 def bench_store(store: Literal["sqlite", "postgres"], url: str | None, home: Path) -> Iterator[str]:
-    """The URL of a store for the bench's table: a file under `home`, `url`, or a throwaway PostgreSQL."""
+    """The URL of a store for the bench's table: a file under `home`, `url`, or a throwaway
+    PostgreSQL."""
     if store == "sqlite":
         yield f"sqlite:///{home / 'bench-traces.db'}"
         return
@@ -284,7 +321,9 @@ def bench_store(store: Literal["sqlite", "postgres"], url: str | None, home: Pat
     postgres = start_postgres()
     try:
         postgres.psql("CREATE ROLE ragwatch_bench LOGIN PASSWORD 'bench'")
-        postgres.psql("CREATE DATABASE bench OWNER ragwatch_bench")  # not in a transaction with the role
+        postgres.psql(
+            "CREATE DATABASE bench OWNER ragwatch_bench"
+        )  # not in a transaction with the role
         yield postgres.url("ragwatch_bench", "bench", "bench")
     finally:
         postgres.stop()
@@ -333,7 +372,9 @@ def run_sample_bench(
     return _report(rows, store, rate, built, build_s, tasks)
 
 
-def _report(rows: int, store: str, rate: float, built: dict, build_s: float, tasks: dict) -> dict[str, Any]:
+def _report(
+    rows: int, store: str, rate: float, built: dict, build_s: float, tasks: dict
+) -> dict[str, Any]:
     counts = (tasks.get("merge") or tasks["cli"])["result"]["counts"]
     wall = sum(t["wall_s"] for t in tasks.values())
     return {
@@ -354,7 +395,8 @@ def _report(rows: int, store: str, rate: float, built: dict, build_s: float, tas
         "peak_rss_mb": max(t["peak_rss_mb"] for t in tasks.values()),
         "peak_tree_rss_mb": max(t["tree_peak_rss_mb"] for t in tasks.values()),
         "tasks": {
-            name: {k: t[k] for k in ("wall_s", "cpu_s", "peak_rss_mb", "tree_peak_rss_mb")} for name, t in tasks.items()
+            name: {k: t[k] for k in ("wall_s", "cpu_s", "peak_rss_mb", "tree_peak_rss_mb")}
+            for name, t in tasks.items()
         },
     }
 
@@ -366,7 +408,13 @@ def format_sample_bench(result: dict[str, Any]) -> str:
             f"each on average) on {result['store']}, rate {result['rate']}"
         )
     )
-    for column in ("task", "wall", "CPU", "peak RSS (task process)", "peak RSS (with its children, at most)"):
+    for column in (
+        "task",
+        "wall",
+        "CPU",
+        "peak RSS (task process)",
+        "peak RSS (with its children, at most)",
+    ):
         table.add_column(column, justify="left" if column == "task" else "right")
     for name, task in result["tasks"].items():
         table.add_row(

@@ -66,22 +66,45 @@ _TEMPLATES_ES = (
     "El coste mensual de {svc} ronda los {n} euros, y la mitad corresponde a las horas de GPU.",
     "Nunca ejecutes `{cmd}` en producción sin avisar antes a la persona de guardia de la plataforma.",
 )
-_TITLES_EN = ("Operating notes", "Reference", "Behaviour", "Details", "Examples", "Limits", "Semantics")
-_TITLES_ES = ("Operación", "Configuración", "Límites", "Incidencias", "Recuperación", "Costes", "Preguntas frecuentes")
+_TITLES_EN = (
+    "Operating notes",
+    "Reference",
+    "Behaviour",
+    "Details",
+    "Examples",
+    "Limits",
+    "Semantics",
+)
+_TITLES_ES = (
+    "Operación",
+    "Configuración",
+    "Límites",
+    "Incidencias",
+    "Recuperación",
+    "Costes",
+    "Preguntas frecuentes",
+)
 
 
 @functools.cache
 def _english_sentences() -> tuple[str, ...]:
     prose = re.compile(r"[{}()\[\]=<>|\\]|\.\.\.|\*\*")
     return tuple(
-        s for text in topics.values() for s in sentences(text) if 8 <= len(s.split()) <= 40 and not prose.search(s)
+        s
+        for text in topics.values()
+        for s in sentences(text)
+        if 8 <= len(s.split()) <= 40 and not prose.search(s)
     )
 
 
 @functools.cache
 def _spanish_sentences() -> tuple[str, ...]:
     body = "\n\n".join(text.split("\n---\n", 1)[-1] for text in GUIDES_ES.values())
-    return tuple(s for s in sentences(body) if 8 <= len(s.split()) <= 40 and not s.startswith(("#", "-", "|", "`")))
+    return tuple(
+        s
+        for s in sentences(body)
+        if 8 <= len(s.split()) <= 40 and not s.startswith(("#", "-", "|", "`"))
+    )
 
 
 def _sentence(rng: random.Random, language: str) -> str:
@@ -148,13 +171,22 @@ def write_synthetic_corpus(folder: Path, chunks: int, seed: int = 11) -> list[Pa
         language = "es" if number % 2 else "en"
         count = min(left, rng.randint(*SECTIONS_PER_DOCUMENT))
         titles = _TITLES_ES if language == "es" else _TITLES_EN
-        sections = [(f"{rng.choice(titles)} {i + 1}", _section(rng, language)) for i in range(count)]
+        sections = [
+            (f"{rng.choice(titles)} {i + 1}", _section(rng, language)) for i in range(count)
+        ]
         title = f"{'Guía' if language == 'es' else 'Guide'} {number:05d}"
         day = date(2024, 1, 1) + timedelta(days=rng.randrange(700))
         html = rng.random() < 0.5
-        path = folder / language / f"{number // 500:03d}" / f"doc-{number:05d}.{'html' if html else 'md'}"
+        path = (
+            folder
+            / language
+            / f"{number // 500:03d}"
+            / f"doc-{number:05d}.{'html' if html else 'md'}"
+        )
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text((_html if html else _markdown)(title, day, language, sections), encoding="utf-8")
+        path.write_text(
+            (_html if html else _markdown)(title, day, language, sections), encoding="utf-8"
+        )
         written.append(path)
         left -= count
         number += 1
@@ -162,7 +194,8 @@ def write_synthetic_corpus(folder: Path, chunks: int, seed: int = 11) -> list[Pa
 
 
 def chunk_texts(count: int, seed: int = 11) -> list[str]:
-    """`count` chunk-sized passages as the corpus's sections read once parsed, English and Spanish in turn."""
+    """`count` chunk-sized passages as the corpus's sections read once parsed, English and Spanish
+    in turn."""
     rng = random.Random(seed)
     return ["\n\n".join(_section(rng, "es" if number % 2 else "en")) for number in range(count)]
 
@@ -188,5 +221,12 @@ def golden_rows(chunk_texts: list[str], items: int, seed: int = 11) -> list[dict
             if spanish
             else f"What does the guide say about this (case {number})?"
         )
-        rows.append({"question": question, "reference_answer": passage, "gold_passages": passage, "split": ""})
+        rows.append(
+            {
+                "question": question,
+                "reference_answer": passage,
+                "gold_passages": passage,
+                "split": "",
+            }
+        )
     return rows

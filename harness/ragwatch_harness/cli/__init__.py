@@ -1,1 +1,2 @@
-"""`ragwatch bench …` and `ragwatch demo …`: command groups the product CLI finds by their entry points."""
+"""`ragwatch bench …` and `ragwatch demo …`: command groups the product CLI finds by their entry
+points."""

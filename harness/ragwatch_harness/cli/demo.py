@@ -31,15 +31,20 @@ def demo_seed(
     seed: Annotated[int, typer.Option(help="Random seed (same seed, same traces).")] = 7,
     replace: Annotated[bool, typer.Option(help="Delete the demo table's rows first.")] = True,
 ) -> None:
-    """Write realistic demo traces (Spanish and English, PII planted, some broken rows) into the store."""
+    """Write realistic demo traces (Spanish and English, PII planted, some broken rows) into the
+    store."""
     from ragwatch_harness.demo.seed import seed_demo_store
 
     settings = current_settings()
-    if settings.trace_source == "otlp":  # `make demo TRACE_SOURCE=otlp`: the same traffic as OTLP/JSON span files
+    if (
+        settings.trace_source == "otlp"
+    ):  # `make demo TRACE_SOURCE=otlp`: the same traffic as OTLP/JSON span files
         from ragwatch_harness.demo.otlp_traffic import seed_demo_otlp
 
         try:
-            written = seed_demo_otlp(settings, days=days, per_day=per_day, seed=seed, replace=replace)
+            written = seed_demo_otlp(
+                settings, days=days, per_day=per_day, seed=seed, replace=replace
+            )
         except RuntimeError as exc:
             fail(str(exc))
         console.print(
@@ -73,24 +78,30 @@ def demo_corpus(
         bool, typer.Option(help="Drop the collection and embed every chunk again (a new embedder).")
     ] = False,
 ) -> None:
-    """Write the demo corpus as Markdown files under RAGWATCH_HOME/corpus (Python's docs and Spanish guides),
-    then index that folder as `ragwatch corpus index` does."""
+    """Write the demo corpus as Markdown files under RAGWATCH_HOME/corpus (Python's docs and Spanish
+    guides), then index that folder as `ragwatch corpus index` does."""
     from pipelines.cli.render.golden import corpus_table
     from pipelines.corpus.steps import index_corpus
     from ragwatch_harness.demo.corpus_files import demo_corpus_folder
 
     settings = current_settings()
-    console.print(corpus_table(index_corpus(settings, demo_corpus_folder(settings.home), rebuild=rebuild)))
+    console.print(
+        corpus_table(index_corpus(settings, demo_corpus_folder(settings.home), rebuild=rebuild))
+    )
 
 
 @app.command("drill")
 def demo_drill(
     rules: Annotated[
-        Path, typer.Option(help="Prometheus alert rules, read only when no Prometheus is configured.")
+        Path,
+        typer.Option(help="Prometheus alert rules, read only when no Prometheus is configured."),
     ] = Path("monitoring/rules/ragwatch.rules.yml"),
-    wait: Annotated[float, typer.Option(help="Seconds to wait for Prometheus to fire an alert.")] = 60.0,
+    wait: Annotated[
+        float, typer.Option(help="Seconds to wait for Prometheus to fire an alert.")
+    ] = 60.0,
 ) -> None:
-    """The regression drill: a degraded candidate on the baseline's items, the paired differences, the gate, the alerts."""
+    """The regression drill: a degraded candidate on the baseline's items, the paired differences,
+    the gate, the alerts."""
     from ragwatch_harness.demo.drill import (
         CANDIDATE_FAULTS,
         alerts_that_would_fire,
@@ -112,7 +123,9 @@ def demo_drill(
     print_eval_summary(summary)
     console.print(f"baseline report: {baseline.report_path}")
     pushed = push_candidate(settings, summary)
-    console.print(f"candidate pushed ({pushed.mode}, group app={escape(summary.target)}): {pushed.destination}")
+    console.print(
+        f"candidate pushed ({pushed.mode}, group app={escape(summary.target)}): {pushed.destination}"
+    )
     if pushed.mode == "pushgateway":
         print_gauges(settings, suite="offline", app=summary.target)
     if settings.prometheus_url:
@@ -148,21 +161,27 @@ def demo_drill(
     )
     for alert in firing:
         when = f", after {alert.wait}" if alert.wait else ""
-        console.print(f"  - [red]{alert.alert}[/red] ({alert.severity}{when}): {escape(alert.condition)}")
+        console.print(
+            f"  - [red]{alert.alert}[/red] ({alert.severity}{when}): {escape(alert.condition)}"
+        )
     save_drill_alerts(
         settings,
         DrillAlerts(
-            f"recomputed from {rules} (no Prometheus)", [DrillAlert(a.alert, "would fire", a.condition) for a in firing]
+            f"recomputed from {rules} (no Prometheus)",
+            [DrillAlert(a.alert, "would fire", a.condition) for a in firing],
         ),
     )
 
 
 @app.command("label-audit")
 def demo_label_audit(
-    suite: Annotated[str, typer.Option(help="offline or online.", callback=checked(inputs.suite))] = "offline",
+    suite: Annotated[
+        str, typer.Option(help="offline or online.", callback=checked(inputs.suite))
+    ] = "offline",
 ) -> None:
-    """Plant a reviewer's labels on the latest run's judge-audit queue (the judge's verdicts, flipped at known rates),
-    then import them as `ragwatch judge labels import` does: the next run reports κ and the judge-corrected mean."""
+    """Plant a reviewer's labels on the latest run's judge-audit queue (the judge's verdicts,
+    flipped at known rates), then import them as `ragwatch judge labels import` does: the next run
+    reports κ and the judge-corrected mean."""
     from pipelines.core.workspace import Workspace
     from pipelines.stores.results import ResultsStore
     from ragwatch_harness.demo.audit_labels import FALSE_NO, FALSE_YES, plant_audit_labels
@@ -176,7 +195,9 @@ def demo_label_audit(
     if run is None:
         fail(f"no {suite} run yet: run the {suite}_eval DAG or `ragwatch eval {suite}` first")
     try:
-        labelled, path = plant_audit_labels(Workspace.from_settings(settings), suite, run.logical_date, run.target)
+        labelled, path = plant_audit_labels(
+            Workspace.from_settings(settings), suite, run.logical_date, run.target
+        )
     except FileNotFoundError as exc:
         fail(str(exc))
     console.print(
@@ -190,7 +211,8 @@ def demo_label_audit(
 @app.command("summary")
 def demo_summary(
     day: Annotated[
-        str | None, typer.Option("--date", help="Default: yesterday (UTC).", callback=checked(inputs.day))
+        str | None,
+        typer.Option("--date", help="Default: yesterday (UTC).", callback=checked(inputs.day)),
     ] = None,
 ) -> None:
     """Print the published trace sample of a day, from its manifest and the workspace."""
@@ -203,7 +225,9 @@ def demo_summary(
     try:
         counts = published_counts(settings, the_day)
     except FileNotFoundError as exc:
-        fail(f"{exc}. Run `ragwatch traces sample --date {the_day}` or the trace_sampling DAG first.")
+        fail(
+            f"{exc}. Run `ragwatch traces sample --date {the_day}` or the trace_sampling DAG first."
+        )
     workspace = Workspace.from_settings(settings)
     partition = workspace.traces_partition(the_day).root
     try:
@@ -212,7 +236,12 @@ def demo_summary(
         fail(str(exc))
     rev = (
         git(
-            "log", "-1", "--format=%h", "--", str(workspace.dvc_file(workspace.relative(partition))), cwd=workspace.root
+            "log",
+            "-1",
+            "--format=%h",
+            "--",
+            str(workspace.dvc_file(workspace.relative(partition))),
+            cwd=workspace.root,
         ).strip()
         if md5
         else None
@@ -225,13 +254,18 @@ def demo_recap(
     day: Annotated[
         str | None,
         typer.Option(
-            "--date", help="The day the online eval scored; default: yesterday (UTC).", callback=checked(inputs.day)
+            "--date",
+            help="The day the online eval scored; default: yesterday (UTC).",
+            callback=checked(inputs.day),
         ),
     ] = None,
-    log: Annotated[str | None, typer.Option(help="Where the demo wrote every table, to point to.")] = None,
+    log: Annotated[
+        str | None, typer.Option(help="Where the demo wrote every table, to point to.")
+    ] = None,
 ) -> None:
-    """One screen on what the demo did: the steps, the drill's verdict and why, coverage, judge trust, cost, and
-    where to click. `make demo` ends with it; the full tables are in its log and the reports."""
+    """One screen on what the demo did: the steps, the drill's verdict and why, coverage, judge
+    trust, cost, and where to click. `make demo` ends with it; the full tables are in its log and
+    the reports."""
     from ragwatch_harness.cli.render.recap import recap_lines
     from ragwatch_harness.demo.recap import demo_recap as gather
 

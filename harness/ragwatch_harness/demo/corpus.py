@@ -97,12 +97,18 @@ class DemoChunk:
         """The topic as an English question names it: 'the with statement'."""
         quoted = set(re.findall(r'"([^"]+)"', self.title))
         words = self.title.replace('"', "").replace(" — ", ": ").split()
-        return " ".join(w if w in quoted or w == "Python" or not w[1:].islower() else w.lower() for w in words)
+        return " ".join(
+            w if w in quoted or w == "Python" or not w[1:].islower() else w.lower() for w in words
+        )
 
     @property
     def subject_es(self) -> str:
         statement = _STATEMENT.match(self.title)
-        return f"la sentencia {statement.group(1)}" if statement else SPANISH_SUBJECTS.get(self.topic, self.subject_en)
+        return (
+            f"la sentencia {statement.group(1)}"
+            if statement
+            else SPANISH_SUBJECTS.get(self.topic, self.subject_en)
+        )
 
 
 def _paragraphs(body: str) -> list[tuple[str, str]]:
@@ -119,7 +125,10 @@ def _paragraphs(body: str) -> list[tuple[str, str]]:
 
 def _chunks(topic: str, text: str) -> list[DemoChunk]:
     lines = text.strip("\n").splitlines()
-    title, body = lines[0].strip(), "\n".join(lines[2:] if len(lines) > 1 and _UNDERLINE.match(lines[1]) else lines[1:])
+    title, body = (
+        lines[0].strip(),
+        "\n".join(lines[2:] if len(lines) > 1 and _UNDERLINE.match(lines[1]) else lines[1:]),
+    )
     groups: list[tuple[str, list[str]]] = []
     words = 0
     for section, paragraph in _paragraphs(body):
@@ -138,13 +147,19 @@ def _chunks(topic: str, text: str) -> list[DemoChunk]:
     for ordinal, (section, paragraphs) in enumerate(groups):
         body_text = "\n\n".join(paragraphs)
         digest = hashlib.sha256(body_text.encode()).hexdigest()[:8]
-        chunks.append(DemoChunk(f"pydoc/{topic}#{ordinal}-{digest}", topic, title, section or title, body_text))
+        chunks.append(
+            DemoChunk(
+                f"pydoc/{topic}#{ordinal}-{digest}", topic, title, section or title, body_text
+            )
+        )
     return chunks
 
 
 @functools.cache
 def _load() -> tuple[DemoChunk, ...]:
-    return tuple(chunk for topic in sorted(_PYDOC_TOPICS) for chunk in _chunks(topic, _PYDOC_TOPICS[topic]))
+    return tuple(
+        chunk for topic in sorted(_PYDOC_TOPICS) for chunk in _chunks(topic, _PYDOC_TOPICS[topic])
+    )
 
 
 def load_demo_chunks() -> list[DemoChunk]:

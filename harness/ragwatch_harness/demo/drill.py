@@ -3,13 +3,14 @@
 After the demo's baseline offline eval, `run_drill` evaluates a candidate whose offline generator
 invents and garbles more sentences (`CANDIDATE_FAULTS` on top of the configured ones) on the same
 golden items, gates it against the baseline run by id, and names the alert rules of
-`monitoring/rules/ragwatch.rules.yml` that fire. The candidate is pushed to its own Pushgateway group
-(job + suite + app=<candidate>): a candidate's gauges must never replace production's group of its suite.
+`monitoring/rules/ragwatch.rules.yml` that fire. The candidate is pushed to its own Pushgateway
+group (job + suite + app=<candidate>): a candidate's gauges must never replace production's group of
+its suite.
 
 With a Prometheus (`RAGWATCH_PROMETHEUS_URL`, which `make demo` starts), the alerts are read from
 Prometheus' own `/api/v1/alerts`, as Prometheus evaluated the project's rules on the pushed gauges:
-nothing is recomputed. Without one (no binary on the machine), `alerts_that_would_fire` reads the rule
-file against the run's means instead, and says that it did.
+nothing is recomputed. Without one (no binary on the machine), `alerts_that_would_fire` reads the
+rule file against the run's means instead, and says that it did.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ from pipelines.stores.results import EvalRun, ResultsStore
 
 CANDIDATE = "candidate-more-hallucination"
 CANDIDATE_FAULTS = {"made_up": 0.25, "swapped": 0.10}
-"""The candidate's answer faults: a model that invents a quarter of its sentences and garbles a tenth."""
+"""The candidate's answer faults: a model that invents a quarter of its sentences and garbles a
+tenth."""
 SCORE_ALERT = re.compile(
     r"^avg_over_time\((?P<gauge>rag_\w+_score)\{stratum=\"all\"\}\[[^\]]+\]\)\s*(?P<op>[<>]=?)\s*(?P<edge>[\d.]+)$"
 )
@@ -52,7 +54,8 @@ class WouldFire:
     alert: str
     severity: str
     condition: str
-    """The rule's condition with the run's value in it, e.g. `rag_faithfulness_score 0.62 < 0.75`."""
+    """The rule's condition with the run's value in it, e.g. `rag_faithfulness_score 0.62 <
+    0.75`."""
     wait: str | None
     """The rule's `for:` window: how long the value must hold before it fires."""
 
@@ -64,12 +67,15 @@ def baseline_run(settings: Settings, target: str = REFERENCE_TARGET) -> EvalRun:
     finally:
         store.dispose()
     if run is None:
-        raise LookupError(f"no offline run of {target} yet: run the offline eval first (the baseline of the drill)")
+        raise LookupError(
+            f"no offline run of {target} yet: run the offline eval first (the baseline of the drill)"
+        )
     return run
 
 
 def candidate_params(baseline: EvalRun, target: str = CANDIDATE) -> EvalParams:
-    """The baseline's parameters (same golden version, subset and cut-offs), as a candidate gated against it."""
+    """The baseline's parameters (same golden version, subset and cut-offs), as a candidate gated
+    against it."""
     fields = {k: v for k, v in baseline.params.items() if k in EvalParams.model_fields}
     _, _, version = baseline.dataset_version.partition("@")
     return EvalParams.model_validate(
@@ -86,10 +92,12 @@ def candidate_params(baseline: EvalRun, target: str = CANDIDATE) -> EvalParams:
 
 @contextmanager
 def raised_faults(**rates: float) -> Iterator[OfflineFaults]:
-    """The offline backend's faults (process-wide, read from the environment) raised to at least `rates`
-    for the duration; restored afterwards."""
+    """The offline backend's faults (process-wide, read from the environment) raised to at least
+    `rates` for the duration; restored afterwards."""
     current = configured_faults()
-    raised = {name: max(value, rates.get(name, 0.0)) for name, value in current.model_dump().items()}
+    raised = {
+        name: max(value, rates.get(name, 0.0)) for name, value in current.model_dump().items()
+    }
     keys = {name: f"{FAULTS_ENV_PREFIX}{name.upper()}" for name in raised}
     saved = {key: os.environ.get(key) for key in keys.values()}
     try:
@@ -104,20 +112,25 @@ def raised_faults(**rates: float) -> Iterator[OfflineFaults]:
                 os.environ[key] = value
 
 
-def run_drill(settings: Settings, *, logical_date: date | None = None) -> tuple[RunSummary, EvalRun, OfflineFaults]:
-    """Evaluate the degraded candidate against the latest reference run: its summary (gate rows with the paired
-    differences), the baseline run and the candidate's fault rates."""
+def run_drill(
+    settings: Settings, *, logical_date: date | None = None
+) -> tuple[RunSummary, EvalRun, OfflineFaults]:
+    """Evaluate the degraded candidate against the latest reference run: its summary (gate rows with
+    the paired differences), the baseline run and the candidate's fault rates."""
     baseline = baseline_run(settings)
     params = candidate_params(baseline)
     with raised_faults(**CANDIDATE_FAULTS) as faults:
-        prepared = prepare_offline_eval(settings, params, logical_date=logical_date or baseline.logical_date)
+        prepared = prepare_offline_eval(
+            settings, params, logical_date=logical_date or baseline.logical_date
+        )
         for start, end in prepared.batches:
             judge_offline_batch(settings, prepared.run_dir, start, end)
     return finalize_offline_eval(settings, prepared.run_dir), baseline, faults
 
 
 def push_candidate(settings: Settings, summary: RunSummary) -> PushedRun:
-    """The candidate's gauges in a group of their own (app = the candidate's name), beside production's."""
+    """The candidate's gauges in a group of their own (app = the candidate's name), beside
+    production's."""
     return push_run(settings, summary, app=summary.target)
 
 
@@ -134,11 +147,14 @@ class PrometheusAlert:
 def prometheus_alerts(
     prometheus_url: str, *, app: str | None = None, wait_s: float = 60.0, timeout_s: float = 5.0
 ) -> list[PrometheusAlert]:
-    """The alerts Prometheus evaluates now, from its `/api/v1/alerts` (those of `app` only, when given), waiting
-    up to `wait_s` for one to fire: Prometheus must scrape the pushed gauges and evaluate its rules first."""
+    """The alerts Prometheus evaluates now, from its `/api/v1/alerts` (those of `app` only, when
+    given), waiting up to `wait_s` for one to fire: Prometheus must scrape the pushed gauges and
+    evaluate its rules first."""
     deadline = time.monotonic() + wait_s
     while True:
-        with urllib.request.urlopen(f"{prometheus_url.rstrip('/')}/api/v1/alerts", timeout=timeout_s) as response:
+        with urllib.request.urlopen(
+            f"{prometheus_url.rstrip('/')}/api/v1/alerts", timeout=timeout_s
+        ) as response:
             payload = json.load(response)
         alerts = [
             PrometheusAlert(
@@ -157,10 +173,11 @@ def prometheus_alerts(
 
 
 def alerts_that_would_fire(summary: RunSummary, rules_path: Path) -> list[WouldFire]:
-    """Without a Prometheus: the rules of a rule file that this run's gauges would trigger, recomputed here: score alerts on
-    `avg_over_time(rag_<metric>_score{stratum="all"}[…]) <op> <edge>` read against the run's pooled means (as
-    if the value held for the averaging window), and the gate alert. Rules of other shapes (staleness, push
-    failures) are about the pipeline, not a run's scores, and are not evaluated."""
+    """Without a Prometheus: the rules of a rule file that this run's gauges would trigger,
+    recomputed here: score alerts on `avg_over_time(rag_<metric>_score{stratum="all"}[…]) <op>
+    <edge>` read against the run's pooled means (as if the value held for the averaging window), and
+    the gate alert. Rules of other shapes (staleness, push failures) are about the pipeline, not a
+    run's scores, and are not evaluated."""
     means = {gauge_name(row.metric): row.mean for row in summary.overall if row.mean is not None}
     firing = []
     for group in yaml.safe_load(rules_path.read_text(encoding="utf-8")).get("groups", []):
@@ -174,11 +191,18 @@ def alerts_that_would_fire(summary: RunSummary, rules_path: Path) -> list[WouldF
                 if _compare(value, op, edge):
                     firing.append(
                         WouldFire(
-                            rule["alert"], severity, f"{score['gauge']} {value:.3f} {op} {edge:g}", rule.get("for")
+                            rule["alert"],
+                            severity,
+                            f"{score['gauge']} {value:.3f} {op} {edge:g}",
+                            rule.get("for"),
                         )
                     )
             elif GATE_ALERT.match(expr) and summary.gate_passed is False:
-                firing.append(WouldFire(rule["alert"], severity, "rag_eval_gate_passed 0 == 0", rule.get("for")))
+                firing.append(
+                    WouldFire(
+                        rule["alert"], severity, "rag_eval_gate_passed 0 == 0", rule.get("for")
+                    )
+                )
     return firing
 
 

@@ -1,15 +1,17 @@
-"""The demo's traffic as OTLP/JSON span files (`make demo TRACE_SOURCE=otlp`), written by the OpenTelemetry SDK.
+"""The demo's traffic as OTLP/JSON span files (`make demo TRACE_SOURCE=otlp`), written by the
+OpenTelemetry SDK.
 
-Each demo trace becomes what a GenAI-instrumented RAG app exports: a root span (app, language and feedback as
-`ragwatch.*` attributes, its duration the trace's latency), an `execute_tool` span per tool call, a `retrieval` span
-(the question as `gen_ai.retrieval.query.text`, the contexts as `gen_ai.retrieval.documents` with each chunk's text
-as `content` beside the convention's id and score) and a `chat` span (the model, the question in, the answer out).
-The SDK writes them through `OtlpJsonFileExporter`, with the trace's own timestamps and its id: the demo's
-`tr-<uuid>` ids become the uuid's 32 hex digits, a valid OTLP trace id.
+Each demo trace becomes what a GenAI-instrumented RAG app exports: a root span (app, language and
+feedback as `ragwatch.*` attributes, its duration the trace's latency), an `execute_tool` span per
+tool call, a `retrieval` span (the question as `gen_ai.retrieval.query.text`, the contexts as
+`gen_ai.retrieval.documents` with each chunk's text as `content` beside the convention's id and
+score) and a `chat` span (the model, the question in, the answer out). The SDK writes them through
+`OtlpJsonFileExporter`, with the trace's own timestamps and its id: the demo's `tr-<uuid>` ids
+become the uuid's 32 hex digits, a valid OTLP trace id.
 
-Rows the SQL demo breaks on purpose are written as far as spans can carry them: a missing question is a root with
-none (quarantined as `missing_field`, as the SQL row is); a context list that is not JSON or a timestamp that is
-not one cannot exist in a span and is left out.
+Rows the SQL demo breaks on purpose are written as far as spans can carry them: a missing question
+is a root with none (quarantined as `missing_field`, as the SQL row is); a context list that is not
+JSON or a timestamp that is not one cannot exist in a span and is left out.
 """
 
 from __future__ import annotations
@@ -35,11 +37,13 @@ from ragwatch_harness.demo.traces import generate_store_rows
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 FLUSH_EVERY = 500
-"""Traces between flushes: the batch processor drops spans its queue cannot hold, and the demo must lose none."""
+"""Traces between flushes: the batch processor drops spans its queue cannot hold, and the demo must
+lose none."""
 
 
 def otlp_trace_id(trace_id: str) -> str:
-    """The demo's `tr-<uuid>` as 32 hex digits; any other id as the first 32 hex digits of its SHA-256."""
+    """The demo's `tr-<uuid>` as 32 hex digits; any other id as the first 32 hex digits of its
+    SHA-256."""
     digits = trace_id.removeprefix("tr-").replace("-", "")
     if len(digits) == 32 and all(c in "0123456789abcdef" for c in digits):
         return digits
@@ -47,7 +51,8 @@ def otlp_trace_id(trace_id: str) -> str:
 
 
 class _DemoIds(IdGenerator):
-    """The trace id the writer asks for next, and span ids drawn from it, so a reseed writes the same ids."""
+    """The trace id the writer asks for next, and span ids drawn from it, so a reseed writes the
+    same ids."""
 
     def __init__(self):
         self.trace_ids: deque[int] = deque()
@@ -65,12 +70,19 @@ def _ns(value: datetime) -> int:
     return (value - EPOCH) // timedelta(microseconds=1) * 1_000
 
 
-def write_otlp_traffic(rows: Iterable[dict[str, Any]], path: Path, *, max_field_chars: int) -> dict[str, int]:
-    """Append `rows` (the SQL demo's raw rows) to the OTLP/JSON file `path`; counts of traces written and left out."""
+def write_otlp_traffic(
+    rows: Iterable[dict[str, Any]], path: Path, *, max_field_chars: int
+) -> dict[str, int]:
+    """Append `rows` (the SQL demo's raw rows) to the OTLP/JSON file `path`; counts of traces
+    written and left out."""
     ids = _DemoIds()
-    provider = TracerProvider(resource=Resource.create({"service.name": "ragwatch-demo"}), id_generator=ids)
+    provider = TracerProvider(
+        resource=Resource.create({"service.name": "ragwatch-demo"}), id_generator=ids
+    )
     provider.add_span_processor(
-        BatchSpanProcessor(OtlpJsonFileExporter(path), max_queue_size=FLUSH_EVERY * 8, max_export_batch_size=512)
+        BatchSpanProcessor(
+            OtlpJsonFileExporter(path), max_queue_size=FLUSH_EVERY * 8, max_export_batch_size=512
+        )
     )
     tracer = provider.get_tracer("ragwatch.demo")
     counts = {"traces": 0, "left_out": 0}
@@ -92,7 +104,11 @@ def write_otlp_traffic(rows: Iterable[dict[str, Any]], path: Path, *, max_field_
 
 
 def _write_trace(tracer, trace: dict[str, Any], raw: dict[str, Any]) -> None:
-    start = _ns(trace["ts"]) if isinstance(trace["ts"], datetime) else _ns(datetime.fromisoformat(str(raw["ts"])))
+    start = (
+        _ns(trace["ts"])
+        if isinstance(trace["ts"], datetime)
+        else _ns(datetime.fromisoformat(str(raw["ts"])))
+    )
     end = start + int(trace.get("latency_ms") or 1) * 1_000_000
     root_attributes: dict[str, Any] = {"ragwatch.app": trace.get("app") or "default"}
     if raw.get("language"):  # what the app recorded: a null stays unrecorded, as in the SQL row
@@ -112,12 +128,15 @@ def _write_trace(tracer, trace: dict[str, Any], raw: dict[str, Any]) -> None:
                 attributes={
                     "gen_ai.operation.name": "execute_tool",
                     "gen_ai.tool.name": call["name"],
-                    "gen_ai.tool.call.arguments": json.dumps(call.get("arguments") or {}, ensure_ascii=False),
+                    "gen_ai.tool.call.arguments": json.dumps(
+                        call.get("arguments") or {}, ensure_ascii=False
+                    ),
                 },
             )
             span.end(end_time=start + step // 2)
         documents = [
-            {"id": c["chunk_id"], "score": c.get("score"), "content": c["text"]} for c in trace.get("contexts") or []
+            {"id": c["chunk_id"], "score": c.get("score"), "content": c["text"]}
+            for c in trace.get("contexts") or []
         ]
         span = tracer.start_span(
             "retrieval docs",
@@ -133,7 +152,8 @@ def _write_trace(tracer, trace: dict[str, Any], raw: dict[str, Any]) -> None:
         chat: dict[str, Any] = {
             "gen_ai.operation.name": "chat",
             "gen_ai.input.messages": json.dumps(
-                [{"role": "user", "parts": [{"type": "text", "content": question}]}], ensure_ascii=False
+                [{"role": "user", "parts": [{"type": "text", "content": question}]}],
+                ensure_ascii=False,
             ),
             "gen_ai.output.messages": json.dumps(
                 [
@@ -149,18 +169,26 @@ def _write_trace(tracer, trace: dict[str, Any], raw: dict[str, Any]) -> None:
         if trace.get("model"):
             chat["gen_ai.request.model"] = chat["gen_ai.response.model"] = trace["model"]
         span = tracer.start_span(
-            f"chat {trace.get('model') or ''}".strip(), context=context, start_time=start + 2 * step, attributes=chat
+            f"chat {trace.get('model') or ''}".strip(),
+            context=context,
+            start_time=start + 2 * step,
+            attributes=chat,
         )
         span.end(end_time=end - 1)
     root.end(end_time=end)
 
 
-def seed_demo_otlp(settings: Settings, *, days: int, per_day: int, seed: int, replace: bool) -> dict[str, Any]:
-    """The demo's traffic (the SQL demo's rows, same seed) as OTLP/JSON files in RAGWATCH_TRACE_SOURCE_PATH."""
+def seed_demo_otlp(
+    settings: Settings, *, days: int, per_day: int, seed: int, replace: bool
+) -> dict[str, Any]:
+    """The demo's traffic (the SQL demo's rows, same seed) as OTLP/JSON files in
+    RAGWATCH_TRACE_SOURCE_PATH."""
     from ragwatch_harness.demo.seed import NEW_TOPIC_DAYS, NEW_TOPIC_SHARE
 
     if not settings.trace_source_path:
-        raise RuntimeError("set RAGWATCH_TRACE_SOURCE_PATH to the folder the demo's OTLP files go to")
+        raise RuntimeError(
+            "set RAGWATCH_TRACE_SOURCE_PATH to the folder the demo's OTLP files go to"
+        )
     folder = Path(settings.trace_source_path)
     path = folder / "traces.jsonl"
     if path.exists() and not replace:
@@ -168,7 +196,12 @@ def seed_demo_otlp(settings: Settings, *, days: int, per_day: int, seed: int, re
     path.unlink(missing_ok=True)
     today = datetime.now(timezone.utc).date()
     rows = generate_store_rows(
-        days=days, per_day=per_day, end=today, seed=seed, new_topic_days=NEW_TOPIC_DAYS, new_topic_share=NEW_TOPIC_SHARE
+        days=days,
+        per_day=per_day,
+        end=today,
+        seed=seed,
+        new_topic_days=NEW_TOPIC_DAYS,
+        new_topic_share=NEW_TOPIC_SHARE,
     )
     counts = write_otlp_traffic(rows, path, max_field_chars=settings.max_field_chars)
     return {

@@ -1,8 +1,9 @@
-"""What `make demo` did, gathered for its last screen: the steps that ran, the drill, the online day, the alerts.
+"""What `make demo` did, gathered for its last screen: the steps that ran, the drill, the online
+day, the alerts.
 
-The demo's commands write their full tables to its log; this reads back what they left (the published
-sample manifests, the golden release, the results DB, the drill's alerts) so that the last screen is
-built from the same records a person would open, not from the commands' printed output."""
+The demo's commands write their full tables to its log; this reads back what they left (the
+published sample manifests, the golden release, the results DB, the drill's alerts) so that the last
+screen is built from the same records a person would open, not from the commands' printed output."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from pipelines.stores.results import ResultsStore
 from ragwatch_harness.demo.drill import CANDIDATE
 
 PAGE_URL = "http://127.0.0.1:8080/ragwatch/"
-"""The ragwatch page of the `make up` stack (plugins/ragwatch_plugin.py); `make demo` starts no web server."""
+"""The ragwatch page of the `make up` stack (plugins/ragwatch_plugin.py); `make demo` starts no web
+server."""
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,8 @@ def _alerts_path(settings: Settings):
 
 
 def save_drill_alerts(settings: Settings, alerts: DrillAlerts) -> None:
-    """Kept under RAGWATCH_HOME for the recap: Prometheus stops with the demo, its answer must outlive it."""
+    """Kept under RAGWATCH_HOME for the recap: Prometheus stops with the demo, its answer must
+    outlive it."""
     path = _alerts_path(settings)
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = {"source": alerts.source, "alerts": [vars(a) for a in alerts.alerts]}
@@ -68,7 +71,9 @@ def load_drill_alerts(settings: Settings) -> DrillAlerts | None:
     return DrillAlerts(payload["source"], [DrillAlert(**a) for a in payload["alerts"]])
 
 
-def _summary(settings: Settings, store: ResultsStore, suite: str, target: str | None) -> RunSummary | None:
+def _summary(
+    settings: Settings, store: ResultsStore, suite: str, target: str | None
+) -> RunSummary | None:
     from pipelines.evaluation.outputs.summary import stored_summary
 
     run = store.latest_run(suite, target=target)
@@ -101,7 +106,9 @@ def _golden(settings: Settings) -> str | None:
 def demo_recap(settings: Settings, day: date, *, log: str | None = None) -> DemoRecap:
     """The recap of a demo whose online eval scored `day` (yesterday, in `make demo`)."""
     ran = []
-    sampled = [s for s in (_sampled(settings, day - timedelta(days=1)), _sampled(settings, day)) if s]
+    sampled = [
+        s for s in (_sampled(settings, day - timedelta(days=1)), _sampled(settings, day)) if s
+    ]
     ran += sampled
     if golden := _golden(settings):
         ran.append(f"golden_build: {golden}")
@@ -116,11 +123,20 @@ def demo_recap(settings: Settings, day: date, *, log: str | None = None) -> Demo
     finally:
         store.dispose()
     if baseline:
-        ran.append(f"offline_eval: {baseline.target} on {baseline.items} items of {baseline.dataset_version}")
+        ran.append(
+            f"offline_eval: {baseline.target} on {baseline.items} items of {baseline.dataset_version}"
+        )
     if drill:
         ran.append(f"regression drill: {drill.target} on the same items")
     if online:
-        ran.append(f"online_eval: {online.items:,} of the day's {online.day_traces or 0:,} sampled traces judged")
+        ran.append(
+            f"online_eval: {online.items:,} of the day's {online.day_traces or 0:,} sampled traces judged"
+        )
     return DemoRecap(
-        ran=ran, baseline=baseline, drill=drill, online=online, alerts=load_drill_alerts(settings), log=log
+        ran=ran,
+        baseline=baseline,
+        drill=drill,
+        online=online,
+        alerts=load_drill_alerts(settings),
+        log=log,
     )

@@ -13,8 +13,8 @@ from pipelines.traces.parse import Rejection, parse_row
 from ragwatch_harness.demo.traces import generate_store_rows
 
 NEW_TOPIC_DAYS, NEW_TOPIC_SHARE = 1, 0.3
-"""Yesterday, 30 % of the demo's users ask about Python packaging, which the golden set does not cover: the online
-eval's coverage falls and shows the topic (demo/traces.NEW_TOPIC)."""
+"""Yesterday, 30 % of the demo's users ask about Python packaging, which the golden set does not
+cover: the online eval's coverage falls and shows the topic (demo/traces.NEW_TOPIC)."""
 
 
 def seed_demo_store(
@@ -31,7 +31,9 @@ def seed_demo_store(
     with store.engine.begin() as conn:
         existing = conn.execute(sa.select(sa.func.count()).select_from(store.table)).scalar_one()
         if existing and not replace:
-            raise RuntimeError(f"the trace table already holds {existing:,} rows; pass --replace to reseed it")
+            raise RuntimeError(
+                f"the trace table already holds {existing:,} rows; pass --replace to reseed it"
+            )
         if existing:
             conn.execute(sa.delete(store.table))
 
@@ -46,13 +48,20 @@ def seed_demo_store(
         for n, row in enumerate(rows, start=1):
             if typed_ts and isinstance(row["ts"], str):
                 continue
-            broken += isinstance(parse_row(row, max_field_chars=settings.max_field_chars), Rejection)
+            broken += isinstance(
+                parse_row(row, max_field_chars=settings.max_field_chars), Rejection
+            )
             if progress and n % 100 == 0:
                 progress(n)
             yield row
 
     rows = generate_store_rows(
-        days=days, per_day=per_day, end=today, seed=seed, new_topic_days=NEW_TOPIC_DAYS, new_topic_share=NEW_TOPIC_SHARE
+        days=days,
+        per_day=per_day,
+        end=today,
+        seed=seed,
+        new_topic_days=NEW_TOPIC_DAYS,
+        new_topic_share=NEW_TOPIC_SHARE,
     )
     written = store.insert_rows(counted(rows))
     if progress:

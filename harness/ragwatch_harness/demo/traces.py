@@ -5,11 +5,11 @@ the contexts, tool arguments, request metadata) and every planted string is reco
 anonymizer is measured rather than trusted. Hard negatives (dates, order numbers, UUIDs,
 versions) are mixed in and deliberately not recorded.
 
-The assistant that "answered" them errs as a real one does, at known rates (`ANSWER_FAULTS`: invented
-sentences, swapped numbers or names, wrong abstentions, answers from a distractor context; and
-`INVALID_TOOL_ARGS`), so the online eval shows a spread rather than 1.0 everywhere. The faults are drawn
-from each trace's own content, never from the shared generator, so every other field of a seeded trace
-is what it was without them.
+The assistant that "answered" them errs as a real one does, at known rates (`ANSWER_FAULTS`:
+invented sentences, swapped numbers or names, wrong abstentions, answers from a distractor context;
+and `INVALID_TOOL_ARGS`), so the online eval shows a spread rather than 1.0 everywhere. The faults
+are drawn from each trace's own content, never from the shared generator, so every other field of a
+seeded trace is what it was without them.
 """
 
 from __future__ import annotations
@@ -47,7 +47,8 @@ NEGATIVE_RATE = 0.15
 BROKEN_ROW_RATE = 0.015
 HUGE_ANSWER_BYTES = 2_500_000
 ANSWER_FAULTS = OfflineFaults(made_up=0.08, swapped=0.05, wrong_abstention=0.04, wrong_context=0.05)
-"""How often the demo assistant's answers err (per sentence for made_up and swapped, per answer otherwise)."""
+"""How often the demo assistant's answers err (per sentence for made_up and swapped, per answer
+otherwise)."""
 INVALID_TOOL_ARGS = 0.06
 """Share of tool calls sent with arguments their tool's schema rejects."""
 APPS = {"docs-assistant": 5, "support-bot": 3, "internal-search": 2}
@@ -128,9 +129,9 @@ NEW_TOPIC = {
         "How do I upgrade a package I installed with pip?",
     ),
 }
-"""A topic the demo corpus (the language reference) and so its golden set never cover: on the days it is planted
-(`new_topic_share`), that share of the traffic asks about packaging instead, and the online eval's golden coverage
-shows it as the largest uncovered topic."""
+"""A topic the demo corpus (the language reference) and so its golden set never cover: on the days
+it is planted (`new_topic_share`), that share of the traffic asks about packaging instead, and the
+online eval's golden coverage shows it as the largest uncovered topic."""
 GREETINGS = {"es": ("Hola {name}, ",), "en": ("Hi {name}, ", "Hello {name}, ")}
 QUESTION_PII = {
     "es": (
@@ -228,7 +229,11 @@ def _token(rng: random.Random, n: int, alphabet: str = string.ascii_letters + st
 
 
 def _b64(data: dict) -> str:
-    return base64.urlsafe_b64encode(json.dumps(data, separators=(",", ":")).encode()).rstrip(b"=").decode()
+    return (
+        base64.urlsafe_b64encode(json.dumps(data, separators=(",", ":")).encode())
+        .rstrip(b"=")
+        .decode()
+    )
 
 
 class _Persona(dict):
@@ -266,7 +271,9 @@ def _plain(make: Callable[[_Persona], str]) -> Callable[[_Persona], tuple[str, s
 
 def _email(p: _Persona) -> str:
     first, last = (_ascii(x).lower().replace(" ", "") for x in (p.first, p.last.split()[0]))
-    local = p.rng.choice((f"{first}.{last}", f"{first[0]}{last}", f"{first}{last}{p.rng.randint(1, 99)}"))
+    local = p.rng.choice(
+        (f"{first}.{last}", f"{first[0]}{last}", f"{first}{last}{p.rng.randint(1, 99)}")
+    )
     domains = (
         ("gmail.com", "hotmail.es", "telefonica.es", "empresa.es")
         if p.spanish
@@ -279,7 +286,14 @@ def _phone(p: _Persona) -> str:
     shapes = (
         (("ES", "6", 8), ("ES", "7", 8), ("ES", "91", 7), ("ES", "93", 7))
         if p.spanish and p.rng.random() < 0.8
-        else (("GB", "20", 8), ("GB", "7", 9), ("US", "", 10), ("FR", "6", 8), ("MX", "55", 8), ("DE", "30", 8))
+        else (
+            ("GB", "20", 8),
+            ("GB", "7", 9),
+            ("US", "", 10),
+            ("FR", "6", 8),
+            ("MX", "55", 8),
+            ("DE", "30", 8),
+        )
     )
     while True:
         region, prefix, n = p.rng.choice(shapes)
@@ -289,8 +303,12 @@ def _phone(p: _Persona) -> str:
     if region == "ES" and p.rng.random() < 0.6:
         national = phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.NATIONAL)
         d = national.replace(" ", "")
-        return p.rng.choice((national, d, f"{d[:3]} {d[3:6]} {d[6:]}", f"{d[:2]} {d[2:5]} {d[5:7]} {d[7:]}"))
-    style = p.rng.choice((phonenumbers.PhoneNumberFormat.INTERNATIONAL, phonenumbers.PhoneNumberFormat.E164))
+        return p.rng.choice(
+            (national, d, f"{d[:3]} {d[3:6]} {d[6:]}", f"{d[:2]} {d[2:5]} {d[5:7]} {d[7:]}")
+        )
+    style = p.rng.choice(
+        (phonenumbers.PhoneNumberFormat.INTERNATIONAL, phonenumbers.PhoneNumberFormat.E164)
+    )
     return phonenumbers.format_number(number, style)
 
 
@@ -314,7 +332,9 @@ def _card(p: _Persona) -> str:
     kind = p.rng.choice(("visa16", "mastercard", "amex", "discover", "jcb16", "visa13", "diners"))
     digits = _checked(lambda: p.fake.credit_card_number(card_type=kind), luhn)
     separator = p.rng.choice((" ", "-", ""))
-    return separator.join(digits[i : i + 4] for i in range(0, len(digits), 4)) if separator else digits
+    return (
+        separator.join(digits[i : i + 4] for i in range(0, len(digits), 4)) if separator else digits
+    )
 
 
 def _ip(p: _Persona) -> str:
@@ -329,9 +349,7 @@ def _url_token(p: _Persona) -> tuple[str, str]:
 
 
 def _url_login(p: _Persona) -> tuple[str, str]:
-    credentials = (
-        f"{_ascii(p.first).lower().replace(' ', '')}:{_token(p.rng, 10)}{p.rng.choice('!*$%')}{p.rng.randint(10, 99)}"
-    )
+    credentials = f"{_ascii(p.first).lower().replace(' ', '')}:{_token(p.rng, 10)}{p.rng.choice('!*$%')}{p.rng.randint(10, 99)}"
     return f"postgresql://{credentials}@db-prod.internal:5432/analytics", credentials
 
 
@@ -352,12 +370,19 @@ def _api_key(p: _Persona) -> str:
 
 def _jwt(p: _Persona) -> str:
     header = _b64({"alg": "HS256", "typ": "JWT"})
-    payload = _b64({"sub": str(p.rng.randint(10**6, 10**7)), "iat": p.rng.randint(1_700_000_000, 1_800_000_000)})
+    payload = _b64(
+        {
+            "sub": str(p.rng.randint(10**6, 10**7)),
+            "iat": p.rng.randint(1_700_000_000, 1_800_000_000),
+        }
+    )
     return f"{header}.{payload}.{_token(p.rng, 43, string.ascii_letters + string.digits + '_-')}"
 
 
 def _password(p: _Persona) -> str:
-    word = p.rng.choice(("Verano", "Invierno", "Madrid", "Sunshine", "Dragon", "Barcelona", "Qwerty"))
+    word = p.rng.choice(
+        ("Verano", "Invierno", "Madrid", "Sunshine", "Dragon", "Barcelona", "Qwerty")
+    )
     return f"{word}{p.rng.randint(2015, 2026)}{p.rng.choice('!#$*')}"
 
 
@@ -379,7 +404,10 @@ _MAKERS: dict[str, tuple[str | None, Callable[[_Persona], tuple[str, str]]]] = {
     "url_login": ("URL_SECRET", _url_login),
     "api_key": ("SECRET", _plain(_api_key)),
     "jwt": ("SECRET", _plain(_jwt)),
-    "bearer": ("SECRET", _plain(lambda p: _token(p.rng, 40, string.ascii_letters + string.digits + "-._"))),
+    "bearer": (
+        "SECRET",
+        _plain(lambda p: _token(p.rng, 40, string.ascii_letters + string.digits + "-._")),
+    ),
     "password": ("SECRET", _plain(_password)),
     # Hard negatives: number-shaped, never PII, never recorded.
     "date": (None, _plain(_date)),
@@ -406,7 +434,9 @@ def _weighted(rng: random.Random, weights: dict):
 
 
 def _sentences(chunk: DemoChunk, rng: random.Random) -> str:
-    sentences = [s for s in re.split(r"(?<=[.!?])\s+", " ".join(chunk.text.split())) if 20 < len(s) < 400]
+    sentences = [
+        s for s in re.split(r"(?<=[.!?])\s+", " ".join(chunk.text.split())) if 20 < len(s) < 400
+    ]
     if not sentences:
         return " ".join(chunk.text.split())[:300]
     start = rng.randrange(len(sentences))
@@ -444,7 +474,8 @@ class _Draft:
 
 
 def _plant(place: str, draft: _Draft, persona: _Persona, lang: str) -> None:
-    """Put PII where real users and systems put it: the question, a greeting, a ticket, tools, headers."""
+    """Put PII where real users and systems put it: the question, a greeting, a ticket, tools,
+    headers."""
     rng = persona.rng
     if place == "question":
         template = rng.choice(QUESTION_PII[lang])
@@ -456,7 +487,9 @@ def _plant(place: str, draft: _Draft, persona: _Persona, lang: str) -> None:
         )
     elif place == "ticket":
         ticket = Context(
-            chunk_id=f"tickets/{persona['order']}#0", text=rng.choice(TICKETS[lang]).format_map(persona), score=0.0
+            chunk_id=f"tickets/{persona['order']}#0",
+            text=rng.choice(TICKETS[lang]).format_map(persona),
+            score=0.0,
         )
         draft.contexts.insert(rng.randint(1, len(draft.contexts)), ticket)
     elif place == "sql":
@@ -465,41 +498,62 @@ def _plant(place: str, draft: _Draft, persona: _Persona, lang: str) -> None:
         )
     elif place == "web":
         draft.tool_calls.append(
-            ToolCall(name="web_search", arguments={"query": rng.choice(WEB_PII).format_map(persona)})
+            ToolCall(
+                name="web_search", arguments={"query": rng.choice(WEB_PII).format_map(persona)}
+            )
         )
     else:
-        key, placeholder = rng.choice((("client_ip", "ip"), ("user_email", "email"), ("referer", "url_token")))
+        key, placeholder = rng.choice(
+            (("client_ip", "ip"), ("user_email", "email"), ("referer", "url_token"))
+        )
         draft.metadata[key] = persona[placeholder]
 
 
-def _answer_faults(answer: str, question: str, gold: DemoChunk, contexts: list[Context], lang: str) -> str:
-    """The answer as the demo assistant got it wrong, at ANSWER_FAULTS' rates, drawn from the question."""
+def _answer_faults(
+    answer: str, question: str, gold: DemoChunk, contexts: list[Context], lang: str
+) -> str:
+    """The answer as the demo assistant got it wrong, at ANSWER_FAULTS' rates, drawn from the
+    question."""
     seed = ("demo-answer", question, gold.chunk_id)
     if draw("wrong_abstention", *seed) < ANSWER_FAULTS.wrong_abstention:
         return NOT_ENOUGH[lang]
     evidence = "\n".join(c.text for c in contexts)
     lead = next((lead for lead in LEAD_INS[lang] if lead and answer.startswith(lead)), "")
     body = answer[len(lead) :]
-    others = [c for c in contexts if c.chunk_id != gold.chunk_id and not c.chunk_id.startswith("tickets/")]
+    others = [
+        c for c in contexts if c.chunk_id != gold.chunk_id and not c.chunk_id.startswith("tickets/")
+    ]
     if others and draw("wrong_context", *seed) < ANSWER_FAULTS.wrong_context:
         distractor = others[int(draw("which", *seed) * len(others))]
         body = " ".join(sentences(distractor.text)[:2]) or body
     parts = sentences(body) or [body]
-    parts = corrupt_sentences(parts, ANSWER_FAULTS, topic=question, language=lang, evidence=evidence, seed=seed)
+    parts = corrupt_sentences(
+        parts, ANSWER_FAULTS, topic=question, language=lang, evidence=evidence, seed=seed
+    )
     return lead + join_sentences(parts)
 
 
 def _invalid_arguments(draft: _Draft) -> None:
-    """Some retrieval calls sent with arguments the schema rejects (a count out of range, or in words); calls
-    that may carry planted PII (SQL, web searches) are left as they are, so every planted value stays."""
+    """Some retrieval calls sent with arguments the schema rejects (a count out of range, or in
+    words); calls that may carry planted PII (SQL, web searches) are left as they are, so every
+    planted value stays."""
     for i, call in enumerate(draft.tool_calls):
-        if call.name == "vector_search" and draw("invalid_tool", draft.question, i) < INVALID_TOOL_ARGS:
+        if (
+            call.name == "vector_search"
+            and draw("invalid_tool", draft.question, i) < INVALID_TOOL_ARGS
+        ):
             top_k = "five" if draw("how", draft.question, i) < 0.5 else 0
-            draft.tool_calls[i] = ToolCall(name=call.name, arguments={**call.arguments, "top_k": top_k})
+            draft.tool_calls[i] = ToolCall(
+                name=call.name, arguments={**call.arguments, "top_k": top_k}
+            )
 
 
 def _one_trace(
-    rng: random.Random, chunks: list[DemoChunk], start: datetime, end: datetime, new_topic_share: float = 0.0
+    rng: random.Random,
+    chunks: list[DemoChunk],
+    start: datetime,
+    end: datetime,
+    new_topic_share: float = 0.0,
 ) -> LabelledTrace:
     spanish = rng.random() < SPANISH_SHARE
     lang = "es" if spanish else "en"
@@ -510,15 +564,24 @@ def _one_trace(
     style = "mixed" if spanish and rng.random() < MIXED_SHARE else lang
     plural = "n" if gold.subject_es.startswith(("los ", "las ")) else ""
     question = rng.choice(QUESTIONS[style]).format(s=gold.subject_es, e=gold.subject_en, n=plural)
-    # Drawn from the trace's own content, not the shared generator: every other field stays what it was.
-    if new_topic_share and draw("demo-new-topic", question, persona.first, persona.last) < new_topic_share:
-        question = NEW_TOPIC[lang][int(draw("demo-new-topic-question", question, gold.chunk_id) * len(NEW_TOPIC[lang]))]
+    # Drawn from the trace's own content, not the shared generator: every other field stays what it
+    # was.
+    if (
+        new_topic_share
+        and draw("demo-new-topic", question, persona.first, persona.last) < new_topic_share
+    ):
+        question = NEW_TOPIC[lang][
+            int(draw("demo-new-topic-question", question, gold.chunk_id) * len(NEW_TOPIC[lang]))
+        ]
     if rng.random() < NEGATIVE_RATE:
         question += rng.choice(NEGATIVES[lang]).format_map(persona)
     draft = _Draft(
         question=question,
         answer=rng.choice(LEAD_INS[lang]) + _sentences(gold, rng),
-        contexts=[Context(chunk_id=c.chunk_id, text=c.text, score=0.0) for c in _retrieve(gold, chunks, rng)],
+        contexts=[
+            Context(chunk_id=c.chunk_id, text=c.text, score=0.0)
+            for c in _retrieve(gold, chunks, rng)
+        ],
         tool_calls=[],
         metadata={
             "session_id": f"sess-{uuid.UUID(int=rng.getrandbits(128)).hex[:16]}",
@@ -529,16 +592,25 @@ def _one_trace(
     # Before any PII is planted: a fault never rewrites a planted value.
     draft.answer = _answer_faults(draft.answer, draft.question, gold, draft.contexts, lang)
     if rng.random() < PII_RATE[app]:
-        places = rng.choices(list(PII_PLACES), weights=list(PII_PLACES.values()), k=rng.choice((1, 1, 1, 2, 2, 3)))
+        places = rng.choices(
+            list(PII_PLACES), weights=list(PII_PLACES.values()), k=rng.choice((1, 1, 1, 2, 2, 3))
+        )
         for place in dict.fromkeys(places):
             _plant(place, draft, persona, lang)
     if rng.random() < TOOL_RATE:
         draft.tool_calls.insert(
-            0, ToolCall(name="vector_search", arguments={"query": draft.question, "top_k": len(draft.contexts)})
+            0,
+            ToolCall(
+                name="vector_search",
+                arguments={"query": draft.question, "top_k": len(draft.contexts)},
+            ),
         )
         if rng.random() < 0.3:
             draft.tool_calls.append(
-                ToolCall(name="web_search", arguments={"query": f"python {gold.subject_en} site:docs.python.org"})
+                ToolCall(
+                    name="web_search",
+                    arguments={"query": f"python {gold.subject_en} site:docs.python.org"},
+                )
             )
     for context, score in zip(draft.contexts, _scores(rng, len(draft.contexts))):
         context.score = score
@@ -563,8 +635,8 @@ def _one_trace(
 def generate_traces(
     n: int, *, seed: int, start: datetime, end: datetime, new_topic_share: float = 0.0
 ) -> list[LabelledTrace]:
-    """`n` traces with timestamps in [start, end), ordered by time; the same seed, the same traces. A
-    `new_topic_share` of them ask about NEW_TOPIC instead of the corpus."""
+    """`n` traces with timestamps in [start, end), ordered by time; the same seed, the same traces.
+    A `new_topic_share` of them ask about NEW_TOPIC instead of the corpus."""
     rng = random.Random(seed)
     for locale in ("es_ES", "en_US"):
         _faker(locale).seed_instance(rng.getrandbits(32))
@@ -600,10 +672,17 @@ def _break(row: dict, kind: str, day: date) -> dict:
 
 
 def generate_store_rows(
-    *, days: int, per_day: int, end: date, seed: int, new_topic_days: int = 0, new_topic_share: float = 0.0
+    *,
+    days: int,
+    per_day: int,
+    end: date,
+    seed: int,
+    new_topic_days: int = 0,
+    new_topic_share: float = 0.0,
 ) -> Iterator[dict]:
-    """Raw rows for the SQL trace store over the `days` days before `end`, about 1.5% broken; on the last
-    `new_topic_days` days, `new_topic_share` of the traffic asks about NEW_TOPIC (a launch the golden set missed)."""
+    """Raw rows for the SQL trace store over the `days` days before `end`, about 1.5% broken; on the
+    last `new_topic_days` days, `new_topic_share` of the traffic asks about NEW_TOPIC (a launch the
+    golden set missed)."""
     for offset in range(days, 0, -1):
         day = end - timedelta(days=offset)
         day_seed = _day_seed(seed, day)
@@ -612,11 +691,17 @@ def generate_store_rows(
         huge_allowed = day.toordinal() % 3 == 0  # at most one multi-MB row every three days
         share = new_topic_share if offset <= new_topic_days else 0.0
         for labelled in generate_traces(
-            per_day, seed=day_seed, start=day_start, end=day_start + timedelta(days=1), new_topic_share=share
+            per_day,
+            seed=day_seed,
+            start=day_start,
+            end=day_start + timedelta(days=1),
+            new_topic_share=share,
         ):
             row = _row(labelled.trace)
             if rng.random() < BROKEN_ROW_RATE:
-                kinds = ["missing_question", "bad_contexts", "bad_ts"] + (["huge_answer"] if huge_allowed else [])
+                kinds = ["missing_question", "bad_contexts", "bad_ts"] + (
+                    ["huge_answer"] if huge_allowed else []
+                )
                 kind = rng.choice(kinds)
                 huge_allowed = huge_allowed and kind != "huge_answer"
                 row = _break(row, kind, day)

@@ -1,4 +1,5 @@
-"""An eval run's summary: scores, gate, diagnosis, judge trust, cost, coverage; dry-run estimates."""
+"""An eval run's summary: scores, gate, diagnosis, judge trust, cost, coverage; dry-run
+estimates."""
 
 from __future__ import annotations
 
@@ -28,7 +29,9 @@ def score_table(title: str, overall) -> ReadableTable:
     return table
 
 
-def gate_table(summary, role: str = "baseline", run_id: str | None = None, rows=None) -> ReadableTable:
+def gate_table(
+    summary, role: str = "baseline", run_id: str | None = None, rows=None
+) -> ReadableTable:
     from pipelines.evaluation.outputs.formatting import interval, number
 
     table = ReadableTable(
@@ -36,7 +39,15 @@ def gate_table(summary, role: str = "baseline", run_id: str | None = None, rows=
         caption="catches: the smallest drop of the mean this gate fails 90 % of the time at its n",
     )
     table.add_column("metric", "name")
-    for column in ("pairs", role, "candidate", "difference", "95 % CI", f"p ({summary.gate_correction})", "catches"):
+    for column in (
+        "pairs",
+        role,
+        "candidate",
+        "difference",
+        "95 % CI",
+        f"p ({summary.gate_correction})",
+        "catches",
+    ):
         table.add_column(column)
     table.add_column("verdict", "text")
     for row in summary.gate_rows if rows is None else rows:
@@ -112,7 +123,8 @@ def print_eval_summary(summary) -> None:
 
 
 def print_coverage(coverage) -> None:
-    """The golden set's coverage of the day's traffic per stratum, and the largest topics it misses."""
+    """The golden set's coverage of the day's traffic per stratum, and the largest topics it
+    misses."""
     from pipelines.evaluation.outputs.formatting import interval, number
 
     if coverage.status != "ok":
@@ -132,8 +144,9 @@ def print_coverage(coverage) -> None:
             "(matched − false) / (true − false))"
         )
     )
-    # n is the distinct questions matched, of the day's traces; coverage is the matched share corrected for the
-    # matcher's error rates, its day interval from the day's questions, its level interval with the rates' too.
+    # n is the distinct questions matched, of the day's traces; coverage is the matched share
+    # corrected for the matcher's error rates, its day interval from the day's questions, its level
+    # interval with the rates' too.
     table.add_column("stratum", "name")
     for column in ("day's traces", "n", "matched", "coverage", "day 95 % CI", "level 95 % CI"):
         table.add_column(column)
@@ -149,7 +162,9 @@ def print_coverage(coverage) -> None:
         )
     console.print(table)
     if coverage.level_note:
-        console.print(f"  coverage not estimated: {escape(coverage.level_note)} (the matched share counts its errors)")
+        console.print(
+            f"  coverage not estimated: {escape(coverage.level_note)} (the matched share counts its errors)"
+        )
     for c in coverage.clusters[:3]:
         console.print(
             f"  uncovered topic {c.cluster_id} ({c.language}, {c.share:.1%} of the day): "
@@ -188,7 +203,9 @@ def judge_trust_line(row) -> str:
     if row.judge_ci:
         line += f"; judge-only mean {number(row.judge_mean)} {interval(*row.judge_ci)}"
     if row.corrected_ci:
-        line += f", corrected for its errors {number(row.corrected_mean)} {interval(*row.corrected_ci)}"
+        line += (
+            f", corrected for its errors {number(row.corrected_mean)} {interval(*row.corrected_ci)}"
+        )
         line += f" ({escape(row.corrected_method)})" if row.corrected_method else ""
     elif row.labels and row.notes:
         line += f"; no corrected mean: {escape(row.notes[-1])}"
@@ -205,7 +222,14 @@ def run_cost_table(cost) -> ReadableTable:
     )
     for column in ("stage", "metric", "model"):
         table.add_column(column, "name")
-    for column in ("requests", "per item", "cache hits", "prompt tokens", "completion tokens", "LLM-s"):
+    for column in (
+        "requests",
+        "per item",
+        "cache hits",
+        "prompt tokens",
+        "completion tokens",
+        "LLM-s",
+    ):
         table.add_column(column)
     for row in cost.rows:
         table.add_row(
@@ -223,15 +247,19 @@ def run_cost_table(cost) -> ReadableTable:
 
 
 def print_estimate(estimate) -> None:
-    """A dry run's estimate (pipelines.evaluation.runs.estimate): one row per stage, metric and model role."""
+    """A dry run's estimate (pipelines.evaluation.runs.estimate): one row per stage, metric and
+    model role."""
 
     def shown(value: float | None) -> str:
         return "–" if value is None else f"{round(value):,}"
 
     units = ", ".join(
-        f"{n:,} {unit} ({estimate.cached_units.get(unit, 0):,} assumed cached)" for unit, n in estimate.units.items()
+        f"{n:,} {unit} ({estimate.cached_units.get(unit, 0):,} assumed cached)"
+        for unit, n in estimate.units.items()
     )
-    console.print(f"dry run of {escape(estimate.subject)}: {escape(units)}; nothing sent, nothing written")
+    console.print(
+        f"dry run of {escape(estimate.subject)}: {escape(units)}; nothing sent, nothing written"
+    )
     # How each row was estimated follows the table, a line each: the table stays narrow.
     table = ReadableTable()
     for column in ("stage", "metric", "role"):
@@ -252,12 +280,19 @@ def print_estimate(estimate) -> None:
         "total",
         "",
         "",
-        *(shown(estimate.total(c)) for c in ("requests", "cache_hits", "prompt_tokens", "completion_tokens")),
+        *(
+            shown(estimate.total(c))
+            for c in ("requests", "cache_hits", "prompt_tokens", "completion_tokens")
+        ),
     )
     console.print(table)
     for row in estimate.rows:
-        console.print(f"  {row.stage} · {escape(row.metric)}: {row.units:,} {row.unit}, {escape(row.basis)}")
+        console.print(
+            f"  {row.stage} · {escape(row.metric)}: {row.units:,} {row.unit}, {escape(row.basis)}"
+        )
     history = ", ".join(estimate.history) or "none (no past run sent requests)"
     console.print(f"rates from: {escape(history)}")
     if not estimate.rows:
-        console.print("no estimate: no past run to measure requests per item on; run once, then dry-run again")
+        console.print(
+            "no estimate: no past run to measure requests per item on; run once, then dry-run again"
+        )

@@ -34,4 +34,6 @@ def print_gauges(settings, *, suite: str, app: str | None = None) -> None:
             for name, value in sorted(values.items())
             if name.endswith("_score") or name == "rag_eval_gate_passed"
         )
-        console.print(f"read back from the Pushgateway {escape(str(group['labels']))}: {escape(shown)}")
+        console.print(
+            f"read back from the Pushgateway {escape(str(group['labels']))}: {escape(shown)}"
+        )

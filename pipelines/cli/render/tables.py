@@ -21,7 +21,8 @@ from rich.text import Text
 Kind = Literal["name", "number", "text"]
 _FOLD_AT = 16
 _UNBOUNDED = 10_000
-"""A text column folds a longer word (a path, a model id) rather than push the table into its vertical form."""
+"""A text column folds a longer word (a path, a model id) rather than push the table into its
+vertical form."""
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,8 @@ def _longest_word(cell: str) -> int:
 
 
 def _packed(pairs: list[str], width: int) -> list[str]:
-    """`pairs` joined by " · " into lines of at most `width` cells; a pair wider than that has a line to itself."""
+    """`pairs` joined by " · " into lines of at most `width` cells; a pair wider than that has a
+    line to itself."""
     lines: list[str] = []
     for pair in pairs:
         if lines and Text.from_markup(f"{lines[-1]} · {pair}").cell_len <= width:
@@ -50,11 +52,14 @@ def _packed(pairs: list[str], width: int) -> list[str]:
 
 
 class ReadableTable:
-    """A drop-in for the CLI's `rich.table.Table`: `add_column(header, kind)`, `add_row(*cells)`, `console.print`.
+    """A drop-in for the CLI's `rich.table.Table`: `add_column(header, kind)`, `add_row(*cells)`,
+    `console.print`.
 
     Cells are Rich markup, as with a Rich table."""
 
-    def __init__(self, title: str | None = None, *, show_header: bool = True, caption: str | None = None) -> None:
+    def __init__(
+        self, title: str | None = None, *, show_header: bool = True, caption: str | None = None
+    ) -> None:
         self.title, self.show_header, self.caption = title, show_header, caption
         self.columns: list[_Column] = []
         self.rows: list[tuple[str, ...]] = []
@@ -66,8 +71,8 @@ class ReadableTable:
         self.rows.append(tuple(cells) + ("",) * (len(self.columns) - len(cells)))
 
     def min_widths(self) -> list[int]:
-        """The narrowest each column can be: names and numbers whole, text folded at its longest word, headers
-        wrapped between words."""
+        """The narrowest each column can be: names and numbers whole, text folded at its longest
+        word, headers wrapped between words."""
         widths = []
         for i, column in enumerate(self.columns):
             cells = [row[i] for row in self.rows]
@@ -81,9 +86,12 @@ class ReadableTable:
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         grid = self._grid(console.is_terminal)
-        # Rich measures a table's narrowest form from its columns' min_width, padding and box; measured unbounded,
-        # since a measurement within the width is capped at the width.
-        if Measurement.get(console, options.update(width=_UNBOUNDED), grid).minimum <= options.max_width:
+        # Rich measures a table's narrowest form from its columns' min_width, padding and box;
+        # measured unbounded, since a measurement within the width is capped at the width.
+        if (
+            Measurement.get(console, options.update(width=_UNBOUNDED), grid).minimum
+            <= options.max_width
+        ):
             yield grid
         else:
             yield from self._vertical(console, options.max_width)
@@ -114,7 +122,8 @@ class ReadableTable:
         return table
 
     def _vertical(self, console: Console, width: int) -> RenderResult:
-        """One block per row: its name cells on a line, then every other column as `header: value`."""
+        """One block per row: its name cells on a line, then every other column as `header:
+        value`."""
         if self.title:
             yield Text.from_markup(self.title, style="bold")
         names = [i for i, c in enumerate(self.columns) if c.kind == "name"] or [0]

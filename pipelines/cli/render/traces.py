@@ -20,14 +20,24 @@ def print_sample_summary(
     reasons = ", ".join(f"{k}: {v}" for k, v in counts.quarantine_reasons.items()) or "none"
     table.add_row("quarantined", f"{counts.quarantined:,} ({reasons})")
     source = getattr(counts, "source_counts", {})
-    if source.get("spans_lost") or source.get("lines_truncated_file") or source.get("lines_unreadable_line"):
-        named = sum(v for k, v in source.items() if k in ("rejected_truncated_file", "rejected_unreadable_line"))
+    if (
+        source.get("spans_lost")
+        or source.get("lines_truncated_file")
+        or source.get("lines_unreadable_line")
+    ):
+        named = sum(
+            v
+            for k, v in source.items()
+            if k in ("rejected_truncated_file", "rejected_unreadable_line")
+        )
         table.add_row(
             "damaged span files",
             f"{source.get('spans_lost', 0):,} spans lost; {named:,} traces named in damaged lines and "
             f"{source.get('rejected_incomplete_trace', 0):,} incomplete, quarantined (of the day, selected or not)",
         )
-    table.add_row("PII replaced", ", ".join(f"{k}: {v}" for k, v in counts.pii_counts.items()) or "none")
+    table.add_row(
+        "PII replaced", ", ".join(f"{k}: {v}" for k, v in counts.pii_counts.items()) or "none"
+    )
     table.add_row("validation", validation)
     table.add_row("partition", str(partition))
     if dvc_md5:

@@ -1,17 +1,19 @@
 """The share of the day's questions the golden set covers, corrected for how matching errs.
 
-Matching errs both ways. A covered question's nearest golden passage can fall below the threshold: it is matched
-at the true-match rate (TPR) only. A question on a subject the golden set lacks can pass: the false-match rate
-(FPR). The matched share o is then about TPR·c + FPR·(1 − c), c the share truly covered. The level reported is
-c = (o − FPR)/(TPR − FPR) (Rogan & Gladen 1978), clipped to [0, 1], with two 95 % intervals. The level's own
-carries the day's sampling and the two rates' uncertainty (delta method, statistics/misclassification.py). The
-day's holds the rates at their calibration: two days measured against one golden set share its rates, so their
-levels differ by the day's sampling alone, and it is what a drop is read against (the alert).
+Matching errs both ways. A covered question's nearest golden passage can fall below the threshold:
+it is matched at the true-match rate (TPR) only. A question on a subject the golden set lacks can
+pass: the false-match rate (FPR). The matched share o is then about TPR·c + FPR·(1 − c), c the share
+truly covered. The level reported is c = (o − FPR)/(TPR − FPR) (Rogan & Gladen 1978), clipped to [0,
+1], with two 95 % intervals. The level's own carries the day's sampling and the two rates'
+uncertainty (delta method, statistics/misclassification.py). The day's holds the rates at their
+calibration: two days measured against one golden set share its rates, so their levels differ by the
+day's sampling alone, and it is what a drop is read against (the alert).
 
-The rates are those of the threshold's calibration on the golden set's user questions (threshold.py): TPR on
-each question with its own passages present, FPR on the same question with its own document left out, as a
-question on a missing subject is matched. Their variances are binomial over the positives and the negatives, at
-the Jeffreys shares: a rate of 0 or 1 on a few questions is not exact.
+The rates are those of the threshold's calibration on the golden set's user questions
+(threshold.py): TPR on each question with its own passages present, FPR on the same question with
+its own document left out, as a question on a missing subject is matched. Their variances are
+binomial over the positives and the negatives, at the Jeffreys shares: a rate of 0 or 1 on a few
+questions is not exact.
 """
 
 from __future__ import annotations
@@ -27,15 +29,23 @@ METHOD = "corrected for the matcher's error rates (Rogan–Gladen, delta method)
 
 
 def matcher_error_rates(threshold: CoverageThreshold) -> ErrorRates | None:
-    """TPR as the sensitivity and 1 − FPR as the specificity, with their covariance; None without both counts."""
-    if threshold.tpr is None or threshold.fpr is None or not threshold.positives or not threshold.negatives:
+    """TPR as the sensitivity and 1 − FPR as the specificity, with their covariance; None without
+    both counts."""
+    if (
+        threshold.tpr is None
+        or threshold.fpr is None
+        or not threshold.positives
+        or not threshold.negatives
+    ):
         return None
     true_matches = round(threshold.tpr * threshold.positives)
     false_matches = round(threshold.fpr * threshold.negatives)
     # Positives and negatives are separate counts, so the two rates' covariance is diagonal.
     sens_j = (true_matches + 0.5) / (threshold.positives + 1)
     fpr_j = (false_matches + 0.5) / (threshold.negatives + 1)
-    cov = np.diag([sens_j * (1 - sens_j) / threshold.positives, fpr_j * (1 - fpr_j) / threshold.negatives])
+    cov = np.diag(
+        [sens_j * (1 - sens_j) / threshold.positives, fpr_j * (1 - fpr_j) / threshold.negatives]
+    )
     fpr_low, fpr_high = proportion_ci(false_matches, threshold.negatives)
     return ErrorRates(
         sens=threshold.tpr,
@@ -63,11 +73,12 @@ def uncorrectable(threshold: CoverageThreshold) -> str:
 
 
 def corrected(rows: list[StratumCoverage], threshold: CoverageThreshold) -> list[StratumCoverage]:
-    """Each row's level from its matched share (`matched`, at n = its distinct questions; the day's: their effective
-    number), with two intervals: the matched share's Jeffreys interval mapped through the correction, the rates held
-    at their calibration (`ci_low`, `ci_high`: the day's sampling alone, what two days against one golden set are
-    compared by), and the delta-method one with the rates' own uncertainty added (`level_ci_low`, `level_ci_high`).
-    The level is None where `uncorrectable` says why."""
+    """Each row's level from its matched share (`matched`, at n = its distinct questions; the day's:
+    their effective number), with two intervals: the matched share's Jeffreys interval mapped
+    through the correction, the rates held at their calibration (`ci_low`, `ci_high`: the day's
+    sampling alone, what two days against one golden set are compared by), and the delta-method one
+    with the rates' own uncertainty added (`level_ci_low`, `level_ci_high`). The level is None where
+    `uncorrectable` says why."""
     rates = None if uncorrectable(threshold) else matcher_error_rates(threshold)
     out = []
     for row in rows:

@@ -1,23 +1,26 @@
-"""The question-to-passage similarity above which a day's question counts as covered, calibrated on user questions.
+"""The question-to-passage similarity above which a day's question counts as covered, calibrated on
+user questions.
 
-A question is covered when the golden set holds a passage that answers it (estimate.py matches each question to
-the golden items' reference passages). The threshold is learnt from golden items whose question a user asked:
-items built from production traces (`source == "trace"`) and items people imported (`source == "human"`). The
-golden set's generated questions do not qualify: the offline backend writes them from templates that reuse the
-passage's words, and even an LLM's paraphrases are far easier to match than a user's question (the issue: a
-threshold learnt from them, cosine 0.773, was one no real question reached).
+A question is covered when the golden set holds a passage that answers it (estimate.py matches each
+question to the golden items' reference passages). The threshold is learnt from golden items whose
+question a user asked: items built from production traces (`source == "trace"`) and items people
+imported (`source == "human"`). The golden set's generated questions do not qualify: the offline
+backend writes them from templates that reuse the passage's words, and even an LLM's paraphrases are
+far easier to match than a user's question (the issue: a threshold learnt from them, cosine 0.773,
+was one no real question reached).
 
 For each such item in a language the golden set has passages in:
-- positive (answerable: it has gold passages): its nearest golden passage, as matching sees a covered question;
-- negative: its nearest golden passage of another document than its gold passages' — what matching sees for a
-  question whose subject the golden set lacks — and, for a trace the generator found no answer for in the corpus
-  (no gold passage), its nearest golden passage of all.
+- positive (answerable: it has gold passages): its nearest golden passage, as matching sees a
+  covered question;
+- negative: its nearest golden passage of another document than its gold passages' — what matching
+  sees for a question whose subject the golden set lacks — and, for a trace the generator found no
+  answer for in the corpus (no gold passage), its nearest golden passage of all.
 
-The cut is the cosine maximizing Youden's J = TPR − FPR; the report states it with TPR, FPR, ROC AUC and counts.
-Fewer than MIN_POSITIVES positives (or no negative), or an AUC below MIN_AUC (the embedding model cannot tell a
-user's question's own passage from another document's, e.g. an English-only model on French questions), leave
-it uncalibrated: coverage is then `failed` with that reason, unless the user set RAGWATCH_COVERAGE_THRESHOLD,
-which is used and said to be theirs.
+The cut is the cosine maximizing Youden's J = TPR − FPR; the report states it with TPR, FPR, ROC AUC
+and counts. Fewer than MIN_POSITIVES positives (or no negative), or an AUC below MIN_AUC (the
+embedding model cannot tell a user's question's own passage from another document's, e.g. an
+English-only model on French questions), leave it uncalibrated: coverage is then `failed` with that
+reason, unless the user set RAGWATCH_COVERAGE_THRESHOLD, which is used and said to be theirs.
 """
 
 from __future__ import annotations
@@ -36,7 +39,8 @@ MIN_POSITIVES = 10
 MIN_AUC = 0.7
 """Below this ROC AUC a question's own passage does not stand out from other documents' passages."""
 EVIDENCE_SOURCES = ("trace", "human")
-"""Golden items whose question a user asked: the only evidence of what a user's question looks like."""
+"""Golden items whose question a user asked: the only evidence of what a user's question looks
+like."""
 
 
 @dataclass(frozen=True)
@@ -50,17 +54,20 @@ class GoldenPassages:
 
 
 def document_of(ref: str) -> str:
-    """`guides/deploy.md#rollback/0` -> `guides/deploy.md`: a chunk's (or seed passage's) document."""
+    """`guides/deploy.md#rollback/0` -> `guides/deploy.md`: a chunk's (or seed passage's)
+    document."""
     return ref.split("#", 1)[0]
 
 
 def golden_passages(items: Sequence[GoldenItem]) -> GoldenPassages:
-    """Each distinct (chunk id, language) of the items' gold passages, in first-seen order. A passage without a chunk
-    id (an imported item) is keyed by its text and is its own document."""
+    """Each distinct (chunk id, language) of the items' gold passages, in first-seen order. A
+    passage without a chunk id (an imported item) is keyed by its text and is its own document."""
     seen: dict[tuple[str, str], int] = {}
     out = GoldenPassages([], [], [], [])
     for item in items:
-        ids = item.gold_chunk_ids if len(item.gold_chunk_ids) == len(item.reference_contexts) else []
+        ids = (
+            item.gold_chunk_ids if len(item.gold_chunk_ids) == len(item.reference_contexts) else []
+        )
         for k, text in enumerate(item.reference_contexts):
             chunk_id = ids[k] if ids else f"text:{hash_text(text)}"
             if not text.strip() or (chunk_id, item.language) in seen:
@@ -91,8 +98,8 @@ def calibrate_threshold(
     setting: float | None = None,
     signal: str = "embedding cosine",
 ) -> CoverageThreshold:
-    """The threshold from the user questions `evidence` (`question_vectors`, one row each) against the golden
-    `passages` (`passage_vectors`), their dot product being the `signal`'s similarity."""
+    """The threshold from the user questions `evidence` (`question_vectors`, one row each) against
+    the golden `passages` (`passage_vectors`), their dot product being the `signal`'s similarity."""
     positives, negatives, used = _scores(evidence, question_vectors, passages, passage_vectors)
     measured = _roc(np.array(positives), np.array(negatives))
     counts = {
@@ -133,12 +140,19 @@ def calibrate_threshold(
             "language",
         )
     return CoverageThreshold(
-        value=measured["threshold"], method="calibrated", tpr=measured["tpr"], fpr=measured["fpr"], **counts
+        value=measured["threshold"],
+        method="calibrated",
+        tpr=measured["tpr"],
+        fpr=measured["fpr"],
+        **counts,
     )
 
 
 def _scores(
-    evidence: Sequence[GoldenItem], question_vectors: np.ndarray, passages: GoldenPassages, passage_vectors: np.ndarray
+    evidence: Sequence[GoldenItem],
+    question_vectors: np.ndarray,
+    passages: GoldenPassages,
+    passage_vectors: np.ndarray,
 ) -> tuple[list[float], list[float], int]:
     languages, documents = np.asarray(passages.languages), np.asarray(passages.documents)
     positives, negatives, used = [], [], 0
@@ -147,12 +161,20 @@ def _scores(
         if not mine.any():
             continue
         used += 1
-        sims = np.where(mine, passage_vectors @ question_vectors[k], -np.inf) if len(passage_vectors) else np.zeros(0)
+        sims = (
+            np.where(mine, passage_vectors @ question_vectors[k], -np.inf)
+            if len(passage_vectors)
+            else np.zeros(0)
+        )
         own_documents = {document_of(c) for c in item.gold_chunk_ids}
         if not item.gold_chunk_ids and not item.reference_contexts:
-            negatives.append(float(sims.max()))  # the corpus has no answer: nothing in the golden set covers it
+            negatives.append(
+                float(sims.max())
+            )  # the corpus has no answer: nothing in the golden set covers it
             continue
-        if not own_documents:  # an imported item's passages have no chunk ids: each is its own document
+        if (
+            not own_documents
+        ):  # an imported item's passages have no chunk ids: each is its own document
             own_documents = {f"text:{hash_text(t)}" for t in item.reference_contexts}
         positives.append(float(sims.max()))
         other = np.where(np.isin(documents, list(own_documents)), -np.inf, sims)
@@ -161,7 +183,9 @@ def _scores(
     return positives, negatives, used
 
 
-def _rates(positives: np.ndarray, negatives: np.ndarray, threshold: float) -> dict[str, float | None]:
+def _rates(
+    positives: np.ndarray, negatives: np.ndarray, threshold: float
+) -> dict[str, float | None]:
     return {
         "tpr": float(np.mean(positives >= threshold)) if len(positives) else None,
         "fpr": float(np.mean(negatives >= threshold)) if len(negatives) else None,
@@ -169,8 +193,8 @@ def _rates(positives: np.ndarray, negatives: np.ndarray, threshold: float) -> di
 
 
 def _roc(positives: np.ndarray, negatives: np.ndarray) -> dict[str, float]:
-    """Youden's best cut over every observed similarity (the stricter one of equals: coverage is not overstated),
-    and the AUC (Mann–Whitney, ties half)."""
+    """Youden's best cut over every observed similarity (the stricter one of equals: coverage is not
+    overstated), and the AUC (Mann–Whitney, ties half)."""
     if not len(positives) or not len(negatives):
         return {}
     greater = (positives[:, None] > negatives[None, :]).mean()
@@ -179,4 +203,8 @@ def _roc(positives: np.ndarray, negatives: np.ndarray) -> dict[str, float]:
         np.unique(np.concatenate([positives, negatives])),
         key=lambda t: (np.mean(positives >= t) - np.mean(negatives >= t), t),
     )
-    return {"threshold": float(best), "auc": float(greater + ties / 2), **_rates(positives, negatives, float(best))}
+    return {
+        "threshold": float(best),
+        "auc": float(greater + ties / 2),
+        **_rates(positives, negatives, float(best)),
+    }

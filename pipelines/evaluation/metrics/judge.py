@@ -11,15 +11,16 @@
 
 `RAGWATCH_JUDGE_IMPLEMENTATION` picks the path (`judge_items(..., implementation=)` overrides it):
 - `ragwatch` (default): per item, one claim-extraction request for the answer and the reference
-  (`pipelines.evaluation.metrics.judge_prompts`), the N relevancy questions in one request with OpenAI's `n`
-  (in parallel with the extraction), then one verification request that gives every answer claim,
-  every reference claim and every context its verdict — 3 requests for the four main metrics, where
-  ragas sends 6 + the number of contexts. Claims are extracted once per (judge, question, text) and
-  reused: faithfulness, context recall and ragas' noise sensitivity share them, and noise ΔF
-  (noise.py) reuses the clean answer's and extracts only the noisy one's.
+  (`pipelines.evaluation.metrics.judge_prompts`), the N relevancy questions in one request with
+  OpenAI's `n` (in parallel with the extraction), then one verification request that gives every
+  answer claim, every reference claim and every context its verdict — 3 requests for the four main
+  metrics, where ragas sends 6 + the number of contexts. Claims are extracted once per (judge,
+  question, text) and reused: faithfulness, context recall and ragas' noise sensitivity share them,
+  and noise ΔF (noise.py) reuses the clean answer's and extracts only the noisy one's.
 - `ragas`: ragas' collections metrics on our model layer (`pipelines.models.ragas_adapter`), one
   ragas request per call — the reference implementation. Its metric definitions are the ones above;
-  `tests/unit/pipelines/evaluation/metrics/test_judge.py` runs both paths on the same scripted verdicts and gets the same scores.
+  `tests/unit/pipelines/evaluation/metrics/test_judge.py` runs both paths on the same scripted
+  verdicts and gets the same scores.
 
 Replies are checked, not trusted, on both paths: a verdict list that skips, repeats or invents a
 claim (or a context), or fewer relevancy questions than the N asked, fails the score with the reason
@@ -37,9 +38,9 @@ faithfulness of an answer that only abstains, is `skipped` with the reason. Neve
 Note on context precision: ragas' judge version is rank-weighted (average precision over the
 verdicts of each retrieved context, in rank order), so 3 useful chunks of 5 score between 0.48 and
 1.0 depending on their ranks, and one useful chunk followed by four useless ones scores 1.0.
-`context_precision_share` counts the same verdicts unweighted, 3/5 = 0.60: the operating table's context precision,
-judged, which the diagnosis' < 0.60 band reads (the id-based precision@5 of retrieval.py counts gold ids
-only, at most 1/5 with one gold chunk).
+`context_precision_share` counts the same verdicts unweighted, 3/5 = 0.60: the operating table's
+context precision, judged, which the diagnosis' < 0.60 band reads (the id-based precision@5 of
+retrieval.py counts gold ids only, at most 1/5 with one gold chunk).
 """
 
 from __future__ import annotations
@@ -76,7 +77,12 @@ from pipelines.core.settings import load_settings
 from pipelines.core.text import abstains
 
 # isort: off  (ragas_adapter sets RAGAS_DO_NOT_TRACK, which must precede the first ragas import)
-from pipelines.models.ragas_adapter import JudgeCallError, RagasEmbeddings, RagasLLM, embed_remembered
+from pipelines.models.ragas_adapter import (
+    JudgeCallError,
+    RagasEmbeddings,
+    RagasLLM,
+    embed_remembered,
+)
 from ragas.metrics.collections import (
     AnswerRelevancy,
     ContextPrecisionWithReference,
@@ -181,10 +187,13 @@ class JudgeMetric:
     check: Callable[[RagasLLM, JudgeInput], str | None]
     """Why ragas' replies do not answer what it asked (the score then fails), or None."""
     value: Callable[[RagasLLM], float] | None = None
-    """The score read from ragas' replies instead of its result: another figure from the same verdicts."""
+    """The score read from ragas' replies instead of its result: another figure from the same
+    verdicts."""
 
 
-def _verdicts_per_statement(model: type[BaseModel], field: str) -> Callable[[RagasLLM, JudgeInput], str | None]:
+def _verdicts_per_statement(
+    model: type[BaseModel], field: str
+) -> Callable[[RagasLLM, JudgeInput], str | None]:
     """One verdict per statement sent, in every reply of `model` (and, for noise sensitivity, in the
     order sent: ragas lines the verdicts up by position)."""
 
@@ -196,7 +205,11 @@ def _verdicts_per_statement(model: type[BaseModel], field: str) -> Callable[[Rag
                 return f"the judge returned {len(verdicts)} verdicts for {len(sent)} claims"
             echoed = [" ".join(v.statement.split()) for v in verdicts]
             wanted = [" ".join(s.split()) for s in sent]
-            if model is StatementFaithfulnessOutput and echoed != wanted and sorted(echoed) == sorted(wanted):
+            if (
+                model is StatementFaithfulnessOutput
+                and echoed != wanted
+                and sorted(echoed) == sorted(wanted)
+            ):
                 return "the judge returned the verdicts in another order than the claims it was asked about"
         return None
 
@@ -229,7 +242,11 @@ def _named_classifications(judge: RagasLLM, item: JudgeInput) -> str | None:
 _CONTEXT_PRECISION = JudgeMetric(
     needs=("reference", "contexts"),
     build=lambda llm, _: ContextPrecisionWithReference(llm=llm),
-    arguments=lambda i: {"user_input": i.question, "reference": i.reference, "retrieved_contexts": i.contexts},
+    arguments=lambda i: {
+        "user_input": i.question,
+        "reference": i.reference,
+        "retrieved_contexts": i.contexts,
+    },
     nothing_to_count="the judge gave no usable verdicts",
     check=_every_context,
 )
@@ -239,27 +256,40 @@ JUDGE_METRICS: dict[str, JudgeMetric] = {
     "faithfulness": JudgeMetric(
         needs=("answer", "contexts"),
         build=lambda llm, _: Faithfulness(llm=llm),
-        arguments=lambda i: {"user_input": i.question, "response": i.answer, "retrieved_contexts": i.contexts},
+        arguments=lambda i: {
+            "user_input": i.question,
+            "response": i.answer,
+            "retrieved_contexts": i.contexts,
+        },
         nothing_to_count="the judge found no claims in the answer",
         check=_verdicts_per_statement(NLIStatementOutput, "statements"),
     ),
     "answer_relevancy": JudgeMetric(
         needs=("answer",),
-        build=lambda llm, embeddings: AnswerRelevancy(llm=llm, embeddings=embeddings, strictness=RELEVANCY_QUESTIONS),
+        build=lambda llm, embeddings: AnswerRelevancy(
+            llm=llm, embeddings=embeddings, strictness=RELEVANCY_QUESTIONS
+        ),
         arguments=lambda i: {"user_input": i.question, "response": i.answer},
         nothing_to_count="no question could be compared",
         check=_every_question,
     ),
     "context_precision": _CONTEXT_PRECISION,
-    # The same judge and verdicts, counted unweighted: the share of the chunks given that are useful.
+    # The same judge and verdicts, counted unweighted: the share of the chunks given that are
+    # useful.
     "context_precision_share": replace(
         _CONTEXT_PRECISION,
-        value=lambda judge: share([reply.verdict for reply in judge.replies_of(ContextPrecisionOutput)]),
+        value=lambda judge: share(
+            [reply.verdict for reply in judge.replies_of(ContextPrecisionOutput)]
+        ),
     ),
     "context_recall": JudgeMetric(
         needs=("reference", "contexts"),
         build=lambda llm, _: ContextRecall(llm=llm),
-        arguments=lambda i: {"user_input": i.question, "reference": i.reference, "retrieved_contexts": i.contexts},
+        arguments=lambda i: {
+            "user_input": i.question,
+            "reference": i.reference,
+            "retrieved_contexts": i.contexts,
+        },
         nothing_to_count="the judge found no claims in the reference answer",
         check=_named_classifications,
     ),
@@ -291,7 +321,9 @@ def configured_implementation() -> JudgeImplementation:
 
 def skip_reason(metric: str, item: JudgeInput) -> str | None:
     """Why `metric` does not apply to `item`, or None when it does."""
-    missing = next((name for name in JUDGE_METRICS[metric].needs if not _present(getattr(item, name))), None)
+    missing = next(
+        (name for name in JUDGE_METRICS[metric].needs if not _present(getattr(item, name))), None
+    )
     if missing is not None:
         return MISSING[missing].format(metric=metric)
     if metric == "faithfulness" and abstains(item.answer, item.question):
@@ -310,19 +342,24 @@ async def judge_metric(
     *,
     implementation: JudgeImplementation | None = None,
 ) -> Outcome:
-    """One metric of one item; failures come back as the Outcome's reason. `judge_items` shares requests
-    between the metrics of an item: prefer it for several metrics."""
+    """One metric of one item; failures come back as the Outcome's reason. `judge_items` shares
+    requests between the metrics of an item: prefer it for several metrics."""
     reason = skip_reason(metric, item)
     if reason is not None:
         return Outcome.skipped(reason)
     embedder = embeddings.embedder if isinstance(embeddings, RagasEmbeddings) else embeddings
     if _implementation(implementation) == "ragas":
-        return await ragas_metric(metric, item, llm, RagasEmbeddings(embedder) if embedder is not None else None)
+        return await ragas_metric(
+            metric, item, llm, RagasEmbeddings(embedder) if embedder is not None else None
+        )
     return (await RagwatchJudge(llm, embedder).judge(item, [metric]))[metric]
 
 
-async def ragas_metric(metric: str, item: JudgeInput, llm: LLM, embeddings: RagasEmbeddings | None = None) -> Outcome:
-    """One metric of one item through ragas, its replies checked; the item must have the metric's inputs."""
+async def ragas_metric(
+    metric: str, item: JudgeInput, llm: LLM, embeddings: RagasEmbeddings | None = None
+) -> Outcome:
+    """One metric of one item through ragas, its replies checked; the item must have the metric's
+    inputs."""
     spec = JUDGE_METRICS[metric]
     judge = RagasLLM(llm)  # one per score: it numbers the repeated prompts of answer relevancy
     try:
@@ -331,7 +368,9 @@ async def ragas_metric(metric: str, item: JudgeInput, llm: LLM, embeddings: Raga
         return Outcome.failed(str(error))
     except NotImplementedError:
         raise  # a setup error (no offline judgement for a ragas request): every item would hit it
-    except Exception as error:  # ragas' own checks and arithmetic: the item fails, the batch goes on
+    except (
+        Exception
+    ) as error:  # ragas' own checks and arithmetic: the item fails, the batch goes on
         problem = spec.check(judge, item)  # mismatched verdict lists often break ragas' arithmetic
         return Outcome.failed(problem or f"ragas {metric} raised {type(error).__name__}: {error}")
     problem = spec.check(judge, item)
@@ -347,7 +386,9 @@ async def ragas_metric(metric: str, item: JudgeInput, llm: LLM, embeddings: Raga
 
 CLAIM_MEMORY = 20_000
 """Claims remembered per judge model instance (question, text) -> claims, most recent kept."""
-_CLAIMS: weakref.WeakKeyDictionary[LLM, OrderedDict[tuple[str, str], list[str]]] = weakref.WeakKeyDictionary()
+_CLAIMS: weakref.WeakKeyDictionary[LLM, OrderedDict[tuple[str, str], list[str]]] = (
+    weakref.WeakKeyDictionary()
+)
 ANSWER_CLAIM_METRICS = ("faithfulness", "ragas_noise_sensitivity")
 CONTEXT_VERDICT_METRICS = ("context_precision", "context_precision_share")
 VERIFIED_METRICS = ("faithfulness", "context_recall", *CONTEXT_VERDICT_METRICS)
@@ -363,15 +404,22 @@ class RagwatchJudge:
         self._claims = _CLAIMS.setdefault(llm, OrderedDict())
         # Every item embeds its question and N questions back: one call for all that are waiting.
         self._embeddings = (
-            EmbeddingBatches(lambda texts: embed_remembered(embedder, texts)) if embedder is not None else None
+            EmbeddingBatches(lambda texts: embed_remembered(embedder, texts))
+            if embedder is not None
+            else None
         )
 
     async def judge(self, item: JudgeInput, metrics: Sequence[str]) -> dict[str, Outcome]:
         """An Outcome for each metric of one item."""
-        outcomes = {m: Outcome.skipped(reason) for m in metrics if (reason := skip_reason(m, item)) is not None}
+        outcomes = {
+            m: Outcome.skipped(reason)
+            for m in metrics
+            if (reason := skip_reason(m, item)) is not None
+        }
         todo = [m for m in metrics if m not in outcomes]
         claimed = [m for m in todo if m != "answer_relevancy"]
-        # A request's usage counts under the metrics it serves: the claim requests serve every claim metric at once.
+        # A request's usage counts under the metrics it serves: the claim requests serve every claim
+        # metric at once.
         jobs = [scoped(self._claim_metrics(item, claimed), metric="+".join(claimed) or None)]
         if "answer_relevancy" in todo:
             jobs.append(scoped(self._relevancy(item), metric="answer_relevancy"))
@@ -380,12 +428,20 @@ class RagwatchJudge:
         return {m: outcomes[m] for m in metrics}
 
     async def claims(self, question: str, texts: list[str]) -> list[list[str]] | str:
-        """The claims of each text (one request unless all were extracted before), or the failure reason."""
+        """The claims of each text (one request unless all were extracted before), or the failure
+        reason."""
         # The request names all the texts, not only those not remembered: what is remembered depends
-        # on which item finished first, and a request that depended on it would miss the cache on a rerun.
-        missing = list(dict.fromkeys(texts)) if any((question, t) not in self._claims for t in texts) else []
+        # on which item finished first, and a request that depended on it would miss the cache on a
+        # rerun.
+        missing = (
+            list(dict.fromkeys(texts))
+            if any((question, t) not in self._claims for t in texts)
+            else []
+        )
         if missing:
-            result = await self.llm.run(ClaimExtraction(), ClaimsInput(question=question, texts=missing))
+            result = await self.llm.run(
+                ClaimExtraction(), ClaimsInput(question=question, texts=missing)
+            )
             if not result.ok:
                 return f"judge claim extraction failed: {result.error}"
             try:
@@ -406,12 +462,16 @@ class RagwatchJudge:
         outcomes: dict[str, Outcome] = {}
         sides = {
             "answer": item.answer if any(m in metrics for m in ANSWER_CLAIM_METRICS) else None,
-            "reference": item.reference if any(m in metrics for m in REFERENCE_CLAIM_METRICS) else None,
+            "reference": item.reference
+            if any(m in metrics for m in REFERENCE_CLAIM_METRICS)
+            else None,
         }
         texts = {side: text for side, text in sides.items() if text is not None}
         extracted = await self.claims(item.question, list(texts.values())) if texts else []
         if isinstance(extracted, str):
-            outcomes = {m: Outcome.failed(extracted) for m in metrics if m not in CONTEXT_VERDICT_METRICS}
+            outcomes = {
+                m: Outcome.failed(extracted) for m in metrics if m not in CONTEXT_VERDICT_METRICS
+            }
             extracted = []
         claims = dict(zip(texts, extracted))
         answer_claims, reference_claims = claims.get("answer"), claims.get("reference")
@@ -420,11 +480,15 @@ class RagwatchJudge:
                 outcomes[metric] = Outcome.failed(JUDGE_METRICS[metric].nothing_to_count)
         if reference_claims == []:
             for metric in REFERENCE_CLAIM_METRICS:
-                outcomes.setdefault(metric, Outcome.failed(JUDGE_METRICS["context_recall"].nothing_to_count))
+                outcomes.setdefault(
+                    metric, Outcome.failed(JUDGE_METRICS["context_recall"].nothing_to_count)
+                )
         pending = [m for m in metrics if m not in outcomes]
         jobs = []
         if set(VERIFIED_METRICS) & set(pending):
-            jobs.append(self._verification(item, pending, answer_claims or [], reference_claims or []))
+            jobs.append(
+                self._verification(item, pending, answer_claims or [], reference_claims or [])
+            )
         if "ragas_noise_sensitivity" in pending:
             jobs.append(self._noise_sensitivity(item, answer_claims or [], reference_claims or []))
         for part in await asyncio.gather(*jobs):
@@ -432,26 +496,46 @@ class RagwatchJudge:
         return {m: outcomes[m] for m in metrics}
 
     async def _verification(
-        self, item: JudgeInput, metrics: list[str], answer_claims: list[str], reference_claims: list[str]
+        self,
+        item: JudgeInput,
+        metrics: list[str],
+        answer_claims: list[str],
+        reference_claims: list[str],
     ) -> dict[str, Outcome]:
         asked = {m for m in metrics if m in VERIFIED_METRICS}
         request = VerificationInput(
             contexts=item.contexts,
             question=item.question,
-            reference=item.reference if asked & {"context_recall", *CONTEXT_VERDICT_METRICS} else None,
+            reference=item.reference
+            if asked & {"context_recall", *CONTEXT_VERDICT_METRICS}
+            else None,
             judge_contexts=bool(asked & set(CONTEXT_VERDICT_METRICS)),
             reference_claims=reference_claims if "context_recall" in asked else [],
             answer_claims=answer_claims if "faithfulness" in asked else [],
         )
         result = await self.llm.run(ClaimVerification(), request)
         if not result.ok:
-            return {m: Outcome.failed(f"judge claim verification failed: {result.error}") for m in asked}
+            return {
+                m: Outcome.failed(f"judge claim verification failed: {result.error}") for m in asked
+            }
         reply, outcomes = result.value, {}
         for metric, verdicts, score in (
             ("faithfulness", lambda: reply.answer_verdicts(len(request.answer_claims)), share),
-            ("context_recall", lambda: reply.reference_verdicts(len(request.reference_claims)), share),
-            ("context_precision", lambda: reply.context_verdicts(len(request.contexts)), average_precision),
-            ("context_precision_share", lambda: reply.context_verdicts(len(request.contexts)), share),
+            (
+                "context_recall",
+                lambda: reply.reference_verdicts(len(request.reference_claims)),
+                share,
+            ),
+            (
+                "context_precision",
+                lambda: reply.context_verdicts(len(request.contexts)),
+                average_precision,
+            ),
+            (
+                "context_precision_share",
+                lambda: reply.context_verdicts(len(request.contexts)),
+                share,
+            ),
         ):
             if metric in asked:
                 try:
@@ -472,9 +556,15 @@ class RagwatchJudge:
         )
         result = await self.llm.run(ClaimSources(), request)
         if not result.ok:
-            return {"ragas_noise_sensitivity": Outcome.failed(f"judge claim sources failed: {result.error}")}
+            return {
+                "ragas_noise_sensitivity": Outcome.failed(
+                    f"judge claim sources failed: {result.error}"
+                )
+            }
         try:
-            matrices = result.value.matrices(len(reference_claims), len(answer_claims), len(item.contexts))
+            matrices = result.value.matrices(
+                len(reference_claims), len(answer_claims), len(item.contexts)
+            )
         except ReplyProblem as problem:
             return {"ragas_noise_sensitivity": Outcome.failed(str(problem))}
         return {"ragas_noise_sensitivity": Outcome.ok(noise_sensitivity(*matrices))}
@@ -486,57 +576,74 @@ class RagwatchJudge:
         if self._embeddings is None:
             return failed("answer_relevancy needs an embedder (build_embedder(settings))")
         n = RELEVANCY_QUESTIONS
-        result = await self.llm.run_samples(QuestionsBack(), QuestionsInput(response=item.answer or ""), n)
+        result = await self.llm.run_samples(
+            QuestionsBack(), QuestionsInput(response=item.answer or ""), n
+        )
         if not result.ok:
             return failed(f"judge question generation failed: {result.error}")
         questions = [sample.question.strip() for sample in result.value]
         if len(questions) != n or not all(questions):
-            return failed(f"the judge generated {sum(bool(q) for q in questions)} of the {n} questions asked")
+            return failed(
+                f"the judge generated {sum(bool(q) for q in questions)} of the {n} questions asked"
+            )
         try:
             vectors = await self._embeddings.embed([item.question, *questions])
         except JudgeCallError as error:
             return failed(str(error))
         all_noncommittal = all(sample.noncommittal for sample in result.value)
-        return {"answer_relevancy": Outcome.ok(answer_relevancy(vectors[0], vectors[1:], all_noncommittal))}
+        return {
+            "answer_relevancy": Outcome.ok(
+                answer_relevancy(vectors[0], vectors[1:], all_noncommittal)
+            )
+        }
 
 
-# --- the arithmetic, as ragas does it ---------------------------------------------------------------
+# --- the arithmetic, as ragas does it
+# ---------------------------------------------------------------
 
 
 def share(verdicts: Sequence[int]) -> float:
-    """Faithfulness and context recall: the share of claims with verdict 1 (context_precision_share: of
-    contexts)."""
+    """Faithfulness and context recall: the share of claims with verdict 1 (context_precision_share:
+    of contexts)."""
     if not verdicts:
         raise ReplyProblem("no verdict to count")
     return sum(bool(v) for v in verdicts) / len(verdicts)
 
 
 def average_precision(verdicts: Sequence[int]) -> float:
-    """ragas' context precision: mean over useful contexts of the precision at their rank (0 when none
-    is useful; ragas' 1e-10 keeps the empty case finite, and the same arithmetic gives the same float)."""
+    """ragas' context precision: mean over useful contexts of the precision at their rank (0 when
+    none is useful; ragas' 1e-10 keeps the empty case finite, and the same arithmetic gives the same
+    float)."""
     numerator = sum(sum(verdicts[: i + 1]) / (i + 1) * verdicts[i] for i in range(len(verdicts)))
     return numerator / (sum(verdicts) + 1e-10)
 
 
-def answer_relevancy(question: Sequence[float], generated: Sequence[Sequence[float]], all_noncommittal: bool) -> float:
-    """Mean cosine between the question and each generated question; 0 when every sample was noncommittal.
+def answer_relevancy(
+    question: Sequence[float], generated: Sequence[Sequence[float]], all_noncommittal: bool
+) -> float:
+    """Mean cosine between the question and each generated question; 0 when every sample was
+    noncommittal.
 
-    ragas' arithmetic (numpy, one matrix product): the same floats, and no per-element Python loop on
-    the event loop that sends the other items' requests."""
+    ragas' arithmetic (numpy, one matrix product): the same floats, and no per-element Python loop
+    on the event loop that sends the other items' requests."""
     if all_noncommittal:
         return 0.0
     asked = np.asarray(question, dtype=np.float64).reshape(1, -1)
     back = np.asarray(generated, dtype=np.float64).reshape(len(generated), -1)
     norms = np.linalg.norm(back, axis=1) * np.linalg.norm(asked, axis=1)
-    cosines = np.divide((back @ asked.T).reshape(-1), norms, out=np.zeros(len(back)), where=norms > 0)
+    cosines = np.divide(
+        (back @ asked.T).reshape(-1), norms, out=np.zeros(len(back)), where=norms > 0
+    )
     return float(cosines.mean())
 
 
 def noise_sensitivity(
-    reference_by_context: list[list[int]], answer_by_context: list[list[int]], answer_by_reference: list[int]
+    reference_by_context: list[list[int]],
+    answer_by_context: list[list[int]],
+    answer_by_reference: list[int],
 ) -> float:
-    """ragas NoiseSensitivity, mode "relevant": the share of answer claims that the reference does not
-    support (incorrect) yet a relevant context — one that supports a reference claim — does."""
+    """ragas NoiseSensitivity, mode "relevant": the share of answer claims that the reference does
+    not support (incorrect) yet a relevant context — one that supports a reference claim — does."""
     contexts = len(reference_by_context[0]) if reference_by_context else 0
     relevant = [any(row[c] for row in reference_by_context) for c in range(contexts)]
     flagged = [
@@ -563,8 +670,9 @@ async def judge_items(
     progress: Progress | None = None,
     implementation: JudgeImplementation | None = None,
 ) -> list[Score]:
-    """Scores for every (item, metric), item by item in input order; `progress(done, total)` per item.
-    `implementation`: "ragwatch" or "ragas"; None reads RAGWATCH_JUDGE_IMPLEMENTATION (default ragwatch)."""
+    """Scores for every (item, metric), item by item in input order; `progress(done, total)` per
+    item. `implementation`: "ragwatch" or "ragas"; None reads RAGWATCH_JUDGE_IMPLEMENTATION (default
+    ragwatch)."""
     unknown = [m for m in metrics if m not in JUDGE_METRICS]
     if unknown:
         raise ValueError(f"unknown judge metrics {unknown}; choose from {sorted(JUDGE_METRICS)}")
@@ -574,7 +682,12 @@ async def judge_items(
     ours = RagwatchJudge(llm, embedder)
     embeddings = RagasEmbeddings(embedder) if embedder is not None else None
     done, total = 0, len(items)
-    labels = {"run_id": run_id, "suite": suite, "dataset_version": dataset_version, "judge_model": llm.model}
+    labels = {
+        "run_id": run_id,
+        "suite": suite,
+        "dataset_version": dataset_version,
+        "judge_model": llm.model,
+    }
 
     async def through_ragas(metric: str, item: JudgeInput) -> Outcome:
         reason = skip_reason(metric, item)
@@ -599,13 +712,21 @@ async def judge_items(
             for metric, outcome in zip(metrics, outcomes)
         ]
 
-    scores = [score for item_scores in await asyncio.gather(*(one(i) for i in items)) for score in item_scores]
+    scores = [
+        score
+        for item_scores in await asyncio.gather(*(one(i) for i in items))
+        for score in item_scores
+    ]
     log_outcomes(scores, f"judge {llm.model} ({path})")
     return scores
 
 
 def judge_items_sync(
-    items: Sequence[JudgeInput], metrics: Sequence[str], llm: LLM, embedder: Embedder | None, **options: Any
+    items: Sequence[JudgeInput],
+    metrics: Sequence[str],
+    llm: LLM,
+    embedder: Embedder | None,
+    **options: Any,
 ) -> list[Score]:
     """`judge_items` from synchronous code (a DAG task, the CLI)."""
     # The layer's blocking helper also closes the HTTP client of the event loop it ran in.
@@ -615,12 +736,15 @@ def judge_items_sync(
 def _implementation(implementation: JudgeImplementation | None) -> JudgeImplementation:
     chosen = implementation or configured_implementation()
     if chosen not in IMPLEMENTATIONS:
-        raise ValueError(f"unknown judge implementation {chosen!r}; choose from {', '.join(IMPLEMENTATIONS)}")
+        raise ValueError(
+            f"unknown judge implementation {chosen!r}; choose from {', '.join(IMPLEMENTATIONS)}"
+        )
     return chosen
 
 
 def log_outcomes(scores: Sequence[Score], label: str) -> None:
-    """One line per metric: how many items scored, failed (with the commonest reasons) and were skipped."""
+    """One line per metric: how many items scored, failed (with the commonest reasons) and were
+    skipped."""
     by_metric: dict[str, Counter[str]] = {}
     reasons: dict[str, Counter[str]] = {}
     for score in scores:
@@ -628,10 +752,20 @@ def log_outcomes(scores: Sequence[Score], label: str) -> None:
         if score.status == "failed":
             reasons.setdefault(score.metric, Counter())[score.error or "?"] += 1
     for metric, counts in by_metric.items():
-        common = "; ".join(f"{reason} ×{n}" for reason, n in reasons.get(metric, Counter()).most_common(3))
+        common = "; ".join(
+            f"{reason} ×{n}" for reason, n in reasons.get(metric, Counter()).most_common(3)
+        )
         level = logging.WARNING if counts["failed"] else logging.INFO
         failed = f"{counts['failed']} failed" + (f" ({common})" if common else "")
-        log.log(level, "%s: %s %d ok, %s, %d skipped", label, metric, counts["ok"], failed, counts["skipped"])
+        log.log(
+            level,
+            "%s: %s %d ok, %s, %d skipped",
+            label,
+            metric,
+            counts["ok"],
+            failed,
+            counts["skipped"],
+        )
 
 
 def _present(value: str | list[str] | None) -> bool:

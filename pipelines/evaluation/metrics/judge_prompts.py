@@ -1,4 +1,5 @@
-"""ragwatch's judge prompts: one request where ragas sends several, each verdict numbered and checked.
+"""ragwatch's judge prompts: one request where ragas sends several, each verdict numbered and
+checked.
 
 | prompt | replaces (ragas, per item) | asks for |
 |---|---|---|
@@ -43,12 +44,13 @@ Verdict = Literal[0, 1]
 
 
 class ReplyProblem(ValueError):
-    """A judge reply that does not answer what was asked; the message is the score's failure reason."""
+    """A judge reply that does not answer what was asked; the message is the score's failure
+    reason."""
 
 
 def by_number(numbers: Sequence[int], expected: int, what: str) -> list[int]:
-    """Positions (0-based) of the verdicts for items 1..expected, in item order; ReplyProblem when the
-    numbers are not exactly 1..expected, each once (reordered is fine)."""
+    """Positions (0-based) of the verdicts for items 1..expected, in item order; ReplyProblem when
+    the numbers are not exactly 1..expected, each once (reordered is fine)."""
     counts = Counter(numbers)
     missing = [n for n in range(1, expected + 1) if counts[n] == 0]
     repeated = sorted(n for n, c in counts.items() if c > 1 and 1 <= n <= expected)
@@ -60,7 +62,9 @@ def by_number(numbers: Sequence[int], expected: int, what: str) -> list[int]:
             f"no {what} {_numbers(unknown)} was asked about" if unknown else "",
         ]
         detail = "; ".join(p for p in problems if p)
-        raise ReplyProblem(f"the judge returned {len(numbers)} verdicts for {expected} {what}s ({detail})")
+        raise ReplyProblem(
+            f"the judge returned {len(numbers)} verdicts for {expected} {what}s ({detail})"
+        )
     position = {n: i for i, n in enumerate(numbers)}
     return [position[n] for n in range(1, expected + 1)]
 
@@ -90,7 +94,8 @@ class ClaimsOutput(BaseModel):
     texts: list[TextClaims]
 
     def claims_of(self, expected: int) -> list[list[str]]:
-        """The claims of texts 1..expected, in order; ReplyProblem when a text is missing or repeated."""
+        """The claims of texts 1..expected, in order; ReplyProblem when a text is missing or
+        repeated."""
         order = by_number([t.text for t in self.texts], expected, "text")
         return [[c.strip() for c in self.texts[i].claims if c.strip()] for i in order]
 
@@ -109,7 +114,9 @@ using the text's number.
 """
 
     def offline(self, inputs: ClaimsInput) -> ClaimsOutput:
-        return ClaimsOutput(texts=[TextClaims(text=n, claims=claims(t)) for n, t in enumerate(inputs.texts, 1)])
+        return ClaimsOutput(
+            texts=[TextClaims(text=n, claims=claims(t)) for n, t in enumerate(inputs.texts, 1)]
+        )
 
 
 # --- questions back (answer relevancy) ----------------------------------------------------------
@@ -196,11 +203,16 @@ class VerificationOutput(BaseModel):
     def reference_verdicts(self, expected: int) -> list[int]:
         return [
             self.reference_claims[i].verdict
-            for i in by_number([v.claim for v in self.reference_claims], expected, "reference claim")
+            for i in by_number(
+                [v.claim for v in self.reference_claims], expected, "reference claim"
+            )
         ]
 
     def context_verdicts(self, expected: int) -> list[int]:
-        return [self.contexts[i].verdict for i in by_number([v.context for v in self.contexts], expected, "context")]
+        return [
+            self.contexts[i].verdict
+            for i in by_number([v.context for v in self.contexts], expected, "context")
+        ]
 
 
 class ClaimVerification(Prompt[VerificationInput, VerificationOutput]):
@@ -226,12 +238,18 @@ the input gets an empty list in the reply.
 
         def verdicts(statements: list[str]) -> list[ClaimVerdict]:
             judged = (support(claim, together) for claim in statements)
-            return [ClaimVerdict(claim=n, reason=reason, verdict=v) for n, (v, reason) in enumerate(judged, 1)]
+            return [
+                ClaimVerdict(claim=n, reason=reason, verdict=v)
+                for n, (v, reason) in enumerate(judged, 1)
+            ]
 
         contexts = []
         if inputs.judge_contexts:
             judged = (useful(context, inputs.reference or "") for context in inputs.contexts)
-            contexts = [ContextVerdict(context=n, reason=reason, verdict=v) for n, (v, reason) in enumerate(judged, 1)]
+            contexts = [
+                ContextVerdict(context=n, reason=reason, verdict=v)
+                for n, (v, reason) in enumerate(judged, 1)
+            ]
         return VerificationOutput(
             answer_claims=verdicts(inputs.answer_claims),
             reference_claims=verdicts(inputs.reference_claims),
@@ -276,24 +294,34 @@ class SourcesOutput(BaseModel):
     def matrices(
         self, n_reference: int, n_answer: int, n_contexts: int
     ) -> tuple[list[list[int]], list[list[int]], list[int]]:
-        """(reference claim × context, answer claim × context, answer claim vs reference) as 0/1, in claim
-        order; ReplyProblem for a missing, repeated or unknown claim, or a context that does not exist."""
+        """(reference claim × context, answer claim × context, answer claim vs reference) as 0/1, in
+        claim order; ReplyProblem for a missing, repeated or unknown claim, or a context that does
+        not exist."""
         reference = [
             self.reference_claims[i]
-            for i in by_number([s.claim for s in self.reference_claims], n_reference, "reference claim")
+            for i in by_number(
+                [s.claim for s in self.reference_claims], n_reference, "reference claim"
+            )
         ]
         answer = [
-            self.answer_claims[i] for i in by_number([s.claim for s in self.answer_claims], n_answer, "answer claim")
+            self.answer_claims[i]
+            for i in by_number([s.claim for s in self.answer_claims], n_answer, "answer claim")
         ]
         for sources in (*reference, *answer):
             unknown = sorted({c for c in sources.contexts if not 1 <= c <= n_contexts})
             if unknown:
-                raise ReplyProblem(f"the judge cited context {_numbers(unknown)} of {n_contexts} contexts")
+                raise ReplyProblem(
+                    f"the judge cited context {_numbers(unknown)} of {n_contexts} contexts"
+                )
 
         def row(sources: list[int]) -> list[int]:
             return [int(c in sources) for c in range(1, n_contexts + 1)]
 
-        return [row(s.contexts) for s in reference], [row(s.contexts) for s in answer], [s.by_reference for s in answer]
+        return (
+            [row(s.contexts) for s in reference],
+            [row(s.contexts) for s in answer],
+            [s.by_reference for s in answer],
+        )
 
 
 class ClaimSources(Prompt[SourcesInput, SourcesOutput]):
@@ -320,10 +348,13 @@ Give an entry for every claim, with its number.
         for n, claim in enumerate(inputs.answer_claims, 1):
             by_reference, reason = support(claim, inputs.reference)
             answer.append(
-                AnswerClaimSources(claim=n, reason=reason, by_reference=by_reference, contexts=sources(claim))
+                AnswerClaimSources(
+                    claim=n, reason=reason, by_reference=by_reference, contexts=sources(claim)
+                )
             )
         reference = [
-            ReferenceClaimSources(claim=n, contexts=sources(c)) for n, c in enumerate(inputs.reference_claims, 1)
+            ReferenceClaimSources(claim=n, contexts=sources(c))
+            for n, c in enumerate(inputs.reference_claims, 1)
         ]
         return SourcesOutput(reference_claims=reference, answer_claims=answer)
 

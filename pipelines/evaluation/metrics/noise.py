@@ -30,15 +30,15 @@ Two ways to choose the noise:
 A chunk's document comes from the pool (the index's payload), else from its id (`<document>#…`).
 
 How this differs from ragas NoiseSensitivity (metric `ragas_noise_sensitivity`, judge.py): ragas
-injects nothing and regenerates nothing. It takes one answer with its retrieved contexts and, against
-the reference answer, counts the share of the answer's claims that are incorrect yet supported by
-a relevant (mode "relevant") or irrelevant ("irrelevant") retrieved context — lower is better, it
-needs a reference (offline only) and costs 3 + 2 per context judge calls through ragas, one request
-beyond the shared claim extraction with ragwatch's judge. ΔF is an intervention:
-it needs no reference, so it runs online too, but it needs the system under test to answer again,
-and costs 2 judge calls per answer judged (claim extraction, verification): 2 per item when F(clean)
-is passed in, 3 otherwise with ragwatch's judge, whose claims of the clean answer are remembered
-from `judge_items` (one verification more), 4 with ragas'; the control arm costs one answer and its
+injects nothing and regenerates nothing. It takes one answer with its retrieved contexts and,
+against the reference answer, counts the share of the answer's claims that are incorrect yet
+supported by a relevant (mode "relevant") or irrelevant ("irrelevant") retrieved context — lower is
+better, it needs a reference (offline only) and costs 3 + 2 per context judge calls through ragas,
+one request beyond the shared claim extraction with ragwatch's judge. ΔF is an intervention: it
+needs no reference, so it runs online too, but it needs the system under test to answer again, and
+costs 2 judge calls per answer judged (claim extraction, verification): 2 per item when F(clean) is
+passed in, 3 otherwise with ragwatch's judge, whose claims of the clean answer are remembered from
+`judge_items` (one verification more), 4 with ragas'; the control arm costs one answer and its
 judging more.
 """
 
@@ -57,18 +57,27 @@ from scipy import sparse
 
 from pipelines.core.records import Score, Suite
 from pipelines.core.text import content_tokens
-from pipelines.evaluation.metrics.judge import JudgeImplementation, JudgeInput, Outcome, judge_metric, log_outcomes
+from pipelines.evaluation.metrics.judge import (
+    JudgeImplementation,
+    JudgeInput,
+    Outcome,
+    judge_metric,
+    log_outcomes,
+)
 from pipelines.models.embeddings import Embedder
 from pipelines.models.llm import LLM, Progress
 from pipelines.models.usage import scoped
 
 METRIC = "noise_delta_f"
 REFERENCE_METRIC = "noise_delta_f_reference"
-"""ΔF of the reference generator answering both arms from a trace's contexts (online, no production endpoint)."""
+"""ΔF of the reference generator answering both arms from a trace's contexts (online, no production
+endpoint)."""
 CONTROL_METRIC = "noise_delta_f_control"
-"""F(clean) − F(clean again): the same arm twice, no noise; the spread ΔF has when noise changes nothing."""
+"""F(clean) − F(clean again): the same arm twice, no noise; the spread ΔF has when noise changes
+nothing."""
 FRAGILE = 0.15
-"""ΔF above this means the prompt or model is fragile (the operating thresholds, statistics/diagnose.py)."""
+"""ΔF above this means the prompt or model is fragile (the operating thresholds,
+statistics/diagnose.py)."""
 DEFAULT_K = 2
 NoiseMode = Literal["random", "hard"]
 AnswerFn = Callable[[str, list[str]], Awaitable[str | None] | str | None]
@@ -97,34 +106,43 @@ def is_fragile(delta: float) -> bool:
 NEIGHBOURS = 20
 """Dense neighbours read back per question to form the candidate pool."""
 SIMILARITY_BLOCK = 4_000_000
-"""Question-chunk similarities held at once (float64: 32 MB): hard picks rank a batch's questions against
-the pool in blocks of rows, so a large batch on a large pool stays bounded."""
+"""Question-chunk similarities held at once (float64: 32 MB): hard picks rank a batch's questions
+against the pool in blocks of rows, so a large batch on a large pool stays bounded."""
 
 
 class NoisePool:
-    """The chunks noise is drawn from (the indexed corpus, or a candidate set such as a deeper search).
+    """The chunks noise is drawn from (the indexed corpus, or a candidate set such as a deeper
+    search).
 
-    Picks are batched (`pick_many`): eligibility is a mask over the pool, and hard mode scores a block of
-    questions against every chunk with one matrix product — the chunks' vectors, or their content words
-    as a sparse matrix without an embedder — instead of a Python scan per question. With an embedder,
-    every chunk is embedded once, on the first hard pick: pass a candidate pool rather than a whole
-    large corpus.
+    Picks are batched (`pick_many`): eligibility is a mask over the pool, and hard mode scores a
+    block of questions against every chunk with one matrix product — the chunks' vectors, or their
+    content words as a sparse matrix without an embedder — instead of a Python scan per question.
+    With an embedder, every chunk is embedded once, on the first hard pick: pass a candidate pool
+    rather than a whole large corpus.
     """
 
     @classmethod
     def from_index(cls, index, items: Sequence[JudgeInput]) -> NoisePool:
         """Candidate distractors: each question's dense neighbours, read back from the index.
 
-        Hard negatives are then the candidates closest to the question in words that are neither gold
-        nor retrieved; taking candidates from the index's stored vectors avoids embedding the corpus
-        again in every batch. The questions are embedded in one call and searched in one batched query
-        (`search_many`). The documents of the items' gold and retrieved chunks are read too, so that
-        their documents can be excluded.
+        Hard negatives are then the candidates closest to the question in words that are neither
+        gold nor retrieved; taking candidates from the index's stored vectors avoids embedding the
+        corpus again in every batch. The questions are embedded in one call and searched in one
+        batched query (`search_many`). The documents of the items' gold and retrieved chunks are
+        read too, so that their documents can be excluded.
         """
         questions = list(dict.fromkeys(item.question for item in items))
-        ids = {hit.chunk_id for hits in index.search_many(questions, k=NEIGHBOURS, mode="dense") for hit in hits}
-        known = sorted({cid for item in items for cid in (*item.gold_chunk_ids, *item.context_ids)} - ids)
-        return cls(index.get(sorted(ids)), documents={c.chunk_id: c.document for c in index.get(known)})
+        ids = {
+            hit.chunk_id
+            for hits in index.search_many(questions, k=NEIGHBOURS, mode="dense")
+            for hit in hits
+        }
+        known = sorted(
+            {cid for item in items for cid in (*item.gold_chunk_ids, *item.context_ids)} - ids
+        )
+        return cls(
+            index.get(sorted(ids)), documents={c.chunk_id: c.document for c in index.get(known)}
+        )
 
     def __init__(
         self,
@@ -134,10 +152,13 @@ class NoisePool:
         documents: Mapping[str, str] | None = None,
     ):
         """`documents`: chunk id -> document of chunks that are not candidates (gold, retrieved)."""
-        self.chunks = sorted(chunks, key=lambda c: c.chunk_id)  # a stable order keeps seeded picks reproducible
+        self.chunks = sorted(
+            chunks, key=lambda c: c.chunk_id
+        )  # a stable order keeps seeded picks reproducible
         self.embedder = embedder
         self._documents = {**(documents or {}), **{c.chunk_id: c.document for c in self.chunks}}
-        # Positions by id, document and clean text: an item's ineligible chunks are looked up, not scanned.
+        # Positions by id, document and clean text: an item's ineligible chunks are looked up, not
+        # scanned.
         self._by_id = _positions(c.chunk_id for c in self.chunks)
         self._by_document = _positions(c.document for c in self.chunks)
         self._by_text = _positions(c.text.strip() for c in self.chunks)
@@ -152,23 +173,26 @@ class NoisePool:
         return chunk_id.split("#", 1)[0] if "#" in chunk_id else None
 
     def excluded_documents(self, item: JudgeInput, mode: NoiseMode) -> set[str]:
-        """Documents no noise may come from: the gold chunks' (every mode); the retrieved chunks' too in
-        random mode, and in hard mode when the item has no gold chunks (online: any of them may hold the
-        answer)."""
+        """Documents no noise may come from: the gold chunks' (every mode); the retrieved chunks'
+        too in random mode, and in hard mode when the item has no gold chunks (online: any of them
+        may hold the answer)."""
         sources = list(item.gold_chunk_ids)
         if mode == "random" or not item.gold_chunk_ids:
             sources += item.context_ids
         return {doc for doc in map(self.document_of, sources) if doc is not None}
 
     def pick(self, item: JudgeInput, mode: NoiseMode, k: int) -> list[NoiseChunk]:
-        """Up to k chunks to inject: never a gold or retrieved chunk, one with a clean context's text, or one
-        of an excluded document (`excluded_documents`)."""
+        """Up to k chunks to inject: never a gold or retrieved chunk, one with a clean context's
+        text, or one of an excluded document (`excluded_documents`)."""
         return self.pick_many([item], mode, k)[0]
 
-    def pick_many(self, items: Sequence[JudgeInput], mode: NoiseMode, k: int) -> list[list[NoiseChunk]]:
-        """`pick` for each item, in order. Random: `k` eligible chunks drawn with a generator seeded by the
-        item id. Hard: the `k` eligible chunks most similar to the question, ties by chunk id; the
-        questions are embedded in one call and scored a block at a time (`SIMILARITY_BLOCK`)."""
+    def pick_many(
+        self, items: Sequence[JudgeInput], mode: NoiseMode, k: int
+    ) -> list[list[NoiseChunk]]:
+        """`pick` for each item, in order. Random: `k` eligible chunks drawn with a generator seeded
+        by the item id. Hard: the `k` eligible chunks most similar to the question, ties by chunk
+        id; the questions are embedded in one call and scored a block at a time
+        (`SIMILARITY_BLOCK`)."""
         if mode not in ("random", "hard"):
             raise ValueError(f"unknown noise mode {mode!r}; expected 'random' or 'hard'")
         if k < 0:
@@ -190,8 +214,8 @@ class NoisePool:
         return [self.chunks[i] for i in positions.tolist()]
 
     def _eligible(self, item: JudgeInput, mode: NoiseMode) -> np.ndarray:
-        """Mask over the pool: not the item's gold or retrieved chunk, not a clean context's text, not an
-        excluded document's."""
+        """Mask over the pool: not the item's gold or retrieved chunk, not a clean context's text,
+        not an excluded document's."""
         mask = np.ones(len(self.chunks), dtype=bool)
         for positions, keys in (
             (self._by_id, (*item.gold_chunk_ids, *item.context_ids)),
@@ -206,23 +230,32 @@ class NoisePool:
     def _draw(self, item: JudgeInput, k: int) -> np.ndarray:
         eligible = np.flatnonzero(self._eligible(item, "random"))
         # Drawing positions in range(n) picks what drawing from the list of n eligible chunks would.
-        drawn = random.Random(f"noise:{item.item_id}").sample(range(len(eligible)), min(k, len(eligible)))
+        drawn = random.Random(f"noise:{item.item_id}").sample(
+            range(len(eligible)), min(k, len(eligible))
+        )
         return eligible[drawn]
 
     def _scorer(self, questions: list[str]) -> Callable[[int, int], np.ndarray]:
-        """Similarities of questions[start:end] to every chunk (rows: questions, columns: chunks)."""
+        """Similarities of questions[start:end] to every chunk (rows: questions, columns:
+        chunks)."""
         if self.embedder is None:
             vocabulary, words = self._content_words()
             wanted = [set(content_tokens(question)) for question in questions]
             known = [[vocabulary[t] for t in tokens if t in vocabulary] for tokens in wanted]
             asked = _incidence(known, len(vocabulary))
             sizes = np.array([len(tokens) or 1 for tokens in wanted], dtype=np.float64)[:, None]
-            # The share of the question's content words a chunk contains: shared words / question words.
+            # The share of the question's content words a chunk contains: shared words / question
+            # words.
             return lambda start, end: (asked[start:end] @ words).toarray() / sizes[start:end]
-        with self._lock:  # one embedding call at a time per pool, the chunks' on the first hard pick
+        with (
+            self._lock
+        ):  # one embedding call at a time per pool, the chunks' on the first hard pick
             if self._vectors is None:
-                vectors = np.asarray(self.embedder.embed([c.text for c in self.chunks]), dtype=np.float64)
-                # Equal vectors (equal texts) score from one column, so they tie exactly as a ranking expects.
+                vectors = np.asarray(
+                    self.embedder.embed([c.text for c in self.chunks]), dtype=np.float64
+                )
+                # Equal vectors (equal texts) score from one column, so they tie exactly as a
+                # ranking expects.
                 distinct, owner = np.unique(vectors, axis=0, return_inverse=True)
                 self._vectors = distinct.T.copy(), owner.reshape(-1)
             unique = list(dict.fromkeys(questions))
@@ -233,7 +266,8 @@ class NoisePool:
         return lambda start, end: (queries[order[start:end]] @ distinct)[:, owner]
 
     def _content_words(self) -> tuple[dict[str, int], sparse.csr_matrix]:
-        """The pool's vocabulary and its words × chunks incidence matrix, built on the first hard pick."""
+        """The pool's vocabulary and its words × chunks incidence matrix, built on the first hard
+        pick."""
         with self._lock:
             if self._words is None:
                 vocabulary: dict[str, int] = {}
@@ -255,12 +289,17 @@ def _positions(keys: Iterable[str]) -> dict[str, np.ndarray]:
 def _incidence(rows: list[list[int]], width: int) -> sparse.csr_matrix:
     """A 0/1 matrix with a 1 at each listed column of each row (columns distinct within a row)."""
     indptr = np.cumsum([0, *map(len, rows)])
-    indices = np.fromiter((column for row in rows for column in row), dtype=np.int64, count=int(indptr[-1]))
-    return sparse.csr_matrix((np.ones(len(indices), dtype=np.int64), indices, indptr), shape=(len(rows), width))
+    indices = np.fromiter(
+        (column for row in rows for column in row), dtype=np.int64, count=int(indptr[-1])
+    )
+    return sparse.csr_matrix(
+        (np.ones(len(indices), dtype=np.int64), indices, indptr), shape=(len(rows), width)
+    )
 
 
 def _top(similarity: np.ndarray, eligible: np.ndarray, k: int) -> np.ndarray:
-    """Positions of the k eligible chunks of highest similarity, ties by position (= chunk id order)."""
+    """Positions of the k eligible chunks of highest similarity, ties by position (= chunk id
+    order)."""
     candidates = np.flatnonzero(eligible)
     if k == 0 or not len(candidates):
         return candidates[:0]
@@ -273,9 +312,9 @@ def _top(similarity: np.ndarray, eligible: np.ndarray, k: int) -> np.ndarray:
 
 
 def _kth_best(scores: np.ndarray, k: int) -> float:
-    """The k-th highest of `scores` (k ≤ len(scores)), counting ties. For a small k, walking down the
-    distinct top scores beats a partition: shares of content words are a few values tied many times over,
-    which numpy's partition handles twenty times slower."""
+    """The k-th highest of `scores` (k ≤ len(scores)), counting ties. For a small k, walking down
+    the distinct top scores beats a partition: shares of content words are a few values tied many
+    times over, which numpy's partition handles twenty times slower."""
     if k > 8:
         return np.partition(scores, len(scores) - k)[len(scores) - k]
     remaining, level = k, np.inf
@@ -336,12 +375,15 @@ async def noise_delta_f(
     control: bool = False,
     implementation: JudgeImplementation | None = None,
 ) -> list[NoiseResult]:
-    """ΔF per item, in input order, as `metric`. `clean_scores` (item id -> its faithfulness Score from
-    `judge_items`) saves judging the clean answers again. With `control`, each result also carries
-    `noise_delta_f_control`: `answer_fn` answering from the clean contexts, F(clean) − F(that answer).
-    `implementation`: the judge's, as in `judge_items` (None: RAGWATCH_JUDGE_IMPLEMENTATION)."""
+    """ΔF per item, in input order, as `metric`. `clean_scores` (item id -> its faithfulness Score
+    from `judge_items`) saves judging the clean answers again. With `control`, each result also
+    carries `noise_delta_f_control`: `answer_fn` answering from the clean contexts, F(clean) −
+    F(that answer). `implementation`: the judge's, as in `judge_items` (None:
+    RAGWATCH_JUDGE_IMPLEMENTATION)."""
     done, total = 0, len(items)
-    labels = dict(run_id=run_id, suite=suite, dataset_version=dataset_version, judge_model=llm.model)
+    labels = dict(
+        run_id=run_id, suite=suite, dataset_version=dataset_version, judge_model=llm.model
+    )
     applicable = [item for item in items if _applicable(item)]
     # One batched pick for the whole batch, off the loop: it scores (and may embed) the pool.
     picks = iter(await asyncio.to_thread(pool.pick_many, applicable, mode, k))
@@ -350,14 +392,24 @@ async def noise_delta_f(
     async def one(item: JudgeInput, noise: list[NoiseChunk] | None) -> NoiseResult:
         nonlocal done
         outcome, control_outcome, details = await _one_item(
-            item, noise, answer_fn, llm, mode, (clean_scores or {}).get(item.item_id), metric, control, implementation
+            item,
+            noise,
+            answer_fn,
+            llm,
+            mode,
+            (clean_scores or {}).get(item.item_id),
+            metric,
+            control,
+            implementation,
         )
         done += 1
         if progress is not None:
             progress(done, total)
         score = outcome.score(item_id=item.item_id, stratum=item.stratum, metric=metric, **labels)
         control_score = (
-            control_outcome.score(item_id=item.item_id, stratum=item.stratum, metric=CONTROL_METRIC, **labels)
+            control_outcome.score(
+                item_id=item.item_id, stratum=item.stratum, metric=CONTROL_METRIC, **labels
+            )
             if control_outcome
             else None
         )
@@ -399,7 +451,9 @@ async def _one_item(
     # Each arm's requests (its answer, its judgement) count under the arm's stage (usage.py).
     clean, noisy_answer, control_answer = await asyncio.gather(
         scoped(_clean_faithfulness(item, llm, clean_score, implementation), stage="noise_clean"),
-        scoped(_answer(answer_fn, item.question, noisy_contexts), stage="noise_noisy") if noise else nothing(),
+        scoped(_answer(answer_fn, item.question, noisy_contexts), stage="noise_noisy")
+        if noise
+        else nothing(),
         scoped(
             _answer(answer_fn, item.question, list(item.contexts), arm="the clean contexts again"),
             stage="noise_control",
@@ -417,11 +471,16 @@ async def _one_item(
         scoped(_delta(item, llm, clean, noisy_answer, "noisy", implementation), stage="noise_noisy")
         if noise
         else _given(no_noise),
-        scoped(_delta(item, llm, clean, control_answer, "clean again", implementation), stage="noise_control")
+        scoped(
+            _delta(item, llm, clean, control_answer, "clean again", implementation),
+            stage="noise_control",
+        )
         if control
         else _given(None),
     )
-    details.update({k: v for k, v in (("f_noisy", f_noisy), ("f_control", f_control)) if v is not None})
+    details.update(
+        {k: v for k, v in (("f_noisy", f_noisy), ("f_control", f_control)) if v is not None}
+    )
     return delta, control_delta, details
 
 
@@ -437,7 +496,8 @@ async def _delta(
     arm: str,
     implementation: JudgeImplementation | None,
 ) -> tuple[Outcome, float | None]:
-    """F(clean) − F(answer), the answer judged against the clean contexts (see the module docstring)."""
+    """F(clean) − F(answer), the answer judged against the clean contexts (see the module
+    docstring)."""
     if isinstance(answer, Outcome):
         return answer, None
     if clean.status == "skipped":
@@ -445,7 +505,10 @@ async def _delta(
     if clean.status != "ok":
         return Outcome.failed(f"F(clean) not available: {clean.error}"), None
     other = await judge_metric(
-        "faithfulness", item.model_copy(update={"answer": answer}), llm, implementation=implementation
+        "faithfulness",
+        item.model_copy(update={"answer": answer}),
+        llm,
+        implementation=implementation,
     )
     if other.status == "skipped":
         # The system abstained in this arm: it lost the answer but asserted nothing unfaithful.
@@ -456,7 +519,10 @@ async def _delta(
 
 
 async def _clean_faithfulness(
-    item: JudgeInput, llm: LLM, clean_score: Score | None, implementation: JudgeImplementation | None
+    item: JudgeInput,
+    llm: LLM,
+    clean_score: Score | None,
+    implementation: JudgeImplementation | None,
 ) -> Outcome:
     if clean_score is not None:
         return Outcome(clean_score.value, clean_score.status, clean_score.error)

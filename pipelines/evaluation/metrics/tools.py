@@ -29,7 +29,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from pipelines.core.agent_tools import TOOLS
 from pipelines.core.records import Score, Suite, ToolCall
 
-# isort: off  (judge imports ragas_adapter, which sets RAGAS_DO_NOT_TRACK before the first ragas import)
+# isort: off  (judge imports ragas_adapter, which sets RAGAS_DO_NOT_TRACK before the first ragas
+# import)
 from pipelines.evaluation.metrics.judge import Outcome, log_outcomes
 from ragas.messages import AIMessage, HumanMessage
 from ragas.messages import ToolCall as RagasToolCall
@@ -38,7 +39,8 @@ from ragas.metrics.collections import ToolCallAccuracy
 # isort: on
 
 TSA_THRESHOLD = 0.85
-"""TSA below this means the tool descriptions need work (the operating thresholds, statistics/diagnose.py)."""
+"""TSA below this means the tool descriptions need work (the operating thresholds,
+statistics/diagnose.py)."""
 
 
 class ToolTurn(BaseModel):
@@ -68,7 +70,9 @@ def tool_selection_accuracy(turns: Iterable[ToolTurn]) -> float | None:
     expecting = [t for t in turns if t.expected_tool and t.error is None]
     if not expecting:
         return None
-    return sum(chose_expected_tool(t.tool_calls, t.expected_tool) for t in expecting) / len(expecting)
+    return sum(chose_expected_tool(t.tool_calls, t.expected_tool) for t in expecting) / len(
+        expecting
+    )
 
 
 async def tool_call_accuracy(turn: ToolTurn) -> Outcome:
@@ -76,11 +80,18 @@ async def tool_call_accuracy(turn: ToolTurn) -> Outcome:
     if turn.error is not None:
         return Outcome.failed(turn.error)
     if not turn.expected_tool or turn.expected_args is None:
-        return Outcome.skipped("no expected tool call: tool_call_accuracy needs an expected tool and arguments")
-    called = AIMessage(content="", tool_calls=[RagasToolCall(name=c.name, args=c.arguments) for c in turn.tool_calls])
+        return Outcome.skipped(
+            "no expected tool call: tool_call_accuracy needs an expected tool and arguments"
+        )
+    called = AIMessage(
+        content="",
+        tool_calls=[RagasToolCall(name=c.name, args=c.arguments) for c in turn.tool_calls],
+    )
     expected = [RagasToolCall(name=turn.expected_tool, args=turn.expected_args)]
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # ragas warns on empty or extra calls; the score already says so
+        warnings.simplefilter(
+            "ignore"
+        )  # ragas warns on empty or extra calls; the score already says so
         result = await ToolCallAccuracy().ascore(
             user_input=[HumanMessage(content=turn.question), called], reference_tool_calls=expected
         )
@@ -89,8 +100,9 @@ async def tool_call_accuracy(turn: ToolTurn) -> Outcome:
 
 
 def call_differences(turn: ToolTurn) -> str | None:
-    """What keeps a turn's calls from its expected call, as ToolCallAccuracy compares them: the sequence of
-    tool names, then each expected argument as text (`query: expected 'x', got 'y'`); None when nothing does."""
+    """What keeps a turn's calls from its expected call, as ToolCallAccuracy compares them: the
+    sequence of tool names, then each expected argument as text (`query: expected 'x', got 'y'`);
+    None when nothing does."""
     called = [c.name for c in turn.tool_calls]
     if called != [turn.expected_tool]:
         return f"called {', '.join(called) or 'no tool'}; expected {turn.expected_tool} alone"
@@ -124,19 +136,29 @@ async def score_tool_turns(
     labels = {"run_id": run_id, "suite": suite, "dataset_version": dataset_version}
     scores = []
     for turn, accuracy in zip(turns, accuracies):
-        for metric, outcome in (("tool_selection_accuracy", tool_selection(turn)), ("tool_call_accuracy", accuracy)):
-            scores.append(outcome.score(item_id=turn.item_id, stratum=turn.stratum, metric=metric, **labels))
+        for metric, outcome in (
+            ("tool_selection_accuracy", tool_selection(turn)),
+            ("tool_call_accuracy", accuracy),
+        ):
+            scores.append(
+                outcome.score(item_id=turn.item_id, stratum=turn.stratum, metric=metric, **labels)
+            )
     log_outcomes(scores, "tools")
     return scores
 
 
 def tool_call_problem(call: ToolCall, tools: Sequence[dict] = TOOLS) -> str | None:
-    """Why a call is invalid (unknown tool, arguments against its schema), or None when it is valid."""
+    """Why a call is invalid (unknown tool, arguments against its schema), or None when it is
+    valid."""
     specs = {tool["function"]["name"]: tool["function"] for tool in tools}
     spec = specs.get(call.name)
     if spec is None:
         return f"unknown tool {call.name!r} (known: {', '.join(sorted(specs))})"
-    error = best_match(_validator(json.dumps(spec.get("parameters") or {}, sort_keys=True)).iter_errors(call.arguments))
+    error = best_match(
+        _validator(json.dumps(spec.get("parameters") or {}, sort_keys=True)).iter_errors(
+            call.arguments
+        )
+    )
     if error is None:
         return None
     where = ".".join(map(str, error.absolute_path))

@@ -1,4 +1,5 @@
-"""The 0/1 form of the judge metrics a person can check with a yes or a no: what the judge audit asks.
+"""The 0/1 form of the judge metrics a person can check with a yes or a no: what the judge audit
+asks.
 
 Only metrics with a per-item yes/no the project already uses are audited:
 
@@ -7,9 +8,9 @@ Only metrics with a per-item yes/no the project already uses are audited:
 | answer_correctness | the score itself (0/1 per item) | is the answer right against the reference answer? |
 | faithfulness | supported = faithfulness ≥ 0.75 (finalize.UNSUPPORTED_BELOW: the report's "made-up answers" line) | is the answer supported by its contexts? |
 
-The other judge metrics (answer relevancy, context precision and recall, noise sensitivity) are fractions with
-no per-item line in the project: a person cannot say yes or no to "0.6 of the claims are attributable", so they
-are not audited.
+The other judge metrics (answer relevancy, context precision and recall, noise sensitivity) are
+fractions with no per-item line in the project: a person cannot say yes or no to "0.6 of the claims
+are attributable", so they are not audited.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 SUPPORTED_FROM = 0.75
-"""Faithfulness from which an answer counts as supported: the same line as finalize.UNSUPPORTED_BELOW (a test
-checks that they agree)."""
+"""Faithfulness from which an answer counts as supported: the same line as
+finalize.UNSUPPORTED_BELOW (a test checks that they agree)."""
 
 
 @dataclass(frozen=True)

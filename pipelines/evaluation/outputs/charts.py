@@ -27,7 +27,9 @@ class Interval:
     """Shown right of the axis, e.g. `n=48`."""
 
 
-def value_range(values: Sequence[float | None], default: tuple[float, float] = (0.0, 1.0)) -> tuple[float, float]:
+def value_range(
+    values: Sequence[float | None], default: tuple[float, float] = (0.0, 1.0)
+) -> tuple[float, float]:
     """The default [0, 1] scale, widened to fit values outside it (e.g. a negative noise ΔF)."""
     finite = [v for v in values if v is not None and math.isfinite(v)]
     low, high = default
@@ -37,7 +39,8 @@ def value_range(values: Sequence[float | None], default: tuple[float, float] = (
 
 
 LABEL_CHAR_PX = 7
-"""An upper bound on a character's width in the charts' 11-12 px sans-serif: labels are sized, never clipped."""
+"""An upper bound on a character's width in the charts' 11-12 px sans-serif: labels are sized, never
+clipped."""
 
 
 def interval_chart(
@@ -49,8 +52,8 @@ def interval_chart(
     note_width: int = 70,
     title: str = "",
 ) -> str:
-    """One row per label: the mean as a dot, its confidence interval as a whisker. The label column is as wide as
-    the longest label needs, so no metric name is cut."""
+    """One row per label: the mean as a dot, its confidence interval as a whisker. The label column
+    is as wide as the longest label needs, so no metric name is cut."""
     row_h, top, axis_h = 22, 22 if title else 6, 24
     height = top + row_h * len(rows) + axis_h
     lo, hi = x_range or value_range([v for r in rows for v in (r.mean, r.low, r.high)])
@@ -100,7 +103,10 @@ def histogram(
     top, bottom, left, right = 22, 22, 30, 8
     parts = [_svg_open(width, height, title), _text(4, 15, title, weight="600")]
     if not values:
-        parts += [_text(width / 2, height / 2, "no ok scores", anchor="middle", fill=MUTED), "</svg>"]
+        parts += [
+            _text(width / 2, height / 2, "no ok scores", anchor="middle", fill=MUTED),
+            "</svg>",
+        ]
         return "".join(parts)
     counts, edges = np.histogram(np.asarray(values, dtype=float), bins=bins, range=(lo, hi))
     peak = max(int(counts.max()), 1)
@@ -113,7 +119,9 @@ def histogram(
                 f'height="{y(0) - y(count):.1f}" fill="{ACCENT}"><title>{start:.2f}–{stop:.2f}: '
                 f"{int(count)}</title></rect>"
             )
-    parts.append(f'<line x1="{left}" y1="{y(0):.1f}" x2="{width - right}" y2="{y(0):.1f}" stroke="{MUTED}"/>')
+    parts.append(
+        f'<line x1="{left}" y1="{y(0):.1f}" x2="{width - right}" y2="{y(0):.1f}" stroke="{MUTED}"/>'
+    )
     parts += [
         _text(left, height - 6, f"{lo:g}", anchor="middle", fill=MUTED),
         _text(width - right, height - 6, f"{hi:g}", anchor="middle", fill=MUTED),
@@ -137,12 +145,17 @@ def line_chart(
     lo, hi = y_range or value_range([v for _, v in points])
     parts = [_svg_open(width, height, title), _text(4, 15, title, weight="600")]
     if not points:
-        parts += [_text(width / 2, height / 2, "no runs yet", anchor="middle", fill=MUTED), "</svg>"]
+        parts += [
+            _text(width / 2, height / 2, "no runs yet", anchor="middle", fill=MUTED),
+            "</svg>",
+        ]
         return "".join(parts)
     step = (width - left - right) / max(len(points) - 1, 1)
     y = _scale(lo, hi, height - bottom, top)
     for tick in (lo, (lo + hi) / 2, hi):
-        parts.append(f'<line x1="{left}" y1="{y(tick):.1f}" x2="{width - right}" y2="{y(tick):.1f}" stroke="{GRID}"/>')
+        parts.append(
+            f'<line x1="{left}" y1="{y(tick):.1f}" x2="{width - right}" y2="{y(tick):.1f}" stroke="{GRID}"/>'
+        )
         parts.append(_text(left - 4, y(tick) + 4, f"{tick:.2f}", anchor="end", fill=MUTED))
     segment: list[str] = []
     for i, (label, value) in enumerate(points):
@@ -158,7 +171,9 @@ def line_chart(
         )
     parts.append(_polyline(segment))
     if len(points) == 1:
-        parts.append(_text((left + width - right) / 2, height - 6, points[0][0], anchor="middle", fill=MUTED))
+        parts.append(
+            _text((left + width - right) / 2, height - 6, points[0][0], anchor="middle", fill=MUTED)
+        )
     else:
         parts += [
             _text(left, height - 6, points[0][0], fill=MUTED),
@@ -176,7 +191,9 @@ def _scale(lo: float, hi: float, out_lo: float, out_hi: float):
 def _x_axis(x, lo: float, hi: float, y_top: float, y_bottom: float) -> list[str]:
     parts = []
     for tick in np.linspace(lo, hi, 5):
-        parts.append(f'<line x1="{x(tick):.1f}" y1="{y_top}" x2="{x(tick):.1f}" y2="{y_bottom}" stroke="{GRID}"/>')
+        parts.append(
+            f'<line x1="{x(tick):.1f}" y1="{y_top}" x2="{x(tick):.1f}" y2="{y_bottom}" stroke="{GRID}"/>'
+        )
         parts.append(_text(x(tick), y_bottom + 16, f"{tick:.2f}", anchor="middle", fill=MUTED))
     return parts
 
@@ -194,7 +211,9 @@ def _svg_open(width: int, height: int, title: str) -> str:
     )
 
 
-def _text(x: float, y: float, text: str, *, anchor: str = "start", fill: str = INK, weight: str = "400") -> str:
+def _text(
+    x: float, y: float, text: str, *, anchor: str = "start", fill: str = INK, weight: str = "400"
+) -> str:
     return (
         f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" fill="{fill}" font-weight="{weight}">'
         f"{escape(text)}</text>"

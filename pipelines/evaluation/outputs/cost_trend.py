@@ -1,9 +1,10 @@
 """What a suite's runs cost week by week: requests and tokens per run, from the results DB.
 
-A week is an ISO week (Monday to Sunday) of the runs' logical dates. Per week, over the successful runs of one
-suite and target that recorded their cost (runs saved before it was recorded are left out, and counted):
-runs, requests sent, cache hits, prompt and completion tokens (as the servers reported them), items evaluated,
-and the means per run and per item. A week without such a run is shown empty, never as 0.
+A week is an ISO week (Monday to Sunday) of the runs' logical dates. Per week, over the successful
+runs of one suite and target that recorded their cost (runs saved before it was recorded are left
+out, and counted): runs, requests sent, cache hits, prompt and completion tokens (as the servers
+reported them), items evaluated, and the means per run and per item. A week without such a run is
+shown empty, never as 0.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from pipelines.evaluation.results.run import RunCost
 from pipelines.stores.results import ResultsStore
 
 TREND_WEEKS = 8
-"""Weeks the trend shows: two months, enough to see a prompt or model change against the weeks before it."""
+"""Weeks the trend shows: two months, enough to see a prompt or model change against the weeks
+before it."""
 
 
 class CostWeek(BaseModel):
@@ -50,9 +52,13 @@ def week_of(day: date) -> date:
 def weekly_cost(
     store: ResultsStore, suite: str, target: str, *, until: date, weeks: int = TREND_WEEKS
 ) -> list[CostWeek]:
-    """The `weeks` ISO weeks up to the one holding `until` (oldest first), each with its runs' summed cost."""
+    """The `weeks` ISO weeks up to the one holding `until` (oldest first), each with its runs'
+    summed cost."""
     last = week_of(until)
-    trend = {last - timedelta(weeks=n): CostWeek(week=last - timedelta(weeks=n)) for n in range(weeks - 1, -1, -1)}
+    trend = {
+        last - timedelta(weeks=n): CostWeek(week=last - timedelta(weeks=n))
+        for n in range(weeks - 1, -1, -1)
+    }
     # A run a day at most per target: `weeks` × 7 runs cover the window.
     for run in store.runs(suite, weeks * 7, target=target, before=until + timedelta(days=1)):
         week = trend.get(week_of(run.logical_date))

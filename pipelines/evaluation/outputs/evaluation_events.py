@@ -1,17 +1,20 @@
-"""Online scores back where teams look at their traces: one `gen_ai.evaluation.result` event per score, over OTLP.
+"""Online scores back where teams look at their traces: one `gen_ai.evaluation.result` event per
+score, over OTLP.
 
-With `RAGWATCH_OTLP_ENDPOINT` set (an OTLP/HTTP endpoint such as a Collector's `http://otel-collector:4318`), the
-online eval's finalize sends its scores through the OpenTelemetry Logs API as the GenAI semantic conventions define
-the event. Its trace context is the evaluated GenAI operation: the LLM span whose reply is the judged answer
-(`evaluated_span_id` in the sampled row's metadata), else the trace's root span (`span_id`); the model's response id
-(`response_id`) travels as `gen_ai.response.id`, which ties the event to the operation where no span id does.
+With `RAGWATCH_OTLP_ENDPOINT` set (an OTLP/HTTP endpoint such as a Collector's
+`http://otel-collector:4318`), the online eval's finalize sends its scores through the OpenTelemetry
+Logs API as the GenAI semantic conventions define the event. Its trace context is the evaluated
+GenAI operation: the LLM span whose reply is the judged answer (`evaluated_span_id` in the sampled
+row's metadata), else the trace's root span (`span_id`); the model's response id (`response_id`)
+travels as `gen_ai.response.id`, which ties the event to the operation where no span id does.
 
-A score the judge produced carries `gen_ai.evaluation.score.value` and, where the metric has operating bands,
-`gen_ai.evaluation.score.label` (healthy, watch or problem). A failed evaluation carries `error.type` `_OTHER` (the
-convention's fallback: ragwatch records why a score failed as text, not as a class) and the reason as its
-explanation. A metric that does not apply to a trace (no contexts to be faithful to, no tool calls to check, the
-token budget spent before it ran) is not sent: no evaluation ran, so there is no result to report, and `error.type`
-would claim a failure. The results DB keeps those rows.
+A score the judge produced carries `gen_ai.evaluation.score.value` and, where the metric has
+operating bands, `gen_ai.evaluation.score.label` (healthy, watch or problem). A failed evaluation
+carries `error.type` `_OTHER` (the convention's fallback: ragwatch records why a score failed as
+text, not as a class) and the reason as its explanation. A metric that does not apply to a trace (no
+contexts to be faithful to, no tool calls to check, the token budget spent before it ran) is not
+sent: no evaluation ran, so there is no result to report, and `error.type` would claim a failure.
+The results DB keeps those rows.
 """
 
 from __future__ import annotations
@@ -46,17 +49,20 @@ HEX_SPAN_ID = re.compile(r"(?!0{16})[0-9a-f]{16}")
 
 @dataclass(frozen=True)
 class EvaluatedOperation:
-    """The GenAI operation a trace's scores judge: its span id and the model's response id, each when known."""
+    """The GenAI operation a trace's scores judge: its span id and the model's response id, each
+    when known."""
 
     span_id: str | None = None
     response_id: str | None = None
 
     @classmethod
     def from_metadata(cls, metadata: dict[str, Any]) -> EvaluatedOperation:
-        """The LLM span that produced the answer, else the root span; a value that is no span id (one the
-        anonymizer replaced, say) counts as absent."""
+        """The LLM span that produced the answer, else the root span; a value that is no span id
+        (one the anonymizer replaced, say) counts as absent."""
         span_ids = (metadata.get("evaluated_span_id"), metadata.get("span_id"))
-        span_id = next((s for s in span_ids if isinstance(s, str) and HEX_SPAN_ID.fullmatch(s)), None)
+        span_id = next(
+            (s for s in span_ids if isinstance(s, str) and HEX_SPAN_ID.fullmatch(s)), None
+        )
         response_id = metadata.get("response_id")
         return cls(span_id, response_id if isinstance(response_id, str) and response_id else None)
 
@@ -74,7 +80,9 @@ def evaluation_attributes(score: Score, response_id: str | None = None) -> dict[
         attributes["gen_ai.evaluation.explanation"] = (score.error or score.status)[:1000]
     else:
         attributes["gen_ai.evaluation.score.value"] = float(score.value)
-        band = next((t for t in THRESHOLDS if t.metric == score.metric and t.contains(score.value)), None)
+        band = next(
+            (t for t in THRESHOLDS if t.metric == score.metric and t.contains(score.value)), None
+        )
         if band is not None:
             attributes["gen_ai.evaluation.score.label"] = band.severity
             attributes["gen_ai.evaluation.explanation"] = (
@@ -82,7 +90,8 @@ def evaluation_attributes(score: Score, response_id: str | None = None) -> dict[
             )
     if response_id:
         attributes["gen_ai.response.id"] = response_id
-    # ragwatch's own keys stay out of the gen_ai namespace: the judge is not the evaluated operation's model.
+    # ragwatch's own keys stay out of the gen_ai namespace: the judge is not the evaluated
+    # operation's model.
     attributes["ragwatch.run_id"] = score.run_id
     attributes["ragwatch.stratum"] = score.stratum
     if score.judge_model:
@@ -95,16 +104,24 @@ def trace_context(trace_id: str, span_id: str | None):
     if not (HEX_TRACE_ID.fullmatch(trace_id) and span_id and HEX_SPAN_ID.fullmatch(span_id)):
         return None
     parent = SpanContext(
-        int(trace_id, 16), int(span_id, 16), is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED)
+        int(trace_id, 16),
+        int(span_id, 16),
+        is_remote=True,
+        trace_flags=TraceFlags(TraceFlags.SAMPLED),
     )
     return trace.set_span_in_context(NonRecordingSpan(parent))
 
 
-def evaluated_operations(parts: Iterable[Path], trace_ids: set[str]) -> dict[str, EvaluatedOperation]:
-    """Trace id -> evaluated operation of the judged traces, from the day's sampled partition, whose rows carry the
-    ids in their metadata (see `EvaluatedOperation.from_metadata`). Two columns are read, a batch at a time."""
+def evaluated_operations(
+    parts: Iterable[Path], trace_ids: set[str]
+) -> dict[str, EvaluatedOperation]:
+    """Trace id -> evaluated operation of the judged traces, from the day's sampled partition, whose
+    rows carry the ids in their metadata (see `EvaluatedOperation.from_metadata`). Two columns are
+    read, a batch at a time."""
     found = {}
-    for batch in iter_part_batches(list(parts), batch_size=10_000, columns=["trace_id", "metadata"]):
+    for batch in iter_part_batches(
+        list(parts), batch_size=10_000, columns=["trace_id", "metadata"]
+    ):
         for trace_id, metadata in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
             if trace_id not in trace_ids or not metadata:
                 continue
@@ -112,7 +129,10 @@ def evaluated_operations(parts: Iterable[Path], trace_ids: set[str]) -> dict[str
                 parsed = json.loads(metadata)
             except ValueError:
                 continue
-            if isinstance(parsed, dict) and (operation := EvaluatedOperation.from_metadata(parsed)) != NOT_KNOWN:
+            if (
+                isinstance(parsed, dict)
+                and (operation := EvaluatedOperation.from_metadata(parsed)) != NOT_KNOWN
+            ):
                 found[trace_id] = operation
     return found
 
@@ -124,11 +144,13 @@ def emit_evaluation_events(
     *,
     timeout_s: float = 10.0,
 ) -> int:
-    """Send one event per applicable score to `endpoint` (OTLP/HTTP, `/v1/logs` appended); returns how many were sent.
+    """Send one event per applicable score to `endpoint` (OTLP/HTTP, `/v1/logs` appended); returns
+    how many were sent.
 
-    `operations`: the evaluated operation of each trace id (`evaluated_operations`). A trace id that is no OTLP id, or
-    a trace with no span id, sends its events without a trace context and with `ragwatch.trace_id`. Export errors fail
-    the call, so a task that was asked to send the scores does not pass silently without them.
+    `operations`: the evaluated operation of each trace id (`evaluated_operations`). A trace id that
+    is no OTLP id, or a trace with no span id, sends its events without a trace context and with
+    `ragwatch.trace_id`. Export errors fail the call, so a task that was asked to send the scores
+    does not pass silently without them.
     """
     exporter = OTLPLogExporter(endpoint=endpoint.rstrip("/") + "/v1/logs", timeout=timeout_s)
     failures = _CountingExporter(exporter)
@@ -150,7 +172,8 @@ def emit_evaluation_events(
                 event_name=EVENT_NAME,
                 attributes=attributes,
                 context=context,
-                timestamp=time.time_ns(),  # without it the record's time is 0 and some backends file it in 1970
+                # without it the record's time is 0 and some backends file it in 1970
+                timestamp=time.time_ns(),
                 severity_number=SeverityNumber.INFO,
             )
             sent += 1
@@ -162,12 +185,18 @@ def emit_evaluation_events(
             f"{failures.failed} of {sent} gen_ai.evaluation.result events were not accepted by "
             f"{endpoint} (RAGWATCH_OTLP_ENDPOINT)"
         )
-    log.info("sent %d evaluation events to %s (%d not-applicable scores not sent)", sent, endpoint, not_applicable)
+    log.info(
+        "sent %d evaluation events to %s (%d not-applicable scores not sent)",
+        sent,
+        endpoint,
+        not_applicable,
+    )
     return sent
 
 
 class _CountingExporter:
-    """The OTLP exporter, counting the records of batches it failed to send (the SDK only logs them)."""
+    """The OTLP exporter, counting the records of batches it failed to send (the SDK only logs
+    them)."""
 
     def __init__(self, inner: OTLPLogExporter):
         self.inner, self.failed = inner, 0

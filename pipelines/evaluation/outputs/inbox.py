@@ -1,10 +1,12 @@
-"""The review inbox: the online eval's lowest-scoring traces, as golden candidates for people to complete.
+"""The review inbox: the online eval's lowest-scoring traces, as golden candidates for people to
+complete.
 
 Written as `inbox/candidates-<day>.csv` in the data workspace (not versioned: it holds production
 text a person has not reviewed yet), with the columns `ragwatch golden import` reads: a reviewer
 writes the reference answer and the gold passages, then imports the file, and the rows join the
-golden set with `source=trace`. Beside it, `inbox/uncovered-<day>.csv`: the largest topics of the day's traffic
-the golden set does not cover (the coverage step's clusters), three questions each, importable the same way.
+golden set with `source=trace`. Beside it, `inbox/uncovered-<day>.csv`: the largest topics of the
+day's traffic the golden set does not cover (the coverage step's clusters), three questions each,
+importable the same way.
 """
 
 from __future__ import annotations
@@ -34,7 +36,11 @@ COLUMNS = [
 
 
 def queue_candidates(
-    workspace: Workspace, day: date, traces: Sequence[dict[str, Any]], scores: Sequence[Score], limit: int = CANDIDATES
+    workspace: Workspace,
+    day: date,
+    traces: Sequence[dict[str, Any]],
+    scores: Sequence[Score],
+    limit: int = CANDIDATES,
 ) -> tuple[int, Path]:
     """Write the day's `limit` lowest-scoring traces to the inbox; returns (rows written, file)."""
     by_trace: dict[str, list[float]] = {}
@@ -72,12 +78,16 @@ UNCOVERED_COLUMNS = [
     "gold_passages",
     "split",
 ]
-"""`ragwatch golden import` reads the last five: a reviewer writes an answer for a topic's question and imports it."""
+"""`ragwatch golden import` reads the last five: a reviewer writes an answer for a topic's question
+and imports it."""
 
 
-def queue_uncovered_topics(workspace: Workspace, day: date, clusters: Sequence[Any], limit: int) -> tuple[int, Path]:
-    """Write the day's `limit` largest uncovered topics (coverage/clusters.py), three questions each; returns (topics
-    written, file). The file is rewritten on a rerun: the same day gives the same topics."""
+def queue_uncovered_topics(
+    workspace: Workspace, day: date, clusters: Sequence[Any], limit: int
+) -> tuple[int, Path]:
+    """Write the day's `limit` largest uncovered topics (coverage/clusters.py), three questions
+    each; returns (topics written, file). The file is rewritten on a rerun: the same day gives the
+    same topics."""
     chosen = list(clusters)[:limit]
     rows = (
         {

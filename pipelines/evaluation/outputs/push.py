@@ -4,14 +4,15 @@ Only the newest run of a suite and target is pushed: a push replaces the group, 
 past day must not overwrite today's gauges (its scores are in the results DB).
 
 One group per suite and target (job + suite + target, plus app for online evals of one app),
-replaced as a whole with PUT: strata that disappeared from a run disappear from Prometheus too,
-and a run of another target (a candidate URL) never replaces the gauges of the newest run of this one. The grouping key
-never holds a run id: the Pushgateway keeps every group forever, so per-run groups would pile
-up and Prometheus would see stale runs as current.
+replaced as a whole with PUT: strata that disappeared from a run disappear from Prometheus too, and
+a run of another target (a candidate URL) never replaces the gauges of the newest run of this one.
+The grouping key never holds a run id: the Pushgateway keeps every group forever, so per-run groups
+would pile up and Prometheus would see stale runs as current.
 
-`push_scores` does not raise when the push fails: it returns a PushResult saying why (and logs
-it); `push_run`, the step a task calls, raises then so Airflow retries, and says how to push again by hand. Prometheus should alert on `push_time_seconds`
-staleness, which catches a pipeline that stopped pushing for any reason.
+`push_scores` does not raise when the push fails: it returns a PushResult saying why (and logs it);
+`push_run`, the step a task calls, raises then so Airflow retries, and says how to push again by
+hand. Prometheus should alert on `push_time_seconds` staleness, which catches a pipeline that
+stopped pushing for any reason.
 """
 
 from __future__ import annotations
@@ -69,7 +70,8 @@ class PushResult:
 
 
 def grouping_key(suite: str, target: str | None = None, app: str | None = None) -> dict[str, str]:
-    # Target names are checked names (pipelines.core.inputs): never a URL, so never a credential in a label.
+    # Target names are checked names (pipelines.core.inputs): never a URL, so never a credential in
+    # a label.
     return {
         "suite": suite,
         **({"target": inputs.target_name(target)} if target else {}),
@@ -91,12 +93,16 @@ def build_registry(
     judge_noise: Iterable[JudgeNoiseRow] = (),
     coverage: GoldenCoverage | None = None,
 ) -> CollectorRegistry:
-    """The gauges of one run. Labels repeat the grouping key so a textfile reads the same as the gateway."""
+    """The gauges of one run. Labels repeat the grouping key so a textfile reads the same as the
+    gateway."""
     registry = CollectorRegistry()
     base = grouping_key(suite, target, app)
     names = list(base)
     items = Gauge(
-        "rag_eval_items", "Items evaluated (ok + failed + skipped)", [*names, "stratum", "metric"], registry=registry
+        "rag_eval_items",
+        "Items evaluated (ok + failed + skipped)",
+        [*names, "stratum", "metric"],
+        registry=registry,
     )
     failed = Gauge(
         "rag_eval_failed_items",
@@ -112,13 +118,18 @@ def build_registry(
             continue  # no ok score: absent, never 0
         name = gauge_name(agg.metric)
         if name not in scores:
-            help_text = f"Mean of the ok scores of {agg.metric}: {METRICS.get(agg.metric, agg.metric)}"
+            help_text = (
+                f"Mean of the ok scores of {agg.metric}: {METRICS.get(agg.metric, agg.metric)}"
+            )
             scores[name] = Gauge(name, help_text, [*names, "stratum"], registry=registry)
         scores[name].labels(**base, stratum=agg.stratum).set(agg.mean)
     if gate_passed is not None:
-        Gauge("rag_eval_gate_passed", "1 when the run passed the regression gate", names, registry=registry).labels(
-            **base
-        ).set(int(gate_passed))
+        Gauge(
+            "rag_eval_gate_passed",
+            "1 when the run passed the regression gate",
+            names,
+            registry=registry,
+        ).labels(**base).set(int(gate_passed))
     if gate_catches:
         catches = Gauge(
             "rag_eval_gate_catches",
@@ -147,8 +158,11 @@ def build_registry(
     return registry
 
 
-def add_judge_noise_gauges(registry: CollectorRegistry, base: dict[str, str], rows: Iterable[JudgeNoiseRow]) -> None:
-    """The test-retest gauges per retested metric; absent (never 0) with too few retests or an undefined figure."""
+def add_judge_noise_gauges(
+    registry: CollectorRegistry, base: dict[str, str], rows: Iterable[JudgeNoiseRow]
+) -> None:
+    """The test-retest gauges per retested metric; absent (never 0) with too few retests or an
+    undefined figure."""
     rows = [r for r in rows if r.enough]
     if not rows:
         return
@@ -177,8 +191,8 @@ def _gauges_per_row(
     label: str,
     gauges: dict[str, tuple[str, Callable[[Any], float | None]]],
 ) -> None:
-    """One gauge per entry (name: help, value of a row), a series per row labelled by the row's `label` field; a
-    row whose value is None has no series (absent, never 0)."""
+    """One gauge per entry (name: help, value of a row), a series per row labelled by the row's
+    `label` field; a row whose value is None has no series (absent, never 0)."""
     names = [*base, label]
     for name, (help_text, value_of) in gauges.items():
         gauge = Gauge(name, help_text, names, registry=registry)
@@ -187,9 +201,11 @@ def _gauges_per_row(
                 gauge.labels(**base, **{label: getattr(row, label)}).set(value)
 
 
-def add_coverage_gauges(registry: CollectorRegistry, base: dict[str, str], coverage: GoldenCoverage) -> None:
-    """The golden set's coverage of the day's traffic per app/language stratum and "all", with its interval's bounds;
-    absent (never 0) when it could not be measured."""
+def add_coverage_gauges(
+    registry: CollectorRegistry, base: dict[str, str], coverage: GoldenCoverage
+) -> None:
+    """The golden set's coverage of the day's traffic per app/language stratum and "all", with its
+    interval's bounds; absent (never 0) when it could not be measured."""
     if coverage.status != "ok":
         return
     gauges = {
@@ -212,22 +228,31 @@ def add_coverage_gauges(registry: CollectorRegistry, base: dict[str, str], cover
 
 
 def _threshold_help(coverage: GoldenCoverage) -> str:
-    """Whose threshold the gauge rests on: one calibrated on user questions, or the user's own setting."""
+    """Whose threshold the gauge rests on: one calibrated on user questions, or the user's own
+    setting."""
     t = coverage.threshold
     if t is not None and t.method == "setting":
-        return f"{t.signal} >= {t.value:.3f}, the user's RAGWATCH_COVERAGE_THRESHOLD, not calibrated"
+        return (
+            f"{t.signal} >= {t.value:.3f}, the user's RAGWATCH_COVERAGE_THRESHOLD, not calibrated"
+        )
     if t is not None and t.method == "calibrated":
         return f"{t.signal} >= {t.value:.3f}, calibrated on {t.positives} user questions of the golden set"
     return "similarity >= the threshold"
 
 
-def add_judge_gauges(registry: CollectorRegistry, base: dict[str, str], rows: Iterable[JudgeTrustRow]) -> None:
-    """The judge audit's gauges per audited metric; absent (never 0) without a label, κ absent when undefined."""
+def add_judge_gauges(
+    registry: CollectorRegistry, base: dict[str, str], rows: Iterable[JudgeTrustRow]
+) -> None:
+    """The judge audit's gauges per audited metric; absent (never 0) without a label, κ absent when
+    undefined."""
     rows = [r for r in rows if r.labels]
     if not rows:
         return
     gauges = {
-        "rag_judge_audit_labels": ("Judged items people labelled so far (judge audit)", attrgetter("labels")),
+        "rag_judge_audit_labels": (
+            "Judged items people labelled so far (judge audit)",
+            attrgetter("labels"),
+        ),
         "rag_judge_agreement_kappa": (
             "Cohen's kappa of the judge's 0/1 verdicts vs people's labels",
             attrgetter("kappa"),
@@ -241,11 +266,14 @@ def add_judge_gauges(registry: CollectorRegistry, base: dict[str, str], rows: It
 
 
 def _cost_gauges(cost: RunCost, base: dict[str, str], registry: CollectorRegistry) -> None:
-    """The run's model usage per stage and metric (models added up: each stage × metric is served by one role).
-    Stages and metrics are a handful of fixed names, so the series stay few."""
+    """The run's model usage per stage and metric (models added up: each stage × metric is served by
+    one role). Stages and metrics are a handful of fixed names, so the series stay few."""
     names = [*base, "stage", "metric"]
     requests = Gauge(
-        "rag_eval_llm_requests", "Requests the run sent to the model servers (every attempt)", names, registry=registry
+        "rag_eval_llm_requests",
+        "Requests the run sent to the model servers (every attempt)",
+        names,
+        registry=registry,
     )
     hits = Gauge(
         "rag_eval_llm_cache_hits",
@@ -260,13 +288,22 @@ def _cost_gauges(cost: RunCost, base: dict[str, str], registry: CollectorRegistr
         registry=registry,
     )
     seconds = Gauge(
-        "rag_eval_llm_seconds", "Summed wall time of the run's requests, sending to reply", names, registry=registry
+        "rag_eval_llm_seconds",
+        "Summed wall time of the run's requests, sending to reply",
+        names,
+        registry=registry,
     )
     summed: dict[tuple[str, str], list[float]] = {}
     for row in cost.rows:
         counts = summed.setdefault((row.stage, row.metric), [0, 0, 0, 0, 0.0])
         for i, value in enumerate(
-            (row.requests, row.cache_hits, row.prompt_tokens, row.completion_tokens, row.llm_seconds)
+            (
+                row.requests,
+                row.cache_hits,
+                row.prompt_tokens,
+                row.completion_tokens,
+                row.llm_seconds,
+            )
         ):
             counts[i] += value
     if cost.budget is not None:
@@ -296,17 +333,27 @@ def push_scores(
     **gauges,
 ) -> PushResult:
     """Replace the suite's (and target's) group on the configured Pushgateway, or write
-    `metrics/<job>-<suite>-<target>.prom` under home. `gauges` are `build_registry`'s other keywords: the gate,
-    the judge's trust and noise, the cost, the coverage, when the run succeeded."""
+    `metrics/<job>-<suite>-<target>.prom` under home. `gauges` are `build_registry`'s other
+    keywords: the gate, the judge's trust and noise, the cost, the coverage, when the run
+    succeeded."""
     registry = build_registry(aggregates, suite=suite, target=target, app=app, **gauges)
     samples = sum(len(m.samples) for m in registry.collect())
     job, key = settings.pushgateway_job, grouping_key(suite, target, app)
     if settings.pushgateway_url:
-        shown = redact_url(settings.pushgateway_url)  # what results and logs say: never the gateway's credentials
+        shown = redact_url(
+            settings.pushgateway_url
+        )  # what results and logs say: never the gateway's credentials
         common = dict(mode="pushgateway", destination=shown, job=job, grouping_key=key)
         try:
             gateway, handler = _gateway_and_handler(settings.pushgateway_url)
-            push_to_gateway(gateway, job=job, registry=registry, grouping_key=key, timeout=timeout_s, handler=handler)
+            push_to_gateway(
+                gateway,
+                job=job,
+                registry=registry,
+                grouping_key=key,
+                timeout=timeout_s,
+                handler=handler,
+            )
         except (OSError, ValueError) as exc:  # URLError/HTTPError/timeouts are OSErrors
             error = redact_text(f"push to {shown} failed: {exc}")
             log.error("%s (job=%s, grouping key %s)", error, job, key)
@@ -317,17 +364,24 @@ def push_scores(
     common = dict(mode="textfile", destination=str(path), job=job, grouping_key=key)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_to_textfile(str(path), registry)  # writes a temp file and renames it: readers never see half
+        write_to_textfile(
+            str(path), registry
+        )  # writes a temp file and renames it: readers never see half
     except OSError as exc:
         error = f"writing {path} failed: {exc}"
         log.error(error)
         return PushResult(ok=False, **common, error=error)
-    log.warning("no Pushgateway configured (RAGWATCH_PUSHGATEWAY_URL): wrote %d samples to %s instead", samples, path)
+    log.warning(
+        "no Pushgateway configured (RAGWATCH_PUSHGATEWAY_URL): wrote %d samples to %s instead",
+        samples,
+        path,
+    )
     return PushResult(ok=True, **common, samples=samples)
 
 
 def _gateway_and_handler(url: str):
-    """A gateway URL with `user:password@` becomes HTTP basic auth: the credentials never sit in a request URL."""
+    """A gateway URL with `user:password@` becomes HTTP basic auth: the credentials never sit in a
+    request URL."""
     parts = urlsplit(url if "://" in url else f"http://{url}")
     if parts.username is None:
         return url, default_handler
@@ -340,7 +394,9 @@ def _gateway_and_handler(url: str):
     return bare, handler
 
 
-def textfile_path(home: Path, job: str, suite: str, app: str | None = None, target: str | None = None) -> Path:
+def textfile_path(
+    home: Path, job: str, suite: str, app: str | None = None, target: str | None = None
+) -> Path:
     name = "-".join(part for part in (job, suite, target, app) if part)
     return home.resolve() / "metrics" / (_UNSAFE.sub("_", name) + ".prom")
 
@@ -349,12 +405,17 @@ def read_back(gateway_url: str, *, timeout_s: float = 5.0) -> list[dict]:
     """Every group the Pushgateway holds, from its `/api/v1/metrics`:
     `[{"labels": {job, suite, ...}, "metrics": {name: [{"labels": {...}, "value": float}]}}]`."""
     base = gateway_url if "://" in gateway_url else f"http://{gateway_url}"
-    with urllib.request.urlopen(f"{base.rstrip('/')}/api/v1/metrics", timeout=timeout_s) as response:
+    with urllib.request.urlopen(
+        f"{base.rstrip('/')}/api/v1/metrics", timeout=timeout_s
+    ) as response:
         payload = json.load(response)
     groups = []
     for group in payload["data"]:
         metrics = {
-            name: [{"labels": m["labels"], "value": float(m["value"])} for m in family.get("metrics", [])]
+            name: [
+                {"labels": m["labels"], "value": float(m["value"])}
+                for m in family.get("metrics", [])
+            ]
             for name, family in group.items()
             if isinstance(family, dict) and "metrics" in family
         }
@@ -365,15 +426,18 @@ def read_back(gateway_url: str, *, timeout_s: float = 5.0) -> list[dict]:
 CONTEXT_PRECISION = "context_precision"
 PUSHED_AS = {DIAGNOSED_PRECISION: CONTEXT_PRECISION}
 """Stored metrics pushed under another name. The judged share of the chunks given that are useful
-(`context_precision_share`) is the operating context precision: `rag_context_precision_score`, the gauge of the
-alert `RagContextPrecisionLow` (< 0.60), as in the diagnosis. Never the id-based precision@k (one gold chunk
-caps it at 1/k: the alert would always fire) nor ragas' rank-weighted `context_precision_ranked` (its own
-gauge). Online traces have no reference answer: no judged context precision, no gauge."""
+(`context_precision_share`) is the operating context precision: `rag_context_precision_score`, the
+gauge of the alert `RagContextPrecisionLow` (< 0.60), as in the diagnosis. Never the id-based
+precision@k (one gold chunk caps it at 1/k: the alert would always fire) nor ragas' rank-weighted
+`context_precision_ranked` (its own gauge). Online traces have no reference answer: no judged
+context precision, no gauge."""
 
 
 def as_pushed(aggregates: list[Aggregate]) -> list[Aggregate]:
     """The aggregates under their gauges' names (PUSHED_AS)."""
-    return [replace(a, metric=PUSHED_AS[a.metric]) if a.metric in PUSHED_AS else a for a in aggregates]
+    return [
+        replace(a, metric=PUSHED_AS[a.metric]) if a.metric in PUSHED_AS else a for a in aggregates
+    ]
 
 
 class PushedRun(BaseModel):
@@ -386,13 +450,14 @@ class PushedRun(BaseModel):
 
 
 def push_run(settings: Settings, summary: RunSummary, *, app: str | None = None) -> PushedRun:
-    """Push a saved run's aggregates (re-read from the results DB), if it is the newest run of its target."""
+    """Push a saved run's aggregates (re-read from the results DB), if it is the newest run of its
+    target."""
     return push_stored_run(settings, summary.run_id, app=app)
 
 
 def push_stored_run(settings: Settings, run_id: str, *, app: str | None = None) -> PushedRun:
-    """Push the run saved under `run_id` (`ragwatch eval push`), if it is the newest run of its target; LookupError
-    when the results DB has no such run."""
+    """Push the run saved under `run_id` (`ragwatch eval push`), if it is the newest run of its
+    target; LookupError when the results DB has no such run."""
     store = ResultsStore.from_settings(settings)
     try:
         run = store.get_run(run_id)
@@ -405,7 +470,11 @@ def push_stored_run(settings: Settings, run_id: str, *, app: str | None = None) 
         aggregates = as_pushed(aggregate(store.scores(run_id)))
     finally:
         store.dispose()
-    catches = {row.metric: row.detectable_drop for row in gate_rows(latest.gate) if row.detectable_drop is not None}
+    catches = {
+        row.metric: row.detectable_drop
+        for row in gate_rows(latest.gate)
+        if row.detectable_drop is not None
+    }
     result = push_scores(
         settings,
         aggregates,

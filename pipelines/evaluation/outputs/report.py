@@ -22,11 +22,22 @@ from markupsafe import Markup
 
 from pipelines.core.files import atomic_write_text
 from pipelines.core.records import METRICS, Score
-from pipelines.evaluation.outputs.charts import Interval, histogram, interval_chart, line_chart, value_range
+from pipelines.evaluation.outputs.charts import (
+    Interval,
+    histogram,
+    interval_chart,
+    line_chart,
+    value_range,
+)
 from pipelines.evaluation.outputs.cost_trend import CostWeek
 from pipelines.evaluation.outputs.formatting import interval, number
 from pipelines.evaluation.outputs.report_template import REPORT_HTML
-from pipelines.evaluation.outputs.summary import golden_coverage, judge_noise_rows, judge_trust, judged_strata
+from pipelines.evaluation.outputs.summary import (
+    golden_coverage,
+    judge_noise_rows,
+    judge_trust,
+    judged_strata,
+)
 from pipelines.evaluation.results.coverage import GoldenCoverage
 from pipelines.evaluation.results.run import RunCost
 from pipelines.evaluation.statistics.aggregates import Aggregate, aggregate
@@ -52,7 +63,8 @@ from pipelines.stores.results import EvalRun, ResultsStore
 WORST_ITEMS = 10
 TREND_RUNS = 20
 REPORT_TOPICS = 10
-"""Uncovered topics listed in the report: a real day has a hundred or more; all are in the run's coverage.json."""
+"""Uncovered topics listed in the report: a real day has a hundred or more; all are in the run's
+coverage.json."""
 
 
 @dataclass(frozen=True)
@@ -66,7 +78,8 @@ class ItemView:
     """Retrieved chunk texts in rank order (or `chunk_id: text`)."""
     reference_answer: str | None = None
     attribution: str | None = None
-    """A label from `retrieval.attribute` (diagnose.ATTRIBUTIONS); None when the suite does not attribute."""
+    """A label from `retrieval.attribute` (diagnose.ATTRIBUTIONS); None when the suite does not
+    attribute."""
     correctness: str | None = None
     """The answer-correctness judge's reason, when it judged the item."""
 
@@ -78,7 +91,9 @@ class TrendPoint:
     mean: float | None
 
 
-def trend_from_store(store: ResultsStore, run: EvalRun, *, limit: int = TREND_RUNS) -> list[TrendPoint]:
+def trend_from_store(
+    store: ResultsStore, run: EvalRun, *, limit: int = TREND_RUNS
+) -> list[TrendPoint]:
     """Pooled means of the successful runs of the same suite and target before this one."""
     points = []
     for past in store.runs(run.suite, limit, target=run.target, before=run.logical_date):
@@ -103,14 +118,16 @@ def render_report(
     correction: DiagnosisCorrection = BENJAMINI_HOCHBERG,
     cost_trend: Sequence[CostWeek] = (),
 ) -> str:
-    """The report of one run as an HTML string. `trend` holds past runs; this run is added to it. `cost_trend`: the
-    suite's cost week by week (outputs/cost_trend.py), this run included. `min_n`
-    (settings: `RAGWATCH_DIAGNOSIS_MIN_N`): fewest ok scores for the diagnosis to state a band; `correction`
-    (`RAGWATCH_DIAGNOSIS_CORRECTION`): how its band claims are corrected for their number. `run_gate`:
-    the gate's comparisons (baseline, reference), each shown as a gate table; `gate` and `baseline` alone
-    give one comparison."""
+    """The report of one run as an HTML string. `trend` holds past runs; this run is added to it.
+    `cost_trend`: the suite's cost week by week (outputs/cost_trend.py), this run included. `min_n`
+    (settings: `RAGWATCH_DIAGNOSIS_MIN_N`): fewest ok scores for the diagnosis to state a band;
+    `correction` (`RAGWATCH_DIAGNOSIS_CORRECTION`): how its band claims are corrected for their
+    number. `run_gate`: the gate's comparisons (baseline, reference), each shown as a gate table;
+    `gate` and `baseline` alone give one comparison."""
     if run_gate is None and gate is not None and baseline is not None:
-        run_gate = RunGate((Comparison(role="baseline", against=baseline, chosen="given", gate=gate),), "")
+        run_gate = RunGate(
+            (Comparison(role="baseline", against=baseline, chosen="given", gate=gate),), ""
+        )
     comparisons = run_gate.comparisons if run_gate else ()
     gates = [c.gate for c in comparisons if c.gate is not None]
     aggs = list(aggregates) if aggregates is not None else aggregate(scores)
@@ -121,9 +138,15 @@ def render_report(
     findings = diagnose(aggs, min_n=min_n, correction=correction)
     context = {
         "run": run,
-        "offline": any(OFFLINE_MODEL in (name or "") for name in (run.judge_model, run.generator_model)),
+        "offline": any(
+            OFFLINE_MODEL in (name or "") for name in (run.judge_model, run.generator_model)
+        ),
         "params": json.dumps(
-            {k: v for k, v in (run.params or {}).items() if k not in ("judge_audit", "judge_noise", "coverage")},
+            {
+                k: v
+                for k, v in (run.params or {}).items()
+                if k not in ("judge_audit", "judge_noise", "coverage")
+            },
             ensure_ascii=False,
             sort_keys=True,
             default=str,
@@ -133,9 +156,14 @@ def render_report(
         "not_enough_evidence": NOT_ENOUGH_EVIDENCE,
         "corrected": correction == BENJAMINI_HOCHBERG,
         "bh": BENJAMINI_HOCHBERG,
-        "ci_methods": {m: CI_METHODS[m] for m in dict.fromkeys(a.ci_method for a in aggs) if m in CI_METHODS},
+        "ci_methods": {
+            m: CI_METHODS[m] for m in dict.fromkeys(a.ci_method for a in aggs) if m in CI_METHODS
+        },
         "gate_ci_methods": {
-            m.ci_method: CI_METHODS[m.ci_method] for g in gates for m in g.metrics if m.ci_method in CI_METHODS
+            m.ci_method: CI_METHODS[m.ci_method]
+            for g in gates
+            for m in g.metrics
+            if m.ci_method in CI_METHODS
         },
         "test_methods": {
             m.test_method: TEST_METHODS[m.test_method]
@@ -144,14 +172,26 @@ def render_report(
             if m.test_method in TEST_METHODS
         },
         "run_gate": run_gate,
-        "comparisons": [(c, _relative_link(c.against.report_path, run.report_path)) for c in comparisons],
+        "comparisons": [
+            (c, _relative_link(c.against.report_path, run.report_path)) for c in comparisons
+        ],
         "metrics": [(m, METRICS.get(m, _retrieval_help(m)), m in LOWER_IS_BETTER) for m in metrics],
         "table": [[by_key[(m, s)] for s in strata if (m, s) in by_key] for m in metrics],
-        # The verdict's chart: the gate's differences when a gate ran, else the run's means (then not repeated
-        # among the per-stratum charts).
-        "verdict_chart": Markup(_difference_chart(comparisons) if gates else _stratum_chart(OVERALL, metrics, by_key)),
-        "interval_charts": [Markup(_stratum_chart(s, metrics, by_key)) for s in strata if gates or s != OVERALL],
-        "failed_rows": [(c.role, m) for c in comparisons if c.gate is not None for m in c.gate.metrics if not m.passed],
+        # The verdict's chart: the gate's differences when a gate ran, else the run's means (then
+        # not repeated among the per-stratum charts).
+        "verdict_chart": Markup(
+            _difference_chart(comparisons) if gates else _stratum_chart(OVERALL, metrics, by_key)
+        ),
+        "interval_charts": [
+            Markup(_stratum_chart(s, metrics, by_key)) for s in strata if gates or s != OVERALL
+        ],
+        "failed_rows": [
+            (c.role, m)
+            for c in comparisons
+            if c.gate is not None
+            for m in c.gate.metrics
+            if not m.passed
+        ],
         "problems": [f for f in findings if f.severity == "problem"],
         "histograms": [Markup(_histogram(m, scores)) for m in metrics],
         "trend_charts": [Markup(c) for c in _trend_charts(run, metrics, by_key, trend)],
@@ -175,7 +215,9 @@ def render_report(
         "stages": STAGES,
         "coverage": (coverage := golden_coverage(run.params)),
         "report_topics": REPORT_TOPICS,
-        "coverage_chart": Markup(_coverage_chart(coverage)) if coverage and coverage.status == "ok" else None,
+        "coverage_chart": Markup(_coverage_chart(coverage))
+        if coverage and coverage.status == "ok"
+        else None,
         "cost_trend": cost_trend,
         "cost_trend_chart": Markup(_cost_trend_chart(cost_trend)) if cost_trend else None,
     }
@@ -183,7 +225,8 @@ def render_report(
 
 
 def _relative_link(target: str | None, source: str | None) -> str | None:
-    """`target`'s path relative to the folder of `source` (reports link each other without any URL)."""
+    """`target`'s path relative to the folder of `source` (reports link each other without any
+    URL)."""
     if not target:
         return None
     if not source:
@@ -197,13 +240,17 @@ def write_report(path: Path, html: str) -> Path:
 
 
 def write_metrics_json(path: Path, aggregates: Iterable[Aggregate]) -> Path:
-    """`{"faithfulness": {"all": 0.8, "single_hop/es": 0.75}, ...}`: means only, so `dvc metrics diff`
-    compares like with like; a metric or stratum with no ok score is left out rather than written as 0."""
+    """`{"faithfulness": {"all": 0.8, "single_hop/es": 0.75}, ...}`: means only, so `dvc metrics
+    diff` compares like with like; a metric or stratum with no ok score is left out rather than
+    written as 0."""
     flat: dict[str, dict[str, float]] = defaultdict(dict)
     for agg in aggregates:
         if agg.mean is not None:
             flat[agg.metric][agg.stratum] = round(agg.mean, 6)
-    payload = {m: dict(sorted(v.items(), key=lambda kv: (kv[0] != OVERALL, kv[0]))) for m, v in sorted(flat.items())}
+    payload = {
+        m: dict(sorted(v.items(), key=lambda kv: (kv[0] != OVERALL, kv[0])))
+        for m, v in sorted(flat.items())
+    }
     atomic_write_text(path, json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     return path
 
@@ -220,9 +267,13 @@ def _retrieval_help(metric: str) -> str:
     return ""
 
 
-def _stratum_chart(stratum: str, metrics: list[str], by_key: dict[tuple[str, str], Aggregate]) -> str:
+def _stratum_chart(
+    stratum: str, metrics: list[str], by_key: dict[tuple[str, str], Aggregate]
+) -> str:
     rows = [
-        Interval(m, a.mean, a.ci_low, a.ci_high, f"n={a.n}" + (f" ✗{a.n_failed}" if a.n_failed else ""))
+        Interval(
+            m, a.mean, a.ci_low, a.ci_high, f"n={a.n}" + (f" ✗{a.n_failed}" if a.n_failed else "")
+        )
         for m in metrics
         if (a := by_key.get((m, stratum)))
     ]
@@ -230,17 +281,25 @@ def _stratum_chart(stratum: str, metrics: list[str], by_key: dict[tuple[str, str
 
 
 def _difference_chart(comparisons: Sequence[Comparison]) -> str:
-    """Each gated metric's difference (this run − the run it was gated against) with its interval: the verdict's
-    why at a glance; a whisker left of 0 is a drop."""
+    """Each gated metric's difference (this run − the run it was gated against) with its interval:
+    the verdict's why at a glance; a whisker left of 0 is a drop."""
     rows = [
-        Interval(f"{m.metric} vs {c.role}", m.diff, m.ci_low, m.ci_high, "FAIL" if not m.passed else "pass")
+        Interval(
+            f"{m.metric} vs {c.role}",
+            m.diff,
+            m.ci_low,
+            m.ci_high,
+            "FAIL" if not m.passed else "pass",
+        )
         for c in comparisons
         if c.gate is not None
         for m in c.gate.metrics
         if m.diff is not None
     ]
     x_range = value_range([v for r in rows for v in (r.mean, r.low, r.high)], default=(-0.1, 0.1))
-    return interval_chart(rows, x_range=x_range, title="difference from the run gated against, 95 % CI")
+    return interval_chart(
+        rows, x_range=x_range, title="difference from the run gated against, 95 % CI"
+    )
 
 
 def _coverage_chart(coverage: GoldenCoverage) -> str:
@@ -255,20 +314,28 @@ def _coverage_chart(coverage: GoldenCoverage) -> str:
         for row in coverage.strata
         if row.ratio is not None
     ]
-    title = "golden coverage of the day's traffic, 95 % CI with the matcher's error rates' uncertainty"
+    title = (
+        "golden coverage of the day's traffic, 95 % CI with the matcher's error rates' uncertainty"
+    )
     return interval_chart(rows, x_range=(0.0, 1.0), title=title) if rows else ""
 
 
 def _histogram(metric: str, scores: Sequence[Score]) -> str:
-    values = [s.value for s in scores if s.metric == metric and s.status == "ok" and s.value is not None]
+    values = [
+        s.value for s in scores if s.metric == metric and s.status == "ok" and s.value is not None
+    ]
     return histogram(values, title=metric)
 
 
-def _trend_charts(run: EvalRun, metrics: list[str], by_key, trend: Sequence[TrendPoint]) -> list[str]:
+def _trend_charts(
+    run: EvalRun, metrics: list[str], by_key, trend: Sequence[TrendPoint]
+) -> list[str]:
     charts = []
     for metric in metrics:
         past = sorted(
-            (p.logical_date, p.mean) for p in trend if p.metric == metric and p.logical_date < run.logical_date
+            (p.logical_date, p.mean)
+            for p in trend
+            if p.metric == metric and p.logical_date < run.logical_date
         )
         current = by_key.get((metric, OVERALL))
         points = [(d.isoformat(), v) for d, v in past]
@@ -295,7 +362,9 @@ def _attribution(scores: Sequence[Score], items: Mapping[str, ItemView]) -> dict
     return {"labels": ATTRIBUTIONS, "rows": rows}
 
 
-def _worst_items(scores: Sequence[Score], items: Mapping[str, ItemView], limit: int) -> list[dict[str, Any]]:
+def _worst_items(
+    scores: Sequence[Score], items: Mapping[str, ItemView], limit: int
+) -> list[dict[str, Any]]:
     """Items ranked by the mean of their ok higher-is-better scores, lowest first; each row lists
     every score of the item so the reader sees which metric sank it."""
     per_item: dict[str, list[Score]] = defaultdict(list)
@@ -334,7 +403,9 @@ def _failures(scores: Sequence[Score]) -> list[dict[str, Any]]:
 
 _ENV = Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True)
 _ENV.filters["num"] = number
-_ENV.filters["amount"] = lambda value: "–" if value is None else f"{value:,.1f}"  # counts and tokens per run
+_ENV.filters["amount"] = lambda value: (
+    "–" if value is None else f"{value:,.1f}"
+)  # counts and tokens per run
 _ENV.globals["ci"] = interval
 
 _TEMPLATE = _ENV.from_string(REPORT_HTML)

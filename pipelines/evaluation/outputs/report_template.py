@@ -1,8 +1,8 @@
 """The HTML of one eval run's report, a Jinja template (rendered by report.py with autoescape on).
 
-Inline CSS only, no script and no URL: the ragwatch page serves reports under a sandboxing CSP, and a
-report opens from a file, a DVC checkout or an e-mail attachment alike. The verdict and its chart come
-first; the method of each section folds into `<details>`.
+Inline CSS only, no script and no URL: the ragwatch page serves reports under a sandboxing CSP, and
+a report opens from a file, a DVC checkout or an e-mail attachment alike. The verdict and its chart
+come first; the method of each section folds into `<details>`.
 """
 
 REPORT_HTML = """<!DOCTYPE html>

@@ -54,7 +54,8 @@ GateRow = row_model(
 
 
 class StratumJudged(BaseModel):
-    """Online: one app/language stratum of the day's budget, and how tight its faithfulness came out."""
+    """Online: one app/language stratum of the day's budget, and how tight its faithfulness came
+    out."""
 
     stratum: str
     day_traces: int
@@ -71,7 +72,8 @@ class StratumJudged(BaseModel):
 
 
 class JudgeTrustRow(BaseModel):
-    """One audited metric (0/1 form) of a run: the judge's agreement with people, and the mean three ways."""
+    """One audited metric (0/1 form) of a run: the judge's agreement with people, and the mean three
+    ways."""
 
     metric: str
     meaning: str
@@ -82,14 +84,17 @@ class JudgeTrustRow(BaseModel):
     judge_ci: tuple[float, float] | None = None
     sensitivity: float | None = None
     specificity: float | None = None
-    """The judge's P(yes | truly yes) and P(no | truly no) over the labels, which the correction divides out."""
+    """The judge's P(yes | truly yes) and P(no | truly no) over the labels, which the correction
+    divides out."""
     corrected_mean: float | None = None
     corrected_ci: tuple[float, float] | None = None
-    """Corrected by the judge's error rates on the labels (statistics/misclassification.py); None when withheld."""
+    """Corrected by the judge's error rates on the labels (statistics/misclassification.py); None
+    when withheld."""
     corrected_method: str | None = None
     """How that interval was computed, worded (misclassification.METHODS)."""
     more_labels: int | None = None
-    """More labelled items for a corrected interval of ±half_width; None when unknown or out of reach."""
+    """More labelled items for a corrected interval of ±half_width; None when unknown or out of
+    reach."""
     notes: list[str] = []
     """Why the corrected mean is withheld, or what it leaves out."""
     half_width: float
@@ -136,7 +141,8 @@ class RunSummary(RunHeader):
     gate_rows: list[GateRow] = []
     """The comparison with the baseline."""
     reference: str | None = None
-    """The pinned reference run(s) the gate also compared against, when not the baseline, comma-separated."""
+    """The pinned reference run(s) the gate also compared against, when not the baseline,
+    comma-separated."""
     reference_rows: list[GateRow] = []
     gate_correction: str = WESTFALL_YOUNG
     diagnosis_correction: str = BENJAMINI_HOCHBERG
@@ -146,18 +152,21 @@ class RunSummary(RunHeader):
     day_traces: int | None = None
     """Online only: traces in the day's sample; `items` of them were judged (the budget)."""
     judged_strata: list[StratumJudged] = []
-    """Online only: the day's traces, judged and noise traces per stratum, with faithfulness' half-width."""
+    """Online only: the day's traces, judged and noise traces per stratum, with faithfulness'
+    half-width."""
     judge_audit_queued: int | None = None
     """Items this run queued for people to label (outputs/judge_audit.py)."""
     judge_trust: list[JudgeTrustRow] = []
-    """Per audited metric: can the judge be trusted (κ over every label so far), and the PPI estimate."""
+    """Per audited metric: can the judge be trusted (κ over every label so far), and the PPI
+    estimate."""
     judge_noise: list[JudgeNoiseRow] = []
     """Per retested metric: test-retest agreement and the judge-noise share of its interval."""
     cost: RunCost | None = None
-    """What the run's model requests cost per stage and metric (requests, cache hits, tokens, LLM-seconds); None for a
-    run saved before it was recorded."""
+    """What the run's model requests cost per stage and metric (requests, cache hits, tokens,
+    LLM-seconds); None for a run saved before it was recorded."""
     coverage: GoldenCoverage | None = None
-    """Online only: how much of the day's traffic the golden set covers, and the topics it misses."""
+    """Online only: how much of the day's traffic the golden set covers, and the topics it
+    misses."""
 
 
 def run_summary(
@@ -169,8 +178,9 @@ def run_summary(
     min_n: int = DEFAULT_MIN_N,
     correction: DiagnosisCorrection = BENJAMINI_HOCHBERG,
 ) -> RunSummary:
-    """`min_n` (settings: `RAGWATCH_DIAGNOSIS_MIN_N`): fewest ok scores for the diagnosis to state a band;
-    `correction` (`RAGWATCH_DIAGNOSIS_CORRECTION`): how its band claims are corrected for their number."""
+    """`min_n` (settings: `RAGWATCH_DIAGNOSIS_MIN_N`): fewest ok scores for the diagnosis to state a
+    band; `correction` (`RAGWATCH_DIAGNOSIS_CORRECTION`): how its band claims are corrected for
+    their number."""
     gate = (
         run.gate["summary"]
         if run.gate
@@ -221,7 +231,8 @@ def golden_coverage(params: dict[str, Any] | None) -> GoldenCoverage | None:
 
 
 def judge_trust(audit: dict[str, Any] | None) -> list[JudgeTrustRow]:
-    """The calibration an eval run stored in its params (outputs/judge_audit.audit_run), as summary rows."""
+    """The calibration an eval run stored in its params (outputs/judge_audit.audit_run), as summary
+    rows."""
     rows = []
     for c in (audit or {}).get("calibration", []):
         agreed = c.get("agreement") or {}
@@ -250,7 +261,8 @@ def judge_trust(audit: dict[str, Any] | None) -> list[JudgeTrustRow]:
 
 
 def judge_noise_rows(noise: dict[str, Any] | None) -> list[JudgeNoiseRow]:
-    """The judge-noise statistics an eval run stored in its params (runs/finalize.publish_run), as summary rows."""
+    """The judge-noise statistics an eval run stored in its params (runs/finalize.publish_run), as
+    summary rows."""
     fields = set(JudgeNoiseRow.model_fields)
     return [
         JudgeNoiseRow.model_validate({k: v for k, v in m.items() if k in fields})
@@ -258,15 +270,26 @@ def judge_noise_rows(noise: dict[str, Any] | None) -> list[JudgeNoiseRow]:
     ]
 
 
-def judged_strata(selection: dict[str, Any] | None, aggregates: Sequence[Aggregate]) -> list[StratumJudged]:
-    """Per stratum of an online run's budget (`online_selection.BudgetCounts`, kept in the run's params): the
-    day's traces, the judged and noise traces, and the half-width of faithfulness' interval there."""
+def judged_strata(
+    selection: dict[str, Any] | None, aggregates: Sequence[Aggregate]
+) -> list[StratumJudged]:
+    """Per stratum of an online run's budget (`online_selection.BudgetCounts`, kept in the run's
+    params): the day's traces, the judged and noise traces, and the half-width of faithfulness'
+    interval there."""
     faithfulness = {a.stratum: a for a in aggregates if a.metric == "faithfulness"}
     rows = []
     for stratum in (selection or {}).get("strata", []):
         agg = faithfulness.get(stratum["stratum"])
-        half = (agg.ci_high - agg.ci_low) / 2 if agg and agg.ci_low is not None and agg.ci_high is not None else None
-        rows.append(StratumJudged(**stratum, faithfulness_n=agg.n if agg else 0, faithfulness_half_width=half))
+        half = (
+            (agg.ci_high - agg.ci_low) / 2
+            if agg and agg.ci_low is not None and agg.ci_high is not None
+            else None
+        )
+        rows.append(
+            StratumJudged(
+                **stratum, faithfulness_n=agg.n if agg else 0, faithfulness_half_width=half
+            )
+        )
     return rows
 
 
@@ -274,20 +297,29 @@ def gate_rows(gate: dict[str, Any] | None) -> list[GateRow]:
     """The metrics of a gate the results DB stored (GateResult.to_dict), as summary rows."""
     fields = set(GateRow.model_fields)
     return [
-        GateRow.model_validate({k: v for k, v in m.items() if k in fields}) for m in (gate or {}).get("metrics", [])
+        GateRow.model_validate({k: v for k, v in m.items() if k in fields})
+        for m in (gate or {}).get("metrics", [])
     ]
 
 
 def _reference_gate(gate: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The stored gate of the comparisons with the references, their metrics together: a partial release is the
-    reference of some metrics, a later release of the others (runs saved before references have none)."""
-    gates = [c["gate"] for c in (gate or {}).get("comparisons", []) if c["role"] == "reference" and c["gate"]]
+    """The stored gate of the comparisons with the references, their metrics together: a partial
+    release is the reference of some metrics, a later release of the others (runs saved before
+    references have none)."""
+    gates = [
+        c["gate"]
+        for c in (gate or {}).get("comparisons", [])
+        if c["role"] == "reference" and c["gate"]
+    ]
     return {"metrics": [m for g in gates for m in g.get("metrics", [])]} if gates else None
 
 
 def _references(gate: dict[str, Any] | None) -> str | None:
-    """The reference run ids, comma-separated (one unless a partial release left some metrics to another)."""
-    ids = (gate or {}).get("references") or ([gate["reference"]] if (gate or {}).get("reference") else [])
+    """The reference run ids, comma-separated (one unless a partial release left some metrics to
+    another)."""
+    ids = (gate or {}).get("references") or (
+        [gate["reference"]] if (gate or {}).get("reference") else []
+    )
     return ", ".join(ids) or None
 
 
@@ -305,7 +337,8 @@ def latest_summary(settings: Settings, suite: str) -> RunSummary:
 
 
 def stored_summary(settings: Settings, store: ResultsStore, run: EvalRun) -> RunSummary:
-    """A stored run's summary, its intervals recomputed from its scores (the diagnosis and the gate rows read them)."""
+    """A stored run's summary, its intervals recomputed from its scores (the diagnosis and the gate
+    rows read them)."""
     scores = store.scores(run.run_id)
     return run_summary(
         run,

@@ -1,7 +1,8 @@
-"""What the coverage step found, as the run folder, the results DB's run params, the summary and the report hold it.
+"""What the coverage step found, as the run folder, the results DB's run params, the summary and the
+report hold it.
 
-Computed by coverage/ (estimate.py: StratumCoverage, threshold.py: CoverageThreshold, topic_cut.py: TopicCut,
-clusters.py: UncoveredCluster), read by the outputs: kept here, below both.
+Computed by coverage/ (estimate.py: StratumCoverage, threshold.py: CoverageThreshold, topic_cut.py:
+TopicCut, clusters.py: UncoveredCluster), read by the outputs: kept here, below both.
 """
 
 from __future__ import annotations
@@ -24,42 +25,51 @@ class StratumCoverage(BaseModel):
     covered: int
     """Distinct questions matched as covered."""
     traces: int = 0
-    """The embedded traces those questions stand for (a question asked three times: three): the volume."""
+    """The embedded traces those questions stand for (a question asked three times: three): the
+    volume."""
     covered_traces: int = 0
     matched: float | None = None
-    """Share of the traces whose question was matched as covered: the matcher's verdicts, errors included."""
+    """Share of the traces whose question was matched as covered: the matcher's verdicts, errors
+    included."""
     effective_questions: float | None = None
-    """The n behind `matched`: the distinct questions, for the day their effective number (Korn–Graubard)."""
+    """The n behind `matched`: the distinct questions, for the day their effective number
+    (Korn–Graubard)."""
     ratio: float | None
-    """Share of the traces whose question is covered: `matched` corrected for the matcher's error rates
-    (coverage/correction.py); None where they are unknown."""
+    """Share of the traces whose question is covered: `matched` corrected for the matcher's error
+    rates (coverage/correction.py); None where they are unknown."""
     ci_low: float | None
     ci_high: float | None
-    """Its 95 % interval from the day's questions, the matcher's rates held at their calibration: what two days
-    measured against one golden set are compared by."""
+    """Its 95 % interval from the day's questions, the matcher's rates held at their calibration:
+    what two days measured against one golden set are compared by."""
     level_ci_low: float | None = None
     level_ci_high: float | None = None
-    """Its 95 % interval with the rates' own uncertainty added (they rest on the golden set's user questions): how
-    well the level itself is known."""
+    """Its 95 % interval with the rates' own uncertainty added (they rest on the golden set's user
+    questions): how well the level itself is known."""
 
 
 class CoverageThreshold(BaseModel):
     value: float | None
-    """Similarity (question vs golden passage) at or above which a question is covered; None: none calibrated nor set."""
+    """Similarity (question vs golden passage) at or above which a question is covered; None: none
+    calibrated nor set."""
     method: str
-    """"calibrated" (Youden's J on user questions), "setting" (RAGWATCH_COVERAGE_THRESHOLD) or "uncalibrated"."""
+    """"calibrated" (Youden's J on user questions), "setting" (RAGWATCH_COVERAGE_THRESHOLD) or
+    "uncalibrated"."""
     signal: str = "embedding cosine"
-    """What the threshold is a similarity of: the embedding model's cosine, or coverage.lexical.SIGNAL."""
+    """What the threshold is a similarity of: the embedding model's cosine, or
+    coverage.lexical.SIGNAL."""
     evidence: int = 0
-    """Golden items with a user's question (source trace or human) in a language with golden passages."""
+    """Golden items with a user's question (source trace or human) in a language with golden
+    passages."""
     positives: int = 0
     """Of them, answerable ones: their nearest golden passage is a positive."""
     negatives: int = 0
     """Their nearest other-document passages, plus the unanswerable traces' nearest passages."""
     tpr: float | None = None
-    """Share of positives at or above the threshold: user questions the golden set answers, matched as covered."""
+    """Share of positives at or above the threshold: user questions the golden set answers, matched
+    as covered."""
     fpr: float | None = None
-    """Share of negatives at or above it: how often a question on a subject the golden set lacks passes for covered."""
+    """Share of negatives at or above it: how often a question on a subject the golden set lacks
+    passes for covered."""
     auc: float | None = None
     """P(a positive is more similar than a negative), ties half."""
     note: str = ""
@@ -69,13 +79,15 @@ class TopicCut(BaseModel):
     similarity: float
     """Average cosine at which the uncovered questions' clustering is cut."""
     method: str
-    """"calibrated" (best adjusted Rand index against the golden questions' documents) or "default"."""
+    """"calibrated" (best adjusted Rand index against the golden questions' documents) or
+    "default"."""
     calibrated_on: str = ""
     """"user questions" (golden items from traces or people) or "generated questions"."""
     questions: int = 0
     documents: int = 0
     adjusted_rand: float | None = None
-    """How well the cut's clusters of the golden questions match their documents (1: exactly, 0: chance)."""
+    """How well the cut's clusters of the golden questions match their documents (1: exactly, 0:
+    chance)."""
     note: str = ""
 
 
@@ -93,7 +105,8 @@ class UncoveredCluster(BaseModel):
     traces: int = 0
     """The embedded traces that asked them (the volume)."""
     estimated_traces: float
-    """The day's sampled traces the cluster stands for (questions weighted by their stratum's sampling)."""
+    """The day's sampled traces the cluster stands for (questions weighted by their stratum's
+    sampling)."""
     share: float
     """estimated_traces / the day's sampled traces."""
     representatives: list[Representative]
@@ -114,13 +127,15 @@ class GoldenCoverage(BaseModel):
     strata: list[StratumCoverage] = []
     """Per app/language, then "all" (the day, weighted by the strata's traces)."""
     level_note: str = ""
-    """Why the strata's levels are None (the matched shares could not be corrected); empty when they are not."""
+    """Why the strata's levels are None (the matched shares could not be corrected); empty when they
+    are not."""
     min_cluster_size: int = 0
     """Fewest distinct uncovered questions that make a topic."""
     clusters: list[UncoveredCluster] = []
     """The uncovered questions' topics, largest first."""
     unclustered: int = 0
-    """Distinct uncovered questions in no topic (in groups smaller than `min_cluster_size`: one-off questions)."""
+    """Distinct uncovered questions in no topic (in groups smaller than `min_cluster_size`: one-off
+    questions)."""
 
     @property
     def day(self) -> StratumCoverage | None:

@@ -1,6 +1,7 @@
 """What a run is and what it cost: the header that names it, its token budget, its model usage.
 
-Written by the run's steps (runs/), read by its outputs (summary, report, gauges): kept here, below both.
+Written by the run's steps (runs/), read by its outputs (summary, report, gauges): kept here, below
+both.
 """
 
 from __future__ import annotations
@@ -40,9 +41,11 @@ class RunCost(BaseModel):
     items: int
     rows: list[UsageRow] = []
     budget: RunBudget | None = None
-    """How RAGWATCH_LLM_BUDGET_TOKENS was divided among the run's steps (runs/budget.py); None: no cap."""
+    """How RAGWATCH_LLM_BUDGET_TOKENS was divided among the run's steps (runs/budget.py); None: no
+    cap."""
     skipped_for_budget: int = 0
-    """Scores `skipped` with the reason "budget": their model call was not sent because the budget was spent."""
+    """Scores `skipped` with the reason "budget": their model call was not sent because the budget
+    was spent."""
 
     def total(self, count: str) -> float:
         return sum(getattr(row, count) for row in self.rows)
@@ -55,7 +58,8 @@ class RunCost(BaseModel):
         return self.total(count) / self.items if self.items else None
 
     def by_stage(self) -> dict[str, dict[str, float]]:
-        """stage -> its counts summed over metrics and models, in the order the stages first appear."""
+        """stage -> its counts summed over metrics and models, in the order the stages first
+        appear."""
         stages: dict[str, dict[str, float]] = {}
         for row in self.rows:
             counts = stages.setdefault(row.stage, dict.fromkeys(COUNTS, 0))

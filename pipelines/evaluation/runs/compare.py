@@ -1,9 +1,9 @@
 """A/B test of two configurations of the system under test on the same golden items.
 
-Both configurations answer the same items and are judged by the same judge; the report is the
-paired difference B − A per metric and stratum with its 95 % CI (`stats.paired_difference_interval`) and a p-value
-adjusted by Benjamini–Hochberg over all rows (`stats.compare_runs`) — what a team runs before
-changing chunk size, k, the retrieval mode, the prompt or the service behind a URL.
+Both configurations answer the same items and are judged by the same judge; the report is the paired
+difference B − A per metric and stratum with its 95 % CI (`stats.paired_difference_interval`) and a
+p-value adjusted by Benjamini–Hochberg over all rows (`stats.compare_runs`) — what a team runs
+before changing chunk size, k, the retrieval mode, the prompt or the service behind a URL.
 """
 
 from __future__ import annotations
@@ -23,12 +23,19 @@ from pipelines.evaluation.statistics.compare import compare_runs
 
 def parse_config(text: str) -> dict[str, Any]:
     """`k=3,mode=dense` or `url=http://…` -> eval parameters for one arm."""
-    aliases = {"k": "retrieval_k", "mode": "retrieval_mode", "url": "target_url", "prompt": "prompt"}
+    aliases = {
+        "k": "retrieval_k",
+        "mode": "retrieval_mode",
+        "url": "target_url",
+        "prompt": "prompt",
+    }
     config: dict[str, Any] = {}
     for part in filter(None, (p.strip() for p in text.split(","))):
         key, _, value = part.partition("=")
         if key not in aliases or not value:
-            raise ValueError(f"cannot read {part!r}: use k=N, mode=hybrid|dense|sparse, url=URL or prompt=TEXT")
+            raise ValueError(
+                f"cannot read {part!r}: use k=N, mode=hybrid|dense|sparse, url=URL or prompt=TEXT"
+            )
         config[aliases[key]] = int(value) if key == "k" else value
     return config
 
@@ -40,9 +47,12 @@ def run_arm(settings: Settings, params: EvalParams, logical_date: date) -> list[
     return load_scores(RunPaths(prepared.run_dir))
 
 
-def compare(settings: Settings, base: EvalParams, a: str, b: str, *, logical_date: date) -> list[dict[str, Any]]:
+def compare(
+    settings: Settings, base: EvalParams, a: str, b: str, *, logical_date: date
+) -> list[dict[str, Any]]:
     """Run both arms, then one row per metric and stratum: see `stats.compare_runs` for the columns
-    (n_pairs, a, b, diff, ci_low, ci_high, ci_method, p_value, p_adjusted, significant, correction)."""
+    (n_pairs, a, b, diff, ci_low, ci_high, ci_method, p_value, p_adjusted, significant,
+    correction)."""
     arms = {}
     for label, text in (("A", a), ("B", b)):
         config = parse_config(text)

@@ -1,12 +1,13 @@
-"""What a run cost the model servers, per stage and metric: each step records its own, finalize adds them up.
+"""What a run cost the model servers, per stage and metric: each step records its own, finalize adds
+them up.
 
-Every step that calls a model (the offline prepare's target, each judge batch) writes the usage rows of its
-LLM clients (`pipelines.models.usage`: requests sent, cache hits, prompt and completion tokens, LLM-seconds)
-to `usage-<part>.json` in the run folder before its score file, so a batch whose scores are there has its
-usage there too. Finalize reads the planned parts (a missing one fails it naming the batch, as for the
-scores), sums them into a `RunCost`, which the run record, the summary, the report ("Cost of this run") and
-the Prometheus gauges (`rag_eval_llm_*`) show. Requests are what the servers saw: a rerun served from the
-cache records 0 requests and as many cache hits.
+Every step that calls a model (the offline prepare's target, each judge batch) writes the usage rows
+of its LLM clients (`pipelines.models.usage`: requests sent, cache hits, prompt and completion
+tokens, LLM-seconds) to `usage-<part>.json` in the run folder before its score file, so a batch
+whose scores are there has its usage there too. Finalize reads the planned parts (a missing one
+fails it naming the batch, as for the scores), sums them into a `RunCost`, which the run record, the
+summary, the report ("Cost of this run") and the Prometheus gauges (`rag_eval_llm_*`) show. Requests
+are what the servers saw: a rerun served from the cache records 0 requests and as many cache hits.
 """
 
 from __future__ import annotations
@@ -45,8 +46,13 @@ def run_cost(
     run_id: str,
     prepared: tuple[str, ...] = (),
 ) -> RunCost:
-    """The run's usage: one file per planned judge batch and per `prepared` part, checked like the score files."""
+    """The run's usage: one file per planned judge batch and per `prepared` part, checked like the
+    score files."""
     if batches is None:  # a run prepared before batches were recorded: what is there
-        return RunCost(items=items, rows=summed(row for path in run.usage_files for row in read_usage(path)))
-    planned = checked_parts("usage", run.usage, run.usage_files, batches, prepared, suite=suite, run_id=run_id)
+        return RunCost(
+            items=items, rows=summed(row for path in run.usage_files for row in read_usage(path))
+        )
+    planned = checked_parts(
+        "usage", run.usage, run.usage_files, batches, prepared, suite=suite, run_id=run_id
+    )
     return RunCost(items=items, rows=summed(row for path in planned for row in read_usage(path)))

@@ -1,4 +1,5 @@
-"""The last step of an eval run: aggregates with CIs, the results DB, the HTML report, the metrics file.
+"""The last step of an eval run: aggregates with CIs, the results DB, the HTML report, the metrics
+file.
 
 `publish_run` is what both suites do with their scores; the offline eval gates against its baseline
 first (`finalize_offline_eval`), the online eval queues review candidates after (online.py).
@@ -27,7 +28,12 @@ from pipelines.evaluation.outputs.report import (
 from pipelines.evaluation.outputs.summary import RunSummary, run_summary
 from pipelines.evaluation.runs.budget import budget_skips
 from pipelines.evaluation.runs.cost import PREPARE_PART, run_cost
-from pipelines.evaluation.runs.folder import RETRIEVAL_TOOLS_PART, load_planned_retests, load_planned_scores, read_meta
+from pipelines.evaluation.runs.folder import (
+    RETRIEVAL_TOOLS_PART,
+    load_planned_retests,
+    load_planned_scores,
+    read_meta,
+)
 from pipelines.evaluation.statistics.aggregates import aggregate
 from pipelines.evaluation.statistics.gate.run_gate import gate_against_baseline
 from pipelines.evaluation.statistics.judge_noise import run_judge_noise
@@ -41,7 +47,8 @@ still a generation failure."""
 
 
 def supported(scores: dict[str, Score]) -> bool | None:
-    """Whether the answer is supported by its contexts (faithfulness ≥ 0.75); None when not scored."""
+    """Whether the answer is supported by its contexts (faithfulness ≥ 0.75); None when not
+    scored."""
     faithfulness = scores.get("faithfulness")
     if faithfulness is None or faithfulness.status != "ok":
         return None
@@ -49,7 +56,8 @@ def supported(scores: dict[str, Score]) -> bool | None:
 
 
 def correct(scores: dict[str, Score]) -> bool | None:
-    """The correctness judge's verdict on the answer (the `answer_correctness` score); None when not graded."""
+    """The correctness judge's verdict on the answer (the `answer_correctness` score); None when not
+    graded."""
     correctness = scores.get("answer_correctness")
     if correctness is None or correctness.status != "ok":
         return None
@@ -57,8 +65,9 @@ def correct(scores: dict[str, Score]) -> bool | None:
 
 
 def read_verdicts(run_paths: RunPaths) -> dict[str, dict]:
-    """item id -> {"correct": bool | None, "reason": str} from the judge batches' correctness verdicts: the
-    reasons the report shows per item (the verdict itself is read from the `answer_correctness` score)."""
+    """item id -> {"correct": bool | None, "reason": str} from the judge batches' correctness
+    verdicts: the reasons the report shows per item (the verdict itself is read from the
+    `answer_correctness` score)."""
     return {row["item_id"]: row for path in run_paths.verdict_files for row in read_jsonl(path)}
 
 
@@ -109,7 +118,12 @@ def finalize_offline_eval(settings: Settings, run_dir: Path) -> RunSummary:
             finished_at=datetime.now(timezone.utc),
         )
         cost = run_cost(
-            run_paths, meta.batches, items=meta.items, suite=meta.suite, run_id=meta.run_id, prepared=(PREPARE_PART,)
+            run_paths,
+            meta.batches,
+            items=meta.items,
+            suite=meta.suite,
+            run_id=meta.run_id,
+            prepared=(PREPARE_PART,),
         )
         spent = {"budget": meta.budget, "skipped_for_budget": budget_skips(scores)}
         run.cost = cost.model_copy(update=spent).model_dump()
@@ -139,8 +153,8 @@ def finalize_offline_eval(settings: Settings, run_dir: Path) -> RunSummary:
 
 
 JUDGE_NOISE = "judge_noise"
-"""The run params key of the judge-noise statistics (statistics/judge_noise.py): the report, summary and push read
-them there."""
+"""The run params key of the judge-noise statistics (statistics/judge_noise.py): the report, summary
+and push read them there."""
 
 
 def publish_run(
@@ -154,9 +168,10 @@ def publish_run(
     run_gate=None,
     retests: tuple[list[Score], str | None] = ([], None),
 ) -> RunSummary:
-    """Save the run and its scores to the results DB, write its report and metrics file; its summary. `retests`:
-    the retested items' second judgements and a note on missing retest files (folder.load_planned_retests); they
-    feed the judge-noise statistics only, never the aggregates, the gate or the results DB's scores."""
+    """Save the run and its scores to the results DB, write its report and metrics file; its
+    summary. `retests`: the retested items' second judgements and a note on missing retest files
+    (folder.load_planned_retests); they feed the judge-noise statistics only, never the aggregates,
+    the gate or the results DB's scores."""
     workspace = Workspace.from_settings(settings)
     aggregates = aggregate(scores)
     report = workspace.report(run.suite, run.logical_date, run.target)
@@ -166,7 +181,11 @@ def publish_run(
     run.params = {
         **run.params,
         JUDGE_AUDIT: audit_run(settings, run, scores, views),
-        JUDGE_NOISE: {"retested_items": len({r.item_id for r in retest_rows}), "note": retest_note, "metrics": noise},
+        JUDGE_NOISE: {
+            "retested_items": len({r.item_id for r in retest_rows}),
+            "note": retest_note,
+            "metrics": noise,
+        },
     }
     store.save_run(run, scores)
     cost_trend = weekly_cost(store, run.suite, run.target, until=run.logical_date)
@@ -186,5 +205,9 @@ def publish_run(
     )
     write_metrics_json(workspace.metrics_json(report), aggregates)
     return run_summary(
-        run, aggregates, items=items, min_n=settings.diagnosis_min_n, correction=settings.diagnosis_correction
+        run,
+        aggregates,
+        items=items,
+        min_n=settings.diagnosis_min_n,
+        correction=settings.diagnosis_correction,
     )

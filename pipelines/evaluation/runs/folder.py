@@ -1,12 +1,13 @@
-"""An eval run's working folder and the steps both suites share: prepare -> judge batches -> finalize.
+"""An eval run's working folder and the steps both suites share: prepare -> judge batches ->
+finalize.
 
 Steps of one run hand each other the folder; Airflow's XCom carries only its path and counts. The
-prepare step writes the run's metadata (run.json) and its input rows (the offline target's responses,
-the online eval's selected traces) and says which ranges of rows the judge batches take; each judge
-batch writes its own score file, so a failed batch is retried alone and a rerun replaces its file;
-finalize reads back one score file per batch recorded in run.json, and fails naming any that is missing
-(a part lost, or written where this worker cannot see it) rather than gate fewer pairs. `run_steps` runs
-them in order in one process.
+prepare step writes the run's metadata (run.json) and its input rows (the offline target's
+responses, the online eval's selected traces) and says which ranges of rows the judge batches take;
+each judge batch writes its own score file, so a failed batch is retried alone and a rerun replaces
+its file; finalize reads back one score file per batch recorded in run.json, and fails naming any
+that is missing (a part lost, or written where this worker cannot see it) rather than gate fewer
+pairs. `run_steps` runs them in order in one process.
 """
 
 from __future__ import annotations
@@ -39,18 +40,20 @@ class RunMeta(RunHeader):
     params: EvalParams | OnlineParams | None = None
     """The run's parameters (offline or online)."""
     context_depth: int | None = None
-    """Chunks the generator was given (offline): the k at which precision@k is "relevant chunks given / given"
-    for an item with that many gold chunks; recorded in the run's params."""
+    """Chunks the generator was given (offline): the k at which precision@k is "relevant chunks
+    given / given" for an item with that many gold chunks; recorded in the run's params."""
     subset: dict | None = None
-    """How a `limit` subset was drawn (prepare.Subset: per question type, drawn and available); None: all items."""
+    """How a `limit` subset was drawn (prepare.Subset: per question type, drawn and available);
+    None: all items."""
     selection: dict | None = None
-    """Online: how the day's budget was spent (online_selection.BudgetCounts: the day's traces, judged and noise
-    traces per stratum)."""
+    """Online: how the day's budget was spent (online_selection.BudgetCounts: the day's traces,
+    judged and noise traces per stratum)."""
     batches: list[tuple[int, int]] | None = None
-    """The row ranges prepare planned for the judge batches: finalize checks one score file per batch is there
-    (None: a run prepared before they were recorded, read as it is)."""
+    """The row ranges prepare planned for the judge batches: finalize checks one score file per
+    batch is there (None: a run prepared before they were recorded, read as it is)."""
     budget: RunBudget | None = None
-    """How RAGWATCH_LLM_BUDGET_TOKENS was divided among the judge batches (runs/budget.py); None: no cap."""
+    """How RAGWATCH_LLM_BUDGET_TOKENS was divided among the judge batches (runs/budget.py); None: no
+    cap."""
 
 
 class PreparedRun(BaseModel):
@@ -74,8 +77,11 @@ class JudgedBatch(BaseModel):
     """The generator's, where the batch had it answer (the online noise arms)."""
 
     @classmethod
-    def of(cls, batch: tuple[int, int], scores: list, judge: Any, generator: Any = None) -> JudgedBatch:
-        """The result of the batch of rows `batch`: its scores counted, its LLM clients' counters."""
+    def of(
+        cls, batch: tuple[int, int], scores: list, judge: Any, generator: Any = None
+    ) -> JudgedBatch:
+        """The result of the batch of rows `batch`: its scores counted, its LLM clients'
+        counters."""
         return cls(
             batch=batch,
             scores=len(scores),
@@ -86,7 +92,8 @@ class JudgedBatch(BaseModel):
 
 
 RETRIEVAL_TOOLS_PART = "retrieval-tools"
-"""The score file the offline prepare step writes itself (retrieval metrics and tool calls, no judge)."""
+"""The score file the offline prepare step writes itself (retrieval metrics and tool calls, no
+judge)."""
 
 
 def judge_part(start: int) -> str:
@@ -95,7 +102,8 @@ def judge_part(start: int) -> str:
 
 
 def read_rows(path: Path, start: int, end: int) -> list[dict]:
-    """Rows [start, end) of a JSON Lines file, read line by line: a batch holds its own rows only."""
+    """Rows [start, end) of a JSON Lines file, read line by line: a batch holds its own rows
+    only."""
     with path.open(encoding="utf-8") as fh:
         return [json.loads(line) for line in itertools.islice(fh, start, end)]
 
@@ -104,10 +112,11 @@ JudgeBatch = Callable[[Any, Path, int, int], JudgedBatch]
 
 
 BATCHES_IN_FLIGHT = 2
-"""Judge batches run at once in one process (the CLI, the benchmarks): one batch at a time leaves the model
-servers idle on each batch's tail, two keep them busy (`bench online`: ≥ 90 % of the ideal) at about half the
-memory of four, where every batch thread holds its inputs and an embedding pass. The DAGs run one batch per task
-process, as many at once as the `ragwatch_llm` pool has slots."""
+"""Judge batches run at once in one process (the CLI, the benchmarks): one batch at a time leaves
+the model servers idle on each batch's tail, two keep them busy (`bench online`: ≥ 90 % of the
+ideal) at about half the memory of four, where every batch thread holds its inputs and an embedding
+pass. The DAGs run one batch per task process, as many at once as the `ragwatch_llm` pool has
+slots."""
 
 
 def run_steps(
@@ -119,14 +128,19 @@ def run_steps(
     *,
     in_flight: int = BATCHES_IN_FLIGHT,
 ):
-    """Every judge batch of a prepared run, `in_flight` at a time (threads, each with its own event loop), then
-    finalize: the DAG's mapped tasks in one process. The first batch that fails fails the run."""
-    # Threads that each allocate large buffers would otherwise keep a heap of their own (native_heap.py).
+    """Every judge batch of a prepared run, `in_flight` at a time (threads, each with its own event
+    loop), then finalize: the DAG's mapped tasks in one process. The first batch that fails fails
+    the run."""
+    # Threads that each allocate large buffers would otherwise keep a heap of their own
+    # (native_heap.py).
     bound_native_heap()
     return_freed_memory()  # what prepare read (the day's selection) is not held through the batches
     done = 0
     with ThreadPoolExecutor(max_workers=max(1, in_flight)) as pool:
-        futures = [pool.submit(judge_batch, settings, prepared.run_dir, start, end) for start, end in prepared.batches]
+        futures = [
+            pool.submit(judge_batch, settings, prepared.run_dir, start, end)
+            for start, end in prepared.batches
+        ]
         for future in as_completed(futures):
             future.result()
             return_freed_memory()  # a finished batch's buffers, before the next one starts
@@ -148,14 +162,22 @@ def load_scores(run: RunPaths) -> list[Score]:
     return [Score.model_validate(row) for path in run.score_files for row in read_jsonl(path)]
 
 
-def load_planned_scores(run: RunPaths, meta: RunMeta, *, prepared: tuple[str, ...] = ()) -> list[Score]:
-    """The scores of every planned judge batch and of the parts prepare wrote (`prepared`, e.g. the offline
-    retrieval and tool scores), after checking they are all there and nothing else is: a lost score file
-    fails finalize naming its batch, never shrinks the gate's pairs."""
+def load_planned_scores(
+    run: RunPaths, meta: RunMeta, *, prepared: tuple[str, ...] = ()
+) -> list[Score]:
+    """The scores of every planned judge batch and of the parts prepare wrote (`prepared`, e.g. the
+    offline retrieval and tool scores), after checking they are all there and nothing else is: a
+    lost score file fails finalize naming its batch, never shrinks the gate's pairs."""
     if meta.batches is None:
         return load_scores(run)
     planned = checked_parts(
-        "scores", run.scores, run.score_files, meta.batches, prepared, suite=meta.suite, run_id=meta.run_id
+        "scores",
+        run.scores,
+        run.score_files,
+        meta.batches,
+        prepared,
+        suite=meta.suite,
+        run_id=meta.run_id,
     )
     return [Score.model_validate(row) for path in planned for row in read_jsonl(path)]
 
@@ -170,8 +192,8 @@ def checked_parts(
     suite: str,
     run_id: str,
 ) -> dict[Path, str]:
-    """The `kind` files (scores, usage) of every planned judge batch and `prepared` part, each with what writes it,
-    after checking that `found` holds them all and nothing else."""
+    """The `kind` files (scores, usage) of every planned judge batch and `prepared` part, each with
+    what writes it, after checking that `found` holds them all and nothing else."""
     planned = {path(judge_part(batch[0])): batch_label(i, batch) for i, batch in enumerate(batches)}
     planned |= {path(part): f"the prepare step's {part} {kind}" for part in prepared}
     check_parts(
@@ -185,17 +207,27 @@ def checked_parts(
 
 
 def load_planned_retests(run: RunPaths, meta: RunMeta) -> tuple[list[Score], str | None]:
-    """The retest rows of every planned judge batch (metrics/judge_retest.py), and a note naming the batches whose
-    retest file is not there (a batch judged before retests were written: its items were retested by none); the
-    judge-noise statistics then rest on fewer pairs and say so, while the scores are checked strictly."""
+    """The retest rows of every planned judge batch (metrics/judge_retest.py), and a note naming the
+    batches whose retest file is not there (a batch judged before retests were written: its items
+    were retested by none); the judge-noise statistics then rest on fewer pairs and say so, while
+    the scores are checked strictly."""
     if meta.batches is None:
-        return [Score.model_validate(row) for path in run.retest_files for row in read_jsonl(path)], None
-    planned = {run.retests(judge_part(batch[0])): batch_label(i, batch) for i, batch in enumerate(meta.batches)}
+        return [
+            Score.model_validate(row) for path in run.retest_files for row in read_jsonl(path)
+        ], None
+    planned = {
+        run.retests(judge_part(batch[0])): batch_label(i, batch)
+        for i, batch in enumerate(meta.batches)
+    }
     missing = [label for path, label in planned.items() if not path.exists()]
     note = (
-        f"no retest file from {len(missing)} of the {len(planned)} batches ({'; '.join(missing)})" if missing else None
+        f"no retest file from {len(missing)} of the {len(planned)} batches ({'; '.join(missing)})"
+        if missing
+        else None
     )
-    return [Score.model_validate(row) for path in planned if path.exists() for row in read_jsonl(path)], note
+    return [
+        Score.model_validate(row) for path in planned if path.exists() for row in read_jsonl(path)
+    ], note
 
 
 def stratum_of(item: GoldenItem) -> str:

@@ -6,11 +6,12 @@ Noise ΔF compares the system's own answer (sample 0) with the same system answe
 contexts as an independent draw (`answer_with(..., sample=1)`); the control `noise_delta_f_control`
 is the same draw from the clean contexts.
 
-Answer correctness (`pipelines.evaluation.metrics.correctness`) grades each answer against the item's reference
-answer; its one-sentence reason goes to a verdict file for the report.
+Answer correctness (`pipelines.evaluation.metrics.correctness`) grades each answer against the
+item's reference answer; its one-sentence reason goes to a verdict file for the report.
 
-A share of the judged items (`judge_retest_share`) is judged a second time (metrics/judge_retest.py); those
-second judgements go to the batch's retest file, never to its scores.
+A share of the judged items (`judge_retest_share`) is judged a second time
+(metrics/judge_retest.py); those second judgements go to the batch's retest file, never to its
+scores.
 """
 
 from __future__ import annotations
@@ -32,7 +33,14 @@ from pipelines.evaluation.metrics.judge_retest import build_retest_judge, retest
 from pipelines.evaluation.metrics.noise import CONTROL_METRIC, METRIC, NoisePool, noise_delta_f
 from pipelines.evaluation.runs.budget import batch_budget, skipped_for_budget
 from pipelines.evaluation.runs.cost import write_usage
-from pipelines.evaluation.runs.folder import JudgedBatch, judge_part, read_meta, read_rows, run_and_close, stratum_of
+from pipelines.evaluation.runs.folder import (
+    JudgedBatch,
+    judge_part,
+    read_meta,
+    read_rows,
+    run_and_close,
+    stratum_of,
+)
 from pipelines.evaluation.runs.params import judge_metric_key, reported_metric
 from pipelines.evaluation.runs.target import build_target
 from pipelines.core.files import write_jsonl
@@ -74,7 +82,9 @@ def judge_offline_batch(settings: Settings, run_dir: Path, start: int, end: int)
     rows = [r for r in read_rows(run.responses, start, end) if r["item"]["qtype"] != "tool"]
     check_models_differ(settings, log)
     judge, embedder = build_llm(settings, "judge"), build_embedder(settings)
-    judge.budget = budget = batch_budget(meta.budget)  # the judge and the noise arms' generator share the batch's
+    judge.budget = budget = batch_budget(
+        meta.budget
+    )  # the judge and the noise arms' generator share the batch's
     retest_judge = build_retest_judge(settings, budget)
     scores: list[Score] = []
     for row in rows:
@@ -106,15 +116,23 @@ def judge_offline_batch(settings: Settings, run_dir: Path, start: int, end: int)
 
         async def all_of_it():
             metric_keys = [judge_metric_key(m) for m in params.metrics]
-            # The retest runs beside the first judgement (its own client, claim memory and cache namespace).
+            # The retest runs beside the first judgement (its own client, claim memory and cache
+            # namespace).
             with scope(stage="judge"):
                 judged_scores, retests = await asyncio.gather(
                     judge_items(inputs, metric_keys, judge, embedder, **labels),
                     retest_items(
-                        inputs, metric_keys, retest_judge, embedder, share=params.judge_retest_share, **labels
+                        inputs,
+                        metric_keys,
+                        retest_judge,
+                        embedder,
+                        share=params.judge_retest_share,
+                        **labels,
                     ),
                 )
-            judged_scores = [s.model_copy(update={"metric": reported_metric(s.metric)}) for s in judged_scores]
+            judged_scores = [
+                s.model_copy(update={"metric": reported_metric(s.metric)}) for s in judged_scores
+            ]
             retests = [s.model_copy(update={"metric": reported_metric(s.metric)}) for s in retests]
             clean = {s.item_id: s for s in judged_scores if s.metric == "faithfulness"}
             language = {r["item"]["question"]: r["item"]["language"] for r in judged}
@@ -137,11 +155,15 @@ def judge_offline_batch(settings: Settings, run_dir: Path, start: int, end: int)
                 verdicts = await judge.run_many(AnswerCorrectnessPrompt(), [g for _, g in graded])
             return judged_scores + [s for n in noise for s in n.scores], verdicts, retests
 
-        judged_scores, verdicts, retests = run_and_close(all_of_it(), getattr(target, "llm", None), judge, retest_judge)
+        judged_scores, verdicts, retests = run_and_close(
+            all_of_it(), getattr(target, "llm", None), judge, retest_judge
+        )
         scores += judged_scores
     verdict_of = {i.item_id: v for (i, _), v in zip(graded, verdicts)}
     scores += [
-        correctness_score(i.item_id, i.stratum, g, verdict_of.get(i.item_id), **labels, judge_model=judge.model)
+        correctness_score(
+            i.item_id, i.stratum, g, verdict_of.get(i.item_id), **labels, judge_model=judge.model
+        )
         for i, g in zip(inputs, requests)
     ]
     scores = skipped_for_budget(scores)

@@ -23,14 +23,18 @@ def run_offline_eval(
     settings: Settings, params: EvalParams, *, logical_date: date, progress=None
 ) -> tuple[RunSummary, PushedRun]:
     prepared = prepare_offline_eval(settings, params, logical_date=logical_date)
-    # One batch at a time: an offline batch holds the corpus index (its target), which local mode opens once.
-    summary = run_steps(settings, prepared, judge_offline_batch, finalize_offline_eval, progress, in_flight=1)
+    # One batch at a time: an offline batch holds the corpus index (its target), which local mode
+    # opens once.
+    summary = run_steps(
+        settings, prepared, judge_offline_batch, finalize_offline_eval, progress, in_flight=1
+    )
     pushed = push_run(settings, summary)
     return enforce_gate(summary, params.fail_on_gate), pushed
 
 
 class GateFailed(RuntimeError):
-    """The run regressed beyond the tolerance its eval-set size allows (raised only when asked to)."""
+    """The run regressed beyond the tolerance its eval-set size allows (raised only when asked
+    to)."""
 
 
 def enforce_gate(summary: RunSummary, fail_on_gate: bool) -> RunSummary:

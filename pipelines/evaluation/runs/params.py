@@ -1,4 +1,5 @@
-"""What an eval run is asked to do (offline and online): its parameters with their defaults and checks.
+"""What an eval run is asked to do (offline and online): its parameters with their defaults and
+checks.
 
 Light on purpose: the offline_eval DAG file imports it at parse time for its Param defaults.
 """
@@ -25,11 +26,13 @@ ALL_JUDGE_METRICS = [
 REFERENCE_TARGET = "reference-rag"
 DEFAULT_K = (1, 3, 5, 10)
 TARGET_URL_PATTERN = r"^https?://[^\s/@?#]+(/[^\s@]*)?$"
-"""An http(s) URL without user info (the DAG Param's JSON-schema pattern; `target_url` checks the rest)."""
+"""An http(s) URL without user info (the DAG Param's JSON-schema pattern; `target_url` checks the
+rest)."""
 
 
 OFFLINE_RUN_ID_PATTERN = r"^offline/[0-9]{4}-[0-9]{2}-[0-9]{2}/[A-Za-z0-9][A-Za-z0-9_.:@+-]{0,127}$"
-"""An offline run id, `offline/<logical date>/<target name>` (the DAG Params' JSON-schema pattern)."""
+"""An offline run id, `offline/<logical date>/<target name>` (the DAG Params' JSON-schema
+pattern)."""
 
 
 def offline_run_id(value: str) -> str:
@@ -53,12 +56,15 @@ def target_url(url: str, allowed_hosts: list[str] | None = None) -> str:
         )
     host = urlsplit(url).hostname or ""
     if allowed_hosts and host not in allowed_hosts:
-        raise ValueError(f"target host {host!r} is not in RAGWATCH_TARGET_HOSTS_ALLOWED {allowed_hosts}")
+        raise ValueError(
+            f"target host {host!r} is not in RAGWATCH_TARGET_HOSTS_ALLOWED {allowed_hosts}"
+        )
     return url
 
 
 def target_name_for(text: str) -> str:
-    """A readable target name from a URL (host, port, path) or an A/B arm's text, other characters as `_`."""
+    """A readable target name from a URL (host, port, path) or an A/B arm's text, other characters
+    as `_`."""
     if re.match(r"^https?://", text):
         parts = urlsplit(text)
         text = f"{parts.netloc.rpartition('@')[2]}{parts.path}".rstrip("/")
@@ -69,10 +75,11 @@ def target_name_for(text: str) -> str:
 
 
 JUDGE_METRIC_KEYS = {"context_precision_ranked": "context_precision"}
-"""Reported name -> the judge's metric key, where they differ. ragas' ContextPrecisionWithReference is a
-rank-weighted average precision of judged verdicts, not the operating "relevant chunks in the top k / k": it
-is reported as `context_precision_ranked`. The same verdicts counted unweighted are `context_precision_share`
-(the operating figure, judged; the diagnosis' band), and the id-based precision@k counts gold ids."""
+"""Reported name -> the judge's metric key, where they differ. ragas' ContextPrecisionWithReference
+is a rank-weighted average precision of judged verdicts, not the operating "relevant chunks in the
+top k / k": it is reported as `context_precision_ranked`. The same verdicts counted unweighted are
+`context_precision_share` (the operating figure, judged; the diagnosis' band), and the id-based
+precision@k counts gold ids."""
 AMBIGUOUS_METRICS = {
     "context_precision": "context_precision is ambiguous: ask for context_precision_share (judged useful chunks / "
     "chunks given) or context_precision_ranked (ragas' rank-weighted judge metric); the "
@@ -87,21 +94,26 @@ class EvalParams(BaseModel):
     golden_version: Annotated[str, AfterValidator(inputs.golden_version)] | None = None
     """e.g. "v3"; None means the latest release."""
     split: Literal["dev", "test"] = "test"
-    k: Annotated[list[int], AfterValidator(inputs.cutoffs)] = Field(default_factory=lambda: list(DEFAULT_K))
-    """Cut-offs of recall@k and precision@k. The reference RAG retrieves to the largest (and hands the
-    generator its top `retrieval_k`); a target that returned fewer distinct chunks than k is measured at k
-    all the same, its missing ranks counting as not relevant (trec_eval, ir_measures)."""
+    k: Annotated[list[int], AfterValidator(inputs.cutoffs)] = Field(
+        default_factory=lambda: list(DEFAULT_K)
+    )
+    """Cut-offs of recall@k and precision@k. The reference RAG retrieves to the largest (and hands
+    the generator its top `retrieval_k`); a target that returned fewer distinct chunks than k is
+    measured at k all the same, its missing ranks counting as not relevant (trec_eval,
+    ir_measures)."""
     metrics: list[str] = Field(default_factory=lambda: list(ALL_JUDGE_METRICS))
     target_url: Annotated[str, AfterValidator(lambda url: target_url(url))] | None = None
-    """The team's RAG service (docs/how-to/real-services.md, "Your own RAG service as the system under test"); None runs the reference RAG."""
+    """The team's RAG service (docs/how-to/real-services.md, "Your own RAG service as the system
+    under test"); None runs the reference RAG."""
     target_name: Annotated[str, AfterValidator(inputs.target_name)] = REFERENCE_TARGET
     baseline_run: Annotated[str, AfterValidator(lambda rid: offline_run_id(rid))] | None = None
-    """The run the gate compares with (a run id such as `offline/2026-11-30/reference-rag`); None: the
-    previous accepted run of the same target (statistics/gate/run_gate.py)."""
+    """The run the gate compares with (a run id such as `offline/2026-11-30/reference-rag`); None:
+    the previous accepted run of the same target (statistics/gate/run_gate.py)."""
     reference_run: Annotated[str, AfterValidator(lambda rid: offline_run_id(rid))] | None = None
-    """The run the gate also compares with so slow drift fails; None, per metric: the first release (`ragwatch eval
-    pin`) that measured it since the reference last moved (`eval pin --reference`), else the first accepted run that
-    measured it, across golden refreshes (`ResultsStore.references`)."""
+    """The run the gate also compares with so slow drift fails; None, per metric: the first release
+    (`ragwatch eval pin`) that measured it since the reference last moved (`eval pin --reference`),
+    else the first accepted run that measured it, across golden refreshes
+    (`ResultsStore.references`)."""
     retrieval_k: int = Field(default=5, ge=1)
     """Chunks the reference RAG hands its generator: the retrieval depth the context-precision
     band is read at (precision@retrieval_k)."""
@@ -113,9 +125,11 @@ class EvalParams(BaseModel):
     batch_size: int = Field(default=25, ge=1)
     fail_on_gate: bool = False
     limit: int | None = Field(default=None, ge=1)
-    """Evaluate a stable subset of this many items, stratified by question type (prepare.stratified_subset)."""
+    """Evaluate a stable subset of this many items, stratified by question type
+    (prepare.stratified_subset)."""
     judge_retest_share: float = Field(default=0.1, ge=0.0, le=1.0)
-    """Share of the judged items judged twice to measure the judge's noise (RAGWATCH_JUDGE_RETEST_SHARE); 0: none."""
+    """Share of the judged items judged twice to measure the judge's noise
+    (RAGWATCH_JUDGE_RETEST_SHARE); 0: none."""
 
     @field_validator("metrics")
     @classmethod
@@ -124,7 +138,9 @@ class EvalParams(BaseModel):
             if metric in AMBIGUOUS_METRICS:
                 raise ValueError(AMBIGUOUS_METRICS[metric])
             if metric not in ALL_JUDGE_METRICS:
-                raise ValueError(f"unknown judge metric {metric!r}; choose from {', '.join(ALL_JUDGE_METRICS)}")
+                raise ValueError(
+                    f"unknown judge metric {metric!r}; choose from {', '.join(ALL_JUDGE_METRICS)}"
+                )
         return list(dict.fromkeys(metrics))
 
 
@@ -152,7 +168,8 @@ def eval_params(settings, **overrides) -> EvalParams:
 
 
 class OnlineParams(BaseModel):
-    """What a daily online eval is asked to do; `online_params` fills the budget from the settings."""
+    """What a daily online eval is asked to do; `online_params` fills the budget from the
+    settings."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -161,16 +178,19 @@ class OnlineParams(BaseModel):
     min_per_stratum: int = Field(default=30, ge=0)
     """Judged traces each stratum gets first (RAGWATCH_ONLINE_MIN_PER_STRATUM)."""
     noise_share: float = Field(default=0.25, ge=0.0, le=1.0)
-    """Share of each stratum's judged traces that also get noise ΔF (RAGWATCH_ONLINE_NOISE_SHARE)."""
+    """Share of each stratum's judged traces that also get noise ΔF
+    (RAGWATCH_ONLINE_NOISE_SHARE)."""
     target_half_width: float | None = Field(default=None, gt=0.0, lt=1.0)
-    """Size each stratum for faithfulness' 95 % interval to be about ±this (RAGWATCH_ONLINE_TARGET_HALF_WIDTH), from
-    the last runs' spread; `max_traces` still caps the total. None: the budget alone."""
+    """Size each stratum for faithfulness' 95 % interval to be about ±this
+    (RAGWATCH_ONLINE_TARGET_HALF_WIDTH), from the last runs' spread; `max_traces` still caps the
+    total. None: the budget alone."""
     noise_mode: Literal["hard", "random"] = "hard"
     noise_k: int = Field(default=2, ge=1)
     batch_size: int = Field(default=100, ge=1)
     """Traces per judge batch (a mapped task): 3 requests each, about 5 more per noise trace."""
     judge_retest_share: float = Field(default=0.1, ge=0.0, le=1.0)
-    """Share of the judged traces judged twice to measure the judge's noise (RAGWATCH_JUDGE_RETEST_SHARE); 0: none."""
+    """Share of the judged traces judged twice to measure the judge's noise
+    (RAGWATCH_JUDGE_RETEST_SHARE); 0: none."""
 
 
 def online_params(settings, **overrides) -> OnlineParams:

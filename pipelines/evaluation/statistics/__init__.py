@@ -1,9 +1,10 @@
-"""The statistics of one run and of two: aggregates with intervals that cover at small n, paired comparisons,
-randomization tests and the regression gate.
+"""The statistics of one run and of two: aggregates with intervals that cover at small n, paired
+comparisons, randomization tests and the regression gate.
 
-scores.py (what a metric's scores mean) -> intervals.py, randomization.py, multiplicity.py -> aggregates.py,
-compare.py, gate/ (rule.py, level.py, sensitivity.py, run_gate.py); diagnose.py and the judge modules read
-aggregates. Every figure, one line each (figure | exact definition | interval or test | multiplicity correction):
+scores.py (what a metric's scores mean) -> intervals.py, randomization.py, multiplicity.py ->
+aggregates.py, compare.py, gate/ (rule.py, level.py, sensitivity.py, run_gate.py); diagnose.py and
+the judge modules read aggregates. Every figure, one line each (figure | exact definition | interval
+or test | multiplicity correction):
 
 | mean | mean of the ok scores of one metric in one stratum; failed/skipped are counted (n_failed, n_skipped), never averaged | its CI below | none |
 | CI of 0/1 scores | every ok score at an end of the range (recall@k, precision@1, TSA, pass rates) | `jeffreys`: equal-tailed 95 %, Beta(x + ½, n − x + ½) quantiles 0.025/0.975; 0 when x = 0, 1 when x = n | none |
@@ -20,9 +21,9 @@ aggregates. Every figure, one line each (figure | exact definition | interval or
 | eval compare row | paired difference B − A per metric and stratum | the paired difference's 95 % CI; two-sided sign-flip p, H0 "A and B exchangeable" | Benjamini–Hochberg over all rows, q = 0.05 |
 | diagnosis band | the strongest band the interval establishes, stepping down from the estimate's band to "not healthy", with n ≥ min_n (10) | one-sided p from the aggregate's interval distribution (diagnose.py) | Benjamini–Hochberg over one claim per aggregate outside the healthy band, q = 0.025; stronger rungs at the level the family stopped at |
 
-0/1 scores are recognised from the values, not from the metric's name: the bounded-mean interval *is*
-the Jeffreys interval on such data, so the check only decides which label is printed, and a name list
-would mislabel precision@k (k > 1, values in steps of 1/k) or a faithfulness stratum whose answers
-each had one claim. The one-sided α = 0.025 and the BH level q = 0.025 of band claims make a lone
-band claim stand exactly when the printed two-sided 95 % interval clears the band's edge.
+0/1 scores are recognised from the values, not from the metric's name: the bounded-mean interval
+*is* the Jeffreys interval on such data, so the check only decides which label is printed, and a
+name list would mislabel precision@k (k > 1, values in steps of 1/k) or a faithfulness stratum whose
+answers each had one claim. The one-sided α = 0.025 and the BH level q = 0.025 of band claims make a
+lone band claim stand exactly when the printed two-sided 95 % interval clears the band's edge.
 """

@@ -1,4 +1,5 @@
-"""One metric over one stratum of a run: its mean over the ok scores, its counts of failures, and its interval."""
+"""One metric over one stratum of a run: its mean over the ok scores, its counts of failures, and
+its interval."""
 
 from __future__ import annotations
 
@@ -25,9 +26,9 @@ from pipelines.evaluation.statistics.scores import OVERALL, ScoreLike, ok_values
 class Aggregate:
     """One metric over one stratum of one run. `n` counts the ok scores the mean is taken over.
 
-    `ci_low`/`ci_high` form the equal-tailed `confidence` interval made by `ci_method` (a CI_METHODS key);
-    `value_range` and `beta_shape` (Jeffreys methods: Beta(a, b) on the range rescaled to [0, 1]) let
-    a caller test the mean against any threshold with `p_below`/`p_above`.
+    `ci_low`/`ci_high` form the equal-tailed `confidence` interval made by `ci_method` (a CI_METHODS
+    key); `value_range` and `beta_shape` (Jeffreys methods: Beta(a, b) on the range rescaled to [0,
+    1]) let a caller test the mean against any threshold with `p_below`/`p_above`.
     """
 
     metric: str
@@ -72,11 +73,15 @@ class Aggregate:
                 b=self.beta_shape[1],
             )
         if self.ci_method == STUDENT_T and self.std is not None and self.n >= 2:
-            return MeanDistribution(STUDENT_T, self.mean, sd=self.std / math.sqrt(self.n), df=self.n - 1.0)
+            return MeanDistribution(
+                STUDENT_T, self.mean, sd=self.std / math.sqrt(self.n), df=self.n - 1.0
+            )
         if self.ci_low is not None and self.ci_high is not None:
             # Built by hand with only an interval: a normal distribution with that interval.
             z = float(sps.norm.isf((1.0 - self.confidence) / 2.0))
-            return MeanDistribution(STUDENT_T, self.mean, sd=(self.ci_high - self.ci_low) / (2 * z), df=math.inf)
+            return MeanDistribution(
+                STUDENT_T, self.mean, sd=(self.ci_high - self.ci_low) / (2 * z), df=math.inf
+            )
         return None
 
 
@@ -89,9 +94,9 @@ def aggregate(
 ) -> list[Aggregate]:
     """Per metric and stratum, plus the pooled stratum `all`.
 
-    Intervals are closed-form (intervals.py; every figure: the statistics package docstring); `n_resamples=0`
-    still skips them (cheap trend lines), any other `n_resamples` and `seed` are accepted for callers of the
-    bootstrap era and unused.
+    Intervals are closed-form (intervals.py; every figure: the statistics package docstring);
+    `n_resamples=0` still skips them (cheap trend lines), any other `n_resamples` and `seed` are
+    accepted for callers of the bootstrap era and unused.
     """
     del seed  # closed-form intervals draw nothing
     groups: dict[tuple[str, str], list[ScoreLike]] = defaultdict(list)

@@ -1,4 +1,5 @@
-"""The percentile bootstrap interval ragwatch printed before the closed-form intervals, kept to rerun the comparison."""
+"""The percentile bootstrap interval ragwatch printed before the closed-form intervals, kept to
+rerun the comparison."""
 
 from __future__ import annotations
 
@@ -20,9 +21,10 @@ def bootstrap_ci(
     confidence: float = CONFIDENCE,
     seed: int = SEED,
 ) -> tuple[float, float] | None:
-    """Percentile bootstrap interval of the mean; None below two values. No printed figure uses it any more:
-    it collapses to [1, 1] when every score is 1.0 and covers 0.65 at n = 10, p = 0.9 (see
-    tests/unit/pipelines/evaluation/statistics/test_intervals_coverage.py). Kept so that comparison can be rerun.
+    """Percentile bootstrap interval of the mean; None below two values. No printed figure uses it
+    any more: it collapses to [1, 1] when every score is 1.0 and covers 0.65 at n = 10, p = 0.9 (see
+    tests/unit/pipelines/evaluation/statistics/test_intervals_coverage.py). Kept so that comparison
+    can be rerun.
     """
     data = np.sort(np.asarray(values, dtype=float))
     n = data.size

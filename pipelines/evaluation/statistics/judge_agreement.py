@@ -1,18 +1,19 @@
 """How far the judge can be trusted on a 0/1 metric, from the items people labelled.
 
-Agreement: Cohen's κ, accuracy and the confusion matrix of human label vs judge verdict. The audit queue
-draws the same number of items per judge verdict (outputs/judge_audit.py), so the labelled items
-over-represent the rarer verdict: each labelled item is weighted by (its run's share of its verdict) /
-(the share of that verdict among its run's labels), which makes κ and accuracy describe the labelled runs'
-judged items, not the queue. The confusion matrix shows the raw counts.
+Agreement: Cohen's κ, accuracy and the confusion matrix of human label vs judge verdict. The audit
+queue draws the same number of items per judge verdict (outputs/judge_audit.py), so the labelled
+items over-represent the rarer verdict: each labelled item is weighted by (its run's share of its
+verdict) / (the share of that verdict among its run's labels), which makes κ and accuracy describe
+the labelled runs' judged items, not the queue. The confusion matrix shows the raw counts.
 
-The run's mean of the metric's 0/1 form, beside the judge-only one (the verdicts taken as truth: narrow and,
-when the judge errs one way more than the other, wrong): the judge-corrected mean of
-statistics/misclassification.py, by where the labels come from: this run's own labels weighted to its verdict
-mix (the labels alone, which no correction can beat), Rogan–Gladen with the judge's error rates from earlier
-runs' labels, or both mixed by their inverse variances. Earlier runs' labels carry over only through the
-judge's error rates, an assumption the error-rate shift test checks between those runs: Rogan–Gladen is given
-only when that test ran and did not reject, and the judge is shown better than a coin.
+The run's mean of the metric's 0/1 form, beside the judge-only one (the verdicts taken as truth:
+narrow and, when the judge errs one way more than the other, wrong): the judge-corrected mean of
+statistics/misclassification.py, by where the labels come from: this run's own labels weighted to
+its verdict mix (the labels alone, which no correction can beat), Rogan–Gladen with the judge's
+error rates from earlier runs' labels, or both mixed by their inverse variances. Earlier runs'
+labels carry over only through the judge's error rates, an assumption the error-rate shift test
+checks between those runs: Rogan–Gladen is given only when that test ran and did not reject, and the
+judge is shown better than a coin.
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ from pipelines.evaluation.statistics.misclassification import (
 TRUSTED_FROM_KAPPA = 0.6
 """κ from which the judge is trustworthy for a metric ("substantial" agreement, Landis & Koch)."""
 MIN_LABELS = 20
-"""Fewest labelled items for the report to call the judge trustworthy and to put a corrected interval on the mean."""
+"""Fewest labelled items for the report to call the judge trustworthy and to put a corrected
+interval on the mean."""
 CONFIDENCE = 0.95
 
 
@@ -58,11 +60,15 @@ class Agreement:
     """None when chance alone explains every agreement (humans or judge all gave one answer)."""
     accuracy: float
     confusion: dict[str, int]
-    """Raw counts: `judge_yes_human_yes`, `judge_yes_human_no`, `judge_no_human_yes`, `judge_no_human_no`."""
+    """Raw counts: `judge_yes_human_yes`, `judge_yes_human_no`, `judge_no_human_yes`,
+    `judge_no_human_no`."""
 
 
-def agreement(human: Sequence[int], judge: Sequence[int], weights: Sequence[float] | None = None) -> Agreement:
-    """Cohen's κ = (p_o − p_e) / (1 − p_e) and accuracy p_o, from the (weighted) 2×2 table of human vs judge."""
+def agreement(
+    human: Sequence[int], judge: Sequence[int], weights: Sequence[float] | None = None
+) -> Agreement:
+    """Cohen's κ = (p_o − p_e) / (1 − p_e) and accuracy p_o, from the (weighted) 2×2 table of human
+    vs judge."""
     y, f = np.asarray(human, dtype=int), np.asarray(judge, dtype=int)
     if y.shape != f.shape or not len(y):
         raise ValueError("agreement needs as many judge verdicts as human labels, at least one")
@@ -82,7 +88,8 @@ def agreement(human: Sequence[int], judge: Sequence[int], weights: Sequence[floa
 
 @dataclass(frozen=True)
 class Calibration:
-    """One metric of one suite: agreement over every label so far, and the run's mean judge-only and corrected."""
+    """One metric of one suite: agreement over every label so far, and the run's mean judge-only and
+    corrected."""
 
     suite: str
     metric: str
@@ -98,7 +105,8 @@ class Calibration:
     corrected_ci: tuple[float, float] | None = None
     """The judge-corrected mean; None when withheld (the notes say why)."""
     corrected_method: str | None = None
-    """How the corrected interval was computed (misclassification.METHODS), as every surface prints it."""
+    """How the corrected interval was computed (misclassification.METHODS), as every surface prints
+    it."""
     sensitivity: float | None = None
     specificity: float | None = None
     """The judge's error rates over the labelled runs: P(yes | truly yes), P(no | truly no)."""
@@ -109,8 +117,8 @@ class Calibration:
     """The error-rate shift test between earlier and later labelled runs; None when untested."""
     half_width: float = 0.05
     labels_needed: int | None = None
-    """Labelled items for a corrected interval of ±`half_width` (misclassification.labels_for_half_width);
-    None when unreachable or unknown."""
+    """Labelled items for a corrected interval of ±`half_width`
+    (misclassification.labels_for_half_width); None when unreachable or unknown."""
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -138,7 +146,12 @@ class Calibration:
         return f"not trustworthy: κ {kappa:.2f} < {TRUSTED_FROM_KAPPA}"
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "more_labels": self.more_labels, "trusted": self.trusted, "verdict": self.verdict}
+        return {
+            **asdict(self),
+            "more_labels": self.more_labels,
+            "trusted": self.trusted,
+            "verdict": self.verdict,
+        }
 
 
 def calibrate(
@@ -156,15 +169,23 @@ def calibrate(
     half_width: float = 0.05,
     confidence: float = CONFIDENCE,
 ) -> Calibration:
-    """Agreement on the n labelled items (human label Y, judge verdict Ŷ, the run each was judged in and that
-    run's date and judge-yes share) and the mean of the metric's 0/1 form over this run's N judged items (Ŷ):
-    judge-only, and corrected by the judge's error rates (statistics/misclassification.py)."""
+    """Agreement on the n labelled items (human label Y, judge verdict Ŷ, the run each was judged in
+    and that run's date and judge-yes share) and the mean of the metric's 0/1 form over this run's N
+    judged items (Ŷ): judge-only, and corrected by the judge's error rates
+    (statistics/misclassification.py)."""
     y, f, pop = (np.asarray(v, dtype=int) for v in (human, labelled_verdicts, judged_verdicts))
-    runs, days = np.asarray([str(r) for r in labelled_runs]), np.asarray([str(d) for d in labelled_days])
+    runs, days = (
+        np.asarray([str(r) for r in labelled_runs]),
+        np.asarray([str(d) for d in labelled_days]),
+    )
     z = norm.ppf(0.5 + confidence / 2)
     judge_mean = float(pop.mean()) if len(pop) else None
     judge_se = float(pop.std()) / math.sqrt(len(pop)) if len(pop) > 1 else None
-    judge_ci = _clip(judge_mean - z * judge_se, judge_mean + z * judge_se) if judge_se is not None else None
+    judge_ci = (
+        _clip(judge_mean - z * judge_se, judge_mean + z * judge_se)
+        if judge_se is not None
+        else None
+    )
     base = dict(
         suite=suite,
         metric=metric,
@@ -179,7 +200,8 @@ def calibrate(
         return Calibration(**base, agreement=None)
     shares = {str(k): float(v) for k, v in run_yes_share.items()}
     known = np.asarray([r in shares for r in runs], dtype=bool)
-    # A run whose verdict mix was not recorded (queued before ragwatch kept it) weighs its labels equally.
+    # A run whose verdict mix was not recorded (queued before ragwatch kept it) weighs its labels
+    # equally.
     weights = np.ones(len(y))
     if known.any():
         weights[known] = label_weights(f[known], runs[known], shares)
@@ -200,14 +222,22 @@ def calibrate(
     rated = dict(base, agreement=agreed)
     if (rates := error_rates(y, f, runs, shares)) is not None:
         rated.update(
-            sensitivity=rates.sens, specificity=rates.spec, sensitivity_ci=rates.sens_ci, specificity_ci=rates.spec_ci
+            sensitivity=rates.sens,
+            specificity=rates.spec,
+            sensitivity_ci=rates.sens_ci,
+            specificity_ci=rates.spec_ci,
         )
     own = runs == run
     judged = np.array([(pop == 0).sum(), (pop == 1).sum()])
     labelled = np.array([(f[own] == 0).sum(), (f[own] == 1).sum()])
     mine = None
     if own.any() and ((labelled > 0) | (judged == 0)).all():
-        mine = own_labels(np.array([y[own & (f == 0)].sum(), y[own & (f == 1)].sum()]), labelled, judged, confidence)
+        mine = own_labels(
+            np.array([y[own & (f == 0)].sum(), y[own & (f == 1)].sum()]),
+            labelled,
+            judged,
+            confidence,
+        )
     earlier, why = _from_earlier_runs(
         y[~own], f[~own], runs[~own], days[~own], shares, judge_mean, len(pop), confidence
     )
@@ -229,8 +259,14 @@ def calibrate(
         weight=None if corrected.own_weight is None else float(corrected.own_weight),
     )
     if mine is not None and earlier is None and other_count:
-        notes += [f"{other_count} labels of earlier runs not used: {why['notes'][-1]}"] if why["notes"] else []
-    needed = labels_for_half_width(half_width, corrected, own_count if mine is not None else other_count, confidence)
+        notes += (
+            [f"{other_count} labels of earlier runs not used: {why['notes'][-1]}"]
+            if why["notes"]
+            else []
+        )
+    needed = labels_for_half_width(
+        half_width, corrected, own_count if mine is not None else other_count, confidence
+    )
     if needed is None:
         notes.append(f"±{half_width} is out of reach with {len(pop)} judged items: judge more")
     return Calibration(
@@ -244,15 +280,20 @@ def calibrate(
 
 
 def _from_earlier_runs(y, f, runs, days, shares, judge_mean, judged, confidence):
-    """Rogan–Gladen from labels of other runs, or None and why not. When the judge's error rates moved between
-    the earlier and later labelled runs, the later runs' labels alone give them."""
+    """Rogan–Gladen from labels of other runs, or None and why not. When the judge's error rates
+    moved between the earlier and later labelled runs, the later runs' labels alone give them."""
     if not len(y):
         return None, {"notes": []}
     if len(y) < MIN_LABELS:
-        return None, {"notes": [f"Rogan–Gladen needs at least {MIN_LABELS} labels of earlier runs, {len(y)} so far"]}
+        return None, {
+            "notes": [
+                f"Rogan–Gladen needs at least {MIN_LABELS} labels of earlier runs, {len(y)} so far"
+            ]
+        }
     if (refused := _not_rated(y, f, runs, shares)) is not None:
         return None, {"notes": [refused]}
-    # Halves cut between runs in date order; two runs of one day (two targets) are ordered by their ids.
+    # Halves cut between runs in date order; two runs of one day (two targets) are ordered by their
+    # ids.
     shift = error_rate_shift(y, f, runs, np.char.add(np.char.add(days, "\x00"), runs), shares)
     if shift.p_value is None:
         return None, {
@@ -268,7 +309,10 @@ def _from_earlier_runs(y, f, runs, days, shares, judge_mean, judged, confidence)
         moved = f"the judge's error rates moved between the earlier and later labelled runs (p = {shift.p_value:.3f})"
         later = shift.later_mask
         if (refused := _not_rated(y[later], f[later], runs[later], shares)) is not None:
-            return None, {"shift_p_value": shift.p_value, "notes": [f"{moved}; the later ones alone: {refused}"]}
+            return None, {
+                "shift_p_value": shift.p_value,
+                "notes": [f"{moved}; the later ones alone: {refused}"],
+            }
         y, f, runs = y[later], f[later], runs[later]
         notes.append(f"{moved}: corrected with the {len(y)} labels of the later runs only")
     rates = error_rates(y, f, runs, shares)

@@ -1,28 +1,32 @@
-"""How much of a score's interval is the judge's own noise: test-retest statistics of the retested items.
+"""How much of a score's interval is the judge's own noise: test-retest statistics of the retested
+items.
 
-A share of the judged items is judged twice (metrics/judge_retest.py): x1 the first judgement (the run's score),
-x2 the retest. Per metric, over the n retested items both judgements scored ok:
+A share of the judged items is judged twice (metrics/judge_retest.py): x1 the first judgement (the
+run's score), x2 the retest. Per metric, over the n retested items both judgements scored ok:
 
-- n: retested items with both judgements ok (fewer than MIN_RETESTS: "not enough retests", no figure).
+- n: retested items with both judgements ok (fewer than MIN_RETESTS: "not enough retests", no
+  figure).
 - mean abs. difference: mean over the n items of |x1 − x2|.
-- ICC: intraclass correlation ICC(1,1), one-way random effects, k = 2: (MSB − MSW) / (MSB + MSW), with
-  MSB = 2·Σ(m_i − m)²/(n − 1) over the item means m_i and MSW = Σ(x1 − x2)²/(2n); None when MSB + MSW = 0
-  (every judgement equal).
-- κ, agreement: for a metric with a 0/1 form (metrics/verdicts.py), Cohen's κ of the two judgements' verdicts and
-  their share of equal verdicts; κ None when chance explains every agreement.
-- σ²_judge, the judge-noise variance: half the mean squared difference, Σ(x1 − x2)²/(2n) (= Var(x1 − x2)/2 when
-  the two judgements have no systematic shift; = MSW).
-- σ²_total: sample variance (ddof 1) of the metric's first judgements over every item of the run scored ok (N).
-- noise share: σ²_judge / σ²_total, capped at 1: the judge's share of the per-item variance, and so of the
-  variance of the mean (σ²/N); the rest is item sampling.
-- half-width: the run's item-sampling interval of the mean, half the width of the metric's 95 % `Aggregate` CI
-  over all items (its method named).
-- projections: the half-width scaled by √(variance of the mean after / before): averaging two judgements per item
-  √(1 − share/2), a noiseless judge √(1 − share), twice the items 1/√2.
+- ICC: intraclass correlation ICC(1,1), one-way random effects, k = 2: (MSB − MSW) / (MSB + MSW),
+  with MSB = 2·Σ(m_i − m)²/(n − 1) over the item means m_i and MSW = Σ(x1 − x2)²/(2n); None when MSB
+  + MSW = 0 (every judgement equal).
+- κ, agreement: for a metric with a 0/1 form (metrics/verdicts.py), Cohen's κ of the two judgements'
+  verdicts and their share of equal verdicts; κ None when chance explains every agreement.
+- σ²_judge, the judge-noise variance: half the mean squared difference, Σ(x1 − x2)²/(2n) (= Var(x1 −
+  x2)/2 when the two judgements have no systematic shift; = MSW).
+- σ²_total: sample variance (ddof 1) of the metric's first judgements over every item of the run
+  scored ok (N).
+- noise share: σ²_judge / σ²_total, capped at 1: the judge's share of the per-item variance, and so
+  of the variance of the mean (σ²/N); the rest is item sampling.
+- half-width: the run's item-sampling interval of the mean, half the width of the metric's 95 %
+  `Aggregate` CI over all items (its method named).
+- projections: the half-width scaled by √(variance of the mean after / before): averaging two
+  judgements per item √(1 − share/2), a noiseless judge √(1 − share), twice the items 1/√2.
 
-The projections assume the interval scales with the standard error of the mean (true for the normal-theory
-intervals, close for the Jeffreys-type ones away from the ends of the range). The noise share is estimated on
-the retested items and applied to every item: the retested items are a hash-chosen, so unbiased, sample.
+The projections assume the interval scales with the standard error of the mean (true for the
+normal-theory intervals, close for the Jeffreys-type ones away from the ends of the range). The
+noise share is estimated on the retested items and applied to every item: the retested items are a
+hash-chosen, so unbiased, sample.
 """
 
 from __future__ import annotations
@@ -42,8 +46,8 @@ MIN_RETESTS = 10
 """Fewest items judged twice (both ok) for the figures to be stated; below, "not enough retests"."""
 NOT_ENOUGH = "not enough retests"
 JUDGE_DOMINATES_FROM = 0.5
-"""Noise share from which the judge's noise is most of the interval: a steadier judge tightens it more than it
-would with item sampling dominating."""
+"""Noise share from which the judge's noise is most of the interval: a steadier judge tightens it
+more than it would with item sampling dominating."""
 
 
 @dataclass(frozen=True)
@@ -83,7 +87,11 @@ class JudgeNoise:
         if not self.enough:
             return f"{NOT_ENOUGH}: {self.n_retested} of the {MIN_RETESTS} needed"
         if self.noise_share is None or self.half_width is None:
-            return "no spread to compare the judge's noise with" if self.noise_share is None else "no interval"
+            return (
+                "no spread to compare the judge's noise with"
+                if self.noise_share is None
+                else "no interval"
+            )
         if self.noise_share == 0:
             return (
                 f"the judge gave the same score twice on all {self.n_retested} retested items: its noise adds "
@@ -96,7 +104,8 @@ class JudgeNoise:
             else "item sampling dominates: more items"
         )
         if self.noise_share == 1:
-            # σ²_judge ≥ σ²_total: the items' own spread is lost in the judge's at this n, not measured as 0.
+            # σ²_judge ≥ σ²_total: the items' own spread is lost in the judge's at this n, not
+            # measured as 0.
             who = "the judge's noise is at least the whole per-item variance (share capped at 1): a steadier judge"
         return (
             f"{who} tightens it most; averaging 2 judgements per item would shrink ±{self.half_width:.3f} to "
@@ -109,7 +118,8 @@ class JudgeNoise:
 
 
 def intraclass_correlation(first: np.ndarray, second: np.ndarray) -> float | None:
-    """ICC(1,1), one-way random effects, two judgements per item; None when every judgement is equal."""
+    """ICC(1,1), one-way random effects, two judgements per item; None when every judgement is
+    equal."""
     n = len(first)
     item_means = (first + second) / 2
     between = 2 * float(((item_means - item_means.mean()) ** 2).sum()) / (n - 1)
@@ -126,14 +136,19 @@ def judge_noise(
     all_first: Sequence[float],
     aggregate: Aggregate | None,
 ) -> JudgeNoise:
-    """The figures of one metric from its retested pairs (first[i], second[i]), the first judgements of every item
-    scored ok (`all_first`) and the metric's overall Aggregate (its interval)."""
+    """The figures of one metric from its retested pairs (first[i], second[i]), the first judgements
+    of every item scored ok (`all_first`) and the metric's overall Aggregate (its interval)."""
     x1, x2 = np.asarray(first, dtype=float), np.asarray(second, dtype=float)
     if x1.shape != x2.shape:
         raise ValueError("judge noise needs as many retests as first judgements")
     everyone = np.asarray(all_first, dtype=float)
     form = AUDITED.get(metric)
-    base = dict(metric=metric, n_retested=len(x1), n_items=len(everyone), binary_form=form.meaning if form else None)
+    base = dict(
+        metric=metric,
+        n_retested=len(x1),
+        n_items=len(everyone),
+        binary_form=form.meaning if form else None,
+    )
     if len(x1) < MIN_RETESTS:
         return JudgeNoise(**base)
     difference = x1 - x2
@@ -173,8 +188,11 @@ def judge_noise(
     )
 
 
-def run_judge_noise(scores: Sequence, retests: Sequence, aggregates: Sequence[Aggregate]) -> list[JudgeNoise]:
-    """Per metric the run retested: its JudgeNoise, pairing each retest with the item's first judgement (both ok)."""
+def run_judge_noise(
+    scores: Sequence, retests: Sequence, aggregates: Sequence[Aggregate]
+) -> list[JudgeNoise]:
+    """Per metric the run retested: its JudgeNoise, pairing each retest with the item's first
+    judgement (both ok)."""
     first = {(s.metric, s.item_id): s.value for s in scores if s.status == "ok"}
     overall = {a.metric: a for a in aggregates if a.stratum == OVERALL}
     out = []
@@ -185,5 +203,9 @@ def run_judge_noise(scores: Sequence, retests: Sequence, aggregates: Sequence[Ag
             if r.metric == metric and r.status == "ok" and (metric, r.item_id) in first
         ]
         everyone = [value for (m, _), value in first.items() if m == metric]
-        out.append(judge_noise(metric, [a for a, _ in pairs], [b for _, b in pairs], everyone, overall.get(metric)))
+        out.append(
+            judge_noise(
+                metric, [a for a, _ in pairs], [b for _, b in pairs], everyone, overall.get(metric)
+            )
+        )
     return out

@@ -1,40 +1,45 @@
-"""A run's true mean of a 0/1 metric from its judge's verdicts and people's labels, by where the labels come from.
+"""A run's true mean of a 0/1 metric from its judge's verdicts and people's labels, by where the
+labels come from.
 
-Labels of this run's own items (the audit queue draws them per verdict): weighted to the run's verdict mix they
-estimate the run's mean directly (statistics/stratified.py). That is the labels alone and the judge-corrected
-mean at once — Rogan–Gladen with error rates from these labels gives the same number, and so does PPI with any
-λ — and its variance has no term for the judge's mean over the N items: given the run, that mean is fixed.
-Adding one (as q(1 − q)/N/J²) treated the labelled subset as independent of the N items and made the interval
-wider than the labels' own.
+Labels of this run's own items (the audit queue draws them per verdict): weighted to the run's
+verdict mix they estimate the run's mean directly (statistics/stratified.py). That is the labels
+alone and the judge-corrected mean at once — Rogan–Gladen with error rates from these labels gives
+the same number, and so does PPI with any λ — and its variance has no term for the judge's mean over
+the N items: given the run, that mean is fixed. Adding one (as q(1 − q)/N/J²) treated the labelled
+subset as independent of the N items and made the interval wider than the labels' own.
 
-Labels of earlier runs only (a run's queue is labelled days later): they describe other items, whose true mean
-may differ. What carries over are the judge's error rates, sens = P(verdict yes | truth yes) and
-spec = P(verdict no | truth no):
+Labels of earlier runs only (a run's queue is labelled days later): they describe other items, whose
+true mean may differ. What carries over are the judge's error rates, sens = P(verdict yes | truth
+yes) and spec = P(verdict no | truth no):
 
-1. `error_rates`: sens and spec from every labelled run, each label weighted to its own run's verdict mix (the
-   queue draws as many items per verdict); a mixture of runs whose judge erred at the same rates has those
-   rates. Each comes with a Jeffreys interval over its effective number of labels.
-2. `judge_beats_coin`: dividing by J = sens + spec − 1 needs J > 0, i.e. truly-yes items more often among the
-   judge's yes verdicts than among its no verdicts: a one-sided Fisher exact test (mid-p) on the pooled labels.
-3. `rogan_gladen`: p = (q + spec − 1)/J (Rogan & Gladen 1978), q the run's judge-yes share, with a delta-method
-   interval. Its variance has a label part (sens and spec, independent of this run) and a run part: the
-   spread of q/J − (the mean of the N items' truth), Var(f/J − y)/N per item, which is smaller than
-   q(1 − q)/N/J² because an item's verdict and truth move together.
-4. `error_rate_shift`: the assumption of step 1 tested: the earlier half of the labelled runs against the later
-   half, a Wald χ² (2 df) on the differences of (sens, spec). When it rejects, the later half's labels alone
-   give the rates: the judge that erred at them is the one nearest this run.
+1. `error_rates`: sens and spec from every labelled run, each label weighted to its own run's
+   verdict mix (the queue draws as many items per verdict); a mixture of runs whose judge erred at
+   the same rates has those rates. Each comes with a Jeffreys interval over its effective number of
+   labels.
+2. `judge_beats_coin`: dividing by J = sens + spec − 1 needs J > 0, i.e. truly-yes items more often
+   among the judge's yes verdicts than among its no verdicts: a one-sided Fisher exact test (mid-p)
+   on the pooled labels.
+3. `rogan_gladen`: p = (q + spec − 1)/J (Rogan & Gladen 1978), q the run's judge-yes share, with a
+   delta-method interval. Its variance has a label part (sens and spec, independent of this run) and
+   a run part: the spread of q/J − (the mean of the N items' truth), Var(f/J − y)/N per item, which
+   is smaller than q(1 − q)/N/J² because an item's verdict and truth move together.
+4. `error_rate_shift`: the assumption of step 1 tested: the earlier half of the labelled runs
+   against the later half, a Wald χ² (2 df) on the differences of (sens, spec). When it rejects, the
+   later half's labels alone give the rates: the judge that erred at them is the one nearest this
+   run.
 
-Both kinds of labels: the two estimates are independent given the run, so `combine` weights them by their
-inverse variances, λ = V_B/(V_A + V_B) on the run's own labels, as PPI++ tunes its λ: a rule fixed in advance,
-computed from the data; the mix is never less precise than either, so never wider than the labels alone.
+Both kinds of labels: the two estimates are independent given the run, so `combine` weights them by
+their inverse variances, λ = V_B/(V_A + V_B) on the run's own labels, as PPI++ tunes its λ: a rule
+fixed in advance, computed from the data; the mix is never less precise than either, so never wider
+than the labels alone.
 
-Assumption of steps 1–3, stated: the judge errs at the same rates on this run's items as on the labelled runs'
-(same judge model and prompt, items alike in difficulty given their truth). The shift test checks it between
-labelled runs; a judge that changed on this very run, with none of its items labelled yet, goes unseen until
-its labels arrive.
+Assumption of steps 1–3, stated: the judge errs at the same rates on this run's items as on the
+labelled runs' (same judge model and prompt, items alike in difficulty given their truth). The shift
+test checks it between labelled runs; a judge that changed on this very run, with none of its items
+labelled yet, goes unseen until its labels arrive.
 
-Every estimator is vectorised over leading axes, one row per run (the bench simulates 1,000 runs at once);
-the last axis holds the strata, one per (labelled run, verdict).
+Every estimator is vectorised over leading axes, one row per run (the bench simulates 1,000 runs at
+once); the last axis holds the strata, one per (labelled run, verdict).
 """
 
 from __future__ import annotations
@@ -49,7 +54,8 @@ from scipy.stats import beta, chi2, hypergeom, norm
 from pipelines.evaluation.statistics.stratified import score_interval, stratified_variance
 
 SHIFT_ALPHA = 0.05
-"""The error-rate shift test's level: below this p-value the judge's error rates moved between labelled runs."""
+"""The error-rate shift test's level: below this p-value the judge's error rates moved between
+labelled runs."""
 COIN_ALPHA = 0.025
 """One-sided level of the better-than-a-coin test (the other side of a 95 % interval)."""
 
@@ -79,20 +85,29 @@ class Strata:
     @classmethod
     def from_labels(cls, human, verdicts, runs, run_yes_share: dict) -> Strata:
         y, f = np.asarray(human, dtype=int), np.asarray(verdicts, dtype=int)
-        groups, shares = np.asarray([str(r) for r in runs]), {str(k): float(v) for k, v in run_yes_share.items()}
+        groups, shares = (
+            np.asarray([str(r) for r in runs]),
+            {str(k): float(v) for k, v in run_yes_share.items()},
+        )
         rows = []
         for run in np.unique(groups):
             mine = groups == run
             for v in (0, 1):
                 s = mine & (f == v)
-                rows.append((y[s].sum(), s.sum(), shares[run] if v else 1 - shares[run], v, mine.sum()))
+                rows.append(
+                    (y[s].sum(), s.sum(), shares[run] if v else 1 - shares[run], v, mine.sum())
+                )
         return cls(*(np.asarray(c, dtype=float) for c in zip(*rows)))
 
     @property
     def weight(self) -> np.ndarray:
-        """Per label of the stratum: its run's share of the verdict / that verdict's share of the run's labels."""
+        """Per label of the stratum: its run's share of the verdict / that verdict's share of the
+        run's labels."""
         return np.divide(
-            self.share * self.run_labels, self.labelled, out=np.zeros_like(self.share), where=self.labelled > 0
+            self.share * self.run_labels,
+            self.labelled,
+            out=np.zeros_like(self.share),
+            where=self.labelled > 0,
         )
 
 
@@ -101,7 +116,8 @@ class ErrorRates:
     sens: np.ndarray | float
     spec: np.ndarray | float
     cov: np.ndarray
-    """Sampling covariance of (sens, spec), shape (..., 2, 2) (delta method over the labelled strata)."""
+    """Sampling covariance of (sens, spec), shape (..., 2, 2) (delta method over the labelled
+    strata)."""
     labels: np.ndarray | int
     sens_ci: tuple
     spec_ci: tuple
@@ -114,12 +130,13 @@ def _rates(strata: Strata) -> ErrorRates:
     with np.errstate(divide="ignore", invalid="ignore"):
         sens = (w * y * v).sum(-1) / truly_yes
         spec = (w * (n - y) * (1 - v)).sum(-1) / truly_no
-    # Ratio estimators linearized: a truly-yes label of stratum s moves sens by a_s = w_s(v_s − sens)/d1, a
-    # truly-no one moves spec by b_s = w_s((1 − v_s) − spec)/d0. Within a stratum only the truth varies, and
-    # the queue fixes the stratum's size: Var = Σ_s n_s·P_s(1 − P_s)·(a_s, −b_s)ᵀ(a_s, −b_s). P_s = P(truth yes |
-    # stratum) as the rates imply it on the stratum's run — a stratum holds a handful of labels, often all alike,
-    # and its own share would call it exact. The rates behind P_s carry Jeffreys' half pseudo-label each way,
-    # so that no error among few labels does not make every stratum exact.
+    # Ratio estimators linearized: a truly-yes label of stratum s moves sens by a_s = w_s(v_s −
+    # sens)/d1, a truly-no one moves spec by b_s = w_s((1 − v_s) − spec)/d0. Within a stratum only
+    # the truth varies, and the queue fixes the stratum's size: Var = Σ_s n_s·P_s(1 − P_s)·(a_s,
+    # −b_s)ᵀ(a_s, −b_s). P_s = P(truth yes | stratum) as the rates imply it on the stratum's run — a
+    # stratum holds a handful of labels, often all alike, and its own share would call it exact. The
+    # rates behind P_s carry Jeffreys' half pseudo-label each way, so that no error among few labels
+    # does not make every stratum exact.
     sens_j, spec_j = (
         ((w * y * v).sum(-1) + 0.5) / (truly_yes + 1),
         ((w * (n - y) * (1 - v)).sum(-1) + 0.5) / (truly_no + 1),
@@ -156,14 +173,16 @@ def _rates(strata: Strata) -> ErrorRates:
 def _jeffreys(rate, effective):
     with np.errstate(invalid="ignore"):
         k = rate * effective
-        return beta.ppf(0.025, k + 0.5, effective - k + 0.5), beta.ppf(0.975, k + 0.5, effective - k + 0.5)
+        return beta.ppf(0.025, k + 0.5, effective - k + 0.5), beta.ppf(
+            0.975, k + 0.5, effective - k + 0.5
+        )
 
 
 def error_rates(
     human: Sequence[int], verdicts: Sequence[int], runs: Sequence[Hashable], run_yes_share: dict
 ) -> ErrorRates | None:
-    """Weighted sens and spec over the labels (see label_weights), with their covariance and Jeffreys intervals;
-    None when the labels hold no truth-yes or no truth-no item."""
+    """Weighted sens and spec over the labels (see label_weights), with their covariance and
+    Jeffreys intervals; None when the labels hold no truth-yes or no truth-no item."""
     strata = Strata.from_labels(human, verdicts, runs, run_yes_share)
     if not (strata.yes > 0).any() or not (strata.labelled > strata.yes).any():
         return None
@@ -179,10 +198,11 @@ def error_rates(
 
 
 def judge_beats_coin(strata: Strata) -> np.ndarray:
-    """One-sided mid-p of Fisher's exact test of 'truly-yes items are no more frequent among the judge's yes
-    verdicts than among its no verdicts' (J ≤ 0), on the labels pooled over runs. The mid-p counts half the
-    observed table: Fisher's own p-value, conditional on discrete margins, withheld 11 % of the corrections at
-    30 labels of a sens = spec = 0.9 judge at p = 0.9; the mid-p keeps close to the level without that excess."""
+    """One-sided mid-p of Fisher's exact test of 'truly-yes items are no more frequent among the
+    judge's yes verdicts than among its no verdicts' (J ≤ 0), on the labels pooled over runs. The
+    mid-p counts half the observed table: Fisher's own p-value, conditional on discrete margins,
+    withheld 11 % of the corrections at 30 labels of a sens = spec = 0.9 judge at p = 0.9; the mid-p
+    keeps close to the level without that excess."""
     yes_verdict = strata.verdict == 1
     k1, m1 = (strata.yes * yes_verdict).sum(-1), (strata.labelled * yes_verdict).sum(-1)
     k0, m0 = (strata.yes * ~yes_verdict).sum(-1), (strata.labelled * ~yes_verdict).sum(-1)
@@ -198,8 +218,8 @@ class Corrected:
     label_variance: np.ndarray | float
     """The part of the variance that shrinks as 1/labels."""
     fixed_variance: np.ndarray | float
-    """The part that does not: the run's N items for Rogan–Gladen (+), the finite-population correction of the
-    run's own labels (−)."""
+    """The part that does not: the run's N items for Rogan–Gladen (+), the finite-population
+    correction of the run's own labels (−)."""
     youden: np.ndarray | float | None = None
     own_weight: np.ndarray | float | None = None
     """λ on the run's own labels when COMBINED."""
@@ -207,7 +227,8 @@ class Corrected:
     """COMBINED: the two (label_variance, fixed_variance) pairs it mixes."""
 
     def variance(self, scale: float = 1.0):
-        """The variance with `scale` times the labels (each component's label part shrinking as 1/labels)."""
+        """The variance with `scale` times the labels (each component's label part shrinking as
+        1/labels)."""
         pieces = self.parts or ((self.label_variance, self.fixed_variance),)
         each = [np.maximum(label / scale + fixed, 1e-300) for label, fixed in pieces]
         return each[0] if len(each) == 1 else 1 / (1 / each[0] + 1 / each[1])
@@ -218,16 +239,21 @@ def describe(method: str, own: int = 0, other: int = 0, weight: float | None = N
 
 
 def rogan_gladen(judge_mean, judged, rates: ErrorRates, confidence: float = 0.95) -> Corrected:
-    """p = (q + spec − 1)/J with a delta-method interval, clipped to [0, 1]. Its variance: the label part
-    gᵀ·cov·g (g = (−p, 1 − p)/J) and the run part Var(f/J − y)/N (see the module's step 3)."""
+    """p = (q + spec − 1)/J with a delta-method interval, clipped to [0, 1]. Its variance: the label
+    part gᵀ·cov·g (g = (−p, 1 − p)/J) and the run part Var(f/J − y)/N (see the module's step 3)."""
     z = norm.ppf(0.5 + confidence / 2)
-    sens, spec, q = np.asarray(rates.sens), np.asarray(rates.spec), np.asarray(judge_mean, dtype=float)
+    sens, spec, q = (
+        np.asarray(rates.sens),
+        np.asarray(rates.spec),
+        np.asarray(judge_mean, dtype=float),
+    )
     youden = sens + spec - 1
     with np.errstate(divide="ignore", invalid="ignore"):
         p = (q + spec - 1) / youden
         g = np.stack([-p, 1 - p], -1) / youden[..., None]
     label_var = np.einsum("...i,...ij,...j->...", g, rates.cov, g)
-    # One item's f/J − y over the four (verdict, truth) cells the rates and the corrected mean imply.
+    # One item's f/J − y over the four (verdict, truth) cells the rates and the corrected mean
+    # imply.
     prevalence = np.clip(p, 0.0, 1.0)
     s, c = np.clip(sens, 0, 1), np.clip(spec, 0, 1)
     cells = (prevalence * s, (1 - prevalence) * (1 - c), prevalence * (1 - s), (1 - prevalence) * c)
@@ -248,11 +274,12 @@ def rogan_gladen(judge_mean, judged, rates: ErrorRates, confidence: float = 0.95
 
 
 def own_labels(yes, labelled, judged, confidence: float = 0.95) -> Corrected:
-    """The run's mean from labels of its own items: `yes`, `labelled` and `judged` per verdict (..., 2), verdict
-    no then yes. The score interval of statistics/stratified.py. The variance `labels_for_half_width` scales is
-    the plug-in one at the labels' Jeffreys shares, split into its 1/labels part and the finite-population
-    correction: the score interval of a few labels is wider than the plug-in, and scaling its width would name about 40 %
-    more labels than a ±0.05 interval needs (the plug-in: within 5 %, `bench judge-shift`)."""
+    """The run's mean from labels of its own items: `yes`, `labelled` and `judged` per verdict (...,
+    2), verdict no then yes. The score interval of statistics/stratified.py. The variance
+    `labels_for_half_width` scales is the plug-in one at the labels' Jeffreys shares, split into its
+    1/labels part and the finite-population correction: the score interval of a few labels is wider
+    than the plug-in, and scaling its width would name about 40 % more labels than a ±0.05 interval
+    needs (the plug-in: within 5 %, `bench judge-shift`)."""
     yes, labelled, judged = (np.asarray(a, dtype=float) for a in (yes, labelled, judged))
     share = judged / judged.sum(-1, keepdims=True)
     mean, low, high = score_interval(yes, labelled, share, judged, confidence)
@@ -260,14 +287,19 @@ def own_labels(yes, labelled, judged, confidence: float = 0.95) -> Corrected:
     unbounded = stratified_variance(jeffreys, labelled, share, np.full_like(judged, np.inf))
     bounded = stratified_variance(jeffreys, labelled, share, judged)
     return Corrected(
-        mean=mean, ci=(low, high), method=STRATIFIED, label_variance=unbounded, fixed_variance=bounded - unbounded
+        mean=mean,
+        ci=(low, high),
+        method=STRATIFIED,
+        label_variance=unbounded,
+        fixed_variance=bounded - unbounded,
     )
 
 
 def combine(own: Corrected, earlier: Corrected, confidence: float = 0.95) -> Corrected:
-    """The inverse-variance mix of an estimate from the run's own labels and one from earlier runs' labels
-    (independent given the run): λ = V_earlier/(V_own + V_earlier) on the own one. Its variance
-    V_own·V_earlier/(V_own + V_earlier) is below both: never wider than the labels alone."""
+    """The inverse-variance mix of an estimate from the run's own labels and one from earlier runs'
+    labels (independent given the run): λ = V_earlier/(V_own + V_earlier) on the own one. Its
+    variance V_own·V_earlier/(V_own + V_earlier) is below both: never wider than the labels
+    alone."""
     z = norm.ppf(0.5 + confidence / 2)
     v_own = own.label_variance + own.fixed_variance
     v_earlier = earlier.label_variance + earlier.fixed_variance
@@ -281,13 +313,19 @@ def combine(own: Corrected, earlier: Corrected, confidence: float = 0.95) -> Cor
         label_variance=own.label_variance,
         fixed_variance=own.fixed_variance,
         own_weight=weight,
-        parts=((own.label_variance, own.fixed_variance), (earlier.label_variance, earlier.fixed_variance)),
+        parts=(
+            (own.label_variance, own.fixed_variance),
+            (earlier.label_variance, earlier.fixed_variance),
+        ),
     )
 
 
-def labels_for_half_width(half_width: float, corrected: Corrected, labels: int, confidence: float = 0.95) -> int | None:
-    """Labels for an interval of ±half_width, every label part of the variance shrinking as 1/labels (in the
-    proportions of the labels so far); None when the fixed part alone (the run's N items) leaves more."""
+def labels_for_half_width(
+    half_width: float, corrected: Corrected, labels: int, confidence: float = 0.95
+) -> int | None:
+    """Labels for an interval of ±half_width, every label part of the variance shrinking as 1/labels
+    (in the proportions of the labels so far); None when the fixed part alone (the run's N items)
+    leaves more."""
     target = (half_width / norm.ppf(0.5 + confidence / 2)) ** 2
     if float(corrected.variance(1e12)) >= target:
         return None
@@ -298,12 +336,18 @@ def labels_for_half_width(half_width: float, corrected: Corrected, labels: int, 
     return max(1, math.ceil(high * labels))
 
 
-def label_weights(verdicts: Sequence[int], runs: Sequence[Hashable], run_yes_share: dict) -> np.ndarray:
-    """Per label: (its run's judged share of its verdict) / (the share of that verdict among its run's labels).
+def label_weights(
+    verdicts: Sequence[int], runs: Sequence[Hashable], run_yes_share: dict
+) -> np.ndarray:
+    """Per label: (its run's judged share of its verdict) / (the share of that verdict among its
+    run's labels).
 
     Within each run the weights sum to the run's labels, so every run counts by its labels."""
     f = np.asarray(verdicts, dtype=int)
-    groups, shares = np.asarray([str(r) for r in runs]), {str(k): v for k, v in run_yes_share.items()}
+    groups, shares = (
+        np.asarray([str(r) for r in runs]),
+        {str(k): v for k, v in run_yes_share.items()},
+    )
     weights = np.ones(len(f))
     for run in np.unique(groups):
         mine = groups == run
@@ -315,16 +359,26 @@ def label_weights(verdicts: Sequence[int], runs: Sequence[Hashable], run_yes_sha
     return weights
 
 
-def covers_both_verdicts(verdicts: Sequence[int], runs: Sequence[Hashable], run_yes_share: dict) -> np.ndarray:
-    """Per label: False when its run judged both verdicts but only one of them was labelled — its labels
-    then stand for part of the run only, and weighting cannot restore the missing verdict's errors."""
+def covers_both_verdicts(
+    verdicts: Sequence[int], runs: Sequence[Hashable], run_yes_share: dict
+) -> np.ndarray:
+    """Per label: False when its run judged both verdicts but only one of them was labelled — its
+    labels then stand for part of the run only, and weighting cannot restore the missing verdict's
+    errors."""
     f = np.asarray(verdicts, dtype=int)
-    groups, shares = np.asarray([str(r) for r in runs]), {str(k): v for k, v in run_yes_share.items()}
+    groups, shares = (
+        np.asarray([str(r) for r in runs]),
+        {str(k): v for k, v in run_yes_share.items()},
+    )
     keep = np.ones(len(f), dtype=bool)
     for run in np.unique(groups):
         mine = groups == run
         share_yes = float(shares[run])
-        missing = [v for v in (0, 1) if not (f[mine] == v).any() and (share_yes if v else 1 - share_yes) > 0]
+        missing = [
+            v
+            for v in (0, 1)
+            if not (f[mine] == v).any() and (share_yes if v else 1 - share_yes) > 0
+        ]
         keep[mine] = not missing
     return keep
 
@@ -338,7 +392,8 @@ class ShiftTest:
     p_value: float | None
     """None when a half cannot estimate both rates: then the assumption is untested."""
     later_mask: np.ndarray | None = None
-    """Per label, True in the later half: the labels whose rates stand for the judge now when the test rejects."""
+    """Per label, True in the later half: the labels whose rates stand for the judge now when the
+    test rejects."""
 
     @property
     def moved(self) -> bool:
@@ -353,10 +408,15 @@ def error_rate_shift(
     run_yes_share: dict,
     min_labels: int = 10,
 ) -> ShiftTest:
-    """Wald χ² (2 df) of the earlier labelled runs' (sens, spec) against the later ones'. The halves are cut
-    between runs, by `order` (a sortable key per label, its run's date), as near half the labels as a run
-    boundary allows. Untested (p_value None) with one labelled run, or fewer than `min_labels` in a half."""
-    y, f, key = np.asarray(human, dtype=int), np.asarray(verdicts, dtype=int), np.asarray([str(o) for o in order])
+    """Wald χ² (2 df) of the earlier labelled runs' (sens, spec) against the later ones'. The halves
+    are cut between runs, by `order` (a sortable key per label, its run's date), as near half the
+    labels as a run boundary allows. Untested (p_value None) with one labelled run, or fewer than
+    `min_labels` in a half."""
+    y, f, key = (
+        np.asarray(human, dtype=int),
+        np.asarray(verdicts, dtype=int),
+        np.asarray([str(o) for o in order]),
+    )
     groups = np.asarray([str(r) for r in runs])
     days = sorted(set(key.tolist()))
     if len(days) < 2:
@@ -372,4 +432,6 @@ def error_rate_shift(
     diff = np.array([a.sens - b.sens, a.spec - b.spec])
     statistic = float(diff @ np.linalg.pinv(a.cov + b.cov) @ diff)
     p_value = float(chi2.sf(statistic, 2))
-    return ShiftTest(earlier=n_early, later=n_late, statistic=statistic, p_value=p_value, later_mask=~early)
+    return ShiftTest(
+        earlier=n_early, later=n_late, statistic=statistic, p_value=p_value, later_mask=~early
+    )

@@ -7,14 +7,15 @@ from collections.abc import Sequence
 HOLM = "holm"
 BENJAMINI_HOCHBERG = "benjamini-hochberg"
 WESTFALL_YOUNG = "westfall-young-maxT"
-"""The gate's correction: step-down maxT over one randomization of every check (randomization.FamilyTest)."""
+"""The gate's correction: step-down maxT over one randomization of every check
+(randomization.FamilyTest)."""
 
 # --- Adjusted p-values ----------------------------------------------------------------------------
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
-    """Holm's step-down adjusted p-values (family-wise error control under any dependence): with p sorted
-    ascending, p̃_(i) = max_{j ≤ i} min(1, (m − j + 1) p_(j)); reject where p̃ ≤ α."""
+    """Holm's step-down adjusted p-values (family-wise error control under any dependence): with p
+    sorted ascending, p̃_(i) = max_{j ≤ i} min(1, (m − j + 1) p_(j)); reject where p̃ ≤ α."""
     m = len(p_values)
     order = sorted(range(m), key=lambda i: p_values[i])
     adjusted = [0.0] * m

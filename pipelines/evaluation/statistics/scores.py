@@ -1,4 +1,5 @@
-"""The score rows every statistic reads, and what a metric's scores mean: its stratum, direction and range."""
+"""The score rows every statistic reads, and what a metric's scores mean: its stratum, direction and
+range."""
 
 from __future__ import annotations
 
@@ -16,12 +17,13 @@ LOWER_IS_BETTER = frozenset({"noise_delta_f", "ragas_noise_sensitivity"})
 """Metrics where a rise is the regression; every other metric is better when higher."""
 
 SCORE_RESOLUTION = 1e-6
-"""A paired difference smaller than this is no change. Scores computed from float32 vectors (answer relevancy's
-cosines) differ in their last bits between two runs of the same texts, since a vector's rounding depends on which
-texts shared its forward pass (measured: about 1e-7). Counted as changes, such items would join the sign-flip
-patterns and split the observed statistic's ties, and widen or narrow a paired interval's pseudo-pairs (whose
-size is the largest difference seen), so the gate's p-values and intervals would depend on how requests were
-batched. No metric here has a meaningful difference this small."""
+"""A paired difference smaller than this is no change. Scores computed from float32 vectors (answer
+relevancy's cosines) differ in their last bits between two runs of the same texts, since a vector's
+rounding depends on which texts shared its forward pass (measured: about 1e-7). Counted as changes,
+such items would join the sign-flip patterns and split the observed statistic's ties, and widen or
+narrow a paired interval's pseudo-pairs (whose size is the largest difference seen), so the gate's
+p-values and intervals would depend on how requests were batched. No metric here has a meaningful
+difference this small."""
 
 METRIC_RANGES: dict[str, tuple[float, float]] = {
     "faithfulness": (0.0, 1.0),
@@ -51,9 +53,11 @@ class ScoreLike(Protocol):
     status: str
 
 
-def value_range(metric: str, values: Sequence[float] | np.ndarray = ()) -> tuple[float, float] | None:
-    """The range the metric's mean lives on: its nominal range widened to the values seen, [0, 1] for an
-    unknown metric whose values all lie in it, None (range unknown) otherwise."""
+def value_range(
+    metric: str, values: Sequence[float] | np.ndarray = ()
+) -> tuple[float, float] | None:
+    """The range the metric's mean lives on: its nominal range widened to the values seen, [0, 1]
+    for an unknown metric whose values all lie in it, None (range unknown) otherwise."""
     data = np.asarray(values, dtype=float)
     nominal = METRIC_RANGES.get(metric) or ((0.0, 1.0) if _RETRIEVAL_AT_K.match(metric) else None)
     if nominal is None:

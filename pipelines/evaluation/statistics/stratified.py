@@ -1,16 +1,18 @@
 """A run's mean of a 0/1 metric from labels of its own items, stratified by the judge's verdict.
 
-The audit queue draws its labels per judge verdict. Weighted to the run's verdict mix, the labels estimate the
-run's mean directly: θ̂ = Σ_v share_v · ȳ_v, share_v the run's share of verdict v, ȳ_v the labels' yes share in
-that stratum. This is the labels alone and the judge-corrected mean at once: Rogan–Gladen with error rates from
-these same labels gives θ̂ exactly, and so does PPI with any λ, since within a stratum the verdict is constant.
+The audit queue draws its labels per judge verdict. Weighted to the run's verdict mix, the labels
+estimate the run's mean directly: θ̂ = Σ_v share_v · ȳ_v, share_v the run's share of verdict v, ȳ_v
+the labels' yes share in that stratum. This is the labels alone and the judge-corrected mean at
+once: Rogan–Gladen with error rates from these same labels gives θ̂ exactly, and so does PPI with
+any λ, since within a stratum the verdict is constant.
 
-Its interval inverts the score test (the stratified Wilson interval): θ₀ is in it when
-(θ̂ − θ₀)² ≤ z²·Σ_v share_v²·t_v(1 − t_v)/n_v·(1 − n_v/N_v), with t_v the stratum shares that fit the labels
-best under Σ share_v·t_v = θ₀. Wald's plug-in variance calls a stratum whose labels all agree exact, and
+Its interval inverts the score test (the stratified Wilson interval): θ₀ is in it when (θ̂ − θ₀)² ≤
+z²·Σ_v share_v²·t_v(1 − t_v)/n_v·(1 − n_v/N_v), with t_v the stratum shares that fit the labels best
+under Σ share_v·t_v = θ₀. Wald's plug-in variance calls a stratum whose labels all agree exact, and
 covered 92–93 % at 30 labels; Jeffreys' pseudo-counts covered 98–99 %; the score interval 95–97 % at
-p ∈ {.1, …, .9} and 30–150 labels (`ragwatch bench judge-shift`). The finite-population factor 1 − n_v/N_v
-is there because the estimand is the mean of the run's N judged items, not of an endless stream.
+p ∈ {.1, …, .9} and 30–150 labels (`ragwatch bench judge-shift`). The finite-population factor 1 −
+n_v/N_v is there because the estimand is the mean of the run's N judged items, not of an endless
+stream.
 
 Every function is vectorised over leading axes (one row per run); the last axis holds the strata.
 """
@@ -30,8 +32,9 @@ def stratified_mean(yes: np.ndarray, labelled: np.ndarray, share: np.ndarray) ->
 
 
 def _fitted_shares(yes, labelled, share, lam):
-    """Per stratum, the share maximizing the binomial likelihood minus lam·Σ share_v·t_v (Lagrange): the root in
-    [0, 1] of lam·w·t² − (lam·w + n)·t + y = 0 — the smaller one for lam > 0, the larger for lam < 0."""
+    """Per stratum, the share maximizing the binomial likelihood minus lam·Σ share_v·t_v (Lagrange):
+    the root in [0, 1] of lam·w·t² − (lam·w + n)·t + y = 0 — the smaller one for lam > 0, the larger
+    for lam < 0."""
     a = lam[..., None] * share
     b = a + labelled
     root = np.sqrt(np.maximum(b * b - 4 * a * yes, 0.0))
@@ -44,33 +47,47 @@ def _fitted_shares(yes, labelled, share, lam):
 
 
 def _constrained_shares(yes, labelled, share, theta):
-    """The stratum shares that fit the labels best with Σ share_v·t_v = theta (bisection on the multiplier,
-    mapped from (−1, 1): Σ share·t falls from 1 to 0 as the multiplier rises)."""
+    """The stratum shares that fit the labels best with Σ share_v·t_v = theta (bisection on the
+    multiplier, mapped from (−1, 1): Σ share·t falls from 1 to 0 as the multiplier rises)."""
     scale = labelled.sum(-1) / np.maximum(share.max(-1), 1e-12)
     low, high = np.full(theta.shape, -1.0), np.full(theta.shape, 1.0)
     for _ in range(_BISECTIONS):
         u = (low + high) / 2
-        fitted = (share * _fitted_shares(yes, labelled, share, scale * u / (1 - np.abs(u) + 1e-15))).sum(-1)
+        fitted = (
+            share * _fitted_shares(yes, labelled, share, scale * u / (1 - np.abs(u) + 1e-15))
+        ).sum(-1)
         above = fitted > theta
         low, high = np.where(above, u, low), np.where(above, high, u)
     u = (low + high) / 2
     return _fitted_shares(yes, labelled, share, scale * u / (1 - np.abs(u) + 1e-15))
 
 
-def stratified_variance(t: np.ndarray, labelled: np.ndarray, share: np.ndarray, judged: np.ndarray) -> np.ndarray:
-    """Σ share_v²·t_v(1 − t_v)/n_v·(1 − n_v/N_v): the variance of θ̂ when the strata's shares are t."""
+def stratified_variance(
+    t: np.ndarray, labelled: np.ndarray, share: np.ndarray, judged: np.ndarray
+) -> np.ndarray:
+    """Σ share_v²·t_v(1 − t_v)/n_v·(1 − n_v/N_v): the variance of θ̂ when the strata's shares are
+    t."""
     labelled, judged = np.asarray(labelled, dtype=float), np.asarray(judged, dtype=float)
     fpc = 1 - np.divide(labelled, judged, out=np.ones_like(labelled), where=judged > 0)
-    per = np.divide(share * share * t * (1 - t) * fpc, labelled, out=np.zeros_like(labelled), where=labelled > 0)
+    per = np.divide(
+        share * share * t * (1 - t) * fpc, labelled, out=np.zeros_like(labelled), where=labelled > 0
+    )
     return per.sum(-1)
 
 
 def score_interval(
-    yes: np.ndarray, labelled: np.ndarray, share: np.ndarray, judged: np.ndarray, confidence: float = 0.95
+    yes: np.ndarray,
+    labelled: np.ndarray,
+    share: np.ndarray,
+    judged: np.ndarray,
+    confidence: float = 0.95,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(θ̂, low, high): the stratified score interval. `yes`, `labelled`: labels per stratum (yes answers, all);
-    `share`: the run's share of each stratum; `judged`: the run's judged items in each stratum (N_v)."""
-    yes, labelled, share, judged = (np.asarray(a, dtype=float) for a in (yes, labelled, share, judged))
+    """(θ̂, low, high): the stratified score interval. `yes`, `labelled`: labels per stratum (yes
+    answers, all); `share`: the run's share of each stratum; `judged`: the run's judged items in
+    each stratum (N_v)."""
+    yes, labelled, share, judged = (
+        np.asarray(a, dtype=float) for a in (yes, labelled, share, judged)
+    )
     z2 = norm.ppf(0.5 + confidence / 2) ** 2
     estimate = stratified_mean(yes, labelled, share)
 

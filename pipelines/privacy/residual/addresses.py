@@ -1,4 +1,5 @@
-"""Postal addresses, Spanish and English: a type of street or a state and postcode, a name and a number."""
+"""Postal addresses, Spanish and English: a type of street or a state and postcode, a name and a
+number."""
 
 from __future__ import annotations
 
@@ -61,7 +62,8 @@ ES_STREET_TYPES = (
     "avinguda",
     "avgda",
 )
-"""In any case; each may take a dot ("Avda.", "Pza."). The text is NFKC-folded first: "Pº" reads "Po"."""
+"""In any case; each may take a dot ("Avda.", "Pza."). The text is NFKC-folded first: "Pº" reads
+"Po"."""
 ES_CAPITALISED_TYPES = (
     "Cuesta",
     "Carrera",
@@ -106,22 +108,26 @@ _STATE_AND_POSTCODE = (
     rf"(?:(?:{_US_STATES})(?:[ \t]+|[ \t]*\n[ \t]*)\d{{5}}(?:-\d{{4}})?|(?:AB|BC|MB|NB|NL|NS|NT|NU|ON|PE|QC|SK|YT)[ \t]+[A-Z]\d[A-Z][ \t]?\d[A-Z]\d"
     r"|(?:NSW|VIC|QLD|WA|SA|TAS|ACT|NT),?[ \t]+\d{4}|[A-Z]{1,2}\d[A-Z\d]?[ \t]*\d[A-Z]{2})(?!\w)"
 )
-"""A US state and ZIP, a Canadian province and postal code, an Australian state and postcode, a UK postcode."""
+"""A US state and ZIP, a Canadian province and postal code, an Australian state and postcode, a UK
+postcode."""
 _EN_STREET_WORDS = (
     "Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Place|Pl|Way|Terrace|Parkway|Pkwy|Square"
     "|Highway|Hwy|Circle|Alley|Plaza|Trail|Crescent|Close|Grove|Bend|Bluff|Bayou|Canyon|Causeway|Creek|Expressway"
     "|Freeway|Heights|Hollow|Knoll|Manor|Meadows?|Orchard|Pike|Ridge|Skyway|Stravenue|Turnpike|Viaduct"
 )
-"""English street suffixes that name little else; before a state and postcode any capitalised word ends a street."""
+"""English street suffixes that name little else; before a state and postcode any capitalised word
+ends a street."""
 _ES_NAME = (
     r"[A-ZÁÉÍÓÚÑ][\w'.\-]*(?:[ \t]+[\w'.\-]+){0,6}?,?[ \t]+"
     r"(?:(?:(?i:n[º°o]\.?|núm\.?|#|km\.?|parcela|solar|lote|manzana|nave)[ \t]*)?\d{1,4}\b|(?i:s/n)(?!\w))"
 )
-"""A street's name and its number, on one line: "nº 12" (NFKC reads "no 12"), a road's "km 7", a plot, "s/n"."""
+"""A street's name and its number, on one line: "nº 12" (NFKC reads "no 12"), a road's "km 7", a
+plot, "s/n"."""
 _ES_STREET_AT = re.compile(
     rf"(?i:(?:{'|'.join(map(re.escape, ES_STREET_TYPES))})\.?\s+(?:(?:de|del|la|las|los|d'|l')\s+)*"
-    # The name is a word other than an article: "ronda los 5470 euros" is a sum ("is about"), not a street; nor one
-    # lower-case letter, Perl's repetition after a list ("[qw/b a d c/ x 50]"): a lettered street is capitalised.
+    # The name is a word other than an article: "ronda los 5470 euros" is a sum ("is about"), not a
+    # street; nor one lower-case letter, Perl's repetition after a list ("[qw/b a d c/ x 50]"): a
+    # lettered street is capitalised.
     rf"(?!(?:de|del|la|las|los|el)\b|(?-i:[a-z])[ \t]){_ES_NAME})"
 )
 """A name in any case after these: "vivo en calle los olivos 5"."""
@@ -129,8 +135,13 @@ _C_LANGUAGE_BEFORE = (
     "written in|implemented in|coded in|programmed in|code in|extensions in|modules in|functions in"
     "|library in|rewritten in|in plain|in pure|in ANSI"
 )
-_THE_C_LANGUAGE = "(?!(?:" + "|".join(rf"(?<=(?<![\w\-]){w}[ \t])" for w in _C_LANGUAGE_BEFORE.split("|")) + r")C\.)"
-"""Not "C." where it ends a sentence on the language ("written in C. Python 3 calls it"); "to C. Roca 4" is a street."""
+_THE_C_LANGUAGE = (
+    "(?!(?:"
+    + "|".join(rf"(?<=(?<![\w\-]){w}[ \t])" for w in _C_LANGUAGE_BEFORE.split("|"))
+    + r")C\.)"
+)
+"""Not "C." where it ends a sentence on the language ("written in C. Python 3 calls it"); "to C.
+Roca 4" is a street."""
 _ES_CAPITALISED_AT = re.compile(
     rf"{_THE_C_LANGUAGE}(?:{'|'.join(map(re.escape, ES_CAPITALISED_TYPES))})\s+(?:(?i:de|del|la|las|los|d'|l')\s+)*"
     rf"(?!(?i:de|del|la|las|los|el)\b){_ES_NAME}"
@@ -158,8 +169,9 @@ _MILITARY = re.compile(r"[ADF]PO[ \t]+A[AEP][ \t]+\d{5}\b")
 
 
 def _spanish_address(text: str) -> re.Match[str] | None:
-    """A type of street, a name and a number, or a numbered street: tried only where a type stands (found with
-    `str.find`, faster than a regex alternation of forty words), in any case or, for the everyday words, capitalised."""
+    """A type of street, a name and a number, or a numbered street: tried only where a type stands
+    (found with `str.find`, faster than a regex alternation of forty words), in any case or, for the
+    everyday words, capitalised."""
     lowered = text.lower()
     for haystack, words, at in (
         (lowered, ES_STREET_TYPES, _ES_STREET_AT),
@@ -177,8 +189,8 @@ def _spanish_address(text: str) -> re.Match[str] | None:
 
 
 def _english_address(text: str) -> re.Match[str] | None:
-    """A number, capitalised words and a street suffix; or any street, its city and a state and postcode
-    after them; or US military mail."""
+    """A number, capitalised words and a street suffix; or any street, its city and a state and
+    postcode after them; or US military mail."""
     m = _EN_STREET.search(text)
     if m:
         return m
@@ -186,7 +198,9 @@ def _english_address(text: str) -> re.Match[str] | None:
     for hint in _POSTCODE_HINT.finditer(text):
         if hint.start() < end:
             continue
-        line = _POSTCODE_LINE.search(text, max(0, hint.start() - 12), min(len(text), hint.end() + 12))
+        line = _POSTCODE_LINE.search(
+            text, max(0, hint.start() - 12), min(len(text), hint.end() + 12)
+        )
         if line is None:
             continue
         end = line.end()

@@ -18,11 +18,15 @@ NOT_MASK = rf"(?!{MASK})"
 
 
 def normalized(text: str) -> str:
-    """Look-alikes folded (NFKC: full-width "＠" to "@"), invisible characters dropped, dashes unified,
-    `\\uXXXX` escapes decoded, pseudonyms masked."""
+    """Look-alikes folded (NFKC: full-width "＠" to "@"), invisible characters dropped, dashes
+    unified, `\\uXXXX` escapes decoded, pseudonyms masked."""
     if "\\" in text:
-        text = _JSON_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)) if m.group(1) else _ESCAPED[m.group(2)], text)
-    if not text.isascii():  # ASCII is its own NFKC form and holds no invisible character or odd dash
+        text = _JSON_ESCAPE.sub(
+            lambda m: chr(int(m.group(1), 16)) if m.group(1) else _ESCAPED[m.group(2)], text
+        )
+    if (
+        not text.isascii()
+    ):  # ASCII is its own NFKC form and holds no invisible character or odd dash
         text = unicodedata.normalize("NFKC", text)
         if _INVISIBLE_OR_DASH.search(text):  # translate() looks up every character: 40x the search
             text = text.translate(_UNIFIED)

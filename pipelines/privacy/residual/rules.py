@@ -10,19 +10,21 @@ from pipelines.privacy.residual.addresses import address_like
 from pipelines.privacy.residual.normalize import MASK, NOT_MASK
 
 _TOKENISH = r"(?=[^\s\"',;]{8})[^\s\"',;][a-z._~\-]*[0-9+/=A-Z#$%&*@^][^\s\"',;]*"
-"""Eight characters or more with a digit, a symbol or an inner capital: "dXNlcjpw", not "authentication"."""
+"""Eight characters or more with a digit, a symbol or an inner capital: "dXNlcjpw", not
+"authentication"."""
 WEBMAIL = r"(?:gmail|hotmail|outlook|yahoo|icloud|protonmail|proton|gmx|yandex|aol|live|msn|telefonica|movistar)"
 _NOT_A_FORMAT_SLOT = (
     r"(?![«\"“'‘`(\[<]?(?:%[\d$]*[\-+ #0]*\d*(?:\.\d+)?[hlLqjzt]*[diouxXeEfFgGcsSp]|%\(\w+\)[sd]|\{[\w.:!]*\})"
     r"[»\"”'’`)\]>]?(?:[\s.,;:!?]|$)|%[a-z]+(?:-[a-z]+)+(?:\s|$))"
 )
 """Not a printf or format slot, quoted or not ("contraseña «%s»", "password '{0}'"), nor a directive
-("%no-ask-passphrase"): a template or a batch file names where a value goes or which option is set, it holds none."""
+("%no-ask-passphrase"): a template or a batch file names where a value goes or which option is set,
+it holds none."""
 
 
 class _Checked:
-    """A rule whose matches are each looked at once more: `search` as `re.Pattern.search` has it, the
-    first match `keep` accepts."""
+    """A rule whose matches are each looked at once more: `search` as `re.Pattern.search` has it,
+    the first match `keep` accepts."""
 
     __slots__ = ("keep", "pattern")
 
@@ -40,27 +42,37 @@ _DIGIT_OR_CAPITAL = re.compile(r"[0-9A-Z]")
 
 
 def _random_after_prefix(m: re.Match[str]) -> bool:
-    """A token's random part holds a digit or a capital; "hf_raise_for_status" is a function's name."""
+    """A token's random part holds a digit or a capital; "hf_raise_for_status" is a function's
+    name."""
     return _DIGIT_OR_CAPITAL.search(m.group(), 3) is not None or m.group().startswith("hooks.")
 
 
 def _reaches_someone(m: re.Match[str]) -> bool:
     """An IP address that may be someone's: not a documentation range (RFC 5737: 192.0.2.0/24,
     198.51.100.0/24, 203.0.113.0/24; RFC 3849: 2001:db8::/32), loopback, unspecified, multicast,
-    reserved (240.0.0.0/4: netmasks, the broadcast address) or an IPv4 network ("10.20.0.0/16"), however written."""
+    reserved (240.0.0.0/4: netmasks, the broadcast address) or an IPv4 network ("10.20.0.0/16"),
+    however written."""
     address = m.group().lower()
     if "." in address and ":" not in address:
         first = int(address.split(".", 1)[0])
-        if first in (0, 127) or first >= 224 or address.startswith(("192.0.2.", "198.51.100.", "203.0.113.")):
+        if (
+            first in (0, 127)
+            or first >= 224
+            or address.startswith(("192.0.2.", "198.51.100.", "203.0.113."))
+        ):
             return False
         prefix = _PREFIX.match(m.string, m.end())
         return prefix is None or not _network_address(address, int(prefix.group(1)))
     groups = [group for group in address.split(":") if group]
     if len(groups) < 2 or sum(map(len, groups)) < 4:
         return False  # "a[::2]", "1::2": slicing in code
-    try:  # read as the stdlib reads it, so every spelling of one address is judged alike: "0:0:0:0:0:0:0:1" is "::1"
+    # read as the stdlib reads it, so every spelling of one address is judged alike:
+    # "0:0:0:0:0:0:0:1" is "::1"
+    try:
         ip = ipaddress.IPv6Address(address)
-    except ValueError:  # the shape allows what no address is ("1:::2"): judged by its first groups, as it reads
+    except (
+        ValueError
+    ):  # the shape allows what no address is ("1:::2"): judged by its first groups, as it reads
         return not address.startswith(("2001:db8:", "2001:0db8:", "ff"))
     return not (ip.is_loopback or ip.is_unspecified or ip.is_multicast or ip in _IPV6_DOCUMENTATION)
 
@@ -72,7 +84,8 @@ _PREFIX = re.compile(r"/(\d{1,2})(?!\d)")
 
 
 def _network_address(address: str, length: int) -> bool:
-    """Whether `address`/`length` names a network ("10.20.0.0/16"): host bits zero, more than two hosts."""
+    """Whether `address`/`length` names a network ("10.20.0.0/16"): host bits zero, more than two
+    hosts."""
     value = 0
     for octet in address.split("."):
         value = value * 256 + int(octet)
@@ -83,16 +96,22 @@ _CODE_VALUE = re.compile(
     r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+.*"  # creds.refresh_token, click.prompt("Password"
     r"|[A-Za-z_]\w*[(\[].*"  # Optional[Credential], get_token()
     r"|[A-Za-z]*_[\w]*\).*"  # unk_token) : an argument passed on
-    r"|(?i:(?:[a-z]+_)*[a-z]*_?(?:token|key|secret|pass\w*|pwd|credentials?)(?:_?[a-z]+)*)"  # client_request_token
-    r"|<[^>]*>.*|\$\{[A-Za-z_]\w*\}.*|\$[A-Z_][A-Z0-9_]*|\{\{.*|%\(\w+\)s.*"  # <token>, ${api_key}, $API_KEY, {{ x }}
-    r"|(?i:your|my)[\-_][\w\-]+|[\w\-]+[\-_](?i:here)|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+"  # your-api-key, YOUR_API_KEY
+    # client_request_token
+    r"|(?i:(?:[a-z]+_)*[a-z]*_?(?:token|key|secret|pass\w*|pwd|credentials?)(?:_?[a-z]+)*)"
+    # <token>, ${api_key}, $API_KEY, {{ x }}
+    r"|<[^>]*>.*|\$\{[A-Za-z_]\w*\}.*|\$[A-Z_][A-Z0-9_]*|\{\{.*|%\(\w+\)s.*"
+    # your-api-key, YOUR_API_KEY
+    r"|(?i:your|my)[\-_][\w\-]+|[\w\-]+[\-_](?i:here)|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+"
     r"|\*{3,}|x{3,}|X{3,}|•{3,}|\.{3,}"  # Password: ******** (a mask)
     r"|(?:[A-Z][a-z]+\d?){2,}"  # token: TextGenerationStreamOutputToken (a class)
-    r"|(?:~|\.{1,2})?(?:/(?:[a-z0-9_.\-]+|[A-Z][a-z0-9_.\-]*)){2,}/?"  # a path, its segments words, not base64
-    r"|.*\[\^[^\]]*\][+*?{].*"  # Credential=[^/]+/([^/]+)/.* : a regular expression, a negated class repeated
+    # a path, its segments words, not base64
+    r"|(?:~|\.{1,2})?(?:/(?:[a-z0-9_.\-]+|[A-Z][a-z0-9_.\-]*)){2,}/?"
+    # Credential=[^/]+/([^/]+)/.* : a regular expression, a negated class repeated
+    r"|.*\[\^[^\]]*\][+*?{].*"
     r"|(?:~|\.{1,2})?/?(?:[a-z0-9_.\-]+|[A-Z][a-z0-9_.\-]*)\.(?:pem|key|pfx|p12|json|txt|crt|cer|der|jks|env|ya?ml)"
 )
-"""A value that is code, not a secret: a dotted name, a call or subscript, a variable passed on, a template slot."""
+"""A value that is code, not a secret: a dotted name, a call or subscript, a variable passed on, a
+template slot."""
 
 
 def _random_value(value: str) -> bool:
@@ -102,8 +121,8 @@ def _random_value(value: str) -> bool:
 
 
 _CALL = re.compile(r"[A-Za-z_][\w.]*\([^()]*\)\)*,?")
-"""A value that calls a constructor or function ("session=requests.Session())"): code builds the object a keyword
-argument passes; a session id is a token, never a call."""
+"""A value that calls a constructor or function ("session=requests.Session())"): code builds the
+object a keyword argument passes; a session id is a token, never a call."""
 
 
 def _secret_valued(m: re.Match[str]) -> bool:
@@ -136,18 +155,23 @@ _SENTENCE_AFTER = re.compile(r"\.\s+[A-Z][a-z]\Z")
 
 
 def _code_or_prose_at(m: re.Match[str]) -> bool:
-    """An "@" after a blank that is no address's: one that opens a dotted name, a decorator ("decorated with
-    @pytest.mark.langsmith", "the @hydra.main() function"), unless a webmail follows ("juan @gmail.com"); or one
-    standing alone before a sentence's end ("an @ character.  For example"). An address's "@" touches both
-    parts ("juan@gmail.com"), or has a blank on both sides, and its top-level domain is written in one case."""
+    """An "@" after a blank that is no address's: one that opens a dotted name, a decorator
+    ("decorated with @pytest.mark.langsmith", "the @hydra.main() function"), unless a webmail
+    follows ("juan @gmail.com"); or one standing alone before a sentence's end ("an @ character.
+    For example"). An address's "@" touches both parts ("juan@gmail.com"), or has a blank on both
+    sides, and its top-level domain is written in one case."""
     at = m.string.find("@", m.start(), m.end())
     if at < 1 or not m.string[at - 1].isspace():
         return False
-    return _OPENS_A_WORD.match(m.string, at) is not None or _SENTENCE_AFTER.search(m.group()) is not None
+    return (
+        _OPENS_A_WORD.match(m.string, at) is not None
+        or _SENTENCE_AFTER.search(m.group()) is not None
+    )
 
 
 class _Search:
-    """A rule searched by a function rather than by one regex: `search` as `re.Pattern.search` has it."""
+    """A rule searched by a function rather than by one regex: `search` as `re.Pattern.search` has
+    it."""
 
     __slots__ = ("search",)
 
@@ -158,7 +182,8 @@ class _Search:
 RULES: dict[str, re.Pattern[str] | _Checked | _Search] = {
     "at_sign_like": _Checked(
         re.compile(
-            # A domain's labels are letters, digits and hyphens (RFC 1123): "foo@VER_1. If" is a symbol's version.
+            # A domain's labels are letters, digits and hyphens (RFC 1123): "foo@VER_1. If" is a
+            # symbol's version.
             r"[\w.+\-'][ \t]{0,2}(?:@|%40|&#0*64;|&commat;|[(\[{<][ \t]*(?:at|arroba)[ \t]*[)\]}>])[ \t]{0,2}"
             r"[^\W_]+(?:-+[^\W_]+)*"
             r"\s*(?:\.|[(\[{<]\s*(?:dot|punto)\s*[)\]}>]|\s(?:dot|punto)\s)\s*[a-z]{2}"
@@ -177,7 +202,9 @@ RULES: dict[str, re.Pattern[str] | _Checked | _Search] = {
         ),
         _random_after_prefix,
     ),
-    "pem_marker": re.compile(r"-----(?:BEGIN|END) [A-Z0-9 ]*PRIVATE KEY|PuTTY-User-Key-File|Private-Lines:"),
+    "pem_marker": re.compile(
+        r"-----(?:BEGIN|END) [A-Z0-9 ]*PRIVATE KEY|PuTTY-User-Key-File|Private-Lines:"
+    ),
     "credential_assignment": _Checked(
         re.compile(
             # Not right after "word:": "nombre:contraseña:GID" lists the fields of a file format.
@@ -200,13 +227,14 @@ RULES: dict[str, re.Pattern[str] | _Checked | _Search] = {
     ),
     "password_next": re.compile(
         rf"\b(?:password|contraseña|contrasena|passphrase)\s+{NOT_MASK}{_NOT_A_FORMAT_SLOT}"
-        r"(?:(?=[^\s\"',;]{4})[^\s\"',;]*(?:[\d#$%&*@^!]|(?-i:[a-z][A-Z]))|[^\W\d_]{16,})",  # "-krbaguWzl" too
+        # "-krbaguWzl" too
+        r"(?:(?=[^\s\"',;]{4})[^\s\"',;]*(?:[\d#$%&*@^!]|(?-i:[a-z][A-Z]))|[^\W\d_]{16,})",
         re.IGNORECASE,
     ),
     "auth_header": re.compile(
         rf"\b[Bb]earer\s+{NOT_MASK}{_TOKENISH}"
-        # Basic credentials are base64 (RFC 7617), whole four-character blocks with a digit, a symbol or an
-        # inner capital: "basic LangChain" and "basic argument" are prose.
+        # Basic credentials are base64 (RFC 7617), whole four-character blocks with a digit, a
+        # symbol or an inner capital: "basic LangChain" and "basic argument" are prose.
         rf"|\b[Bb]asic\s+{NOT_MASK}(?=[A-Za-z0-9+/=]*(?:[0-9+/=]|[a-z][A-Z]))(?:[A-Za-z0-9+/]{{4}}){{2,}}(?:[A-Za-z0-9+/]{{2}}==|[A-Za-z0-9+/]{{3}}=)?(?![\w+/=])"
         rf"|\b(?i:authori[sz]ation)[\"']?\s*[:=]\s*[\"']?(?:\w+\s+)?{NOT_MASK}{_TOKENISH}"
     ),
@@ -217,7 +245,8 @@ RULES: dict[str, re.Pattern[str] | _Checked | _Search] = {
             re.IGNORECASE,
         ),
         lambda m: (
-            m.group("value") is None or (_random_value(m.group("value")) and not _CALL.fullmatch(m.group("value")))
+            m.group("value") is None
+            or (_random_value(m.group("value")) and not _CALL.fullmatch(m.group("value")))
         ),
     ),
     "url_credentials": re.compile(rf"://{NOT_MASK}[^\s/@:{MASK}]+:{NOT_MASK}[^\s/@{MASK}]+@"),
@@ -228,7 +257,8 @@ RULES: dict[str, re.Pattern[str] | _Checked | _Search] = {
     ),
     "ip_address_like": _Checked(
         re.compile(
-            # Not a version with its revision ("(1.2.1.2-2)", "4.5.0.2~rc1"); "10.0.0.1-10.0.0.9" is a range.
+            # Not a version with its revision ("(1.2.1.2-2)", "4.5.0.2~rc1"); "10.0.0.1-10.0.0.9" is
+            # a range.
             r"(?<![\w.])(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)(?![\w]|\.\d|-\d(?!\d{0,2}\.\d)|[~+]\w)"
             r"|(?<![\w:])(?:[0-9a-f]{1,4}:){7}[0-9a-f]{1,4}(?![\w:])"
             r"|(?<![\w:])(?:[0-9a-f]{0,4}:)*[0-9a-f]{0,4}::(?:[0-9a-f]{1,4}:)*[0-9a-f]{1,4}(?![\w:])",
@@ -241,7 +271,8 @@ RULES: dict[str, re.Pattern[str] | _Checked | _Search] = {
         r"(?<![\w\-.\\])(?:\d{8}|\d{2}([ .\-_])\d{3}\1\d{3})[\s\-._]?[A-Za-z](?![\w\-])"  # DNI
         r"|(?<![\w\-.\\])[XYZxyz][\s\-.]?\d{7}[\s\-.]?[A-Za-z](?![\w\-])"  # NIE
         r"|(?<![\w\-.\\])[A-HJNP-SUVW][\s\-.]?\d{7}[\s\-.]?[0-9A-J](?![\w\-])"  # CIF
-        r"|(?<![\w\-.\\])\d{3}([ \t]?[\-._/·][ \t]?)\d{2}\2\d{4}(?![\w\-]|[.,/]\d)"  # SSN, any punctuation between
+        # SSN, any punctuation between
+        r"|(?<![\w\-.\\])\d{3}([ \t]?[\-._/·][ \t]?)\d{2}\2\d{4}(?![\w\-]|[.,/]\d)"
         r"|(?<![\w\-/.\\])\d{2}/\d{7,8}/\d{2}(?![\w\-/])"  # NSS
     ),
     "address_like": _Search(address_like),

@@ -8,20 +8,24 @@ from collections.abc import Callable
 from pipelines.privacy.residual.addresses import ES_CAPITALISED_TYPES, ES_STREET_TYPES
 from pipelines.privacy.residual.rules import WEBMAIL
 
-# What a text must hold for a rule to have a chance:
-# Most text trips no rule, and a rule's regex tries every position of it: scanning 5-10 KB traces was most of the
-# sampling step. Each screen below is a necessary condition of its rule, read off the pattern (a character every match
-# holds, a digit count, a keyword every alternative starts with), and cheap: substring tests run in C at memory speed.
-# A screen may pass text its rule then clears; it must never fail text its rule would flag, so a rule's pattern and
-# its screen change together. tests/unit/pipelines/privacy/residual/test_screens.py checks both agree on drawn and hand-made text.
+# What a text must hold for a rule to have a chance: Most text trips no rule, and a rule's regex
+# tries every position of it: scanning 5-10 KB traces was most of the sampling step. Each screen
+# below is a necessary condition of its rule, read off the pattern (a character every match holds, a
+# digit count, a keyword every alternative starts with), and cheap: substring tests run in C at
+# memory speed. A screen may pass text its rule then clears; it must never fail text its rule would
+# flag, so a rule's pattern and its screen change together.
+# tests/unit/pipelines/privacy/residual/test_screens.py checks both agree on drawn and hand-made
+# text.
 
 _DIGIT = re.compile(r"\d")
 NINE_DIGITS_APART = re.compile(r"\d(?:[ .\-/()_]{0,4}\d){8}")
 """Nine digits, at most the four characters a run allows between two groups (")", two separators,
-"(") apart: every long run holds this, and the date masking and run splitting cost 5x this search."""
+"(") apart: every long run holds this, and the date masking and run splitting cost 5x this
+search."""
 CASE_FOLDS = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s"})
-"""The characters other than an ASCII letter's own two cases that re.IGNORECASE matches it with ("İ",
-"ı" for "i", "ſ" for "s"): folded before lower(), a keyword the rules match is in the lowered text."""
+"""The characters other than an ASCII letter's own two cases that re.IGNORECASE matches it with
+("İ", "ı" for "i", "ſ" for "s"): folded before lower(), a keyword the rules match is in the lowered
+text."""
 _CASE_FOLDED = re.compile("[" + "".join(map(chr, CASE_FOLDS)) + "]")
 _AT_WORD = re.compile(r"[\s(\[{<][ \t]*(?:at|arroba)[\s)\]}>]", re.IGNORECASE)
 _BRACKETED_AT = re.compile(r"[(\[{<][ \t]*(?:at|arroba)[ \t]*[)\]}>]", re.IGNORECASE)
@@ -31,11 +35,15 @@ _IPV6_COLON = re.compile(r"[0-9a-f]:[0-9a-f]", re.IGNORECASE)
 _IPV6_ELIDED = re.compile(r"::[0-9a-f]", re.IGNORECASE)
 """Not "::=" as grammars write it."""
 _WEBMAILS = tuple(WEBMAIL.removeprefix("(?:").removesuffix(")").split("|"))
-_ASSIGNED_KEYWORD = re.compile(r"(?:pass|word|wd|phrase|code|secret|token|key|credentials?|contrase[ñn]a)[\"']?\s*[:=]")
+_ASSIGNED_KEYWORD = re.compile(
+    r"(?:pass|word|wd|phrase|code|secret|token|key|credentials?|contrase[ñn]a)[\"']?\s*[:=]"
+)
 """How every keyword of the credential rule ends, then its ":" or "=", over lowered text."""
-_ID_DIGITS = re.compile(r"\d(?:\d{6}|[ .\-_]\d{3}[ .\-_]\d|\d\d[ \t]?[\-._/·][ \t]?\d\d[ \t]?[\-._/·])")
-"""Seven digits in a row, or the digits of "12.345.678", "12 345 678" or "536-90-4399" (any punctuation
-between an SSN's groups): what each national id holds."""
+_ID_DIGITS = re.compile(
+    r"\d(?:\d{6}|[ .\-_]\d{3}[ .\-_]\d|\d\d[ \t]?[\-._/·][ \t]?\d\d[ \t]?[\-._/·])"
+)
+"""Seven digits in a row, or the digits of "12.345.678", "12 345 678" or "536-90-4399" (any
+punctuation between an SSN's groups): what each national id holds."""
 _DIGIT_BLANK = re.compile(r"\d[A-Za-z]?\s", re.IGNORECASE)
 _KEY_PREFIXES = (
     "sk-",
@@ -123,14 +131,16 @@ class ScreenedText:
         return False
 
     def matches(self, pattern: re.Pattern[str]) -> bool:
-        """Whether the lowered text holds `pattern` (lower case, no flags): re.IGNORECASE over the text."""
+        """Whether the lowered text holds `pattern` (lower case, no flags): re.IGNORECASE over the
+        text."""
         return pattern.search(self.lowered) is not None
 
 
 _ES_TYPE_SCREEN = ES_STREET_TYPES
 _ES_CAPITALISED_SCREEN = ES_CAPITALISED_TYPES
 SCREENS: dict[str, Callable[[ScreenedText], bool]] = {
-    # "@", "%40", "&#64;", "&commat;"; else " at " with "(at)", a spelled-out dot or a webmail after it.
+    # "@", "%40", "&#64;", "&commat;"; else " at " with "(at)", a spelled-out dot or a webmail after
+    # it.
     "at_sign_like": lambda t: (
         "@" in t.text
         or "%40" in t.text
@@ -146,12 +156,15 @@ SCREENS: dict[str, Callable[[ScreenedText], bool]] = {
     ),
     "key_like_prefix": lambda t: t.holds(_KEY_PREFIXES),
     "pem_marker": lambda t: "-----" in t.text or "PuTTY" in t.text or "Private-Lines:" in t.text,
-    "credential_assignment": lambda t: ("=" in t.text or ":" in t.text) and t.matches(_ASSIGNED_KEYWORD),
+    "credential_assignment": lambda t: (
+        ("=" in t.text or ":" in t.text) and t.matches(_ASSIGNED_KEYWORD)
+    ),
     "password_sentence": lambda t: t.has("pass", "contrase", "mi clave", "my pin", "mi pin"),
     "password_next": lambda t: t.has("pass", "contrase"),
     "auth_header": lambda t: "earer" in t.text or "asic" in t.text or t.has("authori"),
     "cookie_like": lambda t: (
-        "=" in t.text and t.has("cookie", "sid=", "sessionid=", "session=", "csrftoken=", "xsrf-token=")
+        "=" in t.text
+        and t.has("cookie", "sid=", "sessionid=", "session=", "csrftoken=", "xsrf-token=")
     ),
     "url_credentials": lambda t: "://" in t.text,
     "url_secret_param": lambda t: "=" in t.text,

@@ -1,7 +1,9 @@
-"""Where production traces come from: `RAGWATCH_TRACE_SOURCE` picks the SQL store or a kind of span export.
+"""Where production traces come from: `RAGWATCH_TRACE_SOURCE` picks the SQL store or a kind of span
+export.
 
-Every source answers the same three reads the sampling makes (`count_by`, `iter_keys`, `iter_rows`), so a file
-source goes through the very selection, anonymization, quarantine and validation the SQL store goes through.
+Every source answers the same three reads the sampling makes (`count_by`, `iter_keys`, `iter_rows`),
+so a file source goes through the very selection, anonymization, quarantine and validation the SQL
+store goes through.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from pipelines.stores.traces import TraceStore
 SPAN_FILE_SOURCES = ("otlp", "openinference")
 
 
-def open_trace_source(settings: Settings, *, selection: bool = False) -> TraceStore | FileTraceStore:
+def open_trace_source(
+    settings: Settings, *, selection: bool = False
+) -> TraceStore | FileTraceStore:
     """The configured source of production traces; `selection` as in `TraceStore.from_settings`."""
     if settings.trace_source == "sql":
         return TraceStore.from_settings(settings, selection=selection)
@@ -46,8 +50,8 @@ def open_trace_source(settings: Settings, *, selection: bool = False) -> TraceSt
 
 
 def _span_reader(source: str, path: Path):
-    """Phoenix exports its spans as a dataframe's Parquet file; every other span file is OTLP/JSON lines (plain, gzip
-    or zstd)."""
+    """Phoenix exports its spans as a dataframe's Parquet file; every other span file is OTLP/JSON
+    lines (plain, gzip or zstd)."""
     if source == "openinference" and path.suffix == ".parquet":
         from pipelines.stores.trace_sources.phoenix_spans import read_phoenix_parquet
 

@@ -1,19 +1,23 @@
-"""One Trace of the contract from the spans of one trace: the root span and its retrieval, LLM and tool spans.
+"""One Trace of the contract from the spans of one trace: the root span and its retrieval, LLM and
+tool spans.
 
-Three span vocabularies are read, each as its own instrumentations write it (docs/how-to/trace-sources/ has the
-exporter configurations):
-- OpenTelemetry GenAI, current: `gen_ai.operation.name` = `retrieval` (documents in `gen_ai.retrieval.documents`
-  as `[{id, score}]`, the question in the opt-in `gen_ai.retrieval.query.text`), `chat` (`gen_ai.input.messages`,
-  `gen_ai.output.messages`) and `execute_tool` (`gen_ai.tool.name`, `gen_ai.tool.call.arguments`);
-- OpenTelemetry GenAI, older indexed attributes as OpenLLMetry writes them: `gen_ai.prompt.{i}.role/content`,
-  `gen_ai.completion.{i}.content`, `gen_ai.completion.{i}.tool_calls.{j}.name/arguments`;
+Three span vocabularies are read, each as its own instrumentations write it
+(docs/how-to/trace-sources/ has the exporter configurations):
+- OpenTelemetry GenAI, current: `gen_ai.operation.name` = `retrieval` (documents in
+  `gen_ai.retrieval.documents` as `[{id, score}]`, the question in the opt-in
+  `gen_ai.retrieval.query.text`), `chat` (`gen_ai.input.messages`, `gen_ai.output.messages`) and
+  `execute_tool` (`gen_ai.tool.name`, `gen_ai.tool.call.arguments`);
+- OpenTelemetry GenAI, older indexed attributes as OpenLLMetry writes them:
+  `gen_ai.prompt.{i}.role/content`, `gen_ai.completion.{i}.content`,
+  `gen_ai.completion.{i}.tool_calls.{j}.name/arguments`;
 - OpenInference (Phoenix): `openinference.span.kind` RETRIEVER / LLM / TOOL / CHAIN, with
-  `retrieval.documents.{i}.document.{id,content,score}`, `llm.input_messages.{i}.message.*`, `input.value`,
-  `output.value`, `tool.name` and the call's JSON `input.value` (`tool.parameters` when it is no schema).
+  `retrieval.documents.{i}.document.{id,content,score}`, `llm.input_messages.{i}.message.*`,
+  `input.value`, `output.value`, `tool.name` and the call's JSON `input.value` (`tool.parameters`
+  when it is no schema).
 
-The row this returns is what the SQL store would return for the trace (JSON fields as Python values), plus
-`source_rejection` when the trace cannot be used: then the sampling step quarantines it under that reason, with
-whatever could be read, anonymized like every quarantined row.
+The row this returns is what the SQL store would return for the trace (JSON fields as Python
+values), plus `source_rejection` when the trace cannot be used: then the sampling step quarantines
+it under that reason, with whatever could be read, anonymized like every quarantined row.
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ from pipelines.core.user_question import NO_RULE, QuestionRule, choose_question
 from pipelines.stores.trace_sources.spans import Span, utc_from_ns
 
 SOURCE_REJECTION = "source_rejection"
-"""The key of an assembled row that cannot be used: (reason, field, detail), read by the sampling's parser."""
+"""The key of an assembled row that cannot be used: (reason, field, detail), read by the sampling's
+parser."""
 LANGUAGE_ATTRIBUTES = ("ragwatch.language", "app.language", "user.language", "language")
 FEEDBACK_ATTRIBUTES = ("ragwatch.user_feedback", "user_feedback", "user.feedback")
 APP_ATTRIBUTES = ("ragwatch.app", "app.name")
@@ -43,7 +48,8 @@ class ShapeError(ValueError):
 
 
 def span_role(span: Span) -> str | None:
-    """'retrieval', 'llm', 'tool' or None (the root or any other span), in whichever vocabulary the span speaks."""
+    """'retrieval', 'llm', 'tool' or None (the root or any other span), in whichever vocabulary the
+    span speaks."""
     attributes = span.attributes
     openinference = str(attributes.get("openinference.span.kind") or "").upper()
     if openinference:
@@ -65,15 +71,18 @@ def span_role(span: Span) -> str | None:
 
 
 def root_span(spans: list[Span]) -> Span:
-    """The span without a parent (earliest first when a broken tree has several); a span whose parent is missing
-    from the export only when no span says it has none."""
+    """The span without a parent (earliest first when a broken tree has several); a span whose
+    parent is missing from the export only when no span says it has none."""
     ids = {s.span_id for s in spans}
     orphans = [s for s in spans if not s.parent_span_id or s.parent_span_id not in ids]
     return min(orphans or spans, key=lambda s: (bool(s.parent_span_id), s.start_ns, s.span_id))
 
 
-def assemble_trace(spans: list[Span], *, source: str, question_rule: QuestionRule = NO_RULE) -> dict[str, Any]:
-    """The trace's row in the contract's fields, with `source_rejection` set when it cannot be used."""
+def assemble_trace(
+    spans: list[Span], *, source: str, question_rule: QuestionRule = NO_RULE
+) -> dict[str, Any]:
+    """The trace's row in the contract's fields, with `source_rejection` set when it cannot be
+    used."""
     spans = sorted(spans, key=lambda s: (s.start_ns, s.span_id))
     root = root_span(spans)
     by_role: dict[str, list[Span]] = {"retrieval": [], "llm": [], "tool": []}
@@ -98,7 +107,9 @@ def assemble_trace(spans: list[Span], *, source: str, question_rule: QuestionRul
     try:
         row["contexts"] = _contexts(by_role["retrieval"])
         documents = [c["text"] for c in row["contexts"] if c["text"]]
-        chosen = choose_question(_question_candidates(root, spans, by_role, question_rule), documents, question_rule)
+        chosen = choose_question(
+            _question_candidates(root, spans, by_role, question_rule), documents, question_rule
+        )
         row["question"], prompt_rejection = chosen.question, chosen.rejection
         row["answer"], answered_by = _answer(root, by_role["llm"])
         row["tool_calls"] = _tool_calls(by_role["tool"], by_role["llm"])
@@ -109,8 +120,9 @@ def assemble_trace(spans: list[Span], *, source: str, question_rule: QuestionRul
     except ShapeError as exc:
         row["language"] = row["language"] or "und"
         return {**row, SOURCE_REJECTION: ("unknown_attribute_shape", exc.attribute, str(exc)[:300])}
-    # A retrieval that found nothing is sampled with no contexts, as from every source: it is a failure to see.
-    # The reasons, and their order, are the SQL store's (`parse_row`): a trace is quarantined alike from any source.
+    # A retrieval that found nothing is sampled with no contexts, as from every source: it is a
+    # failure to see. The reasons, and their order, are the SQL store's (`parse_row`): a trace is
+    # quarantined alike from any source.
     if not row["question"] and prompt_rejection is None:
         rejection = (
             "missing_field",
@@ -118,7 +130,11 @@ def assemble_trace(spans: list[Span], *, source: str, question_rule: QuestionRul
             f"no span of the tree (root {root.name!r}, {len(spans)} spans) holds the user's question",
         )
     elif row["answer"] is None:
-        rejection = ("missing_field", "answer", f"no span of the tree (root {root.name!r}) holds the answer")
+        rejection = (
+            "missing_field",
+            "answer",
+            f"no span of the tree (root {root.name!r}) holds the answer",
+        )
     elif prompt_rejection is not None:
         rejection = prompt_rejection
     else:
@@ -127,20 +143,28 @@ def assemble_trace(spans: list[Span], *, source: str, question_rule: QuestionRul
 
 
 def _app(root: Span) -> str:
-    """The app the root names, else the resource's service (not the SDK's `unknown_service` placeholder), else the
-    Phoenix project the spans were registered under."""
+    """The app the root names, else the resource's service (not the SDK's `unknown_service`
+    placeholder), else the Phoenix project the spans were registered under."""
     service = str(root.resource.get("service.name") or "")
     if service.startswith("unknown_service"):
         service = ""
-    return str(_first(root, APP_ATTRIBUTES) or service or root.resource.get("openinference.project.name") or "default")
+    return str(
+        _first(root, APP_ATTRIBUTES)
+        or service
+        or root.resource.get("openinference.project.name")
+        or "default"
+    )
 
 
 def _first(span: Span, names: tuple[str, ...]) -> Any:
-    return next((span.attributes[n] for n in names if span.attributes.get(n) not in (None, "")), None)
+    return next(
+        (span.attributes[n] for n in names if span.attributes.get(n) not in (None, "")), None
+    )
 
 
 def _metadata(root: Span, spans: list[Span], source: str) -> dict[str, Any]:
-    # The root's span id lets the online eval tie its scores to the span it judged (gen_ai.evaluation.result).
+    # The root's span id lets the online eval tie its scores to the span it judged
+    # (gen_ai.evaluation.result).
     metadata: dict[str, Any] = {
         "trace_source": source,
         "root_span": root.name,
@@ -155,8 +179,9 @@ def _metadata(root: Span, spans: list[Span], source: str) -> dict[str, Any]:
 def _question_candidates(
     root: Span, spans: list[Span], by_role: dict[str, list[Span]], rule: QuestionRule
 ) -> Iterator[tuple[str, str | None]]:
-    """Where the user's words may be, most explicit first: the team's own attribute, the retrieval query, the root's
-    input, the last user message sent to the model (in a RAG app often the whole prompt, which the caller refuses)."""
+    """Where the user's words may be, most explicit first: the team's own attribute, the retrieval
+    query, the root's input, the last user message sent to the model (in a RAG app often the whole
+    prompt, which the caller refuses)."""
     if rule.attribute:
         for span in [root, *spans]:
             if span.attributes.get(rule.attribute) not in (None, ""):
@@ -178,8 +203,8 @@ ANSWER_KEYS = ("answer", "output", "result")
 
 
 def _plain_input(span: Span) -> str | None:
-    """OpenInference's `input.value`: the text itself, or the usual field of a framework's JSON payload
-    (LangChain's `{"input": ..., "chat_history": [...]}`)."""
+    """OpenInference's `input.value`: the text itself, or the usual field of a framework's JSON
+    payload (LangChain's `{"input": ..., "chat_history": [...]}`)."""
     return _payload_text(span, "input", QUESTION_KEYS)
 
 
@@ -194,13 +219,15 @@ def _payload_text(span: Span, kind: str, keys: tuple[str, ...]) -> str | None:
     except json.JSONDecodeError:
         return None  # a framework's payload the app did not mean as the user's words
     if isinstance(payload, dict):
-        return next((payload[k] for k in keys if isinstance(payload.get(k), str) and payload[k]), None)
+        return next(
+            (payload[k] for k in keys if isinstance(payload.get(k), str) and payload[k]), None
+        )
     return None
 
 
 def _answer(root: Span, llm_spans: list[Span]) -> tuple[str | None, Span | None]:
-    """What the user saw, and the model span that wrote it: the root's output when it records one, else the last
-    model reply."""
+    """What the user saw, and the model span that wrote it: the root's output when it records one,
+    else the last model reply."""
     last_llm = max(llm_spans, key=lambda s: (s.end_ns, s.span_id), default=None)
     if (output := _payload_text(root, "output", ANSWER_KEYS)) is not None:
         return output, last_llm
@@ -215,7 +242,8 @@ RESPONSE_ID_ATTRIBUTES = ("gen_ai.response.id", "llm.response.id")
 
 
 def _evaluated_span(span: Span | None) -> dict[str, str]:
-    """The model span an evaluation of the answer judges, and its response id: the online eval's events name them."""
+    """The model span an evaluation of the answer judges, and its response id: the online eval's
+    events name them."""
     if span is None:
         return {}
     evaluated = {"evaluated_span_id": span.span_id}
@@ -231,7 +259,8 @@ def _text(value: Any, attribute: str) -> str:
 
 
 def _json(value: Any, attribute: str) -> Any:
-    """A structured attribute: OTel attributes cannot nest, so instrumentations serialise them as JSON text."""
+    """A structured attribute: OTel attributes cannot nest, so instrumentations serialise them as
+    JSON text."""
     if isinstance(value, str):
         try:
             return json.loads(value)
@@ -241,7 +270,8 @@ def _json(value: Any, attribute: str) -> Any:
 
 
 def indexed(attributes: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
-    """`prefix.{i}.rest` attributes as one dict per index i, in index order: [{rest: value}, ...]."""
+    """`prefix.{i}.rest` attributes as one dict per index i, in index order:
+    [{rest: value}, ...]."""
     found: dict[int, dict[str, Any]] = {}
     for key, value in attributes.items():
         if not key.startswith(prefix + "."):
@@ -254,22 +284,30 @@ def indexed(attributes: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
 
 
 def _message_text(message: dict[str, Any], attribute: str) -> str | None:
-    """The text of a GenAI-convention message: its `parts` of type text (or an older flat `content`)."""
+    """The text of a GenAI-convention message: its `parts` of type text (or an older flat
+    `content`)."""
     if not isinstance(message, dict):
-        raise ShapeError(attribute, f"holds a {type(message).__name__} where a message object belongs")
+        raise ShapeError(
+            attribute, f"holds a {type(message).__name__} where a message object belongs"
+        )
     if "parts" in message:
         parts = message["parts"]
         if not isinstance(parts, list):
             raise ShapeError(attribute, "a message's parts are not a list")
         texts = [p.get("content") for p in parts if isinstance(p, dict) and p.get("type") == "text"]
         texts = [t for t in texts if isinstance(t, str)]
-        return "\n".join(texts) if texts else None  # an empty reply is still a reply, as in the SQL store
+        return (
+            "\n".join(texts) if texts else None
+        )  # an empty reply is still a reply, as in the SQL store
     content = message.get("content")
     return content if isinstance(content, str) else None
 
 
-def _messages(span: Span, structured: str, indexed_prefixes: tuple[str, ...]) -> list[dict[str, Any]]:
-    """Messages as [{role, content, tool_calls}] from the current GenAI attribute, or the indexed ones."""
+def _messages(
+    span: Span, structured: str, indexed_prefixes: tuple[str, ...]
+) -> list[dict[str, Any]]:
+    """Messages as [{role, content, tool_calls}] from the current GenAI attribute, or the indexed
+    ones."""
     attributes = span.attributes
     if structured in attributes:
         messages = _json(attributes[structured], structured)
@@ -287,7 +325,9 @@ def _messages(span: Span, structured: str, indexed_prefixes: tuple[str, ...]) ->
         items = indexed(attributes, prefix)
         if not items:
             continue
-        inner = "message." if prefix.startswith("llm.") else ""  # OpenInference nests each under `message.`
+        inner = (
+            "message." if prefix.startswith("llm.") else ""
+        )  # OpenInference nests each under `message.`
         return [
             {
                 "role": item.get(inner + "role"),
@@ -327,18 +367,26 @@ def _part_tool_calls(message: Any, attribute: str) -> list[dict[str, Any]]:
 
 
 def _indexed_tool_calls(item: dict[str, Any], inner: str, where: str) -> list[dict[str, Any]]:
-    calls = indexed({k[len(inner) :]: v for k, v in item.items() if k.startswith(inner)}, "tool_calls")
+    calls = indexed(
+        {k[len(inner) :]: v for k, v in item.items() if k.startswith(inner)}, "tool_calls"
+    )
     result = []
     for j, call in enumerate(calls):
         name = call.get("name") or call.get("tool_call.function.name")
         arguments = call.get("arguments", call.get("tool_call.function.arguments"))
         if name:
-            result.append({"name": str(name), "arguments": _arguments(arguments, f"{where}.tool_calls.{j}.arguments")})
+            result.append(
+                {
+                    "name": str(name),
+                    "arguments": _arguments(arguments, f"{where}.tool_calls.{j}.arguments"),
+                }
+            )
     return result
 
 
 def _contexts(retrieval_spans: list[Span]) -> list[dict[str, Any]]:
-    """Every retrieval span's documents in rank order, span after span; a chunk retrieved twice counts once."""
+    """Every retrieval span's documents in rank order, span after span; a chunk retrieved twice
+    counts once."""
     contexts: list[dict[str, Any]] = []
     seen: set[str] = set()
     for span in retrieval_spans:
@@ -357,15 +405,21 @@ def _documents(span: Span) -> list[dict[str, Any]]:
             isinstance(d, dict) and d.get("id") not in (None, "") for d in documents
         ):
             raise ShapeError(attribute, "is not a list of {id, score} objects")
-        # The convention records ids and scores only; a text is kept when the instrumentation adds one.
-        return [_document(d.get("id"), d.get("content", d.get("text")), d.get("score"), attribute) for d in documents]
+        # The convention records ids and scores only; a text is kept when the instrumentation adds
+        # one.
+        return [
+            _document(d.get("id"), d.get("content", d.get("text")), d.get("score"), attribute)
+            for d in documents
+        ]
     documents = []
     for i, item in enumerate(indexed(span.attributes, "retrieval.documents")):
         where = f"retrieval.documents.{i}.document"
         if item.get("document.id") in (None, ""):
             raise ShapeError(where + ".id", "a retrieved document has no id")
         documents.append(
-            _document(item["document.id"], item.get("document.content"), item.get("document.score"), where)
+            _document(
+                item["document.id"], item.get("document.content"), item.get("document.score"), where
+            )
         )
     return documents
 
@@ -375,7 +429,11 @@ def _document(chunk_id: Any, text: Any, score: Any, attribute: str) -> dict[str,
         raise ShapeError(attribute, f"a document's text is a {type(text).__name__}")
     if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))):
         raise ShapeError(attribute, f"a document's score is a {type(score).__name__}, not a number")
-    return {"chunk_id": str(chunk_id), "text": text or "", "score": None if score is None else float(score)}
+    return {
+        "chunk_id": str(chunk_id),
+        "text": text or "",
+        "score": None if score is None else float(score),
+    }
 
 
 def _tool_calls(tool_spans: list[Span], llm_spans: list[Span]) -> list[dict[str, Any]]:
@@ -383,26 +441,35 @@ def _tool_calls(tool_spans: list[Span], llm_spans: list[Span]) -> list[dict[str,
     calls = [_tool_call(span) for span in tool_spans]
     if calls:
         return calls
-    return [call for span in llm_spans for message in _output_messages(span) for call in message["tool_calls"]]
+    return [
+        call
+        for span in llm_spans
+        for message in _output_messages(span)
+        for call in message["tool_calls"]
+    ]
 
 
 def _tool_call(span: Span) -> dict[str, Any]:
     """One executed tool's name and arguments, in the span's vocabulary: GenAI (`gen_ai.tool.name`,
-    `gen_ai.tool.call.arguments`), OpenInference (`tool.name`; the call's arguments as the JSON `input.value`, as its
-    `@tracer.tool` records them, else `tool.parameters` unless that is the tool's JSON schema, which the same decorator
-    writes there), OpenLLMetry's @tool decorator (`traceloop.entity.name`, `traceloop.entity.input` = `{"args": [...],
-    "kwargs": {...}}`)."""
+    `gen_ai.tool.call.arguments`), OpenInference (`tool.name`; the call's arguments as the JSON
+    `input.value`, as its `@tracer.tool` records them, else `tool.parameters` unless that is the
+    tool's JSON schema, which the same decorator writes there), OpenLLMetry's @tool decorator
+    (`traceloop.entity.name`, `traceloop.entity.input` = `{"args": [...], "kwargs": {...}}`)."""
     attributes = span.attributes
     name = str(
         attributes.get("gen_ai.tool.name")
         or attributes.get("tool.name")
         or attributes.get("traceloop.entity.name")
-        or span.name.removeprefix("execute_tool ")  # the GenAI convention's span name, `execute_tool {tool name}`
+        or span.name.removeprefix(
+            "execute_tool "
+        )  # the GenAI convention's span name, `execute_tool {tool name}`
     )
     if "gen_ai.tool.call.arguments" in attributes:
         return {
             "name": name,
-            "arguments": _arguments(attributes["gen_ai.tool.call.arguments"], "gen_ai.tool.call.arguments"),
+            "arguments": _arguments(
+                attributes["gen_ai.tool.call.arguments"], "gen_ai.tool.call.arguments"
+            ),
         }
     if (payload := _json_input(span)) is not None:
         return {"name": name, "arguments": _arguments(payload, "input.value")}
@@ -410,28 +477,41 @@ def _tool_call(span: Span) -> dict[str, Any]:
         parameters = _arguments(attributes["tool.parameters"], "tool.parameters")
         return {"name": name, "arguments": {} if _is_json_schema(parameters) else parameters}
     if "traceloop.entity.input" in attributes:
-        return {"name": name, "arguments": _decorator_arguments(attributes["traceloop.entity.input"])}
+        return {
+            "name": name,
+            "arguments": _decorator_arguments(attributes["traceloop.entity.input"]),
+        }
     return {"name": name, "arguments": {}}
 
 
 def _is_json_schema(value: dict[str, Any]) -> bool:
-    """A tool's parameter schema (`{"type": "object", "properties": {...}}`), not the values of a call."""
+    """A tool's parameter schema (`{"type": "object", "properties": {...}}`), not the values of a
+    call."""
     return value.get("type") == "object" and isinstance(value.get("properties"), dict)
 
 
 def _decorator_arguments(value: Any) -> dict[str, Any]:
-    """OpenLLMetry records a decorated function's call as `{"args": [...], "kwargs": {...}}`: the keyword arguments
-    are the tool's arguments; positional ones, whose names the span does not carry, are kept under `args`."""
+    """OpenLLMetry records a decorated function's call as `{"args": [...], "kwargs": {...}}`: the
+    keyword arguments are the tool's arguments; positional ones, whose names the span does not
+    carry, are kept under `args`."""
     attribute = "traceloop.entity.input"
     payload = _arguments(value, attribute)
     args, kwargs = payload.get("args") or [], payload.get("kwargs") or {}
-    if not isinstance(args, list) or not isinstance(kwargs, dict) or set(payload) - {"args", "kwargs"}:
+    if (
+        not isinstance(args, list)
+        or not isinstance(kwargs, dict)
+        or set(payload) - {"args", "kwargs"}
+    ):
         raise ShapeError(attribute, "is not the decorator's {args, kwargs} object")
     return {**kwargs, "args": args} if args else dict(kwargs)
 
 
 def _json_input(span: Span) -> Any:
-    return span.attributes.get("input.value") if span.attributes.get("input.mime_type") == "application/json" else None
+    return (
+        span.attributes.get("input.value")
+        if span.attributes.get("input.mime_type") == "application/json"
+        else None
+    )
 
 
 def _model(llm_spans: list[Span]) -> str | None:
@@ -455,8 +535,8 @@ def _feedback(root: Span, spans: list[Span]) -> int | None:
 
 
 def _language(root: Span, spans: list[Span], question: str | None) -> str:
-    """The language the app recorded, else the question's: span exports seldom carry one, and the day is stratified
-    by it (a SQL store stratifies by its column, where a null is not recorded)."""
+    """The language the app recorded, else the question's: span exports seldom carry one, and the
+    day is stratified by it (a SQL store stratifies by its column, where a null is not recorded)."""
     for span in [root, *spans]:
         value = _first(span, LANGUAGE_ATTRIBUTES)
         if value is not None:

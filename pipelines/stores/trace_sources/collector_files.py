@@ -1,14 +1,16 @@
-"""The lines of a file the Collector's file exporter wrote: plain, gzip, or zstd in either of its two layouts.
+"""The lines of a file the Collector's file exporter wrote: plain, gzip, or zstd in either of its
+two layouts.
 
-With `format: json` the exporter writes one ExportTraceServiceRequest a line. With `compression: zstd` it writes,
-by default, each request as its own zstd frame behind a 4-byte big-endian length and no newline (`zstd -d` cannot
-read that file); behind the `exporter.file.nativeCompression` feature gate it writes an ordinary zstd stream of the
-JSON lines (one frame per write with rotation, else frames cut at each flush). gzip comes from logrotate or a copy
-job. The layout is told by the file's first bytes, not its name.
+With `format: json` the exporter writes one ExportTraceServiceRequest a line. With `compression:
+zstd` it writes, by default, each request as its own zstd frame behind a 4-byte big-endian length
+and no newline (`zstd -d` cannot read that file); behind the `exporter.file.nativeCompression`
+feature gate it writes an ordinary zstd stream of the JSON lines (one frame per write with rotation,
+else frames cut at each flush). gzip comes from logrotate or a copy job. The layout is told by the
+file's first bytes, not its name.
 
-A file that ends inside a line, a frame or a gzip member was cut while written: its last line comes back marked
-as not whole, with whatever text could still be decompressed, so its trace ids can be read. Compressed bytes that
-cannot be decoded at all end the file there, reported the same way.
+A file that ends inside a line, a frame or a gzip member was cut while written: its last line comes
+back marked as not whole, with whatever text could still be decompressed, so its trace ids can be
+read. Compressed bytes that cannot be decoded at all end the file there, reported the same way.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ class Line(NamedTuple):
     text: bytes
     """The line without its newline; for a cut line, what could be read of it."""
     whole: bool
-    """False for a line cut short: the file, frame or compressed stream ended (or broke) inside it."""
+    """False for a line cut short: the file, frame or compressed stream ended (or broke) inside
+    it."""
     problem: str = ""
     """Why a cut line is cut, when the compressed stream says more than that the file ended."""
 
@@ -43,7 +46,9 @@ def collector_lines(path: Path) -> Iterator[Line]:
         if head.startswith(GZIP_MAGIC):
             chunks = _decompressed(handle, lambda: zlib.decompressobj(wbits=31), zlib.error)
         elif head.startswith(ZSTD_MAGIC):
-            chunks = _decompressed(handle, lambda: zstandard.ZstdDecompressor().decompressobj(), zstandard.ZstdError)
+            chunks = _decompressed(
+                handle, lambda: zstandard.ZstdDecompressor().decompressobj(), zstandard.ZstdError
+            )
         elif head[4:8] == ZSTD_MAGIC:
             yield from _length_prefixed_frames(handle)
             return
@@ -53,7 +58,8 @@ def collector_lines(path: Path) -> Iterator[Line]:
 
 
 def _decompressed(handle: IO[bytes], new, error: type[Exception]) -> Iterator[tuple[bytes, str]]:
-    """(text, problem) chunks of a stream of gzip members or zstd frames; the problem is set once, at a break."""
+    """(text, problem) chunks of a stream of gzip members or zstd frames; the problem is set once,
+    at a break."""
     decompressor = new()
     started = False
     while block := handle.read(CHUNK):
@@ -67,7 +73,8 @@ def _decompressed(handle: IO[bytes], new, error: type[Exception]) -> Iterator[tu
             yield text, ""
             if not decompressor.eof:
                 break
-            # A finished member or frame: the next one (concatenated gzip members, zstd frames per write) follows.
+            # A finished member or frame: the next one (concatenated gzip members, zstd frames per
+            # write) follows.
             block, decompressor, started = decompressor.unused_data, new(), False
     if started:
         yield b"", "the compressed stream ends inside a frame"
@@ -86,7 +93,9 @@ def _split_lines(chunks: Iterator[tuple[bytes, str]]) -> Iterator[Line]:
             if piece := piece.strip():
                 yield Line(number, piece, True)
     if rest.strip():
-        yield Line(number + 1, rest.strip(), False)  # no newline after it: writing stopped inside it
+        yield Line(
+            number + 1, rest.strip(), False
+        )  # no newline after it: writing stopped inside it
 
 
 def _length_prefixed_frames(handle: IO[bytes]) -> Iterator[Line]:

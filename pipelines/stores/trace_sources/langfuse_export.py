@@ -1,22 +1,23 @@
-"""Langfuse's scheduled blob-storage export as a trace source: its Parquet or JSONL files, in a folder or on S3.
+"""Langfuse's scheduled blob-storage export as a trace source: its Parquet or JSONL files, in a
+folder or on S3.
 
-Langfuse writes one file per table and time window under `observations_v2/` (enriched observations, the default),
-or `traces/` and `observations/` (the legacy source), and always `scores/`. Each observation becomes a span in
-the vocabulary the assembler reads, so a Langfuse trace is assembled by the same rules as an OTLP one:
-- GENERATION: its `input` messages and `output` reply (`gen_ai.input.messages` / `gen_ai.output.messages`), the
-  model as `provided_model_name`;
-- RETRIEVER: its `output` documents (`[{id, content|page_content, score}]`, an id from the document's metadata when
-  it has none of its own) and its `input` query;
+Langfuse writes one file per table and time window under `observations_v2/` (enriched observations,
+the default), or `traces/` and `observations/` (the legacy source), and always `scores/`. Each
+observation becomes a span in the vocabulary the assembler reads, so a Langfuse trace is assembled
+by the same rules as an OTLP one:
+- GENERATION: its `input` messages and `output` reply (`gen_ai.input.messages` /
+  `gen_ai.output.messages`), the model as `provided_model_name`;
+- RETRIEVER: its `output` documents (`[{id, content|page_content, score}]`, an id from the
+  document's metadata when it has none of its own) and its `input` query;
 - TOOL: its name and `input` arguments;
-- the trace's root (a legacy `traces/` row, else the observation without a parent): `input` and `output` as the
-  question and the answer.
-An input recorded by Langfuse's `@observe` decorator, `{"args": [...], "kwargs": {...}}`, stands for its text
-keyword argument or its one positional text (a root's or a retriever's question), or its keyword arguments (a
-tool's).
-A score named like user feedback (`FEEDBACK_SCORES`) becomes the trace's `user_feedback` (a BOOLEAN score: 1 is
-thumbs up, 0 thumbs down). App and language come from the trace's metadata (`app`, `language`), else the trace name.
-On S3 (`s3://bucket/prefix`) the files are read with the credentials and endpoint of the DVC remote: the standard
-`AWS_*` variables (docs/how-to/s3.md).
+- the trace's root (a legacy `traces/` row, else the observation without a parent): `input` and
+  `output` as the question and the answer. An input recorded by Langfuse's `@observe` decorator,
+  `{"args": [...], "kwargs": {...}}`, stands for its text keyword argument or its one positional
+  text (a root's or a retriever's question), or its keyword arguments (a tool's). A score named like
+  user feedback (`FEEDBACK_SCORES`) becomes the trace's `user_feedback` (a BOOLEAN score: 1 is
+  thumbs up, 0 thumbs down). App and language come from the trace's metadata (`app`, `language`),
+  else the trace name. On S3 (`s3://bucket/prefix`) the files are read with the credentials and
+  endpoint of the DVC remote: the standard `AWS_*` variables (docs/how-to/s3.md).
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ from pipelines.stores.trace_sources.spans import Damage, Span, UnreadableSource
 TABLES = ("observations_v2", "observations", "traces", "scores")
 FEEDBACK_SCORES = ("user_feedback", "user-feedback", "feedback", "thumbs")
 SCORE_PARENT = "langfuse-score"
-"""The parent id of a score's span: never a real span, so a score is never taken for the trace's root."""
+"""The parent id of a score's span: never a real span, so a score is never taken for the trace's
+root."""
 _TRACE_ID_IN_TEXT = re.compile(r'"trace_id"\s*:\s*"([^"]{1,128})"')
 _TIME_IN_TEXT = re.compile(r'"(?:start_time|timestamp)"\s*:\s*"([0-9: .T-]{19,32})')
 BATCH_ROWS = 2_000
@@ -123,7 +125,9 @@ def _parquet_rows(fs, path: str) -> Iterator[dict[str, Any]]:
             file = pq.ParquetFile(handle)
             for batch in file.iter_batches(batch_size=BATCH_ROWS):
                 yield from batch.to_pylist()
-    except Exception as exc:  # pyarrow raises several kinds for a file that is no Parquet (ArrowInvalid, OSError)
+    except (
+        Exception
+    ) as exc:  # pyarrow raises several kinds for a file that is no Parquet (ArrowInvalid, OSError)
         if type(exc).__name__ in ("ArrowInvalid", "ArrowIOError", "OSError"):
             raise UnreadableSource(
                 f"{path}: not a readable Parquet file ({exc}); check RAGWATCH_TRACE_SOURCE_PATH"
@@ -148,7 +152,11 @@ def _jsonl_rows(fs, path: str) -> Iterator[dict[str, Any] | Damage]:
                 reason = "truncated_file" if not raw.endswith(b"\n") else "unreadable_line"
                 starts = {m.group(1): _first_time(text) for m in _TRACE_ID_IN_TEXT.finditer(text)}
                 yield Damage(
-                    path, number, reason, f"{PurePosixPath(path).name} line {number}: {str(exc)[:160]}", starts
+                    path,
+                    number,
+                    reason,
+                    f"{PurePosixPath(path).name} line {number}: {str(exc)[:160]}",
+                    starts,
                 )
                 continue
             decoded += 1
@@ -168,12 +176,17 @@ def _first_time(text: str) -> int | None:
 
 
 def _ns(value: Any) -> int:
-    """Langfuse's timestamps ("2024-05-29 13:46:19.963000", UTC) or Parquet's, as nanoseconds since the epoch."""
+    """Langfuse's timestamps ("2024-05-29 13:46:19.963000", UTC) or Parquet's, as nanoseconds since
+    the epoch."""
     if isinstance(value, str):
         value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
     if not isinstance(value, datetime):
         raise ValueError(f"a timestamp is a {type(value).__name__}")
-    value = value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+    value = (
+        value.replace(tzinfo=timezone.utc)
+        if value.tzinfo is None
+        else value.astimezone(timezone.utc)
+    )
     return (value - datetime(1970, 1, 1, tzinfo=timezone.utc)) // timedelta(microseconds=1) * 1_000
 
 
@@ -206,7 +219,8 @@ def _span(row: dict[str, Any], table: str) -> Span | None:
     end = _ns(row["end_time"]) if row.get("end_time") else start
     parent = row.get("parent_observation_id") or ""
     if table == "observations" and not parent:
-        parent = f"trace:{row['trace_id']}"  # the legacy traces/ row is the root: its observations hang from it
+        # the legacy traces/ row is the root: its observations hang from it
+        parent = f"trace:{row['trace_id']}"
     kind = str(row.get("type") or "SPAN").upper()
     attributes = _observation_attributes(row, kind)
     if not parent:
@@ -242,14 +256,17 @@ def _root_attributes(row: dict[str, Any], name: Any) -> dict[str, Any]:
 
 
 def _text_of(value: Any) -> str | None:
-    """The text an input or output stands for: itself, the usual field of a framework's payload, or the call an
-    `@observe`d function records (`{"args": [...], "kwargs": {...}}`): its text keyword argument, else its one
-    positional argument when that is a text (of several, which one is the question cannot be told)."""
+    """The text an input or output stands for: itself, the usual field of a framework's payload, or
+    the call an `@observe`d function records (`{"args": [...], "kwargs": {...}}`): its text keyword
+    argument, else its one positional argument when that is a text (of several, which one is the
+    question cannot be told)."""
     if isinstance(value, str):
         return value
     if _is_decorated_call(value):
         args = value["args"]
-        return _text_of(value["kwargs"]) or (args[0] if len(args) == 1 and isinstance(args[0], str) else None)
+        return _text_of(value["kwargs"]) or (
+            args[0] if len(args) == 1 and isinstance(args[0], str) else None
+        )
     if isinstance(value, dict):
         for key in ("question", "query", "input", "answer", "output", "content", "text"):
             if isinstance(value.get(key), str):
@@ -267,8 +284,9 @@ def _is_decorated_call(value: Any) -> bool:
 
 
 def _tool_arguments(value: Any) -> str:
-    """A TOOL's `input` as the call's arguments: an `@observe`d tool's keyword arguments (its positional ones, whose
-    names the export does not carry, kept under `args`), or the object the app recorded."""
+    """A TOOL's `input` as the call's arguments: an `@observe`d tool's keyword arguments (its
+    positional ones, whose names the export does not carry, kept under `args`), or the object the
+    app recorded."""
     if _is_decorated_call(value):
         args, kwargs = value["args"], value["kwargs"]
         value = {**kwargs, "args": args} if args else kwargs
@@ -280,7 +298,9 @@ def _observation_attributes(row: dict[str, Any], kind: str) -> dict[str, Any]:
         attributes = {
             "gen_ai.operation.name": "chat",
             "gen_ai.input.messages": json.dumps(_messages(_loads(row.get("input")))),
-            "gen_ai.output.messages": json.dumps(_messages(_loads(row.get("output")), role="assistant")),
+            "gen_ai.output.messages": json.dumps(
+                _messages(_loads(row.get("output")), role="assistant")
+            ),
         }
         model = row.get("provided_model_name") or row.get("model")
         if model:
@@ -305,8 +325,9 @@ def _observation_attributes(row: dict[str, Any], kind: str) -> dict[str, Any]:
 
 
 def _messages(value: Any, role: str = "user") -> Any:
-    """Chat messages as the assembler reads them ([{role, content}]); a bare text is one message of `role`. Any
-    other shape is passed on as it is, so the assembler names it as an unknown attribute shape."""
+    """Chat messages as the assembler reads them ([{role, content}]); a bare text is one message of
+    `role`. Any other shape is passed on as it is, so the assembler names it as an unknown attribute
+    shape."""
     if isinstance(value, str):
         return [{"role": role, "content": value}]
     if isinstance(value, dict) and "role" in value:
@@ -317,7 +338,8 @@ def _messages(value: Any, role: str = "user") -> Any:
 
 
 def _documents(output: Any) -> Any:
-    """Retrieved documents as `[{id, content, score}]`; a shape without ids is passed on for the assembler to reject."""
+    """Retrieved documents as `[{id, content, score}]`; a shape without ids is passed on for the
+    assembler to reject."""
     documents = output.get("documents") if isinstance(output, dict) else output
     if not isinstance(documents, list):
         return output
@@ -343,7 +365,9 @@ def _score_span(row: dict[str, Any]) -> Span | None:
     value = float(row["value"])
     if str(row.get("data_type") or "").upper() == "BOOLEAN":
         value = 1 if value else -1
-    feedback: Any = int(value) if value in (-1, 0, 1) else value  # another scale: the assembler names the shape
+    feedback: Any = (
+        int(value) if value in (-1, 0, 1) else value
+    )  # another scale: the assembler names the shape
     start = _ns(row["timestamp"])
     return Span(
         str(row["trace_id"]),

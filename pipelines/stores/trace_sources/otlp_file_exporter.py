@@ -1,10 +1,12 @@
-"""An OpenTelemetry SDK span exporter writing OTLP/JSON lines, the format of the Collector's file exporter.
+"""An OpenTelemetry SDK span exporter writing OTLP/JSON lines, the format of the Collector's file
+exporter.
 
-`opentelemetry-exporter-otlp-json-file` (0.66b1) would do this, but it pins `opentelemetry-exporter-otlp-common`
-0.66b1 where Airflow's set has 0.66b2, so it cannot join the pinned dependency set. This exporter uses the SDK's
-own OTLP encoder (`encode_spans`, the one the OTLP/HTTP exporter sends) and protobuf's JSON mapping, then applies
-the two rules by which OTLP/JSON differs from that mapping: trace and span ids are hex, not base64, and enums are
-integers. The demo writes its traffic with it and the tests export through it.
+`opentelemetry-exporter-otlp-json-file` (0.66b1) would do this, but it pins
+`opentelemetry-exporter-otlp-common` 0.66b1 where Airflow's set has 0.66b2, so it cannot join the
+pinned dependency set. This exporter uses the SDK's own OTLP encoder (`encode_spans`, the one the
+OTLP/HTTP exporter sends) and protobuf's JSON mapping, then applies the two rules by which OTLP/JSON
+differs from that mapping: trace and span ids are hex, not base64, and enums are integers. The demo
+writes its traffic with it and the tests export through it.
 """
 
 from __future__ import annotations

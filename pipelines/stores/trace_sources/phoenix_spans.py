@@ -1,17 +1,19 @@
-"""Spans exported from Phoenix: the Parquet file of `get_spans_dataframe()` (or of a saved TraceDataset).
+"""Spans exported from Phoenix: the Parquet file of `get_spans_dataframe()` (or of a saved
+TraceDataset).
 
-Phoenix's span dataframe has one row a span: `context.trace_id`, `context.span_id`, `parent_id`, `name`,
-`span_kind`, `start_time`, `end_time` and one `attributes.<name>` column per OpenInference attribute, where the
-indexed attributes come back nested: `attributes.retrieval.documents` is a list of `{"document.id",
-"document.content", "document.score"}`, `attributes.llm.input_messages` a list of `{"message.role",
-"message.content"}`. Each row is flattened back to the attribute names OpenInference spans carry
-(`retrieval.documents.0.document.id`), so these spans assemble by the same rules as the OTLP files of the
-`openinference` source. Phoenix parses the attributes OpenInference defines as JSON strings (`tool.parameters`,
-`metadata`, `document.metadata`, `llm.prompt_template.variables`) into objects, which Parquet stores as structs whose
-fields are the union over the column: they are written back as JSON, without the null fields that union adds (so a
-tool argument sent as null is read as absent). The dataframe has no resource attributes: the file's name stands for
-the service, so export each Phoenix project to `<project>.parquet` (the app of its traces, unless a span sets
-`ragwatch.app`).
+Phoenix's span dataframe has one row a span: `context.trace_id`, `context.span_id`, `parent_id`,
+`name`, `span_kind`, `start_time`, `end_time` and one `attributes.<name>` column per OpenInference
+attribute, where the indexed attributes come back nested: `attributes.retrieval.documents` is a list
+of `{"document.id", "document.content", "document.score"}`, `attributes.llm.input_messages` a list
+of `{"message.role", "message.content"}`. Each row is flattened back to the attribute names
+OpenInference spans carry (`retrieval.documents.0.document.id`), so these spans assemble by the same
+rules as the OTLP files of the `openinference` source. Phoenix parses the attributes OpenInference
+defines as JSON strings (`tool.parameters`, `metadata`, `document.metadata`,
+`llm.prompt_template.variables`) into objects, which Parquet stores as structs whose fields are the
+union over the column: they are written back as JSON, without the null fields that union adds (so a
+tool argument sent as null is read as absent). The dataframe has no resource attributes: the file's
+name stands for the service, so export each Phoenix project to `<project>.parquet` (the app of its
+traces, unless a span sets `ragwatch.app`).
 """
 
 from __future__ import annotations
@@ -27,12 +29,18 @@ from pipelines.stores.trace_sources.spans import Damage, Span, UnreadableSource
 
 BATCH_ROWS = 2_000
 ATTRIBUTE_PREFIX = "attributes."
-JSON_STRING_ATTRIBUTES = ("document.metadata", "llm.prompt_template.variables", "metadata", "tool.parameters")
+JSON_STRING_ATTRIBUTES = (
+    "document.metadata",
+    "llm.prompt_template.variables",
+    "metadata",
+    "tool.parameters",
+)
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 def read_phoenix_parquet(path: Path) -> Iterator[Span | Damage]:
-    """The spans of one Phoenix span-dataframe Parquet file; a file that is no such Parquet fails naming it."""
+    """The spans of one Phoenix span-dataframe Parquet file; a file that is no such Parquet fails
+    naming it."""
     import pyarrow.parquet as pq
 
     try:
@@ -81,10 +89,13 @@ def phoenix_span(row: dict[str, Any], *, service: str) -> Span:
 
 
 def _flatten(name: str, value: Any, into: dict[str, Any]) -> None:
-    """Nested values back to OpenInference's flat names; nulls (a column another span kind fills) are dropped."""
+    """Nested values back to OpenInference's flat names; nulls (a column another span kind fills)
+    are dropped."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return
-    if isinstance(value, dict) and name.endswith(JSON_STRING_ATTRIBUTES):  # the suffix rule Phoenix parses them by
+    if isinstance(value, dict) and name.endswith(
+        JSON_STRING_ATTRIBUTES
+    ):  # the suffix rule Phoenix parses them by
         into[name] = json.dumps(_without_nulls(value), ensure_ascii=False)
     elif isinstance(value, dict):
         for key, inner in value.items():
@@ -109,5 +120,9 @@ def _ns(value: Any) -> int:
         value = datetime.fromisoformat(value.replace("Z", "+00:00"))
     if not isinstance(value, datetime):
         raise ValueError(f"a span time is a {type(value).__name__}")
-    value = value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+    value = (
+        value.replace(tzinfo=timezone.utc)
+        if value.tzinfo is None
+        else value.astimezone(timezone.utc)
+    )
     return (value - EPOCH) // timedelta(microseconds=1) * 1_000

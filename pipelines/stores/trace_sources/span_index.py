@@ -1,20 +1,23 @@
-"""A day's spans on disk, grouped by trace, so a file source feeds the same selection path as the SQL store.
+"""A day's spans on disk, grouped by trace, so a file source feeds the same selection path as the
+SQL store.
 
-Span exports are not ordered by trace: a trace's spans arrive in whichever batch each span ended in, possibly in
-different files. Grouping them in memory would hold the whole day. Instead one pass over the files appends every
-span near the day to a SQLite file (its own scratch, never the team's data), into one of `BUCKETS` tables chosen
-by a hash of the trace id; each table is then read whole (a bucket's pages lie together, so the day is read once,
-in order), sorted by trace id in memory (a bucket holds 1/256 of the day) and each trace assembled once, to record
-the keys the selection needs (day, app, language, feedback, model) and whether it can be used. Memory stays at one
-export line plus one bucket, whatever the day's size; disk holds the day's spans once.
+Span exports are not ordered by trace: a trace's spans arrive in whichever batch each span ended in,
+possibly in different files. Grouping them in memory would hold the whole day. Instead one pass over
+the files appends every span near the day to a SQLite file (its own scratch, never the team's data),
+into one of `BUCKETS` tables chosen by a hash of the trace id; each table is then read whole (a
+bucket's pages lie together, so the day is read once, in order), sorted by trace id in memory (a
+bucket holds 1/256 of the day) and each trace assembled once, to record the keys the selection needs
+(day, app, language, feedback, model) and whether it can be used. Memory stays at one export line
+plus one bucket, whatever the day's size; disk holds the day's spans once.
 
-A trace is whole or quarantined. A damaged line (`Damage`) loses its spans: the traces it still names are
-quarantined under its reason (`truncated_file`, `unreadable_line`). A line whose trace ids cannot all be read (a cut
-line always: what followed the cut is gone) may also have held spans of traces it no longer names. A span is
-exported in a batch soon after it ends, and ends inside its parent, so such a lost span ended within
-`LOST_SPAN_MARGIN` of the times still readable in the line, and inside its trace's time extent: every trace whose
-surviving spans span a moment of that window is quarantined as `incomplete_trace`, never sampled as clean. The
-counts say how many spans were lost and how many traces each rule quarantined.
+A trace is whole or quarantined. A damaged line (`Damage`) loses its spans: the traces it still
+names are quarantined under its reason (`truncated_file`, `unreadable_line`). A line whose trace ids
+cannot all be read (a cut line always: what followed the cut is gone) may also have held spans of
+traces it no longer names. A span is exported in a batch soon after it ends, and ends inside its
+parent, so such a lost span ended within `LOST_SPAN_MARGIN` of the times still readable in the line,
+and inside its trace's time extent: every trace whose surviving spans span a moment of that window
+is quarantined as `incomplete_trace`, never sampled as clean. The counts say how many spans were
+lost and how many traces each rule quarantined.
 """
 
 from __future__ import annotations
@@ -39,15 +42,18 @@ from pipelines.stores.trace_sources.spans import Damage, Span, utc_from_ns
 
 log = logging.getLogger(__name__)
 SPAN_MARGIN = timedelta(days=1)
-"""Spans kept around the day: a trace's spans may start after midnight, or its late spans land in tomorrow's file."""
+"""Spans kept around the day: a trace's spans may start after midnight, or its late spans land in
+tomorrow's file."""
 LOST_SPAN_MARGIN = 10 * 10**9
-"""How far (ns) a span lost in a damaged line may have ended from the times still readable in it: twice the
-OpenTelemetry SDK's default export delay (5 s), which bounds how far apart the spans of one batch ended."""
+"""How far (ns) a span lost in a damaged line may have ended from the times still readable in it:
+twice the OpenTelemetry SDK's default export delay (5 s), which bounds how far apart the spans of
+one batch ended."""
 INCOMPLETE = "incomplete_trace"
 BUCKETS = 256
 INSERT_ROWS = 50_000
 CACHE_KB = 65_536
-"""SQLite's page cache while loading: every bucket's last pages stay in it, so appends do not read pages back."""
+"""SQLite's page cache while loading: every bucket's last pages stay in it, so appends do not read
+pages back."""
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 SCHEMA = """
@@ -55,7 +61,10 @@ CREATE TABLE damage (trace_id TEXT PRIMARY KEY, start_ns INTEGER, reason TEXT NO
 CREATE TABLE traces (trace_id TEXT PRIMARY KEY, ts_ns INTEGER NOT NULL, app TEXT, language TEXT, user_feedback INTEGER,
                      model TEXT, rejection TEXT, detail TEXT);
 CREATE TABLE counts (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
-""" + "".join(f"CREATE TABLE spans_{b:02x} (trace_id TEXT NOT NULL, body BLOB NOT NULL);\n" for b in range(BUCKETS))
+""" + "".join(
+    f"CREATE TABLE spans_{b:02x} (trace_id TEXT NOT NULL, body BLOB NOT NULL);\n"
+    for b in range(BUCKETS)
+)
 KEY_COLUMNS = ("app", "language", "user_feedback", "model")
 SpanItem = Span | list[Span] | Damage
 """What a file reader yields: a span, a line's spans, or a damaged line."""
@@ -79,8 +88,8 @@ def build_span_index(
     workers: int = 1,
     question_rule: QuestionRule = NO_RULE,
 ) -> Counter:
-    """Write the index of the traces whose root span starts in [start, end) to `path` (atomically); the counts.
-    `workers`: the processes that assemble the traces."""
+    """Write the index of the traces whose root span starts in [start, end) to `path` (atomically);
+    the counts. `workers`: the processes that assemble the traces."""
     path.parent.mkdir(parents=True, exist_ok=True)
     scratch = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
     counts: Counter = Counter()
@@ -92,7 +101,15 @@ def build_span_index(
                 f"PRAGMA cache_size=-{CACHE_KB};" + SCHEMA
             )
             windows = _load(db, items, low, high, counts)
-            _summarise(db, scratch, (_ns(start), _ns(end)), (source, question_rule), windows, counts, workers)
+            _summarise(
+                db,
+                scratch,
+                (_ns(start), _ns(end)),
+                (source, question_rule),
+                windows,
+                counts,
+                workers,
+            )
             for b in range(BUCKETS):
                 db.execute(f"CREATE INDEX spans_{b:02x}_by_trace ON spans_{b:02x} (trace_id)")
             db.executemany("INSERT INTO counts VALUES (?, ?)", sorted(counts.items()))
@@ -119,7 +136,8 @@ class _LostWindows:
         self.windows = merged
 
     def overlapping(self, first_ns: int, last_ns: int) -> str | None:
-        """The detail of a damaged line whose lost spans may have belonged to a trace spanning these times."""
+        """The detail of a damaged line whose lost spans may have belonged to a trace spanning these
+        times."""
         i = bisect.bisect_right(self.lows, last_ns) - 1
         if i >= 0 and self.windows[i][1] >= first_ns:
             return self.windows[i][2]
@@ -129,7 +147,9 @@ class _LostWindows:
         return len(self.windows)
 
 
-def _load(db: sqlite3.Connection, items: Iterable[SpanItem], low: int, high: int, counts: Counter) -> _LostWindows:
+def _load(
+    db: sqlite3.Connection, items: Iterable[SpanItem], low: int, high: int, counts: Counter
+) -> _LostWindows:
     rows: dict[str, list[tuple[str, bytes]]] = defaultdict(list)
     pending = 0
     unnamed: list[Damage] = []
@@ -161,7 +181,9 @@ def _flush(db: sqlite3.Connection, rows: dict[str, list[tuple[str, bytes]]]) -> 
     return written
 
 
-def _record_damage(db: sqlite3.Connection, item: Damage, low: int, high: int, counts: Counter) -> None:
+def _record_damage(
+    db: sqlite3.Connection, item: Damage, low: int, high: int, counts: Counter
+) -> None:
     counts[f"lines_{item.reason}"] += 1
     counts["spans_lost"] += item.spans_lost
     unnamed = "" if item.lost_window is None else "; it may have held spans of other traces too"
@@ -175,9 +197,11 @@ def _record_damage(db: sqlite3.Connection, item: Damage, low: int, high: int, co
     )
     for trace_id, start_ns in item.trace_starts.items():
         if start_ns is None or low <= start_ns < high:
-            # The first damage seen names the trace's reason; its surviving spans are kept for the record.
+            # The first damage seen names the trace's reason; its surviving spans are kept for the
+            # record.
             db.execute(
-                "INSERT OR IGNORE INTO damage VALUES (?, ?, ?, ?)", (trace_id, start_ns, item.reason, item.detail)
+                "INSERT OR IGNORE INTO damage VALUES (?, ?, ?, ?)",
+                (trace_id, start_ns, item.reason, item.detail),
             )
 
 
@@ -190,13 +214,19 @@ def _summarise(
     counts: Counter,
     workers: int,
 ) -> None:
-    """One row of selection keys per trace of the day, each trace assembled once: `BUCKETS_PER_TASK` buckets a
-    task, in `workers` processes that read the scratch file (the assembly is most of the index's work)."""
+    """One row of selection keys per trace of the day, each trace assembled once: `BUCKETS_PER_TASK`
+    buckets a task, in `workers` processes that read the scratch file (the assembly is most of the
+    index's work)."""
     from pipelines.core.batching import map_in_processes
 
-    damaged = {row[0]: row[1:] for row in db.execute("SELECT trace_id, start_ns, reason, detail FROM damage")}
+    damaged = {
+        row[0]: row[1:]
+        for row in db.execute("SELECT trace_id, start_ns, reason, detail FROM damage")
+    }
     db.commit()  # what the workers read
-    tasks = [range(b, min(b + BUCKETS_PER_TASK, BUCKETS)) for b in range(0, BUCKETS, BUCKETS_PER_TASK)]
+    tasks = [
+        range(b, min(b + BUCKETS_PER_TASK, BUCKETS)) for b in range(0, BUCKETS, BUCKETS_PER_TASK)
+    ]
     setup = (str(scratch), interval, assembly, damaged, lost)
     found: set[str] = set()
     for rows, damaged_found, task_counts in map_in_processes(
@@ -206,7 +236,8 @@ def _summarise(
         db.commit()  # a task's rows at a time: a long write would lock the workers' reads out
         found |= damaged_found
         counts.update(task_counts)
-    # Traces every span of which was in a damaged line: known by id and start only, placed by that start.
+    # Traces every span of which was in a damaged line: known by id and start only, placed by that
+    # start.
     pending = []
     for trace_id, (start, reason, detail) in sorted(damaged.items()):
         if trace_id not in found and start is not None and interval[0] <= start < interval[1]:
@@ -219,7 +250,8 @@ def _summarise(
 
 BUCKETS_PER_TASK = 8
 LOCK_WAIT_S = 600
-"""How long a reader waits for the writer's commit, and the writer for the readers: seconds on a busy machine."""
+"""How long a reader waits for the writer's commit, and the writer for the readers: seconds on a
+busy machine."""
 _summary_setup: tuple = ()
 
 
@@ -229,7 +261,8 @@ def _set_up_summary(*setup) -> None:
 
 
 def _summarise_buckets(buckets: range) -> tuple[list[tuple], set[str], Counter]:
-    """The key rows of the day's traces in these buckets, the damaged traces met there, and the counts."""
+    """The key rows of the day's traces in these buckets, the damaged traces met there, and the
+    counts."""
     scratch, (start_ns, end_ns), (source, question_rule), damaged, lost = _summary_setup
     rows, found, counts = [], set(), Counter()
     db = sqlite3.connect(f"file:{scratch}?mode=ro", uri=True, timeout=LOCK_WAIT_S)
@@ -249,9 +282,14 @@ def _summarise_buckets(buckets: range) -> tuple[list[tuple], set[str], Counter]:
                 if damage:
                     rejection, detail = damage[1:]
                 elif lost and (
-                    window := lost.overlapping(min(s.start_ns for s in spans), max(s.end_ns for s in spans))
+                    window := lost.overlapping(
+                        min(s.start_ns for s in spans), max(s.end_ns for s in spans)
+                    )
                 ):
-                    rejection, detail = INCOMPLETE, f"spans of this trace may have been lost in {window}"
+                    rejection, detail = (
+                        INCOMPLETE,
+                        f"spans of this trace may have been lost in {window}",
+                    )
                 else:
                     rejection, detail = (row.get(SOURCE_REJECTION) or (None,))[0], None
                 counts["traces"] += 1
@@ -264,7 +302,8 @@ def _summarise_buckets(buckets: range) -> tuple[list[tuple], set[str], Counter]:
 
 
 class SpanIndex:
-    """Read access to a built index: the selection's keys and the assembled rows of chosen traces."""
+    """Read access to a built index: the selection's keys and the assembled rows of chosen
+    traces."""
 
     def __init__(self, path: Path, *, source: str, question_rule: QuestionRule = NO_RULE):
         self.path, self.source, self.question_rule = path, source, question_rule
@@ -290,7 +329,8 @@ class SpanIndex:
         known = {
             row[0]: row[1:]
             for row in self.db.execute(
-                f"SELECT trace_id, ts_ns, rejection, detail FROM traces WHERE trace_id IN ({marks})", trace_ids
+                f"SELECT trace_id, ts_ns, rejection, detail FROM traces WHERE trace_id IN ({marks})",
+                trace_ids,
             )
         }
         by_table: dict[str, list[str]] = defaultdict(list)
@@ -298,16 +338,22 @@ class SpanIndex:
             by_table[bucket_table(trace_id)].append(trace_id)
         grouped: dict[str, list[Span]] = defaultdict(list)
         for table, ids in by_table.items():
-            query = f"SELECT trace_id, body FROM {table} WHERE trace_id IN ({','.join('?' * len(ids))})"
+            query = (
+                f"SELECT trace_id, body FROM {table} WHERE trace_id IN ({','.join('?' * len(ids))})"
+            )
             for trace_id, body in self.db.execute(query, ids):
                 grouped[trace_id].append(Span.from_record(body))
         for trace_id in sorted(known):
             ts_ns, rejection, detail = known[trace_id]
             if trace_id in grouped:
-                row = assemble_trace(grouped.pop(trace_id), source=self.source, question_rule=self.question_rule)
+                row = assemble_trace(
+                    grouped.pop(trace_id), source=self.source, question_rule=self.question_rule
+                )
             else:
                 row = {"trace_id": trace_id, "ts": None}
-            if detail is not None:  # quarantined by the source's damage, whatever its spans would assemble into
+            if (
+                detail is not None
+            ):  # quarantined by the source's damage, whatever its spans would assemble into
                 row[SOURCE_REJECTION] = (rejection, None, detail)
             if row["ts"] is None:
                 row["ts"] = utc_from_ns(ts_ns)
@@ -320,5 +366,7 @@ class SpanIndex:
 def _columns(keys: list[str]) -> list[str]:
     unknown = [k for k in keys if k not in KEY_COLUMNS]
     if unknown:
-        raise ValueError(f"a file trace source cannot stratify by {unknown}; choose from {list(KEY_COLUMNS)}")
+        raise ValueError(
+            f"a file trace source cannot stratify by {unknown}; choose from {list(KEY_COLUMNS)}"
+        )
     return list(keys)

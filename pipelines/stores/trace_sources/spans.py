@@ -1,14 +1,17 @@
-"""Spans as every file source hands them to the assembler, and the OTLP/JSON decoding that yields them.
+"""Spans as every file source hands them to the assembler, and the OTLP/JSON decoding that yields
+them.
 
-The OpenTelemetry Collector's file exporter writes one `ExportTraceServiceRequest` per line in the OTLP/JSON
-encoding: trace and span ids are hex strings (not the base64 of protobuf's generic JSON mapping), 64-bit integers
-are strings, and attribute values are `AnyValue` objects (`{"stringValue": ...}`). Phoenix and OpenLLMetry export
-through the same encoding, so one decoder serves the `otlp` and `openinference` sources. A line is decoded by
-msgspec into typed structs (the shape is checked in C, not dict by dict), and a span is stored as msgpack.
+The OpenTelemetry Collector's file exporter writes one `ExportTraceServiceRequest` per line in the
+OTLP/JSON encoding: trace and span ids are hex strings (not the base64 of protobuf's generic JSON
+mapping), 64-bit integers are strings, and attribute values are `AnyValue` objects (`{"stringValue":
+...}`). Phoenix and OpenLLMetry export through the same encoding, so one decoder serves the `otlp`
+and `openinference` sources. A line is decoded by msgspec into typed structs (the shape is checked
+in C, not dict by dict), and a span is stored as msgpack.
 
-A line that is not whole JSON (a file cut while being written, a crash) loses the spans it held, but not silently:
-what is still readable in it is returned as `Damage` (the trace ids with their start times, how many spans, and the
-times its spans span), so the span index can quarantine every trace those spans may have belonged to.
+A line that is not whole JSON (a file cut while being written, a crash) loses the spans it held, but
+not silently: what is still readable in it is returned as `Damage` (the trace ids with their start
+times, how many spans, and the times its spans span), so the span index can quarantine every trace
+those spans may have belonged to.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ from pipelines.stores.trace_sources.collector_files import Line, collector_lines
 
 
 def utc_from_ns(ns: int) -> datetime:
-    """Nanoseconds since the epoch as a UTC datetime, to the microsecond (a float would lose the last digits)."""
+    """Nanoseconds since the epoch as a UTC datetime, to the microsecond (a float would lose the
+    last digits)."""
     return datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=ns // 1_000)
 
 
@@ -36,7 +40,8 @@ class UnreadableSource(RuntimeError):
 
 
 class Span(msgspec.Struct, array_like=True):
-    """One span, its attributes flattened to Python values (an OTLP array is a list, a kvlist a dict)."""
+    """One span, its attributes flattened to Python values (an OTLP array is a list, a kvlist a
+    dict)."""
 
     trace_id: str
     span_id: str
@@ -47,7 +52,8 @@ class Span(msgspec.Struct, array_like=True):
     attributes: dict[str, Any] = msgspec.field(default_factory=dict)
     resource: dict[str, Any] = msgspec.field(default_factory=dict)
     events: list[dict[str, Any]] = msgspec.field(default_factory=list)
-    """Each event as {"name", "time_ns", "attributes"}: older GenAI instrumentations put messages there."""
+    """Each event as {"name", "time_ns", "attributes"}: older GenAI instrumentations put messages
+    there."""
 
     def record(self) -> bytes:
         """The span as the span index stores it (msgpack, one array)."""
@@ -64,7 +70,8 @@ UNBOUNDED = (0, 2**63 - 1)
 
 
 class Damage(msgspec.Struct, frozen=True):
-    """A line that could not be decoded: the traces it names, with the earliest start time seen for each."""
+    """A line that could not be decoded: the traces it names, with the earliest start time seen for
+    each."""
 
     path: str
     line: int
@@ -72,11 +79,13 @@ class Damage(msgspec.Struct, frozen=True):
     detail: str
     trace_starts: dict[str, int | None]
     spans_lost: int = 0
-    """Spans whose id is still readable in the line: all of them lost (a cut line held more that left no trace)."""
+    """Spans whose id is still readable in the line: all of them lost (a cut line held more that
+    left no trace)."""
     lost_window: tuple[int, int] | None = None
-    """Set when the line may have held spans of traces it no longer names (a cut line; a line whose trace ids are
-    not all readable): the earliest and latest span time (ns) readable in it, else in the line before it (the batch
-    exported just before), else `UNBOUNDED`. None when every trace of the line is named."""
+    """Set when the line may have held spans of traces it no longer names (a cut line; a line whose
+    trace ids are not all readable): the earliest and latest span time (ns) readable in it, else in
+    the line before it (the batch exported just before), else `UNBOUNDED`. None when every trace of
+    the line is named."""
 
 
 _TRACE_ID_IN_TEXT = re.compile(r'"traceId"\s*:\s*"([0-9A-Za-z+/=]{1,64})"')
@@ -90,7 +99,9 @@ _HEX = string.hexdigits
 def any_value(value: Any) -> Any:
     """An OTLP/JSON `AnyValue` as a Python value; `ValueError` for a shape OTLP does not define."""
     if not isinstance(value, dict):
-        raise ValueError(f"an attribute value is a {type(value).__name__}, not an OTLP AnyValue object")
+        raise ValueError(
+            f"an attribute value is a {type(value).__name__}, not an OTLP AnyValue object"
+        )
     if not value:
         return None
     (kind, inner), *rest = value.items()
@@ -118,8 +129,9 @@ def key_values(items: list[dict[str, Any]] | None) -> dict[str, Any]:
 
 
 def span_id(value: Any) -> str:
-    """A trace or span id as lowercase hex. The Collector writes hex; a protobuf-JSON tool writes base64 (24 or 12
-    characters with padding): both are accepted, so an export made either way is assembled the same."""
+    """A trace or span id as lowercase hex. The Collector writes hex; a protobuf-JSON tool writes
+    base64 (24 or 12 characters with padding): both are accepted, so an export made either way is
+    assembled the same."""
     if not value:
         return ""
     text = value if value.__class__ is str else str(value)
@@ -188,12 +200,14 @@ def _attributes(items: list[_KeyValue] | None) -> dict[str, Any]:
 
 
 def request_spans(line: bytes | str) -> list[Span]:
-    """The spans of one ExportTraceServiceRequest in OTLP/JSON; `ValueError` (msgspec's errors are ValueErrors)
-    or `TypeError` when it is not one."""
+    """The spans of one ExportTraceServiceRequest in OTLP/JSON; `ValueError` (msgspec's errors are
+    ValueErrors) or `TypeError` when it is not one."""
     spans = []
     for resource_span in _REQUEST.decode(line).resourceSpans:
         resource = _attributes(resource_span.resource.attributes) if resource_span.resource else {}
-        for scope_span in resource_span.scopeSpans or resource_span.instrumentationLibrarySpans or ():
+        for scope_span in (
+            resource_span.scopeSpans or resource_span.instrumentationLibrarySpans or ()
+        ):
             for raw in scope_span.spans or ():
                 spans.append(
                     Span(
@@ -219,8 +233,8 @@ def request_spans(line: bytes | str) -> list[Span]:
 
 
 def otlp_json_files(path: Path) -> list[Path]:
-    """The files of an OTLP/JSON source: the file itself, or every regular file under the folder, in name order
-    (the Collector's rotation names sort in time order)."""
+    """The files of an OTLP/JSON source: the file itself, or every regular file under the folder, in
+    name order (the Collector's rotation names sort in time order)."""
     if path.is_dir():
         return sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
     if path.is_file():
@@ -229,7 +243,8 @@ def otlp_json_files(path: Path) -> list[Path]:
 
 
 def read_otlp_json(path: Path) -> Iterator[Span | Damage]:
-    """Every span of one OTLP/JSON-lines file, and a `Damage` for each line that cannot be decoded."""
+    """Every span of one OTLP/JSON-lines file, and a `Damage` for each line that cannot be
+    decoded."""
     for item in read_otlp_lines(path):
         if isinstance(item, Damage):
             yield item
@@ -238,8 +253,8 @@ def read_otlp_json(path: Path) -> Iterator[Span | Damage]:
 
 
 def read_otlp_lines(path: Path) -> Iterator[list[Span] | Damage]:
-    """The spans of one OTLP/JSON-lines file (plain, gzip or zstd: `collector_lines`), a list a line, and a
-    `Damage` for each line that cannot be decoded."""
+    """The spans of one OTLP/JSON-lines file (plain, gzip or zstd: `collector_lines`), a list a
+    line, and a `Damage` for each line that cannot be decoded."""
     tally = _FileTally(str(path))
     for line in collector_lines(path):
         yield tally.decode(line)
@@ -247,9 +262,10 @@ def read_otlp_lines(path: Path) -> Iterator[list[Span] | Damage]:
 
 
 class _FileTally:
-    """What one file held: a file of which not one line decodes, and no line even begins like an export request,
-    is not trace data (another format, a binary, the wrong folder). That fails, naming the file, rather than
-    quarantining every trace of the day; a file whose only line was cut is trace data, damaged."""
+    """What one file held: a file of which not one line decodes, and no line even begins like an
+    export request, is not trace data (another format, a binary, the wrong folder). That fails,
+    naming the file, rather than quarantining every trace of the day; a file whose only line was cut
+    is trace data, damaged."""
 
     def __init__(self, path: str, times_before: tuple[int, int] | None = None):
         self.path, self.last_times = path, times_before
@@ -262,9 +278,14 @@ class _FileTally:
             spans = request_spans(line.text)
         except (ValueError, TypeError, OverflowError) as exc:
             self.damaged += 1
-            self.first_error = self.first_error or f"line {line.number}: {type(exc).__name__}: {str(exc)[:200]}"
-            # A compressed stream that was cut (`problem`) is the Collector's, even with no text left to show it.
-            self.looks_like_otlp |= bool(line.problem) or line.text.lstrip()[:20].startswith(b'{"resourceSpans"')
+            self.first_error = (
+                self.first_error or f"line {line.number}: {type(exc).__name__}: {str(exc)[:200]}"
+            )
+            # A compressed stream that was cut (`problem`) is the Collector's, even with no text
+            # left to show it.
+            self.looks_like_otlp |= bool(line.problem) or line.text.lstrip()[:20].startswith(
+                b'{"resourceSpans"'
+            )
             return _damage(Path(self.path), line, exc, self.last_times)
         self.decoded += 1
         if spans:
@@ -282,8 +303,8 @@ class _FileTally:
 def _damage(path: Path, line: Line, exc: Exception, times_before: tuple[int, int] | None) -> Damage:
     text = line.text.decode("utf-8", errors="replace")
     starts: dict[str, int | None] = {}
-    # Each trace id is paired with the first start time written after it: in OTLP/JSON a span's startTimeUnixNano
-    # follows its traceId.
+    # Each trace id is paired with the first start time written after it: in OTLP/JSON a span's
+    # startTimeUnixNano follows its traceId.
     named = _TRACE_ID_IN_TEXT.findall(text)
     for match in _TRACE_ID_IN_TEXT.finditer(text):
         trace = span_id(match.group(1))

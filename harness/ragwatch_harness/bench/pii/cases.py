@@ -1,10 +1,10 @@
 """The cases themselves: traces with their planted values, each recorded where it reads.
 
-Each trace gets one to four values, each in one of the forms of `forms.FORMS`, planted in a sentence of
-tests/data/pii_cases.yaml, in Spanish or English, in one of the places a trace carries text: the question, the
-answer, a retrieved context, a tool argument, a metadata value, a metadata key, or JSON-escaped text inside a
-metadata value. Each planted value is recorded with its expected type, its form and the exact string as it reads
-in the trace, so recall is measured per type and per form.
+Each trace gets one to four values, each in one of the forms of `forms.FORMS`, planted in a sentence
+of tests/data/pii_cases.yaml, in Spanish or English, in one of the places a trace carries text: the
+question, the answer, a retrieved context, a tool argument, a metadata value, a metadata key, or
+JSON-escaped text inside a metadata value. Each planted value is recorded with its expected type,
+its form and the exact string as it reads in the trace, so recall is measured per type and per form.
 """
 
 from __future__ import annotations
@@ -20,18 +20,28 @@ from ragwatch_harness.bench.pii.forms import FORMS
 from ragwatch_harness.bench.pii.phrases import ANSWERS, CONTEXT, QUESTIONS, TEMPLATES
 from ragwatch_harness.bench.pii.values import Maker
 
-PLACES = ("question", "answer", "context", "tool_argument", "metadata_value", "metadata_key", "json_escaped")
+PLACES = (
+    "question",
+    "answer",
+    "context",
+    "tool_argument",
+    "metadata_value",
+    "metadata_key",
+    "json_escaped",
+)
 LANGUAGES = ("es", "en")
 
 
 @dataclass(frozen=True)
 class Planted:
     entity: str
-    """The type the anonymizer should give it, e.g. PHONE, or IBAN_INVALID for a wrong check digit."""
+    """The type the anonymizer should give it, e.g. PHONE, or IBAN_INVALID for a wrong check
+    digit."""
     form: str
     """How it is written, e.g. "phone/es en dash" or "email/arroba punto"."""
     value: str
-    """The exact string as it reads in the trace field (escaped, where the field is JSON-escaped)."""
+    """The exact string as it reads in the trace field (escaped, where the field is
+    JSON-escaped)."""
     place: str
     language: str
 
@@ -45,7 +55,9 @@ class PiiCase:
 _KEY_PLACES_TEMPLATES = ("email", "phone", "ip", "id", "name", "iban", "card")
 
 
-def _embed(place: str, sentence: str, snippet: str, value: str, lang: str, m: Maker, draft: dict) -> str:
+def _embed(
+    place: str, sentence: str, snippet: str, value: str, lang: str, m: Maker, draft: dict
+) -> str:
     """Put `sentence` in `place` of the draft; return the value as it reads there."""
     if place == "question":
         draft["question"] = f"{draft['question']} {sentence}"
@@ -53,14 +65,24 @@ def _embed(place: str, sentence: str, snippet: str, value: str, lang: str, m: Ma
         draft["answer"] = f"{sentence} {draft['answer']}"
     elif place == "context":
         draft["contexts"].append(
-            Context(chunk_id=f"tickets/{m.rng.randint(10000, 99999)}#0", text=f"Ticket: {sentence}", score=0.4)
+            Context(
+                chunk_id=f"tickets/{m.rng.randint(10000, 99999)}#0",
+                text=f"Ticket: {sentence}",
+                score=0.4,
+            )
         )
     elif place == "tool_argument":
         arguments = m.rng.choice(
-            ({"query": sentence}, {"filters": [{"note": sentence}], "top_k": 5}, {"body": {"text": sentence}})
+            (
+                {"query": sentence},
+                {"filters": [{"note": sentence}], "top_k": 5},
+                {"body": {"text": sentence}},
+            )
         )
         draft["tool_calls"].append(
-            ToolCall(name=m.rng.choice(("web_search", "sql_query", "http_request")), arguments=arguments)
+            ToolCall(
+                name=m.rng.choice(("web_search", "sql_query", "http_request")), arguments=arguments
+            )
         )
     elif place == "metadata_value":
         draft["metadata"][f"note_{len(draft['metadata'])}"] = sentence
@@ -88,7 +110,9 @@ def _one_case(rng: random.Random, index: int, start: datetime) -> PiiCase:
         form = rng.choice(list(FORMS))
         value = FORMS[form](m)
         places = [
-            p for p in PLACES if p != "metadata_key" or (value.short and value.templates in _KEY_PLACES_TEMPLATES)
+            p
+            for p in PLACES
+            if p != "metadata_key" or (value.short and value.templates in _KEY_PLACES_TEMPLATES)
         ]
         place = rng.choice(places)
         sentence = (

@@ -1,9 +1,11 @@
-"""The forms PII and secrets take in real traffic, one function per form, named "family/how it is written".
+"""The forms PII and secrets take in real traffic, one function per form, named "family/how it is
+written".
 
-Every value is planted in one of dozens of forms: an IBAN in lower case, a phone with en dashes, an e-mail
-written "juan arroba gmail punto com", a PEM block cut short, a name typed in lower case after "me llamo"...
-A form draws its value from a `Maker` (deterministic by seed) and returns the `Value` to plant; the words
-around values (street names, separators, sentences) are tests/data/pii_cases.yaml's.
+Every value is planted in one of dozens of forms: an IBAN in lower case, a phone with en dashes, an
+e-mail written "juan arroba gmail punto com", a PEM block cut short, a name typed in lower case
+after "me llamo"... A form draws its value from a `Maker` (deterministic by seed) and returns the
+`Value` to plant; the words around values (street names, separators, sentences) are
+tests/data/pii_cases.yaml's.
 """
 
 from __future__ import annotations
@@ -83,7 +85,9 @@ def _email_forms() -> dict[str, Callable[[Maker], Value]]:
         "email/AT DOT": make(lambda l, d, t: f"{l} AT {d} DOT {dots(t, 'DOT')}"),
         "email/arroba punto": make(lambda l, d, t: f"{l} arroba {d} punto {dots(t, 'punto')}"),
         "email/(at) (dot)": make(lambda l, d, t: f"{l} (at) {d} (dot) {dots(t, '(dot)')}"),
-        "email/[at] [dot]": make(lambda l, d, t: f"{l}[at]{d}[dot]{dots(t, '[dot]').replace(' ', '')}"),
+        "email/[at] [dot]": make(
+            lambda l, d, t: f"{l}[at]{d}[dot]{dots(t, '[dot]').replace(' ', '')}"
+        ),
         "email/full-width at": make(lambda l, d, t: f"{l}＠{d}．{t.replace('.', '．')}"),
         "email/spaced at": make(lambda l, d, t: f"{l} @ {d}.{t}"),
         "email/url-encoded": make(lambda l, d, t: f"{l}%40{d}.{t}"),
@@ -99,13 +103,18 @@ def _webmail_at(m: Maker) -> Value:
 
 
 _PUNCTUATION = ",;:|·•*~'’\\#=^`\"!?"
-"""Any other punctuation a number can be split by: a phone only after a cue ("612,345,678 rows" is a count)."""
+"""Any other punctuation a number can be split by: a phone only after a cue ("612,345,678 rows" is a
+count)."""
 
 
 def _phone_forms() -> dict[str, Callable[[Maker], Value]]:
     def spanish(separator: str, sizes=(3, 3, 3), landline=False) -> Callable[[Maker], Value]:
         def form(m: Maker) -> Value:
-            kind = phonenumbers.PhoneNumberType.FIXED_LINE if landline else phonenumbers.PhoneNumberType.MOBILE
+            kind = (
+                phonenumbers.PhoneNumberType.FIXED_LINE
+                if landline
+                else phonenumbers.PhoneNumberType.MOBILE
+            )
             digits = str(m.phone("ES", kind).national_number)
             value = _separated(_group(digits, sizes), separator) if separator else digits
             return Value("PHONE", value, value, "phone", short=True)
@@ -114,7 +123,9 @@ def _phone_forms() -> dict[str, Callable[[Maker], Value]]:
 
     def international(separator: str | None, prefix: str = "+") -> Callable[[Maker], Value]:
         def form(m: Maker) -> Value:
-            region = m.rng.choice(("ES", "GB", "FR", "DE", "US", "MX", "IT", "PT", "NL", "AR", "BR", "CH", "IE", "CO"))
+            region = m.rng.choice(
+                ("ES", "GB", "FR", "DE", "US", "MX", "IT", "PT", "NL", "AR", "BR", "CH", "IE", "CO")
+            )
             number = m.phone(region)
             text = phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.INTERNATIONAL)
             text = text.replace("+", prefix, 1)
@@ -126,33 +137,46 @@ def _phone_forms() -> dict[str, Callable[[Maker], Value]]:
 
     def national(region: str, templates: str = "phone") -> Callable[[Maker], Value]:
         def form(m: Maker) -> Value:
-            kind = m.rng.choice((phonenumbers.PhoneNumberType.MOBILE, phonenumbers.PhoneNumberType.FIXED_LINE))
-            text = phonenumbers.format_number(m.phone(region, kind), phonenumbers.PhoneNumberFormat.NATIONAL)
+            kind = m.rng.choice(
+                (phonenumbers.PhoneNumberType.MOBILE, phonenumbers.PhoneNumberType.FIXED_LINE)
+            )
+            text = phonenumbers.format_number(
+                m.phone(region, kind), phonenumbers.PhoneNumberFormat.NATIONAL
+            )
             return Value("PHONE", text, text, templates, short=True)
 
         return form
 
     def any_punctuation(m: Maker) -> Value:
         digits, separator = str(m.phone("ES").national_number), m.rng.choice(_PUNCTUATION)
-        value = _separated(_group(digits, m.rng.choice(((3, 3, 3), (3, 2, 2, 2), (2, 3, 2, 2)))), separator)
+        value = _separated(
+            _group(digits, m.rng.choice(((3, 3, 3), (3, 2, 2, 2), (2, 3, 2, 2)))), separator
+        )
         return Value("PHONE", value, value, "phone_cued", short=True)
 
     def trunk_in_parentheses(m: Maker) -> Value:
         """ "+44 (0)20 7946 0958": the national trunk prefix shown, not dialled."""
         region = m.rng.choice(("GB", "DE", "FR", "NL", "BE", "CH", "AT", "IE"))
-        code, rest = phonenumbers.format_number(m.phone(region), phonenumbers.PhoneNumberFormat.INTERNATIONAL).split(
-            " ", 1
-        )
+        code, rest = phonenumbers.format_number(
+            m.phone(region), phonenumbers.PhoneNumberFormat.INTERNATIONAL
+        ).split(" ", 1)
         value = f"{code} (0){m.rng.choice(('', ' '))}{rest}"
         return Value("PHONE", value, value, "phone", short=True)
 
     def with_extension(m: Maker) -> Value:
         text = phonenumbers.format_number(
             m.phone("US"),
-            m.rng.choice((phonenumbers.PhoneNumberFormat.NATIONAL, phonenumbers.PhoneNumberFormat.INTERNATIONAL)),
+            m.rng.choice(
+                (
+                    phonenumbers.PhoneNumberFormat.NATIONAL,
+                    phonenumbers.PhoneNumberFormat.INTERNATIONAL,
+                )
+            ),
         )
         value = text.replace(" ", m.rng.choice((" ", "-", "."))) if text.startswith("+") else text
-        value += m.rng.choice(("x", " x", " ext. ", " ext ", "x")) + m.token(m.rng.randint(2, 5), string.digits)
+        value += m.rng.choice(("x", " x", " ext. ", " ext ", "x")) + m.token(
+            m.rng.randint(2, 5), string.digits
+        )
         return Value("PHONE", value, value, "phone", short=True)
 
     forms = {f"phone/es {name}": spanish(sep) for name, sep in SEPARATORS.items()}
@@ -187,7 +211,10 @@ def _plus34(m: Maker, prefix: str, separator: str | None = None) -> Value:
         value = prefix + separator.join(_group(digits, (3, 3, 3)))
     else:
         value = prefix + m.rng.choice(
-            (f"{digits[:3]} {digits[3:5]} {digits[5:7]} {digits[7:]}", f"{digits[:3]}-{digits[3:6]}-{digits[6:]}")
+            (
+                f"{digits[:3]} {digits[3:5]} {digits[5:7]} {digits[7:]}",
+                f"{digits[:3]}-{digits[3:6]}-{digits[6:]}",
+            )
         )
     return Value("PHONE", value, value, "phone", short=True)
 
@@ -203,7 +230,9 @@ def _iban_forms() -> dict[str, Callable[[Maker], Value]]:
         locale = m.rng.choice(("es_ES", "de_DE", "fr_FR", "en_GB", "it_IT", "nl_NL", "pt_PT"))
         return _checked(m.faker(locale).iban, iban)
 
-    def make(render: Callable[[str, random.Random], str], entity: str = "IBAN", corrupt: bool = False):
+    def make(
+        render: Callable[[str, random.Random], str], entity: str = "IBAN", corrupt: bool = False
+    ):
         def form(m: Maker) -> Value:
             compact = valid(m)
             if corrupt:
@@ -225,9 +254,16 @@ def _iban_forms() -> dict[str, Callable[[Maker], Value]]:
 
 
 def _card_forms() -> dict[str, Callable[[Maker], Value]]:
-    def make(separator: str, kinds=("visa16", "mastercard", "discover", "jcb16"), entity="CREDIT_CARD", corrupt=False):
+    def make(
+        separator: str,
+        kinds=("visa16", "mastercard", "discover", "jcb16"),
+        entity="CREDIT_CARD",
+        corrupt=False,
+    ):
         def form(m: Maker) -> Value:
-            digits = _checked(lambda: m.faker("en_US").credit_card_number(card_type=m.rng.choice(kinds)), luhn)
+            digits = _checked(
+                lambda: m.faker("en_US").credit_card_number(card_type=m.rng.choice(kinds)), luhn
+            )
             if corrupt:
                 digits = _corrupt_digit(digits, m.rng, luhn)
             sizes = (4, 6, 5) if len(digits) == 15 else (4, 4, 4, 4)
@@ -259,10 +295,13 @@ def _network_forms() -> dict[str, Callable[[Maker], Value]]:
     hexdigits = "0123456789abcdef"
 
     def v6(m: Maker) -> str:
-        """A global unicast address (2000::/3), as a client's is: not multicast, not RFC 3849's 2001:db8::/32."""
+        """A global unicast address (2000::/3), as a client's is: not multicast, not RFC 3849's
+        2001:db8::/32."""
         while (first := f"{m.rng.randint(0x2000, 0x3FFF):x}") == "2001":
             pass
-        return ipaddress.ip_address(":".join([first, *(m.token(4, hexdigits) for _ in range(7))])).compressed
+        return ipaddress.ip_address(
+            ":".join([first, *(m.token(4, hexdigits) for _ in range(7))])
+        ).compressed
 
     return {
         "ip/v4 public": ip(lambda m: (v := fake(m).ipv4_public(), v)),
@@ -271,7 +310,12 @@ def _network_forms() -> dict[str, Callable[[Maker], Value]]:
         "ip/v6": ip(lambda m: (v := v6(m), v)),
         "ip/v6 full": ip(
             lambda m: (
-                v := ":".join([f"{m.rng.randint(0x2000, 0x3FFF):x}", *(m.token(4, hexdigits) for _ in range(7))]),
+                v := ":".join(
+                    [
+                        f"{m.rng.randint(0x2000, 0x3FFF):x}",
+                        *(m.token(4, hexdigits) for _ in range(7)),
+                    ]
+                ),
                 v,
             )
         ),
@@ -286,7 +330,9 @@ def _network_forms() -> dict[str, Callable[[Maker], Value]]:
 
 
 def _national_id_forms() -> dict[str, Callable[[Maker], Value]]:
-    def value_form(entity: str, make: Callable[[Maker], str], templates: str = "id") -> Callable[[Maker], Value]:
+    def value_form(
+        entity: str, make: Callable[[Maker], str], templates: str = "id"
+    ) -> Callable[[Maker], Value]:
         def form(m: Maker) -> Value:
             value = make(m)
             return Value(entity, value, value, templates, short=True)
@@ -305,26 +351,41 @@ def _national_id_forms() -> dict[str, Callable[[Maker], Value]]:
 
     def us_ssn(m: Maker) -> str:
         return _checked(
-            lambda: f"{m.rng.randint(1, 899):03d}-{m.rng.randint(1, 99):02d}-{m.rng.randint(1, 9999):04d}", ssn
+            lambda: (
+                f"{m.rng.randint(1, 899):03d}-{m.rng.randint(1, 99):02d}-{m.rng.randint(1, 9999):04d}"
+            ),
+            ssn,
         )
 
     return {
         "dni/plain": value_form("DNI", lambda m: _checked(es(m).nif, dni)),
         "dni/dash": value_form("DNI", lambda m: (v := _checked(es(m).nif, dni))[:-1] + "-" + v[-1]),
-        "dni/dots": value_form("DNI", lambda m: f"{(v := _checked(es(m).nif, dni))[:2]}.{v[2:5]}.{v[5:8]}-{v[8]}"),
+        "dni/dots": value_form(
+            "DNI", lambda m: f"{(v := _checked(es(m).nif, dni))[:2]}.{v[2:5]}.{v[5:8]}-{v[8]}"
+        ),
         "dni/lower-case letter": value_form("DNI", lambda m: _checked(es(m).nif, dni).lower()),
-        "dni/wrong letter": value_form("DNI_INVALID", lambda m: _wrong_letter(_checked(es(m).nif, dni), dni)),
+        "dni/wrong letter": value_form(
+            "DNI_INVALID", lambda m: _wrong_letter(_checked(es(m).nif, dni), dni)
+        ),
         "nie/plain": value_form("NIE", lambda m: _checked(es(m).nie, nie)),
-        "nie/dashes": value_form("NIE", lambda m: f"{(v := _checked(es(m).nie, nie))[0]}-{v[1:8]}-{v[8]}"),
-        "nie/wrong letter": value_form("NIE_INVALID", lambda m: _wrong_letter(_checked(es(m).nie, nie), nie)),
+        "nie/dashes": value_form(
+            "NIE", lambda m: f"{(v := _checked(es(m).nie, nie))[0]}-{v[1:8]}-{v[8]}"
+        ),
+        "nie/wrong letter": value_form(
+            "NIE_INVALID", lambda m: _wrong_letter(_checked(es(m).nie, nie), nie)
+        ),
         "nss/slashes": value_form("NSS", lambda m: es_nss.format(nss(m))),
         "nss/spaces": value_form("NSS", lambda m: es_nss.format(nss(m), " ")),
         "nss/contiguous after a cue": value_form("NSS", nss, "nss_cued"),
         "nss/wrong check digits": value_form("NSS_INVALID", bad_nss),
         "cif/plain": value_form("CIF", lambda m: _checked(es(m).cif, cif)),
-        "cif/dashes": value_form("CIF", lambda m: f"{(v := _checked(es(m).cif, cif))[0]}-{v[1:8]}-{v[8]}"),
+        "cif/dashes": value_form(
+            "CIF", lambda m: f"{(v := _checked(es(m).cif, cif))[0]}-{v[1:8]}-{v[8]}"
+        ),
         "ssn/dashes": value_form("SSN", us_ssn),
-        "ssn/contiguous after a cue": value_form("SSN", lambda m: us_ssn(m).replace("-", ""), "ssn_cued"),
+        "ssn/contiguous after a cue": value_form(
+            "SSN", lambda m: us_ssn(m).replace("-", ""), "ssn_cued"
+        ),
         "ssn/impossible area": value_form(
             "SSN_INVALID", lambda m: f"666-{m.rng.randint(10, 99)}-{m.rng.randint(1000, 9999)}"
         ),
@@ -339,7 +400,9 @@ def _wrong_letter(value: str, module) -> str:
 
 
 def _secret_forms() -> dict[str, Callable[[Maker], Value]]:
-    def inline(build: Callable[[Maker], tuple[str, str]], entity: str = "SECRET", templates: str = "secret"):
+    def inline(
+        build: Callable[[Maker], tuple[str, str]], entity: str = "SECRET", templates: str = "secret"
+    ):
         def form(m: Maker) -> Value:
             snippet, value = build(m)
             return Value(entity, snippet, value, templates)
@@ -363,33 +426,50 @@ def _secret_forms() -> dict[str, Callable[[Maker], Value]]:
         "secret/contraseña next": password("con la contraseña {v} no puedo entrar"),
         "secret/pem rsa": inline(lambda m: (v := _pem(m, "RSA PRIVATE KEY"), v), templates="block"),
         "secret/pem pkcs8": inline(lambda m: (v := _pem(m, "PRIVATE KEY"), v), templates="block"),
-        "secret/openssh": inline(lambda m: (v := _pem(m, "OPENSSH PRIVATE KEY"), v), templates="block"),
-        "secret/pem cut short": inline(lambda m: (v := _pem(m, "EC PRIVATE KEY", end=False), v), templates="block"),
+        "secret/openssh": inline(
+            lambda m: (v := _pem(m, "OPENSSH PRIVATE KEY"), v), templates="block"
+        ),
+        "secret/pem cut short": inline(
+            lambda m: (v := _pem(m, "EC PRIVATE KEY", end=False), v), templates="block"
+        ),
         "secret/authorization basic": inline(
             lambda m: (f"Authorization: Basic {(v := _basic(m))}", v), templates="header"
         ),
         "secret/authorization bearer": inline(
-            lambda m: (f"Authorization: Bearer {(v := m.token(40, ALNUM + '-._'))}", v), templates="header"
+            lambda m: (f"Authorization: Bearer {(v := m.token(40, ALNUM + '-._'))}", v),
+            templates="header",
         ),
-        "secret/bare bearer": inline(lambda m: (f"Bearer {(v := m.token(32, ALNUM))}", v), templates="header"),
+        "secret/bare bearer": inline(
+            lambda m: (f"Bearer {(v := m.token(32, ALNUM))}", v), templates="header"
+        ),
         "secret/cookie header": inline(
-            lambda m: (f"Cookie: {(v := f'sessionid={m.token(32, LOWER_ALNUM)}; csrftoken={m.token(32)}')}", v),
+            lambda m: (
+                f"Cookie: {(v := f'sessionid={m.token(32, LOWER_ALNUM)}; csrftoken={m.token(32)}')}",
+                v,
+            ),
             templates="header",
         ),
         "secret/set-cookie": inline(
-            lambda m: (f"Set-Cookie: {(v := f'session={m.token(24)}; Path=/; HttpOnly')}", v), templates="header"
+            lambda m: (f"Set-Cookie: {(v := f'session={m.token(24)}; Path=/; HttpOnly')}", v),
+            templates="header",
         ),
         "secret/session id": inline(lambda m: (f"PHPSESSID={(v := m.token(26, LOWER_ALNUM))}", v)),
         "secret/openai": token("sk-proj-", 48, ALNUM + "_-"),
         "secret/openai legacy": token("sk-", 48),
         "secret/anthropic": token("sk-ant-api03-", 80, ALNUM + "_-"),
         "secret/aws access key id": token("AKIA", 16, string.ascii_uppercase + string.digits),
-        "secret/aws secret key": inline(lambda m: (f"aws_secret_access_key = {(v := m.token(40, ALNUM + '/+'))}", v)),
+        "secret/aws secret key": inline(
+            lambda m: (f"aws_secret_access_key = {(v := m.token(40, ALNUM + '/+'))}", v)
+        ),
         "secret/github": token("ghp_", 36),
         "secret/github fine-grained": token("github_pat_", 82, ALNUM + "_"),
         "secret/gitlab": token("glpat-", 20, ALNUM + "_-"),
         "secret/slack bot": inline(
-            lambda m: (v := f"xoxb-{m.token(12, string.digits)}-{m.token(13, string.digits)}-{m.token(24)}", v)
+            lambda m: (
+                v
+                := f"xoxb-{m.token(12, string.digits)}-{m.token(13, string.digits)}-{m.token(24)}",
+                v,
+            )
         ),
         "secret/slack webhook": inline(
             lambda m: (
@@ -403,7 +483,9 @@ def _secret_forms() -> dict[str, Callable[[Maker], Value]]:
         "secret/hugging face": token("hf_", 34),
         "secret/npm": token("npm_", 36),
         "secret/pypi": token("pypi-AgEIcHlwaS5vcmc", 60, ALNUM + "_-"),
-        "secret/sendgrid": inline(lambda m: (v := f"SG.{m.token(22, ALNUM + '_-')}.{m.token(43, ALNUM + '_-')}", v)),
+        "secret/sendgrid": inline(
+            lambda m: (v := f"SG.{m.token(22, ALNUM + '_-')}.{m.token(43, ALNUM + '_-')}", v)
+        ),
         "secret/twilio": token("SK", 32, hexdigits),
         "secret/azure ad client secret": inline(
             lambda m: (v := f"{m.token(3, ALNUM)}8Q~{m.token(34, ALNUM + '_-.~')}", v)
@@ -417,7 +499,10 @@ def _secret_forms() -> dict[str, Callable[[Maker], Value]]:
         "secret/jwt": inline(lambda m: (v := _jwt(m), v)),
         "url/query token": inline(lambda m: _query(m), entity="URL_SECRET", templates="url"),
         "url/fragment token": inline(
-            lambda m: (f"https://app.acme.io/callback#access_token={(v := m.token(40))}&state=xyz", v),
+            lambda m: (
+                f"https://app.acme.io/callback#access_token={(v := m.token(40))}&state=xyz",
+                v,
+            ),
             entity="URL_SECRET",
             templates="url",
         ),
@@ -446,14 +531,28 @@ def _basic(m: Maker) -> str:
 
 def _jwt(m: Maker) -> str:
     def b64(data: dict) -> str:
-        return base64.urlsafe_b64encode(json.dumps(data, separators=(",", ":")).encode()).rstrip(b"=").decode()
+        return (
+            base64.urlsafe_b64encode(json.dumps(data, separators=(",", ":")).encode())
+            .rstrip(b"=")
+            .decode()
+        )
 
     return f"{b64({'alg': 'HS256', 'typ': 'JWT'})}.{b64({'sub': str(m.rng.randint(10**6, 10**7))})}.{m.token(43, ALNUM + '_-')}"
 
 
 def _query(m: Maker) -> tuple[str, str]:
     param = m.rng.choice(
-        ("token", "access_token", "api_key", "key", "sig", "code", "session", "X-Amz-Signature", "apikey")
+        (
+            "token",
+            "access_token",
+            "api_key",
+            "key",
+            "sig",
+            "code",
+            "session",
+            "X-Amz-Signature",
+            "apikey",
+        )
     )
     value = m.token(m.rng.randint(20, 40))
     return f"https://api.acme.io/v1/export?format=csv&{param}={value}&page=2", value
@@ -472,7 +571,12 @@ def _address_forms() -> dict[str, Callable[[Maker], Value]]:
             name = m.rng.choice(CATALAN_STREETS if catalan else SPANISH_STREETS)
             number = m.rng.randint(1, 250)
             floor = m.rng.choice(
-                ("", f", {m.rng.randint(1, 9)}º {m.rng.choice('ABCD')}", " bajo", f", {m.rng.randint(1, 6)}º izda.")
+                (
+                    "",
+                    f", {m.rng.randint(1, 9)}º {m.rng.choice('ABCD')}",
+                    " bajo",
+                    f", {m.rng.randint(1, 6)}º izda.",
+                )
             )
             city, postcode = m.rng.choice(SPANISH_CITIES)
             return f"{street_type} {name}{m.rng.choice((' ', ', '))}{number}{floor}, {postcode}{m.rng.randint(0, 99):02d} {city}"
@@ -488,16 +592,19 @@ def _address_forms() -> dict[str, Callable[[Maker], Value]]:
         return f"{m.rng.randint(1, 300)}{m.rng.choice(('', 'B'))} {street}, {city} {postcode}"
 
     def any_spanish_type(m: Maker) -> str:
-        """A type of street from Faker's Spanish and Latin American locales, a named street and a number."""
+        """A type of street from Faker's Spanish and Latin American locales, a named street and a
+        number."""
         street_type = m.rng.choice(_faker_street_types())
         fake = m.faker("es_ES")
-        name = m.rng.choice((f"{fake.first_name()} {fake.last_name()}", f"de {fake.last_name()}", fake.last_name()))
+        name = m.rng.choice(
+            (f"{fake.first_name()} {fake.last_name()}", f"de {fake.last_name()}", fake.last_name())
+        )
         city, postcode = m.rng.choice(SPANISH_CITIES)
         return f"{street_type} {name} {m.rng.randint(1, 999)}, {postcode}{m.rng.randint(0, 99):02d} {city}"
 
     def any_usps_suffix(m: Maker) -> str:
-        """Any USPS street suffix (Faker's en_US list, or the standard abbreviation of USPS Publication 28),
-        a unit at times, the city, state and ZIP on the same line or the next."""
+        """Any USPS street suffix (Faker's en_US list, or the standard abbreviation of USPS
+        Publication 28), a unit at times, the city, state and ZIP on the same line or the next."""
         suffix = m.rng.choice(_usps_suffixes())
         fake = m.faker("en_US")
         street = f"{m.rng.randint(1, 99999)} {m.rng.choice((fake.first_name(), fake.last_name()))} {suffix}"
@@ -522,7 +629,10 @@ def _address_forms() -> dict[str, Callable[[Maker], Value]]:
     return {
         "address/any spanish type of street": address(any_spanish_type),
         "address/any usps suffix": address(any_usps_suffix),
-        **{f"address/faker {locale}": address(faker_locale(locale)) for locale in FAKER_ADDRESS_LOCALES},
+        **{
+            f"address/faker {locale}": address(faker_locale(locale))
+            for locale in FAKER_ADDRESS_LOCALES
+        },
         "address/calle": address(spanish("Calle")),
         "address/c/": address(spanish("C/")),
         "address/avda.": address(spanish("Avda.")),
@@ -538,7 +648,11 @@ def _address_forms() -> dict[str, Callable[[Maker], Value]]:
 def _faker_street_types() -> tuple[str, ...]:
     types = set()
     for locale in ("es_ES", "es_MX", "es_CO", "es_AR", "es_CL"):
-        prefixes = getattr(importlib.import_module(f"faker.providers.address.{locale}").Provider, "street_prefixes", ())
+        prefixes = getattr(
+            importlib.import_module(f"faker.providers.address.{locale}").Provider,
+            "street_prefixes",
+            (),
+        )
         types.update(prefixes if not isinstance(prefixes, dict) else prefixes.keys())
     return tuple(sorted(types))
 
@@ -548,11 +662,15 @@ def _usps_suffixes() -> tuple[str, ...]:
     from pipelines.privacy.street_types import USPS_STANDARD
 
     names = importlib.import_module("faker.providers.address.en_US").Provider.street_suffixes
-    return tuple(sorted(set(names) | {abbreviation.capitalize() for abbreviation in USPS_STANDARD.values()}))
+    return tuple(
+        sorted(set(names) | {abbreviation.capitalize() for abbreviation in USPS_STANDARD.values()})
+    )
 
 
 def _name_forms() -> dict[str, Callable[[Maker], Value]]:
-    def name(build: Callable[[Maker], tuple[str, str]], templates: str = "name") -> Callable[[Maker], Value]:
+    def name(
+        build: Callable[[Maker], tuple[str, str]], templates: str = "name"
+    ) -> Callable[[Maker], Value]:
         def form(m: Maker) -> Value:
             snippet, value = build(m)
             return Value("PERSON", snippet, value, templates, short=templates == "name")
@@ -577,15 +695,24 @@ def _name_forms() -> dict[str, Callable[[Maker], Value]]:
 
     return {
         "name/known, no cue": name(lambda m: (v := full(m), v)),
-        "name/me llamo, unlisted": name(lambda m: (f"me llamo {(v := unlisted(m))}", v), "name_phrase"),
-        "name/my name is, unlisted": name(lambda m: (f"my name is {(v := unlisted(m))}", v), "name_phrase"),
+        "name/me llamo, unlisted": name(
+            lambda m: (f"me llamo {(v := unlisted(m))}", v), "name_phrase"
+        ),
+        "name/my name is, unlisted": name(
+            lambda m: (f"my name is {(v := unlisted(m))}", v), "name_phrase"
+        ),
         "name/soy, unlisted": name(lambda m: (f"soy {(v := unlisted(m))}", v), "name_phrase"),
         "name/a nombre de, unlisted": name(
             lambda m: (f"la reserva está a nombre de {(v := unlisted(m))}", v), "name_phrase"
         ),
-        "name/for, unlisted": name(lambda m: (f"the booking for {(v := unlisted(m))}", v), "name_phrase"),
+        "name/for, unlisted": name(
+            lambda m: (f"the booking for {(v := unlisted(m))}", v), "name_phrase"
+        ),
         "name/lower case after a cue": name(
-            lambda m: (f"{m.rng.choice(('me llamo', 'soy', 'hola, soy', 'my name is'))} {(v := lower(m))}", v),
+            lambda m: (
+                f"{m.rng.choice(('me llamo', 'soy', 'hola, soy', 'my name is'))} {(v := lower(m))}",
+                v,
+            ),
             "name_phrase",
         ),
         "name/signature": name(
@@ -595,9 +722,12 @@ def _name_forms() -> dict[str, Callable[[Maker], Value]]:
             ),
             "signature",
         ),
-        "name/catalan after a cue": name(lambda m: (f"me llamo {(v := catalan(m))}", v), "name_phrase"),
+        "name/catalan after a cue": name(
+            lambda m: (f"me llamo {(v := catalan(m))}", v), "name_phrase"
+        ),
         "name/hyphenated surname": name(
-            lambda m: (f"soy {(v := f'{m.person()[0]} {m.person()[1]}-{m.person()[1]}')}", v), "name_phrase"
+            lambda m: (f"soy {(v := f'{m.person()[0]} {m.person()[1]}-{m.person()[1]}')}", v),
+            "name_phrase",
         ),
         "name/particles": name(
             lambda m: (
@@ -607,11 +737,18 @@ def _name_forms() -> dict[str, Callable[[Maker], Value]]:
             )
         ),
         "name/title, unlisted": name(
-            lambda m: (f"{m.rng.choice(('Sr.', 'Sra.', 'Dr.', 'Mr.', 'Ms.'))} {(v := m.unlisted_person()[1])}", v),
+            lambda m: (
+                f"{m.rng.choice(('Sr.', 'Sra.', 'Dr.', 'Mr.', 'Ms.'))} {(v := m.unlisted_person()[1])}",
+                v,
+            ),
             "name_phrase",
         ),
         "name/greeting": name(
-            lambda m: (f"{m.rng.choice(('Hola', 'Gracias,', 'Thanks', 'Hi'))} {(v := m.person()[0])}", v), "name_phrase"
+            lambda m: (
+                f"{m.rng.choice(('Hola', 'Gracias,', 'Thanks', 'Hi'))} {(v := m.person()[0])}",
+                v,
+            ),
+            "name_phrase",
         ),
     }
 

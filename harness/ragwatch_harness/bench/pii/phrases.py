@@ -1,5 +1,6 @@
-"""The words around the planted values, read from tests/data/pii_cases.yaml: the sentences per family and language,
-the trace's question, answer and context, phone separators, street and city names."""
+"""The words around the planted values, read from tests/data/pii_cases.yaml: the sentences per
+family and language, the trace's question, answer and context, phone separators, street and city
+names."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The values a form writes: `Maker` draws them (names, phones, check-valid ids) from one trace's random stream,
-and a form returns a `Value`, the string to plant with the part of it that must not survive."""
+"""The values a form writes: `Maker` draws them (names, phones, check-valid ids) from one trace's
+random stream, and a form returns a `Value`, the string to plant with the part of it that must not
+survive."""
 
 from __future__ import annotations
 
@@ -52,7 +53,9 @@ class Maker:
 
     def email_parts(self) -> tuple[str, str, str]:
         first, last = (_ascii(part).lower().replace(" ", "") for part in self.person())
-        local = self.rng.choice((f"{first}.{last}", f"{first[0]}{last}", f"{first}{self.rng.randint(1, 99)}"))
+        local = self.rng.choice(
+            (f"{first}.{last}", f"{first[0]}{last}", f"{first}{self.rng.randint(1, 99)}")
+        )
         domain, tld = self.rng.choice(
             (
                 ("gmail", "com"),
@@ -66,8 +69,12 @@ class Maker:
         )
         return local, domain, tld
 
-    def phone(self, region: str, kind=phonenumbers.PhoneNumberType.MOBILE) -> phonenumbers.PhoneNumber:
-        example = phonenumbers.example_number_for_type(region, kind) or phonenumbers.example_number(region)
+    def phone(
+        self, region: str, kind=phonenumbers.PhoneNumberType.MOBILE
+    ) -> phonenumbers.PhoneNumber:
+        example = phonenumbers.example_number_for_type(region, kind) or phonenumbers.example_number(
+            region
+        )
         national = str(example.national_number)
         while True:
             digits = national[:2] + self.token(len(national) - 2, string.digits)
@@ -82,7 +89,10 @@ class Maker:
                 f"{self.rng.choice('!#$*.')}",
                 self.token(self.rng.randint(10, 16), ALNUM + "!@#$%&*-_"),
                 "".join(
-                    self.rng.choice(("correct", "horse", "battery", "staple", "luna", "gato", "mesa")) for _ in range(4)
+                    self.rng.choice(
+                        ("correct", "horse", "battery", "staple", "luna", "gato", "mesa")
+                    )
+                    for _ in range(4)
                 ),
                 f"{self.token(5, string.ascii_lowercase)}{self.rng.randint(10, 999)}",
             )

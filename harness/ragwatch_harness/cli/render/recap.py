@@ -1,7 +1,8 @@
-"""The last screen of `make demo`: what ran, the drill's verdict and why, three one-line figures, where to click.
+"""The last screen of `make demo`: what ran, the drill's verdict and why, three one-line figures,
+where to click.
 
-It fits one screen (at most 60 lines at 100 columns, `MAX_LINES`): each section is a few lines, lists are
-cut to their largest entries, and every table stays in the log and the reports."""
+It fits one screen (at most 60 lines at 100 columns, `MAX_LINES`): each section is a few lines,
+lists are cut to their largest entries, and every table stays in the log and the reports."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ FAILED_SHOWN = 4
 
 
 def _clip(text: str, width: int = WIDTH - 4) -> str:
-    """One line of plain text: a representative question or a path is cut, with an ellipsis, rather than wrapped."""
+    """One line of plain text: a representative question or a path is cut, with an ellipsis, rather
+    than wrapped."""
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
@@ -38,14 +40,21 @@ def _fit(prefix: str, parts: list[str], width: int = WIDTH, sep: str = "; ") -> 
 
 
 def _shown_path(path: str) -> str:
-    """Relative to the folder the demo runs in, when it lies below it: shorter, and still opens from there."""
+    """Relative to the folder the demo runs in, when it lies below it: shorter, and still opens from
+    there."""
     relative = os.path.relpath(path)
     return path if relative.startswith("..") else relative
 
 
 def _difference(row) -> str:
     ci = "" if row.ci_low is None else f", 95 % CI {interval(row.ci_low, row.ci_high)}"
-    p = "" if row.p_adjusted is None else ", p < 0.001" if row.p_adjusted < 0.001 else f", p {number(row.p_adjusted)}"
+    p = (
+        ""
+        if row.p_adjusted is None
+        else ", p < 0.001"
+        if row.p_adjusted < 0.001
+        else f", p {number(row.p_adjusted)}"
+    )
     if row.diff is None:
         return f"{row.metric}: {row.reason}"
     return f"{row.metric} {number(row.baseline_mean)} → {number(row.candidate_mean)} ({row.diff:+.3f}{ci}{p})"
@@ -56,16 +65,26 @@ def _drill_lines(recap: DemoRecap) -> list[str]:
     if drill is None:
         return ["[yellow]no drill run in the results DB[/]"]
     verdict = (
-        "[red]FAILED[/]" if drill.gate_passed is False else "[green]passed[/]" if drill.gate_passed else "not gated"
+        "[red]FAILED[/]"
+        if drill.gate_passed is False
+        else "[green]passed[/]"
+        if drill.gate_passed
+        else "not gated"
     )
-    lines = [f"{verdict}: the candidate {escape(drill.target)} against {escape(drill.baseline or '–')}"]
+    lines = [
+        f"{verdict}: the candidate {escape(drill.target)} against {escape(drill.baseline or '–')}"
+    ]
     failed = [row for row in [*drill.gate_rows, *drill.reference_rows] if not row.passed]
     seen = set()
-    failed = [r for r in failed if not (r.metric in seen or seen.add(r.metric))]  # baseline first, once per metric
+    failed = [
+        r for r in failed if not (r.metric in seen or seen.add(r.metric))
+    ]  # baseline first, once per metric
     for row in failed[:FAILED_SHOWN]:
         lines.append(f"  - {escape(_clip(_difference(row), WIDTH - 6))}")
     if len(failed) > FAILED_SHOWN:
-        lines.append(f"  - and {len(failed) - FAILED_SHOWN} more metrics (the report lists every one)")
+        lines.append(
+            f"  - and {len(failed) - FAILED_SHOWN} more metrics (the report lists every one)"
+        )
     if not failed:
         lines.append(f"  {escape(_clip(drill.gate, WIDTH - 2))}")
     if recap.alerts is not None:
@@ -92,7 +111,9 @@ def _coverage_line(recap: DemoRecap) -> str:
         f"coverage:    {level} of {day.questions} questions"
         f"{_threshold_note(coverage)}; {topics} topic{'s' if topics != 1 else ''} missed"
     )
-    largest = f", the largest {coverage.clusters[0].share:.0%} of the day" if coverage.clusters else ""
+    largest = (
+        f", the largest {coverage.clusters[0].share:.0%} of the day" if coverage.clusters else ""
+    )
     return line + largest if Text.from_markup(line + largest).cell_len <= WIDTH else line
 
 
@@ -111,14 +132,22 @@ def _trust_line(recap: DemoRecap) -> str:
     untrusted = [row for row in rows if row.trusted is False]
     head = f"judge trust: {len(trusted)}/{len(rows)} metrics trusted (κ ≥ {TRUSTED_FROM_KAPPA:g}, {MIN_LABELS}+ labels)"
     if untrusted:  # the ones that need a person's eye
-        return _fit(f"{head}; not: ", [f"[red]{row.metric}[/] {number(row.kappa, 2)}" for row in untrusted], sep=", ")
+        return _fit(
+            f"{head}; not: ",
+            [f"[red]{row.metric}[/] {number(row.kappa, 2)}" for row in untrusted],
+            sep=", ",
+        )
     return _fit(f"{head}: ", [f"{row.metric} {number(row.kappa, 2)}" for row in trusted], sep=", ")
 
 
 def _cost_line(recap: DemoRecap) -> str:
     runs = [
         (label, run.cost)
-        for label, run in (("offline", recap.baseline), ("drill", recap.drill), ("online", recap.online))
+        for label, run in (
+            ("offline", recap.baseline),
+            ("drill", recap.drill),
+            ("online", recap.online),
+        )
         if run is not None and run.cost is not None
     ]
     if not runs:
@@ -127,9 +156,14 @@ def _cost_line(recap: DemoRecap) -> str:
     cached = sum(c.total("cache_hits") for _, c in runs)
     tokens = sum(c.total("prompt_tokens") + c.total("completion_tokens") for _, c in runs)
     each = ", ".join(f"{label} {c.total('requests'):,.0f}" for label, c in runs)
-    # The offline backend counts requests but no tokens: a token figure is shown only where servers reported one.
+    # The offline backend counts requests but no tokens: a token figure is shown only where servers
+    # reported one.
     shown = (
-        f"{tokens / 1e6:.2f} M tokens" if tokens >= 1e6 else f"{tokens:,.0f} tokens" if tokens else "no tokens reported"
+        f"{tokens / 1e6:.2f} M tokens"
+        if tokens >= 1e6
+        else f"{tokens:,.0f} tokens"
+        if tokens
+        else "no tokens reported"
     )
     total = f"{requests:,.0f} model requests ({cached:,.0f} cached), {shown}"
     return _fit("cost:        ", [total, each])
@@ -144,7 +178,9 @@ def _where_lines(recap: DemoRecap) -> list[str]:
                 lines.append(f"  {label + ':':<15}{escape(path)}")
             else:  # a path is never cut or wrapped: it gets a line of its own
                 lines += [f"  {label}:", f"    {escape(path)}"]
-    lines.append(f"  {'ragwatch page:':<15}{recap.page_url} (after `make up`: the demo runs no web server)")
+    lines.append(
+        f"  {'ragwatch page:':<15}{recap.page_url} (after `make up`: the demo runs no web server)"
+    )
     if recap.alerts is not None:
         line = f"  {'alerts:':<15}{escape(recap.alerts.source)}"
         # The demo's Prometheus stops with it: say where a lasting one is, when the line has room.
@@ -158,8 +194,16 @@ def _where_lines(recap: DemoRecap) -> list[str]:
 def recap_lines(recap: DemoRecap) -> list[str]:
     """The screen as Rich markup lines (paths are not clipped: a cut path cannot be opened)."""
     lines = ["[bold]What ran[/]"]
-    lines += [f"  {escape(_clip(line, WIDTH - 2))}" for line in recap.ran] or ["  nothing: no step left a record"]
+    lines += [f"  {escape(_clip(line, WIDTH - 2))}" for line in recap.ran] or [
+        "  nothing: no step left a record"
+    ]
     lines += ["", "[bold]Regression drill[/]", *_drill_lines(recap), ""]
-    lines += [_coverage_line(recap), _trust_line(recap), _cost_line(recap), "", "[bold]Where to click[/]"]
+    lines += [
+        _coverage_line(recap),
+        _trust_line(recap),
+        _cost_line(recap),
+        "",
+        "[bold]Where to click[/]",
+    ]
     lines += _where_lines(recap)
     return lines[:MAX_LINES]

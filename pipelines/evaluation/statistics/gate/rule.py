@@ -1,7 +1,8 @@
-"""The regression gate's rule: is a candidate run worse than an earlier one, metric by metric (`regression_gate`).
+"""The regression gate's rule: is a candidate run worse than an earlier one, metric by metric
+(`regression_gate`).
 
-Which runs a run is compared with, and how its level is shared between them: run_gate.py and level.py. What a
-pass can hide: sensitivity.py."""
+Which runs a run is compared with, and how its level is shared between them: run_gate.py and
+level.py. What a pass can hide: sensitivity.py."""
 
 from __future__ import annotations
 
@@ -24,20 +25,27 @@ from pipelines.evaluation.statistics.randomization import (
     family_permutation_test,
     family_sign_flip_test,
 )
-from pipelines.evaluation.statistics.scores import LOWER_IS_BETTER, ScoreLike, ok_value, score_change, value_range
+from pipelines.evaluation.statistics.scores import (
+    LOWER_IS_BETTER,
+    ScoreLike,
+    ok_value,
+    score_change,
+    value_range,
+)
 
 DEFAULT_MIN_PAIRS = 10
-"""Fewest items scored ok in both runs for the gate to decide on a metric: the smallest n at which the
-intervals here were validated (coverage ≥ 0.93 at n = 10). Below it a few survivors of many failures
-would stand for the run, and "no significant drop" would say nothing."""
+"""Fewest items scored ok in both runs for the gate to decide on a metric: the smallest n at which
+the intervals here were validated (coverage ≥ 0.93 at n = 10). Below it a few survivors of many
+failures would stand for the run, and "no significant drop" would say nothing."""
 DEFAULT_MAX_FAILURE_RISE = 0.05
 """Largest rise of the not-ok (failed or skipped) share the gate tolerates: five points."""
 
-# --- The regression gate ------------------------------------------------------------------------------
+# --- The regression gate
+# ------------------------------------------------------------------------------
 
 GATE_ALPHA = 0.05
-"""Family-wise one-sided level of the gate: the chance that an unchanged system fails it, over every check
-of every metric together."""
+"""Family-wise one-sided level of the gate: the chance that an unchanged system fails it, over every
+check of every metric together."""
 DEFAULT_MIN_TOLERANCE = 0.02
 """Smallest worsening of a mean that fails the gate however significant ("e.g. 0.02 recall"):
 past a few hundred items the noise band falls below it, and a drop of 0.01 is not worth a page."""
@@ -58,11 +66,13 @@ NOT_IN_BASELINE = "not gated: the baseline did not measure it"
 
 @dataclass(frozen=True)
 class MetricGate:
-    """The gate's verdict on one metric; `reason` states every check that failed (or why it passed)."""
+    """The gate's verdict on one metric; `reason` states every check that failed (or why it
+    passed)."""
 
     metric: str
     design: Literal["paired", "independent", "none"]
-    """paired: the runs share items (offline); independent: they share none (online); none: not gated."""
+    """paired: the runs share items (offline); independent: they share none (online); none: not
+    gated."""
     higher_is_better: bool
     n_pairs: int
     """Items scored ok in both runs (paired design)."""
@@ -72,62 +82,68 @@ class MetricGate:
     """ok baseline scores."""
     candidate_mean: float | None
     baseline_mean: float | None
-    """Means over the compared scores: the items ok in both runs (paired), every ok score (independent)."""
+    """Means over the compared scores: the items ok in both runs (paired), every ok score
+    (independent)."""
     diff: float | None
     """candidate_mean − baseline_mean (raw sign, not direction-adjusted)."""
     standard_error: float | None
-    """sd of the differences / √pairs (Welch SE for independent runs): shown, not used for the decision."""
+    """sd of the differences / √pairs (Welch SE for independent runs): shown, not used for the
+    decision."""
     tolerance: float | None
-    """max(min_tolerance, noise band) of the score drop: the worsening passes up to it. The noise band is
-    the largest worsening the family test does not call significant at this check's step; None when the
-    score is not gated."""
+    """max(min_tolerance, noise band) of the score drop: the worsening passes up to it. The noise
+    band is the largest worsening the family test does not call significant at this check's step;
+    None when the score is not gated."""
     ci_low: float | None
     ci_high: float | None
-    """Equal-tailed two-sided (1 − α) interval of `diff` (`ci_method`), unadjusted: shown, not used for the
-    decision."""
+    """Equal-tailed two-sided (1 − α) interval of `diff` (`ci_method`), unadjusted: shown, not used
+    for the decision."""
     passed: bool
     reason: str
     ci_method: str | None = None
     test_method: str | None = None
     """A TEST_METHODS key: how the family test draws "nothing changed"."""
     p_value: float | None = None
-    """One-sided p-value of the score drop alone, H0 "the runs are exchangeable" (nothing changed)."""
+    """One-sided p-value of the score drop alone, H0 "the runs are exchangeable" (nothing
+    changed)."""
     p_adjusted: float | None = None
     """Westfall–Young-adjusted p_value over every check of every metric of the gate."""
     correction: str = WESTFALL_YOUNG
     gated: bool = True
-    """Whether the score was tested: the baseline measured the metric and ≥ min_pairs items are ok in both
-    runs (independent: in each run). A metric not gated passes, unless its failure rise fails it or, where the
-    baseline has ≥ min_pairs ok scores of it, its worst case."""
+    """Whether the score was tested: the baseline measured the metric and ≥ min_pairs items are ok
+    in both runs (independent: in each run). A metric not gated passes, unless its failure rise
+    fails it or, where the baseline has ≥ min_pairs ok scores of it, its worst case."""
     status: str = GATED
     """"gated", or why not: "not gated: n = 7 < 10", NOT_MEASURED, NOT_IN_BASELINE, RECOVERY."""
     n_candidate_items: int = 0
     """Candidate items with a score of this metric (ok, failed or skipped)."""
     n_baseline_items: int = 0
     n_missing: int = 0
-    """Baseline items with no score of this metric in the candidate (paired design): counted as not ok."""
+    """Baseline items with no score of this metric in the candidate (paired design): counted as not
+    ok."""
     candidate_not_ok_share: float | None = None
-    """(failed + skipped + missing) / baseline items (paired), (failed + skipped) / items (independent)."""
+    """(failed + skipped + missing) / baseline items (paired), (failed + skipped) / items
+    (independent)."""
     baseline_not_ok_share: float | None = None
     failure_rise: float | None = None
     """candidate_not_ok_share − baseline_not_ok_share."""
     failure_rise_p_value: float | None = None
-    """One-sided p-value of "failures are exchangeable between the runs" against a rise (McNemar's exact test
-    when it is alone in an exact family)."""
+    """One-sided p-value of "failures are exchangeable between the runs" against a rise (McNemar's
+    exact test when it is alone in an exact family)."""
     failure_rise_p_adjusted: float | None = None
     worst_case_diff: float | None = None
-    """candidate − baseline mean over the baseline's items with every failed, skipped or missing score at the
-    worst end of the range (the sensitivity bound: what the failures could be hiding); paired design, means
-    over every item of each run when independent. None when the score is not gated or its range unknown."""
+    """candidate − baseline mean over the baseline's items with every failed, skipped or missing
+    score at the worst end of the range (the sensitivity bound: what the failures could be hiding);
+    paired design, means over every item of each run when independent. None when the score is not
+    gated or its range unknown."""
     worst_case_p_value: float | None = None
     worst_case_p_adjusted: float | None = None
     worst_case_tolerance: float | None = None
     checks_failed: tuple[str, ...] = ()
     """Names of the failed checks (GATE_CHECKS keys)."""
     detectable_drop: float | None = None
-    """The smallest worsening of the mean the score-drop check catches 90 % of the time at this n and spread
-    (gate/sensitivity.py): what a pass can still hide. Paired design only; None when not gated or when no drop
-    within the range is caught that often."""
+    """The smallest worsening of the mean the score-drop check catches 90 % of the time at this n
+    and spread (gate/sensitivity.py): what a pass can still hide. Paired design only; None when not
+    gated or when no drop within the range is caught that often."""
 
 
 @dataclass(frozen=True)
@@ -185,12 +201,16 @@ class GateResult:
 
     def summary(self) -> str:
         if not self.passed:
-            return "gate failed: " + "; ".join(f"{m.metric}: {m.reason}" for m in self.metrics if not m.passed)
+            return "gate failed: " + "; ".join(
+                f"{m.metric}: {m.reason}" for m in self.metrics if not m.passed
+            )
         not_gated = [f"{m.metric} ({m.status})" for m in self.metrics if not m.gated]
         rest = f"; {', '.join(not_gated)}" if not_gated else ""
         if not self.measured:
             return f"nothing gated{rest}"
-        caught = sorted(m.detectable_drop for m in self.metrics if m.gated and m.detectable_drop is not None)
+        caught = sorted(
+            m.detectable_drop for m in self.metrics if m.gated and m.detectable_drop is not None
+        )
         vouches = ""
         if caught:
             low, high = f"{caught[0]:.2f}", f"{caught[-1]:.2f}"
@@ -198,12 +218,18 @@ class GateResult:
         return f"gate passed on {len(self.gated_metrics)} metric(s){vouches}{rest}"
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "summary": self.summary(), "rule": self.rule, "gated_metrics": self.gated_metrics}
+        return {
+            **asdict(self),
+            "summary": self.summary(),
+            "rule": self.rule,
+            "gated_metrics": self.gated_metrics,
+        }
 
 
 @dataclass
 class _Check:
-    """One statistic of the family: a mean worsening and the material threshold it must exceed to fail."""
+    """One statistic of the family: a mean worsening and the material threshold it must exceed to
+    fail."""
 
     name: str
     threshold: float
@@ -212,7 +238,8 @@ class _Check:
     size: int = 0
     """Paired: the items the mean is over."""
     values: dict[str, float] = field(default_factory=dict)
-    """Independent: item (of either run) → its value; the statistic is direction · (candidate − baseline mean)."""
+    """Independent: item (of either run) → its value; the statistic is direction · (candidate −
+    baseline mean)."""
     direction: float = 1.0
     observed: float = 0.0
     p_value: float = 1.0
@@ -240,29 +267,35 @@ def regression_gate(
     draws: int | None = None,
     seed: int = SEED,
 ) -> GateResult:
-    """Pass when no metric fails (the statistics package docstring and `GateResult.rule` state the exact tests).
+    """Pass when no metric fails (the statistics package docstring and `GateResult.rule` state the
+    exact tests).
 
-    Per metric, where the baseline measured it (ok scores) and ≥ `min_pairs` items are ok in both runs
-    (independent design: in each run), up to three checks; else the metric is "not gated" (it passes)
-    and only its failure rise is checked, and its worst case where the baseline has ≥ `min_pairs` ok scores
-    (failures that leave too few pairs must not hide a drop):
+    Per metric, where the baseline measured it (ok scores) and ≥ `min_pairs` items are ok in both
+    runs (independent design: in each run), up to three checks; else the metric is "not gated" (it
+    passes) and only its failure rise is checked, and its worst case where the baseline has ≥
+    `min_pairs` ok scores (failures that leave too few pairs must not hide a drop):
 
     1. score drop: the mean over the items ok in both runs worsens by more than `min_tolerance`;
-    2. worst case: the same with every failed, skipped or missing score counted at the worst end of the
-       metric's range, in both runs (so "nothing changed" stays exchangeable): newly failed items cannot
-       hide a drop, and a few missing items do not fail the gate alone when this bound still passes;
-    3. failure rise: the share of failed, skipped or missing items rises by more than `max_failure_rise`.
+    2. worst case: the same with every failed, skipped or missing score counted at the worst end of
+       the metric's range, in both runs (so "nothing changed" stays exchangeable): newly failed
+       items cannot hide a drop, and a few missing items do not fail the gate alone when this bound
+       still passes;
+    3. failure rise: the share of failed, skipped or missing items rises by more than
+       `max_failure_rise`.
 
     A check fails when it is that large and significant: every check of every metric is one family,
-    tested by `family_sign_flip_test` (runs sharing items) or `family_permutation_test` (runs sharing
-    none) with Westfall–Young's step-down maxT at family-wise one-sided `alpha`. So a target failure,
-    which fails every metric of an item, counts about once, and an unchanged system fails the gate at most
-    `alpha` of the time. `draws` and `seed`: the family test's Monte Carlo draws (RANDOMIZATION_DRAWS).
+    tested by `family_sign_flip_test` (runs sharing items) or `family_permutation_test` (runs
+    sharing none) with Westfall–Young's step-down maxT at family-wise one-sided `alpha`. So a target
+    failure, which fails every metric of an item, counts about once, and an unchanged system fails
+    the gate at most `alpha` of the time. `draws` and `seed`: the family test's Monte Carlo draws
+    (RANDOMIZATION_DRAWS).
 
-    A metric the baseline scored on items that all failed passes as a recovery (RECOVERY) when the candidate
-    measured it; one measured in neither run, or only by the candidate, is listed as not gated. One the
-    baseline measured and the candidate has no score of at all fails (`MISSING_METRIC`): a metric switched
-    off or lost is a change the gate cannot vouch for. The printed interval of each difference is the two-sided 1 − `alpha` interval (95 % at the default 0.05).
+    A metric the baseline scored on items that all failed passes as a recovery (RECOVERY) when the
+    candidate measured it; one measured in neither run, or only by the candidate, is listed as not
+    gated. One the baseline measured and the candidate has no score of at all fails
+    (`MISSING_METRIC`): a metric switched off or lost is a change the gate cannot vouch for. The
+    printed interval of each difference is the two-sided 1 − `alpha` interval (95 % at the default
+    0.05).
     """
     gated = list(dict.fromkeys(metrics))
     if not gated:
@@ -270,7 +303,8 @@ def regression_gate(
     if min_pairs < 2:
         raise ValueError("min_pairs below 2 leaves nothing to estimate a spread from")
     if not 0.0 < alpha < 1.0:
-        # alpha = 0 would print (-inf, inf) and pass every drop; alpha >= 1 fails on noise and prints a point.
+        # alpha = 0 would print (-inf, inf) and pass every drop; alpha >= 1 fails on noise and
+        # prints a point.
         raise ValueError(f"alpha is a family-wise level strictly between 0 and 1, not {alpha!r}")
     cand_rows, base_rows = _rows_by_metric(candidate, gated), _rows_by_metric(baseline, gated)
     shared = any(cand_rows[m].keys() & base_rows[m].keys() for m in gated)
@@ -295,7 +329,10 @@ def regression_gate(
         if design == "independent"
         else (SIGN_FLIP_EXACT if family.exact else SIGN_FLIP_MONTE_CARLO)
     )
-    results = [_gate_verdict(draft, method=method, alpha=alpha, critical=family.critical) for draft in drafts]
+    results = [
+        _gate_verdict(draft, method=method, alpha=alpha, critical=family.critical)
+        for draft in drafts
+    ]
     return GateResult(
         passed=all(r.passed for r in results),
         metrics=results,
@@ -309,7 +346,9 @@ def regression_gate(
     )
 
 
-def _rows_by_metric(scores: Iterable[ScoreLike], metrics: list[str]) -> dict[str, dict[str, ScoreLike]]:
+def _rows_by_metric(
+    scores: Iterable[ScoreLike], metrics: list[str]
+) -> dict[str, dict[str, ScoreLike]]:
     rows: dict[str, dict[str, ScoreLike]] = {m: {} for m in metrics}
     for s in scores:
         by_item = rows.get(s.metric)
@@ -356,7 +395,8 @@ def _gate_draft(
     )
     if not base:
         draft.update(
-            design="none", status=RECOVERY if base_rows and cand else NOT_IN_BASELINE if cand else NOT_MEASURED
+            design="none",
+            status=RECOVERY if base_rows and cand else NOT_IN_BASELINE if cand else NOT_MEASURED,
         )
         if cand:
             draft["candidate_mean"] = float(np.mean(list(cand.values())))
@@ -372,8 +412,14 @@ def _gate_draft(
         items = sorted(base_rows)
         base_lost = {i: base_rows[i].status != "ok" for i in items}
         cand_lost = {i: i not in cand_rows or cand_rows[i].status != "ok" for i in items}
-        rise = {i: float(cand_lost[i]) - float(base_lost[i]) for i in items if cand_lost[i] != base_lost[i]}
-        draft["checks"][FAILURE_RISE] = _Check(FAILURE_RISE, max_failure_rise, contributions=rise, size=len(items))
+        rise = {
+            i: float(cand_lost[i]) - float(base_lost[i])
+            for i in items
+            if cand_lost[i] != base_lost[i]
+        }
+        draft["checks"][FAILURE_RISE] = _Check(
+            FAILURE_RISE, max_failure_rise, contributions=rise, size=len(items)
+        )
         shared = [i for i in items if i in base and i in cand]
         draft.update(
             n_pairs=len(shared),
@@ -384,40 +430,55 @@ def _gate_draft(
         enough = len(shared) >= min_pairs
         c, b = np.array([cand[i] for i in shared]), np.array([base[i] for i in shared])
         span = value_range(
-            metric, np.concatenate([c, b, [base[i] for i in items if i in base], [cand[i] for i in items if i in cand]])
+            metric,
+            np.concatenate(
+                [c, b, [base[i] for i in items if i in base], [cand[i] for i in items if i in cand]]
+            ),
         )
         if shared:
             difference = paired_difference(c, b, span)
             se = float((c - b).std(ddof=1) / math.sqrt(c.size)) if c.size >= 2 else None
         if enough:
             drops = dict(zip(shared, (-sign * score_change(c, b)).tolist()))
-            draft["checks"][SCORE_DROP] = _Check(SCORE_DROP, min_tolerance, contributions=drops, size=len(shared))
+            draft["checks"][SCORE_DROP] = _Check(
+                SCORE_DROP, min_tolerance, contributions=drops, size=len(shared)
+            )
             draft["width"] = span[1] - span[0] if span is not None else None
         n_lost = sum(base_lost[i] or cand_lost[i] for i in items)
-        # The worst case stands on the baseline's items, not on the pairs: it is tested wherever the baseline
-        # measured the metric, so failures that leave fewer than min_pairs pairs cannot hide a drop by making the
-        # score drop untestable. With nothing lost the worst case is the score drop itself.
+        # The worst case stands on the baseline's items, not on the pairs: it is tested wherever the
+        # baseline measured the metric, so failures that leave fewer than min_pairs pairs cannot
+        # hide a drop by making the score drop untestable. With nothing lost the worst case is the
+        # score drop itself.
         if len(base) >= min_pairs and span is not None and n_lost:
             worst = span[0] if higher else span[1]
             imputed = dict(
                 zip(
                     items,
                     (
-                        -sign * score_change([cand.get(i, worst) for i in items], [base.get(i, worst) for i in items])
+                        -sign
+                        * score_change(
+                            [cand.get(i, worst) for i in items], [base.get(i, worst) for i in items]
+                        )
                     ).tolist(),
                 )
             )
             draft["checks"][WORST_CASE_DROP] = _Check(
                 WORST_CASE_DROP, min_tolerance, contributions=imputed, size=len(items)
             )
-            draft.update(worst_case_diff=-sign * float(np.mean(list(imputed.values()))), worst=worst, n_lost=n_lost)
+            draft.update(
+                worst_case_diff=-sign * float(np.mean(list(imputed.values()))),
+                worst=worst,
+                n_lost=n_lost,
+            )
         not_gated_text = f"only {len(shared)} items scored ok in both runs (need ≥ {min_pairs})"
         n_compared = len(shared)
     else:
         cand_lost = {i: s.status != "ok" for i, s in cand_rows.items()}
         base_lost = {i: s.status != "ok" for i, s in base_rows.items()}
         lost = {i: float(v) for i, v in (cand_lost | base_lost).items()}
-        draft["checks"][FAILURE_RISE] = _Check(FAILURE_RISE, max_failure_rise, values=lost, direction=1.0)
+        draft["checks"][FAILURE_RISE] = _Check(
+            FAILURE_RISE, max_failure_rise, values=lost, direction=1.0
+        )
         draft.update(
             candidate_not_ok_share=float(np.mean(list(cand_lost.values()))) if cand_lost else 1.0,
             baseline_not_ok_share=float(np.mean(list(base_lost.values()))),
@@ -427,17 +488,30 @@ def _gate_draft(
         span = value_range(metric, np.concatenate([c, b]))
         if cand:
             difference = independent_difference(c, b, span)
-            se = math.sqrt(c.var(ddof=1) / c.size + b.var(ddof=1) / b.size) if c.size >= 2 and b.size >= 2 else None
+            se = (
+                math.sqrt(c.var(ddof=1) / c.size + b.var(ddof=1) / b.size)
+                if c.size >= 2 and b.size >= 2
+                else None
+            )
         if enough:
-            draft["checks"][SCORE_DROP] = _Check(SCORE_DROP, min_tolerance, values=cand | base, direction=-sign)
+            draft["checks"][SCORE_DROP] = _Check(
+                SCORE_DROP, min_tolerance, values=cand | base, direction=-sign
+            )
         n_lost = sum(cand_lost.values()) + sum(base_lost.values())
-        if len(base) >= min_pairs and span is not None and n_lost:  # as paired: the baseline measured it
+        if (
+            len(base) >= min_pairs and span is not None and n_lost
+        ):  # as paired: the baseline measured it
             worst = span[0] if higher else span[1]
-            imputed = {i: cand.get(i, worst) for i in cand_rows} | {i: base.get(i, worst) for i in base_rows}
-            draft["checks"][WORST_CASE_DROP] = _Check(WORST_CASE_DROP, min_tolerance, values=imputed, direction=-sign)
+            imputed = {i: cand.get(i, worst) for i in cand_rows} | {
+                i: base.get(i, worst) for i in base_rows
+            }
+            draft["checks"][WORST_CASE_DROP] = _Check(
+                WORST_CASE_DROP, min_tolerance, values=imputed, direction=-sign
+            )
             draft.update(
                 worst_case_diff=float(
-                    np.mean([imputed[i] for i in cand_rows]) - np.mean([imputed[i] for i in base_rows])
+                    np.mean([imputed[i] for i in cand_rows])
+                    - np.mean([imputed[i] for i in base_rows])
                 ),
                 worst=worst,
                 n_lost=n_lost,
@@ -480,7 +554,9 @@ def _test_family(
         for column, check in enumerate(checks):
             for item, value in check.contributions.items():
                 matrix[index[item], column] = value
-        family = family_sign_flip_test(matrix, [c.size for c in checks], alpha=alpha, draws=draws, seed=seed)
+        family = family_sign_flip_test(
+            matrix, [c.size for c in checks], alpha=alpha, draws=draws, seed=seed
+        )
     else:
         candidate_items = {i for rows in cand_rows.values() for i in rows}
         items = sorted({i for check in checks for i in check.values})
@@ -489,18 +565,30 @@ def _test_family(
         for column, check in enumerate(checks):
             for item, value in check.values.items():
                 values[index[item], column], masks[index[item], column] = value, 1.0
-        in_candidate, directions = [i in candidate_items for i in items], [c.direction for c in checks]
-        family = family_permutation_test(values, masks, in_candidate, directions, alpha=alpha, draws=draws, seed=seed)
+        in_candidate, directions = (
+            [i in candidate_items for i in items],
+            [c.direction for c in checks],
+        )
+        family = family_permutation_test(
+            values, masks, in_candidate, directions, alpha=alpha, draws=draws, seed=seed
+        )
     for column, check in enumerate(checks):
         check.observed = float(family.observed[column])
-        check.p_value, check.p_adjusted = float(family.p_values[column]), float(family.p_adjusted[column])
+        check.p_value, check.p_adjusted = (
+            float(family.p_values[column]),
+            float(family.p_adjusted[column]),
+        )
         check.band = float(family.bands[column])
     return family
 
 
 def _gate_verdict(draft: dict, *, method: str, alpha: float, critical: float) -> MetricGate:
     checks: dict[str, _Check] = draft.pop("checks")
-    not_gated_text, worst, n_lost = draft.pop("not_gated_text", ""), draft.pop("worst", None), draft.pop("n_lost", 0)
+    not_gated_text, worst, n_lost = (
+        draft.pop("not_gated_text", ""),
+        draft.pop("worst", None),
+        draft.pop("n_lost", 0),
+    )
     width = draft.pop("width", None)
     texts: list[tuple[str, str | None]] = []  # (text, the check it fails or None)
     if draft.pop("missing_metric", False):
@@ -513,7 +601,11 @@ def _gate_verdict(draft: dict, *, method: str, alpha: float, critical: float) ->
     def p_text(check: _Check) -> str:
         return f"one-sided p {_fmt_p(check.p_value)}, adjusted p {_fmt_p(check.p_adjusted)}"
 
-    score, worst_case, rise = checks.get(SCORE_DROP), checks.get(WORST_CASE_DROP), checks.get(FAILURE_RISE)
+    score, worst_case, rise = (
+        checks.get(SCORE_DROP),
+        checks.get(WORST_CASE_DROP),
+        checks.get(FAILURE_RISE),
+    )
     if score is not None:
         sizes = (
             f"{draft['n_pairs']} pairs"
@@ -530,7 +622,9 @@ def _gate_verdict(draft: dict, *, method: str, alpha: float, critical: float) ->
     elif draft["diff"] is not None and not_gated_text:
         texts.append((f"not gated: {not_gated_text}; observed change {draft['diff']:+.4f}", None))
     elif not texts:
-        texts.append((draft["status"] if not not_gated_text else f"not gated: {not_gated_text}", None))
+        texts.append(
+            (draft["status"] if not not_gated_text else f"not gated: {not_gated_text}", None)
+        )
     if worst_case is not None:
         texts.append(
             (
@@ -551,7 +645,9 @@ def _gate_verdict(draft: dict, *, method: str, alpha: float, critical: float) ->
             )
         )
     failed = tuple(check for _, check in texts if check)
-    reason = "; ".join([text for text, check in texts if check] + [text for text, check in texts if not check])
+    reason = "; ".join(
+        [text for text, check in texts if check] + [text for text, check in texts if not check]
+    )
     detectable = None
     if score is not None and width is not None and score.size:
         mean_square = sum(v * v for v in score.contributions.values()) / score.size

@@ -1,27 +1,30 @@
-"""The regression gate of an offline run: against which runs, on which items and metrics, and what failing does.
+"""The regression gate of an offline run: against which runs, on which items and metrics, and what
+failing does.
 
 A run is compared twice (docs/explanation/statistics.md):
-- with its **baseline**, the previous accepted run of its target (`ResultsStore.baseline_for`), or the run
-  named by `baseline_run`: a sudden regression fails;
-- with its **reference** (`ResultsStore.references`), per gated metric the first release (`ragwatch eval pin`)
-  that measured it since the reference was last moved (`eval pin --reference`, or pinning a run whose gate
-  failed), else the first accepted run that measured it, on any golden version of the set; or the run named
-  by `reference_run`: ten small drops that each pass against the previous run add up and fail here, even when
-  every release is pinned. A release that measured no gated metric is never a reference (the note names it); a
-  partial one (`eval pin --partial`, the judge off) is the reference of what it measured only, and a metric it
-  lacks is compared with the first release that measured it: one more comparison.
-It passes only when it passes every comparison; they share the gate's false-alarm level (level.py), so an
-unchanged system fails the run's gate at most GATE_ALPHA of the time, not once per comparison. A run in which
-no gated metric was measured (every item failed or skipped, or the judge metrics switched off) is never chosen
-as a baseline while a measured one exists. A gated metric the earlier run measured and this run lacks fails.
+- with its **baseline**, the previous accepted run of its target (`ResultsStore.baseline_for`), or
+  the run named by `baseline_run`: a sudden regression fails;
+- with its **reference** (`ResultsStore.references`), per gated metric the first release (`ragwatch
+  eval pin`) that measured it since the reference was last moved (`eval pin --reference`, or pinning
+  a run whose gate failed), else the first accepted run that measured it, on any golden version of
+  the set; or the run named by `reference_run`: ten small drops that each pass against the previous
+  run add up and fail here, even when every release is pinned. A release that measured no gated
+  metric is never a reference (the note names it); a partial one (`eval pin --partial`, the judge
+  off) is the reference of what it measured only, and a metric it lacks is compared with the first
+  release that measured it: one more comparison. It passes only when it passes every comparison;
+  they share the gate's false-alarm level (level.py), so an unchanged system fails the run's gate at
+  most GATE_ALPHA of the time, not once per comparison. A run in which no gated metric was measured
+  (every item failed or skipped, or the judge metrics switched off) is never chosen as a baseline
+  while a measured one exists. A gated metric the earlier run measured and this run lacks fails.
 
-Across golden versions (a refresh retires stale items and adds new ones; item ids are content hashes) the
-runs are compared on the items both have, and the report says how many were retired and how many are new. A
-refresh does not move the reference: its level is carried across on the shared items, the interval as wide as
-their number makes it, until refreshes leave it fewer than `min_pairs` of the run's items (the note says so).
-Offline runs of one golden set pair their items by id: when the two runs share fewer than `min_pairs` ids
-the comparison fails as not comparable instead of silently becoming an unpaired one. A `limit` run is compared on
-the subset it drew: the baseline's items it did not draw are not missing.
+Across golden versions (a refresh retires stale items and adds new ones; item ids are content
+hashes) the runs are compared on the items both have, and the report says how many were retired and
+how many are new. A refresh does not move the reference: its level is carried across on the shared
+items, the interval as wide as their number makes it, until refreshes leave it fewer than
+`min_pairs` of the run's items (the note says so). Offline runs of one golden set pair their items
+by id: when the two runs share fewer than `min_pairs` ids the comparison fails as not comparable
+instead of silently becoming an unpaired one. A `limit` run is compared on the subset it drew: the
+baseline's items it did not draw are not missing.
 """
 
 from __future__ import annotations
@@ -33,7 +36,12 @@ from typing import Any, Literal
 from pipelines.core.records import Score
 from pipelines.evaluation.statistics.gate.gated_metrics import GATED_METRICS
 from pipelines.evaluation.statistics.gate.level import level_note, split_alpha
-from pipelines.evaluation.statistics.gate.rule import DEFAULT_MIN_PAIRS, GATE_ALPHA, GateResult, regression_gate
+from pipelines.evaluation.statistics.gate.rule import (
+    DEFAULT_MIN_PAIRS,
+    GATE_ALPHA,
+    GateResult,
+    regression_gate,
+)
 from pipelines.stores.results import EvalRun, ReferenceChoice, ResultsStore, golden_set_of
 
 Role = Literal["baseline", "reference"]
@@ -55,7 +63,8 @@ class Comparison:
     gate: GateResult | None
     """None when no gated metric was scored in both runs, or when they are not comparable."""
     scope: str | None = None
-    """Across golden versions: "compared on the N items golden@v3 and golden@v4 share; M retired, K new not gated"."""
+    """Across golden versions: "compared on the N items golden@v3 and golden@v4 share; M retired, K
+    new not gated"."""
     not_comparable: str | None = None
     """Why the runs cannot be paired (too few shared item ids); the comparison fails."""
 
@@ -97,10 +106,11 @@ class RunGate:
     """Both comparisons of a run; it passes only when each gated comparison passes."""
 
     comparisons: tuple[Comparison, ...]
-    """The baseline comparison (none for the first run of a target given a `reference_run`), then the
-    reference's when the reference is another run."""
+    """The baseline comparison (none for the first run of a target given a `reference_run`), then
+    the reference's when the reference is another run."""
     reference_note: str
-    """Which run is the reference and why, or why there is none (and which empty releases were skipped)."""
+    """Which run is the reference and why, or why there is none (and which empty releases were
+    skipped)."""
     alpha: float = GATE_ALPHA
     """The family-wise level each comparison spent: GATE_ALPHA split over them (level.py)."""
 
@@ -110,7 +120,8 @@ class RunGate:
 
     @property
     def reference(self) -> Comparison | None:
-        """The first reference comparison (the only one unless a partial release left some metrics to another)."""
+        """The first reference comparison (the only one unless a partial release left some metrics
+        to another)."""
         return next((c for c in self.comparisons if c.role == "reference"), None)
 
     @property
@@ -124,7 +135,9 @@ class RunGate:
 
     def summary(self) -> str:
         head = {True: "gate passed", False: "gate failed", None: "not gated"}[self.passed]
-        note = "" if self.reference else f"; {self.reference_note}"  # else the reference's comparison says it
+        note = (
+            "" if self.reference else f"; {self.reference_note}"
+        )  # else the reference's comparison says it
         return f"{head}: " + "; ".join(c.summary() for c in self.comparisons) + note
 
     @property
@@ -133,8 +146,8 @@ class RunGate:
         return level_note(len(self.comparisons))
 
     def to_dict(self) -> dict[str, Any]:
-        """What the results DB keeps: the baseline comparison's gate at the top (the shape older runs have),
-        the combined verdict, and every comparison."""
+        """What the results DB keeps: the baseline comparison's gate at the top (the shape older
+        runs have), the combined verdict, and every comparison."""
         baseline, reference = self.baseline, self.reference
         top = baseline.gate.to_dict() if baseline and baseline.gate else {"metrics": []}
         return {
@@ -168,14 +181,17 @@ def gate_against_baseline(
     baseline_run: str | None = None,
     reference_run: str | None = None,
 ) -> RunGate | None:
-    """Gate `run` against its baseline and its reference (module docstring); None when there is no baseline.
+    """Gate `run` against its baseline and its reference (module docstring); None when there is no
+    baseline.
 
-    `baseline_run` / `reference_run` name the runs instead (e.g. a candidate target against the accepted run
-    of another). `min_pairs` (settings: `RAGWATCH_GATE_MIN_PAIRS`): fewest items ok in both runs for a metric
-    to be decided, and the fewest a run must score ok of a metric to count as having measured it.
+    `baseline_run` / `reference_run` name the runs instead (e.g. a candidate target against the
+    accepted run of another). `min_pairs` (settings: `RAGWATCH_GATE_MIN_PAIRS`): fewest items ok in
+    both runs for a metric to be decided, and the fewest a run must score ok of a metric to count as
+    having measured it.
 
-    The gate's α (GATE_ALPHA) is the promise of the whole run: an unchanged system fails it at most that often.
-    k comparisons each spend α / k of it (`split_alpha`): two (baseline and reference) half, one alone all of it."""
+    The gate's α (GATE_ALPHA) is the promise of the whole run: an unchanged system fails it at most
+    that often. k comparisons each spend α / k of it (`split_alpha`): two (baseline and reference)
+    half, one alone all of it."""
     wanted = measured_metrics(scores, min_ok=min_pairs)
     baseline = (
         _named(store, run, baseline_run, "baseline_run")
@@ -184,7 +200,11 @@ def gate_against_baseline(
     )
     skipped: tuple[EvalRun, ...] = ()
     if reference_run:
-        references = [ReferenceChoice(_named(store, run, reference_run, "reference_run"), "named by reference_run")]
+        references = [
+            ReferenceChoice(
+                _named(store, run, reference_run, "reference_run"), "named by reference_run"
+            )
+        ]
     else:
         items = {s.item_id for s in scores} if run.suite == "offline" else None
         references = store.references(run, metrics=GATED_METRICS, min_ok=min_pairs, items=items)
@@ -197,22 +217,27 @@ def gate_against_baseline(
     planned: list[tuple[Role, EvalRun, str | None, frozenset[str]]] = []
     if baseline is not None:
         planned.append(("baseline", baseline, None, frozenset()))
-    # A reference that is the baseline adds nothing: the baseline comparison gates every metric already.
+    # A reference that is the baseline adds nothing: the baseline comparison gates every metric
+    # already.
     planned += [
         ("reference", r.run, r.why, r.metrics)
         for r in references
         if baseline is None or r.run.run_id != baseline.run_id
     ]
     alpha = split_alpha(len(planned))
-    # Each reference gates the metrics it is the reference of; a metric no reference measured goes with the first,
-    # where it is listed "not gated: the baseline did not measure it".
+    # Each reference gates the metrics it is the reference of; a metric no reference measured goes
+    # with the first, where it is listed "not gated: the baseline did not measure it".
     claimed = set().union(*(r.metrics for r in references))
     comparisons = []
     for index, (role, against, why, metrics) in enumerate(planned):
         against_scores = store.scores(against.run_id)
         own_scores = scores
         if role == "baseline":
-            chosen = "named by baseline_run" if baseline_run else _why_baseline(run, against, against_scores, min_pairs)
+            chosen = (
+                "named by baseline_run"
+                if baseline_run
+                else _why_baseline(run, against, against_scores, min_pairs)
+            )
         else:
             chosen = why
             if len(planned) - (baseline is not None) > 1:
@@ -222,14 +247,28 @@ def gate_against_baseline(
                 against_scores = [s for s in against_scores if s.metric in metrics]
         comparisons.append(
             compare_with(
-                run, own_scores, against, against_scores, role=role, chosen=chosen, min_pairs=min_pairs, alpha=alpha
+                run,
+                own_scores,
+                against,
+                against_scores,
+                role=role,
+                chosen=chosen,
+                min_pairs=min_pairs,
+                alpha=alpha,
             )
         )
-    return RunGate(comparisons=tuple(comparisons), reference_note=note, alpha=alpha) if comparisons else None
+    return (
+        RunGate(comparisons=tuple(comparisons), reference_note=note, alpha=alpha)
+        if comparisons
+        else None
+    )
 
 
 def _reference_note(
-    run: EvalRun, baseline: EvalRun | None, references: Sequence[ReferenceChoice], skipped: Sequence[EvalRun]
+    run: EvalRun,
+    baseline: EvalRun | None,
+    references: Sequence[ReferenceChoice],
+    skipped: Sequence[EvalRun],
 ) -> str:
     if not references:
         note = (
@@ -245,7 +284,9 @@ def _reference_note(
                 notes.append(f"reference {r.run.run_id}: {r.why}")
         note = "; ".join(notes)
     if skipped:
-        note += "; " + "; ".join(f"release {r.run_id} skipped: it measured no gated metric" for r in skipped)
+        note += "; " + "; ".join(
+            f"release {r.run_id} skipped: it measured no gated metric" for r in skipped
+        )
     return note
 
 
@@ -260,14 +301,15 @@ def compare_with(
     min_pairs: int = DEFAULT_MIN_PAIRS,
     alpha: float = GATE_ALPHA,
 ) -> Comparison:
-    """`run` against `baseline` on the gated metrics the run scored or the baseline measured, on the items both
-    have, at family-wise `alpha` (the share of the run's α this comparison may spend).
+    """`run` against `baseline` on the gated metrics the run scored or the baseline measured, on the
+    items both have, at family-wise `alpha` (the share of the run's α this comparison may spend).
 
     Offline items are paired by id; across golden versions only the shared items are compared
     (retired items are not missing, new items have nothing to be compared with)."""
-    # Every gated metric either run has a score of is listed. One the baseline measured (scored ok) and the
-    # candidate has no score of at all fails (regression_gate's missing_metric): switched off or lost, it is a
-    # change the gate cannot vouch for, and leaving it out would pass the run on the metrics left.
+    # Every gated metric either run has a score of is listed. One the baseline measured (scored ok)
+    # and the candidate has no score of at all fails (regression_gate's missing_metric): switched
+    # off or lost, it is a change the gate cannot vouch for, and leaving it out would pass the run
+    # on the metrics left.
     present = {s.metric for s in scores} | {s.metric for s in baseline_scores if s.status == "ok"}
     gated = [m for m in GATED_METRICS if m in present]
     if not gated or not {s.metric for s in baseline_scores} & set(gated):
@@ -285,7 +327,9 @@ def compare_with(
             f"candidate and {role} share {len(shared)} of {len(baseline_items)} item ids (need ≥ {min_pairs} "
             f"to pair them): {cause}; {CHOOSE_ANOTHER}"
         )
-        return Comparison(role=role, against=baseline, chosen=chosen, gate=None, not_comparable=problem)
+        return Comparison(
+            role=role, against=baseline, chosen=chosen, gate=None, not_comparable=problem
+        )
     scope = None
     if run.suite == "offline" and not same_version:
         scores = [s for s in scores if s.item_id in shared]
@@ -295,8 +339,8 @@ def compare_with(
             f"{len(baseline_items - shared)} retired, {len(items - shared)} new not gated"
         )
     elif run.suite == "offline" and run.params.get("subset") and baseline_items - items:
-        # A `limit` run evaluates the subset it drew (every drawn item has a score row, failed ones too): the
-        # baseline's other items were not asked for, so they are not missing ones.
+        # A `limit` run evaluates the subset it drew (every drawn item has a score row, failed ones
+        # too): the baseline's other items were not asked for, so they are not missing ones.
         baseline_scores = [s for s in baseline_scores if s.item_id in items]
         scope = (
             f"compared on this run's subset: {len(shared)} of the {role}'s {len(baseline_items)} items; "
@@ -307,8 +351,8 @@ def compare_with(
 
 
 def _named(store: ResultsStore, run: EvalRun, run_id: str, param: str) -> EvalRun:
-    # Checked before the lookup: a run's first attempt is not saved yet, and "not in the results DB" would hide
-    # that it named itself.
+    # Checked before the lookup: a run's first attempt is not saved yet, and "not in the results DB"
+    # would hide that it named itself.
     if run_id == run.run_id:
         raise ValueError(f"run {run.run_id!r} cannot be its own {param.removesuffix('_run')}")
     found = store.get_run(run_id)
@@ -317,7 +361,9 @@ def _named(store: ResultsStore, run: EvalRun, run_id: str, param: str) -> EvalRu
     return found
 
 
-def _why_baseline(run: EvalRun, baseline: EvalRun, baseline_scores: Sequence[Score], min_pairs: int) -> str:
+def _why_baseline(
+    run: EvalRun, baseline: EvalRun, baseline_scores: Sequence[Score], min_pairs: int
+) -> str:
     if not measured_metrics(baseline_scores, min_ok=min_pairs):
         return "the latest accepted run, although it measured no gated metric: no run of this target measured one yet"
     chosen = "the previous accepted run of this target"

@@ -30,14 +30,19 @@ def ragwatch(*args, env=None, check=True):
 
 def test_anonymize_a_jsonl_file_keeps_fields_and_quarantines_bad_lines(tmp_path):
     labelled = generate_traces(
-        40, seed=2, start=datetime(2026, 11, 1, tzinfo=timezone.utc), end=datetime(2026, 11, 2, tzinfo=timezone.utc)
+        40,
+        seed=2,
+        start=datetime(2026, 11, 1, tzinfo=timezone.utc),
+        end=datetime(2026, 11, 2, tzinfo=timezone.utc),
     )
     source = tmp_path / "traces.jsonl"
     lines = [lt.trace.model_dump_json() for lt in labelled]
     lines.insert(3, '{"trace_id": "broken", "question": "mi correo es ana.lopez@example.es"}')
     source.write_text("\n".join(lines) + "\n", encoding="utf-8")
     out = tmp_path / "anon.jsonl"
-    result = ragwatch("anonymize", "--in", str(source), "--out", str(out), env={"RAGWATCH_ANONYMIZER_KEY": "k"})
+    result = ragwatch(
+        "anonymize", "--in", str(source), "--out", str(out), env={"RAGWATCH_ANONYMIZER_KEY": "k"}
+    )
     rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert len(rows) == 40 and set(rows[0]) == set(json.loads(lines[0]))
     written = out.read_text(encoding="utf-8")
@@ -45,7 +50,11 @@ def test_anonymize_a_jsonl_file_keeps_fields_and_quarantines_bad_lines(tmp_path)
         for _, value in lt.planted:
             assert value not in written
     quarantine = (tmp_path / "anon.quarantine.jsonl").read_text(encoding="utf-8")
-    assert '"line": 4' in quarantine and "ana.lopez@example.es" not in quarantine and "[EMAIL_" in quarantine
+    assert (
+        '"line": 4' in quarantine
+        and "ana.lopez@example.es" not in quarantine
+        and "[EMAIL_" in quarantine
+    )
     said = " ".join(result.stdout.split())
     assert "40 traces written" in said and "1 lines quarantined" in said and "PII replaced" in said
 
@@ -64,7 +73,8 @@ def test_command_groups_of_other_packages_hang_on_the_root_by_their_entry_point_
 
 
 def test_the_installed_harness_adds_bench_and_demo():
-    """harness/pyproject.toml's entry points, as installing the harness records them (`make install`)."""
+    """harness/pyproject.toml's entry points, as installing the harness records them (`make
+    install`)."""
     assert {"bench", "demo"} <= {entry.name for entry in entry_points(group=COMMANDS)}
     assert {"bench", "demo"} <= {group.name for group in app.registered_groups}
     assert "Benchmarks measured side by side" in ragwatch("--help").stdout
@@ -94,5 +104,9 @@ def test_a_bad_setting_is_one_line_naming_the_variable_never_a_traceback(tmp_pat
     assert result.returncode == 1
     said = result.stdout + result.stderr
     assert "Traceback" not in said and "s3cret-pw" not in said
-    for variable in ("RAGWATCH_SAMPLE_RATE:", "RAGWATCH_JUDGE__MAX_CONCURRENCY:", "RAGWATCH_STRATA:"):
+    for variable in (
+        "RAGWATCH_SAMPLE_RATE:",
+        "RAGWATCH_JUDGE__MAX_CONCURRENCY:",
+        "RAGWATCH_STRATA:",
+    ):
         assert sum(line.strip().startswith(variable) for line in said.splitlines()) == 1, said

@@ -1,4 +1,5 @@
-"""Worker processes sized by the CPUs the process may use: its affinity set capped by its cgroup's quota."""
+"""Worker processes sized by the CPUs the process may use: its affinity set capped by its cgroup's
+quota."""
 
 import os
 
@@ -34,7 +35,9 @@ def test_without_a_cgroup_file_the_affinity_set_counts(tmp_path):
     assert available_cpus(tmp_path) == AFFINITY
 
 
-@pytest.mark.parametrize(("quota", "expected"), [("-1", AFFINITY), ("100000", 1), ("250000", min(AFFINITY, 3))])
+@pytest.mark.parametrize(
+    ("quota", "expected"), [("-1", AFFINITY), ("100000", 1), ("250000", min(AFFINITY, 3))]
+)
 def test_a_cgroup_v1_quota_caps_the_workers(tmp_path, quota, expected):
     (tmp_path / "cpu").mkdir()
     (tmp_path / "cpu" / "cpu.cfs_quota_us").write_text(quota + "\n")

@@ -1,5 +1,6 @@
-"""No parameter reaches outside its place: hostile values on every CLI command and DAG param are refused
-with a clear error, and nothing is deleted or written, inside the workspace or outside it."""
+"""No parameter reaches outside its place: hostile values on every CLI command and DAG param are
+refused with a clear error, and nothing is deleted or written, inside the workspace or outside
+it."""
 
 from __future__ import annotations
 
@@ -21,8 +22,27 @@ from pipelines.golden.params import load_golden_params
 from pipelines.traces.steps import stage_trace_sample
 from tests.conftest import ROOT
 
-HOSTILE_NAMES = ["..", "../..", "/etc", "a/b", ".hidden", "", "x" * 65, "na\x00me", "demo;rm -rf ~", "demo\n"]
-HOSTILE_DATES = ["../2026-01-01", "2026-13-01", "2026-02-30", "2026-01-01/..", "yesterday", "2026-1-1", ""]
+HOSTILE_NAMES = [
+    "..",
+    "../..",
+    "/etc",
+    "a/b",
+    ".hidden",
+    "",
+    "x" * 65,
+    "na\x00me",
+    "demo;rm -rf ~",
+    "demo\n",
+]
+HOSTILE_DATES = [
+    "../2026-01-01",
+    "2026-13-01",
+    "2026-02-30",
+    "2026-01-01/..",
+    "yesterday",
+    "2026-1-1",
+    "",
+]
 HOSTILE_STRATA = ["question", "answer", "app,question", "metadata", "app,app", "", "trace_id"]
 HOSTILE_K = ["0", "-1", "abc", "1,../2", "101", ""]
 HOSTILE_RUN_IDS = [
@@ -56,7 +76,9 @@ def cli_cases(csv_file: Path) -> list[list[str]]:
         ["golden", "review", "export"],
         ["golden", "review", "import", str(csv_file)],
     ]
-    golden_commands += [["golden", "stage", step] for step in ("plan", "generate", "filter", "split", "validate")]
+    golden_commands += [
+        ["golden", "stage", step] for step in ("plan", "generate", "filter", "split", "validate")
+    ]
     cases = [[*command, "--name", name] for command in golden_commands for name in HOSTILE_NAMES]
     dated = [
         ["traces", "sample"],
@@ -67,30 +89,47 @@ def cli_cases(csv_file: Path) -> list[list[str]]:
         ["eval", "online"],
     ]
     cases += [[*command, "--date", day] for command in dated for day in HOSTILE_DATES]
-    cases += [["traces", "sample", "--date", "2026-01-01", "--strata", strata] for strata in HOSTILE_STRATA]
-    cases += [["traces", "sample", "--date", "2026-01-01", "--rate", rate] for rate in ("0", "1.5", "-1")]
+    cases += [
+        ["traces", "sample", "--date", "2026-01-01", "--strata", strata]
+        for strata in HOSTILE_STRATA
+    ]
+    cases += [
+        ["traces", "sample", "--date", "2026-01-01", "--rate", rate] for rate in ("0", "1.5", "-1")
+    ]
     cases += [["traces", "sample", "--date", "2026-01-01", "--min-per-stratum", "-1"]]
     cases += [["metrics", "retrieval", "--in", str(csv_file), "--k", k] for k in HOSTILE_K]
     cases += [["eval", "offline", "--k", k] for k in HOSTILE_K]
     cases += [["eval", "offline", "--target-url", url] for url in HOSTILE_URLS]
-    cases += [["eval", "offline", "--target-name", name] for name in ("../..", "a/b", "..", "", "x y")]
+    cases += [
+        ["eval", "offline", "--target-name", name] for name in ("../..", "a/b", "..", "", "x y")
+    ]
     cases += [["eval", "offline", "--golden-version", v] for v in ("../v1", "v1/../..", "latest")]
-    cases += [["eval", "offline", "--metrics", "faithfulness,../x"], ["eval", "offline", "--limit", "0"]]
+    cases += [
+        ["eval", "offline", "--metrics", "faithfulness,../x"],
+        ["eval", "offline", "--limit", "0"],
+    ]
     cases += [["eval", "compare", "--a", f"url={url}", "--b", "k=3"] for url in HOSTILE_URLS[:3]]
     cases += [["golden", "show", "--version", v] for v in ("../v1", "v1/../..")]
     cases += [["eval", "summary", "--suite", suite] for suite in ("../offline", "all", "")]
     cases += [
         [*command, run]
-        for command in (["eval", "offline", "--baseline-run"], ["eval", "offline", "--reference-run"], ["eval", "pin"])
+        for command in (
+            ["eval", "offline", "--baseline-run"],
+            ["eval", "offline", "--reference-run"],
+            ["eval", "pin"],
+        )
         for run in HOSTILE_RUN_IDS
     ]
     return cases
 
 
 def snapshot(folder: Path) -> dict[str, str]:
-    """Every file and folder under `folder`, with a content hash: what a hostile value must leave alone."""
+    """Every file and folder under `folder`, with a content hash: what a hostile value must leave
+    alone."""
     return {
-        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir"
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        if p.is_file()
+        else "dir"
         for p in sorted(folder.rglob("*"))
     }
 
@@ -106,7 +145,9 @@ def planted(tmp_path, monkeypatch):
     (workspace / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
     (tmp_path / "outside.txt").write_text("not ragwatch's")
     csv_file = tmp_path / "items.csv"
-    csv_file.write_text("question,reference_answer,gold_chunk_ids\n¿Qué?,Esto,c1\n", encoding="utf-8")
+    csv_file.write_text(
+        "question,reference_answer,gold_chunk_ids\n¿Qué?,Esto,c1\n", encoding="utf-8"
+    )
     monkeypatch.setenv("RAGWATCH_HOME", str(home))
     monkeypatch.setenv("RAGWATCH_ANONYMIZER_KEY", "test-key-not-secret")
     return tmp_path, csv_file
@@ -121,8 +162,12 @@ def test_hostile_values_on_every_cli_command_are_refused_and_touch_nothing(plant
         result = runner.invoke(app, args)
         shown = " ".join(repr(a) for a in args)
         assert result.exit_code != 0, f"{shown} was accepted:\n{result.output}"
-        assert "Invalid value" in result.output or "error:" in result.output, f"{shown}: unclear error\n{result.output}"
-        assert "Traceback" not in result.output and SECRET not in result.output, f"{shown}:\n{result.output}"
+        assert "Invalid value" in result.output or "error:" in result.output, (
+            f"{shown}: unclear error\n{result.output}"
+        )
+        assert "Traceback" not in result.output and SECRET not in result.output, (
+            f"{shown}:\n{result.output}"
+        )
         assert snapshot(root) == before, f"{shown} changed files"
     assert len(cases) > 200
 
@@ -155,7 +200,10 @@ def test_settings_refuse_free_text_strata_and_hosts_outside_the_allow_list(monke
     with pytest.raises(SettingsError, match="RAGWATCH_STRATA"):
         load_settings()
     allowed = settings.model_copy(update={"target_hosts_allowed": ["rag.internal"]})
-    assert eval_params(allowed, target_url="http://rag.internal:8080/ask").target_name == "rag.internal:8080_ask"
+    assert (
+        eval_params(allowed, target_url="http://rag.internal:8080/ask").target_name
+        == "rag.internal:8080_ask"
+    )
     with pytest.raises(ValueError, match="RAGWATCH_TARGET_HOSTS_ALLOWED"):
         eval_params(allowed, target_url="http://attacker.example/ask")
 
@@ -170,7 +218,15 @@ def test_each_check_accepts_what_the_product_uses():
 
 
 HOSTILE_PARAMS = {
-    "overrides": [{"name": "../.."}, {"name": ".."}, {"name": "a/b"}, {"seeds": -1}, {"unknown": 1}, "demo", None],
+    "overrides": [
+        {"name": "../.."},
+        {"name": ".."},
+        {"name": "a/b"},
+        {"seeds": -1},
+        {"unknown": 1},
+        "demo",
+        None,
+    ],
     "sample_rate": [0, 1.5, -1, "0.1"],
     "strata": [["question"], ["app", "app"], [], "app", ["metadata"]],
     "min_per_stratum": [-1, 1.5, "2"],

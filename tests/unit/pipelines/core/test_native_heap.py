@@ -1,4 +1,5 @@
-"""The C heap's limits and trim (native_heap.py): what keeps the judge batches' threads under their memory bound."""
+"""The C heap's limits and trim (native_heap.py): what keeps the judge batches' threads under their
+memory bound."""
 
 from __future__ import annotations
 
@@ -17,8 +18,9 @@ def test_the_limits_are_set_on_glibc():  # the platform ragwatch runs on (Linux,
 
 
 def test_freed_heap_pages_go_back_to_the_system():
-    # 48 MB of 1 KiB blocks (above pymalloc's 512 bytes: straight from malloc), then a block that pins the
-    # heap's top, so glibc's own trim of a free top cannot give them back: only malloc_trim can.
+    # 48 MB of 1 KiB blocks (above pymalloc's 512 bytes: straight from malloc), then a block that
+    # pins the heap's top, so glibc's own trim of a free top cannot give them back: only malloc_trim
+    # can.
     blocks = [bytes(1024) + i.to_bytes(4, "little") for i in range(48_000)]
     pin = bytes(1024) + b"pin"
     held = _rss_mb()

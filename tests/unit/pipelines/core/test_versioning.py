@@ -20,7 +20,9 @@ def test_a_published_partition_is_pushed_to_the_remote_and_reruns_add_no_commit(
     settings = settings.model_copy(update={"dvc_remote": str(remote)})
     writer = TraceStore.from_settings(settings, read_only=False)
     writer.create_table()
-    writer.insert_rows(generate_store_rows(days=1, per_day=300, end=DAY + timedelta(days=1), seed=9))
+    writer.insert_rows(
+        generate_store_rows(days=1, per_day=300, end=DAY + timedelta(days=1), seed=9)
+    )
 
     first = steps.run_trace_sampling(settings, DAY)
     workspace = settings.resolved_workspace
@@ -52,8 +54,12 @@ def test_runs_the_inbox_and_staging_are_never_versioned(settings, tmp_path, capl
 
     workspace = Workspace.from_settings(settings)
     ensure_workspace(workspace, str(tmp_path / "remote"))
-    ensure_workspace(workspace, str(tmp_path / "remote"))  # idempotent: the ignore lines are written once
-    ensure_workspace(workspace, str(tmp_path / "moved"))  # a changed RAGWATCH_DVC_REMOTE wins, and says so
+    ensure_workspace(
+        workspace, str(tmp_path / "remote")
+    )  # idempotent: the ignore lines are written once
+    ensure_workspace(
+        workspace, str(tmp_path / "moved")
+    )  # a changed RAGWATCH_DVC_REMOTE wins, and says so
     assert remote_url(workspace) == str(tmp_path / "moved") and "RAGWATCH_DVC_REMOTE" in caplog.text
     assert f"url = {tmp_path / 'moved'}" in git("show", "HEAD:.dvc/config", cwd=workspace.root)
     day = DAY
@@ -70,7 +76,9 @@ def test_runs_the_inbox_and_staging_are_never_versioned(settings, tmp_path, capl
     released = workspace.golden("demo").released_items
     released.parent.mkdir(parents=True)
     released.write_text("x")
-    ignored = subprocess.run(["git", "check-ignore", str(workspace.relative(released))], cwd=workspace.root)
+    ignored = subprocess.run(
+        ["git", "check-ignore", str(workspace.relative(released))], cwd=workspace.root
+    )
     assert ignored.returncode == 1  # a released set is versioned (its .dvc file in git)
     assert (workspace.root / ".gitignore").read_text().count("/inbox/") == 1
 

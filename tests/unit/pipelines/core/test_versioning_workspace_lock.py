@@ -1,7 +1,8 @@
-"""Concurrent first runs on a fresh data workspace: the DAG's `version` step in several processes at once.
+"""Concurrent first runs on a fresh data workspace: the DAG's `version` step in several processes at
+once.
 
-The trial that found it: `make up`, then a two-day backfill while the first scheduled run started; one
-`version` task failed with "remote 'storage' already exists" and passed on retry.
+The trial that found it: `make up`, then a two-day backfill while the first scheduled run started;
+one `version` task failed with "remote 'storage' already exists" and passed on retry.
 """
 
 import fcntl
@@ -17,11 +18,14 @@ from pipelines.core.workspace import Workspace
 from pipelines.traces import steps
 from tests.support.workspace_data import write_promoted_partition
 
-DAYS = [date(2026, 11, 18) + timedelta(days=i) for i in range(3)]  # the first scheduled run and a two-day backfill
+DAYS = [
+    date(2026, 11, 18) + timedelta(days=i) for i in range(3)
+]  # the first scheduled run and a two-day backfill
 
 
 def _first_run(home: str, remote: str, day: date, partition: str, start, results) -> None:
-    """One Airflow task process: the trace_sampling DAG's `version` task for `day`, with its log kept."""
+    """One Airflow task process: the trace_sampling DAG's `version` task for `day`, with its log
+    kept."""
     said = []
 
     class Keep(logging.Handler):
@@ -39,15 +43,22 @@ def _first_run(home: str, remote: str, day: date, partition: str, start, results
         results.put((day, f"{type(exc).__name__}: {exc}", said))
 
 
-def test_first_runs_started_at_once_on_a_fresh_workspace_all_version_without_a_retry(settings, tmp_path):
+def test_first_runs_started_at_once_on_a_fresh_workspace_all_version_without_a_retry(
+    settings, tmp_path
+):
     remote = tmp_path / "remote"
     workspace = Workspace.from_settings(settings)
-    partitions = {day: str(write_promoted_partition(workspace, day)) for day in DAYS}  # promoted, nothing versioned yet
+    partitions = {
+        day: str(write_promoted_partition(workspace, day)) for day in DAYS
+    }  # promoted, nothing versioned yet
     assert not (workspace.root / ".git").exists()
     context = multiprocessing.get_context("fork")  # how Airflow's executors start task processes
     start, results = context.Barrier(len(DAYS)), context.Queue()
     runs = [
-        context.Process(target=_first_run, args=(str(settings.home), str(remote), day, partitions[day], start, results))
+        context.Process(
+            target=_first_run,
+            args=(str(settings.home), str(remote), day, partitions[day], start, results),
+        )
         for day in DAYS
     ]
     for run in runs:
@@ -59,10 +70,16 @@ def test_first_runs_started_at_once_on_a_fresh_workspace_all_version_without_a_r
     assert {day: outcome for day, outcome, _ in outcomes} == {day: "ok" for day in DAYS}
     said = [line for _, _, lines in outcomes for line in lines]
     assert not [line for line in said if not line.startswith("INFO")], said  # no retry, no warning
-    assert any("waiting for the data workspace lock" in line for line in said), said  # the runs did overlap
-    # One repository: initialised once, one commit per day, the remote set once, nothing left uncommitted.
+    assert any("waiting for the data workspace lock" in line for line in said), (
+        said
+    )  # the runs did overlap
+    # One repository: initialised once, one commit per day, the remote set once, nothing left
+    # uncommitted.
     subjects = git("log", "--format=%s", cwd=workspace.root).splitlines()
-    assert sorted(subjects) == ["ragwatch: initialise data workspace", *(f"traces: sample of {day}" for day in DAYS)]
+    assert sorted(subjects) == [
+        "ragwatch: initialise data workspace",
+        *(f"traces: sample of {day}" for day in DAYS),
+    ]
     config = (workspace.root / ".dvc" / "config").read_text()
     assert (
         config.count("['remote ") == 1
@@ -85,5 +102,8 @@ def test_a_workspace_locked_too_long_fails_naming_the_holder(settings):
         with pytest.raises(VersioningError, match="stayed locked for 0 s by pid 4242 on worker-2"):
             with workspace_lock(workspace, wait_s=0.3):
                 pass
-    with workspace_lock(workspace), workspace_lock(workspace):  # free again, and re-entrant within a process
+    with (
+        workspace_lock(workspace),
+        workspace_lock(workspace),
+    ):  # free again, and re-entrant within a process
         assert "pid" in workspace.lock_file.read_text()

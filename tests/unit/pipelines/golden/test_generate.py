@@ -1,8 +1,9 @@
 """Golden questions written from real HTML documentation carry no markup and ask about real terms.
 
-The corpus is documentation installed on a Debian machine (tests/data/html_docs/SOURCES): Sphinx pages whose
-headings end in a "¶" permalink and are numbered ("2.1. Removal of ..."), and Texinfo pages with "¶" anchors
-after their definitions. Every question the offline backend writes from every chunk of it is checked.
+The corpus is documentation installed on a Debian machine (tests/data/html_docs/SOURCES): Sphinx
+pages whose headings end in a "¶" permalink and are numbered ("2.1. Removal of ..."), and Texinfo
+pages with "¶" anchors after their definitions. Every question the offline backend writes from every
+chunk of it is checked.
 """
 
 from __future__ import annotations
@@ -48,7 +49,9 @@ def items(chunks):
         batch_size=8,
     )
     jobs = plan_jobs(chunks, params, related=lambda chunk: None)
-    generated, failures = generate_items(OfflineLLM(), jobs, corpus_version="html", created_at="2026-12-05T00:00:00Z")
+    generated, failures = generate_items(
+        OfflineLLM(), jobs, corpus_version="html", created_at="2026-12-05T00:00:00Z"
+    )
     assert not failures
     return generated
 
@@ -100,7 +103,10 @@ def test_content_words():
     [
         ('<h2>Setup<a class="headerlink" href="#setup">¶</a></h2><p>x y z</p>', "Setup"),
         ('<h2>Setup<a href="#setup">¶</a></h2><p>x y z</p>', "Setup"),
-        ('<h2>Vec&lt;T&gt; <a class="anchor" href="#v"><span>#</span></a></h2><p>x y z</p>', "Vec<T>"),
+        (
+            '<h2>Vec&lt;T&gt; <a class="anchor" href="#v"><span>#</span></a></h2><p>x y z</p>',
+            "Vec<T>",
+        ),
     ],
 )
 def test_html_headings_lose_their_permalinks(html, title):
@@ -114,7 +120,10 @@ def test_markdown_headings_lose_attribute_lists_and_inline_anchors():
     from datetime import date
 
     document = parse_document(
-        '# Guide\n\n## <a name="s"></a>Setup {#setup}\n\ntext here\n', "a.md", "md", date(2026, 1, 1)
+        '# Guide\n\n## <a name="s"></a>Setup {#setup}\n\ntext here\n',
+        "a.md",
+        "md",
+        date(2026, 1, 1),
     )
     assert [s.title for s in document.sections] == ["Setup"]
 
@@ -130,9 +139,11 @@ Eine Sicherung wird dreißig Tage lang aufbewahrt. Danach löscht der Dienst sie
 
 
 def test_items_keep_their_chunks_language_where_the_offline_templates_have_none() -> None:
-    """The offline backend has English and Spanish wording only: a German chunk's items are worded in English, and
-    stay German items (their stratum), never relabelled."""
-    chunks = chunk_document(parse_document(GERMAN_PAGE, "sicherung.md", "md", default_date=date(2026, 12, 1)))
+    """The offline backend has English and Spanish wording only: a German chunk's items are worded
+    in English, and stay German items (their stratum), never relabelled."""
+    chunks = chunk_document(
+        parse_document(GERMAN_PAGE, "sicherung.md", "md", default_date=date(2026, 12, 1))
+    )
     assert {c.language for c in chunks} == {"de"}
     params = GoldenParams(
         name="de",
@@ -149,7 +160,9 @@ def test_items_keep_their_chunks_language_where_the_offline_templates_have_none(
         batch_size=8,
     )
     jobs = plan_jobs(chunks, params, related=lambda chunk: None)
-    items, failures = generate_items(OfflineLLM(), jobs, corpus_version="de", created_at="2026-12-05T00:00:00Z")
+    items, failures = generate_items(
+        OfflineLLM(), jobs, corpus_version="de", created_at="2026-12-05T00:00:00Z"
+    )
     assert not failures and {i.qtype for i in items} >= {"single_hop", "adversarial", "tool"}
     assert {i.language for i in items} == {"de"}
     adversarial = [i for i in items if i.qtype == "adversarial"]

@@ -1,5 +1,5 @@
-"""Hand-written golden items without a language column take the language their question is written in, among the
-configured ones, else `und`; a language the file states is kept."""
+"""Hand-written golden items without a language column take the language their question is written
+in, among the configured ones, else `und`; a language the file states is kept."""
 
 from __future__ import annotations
 
@@ -36,8 +36,13 @@ def test_each_item_takes_its_questions_language_or_the_one_the_file_states(tmp_p
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(["question", "reference_answer", "gold_chunk_ids", "language"])
-        writer.writerows([question, answer, CHUNK.chunk_id, language] for question, answer, language in ROWS)
-    report = import_human_items(path, [CHUNK], corpus_version="v1", created_at="2026-12-05T00:00:00Z")
+        writer.writerows(
+            [question, answer, CHUNK.chunk_id, language] for question, answer, language in ROWS
+        )
+    report = import_human_items(
+        path, [CHUNK], corpus_version="v1", created_at="2026-12-05T00:00:00Z"
+    )
     assert report.problems == []
-    # Italian is not among the default languages: `und` (its own stratum), not the nearest one configured.
+    # Italian is not among the default languages: `und` (its own stratum), not the nearest one
+    # configured.
     assert [item.language for item in report.items] == ["de", "ca", "fr", "und", "und", "it"]

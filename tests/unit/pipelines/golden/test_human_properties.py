@@ -20,7 +20,9 @@ from pipelines.cli import app
 from pipelines.core.records import Chunk, content_hash
 from pipelines.golden.human import import_human_items
 
-SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+SETTINGS = settings(
+    deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 CHUNKS = [
     Chunk(
         chunk_id=f"doc#{i}",
@@ -33,7 +35,9 @@ CHUNKS = [
         text=text,
         content_hash=content_hash(text),
     )
-    for i, text in enumerate(["Airflow pools limit concurrency of tasks.", "DVC pushes data to a remote."])
+    for i, text in enumerate(
+        ["Airflow pools limit concurrency of tasks.", "DVC pushes data to a remote."]
+    )
 ]
 COLUMNS = (
     "question",
@@ -70,7 +74,9 @@ cell = st.one_of(
         ]
     ),
 )
-rows = st.lists(st.fixed_dictionaries({}, optional={column: cell for column in COLUMNS}), min_size=1, max_size=5)
+rows = st.lists(
+    st.fixed_dictionaries({}, optional={column: cell for column in COLUMNS}), min_size=1, max_size=5
+)
 
 
 def write_both(tmp_path, name, rows_):
@@ -79,7 +85,9 @@ def write_both(tmp_path, name, rows_):
         writer = csv.DictWriter(fh, fieldnames=COLUMNS)
         writer.writeheader()
         writer.writerows(rows_)
-    as_jsonl.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows_), encoding="utf-8")
+    as_jsonl.write_text(
+        "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows_), encoding="utf-8"
+    )
     return as_csv, as_jsonl
 
 
@@ -110,21 +118,26 @@ lines = st.lists(
     st.one_of(
         st.binary(max_size=60),
         st.builds(
-            lambda q: json.dumps({**TRACE, "question": f"{q} {PLANTED}"}, ensure_ascii=False).encode(), file_text
+            lambda q: json.dumps(
+                {**TRACE, "question": f"{q} {PLANTED}"}, ensure_ascii=False
+            ).encode(),
+            file_text,
         ),
         st.builds(lambda junk: junk + PLANTED.encode() + b"\xff", st.binary(max_size=20)),
     ).map(lambda line: line.replace(b"\n", b" ").replace(b"\r", b" ")),
     min_size=1,
     max_size=6,
 )
-"""Lines of a JSONL file as they come: well-formed traces, broken JSON, other encodings, bare bytes."""
+"""Lines of a JSONL file as they come: well-formed traces, broken JSON, other encodings, bare
+bytes."""
 
 
 @settings(SETTINGS, max_examples=25)
 @given(lines=lines)
 def test_any_jsonl_anonymizes_line_by_line(tmp_path_factory, lines):
-    """The command in this process (typer's runner): a `ragwatch` process per example cost 2 s of imports each;
-    tests/unit/pipelines/cli/test_anonymize.py runs the command as a process, exit codes and all."""
+    """The command in this process (typer's runner): a `ragwatch` process per example cost 2 s of
+    imports each; tests/unit/pipelines/cli/test_anonymize.py runs the command as a process, exit
+    codes and all."""
     tmp_path = tmp_path_factory.mktemp("anonymize")
     source, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     source.write_bytes(b"\n".join(lines) + b"\n")
@@ -133,7 +146,11 @@ def test_any_jsonl_anonymizes_line_by_line(tmp_path_factory, lines):
     assert result.exit_code == 0, result.output[-2000:] + repr(result.exception)
     written = out.read_bytes().splitlines()
     quarantine = tmp_path / "out.quarantine.jsonl"
-    rejected = [json.loads(row) for row in quarantine.read_bytes().splitlines()] if quarantine.exists() else []
+    rejected = (
+        [json.loads(row) for row in quarantine.read_bytes().splitlines()]
+        if quarantine.exists()
+        else []
+    )
     non_blank = [n for n, line in enumerate(lines, start=1) if line.strip()]
     assert len(written) + len(rejected) == len(non_blank)
     assert {row["line"] for row in rejected} <= set(non_blank)

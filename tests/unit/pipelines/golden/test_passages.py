@@ -1,4 +1,5 @@
-"""Gold passages -> chunk ids: the indexed matcher gives exactly the answers of the one-by-one rule."""
+"""Gold passages -> chunk ids: the indexed matcher gives exactly the answers of the one-by-one
+rule."""
 
 from __future__ import annotations
 
@@ -17,10 +18,20 @@ class Piece:
 
 
 CHUNKS = [
-    Piece("a#0", "The burst bucket refills at five requests per second. Accurate isolation matters."),
-    Piece("a#1", "Las instantáneas de Qdrant se guardan durante treinta días en el bucket de copias."),
-    Piece("b#0", "The burst bucket refills at five requests per second, and the daily quota resets at midnight."),
-    Piece("b#1", "Rollback takes two minutes; the index is never deleted during a rollback of the service."),
+    Piece(
+        "a#0", "The burst bucket refills at five requests per second. Accurate isolation matters."
+    ),
+    Piece(
+        "a#1", "Las instantáneas de Qdrant se guardan durante treinta días en el bucket de copias."
+    ),
+    Piece(
+        "b#0",
+        "The burst bucket refills at five requests per second, and the daily quota resets at midnight.",
+    ),
+    Piece(
+        "b#1",
+        "Rollback takes two minutes; the index is never deleted during a rollback of the service.",
+    ),
     Piece("c#0", "Quota, midnight, daily, resets: words without their sentence."),
 ]
 
@@ -28,14 +39,29 @@ CHUNKS = [
 @pytest.mark.parametrize(
     ("passage", "expected"),
     [
-        ("the burst bucket refills at five requests per second", "a#0"),  # first containing chunk wins
+        (
+            "the burst bucket refills at five requests per second",
+            "a#0",
+        ),  # first containing chunk wins
         ("SE GUARDAN durante   TREINTA dias", "a#1"),  # accents, case and spaces do not matter
-        ("rate is", "a#0"),  # two words may start and end inside the chunk's words ("accurATE ISolation")
+        (
+            "rate is",
+            "a#0",
+        ),  # two words may start and end inside the chunk's words ("accurATE ISolation")
         ("refills at five requests per second and the daily quota resets", "b#0"),
-        ("the daily quota resets at midnight after every rollback", None),  # 5/6 content words: below 90 %
-        ("midnight quota resets daily", "b#0"),  # all content words, no containment: coverage, first on a tie
+        (
+            "the daily quota resets at midnight after every rollback",
+            None,
+        ),  # 5/6 content words: below 90 %
+        (
+            "midnight quota resets daily",
+            "b#0",
+        ),  # all content words, no containment: coverage, first on a tie
         ("the rollback of the index is never deleted in two minutes", "b#1"),  # coverage alone
-        ("of the and", "a#0"),  # no content words: coverage is 1.0 everywhere, the rule takes the first chunk
+        (
+            "of the and",
+            "a#0",
+        ),  # no content words: coverage is 1.0 everywhere, the rule takes the first chunk
         ("nothing here matches anything", None),
         ("", "a#0"),
     ],
@@ -52,7 +78,8 @@ def test_matcher_agrees_with_the_rule_on_random_passages() -> None:
         "snapshot instantánea minuto segundo días treinta five cinco reinicia restart"
     ).split()
     chunks = [
-        Piece(f"doc{i}#0", " ".join(rng.choice(vocabulary) for _ in range(rng.randint(5, 40)))) for i in range(60)
+        Piece(f"doc{i}#0", " ".join(rng.choice(vocabulary) for _ in range(rng.randint(5, 40))))
+        for i in range(60)
     ]
     passages = []
     for _ in range(400):
@@ -61,7 +88,11 @@ def test_matcher_agrees_with_the_rule_on_random_passages() -> None:
         piece = source[start : start + rng.randint(1, 8)]
         kind = rng.random()
         if kind < 0.3:  # cut inside words at both ends
-            piece = [piece[0][1:] or piece[0], *piece[1:-1], piece[-1][:-1] or piece[-1]] if len(piece) > 1 else piece
+            piece = (
+                [piece[0][1:] or piece[0], *piece[1:-1], piece[-1][:-1] or piece[-1]]
+                if len(piece) > 1
+                else piece
+            )
         elif kind < 0.6:  # shuffled: only coverage can match
             rng.shuffle(piece)
         elif kind < 0.8:  # a word of no chunk: coverage drops below 90 % unless the passage is long
@@ -74,4 +105,6 @@ def test_matcher_agrees_with_the_rule_on_random_passages() -> None:
 
 
 def test_an_empty_corpus_matches_nothing() -> None:
-    assert PassageMatcher([]).match("anything at all") is None is match_passage("anything at all", [])
+    assert (
+        PassageMatcher([]).match("anything at all") is None is match_passage("anything at all", [])
+    )

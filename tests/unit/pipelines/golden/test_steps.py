@@ -1,4 +1,5 @@
-"""The golden-set build end to end with the offline backend, the real embedding model and Qdrant local mode."""
+"""The golden-set build end to end with the offline backend, the real embedding model and Qdrant
+local mode."""
 
 import csv
 import json
@@ -81,19 +82,35 @@ def test_a_build_covers_every_stratum_in_the_chunks_language(built):
                 or "information" in item.reference_answer
             )
         if item.qtype == "tool":
-            assert item.expected_tool in ("vector_search", "sql_query", "web_search") and item.expected_args
+            assert (
+                item.expected_tool in ("vector_search", "sql_query", "web_search")
+                and item.expected_args
+            )
     multi = [i for i in items if i.qtype == "multi_hop"]
-    assert {i.variant for i in multi} <= {"bridge", "boundary"} and all(2 <= len(i.gold_chunk_ids) <= 4 for i in multi)
+    assert {i.variant for i in multi} <= {"bridge", "boundary"} and all(
+        2 <= len(i.gold_chunk_ids) <= 4 for i in multi
+    )
     manifest = read_manifest(steps.paths(settings, params.name).released_manifest)
-    # 3 tool triples asked, 18 planned on a 9-chunk corpus: the test split can gate the tool metrics.
-    assert manifest["planned"]["tool"] == 18 and sum(i.qtype == "tool" and i.split == "test" for i in items) >= 10
-    assert [line.split(":")[0] for line in manifest["test_shortfalls"]] == ["adversarial", "multi_hop"]
+    # 3 tool triples asked, 18 planned on a 9-chunk corpus: the test split can gate the tool
+    # metrics.
+    assert (
+        manifest["planned"]["tool"] == 18
+        and sum(i.qtype == "tool" and i.split == "test" for i in items) >= 10
+    )
+    assert [line.split(":")[0] for line in manifest["test_shortfalls"]] == [
+        "adversarial",
+        "multi_hop",
+    ]
     funnel = manifest["funnel"]
     assert funnel["generated"] >= funnel["kept"] == len(items)
     cost = manifest["cost"]
     assert cost["kept"] == len(items) and cost["generated"] == funnel["generated"]
-    assert cost["total"]["requests"] == cost["generator"]["requests"] + cost["judge"]["requests"] > 0
-    assert cost["per_kept_item"]["requests"] == round(cost["total"]["requests"] / len(items), 2) <= 3
+    assert (
+        cost["total"]["requests"] == cost["generator"]["requests"] + cost["judge"]["requests"] > 0
+    )
+    assert (
+        cost["per_kept_item"]["requests"] == round(cost["total"]["requests"] / len(items), 2) <= 3
+    )
     assert git("tag", "--list", cwd=settings.resolved_workspace).split() == ["golden/demo/v1"]
 
 
@@ -110,7 +127,11 @@ def test_a_corpus_change_regenerates_only_stale_items_and_keeps_the_test_split(b
     settings, params, _ = built
     before = {i.item_id: i for i in published_items(settings, params)}
     doc = corpus / "guides" / "limits.md"
-    doc.write_text(doc.read_text().replace("twenty thousand requests per day", "thirty thousand requests per day"))
+    doc.write_text(
+        doc.read_text().replace(
+            "twenty thousand requests per day", "thirty thousand requests per day"
+        )
+    )
     report = index_corpus(settings, corpus)
     assert report["documents_updated"] == 1 and report["documents_unchanged"] == 3
 
@@ -155,7 +176,9 @@ def test_hand_written_items_are_matched_imported_and_never_filtered(built, tmp_p
     settings, params, _ = built
     sheet = tmp_path / "human.csv"
     with sheet.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=["question", "reference_answer", "gold_passages", "split"])
+        writer = csv.DictWriter(
+            fh, fieldnames=["question", "reference_answer", "gold_passages", "split"]
+        )
         writer.writeheader()
         writer.writerow(
             {
@@ -182,7 +205,11 @@ def test_hand_written_items_are_matched_imported_and_never_filtered(built, tmp_p
             }
         )
     result = steps.import_human(settings, params.name, sheet)
-    assert result.imported == 2 and len(result.problems) == 1 and "no chunk contains" in result.problems[0]
+    assert (
+        result.imported == 2
+        and len(result.problems) == 1
+        and "no chunk contains" in result.problems[0]
+    )
     steps.build_golden(settings, params, logical_date=DAY)
     human = [i for i in published_items(settings, params) if i.source == "human"]
     assert {(i.language, i.split) for i in human} == {("es", "test"), ("en", "dev")}
@@ -211,7 +238,9 @@ def test_review_round_trip_applies_decisions_and_reports_agreement(built, tmp_pa
     steps.build_golden(settings, params, logical_date=DAY)
     items = {i.item_id: i for i in published_items(settings, params)}
     assert rows[0]["item_id"] not in items
-    if rows[1]["item_id"] in items:  # a filter reject the reviewer edited stays out: filters still apply
+    if (
+        rows[1]["item_id"] in items
+    ):  # a filter reject the reviewer edited stays out: filters still apply
         assert items[rows[1]["item_id"]].question == "¿Pregunta corregida por una revisora?"
     accepted = [items[r["item_id"]] for r in rows[2:] if r["item_id"] in items]
     assert accepted and all(i.review == "accepted" for i in accepted)
@@ -222,9 +251,18 @@ def test_a_published_version_loads_as_datasets_and_ragas_in_one_call(built, corp
     v1_ids = sorted(i.item_id for i in published_items(settings, params))
     test_split = load_golden_dataset(settings, params.name, split="test")
     assert test_split.num_rows > 0 and set(test_split["split"]) == {"test"}
-    assert set(test_split.column_names) >= {"question", "reference_answer", "gold_chunk_ids", "qtype", "item_id"}
+    assert set(test_split.column_names) >= {
+        "question",
+        "reference_answer",
+        "gold_chunk_ids",
+        "qtype",
+        "item_id",
+    }
     ragas_set = to_ragas_dataset(test_split)
-    assert len(ragas_set) == test_split.num_rows and ragas_set[0].user_input == test_split[0]["question"]
+    assert (
+        len(ragas_set) == test_split.num_rows
+        and ragas_set[0].user_input == test_split[0]["question"]
+    )
 
     doc = corpus / "guides" / "deploy.md"
     doc.write_text(doc.read_text().replace("two CPU cores", "four CPU cores"))
@@ -248,12 +286,22 @@ def test_dvc_repro_rebuilds_the_set_outside_airflow(settings, corpus):
         "RAGWATCH_WORKSPACE": str(workspace),
         "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
     }
-    run = subprocess.run([sys.executable, "-m", "dvc", "repro"], cwd=workspace, env=env, capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, "-m", "dvc", "repro"],
+        cwd=workspace,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert (workspace / "golden" / "build" / "demo" / "staged" / "items.parquet").exists()
     assert (workspace / "dvc.lock").exists()
     again = subprocess.run(
-        [sys.executable, "-m", "dvc", "repro"], cwd=workspace, env=env, capture_output=True, text=True
+        [sys.executable, "-m", "dvc", "repro"],
+        cwd=workspace,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     assert "didn't change, skipping" in again.stdout or "up to date" in again.stdout
 
@@ -271,19 +319,26 @@ def test_generation_through_the_real_client_over_http_costs_no_calls_on_a_rerun(
         online = settings.model_copy(
             update={
                 "llm_backend": "openai",
-                "generator": settings.generator.model_copy(update={**endpoint, "model": "gen-model"}),
+                "generator": settings.generator.model_copy(
+                    update={**endpoint, "model": "gen-model"}
+                ),
                 "judge": settings.judge.model_copy(update={**endpoint, "model": "judge-model"}),
             }
         )
         plan = steps.plan_golden(online, params, logical_date=DAY)
         first = steps.generate_golden_batch(online, params.name, 0, plan.jobs)
-        assert first.failed_jobs == 0 and first.llm["calls"] >= plan.jobs and first.llm["retries"] > 0
+        assert (
+            first.failed_jobs == 0 and first.llm["calls"] >= plan.jobs and first.llm["retries"] > 0
+        )
         second = steps.generate_golden_batch(online, params.name, 0, plan.jobs)
         assert second.llm["calls"] == 0 and second.llm["cache_hits"] == plan.jobs
         assert second.items == first.items
         filtered = steps.filter_golden(online, params)
         assert filtered.judge_model == "judge-model"
-    items = [json.loads(line) for line in steps.paths(online, params.name).generated_part(0).read_text().splitlines()]
+    items = [
+        json.loads(line)
+        for line in steps.paths(online, params.name).generated_part(0).read_text().splitlines()
+    ]
     assert {i["generator_model"] for i in items} == {"gen-model"}
 
 
@@ -321,7 +376,10 @@ def test_the_build_cost_counts_every_request_the_server_saw(settings, corpus):
         served = served_stats(url)
     cost = filtered.cost
     assert (
-        served["faults"] and cost["total"]["requests"] == served["requests"] == served["endpoints"]["chat/completions"]
+        served["faults"]
+        and cost["total"]["requests"]
+        == served["requests"]
+        == served["endpoints"]["chat/completions"]
     )
     assert cost["total"]["prompt_tokens"] > 0 and cost["total"]["completion_tokens"] > 0
     kept, generated = filtered.funnel["kept"], filtered.funnel["generated"]
@@ -331,7 +389,8 @@ def test_the_build_cost_counts_every_request_the_server_saw(settings, corpus):
         assert cost["per_generated_item"][key] == round(cost["total"][key] / generated, 2)
 
 
-# --- enough tool triples to gate -------------------------------------------------------------------
+# --- enough tool triples to gate
+# -------------------------------------------------------------------
 
 
 @dataclass
@@ -360,15 +419,22 @@ def _golden(item_id: str, qtype: str, split: str = "test") -> GoldenItem:
     )
 
 
-def test_the_plan_asks_for_the_tool_triples_a_gate_needs_and_lends_chunks_to_more_tools(settings, caplog):
+def test_the_plan_asks_for_the_tool_triples_a_gate_needs_and_lends_chunks_to_more_tools(
+    settings, caplog
+):
     params = load_golden_params(settings, **SMALL)  # 3 tool triples asked, dev share 0.3
     assert tool_jobs(params, 10) == 18  # 10 / 0.7 test share / 0.8 after rejects
-    assert tool_jobs(params, 0) == 3 and tool_jobs(params.model_copy(update={"tool_triples": 0}), 10) == 0
+    assert (
+        tool_jobs(params, 0) == 3
+        and tool_jobs(params.model_copy(update={"tool_triples": 0}), 10) == 0
+    )
     assert tool_jobs(params.model_copy(update={"tool_triples": 30}), 10) == 30
     chunks = [_Chunk(f"doc{n}#s/{n}-0000000{n}", f"doc{n}") for n in range(4)]
     first_round = tool_seeds(chunks, 4)
     pairs = tool_seeds(chunks, 10)
-    assert pairs[:4] == first_round and len({(c.chunk_id, t) for c, t in pairs}) == 10  # job ids of round 1 kept
+    assert (
+        pairs[:4] == first_round and len({(c.chunk_id, t) for c, t in pairs}) == 10
+    )  # job ids of round 1 kept
     assert all(sum(c is chunk for c, _ in pairs) <= 3 for chunk in chunks)
     assert len(tool_seeds(chunks, 20)) == 12 and "4 chunks usable as tool seeds" in caplog.text
 
@@ -384,7 +450,8 @@ def test_the_test_split_holds_a_floor_of_each_question_type_and_says_when_it_can
     moved = {i.item_id for i in fresh.items if i.split != by_hash[i.item_id]}
     assert moved == set(fresh.floor_additions) and all(by_hash[i] == "dev" for i in moved)
 
-    # A released set keeps every split; only new items fill the floor, and the validation allows them.
+    # A released set keeps every split; only new items fill the floor, and the validation allows
+    # them.
     released = [_golden(f"tool-{n}", "tool", "test" if n < 3 else "dev") for n in range(5)]
     new = [_golden(f"new-tool-{n}", "tool") for n in range(8)]
     grown = assemble(new, [], released, set(), dev_fraction=0.3, min_test=10)

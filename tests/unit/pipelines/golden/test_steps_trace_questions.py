@@ -1,5 +1,5 @@
-"""The golden plan's trace questions, read in batches with a bounded pick per stratum, are the questions
-the previous loader (every row of every day as a dict, then a full sort) picked."""
+"""The golden plan's trace questions, read in batches with a bounded pick per stratum, are the
+questions the previous loader (every row of every day as a dict, then a full sort) picked."""
 
 from datetime import date, timedelta
 
@@ -15,18 +15,28 @@ from pipelines.golden.steps import recent_trace_questions
 from ragwatch_harness.bench.plan import previous_pick, previous_pick_trace_questions, run_plan_bench
 
 WORDS = ["cómo", "configuro", "el", "índice", "how", "do", "I", "rotate", "keys", "?"]
-SPACES = [" ", "  ", "\t", "\n", "\u00a0", "\u2003"]  # str.split() splits on each: the filter counts words the same
+SPACES = [
+    " ",
+    "  ",
+    "\t",
+    "\n",
+    "\u00a0",
+    "\u2003",
+]  # str.split() splits on each: the filter counts words the same
 
 
 @st.composite
 def question(draw) -> str:
     words = draw(st.lists(st.sampled_from(WORDS), min_size=0, max_size=66))
-    return "".join(w + draw(st.sampled_from(SPACES)) for w in words) or draw(st.sampled_from(["", " "]))
+    return "".join(w + draw(st.sampled_from(SPACES)) for w in words) or draw(
+        st.sampled_from(["", " "])
+    )
 
 
 ROW = st.fixed_dictionaries(
     {
-        # Few ids: the same trace id (the same rank) comes back in a stratum and across strata and days.
+        # Few ids: the same trace id (the same rank) comes back in a stratum and across strata and
+        # days.
         "trace_id": st.integers(0, 40).map(lambda i: f"tr-{i}"),
         "app": st.sampled_from(["docs-assistant", "support-bot", "internal-search"]),
         "language": st.sampled_from(["es", "en", "und"]),
@@ -36,7 +46,11 @@ ROW = st.fixed_dictionaries(
 
 
 @settings(max_examples=200, deadline=None)
-@given(rows=st.lists(ROW, max_size=120), n=st.integers(0, 25), cuts=st.lists(st.integers(1, 9), max_size=40))
+@given(
+    rows=st.lists(ROW, max_size=120),
+    n=st.integers(0, 25),
+    cuts=st.lists(st.integers(1, 9), max_size=40),
+)
 def test_the_bounded_pick_equals_the_full_sort_whatever_the_batches(rows, n, cuts):
     sample = TraceQuestionSample(n)
     start = 0
@@ -67,7 +81,8 @@ def test_memory_grows_with_strata_times_n_not_with_the_rows():
 def _write_day(workspace: Workspace, day: date, rows: list[dict]) -> None:
     data = workspace.traces_partition(day).part(0)
     data.parent.mkdir(parents=True, exist_ok=True)
-    # More columns than the plan reads, in small row groups: the read takes four columns, batch by batch.
+    # More columns than the plan reads, in small row groups: the read takes four columns, batch by
+    # batch.
     table = pa.Table.from_pylist([dict(r, answer="…", latency_ms=12) for r in rows])
     pq.write_table(table, data, row_group_size=3)
 
@@ -82,14 +97,22 @@ def test_the_plans_read_of_a_workspace_equals_the_previous_loader(tmp_path, monk
         " ".join(["why"] * 61),
         "¿qué\u00a0significa  el error 42 en la réplica?",
     ]
-    for offset in (0, 1, 2, 4, 5):  # day 3 has no partition; day 0 is the plan's own day and day 5 too old
+    for offset in (
+        0,
+        1,
+        2,
+        4,
+        5,
+    ):  # day 3 has no partition; day 0 is the plan's own day and day 5 too old
         day = until - timedelta(days=offset)
         _write_day(
             workspace,
             day,
             [
                 {
-                    "trace_id": f"tr-{(i * 7 + offset) % 23}" if i % 5 else f"tr-{day}-{i}",  # ids repeat across days
+                    "trace_id": f"tr-{(i * 7 + offset) % 23}"
+                    if i % 5
+                    else f"tr-{day}-{i}",  # ids repeat across days
                     "app": apps[i % 2],
                     "language": languages[(i // 2) % 2],
                     "question": questions[i % len(questions)],
@@ -112,9 +135,16 @@ def test_the_plans_read_of_a_workspace_equals_the_previous_loader(tmp_path, monk
 def test_a_tiny_plan_bench_reads_its_days_and_agrees_with_the_previous_loader(tmp_path):
     # Both loaders on the same days (two processes): the scaling to larger days is arithmetic.
     result = run_plan_bench(120, days=2, n=10, previous_rows=500, home=tmp_path / "bench")
-    assert result["rows"] == result["previous_rows"] == 120 and result["days"] == 2 and result["strata"] > 1
+    assert (
+        result["rows"] == result["previous_rows"] == 120
+        and result["days"] == 2
+        and result["strata"] > 1
+    )
     assert result["same_picks"] and result["bounded"]["picked"] == 10
     for figures in (result["bounded"], result["same_days"]["previous"]):
-        assert 0 < figures["read_s"] < figures["wall_s"] and 30 < figures["peak_rss_mb"] <= figures["tree_peak_rss_mb"]
+        assert (
+            0 < figures["read_s"] < figures["wall_s"]
+            and 30 < figures["peak_rss_mb"] <= figures["tree_peak_rss_mb"]
+        )
     assert result["previous_scaled"]["read_s"] == result["same_days"]["previous"]["read_s"]
     assert not (tmp_path / "bench").exists()  # the bench leaves nothing behind

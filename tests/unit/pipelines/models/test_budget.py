@@ -1,7 +1,7 @@
-"""The token budget (RAGWATCH_LLM_BUDGET_TOKENS): nothing is sent once a run's tokens reach it, every score that
-needed a request is `skipped` with the reason "budget" (never dropped, never failed), and the gate counts those
-as missing. End to end on the online eval against the LLM simulator over HTTP; the offline backend's estimate
-on its own."""
+"""The token budget (RAGWATCH_LLM_BUDGET_TOKENS): nothing is sent once a run's tokens reach it,
+every score that needed a request is `skipped` with the reason "budget" (never dropped, never
+failed), and the gate counts those as missing. End to end on the online eval against the LLM
+simulator over HTTP; the offline backend's estimate on its own."""
 
 from __future__ import annotations
 
@@ -13,7 +13,11 @@ from pipelines.evaluation.outputs.push import build_registry
 from pipelines.evaluation.runs.budget import skipped_for_budget
 from pipelines.evaluation.runs.cost import read_usage
 from pipelines.evaluation.runs.folder import judge_part
-from pipelines.evaluation.runs.online import finalize_online_eval, judge_online_batch, prepare_online_eval
+from pipelines.evaluation.runs.online import (
+    finalize_online_eval,
+    judge_online_batch,
+    prepare_online_eval,
+)
 from pipelines.evaluation.runs.params import online_params
 from pipelines.evaluation.runs.rag_prompt import Context, RagAnswerPrompt, RagInput
 from pipelines.evaluation.statistics.gate.rule import regression_gate
@@ -47,12 +51,16 @@ def tokens(rows) -> int:
 def test_a_spent_budget_sends_nothing_more_and_skips_the_rest_for_budget(indexed):  # noqa: F811
     settings, chunks = indexed
     publish_day(settings, chunks, SMALL_DAY)
-    # One request in flight per endpoint (judge, generator), so a batch overshoots its share by two requests at most.
+    # One request in flight per endpoint (judge, generator), so a batch overshoots its share by two
+    # requests at most.
     one_at_a_time = {"max_concurrency": 1}
     with running_simulator(SimulatorKnobs(capacity=8), prompts=all_prompts()) as url:
         plain = on_simulator(settings, url, cache=False)
         plain = plain.model_copy(
-            update={role: getattr(plain, role).model_copy(update=one_at_a_time) for role in ("generator", "judge")}
+            update={
+                role: getattr(plain, role).model_copy(update=one_at_a_time)
+                for role in ("generator", "judge")
+            }
         )
         _, full = run_day(plain)
         full_tokens, full_requests = tokens(full.cost.rows), full.cost.total("requests")
@@ -72,9 +80,13 @@ def test_a_spent_budget_sends_nothing_more_and_skips_the_rest_for_budget(indexed
     meta = json.loads(run.meta.read_text())
     assert meta["budget"] == {"cap": cap, "prepare_tokens": 0, "per_batch": cap // 3}
     per_batch = [read_usage(run.usage(judge_part(start))) for start, _ in prepared.batches]
-    # What the servers saw is what the run recorded, and each batch stopped at its share (+ two requests at most).
+    # What the servers saw is what the run recorded, and each batch stopped at its share (+ two
+    # requests at most).
     assert (
-        after["prompt_tokens"] + after["completion_tokens"] - before["prompt_tokens"] - before["completion_tokens"]
+        after["prompt_tokens"]
+        + after["completion_tokens"]
+        - before["prompt_tokens"]
+        - before["completion_tokens"]
         == tokens(summary.cost.rows)
         == sum(tokens(rows) for rows in per_batch)
     )
@@ -84,7 +96,8 @@ def test_a_spent_budget_sends_nothing_more_and_skips_the_rest_for_budget(indexed
     store = ResultsStore.from_settings(capped)
     scores = store.scores(summary.run_id)
     store.dispose()
-    # Never dropped: every score of the full run is there, ok or skipped for the budget; none failed for it.
+    # Never dropped: every score of the full run is there, ok or skipped for the budget; none failed
+    # for it.
     assert {(s.item_id, s.metric) for s in scores} == set(full_scores)
     statuses = Counter((s.status, s.error) for s in scores if s.status != "ok")
     skipped = statuses[("skipped", BUDGET_REASON)]
@@ -97,7 +110,9 @@ def test_a_spent_budget_sends_nothing_more_and_skips_the_rest_for_budget(indexed
     assert f"{skipped:,} scores skipped\nfor the budget" in report
     registry = build_registry([], suite="online", target="production", cost=summary.cost)
     assert (
-        registry.get_sample_value("rag_eval_llm_budget_skipped_scores", {"suite": "online", "target": "production"})
+        registry.get_sample_value(
+            "rag_eval_llm_budget_skipped_scores", {"suite": "online", "target": "production"}
+        )
         == skipped
     )
 
@@ -115,9 +130,13 @@ def test_the_offline_backend_is_charged_its_characters_and_refuses_past_the_cap(
     ]
     llm = OfflineLLM()
     first = llm.run_sync(prompt, inputs[0])
-    charge = estimated_tokens(json.dumps(prompt.messages(inputs[0]), ensure_ascii=False), first.value.model_dump_json())
+    charge = estimated_tokens(
+        json.dumps(prompt.messages(inputs[0]), ensure_ascii=False), first.value.model_dump_json()
+    )
     llm = OfflineLLM()
-    llm.budget.cap = charge + 1  # room for one call and a bit: the second is still sent, the third not
+    llm.budget.cap = (
+        charge + 1
+    )  # room for one call and a bit: the second is still sent, the third not
     results = llm.run_many_sync(prompt, inputs[:1]) + llm.run_many_sync(prompt, inputs[1:2])
     refused = llm.run_sync(prompt, inputs[2])
     assert all(r.ok for r in results) and llm.budget.spent > llm.budget.cap
@@ -145,15 +164,17 @@ def test_the_gate_counts_scores_skipped_for_the_budget_as_missing():
     assert {(s.status, s.error) for s in budget_skipped} == {("skipped", "budget")}
     with_skips = regression_gate(kept + budget_skipped, baseline, ["recall@5"]).metrics[0]
     absent = regression_gate(kept, baseline, ["recall@5"]).metrics[0]
-    # Ten of forty not ok: the not-ok share rises by 0.25 and the worst case drops by as much, exactly as if those
-    # items had no score at all.
+    # Ten of forty not ok: the not-ok share rises by 0.25 and the worst case drops by as much,
+    # exactly as if those items had no score at all.
     assert not with_skips.passed and with_skips.checks_failed == absent.checks_failed
     assert set(with_skips.checks_failed) == {"worst_case_drop", "failure_rise"}
     assert with_skips.worst_case_diff == absent.worst_case_diff == -0.25
     assert with_skips.candidate_not_ok_share == absent.candidate_not_ok_share == 0.25
 
 
-def test_a_golden_build_over_its_budget_counts_the_jobs_not_run_and_keeps_nothing_unchecked(settings, tmp_path):
+def test_a_golden_build_over_its_budget_counts_the_jobs_not_run_and_keeps_nothing_unchecked(
+    settings, tmp_path
+):
     import shutil
 
     from pipelines.corpus.steps import index_corpus
@@ -180,13 +201,21 @@ def test_a_golden_build_over_its_budget_counts_the_jobs_not_run_and_keeps_nothin
     failed = [row for start, _ in plan.batches for row in read_jsonl(p.failed_part(start))]
     budget = capped.cost["budget"]
     assert full.funnel["failed_generation_jobs"] == 0 and "budget" not in full.cost
-    # Generation had half the cap in equal batch shares; the jobs it could not send are counted, not dropped.
+    # Generation had half the cap in equal batch shares; the jobs it could not send are counted, not
+    # dropped.
     assert budget["per_generation_batch"] == cap // 2 // len(plan.batches)
     assert budget["generation_jobs_skipped"] == sum(f["error"] == BUDGET_REASON for f in failed) > 0
     assert capped.funnel["failed_generation_jobs"] == len(failed)
     assert capped.funnel["generated"] < full.funnel["generated"]
-    # The filters had what generation left: a candidate they could not check is rejected for the budget, never kept.
-    assert budget["candidates_rejected"] == capped.funnel["rejected_by_reason"].get(BUDGET_REASON, 0) > 0
+    # The filters had what generation left: a candidate they could not check is rejected for the
+    # budget, never kept.
+    assert (
+        budget["candidates_rejected"]
+        == capped.funnel["rejected_by_reason"].get(BUDGET_REASON, 0)
+        > 0
+    )
     assert capped.funnel["kept"] <= capped.funnel["generated"] - budget["candidates_rejected"]
     tokens = capped.cost["total"]["prompt_tokens"] + capped.cost["total"]["completion_tokens"]
-    assert tokens <= cap + 8 * 2 * 2_000  # in flight when a share ran out: up to 8 requests per endpoint
+    assert (
+        tokens <= cap + 8 * 2 * 2_000
+    )  # in flight when a share ran out: up to 8 requests per endpoint

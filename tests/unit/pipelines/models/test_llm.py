@@ -25,7 +25,10 @@ from pipelines.core.settings import ModelEndpoint, Settings
 
 ROOT = Path(__file__).resolve().parents[4]
 TOOLS = [
-    {"type": "function", "function": {"name": name, "description": name, "parameters": {"type": "object"}}}
+    {
+        "type": "function",
+        "function": {"name": name, "description": name, "parameters": {"type": "object"}},
+    }
     for name in ("vector_search", "sql_query")
 ]
 
@@ -68,14 +71,24 @@ class Simulator:
         self.admin = base_url.removesuffix("/v1") + "/admin"
 
     def set(self, **knobs) -> None:
-        httpx.post(f"{self.admin}/knobs", json=SimulatorKnobs(**knobs).model_dump()).raise_for_status()
+        httpx.post(
+            f"{self.admin}/knobs", json=SimulatorKnobs(**knobs).model_dump()
+        ).raise_for_status()
 
     def stats(self) -> dict:
         return httpx.get(f"{self.admin}/stats").json()
 
     def llm(self, cache: LLMCache | None = None, **endpoint) -> OpenAICompatibleLLM:
-        fields = {"model": "sim-model", "max_concurrency": 8, "timeout_s": 2.0, "max_retries": 2, **endpoint}
-        return OpenAICompatibleLLM(ModelEndpoint(base_url=self.base_url, **fields), cache, backoff_s=0.01)
+        fields = {
+            "model": "sim-model",
+            "max_concurrency": 8,
+            "timeout_s": 2.0,
+            "max_retries": 2,
+            **endpoint,
+        }
+        return OpenAICompatibleLLM(
+            ModelEndpoint(base_url=self.base_url, **fields), cache, backoff_s=0.01
+        )
 
 
 @pytest.fixture
@@ -102,11 +115,16 @@ def test_latency_and_capacity_are_respected(sim):
     llm = sim.llm(max_concurrency=8)
     seen = []
     started = time.monotonic()
-    results = llm.run_many_sync(ShoutPrompt(), phrases(12), progress=lambda done, total: seen.append((done, total)))
+    results = llm.run_many_sync(
+        ShoutPrompt(), phrases(12), progress=lambda done, total: seen.append((done, total))
+    )
     wall = time.monotonic() - started
-    assert [r.value.upper for r in results] == [p.text.upper() for p in phrases(12)]  # input order kept
-    # Three waves of four: the server's capacity, not the client's 8, sets the pace (no upper bound on a
-    # wall time: a loaded CI machine only makes it longer; max_concurrent below pins the capacity).
+    assert [r.value.upper for r in results] == [
+        p.text.upper() for p in phrases(12)
+    ]  # input order kept
+    # Three waves of four: the server's capacity, not the client's 8, sets the pace (no upper bound
+    # on a wall time: a loaded CI machine only makes it longer; max_concurrent below pins the
+    # capacity).
     assert wall >= 0.55
     stats = sim.stats()
     assert stats["max_concurrent"] == 4 and stats["max_queued"] >= 4 and stats["served"] == 12
@@ -150,7 +168,9 @@ def test_permanent_errors_become_reasons_not_exceptions(sim):
     assert llm.counters.summary()["failure_kinds"] == {"HTTP 500": 3}
 
     sim.set(rate_limit_rate=1.0)
-    assert llm.run_sync(ShoutPrompt(), Phrase(text="x")).error.startswith("HTTP 429 after 3 attempts")
+    assert llm.run_sync(ShoutPrompt(), Phrase(text="x")).error.startswith(
+        "HTTP 429 after 3 attempts"
+    )
 
 
 def test_client_errors_are_not_retried(sim):
@@ -182,7 +202,9 @@ def test_timeouts_are_retried_then_fail_within_a_bounded_time(sim):
     llm = sim.llm(timeout_s=0.5, max_retries=2)
     started = time.monotonic()
     result = llm.run_sync(ShoutPrompt(), Phrase(text="x"))
-    assert time.monotonic() - started < 10.0  # bounded: 3 x 0.5 s plus backoff, never the client's default
+    assert (
+        time.monotonic() - started < 10.0
+    )  # bounded: 3 x 0.5 s plus backoff, never the client's default
     assert result.error == "timeout after 3 attempts (0.5 s each)"
     assert sim.stats()["faults"] == {"timeout": 3}
     assert llm.counters.summary()["retries"] == 2
@@ -212,13 +234,18 @@ def test_n_samples_come_back_from_one_request_and_a_rerun_from_the_cache(sim, tm
     result = asyncio.run(llm.run_samples(SampledShout(), Phrase(text="abc"), 3))
     assert result.ok and [v.upper for v in result.value] == ["ABC #1", "ABC #2", "ABC #3"]
     stats = sim.stats()
-    assert stats["requests"] == 1 and result.attempts == 1  # one prompt, prefilled once, three completions
+    assert (
+        stats["requests"] == 1 and result.attempts == 1
+    )  # one prompt, prefilled once, three completions
     assert result.prompt_tokens == stats["prompt_tokens"] > 0
 
     rerun = asyncio.run(sim.llm(cache).run_samples(SampledShout(), Phrase(text="abc"), 3))
     assert rerun.cached and rerun.value == result.value and sim.stats()["requests"] == 1
     # A different n is a different request: never served from the entry of another n.
-    assert asyncio.run(sim.llm(cache).run_samples(SampledShout(), Phrase(text="abc"), 2)).cached is False
+    assert (
+        asyncio.run(sim.llm(cache).run_samples(SampledShout(), Phrase(text="abc"), 2)).cached
+        is False
+    )
     offline = asyncio.run(OfflineLLM().run_samples(SampledShout(), Phrase(text="abc"), 3))
     assert offline.value == result.value
     with pytest.raises(ValueError, match="at least 1"):
@@ -232,19 +259,26 @@ def test_a_server_that_ignores_n_gets_the_other_samples_asked_one_by_one(sim):
     assert result.ok and [v.upper for v in result.value] == ["ABC #1", "ABC #2", "ABC #3"]
     assert sim.stats()["requests"] == 3 and result.attempts == 3
     counted = llm.counters.summary()
-    assert counted["sample_requests"] == 2 and counted["calls"] == counted["items"] + counted["sample_requests"] == 3
+    assert (
+        counted["sample_requests"] == 2
+        and counted["calls"] == counted["items"] + counted["sample_requests"] == 3
+    )
 
 
 def test_each_malformed_sample_is_repaired_on_its_own(sim):
     sim.set(malformed_rate=1.0)
     llm = sim.llm()
     result = asyncio.run(llm.run_samples(SampledShout(), Phrase(text="abc"), 3))
-    assert result.ok and len(result.value) == 3 and result.attempts == 4  # the n request, then one repair each
+    assert (
+        result.ok and len(result.value) == 3 and result.attempts == 4
+    )  # the n request, then one repair each
     assert llm.counters.summary()["repairs"] == 3
 
     sim.set(malformed_rate=1.0, malformed_repairs=True)
     failed = asyncio.run(sim.llm().run_samples(SampledShout(), Phrase(text="abc"), 3))
-    assert failed.value is None and failed.error.startswith("sample 1 of 3: invalid JSON after repair: ")
+    assert failed.value is None and failed.error.startswith(
+        "sample 1 of 3: invalid JSON after repair: "
+    )
 
 
 def test_tool_calls_come_back_parsed(sim):
@@ -255,7 +289,9 @@ def test_tool_calls_come_back_parsed(sim):
     assert "how many tickets were opened?" in result.value[0].arguments["query"]
     offline = asyncio.run(OfflineLLM().chat_with_tools(messages, TOOLS))
     assert offline.value == result.value and offline.model == OFFLINE_MODEL
-    search = asyncio.run(OfflineLLM().chat_with_tools([{"role": "user", "content": "how do I restart?"}], TOOLS))
+    search = asyncio.run(
+        OfflineLLM().chat_with_tools([{"role": "user", "content": "how do I restart?"}], TOOLS)
+    )
     assert [c.name for c in search.value] == ["vector_search"]
 
 
@@ -293,7 +329,9 @@ def test_same_generator_and_judge_model_warns(tmp_path, caplog):
         assert check_models_differ(same, logging.getLogger("ragwatch.test")) is False
     assert "self-preference bias" in caplog.text
     caplog.clear()
-    assert check_models_differ(Settings(home=tmp_path, llm_backend="openai"), logging.getLogger("ragwatch.test"))
+    assert check_models_differ(
+        Settings(home=tmp_path, llm_backend="openai"), logging.getLogger("ragwatch.test")
+    )
     assert caplog.text == ""
 
 
@@ -309,7 +347,9 @@ def test_counters_log_one_readable_line(caplog):
 
 
 def test_cache_key_is_canonical_and_values_round_trip(tmp_path):
-    assert cache_key(model="m", params={"a": 1, "b": 2}) == cache_key(params={"b": 2, "a": 1}, model="m")
+    assert cache_key(model="m", params={"a": 1, "b": 2}) == cache_key(
+        params={"b": 2, "a": 1}, model="m"
+    )
     assert cache_key(model="m", temperature=0.0) != cache_key(model="m", temperature=0.7)
     cache = LLMCache.in_directory(tmp_path)
     assert cache.get("missing") is None
@@ -318,7 +358,10 @@ def test_cache_key_is_canonical_and_values_round_trip(tmp_path):
 
 
 def test_fallback_embeddings_are_deterministic_unit_vectors():
-    first, again = hashed_bag_of_words(["cómo reinicio el clúster"]), hashed_bag_of_words(["cómo reinicio el clúster"])
+    first, again = (
+        hashed_bag_of_words(["cómo reinicio el clúster"]),
+        hashed_bag_of_words(["cómo reinicio el clúster"]),
+    )
     assert first == again and len(first[0]) == 384
     assert abs(sum(v * v for v in first[0]) - 1.0) < 1e-9
 
@@ -332,8 +375,9 @@ def test_offline_backend_can_use_the_cache(tmp_path):
 
 
 def test_cache_is_shared_safely_by_several_processes(tmp_path):
-    # The processes open the new cache at one instant, as a DAG's parallel tasks do: its first opening switches the
-    # file to WAL, which failed with "database is locked" in about one start in six.
+    # The processes open the new cache at one instant, as a DAG's parallel tasks do: its first
+    # opening switches the file to WAL, which failed with "database is locked" in about one start in
+    # six.
     writer = (
         "import sys, time; from pathlib import Path; from pipelines.models.cache import LLMCache\n"
         "time.sleep(max(0.0, float(sys.argv[3]) - time.time()))\n"
@@ -342,7 +386,8 @@ def test_cache_is_shared_safely_by_several_processes(tmp_path):
     )
     start = str(time.time() + 2)
     processes = [
-        subprocess.Popen([sys.executable, "-c", writer, str(tmp_path), name, start], cwd=ROOT) for name in "abc"
+        subprocess.Popen([sys.executable, "-c", writer, str(tmp_path), name, start], cwd=ROOT)
+        for name in "abc"
     ]
     assert [p.wait(timeout=30) for p in processes] == [0, 0, 0]
     cache = LLMCache.in_directory(tmp_path)

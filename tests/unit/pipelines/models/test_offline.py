@@ -22,7 +22,12 @@ from pipelines.evaluation.statistics.aggregates import aggregate
 from pipelines.evaluation.statistics.intervals import proportion_ci
 from pipelines.golden.prompts import SeedChunk, ToolQuestion, ToolTripleInput
 from pipelines.models.llm import OfflineLLM
-from pipelines.models.offline import OfflineFaults, choose_tool, configured_faults, offline_model_label
+from pipelines.models.offline import (
+    OfflineFaults,
+    choose_tool,
+    configured_faults,
+    offline_model_label,
+)
 from ragwatch_harness.demo.corpus import load_demo_chunks
 
 RUN = {"run_id": "run-1", "suite": "offline", "dataset_version": "v1"}
@@ -30,8 +35,8 @@ CHUNKS = load_demo_chunks()
 
 
 def questions(n: int) -> list[tuple[str, str, list[str], list[str]]]:
-    """(item id, question, contexts, context ids): a chunk's first sentence asked back, its chunk and one
-    unrelated chunk as the retrieved contexts."""
+    """(item id, question, contexts, context ids): a chunk's first sentence asked back, its chunk
+    and one unrelated chunk as the retrieved contexts."""
     out = []
     for i, chunk in enumerate(CHUNKS[::3]):
         if len(sentences(chunk.text)) < 2:
@@ -57,7 +62,10 @@ def answer(prompt: RagAnswerPrompt, question: str, contexts: list[str], sample: 
 
 
 def faithfulness_of(answers: dict[str, tuple[str, str, list[str]]]) -> dict[str, float]:
-    items = [JudgeInput(item_id=i, stratum="s", question=q, answer=a, contexts=c) for i, (q, a, c) in answers.items()]
+    items = [
+        JudgeInput(item_id=i, stratum="s", question=q, answer=a, contexts=c)
+        for i, (q, a, c) in answers.items()
+    ]
     scores = asyncio.run(judge_items(items, ["faithfulness"], OfflineLLM(), None, **RUN))
     assert all(s.status == "ok" for s in scores), [s.error for s in scores if s.status != "ok"]
     return {s.item_id: s.value for s in scores}
@@ -73,8 +81,8 @@ def test_planted_unsupported_sentences_are_recovered_by_faithfulness(made_up, sw
     answers = {i: (q, answer(faulty, q, c), c) for i, q, c, _ in asked}
     measured = faithfulness_of(answers)
 
-    # Item by item, the truth is known: the sentences that differ from the faultless answer are the planted
-    # ones, and faithfulness must be exactly (kept sentences) / (all sentences).
+    # Item by item, the truth is known: the sentences that differ from the faultless answer are the
+    # planted ones, and faithfulness must be exactly (kept sentences) / (all sentences).
     planted = total = 0
     for item_id, question, contexts, _ in asked:
         truth, given = sentences(answer(clean, question, contexts)), sentences(answers[item_id][1])
@@ -97,22 +105,42 @@ def _scores(values: dict[str, float]):
     from pipelines.core.records import Score
 
     return (
-        Score(**RUN, item_id=i, stratum="s", metric="faithfulness", value=v, status="ok") for i, v in values.items()
+        Score(**RUN, item_id=i, stratum="s", metric="faithfulness", value=v, status="ok")
+        for i, v in values.items()
     )
 
 
 def test_raising_a_rate_only_adds_faults():
-    low, high = RagAnswerPrompt(faults=OfflineFaults(made_up=0.1)), RagAnswerPrompt(faults=OfflineFaults(made_up=0.3))
+    low, high = (
+        RagAnswerPrompt(faults=OfflineFaults(made_up=0.1)),
+        RagAnswerPrompt(faults=OfflineFaults(made_up=0.3)),
+    )
     clean = RagAnswerPrompt(faults=OfflineFaults())
     for _, question, contexts, _ in questions(60):
         truth = sentences(answer(clean, question, contexts))
-        at_low = {k for k, (t, g) in enumerate(zip(truth, sentences(answer(low, question, contexts)))) if t != g}
-        at_high = {k for k, (t, g) in enumerate(zip(truth, sentences(answer(high, question, contexts)))) if t != g}
+        at_low = {
+            k
+            for k, (t, g) in enumerate(zip(truth, sentences(answer(low, question, contexts))))
+            if t != g
+        }
+        at_high = {
+            k
+            for k, (t, g) in enumerate(zip(truth, sentences(answer(high, question, contexts))))
+            if t != g
+        }
         assert at_low <= at_high
     # The same request gets the same answer; another sample of it is an independent draw.
     q, c = questions(1)[0][1:3]
     assert answer(high, q, c) == answer(high, q, c)
-    assert len({answer(RagAnswerPrompt(faults=OfflineFaults(made_up=0.5)), q, c, sample=s) for s in range(8)}) > 1
+    assert (
+        len(
+            {
+                answer(RagAnswerPrompt(faults=OfflineFaults(made_up=0.5)), q, c, sample=s)
+                for s in range(8)
+            }
+        )
+        > 1
+    )
 
 
 COUNTING = "How many tickets mention {}?"
@@ -123,13 +151,19 @@ DOCS = "How does {} work?"
 def test_planted_wrong_tool_rate_is_recovered_by_tsa():
     topics = sorted({c.topic for c in CHUNKS})
     asked = [
-        template.format(f"{topic} ({n})") for n in range(20) for topic in topics for template in (COUNTING, NEWS, DOCS)
+        template.format(f"{topic} ({n})")
+        for n in range(20)
+        for topic in topics
+        for template in (COUNTING, NEWS, DOCS)
     ]
     asked = asked[:300]
     planted_rate = 0.2
 
     def turns(faults: OfflineFaults) -> list[ToolTurn]:
-        expected = [choose_tool([{"role": "user", "content": q}], TOOLS, OfflineFaults())[0].name for q in asked]
+        expected = [
+            choose_tool([{"role": "user", "content": q}], TOOLS, OfflineFaults())[0].name
+            for q in asked
+        ]
         return [
             ToolTurn(
                 item_id=str(i),
@@ -151,13 +185,18 @@ def test_planted_wrong_tool_rate_is_recovered_by_tsa():
 
 
 def test_planted_wrong_arguments_rate_is_recovered_by_tool_call_accuracy():
-    """The golden generator's tool triples, called by the offline agent: every argument right without faults
-    (the demo's 0.000 came from an agent that passed the whole question as the query), and with
-    `wrong_arguments` the score drops on those turns only, each saying which argument differs."""
+    """The golden generator's tool triples, called by the offline agent: every argument right
+    without faults (the demo's 0.000 came from an agent that passed the whole question as the
+    query), and with `wrong_arguments` the score drops on those turns only, each saying which
+    argument differs."""
     triples = {}
     for chunk in CHUNKS[:120]:
         seed = SeedChunk(
-            chunk_id=chunk.chunk_id, document=chunk.topic, section=chunk.section, language="en", text=chunk.text
+            chunk_id=chunk.chunk_id,
+            document=chunk.topic,
+            section=chunk.section,
+            language="en",
+            text=chunk.text,
         )
         for tool in TOOL_NAMES:
             triple = ToolQuestion().offline(ToolTripleInput(chunk=seed, tool=tool))
@@ -190,19 +229,30 @@ def test_planted_wrong_arguments_rate_is_recovered_by_tool_call_accuracy():
     assert low <= 1 - planted <= high, (len(wrong), len(faulty), low, high)
     # A wrong tool is named as such, whatever its arguments.
     other = scored(OfflineFaults(wrong_tool=1.0))
-    assert all(v == 0.0 and note.startswith("called ") and "; expected " in note for v, note in other.values())
+    assert all(
+        v == 0.0 and note.startswith("called ") and "; expected " in note
+        for v, note in other.values()
+    )
 
 
 def test_noise_susceptibility_shows_in_delta_f_and_the_control_does_not():
-    """ΔF of a distractible generator is positive; its no-noise control (the same arm twice) is not; a
-    generator with random sentence faults but no susceptibility has a ΔF no larger than its control."""
+    """ΔF of a distractible generator is positive; its no-noise control (the same arm twice) is not;
+    a generator with random sentence faults but no susceptibility has a ΔF no larger than its
+    control."""
     asked = questions(40)
     pool = NoisePool([_Chunk(c.chunk_id, c.chunk_id.split("#")[0], c.text) for c in CHUNKS[1::5]])
 
     def run(faults: OfflineFaults):
         prompt = RagAnswerPrompt(faults=faults)
         items = [
-            JudgeInput(item_id=i, stratum="s", question=q, answer=answer(prompt, q, c), contexts=c, context_ids=ids)
+            JudgeInput(
+                item_id=i,
+                stratum="s",
+                question=q,
+                answer=answer(prompt, q, c),
+                contexts=c,
+                context_ids=ids,
+            )
             for i, q, c, ids in asked
         ]
         fn = {q: c for _, q, c, _ in asked}
@@ -218,7 +268,9 @@ def test_noise_susceptibility_shows_in_delta_f_and_the_control_does_not():
                 **RUN,
             )
         )
-        assert fn and all(r.control is not None and r.control.metric == CONTROL_METRIC for r in results)
+        assert fn and all(
+            r.control is not None and r.control.metric == CONTROL_METRIC for r in results
+        )
         delta = [r.score.value for r in results if r.score.status == "ok"]
         control = [r.control.value for r in results if r.control.status == "ok"]
         assert len(delta) >= 30 and len(control) >= 30
@@ -227,7 +279,9 @@ def test_noise_susceptibility_shows_in_delta_f_and_the_control_does_not():
     distracted, control = run(OfflineFaults(noise_susceptibility=1.0))
     assert control == 0.0 and distracted > 0.15
     sloppy, sloppy_control = run(OfflineFaults(made_up=0.3))
-    assert sloppy_control != 0.0  # independent draws differ: that spread is what the control measures
+    assert (
+        sloppy_control != 0.0
+    )  # independent draws differ: that spread is what the control measures
     assert abs(sloppy - sloppy_control) < 0.15
 
 
@@ -240,7 +294,10 @@ def test_fault_rates_come_from_the_environment_and_are_named_in_reports(monkeypa
     monkeypatch.setenv("RAGWATCH_OFFLINE_FAULTS__MADE_UP", "0.1")
     monkeypatch.setenv("RAGWATCH_OFFLINE_FAULTS__WRONG_TOOL", "0.2")
     assert configured_faults() == OfflineFaults(made_up=0.1, wrong_tool=0.2)
-    assert offline_model_label() == "ragwatch-offline-deterministic (faults: made_up=0.1, wrong_tool=0.2)"
+    assert (
+        offline_model_label()
+        == "ragwatch-offline-deterministic (faults: made_up=0.1, wrong_tool=0.2)"
+    )
     monkeypatch.setenv("RAGWATCH_OFFLINE_FAULTS__SWAPPED", "0.95")
     with pytest.raises(ValueError, match="made_up \\+ swapped"):
         configured_faults()
@@ -252,10 +309,16 @@ def test_fault_rates_come_from_the_environment_and_are_named_in_reports(monkeypa
 @pytest.mark.parametrize(
     ("answer_text", "correct"),
     [
-        ("Qdrant listens on port 6333 for the REST API.", True),  # the reference's claim, reworded order
+        (
+            "Qdrant listens on port 6333 for the REST API.",
+            True,
+        ),  # the reference's claim, reworded order
         ("The REST API of Qdrant listens on port 6334.", False),  # a swapped number
         ("There is not enough information in the provided contexts.", False),  # a wrong abstention
-        ("Snapshots are written to the snapshots directory.", False),  # true, but another question's answer
+        (
+            "Snapshots are written to the snapshots directory.",
+            False,
+        ),  # true, but another question's answer
     ],
 )
 def test_the_offline_correctness_judge_grades_against_the_reference(answer_text, correct):

@@ -1,4 +1,5 @@
-"""Keyed pseudonyms: consistent inside a trace, unlinkable across traces and keys, stable on reruns."""
+"""Keyed pseudonyms: consistent inside a trace, unlinkable across traces and keys, stable on
+reruns."""
 
 import json
 from collections import Counter
@@ -19,12 +20,17 @@ def make_trace(trace_id: str = "tr-1") -> Trace:
         question="Hola, soy Lucía Fernández (Lucia.Fernandez@Gmail.com, 612 345 678). ¿Cómo va la sentencia with?",
         answer="Hola Lucía Fernández, te escribo a lucia.fernandez@gmail.com: with llama a __exit__().",
         contexts=[
-            Context(chunk_id="pydoc/with#0-1a2b3c4d", text="The with statement calls __exit__().", score=0.91),
+            Context(
+                chunk_id="pydoc/with#0-1a2b3c4d",
+                text="The with statement calls __exit__().",
+                score=0.91,
+            ),
             Context(chunk_id="tickets/48213#0", text=ticket, score=0.55),
         ],
         tool_calls=[
             ToolCall(
-                name="sql_query", arguments={"query": "SELECT id FROM t WHERE email = 'lucia.fernandez@gmail.com'"}
+                name="sql_query",
+                arguments={"query": "SELECT id FROM t WHERE email = 'lucia.fernandez@gmail.com'"},
             ),
             ToolCall(
                 name="vector_search",
@@ -40,7 +46,11 @@ def make_trace(trace_id: str = "tr-1") -> Trace:
         language="es",
         user_feedback=1,
         latency_ms=812,
-        metadata={"client_ip": "83.45.112.9", "session_id": "sess-0011", "user_email": "LUCIA.FERNANDEZ@gmail.com"},
+        metadata={
+            "client_ip": "83.45.112.9",
+            "session_id": "sess-0011",
+            "user_email": "LUCIA.FERNANDEZ@gmail.com",
+        },
     )
 
 
@@ -52,13 +62,23 @@ def test_the_same_value_gets_the_same_pseudonym_across_every_field():
     anonymized, _ = Anonymizer(KEY).anonymize_trace(make_trace())
     email = pseudonyms(anonymized.tool_calls[0].arguments["query"])[0]
     assert email.startswith("[EMAIL_")
-    assert email in anonymized.question and email in anonymized.answer and anonymized.metadata["user_email"] == email
+    assert (
+        email in anonymized.question
+        and email in anonymized.answer
+        and anonymized.metadata["user_email"] == email
+    )
     person = pseudonyms(anonymized.answer)[0]
-    assert person.startswith("[PERSON_") and person in anonymized.question and person in anonymized.contexts[1].text
+    assert (
+        person.startswith("[PERSON_")
+        and person in anonymized.question
+        and person in anonymized.contexts[1].text
+    )
     assert anonymized.tool_calls[1].arguments["filters"][0]["owner"] == person
     phone = [p for p in pseudonyms(anonymized.question) if p.startswith("[PHONE_")]
     assert phone and phone[0] in anonymized.contexts[1].text  # "612 345 678" and "+34 612 34 56 78"
-    assert anonymized.metadata["client_ip"] == anonymized.tool_calls[1].arguments["filters"][1]["ip"]
+    assert (
+        anonymized.metadata["client_ip"] == anonymized.tool_calls[1].arguments["filters"][1]["ip"]
+    )
 
 
 def test_everything_planted_is_gone_and_the_rest_is_untouched():
@@ -79,7 +99,10 @@ def test_everything_planted_is_gone_and_the_rest_is_untouched():
     assert anonymized.contexts[0] == original.contexts[0]
     unchanged = ("trace_id", "ts", "model", "app", "language", "user_feedback", "latency_ms")
     assert all(getattr(anonymized, f) == getattr(original, f) for f in unchanged)
-    assert anonymized.tool_calls[1].arguments["top_k"] == 5 and anonymized.metadata["session_id"] == "sess-0011"
+    assert (
+        anonymized.tool_calls[1].arguments["top_k"] == 5
+        and anonymized.metadata["session_id"] == "sess-0011"
+    )
     assert set(anonymized.metadata) == set(original.metadata)
     assert original.question.startswith("Hola, soy Lucía")  # the input is not mutated
     assert counts == Counter({"PERSON": 4, "EMAIL": 4, "PHONE": 2, "DNI": 1, "IP_ADDRESS": 2})
@@ -87,7 +110,9 @@ def test_everything_planted_is_gone_and_the_rest_is_untouched():
 
 def test_pseudonyms_differ_across_traces_and_keys():
     def email_pseudonym(anonymizer: Anonymizer, trace_id: str) -> str:
-        return pseudonyms(anonymizer.anonymize_trace(make_trace(trace_id))[0].metadata["user_email"])[0]
+        return pseudonyms(
+            anonymizer.anonymize_trace(make_trace(trace_id))[0].metadata["user_email"]
+        )[0]
 
     a = email_pseudonym(Anonymizer(KEY), "tr-1")
     assert a == email_pseudonym(Anonymizer(KEY), "tr-1")
@@ -105,10 +130,16 @@ def test_pseudonyms_are_typed_keyed_hashes():
 
 def test_anonymize_value_walks_nested_json_and_keeps_keys():
     counts: Counter = Counter()
-    value = {"user": {"email": "ana@empresa.es", "phones": ["612 345 678", 612345678]}, "ok": True, "note": None}
+    value = {
+        "user": {"email": "ana@empresa.es", "phones": ["612 345 678", 612345678]},
+        "ok": True,
+        "note": None,
+    }
     out = Anonymizer(KEY).anonymize_value(value, "tr-9", counts)
     assert set(out) == {"user", "ok", "note"} and set(out["user"]) == {"email", "phones"}
-    assert out["user"]["email"].startswith("[EMAIL_") and out["user"]["phones"][0].startswith("[PHONE_")
+    assert out["user"]["email"].startswith("[EMAIL_") and out["user"]["phones"][0].startswith(
+        "[PHONE_"
+    )
     assert out["user"]["phones"][1] == 612345678 and out["ok"] is True and out["note"] is None
     assert counts == Counter({"EMAIL": 1, "PHONE": 1})
 
@@ -140,7 +171,9 @@ def test_pii_in_metadata_keys_is_replaced_and_values_stay_under_their_new_key():
 
 
 def test_two_keys_that_are_one_value_spelled_twice_are_both_kept():
-    out = Anonymizer(KEY).anonymize_value({"Juan@Gmail.com": 1, "juan@gmail.com": 2}, "tr-1", Counter())
+    out = Anonymizer(KEY).anonymize_value(
+        {"Juan@Gmail.com": 1, "juan@gmail.com": 2}, "tr-1", Counter()
+    )
     assert sorted(out.values()) == [1, 2] and len({key.rstrip("#") for key in out}) == 1
 
 
@@ -159,13 +192,23 @@ def test_a_key_that_names_a_secret_vouches_for_its_value():
     assert out["password"].startswith("[SECRET_")
     assert all(v.startswith("[SECRET_") for v in out["headers"].values())
     assert out["full_name"].startswith("[PERSON_") and out["phone"].startswith("[PHONE_INVALID_")
-    assert out["session_id"] == "sess-0011" and out["name"] == "vector_search" and out["secret"] == "[SECRET_0a1b2c3d]"
+    assert (
+        out["session_id"] == "sess-0011"
+        and out["name"] == "vector_search"
+        and out["secret"] == "[SECRET_0a1b2c3d]"
+    )
     assert counts == Counter({"SECRET": 4, "PERSON": 1, "PHONE_INVALID": 1})
 
 
 def test_one_value_gets_one_pseudonym_however_it_is_written():
     anonymizer = Anonymizer(KEY)
-    forms = ["juan@gmail.com", "juan at gmail dot com", "juan＠gmail．com", "JUAN@GMAIL.COM", "juan\\u0040gmail.com"]
+    forms = [
+        "juan@gmail.com",
+        "juan at gmail dot com",
+        "juan＠gmail．com",
+        "JUAN@GMAIL.COM",
+        "juan\\u0040gmail.com",
+    ]
     tokens = {anonymizer.anonymize_text(form, "tr-1", Counter()) for form in forms}
     assert len(tokens) == 1 and tokens.pop().startswith("[EMAIL_")
 

@@ -1,9 +1,10 @@
-"""Nothing clean thrown away: technical text keeps its numbers, and the residual check lets it through.
+"""Nothing clean thrown away: technical text keeps its numbers, and the residual check lets it
+through.
 
 Two kinds of evidence:
-- a thousand clean traces cut from installed documentation (Python's in English, man pages in Spanish;
-  `tests/data/clean_docs.jsonl.gz`, built by `ragwatch_harness.bench.clean_docs`): at most 0.2 % of each
-  language's traces quarantined, and few replaced at all;
+- a thousand clean traces cut from installed documentation (Python's in English, man pages in
+  Spanish; `tests/data/clean_docs.jsonl.gz`, built by `ragwatch_harness.bench.clean_docs`): at most
+  0.2 % of each language's traces quarantined, and few replaced at all;
 - the shapes that used to be taken for PII, as families hypothesis draws from: floats of any length,
   version strings, escapes, hashes, RFC 5737 and RFC 3849 documentation addresses, in code and prose
   of both languages. The anonymizer leaves every one alone and the residual check flags none.
@@ -52,8 +53,12 @@ def test_the_fixture_is_technical_text_in_both_languages(clean_run):
     sources = Counter(trace.metadata["source"] for trace, _, _ in clean_run)
     assert set(sources) == {"reference", "docstrings", "code", "man"}
     text = "\n".join(t for trace, _, _ in clean_run for t in row_texts(trace))
-    # What made the residual check cry wolf: long digit runs, dotted quads, floats, escapes, assignments.
-    assert len(re.findall(r"\d{9,}", text)) >= 20 and len(re.findall(r"\b\d+\.\d+\.\d+\.\d+\b", text)) >= 5
+    # What made the residual check cry wolf: long digit runs, dotted quads, floats, escapes,
+    # assignments.
+    assert (
+        len(re.findall(r"\d{9,}", text)) >= 20
+        and len(re.findall(r"\b\d+\.\d+\.\d+\.\d+\b", text)) >= 5
+    )
     assert text.count("\\x") >= 100 and len(re.findall(r"(?i)(token|password)\s*=", text)) >= 10
 
 
@@ -73,7 +78,10 @@ def test_few_clean_traces_lose_a_word(clean_run):
 
 
 def test_traces_are_cut_from_consecutive_passages_of_one_document_the_same_way_each_time(tmp_path):
-    paragraphs = [f"Paragraph {i}: the option --size={i * 1024} sets the buffer, see section {i}." for i in range(12)]
+    paragraphs = [
+        f"Paragraph {i}: the option --size={i * 1024} sets the buffer, see section {i}."
+        for i in range(12)
+    ]
     documents = {
         language: [
             Document(language, source, f"{language}/{source}", lambda: "\n\n".join(paragraphs))
@@ -91,7 +99,9 @@ def test_traces_are_cut_from_consecutive_passages_of_one_document_the_same_way_e
         assert run == cut[first : first + len(run)] and cut[first - 1].startswith(row["question"])
     write_clean_traces(rows, tmp_path / "docs.jsonl.gz")
     traces = load_clean_traces(tmp_path / "docs.jsonl.gz")
-    assert [t.question for t in traces] == [row["question"] for row in rows] and traces[1].language == "es"
+    assert [t.question for t in traces] == [row["question"] for row in rows] and traces[
+        1
+    ].language == "es"
 
 
 def test_passages_drop_the_people_man_pages_and_modules_name():
@@ -99,10 +109,25 @@ def test_passages_drop_the_people_man_pages_and_modules_name():
     assert all("@" not in p and "Written by" not in p for p in passages(text))
 
 
-# --- families ----------------------------------------------------------------------------------------
-CODE = ["x = {v}", ">>> {v}", "print({v})", "[{v}, {v}]", "return {v};", '"{v}"', "{{'value': {v}}}", "f({v}, 2)"]
+# --- families
+# ----------------------------------------------------------------------------------------
+CODE = [
+    "x = {v}",
+    ">>> {v}",
+    "print({v})",
+    "[{v}, {v}]",
+    "return {v};",
+    '"{v}"',
+    "{{'value': {v}}}",
+    "f({v}, 2)",
+]
 PROSE_EN = ["The result is {v} here.", "Use {v} and retry.", "See {v} for details:", "({v})"]
-PROSE_ES = ["El resultado es {v} aquí.", "Usa {v} y vuelve a probar.", "Véase {v} para más detalles:", "valor {v} m"]
+PROSE_ES = [
+    "El resultado es {v} aquí.",
+    "Usa {v} y vuelve a probar.",
+    "Véase {v} para más detalles:",
+    "valor {v} m",
+]
 contexts = st.sampled_from(CODE + PROSE_EN + PROSE_ES)
 
 
@@ -113,7 +138,9 @@ def _untouched(text: str) -> None:
 
 floats = st.one_of(
     st.floats(allow_nan=False, allow_infinity=False).map(repr),
-    st.builds(lambda i, f: f"{i}.{f}", st.integers(0, 999), st.text("0123456789", min_size=1, max_size=20)),
+    st.builds(
+        lambda i, f: f"{i}.{f}", st.integers(0, 999), st.text("0123456789", min_size=1, max_size=20)
+    ),
     st.builds(
         lambda i, f, e: f"{i}.{f}e{e}",
         st.integers(0, 9),
@@ -138,16 +165,33 @@ def test_the_float_that_was_a_card():
 versions = st.builds(
     lambda v, numbers, suffix: v + ".".join(map(str, numbers)) + suffix,
     st.sampled_from(["", "v", "V"]),
-    # "612.345.678" and "60.100.1000" are phones written with dots, not versions: a version's dotted numbers
-    # hold fewer than nine digits. (Filtered, not left to the draw: the examples a derandomized run draws
-    # depend on where the checkout lies.)
-    st.lists(st.integers(0, 99999), min_size=2, max_size=5).filter(lambda ns: sum(len(str(n)) for n in ns) < 9),
-    st.sampled_from(["", "-rc1", "-beta.2", "+build.456", "~deb12u1", "-1ubuntu0.22.04.3", ".dev0", "a1", "-SNAPSHOT"]),
+    # "612.345.678" and "60.100.1000" are phones written with dots, not versions: a version's dotted
+    # numbers hold fewer than nine digits. (Filtered, not left to the draw: the examples a
+    # derandomized run draws depend on where the checkout lies.)
+    st.lists(st.integers(0, 99999), min_size=2, max_size=5).filter(
+        lambda ns: sum(len(str(n)) for n in ns) < 9
+    ),
+    st.sampled_from(
+        [
+            "",
+            "-rc1",
+            "-beta.2",
+            "+build.456",
+            "~deb12u1",
+            "-1ubuntu0.22.04.3",
+            ".dev0",
+            "a1",
+            "-SNAPSHOT",
+        ]
+    ),
 )
 
 
 @SETTINGS
-@given(versions, st.sampled_from(["Python {v}", "version {v}", "Chrome/{v} Safari", "libfoo {v} y libbar {v}"]))
+@given(
+    versions,
+    st.sampled_from(["Python {v}", "version {v}", "Chrome/{v} Safari", "libfoo {v} y libbar {v}"]),
+)
 def test_version_strings_are_left_alone(value, context):
     _untouched(context.format(v=value))
 
@@ -155,9 +199,11 @@ def test_version_strings_are_left_alone(value, context):
 hex_digits = "0123456789abcdef"
 escapes = st.one_of(
     st.text(hex_digits + "ABCDEF", min_size=8, max_size=8).map(lambda h: f"\\U{h}"),
-    st.lists(st.text(hex_digits, min_size=2, max_size=2).map(lambda h: f"\\x{h}"), min_size=1, max_size=12).map(
-        "".join
-    ),
+    st.lists(
+        st.text(hex_digits, min_size=2, max_size=2).map(lambda h: f"\\x{h}"),
+        min_size=1,
+        max_size=12,
+    ).map("".join),
     st.text(hex_digits, min_size=4, max_size=4).map(lambda h: f"\\u{h}"),
     st.sampled_from(["\\N{GREEK CAPITAL LETTER DELTA}", "\\N{EM DASH}"]),
 )
@@ -175,28 +221,44 @@ def test_the_escape_that_was_a_cif():
 
 
 digests = st.builds(
-    lambda data, name: hashlib.new(name, data).hexdigest(), st.binary(), st.sampled_from(["md5", "sha1", "sha256"])
+    lambda data, name: hashlib.new(name, data).hexdigest(),
+    st.binary(),
+    st.sampled_from(["md5", "sha1", "sha256"]),
 )
-"""Hex as hash functions write it: uniformly random, so drawn through a real digest, not digit by digit."""
+"""Hex as hash functions write it: uniformly random, so drawn through a real digest, not digit by
+digit."""
 hashes = st.one_of(
     digests,
-    st.builds(lambda digest, n: digest[:n], digests, st.sampled_from([7, 8, 12])),  # git's short hashes
+    st.builds(
+        lambda digest, n: digest[:n], digests, st.sampled_from([7, 8, 12])
+    ),  # git's short hashes
     st.uuids().map(str),
-    digests.map(lambda h: " ".join(h[:40].upper()[i : i + 4] for i in range(0, 40, 4))),  # a GPG fingerprint
+    digests.map(
+        lambda h: " ".join(h[:40].upper()[i : i + 4] for i in range(0, 40, 4))
+    ),  # a GPG fingerprint
 )
 
 
 @SETTINGS
-@given(hashes, st.sampled_from(["commit {v}", "sha256: {v}", "request_id={v}", "fingerprint {v}", "hash {v} ok"]))
+@given(
+    hashes,
+    st.sampled_from(
+        ["commit {v}", "sha256: {v}", "request_id={v}", "fingerprint {v}", "hash {v} ok"]
+    ),
+)
 def test_hashes_and_ids_are_left_alone(value, context):
     _untouched(context.format(v=value))
 
 
 documentation_v4 = st.builds(
-    lambda net, host: f"{net}.{host}", st.sampled_from(["192.0.2", "198.51.100", "203.0.113"]), st.integers(0, 255)
+    lambda net, host: f"{net}.{host}",
+    st.sampled_from(["192.0.2", "198.51.100", "203.0.113"]),
+    st.integers(0, 255),
 )
 documentation_v6 = st.builds(
-    lambda groups, written: getattr(ipaddress.ip_address("2001:db8:" + ":".join(f"{g:x}" for g in groups)), written),
+    lambda groups, written: getattr(
+        ipaddress.ip_address("2001:db8:" + ":".join(f"{g:x}" for g in groups)), written
+    ),
     st.lists(st.integers(0, 0xFFFF), min_size=6, max_size=6),
     st.sampled_from(["compressed", "exploded"]),
 )
@@ -253,7 +315,8 @@ def test_documentation_addresses_are_left_alone(value, context):
     ],
 )
 def test_what_the_clean_corpus_once_tripped_stays(text):
-    """Each line gathers shapes the residual check or the anonymizer once took for PII in clean docs."""
+    """Each line gathers shapes the residual check or the anonymizer once took for PII in clean
+    docs."""
     _untouched(text)
 
 
@@ -271,16 +334,17 @@ def test_what_the_clean_corpus_once_tripped_stays(text):
     ],
 )
 def test_what_an_unseen_corpus_tripped_stays(text):
-    """Shapes from documentation the bench never sampled (/usr/share/doc changelogs, gettext catalogs,
-    dist-info READMEs): git dates, printf slots after "password", usage lines, ISBN-13s, Debian versions."""
+    """Shapes from documentation the bench never sampled (/usr/share/doc changelogs, gettext
+    catalogs, dist-info READMEs): git dates, printf slots after "password", usage lines, ISBN-13s,
+    Debian versions."""
     _untouched(text)
 
 
 @pytest.mark.parametrize(
     "text",
     [
-        # A threads FAQ answer: "in C." ends a sentence, the next starts with a name and a number ("C. Python 3"
-        # read as a Colombian street); "Python 3.11" too.
+        # A threads FAQ answer: "in C." ends a sentence, the next starts with a name and a number
+        # ("C. Python 3" read as a Colombian street); "Python 3.11" too.
         "Judicious use of C extensions will also help: an extension written in C. Python 3 still runs one thread at a "
         "time, so start N worker threads and a queue.Queue for I/O-bound work.",
         "The threading module builds on the low-level _thread module, itself written in C. Python 3.11 added no new "
@@ -294,45 +358,59 @@ def test_what_an_unseen_corpus_tripped_stays(text):
     ],
 )
 def test_what_faqs_and_manuals_tripped_stays(text):
-    """Shapes from a corpus of FAQs and manuals (`ragwatch_harness.bench.clean_manuals`: /usr/share/doc FAQs and HTML,
-    GNU info, Perl's POD, the Rust book): the C language before a versioned name, directives, JSON byte counts."""
+    """Shapes from a corpus of FAQs and manuals (`ragwatch_harness.bench.clean_manuals`:
+    /usr/share/doc FAQs and HTML, GNU info, Perl's POD, the Rust book): the C language before a
+    versioned name, directives, JSON byte counts."""
     _untouched(text)
 
 
 LOOK_ALIKE_SEPARATORS = ["/", "_", " - ", " / ", " _ "]
-"""Not dots or a lone blank or dash: sixteen digits in 4-4-4-4 groups so split are a mistyped card, replaced
-as `CREDIT_CARD_INVALID` (see `identifiers`)."""
+"""Not dots or a lone blank or dash: sixteen digits in 4-4-4-4 groups so split are a mistyped card,
+replaced as `CREDIT_CARD_INVALID` (see `identifiers`)."""
 
 
 @pytest.mark.parametrize("separator", LOOK_ALIKE_SEPARATORS)
 @pytest.mark.parametrize("template", ["Build {v} passed.", "La tabla {v} está vacía.", "x = '{v}'"])
 def test_numbers_only_shaped_like_a_card_or_an_ssn_are_left_alone(separator, template):
-    """Split by punctuation other than a blank or a dash, a card must pass Luhn from an issuer's range and
-    an SSN the Social Security numbering rules: grouped digits that fail them are someone's build or table."""
+    """Split by punctuation other than a blank or a dash, a card must pass Luhn from an issuer's
+    range and an SSN the Social Security numbering rules: grouped digits that fail them are
+    someone's build or table."""
     for digits in ("4111111111111112", "1234567812345670", "9999000011112222"):
         value = separator.join(digits[i : i + 4] for i in range(0, 16, 4))
         assert find_pii(template.format(v=value)) == [], value
-    for digits in ("000123456", "123004567", "123450000"):  # area 000, group 00, serial 0000 (9xx, 6xx: phones)
+    for digits in (
+        "000123456",
+        "123004567",
+        "123450000",
+    ):  # area 000, group 00, serial 0000 (9xx, 6xx: phones)
         value = separator.join((digits[:3], digits[3:5], digits[5:]))
         assert find_pii(template.format(v=value)) == [], value
 
 
 @pytest.mark.parametrize(
-    "word", ["LangChain", "argument", "interoperability", "autopkgtests", "JavaScript", "TypeScript"]
+    "word",
+    ["LangChain", "argument", "interoperability", "autopkgtests", "JavaScript", "TypeScript"],
 )
-@pytest.mark.parametrize("template", ["for {b} {w} usage", "({b} {w} validation)", "Soporte {b} de {w}."])
+@pytest.mark.parametrize(
+    "template", ["for {b} {w} usage", "({b} {w} validation)", "Soporte {b} de {w}."]
+)
 @pytest.mark.parametrize("basic", ["basic", "Basic"])
 def test_basic_before_a_word_is_no_authorization_header(word, template, basic):
-    """Basic credentials are base64, whole blocks of four with a digit, a symbol or an inner capital.
-    (Only the residual rule is asked: "Basic LangChain" capitalised is for the name detector to judge.)"""
+    """Basic credentials are base64, whole blocks of four with a digit, a symbol or an inner
+    capital. (Only the residual rule is asked: "Basic LangChain" capitalised is for the name
+    detector to judge.)"""
     assert "auth_header" not in residual_pii_reasons(template.format(b=basic, w=word))
 
 
 @pytest.mark.parametrize(
     "key", ["total", "available", "used", "free", "read_bytes", "bytes_sent", "write_count", "size"]
 )
-@pytest.mark.parametrize("value", ["10367352832", "6472179712", "21378641920", "18626220032", "2181107712"])
-@pytest.mark.parametrize("layout", ["svmem({k}={v}, percent=37.6)", ">>> f({k}={v})", "{k}={v}, x=1"])
+@pytest.mark.parametrize(
+    "value", ["10367352832", "6472179712", "21378641920", "18626220032", "2181107712"]
+)
+@pytest.mark.parametrize(
+    "layout", ["svmem({k}={v}, percent=37.6)", ">>> f({k}={v})", "{k}={v}, x=1"]
+)
 def test_sizes_and_counters_under_a_key_that_names_them_stay(key, value, layout):
     """A repr's byte counts and counters ("svmem(total=10367352832, ..."), as psutil prints them."""
     _untouched(layout.format(k=key, v=value))
@@ -340,15 +418,20 @@ def test_sizes_and_counters_under_a_key_that_names_them_stay(key, value, layout)
 
 @SETTINGS
 @given(
-    st.lists(st.integers(-100, 100), min_size=12, max_size=40), st.sampled_from(["{v}", "data:\n{v}\n", "Datos: {v}"])
+    st.lists(st.integers(-100, 100), min_size=12, max_size=40),
+    st.sampled_from(["{v}", "data:\n{v}\n", "Datos: {v}"]),
 )
 def test_a_table_of_signed_integers_stays(numbers, template):
     """Rows of small signed integers, as test data files hold them ("26 -60 -34 11 -27 47 -100")."""
-    assert "long_digit_run" not in residual_pii_reasons(template.format(v=" ".join(map(str, numbers))))
+    assert "long_digit_run" not in residual_pii_reasons(
+        template.format(v=" ".join(map(str, numbers)))
+    )
 
 
 @pytest.mark.parametrize("pages", ["179-188", "1-12", "233-247", "45-9"])
 @pytest.mark.parametrize("year", ["1936", "1988", "2021"])
-@pytest.mark.parametrize("template", ["Annual Eugenics, 7, Part II, {p} ({y}); also in", "Revista 12, {p} ({y})."])
+@pytest.mark.parametrize(
+    "template", ["Annual Eugenics, 7, Part II, {p} ({y}); also in", "Revista 12, {p} ({y})."]
+)
 def test_a_citation_s_pages_and_year_stay(pages, year, template):
     _untouched(template.format(p=pages, y=year))

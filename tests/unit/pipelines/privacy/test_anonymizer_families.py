@@ -1,11 +1,12 @@
-"""Families, not examples: a phone split by any separator and an address with any street word are found.
+"""Families, not examples: a phone split by any separator and an address with any street word are
+found.
 
-- phones: Spanish numbers in every grouping people use, split by any separator (underscores too), with
-  or without their country code; any punctuation at all after a cue; other countries' numbers with
-  "(0)" trunks and extensions. Numbers come from libphonenumber's own metadata.
-- addresses: every USPS street suffix (Faker's en_US list, which follows USPS Publication 28, and the
-  standard abbreviations), every Spanish and Latin American type of street Faker's locales write, each
-  in a whole address. The lists are the standard's, not the detector's.
+- phones: Spanish numbers in every grouping people use, split by any separator (underscores too),
+  with or without their country code; any punctuation at all after a cue; other countries' numbers
+  with "(0)" trunks and extensions. Numbers come from libphonenumber's own metadata.
+- addresses: every USPS street suffix (Faker's en_US list, which follows USPS Publication 28, and
+  the standard abbreviations), every Spanish and Latin American type of street Faker's locales
+  write, each in a whole address. The lists are the standard's, not the detector's.
 
 Each one is replaced (no word of it survives) and, raw, trips the residual check.
 """
@@ -40,7 +41,10 @@ def _spanish_number(seed: int, kind: phonenumbers.PhoneNumberType) -> str:
     national = str(phonenumbers.example_number_for_type("ES", kind).national_number)
     while True:
         digits = national[:2] + "".join(rng.choice(string.digits) for _ in range(7))
-        if phonenumbers.is_valid_number(phonenumbers.parse(digits, "ES")) and len(set(digits[2:])) > 2:
+        if (
+            phonenumbers.is_valid_number(phonenumbers.parse(digits, "ES"))
+            and len(set(digits[2:])) > 2
+        ):
             return digits
 
 
@@ -60,8 +64,26 @@ spanish_numbers = st.builds(
 groupings = st.sampled_from([(3, 3, 3), (3, 2, 2, 2), (2, 3, 2, 2), (9,)])
 PLAIN_SEPARATORS = [" ", "-", ".", "/", "_", "\u2013", "\u2014", "\u2011", "\u00a0", "\u202f"]
 """What people put between digit groups anywhere; no cue is needed to read them as one number."""
-COUNTRY_CODES = ["", "+34 ", "+34", "0034 ", "0034", "(+34) ", "(+34)", "+34.", "+34_", "+34-", "0034."]
-UNCUED = ["Estoy en el {v} hasta las 18:00.", "The desk line {v} is open until 6pm.", "{v}", "ping {v} later", "({v})"]
+COUNTRY_CODES = [
+    "",
+    "+34 ",
+    "+34",
+    "0034 ",
+    "0034",
+    "(+34) ",
+    "(+34)",
+    "+34.",
+    "+34_",
+    "+34-",
+    "0034.",
+]
+UNCUED = [
+    "Estoy en el {v} hasta las 18:00.",
+    "The desk line {v} is open until 6pm.",
+    "{v}",
+    "ping {v} later",
+    "({v})",
+]
 
 
 @SETTINGS
@@ -78,17 +100,30 @@ def test_a_spanish_number_split_by_any_separator(digits, grouping, separator, co
 
 
 ANY_PUNCTUATION = sorted(set(string.punctuation) - set("()+") | set("·•‧|¦"))
-CUED = ["Llámame al {v} por la tarde.", "Mi móvil es el {v}.", "Tel. {v}", "Call me on {v}.", "WhatsApp: {v}"]
+CUED = [
+    "Llámame al {v} por la tarde.",
+    "Mi móvil es el {v}.",
+    "Tel. {v}",
+    "Call me on {v}.",
+    "WhatsApp: {v}",
+]
 
 
 @SETTINGS
-@given(spanish_numbers, groupings.filter(lambda g: len(g) > 1), st.sampled_from(ANY_PUNCTUATION), st.sampled_from(CUED))
+@given(
+    spanish_numbers,
+    groupings.filter(lambda g: len(g) > 1),
+    st.sampled_from(ANY_PUNCTUATION),
+    st.sampled_from(CUED),
+)
 def test_after_a_cue_any_punctuation_splits_a_number(digits, grouping, separator, template):
     value = _grouped(digits, grouping, separator)
     _replaced_and_flagged(template.format(v=value), value)
 
 
-@pytest.mark.parametrize("text", ["the table has 612,345,678 rows", "x = 612|345|678 | 1", "ratio 612:345:678"])
+@pytest.mark.parametrize(
+    "text", ["the table has 612,345,678 rows", "x = 612|345|678 | 1", "ratio 612:345:678"]
+)
 def test_without_a_cue_odd_punctuation_is_no_phone(text):
     """Counts, tables and ratios: "612,345,678" is a phone only when something says so."""
     assert ANONYMIZER.anonymize_text(text, "scope", Counter()) == text
@@ -102,17 +137,23 @@ def test_without_a_cue_odd_punctuation_is_no_phone(text):
     st.sampled_from(["", " (0)", " (0) "]),
     st.sampled_from(["", " x123", "x4567", " ext. 12", " ext 7"]),
 )
-def test_international_numbers_with_trunks_and_extensions(region, seed, separator, trunk, extension):
+def test_international_numbers_with_trunks_and_extensions(
+    region, seed, separator, trunk, extension
+):
     rng = random.Random(seed)
     example = phonenumbers.example_number_for_type(region, phonenumbers.PhoneNumberType.MOBILE)
     national = str(example.national_number)
     for _ in range(100):
-        number = phonenumbers.parse(national[:3] + "".join(rng.choice(string.digits) for _ in national[3:]), region)
+        number = phonenumbers.parse(
+            national[:3] + "".join(rng.choice(string.digits) for _ in national[3:]), region
+        )
         if phonenumbers.is_valid_number(number):
             break
     else:
         number = example
-    code, rest = phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.INTERNATIONAL).split(" ", 1)
+    code, rest = phonenumbers.format_number(
+        number, phonenumbers.PhoneNumberFormat.INTERNATIONAL
+    ).split(" ", 1)
     has_trunk = phonenumbers.national_significant_number(number) != phonenumbers.format_number(
         number, phonenumbers.PhoneNumberFormat.NATIONAL
     ).replace(" ", "").replace("-", "").lstrip("(").replace(")", "")
@@ -120,27 +161,40 @@ def test_international_numbers_with_trunks_and_extensions(region, seed, separato
     _replaced_and_flagged(f"Call me on {value} tomorrow.", value)
 
 
-# --- addresses ---------------------------------------------------------------------------------------
+# --- addresses
+# ---------------------------------------------------------------------------------------
 def _usps_suffixes() -> list[str]:
     names = importlib.import_module("faker.providers.address.en_US").Provider.street_suffixes
-    return sorted(set(names) | {abbreviation.capitalize() for abbreviation in USPS_STANDARD.values()})
+    return sorted(
+        set(names) | {abbreviation.capitalize() for abbreviation in USPS_STANDARD.values()}
+    )
 
 
 def _spanish_types() -> list[str]:
     types = set()
     for locale in ("es_ES", "es_MX", "es_CO", "es_AR", "es_CL"):
-        prefixes = importlib.import_module(f"faker.providers.address.{locale}").Provider.street_prefixes
+        prefixes = importlib.import_module(
+            f"faker.providers.address.{locale}"
+        ).Provider.street_prefixes
         types.update(prefixes if not isinstance(prefixes, dict) else prefixes.keys())
     return sorted(types)
 
 
-US_CITIES = [("Mountain View", "CA", "94043"), ("Austin", "TX", "78701"), ("Portland", "OR", "97205-1234")]
+US_CITIES = [
+    ("Mountain View", "CA", "94043"),
+    ("Austin", "TX", "78701"),
+    ("Portland", "OR", "97205-1234"),
+]
 NAMES = ["Willow", "Maple", "Regina", "Figueroa", "Baker", "Johnson", "Cedar", "Lincoln"]
 
 
 @pytest.mark.parametrize(
     "layout",
-    ["{street}, {city}, {state} {zip}", "{street}\n{city}, {state} {zip}", "{street} Apt. 12, {city}, {state} {zip}"],
+    [
+        "{street}, {city}, {state} {zip}",
+        "{street}\n{city}, {state} {zip}",
+        "{street} Apt. 12, {city}, {state} {zip}",
+    ],
 )
 def test_every_usps_suffix_makes_an_address(layout):
     rng = random.Random(layout)
@@ -160,7 +214,8 @@ def test_every_usps_suffix_makes_a_street_after_an_address_cue():
 
 
 @pytest.mark.parametrize(
-    "layout", ["{type} {name} {number}, {postcode} {city}", "{type} de {name} {number}\n{city}, {postcode}"]
+    "layout",
+    ["{type} {name} {number}, {postcode} {city}", "{type} de {name} {number}\n{city}, {postcode}"],
 )
 def test_every_spanish_type_of_street_makes_an_address(layout):
     rng = random.Random(layout)
@@ -193,7 +248,8 @@ def test_addresses_as_each_country_writes_them(value):
     assert not _leaked(value, f"Envíalo a {value}, por favor.", after), after
 
 
-# --- found by a reviewer's probe with shapes the bench never planted ---------------------------------
+# --- found by a reviewer's probe with shapes the bench never planted
+# ---------------------------------
 ODD_PUNCTUATION = sorted(set(string.punctuation) - set("()+,':") | set("·•|"))
 """Every punctuation mark but thousands separators (",", "'") and colons (MAC addresses, times)."""
 SPELLED_COUNTRY_CODES = ["+34 ", "+34", "0034 ", "(+34) ", "(+34)", "0034"]
@@ -210,7 +266,8 @@ SPELLED_COUNTRY_CODES = ["+34 ", "+34", "0034 ", "(+34) ", "(+34)", "0034"]
 def test_with_its_country_code_any_punctuation_splits_a_number_without_a_cue(
     digits, grouping, separator, country, template
 ):
-    """ "+34|612|345|678" is a phone however it is split: no count or table opens with a country code."""
+    """ "+34|612|345|678" is a phone however it is split: no count or table opens with a country
+    code."""
     value = country + _grouped(digits, grouping, separator)
     _replaced_and_flagged(template.format(v=value), value)
 
@@ -228,7 +285,9 @@ def _dni(number: int) -> str:
 
 @pytest.mark.parametrize("separator", [" ", "-", "_", "."])
 @pytest.mark.parametrize("before_letter", ["", " ", "-"])
-@pytest.mark.parametrize("template", ["Mi DNI es {v}, gracias.", "Customer record: {v} (verified).", "{v}"])
+@pytest.mark.parametrize(
+    "template", ["Mi DNI es {v}, gracias.", "Customer record: {v} (verified).", "{v}"]
+)
 def test_a_dni_printed_in_groups_with_any_separator(separator, before_letter, template):
     for number in (12345678, 48213977, 70112233):
         digits, letter = _dni(number)[:8], _dni(number)[8]
@@ -238,7 +297,9 @@ def test_a_dni_printed_in_groups_with_any_separator(separator, before_letter, te
         _replaced_and_flagged(template.format(v=value), value)
 
 
-@pytest.mark.parametrize("iban", ["ES9121000418450200051332", "DE89370400440532013000", "GB29NWBK60161331926819"])
+@pytest.mark.parametrize(
+    "iban", ["ES9121000418450200051332", "DE89370400440532013000", "GB29NWBK60161331926819"]
+)
 @pytest.mark.parametrize("layout", ["{cc} {rest}", "{cc}{rest_underscored}", "{cc}{rest_spaced}"])
 def test_an_iban_split_by_underscores_or_with_a_blank_after_its_country(iban, layout):
     groups = [iban[2:4]] + [iban[i : i + 4] for i in range(4, len(iban), 4)]
@@ -251,21 +312,38 @@ def test_an_iban_split_by_underscores_or_with_a_blank_after_its_country(iban, la
     _replaced_and_flagged(f"Transfiere a {value} antes del lunes.", value)
 
 
-@pytest.mark.parametrize("street", ["77 W 45th St", "350 5th Ave", "1200 E 3rd Street", "9 N 101st Pl"])
-@pytest.mark.parametrize("layout", ["{street}", "{street}, Austin, TX 78701", "{street}, 2nd Floor, Austin, TX\n78701"])
+@pytest.mark.parametrize(
+    "street", ["77 W 45th St", "350 5th Ave", "1200 E 3rd Street", "9 N 101st Pl"]
+)
+@pytest.mark.parametrize(
+    "layout", ["{street}", "{street}, Austin, TX 78701", "{street}, 2nd Floor, Austin, TX\n78701"]
+)
 def test_numbered_us_streets_and_a_zip_on_the_next_line(street, layout):
-    """Ordinal street names ("W 45th St"), a floor named by its ordinal and a ZIP wrapped onto the next
-    line ("Boston, MA\\n02110-1301", as license notices print it)."""
+    """Ordinal street names ("W 45th St"), a floor named by its ordinal and a ZIP wrapped onto the
+    next line ("Boston, MA\\n02110-1301", as license notices print it)."""
     value = layout.format(street=street)
     _replaced_and_flagged(f"Ship it to {value}, please.", value)
 
 
-# --- card numbers and SSNs split by any separator, checked by their checksum or numbering rules -----
-CARDS = ["4111111111111111", "5500000000000004", "6011111111111117", "4539578763621486", "3566002020360505"]
+# --- card numbers and SSNs split by any separator, checked by their checksum or numbering rules
+# -----
+CARDS = [
+    "4111111111111111",
+    "5500000000000004",
+    "6011111111111117",
+    "4539578763621486",
+    "3566002020360505",
+]
 """Luhn-valid numbers of Visa, Mastercard, Discover and JCB, printed 4-4-4-4."""
 SPACED_SEPARATORS = [" ", "-", ".", "/", "_", " - ", " / ", " _ ", "\u2013", " \u2013 "]
-"""Between digit groups as people type them: alone, or with a blank on either side ("4111 - 1111")."""
-EN_AND_ES = ["Mi tarjeta es {v} y caduca en mayo.", "Card on file: {v} (verified).", "Pagó con la {v}.", "{v}"]
+"""Between digit groups as people type them: alone, or with a blank on either side ("4111 -
+1111")."""
+EN_AND_ES = [
+    "Mi tarjeta es {v} y caduca en mayo.",
+    "Card on file: {v} (verified).",
+    "Pagó con la {v}.",
+    "{v}",
+]
 
 
 @pytest.mark.parametrize("separator", SPACED_SEPARATORS)
@@ -283,7 +361,12 @@ SSN_SEPARATORS = ["-", " ", ".", "_", "/", "\u00b7", " - ", " . ", " / ", "\u201
 @pytest.mark.parametrize("separator", SSN_SEPARATORS)
 @pytest.mark.parametrize(
     "template",
-    ["Mi SSN es {v}, gracias.", "Customer record: {v} (verified).", "Su número {v} figura en el W-2.", "{v}"],
+    [
+        "Mi SSN es {v}, gracias.",
+        "Customer record: {v} (verified).",
+        "Su número {v} figura en el W-2.",
+        "{v}",
+    ],
 )
 def test_a_us_ssn_split_by_any_separator(separator, template):
     for ssn_value in SSNS:
@@ -291,7 +374,8 @@ def test_a_us_ssn_split_by_any_separator(separator, template):
         _replaced_and_flagged(template.format(v=value), value)
 
 
-# --- Spanish addresses: every common type of street with every way of numbering and a floor after it --
+# --- Spanish addresses: every common type of street with every way of numbering and a floor after
+# it --
 SPANISH_TYPES = [
     "Calle",
     "C/",
@@ -335,30 +419,41 @@ SPANISH_NUMBERS = [
     "8 - 1º dcha.",
     "nave 3",
 ]
-"""A number, a road's kilometre point, a plot ("parcela") or a unit ("nave"), then the floor and door after a
-comma or a dash ("57 - 3º Izq")."""
+"""A number, a road's kilometre point, a plot ("parcela") or a unit ("nave"), then the floor and
+door after a comma or a dash ("57 - 3º Izq")."""
 
 
 @pytest.mark.parametrize("number", SPANISH_NUMBERS)
 @pytest.mark.parametrize(
-    "template", ["Envíalo a {v}, por favor.", "El cliente vive en {v} desde enero.", "Dirección: {v}"]
+    "template",
+    ["Envíalo a {v}, por favor.", "El cliente vive en {v} desde enero.", "Dirección: {v}"],
 )
 def test_every_spanish_type_of_street_with_any_number_and_floor(number, template):
     rng = random.Random(number + template)
     for street_type in SPANISH_TYPES:
-        name = rng.choice(["de Valencia", "Los Pinos", "de la Font", "Mayor", "del Pilar", "Velázquez"])
-        value = f"{street_type} {name}, {number}" if rng.random() < 0.5 else f"{street_type} {name} {number}"
+        name = rng.choice(
+            ["de Valencia", "Los Pinos", "de la Font", "Mayor", "del Pilar", "Velázquez"]
+        )
+        value = (
+            f"{street_type} {name}, {number}"
+            if rng.random() < 0.5
+            else f"{street_type} {name} {number}"
+        )
         _replaced_and_flagged(template.format(v=value), value)
 
 
 @pytest.mark.parametrize("make", ["URLSafeSerializer", "URLSafeTimedSerializer"])
 @pytest.mark.parametrize(
-    "payload", [{"id": 5, "name": "itsdangerous"}, {"user_id": 42}, {"_fresh": True, "csrf_token": "x"}]
+    "payload",
+    [{"id": 5, "name": "itsdangerous"}, {"user_id": 42}, {"_fresh": True, "csrf_token": "x"}],
 )
-@pytest.mark.parametrize("template", ["token = '{v}'", "# {v}\ndata = auth_s.loads(token)", "La cookie vale {v}."])
+@pytest.mark.parametrize(
+    "template", ["token = '{v}'", "# {v}\ndata = auth_s.loads(token)", "La cookie vale {v}."]
+)
 def test_a_signed_payload_is_a_secret(make, payload, template):
-    """itsdangerous and Flask sessions sign a base64url JSON object ("eyJ..."): whoever holds it is let in, example or
-    not, so it is replaced as a secret (and the row publishes) rather than quarantined."""
+    """itsdangerous and Flask sessions sign a base64url JSON object ("eyJ..."): whoever holds it is
+    let in, example or not, so it is replaced as a secret (and the row publishes) rather than
+    quarantined."""
     value = getattr(importlib.import_module("itsdangerous"), make)("some-key").dumps(payload)
     text = template.format(v=value)
     after = ANONYMIZER.anonymize_text(text, "scope", Counter())

@@ -1,4 +1,5 @@
-"""End to end: nothing planted survives anonymization, on 1,000 demo traces and 800 adversarial ones."""
+"""End to end: nothing planted survives anonymization, on 1,000 demo traces and 800 adversarial
+ones."""
 
 import json
 import re
@@ -42,7 +43,9 @@ def test_the_labelled_set_is_realistic(runs):
     assert 0.30 <= sum(bool(item.planted) for item, _, _ in runs) / len(runs) <= 0.40
     assert 0.45 <= sum(item.trace.language == "es" for item, _, _ in runs) / len(runs) <= 0.65
     for item, _, _ in runs:  # a label must point at text that is really there
-        assert all(value in serialized(item.trace) for _, value in item.planted), item.trace.trace_id
+        assert all(value in serialized(item.trace) for _, value in item.planted), (
+            item.trace.trace_id
+        )
 
 
 def test_no_planted_value_survives(runs):
@@ -60,7 +63,11 @@ def test_no_planted_value_survives(runs):
 
 
 def test_hard_negatives_are_kept(runs):
-    kept = [(m, anonymized) for item, anonymized, _ in runs for m in HARD_NEGATIVES.findall(item.trace.question)]
+    kept = [
+        (m, anonymized)
+        for item, anonymized, _ in runs
+        for m in HARD_NEGATIVES.findall(item.trace.question)
+    ]
     assert len(kept) >= 20
     assert [m for m, anonymized in kept if m not in anonymized.question] == []
 
@@ -77,21 +84,30 @@ def test_generation_is_deterministic():
     assert first != generate_traces(40, seed=8, start=START, end=END)
 
 
-# --- the adversarial corpus: every form of PII the anonymizer claims, in every place a trace has ---
+# --- the adversarial corpus: every form of PII the anonymizer claims, in every place a trace has
+# ---
 @pytest.fixture(scope="module")
 def adversarial():
     anonymizer = Anonymizer(b"leak-test-key")
-    return [(case, anonymizer.anonymize_trace(case.trace)[0]) for case in generate_pii_cases(800, seed=2026)]
+    return [
+        (case, anonymizer.anonymize_trace(case.trace)[0])
+        for case in generate_pii_cases(800, seed=2026)
+    ]
 
 
 def test_the_adversarial_set_is_broad_and_its_labels_are_real(adversarial):
     planted = [p for case, _ in adversarial for p in case.planted]
     assert len(planted) >= 1500 and len({p.form for p in planted}) >= 120
-    assert {p.place for p in planted} == set(PLACES) and {p.language for p in planted} == {"es", "en"}
+    assert {p.place for p in planted} == set(PLACES) and {p.language for p in planted} == {
+        "es",
+        "en",
+    }
     assert {base_type(p.entity) for p in planted} == {base_type(t) for t in ENTITY_TYPES}
     for case, _ in adversarial:
         texts = trace_texts(case.trace)
-        assert all(any(p.value in text for text in texts) for p in case.planted), case.trace.trace_id
+        assert all(any(p.value in text for text in texts) for p in case.planted), (
+            case.trace.trace_id
+        )
 
 
 def _leaks(adversarial, entity_filter) -> tuple[list, int]:
@@ -130,7 +146,9 @@ def test_the_residual_check_passes_what_the_anonymizer_wrote_and_flags_raw_value
         for case, _ in adversarial
         for p in case.planted
         if p.entity != "PERSON"
-        and not any(residual_pii_reasons(text) for text in trace_texts(case.trace) if p.value in text)
+        and not any(
+            residual_pii_reasons(text) for text in trace_texts(case.trace) if p.value in text
+        )
     ]
     assert missed == []
 

@@ -1,5 +1,5 @@
-"""Properties of the anonymizer over inputs hypothesis makes up: arbitrary unicode, and every form of
-PII the adversarial generator knows planted in arbitrary text.
+"""Properties of the anonymizer over inputs hypothesis makes up: arbitrary unicode, and every form
+of PII the adversarial generator knows planted in arbitrary text.
 
 - it never crashes, on any string (lone surrogates, control characters, NULs included);
 - it is idempotent: anonymizing its own output changes nothing and finds nothing;
@@ -32,7 +32,8 @@ any_character = st.characters(codec=None, exclude_categories=())
 """Every code point, surrogates and control characters included."""
 any_text = st.text(any_character, max_size=300)
 tricky_text = st.text(
-    st.one_of(any_character, st.sampled_from(list("@.:=/-_+()[]{}<>\"'\\ \n\t0123456789ES"))), max_size=120
+    st.one_of(any_character, st.sampled_from(list("@.:=/-_+()[]{}<>\"'\\ \n\t0123456789ES"))),
+    max_size=120,
 )
 """Unicode with the characters detectors key on over-represented."""
 separators = st.sampled_from([" ", "\n", ". ", ", ", " (", ") ", "\n\n", ": ", " — "])
@@ -47,7 +48,9 @@ def planted_sentences(draw, forms=tuple(sorted(FORMS))):
     """A sentence holding one value of a random form, as the generator writes it, and the value."""
     form = draw(st.sampled_from(forms))
     value = FORMS[form](Maker(random.Random(draw(st.integers(0, 2**32)))))
-    template = draw(st.sampled_from(TEMPLATES[value.templates][draw(st.sampled_from(["es", "en"]))]))
+    template = draw(
+        st.sampled_from(TEMPLATES[value.templates][draw(st.sampled_from(["es", "en"]))])
+    )
     return form, value.entity, template.format(v=value.snippet), value.value
 
 
@@ -106,7 +109,9 @@ def test_one_value_has_one_pseudonym_within_a_trace_and_another_across_traces(pl
         first.metadata["note"],
     ]
     assert len(set(fields)) == 1, form  # every field anonymized the same way
-    if fields[0] != sentence:  # something was replaced: keyed by trace, so another trace reads otherwise
+    if (
+        fields[0] != sentence
+    ):  # something was replaced: keyed by trace, so another trace reads otherwise
         assert second.metadata["note"] != fields[0], form
     assert not any(value in text for text in trace_texts(first)), form
 
@@ -136,8 +141,8 @@ def _longest_surviving_piece(secret: str, out: str, surroundings: str) -> int:
 @settings(SETTINGS, max_examples=300)
 @given(tricky_text, planted_sentences(SECRET_FORMS), tricky_text)
 def test_a_secret_never_grows_and_nothing_new_looks_like_pii(before, planted, after):
-    """What survives of a secret is at most a few characters (a prefix like "sk-"), never more of it, and
-    anonymizing never makes text trip a residual rule it did not trip before."""
+    """What survives of a secret is at most a few characters (a prefix like "sk-"), never more of
+    it, and anonymizing never makes text trip a residual rule it did not trip before."""
     form, _, sentence, value = planted
     text = f"{before} {sentence} {after}"
     out = ANONYMIZER.anonymize_text(text, "scope", Counter())

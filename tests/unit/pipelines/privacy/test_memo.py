@@ -1,4 +1,5 @@
-"""PII checks remembered per distinct retrieved context: same results as a fresh scan, pseudonyms still per trace."""
+"""PII checks remembered per distinct retrieved context: same results as a fresh scan, pseudonyms
+still per trace."""
 
 import sys
 from collections import Counter
@@ -10,8 +11,13 @@ from pipelines.privacy.recognizers import context_pii, find_pii
 from pipelines.privacy.residual import residual_pii_reasons
 from pipelines.traces.residual_fields import context_residual_reasons, residual_pii_by_field
 
-CHUNK = ("Para cambiar la tarjeta, escribe a soporte.pagos@example.es o llama al 612 345 678. " * 6).strip()
-CLEAN = ("La réplica de Qdrant guarda sus copias durante treinta días en el almacenamiento compartido. " * 5).strip()
+CHUNK = (
+    "Para cambiar la tarjeta, escribe a soporte.pagos@example.es o llama al 612 345 678. " * 6
+).strip()
+CLEAN = (
+    "La réplica de Qdrant guarda sus copias durante treinta días en el almacenamiento compartido. "
+    * 5
+).strip()
 
 
 def trace(trace_id: str) -> Trace:
@@ -29,7 +35,10 @@ def trace(trace_id: str) -> Trace:
 def test_a_context_is_scanned_once_and_found_the_same():
     assert len(CHUNK) <= REMEMBERED_MAX_CHARS
     before = context_pii.cache_info()
-    assert list(context_pii(CHUNK)) == list(context_pii(CHUNK)) == find_pii(CHUNK) and len(find_pii(CHUNK)) == 12
+    assert (
+        list(context_pii(CHUNK)) == list(context_pii(CHUNK)) == find_pii(CHUNK)
+        and len(find_pii(CHUNK)) == 12
+    )
     assert context_pii.cache_info().hits >= before.hits + 1
 
 
@@ -56,13 +65,17 @@ def test_a_caller_cannot_change_what_later_callers_get():
     assert found == {"contexts[0].text": ["at_sign_like"]}
     found["contexts[0].text"].append("tampered")
     assert residual_pii_by_field(row) == {"contexts[0].text": ["at_sign_like"]}
-    assert context_residual_reasons(leaked) == tuple(residual_pii_reasons(leaked)) == ("at_sign_like",)
+    assert (
+        context_residual_reasons(leaked) == tuple(residual_pii_reasons(leaked)) == ("at_sign_like",)
+    )
 
 
 def test_a_remembered_context_is_not_kept():
-    """The memo keeps a digest of the text, not the text: 16,384 remembered chunks would otherwise stay in every
-    worker's memory (up to 64 MB per function)."""
-    fresh = "".join(chr(ord("a") + int(digit)) for digit in str(id(object())))  # a word no earlier test remembered
+    """The memo keeps a digest of the text, not the text: 16,384 remembered chunks would otherwise
+    stay in every worker's memory (up to 64 MB per function)."""
+    fresh = "".join(
+        chr(ord("a") + int(digit)) for digit in str(id(object()))
+    )  # a word no earlier test remembered
     text = f"Los nodos de Qdrant replican cada colección en tres zonas ({fresh}). " * 8
     held = sys.getrefcount(text)
     assert context_residual_reasons(text) == context_residual_reasons(text) == ()

@@ -24,13 +24,19 @@ def trace(metadata: dict) -> Trace:
 
 
 def test_an_all_digit_span_id_is_kept_and_passes_the_residual_check():
-    anonymized, counts = Anonymizer(b"key").anonymize_trace(trace({"span_id": CARD, "evaluated_span_id": CARD}))
+    anonymized, counts = Anonymizer(b"key").anonymize_trace(
+        trace({"span_id": CARD, "evaluated_span_id": CARD})
+    )
     assert anonymized.metadata == {"span_id": CARD, "evaluated_span_id": CARD} and not counts
     assert residual_pii_by_field(_sampled_row(anonymized, counts, 1.0)) == {}
 
 
 def test_the_same_digits_anywhere_else_are_anonymized_or_flagged():
-    anonymized, counts = Anonymizer(b"key").anonymize_trace(trace({"span_id": f"card {CARD}", "note": CARD}))
+    anonymized, counts = Anonymizer(b"key").anonymize_trace(
+        trace({"span_id": f"card {CARD}", "note": CARD})
+    )
     assert CARD not in json.dumps(anonymized.metadata) and counts["CREDIT_CARD"] == 2
-    row = _sampled_row(trace({"span_id": CARD, "note": CARD}), {}, 1.0)  # as if the anonymizer had missed it
+    row = _sampled_row(
+        trace({"span_id": CARD, "note": CARD}), {}, 1.0
+    )  # as if the anonymizer had missed it
     assert residual_pii_by_field(row) == {"metadata": ["long_digit_run"]}

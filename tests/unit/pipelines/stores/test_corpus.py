@@ -30,7 +30,18 @@ from ragwatch_harness.demo.corpus_files import demo_corpus_chunks, write_demo_co
 from ragwatch_harness.demo.guides_es import GUIDES_ES
 
 # A small, bilingual slice of the demo corpus keeps the real model's embedding time to seconds.
-PYDOC_TOPICS = {"assert", "lambda", "nonlocal", "global", "try", "continue", "break", "for", "while", "with"}
+PYDOC_TOPICS = {
+    "assert",
+    "lambda",
+    "nonlocal",
+    "global",
+    "try",
+    "continue",
+    "break",
+    "for",
+    "while",
+    "with",
+}
 
 GUIDE = """\
 ---
@@ -70,10 +81,16 @@ def write(folder: Path, name: str, text: str) -> Path:
 def test_markdown_sections_front_matter_and_accents(tmp_path: Path) -> None:
     write(tmp_path, "docs/guia.md", GUIDE)
     chunks = load_chunks(tmp_path)
-    assert [c.section for c in chunks] == ["Guía de operación", "Configuración inicial", "Errores frecuentes"]
+    assert [c.section for c in chunks] == [
+        "Guía de operación",
+        "Configuración inicial",
+        "Errores frecuentes",
+    ]
     assert chunks[1].chunk_id.startswith("docs/guia.md#configuracion-inicial/0-")
     assert chunks[1].chunk_id.endswith(chunks[1].content_hash[:8])
-    assert "# esto es un comentario" in chunks[1].text  # a '#' inside a fence is code, not a heading
+    assert (
+        "# esto es un comentario" in chunks[1].text
+    )  # a '#' inside a fence is code, not a heading
     assert {c.type for c in chunks} == {"md"}
     assert {c.date for c in chunks} == {"2024-02-29"}  # front matter beats the file's mtime
     assert {c.language for c in chunks} == {"es"}
@@ -89,7 +106,9 @@ def test_html_text_and_mtime_dates(tmp_path: Path) -> None:
         "h&aacute;bil.</p><script>var x = 1;</script><h2>Presupuesto</h2><ul><li>Aviso al 80 %</li>"
         "<li>Cola lenta al 100 %</li></ul><pre>  indentado\n  conservado</pre></body></html>",
     )
-    text = write(tmp_path, "notes.txt", "First paragraph of plain notes.\n\nSecond paragraph of the notes.")
+    text = write(
+        tmp_path, "notes.txt", "First paragraph of plain notes.\n\nSecond paragraph of the notes."
+    )
     for path in (html, text):
         os.utime(path, (1_700_000_000, 1_700_000_000))  # 2023-11-14 UTC
     chunks = load_chunks(tmp_path)
@@ -129,7 +148,9 @@ def test_long_sections_split_in_balanced_chunks_on_paragraph_boundaries() -> Non
     chunks = pack(paragraphs, max_words=300)
     assert [len(c.split()) for c in chunks] == [240, 180]
     assert all(c.split("\n\n")[0] in paragraphs for c in chunks)
-    giant = " ".join(f"Sentence number {i} ends here." for i in range(150))  # 750 words, one paragraph
+    giant = " ".join(
+        f"Sentence number {i} ends here." for i in range(150)
+    )  # 750 words, one paragraph
     pieces = pack([giant], max_words=300)
     assert all(len(p.split()) <= 300 for p in pieces) and all(p.endswith("here.") for p in pieces)
     assert " ".join(pieces) == giant
@@ -144,7 +165,10 @@ def test_long_sections_split_in_balanced_chunks_on_paragraph_boundaries() -> Non
         ("The with statement is used to wrap the execution of a block", "en"),
         ("Com es calcula el cost de cada consulta a la factura?", "ca"),
         ("Wie wird der Preis jeder Anfrage auf der Rechnung berechnet?", "de"),
-        ("Configuración", "es"),  # one word, but only Spanish spells it so (configuració, configuração)
+        (
+            "Configuración",
+            "es",
+        ),  # one word, but only Spanish spells it so (configuració, configuração)
         ("Factura", "und"),  # Spanish, Catalan and Portuguese alike
         ("x = 1", "und"),
     ],
@@ -159,10 +183,19 @@ def test_a_chunk_takes_its_own_language_else_its_documents() -> None:
         "läuft, bleibt die Suche verfügbar, aber neue Dokumente werden erst danach aufgenommen.\n\n"
         "# Befehle\n\n`qdrant-backup --all` `qdrant-restore --latest`\n"
     )
-    chunks = chunk_document(parse_document(german, "sicherung.md", "md", default_date=date(2024, 1, 1)))
-    assert [c.language for c in chunks] == ["de", "de"]  # the commands alone are no language: the document's
-    declared = parse_document("---\nlang: it\n---\n" + german, "s.md", "md", default_date=date(2024, 1, 1))
-    assert {c.language for c in chunk_document(declared)} == {"it"}  # declared by the document: kept as is
+    chunks = chunk_document(
+        parse_document(german, "sicherung.md", "md", default_date=date(2024, 1, 1))
+    )
+    assert [c.language for c in chunks] == [
+        "de",
+        "de",
+    ]  # the commands alone are no language: the document's
+    declared = parse_document(
+        "---\nlang: it\n---\n" + german, "s.md", "md", default_date=date(2024, 1, 1)
+    )
+    assert {c.language for c in chunk_document(declared)} == {
+        "it"
+    }  # declared by the document: kept as is
 
 
 def test_demo_corpus_is_bilingual_and_keeps_demo_ids(tmp_path: Path) -> None:
@@ -184,7 +217,11 @@ def test_demo_corpus_is_bilingual_and_keeps_demo_ids(tmp_path: Path) -> None:
 
 
 def test_bm25_tokens_fold_accents_and_drop_stopwords() -> None:
-    assert tokenize("¿Cómo se calcula la facturación de __init__?") == ["calcula", "facturacion", "init"]
+    assert tokenize("¿Cómo se calcula la facturación de __init__?") == [
+        "calcula",
+        "facturacion",
+        "init",
+    ]
     assert term_index("facturacion") == term_index("facturacion") == 4_180_531_673
     indices, values = document_vector("cola cola cola lenta")
     assert indices == sorted(indices) and len(indices) == 2
@@ -192,11 +229,16 @@ def test_bm25_tokens_fold_accents_and_drop_stopwords() -> None:
     assert query_vector("la de que") == ([], [])
 
 
-# -- the index, with the real local model -----------------------------------------------------------
+# -- the index, with the real local model
+# -----------------------------------------------------------
 
 
 def demo_subset():
-    return [c for c in demo_corpus_chunks() if c.type != "pydoc" or c.document.split("/")[1] in PYDOC_TOPICS]
+    return [
+        c
+        for c in demo_corpus_chunks()
+        if c.type != "pydoc" or c.document.split("/")[1] in PYDOC_TOPICS
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -212,22 +254,37 @@ def demo_index(tmp_path_factory) -> Iterator[CorpusIndex]:
     ("question", "expected"),
     [
         ("How do I write a small anonymous function inline?", "pydoc/lambda#0-"),
-        ("How can a nested function rebind a variable of the enclosing function?", "pydoc/nonlocal#0-"),
+        (
+            "How can a nested function rebind a variable of the enclosing function?",
+            "pydoc/nonlocal#0-",
+        ),
         ("What happens to assertions when Python runs with optimizations?", "pydoc/assert#0-"),
-        ("¿Cuánto se paga por millón de tokens de entrada?", "#como-se-calcula-el-coste-de-cada-consulta/0-"),
+        (
+            "¿Cuánto se paga por millón de tokens de entrada?",
+            "#como-se-calcula-el-coste-de-cada-consulta/0-",
+        ),
         ("¿Cuándo llega la factura mensual?", "#cuando-se-emite-la-factura/0-"),
-        ("¿Qué debo revisar primero si baja la fidelidad de las respuestas?", "#alerta-de-fidelidad-baja/0-"),
+        (
+            "¿Qué debo revisar primero si baja la fidelidad de las respuestas?",
+            "#alerta-de-fidelidad-baja/0-",
+        ),
     ],
 )
-def test_hybrid_search_finds_paraphrased_questions(demo_index: CorpusIndex, question: str, expected: str) -> None:
+def test_hybrid_search_finds_paraphrased_questions(
+    demo_index: CorpusIndex, question: str, expected: str
+) -> None:
     hits = demo_index.search(question, k=3)
     assert any(expected in hit.chunk_id for hit in hits), [hit.chunk_id for hit in hits]
 
 
 def test_sparse_search_matches_exact_keywords(demo_index: CorpusIndex) -> None:
     alert = demo_index.search("RagFaithfulnessLow", k=1, mode="sparse")
-    assert alert[0].chunk_id.startswith("guias/procedimiento-de-guardia.md#alerta-de-fidelidad-baja/0-")
-    assert demo_index.search("__debug__", k=1, mode="sparse")[0].chunk_id.startswith("pydoc/assert#0-")
+    assert alert[0].chunk_id.startswith(
+        "guias/procedimiento-de-guardia.md#alerta-de-fidelidad-baja/0-"
+    )
+    assert demo_index.search("__debug__", k=1, mode="sparse")[0].chunk_id.startswith(
+        "pydoc/assert#0-"
+    )
     assert demo_index.search("de la que", mode="sparse") == []  # stopwords only: nothing to match
 
 
@@ -244,7 +301,9 @@ def test_search_modes_filters_and_reads(demo_index: CorpusIndex) -> None:
 
     stored = sorted(demo_index.chunks(), key=lambda c: c.chunk_id)
     assert stored == sorted(demo_subset(), key=lambda c: c.chunk_id)
-    assert demo_index.count(filter={"language": "es"}) == sum(c.language == "es" for c in demo_subset())
+    assert demo_index.count(filter={"language": "es"}) == sum(
+        c.language == "es" for c in demo_subset()
+    )
     wanted = [stored[3].chunk_id, "nope#missing/0-00000000", stored[0].chunk_id]
     assert [c.chunk_id for c in demo_index.get(wanted)] == [wanted[0], wanted[2]]
     assert demo_index.version() == corpus_version(demo_subset())
@@ -253,15 +312,23 @@ def test_search_modes_filters_and_reads(demo_index: CorpusIndex) -> None:
 def test_search_many_answers_each_query_as_search_does_in_batched_requests(
     demo_index: CorpusIndex, monkeypatch
 ) -> None:
-    queries = ["How do I write a small anonymous function inline?", "¿Cuándo llega la factura mensual?", "de la que"]
+    queries = [
+        "How do I write a small anonymous function inline?",
+        "¿Cuándo llega la factura mensual?",
+        "de la que",
+    ]
     found = {}
     for mode in ("hybrid", "dense", "sparse"):
         found[mode] = [demo_index.search(q, k=NEIGHBOURS, mode=mode) for q in queries]
         batched = demo_index.search_many(queries, k=NEIGHBOURS, mode=mode)
-        assert [[h.chunk_id for h in hits] for hits in batched] == [[h.chunk_id for h in hits] for hits in found[mode]]
+        assert [[h.chunk_id for h in hits] for hits in batched] == [
+            [h.chunk_id for h in hits] for hits in found[mode]
+        ]
         scores = [h.score for hits in found[mode] for h in hits]
         assert [h.score for hits in batched for h in hits] == pytest.approx(scores)
-    assert found["sparse"][2] == [] and found["hybrid"][2]  # stopwords only: no BM25 side, hybrid falls back to dense
+    assert (
+        found["sparse"][2] == [] and found["hybrid"][2]
+    )  # stopwords only: no BM25 side, hybrid falls back to dense
     assert demo_index.search_many([], mode="dense") == []
 
     # The noise pool's candidates: every question's dense neighbours, in one batched request.
@@ -279,7 +346,9 @@ def test_search_many_answers_each_query_as_search_does_in_batched_requests(
     ]
     pool = NoisePool.from_index(demo_index, items)
     assert requests == [len(queries)]  # the repeated question is searched once
-    assert {c.chunk_id for c in pool.chunks} == {h.chunk_id for hits in found["dense"] for h in hits}
+    assert {c.chunk_id for c in pool.chunks} == {
+        h.chunk_id for hits in found["dense"] for h in hits
+    }
     assert pool.document_of(gold) == "pydoc/lambda"
 
 
@@ -287,21 +356,33 @@ def test_reindex_touches_only_changed_documents(tmp_path: Path, settings: Settin
     corpus = tmp_path / "corpus"
     for name, text in GUIDES_ES.items():
         write(corpus, name, text)
-    write(corpus, "extra/notes.md", "# Notes\n\nThe rollback takes two minutes.\n\n## Owners\n\nThe platform team.\n")
+    write(
+        corpus,
+        "extra/notes.md",
+        "# Notes\n\nThe rollback takes two minutes.\n\n## Owners\n\nThe platform team.\n",
+    )
     with CorpusIndex(settings) as index:
         first = index.index(load_chunks(corpus))
         assert first.previous_version is None and len(first.documents_added) == len(GUIDES_ES) + 1
         assert index.count() == first.chunks_total == first.chunks_added
 
         again = index.index(load_chunks(corpus))
-        assert (again.chunks_added, again.chunks_removed, again.documents_unchanged) == (0, 0, len(GUIDES_ES) + 1)
+        assert (again.chunks_added, again.chunks_removed, again.documents_unchanged) == (
+            0,
+            0,
+            len(GUIDES_ES) + 1,
+        )
         assert not again.changed
 
         guide = "guias/preguntas-frecuentes-facturacion.md"
         edited = GUIDES_ES[guide].replace("0,40 €", "0,35 €")
         write(corpus, guide, edited)
         update = index.index(load_chunks(corpus))
-        assert update.documents_updated == [guide] and not update.documents_added and not update.documents_removed
+        assert (
+            update.documents_updated == [guide]
+            and not update.documents_added
+            and not update.documents_removed
+        )
         assert (update.chunks_added, update.chunks_removed) == (1, 1)  # only the edited section
         assert update.documents_unchanged == len(GUIDES_ES)
         assert update.changed and update.previous_version == first.corpus_version
@@ -343,12 +424,20 @@ def test_an_unchanged_folder_is_recognised_without_parsing_and_any_change_is_see
     # A file without front matter is dated by its modification day: a new day is new metadata.
     os.utime(notes, (notes.stat().st_atime, notes.stat().st_mtime - 3 * 86_400))
     redated = index_corpus(settings, corpus)
-    assert redated["documents_updated"] == 1 and redated["chunks_added"] == 0 and redated["chunks_unchanged"] > 0
-    rebuilt = index_corpus(settings, corpus, rebuild=True)  # what `ragwatch corpus index --rebuild` asks
+    assert (
+        redated["documents_updated"] == 1
+        and redated["chunks_added"] == 0
+        and redated["chunks_unchanged"] > 0
+    )
+    rebuilt = index_corpus(
+        settings, corpus, rebuild=True
+    )  # what `ragwatch corpus index --rebuild` asks
     assert rebuilt["chunks_added"] == rebuilt["chunks_total"] == first["chunks_total"]
 
 
-def test_a_run_that_dies_halfway_is_repaired_whatever_the_folder_holds_next(tmp_path: Path, settings: Settings) -> None:
+def test_a_run_that_dies_halfway_is_repaired_whatever_the_folder_holds_next(
+    tmp_path: Path, settings: Settings
+) -> None:
     corpus = tmp_path / "corpus"
     write(corpus, "guia.md", GUIDE)
     original = GUIDE.replace("config.yaml", "ajustes.yaml")
@@ -365,13 +454,19 @@ def test_a_run_that_dies_halfway_is_repaired_whatever_the_folder_holds_next(tmp_
     with pytest.raises(RuntimeError, match="went away"):
         index_corpus(settings, corpus, DiesWhileEmbedding())
     # The folder goes back to what was indexed first: neither the folder's fingerprint nor the
-    # document's manifest entry may pass for the index's state, which lost the edited chunk's old point.
+    # document's manifest entry may pass for the index's state, which lost the edited chunk's old
+    # point.
     write(corpus, "notes.md", "# Notes\n\n" + original)
     repaired = index_corpus(settings, corpus)
-    assert repaired["corpus_version"] == first["corpus_version"] and repaired["chunks_total"] == first["chunks_total"]
+    assert (
+        repaired["corpus_version"] == first["corpus_version"]
+        and repaired["chunks_total"] == first["chunks_total"]
+    )
     with CorpusIndex(settings) as index:
         assert index.count() == first["chunks_total"]
-        assert {chunk.chunk_id for chunk in index.chunks()} == {chunk.chunk_id for chunk in load_chunks(corpus)}
+        assert {chunk.chunk_id for chunk in index.chunks()} == {
+            chunk.chunk_id for chunk in load_chunks(corpus)
+        }
 
 
 def test_local_mode_is_exclusive_and_reopens_after_close(settings: Settings) -> None:
@@ -401,7 +496,8 @@ def test_index_refuses_vectors_from_another_embedder(settings: Settings) -> None
         assert index.index(chunks, rebuild=True).chunks_added == 2
 
 
-# -- Airflow refresh notification --------------------------------------------------------------------
+# -- Airflow refresh notification
+# --------------------------------------------------------------------
 
 
 class FakeAirflow(ThreadingHTTPServer):
@@ -434,14 +530,19 @@ class _AirflowHandler(BaseHTTPRequestHandler):
         length = int(self.headers.get("content-length") or 0)
         body = json.loads(self.rfile.read(length)) if length else None
         query = {k: v[0] for k, v in parse_qs(parts.query).items()}
-        self.server.calls.append((method, parts.path, query, body, self.headers.get("authorization")))
+        self.server.calls.append(
+            (method, parts.path, query, body, self.headers.get("authorization"))
+        )
         if parts.path == "/auth/token" and method == "POST":
             ok = body == {"username": "admin", "password": "s3cret"}
-            return self._reply(201 if ok else 401, {"access_token": "jwt-1"} if ok else {"detail": "Invalid"})
+            return self._reply(
+                201 if ok else 401, {"access_token": "jwt-1"} if ok else {"detail": "Invalid"}
+            )
         if self.headers.get("authorization") != "Bearer jwt-1":
             return self._reply(401, {"detail": "Not authenticated"})
         if parts.path == "/api/v2/assets" and method == "GET":
-            # Airflow matches a LIKE pattern in which `_` is a wildcard: the client must keep exact names.
+            # Airflow matches a LIKE pattern in which `_` is a wildcard: the client must keep exact
+            # names.
             pattern = query["name_pattern"].replace("_", "")
             matches = [a for a in self.server.assets if pattern in a["name"].replace("_", "")]
             return self._reply(200, {"assets": matches, "total_entries": len(matches)})
@@ -478,23 +579,44 @@ def fake_airflow() -> Iterator[FakeAirflow]:
 
 def test_refresh_posts_an_asset_event(fake_airflow: FakeAirflow, tmp_path: Path) -> None:
     settings = Settings(
-        home=tmp_path, airflow_api_url=fake_airflow.url, airflow_username="admin", airflow_password="s3cret"
+        home=tmp_path,
+        airflow_api_url=fake_airflow.url,
+        airflow_username="admin",
+        airflow_password="s3cret",
     )
     extra = {"corpus_version": "abc123", "documents_added": 2, "documents_removed": 1}
     event = notify_corpus_refreshed(settings, extra=extra)
     assert event["asset_id"] == 7 and event["extra"]["corpus_version"] == "abc123"
     token, assets, post = fake_airflow.calls
     assert token[:2] == ("POST", "/auth/token")
-    assert assets[:3] == ("GET", "/api/v2/assets", {"name_pattern": "ragwatch_corpus", "limit": "100", "offset": "0"})
-    assert post == ("POST", "/api/v2/assets/events", {}, {"asset_id": 7, "extra": extra}, "Bearer jwt-1")
+    assert assets[:3] == (
+        "GET",
+        "/api/v2/assets",
+        {"name_pattern": "ragwatch_corpus", "limit": "100", "offset": "0"},
+    )
+    assert post == (
+        "POST",
+        "/api/v2/assets/events",
+        {},
+        {"asset_id": 7, "extra": extra},
+        "Bearer jwt-1",
+    )
 
 
 def test_refresh_errors_say_what_to_fix(fake_airflow: FakeAirflow, tmp_path: Path) -> None:
-    wrong = Settings(home=tmp_path, airflow_api_url=fake_airflow.url, airflow_username="admin", airflow_password="nope")
+    wrong = Settings(
+        home=tmp_path,
+        airflow_api_url=fake_airflow.url,
+        airflow_username="admin",
+        airflow_password="nope",
+    )
     with pytest.raises(AirflowNotificationError, match="RAGWATCH_AIRFLOW_PASSWORD"):
         notify_corpus_refreshed(wrong)
     right = Settings(
-        home=tmp_path, airflow_api_url=fake_airflow.url, airflow_username="admin", airflow_password="s3cret"
+        home=tmp_path,
+        airflow_api_url=fake_airflow.url,
+        airflow_username="admin",
+        airflow_password="s3cret",
     )
     with pytest.raises(AirflowNotificationError, match="no asset named 'golden_sets'"):
         notify_corpus_refreshed(right, asset_name="golden_sets")

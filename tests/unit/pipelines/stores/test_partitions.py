@@ -34,7 +34,9 @@ def test_concurrent_promotions_of_one_day_never_leave_the_partition_missing(tmp_
         for n in range(150):
             promote(staged_copy(workspace, f"{name}-{n}", f"{name}-{n}"), final.root)
 
-    threads = [threading.Thread(target=reader)] + [threading.Thread(target=writer, args=(w,)) for w in ("a", "b")]
+    threads = [threading.Thread(target=reader)] + [
+        threading.Thread(target=writer, args=(w,)) for w in ("a", "b")
+    ]
     for thread in threads:
         thread.start()
     for thread in threads[1:]:

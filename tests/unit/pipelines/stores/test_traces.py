@@ -20,7 +20,9 @@ def rows():
 
 def expected_in_day(all_rows, day):
     start, end = day_interval(day)
-    return sorted(r["trace_id"] for r in all_rows if isinstance(r["ts"], datetime) and start <= r["ts"] < end)
+    return sorted(
+        r["trace_id"] for r in all_rows if isinstance(r["ts"], datetime) and start <= r["ts"] < end
+    )
 
 
 def test_the_table_must_be_on_the_allow_list(settings):
@@ -74,12 +76,18 @@ def test_custom_table_and_column_names(tmp_path):
 
 
 def test_postgres_reader_role_reads_one_interval_and_cannot_write(postgres, settings):
-    postgres.psql("CREATE ROLE rw_owner LOGIN PASSWORD 'owner-pw'; CREATE ROLE rw_reader LOGIN PASSWORD 'reader-pw';")
+    postgres.psql(
+        "CREATE ROLE rw_owner LOGIN PASSWORD 'owner-pw'; CREATE ROLE rw_reader LOGIN PASSWORD 'reader-pw';"
+    )
     postgres.psql("CREATE DATABASE prod_traces OWNER rw_owner;")
-    owner = settings.model_copy(update={"trace_store_url": postgres.url("rw_owner", "owner-pw", "prod_traces")})
+    owner = settings.model_copy(
+        update={"trace_store_url": postgres.url("rw_owner", "owner-pw", "prod_traces")}
+    )
     writer = TraceStore.from_settings(owner, read_only=False)
     writer.create_table()
-    all_rows = [r for r in rows() if isinstance(r["ts"], datetime)]  # PostgreSQL rejects malformed timestamps itself
+    all_rows = [
+        r for r in rows() if isinstance(r["ts"], datetime)
+    ]  # PostgreSQL rejects malformed timestamps itself
     writer.insert_rows(all_rows)
     postgres.psql(
         "REVOKE ALL ON SCHEMA public FROM PUBLIC; GRANT USAGE ON SCHEMA public TO rw_reader;"
@@ -88,7 +96,9 @@ def test_postgres_reader_role_reads_one_interval_and_cannot_write(postgres, sett
     )
 
     reader = TraceStore.from_settings(
-        settings.model_copy(update={"trace_store_url": postgres.url("rw_reader", "reader-pw", "prod_traces")})
+        settings.model_copy(
+            update={"trace_store_url": postgres.url("rw_reader", "reader-pw", "prod_traces")}
+        )
     )
     day = date(2026, 11, 21)
     start, end = day_interval(day)
@@ -97,7 +107,10 @@ def test_postgres_reader_role_reads_one_interval_and_cannot_write(postgres, sett
     fetched = list(reader.iter_rows(start, end, ids))
     assert fetched[0]["ts"].tzinfo is not None
     assert {r["trace_id"] for r in fetched} == set(ids)
-    with pytest.raises(sa.exc.InternalError, match="read-only transaction"), reader.engine.begin() as conn:
+    with (
+        pytest.raises(sa.exc.InternalError, match="read-only transaction"),
+        reader.engine.begin() as conn,
+    ):
         conn.execute(sa.delete(reader.table))
     # Even outside the read-only session setting, the role itself has no write grant.
     plain = sa.create_engine(postgres.url("rw_reader", "reader-pw", "prod_traces"))
@@ -107,7 +120,9 @@ def test_postgres_reader_role_reads_one_interval_and_cannot_write(postgres, sett
 
 
 def test_a_wrong_password_says_what_to_check(postgres, settings):
-    bad = settings.model_copy(update={"trace_store_url": postgres.url("nobody", "wrong", "postgres")})
+    bad = settings.model_copy(
+        update={"trace_store_url": postgres.url("nobody", "wrong", "postgres")}
+    )
     with pytest.raises(StoreError, match="RAGWATCH_TRACE_STORE_URL"):
         TraceStore.from_settings(bad).count_by(*day_interval(DAY), ["app"])
 
@@ -139,7 +154,9 @@ OFFSET_ROWS = {  # SQLite text as apps write it, and the UTC day each instant be
 }
 
 
-def test_sqlite_text_with_an_offset_lands_in_its_utc_day_and_a_malformed_one_is_quarantined(settings):
+def test_sqlite_text_with_an_offset_lands_in_its_utc_day_and_a_malformed_one_is_quarantined(
+    settings,
+):
     from pipelines.core.workspace import PartitionPaths
     from pipelines.stores.partitions import read_manifest
     from pipelines.traces.steps import stage_trace_sample
@@ -147,7 +164,8 @@ def test_sqlite_text_with_an_offset_lands_in_its_utc_day_and_a_malformed_one_is_
     writer = TraceStore.from_settings(settings, read_only=False)
     writer.create_table()
     writer.insert_rows(
-        [plain_row(tid, ts) for tid, (ts, _) in OFFSET_ROWS.items()] + [plain_row("broken-hour", "2026-03-01 25:00:00")]
+        [plain_row(tid, ts) for tid, (ts, _) in OFFSET_ROWS.items()]
+        + [plain_row("broken-hour", "2026-03-01 25:00:00")]
     )
     reader = TraceStore.from_settings(settings)
     for day in (date(2026, 3, 1), date(2026, 3, 2)):
@@ -155,15 +173,23 @@ def test_sqlite_text_with_an_offset_lands_in_its_utc_day_and_a_malformed_one_is_
         expected = {tid for tid, (_, utc_day) in OFFSET_ROWS.items() if utc_day == day}
         assert ids - {"broken-hour"} == expected, day
         assert sum(reader.count_by(*day_interval(day), ["app"]).values()) == len(ids)
-    staged = stage_trace_sample(settings, date(2026, 3, 1), rate=1.0, strata=["app"], min_per_stratum=0)
+    staged = stage_trace_sample(
+        settings, date(2026, 3, 1), rate=1.0, strata=["app"], min_per_stratum=0
+    )
     counts = staged.counts
-    assert counts.sampled == 3 and counts.quarantined == 1  # the day publishes, the bad row waits in quarantine
-    assert read_manifest(PartitionPaths(staged.staged).manifest)["quarantine_reasons"] == {"bad_timestamp": 1}
+    assert (
+        counts.sampled == 3 and counts.quarantined == 1
+    )  # the day publishes, the bad row waits in quarantine
+    assert read_manifest(PartitionPaths(staged.staged).manifest)["quarantine_reasons"] == {
+        "bad_timestamp": 1
+    }
 
 
 @pytest.mark.services
 def test_postgres_naive_timestamps_read_as_utc_in_a_session_of_another_zone(postgres, settings):
-    postgres.psql("CREATE ROLE tz_reader LOGIN PASSWORD 'tz-pw'; ALTER ROLE tz_reader SET timezone = 'Asia/Tokyo';")
+    postgres.psql(
+        "CREATE ROLE tz_reader LOGIN PASSWORD 'tz-pw'; ALTER ROLE tz_reader SET timezone = 'Asia/Tokyo';"
+    )
     postgres.psql("CREATE DATABASE tz_traces;")  # not allowed inside the same transaction
     postgres.psql(
         "CREATE TABLE traces (trace_id varchar(128) PRIMARY KEY, ts timestamp without time zone, question text,"
@@ -178,11 +204,13 @@ def test_postgres_naive_timestamps_read_as_utc_in_a_session_of_another_zone(post
     url = postgres.url("tz_reader", "tz-pw", "tz_traces")
     day = date(2026, 3, 1)
     start, end = day_interval(day)
-    # Without ragwatch's session settings, Tokyo time shifts the day by nine hours: the bug this guards.
+    # Without ragwatch's session settings, Tokyo time shifts the day by nine hours: the bug this
+    # guards.
     plain = sa.create_engine(url)
     with plain.connect() as conn:
         shifted = conn.execute(
-            sa.text("SELECT trace_id FROM traces WHERE ts >= :s AND ts < :e"), {"s": start, "e": end}
+            sa.text("SELECT trace_id FROM traces WHERE ts >= :s AND ts < :e"),
+            {"s": start, "e": end},
         )
         assert {r[0] for r in shifted} == {"utc-late", "utc-early"}
     plain.dispose()
@@ -196,15 +224,23 @@ def test_postgres_naive_timestamps_read_as_utc_in_a_session_of_another_zone(post
 
 @pytest.mark.services
 def test_postgres_ranks_the_selection_in_the_server_as_python_does(postgres, settings):
-    """The server sends only each stratum's selectable rows; the selection is the one of every row's key in Python."""
+    """The server sends only each stratum's selectable rows; the selection is the one of every row's
+    key in Python."""
     import random
 
-    from pipelines.traces.select import select_traces, selection_key, selection_key_sql, stratum_target
+    from pipelines.traces.select import (
+        select_traces,
+        selection_key,
+        selection_key_sql,
+        stratum_target,
+    )
 
     postgres.psql("CREATE ROLE rank_owner LOGIN PASSWORD 'rank-pw';")
     postgres.psql("CREATE DATABASE ranked_traces OWNER rank_owner;")
     url = postgres.url("rank_owner", "rank-pw", "ranked_traces")
-    store = TraceStore.from_settings(settings.model_copy(update={"trace_store_url": url}), read_only=False)
+    store = TraceStore.from_settings(
+        settings.model_copy(update={"trace_store_url": url}), read_only=False
+    )
     store.create_table()
     rng = random.Random(7)
     start, end = day_interval(DAY)
@@ -226,18 +262,29 @@ def test_postgres_ranks_the_selection_in_the_server_as_python_does(postgres, set
     for rate, floor in ((0.05, 2), (0.3, 0), (1.0, 0)):
         targets = {s: stratum_target(n, rate, floor) for s, n in population.items()}
         sent = list(store.iter_lowest(start, end, strata, targets, selection_key_sql))
-        assert len(sent) == sum(targets.values())  # nothing beyond each stratum's target leaves the server
+        assert len(sent) == sum(
+            targets.values()
+        )  # nothing beyond each stratum's target leaves the server
         in_server = select_traces(population, sent, rate=rate, min_per_stratum=floor)
-        in_python = select_traces(population, store.iter_keys(start, end, strata), rate=rate, min_per_stratum=floor)
+        in_python = select_traces(
+            population, store.iter_keys(start, end, strata), rate=rate, min_per_stratum=floor
+        )
         assert in_server == in_python
     unstratified = store.count_by(start, end, [])
     targets = {(): stratum_target(unstratified[()], 0.1, 0)}
     in_server = select_traces(
-        unstratified, store.iter_lowest(start, end, [], targets, selection_key_sql), rate=0.1, min_per_stratum=0
+        unstratified,
+        store.iter_lowest(start, end, [], targets, selection_key_sql),
+        rate=0.1,
+        min_per_stratum=0,
     )
-    assert in_server == select_traces(unstratified, store.iter_keys(start, end, []), rate=0.1, min_per_stratum=0)
+    assert in_server == select_traces(
+        unstratified, store.iter_keys(start, end, []), rate=0.1, min_per_stratum=0
+    )
     assert len(in_server.trace_ids) == 300
-    assert list(store.iter_lowest(start, end, strata, {}, selection_key_sql)) == []  # an empty day selects nothing
+    assert (
+        list(store.iter_lowest(start, end, strata, {}, selection_key_sql)) == []
+    )  # an empty day selects nothing
     with store.engine.connect() as conn:
         ids = [row[0] for row in conn.execute(sa.select(store.table.c.trace_id).limit(50))]
         keys = conn.execute(
@@ -245,21 +292,29 @@ def test_postgres_ranks_the_selection_in_the_server_as_python_does(postgres, set
                 store.table.c.trace_id.in_(ids)
             )
         )
-        assert {trace_id: int.from_bytes(key, "big") for trace_id, key in keys} == {i: selection_key(i) for i in ids}
+        assert {trace_id: int.from_bytes(key, "big") for trace_id, key in keys} == {
+            i: selection_key(i) for i in ids
+        }
     store.engine.dispose()
 
 
 @pytest.mark.services
-def test_the_selection_has_its_own_statement_timeout_and_names_it_when_it_runs_out(postgres, settings):
+def test_the_selection_has_its_own_statement_timeout_and_names_it_when_it_runs_out(
+    postgres, settings
+):
     from pipelines.core.workspace import Workspace
     from pipelines.traces import steps
 
     postgres.psql("CREATE ROLE sel_owner LOGIN PASSWORD 'sel-pw';")
     postgres.psql("CREATE DATABASE selected_traces OWNER sel_owner;")
-    owner = settings.model_copy(update={"trace_store_url": postgres.url("sel_owner", "sel-pw", "selected_traces")})
+    owner = settings.model_copy(
+        update={"trace_store_url": postgres.url("sel_owner", "sel-pw", "selected_traces")}
+    )
     writer = TraceStore.from_settings(owner, read_only=False)
     writer.create_table()
-    with writer.engine.begin() as conn:  # 5,000 traces of the day, built in the server; no user_feedback at all
+    with (
+        writer.engine.begin() as conn
+    ):  # 5,000 traces of the day, built in the server; no user_feedback at all
         conn.execute(
             sa.text(
                 "INSERT INTO traces (trace_id, ts, question, answer, app, language, user_feedback) "
@@ -270,7 +325,10 @@ def test_the_selection_has_its_own_statement_timeout_and_names_it_when_it_runs_o
         )
     writer.engine.dispose()
 
-    for selection, shown in ((True, "1500ms"), (False, "1min")):  # reads by id keep RAGWATCH_STATEMENT_TIMEOUT_S (60 s)
+    for selection, shown in (
+        (True, "1500ms"),
+        (False, "1min"),
+    ):  # reads by id keep RAGWATCH_STATEMENT_TIMEOUT_S (60 s)
         store = TraceStore.from_settings(
             owner.model_copy(update={"selection_statement_timeout_s": 1.5}), selection=selection
         )
@@ -280,11 +338,13 @@ def test_the_selection_has_its_own_statement_timeout_and_names_it_when_it_runs_o
     tight = owner.model_copy(update={"selection_statement_timeout_s": 0.001})
     with pytest.raises(StoreError) as raised:
         steps.select_trace_sample(tight, DAY, rate=0.05)
-    assert "statement timeout (0.001 s)" in str(raised.value) and "raise RAGWATCH_SELECTION_STATEMENT_TIMEOUT_S" in str(
+    assert "statement timeout (0.001 s)" in str(
         raised.value
-    )
+    ) and "raise RAGWATCH_SELECTION_STATEMENT_TIMEOUT_S" in str(raised.value)
     staging = Workspace.from_settings(owner).root / ".staging"
-    assert not staging.exists() or not any(staging.rglob("*.parquet"))  # a failed selection leaves nothing
+    assert not staging.exists() or not any(
+        staging.rglob("*.parquet")
+    )  # a failed selection leaves nothing
     planned = steps.select_trace_sample(owner, DAY, rate=0.05)  # the default timeout: the day fits
     assert planned[-1].rows[1] == 250
 
@@ -293,7 +353,11 @@ def test_the_demo_plants_its_new_topic_on_the_last_days_only_and_changes_nothing
     from ragwatch_harness.demo.traces import NEW_TOPIC
 
     plain = list(generate_store_rows(days=2, per_day=60, end=END, seed=3))
-    planted = list(generate_store_rows(days=2, per_day=60, end=END, seed=3, new_topic_days=1, new_topic_share=0.3))
+    planted = list(
+        generate_store_rows(
+            days=2, per_day=60, end=END, seed=3, new_topic_days=1, new_topic_share=0.3
+        )
+    )
     topic = {q for questions in NEW_TOPIC.values() for q in questions}
 
     def asks_topic(row) -> bool:
@@ -302,5 +366,7 @@ def test_the_demo_plants_its_new_topic_on_the_last_days_only_and_changes_nothing
     changed = [(a, b) for a, b in zip(plain, planted) if a != b]
     assert [a["trace_id"] for a in plain] == [b["trace_id"] for b in planted]
     assert changed and all(asks_topic(b) and not asks_topic(a) for a, b in changed)
-    assert all(str(b["ts"]) >= str(END - timedelta(days=1)) for _, b in changed)  # the last day only
+    assert all(
+        str(b["ts"]) >= str(END - timedelta(days=1)) for _, b in changed
+    )  # the last day only
     assert 0.15 <= len(changed) / 60 <= 0.45

@@ -11,8 +11,12 @@ GOOD = {
     "ts": "2026-11-29 10:00:00.000000",
     "question": "¿Qué hace la sentencia assert?",
     "answer": "Comprueba una condición.",
-    "contexts": json.dumps([{"chunk_id": "pydoc/assert#0", "text": "The assert statement...", "score": 0.8}]),
-    "tool_calls": json.dumps([{"name": "vector_search", "arguments": {"query": "assert", "top_k": 5}}]),
+    "contexts": json.dumps(
+        [{"chunk_id": "pydoc/assert#0", "text": "The assert statement...", "score": 0.8}]
+    ),
+    "tool_calls": json.dumps(
+        [{"name": "vector_search", "arguments": {"query": "assert", "top_k": 5}}]
+    ),
     "model": "qwen2.5-7b-instruct",
     "app": "docs-assistant",
     "language": "es",
@@ -50,10 +54,15 @@ def test_bad_rows_are_rejected_with_the_field_and_reason(change, reason, field):
 
 
 def test_a_question_that_is_the_prompt_is_quarantined_from_any_source():
-    """The SQL store's question column too: an app that logged its filled template instead of the user's words."""
+    """The SQL store's question column too: an app that logged its filled template instead of the
+    user's words."""
     context = "La sentencia assert comprueba una condición y lanza AssertionError si es falsa."
     prompt = f"Contexto:\n{context}\n\nPregunta: ¿Qué hace la sentencia assert?\nRespuesta:"
-    row = {**GOOD, "question": prompt, "contexts": json.dumps([{"chunk_id": "pydoc/assert#0", "text": context}])}
+    row = {
+        **GOOD,
+        "question": prompt,
+        "contexts": json.dumps([{"chunk_id": "pydoc/assert#0", "text": context}]),
+    }
     rejection = parse_row(row, max_field_chars=10_000)
     assert isinstance(rejection, Rejection) and (rejection.reason, rejection.field) == (
         "question_is_prompt",
@@ -62,7 +71,10 @@ def test_a_question_that_is_the_prompt_is_quarantined_from_any_source():
     from pipelines.core.user_question import QuestionRule
 
     rule = QuestionRule.of(None, r"Pregunta:\s*(?P<question>.+?)\s*Respuesta:")
-    assert parse_row(row, max_field_chars=10_000, question_rule=rule).question == "¿Qué hace la sentencia assert?"
+    assert (
+        parse_row(row, max_field_chars=10_000, question_rule=rule).question
+        == "¿Qué hace la sentencia assert?"
+    )
 
 
 @pytest.mark.parametrize(
@@ -71,9 +83,11 @@ def test_a_question_that_is_the_prompt_is_quarantined_from_any_source():
     ids=["not recorded", "recorded", "recorded, another"],
 )
 def test_a_language_not_recorded_is_the_questions_from_any_source(recorded, expected):
-    """A SQL null or a span tree without a language attribute: the row gets the language its question is written in,
-    never `und` from one source and the detected one from another."""
+    """A SQL null or a span tree without a language attribute: the row gets the language its
+    question is written in, never `und` from one source and the detected one from another."""
     trace = parse_row({**GOOD, "language": recorded}, max_field_chars=10_000)
     assert isinstance(trace, Trace) and trace.language == expected
-    english = parse_row({**GOOD, "language": None, "question": "What does assert do?"}, max_field_chars=10_000)
+    english = parse_row(
+        {**GOOD, "language": None, "question": "What does assert do?"}, max_field_chars=10_000
+    )
     assert english.language == "en"

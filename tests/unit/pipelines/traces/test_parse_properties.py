@@ -1,4 +1,5 @@
-"""Properties of the trace parser over rows hypothesis makes up, as a careless trace store holds them.
+"""Properties of the trace parser over rows hypothesis makes up, as a careless trace store holds
+them.
 
 - whatever a row holds (missing fields, wrong types, broken JSON, odd timestamps, any unicode), the
   parser returns a Trace or a Rejection with a known reason: it never raises, so one row never
@@ -22,8 +23,8 @@ from pipelines.traces.parse import Rejection, parse_row
 SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=300)
 REASONS = {"missing_field", "invalid_json", "field_too_large", "bad_timestamp", "invalid_value"}
 
-# Any character a database can hold: every category but lone surrogates, which no UTF-8 text column stores
-# (and which pydantic refuses before a Trace exists).
+# Any character a database can hold: every category but lone surrogates, which no UTF-8 text column
+# stores (and which pydantic refuses before a Trace exists).
 text = st.text(st.characters(codec=None, exclude_categories=("Cs",)), max_size=40)
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | text,
@@ -33,9 +34,12 @@ json_values = st.recursive(
 timestamps = st.datetimes(
     min_value=datetime(1970, 1, 2),
     max_value=datetime(2100, 1, 1),
-    # ISO 8601 offsets are whole minutes (Python 3.11's fromisoformat silently drops a sub-second offset part).
+    # ISO 8601 offsets are whole minutes (Python 3.11's fromisoformat silently drops a sub-second
+    # offset part).
     timezones=st.none()
-    | st.builds(timezone, st.integers(-23 * 60, 23 * 60).map(lambda minutes: timedelta(minutes=minutes))),
+    | st.builds(
+        timezone, st.integers(-23 * 60, 23 * 60).map(lambda minutes: timedelta(minutes=minutes))
+    ),
 )
 cell = st.one_of(
     st.none(),
@@ -47,7 +51,8 @@ cell = st.one_of(
     timestamps.map(datetime.isoformat),
     json_values.map(lambda value: json.dumps(value, ensure_ascii=False)),
 )
-"""What a column of a trace store may hold: nothing, text, numbers, timestamps, JSON of any shape."""
+"""What a column of a trace store may hold: nothing, text, numbers, timestamps, JSON of any
+shape."""
 
 
 @SETTINGS
@@ -61,9 +66,14 @@ def test_any_row_parses_or_is_rejected_for_a_known_reason(row):
         assert parsed.ts.utcoffset() == timedelta(0) and parsed.question.strip()
 
 
-contexts = st.lists(st.builds(Context, chunk_id=text.filter(bool), text=text, score=st.floats(-1, 1)), max_size=3)
+contexts = st.lists(
+    st.builds(Context, chunk_id=text.filter(bool), text=text, score=st.floats(-1, 1)), max_size=3
+)
 tool_calls = st.lists(
-    st.builds(ToolCall, name=text.filter(bool), arguments=st.dictionaries(text, json_values, max_size=3)), max_size=2
+    st.builds(
+        ToolCall, name=text.filter(bool), arguments=st.dictionaries(text, json_values, max_size=3)
+    ),
+    max_size=2,
 )
 traces = st.builds(
     Trace,
@@ -97,10 +107,15 @@ def test_a_trace_written_to_the_store_parses_back_to_itself(trace):
 
 
 @SETTINGS
-@given(timestamps.filter(lambda ts: ts.tzinfo is not None), st.sampled_from([str, datetime.isoformat, lambda ts: ts]))
+@given(
+    timestamps.filter(lambda ts: ts.tzinfo is not None),
+    st.sampled_from([str, datetime.isoformat, lambda ts: ts]),
+)
 def test_a_timestamp_with_any_offset_lands_on_the_same_instant_in_utc(ts, written):
     row = {"trace_id": "t", "ts": written(ts), "question": "q", "answer": "a"}
     parsed = parse_row(row, max_field_chars=100)
     assert isinstance(parsed, Trace)
-    assert parsed.ts == ts and parsed.ts.tzinfo is not None and parsed.ts.utcoffset() == timedelta(0)
+    assert (
+        parsed.ts == ts and parsed.ts.tzinfo is not None and parsed.ts.utcoffset() == timedelta(0)
+    )
     assert parsed.ts.astimezone(UTC).date() == ts.astimezone(UTC).date()

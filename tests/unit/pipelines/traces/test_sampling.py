@@ -27,7 +27,9 @@ CUSTOMER_NUMBER = "987654321012"
 
 def crafted_rows():
     at = datetime(2026, 11, 20, 9, 30, tzinfo=timezone.utc)
-    contexts = json.dumps([{"chunk_id": "kb/ticket#1", "text": f"Ticket de {EMAIL}, DNI {DNI}", "score": 0.9}])
+    contexts = json.dumps(
+        [{"chunk_id": "kb/ticket#1", "text": f"Ticket de {EMAIL}, DNI {DNI}", "score": 0.9}]
+    )
     base = {
         "answer": "ok",
         "contexts": contexts,
@@ -46,12 +48,29 @@ def crafted_rows():
             "ts": at,
             "question": f"Soy Lucía Fernández, mi correo es {EMAIL}",
             "tool_calls": json.dumps(
-                [{"name": "sql_query", "arguments": {"query": f"SELECT * FROM users WHERE email = '{EMAIL}'"}}]
+                [
+                    {
+                        "name": "sql_query",
+                        "arguments": {"query": f"SELECT * FROM users WHERE email = '{EMAIL}'"},
+                    }
+                ]
             ),
         },
         {**base, "trace_id": "zz-noquestion", "ts": at, "question": None},
-        {**base, "trace_id": "zz-badjson", "ts": at, "question": "q", "contexts": f'[{{"text": "{EMAIL}'},
-        {**base, "trace_id": "zz-huge", "ts": at, "question": "q", "answer": f"{EMAIL} " + "lorem " * 500_000},
+        {
+            **base,
+            "trace_id": "zz-badjson",
+            "ts": at,
+            "question": "q",
+            "contexts": f'[{{"text": "{EMAIL}',
+        },
+        {
+            **base,
+            "trace_id": "zz-huge",
+            "ts": at,
+            "question": "q",
+            "answer": f"{EMAIL} " + "lorem " * 500_000,
+        },
         {**base, "trace_id": "zz-badts", "ts": "2026-11-20 25:61:00", "question": "q"},
         {
             **base,
@@ -67,7 +86,9 @@ def crafted_rows():
 def store_settings(settings):
     writer = TraceStore.from_settings(settings, read_only=False)
     writer.create_table()
-    writer.insert_rows(generate_store_rows(days=2, per_day=400, end=DAY + timedelta(days=1), seed=5))
+    writer.insert_rows(
+        generate_store_rows(days=2, per_day=400, end=DAY + timedelta(days=1), seed=5)
+    )
     writer.insert_rows(crafted_rows())
     return settings
 
@@ -78,7 +99,9 @@ def partition(settings):
 
 def partition_bytes(settings):
     root = partition(settings).root
-    return {str(p.relative_to(root)): file_sha256(p) for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): file_sha256(p) for p in sorted(root.rglob("*")) if p.is_file()
+    }
 
 
 def test_selected_equals_sampled_plus_quarantined_with_reasons(store_settings, caplog):
@@ -111,7 +134,9 @@ def test_selected_equals_sampled_plus_quarantined_with_reasons(store_settings, c
         assert secret not in caplog.text
 
 
-def test_a_row_the_residual_check_flags_is_quarantined_and_the_rest_of_the_day_publishes(store_settings):
+def test_a_row_the_residual_check_flags_is_quarantined_and_the_rest_of_the_day_publishes(
+    store_settings,
+):
     from pipelines.privacy.anonymizer import Anonymizer
 
     leaked = Anonymizer(store_settings.pseudonym_key).anonymize_text(
@@ -119,30 +144,42 @@ def test_a_row_the_residual_check_flags_is_quarantined_and_the_rest_of_the_day_p
     )
     assert CUSTOMER_NUMBER in leaked  # the premise: a value the anonymizer's detectors do not know
 
-    # In parts written by two shards: validation reads them as one dataset (ids ascend across part boundaries).
+    # In parts written by two shards: validation reads them as one dataset (ids ascend across part
+    # boundaries).
     in_parts = store_settings.model_copy(update={"sample_part_rows": 100, "sample_shards": 2})
     result = steps.run_trace_sampling(in_parts, DAY, version=False, rate=1.0)
     assert result.validation.describe().startswith("passed")
     assert len(partition(in_parts).parts) == -(-result.counts.selected // 100) > 2
     counts = result.counts
     assert counts.sampled + counts.quarantined == counts.selected
-    # Broad rules have false alarms (a ten-digit constant in a context): few, and each costs one row.
+    # Broad rules have false alarms (a ten-digit constant in a context): few, and each costs one
+    # row.
     assert 1 <= counts.quarantine_reasons["residual_pii"] <= 0.01 * counts.selected
 
     paths = partition(store_settings)
-    (row,) = [r for r in read_parts(paths.quarantine_parts).to_pylist() if r["trace_id"] == "zz-residual"]
+    (row,) = [
+        r for r in read_parts(paths.quarantine_parts).to_pylist() if r["trace_id"] == "zz-residual"
+    ]
     assert row["reason"] == "residual_pii" and row["field"] == "question"
     assert row["detail"] == "question: long_digit_run"
     raw = json.loads(row["raw"])
-    assert raw["question"].startswith("[withheld by ragwatch") and raw["answer"] == "Gracias, lo reviso."
+    assert (
+        raw["question"].startswith("[withheld by ragwatch")
+        and raw["answer"] == "Gracias, lo reviso."
+    )
     assert "zz-residual" not in read_parts(paths.parts).column("trace_id").to_pylist()
     everything_on_disk = b"".join(p.read_bytes() for p in paths.root.rglob("*") if p.is_file())
-    assert CUSTOMER_NUMBER.encode() not in everything_on_disk and EMAIL.encode() not in everything_on_disk
+    assert (
+        CUSTOMER_NUMBER.encode() not in everything_on_disk
+        and EMAIL.encode() not in everything_on_disk
+    )
 
 
 def test_the_same_email_gets_the_same_pseudonym_across_fields_of_one_trace(store_settings):
     steps.run_trace_sampling(store_settings, DAY, version=False, rate=1.0)
-    row = read_parts(partition(store_settings).parts).to_pandas().set_index("trace_id").loc["zz-pii"]
+    row = (
+        read_parts(partition(store_settings).parts).to_pandas().set_index("trace_id").loc["zz-pii"]
+    )
     token = row["question"].split("mi correo es ")[1].strip()
     assert token in row["contexts"][0]["text"] and token in row["tool_calls"][0]["arguments"]
 
@@ -170,12 +207,18 @@ def test_a_failed_validation_publishes_nothing_and_keeps_the_previous_version(st
     table = pq.read_table(data_file)
     leaked = table.column("question").to_pylist()
     leaked[0] = f"contact me at {EMAIL}"
-    pq.write_table(table.set_column(table.schema.get_field_index("question"), "question", pa.array(leaked)), data_file)
+    pq.write_table(
+        table.set_column(table.schema.get_field_index("question"), "question", pa.array(leaked)),
+        data_file,
+    )
 
     with pytest.raises(ValidationFailed) as failure:
         steps.validate_trace_sample(staged)
     message = str(failure.value)
-    assert "expect_column_values_to_be_in_set(_residual_pii)" in message and "Nothing was published" in message
+    assert (
+        "expect_column_values_to_be_in_set(_residual_pii)" in message
+        and "Nothing was published" in message
+    )
     assert EMAIL not in message  # the report names rows, never the offending values
     assert table.column("trace_id")[0].as_py() in message
     assert partition_bytes(store_settings) == published
@@ -211,10 +254,14 @@ def test_validation_in_batches_sees_failures_across_batch_boundaries(store_setti
     for row in leaked:
         questions[row] = f"contact me at {EMAIL}"
     table = table.set_column(0, "trace_id", pa.array(ids))
-    table = table.set_column(table.schema.get_field_index("question"), "question", pa.array(questions))
+    table = table.set_column(
+        table.schema.get_field_index("question"), "question", pa.array(questions)
+    )
     pq.write_table(table, data_file)
 
-    report = validate_trace_partition(PartitionPaths(staged.staged), workers=2, batch_rows=100, suite_rows=100)
+    report = validate_trace_partition(
+        PartitionPaths(staged.staged), workers=2, batch_rows=100, suite_rows=100
+    )
     failed = {c["column"]: json.loads(c["detail"]) for c in report.failures}
     assert set(failed) >= {"_id_ascending", "_residual_pii"}
     assert "trace_id" not in failed  # each batch alone has unique ids: only the order check sees it
@@ -230,13 +277,16 @@ def small_day(settings):
     """A day of ~130 traces, a few of them broken or with PII, in parts of 20 selected rows."""
     writer = TraceStore.from_settings(settings, read_only=False)
     writer.create_table()
-    writer.insert_rows(generate_store_rows(days=1, per_day=120, end=DAY + timedelta(days=1), seed=5))
+    writer.insert_rows(
+        generate_store_rows(days=1, per_day=120, end=DAY + timedelta(days=1), seed=5)
+    )
     writer.insert_rows(r for r in crafted_rows() if r["trace_id"] != "zz-huge")
     return settings.model_copy(update={"sample_part_rows": 20, "sample_workers": 1})
 
 
 def sample_in_shards(settings, shard_count, *, order=1):
-    """The DAG's tasks in this process but validation (tested apart): select, each shard (in `order`), merge, promote."""
+    """The DAG's tasks in this process but validation (tested apart): select, each shard (in
+    `order`), merge, promote."""
     planned = steps.select_trace_sample(settings, DAY, rate=1.0, shard_count=shard_count)
     for shard in planned[::order]:
         steps.write_trace_shard(settings, shard)
@@ -261,7 +311,9 @@ def test_one_two_or_four_shards_publish_the_same_bytes(small_day):
     assert len(single) == 1 and single[0].parts == (0, parts)
 
     for shard_count in (2, 4):
-        planned, again = sample_in_shards(small_day, shard_count, order=-1)  # shards finish in any order
+        planned, again = sample_in_shards(
+            small_day, shard_count, order=-1
+        )  # shards finish in any order
         assert [s.index for s in planned] == list(range(shard_count))
         assert [s.rows for s in planned][0][0] == 0 and planned[-1].rows[1] == counts.selected
         assert again.counts == counts
@@ -270,7 +322,9 @@ def test_one_two_or_four_shards_publish_the_same_bytes(small_day):
     assert list(staging.iterdir()) == []  # promotion cleaned up the selections too
 
 
-def test_a_retried_shard_replaces_only_its_parts_and_a_lost_one_fails_the_merge_naming_it(small_day):
+def test_a_retried_shard_replaces_only_its_parts_and_a_lost_one_fails_the_merge_naming_it(
+    small_day,
+):
     from pipelines.core.handoff import IncompleteHandoff
 
     planned = steps.select_trace_sample(small_day, DAY, rate=1.0, shard_count=3)
@@ -280,10 +334,14 @@ def test_a_retried_shard_replaces_only_its_parts_and_a_lost_one_fails_the_merge_
     before = {p: (p.stat().st_ino, p.read_bytes()) for p in staged.root.rglob("*.parquet")}
     retried = planned[1]
     steps.write_trace_shard(small_day, retried)  # a retry on another worker
-    own = {staged.part(i) for i in range(*retried.parts)} | {staged.quarantine_part(i) for i in range(*retried.parts)}
+    own = {staged.part(i) for i in range(*retried.parts)} | {
+        staged.quarantine_part(i) for i in range(*retried.parts)
+    }
     for path, (inode, data) in before.items():
         assert path.read_bytes() == data
-        assert (path.stat().st_ino != inode) == (path in own), path  # renamed into place: its own parts only
+        assert (path.stat().st_ino != inode) == (path in own), (
+            path
+        )  # renamed into place: its own parts only
 
     lost = staged.part(retried.parts[0])
     lost.unlink()  # written where the merging worker cannot see it

@@ -1,4 +1,5 @@
-"""Every ragwatch task is retried after a lost worker within two minutes; a verdict is not retried."""
+"""Every ragwatch task is retried after a lost worker within two minutes; a verdict is not
+retried."""
 
 from __future__ import annotations
 
@@ -13,11 +14,16 @@ from pipelines.core.validation import ValidationFailed
 from tests.support.schedule import schedules
 from tests.support.stack import ROOT
 
-DETECTION_INTERVAL_S = 10  # Airflow's [scheduler] task_instance_heartbeat_timeout_detection_interval default
+DETECTION_INTERVAL_S = (
+    10  # Airflow's [scheduler] task_instance_heartbeat_timeout_detection_interval default
+)
 
 
 def test_a_verdict_fails_at_once_and_anything_else_is_left_to_the_retries():
-    with pytest.raises(AirflowFailException, match="2 expectations failed"), fail_now_on(ValidationFailed):
+    with (
+        pytest.raises(AirflowFailException, match="2 expectations failed"),
+        fail_now_on(ValidationFailed),
+    ):
         raise ValidationFailed("2 expectations failed")
     with pytest.raises(ConnectionError), fail_now_on(ValidationFailed):
         raise ConnectionError("the results database went away")
@@ -34,8 +40,12 @@ def test_a_task_whose_worker_died_is_retried_within_two_minutes():
     heartbeat_timeout = int(common["AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT"])
     for dag in bag.dags.values():
         for task in dag.tasks:
-            assert task.retries >= 1, f"{dag.dag_id}.{task.task_id} fails its run when its worker is lost"
+            assert task.retries >= 1, (
+                f"{dag.dag_id}.{task.task_id} fails its run when its worker is lost"
+            )
             # Exponential backoff waits between the delay and twice it before the first retry.
-            first_retry = 2 * task.retry_delay if task.retry_exponential_backoff else task.retry_delay
+            first_retry = (
+                2 * task.retry_delay if task.retry_exponential_backoff else task.retry_delay
+            )
             worst = timedelta(seconds=heartbeat_timeout + DETECTION_INTERVAL_S) + first_retry
             assert worst <= timedelta(minutes=2), (dag.dag_id, task.task_id, worst)

@@ -1,6 +1,6 @@
-"""The date logic under a frozen clock: every weekday, a Monday either side of offline_eval's 04:00 UTC
-boundary, and month and year ends. Airflow's own timetables are the judge: the interval its scheduler
-runs first after an unpause, and the one it gives a manual run."""
+"""The date logic under a frozen clock: every weekday, a Monday either side of offline_eval's 04:00
+UTC boundary, and month and year ends. Airflow's own timetables are the judge: the interval its
+scheduler runs first after an unpause, and the one it gives a manual run."""
 
 from __future__ import annotations
 
@@ -26,7 +26,9 @@ from tests.support.stack import ROOT
 TIME_SCHEDULED = ("trace_sampling", "online_eval", "offline_eval")
 SCHEDULE = ("expression", "timezone")
 CLOCKS = [
-    *(datetime(2026, 12, 7, 12, tzinfo=UTC) + timedelta(days=d) for d in range(7)),  # Monday to Sunday, noon
+    *(
+        datetime(2026, 12, 7, 12, tzinfo=UTC) + timedelta(days=d) for d in range(7)
+    ),  # Monday to Sunday, noon
     datetime(2026, 12, 7, 3, 59, 59, tzinfo=UTC),
     datetime(2026, 12, 7, 4, 0, 0, tzinfo=UTC),  # on offline_eval's boundary
     datetime(2026, 12, 7, 4, 0, 1, tzinfo=UTC),
@@ -35,19 +37,25 @@ CLOCKS = [
     datetime(2026, 12, 1, 0, 0, 1, tzinfo=UTC),
     datetime(2026, 12, 31, 23, 59, 59, tzinfo=UTC),  # a year's last second
     datetime(2027, 1, 1, 0, 0, 0, tzinfo=UTC),
-    datetime(2027, 1, 4, 4, 30, tzinfo=UTC),  # the first Monday of a year: a week that spans two years ends
+    datetime(
+        2027, 1, 4, 4, 30, tzinfo=UTC
+    ),  # the first Monday of a year: a week that spans two years ends
 ]
 
 
 @pytest.fixture(scope="module")
 def core_timetables():
-    """The scheduler's own timetables of the DAG files (Airflow's core classes, as the scheduler holds them)."""
+    """The scheduler's own timetables of the DAG files (Airflow's core classes, as the scheduler
+    holds them)."""
     from airflow.dag_processing.dagbag import DagBag
     from airflow.serialization.encoders import coerce_to_core_timetable
 
     schedules()  # the DAG folder parses, with plugins/ on the path
     bag = DagBag(dag_folder=str(ROOT / "dags"))
-    return {d: (coerce_to_core_timetable(bag.dags[d].timetable), bag.dags[d].start_date) for d in TIME_SCHEDULED}
+    return {
+        d: (coerce_to_core_timetable(bag.dags[d].timetable), bag.dags[d].start_date)
+        for d in TIME_SCHEDULED
+    }
 
 
 def as_pair(interval) -> tuple[datetime, datetime]:
@@ -76,7 +84,8 @@ def test_dates_follow_the_schedule_on_every_day_and_hour(clock, core_timetables)
             # A run triggered with no logical date covers that same interval.
             context = {
                 "dag": SimpleNamespace(
-                    dag_id=dag_id, timetable=SimpleNamespace(**dict(zip(SCHEDULE, schedules()[dag_id])))
+                    dag_id=dag_id,
+                    timetable=SimpleNamespace(**dict(zip(SCHEDULE, schedules()[dag_id]))),
                 ),
                 "dag_run": SimpleNamespace(run_after=clock),
                 "data_interval_start": None,
@@ -87,10 +96,13 @@ def test_dates_follow_the_schedule_on_every_day_and_hour(clock, core_timetables)
             following = following_interval(dag_id, ours.end)
             assert following.start == ours.end and following.end > clock
 
-        # "Next week's" offline eval (named by its interval's end) is another run than the scheduled one.
+        # "Next week's" offline eval (named by its interval's end) is another run than the scheduled
+        # one.
         scheduled = first_interval("offline_eval", clock)
         next_week = following_interval("offline_eval", scheduled.end)
-        assert run_id("offline", next_week.end.date(), "t") != run_id("offline", scheduled.end.date(), "t")
+        assert run_id("offline", next_week.end.date(), "t") != run_id(
+            "offline", scheduled.end.date(), "t"
+        )
 
         # The scheduled day is yesterday; the backfilled days come before it.
         day = first_interval("trace_sampling", clock).start.date()
@@ -105,7 +117,10 @@ def test_dates_follow_the_schedule_on_every_day_and_hour(clock, core_timetables)
 
 def test_a_run_with_a_data_interval_covers_it():
     start, end = datetime(2026, 12, 6, tzinfo=UTC), datetime(2026, 12, 7, tzinfo=UTC)
-    assert tuple(covered_interval({"data_interval_start": start, "data_interval_end": end})) == (start, end)
+    assert tuple(covered_interval({"data_interval_start": start, "data_interval_end": end})) == (
+        start,
+        end,
+    )
 
 
 def test_a_run_without_a_logical_date_on_a_schedule_without_intervals_says_what_to_set():

@@ -1,7 +1,7 @@
 """The ragwatch page in Airflow: latest scores per suite and target, escaped, reports served safely.
 
-The FastAPI app is called in-process here; tests/integration/test_stack.py calls the same app through
-a real Airflow api-server at /ragwatch/.
+The FastAPI app is called in-process here; tests/integration/test_stack.py calls the same app
+through a real Airflow api-server at /ragwatch/.
 """
 
 from __future__ import annotations
@@ -26,7 +26,9 @@ from pipelines.stores.results import EvalRun, ResultsStore, run_id
 from tests.conftest import ROOT
 from tests.support.stack import plugin_routes
 
-sys.path.insert(0, str(ROOT / "plugins"))  # where Airflow puts it: the plugin imports `ragwatch_airflow`
+sys.path.insert(
+    0, str(ROOT / "plugins")
+)  # where Airflow puts it: the plugin imports `ragwatch_airflow`
 from ragwatch_airflow.ui import ActiveRun, create_app  # noqa: E402
 
 DAY = date(2026, 3, 2)
@@ -40,9 +42,17 @@ def report_url(run: EvalRun) -> str:
 
 
 def make_scores(run: EvalRun, faithfulness: float) -> list[Score]:
-    """Ten items in two strata (one with a hostile name); faithfulness averages exactly `faithfulness`."""
+    """Ten items in two strata (one with a hostile name); faithfulness averages exactly
+    `faithfulness`."""
 
-    def score(item: str, stratum: str, metric: str, value: float | None, status: str = "ok", error: str | None = None):
+    def score(
+        item: str,
+        stratum: str,
+        metric: str,
+        value: float | None,
+        status: str = "ok",
+        error: str | None = None,
+    ):
         return Score(
             run_id=run.run_id,
             suite=run.suite,
@@ -59,9 +69,13 @@ def make_scores(run: EvalRun, faithfulness: float) -> list[Score]:
     out = []
     for i in range(10):
         stratum = "single_hop/es" if i % 2 else f"multi_hop/{HOSTILE}"
-        out.append(score(f"q{i}", stratum, "faithfulness", round(faithfulness + 0.01 * (i % 5 - 2), 6)))
+        out.append(
+            score(f"q{i}", stratum, "faithfulness", round(faithfulness + 0.01 * (i % 5 - 2), 6))
+        )
         out.append(score(f"q{i}", stratum, "recall@5", float(i % 4 != 0)))
-    out.append(score("q0", f"multi_hop/{HOSTILE}", "context_recall", None, "failed", "judge timeout"))
+    out.append(
+        score("q0", f"multi_hop/{HOSTILE}", "context_recall", None, "failed", "judge timeout")
+    )
     out.append(score("q1", "single_hop/es", "context_recall", 0.5))
     out.append(score("q2", f"multi_hop/{HOSTILE}", "context_recall", 0.7))
     return out
@@ -130,14 +144,17 @@ def test_no_run_yet_says_what_to_run_and_creates_nothing(client, settings):
     assert "No offline run yet" in page.text and "offline_eval" in page.text
     assert "No online run yet" in page.text and "online_eval" in page.text
     latest = client.get("/api/latest").json()
-    assert latest["suites"]["offline"]["runs"] == [] and "offline_eval" in latest["suites"]["offline"]["next_step"]
+    assert (
+        latest["suites"]["offline"]["runs"] == []
+        and "offline_eval" in latest["suites"]["offline"]["next_step"]
+    )
     assert latest["suites"]["online"]["runs"] == []
     assert not (settings.home / "results.db").exists()  # a read-only page must not create the DB
 
 
 def test_inside_airflow_the_empty_page_shows_the_runs_in_progress(settings):
-    """The first hour of a new stack: the first scheduled runs are still going, so the page lists them
-    (linked to Airflow's run page) instead of advice to run a DAG elsewhere."""
+    """The first hour of a new stack: the first scheduled runs are still going, so the page lists
+    them (linked to Airflow's run page) instead of advice to run a DAG elsewhere."""
     backfill = ActiveRun(
         dag_id="offline_eval",
         run_id="backfill__2026-03-01T00:00:00+00:00",
@@ -159,7 +176,11 @@ def test_inside_airflow_the_empty_page_shows_the_runs_in_progress(settings):
     assert asked == [("golden_build", "offline_eval"), ("trace_sampling", "online_eval")]
     assert "No offline run yet. Its first scores appear here when the runs in" in page
     assert 'href="/dags/offline_eval/runs/backfill__2026-03-01T00%3A00%3A00%2B00%3A00"' in page
-    assert "3 none, 2 running, 2 success" in page and "judge ×2" in page and "2026-03-01 – 2026-03-07" in page
+    assert (
+        "3 none, 2 running, 2 success" in page
+        and "judge ×2" in page
+        and "2026-03-01 – 2026-03-07" in page
+    )
     # Where nothing runs, the advice names the Airflow UI, not the embedded `scripts/airflow.sh`.
     assert "Trigger `trace_sampling`" in page and "scripts/airflow.sh" not in page
     latest = client.get("/api/latest").json()["suites"]
@@ -171,9 +192,17 @@ def test_latest_run_per_suite_and_target_with_ci_and_counts(client, seeded):
     _, _, newer = seeded
     latest = client.get("/api/latest").json()
     [run] = latest["suites"]["offline"]["runs"]
-    assert run["run_id"] == NEWER_ID and run["logical_date"] == DAY.isoformat() and run["target"] == "prod"
+    assert (
+        run["run_id"] == NEWER_ID
+        and run["logical_date"] == DAY.isoformat()
+        and run["target"] == "prod"
+    )
     assert run["dataset_version"] == newer.dataset_version
-    assert run["gate"] == "failed" and "dropped" in run["gate_summary"] and run["offline_backend"] is True
+    assert (
+        run["gate"] == "failed"
+        and "dropped" in run["gate_summary"]
+        and run["offline_backend"] is True
+    )
     metrics = {m["metric"]: m for m in run["metrics"]}
     assert set(metrics) == {"faithfulness", "recall@5", "context_recall"}
     faith = metrics["faithfulness"]
@@ -181,7 +210,11 @@ def test_latest_run_per_suite_and_target_with_ci_and_counts(client, seeded):
     assert faith["mean"] == pytest.approx(0.7)
     assert faith["ci_low"] < faith["mean"] < faith["ci_high"]
     recall = metrics["context_recall"]
-    assert (recall["n"], recall["n_failed"], recall["mean"]) == (2, 1, pytest.approx(0.6))  # failed is not a 0
+    assert (recall["n"], recall["n_failed"], recall["mean"]) == (
+        2,
+        1,
+        pytest.approx(0.6),
+    )  # failed is not a 0
     strata = {(s["stratum"], s["metric"]): s for s in run["strata"]}
     assert strata[("single_hop/es", "faithfulness")]["n"] == 5
     assert strata[(f"multi_hop/{HOSTILE}", "context_recall")]["n_failed"] == 1
@@ -192,7 +225,9 @@ def test_latest_run_per_suite_and_target_with_ci_and_counts(client, seeded):
     assert "default-src 'none'" in page.headers["content-security-policy"]
     text = page.text
     assert DAY.isoformat() in text and "golden/demo/v2" in text and ">failed<" in text
-    assert "0.700" in text and "[0.587, 0.770]" in text  # mean and its interval (jeffreys-bounded-mean)
+    assert (
+        "0.700" in text and "[0.587, 0.770]" in text
+    )  # mean and its interval (jeffreys-bounded-mean)
     # Each interval names its own level and method, from the field that made it; no page-wide claim.
     assert faith["ci_method"] == "jeffreys-bounded-mean" and "95 %, jeffreys-bounded-mean" in text
     assert "bootstrap" not in text
@@ -205,12 +240,16 @@ def test_latest_run_per_suite_and_target_with_ci_and_counts(client, seeded):
 def test_every_text_is_escaped(client, seeded):
     text = client.get("/").text
     assert "<script>" not in text
-    assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in text  # dataset version, gate summary, stratum
+    assert (
+        "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in text
+    )  # dataset version, gate summary, stratum
     assert text.count("&lt;script&gt;") >= 3
 
 
 def test_report_is_served_sandboxed(client, seeded):
-    response = client.get(client.get("/api/latest").json()["suites"]["offline"]["runs"][0]["report_url"])
+    response = client.get(
+        client.get("/api/latest").json()["suites"]["offline"]["runs"][0]["report_url"]
+    )
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/html")
     assert "sandbox" in response.headers["content-security-policy"]
@@ -221,7 +260,9 @@ def test_unknown_runs_and_missing_reports_are_404(client, seeded):
     store, _, _ = seeded
     assert client.get("/reports/no-such-run").status_code == 404
     assert client.get(report_url(add_run(store, "no-report", None))).status_code == 404
-    response = client.get(report_url(add_run(store, "gone", "golden/reports/online/2026-03-02_gone.html")))
+    response = client.get(
+        report_url(add_run(store, "gone", "golden/reports/online/2026-03-02_gone.html"))
+    )
     assert response.status_code == 404 and "missing" in response.json()["detail"]
 
 
@@ -236,7 +277,9 @@ def test_report_paths_outside_the_reports_dir_are_refused(client, seeded, settin
         "relative": "golden/reports/../../../../secret.html",
         "absolute": str(secret),
         "symlink": str(reports / "online" / "link.html"),
-        "sibling": str(reports.parent / "reports-other" / "x.html"),  # shares the prefix, not the directory
+        "sibling": str(
+            reports.parent / "reports-other" / "x.html"
+        ),  # shares the prefix, not the directory
     }
     (reports.parent / "reports-other").mkdir()
     (reports.parent / "reports-other" / "x.html").write_text("x")
@@ -260,7 +303,8 @@ def test_authorization_hook_guards_every_route_and_sends_people_to_login(setting
 
     allowed: list[str] = []
     denied = TestClient(
-        create_app(lambda: settings, authorize=deny, login_url=lambda nxt: f"/login?next={nxt}"), follow_redirects=False
+        create_app(lambda: settings, authorize=deny, login_url=lambda nxt: f"/login?next={nxt}"),
+        follow_redirects=False,
     )
     let_in = TestClient(create_app(lambda: settings, authorize=allow), follow_redirects=False)
     routes = plugin_routes({"run_id": NEWER_ID})
@@ -268,12 +312,19 @@ def test_authorization_hook_guards_every_route_and_sends_people_to_login(setting
     for method, path in routes:
         assert denied.request(method, path).status_code == 401, path
         browser = denied.request(method, path, headers={"accept": "text/html"})
-        if path == "/":  # the page: a person without a session goes to the login page, then comes back
-            assert browser.status_code == 307 and browser.headers["location"] == "/login?next=http://testserver/"
+        if (
+            path == "/"
+        ):  # the page: a person without a session goes to the login page, then comes back
+            assert (
+                browser.status_code == 307
+                and browser.headers["location"] == "/login?next=http://testserver/"
+            )
         else:
             assert browser.status_code == 401, path
         assert let_in.request(method, path).status_code == 200, path
-    assert allowed == [unquote(path) for _, path in routes]  # the hook ran once per request, before each route
+    assert allowed == [
+        unquote(path) for _, path in routes
+    ]  # the hook ran once per request, before each route
 
 
 @pytest.mark.airflow
@@ -290,13 +341,19 @@ def test_airflow_loads_the_plugin_with_valid_views():
         "print(json.dumps({'errors': errors, 'views': views, 'apps': apps}))\n"
     ).replace("PLUGINS", repr(str(ROOT / "plugins")))
     env = dict(os.environ, PYTHONPATH=str(ROOT / "plugins"))
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     loaded = json.loads(result.stdout.strip().splitlines()[-1])
     assert loaded["errors"] == {}
     assert loaded["apps"] == ["/ragwatch"]
     [view] = loaded["views"]
-    assert (view["href"], view["destination"], view["url_route"]) == ("/ragwatch/", "nav", "ragwatch")
+    assert (view["href"], view["destination"], view["url_route"]) == (
+        "/ragwatch/",
+        "nav",
+        "ragwatch",
+    )
 
 
 def test_a_run_in_progress_shows_the_days_it_evaluates_not_its_own_date():
@@ -307,5 +364,7 @@ def test_a_run_in_progress_shows_the_days_it_evaluates_not_its_own_date():
     def at(day: int) -> datetime:
         return datetime(2026, 12, day, tzinfo=timezone.utc)
 
-    assert _covered_days("online_eval", at(6), at(7), at(7)) == "2026-12-06"  # the daily eval run on the 7th
+    assert (
+        _covered_days("online_eval", at(6), at(7), at(7)) == "2026-12-06"
+    )  # the daily eval run on the 7th
     assert _covered_days("offline_eval", at(1), at(8), at(8)) == "2026-12-01 – 2026-12-07"

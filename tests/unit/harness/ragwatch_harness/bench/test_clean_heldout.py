@@ -36,7 +36,9 @@ def _site_packages(root: Path, names: list[str]) -> Path:
     for name in names:
         info = root / f"{name}-1.0.dist-info"
         info.mkdir(parents=True)
-        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\n\n# {name}\n\nWhat it does.\n")
+        (info / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: {name}\n\n# {name}\n\nWhat it does.\n"
+        )
     return root
 
 
@@ -49,10 +51,14 @@ def test_the_halves_split_every_document_once_by_its_name(tmp_path):
     spanish = [{d.name.rsplit("/", 1)[1] for d in halves[half]["es"]} for half in HALVES]
     readmes = [{d.name for d in halves[half]["en"] if d.source == "readme"} for half in HALVES]
     assert spanish[0].isdisjoint(spanish[1]) and spanish[0] | spanish[1] == set(pages)
-    assert readmes[0].isdisjoint(readmes[1]) and len(readmes[0] | readmes[1]) == 40  # Faker's README: fake PII
+    assert (
+        readmes[0].isdisjoint(readmes[1]) and len(readmes[0] | readmes[1]) == 40
+    )  # Faker's README: fake PII
     assert all(spanish) and all(readmes)  # forty names fill both halves
     assert all(half_of(name) == HALVES[0] for name in spanish[0])
-    assert {d.source for d in halves["report"]["en"]} == {"readme"}  # man pages in English only tune
+    assert {d.source for d in halves["report"]["en"]} == {
+        "readme"
+    }  # man pages in English only tune
 
 
 def test_a_spanish_page_is_rendered_as_man_prints_it(tmp_path):
@@ -70,7 +76,10 @@ def test_rates_carry_scipy_s_exact_and_wilson_intervals():
     line = rate_line("report es", 2, 1000)
     exact, wilson = (binomtest(2, 1000).proportion_ci(method=m) for m in ("exact", "wilson"))
     assert line.startswith("report es: 2 of 1000 quarantined (0.20%")
-    assert f"Clopper-Pearson {exact.low:.2%}-{exact.high:.2%}" in line and f"Wilson {wilson.low:.2%}" in line
+    assert (
+        f"Clopper-Pearson {exact.low:.2%}-{exact.high:.2%}" in line
+        and f"Wilson {wilson.low:.2%}" in line
+    )
 
 
 def test_the_tripping_line_is_the_one_to_read():

@@ -1,4 +1,5 @@
-"""The FAQ-and-manuals probe reads pages as a reader sees them: HTML without its scripts, POD without its codes."""
+"""The FAQ-and-manuals probe reads pages as a reader sees them: HTML without its scripts, POD
+without its codes."""
 
 from ragwatch_harness.bench.clean_manuals import html_text, info_text, pod_text
 

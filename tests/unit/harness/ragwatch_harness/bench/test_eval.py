@@ -20,20 +20,28 @@ from ragwatch_harness.bench.eval import METRICS, bench_items, format_eval_bench,
 from tests.conftest import ROOT
 
 SMALL = {"n_items": 12, "latency_s": 0.05, "capacity": 4}
-CALLS_PER_ITEM = 3  # ours: claim extraction, the 3 relevancy questions (n = 3), one verification for the rest
+CALLS_PER_ITEM = (
+    3  # ours: claim extraction, the 3 relevancy questions (n = 3), one verification for the rest
+)
 
 
 @pytest.fixture
 def no_network(monkeypatch: pytest.MonkeyPatch) -> list:
     """Refuses (and records) every connection that does not stay on this machine."""
     attempts: list = []
-    connect, connect_ex, getaddrinfo = socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo
+    connect, connect_ex, getaddrinfo = (
+        socket.socket.connect,
+        socket.socket.connect_ex,
+        socket.getaddrinfo,
+    )
 
     def local(host) -> bool:
         if host is None or host == "localhost":
             return True
         try:
-            return ipaddress.ip_address(host.decode() if isinstance(host, bytes) else host).is_loopback
+            return ipaddress.ip_address(
+                host.decode() if isinstance(host, bytes) else host
+            ).is_loopback
         except ValueError:
             return False
 
@@ -41,7 +49,8 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> list:
         return not isinstance(address, tuple) or local(address[0])  # not a tuple: a Unix socket
 
     def resolve(host, *args, **kwargs):
-        # A lookup comes before any connection, and fails by itself where there is no DNS: record it too.
+        # A lookup comes before any connection, and fails by itself where there is no DNS: record it
+        # too.
         if not local(host):
             attempts.append(host)
             raise socket.gaierror(f"network unreachable in this test: {host}")
@@ -68,15 +77,29 @@ def test_bench_runs_offline_and_a_cached_rerun_sends_nothing(no_network) -> None
     ours, rerun, theirs = result["ragwatch"], result["rerun"], result["ragas"]
 
     assert no_network == []  # not ragas, tiktoken, LangChain nor the embedding model reached out
-    assert {"n_items", "latency_s", "capacity", "seed", "metrics", "ragwatch", "rerun", "ragas", "ratio"} <= set(result)
+    assert {
+        "n_items",
+        "latency_s",
+        "capacity",
+        "seed",
+        "metrics",
+        "ragwatch",
+        "rerun",
+        "ragas",
+        "ratio",
+    } <= set(result)
     assert ours["requests"] == ours["counters"]["calls"] == n * CALLS_PER_ITEM
     assert ours["endpoints"] == {"chat/completions": n * CALLS_PER_ITEM}  # embeddings are local
     assert (ours["scored"], ours["failed"], ours["skipped"]) == (n * len(METRICS), 0, 0)
-    assert ours["ideal_s"] == pytest.approx(ours["requests"] * SMALL["latency_s"] / SMALL["capacity"])
+    assert ours["ideal_s"] == pytest.approx(
+        ours["requests"] * SMALL["latency_s"] / SMALL["capacity"]
+    )
     assert 0 < ours["efficiency"] <= 1.05 and ours["max_concurrent"] <= SMALL["capacity"]
 
     assert ours["per_item"]["requests"] == CALLS_PER_ITEM
-    assert ours["prompt_tokens"] == ours["counters"]["prompt_tokens"] > 0  # the simulator's count is the client's
+    assert (
+        ours["prompt_tokens"] == ours["counters"]["prompt_tokens"] > 0
+    )  # the simulator's count is the client's
     assert 0 < ours["per_item"]["prompt_tokens"] < theirs["per_item"]["prompt_tokens"]
     assert 0 <= ours["prefix_cached_share"] <= 1 and 0 <= theirs["prefix_cached_share"] <= 1
 
@@ -84,7 +107,8 @@ def test_bench_runs_offline_and_a_cached_rerun_sends_nothing(no_network) -> None
     assert rerun["cache_hits"] == ours["counters"]["calls"]
     assert rerun["share"] == pytest.approx(rerun["wall_s"] / ours["wall_s"])
 
-    # ragas: 2 faithfulness, 1 relevancy request (n questions at once), 3 precision, 1 recall; 2 embedding calls
+    # ragas: 2 faithfulness, 1 relevancy request (n questions at once), 3 precision, 1 recall; 2
+    # embedding calls
     assert theirs["endpoints"] == {"chat/completions": n * 7, "embeddings": n * 2}
     assert theirs["requests"] == n * 9 and theirs["nan_total"] == 0
     assert set(theirs["nan"]) == set(theirs["means"]) == set(METRICS)
@@ -112,7 +136,10 @@ def test_items_are_deterministic_and_built_from_the_first_context() -> None:
         first = sentences(item.contexts[0])
         assert len(item.contexts) == 3 and len(set(item.context_ids)) == 3
         assert item.reference in first and len(sentences(item.answer)) >= 2
-        assert all(part in item.contexts[0].replace("\n", " ") or part in first for part in sentences(item.answer))
+        assert all(
+            part in item.contexts[0].replace("\n", " ") or part in first
+            for part in sentences(item.answer)
+        )
 
 
 def _legacy_prompt(prompt_class, data) -> str:
@@ -129,7 +156,11 @@ def test_simulator_answers_ragas_legacy_prompts_with_one_choice_per_n() -> None:
     relevance = _legacy_prompt(ResponseRelevancePrompt, ResponseRelevanceInput(response=answer))
     precision = _legacy_prompt(
         ContextPrecisionPrompt,
-        QAC(question="Which port?", context="Snapshots are files.", answer="The REST API listens on port 6333."),
+        QAC(
+            question="Which port?",
+            context="Snapshots are files.",
+            answer="The REST API listens on port 6333.",
+        ),
     )
     with running_simulator(prompts=all_prompts()) as url:
 
@@ -140,16 +171,22 @@ def test_simulator_answers_ragas_legacy_prompts_with_one_choice_per_n() -> None:
         questions = [c["message"]["content"] for c in ask(relevance, n=3).json()["choices"]]
         assert len(questions) == 3 and len(set(questions)) == 3  # three samples, as ragas asked
         verdict = ask(precision).json()["choices"]
-        assert len(verdict) == 1 and '"verdict":0' in verdict[0]["message"]["content"].replace(" ", "")
+        assert len(verdict) == 1 and '"verdict":0' in verdict[0]["message"]["content"].replace(
+            " ", ""
+        )
 
         unknown = precision.replace('"title": "Verification"', '"title": "SomethingElse"')
         refused = ask(unknown)
         assert refused.status_code == 400 and "SomethingElse" in refused.json()["error"]["message"]
-        # An app's own free-text RAG prompt is answered extractively: the context sentence that covers the question.
+        # An app's own free-text RAG prompt is answered extractively: the context sentence that
+        # covers the question.
         rag = ask(
             "Context:\nBackups run every night at 02:00 UTC. The console uses port 9090.\n\nQuestion: When do backups run?"
         )
-        assert rag.json()["choices"][0]["message"]["content"] == "Backups run every night at 02:00 UTC."
+        assert (
+            rag.json()["choices"][0]["message"]["content"]
+            == "Backups run every night at 02:00 UTC."
+        )
         assert ask("").status_code == 400  # no text to answer
 
 
@@ -163,7 +200,9 @@ def test_cli_prints_the_table() -> None:
             env={**os.environ, "COLUMNS": "140"},
         )
 
-    shown = ragwatch("--items", "4", "--latency", "0.01", "--capacity", "4", "--ragas-embeddings", "local")
+    shown = ragwatch(
+        "--items", "4", "--latency", "0.01", "--capacity", "4", "--ragas-embeddings", "local"
+    )
     assert shown.returncode == 0, shown.stderr
     assert "ragas (local emb.)" in shown.stdout and "rerun wall ÷ first wall" in shown.stdout
     refused = ragwatch("--ragas-embeddings", "remote")

@@ -1,5 +1,5 @@
-"""The language bench: shares right, `und` and wrong per language, outside languages right only as `und`, the
-threshold sweep, and a whole run with detectors in fresh processes."""
+"""The language bench: shares right, `und` and wrong per language, outside languages right only as
+`und`, the threshold sweep, and a whole run with detectors in fresh processes."""
 
 from __future__ import annotations
 
@@ -20,7 +20,13 @@ TEXTS = [
 
 def test_shares_count_outside_languages_right_only_as_und() -> None:
     items = bench.outside_right(TEXTS, LANGUAGES)
-    predictions = [("es", 0.9, 1.0), ("es", 0.4, 1.0), ("es", 0.9, 1.0), ("de", 0.9, 0.05), ("es", 0.9, 0.02)]
+    predictions = [
+        ("es", 0.9, 1.0),
+        ("es", 0.4, 1.0),
+        ("es", 0.9, 1.0),
+        ("de", 0.9, 0.05),
+        ("es", 0.9, 0.02),
+    ]
     plain = bench.shares(items, predictions)
     assert plain[("es", "all")] == {"n": 2, "right": 1.0, "und": 0.0, "wrong": 0.0}
     assert plain[("de", "all")] == {"n": 2, "right": 0.5, "und": 0.0, "wrong": 0.5}
@@ -29,21 +35,30 @@ def test_shares_count_outside_languages_right_only_as_und() -> None:
     assert strict[("es", "gnome-help")]["und"] == 1.0  # confidence 0.4
     assert strict[("de", "debian-faq")]["und"] == 1.0  # 5 % of the probability in the set
     assert strict[("und", "all")]["right"] == 1.0
-    rows = {(r["in_set"], r["threshold"]): r for r in bench.sweep(items, predictions, LANGUAGES, (0.0, 0.1))}
+    rows = {
+        (r["in_set"], r["threshold"]): r
+        for r in bench.sweep(items, predictions, LANGUAGES, (0.0, 0.1))
+    }
     assert rows[(0.0, 0.0)]["outside_forced"] == 1.0 and rows[(0.1, 0.0)]["outside_forced"] == 0.0
     assert rows[(0.1, 0.5)]["right"] == pytest.approx((0.5 + 0.0) / 2)
 
 
 def test_a_run_measures_each_detector_in_a_fresh_process() -> None:
     result = bench.run_language_bench(
-        LANGUAGES, detectors=["ragwatch", "previous"], texts=TEXTS, progress=lambda _: 0, min_timed_s=0.0
+        LANGUAGES,
+        detectors=["ragwatch", "previous"],
+        texts=TEXTS,
+        progress=lambda _: 0,
+        min_timed_s=0.0,
     )
     assert set(result["n"]) == {f"{t.language}:{t.source}" for t in TEXTS}
     ours, previous = result["detectors"]["ragwatch"], result["detectors"]["previous"]
     assert ours["shares"]["es:all"]["right"] == ours["shares"]["de:all"]["right"] == 1.0
     assert ours["shares"]["und:all"]["right"] == 1.0  # the Italian question is `und`
     assert previous["shares"]["de:all"]["right"] == 0.0  # it knew English and Spanish only
-    assert ours["load_s"] > 0 and ours["added_mb"] > 0 and ours["per_text_us"] > 0 and "sweep" in ours
+    assert (
+        ours["load_s"] > 0 and ours["added_mb"] > 0 and ours["per_text_us"] > 0 and "sweep" in ours
+    )
     table = bench.format_language_bench(result)
     assert "| ragwatch | 100.0%" in table and "| previous |" in table
 

@@ -1,5 +1,5 @@
-"""The language bench's texts: short sentences and questions out of compiled gettext catalogs (written here in the
-GNU .mo format, as msgfmt writes them), and the fixtures' questions."""
+"""The language bench's texts: short sentences and questions out of compiled gettext catalogs
+(written here in the GNU .mo format, as msgfmt writes them), and the fixtures' questions."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ HEADER = "Content-Type: text/plain; charset=UTF-8\n"
 
 
 def write_mo(path: Path, messages: dict[str, str]) -> None:
-    """A GNU message catalog: header, then the sorted ids' and translations' offsets, then the strings."""
+    """A GNU message catalog: header, then the sorted ids' and translations' offsets, then the
+    strings."""
     messages = {"": HEADER, **messages}
     ids = sorted(messages)
     id_bytes = [i.encode() for i in ids]
@@ -36,11 +37,18 @@ def test_catalogs_give_their_questions_first_then_their_sentences(tmp_path: Path
             "Cannot open %s for writing": "No es pot obrir %s per a escriure",  # a format directive
             "Open": "Obre",  # a label
             "Keep the old version": "Keep the old version",  # untranslated
-            "menu\x04Save the document as a new file": "Desa el document com a fitxer nou",  # with a context
+            # with a context
+            "menu\x04Save the document as a new file": "Desa el document com a fitxer nou",
         },
     )
-    write_mo(tmp_path / "ca/LC_MESSAGES/iso_639-3.mo", {"Cocama-Cocamilla language family": "Cocama-Cocamilla"})
-    write_mo(tmp_path / "ja/LC_MESSAGES/tool.mo", {"Is the server running?": "サーバーが動作していますか?"})
+    write_mo(
+        tmp_path / "ca/LC_MESSAGES/iso_639-3.mo",
+        {"Cocama-Cocamilla language family": "Cocama-Cocamilla"},
+    )
+    write_mo(
+        tmp_path / "ja/LC_MESSAGES/tool.mo",
+        {"Is the server running?": "サーバーが動作していますか?"},
+    )
     (tmp_path / "de/LC_MESSAGES").mkdir(parents=True)
     (tmp_path / "de/LC_MESSAGES/broken.mo").write_bytes(b"not a catalog")
     texts = catalog_texts(10, locale=tmp_path)
@@ -57,7 +65,9 @@ def test_catalogs_give_their_questions_first_then_their_sentences(tmp_path: Path
     }
     english = [t.text for t in texts if t.language == "en"]
     assert [t.endswith("?") for t in english] == [True, True, False, False]
-    assert [t.text for t in catalog_texts(1, locale=tmp_path) if t.language == "ca"] == ["Voleu continuar ara?"]
+    assert [t.text for t in catalog_texts(1, locale=tmp_path) if t.language == "ca"] == [
+        "Voleu continuar ara?"
+    ]
 
 
 def test_short_text_keeps_sentences_not_labels_paths_or_format_strings() -> None:

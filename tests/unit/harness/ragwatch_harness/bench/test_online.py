@@ -1,4 +1,5 @@
-"""The online eval's benchmark, small: a day of a few sampled traces, the eval on the simulator, its rerun."""
+"""The online eval's benchmark, small: a day of a few sampled traces, the eval on the simulator, its
+rerun."""
 
 from __future__ import annotations
 
@@ -29,9 +30,12 @@ ROWS = 12
 
 @pytest.fixture(scope="module")
 def bench() -> dict:
-    # The chunks the traces cite are indexed, not the whole corpus (embedding it takes minutes here), and the
-    # tasks run in this process: three fresh interpreters loading the embedding model cost more than the bench.
-    return run_online_bench(ROWS, latency_s=0.02, capacity=4, whole_corpus=False, pool_size=24, fresh_processes=False)
+    # The chunks the traces cite are indexed, not the whole corpus (embedding it takes minutes
+    # here), and the tasks run in this process: three fresh interpreters loading the embedding model
+    # cost more than the bench.
+    return run_online_bench(
+        ROWS, latency_s=0.02, capacity=4, whole_corpus=False, pool_size=24, fresh_processes=False
+    )
 
 
 def test_the_bench_counts_add_up_and_a_cached_rerun_sends_nothing(bench) -> None:
@@ -45,9 +49,14 @@ def test_the_bench_counts_add_up_and_a_cached_rerun_sends_nothing(bench) -> None
     assert set(sent) == {JUDGE_MODEL, GENERATOR_MODEL}
     assert sent[GENERATOR_MODEL] == expected[GENERATOR_MODEL][0] == expected[GENERATOR_MODEL][1] > 0
     low, high = expected[JUDGE_MODEL]
-    assert low == bench["judged"] * JUDGE_PER_JUDGED_TRACE - bench["abstaining_answers"] * CLAIMS_PER_TRACE
+    assert (
+        low
+        == bench["judged"] * JUDGE_PER_JUDGED_TRACE - bench["abstaining_answers"] * CLAIMS_PER_TRACE
+    )
     assert low <= sent[JUDGE_MODEL] <= high
-    assert bench["requests"] == sum(sent.values()) == bench["distinct_requests"]  # none sent twice, none retried
+    assert (
+        bench["requests"] == sum(sent.values()) == bench["distinct_requests"]
+    )  # none sent twice, none retried
     # What the run recorded, stage by stage, is what the simulator served: in all and per model.
     assert bench["recorded_requests"] == sum(bench["recorded"].values()) == bench["requests"]
     assert bench["recorded_by_model"] == sent and recorded_equals_served(bench)
@@ -55,7 +64,10 @@ def test_the_bench_counts_add_up_and_a_cached_rerun_sends_nothing(bench) -> None
         set(bench["recorded"]) <= {"judge", "noise_clean", "noise_noisy", "noise_control"}
         and bench["recorded"]["judge"] > 0
     )
-    assert bench["recorded_tokens"] == {"prompt": bench["prompt_tokens"], "completion": bench["completion_tokens"]}
+    assert bench["recorded_tokens"] == {
+        "prompt": bench["prompt_tokens"],
+        "completion": bench["completion_tokens"],
+    }
 
     assert bench["ideal_s"] == pytest.approx(bench["requests"] * 0.02 / 4)
     assert 0 < bench["efficiency"] <= 1.05 and bench["max_concurrent"] <= 4
@@ -64,7 +76,10 @@ def test_the_bench_counts_add_up_and_a_cached_rerun_sends_nothing(bench) -> None
         bench["rerun"]["requests"] == bench["rerun"]["recorded_requests"] == 0
         and bench["rerun"]["judged"] == bench["judged"]
     )
-    assert bench["rerun"]["recorded_cache_hits"] == bench["recorded_requests"] + bench["recorded_cache_hits"]
+    assert (
+        bench["rerun"]["recorded_cache_hits"]
+        == bench["recorded_requests"] + bench["recorded_cache_hits"]
+    )
 
     text = format_online_bench(bench)
     assert (
@@ -82,11 +97,18 @@ def test_the_day_has_the_published_schema_distinct_traces_and_skewed_strata(tmp_
     partition = Workspace.from_settings(settings).traces_partition(DAY)
     table = read_parts(partition.parts)
     assert table.schema.equals(SAMPLED_TRACE_SCHEMA) and table.num_rows == 5_000
-    assert pq.ParquetFile(partition.part(0)).metadata.num_row_groups == 3  # streamed in the sampler's row groups
-    for column in ("trace_id", "question", "answer"):  # every row is a trace of its own: no judge cache hit
+    assert (
+        pq.ParquetFile(partition.part(0)).metadata.num_row_groups == 3
+    )  # streamed in the sampler's row groups
+    for column in (
+        "trace_id",
+        "question",
+        "answer",
+    ):  # every row is a trace of its own: no judge cache hit
         assert len(set(table.column(column).to_pylist())) == 5_000, column
     strata = Counter(
-        f"{a}/{lang}" for a, lang in zip(table.column("app").to_pylist(), table.column("language").to_pylist())
+        f"{a}/{lang}"
+        for a, lang in zip(table.column("app").to_pylist(), table.column("language").to_pylist())
     )
     assert strata == Counter(built["per_stratum"]) and "docs-assistant/es" in strata
     assert strata.most_common(1)[0][1] > 10 * min(strata.values())  # skewed

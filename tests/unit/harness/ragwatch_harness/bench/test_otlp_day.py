@@ -1,4 +1,5 @@
-"""`ragwatch bench otlp`, small: a day of OTLP/JSON span files sampled by the select and shard tasks' processes."""
+"""`ragwatch bench otlp`, small: a day of OTLP/JSON span files sampled by the select and shard
+tasks' processes."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ def test_the_generated_day_is_otlp_json_the_source_reads(tmp_path):
     write_day(tmp_path, 300)
     spans = [s for path in sorted(tmp_path.iterdir()) for s in read_otlp_json(path)]
     assert all(isinstance(s, Span) for s in spans)
-    assert len({s.trace_id for s in spans}) == 300 and len(spans) == 300 * 3 + 60  # a tool span in one trace of five
+    assert (
+        len({s.trace_id for s in spans}) == 300 and len(spans) == 300 * 3 + 60
+    )  # a tool span in one trace of five
 
 
 def test_the_bench_reports_each_tasks_time_and_peak_memory(tmp_path):
@@ -21,7 +24,9 @@ def test_the_bench_reports_each_tasks_time_and_peak_memory(tmp_path):
     assert result["traces"] == 2_000 and result["files_mb"] >= 1
     assert 0 < result["select"]["peak_rss_mb"] < 1024 and result["select"]["seconds"] > 0
     shard = result["shards"][0]
-    assert 200 <= shard["sampled"] < 260 and shard["quarantined"] == 0  # 10 %, and at least 2 a stratum
+    assert (
+        200 <= shard["sampled"] < 260 and shard["quarantined"] == 0
+    )  # 10 %, and at least 2 a stratum
     assert 0 < shard["peak_rss_mb"] < 1024 and result["index_mb"] >= 1
 
 
@@ -40,4 +45,8 @@ def test_ragwatch_bench_otlp_prints_the_figures():
     )
     assert run.returncode == 0, run.stderr[-3000:]
     figures = json.loads(run.stdout)
-    assert figures["traces"] == 300 and figures["select"]["peak_rss_mb"] > 0 and len(figures["shards"]) == 1
+    assert (
+        figures["traces"] == 300
+        and figures["select"]["peak_rss_mb"] > 0
+        and len(figures["shards"]) == 1
+    )

@@ -1,4 +1,5 @@
-"""A spawned task's peak memory is its own, not the high-water mark of the process that spawned it."""
+"""A spawned task's peak memory is its own, not the high-water mark of the process that spawned
+it."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ def _report(results) -> None:
 
 def test_a_spawned_process_does_not_inherit_its_parents_peak():
     ballast = bytearray(400 * 2**20)
-    ballast[::4096] = b"\x01" * len(ballast[::4096])  # touch every page: the parent's peak is now > 400 MB
+    ballast[::4096] = b"\x01" * len(
+        ballast[::4096]
+    )  # touch every page: the parent's peak is now > 400 MB
     assert own_peak_rss_mb() > 400
     context = multiprocessing.get_context("spawn")
     results = context.Queue()
@@ -22,4 +25,6 @@ def test_a_spawned_process_does_not_inherit_its_parents_peak():
     peak = results.get(timeout=120)
     child.join()
     del ballast
-    assert 0 < peak < 200  # getrusage's ru_maxrss would say > 400 here (Linux copies it at fork, keeps it at exec)
+    assert (
+        0 < peak < 200
+    )  # getrusage's ru_maxrss would say > 400 here (Linux copies it at fork, keeps it at exec)

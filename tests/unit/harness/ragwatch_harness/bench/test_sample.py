@@ -1,4 +1,5 @@
-"""The sampling benchmark, tiny: its day looks like production and its report adds up (no timing)."""
+"""The sampling benchmark, tiny: its day looks like production and its report adds up (no
+timing)."""
 
 from datetime import timedelta
 
@@ -9,14 +10,29 @@ from pipelines.core.settings import Settings
 from pipelines.stores.traces import TraceStore
 from pipelines.traces.sampling import day_interval
 from pipelines.traces.select import stratum_target
-from ragwatch_harness.bench.sample import BENCH_TABLE, DAY, STEPS, TRACE_BYTES, build_day, run_sample_bench
+from ragwatch_harness.bench.sample import (
+    BENCH_TABLE,
+    DAY,
+    STEPS,
+    TRACE_BYTES,
+    build_day,
+    run_sample_bench,
+)
 
 
 def test_a_tiny_bench_reports_every_task_and_counts_that_add_up(tmp_path):
     rows = 400
     # Without the DVC task, the slowest and the one this bench does not change.
-    result = run_sample_bench(rows, store="sqlite", rate=0.1, workers=2, version=False, home=tmp_path / "bench")
-    assert list(result["tasks"]) == ["select", "shard 0", "merge", "validate", "promote"]  # a small day: one shard
+    result = run_sample_bench(
+        rows, store="sqlite", rate=0.1, workers=2, version=False, home=tmp_path / "bench"
+    )
+    assert list(result["tasks"]) == [
+        "select",
+        "shard 0",
+        "merge",
+        "validate",
+        "promote",
+    ]  # a small day: one shard
     assert [name.split()[0] for name in result["tasks"]] == [s for s in STEPS if s != "version"]
     assert result["rows"] == rows and result["store"] == "sqlite"
     assert TRACE_BYTES[0] * 0.9 <= result["mean_trace_bytes"] <= TRACE_BYTES[1]
@@ -26,8 +42,13 @@ def test_a_tiny_bench_reports_every_task_and_counts_that_add_up(tmp_path):
     assert result["wall_s"] == pytest.approx(sum(t["wall_s"] for t in result["tasks"].values()))
     assert result["rows_per_s"] == pytest.approx(rows / result["wall_s"])
     for task in result["tasks"].values():
-        assert task["wall_s"] > 0 and task["cpu_s"] > 0 and 30 < task["peak_rss_mb"] <= task["tree_peak_rss_mb"]
-    # (No comparison of one task's CPU with another's: at 40 sampled rows it is a coin flip under load.)
+        assert (
+            task["wall_s"] > 0
+            and task["cpu_s"] > 0
+            and 30 < task["peak_rss_mb"] <= task["tree_peak_rss_mb"]
+        )
+    # (No comparison of one task's CPU with another's: at 40 sampled rows it is a coin flip under
+    # load.)
     assert result["cpu_s"] == pytest.approx(sum(t["cpu_s"] for t in result["tasks"].values()))
     assert result["peak_rss_mb"] == max(t["peak_rss_mb"] for t in result["tasks"].values())
     assert not (tmp_path / "bench").exists()  # the bench leaves nothing behind
@@ -35,7 +56,13 @@ def test_a_tiny_bench_reports_every_task_and_counts_that_add_up(tmp_path):
 
 def test_one_process_runs_every_step_as_the_command_line_does(tmp_path):
     result = run_sample_bench(
-        300, store="sqlite", rate=0.1, workers=2, version=False, one_process=True, home=tmp_path / "bench"
+        300,
+        store="sqlite",
+        rate=0.1,
+        workers=2,
+        version=False,
+        one_process=True,
+        home=tmp_path / "bench",
     )
     assert list(result["tasks"]) == ["cli"]
     assert result["sampled"] + result["quarantined"] == result["selected"] > 0

@@ -1,5 +1,5 @@
-"""The last screen of `make demo`: one screen (≤ 60 lines at 100 columns) that says what ran, the drill's verdict
-and why, coverage, judge trust and cost a line each, and where to click."""
+"""The last screen of `make demo`: one screen (≤ 60 lines at 100 columns) that says what ran, the
+drill's verdict and why, coverage, judge trust and cost a line each, and where to click."""
 
 from __future__ import annotations
 
@@ -11,7 +11,13 @@ from pathlib import Path
 from rich.console import Console
 
 from ragwatch_harness.cli.render.recap import MAX_LINES, WIDTH, recap_lines
-from ragwatch_harness.demo.recap import DemoRecap, DrillAlert, DrillAlerts, load_drill_alerts, save_drill_alerts
+from ragwatch_harness.demo.recap import (
+    DemoRecap,
+    DrillAlert,
+    DrillAlerts,
+    load_drill_alerts,
+    save_drill_alerts,
+)
 from pipelines.evaluation.results.coverage import StratumCoverage
 from pipelines.evaluation.results.coverage import GoldenCoverage, Representative, UncoveredCluster
 from pipelines.evaluation.outputs.summary import GateRow, JudgeTrustRow, RunSummary
@@ -20,7 +26,8 @@ from pipelines.models.usage import UsageRow
 from pipelines.core.settings import load_settings
 
 DAY = date(2026, 12, 4)
-# Where `make demo` writes them: below the folder it runs in, so the screen shows them relative to it.
+# Where `make demo` writes them: below the folder it runs in, so the screen shows them relative to
+# it.
 HOME = str(Path.cwd() / ".ragwatch" / "workspace" / "reports")
 METRICS = [
     "faithfulness",
@@ -102,7 +109,8 @@ def trust(metric: str, kappa: float) -> JudgeTrustRow:
 
 
 def worst_case_recap() -> DemoRecap:
-    """Every list at its longest: seven failing metrics, seven audited ones, long paths and topics."""
+    """Every list at its longest: seven failing metrics, seven audited ones, long paths and
+    topics."""
     coverage = GoldenCoverage(
         status="ok",
         golden="demo",
@@ -129,7 +137,9 @@ def worst_case_recap() -> DemoRecap:
                 questions=9,
                 estimated_traces=30,
                 share=0.1,
-                representatives=[Representative(trace_id="x", app="docs", question="How do I " * 30)],
+                representatives=[
+                    Representative(trace_id="x", app="docs", question="How do I " * 30)
+                ],
             )
             for i in range(12)
         ],
@@ -181,19 +191,25 @@ def test_the_recap_says_what_ran_the_verdict_and_why_the_three_figures_and_where
     lines = screen(worst_case_recap())
     text = "\n".join(lines)
     assert "offline_eval: reference-rag on 60 items of v1" in text and "golden_build" in text
-    assert "FAILED: the candidate candidate-more-hallucination against offline/2026-12-04/reference-rag" in text
+    assert (
+        "FAILED: the candidate candidate-more-hallucination against offline/2026-12-04/reference-rag"
+        in text
+    )
     assert "  - faithfulness 0.910 → 0.790 (-0.120, 95 % CI [-0.160, -0.080], p 0.001)" in text
     assert "and 3 more metrics" in text
     assert "alerts firing: RagFaithfulnessLow" in text
     one_line = {
-        label: [line for line in lines if line.startswith(label)] for label in ("coverage:", "judge trust:", "cost:")
+        label: [line for line in lines if line.startswith(label)]
+        for label in ("coverage:", "judge trust:", "cost:")
     }
     assert all(len(found) == 1 for found in one_line.values()), one_line
     assert one_line["coverage:"][0] == (
         "coverage:    0.667 [0.590, 0.740] of 180 questions; 12 topics missed, the largest 10% of the day"
     )
     trust = one_line["judge trust:"][0]
-    assert trust.startswith("judge trust: 3/7 metrics trusted (κ ≥ 0.6, 20+ labels); not: faithfulness 0.40, ")
+    assert trust.startswith(
+        "judge trust: 3/7 metrics trusted (κ ≥ 0.6, 20+ labels); not: faithfulness 0.40, "
+    )
     assert trust.endswith(" more")  # the untrusted first, as many as fit, then how many more
     assert (
         one_line["cost:"][0]
@@ -221,14 +237,21 @@ def test_a_path_longer_than_the_screen_gets_a_line_of_its_own_and_is_never_cut()
 def test_the_cost_line_names_tokens_only_where_servers_reported_them():
     recap = worst_case_recap()
     no_tokens = RunCost(
-        items=60, rows=[UsageRow(stage="judge", metric="faithfulness", role="judge", model="offline", requests=611)]
+        items=60,
+        rows=[
+            UsageRow(
+                stage="judge", metric="faithfulness", role="judge", model="offline", requests=611
+            )
+        ],
     )
     runs = {
-        name: getattr(recap, name).model_copy(update={"cost": no_tokens}) for name in ("baseline", "drill", "online")
+        name: getattr(recap, name).model_copy(update={"cost": no_tokens})
+        for name in ("baseline", "drill", "online")
     }
     lines = screen(DemoRecap(ran=[], alerts=None, **runs))
     assert (
-        "cost:        1,833 model requests (0 cached), no tokens reported; offline 611, drill 611, online 611" in lines
+        "cost:        1,833 model requests (0 cached), no tokens reported; offline 611, drill 611, online 611"
+        in lines
     )
 
 
@@ -236,7 +259,9 @@ def test_without_runs_the_recap_says_so_instead_of_failing():
     lines = screen(DemoRecap(ran=[], baseline=None, drill=None, online=None, alerts=None))
     text = "\n".join(lines)
     assert "nothing: no step left a record" in text and "no drill run in the results DB" in text
-    assert "coverage:    not measured (no online run)" in text and "cost:        not recorded" in text
+    assert (
+        "coverage:    not measured (no online run)" in text and "cost:        not recorded" in text
+    )
 
 
 def test_the_drill_alerts_outlive_prometheus(tmp_path, monkeypatch):
@@ -260,7 +285,9 @@ def test_the_recap_reads_the_runs_the_demo_left_in_the_results_db(tmp_path, monk
 
     monkeypatch.setenv("RAGWATCH_HOME", str(tmp_path))
     settings = load_settings()
-    assert demo_recap(settings, DAY).ran == []  # nothing ran yet: no results DB, no sample, no golden set
+    assert (
+        demo_recap(settings, DAY).ran == []
+    )  # nothing ran yet: no results DB, no sample, no golden set
     store = ResultsStore.from_settings(settings)
     store.create()
     for target, value in ((REFERENCE_TARGET, 0.9), (CANDIDATE, 0.6)):
@@ -294,5 +321,9 @@ def test_the_recap_reads_the_runs_the_demo_left_in_the_results_db(tmp_path, monk
         f"offline_eval: {REFERENCE_TARGET} on 5 items of v1",
         f"regression drill: {CANDIDATE} on the same items",
     ]
-    assert recap.drill.target == CANDIDATE and recap.baseline.target == REFERENCE_TARGET and recap.online is None
+    assert (
+        recap.drill.target == CANDIDATE
+        and recap.baseline.target == REFERENCE_TARGET
+        and recap.online is None
+    )
     assert recap.drill.report == "reports/candidate-more-hallucination.html"

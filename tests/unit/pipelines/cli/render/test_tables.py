@@ -1,4 +1,5 @@
-"""What the CLI prints, as a person reads it: tables at 80 and 100 columns, and plain text into a file."""
+"""What the CLI prints, as a person reads it: tables at 80 and 100 columns, and plain text into a
+file."""
 
 from __future__ import annotations
 
@@ -26,14 +27,31 @@ BOX = set("─━│┃┏┓┗┛╭╮╰╯┡┩├┤┼╇")
 
 def cost_table() -> ReadableTable:
     """The run-cost table's shape: three name columns and six numbers, wider than 80 columns."""
-    table = ReadableTable(title="cost of this run: 1,234 requests for 60 items (12 from the LLM cache)")
+    table = ReadableTable(
+        title="cost of this run: 1,234 requests for 60 items (12 from the LLM cache)"
+    )
     for column in ("stage", "metric", "model"):
         table.add_column(column, "name")
-    for column in ("requests", "per item", "cache hits", "prompt tokens", "completion tokens", "LLM-s"):
+    for column in (
+        "requests",
+        "per item",
+        "cache hits",
+        "prompt tokens",
+        "completion tokens",
+        "LLM-s",
+    ):
         table.add_column(column)
     for i, metric in enumerate(METRICS):
         table.add_row(
-            "judge", metric, "Qwen/Qwen2.5-7B-Instruct", f"{1000 + i:,}", "16.70", "12", "1,234,567", "234,567", "123.4"
+            "judge",
+            metric,
+            "Qwen/Qwen2.5-7B-Instruct",
+            f"{1000 + i:,}",
+            "16.70",
+            "12",
+            "1,234,567",
+            "234,567",
+            "123.4",
         )
     return table
 
@@ -45,7 +63,9 @@ def score_table() -> ReadableTable:
         table.add_column(column)
     table.add_column("interval", "text")
     for metric in METRICS:
-        table.add_row(metric, "60", "0", "0.812", "[0.761, 0.858]", "BCa bootstrap, 10,000 resamples")
+        table.add_row(
+            metric, "60", "0", "0.812", "[0.761, 0.858]", "BCa bootstrap, 10,000 resamples"
+        )
     return table
 
 
@@ -77,25 +97,43 @@ def test_the_score_table_stays_a_grid_at_80_columns_and_the_cost_table_turns_ver
     scores = printed(score_table(), 80, terminal=True)
     assert "─" in scores  # the header rule of a grid
     cost = printed(cost_table(), 80, terminal=True)
-    assert "─" not in cost and "  requests: 1,000 · per item: 16.70" in cost  # a block per row, `column: value`
+    assert (
+        "─" not in cost and "  requests: 1,000 · per item: 16.70" in cost
+    )  # a block per row, `column: value`
     blocks = [line.strip() for line in cost.splitlines() if line.startswith("  ")]
-    assert blocks and all(": " in pair for line in blocks for pair in line.split(" · "))  # no pair split over lines
+    assert blocks and all(
+        ": " in pair for line in blocks for pair in line.split(" · ")
+    )  # no pair split over lines
 
 
 @pytest.mark.parametrize("make", [cost_table, score_table])
 def test_into_a_file_a_table_is_plain_text(make, tmp_path):
     log = tmp_path / "demo.log"
     with log.open("w", encoding="utf-8") as file:
-        Console(file=file, width=200).print(make())  # a file is not a terminal: Rich decides, as in `make demo`
+        Console(file=file, width=200).print(
+            make()
+        )  # a file is not a terminal: Rich decides, as in `make demo`
     text = log.read_text(encoding="utf-8")
     assert "\x1b" not in text and not BOX & set(text)
     assert all(metric in text for metric in METRICS)
 
 
 def test_importing_the_cli_loads_no_data_library():
-    """`ragwatch --help` answers at once: the commands import pandas, SQLAlchemy and ragas only when they run."""
-    heavy = ("pandas", "pyarrow", "numpy", "sqlalchemy", "ragas", "torch", "qdrant_client", "great_expectations")
-    code = "import sys, pipelines.cli; print(' '.join(sorted({m.split('.')[0] for m in sys.modules})))"
+    """`ragwatch --help` answers at once: the commands import pandas, SQLAlchemy and ragas only when
+    they run."""
+    heavy = (
+        "pandas",
+        "pyarrow",
+        "numpy",
+        "sqlalchemy",
+        "ragas",
+        "torch",
+        "qdrant_client",
+        "great_expectations",
+    )
+    code = (
+        "import sys, pipelines.cli; print(' '.join(sorted({m.split('.')[0] for m in sys.modules})))"
+    )
     loaded = set(
         subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True

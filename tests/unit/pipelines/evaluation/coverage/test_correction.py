@@ -10,9 +10,17 @@ from pipelines.evaluation.coverage.estimate import coverage_by_stratum
 from pipelines.evaluation.results.coverage import CoverageThreshold
 
 
-def threshold(tpr: float, fpr: float, positives: int = 400, negatives: int = 400) -> CoverageThreshold:
+def threshold(
+    tpr: float, fpr: float, positives: int = 400, negatives: int = 400
+) -> CoverageThreshold:
     return CoverageThreshold(
-        value=0.5, method="calibrated", tpr=tpr, fpr=fpr, positives=positives, negatives=negatives, evidence=positives
+        value=0.5,
+        method="calibrated",
+        tpr=tpr,
+        fpr=fpr,
+        positives=positives,
+        negatives=negatives,
+        evidence=positives,
     )
 
 
@@ -21,7 +29,8 @@ def day(covered: np.ndarray) -> list:
 
 
 def test_the_level_undoes_the_matchers_errors():
-    # 600 of 1,000 questions covered; the matcher finds 70 % of them and lets 20 % of the rest pass: 500 matched.
+    # 600 of 1,000 questions covered; the matcher finds 70 % of them and lets 20 % of the rest pass:
+    # 500 matched.
     covered = np.array([True] * 500 + [False] * 500)
     row = corrected(day(covered), threshold(0.7, 0.2))[-1]
     assert row.matched == pytest.approx(0.5) and row.ratio == pytest.approx(0.6)
@@ -48,12 +57,13 @@ def test_the_levels_interval_holds_the_truth_over_simulated_days_and_calibration
         row = corrected(day(matched), measured)[-1]
         held += row.level_ci_low <= truth.mean() <= row.level_ci_high
         held_by_the_day += row.ci_low <= truth.mean() <= row.ci_high
-    # The level's interval covers the truth about 95 % of the time; the day's, blind to the rates' errors, would not.
+    # The level's interval covers the truth about 95 % of the time; the day's, blind to the rates'
+    # errors, would not.
     print(f"level's interval {held / 400:.3f}, day's {held_by_the_day / 400:.3f}")
     assert held / 400 >= 0.92 and held_by_the_day / 400 < 0.8
 
 
-def test_without_the_rates_or_with_a_matcher_no_better_than_chance_the_level_is_none_with_the_reason():
+def test_without_rates_or_with_a_chance_matcher_the_level_is_none_with_the_reason():
     covered = np.array([True] * 5 + [False] * 5)
     unknown = CoverageThreshold(value=0.6, method="setting")
     assert all(r.ratio is None and r.matched == 0.5 for r in corrected(day(covered), unknown))

@@ -1,16 +1,18 @@
-"""The held-out check of golden coverage on a manual the project did not write: GNOME Help in Spanish, French,
-Italian, Portuguese and German (tests/data/gnome_help.json.gz, cut by harness/ragwatch_harness/bench/help_questions.py), each
-subject of at least MIN_PAGES pages held back from the golden set in turn.
+"""The held-out check of golden coverage on a manual the project did not write: GNOME Help in
+Spanish, French, Italian, Portuguese and German (tests/data/gnome_help.json.gz, cut by
+harness/ragwatch_harness/bench/help_questions.py), each subject of at least MIN_PAGES pages held
+back from the golden set in turn.
 
-A page's title is the question a user asks, its body's first 120 words the passage that answers it, its guide the
-subject (power, color, printing…). The golden set and the two days are built as tests/support/heldout.py says: a
-quarter of day 2's traffic moves to the held-back subject's titles. A third day measures the same traffic against a
-release that adds the subject back (the last test).
+A page's title is the question a user asks, its body's first 120 words the passage that answers it,
+its guide the subject (power, color, printing…). The golden set and the two days are built as
+tests/support/heldout.py says: a quarter of day 2's traffic moves to the held-back subject's titles.
+A third day measures the same traffic against a release that adds the subject back (the last test).
 
-Measured (the lexical signal chosen every time, AUC 0.84-0.87 against the embedding's 0.74-0.75; every day-1
-question is answerable, so its true coverage is 1). The figures below are the matched share, about the signal's TPR
-on day 1; coverage, corrected for the matcher's error rates, reads 0.923 (mouse) to 1.000 on day 1, within 0.10 of
-the truth for every subject (docs/explanation/coverage.md):
+Measured (the lexical signal chosen every time, AUC 0.84-0.87 against the embedding's 0.74-0.75;
+every day-1 question is answerable, so its true coverage is 1). The figures below are the matched
+share, about the signal's TPR on day 1; coverage, corrected for the matcher's error rates, reads
+0.923 (mouse) to 1.000 on day 1, within 0.10 of the truth for every subject
+(docs/explanation/coverage.md):
 
 | held back | day 1 | day 2 | held-back questions found covered | largest uncovered topic |
 |---|---|---|---|---|
@@ -22,13 +24,14 @@ the truth for every subject (docs/explanation/coverage.md):
 | power | 0.721 [0.689, 0.752] n=755 | 0.572 [0.539, 0.605] n=860 | 12 % | es, 16, 2 of 3 |
 | printing | 0.671 [0.638, 0.704] n=785 | 0.545 [0.512, 0.579] n=845 | 17 % | fr, 10, 3 of 3 |
 
-The drop clears both intervals for all seven. Topics are per language (no vectors here meet across languages),
-so the held-back subject is a topic in each; the largest of all is one of them. The files subject clears by
-0.004 only: half of its questions pass for covered, matched to the file manager's preference pages, which are
-about files too. The five languages are translations of one manual: a page's five titles are not five
-independent questions, so these intervals are narrower than over as many independent ones. Spanish alone
-(n ≈ 150 a day) clears them for power, color and a11y, not for printing, files or net-wireless: at that n each
-half-interval is about 0.07, and the drop is 0.25 × (TPR − the held-back share found covered).
+The drop clears both intervals for all seven. Topics are per language (no vectors here meet across
+languages), so the held-back subject is a topic in each; the largest of all is one of them. The
+files subject clears by 0.004 only: half of its questions pass for covered, matched to the file
+manager's preference pages, which are about files too. The five languages are translations of one
+manual: a page's five titles are not five independent questions, so these intervals are narrower
+than over as many independent ones. Spanish alone (n ≈ 150 a day) clears them for power, color and
+a11y, not for printing, files or net-wireless: at that n each half-interval is about 0.07, and the
+drop is 0.25 × (TPR − the held-back share found covered).
 """
 
 from __future__ import annotations
@@ -45,7 +48,15 @@ from pipelines.core.settings import Settings
 from pipelines.core.workspace import Workspace
 from pipelines.evaluation.coverage.daily import measure_day_coverage
 from pipelines.evaluation.results.coverage import GoldenCoverage
-from tests.support.heldout import DAY_1, DAY_2, DAY_3, release_golden, traffic, true_coverage, write_day
+from tests.support.heldout import (
+    DAY_1,
+    DAY_2,
+    DAY_3,
+    release_golden,
+    traffic,
+    true_coverage,
+    write_day,
+)
 from tests.support.memo_embedder import memoized_coverage_embedder
 
 HELP = Path(__file__).resolve().parents[4] / "data" / "gnome_help.json.gz"
@@ -93,7 +104,8 @@ def chunk_id(e: dict) -> str:
 
 
 def shift(home: Path, subject: str) -> Shift:
-    """`subject` held back from the golden set: day 1's coverage, day 2's, and the two days' true coverage."""
+    """`subject` held back from the golden set: day 1's coverage, day 2's, and the two days' true
+    coverage."""
     settings = Settings(home=home, anonymizer_key="k")
     entries = help_entries()
     covered = [e for e in entries if e["subject"] != subject]
@@ -121,7 +133,7 @@ def shifted(embedder, tmp_path_factory):
 
 
 @pytest.mark.parametrize("subject", subjects())
-def test_a_quarter_of_the_traffic_moving_to_a_held_back_subject_clears_both_intervals_and_tops_the_topics(
+def test_a_quarter_of_traffic_on_a_held_back_subject_clears_both_intervals_and_tops_topics(
     shifted, subject
 ):
     before, after, (true_1, true_2) = shifted(subject)[4:]
@@ -137,11 +149,13 @@ def test_a_quarter_of_the_traffic_moving_to_a_held_back_subject_clears_both_inte
         f"{top.questions} questions, {sum(r.question in held for r in top.representatives)} of 3 shown held back"
     )
     assert t.method == "calibrated" and t.auc >= 0.7
-    # The level is the share covered: day 1's within 0.10 of its true coverage, inside its own interval.
+    # The level is the share covered: day 1's within 0.10 of its true coverage, inside its own
+    # interval.
     assert abs(b.ratio - true_1) <= 0.10 and b.level_ci_low <= true_1 <= b.level_ci_high
     # The drop clears both 95 % intervals.
     assert a.ci_high < b.ci_low
-    # The largest uncovered topic by traffic is the held-back subject: most of the questions nearest its centre.
+    # The largest uncovered topic by traffic is the held-back subject: most of the questions nearest
+    # its centre.
     assert sum(r.question in held for r in top.representatives) >= 2
 
 
@@ -149,12 +163,14 @@ def test_a_quarter_of_the_traffic_moving_to_a_held_back_subject_clears_both_inte
 def test_once_a_refresh_adds_the_held_back_subject_the_next_day_covers_it(shifted, subject):
     """Day 2's shifted traffic again on day 3, against a release that adds the held-back subject.
 
-    Real: the GNOME Help pages, and the coverage step as the online eval runs it; it reads the latest release. Simplified:
-    the corpus refresh and the golden build (plan from chunks, generation, filter, split, DVC tag) are one write of the
-    released items, v2. Each new page gets a generated question, as the offline backend writes one. A real build's
-    trace questions from the inbox are left out, so the user questions the threshold is calibrated on stay the same.
+    Real: the GNOME Help pages, and the coverage step as the online eval runs it; it reads the
+    latest release. Simplified: the corpus refresh and the golden build (plan from chunks,
+    generation, filter, split, DVC tag) are one write of the released items, v2. Each new page gets
+    a generated question, as the offline backend writes one. A real build's trace questions from the
+    inbox are left out, so the user questions the threshold is calibrated on stay the same.
 
-    Measured (coverage, day interval; the held-back traces' matched share on day 3 against the other traces' on v2):
+    Measured (coverage, day interval; the held-back traces' matched share on day 3 against the other
+    traces' on v2):
 
     | held back | day 1 | day 2 | day 3 | held back matched / others | day 3's top 5 topics showing 2+ held back |
     |---|---|---|---|---|---|
@@ -166,25 +182,42 @@ def test_once_a_refresh_adds_the_held_back_subject_the_next_day_covers_it(shifte
     | power | 0.984 [0.924, 1] | 0.711 [0.650, 0.771] | 0.954 [0.895, 1] | 0.619 / 0.718 | four |
     | printing | 0.988 [0.926, 1] | 0.753 [0.691, 0.816] | 0.968 [0.916, 1] | 0.917 / 0.773 | no |
 
-    Day 3's true coverage is 1. Its level lies in day 1's level interval and above day 2's interval for all seven. It
-    lies in day 1's day interval for six; color reads 0.013 below it. The rates are calibrated again on v2, so day 1's
-    level interval is what compares across releases. Where the held-back questions match as often as the others, the
-    subject leaves the topics. Where they match 0.09-0.15 less, it stays on top, with about 0.6 of its day-2 share.
-    Each held-back question is asked about six times, the others two or three, and topics rank by traffic.
+    Day 3's true coverage is 1. Its level lies in day 1's level interval and above day 2's interval
+    for all seven. It lies in day 1's day interval for six; color reads 0.013 below it. The rates
+    are calibrated again on v2, so day 1's level interval is what compares across releases. Where
+    the held-back questions match as often as the others, the subject leaves the topics. Where they
+    match 0.09-0.15 less, it stays on top, with about 0.6 of its day-2 share. Each held-back
+    question is asked about six times, the others two or three, and topics rank by traffic.
     """
     s = shifted(subject)
     workspace = Workspace.from_settings(s.settings)
-    release_golden(workspace, "help", s.covered, chunk_id=chunk_id, template=TEMPLATE, added=s.held, version="v2")
+    release_golden(
+        workspace,
+        "help",
+        s.covered,
+        chunk_id=chunk_id,
+        template=TEMPLATE,
+        added=s.held,
+        version="v2",
+    )
     closed = measure_day_coverage(s.settings, write_day(workspace, DAY_3, s.day_2), golden="help")
-    control = measure_day_coverage(s.settings, workspace.traces_partition(DAY_1).parts, golden="help")
+    control = measure_day_coverage(
+        s.settings, workspace.traces_partition(DAY_1).parts, golden="help"
+    )
     b, a, c, k = s.before.day, s.after.day, closed.day, control.day
     held = {(e["language"], e["question"]) for e in s.held}
     true_3 = true_coverage(s.day_2, s.covered + s.held)
     extra = a.traces - b.traces
-    held_matched, others = (c.covered_traces - k.covered_traces) / extra, k.covered_traces / k.traces
+    held_matched, others = (
+        (c.covered_traces - k.covered_traces) / extra,
+        k.covered_traces / k.traces,
+    )
 
     def shown_held(result) -> list[int]:
-        return [sum((t.language, r.question) in held for r in t.representatives) for t in result.clusters[:5]]
+        return [
+            sum((t.language, r.question) in held for r in t.representatives)
+            for t in result.clusters[:5]
+        ]
 
     print(
         f"\n{subject}: {closed.golden_version}, {closed.golden_passages} passages, threshold {closed.threshold.value:.3f}"
@@ -195,14 +228,19 @@ def test_once_a_refresh_adds_the_held_back_subject_the_next_day_covers_it(shifte
         f"in the top five topics {shown_held(s.after)} -> {shown_held(closed)}"
     )
     # Coverage reads the new release: its passages include the held-back pages'.
-    assert (closed.golden_version, closed.golden_passages) == ("v2", s.before.golden_passages + len(s.held))
-    # Every day-3 question is answerable now, and the level says so: back within day 1's level interval.
+    assert (closed.golden_version, closed.golden_passages) == (
+        "v2",
+        s.before.golden_passages + len(s.held),
+    )
+    # Every day-3 question is answerable now, and the level says so: back within day 1's level
+    # interval.
     assert true_3 == 1.0 and abs(c.ratio - true_3) <= 0.10
     assert b.level_ci_low <= c.ratio <= b.level_ci_high and c.ratio > a.ci_high
-    # The held-back questions pass for covered about as often as the others: at least three quarters as often.
+    # The held-back questions pass for covered about as often as the others: at least three quarters
+    # as often.
     assert held_matched >= 0.75 * others
-    # The largest uncovered topic shrinks; where the held-back questions match as often as the others, the subject
-    # shows in none of the five largest.
+    # The largest uncovered topic shrinks; where the held-back questions match as often as the
+    # others, the subject shows in none of the five largest.
     assert closed.clusters[0].share < s.after.clusters[0].share
     if held_matched >= others - 0.02:
         assert max(shown_held(closed)) <= 1

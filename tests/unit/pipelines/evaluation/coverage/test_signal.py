@@ -22,9 +22,14 @@ def test_two_rows_cosine_side_by_side_is_the_mean_of_their_cosines_in_each_signa
 
 
 def test_a_question_sharing_nothing_with_the_golden_passages_keeps_its_embedding():
-    # A lexical zero row (no n-gram in common) stays zero rather than dividing by zero; the embedding still places it.
+    # A lexical zero row (no n-gram in common) stays zero rather than dividing by zero; the
+    # embedding still places it.
     joined = side_by_side([np.array([[3.0, 4.0]]), np.zeros((1, 5))])
-    assert np.isfinite(joined).all() and np.allclose(joined[0, :2], [0.6, 0.8]) and not joined[0, 2:].any()
+    assert (
+        np.isfinite(joined).all()
+        and np.allclose(joined[0, :2], [0.6, 0.8])
+        and not joined[0, 2:].any()
+    )
 
 
 def test_describe_reuses_what_the_chosen_signal_already_placed():

@@ -46,8 +46,9 @@ class Script:
 
 
 class ScriptedJudge(LLM):
-    """Answers every ragas prompt and every ragwatch judge prompt from one Script; `tamper` may rewrite
-    a reply (by prompt name) to test what the judge does with replies that do not fit the request."""
+    """Answers every ragas prompt and every ragwatch judge prompt from one Script; `tamper` may
+    rewrite a reply (by prompt name) to test what the judge does with replies that do not fit the
+    request."""
 
     model = "scripted-judge"
 
@@ -64,7 +65,10 @@ class ScriptedJudge(LLM):
 
     async def _run_samples(self, prompt, inputs, n):
         self.sent[prompt.name] += 1
-        replies = [{"question": q, "noncommittal": c} for q, c in zip(self.script.questions, self.script.noncommittal)]
+        replies = [
+            {"question": q, "noncommittal": c}
+            for q, c in zip(self.script.questions, self.script.noncommittal)
+        ]
         replies = self.tamper.get(prompt.name, lambda r: r)(replies[:n])
         return LLMResult([prompt.output_model.model_validate(r) for r in replies], None, self.model)
 
@@ -78,11 +82,15 @@ class ScriptedJudge(LLM):
             if name in ("ragas_NLIStatementOutput", "ragas_StatementFaithfulnessOutput"):
                 return {
                     "statements": [
-                        {"statement": c, "reason": "-", "verdict": supported(c, context)} for c in payload["statements"]
+                        {"statement": c, "reason": "-", "verdict": supported(c, context)}
+                        for c in payload["statements"]
                     ]
                 }
             if name == "ragas_AnswerRelevanceOutput":
-                return {"question": script.questions[inputs.sample], "noncommittal": script.noncommittal[inputs.sample]}
+                return {
+                    "question": script.questions[inputs.sample],
+                    "noncommittal": script.noncommittal[inputs.sample],
+                }
             if name == "ragas_ContextPrecisionOutput":
                 return {"reason": "-", "verdict": script.useful[context]}
             if name == "ragas_ContextRecallOutput":
@@ -94,14 +102,24 @@ class ScriptedJudge(LLM):
                 }
         together = "\n".join(getattr(inputs, "contexts", []))
         if name == "judge_claims":
-            return {"texts": [{"text": n, "claims": script.claims[t]} for n, t in enumerate(inputs.texts, 1)]}
+            return {
+                "texts": [
+                    {"text": n, "claims": script.claims[t]} for n, t in enumerate(inputs.texts, 1)
+                ]
+            }
         if name == "judge_verification":
 
             def verdicts(claims):
-                return [{"claim": n, "reason": "-", "verdict": supported(c, together)} for n, c in enumerate(claims, 1)]
+                return [
+                    {"claim": n, "reason": "-", "verdict": supported(c, together)}
+                    for n, c in enumerate(claims, 1)
+                ]
 
             contexts = (
-                [{"context": n, "reason": "-", "verdict": script.useful[c]} for n, c in enumerate(inputs.contexts, 1)]
+                [
+                    {"context": n, "reason": "-", "verdict": script.useful[c]}
+                    for n, c in enumerate(inputs.contexts, 1)
+                ]
                 if inputs.judge_contexts
                 else []
             )
@@ -117,10 +135,16 @@ class ScriptedJudge(LLM):
 
             return {
                 "reference_claims": [
-                    {"claim": n, "contexts": sources(c)} for n, c in enumerate(inputs.reference_claims, 1)
+                    {"claim": n, "contexts": sources(c)}
+                    for n, c in enumerate(inputs.reference_claims, 1)
                 ],
                 "answer_claims": [
-                    {"claim": n, "reason": "-", "by_reference": supported(c, inputs.reference), "contexts": sources(c)}
+                    {
+                        "claim": n,
+                        "reason": "-",
+                        "by_reference": supported(c, inputs.reference),
+                        "contexts": sources(c),
+                    }
                     for n, c in enumerate(inputs.answer_claims, 1)
                 ],
             }
@@ -164,29 +188,53 @@ WORKED = Script(
 def test_worked_example(implementation) -> None:
     """The brief's test vector, on both implementations."""
     example = JudgeInput(
-        item_id="x", stratum="s", question="q?", answer="a.", contexts=["c1", "c2", "c3", "c4", "c5"], reference="r."
+        item_id="x",
+        stratum="s",
+        question="q?",
+        answer="a.",
+        contexts=["c1", "c2", "c3", "c4", "c5"],
+        reference="r.",
     )
-    metrics = ["faithfulness", "answer_relevancy", "context_recall", "context_precision", "context_precision_share"]
+    metrics = [
+        "faithfulness",
+        "answer_relevancy",
+        "context_recall",
+        "context_precision",
+        "context_precision_share",
+    ]
     scores = {
         s.metric: s.value
         for s in judge_items_sync(
-            [example], metrics, ScriptedJudge(WORKED), FixedEmbedder(), implementation=implementation, **RUN
+            [example],
+            metrics,
+            ScriptedJudge(WORKED),
+            FixedEmbedder(),
+            implementation=implementation,
+            **RUN,
         )
     }
     assert scores["faithfulness"] == 0.75  # 3 of 4 claims supported
     assert scores["answer_relevancy"] == pytest.approx((0.91 + 0.74 + 0.52) / 3)
     assert round(scores["answer_relevancy"], 2) == 0.72
     assert scores["context_recall"] == 1.0  # 3 of 3 reference claims attributed
-    # ragas' judge context precision is average precision over ranks: (1/1 + 2/3 + 3/5) / 3, not 3/5.
+    # ragas' judge context precision is average precision over ranks: (1/1 + 2/3 + 3/5) / 3, not
+    # 3/5.
     assert scores["context_precision"] == pytest.approx((1 + 2 / 3 + 3 / 5) / 3)
-    assert scores["context_precision_share"] == 0.60  # 3 of the 5 chunks given are useful: the brief's figure
+    assert (
+        scores["context_precision_share"] == 0.60
+    )  # 3 of the 5 chunks given are useful: the brief's figure
 
 
 def random_script(rng: random.Random) -> tuple[Script, JudgeInput, FixedEmbedder]:
     contexts = [f"context {n}" for n in range(rng.randint(1, 5))]
-    answer, reference = [f"a{n}" for n in range(rng.randint(1, 5))], [f"g{n}" for n in range(rng.randint(1, 4))]
+    answer, reference = (
+        [f"a{n}" for n in range(rng.randint(1, 5))],
+        [f"g{n}" for n in range(rng.randint(1, 4))],
+    )
     texts = [*contexts, "the reference"]
-    supports = {(claim, text) for claim in answer + reference for text in texts if rng.random() < 0.4}
+    supports = {
+        (claim, text) for claim in answer + reference for text in texts if rng.random() < 0.4
+    }
     noncommittal = rng.choice([(0, 0, 0), (1, 0, 1), (1, 1, 1)])
     script = Script(
         claims={"the answer": answer, "the reference": reference},
@@ -195,7 +243,12 @@ def random_script(rng: random.Random) -> tuple[Script, JudgeInput, FixedEmbedder
         noncommittal=noncommittal,
     )
     item = JudgeInput(
-        item_id="x", stratum="s", question="q?", answer="the answer", contexts=contexts, reference="the reference"
+        item_id="x",
+        stratum="s",
+        question="q?",
+        answer="the answer",
+        contexts=contexts,
+        reference="the reference",
     )
     return script, item, FixedEmbedder(tuple(rng.uniform(-0.5, 1.0) for _ in range(3)))
 
@@ -218,7 +271,12 @@ def test_parity_with_ragas_on_the_same_scripted_verdicts(seed) -> None:
     scores = {}
     for implementation in IMPLEMENTATIONS:
         judged = judge_items_sync(
-            [example], PARITY_METRICS, ScriptedJudge(script), embedder, implementation=implementation, **RUN
+            [example],
+            PARITY_METRICS,
+            ScriptedJudge(script),
+            embedder,
+            implementation=implementation,
+            **RUN,
         )
         scores[implementation] = {s.metric: (s.status, s.value) for s in judged}
     assert all(status == "ok" for status, _ in scores["ragas"].values()), scores["ragas"]
@@ -229,15 +287,32 @@ def test_parity_with_ragas_on_the_same_scripted_verdicts(seed) -> None:
 
 def test_ragwatch_sends_three_requests_per_item_where_ragas_sends_twelve() -> None:
     example = JudgeInput(
-        item_id="x", stratum="s", question="q?", answer="a.", contexts=["c1", "c2", "c3"], reference="r."
+        item_id="x",
+        stratum="s",
+        question="q?",
+        answer="a.",
+        contexts=["c1", "c2", "c3"],
+        reference="r.",
     )
-    metrics = ["faithfulness", "answer_relevancy", "context_precision", "context_precision_share", "context_recall"]
+    metrics = [
+        "faithfulness",
+        "answer_relevancy",
+        "context_precision",
+        "context_precision_share",
+        "context_recall",
+    ]
     sent = {}
     for implementation in IMPLEMENTATIONS:
         judge = ScriptedJudge(WORKED)
-        judge_items_sync([example], metrics, judge, FixedEmbedder(), implementation=implementation, **RUN)
+        judge_items_sync(
+            [example], metrics, judge, FixedEmbedder(), implementation=implementation, **RUN
+        )
         sent[implementation] = judge.sent
-    assert sent["ragwatch"] == {"judge_claims": 1, "judge_question_back": 1, "judge_verification": 1}
+    assert sent["ragwatch"] == {
+        "judge_claims": 1,
+        "judge_question_back": 1,
+        "judge_verification": 1,
+    }
     # faithfulness, N questions, 1 per context for each context precision, recall
     assert sum(sent["ragas"].values()) == 2 + 3 + 3 + 3 + 1
 
@@ -249,12 +324,24 @@ FOUR_CLAIMS = Script(
     supports={("s1", "c1"), ("s2", "c1"), ("g1", "c1"), ("g2", "c2"), ("s1", "r."), ("s3", "c2")},
     useful={"c1": 1, "c2": 0, "c3": 1},
 )
-CHECKED = JudgeInput(item_id="x", stratum="s", question="q?", answer="a.", contexts=["c1", "c2", "c3"], reference="r.")
+CHECKED = JudgeInput(
+    item_id="x",
+    stratum="s",
+    question="q?",
+    answer="a.",
+    contexts=["c1", "c2", "c3"],
+    reference="r.",
+)
 
 
 def scored(metric: str, implementation: str, tamper: dict, script: Script = FOUR_CLAIMS) -> Score:
     [score] = judge_items_sync(
-        [CHECKED], [metric], ScriptedJudge(script, tamper), FixedEmbedder(), implementation=implementation, **RUN
+        [CHECKED],
+        [metric],
+        ScriptedJudge(script, tamper),
+        FixedEmbedder(),
+        implementation=implementation,
+        **RUN,
     )
     return score
 
@@ -279,33 +366,56 @@ def reversed_(field: str) -> Callable[[dict], dict]:
             {"judge_verification": first(2, "answer_claims")},
             "the judge returned 2 verdicts for 4 answer claims (missing answer claim 3, 4)",
         ),
-        ("ragas", {"ragas_NLIStatementOutput": first(2, "statements")}, "the judge returned 2 verdicts for 4 claims"),
+        (
+            "ragas",
+            {"ragas_NLIStatementOutput": first(2, "statements")},
+            "the judge returned 2 verdicts for 4 claims",
+        ),
         (
             "ragwatch",
-            {"judge_verification": extra("answer_claims", {"claim": 5, "reason": "-", "verdict": 1})},
+            {
+                "judge_verification": extra(
+                    "answer_claims", {"claim": 5, "reason": "-", "verdict": 1}
+                )
+            },
             "the judge returned 5 verdicts for 4 answer claims (no answer claim 5 was asked about)",
         ),
         (
             "ragwatch",
-            {"judge_verification": extra("answer_claims", {"claim": 2, "reason": "-", "verdict": 1})},
+            {
+                "judge_verification": extra(
+                    "answer_claims", {"claim": 2, "reason": "-", "verdict": 1}
+                )
+            },
             "answer claim 2 judged more than once",
         ),
         (
             "ragas",
-            {"ragas_NLIStatementOutput": extra("statements", {"statement": "s5", "reason": "-", "verdict": 1})},
+            {
+                "ragas_NLIStatementOutput": extra(
+                    "statements", {"statement": "s5", "reason": "-", "verdict": 1}
+                )
+            },
             "the judge returned 5 verdicts for 4 claims",
         ),
     ],
 )
-def test_faithfulness_fails_when_the_verdicts_do_not_cover_the_claims(implementation, tamper, reason) -> None:
+def test_faithfulness_fails_when_the_verdicts_do_not_cover_the_claims(
+    implementation, tamper, reason
+) -> None:
     """4 claims and 2 verdicts used to score 2/2 = 1.0."""
     assert_failed(scored("faithfulness", implementation, tamper), reason)
 
 
 @pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
 def test_reordered_verdicts_still_count_each_claim_once(implementation) -> None:
-    tamper = {"judge_verification": reversed_("answer_claims"), "ragas_NLIStatementOutput": reversed_("statements")}
-    assert scored("faithfulness", implementation, tamper).value == 0.75  # s1, s2, s3 of s1..s4, in any order
+    tamper = {
+        "judge_verification": reversed_("answer_claims"),
+        "ragas_NLIStatementOutput": reversed_("statements"),
+    }
+    assert (
+        scored("faithfulness", implementation, tamper).value == 0.75
+    )  # s1, s2, s3 of s1..s4, in any order
 
 
 def test_reordered_noise_sensitivity_verdicts_are_read_by_number_or_refused() -> None:
@@ -313,8 +423,13 @@ def test_reordered_noise_sensitivity_verdicts_are_read_by_number_or_refused() ->
     tamper = {"judge_claim_sources": reversed_("answer_claims")}
     # s2 and s3 are wrong (not in the reference) and come from relevant contexts (c1, c2): 2 of 4.
     assert scored("ragas_noise_sensitivity", "ragwatch", tamper).value == truth == 0.5
-    # ragas lines verdicts up by position: reordered ones would flag the wrong claims, so the score fails.
-    refused = scored("ragas_noise_sensitivity", "ragas", {"ragas_StatementFaithfulnessOutput": reversed_("statements")})
+    # ragas lines verdicts up by position: reordered ones would flag the wrong claims, so the score
+    # fails.
+    refused = scored(
+        "ragas_noise_sensitivity",
+        "ragas",
+        {"ragas_StatementFaithfulnessOutput": reversed_("statements")},
+    )
     assert_failed(refused, "in another order than the claims")
 
 
@@ -374,7 +489,9 @@ def test_reordered_noise_sensitivity_verdicts_are_read_by_number_or_refused() ->
         ),
     ],
 )
-def test_every_reference_claim_context_and_claim_source_must_be_judged(implementation, metric, tamper, reason) -> None:
+def test_every_reference_claim_context_and_claim_source_must_be_judged(
+    implementation, metric, tamper, reason
+) -> None:
     assert_failed(scored(metric, implementation, tamper), reason)
 
 
@@ -384,17 +501,28 @@ def test_every_reference_claim_context_and_claim_source_must_be_judged(implement
         ("ragwatch", {"judge_question_back": lambda replies: replies[:1]}),
         (
             "ragwatch",
-            {"judge_question_back": lambda replies: [{**r, "question": ""} if i else r for i, r in enumerate(replies)]},
+            {
+                "judge_question_back": lambda replies: [
+                    {**r, "question": ""} if i else r for i, r in enumerate(replies)
+                ]
+            },
         ),
         (
             "ragas",
-            {"ragas_AnswerRelevanceOutput": lambda r: r if r["question"] == "generated 0" else {**r, "question": " "}},
+            {
+                "ragas_AnswerRelevanceOutput": lambda r: (
+                    r if r["question"] == "generated 0" else {**r, "question": " "}
+                )
+            },
         ),
     ],
 )
 def test_answer_relevancy_fails_on_fewer_questions_than_n(implementation, tamper) -> None:
     """1 of 3 questions used to score as the mean over N = 1."""
-    assert_failed(scored("answer_relevancy", implementation, tamper), "the judge generated 1 of the 3 questions asked")
+    assert_failed(
+        scored("answer_relevancy", implementation, tamper),
+        "the judge generated 1 of the 3 questions asked",
+    )
 
 
 # --- abstentions ---------------------------------------------------------------------------------
@@ -439,11 +567,19 @@ def test_a_hedged_claim_is_judged_and_only_a_real_abstention_skipped(implementat
     real = item("real", "No hay suficiente información en la documentación para responder a esto.")
     scores = by(
         judge_items_sync(
-            [hedged, hedged_es, real], ["faithfulness"], OfflineLLM(), None, implementation=implementation, **RUN
+            [hedged, hedged_es, real],
+            ["faithfulness"],
+            OfflineLLM(),
+            None,
+            implementation=implementation,
+            **RUN,
         ),
         "faithfulness",
     )
-    assert (scores["hedged"].status, scores["hedged"].value) == ("ok", 0.0)  # the invented claim counts
+    assert (scores["hedged"].status, scores["hedged"].value) == (
+        "ok",
+        0.0,
+    )  # the invented claim counts
     assert (scores["hedged-es"].status, scores["hedged-es"].value) == ("ok", 0.0)
     assert scores["real"].status == "skipped" and "abstains" in scores["real"].error
 
@@ -453,10 +589,16 @@ def test_a_hedged_claim_is_judged_and_only_a_real_abstention_skipped(implementat
 
 def test_offline_judgements_read_the_last_input_of_the_ragas_prompt() -> None:
     tricky = 'Qdrant listens on port 6333.\ninput: {"answer": "not this one"}\nOutput: {}'
-    prompt = StatementGeneratorPrompt().to_string(StatementGeneratorInput(question="q?", answer=tricky))
+    prompt = StatementGeneratorPrompt().to_string(
+        StatementGeneratorInput(question="q?", answer=tricky)
+    )
     assert prompt.count("Input: {") == 1  # the few-shot example comes first
     assert last_input(prompt) == {"question": "q?", "answer": tricky}
     extraction = prompt_for(StatementGeneratorOutput)
-    assert extraction.offline(RagasRequest(prompt=prompt)).statements[0].startswith("Qdrant listens on port 6333.")
+    assert (
+        extraction.offline(RagasRequest(prompt=prompt))
+        .statements[0]
+        .startswith("Qdrant listens on port 6333.")
+    )
     with pytest.raises(ValueError, match="no input JSON"):
         last_input("no json here")

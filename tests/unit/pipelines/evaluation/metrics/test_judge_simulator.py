@@ -1,5 +1,5 @@
-"""The judge metrics against the simulator over HTTP (retries, failures, the cache), claims extracted
-once, noise sensitivity as ΔF, and answer correctness.
+"""The judge metrics against the simulator over HTTP (retries, failures, the cache), claims
+extracted once, noise sensitivity as ΔF, and answer correctness.
 """
 
 from __future__ import annotations
@@ -26,9 +26,21 @@ from pipelines.evaluation.metrics.correctness import (
     correctness_input,
     correctness_score,
 )
-from pipelines.evaluation.metrics.judge import JUDGE_METRICS, JudgeInput, judge_items, judge_items_sync
+from pipelines.evaluation.metrics.judge import (
+    JUDGE_METRICS,
+    JudgeInput,
+    judge_items,
+    judge_items_sync,
+)
 from pipelines.evaluation.metrics.judge_prompts import QuestionsBack, QuestionsInput
-from pipelines.evaluation.metrics.noise import FRAGILE, NoisePool, delta_f, inject, is_fragile, noise_delta_f
+from pipelines.evaluation.metrics.noise import (
+    FRAGILE,
+    NoisePool,
+    delta_f,
+    inject,
+    is_fragile,
+    noise_delta_f,
+)
 from pipelines.evaluation.metrics.tools import (
     TSA_THRESHOLD,
     ToolTurn,
@@ -46,10 +58,22 @@ from pipelines.models.openai_compatible import OpenAICompatibleLLM
 from pipelines.models.simulator import SimulatorKnobs, running_simulator
 from ragwatch_harness.bench.eval import simulator_process
 from ragwatch_harness.demo.corpus import load_demo_chunks
-from tests.support.judged_items import PORTS, QUESTION, REFERENCE, RUN, SNAPSHOTS, assert_failed, by, item
+from tests.support.judged_items import (
+    PORTS,
+    QUESTION,
+    REFERENCE,
+    RUN,
+    SNAPSHOTS,
+    assert_failed,
+    by,
+    item,
+)
 
 SUPPORTED = item("supported", "Qdrant listens on port 6333 for the REST API.")
-INVENTED = item("invented", "Qdrant listens on port 6333 for the REST API. Qdrant was written in Haskell at CERN.")
+INVENTED = item(
+    "invented",
+    "Qdrant listens on port 6333 for the REST API. Qdrant was written in Haskell at CERN.",
+)
 OFF_TOPIC = item("off-topic", "Bananas grow in tropical climates and are rich in potassium.")
 
 
@@ -65,14 +89,24 @@ class Simulator:
         self.base_url, self.admin = base_url, base_url.removesuffix("/v1") + "/admin"
 
     def set(self, **knobs) -> None:
-        httpx.post(f"{self.admin}/knobs", json=SimulatorKnobs(**knobs).model_dump()).raise_for_status()
+        httpx.post(
+            f"{self.admin}/knobs", json=SimulatorKnobs(**knobs).model_dump()
+        ).raise_for_status()
 
     def requests(self) -> int:
         return httpx.get(f"{self.admin}/stats").json()["requests"]
 
     def llm(self, cache: LLMCache | None = None, **endpoint) -> OpenAICompatibleLLM:
-        fields = {"model": "sim-judge", "max_concurrency": 16, "timeout_s": 5.0, "max_retries": 2, **endpoint}
-        return OpenAICompatibleLLM(ModelEndpoint(base_url=self.base_url, **fields), cache, backoff_s=0.01)
+        fields = {
+            "model": "sim-judge",
+            "max_concurrency": 16,
+            "timeout_s": 5.0,
+            "max_retries": 2,
+            **endpoint,
+        }
+        return OpenAICompatibleLLM(
+            ModelEndpoint(base_url=self.base_url, **fields), cache, backoff_s=0.01
+        )
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +133,8 @@ def test_claims_are_extracted_once_per_answer_and_reused_by_noise_delta_f() -> N
     assert all(s.status == "ok" for s in scores), scores
     # One extraction per item serves faithfulness, context recall and noise sensitivity alike.
     assert judge.sent["judge_claims"] == 3 and judge.texts == 3 * 2
-    # Noise ΔF without the clean scores: F(clean) re-verifies, but only the noisy answers are extracted.
+    # Noise ΔF without the clean scores: F(clean) re-verifies, but only the noisy answers are
+    # extracted.
     asyncio.run(noise_delta_f(items, pool, first_sentences, judge, mode="random", k=2, **RUN))
     assert judge.sent["judge_claims"] == 3 + 3 and judge.texts == 6 + 3
 
@@ -138,7 +173,9 @@ def test_pure_aggregations() -> None:
             ]
         )
     ]
-    assert tool_selection_accuracy(turns) == 0.75 < TSA_THRESHOLD  # 3 of the 4 turns that expected a tool
+    assert (
+        tool_selection_accuracy(turns) == 0.75 < TSA_THRESHOLD
+    )  # 3 of the 4 turns that expected a tool
     assert tool_selection_accuracy(turns[-1:]) is None
 
 
@@ -161,7 +198,12 @@ def test_metrics_through_the_simulator_are_sensible(sim, embedder, implementatio
     faithfulness, relevancy = by(scores, "faithfulness"), by(scores, "answer_relevancy")
     assert faithfulness["supported"].value == 1.0 and faithfulness["invented"].value == 0.5
     assert faithfulness["off-topic"].value == 0.0  # a real 0: one claim, unsupported
-    assert relevancy["supported"].value > relevancy["invented"].value > 0.3 > relevancy["off-topic"].value
+    assert (
+        relevancy["supported"].value
+        > relevancy["invented"].value
+        > 0.3
+        > relevancy["off-topic"].value
+    )
     assert by(scores, "context_recall")["supported"].value == 1.0
     assert by(scores, "context_precision")["supported"].value == pytest.approx(1.0)
     assert by(scores, "ragas_noise_sensitivity")["supported"].value == 0.0
@@ -171,24 +213,40 @@ def test_metrics_through_the_simulator_are_sensible(sim, embedder, implementatio
         assert skipped.error == f"no reference answer: {metric} needs one"
     # ragas returns NaN when there is no claim to count: a failed score with the reason, never NaN.
     assert_failed(faithfulness["no-claims"], "no claims in the answer")
-    assert all(s.judge_model == "sim-judge" and (s.status == "ok") == (s.value is not None) for s in scores)
+    assert all(
+        s.judge_model == "sim-judge" and (s.status == "ok") == (s.value is not None) for s in scores
+    )
     assert all(s.value is None or math.isfinite(s.value) for s in scores)
 
 
-def test_the_simulator_started_as_a_user_would_answers_every_prompt_ragwatch_sends(embedder) -> None:
-    """`ragwatch simulate-llm` on its own process: every judge metric, the reference RAG and golden generation."""
+def test_the_simulator_started_as_a_user_would_answers_every_prompt_ragwatch_sends(
+    embedder,
+) -> None:
+    """`ragwatch simulate-llm` on its own process: every judge metric, the reference RAG and golden
+    generation."""
     ragwatch = Path(sys.executable).parent / "ragwatch"
     with simulator_process(SimulatorKnobs(), program=[str(ragwatch)]) as base_url:
-        llm = OpenAICompatibleLLM(ModelEndpoint(base_url=base_url, model="sim-judge", max_retries=0), None)
+        llm = OpenAICompatibleLLM(
+            ModelEndpoint(base_url=base_url, model="sim-judge", max_retries=0), None
+        )
         scores = judge_items_sync([SUPPORTED, INVENTED], list(JUDGE_METRICS), llm, embedder, **RUN)
         assert len(scores) == 2 * len(JUDGE_METRICS)
         assert [s for s in scores if s.status != "ok"] == []
         assert by(scores, "faithfulness")["invented"].value == 0.5
         answer = llm.run_sync(
-            RagAnswerPrompt(), RagInput(question=QUESTION, language="en", contexts=[Context(chunk_id="c1", text=PORTS)])
+            RagAnswerPrompt(),
+            RagInput(
+                question=QUESTION, language="en", contexts=[Context(chunk_id="c1", text=PORTS)]
+            ),
         )
         assert answer.ok and "6333" in answer.value.answer
-        chunk = SeedChunk(chunk_id="ops.md#ports/0-0", document="ops.md", section="Ports", language="en", text=PORTS)
+        chunk = SeedChunk(
+            chunk_id="ops.md#ports/0-0",
+            document="ops.md",
+            section="Ports",
+            language="en",
+            text=PORTS,
+        )
         generated = llm.run_sync(ChunkQuestions(), ChunkQuestionsInput(chunk=chunk, n=1))
         assert generated.ok and generated.value.items
 
@@ -197,34 +255,53 @@ def test_the_simulator_started_as_a_user_would_answers_every_prompt_ragwatch_sen
 def test_sampled_questions_differ_and_answer_an_abstention_with_zero(
     sim, embedder, implementation, requests_per_answer
 ) -> None:
-    two_facts = item("two", f"{SUPPORTED.answer} Snapshots are restored through the recover endpoint.")
-    abstains = item("abstains", "There is not enough information in the documentation to answer this.")
+    two_facts = item(
+        "two", f"{SUPPORTED.answer} Snapshots are restored through the recover endpoint."
+    )
+    abstains = item(
+        "abstains", "There is not enough information in the documentation to answer this."
+    )
     llm = sim.llm()
     before = sim.requests()
     scores = by(
         judge_items_sync(
-            [two_facts, abstains], ["answer_relevancy"], llm, embedder, implementation=implementation, **RUN
+            [two_facts, abstains],
+            ["answer_relevancy"],
+            llm,
+            embedder,
+            implementation=implementation,
+            **RUN,
         ),
         "answer_relevancy",
     )
     # N = 3 samples per answer: one request with n = 3 (ragwatch) or 3 distinct requests (ragas).
     assert sim.requests() - before == 2 * requests_per_answer
     assert 0 < scores["two"].value < 1
-    assert (scores["abstains"].status, scores["abstains"].value) == ("ok", 0.0)  # noncommittal: ragas' deliberate 0
-    samples = asyncio.run(llm.run_samples(QuestionsBack(), QuestionsInput(response=two_facts.answer), 3))
+    assert (scores["abstains"].status, scores["abstains"].value) == (
+        "ok",
+        0.0,
+    )  # noncommittal: ragas' deliberate 0
+    samples = asyncio.run(
+        llm.run_samples(QuestionsBack(), QuestionsInput(response=two_facts.answer), 3)
+    )
     assert len({q.question for q in samples.value}) == 3  # none collapsed into one
 
 
 def test_transient_failures_are_retried_and_each_item_fails_alone(sim) -> None:
     items = [item(f"i{n}", SUPPORTED.answer) for n in range(6)]
     sim.set(fail_first_n=2)
-    assert all(s.status == "ok" for s in judge_items_sync(items, ["faithfulness"], sim.llm(max_retries=2), None, **RUN))
+    assert all(
+        s.status == "ok"
+        for s in judge_items_sync(items, ["faithfulness"], sim.llm(max_retries=2), None, **RUN)
+    )
 
     sim.set(fail_first_n=2)
     llm = sim.llm(max_retries=0)
     scores = judge_items_sync(items, ["faithfulness"], llm, None, **RUN)
     failed = [s for s in scores if s.status == "failed"]
-    assert len(failed) == 2 and sum(s.value == 1.0 for s in scores) == 4  # one failed request sinks one item
+    assert (
+        len(failed) == 2 and sum(s.value == 1.0 for s in scores) == 4
+    )  # one failed request sinks one item
     for score in failed:
         assert_failed(score, "judge claim extraction failed: HTTP 500 after 1 attempts")
     assert llm.counters.summary()["failures"] == 2
@@ -247,7 +324,9 @@ def test_malformed_json_is_repaired_once_then_fails(sim) -> None:
     assert llm.counters.summary()["repairs"] == 2  # both ragas steps were repaired
 
     sim.set(malformed_rate=1.0, malformed_repairs=True)
-    scores = judge_items_sync([SUPPORTED, INVENTED], ["faithfulness", "context_recall"], sim.llm(), None, **RUN)
+    scores = judge_items_sync(
+        [SUPPORTED, INVENTED], ["faithfulness", "context_recall"], sim.llm(), None, **RUN
+    )
     for score in scores:
         assert_failed(score, "invalid JSON after repair")
 
@@ -257,7 +336,9 @@ def test_timeouts_fail_with_the_attempts(sim) -> None:
     llm = sim.llm(timeout_s=0.25, max_retries=2)
     scores = judge_items_sync([SUPPORTED, INVENTED], ["faithfulness"], llm, None, **RUN)
     for score in scores:
-        assert_failed(score, "judge claim extraction failed: timeout after 3 attempts (0.25 s each)")
+        assert_failed(
+            score, "judge claim extraction failed: timeout after 3 attempts (0.25 s each)"
+        )
 
 
 @pytest.mark.parametrize(
@@ -267,16 +348,25 @@ def test_timeouts_fail_with_the_attempts(sim) -> None:
         ("ragas", 2 + 3 + 2),  # 2 faithfulness, 3 relevancy, 1 per context for precision
     ],
 )
-def test_a_rerun_is_served_from_the_cache(sim, embedder, tmp_path, implementation, per_item) -> None:
+def test_a_rerun_is_served_from_the_cache(
+    sim, embedder, tmp_path, implementation, per_item
+) -> None:
     cache = LLMCache(tmp_path / "responses.sqlite")
-    items, metrics = [SUPPORTED, INVENTED], ["faithfulness", "answer_relevancy", "context_precision"]
+    items, metrics = (
+        [SUPPORTED, INVENTED],
+        ["faithfulness", "answer_relevancy", "context_precision"],
+    )
     before = sim.requests()
-    first = judge_items_sync(items, metrics, sim.llm(cache), embedder, implementation=implementation, **RUN)
+    first = judge_items_sync(
+        items, metrics, sim.llm(cache), embedder, implementation=implementation, **RUN
+    )
     sent = sim.requests() - before
     assert sent == 2 * per_item
 
     rerun_llm = sim.llm(cache)
-    rerun = judge_items_sync(items, metrics, rerun_llm, embedder, implementation=implementation, **RUN)
+    rerun = judge_items_sync(
+        items, metrics, rerun_llm, embedder, implementation=implementation, **RUN
+    )
     assert sim.requests() - before == sent  # no HTTP request at all
     assert [(s.metric, s.value) for s in rerun] == [(s.metric, s.value) for s in first]
     assert rerun_llm.counters.summary()["cache_hits"] == sent
@@ -287,10 +377,15 @@ def test_a_rerun_in_another_order_is_served_from_the_cache(sim, tmp_path) -> Non
     rerun that judges the items in another order would miss the cache."""
     cache, metrics = LLMCache(tmp_path / "responses.sqlite"), ["faithfulness", "context_recall"]
     first = sim.llm(cache)
-    for one in (SUPPORTED, INVENTED):  # one by one: INVENTED's turn comes with the reference's claims known
+    for one in (
+        SUPPORTED,
+        INVENTED,
+    ):  # one by one: INVENTED's turn comes with the reference's claims known
         judge_items_sync([one], metrics, first, None, implementation="ragwatch", **RUN)
     before = sim.requests()
-    rerun = judge_items_sync([INVENTED, SUPPORTED], metrics, sim.llm(cache), None, implementation="ragwatch", **RUN)
+    rerun = judge_items_sync(
+        [INVENTED, SUPPORTED], metrics, sim.llm(cache), None, implementation="ragwatch", **RUN
+    )
     assert sim.requests() == before and all(s.status == "ok" for s in rerun)
 
 
@@ -299,9 +394,13 @@ def test_items_run_concurrently_and_report_progress() -> None:
     items = [item(f"i{n}", SUPPORTED.answer) for n in range(12)]
     # A fresh simulator, so its peak of requests in flight is this test's: one by one it would be 1.
     # (Peak, not wall time: on a loaded 2-core machine the clock says more about the neighbours.)
-    with running_simulator(SimulatorKnobs(latency_s=1.0, capacity=64), prompts=all_prompts()) as base_url:
+    with running_simulator(
+        SimulatorKnobs(latency_s=1.0, capacity=64), prompts=all_prompts()
+    ) as base_url:
         llm = Simulator(base_url).llm(max_concurrency=16)
-        judge_items_sync(items, ["faithfulness"], llm, None, progress=lambda d, t: seen.append((d, t)), **RUN)
+        judge_items_sync(
+            items, ["faithfulness"], llm, None, progress=lambda d, t: seen.append((d, t)), **RUN
+        )
         peak = httpx.get(base_url.removesuffix("/v1") + "/admin/stats").json()["max_concurrent"]
     assert peak == 12  # every item's first request at once
     assert seen[-1] == (12, 12) and len(seen) == 12
@@ -319,11 +418,27 @@ class Chunk:
 
 POOL = [
     Chunk("ports#0", "ports", PORTS),
-    Chunk("ports#1", "ports", "The web dashboard of Qdrant is served on the REST port under the dashboard path."),
+    Chunk(
+        "ports#1",
+        "ports",
+        "The web dashboard of Qdrant is served on the REST port under the dashboard path.",
+    ),
     Chunk("snap#0", "snapshots", SNAPSHOTS),
-    Chunk("billing#0", "billing", "Invoices are issued on the first day of each month. Refunds take ten working days."),
-    Chunk("kafka#0", "kafka", "Kafka consumers commit offsets after processing. Rebalancing pauses every consumer."),
-    Chunk("deploy#0", "deploy", "Rollbacks restore the previous release. Canary releases get five percent of traffic."),
+    Chunk(
+        "billing#0",
+        "billing",
+        "Invoices are issued on the first day of each month. Refunds take ten working days.",
+    ),
+    Chunk(
+        "kafka#0",
+        "kafka",
+        "Kafka consumers commit offsets after processing. Rebalancing pauses every consumer.",
+    ),
+    Chunk(
+        "deploy#0",
+        "deploy",
+        "Rollbacks restore the previous release. Canary releases get five percent of traffic.",
+    ),
 ]
 
 
@@ -335,7 +450,10 @@ def first_sentences(question: str, contexts: list[str]) -> str:
 async def best_sentence(question: str, contexts: list[str]) -> str:
     """Robust: the one sentence that shares the most words with the question."""
     words = set(question.lower().split())
-    return max((s for c in contexts for s in sentences(c)), key=lambda s: len(words & set(s.lower().split())))
+    return max(
+        (s for c in contexts for s in sentences(c)),
+        key=lambda s: len(words & set(s.lower().split())),
+    )
 
 
 def noisy_item(item_id: str, answer_fn) -> JudgeInput:
@@ -356,16 +474,25 @@ def noisy_item(item_id: str, answer_fn) -> JudgeInput:
 def test_noise_picks_are_seeded_and_never_gold_retrieved_or_same_document(embedder) -> None:
     pool, target = NoisePool(POOL), noisy_item("n1", first_sentences)
     random_pick = [c.chunk_id for c in pool.pick(target, "random", 2)]
-    assert random_pick == [c.chunk_id for c in pool.pick(target, "random", 2)]  # seeded by the item id
+    assert random_pick == [
+        c.chunk_id for c in pool.pick(target, "random", 2)
+    ]  # seeded by the item id
     assert set(random_pick) <= {"billing#0", "kafka#0", "deploy#0"}  # other documents only
-    # ports#1 is the closest to the question, but it is the gold chunk's own document: it holds part of
-    # the answer ("the REST port"), so it is no noise. Hard negatives come from other documents only.
+    # ports#1 is the closest to the question, but it is the gold chunk's own document: it holds part
+    # of the answer ("the REST port"), so it is no noise. Hard negatives come from other documents
+    # only.
     hard = [c.chunk_id for c in pool.pick(target, "hard", 5)]
-    assert "ports#1" not in hard and {c.split("#")[0] for c in hard} <= {"billing", "kafka", "deploy", "snapshots"}
+    assert "ports#1" not in hard and {c.split("#")[0] for c in hard} <= {
+        "billing",
+        "kafka",
+        "deploy",
+        "snapshots",
+    }
     by_cosine = [c.chunk_id for c in NoisePool(POOL, embedder).pick(target, "hard", 5)]
     assert "ports#1" not in by_cosine and sorted(by_cosine) == sorted(hard)
-    # The retrieved snapshots chunk is excluded by id; its document may still give hard noise when gold is
-    # known (only the gold documents hold the answer). Online, with no gold, every retrieved document is out.
+    # The retrieved snapshots chunk is excluded by id; its document may still give hard noise when
+    # gold is known (only the gold documents hold the answer). Online, with no gold, every retrieved
+    # document is out.
     online = target.model_copy(update={"gold_chunk_ids": []})
     assert {c.split("#")[0] for c in (x.chunk_id for x in pool.pick(online, "hard", 5))} <= {
         "billing",
@@ -375,7 +502,9 @@ def test_noise_picks_are_seeded_and_never_gold_retrieved_or_same_document(embedd
     assert len(pool.pick(target, "random", 10)) == 3
     noisy = inject(target.contexts, ["N1", "N2"], "n1")
     assert sorted(noisy) == sorted([*target.contexts, "N1", "N2"])
-    assert noisy == inject(target.contexts, ["N1", "N2"], "n1")  # positions seeded by the item id too
+    assert noisy == inject(
+        target.contexts, ["N1", "N2"], "n1"
+    )  # positions seeded by the item id too
 
 
 def test_noise_delta_f_flags_a_fragile_answerer_not_a_robust_one() -> None:
@@ -385,17 +514,26 @@ def test_noise_delta_f_flags_a_fragile_answerer_not_a_robust_one() -> None:
 
     async def both():
         return (
-            await noise_delta_f(fragile_items, pool, first_sentences, llm, mode="random", k=2, **RUN),
+            await noise_delta_f(
+                fragile_items, pool, first_sentences, llm, mode="random", k=2, **RUN
+            ),
             await noise_delta_f(robust_items, pool, best_sentence, llm, mode="random", k=2, **RUN),
         )
 
     fragile, robust = asyncio.run(both())
     for result in fragile:
         assert result.score.metric == "noise_delta_f" and result.f_clean == 1.0 and result.fragile
-        assert result.score.value == pytest.approx(result.f_clean - result.f_noisy) and result.score.value > FRAGILE
+        assert (
+            result.score.value == pytest.approx(result.f_clean - result.f_noisy)
+            and result.score.value > FRAGILE
+        )
         assert len(result.injected_ids) == 2
     for result in robust:
-        assert result.score.status == "ok" and result.score.value == pytest.approx(0.0) and not result.fragile
+        assert (
+            result.score.status == "ok"
+            and result.score.value == pytest.approx(0.0)
+            and not result.fragile
+        )
 
 
 def test_noise_failures_are_reasons_not_zeros(sim) -> None:
@@ -405,9 +543,14 @@ def test_noise_failures_are_reasons_not_zeros(sim) -> None:
         raise RuntimeError("target returned HTTP 502")
 
     results = asyncio.run(noise_delta_f([target], pool, broken, OfflineLLM(), **RUN))
-    assert_failed(results[0].score, "answer from noisy contexts failed: RuntimeError: target returned HTTP 502")
+    assert_failed(
+        results[0].score,
+        "answer from noisy contexts failed: RuntimeError: target returned HTTP 502",
+    )
     assert (
-        asyncio.run(noise_delta_f([target], pool, lambda q, c: None, OfflineLLM(), **RUN))[0].score.error
+        asyncio.run(noise_delta_f([target], pool, lambda q, c: None, OfflineLLM(), **RUN))[
+            0
+        ].score.error
         == "the system under test cannot answer from given contexts"
     )
 
@@ -420,20 +563,32 @@ def test_noise_failures_are_reasons_not_zeros(sim) -> None:
         status="failed",
         error="judge claim extraction failed: HTTP 500 after 3 attempts",
     )
-    noise = noise_delta_f([target], pool, first_sentences, OfflineLLM(), clean_scores={"x": clean_failed}, **RUN)
+    noise = noise_delta_f(
+        [target], pool, first_sentences, OfflineLLM(), clean_scores={"x": clean_failed}, **RUN
+    )
     results = asyncio.run(noise)
-    assert_failed(results[0].score, "F(clean) not available: judge claim extraction failed: HTTP 500")
+    assert_failed(
+        results[0].score, "F(clean) not available: judge claim extraction failed: HTTP 500"
+    )
 
     sim.set(error_rate=1.0)
-    results = asyncio.run(noise_delta_f([target], pool, first_sentences, sim.llm(max_retries=0), **RUN))
+    results = asyncio.run(
+        noise_delta_f([target], pool, first_sentences, sim.llm(max_retries=0), **RUN)
+    )
     assert_failed(results[0].score, "HTTP 500 after 1 attempts")
 
 
-# --- answer correctness ----------------------------------------------------------------------------
+# --- answer correctness
+# ----------------------------------------------------------------------------
 
 
 def response_row(
-    item_id: str, answer: str, reference: str, *, qtype: str = "single_hop", question: str = QUESTION
+    item_id: str,
+    answer: str,
+    reference: str,
+    *,
+    qtype: str = "single_hop",
+    question: str = QUESTION,
 ) -> dict:
     golden = GoldenItem(
         item_id=item_id,
@@ -473,9 +628,12 @@ def test_answer_correctness_is_a_0_1_score_skipped_or_failed_with_its_reason(sim
         response_row("right", "Qdrant listens on port 6333 for the REST API.", REFERENCE),
         response_row("swapped", "The REST API of Qdrant listens on port 6334.", REFERENCE),
         response_row("cut", "Qdrant listens on port", REFERENCE),
-        # Adversarial items are graded too: making something up where the corpus has no answer is wrong.
+        # Adversarial items are graded too: making something up where the corpus has no answer is
+        # wrong.
         response_row("abstains", not_enough, not_enough, qtype="adversarial"),
-        response_row("made-up", "Qdrant was written in Haskell at CERN.", not_enough, qtype="adversarial"),
+        response_row(
+            "made-up", "Qdrant was written in Haskell at CERN.", not_enough, qtype="adversarial"
+        ),
         response_row("silent", "  ", REFERENCE),
         response_row("no-reference", "Port 6333.", ""),
     ]
@@ -488,8 +646,14 @@ def test_answer_correctness_is_a_0_1_score_skipped_or_failed_with_its_reason(sim
         "made-up": 0.0,
     }
     assert all(scores[i].status == "ok" for i in ("right", "swapped", "cut", "abstains", "made-up"))
-    assert (scores["silent"].status, scores["silent"].error) == ("skipped", "the target returned no answer to grade")
-    assert scores["no-reference"].status == "skipped" and "no reference answer" in scores["no-reference"].error
+    assert (scores["silent"].status, scores["silent"].error) == (
+        "skipped",
+        "the target returned no answer to grade",
+    )
+    assert (
+        scores["no-reference"].status == "skipped"
+        and "no reference answer" in scores["no-reference"].error
+    )
     sim.set(error_rate=1.0)
     failed = correctness_scores(rows[:1], sim.llm(max_retries=0))[0]
     assert_failed(failed, "correctness judge failed: HTTP 500")
@@ -497,23 +661,35 @@ def test_answer_correctness_is_a_0_1_score_skipped_or_failed_with_its_reason(sim
 
 def test_half_the_answers_cut_to_five_words_fail_the_gate_on_answer_correctness() -> None:
     """The reported hole: a candidate whose every other answer is cut to five words passed the gate.
-    60 single-hop items made by the golden build's offline generator from demo-corpus chunks, answered by
-    the reference RAG's offline generator from the gold chunk and a distractor, judged offline."""
-    chunks = sorted(load_demo_chunks(), key=lambda c: hashlib.sha256(c.chunk_id.encode()).hexdigest())
+    60 single-hop items made by the golden build's offline generator from demo-corpus chunks,
+    answered by the reference RAG's offline generator from the gold chunk and a distractor, judged
+    offline."""
+    chunks = sorted(
+        load_demo_chunks(), key=lambda c: hashlib.sha256(c.chunk_id.encode()).hexdigest()
+    )
     rag, rows = RagAnswerPrompt(faults=OfflineFaults()), []
     for chunk, distractor in zip(chunks, reversed(chunks)):
         seed = SeedChunk(
-            chunk_id=chunk.chunk_id, document=chunk.topic, section=chunk.section, language="en", text=chunk.text
+            chunk_id=chunk.chunk_id,
+            document=chunk.topic,
+            section=chunk.section,
+            language="en",
+            text=chunk.text,
         )
         qa = next(iter(ChunkQuestions().offline(ChunkQuestionsInput(chunk=seed, n=1)).items), None)
         if qa is None:
             continue
         contexts = [Context(chunk_id=c.chunk_id, text=c.text) for c in (chunk, distractor)]
-        answer = rag.offline(RagInput(question=qa.question, language="en", contexts=contexts)).answer
+        answer = rag.offline(
+            RagInput(question=qa.question, language="en", contexts=contexts)
+        ).answer
         rows.append(response_row(f"item-{len(rows):02d}", answer, qa.answer, question=qa.question))
         if len(rows) == 60:
             break
-    cut = [{**row, "answer": " ".join(row["answer"].split()[:5])} if n % 2 else row for n, row in enumerate(rows)]
+    cut = [
+        {**row, "answer": " ".join(row["answer"].split()[:5])} if n % 2 else row
+        for n, row in enumerate(rows)
+    ]
     judge = OfflineLLM()
     baseline, candidate = correctness_scores(rows, judge), correctness_scores(cut, judge)
     assert sum(s.value for s in baseline) >= 30  # most full answers state the reference's fact

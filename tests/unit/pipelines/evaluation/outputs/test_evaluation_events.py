@@ -1,5 +1,6 @@
-"""Online scores as gen_ai.evaluation.result events, read back by an OTLP/HTTP receiver on 127.0.0.1 and checked
-against the semantic conventions' own YAML (an excerpt under tests/data/semconv, its source and version stated)."""
+"""Online scores as gen_ai.evaluation.result events, read back by an OTLP/HTTP receiver on 127.0.0.1
+and checked against the semantic conventions' own YAML (an excerpt under tests/data/semconv, its
+source and version stated)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import yaml
-from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest, ExportLogsServiceResponse
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
+    ExportLogsServiceRequest,
+    ExportLogsServiceResponse,
+)
 
 from pipelines.core.records import Score
-from pipelines.evaluation.outputs.evaluation_events import EvaluatedOperation, emit_evaluation_events
+from pipelines.evaluation.outputs.evaluation_events import (
+    EvaluatedOperation,
+    emit_evaluation_events,
+)
 from pipelines.evaluation.statistics.diagnose import THRESHOLDS
 from tests.conftest import ROOT
 
@@ -34,7 +41,9 @@ def otlp_log_receiver(status: int = 200) -> Iterator[tuple[str, list[ExportLogsS
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self):
             body = self.rfile.read(int(self.headers["Content-Length"]))
-            assert self.path == "/v1/logs" and self.headers["Content-Type"] == "application/x-protobuf"
+            assert (
+                self.path == "/v1/logs" and self.headers["Content-Type"] == "application/x-protobuf"
+            )
             request = ExportLogsServiceRequest()
             request.ParseFromString(body)
             received.append(request)
@@ -58,7 +67,9 @@ def otlp_log_receiver(status: int = 200) -> Iterator[tuple[str, list[ExportLogsS
         server.server_close()
 
 
-def score(item_id: str, metric: str, value: float | None, status: str = "ok", error: str | None = None) -> Score:
+def score(
+    item_id: str, metric: str, value: float | None, status: str = "ok", error: str | None = None
+) -> Score:
     return Score(
         run_id="online-2026-12-04",
         suite="online",
@@ -74,7 +85,13 @@ def score(item_id: str, metric: str, value: float | None, status: str = "ok", er
 
 
 def records(received: list[ExportLogsServiceRequest]) -> list:
-    return [r for request in received for rl in request.resource_logs for sl in rl.scope_logs for r in sl.log_records]
+    return [
+        r
+        for request in received
+        for rl in request.resource_logs
+        for sl in rl.scope_logs
+        for r in sl.log_records
+    ]
 
 
 def typed_attributes(record) -> dict[str, tuple[str, object]]:
@@ -89,9 +106,15 @@ def attributes(record) -> dict[str, object]:
     return {key: value for key, (_, value) in typed_attributes(record).items()}
 
 
-# --- the convention, read from its YAML -------------------------------------------------------------------------
+# --- the convention, read from its YAML
+# -------------------------------------------------------------------------
 
-ANY_VALUE_FIELD = {"string": "string_value", "double": "double_value", "int": "int_value", "boolean": "bool_value"}
+ANY_VALUE_FIELD = {
+    "string": "string_value",
+    "double": "double_value",
+    "int": "int_value",
+    "boolean": "bool_value",
+}
 
 
 @dataclass(frozen=True)
@@ -112,12 +135,19 @@ class Convention:
 def read_convention() -> Convention:
     document = yaml.safe_load(CONVENTION_FILE.read_text())
     groups = {group["id"]: group for group in document["groups"]}
-    registry = {a["id"]: a for g in groups.values() if g["type"] == "attribute_group" for a in g["attributes"]}
+    registry = {
+        a["id"]: a
+        for g in groups.values()
+        if g["type"] == "attribute_group"
+        for a in g["attributes"]
+    }
     event = groups["event.gen_ai.evaluation.result"]
     attributes = {}
     for ref in event["attributes"]:
         kind = registry[ref["ref"]]["type"]
-        if isinstance(kind, dict):  # an enum of string members (error.type): OTLP carries it as a string
+        if isinstance(
+            kind, dict
+        ):  # an enum of string members (error.type): OTLP carries it as a string
             assert all(isinstance(member["value"], str) for member in kind["members"])
             kind = "string"
         level = ref["requirement_level"]
@@ -138,13 +168,22 @@ class Case:
     response_id: str | None
 
 
-# Each conditional requirement of the YAML (attribute, level, condition), as ragwatch decides its condition: one the
-# YAML adds, rewords or moves to another level fails test_the_excerpt_is_the_pinned_conventions.
+# Each conditional requirement of the YAML (attribute, level, condition), as ragwatch decides its
+# condition: one the YAML adds, rewords or moves to another level fails
+# test_the_excerpt_is_the_pinned_conventions.
 CONDITIONS = {
-    ("gen_ai.evaluation.score.value", "conditionally_required", "if applicable"): lambda case: not case.failed,
-    ("gen_ai.evaluation.score.label", "conditionally_required", "if applicable"): lambda case: case.banded,
-    ("gen_ai.response.id", "recommended", "when available"): lambda case: case.response_id is not None,
-    ("error.type", "conditionally_required", "if the operation ended in an error"): lambda case: case.failed,
+    ("gen_ai.evaluation.score.value", "conditionally_required", "if applicable"): lambda case: (
+        not case.failed
+    ),
+    ("gen_ai.evaluation.score.label", "conditionally_required", "if applicable"): lambda case: (
+        case.banded
+    ),
+    ("gen_ai.response.id", "recommended", "when available"): lambda case: (
+        case.response_id is not None
+    ),
+    ("error.type", "conditionally_required", "if the operation ended in an error"): lambda case: (
+        case.failed
+    ),
 }
 
 
@@ -152,8 +191,13 @@ def assert_follows_convention(record, case: Case) -> None:
     assert record.event_name == CONVENTION.event_name
     got = typed_attributes(record)
     for key, (field, _) in got.items():
-        if key.split(".")[0] in {"gen_ai", "error"}:  # the convention's namespaces: only what the event defines
-            assert key in CONVENTION.attributes, f"{key} is not an attribute of {CONVENTION.event_name}"
+        if key.split(".")[0] in {
+            "gen_ai",
+            "error",
+        }:  # the convention's namespaces: only what the event defines
+            assert key in CONVENTION.attributes, (
+                f"{key} is not an attribute of {CONVENTION.event_name}"
+            )
             assert field == CONVENTION.attributes[key].any_value_field, f"{key} sent as {field}"
         else:
             assert key.startswith("ragwatch."), key
@@ -161,7 +205,8 @@ def assert_follows_convention(record, case: Case) -> None:
         if spec.level == "required":
             assert key in got, f"required {key} missing"
         elif spec.condition is not None:
-            # present exactly when its condition holds: error.type "SHOULD NOT" be set on success either
+            # present exactly when its condition holds: error.type "SHOULD NOT" be set on success
+            # either
             holds = CONDITIONS[(key, spec.level, spec.condition)](case)
             assert (key in got) == holds, (key, spec.level, spec.condition, case)
 
@@ -184,9 +229,14 @@ def test_the_excerpt_is_the_pinned_conventions():
         error_attributes.ERROR_TYPE,
     }
     assert set(CONVENTION.attributes) == pinned
-    assert {(k, a.level, a.condition) for k, a in CONVENTION.attributes.items() if a.condition} == set(CONDITIONS)
+    assert {
+        (k, a.level, a.condition) for k, a in CONVENTION.attributes.items() if a.condition
+    } == set(CONDITIONS)
     unconditional = {k: a.level for k, a in CONVENTION.attributes.items() if not a.condition}
-    assert unconditional == {"gen_ai.evaluation.name": "required", "gen_ai.evaluation.explanation": "recommended"}
+    assert unconditional == {
+        "gen_ai.evaluation.name": "required",
+        "gen_ai.evaluation.explanation": "recommended",
+    }
     assert CONVENTION.attributes["gen_ai.evaluation.score.value"].any_value_field == "double_value"
     assert error_attributes.ErrorTypeValues.OTHER.value == "_OTHER"
 
@@ -200,7 +250,9 @@ def test_each_score_arrives_on_the_evaluated_chat_span_as_the_convention_defines
     scores = [
         score(TRACE, "faithfulness", 0.5),
         score(TRACE, "answer_relevancy", 0.92),
-        score(TRACE, "noise_delta_f_reference", None, "failed", "la respuesta del juez no era JSON"),
+        score(
+            TRACE, "noise_delta_f_reference", None, "failed", "la respuesta del juez no era JSON"
+        ),
         score(TRACE, "tool_call_validity", None, "skipped", "no tool calls in the trace"),
         score(TRACE, "context_precision_share", None, "skipped", "no retrieved contexts"),
         score("0" * 31 + "2", "faithfulness", 0.95),
@@ -219,8 +271,14 @@ def test_each_score_arrives_on_the_evaluated_chat_span_as_the_convention_defines
         trace_id = attributes(record).get("ragwatch.trace_id") or record.trace_id.hex()
         sent = scored[(attributes(record)["gen_ai.evaluation.name"], trace_id)]
         assert record.time_unix_nano > 0 and record.severity_number == 9  # INFO
-        banded = sent.value is not None and any(t.metric == sent.metric and t.contains(sent.value) for t in THRESHOLDS)
-        case = Case(failed=sent.status == "failed", banded=banded, response_id=operations[trace_id].response_id)
+        banded = sent.value is not None and any(
+            t.metric == sent.metric and t.contains(sent.value) for t in THRESHOLDS
+        )
+        case = Case(
+            failed=sent.status == "failed",
+            banded=banded,
+            response_id=operations[trace_id].response_id,
+        )
         assert_follows_convention(record, case)
 
     faithfulness = by_key[("faithfulness", TRACE)]
@@ -236,9 +294,14 @@ def test_each_score_arrives_on_the_evaluated_chat_span_as_the_convention_defines
         "ragwatch.judge_model": "judge-model",
     }
     assert "made-up answers" in attributes(faithfulness)["gen_ai.evaluation.explanation"]
-    assert attributes(by_key[("answer_relevancy", TRACE)])["gen_ai.evaluation.score.label"] == "healthy"
+    assert (
+        attributes(by_key[("answer_relevancy", TRACE)])["gen_ai.evaluation.score.label"]
+        == "healthy"
+    )
     # A metric without operating bands: a value, no label.
-    assert "gen_ai.evaluation.score.label" not in attributes(by_key[("ragas_noise_sensitivity", "")])
+    assert "gen_ai.evaluation.score.label" not in attributes(
+        by_key[("ragas_noise_sensitivity", "")]
+    )
 
     failed = attributes(by_key[("noise_delta_f_reference", TRACE)])
     assert failed["error.type"] == "_OTHER" and "gen_ai.evaluation.score.value" not in failed
@@ -246,7 +309,8 @@ def test_each_score_arrives_on_the_evaluated_chat_span_as_the_convention_defines
     assert [k for r in got for k in attributes(r) if k == "error.type"] == ["error.type"]
 
     assert by_key[("faithfulness", "0" * 31 + "2")].span_id.hex() == ROOT_SPAN
-    # A trace id that is no OTLP id: no made-up trace context, the response id ties the event to the operation.
+    # A trace id that is no OTLP id: no made-up trace context, the response id ties the event to the
+    # operation.
     sql = by_key[("faithfulness", "")]
     assert sql.span_id == b"" and attributes(sql)["ragwatch.trace_id"] == "tr-sql-store-id"
     assert attributes(sql)["gen_ai.response.id"] == "resp_sql_42"
@@ -255,7 +319,10 @@ def test_each_score_arrives_on_the_evaluated_chat_span_as_the_convention_defines
 @pytest.mark.parametrize(
     ("metadata", "expected"),
     [
-        ({"span_id": ROOT_SPAN, "evaluated_span_id": CHAT_SPAN, "response_id": RESPONSE}, (CHAT_SPAN, RESPONSE)),
+        (
+            {"span_id": ROOT_SPAN, "evaluated_span_id": CHAT_SPAN, "response_id": RESPONSE},
+            (CHAT_SPAN, RESPONSE),
+        ),
         ({"span_id": ROOT_SPAN}, (ROOT_SPAN, None)),
         ({"span_id": ROOT_SPAN, "evaluated_span_id": "[CREDIT_CARD_1a2b3c4d]"}, (ROOT_SPAN, None)),
         ({"span_id": "0" * 16, "response_id": ""}, (None, None)),
@@ -268,15 +335,21 @@ def test_the_evaluated_span_is_the_llm_span_else_the_root(metadata, expected):
 
 
 def test_an_endpoint_that_refuses_the_events_fails_the_call():
-    with otlp_log_receiver(status=400) as (url, _), pytest.raises(RuntimeError, match="RAGWATCH_OTLP_ENDPOINT"):
+    with (
+        otlp_log_receiver(status=400) as (url, _),
+        pytest.raises(RuntimeError, match="RAGWATCH_OTLP_ENDPOINT"),
+    ):
         emit_evaluation_events(
-            url, [score(TRACE, "faithfulness", 0.8)], {TRACE: EvaluatedOperation(CHAT_SPAN)}, timeout_s=2
+            url,
+            [score(TRACE, "faithfulness", 0.8)],
+            {TRACE: EvaluatedOperation(CHAT_SPAN)},
+            timeout_s=2,
         )
 
 
 def test_the_online_eval_sends_every_applicable_score_on_the_span_it_judged(tmp_path):
-    """The wiring: RAGWATCH_OTLP_ENDPOINT set, the online eval's finalize sends each stored score that applied, on the
-    span the sampled row's metadata names."""
+    """The wiring: RAGWATCH_OTLP_ENDPOINT set, the online eval's finalize sends each stored score
+    that applied, on the span the sampled row's metadata names."""
     import shutil
     from collections import Counter
     from datetime import date
@@ -299,10 +372,14 @@ def test_the_online_eval_sends_every_applicable_score_on_the_span_it_judged(tmp_
         chunks = [(c.chunk_id, c.text) for c in index.chunks()][:4]
     rows = trace_rows({("docs", "en"): 6}, chunks)
     evaluated, responses = {}, {}
-    for i, row in enumerate(rows):  # as a span export's rows are sampled: OTLP ids, the spans in the metadata
+    for i, row in enumerate(
+        rows
+    ):  # as a span export's rows are sampled: OTLP ids, the spans in the metadata
         row["trace_id"] = f"{i + 1:032x}"
         metadata = {"trace_source": "otlp", "span_id": f"{i + 17:016x}"}
-        if i % 2 == 0:  # an LLM span and its response id; the others had none, so the root stands in
+        if (
+            i % 2 == 0
+        ):  # an LLM span and its response id; the others had none, so the root stands in
             metadata |= {"evaluated_span_id": f"c{i:015x}", "response_id": f"chatcmpl-{i}"}
             responses[row["trace_id"]] = metadata["response_id"]
         evaluated[row["trace_id"]] = metadata.get("evaluated_span_id", metadata["span_id"])
@@ -328,12 +405,18 @@ def test_the_online_eval_sends_every_applicable_score_on_the_span_it_judged(tmp_
     assert len(applicable) < len(stored), "the run should hold not-applicable scores to leave out"
     got = records(received)
     assert len(got) == len(applicable) > 6
-    assert Counter(attributes(r)["gen_ai.evaluation.name"] for r in got) == Counter(s.metric for s in applicable)
+    assert Counter(attributes(r)["gen_ai.evaluation.name"] for r in got) == Counter(
+        s.metric for s in applicable
+    )
     tied = [r for r in got if r.trace_id]
     assert {r.trace_id.hex() for r in tied} == set(evaluated)
     assert all(evaluated[r.trace_id.hex()] == r.span_id.hex() for r in tied)
-    assert all(attributes(r).get("gen_ai.response.id") == responses.get(r.trace_id.hex()) for r in tied)
-    assert {attributes(r)["ragwatch.trace_id"] for r in got if not r.trace_id} == {rows[-1]["trace_id"]}
+    assert all(
+        attributes(r).get("gen_ai.response.id") == responses.get(r.trace_id.hex()) for r in tied
+    )
+    assert {attributes(r)["ragwatch.trace_id"] for r in got if not r.trace_id} == {
+        rows[-1]["trace_id"]
+    }
     failed = {(s.item_id, s.metric) for s in stored if s.status == "failed"}
     for record in got:
         key = (

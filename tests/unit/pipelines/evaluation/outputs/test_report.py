@@ -1,4 +1,5 @@
-"""The HTML report: self-contained, escaped, Spanish-safe, with every section; and the DVC metrics JSON."""
+"""The HTML report: self-contained, escaped, Spanish-safe, with every section; and the DVC metrics
+JSON."""
 
 from __future__ import annotations
 
@@ -59,9 +60,13 @@ def make_scores(run: EvalRun, faithfulness: float) -> list[Score]:
     for i in range(12):
         stratum = "single_hop/es" if i % 2 else "multi_hop/es"
         out.append(s(f"q{i}", stratum, "faithfulness", faithfulness if i % 3 else 0.2))
-        out.append(s(f"q{i}", stratum, "context_precision_share", (0.4, 0.6, 0.8, 0.4)[i % 4]))  # mean 0.55: < 0.60
+        out.append(
+            s(f"q{i}", stratum, "context_precision_share", (0.4, 0.6, 0.8, 0.4)[i % 4])
+        )  # mean 0.55: < 0.60
         out.append(s(f"q{i}", stratum, "recall@5", float(i % 4 != 0)))
-    out.append(s("q0", "multi_hop/es", "context_recall", None, "failed", "respuesta no es JSON: <html>"))
+    out.append(
+        s("q0", "multi_hop/es", "context_recall", None, "failed", "respuesta no es JSON: <html>")
+    )
     return out
 
 
@@ -81,14 +86,19 @@ def rendered(tmp_path):
             "q0",
             "¿Cómo reinicio el nodo de Qdrant sin perder datos?",
             HOSTILE,
-            ["chunk-1: Para reiniciar, ejecuta «systemctl restart qdrant».", "chunk-2: <i>ruido</i>"],
+            [
+                "chunk-1: Para reiniciar, ejecuta «systemctl restart qdrant».",
+                "chunk-2: <i>ruido</i>",
+            ],
             reference_answer="Con systemctl; los datos persisten en /var/lib/qdrant.",
             attribution="generation_failure",
         ),
         "q3": ItemView("q3", "¿Qué puerto usa?", "6333", attribution="retrieval_failure"),
         "q1": ItemView("q1", "¿Dónde están los logs?", "En journald.", attribution="ok"),
     }
-    html = render_report(run, scores, items=items, trend=trend_from_store(store, run), gate=gate, baseline=baseline)
+    html = render_report(
+        run, scores, items=items, trend=trend_from_store(store, run), gate=gate, baseline=baseline
+    )
     store.dispose()
     return html, scores
 
@@ -98,7 +108,10 @@ def test_report_is_self_contained_utf8_html(rendered, tmp_path):
     assert html.startswith("<!DOCTYPE html>") and '<meta charset="utf-8">' in html
     assert not re.search(r"https?://", html)  # no external resource, no namespace URL either
     assert not re.search(r"<(script|link|img|iframe)\b", html, re.I)
-    assert "¿Cómo reinicio el nodo de Qdrant sin perder datos?" in html and "«systemctl restart qdrant»" in html
+    assert (
+        "¿Cómo reinicio el nodo de Qdrant sin perder datos?" in html
+        and "«systemctl restart qdrant»" in html
+    )
     path = write_report(Workspace(tmp_path).report("offline", DAY, "prod"), html)
     assert path == tmp_path / "golden" / "reports" / "offline" / "2026-03-02_prod.html"
     assert path.read_bytes().decode("utf-8") == html
@@ -106,7 +119,10 @@ def test_report_is_self_contained_utf8_html(rendered, tmp_path):
 
 def test_text_from_models_and_documents_is_escaped(rendered):
     html, _ = rendered
-    assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; Reinicia el nodo con &lt;b&gt;systemctl&lt;/b&gt;" in html
+    assert (
+        "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; Reinicia el nodo con &lt;b&gt;systemctl&lt;/b&gt;"
+        in html
+    )
     assert "<script>" not in html and "&amp; espera" in html
     assert "&lt;i&gt;ruido&lt;/i&gt;" in html and "respuesta no es JSON: &lt;html&gt;" in html
 
@@ -144,7 +160,11 @@ def test_metrics_json_is_flat_per_metric_and_stratum(tmp_path):
     aggs = aggregate(make_scores(run, 0.7), n_resamples=0)
     path = write_metrics_json(tmp_path / "metrics" / "offline.json", aggs)
     data = json.loads(path.read_text(encoding="utf-8"))
-    assert set(data) == {"faithfulness", "context_precision_share", "recall@5"}  # context_recall: no ok score, left out
+    assert set(data) == {
+        "faithfulness",
+        "context_precision_share",
+        "recall@5",
+    }  # context_recall: no ok score, left out
     assert list(data["faithfulness"]) == ["all", "multi_hop/es", "single_hop/es"]
     assert all(isinstance(v, float) for stratum in data.values() for v in stratum.values())
     assert data["recall@5"]["all"] == pytest.approx(0.75)
@@ -155,22 +175,34 @@ def test_the_report_says_how_the_diagnosis_corrects_its_claims():
     scores = make_scores(run, 0.7)
     assert "after benjamini-hochberg over every band claim" in render_report(run, scores)
     uncorrected = render_report(run, scores, correction="none")
-    assert "after benjamini-hochberg" not in uncorrected and "on its own (correction: none" in uncorrected
+    assert (
+        "after benjamini-hochberg" not in uncorrected
+        and "on its own (correction: none" in uncorrected
+    )
     # The CLI's summary says it too.
     summary = run_summary(run, aggregate(scores), items=12, correction="none")
     assert summary.diagnosis_correction == "none" and summary.diagnosis
     with console.capture() as printed:
         print_eval_summary(summary)
-    assert "diagnosis (bands need evidence; no correction: each claim on its own interval)" in printed.get()
+    assert (
+        "diagnosis (bands need evidence; no correction: each claim on its own interval)"
+        in printed.get()
+    )
 
 
 def test_the_report_opens_with_its_verdict_and_a_chart_and_folds_its_method(rendered):
     html, _ = rendered
     body = html[html.index("<body>") :]
-    verdict, method = body.index('<section class="verdict">'), body.index('<details class="method"><summary>Method')
+    verdict, method = (
+        body.index('<section class="verdict">'),
+        body.index('<details class="method"><summary>Method'),
+    )
     assert body.index("<h1>") < verdict < body.index("<svg") < method < body.index("<h2>")
     lead = body[verdict:method]
-    assert '<span class="fail">FAILED</span>' in lead and "<strong>faithfulness</strong> against the baseline" in lead
+    assert (
+        '<span class="fail">FAILED</span>' in lead
+        and "<strong>faithfulness</strong> against the baseline" in lead
+    )
     assert "difference from the run gated against" in lead  # the chart of the gate's differences
     assert body.index("llama-70b-juez") > method  # the models and params sit in the folded method
     assert body.count("<details") == body.count("</details>")
@@ -182,4 +214,6 @@ def test_an_ungated_run_opens_with_why_and_the_run_means_drawn_once():
     lead = html[html.index('<section class="verdict">') : html.index('<details class="method">')]
     assert "Not gated: no earlier accepted run of prod" in lead and "all: mean and 95 % CI" in lead
     assert html.count('aria-label="all: mean and 95 % CI"') == 1  # drawn once, in the verdict
-    assert html.count("<svg") == 1 + 2 + 4 + 4  # the verdict's, 2 strata, 4 histograms, 4 trends (this run alone)
+    assert (
+        html.count("<svg") == 1 + 2 + 4 + 4
+    )  # the verdict's, 2 strata, 4 histograms, 4 trends (this run alone)

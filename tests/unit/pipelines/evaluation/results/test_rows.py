@@ -1,5 +1,5 @@
-"""The summary rows are the statistics results' own fields: a row read back from the results DB says what the result
-said, and a field renamed or retyped in the result changes the row with it."""
+"""The summary rows are the statistics results' own fields: a row read back from the results DB says
+what the result said, and a field renamed or retyped in the result changes the row with it."""
 
 from __future__ import annotations
 
@@ -9,7 +9,13 @@ import typing
 import pytest
 
 from pipelines.core.records import Score
-from pipelines.evaluation.outputs.summary import GateRow, JudgeNoiseRow, MetricRow, gate_rows, judge_noise_rows
+from pipelines.evaluation.outputs.summary import (
+    GateRow,
+    JudgeNoiseRow,
+    MetricRow,
+    gate_rows,
+    judge_noise_rows,
+)
 from pipelines.evaluation.results.rows import row_from, row_model
 from pipelines.evaluation.statistics.aggregates import Aggregate, aggregate
 from pipelines.evaluation.statistics.gate.rule import MetricGate, regression_gate
@@ -39,7 +45,11 @@ def test_every_row_field_has_its_result_field_type(row, source):
     hints = typing.get_type_hints(source)
     declared = {f.name for f in dataclasses.fields(source)}
     for name, field in row.model_fields.items():
-        expected = hints[name] if name in declared else typing.get_type_hints(getattr(source, name).fget)["return"]
+        expected = (
+            hints[name]
+            if name in declared
+            else typing.get_type_hints(getattr(source, name).fget)["return"]
+        )
         assert field.annotation == expected, name
 
 
@@ -50,11 +60,18 @@ def test_a_stored_gate_reads_back_as_the_rows_of_its_metrics():
     [row] = gate_rows(gate.to_dict())
     [verdict] = gate.metrics
     assert row.model_dump() == {name: getattr(verdict, name) for name in GateRow.model_fields}
-    assert row.passed is False and row.design == "paired" and row.n_pairs == 30 and row.detectable_drop is not None
+    assert (
+        row.passed is False
+        and row.design == "paired"
+        and row.n_pairs == 30
+        and row.detectable_drop is not None
+    )
 
 
 def test_an_overall_aggregate_is_its_metric_row():
-    [overall] = [a for a in aggregate(scores({f"q{i}": i / 10 for i in range(11)})) if a.stratum == "all"]
+    [overall] = [
+        a for a in aggregate(scores({f"q{i}": i / 10 for i in range(11)})) if a.stratum == "all"
+    ]
     row = row_from(MetricRow, overall)
     assert (row.n, row.mean, row.ci_method) == (11, pytest.approx(0.5), "jeffreys-bounded-mean")
     assert row.ci_low < row.mean < row.ci_high

@@ -1,6 +1,7 @@
-"""`--dry-run`: an eval's requests and tokens estimated before anything is spent, within ±20 % of what the run then
-records, sending nothing and writing nothing. Against the LLM simulator over HTTP: one day is run, the next day is
-dry-run, then run, and the two are compared; a rerun of that day is estimated (and found) free."""
+"""`--dry-run`: an eval's requests and tokens estimated before anything is spent, within ±20 % of
+what the run then records, sending nothing and writing nothing. Against the LLM simulator over HTTP:
+one day is run, the next day is dry-run, then run, and the two are compared; a rerun of that day is
+estimated (and found) free."""
 
 from __future__ import annotations
 
@@ -28,8 +29,9 @@ PARAMS = dict(max_traces=24, min_per_stratum=4, noise_share=0.25, batch_size=8)
 
 
 def publish(settings, chunks, day: date) -> None:
-    """A day of traces of its own: ids, questions and answers name the day, so no request repeats another day's
-    (answer relevancy asks about the answer alone: a repeated answer would be a cache hit)."""
+    """A day of traces of its own: ids, questions and answers name the day, so no request repeats
+    another day's (answer relevancy asks about the answer alone: a repeated answer would be a cache
+    hit)."""
     rows = [
         {
             **row,
@@ -45,7 +47,9 @@ def publish(settings, chunks, day: date) -> None:
 
 
 def files(root) -> dict[str, tuple[int, int]]:
-    return {str(p): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file()}
+    return {
+        str(p): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file()
+    }
 
 
 def near(estimated: float, recorded: float) -> bool:
@@ -71,7 +75,10 @@ def test_a_dry_run_estimates_the_next_day_within_20_percent_and_sends_and_writes
         assert files(settings.home) == before  # not even an empty results DB
         # No past run: the judge's fixed shape for the requests, tokens unknown.
         assert first.history == [] and first.total("prompt_tokens") is None
-        assert first.total("requests") == 3 * first.units["judged traces"] + 5 * first.units["noise traces"]
+        assert (
+            first.total("requests")
+            == 3 * first.units["judged traces"] + 5 * first.units["noise traces"]
+        )
         run_online_eval(online, FIRST, params, push=False)
 
         before, served = files(settings.home), served_stats(url)["requests"]
@@ -87,7 +94,9 @@ def test_a_dry_run_estimates_the_next_day_within_20_percent_and_sends_and_writes
             monkeypatch.setenv(f"RAGWATCH_{role}__BASE_URL", url)
             monkeypatch.setenv(f"RAGWATCH_{role}__MODEL", model)
         shown = CliRunner().invoke(
-            app, ["eval", "online", "--date", str(SECOND), "--max-traces", "24", "--dry-run"], terminal_width=250
+            app,
+            ["eval", "online", "--date", str(SECOND), "--max-traces", "24", "--dry-run"],
+            terminal_width=250,
         )
         # Nothing sent, nothing written.
         assert served_stats(url)["requests"] == served and files(settings.home) == before
@@ -97,23 +106,40 @@ def test_a_dry_run_estimates_the_next_day_within_20_percent_and_sends_and_writes
         again = run_online_eval(online, SECOND, params, push=False)
     assert shown.exit_code == 0, shown.output
     printed = " ".join(shown.output.split())  # lines wrap at the console's width
-    # Not a terminal: the table is plain text, a grid or (narrower than its columns) one block per row.
+    # Not a terminal: the table is plain text, a grid or (narrower than its columns) one block per
+    # row.
     lines = shown.output.splitlines()
     at = next(i for i, line in enumerate(lines) if line.split()[:1] == ["total"])
-    total = " ".join(lines[at : at + 2]).replace("requests:", "").split()  # the row, or its block's first line
-    assert "nothing sent, nothing written" in printed and f"{round(estimate.total('requests')):,}" in total, printed
+    total = (
+        " ".join(lines[at : at + 2]).replace("requests:", "").split()
+    )  # the row, or its block's first line
+    assert (
+        "nothing sent, nothing written" in printed
+        and f"{round(estimate.total('requests')):,}" in total
+    ), printed
     assert not set("│─┃━") & set(shown.output)
-    assert estimate.history == [f"online/{FIRST}/production"] and estimate.units["judged traces"] == summary.items
+    assert (
+        estimate.history == [f"online/{FIRST}/production"]
+        and estimate.units["judged traces"] == summary.items
+    )
     recorded = summary.cost
     for count in ("requests", "prompt_tokens", "completion_tokens"):
-        assert near(estimate.total(count), recorded.total(count)), (count, estimate.total(count), recorded.total(count))
+        assert near(estimate.total(count), recorded.total(count)), (
+            count,
+            estimate.total(count),
+            recorded.total(count),
+        )
     judge = recorded.by_stage()["judge"]["requests"]
     assert near(sum(r.requests for r in estimate.rows if r.stage == "judge"), judge)
-    # The same day again: every trace was judged already, so every call is a cache hit, as the rerun then finds.
-    assert rerun.cached_units == rerun.units and rerun.total("requests") == 0 == again.cost.total("requests")
+    # The same day again: every trace was judged already, so every call is a cache hit, as the rerun
+    # then finds.
+    assert rerun.cached_units == rerun.units and rerun.total("requests") == 0 == again.cost.total(
+        "requests"
+    )
     assert again.cost.total("cache_hits") == pytest.approx(rerun.total("cache_hits"), rel=0.2)
 
-    # Week by week: both days fall in the ISO week of Monday 30 March (the rerun replaced the second day's run).
+    # Week by week: both days fall in the ISO week of Monday 30 March (the rerun replaced the second
+    # day's run).
     store = ResultsStore.from_settings(settings)
     [*empty, week] = weekly_cost(store, "online", "production", until=SECOND, weeks=3)
     first_cost = RunCost.model_validate(store.get_run(f"online/{FIRST}/production").cost)
@@ -123,11 +149,19 @@ def test_a_dry_run_estimates_the_next_day_within_20_percent_and_sends_and_writes
     assert week.tokens == first_cost.total("prompt_tokens") + first_cost.total("completion_tokens")
     report = open(again.report, encoding="utf-8").read()
     assert "Cost week by week" in report and '<td>2026-03-30</td><td class="num">2</td>' in report
-    shown = CliRunner().invoke(app, ["eval", "cost", "--date", str(SECOND), "--weeks", "2"], terminal_width=200)
-    assert shown.exit_code == 0 and "2026-03-30" in shown.output and f"{week.requests:,}" in shown.output, shown.output
+    shown = CliRunner().invoke(
+        app, ["eval", "cost", "--date", str(SECOND), "--weeks", "2"], terminal_width=200
+    )
+    assert (
+        shown.exit_code == 0
+        and "2026-03-30" in shown.output
+        and f"{week.requests:,}" in shown.output
+    ), shown.output
 
 
-def test_a_golden_dry_run_is_within_20_percent_of_the_next_build_and_sends_and_writes_nothing(settings, tmp_path):
+def test_a_golden_dry_run_is_within_20_percent_of_the_next_build_and_sends_and_writes_nothing(
+    settings, tmp_path
+):
     from pipelines.corpus.steps import index_corpus
     from pipelines.golden import steps
     from pipelines.golden.estimate import estimate_build
@@ -141,18 +175,31 @@ def test_a_golden_dry_run_is_within_20_percent_of_the_next_build_and_sends_and_w
         served = lambda: served_stats(url)["requests"]  # noqa: E731
         online = on_simulator(settings, url, cache=False)
         first = estimate_build(online, params, logical_date=DAY)
-        assert first.history == [] and first.total("requests") is None and first.units["generation jobs"] > 0
+        assert (
+            first.history == []
+            and first.total("requests") is None
+            and first.units["generation jobs"] > 0
+        )
         steps.build_golden(online, params, logical_date=DAY)
         before, sent = files(settings.home), served()
         estimate = estimate_build(online, params, logical_date=DAY)
         assert served() == sent and files(settings.home) == before  # nothing sent, nothing written
-        # The next build (plan, generate, filter: what costs model requests), with the cache off: every job is sent.
+        # The next build (plan, generate, filter: what costs model requests), with the cache off:
+        # every job is sent.
         plan = steps.plan_golden(online, params, logical_date=DAY)
         steps.generate_golden(online, params.name, plan.batches)
         cost = steps.filter_golden(online, params).cost
-    assert estimate.history == [f"golden/{params.name}/v1"] and estimate.units["generation jobs"] == plan.jobs
+    assert (
+        estimate.history == [f"golden/{params.name}/v1"]
+        and estimate.units["generation jobs"] == plan.jobs
+    )
     assert estimate.cached_units == {"generation jobs": 0}  # the cache is off
     for role, stage in (("generator", "golden_generate"), ("judge", "golden_filter")):
         [row] = [r for r in estimate.rows if r.stage == stage]
         for count in ("requests", "prompt_tokens", "completion_tokens"):
-            assert near(getattr(row, count), cost[role][count]), (role, count, getattr(row, count), cost[role][count])
+            assert near(getattr(row, count), cost[role][count]), (
+                role,
+                count,
+                getattr(row, count),
+                cost[role][count],
+            )

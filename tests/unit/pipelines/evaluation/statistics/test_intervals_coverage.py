@@ -1,7 +1,8 @@
-"""Do the printed 95 % intervals cover the truth? Exact binomial sums for 0/1 scores, seeded vectorised
-simulations for bounded scores and paired differences; each cell must reach 0.93.
+"""Do the printed 95 % intervals cover the truth? Exact binomial sums for 0/1 scores, seeded
+vectorised simulations for bounded scores and paired differences; each cell must reach 0.93.
 
-Each check also shows the interval it replaced failing, so the test can tell a good method from a bad one.
+Each check also shows the interval it replaced failing, so the test can tell a good method from a
+bad one.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ FLOOR = 0.93
 
 
 def exact_binomial_coverage(interval_of_count, n: int, p: float) -> float:
-    """P(p in interval) = Σ_x Binom(x; n, p)·[p in interval(x)]: what a simulation estimates, exactly."""
+    """P(p in interval) = Σ_x Binom(x; n, p)·[p in interval(x)]: what a simulation estimates,
+    exactly."""
     x = np.arange(n + 1)
     low, high = interval_of_count(x, n)
     return float(stats.binom.pmf(x, n, p)[(low <= p) & (p <= high)].sum())
@@ -42,7 +44,8 @@ def student_t(samples: np.ndarray):
 @pytest.mark.parametrize("n", SIZES)
 @pytest.mark.parametrize("p", [0.5, 0.9])
 def test_jeffreys_covers_proportions(n, p):
-    # Exact values: n = 10: 0.979 / 0.987; n = 20: 0.959 / 0.957; n = 50: 0.935 / 0.942 (p = 0.5 / 0.9).
+    # Exact values: n = 10: 0.979 / 0.987; n = 20: 0.959 / 0.957; n = 50: 0.935 / 0.942 (p = 0.5 /
+    # 0.9).
     assert exact_binomial_coverage(lambda x, size: jeffreys_interval(x, size), n, p) >= FLOOR
 
 
@@ -58,9 +61,9 @@ def test_the_percentile_bootstrap_it_replaces_did_not():
 @pytest.mark.parametrize("n", SIZES)
 @pytest.mark.parametrize("p", [0.5, 0.9])
 def test_zero_one_scores_through_the_bounded_mean_path(n, p):
-    # Every possible sample of n 0/1 scores, one row per count of ones: the exact coverage of the interval
-    # `aggregate` prints for recall@k and tool selection accuracy (a simulation of 4,000 samples would
-    # put ±0.004 of noise on a cell whose truth is 0.935).
+    # Every possible sample of n 0/1 scores, one row per count of ones: the exact coverage of the
+    # interval `aggregate` prints for recall@k and tool selection accuracy (a simulation of 4,000
+    # samples would put ±0.004 of noise on a cell whose truth is 0.935).
     def through_scores(x, size):
         rows = (np.arange(size)[None, :] < x[:, None]).astype(float)
         return bounded_mean_interval(rows)
@@ -76,7 +79,9 @@ def _faithfulness(rng, shape):  # 85 % perfect answers, the rest spread over (0,
     return np.where(rng.random(shape) < 0.85, 1.0, rng.beta(2, 2, shape))
 
 
-def _mostly_perfect(rng, shape):  # 95 % perfect: 10 scores are all 1.0 about 60 % of the time at n = 10
+def _mostly_perfect(
+    rng, shape
+):  # 95 % perfect: 10 scores are all 1.0 about 60 % of the time at n = 10
     return np.where(rng.random(shape) < 0.95, 1.0, rng.random(shape))
 
 
@@ -125,14 +130,20 @@ def _rare_flips(rng, shape):  # 5 % of items flip: rare discordant pairs
     return cand, base, 0.9 * 0.95 + 0.1 * 0.05 - 0.9
 
 
-def _faithfulness_pairs(rng, shape):  # 70 % of answers unchanged, the rest redrawn from a worse system
+def _faithfulness_pairs(
+    rng, shape
+):  # 70 % of answers unchanged, the rest redrawn from a worse system
     base = _faithfulness(rng, shape)
     worse = np.where(rng.random(shape) < 0.75, 1.0, rng.beta(2, 2, shape))
     cand = np.where(rng.random(shape) < 0.7, base, worse)
     return cand, base, 0.3 * ((0.75 + 0.25 * 0.5) - (0.85 + 0.15 * 0.5))
 
 
-PAIRED = {"0/1 drop of 0.10": _binary_drop, "rare flips": _rare_flips, "faithfulness": _faithfulness_pairs}
+PAIRED = {
+    "0/1 drop of 0.10": _binary_drop,
+    "rare flips": _rare_flips,
+    "faithfulness": _faithfulness_pairs,
+}
 
 
 @pytest.mark.parametrize("n", SIZES)
@@ -146,5 +157,7 @@ def test_paired_differences(name, n):
 def test_paired_student_t_fails_where_the_mover_interval_holds():
     rng = np.random.default_rng(8)
     cand, base, truth = _rare_flips(rng, (REPS, 10))
-    assert coverage(*student_t(cand - base), truth) < 0.6  # no flip seen: a zero-width interval at 0
+    assert (
+        coverage(*student_t(cand - base), truth) < 0.6
+    )  # no flip seen: a zero-width interval at 0
     assert coverage(*paired_difference_interval(cand, base), truth) >= FLOOR

@@ -18,34 +18,53 @@ from pipelines.evaluation.statistics.misclassification import (
 
 
 def _run(rng, reps, p, sens, spec, judged):
-    cells = rng.multinomial(judged, [p * sens, (1 - p) * (1 - spec), p * (1 - sens), (1 - p) * spec], reps)
+    cells = rng.multinomial(
+        judged, [p * sens, (1 - p) * (1 - spec), p * (1 - sens), (1 - p) * spec], reps
+    )
     per_verdict = np.stack([cells[:, 2] + cells[:, 3], cells[:, 0] + cells[:, 1]], -1)
-    return per_verdict, np.stack([cells[:, 2], cells[:, 0]], -1), (cells[:, 0] + cells[:, 2]) / judged
+    return (
+        per_verdict,
+        np.stack([cells[:, 2], cells[:, 0]], -1),
+        (cells[:, 0] + cells[:, 2]) / judged,
+    )
 
 
 def test_rogan_gladen_on_the_runs_own_labels_is_the_labels_weighted_mean():
-    # Why the run's own labels need no correction: the error rates they give, put back into Rogan–Gladen with
-    # the run's q, return the labels' stratified mean exactly.
+    # Why the run's own labels need no correction: the error rates they give, put back into
+    # Rogan–Gladen with the run's q, return the labels' stratified mean exactly.
     human, verdicts = [1] * 14 + [0] + [1] * 6 + [0] * 9, [1] * 15 + [0] * 15
     rates = error_rates(human, verdicts, ["r"] * 30, {"r": 0.8})
     corrected = rogan_gladen(0.8, 2000, rates)
     own = own_labels(np.array([6, 14]), np.array([15, 15]), np.array([400, 1600]))
-    assert float(corrected.mean) == pytest.approx(0.2 * 6 / 15 + 0.8 * 14 / 15) == pytest.approx(float(own.mean))
+    assert (
+        float(corrected.mean)
+        == pytest.approx(0.2 * 6 / 15 + 0.8 * 14 / 15)
+        == pytest.approx(float(own.mean))
+    )
     assert own.ci[0] < own.mean < own.ci[1]
 
 
 def test_error_rates_come_with_jeffreys_intervals_and_no_clamp():
     human, verdicts = [1] * 15 + [1] * 7 + [0] * 8, [1] * 15 + [0] * 15
     rates = error_rates(human, verdicts, ["r"] * 30, {"r": 0.5})
-    assert rates.spec == 1.0 and rates.spec_ci[0] < 1.0 and rates.spec_ci[1] == pytest.approx(1.0, abs=1e-3)
+    assert (
+        rates.spec == 1.0
+        and rates.spec_ci[0] < 1.0
+        and rates.spec_ci[1] == pytest.approx(1.0, abs=1e-3)
+    )
     assert rates.sens_ci[0] < rates.sens < rates.sens_ci[1]
 
 
 def test_the_judge_beats_a_coin_by_an_exact_test_on_thirty_labels():
-    # p = 0.9, sens = spec = 0.9: 15 labels per verdict, 15 of 15 yes-verdicts and 8 of 15 no-verdicts truly yes.
-    strong = Strata(*(np.array(c, dtype=float) for c in ([8, 15], [15, 15], [0.18, 0.82], [0, 1], [30, 30])))
+    # p = 0.9, sens = spec = 0.9: 15 labels per verdict, 15 of 15 yes-verdicts and 8 of 15
+    # no-verdicts truly yes.
+    strong = Strata(
+        *(np.array(c, dtype=float) for c in ([8, 15], [15, 15], [0.18, 0.82], [0, 1], [30, 30]))
+    )
     assert float(judge_beats_coin(strong)) < 0.025
-    coin = Strata(*(np.array(c, dtype=float) for c in ([8, 9], [15, 15], [0.5, 0.5], [0, 1], [30, 30])))
+    coin = Strata(
+        *(np.array(c, dtype=float) for c in ([8, 9], [15, 15], [0.5, 0.5], [0, 1], [30, 30]))
+    )
     assert float(judge_beats_coin(coin)) > 0.025
 
 
@@ -57,7 +76,11 @@ def test_earlier_runs_labels_cover_at_p_0_9_with_thirty_labels():
         per_verdict, truly_yes, _ = _run(rng, reps, p, 0.9, 0.9, judged)
         labelled = np.minimum(3, per_verdict)
         columns.append(
-            (rng.hypergeometric(truly_yes, per_verdict - truly_yes, labelled), labelled, per_verdict / judged)
+            (
+                rng.hypergeometric(truly_yes, per_verdict - truly_yes, labelled),
+                labelled,
+                per_verdict / judged,
+            )
         )
     yes, labelled, share = (np.concatenate(c, -1).astype(float) for c in zip(*columns))
     strata = Strata(yes, labelled, share, np.tile([0.0, 1.0], 5), np.full(yes.shape, 6.0))
@@ -94,12 +117,16 @@ def test_labels_for_half_width_reproduces_its_own_interval():
     assert labels_for_half_width(half, own, 30) == pytest.approx(30, abs=1)
     # Half the width takes about four times the labels, fewer with the finite population correction.
     assert 100 <= labels_for_half_width(half / 2, own, 30) <= 120
-    # After a pilot of 30 labels at p = 0.5, the count named for ±0.05 gives ±0.05 when its labels come in (the
-    # pilot's shares scaled up); the score interval of the pilot itself is wider, and scaling its width named 40 %
-    # more (the label count check of `ragwatch bench judge-shift`).
+    # After a pilot of 30 labels at p = 0.5, the count named for ±0.05 gives ±0.05 when its labels
+    # come in (the pilot's shares scaled up); the score interval of the pilot itself is wider, and
+    # scaling its width named 40 % more (the label count check of `ragwatch bench judge-shift`).
     pilot = own_labels(np.array([2.0, 13.0]), np.array([15.0, 15.0]), np.array([250.0, 250.0]))
     named = labels_for_half_width(0.05, pilot, 30)
-    scaled = own_labels(np.array([2.0, 13.0]) * named / 30, np.array([1.0, 1.0]) * named / 2, np.array([250.0, 250.0]))
+    scaled = own_labels(
+        np.array([2.0, 13.0]) * named / 30,
+        np.array([1.0, 1.0]) * named / 2,
+        np.array([250.0, 250.0]),
+    )
     assert float(scaled.ci[1] - scaled.ci[0]) / 2 == pytest.approx(0.05, rel=0.1)
     # Earlier runs' labels cannot shrink the run's own part: a width below it is out of reach.
     rates = _two_runs()

@@ -10,21 +10,28 @@ from pipelines.evaluation.statistics.stratified import score_interval, stratifie
 
 def test_the_estimate_weights_each_verdicts_labels_by_the_runs_share_of_that_verdict():
     # 80 % judged yes, 15 labels per verdict: 14 of 15 yes-verdicts truly yes, 6 of 15 no-verdicts.
-    assert stratified_mean([6, 14], [15, 15], [0.2, 0.8]) == pytest.approx(0.2 * 6 / 15 + 0.8 * 14 / 15)
+    assert stratified_mean([6, 14], [15, 15], [0.2, 0.8]) == pytest.approx(
+        0.2 * 6 / 15 + 0.8 * 14 / 15
+    )
 
 
 def test_the_score_interval_holds_the_estimate_and_is_not_exact_when_a_strata_agrees():
     estimate, low, high = score_interval(
-        np.array([6.0, 15.0]), np.array([15.0, 15.0]), np.array([0.2, 0.8]), np.array([400.0, 1600.0])
+        np.array([6.0, 15.0]),
+        np.array([15.0, 15.0]),
+        np.array([0.2, 0.8]),
+        np.array([400.0, 1600.0]),
     )
     assert low < estimate < high <= 1.0
-    # All 15 yes-verdict labels truly yes: Wald's plug-in variance would call that stratum exact; the score
-    # interval still reaches well below, as 15 labels cannot rule out 80 % there.
+    # All 15 yes-verdict labels truly yes: Wald's plug-in variance would call that stratum exact;
+    # the score interval still reaches well below, as 15 labels cannot rule out 80 % there.
     assert estimate - low > 0.05
 
 
 def test_with_one_stratum_it_is_wilsons_interval_with_the_finite_population_correction():
-    _, low, high = score_interval(np.array([[7.0]]), np.array([[20.0]]), np.array([[1.0]]), np.array([[1e9]]))
+    _, low, high = score_interval(
+        np.array([[7.0]]), np.array([[20.0]]), np.array([[1.0]]), np.array([[1e9]])
+    )
     z, n, x = 1.959963984540054, 20, 7 / 20
     centre, spread = (
         (x + z * z / (2 * n)) / (1 + z * z / n),
@@ -33,14 +40,18 @@ def test_with_one_stratum_it_is_wilsons_interval_with_the_finite_population_corr
     wilson = (centre - spread, centre + spread)
     assert (float(low[0]), float(high[0])) == pytest.approx(wilson, abs=1e-6)
     # Every item labelled: nothing left to sample, the interval is the point.
-    _, low, high = score_interval(np.array([7.0]), np.array([20.0]), np.array([1.0]), np.array([20.0]))
+    _, low, high = score_interval(
+        np.array([7.0]), np.array([20.0]), np.array([1.0]), np.array([20.0])
+    )
     assert float(high - low) < 1e-6
 
 
 def test_it_covers_near_95_percent_where_wald_did_not():
     rng = np.random.default_rng(3)
     reps, judged, p, sens, spec = 1000, 2000, 0.9, 0.9, 0.9
-    cells = rng.multinomial(judged, [p * sens, (1 - p) * (1 - spec), p * (1 - sens), (1 - p) * spec], reps)
+    cells = rng.multinomial(
+        judged, [p * sens, (1 - p) * (1 - spec), p * (1 - sens), (1 - p) * spec], reps
+    )
     per_verdict = np.stack([cells[:, 2] + cells[:, 3], cells[:, 0] + cells[:, 1]], -1)
     truly_yes = np.stack([cells[:, 2], cells[:, 0]], -1)
     yes = rng.hypergeometric(truly_yes, per_verdict - truly_yes, np.full_like(per_verdict, 15))

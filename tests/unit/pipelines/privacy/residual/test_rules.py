@@ -53,15 +53,24 @@ from pipelines.privacy.residual import residual_pii_reasons
         ("vivo en calle los olivos 5", "address_like"),
         ("at 221 Baker Street", "address_like"),
         ("vivo en C. Mayor 5", "address_like"),  # "C." after a Spanish word is still a street
-        ("Ship it to C. Basilio Roca 4 Piso 9", "address_like"),  # the PII probe's form: not the C language
+        (
+            "Ship it to C. Basilio Roca 4 Piso 9",
+            "address_like",
+        ),  # the PII probe's form: not the C language
         ("I live in C. Mayor 5", "address_like"),
         ("My flat: C. Mayor 5, Madrid", "address_like"),
-        ("written in C. 45 # 12-30 is the office", "address_like"),  # a numbered street after "in C." too
+        (
+            "written in C. 45 # 12-30 is the office",
+            "address_like",
+        ),  # a numbered street after "in C." too
         ('{"phone": "612345678"}', "long_digit_run"),  # a JSON key that names no quantity
         ("contraseña %abc-123", "password_next"),  # not a directive: it holds digits
         ("Hola, me llamo Xiomara", "name_after_cue"),
         ("Saludos,\nMarta Vilaró", "name_after_cue"),
-        ('{"message": "Bearer wrJBzs2R8IoEcc6tSngySw\\nAccept"}', "auth_header"),  # JSON-escaped newline
+        (
+            '{"message": "Bearer wrJBzs2R8IoEcc6tSngySw\\nAccept"}',
+            "auth_header",
+        ),  # JSON-escaped newline
         ("jua\u200bn@gmail.com", "at_sign_like"),
     ],
 )
@@ -99,7 +108,8 @@ def test_pseudonyms_never_trip_a_rule(text):
         "sess-af674dc3266e6b5f and 2147483647",
         "my password is incorrect; mi contraseña es demasiado corta",
         "Saludos,\nEl equipo de datos",
-        "Support ticket #66212 (02/08/2026) and ticket #54195 (2026-07-30)",  # a ticket number, then a date
+        # a ticket number, then a date
+        "Support ticket #66212 (02/08/2026) and ticket #54195 (2026-07-30)",
         "'{:+010d}'.format(120) gives '+000000120'; str.zfill: '01  012 0123'",
         "'1234567890'.isdigit() (see note 16) 3232235521 is an address as an integer",
         "El coste mensual del planificador ronda los 5470 euros; la cola ronda las 300 peticiones",
@@ -122,13 +132,15 @@ def _residual_modules():
 
 
 def test_it_shares_no_code_with_the_detectors():
-    # Its own modules and python-stdnum's checksums only: a detector's shape missed a value, so the same shape
-    # would miss it again.
+    # Its own modules and python-stdnum's checksums only: a detector's shape missed a value, so the
+    # same shape would miss it again.
     for module in _residual_modules():
         source = inspect.getsource(module)
         imports = [line for line in source.splitlines() if line.startswith(("import ", "from "))]
         outside = [
-            line for line in imports if "pipelines" in line and not line.startswith("from pipelines.privacy.residual")
+            line
+            for line in imports
+            if "pipelines" in line and not line.startswith("from pipelines.privacy.residual")
         ]
         assert outside == [], module.__name__
 

@@ -1,4 +1,5 @@
-"""The residual rules' screens skip a rule only where it cannot match: the fast path flags what the slow one does.
+"""The residual rules' screens skip a rule only where it cannot match: the fast path flags what the
+slow one does.
 
 A screen that failed text its rule flags would let a value through the last line of defence, so the
 rules are run here without their screens, over text built to sit on the screens' edges: the rules'
@@ -153,7 +154,8 @@ FRAGMENTS = [
     "(555) 123-4567",
     "29/11/2026",
     "2026-11-29",
-    # shapes once missed: punctuated phones after a cue, trunks, numbered and capitalised streets, postcode lines
+    # shapes once missed: punctuated phones after a cue, trunks, numbered and capitalised streets,
+    # postcode lines
     "612_345_678",
     "612,345,678",
     "612·345·678",
@@ -207,16 +209,45 @@ FRAGMENTS = [
     "ſ",
     "K",
 ]
-SEPARATORS = ["", " ", "  ", "\n", "\t", "=", ":", ": ", "= ", '"', "'", ",", ", ", "-", ".", "/", "(", ")", "1", "9"]
+SEPARATORS = [
+    "",
+    " ",
+    "  ",
+    "\n",
+    "\t",
+    "=",
+    ":",
+    ": ",
+    "= ",
+    '"',
+    "'",
+    ",",
+    ", ",
+    "-",
+    ".",
+    "/",
+    "(",
+    ")",
+    "1",
+    "9",
+]
 
 LOOK_ALIKES = str.maketrans({"i": "ı", "I": "İ", "s": "ſ", "k": "K"})
 
 
 @st.composite
 def edge_texts(draw) -> str:
-    parts = draw(st.lists(st.tuples(st.sampled_from(FRAGMENTS), st.sampled_from(SEPARATORS)), min_size=1, max_size=8))
+    parts = draw(
+        st.lists(
+            st.tuples(st.sampled_from(FRAGMENTS), st.sampled_from(SEPARATORS)),
+            min_size=1,
+            max_size=8,
+        )
+    )
     text = "".join(fragment + separator for fragment, separator in parts)
-    case = draw(st.sampled_from([str, str.upper, str.lower, str.title, lambda t: t.translate(LOOK_ALIKES)]))
+    case = draw(
+        st.sampled_from([str, str.upper, str.lower, str.title, lambda t: t.translate(LOOK_ALIKES)])
+    )
     return case(text)
 
 
@@ -238,7 +269,12 @@ def test_screens_never_hide_a_match(text):
 
 def test_every_fragment_and_its_look_alikes_agree():
     for fragment in FRAGMENTS:
-        for text in (fragment, fragment.upper(), fragment.translate(LOOK_ALIKES), f"x {fragment}=Abc123456789!"):
+        for text in (
+            fragment,
+            fragment.upper(),
+            fragment.translate(LOOK_ALIKES),
+            f"x {fragment}=Abc123456789!",
+        ):
             assert residual_pii_reasons(text) == unscreened_reasons(text), text
 
 

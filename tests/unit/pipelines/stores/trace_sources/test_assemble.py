@@ -1,5 +1,5 @@
-"""One trace's spans into a row: the question that is not a prompt, the tool that ran, the span an evaluation
-judges, and an empty retrieval in every span vocabulary."""
+"""One trace's spans into a row: the question that is not a prompt, the tool that ran, the span an
+evaluation judges, and an empty retrieval in every span vocabulary."""
 
 from __future__ import annotations
 
@@ -18,12 +18,22 @@ PROMPT = f"Use the context to answer.\n\nContext:\n[1] {CHUNK}\n\nQuestion: {QUE
 
 
 def span(span_id: str, parent: str, name: str, start: int, **attributes) -> Span:
-    return Span(TRACE, span_id * 16, parent * 16 if parent else "", name, start, start + 1_000_000, attributes)
+    return Span(
+        TRACE,
+        span_id * 16,
+        parent * 16 if parent else "",
+        name,
+        start,
+        start + 1_000_000,
+        attributes,
+    )
 
 
-def genai_trace(*, query: str | None = None, root_input: str | None = None, documents="auto") -> list[Span]:
-    """A RAG turn as OpenTelemetry's GenAI instrumentation records it: the app's root, a retrieval span (ids and
-    scores only) and a chat span whose user message is the filled template."""
+def genai_trace(
+    *, query: str | None = None, root_input: str | None = None, documents="auto"
+) -> list[Span]:
+    """A RAG turn as OpenTelemetry's GenAI instrumentation records it: the app's root, a retrieval
+    span (ids and scores only) and a chat span whose user message is the filled template."""
     retrieval = {"gen_ai.operation.name": "retrieval"}
     if query:
         retrieval["gen_ai.retrieval.query.text"] = query
@@ -66,15 +76,19 @@ def test_the_prompt_is_never_the_question():
 )
 def test_the_question_comes_from_the_retrieval_query_or_the_roots_input(where):
     row = assemble_trace(genai_trace(**where), source="otlp")
-    assert SOURCE_REJECTION not in row and row["question"] == QUESTION and row["answer"] == "Port 6333."
+    assert (
+        SOURCE_REJECTION not in row
+        and row["question"] == QUESTION
+        and row["answer"] == "Port 6333."
+    )
 
 
 def test_a_teams_attribute_or_pattern_gives_the_question():
     spans = genai_trace()
     spans[0].attributes["app.user_question"] = QUESTION
-    assert assemble_trace(spans, source="otlp", question_rule=QuestionRule.of("app.user_question", None))[
-        "question"
-    ] == (QUESTION)
+    assert assemble_trace(
+        spans, source="otlp", question_rule=QuestionRule.of("app.user_question", None)
+    )["question"] == (QUESTION)
     rule = QuestionRule.of(None, r"Question:\s*(?P<question>.+?)\s*Answer:")
     assert assemble_trace(genai_trace(), source="otlp", question_rule=rule)["question"] == QUESTION
 
@@ -106,7 +120,10 @@ def test_a_prompt_holding_a_retrieved_documents_text_is_refused_without_a_templa
             "llm.output_messages.0.message.content": "Port 6333.",
         },
     )
-    assert assemble_trace([root, retriever, llm], source="openinference")[SOURCE_REJECTION][0] == "question_is_prompt"
+    assert (
+        assemble_trace([root, retriever, llm], source="openinference")[SOURCE_REJECTION][0]
+        == "question_is_prompt"
+    )
 
 
 @pytest.mark.parametrize("documents", [None, "[]"], ids=["attribute absent", "empty list"])
@@ -116,15 +133,26 @@ def test_an_empty_genai_retrieval_is_a_trace_with_no_contexts(documents):
 
 
 def test_an_empty_openinference_retrieval_is_a_trace_with_no_contexts():
-    root = span("1", "", "rag", 1_000, **{"openinference.span.kind": "CHAIN", "input.value": QUESTION})
+    root = span(
+        "1", "", "rag", 1_000, **{"openinference.span.kind": "CHAIN", "input.value": QUESTION}
+    )
     root.attributes["output.value"] = "I do not know."
-    retriever = span("2", "1", "retrieve", 2_000, **{"openinference.span.kind": "RETRIEVER", "input.value": QUESTION})
+    retriever = span(
+        "2",
+        "1",
+        "retrieve",
+        2_000,
+        **{"openinference.span.kind": "RETRIEVER", "input.value": QUESTION},
+    )
     row = assemble_trace([root, retriever], source="openinference")
-    assert SOURCE_REJECTION not in row and row["contexts"] == [] and row["answer"] == "I do not know."
+    assert (
+        SOURCE_REJECTION not in row and row["contexts"] == [] and row["answer"] == "I do not know."
+    )
 
 
 def test_openllmetry_tool_spans_give_the_tools_name_and_keyword_arguments():
-    """OpenLLMetry's @tool decorator: `traceloop.entity.name`, and the call as {"args": [...], "kwargs": {...}}."""
+    """OpenLLMetry's @tool decorator: `traceloop.entity.name`, and the call as {"args": [...],
+    "kwargs": {...}}."""
     spans = genai_trace(query="Which version of json do I have?")
     spans.append(
         span(
@@ -149,11 +177,17 @@ def test_openllmetry_tool_spans_give_the_tools_name_and_keyword_arguments():
             **{
                 "traceloop.span.kind": "tool",
                 "traceloop.entity.name": "fetch",
-                "traceloop.entity.input": json.dumps({"args": ["https://example.org"], "kwargs": {"timeout": 3}}),
+                "traceloop.entity.input": json.dumps(
+                    {"args": ["https://example.org"], "kwargs": {"timeout": 3}}
+                ),
             },
         )
     )
-    spans.append(span("6", "1", "execute_tool restart_pod", 2_700, **{"gen_ai.operation.name": "execute_tool"}))
+    spans.append(
+        span(
+            "6", "1", "execute_tool restart_pod", 2_700, **{"gen_ai.operation.name": "execute_tool"}
+        )
+    )
     row = assemble_trace(spans, source="otlp")
     assert [(c["name"], c["arguments"]) for c in row["tool_calls"]] == [
         ("lookup_version", {"module": "json"}),
@@ -181,23 +215,30 @@ def without_answer(spans: list[Span]) -> list[Span]:
     [
         (genai_trace()[:1], ("missing_field", "question")),
         (without_answer(genai_trace(query=QUESTION)), ("missing_field", "answer")),
-        (without_answer(genai_trace()), ("missing_field", "answer")),  # a prompt for question, and no answer
+        (
+            without_answer(genai_trace()),
+            ("missing_field", "answer"),
+        ),  # a prompt for question, and no answer
         (genai_trace(), ("question_is_prompt", "question")),
     ],
     ids=["no question", "no answer", "prompt and no answer", "prompt"],
 )
 def test_a_trace_is_quarantined_under_the_sql_stores_reason_in_its_order(spans, expected):
-    """A SQL row without a question or an answer is `missing_field`, checked before the question is refused as a
-    prompt: a span tree missing the same is quarantined the same."""
+    """A SQL row without a question or an answer is `missing_field`, checked before the question is
+    refused as a prompt: a span tree missing the same is quarantined the same."""
     assert assemble_trace(spans, source="otlp")[SOURCE_REJECTION][:2] == expected
 
 
 def test_an_unrecorded_language_is_the_questions_and_a_recorded_one_wins():
-    """Span exports seldom carry a language: the day is stratified by the question's, never filed under another."""
+    """Span exports seldom carry a language: the day is stratified by the question's, never filed
+    under another."""
     row = assemble_trace(genai_trace(query="¿En qué puerto escucha la API REST?"), source="otlp")
     assert row["language"] == "es"
     assert (
-        assemble_trace(genai_trace(query="Auf welchem Port lauscht die REST-API?"), source="otlp")["language"] == "de"
+        assemble_trace(genai_trace(query="Auf welchem Port lauscht die REST-API?"), source="otlp")[
+            "language"
+        ]
+        == "de"
     )
     spans = genai_trace(query="¿En qué puerto escucha la API REST?")
     spans[0].attributes["ragwatch.language"] = "ca"
@@ -205,8 +246,9 @@ def test_an_unrecorded_language_is_the_questions_and_a_recorded_one_wins():
 
 
 def test_an_openinference_tool_decorators_call_gives_its_arguments_not_its_schema():
-    """OpenInference's `@tracer.tool` records the tool's JSON schema as `tool.parameters` and the call's arguments as
-    `input.value`: the spans come from the real decorator, through the SDK and the OTLP/JSON encoding."""
+    """OpenInference's `@tracer.tool` records the tool's JSON schema as `tool.parameters` and the
+    call's arguments as `input.value`: the spans come from the real decorator, through the SDK and
+    the OTLP/JSON encoding."""
     from openinference.instrumentation import OITracer, TraceConfig
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -233,8 +275,14 @@ def test_an_openinference_tool_decorators_call_gives_its_arguments_not_its_schem
     answer(QUESTION)
     spans = list(request_spans(json.dumps(otlp_json(exporter.get_finished_spans()))))
     tool = next(s for s in spans if s.attributes.get("openinference.span.kind") == "TOOL")
-    assert json.loads(tool.attributes["tool.parameters"])["type"] == "object"  # the schema, as the decorator writes it
+    assert (
+        json.loads(tool.attributes["tool.parameters"])["type"] == "object"
+    )  # the schema, as the decorator writes it
     row = assemble_trace(spans, source="openinference")
-    assert row["tool_calls"] == [{"name": "vector_search", "arguments": {"query": "REST port", "top_k": 3}}]
+    assert row["tool_calls"] == [
+        {"name": "vector_search", "arguments": {"query": "REST port", "top_k": 3}}
+    ]
     del tool.attributes["input.value"]  # a schema alone says nothing of the call
-    assert assemble_trace(spans, source="openinference")["tool_calls"] == [{"name": "vector_search", "arguments": {}}]
+    assert assemble_trace(spans, source="openinference")["tool_calls"] == [
+        {"name": "vector_search", "arguments": {}}
+    ]

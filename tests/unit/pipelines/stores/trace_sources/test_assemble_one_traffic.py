@@ -1,8 +1,9 @@
 """One traffic, one outcome: the same turns through every trace source sample into the same rows.
 
-tests/support/one_traffic.py writes the turns as each source holds them (a SQL table, OTLP/JSON span files in
-three vocabularies, Phoenix's span dataframe, Langfuse's export); each source's day goes through the sampling
-step, and the partitions are compared field by field with the SQL store's and with the turns themselves.
+tests/support/one_traffic.py writes the turns as each source holds them (a SQL table, OTLP/JSON span
+files in three vocabularies, Phoenix's span dataframe, Langfuse's export); each source's day goes
+through the sampling step, and the partitions are compared field by field with the SQL store's and
+with the turns themselves.
 """
 
 from __future__ import annotations
@@ -20,7 +21,17 @@ from tests.support import one_traffic
 from tests.support.one_traffic import APP, DAY, MODEL, TURNS
 
 SOURCES = ("sql", "otlp-genai", "otlp-openllmetry", "openinference", "phoenix", "langfuse-export")
-COMPARED = ("question", "answer", "contexts", "tool_calls", "app", "language", "user_feedback", "model", "latency_ms")
+COMPARED = (
+    "question",
+    "answer",
+    "contexts",
+    "tool_calls",
+    "app",
+    "language",
+    "user_feedback",
+    "model",
+    "latency_ms",
+)
 SPANISH = {"rag-es"}
 
 
@@ -42,7 +53,9 @@ def write_source(source: str, settings: Settings, folder) -> Settings:
     elif source == "phoenix":
         kind = "openinference"
         one_traffic.write_openinference_otlp(folder.parent / "phoenix-otlp.jsonl")
-        one_traffic.write_phoenix_parquet(folder.parent / "phoenix-otlp.jsonl", folder / f"{APP}.parquet")
+        one_traffic.write_phoenix_parquet(
+            folder.parent / "phoenix-otlp.jsonl", folder / f"{APP}.parquet"
+        )
     else:
         one_traffic.write_langfuse_export(folder)
     return settings.model_copy(update={"trace_source": kind, "trace_source_path": str(path)})
@@ -58,17 +71,21 @@ def comparable(row: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory) -> dict[str, tuple[dict, dict, dict]]:
-    """Per source: (sampled rows by trace id, (reason, field) of quarantined ones by trace id, manifest)."""
+    """Per source: (sampled rows by trace id, (reason, field) of quarantined ones by trace id,
+    manifest)."""
     result = {}
     for source in SOURCES:
         root = tmp_path_factory.mktemp(source)
-        settings = Settings(home=root / "home", anonymizer_key="test-key-not-secret", sample_workers=1)
+        settings = Settings(
+            home=root / "home", anonymizer_key="test-key-not-secret", sample_workers=1
+        )
         configured = write_source(source, settings, root / "export")
         steps.run_trace_sampling(configured, DAY, version=False, rate=1.0)
         paths = Workspace.from_settings(configured).traces_partition(DAY)
         sampled = {row["trace_id"]: comparable(row) for row in read_parts(paths.parts).to_pylist()}
         quarantined = {
-            row["trace_id"]: (row["reason"], row["field"]) for row in read_parts(paths.quarantine_parts).to_pylist()
+            row["trace_id"]: (row["reason"], row["field"])
+            for row in read_parts(paths.quarantine_parts).to_pylist()
         }
         result[source] = sampled, quarantined, read_manifest(paths.manifest)
     return result
@@ -99,7 +116,9 @@ def test_every_source_samples_the_same_rows_as_the_sql_store(outcomes, source):
     sampled, _, _ = outcomes[source]
     assert sorted(sampled) == sorted(expected)
     for trace_id, row in expected.items():
-        differing = {k: (sampled[trace_id][k], v) for k, v in row.items() if sampled[trace_id][k] != v}
+        differing = {
+            k: (sampled[trace_id][k], v) for k, v in row.items() if sampled[trace_id][k] != v
+        }
         assert not differing, (trace_id, differing)
 
 
@@ -110,9 +129,10 @@ def test_every_source_quarantines_the_same_traces_for_the_same_reasons(outcomes,
 
 @pytest.mark.parametrize("source", SOURCES[1:])
 def test_every_source_stratifies_the_day_alike(outcomes, source):
-    """The strata decide which traces a rate below 1 selects: they must not depend on the span vocabulary. A span
-    source stratifies a trace whose app recorded no language by its question's; the SQL store by its column, where
-    a null is a stratum of its own (the Spanish turn records none)."""
+    """The strata decide which traces a rate below 1 selects: they must not depend on the span
+    vocabulary. A span source stratifies a trace whose app recorded no language by its question's;
+    the SQL store by its column, where a null is a stratum of its own (the Spanish turn records
+    none)."""
     manifest, expected, sql = outcomes[source][2], outcomes[SOURCES[1]][2], outcomes["sql"][2]
     for key in ("population", "selected", "sampled", "quarantined", "quarantine_reasons"):
         assert manifest[key] == sql[key], key

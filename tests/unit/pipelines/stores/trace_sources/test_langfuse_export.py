@@ -1,7 +1,9 @@
-"""Langfuse's blob-storage export as a trace source: Parquet and JSONL files, in a folder and on S3 (moto).
+"""Langfuse's blob-storage export as a trace source: Parquet and JSONL files, in a folder and on S3
+(moto).
 
-The files follow Langfuse's export field reference (observations_v2/ with trace context on each row, the legacy
-traces/ + observations/, scores/), written with pyarrow and json as an export job writes them.
+The files follow Langfuse's export field reference (observations_v2/ with trace context on each row,
+the legacy traces/ + observations/, scores/), written with pyarrow and json as an export job writes
+them.
 """
 
 from __future__ import annotations
@@ -27,12 +29,14 @@ BUCKET = "langfuse-exports"
 
 
 def stamp(minutes: float) -> str:
-    return (datetime(2026, 11, 20, 9, 0, tzinfo=timezone.utc) + timedelta(minutes=minutes)).strftime(
-        "%Y-%m-%d %H:%M:%S.%f"
-    )
+    return (
+        datetime(2026, 11, 20, 9, 0, tzinfo=timezone.utc) + timedelta(minutes=minutes)
+    ).strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
-def observation(trace: str, oid: str, kind: str, parent: str | None, minute: float, **fields) -> dict:
+def observation(
+    trace: str, oid: str, kind: str, parent: str | None, minute: float, **fields
+) -> dict:
     return {
         "id": oid,
         "trace_id": trace,
@@ -56,7 +60,13 @@ def observation(trace: str, oid: str, kind: str, parent: str | None, minute: flo
 
 
 def rag_trace(
-    trace: str, minute: float, question: str, answer: str, *, language: str | None = None, documents=None
+    trace: str,
+    minute: float,
+    question: str,
+    answer: str,
+    *,
+    language: str | None = None,
+    documents=None,
 ) -> list[dict]:
     documents = (
         documents
@@ -101,7 +111,10 @@ def rag_trace(
             minute + 0.2,
             model="gen-model",
             input=json.dumps(
-                [{"role": "system", "content": "Answer from the contexts."}, {"role": "user", "content": question}]
+                [
+                    {"role": "system", "content": "Answer from the contexts."},
+                    {"role": "user", "content": question},
+                ]
             ),
             output=json.dumps({"role": "assistant", "content": answer}),
         ),
@@ -111,10 +124,20 @@ def rag_trace(
 def export_rows() -> tuple[list[dict], list[dict]]:
     observations = [
         *rag_trace("lf-1", 1, "When do backups run?", "Every night at 02:00 UTC.", language="en"),
-        *rag_trace("lf-2", 2, "¿Cuándo se hacen las copias de seguridad?", "Cada noche a las 02:00 UTC."),
-        *rag_trace("lf-3", 3, "Where are snapshots written?", "In the snapshots folder.", documents={"hits": 2}),
+        *rag_trace(
+            "lf-2", 2, "¿Cuándo se hacen las copias de seguridad?", "Cada noche a las 02:00 UTC."
+        ),
+        *rag_trace(
+            "lf-3",
+            3,
+            "Where are snapshots written?",
+            "In the snapshots folder.",
+            documents={"hits": 2},
+        ),
         observation("lf-4", "lf-4-root", "SPAN", None, 4, name="health-check"),
-        *rag_trace("lf-late", 60 * 24, "When do backups run?", "Every night."),  # tomorrow: another day's trace
+        *rag_trace(
+            "lf-late", 60 * 24, "When do backups run?", "Every night."
+        ),  # tomorrow: another day's trace
     ]
     scores = [
         {
@@ -159,13 +182,17 @@ def write_export(folder: Path, file_format: str) -> None:
         if file_format == "parquet":
             pq.write_table(pa.Table.from_pylist(rows), path)
         elif file_format == "jsonl.gz":  # the export's gzip option
-            path.write_bytes(gzip.compress("".join(json.dumps(row) + "\n" for row in rows).encode()))
+            path.write_bytes(
+                gzip.compress("".join(json.dumps(row) + "\n" for row in rows).encode())
+            )
         else:
             path.write_text("".join(json.dumps(row) + "\n" for row in rows))
 
 
 def configured(settings, path: str):
-    return settings.model_copy(update={"trace_source": "langfuse-export", "trace_source_path": path})
+    return settings.model_copy(
+        update={"trace_source": "langfuse-export", "trace_source_path": path}
+    )
 
 
 def expect_day(settings) -> None:
@@ -175,7 +202,10 @@ def expect_day(settings) -> None:
     assert counts.quarantine_reasons == {"missing_field": 1, "unknown_attribute_shape": 1}
     paths = Workspace.from_settings(settings).traces_partition(DAY)
     rows = {row["trace_id"]: row for row in read_parts(paths.parts).to_pylist()}
-    assert rows["lf-1"]["question"] == "When do backups run?" and rows["lf-1"]["answer"] == "Every night at 02:00 UTC."
+    assert (
+        rows["lf-1"]["question"] == "When do backups run?"
+        and rows["lf-1"]["answer"] == "Every night at 02:00 UTC."
+    )
     assert [(c["chunk_id"], c["score"]) for c in rows["lf-1"]["contexts"]] == [
         ("ops-backups#2", 0.81),
         ("ops-snapshots#1", 0.42),
@@ -185,9 +215,14 @@ def expect_day(settings) -> None:
         1,
         -1,
     )  # the helpfulness score is not feedback
-    assert (rows["lf-1"]["language"], rows["lf-2"]["language"]) == ("en", "es")  # from metadata, then detected
+    assert (rows["lf-1"]["language"], rows["lf-2"]["language"]) == (
+        "en",
+        "es",
+    )  # from metadata, then detected
     assert rows["lf-1"]["app"] == "support-bot" and rows["lf-1"]["model"] == "gen-model"
-    quarantined = {row["trace_id"]: row["reason"] for row in read_parts(paths.quarantine_parts).to_pylist()}
+    quarantined = {
+        row["trace_id"]: row["reason"] for row in read_parts(paths.quarantine_parts).to_pylist()
+    }
     assert quarantined == {"lf-3": "unknown_attribute_shape", "lf-4": "missing_field"}
 
 
@@ -201,7 +236,11 @@ def test_a_local_export_is_sampled_like_the_sql_store(settings, tmp_path, file_f
 def s3(tmp_path, monkeypatch):
     """An S3 server in process, reached with the DVC remote's variables (AWS_*)."""
     with s3_bucket(
-        BUCKET, user="langfuse-reader", secret="moto-secret", tmp_path=tmp_path, monkeypatch=monkeypatch
+        BUCKET,
+        user="langfuse-reader",
+        secret="moto-secret",
+        tmp_path=tmp_path,
+        monkeypatch=monkeypatch,
     ) as client:
         yield client
 
@@ -235,12 +274,17 @@ def test_a_jsonl_file_cut_short_quarantines_the_trace_it_cut(settings, tmp_path)
     assert counts.population == 5 and counts.quarantine_reasons["truncated_file"] == 1
     paths = Workspace.from_settings(settings).traces_partition(DAY)
     assert {
-        r["trace_id"] for r in read_parts(paths.quarantine_parts).to_pylist() if r["reason"] == "truncated_file"
+        r["trace_id"]
+        for r in read_parts(paths.quarantine_parts).to_pylist()
+        if r["reason"] == "truncated_file"
     } == {"lf-5"}
 
 
-def test_inputs_recorded_by_the_observe_decorator_give_the_question_and_the_tools_arguments(settings, tmp_path):
-    """Langfuse's `@observe` records a call as `{"args": [...], "kwargs": {...}}` and a text result as JSON text."""
+def test_inputs_recorded_by_the_observe_decorator_give_the_question_and_the_tools_arguments(
+    settings, tmp_path
+):
+    """Langfuse's `@observe` records a call as `{"args": [...], "kwargs": {...}}` and a text result
+    as JSON text."""
 
     def call(*args, **kwargs) -> str:
         return json.dumps({"args": list(args), "kwargs": kwargs})
@@ -254,10 +298,22 @@ def test_inputs_recorded_by_the_observe_decorator_give_the_question_and_the_tool
     )
     tools = [
         observation(
-            "lf-6", "lf-6-tool", "TOOL", "lf-6-root", 6.05, name="vector_search", input=call(query="backups", top_k=3)
+            "lf-6",
+            "lf-6-tool",
+            "TOOL",
+            "lf-6-root",
+            6.05,
+            name="vector_search",
+            input=call(query="backups", top_k=3),
         ),
         observation(
-            "lf-6", "lf-6-fetch", "TOOL", "lf-6-root", 6.06, name="fetch", input=call("https://example.org", timeout=3)
+            "lf-6",
+            "lf-6-fetch",
+            "TOOL",
+            "lf-6-root",
+            6.06,
+            name="fetch",
+            input=call("https://example.org", timeout=3),
         ),
     ]
     (tmp_path / "export" / "observations_v2").mkdir(parents=True)

@@ -1,8 +1,10 @@
-"""Span exports as trace sources: real exports of a tiny instrumented RAG app, sampled through the product's path.
+"""Span exports as trace sources: real exports of a tiny instrumented RAG app, sampled through the
+product's path.
 
-The app (tests/support/traced_rag_app.py) asks the simulator over HTTP and a Qdrant local collection; its spans are written
-by the OpenTelemetry SDK (GenAI conventions by hand, OpenLLMetry's and OpenInference's OpenAI instrumentations)
-through the OTLP/JSON file exporter, as the Collector's file exporter writes them.
+The app (tests/support/traced_rag_app.py) asks the simulator over HTTP and a Qdrant local
+collection; its spans are written by the OpenTelemetry SDK (GenAI conventions by hand, OpenLLMetry's
+and OpenInference's OpenAI instrumentations) through the OTLP/JSON file exporter, as the Collector's
+file exporter writes them.
 """
 
 from __future__ import annotations
@@ -48,10 +50,16 @@ def exports(tmp_path_factory):
     made: dict[str, dict[str, tuple[Turn, str]]] = {}
     with running_simulator(prompts=all_prompts()) as url:
         for style in STYLES:
-            app = TracedRagApp(url, root / f"qdrant-{style}", root / style / "traces.jsonl", style=style)
+            app = TracedRagApp(
+                url, root / f"qdrant-{style}", root / style / "traces.jsonl", style=style
+            )
             try:
                 turns = TURNS + (BROKEN if style == "genai" else [])
-                made[style] = {trace_id: (turn, answer) for turn in turns for trace_id, answer in [app.ask(turn)]}
+                made[style] = {
+                    trace_id: (turn, answer)
+                    for turn in turns
+                    for trace_id, answer in [app.ask(turn)]
+                }
             finally:
                 app.close()
     return root, made
@@ -91,9 +99,13 @@ def test_each_instrumentation_assembles_into_the_trace_contract(exports, setting
             continue
         assert "source_rejection" not in row, row.get("source_rejection")
         assert row["question"] == turn.question
-        assert answer in row["answer"]  # OpenLLMetry records the model's structured reply, `{"answer": ...}`
+        assert (
+            answer in row["answer"]
+        )  # OpenLLMetry records the model's structured reply, `{"answer": ...}`
         assert row["app"] == "docs-bot" and row["user_feedback"] == turn.feedback
-        assert row["language"] == (turn.language or ("es" if "¿" in turn.question else "en"))  # recorded, else detected
+        assert row["language"] == (
+            turn.language or ("es" if "¿" in turn.question else "en")
+        )  # recorded, else detected
         assert [c["chunk_id"] for c in row["contexts"]][:1] in (
             ["ops-ports#1"],
             ["es-puertos#1"],
@@ -101,9 +113,13 @@ def test_each_instrumentation_assembles_into_the_trace_contract(exports, setting
             ["es-copias#1"],
         )
         assert all(isinstance(c["score"], float) and 0 < c["score"] <= 1 for c in row["contexts"])
-        if style == "openinference":  # OpenInference records each document's text; the GenAI convention ids and scores
+        if (
+            style == "openinference"
+        ):  # OpenInference records each document's text; the GenAI convention ids and scores
             assert all(c["text"] for c in row["contexts"])
-        assert row["model"] in (None, "gen-model") and (style == "genai" or row["model"] == "gen-model")
+        assert row["model"] in (None, "gen-model") and (
+            style == "genai" or row["model"] == "gen-model"
+        )
         if turn.agent:
             assert [c["name"] for c in row["tool_calls"]] == ["vector_search"]
             assert row["tool_calls"][0]["arguments"]["query"] == turn.question
@@ -117,27 +133,40 @@ def test_broken_span_trees_are_rejected_with_their_reason(exports, settings):
     day = day_of(folder)
     store = open_trace_source(source_settings(settings, "genai", folder))
     start = datetime.combine(day, datetime.min.time(), tzinfo=timezone.utc)
-    rows = {row["trace_id"]: row for row in store.iter_rows(start, start + timedelta(days=1), made["genai"])}
-    reasons = {made["genai"][t][0].fault: row.get("source_rejection", (None,))[0] for t, row in rows.items()}
+    rows = {
+        row["trace_id"]: row
+        for row in store.iter_rows(start, start + timedelta(days=1), made["genai"])
+    }
+    reasons = {
+        made["genai"][t][0].fault: row.get("source_rejection", (None,))[0]
+        for t, row in rows.items()
+    }
     assert reasons == {
         None: None,
         "cache_hit": "missing_field",
-        "no_documents": None,  # a retrieval that found nothing is a failure to evaluate, not a broken tree
+        # a retrieval that found nothing is a failure to evaluate, not a broken tree
+        "no_documents": None,
         "documents_as_text": "unknown_attribute_shape",
     }
     empty = next(row for t, row in rows.items() if made["genai"][t][0].fault == "no_documents")
-    assert empty["contexts"] == [] and empty["question"] == "Where are snapshots written?" and empty["answer"]
+    assert (
+        empty["contexts"] == []
+        and empty["question"] == "Where are snapshots written?"
+        and empty["answer"]
+    )
 
 
 def test_a_day_of_spans_is_sampled_like_the_sql_store(exports, settings):
-    """The product's own path: selection, anonymization, quarantine per reason with the trace id, validation, and a
-    rerun that writes the same bytes. A truncated file quarantines the traces it names as truncated_file, and every
-    trace that may have lost a span in the cut as incomplete_trace: none is sampled as if whole."""
+    """The product's own path: selection, anonymization, quarantine per reason with the trace id,
+    validation, and a rerun that writes the same bytes. A truncated file quarantines the traces it
+    names as truncated_file, and every trace that may have lost a span in the cut as
+    incomplete_trace: none is sampled as if whole."""
     root, made = exports
     folder = settings.home.parent / "otlp"
     shutil.copytree(root / "genai", folder)
     day = day_of(folder)
-    # The Collector was killed mid-write: the last line of a second file, an hour apart, is cut in half.
+    # The Collector was killed mid-write: the last line of a second file, an hour apart, is cut in
+    # half.
     shift = 3_600 * 10**9 * (-1 if datetime.now(timezone.utc).hour >= 12 else 1)
     whole = [
         re.sub(r'(TimeUnixNano":")(\d+)', lambda m: m.group(1) + str(int(m.group(2)) + shift), line)
@@ -146,9 +175,12 @@ def test_a_day_of_spans_is_sampled_like_the_sql_store(exports, settings):
     half = whole[-1][: len(whole[-1]) // 2]
     (folder / "traces-2.jsonl").write_text("\n".join(whole[:-1]) + "\n" + half)
     cut = set(re.findall(r'"traceId":"([0-9a-f]{32})"', half))
-    # A trace all of whose spans were in the lost half leaves no trace id behind: it cannot be counted anywhere.
+    # A trace all of whose spans were in the lost half leaves no trace id behind: it cannot be
+    # counted anywhere.
     present = cut | {t for t in made["openllmetry"] if any(t in line for line in whole[:-1])}
-    lost_elsewhere = {t for t in re.findall(r'"traceId":"([0-9a-f]{32})"', whole[-1][len(half) :])} & present - cut
+    lost_elsewhere = {
+        t for t in re.findall(r'"traceId":"([0-9a-f]{32})"', whole[-1][len(half) :])
+    } & present - cut
     assert cut, "the cut line holds spans of some trace"
     configured = source_settings(settings, "genai", folder)
 
@@ -165,11 +197,17 @@ def test_a_day_of_spans_is_sampled_like_the_sql_store(exports, settings):
     assert counts.source_counts["spans_lost"] == half.count('"spanId"')
     assert counts.source_counts["rejected_incomplete_trace"] == len(present - cut)
     paths = Workspace.from_settings(configured).traces_partition(day)
-    quarantined = {row["trace_id"]: row["reason"] for row in read_parts(paths.quarantine_parts).to_pylist()}
+    quarantined = {
+        row["trace_id"]: row["reason"] for row in read_parts(paths.quarantine_parts).to_pylist()
+    }
     assert {t for t, reason in quarantined.items() if reason == "truncated_file"} == cut
-    assert lost_elsewhere <= {t for t, reason in quarantined.items() if reason == "incomplete_trace"}
+    assert lost_elsewhere <= {
+        t for t, reason in quarantined.items() if reason == "incomplete_trace"
+    }
     sampled = read_parts(paths.parts).to_pylist()
-    assert {row["language"] for row in sampled} == {"en", "es"} and all(row["sample_rate"] == 1.0 for row in sampled)
+    assert {row["language"] for row in sampled} == {"en", "es"} and all(
+        row["sample_rate"] == 1.0 for row in sampled
+    )
     # The root span's id survives anonymization: the online eval's events are tied to it.
     roots = {
         s.trace_id: s.span_id
@@ -190,7 +228,9 @@ def test_a_wholly_unreadable_file_fails_the_task_naming_it(exports, settings):
     shutil.copytree(root / "genai", folder)
     (folder / "zz-metrics.bin").write_bytes(bytes(range(256)) * 4)
     with pytest.raises(UnreadableSource, match="zz-metrics.bin"):
-        steps.run_trace_sampling(source_settings(settings, "genai", folder), day_of(folder), version=False, rate=1.0)
+        steps.run_trace_sampling(
+            source_settings(settings, "genai", folder), day_of(folder), version=False, rate=1.0
+        )
 
 
 def test_spans_of_one_trace_in_several_files_and_lines_are_assembled_once(exports, settings):
@@ -199,10 +239,15 @@ def test_spans_of_one_trace_in_several_files_and_lines_are_assembled_once(export
     folder.mkdir(parents=True)
     lines = (root / "openinference" / "traces.jsonl").read_text().splitlines()
     spans_per_line = [
-        sum(len(s["spans"]) for r in json.loads(line)["resourceSpans"] for s in r["scopeSpans"]) for line in lines
+        sum(len(s["spans"]) for r in json.loads(line)["resourceSpans"] for s in r["scopeSpans"])
+        for line in lines
     ]
-    assert len(lines) > 1 and max(spans_per_line) <= 7  # the batch processor cut the traces across lines
-    for i, line in enumerate(reversed(lines)):  # newest file first in name order: arrival order must not matter
+    assert (
+        len(lines) > 1 and max(spans_per_line) <= 7
+    )  # the batch processor cut the traces across lines
+    for i, line in enumerate(
+        reversed(lines)
+    ):  # newest file first in name order: arrival order must not matter
         (folder / f"part-{i:02d}.jsonl").write_text(line + "\n")
     store = open_trace_source(source_settings(settings, "openinference", folder))
     day = day_of(root / "openinference")
@@ -216,19 +261,31 @@ def test_spans_of_one_trace_in_several_files_and_lines_are_assembled_once(export
     assert max(per_trace.values()) >= 3
 
 
-def test_spans_exported_from_phoenix_as_a_dataframe_assemble_like_its_otlp_spans(exports, settings, tmp_path):
+def test_spans_exported_from_phoenix_as_a_dataframe_assemble_like_its_otlp_spans(
+    exports, settings, tmp_path
+):
     import pandas as pd
 
     root, made = exports
-    spans = [s for s in read_otlp_json(root / "openinference" / "traces.jsonl") if isinstance(s, Span)]
+    spans = [
+        s for s in read_otlp_json(root / "openinference" / "traces.jsonl") if isinstance(s, Span)
+    ]
     frame = pd.DataFrame(phoenix_frame(spans))
     (tmp_path / "phoenix").mkdir()
-    frame.to_parquet(tmp_path / "phoenix" / "docs-bot.parquet")  # a project's export, named after it
+    frame.to_parquet(
+        tmp_path / "phoenix" / "docs-bot.parquet"
+    )  # a project's export, named after it
     day = day_of(root / "openinference")
     start = datetime.combine(day, datetime.min.time(), tzinfo=timezone.utc)
-    from_otlp = open_trace_source(source_settings(settings, "openinference", root / "openinference"))
+    from_otlp = open_trace_source(
+        source_settings(settings, "openinference", root / "openinference")
+    )
     from_phoenix = open_trace_source(
-        source_settings(settings.model_copy(update={"home": tmp_path / "h2"}), "openinference", tmp_path / "phoenix")
+        source_settings(
+            settings.model_copy(update={"home": tmp_path / "h2"}),
+            "openinference",
+            tmp_path / "phoenix",
+        )
     )
     expected = list(from_otlp.iter_rows(start, start + timedelta(days=1), made["openinference"]))
     got = list(from_phoenix.iter_rows(start, start + timedelta(days=1), made["openinference"]))
@@ -240,13 +297,16 @@ def test_spans_exported_from_phoenix_as_a_dataframe_assemble_like_its_otlp_spans
 
 
 def test_tool_arguments_phoenix_parsed_into_objects_come_back_as_each_calls_own_json(tmp_path):
-    """Parquet stores the objects of one column as a struct of every key the column holds: a call's arguments must not
-    gain the other calls' keys as nulls."""
+    """Parquet stores the objects of one column as a struct of every key the column holds: a call's
+    arguments must not gain the other calls' keys as nulls."""
     import pandas as pd
 
     from pipelines.stores.trace_sources.phoenix_spans import read_phoenix_parquet
 
-    calls = [("vector_search", {"query": "¿En qué puerto escucha?", "top_k": 3}), ("sql_query", {"query": "SELECT 1"})]
+    calls = [
+        ("vector_search", {"query": "¿En qué puerto escucha?", "top_k": 3}),
+        ("sql_query", {"query": "SELECT 1"}),
+    ]
     frame = pd.DataFrame(
         [
             {
@@ -262,11 +322,14 @@ def test_tool_arguments_phoenix_parsed_into_objects_come_back_as_each_calls_own_
     )
     frame.to_parquet(tmp_path / "docs-bot.parquet")
     spans = list(read_phoenix_parquet(tmp_path / "docs-bot.parquet"))
-    assert [(s.attributes["tool.name"], json.loads(s.attributes["tool.parameters"])) for s in spans] == calls
+    assert [
+        (s.attributes["tool.name"], json.loads(s.attributes["tool.parameters"])) for s in spans
+    ] == calls
 
 
 def test_a_frameworks_json_payload_on_the_root_gives_the_question_and_the_answer():
-    """LangChain under OpenInference records the chain's input and output as JSON payloads, not as the text."""
+    """LangChain under OpenInference records the chain's input and output as JSON payloads, not as
+    the text."""
     from pipelines.stores.trace_sources.assemble import assemble_trace
 
     root = Span(
@@ -300,14 +363,30 @@ def test_a_frameworks_json_payload_on_the_root_gives_the_question_and_the_answer
     )
     row = assemble_trace([retriever, root], source="openinference")
     assert "source_rejection" not in row
-    assert (row["question"], row["answer"]) == ("How do I restart the pod?", "Run kubectl rollout restart.")
-    assert row["contexts"] == [{"chunk_id": "ops#1", "text": "Restart with kubectl rollout restart.", "score": 0.7}]
-    broken = Span("a" * 32, "1" * 16, "", "RetrievalQA", 1_000, 9_000, {**root.attributes, "input.value": "{not json"})
-    assert assemble_trace([retriever, broken], source="openinference")["question"] is None  # no question, no guess
+    assert (row["question"], row["answer"]) == (
+        "How do I restart the pod?",
+        "Run kubectl rollout restart.",
+    )
+    assert row["contexts"] == [
+        {"chunk_id": "ops#1", "text": "Restart with kubectl rollout restart.", "score": 0.7}
+    ]
+    broken = Span(
+        "a" * 32,
+        "1" * 16,
+        "",
+        "RetrievalQA",
+        1_000,
+        9_000,
+        {**root.attributes, "input.value": "{not json"},
+    )
+    assert (
+        assemble_trace([retriever, broken], source="openinference")["question"] is None
+    )  # no question, no guess
 
 
 def test_a_file_last_written_before_the_day_began_is_not_read(exports, settings):
-    """The Collector's rotated files of earlier days stay in the folder; a day reads only those written since."""
+    """The Collector's rotated files of earlier days stay in the folder; a day reads only those
+    written since."""
     import os
 
     root, made = exports
@@ -317,11 +396,13 @@ def test_a_file_last_written_before_the_day_began_is_not_read(exports, settings)
     day = day_of(folder / "today")
     start = datetime.combine(day, datetime.min.time(), tzinfo=timezone.utc)
     store = open_trace_source(source_settings(settings, "genai", folder))
-    assert sum(store.count_by(start, start + timedelta(days=1), []).values()) == len(made["genai"]) + len(
-        made["openinference"]
-    )
+    assert sum(store.count_by(start, start + timedelta(days=1), []).values()) == len(
+        made["genai"]
+    ) + len(made["openinference"])
     old = folder / "old" / "traces.jsonl"
     before = (start - timedelta(hours=2)).timestamp()
-    os.utime(old, (before, before))  # as if rotated out two hours before midnight: its spans cannot be this day's
+    os.utime(
+        old, (before, before)
+    )  # as if rotated out two hours before midnight: its spans cannot be this day's
     store = open_trace_source(source_settings(settings, "genai", folder))
     assert sum(store.count_by(start, start + timedelta(days=1), []).values()) == len(made["genai"])

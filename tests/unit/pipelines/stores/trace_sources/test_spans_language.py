@@ -1,5 +1,6 @@
-"""A span export carries no language column: each trace's language is the one its app recorded, else the one its
-question is written in, among the configured languages, else `und` (never a guess into English or Spanish)."""
+"""A span export carries no language column: each trace's language is the one its app recorded, else
+the one its question is written in, among the configured languages, else `und` (never a guess into
+English or Spanish)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,12 @@ def trace(question: str, **recorded: str) -> list[Span]:
         "rag",
         1_000,
         9_000,
-        {"openinference.span.kind": "CHAIN", "input.value": question, "output.value": "…", **recorded},
+        {
+            "openinference.span.kind": "CHAIN",
+            "input.value": question,
+            "output.value": "…",
+            **recorded,
+        },
     )
     retriever = Span(
         "a" * 32,
@@ -47,10 +53,14 @@ def trace(question: str, **recorded: str) -> list[Span]:
         ("ユーザーのパスワードをリセットするにはどうすればいいですか？", "und"),  # en
     ],
 )
-def test_a_trace_without_a_recorded_language_gets_its_questions(question: str, language: str) -> None:
+def test_a_trace_without_a_recorded_language_gets_its_questions(
+    question: str, language: str
+) -> None:
     assert assemble_trace(trace(question), source="openinference")["language"] == language
 
 
 def test_the_language_the_app_recorded_wins() -> None:
-    row = assemble_trace(trace("Wie setze ich das Passwort zurück?", **{"ragwatch.language": "de-AT"}), source="otlp")
+    row = assemble_trace(
+        trace("Wie setze ich das Passwort zurück?", **{"ragwatch.language": "de-AT"}), source="otlp"
+    )
     assert row["language"] == "de-AT"
