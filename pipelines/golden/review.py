@@ -18,7 +18,7 @@ from typing import Any
 from pipelines.core.files import write_filled_in_rows
 from pipelines.core.records import GoldenItem
 
-COLUMNS = [
+ITEM_COLUMNS = (
     "item_id",
     "qtype",
     "variant",
@@ -26,6 +26,10 @@ COLUMNS = [
     "split",
     "question",
     "reference_answer",
+)
+"""The golden item's own fields, as the sheet shows them."""
+COLUMNS = [
+    *ITEM_COLUMNS,
     "gold_excerpt",
     "decision",
     "edited_question",
@@ -65,20 +69,7 @@ def review_sample(
 def _row(item: dict[str, Any], filter_verdict: str) -> dict[str, Any]:
     excerpt = " … ".join(c[:200] for c in item.get("reference_contexts") or [])
     row = {c: "" for c in COLUMNS}
-    row.update(
-        {
-            k: item[k]
-            for k in (
-                "item_id",
-                "qtype",
-                "variant",
-                "language",
-                "split",
-                "question",
-                "reference_answer",
-            )
-        }
-    )
+    row.update({k: item[k] for k in ITEM_COLUMNS})
     row["gold_excerpt"] = excerpt
     row["_filter"] = filter_verdict
     return row

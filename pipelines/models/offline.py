@@ -151,8 +151,7 @@ def _pick(options: list | tuple, *parts: object):
     return options[int(draw("pick", *parts) * len(options))]
 
 
-# --- answers
-# ---------------------------------------------------------------------------------------
+# --- answers --------------------------------------------------------------------------------------
 
 INVENTED_NAMES = (
     "Halvorsen",
@@ -288,8 +287,7 @@ def join_sentences(parts: list[str]) -> str:
     return text if sentences(text) == parts else "\n\n".join(parts)
 
 
-# --- tools
-# -----------------------------------------------------------------------------------------
+# --- tools ----------------------------------------------------------------------------------------
 
 
 def choose_tool(

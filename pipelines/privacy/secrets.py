@@ -27,8 +27,7 @@ from pipelines.privacy.matching import confirmed
 from pipelines.privacy.spans import Span
 from pipelines.privacy.views import TextView
 
-# --- provider tokens
-# -------------------------------------------------------------------------------
+# --- provider tokens ------------------------------------------------------------------------------
 PROVIDER_TOKENS = {
     "openai/anthropic": [
         r"sk-(?:proj-|svcacct-|admin-|ant-(?:api|admin|sid)\d\d-|live-|test-)?[A-Za-z0-9_\-]{20,}"
@@ -144,8 +143,7 @@ def _provider_tokens(view: TextView) -> Iterator[Span]:
             start = lower.find(word, end)
 
 
-# --- private keys
-# ----------------------------------------------------------------------------------
+# --- private keys ---------------------------------------------------------------------------------
 _PEM_BEGIN = re.compile(r"-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----")
 _PEM_BODY = re.compile(
     r"(?:\s+(?:[A-Za-z0-9+/=]*[0-9+/=][A-Za-z0-9+/=]*|[A-Za-z0-9+/=]{16,}|[A-Za-z\-]+:|[\w\-]+,[\w\-]+))*"
@@ -228,8 +226,7 @@ def _http_credentials(view: TextView) -> Iterator[Span]:
         )
 
 
-# --- URLs
-# ------------------------------------------------------------------------------------------
+# --- URLs -----------------------------------------------------------------------------------------
 URL_CREDENTIALS = r"(?i:\b[a-z][a-z0-9+.\-]*://)([^\s/@:\[\]]+:[^\s/\[\]]+)@"
 """`scheme://user:password@`, as a regex for validation suites; detection anchors on the `://`."""
 # The password may hold "@" itself: the credentials run to the last "@" before the host.
@@ -241,17 +238,9 @@ def _url_credentials(text: str) -> Iterator[Span]:
         yield Span(m.start(1), m.end(1), "URL_SECRET", m.group(1), m.group(1))
 
 
-# --- assignments, query strings, cookies and sentences
-# ---------------------------------------------
-_PASSWORD_WORDS = (
-    "password",
-    "passwd",
-    "passphrase",
-    "passcode",
-    "contraseña",
-    "contrasena",
-    "passwort",
-)
+# --- assignments, query strings, cookies and sentences --------------------------------------------
+_PASSWORD_STEMS = ("password", "passwd", "passphrase", "passcode", "contraseña", "contrasena")
+_PASSWORD_WORDS = (*_PASSWORD_STEMS, "passwort")
 _PASSWORD_SEGMENTS = ("pass", "pwd", "pw", "pin")
 _SECRET_WORDS = (
     "secret",
@@ -516,15 +505,7 @@ def _sentences(view: TextView) -> Iterator[Span]:
 _PEM_WORDS = frozenset(("-----begin", "private-lines:"))
 _SENTENCE_WORDS = frozenset(
     head + word + tail
-    for word in (
-        "password",
-        "passwd",
-        "passphrase",
-        "passcode",
-        "contraseña",
-        "contrasena",
-        "clave",
-    )
+    for word in (*_PASSWORD_STEMS, "clave")
     for head in ("", '"', "'", "(", "¿", "¡")
     for tail in ("", ",", ":", ".")
 )

@@ -342,8 +342,7 @@ def test_image_extends_the_pinned_airflow():
     assert ".env" in (ROOT / ".dockerignore").read_text().split()
 
 
-# --- The PostgreSQL init script, for real
-# ----------------------------------------------------------
+# --- The PostgreSQL init script, for real ---------------------------------------------------------
 
 PASSWORDS = {
     "AIRFLOW_DB_PASSWORD": "af-pw",

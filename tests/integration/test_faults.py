@@ -163,8 +163,7 @@ def recovered(case: str, seconds: float) -> None:
     print(f"\n{case}: recovered in {seconds:.1f} s")
 
 
-# --- `ragwatch traces sample`
-# ----------------------------------------------------------------------------------
+# --- `ragwatch traces sample` ---------------------------------------------------------------------
 
 
 def staged(workspace: Workspace, pattern: str) -> Callable[[], bool]:
@@ -247,8 +246,7 @@ def test_a_sample_killed_at_three_moments_then_rerun_publishes_the_controls_byte
     recovered("traces sample killed 3 times", seconds)
 
 
-# --- `ragwatch eval offline`
-# -----------------------------------------------------------------------------------
+# --- `ragwatch eval offline` ----------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -339,8 +337,7 @@ def test_an_eval_killed_while_judging_and_after_saving_then_rerun_matches_the_co
     recovered("eval offline killed while judging and after saving", seconds)
 
 
-# --- the results PostgreSQL
-# ------------------------------------------------------------------------------------
+# --- the results PostgreSQL -----------------------------------------------------------------------
 
 
 def kill_cluster(pg) -> None:
@@ -406,8 +403,7 @@ def test_the_results_postgres_killed_mid_write_loses_nothing_and_the_rerun_match
         pg.stop()
 
 
-# --- the Pushgateway
-# -------------------------------------------------------------------------------------------
+# --- the Pushgateway ------------------------------------------------------------------------------
 
 
 def test_a_pushgateway_killed_before_the_push_fails_loudly_and_eval_push_restores_the_gauges(

@@ -148,8 +148,7 @@ def assert_counters_add_up(counters: LLMCounters, items: int) -> None:
     assert sum(s["failure_kinds"].values()) == s["failures"]
 
 
-# --- why tests/support/llama_server.py adds what it adds (no server needed)
-# ------------------------------
+# --- why tests/support/llama_server.py adds what it adds (no server needed) -----------------------
 
 
 def test_llama_cpp_server_takes_structured_outputs_only_in_its_own_dialect():

@@ -96,8 +96,7 @@ BROWSER_HINT = (
 SHOTS = ARTIFACTS / "browser"
 
 
-# --- 2. The stack on one machine
-# --------------------------------------------------------------------------------
+# --- 2. The stack on one machine ------------------------------------------------------------------
 
 
 def listening_addresses(pids: set[int]) -> set[tuple[str, int]]:
@@ -256,8 +255,7 @@ def wait(probe, timeout: float, what: str, interval: float = 3.0):
         time.sleep(interval)
 
 
-# --- 3. A backfill from the UI, in a real browser
-# -------------------------------------------------------------
+# --- 3. A backfill from the UI, in a real browser -------------------------------------------------
 
 
 @pytest.fixture
@@ -449,8 +447,7 @@ def test_backfill_two_days_from_the_ui_and_read_the_scores(stack: StackSession, 
     page.screenshot("prometheus-alerts")
 
 
-# --- 4. The schedules run
-# ----------------------------------------------------------------------------------------
+# --- 4. The schedules run -------------------------------------------------------------------------
 
 
 def first_scheduled(stack: StackSession, dag_id: str) -> datetime:
@@ -550,8 +547,7 @@ def plan_env(stack: StackSession) -> dict[str, str]:
     return stack.plan.airflow_env
 
 
-# --- 5. The Grafana dashboard and the alert rules against real data
-# ------------------------------------------
+# --- 5. The Grafana dashboard and the alert rules against real data -------------------------------
 
 
 def dashboard_expressions() -> list[tuple[str, str]]:
@@ -704,8 +700,7 @@ def test_every_dashboard_and_alert_expression_returns_series(stack: StackSession
     ), measured
 
 
-# --- 6. A backfill through the REST API, as an operator scripts it
-# ------------------------------------------
+# --- 6. A backfill through the REST API, as an operator scripts it --------------------------------
 
 
 @pytest.mark.stack
@@ -813,8 +808,7 @@ def assert_every_plugin_route_needs_airflow_auth(stack: StackSession, run_id: st
             assert request(method, url, **credentials).status_code == 200, (url, list(credentials))
 
 
-# --- 7. Two Celery workers, one truth
-# -------------------------------------------------------------------------
+# --- 7. Two Celery workers, one truth -------------------------------------------------------------
 
 
 def mapped_tasks_by_host(stack: StackSession) -> dict[str, list[str]]:
@@ -1030,8 +1024,7 @@ def test_two_celery_workers_publish_what_one_process_publishes(stack: StackSessi
     stack.timings["the same runs in one process"] = time.monotonic() - began
 
 
-# --- 8. Eight weeks of offline_eval backfilled, gated in order
-# ------------------------------------------------
+# --- 8. Eight weeks of offline_eval backfilled, gated in order ------------------------------------
 
 
 def results_db(stack: StackSession):
@@ -1203,8 +1196,7 @@ def test_a_backfill_of_eight_weeks_on_two_workers_gates_each_week_against_the_we
     assert_gauges_equal_the_store(stack)
 
 
-# --- 9. Faults mid-run, each against an undisturbed control
-# ---------------------------------------------------
+# --- 9. Faults mid-run, each against an undisturbed control ---------------------------------------
 
 
 def undisturbed_control(stack: StackSession) -> dict:
@@ -1426,8 +1418,7 @@ def test_postgres_killed_mid_run_the_run_finishes_as_undisturbed(stack: StackSes
     assert_as_undisturbed(stack, week, control)
 
 
-# --- 10. A corpus refresh, as a data team triggers it
-# --------------------------------------------------------
+# --- 10. A corpus refresh, as a data team triggers it ---------------------------------------------
 
 
 @pytest.mark.stack
@@ -1475,8 +1466,7 @@ def test_a_corpus_refresh_notifies_airflow_and_rebuilds_the_golden_set(
     assert all(after_id not in after["stale"] for after_id in after["replacements"])
 
 
-# --- 11. Idempotent, and recovers from a crash
-# -------------------------------------------------------------------
+# --- 11. Idempotent, and recovers from a crash ----------------------------------------------------
 
 
 @pytest.mark.stack

@@ -29,8 +29,7 @@ CELERY_SERVICES = {"redis", "airflow-worker"}
 """Run only with `--executor celery`."""
 
 
-# --- 1. The compose stack stays honest
-# -----------------------------------------------------------------------
+# --- 1. The compose stack stays honest ------------------------------------------------------------
 
 
 def example_secrets() -> dict[str, str]:

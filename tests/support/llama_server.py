@@ -271,8 +271,7 @@ def running_llama_server(model: Path | None = None) -> Iterator[LlamaServer]:
         shutil.rmtree(server.log_path.parent, ignore_errors=True)
 
 
-# --- the server process: `python -m tests.support.llama_server <llama_cpp.server flags>`
-# -------------------
+# --- the server process: `python -m tests.support.llama_server <llama_cpp.server flags>` ----------
 
 
 class RequestAdapter:

@@ -72,8 +72,7 @@ class Document:
     text: Callable[[], str]
 
 
-# --- documents
-# -------------------------------------------------------------------------------------
+# --- documents ------------------------------------------------------------------------------------
 def _reference() -> Iterator[Document]:
     from pydoc_data.topics import topics
 
@@ -172,8 +171,7 @@ def installed_documents() -> dict[str, list[Document]]:
     return {language: [d for d in documents if d.language == language] for language in ("en", "es")}
 
 
-# --- passages and traces
-# ---------------------------------------------------------------------------
+# --- passages and traces --------------------------------------------------------------------------
 def passages(text: str, personal: re.Pattern[str] = _PERSONAL) -> list[str]:
     """`text` cut into passages of whole blank-line-separated blocks, common indentation removed; a
     passage that names a person (by default an e-mail, an author or copyright line: `personal`) is

@@ -91,8 +91,7 @@ class SimMetric:
     kinds: tuple[str, ...] = ("local", "shift")
 
 
-# --- Rank metrics: recall@5 and mrr
-# -----------------------------------------------------------------
+# --- Rank metrics: recall@5 and mrr ---------------------------------------------------------------
 
 
 def _rank_state(rng, z):
@@ -117,8 +116,7 @@ def _rank_observe(rng, state):
     return np.where(redraw, fresh, state)
 
 
-# --- Judge scores on [0, 1]
-# ------------------------------------------------------------------------
+# --- Judge scores on [0, 1] -----------------------------------------------------------------------
 
 
 def _faithfulness_state(rng, z):
@@ -184,8 +182,7 @@ def _recall_observe(rng, state):
     return seen.sum(axis=-1) / present.sum(axis=-1)
 
 
-# --- 0/1 scores
-# --------------------------------------------------------------------------------------
+# --- 0/1 scores -----------------------------------------------------------------------------------
 
 
 def _binary(p: float, flip: float) -> tuple[Callable, Callable, Callable]:
@@ -244,8 +241,7 @@ METRICS: dict[str, SimMetric] = {
 """The nine gated metrics, each with its own model (see the module docstring)."""
 
 
-# --- Scenarios
-# -------------------------------------------------------------------------------------------
+# --- Scenarios ------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -350,8 +346,7 @@ def simulate(scenario: Scenario, n: int, reps: int, rng: np.random.Generator) ->
     return runs
 
 
-# --- Running the gate on simulated runs
-# --------------------------------------------------------------------
+# --- Running the gate on simulated runs -----------------------------------------------------------
 
 
 class SimScore(NamedTuple):
@@ -548,8 +543,7 @@ def _drops(result: dict, cell: dict) -> list[float]:
     )
 
 
-# --- The nearest honest target: power per metric at n = 100 and beyond
-# ----------------------------------------
+# --- The nearest honest target: power per metric at n = 100 and beyond ----------------------------
 
 TARGET_SIZES = (100, 150, 200, 300, 400)
 """Eval sizes at which `run_target_bench` measures each metric's 10-point drop; the n reaching 90 %
@@ -655,8 +649,7 @@ def format_target_bench(result: dict) -> str:
     return "\n".join(lines)
 
 
-# --- What a pass vouches for: the drop the gate says it catches, and how often it does
-# -----------------------
+# --- What a pass vouches for: the drop the gate says it catches, and how often it does ------------
 
 
 def run_detectable_bench(

@@ -598,8 +598,7 @@ class RagwatchJudge:
         }
 
 
-# --- the arithmetic, as ragas does it
-# ---------------------------------------------------------------
+# --- the arithmetic, as ragas does it -------------------------------------------------------------
 
 
 def share(verdicts: Sequence[int]) -> float:

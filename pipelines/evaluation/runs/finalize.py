@@ -30,6 +30,7 @@ from pipelines.evaluation.runs.budget import budget_skips
 from pipelines.evaluation.runs.cost import PREPARE_PART, run_cost
 from pipelines.evaluation.runs.folder import (
     RETRIEVAL_TOOLS_PART,
+    RunMeta,
     load_planned_retests,
     load_planned_scores,
     read_meta,
@@ -136,16 +137,7 @@ def finalize_offline_eval(settings: Settings, run_dir: Path) -> RunSummary:
             reference_run=meta.params.reference_run,
         )
         run.gate_passed, run.gate = (gate.passed, gate.to_dict()) if gate else (None, None)
-        summary = publish_run(
-            settings,
-            store,
-            run,
-            scores,
-            views,
-            items=meta.items,
-            run_gate=gate,
-            retests=load_planned_retests(run_paths, meta),
-        )
+        summary = publish_run(settings, store, run, scores, views, run_paths, meta, run_gate=gate)
     finally:
         store.dispose()
     log.info("offline eval %s: %s; report %s", run.run_id, summary.gate, summary.report)
@@ -163,20 +155,20 @@ def publish_run(
     run: EvalRun,
     scores: list[Score],
     views: dict[str, ItemView],
+    run_paths: RunPaths,
+    meta: RunMeta,
     *,
-    items: int,
     run_gate=None,
-    retests: tuple[list[Score], str | None] = ([], None),
 ) -> RunSummary:
     """Save the run and its scores to the results DB, write its report and metrics file; its
-    summary. `retests`: the retested items' second judgements and a note on missing retest files
-    (folder.load_planned_retests); they feed the judge-noise statistics only, never the aggregates,
-    the gate or the results DB's scores."""
+    summary. The run folder's retests (the retested items' second judgements, and a note on missing
+    retest files) feed the judge-noise statistics only, never the aggregates, the gate or the
+    results DB's scores."""
     workspace = Workspace.from_settings(settings)
     aggregates = aggregate(scores)
     report = workspace.report(run.suite, run.logical_date, run.target)
     run.report_path = str(report)
-    retest_rows, retest_note = retests
+    retest_rows, retest_note = load_planned_retests(run_paths, meta)
     noise = [n.to_dict() for n in run_judge_noise(scores, retest_rows, aggregates)]
     run.params = {
         **run.params,
@@ -207,7 +199,7 @@ def publish_run(
     return run_summary(
         run,
         aggregates,
-        items=items,
+        items=meta.items,
         min_n=settings.diagnosis_min_n,
         correction=settings.diagnosis_correction,
     )

@@ -34,6 +34,11 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.core.batching import batch_ranges
+from pipelines.core.files import atomic_write_text, read_jsonl, reset_dir, write_jsonl
+from pipelines.core.handoff import IncompleteHandoff
+from pipelines.core.records import Score, ToolCall
+from pipelines.core.settings import Settings
+from pipelines.core.workspace import RunPaths, Workspace
 from pipelines.evaluation.coverage.daily import measure_day_coverage, read_coverage
 from pipelines.evaluation.metrics.judge import JudgeInput, Outcome, judge_items
 from pipelines.evaluation.metrics.judge_retest import build_retest_judge, retest_items
@@ -45,10 +50,17 @@ from pipelines.evaluation.metrics.noise import (
     noise_delta_f,
 )
 from pipelines.evaluation.metrics.tools import tool_call_validity
+from pipelines.evaluation.online_selection import (
+    HalfWidthTarget,
+    read_judged,
+    select_budget,
+    stratum_of,
+)
 from pipelines.evaluation.outputs.inbox import queue_candidates, queue_uncovered_topics
 from pipelines.evaluation.outputs.push import push_run
 from pipelines.evaluation.outputs.report import ItemView
 from pipelines.evaluation.outputs.summary import RunSummary
+from pipelines.evaluation.results.coverage import GoldenCoverage
 from pipelines.evaluation.runs.budget import (
     batch_budget,
     budget_skips,
@@ -62,7 +74,6 @@ from pipelines.evaluation.runs.folder import (
     PreparedRun,
     RunMeta,
     judge_part,
-    load_planned_retests,
     load_planned_scores,
     read_meta,
     read_rows,
@@ -70,26 +81,14 @@ from pipelines.evaluation.runs.folder import (
     run_steps,
     write_meta,
 )
-from pipelines.evaluation.results.coverage import GoldenCoverage
-from pipelines.evaluation.online_selection import (
-    HalfWidthTarget,
-    read_judged,
-    select_budget,
-    stratum_of,
-)
 from pipelines.evaluation.runs.params import OnlineParams
 from pipelines.evaluation.runs.target import HTTPTarget, ReferenceRAG, generator_label
-from pipelines.core.files import atomic_write_text, read_jsonl, reset_dir, write_jsonl
-from pipelines.core.handoff import IncompleteHandoff
+from pipelines.models.backends import build_llm, check_models_differ
 from pipelines.models.budget import REFUSAL, BudgetSpent
 from pipelines.models.embeddings import build_embedder
-from pipelines.models.backends import build_llm, check_models_differ
 from pipelines.models.usage import scope, scoped
-from pipelines.core.records import Score, ToolCall
-from pipelines.core.settings import Settings
 from pipelines.stores.corpus import open_corpus_index
 from pipelines.stores.results import EvalRun, ResultsStore, run_id
-from pipelines.core.workspace import RunPaths, Workspace
 
 log = logging.getLogger(__name__)
 SUITE = "online"
@@ -395,15 +394,7 @@ def finalize_online_eval(settings: Settings, run_dir: Path) -> RunSummary:
         cost = run_cost(run_paths, meta.batches, items=meta.items, suite=SUITE, run_id=meta.run_id)
         spent = {"budget": meta.budget, "skipped_for_budget": budget_skips(scores)}
         run.cost = cost.model_copy(update=spent).model_dump()
-        summary = publish_run(
-            settings,
-            store,
-            run,
-            scores,
-            views,
-            items=meta.items,
-            retests=load_planned_retests(run_paths, meta),
-        )
+        summary = publish_run(settings, store, run, scores, views, run_paths, meta)
     finally:
         store.dispose()
     workspace = Workspace.from_settings(settings)

@@ -22,8 +22,7 @@ from pipelines.evaluation.statistics.scores import (
 COMPARE_FDR = 1.0 - CONFIDENCE
 """Benjamini–Hochberg level of `eval compare`'s two-sided tests."""
 
-# --- Paired comparison and `eval compare`
-# -----------------------------------------------------------
+# --- Paired comparison and `eval compare` ---------------------------------------------------------
 
 
 @dataclass(frozen=True)

@@ -47,8 +47,7 @@ RANDOMIZATION_DRAWS = 10_000
 """Random re-labellings of a Monte Carlo randomization test (p-values resolved to about ±0.001 at
 0.005)."""
 
-# --- Tests of "nothing changed": exact randomization
-# ------------------------------------------------
+# --- Tests of "nothing changed": exact randomization ----------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -163,8 +162,7 @@ def permutation_test(
     return RandomizationTest(observed, np.append(_rounded(stats_), observed), exact=False)
 
 
-# --- One test for a whole gate: every check of every metric, randomized together
-# --------------------------
+# --- One test for a whole gate: every check of every metric, randomized together ------------------
 
 
 @dataclass(frozen=True)

@@ -40,8 +40,7 @@ failures would stand for the run, and "no significant drop" would say nothing.""
 DEFAULT_MAX_FAILURE_RISE = 0.05
 """Largest rise of the not-ok (failed or skipped) share the gate tolerates: five points."""
 
-# --- The regression gate
-# ------------------------------------------------------------------------------
+# --- The regression gate --------------------------------------------------------------------------
 
 GATE_ALPHA = 0.05
 """Family-wise one-sided level of the gate: the chance that an unchanged system fails it, over every

@@ -389,8 +389,7 @@ def test_the_build_cost_counts_every_request_the_server_saw(settings, corpus):
         assert cost["per_generated_item"][key] == round(cost["total"][key] / generated, 2)
 
 
-# --- enough tool triples to gate
-# -------------------------------------------------------------------
+# --- enough tool triples to gate ------------------------------------------------------------------
 
 
 @dataclass

@@ -109,8 +109,7 @@ def test_passages_drop_the_people_man_pages_and_modules_name():
     assert all("@" not in p and "Written by" not in p for p in passages(text))
 
 
-# --- families
-# ----------------------------------------------------------------------------------------
+# --- families -------------------------------------------------------------------------------------
 CODE = [
     "x = {v}",
     ">>> {v}",

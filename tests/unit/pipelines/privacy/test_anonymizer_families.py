@@ -161,8 +161,7 @@ def test_international_numbers_with_trunks_and_extensions(
     _replaced_and_flagged(f"Call me on {value} tomorrow.", value)
 
 
-# --- addresses
-# ---------------------------------------------------------------------------------------
+# --- addresses ------------------------------------------------------------------------------------
 def _usps_suffixes() -> list[str]:
     names = importlib.import_module("faker.providers.address.en_US").Provider.street_suffixes
     return sorted(
@@ -248,8 +247,7 @@ def test_addresses_as_each_country_writes_them(value):
     assert not _leaked(value, f"Envíalo a {value}, por favor.", after), after
 
 
-# --- found by a reviewer's probe with shapes the bench never planted
-# ---------------------------------
+# --- found by a reviewer's probe with shapes the bench never planted ------------------------------
 ODD_PUNCTUATION = sorted(set(string.punctuation) - set("()+,':") | set("·•|"))
 """Every punctuation mark but thousands separators (",", "'") and colons (MAC addresses, times)."""
 SPELLED_COUNTRY_CODES = ["+34 ", "+34", "0034 ", "(+34) ", "(+34)", "0034"]
@@ -326,7 +324,6 @@ def test_numbered_us_streets_and_a_zip_on_the_next_line(street, layout):
 
 
 # --- card numbers and SSNs split by any separator, checked by their checksum or numbering rules
-# -----
 CARDS = [
     "4111111111111111",
     "5500000000000004",

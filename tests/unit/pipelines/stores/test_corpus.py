@@ -229,8 +229,7 @@ def test_bm25_tokens_fold_accents_and_drop_stopwords() -> None:
     assert query_vector("la de que") == ([], [])
 
 
-# -- the index, with the real local model
-# -----------------------------------------------------------
+# -- the index, with the real local model ----------------------------------------------------------
 
 
 def demo_subset():
@@ -496,8 +495,7 @@ def test_index_refuses_vectors_from_another_embedder(settings: Settings) -> None
         assert index.index(chunks, rebuild=True).chunks_added == 2
 
 
-# -- Airflow refresh notification
-# --------------------------------------------------------------------
+# -- Airflow refresh notification ------------------------------------------------------------------
 
 
 class FakeAirflow(ThreadingHTTPServer):

@@ -578,8 +578,7 @@ def test_noise_failures_are_reasons_not_zeros(sim) -> None:
     assert_failed(results[0].score, "HTTP 500 after 1 attempts")
 
 
-# --- answer correctness
-# ----------------------------------------------------------------------------
+# --- answer correctness ---------------------------------------------------------------------------
 
 
 def response_row(

@@ -106,8 +106,7 @@ def attributes(record) -> dict[str, object]:
     return {key: value for key, (_, value) in typed_attributes(record).items()}
 
 
-# --- the convention, read from its YAML
-# -------------------------------------------------------------------------
+# --- the convention, read from its YAML -----------------------------------------------------------
 
 ANY_VALUE_FIELD = {
     "string": "string_value",

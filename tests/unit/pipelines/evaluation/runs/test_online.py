@@ -106,8 +106,7 @@ def select(partition, max_traces, floor=5, share=0.25, **kw):
     )
 
 
-# --- the budget of one day
-# ------------------------------------------------------------------------------
+# --- the budget of one day ------------------------------------------------------------------------
 
 
 def test_a_budget_is_stratified_with_floors_and_says_what_the_day_had(partition):
@@ -202,8 +201,7 @@ def test_the_selection_reads_only_three_columns_and_the_judged_rows_by_id(partit
     assert set(rows[0]) == set(JUDGED_COLUMNS)
 
 
-# --- end to end
-# --------------------------------------------------------------------------------------------
+# --- end to end -----------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")

@@ -63,8 +63,7 @@ def by_stratum(aggs):
     return {(a.metric, a.stratum): a for a in aggs}
 
 
-# --- Aggregates
-# ------------------------------------------------------------------------------------
+# --- Aggregates -----------------------------------------------------------------------------------
 
 
 def test_failed_and_skipped_are_counted_never_averaged():
@@ -121,8 +120,7 @@ def test_n_resamples_zero_still_skips_the_intervals():
     assert agg.mean == pytest.approx(0.75) and agg.ci_low is None and agg.ci_method is None
 
 
-# --- Intervals
-# -------------------------------------------------------------------------------------
+# --- Intervals ------------------------------------------------------------------------------------
 
 
 def test_jeffreys_interval_matches_the_beta_quantiles():
@@ -209,8 +207,7 @@ def test_one_sided_p_values_agree_with_the_interval():
     assert agg.p_above(0.39) < 0.025 < agg.p_above(0.40)
 
 
-# --- Paired comparison
-# -----------------------------------------------------------------------------
+# --- Paired comparison ----------------------------------------------------------------------------
 
 
 def test_paired_comparison_uses_only_items_both_runs_scored_ok():
@@ -373,8 +370,7 @@ def test_compare_runs_adjusts_p_values_with_benjamini_hochberg():
     )  # 8 of its 10 dropped items had recall 1
 
 
-# --- Multiple testing
-# ------------------------------------------------------------------------------
+# --- Multiple testing -----------------------------------------------------------------------------
 
 
 def test_holm_by_hand():
@@ -392,8 +388,7 @@ def test_benjamini_hochberg_by_hand():
     assert benjamini_hochberg([]) == []
 
 
-# --- The interval ragwatch printed before
-# ------------------------------------------------------------
+# --- The interval ragwatch printed before ---------------------------------------------------------
 
 
 def test_the_percentile_bootstrap_collapses_on_perfect_scores():

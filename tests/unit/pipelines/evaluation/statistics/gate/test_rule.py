@@ -68,8 +68,7 @@ BASELINE = recall_run([i % 5 != 0 for i in range(50)], "base")
 """50 items, recall@5 0 on every fifth (10 items), 1 elsewhere."""
 
 
-# --- Failures and missing items
-# -----------------------------------------------------------------------
+# --- Failures and missing items -------------------------------------------------------------------
 
 
 def test_a_candidate_that_failed_48_of_50_items_fails_the_gate():
@@ -282,8 +281,7 @@ def test_a_failure_rise_must_be_material_and_significant():
     )
 
 
-# --- Score drops
-# ------------------------------------------------------------------------------------------
+# --- Score drops ----------------------------------------------------------------------------------
 
 
 def test_a_gate_decision_computed_by_hand():
@@ -476,8 +474,7 @@ def test_for_noise_sensitivity_a_rise_is_the_regression():
     assert "at 1)" in regression_gate(lost, baseline, ["noise_delta_f"]).metrics[0].reason
 
 
-# --- Independent runs and metrics that are not gated
-# -----------------------------------------------------------
+# --- Independent runs and metrics that are not gated ----------------------------------------------
 
 
 def test_online_runs_without_shared_items_are_compared_as_independent_samples():
@@ -574,8 +571,7 @@ def test_the_printed_interval_uses_the_callers_alpha():
             regression_gate(*runs, ["faithfulness"], alpha=alpha)
 
 
-# --- Simulated error rates
-# ----------------------------------------------------------------------------------
+# --- Simulated error rates ------------------------------------------------------------------------
 
 
 def test_the_gate_uses_the_vectorised_paired_interval():
@@ -651,8 +647,7 @@ def test_a_metric_of_unknown_range_is_gated_with_a_paired_t_interval():
     assert lone.worst_case_diff is None and "worst case" not in lone.reason
 
 
-# --- Against which runs: baselines, references, golden versions, renamed ids
-# -----------------------------------
+# --- Against which runs: baselines, references, golden versions, renamed ids ----------------------
 
 DAY0 = date(2026, 1, 5)
 
