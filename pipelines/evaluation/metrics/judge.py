@@ -56,33 +56,6 @@ from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
-
-from pipelines.evaluation.metrics.judge_prompts import (
-    ClaimExtraction,
-    ClaimSources,
-    ClaimsInput,
-    ClaimVerification,
-    QuestionsBack,
-    QuestionsInput,
-    ReplyProblem,
-    SourcesInput,
-    VerificationInput,
-)
-from pipelines.models.embedding_batches import EmbeddingBatches
-from pipelines.models.embeddings import Embedder
-from pipelines.models.llm import LLM, Progress
-from pipelines.models.usage import scope, scoped
-from pipelines.core.records import Score, ScoreStatus, Suite
-from pipelines.core.settings import load_settings
-from pipelines.core.text import abstains
-
-# isort: off  (ragas_adapter sets RAGAS_DO_NOT_TRACK, which must precede the first ragas import)
-from pipelines.models.ragas_adapter import (
-    JudgeCallError,
-    RagasEmbeddings,
-    RagasLLM,
-    embed_remembered,
-)
 from ragas.metrics.collections import (
     AnswerRelevancy,
     ContextPrecisionWithReference,
@@ -95,6 +68,33 @@ from ragas.metrics.collections.context_precision.util import ContextPrecisionOut
 from ragas.metrics.collections.context_recall.util import ContextRecallOutput
 from ragas.metrics.collections.faithfulness.util import NLIStatementOutput
 from ragas.metrics.collections.noise_sensitivity.util import StatementFaithfulnessOutput
+
+from pipelines.core.records import Score, ScoreStatus, Suite
+from pipelines.core.settings import load_settings
+from pipelines.core.text import abstains
+from pipelines.evaluation.metrics.judge_prompts import (
+    ClaimExtraction,
+    ClaimsInput,
+    ClaimSources,
+    ClaimVerification,
+    QuestionsBack,
+    QuestionsInput,
+    ReplyProblem,
+    SourcesInput,
+    VerificationInput,
+)
+from pipelines.models.embedding_batches import EmbeddingBatches
+from pipelines.models.embeddings import Embedder
+from pipelines.models.llm import LLM, Progress
+
+# isort: off  (ragas_adapter sets RAGAS_DO_NOT_TRACK, which must precede the first ragas import)
+from pipelines.models.ragas_adapter import (
+    JudgeCallError,
+    RagasEmbeddings,
+    RagasLLM,
+    embed_remembered,
+)
+from pipelines.models.usage import scope, scoped
 
 # isort: on
 
@@ -239,14 +239,19 @@ def _named_classifications(judge: RagasLLM, item: JudgeInput) -> str | None:
     return None
 
 
+def _with_reference(item: JudgeInput) -> dict[str, Any]:
+    """What ragas' reference-based context metrics read of an item."""
+    return {
+        "user_input": item.question,
+        "reference": item.reference,
+        "retrieved_contexts": item.contexts,
+    }
+
+
 _CONTEXT_PRECISION = JudgeMetric(
     needs=("reference", "contexts"),
     build=lambda llm, _: ContextPrecisionWithReference(llm=llm),
-    arguments=lambda i: {
-        "user_input": i.question,
-        "reference": i.reference,
-        "retrieved_contexts": i.contexts,
-    },
+    arguments=_with_reference,
     nothing_to_count="the judge gave no usable verdicts",
     check=_every_context,
 )
@@ -285,11 +290,7 @@ JUDGE_METRICS: dict[str, JudgeMetric] = {
     "context_recall": JudgeMetric(
         needs=("reference", "contexts"),
         build=lambda llm, _: ContextRecall(llm=llm),
-        arguments=lambda i: {
-            "user_input": i.question,
-            "reference": i.reference,
-            "retrieved_contexts": i.contexts,
-        },
+        arguments=_with_reference,
         nothing_to_count="the judge found no claims in the reference answer",
         check=_named_classifications,
     ),

@@ -25,13 +25,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
 from pathlib import PurePosixPath
 from typing import Any
 
 from pipelines.core.settings import Settings
 from pipelines.stores.trace_sources.file_store import FileTraceStore
-from pipelines.stores.trace_sources.spans import Damage, Span, UnreadableSource
+from pipelines.stores.trace_sources.spans import Damage, Span, UnreadableSource, ns_from_time
 
 TABLES = ("observations_v2", "observations", "traces", "scores")
 FEEDBACK_SCORES = ("user_feedback", "user-feedback", "feedback", "thumbs")
@@ -178,16 +177,7 @@ def _first_time(text: str) -> int | None:
 def _ns(value: Any) -> int:
     """Langfuse's timestamps ("2024-05-29 13:46:19.963000", UTC) or Parquet's, as nanoseconds since
     the epoch."""
-    if isinstance(value, str):
-        value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    if not isinstance(value, datetime):
-        raise ValueError(f"a timestamp is a {type(value).__name__}")
-    value = (
-        value.replace(tzinfo=timezone.utc)
-        if value.tzinfo is None
-        else value.astimezone(timezone.utc)
-    )
-    return (value - datetime(1970, 1, 1, tzinfo=timezone.utc)) // timedelta(microseconds=1) * 1_000
+    return ns_from_time(value, "a timestamp")
 
 
 def _loads(value: Any) -> Any:

@@ -21,11 +21,10 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from pipelines.stores.trace_sources.spans import Damage, Span, UnreadableSource
+from pipelines.stores.trace_sources.spans import Damage, Span, UnreadableSource, ns_from_time
 
 BATCH_ROWS = 2_000
 ATTRIBUTE_PREFIX = "attributes."
@@ -35,7 +34,6 @@ JSON_STRING_ATTRIBUTES = (
     "metadata",
     "tool.parameters",
 )
-EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 def read_phoenix_parquet(path: Path) -> Iterator[Span | Damage]:
@@ -75,14 +73,14 @@ def phoenix_span(row: dict[str, Any], *, service: str) -> Span:
             _flatten(column[len(ATTRIBUTE_PREFIX) :], value, attributes)
     if row.get("span_kind") and "openinference.span.kind" not in attributes:
         attributes["openinference.span.kind"] = str(row["span_kind"])
-    start = _ns(row["start_time"])
+    start = ns_from_time(row["start_time"], "a span time")
     return Span(
         str(row["context.trace_id"]),
         str(row["context.span_id"]),
         str(row.get("parent_id") or ""),
         str(row.get("name") or ""),
         start,
-        _ns(row["end_time"]) if row.get("end_time") else start,
+        ns_from_time(row["end_time"], "a span time") if row.get("end_time") else start,
         attributes,
         {"service.name": service},
     )
@@ -113,16 +111,3 @@ def _without_nulls(value: Any) -> Any:
     if isinstance(value, list):
         return [_without_nulls(inner) for inner in value]
     return value
-
-
-def _ns(value: Any) -> int:
-    if isinstance(value, str):
-        value = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    if not isinstance(value, datetime):
-        raise ValueError(f"a span time is a {type(value).__name__}")
-    value = (
-        value.replace(tzinfo=timezone.utc)
-        if value.tzinfo is None
-        else value.astimezone(timezone.utc)
-    )
-    return (value - EPOCH) // timedelta(microseconds=1) * 1_000

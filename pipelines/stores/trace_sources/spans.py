@@ -28,11 +28,28 @@ import msgspec
 
 from pipelines.stores.trace_sources.collector_files import Line, collector_lines
 
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
 
 def utc_from_ns(ns: int) -> datetime:
     """Nanoseconds since the epoch as a UTC datetime, to the microsecond (a float would lose the
     last digits)."""
-    return datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=ns // 1_000)
+    return EPOCH + timedelta(microseconds=ns // 1_000)
+
+
+def ns_from_time(value: Any, what: str) -> int:
+    """An exported timestamp (ISO text, "Z" or an offset, naive read as UTC; or a datetime, as
+    Parquet gives it) as nanoseconds since the epoch; `what` names it in the error."""
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    if not isinstance(value, datetime):
+        raise ValueError(f"{what} is a {type(value).__name__}")
+    utc = (
+        value.replace(tzinfo=timezone.utc)
+        if value.tzinfo is None
+        else value.astimezone(timezone.utc)
+    )
+    return (utc - EPOCH) // timedelta(microseconds=1) * 1_000
 
 
 class UnreadableSource(RuntimeError):
