@@ -18,6 +18,10 @@ dash, slash or underscore with a blank on either side: "4111 - 1111 - 1111 - 111
 makes an escape ("\\x41"), letters right after them a token ("3406877694691ddd", a hash), except an
 extension ("0555x266")."""
 
+_SIGNED_ROW = re.compile(r"(?<![\w.+(])-?\d{1,3}(?:[ \t]+-?\d{1,3}){5,}(?![\w.])")
+"""Six or more small signed integers in a row, as data files hold them ("26 -60 -34 11 -27 47"): a
+table row (`_table_row` for the unsigned ones), which a "-" would otherwise cut into runs."""
+
 _DATE = re.compile(
     r"(?<![\d\-/._])(?:(?:19|20)\d\d([\-/._])(?:0?[1-9]|1[0-2])\1(?:0?[1-9]|[12]\d|3[01])"
     r"|(?:0?[1-9]|[12]\d|3[01])([\-/._])(?:0?[1-9]|1[0-2])\2(?:19|20)\d\d)(?!\d)"
@@ -76,7 +80,15 @@ def long_digit_run(text: str) -> bool:
     split by any punctuation count too ("llámame al 612,345,678").
     """
     if "/" in text or "-" in text or "." in text or "_" in text:
-        text = _DATE.sub(_DATE_MASK, text)
+        # "+54 9-11-1942-5126": after a country code, date-shaped digits are dialled
+        text = _DATE.sub(
+            lambda m: (
+                m.group()
+                if _COUNTRY_CODE_BEFORE.search(m.string, max(0, m.start() - 8), m.start())
+                else _DATE_MASK
+            ),
+            text,
+        )
         if "-" in text:
             text = UUID.sub(_DATE_MASK, text)
         if "10." in text:
@@ -94,7 +106,10 @@ def long_digit_run(text: str) -> bool:
     if "(" in text:
         text = _YEAR_IN_PARENTHESES.sub(_DATE_MASK, text)
     ssn_cued = _SSN_CUE.search(text) is not None
+    rows = [row.span() for row in _SIGNED_ROW.finditer(text)] if "-" in text else []
     for m in _DIGIT_RUN.finditer(text):
+        if any(start <= m.start() and m.end() <= end for start, end in rows):
+            continue  # the tail of a row of signed numbers ("-1 -1 0 10 10 12"): a "-" cut it off
         if text.startswith("/", m.end()):
             continue  # "20126/41483022/SI-Brochure-9.pdf": the segments of a path, not a number
         cursor = m.start()

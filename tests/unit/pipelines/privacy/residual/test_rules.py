@@ -16,6 +16,7 @@ from pipelines.privacy.residual import residual_pii_reasons
     [
         ("llámame al 612 345 678", "long_digit_run"),
         ("+33 6 12 34 56 78", "long_digit_run"),
+        ("Call me on +54 9-11-1942-5126 tomorrow.", "long_digit_run"),  # not a date in 1942
         ("06.12.34.56.78", "long_digit_run"),
         ("card 4111111111111111", "long_digit_run"),
         ("ref 612345678", "long_digit_run"),
@@ -105,6 +106,7 @@ def test_pseudonyms_never_trip_a_rule(text):
         "Basic authentication is simple; the Bearer scheme is in RFC 6750",
         "@property\ndef x(self): return a @ b",
         "5 5 5 101 6 6 6 110 7 7 7 111 8 8 10 1000 9 9 11 1001 10 A 12 1010",
+        "-1 -1 -1 -1 -1 -1 -1 0 10 10 10 12",  # the "-" must not cut the row's tail off as a number
         "sess-af674dc3266e6b5f and 2147483647",
         "my password is incorrect; mi contraseña es demasiado corta",
         "Saludos,\nEl equipo de datos",
