@@ -24,7 +24,7 @@ run_pytest() { .venv/bin/python -m pytest "$@"; local rc=$?; [ "$rc" -eq 5 ] && 
     tail -n 40 "$setup_log"
     exit 1
   fi
-  run_pytest -m real_model "$@"
+  run_pytest -m real_model --durations=5 "$@"
 ) >"$real_log" 2>&1 &
 real=$!
 
