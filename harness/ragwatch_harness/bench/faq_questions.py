@@ -2,7 +2,7 @@
 German, Dutch.
 
 The golden-coverage check needs questions a project did not write, on documentation of another
-domain and language than the Python docs the issue was found on. Spanish documentation on this
+domain and language than the Python docs of the demo. Spanish documentation on this
 machine has almost none (the man pages have no questions; Debian's Spanish reference, FreedomBox and
 Debian Edu manuals hold about 30 question headings, nearly all "¿Qué es X?"), so the check uses the
 Debian FAQ (`debian-faq-fr`, `-pt`, `-it`, `-de`, `-nl` 11.1, DFSG-free, fetched with `apt-get

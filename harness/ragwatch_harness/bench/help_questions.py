@@ -2,7 +2,7 @@
 Italian, Portuguese and German.
 
 The golden-coverage check needs questions a project did not write, on documentation of another
-domain and language than the Python docs the issue was found on, grouped by subject so that one
+domain and language than the Python docs of the demo, grouped by subject so that one
 subject can be held back. GNOME Help (`gnome-user-docs` 43.0, CC BY-SA 3.0, fetched with
 `apt-get download gnome-user-docs && dpkg-deb -x ...`) is a desktop's user manual in Mallard: each
 topic page is titled the way a user asks ("¿Por qué se apaga mi equipo cuando cierro la tapa?",
