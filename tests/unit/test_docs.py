@@ -178,7 +178,7 @@ def test_readme_is_short_and_its_links_lead_somewhere():
         assert f"{Path(page).stem}/" in readme, f"the README does not say where the built {page} is"
 
 
-HISTORY = re.compile(r"\bbrief\b|\bissue #?\d+|\bold code\b", re.IGNORECASE)
+HISTORY = re.compile(r"\bbrief\b|\bissue #?\d+|\bthe issue\b|\bold code\b", re.IGNORECASE)
 """Words that date product text: what a team reads describes the product as it is, its figures in
 the benchmarks."""
 
