@@ -24,6 +24,7 @@ from deploy.local_stack.layout import (
 )
 from deploy.local_stack.model import DEFAULT_PORTS, Plan, Ports, Service, StackError
 from deploy.local_stack.plan import build_plan
+from ragwatch_harness.postgres import free_port
 
 
 def state_dir(home: Path | None = None) -> Path:
@@ -43,12 +44,6 @@ def port_free(port: int) -> bool:
         except OSError:
             return False
         return True
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((LOOPBACK, 0))
-        return s.getsockname()[1]
 
 
 def load_ports(state: Path, requested: dict[str, int] | None = None) -> Ports:

@@ -8,7 +8,6 @@ start is bounded: a server that is not healthy in time fails with the end of its
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+
+from ragwatch_harness.postgres import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = 120.0
@@ -37,12 +38,6 @@ def phoenix_python() -> str:
     if setup.returncode != 0:
         raise RuntimeError(f"scripts/phoenix-server.sh failed:\n{setup.stderr[-3000:]}")
     return setup.stdout.strip().splitlines()[-1]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @contextmanager

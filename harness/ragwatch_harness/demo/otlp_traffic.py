@@ -33,7 +33,6 @@ from opentelemetry.trace import set_span_in_context
 from pipelines.core.settings import Settings
 from pipelines.stores.trace_sources.otlp_file_exporter import OtlpJsonFileExporter
 from pipelines.traces.parse import Rejection, parse_row
-from ragwatch_harness.demo.traces import generate_store_rows
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 FLUSH_EVERY = 500
@@ -183,7 +182,7 @@ def seed_demo_otlp(
 ) -> dict[str, Any]:
     """The demo's traffic (the SQL demo's rows, same seed) as OTLP/JSON files in
     RAGWATCH_TRACE_SOURCE_PATH."""
-    from ragwatch_harness.demo.seed import NEW_TOPIC_DAYS, NEW_TOPIC_SHARE
+    from ragwatch_harness.demo.seed import demo_traffic
 
     if not settings.trace_source_path:
         raise RuntimeError(
@@ -195,14 +194,7 @@ def seed_demo_otlp(
         raise RuntimeError(f"{path} already holds spans; pass --replace to rewrite it")
     path.unlink(missing_ok=True)
     today = datetime.now(timezone.utc).date()
-    rows = generate_store_rows(
-        days=days,
-        per_day=per_day,
-        end=today,
-        seed=seed,
-        new_topic_days=NEW_TOPIC_DAYS,
-        new_topic_share=NEW_TOPIC_SHARE,
-    )
+    rows = demo_traffic(days=days, per_day=per_day, seed=seed, end=today)
     counts = write_otlp_traffic(rows, path, max_field_chars=settings.max_field_chars)
     return {
         **counts,

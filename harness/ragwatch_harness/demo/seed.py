@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone
 
 import sqlalchemy as sa
 
@@ -15,6 +15,18 @@ from ragwatch_harness.demo.traces import generate_store_rows
 NEW_TOPIC_DAYS, NEW_TOPIC_SHARE = 1, 0.3
 """Yesterday, 30 % of the demo's users ask about Python packaging, which the golden set does not
 cover: the online eval's coverage falls and shows the topic (demo/traces.NEW_TOPIC)."""
+
+
+def demo_traffic(*, days: int, per_day: int, seed: int, end: date) -> Iterator[dict]:
+    """The demo's store rows of the `days` days up to `end`, whichever store they go to."""
+    return generate_store_rows(
+        days=days,
+        per_day=per_day,
+        end=end,
+        seed=seed,
+        new_topic_days=NEW_TOPIC_DAYS,
+        new_topic_share=NEW_TOPIC_SHARE,
+    )
 
 
 def seed_demo_store(
@@ -55,14 +67,7 @@ def seed_demo_store(
                 progress(n)
             yield row
 
-    rows = generate_store_rows(
-        days=days,
-        per_day=per_day,
-        end=today,
-        seed=seed,
-        new_topic_days=NEW_TOPIC_DAYS,
-        new_topic_share=NEW_TOPIC_SHARE,
-    )
+    rows = demo_traffic(days=days, per_day=per_day, seed=seed, end=today)
     written = store.insert_rows(counted(rows))
     if progress:
         progress(written)
