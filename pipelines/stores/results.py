@@ -444,7 +444,9 @@ class ResultsStore:
             if items is None or candidate.dataset_version == run.dataset_version:
                 return True  # on its own version a run holds every item, or draws a subset of them
             if candidate.run_id not in shared:
-                shared[candidate.run_id] = len(set(items) & self._item_ids(candidate.run_id))
+                shared[candidate.run_id] = len(
+                    set(items) & self._score_values(candidate.run_id, eval_scores.c.item_id)
+                )
             return shared[candidate.run_id] >= min_ok
 
         chosen: dict[str, tuple[EvalRun, str]] = {}
@@ -481,9 +483,11 @@ class ResultsStore:
             choices.append(ReferenceChoice(ref, why, skipped, frozenset(names)))
         return choices
 
-    def _item_ids(self, run_id: str) -> set[str]:
+    def _score_values(self, run_id: str, column: sa.Column) -> set[str]:
+        """The values `column` of the run's score rows takes (its item ids, its metrics), whatever
+        the rows' status."""
         query = (
-            sa.select(eval_scores.c.item_id)
+            sa.select(column)
             .distinct()
             .where(eval_scores.c.run_id == sa.bindparam("run_id", run_id))
         )
@@ -539,7 +543,9 @@ class ResultsStore:
                 "nothing would pass every later run; pin a run that measured what it gates"
             )
         others = self._measured_by_siblings(run, metrics, min_ok)
-        missing = ((expected | self._scored(run.run_id) | others) & metrics) - measured
+        missing = (
+            (expected | self._score_values(run.run_id, eval_scores.c.metric) | others) & metrics
+        ) - measured
         if missing and not partial:
             raise ValueError(
                 f"run {run.run_id!r} lacks {', '.join(sorted(missing))} (fewer than {min_ok} items scored ok): "
@@ -586,16 +592,6 @@ class ResultsStore:
             found = conn.execute(counts).all()
         golden_set = golden_set_of(run)
         return {metric for version, metric in found if version.partition("@")[0] == golden_set}
-
-    def _scored(self, run_id: str) -> set[str]:
-        """The metrics the run has a score row of, whatever its status."""
-        query = (
-            sa.select(eval_scores.c.metric)
-            .distinct()
-            .where(eval_scores.c.run_id == sa.bindparam("run_id", run_id))
-        )
-        with self.engine.connect() as conn:
-            return set(conn.execute(query).scalars())
 
     def scores(self, run_id: str) -> list[Score]:
         query = (
