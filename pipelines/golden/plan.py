@@ -84,13 +84,8 @@ def _interleave(lists: Iterable[list]) -> Iterable[list]:
 
 
 def seed_chunk(chunk: Any) -> SeedChunk:
-    return SeedChunk(
-        chunk_id=chunk.chunk_id,
-        document=chunk.document,
-        section=chunk.section,
-        language=chunk.language,
-        text=chunk.text,
-    )
+    """A corpus chunk's fields that a generation prompt reads, each read from its attribute."""
+    return SeedChunk.model_validate(chunk, from_attributes=True)
 
 
 def _job(kind: JobKind, source_ref: str, payload: dict) -> Job:
