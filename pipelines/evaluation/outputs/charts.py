@@ -99,15 +99,11 @@ def histogram(
     title: str = "",
 ) -> str:
     """Counts of ok scores per bin; an empty chart says so instead of drawing nothing."""
+    if not values:
+        return _empty_chart(width, height, title, "no ok scores")
     lo, hi = x_range or value_range(values)
     top, bottom, left, right = 22, 22, 30, 8
-    parts = [_svg_open(width, height, title), _text(4, 15, title, weight="600")]
-    if not values:
-        parts += [
-            _text(width / 2, height / 2, "no ok scores", anchor="middle", fill=MUTED),
-            "</svg>",
-        ]
-        return "".join(parts)
+    parts = _titled_svg(width, height, title)
     counts, edges = np.histogram(np.asarray(values, dtype=float), bins=bins, range=(lo, hi))
     peak = max(int(counts.max()), 1)
     x = _scale(lo, hi, left, width - right)
@@ -141,15 +137,11 @@ def line_chart(
     title: str = "",
 ) -> str:
     """Values over ordered labels (logical dates); a missing value breaks the line."""
+    if not points:
+        return _empty_chart(width, height, title, "no runs yet")
     top, bottom, left, right = 22, 22, 34, 10
     lo, hi = y_range or value_range([v for _, v in points])
-    parts = [_svg_open(width, height, title), _text(4, 15, title, weight="600")]
-    if not points:
-        parts += [
-            _text(width / 2, height / 2, "no runs yet", anchor="middle", fill=MUTED),
-            "</svg>",
-        ]
-        return "".join(parts)
+    parts = _titled_svg(width, height, title)
     step = (width - left - right) / max(len(points) - 1, 1)
     y = _scale(lo, hi, height - bottom, top)
     for tick in (lo, (lo + hi) / 2, hi):
@@ -180,6 +172,19 @@ def line_chart(
             _text(width - right, height - 6, points[-1][0], anchor="end", fill=MUTED),
         ]
     parts.append("</svg>")
+    return "".join(parts)
+
+
+def _titled_svg(width: int, height: int, title: str) -> list[str]:
+    """The opening of a histogram or line chart: the `<svg>` element and the title at its top
+    left."""
+    return [_svg_open(width, height, title), _text(4, 15, title, weight="600")]
+
+
+def _empty_chart(width: int, height: int, title: str, message: str) -> str:
+    """A titled chart with nothing to draw, saying why in its middle."""
+    parts = _titled_svg(width, height, title)
+    parts += [_text(width / 2, height / 2, message, anchor="middle", fill=MUTED), "</svg>"]
     return "".join(parts)
 
 
