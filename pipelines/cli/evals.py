@@ -12,12 +12,13 @@ from rich.markup import escape
 
 from pipelines.cli.options import (
     DryRunOption,
+    JudgeMetricsOption,
+    SubsetOption,
     checked,
     current_settings,
     date_option,
     target_name_option,
     today,
-    valid_metrics,
     valid_run_id,
     valid_target_url,
 )
@@ -59,18 +60,8 @@ def eval_offline(
         str,
         typer.Option(help="Cut-offs for recall@k / precision@k.", callback=checked(inputs.cutoffs)),
     ] = "1,3,5,10",
-    metrics: Annotated[
-        str | None,
-        typer.Option(
-            help="Comma-separated judge metrics; default: all.", callback=checked(valid_metrics)
-        ),
-    ] = None,
-    limit: Annotated[
-        int | None,
-        typer.Option(
-            help="Evaluate a stable subset of this many items, stratified by question type.", min=1
-        ),
-    ] = None,
+    metrics: JudgeMetricsOption = None,
+    limit: SubsetOption = None,
     fail_on_gate: Annotated[
         bool, typer.Option(help="Exit non-zero when the regression gate fails.")
     ] = False,
@@ -449,18 +440,8 @@ def eval_compare(
     b: Annotated[
         str, typer.Option("--b", help="Arm B, e.g. 'k=3,mode=dense' or 'url=http://new/rag'.")
     ],
-    limit: Annotated[
-        int | None,
-        typer.Option(
-            help="A stable subset of this many items, stratified by question type.", min=1
-        ),
-    ] = None,
-    metrics: Annotated[
-        str | None,
-        typer.Option(
-            help="Comma-separated judge metrics; default: all.", callback=checked(valid_metrics)
-        ),
-    ] = None,
+    limit: SubsetOption = None,
+    metrics: JudgeMetricsOption = None,
 ) -> None:
     """A/B: both configurations on the same items; paired differences B − A per metric and stratum
     with CIs."""

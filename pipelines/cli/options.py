@@ -65,6 +65,18 @@ def target_name_option(help: str):
 
 
 DateOption = date_option("YYYY-MM-DD (UTC).")
+JudgeMetricsOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Comma-separated judge metrics; default: all.", callback=checked(valid_metrics)
+    ),
+]
+SubsetOption = Annotated[
+    int | None,
+    typer.Option(
+        help="Evaluate a stable subset of this many items, stratified by question type.", min=1
+    ),
+]
 DryRunOption = Annotated[
     bool,
     typer.Option(
