@@ -12,20 +12,17 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from airflow.sdk import Asset, CronDataIntervalTimetable, Param, task
-from ragwatch_airflow.dag_parts import judge_batches, optional_param, push_summary, ragwatch_dag
+from airflow.sdk import Asset, Param, task
+from ragwatch_airflow.dag_parts import daily_dag, judge_batches, optional_param, push_summary
 from ragwatch_airflow.intervals import current_interval
 from ragwatch_airflow.settings import ragwatch_settings
 
 ONLINE_SCORES = Asset(name="ragwatch_online_scores", uri="ragwatch://results/online")
 
-with ragwatch_dag(
+with daily_dag(
     "online_eval",
     description="Faithfulness, answer relevancy, online noise ΔF and tool-call validity of a budget of the day's sampled traces.",
-    schedule=CronDataIntervalTimetable("0 0 * * *", timezone="UTC"),
-    start=(2026, 1, 1),
     tags=["eval"],
-    max_active_runs=4,
     params={
         "max_traces": optional_param(
             "integer",

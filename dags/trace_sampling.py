@@ -10,8 +10,8 @@ parts. Task bodies import `pipelines` themselves, so parsing this file stays fas
 
 from __future__ import annotations
 
-from airflow.sdk import Asset, CronDataIntervalTimetable, task
-from ragwatch_airflow.dag_parts import fail_now_on, optional_param, ragwatch_dag
+from airflow.sdk import Asset, task
+from ragwatch_airflow.dag_parts import daily_dag, fail_now_on, optional_param
 from ragwatch_airflow.intervals import current_interval
 from ragwatch_airflow.settings import DVC_POOL, ragwatch_settings
 
@@ -19,13 +19,10 @@ from pipelines.core.inputs import STRATA
 
 SAMPLED_TRACES = Asset(name="ragwatch_sampled_traces", uri="ragwatch://golden/traces")
 
-with ragwatch_dag(
+with daily_dag(
     "trace_sampling",
     description="Sample, anonymize, validate (GX) and version (DVC) yesterday's production traces.",
-    schedule=CronDataIntervalTimetable("0 0 * * *", timezone="UTC"),
-    start=(2026, 1, 1),
     tags=["traces"],
-    max_active_runs=4,
     params={
         "sample_rate": optional_param(
             "number",

@@ -232,9 +232,9 @@ def binary(name: str) -> str:
     return shutil.which(name) or f"/usr/bin/{name}"
 
 
-DAG_FACTORIES = {"DAG", "dag", "ragwatch_dag"}
+DAG_FACTORIES = {"DAG", "dag", "ragwatch_dag", "daily_dag"}
 """What a DAG file calls with its id: Airflow's own, or plugins/ragwatch_airflow/dag_parts.py's
-wrapper."""
+wrappers."""
 
 
 def expected_dag_ids() -> list[str]:

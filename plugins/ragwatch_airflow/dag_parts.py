@@ -1,5 +1,6 @@
-"""What the ragwatch DAG files share, so each file keeps only its own wiring: the DAG header, the
-eval's judge batches mapped in the LLM pool, and the push of an eval's summary.
+"""What the ragwatch DAG files share, so each file keeps only its own wiring: the DAG header (and
+the daily DAGs' schedule), the eval's judge batches mapped in the LLM pool, and the push of an
+eval's summary.
 
 Task bodies import `pipelines` themselves (inside the task, not here), so a DAG file that uses these
 parts still parses without the heavy imports (tests/unit/test_architecture.py).
@@ -13,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from airflow.sdk import DAG, Asset, Param, task
+from airflow.sdk import DAG, Asset, CronDataIntervalTimetable, Param, task
 from airflow.sdk.exceptions import AirflowFailException
 
 from ragwatch_airflow.settings import DEFAULT_ARGS, LLM_POOL, ragwatch_settings
@@ -46,6 +47,21 @@ def ragwatch_dag(
         default_args=DEFAULT_ARGS,
         params=params or {},
         tags=["ragwatch", *tags],
+    )
+
+
+def daily_dag(dag_id: str, *, description: str, tags: list[str], params: dict) -> DAG:
+    """A ragwatch DAG run at midnight UTC over the day before (its data interval), up to four days
+    at once. trace_sampling and online_eval share it: the online eval of a day waits for that day's
+    sample, so the two schedules must stay one."""
+    return ragwatch_dag(
+        dag_id,
+        description=description,
+        schedule=CronDataIntervalTimetable("0 0 * * *", timezone="UTC"),
+        start=(2026, 1, 1),
+        tags=tags,
+        params=params,
+        max_active_runs=4,
     )
 
 
