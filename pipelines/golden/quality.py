@@ -17,12 +17,6 @@ from pipelines.stores.partitions import read_manifest
 
 log = logging.getLogger(__name__)
 QTYPES = ["single_hop", "multi_hop", "adversarial", "tool"]
-PLANNED_KIND_TO_QTYPE = {
-    "chunk_questions": "single_hop",
-    "multi_hop": "multi_hop",
-    "adversarial": "adversarial",
-    "tool": "tool",
-}
 
 
 def validate_golden_dataset(paths: GoldenPaths) -> ValidationReport:
