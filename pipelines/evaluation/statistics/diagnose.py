@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from pipelines.evaluation.metrics.retrieval import ATTRIBUTIONS
 from pipelines.evaluation.statistics.aggregates import Aggregate
@@ -266,6 +266,10 @@ def ladder(rule: Threshold) -> list[Claim]:
     return [Claim(bands[i], ((bands[i].low, "above"),)) for i in range(healthy + 1, here + 1)]
 
 
+_FROM_AGGREGATE = ("metric", "stratum", "mean", "n", "n_failed", "ci_low", "ci_high", "ci_method")
+"""A finding's fields that repeat the aggregate it is about."""
+
+
 @dataclass(frozen=True)
 class Finding:
     metric: str
@@ -300,6 +304,12 @@ class Finding:
     @property
     def established(self) -> bool:
         return not self.evidence
+
+    @classmethod
+    def about(cls, agg: Aggregate, **judgement: Any) -> Finding:
+        """The finding on `agg`: its metric, stratum and estimate, with `judgement` (the band, the
+        severity, what users see, the note...)."""
+        return cls(**{name: getattr(agg, name) for name in _FROM_AGGREGATE}, **judgement)
 
 
 @dataclass(frozen=True)
@@ -462,26 +472,19 @@ def diagnose(
             filter(None, [verdict.evidence, verdict.stepped, _note(agg, verdict, pooled)])
         )
         findings.append(
-            Finding(
-                metric=agg.metric,
-                stratum=agg.stratum,
+            Finding.about(
+                agg,
                 stage=rule.stage,
                 band=verdict.band,
                 severity=verdict.severity,
                 users_see=verdict.stated.users_see,
                 first_action=verdict.stated.first_action,
-                mean=agg.mean,
-                n=agg.n,
-                n_failed=agg.n_failed,
-                ci_low=agg.ci_low,
-                ci_high=agg.ci_high,
                 note=note,
                 band_severity=rule.severity,
                 evidence=verdict.evidence,
                 p_value=verdict.p_value,
                 p_adjusted=verdict.p_adjusted,
                 correction=correction,
-                ci_method=agg.ci_method,
             )
         )
     findings.extend(_rank_gap_findings(aggregates, min_n=min_n))
@@ -546,23 +549,16 @@ def _rank_gap_findings(aggregates: Iterable[Aggregate], *, min_n: int) -> list[F
         evidence = f"{NOT_ENOUGH_EVIDENCE}: n = {n} < {min_n}" if n < min_n else ""
         gap_note = f"{metric} {agg.mean:.2f} vs MRR {mrr.mean:.2f}: gold chunks rank low"
         findings.append(
-            Finding(
-                metric=metric,
-                stratum=OVERALL,
+            Finding.about(
+                agg,
                 stage="retrieval",
                 band=f"{metric} − MRR > {RANK_GAP:.2f}",
                 severity=INCONCLUSIVE if evidence else "watch",
                 users_see="right documents found but ranked low, so cited late or not at all",
                 first_action="tune the reranker or the hybrid-search weights",
-                mean=agg.mean,
-                n=agg.n,
-                n_failed=agg.n_failed,
-                ci_low=agg.ci_low,
-                ci_high=agg.ci_high,
                 note="; ".join(filter(None, [evidence, gap_note])),
                 band_severity="watch",
                 evidence=evidence,
-                ci_method=agg.ci_method,
             )
         )
     return findings
