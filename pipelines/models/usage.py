@@ -85,7 +85,17 @@ def current() -> tuple[str, str]:
     return _STAGE.get() or UNSCOPED, _METRIC.get() or UNSCOPED
 
 
-class UsageRow(BaseModel):
+class RequestCounts(BaseModel):
+    """The model requests of some work and the tokens they cost: a usage row's, a week's."""
+
+    requests: int = 0
+    """HTTP requests sent (every attempt); cache hits are not requests."""
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class UsageRow(RequestCounts):
     """One stage × metric × model of a run (or a batch of it)."""
 
     stage: str
@@ -93,11 +103,6 @@ class UsageRow(BaseModel):
     role: str
     """"judge" or "generator": whose endpoint served it."""
     model: str
-    requests: int = 0
-    """HTTP requests sent (every attempt); cache hits are not requests."""
-    cache_hits: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
     llm_seconds: float = 0.0
     """Summed wall time of the requests, from sending to the reply (concurrent requests overlap)."""
     failures: int = 0

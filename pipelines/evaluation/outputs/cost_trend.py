@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from datetime import date, timedelta
 
-from pydantic import BaseModel
-
 from pipelines.evaluation.results.run import RunCost
+from pipelines.models.usage import RequestCounts
 from pipelines.stores.results import ResultsStore
 
 TREND_WEEKS = 8
@@ -21,17 +20,15 @@ TREND_WEEKS = 8
 before it."""
 
 
-class CostWeek(BaseModel):
+class CostWeek(RequestCounts):
+    """The request counts summed over the week's runs with a recorded cost."""
+
     week: date
     """The Monday the ISO week starts on."""
     runs: int = 0
     """Runs of the week with a recorded cost."""
     unrecorded_runs: int = 0
     """Runs of the week saved before their cost was recorded (not in the sums)."""
-    requests: int = 0
-    cache_hits: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
     items: int = 0
 
     @property
@@ -70,6 +67,6 @@ def weekly_cost(
         cost = RunCost.model_validate(run.cost)
         week.runs += 1
         week.items += cost.items
-        for count in ("requests", "cache_hits", "prompt_tokens", "completion_tokens"):
+        for count in RequestCounts.model_fields:
             setattr(week, count, getattr(week, count) + int(cost.total(count)))
     return list(trend.values())
