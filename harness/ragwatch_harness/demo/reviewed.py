@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipelines.core.user_question import DOCUMENT_PROBE_CHARS
 from ragwatch_harness.demo.corpus import DemoChunk, load_demo_chunks
 
 ASKED_TOPICS = (
@@ -46,8 +47,12 @@ ASKED_TOPICS = (
 out most from every other topic's text (by character n-grams). Several topics of the reference
 repeat each other's sentences (`with` and `context-managers`, `if` and `else`): a quote from those
 names no one passage."""
-QUOTE_WORDS = 12, 24
-"""A quote is the first sentence of at least the first count of words, cut at the second."""
+QUOTE_WORDS = 12
+"""A quote is the first sentence of at least this many words, cut to its words that fit in
+QUOTE_CHARS."""
+QUOTE_CHARS = DOCUMENT_PROBE_CHARS - 1
+"""Shorter than the opening of a retrieved passage that marks a question as a prompt
+(pipelines/core/user_question.py): a user's quote is not a template's block of contexts."""
 QUOTED = {
     "es": ' La documentación dice: "{q}…"',
     "mixed": ' El reference dice: "{q}…"',
@@ -62,7 +67,7 @@ _PLAIN = re.compile(r"^[A-Za-z][A-Za-z ,;'()-]+$")
 class AskedPassage:
     chunk: DemoChunk
     quote: str
-    """The passage's first plain sentence (its first words): what its users quote."""
+    """The passage's first plain sentence, or its first words: what its users quote."""
 
 
 @functools.cache
@@ -76,8 +81,10 @@ def asked_passages() -> tuple[AskedPassage, ...]:
 
 def _quote(chunk: DemoChunk) -> str:
     for sentence in re.split(r"(?<=[.!?])\s+", " ".join(chunk.text.split())):
-        words = sentence.rstrip(".").split()[: QUOTE_WORDS[1]]
-        if len(words) >= QUOTE_WORDS[0] and _PLAIN.match(" ".join(words)):
+        words = sentence.rstrip(".").split()
+        while len(" ".join(words)) > QUOTE_CHARS:
+            words.pop()
+        if len(words) >= QUOTE_WORDS and _PLAIN.match(" ".join(words)):
             return " ".join(words)
     raise ValueError(f"{chunk.chunk_id} has no sentence to quote")
 

@@ -1,5 +1,5 @@
 """Realistic, labelled demo traces: engineers asking about the demo corpus in Spanish and English,
-each quoting the passage they ask about (demo/reviewed.py), or, on the planted days, about packaging.
+each quoting the passage they ask about (demo/reviewed.py), or on the planted days about packaging.
 
 PII is planted where real users put it (questions, greetings in answers, support tickets among
 the contexts, tool arguments, request metadata) and every planted string is recorded, so the

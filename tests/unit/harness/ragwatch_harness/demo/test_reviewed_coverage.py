@@ -10,7 +10,7 @@ are what the user questions' are told from); the anonymizer is skipped.
 from __future__ import annotations
 
 from collections import Counter
-from datetime import date
+from datetime import date, timedelta
 
 import numpy as np
 import pyarrow as pa
@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines.core.records import GoldenItem
+from pipelines.core.user_question import QUESTION_IS_PROMPT
 from pipelines.core.workspace import Workspace
 from pipelines.corpus.chunking import load_chunks
 from pipelines.evaluation.coverage.daily import distinct_questions, measure_day_coverage
@@ -25,9 +26,10 @@ from pipelines.evaluation.coverage.estimate import coverage_by_stratum
 from pipelines.golden.dataset import write_items
 from pipelines.golden.human import import_human_items
 from pipelines.stores.partitions import write_manifest
+from pipelines.traces.parse import Rejection, parse_row
 from ragwatch_harness.demo.corpus_files import write_demo_corpus
 from ragwatch_harness.demo.reviewed import asked_passages, write_reviewed
-from ragwatch_harness.demo.seed import DESIGNED_COVERAGE, NEW_TOPIC_SHARE
+from ragwatch_harness.demo.seed import DESIGNED_COVERAGE, NEW_TOPIC_SHARE, demo_traffic
 from ragwatch_harness.demo.traces import day_traces
 from tests.support.memo_embedder import memoized_coverage_embedder
 
@@ -66,6 +68,14 @@ def demo_golden_set(tmp_path) -> list[GoldenItem]:
         for language in ("en", "es")
     ]
     return report.items + generated
+
+
+def test_a_question_quoting_its_passage_is_never_taken_for_a_prompt():
+    # A quote as long as a retrieved passage's opening would send the trace to quarantine.
+    rows = demo_traffic(days=1, per_day=PER_DAY, seed=SEED, end=DAY + timedelta(days=1))
+    parsed = [parse_row(row, max_field_chars=200_000) for row in rows]
+    assert not [p for p in parsed if isinstance(p, Rejection) and p.reason == QUESTION_IS_PROMPT]
+    assert sum(not isinstance(p, Rejection) for p in parsed) >= 0.95 * PER_DAY
 
 
 def test_the_demos_coverage_reads_within_a_tenth_of_its_designed_truth(
