@@ -73,13 +73,14 @@ run_dag() {  # run_dag DAG_ID DATE [CONF]: one real DAG run, its log kept under 
 # `dags test D` runs the data interval that ends at D: passing yesterday processes the day before. The golden set is
 # built from that day's sample (as last week's build would have been), before yesterday is sampled: yesterday 30 %
 # of the users started asking about packaging, which the online eval's coverage then finds missing.
-# Coverage calibrates its threshold on the golden set's user questions (trace or human items with a gold passage);
-# the offline backend answers too few of the demo's trace questions (1 of 10) for that, so the demo sets the
-# cosine that tests/unit/pipelines/evaluation/coverage/test_daily.py calibrates on 158 of the demo's user questions (0.60), and says it is a setting.
-export RAGWATCH_COVERAGE_THRESHOLD="${RAGWATCH_COVERAGE_THRESHOLD:-0.60}"
 run_dag trace_sampling "$yesterday"
 
 step "indexing the demo corpus (Python docs + Spanish guides) in Qdrant local mode" ragwatch demo corpus
+# Coverage learns its threshold and the matcher's error rates on the golden set's user questions. A team imports
+# reviewed questions like its users' with their passages; the demo does the same for the passages its users ask about.
+reviewed="$RAGWATCH_HOME/demo/reviewed-questions.jsonl"
+step "writing reviewed user questions on the passages the demo's users ask about" ragwatch demo reviewed "$reviewed"
+step "importing them into the golden set" ragwatch golden import "$reviewed"
 run_dag golden_build "$today"
 step "golden set summary" ragwatch golden summary
 

@@ -90,6 +90,18 @@ def demo_corpus(
     )
 
 
+@app.command("reviewed")
+def demo_reviewed(
+    out: Annotated[Path, typer.Argument(help="The JSONL file to write.")],
+) -> None:
+    """Write the reviewed user questions a team would import (`ragwatch golden import`): one English
+    and one Spanish question on each passage the demo's users ask about, with that passage."""
+    from ragwatch_harness.demo.reviewed import reviewed_rows, write_reviewed
+
+    write_reviewed(out)
+    console.print(f"wrote {len(reviewed_rows())} reviewed user questions to {out}")
+
+
 @app.command("drill")
 def demo_drill(
     rules: Annotated[

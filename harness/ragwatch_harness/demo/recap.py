@@ -17,6 +17,7 @@ from pipelines.evaluation.outputs.summary import RunSummary
 from pipelines.evaluation.runs.params import REFERENCE_TARGET
 from pipelines.stores.results import ResultsStore
 from ragwatch_harness.demo.drill import CANDIDATE
+from ragwatch_harness.demo.seed import DESIGNED_COVERAGE
 
 PAGE_URL = "http://127.0.0.1:8080/ragwatch/"
 """The ragwatch page of the `make up` stack (plugins/ragwatch_plugin.py); `make demo` starts no web
@@ -48,6 +49,8 @@ class DemoRecap:
     alerts: DrillAlerts | None
     page_url: str = PAGE_URL
     log: str | None = None
+    designed_coverage: float | None = None
+    """The true coverage the demo's traffic was made with, printed beside the measured one."""
 
 
 def _alerts_path(settings: Settings):
@@ -139,4 +142,5 @@ def demo_recap(settings: Settings, day: date, *, log: str | None = None) -> Demo
         online=online,
         alerts=load_drill_alerts(settings),
         log=log,
+        designed_coverage=DESIGNED_COVERAGE,
     )

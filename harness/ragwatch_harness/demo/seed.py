@@ -15,6 +15,9 @@ from ragwatch_harness.demo.traces import generate_store_rows
 NEW_TOPIC_DAYS, NEW_TOPIC_SHARE = 1, 0.3
 """Yesterday, 30 % of the demo's users ask about Python packaging, which the golden set does not
 cover: the online eval's coverage falls and shows the topic (demo/traces.NEW_TOPIC)."""
+DESIGNED_COVERAGE = 1 - NEW_TOPIC_SHARE
+"""Yesterday's true coverage by design: the rest of the traffic asks about passages the golden set
+holds (demo/reviewed.py)."""
 
 
 def demo_traffic(*, days: int, per_day: int, seed: int, end: date) -> Iterator[dict]:

@@ -1,4 +1,5 @@
-"""Realistic, labelled demo traces: engineers asking about the demo corpus in Spanish and English.
+"""Realistic, labelled demo traces: engineers asking about the demo corpus in Spanish and English,
+each quoting the passage they ask about (demo/reviewed.py), or on the planted days about packaging.
 
 PII is planted where real users put it (questions, greetings in answers, support tickets among
 the contexts, tool arguments, request metadata) and every planted string is recorded, so the
@@ -37,6 +38,7 @@ from pipelines.core.records import Context, ToolCall, Trace
 from pipelines.core.text import NOT_ENOUGH, sentences
 from pipelines.models.offline import OfflineFaults, corrupt_sentences, draw, join_sentences
 from ragwatch_harness.demo.corpus import DemoChunk, load_demo_chunks
+from ragwatch_harness.demo.reviewed import asked_passages, quoted_question
 
 SPANISH_SHARE = 0.55
 MIXED_SHARE = 0.2
@@ -218,6 +220,9 @@ class LabelledTrace:
     trace: Trace
     planted: list[tuple[str, str]]
     """(entity type, the exact string as it appears in the trace) for every planted value."""
+    asked_about: str | None = None
+    """The chunk id of the passage the question asks about; None for a packaging question, which
+    the corpus does not answer."""
 
 
 def _ascii(text: str) -> str:
@@ -560,16 +565,20 @@ def _one_trace(
     foreign_customer = rng.random() < 0.15
     persona = _Persona(rng, _faker("es_ES" if spanish != foreign_customer else "en_US"), spanish)
     app = _weighted(rng, APPS)
-    gold = rng.choice(chunks)
+    passage = rng.choice(asked_passages())
+    gold = passage.chunk
     style = "mixed" if spanish and rng.random() < MIXED_SHARE else lang
     plural = "n" if gold.subject_es.startswith(("los ", "las ")) else ""
     question = rng.choice(QUESTIONS[style]).format(s=gold.subject_es, e=gold.subject_en, n=plural)
+    question = quoted_question(question, passage, style)
+    asked_about: str | None = gold.chunk_id
     # Drawn from the trace's own content, not the shared generator: every other field stays what it
     # was.
     if (
         new_topic_share
         and draw("demo-new-topic", question, persona.first, persona.last) < new_topic_share
     ):
+        asked_about = None
         question = NEW_TOPIC[lang][
             int(draw("demo-new-topic-question", question, gold.chunk_id) * len(NEW_TOPIC[lang]))
         ]
@@ -629,7 +638,7 @@ def _one_trace(
         latency_ms=int(rng.lognormvariate(7.2, 0.5)),
         metadata=draft.metadata,
     )
-    return LabelledTrace(trace, persona.planted)
+    return LabelledTrace(trace, persona.planted, asked_about)
 
 
 def generate_traces(
@@ -643,6 +652,21 @@ def generate_traces(
     chunks = load_demo_chunks()
     traces = [_one_trace(rng, chunks, start, end, new_topic_share) for _ in range(n)]
     return sorted(traces, key=lambda t: t.trace.ts)
+
+
+def day_traces(
+    day: date, *, per_day: int, seed: int, new_topic_share: float = 0.0
+) -> list[LabelledTrace]:
+    """The `per_day` traces of `day` in the store seeded with `seed`, each with what it asks
+    about."""
+    start = datetime.combine(day, time.min, tzinfo=UTC)
+    return generate_traces(
+        per_day,
+        seed=_day_seed(seed, day),
+        start=start,
+        end=start + timedelta(days=1),
+        new_topic_share=new_topic_share,
+    )
 
 
 def _day_seed(seed: int, day: date) -> int:
@@ -685,18 +709,10 @@ def generate_store_rows(
     golden set missed)."""
     for offset in range(days, 0, -1):
         day = end - timedelta(days=offset)
-        day_seed = _day_seed(seed, day)
-        rng = random.Random(day_seed ^ 0x5EED)
-        day_start = datetime.combine(day, time.min, tzinfo=UTC)
+        rng = random.Random(_day_seed(seed, day) ^ 0x5EED)
         huge_allowed = day.toordinal() % 3 == 0  # at most one multi-MB row every three days
         share = new_topic_share if offset <= new_topic_days else 0.0
-        for labelled in generate_traces(
-            per_day,
-            seed=day_seed,
-            start=day_start,
-            end=day_start + timedelta(days=1),
-            new_topic_share=share,
-        ):
+        for labelled in day_traces(day, per_day=per_day, seed=seed, new_topic_share=share):
             row = _row(labelled.trace)
             if rng.random() < BROKEN_ROW_RATE:
                 kinds = ["missing_question", "bad_contexts", "bad_ts"] + (

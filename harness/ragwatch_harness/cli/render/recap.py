@@ -94,12 +94,12 @@ def _drill_lines(recap: DemoRecap) -> list[str]:
     return lines
 
 
-def _coverage_line(recap: DemoRecap) -> str:
+def _coverage_lines(recap: DemoRecap) -> list[str]:
     coverage = recap.online.coverage if recap.online else None
     if coverage is None:
-        return "coverage:    not measured (no online run)"
+        return ["coverage:    not measured (no online run)"]
     if coverage.status != "ok" or coverage.day is None:
-        return f"coverage:    [red]not measured[/] ({escape(_clip(coverage.reason, 70))})"
+        return [f"coverage:    [red]not measured[/] ({escape(_clip(coverage.reason, 70))})"]
     day = coverage.day
     topics = len(coverage.clusters)
     level = (
@@ -108,19 +108,36 @@ def _coverage_line(recap: DemoRecap) -> str:
         else f"matched {number(day.matched)}, not corrected (the matcher's error rates are unknown)"
     )
     line = (
-        f"coverage:    {level} of {day.questions} questions"
-        f"{_threshold_note(coverage)}; {topics} topic{'s' if topics != 1 else ''} missed"
+        f"coverage:    {level} of {day.questions} questions;"
+        f" {topics} topic{'s' if topics != 1 else ''} missed"
     )
     largest = (
         f", the largest {coverage.clusters[0].share:.0%} of the day" if coverage.clusters else ""
     )
-    return line + largest if Text.from_markup(line + largest).cell_len <= WIDTH else line
+    lines = [line + largest if Text.from_markup(line + largest).cell_len <= WIDTH else line]
+    how = [
+        note
+        for note in (
+            _threshold_note(coverage),
+            f"the demo's designed coverage: {recap.designed_coverage:.2f}"
+            if recap.designed_coverage is not None
+            else "",
+        )
+        if note
+    ]
+    return lines + ([f"{'':13}{'; '.join(how)}"] if how else [])
 
 
 def _threshold_note(coverage) -> str:
-    """A threshold the user set is said to be a setting: its level is theirs, not calibrated."""
+    """How the threshold was set: learnt on the golden set's user questions, or the user's own."""
     t = coverage.threshold
-    return " (threshold: your setting)" if t is not None and t.method == "setting" else ""
+    if t is None:
+        return ""
+    if t.method == "setting":
+        return "threshold: your setting, not calibrated"
+    return (
+        f"threshold calibrated on {t.positives} user questions" if t.method == "calibrated" else ""
+    )
 
 
 def _trust_line(recap: DemoRecap) -> str:
@@ -199,7 +216,7 @@ def recap_lines(recap: DemoRecap) -> list[str]:
     ]
     lines += ["", "[bold]Regression drill[/]", *_drill_lines(recap), ""]
     lines += [
-        _coverage_line(recap),
+        *_coverage_lines(recap),
         _trust_line(recap),
         _cost_line(recap),
         "",

@@ -219,6 +219,31 @@ def test_the_recap_says_what_ran_the_verdict_and_why_the_three_figures_and_where
     assert "http://127.0.0.1:8080/ragwatch/" in text and "demo.log" in text
 
 
+def test_the_coverage_line_says_how_its_threshold_was_set_and_the_designed_coverage():
+    from dataclasses import replace
+
+    from pipelines.evaluation.results.coverage import CoverageThreshold
+
+    recap = worst_case_recap()
+    learnt = CoverageThreshold(
+        value=0.28, method="calibrated", tpr=1.0, fpr=0.05, positives=40, negatives=40
+    )
+    online = recap.online.model_copy(
+        update={"coverage": recap.online.coverage.model_copy(update={"threshold": learnt})}
+    )
+    lines = screen(replace(recap, online=online, designed_coverage=0.7))
+    below = lines[lines.index(next(line for line in lines if line.startswith("coverage:"))) + 1]
+    assert below == (
+        "             threshold calibrated on 40 user questions; the demo's designed coverage: 0.70"
+    )
+    mine = learnt.model_copy(update={"method": "setting"})
+    online = recap.online.model_copy(
+        update={"coverage": recap.online.coverage.model_copy(update={"threshold": mine})}
+    )
+    lines = screen(replace(recap, online=online))
+    assert "             threshold: your setting, not calibrated" in lines
+
+
 def test_a_path_longer_than_the_screen_gets_a_line_of_its_own_and_is_never_cut():
     recap = worst_case_recap()
     long_path = "/srv/" + "a-very-long-folder-name/" * 5 + "report.html"
