@@ -10,12 +10,14 @@ labelled truth one hypergeometric draw.
 
 Intervals, 95 %:
 - judge-only: the run's verdicts taken as truth;
-- labels-only: the labels weighted to their runs' verdict mixes (stratified score interval) — of the
-  run itself on the same day; of the labelled runs, not this one, on an earlier day;
+- labels-only: the labels weighted to their runs' verdict mixes — of the run itself on the same day
+  (MOVER-Jeffreys); of the labelled runs, not this one, on an earlier day (stratified score
+  interval: a handful of labels per stratum);
 - corrected (statistics/misclassification.py), as the product computes it: the same-day labels'
-  stratified mean; Rogan–Gladen from earlier days' labels (the later labelled runs' only when the
-  error-rate shift test rejects), withheld when the judge is not shown better than a coin or the
-  test cannot run. Its coverage counts the runs it gave an interval; "given" says how many.
+  stratified mean; Rogan–Gladen from earlier days' labels, its interval from the posterior of the
+  error rates (the later labelled runs' when the error-rate shift test rejects, stretched to hold
+  every run's), withheld when the judge is not shown better than a coin or the test cannot run. Its
+  coverage counts the runs it gave an interval; "given" says how many.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from pipelines.evaluation.statistics.misclassification import (
     SHIFT_ALPHA,
     Strata,
     _rates,
+    after_a_shift,
     judge_beats_coin,
     labels_for_half_width,
     own_labels,
@@ -204,22 +207,49 @@ def simulate(cell: Cell, *, reps: int, rng: np.random.Generator, judged: int = J
     out["labels-only"] = (low, high)
     tested, moved, later_columns = _shift_test(strata)
     later = _subset(strata, later_columns)
-    every, recent = rogan_gladen(q, judged, _rates(strata)), rogan_gladen(q, judged, _rates(later))
+    corrected = _correct(q, judged, strata, later, moved)
     beats_coin = np.where(moved, judge_beats_coin(later), judge_beats_coin(strata)) < COIN_ALPHA
-    low, high = (np.where(moved, b, a) for a, b in zip(every.ci, recent.ci))
+    low, high = corrected.ci
     given = tested & beats_coin & np.isfinite(low) & np.isfinite(high)
-    corrected = _pick(moved, recent, every)
     out["corrected"], out["given"], out["model"] = (low, high), given, corrected
+    out["moved"] = moved
     return out
 
 
-def _pick(where: np.ndarray, chosen, otherwise):
-    """Per run, the variance parts of `chosen` where `where`, else those of `otherwise` (for
-    labels_needed)."""
+def _correct(q, judged: int, strata: Strata, later: Strata, moved: np.ndarray):
+    """Rogan–Gladen per run from every labelled run's labels, or, where the shift test rejected,
+    from the later runs' (misclassification.after_a_shift; computed for those runs alone: the
+    posterior is the bench's slowest step)."""
+    every = rogan_gladen(q, judged, _rates(strata))
+    if not moved.any():
+        return every
+    recent = after_a_shift(
+        rogan_gladen(q[moved], judged, _rates(_rows(later, moved))),
+        replace(every, ci=tuple(b[moved] for b in every.ci)),
+    )
+
+    def merged(all_runs, moved_runs):
+        out = np.array(all_runs, dtype=float, copy=True)
+        out[moved] = moved_runs
+        return out
+
     return replace(
-        otherwise,
-        label_variance=np.where(where, chosen.label_variance, otherwise.label_variance),
-        fixed_variance=np.where(where, chosen.fixed_variance, otherwise.fixed_variance),
+        every,
+        **{
+            f: merged(getattr(every, f), getattr(recent, f))
+            for f in ("mean", "label_variance", "fixed_variance", "youden")
+        },
+        ci=tuple(merged(a, b) for a, b in zip(every.ci, recent.ci)),
+    )
+
+
+def _rows(strata: Strata, rows: np.ndarray) -> Strata:
+    """The strata of some runs (the verdict column, shared by every run, stays whole)."""
+    return Strata(
+        *(
+            getattr(strata, f)[rows] if getattr(strata, f).ndim > 1 else getattr(strata, f)
+            for f in ("yes", "labelled", "share", "verdict", "run_labels")
+        )
     )
 
 
@@ -363,8 +393,9 @@ def format_judge_shift_bench(result: dict) -> str:
     console.print(
         "Coverage: the share of runs given an interval whose 95 % interval holds the run's true mean (±: the wider "
         "side of its 95 % Jeffreys interval), then the mean half-width. Corrected on earlier days: from the later "
-        "labelled runs only when their error rates differ from the earlier ones' (χ², p < 0.05); withheld when the "
-        "judge is not shown better than a coin or the rates cannot be compared. "
+        "labelled runs when their error rates differ from the earlier ones' (χ², p < 0.05), the interval stretched "
+        "to hold every run's; withheld when the judge is not shown better than a coin or the rates cannot be "
+        "compared. "
         "Labels-only on earlier days describes the labelled runs, not this one."
     )
     return console.file.getvalue()

@@ -28,6 +28,7 @@ from scipy.stats import norm
 from pipelines.evaluation.statistics.misclassification import (
     COIN_ALPHA,
     Strata,
+    after_a_shift,
     combine,
     covers_both_verdicts,
     describe,
@@ -281,7 +282,8 @@ def calibrate(
 
 def _from_earlier_runs(y, f, runs, days, shares, judge_mean, judged, confidence):
     """Rogan–Gladen from labels of other runs, or None and why not. When the judge's error rates
-    moved between the earlier and later labelled runs, the later runs' labels alone give them."""
+    moved between the earlier and later labelled runs, the later runs' labels alone give them, and
+    the interval also holds every run's (misclassification.after_a_shift)."""
     if not len(y):
         return None, {"notes": []}
     if len(y) < MIN_LABELS:
@@ -304,8 +306,9 @@ def _from_earlier_runs(y, f, runs, days, shares, judge_mean, judged, confidence)
                 )
             ]
         }
-    notes = []
+    notes, every = [], None
     if shift.moved:
+        every = rogan_gladen(judge_mean, judged, error_rates(y, f, runs, shares), confidence)
         moved = f"the judge's error rates moved between the earlier and later labelled runs (p = {shift.p_value:.3f})"
         later = shift.later_mask
         if (refused := _not_rated(y[later], f[later], runs[later], shares)) is not None:
@@ -314,9 +317,14 @@ def _from_earlier_runs(y, f, runs, days, shares, judge_mean, judged, confidence)
                 "notes": [f"{moved}; the later ones alone: {refused}"],
             }
         y, f, runs = y[later], f[later], runs[later]
-        notes.append(f"{moved}: corrected with the {len(y)} labels of the later runs only")
+        notes.append(
+            f"{moved}: corrected with the {len(y)} labels of the later runs only; the interval also "
+            "holds every run's, in case the test erred"
+        )
     rates = error_rates(y, f, runs, shares)
     corrected = rogan_gladen(judge_mean, judged, rates, confidence)
+    if every is not None:
+        corrected = after_a_shift(corrected, every)
     return corrected, {"shift_p_value": shift.p_value, "notes": notes, "used": len(y)}
 
 

@@ -19,19 +19,22 @@ yes) and spec = P(verdict no | truth no):
 2. `judge_beats_coin`: dividing by J = sens + spec − 1 needs J > 0, i.e. truly-yes items more often
    among the judge's yes verdicts than among its no verdicts: a one-sided Fisher exact test (mid-p)
    on the pooled labels.
-3. `rogan_gladen`: p = (q + spec − 1)/J (Rogan & Gladen 1978), q the run's judge-yes share, with a
-   delta-method interval. Its variance has a label part (sens and spec, independent of this run) and
-   a run part: the spread of q/J − (the mean of the N items' truth), Var(f/J − y)/N per item, which
-   is smaller than q(1 − q)/N/J² because an item's verdict and truth move together.
+3. `rogan_gladen`: p = (q + spec − 1)/J (Rogan & Gladen 1978), q the run's judge-yes share. Its
+   interval has a label part and a run part. The label part: the 2.5 % and 97.5 % points of p over
+   the posterior of (sens, spec) given the labels (statistics/error_rate_posterior.py). The run
+   part: the spread of q/J − (the mean of the N items' truth), Var(f/J − y)/N per item. That is
+   smaller than q(1 − q)/N/J², because an item's verdict and truth move together. The two add in
+   quadrature on each side. Rates known only as estimates and a covariance (the coverage matcher's)
+   get the delta method instead.
 4. `error_rate_shift`: the assumption of step 1 tested: the earlier half of the labelled runs
    against the later half, a Wald χ² (2 df) on the differences of (sens, spec). When it rejects, the
    later half's labels alone give the rates: the judge that erred at them is the one nearest this
-   run.
+   run. The interval is stretched to hold every run's too (`after_a_shift`): the test errs too.
 
 Both kinds of labels: the two estimates are independent given the run, so `combine` weights them by
-their inverse variances, λ = V_B/(V_A + V_B) on the run's own labels, as PPI++ tunes its λ: a rule
-fixed in advance, computed from the data; the mix is never less precise than either, so never wider
-than the labels alone.
+their inverse variances, λ = V_B/(V_A + V_B) on the run's own labels, as PPI++ tunes its λ. Each V
+is the one its interval's width implies. A rule fixed in advance, computed from the data: the mix is
+never less precise than either, so never wider than the labels alone.
 
 Assumption of steps 1–3, stated: the judge errs at the same rates on this run's items as on the
 labelled runs' (same judge model and prompt, items alike in difficulty given their truth). The shift
@@ -46,12 +49,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.stats import beta, chi2, hypergeom, norm
 
-from pipelines.evaluation.statistics.stratified import score_interval, stratified_variance
+from pipelines.evaluation.statistics.error_rate_posterior import posterior_interval, run_variance
+from pipelines.evaluation.statistics.stratified import mover_interval, stratified_variance
 
 SHIFT_ALPHA = 0.05
 """The error-rate shift test's level: below this p-value the judge's error rates moved between
@@ -63,8 +67,8 @@ STRATIFIED = "stratified"
 ROGAN_GLADEN = "rogan-gladen"
 COMBINED = "combined"
 METHODS = {
-    STRATIFIED: "{own} labels of this run, weighted to its verdict mix (stratified score interval)",
-    ROGAN_GLADEN: "Rogan–Gladen, the judge's error rates from {other} labels of earlier runs (delta method)",
+    STRATIFIED: "{own} labels of this run, weighted to its verdict mix (MOVER-Jeffreys interval)",
+    ROGAN_GLADEN: "Rogan–Gladen, the judge's error rates from {other} labels of earlier runs (posterior interval)",
     COMBINED: "{own} labels of this run (weight {weight:.2f}) and Rogan–Gladen from {other} of earlier runs",
 }
 """How each corrected interval was computed, as the report, the CLI and the HTML print it."""
@@ -122,6 +126,8 @@ class ErrorRates:
     sens_ci: tuple
     spec_ci: tuple
     """Jeffreys 95 % intervals over each rate's effective number of labels (Kish)."""
+    strata: Strata | None = None
+    """The labels the rates come from: `rogan_gladen` takes its interval from their posterior."""
 
 
 def _rates(strata: Strata) -> ErrorRates:
@@ -167,6 +173,7 @@ def _rates(strata: Strata) -> ErrorRates:
         labels=n.sum(-1),
         sens_ci=_jeffreys(sens, effective[0]),
         spec_ci=_jeffreys(spec, effective[1]),
+        strata=strata,
     )
 
 
@@ -194,6 +201,7 @@ def error_rates(
         labels=int(r.labels),
         sens_ci=tuple(float(x) for x in r.sens_ci),
         spec_ci=tuple(float(x) for x in r.spec_ci),
+        strata=strata,
     )
 
 
@@ -239,8 +247,14 @@ def describe(method: str, own: int = 0, other: int = 0, weight: float | None = N
 
 
 def rogan_gladen(judge_mean, judged, rates: ErrorRates, confidence: float = 0.95) -> Corrected:
-    """p = (q + spec − 1)/J with a delta-method interval, clipped to [0, 1]. Its variance: the label
-    part gᵀ·cov·g (g = (−p, 1 − p)/J) and the run part Var(f/J − y)/N (see the module's step 3)."""
+    """p = (q + spec − 1)/J, clipped to [0, 1], with its interval (see the module's step 3): from
+    the posterior when the rates come with their labels, else by the delta method.
+
+    `label_variance` is the delta method's gᵀ·cov·g (g = (−p, 1 − p)/J) either way, and
+    `fixed_variance` the run's part at the estimated rates: the variances `labels_for_half_width`
+    scales. The posterior of 30 labels is wider than 1/labels predicts from a larger count, and its
+    1/J² averaged over a wide posterior exceeds the one at the rates. Planning from them named
+    26–43 % more labels than a ±0.05 interval needs (`bench judge-shift`)."""
     z = norm.ppf(0.5 + confidence / 2)
     sens, spec, q = (
         np.asarray(rates.sens),
@@ -252,20 +266,25 @@ def rogan_gladen(judge_mean, judged, rates: ErrorRates, confidence: float = 0.95
         p = (q + spec - 1) / youden
         g = np.stack([-p, 1 - p], -1) / youden[..., None]
     label_var = np.einsum("...i,...ij,...j->...", g, rates.cov, g)
-    # One item's f/J − y over the four (verdict, truth) cells the rates and the corrected mean
-    # imply.
-    prevalence = np.clip(p, 0.0, 1.0)
-    s, c = np.clip(sens, 0, 1), np.clip(spec, 0, 1)
-    cells = (prevalence * s, (1 - prevalence) * (1 - c), prevalence * (1 - s), (1 - prevalence) * c)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        values = (1 / youden - 1, 1 / youden, -1.0, 0.0)
-        first = sum(w * x for w, x in zip(cells, values))
-        second = sum(w * x * x for w, x in zip(cells, values))
-    run_var = np.maximum(second - first**2, 0.0) / np.maximum(judged, 1)
-    se = np.sqrt(label_var + run_var)
+    run_var = run_variance(p, sens, spec, judged)
+    mean = np.clip(p, 0.0, 1.0)
+    if rates.strata is None:
+        se = np.sqrt(label_var + run_var)
+        low, high = p - z * se, p + z * se
+    else:
+        strata = rates.strata
+        low, middle, high, spread = posterior_interval(
+            q, judged, strata.yes, strata.labelled, strata.share, strata.verdict, confidence
+        )
+        low = middle - np.sqrt((middle - low) ** 2 + z * z * spread)
+        high = middle + np.sqrt((high - middle) ** 2 + z * z * spread)
+        # The interval holds the estimate it is printed beside; undefined rates give none.
+        with np.errstate(invalid="ignore"):
+            low = np.where(np.isfinite(p), np.minimum(low, mean), np.nan)
+            high = np.where(np.isfinite(p), np.maximum(high, mean), np.nan)
     return Corrected(
-        mean=np.clip(p, 0.0, 1.0),
-        ci=(np.clip(p - z * se, 0.0, 1.0), np.clip(p + z * se, 0.0, 1.0)),
+        mean=mean,
+        ci=(np.clip(low, 0.0, 1.0), np.clip(high, 0.0, 1.0)),
         method=ROGAN_GLADEN,
         label_variance=label_var,
         fixed_variance=run_var,
@@ -273,16 +292,26 @@ def rogan_gladen(judge_mean, judged, rates: ErrorRates, confidence: float = 0.95
     )
 
 
+def after_a_shift(recent: Corrected, every: Corrected) -> Corrected:
+    """When the shift test rejected: the correction from the later runs' labels, its interval
+    stretched to hold the one from every labelled run's. The test rejects 5 % of the time when
+    nothing moved. Such a false alarm picks a later half that looks unlike the earlier one, and
+    that half's interval alone then covered 78–86 % (150 labels, `bench judge-shift`). The stretched
+    interval covers under either account of the judge."""
+    with np.errstate(invalid="ignore"):
+        ci = (np.fmin(recent.ci[0], every.ci[0]), np.fmax(recent.ci[1], every.ci[1]))
+    return replace(recent, ci=ci)
+
+
 def own_labels(yes, labelled, judged, confidence: float = 0.95) -> Corrected:
     """The run's mean from labels of its own items: `yes`, `labelled` and `judged` per verdict (...,
-    2), verdict no then yes. The score interval of statistics/stratified.py. The variance
+    2), verdict no then yes. The MOVER-Jeffreys interval of statistics/stratified.py. The variance
     `labels_for_half_width` scales is the plug-in one at the labels' Jeffreys shares, split into its
-    1/labels part and the finite-population correction: the score interval of a few labels is wider
-    than the plug-in, and scaling its width would name about 40 % more labels than a ±0.05 interval
-    needs (the plug-in: within 5 %, `bench judge-shift`)."""
+    1/labels part and the finite-population correction: it names the count whose interval is ±0.05
+    within 5 % (`bench judge-shift`)."""
     yes, labelled, judged = (np.asarray(a, dtype=float) for a in (yes, labelled, judged))
     share = judged / judged.sum(-1, keepdims=True)
-    mean, low, high = score_interval(yes, labelled, share, judged, confidence)
+    mean, low, high = mover_interval(yes, labelled, share, judged, confidence)
     jeffreys = (yes + 0.5) / (labelled + 1)
     unbounded = stratified_variance(jeffreys, labelled, share, np.full_like(judged, np.inf))
     bounded = stratified_variance(jeffreys, labelled, share, judged)
@@ -297,12 +326,11 @@ def own_labels(yes, labelled, judged, confidence: float = 0.95) -> Corrected:
 
 def combine(own: Corrected, earlier: Corrected, confidence: float = 0.95) -> Corrected:
     """The inverse-variance mix of an estimate from the run's own labels and one from earlier runs'
-    labels (independent given the run): λ = V_earlier/(V_own + V_earlier) on the own one. Its
-    variance V_own·V_earlier/(V_own + V_earlier) is below both: never wider than the labels
-    alone."""
+    labels (independent given the run): λ = V_earlier/(V_own + V_earlier) on the own one, each V the
+    one its interval's width implies, ((high − low)/2z)². The mix's variance V_own·V_earlier/(V_own
+    + V_earlier) is below both: never wider than the labels alone."""
     z = norm.ppf(0.5 + confidence / 2)
-    v_own = own.label_variance + own.fixed_variance
-    v_earlier = earlier.label_variance + earlier.fixed_variance
+    v_own, v_earlier = (((c.ci[1] - c.ci[0]) / (2 * z)) ** 2 for c in (own, earlier))
     weight = v_earlier / (v_own + v_earlier)
     mean = weight * own.mean + (1 - weight) * earlier.mean
     se = np.sqrt(weight**2 * v_own + (1 - weight) ** 2 * v_earlier)

@@ -6,13 +6,20 @@ the labels' yes share in that stratum. This is the labels alone and the judge-co
 once: Rogan–Gladen with error rates from these same labels gives θ̂ exactly, and so does PPI with
 any λ, since within a stratum the verdict is constant.
 
-Its interval inverts the score test (the stratified Wilson interval): θ₀ is in it when (θ̂ − θ₀)² ≤
-z²·Σ_v share_v²·t_v(1 − t_v)/n_v·(1 − n_v/N_v), with t_v the stratum shares that fit the labels best
-under Σ share_v·t_v = θ₀. Wald's plug-in variance calls a stratum whose labels all agree exact, and
-covered 92–93 % at 30 labels; Jeffreys' pseudo-counts covered 98–99 %; the score interval 95–97 % at
-p ∈ {.1, …, .9} and 30–150 labels (`ragwatch bench judge-shift`). The finite-population factor 1 −
-n_v/N_v is there because the estimand is the mean of the run's N judged items, not of an endless
-stream.
+Its interval, `mover_interval`, is MOVER (Zou, Huang & Zhang 2009) over each verdict's Jeffreys
+interval (l_v, u_v): from θ̂ − √(Σ_v share_v²·(1 − n_v/N_v)·(ȳ_v − l_v)²) to
+θ̂ + √(Σ_v share_v²·(1 − n_v/N_v)·(u_v − ȳ_v)²). Each side keeps its stratum's skew: a verdict
+whose labels all agree still reaches inward, and a rare truth (a few yes among many no verdicts)
+reaches up, not down. In the simulated runs of `ragwatch bench judge-shift` (20,000 a cell) it
+covered 94.3–96.1 % at p ∈ {.1, …, .9} and 30–150 labels. The alternatives measured there: Wald's
+plug-in variance calls a stratum whose labels all agree exact (92–93 % at 30 labels); the score
+interval below covered 96–97 % at 15 labels a verdict, and next to a rare truth; the Jeffreys
+posterior of θ itself, 94 % at 30 labels a verdict, where one stratum's labels all agree. The
+finite-population factor 1 − n_v/N_v is there because the estimand is the mean of the run's N
+judged items, not of an endless stream.
+
+`score_interval` inverts the score test (the stratified Wilson interval). It suits labels pooled
+from many runs, a handful per stratum: MOVER's per-stratum intervals would add up far wider.
 
 Every function is vectorised over leading axes (one row per run); the last axis holds the strata.
 """
@@ -21,6 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.stats import norm
+
+from pipelines.evaluation.statistics.intervals import jeffreys_interval
 
 _BISECTIONS = 60
 
@@ -107,3 +116,27 @@ def score_interval(
             inner, outer = np.where(out, inner, middle), np.where(out, middle, outer)
         bounds.append(np.where(outside(outer), inner, outer))
     return estimate, bounds[0], bounds[1]
+
+
+def mover_interval(
+    yes: np.ndarray,
+    labelled: np.ndarray,
+    share: np.ndarray,
+    judged: np.ndarray,
+    confidence: float = 0.95,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(θ̂, low, high): MOVER over the strata's Jeffreys intervals (see the module). Arguments as
+    `score_interval`'s; a stratum without labels or share counts for nothing."""
+    yes, labelled, share, judged = (
+        np.asarray(a, dtype=float) for a in (yes, labelled, share, judged)
+    )
+    estimate = stratified_mean(yes, labelled, share)
+    seen = labelled > 0
+    some = np.where(seen, labelled, 1.0)
+    low, high = jeffreys_interval(np.where(seen, yes, 0.0), some, confidence=confidence)
+    mean = np.where(seen, yes / some, 0.0)
+    fpc = 1 - np.divide(labelled, judged, out=np.ones_like(labelled), where=judged > 0)
+    weight = np.where(seen, share * share * np.maximum(fpc, 0.0), 0.0)
+    below = np.sqrt((weight * (mean - low) ** 2).sum(-1))
+    above = np.sqrt((weight * (high - mean) ** 2).sum(-1))
+    return estimate, np.clip(estimate - below, 0.0, 1.0), np.clip(estimate + above, 0.0, 1.0)

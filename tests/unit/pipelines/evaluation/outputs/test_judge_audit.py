@@ -391,7 +391,7 @@ def test_kappa_below_0_6_says_not_trustworthy_in_report_summary_and_gauge(settin
     )
     assert (
         correctness.corrected_method
-        == "24 labels of this run, weighted to its verdict mix (stratified score interval)"
+        == "24 labels of this run, weighted to its verdict mix (MOVER-Jeffreys interval)"
     )
     from pipelines.cli.render.evals import judge_trust_line as _judge_trust_line
 

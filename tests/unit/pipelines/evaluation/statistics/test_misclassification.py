@@ -8,6 +8,7 @@ import pytest
 from pipelines.evaluation.statistics.misclassification import (
     Strata,
     _rates,
+    after_a_shift,
     combine,
     error_rates,
     judge_beats_coin,
@@ -106,20 +107,21 @@ def test_the_mix_of_own_and_earlier_labels_is_never_wider_than_either():
     widths = [c.ci[1] - c.ci[0] for c in (own, earlier, mixed)]
     assert widths[2] < min(widths[:2])
     assert 0 < float(mixed.own_weight) < 1
-    v_own, v_earlier = (c.label_variance + c.fixed_variance for c in (own, earlier))
+    # Each part weighs by the variance its own interval's width implies.
+    v_own, v_earlier = (((c.ci[1] - c.ci[0]) / (2 * 1.959964)) ** 2 for c in (own, earlier))
     assert float(mixed.own_weight) == pytest.approx(float(v_earlier / (v_own + v_earlier)))
     assert min(own.mean, earlier.mean) <= mixed.mean <= max(own.mean, earlier.mean)
 
 
-def test_labels_for_half_width_reproduces_its_own_interval():
+def test_labels_for_half_width_scales_the_plug_in_variance():
     own = own_labels(np.array([6.0, 14.0]), np.array([15.0, 15.0]), np.array([400.0, 1600.0]))
-    half = float(own.ci[1] - own.ci[0]) / 2
+    # The half-width the plug-in variance gives at 30 labels takes 30 labels.
+    half = 1.959964 * float(np.sqrt(own.label_variance + own.fixed_variance))
     assert labels_for_half_width(half, own, 30) == pytest.approx(30, abs=1)
     # Half the width takes about four times the labels, fewer with the finite population correction.
     assert 100 <= labels_for_half_width(half / 2, own, 30) <= 120
     # After a pilot of 30 labels at p = 0.5, the count named for ±0.05 gives ±0.05 when its labels
-    # come in (the pilot's shares scaled up); the score interval of the pilot itself is wider, and
-    # scaling its width named 40 % more (the label count check of `ragwatch bench judge-shift`).
+    # come in (the pilot's shares scaled up; the label count check of `ragwatch bench judge-shift`).
     pilot = own_labels(np.array([2.0, 13.0]), np.array([15.0, 15.0]), np.array([250.0, 250.0]))
     named = labels_for_half_width(0.05, pilot, 30)
     scaled = own_labels(
@@ -131,3 +133,22 @@ def test_labels_for_half_width_reproduces_its_own_interval():
     # Earlier runs' labels cannot shrink the run's own part: a width below it is out of reach.
     rates = _two_runs()
     assert labels_for_half_width(0.001, rogan_gladen(0.8, 2000, rates), 60) is None
+
+
+def test_after_a_shift_the_later_runs_estimate_keeps_every_runs_interval_inside():
+    rates = _two_runs()
+    later = rogan_gladen(0.5, 2000, error_rates(*_run_b()))
+    every = rogan_gladen(0.5, 2000, rates)
+    stretched = after_a_shift(later, every)
+    assert float(stretched.mean) == float(later.mean)
+    for inner in (later, every):
+        assert stretched.ci[0] <= inner.ci[0] and inner.ci[1] <= stretched.ci[1]
+    assert stretched.ci[0] in (later.ci[0], every.ci[0]) and stretched.ci[1] in (
+        later.ci[1],
+        every.ci[1],
+    )
+
+
+def _run_b():
+    human = [1] * 12 + [0] * 3 + [1] * 2 + [0] * 13
+    return human, [1] * 15 + [0] * 15, ["b"] * 30, {"b": 0.3}
