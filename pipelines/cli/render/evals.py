@@ -167,13 +167,19 @@ def print_coverage(coverage) -> None:
         )
     for c in coverage.clusters[:3]:
         console.print(
-            f"  uncovered topic {c.cluster_id} ({c.language}, {c.share:.1%} of the day): "
+            f"  missed topic {c.cluster_id} ({c.language}, {c.gap_share:.1%} of the day missed, "
+            f"coverage {number(c.coverage)}): "
             + escape(" | ".join(r.question for r in c.representatives))
         )
     if coverage.clusters:
         n = len(coverage.clusters)
         console.print(
-            f"  {n} uncovered topic{'s' if n != 1 else ''}; the largest are queued in the inbox (uncovered-*.csv)"
+            f"  {n} topic{'s' if n != 1 else ''} the golden set misses; the largest are queued in the inbox (uncovered-*.csv)"
+        )
+    if coverage.matcher_misses:
+        n = len(coverage.matcher_misses)
+        console.print(
+            f"  {n} uncovered topic{'s' if n != 1 else ''} matched about as often as covered ones: likely the matcher's misses, not queued"
         )
 
 

@@ -14,13 +14,15 @@ smallest hashes of their trace ids, a rerun takes the same), 3,000² distances b
 volume is the day's traffic its questions stand for (each question weighs the traces it was asked in
 times its stratum's day traces / embedded traces, scaled up when the language was subsampled); its
 three representatives are the distinct questions nearest its centroid; its id is a hash of its
-members' trace ids, the same on a rerun of the day.
+members' trace ids, the same on a rerun of the day. Each topic keeps its members and centroid:
+topic_gaps.py finds the day's matched questions that lie in it.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from sklearn.cluster import AgglomerativeClustering
@@ -31,6 +33,16 @@ REPRESENTATIVES = 3
 MAX_CLUSTERED = 3_000
 
 
+@dataclass(frozen=True)
+class Topic:
+    cluster: UncoveredCluster
+    members: np.ndarray
+    """Indices of its questions in the rows clustered."""
+    centroid: np.ndarray
+    """The mean of its members' vectors: a vector's dot product with it is its average cosine to
+    them, what average linkage merges by."""
+
+
 def cluster_uncovered(
     vectors: np.ndarray,
     rows: Sequence[dict],
@@ -39,7 +51,7 @@ def cluster_uncovered(
     similarity: float,
     day_traces: int,
     min_cluster_size: int,
-) -> list[UncoveredCluster]:
+) -> list[Topic]:
     """`rows` (trace_id, app, language, question, traces) of the distinct uncovered questions with
     their normalised `vectors` and `weights` (the day's traces each stands for): their topics, the
     largest (by traffic) first."""
@@ -66,19 +78,19 @@ def cluster_uncovered(
             chosen = members[labels == label]
             if len(chosen) >= min_cluster_size:
                 clusters.append(
-                    _cluster(vectors, rows, weights * scale, chosen, str(language), day_traces)
+                    _topic(vectors, rows, weights * scale, chosen, str(language), day_traces)
                 )
-    return sorted(clusters, key=lambda c: (-c.estimated_traces, c.cluster_id))
+    return sorted(clusters, key=lambda t: (-t.cluster.estimated_traces, t.cluster.cluster_id))
 
 
-def _cluster(
+def _topic(
     vectors: np.ndarray,
     rows: Sequence[dict],
     weights: np.ndarray,
     chosen: np.ndarray,
     language: str,
     day_traces: int,
-) -> UncoveredCluster:
+) -> Topic:
     centroid = vectors[chosen].mean(axis=0)
     by_closeness = chosen[np.argsort(-(vectors[chosen] @ centroid), kind="stable")]
     representatives, seen = [], set()
@@ -96,7 +108,7 @@ def _cluster(
         "\n".join(sorted(rows[i]["trace_id"] for i in chosen)).encode()
     ).hexdigest()
     estimated = float(weights[chosen].sum())
-    return UncoveredCluster(
+    cluster = UncoveredCluster(
         cluster_id=f"topic-{digest[:10]}",
         language=language,
         questions=len(chosen),
@@ -105,3 +117,4 @@ def _cluster(
         share=estimated / day_traces if day_traces else 0.0,
         representatives=representatives,
     )
+    return Topic(cluster=cluster, members=chosen, centroid=centroid)

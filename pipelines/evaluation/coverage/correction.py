@@ -72,6 +72,23 @@ def uncorrectable(threshold: CoverageThreshold) -> str:
     return ""
 
 
+def in_language(threshold: CoverageThreshold, language: str) -> CoverageThreshold:
+    """The threshold with the rates measured on `language`'s user questions, where they can correct
+    (MIN_POSITIVES positives, a negative, TPR > FPR); else as it is, with the pooled rates."""
+    own = next((r for r in threshold.by_language if r.language == language), None)
+    if own is None:
+        return threshold
+    candidate = threshold.model_copy(
+        update={
+            "positives": own.positives,
+            "negatives": own.negatives,
+            "tpr": own.tpr,
+            "fpr": own.fpr,
+        }
+    )
+    return threshold if uncorrectable(candidate) else candidate
+
+
 def corrected(rows: list[StratumCoverage], threshold: CoverageThreshold) -> list[StratumCoverage]:
     """Each row's level from its matched share (`matched`, at n = its distinct questions; the day's:
     their effective number), with two intervals: the matched share's Jeffreys interval mapped
@@ -87,10 +104,7 @@ def corrected(rows: list[StratumCoverage], threshold: CoverageThreshold) -> list
             continue
         n = row.effective_questions or row.questions
         level = rogan_gladen(row.matched, n, rates)
-        day_low, day_high = (
-            _clipped((bound - threshold.fpr) / (threshold.tpr - threshold.fpr))
-            for bound in proportion_ci(row.matched * n, n)
-        )
+        day_low, day_high = day_interval(row.matched, n, threshold)
         out.append(
             row.model_copy(
                 update={
@@ -103,6 +117,19 @@ def corrected(rows: list[StratumCoverage], threshold: CoverageThreshold) -> list
             )
         )
     return out
+
+
+def covered_share(matched: float, threshold: CoverageThreshold) -> float:
+    """The share covered, c = (matched − FPR)/(TPR − FPR), clipped to [0, 1]; the threshold's rates
+    must be known (`uncorrectable` says so)."""
+    return _clipped((matched - threshold.fpr) / (threshold.tpr - threshold.fpr))
+
+
+def day_interval(matched: float, n: float, threshold: CoverageThreshold) -> tuple[float, float]:
+    """The matched share's Jeffreys 95 % interval at `n` distinct questions, through the correction
+    with the rates held at their calibration."""
+    low, high = proportion_ci(matched * n, n)
+    return covered_share(low, threshold), covered_share(high, threshold)
 
 
 def _clipped(value: float) -> float:

@@ -8,8 +8,10 @@ them to the released golden set's reference passages by the signal (the embeddin
 lexical one, signal.py) that best tells the golden set's user questions' own passages from others,
 the threshold calibrated on those questions (threshold.py), estimates the matched share
 (estimate.py) and corrects it for the matcher's error rates on those questions into the share
-covered (correction.py), calibrates the topic cut (topic_cut.py) and clusters the uncovered
-questions (clusters.py), both on the two signals side by side. The result goes to `coverage.json` in
+covered (correction.py), calibrates the topic cut (topic_cut.py), clusters the uncovered
+questions (clusters.py), both on the two signals side by side, and sets apart the topics matched as
+often as covered ones, the matcher's misses, from the topics the golden set misses
+(topic_gaps.py). The result goes to `coverage.json` in
 the run folder; finalize publishes it (run params, report, gauges) and queues the largest uncovered
 topics in the review inbox, which the next golden build's trace questions start from. A coverage
 that cannot be measured (no released golden set, no calibrated or set threshold) is `failed` with
@@ -36,6 +38,7 @@ from pipelines.evaluation.coverage.topic_cut import (
     calibrate_topic_cut,
     subsample,
 )
+from pipelines.evaluation.coverage.topic_gaps import weigh_topics
 from pipelines.evaluation.online_selection import read_judged, select_budget, stratum_of
 from pipelines.evaluation.results.coverage import GoldenCoverage, TopicCut
 from pipelines.golden.dataset import default_golden_name, load_golden_items, released_version
@@ -97,7 +100,7 @@ def measure_day_coverage(
     weights = np.array([day_traces[s] / embedded[s] for s in strata]) * asked
     topic_cut = _topic_cut(signal, items, evidence)
     uncovered = np.flatnonzero(~covered)
-    clusters = cluster_uncovered(
+    topics = cluster_uncovered(
         signal.describe(
             [rows[i]["question"] for i in uncovered],
             [languages[i] for i in uncovered],
@@ -110,6 +113,25 @@ def measure_day_coverage(
         day_traces=selection.counts.day_traces,
         min_cluster_size=settings.coverage_min_cluster_size,
     )
+
+    def described(block: np.ndarray) -> np.ndarray:
+        return signal.describe(
+            [rows[i]["question"] for i in block],
+            [languages[i] for i in block],
+            "matched questions",
+            placed=vectors[block],
+        )
+
+    clusters, matcher_misses = weigh_topics(
+        topics,
+        np.flatnonzero(covered),
+        languages,
+        weights,
+        described,
+        similarity=topic_cut.similarity,
+        threshold=threshold,
+        day_traces=selection.counts.day_traces,
+    )
     return_freed_memory()
     return GoldenCoverage(
         status="ok",
@@ -118,7 +140,8 @@ def measure_day_coverage(
         strata=by_stratum,
         level_note=uncorrectable(threshold),
         clusters=clusters,
-        unclustered=len(uncovered) - sum(c.questions for c in clusters),
+        matcher_misses=matcher_misses,
+        unclustered=len(uncovered) - sum(t.cluster.questions for t in topics),
     )
 
 

@@ -17,10 +17,13 @@ For each such item in a language the golden set has passages in:
   answer for in the corpus (no gold passage), its nearest golden passage of all.
 
 The cut is the cosine maximizing Youden's J = TPR − FPR; the report states it with TPR, FPR, ROC AUC
-and counts. Fewer than MIN_POSITIVES positives (or no negative), or an AUC below MIN_AUC (the
-embedding model cannot tell a user's question's own passage from another document's, e.g. an
-English-only model on French questions), leave it uncalibrated: coverage is then `failed` with that
-reason, unless the user set RAGWATCH_COVERAGE_THRESHOLD, which is used and said to be theirs.
+and counts. The same rates are also measured on each language's user questions at that cut
+(`by_language`): the matcher errs more in some languages (GNOME Help: TPR 0.44–0.71 in Italian,
+0.75–0.92 in Spanish), and a topic is one language's questions (topic_gaps.py). Fewer than
+MIN_POSITIVES positives (or no negative), or an AUC below MIN_AUC (the embedding model cannot tell a
+user's question's own passage from another document's, e.g. an English-only model on French
+questions), leave it uncalibrated: coverage is then `failed` with that reason, unless the user set
+RAGWATCH_COVERAGE_THRESHOLD, which is used and said to be theirs.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipelines.core.records import GoldenItem
-from pipelines.evaluation.results.coverage import CoverageThreshold
+from pipelines.evaluation.results.coverage import CoverageThreshold, LanguageRates
 
 MIN_POSITIVES = 10
 """Fewest user questions with a gold passage for a calibrated threshold."""
@@ -116,6 +119,9 @@ def calibrate_threshold(
             **counts,
             **_rates(np.array(positives), np.array(negatives), setting),
             note="set by RAGWATCH_COVERAGE_THRESHOLD, not calibrated",
+            by_language=_by_language(
+                evidence, question_vectors, passages, passage_vectors, setting
+            ),
         )
     if len(positives) < MIN_POSITIVES or not negatives:
         return CoverageThreshold(
@@ -145,7 +151,37 @@ def calibrate_threshold(
         tpr=measured["tpr"],
         fpr=measured["fpr"],
         **counts,
+        by_language=_by_language(
+            evidence, question_vectors, passages, passage_vectors, measured["threshold"]
+        ),
     )
+
+
+def _by_language(
+    evidence: Sequence[GoldenItem],
+    question_vectors: np.ndarray,
+    passages: GoldenPassages,
+    passage_vectors: np.ndarray,
+    threshold: float,
+) -> list[LanguageRates]:
+    """The rates at `threshold` on each language's user questions alone."""
+    languages = np.array([i.language for i in evidence])
+    out = []
+    for language in np.unique(languages):
+        mine = np.flatnonzero(languages == language)
+        positives, negatives, _ = _scores(
+            [evidence[k] for k in mine], question_vectors[mine], passages, passage_vectors
+        )
+        if positives or negatives:
+            out.append(
+                LanguageRates(
+                    language=str(language),
+                    positives=len(positives),
+                    negatives=len(negatives),
+                    **_rates(np.array(positives), np.array(negatives), threshold),
+                )
+            )
+    return out
 
 
 def _scores(

@@ -71,6 +71,8 @@ UNCOVERED_COLUMNS = [
     "language",
     "day_share",
     "estimated_traces",
+    "gap_traces",
+    "coverage",
     "trace_id",
     "app",
     "question",
@@ -85,9 +87,9 @@ and imports it."""
 def queue_uncovered_topics(
     workspace: Workspace, day: date, clusters: Sequence[Any], limit: int
 ) -> tuple[int, Path]:
-    """Write the day's `limit` largest uncovered topics (coverage/clusters.py), three questions
-    each; returns (topics written, file). The file is rewritten on a rerun: the same day gives the
-    same topics."""
+    """Write the day's `limit` largest topics the golden set misses (coverage/topic_gaps.py), three
+    questions each; returns (topics written, file). The file is rewritten on a rerun: the same day
+    gives the same topics."""
     chosen = list(clusters)[:limit]
     rows = (
         {
@@ -95,6 +97,8 @@ def queue_uncovered_topics(
             "language": cluster.language,
             "day_share": f"{cluster.share:.4f}",
             "estimated_traces": f"{cluster.estimated_traces:.0f}",
+            "gap_traces": f"{cluster.gap_traces:.0f}",
+            "coverage": "" if cluster.coverage is None else f"{cluster.coverage:.3f}",
             "trace_id": rep.trace_id,
             "app": rep.app,
             "question": rep.question,

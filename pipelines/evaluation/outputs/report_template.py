@@ -126,25 +126,44 @@ is shown as it is: it counts the matcher's errors too.</p>{% endif %}
 </table>
 {{ coverage_chart }}
 <h3>Largest topics the golden set misses</h3>
-{% if coverage.clusters %}
+{% if coverage.clusters or coverage.matcher_misses %}
 <p>The distinct uncovered questions grouped by topic (average-linkage clustering{% if coverage.topic_cut %}, cut at
 similarity {{ coverage.topic_cut.similarity|num }}{% endif %}{% if coverage.topic_cut is none %}{% elif
 coverage.topic_cut.method == "calibrated" %}: the cut whose clusters of the
 golden set's {{ coverage.topic_cut.calibrated_on }} best match their {{ coverage.topic_cut.documents }} documents,
 adjusted Rand index {{ coverage.topic_cut.adjusted_rand|num }}{% else %}: a default, {{ coverage.topic_cut.note
 }}{% endif %}; groups of at least {{ coverage.min_cluster_size }} distinct questions; {{
-coverage.unclustered }} uncovered questions belong to no topic). Share: of the day's traffic. The
+coverage.unclustered }} uncovered questions belong to no topic). A covered subject leaves unmatched questions too
+(the matcher's misses), so each topic is weighed with the day's matched questions that lie in it: "matched" counts
+them, and its coverage is its matched share corrected for the matcher's error rates in its language. A topic is
+listed when it has fewer matched questions than a covered topic has (binomial at its language's true-match rate,
+Benjamini–Hochberg at 5 % over the day's topics); "missed" is its traffic the golden set does not cover, (1 −
+coverage) × its traffic, as a share of the day's traffic, and the topics are ranked by it. "Uncovered" is the traffic
+of its unmatched questions. The
 largest are in <code>inbox/uncovered-{{ run.logical_date }}.csv</code> for review, and the next golden build's trace
 questions start from them.{% if coverage.clusters|length > report_topics %} The {{ report_topics }} largest of {{
 coverage.clusters|length }} topics are shown.{% endif %}</p>
+{% if coverage.clusters %}
 <table>
-<tr><th>topic</th><th>language</th><th>distinct questions</th><th>share of the day</th><th>representative questions</th></tr>
+<tr><th>topic</th><th>language</th><th>unmatched questions</th><th>matched questions</th><th>coverage</th><th>missed</th><th>uncovered</th><th>representative questions</th></tr>
 {% for c in coverage.clusters[:report_topics] %}
 <tr><td><code>{{ c.cluster_id }}</code></td><td>{{ c.language }}</td><td class="num">{{ c.questions }}</td>
+<td class="num">{{ c.matched_questions }}</td><td class="num">{{ c.coverage|num }}</td>
+<td class="num">{{ (100 * c.gap_share)|round(1) }} %</td>
 <td class="num">{{ (100 * c.share)|round(1) }} %</td><td>{% for r in c.representatives %}{{ r.question }}{% if not
 loop.last %}<br>{% endif %}{% endfor %}</td></tr>
 {% endfor %}
 </table>
+{% else %}
+<p>No topic the golden set misses: every topic's questions are matched about as often as a covered topic's.</p>
+{% endif %}
+{% if coverage.matcher_misses %}
+<p>Likely the matcher's misses, not queued ({{ coverage.matcher_misses|length }} topic{% if
+coverage.matcher_misses|length != 1 %}s{% endif %} matched about as often as a covered one){% for c in
+coverage.matcher_misses[:3] %}{% if loop.first %}: {% else %}; {% endif %}{{ c.language }}, {{ c.questions }} unmatched
+and {{ c.matched_questions }} matched questions, coverage {{ c.coverage|num }} (“{{ c.representatives[0].question
+}}”){% endfor %}.</p>
+{% endif %}
 {% else %}
 <p>No topic: the {{ coverage.unclustered }} uncovered questions are one-offs.</p>
 {% endif %}

@@ -47,6 +47,14 @@ class StratumCoverage(BaseModel):
     questions): how well the level itself is known."""
 
 
+class LanguageRates(BaseModel):
+    language: str
+    positives: int
+    negatives: int
+    tpr: float | None
+    fpr: float | None
+
+
 class CoverageThreshold(BaseModel):
     value: float | None
     """Similarity (question vs golden passage) at or above which a question is covered; None: none
@@ -73,6 +81,9 @@ class CoverageThreshold(BaseModel):
     auc: float | None = None
     """P(a positive is more similar than a negative), ties half."""
     note: str = ""
+    by_language: list[LanguageRates] = []
+    """The same rates per language, at the same threshold: a topic (one language's questions) is
+    weighed by its language's."""
 
 
 class TopicCut(BaseModel):
@@ -110,6 +121,28 @@ class UncoveredCluster(BaseModel):
     share: float
     """estimated_traces / the day's sampled traces."""
     representatives: list[Representative]
+    matched_questions: int = 0
+    """The day's distinct questions matched as covered that lie in the topic (nearest its questions
+    of all topics, within the topic cut): with its own, the topic's questions."""
+    matched_share: float | None = None
+    """Share of the topic's traffic (its own questions' and those matched ones') matched as
+    covered."""
+    coverage: float | None = None
+    """Share of the topic's traffic the golden set covers: `matched_share` corrected for the
+    matcher's error rates in its language like the day's level; None where they are unknown."""
+    coverage_ci_low: float | None = None
+    coverage_ci_high: float | None = None
+    """Its 95 % interval from the topic's distinct questions, the rates held at their
+    calibration."""
+    covered_q_value: float | None = None
+    """How likely a covered topic is to have as few matched questions (binomial at its language's
+    TPR), adjusted over the day's topics (Benjamini–Hochberg): at most 0.05, the topic is listed as
+    missed. None where the rates are unknown."""
+    gap_traces: float = 0.0
+    """The day's sampled traces on the topic the golden set does not cover: (1 − coverage) × the
+    topic's traffic; `estimated_traces` where coverage is unknown."""
+    gap_share: float = 0.0
+    """gap_traces / the day's sampled traces."""
 
 
 class GoldenCoverage(BaseModel):
@@ -132,7 +165,13 @@ class GoldenCoverage(BaseModel):
     min_cluster_size: int = 0
     """Fewest distinct uncovered questions that make a topic."""
     clusters: list[UncoveredCluster] = []
-    """The uncovered questions' topics, largest first."""
+    """The topics the golden set misses, the largest gap (`gap_traces`) first: the uncovered
+    questions' topics with fewer matched questions than a covered topic has (`covered_q_value` ≤
+    0.05; every topic where the rates are unknown)."""
+    matcher_misses: list[UncoveredCluster] = []
+    """The other uncovered questions' topics, matched about as often as a covered topic: likely the
+    matcher's misses on a subject the golden set covers; the largest gap first. Not queued for
+    review."""
     unclustered: int = 0
     """Distinct uncovered questions in no topic (in groups smaller than `min_cluster_size`: one-off
     questions)."""

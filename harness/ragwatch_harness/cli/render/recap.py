@@ -112,7 +112,9 @@ def _coverage_lines(recap: DemoRecap) -> list[str]:
         f" {topics} topic{'s' if topics != 1 else ''} missed"
     )
     largest = (
-        f", the largest {coverage.clusters[0].share:.0%} of the day" if coverage.clusters else ""
+        f", the largest {coverage.clusters[0].gap_share:.0%} of the day"
+        if coverage.clusters
+        else ""
     )
     lines = [line + largest if Text.from_markup(line + largest).cell_len <= WIDTH else line]
     how = [

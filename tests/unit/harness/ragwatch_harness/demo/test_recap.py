@@ -137,6 +137,8 @@ def worst_case_recap() -> DemoRecap:
                 questions=9,
                 estimated_traces=30,
                 share=0.1,
+                gap_traces=30,
+                gap_share=0.1,
                 representatives=[
                     Representative(trace_id="x", app="docs", question="How do I " * 30)
                 ],

@@ -150,7 +150,8 @@ def test_a_quarter_of_the_traffic_moving_to_the_held_back_chapter_is_a_significa
         f"true {counts['true_2']:.3f}; topic cut "
         f"{after.topic_cut.similarity} ({after.topic_cut.method}, ARI {after.topic_cut.adjusted_rand:.2f}); topics "
         f"(language, questions, held-back representatives of 3): "
-        f"{[(c.language, c.questions, sum(r.question in held for r in c.representatives)) for c in after.clusters[:5]]}"
+        f"{[(c.language, c.questions, sum(r.question in held for r in c.representatives)) for c in after.clusters[:5]]}; "
+        f"likely the matcher's misses {[(c.language, c.questions, c.matched_questions, sum(r.question in held for r in c.representatives)) for c in after.matcher_misses]}"
     )
     # The level is the share covered: day 1's within 0.10 of its true coverage, inside its own
     # interval.

@@ -14,19 +14,19 @@ share, about the signal's TPR on day 1; coverage, corrected for the matcher's er
 0.923 (mouse) to 1.000 on day 1, within 0.10 of the truth for every subject
 (docs/explanation/coverage.md):
 
-| held back | day 1 | day 2 | held-back questions found covered | largest uncovered topic |
+| held back | day 1 | day 2 | held-back questions found covered | largest topic missed |
 |---|---|---|---|---|
-| a11y | 0.706 [0.673, 0.737] n=785 | 0.546 [0.512, 0.579] n=845 | 7 % | pt, 9 questions, 2 of 3 shown held back |
+| a11y | 0.706 [0.673, 0.737] n=785 | 0.546 [0.512, 0.579] n=845 | 7 % | es, 8 questions, 2 of 3 shown held back |
 | color | 0.680 [0.646, 0.713] n=760 | 0.513 [0.479, 0.546] n=855 | 1 % | es, 11, 3 of 3 |
 | files | 0.780 [0.750, 0.809] n=745 | 0.717 [0.686, 0.746] n=865 | 52 % | it, 13, 3 of 3 |
 | mouse | 0.590 [0.555, 0.624] n=790 | 0.483 [0.449, 0.517] n=840 | 16 % | fr, 10, 3 of 3 |
 | net-wireless | 0.715 [0.682, 0.745] n=791 | 0.618 [0.585, 0.651] n=841 | 33 % | pt, 17, 3 of 3 |
 | power | 0.721 [0.689, 0.752] n=755 | 0.572 [0.539, 0.605] n=860 | 12 % | es, 16, 2 of 3 |
-| printing | 0.671 [0.638, 0.704] n=785 | 0.545 [0.512, 0.579] n=845 | 17 % | fr, 10, 3 of 3 |
+| printing | 0.671 [0.638, 0.704] n=785 | 0.545 [0.512, 0.579] n=845 | 17 % | pt, 9, 3 of 3 |
 
 The drop clears both intervals for all seven. Topics are per language (no vectors here meet across
-languages), so the held-back subject is a topic in each; the largest of all is one of them. The
-files subject clears by 0.004 only: half of its questions pass for covered, matched to the file
+languages), so the held-back subject is a topic in each; the largest missed of all is one of them.
+The files subject clears by 0.004 only: half of its questions pass for covered, matched to the file
 manager's preference pages, which are about files too. The five languages are translations of one
 manual: a page's five titles are not five independent questions, so these intervals are narrower
 than over as many independent ones. Spanish alone (n ≈ 150 a day) clears them for power, color and
@@ -172,22 +172,38 @@ def test_once_a_refresh_adds_the_held_back_subject_the_next_day_covers_it(shifte
     Measured (coverage, day interval; the held-back traces' matched share on day 3 against the other
     traces' on v2):
 
-    | held back | day 1 | day 2 | day 3 | held back matched / others | day 3's top 5 topics showing 2+ held back |
-    |---|---|---|---|---|---|
-    | a11y | 0.981 [0.919, 1] | 0.675 [0.611, 0.739] | 1.000 [0.976, 1] | 0.800 / 0.715 | no |
-    | color | 1.000 [0.947, 1] | 0.704 [0.642, 0.765] | 0.934 [0.875, 0.992] | 0.538 / 0.687 | all five |
-    | files | 0.983 [0.930, 1] | 0.873 [0.821, 0.923] | 0.972 [0.921, 1] | 0.770 / 0.780 | no |
-    | mouse | 0.923 [0.860, 0.984] | 0.729 [0.668, 0.790] | 0.972 [0.913, 1] | 0.722 / 0.586 | no |
-    | net-wireless | 0.972 [0.912, 1] | 0.792 [0.730, 0.852] | 0.914 [0.853, 0.972] | 0.620 / 0.709 | first two |
-    | power | 0.984 [0.924, 1] | 0.711 [0.650, 0.771] | 0.954 [0.895, 1] | 0.619 / 0.718 | four |
-    | printing | 0.988 [0.926, 1] | 0.753 [0.691, 0.816] | 0.968 [0.916, 1] | 0.917 / 0.773 | no |
+    | held back | day 1 | day 2 | day 3 | held back matched / others |
+    |---|---|---|---|---|
+    | a11y | 0.981 [0.919, 1] | 0.675 [0.611, 0.739] | 1.000 [0.976, 1] | 0.800 / 0.715 |
+    | color | 1.000 [0.947, 1] | 0.704 [0.642, 0.765] | 0.934 [0.875, 0.992] | 0.538 / 0.687 |
+    | files | 0.983 [0.930, 1] | 0.873 [0.821, 0.923] | 0.972 [0.921, 1] | 0.770 / 0.780 |
+    | mouse | 0.923 [0.860, 0.984] | 0.729 [0.668, 0.790] | 0.972 [0.913, 1] | 0.722 / 0.586 |
+    | net-wireless | 0.972 [0.912, 1] | 0.792 [0.730, 0.852] | 0.914 [0.853, 0.972] | 0.620 / 0.709 |
+    | power | 0.984 [0.924, 1] | 0.711 [0.650, 0.771] | 0.954 [0.895, 1] | 0.619 / 0.718 |
+    | printing | 0.988 [0.926, 1] | 0.753 [0.691, 0.816] | 0.968 [0.916, 1] | 0.917 / 0.773 |
 
     Day 3's true coverage is 1. Its level lies in day 1's level interval and above day 2's interval
     for all seven. It lies in day 1's day interval for six; color reads 0.013 below it. The rates
-    are calibrated again on v2, so day 1's level interval is what compares across releases. Where
-    the held-back questions match as often as the others, the subject leaves the topics. Where they
-    match 0.09-0.15 less, it stays on top, with about 0.6 of its day-2 share. Each held-back
-    question is asked about six times, the others two or three, and topics rank by traffic.
+    are calibrated again on v2, so day 1's level interval is what compares across releases.
+
+    The topics, day 2 → day 3 (listed as missed; set apart as likely the matcher's misses; how many
+    of the three questions shown are held back, in the five largest missed; the day's share missed
+    in the listed topics that show the subject):
+
+    | held back | missed | matcher's misses | five largest missed, held back shown | share missed |
+    |---|---|---|---|---|
+    | a11y | 7 → 2 | 7 → 5 | 2, 2, 3, 3, 3 → 0, 0 | 0.113 → 0 |
+    | color | 9 → 0 | 13 → 18 | 3, 3, 3, 3, 3 → none | 0.147 → 0 |
+    | files | 2 → 2 | 7 → 2 | 3, 0 → 0, 0 | 0.027 → 0 |
+    | mouse | 3 → 0 | 17 → 13 | 3, 0, 0 → none | 0.047 → 0 |
+    | net-wireless | 4 → 0 | 10 → 14 | 3, 2, 0, 0 → none | 0.097 → 0 |
+    | power | 12 → 2 | 7 → 12 | 2, 3, 3, 3, 3 → 0, 3 | 0.206 → 0.011 |
+    | printing | 6 → 3 | 12 → 3 | 3, 3, 3, 3, 3 → 0, 0, 0 | 0.177 → 0 |
+
+    The subject leaves the list for six of seven. Power keeps one topic, second of two: six Italian
+    questions, four of them on the battery, none matched on day 3 and no matched question near
+    them. Italian questions are matched at 0.57, so 0 of 6 is what a covered topic shows 0.6 % of
+    the time: the matcher's evidence cannot tell it from a gap.
     """
     s = shifted(subject)
     workspace = Workspace.from_settings(s.settings)
@@ -213,19 +229,23 @@ def test_once_a_refresh_adds_the_held_back_subject_the_next_day_covers_it(shifte
         k.covered_traces / k.traces,
     )
 
-    def shown_held(result) -> list[int]:
-        return [
-            sum((t.language, r.question) in held for r in t.representatives)
-            for t in result.clusters[:5]
-        ]
+    def shown(topic) -> int:
+        return sum((topic.language, r.question) in held for r in topic.representatives)
 
+    def held_missed(result) -> float:
+        """The day's share missed in the listed topics that show the held-back subject."""
+        return sum(t.gap_share for t in result.clusters if shown(t) >= 2)
+
+    top_five = [shown(t) for t in closed.clusters[:5]]
     print(
         f"\n{subject}: {closed.golden_version}, {closed.golden_passages} passages, threshold {closed.threshold.value:.3f}"
         f" (TPR {closed.threshold.tpr:.3f}, FPR {closed.threshold.fpr:.3f}); day 3 {c.ratio:.3f} [{c.ci_low:.3f}, "
         f"{c.ci_high:.3f}] (level's [{c.level_ci_low:.3f}, {c.level_ci_high:.3f}]) matched {c.matched:.3f} "
         f"n={c.questions} true {true_3:.3f}; held-back traces matched {held_matched:.3f}, the others {others:.3f}; "
-        f"largest topic's share {s.after.clusters[0].share:.3f} -> {closed.clusters[0].share:.3f}; held back shown of 3 "
-        f"in the top five topics {shown_held(s.after)} -> {shown_held(closed)}"
+        f"topics missed {len(s.after.clusters)} -> {len(closed.clusters)}, likely the matcher's misses "
+        f"{len(s.after.matcher_misses)} -> {len(closed.matcher_misses)}; held back shown of 3 in the five largest "
+        f"missed {[shown(t) for t in s.after.clusters[:5]]} -> {top_five}; their share of the day missed "
+        f"{held_missed(s.after):.3f} -> {held_missed(closed):.3f}"
     )
     # Coverage reads the new release: its passages include the held-back pages'.
     assert (closed.golden_version, closed.golden_passages) == (
@@ -239,8 +259,8 @@ def test_once_a_refresh_adds_the_held_back_subject_the_next_day_covers_it(shifte
     # The held-back questions pass for covered about as often as the others: at least three quarters
     # as often.
     assert held_matched >= 0.75 * others
-    # The largest uncovered topic shrinks; where the held-back questions match as often as the
-    # others, the subject shows in none of the five largest.
-    assert closed.clusters[0].share < s.after.clusters[0].share
-    if held_matched >= others - 0.02:
-        assert max(shown_held(closed)) <= 1
+    # The subject leaves the topics the golden set misses: not the largest, at most one of the five
+    # largest shows it, and what they miss of it is at most a quarter of day 2's.
+    assert not closed.clusters or shown(closed.clusters[0]) <= 1
+    assert sum(n >= 2 for n in top_five) <= 1
+    assert held_missed(closed) <= 0.25 * held_missed(s.after)

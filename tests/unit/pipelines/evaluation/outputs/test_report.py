@@ -10,7 +10,7 @@ from datetime import date
 import pytest
 
 from pipelines.cli.render.console import console
-from pipelines.cli.render.evals import print_eval_summary
+from pipelines.cli.render.evals import print_coverage, print_eval_summary
 from pipelines.core.records import Score
 from pipelines.core.workspace import Workspace
 from pipelines.evaluation.outputs.report import (
@@ -21,6 +21,7 @@ from pipelines.evaluation.outputs.report import (
     write_report,
 )
 from pipelines.evaluation.outputs.summary import run_summary
+from pipelines.evaluation.results.coverage import GoldenCoverage
 from pipelines.evaluation.statistics.aggregates import aggregate
 from pipelines.evaluation.statistics.gate.rule import regression_gate
 from pipelines.stores.results import EvalRun, ResultsStore, run_id
@@ -217,3 +218,58 @@ def test_an_ungated_run_opens_with_why_and_the_run_means_drawn_once():
     assert (
         html.count("<svg") == 1 + 2 + 4 + 4
     )  # the verdict's, 2 strata, 4 histograms, 4 trends (this run alone)
+
+
+def test_the_report_and_the_cli_list_the_topics_missed_apart_from_the_matchers_misses():
+    def topic(name: str, unmatched: int, matched: int, coverage: float, gap: float) -> dict:
+        return {
+            "cluster_id": name,
+            "language": "es",
+            "questions": unmatched,
+            "estimated_traces": 3.0 * unmatched,
+            "share": 3.0 * unmatched / 300,
+            "representatives": [{"trace_id": "t", "app": "docs", "question": f"¿{name}?"}],
+            "matched_questions": matched,
+            "coverage": coverage,
+            "gap_traces": gap,
+            "gap_share": gap / 300,
+        }
+
+    rates = {"tpr": 0.7, "fpr": 0.1, "positives": 100, "negatives": 100, "auc": 0.85}
+    coverage = GoldenCoverage(
+        status="ok",
+        golden="docs",
+        golden_version="v2",
+        max_questions=5_000,
+        min_cluster_size=5,
+        threshold={"value": 0.3, "method": "calibrated", **rates},
+        strata=[
+            {
+                "stratum": "all",
+                "day_traces": 300,
+                "questions": 120,
+                "covered": 80,
+                "matched": 0.6,
+                "ratio": 0.83,
+                "ci_low": 0.7,
+                "ci_high": 0.95,
+            }
+        ],
+        clusters=[topic("impresoras", 6, 0, 0.0, 18.0)],
+        matcher_misses=[topic("ratón", 5, 12, 0.8, 6.0)],
+    )
+    run = make_run(DAY)
+    run.suite, run.params = "online", {"coverage": coverage.model_dump(mode="json")}
+    html = render_report(run, make_scores(run, 0.7))
+    topics = html[html.index("Largest topics the golden set misses") :]
+    table = topics[topics.index("<table>") : topics.index("</table>")]
+    # The listed topic shows its matched questions, coverage and missed share; the matcher's misses
+    # are named apart, below it.
+    assert "¿impresoras?" in table and "6.0 %" in table and "¿ratón?" not in table
+    assert "Likely the matcher's misses, not queued (1 topic" in topics
+    assert "5 unmatched\nand 12 matched questions, coverage 0.800 (“¿ratón?”)" in topics
+    with console.capture() as printed:
+        print_coverage(coverage)
+    out = printed.get()
+    assert "missed topic impresoras (es, 6.0% of the day missed, coverage 0.000)" in out
+    assert "1 uncovered topic matched about as often as covered ones" in out
