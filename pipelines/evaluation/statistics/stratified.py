@@ -71,6 +71,10 @@ def _constrained_shares(yes, labelled, share, theta):
     return _fitted_shares(yes, labelled, share, scale * u / (1 - np.abs(u) + 1e-15))
 
 
+def _floats(*arrays) -> tuple[np.ndarray, ...]:
+    return tuple(np.asarray(a, dtype=float) for a in arrays)
+
+
 def stratified_variance(
     t: np.ndarray, labelled: np.ndarray, share: np.ndarray, judged: np.ndarray
 ) -> np.ndarray:
@@ -94,9 +98,7 @@ def score_interval(
     """(θ̂, low, high): the stratified score interval. `yes`, `labelled`: labels per stratum (yes
     answers, all); `share`: the run's share of each stratum; `judged`: the run's judged items in
     each stratum (N_v)."""
-    yes, labelled, share, judged = (
-        np.asarray(a, dtype=float) for a in (yes, labelled, share, judged)
-    )
+    yes, labelled, share, judged = _floats(yes, labelled, share, judged)
     z2 = norm.ppf(0.5 + confidence / 2) ** 2
     estimate = stratified_mean(yes, labelled, share)
 
@@ -127,9 +129,7 @@ def mover_interval(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(θ̂, low, high): MOVER over the strata's Jeffreys intervals (see the module). Arguments as
     `score_interval`'s; a stratum without labels or share counts for nothing."""
-    yes, labelled, share, judged = (
-        np.asarray(a, dtype=float) for a in (yes, labelled, share, judged)
-    )
+    yes, labelled, share, judged = _floats(yes, labelled, share, judged)
     estimate = stratified_mean(yes, labelled, share)
     seen = labelled > 0
     some = np.where(seen, labelled, 1.0)
