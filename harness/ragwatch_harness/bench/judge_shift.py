@@ -44,7 +44,7 @@ from pipelines.evaluation.statistics.misclassification import (
     own_labels,
     rogan_gladen,
 )
-from pipelines.evaluation.statistics.stratified import score_interval
+from ragwatch_harness.bench.pooled_labels import score_interval
 
 JUDGED = 2000
 EARLIER_RUNS = 5

@@ -13,13 +13,10 @@ whose labels all agree still reaches inward, and a rare truth (a few yes among m
 reaches up, not down. In the simulated runs of `ragwatch bench judge-shift` (20,000 a cell) it
 covered 94.3–96.1 % at p ∈ {.1, …, .9} and 30–150 labels. The alternatives measured there: Wald's
 plug-in variance calls a stratum whose labels all agree exact (92–93 % at 30 labels); the score
-interval below covered 96–97 % at 15 labels a verdict, and next to a rare truth; the Jeffreys
+interval covered 96–97 % at 15 labels a verdict, and next to a rare truth; the Jeffreys
 posterior of θ itself, 94 % at 30 labels a verdict, where one stratum's labels all agree. The
 finite-population factor 1 − n_v/N_v is there because the estimand is the mean of the run's N
 judged items, not of an endless stream.
-
-`score_interval` inverts the score test (the stratified Wilson interval). It suits labels pooled
-from many runs, a handful per stratum: MOVER's per-stratum intervals would add up far wider.
 
 Every function is vectorised over leading axes (one row per run); the last axis holds the strata.
 """
@@ -27,52 +24,14 @@ Every function is vectorised over leading axes (one row per run); the last axis 
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import norm
 
 from pipelines.evaluation.statistics.intervals import jeffreys_interval
-
-_BISECTIONS = 60
 
 
 def stratified_mean(yes: np.ndarray, labelled: np.ndarray, share: np.ndarray) -> np.ndarray:
     """Σ share_v · yes_v / labelled_v; a stratum with no share counts for nothing."""
     yes, labelled, share = (np.asarray(a, dtype=float) for a in (yes, labelled, share))
     return (share * np.divide(yes, labelled, out=np.zeros_like(yes), where=labelled > 0)).sum(-1)
-
-
-def _fitted_shares(yes, labelled, share, lam):
-    """Per stratum, the share maximizing the binomial likelihood minus lam·Σ share_v·t_v (Lagrange):
-    the root in [0, 1] of lam·w·t² − (lam·w + n)·t + y = 0 — the smaller one for lam > 0, the larger
-    for lam < 0."""
-    a = lam[..., None] * share
-    b = a + labelled
-    root = np.sqrt(np.maximum(b * b - 4 * a * yes, 0.0))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lower = 2 * yes / (b + root)
-        upper = (b - root) / (2 * a)
-        plain = yes / labelled
-    t = np.where(a > 0, lower, np.where(a < 0, upper, plain))
-    return np.clip(np.nan_to_num(t), 0.0, 1.0)
-
-
-def _constrained_shares(yes, labelled, share, theta):
-    """The stratum shares that fit the labels best with Σ share_v·t_v = theta (bisection on the
-    multiplier, mapped from (−1, 1): Σ share·t falls from 1 to 0 as the multiplier rises)."""
-    scale = labelled.sum(-1) / np.maximum(share.max(-1), 1e-12)
-    low, high = np.full(theta.shape, -1.0), np.full(theta.shape, 1.0)
-    for _ in range(_BISECTIONS):
-        u = (low + high) / 2
-        fitted = (
-            share * _fitted_shares(yes, labelled, share, scale * u / (1 - np.abs(u) + 1e-15))
-        ).sum(-1)
-        above = fitted > theta
-        low, high = np.where(above, u, low), np.where(above, high, u)
-    u = (low + high) / 2
-    return _fitted_shares(yes, labelled, share, scale * u / (1 - np.abs(u) + 1e-15))
-
-
-def _floats(*arrays) -> tuple[np.ndarray, ...]:
-    return tuple(np.asarray(a, dtype=float) for a in arrays)
 
 
 def stratified_variance(
@@ -88,38 +47,6 @@ def stratified_variance(
     return per.sum(-1)
 
 
-def score_interval(
-    yes: np.ndarray,
-    labelled: np.ndarray,
-    share: np.ndarray,
-    judged: np.ndarray,
-    confidence: float = 0.95,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(θ̂, low, high): the stratified score interval. `yes`, `labelled`: labels per stratum (yes
-    answers, all); `share`: the run's share of each stratum; `judged`: the run's judged items in
-    each stratum (N_v)."""
-    yes, labelled, share, judged = _floats(yes, labelled, share, judged)
-    z2 = norm.ppf(0.5 + confidence / 2) ** 2
-    estimate = stratified_mean(yes, labelled, share)
-
-    def outside(theta):
-        t = _constrained_shares(yes, labelled, share, theta)
-        variance = stratified_variance(t, labelled, share, judged)
-        gap = (estimate - theta) ** 2
-        return gap > z2 * variance + 1e-15
-
-    bounds = []
-    for lower in (True, False):
-        # The statistic grows away from θ̂ on each side: bisect between θ̂ and the end of [0, 1].
-        inner, outer = estimate.copy(), np.full(estimate.shape, 0.0 if lower else 1.0)
-        for _ in range(40):
-            middle = (inner + outer) / 2
-            out = outside(middle)
-            inner, outer = np.where(out, inner, middle), np.where(out, middle, outer)
-        bounds.append(np.where(outside(outer), inner, outer))
-    return estimate, bounds[0], bounds[1]
-
-
 def mover_interval(
     yes: np.ndarray,
     labelled: np.ndarray,
@@ -127,9 +54,13 @@ def mover_interval(
     judged: np.ndarray,
     confidence: float = 0.95,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(θ̂, low, high): MOVER over the strata's Jeffreys intervals (see the module). Arguments as
-    `score_interval`'s; a stratum without labels or share counts for nothing."""
-    yes, labelled, share, judged = _floats(yes, labelled, share, judged)
+    """(θ̂, low, high): MOVER over the strata's Jeffreys intervals (see the module). `yes`,
+    `labelled`: labels per stratum (yes answers, all); `share`: the run's share of each stratum;
+    `judged`: the run's judged items in each stratum (N_v). A stratum without labels or share counts
+    for nothing."""
+    yes, labelled, share, judged = (
+        np.asarray(a, dtype=float) for a in (yes, labelled, share, judged)
+    )
     estimate = stratified_mean(yes, labelled, share)
     seen = labelled > 0
     some = np.where(seen, labelled, 1.0)
