@@ -77,6 +77,12 @@ _CUE_WINDOW = 40
 _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 _DOTTED_QUAD = re.compile(rf"{_OCTET}(?:\.{_OCTET}){{3}}")
 _ZIP_PLUS_FOUR = re.compile(r"\d{5}-\d{4}")
+_CALENDAR_DATE = re.compile(
+    r"(?P<day>\d{1,2})(?P<sep>[/.\-])(?P<month>\d{1,2})(?P=sep)(?P<year>(?:19|20)\d\d)"
+    r"|(?P<iso_year>(?:19|20)\d\d)(?P<iso_sep>[/\-])(?P<iso_month>\d\d)(?P=iso_sep)(?P<iso_day>\d\d)"
+)
+"""A date, day first ("12/11/2026") or ISO ("2026-01-31"): a phone cue a few words earlier ("an
+imaginary number)… Since 12/11/2026") does not make it a phone."""
 _DECIMAL = re.compile(r"(?:[1-9]\d*|0)\.\d+")
 """One dot: a decimal number ("61.2345678", a latitude), not a phone, unless a cue says it is;
 "0034.616604876" is dialled abroad, no decimal has its zeros."""
@@ -133,11 +139,20 @@ def placeholder_digits(digits: str) -> bool:
     )
 
 
+def _calendar_date(value: str) -> bool:
+    m = _CALENDAR_DATE.fullmatch(value.strip())
+    if m is None:
+        return False
+    day, month = (m["day"], m["month"]) if m["day"] is not None else (m["iso_day"], m["iso_month"])
+    return 1 <= int(day) <= 31 and 1 <= int(month) <= 12
+
+
 def confirm_phone(value: str, cued: bool = False) -> tuple[str, str] | None:
     """(PHONE or PHONE_INVALID, canonical) for a candidate, or None when it is not phone-like."""
     digits = _digits(value)
     if (
         not 8 <= len(digits) <= 15
+        or _calendar_date(value)
         or _DOTTED_QUAD.fullmatch(value)
         or _COLUMNS.search(value)
         or placeholder_digits(digits)

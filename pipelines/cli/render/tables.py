@@ -85,7 +85,7 @@ class ReadableTable:
         return widths
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        grid = self._grid(console.is_terminal)
+        grid = self._grid(console.is_terminal, options.max_width)
         # Rich measures a table's narrowest form from its columns' min_width, padding and box;
         # measured unbounded, since a measurement within the width is capped at the width.
         if (
@@ -96,9 +96,13 @@ class ReadableTable:
         else:
             yield from self._vertical(console, options.max_width)
 
-    def _grid(self, terminal: bool) -> Table:
+    def _grid(self, terminal: bool, max_width: int) -> Table:
+        # A table narrower than its title would wrap the title ("filter\nfunnel"): as wide as the
+        # title where the console allows it.
+        title_width = min(_width(self.title), max_width) if self.title else None
         table = Table(
             title=self.title,
+            min_width=title_width,
             caption=self.caption,
             show_header=self.show_header,
             box=box.SIMPLE_HEAD if terminal else None,

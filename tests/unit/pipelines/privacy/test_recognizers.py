@@ -333,6 +333,9 @@ def test_numbers_without_an_identifier_s_shape_stay(text):
         "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 Chrome/124.0.6367.91 Safari/537.36",
         # a table row, not a phone
         "5 5 5 101 6 6 6 110 7 7 7 111 8 8 10 1000 9 9 11 1001 10 A 12 1010",
+        # a date a few words after a phone cue ("number") is still a date
+        "an imaginary number)… Since 23/12/2026 at 13:11 order #6084102 fails",
+        "adding a real number and an imaginary number. Since 2026-01-31 at 12:34",
     ],
 )
 def test_hard_negatives(text):
