@@ -29,6 +29,7 @@ import phonenumbers
 
 from pipelines.privacy.identifiers import in_windows, number_windows
 from pipelines.privacy.matching import among_hex_groups, best_of_windows
+from pipelines.privacy.phone_cues import NUMBER_WORDS, PHONE_WORDS
 from pipelines.privacy.spans import Span, invalid
 from pipelines.privacy.views import TextView
 
@@ -69,9 +70,7 @@ _ODD_SEPARATOR = re.compile(r"[^\d\s\-.()/+_]")
 _NOT_DIALLED = re.compile(r"[^\d+()]+")
 _TRUNK_IN_PARENTHESES = re.compile(r"\(0\)")
 _CUE = re.compile(
-    r"(?:\btel[ée]?f?(?:ono)?|\btlf|\btfno|\bm[óo]vil|\bcelular|\bwhats ?app|\bfax|\bphone|\bmobile|\bcell"
-    r"|\bll[áa]ma(?:me|nos|r)?|\bcall|\btext me|\bring|\bn[úu]mero|\bnumber|\bcontact[oa]?|\bsms"
-    r"|\bext)\b[^\d\n]{0,24}\Z"
+    rf"\b(?:{'|'.join(map(re.escape, PHONE_WORDS + NUMBER_WORDS))})\b[^\d\n]{{0,24}}\Z"
 )
 _CUE_WINDOW = 40
 _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
@@ -256,10 +255,10 @@ def _with_extension(text: str, spans) -> list[Span]:
 
 
 _CUE_WORDS = frozenset(
-    head + w + tail
-    for w in """tel tel. teléfono telefono tlf tlf. tfno tfno. móvil movil celular whatsapp fax phone mobile cell llámame
-    llamame llámanos llamar llama call text ring número numero number contacto contacta contact sms ext""".split()
+    head + cue.split()[0] + tail
+    for cue in PHONE_WORDS + NUMBER_WORDS
     for head in ("", '"', "'", "(", "¿", "¡")
-    for tail in ("", ":", ",", ".")
+    for tail in ("", ":", ",", ".", ".:", ".,", "..")
 )
-"""A word of every `_CUE`: the punctuation-split numbers are sought only in text that has one."""
+"""The first word of every cue, as a text's words hold it ("(tel.:"): the punctuation-split numbers
+are sought only in text that has one."""

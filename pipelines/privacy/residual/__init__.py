@@ -2,7 +2,9 @@
 passed.
 
 It shares no code with the detectors on purpose: a value the anonymizer misses is one its detectors
-did not recognise, so checking with the same detectors would find nothing. These rules are broader
+did not recognise, so checking with the same detectors would find nothing. Only the words that cue a
+phone are one list (`pipelines.privacy.phone_cues`), which the rules read as the starts of words, a
+wider net than the recognizer's. These rules are broader
 and dumber: any long run of digits, anything @-like, key-like prefixes, PEM markers,
 `password=`-like assignments whose value is not a pseudonym. Over anonymized text each hit means a
 value probably survived; the row it sits in belongs in quarantine with the rule's name as its
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 from pipelines.privacy.residual.digit_runs import (
     ODD_BETWEEN_DIGITS,
-    PHONE_CUE_WORDS,
+    PHONE_CUES,
     long_digit_run,
 )
 from pipelines.privacy.residual.iban_like import iban_like
@@ -51,7 +53,7 @@ def residual_pii_reasons(text: str) -> list[str]:
         and (
             NINE_DIGITS_APART.search(text) is not None
             or (
-                (screened.has(*PHONE_CUE_WORDS) or "+" in text or "00" in text or "·" in text)
+                (screened.has(*PHONE_CUES) or "+" in text or "00" in text or "·" in text)
                 and ODD_BETWEEN_DIGITS.search(text) is not None
             )
         )

@@ -8,6 +8,8 @@ from itertools import pairwise
 
 from stdnum import isbn, luhn
 
+from pipelines.privacy.phone_cues import PHONE_WORDS
+
 _GROUP_END = r"(?![\dA-Za-wyz]|x(?!\d))"
 _DIGIT_RUN = re.compile(
     rf"(?<![\w+.\-/\\])(?:\+|\(\+?)?\d+{_GROUP_END}\)?(?:(?:(?!\. )[ .\-/()]{{1,2}}|_|[ \t][\-/_][ \t])\(?\d+(?![\d:]){_GROUP_END}\)?)*"
@@ -140,28 +142,16 @@ def long_digit_run(text: str) -> bool:
     )
 
 
-PHONE_CUE_WORDS = (
-    "tel",
-    "tlf",
-    "tfno",
-    "móvil",
-    "movil",
-    "celular",
-    "phone",
-    "mobile",
-    "cell",
-    "call",
-    "llám",
-    "llam",
-    "whatsapp",
-    "fax",
-    "sms",
-)
+PHONE_CUES = (*PHONE_WORDS, "llam", "llám")
+"""The starts of words that cue a phone, each read as the start of a word ("phones", "llamada"),
+"llam" for every form of "llamar" ("te llamo al"): a wider net than the recognizer's cues. The words
+that only name a number ("number", "contact") are no cue here: they come before counts in prose."""
+_ANY_PHONE_CUE = "|".join(map(re.escape, PHONE_CUES))
 _CUED_PUNCTUATED = re.compile(
-    rf"\b(?i:{'|'.join(PHONE_CUE_WORDS)})\w*[^\d\n]{{0,24}}(\+?\(?\d{{1,5}}\)?(?:[ \t]?[^\w\s][ \t]?\(?\d{{1,5}}\)?){{1,7}})"
+    rf"\b(?i:{_ANY_PHONE_CUE})\w*[^\d\n]{{0,24}}(\+?\(?\d{{1,5}}\)?(?:[ \t]?[^\w\s][ \t]?\(?\d{{1,5}}\)?){{1,7}})"
 )
 """After a phone cue, digit groups split by any punctuation ("llámame al 612,345,678")."""
-_PHONE_CUE_BEFORE = re.compile(rf"\b(?i:{'|'.join(PHONE_CUE_WORDS)})\w*[^\d\n]{{0,24}}\Z")
+_PHONE_CUE_BEFORE = re.compile(rf"\b(?i:{_ANY_PHONE_CUE})\w*[^\d\n]{{0,24}}\Z")
 _SELF_EVIDENT_PUNCTUATED = re.compile(
     r"(?<![\w+])(?:(?:\+|\(\+|(?<!\\)00)\d{1,7}\)?(?:(?:[ \t]?[^\w\s:][ \t]?|[ \t])\(?\d{1,5}\)?){2,7}"
     r"|\d{1,5}(?:·\d{1,5}){2,6}(?![\d·]))"

@@ -106,6 +106,9 @@ CUED = [
     "Tel. {v}",
     "Call me on {v}.",
     "WhatsApp: {v}",
+    "Whats app {v}",
+    "Telf.: {v}",
+    "Llámanos al {v}",
 ]
 
 

@@ -135,15 +135,13 @@ def _residual_modules():
 
 def test_it_shares_no_code_with_the_detectors():
     # Its own modules and python-stdnum's checksums only: a detector's shape missed a value, so the
-    # same shape would miss it again.
+    # same shape would miss it again. The words that cue a phone are a list, not a shape, and the
+    # rules read each as the start of a word.
+    own = ("from pipelines.privacy.residual", "from pipelines.privacy.phone_cues import")
     for module in _residual_modules():
         source = inspect.getsource(module)
         imports = [line for line in source.splitlines() if line.startswith(("import ", "from "))]
-        outside = [
-            line
-            for line in imports
-            if "pipelines" in line and not line.startswith("from pipelines.privacy.residual")
-        ]
+        outside = [line for line in imports if "pipelines" in line and not line.startswith(own)]
         assert outside == [], module.__name__
 
 
