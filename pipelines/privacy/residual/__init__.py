@@ -4,13 +4,12 @@ passed.
 It shares no code with the detectors on purpose: a value the anonymizer misses is one its detectors
 did not recognise, so checking with the same detectors would find nothing. Only the words that cue a
 phone are one list (`pipelines.privacy.phone_cues`), which the rules read as the starts of words, a
-wider net than the recognizer's. These rules are broader
-and dumber: any long run of digits, anything @-like, key-like prefixes, PEM markers,
-`password=`-like assignments whose value is not a pseudonym. Over anonymized text each hit means a
-value probably survived; the row it sits in belongs in quarantine with the rule's name as its
-reason, and the rest of the day publishes. Check digits (Luhn, ISBN-13, mod 97-10) and the IBAN
-registry's lengths come from python-stdnum: they only tell a number from a constant, and where a
-detector uses one it is behind a shape of its own.
+wider net than the recognizer's. These rules are broader and dumber: any long run of digits,
+anything @-like, key-like prefixes, PEM markers, `password=`-like assignments whose value is not a
+pseudonym. Over anonymized text each hit means a value probably survived; the row it sits in belongs
+in quarantine with the rule's name as its reason, and the rest of the day publishes. Check digits
+(Luhn, ISBN-13, mod 97-10) and the IBAN registry's lengths come from python-stdnum: they only tell a
+number from a constant, and where a detector uses one it is behind a shape of its own.
 
 One module per concern: `normalize` (what the rules read), `digit_runs`, `iban_like`, `addresses`,
 `rules` (the rest, by the name each reports) and `screens` (their cheap necessary conditions).
