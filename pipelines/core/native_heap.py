@@ -6,7 +6,7 @@ buffers (torch's activations, pyarrow's and numpy's arrays), as the judge batche
 `BATCHES_IN_FLIGHT` at a time:
 
 - every thread that contends for the heap gets an arena of its own (up to 8 per core), and freed
-  memory goes back to the arena it came from, not to the system: four batches kept four heaps of
+  memory goes back to the arena it came from, not to the system: four batches keep four heaps of
   high-water marks;
 - a freed block larger than the mmap threshold (128 KiB at start) raises the threshold to its size
   (up to 32 MiB), so the next large buffers are carved from the heap instead of mmapped, and the
@@ -14,9 +14,7 @@ buffers (torch's activations, pyarrow's and numpy's arrays), as the judge batche
 
 `MALLOC_ARENA_MAX` would need to be in the environment before the process starts (Airflow's task
 runner, the benchmarks' spawned processes); `mallopt` sets the same limits from inside, and needs
-nothing of whoever starts the process. The online eval of 800 traces, 4 batches in flight, cached:
-1,563 MB peak before, 903 MB with these limits, `return_freed_memory` between steps and the local
-model's smaller batches.
+nothing of whoever starts the process. Peak RSS of the online eval: docs/reference/benchmarks.md.
 """
 
 from __future__ import annotations

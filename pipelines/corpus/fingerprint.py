@@ -1,11 +1,11 @@
 """A folder's fingerprint: everything parsing and chunking read, hashed without parsing anything.
 
-Re-indexing an unchanged 10,000-chunk folder used to parse every file and compare every document
-with the index: seconds of work to learn that nothing changed. The fingerprint covers what a chunk
-is made of: each supported file's path, bytes and modification day (the default date of a file
-without front matter), the chunk size, the code that turns files into chunks, and the languages
-told apart with the detector's release; if any of them changes, the folder is parsed and compared
-as before.
+Parsing every file of an unchanged 10,000-chunk folder and comparing every document with the
+index takes seconds of work to learn that nothing changed. The fingerprint covers what a chunk is
+made of: each supported file's path, bytes and modification day (the default date of a file without
+front matter), the chunk size, the code that turns files into chunks, and the languages told apart
+with the detector's release; if any of them changes, the folder is parsed and compared with the
+index.
 """
 
 from __future__ import annotations

@@ -20,10 +20,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 EMBEDDING_NICENESS = 10
 """Nice value of the thread that embeds. Its work is off the critical path (items wait on the model
-server for most of their time) but costs whole seconds of CPU, and on a small machine it competed
+server for most of their time) but costs whole seconds of CPU, and on a small machine it competes
 with the event loop that reads replies and sends the next requests: `ragwatch bench eval` on 2 cores
-went from 89-90 % to 90-91 % efficiency once it yields. A thread the loop starves still gets its
-share."""
+reaches 90-91 % efficiency with it yielding, 89-90 % without. A thread the loop starves still gets
+its share."""
 _background: ThreadPoolExecutor | None = None
 _background_lock = threading.Lock()
 

@@ -6,8 +6,8 @@ question to the golden items' reference passages). The threshold is learnt from 
 question a user asked: items built from production traces (`source == "trace"`) and items people
 imported (`source == "human"`). The golden set's generated questions do not qualify: the offline
 backend writes them from templates that reuse the passage's words, and even an LLM's paraphrases are
-far easier to match than a user's question (a threshold learnt from them, cosine 0.773, was one
-no real question reached).
+far easier to match than a user's question (a threshold learnt from them, cosine 0.773, is one
+no real question reaches).
 
 For each such item in a language the golden set has passages in:
 - positive (answerable: it has gold passages): its nearest golden passage, as matching sees a

@@ -8,9 +8,9 @@ clusters of the golden questions best match their documents, by adjusted Rand in
 least MIN_USER_QUESTIONS of them, the golden set's generated questions otherwise (their wording
 shared with their passage makes same-document questions look closer than a user's would; the report
 says which it was). When no cut recovers the documents (adjusted Rand index below MIN_ADJUSTED_RAND)
-the cut is a default and the report says the topics are rough. The old cut, halfway between "the
-same question" and "another document's question", split one subject into many topics (on 29
-Python-docs pages: 16 questions on extending Python in C became 14 topics).
+the cut is a default and the report says the topics are rough. A fixed cut halfway between "the
+same question" and "another document's question" splits one subject into many topics (on 29
+Python-docs pages: 16 questions on extending Python in C become 14 topics).
 """
 
 from __future__ import annotations

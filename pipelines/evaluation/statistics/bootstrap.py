@@ -1,5 +1,5 @@
-"""The percentile bootstrap interval ragwatch printed before the closed-form intervals, kept to
-rerun the comparison."""
+"""The percentile bootstrap interval, the alternative the closed-form intervals are compared with
+(tests/unit/pipelines/evaluation/statistics/test_intervals_coverage.py)."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ def bootstrap_ci(
     confidence: float = CONFIDENCE,
     seed: int = SEED,
 ) -> tuple[float, float] | None:
-    """Percentile bootstrap interval of the mean; None below two values. No printed figure uses it
-    any more: it collapses to [1, 1] when every score is 1.0 and covers 0.65 at n = 10, p = 0.9 (see
+    """Percentile bootstrap interval of the mean; None below two values. No printed figure uses it:
+    it collapses to [1, 1] when every score is 1.0 and covers 0.65 at n = 10, p = 0.9 (see
     tests/unit/pipelines/evaluation/statistics/test_intervals_coverage.py). Kept so that comparison
     can be rerun.
     """

@@ -3,8 +3,8 @@ the scores.
 
 Why these intervals (tests/unit/pipelines/evaluation/statistics/test_intervals_coverage.py; study
 numbers in the docstrings of `jeffreys_interval`, `bounded_mean_interval`,
-`paired_difference_interval` and `adjusted_paired_interval`): the percentile bootstrap ragwatch
-printed before collapses to [1, 1] when every score is 1.0 and covers 0.65 at n = 10, p = 0.9;
+`paired_difference_interval` and `adjusted_paired_interval`): the percentile bootstrap
+collapses to [1, 1] when every score is 1.0 and covers 0.65 at n = 10, p = 0.9;
 Student t does the same on faithfulness-like scores with a point mass at 1.0 (0.38 at n = 10). The
 Jeffreys-type intervals covered ≥ 0.93 on every distribution of the study from n = 5 on. For
 proportions coverage oscillates with p, as for every non-exact binomial interval: over p ∈ [0.01,
