@@ -75,7 +75,7 @@ with ragwatch_dag(
             "string",
             pattern=OFFLINE_RUN_ID_PATTERN,
             description="Gate against this run id (e.g. offline/2026-11-30/reference-rag); default: "
-            "the target's previous accepted run.",
+            "the target's previous run.",
         ),
         "reference_run": optional_param(
             "string",

@@ -75,7 +75,7 @@ def eval_offline(
             "--baseline-run",
             "--baseline",
             callback=checked(valid_run_id),
-            help="Gate against this run id instead of the target's previous accepted run.",
+            help="Gate against this run id instead of the target's previous run.",
         ),
     ] = None,
     reference: Annotated[

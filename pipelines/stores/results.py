@@ -308,18 +308,22 @@ class ResultsStore:
                 latest.setdefault(suite, []).append(run)
         return latest
 
-    def accepted_runs(
-        self, run: EvalRun, *, metrics: Collection[str] | None = None, min_ok: int = 1
+    def earlier_runs(
+        self,
+        run: EvalRun,
+        *,
+        metrics: Collection[str] | None = None,
+        min_ok: int = 1,
+        accepted_only: bool = False,
     ) -> list[tuple[EvalRun, frozenset[str]]]:
         """The runs a later run of the same suite and target may be compared with, latest first,
         each with the metrics it measured (of `metrics` when given: at least `min_ok` items scored
-        ok).
+        ok): successful, on the same golden set (the name before `@` in `dataset_version`; any
+        version), before `run`'s logical date.
 
-        Accepted: successful, on the same golden set (the name before `@` in `dataset_version`; any
-        version), before `run`'s logical date, and not failed by its own gate, unless pinned as a
-        release. A gate-failed run is never a baseline on its own: comparing against it would let a
-        regression become the new normal one tolerance at a time; pinning it says the change was
-        meant.
+        `accepted_only`: and not failed by its own gate, unless pinned as a release; the runs a
+        reference is chosen from. A gate-failed run never becomes a reference on its own: the
+        reference would then follow a regression down; pinning it says the change was meant.
         """
         same = (
             (eval_runs.c.suite == sa.bindparam("suite", run.suite))
@@ -327,10 +331,15 @@ class ResultsStore:
             & (eval_runs.c.logical_date < sa.bindparam("before", run.logical_date))
             & (eval_runs.c.status == "success")
         )
-        accepted = same & sa.or_(
-            eval_runs.c.gate_passed.is_(None),
-            eval_runs.c.gate_passed.is_(True),
-            eval_runs.c.pinned_at.is_not(None),
+        accepted = (
+            same
+            & sa.or_(
+                eval_runs.c.gate_passed.is_(None),
+                eval_runs.c.gate_passed.is_(True),
+                eval_runs.c.pinned_at.is_not(None),
+            )
+            if accepted_only
+            else same
         )
         runs_query = (
             sa.select(eval_runs)
@@ -368,19 +377,24 @@ class ResultsStore:
         min_ok: int = 1,
         wanted: Collection[str] | None = None,
     ) -> EvalRun | None:
-        """The run `run` is gated against: the latest accepted run (`accepted_runs`) that measured a
-        metric.
+        """The run `run` is gated against: the latest earlier run (`earlier_runs`) that measured a
+        metric, whatever its own gate said.
+
+        Whatever its verdict, because choosing among the runs that passed chooses runs whose noise
+        leaned high: an unchanged system then fails the comparison more often than its level, more
+        each week of a chain. A regression does not become the new normal this way: the reference
+        (`references`) is chosen among accepted runs and holds the earlier level.
 
         Among those, the one that measured most of `wanted` (the metrics `run` measured; default:
         all) wins, then one on `run`'s own golden version, then the latest: a quick run without the
         judge never becomes the baseline of a full one. A run that measured nothing (every item
-        failed, or no metric of `metrics` scored) is the baseline only when no accepted run measured
+        failed, or no metric of `metrics` scored) is the baseline only when no earlier run measured
         anything: the gate then says it recovers.
         """
-        accepted = self.accepted_runs(run, metrics=metrics, min_ok=min_ok)
-        measured = [(r, m) for r, m in accepted if m]
+        earlier = self.earlier_runs(run, metrics=metrics, min_ok=min_ok)
+        measured = [(r, m) for r, m in earlier if m]
         if not measured:
-            return accepted[0][0] if accepted else None
+            return earlier[0][0] if earlier else None
         goal = set(wanted) if wanted is not None else set().union(*(m for _, m in measured))
         return max(
             measured,
@@ -403,7 +417,7 @@ class ResultsStore:
         tie); an empty choice when there is none."""
         found = self.references(run, metrics=metrics, min_ok=min_ok, items=items)
         if not found:
-            pinned = self.accepted_runs(run, metrics=metrics, min_ok=min_ok)
+            pinned = self.earlier_runs(run, metrics=metrics, min_ok=min_ok, accepted_only=True)
             return ReferenceChoice(
                 None, None, tuple(r for r, m in pinned if r.pinned_at is not None and not m)
             )
@@ -436,7 +450,7 @@ class ResultsStore:
            must share at least `min_ok` of them; one that refreshes retired is passed over for the
            next, and the note says the drift before that one is not gated. A pin that measured no
            gated metric is never a reference (`skipped` names it)."""
-        accepted = self.accepted_runs(run, metrics=metrics, min_ok=min_ok)[::-1]  # oldest first
+        accepted = self.earlier_runs(run, metrics=metrics, min_ok=min_ok, accepted_only=True)[::-1]
         skipped = tuple(r for r, m in accepted[::-1] if r.pinned_at is not None and not m)
         shared: dict[str, int] = {}
 

@@ -35,7 +35,7 @@ details.method > summary { cursor: pointer; color: #52606d; }
 <section class="verdict">
 {% if not comparisons %}
 <p class="lead">{% if run.suite == "online" %}Not gated: online runs are monitored by alerts.{% else
-%}Not gated: no earlier accepted run of {{ run.target }} to compare against; the gate starts with the next run.{%
+%}Not gated: no earlier run of {{ run.target }} to compare against; the gate starts with the next run.{%
 endif %}</p>
 {% elif run_gate.passed %}
 <p class="lead"><span class="pass">PASSED</span>: no gated metric of {{ run.target }} fell beyond its tolerance
@@ -178,12 +178,12 @@ pipeline, not the assistant.</div>
 
 <h2>Regression gate</h2>
 {% if not comparisons %}
-<p class="muted">No gate ran: no earlier accepted run of this suite and target to compare against (accepted: it
-succeeded and did not fail its own gate, or it is a pinned release).</p>
+<p class="muted">No gate ran: no earlier successful run of this suite and target on this golden set to compare
+against.</p>
 {% else %}
 {% if run_gate.reference_note %}<p>{% if run_gate.passed %}<span class="pass">PASSED</span>{% elif run_gate.passed is
 false %}<span class="fail">FAILED</span>{% else %}Not gated{% endif %}: the run passes only when it passes against its
-baseline (the previous accepted run, so sudden regressions fail) and against its reference (so slow drift fails too);
+baseline (the previous run, so sudden regressions fail) and against its reference (so slow drift fails too);
 {{ run_gate.reference_note }}; {{ run_gate.level }}.</p>{% endif %}
 {% for comparison, baseline_report in comparisons %}
 {% set gate, baseline = comparison.gate, comparison.against %}

@@ -108,7 +108,7 @@ class EvalParams(BaseModel):
     target_name: Annotated[str, AfterValidator(inputs.target_name)] = REFERENCE_TARGET
     baseline_run: Annotated[str, AfterValidator(lambda rid: offline_run_id(rid))] | None = None
     """The run the gate compares with (a run id such as `offline/2026-11-30/reference-rag`); None:
-    the previous accepted run of the same target (statistics/gate/run_gate.py)."""
+    the previous run of the same target (statistics/gate/run_gate.py)."""
     reference_run: Annotated[str, AfterValidator(lambda rid: offline_run_id(rid))] | None = None
     """The run the gate also compares with so slow drift fails; None, per metric: the first release
     (`ragwatch eval pin`) that measured it since the reference last moved (`eval pin --reference`),

@@ -2,8 +2,9 @@
 failing does.
 
 A run is compared twice (docs/explanation/statistics.md):
-- with its **baseline**, the previous accepted run of its target (`ResultsStore.baseline_for`), or
-  the run named by `baseline_run`: a sudden regression fails;
+- with its **baseline**, the previous run of its target whatever its verdict
+  (`ResultsStore.baseline_for` says why), or the run named by `baseline_run`: a sudden regression
+  fails;
 - with its **reference** (`ResultsStore.references`), per gated metric the first release (`ragwatch
   eval pin`) that measured it since the reference was last moved (`eval pin --reference`, or pinning
   a run whose gate failed), else the first accepted run that measured it, on any golden version of
@@ -59,7 +60,7 @@ class Comparison:
     against: EvalRun
     """The earlier run: the baseline or the reference."""
     chosen: str
-    """How it was chosen, e.g. "the previous accepted run of this target"."""
+    """How it was chosen, e.g. "the previous run of this target"."""
     gate: GateResult | None
     """None when no gated metric was scored in both runs, or when they are not comparable."""
     scope: str | None = None
@@ -365,8 +366,8 @@ def _why_baseline(
     run: EvalRun, baseline: EvalRun, baseline_scores: Sequence[Score], min_pairs: int
 ) -> str:
     if not measured_metrics(baseline_scores, min_ok=min_pairs):
-        return "the latest accepted run, although it measured no gated metric: no run of this target measured one yet"
-    chosen = "the previous accepted run of this target"
+        return "the latest run, although it measured no gated metric: no run of this target measured one yet"
+    chosen = "the previous run of this target"
     if baseline.dataset_version != run.dataset_version:
         chosen += f" (none yet on {run.dataset_version})"
     return chosen

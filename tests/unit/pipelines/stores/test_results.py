@@ -164,13 +164,13 @@ def test_a_results_db_of_the_two_id_schema_is_refused_with_what_to_do(tmp_path):
     legacy.dispose()
 
 
-def test_baseline_is_the_previous_successful_run_that_did_not_fail_its_gate(store):
+def test_baseline_is_the_previous_successful_run_whatever_its_gate_said(store):
     runs = [
         make_run(date(2026, 2, 23), gate_passed=True),
         make_run(date(2026, 2, 24)),  # first run of a target: no gate
         make_run(
             date(2026, 2, 25), gate_passed=False
-        ),  # a regression must not become the new normal
+        ),  # a baseline all the same: the reference keeps a regression from becoming the new normal
         make_run(date(2026, 2, 26), status="failed"),
         make_run(date(2026, 2, 27), target="candidate"),
         make_run(date(2026, 2, 27), suite="online"),
@@ -179,7 +179,8 @@ def test_baseline_is_the_previous_successful_run_that_did_not_fail_its_gate(stor
     for run in runs:
         store.save_run(run, make_scores(run, ["a"]))
     day = lambda r: r.logical_date.isoformat()  # noqa: E731
-    assert day(store.baseline_for(make_run())) == "2026-02-24"
+    assert day(store.baseline_for(make_run())) == "2026-02-25"
+    assert day(store.reference_for(make_run())) == "2026-02-23"
     assert store.baseline_for(make_run(date(2026, 2, 23))) is None
     # Trends: successful runs only, the latest N, oldest first.
     assert [day(r) for r in store.runs("offline", 3, target="prod")] == [
@@ -225,7 +226,9 @@ def test_a_run_that_measured_nothing_is_a_baseline_only_when_no_run_measured_any
     )
     assert day(store.baseline_for(make_run(), **choose, wanted={"recall@5"})) == "2026-02-25"
     # A run that measured nothing is never the reference either.
-    assert [(day(r), sorted(m)) for r, m in store.accepted_runs(make_run(), **choose)] == [
+    assert [
+        (day(r), sorted(m)) for r, m in store.earlier_runs(make_run(), **choose, accepted_only=True)
+    ] == [
         ("2026-02-25", ["recall@5"]),
         ("2026-02-24", []),
         ("2026-02-23", ["faithfulness", "recall@5"]),
@@ -263,7 +266,7 @@ def test_the_baseline_stays_on_the_golden_set_and_prefers_the_runs_own_version(s
     )  # refreshes retired the rest
 
 
-def test_a_pinned_release_is_the_reference_and_an_accepted_baseline_and_survives_a_rerun(store):
+def test_a_gate_failed_run_is_a_baseline_and_the_reference_once_pinned_and_survives_a_rerun(store):
     runs = [
         make_run(date(2026, 2, 9)),
         make_run(date(2026, 2, 16), gate_passed=True),
@@ -274,7 +277,8 @@ def test_a_pinned_release_is_the_reference_and_an_accepted_baseline_and_survives
     assert (
         store.reference_for(make_run()).run_id == runs[0].run_id
     )  # no release: the first accepted run
-    assert store.baseline_for(make_run()).run_id == runs[1].run_id  # the gate-failed run is skipped
+    # The baseline is the previous run whatever its verdict; the reference skips the gate-failed one.
+    assert store.baseline_for(make_run()).run_id == runs[2].run_id
     pinned = store.pin(runs[2].run_id)  # the change was meant
     assert pinned.pinned_at is not None and pinned.gate_passed is False
     assert (

@@ -213,7 +213,7 @@ def test_an_ungated_run_opens_with_why_and_the_run_means_drawn_once():
     run = make_run(DAY)
     html = render_report(run, make_scores(run, 0.7))
     lead = html[html.index('<section class="verdict">') : html.index('<details class="method">')]
-    assert "Not gated: no earlier accepted run of prod" in lead and "all: mean and 95 % CI" in lead
+    assert "Not gated: no earlier run of prod" in lead and "all: mean and 95 % CI" in lead
     assert html.count('aria-label="all: mean and 95 % CI"') == 1  # drawn once, in the verdict
     assert (
         html.count("<svg") == 1 + 2 + 4 + 4

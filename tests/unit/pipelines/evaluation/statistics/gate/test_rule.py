@@ -795,9 +795,11 @@ def test_ten_small_drops_that_each_pass_against_the_previous_run_fail_against_th
     automatic = [record(store, *drifted(week, "auto")) for week in range(0, 4)]
     assert automatic[0] is None and automatic[1].passed
     assert automatic[2].baseline.passed and automatic[2].reference.passed is False
+    # The failed release is the next one's baseline (a pass, −0.012), and the reference fails it.
     assert (
-        automatic[3].baseline.against.run_id == offline_run(1, target="auto").run_id
-        and not automatic[3].passed
+        automatic[3].baseline.against.run_id == offline_run(2, target="auto").run_id
+        and automatic[3].baseline.passed
+        and automatic[3].reference.passed is False
     )
 
 
@@ -831,7 +833,7 @@ def test_renamed_item_ids_fail_as_not_comparable_instead_of_an_unpaired_comparis
         "with other item ids: renamed ids or another subset; pass --baseline-run"
     ) in gate.summary()
     other_set = offline_run(2, version="golden@v4")
-    gate = record(store, other_set, scored(other_set, easier))
+    gate = record(store, other_set, scored(other_set, easier), baseline_run=base.run_id)
     assert (
         "golden@v3 and golden@v4 are a different golden set or renamed ids"
         in gate.baseline.not_comparable
