@@ -342,9 +342,9 @@ def eval_pin(
     """Pin an offline run as a release. The first release of a golden set is the reference every
     later run of its target is also gated against (slow drift fails, even when every release is
     pinned); `--reference` moves the reference to this release, and so does pinning a run whose own
-    gate failed (the change was meant, and it is an accepted baseline). A run that measured no gated
-    metric cannot be pinned; one that lacks a gated metric a full eval scores (or another run of its
-    target measured) only with `--partial`."""
+    gate failed (the change was meant). A run that measured no gated metric cannot be pinned; one
+    that lacks a gated metric a full eval scores (or another run of its target measured) only with
+    `--partial`."""
     from pipelines.evaluation.statistics.gate.gated_metrics import FULL_EVAL_METRICS, GATED_METRICS
     from pipelines.stores.results import ResultsStore, ResultsStoreError
 

@@ -63,8 +63,7 @@ class EvalRun:
     (`pipelines.evaluation.runs.cost.RunCost`); None for runs saved before it was recorded."""
     pinned_at: datetime | None = None
     """When the run was pinned as a release (`ragwatch eval pin`): the reference later runs of its
-    target are also gated against, and an accepted baseline even if its own gate failed. A rerun of
-    the date keeps it."""
+    target are also gated against, even if its own gate failed. A rerun of the date keeps it."""
     reference_at: datetime | None = None
     """When `ragwatch eval pin RUN_ID --reference` made this release the reference
     (`reference_choice`): pinning alone records a release without moving the reference. A rerun of

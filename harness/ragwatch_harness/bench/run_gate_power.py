@@ -14,7 +14,8 @@ Two benches:
   whole gate) or with the candidate regressed (a sudden drop: power of the whole gate) or drifting
   (week 2 lower than week 1 by a step, the candidate by two).
 - `run_chain_bench`: chains of weekly runs of one target, each gated as `eval offline` gates it and
-  saved with its verdict (a run whose gate failed is not accepted), optionally pinning every release
+  saved with its verdict (a run whose gate failed is the next run's baseline, never a reference
+  unless pinned), optionally pinning every release
   (every run that passed). Per week, how often an unchanged system fails its gate, and how often any
   week of the chain fails; for a system drifting a little every week, the week its drift is caught.
 """
