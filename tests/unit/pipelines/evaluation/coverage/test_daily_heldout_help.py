@@ -192,18 +192,18 @@ def test_once_a_refresh_adds_the_held_back_subject_the_next_day_covers_it(shifte
 
     | held back | missed | matcher's misses | five largest missed, held back shown | share missed |
     |---|---|---|---|---|
-    | a11y | 7 → 2 | 7 → 5 | 2, 2, 3, 3, 3 → 0, 0 | 0.113 → 0 |
-    | color | 9 → 0 | 13 → 18 | 3, 3, 3, 3, 3 → none | 0.147 → 0 |
-    | files | 2 → 2 | 7 → 2 | 3, 0 → 0, 0 | 0.027 → 0 |
+    | a11y | 6 → 2 | 8 → 5 | 2, 2, 3, 3, 0 → 0, 0 | 0.095 → 0 |
+    | color | 6 → 0 | 16 → 18 | 3, 3, 3, 3, 3 → none | 0.131 → 0 |
+    | files | 2 → 1 | 7 → 3 | 3, 0 → 0 | 0.027 → 0 |
     | mouse | 3 → 0 | 17 → 13 | 3, 0, 0 → none | 0.047 → 0 |
-    | net-wireless | 4 → 0 | 10 → 14 | 3, 2, 0, 0 → none | 0.097 → 0 |
-    | power | 12 → 2 | 7 → 12 | 2, 3, 3, 3, 3 → 0, 3 | 0.206 → 0.011 |
-    | printing | 6 → 3 | 12 → 3 | 3, 3, 3, 3, 3 → 0, 0, 0 | 0.177 → 0 |
+    | net-wireless | 1 → 0 | 13 → 14 | 3 → none | 0.063 → 0 |
+    | power | 11 → 0 | 8 → 14 | 2, 3, 3, 3, 3 → none | 0.187 → 0 |
+    | printing | 5 → 3 | 13 → 3 | 3, 3, 3, 3, 3 → 0, 0, 0 | 0.177 → 0 |
 
-    The subject leaves the list for six of seven. Power keeps one topic, second of two: six Italian
-    questions, four of them on the battery, none matched on day 3 and no matched question near
-    them. Italian questions are matched at 0.57, so 0 of 6 is what a covered topic shows 0.6 % of
-    the time: the matcher's evidence cannot tell it from a gap.
+    The subject leaves the list for all seven. Italian questions are matched at about 0.57, a rate
+    measured on about 70 Italian user questions: the test of a topic weighs that uncertainty
+    (topic_gaps.as_few_matched), so power's six Italian battery questions, none matched on day 3,
+    are set apart as the matcher's misses instead of listed as a gap.
     """
     s = shifted(subject)
     workspace = Workspace.from_settings(s.settings)
@@ -259,8 +259,7 @@ def test_once_a_refresh_adds_the_held_back_subject_the_next_day_covers_it(shifte
     # The held-back questions pass for covered about as often as the others: at least three quarters
     # as often.
     assert held_matched >= 0.75 * others
-    # The subject leaves the topics the golden set misses: not the largest, at most one of the five
-    # largest shows it, and what they miss of it is at most a quarter of day 2's.
-    assert not closed.clusters or shown(closed.clusters[0]) <= 1
-    assert sum(n >= 2 for n in top_five) <= 1
-    assert held_missed(closed) <= 0.25 * held_missed(s.after)
+    # The subject leaves the topics the golden set misses: none of the five largest shows it, and
+    # what they miss of it is at most a tenth of day 2's.
+    assert all(n <= 1 for n in top_five)
+    assert held_missed(closed) <= 0.1 * held_missed(s.after)

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy.stats import binom
 
 from pipelines.evaluation.coverage.clusters import Topic
-from pipelines.evaluation.coverage.topic_gaps import weigh_topics
+from pipelines.evaluation.coverage.topic_gaps import as_few_matched, weigh_topics
 from pipelines.evaluation.results.coverage import (
     CoverageThreshold,
     LanguageRates,
@@ -107,3 +108,19 @@ def test_without_the_matchers_rates_every_topic_is_listed_with_its_uncovered_tra
     assert all(c.coverage is None and c.covered_q_value is None for c in missed)
     # The matched questions that join are still counted.
     assert missed[0].matched_questions == 10 and missed[0].matched_share == pytest.approx(20 / 70)
+
+
+def test_a_tpr_measured_on_few_user_questions_makes_a_covered_topics_count_spread_wider():
+    def calibrated(positives: int) -> CoverageThreshold:
+        return CoverageThreshold(
+            value=0.5, method="calibrated", tpr=0.57, fpr=0.1, positives=positives, negatives=50
+        )
+
+    # Held at its estimate, 0 of 6 matched is a 0.6 % event for a covered topic; with the TPR from
+    # 14 user questions it is 1.7 %, from 70 0.8 %, and from 100,000 the binomial.
+    point = binom.cdf(0, 6, 0.57)
+    few, some, many = (as_few_matched(0, 6, calibrated(n)) for n in (14, 70, 100_000))
+    assert few > some > point and few > 2.5 * point
+    assert many == pytest.approx(point, rel=0.01)
+    # A topic matched as often as a covered one is no evidence of a gap either way.
+    assert as_few_matched(4, 6, calibrated(70)) > 0.5
