@@ -183,7 +183,7 @@ HISTORY = re.compile(
     r"|\bthe code before\b|\bprevious code\b|\bold rules\b|\bthe rules before\b|\bas before\b"
     r"|\(was [~≈]?\s?[−-]?\d"  # "(was 54)": a figure of earlier code beside today's
     r"|\bthe same, (?:before|after)\b"
-    # a table cell that is only "before", "after", "old" or "previous": a column or row of old figures
+    # a table cell that is only "before", "after", "old" or "previous": a column of old figures
     r"|^\s*\|(?:[^|\n]*\|)*?[ \t]*(?:before|after|old|previous)[ \t]*(?:\||$)",
     re.IGNORECASE,
 )

@@ -277,7 +277,7 @@ def test_a_gate_failed_run_is_a_baseline_and_the_reference_once_pinned_and_survi
     assert (
         store.reference_for(make_run()).run_id == runs[0].run_id
     )  # no release: the first accepted run
-    # The baseline is the previous run whatever its verdict; the reference skips the gate-failed one.
+    # The baseline is the previous run whatever its verdict; the reference skips the failed one.
     assert store.baseline_for(make_run()).run_id == runs[2].run_id
     pinned = store.pin(runs[2].run_id)  # the change was meant
     assert pinned.pinned_at is not None and pinned.gate_passed is False
