@@ -375,6 +375,7 @@ class ResultsStore:
         metrics: Collection[str] | None = None,
         min_ok: int = 1,
         wanted: Collection[str] | None = None,
+        items: Collection[str] | None = None,
     ) -> EvalRun | None:
         """The run `run` is gated against: the latest earlier run (`earlier_runs`) that measured a
         metric, whatever its own gate said.
@@ -386,7 +387,11 @@ class ResultsStore:
 
         Among those, the one that measured most of `wanted` (the metrics `run` measured; default:
         all) wins, then one on `run`'s own golden version, then the latest: a quick run without the
-        judge never becomes the baseline of a full one. A run that measured nothing (every item
+        judge never becomes the baseline of a full one. With `items` (the run's item ids), the first
+        of that order sharing at least `min_ok` of them: a run on renamed ids or another subset,
+        whose own gate failed as not comparable, does not fail the next run too; when none shares
+        enough, the first all the same, and the gate says they are not comparable. All of this looks
+        at what runs measured, never at their scores. A run that measured nothing (every item
         failed, or no metric of `metrics` scored) is the baseline only when no earlier run measured
         anything: the gate then says it recovers.
         """
@@ -395,10 +400,24 @@ class ResultsStore:
         if not measured:
             return earlier[0][0] if earlier else None
         goal = set(wanted) if wanted is not None else set().union(*(m for _, m in measured))
-        return max(
-            measured,
-            key=lambda pair: (len(pair[1] & goal), pair[0].dataset_version == run.dataset_version),
-        )[0]
+        ranked = [
+            r
+            for r, _ in sorted(  # stable: the latest first among equals
+                measured,
+                key=lambda pair: (
+                    len(pair[1] & goal),
+                    pair[0].dataset_version == run.dataset_version,
+                ),
+                reverse=True,
+            )
+        ]
+        if items is not None:
+            wanted_items = set(items)
+            for candidate in ranked:
+                shared = wanted_items & self._score_values(candidate.run_id, eval_scores.c.item_id)
+                if len(shared) >= min_ok:
+                    return candidate
+        return ranked[0]
 
     def reference_for(self, run: EvalRun, **options) -> EvalRun | None:
         """`reference_choice(run, **options).run`."""

@@ -194,10 +194,13 @@ def gate_against_baseline(
     that often. k comparisons each spend α / k of it (`split_alpha`): two (baseline and reference)
     half, one alone all of it."""
     wanted = measured_metrics(scores, min_ok=min_pairs)
+    items = {s.item_id for s in scores} if run.suite == "offline" else None
     baseline = (
         _named(store, run, baseline_run, "baseline_run")
         if baseline_run
-        else store.baseline_for(run, metrics=GATED_METRICS, min_ok=min_pairs, wanted=wanted)
+        else store.baseline_for(
+            run, metrics=GATED_METRICS, min_ok=min_pairs, wanted=wanted, items=items
+        )
     )
     skipped: tuple[EvalRun, ...] = ()
     if reference_run:
@@ -207,7 +210,6 @@ def gate_against_baseline(
             )
         ]
     else:
-        items = {s.item_id for s in scores} if run.suite == "offline" else None
         references = store.references(run, metrics=GATED_METRICS, min_ok=min_pairs, items=items)
         skipped = (
             references[0].skipped

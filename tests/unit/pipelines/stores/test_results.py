@@ -448,3 +448,14 @@ def test_a_partial_run_is_pinned_only_when_told_and_each_metric_keeps_a_referenc
     assert [(c.run.run_id, sorted(c.metrics)) for c in store.references(make_run(), **gated)] == [
         (judged[1].run_id, ["faithfulness", "recall@5"])
     ]
+
+
+def test_a_baseline_shares_the_runs_items_unless_no_earlier_run_does(store):
+    proper, renamed = make_run(date(2026, 2, 16)), make_run(date(2026, 2, 23), gate_passed=False)
+    store.save_run(proper, make_scores(proper, ["a", "b", "c"]))
+    store.save_run(renamed, make_scores(renamed, ["x-a", "x-b", "x-c"]))  # failed: not comparable
+    # Without the run's items, the previous run; with them, the previous run that shares them.
+    assert store.baseline_for(make_run()).run_id == renamed.run_id
+    assert store.baseline_for(make_run(), items=["a", "b", "c"], min_ok=2).run_id == proper.run_id
+    # None shares enough: the previous run all the same, so the gate says they are not comparable.
+    assert store.baseline_for(make_run(), items=["q", "r"], min_ok=2).run_id == renamed.run_id

@@ -838,6 +838,11 @@ def test_renamed_item_ids_fail_as_not_comparable_instead_of_an_unpaired_comparis
         "golden@v3 and golden@v4 are a different golden set or renamed ids"
         in gate.baseline.not_comparable
     )
+    # The next run on the set's own ids is compared with the last run that shares them, not failed
+    # again by the renamed one before it.
+    proper = offline_run(3)
+    gate = record(store, proper, scored(proper, GOOD))
+    assert gate.baseline.against.run_id == base.run_id and gate.passed
 
 
 def test_a_limit_run_is_compared_on_the_subset_it_drew(store):
