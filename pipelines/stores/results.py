@@ -412,10 +412,8 @@ class ResultsStore:
             )
         ]
         if items is not None:
-            wanted_items = set(items)
             for candidate in ranked:
-                shared = wanted_items & self._score_values(candidate.run_id, eval_scores.c.item_id)
-                if len(shared) >= min_ok:
+                if self._shared_items(candidate.run_id, items) >= min_ok:
                     return candidate
         return ranked[0]
 
@@ -476,9 +474,7 @@ class ResultsStore:
             if items is None or candidate.dataset_version == run.dataset_version:
                 return True  # on its own version a run holds every item, or draws a subset of them
             if candidate.run_id not in shared:
-                shared[candidate.run_id] = len(
-                    set(items) & self._score_values(candidate.run_id, eval_scores.c.item_id)
-                )
+                shared[candidate.run_id] = self._shared_items(candidate.run_id, items)
             return shared[candidate.run_id] >= min_ok
 
         chosen: dict[str, tuple[EvalRun, str]] = {}
@@ -514,6 +510,10 @@ class ResultsStore:
                 why = f"{why}; the reference of {', '.join(names)}"
             choices.append(ReferenceChoice(ref, why, skipped, frozenset(names)))
         return choices
+
+    def _shared_items(self, run_id: str, items: Collection[str]) -> int:
+        """How many of `items` the run has score rows of."""
+        return len(set(items) & self._score_values(run_id, eval_scores.c.item_id))
 
     def _score_values(self, run_id: str, column: sa.Column) -> set[str]:
         """The values `column` of the run's score rows takes (its item ids, its metrics), whatever

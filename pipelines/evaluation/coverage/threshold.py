@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -103,7 +104,8 @@ def calibrate_threshold(
 ) -> CoverageThreshold:
     """The threshold from the user questions `evidence` (`question_vectors`, one row each) against
     the golden `passages` (`passage_vectors`), their dot product being the `signal`'s similarity."""
-    positives, negatives, used = _scores(evidence, question_vectors, passages, passage_vectors)
+    scores = _scores(evidence, question_vectors, passages, passage_vectors)
+    positives, negatives, used = scores.positives, scores.negatives, scores.used
     measured = _roc(np.array(positives), np.array(negatives))
     counts = {
         "signal": signal,
@@ -119,9 +121,7 @@ def calibrate_threshold(
             **counts,
             **_rates(np.array(positives), np.array(negatives), setting),
             note="set by RAGWATCH_COVERAGE_THRESHOLD, not calibrated",
-            by_language=_by_language(
-                evidence, question_vectors, passages, passage_vectors, setting
-            ),
+            by_language=_by_language(scores, setting),
         )
     if len(positives) < MIN_POSITIVES or not negatives:
         return CoverageThreshold(
@@ -151,37 +151,37 @@ def calibrate_threshold(
         tpr=measured["tpr"],
         fpr=measured["fpr"],
         **counts,
-        by_language=_by_language(
-            evidence, question_vectors, passages, passage_vectors, measured["threshold"]
-        ),
+        by_language=_by_language(scores, measured["threshold"]),
     )
 
 
-def _by_language(
-    evidence: Sequence[GoldenItem],
-    question_vectors: np.ndarray,
-    passages: GoldenPassages,
-    passage_vectors: np.ndarray,
-    threshold: float,
-) -> list[LanguageRates]:
+def _by_language(scores: _Scores, threshold: float) -> list[LanguageRates]:
     """The rates at `threshold` on each language's user questions alone."""
-    languages = np.array([i.language for i in evidence])
-    out = []
-    for language in np.unique(languages):
-        mine = np.flatnonzero(languages == language)
-        positives, negatives, _ = _scores(
-            [evidence[k] for k in mine], question_vectors[mine], passages, passage_vectors
+    positives, negatives = np.array(scores.positives), np.array(scores.negatives)
+    of_positive, of_negative = (
+        np.array(scores.positive_languages),
+        np.array(scores.negative_languages),
+    )
+    return [
+        LanguageRates(
+            language=str(language),
+            positives=int((of_positive == language).sum()),
+            negatives=int((of_negative == language).sum()),
+            **_rates(
+                positives[of_positive == language], negatives[of_negative == language], threshold
+            ),
         )
-        if positives or negatives:
-            out.append(
-                LanguageRates(
-                    language=str(language),
-                    positives=len(positives),
-                    negatives=len(negatives),
-                    **_rates(np.array(positives), np.array(negatives), threshold),
-                )
-            )
-    return out
+        for language in np.unique(np.concatenate([of_positive, of_negative]))
+    ]
+
+
+class _Scores(NamedTuple):
+    positives: list[float]
+    negatives: list[float]
+    positive_languages: list[str]
+    """The language of each positive's question."""
+    negative_languages: list[str]
+    used: int
 
 
 def _scores(
@@ -189,9 +189,10 @@ def _scores(
     question_vectors: np.ndarray,
     passages: GoldenPassages,
     passage_vectors: np.ndarray,
-) -> tuple[list[float], list[float], int]:
+) -> _Scores:
     languages, documents = np.asarray(passages.languages), np.asarray(passages.documents)
-    positives, negatives, used = [], [], 0
+    scores = _Scores([], [], [], [], 0)
+    used = 0
     for k, item in enumerate(evidence):
         mine = languages == item.language
         if not mine.any():
@@ -204,19 +205,21 @@ def _scores(
         )
         own_documents = {document_of(c) for c in item.gold_chunk_ids}
         if not item.gold_chunk_ids and not item.reference_contexts:
-            negatives.append(
-                float(sims.max())
-            )  # the corpus has no answer: nothing in the golden set covers it
+            # the corpus has no answer: nothing in the golden set covers it
+            scores.negatives.append(float(sims.max()))
+            scores.negative_languages.append(item.language)
             continue
         if (
             not own_documents
         ):  # an imported item's passages have no chunk ids: each is its own document
             own_documents = {f"text:{hash_text(t)}" for t in item.reference_contexts}
-        positives.append(float(sims.max()))
+        scores.positives.append(float(sims.max()))
+        scores.positive_languages.append(item.language)
         other = np.where(np.isin(documents, list(own_documents)), -np.inf, sims)
         if np.isfinite(other.max()):
-            negatives.append(float(other.max()))
-    return positives, negatives, used
+            scores.negatives.append(float(other.max()))
+            scores.negative_languages.append(item.language)
+    return scores._replace(used=used)
 
 
 def _rates(

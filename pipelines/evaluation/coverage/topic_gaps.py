@@ -80,10 +80,13 @@ def weigh_topics(
         for k, q in zip(tested, adjusted):
             weighed[k] = weighed[k].model_copy(update={"covered_q_value": float(q)})
     ranked = sorted(weighed, key=lambda c: (-c.gap_traces, c.cluster_id))
-    missed = [
-        c for c in ranked if c.covered_q_value is None or c.covered_q_value <= FALSE_DISCOVERY_RATE
+    listed = [
+        c.covered_q_value is None or c.covered_q_value <= FALSE_DISCOVERY_RATE for c in ranked
     ]
-    return missed, [c for c in ranked if c not in missed]
+    return (
+        [c for c, missed in zip(ranked, listed) if missed],
+        [c for c, missed in zip(ranked, listed) if not missed],
+    )
 
 
 def _joined(

@@ -136,7 +136,7 @@ adjusted Rand index {{ coverage.topic_cut.adjusted_rand|num }}{% else %}: a defa
 coverage.unclustered }} uncovered questions belong to no topic). A covered subject leaves unmatched questions too
 (the matcher's misses), so each topic is weighed with the day's matched questions that lie in it: "matched" counts
 them, and its coverage is its matched share corrected for the matcher's error rates in its language. A topic is
-listed when it has fewer matched questions than a covered topic has (binomial at its language's true-match rate,
+listed when it has fewer matched questions than a covered topic has (beta-binomial at its language's true-match rate,
 Benjamini–Hochberg at 5 % over the day's topics); "missed" is its traffic the golden set does not cover, (1 −
 coverage) × its traffic, as a share of the day's traffic, and the topics are ranked by it. "Uncovered" is the traffic
 of its unmatched questions. The

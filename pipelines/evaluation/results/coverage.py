@@ -135,9 +135,9 @@ class UncoveredCluster(BaseModel):
     """Its 95 % interval from the topic's distinct questions, the rates held at their
     calibration."""
     covered_q_value: float | None = None
-    """How likely a covered topic is to have as few matched questions (binomial at its language's
-    TPR), adjusted over the day's topics (Benjamini–Hochberg): at most 0.05, the topic is listed as
-    missed. None where the rates are unknown."""
+    """How likely a covered topic is to have as few matched questions (beta-binomial at its
+    language's TPR, coverage/topic_gaps.py), adjusted over the day's topics (Benjamini–Hochberg): at
+    most 0.05, the topic is listed as missed. None where the rates are unknown."""
     gap_traces: float = 0.0
     """The day's sampled traces on the topic the golden set does not cover: (1 − coverage) × the
     topic's traffic; `estimated_traces` where coverage is unknown."""

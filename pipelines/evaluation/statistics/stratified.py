@@ -40,11 +40,17 @@ def stratified_variance(
     """Σ share_v²·t_v(1 − t_v)/n_v·(1 − n_v/N_v): the variance of θ̂ when the strata's shares are
     t."""
     labelled, judged = np.asarray(labelled, dtype=float), np.asarray(judged, dtype=float)
-    fpc = 1 - np.divide(labelled, judged, out=np.ones_like(labelled), where=judged > 0)
+    fpc = _finite_population_factor(labelled, judged)
     per = np.divide(
         share * share * t * (1 - t) * fpc, labelled, out=np.zeros_like(labelled), where=labelled > 0
     )
     return per.sum(-1)
+
+
+def _finite_population_factor(labelled: np.ndarray, judged: np.ndarray) -> np.ndarray:
+    """1 − n_v/N_v per stratum: the labels are drawn without replacement from the run's N_v judged
+    items (0 where none was judged)."""
+    return 1 - np.divide(labelled, judged, out=np.ones_like(labelled), where=judged > 0)
 
 
 def mover_interval(
@@ -66,7 +72,7 @@ def mover_interval(
     some = np.where(seen, labelled, 1.0)
     low, high = jeffreys_interval(np.where(seen, yes, 0.0), some, confidence=confidence)
     mean = np.where(seen, yes / some, 0.0)
-    fpc = 1 - np.divide(labelled, judged, out=np.ones_like(labelled), where=judged > 0)
+    fpc = _finite_population_factor(labelled, judged)
     weight = np.where(seen, share * share * np.maximum(fpc, 0.0), 0.0)
     below = np.sqrt((weight * (mean - low) ** 2).sum(-1))
     above = np.sqrt((weight * (high - mean) ** 2).sum(-1))
